@@ -1,0 +1,56 @@
+"""healjson: a value that passed the schema and the business contracts, or an explicit `Degraded`.
+
+Never an exception at call time, never silently wrong data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._check import validate
+from ._contracts import Contract, ContractContext, Violation, contract
+from ._diagnostic import MISSING, Diagnostic, Source
+from ._flags import Flag
+from ._healer import Healer
+from ._outcome import Attempt, Degraded, DegradedError, Healed, Outcome, Reason
+from ._packs import ContractPack, load_contracts
+from ._parse import ParseResult, parse
+from ._policy import HealPolicy
+from ._repair import RepairPrompt, Strategy
+from ._reply import Reply, Usage
+
+__all__ = [
+    "MISSING",
+    "Attempt",
+    "Contract",
+    "ContractContext",
+    "ContractPack",
+    "Degraded",
+    "DegradedError",
+    "Diagnostic",
+    "Flag",
+    "HealPolicy",
+    "Healed",
+    "Healer",
+    "Outcome",
+    "ParseResult",
+    "Reason",
+    "RepairPrompt",
+    "Reply",
+    "Source",
+    "Strategy",
+    "Usage",
+    "Violation",
+    "contract",
+    "load_contracts",
+    "parse",
+    "validate",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from importlib.metadata import version
+
+        return version("healjson")
+    raise AttributeError(f"module 'healjson' has no attribute {name!r}")

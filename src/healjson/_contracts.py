@@ -1,0 +1,272 @@
+"""L2 business contracts: plain functions that judge a schema-valid value.
+
+A contract takes `(value, ctx)` (or just `value`) and returns None when the rule holds, or a
+`Violation` (or several). It may be `async`. The engine only knows this protocol; domain rules
+live in packs outside the engine. A contract that raises is a bug in the contract: it becomes a
+`contract_error` diagnostic, never an exception for the caller.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+from ._diagnostic import MISSING, ROOT, Diagnostic, Source, short_repr
+
+__all__ = [
+    "AwaitAll",
+    "Contract",
+    "ContractContext",
+    "Violation",
+    "as_contract",
+    "contract",
+    "run_contracts",
+]
+
+_UNSET: Any = object()
+_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """A broken rule: what must hold (`constraint`), and optionally where and how to fix it.
+
+    `fields` defaults to the contract's declared fields, `path` to the first of them, `value` to
+    the value found there, and `prescription` to an instruction that names every field involved.
+    """
+
+    constraint: str
+    fields: tuple[str, ...] = ()
+    path: str | None = None
+    value: Any = _UNSET
+    prescription: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ContractContext:
+    """What a contract may read besides the value: the original request and caller data."""
+
+    messages: tuple[Mapping[str, Any], ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    raw_text: str = ""
+
+    @property
+    def input_text(self) -> str:
+        """The text of the user turns of the original messages, joined by blank lines."""
+        parts: list[str] = []
+        for message in self.messages:
+            if message.get("role", "user") != "user":
+                continue
+            content = message.get("content")
+            if isinstance(content, str):
+                parts.append(content)
+            elif isinstance(content, list):
+                parts.extend(
+                    str(part.get("text", ""))
+                    for part in content
+                    if isinstance(part, Mapping) and part.get("type") == "text"
+                )
+        return "\n\n".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Contract:
+    """A named business rule over a validated value (build one with `@contract`)."""
+
+    check: Callable[..., Any]
+    fields: tuple[str, ...] = ()
+    name: str = ""
+    description: str = ""
+    takes_context: bool = True
+
+    def __call__(self, value: Any, ctx: ContractContext | None = None) -> Any:
+        """Run the rule (returns its raw result, which may be awaitable)."""
+        if self.takes_context:
+            return self.check(value, ctx if ctx is not None else ContractContext())
+        return self.check(value)
+
+
+@overload
+def contract(check: Callable[..., Any], /) -> Contract: ...
+@overload
+def contract(
+    *, fields: Sequence[str] = (), name: str | None = None, description: str | None = None
+) -> Callable[[Callable[..., Any]], Contract]: ...
+def contract(
+    check: Callable[..., Any] | None = None,
+    /,
+    *,
+    fields: Sequence[str] = (),
+    name: str | None = None,
+    description: str | None = None,
+) -> Contract | Callable[[Callable[..., Any]], Contract]:
+    """Declare a business rule: `@contract(fields=("urgency", "summary"))` on
+    `def rule(value, ctx) -> Violation | Iterable[Violation] | None` (sync or async).
+
+    `fields` names every field the rule reads; they appear in the repair prescription so the model
+    knows it may change any of them.
+    """
+    if isinstance(fields, str):
+        raise TypeError(f"contract fields must be a sequence of names, e.g. ({fields!r},)")
+
+    def build(fn: Callable[..., Any]) -> Contract:
+        if not callable(fn):
+            raise TypeError(f"@contract needs a function, got {fn!r}")
+        return Contract(
+            check=fn,
+            fields=tuple(fields),
+            name=name or str(getattr(fn, "__name__", "contract")),
+            description=description or inspect.getdoc(fn) or "",
+            takes_context=_arity(fn) >= 2,
+        )
+
+    return build(check) if check is not None else build
+
+
+def as_contract(rule: Contract | Callable[..., Any]) -> Contract:
+    """Accept a `Contract` or a bare function (wrapped with no declared fields)."""
+    if isinstance(rule, Contract):
+        return rule
+    if callable(rule):
+        return contract(rule)
+    raise TypeError(f"contracts must be functions or @contract rules, got {rule!r}")
+
+
+def _arity(fn: Callable[..., Any]) -> int:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 2
+    positional = [
+        p
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+    if any(p.kind is p.VAR_POSITIONAL for p in positional):
+        return 2
+    return len(positional)
+
+
+@dataclass(frozen=True, slots=True)
+class AwaitAll:
+    """Effect yielded by the contract runner: the driver awaits these and sends back the results
+    (each a value, or the exception it raised)."""
+
+    awaitables: tuple[Awaitable[Any], ...]
+
+
+def run_contracts(
+    contracts: Sequence[Contract], value: Any, ctx: ContractContext
+) -> Generator[AwaitAll, list[Any], list[Diagnostic]]:
+    """Run every contract on `value`; async ones are handed to the driver in one batch."""
+    diagnostics: list[Diagnostic] = []
+    pending: list[tuple[Contract, Awaitable[Any]]] = []
+    for rule in contracts:
+        try:
+            result = rule(value, ctx)
+        except Exception as exc:
+            diagnostics.append(_crashed(rule, exc))
+            continue
+        if inspect.isawaitable(result):
+            pending.append((rule, result))
+        else:
+            diagnostics.extend(_diagnose(rule, value, result))
+    if pending:
+        results = yield AwaitAll(tuple(awaitable for _, awaitable in pending))
+        for (rule, _), result in zip(pending, results, strict=True):
+            if isinstance(result, Exception):
+                diagnostics.append(_crashed(rule, result))
+            else:
+                diagnostics.extend(_diagnose(rule, value, result))
+    return diagnostics
+
+
+def _diagnose(rule: Contract, value: Any, result: Any) -> list[Diagnostic]:
+    if result is None or result is True:
+        return []
+    if result is False:
+        return [_violation(rule, value, Violation(rule.description or f"rule {rule.name}"))]
+    if isinstance(result, str):
+        return [_violation(rule, value, Violation(result))]
+    if isinstance(result, Violation):
+        return [_violation(rule, value, result)]
+    if isinstance(result, Iterable):
+        out: list[Diagnostic] = []
+        try:
+            for item in result:
+                out.extend(_diagnose(rule, value, item))
+        except Exception as exc:  # a generator contract can raise half-way through
+            out.append(_crashed(rule, exc))
+        return out
+    return [
+        _crashed(
+            rule,
+            TypeError(f"returned {result!r}; return None, a Violation or an iterable of them"),
+        )
+    ]
+
+
+def _violation(rule: Contract, value: Any, violation: Violation) -> Diagnostic:
+    fields = violation.fields or rule.fields
+    path = violation.path or (fields[0] if fields else ROOT)
+    found = violation.value if violation.value is not _UNSET else value_at(value, path)
+    values = {name: value_at(value, name) for name in fields}
+    return Diagnostic(
+        path=path,
+        value=found,
+        constraint=violation.constraint,
+        prescription=_prescription(violation, fields, path),
+        source=Source.CONTRACT,
+        fields=tuple(fields),
+        rule=rule.name,
+        extra={"values": values},
+    )
+
+
+def _prescription(violation: Violation, fields: tuple[str, ...], path: str) -> str:
+    if len(fields) <= 1:
+        target = fields[0] if fields else path
+        return violation.prescription or f"Change `{target}` so that: {violation.constraint}."
+    named = ", ".join(f"`{name}`" for name in fields)
+    if violation.prescription is None:
+        return (
+            f"This rule spans {named}: change any of them — including fields that already passed "
+            f"their own checks — so that: {violation.constraint}."
+        )
+    if all(name in violation.prescription for name in fields):
+        return violation.prescription
+    return f"{violation.prescription} Fields involved: {named}; any of them may change."
+
+
+def _crashed(rule: Contract, exc: BaseException) -> Diagnostic:
+    return Diagnostic(
+        path=ROOT,
+        value=short_repr(f"{type(exc).__name__}: {exc}", 300),
+        constraint=f"contract `{rule.name}` raised {type(exc).__name__}: {exc}",
+        prescription="This is a bug in the contract, not in the model's answer: fix the contract.",
+        source=Source.CONTRACT_ERROR,
+        fields=rule.fields,
+        rule=rule.name,
+    )
+
+
+def value_at(value: Any, path: str) -> Any:
+    """The value at `items[2].price` inside a model instance or plain data (MISSING if absent)."""
+    if path == ROOT:
+        return value
+    node = value
+    for match in _PATH_PART.finditer(path):
+        key, index = match.groups()
+        try:
+            if index is not None:
+                node = node[int(index)]
+            elif isinstance(node, Mapping):
+                node = node[key]
+            else:
+                node = getattr(node, key)
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return MISSING
+    return node

@@ -1,0 +1,347 @@
+"""The sans-I/O repair loop: yields the next request, consumes the reply, returns an outcome.
+
+One generator holds every decision — which strategy the next round uses, when the budget is
+spent, which reason a degradation carries — and knows nothing about HTTP or event loops. The
+sync and async drivers in `_drive` perform its effects.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _events
+from ._check import Evaluation, Verdict, evaluate
+from ._contracts import AwaitAll, Contract, ContractContext
+from ._diagnostic import ROOT, Diagnostic, Source, format_path
+from ._drive import CallResult, ModelCall
+from ._lenient import NOTHING
+from ._outcome import Attempt, Degraded, Healed, Outcome, Reason
+from ._parse import recover
+from ._policy import HealPolicy
+from ._repair import MAX_HISTORY_LINES, RepairPrompt, Strategy, history_line
+from ._reply import Reply, Usage, exception_kind, to_reply
+from ._target import Target
+
+__all__ = ["HealSpec", "heal_flow"]
+
+_MAX_CHANGED_PATHS = 200
+_STRATEGY_FOR = {
+    Verdict.EMPTY: Strategy.EMPTY_RETRY,
+    Verdict.TRUNCATED: Strategy.TRUNCATION,
+    Verdict.SYNTAX: Strategy.SYNTAX,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class HealSpec:
+    """The constant part of a healing run (what a `Healer` was configured with)."""
+
+    target: Target[Any]
+    contracts: tuple[Contract, ...] = ()
+    policy: HealPolicy = field(default_factory=HealPolicy)
+    fallback: Any = None
+    example: str | None = None
+
+
+@dataclass
+class _Run:
+    """Mutable bookkeeping of one run (private to the generator)."""
+
+    spec: HealSpec
+    original: tuple[Mapping[str, Any], ...]
+    attempts: list[Attempt] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    history: list[str] = field(default_factory=list)
+    first_data: Any = NOTHING
+    partial: Any = None
+
+
+def heal_flow(
+    spec: HealSpec,
+    messages: tuple[Mapping[str, Any], ...],
+    params: Mapping[str, Any],
+    ctx: ContractContext,
+) -> Generator[ModelCall | AwaitAll, Any, Outcome[Any]]:
+    """The whole L1-L4 loop for one request."""
+    run = _Run(spec, messages)
+    policy = spec.policy
+    call_params = dict(params)
+    prompt: RepairPrompt | None = None
+    for number in range(1, policy.max_attempts + 1):
+        sent = tuple(prompt.messages(messages) if prompt else (dict(m) for m in messages))
+        this_params = dict(call_params)
+        if number == policy.max_attempts and number > 1 and policy.escalate_model:
+            this_params["model"] = policy.escalate_model
+        if policy.token_budget is not None and number > 1:
+            projected = run.usage.total_tokens + _estimate(sent)
+            if projected > policy.token_budget:
+                return (yield from _degrade(run, Reason.BUDGET_EXCEEDED, [_budget(projected)]))
+        result: CallResult = yield ModelCall(number, sent, this_params)
+        base: dict[str, Any] = {
+            "number": number,
+            "strategy": prompt.strategy if prompt else Strategy.INITIAL,
+            "messages": sent,
+            "params": this_params,
+            "prompt": prompt,
+            "latency_s": result.elapsed_s,
+        }
+        if result.error is not None:
+            return (yield from _call_failed(run, base, result.error))
+        try:
+            reply = to_reply(result.value)
+        except TypeError as exc:
+            return (yield from _call_failed(run, base, exc))
+        usage = reply.usage or _estimated_usage(sent, reply.content)
+        run.usage = run.usage + usage
+        base.update(
+            raw_text=reply.content,
+            finish_reason=reply.finish_reason,
+            usage=usage,
+            model=reply.model or this_params.get("model"),
+        )
+        stop = _provider_stop(reply, policy)
+        if stop is not None:
+            reason, diagnostic = stop
+            run.attempts.append(Attempt(**base, diagnostics=(diagnostic,)))
+            _events.attempt(run.attempts[-1])
+            return (yield from _degrade(run, reason, [diagnostic], reply.content))
+        if reply.refusal:
+            evaluation = _refusal_evaluation(reply)
+        else:
+            evaluation = yield from evaluate(
+                spec.target, spec.contracts, reply.content, reply.finish_reason, ctx
+            )
+        attempt = Attempt(
+            **base,
+            flags=evaluation.parse.flags,
+            diagnostics=evaluation.diagnostics,
+            ok=evaluation.ok,
+        )
+        run.attempts.append(attempt)
+        _events.attempt(attempt)
+        if evaluation.ok:
+            return _healed(run, evaluation, reply.content or "")
+        _remember(run, evaluation, reply.content)
+        if evaluation.verdict is Verdict.CONTRACT_ERROR:
+            # a contract that raises is a bug in code: another model call cannot fix it
+            return (yield from _degrade(run, Reason.CONTRACT_ERROR, evaluation.diagnostics))
+        if evaluation.verdict is Verdict.TRUNCATED and policy.on_truncation == "degrade":
+            return (yield from _degrade(run, Reason.TOKEN_TRUNCATED, evaluation.diagnostics))
+        strategy = _STRATEGY_FOR.get(evaluation.verdict, Strategy.REPAIR)
+        if strategy is Strategy.TRUNCATION and policy.on_truncation in ("raise_max_tokens", "both"):
+            call_params = _more_tokens(call_params, usage, policy)
+        prompt = _next_prompt(run, strategy, number, reply.content, evaluation)
+        if policy.history == "compact":
+            run.history.append(history_line(number, evaluation.verdict, evaluation.diagnostics))
+    last = run.attempts[-1]
+    return (yield from _degrade(run, _final_reason(run, last), last.diagnostics))
+
+
+def _next_prompt(
+    run: _Run, strategy: Strategy, number: int, raw: str | None, evaluation: Evaluation
+) -> RepairPrompt:
+    policy = run.spec.policy
+    repair_round = number  # the request after attempt N is repair round N
+    rich = repair_round >= policy.example_from_repair and strategy is not Strategy.EMPTY_RETRY
+    resend = strategy is Strategy.TRUNCATION and policy.on_truncation == "raise_max_tokens"
+    return RepairPrompt(
+        strategy=Strategy.RESEND if resend else strategy,
+        round=repair_round,
+        raw_output=raw,
+        diagnostics=evaluation.diagnostics,
+        history=tuple(run.history[-MAX_HISTORY_LINES:]),
+        example=run.spec.example if rich else None,
+        schema=run.spec.target.json_schema_text if rich and run.spec.target.json_schema else None,
+    )
+
+
+def _provider_stop(reply: Reply, policy: HealPolicy) -> tuple[Reason, Diagnostic] | None:
+    if reply.finish_reason == "content_filter":
+        return Reason.CONTENT_FILTER, Diagnostic(
+            ROOT,
+            reply.content or "",
+            "the provider's content filter stopped the answer",
+            "Rephrase the request; the provider refused to complete it.",
+            Source.CONTENT_FILTER,
+        )
+    if reply.refusal and policy.on_refusal == "degrade":
+        return Reason.REFUSAL, _refusal_diagnostic(reply.refusal)
+    return None
+
+
+def _refusal_diagnostic(refusal: str) -> Diagnostic:
+    return Diagnostic(
+        ROOT,
+        refusal,
+        "the model refused to answer",
+        "Answer the original request with the JSON value it asks for.",
+        Source.REFUSAL,
+    )
+
+
+def _refusal_evaluation(reply: Reply) -> Evaluation:
+    from ._parse import ParseResult
+
+    diagnostic = _refusal_diagnostic(reply.refusal or "")
+    return Evaluation(Verdict.REFUSAL, ParseResult(error=diagnostic), (diagnostic,))
+
+
+def _call_failed(
+    run: _Run, base: dict[str, Any], exc: Exception
+) -> Generator[AwaitAll, Any, Outcome[Any]]:
+    kind = exception_kind(exc)
+    reason = Reason(kind)
+    message = f"{type(exc).__name__}: {exc}"
+    diagnostic = Diagnostic(
+        ROOT,
+        message,
+        f"the model call failed ({reason})",
+        "Check the provider, network and credentials; healjson does not retry transport errors "
+        "(the client's own retry policy does).",
+        Source.API,
+    )
+    attempt = Attempt(**base, diagnostics=(diagnostic,), error=message)
+    run.attempts.append(attempt)
+    _events.attempt(attempt)
+    return (yield from _degrade(run, reason, [diagnostic]))
+
+
+def _remember(run: _Run, evaluation: Evaluation, raw: str | None) -> None:
+    """Keep the best-effort data of a failed attempt (for `partial` and change tracking)."""
+    data = evaluation.data
+    if data is NOTHING and evaluation.verdict in (Verdict.CONTRACT, Verdict.CONTRACT_ERROR):
+        data = recover(raw, None, want_value=True).result.value  # fast path skipped building it
+    if data is NOTHING or data is None:
+        return
+    run.partial = data
+    if evaluation.verdict is not Verdict.TRUNCATED and run.first_data is NOTHING:
+        run.first_data = data
+
+
+def _final_reason(run: _Run, last: Attempt) -> Reason:
+    sources = {d.source for d in last.diagnostics}
+    if Source.TRUNCATION in sources:
+        return Reason.TOKEN_TRUNCATED
+    if Source.EMPTY in sources:
+        return Reason.EMPTY_OUTPUT
+    if Source.REFUSAL in sources:
+        return Reason.REFUSAL
+    if run.spec.policy.max_attempts == 1:
+        return Reason.INVALID_OUTPUT
+    return Reason.MAX_RETRIES_EXCEEDED
+
+
+def _healed(run: _Run, evaluation: Evaluation, raw: str) -> Outcome[Any]:
+    changed: tuple[str, ...] = ()
+    if len(run.attempts) > 1 and run.first_data is not NOTHING:
+        final = evaluation.data
+        if final is NOTHING:
+            final = recover(raw, None, want_value=True).result.value
+        changed = tuple(_diff(run.first_data, final, ()))[:_MAX_CHANGED_PATHS]
+    outcome: Healed[Any] = Healed(
+        value=evaluation.instance,
+        raw_text=raw,
+        attempts=tuple(run.attempts),
+        usage=run.usage,
+        flags=evaluation.parse.flags,
+        changed_fields=changed,
+    )
+    _events.healed(outcome)
+    return outcome
+
+
+def _degrade(
+    run: _Run, reason: Reason, errors: Sequence[Diagnostic], raw: str | None = None
+) -> Generator[AwaitAll, Any, Outcome[Any]]:
+    if raw is None and run.attempts:
+        raw = run.attempts[-1].raw_text
+    errors = list(errors)
+    fallback = run.spec.fallback
+    if callable(fallback) and not isinstance(fallback, type):
+        fallback, failure = yield from _call_fallback(fallback, raw, errors)
+        if failure is not None:
+            errors.append(failure)
+    outcome: Degraded[Any] = Degraded(
+        reason=reason,
+        raw_text=raw,
+        errors=tuple(errors),
+        fallback=fallback,
+        partial=run.partial,
+        attempts=tuple(run.attempts),
+        usage=run.usage,
+    )
+    _events.degraded(outcome)
+    return outcome
+
+
+def _call_fallback(
+    factory: Callable[..., Any], raw: str | None, errors: list[Diagnostic]
+) -> Generator[AwaitAll, Any, tuple[Any, Diagnostic | None]]:
+    try:
+        value = factory(raw, tuple(errors))
+        if hasattr(value, "__await__"):
+            (value,) = yield AwaitAll((value,))
+            if isinstance(value, Exception):
+                raise value
+    except Exception as exc:
+        return None, Diagnostic(
+            ROOT,
+            f"{type(exc).__name__}: {exc}",
+            "the fallback factory raised",
+            "Fix the fallback factory; the degradation carries no fallback value.",
+            Source.FALLBACK,
+        )
+    return value, None
+
+
+def _more_tokens(params: dict[str, Any], usage: Usage, policy: HealPolicy) -> dict[str, Any]:
+    key = "max_completion_tokens" if "max_completion_tokens" in params else "max_tokens"
+    current = params.get(key)
+    if not isinstance(current, int):
+        current = usage.completion_tokens or None
+    if not current:
+        return params
+    grown = math.ceil(current * policy.max_tokens_growth)
+    if policy.max_tokens_cap is not None:
+        grown = min(grown, policy.max_tokens_cap)
+    return {**params, key: max(grown, current)}
+
+
+def _budget(projected: int) -> Diagnostic:
+    return Diagnostic(
+        ROOT,
+        projected,
+        "the next call would exceed the token budget",
+        "Raise HealPolicy.token_budget, or shorten the prompt.",
+        Source.BUDGET,
+    )
+
+
+def _estimate(messages: Sequence[Mapping[str, Any]]) -> int:
+    return sum(len(str(m.get("content") or "")) for m in messages) // 4 + 4 * len(messages)
+
+
+def _estimated_usage(messages: Sequence[Mapping[str, Any]], content: str | None) -> Usage:
+    return Usage(_estimate(messages), len(content or "") // 4, estimated=True)
+
+
+def _diff(before: Any, after: Any, loc: tuple[str | int, ...]) -> list[str]:
+    if isinstance(before, dict) and isinstance(after, dict):
+        out: list[str] = []
+        for key in dict.fromkeys([*before, *after]):
+            if key not in before or key not in after:
+                out.append(format_path((*loc, key)))
+            else:
+                out.extend(_diff(before[key], after[key], (*loc, key)))
+        return out
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        out = []
+        for index, (old, new) in enumerate(zip(before, after, strict=True)):
+            out.extend(_diff(old, new, (*loc, index)))
+        return out
+    if before == after and type(before) is type(after):
+        return []
+    return [format_path(loc)]

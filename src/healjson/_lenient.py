@@ -1,0 +1,50 @@
+"""Syntax repair for one candidate: the json-repair library plus the slips it misses.
+
+Only reached when the strict Rust parser has already said no, so its cost never touches the
+happy path. Inputs above `MAX_REPAIR_CHARS` are declined (json-repair is pure Python, about
+1 MB/s) rather than risking seconds of CPU on one reply.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+__all__ = ["MAX_REPAIR_CHARS", "NOTHING", "lenient_loads"]
+
+MAX_REPAIR_CHARS: Final = 1_000_000
+
+
+class _Nothing:
+    """Sentinel: no value could be recovered (distinct from JSON null)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NOTHING"
+
+
+NOTHING: Final = _Nothing()
+
+# Typographic single quotes (U+2018/U+2019) used as string delimiters; json-repair keeps the
+# closing one as part of the text. Only rewritten where JSON expects a key or a value.
+_SMART_SINGLE = re.compile(r"(?<=[{\[,:])(\s*)\u2018([^\u2018\u2019\n]*)\u2019(?=\s*[:,}\]])")
+# JavaScript's `undefined` means "no value"; json-repair would turn it into the string "undefined".
+_JS_UNDEFINED = re.compile(r"(?<=[:\[,])(\s*)undefined(?=\s*[,}\]])")
+
+
+def lenient_loads(text: str) -> Any:
+    """Parse `text` leniently; return `NOTHING` when no JSON value can be recovered."""
+    if len(text) > MAX_REPAIR_CHARS:
+        return NOTHING
+    text = _SMART_SINGLE.sub(r'\1"\2"', text)
+    text = _JS_UNDEFINED.sub(r"\1null", text)
+    try:
+        import json_repair
+
+        value = json_repair.repair_json(text, return_objects=True, skip_json_loads=True)
+    except Exception:  # json-repair raises ValueError on deep nesting; any failure means "no"
+        return NOTHING
+    if value == "" and text.strip() not in ('""', "''"):
+        return NOTHING
+    return value

@@ -1,0 +1,136 @@
+"""Contract packs: a model, its contracts and golden examples, loaded from outside the engine.
+
+`load_contracts(spec)` takes a file path (`contracts/support_ticket.py`), a
+`package.module:attribute` reference, or the name of a `healjson.contracts` entry point.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ._contracts import Contract, as_contract
+
+__all__ = ["ENTRY_POINT_GROUP", "ContractPack", "load_contracts"]
+
+ENTRY_POINT_GROUP = "healjson.contracts"
+
+
+@dataclass(frozen=True, slots=True)
+class ContractPack:
+    """A domain's model, business rules and golden examples, ready for a `Healer`."""
+
+    model: Any
+    contracts: tuple[Contract, ...] = ()
+    examples: tuple[Any, ...] = ()
+    name: str = ""
+    description: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        rules = tuple(as_contract(rule) for rule in self.contracts)
+        object.__setattr__(self, "contracts", rules)
+        object.__setattr__(self, "examples", tuple(self.examples))
+        if not self.name:
+            object.__setattr__(self, "name", getattr(self.model, "__name__", "pack"))
+
+    def contract(self, name: str) -> Contract:
+        """The pack's contract called `name` (KeyError lists the names there are)."""
+        for rule in self.contracts:
+            if rule.name == name:
+                return rule
+        raise KeyError(
+            f"{self.name} has no contract {name!r}; it has {[r.name for r in self.contracts]}"
+        )
+
+
+def load_contracts(spec: str | Path) -> ContractPack:
+    """Load a `ContractPack` by file path, `module:attribute`, module name or entry-point name.
+
+    Raises `LookupError` naming everything that was tried when nothing matches.
+    """
+    text = str(spec)
+    tried: list[str] = []
+    path = Path(text.split(":", 1)[0]) if text.endswith(".py") or ".py:" in text else None
+    if path is not None:
+        attribute = text.split(":", 1)[1] if ".py:" in text else None
+        if not path.is_file():
+            raise LookupError(f"no contract pack file at {path} (resolved to {path.resolve()})")
+        return _pick(_load_file(path), attribute, f"file {path}")
+    module_name, _, attribute = text.partition(":")
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == text:
+            loaded = ep.load()
+            pack = loaded() if callable(loaded) and not isinstance(loaded, ContractPack) else loaded
+            if isinstance(pack, ContractPack):
+                return pack
+            raise TypeError(f"entry point {ep.value!r} gave {pack!r}, not a healjson.ContractPack")
+    tried.append(f"entry point {text!r} in group {ENTRY_POINT_GROUP!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        tried.append(f"module {module_name!r} ({exc})")
+    else:
+        return _pick(module, attribute or None, f"module {module_name}")
+    raise LookupError(f"could not load contract pack {text!r}; tried: " + "; ".join(tried))
+
+
+def _load_file(path: Path) -> ModuleType:
+    name = f"healjson_pack_{path.stem}_{abs(hash(str(path.resolve())))}"
+    if name in sys.modules:
+        return sys.modules[name]
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise LookupError(f"cannot import {path} as a Python module")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module  # dataclasses and pydantic resolve annotations through sys.modules
+    try:
+        module_spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _pick(module: ModuleType, attribute: str | None, where: str) -> ContractPack:
+    if attribute:
+        value = getattr(module, attribute, None)
+        if value is None:
+            raise LookupError(f"{where} has no attribute {attribute!r}")
+        return _as_pack(value, f"{where}:{attribute}")
+    for conventional in ("pack", "PACK"):
+        if hasattr(module, conventional):
+            return _as_pack(getattr(module, conventional), f"{where}:{conventional}")
+    packs = [v for v in vars(module).values() if isinstance(v, ContractPack)]
+    if len(packs) == 1:
+        return packs[0]
+    raise LookupError(
+        f"{where} defines {len(packs)} ContractPack objects; name one as `{where}:NAME` "
+        "or call it `pack`"
+    )
+
+
+def _as_pack(value: Any, where: str) -> ContractPack:
+    if isinstance(value, ContractPack):
+        return value
+    if callable(value):
+        made = _call(value)
+        if isinstance(made, ContractPack):
+            return made
+    raise TypeError(f"{where} is {type(value).__name__}, not a healjson.ContractPack")
+
+
+def _call(factory: Callable[[], Any]) -> Any:
+    return factory()
+
+
+def pack_names() -> Sequence[str]:
+    """Names of the packs installed through the entry-point group."""
+    return [ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)]

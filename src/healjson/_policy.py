@@ -1,0 +1,74 @@
+"""`HealPolicy`: how much healing a call may spend, and what to do in the special rounds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["HealPolicy"]
+
+TruncationMode = Literal["compress", "raise_max_tokens", "both", "degrade"]
+RefusalMode = Literal["degrade", "retry"]
+HistoryMode = Literal["compact", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class HealPolicy:
+    """Limits and strategies for one healing run. Invalid settings raise at construction.
+
+    - `max_attempts`: model calls in total, the first included (the seed's 3 = 1 + 2 repairs).
+    - `token_budget`: stop with `budget_exceeded` before a call that would pass this many
+      prompt + completion tokens in total (None: no limit). Unreported usage is estimated as
+      characters / 4.
+    - `on_truncation`: `compress` asks for a compact complete object; `raise_max_tokens` resends
+      with `max_tokens` multiplied by `max_tokens_growth` (capped at `max_tokens_cap`); `both`
+      does both; `degrade` stops with `token_truncated` at once.
+    - `on_refusal`: `degrade` stops with `refusal`; `retry` re-asks like an invalid answer.
+    - `escalate_model`: a stronger model for the final attempt (passed as the `model` param).
+    - `history`: `compact` adds one line per earlier failed attempt to each repair prompt (stops
+      the model oscillating between two wrong answers); `none` leaves it out.
+    - `example_from_repair`: from which repair round on the golden example and the JSON schema
+      are included (1 = every repair; the default 2 keeps the first repair short).
+    """
+
+    max_attempts: int = 3
+    token_budget: int | None = None
+    on_truncation: TruncationMode = "compress"
+    max_tokens_growth: float = 2.0
+    max_tokens_cap: int | None = 16_384
+    on_refusal: RefusalMode = "degrade"
+    escalate_model: str | None = None
+    history: HistoryMode = "compact"
+    example_from_repair: int = 2
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_attempts, int) or self.max_attempts < 1:
+            raise ValueError(
+                f"HealPolicy.max_attempts must be an int >= 1 (calls in total), "
+                f"got {self.max_attempts!r}"
+            )
+        if self.token_budget is not None and self.token_budget < 1:
+            raise ValueError(
+                f"HealPolicy.token_budget must be >= 1 or None, got {self.token_budget!r}"
+            )
+        if self.on_truncation not in ("compress", "raise_max_tokens", "both", "degrade"):
+            raise ValueError(
+                "HealPolicy.on_truncation must be 'compress', 'raise_max_tokens', 'both' or "
+                f"'degrade', got {self.on_truncation!r}"
+            )
+        if self.on_refusal not in ("degrade", "retry"):
+            raise ValueError(
+                f"HealPolicy.on_refusal must be 'degrade' or 'retry', got {self.on_refusal!r}"
+            )
+        if self.history not in ("compact", "none"):
+            raise ValueError(
+                f"HealPolicy.history must be 'compact' or 'none', got {self.history!r}"
+            )
+        if self.max_tokens_growth < 1:
+            raise ValueError(
+                f"HealPolicy.max_tokens_growth must be >= 1, got {self.max_tokens_growth!r}"
+            )
+        if self.example_from_repair < 1:
+            raise ValueError(
+                f"HealPolicy.example_from_repair must be >= 1, got {self.example_from_repair!r}"
+            )

@@ -1,0 +1,156 @@
+"""Turn pydantic validation errors into diagnostic triples a model can act on."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic_core import ErrorDetails
+
+from ._diagnostic import MISSING, Diagnostic, Source, format_path, short_repr
+
+__all__ = ["data_loc", "schema_diagnostics"]
+
+_SHOULD = re.compile(
+    r"^(Input|String|List|Value|Dictionary|Tuple|Set|Decimal|Data|Object|Number)\s+should\b"
+)
+_BOUNDS = {
+    "greater_than": ("gt", "greater than"),
+    "greater_than_equal": ("ge", "at least"),
+    "less_than": ("lt", "less than"),
+    "less_than_equal": ("le", "at most"),
+}
+
+
+def schema_diagnostics(errors: Sequence[ErrorDetails], data: Any) -> list[Diagnostic]:
+    """One diagnostic per failing location (union branches for one location are merged)."""
+    merged: dict[str, Diagnostic] = {}
+    for error in errors:
+        loc = data_loc(tuple(error.get("loc", ())), data, error.get("type") == "missing")
+        diagnostic = _one(error, loc)
+        previous = merged.get(diagnostic.path)
+        if previous is None:
+            merged[diagnostic.path] = diagnostic
+        elif diagnostic.constraint not in previous.constraint:
+            merged[diagnostic.path] = Diagnostic(
+                path=previous.path,
+                value=previous.value,
+                constraint=f"{previous.constraint}, or {diagnostic.constraint}",
+                prescription=f"Make `{previous.path}` satisfy one of the allowed forms.",
+                source=Source.SCHEMA,
+                rule="union",
+            )
+    return list(merged.values())
+
+
+def _one(error: ErrorDetails, loc: tuple[str | int, ...]) -> Diagnostic:
+    kind = error.get("type", "")
+    ctx: dict[str, Any] = dict(error.get("ctx") or {})
+    path = format_path(loc)
+    value: Any = MISSING if kind == "missing" else error.get("input")
+    msg = str(error.get("msg", "is invalid"))
+    constraint = _constraint(msg)
+    where = f"`{path}`"
+    if kind == "missing":
+        constraint = "is required"
+        prescription = f"Add the required field {where} with a valid value."
+    elif kind == "extra_forbidden":
+        constraint = "is not a field of the schema"
+        prescription = f"Remove {where}; the schema does not define it."
+    elif kind in _BOUNDS:
+        key, words = _BOUNDS[kind]
+        constraint = f"must be {words} {ctx.get(key)}"
+        prescription = (
+            f"Set {where} to a value {words} {ctx.get(key)} (got {short_repr(value, 60)})."
+        )
+    elif kind in ("string_too_short", "too_short"):
+        unit = "characters" if kind.startswith("string") else "items"
+        need = ctx.get("min_length")
+        constraint = f"must have at least {need} {unit}"
+        prescription = f"Write {where} with at least {need} {unit}{_have(value, unit)}."
+    elif kind in ("string_too_long", "too_long"):
+        unit = "characters" if kind.startswith("string") else "items"
+        need = ctx.get("max_length")
+        constraint = f"must have at most {need} {unit}"
+        prescription = f"Shorten {where} to at most {need} {unit}{_have(value, unit)}."
+    elif kind == "string_pattern_mismatch":
+        constraint = f"must match the pattern {ctx.get('pattern')}"
+        prescription = f"Rewrite {where} so that it matches {ctx.get('pattern')} exactly."
+    elif kind in ("enum", "literal_error"):
+        constraint = f"must be one of {ctx.get('expected')}"
+        prescription = f"Use exactly one of {ctx.get('expected')} for {where}."
+    elif kind in ("value_error", "assertion_error"):
+        constraint = re.sub(r"^(Value|Assertion) error,\s*", "", msg)
+        prescription = f"Change {where} so that: {constraint}."
+    else:
+        prescription = f"Change {where} so that it {constraint}."
+    return Diagnostic(
+        path=path,
+        value=value,
+        constraint=constraint,
+        prescription=prescription,
+        source=Source.SCHEMA,
+        rule=kind or None,
+    )
+
+
+def _constraint(msg: str) -> str:
+    if msg == "Field required":
+        return "is required"
+    return _SHOULD.sub("must", msg)
+
+
+def _have(value: Any, unit: str) -> str:
+    try:
+        return f" (it has {len(value)} {unit})"
+    except TypeError:
+        return ""
+
+
+def data_loc(loc: tuple[str | int, ...], data: Any, missing: bool) -> tuple[str | int, ...]:
+    """Drop the union/validator tags pydantic puts in `loc` that are not keys of the data."""
+    out: list[str | int] = []
+    node = data
+    for index, part in enumerate(loc):
+        last = index == len(loc) - 1
+        if isinstance(node, dict):
+            if part in node:
+                out.append(part)
+                node = node[part]
+                continue
+            if last and missing:
+                out.append(part)
+            elif isinstance(part, str) and (
+                _looks_like_tag(part) or (not last and loc[index + 1] in node)
+            ):
+                continue  # a union member tag such as `Cat` or `literal['a']`
+            else:
+                out.append(part)
+                node = None
+            continue
+        if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            out.append(part)
+            node = node[part]
+            continue
+        if isinstance(part, str) and _looks_like_tag(part):
+            continue
+        out.append(part)
+        node = None
+    return tuple(out)
+
+
+def _looks_like_tag(part: str) -> bool:
+    return any(c in part for c in "[]()'\"") or part in {
+        "str",
+        "int",
+        "float",
+        "bool",
+        "list",
+        "dict",
+        "none",
+        "null",
+        "tuple",
+        "set",
+        "decimal",
+    }

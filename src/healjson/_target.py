@@ -1,0 +1,164 @@
+"""Target types: anything pydantic can validate, behind one cached `Target` object.
+
+A target may be a `BaseModel` subclass or any type a `TypeAdapter` accepts (`list[Item]`,
+`Literal[...]`, enums, unions, `TypedDict`, dataclasses). The adapter and the JSON schema are
+built once per type.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, TypeAdapter
+
+__all__ = ["Target", "target_for"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, eq=False)  # no slots: cached_property needs a __dict__
+class Target(Generic[T]):
+    """A validated-for target type with its adapter and (lazily) its JSON schema."""
+
+    type_: Any
+    adapter: TypeAdapter[T]
+
+    @property
+    def name(self) -> str:
+        """A readable name for the target (`SupportTicket`, `list[Item]`)."""
+        return getattr(self.type_, "__name__", None) or repr(self.type_)
+
+    @functools.cached_property
+    def json_schema(self) -> dict[str, Any]:
+        """The JSON schema pydantic derives for the target (validation mode)."""
+        try:
+            return self.adapter.json_schema()
+        except Exception:  # some types (callables, arbitrary classes) have no JSON schema
+            return {}
+
+    @functools.cached_property
+    def json_schema_text(self) -> str:
+        """The schema as compact JSON, for prompts."""
+        return json.dumps(self.json_schema, ensure_ascii=False, separators=(",", ":"))
+
+    @functools.cached_property
+    def field_names(self) -> frozenset[str] | None:
+        """Top-level field names when the target is an object type, else None."""
+        if isinstance(self.type_, type) and issubclass(self.type_, BaseModel):
+            names = set(self.type_.model_fields)
+            for info in self.type_.model_fields.values():
+                if isinstance(info.alias, str):
+                    names.add(info.alias)
+            return frozenset(names)
+        props = self.json_schema.get("properties")
+        if isinstance(props, dict) and self.json_schema.get("type") == "object":
+            return frozenset(props)
+        return None
+
+    @property
+    def expects_object(self) -> bool:
+        """True when the target validates from a JSON object."""
+        return _kinds(self.json_schema, self.json_schema) >= {"object"} or (
+            self.field_names is not None
+        )
+
+    def choices_at(self, loc: tuple[str | int, ...]) -> list[Any]:
+        """Enum/const values allowed at `loc` (used for case-insensitive enum matching)."""
+        out: list[Any] = []
+        for sub in _subschemas_at(self.json_schema, self.json_schema, loc):
+            if isinstance(sub.get("enum"), list):
+                out.extend(sub["enum"])
+            if "const" in sub:
+                out.append(sub["const"])
+        return out
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_target(type_: Any) -> Target[Any]:
+    return Target(type_, TypeAdapter(type_))
+
+
+def target_for(type_: Any) -> Target[Any]:
+    """Return the (cached) `Target` for a type; raises a clear error for a non-type."""
+    if isinstance(type_, Target):
+        return type_
+    try:
+        return _cached_target(type_)
+    except TypeError as exc:
+        if "unhashable" not in str(exc):
+            raise _bad_target(type_, exc) from exc
+    try:
+        return Target(type_, TypeAdapter(type_))
+    except Exception as exc:
+        raise _bad_target(type_, exc) from exc
+
+
+def _bad_target(type_: Any, exc: Exception) -> TypeError:
+    return TypeError(
+        f"healjson cannot validate against {type_!r}: pass a pydantic model class or any type "
+        f"pydantic's TypeAdapter accepts (list[Item], Literal[...], an Enum, a TypedDict...). "
+        f"pydantic said: {exc}"
+    )
+
+
+def _resolve(root: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref")
+    seen = 0
+    while isinstance(ref, str) and ref.startswith("#/") and seen < 32:
+        node: Any = root
+        for part in ref[2:].split("/"):
+            node = node.get(part, {}) if isinstance(node, dict) else {}
+        schema = node if isinstance(node, dict) else {}
+        ref = schema.get("$ref")
+        seen += 1
+    return schema
+
+
+def _alternatives(root: dict[str, Any], schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    schema = _resolve(root, schema)
+    branches = schema.get("anyOf") or schema.get("oneOf") or schema.get("allOf")
+    if isinstance(branches, list):
+        for branch in branches:
+            if isinstance(branch, dict):
+                yield from _alternatives(root, branch)
+    else:
+        yield schema
+
+
+def _kinds(root: dict[str, Any], schema: dict[str, Any]) -> set[str]:
+    kinds: set[str] = set()
+    for alt in _alternatives(root, schema):
+        kind = alt.get("type")
+        if isinstance(kind, str):
+            kinds.add(kind)
+        elif "properties" in alt:
+            kinds.add("object")
+    return kinds
+
+
+def _subschemas_at(
+    root: dict[str, Any], schema: dict[str, Any], loc: tuple[str | int, ...]
+) -> Iterator[dict[str, Any]]:
+    if not loc:
+        yield from _alternatives(root, schema)
+        return
+    head, rest = loc[0], loc[1:]
+    for alt in _alternatives(root, schema):
+        if isinstance(head, int):
+            items = alt.get("items")
+            if isinstance(items, dict):
+                yield from _subschemas_at(root, items, rest)
+            prefix = alt.get("prefixItems")
+            if isinstance(prefix, list) and head < len(prefix):
+                yield from _subschemas_at(root, prefix[head], rest)
+            continue
+        props = alt.get("properties")
+        if isinstance(props, dict) and isinstance(props.get(head), dict):
+            yield from _subschemas_at(root, props[head], rest)
+        extra = alt.get("additionalProperties")
+        if isinstance(extra, dict):
+            yield from _subschemas_at(root, extra, rest)

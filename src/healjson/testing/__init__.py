@@ -1,0 +1,12 @@
+"""Test helpers for healjson users: a scripted model that replays canned replies.
+
+`ScriptedModel` is a plain callable (sync and async) for `Healer.run`/`arun`; it needs no network
+and no API key. Each scripted item is a reply string, a `healjson.Reply`, an exception to raise,
+or a callable `(messages, params) -> item`.
+"""
+
+from __future__ import annotations
+
+from ._scripted import Call, ScriptedModel, ScriptExhausted
+
+__all__ = ["Call", "ScriptExhausted", "ScriptedModel"]
