@@ -1,0 +1,72 @@
+"""Render an outcome as the self-healing log: Markdown a person can read in a terminal or a PR."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ._diagnostic import short_repr
+from ._outcome import Degraded, Healed, Outcome
+
+__all__ = ["render_markdown"]
+
+
+def render_markdown(outcome: Outcome[Any], title: str = "healjson trace") -> str:
+    """The whole run: result, calls used, and per round the L1 flags, L2 diagnostics, the raw
+    output and the repair prompt that was sent."""
+    lines = [f"### {title}", ""]
+    if isinstance(outcome, Healed):
+        repairs = outcome.calls - 1
+        lines.append(f"- **Result**: healed in {outcome.calls} call(s), {repairs} repair(s)")
+        if outcome.flags:
+            lines.append(f"- **Local repairs (L1)**: {', '.join(outcome.flags)}")
+        if outcome.changed_fields:
+            lines.append(f"- **Fields a repair changed**: {', '.join(outcome.changed_fields)}")
+    else:
+        lines.append(f"- **Result**: degraded (`{outcome.reason}`) after {outcome.calls} call(s)")
+    lines.append(f"- **Tokens**: {outcome.usage.total_tokens}")
+    lines.append("")
+    for attempt in outcome.attempts:
+        lines.append(f"#### Round {attempt.number} ({attempt.strategy})")
+        if attempt.prompt is not None and attempt.prompt.render():
+            lines.append("- **Repair prompt sent**:")
+            lines.append("")
+            lines.extend(f"    {line}" for line in attempt.prompt.render().splitlines())
+            lines.append("")
+        lines.append(f"- **Finish reason**: `{attempt.finish_reason}`")
+        if attempt.error:
+            lines.append(f"- **Call failed**: {attempt.error}")
+        else:
+            flags = ", ".join(attempt.flags) if attempt.flags else "none"
+            lines.append(f"- **L1 local repairs**: {flags}")
+            verdict = "passed" if attempt.ok else f"{len(attempt.diagnostics)} problem(s)"
+            lines.append(f"- **L2 schema + contracts**: {verdict}")
+        for diagnostic in attempt.diagnostics:
+            lines.append(f"  - `{diagnostic.path}` = {short_repr(diagnostic.value, 120)}")
+            lines.append(f"    - constraint: {diagnostic.constraint}")
+            lines.append(f"    - prescription: {diagnostic.prescription}")
+        if attempt.raw_text is not None:
+            lines.append("- **Raw output**:")
+            lines.append("")
+            lines.extend(f"    {line}" for line in (attempt.raw_text or "(empty)").splitlines())
+        lines.append("")
+    if isinstance(outcome, Healed):
+        lines.append("#### Final value")
+        lines.append("")
+        lines.extend(f"    {line}" for line in _dump(outcome.value).splitlines())
+    elif isinstance(outcome, Degraded):
+        lines.append("#### Degradation")
+        lines.append("")
+        lines.append(f"- reason: `{outcome.reason}`")
+        lines.append(f"- partial data: {short_repr(outcome.partial, 300)}")
+        lines.append(f"- fallback: {short_repr(outcome.fallback, 300)}")
+    return "\n".join(lines) + "\n"
+
+
+def _dump(value: Any) -> str:
+    dump = getattr(value, "model_dump", None)
+    data = dump(mode="json") if callable(dump) else value
+    try:
+        return json.dumps(data, indent=2, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)

@@ -1,0 +1,62 @@
+"""The public surface: `__all__` is complete, sorted, and importing healjson stays light."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+
+import healjson
+
+
+def test_all_is_sorted_and_complete() -> None:
+    """Every public name in the package namespace is listed in a sorted `__all__`."""
+    public = {
+        name
+        for name, value in vars(healjson).items()
+        if not name.startswith("_")
+        and name not in {"annotations", "Any"}
+        and not isinstance(value, types.ModuleType)
+    }
+
+    def isort_style(name: str) -> tuple[int, str]:
+        return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
+
+    assert sorted(healjson.__all__, key=isort_style) == healjson.__all__
+    assert public == set(healjson.__all__)
+
+
+def test_every_exported_name_resolves() -> None:
+    """Each name in `__all__` is an attribute of the package."""
+    for name in healjson.__all__:
+        assert getattr(healjson, name) is not None
+
+
+def test_version_is_read_lazily_from_metadata() -> None:
+    """`__version__` comes from the installed distribution's metadata."""
+    from importlib.metadata import version
+
+    assert version("healjson") == healjson.__version__
+
+
+def test_unknown_attribute_raises_attribute_error() -> None:
+    """Module `__getattr__` only knows `__version__`."""
+    try:
+        _ = healjson.does_not_exist  # type: ignore[attr-defined]
+    except AttributeError as exc:
+        assert "does_not_exist" in str(exc)
+    else:  # pragma: no cover - the branch above must run
+        raise AssertionError("expected AttributeError")
+
+
+def test_import_does_not_load_heavy_optional_dependencies() -> None:
+    """`import healjson` leaves openai, instructor, json_repair, structlog, rich and typer unloaded."""
+    code = (
+        "import sys, healjson; "
+        "print(','.join(m for m in ('openai','instructor','json_repair','structlog','rich',"
+        "'typer','hypothesis','asyncio') if m in sys.modules))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert "" == loaded
