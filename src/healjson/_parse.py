@@ -101,29 +101,29 @@ def _recover(
         return _failure(
             repr(text)[:200], f"must be text, got {type(text).__name__}", "Reply with JSON text."
         )
+    # Fast path: the whole reply is valid JSON (and, with a target, valid data). The JSON
+    # parsers skip surrounding whitespace themselves, so a large reply is not copied by strip().
+    if target is not None:
+        try:
+            instance = target.validate_json(text, strict=True)
+        except Exception:  # ValidationError, or a surrogate pydantic-core cannot encode
+            pass
+        else:
+            if not want_value:
+                return Recovery(ParseResult(), instance)
+            value = from_json(text)
+            return Recovery(ParseResult(value=value), instance, (), value)
+    try:
+        whole = from_json(text)
+    except Exception:
+        whole = NOTHING
+    if whole is not NOTHING and target is None:
+        return Recovery(ParseResult(value=whole), data=whole)
     stripped = text.strip()
     if not stripped:
         return Recovery(ParseResult(error=_empty()))
     cut = finish_reason == "length"
-
-    # Fast path: the whole reply is valid JSON (and, with a target, valid data).
-    if target is not None:
-        try:
-            instance = target.adapter.validate_json(stripped, strict=True)
-        except Exception:  # ValidationError, or a surrogate pydantic-core cannot encode
-            pass
-        else:
-            value = from_json(stripped) if want_value else None
-            return Recovery(
-                ParseResult(value=value), instance, (), value if want_value else NOTHING
-            )
-    try:
-        whole = from_json(stripped)
-    except Exception:
-        whole = NOTHING
-    if whole is not NOTHING:
-        if target is None:
-            return Recovery(ParseResult(value=whole), data=whole)
+    if whole is not NOTHING and target is not None:
         fitted = align(target, whole)
         if fitted.ok or not _may_hold_more(whole, stripped):
             return _from_alignment(fitted, ())

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
+from pydantic_core import SchemaValidator
 
 __all__ = ["Target", "target_for"]
 
@@ -31,6 +32,14 @@ class Target(Generic[T]):
     def name(self) -> str:
         """A readable name for the target (`SupportTicket`, `list[Item]`)."""
         return getattr(self.type_, "__name__", None) or repr(self.type_)
+
+    @functools.cached_property
+    def validate_json(self) -> Callable[..., Any]:
+        """pydantic-core's `validate_json`, skipping the TypeAdapter wrapper on the hot path."""
+        validator = getattr(self.adapter, "validator", None)
+        if isinstance(validator, SchemaValidator):
+            return validator.validate_json
+        return self.adapter.validate_json
 
     @functools.cached_property
     def json_schema(self) -> dict[str, Any]:
