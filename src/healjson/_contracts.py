@@ -44,6 +44,13 @@ class Violation:
     value: Any = _UNSET
     prescription: str | None = None
 
+    def __post_init__(self) -> None:
+        if isinstance(self.fields, str):
+            raise TypeError(
+                f"Violation fields must be a sequence of names, e.g. ({self.fields!r},)"
+            )
+        object.__setattr__(self, "fields", tuple(self.fields))
+
 
 @dataclass(frozen=True, slots=True)
 class ContractContext:
@@ -162,26 +169,27 @@ def run_contracts(
     contracts: Sequence[Contract], value: Any, ctx: ContractContext
 ) -> Generator[AwaitAll, list[Any], list[Diagnostic]]:
     """Run every contract on `value`; async ones are handed to the driver in one batch."""
-    diagnostics: list[Diagnostic] = []
-    pending: list[tuple[Contract, Awaitable[Any]]] = []
-    for rule in contracts:
+    found: list[list[Diagnostic]] = [[] for _ in contracts]  # kept in declaration order
+    pending: list[tuple[int, Awaitable[Any]]] = []
+    for index, rule in enumerate(contracts):
         try:
             result = rule(value, ctx)
         except Exception as exc:
-            diagnostics.append(_crashed(rule, exc))
+            found[index].append(_crashed(rule, exc))
             continue
         if inspect.isawaitable(result):
-            pending.append((rule, result))
+            pending.append((index, result))
         else:
-            diagnostics.extend(_diagnose(rule, value, result))
+            found[index].extend(_diagnose(rule, value, result))
     if pending:
         results = yield AwaitAll(tuple(awaitable for _, awaitable in pending))
-        for (rule, _), result in zip(pending, results, strict=True):
+        for (index, _), result in zip(pending, results, strict=True):
+            rule = contracts[index]
             if isinstance(result, Exception):
-                diagnostics.append(_crashed(rule, result))
+                found[index].append(_crashed(rule, result))
             else:
-                diagnostics.extend(_diagnose(rule, value, result))
-    return diagnostics
+                found[index].extend(_diagnose(rule, value, result))
+    return [diagnostic for group in found for diagnostic in group]
 
 
 def _diagnose(rule: Contract, value: Any, result: Any) -> list[Diagnostic]:
@@ -266,7 +274,17 @@ def value_at(value: Any, path: str) -> Any:
             elif isinstance(node, Mapping):
                 node = node[key]
             else:
-                node = getattr(node, key)
+                node = getattr(node, _attribute_name(node, key))
         except (KeyError, IndexError, TypeError, AttributeError):
             return MISSING
     return node
+
+
+def _attribute_name(node: Any, key: str) -> str:
+    """The Python attribute for `key`, which may be a field's alias (`orderId` for `order_id`)."""
+    fields = getattr(type(node), "model_fields", None)
+    if isinstance(fields, Mapping) and key not in fields:
+        for name, info in fields.items():
+            if key in (getattr(info, "alias", None), getattr(info, "validation_alias", None)):
+                return str(name)
+    return key

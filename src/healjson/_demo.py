@@ -64,7 +64,7 @@ def scenarios() -> list[Scenario]:
             "a fenced answer with prose, a trailing comma and urgency as a string: healed "
             "locally, no second call",
             (
-                "Here is the ticket:\n```json\n{\"urgency\": \"5\", \"category\": \"logistics\", "
+                'Here is the ticket:\n```json\n{"urgency": "5", "category": "logistics", '
                 '"summary": "Order stuck in awaiting shipment since yesterday, customer needs '
                 'it urgently", "orderId": "ORD-123456",}\n```\nLet me know if you need more.',
             ),
@@ -83,7 +83,10 @@ def scenarios() -> list[Scenario]:
             "Truncation",
             "the first answer hits max_tokens mid-string; the partial data is never accepted "
             "and a compact rewrite is requested",
-            (Reply('{"urgency": 5, "category": "logistics", "summary": "Order stuck', "length"), GOOD),
+            (
+                Reply('{"urgency": 5, "category": "logistics", "summary": "Order stuck', "length"),
+                GOOD,
+            ),
         ),
         Scenario(
             "L4: three failures, graceful degradation",

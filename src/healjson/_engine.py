@@ -301,7 +301,8 @@ def _more_tokens(params: dict[str, Any], usage: Usage, policy: HealPolicy) -> di
     key = "max_completion_tokens" if "max_completion_tokens" in params else "max_tokens"
     current = params.get(key)
     if not isinstance(current, int):
-        current = usage.completion_tokens or None
+        # without a limit we know, only a reported count is a safe base (an estimate may be low)
+        current = None if usage.estimated else usage.completion_tokens or None
     if not current:
         return params
     grown = math.ceil(current * policy.max_tokens_growth)

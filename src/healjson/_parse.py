@@ -120,9 +120,12 @@ def _recover(
     if whole is not NOTHING and target is None:
         return Recovery(ParseResult(value=whole), data=whole)
     stripped = text.strip()
-    if not stripped:
-        return Recovery(ParseResult(error=_empty()))
     cut = finish_reason == "length"
+    if not stripped:
+        if cut:  # a reasoning model can spend the whole budget before writing anything
+            flags = (Flag.TRUNCATED,)
+            return Recovery(ParseResult(None, flags, True, _truncation(text, cut)))
+        return Recovery(ParseResult(error=_empty()))
     if whole is not NOTHING and target is not None:
         fitted = align(target, whole)
         if fitted.ok or not _may_hold_more(whole, stripped):

@@ -20,6 +20,7 @@ __all__ = ["RepairPrompt", "Strategy", "history_line", "normalise_messages"]
 _HISTORY_LINE_CHARS = 200
 _VALUE_CHARS = 300
 MAX_HISTORY_LINES = 4
+MAX_DIAGNOSTICS = 20  # keeps a repair prompt bounded when every item of a long list is wrong
 
 
 class Strategy(enum.StrEnum):
@@ -78,8 +79,11 @@ class RepairPrompt:
             lines.append(
                 f"Your previous answer (above) failed {count} check{'s' if count != 1 else ''}:"
             )
-            for number, diagnostic in enumerate(self.diagnostics, 1):
+            shown = self.diagnostics[:MAX_DIAGNOSTICS]
+            for number, diagnostic in enumerate(shown, 1):
                 lines.extend(_render_diagnostic(number, diagnostic))
+            if count > len(shown):
+                lines.append(f"... and {count - len(shown)} more problems of the same kinds.")
         if self.history:
             lines.append("")
             lines.append("Earlier attempts failed like this; do not repeat them:")

@@ -84,7 +84,7 @@ def _one(error: ErrorDetails, loc: tuple[str | int, ...]) -> Diagnostic:
         constraint = re.sub(r"^(Value|Assertion) error,\s*", "", msg)
         prescription = f"Change {where} so that: {constraint}."
     else:
-        prescription = f"Change {where} so that it {constraint}."
+        prescription = f"Change {where}: it {constraint}."
     return Diagnostic(
         path=path,
         value=value,
