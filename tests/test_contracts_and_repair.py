@@ -1,6 +1,5 @@
 """Unit behaviour of contracts, violations, schema diagnostics and the repair prompt."""
 
-
 from __future__ import annotations
 
 import json

@@ -4,7 +4,6 @@ Every scenario runs twice: once through `Healer.run` with the scripted model, on
 `Healer.arun` with its `acall` (driven by `asyncio.run`).
 """
 
-
 from __future__ import annotations
 
 import asyncio
