@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails, from_json, to_json
 
-from ._diagnostic import format_path
+from ._diagnostic import describe_exception, format_path
 from ._flags import Flag
 from ._lenient import NOTHING
 from ._schema_errors import data_loc
@@ -73,7 +73,7 @@ def align(target: Target[Any], data: Any, *, nested: bool = False) -> Alignment:
     if isinstance(data, str):
         try:
             inner = from_json(data.strip())
-        except ValueError:
+        except (ValueError, TypeError):  # TypeError: a lone surrogate cannot be encoded
             inner = NOTHING
         if isinstance(inner, dict | list):
             decoded = align(target, inner, nested=True)
@@ -103,8 +103,8 @@ def _validate(
 ) -> Alignment:
     try:
         raw = to_json(data, inf_nan_mode="constants")
-    except Exception:  # data that came from JSON always serialises; be safe anyway
-        return Alignment(NOTHING, data, flags, changes, ())
+    except Exception as exc:  # e.g. a lone surrogate that no JSON encoder accepts
+        return Alignment(NOTHING, data, flags, changes, (_crash(exc),))
     try:
         return Alignment(target.adapter.validate_json(raw, strict=True), data, flags, changes)
     except ValidationError as strict:
@@ -126,7 +126,7 @@ def _crash(exc: Exception) -> ErrorDetails:
     return {
         "type": "value_error",
         "loc": (),
-        "msg": f"Value error, validator raised {type(exc).__name__}: {exc}",
+        "msg": f"Value error, the value could not be checked ({describe_exception(exc)})",
         "input": None,
     }
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._contracts import AwaitAll, Contract, ContractContext, as_contract, run_contracts
-from ._diagnostic import Diagnostic, Source
+from ._diagnostic import ROOT, Diagnostic, Source
 from ._drive import drive_sync
 from ._lenient import NOTHING
 from ._outcome import Attempt, Degraded, Healed, Outcome, Reason
@@ -70,7 +70,15 @@ def evaluate(
         }.get(result.error.source, Verdict.SYNTAX)
         return Evaluation(verdict, result, (result.error,), data=recovery.data)
     if recovery.instance is NOTHING:
-        diagnostics = schema_diagnostics(recovery.schema_errors, recovery.data)
+        diagnostics = schema_diagnostics(recovery.schema_errors, recovery.data) or [
+            Diagnostic(
+                ROOT,
+                recovery.data,
+                f"must be a valid {target.name}",
+                f"Reply with a JSON value that is a valid {target.name}.",
+                Source.SCHEMA,
+            )
+        ]
         return Evaluation(Verdict.SCHEMA, result, tuple(diagnostics), data=recovery.data)
     found = yield from run_contracts(contracts, recovery.instance, ctx)
     if any(d.source is Source.CONTRACT_ERROR for d in found):

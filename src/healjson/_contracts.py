@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, S
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from ._diagnostic import MISSING, ROOT, Diagnostic, Source, short_repr
+from ._diagnostic import MISSING, ROOT, Diagnostic, Source, describe_exception, short_repr
 
 __all__ = [
     "AwaitAll",
@@ -252,8 +252,8 @@ def _prescription(violation: Violation, fields: tuple[str, ...], path: str) -> s
 def _crashed(rule: Contract, exc: BaseException) -> Diagnostic:
     return Diagnostic(
         path=ROOT,
-        value=short_repr(f"{type(exc).__name__}: {exc}", 300),
-        constraint=f"contract `{rule.name}` raised {type(exc).__name__}: {exc}",
+        value=short_repr(describe_exception(exc), 300),
+        constraint=f"contract `{rule.name}` raised {describe_exception(exc)}",
         prescription="This is a bug in the contract, not in the model's answer: fix the contract.",
         source=Source.CONTRACT_ERROR,
         fields=rule.fields,

@@ -11,7 +11,15 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-__all__ = ["MISSING", "ROOT", "Diagnostic", "Source", "format_path", "short_repr"]
+__all__ = [
+    "MISSING",
+    "ROOT",
+    "Diagnostic",
+    "Source",
+    "describe_exception",
+    "format_path",
+    "short_repr",
+]
 
 ROOT: Final = "<root>"
 
@@ -129,3 +137,12 @@ def _jsonable(value: Any) -> Any:
         except Exception:  # a broken model_dump must not break a diagnostic
             return repr(value)
     return repr(value)
+
+
+def describe_exception(exc: BaseException) -> str:
+    """`TypeName: message`, even for an exception whose `__str__` itself raises."""
+    try:
+        message = str(exc)
+    except Exception:
+        message = "<exception message could not be printed>"
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

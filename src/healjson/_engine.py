@@ -15,7 +15,7 @@ from typing import Any
 from . import _events
 from ._check import Evaluation, Verdict, evaluate
 from ._contracts import AwaitAll, Contract, ContractContext
-from ._diagnostic import ROOT, Diagnostic, Source, format_path
+from ._diagnostic import ROOT, Diagnostic, Source, describe_exception, format_path
 from ._drive import CallResult, ModelCall
 from ._lenient import NOTHING
 from ._outcome import Attempt, Degraded, Healed, Outcome, Reason
@@ -194,7 +194,7 @@ def _call_failed(
 ) -> Generator[AwaitAll, Any, Outcome[Any]]:
     kind = exception_kind(exc)
     reason = Reason(kind)
-    message = f"{type(exc).__name__}: {exc}"
+    message = describe_exception(exc)
     diagnostic = Diagnostic(
         ROOT,
         message,
@@ -289,7 +289,7 @@ def _call_fallback(
     except Exception as exc:
         return None, Diagnostic(
             ROOT,
-            f"{type(exc).__name__}: {exc}",
+            describe_exception(exc),
             "the fallback factory raised",
             "Fix the fallback factory; the degradation carries no fallback value.",
             Source.FALLBACK,

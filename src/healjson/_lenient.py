@@ -7,6 +7,7 @@ happy path. Inputs above `MAX_REPAIR_CHARS` are declined (json-repair is pure Py
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Final
 
@@ -33,12 +34,29 @@ _SMART_SINGLE = re.compile(r"(?<=[{\[,:])(\s*)\u2018([^\u2018\u2019\n]*)\u2019(?
 _JS_UNDEFINED = re.compile(r"(?<=[:\[,])(\s*)undefined(?=\s*[,}\]])")
 
 
+# Python triple-quoted and JavaScript backtick strings: json-repair guesses wrongly on both
+# (`"""print("hi")"""` became ""), so they are re-encoded as JSON strings first.
+_TRIPLE = re.compile(r'"""(.*?)"""|\'\'\'(.*?)\'\'\'', re.DOTALL)
+_BACKTICK = re.compile(r"(?<=[:\[,])(\s*)`([^`]*)`(?=\s*[,}\]])")
+
+
+def _reencode(match: re.Match[str]) -> str:
+    body = match.group(1) if match.group(1) is not None else match.group(2)
+    return json.dumps(body, ensure_ascii=False)
+
+
 def lenient_loads(text: str) -> Any:
     """Parse `text` leniently; return `NOTHING` when no JSON value can be recovered."""
     if len(text) > MAX_REPAIR_CHARS:
         return NOTHING
     text = _SMART_SINGLE.sub(r'\1"\2"', text)
     text = _JS_UNDEFINED.sub(r"\1null", text)
+    if '"""' in text or "'''" in text:
+        text = _TRIPLE.sub(_reencode, text)
+    if "`" in text:
+        text = _BACKTICK.sub(
+            lambda m: m.group(1) + json.dumps(m.group(2), ensure_ascii=False), text
+        )
     try:
         import json_repair
 

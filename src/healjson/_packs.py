@@ -11,7 +11,6 @@ import importlib.util
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -65,6 +64,8 @@ def load_contracts(spec: str | Path) -> ContractPack:
             raise LookupError(f"no contract pack file at {path} (resolved to {path.resolve()})")
         return _pick(_load_file(path), attribute, f"file {path}")
     module_name, _, attribute = text.partition(":")
+    from importlib.metadata import entry_points  # lazily: importlib.metadata costs ~30 ms
+
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name == text:
             loaded = ep.load()
@@ -133,4 +134,6 @@ def _call(factory: Callable[[], Any]) -> Any:
 
 def pack_names() -> Sequence[str]:
     """Names of the packs installed through the entry-point group."""
+    from importlib.metadata import entry_points
+
     return [ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)]

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic_core import ErrorDetails, from_json
 
 from ._align import Alignment, Coercion, align
-from ._diagnostic import ROOT, Diagnostic, Source, short_repr
+from ._diagnostic import ROOT, Diagnostic, Source, describe_exception, short_repr
 from ._flags import Flag
 from ._lenient import MAX_REPAIR_CHARS, NOTHING, lenient_loads
 from ._scan import Candidate, find_candidates, strip_fences
@@ -28,26 +28,73 @@ _FENCE_MARKS = re.compile(r"(`{3,}|~{3,})[A-Za-z0-9_+.\-]*")
 _WORD = re.compile(r"[A-Za-z0-9_]")
 
 
-@dataclass(frozen=True, slots=True)
 class ParseResult:
-    """What L1 recovered from one reply.
+    """What L1 recovered from one reply (immutable).
 
     `value` is the recovered JSON data (with healjson's own rewrites, such as enum case, applied;
     pydantic's lax coercions are listed in `coercions` but left to validation). When `truncated`,
     `value` holds the partial data and `error` says the reply was cut off: a partial value is never
     a result. When nothing could be recovered, `value` is None and `error` says why.
+    `flags` lists the local repairs applied.
     """
 
-    value: Any = None
-    flags: tuple[Flag, ...] = ()
-    truncated: bool = False
-    error: Diagnostic | None = None
-    coercions: tuple[Coercion, ...] = ()
+    __slots__ = ("_text", "_value", "coercions", "error", "flags", "truncated")
+    _text: str | None
+    _value: Any
+    flags: tuple[Flag, ...]
+    truncated: bool
+    error: Diagnostic | None
+    coercions: tuple[Coercion, ...]
+
+    def __init__(
+        self,
+        value: Any = None,
+        flags: tuple[Flag, ...] = (),
+        truncated: bool = False,
+        error: Diagnostic | None = None,
+        coercions: tuple[Coercion, ...] = (),
+        *,
+        lazy_text: str | None = None,
+    ) -> None:
+        setter = object.__setattr__
+        setter(self, "_text", lazy_text)
+        setter(self, "_value", value)
+        setter(self, "flags", tuple(flags))
+        setter(self, "truncated", truncated)
+        setter(self, "error", error)
+        setter(self, "coercions", tuple(coercions))
+
+    @property
+    def value(self) -> Any:
+        """The recovered data; on the valid-JSON fast path it is decoded on first access."""
+        if self._text is not None:
+            object.__setattr__(self, "_value", from_json(self._text))
+            object.__setattr__(self, "_text", None)
+        return self._value
 
     @property
     def ok(self) -> bool:
         """True when a complete value was recovered."""
         return self.error is None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"ParseResult is immutable; cannot set {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ParseResult):
+            return NotImplemented
+        return self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.value, self.flags, self.truncated, self.error, self.coercions)
+
+    def __repr__(self) -> str:
+        return (
+            f"ParseResult(value={self.value!r}, flags={self.flags!r}, truncated={self.truncated!r},"
+            f" error={self.error!r}, coercions={self.coercions!r})"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +132,7 @@ def recover(
     except Exception as exc:  # the never-throw guarantee: an L1 bug is a diagnostic, not a crash
         return _failure(
             text,
-            f"could not be parsed ({type(exc).__name__}: {exc})",
+            f"could not be parsed ({describe_exception(exc)})",
             "Reply with only the JSON value, no prose or code fences.",
         )
 
@@ -109,10 +156,8 @@ def _recover(
         except Exception:  # ValidationError, or a surrogate pydantic-core cannot encode
             pass
         else:
-            if not want_value:
-                return Recovery(ParseResult(), instance)
-            value = from_json(text)
-            return Recovery(ParseResult(value=value), instance, (), value)
+            # the JSON data is only decoded if someone reads it (parse() callers may not)
+            return Recovery(ParseResult(lazy_text=text if want_value else None), instance)
     try:
         whole = from_json(text)
     except Exception:
@@ -128,6 +173,10 @@ def _recover(
         return Recovery(ParseResult(error=_empty()))
     if whole is not NOTHING and target is not None:
         fitted = align(target, whole)
+        if not fitted.ok and isinstance(whole, str):
+            scalar = _scalar_from_text(whole, target)  # `"ONE: the first"` for an enum target
+            if scalar is not None:
+                return scalar
         if fitted.ok or not _may_hold_more(whole, stripped):
             return _from_alignment(fitted, ())
     return _slow_path(stripped, target, cut)
@@ -142,13 +191,24 @@ def _slow_path(text: str, target: Target[Any] | None, cut: bool) -> Recovery:
     candidates = find_candidates(text)
     parsed: list[tuple[Candidate, Any, tuple[Flag, ...]]] = []
     truncated: list[tuple[Candidate, Any]] = []
-    for candidate in candidates:
+    still_open: list[Candidate] = []
+    for found in candidates:
+        broken = not (found.complete or cut or found.fenced)  # a fence may be mis-paired
+        candidate = (_closed_despite_quotes(found) if broken else None) or found
         if candidate.complete:
             value, flags = _parse_candidate(candidate, text)
             if value is not NOTHING:
                 parsed.append((candidate, value, flags))
-        elif not truncated:
+        else:
+            still_open.append(candidate)
+    # an open span that starts where a complete one does is the same structure misread (a ```
+    # inside a string value closed the fence early): it is not a truncation
+    closed_starts = {candidate.start for candidate, _, _ in parsed}
+    for candidate in sorted(still_open, key=lambda c: c.start):  # the outermost open structure
+        if candidate.start not in closed_starts:
             truncated.append((candidate, _partial(candidate)))
+            break
+    parsed = _outermost(parsed)
     several = (Flag.MULTIPLE_CANDIDATES,) if len(parsed) > 1 else ()
     open_at_end = bool(truncated) and (cut or not _inside_only(parsed, truncated))
 
@@ -187,6 +247,18 @@ def _slow_path(text: str, target: Target[Any] | None, cut: bool) -> Recovery:
     return Recovery(ParseResult(error=_no_json(text, candidates)))
 
 
+def _closed_despite_quotes(candidate: Candidate) -> Candidate | None:
+    """A span that "never closes" only because of a stray quote (`"New York, "gender": ...}`)
+    still ends with its closer and has balanced brackets: it is broken, not truncated."""
+    body = candidate.text.rstrip()
+    closer = {"{": "}", "[": "]"}.get(body[:1])
+    if closer is None or len(body) < 2 or not body.endswith(closer):
+        return None
+    if body.count("{") != body.count("}") or body.count("[") != body.count("]"):
+        return None
+    return Candidate(body, candidate.start, candidate.fenced, complete=True)
+
+
 def _inside_only(
     parsed: list[tuple[Candidate, Any, tuple[Flag, ...]]],
     truncated: list[tuple[Candidate, Any]],
@@ -206,8 +278,12 @@ def _parse_candidate(candidate: Candidate, text: str) -> tuple[Any, tuple[Flag, 
         return value, (*flags, Flag.SYNTAX_REPAIRED)
 
 
+_CUT_TOKEN = re.compile(r"[\w.+\-]+\s*$")
+
+
 def _partial(candidate: Candidate) -> Any:
-    body = candidate.text
+    # a number or literal touching the cut may itself be cut (`12` of `125`): leave it out
+    body = _CUT_TOKEN.sub("", candidate.text) if candidate.string_start is None else candidate.text
     try:
         return from_json(body, allow_partial=True)
     except Exception:
@@ -226,6 +302,22 @@ def _context_flags(candidate: Candidate, text: str) -> tuple[Flag, ...]:
     if without_fences.strip():
         flags.append(Flag.PROSE_AROUND)
     return tuple(flags)
+
+
+def _outermost(
+    parsed: list[tuple[Candidate, Any, tuple[Flag, ...]]],
+) -> list[tuple[Candidate, Any, tuple[Flag, ...]]]:
+    """Drop candidates lying inside a bare parsed span: they are pieces of it (a ``` inside a
+    string value is content, not a fence)."""
+    bare = [(c.start, c.start + len(c.text)) for c, _, _ in parsed if not c.fenced]
+    if not bare:
+        return parsed
+
+    def inside(candidate: Candidate) -> bool:
+        span = (candidate.start, candidate.start + len(candidate.text))
+        return any(s <= span[0] and span[1] <= e and (s, e) != span for s, e in bare)
+
+    return [item for item in parsed if not inside(item[0])] or parsed
 
 
 def _best_untyped(
