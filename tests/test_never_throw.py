@@ -1,8 +1,5 @@
 """Property tests for the never-throw guarantee of `parse`, `validate` and `Healer.run`/`arun`."""
 
-# House style puts the expected value first in asserts, which SIM300 calls a Yoda condition.
-# ruff: noqa: SIM300
-
 from __future__ import annotations
 
 import asyncio
@@ -18,9 +15,9 @@ import healjson
 from healjson import (
     Degraded,
     Flag,
-    HealPolicy,
     Healed,
     Healer,
+    HealPolicy,
     ParseResult,
     Reason,
     Reply,
@@ -31,6 +28,11 @@ from healjson import (
 from healjson.testing import ScriptedModel
 
 
+class Customer(BaseModel):
+    name: str
+    email: str | None = None
+
+
 class Ticket(BaseModel):
     id: int
     category: Literal["refund", "billing", "other"]
@@ -38,6 +40,7 @@ class Ticket(BaseModel):
     urgent: bool = False
     tags: list[str] = []
     score: float | None = None
+    customer: Customer | None = None
 
 
 class CustomError(Exception):
@@ -90,12 +93,15 @@ TRICKY = [
     "undefined",
     "null",
 ]
+# Extra debris for `_insert_noise`: comments, a NUL and a lone surrogate.
+NOISE = ["// note\n", "/* c */", "# c\n", "\n", "\x00", "\ud800"]
 PROSE = [
     "Here is the JSON you asked for:",
     "Sure! Here it is.",
     "Result:",
     "Let me know if you need anything else.",
     "I hope this helps.",
+    "Here's the ticket (note: `summary` is short):",
 ]
 FINISH_REASONS = st.one_of(
     st.sampled_from([None, "stop", "length", "content_filter", "tool_calls"]), st.text(max_size=12)
@@ -123,6 +129,7 @@ tickets = st.builds(
     urgent=st.booleans(),
     tags=st.lists(tricky_text, max_size=3),
     score=st.none() | st.floats(allow_nan=False, allow_infinity=False),
+    customer=st.none() | st.builds(Customer, name=tricky_text, email=st.none() | tricky_text),
 )
 
 
@@ -163,7 +170,7 @@ def _swap_quotes(draw: st.DrawFn, text: str) -> str:
 
 def _insert_noise(draw: st.DrawFn, text: str) -> str:
     at = draw(st.integers(0, len(text)))
-    noise = draw(st.sampled_from(["// note\n", "/* c */", "# c\n", "\n", "\x00", "\ud800", *TRICKY]))
+    noise = draw(st.sampled_from([*NOISE, *TRICKY]))
     return text[:at] + noise + text[at:]
 
 

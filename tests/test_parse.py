@@ -1,8 +1,5 @@
 """L1 `healjson.parse`: one group of tests per malformation class, then pathological inputs."""
 
-# House style puts the expected value first in asserts, which SIM300 calls a Yoda condition.
-# ruff: noqa: SIM300
-
 from __future__ import annotations
 
 import enum
@@ -246,7 +243,9 @@ def test_syntax_slips_are_repaired_and_flagged(text: str, expected: Any) -> None
 
 def test_syntax_repair_combines_with_fence_and_schema() -> None:
     """A fenced reply with several slips still validates against the schema."""
-    text = "```json\n{id: 7, 'category': 'refund', \u201csummary\u201d: \"Card charged twice\",}\n```"
+    text = (
+        "```json\n{id: 7, 'category': 'refund', \u201csummary\u201d: \"Card charged twice\",}\n```"
+    )
     result = parse(text, Ticket)
     assert TICKET == result.value
     assert {Flag.CODE_FENCE, Flag.SYNTAX_REPAIRED} <= set(result.flags)

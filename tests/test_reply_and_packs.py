@@ -1,0 +1,179 @@
+"""Reading call results (strings, ChatCompletions, dicts) and loading contract packs."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from openai.types.chat import ChatCompletion
+from pydantic import BaseModel
+
+import healjson
+from healjson import ContractPack, Healer, Reply, Usage, load_contracts
+from healjson._reply import exception_kind, to_reply
+from healjson.testing import ScriptedModel
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+def _completion(content: str | None, finish: str = "stop", **message: object) -> ChatCompletion:
+    return ChatCompletion.model_validate(
+        {
+            "id": "c1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "gpt-test",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": finish,
+                    "message": {"role": "assistant", "content": content, **message},
+                }
+            ],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+        }
+    )
+
+
+def test_chat_completion_is_read_by_shape() -> None:
+    """A real openai ChatCompletion gives content, finish reason, usage and model."""
+    reply = to_reply(_completion('{"x": 1, "y": 2}'))
+    assert Reply('{"x": 1, "y": 2}', "stop", None, Usage(11, 7), "gpt-test") == reply
+
+
+def test_tool_call_arguments_are_the_content_when_content_is_empty() -> None:
+    """In tool-calling mode the first tool call's arguments are the answer."""
+    call = {
+        "id": "t1",
+        "type": "function",
+        "function": {"name": "Point", "arguments": '{"x": 3, "y": 4}'},
+    }
+    reply = to_reply(_completion(None, "tool_calls", tool_calls=[call]))
+    assert '{"x": 3, "y": 4}' == reply.content
+
+
+def test_refusal_and_dict_shapes_are_read() -> None:
+    """Refusals on completions and plain dicts (completion-shaped or message-shaped) are read."""
+    assert "no" == to_reply(_completion(None, refusal="no")).refusal
+    as_dict = _completion("hi").model_dump()
+    assert "hi" == to_reply(as_dict).content
+    assert Reply("x", "length") == to_reply({"content": "x", "finish_reason": "length"})
+    assert None is to_reply({"choices": []}).content
+    assert "ab" == to_reply({"content": [{"type": "text", "text": "a"}, {"text": "b"}]}).content
+    assert "bytes" == to_reply(b"bytes").content
+
+
+def test_unknown_return_type_degrades_with_api_error() -> None:
+    """A call returning something unreadable degrades instead of raising."""
+    outcome = Healer(Point).run(lambda messages, **_: 42, "p")
+    assert isinstance(outcome, healjson.Degraded)
+    assert "api_error" == outcome.reason
+    assert "int" in outcome.errors[0].value
+
+
+def test_healer_heals_a_chat_completion_and_sums_reported_usage() -> None:
+    """A fenced ChatCompletion answer heals in one call with the provider's token counts."""
+    completion = _completion('```json\n{"x": 1, "y": 2}\n```')
+    outcome = Healer(Point).run(lambda messages, **_: completion, "p")
+    assert isinstance(outcome, healjson.Healed)
+    assert Point(x=1, y=2) == outcome.value
+    assert 18 == outcome.usage.total_tokens
+    assert "gpt-test" == outcome.attempts[0].model
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("ContentFilterFinishReasonError", "content_filter"),
+        ("LengthFinishReasonError", "token_truncated"),
+        ("ReadTimeout", "timeout"),
+        ("APIConnectionError", "api_error"),
+    ],
+)
+def test_exceptions_are_classified_by_class_name(name: str, kind: str) -> None:
+    """SDK exceptions map to reasons by name, without importing the SDK."""
+    assert kind == exception_kind(type(name, (Exception,), {})())
+
+
+PACK_SOURCE = textwrap.dedent(
+    """
+    from pydantic import BaseModel
+    from healjson import ContractPack, Violation, contract
+
+    class Box(BaseModel):
+        low: int
+        high: int
+
+    @contract(fields=("low", "high"))
+    def ordered(box, ctx):
+        if box.low > box.high:
+            return Violation("low must not exceed high")
+
+    pack = ContractPack(Box, (ordered,), ({"low": 1, "high": 2},), name="box")
+    """
+)
+
+
+@pytest.fixture
+def pack_file(tmp_path: Path) -> Path:
+    path = tmp_path / "box_pack.py"
+    path.write_text(PACK_SOURCE)
+    return path
+
+
+def test_pack_loads_from_a_file_path_and_heals(pack_file: Path) -> None:
+    """A pack file loads by path and its contract drives a repair."""
+    pack = load_contracts(pack_file)
+    assert "box" == pack.name
+    assert "ordered" == pack.contract("ordered").name
+    healer = Healer(pack.model, contracts=pack.contracts, examples=pack.examples)
+    model = ScriptedModel(['{"low": 5, "high": 1}', '{"low": 1, "high": 5}'])
+    outcome = healer.run(model, "box")
+    assert 2 == outcome.calls
+    assert outcome.ok
+
+
+def test_pack_loads_by_module_and_attribute(
+    pack_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`module:attribute` and a bare module name both resolve a pack."""
+    monkeypatch.syspath_prepend(str(pack_file.parent))
+    try:
+        assert "box" == load_contracts("box_pack:pack").name
+        assert "box" == load_contracts("box_pack").name
+        assert "box" == load_contracts(f"{pack_file}:pack").name
+    finally:
+        sys.modules.pop("box_pack", None)
+
+
+def test_bad_pack_specs_say_what_was_tried(tmp_path: Path) -> None:
+    """Missing files, modules and attributes raise LookupError naming what was tried."""
+    with pytest.raises(LookupError, match="no contract pack file"):
+        load_contracts(tmp_path / "nope.py")
+    with pytest.raises(LookupError, match="entry point"):
+        load_contracts("no_such_module_anywhere")
+    with pytest.raises(KeyError, match="has no contract"):
+        ContractPack(Point).contract("missing")
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"token_budget": 0},
+        {"on_truncation": "shrug"},
+        {"on_refusal": "ignore"},
+        {"history": "everything"},
+        {"max_tokens_growth": 0.5},
+        {"example_from_repair": 0},
+    ],
+)
+def test_invalid_policy_settings_raise_at_construction(settings: dict[str, object]) -> None:
+    """Each misconfigured HealPolicy field raises ValueError naming the field."""
+    name = next(iter(settings))
+    with pytest.raises(ValueError, match=name):
+        healjson.HealPolicy(**settings)  # type: ignore[arg-type]
