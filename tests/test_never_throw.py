@@ -54,6 +54,13 @@ class FussyError(Exception):
         super().__init__("{'\"}\n```" + text * 3)
 
 
+class UnprintableError(Exception):
+    """An exception whose `__str__` itself raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no message for you")
+
+
 EXCEPTION_TYPES: tuple[type[Exception], ...] = (
     ValueError,
     TimeoutError,
@@ -61,6 +68,7 @@ EXCEPTION_TYPES: tuple[type[Exception], ...] = (
     RuntimeError,
     CustomError,
     FussyError,
+    UnprintableError,
 )
 
 # --- strategies ----------------------------------------------------------------------------------
@@ -562,13 +570,6 @@ def test_first_call_raising_degrades_after_one_call(exc: Exception, policy: Heal
 
 
 # --- hostile exception objects -------------------------------------------------------------------
-
-
-class UnprintableError(Exception):
-    """An exception whose `__str__` itself raises."""
-
-    def __str__(self) -> str:
-        raise RuntimeError("no message for you")
 
 
 def test_run_survives_a_call_exception_that_cannot_be_printed() -> None:

@@ -551,6 +551,21 @@ def test_ten_thousand_closed_brackets_never_raise() -> None:
         assert Source.SYNTAX == result.error.source
 
 
+def test_ten_thousand_closed_braces_never_raise() -> None:
+    """10,000 properly closed nested objects give a result, never an exception."""
+    result = parse("{" * 10_000 + "}" * 10_000)
+    assert isinstance(result, ParseResult)
+    assert False is result.truncated
+    assert (result.error is None) == result.ok
+
+
+def test_open_brace_followed_by_long_prose_is_truncated() -> None:
+    """A reply that opens `{` and then runs on for 240 kB of prose reads as truncated."""
+    result = parse("{" + "lorem ipsum " * 20_000)
+    assert True is result.truncated
+    assert Source.TRUNCATION == result.error.source
+
+
 def test_hundred_thousand_open_braces_are_truncated() -> None:
     """100k `{` characters read as a truncated reply and do not crash."""
     result = parse("{" * 100_000)

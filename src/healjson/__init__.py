@@ -9,6 +9,7 @@ from typing import Any
 
 from ._check import validate
 from ._contracts import Contract, ContractContext, Violation, contract
+from ._decorator import heal
 from ._diagnostic import MISSING, Diagnostic, Source
 from ._flags import Flag
 from ._healer import Healer
@@ -18,6 +19,7 @@ from ._parse import ParseResult, parse
 from ._policy import HealPolicy
 from ._repair import RepairPrompt, Strategy
 from ._reply import Reply, Usage
+from ._wrap import wrap
 
 __all__ = [
     "MISSING",
@@ -42,9 +44,11 @@ __all__ = [
     "Usage",
     "Violation",
     "contract",
+    "heal",
     "load_contracts",
     "parse",
     "validate",
+    "wrap",
 ]
 
 

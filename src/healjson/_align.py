@@ -82,7 +82,9 @@ def align(target: Target[Any], data: Any, *, nested: bool = False) -> Alignment:
     if isinstance(data, dict) and len(data) == 1:
         ((key, inner),) = data.items()
         names = target.field_names
-        if isinstance(inner, dict | list) and (names is None or key not in names):
+        # a scalar inside {"value": ...} is the strict-mode envelope for non-object targets
+        wrapped = isinstance(inner, dict | list) or not target.expects_object
+        if wrapped and (names is None or key not in names):
             unwrapped = align(target, inner, nested=True)
             if unwrapped.ok:
                 return _with(unwrapped, Flag.UNWRAPPED)

@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any, Final
 
-__all__ = ["MAX_REPAIR_CHARS", "NOTHING", "lenient_loads"]
+__all__ = ["MAX_REPAIR_CHARS", "NOTHING", "lenient_loads", "too_deep"]
 
 MAX_REPAIR_CHARS: Final = 1_000_000
 
@@ -45,9 +45,23 @@ def _reencode(match: re.Match[str]) -> str:
     return json.dumps(body, ensure_ascii=False)
 
 
-def lenient_loads(text: str) -> Any:
+_BRACKETS = re.compile(r"[\[\]{}]")
+MAX_DEPTH = 200  # pydantic-core's own parser stops near here; json-repair slows down sharply
+
+
+def too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
+    """True when brackets (counted naively, strings included) nest deeper than `limit`."""
+    depth = 0
+    for match in _BRACKETS.finditer(text):
+        depth += 1 if match.group() in "[{" else -1
+        if depth > limit:
+            return True
+    return False
+
+
+def lenient_loads(text: str, *, max_chars: int = MAX_REPAIR_CHARS) -> Any:
     """Parse `text` leniently; return `NOTHING` when no JSON value can be recovered."""
-    if len(text) > MAX_REPAIR_CHARS:
+    if len(text) > max_chars or too_deep(text):
         return NOTHING
     text = _SMART_SINGLE.sub(r'\1"\2"', text)
     text = _JS_UNDEFINED.sub(r"\1null", text)

@@ -278,6 +278,7 @@ def _parse_candidate(candidate: Candidate, text: str) -> tuple[Any, tuple[Flag, 
         return value, (*flags, Flag.SYNTAX_REPAIRED)
 
 
+_MAX_PARTIAL_REPAIR_CHARS = 64_000
 _CUT_TOKEN = re.compile(r"[\w.+\-]+\s*$")
 
 
@@ -290,7 +291,8 @@ def _partial(candidate: Candidate) -> Any:
         pass
     if candidate.string_start is not None:
         body = body[: candidate.string_start]  # a cut string is corrupted data: drop it
-    return lenient_loads(body)
+    # partial data is best effort: a cut reply is as long as max_tokens allowed, rarely more
+    return lenient_loads(body, max_chars=_MAX_PARTIAL_REPAIR_CHARS)
 
 
 def _context_flags(candidate: Candidate, text: str) -> tuple[Flag, ...]:

@@ -19,7 +19,8 @@ _LANG = re.compile(r"[A-Za-z0-9_+.\-]*")
 _OPEN = {"{": "}", "[": "]"}
 _CLOSERS = frozenset("}]")
 _VALUE_START = frozenset("{[,:")
-_MAX_RESTARTS = 8
+_MAX_RESTARTS = 3
+_MAX_RESTART_CHARS = 1_000_000  # past this, one scan only: keeps megabyte inputs sub-second
 _MAX_CANDIDATES = 64
 
 
@@ -109,7 +110,7 @@ def _spans(text: str) -> list[Candidate]:
             continue
         rel = None if string_start is None else string_start - start
         spans.append(Candidate(text[start:], start, fenced=False, complete=False, string_start=rel))
-        if restarts >= _MAX_RESTARTS:
+        if restarts >= _MAX_RESTARTS or n > _MAX_RESTART_CHARS:
             break
         # an unclosed opener may be prose ("use {braces"): look for complete spans inside it
         restarts += 1

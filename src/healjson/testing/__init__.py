@@ -8,5 +8,13 @@ or a callable `(messages, params) -> item`.
 from __future__ import annotations
 
 from ._scripted import Call, ScriptedModel, ScriptExhausted
+from ._server import RecordedRequest, ScriptedReply, ScriptedServer
 
-__all__ = ["Call", "ScriptExhausted", "ScriptedModel"]
+__all__ = [
+    "Call",
+    "RecordedRequest",
+    "ScriptExhausted",
+    "ScriptedModel",
+    "ScriptedReply",
+    "ScriptedServer",
+]

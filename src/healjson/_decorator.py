@@ -1,0 +1,187 @@
+"""`@healjson.heal`: put healing on a function, in one of two styles.
+
+(a) The function **is** the model call: `messages -> str | ChatCompletion | Reply`. The decorated
+    function takes `(messages, *, context=None, **params)` and returns `Outcome[M]`.
+(b) The function **builds the prompt** (returns a string or chat messages) and the decorator calls
+    a configured `client=` (an OpenAI client, async or not) or `call=` function. The decorated
+    function keeps the original parameters and returns `Outcome[M]`.
+
+Sync and async functions both work; `functools.wraps` keeps names, docstrings and signatures.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar, overload
+
+from ._contracts import Contract
+from ._healer import Healer
+from ._outcome import Outcome
+from ._policy import HealPolicy
+from ._repair import normalise_messages
+
+__all__ = ["heal"]
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+class _CallDecorator(Protocol, Generic[T]):
+    @overload
+    def __call__(
+        self, fn: Callable[..., Awaitable[Any]]
+    ) -> Callable[..., Awaitable[Outcome[T]]]: ...
+    @overload
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Outcome[T]]: ...
+
+
+class _PromptDecorator(Protocol, Generic[T]):
+    @overload
+    def __call__(self, fn: Callable[P, Awaitable[Any]]) -> Callable[P, Awaitable[Outcome[T]]]: ...
+    @overload
+    def __call__(self, fn: Callable[P, Any]) -> Callable[P, Outcome[T]]: ...
+
+
+@overload
+def heal(
+    response_model: type[T],
+    *,
+    contracts: Iterable[Contract | Callable[..., Any]] = ...,
+    policy: HealPolicy | None = ...,
+    fallback: Any = ...,
+    examples: Iterable[Any] = ...,
+    client: None = ...,
+    call: None = ...,
+    **call_params: Any,
+) -> _CallDecorator[T]: ...
+@overload
+def heal(
+    response_model: type[T],
+    *,
+    contracts: Iterable[Contract | Callable[..., Any]] = ...,
+    policy: HealPolicy | None = ...,
+    fallback: Any = ...,
+    examples: Iterable[Any] = ...,
+    client: Any,
+    call: None = ...,
+    **call_params: Any,
+) -> _PromptDecorator[T]: ...
+@overload
+def heal(
+    response_model: type[T],
+    *,
+    contracts: Iterable[Contract | Callable[..., Any]] = ...,
+    policy: HealPolicy | None = ...,
+    fallback: Any = ...,
+    examples: Iterable[Any] = ...,
+    client: None = ...,
+    call: Callable[..., Any],
+    **call_params: Any,
+) -> _PromptDecorator[T]: ...
+def heal(
+    response_model: Any,
+    *,
+    contracts: Iterable[Contract | Callable[..., Any]] = (),
+    policy: HealPolicy | None = None,
+    fallback: Any = None,
+    examples: Iterable[Any] = (),
+    client: Any = None,
+    call: Callable[..., Any] | None = None,
+    **call_params: Any,
+) -> Any:
+    """Decorate a model call (style a) or a prompt builder (style b, with `client=` or `call=`).
+
+    Extra keyword arguments (`model="gpt-4o-mini"`, `temperature=0`, `max_tokens=...`) are sent
+    with every model call. Configuration mistakes raise here, at decoration time.
+    """
+    if client is not None and call is not None:
+        raise TypeError("heal() takes client= or call=, not both")
+    rules = tuple(contracts)
+    shots = tuple(examples)
+    healer = Healer(
+        response_model, contracts=rules, policy=policy, fallback=fallback, examples=shots
+    )
+    if client is None and call is None:
+        return functools.partial(_model_call_style, healer, call_params)
+    if client is not None:
+        from ._wrap import wrap
+
+        wrapped = wrap(client)
+        options = {
+            "response_model": response_model,
+            "contracts": rules,
+            "policy": policy,
+            "fallback": fallback,
+            "examples": shots,
+            **call_params,
+        }
+        return functools.partial(_prompt_style_client, wrapped, options)
+    assert call is not None
+    return functools.partial(_prompt_style_call, healer, call, call_params)
+
+
+def _model_call_style(healer: Healer[Any], defaults: dict[str, Any], fn: Callable[..., Any]) -> Any:
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def heal_async(
+            messages: Any, /, *, context: dict[str, Any] | None = None, **params: Any
+        ) -> Outcome[Any]:
+            return await healer.arun(fn, messages, context=context, **{**defaults, **params})
+
+        return heal_async
+
+    @functools.wraps(fn)
+    def heal_sync(
+        messages: Any, /, *, context: dict[str, Any] | None = None, **params: Any
+    ) -> Outcome[Any]:
+        return healer.run(fn, messages, context=context, **{**defaults, **params})
+
+    return heal_sync
+
+
+def _prompt_style_call(
+    healer: Healer[Any], call: Callable[..., Any], defaults: dict[str, Any], fn: Callable[..., Any]
+) -> Any:
+    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call):
+
+        @functools.wraps(fn)
+        async def heal_async(*args: Any, **kwargs: Any) -> Outcome[Any]:
+            prompt = fn(*args, **kwargs)
+            if inspect.isawaitable(prompt):
+                prompt = await prompt
+            return await healer.arun(call, normalise_messages(prompt), **defaults)
+
+        return heal_async
+
+    @functools.wraps(fn)
+    def heal_sync(*args: Any, **kwargs: Any) -> Outcome[Any]:
+        return healer.run(call, normalise_messages(fn(*args, **kwargs)), **defaults)
+
+    return heal_sync
+
+
+def _prompt_style_client(wrapped: Any, options: dict[str, Any], fn: Callable[..., Any]) -> Any:
+    create = wrapped.chat.completions.create
+    if wrapped.is_async:
+
+        @functools.wraps(fn)
+        async def heal_async(*args: Any, **kwargs: Any) -> Outcome[Any]:
+            prompt = fn(*args, **kwargs)
+            if inspect.isawaitable(prompt):
+                prompt = await prompt
+            outcome: Outcome[Any] = await create(messages=normalise_messages(prompt), **options)
+            return outcome
+
+        return heal_async
+    if inspect.iscoroutinefunction(fn):
+        raise TypeError("an async prompt builder needs an async client (openai.AsyncOpenAI)")
+
+    @functools.wraps(fn)
+    def heal_sync(*args: Any, **kwargs: Any) -> Outcome[Any]:
+        outcome: Outcome[Any] = create(messages=normalise_messages(fn(*args, **kwargs)), **options)
+        return outcome
+
+    return heal_sync

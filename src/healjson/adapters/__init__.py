@@ -1,0 +1,10 @@
+"""Adapters between healjson and provider clients (openai, instructor).
+
+Import cost matters: nothing here imports openai or instructor until a client is wrapped.
+"""
+
+from __future__ import annotations
+
+from ._strict_schema import strict_json_schema
+
+__all__ = ["strict_json_schema"]

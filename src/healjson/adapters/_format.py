@@ -1,0 +1,92 @@
+"""L1 on the request side: ask for JSON in the strongest mode the endpoint supports.
+
+Tiers, strongest first:
+
+- `json_schema`: `response_format={"type": "json_schema", "strict": true, ...}` (the provider
+  constrains decoding to the schema);
+- `json_object`: `response_format={"type": "json_object"}` plus the schema in a system message;
+- `prompt`: the schema in a system message only (any chat endpoint).
+
+An endpoint that rejects a tier (HTTP 400 naming `response_format`) is stepped down once, and the
+wrapper remembers the tier that worked for the rest of its life.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from healjson._target import Target
+
+from ._strict_schema import StrictSchemaUnsupported, strict_json_schema
+
+__all__ = ["MODES", "FormatState", "JsonMode", "is_format_rejection", "shape_request"]
+
+JsonMode = Literal["json_schema", "json_object", "prompt"]
+MODES: tuple[JsonMode, ...] = ("json_schema", "json_object", "prompt")
+
+
+@dataclass
+class FormatState:
+    """The tier a wrapped client currently uses (shared by its calls, thread-safe)."""
+
+    mode: JsonMode = "json_schema"
+    _lock: threading.Lock | None = None
+
+    def step_down(self, failed: JsonMode) -> JsonMode | None:
+        """Move below `failed` (once per tier); None when there is nothing weaker."""
+        if self._lock is None:
+            self._lock = threading.Lock()
+        with self._lock:
+            index = MODES.index(failed)
+            if index + 1 >= len(MODES):
+                return None
+            if MODES.index(self.mode) <= index:
+                self.mode = MODES[index + 1]
+            return self.mode
+
+
+def check_mode(mode: str) -> JsonMode:
+    """Validate a user-supplied mode name (configuration error: raises)."""
+    if mode not in MODES:
+        raise ValueError(f"json_mode must be one of {', '.join(MODES)}; got {mode!r}")
+    return mode  # narrowed by the membership test above
+
+
+def shape_request(
+    mode: JsonMode, target: Target[Any], messages: Sequence[Mapping[str, Any]]
+) -> tuple[JsonMode, list[dict[str, Any]], dict[str, Any]]:
+    """Messages and extra params for `mode` (falling back from `json_schema` when the target
+    cannot be expressed in strict mode, e.g. a free-form map)."""
+    shaped = [dict(m) for m in messages]
+    if mode == "json_schema":
+        try:
+            strict = strict_json_schema(target.type_)
+        except StrictSchemaUnsupported:
+            mode = "json_object"
+        else:
+            return mode, shaped, {"response_format": strict.response_format()}
+    instruction = {
+        "role": "system",
+        "content": (
+            "Reply with only a JSON value (no prose, no code fences) that conforms to this JSON "
+            f"schema: {json.dumps(target.json_schema, ensure_ascii=False, separators=(',', ':'))}"
+        ),
+    }
+    extra: dict[str, Any] = {}
+    if mode == "json_object":
+        extra["response_format"] = {"type": "json_object"}
+    return mode, [instruction, *shaped], extra
+
+
+def is_format_rejection(exc: BaseException) -> bool:
+    """True for an HTTP 400 whose error names `response_format` (the tier is unsupported)."""
+    if getattr(exc, "status_code", None) != 400:
+        return False
+    if getattr(exc, "param", None) == "response_format":
+        return True
+    text = str(getattr(exc, "message", "") or exc).lower()
+    return "response_format" in text or "json_schema" in text or "json_object" in text

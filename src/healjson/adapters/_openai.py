@@ -1,0 +1,227 @@
+"""`wrap(client)`: a drop-in OpenAI client whose `create(response_model=...)` heals.
+
+Without `response_model` every call passes straight through to the wrapped client (same return
+type, streaming included); every other attribute delegates to it. With `response_model=M`,
+`chat.completions.create` returns `Outcome[M]` and never raises at call time. Sync and async
+clients share one engine (`Healer`) and one format-negotiation generator.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from typing import Any
+
+from healjson._contracts import Contract
+from healjson._healer import Healer
+from healjson._outcome import Outcome
+from healjson._policy import HealPolicy
+from healjson._target import Target
+
+from ._format import FormatState, JsonMode, check_mode, is_format_rejection, shape_request
+
+__all__ = ["HealingClient", "NotACompletion"]
+
+_UNSET: Any = object()
+_MAX_HEALERS = 256
+Negotiation = Generator[dict[str, Any], tuple[bool, Any], Any]
+
+
+class NotACompletion(Exception):
+    """The endpoint answered with something that is not a chat completion (e.g. an HTML page)."""
+
+
+class HealingClient:
+    """Wraps `openai.OpenAI` or `openai.AsyncOpenAI`; see `healjson.wrap`."""
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        json_mode: str = "json_schema",
+        policy: HealPolicy | None = None,
+    ) -> None:
+        if isinstance(client, HealingClient):
+            client = client.wrapped
+        self.wrapped: Any
+        completions = getattr(getattr(client, "chat", None), "completions", None)
+        if completions is None or not callable(getattr(completions, "create", None)):
+            raise TypeError(
+                f"wrap() needs an OpenAI-style client with chat.completions.create; "
+                f"got {type(client).__name__}"
+            )
+        self.wrapped = client
+        self.is_async = inspect.iscoroutinefunction(completions.create)
+        self.format = FormatState(check_mode(json_mode))
+        self.policy = policy
+        self.chat = _Chat(self)
+        self._healers: dict[tuple[Any, ...], tuple[Healer[Any], tuple[Any, ...]]] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.wrapped, name)
+
+    def __repr__(self) -> str:
+        return f"healjson.wrap({self.wrapped!r}, json_mode={self.format.mode!r})"
+
+    def healer(
+        self,
+        response_model: Any,
+        contracts: Iterable[Contract | Callable[..., Any]],
+        policy: HealPolicy | None,
+        fallback: Any,
+        examples: Iterable[Any],
+    ) -> Healer[Any]:
+        """The cached `Healer` for this configuration (built once: it synthesises an example)."""
+        rules = tuple(contracts)
+        shots = tuple(examples)
+        chosen = policy or self.policy or HealPolicy()
+        key = (response_model, *map(id, rules), chosen, id(fallback), *map(id, shots))
+        cached = self._healers.get(key)
+        if cached is None:
+            built = Healer(
+                response_model, contracts=rules, policy=chosen, fallback=fallback, examples=shots
+            )
+            if len(self._healers) >= _MAX_HEALERS:
+                self._healers.pop(next(iter(self._healers)))
+            # keep the keyed objects alive so their ids cannot be reused by others
+            cached = self._healers[key] = (built, (rules, fallback, shots))
+        return cached[0]
+
+    def negotiation(
+        self,
+        target: Target[Any],
+        messages: Sequence[Mapping[str, Any]],
+        params: dict[str, Any],
+        forced: JsonMode | None,
+    ) -> Negotiation:
+        """Yield request kwargs; receive (ok, result-or-exception); step down on a rejection."""
+        if "response_format" in params:  # the caller chose the format: send it as given
+            sent = yield {"messages": [dict(m) for m in messages], **params}
+            return _completion_or_raise(sent)
+        mode: JsonMode = forced or self.format.mode
+        while True:
+            used, shaped, extra = shape_request(mode, target, messages)
+            ok, value = yield {"messages": shaped, **params, **extra}
+            if ok:
+                return _completion(value)
+            if is_format_rejection(value):
+                weaker = _weaker(used) if forced else self.format.step_down(used)
+                if weaker is not None:
+                    mode = weaker
+                    continue
+            raise value
+
+
+class _Chat:
+    def __init__(self, owner: HealingClient) -> None:
+        self._owner = owner
+        self.completions = _Completions(owner)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._owner.wrapped.chat, name)
+
+
+class _Completions:
+    def __init__(self, owner: HealingClient) -> None:
+        self._owner = owner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._owner.wrapped.chat.completions, name)
+
+    def create(
+        self,
+        *args: Any,
+        response_model: Any = _UNSET,
+        contracts: Iterable[Contract | Callable[..., Any]] = (),
+        policy: HealPolicy | None = None,
+        fallback: Any = None,
+        examples: Iterable[Any] = (),
+        context: Mapping[str, Any] | None = None,
+        json_mode: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`chat.completions.create`; with `response_model=M` it returns `Outcome[M]`."""
+        owner = self._owner
+        create = owner.wrapped.chat.completions.create
+        if response_model is _UNSET:
+            return create(*args, **kwargs)
+        if args:
+            raise TypeError("chat.completions.create takes keyword arguments only")
+        if kwargs.get("stream"):
+            raise ValueError("stream=True cannot be combined with response_model")
+        if "messages" not in kwargs:
+            raise TypeError("chat.completions.create needs messages=[...]")
+        forced = check_mode(json_mode) if json_mode is not None else None
+        healer = owner.healer(response_model, contracts, policy, fallback, examples)
+        messages = kwargs.pop("messages")
+
+        def negotiate(msgs: list[dict[str, Any]], params: dict[str, Any]) -> Negotiation:
+            return owner.negotiation(healer.target, msgs, params, forced)
+
+        if owner.is_async:
+            return _heal_async(healer, create, negotiate, messages, context=context, params=kwargs)
+        return healer.run(_sync_call(create, negotiate), messages, context=context, **kwargs)
+
+
+def _sync_call(create: Callable[..., Any], negotiate: Callable[..., Negotiation]) -> Any:
+    def call(messages: list[dict[str, Any]], **params: Any) -> Any:
+        flow = negotiate(messages, params)
+        request = next(flow)
+        while True:
+            try:
+                sent: tuple[bool, Any] = (True, create(**request))
+            except Exception as exc:
+                sent = (False, exc)
+            try:
+                request = flow.send(sent)
+            except StopIteration as stop:
+                return stop.value
+
+    return call
+
+
+async def _heal_async(
+    healer: Healer[Any],
+    create: Callable[..., Any],
+    negotiate: Callable[..., Negotiation],
+    messages: Any,
+    *,
+    context: Mapping[str, Any] | None,
+    params: dict[str, Any],
+) -> Outcome[Any]:
+    async def call(msgs: list[dict[str, Any]], **call_params: Any) -> Any:
+        flow = negotiate(msgs, call_params)
+        request = next(flow)
+        while True:
+            try:
+                sent: tuple[bool, Any] = (True, await create(**request))
+            except Exception as exc:
+                sent = (False, exc)
+            try:
+                request = flow.send(sent)
+            except StopIteration as stop:
+                return stop.value
+
+    return await healer.arun(call, messages, context=context, **params)
+
+
+def _weaker(mode: JsonMode) -> JsonMode | None:
+    order: tuple[JsonMode, ...] = ("json_schema", "json_object", "prompt")
+    index = order.index(mode)
+    return order[index + 1] if index + 1 < len(order) else None
+
+
+def _completion(value: Any) -> Any:
+    if isinstance(value, str | bytes) or not hasattr(value, "choices"):
+        raise NotACompletion(
+            f"the endpoint returned {type(value).__name__}, not a chat completion: "
+            f"{str(value)[:200]!r}"
+        )
+    return value
+
+
+def _completion_or_raise(sent: tuple[bool, Any]) -> Any:
+    ok, value = sent
+    if not ok:
+        raise value
+    return _completion(value)

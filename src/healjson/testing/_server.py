@@ -1,0 +1,720 @@
+"""`ScriptedServer`: an OpenAI-compatible chat-completions HTTP server that answers from a script.
+
+It exists so tests can drive the *real* OpenAI SDK (its HTTP client, retries, error mapping,
+streaming parser) against canned replies, over real sockets on 127.0.0.1.
+
+Why the standard library (`http.server.ThreadingHTTPServer`) and not an ASGI stack:
+
+* no extra dependency for users' tests: an ASGI server would add uvicorn and starlette (or
+  similar) to the `testing` extra, for something a few hundred lines of stdlib already do;
+* it is real HTTP/1.1 (Content-Length on every reply, keep-alive, Nagle disabled), so the SDK's
+  connection pool reuses one connection per client and requests cost well under a millisecond;
+* one thread per connection is plenty for tests and benchmarks: the SDK keeps a handful of
+  pooled connections, and the handler does no real work.
+
+Slow replies sleep on an event that `stop()` sets, and handler threads are daemons whose sockets
+`stop()` shuts down, so a client that timed out (or a forgotten keep-alive connection) never
+makes `stop()` hang.
+
+Run it in a separate process (for benchmarks) with::
+
+    python -m healjson.testing._server --replies FILE.json [--repeat] [--port 0]
+
+FILE.json is a JSON list of strings (assistant contents) or objects with `ScriptedReply` fields.
+The process prints exactly one line, `READY <base_url>`, once it listens, and serves until
+SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import signal
+import socket
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import FrameType
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+__all__ = ["RecordedRequest", "ScriptedReply", "ScriptedServer"]
+
+if sys.argv[:1] == ["-m"]:  # pragma: no cover - only while `python -m` locates a module
+    # `healjson.testing` imports this module, so `python -m healjson.testing._server` finds it
+    # already loaded and runpy warns about it; the re-execution is harmless, keep stderr clean.
+    warnings.filterwarnings(
+        "ignore",
+        message=r"'healjson\.testing\._server' found in sys\.modules",
+        category=RuntimeWarning,
+    )
+
+HOST: Final = "127.0.0.1"
+_JSON: Final = "application/json"
+_SSE: Final = "text/event-stream; charset=utf-8"
+_CHAT_PATHS: Final = frozenset({"/v1/chat/completions", "/chat/completions"})
+_MODELS_PATHS: Final = frozenset({"/v1/models", "/models"})
+_STREAM_PIECES: Final = 4  # streamed content is split into at most this many deltas
+# Failures that signal a broken test, not a flaky provider: tell the SDK not to retry them.
+_NO_RETRY: Final = {"x-should-retry": "false"}
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedReply:
+    """One scripted answer: a chat completion, an HTTP error, or a raw (possibly broken) body.
+
+    `body`, when set, is sent as-is with `status` and `content_type` (default
+    `application/json`), whatever the request asked for; otherwise a status >= 400 sends an
+    OpenAI-shaped error body and anything else a `chat.completion` (or its SSE stream).
+    `usage` defaults to characters / 4: prompt = all message contents, completion = `content`.
+    """
+
+    content: str | None = None
+    finish_reason: str = "stop"
+    refusal: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    status: int = 200
+    body: str | bytes | None = None
+    content_type: str | None = None
+    delay_s: float = 0.0
+    usage: dict[str, int] | None = None
+    headers: dict[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        if not 100 <= self.status <= 599:
+            raise ValueError(f"status must be an HTTP status code, got {self.status}")
+        if not (self.delay_s >= 0 and math.isfinite(self.delay_s)):
+            raise ValueError(f"delay_s must be a finite number >= 0, got {self.delay_s}")
+
+    @classmethod
+    def error(
+        cls,
+        status: int,
+        message: str = "Scripted error.",
+        type: str | None = None,
+        param: str | None = None,
+        code: str | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        delay_s: float = 0.0,
+    ) -> ScriptedReply:
+        """An OpenAI-shaped error reply: `{"error": {"message", "type", "param", "code"}}`.
+
+        `type` defaults to what OpenAI uses for the status: `server_error` for 5xx,
+        `requests` for 429 and `invalid_request_error` otherwise.
+        """
+        if type is None:
+            type = _default_error_type(status)
+        body = _error_body(message, type, param, code)
+        return cls(
+            status=status,
+            body=body,
+            content_type=_JSON,
+            headers=dict(headers) if headers else None,
+            delay_s=delay_s,
+        )
+
+    @classmethod
+    def non_json(cls, text: str = "<html>bad gateway</html>", status: int = 200) -> ScriptedReply:
+        """A `text/html` body, as a misconfigured proxy or gateway would send it."""
+        return cls(status=status, body=text, content_type="text/html; charset=utf-8")
+
+    @classmethod
+    def slow(cls, content: str, delay_s: float) -> ScriptedReply:
+        """A normal reply sent after `delay_s` seconds (interrupted by `ScriptedServer.stop`)."""
+        return cls(content=content, delay_s=delay_s)
+
+
+Item = str | ScriptedReply | Callable[[dict[str, Any]], str | ScriptedReply]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    """One HTTP request as the server received it; `body` is the parsed JSON object, if any."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any] | None
+    raw: bytes
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The request's `messages`, or `[]` when it has none."""
+        messages = (self.body or {}).get("messages")
+        return list(messages) if isinstance(messages, list) else []
+
+    @property
+    def last_user_text(self) -> str:
+        """Text of the last user message (text parts joined when the content is a list)."""
+        for message in reversed(self.messages):
+            if isinstance(message, dict) and message.get("role") == "user":
+                return _content_text(message.get("content"))
+        return ""
+
+
+class ScriptedServer:
+    """An OpenAI-compatible chat-completions server on 127.0.0.1 that replays `items` in order.
+
+    Each item is a `str` (assistant content, finish_reason "stop"), a `ScriptedReply`, or a
+    callable `(request_json) -> str | ScriptedReply`. Every chat request takes the next item;
+    with `repeat=True` the script cycles forever. A chat request arriving after the script is
+    exhausted gets HTTP 500 whose message says so (a test-failure signal, with
+    `x-should-retry: false` so the SDK fails fast instead of retrying).
+    """
+
+    def __init__(
+        self,
+        items: Iterable[Item] = (),
+        *,
+        repeat: bool = False,
+        model: str = "scripted-model",
+        port: int = 0,
+    ) -> None:
+        self.model = model
+        self.repeat = repeat
+        self._port = port
+        self._items: list[Item] = list(items)
+        self._used = 0
+        self._requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> ScriptedServer:
+        """Bind a port (random free one by default) and serve in a background thread."""
+        if self._stopping.is_set():
+            raise RuntimeError("a stopped ScriptedServer cannot be restarted; create a new one")
+        if self._httpd is not None:
+            return self
+        httpd = _HTTPServer((HOST, self._port), _Handler, self)
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"ScriptedServer:{httpd.server_address[1]}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, cut open connections and join the server thread; idempotent."""
+        self._stopping.set()
+        httpd, thread = self._httpd, self._thread
+        if httpd is None or thread is None:
+            return
+        if thread.is_alive():
+            httpd.shutdown()
+        httpd.server_close()
+        httpd.close_connections()
+        thread.join()
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # -- inspection ------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        """The bound port (only once started)."""
+        if self._httpd is None:
+            raise RuntimeError("ScriptedServer is not started")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """`http://127.0.0.1:PORT/v1`, to pass as the SDK's `base_url`."""
+        return f"http://{HOST}:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Snapshot of all requests so far (chat, models, 404s, malformed), in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def remaining(self) -> int:
+        """Items not yet used (with `repeat=True`: items left before the script starts over)."""
+        with self._lock:
+            if self.repeat:
+                return len(self._items) - self._used % len(self._items) if self._items else 0
+            return len(self._items) - self._used
+
+    # -- scripting -------------------------------------------------------------------------
+
+    def push(self, item: Item) -> None:
+        """Append one scripted item."""
+        with self._lock:
+            self._items.append(item)
+
+    def extend(self, items: Iterable[Item]) -> None:
+        """Append scripted items."""
+        new = list(items)
+        with self._lock:
+            self._items.extend(new)
+
+    # -- used by the handler ---------------------------------------------------------------
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def _take(self) -> tuple[Item | None, int]:
+        """The next item (None when exhausted) and how many chat items were used before it."""
+        with self._lock:
+            used = self._used
+            if self.repeat and self._items:
+                item: Item | None = self._items[used % len(self._items)]
+            elif used < len(self._items):
+                item = self._items[used]
+            else:
+                return None, used
+            self._used += 1
+            return item, used
+
+    def _script_length(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        scripted: ScriptedServer,
+    ) -> None:
+        self.scripted = scripted
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+        super().__init__(address, handler)
+
+    def track(self, connection: socket.socket, *, open_: bool) -> None:
+        with self._connections_lock:
+            if open_:
+                self._connections.add(connection)
+            else:
+                self._connections.discard(connection)
+
+    def close_connections(self) -> None:
+        """Shut down open keep-alive connections so their handler threads end now."""
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Stay quiet when a client went away mid-reply (e.g. after its own timeout)."""
+        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            return
+        super().handle_error(request, client_address)  # a bug in the handler: show it
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "healjson-scripted/1"
+    sys_version = ""
+    disable_nagle_algorithm = True
+    server: _HTTPServer
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.track(self.connection, open_=True)
+
+    def finish(self) -> None:
+        self.server.track(self.connection, open_=False)
+        with contextlib.suppress(OSError):  # the client may already be gone
+            super().finish()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Log nothing: tests and benchmarks want a quiet stderr."""
+
+    def do_GET(self) -> None:
+        self._dispatch()
+
+    def do_POST(self) -> None:
+        self._dispatch()
+
+    def do_PUT(self) -> None:
+        self._dispatch()
+
+    def do_PATCH(self) -> None:
+        self._dispatch()
+
+    def do_DELETE(self) -> None:
+        self._dispatch()
+
+    # -- routing ---------------------------------------------------------------------------
+
+    def _dispatch(self) -> None:
+        scripted = self.server.scripted
+        try:
+            raw = self._read_body()
+        except ValueError as exc:
+            self.close_connection = True
+            self._send_error(400, f"Could not read the request body: {exc}", _NO_RETRY)
+            return
+        body: dict[str, Any] | None = None
+        malformed = False
+        if raw:
+            try:
+                parsed = json.loads(raw)
+            except (ValueError, UnicodeDecodeError):
+                malformed = True
+            else:
+                body, malformed = (parsed, False) if isinstance(parsed, dict) else (None, True)
+        headers = {key.lower(): value for key, value in self.headers.items()}
+        scripted._record(RecordedRequest(self.command, self.path, headers, body, raw))
+
+        path = urlsplit(self.path).path.rstrip("/")
+        if self.command == "POST" and path in _CHAT_PATHS:
+            if malformed or body is None:
+                self._send_error(
+                    400,
+                    "We could not parse the JSON body of your request. (HINT: This likely means "
+                    "you aren't using your HTTP library correctly. The OpenAI API expects a JSON "
+                    "payload, but what was sent was not valid JSON.)",
+                    _NO_RETRY,
+                )
+                return
+            self._chat(body)
+        elif self.command == "GET" and path in _MODELS_PATHS:
+            self._send_json(200, {"object": "list", "data": [self._model_object(scripted.model)]})
+        elif self.command == "GET" and path.rsplit("/", 1)[0] in _MODELS_PATHS:
+            self._send_json(200, self._model_object(path.rsplit("/", 1)[1]))
+        else:
+            self._send_error(
+                404,
+                f"Unknown request URL: {self.command} {self.path}. Please check the URL for "
+                "typos, or see the docs at https://platform.openai.com/docs/api-reference/.",
+                _NO_RETRY,
+                code="unknown_url",
+            )
+
+    def _read_body(self) -> bytes:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            chunks: list[bytes] = []
+            while True:
+                size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        if length < 0:
+            raise ValueError("negative Content-Length")
+        return self.rfile.read(length) if length else b""
+
+    # -- chat completions ------------------------------------------------------------------
+
+    def _chat(self, body: dict[str, Any]) -> None:
+        scripted = self.server.scripted
+        item, index = scripted._take()
+        if item is None:
+            length = scripted._script_length()
+            self._send_error(
+                500,
+                f"ScriptedServer script exhausted: chat request #{index + 1} arrived but the "
+                f"script has {length} item(s) and repeat is off.",
+                _NO_RETRY,
+                type="server_error",
+                code="script_exhausted",
+            )
+            return
+        if callable(item):
+            try:
+                item = item(body)
+            except Exception as exc:
+                self._send_error(
+                    500,
+                    f"ScriptedServer script item #{index + 1} raised {exc!r}",
+                    _NO_RETRY,
+                    type="server_error",
+                    code="script_error",
+                )
+                return
+        if isinstance(item, str):
+            item = ScriptedReply(content=item)
+        if not isinstance(item, ScriptedReply):
+            self._send_error(
+                500,
+                f"ScriptedServer script item #{index + 1} produced {type(item).__name__}, "
+                "expected str or ScriptedReply",
+                _NO_RETRY,
+                type="server_error",
+                code="script_error",
+            )
+            return
+        reply = item
+        if reply.delay_s and scripted._stopping.wait(reply.delay_s):
+            self.close_connection = True  # stopping: drop the request instead of answering
+            return
+        extra = reply.headers or {}
+        if reply.body is not None:
+            raw = reply.body.encode() if isinstance(reply.body, str) else reply.body
+            self._send(reply.status, raw, reply.content_type or _JSON, extra)
+        elif reply.status >= 400:
+            message = reply.content or f"Scripted HTTP {reply.status} error."  # content = message
+            self._send_error(reply.status, message, extra)
+        else:
+            model = body.get("model")
+            model = model if isinstance(model, str) and model else scripted.model
+            completion_id = f"chatcmpl-scripted-{index + 1}"
+            usage = _usage(reply, body)
+            if body.get("stream") is True:
+                options = body.get("stream_options")
+                include_usage = isinstance(options, dict) and options.get("include_usage") is True
+                events = _stream_events(
+                    completion_id, model, reply, usage if include_usage else None
+                )
+                payload = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
+                self._send(reply.status, (payload + "data: [DONE]\n\n").encode(), _SSE, extra)
+            else:
+                self._send_json(
+                    reply.status, _completion(completion_id, model, reply, usage), extra
+                )
+
+    # -- responses -------------------------------------------------------------------------
+
+    @staticmethod
+    def _model_object(model: str) -> dict[str, Any]:
+        return {"id": model, "object": "model", "created": 0, "owned_by": "healjson"}
+
+    def _send_error(
+        self,
+        status: int,
+        message: str,
+        headers: Mapping[str, str],
+        *,
+        type: str | None = None,
+        code: str | None = None,
+    ) -> None:
+        body = _error_body(message, type or _default_error_type(status), None, code)
+        self._send(status, body.encode(), _JSON, headers)
+
+    def _send_json(
+        self, status: int, payload: Mapping[str, Any], headers: Mapping[str, str] | None = None
+    ) -> None:
+        self._send(status, json.dumps(payload).encode(), _JSON, headers or {})
+
+    def _send(
+        self, status: int, body: bytes, content_type: str, headers: Mapping[str, str]
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("x-request-id", f"req_scripted_{id(self):x}_{time.monotonic_ns()}")
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+# -- payload builders ------------------------------------------------------------------------
+
+
+def _default_error_type(status: int) -> str:
+    if status >= 500:
+        return "server_error"
+    if status == 429:
+        return "requests"
+    return "invalid_request_error"
+
+
+def _error_body(message: str, type: str, param: str | None, code: str | None) -> str:
+    return json.dumps({"error": {"message": message, "type": type, "param": param, "code": code}})
+
+
+def _content_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(part.get("text") or "")
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text"
+        )
+    return ""
+
+
+def _usage(reply: ScriptedReply, body: Mapping[str, Any]) -> dict[str, int]:
+    if reply.usage is not None:
+        usage = dict(reply.usage)
+        usage.setdefault("prompt_tokens", 0)
+        usage.setdefault("completion_tokens", 0)
+        usage.setdefault("total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
+        return usage
+    messages = body.get("messages")
+    messages = messages if isinstance(messages, list) else []
+    prompt = sum(len(_content_text(m.get("content"))) for m in messages if isinstance(m, dict))
+    prompt //= 4
+    completion = len(reply.content or "") // 4
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def _completion(
+    completion_id: str, model: str, reply: ScriptedReply, usage: dict[str, int]
+) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": reply.content,
+        "refusal": reply.refusal,
+    }
+    if reply.tool_calls:
+        message["tool_calls"] = reply.tool_calls
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}
+        ],
+        "usage": usage,
+    }
+
+
+def _pieces(text: str) -> list[str]:
+    size = max(1, -(-len(text) // _STREAM_PIECES))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _stream_events(
+    completion_id: str, model: str, reply: ScriptedReply, usage: dict[str, int] | None
+) -> list[dict[str, Any]]:
+    created = int(time.time())
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        event: dict[str, Any] = {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [
+                {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            ],
+        }
+        if usage is not None:
+            event["usage"] = None
+        return event
+
+    events = [chunk({"role": "assistant", "content": "", "refusal": None})]
+    events += [chunk({"content": piece}) for piece in _pieces(reply.content or "")]
+    events += [chunk({"refusal": piece}) for piece in _pieces(reply.refusal or "")]
+    for index, call in enumerate(reply.tool_calls or []):
+        function = call.get("function") or {}
+        head = {
+            "index": index,
+            "id": call.get("id"),
+            "type": call.get("type", "function"),
+            "function": {"name": function.get("name"), "arguments": ""},
+        }
+        events.append(chunk({"tool_calls": [head]}))
+        events += [
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            for piece in _pieces(str(function.get("arguments") or ""))
+        ]
+    events.append(chunk({}, reply.finish_reason))
+    if usage is not None:
+        events.append(
+            {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [],
+                "usage": usage,
+            }
+        )
+    return events
+
+
+# -- separate-process mode -------------------------------------------------------------------
+
+
+class _Terminate(Exception):
+    pass
+
+
+def _raise_terminate(signum: int, frame: FrameType | None) -> None:
+    raise _Terminate(signum)
+
+
+def _load_replies(path: str) -> list[Item]:
+    with open(path, encoding="utf-8") as file:
+        data = json.load(file)
+    if not isinstance(data, list):
+        raise SystemExit(f"{path}: expected a JSON list of strings or reply objects")
+    known = {field.name for field in fields(ScriptedReply)}
+    items: list[Item] = []
+    for position, entry in enumerate(data):
+        if isinstance(entry, str):
+            items.append(entry)
+        elif isinstance(entry, dict) and set(entry) <= known:
+            items.append(ScriptedReply(**entry))
+        else:
+            raise SystemExit(
+                f"{path}: item {position} must be a string or an object with keys among "
+                f"{sorted(known)}"
+            )
+    return items
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve a reply file until SIGTERM/SIGINT, after printing `READY <base_url>`."""
+    parser = argparse.ArgumentParser(
+        prog="python -m healjson.testing._server",
+        description="OpenAI-compatible scripted chat-completions server (for benchmarks).",
+    )
+    parser.add_argument("--replies", required=True, help="JSON list of strings or reply objects")
+    parser.add_argument("--repeat", action="store_true", help="cycle the script forever")
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free)")
+    parser.add_argument("--model", default="scripted-model", help="default model name")
+    args = parser.parse_args(argv)
+
+    server = ScriptedServer(
+        _load_replies(args.replies), repeat=args.repeat, model=args.model, port=args.port
+    )
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        for sig in previous:
+            signal.signal(sig, _raise_terminate)
+        server.start()
+        print(f"READY {server.base_url}", flush=True)
+        while True:
+            time.sleep(3600)
+    except _Terminate:
+        pass
+    finally:
+        server.stop()
+        for sig, handler in previous.items():
+            if handler is not None:
+                signal.signal(sig, handler)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

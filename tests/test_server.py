@@ -1,0 +1,507 @@
+"""`ScriptedServer` driven by the real openai SDK over real HTTP on 127.0.0.1.
+
+Clients use `max_retries=0` wherever requests are counted: the SDK retries 408/409/429/5xx and
+connection errors twice by default, with 0.5-8 s backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from healjson.testing import RecordedRequest, ScriptedReply, ScriptedServer
+from healjson.testing._server import _load_replies
+
+pytest_plugins = ["healjson.testing._plugin"]
+
+USER = [{"role": "user", "content": "Extract the invoice as JSON."}]
+
+
+@pytest.fixture
+def client(scripted_server: ScriptedServer) -> Iterator[openai.OpenAI]:
+    """A real sync SDK client pointed at the fixture server, without retries."""
+    with openai.OpenAI(base_url=scripted_server.base_url, api_key="test", max_retries=0) as sdk:
+        yield sdk
+
+
+def _ask(client: openai.OpenAI, **params: Any) -> Any:
+    return client.chat.completions.create(model="gpt-test", messages=USER, **params)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------
+# successful replies
+# ---------------------------------------------------------------------------------------------
+
+
+def test_content_round_trips_and_the_request_is_recorded(
+    scripted_server: ScriptedServer, client: openai.OpenAI
+) -> None:
+    """A string item comes back as the assistant content and the request is recorded verbatim."""
+    scripted_server.push('{"total": 42}')
+    schema = {"type": "object", "properties": {"total": {"type": "integer"}}}
+    response_format = {"type": "json_schema", "json_schema": {"name": "inv", "schema": schema}}
+
+    completion = _ask(client, response_format=response_format, max_tokens=64)
+
+    assert '{"total": 42}' == completion.choices[0].message.content
+    assert "stop" == completion.choices[0].finish_reason
+    assert "assistant" == completion.choices[0].message.role
+    assert completion.choices[0].message.refusal is None
+    assert "gpt-test" == completion.model
+    assert "chat.completion" == completion.object
+    assert (7, 3, 10) == (
+        completion.usage.prompt_tokens,
+        completion.usage.completion_tokens,
+        completion.usage.total_tokens,
+    )
+    [request] = scripted_server.requests
+    assert isinstance(request, RecordedRequest)
+    assert ("POST", "/v1/chat/completions") == (request.method, request.path)
+    assert USER == request.messages
+    assert "Extract the invoice as JSON." == request.last_user_text
+    assert "gpt-test" == request.body["model"]  # type: ignore[index]
+    assert response_format == request.body["response_format"]  # type: ignore[index]
+    assert 64 == request.body["max_tokens"]  # type: ignore[index]
+    assert "Bearer test" == request.headers["authorization"]
+    assert request.body == json.loads(request.raw)
+    assert 0 == scripted_server.remaining
+
+
+def test_tool_calls_round_trip(scripted_server: ScriptedServer, client: openai.OpenAI) -> None:
+    """Scripted tool calls reach the SDK as typed tool calls with their arguments string."""
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "extract", "arguments": '{"total": 42}'},
+    }
+    scripted_server.push(ScriptedReply(tool_calls=[call], finish_reason="tool_calls"))
+
+    message = _ask(client).choices[0]
+
+    assert "tool_calls" == message.finish_reason
+    assert message.message.content is None
+    [tool_call] = message.message.tool_calls
+    assert ("call_1", "extract", '{"total": 42}') == (
+        tool_call.id,
+        tool_call.function.name,
+        tool_call.function.arguments,
+    )
+
+
+@pytest.mark.parametrize("finish_reason", ["length", "content_filter"])
+def test_finish_reason_is_passed_through(
+    scripted_server: ScriptedServer, client: openai.OpenAI, finish_reason: str
+) -> None:
+    """A scripted finish_reason such as length or content_filter reaches the SDK unchanged."""
+    scripted_server.push(ScriptedReply('{"total": 4', finish_reason=finish_reason))
+
+    choice = _ask(client).choices[0]
+
+    assert (finish_reason, '{"total": 4') == (choice.finish_reason, choice.message.content)
+
+
+def test_refusal_round_trips(scripted_server: ScriptedServer, client: openai.OpenAI) -> None:
+    """A scripted refusal arrives in `message.refusal` with no content."""
+    scripted_server.push(ScriptedReply(refusal="I can't help with that."))
+
+    message = _ask(client).choices[0].message
+
+    assert ("I can't help with that.", None) == (message.refusal, message.content)
+
+
+def test_callable_item_sees_the_request_json(
+    scripted_server: ScriptedServer, client: openai.OpenAI
+) -> None:
+    """A callable item is called with the parsed request body and may return a str or reply."""
+    scripted_server.extend(
+        [
+            lambda request: f"echo: {request['messages'][-1]['content']}",
+            lambda request: ScriptedReply(str(request["max_tokens"]), finish_reason="length"),
+        ]
+    )
+
+    first = _ask(client).choices[0]
+    second = _ask(client, max_tokens=7).choices[0]
+
+    assert "echo: Extract the invoice as JSON." == first.message.content
+    assert ("7", "length") == (second.message.content, second.finish_reason)
+
+
+def test_explicit_usage_and_default_model(scripted_server: ScriptedServer) -> None:
+    """`usage` overrides the estimate and a request without a model gets the server's model."""
+    scripted_server.push(ScriptedReply("{}", usage={"prompt_tokens": 100, "completion_tokens": 5}))
+    connection = http.client.HTTPConnection("127.0.0.1", scripted_server.port, timeout=5)
+    connection.request("POST", "/chat/completions", body=json.dumps({"messages": USER}))
+    payload = json.loads(connection.getresponse().read())
+    connection.close()
+
+    assert "scripted-model" == payload["model"]
+    assert {"prompt_tokens": 100, "completion_tokens": 5, "total_tokens": 105} == payload["usage"]
+
+
+def test_models_list(scripted_server: ScriptedServer, client: openai.OpenAI) -> None:
+    """`GET /v1/models` lists the server's model and `models.retrieve` echoes the id."""
+    assert ["scripted-model"] == [model.id for model in client.models.list()]
+    assert "other" == client.models.retrieve("other").id
+
+
+# ---------------------------------------------------------------------------------------------
+# errors, broken bodies, timeouts, retries
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "exception"),
+    [
+        (500, openai.InternalServerError),
+        (503, openai.InternalServerError),
+        (429, openai.RateLimitError),
+        (401, openai.AuthenticationError),
+    ],
+)
+def test_error_statuses_map_to_sdk_exceptions(
+    scripted_server: ScriptedServer,
+    client: openai.OpenAI,
+    status: int,
+    exception: type[openai.APIStatusError],
+) -> None:
+    """An OpenAI-shaped error reply raises the SDK's exception class for that status."""
+    scripted_server.push(ScriptedReply.error(status, "scripted failure"))
+
+    with pytest.raises(exception, match="scripted failure") as caught:
+        _ask(client)
+
+    assert status == caught.value.status_code
+    assert "scripted failure" == caught.value.body["message"]  # type: ignore[index]
+    assert 1 == len(scripted_server.requests)
+
+
+def test_bad_request_names_the_rejected_parameter(
+    scripted_server: ScriptedServer, client: openai.OpenAI
+) -> None:
+    """A 400 about response_format raises BadRequestError carrying param, type and message."""
+    message = (
+        "Invalid parameter: 'response_format' of type 'json_schema' is not supported with "
+        "this model."
+    )
+    scripted_server.push(
+        ScriptedReply.error(400, message, type="invalid_request_error", param="response_format")
+    )
+
+    with pytest.raises(openai.BadRequestError) as caught:
+        _ask(client, response_format={"type": "json_schema", "json_schema": {"name": "x"}})
+
+    assert ("response_format", "invalid_request_error") == (caught.value.param, caught.value.type)
+    assert message == caught.value.body["message"]  # type: ignore[index]
+    assert "response_format" in caught.value.message
+
+
+def test_non_json_200_body_is_returned_as_text_by_default(
+    scripted_server: ScriptedServer, client: openai.OpenAI
+) -> None:
+    """A text/html 200 makes the non-strict SDK return the raw text (a str), not raise."""
+    scripted_server.push(ScriptedReply.non_json())
+
+    # openai 3.x `_response._parse`: content-type not *json -> try .json(), fails -> return text.
+    assert "<html>bad gateway</html>" == _ask(client)
+
+
+def test_non_json_200_body_raises_under_strict_validation(scripted_server: ScriptedServer) -> None:
+    """With `_strict_response_validation=True` the same body raises APIResponseValidationError."""
+    scripted_server.push(ScriptedReply.non_json())
+    with (
+        openai.OpenAI(
+            base_url=scripted_server.base_url,
+            api_key="test",
+            max_retries=0,
+            _strict_response_validation=True,
+        ) as strict,
+        pytest.raises(openai.APIResponseValidationError, match="text/html"),
+    ):
+        _ask(strict)
+
+
+def test_truncated_json_body_raises_a_plain_json_error(
+    scripted_server: ScriptedServer, client: openai.OpenAI
+) -> None:
+    """A cut-off application/json body escapes the SDK as json.JSONDecodeError, not APIError."""
+    scripted_server.push(ScriptedReply(body='{"id": "chatcmpl-1", "choi'))
+
+    with pytest.raises(json.JSONDecodeError):
+        _ask(client)
+
+
+def test_non_json_error_body_keeps_the_text(
+    scripted_server: ScriptedServer, client: openai.OpenAI
+) -> None:
+    """A gateway's HTML 502 raises InternalServerError whose body is the raw text."""
+    scripted_server.push(ScriptedReply.non_json("<html>502</html>", status=502))
+
+    with pytest.raises(openai.InternalServerError) as caught:
+        _ask(client)
+
+    assert "<html>502</html>" == caught.value.body
+
+
+def test_slow_reply_times_out_and_stop_is_prompt() -> None:
+    """A reply slower than the client timeout raises APITimeoutError; stop() does not wait it."""
+    server = ScriptedServer([ScriptedReply.slow("late", delay_s=30.0)]).start()
+    try:
+        with openai.OpenAI(
+            base_url=server.base_url, api_key="test", max_retries=0, timeout=0.2
+        ) as sdk:
+            started = time.monotonic()
+            with pytest.raises(openai.APITimeoutError):
+                _ask(sdk)
+            assert time.monotonic() - started < 2.0
+    finally:
+        started = time.monotonic()
+        server.stop()
+        assert time.monotonic() - started < 1.0
+    server.stop()  # idempotent
+
+
+def test_sdk_retries_5xx_and_then_succeeds(scripted_server: ScriptedServer) -> None:
+    """With max_retries=2 two 503s are retried (retry-after-ms keeps it fast) until a success."""
+    fast_retry = {"retry-after-ms": "1"}
+    scripted_server.extend(
+        [
+            ScriptedReply.error(503, "overloaded", headers=fast_retry),
+            ScriptedReply.error(429, "slow down", headers=fast_retry),
+            "{}",
+        ]
+    )
+    with openai.OpenAI(base_url=scripted_server.base_url, api_key="test", max_retries=2) as sdk:
+        assert "{}" == _ask(sdk).choices[0].message.content
+
+    assert 3 == len(scripted_server.requests)
+
+
+def test_exhausted_script_answers_500_without_sdk_retries(scripted_server: ScriptedServer) -> None:
+    """Past the end of the script the server answers 500 with x-should-retry: false."""
+    scripted_server.push("{}")
+    with openai.OpenAI(base_url=scripted_server.base_url, api_key="test", max_retries=2) as sdk:
+        _ask(sdk)
+        with pytest.raises(openai.InternalServerError, match="exhausted") as caught:
+            _ask(sdk)
+
+    assert "script_exhausted" == caught.value.code
+    assert 2 == len(scripted_server.requests)
+    scripted_server.push("again")  # an exhausted request does not use up later items
+    with openai.OpenAI(base_url=scripted_server.base_url, api_key="test", max_retries=0) as sdk:
+        assert "again" == _ask(sdk).choices[0].message.content
+
+
+def test_callable_that_raises_answers_500(
+    scripted_server: ScriptedServer, client: openai.OpenAI
+) -> None:
+    """An exception inside a callable item becomes a 500 naming the exception."""
+
+    def broken(request: dict[str, Any]) -> str:
+        raise KeyError("nope")
+
+    scripted_server.push(broken)
+
+    with pytest.raises(openai.InternalServerError, match="KeyError"):
+        _ask(client)
+
+
+def test_repeat_mode_cycles_the_script() -> None:
+    """With repeat=True the script starts over instead of running out."""
+    with (
+        ScriptedServer(["a", "b"], repeat=True) as server,
+        openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as sdk,
+    ):
+        contents = [_ask(sdk).choices[0].message.content for _ in range(5)]
+        assert 1 == server.remaining
+
+    assert ["a", "b", "a", "b", "a"] == contents
+
+
+# ---------------------------------------------------------------------------------------------
+# streaming and async
+# ---------------------------------------------------------------------------------------------
+
+
+def test_streaming_yields_content_in_chunks(
+    scripted_server: ScriptedServer, client: openai.OpenAI
+) -> None:
+    """`stream=True` yields several content deltas, a finish_reason chunk and a usage chunk."""
+    content = '{"total": 42, "currency": "EUR"}'
+    scripted_server.push(content)
+
+    chunks = list(_ask(client, stream=True, stream_options={"include_usage": True}))
+
+    choices = [c.choices[0] for c in chunks if c.choices]
+    pieces = [choice.delta.content for choice in choices if choice.delta.content]
+    assert content == "".join(pieces)
+    assert len(pieces) > 2
+    assert ["stop"] == [choice.finish_reason for choice in choices if choice.finish_reason]
+    assert 8 == chunks[-1].usage.completion_tokens
+    assert {"chat.completion.chunk"} == {c.object for c in chunks}
+
+
+def test_streamed_tool_calls_accumulate(
+    scripted_server: ScriptedServer, client: openai.OpenAI
+) -> None:
+    """The SDK's stream helper reassembles streamed tool-call arguments and refusals."""
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": [1, 2]}'}}
+    scripted_server.extend(
+        [ScriptedReply(tool_calls=[call], finish_reason="tool_calls"), ScriptedReply(refusal="no")]
+    )
+
+    with client.chat.completions.stream(model="m", messages=USER) as stream:  # type: ignore[arg-type]
+        final = stream.get_final_completion()
+    with client.chat.completions.stream(model="m", messages=USER) as stream:  # type: ignore[arg-type]
+        refused = stream.get_final_completion()
+
+    [tool_call] = final.choices[0].message.tool_calls or []
+    assert ("c1", "f", '{"a": [1, 2]}') == (
+        tool_call.id,
+        tool_call.function.name,
+        tool_call.function.arguments,
+    )
+    assert "no" == refused.choices[0].message.refusal
+
+
+def test_async_client_round_trip_and_stream(scripted_server: ScriptedServer) -> None:
+    """The async SDK client gets plain and streamed replies over the same server."""
+    scripted_server.extend(["plain", "streamed reply"])
+
+    async def main() -> tuple[str | None, str]:
+        async with openai.AsyncOpenAI(
+            base_url=scripted_server.base_url, api_key="test", max_retries=0
+        ) as sdk:
+            plain = await sdk.chat.completions.create(model="m", messages=USER)  # type: ignore[arg-type]
+            stream = await sdk.chat.completions.create(model="m", messages=USER, stream=True)  # type: ignore[arg-type]
+            text = "".join([c.choices[0].delta.content or "" async for c in stream])
+            return plain.choices[0].message.content, text
+
+    assert ("plain", "streamed reply") == asyncio.run(main())
+
+
+def test_async_client_timeout(scripted_server: ScriptedServer) -> None:
+    """A slow reply makes the async client raise APITimeoutError."""
+    scripted_server.push(ScriptedReply.slow("late", 30.0))
+
+    async def main() -> None:
+        async with openai.AsyncOpenAI(
+            base_url=scripted_server.base_url, api_key="test", max_retries=0, timeout=0.2
+        ) as sdk:
+            await sdk.chat.completions.create(model="m", messages=USER)  # type: ignore[arg-type]
+
+    with pytest.raises(openai.APITimeoutError):
+        asyncio.run(main())
+
+
+# ---------------------------------------------------------------------------------------------
+# raw HTTP: keep-alive, 404, malformed bodies
+# ---------------------------------------------------------------------------------------------
+
+
+def test_keep_alive_unknown_paths_and_malformed_bodies() -> None:
+    """One connection serves a 404, a 400 for a malformed body and a reply, then stop() is quick."""
+    server = ScriptedServer(["ok"]).start()
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    try:
+        connection.request("POST", "/v1/nope", body=b'{"x": 1}')
+        response = connection.getresponse()
+        error = json.loads(response.read())["error"]
+        assert (404, "unknown_url") == (response.status, error["code"])
+        socket_before = connection.sock
+
+        connection.request("POST", "/v1/chat/completions", body=b"{not json")
+        response = connection.getresponse()
+        assert 400 == response.status
+        assert "invalid_request_error" == json.loads(response.read())["error"]["type"]
+
+        connection.request("POST", "/v1/chat/completions", body=json.dumps({"messages": USER}))
+        response = connection.getresponse()
+        assert "ok" == json.loads(response.read())["choices"][0]["message"]["content"]
+        assert socket_before is connection.sock  # still the same keep-alive connection
+
+        malformed = server.requests[1]
+        assert (None, b"{not json") == (malformed.body, malformed.raw)
+        assert [] == malformed.messages
+        assert "" == malformed.last_user_text
+    finally:
+        started = time.monotonic()
+        server.stop()  # the idle keep-alive connection must not block it
+        assert time.monotonic() - started < 1.0
+        connection.close()
+
+
+def test_last_user_text_joins_text_parts() -> None:
+    """`last_user_text` reads list-of-parts content and skips non-text parts."""
+    parts = [{"type": "text", "text": "a"}, {"type": "image_url"}, {"type": "text", "text": "b"}]
+    body = {"messages": [{"role": "user", "content": parts}, {"role": "assistant", "content": "x"}]}
+
+    request = RecordedRequest("POST", "/v1/chat/completions", {}, body, b"")
+
+    assert "ab" == request.last_user_text
+
+
+def test_reply_validation_and_lifecycle_errors() -> None:
+    """Impossible statuses and delays are rejected; base_url needs a started server."""
+    with pytest.raises(ValueError, match="status"):
+        ScriptedReply(status=42)
+    with pytest.raises(ValueError, match="delay_s"):
+        ScriptedReply(delay_s=-1)
+    server = ScriptedServer()
+    with pytest.raises(RuntimeError, match="not started"):
+        _ = server.base_url
+    server.stop()
+    with pytest.raises(RuntimeError, match="restarted"):
+        server.start()
+
+
+# ---------------------------------------------------------------------------------------------
+# separate-process mode
+# ---------------------------------------------------------------------------------------------
+
+
+def test_reply_file_loading(tmp_path: Path) -> None:
+    """A reply file holds strings and ScriptedReply objects; unknown keys are rejected."""
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(["a", {"content": "b", "finish_reason": "length"}]))
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"contents": "typo"}]))
+
+    assert ["a", ScriptedReply("b", finish_reason="length")] == _load_replies(str(good))
+    with pytest.raises(SystemExit, match="item 0"):
+        _load_replies(str(bad))
+
+
+def test_subprocess_mode_serves_until_sigterm(tmp_path: Path) -> None:
+    """`python -m healjson.testing._server` prints READY, serves, and exits 0 on SIGTERM."""
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps(['{"n": 1}', {"content": "cut", "finish_reason": "length"}]))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "healjson.testing._server", "--replies", str(replies), "--repeat"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        word, base_url = process.stdout.readline().split()
+        assert "READY" == word
+        with openai.OpenAI(base_url=base_url, api_key="test", max_retries=0) as sdk:
+            choices = [_ask(sdk).choices[0] for _ in range(3)]
+        assert ['{"n": 1}', "cut", '{"n": 1}'] == [c.message.content for c in choices]
+        assert "length" == choices[1].finish_reason
+    finally:
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=5)
+    assert (0, "", "") == (process.returncode, stdout, stderr)
