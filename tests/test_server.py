@@ -23,7 +23,7 @@ import pytest
 from healjson.testing import RecordedRequest, ScriptedReply, ScriptedServer
 from healjson.testing._server import _load_replies
 
-pytest_plugins = ["healjson.testing._plugin"]
+# the `scripted_server` fixture comes from the plugin registered under the pytest11 entry point
 
 USER = [{"role": "user", "content": "Extract the invoice as JSON."}]
 
