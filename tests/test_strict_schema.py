@@ -492,7 +492,7 @@ def convert(schema: dict[str, Any]) -> dict[str, Any]:
         ),
         (
             {"type": "array", "items": {"anyOf": [INT, {"type": "string"}]}, "description":
-             "A tuple of 1 items, in this order: 1. integer. Any further items: string."},
+             "A tuple of 1 item, in this order: 1. integer. Any further items: string."},
             {"type": "array", "prefixItems": [INT], "items": {"type": "string"}},
         ),
         (

@@ -11,6 +11,7 @@ from ._check import validate
 from ._contracts import Contract, ContractContext, Violation, contract
 from ._decorator import heal
 from ._diagnostic import MISSING, Diagnostic, Source
+from ._events import set_logger
 from ._flags import Flag
 from ._healer import Healer
 from ._outcome import Attempt, Degraded, DegradedError, Healed, Outcome, Reason
@@ -19,6 +20,7 @@ from ._parse import ParseResult, parse
 from ._policy import HealPolicy
 from ._repair import RepairPrompt, Strategy
 from ._reply import Reply, Usage
+from ._serialize import outcome_from_dict
 from ._wrap import wrap
 
 __all__ = [
@@ -46,7 +48,9 @@ __all__ = [
     "contract",
     "heal",
     "load_contracts",
+    "outcome_from_dict",
     "parse",
+    "set_logger",
     "validate",
     "wrap",
 ]

@@ -93,6 +93,11 @@ class Diagnostic:
             data["fields"] = list(self.fields)
         if self.rule:
             data["rule"] = self.rule
+        values = self.extra.get("values")
+        if isinstance(values, dict) and values:
+            data["involved"] = {
+                str(k): "<missing>" if v is MISSING else _jsonable(v) for k, v in values.items()
+            }
         return data
 
 

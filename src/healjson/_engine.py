@@ -134,6 +134,8 @@ def heal_flow(
         if strategy is Strategy.TRUNCATION and policy.on_truncation in ("raise_max_tokens", "both"):
             call_params = _more_tokens(call_params, usage, policy)
         prompt = _next_prompt(run, strategy, number, reply.content, evaluation)
+        if number < policy.max_attempts:
+            _events.repair_request(number + 1, prompt)
         if policy.history == "compact":
             run.history.append(history_line(number, evaluation.verdict, evaluation.diagnostics))
     last = run.attempts[-1]
@@ -248,6 +250,7 @@ def _healed(run: _Run, evaluation: Evaluation, raw: str) -> Outcome[Any]:
         usage=run.usage,
         flags=evaluation.parse.flags,
         changed_fields=changed,
+        max_attempts=run.spec.policy.max_attempts,
     )
     _events.healed(outcome)
     return outcome
@@ -272,6 +275,7 @@ def _degrade(
         partial=run.partial,
         attempts=tuple(run.attempts),
         usage=run.usage,
+        max_attempts=run.spec.policy.max_attempts,
     )
     _events.degraded(outcome)
     return outcome

@@ -73,6 +73,7 @@ class Healed(Generic[T]):
     usage: Usage = field(default_factory=Usage)
     flags: tuple[Flag, ...] = ()
     changed_fields: tuple[str, ...] = ()
+    max_attempts: int = 0
     ok: Literal[True] = field(default=True, init=False)
 
     @property
@@ -87,6 +88,18 @@ class Healed(Generic[T]):
     def value_or(self, default: object) -> T:
         """The value (the default is for `Degraded`)."""
         return self.value
+
+    def trace(self, format: Literal["markdown", "json"] = "markdown") -> str:
+        """The self-healing log: Markdown for people, or JSON that `outcome_from_dict` reads."""
+        from ._trace import render
+
+        return render(self, format)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready data for this outcome (round-trips through `healjson.outcome_from_dict`)."""
+        from ._serialize import outcome_to_dict
+
+        return outcome_to_dict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +118,7 @@ class Degraded(Generic[T]):
     partial: Any = None
     attempts: tuple[Attempt, ...] = ()
     usage: Usage = field(default_factory=Usage)
+    max_attempts: int = 0
     ok: Literal[False] = field(default=False, init=False)
 
     @property
@@ -119,6 +133,18 @@ class Degraded(Generic[T]):
     def value_or(self, default: D) -> D:
         """`default` (a degraded run has no value)."""
         return default
+
+    def trace(self, format: Literal["markdown", "json"] = "markdown") -> str:
+        """The self-healing log: Markdown for people, or JSON that `outcome_from_dict` reads."""
+        from ._trace import render
+
+        return render(self, format)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready data for this outcome (round-trips through `healjson.outcome_from_dict`)."""
+        from ._serialize import outcome_to_dict
+
+        return outcome_to_dict(self)
 
 
 Outcome: TypeAlias = Healed[T] | Degraded[T]

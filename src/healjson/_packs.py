@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -24,21 +24,40 @@ ENTRY_POINT_GROUP = "healjson.contracts"
 
 @dataclass(frozen=True, slots=True)
 class ContractPack:
-    """A domain's model, business rules and golden examples, ready for a `Healer`."""
+    """A domain's model, business rules and golden examples, ready for a `Healer`.
+
+    `strategies` optionally maps `"valid"` and contract names to zero-argument functions that
+    return hypothesis strategies: instances that pass every rule, and instances that break exactly
+    that rule. `healjson.testing` uses them (falling back to schema-driven generation) — they are
+    functions so that importing a pack never imports hypothesis.
+    """
 
     model: Any
     contracts: tuple[Contract, ...] = ()
     examples: tuple[Any, ...] = ()
     name: str = ""
     description: str = ""
+    strategies: Mapping[str, Callable[[], Any]] = field(default_factory=dict, compare=False)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         rules = tuple(as_contract(rule) for rule in self.contracts)
         object.__setattr__(self, "contracts", rules)
         object.__setattr__(self, "examples", tuple(self.examples))
+        unknown = set(self.strategies) - {"valid"} - {rule.name for rule in rules}
+        if unknown:
+            raise ValueError(
+                f"ContractPack strategies name no contract of this pack: {sorted(unknown)}; "
+                f"use 'valid' or one of {[rule.name for rule in rules]}"
+            )
         if not self.name:
             object.__setattr__(self, "name", getattr(self.model, "__name__", "pack"))
+
+    def healer(self, **options: Any) -> Any:
+        """A `Healer` for this pack (`policy=`, `fallback=` pass through)."""
+        from ._healer import Healer
+
+        return Healer(self.model, contracts=self.contracts, examples=self.examples, **options)
 
     def contract(self, name: str) -> Contract:
         """The pack's contract called `name` (KeyError lists the names there are)."""

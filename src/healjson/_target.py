@@ -100,6 +100,8 @@ def target_for(type_: Any) -> Target[Any]:
     except TypeError as exc:
         if "unhashable" not in str(exc):
             raise _bad_target(type_, exc) from exc
+    except Exception as exc:  # pydantic's schema-generation error is a RuntimeError
+        raise _bad_target(type_, exc) from exc
     try:
         return Target(type_, TypeAdapter(type_))
     except Exception as exc:

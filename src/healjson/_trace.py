@@ -8,7 +8,18 @@ from typing import Any
 from ._diagnostic import short_repr
 from ._outcome import Degraded, Healed, Outcome
 
-__all__ = ["render_markdown"]
+__all__ = ["render", "render_markdown"]
+
+
+def render(outcome: Outcome[Any], format: str = "markdown") -> str:
+    """`markdown` (the self-healing log) or `json` (the round-trippable record)."""
+    if format == "json":
+        from ._serialize import outcome_to_dict
+
+        return json.dumps(outcome_to_dict(outcome), ensure_ascii=False, indent=2)
+    if format in ("markdown", "md"):
+        return render_markdown(outcome)
+    raise ValueError(f"trace format must be 'markdown' or 'json', got {format!r}")
 
 
 def render_markdown(outcome: Outcome[Any], title: str = "healjson trace") -> str:
@@ -17,13 +28,19 @@ def render_markdown(outcome: Outcome[Any], title: str = "healjson trace") -> str
     lines = [f"### {title}", ""]
     if isinstance(outcome, Healed):
         repairs = outcome.calls - 1
-        lines.append(f"- **Result**: healed in {outcome.calls} call(s), {repairs} repair(s)")
+        lines.append(
+            f"- **Result**: healed in {outcome.calls} call(s){_budget(outcome)}, "
+            f"{repairs} repair(s)"
+        )
         if outcome.flags:
             lines.append(f"- **Local repairs (L1)**: {', '.join(outcome.flags)}")
         if outcome.changed_fields:
             lines.append(f"- **Fields a repair changed**: {', '.join(outcome.changed_fields)}")
     else:
-        lines.append(f"- **Result**: degraded (`{outcome.reason}`) after {outcome.calls} call(s)")
+        lines.append(
+            f"- **Result**: degraded (`{outcome.reason}`) after {outcome.calls} call(s)"
+            f"{_budget(outcome)}"
+        )
     lines.append(f"- **Tokens**: {outcome.usage.total_tokens}")
     lines.append("")
     for attempt in outcome.attempts:
@@ -61,6 +78,10 @@ def render_markdown(outcome: Outcome[Any], title: str = "healjson trace") -> str
         lines.append(f"- partial data: {short_repr(outcome.partial, 300)}")
         lines.append(f"- fallback: {short_repr(outcome.fallback, 300)}")
     return "\n".join(lines) + "\n"
+
+
+def _budget(outcome: Outcome[Any]) -> str:
+    return f" of {outcome.max_attempts} allowed" if outcome.max_attempts else ""
 
 
 def _dump(value: Any) -> str:

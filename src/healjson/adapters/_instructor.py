@@ -1,14 +1,273 @@
-"""Placeholder: the instructor adapter."""
+"""`wrap(instructor_client)`: healjson owns the healing, instructor carries the request.
+
+Verified with instructor 1.17.x (1.17.0, over openai 3.x) in `Mode.JSON` and `Mode.TOOLS`.
+
+Without `response_model` (or with `response_model=None`) `chat.completions.create(...)` — and its
+instructor alias `create(...)` — passes straight through to the instructor client, positional
+arguments included, and returns what instructor returns. Every other attribute
+(`create_with_completion`, `create_partial`, `on`, `messages`, ...) delegates to it.
+
+With `response_model=M` (plus `contracts=`, `policy=`, `fallback=`, `examples=`, `context=`) it
+returns `Outcome[M]` and never raises at call time. A `healjson.Healer` drives the loop; each
+model call is ONE instructor request with instructor's own retries off, and what healjson reads is
+the raw completion, so L1 heals locally what instructor's strict validation rejected (a fenced,
+trailing-comma or `"5"`-for-an-int answer) and L2 runs the contracts. How the request is shaped
+(tools, JSON mode, the schema prompt) is decided by the instructor client's `Mode`; `json_mode`
+is accepted for signature compatibility with `healjson.wrap` and has no effect here.
+
+Public instructor APIs used (all from `instructor.core`):
+
+* `Instructor.create_with_completion(messages=, response_model=, max_retries=0, hooks=)` (awaited
+  for `AsyncInstructor`): instructor makes `max_retries + 1` attempts, so 0 means exactly one
+  provider request; a successful parse returns `(obj, completion)`.
+* `IncompleteOutputException.last_completion` (finish_reason `length`) and
+  `InstructorRetryException.failed_attempts[-1].completion` / `.last_completion` (an answer that
+  failed instructor's parsing or validation).
+* `Hooks` with the `completion:response` hook, passed per call: it sees the raw completion before
+  instructor parses it. Needed because instructor 1.17 loses the completion in two cases: a TOOLS
+  mode refusal raises a bare `AssertionError` (wrapped in `InstructorRetryException` with no
+  failed attempts), and for a non-model `response_model` `create_with_completion` fails with
+  `AttributeError` (`_raw_response`) after a successful parse.
+* `InstructorRetryException.__cause__`: instructor 1.17 wraps every exception of a call — API
+  errors and timeouts included — in `InstructorRetryException` raised `from` the original. When
+  no completion exists the original is re-raised, so healjson reports `api_error` / `timeout`.
+
+A `max_retries=` given at the call site is ignored (healjson's `HealPolicy.max_attempts` is the
+budget); `context=` goes to the contracts and is not used for instructor's message templating.
+healjson reads completions shaped like OpenAI's (`choices[0].message`), so providers whose raw
+response has another shape (Anthropic, Gemini, ...) degrade with `api_error`. For a `response_model`
+that is not a pydantic model or TypedDict (an `int`, `list[Item]`, ...) instructor asks the model
+for a wrapper object (`{"content": ...}`, `{"tasks": [...]}`) that healjson does not unwrap.
+"""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+from instructor.core import Hooks, IncompleteOutputException, InstructorRetryException
+
+from healjson._contracts import Contract
+from healjson._healer import Healer
+from healjson._outcome import Outcome
+from healjson._policy import HealPolicy
+
+from ._format import check_mode
+from ._openai import NotACompletion
 
 __all__ = ["InstructorClient"]
 
+_MAX_HEALERS = 256
+_HEAL_KEYWORDS = ("contracts", "policy", "fallback", "examples", "context", "json_mode")
+
 
 class InstructorClient:
-    """Not yet available."""
+    """Wraps an `instructor.Instructor` or `instructor.AsyncInstructor`; see `healjson.wrap`."""
 
-    def __init__(self, client: Any, **options: Any) -> None:
-        raise NotImplementedError("instructor clients are not supported yet")
+    def __init__(
+        self,
+        client: Any,
+        *,
+        json_mode: str = "json_schema",
+        policy: HealPolicy | None = None,
+    ) -> None:
+        if isinstance(client, InstructorClient):
+            client = client.wrapped
+        create_with_completion = getattr(client, "create_with_completion", None)
+        completions = getattr(getattr(client, "chat", None), "completions", None)
+        if not callable(create_with_completion) or not callable(
+            getattr(completions, "create", None)
+        ):
+            raise TypeError(
+                "wrap() needs an instructor client with chat.completions.create and "
+                f"create_with_completion; got {type(client).__name__}"
+            )
+        self.wrapped: Any = client
+        self.is_async = inspect.iscoroutinefunction(create_with_completion)
+        self.json_mode = check_mode(json_mode)
+        self.policy = policy
+        self.chat = _Chat(self)
+        self._healers: dict[tuple[Any, ...], tuple[Healer[Any], tuple[Any, ...]]] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.wrapped, name)
+
+    def __repr__(self) -> str:
+        return f"healjson.wrap({self.wrapped!r})"
+
+    def create(self, *args: Any, **kwargs: Any) -> Any:
+        """instructor's alias of `chat.completions.create`; heals the same way."""
+        return self.chat.completions.create(*args, **kwargs)
+
+    def healer(
+        self,
+        response_model: Any,
+        contracts: Iterable[Contract | Callable[..., Any]],
+        policy: HealPolicy | None,
+        fallback: Any,
+        examples: Iterable[Any],
+    ) -> Healer[Any]:
+        """The cached `Healer` for this configuration (built once: it synthesises an example)."""
+        rules = tuple(contracts)
+        shots = tuple(examples)
+        chosen = policy or self.policy or HealPolicy()
+        key = (response_model, *map(id, rules), chosen, id(fallback), *map(id, shots))
+        cached = self._healers.get(key)
+        if cached is None:
+            built = Healer(
+                response_model, contracts=rules, policy=chosen, fallback=fallback, examples=shots
+            )
+            if len(self._healers) >= _MAX_HEALERS:
+                self._healers.pop(next(iter(self._healers)))
+            # keep the keyed objects alive so their ids cannot be reused by others
+            cached = self._healers[key] = (built, (rules, fallback, shots))
+        return cached[0]
+
+
+class _Chat:
+    def __init__(self, owner: InstructorClient) -> None:
+        self._owner = owner
+        self.completions = _Completions(owner)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._owner.wrapped.chat, name)
+
+
+class _Completions:
+    def __init__(self, owner: InstructorClient) -> None:
+        self._owner = owner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._owner.wrapped.chat.completions, name)
+
+    def create(self, *args: Any, **kwargs: Any) -> Any:
+        """`chat.completions.create`; with `response_model=M` it returns `Outcome[M]`."""
+        owner = self._owner
+        if kwargs.get("response_model") is None:
+            return owner.wrapped.chat.completions.create(*args, **kwargs)
+        if args:
+            raise TypeError("chat.completions.create takes keyword arguments only")
+        if kwargs.get("stream"):
+            raise ValueError("stream=True cannot be combined with response_model")
+        if "messages" not in kwargs:
+            raise TypeError("chat.completions.create needs messages=[...]")
+        response_model = kwargs.pop("response_model")
+        heal = {name: kwargs.pop(name) for name in _HEAL_KEYWORDS if name in kwargs}
+        kwargs.pop("max_retries", None)  # instructor's retries stay off: healjson repairs
+        user_hooks = kwargs.pop("hooks", None)
+        messages = kwargs.pop("messages")
+        healer = owner.healer(
+            response_model,
+            heal.get("contracts", ()),
+            heal.get("policy"),
+            heal.get("fallback"),
+            heal.get("examples", ()),
+        )
+        context: Mapping[str, Any] | None = heal.get("context")
+        create_with_completion = owner.wrapped.create_with_completion
+        if owner.is_async:
+            return _heal_async(
+                healer,
+                create_with_completion,
+                response_model,
+                user_hooks,
+                messages,
+                context=context,
+                params=kwargs,
+            )
+
+        def call(msgs: list[dict[str, Any]], **params: Any) -> Any:
+            capture = _Capture(user_hooks)
+            failure: Exception | None = None
+            try:
+                _, completion = create_with_completion(
+                    messages=msgs,
+                    response_model=response_model,
+                    max_retries=0,
+                    hooks=capture.hooks,
+                    **params,
+                )
+            except Exception as exc:
+                completion, failure = capture.settle(exc)
+            if failure is not None:
+                raise failure
+            return _checked(completion)
+
+        return healer.run(call, messages, context=context, **kwargs)
+
+
+async def _heal_async(
+    healer: Healer[Any],
+    create_with_completion: Callable[..., Any],
+    response_model: Any,
+    user_hooks: Any,
+    messages: Any,
+    *,
+    context: Mapping[str, Any] | None,
+    params: dict[str, Any],
+) -> Outcome[Any]:
+    async def call(msgs: list[dict[str, Any]], **call_params: Any) -> Any:
+        capture = _Capture(user_hooks)
+        failure: Exception | None = None
+        try:
+            _, completion = await create_with_completion(
+                messages=msgs,
+                response_model=response_model,
+                max_retries=0,
+                hooks=capture.hooks,
+                **call_params,
+            )
+        except Exception as exc:
+            completion, failure = capture.settle(exc)
+        if failure is not None:
+            raise failure
+        return _checked(completion)
+
+    return await healer.arun(call, messages, context=context, **params)
+
+
+class _Capture:
+    """Per-request `completion:response` hook: the raw completion, whatever instructor raises."""
+
+    def __init__(self, user_hooks: Any) -> None:
+        self.seen: list[Any] = []
+        own = Hooks()
+        own.on("completion:response", self.seen.append)
+        self.hooks: Hooks = own if user_hooks is None else user_hooks + own
+
+    def settle(self, exc: Exception) -> tuple[Any, Exception | None]:
+        """The completion behind an instructor failure, or the exception to raise instead."""
+        completion = _carried(exc)
+        if completion is None and self.seen:
+            completion = self.seen[-1]
+        if completion is not None:
+            return completion, None
+        return None, _original(exc)
+
+
+def _carried(exc: Exception) -> Any:
+    if isinstance(exc, IncompleteOutputException):
+        return exc.last_completion
+    if isinstance(exc, InstructorRetryException):
+        if exc.failed_attempts:
+            return exc.failed_attempts[-1].completion
+        return exc.last_completion
+    return None
+
+
+def _original(exc: Exception) -> Exception:
+    """Undo instructor's wrapping of an error that carries no completion (API error, timeout)."""
+    cause = exc.__cause__
+    if isinstance(exc, InstructorRetryException) and isinstance(cause, Exception):
+        return cause
+    return exc
+
+
+def _checked(value: Any) -> Any:
+    if isinstance(value, str | bytes) or not hasattr(value, "choices"):
+        raise NotACompletion(
+            f"the endpoint returned {type(value).__name__}, not a chat completion: "
+            f"{str(value)[:200]!r}"
+        )
+    return value

@@ -51,7 +51,7 @@ class HealingClient:
                 f"got {type(client).__name__}"
             )
         self.wrapped = client
-        self.is_async = inspect.iscoroutinefunction(completions.create)
+        self.is_async = _is_async(client, completions.create)
         self.format = FormatState(check_mode(json_mode))
         self.policy = policy
         self.chat = _Chat(self)
@@ -203,6 +203,14 @@ async def _heal_async(
                 return stop.value
 
     return await healer.arun(call, messages, context=context, **params)
+
+
+def _is_async(client: Any, create: Callable[..., Any]) -> bool:
+    """openai's `create` is wrapped by a decorator that hides `async def`: look beneath it, and
+    at the client class (`AsyncOpenAI`, `AsyncAzureOpenAI`, ...)."""
+    if inspect.iscoroutinefunction(create) or inspect.iscoroutinefunction(inspect.unwrap(create)):
+        return True
+    return any(cls.__name__.startswith("Async") for cls in type(client).__mro__)
 
 
 def _weaker(mode: JsonMode) -> JsonMode | None:

@@ -401,7 +401,8 @@ class _Converter:
                 self.convert(p, (*path, "prefixItems", str(i))) for i, p in enumerate(prefix)
             ]
             labels = [f"{i}. {_label(b)}" for i, b in enumerate(branches, 1)]
-            note = f"A tuple of {len(branches)} items, in this order: {'; '.join(labels)}."
+            size = _count(len(branches), "item", "items")
+            note = f"A tuple of {size}, in this order: {'; '.join(labels)}."
             if isinstance(items, dict):
                 tail = self.convert(items, (*path, "items"))
                 branches.append(tail)

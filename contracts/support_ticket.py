@@ -1,0 +1,315 @@
+"""Support tickets: the seed article's Case #7 schema and its cross-field rules.
+
+A customer writes in; the model turns the message into a ticket. Besides the schema (urgency 1-5,
+a known category, a 5-160 character summary, an `ORD-nnnnnn` order id) the ticket must be
+internally consistent, and one rule checks it against the customer's own words: a message that
+reports a defect and asks for a refund is a refund or quality ticket, whatever the model would
+rather lower instead ("semantic masking": making the rules pass by changing the wrong field).
+
+Load it with `healjson.load_contracts("contracts/support_ticket.py")`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from healjson import ContractContext, ContractPack, Violation, contract
+
+__all__ = [
+    "DEFECT_AND_REFUND_CONTEXT",
+    "SupportTicket",
+    "category_matches_defect_refund",
+    "logistics_is_not_urgent",
+    "pack",
+    "refund_is_urgent",
+    "summary_omits_order_number",
+    "urgent_summary_explains",
+]
+
+CATEGORIES = ("logistics", "refund", "quality", "other")
+URGENT = 4  # urgency from which a ticket counts as urgent
+URGENT_SUMMARY_MIN = 15
+ORDER_NUMBER = re.compile(r"ORD-\d{6}")
+
+# Keyword heuristics over the customer's text (English); they only need to catch the clear cases.
+_DEFECT = re.compile(
+    r"\b(?:broken|broke|defective|damaged|faulty|cracked|shattered|malfunction\w*"
+    r"|dead\s+on\s+arrival"
+    r"|(?:doesn|don|didn|won|isn)['\u2019]?t\s+work\w*"
+    r"|(?:does|do|did|will|is)\s+not\s+work\w*"
+    r"|(?:not|stopped|no\s+longer)\s+working"
+    r"|won['\u2019]?t\s+(?:turn|switch|power)\s+on)\b",
+    re.IGNORECASE,
+)
+_REFUND = re.compile(
+    r"\b(?:refunds?|refunded|money\s+back|reimburse\w*|charge\s?back"
+    r"|return(?:ed|ing)?\s+(?:it|this|that|them|the|my)"
+    r"|(?:a|for)\s+return|send\s+(?:it|this|them)\s+back)\b",
+    re.IGNORECASE,
+)
+
+
+class SupportTicket(BaseModel):
+    """One support ticket extracted from a customer's message (the seed's Case #7 schema)."""
+
+    urgency: int = Field(ge=1, le=5, description="1 = can wait, 5 = act now")
+    category: Literal["logistics", "refund", "quality", "other"]
+    summary: str = Field(min_length=5, max_length=160)
+    orderId: str = Field(pattern=r"^ORD-\d{6}$")  # the seed's wire name, kept as is
+
+
+@contract(fields=("category", "urgency"))
+def refund_is_urgent(ticket: SupportTicket) -> Violation | None:
+    """A refund ticket has urgency 4 or 5: money is at stake."""
+    if ticket.category == "refund" and ticket.urgency < URGENT:
+        return Violation(
+            f'a ticket with category "refund" needs urgency >= {URGENT} '
+            f"(found urgency {ticket.urgency})",
+            prescription=(
+                f"Raise `urgency` to {URGENT} or 5, or — if the customer does not want their "
+                "money back — choose another `category`; either field may change."
+            ),
+        )
+    return None
+
+
+@contract(fields=("urgency", "summary"))
+def urgent_summary_explains(ticket: SupportTicket) -> Violation | None:
+    """An urgent ticket (urgency >= 4) has a summary of at least 15 characters saying why."""
+    if ticket.urgency >= URGENT and len(ticket.summary) < URGENT_SUMMARY_MIN:
+        return Violation(
+            f"a ticket with urgency >= {URGENT} needs a summary of at least "
+            f"{URGENT_SUMMARY_MIN} characters that explains why it is urgent "
+            f"(found urgency {ticket.urgency} and a {len(ticket.summary)}-character summary)",
+            prescription=(
+                f"Rewrite `summary` to at least {URGENT_SUMMARY_MIN} characters stating what "
+                f"happened and why it is urgent, or lower `urgency` below {URGENT} if the "
+                "message is not urgent; either field may change."
+            ),
+        )
+    return None
+
+
+@contract(fields=("summary",))
+def summary_omits_order_number(ticket: SupportTicket) -> Violation | None:
+    """The summary describes the problem; the order number belongs in `orderId` alone."""
+    found = ORDER_NUMBER.search(ticket.summary)
+    if found is None:
+        return None
+    return Violation(
+        f"summary must not repeat an order number (found {found.group()!r}); the order "
+        "number belongs in orderId only",
+        prescription=(
+            f"Remove {found.group()!r} from `summary` and use the words to describe the "
+            "problem instead (keep `orderId` as it is); an urgent ticket's summary still needs "
+            f"{URGENT_SUMMARY_MIN} characters or more."
+        ),
+    )
+
+
+@contract(fields=("category", "urgency"))
+def logistics_is_not_urgent(ticket: SupportTicket) -> Violation | None:
+    """A pure logistics ticket (delivery, tracking) has urgency 3 at most."""
+    if ticket.category == "logistics" and ticket.urgency >= URGENT:
+        return Violation(
+            f'a ticket with category "logistics" has urgency <= {URGENT - 1} '
+            f"(found urgency {ticket.urgency}); an urgent delivery problem that puts money at "
+            'stake is a "refund" ticket',
+            prescription=(
+                f"Lower `urgency` to {URGENT - 1} or less, or change `category` to the one that "
+                'really fits (for example "refund" when the customer wants their money back); '
+                "either field may change."
+            ),
+        )
+    return None
+
+
+@contract(fields=("category",))
+def category_matches_defect_refund(ticket: SupportTicket, ctx: ContractContext) -> Violation | None:
+    """When the customer reports a defect and asks for a refund, the category is refund or
+    quality (checked against the customer's own message)."""
+    text = ctx.input_text
+    defect = _DEFECT.search(text)
+    refund = _REFUND.search(text)
+    if defect is None or refund is None or ticket.category in ("refund", "quality"):
+        return None
+    return Violation(
+        f"the customer reports a defect ({defect.group()!r}) and asks for a refund "
+        f'({refund.group()!r}), so category must be "refund" or "quality" '
+        f"(found {ticket.category!r})",
+        prescription=(
+            'Set `category` to "refund" (or "quality" if the defect is the main point). Do '
+            "not lower `urgency` or shorten `summary` to get around other rules: a refund "
+            f"ticket needs urgency >= {URGENT} and a summary of at least {URGENT_SUMMARY_MIN} "
+            "characters."
+        ),
+    )
+
+
+CONTRACTS = (
+    refund_is_urgent,
+    urgent_summary_explains,
+    summary_omits_order_number,
+    logistics_is_not_urgent,
+    category_matches_defect_refund,
+)
+
+EXAMPLES = (
+    {
+        "urgency": 3,
+        "category": "logistics",
+        "summary": "Order shows 'awaiting shipment' since yesterday; customer needs it soon",
+        "orderId": "ORD-123456",
+    },
+    {
+        "urgency": 5,
+        "category": "refund",
+        "summary": "Blender arrived broken; customer wants their money back",
+        "orderId": "ORD-654321",
+    },
+    {
+        "urgency": 2,
+        "category": "quality",
+        "summary": "Jacket zipper came off after a week",
+        "orderId": "ORD-000042",
+    },
+)
+
+DEFECT_AND_REFUND_CONTEXT = ContractContext(
+    messages=(
+        {"role": "system", "content": "Turn the customer's message into a support ticket."},
+        {"role": "user", "content": "My blender arrived broken, I want my money back."},
+    )
+)
+"""A request under which `category_matches_defect_refund` applies (used by its strategy)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# hypothesis strategies (hypothesis is imported inside, so loading the pack never needs it)
+# ---------------------------------------------------------------------------------------------
+
+
+def _summaries(st: Any, min_size: int, max_size: int = 160) -> Any:
+    alphabet = st.characters(categories=("L", "N", "P", "Zs"))
+    text = st.text(alphabet, min_size=min_size, max_size=max_size)
+    return text.filter(lambda s: not ORDER_NUMBER.search(s))
+
+
+def _order_ids(st: Any) -> Any:
+    return st.integers(0, 999_999).map(lambda n: f"ORD-{n:06d}")
+
+
+def _ticket(draw: Any, st: Any, category: str, urgency: int, summary: str | None = None) -> Any:
+    if summary is None:
+        minimum = URGENT_SUMMARY_MIN if urgency >= URGENT else 5
+        summary = draw(_summaries(st, minimum, 160))
+    return SupportTicket(
+        urgency=urgency, category=category, summary=summary, orderId=draw(_order_ids(st))
+    )
+
+
+def _urgencies(category: str) -> range:
+    if category == "refund":
+        return range(URGENT, 6)
+    if category == "logistics":
+        return range(1, URGENT)
+    return range(1, 6)
+
+
+def _valid() -> Any:
+    """Tickets that pass the schema and every rule (for a message that does not report both a
+    defect and a refund wish: under such a message only refund and quality tickets are valid)."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def tickets(draw: Any) -> Any:
+        # refund and quality satisfy the input-grounded rule whatever the customer wrote;
+        # logistics and other are valid too as long as the message does not force a category
+        category = draw(st.sampled_from(CATEGORIES))
+        return _ticket(draw, st, category, draw(st.sampled_from(_urgencies(category))))
+
+    return tickets()
+
+
+def _breaks_refund_is_urgent() -> Any:
+    from hypothesis import strategies as st
+
+    @st.composite
+    def tickets(draw: Any) -> Any:
+        return _ticket(draw, st, "refund", draw(st.integers(1, URGENT - 1)))
+
+    return tickets()
+
+
+def _breaks_urgent_summary_explains() -> Any:
+    from hypothesis import strategies as st
+
+    @st.composite
+    def tickets(draw: Any) -> Any:
+        category = draw(st.sampled_from(("refund", "quality", "other")))
+        summary = draw(_summaries(st, 5, URGENT_SUMMARY_MIN - 1))
+        return _ticket(draw, st, category, draw(st.integers(URGENT, 5)), summary)
+
+    return tickets()
+
+
+def _breaks_summary_omits_order_number() -> Any:
+    from hypothesis import strategies as st
+
+    @st.composite
+    def tickets(draw: Any) -> Any:
+        category = draw(st.sampled_from(CATEGORIES))
+        urgency = draw(st.sampled_from(_urgencies(category)))
+        order_id = draw(_order_ids(st))
+        before = draw(_summaries(st, 3, 70))
+        after = draw(_summaries(st, 0, 70))
+        summary = f"{before} {order_id} {after}"  # >= 15 characters, <= 152
+        return SupportTicket(urgency=urgency, category=category, summary=summary, orderId=order_id)
+
+    return tickets()
+
+
+def _breaks_logistics_is_not_urgent() -> Any:
+    from hypothesis import strategies as st
+
+    @st.composite
+    def tickets(draw: Any) -> Any:
+        return _ticket(draw, st, "logistics", draw(st.integers(URGENT, 5)))
+
+    return tickets()
+
+
+def _breaks_category_matches_defect_refund() -> Any:
+    """Logistics or other tickets; they break the rule under `DEFECT_AND_REFUND_CONTEXT`."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def tickets(draw: Any) -> Any:
+        category = draw(st.sampled_from(("logistics", "other")))
+        return _ticket(draw, st, category, draw(st.sampled_from(_urgencies(category))))
+
+    return tickets()
+
+
+pack = ContractPack(
+    model=SupportTicket,
+    contracts=CONTRACTS,
+    examples=EXAMPLES,
+    name="support_ticket",
+    description="Support tickets from customer messages (the seed's Case #7), with cross-field "
+    "rules and one rule checked against the customer's own words.",
+    strategies={
+        "valid": _valid,
+        "refund_is_urgent": _breaks_refund_is_urgent,
+        "urgent_summary_explains": _breaks_urgent_summary_explains,
+        "summary_omits_order_number": _breaks_summary_omits_order_number,
+        "logistics_is_not_urgent": _breaks_logistics_is_not_urgent,
+        "category_matches_defect_refund": _breaks_category_matches_defect_refund,
+    },
+    # A rule that reads the request cannot be broken by a value alone: this is the request under
+    # which each such rule's strategy breaks it (every other rule ignores the request).
+    extra={"contexts": {"category_matches_defect_refund": DEFECT_AND_REFUND_CONTEXT}},
+)

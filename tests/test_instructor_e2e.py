@@ -1,0 +1,429 @@
+"""`healjson.wrap(instructor_client)` end to end: the real openai SDK and instructor 1.17 over HTTP.
+
+Every test drives `instructor.from_openai(openai.OpenAI | openai.AsyncOpenAI)` against the
+scripted server on 127.0.0.1, in instructor's `Mode.JSON` (the answer is the message content)
+and `Mode.TOOLS` (the answer is the forced tool call's arguments), sync and async. The openai
+clients use `max_retries=0` so the server's request count is exactly healjson's model calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import instructor
+import openai
+import pytest
+from instructor.core import Hooks
+from pydantic import BaseModel
+
+import healjson
+from healjson import Degraded, Healed, HealPolicy, Reason, Violation, contract
+from healjson.adapters._instructor import InstructorClient
+from healjson.testing import ScriptedReply, ScriptedServer
+
+USER = [{"role": "user", "content": "Ann is 31. Extract the person as JSON."}]
+GOOD = '{"name": "Ann", "age": 31}'
+JSON, TOOLS = instructor.Mode.JSON, instructor.Mode.TOOLS
+
+
+class Person(BaseModel):
+    name: str
+    age: int
+
+
+class Trip(BaseModel):
+    start_day: int
+    end_day: int
+
+
+@contract(fields=("start_day", "end_day"))
+def ends_after_start(trip: Trip) -> Violation | None:
+    """A trip cannot end before it starts."""
+    if trip.end_day < trip.start_day:
+        return Violation("end_day must not be before start_day")
+    return None
+
+
+@pytest.fixture(params=[JSON, TOOLS], ids=["json", "tools"])
+def mode(request: pytest.FixtureRequest) -> instructor.Mode:
+    """instructor's request mode: JSON content or a forced tool call."""
+    return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture(params=["sync", "async"])
+def runner(request: pytest.FixtureRequest) -> str:
+    """Whether the wrapped instructor client is built on `OpenAI` or `AsyncOpenAI`."""
+    return request.param  # type: ignore[no-any-return]
+
+
+def reply(
+    mode: instructor.Mode, text: str | None, finish_reason: str | None = None, **kw: Any
+) -> ScriptedReply:
+    """A scripted answer shaped as `mode` expects: content (JSON) or tool-call arguments (TOOLS)."""
+    if mode is TOOLS and text is not None:
+        name = kw.pop("name", "Person")
+        call = {"id": "c1", "type": "function", "function": {"name": name, "arguments": text}}
+        return ScriptedReply(tool_calls=[call], finish_reason=finish_reason or "tool_calls", **kw)
+    kw.pop("name", None)
+    return ScriptedReply(text, finish_reason=finish_reason or "stop", **kw)
+
+
+def ask(
+    server: ScriptedServer,
+    mode: instructor.Mode,
+    runner: str,
+    *,
+    timeout: float = 10.0,
+    **kwargs: Any,
+) -> Any:
+    """Wrap a fresh instructor client on `server` and make one `chat.completions.create` call."""
+    kwargs.setdefault("model", "gpt-test")
+    kwargs.setdefault("messages", USER)
+    options: dict[str, Any] = {
+        "base_url": server.base_url,
+        "api_key": "test",
+        "max_retries": 0,
+        "timeout": timeout,
+    }
+    if runner == "async":
+
+        async def go() -> Any:
+            async with openai.AsyncOpenAI(**options) as sdk:
+                client = healjson.wrap(instructor.from_openai(sdk, mode=mode))
+                return await client.chat.completions.create(**kwargs)
+
+        return asyncio.run(go())
+    with openai.OpenAI(**options) as sdk:
+        client = healjson.wrap(instructor.from_openai(sdk, mode=mode))
+        return client.chat.completions.create(**kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# L1: answers instructor rejects, healed locally in one request
+# ---------------------------------------------------------------------------------------------
+
+MALFORMED = {
+    "fenced": f"```json\n{GOOD}\n```",
+    "prose": f"Sure! Here is the person: {GOOD} Let me know if you need more.",
+    "trailing_comma": '{"name": "Ann", "age": 31,}',
+    "single_quoted": "{'name': 'Ann', 'age': 31}",
+    "python_literal": "{'name': 'Ann', 'age': 31, 'nickname': None, 'active': True}",
+    "string_for_int": '{"name": "Ann", "age": "31"}',
+}
+
+
+@pytest.mark.parametrize("text", MALFORMED.values(), ids=MALFORMED.keys())
+def test_malformed_answer_heals_in_one_request(
+    scripted_server: ScriptedServer, mode: instructor.Mode, runner: str, text: str
+) -> None:
+    """An answer instructor's strict parsing rejects is healed by L1 without a second request."""
+    scripted_server.push(reply(mode, text))
+
+    outcome = ask(scripted_server, mode, runner, response_model=Person)
+
+    assert isinstance(outcome, Healed)
+    assert Person(name="Ann", age=31) == outcome.value
+    assert text == outcome.raw_text
+    assert 1 == outcome.calls
+    assert 1 == len(scripted_server.requests)
+
+
+def test_second_json_candidate_that_validates_is_chosen(
+    scripted_server: ScriptedServer, mode: instructor.Mode, runner: str
+) -> None:
+    """Of two JSON values in one answer, the one that validates is taken, in one request."""
+    scripted_server.push(reply(mode, f'For example {{"id": 7}}. The answer: {GOOD}'))
+
+    outcome = ask(scripted_server, mode, runner, response_model=Person)
+
+    assert isinstance(outcome, Healed)
+    assert Person(name="Ann", age=31) == outcome.value
+    assert 1 == len(scripted_server.requests)
+
+
+def test_instructor_shapes_the_single_request(
+    scripted_server: ScriptedServer, mode: instructor.Mode, runner: str
+) -> None:
+    """instructor builds the request (tools or JSON mode plus its schema prompt), exactly once."""
+    scripted_server.push(reply(mode, GOOD))
+
+    outcome = ask(scripted_server, mode, runner, response_model=Person, temperature=0)
+
+    assert isinstance(outcome, Healed)
+    [request] = scripted_server.requests
+    body = request.body or {}
+    assert ("gpt-test", 0) == (body["model"], body["temperature"])
+    assert USER[0] == request.messages[-1]
+    if mode is TOOLS:
+        assert {"type": "function", "function": {"name": "Person"}} == body["tool_choice"]
+        assert "Person" == body["tools"][0]["function"]["name"]
+    else:
+        assert {"type": "json_object"} == body["response_format"]
+        assert "system" == request.messages[0]["role"]
+
+
+# ---------------------------------------------------------------------------------------------
+# L3: repairs that need another request
+# ---------------------------------------------------------------------------------------------
+
+
+def test_truncated_answer_then_good_takes_two_requests(
+    scripted_server: ScriptedServer, mode: instructor.Mode, runner: str
+) -> None:
+    """A finish_reason=length answer (instructor's IncompleteOutputException) is re-asked once."""
+    scripted_server.push(reply(mode, '{"name": "Ann", "a', finish_reason="length"))
+    scripted_server.push(reply(mode, GOOD))
+
+    outcome = ask(scripted_server, mode, runner, response_model=Person)
+
+    assert isinstance(outcome, Healed)
+    assert Person(name="Ann", age=31) == outcome.value
+    assert 2 == outcome.calls
+    assert 2 == len(scripted_server.requests)
+    assert "cut off" in scripted_server.requests[1].last_user_text
+
+
+def test_contract_violation_then_good_takes_two_requests(
+    scripted_server: ScriptedServer, mode: instructor.Mode, runner: str
+) -> None:
+    """A cross-field contract violation is repaired with the original request and the answer."""
+    first = '{"start_day": 9, "end_day": 3}'
+    scripted_server.push(reply(mode, first, name="Trip"))
+    scripted_server.push(reply(mode, '{"start_day": 3, "end_day": 9}', name="Trip"))
+
+    outcome = ask(scripted_server, mode, runner, response_model=Trip, contracts=[ends_after_start])
+
+    assert isinstance(outcome, Healed)
+    assert Trip(start_day=3, end_day=9) == outcome.value
+    assert 2 == len(scripted_server.requests)
+    repair = scripted_server.requests[1]
+    assert USER[0] == repair.messages[-3]
+    assert {"role": "assistant", "content": first} == repair.messages[-2]
+    assert "start_day" in repair.last_user_text
+    assert "end_day" in repair.last_user_text
+
+
+def test_always_invalid_degrades_after_max_attempts(
+    scripted_server: ScriptedServer, mode: instructor.Mode, runner: str
+) -> None:
+    """An answer that never validates spends exactly max_attempts requests, then degrades."""
+    scripted_server.extend([reply(mode, '{"name": "Ann", "age": "old"}')] * 3)
+
+    outcome = ask(scripted_server, mode, runner, response_model=Person)
+
+    assert isinstance(outcome, Degraded)
+    assert Reason.MAX_RETRIES_EXCEEDED == outcome.reason
+    assert 3 == outcome.calls
+    assert 3 == len(scripted_server.requests)
+
+
+def test_call_site_max_retries_is_ignored(scripted_server: ScriptedServer, runner: str) -> None:
+    """An instructor call site's `max_retries=5` does not multiply requests: the policy rules."""
+    scripted_server.extend([reply(JSON, "no JSON here")] * 2)
+
+    outcome = ask(
+        scripted_server,
+        JSON,
+        runner,
+        response_model=Person,
+        max_retries=5,
+        policy=HealPolicy(max_attempts=2),
+    )
+
+    assert isinstance(outcome, Degraded)
+    assert Reason.MAX_RETRIES_EXCEEDED == outcome.reason
+    assert 2 == len(scripted_server.requests)
+
+
+# ---------------------------------------------------------------------------------------------
+# L4: provider stops and failed calls degrade with the right reason
+# ---------------------------------------------------------------------------------------------
+
+
+def test_refusal_degrades_with_refusal(
+    scripted_server: ScriptedServer, mode: instructor.Mode, runner: str
+) -> None:
+    """A refusal degrades as `refusal` (in TOOLS mode instructor raises a bare AssertionError)."""
+    scripted_server.push(ScriptedReply(refusal="I can't help with that."))
+
+    outcome = ask(scripted_server, mode, runner, response_model=Person)
+
+    assert isinstance(outcome, Degraded)
+    assert Reason.REFUSAL == outcome.reason
+    assert 1 == len(scripted_server.requests)
+
+
+def test_content_filter_degrades_with_content_filter(
+    scripted_server: ScriptedServer, mode: instructor.Mode, runner: str
+) -> None:
+    """A content_filter stop degrades as `content_filter` without a repair request."""
+    scripted_server.push(ScriptedReply('{"name": "An', finish_reason="content_filter"))
+
+    outcome = ask(scripted_server, mode, runner, response_model=Person)
+
+    assert isinstance(outcome, Degraded)
+    assert Reason.CONTENT_FILTER == outcome.reason
+    assert 1 == len(scripted_server.requests)
+
+
+FAILED_CALLS = {
+    "http_500": ScriptedReply.error(500, "upstream exploded"),
+    "http_429": ScriptedReply.error(429, "slow down"),
+    "non_json_body": ScriptedReply.non_json("<html>bad gateway</html>"),
+}
+
+
+@pytest.mark.parametrize("item", FAILED_CALLS.values(), ids=FAILED_CALLS.keys())
+def test_failed_call_degrades_with_api_error(
+    scripted_server: ScriptedServer, mode: instructor.Mode, runner: str, item: ScriptedReply
+) -> None:
+    """HTTP errors and a non-JSON body are `api_error` after one request (no retries anywhere)."""
+    scripted_server.push(item)
+
+    outcome = ask(scripted_server, mode, runner, response_model=Person)
+
+    assert isinstance(outcome, Degraded)
+    assert Reason.API_ERROR == outcome.reason
+    assert 1 == len(scripted_server.requests)
+    assert "InstructorRetryException" not in (outcome.attempts[0].error or "")
+
+
+def test_slow_reply_degrades_with_timeout(
+    scripted_server: ScriptedServer, mode: instructor.Mode, runner: str
+) -> None:
+    """A reply slower than the client timeout is `timeout`, not instructor's wrapper exception."""
+    scripted_server.push(ScriptedReply.slow(GOOD, 5.0))
+
+    outcome = ask(scripted_server, mode, runner, timeout=0.2, response_model=Person)
+
+    assert isinstance(outcome, Degraded)
+    assert Reason.TIMEOUT == outcome.reason
+    assert 1 == len(scripted_server.requests)
+
+
+def test_instructor_raising_before_any_request_degrades(
+    scripted_server: ScriptedServer, runner: str
+) -> None:
+    """An error instructor raises before sending (an invalid token_budget) is `api_error`."""
+    outcome = ask(scripted_server, TOOLS, runner, response_model=Person, token_budget=0)
+
+    assert isinstance(outcome, Degraded)
+    assert Reason.API_ERROR == outcome.reason
+    assert "token_budget" in (outcome.attempts[0].error or "")
+    assert 0 == len(scripted_server.requests)
+
+
+NEVER_RAISES = [
+    ScriptedReply.error(500),
+    ScriptedReply.error(400, "bad request"),
+    ScriptedReply.non_json(),
+    ScriptedReply(refusal="no"),
+    ScriptedReply(None),
+    ScriptedReply("", finish_reason="length"),
+    ScriptedReply("[1, 2", finish_reason="content_filter"),
+    ScriptedReply(body=b"\xff\xfe not json at all"),
+    ScriptedReply(body='{"choices": []}'),
+]
+
+
+@pytest.mark.parametrize("item", NEVER_RAISES)
+def test_no_exception_escapes(
+    scripted_server: ScriptedServer, mode: instructor.Mode, runner: str, item: ScriptedReply
+) -> None:
+    """Whatever the endpoint answers, `create(response_model=...)` returns an Outcome."""
+    scripted_server.push(item)
+
+    outcome = ask(
+        scripted_server, mode, runner, response_model=Person, policy=HealPolicy(max_attempts=1)
+    )
+
+    assert isinstance(outcome, Healed | Degraded)
+    assert 1 == len(scripted_server.requests)
+
+
+# ---------------------------------------------------------------------------------------------
+# passthrough and delegation
+# ---------------------------------------------------------------------------------------------
+
+
+def test_wrap_recognises_an_instructor_client(scripted_server: ScriptedServer) -> None:
+    """`healjson.wrap` builds the instructor adapter and delegates other attributes to it."""
+    with openai.OpenAI(base_url=scripted_server.base_url, api_key="test", max_retries=0) as sdk:
+        bare = instructor.from_openai(sdk, mode=JSON)
+        client = healjson.wrap(bare)
+
+        assert isinstance(client, InstructorClient)
+        assert JSON == client.mode
+        assert sdk is client.client
+        assert bare.create_with_completion == client.chat.completions.create_with_completion
+        assert bare is InstructorClient(client).wrapped
+
+
+def test_passthrough_without_response_model_matches_bare_instructor(
+    scripted_server: ScriptedServer, mode: instructor.Mode, runner: str
+) -> None:
+    """`response_model=None` returns instructor's raw ChatCompletion, exactly as unwrapped."""
+    scripted_server.push(reply(mode, GOOD))
+
+    completion = ask(scripted_server, mode, runner, response_model=None)
+
+    assert isinstance(completion, openai.types.chat.ChatCompletion)
+    message = completion.choices[0].message
+    assert GOOD == (message.tool_calls[0].function.arguments if mode is TOOLS else message.content)
+    [request] = scripted_server.requests
+    assert "tools" not in (request.body or {})
+    assert "response_format" not in (request.body or {})
+
+
+def test_passthrough_positional_call_is_instructor_unchanged(
+    scripted_server: ScriptedServer,
+) -> None:
+    """A positional `create(Model, messages)` is not healjson's: instructor returns the model."""
+    scripted_server.push(reply(TOOLS, GOOD))
+    with openai.OpenAI(base_url=scripted_server.base_url, api_key="test", max_retries=0) as sdk:
+        client = healjson.wrap(instructor.from_openai(sdk, mode=TOOLS))
+
+        person = client.chat.completions.create(Person, USER, model="gpt-test")
+
+    assert {"name": "Ann", "age": 31} == person.model_dump()
+    assert isinstance(person, Person)
+
+
+def test_missing_response_model_raises_like_bare_instructor(
+    scripted_server: ScriptedServer,
+) -> None:
+    """Without `response_model` the call is instructor's, so its own TypeError is unchanged."""
+    with openai.OpenAI(base_url=scripted_server.base_url, api_key="test", max_retries=0) as sdk:
+        client = healjson.wrap(instructor.from_openai(sdk))
+
+        with pytest.raises(TypeError, match="response_model"):
+            client.chat.completions.create(model="gpt-test", messages=USER)
+
+    assert 0 == len(scripted_server.requests)
+
+
+def test_create_alias_heals_too(scripted_server: ScriptedServer) -> None:
+    """instructor's `client.create` alias of `chat.completions.create` heals the same way."""
+    scripted_server.push(reply(TOOLS, f"```json\n{GOOD}\n```"))
+    with openai.OpenAI(base_url=scripted_server.base_url, api_key="test", max_retries=0) as sdk:
+        client = healjson.wrap(instructor.from_openai(sdk))
+
+        outcome = client.create(model="gpt-test", messages=USER, response_model=Person)
+
+    assert isinstance(outcome, Healed)
+    assert Person(name="Ann", age=31) == outcome.value
+
+
+def test_call_site_hooks_still_fire(scripted_server: ScriptedServer, runner: str) -> None:
+    """Per-call instructor `hooks=` see every completion healjson requests."""
+    scripted_server.extend([reply(JSON, "not json"), reply(JSON, GOOD)])
+    seen: list[Any] = []
+    hooks = Hooks()
+    hooks.on("completion:response", seen.append)
+
+    outcome = ask(scripted_server, JSON, runner, response_model=Person, hooks=hooks)
+
+    assert isinstance(outcome, Healed)
+    assert 2 == len(seen)
+    assert GOOD == seen[-1].choices[0].message.content
