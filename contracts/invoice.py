@@ -10,6 +10,7 @@ Load it with `healjson.load_contracts("contracts/invoice.py")`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import date, timedelta
 from decimal import ROUND_HALF_UP, Context, Decimal
@@ -81,6 +82,11 @@ def _off(stated: Decimal, expected: Decimal) -> bool:
     return abs(_MONEY.subtract(stated, expected)) > TOLERANCE
 
 
+def _q(text: str) -> str:
+    """A name as JSON writes it: `"Paris"`."""
+    return json.dumps(text, ensure_ascii=False)
+
+
 @contract(fields=("lines",))
 def line_totals_match(invoice: Invoice) -> Iterator[Violation]:
     """Every line's line_total equals its quantity times its unit_price (within 0.01)."""
@@ -133,13 +139,13 @@ def one_currency(invoice: Invoice) -> Iterator[Violation]:
             continue
         at = f"lines[{index}].currency"
         yield Violation(
-            f"one currency throughout: {at} is {line.currency!r} but the invoice currency is "
-            f"{invoice.currency!r}",
+            f"one currency throughout: {at} is {_q(line.currency)} but the invoice currency is "
+            f"{_q(invoice.currency)}",
             fields=(at, "currency"),
             prescription=(
-                f"Set `{at}` to {invoice.currency!r}, or — if the invoice is really in "
-                f"{line.currency!r} — set `currency` (and every line's currency) to "
-                f"{line.currency!r}; either field may change."
+                f"Set `{at}` to {_q(invoice.currency)}, or — if the invoice is really in "
+                f"{_q(line.currency)} — set `currency` (and every line's currency) to "
+                f"{_q(line.currency)}; either field may change."
             ),
         )
 

@@ -11,6 +11,7 @@ Load it with `healjson.load_contracts("contracts/itinerary.py")`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from itertools import pairwise
@@ -63,6 +64,11 @@ def _when(moment: datetime) -> str:
     return moment.isoformat()
 
 
+def _q(text: str) -> str:
+    """A name as JSON writes it: `"Paris"`."""
+    return json.dumps(text, ensure_ascii=False)
+
+
 @contract(fields=("legs",))
 def legs_arrive_after_departing(trip: Itinerary) -> Iterator[Violation]:
     """Every leg arrives after it departs."""
@@ -89,11 +95,11 @@ def legs_connect_in_place(trip: Itinerary) -> Iterator[Violation]:
             continue
         first, second = f"legs[{index}].destination", f"legs[{index + 1}].origin"
         yield Violation(
-            f"legs chain in place: {second} ({after.origin!r}) must equal {first} "
-            f"({before.destination!r})",
+            f"legs chain in place: {second} ({_q(after.origin)}) must equal {first} "
+            f"({_q(before.destination)})",
             fields=(second, first),
             prescription=(
-                f"Set `{second}` to {before.destination!r}, or `{first}` to {after.origin!r}, "
+                f"Set `{second}` to {_q(before.destination)}, or `{first}` to {_q(after.origin)}, "
                 "whichever was misread — or add the missing leg between them; either field "
                 "may change."
             ),
@@ -126,11 +132,11 @@ def endpoints_match(trip: Itinerary) -> Iterator[Violation]:
     first = trip.legs[0]
     if not _same_place(trip.start, first.origin):
         yield Violation(
-            f"start ({trip.start!r}) must equal legs[0].origin ({first.origin!r})",
+            f"start ({_q(trip.start)}) must equal legs[0].origin ({_q(first.origin)})",
             fields=("start", "legs[0].origin"),
             prescription=(
-                f"Set `start` to {first.origin!r}, or `legs[0].origin` to {trip.start!r} (or add "
-                "the missing first leg); either field may change."
+                f"Set `start` to {_q(first.origin)}, or `legs[0].origin` to {_q(trip.start)} "
+                "(or add the missing first leg); either field may change."
             ),
         )
     last_index = len(trip.legs) - 1
@@ -138,10 +144,10 @@ def endpoints_match(trip: Itinerary) -> Iterator[Violation]:
     if not _same_place(trip.end, last.destination):
         at = f"legs[{last_index}].destination"
         yield Violation(
-            f"end ({trip.end!r}) must equal {at} ({last.destination!r})",
+            f"end ({_q(trip.end)}) must equal {at} ({_q(last.destination)})",
             fields=("end", at),
             prescription=(
-                f"Set `end` to {last.destination!r}, or `{at}` to {trip.end!r} (or add the "
+                f"Set `end` to {_q(last.destination)}, or `{at}` to {_q(trip.end)} (or add the "
                 "missing last leg); either field may change."
             ),
         )

@@ -11,6 +11,7 @@ Load it with `healjson.load_contracts("contracts/support_ticket.py")`.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Literal
 
@@ -61,6 +62,11 @@ class SupportTicket(BaseModel):
     orderId: str = Field(pattern=r"^ORD-\d{6}$")  # the seed's wire name, kept as is
 
 
+def _q(text: str) -> str:
+    """A name as JSON writes it: `"Paris"`."""
+    return json.dumps(text, ensure_ascii=False)
+
+
 @contract(fields=("category", "urgency"))
 def refund_is_urgent(ticket: SupportTicket) -> Violation | None:
     """A refund ticket has urgency 4 or 5: money is at stake."""
@@ -100,10 +106,10 @@ def summary_omits_order_number(ticket: SupportTicket) -> Violation | None:
     if found is None:
         return None
     return Violation(
-        f"summary must not repeat an order number (found {found.group()!r}); the order "
+        f"summary must not repeat an order number (found {_q(found.group())}); the order "
         "number belongs in orderId only",
         prescription=(
-            f"Remove {found.group()!r} from `summary` and use the words to describe the "
+            f"Remove {_q(found.group())} from `summary` and use the words to describe the "
             "problem instead (keep `orderId` as it is); an urgent ticket's summary still needs "
             f"{URGENT_SUMMARY_MIN} characters or more."
         ),
@@ -137,9 +143,9 @@ def category_matches_defect_refund(ticket: SupportTicket, ctx: ContractContext) 
     if defect is None or refund is None or ticket.category in ("refund", "quality"):
         return None
     return Violation(
-        f"the customer reports a defect ({defect.group()!r}) and asks for a refund "
-        f'({refund.group()!r}), so category must be "refund" or "quality" '
-        f"(found {ticket.category!r})",
+        f"the customer reports a defect ({_q(defect.group())}) and asks for a refund "
+        f'({_q(refund.group())}), so category must be "refund" or "quality" '
+        f"(found {_q(ticket.category)})",
         prescription=(
             'Set `category` to "refund" (or "quality" if the defect is the main point). Do '
             "not lower `urgency` or shorten `summary` to get around other rules: a refund "

@@ -6,6 +6,10 @@
   that replays scripted replies over real HTTP (content, tool calls, finish reasons, refusals,
   HTTP errors, non-JSON bodies, slow replies) and records every request. The pytest fixture
   `scripted_server` (registered automatically when healjson is installed) yields a started one.
+- The hypothesis kit for property-based contract tests (`pip install 'healjson[testing]'`):
+  `valid(pack)`, `violating(pack, contract)`, `from_schema(model)` and `corrupted(value)`
+  (renderings as a `Corruption`) are strategies; `check_pack(pack)` runs every check a contract
+  pack should pass and returns a `PackReport`. Hypothesis is imported only when they are used.
 
 Nothing here needs a network or an API key.
 """
@@ -17,24 +21,46 @@ from typing import TYPE_CHECKING, Any
 from ._scripted import Call, ScriptedModel, ScriptExhausted
 
 if TYPE_CHECKING:
+    from ._check_pack import PackReport, check_pack
     from ._server import RecordedRequest, ScriptedReply, ScriptedServer
+    from ._strategies import Corruption, corrupted, from_schema, valid, violating
 
 __all__ = [
     "Call",
+    "Corruption",
+    "PackReport",
     "RecordedRequest",
     "ScriptExhausted",
     "ScriptedModel",
     "ScriptedReply",
     "ScriptedServer",
+    "check_pack",
+    "corrupted",
+    "from_schema",
+    "valid",
+    "violating",
 ]
 
-_SERVER_NAMES = frozenset({"RecordedRequest", "ScriptedReply", "ScriptedServer"})
+# name -> submodule, imported on first access: the HTTP server loads http.server and friends,
+# the hypothesis kit loads hypothesis when a strategy is built
+_LAZY = {
+    "RecordedRequest": "_server",
+    "ScriptedReply": "_server",
+    "ScriptedServer": "_server",
+    "Corruption": "_strategies",
+    "corrupted": "_strategies",
+    "from_schema": "_strategies",
+    "valid": "_strategies",
+    "violating": "_strategies",
+    "PackReport": "_check_pack",
+    "check_pack": "_check_pack",
+}
 
 
 def __getattr__(name: str) -> Any:
-    # the HTTP server loads http.server and friends: only when someone asks for it
-    if name in _SERVER_NAMES:
-        from . import _server
+    module_name = _LAZY.get(name)
+    if module_name is not None:
+        from importlib import import_module
 
-        return getattr(_server, name)
+        return getattr(import_module(f"{__name__}.{module_name}"), name)
     raise AttributeError(f"module 'healjson.testing' has no attribute {name!r}")
