@@ -9,6 +9,7 @@ clients use `max_retries=0` so the server's request count is exactly healjson's 
 from __future__ import annotations
 
 import asyncio
+import ssl
 from typing import Any
 
 import instructor
@@ -25,6 +26,9 @@ from healjson.testing import ScriptedReply, ScriptedServer
 USER = [{"role": "user", "content": "Ann is 31. Extract the person as JSON."}]
 GOOD = '{"name": "Ann", "age": 31}'
 JSON, TOOLS = instructor.Mode.JSON, instructor.Mode.TOOLS
+# Building a client's default TLS context loads the CA bundle (~80 ms); the tests speak plain
+# HTTP, so one shared context keeps ~120 client constructions cheap.
+TLS = ssl.create_default_context()
 
 
 class Person(BaseModel):
@@ -69,33 +73,46 @@ def reply(
     return ScriptedReply(text, finish_reason=finish_reason or "stop", **kw)
 
 
+def sync_sdk(server: ScriptedServer, timeout: float = 10.0) -> openai.OpenAI:
+    """A real sync openai client on `server`, without SDK retries."""
+    http = openai.DefaultHttpxClient(verify=TLS)
+    return openai.OpenAI(
+        base_url=server.base_url, api_key="test", max_retries=0, timeout=timeout, http_client=http
+    )
+
+
+def async_sdk(server: ScriptedServer, timeout: float = 10.0) -> openai.AsyncOpenAI:
+    """A real async openai client on `server`, without SDK retries."""
+    http = openai.DefaultAsyncHttpxClient(verify=TLS)
+    return openai.AsyncOpenAI(
+        base_url=server.base_url, api_key="test", max_retries=0, timeout=timeout, http_client=http
+    )
+
+
 def ask(
     server: ScriptedServer,
     mode: instructor.Mode,
     runner: str,
     *,
     timeout: float = 10.0,
+    heal: bool = True,
     **kwargs: Any,
 ) -> Any:
-    """Wrap a fresh instructor client on `server` and make one `chat.completions.create` call."""
+    """Make one `chat.completions.create` call on a fresh (wrapped unless `heal=False`) client."""
     kwargs.setdefault("model", "gpt-test")
     kwargs.setdefault("messages", USER)
-    options: dict[str, Any] = {
-        "base_url": server.base_url,
-        "api_key": "test",
-        "max_retries": 0,
-        "timeout": timeout,
-    }
     if runner == "async":
 
         async def go() -> Any:
-            async with openai.AsyncOpenAI(**options) as sdk:
-                client = healjson.wrap(instructor.from_openai(sdk, mode=mode))
+            async with async_sdk(server, timeout) as sdk:
+                client = instructor.from_openai(sdk, mode=mode)
+                client = healjson.wrap(client) if heal else client
                 return await client.chat.completions.create(**kwargs)
 
         return asyncio.run(go())
-    with openai.OpenAI(**options) as sdk:
-        client = healjson.wrap(instructor.from_openai(sdk, mode=mode))
+    with sync_sdk(server, timeout) as sdk:
+        client = instructor.from_openai(sdk, mode=mode)
+        client = healjson.wrap(client) if heal else client
         return client.chat.completions.create(**kwargs)
 
 
@@ -139,6 +156,35 @@ def test_second_json_candidate_that_validates_is_chosen(
 
     assert isinstance(outcome, Healed)
     assert Person(name="Ann", age=31) == outcome.value
+    assert 1 == len(scripted_server.requests)
+
+
+WRAPPED = {
+    "int": (int, '{"content": 31}', 31),
+    "list_of_models": (
+        list[Person],
+        '{"tasks": [{"name": "Ann", "age": 31}]}',
+        [Person(name="Ann", age=31)],
+    ),
+}
+
+
+@pytest.mark.parametrize(("model", "text", "expected"), WRAPPED.values(), ids=WRAPPED.keys())
+def test_instructor_wrapper_object_is_unwrapped(
+    scripted_server: ScriptedServer,
+    mode: instructor.Mode,
+    runner: str,
+    model: Any,
+    text: str,
+    expected: Any,
+) -> None:
+    """instructor's wrapper object for a non-model response_model is unwrapped in one request."""
+    scripted_server.push(reply(mode, text))
+
+    outcome = ask(scripted_server, mode, runner, response_model=model)
+
+    assert isinstance(outcome, Healed)
+    assert expected == outcome.value
     assert 1 == len(scripted_server.requests)
 
 
@@ -349,7 +395,7 @@ def test_no_exception_escapes(
 
 def test_wrap_recognises_an_instructor_client(scripted_server: ScriptedServer) -> None:
     """`healjson.wrap` builds the instructor adapter and delegates other attributes to it."""
-    with openai.OpenAI(base_url=scripted_server.base_url, api_key="test", max_retries=0) as sdk:
+    with sync_sdk(scripted_server) as sdk:
         bare = instructor.from_openai(sdk, mode=JSON)
         client = healjson.wrap(bare)
 
@@ -363,17 +409,19 @@ def test_wrap_recognises_an_instructor_client(scripted_server: ScriptedServer) -
 def test_passthrough_without_response_model_matches_bare_instructor(
     scripted_server: ScriptedServer, mode: instructor.Mode, runner: str
 ) -> None:
-    """`response_model=None` returns instructor's raw ChatCompletion, exactly as unwrapped."""
-    scripted_server.push(reply(mode, GOOD))
+    """`response_model=None` sends and returns exactly what the bare instructor client does."""
+    scripted_server.extend([reply(mode, GOOD)] * 2)
 
-    completion = ask(scripted_server, mode, runner, response_model=None)
+    wrapped = ask(scripted_server, mode, runner, response_model=None)
+    bare = ask(scripted_server, mode, runner, heal=False, response_model=None)
 
-    assert isinstance(completion, openai.types.chat.ChatCompletion)
-    message = completion.choices[0].message
-    assert GOOD == (message.tool_calls[0].function.arguments if mode is TOOLS else message.content)
-    [request] = scripted_server.requests
-    assert "tools" not in (request.body or {})
-    assert "response_format" not in (request.body or {})
+    assert isinstance(wrapped, openai.types.chat.ChatCompletion)
+    assert type(bare) is type(wrapped)
+    volatile = {"id", "created"}
+    assert bare.model_dump(exclude=volatile) == wrapped.model_dump(exclude=volatile)
+    first, second = scripted_server.requests
+    assert second.body == first.body
+    assert "tools" not in (first.body or {})
 
 
 def test_passthrough_positional_call_is_instructor_unchanged(
@@ -381,7 +429,7 @@ def test_passthrough_positional_call_is_instructor_unchanged(
 ) -> None:
     """A positional `create(Model, messages)` is not healjson's: instructor returns the model."""
     scripted_server.push(reply(TOOLS, GOOD))
-    with openai.OpenAI(base_url=scripted_server.base_url, api_key="test", max_retries=0) as sdk:
+    with sync_sdk(scripted_server) as sdk:
         client = healjson.wrap(instructor.from_openai(sdk, mode=TOOLS))
 
         person = client.chat.completions.create(Person, USER, model="gpt-test")
@@ -394,7 +442,7 @@ def test_missing_response_model_raises_like_bare_instructor(
     scripted_server: ScriptedServer,
 ) -> None:
     """Without `response_model` the call is instructor's, so its own TypeError is unchanged."""
-    with openai.OpenAI(base_url=scripted_server.base_url, api_key="test", max_retries=0) as sdk:
+    with sync_sdk(scripted_server) as sdk:
         client = healjson.wrap(instructor.from_openai(sdk))
 
         with pytest.raises(TypeError, match="response_model"):
@@ -406,7 +454,7 @@ def test_missing_response_model_raises_like_bare_instructor(
 def test_create_alias_heals_too(scripted_server: ScriptedServer) -> None:
     """instructor's `client.create` alias of `chat.completions.create` heals the same way."""
     scripted_server.push(reply(TOOLS, f"```json\n{GOOD}\n```"))
-    with openai.OpenAI(base_url=scripted_server.base_url, api_key="test", max_retries=0) as sdk:
+    with sync_sdk(scripted_server) as sdk:
         client = healjson.wrap(instructor.from_openai(sdk))
 
         outcome = client.create(model="gpt-test", messages=USER, response_model=Person)

@@ -20,8 +20,8 @@ from pydantic import BaseModel
 
 import healjson
 from healjson import Degraded, Healed, HealPolicy, Reason, Usage, Violation, contract
+from healjson.adapters._openai import HealingClient
 from healjson.testing import ScriptedReply, ScriptedServer
-
 
 Mode = Literal["sync", "async"]
 MODES: tuple[Mode, ...] = ("sync", "async")
@@ -85,24 +85,24 @@ _SSL = ssl.create_default_context()
 
 
 def sync_sdk(server: ScriptedServer, **client_kwargs: Any) -> openai.OpenAI:
-    """A real sync SDK client for `server`, without SDK retries."""
+    """A real sync SDK client for `server`, without SDK retries unless asked."""
+    options: dict[str, Any] = {"max_retries": 0, **client_kwargs}
     return openai.OpenAI(
         base_url=server.base_url,
         api_key="test",
-        max_retries=0,
         http_client=openai.DefaultHttpxClient(verify=_SSL),
-        **client_kwargs,
+        **options,
     )
 
 
 def async_sdk(server: ScriptedServer, **client_kwargs: Any) -> openai.AsyncOpenAI:
-    """A real async SDK client for `server`, without SDK retries."""
+    """A real async SDK client for `server`, without SDK retries unless asked."""
+    options: dict[str, Any] = {"max_retries": 0, **client_kwargs}
     return openai.AsyncOpenAI(
         base_url=server.base_url,
         api_key="test",
-        max_retries=0,
         http_client=openai.DefaultAsyncHttpxClient(verify=_SSL),
-        **client_kwargs,
+        **options,
     )
 
 
@@ -420,7 +420,7 @@ def test_streaming_passes_through_and_yields_chunks(mode: Mode) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_other_attributes_delegate_to_the_wrapped_client(mode: Mode) -> None:
-    """`models.list()` and `with_options(...)` are the wrapped client's own."""
+    """`models.list()` is the wrapped client's own; `with_options(...)` keeps healing."""
     with ScriptedServer() as server:
         if mode == "sync":
             with sync_sdk(server) as sdk:
@@ -438,7 +438,8 @@ def test_other_attributes_delegate_to_the_wrapped_client(mode: Mode) -> None:
             ids, tuned = asyncio.run(main())
 
     assert ["scripted-model"] == ids
-    assert {"sync": openai.OpenAI, "async": openai.AsyncOpenAI}[mode] is type(tuned)
+    assert {"sync": openai.OpenAI, "async": openai.AsyncOpenAI}[mode] is type(tuned.wrapped)
+    assert isinstance(tuned, HealingClient)
     assert 5 == tuned.timeout
     assert [("GET", "/v1/models")] == [(r.method, r.path) for r in server.requests]
 
@@ -473,8 +474,9 @@ def test_first_request_asks_for_a_strict_json_schema(mode: Mode) -> None:
 
 
 REJECTED = ScriptedReply.error(
-    400, "Invalid parameter: 'response_format' of type 'json_schema' is not supported with "
-    "this model.", param="response_format"
+    400,
+    "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.",
+    param="response_format",
 )
 
 
@@ -498,6 +500,53 @@ def test_rejected_tier_steps_down_in_the_same_attempt_and_is_remembered(mode: Mo
     assert '"total"' in stepped[0]["content"]
     assert USER == stepped[1:]
     assert "json_object" == wrapped.format.mode
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_two_rejected_tiers_step_down_to_prompt_only(mode: Mode) -> None:
+    """json_schema and json_object both rejected: the same attempt ends at the prompt tier."""
+    rejected_object = ScriptedReply.error(
+        400, "'response_format' of type 'json_object' is not supported.", param="response_format"
+    )
+    call = {"model": "small-model", "messages": USER, "response_model": Invoice}
+    with ScriptedServer([REJECTED, rejected_object, GOOD]) as server:
+        wrapped, [outcome] = ask_all(mode, server, [call])
+
+    assert isinstance(outcome, Healed)
+    assert 1 == outcome.calls
+    assert 3 == len(server.requests)
+    kinds = [r.body.get("response_format", {}).get("type") for r in server.requests]
+    assert ["json_schema", "json_object", None] == kinds
+    assert "system" == server.requests[2].messages[0]["role"]
+    assert "prompt" == wrapped.format.mode
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_400_that_does_not_name_response_format_is_an_api_error(mode: Mode) -> None:
+    """An unrelated HTTP 400 is not a format rejection: no step-down, `api_error` at once."""
+    unrelated = ScriptedReply.error(400, "The model `small-model` does not exist.", param="model")
+    call = {"model": "small-model", "messages": USER, "response_model": Invoice}
+    with ScriptedServer([unrelated, GOOD]) as server:
+        wrapped, [outcome] = ask_all(mode, server, [call])
+
+    assert isinstance(outcome, Degraded)
+    assert Reason.API_ERROR == outcome.reason
+    assert 1 == outcome.calls
+    assert 1 == len(server.requests)
+    assert "json_schema" == wrapped.format.mode
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_sdk_retries_stay_inside_one_healjson_call(mode: Mode) -> None:
+    """With SDK retries on, a retried 500 costs two HTTP requests but one healjson call."""
+    flaky = ScriptedReply.error(500, "Try again.", headers={"retry-after-ms": "10"})
+
+    outcome, server = heal_one(mode, [flaky, GOOD], client={"max_retries": 1})
+
+    assert isinstance(outcome, Healed)
+    assert EXPECTED == outcome.value
+    assert 1 == outcome.calls
+    assert 2 == len(server.requests)
 
 
 @pytest.mark.parametrize("mode", MODES)

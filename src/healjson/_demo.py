@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -10,10 +11,11 @@ from pydantic import BaseModel, Field
 from ._contracts import ContractContext, Violation, contract
 from ._healer import Healer
 from ._outcome import Outcome
+from ._policy import HealPolicy
 from ._reply import Reply
 from .testing import ScriptedModel
 
-__all__ = ["Scenario", "run_demo", "scenarios"]
+__all__ = ["LiveSetup", "Scenario", "run_demo", "run_live_demo", "scenarios"]
 
 
 class SupportTicket(BaseModel):
@@ -47,13 +49,47 @@ GOOD = (
 )
 
 
+@contract(fields=("summary",))
+def summary_fits_a_pager(ticket: SupportTicket, ctx: ContractContext) -> Violation | None:
+    """An impossible rule for the live degradation demo: the schema wants >= 5 characters."""
+    if len(ticket.summary) > 4:
+        return Violation("the summary must fit a 4-character pager display")
+    return None
+
+
+FALLBACK = {"urgency": 3, "category": "other", "summary": "needs manual triage"}
+
+
+@dataclass(frozen=True)
+class LiveSetup:
+    """How the live demo provokes a scenario from a real model.
+
+    `instruction` is appended to the system prompt; `params` go to `create` (e.g. `max_tokens`);
+    `contracts` are added to the demo's own; `policy` and `json_mode` override the defaults.
+    """
+
+    instruction: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    contracts: tuple[Any, ...] = ()
+    policy: HealPolicy | None = None
+    json_mode: str | None = None
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The demo prompt with this scenario's instruction added to the system turn."""
+        system, *rest = (dict(message) for message in PROMPT)
+        if self.instruction:
+            system["content"] = f"{system['content']} {self.instruction}"
+        return [system, *rest]
+
+
 @dataclass(frozen=True)
 class Scenario:
-    """One demo run: a title, what it shows, and the scripted replies."""
+    """One demo run: a title, what it shows, the scripted replies and the live setup."""
 
     title: str
     shows: str
     replies: tuple[Any, ...]
+    live: LiveSetup = field(default_factory=LiveSetup)
 
 
 def scenarios() -> list[Scenario]:
@@ -68,6 +104,10 @@ def scenarios() -> list[Scenario]:
                 '"summary": "Order stuck in awaiting shipment since yesterday, customer needs '
                 'it urgently", "orderId": "ORD-123456",}\n```\nLet me know if you need more.',
             ),
+            LiveSetup(
+                "Start with one short sentence, then give the ticket in a ```json code block.",
+                json_mode="prompt",
+            ),
         ),
         Scenario(
             "L2 + L3: Case #7 cross-field repair",
@@ -78,6 +118,7 @@ def scenarios() -> list[Scenario]:
                 '"orderId": "ORD-123456"}',
                 GOOD,
             ),
+            LiveSetup("Keep the summary very short: two or three words."),
         ),
         Scenario(
             "Truncation",
@@ -86,6 +127,12 @@ def scenarios() -> list[Scenario]:
             (
                 Reply('{"urgency": 5, "category": "logistics", "summary": "Order stuck', "length"),
                 GOOD,
+            ),
+            LiveSetup(
+                "Pretty-print the JSON with an indent of 8 spaces and write a detailed summary "
+                "of about 150 characters.",
+                params={"max_tokens": 40},
+                policy=HealPolicy(on_truncation="both"),
             ),
         ),
         Scenario(
@@ -97,6 +144,10 @@ def scenarios() -> list[Scenario]:
                 '{"urgency": 88, "summary": "abc"}',
                 '{"urgency": 77, "summary": "xyz"}',
             ),
+            LiveSetup(
+                "The summary must fit a 4-character pager display.",
+                contracts=(summary_fits_a_pager,),
+            ),
         ),
     ]
 
@@ -106,10 +157,33 @@ def run_demo() -> list[tuple[Scenario, Outcome[SupportTicket]]]:
     healer = Healer(
         SupportTicket,
         contracts=[urgent_tickets_explain],
-        fallback={"urgency": 3, "category": "other", "summary": "needs manual triage"},
+        fallback=FALLBACK,
     )
     results = []
     for scenario in scenarios():
         model = ScriptedModel(scenario.replies)
         results.append((scenario, healer.run(model, PROMPT, max_tokens=200)))
+    return results
+
+
+def run_live_demo(client: Any, model: str) -> list[tuple[Scenario, Outcome[SupportTicket]]]:
+    """Run every scenario's live setup through a `healjson.wrap`-ped sync OpenAI client.
+
+    A real model answers differently from the script, so the layers a run shows may differ; the
+    last scenario's contract cannot hold together with the schema, so it always degrades.
+    """
+    results = []
+    for scenario in scenarios():
+        live = scenario.live
+        outcome = client.chat.completions.create(
+            model=model,
+            messages=live.messages(),
+            response_model=SupportTicket,
+            contracts=[urgent_tickets_explain, *live.contracts],
+            fallback=FALLBACK,
+            policy=live.policy,
+            json_mode=live.json_mode,
+            **live.params,
+        )
+        results.append((scenario, outcome))
     return results

@@ -34,10 +34,10 @@ Public instructor APIs used (all from `instructor.core`):
 
 A `max_retries=` given at the call site is ignored (healjson's `HealPolicy.max_attempts` is the
 budget); `context=` goes to the contracts and is not used for instructor's message templating.
-healjson reads completions shaped like OpenAI's (`choices[0].message`), so providers whose raw
-response has another shape (Anthropic, Gemini, ...) degrade with `api_error`. For a `response_model`
-that is not a pydantic model or TypedDict (an `int`, `list[Item]`, ...) instructor asks the model
-for a wrapper object (`{"content": ...}`, `{"tasks": [...]}`) that healjson does not unwrap.
+For a `response_model` that is not a pydantic model (`int`, `list[Item]`, ...) instructor asks for
+a wrapper object (`{"content": ...}`, `{"tasks": [...]}`); L1 unwraps it. healjson reads
+completions shaped like OpenAI's (`choices[0].message`), so a provider whose raw response has
+another shape (Anthropic, Gemini, ...) degrades with `api_error`.
 """
 
 from __future__ import annotations

@@ -63,6 +63,19 @@ class HealingClient:
     def __repr__(self) -> str:
         return f"healjson.wrap({self.wrapped!r}, json_mode={self.format.mode!r})"
 
+    def with_options(self, **options: Any) -> HealingClient:
+        """The wrapped client's `with_options(...)`, still healing (and sharing the JSON tier)."""
+        return self._rewrap(self.wrapped.with_options(**options))
+
+    def copy(self, **options: Any) -> HealingClient:
+        """The wrapped client's `copy(...)`, still healing."""
+        return self._rewrap(self.wrapped.copy(**options))
+
+    def _rewrap(self, client: Any) -> HealingClient:
+        twin = HealingClient(client, json_mode=self.format.mode, policy=self.policy)
+        twin.format = self.format  # one endpoint: what it rejected stays rejected
+        return twin
+
     def healer(
         self,
         response_model: Any,
