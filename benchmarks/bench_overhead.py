@@ -59,7 +59,6 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Literal
 
-import instructor
 import openai
 import pydantic
 import pydantic_core
@@ -78,7 +77,9 @@ WARMUP_CALLS = 100
 ASYNC_CALLS = 1_000
 ASYNC_CONCURRENCY = 50
 ASYNC_REPEATS = 2
-PROFILE_CALLS = 2_000
+PROFILE_CALLS = 1_000
+STUB_ROUNDS = 15
+STUB_CALLS = 2_000
 MODEL_NAME = "gpt-4o-mini"
 
 
@@ -197,6 +198,8 @@ def async_client(base_url: str) -> openai.AsyncOpenAI:
 
 
 def make_contenders(content_url: str, tools_url: str) -> dict[str, Callable[[], Any]]:
+    import instructor  # not in the async children: it would raise their memory baseline
+
     bare = sync_client(content_url)
     healed = healjson.wrap(sync_client(content_url))
     ins_json = instructor.from_openai(sync_client(content_url), mode=instructor.Mode.JSON)
@@ -301,6 +304,15 @@ def paired(values: Sequence[float], base: Sequence[float]) -> float:
     return statistics.median(v / b for v, b in zip(values, base, strict=True))
 
 
+def paired_iqr(values: Sequence[float], base: Sequence[float]) -> str:
+    """The 25th-75th percentile of the per-round ratios: how much the rounds disagree."""
+    ratios = [v / b for v, b in zip(values, base, strict=True)]
+    if len(ratios) < 4:
+        return "-"
+    q1, _, q3 = statistics.quantiles(ratios, n=4)
+    return f"{q1:.3f}-{q3:.3f}"
+
+
 def us(ns: float) -> str:
     return f"{ns / 1e3:,.1f} µs"
 
@@ -322,6 +334,7 @@ def report_sync(
                 name,
                 f"{us(cpu_med)} ({us(min(cpu[name]))})",
                 f"{paired(cpu[name], cpu[BARE]):.3f}x",
+                paired_iqr(cpu[name], cpu[BARE]),
                 f"{(cpu_med - statistics.median(cpu[BARE])) / 1e3:+,.1f} µs",
                 f"{us(wall_med)} ({us(min(wall[name]))})",
                 f"{paired(wall[name], wall[BARE]):.3f}x",
@@ -332,6 +345,7 @@ def report_sync(
             "contender",
             "client CPU per call, median (min)",
             "CPU paired ratio",
+            "(p25-p75)",
             "CPU over baseline",
             "wall per call, median (min)",
             "wall paired ratio",
@@ -351,6 +365,17 @@ ASYNC_DETECTION_NOTE = (
     "the endpoint returned coroutine)` without awaiting the request. To measure the intended async "
     "path, the benchmark set `wrapped.is_async = True` after `wrap()`."
 )
+
+
+def vm_rss_kb() -> int:
+    """The process's current resident set size (VmRSS), in KiB; 0 where /proc is missing."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 async def _async_batch(call: Callable[[], Any], n: int, concurrency: int) -> None:
@@ -392,10 +417,12 @@ async def _async_child(kind: str, base_url: str) -> dict[str, float]:
         assert await call() == EXPECTED
     gc.collect()
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    vm0 = vm_rss_kb()
     cpu0, wall0 = time.process_time_ns(), time.perf_counter_ns()
     await _async_batch(call, ASYNC_CALLS, ASYNC_CONCURRENCY)
     cpu1, wall1 = time.process_time_ns(), time.perf_counter_ns()
     rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    vm1 = vm_rss_kb()
     gc.collect()
     tracemalloc.start()
     start_current, _ = tracemalloc.get_traced_memory()
@@ -409,6 +436,7 @@ async def _async_child(kind: str, base_url: str) -> dict[str, float]:
         "rss_before_kb": rss0,
         "rss_delta_kb": rss1 - rss0,
         "rss_after_kb": rss1,
+        "vm_rss_delta_kb": vm1 - vm0,
         "traced_peak_bytes": peak - start_current,
         "forced_async": forced,
     }
@@ -448,6 +476,7 @@ def bench_async(lines: list[str], base_url: str) -> bool:
                 " / ".join(f"{run['cpu_s']:.2f} s" for run in runs),
                 " / ".join(f"{run['traced_peak_bytes'] / 2**20:.2f} MiB" for run in runs),
                 " / ".join(f"{run['rss_delta_kb'] / 1024:+.1f} MiB" for run in runs),
+                " / ".join(f"{run['vm_rss_delta_kb'] / 1024:+.1f} MiB" for run in runs),
                 " / ".join(f"{run['rss_after_kb'] / 1024:.1f} MiB" for run in runs),
             ]
         )
@@ -464,6 +493,7 @@ def bench_async(lines: list[str], base_url: str) -> bool:
             "client CPU",
             "tracemalloc peak",
             "ru_maxrss delta",
+            "VmRSS delta",
             "ru_maxrss after",
         ],
         rows,
@@ -478,26 +508,123 @@ def bench_async(lines: list[str], base_url: str) -> bool:
     return forced
 
 
+# --- part 1b: healjson's own cost, without HTTP ---------------------------------------------
+
+
+class _StubCompletions:
+    def __init__(self, completion: Any) -> None:
+        self.completion = completion
+
+    def create(self, **params: Any) -> Any:
+        return self.completion
+
+
+class _StubChat:
+    def __init__(self, completion: Any) -> None:
+        self.completions = _StubCompletions(completion)
+
+
+class StubClient:
+    """Has `chat.completions.create`, returning one prebuilt `ChatCompletion` (no HTTP, no SDK)."""
+
+    def __init__(self, completion: Any) -> None:
+        self.chat = _StubChat(completion)
+
+
+def stub_contenders() -> dict[str, Callable[[], Any]]:
+    from openai.types.chat import ChatCompletion
+
+    completion = ChatCompletion.model_validate(
+        {
+            "id": "chatcmpl-stub",
+            "object": "chat.completion",
+            "created": 0,
+            "model": MODEL_NAME,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": REPLY, "refusal": None},
+                    "logprobs": None,
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 60, "completion_tokens": 64, "total_tokens": 124},
+        }
+    )
+    bare = StubClient(completion)
+    healed = healjson.wrap(StubClient(completion))
+
+    def run_bare() -> Order:
+        reply = bare.chat.completions.create(
+            model=MODEL_NAME, messages=MESSAGES, response_format=RESPONSE_FORMAT
+        )
+        return Order.model_validate_json(reply.choices[0].message.content)
+
+    def run_healjson() -> Order:
+        outcome = healed.chat.completions.create(
+            model=MODEL_NAME, messages=MESSAGES, response_model=Order
+        )
+        return outcome.value
+
+    return {BARE: run_bare, HEALJSON: run_healjson}
+
+
+def bench_stub(lines: list[str], http_cpu: dict[str, list[float]]) -> float:
+    """healjson's own CPU per call (stub client); returns the ratio it projects over HTTP."""
+    contenders = stub_contenders()
+    for fn in contenders.values():
+        assert fn() == EXPECTED
+        for _ in range(500):
+            fn()
+    cpu: dict[str, list[float]] = {name: [] for name in contenders}
+    for order in rotations(list(contenders), STUB_ROUNDS):
+        for name in order:
+            fn = contenders[name]
+            gc.collect()
+            start = time.process_time_ns()
+            for _ in range(STUB_CALLS):
+                fn()
+            cpu[name].append((time.process_time_ns() - start) / STUB_CALLS)
+    bare, healed = statistics.median(cpu[BARE]), statistics.median(cpu[HEALJSON])
+    extra = statistics.median(h - b for h, b in zip(cpu[HEALJSON], cpu[BARE], strict=True))
+    http_bare = statistics.median(http_cpu[BARE])
+    projected = (http_bare + extra) / http_bare
+    lines += table(
+        ["contender (stub client, no HTTP)", "CPU per call, median (min)"],
+        [
+            [BARE, f"{us(bare)} ({us(min(cpu[BARE]))})"],
+            [HEALJSON, f"{us(healed)} ({us(min(cpu[HEALJSON]))})"],
+        ],
+    )
+    lines += [
+        "",
+        f"healjson's own CPU per call (median over rounds of B - A): **{extra / 1e3:,.1f} µs**. "
+        f"Added to the bare client's median {us(http_bare)} over HTTP it projects "
+        f"{projected:.3f}x; the target (≤ {TARGET_RATIO}x) allows "
+        f"{(TARGET_RATIO - 1) * http_bare / 1e3:,.0f} µs with this SDK on this machine.",
+    ]
+    return projected
+
+
 # --- part 3: profile --------------------------------------------------------------------------
 
 Key = tuple[str, int, str]
-HTTP_MODULES = ("/openai/", "/httpx", "/httpcore", "/h11/", "/anyio/", "/ssl.py", "/socket.py")
 
 
 def _label(key: Key) -> str:
     path, line, name = key
+    if path == "~":
+        return f"`{name}`"
     if "/healjson/" in path:
         path = "healjson/" + path.rsplit("/healjson/", 1)[1]
     elif "site-packages/" in path:
         path = path.rsplit("site-packages/", 1)[1]
-    elif path.startswith("~"):
-        return f"`{name}` (built-in)"
     else:
         path = Path(path).name
     return f"`{name}` ({path}:{line})"
 
 
-def _profile(fn: Callable[[], Any], calls: int) -> pstats.Stats:
+def _profile(fn: Callable[[], Any], calls: int) -> dict[Key, Any]:
     for _ in range(50):
         fn()
     gc.collect()
@@ -506,109 +633,118 @@ def _profile(fn: Callable[[], Any], calls: int) -> pstats.Stats:
     for _ in range(calls):
         fn()
     profiler.disable()
-    return pstats.Stats(profiler)
+    return pstats.Stats(profiler).stats  # type: ignore[attr-defined]
 
 
-def _is_openai_create(key: Key) -> bool:
-    return key[2] == "create" and key[0].endswith("openai/resources/chat/completions/completions.py")
+def _is_sdk(key: Key) -> bool:
+    return "site-packages/openai/" in key[0]
+
+
+def _sdk_entries(stats: dict[Key, Any]) -> tuple[set[Key], float]:
+    """The SDK functions called from outside the SDK, and their inclusive time on those edges."""
+    keys: set[Key] = set()
+    total = 0.0
+    for key, (_cc, _nc, _tt, _ct, callers) in stats.items():
+        if not _is_sdk(key):
+            continue
+        for caller, (_ecc, _enc, _ett, ect) in callers.items():
+            if not _is_sdk(caller) and caller[0] != "~":
+                keys.add(key)
+                total += ect
+    return keys, total
+
+
+# generator plumbing: resuming healjson's own generators, not work healjson delegates
+_PLUMBING = {"<method 'send' of 'generator' objects>", "<built-in method builtins.next>"}
+
+
+def _is_healjson(key: Key) -> bool:
+    return "/healjson/" in key[0] and "/healjson/testing/" not in key[0]
 
 
 def _ancestors(stats: dict[Key, Any], targets: set[Key]) -> set[Key]:
     seen: set[Key] = set()
     todo = list(targets)
     while todo:
-        key = todo.pop()
-        for caller in stats[key][4]:
+        for caller in stats[todo.pop()][4]:
             if caller not in seen:
                 seen.add(caller)
                 todo.append(caller)
     return seen
 
 
-def bench_profile(lines: list[str], contenders: dict[str, Callable[[], Any]]) -> None:
-    results = {}
-    for name in (BARE, HEALJSON):
-        stats = _profile(contenders[name], PROFILE_CALLS).stats  # type: ignore[attr-defined]
-        sdk = {key for key in stats if _is_openai_create(key)}
-        sdk_ct = sum(stats[key][3] for key in sdk)
-        results[name] = (stats, sdk, sdk_ct)
-    stats, sdk, sdk_ct = results[HEALJSON]
-    bare_stats, bare_sdk, bare_sdk_ct = results[BARE]
-    outer = {key: value for key, value in stats.items() if key[2] == "run_healjson"}
-    bare_outer = {key: value for key, value in bare_stats.items() if key[2] == "run_bare"}
-    total = sum(v[3] for v in outer.values())
-    bare_total = sum(v[3] for v in bare_outer.values())
-    per = 1e6 / PROFILE_CALLS
+def _outer(stats: dict[Key, Any], name: str) -> float:
+    return sum(value[3] for key, value in stats.items() if key[2] == name)
 
+
+def bench_profile(lines: list[str], contenders: dict[str, Callable[[], Any]]) -> None:
+    bare = _profile(contenders[BARE], PROFILE_CALLS)
+    stats = _profile(contenders[HEALJSON], PROFILE_CALLS)
+    per = 1e6 / PROFILE_CALLS
+    _, bare_sdk = _sdk_entries(bare)
+    sdk_keys, sdk = _sdk_entries(stats)
+    bare_total, total = _outer(bare, "run_bare"), _outer(stats, "run_healjson")
+    own = total - sdk
     lines += [
-        f"cProfile over {PROFILE_CALLS:,} calls of A and of B in the client process (wall-clock "
-        "timer; cProfile inflates small functions, so read the split, not the absolute figures).",
+        f"cProfile (wall-clock timer) over {PROFILE_CALLS:,} calls of A and of B over HTTP, in "
+        "the client process. cProfile inflates code that makes many small calls several times "
+        "over, so the absolute figures are larger than the unprofiled ones in part 1b; read the "
+        "split and the ranking.",
         "",
-        f"- A: {bare_total * per:,.1f} µs per call, of which the SDK's `create` "
-        f"{bare_sdk_ct * per:,.1f} µs; outside it (`model_validate_json` and the loop): "
-        f"{(bare_total - bare_sdk_ct) * per:,.1f} µs.",
-        f"- B: {total * per:,.1f} µs per call, of which the SDK's `create` "
-        f"{sdk_ct * per:,.1f} µs; outside it (healjson): {(total - sdk_ct) * per:,.1f} µs.",
+        f"- A: {bare_total * per:,.0f} µs per call; inside the SDK (`chat.completions.create`) "
+        f"{bare_sdk * per:,.0f} µs; outside it (`model_validate_json`): "
+        f"{(bare_total - bare_sdk) * per:,.1f} µs.",
+        f"- B: {total * per:,.0f} µs per call; inside the SDK (`chat.completions.create`) "
+        f"{sdk * per:,.0f} µs; outside it (healjson and what it calls): **{own * per:,.1f} µs**.",
+        "",
+        "healjson functions, by own time (*tottime*); *inclusive* = cumulative time with the "
+        "SDK call subtracted for the functions on the path to it:",
         "",
     ]
-    ancestors = _ancestors(stats, sdk)
+    ancestors = _ancestors(stats, sdk_keys)
     rows = []
     for key, (_cc, nc, tt, ct, _callers) in stats.items():
-        if "/healjson/" not in key[0] or "/healjson/testing/" in key[0]:
-            continue
-        own_side = ct - sdk_ct if key in ancestors else ct
-        rows.append((own_side, key, nc, tt))
+        if _is_healjson(key):
+            inclusive = ct - sdk if key in ancestors else ct
+            rows.append((tt, inclusive, nc, key))
     rows.sort(reverse=True)
-    lines += [
-        "healjson functions by inclusive time *excluding the SDK call* (for a function on the "
-        "path to `openai...Completions.create`, that call's time is subtracted):",
-        "",
-    ]
+    shown = rows[:25]
     lines += table(
-        ["function", "inclusive excl. SDK, µs/call", "own (tottime) µs/call", "calls/call"],
+        ["healjson function", "own µs/call", "share of healjson side", "inclusive µs/call", "calls"],
         [
-            [_label(key), f"{own_side * per:.2f}", f"{tt * per:.2f}", f"{nc / PROFILE_CALLS:g}"]
-            for own_side, key, nc, tt in rows[:25]
+            [
+                _label(key),
+                f"{tt * per:.1f}",
+                f"{tt / own:.1%}",
+                f"{inclusive * per:.1f}",
+                f"{nc / PROFILE_CALLS:g}",
+            ]
+            for tt, inclusive, nc, key in shown
         ],
     )
-    inside = _descendants_outside_sdk(stats, sdk)
-    top = sorted(
-        ((stats[key][2], key) for key in inside if "/healjson/" not in key[0]), reverse=True
-    )[:15]
+    rest = sum(tt for tt, _, _, _ in rows[len(shown) :])
+    healjson_own = sum(tt for tt, _, _, _ in rows)
     lines += [
         "",
-        "Non-healjson functions called on healjson's side of the call (not under the SDK's "
-        "`create`), by own time:",
+        f"All healjson functions' own time: {healjson_own * per:,.1f} µs/call "
+        f"({healjson_own / own:.0%} of the healjson side; the {len(rows) - len(shown)} not shown: "
+        f"{rest * per:.1f} µs). The rest is what healjson calls outside its own code:",
         "",
     ]
+    edges: dict[Key, list[float]] = {}
+    for key, (_cc, _nc, _tt, _ct, callers) in stats.items():
+        if _is_healjson(key) or _is_sdk(key) or key[2] in _PLUMBING:
+            continue
+        for caller, (_ecc, enc, _ett, ect) in callers.items():
+            if _is_healjson(caller):
+                edge = edges.setdefault(key, [0.0, 0.0])
+                edge[0] += ect
+                edge[1] += enc
+    top = sorted(((ct, nc, key) for key, (ct, nc) in edges.items()), reverse=True)[:15]
     lines += table(
-        ["function", "own (tottime) µs/call", "calls/call"],
-        [
-            [_label(key), f"{tt * per:.2f}", f"{stats[key][1] / PROFILE_CALLS:g}"]
-            for tt, key in top
-        ],
+        ["called directly from healjson", "inclusive µs/call", "calls"],
+        [[_label(key), f"{ct * per:.1f}", f"{nc / PROFILE_CALLS:g}"] for ct, nc, key in top],
     )
-
-
-def _descendants_outside_sdk(stats: dict[Key, Any], sdk: set[Key]) -> set[Key]:
-    """Functions reachable from healjson's code without passing through the SDK's `create`."""
-    callees: dict[Key, set[Key]] = {}
-    for key, value in stats.items():
-        for caller in value[4]:
-            callees.setdefault(caller, set()).add(key)
-    start = {key for key in stats if "/healjson/" in key[0]}
-    seen = set(start)
-    todo = list(start)
-    while todo:
-        key = todo.pop()
-        for callee in callees.get(key, ()):
-            if callee in sdk or callee in seen:
-                continue
-            if any(module in callee[0] for module in HTTP_MODULES):
-                continue
-            seen.add(callee)
-            todo.append(callee)
-    return seen
 
 
 # --- report -----------------------------------------------------------------------------------
@@ -677,6 +813,17 @@ def main() -> int:
             "",
         ]
         ratio = report_sync(lines, cpu, wall)
+        lines += [
+            "",
+            "### 1b. healjson's own cost, without HTTP",
+            "",
+            "The same two calls against a stub client whose `chat.completions.create` returns one "
+            "prebuilt `ChatCompletion` (no SDK, no socket): what is left is healjson's own work "
+            f"(B) against `model_validate_json` (A). {STUB_ROUNDS} rounds x {STUB_CALLS:,} calls, "
+            "alternating.",
+            "",
+        ]
+        projected = bench_stub(lines, cpu)
         lines.append("")
 
         lines += [
@@ -707,6 +854,7 @@ def main() -> int:
         "",
         f"- healjson client CPU per call: **{ratio:.3f}x** the bare client (paired; target "
         f"≤ {TARGET_RATIO}x) — {state}",
+        f"- healjson's own CPU measured without HTTP projects {projected:.3f}x (part 1b)",
         f"- side by side: instructor `Mode.JSON` {ins:.2f}x, `Mode.TOOLS` {tools_ratio:.2f}x",
     ]
     if forced:

@@ -403,6 +403,7 @@ def test_wrap_recognises_an_instructor_client(scripted_server: ScriptedServer) -
         assert JSON == client.mode
         assert sdk is client.client
         assert bare.create_with_completion == client.chat.completions.create_with_completion
+        assert bare.on == client.chat.on
         assert bare is InstructorClient(client).wrapped
 
 
@@ -475,3 +476,39 @@ def test_call_site_hooks_still_fire(scripted_server: ScriptedServer, runner: str
     assert isinstance(outcome, Healed)
     assert 2 == len(seen)
     assert GOOD == seen[-1].choices[0].message.content
+
+
+def test_healer_is_built_once_per_configuration(scripted_server: ScriptedServer) -> None:
+    """Calls with the same response_model and options reuse one cached Healer."""
+    scripted_server.extend([reply(TOOLS, GOOD)] * 2)
+    with sync_sdk(scripted_server) as sdk:
+        client = healjson.wrap(instructor.from_openai(sdk))
+        strict = HealPolicy(max_attempts=1)
+
+        first = client.create(model="gpt-test", messages=USER, response_model=Person)
+        second = client.create(model="gpt-test", messages=USER, response_model=Person)
+
+        assert client.healer(Person, (), None, None, ()) is client.healer(
+            Person, [], None, None, []
+        )
+        assert client.healer(Person, (), strict, None, ()) is not client.healer(
+            Person, (), None, None, ()
+        )
+    assert (True, True) == (first.ok, second.ok)
+    assert "healjson.wrap(" in repr(client)
+
+
+def test_misuse_raises_before_any_request(scripted_server: ScriptedServer) -> None:
+    """Programming errors (positional args, stream=True, no messages, no client) raise at once."""
+    with sync_sdk(scripted_server) as sdk:
+        create = healjson.wrap(instructor.from_openai(sdk)).chat.completions.create
+
+        with pytest.raises(TypeError, match="keyword arguments only"):
+            create(USER, model="gpt-test", response_model=Person)
+        with pytest.raises(ValueError, match="stream=True"):
+            create(model="gpt-test", messages=USER, response_model=Person, stream=True)
+        with pytest.raises(TypeError, match="messages"):
+            create(model="gpt-test", response_model=Person)
+    with pytest.raises(TypeError, match="instructor client"):
+        InstructorClient(object())
+    assert 0 == len(scripted_server.requests)

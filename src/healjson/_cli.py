@@ -1,8 +1,30 @@
-"""The `healjson` command line."""
+"""The `healjson` command line: `demo`, `heal`, `batch` and `trace`.
+
+Exit codes: 0 success (`heal`: healed); 1 `heal` degraded, or a run that could not finish;
+2 usage errors (bad options, a spec that names nothing, a missing file).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import enum
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
+
+from ._diagnostic import Source, short_repr
+from ._outcome import Degraded, Healed, Outcome, Reason
+from ._repair import RepairPrompt, Strategy
+
+if TYPE_CHECKING:
+    from ._batch import BatchStats
+    from ._packs import ContractPack
 
 app = typer.Typer(
     help="Self-healing middleware for structured LLM output.",
@@ -11,21 +33,631 @@ app = typer.Typer(
 )
 
 
+class OutputFormat(enum.StrEnum):
+    """`heal --format`."""
+
+    MD = "md"
+    JSON = "json"
+
+
+class JsonMode(enum.StrEnum):
+    """`--json-mode`: the strongest JSON mode the endpoint supports (see `healjson.wrap`)."""
+
+    JSON_SCHEMA = "json_schema"
+    JSON_OBJECT = "json_object"
+    PROMPT = "prompt"
+
+
 @app.callback()
 def _root() -> None:
     """healjson: a validated value or an explicit Degraded, never an exception."""
 
 
+# -- demo --------------------------------------------------------------------------------------
+
+
 @app.command()
-def demo() -> None:
-    """Run the offline demo on the embedded scripted model (no network, no API key)."""
+def demo(
+    live: Annotated[
+        bool,
+        typer.Option(
+            "--live",
+            help="Run the four prompts against a real endpoint (OPENAI_BASE_URL, or OpenAI's).",
+        ),
+    ] = False,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (implies --live).",
+        ),
+    ] = None,
+    model: Annotated[str, typer.Option("--model", help="Model name for --live.")] = "gpt-4o-mini",
+    api_key: Annotated[
+        str | None,
+        typer.Option("--api-key", help="API key for --live (default: OPENAI_API_KEY)."),
+    ] = None,
+    json_mode: Annotated[
+        JsonMode, typer.Option("--json-mode", help="Strongest JSON mode the endpoint supports.")
+    ] = JsonMode.JSON_SCHEMA,
+) -> None:
+    """Show the four layers on one support ticket: an L1 local heal, the Case #7 cross-field
+    repair, a truncation and a graceful degradation, each with its trace.
+
+    Offline by default (a scripted model: no network, no API key); --live or --base-url sends
+    the same four prompts to a real OpenAI-compatible endpoint through healjson.wrap.
+    """
     from ._demo import run_demo
     from ._trace import render_markdown
 
-    for index, (scenario, outcome) in enumerate(run_demo(), 1):
+    if live or base_url is not None:
+        results = _live_demo(base_url, model, api_key, json_mode)
+    else:
+        results = run_demo()
+    for index, (scenario, outcome) in enumerate(results, 1):
         typer.echo(f"\n## {index}. {scenario.title}\n")
         typer.echo(f"_{scenario.shows}_\n")
         typer.echo(render_markdown(outcome, title=scenario.title))
+
+
+def _live_demo(
+    base_url: str | None, model: str, api_key: str | None, json_mode: JsonMode
+) -> list[Any]:
+    import healjson
+
+    from ._demo import run_live_demo
+
+    openai = _import_openai()
+    key = _api_key(api_key)
+    url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    where = url or "OpenAI's default endpoint"
+    typer.echo(
+        f"Live demo: {model} at {where}. A real model answers its own way, so the layers a "
+        "scenario shows may differ from the offline run.",
+        err=True,
+    )
+    with openai.OpenAI(base_url=url, api_key=key) as raw:
+        client = healjson.wrap(raw, json_mode=str(json_mode))
+        return run_live_demo(client, model)
+
+
+# -- heal --------------------------------------------------------------------------------------
+
+
+@app.command()
+def heal(
+    file: Annotated[
+        str, typer.Argument(metavar="FILE", help="The saved raw model output; - reads stdin.")
+    ],
+    *,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="The target type: pkg.mod:Model or path/to/file.py:Model "
+            "(default: the --contracts pack's model).",
+        ),
+    ] = None,
+    contracts: Annotated[
+        str | None,
+        typer.Option(
+            "--contracts",
+            "-c",
+            help="A contract pack: file.py[:name], pkg.mod:name or an entry-point name.",
+        ),
+    ] = None,
+    output_format: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="md: a short report; json: the outcome.")
+    ] = OutputFormat.MD,
+    finish_reason: Annotated[
+        str | None,
+        typer.Option("--finish-reason", help="The reply's finish reason (length = truncated)."),
+    ] = None,
+    messages: Annotated[
+        str | None,
+        typer.Option(
+            "--messages",
+            help="The original request (a JSON list of chat messages, or plain text for one "
+            "user turn): the contracts read it and the repair request starts with it.",
+        ),
+    ] = None,
+) -> None:
+    """L1 + L2 on a saved raw output, with no model call.
+
+    Prints the recovered value, or the diagnostics and the exact repair request healjson would
+    send next. Exit code 0 healed, 1 degraded, 2 usage error.
+    """
+    from ._check import validate
+
+    pack = _load_pack(contracts) if contracts is not None else None
+    target = _target(model, pack)
+    original = _read_messages(messages) if messages is not None else ()
+    text = _read_text(file)
+    rules = pack.contracts if pack is not None else ()
+    try:
+        outcome = validate(
+            text,
+            target,
+            contracts=rules,
+            context=list(original) if original else None,
+            finish_reason=finish_reason,
+        )
+    except Exception as exc:  # a bad target or contract is a usage error, not a crash
+        raise typer.BadParameter(f"{type(exc).__name__}: {exc}", param_hint="'--model'") from exc
+    prompt = next_repair_prompt(outcome)
+    if output_format is OutputFormat.JSON:
+        data = outcome.to_dict()
+        if isinstance(outcome, Degraded):
+            data["repair_request"] = _request_data(prompt, original)
+        typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    else:
+        typer.echo(heal_report(outcome, _type_name(target), len(rules), prompt, original), nl=False)
+    if not outcome.ok:
+        raise typer.Exit(1)
+
+
+def next_repair_prompt(outcome: Outcome[Any]) -> RepairPrompt | None:
+    """The repair prompt the engine sends after this first answer (default `HealPolicy`).
+
+    Mirrors `_engine._next_prompt` for repair round 1: the strategy follows the verdict, no
+    history yet, and no golden example or schema (they join from round 2). None when there is
+    nothing to send: the answer healed, or a contract raised (a code bug a call cannot fix).
+    """
+    if not isinstance(outcome, Degraded) or outcome.reason is Reason.CONTRACT_ERROR:
+        return None
+    sources = {diagnostic.source for diagnostic in outcome.errors}
+    if outcome.reason is Reason.EMPTY_OUTPUT:
+        strategy = Strategy.EMPTY_RETRY
+    elif outcome.reason is Reason.TOKEN_TRUNCATED:
+        strategy = Strategy.TRUNCATION
+    elif sources & {Source.SCHEMA, Source.CONTRACT}:
+        strategy = Strategy.REPAIR
+    else:
+        strategy = Strategy.SYNTAX
+    return RepairPrompt(
+        strategy=strategy, round=1, raw_output=outcome.raw_text, diagnostics=outcome.errors
+    )
+
+
+def heal_report(
+    outcome: Outcome[Any],
+    target_name: str,
+    contract_count: int,
+    prompt: RepairPrompt | None,
+    original: Sequence[Mapping[str, Any]] = (),
+) -> str:
+    """The `heal --format md` report."""
+    flags = ", ".join(outcome.attempts[0].flags) if outcome.attempts else ""
+    checks = f"{target_name} schema + {contract_count} contract(s)"
+    if isinstance(outcome, Healed):
+        lines = [
+            f"### healed: {target_name}",
+            "",
+            "- **Model calls**: none (healed locally)",
+            f"- **L1 local repairs**: {flags or 'none'}",
+            f"- **L2 {checks}**: passed",
+            "",
+            "#### Value",
+            "",
+        ]
+        lines.extend(f"    {line}" for line in _dump(outcome.to_dict()["value"]).splitlines())
+        return "\n".join(lines) + "\n"
+    lines = [
+        f"### degraded: `{outcome.reason}`",
+        "",
+        f"- **L1 local repairs**: {flags or 'none'}",
+        f"- **L2 {checks}**: {len(outcome.errors)} problem(s)",
+    ]
+    for diagnostic in outcome.errors:
+        lines.append(f"  - `{diagnostic.path}` = {short_repr(diagnostic.value, 120)}")
+        lines.append(f"    - constraint: {diagnostic.constraint}")
+        lines.append(f"    - prescription: {diagnostic.prescription}")
+    if outcome.partial is not None:
+        lines.append(f"- **Partial data**: {short_repr(outcome.partial, 300)}")
+    lines.append("")
+    if prompt is None:
+        lines.append("#### No repair request")
+        lines.append("")
+        lines.append("A contract raised: that is a bug in the contract, which another model call")
+        lines.append("cannot fix, so healjson degrades at once.")
+        return "\n".join(lines) + "\n"
+    lines.append(f"#### Repair request healjson would send next (`{prompt.strategy}`)")
+    lines.append("")
+    if prompt.strategy is Strategy.EMPTY_RETRY:
+        lines.append("The original request, resent unchanged.")
+        return "\n".join(lines) + "\n"
+    if not original:
+        lines.append("_The original request comes first (pass --messages FILE to show it)._")
+        lines.append("")
+    for message in prompt.messages(original):
+        content = message.get("content")
+        text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+        note = " (the raw output, verbatim)" if message.get("role") == "assistant" else ""
+        lines.append(f"**{message.get('role')}**{note}:")
+        lines.append("")
+        lines.extend(f"    {line}" for line in (text or "(empty)").splitlines())
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def _request_data(
+    prompt: RepairPrompt | None, original: Sequence[Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    if prompt is None:
+        return None
+    return {
+        "strategy": str(prompt.strategy),
+        "round": prompt.round,
+        "prompt": prompt.render(),
+        "messages": prompt.messages(original),
+    }
+
+
+# -- batch -------------------------------------------------------------------------------------
+
+
+@app.command()
+def batch(
+    input_path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="INPUT.jsonl",
+            exists=True,
+            dir_okay=False,
+            help="One JSON object per line: optional `id`, and `messages` or `prompt`.",
+        ),
+    ],
+    *,
+    out: Annotated[
+        Path,
+        typer.Option("--out", "-o", dir_okay=False, help="Output JSON Lines (appended to)."),
+    ],
+    model: Annotated[str, typer.Option("--model", help="The endpoint's model name.")],
+    response_model: Annotated[
+        str | None,
+        typer.Option(
+            "--response-model",
+            help="The target type: pkg.mod:Model or file.py:Model (default: the pack's model).",
+        ),
+    ] = None,
+    contracts: Annotated[
+        str | None,
+        typer.Option("--contracts", "-c", help="A contract pack (as for `healjson heal`)."),
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-j", min=1, help="Requests in flight at once.")
+    ] = 8,
+    base_url: Annotated[
+        str | None,
+        typer.Option("--base-url", help="OpenAI-compatible endpoint (default: OPENAI_BASE_URL)."),
+    ] = None,
+    api_key: Annotated[
+        str | None, typer.Option("--api-key", help="API key (default: OPENAI_API_KEY).")
+    ] = None,
+    max_attempts: Annotated[
+        int, typer.Option("--max-attempts", min=1, help="Model calls per row, the first included.")
+    ] = 3,
+    full: Annotated[
+        bool,
+        typer.Option("--full", help="Store each row's whole outcome (for `healjson trace`)."),
+    ] = False,
+    json_mode: Annotated[
+        JsonMode, typer.Option("--json-mode", help="Strongest JSON mode the endpoint supports.")
+    ] = JsonMode.JSON_SCHEMA,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", min=0.001, help="Seconds per HTTP request.")
+    ] = None,
+    progress: Annotated[
+        bool | None,
+        typer.Option(
+            "--progress/--no-progress", help="Progress bar on stderr (default: when a TTY)."
+        ),
+    ] = None,
+) -> None:
+    """Heal every prompt of INPUT.jsonl through an OpenAI-compatible endpoint into OUT.
+
+    Every distinct id gets exactly one output line, written and fsync'd as it finishes; a
+    re-run skips the ids OUT already has, so an interrupted batch resumes where it stopped.
+    Exit code 0 when every row was written (degraded rows included), 1 when some were not,
+    2 on usage errors.
+    """
+    from ._batch import Batch, BatchError, openai_healer
+    from ._healer import Healer
+    from ._policy import HealPolicy
+
+    pack = _load_pack(contracts) if contracts is not None else None
+    target = _target(response_model, pack, option="'--response-model'")
+    rules = pack.contracts if pack is not None else ()
+    examples = pack.examples if pack is not None else ()
+    policy = HealPolicy(max_attempts=max_attempts)
+    try:
+        Healer(target, contracts=rules, policy=policy, examples=examples)
+    except Exception as exc:
+        raise typer.BadParameter(
+            f"{type(exc).__name__}: {exc}", param_hint="'--contracts'"
+        ) from exc
+    openai = _import_openai()
+    key = _api_key(api_key)
+    url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    try:
+        runner = Batch.open(input_path, out)
+    except BatchError as exc:
+        raise typer.BadParameter(str(exc), param_hint="'--out'") from exc
+    show = sys.stderr.isatty() if progress is None else progress
+
+    async def run(on_row: Callable[[BatchStats], None] | None) -> BatchStats:
+        options: dict[str, Any] = {"base_url": url, "api_key": key}
+        if timeout is not None:
+            options["timeout"] = timeout
+        import healjson
+
+        async with openai.AsyncOpenAI(**options) as raw:
+            client = healjson.wrap(raw, json_mode=str(json_mode))
+            healer = openai_healer(
+                client,
+                model=model,
+                response_model=target,
+                contracts=rules,
+                examples=examples,
+                policy=policy,
+            )
+            return await runner.run(healer, concurrency=concurrency, full=full, on_row=on_row)
+
+    with runner:
+        try:
+            with _progress_bar(show, runner.stats.total) as on_row:
+                stats = asyncio.run(run(on_row))
+        except KeyboardInterrupt:
+            typer.echo(_batch_summary(runner.stats, out), err=True)
+            typer.echo("interrupted: re-run the same command to resume", err=True)
+            raise typer.Exit(130) from None
+        except (OSError, ExceptionGroup) as exc:
+            failure = _os_error(exc)
+            if failure is None:
+                raise
+            typer.echo(_batch_summary(runner.stats, out), err=True)
+            typer.echo(f"batch stopped: {failure}", err=True)
+            raise typer.Exit(1) from None
+    typer.echo(_batch_summary(stats, out), err=True)
+    if not stats.complete:
+        raise typer.Exit(1)
+
+
+def _os_error(exc: BaseException) -> OSError | None:
+    """The I/O error that stopped a run (the task group wraps it), or None."""
+    if isinstance(exc, OSError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _os_error(inner)
+            if found is not None:
+                return found
+    return None
+
+
+@contextlib.contextmanager
+def _progress_bar(show: bool, total: int) -> Iterator[Callable[[BatchStats], None] | None]:
+    """A rich progress bar on stderr; yields the per-row callback (None when hidden)."""
+    if not show:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    progress = Progress(
+        TextColumn("[bold]healjson batch"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn(
+            "healed {task.fields[healed]} · degraded {task.fields[degraded]} · "
+            "calls {task.fields[calls]} · tokens {task.fields[tokens]}"
+        ),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+    )
+    task = progress.add_task("batch", total=total, healed=0, degraded=0, calls=0, tokens=0)
+
+    def on_row(stats: BatchStats) -> None:
+        progress.update(
+            task,
+            completed=stats.written,
+            healed=stats.healed,
+            degraded=stats.degraded + stats.invalid,
+            calls=stats.calls,
+            tokens=stats.tokens,
+        )
+
+    with progress:
+        yield on_row
+
+
+def _batch_summary(stats: BatchStats, out: Path) -> str:
+    parts = [
+        f"healjson batch: wrote {stats.written} of {stats.total} row(s) to {out} "
+        f"(healed {stats.healed}, degraded {stats.degraded}, invalid input {stats.invalid}); "
+        f"{stats.calls} call(s), {stats.tokens} token(s)"
+    ]
+    if stats.already_done:
+        parts.append(f"skipped {stats.already_done} line(s) whose id {out} already has")
+    if stats.duplicates:
+        parts.append(f"{stats.duplicates} line(s) repeated an earlier id and were skipped")
+    if stats.torn_line_dropped:
+        parts.append(f"dropped a half-written last line from {out}")
+    if stats.unreadable_rows:
+        parts.append(f"{stats.unreadable_rows} unreadable line(s) in {out} were left as they are")
+    if stats.failed:
+        parts.append(
+            f"{stats.failed} row(s) failed unexpectedly and were not written (re-run to retry); "
+            f"first: {stats.first_failure}"
+        )
+    return "\n".join(parts)
+
+
+# -- trace -------------------------------------------------------------------------------------
+
+
+@app.command()
+def trace(
+    out: Annotated[
+        Path,
+        typer.Argument(
+            metavar="OUT.jsonl", exists=True, dir_okay=False, help="A `healjson batch` output."
+        ),
+    ],
+    row_id: Annotated[str | None, typer.Option("--id", help="Only the row with this id.")] = None,
+) -> None:
+    """Render the rows of a batch output as Markdown traces.
+
+    Rows written with `batch --full` show the whole self-healing log; others get one summary
+    line. Exit code 1 when --id matches no row.
+    """
+    from ._serialize import outcome_from_dict
+    from ._trace import render_markdown
+
+    found = False
+    for row in _rows(out):
+        if row_id is not None and str(row.get("id")) != row_id:
+            continue
+        found = True
+        stored = row.get("outcome")
+        if isinstance(stored, Mapping):
+            try:
+                outcome = outcome_from_dict(stored)
+            except ValueError as exc:
+                typer.echo(f"{_row_summary(row)} (stored outcome unreadable: {exc})")
+                continue
+            typer.echo(render_markdown(outcome, title=f"id {row.get('id')}"))
+        else:
+            typer.echo(_row_summary(row))
+    if row_id is not None and not found:
+        typer.echo(f"no row with id {row_id} in {out}", err=True)
+        raise typer.Exit(1)
+
+
+def _rows(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open("rb") as file:
+        for number, raw in enumerate(file, 1):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except ValueError:
+                typer.echo(f"{path}:{number}: not a JSON line, skipped", err=True)
+                continue
+            if isinstance(row, dict) and "id" in row:
+                yield row
+
+
+def _row_summary(row: Mapping[str, Any]) -> str:
+    calls = row.get("attempts", 0)
+    usage = row.get("usage")
+    tokens = usage.get("total_tokens", 0) if isinstance(usage, Mapping) else 0
+    spent = f"{calls} call(s), {tokens} token(s)"
+    if row.get("ok"):
+        return f"- id {row['id']}: healed in {spent}"
+    errors = row.get("errors")
+    first = ""
+    if isinstance(errors, list) and errors and isinstance(errors[0], Mapping):
+        first = f": `{errors[0].get('path')}` {errors[0].get('constraint')}"
+    return f"- id {row['id']}: degraded (`{row.get('reason')}`) after {spent}{first}"
+
+
+# -- shared helpers ----------------------------------------------------------------------------
+
+
+def _load_pack(spec: str) -> ContractPack:
+    from ._packs import load_contracts
+
+    try:
+        return load_contracts(spec)
+    except Exception as exc:  # LookupError, TypeError, ImportError, or the pack's own error
+        raise typer.BadParameter(
+            f"{type(exc).__name__}: {exc}", param_hint="'--contracts'"
+        ) from exc
+
+
+def _target(spec: str | None, pack: ContractPack | None, option: str = "'--model'") -> Any:
+    from ._loading import SpecError, load_object
+
+    if spec is None:
+        if pack is None:
+            raise typer.BadParameter(
+                "name the target type (pkg.mod:Model or file.py:Model), or give --contracts "
+                "with a pack whose model is the default",
+                param_hint=option,
+            )
+        return pack.model
+    try:
+        return load_object(spec)
+    except SpecError as exc:
+        raise typer.BadParameter(str(exc), param_hint=option) from exc
+
+
+def _type_name(target: Any) -> str:
+    return getattr(target, "__name__", None) or repr(target)
+
+
+def _read_text(file: str) -> str:
+    if file == "-":
+        return sys.stdin.read()
+    try:
+        return Path(file).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise typer.BadParameter(
+            f"cannot read {file}: {exc.strerror or exc}", param_hint="FILE"
+        ) from exc
+
+
+def _read_messages(file: str) -> tuple[dict[str, Any], ...]:
+    from ._repair import normalise_messages
+
+    text = _read_text(file)
+    try:
+        data: Any = json.loads(text)
+    except ValueError:
+        data = text
+    if isinstance(data, Mapping) and "messages" in data:
+        data = data["messages"]
+    elif isinstance(data, Mapping) and isinstance(data.get("prompt"), str):
+        data = data["prompt"]
+    try:
+        return normalise_messages(data)
+    except TypeError as exc:
+        raise typer.BadParameter(str(exc), param_hint="'--messages'") from exc
+
+
+def _import_openai() -> Any:
+    try:
+        import openai
+    except ImportError as exc:
+        raise typer.BadParameter(
+            "this needs the openai package: pip install 'healjson[openai]'", param_hint="openai"
+        ) from exc
+    return openai
+
+
+def _api_key(option: str | None) -> str:
+    key = option or os.environ.get("OPENAI_API_KEY")
+    if not key:
+        raise typer.BadParameter(
+            "no API key: pass --api-key or set OPENAI_API_KEY (any string for an endpoint "
+            "that needs none)",
+            param_hint="'--api-key'",
+        )
+    return key
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def main() -> None:

@@ -21,10 +21,14 @@ def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | No
     `prompt` (schema in the prompt only) — declare a weaker one for endpoints such as older vLLM
     or Ollama builds. A tier the endpoint rejects with HTTP 400 is stepped down once and remembered.
     """
+    from .adapters._openai import HealingClient
+
+    if type(client).__name__ == "InstructorClient" and hasattr(client, "wrapped"):
+        client = client.wrapped  # wrapping twice must not stack two healing layers
+    elif isinstance(client, HealingClient):
+        client = client.wrapped
     if type(client).__module__.split(".", 1)[0] == "instructor":
         from .adapters._instructor import InstructorClient
 
         return InstructorClient(client, json_mode=json_mode, policy=policy)
-    from .adapters._openai import HealingClient
-
     return HealingClient(client, json_mode=json_mode, policy=policy)

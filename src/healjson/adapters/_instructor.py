@@ -26,10 +26,10 @@ Public instructor APIs used (all from `instructor.core`):
 * `Hooks` with the `completion:response` hook, passed per call: it sees the raw completion before
   instructor parses it. Needed because instructor 1.17 loses the completion in two cases: a TOOLS
   mode refusal raises a bare `AssertionError` (wrapped in `InstructorRetryException` with no
-  failed attempts), and for a non-model `response_model` `create_with_completion` fails with
-  `AttributeError` (`_raw_response`) after a successful parse.
-* `InstructorRetryException.__cause__`: instructor 1.17 wraps every exception of a call — API
-  errors and timeouts included — in `InstructorRetryException` raised `from` the original. When
+  failed attempts), and for a simple-type `response_model` (`int`, `str`, ...)
+  `create_with_completion` fails with `AttributeError` (`_raw_response`) after a successful parse.
+* `InstructorRetryException.__cause__`: instructor 1.17 wraps every other exception of a call —
+  API errors and timeouts included — in `InstructorRetryException` raised `from` the original. When
   no completion exists the original is re-raised, so healjson reports `api_error` / `timeout`.
 
 A `max_retries=` given at the call site is ignored (healjson's `HealPolicy.max_attempts` is the
@@ -43,7 +43,9 @@ another shape (Anthropic, Gemini, ...) degrades with `api_error`.
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from instructor.core import Hooks, IncompleteOutputException, InstructorRetryException
@@ -53,12 +55,12 @@ from healjson._healer import Healer
 from healjson._outcome import Outcome
 from healjson._policy import HealPolicy
 
+from ._cache import HealerCache
 from ._format import check_mode
 from ._openai import NotACompletion
 
 __all__ = ["InstructorClient"]
 
-_MAX_HEALERS = 256
 _HEAL_KEYWORDS = ("contracts", "policy", "fallback", "examples", "context", "json_mode")
 
 
@@ -88,7 +90,8 @@ class InstructorClient:
         self.json_mode = check_mode(json_mode)
         self.policy = policy
         self.chat = _Chat(self)
-        self._healers: dict[tuple[Any, ...], tuple[Healer[Any], tuple[Any, ...]]] = {}
+        self._healers = HealerCache()
+        _install_log_filter()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.wrapped, name)
@@ -109,20 +112,8 @@ class InstructorClient:
         examples: Iterable[Any],
     ) -> Healer[Any]:
         """The cached `Healer` for this configuration (built once: it synthesises an example)."""
-        rules = tuple(contracts)
-        shots = tuple(examples)
         chosen = policy or self.policy or HealPolicy()
-        key = (response_model, *map(id, rules), chosen, id(fallback), *map(id, shots))
-        cached = self._healers.get(key)
-        if cached is None:
-            built = Healer(
-                response_model, contracts=rules, policy=chosen, fallback=fallback, examples=shots
-            )
-            if len(self._healers) >= _MAX_HEALERS:
-                self._healers.pop(next(iter(self._healers)))
-            # keep the keyed objects alive so their ids cannot be reused by others
-            cached = self._healers[key] = (built, (rules, fallback, shots))
-        return cached[0]
+        return self._healers.get(response_model, contracts, chosen, fallback, examples)
 
 
 class _Chat:
@@ -180,6 +171,7 @@ class _Completions:
         def call(msgs: list[dict[str, Any]], **params: Any) -> Any:
             capture = _Capture(user_hooks)
             failure: Exception | None = None
+            quiet = _QUIET.set(True)
             try:
                 _, completion = create_with_completion(
                     messages=msgs,
@@ -190,6 +182,8 @@ class _Completions:
                 )
             except Exception as exc:
                 completion, failure = capture.settle(exc)
+            finally:
+                _QUIET.reset(quiet)
             if failure is not None:
                 raise failure
             return _checked(completion)
@@ -210,6 +204,7 @@ async def _heal_async(
     async def call(msgs: list[dict[str, Any]], **call_params: Any) -> Any:
         capture = _Capture(user_hooks)
         failure: Exception | None = None
+        quiet = _QUIET.set(True)
         try:
             _, completion = await create_with_completion(
                 messages=msgs,
@@ -220,11 +215,35 @@ async def _heal_async(
             )
         except Exception as exc:
             completion, failure = capture.settle(exc)
+        finally:
+            _QUIET.reset(quiet)
         if failure is not None:
             raise failure
         return _checked(completion)
 
     return await healer.arun(call, messages, context=context, **params)
+
+
+# instructor logs an ERROR for every answer its own validation rejects ("API call failed on
+# attempt 1", "Max retries exceeded") — including answers healjson then heals locally. Inside
+# healjson's calls those records are dropped; healjson's own events report what happened.
+_QUIET: ContextVar[bool] = ContextVar("healjson_instructor_quiet", default=False)
+_INSTRUCTOR_LOGGERS = ("instructor", "instructor.v2", "instructor.v2.retry")
+
+
+class _MuteInsideHealjson(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _QUIET.get()
+
+
+_MUTE = _MuteInsideHealjson()
+
+
+def _install_log_filter() -> None:
+    for name in _INSTRUCTOR_LOGGERS:
+        logger = logging.getLogger(name)
+        if _MUTE not in logger.filters:
+            logger.addFilter(_MUTE)
 
 
 class _Capture:

@@ -18,12 +18,12 @@ from healjson._outcome import Outcome
 from healjson._policy import HealPolicy
 from healjson._target import Target
 
+from ._cache import HealerCache
 from ._format import FormatState, JsonMode, check_mode, is_format_rejection, shape_request
 
 __all__ = ["HealingClient", "NotACompletion"]
 
 _UNSET: Any = object()
-_MAX_HEALERS = 256
 Negotiation = Generator[dict[str, Any], tuple[bool, Any], Any]
 
 
@@ -55,7 +55,7 @@ class HealingClient:
         self.format = FormatState(check_mode(json_mode))
         self.policy = policy
         self.chat = _Chat(self)
-        self._healers: dict[tuple[Any, ...], tuple[Healer[Any], tuple[Any, ...]]] = {}
+        self._healers = HealerCache()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.wrapped, name)
@@ -85,20 +85,8 @@ class HealingClient:
         examples: Iterable[Any],
     ) -> Healer[Any]:
         """The cached `Healer` for this configuration (built once: it synthesises an example)."""
-        rules = tuple(contracts)
-        shots = tuple(examples)
         chosen = policy or self.policy or HealPolicy()
-        key = (response_model, *map(id, rules), chosen, id(fallback), *map(id, shots))
-        cached = self._healers.get(key)
-        if cached is None:
-            built = Healer(
-                response_model, contracts=rules, policy=chosen, fallback=fallback, examples=shots
-            )
-            if len(self._healers) >= _MAX_HEALERS:
-                self._healers.pop(next(iter(self._healers)))
-            # keep the keyed objects alive so their ids cannot be reused by others
-            cached = self._healers[key] = (built, (rules, fallback, shots))
-        return cached[0]
+        return self._healers.get(response_model, contracts, chosen, fallback, examples)
 
     def negotiation(
         self,

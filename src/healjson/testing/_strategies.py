@@ -11,6 +11,7 @@ each function raises `ImportError` telling you to `pip install 'healjson[testing
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import math
@@ -22,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 from pydantic_core import to_json, to_jsonable_python
 
-from .._check import make_context
-from .._contracts import Contract, ContractContext, run_contracts
-from .._diagnostic import Diagnostic, Source
-from .._drive import drive_sync
-from .._lenient import NOTHING
-from .._packs import ContractPack
-from .._target import Target, target_for
+from healjson._check import make_context
+from healjson._contracts import Contract, ContractContext, run_contracts
+from healjson._diagnostic import Diagnostic, Source
+from healjson._drive import drive_sync
+from healjson._lenient import NOTHING
+from healjson._packs import ContractPack
+from healjson._target import Target, target_for
 
 if TYPE_CHECKING:
     from hypothesis.strategies import DrawFn, SearchStrategy
@@ -94,7 +95,9 @@ def pack_context(pack: ContractPack) -> ContractContext:
     return make_context(pack.extra.get("context"))
 
 
-def judge(pack: ContractPack, instance: Any, ctx: ContractContext | None = None) -> list[Diagnostic]:
+def judge(
+    pack: ContractPack, instance: Any, ctx: ContractContext | None = None
+) -> list[Diagnostic]:
     """Every diagnostic the pack's contracts give `instance` (async contracts are awaited)."""
     context = pack_context(pack) if ctx is None else ctx
     return drive_sync(run_contracts(pack.contracts, instance, context))
@@ -207,9 +210,10 @@ class _SchemaStrategies:
     def __init__(self, root: dict[str, Any]) -> None:
         self.root = root
 
-    def resolve(self, schema: Any) -> dict[str, Any]:
-        if schema is True or not isinstance(schema, dict):
-            return {}
+    def resolve(self, raw: Any) -> dict[str, Any]:
+        if not isinstance(raw, dict):
+            return {}  # `true` (anything) or a malformed node
+        schema: dict[str, Any] = raw
         for _ in range(32):
             ref = schema.get("$ref")
             if not (isinstance(ref, str) and ref.startswith("#/")):
@@ -289,9 +293,15 @@ class _SchemaStrategies:
         props = props if isinstance(props, dict) else {}
         required = {name for name in schema.get("required", ()) if name in props}
         fixed = {name: self.build(props[name], depth + 1) for name in props if name in required}
-        optional = {} if depth >= _MAX_DEPTH else {
-            name: self.build(sub, depth + 1) for name, sub in props.items() if name not in required
-        }
+        optional = (
+            {}
+            if depth >= _MAX_DEPTH
+            else {
+                name: self.build(sub, depth + 1)
+                for name, sub in props.items()
+                if name not in required
+            }
+        )
         objects = st.fixed_dictionaries(fixed, optional=optional)
         extra = schema.get("additionalProperties")
         if props or not isinstance(extra, dict):
@@ -370,8 +380,10 @@ def _formatted(fmt: Any) -> SearchStrategy[str] | None:
         "time": lambda: dumped(dt.time, st.times()),
         "duration": lambda: dumped(dt.timedelta, st.timedeltas()),
         "uuid": lambda: dumped(uuid.UUID, st.uuids()),
-        "email": lambda: st.emails(),
-        "uri": lambda: st.from_regex(r"https://[a-z]{1,12}\.example/[a-z0-9/]{0,20}", fullmatch=True),
+        "email": st.emails,
+        "uri": lambda: st.from_regex(
+            r"https://[a-z]{1,12}\.example/[a-z0-9/]{0,20}", fullmatch=True
+        ),
         "ipv4": lambda: st.ip_addresses(v=4).map(str),
         "ipv6": lambda: st.ip_addresses(v=6).map(str),
     }
@@ -475,37 +487,43 @@ def corrupted(value: Any, *, model: Any = None) -> SearchStrategy[Corruption]:
     from hypothesis import strategies as st
 
     data = _json_data(value, model)
-    applicable = _applicable(data)
+    return _renderings()(data, _applicable(data))
 
-    @st.composite
-    def renderings(draw: DrawFn) -> Corruption:
-        chosen = draw(st.lists(st.sampled_from(applicable), min_size=1, unique=True))
-        kinds = set(chosen)
-        indent = draw(st.sampled_from((2, 4))) if "pretty" in kinds else 0
-        spaced = draw(st.booleans()) if not indent else False
-        renderer = _Renderer(kinds, indent, spaced, draw)
-        body = renderer.render(data)
-        before = after = ""
-        if "fence" in kinds:
-            lang = draw(st.sampled_from(("json", "")))
-            before, after = f"```{lang}\n", "\n```"
-        if "prose_before" in kinds:
-            gap = draw(st.sampled_from(("\n", "\n\n", " ")))
-            before = draw(st.sampled_from(_PROSE_BEFORE)) + gap + before
-        if "prose_after" in kinds:
-            gap = draw(st.sampled_from(("\n", "\n\n", " ")))
-            after = after + gap + draw(st.sampled_from(_PROSE_AFTER))
-        applied = renderer.applied | (kinds & {"fence", "prose_before", "prose_after", "pretty"})
-        if "truncated" in kinds:
-            cut = draw(st.integers(1, len(body) - 1))  # strictly inside the value
-            applied.add("truncated")
-            ordered = tuple(k for k in KINDS if k in applied)
-            return Corruption(before + body[:cut], ordered, "length", False, data)
-        ordered = tuple(k for k in KINDS if k in applied)
-        finish = draw(st.sampled_from((None, "stop")))
-        return Corruption(before + body + after, ordered, finish, True, data)
 
-    return renderings()
+@functools.cache
+def _renderings() -> Callable[[Any, tuple[str, ...]], SearchStrategy[Corruption]]:
+    """The composite strategy, built once (hypothesis inspects a composite's source when built)."""
+    from hypothesis import strategies as st
+
+    return st.composite(_draw_corruption)
+
+
+def _draw_corruption(draw: DrawFn, data: Any, applicable: tuple[str, ...]) -> Corruption:
+    from hypothesis import strategies as st
+
+    kinds = set(draw(st.lists(st.sampled_from(applicable), min_size=1, unique=True)))
+    indent = draw(st.sampled_from((2, 4))) if "pretty" in kinds else 0
+    spaced = draw(st.booleans()) if not indent else False
+    renderer = _Renderer(kinds, indent, spaced, draw)
+    body = renderer.render(data)
+    before = after = ""
+    if "fence" in kinds:
+        lang = draw(st.sampled_from(("json", "")))
+        before, after = f"```{lang}\n", "\n```"
+    if "prose_before" in kinds:
+        gap = draw(st.sampled_from(("\n", "\n\n", " ")))
+        before = draw(st.sampled_from(_PROSE_BEFORE)) + gap + before
+    if "prose_after" in kinds:
+        gap = draw(st.sampled_from(("\n", "\n\n", " ")))
+        after = after + gap + draw(st.sampled_from(_PROSE_AFTER))
+    applied = renderer.applied | (kinds & {"fence", "prose_before", "prose_after", "pretty"})
+    if "truncated" in kinds:
+        cut = draw(st.integers(1, len(body) - 1))  # strictly inside the value
+        ordered = tuple(k for k in KINDS if k in applied or k == "truncated")
+        return Corruption(before + body[:cut], ordered, "length", False, data)
+    ordered = tuple(k for k in KINDS if k in applied)
+    finish = draw(st.sampled_from((None, "stop")))
+    return Corruption(before + body + after, ordered, finish, True, data)
 
 
 def _json_data(value: Any, model: Any) -> Any:
@@ -521,9 +539,9 @@ def _json_data(value: Any, model: Any) -> Any:
     return data
 
 
-def _applicable(data: Any) -> list[str]:
+def _applicable(data: Any) -> tuple[str, ...]:
     if not isinstance(data, dict | list):
-        return ["fence"]  # prose, comments or quotes around a bare scalar are not recoverable
+        return ("fence",)  # prose, comments or quotes around a bare scalar are not recoverable
     kinds = ["fence", "prose_before", "prose_after", "line_comment", "block_comment", "pretty"]
     strings, keys, literals, filled = _inventory(data)
     if filled:
@@ -536,7 +554,7 @@ def _applicable(data: Any) -> list[str]:
         kinds.append("unquoted_keys")
     if len(json.dumps(data)) > 2:
         kinds.append("truncated")  # needs a character strictly inside the value
-    return [k for k in KINDS if k in kinds]
+    return tuple(k for k in KINDS if k in kinds)
 
 
 def _inventory(data: Any) -> tuple[list[str], list[str], bool, bool]:
@@ -628,10 +646,11 @@ class _Renderer:
             if index:
                 out.append(comma + self._comment())
             out.append(inner + item)
-        if items and "trailing_comma" in self.kinds:
-            if "trailing_comma" not in self.applied or self.draw(self.booleans):
-                self.applied.add("trailing_comma")
-                out.append(",")
+        # the first non-empty container always gets a trailing comma; later ones maybe
+        first = "trailing_comma" not in self.applied
+        if items and "trailing_comma" in self.kinds and (first or self.draw(self.booleans)):
+            self.applied.add("trailing_comma")
+            out.append(",")
         out.append(self._comment(forced="line_comment" if top else None))
         out.append(outer + closer)
         return "".join(out)
@@ -651,4 +670,3 @@ class _Renderer:
         if kind == "block_comment":
             return f" /* {text} */ " if self.spaced or self.indent else f"/* {text} */"
         return f" // {text}" if self.indent else f"// {text}\n"
-

@@ -1,0 +1,472 @@
+"""`healjson batch`: heal many prompts through an OpenAI-compatible endpoint and lose nothing.
+
+The input is JSON Lines: one object per line with an optional `id` (default: the 1-based line
+number) and either `messages` (chat messages) or `prompt` (a string). The output gets exactly one
+JSON line per distinct id:
+
+    {"id": ..., "ok": true, "value": ..., "attempts": N, "usage": {...}}
+    {"id": ..., "ok": false, "reason": ..., "raw_text": ..., "errors": [...], "attempts": N,
+     "usage": {...}}
+
+plus `"outcome"` (the whole `outcome.to_dict()`) with `full=True`. A line that cannot be read
+becomes `{"ok": false, "reason": "invalid_input", ...}`; a repeated id is processed once.
+
+Durability: one writer appends each row as one `write`, then flushes and fsyncs it before the
+next, so a killed run leaves whole rows plus at most one torn last line. Opening the output reads
+the ids already there (a re-run skips them) and cuts an unreadable last line off. Rows are
+written in the order they finish, not in input order.
+
+This module does no terminal output: the command line passes a callback for its progress bar.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from ._outcome import Outcome
+
+__all__ = [
+    "Batch",
+    "BatchError",
+    "BatchStats",
+    "Job",
+    "id_key",
+    "openai_healer",
+    "read_jobs",
+    "recover_output",
+]
+
+INVALID_INPUT = "invalid_input"
+_EXCERPT_CHARS = 200
+
+Heal = Callable[["Job"], Awaitable[Outcome[Any]]]
+
+
+class BatchError(Exception):
+    """The batch cannot start: unreadable input, or an output file in use or not writable."""
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One input line: its id and messages, or why it cannot be processed (`problem`)."""
+
+    id: str | int
+    line: int
+    messages: tuple[dict[str, Any], ...] = ()
+    problem: str | None = None
+    text: str = ""
+
+    @property
+    def key(self) -> str:
+        """The id as compared for resuming and de-duplication (see `id_key`)."""
+        return id_key(self.id)
+
+
+def id_key(value: Any) -> str:
+    """Ids compare as JSON values: `7` and `"7"` are different ids."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+@dataclass
+class BatchStats:
+    """Counts for one run (the progress bar reads them after every written row)."""
+
+    total: int = 0
+    """Rows this run has to write (distinct ids not yet in the output)."""
+    written: int = 0
+    healed: int = 0
+    degraded: int = 0
+    invalid: int = 0
+    calls: int = 0
+    tokens: int = 0
+    already_done: int = 0
+    """Input lines skipped because their id is already in the output."""
+    duplicates: int = 0
+    """Input lines skipped because an earlier line had the same id."""
+    unreadable_rows: int = 0
+    """Lines of the existing output that are not rows (kept as they are)."""
+    torn_line_dropped: bool = False
+    failed: int = 0
+    """Jobs that raised unexpectedly (no row written; a re-run retries them)."""
+    first_failure: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        """True when every row this run owed was written."""
+        return self.written == self.total
+
+
+# -- input -------------------------------------------------------------------------------------
+
+
+def read_jobs(path: Path) -> Iterator[Job]:
+    """Every non-blank input line as a `Job` (unreadable lines carry a `problem`)."""
+    try:
+        file = path.open("rb")
+    except OSError as exc:
+        raise BatchError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    with file:
+        for number, raw in enumerate(file, 1):
+            if not raw.strip():
+                continue
+            yield _job(raw[3:] if number == 1 and raw.startswith(b"\xef\xbb\xbf") else raw, number)
+
+
+def _job(raw: bytes, line: int) -> Job:
+    try:
+        text = raw.decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        return Job(line, line, problem=f"line {line} is not UTF-8 ({exc.reason})")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return Job(line, line, problem=f"line {line} is not valid JSON: {exc}", text=text)
+    if not isinstance(data, dict):
+        return Job(line, line, problem=f"line {line} is not a JSON object", text=text)
+    ident = data.get("id")
+    if ident is None:
+        ident = line
+    elif isinstance(ident, bool) or not isinstance(ident, str | int):
+        return Job(line, line, problem=f"line {line}: `id` must be a string or an integer")
+    problem = None
+    messages: tuple[dict[str, Any], ...] = ()
+    if ("messages" in data) == ("prompt" in data):
+        problem = "give either `messages` (chat messages) or `prompt` (a string)"
+    elif "prompt" in data:
+        if isinstance(data["prompt"], str) and data["prompt"].strip():
+            messages = ({"role": "user", "content": data["prompt"]},)
+        else:
+            problem = "`prompt` must be a non-empty string"
+    else:
+        messages, problem = _messages(data["messages"])
+    if problem is not None:
+        return Job(ident, line, problem=f"line {line}: {problem}", text=text)
+    return Job(ident, line, messages, text=text)
+
+
+def _messages(value: Any) -> tuple[tuple[dict[str, Any], ...], str | None]:
+    if not isinstance(value, list) or not value:
+        return (), "`messages` must be a non-empty list of chat messages"
+    for index, message in enumerate(value):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            return (), f"`messages[{index}]` must be an object with a `role`"
+    return tuple(dict(message) for message in value), None
+
+
+def _select(path: Path, done: set[str]) -> Iterator[tuple[str, Job]]:
+    """Each job with what to do about it: `todo`, `done` (id in the output) or `duplicate`."""
+    seen: set[str] = set()
+    for job in read_jobs(path):
+        key = job.key
+        if key in done:
+            yield "done", job
+        elif key in seen:
+            yield "duplicate", job
+        else:
+            seen.add(key)
+            yield "todo", job
+
+
+# -- output ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Recovered:
+    """What an existing output file holds."""
+
+    keys: frozenset[str] = frozenset()
+    unreadable: int = 0
+    keep_bytes: int = 0
+    """Where the good part ends (a torn last line starts here)."""
+    needs_newline: bool = False
+    torn: bool = False
+
+
+def recover_output(path: Path) -> Recovered:
+    """Read the ids already written to `path` and find a torn last line (nothing is changed)."""
+    if not path.exists():
+        return Recovered()
+    keys: set[str] = set()
+    unreadable = 0
+    offset = 0
+    last: tuple[int, bytes] | None = None
+    with path.open("rb") as file:
+        for raw in file:
+            if last is not None and not _note_row(last[1], keys):
+                unreadable += 1
+            last = (offset, raw)
+            offset += len(raw)
+    if last is None:
+        return Recovered()
+    start, raw = last
+    if _note_row(raw, keys):
+        return Recovered(frozenset(keys), unreadable, offset, not raw.endswith(b"\n"))
+    if not raw.strip():
+        return Recovered(frozenset(keys), unreadable, offset)
+    return Recovered(frozenset(keys), unreadable, start, torn=True)
+
+
+def _note_row(raw: bytes, keys: set[str]) -> bool:
+    if not raw.strip():
+        return True  # a blank line is not damage
+    try:
+        row = json.loads(raw)
+    except ValueError:
+        return False
+    if not isinstance(row, dict) or "id" not in row:
+        return False
+    keys.add(id_key(row["id"]))
+    return True
+
+
+class _Output:
+    """The single writer: one JSON line per row, flushed and fsync'd before the next."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            self._file: IO[bytes] = path.open("ab")
+        except OSError as exc:
+            raise BatchError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        try:
+            _lock(self._file, path)
+            self.recovered = recover_output(path)
+            if self.recovered.torn:  # a killed run's half-written row: overwrite it
+                self._file.truncate(self.recovered.keep_bytes)
+                self._sync()
+            if self.recovered.needs_newline:
+                self._append(b"\n")
+        except BaseException:
+            self._file.close()
+            raise
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        try:
+            text = json.dumps(row, ensure_ascii=False)
+            data = (text + "\n").encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate from the endpoint: escape everything
+            data = (json.dumps(row, ensure_ascii=True) + "\n").encode("ascii")
+        self._append(data)
+
+    def _append(self, data: bytes) -> None:
+        self._file.write(data)
+        self._sync()
+
+    def _sync(self) -> None:
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _lock(file: IO[bytes], path: Path) -> None:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no advisory lock
+        return
+    try:
+        fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        raise BatchError(f"{path} is being written by another healjson batch") from exc
+
+
+# -- rows --------------------------------------------------------------------------------------
+
+
+def outcome_row(job: Job, outcome: Outcome[Any], *, full: bool = False) -> dict[str, Any]:
+    """The output row for a job that ran."""
+    data = outcome.to_dict()
+    row: dict[str, Any] = {"id": job.id, "ok": outcome.ok}
+    if outcome.ok:
+        row["value"] = data["value"]
+    else:
+        row.update(reason=data["reason"], raw_text=data["raw_text"], errors=data["errors"])
+    row.update(attempts=outcome.calls, usage=data["usage"])
+    if full:
+        row["outcome"] = data
+    return row
+
+
+def invalid_row(job: Job) -> dict[str, Any]:
+    """The output row for an input line that cannot be processed."""
+    excerpt = job.text if len(job.text) <= _EXCERPT_CHARS else job.text[:_EXCERPT_CHARS] + "…"
+    error = {
+        "path": "<input>",
+        "value": excerpt,
+        "constraint": job.problem,
+        "prescription": "Fix the input line: a JSON object with an optional `id` and either "
+        "`messages` (a list of chat messages) or `prompt` (a string).",
+        "source": "input",
+        "line": job.line,
+    }
+    empty = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "estimated": False}
+    return {
+        "id": job.id,
+        "ok": False,
+        "reason": INVALID_INPUT,
+        "raw_text": None,
+        "errors": [error],
+        "attempts": 0,
+        "usage": empty,
+    }
+
+
+# -- the run -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Batch:
+    """An input file and an output file, opened for one run (the output is locked meanwhile).
+
+    `Batch.open` reads what the output already holds, so `stats.total` is known before
+    `run` starts (for a progress bar); call `close` (or use `with`) when done.
+    """
+
+    input_path: Path
+    out_path: Path
+    stats: BatchStats = field(default_factory=BatchStats)
+    _output: _Output | None = None
+    _done: set[str] = field(default_factory=set)
+
+    @classmethod
+    def open(cls, input_path: Path, out_path: Path) -> Batch:
+        """Lock and recover the output, then count the input (raises `BatchError`)."""
+        if not input_path.is_file():
+            raise BatchError(f"no input file at {input_path}")
+        output = _Output(out_path)
+        batch = cls(input_path, out_path, _output=output, _done=set(output.recovered.keys))
+        batch.stats.torn_line_dropped = output.recovered.torn
+        batch.stats.unreadable_rows = output.recovered.unreadable
+        try:
+            for status, _ in _select(input_path, batch._done):
+                if status == "todo":
+                    batch.stats.total += 1
+                elif status == "done":
+                    batch.stats.already_done += 1
+                else:
+                    batch.stats.duplicates += 1
+        except BaseException:
+            output.close()
+            raise
+        return batch
+
+    def __enter__(self) -> Batch:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the output file."""
+        if self._output is not None:
+            self._output.close()
+            self._output = None
+
+    async def run(
+        self,
+        heal: Heal,
+        *,
+        concurrency: int = 8,
+        full: bool = False,
+        on_row: Callable[[BatchStats], None] | None = None,
+    ) -> BatchStats:
+        """Heal every pending job, `concurrency` at a time; one writer appends the rows."""
+        if self._output is None:
+            raise RuntimeError("this batch is closed")
+        output = self._output
+        jobs = (job for status, job in _select(self.input_path, self._done) if status == "todo")
+        queue: asyncio.Queue[tuple[dict[str, Any], Outcome[Any] | None] | None] = asyncio.Queue(
+            maxsize=2 * concurrency
+        )
+
+        async def work() -> None:
+            for job in jobs:  # one shared iterator: each job goes to exactly one worker
+                row = await self._row(job, heal, full)
+                if row is not None:
+                    await queue.put(row)
+
+        async def produce() -> None:
+            try:
+                async with asyncio.TaskGroup() as workers:
+                    for _ in range(max(1, concurrency)):
+                        workers.create_task(work())
+            finally:
+                await queue.put(None)
+
+        async def write() -> None:
+            while (item := await queue.get()) is not None:
+                row, outcome = item
+                await asyncio.to_thread(output.write, row)
+                self._count(row, outcome)
+                if on_row is not None:
+                    on_row(self.stats)
+
+        async with asyncio.TaskGroup() as group:
+            group.create_task(write())
+            group.create_task(produce())
+        return self.stats
+
+    async def _row(
+        self, job: Job, heal: Heal, full: bool
+    ) -> tuple[dict[str, Any], Outcome[Any] | None] | None:
+        if job.problem is not None:
+            return invalid_row(job), None
+        try:
+            outcome = await heal(job)
+            return outcome_row(job, outcome, full=full), outcome
+        except Exception as exc:  # healjson never raises at call time: this is a bug
+            self.stats.failed += 1
+            if self.stats.first_failure is None:
+                self.stats.first_failure = f"id {job.id!r}: {type(exc).__name__}: {exc}"
+            return None
+
+    def _count(self, row: Mapping[str, Any], outcome: Outcome[Any] | None) -> None:
+        stats = self.stats
+        stats.written += 1
+        if outcome is None:
+            stats.invalid += 1
+            return
+        if outcome.ok:
+            stats.healed += 1
+        else:
+            stats.degraded += 1
+        stats.calls += outcome.calls
+        stats.tokens += outcome.usage.total_tokens
+
+
+def openai_healer(
+    client: Any,
+    *,
+    model: str,
+    response_model: Any,
+    contracts: tuple[Any, ...] = (),
+    examples: tuple[Any, ...] = (),
+    policy: Any = None,
+    params: Mapping[str, Any] | None = None,
+) -> Heal:
+    """A `heal(job)` that sends the job's messages through a `healjson.wrap`-ped async client.
+
+    The healer is built once here, so a bad model or contract raises before any row is written.
+    """
+    client.healer(response_model, contracts, policy, None, examples)
+    extra = dict(params or {})
+
+    async def heal(job: Job) -> Outcome[Any]:
+        outcome: Outcome[Any] = await client.chat.completions.create(
+            model=model,
+            messages=[dict(message) for message in job.messages],
+            response_model=response_model,
+            contracts=contracts,
+            examples=examples,
+            policy=policy,
+            **extra,
+        )
+        return outcome
+
+    return heal
