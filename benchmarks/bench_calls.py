@@ -58,6 +58,7 @@ RESULTS = ROOT / "benchmarks" / "results" / "calls.md"
 TARGET_FEWER_CALLS = 0.25  # issue target: >= 25% fewer model calls than instructor, 0 exceptions
 MAX_CALLS = 3  # healjson max_attempts=3; instructor max_retries=2
 GROWTH_ATTEMPTS = 5
+LONG_ATTEMPTS = 8
 MODEL_NAME = "gpt-4o-mini"
 
 try:  # only if it is installed and its encoding is cached locally: never download here
@@ -72,7 +73,7 @@ else:
     TIKTOKEN_STATE = f"tiktoken {version('tiktoken')}, `o200k_base`"
 
 
-# --- the model and the rule ---------------------------------------------------------------------
+# --- the model and the rule --------------------------------------------------------------------
 
 RULE_TEXT = "urgency 4 or 5 requires a summary of at least 15 characters"
 
@@ -81,7 +82,7 @@ class SupportTicket(BaseModel):
     urgency: int = Field(ge=1, le=5)
     category: Literal["billing", "shipping", "technical", "account", "other"]
     summary: str = Field(min_length=5, max_length=160)
-    orderId: str = Field(pattern=r"^ORD-\d{6}$")  # noqa: N815 - the wire name
+    orderId: str = Field(pattern=r"^ORD-\d{6}$")
     needs_callback: bool
     assignee: str | None = None
 
@@ -135,7 +136,7 @@ def _dumps(**changes: Any) -> str:
     return json.dumps({**GOOD_DATA, **changes})
 
 
-# --- scenarios -----------------------------------------------------------------------------------
+# --- scenarios ---------------------------------------------------------------------------------
 
 Item = str | ScriptedReply
 
@@ -196,7 +197,7 @@ SCENARIOS = (
 )
 
 
-# --- running one scenario ------------------------------------------------------------------------
+# --- running one scenario ----------------------------------------------------------------------
 
 
 @dataclass
@@ -275,6 +276,13 @@ def run_healjson(script: Sequence[Item], policy: healjson.HealPolicy | None = No
             run.correct = outcome.ok and outcome.value == EXPECTED
         run.requests = server.requests
     _account(run, script)
+    if run.exception is None:  # the server's reported usage, as healjson summed it
+        usage = outcome.usage
+        if (usage.prompt_tokens, usage.completion_tokens) != (
+            run.prompt_tokens,
+            run.completion_tokens,
+        ):
+            raise AssertionError(f"token accounting differs from the server's usage: {usage}")
     return run
 
 
@@ -314,7 +322,7 @@ def _valid(data: dict[str, Any]) -> bool:
     return urgent_needs_detail(ticket) is None
 
 
-# --- part 2: prompt growth -----------------------------------------------------------------------
+# --- part 2: prompt growth ---------------------------------------------------------------------
 
 ALWAYS_INVALID = {
     "schema-invalid JSON": _dumps(urgency=9, summary="Bad", orderId="482913"),
@@ -377,10 +385,19 @@ def bench_growth(lines: list[str]) -> list[tuple[str, list[int], list[int]]]:
             "",
         ]
         summary.append((label, [s[1] for s in h_sizes], [s[1] for s in i_sizes]))
+    reply = ALWAYS_INVALID["schema-invalid JSON"]
+    longer = run_healjson([reply] * LONG_ATTEMPTS, healjson.HealPolicy(max_attempts=LONG_ATTEMPTS))
+    chars = [f"{size[1]:,}" for size in _sizes(longer)]
+    lines += [
+        f"Beyond 5: healjson with `max_attempts={LONG_ATTEMPTS}` on the schema-invalid reply, "
+        f"message chars per request: {' → '.join(chars)} (a repair carries one short line per "
+        "earlier attempt, up to a fixed cap, never the attempts verbatim).",
+        "",
+    ]
     return summary
 
 
-# --- report ----------------------------------------------------------------------------------------
+# --- report ------------------------------------------------------------------------------------
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -492,7 +509,9 @@ def totals_table(results: Sequence[tuple[Scenario, dict[str, Run]]]) -> list[str
                 "exceptions raised to the caller",
                 lambda runs: str(sum(1 for run in runs if run.exception)),
             ),
-            row("prompt tokens (message text / 4)", lambda runs: f"{_sum(runs, 'prompt_tokens'):,}"),
+            row(
+                "prompt tokens (message text / 4)", lambda runs: f"{_sum(runs, 'prompt_tokens'):,}"
+            ),
             row(
                 "prompt tokens incl. `response_format`/`tools`",
                 lambda runs: f"{_sum(runs, 'prompt_tokens_with_format'):,}",
@@ -509,10 +528,11 @@ def main() -> int:
     for scenario in SCENARIOS:
         results.append((scenario, run_all(scenario.script(MAX_CALLS))))
         print(f"  {scenario.name} done", file=sys.stderr)
-    stubborn: list[tuple[Scenario, dict[str, Run]]] = []
-    for scenario in SCENARIOS:
-        if scenario.locally_fixable:
-            stubborn.append((scenario, run_all(scenario.stubborn_script(MAX_CALLS))))
+    stubborn = [
+        (scenario, run_all(scenario.stubborn_script(MAX_CALLS)))
+        for scenario in SCENARIOS
+        if scenario.locally_fixable
+    ]
     print("  stubborn-model scripts done", file=sys.stderr)
 
     hs = [runs["H"] for _, runs in results]

@@ -71,7 +71,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "overhead.md"
 
 TARGET_RATIO = 1.05  # issue target: healjson's client CPU per call <= 1.05x the bare client's
-ROUNDS = int(os.environ.get("BENCH_ROUNDS", 15))
+ROUNDS = 15
 CALLS = 200
 WARMUP_CALLS = 100
 ASYNC_CALLS = 1_000
@@ -83,7 +83,7 @@ STUB_CALLS = 2_000
 MODEL_NAME = "gpt-4o-mini"
 
 
-# --- the model, the reply and the request ---------------------------------------------------
+# --- the model, the reply and the request ------------------------------------------------------
 
 
 class LineItem(BaseModel):
@@ -144,7 +144,7 @@ INSTR_JSON = "C. instructor `Mode.JSON`"
 INSTR_TOOLS = "D. instructor `Mode.TOOLS`"
 
 
-# --- scripted servers in separate processes ---------------------------------------------------
+# --- scripted servers in separate processes ----------------------------------------------------
 
 
 # `python -m healjson.testing._server`, with one change: socketserver's default listen backlog
@@ -194,7 +194,7 @@ def async_client(base_url: str) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(base_url=base_url, api_key="sk-bench", max_retries=0)
 
 
-# --- part 1: sync per-call cost ---------------------------------------------------------------
+# --- part 1: sync per-call cost ----------------------------------------------------------------
 
 
 def make_contenders(content_url: str, tools_url: str) -> dict[str, Callable[[], Any]]:
@@ -327,14 +327,14 @@ def report_sync(
     lines: list[str], cpu: dict[str, list[float]], wall: dict[str, list[float]]
 ) -> float:
     rows = []
-    for name in cpu:
-        cpu_med, wall_med = statistics.median(cpu[name]), statistics.median(wall[name])
+    for name, samples in cpu.items():
+        cpu_med, wall_med = statistics.median(samples), statistics.median(wall[name])
         rows.append(
             [
                 name,
-                f"{us(cpu_med)} ({us(min(cpu[name]))})",
-                f"{paired(cpu[name], cpu[BARE]):.3f}x",
-                paired_iqr(cpu[name], cpu[BARE]),
+                f"{us(cpu_med)} ({us(min(samples))})",
+                f"{paired(samples, cpu[BARE]):.3f}x",
+                paired_iqr(samples, cpu[BARE]),
                 f"{(cpu_med - statistics.median(cpu[BARE])) / 1e3:+,.1f} µs",
                 f"{us(wall_med)} ({us(min(wall[name]))})",
                 f"{paired(wall[name], wall[BARE]):.3f}x",
@@ -355,7 +355,7 @@ def report_sync(
     return paired(cpu[HEALJSON], cpu[BARE])
 
 
-# --- part 2: async throughput (child processes) -----------------------------------------------
+# --- part 2: async throughput (child processes) ------------------------------------------------
 
 ASYNC_DETECTION_NOTE = (
     "**`healjson.wrap(AsyncOpenAI())` did not detect the async client in this build**: "
@@ -508,7 +508,7 @@ def bench_async(lines: list[str], base_url: str) -> bool:
     return forced
 
 
-# --- part 1b: healjson's own cost, without HTTP ---------------------------------------------
+# --- part 1b: healjson's own cost, without HTTP ------------------------------------------------
 
 
 class _StubCompletions:
@@ -606,7 +606,7 @@ def bench_stub(lines: list[str], http_cpu: dict[str, list[float]]) -> float:
     return projected
 
 
-# --- part 3: profile --------------------------------------------------------------------------
+# --- part 3: profile ---------------------------------------------------------------------------
 
 Key = tuple[str, int, str]
 
@@ -710,7 +710,13 @@ def bench_profile(lines: list[str], contenders: dict[str, Callable[[], Any]]) ->
     rows.sort(reverse=True)
     shown = rows[:25]
     lines += table(
-        ["healjson function", "own µs/call", "share of healjson side", "inclusive µs/call", "calls"],
+        [
+            "healjson function",
+            "own µs/call",
+            "share of healjson side",
+            "inclusive µs/call",
+            "calls",
+        ],
         [
             [
                 _label(key),
@@ -747,7 +753,7 @@ def bench_profile(lines: list[str], contenders: dict[str, Callable[[], Any]]) ->
     )
 
 
-# --- report -----------------------------------------------------------------------------------
+# --- report ------------------------------------------------------------------------------------
 
 
 def processor() -> str:
@@ -808,8 +814,7 @@ def main() -> int:
             f"characters. {ROUNDS} rounds x {CALLS} calls per contender after {WARMUP_CALLS} "
             "warm-up calls; median over rounds (min in brackets). *Paired ratio* = median over "
             "rounds of (contender / baseline in the same round). The scripted servers run in "
-            "separate processes: only the client process's CPU is counted. "
-            + " ".join(notes),
+            "separate processes: only the client process's CPU is counted. " + " ".join(notes),
             "",
         ]
         ratio = report_sync(lines, cpu, wall)

@@ -16,7 +16,7 @@ from datetime import date, timedelta
 from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, WithJsonSchema
 
 from healjson import ContractPack, Violation, contract
 
@@ -39,15 +39,27 @@ TIMES = "\N{MULTIPLICATION SIGN}"
 MAX_AMOUNT = Decimal("1000000000000")  # keeps every product and sum exact in `_MONEY`
 _MONEY = Context(prec=60, rounding=ROUND_HALF_UP)
 CurrencyCode = Annotated[str, Field(pattern=r"^[A-Z]{3}$", description="ISO 4217, e.g. EUR")]
+# The model is asked for amounts as JSON numbers (pydantic's own schema for Decimal also allows
+# any string); numeric strings such as "25.00" are still accepted when validating.
+Amount = Annotated[
+    Decimal,
+    Field(ge=0, le=MAX_AMOUNT),
+    WithJsonSchema({"type": "number", "minimum": 0, "maximum": int(MAX_AMOUNT)}),
+]
+Quantity = Annotated[
+    Decimal,
+    Field(gt=0, le=MAX_AMOUNT),
+    WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": int(MAX_AMOUNT)}),
+]
 
 
 class InvoiceLine(BaseModel):
     """One billed item."""
 
     description: str = Field(min_length=1)
-    quantity: Decimal = Field(gt=0, le=MAX_AMOUNT)
-    unit_price: Decimal = Field(ge=0, le=MAX_AMOUNT)
-    line_total: Decimal = Field(ge=0, le=MAX_AMOUNT)
+    quantity: Quantity
+    unit_price: Amount
+    line_total: Amount
     currency: CurrencyCode
 
 
@@ -59,8 +71,8 @@ class Invoice(BaseModel):
     issue_date: date
     due_date: date
     lines: list[InvoiceLine] = Field(min_length=1)
-    tax: Decimal = Field(ge=0, le=MAX_AMOUNT)
-    total: Decimal = Field(ge=0, le=MAX_AMOUNT)
+    tax: Amount
+    total: Amount
 
 
 def _amount(value: Decimal) -> str:

@@ -249,7 +249,10 @@ def test_heal_json_output_round_trips_through_outcome_from_dict() -> None:
 @pytest.mark.parametrize(
     ("raw", "finish_reason"),
     [
-        ('{"urgency": 5, "category": "refund", "summary": "Refund!", "orderId": "ORD-1"}', None),
+        (
+            '{"urgency": 5, "category": "refund", "summary": "Refund!", "orderId": "ORD-000001"}',
+            None,
+        ),
         ('{"urgency": 9, "category": "misc", "summary": "ok"}', None),
         ("Sorry, no JSON today.", None),
         ('{"urgency": 5, "category": "logi', "length"),

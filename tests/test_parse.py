@@ -629,3 +629,10 @@ def test_alternating_quotes_never_raise(text: str) -> None:
     assert isinstance(result, ParseResult)
     assert (result.error is None) == result.ok
     assert result.truncated == (result.error is not None and result.error.source == "truncation")
+
+
+def test_comment_glued_to_a_comma_is_dropped_not_merged_into_a_value() -> None:
+    """`1,// note` keeps `1` as the value (json-repair alone read it as the string "1,/")."""
+    result = parse('{"a":1,// note\n"b":"x", "u": "http://h,//p"}')
+    assert {"a": 1, "b": "x", "u": "http://h,//p"} == result.value
+    assert Flag.SYNTAX_REPAIRED in result.flags

@@ -449,19 +449,16 @@ def _progress_bar(show: bool, total: int) -> Iterator[Callable[[BatchStats], Non
         Progress,
         TextColumn,
         TimeElapsedColumn,
-        TimeRemainingColumn,
     )
 
-    progress = Progress(
-        TextColumn("[bold]healjson batch"),
-        BarColumn(),
+    progress = Progress(  # fits 80 columns: bar, done/total, the counters, elapsed time
+        BarColumn(bar_width=16),
         MofNCompleteColumn(),
         TextColumn(
             "healed {task.fields[healed]} · degraded {task.fields[degraded]} · "
             "calls {task.fields[calls]} · tokens {task.fields[tokens]}"
         ),
         TimeElapsedColumn(),
-        TimeRemainingColumn(),
         console=Console(stderr=True),
     )
     task = progress.add_task("batch", total=total, healed=0, degraded=0, calls=0, tokens=0)
@@ -532,7 +529,7 @@ def trace(
         if isinstance(stored, Mapping):
             try:
                 outcome = outcome_from_dict(stored)
-            except ValueError as exc:
+            except Exception as exc:  # malformed data can raise more than the documented ValueError
                 typer.echo(f"{_row_summary(row)} (stored outcome unreadable: {exc})")
                 continue
             typer.echo(render_markdown(outcome, title=f"id {row.get('id')}"))

@@ -40,6 +40,15 @@ _TRIPLE = re.compile(r'"""(.*?)"""|\'\'\'(.*?)\'\'\'', re.DOTALL)
 _BACKTICK = re.compile(r"(?<=[:\[,])(\s*)`([^`]*)`(?=\s*[,}\]])")
 
 
+# json-repair misreads a comment glued to a comma or bracket (`1,// note` became the string
+# "1,/"); a space in between is read correctly. Strings are matched first and left untouched.
+_GLUED_COMMENT = re.compile(r'"(?:\\.|[^"\\\n])*"|([,{\[])(?=//|/\*)')
+
+
+def _unglue(match: re.Match[str]) -> str:
+    return match.group(1) + " " if match.group(1) else match.group()
+
+
 def _reencode(match: re.Match[str]) -> str:
     body = match.group(1) if match.group(1) is not None else match.group(2)
     return json.dumps(body, ensure_ascii=False)
@@ -65,6 +74,8 @@ def lenient_loads(text: str, *, max_chars: int = MAX_REPAIR_CHARS) -> Any:
         return NOTHING
     text = _SMART_SINGLE.sub(r'\1"\2"', text)
     text = _JS_UNDEFINED.sub(r"\1null", text)
+    if "//" in text or "/*" in text:
+        text = _GLUED_COMMENT.sub(_unglue, text)
     if '"""' in text or "'''" in text:
         text = _TRIPLE.sub(_reencode, text)
     if "`" in text:

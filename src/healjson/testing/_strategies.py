@@ -484,7 +484,6 @@ def corrupted(value: Any, *, model: Any = None) -> SearchStrategy[Corruption]:
     Raises at once if `value` cannot be turned into JSON data.
     """
     require_hypothesis()
-    from hypothesis import strategies as st
 
     data = _json_data(value, model)
     return _renderings()(data, _applicable(data))
