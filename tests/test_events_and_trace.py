@@ -174,3 +174,13 @@ def test_malformed_record_raises_value_error() -> None:
         outcome_from_dict({"ok": False, "reason": "not-a-reason"})
     with pytest.raises(ValueError, match="trace format"):
         _run([GOOD]).trace("yaml")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "record",
+    [{"ok": True, "attempts": "x"}, {"ok": True, "attempts": [{"number": "one"}]}, {}, {"ok": 1}],
+)
+def test_any_malformed_record_raises_value_error(record: dict[str, Any]) -> None:
+    """Whatever is wrong with a record, `outcome_from_dict` raises ValueError, nothing else."""
+    with pytest.raises(ValueError, match="not a healjson outcome record"):
+        outcome_from_dict(record)

@@ -49,6 +49,8 @@ def outcome_to_dict(outcome: Outcome[Any]) -> dict[str, Any]:
 def outcome_from_dict(data: Mapping[str, Any], model: Any = None) -> Outcome[Any]:
     """Rebuild an outcome from `outcome_to_dict` data (raises ValueError on malformed data)."""
     try:
+        if not isinstance(data.get("ok"), bool):
+            raise TypeError("`ok` must be true or false")
         attempts = tuple(_attempt_from(a) for a in data.get("attempts", ()))
         usage = _usage_from(data.get("usage") or {})
         if data["ok"]:
@@ -76,7 +78,7 @@ def outcome_from_dict(data: Mapping[str, Any], model: Any = None) -> Outcome[Any
             usage=usage,
             max_attempts=int(data.get("max_attempts") or 0),
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"not a healjson outcome record: {exc}") from exc
 
 
