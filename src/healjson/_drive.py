@@ -80,7 +80,7 @@ def _call_sync(call: Callable[..., Any], effect: ModelCall) -> CallResult:
     start = time.perf_counter()
     try:
         value = call([dict(m) for m in effect.messages], **effect.params)
-        if inspect.isawaitable(value):
+        if hasattr(type(value), "__await__"):  # a class lookup: cheaper than inspect.isawaitable
             (value,) = run_awaitables_sync((value,))
             if isinstance(value, BaseException):
                 raise value

@@ -12,6 +12,7 @@ Events: `healjson.attempt`, `healjson.local_repair`, `healjson.diagnostic`,
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -138,6 +139,8 @@ def repair_request(number: int, prompt: RepairPrompt) -> None:
 
 def healed(outcome: Healed[Any]) -> None:
     """A run that produced a valid value."""
+    if _Current.settings.logger is None and not _structlog_ready():
+        return
     _emit(
         "healjson.healed",
         calls=outcome.calls,
@@ -152,6 +155,8 @@ def healed(outcome: Healed[Any]) -> None:
 
 def degraded(outcome: Degraded[Any]) -> None:
     """A run that ended in a degradation."""
+    if _Current.settings.logger is None and not _structlog_ready():
+        return
     _emit(
         "healjson.degraded",
         reason=str(outcome.reason),
@@ -165,6 +170,5 @@ def degraded(outcome: Degraded[Any]) -> None:
 
 
 def _structlog_ready() -> bool:
-    import structlog
-
-    return bool(structlog.is_configured())
+    structlog = sys.modules.get("structlog")  # not imported: then it cannot be configured either
+    return structlog is not None and bool(structlog.is_configured())

@@ -156,7 +156,7 @@ def normalise_messages(messages: Any) -> tuple[dict[str, Any], ...]:
         )
     out: list[dict[str, Any]] = []
     for message in messages:
-        if isinstance(message, Mapping):
+        if type(message) is dict or isinstance(message, Mapping):
             out.append(dict(message))
         elif hasattr(message, "model_dump"):
             out.append(dict(message.model_dump(exclude_none=True)))

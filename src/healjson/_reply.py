@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 __all__ = ["Reply", "Usage", "exception_kind", "to_reply"]
 
 
@@ -60,6 +62,8 @@ def to_reply(obj: Any) -> Reply:
         return obj
     if obj is None or isinstance(obj, str):
         return Reply(obj)
+    if isinstance(obj, BaseModel) and hasattr(obj, "choices"):
+        return _completion(obj)  # the SDK's ChatCompletion: the hot path
     if isinstance(obj, bytes | bytearray):
         return Reply(bytes(obj).decode("utf-8", "replace"))
     if isinstance(obj, Mapping):
@@ -81,9 +85,12 @@ def to_reply(obj: Any) -> Reply:
 
 
 def _get(obj: Any, name: str) -> Any:
-    if isinstance(obj, Mapping):
+    # cheap checks first: the Mapping ABC check is slow for the SDK's pydantic objects
+    if type(obj) is dict:
         return obj.get(name)
-    return getattr(obj, name, None)
+    if isinstance(obj, BaseModel) or not isinstance(obj, Mapping):
+        return getattr(obj, name, None)
+    return obj.get(name)
 
 
 def _completion(obj: Any) -> Reply:

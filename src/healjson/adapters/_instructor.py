@@ -64,6 +64,9 @@ __all__ = ["InstructorClient"]
 _HEAL_KEYWORDS = ("contracts", "policy", "fallback", "examples", "context", "json_mode")
 
 
+_DEFAULT_POLICY = HealPolicy()
+
+
 class InstructorClient:
     """Wraps an `instructor.Instructor` or `instructor.AsyncInstructor`; see `healjson.wrap`."""
 
@@ -112,7 +115,7 @@ class InstructorClient:
         examples: Iterable[Any],
     ) -> Healer[Any]:
         """The cached `Healer` for this configuration (built once: it synthesises an example)."""
-        chosen = policy or self.policy or HealPolicy()
+        chosen = policy or self.policy or _DEFAULT_POLICY
         return self._healers.get(response_model, contracts, chosen, fallback, examples)
 
 

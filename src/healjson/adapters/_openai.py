@@ -27,6 +27,9 @@ _UNSET: Any = object()
 Negotiation = Generator[dict[str, Any], tuple[bool, Any], Any]
 
 
+_DEFAULT_POLICY = HealPolicy()
+
+
 class NotACompletion(Exception):
     """The endpoint answered with something that is not a chat completion (e.g. an HTML page)."""
 
@@ -85,7 +88,7 @@ class HealingClient:
         examples: Iterable[Any],
     ) -> Healer[Any]:
         """The cached `Healer` for this configuration (built once: it synthesises an example)."""
-        chosen = policy or self.policy or HealPolicy()
+        chosen = policy or self.policy or _DEFAULT_POLICY
         return self._healers.get(response_model, contracts, chosen, fallback, examples)
 
     def negotiation(
