@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import os
 import platform
 import shlex
@@ -54,6 +55,7 @@ from healjson.testing import RecordedRequest, ScriptedReply, ScriptedServer
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "calls.md"
+logging.getLogger("instructor").setLevel(logging.CRITICAL + 1)  # it logs every failed retry
 
 TARGET_FEWER_CALLS = 0.25  # issue target: >= 25% fewer model calls than instructor, 0 exceptions
 MAX_CALLS = 3  # healjson max_attempts=3; instructor max_retries=2

@@ -291,6 +291,7 @@ class ScriptedServer:
 
 
 class _HTTPServer(ThreadingHTTPServer):
+    request_queue_size = 128  # the default 5 drops connections at concurrency 50
     daemon_threads = True
     allow_reuse_address = True
 
