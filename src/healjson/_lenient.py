@@ -11,6 +11,10 @@ import json
 import re
 from typing import Any, Final
 
+from pydantic_core import from_json
+
+from ._normalise import normalise
+
 __all__ = ["MAX_REPAIR_CHARS", "NOTHING", "lenient_loads", "too_deep"]
 
 MAX_REPAIR_CHARS: Final = 1_000_000
@@ -72,6 +76,10 @@ def lenient_loads(text: str, *, max_chars: int = MAX_REPAIR_CHARS) -> Any:
     """Parse `text` leniently; return `NOTHING` when no JSON value can be recovered."""
     if len(text) > max_chars or too_deep(text):
         return NOTHING
+    try:  # the common slips, rewritten exactly; only a strictly valid result is taken
+        return from_json(normalise(text))
+    except Exception:
+        pass
     text = _SMART_SINGLE.sub(r'\1"\2"', text)
     text = _JS_UNDEFINED.sub(r"\1null", text)
     if "//" in text or "/*" in text:
