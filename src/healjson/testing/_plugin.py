@@ -1,26 +1,23 @@
-"""pytest plugin for healjson's test helpers: the `scripted_server` fixture.
+"""The pytest plugin's fixtures and hooks, importable from inside the package.
 
-Importing this module loads only pytest and the standard-library server (no openai), so
-registering the plugin costs nothing for test suites that never use the fixture.
+The plugin itself lives in the top-level module `_healjson_pytestplugin` (so that loading it
+does not import healjson); this module re-exports it for code that refers to it here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from _healjson_pytestplugin import (
+    PROFILE_ENV,
+    healjson_check_pack,
+    pytest_configure,
+    register_profiles,
+    scripted_server,
+)
 
-import pytest
-
-from ._server import ScriptedServer
-
-__all__ = ["scripted_server"]
-
-
-@pytest.fixture
-def scripted_server() -> Iterator[ScriptedServer]:
-    """A started, empty `ScriptedServer`; script it with `push`/`extend`. Stopped afterwards."""
-    server = ScriptedServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+__all__ = [
+    "PROFILE_ENV",
+    "healjson_check_pack",
+    "pytest_configure",
+    "register_profiles",
+    "scripted_server",
+]
