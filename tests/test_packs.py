@@ -462,28 +462,7 @@ def test_semantic_masking_is_caught_against_the_input_and_healed(
 # healjson.testing.check_pack
 # ---------------------------------------------------------------------------------------------
 
-_CHECK_PACK_GAPS = {
-    "support_ticket": (
-        "check_pack judges every rule under one pack-wide context (extra['context']); the "
-        "input-grounded rule only breaks under its own (extra['contexts'][rule])"
-    ),
-}
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(
-            name,
-            marks=pytest.mark.xfail(
-                reason=_CHECK_PACK_GAPS[name], raises=AssertionError, strict=True
-            ),
-        )
-        if name in _CHECK_PACK_GAPS
-        else name
-        for name in PACK_NAMES
-    ],
-)
+@pytest.mark.parametrize("name", PACK_NAMES)
 def test_packs_pass_check_pack(name: str) -> None:
     """`healjson.testing.check_pack` finds no problem in the pack."""
     from healjson.testing import check_pack
