@@ -88,7 +88,9 @@ def check_pack(pack: ContractPack, *, max_examples: int | None = None) -> PackRe
     2. Golden examples validate against the model and pass every contract.
     3. `valid(pack)` instances are schema-valid and pass every contract.
     4. For each contract, `violating(pack, contract)` instances are schema-valid and break that
-       contract and no other, with well-formed diagnostics: a path that exists in the instance
+       contract and no other (judged under `pack.extra["contexts"][name]` when the pack gives
+       the rule its own request, else under `pack.extra["context"]`), with well-formed
+       diagnostics: a path that exists in the instance
        (`lines[2].line_total` is resolved against it), a non-empty constraint and prescription,
        declared fields that exist, and — for a rule over several fields — a prescription that
        names every one of them.
@@ -155,7 +157,7 @@ def check_pack(pack: ContractPack, *, max_examples: int | None = None) -> PackRe
             @given(violating(pack, rule))
             def violating_instances_break_the_rule(instance: Any) -> None:
                 counts[f"violating:{rule.name}"] += 1
-                _check_violation(pack, target, rule, instance, ctx)
+                _check_violation(pack, target, rule, instance, pack_context(pack, rule.name))
 
             violating_instances_break_the_rule()
 
@@ -413,4 +415,6 @@ def _describe_failure(exc: BaseException) -> str:
             "when a rule is tight, supply a strategy in ContractPack.strategies "
             "(see healjson.testing.valid)"
         )
+    if callable(getattr(exc, "errors", None)):  # a strategy drew data the model rejects
+        return f"it drew a value that is not valid: {name}: {_explain(exc)}"
     return text

@@ -16,8 +16,8 @@ import importlib
 import json
 import math
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -90,8 +90,14 @@ def require_hypothesis() -> None:
 # --- contracts -----------------------------------------------------------------------------------
 
 
-def pack_context(pack: ContractPack) -> ContractContext:
-    """The context contracts see: empty, unless `pack.extra["context"]` provides one."""
+def pack_context(pack: ContractPack, rule: str | None = None) -> ContractContext:
+    """The context contracts see: `pack.extra["contexts"][rule]` when judging instances that
+    break `rule` and the pack gives one (a rule that reads the request is broken only under its
+    own request), else `pack.extra["context"]`, else an empty `ContractContext`. Each may be a
+    `ContractContext`, a prompt string, a list of messages or a mapping of extra data."""
+    per_rule = pack.extra.get("contexts")
+    if rule is not None and isinstance(per_rule, Mapping) and rule in per_rule:
+        return make_context(per_rule[rule])
     return make_context(pack.extra.get("context"))
 
 
@@ -151,8 +157,9 @@ def violating(pack: ContractPack, contract: str | Contract) -> SearchStrategy[An
 
     Uses the pack's strategy for that contract when present; otherwise `from_schema(model)`
     filtered to instances on which that contract, and no other, reports a violation (see `valid`
-    on why packs with tight rules should supply strategies). Raises `KeyError` for a contract the
-    pack does not have.
+    on why packs with tight rules should supply strategies). "Breaks" is judged under
+    `pack.extra["contexts"][name]` when the pack gives that rule its own request, else under the
+    pack-wide context (see `pack_context`). Raises `KeyError` for a contract the pack lacks.
     """
     require_hypothesis()
     rule = _resolve_rule(pack, contract)
@@ -160,7 +167,7 @@ def violating(pack: ContractPack, contract: str | Contract) -> SearchStrategy[An
     factory = pack.strategies.get(rule.name)
     if factory is not None:
         return _from_pack(factory, target)
-    ctx = pack_context(pack)
+    ctx = pack_context(pack, rule.name)
 
     def breaks_only_this(instance: Any) -> bool:
         found = judge(pack, instance, ctx)
@@ -468,7 +475,7 @@ class Corruption:
     kinds: tuple[str, ...]
     finish_reason: str | None
     recoverable: bool
-    expected: Any = field(compare=True)
+    expected: Any
 
 
 def corrupted(value: Any, *, model: Any = None) -> SearchStrategy[Corruption]:
