@@ -462,6 +462,7 @@ def test_semantic_masking_is_caught_against_the_input_and_healed(
 # healjson.testing.check_pack
 # ---------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", PACK_NAMES)
 def test_packs_pass_check_pack(name: str) -> None:
     """`healjson.testing.check_pack` finds no problem in the pack."""
