@@ -217,21 +217,29 @@ def _slow_path(text: str, target: Target[Any] | None, cut: bool) -> Recovery:
         for candidate, value, flags in parsed:
             if open_at_end and candidate.start > truncated[0][0].start:
                 continue  # a span inside the cut-off structure is a fragment, not the answer
+            if cut and _unsafe_when_cut(candidate, flags, text):
+                continue
             fitted = align(target, value)
             if fitted.ok:
                 return _from_alignment(fitted, (*flags, *several))
             failures.append((fitted, (*flags, *several)))
-        if not open_at_end:
+        if not open_at_end and not cut:  # a cut reply's text is never a value
             scalar = _scalar_from_text(text, target)
             if scalar is not None:
                 return scalar
-        if failures and not open_at_end:
+        if failures and not open_at_end and not cut:
             fitted, flags = min(failures, key=lambda item: len(item[0].errors))
             return _from_alignment(fitted, flags)
-    elif parsed and not open_at_end:
+    elif cut:
+        parsed = [item for item in parsed if not _unsafe_when_cut(item[0], item[2], text)]
+    if target is None and parsed and not open_at_end:
         candidate, value, flags = _best_untyped(parsed)
         return Recovery(ParseResult(value=value, flags=(*flags, *several)), data=value)
 
+    if cut and not truncated and parsed:
+        # cut by the token limit and nothing trustworthy: the best reading is partial data
+        first, data, _ = parsed[0]
+        truncated.append((Candidate(first.text, first.start, first.fenced, complete=False), data))
     if truncated:
         candidate, partial = truncated[0]
         flags = (*_context_flags(candidate, text), Flag.TRUNCATED)
@@ -245,6 +253,19 @@ def _slow_path(text: str, target: Target[Any] | None, cut: bool) -> Recovery:
             data=partial,
         )
     return Recovery(ParseResult(error=_no_json(text, candidates)))
+
+
+_RESIDUE = re.compile(r"""[{}\[\]"]|'\s*:""")  # not a bare ":" (prose has colons)
+
+
+def _unsafe_when_cut(candidate: Candidate, flags: tuple[Flag, ...], text: str) -> bool:
+    """In a reply cut by the token limit, a span is trusted only if it parsed strictly (a repair
+    could be closing a cut structure) and no JSON-looking text follows it (keys, brackets,
+    quotes: it would be a piece of a longer, unfinished answer)."""
+    if Flag.SYNTAX_REPAIRED in flags:
+        return True
+    after = _FENCE_MARKS.sub("", text[candidate.start + len(candidate.text) :])
+    return bool(_RESIDUE.search(after))
 
 
 def _closed_despite_quotes(candidate: Candidate) -> Candidate | None:
