@@ -231,9 +231,8 @@ def report(env: dict[str, str]) -> int:
         "# `import healjson` benchmark",
         "",
         f"- date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M:%S UTC')}",
-        f"- command: `{shlex.join(sys.orig_argv)}` (cwd `{Path.cwd()}`)",
-        f"- python: {platform.python_implementation()} {platform.python_version()} "
-        f"(`{sys.executable}`)",
+        f"- command: `{shlex.join(sys.orig_argv)}` (from the repository root)",
+        f"- python: {platform.python_implementation()} {platform.python_version()} (the venv)",
         f"- pydantic {version('pydantic')}, pydantic_core {version('pydantic_core')}, "
         f"json_repair {version('json_repair')}, healjson {version('healjson')}",
         f"- platform: {platform.platform()}",

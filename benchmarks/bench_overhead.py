@@ -890,7 +890,7 @@ def environment() -> list[str]:
         "# healjson client overhead benchmark",
         "",
         f"- date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M:%S UTC')}",
-        f"- command: `{shlex.join(sys.orig_argv)}` (cwd `{Path.cwd()}`)",
+        f"- command: `{shlex.join(sys.orig_argv)}` (from the repository root)",
         f"- python: {platform.python_implementation()} {platform.python_version()}",
         f"- healjson {version('healjson')}, openai {openai.__version__}, instructor "
         f"{version('instructor')}, pydantic {pydantic.VERSION}, pydantic_core "

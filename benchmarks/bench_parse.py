@@ -490,7 +490,7 @@ def environment() -> list[str]:
         "# healjson parse benchmark",
         "",
         f"- date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M:%S UTC')}",
-        f"- command: `{shlex.join(sys.orig_argv)}` (cwd `{Path.cwd()}`)",
+        f"- command: `{shlex.join(sys.orig_argv)}` (from the repository root)",
         f"- python: {platform.python_implementation()} {platform.python_version()}",
         f"- pydantic {pydantic.VERSION}, pydantic_core {pydantic_core.__version__}, "
         f"json_repair {version('json_repair')}, healjson {version('healjson')}",
