@@ -32,12 +32,10 @@ Results are printed and written to `benchmarks/results/calls.md`.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 import os
 import platform
-import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -51,6 +49,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 import healjson
+from _machine import processor, stamp
 from healjson.testing import RecordedRequest, ScriptedReply, ScriptedServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -418,26 +417,11 @@ def _outcome(run: Run) -> str:
     return "no value (Degraded)"
 
 
-def processor() -> str:
-    name = platform.processor()
-    if name:
-        return name
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
-
-
 def environment() -> list[str]:
     return [
         "# healjson model-calls benchmark",
         "",
-        f"- date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M:%S UTC')}",
-        f"- command: `{shlex.join(sys.orig_argv)}` (from the repository root)",
-        f"- python: {platform.python_implementation()} {platform.python_version()}",
+        *stamp(),
         f"- healjson {version('healjson')}, openai {openai.__version__}, instructor "
         f"{version('instructor')}, pydantic {pydantic.VERSION}",
         f"- platform: {platform.platform()}; processor: {processor()}",

@@ -24,10 +24,8 @@ forbidden module was imported.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import platform
-import shlex
 import statistics
 import subprocess
 import sys
@@ -38,6 +36,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
+
+from _machine import processor, stamp
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "import.md"
@@ -208,19 +208,6 @@ def median_by_name(nodes: Sequence[Node]) -> dict[str, tuple[float, float]]:
     }
 
 
-def processor() -> str:
-    name = platform.processor()
-    if name:
-        return name
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
-
-
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="healjson-pycache-") as pycache:
         return report(cached_env(pycache))
@@ -230,9 +217,7 @@ def report(env: dict[str, str]) -> int:
     lines = [
         "# `import healjson` benchmark",
         "",
-        f"- date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M:%S UTC')}",
-        f"- command: `{shlex.join(sys.orig_argv)}` (from the repository root)",
-        f"- python: {platform.python_implementation()} {platform.python_version()} (the venv)",
+        *stamp(" (the venv)"),
         f"- pydantic {version('pydantic')}, pydantic_core {version('pydantic_core')}, "
         f"json_repair {version('json_repair')}, healjson {version('healjson')}",
         f"- platform: {platform.platform()}",

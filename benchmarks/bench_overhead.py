@@ -46,14 +46,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import datetime as dt
 import gc
 import json
 import os
 import platform
 import pstats
 import resource
-import shlex
 import statistics
 import subprocess
 import sys
@@ -72,6 +70,7 @@ import pydantic_core
 from pydantic import BaseModel
 
 import healjson
+from _machine import processor, stamp
 from healjson.adapters import strict_json_schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -872,26 +871,11 @@ def bench_profile(lines: list[str], contenders: dict[str, Callable[[], Any]]) ->
 # --- report ------------------------------------------------------------------------------------
 
 
-def processor() -> str:
-    name = platform.processor()
-    if name:
-        return name
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
-
-
 def environment() -> list[str]:
     return [
         "# healjson client overhead benchmark",
         "",
-        f"- date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M:%S UTC')}",
-        f"- command: `{shlex.join(sys.orig_argv)}` (from the repository root)",
-        f"- python: {platform.python_implementation()} {platform.python_version()}",
+        *stamp(),
         f"- healjson {version('healjson')}, openai {openai.__version__}, instructor "
         f"{version('instructor')}, pydantic {pydantic.VERSION}, pydantic_core "
         f"{pydantic_core.__version__}, httpx2 {version('httpx2')}",

@@ -18,14 +18,12 @@ another's garbage. Results are printed and written to `benchmarks/results/parse.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import gc
 import json
 import math
 import os
 import platform
 import random
-import shlex
 import statistics
 import sys
 import time
@@ -41,6 +39,7 @@ import pydantic_core
 from pydantic import BaseModel, TypeAdapter
 
 import healjson
+from _machine import processor, stamp
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "parse.md"
@@ -472,26 +471,11 @@ def bench_corpus(lines: list[str]) -> tuple[float, float]:
 # --- report ------------------------------------------------------------------------------------
 
 
-def processor() -> str:
-    name = platform.processor()
-    if name:
-        return name
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
-
-
 def environment() -> list[str]:
     return [
         "# healjson parse benchmark",
         "",
-        f"- date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M:%S UTC')}",
-        f"- command: `{shlex.join(sys.orig_argv)}` (from the repository root)",
-        f"- python: {platform.python_implementation()} {platform.python_version()}",
+        *stamp(),
         f"- pydantic {pydantic.VERSION}, pydantic_core {pydantic_core.__version__}, "
         f"json_repair {version('json_repair')}, healjson {version('healjson')}",
         f"- platform: {platform.platform()}",
