@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ._diagnostic import Source, short_repr
+from ._diagnostic import short_repr
 from ._outcome import Degraded, Healed, Outcome, Reason
-from ._repair import RepairPrompt, Strategy
+from ._repair import RepairPrompt, Strategy, strategy_for
 
 if TYPE_CHECKING:
     from ._batch import BatchStats
@@ -206,17 +206,11 @@ def next_repair_prompt(outcome: Outcome[Any]) -> RepairPrompt | None:
     """
     if not isinstance(outcome, Degraded) or outcome.reason is Reason.CONTRACT_ERROR:
         return None
-    sources = {diagnostic.source for diagnostic in outcome.errors}
-    if outcome.reason is Reason.EMPTY_OUTPUT:
-        strategy = Strategy.EMPTY_RETRY
-    elif outcome.reason is Reason.TOKEN_TRUNCATED:
-        strategy = Strategy.TRUNCATION
-    elif sources & {Source.SCHEMA, Source.CONTRACT}:
-        strategy = Strategy.REPAIR
-    else:
-        strategy = Strategy.SYNTAX
     return RepairPrompt(
-        strategy=strategy, round=1, raw_output=outcome.raw_text, diagnostics=outcome.errors
+        strategy=strategy_for(outcome.errors),
+        round=1,
+        raw_output=outcome.raw_text,
+        diagnostics=outcome.errors,
     )
 
 

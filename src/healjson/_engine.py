@@ -21,18 +21,13 @@ from ._lenient import NOTHING
 from ._outcome import Attempt, Degraded, Healed, Outcome, Reason
 from ._parse import recover
 from ._policy import HealPolicy
-from ._repair import MAX_HISTORY_LINES, RepairPrompt, Strategy, history_line
+from ._repair import MAX_HISTORY_LINES, RepairPrompt, Strategy, history_line, strategy_for
 from ._reply import Reply, Usage, exception_kind, to_reply
 from ._target import Target
 
 __all__ = ["HealSpec", "heal_flow"]
 
 _MAX_CHANGED_PATHS = 200
-_STRATEGY_FOR = {
-    Verdict.EMPTY: Strategy.EMPTY_RETRY,
-    Verdict.TRUNCATED: Strategy.TRUNCATION,
-    Verdict.SYNTAX: Strategy.SYNTAX,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +125,7 @@ def heal_flow(
             return (yield from _degrade(run, Reason.CONTRACT_ERROR, evaluation.diagnostics))
         if evaluation.verdict is Verdict.TRUNCATED and policy.on_truncation == "degrade":
             return (yield from _degrade(run, Reason.TOKEN_TRUNCATED, evaluation.diagnostics))
-        strategy = _STRATEGY_FOR.get(evaluation.verdict, Strategy.REPAIR)
+        strategy = strategy_for(evaluation.diagnostics)
         if strategy is Strategy.TRUNCATION and policy.on_truncation in ("raise_max_tokens", "both"):
             call_params = _more_tokens(call_params, usage, policy)
         prompt = _next_prompt(run, strategy, number, reply.content, evaluation)

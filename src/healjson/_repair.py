@@ -15,7 +15,7 @@ from typing import Any
 
 from ._diagnostic import Diagnostic, Source, short_repr
 
-__all__ = ["RepairPrompt", "Strategy", "history_line", "normalise_messages"]
+__all__ = ["RepairPrompt", "Strategy", "history_line", "normalise_messages", "strategy_for"]
 
 _HISTORY_LINE_CHARS = 200
 _VALUE_CHARS = 300
@@ -129,6 +129,23 @@ def _render_diagnostic(number: int, diagnostic: Diagnostic) -> list[str]:
             lines.append(f"   also involved: {', '.join(others)}")
     lines.append(f"   fix: {diagnostic.prescription}")
     return lines
+
+
+_STRATEGY_BY_SOURCE = {
+    Source.EMPTY: Strategy.EMPTY_RETRY,
+    Source.TRUNCATION: Strategy.TRUNCATION,
+    Source.SYNTAX: Strategy.SYNTAX,
+}
+
+
+def strategy_for(diagnostics: Sequence[Diagnostic]) -> Strategy:
+    """The repair strategy a failed answer calls for: a clean retry for an empty answer, a
+    compact rewrite for a cut one, a syntax prompt when no JSON was recovered, else a repair."""
+    for diagnostic in diagnostics:
+        strategy = _STRATEGY_BY_SOURCE.get(diagnostic.source)
+        if strategy is not None:
+            return strategy
+    return Strategy.REPAIR
 
 
 def history_line(number: int, verdict: str, diagnostics: Sequence[Diagnostic]) -> str:
