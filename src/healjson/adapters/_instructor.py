@@ -58,6 +58,7 @@ from healjson._policy import HealPolicy
 from ._cache import HealerCache
 from ._format import check_mode
 from ._openai import NotACompletion
+from ._proxy import ChatProxy, CompletionsProxy
 
 __all__ = ["InstructorClient"]
 
@@ -92,7 +93,7 @@ class InstructorClient:
         self.is_async = inspect.iscoroutinefunction(create_with_completion)
         self.json_mode = check_mode(json_mode)
         self.policy = policy
-        self.chat = _Chat(self)
+        self.chat = ChatProxy(self, _Completions(self))
         self._healers = HealerCache()
         _install_log_filter()
 
@@ -119,25 +120,10 @@ class InstructorClient:
         return self._healers.get(response_model, contracts, chosen, fallback, examples)
 
 
-class _Chat:
-    def __init__(self, owner: InstructorClient) -> None:
-        self._owner = owner
-        self.completions = _Completions(owner)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._owner.wrapped.chat, name)
-
-
-class _Completions:
-    def __init__(self, owner: InstructorClient) -> None:
-        self._owner = owner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._owner.wrapped.chat.completions, name)
-
+class _Completions(CompletionsProxy):
     def create(self, *args: Any, **kwargs: Any) -> Any:
         """`chat.completions.create`; with `response_model=M` it returns `Outcome[M]`."""
-        owner = self._owner
+        owner: InstructorClient = self._owner
         if kwargs.get("response_model") is None:
             return owner.wrapped.chat.completions.create(*args, **kwargs)
         if args:

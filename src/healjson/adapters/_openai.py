@@ -20,6 +20,7 @@ from healjson._target import Target
 
 from ._cache import HealerCache
 from ._format import FormatState, JsonMode, check_mode, is_format_rejection, shape_request
+from ._proxy import ChatProxy, CompletionsProxy
 
 __all__ = ["HealingClient", "NotACompletion"]
 
@@ -57,7 +58,7 @@ class HealingClient:
         self.is_async = _is_async(client, completions.create)
         self.format = FormatState(check_mode(json_mode))
         self.policy = policy
-        self.chat = _Chat(self)
+        self.chat = ChatProxy(self, _Completions(self))
         self._healers = HealerCache()
 
     def __getattr__(self, name: str) -> Any:
@@ -116,22 +117,7 @@ class HealingClient:
             raise value
 
 
-class _Chat:
-    def __init__(self, owner: HealingClient) -> None:
-        self._owner = owner
-        self.completions = _Completions(owner)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._owner.wrapped.chat, name)
-
-
-class _Completions:
-    def __init__(self, owner: HealingClient) -> None:
-        self._owner = owner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._owner.wrapped.chat.completions, name)
-
+class _Completions(CompletionsProxy):
     def create(
         self,
         *args: Any,
@@ -145,7 +131,7 @@ class _Completions:
         **kwargs: Any,
     ) -> Any:
         """`chat.completions.create`; with `response_model=M` it returns `Outcome[M]`."""
-        owner = self._owner
+        owner: HealingClient = self._owner
         create = owner.wrapped.chat.completions.create
         if response_model is _UNSET:
             return create(*args, **kwargs)
