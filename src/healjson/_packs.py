@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -141,18 +141,7 @@ def _as_pack(value: Any, where: str) -> ContractPack:
     if isinstance(value, ContractPack):
         return value
     if callable(value):
-        made = _call(value)
+        made = value()
         if isinstance(made, ContractPack):
             return made
     raise TypeError(f"{where} is {type(value).__name__}, not a healjson.ContractPack")
-
-
-def _call(factory: Callable[[], Any]) -> Any:
-    return factory()
-
-
-def pack_names() -> Sequence[str]:
-    """Names of the packs installed through the entry-point group."""
-    from importlib.metadata import entry_points
-
-    return [ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._diagnostic import short_repr
+from ._diagnostic import _jsonable, short_repr
 from ._outcome import Degraded, Healed, Outcome
 
 __all__ = ["render", "render_markdown"]
@@ -85,9 +85,4 @@ def _budget(outcome: Outcome[Any]) -> str:
 
 
 def _dump(value: Any) -> str:
-    dump = getattr(value, "model_dump", None)
-    data = dump(mode="json") if callable(dump) else value
-    try:
-        return json.dumps(data, indent=2, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(value)
+    return json.dumps(_jsonable(value), indent=2, ensure_ascii=False)
