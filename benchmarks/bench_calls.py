@@ -4,53 +4,65 @@ Run from the repository root:
 
     .venv/bin/python benchmarks/bench_calls.py
 
-Each scenario is a scripted sequence of model replies, one malformation class each (fenced JSON,
-prose around the JSON, a trailing comma, single quotes, Python literals, a quoted number, two
-candidates of which the second validates, a truncated answer, a schema violation, a cross-field
-rule violation, and a valid first answer). The script is padded with the final good reply up to
-the most calls either contender may make, so neither runs out because the other needed fewer.
-Both contenders talk to a fresh `healjson.testing.ScriptedServer` per scenario through the real
-OpenAI SDK (`max_retries=0`):
+The scenarios are `benchmarks/scenarios/packs.jsonl` (built by `pack_scenarios.py`): every
+malformation class of `healjson._scenarios.malformations` (fenced JSON, prose around the JSON, a
+trailing comma, single quotes, Python literals, a quoted number, two candidates of which the
+second validates, a truncated answer, a schema violation, a contract violation, a valid first
+answer) on each of the three contract packs in `contracts/` (support tickets, invoices,
+itineraries), derived from the pack's first golden example; a class that does not apply to that
+value is left out. Each scenario is a scripted sequence of model replies ending with the good
+answer, padded with it up to the most calls either contender may make, so neither runs out
+because the other needed fewer. Both contenders talk to a fresh `healjson.testing.ScriptedServer`
+per scenario through the real OpenAI SDK (`max_retries=0`):
 
-- H: `healjson.wrap(OpenAI())` with the default policy (`max_attempts=3`), the cross-field rule
-  passed as a `@healjson.contract`;
-- I: `instructor.from_openai(OpenAI(), mode=Mode.JSON)` with `max_retries=2` (up to 3 calls), the
-  same rule as a pydantic `model_validator` raising `ValueError` so that instructor retries on it.
+- H: `healjson.wrap(OpenAI())` with the default policy (`max_attempts=3`), the pack's contracts
+  and golden examples (`contracts=pack.contracts, examples=pack.examples`);
+- I: `instructor.from_openai(OpenAI(), mode=Mode.JSON)` with `max_retries=2` (up to 3 calls), on
+  a subclass of the pack's model whose pydantic `model_validator` runs the same contracts (under
+  the same request, for the rule that reads the customer's message) and raises `ValueError` with
+  their messages, so that instructor retries on them; `Mode.MD_JSON` the same, for reference.
 
 Per scenario it records the model calls (the server's request count), whether a valid value came
 back (and whether it is the expected one), exceptions raised to the caller, and tokens. Tokens use
 the server's own estimate, characters / 4 (prompt: the text of every message; completion: the
-reply's content). That estimate leaves out what a request carries outside its messages, so a
-second prompt figure adds `response_format` / `tools` (JSON text / 4): healjson sends its strict
-JSON schema there, instructor's JSON mode sends its schema inside a message.
+reply's content); healjson's summed `usage` is checked against it. That estimate leaves out what a
+request carries outside its messages, so a second prompt figure adds `response_format` / `tools`
+(JSON text / 4): healjson sends its strict JSON schema there, instructor's JSON mode sends its
+schema inside a message. tiktoken (`o200k_base`) is used too when it is installed with its
+encoding cached (never downloaded here).
 
 A second part sends an always-invalid reply with up to 5 attempts each (healjson
-`max_attempts=5`, instructor `max_retries=4`) and tabulates the size of every request's messages.
+`max_attempts=5`, instructor `max_retries=4`) on the support-ticket pack and tabulates the size of
+every request's messages.
 
 Results are printed and written to `benchmarks/results/calls.md`.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import os
 import platform
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import instructor
 import openai
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
 import healjson
 from _machine import processor, stamp
+from healjson._scenarios import CLASSES, Scenario
 from healjson.testing import RecordedRequest, ScriptedReply, ScriptedServer
+from pack_scenarios import pack_scenarios
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "calls.md"
@@ -60,6 +72,7 @@ TARGET_FEWER_CALLS = 0.25  # issue target: >= 25% fewer model calls than instruc
 MAX_CALLS = 3  # healjson max_attempts=3; instructor max_retries=2
 GROWTH_ATTEMPTS = 5
 LONG_ATTEMPTS = 8
+GROWTH_PACK = "support_ticket"
 MODEL_NAME = "gpt-4o-mini"
 
 try:  # only if it is installed and its encoding is cached locally: never download here
@@ -74,128 +87,116 @@ else:
     TIKTOKEN_STATE = f"tiktoken {version('tiktoken')}, `o200k_base`"
 
 
-# --- the model and the rule --------------------------------------------------------------------
-
-RULE_TEXT = "urgency 4 or 5 requires a summary of at least 15 characters"
+# --- the pack's contracts as a pydantic validator, for instructor ------------------------------
 
 
-class SupportTicket(BaseModel):
-    urgency: int = Field(ge=1, le=5)
-    category: Literal["billing", "shipping", "technical", "account", "other"]
-    summary: str = Field(min_length=5, max_length=160)
-    orderId: str = Field(pattern=r"^ORD-\d{6}$")
-    needs_callback: bool
-    assignee: str | None = None
+def contract_problems(
+    contracts: Iterable[healjson.Contract], value: Any, ctx: healjson.ContractContext
+) -> list[str]:
+    """Every broken rule as one line: the constraint and the prescription, as healjson states it.
+
+    Generic over the `Contract` protocol: a rule returns None (or True), a `Violation`, a string,
+    False, or an iterable of those; `Contract.__call__` passes `ctx` only to rules that take it.
+    """
+    out: list[str] = []
+
+    def collect(rule: healjson.Contract, result: Any) -> None:
+        if result is None or result is True:
+            return
+        if result is False:
+            out.append(f"{rule.name}: {rule.description or 'rule broken'}")
+        elif isinstance(result, str):
+            out.append(f"{rule.name}: {result}")
+        elif isinstance(result, healjson.Violation):
+            fix = f" Fix: {result.prescription}" if result.prescription else ""
+            out.append(f"{rule.name}: {result.constraint}.{fix}")
+        elif isinstance(result, Iterable):
+            for item in result:
+                collect(rule, item)
+        else:
+            raise TypeError(f"contract {rule.name} returned {result!r}")
+
+    for rule in contracts:
+        result = rule(value, ctx)
+        if inspect.isawaitable(result):
+            raise TypeError(f"contract {rule.name} is async; a pydantic validator cannot await it")
+        collect(rule, result)
+    return out
 
 
-@healjson.contract(fields=("urgency", "summary"))
-def urgent_needs_detail(ticket: SupportTicket) -> healjson.Violation | None:
-    if ticket.urgency >= 4 and len(ticket.summary) < 15:
-        return healjson.Violation(RULE_TEXT)
-    return None
+def with_contracts(
+    pack: healjson.ContractPack, messages: Sequence[Mapping[str, Any]]
+) -> type[BaseModel]:
+    """A subclass of the pack's model whose `model_validator` runs the pack's contracts.
+
+    The request is bound here (`messages`), so a rule that reads the customer's message sees the
+    same text it sees under healjson. Same name, JSON-schema title and docstring as the model, so
+    instructor sends the same schema healjson does.
+    """
+    model: type[BaseModel] = pack.model
+    rules = pack.contracts
+    ctx = healjson.ContractContext(messages=tuple(dict(m) for m in messages))
+
+    class WithContracts(model):  # type: ignore[misc, valid-type]
+        __doc__ = model.__doc__
+        model_config = ConfigDict(title=model.__name__)
+
+        @model_validator(mode="after")
+        def _pack_contracts(self) -> Any:
+            problems = contract_problems(rules, self, ctx)
+            if problems:
+                raise ValueError("; ".join(problems))
+            return self
+
+    WithContracts.__name__ = WithContracts.__qualname__ = model.__name__
+    return WithContracts
 
 
-class SupportTicketWithRule(SupportTicket):
-    # the same model for instructor, the rule as a validator; no docstring, because instructor
-    # would send it as the schema's description, and the same title as healjson's model
-    model_config = ConfigDict(title="SupportTicket")
-
-    @model_validator(mode="after")
-    def urgent_needs_detail(self) -> SupportTicketWithRule:
-        if self.urgency >= 4 and len(self.summary) < 15:
-            raise ValueError(RULE_TEXT)
-        return self
-
-
-MESSAGES = [
-    {
-        "role": "system",
-        "content": "You turn customer e-mails into support tickets for the triage queue.",
-    },
-    {
-        "role": "user",
-        "content": (
-            "Hello, my parcel for order ORD-482913 arrived today with the box crushed and the "
-            "lamp inside broken. I need a replacement before Friday, please call me back. -- Sam"
-        ),
-    },
-]
-
-GOOD_DATA: dict[str, Any] = {
-    "urgency": 4,
-    "category": "shipping",
-    "summary": "Lamp arrived broken in a crushed box; replacement needed by Friday",
-    "orderId": "ORD-482913",
-    "needs_callback": True,
-    "assignee": None,
-}
-EXPECTED = SupportTicket.model_validate(GOOD_DATA)
-GOOD = json.dumps(GOOD_DATA)
-
-
-def _dumps(**changes: Any) -> str:
-    return json.dumps({**GOOD_DATA, **changes})
-
-
-# --- scenarios ---------------------------------------------------------------------------------
+# --- the scenarios -----------------------------------------------------------------------------
 
 Item = str | ScriptedReply
 
 
 @dataclass(frozen=True)
-class Scenario:
-    name: str
-    replies: tuple[Item, ...]  # what the model says, in order, ending with a good reply
-    locally_fixable: bool = True  # the first reply holds the right value, only malformed
+class Case:
+    """One scenario of one pack, with what each contender is given."""
+
+    pack_name: str
+    pack: healjson.ContractPack
+    scenario: Scenario
+    checked_model: type[BaseModel]  # instructor's response_model: the pack's model + contracts
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return [dict(m) for m in self.scenario.messages]
+
+    @property
+    def ctx(self) -> healjson.ContractContext:
+        return healjson.ContractContext(messages=tuple(self.messages))
 
     def script(self, calls: int) -> list[Item]:
         """The replies, padded with the last (good) one up to `calls`."""
-        replies = list(self.replies)
-        return replies + [replies[-1]] * (calls - len(replies))
+        return [_item(reply) for reply in self.scenario.script(calls)]
 
     def stubborn_script(self, calls: int) -> list[Item]:
         """A model that repeats its first, malformed reply every time it is asked."""
-        return [self.replies[0]] * calls
+        return [_item(self.scenario.replies[0])] * calls
 
 
-_PYTHON_LITERALS = GOOD.replace("true", "True").replace("null", "None")
-_SINGLE_QUOTES = (
-    "{'urgency': 4, 'category': 'shipping', 'summary': 'Lamp arrived broken in a crushed box; "
-    "replacement needed by Friday', 'orderId': 'ORD-482913', 'needs_callback': true, "
-    "'assignee': null}"
-)
+def _item(reply: str | Mapping[str, Any]) -> Item:
+    return reply if isinstance(reply, str) else ScriptedReply(**dict(reply))
 
-SCENARIOS = (
-    Scenario("fenced JSON", (f"```json\n{json.dumps(GOOD_DATA, indent=2)}\n```", GOOD)),
-    Scenario(
-        "prose-wrapped",
-        (f"Sure! Here is the ticket:\n\n{GOOD}\n\nLet me know if you need anything else.", GOOD),
-    ),
-    Scenario("trailing comma", (GOOD[:-1] + ",}", GOOD)),
-    Scenario("single quotes", (_SINGLE_QUOTES, GOOD)),
-    Scenario("Python literals (True/None)", (_PYTHON_LITERALS, GOOD)),
-    Scenario('"4" for an int', (GOOD.replace('"urgency": 4', '"urgency": "4"'), GOOD)),
-    Scenario(
-        "two candidates, the second validates",
-        (f"Draft:\n{_dumps(urgency=7, orderId='482913')}\n\nCorrected:\n{GOOD}", GOOD),
-    ),
-    Scenario(
-        "truncated, then good",
-        (ScriptedReply(content=GOOD[: len(GOOD) // 2], finish_reason="length"), GOOD),
-        locally_fixable=False,
-    ),
-    Scenario(
-        "schema violation (urgency 7), then good",
-        (_dumps(urgency=7), GOOD),
-        locally_fixable=False,
-    ),
-    Scenario(
-        "cross-field rule violation, then good",
-        (_dumps(urgency=5, summary="Lamp broken"), GOOD),
-        locally_fixable=False,
-    ),
-    Scenario("valid first time", (GOOD,), locally_fixable=False),
-)
+
+def load_cases() -> list[Case]:
+    cases = []
+    for name, pack, scenarios in pack_scenarios():
+        checked: dict[tuple[str, ...], type[BaseModel]] = {}
+        for scenario in scenarios:
+            key = tuple(json.dumps(m, sort_keys=True) for m in scenario.messages)
+            if key not in checked:
+                checked[key] = with_contracts(pack, scenario.messages)
+            cases.append(Case(name, pack, scenario, checked[key]))
+    return cases
 
 
 # --- running one scenario ----------------------------------------------------------------------
@@ -256,7 +257,30 @@ def _account(run: Run, script: Sequence[Item]) -> None:
         run.tiktoken_prompt, run.tiktoken_completion = tik_prompt, tik_completion
 
 
-def run_healjson(script: Sequence[Item], policy: healjson.HealPolicy | None = None) -> Run:
+def _is_expected(case: Case, value: BaseModel) -> bool:
+    """`value` (either contender's instance) equals the scenario's expected value.
+
+    Compared as instances of the pack's model (so `Decimal("120") == Decimal("120.0")`).
+    """
+    if not case.scenario.has_expected:
+        return True
+    model = case.pack.model
+    mine = model.model_validate(value.model_dump())
+    return bool(mine == model.model_validate(case.scenario.expected))
+
+
+def _valid(case: Case, value: BaseModel) -> bool:
+    """Schema and every contract, checked independently of either contender."""
+    try:
+        instance = case.pack.model.model_validate(value.model_dump())
+    except pydantic.ValidationError:
+        return False
+    return not contract_problems(case.pack.contracts, instance, case.ctx)
+
+
+def run_healjson(
+    case: Case, script: Sequence[Item], policy: healjson.HealPolicy | None = None
+) -> Run:
     run = Run()
     with ScriptedServer(script) as server:
         client = healjson.wrap(
@@ -265,16 +289,17 @@ def run_healjson(script: Sequence[Item], policy: healjson.HealPolicy | None = No
         try:
             outcome = client.chat.completions.create(
                 model=MODEL_NAME,
-                messages=MESSAGES,
-                response_model=SupportTicket,
-                contracts=[urgent_needs_detail],
+                messages=case.messages,
+                response_model=case.pack.model,
+                contracts=case.pack.contracts,
+                examples=case.pack.examples,
                 policy=policy,
             )
         except Exception as exc:
             run.exception = type(exc).__name__
         else:
-            run.valid = outcome.ok
-            run.correct = outcome.ok and outcome.value == EXPECTED
+            run.valid = outcome.ok and _valid(case, outcome.value)
+            run.correct = run.valid and _is_expected(case, outcome.value)
         run.requests = server.requests
     _account(run, script)
     if run.exception is None:  # the server's reported usage, as healjson summed it
@@ -288,7 +313,7 @@ def run_healjson(script: Sequence[Item], policy: healjson.HealPolicy | None = No
 
 
 def run_instructor(
-    script: Sequence[Item], max_retries: int = MAX_CALLS - 1, mode: str = "JSON"
+    case: Case, script: Sequence[Item], max_retries: int = MAX_CALLS - 1, mode: str = "JSON"
 ) -> Run:
     run = Run()
     with ScriptedServer(script) as server:
@@ -299,34 +324,26 @@ def run_instructor(
         try:
             value = client.chat.completions.create(
                 model=MODEL_NAME,
-                messages=MESSAGES,
-                response_model=SupportTicketWithRule,
+                messages=case.messages,
+                response_model=case.checked_model,
                 max_retries=max_retries,
             )
         except Exception as exc:
             run.exception = type(exc).__name__
         else:
-            data = value.model_dump()
-            run.valid = _valid(data)
-            run.correct = run.valid and data == EXPECTED.model_dump()
+            run.valid = _valid(case, value)
+            run.correct = run.valid and _is_expected(case, value)
         run.requests = server.requests
     _account(run, script)
     return run
 
 
-def _valid(data: dict[str, Any]) -> bool:
-    """Schema and rule, checked independently of either contender."""
-    try:
-        ticket = SupportTicket.model_validate(data)
-    except pydantic.ValidationError:
-        return False
-    return urgent_needs_detail(ticket) is None
-
-
 # --- part 2: prompt growth ---------------------------------------------------------------------
 
 ALWAYS_INVALID = {
-    "schema-invalid JSON": _dumps(urgency=9, summary="Bad", orderId="482913"),
+    "schema-invalid JSON": json.dumps(
+        {"urgency": 9, "category": "shipping", "summary": "Bad", "orderId": "482913"}
+    ),
     "no JSON (prose)": "I'm sorry, I can't tell which order this is about.",
 }
 
@@ -340,12 +357,12 @@ def _sizes(run: Run) -> list[tuple[int, int, int]]:
     return out
 
 
-def bench_growth(lines: list[str]) -> list[tuple[str, list[int], list[int]]]:
+def bench_growth(case: Case, lines: list[str]) -> list[tuple[str, list[int], list[int]]]:
     summary = []
     for label, reply in ALWAYS_INVALID.items():
-        script = [reply] * GROWTH_ATTEMPTS
-        healed = run_healjson(script, healjson.HealPolicy(max_attempts=GROWTH_ATTEMPTS))
-        ins = run_instructor(script, max_retries=GROWTH_ATTEMPTS - 1)
+        script: list[Item] = [reply] * GROWTH_ATTEMPTS
+        healed = run_healjson(case, script, healjson.HealPolicy(max_attempts=GROWTH_ATTEMPTS))
+        ins = run_instructor(case, script, max_retries=GROWTH_ATTEMPTS - 1)
         h_sizes, i_sizes = _sizes(healed), _sizes(ins)
         rows = []
         for n in range(GROWTH_ATTEMPTS):
@@ -387,7 +404,9 @@ def bench_growth(lines: list[str]) -> list[tuple[str, list[int], list[int]]]:
         ]
         summary.append((label, [s[1] for s in h_sizes], [s[1] for s in i_sizes]))
     reply = ALWAYS_INVALID["schema-invalid JSON"]
-    longer = run_healjson([reply] * LONG_ATTEMPTS, healjson.HealPolicy(max_attempts=LONG_ATTEMPTS))
+    longer = run_healjson(
+        case, [reply] * LONG_ATTEMPTS, healjson.HealPolicy(max_attempts=LONG_ATTEMPTS)
+    )
     chars = [f"{size[1]:,}" for size in _sizes(longer)]
     lines += [
         f"Beyond 5: healjson with `max_attempts={LONG_ATTEMPTS}` on the schema-invalid reply, "
@@ -426,18 +445,18 @@ def environment() -> list[str]:
         f"{version('instructor')}, pydantic {pydantic.VERSION}",
         f"- platform: {platform.platform()}; processor: {processor()}",
         f"- tokens: characters / 4 (the scripted server's estimate); tiktoken: {TIKTOKEN_STATE}",
-        "",
     ]
 
 
 CONTENDERS = ("H", "I", "I-MD")
+Result = tuple[Case, dict[str, Run]]
 
 
-def run_all(script: Sequence[Item]) -> dict[str, Run]:
+def run_all(case: Case, script: Sequence[Item]) -> dict[str, Run]:
     return {
-        "H": run_healjson(script),
-        "I": run_instructor(script),
-        "I-MD": run_instructor(script, mode="MD_JSON"),
+        "H": run_healjson(case, script),
+        "I": run_instructor(case, script),
+        "I-MD": run_instructor(case, script, mode="MD_JSON"),
     }
 
 
@@ -445,12 +464,16 @@ def _sum(runs: Sequence[Run], attr: str) -> int:
     return sum(getattr(run, attr) for run in runs)
 
 
-def scenario_table(results: Sequence[tuple[Scenario, dict[str, Run]]], tokens: bool) -> list[str]:
+def _fewer(h: int, i: int) -> str:
+    return f"{1 - h / i:.1%}" if i else "-"
+
+
+def scenario_table(results: Sequence[Result], tokens: bool) -> list[str]:
     rows = []
-    for scenario, runs in results:
+    for case, runs in results:
         h, i, md = runs["H"], runs["I"], runs["I-MD"]
         row = [
-            scenario.name,
+            f"`{case.scenario.id}`",
             f"{h.calls} / {i.calls} / {md.calls}",
             _outcome(h),
             _outcome(i),
@@ -476,49 +499,158 @@ def scenario_table(results: Sequence[tuple[Scenario, dict[str, Run]]], tokens: b
     return table(header, rows)
 
 
-def totals_table(results: Sequence[tuple[Scenario, dict[str, Run]]]) -> list[str]:
+def totals_table(results: Sequence[Result]) -> list[str]:
     n = len(results)
     by = {name: [runs[name] for _, runs in results] for name in CONTENDERS}
 
     def row(label: str, fn: Any) -> list[str]:
         return [label, *(fn(by[name]) for name in CONTENDERS)]
 
+    rows = [
+        row("model calls", lambda runs: str(_sum(runs, "calls"))),
+        row(
+            "healed (the expected value returned)",
+            lambda runs: f"{sum(run.correct for run in runs)}/{n}",
+        ),
+        row(
+            "exceptions raised to the caller",
+            lambda runs: str(sum(1 for run in runs if run.exception)),
+        ),
+        row("prompt tokens (message text / 4)", lambda runs: f"{_sum(runs, 'prompt_tokens'):,}"),
+        row(
+            "prompt tokens incl. `response_format`/`tools`",
+            lambda runs: f"{_sum(runs, 'prompt_tokens_with_format'):,}",
+        ),
+        row("completion tokens", lambda runs: f"{_sum(runs, 'completion_tokens'):,}"),
+    ]
+    if ENCODING is not None:
+        rows.append(
+            row(
+                "tiktoken prompt + completion",
+                lambda runs: (
+                    f"{_sum(runs, 'tiktoken_prompt'):,} + {_sum(runs, 'tiktoken_completion'):,}"
+                ),
+            )
+        )
     return table(
         ["", "healjson (H)", "instructor `Mode.JSON` (I)", "instructor `Mode.MD_JSON` (ref.)"],
-        [
-            row("model calls", lambda runs: str(_sum(runs, "calls"))),
-            row(
-                "healed (the expected value returned)",
-                lambda runs: f"{sum(run.correct for run in runs)}/{n}",
-            ),
-            row(
-                "exceptions raised to the caller",
-                lambda runs: str(sum(1 for run in runs if run.exception)),
-            ),
-            row(
-                "prompt tokens (message text / 4)", lambda runs: f"{_sum(runs, 'prompt_tokens'):,}"
-            ),
-            row(
-                "prompt tokens incl. `response_format`/`tools`",
-                lambda runs: f"{_sum(runs, 'prompt_tokens_with_format'):,}",
-            ),
-            row("completion tokens", lambda runs: f"{_sum(runs, 'completion_tokens'):,}"),
-        ],
+        rows,
     )
 
 
+def per_pack_table(results: Sequence[Result], packs: Sequence[str]) -> list[str]:
+    rows = []
+    for label, group in [
+        *((name, [r for r in results if r[0].pack_name == name]) for name in packs),
+        ("**all packs**", list(results)),
+    ]:
+        by = {name: [runs[name] for _, runs in group] for name in CONTENDERS}
+        h, i = by["H"], by["I"]
+        calls = [_sum(by[name], "calls") for name in CONTENDERS]
+        rows.append(
+            [
+                label,
+                str(len(group)),
+                " / ".join(str(c) for c in calls),
+                _fewer(calls[0], calls[1]),
+                " / ".join(f"{sum(r.correct for r in by[name])}" for name in CONTENDERS),
+                " / ".join(str(sum(1 for r in by[name] if r.exception)) for name in CONTENDERS),
+                f"{_sum(h, 'prompt_tokens'):,} / {_sum(i, 'prompt_tokens'):,}",
+                f"{_sum(h, 'prompt_tokens_with_format'):,} / "
+                f"{_sum(i, 'prompt_tokens_with_format'):,}",
+                f"{_sum(h, 'completion_tokens'):,} / {_sum(i, 'completion_tokens'):,}",
+            ]
+        )
+    return table(
+        [
+            "pack",
+            "scenarios",
+            "calls H / I / I-MD",
+            "H fewer calls than I",
+            "healed H / I / I-MD",
+            "exceptions H / I / I-MD",
+            "prompt tok H / I",
+            "prompt tok incl. format H / I",
+            "completion tok H / I",
+        ],
+        rows,
+    )
+
+
+def class_table(results: Sequence[Result], packs: Sequence[str]) -> list[str]:
+    """Model calls H / I per malformation class (rows) and pack (columns)."""
+    rows = []
+    for kind in CLASSES:
+        cells = []
+        h_all = i_all = 0
+        for name in packs:
+            found = [
+                runs
+                for case, runs in results
+                if case.pack_name == name and case.scenario.kind == kind
+            ]
+            if not found:
+                cells.append("—")
+                continue
+            h = sum(runs["H"].calls for runs in found)
+            i = sum(runs["I"].calls for runs in found)
+            h_all, i_all = h_all + h, i_all + i
+            marks = "".join(
+                f" ({label} {_short(runs[key])})"
+                for runs in found
+                for key, label in (("H", "H"), ("I", "I"))
+                if not runs[key].correct
+            )
+            cells.append(f"{h} / {i}{marks}")
+        total = f"{h_all} / {i_all}" if h_all or i_all else "not derived"
+        rows.append([f"`{kind}`", *cells, total])
+    return table(["class", *(f"{name} H / I" for name in packs), "all packs H / I"], rows)
+
+
+WHY_ABSENT = {
+    "python_literals": "no `true`/`false`/`null` to spell as a Python literal",
+    "quoted_number": "no number to quote",
+    "trailing_comma": "not an object or array",
+    "two_candidates": "no first key to drop",
+    "schema_violation": "no first key to drop",
+    "contract_violation": "no violation given",
+}
+
+
+def _absent(cases: Sequence[Case], packs: Sequence[str]) -> str:
+    """Which classes were not derived for which packs, and why."""
+    parts = []
+    for kind in CLASSES:
+        lacking = [
+            name
+            for name in packs
+            if not any(c.pack_name == name and c.scenario.kind == kind for c in cases)
+        ]
+        if lacking:
+            where = "every pack" if len(lacking) == len(packs) else ", ".join(lacking)
+            why = WHY_ABSENT.get(kind, "does not apply")
+            parts.append(f"`{kind}` for {where} ({why} in the good value)")
+    return "; ".join(parts) if parts else "none here"
+
+
+def _short(run: Run) -> str:
+    if run.exception:
+        return f"raised `{run.exception}`"
+    return "wrong value" if run.valid else "Degraded"
+
+
 def main() -> int:
+    started = time.perf_counter()
     header = environment()
     lines = list(header)
-    results: list[tuple[Scenario, dict[str, Run]]] = []
-    for scenario in SCENARIOS:
-        results.append((scenario, run_all(scenario.script(MAX_CALLS))))
-        print(f"  {scenario.name} done", file=sys.stderr)
-    stubborn = [
-        (scenario, run_all(scenario.stubborn_script(MAX_CALLS)))
-        for scenario in SCENARIOS
-        if scenario.locally_fixable
-    ]
+    cases = load_cases()
+    packs = list(dict.fromkeys(case.pack_name for case in cases))
+    results: list[Result] = []
+    for case in cases:
+        results.append((case, run_all(case, case.script(MAX_CALLS))))
+        print(f"  {case.scenario.id} done", file=sys.stderr)
+    fixable = [case for case in cases if case.scenario.locally_fixable]
+    stubborn = [(case, run_all(case, case.stubborn_script(MAX_CALLS))) for case in fixable]
     print("  stubborn-model scripts done", file=sys.stderr)
 
     hs = [runs["H"] for _, runs in results]
@@ -532,74 +664,110 @@ def main() -> int:
     i_ok = sum(run.correct for run in ins)
     s_h = _sum([runs["H"] for _, runs in stubborn], "calls")
     s_i = _sum([runs["I"] for _, runs in stubborn], "calls")
+    s_h_ok = sum(runs["H"].correct for _, runs in stubborn)
+    s_i_ok = sum(runs["I"].correct for _, runs in stubborn)
 
     lines += [
         "## 1. Calls and tokens to a valid value",
         "",
-        "`SupportTicket`: urgency 1-5, category `Literal` (5 values), summary 5-160 characters, "
-        r"`orderId` matching `^ORD-\d{6}$`, plus `needs_callback: bool` and "
-        "`assignee: str | None` (so that the Python-literal reply has a `True` and a `None` to "
-        f"carry); rule: {RULE_TEXT}.",
+        f"{n} scenarios from `benchmarks/scenarios/packs.jsonl` (regenerate with "
+        "`.venv/bin/python benchmarks/pack_scenarios.py`): each malformation class of "
+        "`healjson._scenarios.malformations`, derived from the first golden example of each "
+        f"contract pack in `contracts/` ({', '.join(f'`{p}`' for p in packs)}), with a "
+        "hand-written prompt and, for `contract_violation`, a schema-valid value that breaks "
+        "exactly one of the pack's contracts. A class that does not apply to the good value is "
+        f"left out: {_absent(cases, packs)}.",
         "",
-        "Every scenario is the malformed reply followed by a clean, valid one (what a model "
+        "Every scenario is the malformed reply followed by the clean, valid one (what a model "
         f"re-asked usually sends), padded with that good reply to {MAX_CALLS} replies; a fresh "
         "`ScriptedServer` per scenario and contender. H = `healjson.wrap(OpenAI(max_retries=0))`, "
-        "default policy (`max_attempts=3`), the rule as a `@healjson.contract`; I = "
-        "`instructor.from_openai(OpenAI(max_retries=0), mode=Mode.JSON)`, `max_retries=2`, the "
-        "rule as a `model_validator`; I-MD = the same with `Mode.MD_JSON` (instructor's mode "
-        "that extracts JSON from a code block), for reference only. Token columns: H / I, summed "
-        "over the calls; *prompt tok* is the server's estimate (message text / 4); *incl. format* "
+        "default policy (`max_attempts=3`), `contracts=pack.contracts, examples=pack.examples`; "
+        "I = `instructor.from_openai(OpenAI(max_retries=0), mode=Mode.JSON)`, `max_retries=2`, "
+        "`response_model` = a subclass of the pack's model (same name, schema title and "
+        'docstring) whose `model_validator(mode="after")` runs the pack\'s contracts through '
+        "the public `Contract` objects, under the same request, and raises `ValueError` with "
+        "each broken rule's constraint and prescription, so that instructor retries on them; "
+        "I-MD = the same with `Mode.MD_JSON` (instructor's mode that extracts JSON from a code "
+        "block), for reference only. *Healed* = a value that passes the schema and every "
+        "contract and equals the scenario's `expected` value. Token columns: H / I, summed over "
+        "the calls; *prompt tok* is the server's estimate (message text / 4); *incl. format* "
         "adds the JSON of `response_format`/`tools` / 4, because healjson's strict schema travels "
         "in `response_format`, which the server's estimate does not see (instructor's JSON modes "
         "put the schema in a message).",
         "",
+        "### Per pack and overall",
+        "",
     ]
-    lines += scenario_table(results, tokens=True)
-    lines += ["", "Totals:", ""]
+    lines += per_pack_table(results, packs)
+    lines += ["", "Totals (all packs):", ""]
     lines += totals_table(results)
     lines += [
         "",
-        f"healjson made **{fewer:.0%} fewer model calls** than instructor `Mode.JSON` "
-        f"({h_calls} vs {i_calls}). instructor validates with `strict=True` by default (so "
-        '`"4"` for an int is an error) and raises `IncompleteOutputException` on '
-        '`finish_reason="length"` without retrying.',
+        f"healjson made **{fewer:.1%} fewer model calls** than instructor `Mode.JSON` "
+        f"({h_calls} vs {i_calls}). instructor validates with `strict=True` by default (so a "
+        'quoted `"3"` for an int is an error; a quoted number for a `Decimal` is not) and raises '
+        '`IncompleteOutputException` on `finish_reason="length"` without retrying.',
+        "",
+        "### Per malformation class: model calls H / I",
+        "",
+        "Cells name a contender that did not return the expected value.",
+        "",
+    ]
+    lines += class_table(results, packs)
+    lines += ["", "### Every scenario", ""]
+    lines += scenario_table(results, tokens=True)
+    lines += [
         "",
         "### 1b. A stubborn model: the same malformed reply every time",
         "",
-        "The seven scenarios whose first reply holds the right value in a malformed form, with "
-        f"that reply repeated {MAX_CALLS} times (a model that keeps its formatting habit).",
+        f"The {len(fixable)} scenarios whose first reply holds the right value in a malformed "
+        f"form, with that reply repeated {MAX_CALLS} times (a model that keeps its formatting "
+        "habit).",
         "",
     ]
     lines += scenario_table(stubborn, tokens=False)
     lines += ["", "Totals:", ""]
     lines += totals_table(stubborn)
+    growth_case = next(c for c in cases if c.pack_name == GROWTH_PACK)
     lines += [
         "",
         "## 2. Prompt size per attempt, always-invalid reply (up to 5 attempts each)",
         "",
-        f"healjson `HealPolicy(max_attempts={GROWTH_ATTEMPTS})`, instructor `Mode.JSON` "
-        f"`max_retries={GROWTH_ATTEMPTS - 1}`; the same reply every time. *message chars* = "
-        "characters of message text in that request (what the server's token estimate counts); "
-        "*body bytes* = the whole request body, schema included.",
+        f"The `{GROWTH_PACK}` pack (its model, contracts, golden examples and prompt as in "
+        f"part 1). healjson `HealPolicy(max_attempts={GROWTH_ATTEMPTS})`, instructor "
+        f"`Mode.JSON` `max_retries={GROWTH_ATTEMPTS - 1}`; the same reply every time. "
+        "*message chars* = characters of message text in that request (what the server's token "
+        "estimate counts); *body bytes* = the whole request body, schema included.",
         "",
     ]
-    growth = bench_growth(lines)
+    growth = bench_growth(growth_case, lines)
+    elapsed = time.perf_counter() - started
 
     met = fewer >= TARGET_FEWER_CALLS and h_exc == 0
+    per_pack = []
+    for name in packs:
+        group = [runs for case, runs in results if case.pack_name == name]
+        ph = sum(runs["H"].calls for runs in group)
+        pi = sum(runs["I"].calls for runs in group)
+        per_pack.append(f"{name} {ph} vs {pi} ({_fewer(ph, pi)} fewer)")
     summary = [
+        f"- run time: {elapsed:.0f} s",
+        "",
         "## Targets",
         "",
-        f"- model calls: healjson {h_calls}, instructor {i_calls}: **{fewer:.0%} fewer** "
-        f"(target ≥ {TARGET_FEWER_CALLS:.0%}) with {h_exc} exception(s) raised by healjson "
-        f"(target 0) — {'met' if met else 'MISSED'}",
+        f"- model calls over {n} scenarios (3 packs): healjson {h_calls}, instructor {i_calls}: "
+        f"**{fewer:.1%} fewer** (target ≥ {TARGET_FEWER_CALLS:.0%}) with {h_exc} exception(s) "
+        f"raised by healjson (target 0) — {'met' if met else 'MISSED'}",
+        f"- per pack, calls H vs I: {'; '.join(per_pack)}",
         f"- healed: healjson {h_ok}/{n}, instructor {i_ok}/{n}; instructor raised {i_exc} "
         "exception(s)",
-        f"- stubborn model (1b): healjson {s_h} calls, instructor {s_i} calls "
-        f"({1 - s_h / s_i:.0%} fewer)",
+        f"- stubborn model (1b, {len(stubborn)} locally fixable scenarios): healjson {s_h} calls, "
+        f"{s_h_ok}/{len(stubborn)} healed; instructor {s_i} calls, {s_i_ok}/{len(stubborn)} "
+        f"healed ({_fewer(s_h, s_i)} fewer calls)",
     ]
     for label, h_chars, i_chars in growth:
         summary.append(
-            f"- message chars per request, always {label}: healjson "
+            f"- message chars per request, always {label} ({GROWTH_PACK}): healjson "
             f"{' → '.join(f'{c:,}' for c in h_chars)}; instructor "
             f"{' → '.join(f'{c:,}' for c in i_chars)}"
         )
@@ -609,7 +777,7 @@ def main() -> int:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(report, encoding="utf-8")
     print(report)
-    print(f"written to {RESULTS.relative_to(ROOT)}", file=sys.stderr)
+    print(f"written to {RESULTS.relative_to(ROOT)} in {elapsed:.0f} s", file=sys.stderr)
     return 0
 
 

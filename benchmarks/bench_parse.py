@@ -269,6 +269,7 @@ def bench_valid(lines: list[str]) -> list[tuple[str, str, float]]:
                 [
                     name,
                     f"{fmt_ns(median)} ({fmt_ns(min(values))})",
+                    f"{len(text.encode()) / median * 1e3:.1f}",  # bytes per ns -> MB/s
                     f"{median / base:.2f}x",
                     f"{paired:.2f}x",
                     verdict,
@@ -280,6 +281,7 @@ def bench_valid(lines: list[str]) -> list[tuple[str, str, float]]:
             [
                 "contender",
                 "median (min) per call",
+                "MB/s (median)",
                 "ratio of medians",
                 "paired ratio",
                 "≤ 1.5x?",

@@ -1,4 +1,4 @@
-"""The `healjson` command line: `demo`, `heal`, `batch` and `trace`.
+"""The `healjson` command line: `demo`, `heal`, `batch`, `trace` and `eval`.
 
 Exit codes: 0 success (`heal`: healed); 1 `heal` degraded, or a run that could not finish;
 2 usage errors (bad options, a spec that names nothing, a missing file).
@@ -560,6 +560,170 @@ def _row_summary(row: Mapping[str, Any]) -> str:
     if isinstance(errors, list) and errors and isinstance(errors[0], Mapping):
         first = f": `{errors[0].get('path')}` {errors[0].get('constraint')}"
     return f"- id {row['id']}: degraded (`{row.get('reason')}`) after {spent}{first}"
+
+
+# -- eval --------------------------------------------------------------------------------------
+
+
+@app.command("eval")
+def eval_(
+    scenarios_path: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="[SCENARIOS.jsonl]",
+            exists=True,
+            dir_okay=False,
+            help="One scenario per line: `messages` or `prompt`, optional `replies` (offline), "
+            "`expected`, `contracts`, `response_model`. Default: the built-in scripted set.",
+        ),
+    ] = None,
+    *,
+    a: Annotated[
+        str,
+        typer.Option(
+            "--a",
+            help="Configuration A: plain, local, healed, a JSON object or a .json file.",
+        ),
+    ] = "plain",
+    b: Annotated[str, typer.Option("--b", help="Configuration B (as for --a).")] = "healed",
+    contracts: Annotated[
+        str | None,
+        typer.Option("--contracts", "-c", help="The pack for rows that name none."),
+    ] = None,
+    response_model: Annotated[
+        str | None,
+        typer.Option(
+            "--response-model",
+            help="The target type for rows that name none (default: the pack's).",
+        ),
+    ] = None,
+    model: Annotated[str, typer.Option("--model", help="The endpoint's model name.")] = (
+        "gpt-4o-mini"
+    ),
+    live: Annotated[
+        bool,
+        typer.Option(
+            "--live", help="Send the scenarios to a real endpoint (OPENAI_BASE_URL, or OpenAI's)."
+        ),
+    ] = False,
+    base_url: Annotated[
+        str | None,
+        typer.Option("--base-url", help="OpenAI-compatible endpoint (implies --live)."),
+    ] = None,
+    api_key: Annotated[
+        str | None, typer.Option("--api-key", help="API key for --live (default: OPENAI_API_KEY).")
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", min=0.001, help="Seconds per HTTP request.")
+    ] = None,
+    repeat: Annotated[
+        int, typer.Option("--repeat", "-n", min=1, help="Runs of every scenario per configuration.")
+    ] = 1,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency",
+            "-j",
+            min=1,
+            help="Requests in flight at once (default: 1 offline, so latencies are comparable; "
+            "4 live).",
+        ),
+    ] = None,
+    json_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--json", dir_okay=False, help="Also write the whole report (every run) here."
+        ),
+    ] = None,
+) -> None:
+    """Compare two configurations on the same scenarios: pass rates with Wilson 95% intervals,
+    the paired 2x2 table and an exact McNemar p-value, plus calls, tokens and latency.
+
+    Offline by default: each scenario's scripted `replies` are served on 127.0.0.1 (no network,
+    no API key). --live or --base-url sends the scenarios' messages to a real model.
+    Exit code 0 when the comparison ran, 2 on usage errors.
+    """
+    from ._eval import Endpoint, ScenarioError, load_scenarios, parse_config, run_eval
+
+    try:
+        configs = (parse_config(a), parse_config(b))
+    except ScenarioError as exc:
+        raise typer.BadParameter(str(exc), param_hint="'--a' / '--b'") from exc
+    if configs[0].name == configs[1].name:
+        configs = (configs[0], _renamed(configs[1], f"{configs[1].name}-b"))
+    if scenarios_path is None:
+        scenarios, setup_for = _builtin_eval()
+    else:
+        try:
+            scenarios = load_scenarios(scenarios_path)
+        except ScenarioError as exc:
+            raise typer.BadParameter(str(exc), param_hint="SCENARIOS.jsonl") from exc
+        setup_for = _eval_setups(scenarios, contracts, response_model)
+    endpoint = None
+    if live or base_url is not None:
+        _import_openai()
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        endpoint = Endpoint(url, _api_key(api_key), timeout)
+    else:
+        _import_openai()  # the scripted server is driven through the real openai SDK
+    runs = len(scenarios) * repeat * 2
+    typer.echo(f"healjson eval: {runs} run(s) ...", err=True)
+    try:
+        report = asyncio.run(
+            run_eval(
+                scenarios,
+                configs,
+                setup_for,
+                model=model,
+                endpoint=endpoint,
+                repeat=repeat,
+                concurrency=concurrency or (1 if endpoint is None else 4),
+            )
+        )
+    except ScenarioError as exc:
+        raise typer.BadParameter(str(exc), param_hint="SCENARIOS.jsonl") from exc
+    typer.echo(report.markdown(), nl=False)
+    if json_out is not None:
+        json_out.write_text(_dump(report.to_dict()) + "\n", encoding="utf-8")
+        typer.echo(f"report written to {json_out}", err=True)
+
+
+def _renamed(config: Any, name: str) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(config, name=name)
+
+
+def _builtin_eval() -> tuple[list[Any], Callable[[Any], Any]]:
+    from ._eval import Setup
+    from ._scenarios import builtin_scenarios
+
+    scenarios, target, rules = builtin_scenarios()
+    setup = Setup(target, tuple(rules))
+    return scenarios, lambda _scenario: setup
+
+
+def _eval_setups(
+    scenarios: Sequence[Any], contracts: str | None, response_model: str | None
+) -> Callable[[Any], Any]:
+    """Resolve every row's pack and target up front, so a bad one is a usage error."""
+    from ._eval import Setup
+
+    packs: dict[str | None, ContractPack | None] = {}
+    setups: dict[str, Setup] = {}
+    for scenario in scenarios:
+        spec = scenario.contracts or contracts
+        if spec not in packs:
+            packs[spec] = _load_pack(spec) if spec is not None else None
+        pack = packs[spec]
+        option = "'--response-model'" if scenario.response_model is None else f"row {scenario.id}"
+        target = _target(scenario.response_model or response_model, pack, option=option)
+        setups[scenario.id] = Setup(
+            target,
+            tuple(pack.contracts) if pack is not None else (),
+            tuple(pack.examples) if pack is not None else (),
+        )
+    return lambda scenario: setups[scenario.id]
 
 
 # -- shared helpers ----------------------------------------------------------------------------
