@@ -29,7 +29,6 @@ from healjson.testing import (
     valid,
     violating,
 )
-from healjson.testing import _check_pack as check_pack_module
 from healjson.testing._strategies import KINDS
 
 # --- a pack with strategies: Range ---------------------------------------------------------------
@@ -116,52 +115,7 @@ INVOICE_PACK = ContractPack(
 )
 PACKS = [RANGE_PACK, INVOICE_PACK]
 
-# --- known L1 bugs -------------------------------------------------------------------------------
-# L1 fails on these renderings that it should handle. Each has a minimal reproduction below,
-# marked xfail(strict=True): when src is fixed, that test XPASSes and fails — then delete the
-# repro and its clause in `known_l1_bug`. Property tests skip exactly the renderings these
-# clauses describe and nothing else.
-#
-# (G) a fenced top-level JSON string holding `{`, `[` or ``` is misread (_scan/_parse: the fence
-#     body's brackets are taken for an open structure, or the fence pairs with the ``` inside).
-# (O) a comment right before a single-quoted string hides that quote from the scanner
-#     (_scan._in_value_position does not skip comments), so brackets inside the string count:
-#     a complete reply is called truncated, and a truncated one (finish_reason="length") is
-#     judged as if complete.
-# (N1) _normalise's trailing-comma lookahead `/\*.*?\*/` (DOTALL) stretches over the next
-#     member to a later comment before a closer, so a real comma is dropped: `[1,/* x */2/* y */]`
-#     becomes `[12]` (valid JSON, wrong value); in objects the pass fails and json-repair's
-#     misreadings come back.
-# (N2) _normalise only quotes a bare key right after `{` or `,`, not after a comment
-#     (`{/* c */a:-1,b:1}`): the pass fails and json-repair drops the minus sign.
-
-_COMMENT_THEN_QUOTE = re.compile(r"(?:\*/|//[^\n]*\n)\s*'")
-_COMMA_THEN_BLOCK = re.compile(r",\s*/\*")
-_BLOCK_THEN_CLOSER = re.compile(r"\*/\s*[}\]]")
-_COMMENT_THEN_BARE_KEY = re.compile(r"(?:\*/|//[^\n]*\n)\s*[A-Za-z_$][\w$]*\s*:")
-
-
-def _nodes(data: Any) -> Iterator[Any]:
-    yield data
-    if isinstance(data, dict):
-        for key, value in data.items():
-            yield key
-            yield from _nodes(value)
-    elif isinstance(data, list):
-        for item in data:
-            yield from _nodes(item)
-
-
-def known_l1_bug(c: Corruption) -> str | None:
-    """The known L1 bug a rendering runs into (see KNOWN_L1_BUGS), or None."""
-    strings = [node for node in _nodes(c.expected) if isinstance(node, str)]
-    if _COMMENT_THEN_QUOTE.search(c.text) and any(re.search(r"[\[\]{}]", s) for s in strings):
-        return "O"
-    if not c.recoverable:
-        return None
-    if isinstance(c.expected, str) and re.search(r"[\[{]|```", c.expected):
-        return "G"
-    return None
+# --- L1 regressions found by the kit ---------------------------------------------------------
 
 
 def _recovers(text: str, model: Any, expected: Any, finish_reason: str | None = None) -> None:
@@ -175,12 +129,6 @@ def _refuses_as_truncated(text: str, model: Any, expected: Any, finish_reason: s
     assert isinstance(outcome, Degraded), outcome
     assert Reason.TOKEN_TRUNCATED == outcome.reason
 
-
-KNOWN_L1_BUGS = [
-    ("G", '```json\n"{"\n```', str, "{", None),
-    ("G", '```json\n"```"\n```', str, "```", None),
-    ("O", "{\"a\": 1, // note\n 'b{': 2}", dict, {"a": 1, "b{": 2}, None),
-]
 
 # Slips json-repair alone got wrong, which L1 now recovers: kept as regression cases.
 FIXED_L1_BUGS = [
@@ -202,6 +150,20 @@ FIXED_L1_BUGS = [
     ('{"a": "" // note\n}', dict, {"a": ""}),
     ("{b: '' , c: 'x'}", dict, {"b": "", "c": "x"}),
     ("{'a': ',}', 'b': 1}", dict, {"a": ",}", "b": 1}),
+    # a fenced top-level JSON string holding a bracket or a fence
+    ('```json\n"{"\n```', str, "{"),
+    ('```json\n"```"\n```', str, "```"),
+    ('```json\n"a\\"b["\n```', str, 'a"b['),
+    # brackets and quotes inside comments are not structure
+    ("{\"a\": 1, // note\n 'b{': 2}", dict, {"a": 1, "b{": 2}),
+    ("{\"a\": 1, // c1\n // c2 {\n 'b{': 2}", dict, {"a": 1, "b{": 2}),
+    ('{"a": 1, /* {x */ "b": 2}', dict, {"a": 1, "b": 2}),
+    ('{"a": 1, // see {docs\n "b": 2}', dict, {"a": 1, "b": 2}),
+    ('{"a": 1 // the "id\n}', dict, {"a": 1}),
+    ('{"url": "http://x/{a}", "b": 1} // done', dict, {"url": "http://x/{a}", "b": 1}),
+    # a `]` inside a line comment after a comma made that comma look trailing
+    ('{"low":0,// see [1]\n"high":0// note\n}', dict, {"low": 0, "high": 0}),
+    ('[1,// see [2]\n3]', list, [1, 3]),
 ]
 
 
@@ -209,44 +171,6 @@ FIXED_L1_BUGS = [
 def test_slips_json_repair_misreads_are_recovered(text: str, model: Any, expected: Any) -> None:
     """Renderings json-repair alone misreads (found by this kit) are recovered exactly."""
     _recovers(text, model, expected)
-
-
-@pytest.mark.parametrize(
-    ("bug", "text", "model", "expected", "finish_reason"),
-    [
-        pytest.param(*case, marks=pytest.mark.xfail(strict=True, reason=f"L1 bug {case[0]}"))
-        for case in KNOWN_L1_BUGS
-    ],
-)
-def test_known_l1_bug_reproductions(
-    bug: str, text: str, model: Any, expected: Any, finish_reason: str | None
-) -> None:
-    """Minimal reproductions of the known L1 bugs: each should recover (or refuse as truncated)."""
-    if finish_reason == "length":
-        _refuses_as_truncated(text, model, expected, finish_reason)
-    else:
-        _recovers(text, model, expected)
-
-
-def test_known_l1_bug_predicate_recognises_each_reproduction() -> None:
-    """Every reproduction is classified as the bug it reproduces."""
-    for bug, text, _model, expected, finish_reason in KNOWN_L1_BUGS:
-        data = expected.model_dump() if isinstance(expected, BaseModel) else expected
-        kinds = ("single_quotes", "unquoted_keys", "fence")
-        truncated = finish_reason == "length"
-        rendering = Corruption(text, kinds, finish_reason, not truncated, data)
-        assert bug == known_l1_bug(rendering), text
-
-
-@pytest.fixture
-def without_known_l1_bugs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """check_pack draws no rendering that runs into a known L1 bug (remove when they are fixed)."""
-    real = check_pack_module.corrupted
-
-    def filtered(value: Any, *, model: Any = None) -> st.SearchStrategy[Corruption]:
-        return real(value, model=model).filter(lambda c: known_l1_bug(c) is None)
-
-    monkeypatch.setattr(check_pack_module, "corrupted", filtered)
 
 
 # --- import cost and the install hint ------------------------------------------------------------
@@ -348,7 +272,6 @@ def test_contracts_see_the_context_the_pack_provides() -> None:
     check()
 
 
-@pytest.mark.usefixtures("without_known_l1_bugs")
 def test_a_rule_that_reads_the_request_is_broken_under_its_own_context() -> None:
     """`violating` and `check_pack` judge a rule under its own `extra["contexts"][rule]`."""
 
@@ -468,7 +391,6 @@ def test_l1_recovers_every_recoverable_corruption_of_a_valid_instance(
     same instance with no model call; every truncated rendering is refused as `token_truncated`."""
     instance = data.draw(valid(pack))
     c = data.draw(corrupted(instance))
-    assume(known_l1_bug(c) is None)  # known L1 bugs, reproduced above
     outcome = healjson.validate(
         c.text, pack.model, contracts=pack.contracts, finish_reason=c.finish_reason
     )
@@ -486,7 +408,7 @@ def test_a_healer_spends_no_repair_call_on_a_recoverable_corruption(data: st.Dat
     """Through a `Healer`, a recoverable rendering is healed on the first and only model call."""
     instance = data.draw(valid(RANGE_PACK))
     c = data.draw(corrupted(instance))
-    assume(c.recoverable and known_l1_bug(c) is None)
+    assume(c.recoverable)
     model = ScriptedModel([Reply(c.text, finish_reason=c.finish_reason)])
     outcome = Healer(Range, contracts=RANGE_PACK.contracts).run(model, "a range, please")
     assert isinstance(outcome, Healed), outcome
@@ -497,7 +419,6 @@ def test_a_healer_spends_no_repair_call_on_a_recoverable_corruption(data: st.Dat
 # --- check_pack ----------------------------------------------------------------------------------
 
 
-@pytest.mark.usefixtures("without_known_l1_bugs")
 @pytest.mark.parametrize("pack", PACKS, ids=lambda p: p.name)
 def test_check_pack_passes_on_a_good_pack(pack: ContractPack) -> None:
     """A sound pack gets a `PackReport` counting every check it ran."""
@@ -523,7 +444,6 @@ def _range_pack(**changes: Any) -> ContractPack:
     return ContractPack(Range, **options)
 
 
-@pytest.mark.usefixtures("without_known_l1_bugs")
 def test_check_pack_reports_a_contract_that_raises() -> None:
     """A contract that raises on schema-valid input is named, with its exception."""
 
@@ -547,7 +467,6 @@ def test_check_pack_reports_a_contract_that_raises() -> None:
     assert "ValueError: math domain error" in message
 
 
-@pytest.mark.usefixtures("without_known_l1_bugs")
 def test_check_pack_reports_a_violating_strategy_that_does_not_violate() -> None:
     """A `violating` strategy whose instances pass the rule is reported with an instance."""
     pack = _range_pack(strategies={**RANGE_STRATEGIES, "ordered": RANGE_STRATEGIES["valid"]})
@@ -555,7 +474,6 @@ def test_check_pack_reports_a_violating_strategy_that_does_not_violate() -> None
         check_pack(pack, max_examples=10)
 
 
-@pytest.mark.usefixtures("without_known_l1_bugs")
 def test_check_pack_reports_a_golden_example_that_breaks_a_rule() -> None:
     """A golden example that breaks a contract is named with its index and the rule."""
     pack = _range_pack(examples=({"low": 1, "high": 2}, {"low": 9, "high": 1}))
@@ -564,7 +482,6 @@ def test_check_pack_reports_a_golden_example_that_breaks_a_rule() -> None:
     assert "golden example examples[1] Range(low=9, high=1) breaks `ordered`" in str(failure.value)
 
 
-@pytest.mark.usefixtures("without_known_l1_bugs")
 def test_check_pack_reports_a_diagnostic_path_missing_from_the_model() -> None:
     """A violation whose path does not exist in the instance is a malformed diagnostic."""
 
@@ -586,7 +503,6 @@ def test_check_pack_reports_a_diagnostic_path_missing_from_the_model() -> None:
         check_pack(pack, max_examples=10)
 
 
-@pytest.mark.usefixtures("without_known_l1_bugs")
 def test_check_pack_lists_every_problem_in_one_message() -> None:
     """Several problems are numbered in one readable message, with unknown fields first."""
 

@@ -76,7 +76,14 @@ _PROSE_AFTER = (
     "Hope this helps!",
     "All fields are filled in.",
 )
-_COMMENT_TEXT = ("note", "computed from the input", "see above")
+_COMMENT_TEXT = (
+    "note",
+    "computed from the input",
+    "see above",
+    "see [1]",  # brackets and quotes in comments are text, not structure
+    "kept {as given}",
+    "the customer's \"id\"",
+)
 
 
 def require_hypothesis() -> None:
