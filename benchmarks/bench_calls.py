@@ -761,6 +761,9 @@ def main() -> int:
         f"- per pack, calls H vs I: {'; '.join(per_pack)}",
         f"- healed: healjson {h_ok}/{n}, instructor {i_ok}/{n}; instructor raised {i_exc} "
         "exception(s)",
+        f"- calls per valid value (instructor's calls on the scenarios it gave up on count too): "
+        f"healjson {h_calls / max(h_ok, 1):.2f}, instructor {i_calls / max(i_ok, 1):.2f} "
+        f"({1 - (h_calls / max(h_ok, 1)) / (i_calls / max(i_ok, 1)):.1%} fewer)",
         f"- stubborn model (1b, {len(stubborn)} locally fixable scenarios): healjson {s_h} calls, "
         f"{s_h_ok}/{len(stubborn)} healed; instructor {s_i} calls, {s_i_ok}/{len(stubborn)} "
         f"healed ({_fewer(s_h, s_i)} fewer calls)",
