@@ -502,3 +502,13 @@ def test_long_discordant_lists_are_cut_in_markdown_but_kept_in_json() -> None:
     assert text.count("\n- `") == 40
     assert "- ... and 10 more (see `--json`)" in text
     assert len(report.to_dict()["runs"]) == 100
+
+
+def test_eval_progress_bar_counts_passes_per_configuration() -> None:
+    result = CliRunner().invoke(app, ["eval", "--progress"])
+    assert result.exit_code == 0, result.output
+    assert "20/20" in result.stderr
+    assert "plain 2/10 passed · healed 10/10 passed" in result.stderr
+    quiet = CliRunner().invoke(app, ["eval", "--no-progress"])
+    assert "healjson eval: 20 run(s) ..." in quiet.stderr
+    assert "passed ·" not in quiet.stderr

@@ -635,6 +635,12 @@ def eval_(
             "--json", dir_okay=False, help="Also write the whole report (every run) here."
         ),
     ] = None,
+    progress: Annotated[
+        bool | None,
+        typer.Option(
+            "--progress/--no-progress", help="Progress bar on stderr (default: when a TTY)."
+        ),
+    ] = None,
 ) -> None:
     """Compare two configurations on the same scenarios: pass rates with Wilson 95% intervals,
     the paired 2x2 table and an exact McNemar p-value, plus calls, tokens and latency.
@@ -667,25 +673,65 @@ def eval_(
     else:
         _import_openai()  # the scripted server is driven through the real openai SDK
     runs = len(scenarios) * repeat * 2
-    typer.echo(f"healjson eval: {runs} run(s) ...", err=True)
+    show = sys.stderr.isatty() if progress is None else progress
+    if not show:
+        typer.echo(f"healjson eval: {runs} run(s) ...", err=True)
     try:
-        report = asyncio.run(
-            run_eval(
-                scenarios,
-                configs,
-                setup_for,
-                model=model,
-                endpoint=endpoint,
-                repeat=repeat,
-                concurrency=concurrency or (1 if endpoint is None else 4),
+        with _eval_progress(show, runs, configs) as on_unit:
+            report = asyncio.run(
+                run_eval(
+                    scenarios,
+                    configs,
+                    setup_for,
+                    model=model,
+                    endpoint=endpoint,
+                    repeat=repeat,
+                    concurrency=concurrency or (1 if endpoint is None else 4),
+                    on_unit=on_unit,
+                )
             )
-        )
     except ScenarioError as exc:
         raise typer.BadParameter(str(exc), param_hint="SCENARIOS.jsonl") from exc
+    except KeyboardInterrupt:
+        typer.echo("interrupted: no report", err=True)
+        raise typer.Exit(130) from None
     typer.echo(report.markdown(), nl=False)
     if json_out is not None:
         json_out.write_text(_dump(report.to_dict()) + "\n", encoding="utf-8")
         typer.echo(f"report written to {json_out}", err=True)
+
+
+@contextlib.contextmanager
+def _eval_progress(show: bool, total: int, configs: Sequence[Any]) -> Iterator[Any]:
+    """A rich progress bar on stderr with each configuration's passes so far (None: hidden)."""
+    if not show:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    names = [config.name for config in configs]
+    passed = dict.fromkeys(names, 0)
+    done = dict.fromkeys(names, 0)
+
+    def tally() -> str:
+        return " · ".join(f"{n} {passed[n]}/{done[n]} passed" for n in names)
+
+    bar = Progress(
+        BarColumn(bar_width=16),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[tally]}"),
+        console=Console(stderr=True),
+    )
+    task = bar.add_task("eval", total=total, tally=tally())
+
+    def on_unit(unit: Any) -> None:
+        done[unit.config] += 1
+        passed[unit.config] += unit.passed
+        bar.update(task, advance=1, tally=tally())
+
+    with bar:
+        yield on_unit
 
 
 def _renamed(config: Any, name: str) -> Any:
