@@ -432,3 +432,83 @@ def test_rows_with_lone_surrogates_are_still_written(tmp_path: Path) -> None:
     with Batch.open(source, out) as batch:
         assert asyncio.run(batch.run(heal)).complete
     assert "\ud800 no json" == rows(out)[0]["raw_text"]
+
+
+def test_retry_failed_runs_endpoint_failures_again_and_keeps_one_row_per_id(
+    tmp_path: Path,
+) -> None:
+    """Rows the endpoint failed (HTTP 500 here) run again with --retry-failed; healed rows and
+    rows degraded for other reasons are kept as they are, and every id still has one row."""
+    source = write_input(tmp_path / "in.jsonl", [1, 2, 3])
+    out = tmp_path / "out.jsonl"
+    calls: list[int] = []
+
+    def flaky(body: dict[str, Any]) -> ScriptedReply:
+        first_user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        number = int(re.search(r"ticket (\d+)", first_user).group(1))  # type: ignore[union-attr]
+        calls.append(number)
+        if number == 2 and calls.count(2) == 1:
+            return ScriptedReply.error(500, "upstream down", headers={"x-should-retry": "false"})
+        if number == 3:
+            return ScriptedReply(content="no JSON at all")  # degraded, not an endpoint failure
+        ticket = {"urgency": 3, "category": "logistics", "summary": "Order stuck in transit",
+                  "orderId": f"ORD-{number:06d}"}  # fmt: skip
+        return ScriptedReply(content=json.dumps(ticket))
+
+    with ScriptedServer([flaky], repeat=True) as server:
+        first = run_batch(server, source, out, "--max-attempts", "1")
+        by_id = {row["id"]: row for row in rows(out)}
+        assert (True, "api_error", "invalid_output") == (
+            by_id["t1"]["ok"],
+            by_id["t2"]["reason"],
+            by_id["t3"]["reason"],
+        )
+        plain_rerun = run_batch(server, source, out, "--max-attempts", "1")
+        assert "wrote 0 of 0 row(s)" in plain_rerun.stderr  # failures count as done without it
+        retried = run_batch(server, source, out, "--max-attempts", "1", "--retry-failed")
+
+    assert (0, 0, 0) == (first.exit_code, plain_rerun.exit_code, retried.exit_code)
+    assert "took 1 failed row(s) out of" in retried.stderr
+    assert "wrote 1 of 1 row(s)" in retried.stderr
+    found = assert_one_row_per_id(out, {"t1", "t2", "t3"})
+    by_id = {row["id"]: row for row in found}
+    assert by_id["t2"]["ok"] is True
+    assert by_id["t3"]["reason"] == "invalid_output"
+    assert [1, 2, 3, 2] == sorted(calls[:3]) + calls[3:]  # only t2 was asked again
+    assert not (tmp_path / "out.jsonl.healjson-retry").exists()
+
+
+def test_retry_by_reason_keeps_rows_whose_id_left_the_input(tmp_path: Path) -> None:
+    """`--retry REASON` takes out only rows the run will write again: an id no longer in the
+    input keeps its row (nothing is lost)."""
+    out = tmp_path / "out.jsonl"
+    out.write_text(
+        "\n".join(
+            json.dumps(row)
+            for row in [
+                {"id": "t1", "ok": False, "reason": "max_retries_exceeded", "raw_text": "x"},
+                {"id": "gone", "ok": False, "reason": "max_retries_exceeded", "raw_text": "y"},
+                {"id": "t2", "ok": False, "reason": "timeout", "raw_text": None},
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    source = write_input(tmp_path / "in.jsonl", [1, 2])
+    with Batch.open(source, out, retry=frozenset({"max_retries_exceeded"})) as batch:
+        assert (1, 1, 1) == (batch.stats.retried, batch.stats.total, batch.stats.already_done)
+        # the rewritten output is still locked by this batch
+        with pytest.raises(BatchError, match="another healjson batch"):
+            Batch.open(source, out)
+    assert ["gone", "t2"] == [row["id"] for row in rows(out)]
+
+
+def test_retry_with_an_unknown_reason_is_a_usage_error(tmp_path: Path) -> None:
+    source = write_input(tmp_path / "in.jsonl", [1])
+    result = CliRunner().invoke(
+        app,
+        ["batch", str(source), "--out", str(tmp_path / "o.jsonl"), "--model", "m",
+         "--contracts", PACK, "--api-key", "k", "--retry", "flaky"],
+    )  # fmt: skip
+    assert 2 == result.exit_code
+    assert "unknown reason(s) flaky" in result.output

@@ -16,12 +16,18 @@ next, so a killed run leaves whole rows plus at most one torn last line. Opening
 the ids already there (a re-run skips them) and cuts an unreadable last line off. Rows are
 written in the order they finish, not in input order.
 
+Retrying: `retry` names degraded reasons (e.g. `api_error`, `timeout`) whose rows are taken out
+of the output before the run, so their ids run again and each id still has one row. The output
+is rewritten to a locked temporary file, fsync'd and renamed over the old one: a crash leaves
+either the old file or the new one, never a mix.
+
 This module does no terminal output: the command line passes a callback for its progress bar.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -94,6 +100,8 @@ class BatchStats:
     torn_line_dropped: bool = False
     failed: int = 0
     """Jobs that raised unexpectedly (no row written; a re-run retries them)."""
+    retried: int = 0
+    """Rows taken out of the output to run again (`retry`)."""
     first_failure: str | None = None
 
     @property
@@ -228,7 +236,13 @@ def _note_row(raw: bytes, keys: set[str]) -> bool:
 class _Output:
     """The single writer: one JSON line per row, flushed and fsync'd before the next."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self,
+        path: Path,
+        retry: frozenset[str] = frozenset(),
+        wanted: frozenset[str] = frozenset(),
+    ) -> None:
+        self.retried = 0
         try:
             self._file: IO[bytes] = path.open("ab")
         except OSError as exc:
@@ -241,9 +255,43 @@ class _Output:
                 self._sync()
             if self.recovered.needs_newline:
                 self._append(b"\n")
+            if retry:
+                self._drop(path, retry, wanted)
         except BaseException:
             self._file.close()
             raise
+
+    def _drop(self, path: Path, retry: frozenset[str], wanted: frozenset[str]) -> None:
+        """Rewrite the output without the rows degraded for a reason in `retry` whose id is
+        `wanted` (still in the input: a row the run will not write again is kept)."""
+        kept: list[bytes] = []
+        with path.open("rb") as file:
+            for raw in file:
+                reason, key = _reason(raw)
+                if reason in retry and key in wanted:
+                    self.retried += 1
+                else:
+                    kept.append(raw)
+        if not self.retried:
+            return
+        temporary = path.with_name(path.name + ".healjson-retry")
+        try:
+            new: IO[bytes] = temporary.open("wb")
+        except OSError as exc:
+            raise BatchError(f"cannot write {temporary}: {exc.strerror or exc}") from exc
+        try:
+            _lock(new, temporary)  # locked before it takes the output's name
+            new.write(b"".join(kept))
+            new.flush()
+            os.fsync(new.fileno())
+            os.replace(temporary, path)
+            _sync_folder(path)
+        except BaseException:
+            new.close()
+            raise
+        self._file.close()
+        self._file = new
+        self.recovered = dataclasses.replace(recover_output(path), torn=self.recovered.torn)
 
     def write(self, row: Mapping[str, Any]) -> None:
         try:
@@ -263,6 +311,31 @@ class _Output:
 
     def close(self) -> None:
         self._file.close()
+
+
+def _reason(raw: bytes) -> tuple[str | None, str | None]:
+    """An output line's degraded reason and id key ((None, None) for a healed row or a line
+    that is no row)."""
+    try:
+        row = json.loads(raw)
+    except ValueError:
+        return None, None
+    if not isinstance(row, dict) or "id" not in row or row.get("ok") is not False:
+        return None, None
+    reason = row.get("reason")
+    return (reason if isinstance(reason, str) else None), id_key(row["id"])
+
+
+def _sync_folder(path: Path) -> None:
+    """Make a rename durable (POSIX); a no-op where folders cannot be opened."""
+    try:
+        folder = os.open(path.parent, os.O_RDONLY)
+    except OSError:  # pragma: no cover - e.g. Windows
+        return
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
 
 
 def _lock(file: IO[bytes], path: Path) -> None:
@@ -335,12 +408,17 @@ class Batch:
     _done: set[str] = field(default_factory=set)
 
     @classmethod
-    def open(cls, input_path: Path, out_path: Path) -> Batch:
-        """Lock and recover the output, then count the input (raises `BatchError`)."""
+    def open(
+        cls, input_path: Path, out_path: Path, *, retry: frozenset[str] = frozenset()
+    ) -> Batch:
+        """Lock and recover the output, take out the rows to `retry` (degraded reasons), then
+        count the input (raises `BatchError`)."""
         if not input_path.is_file():
             raise BatchError(f"no input file at {input_path}")
-        output = _Output(out_path)
+        wanted = frozenset(job.key for job in read_jobs(input_path)) if retry else frozenset()
+        output = _Output(out_path, retry, wanted)
         batch = cls(input_path, out_path, _output=output, _done=set(output.recovered.keys))
+        batch.stats.retried = output.retried
         batch.stats.torn_line_dropped = output.recovered.torn
         batch.stats.unreadable_rows = output.recovered.unreadable
         try:

@@ -33,6 +33,9 @@ app = typer.Typer(
 )
 
 
+RETRY_FAILED = frozenset({"api_error", "timeout"})  # `batch --retry-failed`: the endpoint failed
+
+
 class OutputFormat(enum.StrEnum):
     """`heal --format`."""
 
@@ -348,6 +351,22 @@ def batch(
             "--progress/--no-progress", help="Progress bar on stderr (default: when a TTY)."
         ),
     ] = None,
+    retry_failed: Annotated[
+        bool,
+        typer.Option(
+            "--retry-failed",
+            help="Run again the rows of OUT that failed on the endpoint (api_error, timeout).",
+        ),
+    ] = False,
+    retry: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--retry",
+            metavar="REASON",
+            help="Run again the rows of OUT degraded for REASON (repeatable), e.g. "
+            "max_retries_exceeded after raising --max-attempts.",
+        ),
+    ] = None,
 ) -> None:
     """Heal every prompt of INPUT.jsonl through an OpenAI-compatible endpoint into OUT.
 
@@ -374,8 +393,16 @@ def batch(
     openai = _import_openai()
     key = _api_key(api_key)
     url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    reasons = frozenset(retry or ()) | (RETRY_FAILED if retry_failed else frozenset())
+    unknown = sorted(reasons - {str(reason) for reason in Reason} - {"invalid_input"})
+    if unknown:
+        raise typer.BadParameter(
+            f"unknown reason(s) {', '.join(unknown)}; one of: "
+            + ", ".join(sorted({str(reason) for reason in Reason} | {"invalid_input"})),
+            param_hint="'--retry'",
+        )
     try:
-        runner = Batch.open(input_path, out)
+        runner = Batch.open(input_path, out, retry=reasons)
     except BatchError as exc:
         raise typer.BadParameter(str(exc), param_hint="'--out'") from exc
     show = sys.stderr.isatty() if progress is None else progress
@@ -477,6 +504,8 @@ def _batch_summary(stats: BatchStats, out: Path) -> str:
         f"(healed {stats.healed}, degraded {stats.degraded}, invalid input {stats.invalid}); "
         f"{stats.calls} call(s), {stats.tokens} token(s)"
     ]
+    if stats.retried:
+        parts.append(f"took {stats.retried} failed row(s) out of {out} to run them again")
     if stats.already_done:
         parts.append(f"skipped {stats.already_done} line(s) whose id {out} already has")
     if stats.duplicates:
