@@ -93,6 +93,9 @@ def test_a_json_config_sets_policy_fields_model_and_params(tmp_path: Path) -> No
         ('{"max_attempts": 0}', "max_attempts"),
         ('{"base": "fancy"}', "`base` must be one of"),
         ('{"params": [1]}', "`params` must be a JSON object"),
+        ('{"base": "plain", "max_attempts": 3}', "exactly one call"),
+        ('{"json_mode": "yaml"}', "json_mode must be one of"),
+        ('{"model": 4}', "model must be a string"),
     ],
 )
 def test_bad_configs_are_scenario_errors(spec: str, message: str) -> None:

@@ -74,6 +74,16 @@ class EvalConfig:
     json_mode: str | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if self.strict and self.policy.max_attempts != 1:
+            raise ValueError("a strict configuration makes exactly one call (max_attempts 1)")
+        if self.json_mode is not None:
+            from .adapters._format import check_mode
+
+            check_mode(self.json_mode)
+        if self.model is not None and not isinstance(self.model, str):
+            raise ValueError(f"model must be a string, got {self.model!r}")
+
     def describe(self) -> str:
         """One line saying what this configuration does."""
         if self.strict:
@@ -135,14 +145,17 @@ def parse_config(spec: str) -> EvalConfig:
     params = data.get("params", {})
     if not isinstance(params, dict):
         raise ScenarioError("configuration `params` must be a JSON object")
-    return EvalConfig(
-        name=str(data.get("name") or "custom"),
-        strict=bool(data.get("strict", base.strict)),
-        policy=policy,
-        model=data.get("model"),
-        json_mode=data.get("json_mode"),
-        params=params,
-    )
+    try:
+        return EvalConfig(
+            name=str(data.get("name") or "custom"),
+            strict=bool(data.get("strict", base.strict)),
+            policy=policy,
+            model=data.get("model"),
+            json_mode=data.get("json_mode"),
+            params=params,
+        )
+    except ValueError as exc:
+        raise ScenarioError(f"configuration {spec!r}: {exc}") from exc
 
 
 # -- scenario files -------------------------------------------------------------------------------
