@@ -3,7 +3,8 @@
 The same `RepairPrompt` builds the messages sent to the model and appears in the trace, so what
 the logs show is what the model saw. A repair carries the original messages, the last raw output
 verbatim (as the assistant turn) and that output's diagnostics, plus one short line per earlier
-attempt — never every failed attempt verbatim — so its size stays flat as attempts grow.
+attempt (at most `MAX_HISTORY_LINES`, each capped) — never every failed attempt verbatim — so its
+size is bounded however many attempts a policy allows.
 """
 
 from __future__ import annotations
