@@ -515,3 +515,18 @@ def test_eval_progress_bar_counts_passes_per_configuration() -> None:
     quiet = CliRunner().invoke(app, ["eval", "--no-progress"])
     assert "healjson eval: 20 run(s) ..." in quiet.stderr
     assert "passed ·" not in quiet.stderr
+
+
+def test_live_runs_ask_for_the_declared_json_mode() -> None:
+    from healjson._eval import Endpoint
+
+    scenarios, setup_for = builtin_setup()
+    valid = next(s for s in scenarios if s.kind == "valid")
+    live = Scenario(id="live", messages=valid.messages)
+    with ScriptedServer([valid.replies[0]] * 2) as server:
+        run(
+            [live], "plain", "healed", setup_for, concurrency=1, json_mode="json_object",
+            endpoint=Endpoint(server.base_url, "sk-test"),
+        )  # fmt: skip
+        formats = [r.body["response_format"]["type"] for r in server.requests]
+    assert formats == ["json_object", "json_object"]

@@ -645,6 +645,10 @@ def eval_(
     timeout: Annotated[
         float | None, typer.Option("--timeout", min=0.001, help="Seconds per HTTP request.")
     ] = None,
+    json_mode: Annotated[
+        JsonMode,
+        typer.Option("--json-mode", help="Strongest JSON mode the endpoint supports (--live)."),
+    ] = JsonMode.JSON_SCHEMA,
     repeat: Annotated[
         int, typer.Option("--repeat", "-n", min=1, help="Runs of every scenario per configuration.")
     ] = 1,
@@ -716,6 +720,7 @@ def eval_(
                     endpoint=endpoint,
                     repeat=repeat,
                     concurrency=concurrency or (1 if endpoint is None else 4),
+                    json_mode=str(json_mode),
                     on_unit=on_unit,
                 )
             )

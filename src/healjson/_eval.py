@@ -416,12 +416,14 @@ async def run_eval(
     endpoint: Endpoint | None = None,
     repeat: int = 1,
     concurrency: int = 4,
+    json_mode: str = "json_schema",
     on_unit: Callable[[UnitResult], None] | None = None,
 ) -> EvalReport:
     """Run every scenario `repeat` times under both configurations; return the report.
 
     Offline (`endpoint` None) each run gets a fresh `ScriptedServer` replaying the scenario's
-    replies; otherwise all runs share one `AsyncOpenAI` client for the endpoint. The order of
+    replies; otherwise all runs share one `AsyncOpenAI` client for the endpoint, wrapped with
+    `json_mode` (the strongest JSON mode it supports; a configuration may override it). The order of
     A and B alternates from pair to pair, so drift on the endpoint hits both alike. A run that
     raises is recorded (reason `exception`), never allowed to stop the others.
     """
@@ -471,7 +473,7 @@ async def run_eval(
         if endpoint.timeout is not None:
             options["timeout"] = endpoint.timeout
         async with openai.AsyncOpenAI(**options) as raw:
-            await run(wrap(raw))
+            await run(wrap(raw, json_mode=json_mode))
     return EvalReport(configs, scenarios, results, offline=endpoint is None, model=model)
 
 
