@@ -828,3 +828,38 @@ def test_history_line_summarises_an_attempt_in_one_bounded_line() -> None:
     assert "\n" not in long
     assert "attempt 1 (empty): no usable answer" == empty
     assert 4 == MAX_HISTORY_LINES
+
+
+class _Span(BaseModel):
+    start: int
+    end: int
+
+
+@healjson.contract(fields=("start", "end"))
+def _ordered(span: _Span) -> healjson.Violation | None:
+    return None if span.start <= span.end else healjson.Violation("start must not exceed end")
+
+
+@pytest.mark.parametrize(
+    ("text", "also"),
+    [
+        ('{"start": 1}', "end"),  # a provider closed a cut tool call: a field is missing
+        ('{"start": 9, "end": 3}', "start must not exceed end"),  # cut before a fix-up
+    ],
+)
+def test_a_complete_value_failing_l2_in_a_cut_reply_is_a_truncation(text: str, also: str) -> None:
+    outcome = healjson.validate(text, _Span, contracts=[_ordered], finish_reason="length")
+    assert isinstance(outcome, healjson.Degraded)
+    assert healjson.Reason.TOKEN_TRUNCATED == outcome.reason
+    assert "truncation" == outcome.errors[0].source
+    assert any(also in (e.path + e.constraint) for e in outcome.errors[1:])
+    # the same reply without the cut is an ordinary L2 failure
+    plain = healjson.validate(text, _Span, contracts=[_ordered])
+    assert isinstance(plain, healjson.Degraded)
+    assert healjson.Reason.INVALID_OUTPUT == plain.reason
+
+
+def test_a_complete_valid_value_in_a_cut_reply_is_still_accepted() -> None:
+    outcome = healjson.validate('{"start": 1, "end": 2}', _Span, finish_reason="length")
+    assert isinstance(outcome, healjson.Healed)
+    assert _Span(start=1, end=2) == outcome.value

@@ -1,7 +1,9 @@
-"""`ScriptedServer` driven by the real openai SDK over real HTTP on 127.0.0.1.
+"""`ScriptedServer` driven by the real openai SDK over real HTTP on 127.0.0.1, and by the real
+anthropic and google-genai SDKs for its Anthropic Messages and Gemini `generateContent` routes.
 
-Clients use `max_retries=0` wherever requests are counted: the SDK retries 408/409/429/5xx and
-connection errors twice by default, with 0.5-8 s backoff.
+Clients use `max_retries=0` wherever requests are counted: the openai and anthropic SDKs retry
+408/409/429/5xx and connection errors twice by default, with 0.5-8 s backoff (google-genai does
+not retry unless given `retry_options`).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import asyncio
 import http.client
 import json
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -17,8 +20,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import openai
 import pytest
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types as genai_types
 
 from healjson.testing import RecordedRequest, ScriptedReply, ScriptedServer
 from healjson.testing._server import _load_replies
@@ -505,3 +512,361 @@ def test_subprocess_mode_serves_until_sigterm(tmp_path: Path) -> None:
         process.send_signal(signal.SIGTERM)
         stdout, stderr = process.communicate(timeout=5)
     assert (0, "", "") == (process.returncode, stdout, stderr)
+
+
+# ---------------------------------------------------------------------------------------------
+# the same script in Anthropic's and Gemini's wire formats (the real anthropic / google-genai SDKs)
+# ---------------------------------------------------------------------------------------------
+
+SYSTEM = "Answer in JSON."
+TLS = ssl.create_default_context()  # loaded once: each SDK client would load the CA bundle again
+
+
+@pytest.fixture
+def claude(scripted_server: ScriptedServer) -> Iterator[anthropic.Anthropic]:
+    """A real sync anthropic client pointed at the fixture server, without retries."""
+    with anthropic.Anthropic(
+        base_url=scripted_server.anthropic_base_url,
+        api_key="sk-test",
+        max_retries=0,
+        http_client=anthropic.DefaultHttpxClient(verify=TLS),
+    ) as sdk:
+        yield sdk
+
+
+@pytest.fixture
+def gemini(scripted_server: ScriptedServer) -> Iterator[genai.Client]:
+    """A real sync google-genai client pointed at the fixture server (it does not retry)."""
+    options = genai_types.HttpOptions(
+        base_url=scripted_server.gemini_base_url,
+        timeout=5000,
+        client_args={"verify": TLS},
+        async_client_args={"ssl": TLS},
+    )
+    client = genai.Client(api_key="test-key", http_options=options)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def _claude(client: anthropic.Anthropic, **params: Any) -> anthropic.types.Message:
+    return client.messages.create(
+        model="claude-test", max_tokens=64, system=SYSTEM, messages=USER, **params
+    )
+
+
+def _gemini(client: genai.Client) -> genai_types.GenerateContentResponse:
+    config = genai_types.GenerateContentConfig(system_instruction=SYSTEM)
+    return client.models.generate_content(
+        model="gemini-test", contents=USER[0]["content"], config=config
+    )
+
+
+def _call(name: str, arguments: str) -> dict[str, Any]:
+    return {"id": "call_7", "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def test_anthropic_message_round_trips(
+    scripted_server: ScriptedServer, claude: anthropic.Anthropic
+) -> None:
+    """`/v1/messages` answers an Anthropic `message`; the top-level system counts as prompt."""
+    scripted_server.push('{"total": 42}')
+
+    message = _claude(claude)
+
+    assert isinstance(message, anthropic.types.Message)
+    assert ["text"] == [block.type for block in message.content]
+    assert '{"total": 42}' == message.content[0].text
+    assert ("end_turn", None) == (message.stop_reason, message.stop_sequence)
+    assert ("claude-test", "assistant", "msg_scripted_1") == (
+        message.model,
+        message.role,
+        message.id,
+    )
+    prompt = (len(SYSTEM) + len(USER[0]["content"])) // 4
+    assert (prompt, 3) == (message.usage.input_tokens, message.usage.output_tokens)
+    [request] = scripted_server.requests
+    assert ("POST", "/v1/messages") == (request.method, request.path)
+    assert (USER, SYSTEM) == (request.messages, request.system)
+    assert "Extract the invoice as JSON." == request.last_user_text
+    assert "anthropic-version" in request.headers  # the SDK sent it, to the right route
+
+
+STOPS = {
+    "length": ("length", "max_tokens"),
+    "content_filter": ("content_filter", "refusal"),
+    "passed_through": ("stop_sequence", "stop_sequence"),
+}
+
+
+@pytest.mark.parametrize(("finish_reason", "stop_reason"), STOPS.values(), ids=STOPS.keys())
+def test_anthropic_stop_reasons(
+    scripted_server: ScriptedServer,
+    claude: anthropic.Anthropic,
+    finish_reason: str,
+    stop_reason: str,
+) -> None:
+    """OpenAI finish reasons map onto Anthropic's stop reasons; others pass through."""
+    scripted_server.push(ScriptedReply('{"total": 4', finish_reason=finish_reason))
+
+    message = _claude(claude)
+
+    assert (stop_reason, '{"total": 4') == (message.stop_reason, message.content[0].text)
+
+
+def test_anthropic_tool_use_and_refusal(
+    scripted_server: ScriptedServer, claude: anthropic.Anthropic
+) -> None:
+    """Tool calls become `tool_use` blocks (input parsed) and a refusal a `refusal` stop."""
+    scripted_server.extend(
+        [
+            ScriptedReply(tool_calls=[_call("extract", '{"total": 42}')]),
+            ScriptedReply(refusal="I can't help with that."),
+        ]
+    )
+
+    tool = _claude(claude)
+    refused = _claude(claude)
+
+    [block] = tool.content
+    assert ("tool_use", "call_7", "extract") == (block.type, block.id, block.name)
+    assert ({"total": 42}, "tool_use") == (block.input, tool.stop_reason)
+    assert ("refusal", []) == (refused.stop_reason, refused.content)
+    assert "I can't help with that." == refused.stop_details.explanation
+
+
+ANTHROPIC_ERRORS = {
+    "http_500": (ScriptedReply.error(500, "boom"), anthropic.InternalServerError, "api_error"),
+    "http_429": (ScriptedReply.error(429, "slow"), anthropic.RateLimitError, "rate_limit_error"),
+    "explicit_type": (
+        ScriptedReply.error(529, "busy", type="overloaded_error"),
+        anthropic.APIStatusError,
+        "overloaded_error",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("item", "error", "error_type"), ANTHROPIC_ERRORS.values(), ids=ANTHROPIC_ERRORS.keys()
+)
+def test_anthropic_errors_have_anthropics_shape(
+    scripted_server: ScriptedServer,
+    claude: anthropic.Anthropic,
+    item: ScriptedReply,
+    error: type[Exception],
+    error_type: str,
+) -> None:
+    """An error reply's body is `{"type": "error", "error": {"type", "message"}}`."""
+    scripted_server.push(item)
+
+    with pytest.raises(error) as caught:
+        _claude(claude)
+
+    assert {"type": "error", "error": {"type": error_type, "message": item.content}} == (
+        caught.value.body  # type: ignore[attr-defined]
+    )
+
+
+def test_anthropic_refuses_to_stream_and_unservable_tool_input(
+    scripted_server: ScriptedServer, claude: anthropic.Anthropic
+) -> None:
+    """`stream: true` is a 400 that takes no item; tool arguments that are not a JSON object
+    cannot be a `tool_use.input`, so that item answers 500 (a broken test, not a retry)."""
+    scripted_server.push(ScriptedReply(tool_calls=[_call("extract", '{"total": 4,')]))
+
+    with pytest.raises(anthropic.BadRequestError, match="does not stream"):
+        _claude(claude, stream=True)
+    assert 1 == scripted_server.remaining
+    with pytest.raises(anthropic.InternalServerError, match="must be a JSON object"):
+        _claude(claude)
+    assert 0 == scripted_server.remaining
+
+
+def test_gemini_response_round_trips(scripted_server: ScriptedServer, gemini: genai.Client) -> None:
+    """`generateContent` answers a Gemini response (camelCase on the wire) that the SDK reads."""
+    scripted_server.push(ScriptedReply('{"total": 42}', usage={"prompt_tokens": 9}))
+
+    response = _gemini(gemini)
+
+    assert isinstance(response, genai_types.GenerateContentResponse)
+    assert '{"total": 42}' == response.text
+    [candidate] = response.candidates or []
+    assert genai_types.FinishReason.STOP == candidate.finish_reason
+    assert "gemini-test" == response.model_version
+    usage = response.usage_metadata
+    assert usage is not None
+    assert (9, 0, 9) == (
+        usage.prompt_token_count,
+        usage.candidates_token_count,
+        usage.total_token_count,
+    )
+    [request] = scripted_server.requests
+    assert request.path.endswith("/models/gemini-test:generateContent")
+    assert "test-key" == request.headers["x-goog-api-key"]
+    assert (USER, SYSTEM) == (request.messages, request.system)
+
+
+def test_gemini_finish_reasons_function_calls_and_refusal(
+    scripted_server: ScriptedServer, gemini: genai.Client
+) -> None:
+    """length -> MAX_TOKENS, content_filter -> SAFETY, tool calls -> functionCall parts, and a
+    refusal -> a SAFETY stop without content."""
+    scripted_server.extend(
+        [
+            ScriptedReply('{"total": 4', finish_reason="length"),
+            ScriptedReply('{"to', finish_reason="content_filter"),
+            ScriptedReply(
+                tool_calls=[_call("extract", '{"total": 42}')], finish_reason="tool_calls"
+            ),
+            ScriptedReply(refusal="no"),
+        ]
+    )
+
+    cut, filtered, called, refused = (_gemini(gemini) for _ in range(4))
+
+    FinishReason = genai_types.FinishReason
+    assert [
+        FinishReason.MAX_TOKENS,
+        FinishReason.SAFETY,
+        FinishReason.STOP,
+        FinishReason.SAFETY,
+    ] == [(r.candidates or [])[0].finish_reason for r in (cut, filtered, called, refused)]
+    assert ('{"total": 4', '{"to') == (cut.text, filtered.text)
+    [function_call] = called.function_calls or []
+    assert ("extract", {"total": 42}) == (function_call.name, function_call.args)
+    assert (refused.candidates or [])[0].content is None
+
+
+GEMINI_ERRORS = {
+    "http_500": (ScriptedReply.error(500, "boom"), genai_errors.ServerError, "INTERNAL"),
+    "http_429": (ScriptedReply.error(429, "slow"), genai_errors.ClientError, "RESOURCE_EXHAUSTED"),
+    "explicit_status": (
+        ScriptedReply.error(400, "no", type="FAILED_PRECONDITION"),
+        genai_errors.ClientError,
+        "FAILED_PRECONDITION",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("item", "error", "status"), GEMINI_ERRORS.values(), ids=GEMINI_ERRORS.keys()
+)
+def test_gemini_errors_have_googles_shape(
+    scripted_server: ScriptedServer,
+    gemini: genai.Client,
+    item: ScriptedReply,
+    error: type[genai_errors.APIError],
+    status: str,
+) -> None:
+    """An error reply's body is `{"error": {"code", "message", "status"}}`."""
+    scripted_server.push(item)
+
+    with pytest.raises(error) as caught:
+        _gemini(gemini)
+
+    assert (item.status, status, item.content) == (
+        caught.value.code,
+        caught.value.status,
+        caught.value.message,
+    )
+
+
+def test_gemini_paths_streaming_and_malformed_bodies(scripted_server: ScriptedServer) -> None:
+    """Any API version prefix (or none) is served; streaming and a malformed body are 400s in
+    Google's shape that take no item."""
+    scripted_server.extend(["a", "b"])
+    body = json.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+    connection = http.client.HTTPConnection("127.0.0.1", scripted_server.port, timeout=5)
+
+    def post(path: str, payload: str) -> tuple[int, dict[str, Any]]:
+        connection.request("POST", path, body=payload)
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+
+    try:
+        streamed = post("/v1beta/models/g:streamGenerateContent?alt=sse", body)
+        malformed = post("/v1beta/models/g:generateContent", "[1]")
+        first = post("/v1beta/models/g%2Dx:generateContent", body)
+        second = post("/models/g:generateContent", body)
+    finally:
+        connection.close()
+
+    assert (400, "INVALID_ARGUMENT") == (streamed[0], streamed[1]["error"]["status"])
+    assert "does not stream" in streamed[1]["error"]["message"]
+    assert (400, 400) == (malformed[0], malformed[1]["error"]["code"])
+    assert ["a", "b"] == [
+        r[1]["candidates"][0]["content"]["parts"][0]["text"] for r in (first, second)
+    ]
+    assert ("g-x", "g") == (first[1]["modelVersion"], second[1]["modelVersion"])
+    assert [{"role": "user", "content": "hi"}] == scripted_server.requests[-1].messages
+
+
+def test_one_script_serves_every_wire_format(
+    scripted_server: ScriptedServer,
+    client: openai.OpenAI,
+    claude: anthropic.Anthropic,
+    gemini: genai.Client,
+) -> None:
+    """The three routes take their items from one script, in arrival order."""
+    scripted_server.extend(["one", "two", "three"])
+
+    answers = [
+        _ask(client).choices[0].message.content,
+        _claude(claude).content[0].text,  # type: ignore[union-attr]
+        _gemini(gemini).text,
+    ]
+
+    assert ["one", "two", "three"] == answers
+    assert ["/v1/chat/completions", "/v1/messages"] == [
+        r.path for r in scripted_server.requests[:2]
+    ]
+
+
+def test_error_reply_keeps_openais_body_and_rejects_success_statuses(
+    scripted_server: ScriptedServer,
+) -> None:
+    """`ScriptedReply.error` still sends OpenAI's exact error body on the chat route; a status
+    below 400 is not an error."""
+    scripted_server.push(ScriptedReply.error(400, "bad", param="response_format", code="c1"))
+    connection = http.client.HTTPConnection("127.0.0.1", scripted_server.port, timeout=5)
+    connection.request("POST", "/v1/chat/completions", body=json.dumps({"messages": USER}))
+    raw = connection.getresponse().read()
+    connection.close()
+
+    assert {
+        "error": {
+            "message": "bad",
+            "type": "invalid_request_error",
+            "param": "response_format",
+            "code": "c1",
+        }
+    } == json.loads(raw)
+    with pytest.raises(ValueError, match=">= 400"):
+        ScriptedReply.error(200)
+
+
+def test_recorded_request_reads_every_format() -> None:
+    """`messages`, `system` and `last_user_text` for OpenAI, Anthropic and Gemini bodies."""
+    openai_body = {"messages": [{"role": "system", "content": "s"}, *USER]}
+    anthropic_body = {"system": [{"type": "text", "text": "s"}], "messages": USER}
+    gemini_body = {
+        "systemInstruction": {"parts": [{"text": "s"}]},
+        "contents": [
+            {"role": "user", "parts": [{"text": "q"}]},
+            {"role": "model", "parts": [{"text": "a"}, {"functionCall": {"name": "f"}}]},
+            {"role": "user", "parts": [{"text": "fix "}, {"text": "it"}]},
+        ],
+    }
+
+    requests = [
+        RecordedRequest("POST", "/", {}, body, b"")
+        for body in (openai_body, anthropic_body, gemini_body)
+    ]
+
+    assert ["s", "s", "s"] == [r.system for r in requests]
+    assert [USER[0]["content"], USER[0]["content"], "fix it"] == [
+        r.last_user_text for r in requests
+    ]
+    assert {"role": "assistant", "content": "a"} == requests[2].messages[1]
+    assert "" == RecordedRequest("GET", "/", {}, None, b"").system

@@ -163,7 +163,7 @@ FIXED_L1_BUGS = [
     ('{"url": "http://x/{a}", "b": 1} // done', dict, {"url": "http://x/{a}", "b": 1}),
     # a `]` inside a line comment after a comma made that comma look trailing
     ('{"low":0,// see [1]\n"high":0// note\n}', dict, {"low": 0, "high": 0}),
-    ('[1,// see [2]\n3]', list, [1, 3]),
+    ("[1,// see [2]\n3]", list, [1, 3]),
 ]
 
 

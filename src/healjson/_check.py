@@ -16,7 +16,7 @@ from ._diagnostic import ROOT, Diagnostic, Source
 from ._drive import drive_sync
 from ._lenient import NOTHING
 from ._outcome import Attempt, Degraded, Healed, Outcome, Reason
-from ._parse import ParseResult, recover
+from ._parse import ParseResult, recover, truncation_diagnostic
 from ._repair import Strategy, normalise_messages
 from ._schema_errors import schema_diagnostics
 from ._target import Target, target_for
@@ -79,13 +79,27 @@ def evaluate(
                 Source.SCHEMA,
             )
         ]
+        if finish_reason == "length":
+            return _cut(text, result, diagnostics, recovery.data)
         return Evaluation(Verdict.SCHEMA, result, tuple(diagnostics), data=recovery.data)
     found = yield from run_contracts(contracts, recovery.instance, ctx)
     if any(d.source is Source.CONTRACT_ERROR for d in found):
         return Evaluation(Verdict.CONTRACT_ERROR, result, tuple(found), data=recovery.data)
     if found:
+        if finish_reason == "length":
+            return _cut(text, result, found, recovery.data)
         return Evaluation(Verdict.CONTRACT, result, tuple(found), data=recovery.data)
     return Evaluation(Verdict.OK, result, (), recovery.instance, recovery.data)
+
+
+def _cut(
+    text: str | None, result: ParseResult, found: Sequence[Diagnostic], data: Any
+) -> Evaluation:
+    """A complete-looking value that fails L2 in a reply cut by the token limit: the cut is the
+    likeliest cause (a provider may close a cut tool call's arguments itself), so it is handled
+    as a truncation — compact rewrite, `max_tokens` raised — with L2's findings kept."""
+    cut = truncation_diagnostic(text or "", cut=True)
+    return Evaluation(Verdict.TRUNCATED, result, (cut, *found), data=data)
 
 
 def make_context(context: Any, messages: Sequence[Mapping[str, Any]] = ()) -> ContractContext:

@@ -169,7 +169,7 @@ def _recover(
     if not stripped:
         if cut:  # a reasoning model can spend the whole budget before writing anything
             flags = (Flag.TRUNCATED,)
-            return Recovery(ParseResult(None, flags, True, _truncation(text, cut)))
+            return Recovery(ParseResult(None, flags, True, truncation_diagnostic(text, cut)))
         return Recovery(ParseResult(error=_empty()))
     if whole is not NOTHING and target is not None:
         fitted = align(target, whole)
@@ -248,7 +248,7 @@ def _slow_path(text: str, target: Target[Any] | None, cut: bool) -> Recovery:
                 value=None if partial is NOTHING else partial,
                 flags=flags,
                 truncated=True,
-                error=_truncation(text, cut),
+                error=truncation_diagnostic(text, cut),
             ),
             data=partial,
         )
@@ -407,7 +407,8 @@ def _empty() -> Diagnostic:
     )
 
 
-def _truncation(text: str, cut: bool) -> Diagnostic:
+def truncation_diagnostic(text: str, cut: bool) -> Diagnostic:
+    """The diagnostic for a reply cut off by the token limit (`cut`) or ending mid-structure."""
     why = "the token limit was reached (finish_reason=length)" if cut else "it ends mid-structure"
     return Diagnostic(
         path=ROOT,

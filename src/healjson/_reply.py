@@ -1,11 +1,16 @@
 """What a model call gives back, normalised: `Reply`, `Usage`, and exception classification.
 
-`call` may return a string, an OpenAI `ChatCompletion` (or a dict or object shaped like one), or a
-`Reply`. Nothing here imports openai: completions are read by shape.
+`call` may return a string, a `Reply`, or a provider response read by its shape (object or dict):
+an OpenAI `ChatCompletion` (`choices[0].message`), an Anthropic `Message` (`content` blocks and
+`stop_reason`) or a Gemini `GenerateContentResponse` (`candidates[0].content.parts`). Finish
+reasons are mapped onto OpenAI's: `length` for a token cut, `content_filter` for a safety stop.
+Gemini fields are read in the SDK's snake_case or the REST API's camelCase (`finishReason`,
+`usageMetadata`, ...). Nothing here imports a provider SDK.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +61,11 @@ class Reply:
     model: str | None = None
 
 
+# a Gemini response without `candidates` (a blocked prompt); not `usage_metadata`, which
+# LangChain's message dicts have too
+_GEMINI_KEYS = ("candidates", "promptFeedback", "prompt_feedback", "usageMetadata")
+
+
 def to_reply(obj: Any) -> Reply:
     """Read a call's return value; raises TypeError for a shape it does not know."""
     if isinstance(obj, Reply):
@@ -69,6 +79,10 @@ def to_reply(obj: Any) -> Reply:
     if isinstance(obj, Mapping):
         if "choices" in obj:
             return _completion(obj)
+        if any(key in obj for key in _GEMINI_KEYS):
+            return _gemini(obj)
+        if "stop_reason" in obj and isinstance(obj.get("content"), list):
+            return _anthropic(obj)
         if "content" in obj or "refusal" in obj:
             return Reply(
                 _text(obj.get("content")),
@@ -79,6 +93,10 @@ def to_reply(obj: Any) -> Reply:
             )
     if hasattr(obj, "choices"):
         return _completion(obj)
+    if hasattr(obj, "candidates"):
+        return _gemini(obj)
+    if hasattr(obj, "stop_reason") and isinstance(getattr(obj, "content", None), list):
+        return _anthropic(obj)
     raise TypeError(
         f"call returned {type(obj).__name__}; return a str, a ChatCompletion or a healjson.Reply"
     )
@@ -93,19 +111,29 @@ def _get(obj: Any, name: str) -> Any:
     return obj.get(name)
 
 
+def _get_either(obj: Any, name: str, camel: str) -> Any:
+    """A field by its snake_case name (SDK objects, `model_dump()`) or its camelCase wire name."""
+    value = _get(obj, name)
+    return _get(obj, camel) if value is None else value
+
+
+def _first(items: Any) -> Any:
+    """The first element of a non-empty list or tuple, else None."""
+    return items[0] if isinstance(items, list | tuple) and items else None
+
+
 def _completion(obj: Any) -> Reply:
-    choices = _get(obj, "choices") or []
+    choice = _first(_get(obj, "choices"))
     usage = _usage(_get(obj, "usage"))
     model = _opt_str(_get(obj, "model"))
-    if not choices:
+    if choice is None:
         return Reply(None, None, None, usage, model)
-    choice = choices[0]
     message = _get(choice, "message") or {}
     content = _text(_get(message, "content"))
     if not content:
-        calls = _get(message, "tool_calls") or []
-        if calls:
-            content = _text(_get(_get(calls[0], "function") or {}, "arguments"))
+        call = _first(_get(message, "tool_calls"))
+        if call is not None:
+            content = _text(_get(_get(call, "function") or {}, "arguments"))
     return Reply(
         content,
         _opt_str(_get(choice, "finish_reason")),
@@ -113,6 +141,91 @@ def _completion(obj: Any) -> Reply:
         usage,
         model,
     )
+
+
+_ANTHROPIC_FINISH = {"max_tokens": "length", "model_context_window_exceeded": "length",
+                     "end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls",
+                     "pause_turn": "stop"}  # fmt: skip
+_GEMINI_FILTERED = frozenset(
+    {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"}
+)
+
+
+def _anthropic(obj: Any) -> Reply:
+    """An Anthropic `Message`: text blocks joined, else the first tool call's input as JSON; a
+    `refusal` stop's message is `stop_details.explanation`, else the text."""
+    blocks = _get(obj, "content") or []
+    texts = [str(_get(b, "text") or "") for b in blocks if _get(b, "type") == "text"]
+    content: str | None = "".join(texts) if texts else None
+    if not content:
+        tool = next((b for b in blocks if _get(b, "type") == "tool_use"), None)
+        if tool is not None:
+            content = _dumps(_get(tool, "input"))
+    stop = _opt_str(_get(obj, "stop_reason"))
+    refusal = None
+    if stop == "refusal":
+        explanation = _get(_get(obj, "stop_details") or {}, "explanation")
+        refusal = _opt_str(explanation) or content or "refused"
+    raw_usage = _get(obj, "usage")
+    usage = None
+    if raw_usage is not None:
+        prompt, completion = _get(raw_usage, "input_tokens"), _get(raw_usage, "output_tokens")
+        if isinstance(prompt, int) or isinstance(completion, int):
+            usage = Usage(_int(prompt), _int(completion))
+    finish = None if stop is None else _ANTHROPIC_FINISH.get(stop, stop)
+    return Reply(None if refusal else content, finish, refusal, usage, _opt_str(_get(obj, "model")))
+
+
+def _gemini(obj: Any) -> Reply:
+    """A Gemini `GenerateContentResponse`: the first candidate's text parts, else its first
+    function call's arguments as JSON; a blocked prompt or a safety stop is a content filter."""
+    meta = _get_either(obj, "usage_metadata", "usageMetadata")
+    usage = None
+    if meta is not None:
+        prompt = _get_either(meta, "prompt_token_count", "promptTokenCount")
+        completion = _get_either(meta, "candidates_token_count", "candidatesTokenCount")
+        if isinstance(prompt, int) or isinstance(completion, int):
+            usage = Usage(_int(prompt), _int(completion))
+    model = _opt_str(_get_either(obj, "model_version", "modelVersion"))
+    candidate = _first(_get(obj, "candidates"))
+    if candidate is None:
+        feedback = _get_either(obj, "prompt_feedback", "promptFeedback") or {}
+        blocked = _get_either(feedback, "block_reason", "blockReason")
+        return Reply(None, "content_filter" if blocked else None, None, usage, model)
+    parts = _get(_get(candidate, "content") or {}, "parts")
+    parts = parts if isinstance(parts, list | tuple) else []
+    texts = [str(_get(p, "text")) for p in parts if _get(p, "text") and not _get(p, "thought")]
+    content: str | None = "".join(texts) if texts else None
+    if not content:
+        calls = (_get_either(p, "function_call", "functionCall") for p in parts)
+        call = next((c for c in calls if c), None)
+        if call is not None:
+            content = _dumps(_get(call, "args"))
+    raw_finish = _get_either(candidate, "finish_reason", "finishReason")
+    name = getattr(raw_finish, "name", None)
+    if not isinstance(name, str) or not name:
+        name = None if raw_finish is None else str(raw_finish)
+    finish = None
+    if name is not None:
+        name = name.rsplit(".", 1)[-1].upper()
+        if name == "MAX_TOKENS":
+            finish = "length"
+        elif name in _GEMINI_FILTERED:
+            finish = "content_filter"
+        else:
+            finish = "stop" if name == "STOP" else name.lower()
+    return Reply(content, finish, None, usage, model)
+
+
+def _dumps(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
 
 
 def _text(content: Any) -> str | None:

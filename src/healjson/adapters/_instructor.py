@@ -1,6 +1,8 @@
 """`wrap(instructor_client)`: healjson owns the healing, instructor carries the request.
 
-Verified with instructor 1.17.x (1.17.0, over openai 3.x) in `Mode.JSON` and `Mode.TOOLS`.
+Verified with instructor 1.17.x (1.17.0) in `Mode.JSON` and `Mode.TOOLS`, over openai 3.x
+(`from_openai`), anthropic 0.119 and 2.14 (`from_anthropic`) and google-genai 1.65 and 3.6
+(`from_genai`).
 
 Without `response_model` (or with `response_model=None`) `chat.completions.create(...)` — and its
 instructor alias `create(...)` — passes straight through to the instructor client, positional
@@ -35,9 +37,13 @@ Public instructor APIs used (all from `instructor.core`):
 A `max_retries=` given at the call site is ignored (healjson's `HealPolicy.max_attempts` is the
 budget); `context=` goes to the contracts and is not used for instructor's message templating.
 For a `response_model` that is not a pydantic model (`int`, `list[Item]`, ...) instructor asks for
-a wrapper object (`{"content": ...}`, `{"tasks": [...]}`); L1 unwraps it. healjson reads
-completions shaped like OpenAI's (`choices[0].message`), so a provider whose raw response has
-another shape (Anthropic, Gemini, ...) degrades with `api_error`.
+a wrapper object (`{"content": ...}`, `{"tasks": [...]}`); L1 unwraps it. healjson reads the
+raw response by its shape: OpenAI's `ChatCompletion` (and every OpenAI-compatible provider),
+Anthropic's `Message` (text or `tool_use` blocks, `stop_reason`) and Gemini's
+`GenerateContentResponse` (text or function-call parts, `finish_reason`); a response of any other
+shape degrades with `api_error`. For a google-genai client (`instructor.from_genai`) the
+`assistant` role of the messages healjson sends (the failed answer in a repair request) is renamed
+`model`: instructor 1.17's genai handlers reject `assistant` with a ValueError.
 """
 
 from __future__ import annotations
@@ -91,6 +97,8 @@ class InstructorClient:
             )
         self.wrapped: Any = client
         self.is_async = inspect.iscoroutinefunction(create_with_completion)
+        provider = getattr(getattr(client, "provider", None), "value", None)
+        self._assistant_role = "model" if provider == "genai" else "assistant"
         self.json_mode = check_mode(json_mode)
         self.policy = policy
         self.chat = ChatProxy(self, _Completions(self))
@@ -146,6 +154,7 @@ class _Completions(CompletionsProxy):
         )
         context: Mapping[str, Any] | None = heal.get("context")
         create_with_completion = owner.wrapped.create_with_completion
+        role = owner._assistant_role
         if owner.is_async:
             return _heal_async(
                 healer,
@@ -153,6 +162,7 @@ class _Completions(CompletionsProxy):
                 response_model,
                 user_hooks,
                 messages,
+                role=role,
                 context=context,
                 params=kwargs,
             )
@@ -163,7 +173,7 @@ class _Completions(CompletionsProxy):
             quiet = _QUIET.set(True)
             try:
                 _, completion = create_with_completion(
-                    messages=msgs,
+                    messages=_with_role(msgs, role),
                     response_model=response_model,
                     max_retries=0,
                     hooks=capture.hooks,
@@ -187,6 +197,7 @@ async def _heal_async(
     user_hooks: Any,
     messages: Any,
     *,
+    role: str,
     context: Mapping[str, Any] | None,
     params: dict[str, Any],
 ) -> Outcome[Any]:
@@ -196,7 +207,7 @@ async def _heal_async(
         quiet = _QUIET.set(True)
         try:
             _, completion = await create_with_completion(
-                messages=msgs,
+                messages=_with_role(msgs, role),
                 response_model=response_model,
                 max_retries=0,
                 hooks=capture.hooks,
@@ -211,6 +222,16 @@ async def _heal_async(
         return _checked(completion)
 
     return await healer.arun(call, messages, context=context, **params)
+
+
+def _with_role(messages: list[dict[str, Any]], assistant_role: str) -> list[dict[str, Any]]:
+    """The messages with the `assistant` role renamed as the provider names it."""
+    if assistant_role == "assistant":
+        return messages
+    return [
+        {**message, "role": assistant_role} if message.get("role") == "assistant" else message
+        for message in messages
+    ]
 
 
 # instructor logs an ERROR for every answer its own validation rejects ("API call failed on
@@ -273,7 +294,13 @@ def _original(exc: Exception) -> Exception:
 
 
 def _checked(value: Any) -> Any:
-    if isinstance(value, str | bytes) or not hasattr(value, "choices"):
+    """The provider's raw response, if healjson can read its shape (OpenAI, Anthropic, Gemini)."""
+    readable = (
+        hasattr(value, "choices")
+        or hasattr(value, "candidates")
+        or (hasattr(value, "stop_reason") and isinstance(getattr(value, "content", None), list))
+    )
+    if isinstance(value, str | bytes) or not readable:
         raise NotACompletion(
             f"the endpoint returned {type(value).__name__}, not a chat completion: "
             f"{str(value)[:200]!r}"

@@ -2,9 +2,12 @@
 
 - `ScriptedModel`: a plain callable (sync and async) for `Healer.run` / `arun` that replays
   canned replies (strings, `healjson.Reply` objects, exceptions, callables) and records calls.
-- `ScriptedServer` / `ScriptedReply`: an OpenAI-compatible chat-completions server on 127.0.0.1
-  that replays scripted replies over real HTTP (content, tool calls, finish reasons, refusals,
-  HTTP errors, non-JSON bodies, slow replies) and records every request. The pytest fixture
+- `ScriptedServer` / `ScriptedReply`: a model server on 127.0.0.1 that replays scripted replies
+  over real HTTP (content, tool calls, finish reasons, refusals, HTTP errors, non-JSON bodies,
+  slow replies) and records every request. One script is served in the wire format of the route
+  each request arrives on: OpenAI chat completions (`base_url`), Anthropic Messages
+  (`anthropic_base_url`) and Gemini `generateContent` (`gemini_base_url`), so the real openai,
+  anthropic and google-genai SDKs can all be pointed at it. The pytest fixture
   `scripted_server` (registered automatically when healjson is installed) yields a started one.
 - The hypothesis kit for property-based contract tests (`pip install 'healjson[testing]'`):
   `valid(pack)`, `violating(pack, contract)`, `from_schema(model)` and `corrupted(value)`

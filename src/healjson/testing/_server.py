@@ -1,7 +1,14 @@
-"""`ScriptedServer`: an OpenAI-compatible chat-completions HTTP server that answers from a script.
+"""`ScriptedServer`: an HTTP server on 127.0.0.1 that answers model requests from a script.
 
-It exists so tests can drive the *real* OpenAI SDK (its HTTP client, retries, error mapping,
-streaming parser) against canned replies, over real sockets on 127.0.0.1.
+It exists so tests can drive the *real* provider SDKs (their HTTP clients, retries, error mapping,
+response parsers) against canned replies, over real sockets. One script is served in three wire
+formats, whichever route a request arrives on:
+
+* OpenAI chat completions: `POST /v1/chat/completions` (also `/chat/completions`), streaming
+  included, plus `GET /v1/models`;
+* Anthropic Messages: `POST /v1/messages` (also `/messages`), not streamed;
+* Gemini (google-genai): `POST /{v1,v1beta,v1alpha}/models/{model}:generateContent` (the version
+  prefix is optional), not streamed.
 
 Why the standard library (`http.server.ThreadingHTTPServer`) and not an ASGI stack:
 
@@ -22,7 +29,8 @@ Run it in a separate process (for benchmarks) with::
 
 FILE.json is a JSON list of strings (assistant contents) or objects with `ScriptedReply` fields.
 The process prints exactly one line, `READY <base_url>`, once it listens, and serves until
-SIGTERM or SIGINT.
+SIGTERM or SIGINT. `<base_url>` is the openai SDK's; without its trailing `/v1` it is the
+anthropic and google-genai SDKs' base URL.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import argparse
 import contextlib
 import json
 import math
+import re
 import signal
 import socket
 import sys
@@ -41,8 +50,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
-from typing import Any, Final
-from urllib.parse import urlsplit
+from typing import Any, Final, Literal
+from urllib.parse import unquote, urlsplit
 
 __all__ = ["RecordedRequest", "ScriptedReply", "ScriptedServer"]
 
@@ -60,6 +69,10 @@ _JSON: Final = "application/json"
 _SSE: Final = "text/event-stream; charset=utf-8"
 _CHAT_PATHS: Final = frozenset({"/v1/chat/completions", "/chat/completions"})
 _MODELS_PATHS: Final = frozenset({"/v1/models", "/models"})
+_ANTHROPIC_PATHS: Final = frozenset({"/v1/messages", "/messages"})
+_GEMINI_PATH: Final = re.compile(
+    r"(?:/v1(?:alpha|beta)?)?/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)"
+)
 _STREAM_PIECES: Final = 4  # streamed content is split into at most this many deltas
 # Failures that signal a broken test, not a flaky provider: tell the SDK not to retry them.
 _NO_RETRY: Final = {"x-should-retry": "false"}
@@ -67,12 +80,31 @@ _NO_RETRY: Final = {"x-should-retry": "false"}
 
 @dataclass(frozen=True, slots=True)
 class ScriptedReply:
-    """One scripted answer: a chat completion, an HTTP error, or a raw (possibly broken) body.
+    """One scripted answer: a model reply, an HTTP error, or a raw (possibly broken) body.
 
     `body`, when set, is sent as-is with `status` and `content_type` (default
-    `application/json`), whatever the request asked for; otherwise a status >= 400 sends an
-    OpenAI-shaped error body and anything else a `chat.completion` (or its SSE stream).
-    `usage` defaults to characters / 4: prompt = all message contents, completion = `content`.
+    `application/json`), whatever the request asked for and on every route. Otherwise a status
+    >= 400 sends an error body in the route's shape (`content` is its message; `error_type`,
+    `error_param` and `error_code` as for `ScriptedReply.error`), and anything else a reply in
+    the route's format:
+
+    * OpenAI: a `chat.completion` (or its SSE stream), fields as given.
+    * Anthropic: a `message` with a text block for `content` and a `tool_use` block per tool
+      call (`input` = the parsed `arguments`, which must be a JSON object). `finish_reason`
+      `stop` -> `end_turn` (`tool_use` when there are tool calls), `length` -> `max_tokens`,
+      `tool_calls` -> `tool_use`, `content_filter` -> `refusal`; any other value is sent as
+      given. A `refusal` is `stop_reason: "refusal"` with `stop_details.explanation` = the
+      refusal text (and a text block only if `content` is set too).
+    * Gemini: one candidate whose parts are a text part for `content` and a `functionCall`
+      per tool call (`args` = the parsed `arguments`). `stop` and `tool_calls` -> `STOP`,
+      `length` -> `MAX_TOKENS`, `content_filter` -> `SAFETY`; any other value is upper-cased
+      (google-genai warns about a value its `FinishReason` enum does not know).
+      Gemini has no refusal: a `refusal` is served as a `SAFETY` stop without any content (it
+      reads as a content filter).
+
+    `usage` uses OpenAI's names (`prompt_tokens`, `completion_tokens`) on every route and
+    defaults to characters / 4: prompt = the text of all messages (with Anthropic's top-level
+    `system` and Gemini's `systemInstruction`), completion = `content`.
     """
 
     content: str | None = None
@@ -85,6 +117,9 @@ class ScriptedReply:
     delay_s: float = 0.0
     usage: dict[str, int] | None = None
     headers: dict[str, str] | None = None
+    error_type: str | None = None
+    error_param: str | None = None
+    error_code: str | None = None
 
     def __post_init__(self) -> None:
         if not 100 <= self.status <= 599:
@@ -104,20 +139,25 @@ class ScriptedReply:
         headers: Mapping[str, str] | None = None,
         delay_s: float = 0.0,
     ) -> ScriptedReply:
-        """An OpenAI-shaped error reply: `{"error": {"message", "type", "param", "code"}}`.
+        """An HTTP error reply, its body in the shape of the route it is served on.
 
-        `type` defaults to what OpenAI uses for the status: `server_error` for 5xx,
-        `requests` for 429 and `invalid_request_error` otherwise.
+        OpenAI: `{"error": {"message", "type", "param", "code"}}`, `type` defaulting to
+        `server_error` for 5xx, `requests` for 429 and `invalid_request_error` otherwise.
+        Anthropic: `{"type": "error", "error": {"type", "message"}}`, `type` defaulting to
+        Anthropic's name for the status (`api_error`, `rate_limit_error`, ...). Gemini:
+        `{"error": {"code", "message", "status"}}`, `status` = `type` or Google's name for the
+        HTTP status (`INTERNAL`, `RESOURCE_EXHAUSTED`, ...). `param` and `code` are OpenAI's only.
         """
-        if type is None:
-            type = _default_error_type(status)
-        body = _error_body(message, type, param, code)
+        if status < 400:
+            raise ValueError(f"an error reply needs a status >= 400, got {status}")
         return cls(
+            content=message,
             status=status,
-            body=body,
-            content_type=_JSON,
             headers=dict(headers) if headers else None,
             delay_s=delay_s,
+            error_type=type,
+            error_param=param,
+            error_code=code,
         )
 
     @classmethod
@@ -146,9 +186,39 @@ class RecordedRequest:
 
     @property
     def messages(self) -> list[dict[str, Any]]:
-        """The request's `messages`, or `[]` when it has none."""
-        messages = (self.body or {}).get("messages")
-        return list(messages) if isinstance(messages, list) else []
+        """The request's `messages` (OpenAI, Anthropic), or a Gemini request's `contents` as
+        `{"role": "user" | "assistant", "content": text}` messages, or `[]` when it has none."""
+        body = self.body or {}
+        messages = body.get("messages")
+        if isinstance(messages, list):
+            return list(messages)
+        contents = body.get("contents")
+        if not isinstance(contents, list):
+            return []
+        return [
+            {
+                "role": "assistant" if content.get("role") == "model" else content.get("role"),
+                "content": _gemini_text(content),
+            }
+            for content in contents
+            if isinstance(content, dict)
+        ]
+
+    @property
+    def system(self) -> str:
+        """The system prompt: OpenAI's system messages, Anthropic's top-level `system` or
+        Gemini's `systemInstruction`, as text (`""` when there is none)."""
+        body = self.body or {}
+        if "system" in body:
+            return _content_text(body["system"])
+        instruction = body.get("systemInstruction", body.get("system_instruction"))
+        if isinstance(instruction, dict):
+            return _gemini_text(instruction)
+        return "\n".join(
+            _content_text(message.get("content"))
+            for message in self.messages
+            if isinstance(message, dict) and message.get("role") in ("system", "developer")
+        )
 
     @property
     def last_user_text(self) -> str:
@@ -160,13 +230,18 @@ class RecordedRequest:
 
 
 class ScriptedServer:
-    """An OpenAI-compatible chat-completions server on 127.0.0.1 that replays `items` in order.
+    """A model server on 127.0.0.1 that replays `items` in order, in the wire format of the route
+    each request arrives on: OpenAI chat completions (`base_url`), Anthropic Messages
+    (`anthropic_base_url`) or Gemini `generateContent` (`gemini_base_url`).
 
     Each item is a `str` (assistant content, finish_reason "stop"), a `ScriptedReply`, or a
-    callable `(request_json) -> str | ScriptedReply`. Every chat request takes the next item;
-    with `repeat=True` the script cycles forever. A chat request arriving after the script is
+    callable `(request_json) -> str | ScriptedReply`. Every model request, on any of the three
+    routes, takes the next item (so one script can be replayed through any SDK); with
+    `repeat=True` the script cycles forever. A model request arriving after the script is
     exhausted gets HTTP 500 whose message says so (a test-failure signal, with
-    `x-should-retry: false` so the SDK fails fast instead of retrying).
+    `x-should-retry: false` so the SDK fails fast instead of retrying). Every request is recorded
+    as a `RecordedRequest`. Only OpenAI's route streams: `stream: true` on Anthropic's, or
+    Gemini's `streamGenerateContent`, is answered with HTTP 400 (without taking an item).
     """
 
     def __init__(
@@ -236,12 +311,26 @@ class ScriptedServer:
 
     @property
     def base_url(self) -> str:
-        """`http://127.0.0.1:PORT/v1`, to pass as the SDK's `base_url`."""
+        """`http://127.0.0.1:PORT/v1`, to pass as the openai SDK's `base_url`."""
         return f"http://{HOST}:{self.port}/v1"
 
     @property
+    def anthropic_base_url(self) -> str:
+        """`http://127.0.0.1:PORT`, for `anthropic.Anthropic(base_url=...)` (which appends
+        `/v1/messages` itself)."""
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def gemini_base_url(self) -> str:
+        """`http://127.0.0.1:PORT`, for google-genai's
+        `genai.Client(http_options=types.HttpOptions(base_url=...))` (which appends
+        `/{api_version}/models/{model}:generateContent` itself)."""
+        return f"http://{HOST}:{self.port}"
+
+    @property
     def requests(self) -> list[RecordedRequest]:
-        """Snapshot of all requests so far (chat, models, 404s, malformed), in arrival order."""
+        """Snapshot of all requests so far (model requests on every route, models, 404s,
+        malformed), in arrival order."""
         with self._lock:
             return list(self._requests)
 
@@ -273,7 +362,7 @@ class ScriptedServer:
             self._requests.append(request)
 
     def _take(self) -> tuple[Item | None, int]:
-        """The next item (None when exhausted) and how many chat items were used before it."""
+        """The next item (None when exhausted) and how many items were used before it."""
         with self._lock:
             used = self._used
             if self.repeat and self._items:
@@ -370,7 +459,7 @@ class _Handler(BaseHTTPRequestHandler):
             raw = self._read_body()
         except ValueError as exc:
             self.close_connection = True
-            self._send_error(400, f"Could not read the request body: {exc}", _NO_RETRY)
+            self._send_error("openai", 400, f"Could not read the request body: {exc}", _NO_RETRY)
             return
         body: dict[str, Any] | None = None
         malformed = False
@@ -385,23 +474,32 @@ class _Handler(BaseHTTPRequestHandler):
         scripted._record(RecordedRequest(self.command, self.path, headers, body, raw))
 
         path = urlsplit(self.path).path.rstrip("/")
+        gemini = _GEMINI_PATH.fullmatch(path) if self.command == "POST" else None
+        api: _Api | None = None
         if self.command == "POST" and path in _CHAT_PATHS:
+            api = "openai"
+        elif self.command == "POST" and path in _ANTHROPIC_PATHS:
+            api = "anthropic"
+        elif gemini is not None:
+            api = "gemini"
+        if api is not None:
             if malformed or body is None:
-                self._send_error(
-                    400,
-                    "We could not parse the JSON body of your request. (HINT: This likely means "
-                    "you aren't using your HTTP library correctly. The OpenAI API expects a JSON "
-                    "payload, but what was sent was not valid JSON.)",
-                    _NO_RETRY,
-                )
-                return
-            self._chat(body)
+                self._send_error(api, 400, _MALFORMED[api], _NO_RETRY)
+            elif api == "anthropic" and body.get("stream") is True:
+                message = "ScriptedServer does not stream Anthropic messages; send stream=false."
+                self._send_error(api, 400, message, _NO_RETRY)
+            elif gemini is not None and gemini["method"] == "streamGenerateContent":
+                message = "ScriptedServer does not stream Gemini replies; use generateContent."
+                self._send_error(api, 400, message, _NO_RETRY)
+            else:
+                self._reply(api, body, unquote(gemini["model"]) if gemini else None)
         elif self.command == "GET" and path in _MODELS_PATHS:
             self._send_json(200, {"object": "list", "data": [self._model_object(scripted.model)]})
         elif self.command == "GET" and path.rsplit("/", 1)[0] in _MODELS_PATHS:
             self._send_json(200, self._model_object(path.rsplit("/", 1)[1]))
         else:
             self._send_error(
+                "openai",
                 404,
                 f"Unknown request URL: {self.command} {self.path}. Please check the URL for "
                 "typos, or see the docs at https://platform.openai.com/docs/api-reference/.",
@@ -425,19 +523,20 @@ class _Handler(BaseHTTPRequestHandler):
             raise ValueError("negative Content-Length")
         return self.rfile.read(length) if length else b""
 
-    # -- chat completions ------------------------------------------------------------------
+    # -- model replies -----------------------------------------------------------------------
 
-    def _chat(self, body: dict[str, Any]) -> None:
+    def _reply(self, api: _Api, body: dict[str, Any], path_model: str | None) -> None:
+        """Answer one model request with the next script item, in `api`'s wire format."""
         scripted = self.server.scripted
         item, index = scripted._take()
         if item is None:
             length = scripted._script_length()
             self._send_error(
+                api,
                 500,
-                f"ScriptedServer script exhausted: chat request #{index + 1} arrived but the "
+                f"ScriptedServer script exhausted: model request #{index + 1} arrived but the "
                 f"script has {length} item(s) and repeat is off.",
                 _NO_RETRY,
-                type="server_error",
                 code="script_exhausted",
             )
             return
@@ -445,24 +544,15 @@ class _Handler(BaseHTTPRequestHandler):
             try:
                 item = item(body)
             except Exception as exc:
-                self._send_error(
-                    500,
-                    f"ScriptedServer script item #{index + 1} raised {exc!r}",
-                    _NO_RETRY,
-                    type="server_error",
-                    code="script_error",
-                )
+                self._script_error(api, f"script item #{index + 1} raised {exc!r}")
                 return
         if isinstance(item, str):
             item = ScriptedReply(content=item)
         if not isinstance(item, ScriptedReply):
-            self._send_error(
-                500,
-                f"ScriptedServer script item #{index + 1} produced {type(item).__name__}, "
+            self._script_error(
+                api,
+                f"script item #{index + 1} produced {type(item).__name__}, "
                 "expected str or ScriptedReply",
-                _NO_RETRY,
-                type="server_error",
-                code="script_error",
             )
             return
         reply = item
@@ -473,26 +563,46 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.body is not None:
             raw = reply.body.encode() if isinstance(reply.body, str) else reply.body
             self._send(reply.status, raw, reply.content_type or _JSON, extra)
-        elif reply.status >= 400:
+            return
+        if reply.status >= 400:
             message = reply.content or f"Scripted HTTP {reply.status} error."  # content = message
-            self._send_error(reply.status, message, extra)
-        else:
-            model = body.get("model")
-            model = model if isinstance(model, str) and model else scripted.model
+            self._send_error(
+                api,
+                reply.status,
+                message,
+                extra,
+                type=reply.error_type,
+                param=reply.error_param,
+                code=reply.error_code,
+            )
+            return
+        model = path_model.removeprefix("models/") if path_model else body.get("model")
+        model = model if isinstance(model, str) and model else scripted.model
+        usage = _usage(reply, _prompt_chars(api, body))
+        if api == "anthropic":
+            try:
+                message_body = _anthropic_message(f"msg_scripted_{index + 1}", model, reply, usage)
+            except ValueError as exc:
+                self._script_error(api, f"script item #{index + 1}: {exc}")
+                return
+            self._send_json(reply.status, message_body, extra)
+        elif api == "gemini":
+            try:
+                response = _gemini_response(f"scripted-{index + 1}", model, reply, usage)
+            except ValueError as exc:
+                self._script_error(api, f"script item #{index + 1}: {exc}")
+                return
+            self._send_json(reply.status, response, extra)
+        elif body.get("stream") is True:
             completion_id = f"chatcmpl-scripted-{index + 1}"
-            usage = _usage(reply, body)
-            if body.get("stream") is True:
-                options = body.get("stream_options")
-                include_usage = isinstance(options, dict) and options.get("include_usage") is True
-                events = _stream_events(
-                    completion_id, model, reply, usage if include_usage else None
-                )
-                payload = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
-                self._send(reply.status, (payload + "data: [DONE]\n\n").encode(), _SSE, extra)
-            else:
-                self._send_json(
-                    reply.status, _completion(completion_id, model, reply, usage), extra
-                )
+            options = body.get("stream_options")
+            include_usage = isinstance(options, dict) and options.get("include_usage") is True
+            events = _stream_events(completion_id, model, reply, usage if include_usage else None)
+            payload = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
+            self._send(reply.status, (payload + "data: [DONE]\n\n").encode(), _SSE, extra)
+        else:
+            completion_id = f"chatcmpl-scripted-{index + 1}"
+            self._send_json(reply.status, _completion(completion_id, model, reply, usage), extra)
 
     # -- responses -------------------------------------------------------------------------
 
@@ -500,16 +610,30 @@ class _Handler(BaseHTTPRequestHandler):
     def _model_object(model: str) -> dict[str, Any]:
         return {"id": model, "object": "model", "created": 0, "owned_by": "healjson"}
 
+    def _script_error(self, api: _Api, problem: str) -> None:
+        self._send_error(api, 500, f"ScriptedServer {problem}", _NO_RETRY, code="script_error")
+
     def _send_error(
         self,
+        api: _Api,
         status: int,
         message: str,
         headers: Mapping[str, str],
         *,
         type: str | None = None,
+        param: str | None = None,
         code: str | None = None,
     ) -> None:
-        body = _error_body(message, type or _default_error_type(status), None, code)
+        if api == "anthropic":
+            error = {"type": type or _anthropic_error_type(status), "message": message}
+            body = json.dumps({"type": "error", "error": error})
+        elif api == "gemini":
+            status_name = type or _google_status(status)
+            body = json.dumps(
+                {"error": {"code": status, "message": message, "status": status_name}}
+            )
+        else:
+            body = _error_body(message, type or _default_error_type(status), param, code)
         self._send(status, body.encode(), _JSON, headers)
 
     def _send_json(
@@ -532,6 +656,52 @@ class _Handler(BaseHTTPRequestHandler):
 
 # -- payload builders ------------------------------------------------------------------------
 
+_Api = Literal["openai", "anthropic", "gemini"]
+
+_MALFORMED: Final[dict[_Api, str]] = {
+    "openai": "We could not parse the JSON body of your request. (HINT: This likely means "
+    "you aren't using your HTTP library correctly. The OpenAI API expects a JSON "
+    "payload, but what was sent was not valid JSON.)",
+    "anthropic": "The request body is not a valid JSON object.",
+    "gemini": "Invalid JSON payload received. The request body is not a JSON object.",
+}
+_ANTHROPIC_ERRORS: Final = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+_GOOGLE_STATUS: Final = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ABORTED",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    500: "INTERNAL",
+    501: "NOT_IMPLEMENTED",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+_ANTHROPIC_STOP: Final = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "content_filter": "refusal",
+}
+_GEMINI_FINISH: Final = {
+    "stop": "STOP",
+    "tool_calls": "STOP",
+    "length": "MAX_TOKENS",
+    "content_filter": "SAFETY",
+}
+
 
 def _default_error_type(status: int) -> str:
     if status >= 500:
@@ -539,6 +709,18 @@ def _default_error_type(status: int) -> str:
     if status == 429:
         return "requests"
     return "invalid_request_error"
+
+
+def _anthropic_error_type(status: int) -> str:
+    """Anthropic's `error.type` for an HTTP status (`api_error` for other 5xx)."""
+    default = "api_error" if status >= 500 else "invalid_request_error"
+    return _ANTHROPIC_ERRORS.get(status, default)
+
+
+def _google_status(status: int) -> str:
+    """Google's canonical `status` name for an HTTP status."""
+    default = "INTERNAL" if status >= 500 else "FAILED_PRECONDITION"
+    return _GOOGLE_STATUS.get(status, default)
 
 
 def _error_body(message: str, type: str, param: str | None, code: str | None) -> str:
@@ -557,17 +739,42 @@ def _content_text(content: object) -> str:
     return ""
 
 
-def _usage(reply: ScriptedReply, body: Mapping[str, Any]) -> dict[str, int]:
+def _gemini_text(content: Mapping[str, Any]) -> str:
+    """The text parts of a Gemini `Content` (`{"role", "parts": [{"text": ...}, ...]}`)."""
+    parts = content.get("parts")
+    if not isinstance(parts, list):
+        return ""
+    return "".join(
+        part["text"]
+        for part in parts
+        if isinstance(part, dict) and isinstance(part.get("text"), str)
+    )
+
+
+def _prompt_chars(api: _Api, body: Mapping[str, Any]) -> int:
+    """Characters of prompt text in a request, system prompt included."""
+    if api == "gemini":
+        contents = body.get("contents")
+        contents = contents if isinstance(contents, list) else []
+        instruction = body.get("systemInstruction", body.get("system_instruction"))
+        chars = len(_gemini_text(instruction)) if isinstance(instruction, dict) else 0
+        return chars + sum(len(_gemini_text(c)) for c in contents if isinstance(c, dict))
+    messages = body.get("messages")
+    messages = messages if isinstance(messages, list) else []
+    chars = sum(len(_content_text(m.get("content"))) for m in messages if isinstance(m, dict))
+    if api == "anthropic":
+        chars += len(_content_text(body.get("system")))
+    return chars
+
+
+def _usage(reply: ScriptedReply, prompt_chars: int) -> dict[str, int]:
     if reply.usage is not None:
         usage = dict(reply.usage)
         usage.setdefault("prompt_tokens", 0)
         usage.setdefault("completion_tokens", 0)
         usage.setdefault("total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
         return usage
-    messages = body.get("messages")
-    messages = messages if isinstance(messages, list) else []
-    prompt = sum(len(_content_text(m.get("content"))) for m in messages if isinstance(m, dict))
-    prompt //= 4
+    prompt = prompt_chars // 4
     completion = len(reply.content or "") // 4
     return {
         "prompt_tokens": prompt,
@@ -595,6 +802,94 @@ def _completion(
             {"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}
         ],
         "usage": usage,
+    }
+
+
+def _tool_arguments(call: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """An OpenAI-shaped tool call's function name and its `arguments` parsed as a JSON object
+    (Anthropic's `tool_use.input` and Gemini's `functionCall.args` cannot carry anything else)."""
+    function = call.get("function") or {}
+    name = str(function.get("name") or "tool")
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            arguments = None
+    if not isinstance(arguments, dict):
+        raise ValueError(
+            f"tool call {name!r}: arguments must be a JSON object to be served as Anthropic's "
+            f"tool_use input or Gemini's functionCall args, got {function.get('arguments')!r}"
+        )
+    return name, arguments
+
+
+def _anthropic_message(
+    message_id: str, model: str, reply: ScriptedReply, usage: dict[str, int]
+) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if reply.content is not None:
+        content.append({"type": "text", "text": reply.content})
+    for number, call in enumerate(reply.tool_calls or [], 1):
+        name, arguments = _tool_arguments(call)
+        call_id = call.get("id") or f"toolu_scripted_{number}"
+        content.append({"type": "tool_use", "id": call_id, "name": name, "input": arguments})
+    message: dict[str, Any] = {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": usage["prompt_tokens"],
+            "output_tokens": usage["completion_tokens"],
+        },
+    }
+    if reply.refusal is not None:
+        message["stop_reason"] = "refusal"
+        message["stop_details"] = {
+            "type": "refusal",
+            "category": None,
+            "explanation": reply.refusal,
+        }
+    elif reply.tool_calls and reply.finish_reason == "stop":
+        message["stop_reason"] = "tool_use"
+    else:
+        message["stop_reason"] = _ANTHROPIC_STOP.get(reply.finish_reason, reply.finish_reason)
+    return message
+
+
+def _gemini_response(
+    response_id: str, model: str, reply: ScriptedReply, usage: dict[str, int]
+) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"index": 0}
+    if reply.refusal is not None:  # Gemini has no refusal: a safety stop without any content
+        candidate["finishReason"] = "SAFETY"
+        candidate["safetyRatings"] = [
+            {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True}
+        ]
+    else:
+        parts: list[dict[str, Any]] = []
+        if reply.content is not None:
+            parts.append({"text": reply.content})
+        for call in reply.tool_calls or []:
+            name, arguments = _tool_arguments(call)
+            parts.append({"functionCall": {"name": name, "args": arguments}})
+        if parts:
+            candidate["content"] = {"role": "model", "parts": parts}
+        finish = reply.finish_reason
+        candidate["finishReason"] = _GEMINI_FINISH.get(finish) or finish.upper()
+    return {
+        "candidates": [candidate],
+        "usageMetadata": {
+            "promptTokenCount": usage["prompt_tokens"],
+            "candidatesTokenCount": usage["completion_tokens"],
+            "totalTokenCount": usage["total_tokens"],
+        },
+        "modelVersion": model,
+        "responseId": response_id,
     }
 
 

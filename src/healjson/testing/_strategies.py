@@ -82,7 +82,7 @@ _COMMENT_TEXT = (
     "see above",
     "see [1]",  # brackets and quotes in comments are text, not structure
     "kept {as given}",
-    "the customer's \"id\"",
+    'the customer\'s "id"',
 )
 
 

@@ -1,0 +1,295 @@
+"""`to_reply` reads Anthropic and Gemini responses by shape: the SDKs' own objects, their
+`model_dump()` dicts, and (for Gemini) the REST API's camelCase JSON all give the same `Reply`."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+from typing import Any
+
+import anthropic
+import pytest
+from google.genai import types as gt
+from hypothesis import given
+from hypothesis import strategies as st
+
+from healjson._reply import Reply, Usage, to_reply
+from healjson.adapters._instructor import _checked
+from healjson.adapters._openai import NotACompletion
+
+# ---------------------------------------------------------------------------------------------
+# Anthropic `Message`
+# ---------------------------------------------------------------------------------------------
+
+
+def message(
+    *blocks: dict[str, Any], stop_reason: str | None = "end_turn", **extra: Any
+) -> anthropic.types.Message:
+    """A real `anthropic.types.Message`, validated by the SDK's own model."""
+    return anthropic.types.Message.model_validate(
+        {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": list(blocks),
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 12, "output_tokens": 5},
+            **extra,
+        }
+    )
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+def tool_use(arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "tool_use", "id": "toolu_1", "name": "Person", "input": arguments}
+
+
+THINKING = {"type": "thinking", "thinking": "Ann... 31.", "signature": "sig"}
+
+ANTHROPIC = {
+    "text": (message(text('{"a": 1}')), Reply('{"a": 1}', "stop")),
+    "text_blocks_joined_thinking_skipped": (
+        message(THINKING, text('{"a": '), text("1}")),
+        Reply('{"a": 1}', "stop"),
+    ),
+    "tool_use_input_as_json": (
+        message(tool_use({"name": "Ann", "age": 31}), stop_reason="tool_use"),
+        Reply('{"name": "Ann", "age": 31}', "tool_calls"),
+    ),
+    "text_wins_over_tool_use": (
+        message(text("x"), tool_use({"a": 1}), stop_reason="tool_use"),
+        Reply("x", "tool_calls"),
+    ),
+    "max_tokens": (message(text('{"a": '), stop_reason="max_tokens"), Reply('{"a": ', "length")),
+    "context_window": (
+        message(text("{"), stop_reason="model_context_window_exceeded"),
+        Reply("{", "length"),
+    ),
+    "stop_sequence": (message(text("x"), stop_reason="stop_sequence"), Reply("x", "stop")),
+    "refusal_explained": (
+        message(
+            text('{"na'),
+            stop_reason="refusal",
+            stop_details={"type": "refusal", "category": "cyber", "explanation": "Not this."},
+        ),
+        Reply(None, "refusal", "Not this."),
+    ),
+    "refusal_without_details_keeps_text": (
+        message(text("I can't."), stop_reason="refusal"),
+        Reply(None, "refusal", "I can't."),
+    ),
+    "refusal_without_anything": (message(stop_reason="refusal"), Reply(None, "refusal", "refused")),
+    "no_content": (message(), Reply(None, "stop")),
+}
+
+
+@pytest.mark.parametrize(("sdk", "expected"), ANTHROPIC.values(), ids=ANTHROPIC.keys())
+def test_anthropic_message(sdk: anthropic.types.Message, expected: Reply) -> None:
+    """The SDK object and its `model_dump()` read the same: content, finish, refusal, usage."""
+    full = Reply(
+        expected.content, expected.finish_reason, expected.refusal, Usage(12, 5), "claude-test"
+    )
+
+    assert full == to_reply(sdk)
+    assert full == to_reply(sdk.model_dump())
+    assert full == to_reply(json.loads(sdk.model_dump_json()))
+
+
+def test_anthropic_message_without_usage_or_stop_reason() -> None:
+    """A partial Message (a stream's first event) has no finish; missing usage is None."""
+    partial = anthropic.types.Message.model_construct(
+        content=[anthropic.types.TextBlock(type="text", text="{")], stop_reason=None, usage=None
+    )
+
+    assert Reply("{", None, None, None, None) == to_reply(partial)
+    assert Reply("{") == to_reply({"content": [text("{")], "stop_reason": None})
+
+
+# ---------------------------------------------------------------------------------------------
+# Gemini `GenerateContentResponse`
+# ---------------------------------------------------------------------------------------------
+
+
+def response(
+    *parts: gt.Part,
+    finish: gt.FinishReason | None = gt.FinishReason.STOP,
+    candidates: bool = True,
+    **extra: Any,
+) -> gt.GenerateContentResponse:
+    """A real `GenerateContentResponse` with one candidate (or none)."""
+    candidate = gt.Candidate(
+        content=gt.Content(role="model", parts=list(parts)) if parts else None,
+        finish_reason=finish,
+    )
+    return gt.GenerateContentResponse(
+        candidates=[candidate] if candidates else None,
+        usage_metadata=gt.GenerateContentResponseUsageMetadata(
+            prompt_token_count=12, candidates_token_count=5, total_token_count=17
+        ),
+        model_version="gemini-test",
+        **extra,
+    )
+
+
+def call(**args: Any) -> gt.Part:
+    return gt.Part(function_call=gt.FunctionCall(name="Person", args=args))
+
+
+FINISH = gt.FinishReason
+GEMINI = {
+    "text": (response(gt.Part(text='{"a": 1}')), Reply('{"a": 1}', "stop")),
+    "parts_joined_thoughts_skipped": (
+        response(
+            gt.Part(text="thinking", thought=True), gt.Part(text='{"a": '), gt.Part(text="1}")
+        ),
+        Reply('{"a": 1}', "stop"),
+    ),
+    "function_call_args_as_json": (
+        response(call(name="Ann", age=31)),
+        Reply('{"name": "Ann", "age": 31}', "stop"),
+    ),
+    "max_tokens": (response(gt.Part(text="{"), finish=FINISH.MAX_TOKENS), Reply("{", "length")),
+    "safety": (response(finish=FINISH.SAFETY), Reply(None, "content_filter")),
+    "recitation": (
+        response(gt.Part(text="x"), finish=FINISH.RECITATION),
+        Reply("x", "content_filter"),
+    ),
+    "prohibited": (response(finish=FINISH.PROHIBITED_CONTENT), Reply(None, "content_filter")),
+    "other_finish_lowercased": (
+        response(gt.Part(text="x"), finish=FINISH.OTHER),
+        Reply("x", "other"),
+    ),
+    "no_finish": (response(gt.Part(text="x"), finish=None), Reply("x", None)),
+    "blocked_prompt": (
+        response(
+            candidates=False,
+            prompt_feedback=gt.GenerateContentResponsePromptFeedback(
+                block_reason=gt.BlockedReason.PROHIBITED_CONTENT
+            ),
+        ),
+        Reply(None, "content_filter"),
+    ),
+    "no_candidates": (response(candidates=False), Reply(None, None)),
+}
+
+
+@pytest.mark.parametrize(("sdk", "expected"), GEMINI.values(), ids=GEMINI.keys())
+def test_gemini_response(sdk: gt.GenerateContentResponse, expected: Reply) -> None:
+    """The SDK object, its snake_case `model_dump()` and the REST API's camelCase JSON read the
+    same: content, finish (MAX_TOKENS -> length, SAFETY & co -> content_filter), usage, model."""
+    full = Reply(expected.content, expected.finish_reason, None, Usage(12, 5), "gemini-test")
+    wire = sdk.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    assert "usageMetadata" in wire  # really the camelCase shape
+    assert full == to_reply(sdk)
+    assert full == to_reply(sdk.model_dump())
+    assert full == to_reply(wire)
+
+
+def test_gemini_finish_reason_as_plain_strings() -> None:
+    """A finish reason given as a string (any case, or an enum's `str()`) maps the same way."""
+    finishes = [
+        "MAX_TOKENS",
+        "max_tokens",
+        "FinishReason.SAFETY",
+        "STOP",
+        "MALFORMED_FUNCTION_CALL",
+    ]
+
+    replies = [to_reply({"candidates": [{"finish_reason": finish}]}) for finish in finishes]
+
+    assert ["length", "length", "content_filter", "stop", "malformed_function_call"] == [
+        r.finish_reason for r in replies
+    ]
+
+
+def test_plain_message_dict_with_usage_metadata_is_not_gemini() -> None:
+    """LangChain's message dicts carry `usage_metadata` too: they still read as a message."""
+    langchain_like = {"content": "hi", "finish_reason": "stop", "usage_metadata": {"x": 1}}
+
+    assert Reply("hi", "stop") == to_reply(langchain_like)
+
+
+# ---------------------------------------------------------------------------------------------
+# the instructor adapter accepts exactly the shapes to_reply reads
+# ---------------------------------------------------------------------------------------------
+
+
+def test_instructor_adapter_accepts_provider_responses() -> None:
+    """`_checked` passes Anthropic and Gemini responses on and rejects what no reader knows."""
+    claude, gemini = message(text("{}")), response(gt.Part(text="{}"))
+
+    assert claude is _checked(claude)
+    assert gemini is _checked(gemini)
+    for other in ("{}", b"{}", SimpleNamespace(stop_reason="end_turn", content="{}"), object()):
+        with pytest.raises(NotACompletion):
+            _checked(other)
+
+
+# ---------------------------------------------------------------------------------------------
+# property: any JSON-ish dict or object is a Reply or a TypeError, nothing else
+# ---------------------------------------------------------------------------------------------
+
+KEYS = (
+    "choices", "message", "content", "refusal", "tool_calls", "function", "arguments", "usage",
+    "prompt_tokens", "completion_tokens", "finish_reason", "model", "candidates", "parts", "text",
+    "thought", "function_call", "functionCall", "args", "finishReason", "usage_metadata",
+    "usageMetadata", "prompt_token_count", "promptTokenCount", "candidates_token_count",
+    "candidatesTokenCount", "model_version", "modelVersion", "prompt_feedback", "promptFeedback",
+    "block_reason", "blockReason", "stop_reason", "stop_details", "explanation", "type", "input",
+    "input_tokens", "output_tokens", "name",
+)  # fmt: skip
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text(max_size=8)
+    | st.sampled_from(["text", "tool_use", "refusal", "max_tokens", "SAFETY", "MAX_TOKENS"])
+)
+JSONISH = st.recursive(
+    SCALARS,
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=4), children, max_size=5)
+    ),
+    max_leaves=25,
+)
+
+
+def as_objects(value: Any, flags: list[bool]) -> Any:
+    """`value` with some of its dicts (chosen by `flags`, cycled) turned into attribute objects."""
+    if isinstance(value, list):
+        return [as_objects(item, flags) for item in value]
+    if not isinstance(value, dict):
+        return value
+    converted = {key: as_objects(item, flags) for key, item in value.items()}
+    flags.append(flags.pop(0))
+    return SimpleNamespace(**converted) if flags[-1] else converted
+
+
+@given(
+    st.dictionaries(st.sampled_from(KEYS), JSONISH, max_size=6),
+    st.lists(st.booleans(), min_size=1, max_size=4),
+)
+def test_to_reply_returns_a_reply_or_raises_type_error(
+    data: dict[str, Any], flags: list[bool]
+) -> None:
+    """Whatever shape-alike a provider (or a mock) returns, `to_reply` gives a well-typed Reply
+    or says TypeError; it never fails with KeyError, IndexError, AttributeError, ..."""
+    obj = as_objects(data, list(flags))
+
+    try:
+        reply = to_reply(obj)
+    except TypeError:
+        return
+
+    assert isinstance(reply, Reply)
+    for field in (reply.content, reply.finish_reason, reply.refusal, reply.model):
+        assert field is None or isinstance(field, str)
+    assert reply.usage is None or isinstance(reply.usage, Usage)
