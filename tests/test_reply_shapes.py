@@ -293,3 +293,48 @@ def test_to_reply_returns_a_reply_or_raises_type_error(
     for field in (reply.content, reply.finish_reason, reply.refusal, reply.model):
         assert field is None or isinstance(field, str)
     assert reply.usage is None or isinstance(reply.usage, Usage)
+
+
+_FINISH = st.sampled_from(["stop", "length", "tool_calls", "content_filter"])
+
+
+@given(
+    content=st.none() | st.text(max_size=20),
+    refusal=st.none() | st.text(max_size=10),
+    finish=_FINISH,
+    usage=st.none() | st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)),
+    arguments=st.none() | st.text(max_size=20),
+)
+def test_the_sdk_fast_reader_agrees_with_the_generic_one(
+    content: str | None,
+    refusal: str | None,
+    finish: str,
+    usage: tuple[int, int] | None,
+    arguments: str | None,
+) -> None:
+    """`to_reply` reads the openai SDK's ChatCompletion by direct attribute access; whatever the
+    completion holds, the result equals the generic shape reader's."""
+    from openai.types.chat import ChatCompletion
+
+    from healjson._reply import _completion
+
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal}
+    if arguments is not None:
+        message["tool_calls"] = [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": arguments}}
+        ]
+    data: dict[str, Any] = {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+    }
+    if usage is not None:
+        data["usage"] = {
+            "prompt_tokens": usage[0],
+            "completion_tokens": usage[1],
+            "total_tokens": sum(usage),
+        }
+    completion = ChatCompletion.model_validate(data)
+    assert _completion(completion) == to_reply(completion)

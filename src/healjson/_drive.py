@@ -15,7 +15,15 @@ from typing import Any, TypeVar
 
 from ._contracts import AwaitAll
 
-__all__ = ["CallResult", "ModelCall", "drive_async", "drive_sync", "run_awaitables_sync"]
+__all__ = [
+    "CallResult",
+    "ModelCall",
+    "call_async",
+    "call_sync",
+    "drive_async",
+    "drive_sync",
+    "run_awaitables_sync",
+]
 
 R = TypeVar("R")
 
@@ -53,7 +61,7 @@ def drive_sync(flow: Flow[R], call: Callable[..., Any] | None = None) -> R:
             elif call is None:
                 raise RuntimeError("this flow needs a model call but no callable was given")
             else:
-                sent = _call_sync(call, effect)
+                sent = call_sync(call, effect)
     except StopIteration as stop:
         result: R = stop.value
         return result
@@ -70,17 +78,18 @@ async def drive_async(flow: Flow[R], call: Callable[..., Any] | None = None) -> 
             elif call is None:
                 raise RuntimeError("this flow needs a model call but no callable was given")
             else:
-                sent = await _call_async(call, effect)
+                sent = await call_async(call, effect)
     except StopIteration as stop:
         result: R = stop.value
         return result
 
 
-def _call_sync(call: Callable[..., Any], effect: ModelCall) -> CallResult:
+def call_sync(call: Callable[..., Any], effect: ModelCall) -> CallResult:
+    """Perform one `ModelCall` (fresh copies of its messages); the value or the exception."""
     start = time.perf_counter()
     try:
         value = call([dict(m) for m in effect.messages], **effect.params)
-        if hasattr(type(value), "__await__"):  # a class lookup: cheaper than inspect.isawaitable
+        if inspect.isawaitable(value):  # the ABC caches its verdict per class
             (value,) = run_awaitables_sync((value,))
             if isinstance(value, BaseException):
                 raise value
@@ -89,7 +98,8 @@ def _call_sync(call: Callable[..., Any], effect: ModelCall) -> CallResult:
     return CallResult(value, None, time.perf_counter() - start)
 
 
-async def _call_async(call: Callable[..., Any], effect: ModelCall) -> CallResult:
+async def call_async(call: Callable[..., Any], effect: ModelCall) -> CallResult:
+    """`call_sync` on the running loop (awaiting what the call returns, if awaitable)."""
     start = time.perf_counter()
     try:
         value = call([dict(m) for m in effect.messages], **effect.params)

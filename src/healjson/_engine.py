@@ -25,7 +25,7 @@ from ._repair import MAX_HISTORY_LINES, RepairPrompt, Strategy, history_line, st
 from ._reply import Reply, Usage, exception_kind, to_reply
 from ._target import Target
 
-__all__ = ["HealSpec", "heal_flow"]
+__all__ = ["HealSpec", "clean_first_reply", "heal_flow"]
 
 _MAX_CHANGED_PATHS = 200
 
@@ -59,14 +59,18 @@ def heal_flow(
     messages: tuple[Mapping[str, Any], ...],
     params: Mapping[str, Any],
     ctx: ContractContext,
+    first: CallResult | None = None,
 ) -> Generator[ModelCall | AwaitAll, Any, Outcome[Any]]:
-    """The whole L1-L4 loop for one request."""
+    """The whole L1-L4 loop for one request. `first`: the first call's result, when the caller
+    made that call already (see `clean_first_reply`)."""
     run = _Run(spec, messages)
     policy = spec.policy
     call_params = dict(params)
     prompt: RepairPrompt | None = None
     for number in range(1, policy.max_attempts + 1):
-        sent = tuple(prompt.messages(messages) if prompt else (dict(m) for m in messages))
+        # `messages` are the run's own copies (normalise_messages): the first request and its
+        # attempt record may share them; the driver hands the call fresh copies either way
+        sent = tuple(prompt.messages(messages)) if prompt else messages
         this_params = dict(call_params)
         if number == policy.max_attempts and number > 1 and policy.escalate_model:
             this_params["model"] = policy.escalate_model
@@ -74,7 +78,10 @@ def heal_flow(
             projected = run.usage.total_tokens + _estimate(sent)
             if projected > policy.token_budget:
                 return (yield from _degrade(run, Reason.BUDGET_EXCEEDED, [_budget(projected)]))
-        result: CallResult = yield ModelCall(number, sent, this_params)
+        if number == 1 and first is not None:
+            result: CallResult = first
+        else:
+            result = yield ModelCall(number, sent, this_params)
         base: dict[str, Any] = {
             "number": number,
             "strategy": prompt.strategy if prompt else Strategy.INITIAL,
@@ -135,6 +142,56 @@ def heal_flow(
             run.history.append(history_line(number, evaluation.verdict, evaluation.diagnostics))
     last = run.attempts[-1]
     return (yield from _degrade(run, _final_reason(run, last), last.diagnostics))
+
+
+def clean_first_reply(
+    spec: HealSpec,
+    messages: tuple[Mapping[str, Any], ...],
+    params: Mapping[str, Any],
+    first: CallResult,
+) -> Healed[Any] | None:
+    """The happy path without the loop: when the first reply is strictly valid data, it finished
+    normally and there are no contracts to run, the outcome `heal_flow` would reach for it, built
+    directly (the same attempt record, events and `Healed`). None in every other case: the caller
+    then runs `heal_flow` with `first`, which decides as always."""
+    if spec.contracts or first.error is not None:
+        return None
+    try:
+        reply = to_reply(first.value)
+    except TypeError:
+        return None
+    content = reply.content
+    if reply.refusal or reply.finish_reason in ("content_filter", "length") or not content:
+        return None
+    try:
+        instance = spec.target.validate_json(content, strict=True)
+    except Exception:  # ValidationError, or text pydantic-core cannot read: the loop decides
+        return None
+    usage = reply.usage or _estimated_usage(messages, content)
+    params = dict(params)
+    attempt = Attempt(
+        number=1,
+        strategy=Strategy.INITIAL,
+        messages=messages,
+        params=params,
+        prompt=None,
+        latency_s=first.elapsed_s,
+        raw_text=content,
+        finish_reason=reply.finish_reason,
+        usage=usage,
+        model=reply.model or params.get("model"),
+        ok=True,
+    )
+    _events.attempt(attempt)
+    outcome: Healed[Any] = Healed(
+        value=instance,
+        raw_text=content,
+        attempts=(attempt,),
+        usage=usage,
+        max_attempts=spec.policy.max_attempts,
+    )
+    _events.healed(outcome)
+    return outcome
 
 
 def _next_prompt(

@@ -9,8 +9,8 @@ from pydantic_core import to_json
 
 from ._check import make_context
 from ._contracts import Contract, as_contract
-from ._drive import drive_async, drive_sync
-from ._engine import HealSpec, heal_flow
+from ._drive import ModelCall, call_async, call_sync, drive_async, drive_sync
+from ._engine import HealSpec, clean_first_reply, heal_flow
 from ._example import golden_example
 from ._outcome import Outcome
 from ._policy import HealPolicy
@@ -86,7 +86,13 @@ class Healer(Generic[T]):
     ) -> Outcome[T]:
         """Call the model through `call` and heal its answer (blocking)."""
         original = normalise_messages(messages)
-        flow = heal_flow(self._spec, original, params, make_context(context, original))
+        first = None
+        if not self.contracts:  # the happy path skips the loop (same outcome, less work)
+            first = call_sync(call, ModelCall(1, original, params))
+            healed = clean_first_reply(self._spec, original, params, first)
+            if healed is not None:
+                return healed
+        flow = heal_flow(self._spec, original, params, make_context(context, original), first)
         return drive_sync(flow, call)
 
     async def arun(
@@ -99,7 +105,13 @@ class Healer(Generic[T]):
     ) -> Outcome[T]:
         """Like `run`, awaiting `call` (and any async contracts) on the running loop."""
         original = normalise_messages(messages)
-        flow = heal_flow(self._spec, original, params, make_context(context, original))
+        first = None
+        if not self.contracts:
+            first = await call_async(call, ModelCall(1, original, params))
+            healed = clean_first_reply(self._spec, original, params, first)
+            if healed is not None:
+                return healed
+        flow = heal_flow(self._spec, original, params, make_context(context, original), first)
         return await drive_async(flow, call)
 
     def __repr__(self) -> str:

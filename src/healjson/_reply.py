@@ -73,7 +73,7 @@ def to_reply(obj: Any) -> Reply:
     if obj is None or isinstance(obj, str):
         return Reply(obj)
     if isinstance(obj, BaseModel) and hasattr(obj, "choices"):
-        return _completion(obj)  # the SDK's ChatCompletion: the hot path
+        return _sdk_completion(obj)  # the SDK's ChatCompletion: the hot path
     if isinstance(obj, bytes | bytearray):
         return Reply(bytes(obj).decode("utf-8", "replace"))
     if isinstance(obj, Mapping):
@@ -120,6 +120,34 @@ def _get_either(obj: Any, name: str, camel: str) -> Any:
 def _first(items: Any) -> Any:
     """The first element of a non-empty list or tuple, else None."""
     return items[0] if isinstance(items, list | tuple) and items else None
+
+
+def _sdk_completion(obj: Any) -> Reply:
+    """The openai SDK's `ChatCompletion`, read by plain attribute access (the happy path runs
+    once per call, right after the SDK's own work); anything unusual goes to `_completion`."""
+    try:
+        choices = obj.choices
+        if type(choices) is not list or not choices:
+            return _completion(obj)
+        choice = choices[0]
+        message = choice.message
+        content = message.content
+        if type(content) is not str or not content:
+            return _completion(obj)
+        usage = obj.usage
+        prompt, completion = usage.prompt_tokens, usage.completion_tokens
+        if type(prompt) is not int or type(completion) is not int:
+            return _completion(obj)
+        finish, refusal, model = choice.finish_reason, message.refusal, obj.model
+    except AttributeError:
+        return _completion(obj)
+    return Reply(
+        content,
+        None if finish is None else str(finish),
+        None if refusal is None else str(refusal),
+        Usage(prompt, completion),
+        None if model is None else str(model),
+    )
 
 
 def _completion(obj: Any) -> Reply:

@@ -1,0 +1,122 @@
+"""The happy path skips the repair loop; it must reach exactly the loop's outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+import healjson
+from healjson import Healed, Reply
+from healjson._check import make_context
+from healjson._drive import drive_sync
+from healjson._engine import heal_flow
+from healjson._repair import normalise_messages
+
+
+class Item(BaseModel):
+    name: str
+    qty: int
+    note: str | None = None
+
+
+MESSAGES = [{"role": "user", "content": "an item"}]
+
+
+def loop_outcome(healer: healjson.Healer[Any], reply: Any) -> Any:
+    """The outcome the loop alone reaches (no fast path)."""
+    original = normalise_messages(MESSAGES)
+    flow = heal_flow(healer._spec, original, {"model": "m"}, make_context(None, original))
+    return drive_sync(flow, lambda msgs, **params: reply)
+
+
+def comparable(outcome: Any) -> dict[str, Any]:
+    data = outcome.to_dict()
+    for attempt in data["attempts"]:
+        attempt.pop("latency_s", None)
+    return data
+
+
+_REPLIES = st.one_of(
+    st.builds(
+        lambda name, qty: json.dumps({"name": name, "qty": qty}),
+        st.text(max_size=8),
+        st.integers(-5, 5),
+    ),
+    st.builds(lambda qty: json.dumps({"name": "x", "qty": str(qty)}), st.integers(0, 9)),
+    st.builds(lambda body: f"```json\n{body}\n```", st.just('{"name": "x", "qty": 1}')),
+    st.sampled_from(["", "no json", '{"name": "x"}', '{"name": "x", "qty": 1,}', "null"]),
+    st.builds(
+        Reply,
+        st.just('{"name": "x", "qty": 1}'),
+        st.sampled_from([None, "stop", "length", "content_filter", "tool_calls"]),
+        st.none() | st.just("I can't."),
+    ),
+)
+
+
+@given(reply=_REPLIES)
+def test_the_fast_path_reaches_the_loops_outcome(reply: Any) -> None:
+    healer = healjson.Healer(Item, policy=healjson.HealPolicy(max_attempts=1))
+    fast = healer.run(lambda msgs, **params: reply, MESSAGES, model="m")
+    assert comparable(fast) == comparable(loop_outcome(healer, reply))
+
+
+def test_the_fast_path_serves_a_clean_first_reply_in_one_call() -> None:
+    calls: list[Any] = []
+
+    def call(msgs: Any, **params: Any) -> str:
+        calls.append((msgs, params))
+        return '{"name": "x", "qty": 2}'
+
+    healer = healjson.Healer(Item)
+    outcome = healer.run(call, MESSAGES, model="m", temperature=0)
+    assert isinstance(outcome, Healed)
+    assert Item(name="x", qty=2) == outcome.value
+    assert [(MESSAGES, {"model": "m", "temperature": 0})] == calls
+    assert outcome.attempts[0].params == {"model": "m", "temperature": 0}
+    assert outcome.usage.estimated  # a plain string carries no usage
+
+
+def test_a_declined_first_reply_is_not_asked_for_twice() -> None:
+    """When the fast path declines (here: a fenced answer), the loop reuses the first reply
+    instead of calling the model again."""
+    replies = iter(['```json\n{"name": "x", "qty": 1}\n```', '{"name": "y", "qty": 2}'])
+    calls = []
+
+    def call(msgs: Any, **params: Any) -> str:
+        calls.append(msgs)
+        return next(replies)
+
+    outcome = healjson.Healer(Item).run(call, MESSAGES)
+    assert isinstance(outcome, Healed)
+    assert Item(name="x", qty=1) == outcome.value
+    assert 1 == len(calls)
+
+
+def test_the_async_fast_path_matches_too() -> None:
+    async def call(msgs: Any, **params: Any) -> str:
+        return '{"name": "x", "qty": 3}'
+
+    healer = healjson.Healer(Item)
+    outcome = asyncio.run(healer.arun(call, MESSAGES, model="m"))
+    assert comparable(outcome) == comparable(loop_outcome(healer, '{"name": "x", "qty": 3}'))
+
+
+def test_contracts_take_the_loop() -> None:
+    seen = []
+
+    @healjson.contract(fields=("qty",))
+    def positive(item: Item) -> healjson.Violation | None:
+        seen.append(item.qty)
+        return None if item.qty > 0 else healjson.Violation("qty must be positive")
+
+    healer = healjson.Healer(Item, contracts=[positive])
+    seen.clear()  # building the healer checks its synthesised golden example
+    outcome = healer.run(lambda msgs, **p: '{"name": "x", "qty": 7}', MESSAGES)
+    assert isinstance(outcome, Healed)
+    assert [7] == seen  # run once, by the loop
