@@ -11,13 +11,13 @@ Gemini fields are read in the SDK's snake_case or the REST API's camelCase (`fin
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["Reply", "Usage", "exception_kind", "to_reply"]
+__all__ = ["Reply", "Usage", "exception_kind", "is_response", "to_reply"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,15 +91,28 @@ def to_reply(obj: Any) -> Reply:
                 _usage(obj.get("usage")),
                 _opt_str(obj.get("model")),
             )
-    if hasattr(obj, "choices"):
-        return _completion(obj)
-    if hasattr(obj, "candidates"):
-        return _gemini(obj)
-    if hasattr(obj, "stop_reason") and isinstance(getattr(obj, "content", None), list):
-        return _anthropic(obj)
+    reader = _reader(obj)
+    if reader is not None:
+        return reader(obj)
     raise TypeError(
         f"call returned {type(obj).__name__}; return a str, a ChatCompletion or a healjson.Reply"
     )
+
+
+def _reader(obj: Any) -> Callable[[Any], Reply] | None:
+    """The reader for a provider response object, chosen by its shape (None: not one)."""
+    if hasattr(obj, "choices"):
+        return _completion
+    if hasattr(obj, "candidates"):
+        return _gemini
+    if hasattr(obj, "stop_reason") and isinstance(getattr(obj, "content", None), list):
+        return _anthropic
+    return None
+
+
+def is_response(obj: Any) -> bool:
+    """True for a provider response object `to_reply` can read (OpenAI, Anthropic, Gemini)."""
+    return not isinstance(obj, str | bytes) and _reader(obj) is not None
 
 
 def _get(obj: Any, name: str) -> Any:

@@ -60,6 +60,7 @@ from healjson._contracts import Contract
 from healjson._healer import Healer
 from healjson._outcome import Outcome
 from healjson._policy import HealPolicy
+from healjson._reply import is_response
 
 from ._cache import HealerCache
 from ._format import check_mode
@@ -295,12 +296,7 @@ def _original(exc: Exception) -> Exception:
 
 def _checked(value: Any) -> Any:
     """The provider's raw response, if healjson can read its shape (OpenAI, Anthropic, Gemini)."""
-    readable = (
-        hasattr(value, "choices")
-        or hasattr(value, "candidates")
-        or (hasattr(value, "stop_reason") and isinstance(getattr(value, "content", None), list))
-    )
-    if isinstance(value, str | bytes) or not readable:
+    if not is_response(value):
         raise NotACompletion(
             f"the endpoint returned {type(value).__name__}, not a chat completion: "
             f"{str(value)[:200]!r}"
