@@ -342,13 +342,14 @@ def _strict_value(outcome: Outcome[Any], unit: _Unit) -> tuple[bool, Any, str]:
     setup = unit.setup
     target = target_for(setup.target)
     text = raw
-    if not target.expects_object:  # strict mode wraps a list or scalar in {"value": ...}
+    envelope = _envelope(setup.target)
+    if envelope is not None:  # strict mode asked for {"value": ...} around a list or scalar
         try:
             data = json.loads(raw)
         except ValueError:
             data = None
-        if isinstance(data, dict) and list(data) == ["value"]:
-            text = json.dumps(data["value"])
+        if isinstance(data, dict) and list(data) == [envelope]:
+            text = json.dumps(data[envelope])
     try:
         value = target.adapter.validate_json(text)
     except ValidationError:
@@ -359,6 +360,16 @@ def _strict_value(outcome: Outcome[Any], unit: _Unit) -> tuple[bool, Any, str]:
     if not checked.ok:
         return False, None, str(checked.reason)
     return True, value, ""
+
+
+def _envelope(target: Any) -> str | None:
+    """The key strict mode wraps this target's answer in (None: it is not wrapped)."""
+    from .adapters._strict_schema import StrictSchemaUnsupported, strict_json_schema
+
+    try:
+        return strict_json_schema(target).envelope
+    except StrictSchemaUnsupported:
+        return None
 
 
 def _score(unit: _Unit, outcome: Outcome[Any], latency: float) -> UnitResult:
