@@ -1,4 +1,5 @@
-"""What every benchmark record states about the run: when, how it was started, on what."""
+"""What every benchmark record shares: when, how it was started and on what; its Markdown
+tables; and how it is printed and written to `benchmarks/results/`."""
 
 from __future__ import annotations
 
@@ -6,9 +7,12 @@ import datetime as dt
 import platform
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["processor", "stamp"]
+__all__ = ["processor", "publish", "stamp", "table"]
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def processor() -> str:
@@ -32,3 +36,19 @@ def stamp(python_note: str = "") -> list[str]:
         f"- command: `{shlex.join(sys.orig_argv)}` (from the repository root)",
         f"- python: {platform.python_implementation()} {platform.python_version()}{python_note}",
     ]
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A Markdown table, as lines."""
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(row) + " |" for row in rows]
+    return out
+
+
+def publish(lines: Sequence[str], path: Path, note: str = "") -> None:
+    """Print the report and write it to `path` (a `note` ends the stderr line)."""
+    report = "\n".join(lines).rstrip() + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(report, encoding="utf-8")
+    print(report)
+    print(f"written to {path.relative_to(ROOT)}{note}", file=sys.stderr)

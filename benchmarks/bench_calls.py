@@ -59,7 +59,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, model_validator
 
 import healjson
-from _machine import processor, stamp
+from _machine import processor, publish, stamp, table
 from healjson._scenarios import CLASSES, Scenario
 from healjson.testing import RecordedRequest, ScriptedReply, ScriptedServer
 from pack_scenarios import pack_scenarios
@@ -420,12 +420,6 @@ def bench_growth(case: Case, lines: list[str]) -> list[tuple[str, list[int], lis
 # --- report ------------------------------------------------------------------------------------
 
 
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(row) + " |" for row in rows]
-    return out
-
-
 def _outcome(run: Run) -> str:
     if run.exception:
         return f"raised `{run.exception}`"
@@ -776,11 +770,7 @@ def main() -> int:
         )
     summary.append("")
     lines[len(header) : len(header)] = summary
-    report = "\n".join(lines).rstrip() + "\n"
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(report, encoding="utf-8")
-    print(report)
-    print(f"written to {RESULTS.relative_to(ROOT)} in {elapsed:.0f} s", file=sys.stderr)
+    publish(lines, RESULTS, f" in {elapsed:.0f} s")
     return 0
 
 

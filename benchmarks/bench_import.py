@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 
-from _machine import processor, stamp
+from _machine import processor, publish, stamp, table
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "import.md"
@@ -189,12 +189,6 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1e3:.1f} ms"
 
 
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(row) + " |" for row in rows]
-    return out
-
-
 def median_by_name(nodes: Sequence[Node]) -> dict[str, tuple[float, float]]:
     """module -> (median self ms, median cumulative ms) over the runs it appeared in."""
     selfs: dict[str, list[int]] = defaultdict(list)
@@ -323,11 +317,7 @@ def report(env: dict[str, str]) -> int:
         + "; ".join(f"{name} ({', '.join(found[:5])})" for name, found in bad.items())
     )
     lines[header_len:header_len] = ["## Verdict", "", verdict, ""]
-    report = "\n".join(lines).rstrip() + "\n"
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(report, encoding="utf-8")
-    print(report)
-    print(f"written to {RESULTS.relative_to(ROOT)}", file=sys.stderr)
+    publish(lines, RESULTS)
     return 1 if bad else 0
 
 

@@ -73,7 +73,7 @@ import pydantic_core
 from pydantic import BaseModel
 
 import healjson
-from _machine import processor, stamp
+from _machine import processor, publish, stamp, table
 from healjson.adapters import strict_json_schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -210,25 +210,38 @@ def async_client(base_url: str) -> openai.AsyncOpenAI:
 # --- part 1: sync per-call cost ----------------------------------------------------------------
 
 
-def make_contenders(content_url: str, tools_url: str) -> dict[str, Callable[[], Any]]:
-    import instructor  # not in the async children: it would raise their memory baseline
-
-    bare = sync_client(content_url)
-    healed = healjson.wrap(sync_client(content_url))
-    ins_json = instructor.from_openai(sync_client(content_url), mode=instructor.Mode.JSON)
-    ins_tools = instructor.from_openai(sync_client(tools_url), mode=instructor.Mode.TOOLS)
+def bare_call(client: Any) -> Callable[[], Order]:
+    """Contender A on `client` (an `OpenAI` or the stub): the call, then `model_validate_json`."""
 
     def run_bare() -> Order:
-        completion = bare.chat.completions.create(
+        completion = client.chat.completions.create(
             model=MODEL_NAME, messages=MESSAGES, response_format=RESPONSE_FORMAT
         )
         return Order.model_validate_json(completion.choices[0].message.content)
+
+    return run_bare
+
+
+def healjson_call(client: Any) -> Callable[[], Order]:
+    """Contender B: `healjson.wrap(client)` with `response_model=Order`."""
+    healed = healjson.wrap(client)
 
     def run_healjson() -> Order:
         outcome = healed.chat.completions.create(
             model=MODEL_NAME, messages=MESSAGES, response_model=Order
         )
         return outcome.value
+
+    return run_healjson
+
+
+def make_contenders(content_url: str, tools_url: str) -> dict[str, Callable[[], Any]]:
+    import instructor  # not in the async children: it would raise their memory baseline
+
+    run_bare = bare_call(sync_client(content_url))
+    run_healjson = healjson_call(sync_client(content_url))
+    ins_json = instructor.from_openai(sync_client(content_url), mode=instructor.Mode.JSON)
+    ins_tools = instructor.from_openai(sync_client(tools_url), mode=instructor.Mode.TOOLS)
 
     def run_instructor_json() -> Order:
         return ins_json.chat.completions.create(
@@ -332,24 +345,13 @@ def time_pairs(content_url: str, pairs: int = PAIRS) -> dict[str, Any]:
         client.chat.completions.create = wrapper  # type: ignore[method-assign]
         return client
 
-    bare = timed(sync_client(content_url), BARE)
-    healed = healjson.wrap(timed(sync_client(content_url), HEALJSON))
-
-    def run_bare() -> Order:
-        completion = bare.chat.completions.create(
-            model=MODEL_NAME, messages=MESSAGES, response_format=RESPONSE_FORMAT
-        )
-        return Order.model_validate_json(completion.choices[0].message.content)
-
-    def run_healjson() -> Order:
-        return healed.chat.completions.create(
-            model=MODEL_NAME, messages=MESSAGES, response_model=Order
-        ).value
-
-    fns = {BARE: run_bare, HEALJSON: run_healjson}
+    fns = {
+        BARE: bare_call(timed(sync_client(content_url), BARE)),
+        HEALJSON: healjson_call(timed(sync_client(content_url), HEALJSON)),
+    }
     for _ in range(WARMUP_CALLS):
-        run_bare()
-        run_healjson()
+        for fn in fns.values():
+            fn()
     for values in inner.values():
         values.clear()
     outer: dict[str, list[int]] = {BARE: [], HEALJSON: []}
@@ -385,12 +387,6 @@ def paired_iqr(values: Sequence[float], base: Sequence[float]) -> str:
 
 def us(ns: float) -> str:
     return f"{ns / 1e3:,.1f} µs"
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(row) + " |" for row in rows]
-    return out
 
 
 def report_sync(
@@ -727,22 +723,10 @@ def prebuilt_completion() -> Any:
 
 def stub_contenders() -> dict[str, Callable[[], Any]]:
     completion = prebuilt_completion()
-    bare = StubClient(completion)
-    healed = healjson.wrap(StubClient(completion))
-
-    def run_bare() -> Order:
-        reply = bare.chat.completions.create(
-            model=MODEL_NAME, messages=MESSAGES, response_format=RESPONSE_FORMAT
-        )
-        return Order.model_validate_json(reply.choices[0].message.content)
-
-    def run_healjson() -> Order:
-        outcome = healed.chat.completions.create(
-            model=MODEL_NAME, messages=MESSAGES, response_model=Order
-        )
-        return outcome.value
-
-    return {BARE: run_bare, HEALJSON: run_healjson}
+    return {
+        BARE: bare_call(StubClient(completion)),
+        HEALJSON: healjson_call(StubClient(completion)),
+    }
 
 
 def bench_stub(lines: list[str], http_cpu: dict[str, list[float]]) -> float:
@@ -1060,11 +1044,7 @@ def main() -> int:
         )
     summary.append("")
     lines[len(header) : len(header)] = summary
-    report = "\n".join(lines).rstrip() + "\n"
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(report, encoding="utf-8")
-    print(report)
-    print(f"written to {RESULTS.relative_to(ROOT)}", file=sys.stderr)
+    publish(lines, RESULTS)
     return 0
 
 

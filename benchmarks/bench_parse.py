@@ -39,7 +39,7 @@ import pydantic_core
 from pydantic import BaseModel, TypeAdapter
 
 import healjson
-from _machine import processor, stamp
+from _machine import processor, publish, stamp, table
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "parse.md"
@@ -187,12 +187,6 @@ def fmt_ns(ns: float) -> str:
     if ns >= 1e6:
         return f"{ns / 1e6:.2f} ms"
     return f"{ns / 1e3:.1f} µs"
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(row) + " |" for row in rows]
-    return out
 
 
 # --- part A: valid JSON ------------------------------------------------------------------------
@@ -505,11 +499,7 @@ def main() -> int:
         "",
     ]
     lines[len(header) : len(header)] = summary
-    report = "\n".join(lines).rstrip() + "\n"
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(report, encoding="utf-8")
-    print(report)
-    print(f"written to {RESULTS.relative_to(ROOT)}", file=sys.stderr)
+    publish(lines, RESULTS)
     return 0
 
 
