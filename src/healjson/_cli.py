@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import enum
 import json
 import os
@@ -463,24 +464,14 @@ def _progress_bar(show: bool, total: int) -> Iterator[Callable[[BatchStats], Non
     if not show:
         yield None
         return
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+    from rich.progress import TextColumn, TimeElapsedColumn
 
-    progress = Progress(  # fits 80 columns: bar, done/total, the counters, elapsed time
-        BarColumn(bar_width=16),
-        MofNCompleteColumn(),
+    progress = _stderr_progress(  # fits 80 columns: bar, done/total, the counters, elapsed time
         TextColumn(
             "healed {task.fields[healed]} · degraded {task.fields[degraded]} · "
             "calls {task.fields[calls]} · tokens {task.fields[tokens]}"
         ),
         TimeElapsedColumn(),
-        console=Console(stderr=True),
     )
     task = progress.add_task("batch", total=total, healed=0, degraded=0, calls=0, tokens=0)
 
@@ -496,6 +487,16 @@ def _progress_bar(show: bool, total: int) -> Iterator[Callable[[BatchStats], Non
 
     with progress:
         yield on_row
+
+
+def _stderr_progress(*columns: Any) -> Any:
+    """A rich progress display on stderr: a bar and done/total, then `columns`."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress
+
+    return Progress(
+        BarColumn(bar_width=16), MofNCompleteColumn(), *columns, console=Console(stderr=True)
+    )
 
 
 def _batch_summary(stats: BatchStats, out: Path) -> str:
@@ -689,7 +690,7 @@ def eval_(
     except ScenarioError as exc:
         raise typer.BadParameter(str(exc), param_hint="'--a' / '--b'") from exc
     if configs[0].name == configs[1].name:
-        configs = (configs[0], _renamed(configs[1], f"{configs[1].name}-b"))
+        configs = (configs[0], dataclasses.replace(configs[1], name=f"{configs[1].name}-b"))
     if scenarios_path is None:
         scenarios, setup_for = _builtin_eval()
     else:
@@ -741,8 +742,7 @@ def _eval_progress(show: bool, total: int, configs: Sequence[Any]) -> Iterator[A
     if not show:
         yield None
         return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.progress import TextColumn
 
     names = [config.name for config in configs]
     passed = dict.fromkeys(names, 0)
@@ -751,12 +751,7 @@ def _eval_progress(show: bool, total: int, configs: Sequence[Any]) -> Iterator[A
     def tally() -> str:
         return " · ".join(f"{n} {passed[n]}/{done[n]} passed" for n in names)
 
-    bar = Progress(
-        BarColumn(bar_width=16),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[tally]}"),
-        console=Console(stderr=True),
-    )
+    bar = _stderr_progress(TextColumn("{task.fields[tally]}"))
     task = bar.add_task("eval", total=total, tally=tally())
 
     def on_unit(unit: Any) -> None:
@@ -766,12 +761,6 @@ def _eval_progress(show: bool, total: int, configs: Sequence[Any]) -> Iterator[A
 
     with bar:
         yield on_unit
-
-
-def _renamed(config: Any, name: str) -> Any:
-    import dataclasses
-
-    return dataclasses.replace(config, name=name)
 
 
 def _builtin_eval() -> tuple[list[Any], Callable[[Any], Any]]:
