@@ -5,9 +5,11 @@ Run from the repository root:
     .venv/bin/python benchmarks/corpus_agreement.py
 
 It prints a table and writes it, with the machine and library versions and the disagreeing case
-ids grouped by an inferred reason, to `benchmarks/results/corpus_agreement.md`. The rate is a
-measure, not a pass/fail gate: the expected values are BAML's and json_repair's policies (see
-`tests/corpus/README.md`), so the script exits 0 whatever the rate.
+ids grouped by an inferred reason, to `benchmarks/results/corpus_agreement.md`; beside it, the
+invented-value rate on the no-answer rows (see "Invented values" below) for healjson and for
+plain `json.loads`. The agreement rate is a measure, not a pass/fail gate: the expected values
+are BAML's and json_repair's policies (see `tests/corpus/README.md`), so the script exits 0
+whatever the rate (the invented-value acceptance line is printed, not enforced).
 
 Method
 ------
@@ -38,6 +40,31 @@ error (or, with a schema, a value that fails it); an `error` row agrees the same
 value rows are split on `needs_alias` (aliases are not in the schema, so those rows are expected
 to disagree); a BAML `error` row agrees when healjson gives an error or a value that fails the
 schema.
+
+Invented values
+---------------
+An invented value is a value produced from a reply that holds no answer; for a caller it is
+worse than a re-ask. The no-answer rows are BAML's `error` rows, json_repair's `empty` rows and
+its `error` rows of the schema-mismatch subset, and the generated set
+`benchmarks/scenarios/no_answer.jsonl` (`benchmarks/no_answer.py`: prose, prose with bracket
+noise, broken fragments, unclosed reasoning blocks, empty or non-JSON code fences). json_repair's
+strict-mode and API-usage error rows are left out: they are about the caller's options, not about
+the reply. A row's type `T` is the typed method's (from the row's schema; for a generated row the
+target it names); a generated row's `finish_reason` is passed on. A contender "produces a value"
+when:
+
+* **healjson parse**: `healjson.parse(input, T).ok` and the value validates against `T` in
+  pydantic's lax mode, as for agreement; without a type, `healjson.parse(input).ok`;
+* **healjson validate**: `healjson.validate(input, T).ok`, what an application sees (`T = Any`
+  for a row without a type, so a reply kept as text counts as a value);
+* **json.loads**, the baseline: `json.loads(input)` succeeds and, with a type,
+  `TypeAdapter(T).validate_python` accepts the result (lax). For a string target this means
+  json.loads yields a `str` only from a JSON string literal: a reply of bare text is never one.
+
+The invented-value rate of a subset is the share of its rows where the contender produced a
+value. The acceptance criterion for L1 is that healjson's rate (both methods, over all no-answer
+rows) is at most json.loads's; the script prints whether it holds and lists the rows where
+healjson produced a value and json.loads did not.
 """
 
 from __future__ import annotations
@@ -55,14 +82,16 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic_core import to_json
 
 import healjson
+from no_answer import KINDS, TARGETS, load_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
 RESULTS = ROOT / "benchmarks" / "results" / "corpus_agreement.md"
+NO_ANSWER = ROOT / "benchmarks" / "scenarios" / "no_answer.jsonl"
 COMMAND = ".venv/bin/python benchmarks/corpus_agreement.py"
 
 # ---------------------------------------------------------------------------------------------
@@ -260,7 +289,7 @@ def _short(value: Any, limit: int = 90) -> str:
 
 def judge(row: dict[str, Any], target: Any, *, want_error: bool) -> Judged:
     """Parse one row (with `target` when it is not None) and compare with the row's outcome."""
-    result = healjson.parse(row["input"], target)
+    result = healjson.parse(row["input"], target, finish_reason=row.get("finish_reason"))
     flags = tuple(str(f) for f in result.flags)
     if result.error is not None:
         kind = "truncated" if result.truncated else "error"
@@ -548,6 +577,220 @@ class Tally:
     with_type: int = 0
 
 
+# ---------------------------------------------------------------------------------------------
+# Invented values
+# ---------------------------------------------------------------------------------------------
+
+_NOT_ABOUT_THE_REPLY = frozenset({"error, strict mode", "error, API usage"})
+_GENERATED = "no_answer.jsonl"
+
+
+@dataclass(frozen=True)
+class Produced:
+    """Which contenders produced a value from one no-answer row."""
+
+    row_id: str
+    typed: bool
+    parse: bool
+    validate: bool
+    loads: bool
+    summary: str  # what healjson parse gave, shortly
+    validated: str  # what healjson validate gave, shortly
+    needs_alias: bool  # a BAML row whose failure comes from an @alias the schema does not carry
+
+
+def loads_produces(text: str, target: Any) -> bool:
+    """The baseline: `json.loads` succeeds and, with a target, the result validates (lax)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    if target is None:
+        return True
+    try:
+        TypeAdapter(target).validate_python(value)
+    except ValidationError:
+        return False
+    return True
+
+
+def produced(row: dict[str, Any], target: Any) -> Produced:
+    """Whether healjson (parse, validate) and json.loads each produce a value from `row`."""
+    parsed = judge(row, target, want_error=True)  # agreed = an error or a value failing `target`
+    outcome = healjson.validate(
+        row["input"], Any if target is None else target, finish_reason=row.get("finish_reason")
+    )
+    if outcome.ok:
+        validated = f"value {_short(TypeAdapter(Any).dump_python(outcome.value, mode='json'))}"
+        validated += " (text_as_value)" if "text_as_value" in outcome.flags else ""
+    else:
+        validated = str(outcome.reason)
+    return Produced(
+        row["id"],
+        target is not None,
+        not parsed.agreed,
+        outcome.ok,
+        loads_produces(row["input"], target),
+        parsed.summary,
+        validated,
+        bool(row.get("needs_alias")),
+    )
+
+
+def _corpus_target(row: dict[str, Any]) -> Any:
+    schema = row_schema(row)
+    if schema is None:
+        return None
+    try:
+        return type_from_schema(schema)
+    except Unsupported:
+        return None
+
+
+def measure_invented() -> dict[tuple[str, str], list[Produced]]:
+    """Every no-answer row's verdicts, by (file, subset) in report order."""
+    out: dict[tuple[str, str], list[Produced]] = {}
+    for subset in SUBSETS:
+        if subset.want_error and subset.name not in _NOT_ABOUT_THE_REPLY:
+            # a `needs_alias` row fails only through an @alias the schema does not carry: under
+            # the schema as written it has an answer, so it is no no-answer row
+            rows = (r for r in load(subset.file) if subset.select(r) and not r.get("needs_alias"))
+            out[(subset.file, subset.name)] = [produced(r, _corpus_target(r)) for r in rows]
+    generated = load_rows(NO_ANSWER)
+    for kind in KINDS:
+        out[(_GENERATED, kind)] = [
+            produced(row, TARGETS[row["target"]]) for row in generated if row["kind"] == kind
+        ]
+    return out
+
+
+@dataclass(frozen=True)
+class Rates:
+    """How many rows of a subset each contender produced a value from."""
+
+    rows: int
+    typed: int
+    parse: int
+    validate: int
+    loads: int
+
+    @classmethod
+    def of(cls, verdicts: list[Produced]) -> Rates:
+        return cls(
+            len(verdicts),
+            sum(v.typed for v in verdicts),
+            sum(v.parse for v in verdicts),
+            sum(v.validate for v in verdicts),
+            sum(v.loads for v in verdicts),
+        )
+
+    def holds(self) -> tuple[bool, bool]:
+        """(parse, validate): healjson invents no more often than json.loads."""
+        return self.parse <= self.loads, self.validate <= self.loads
+
+
+def _invented_table(invented: dict[tuple[str, str], list[Produced]]) -> str:
+    lines = [
+        "| file | subset | rows | typed rows | healjson parse: invented | rate "
+        "| healjson validate: invented | rate | json.loads: invented | rate |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+
+    def line(file: str, name: str, r: Rates) -> str:
+        return (
+            f"| {file} | {name} | {r.rows} | {r.typed} | {r.parse} | {_rate(r.parse, r.rows)} "
+            f"| {r.validate} | {_rate(r.validate, r.rows)} | {r.loads} "
+            f"| {_rate(r.loads, r.rows)} |"
+        )
+
+    lines.extend(line(file, name, Rates.of(v)) for (file, name), v in invented.items())
+    for label, verdicts in _invented_totals(invented).items():
+        lines.append(line(f"**{label}**", "**all**", Rates.of(verdicts)))
+    return "\n".join(lines)
+
+
+def _invented_totals(
+    invented: dict[tuple[str, str], list[Produced]],
+) -> dict[str, list[Produced]]:
+    corpora = [v for (file, _), vs in invented.items() if file != _GENERATED for v in vs]
+    generated = [v for (file, _), vs in invented.items() if file == _GENERATED for v in vs]
+    return {"corpora": corpora, "generated": generated, "all no-answer rows": corpora + generated}
+
+
+def acceptance(invented: dict[tuple[str, str], list[Produced]]) -> str:
+    """One line: does healjson invent no more often than json.loads over all no-answer rows?"""
+    total = Rates.of(_invented_totals(invented)["all no-answer rows"])
+    by_parse, by_validate = total.holds()
+    verdict = "HOLDS" if by_parse and by_validate else "DOES NOT HOLD"
+    failing = []
+    for (file, name), verdicts in invented.items():
+        holds = Rates.of(verdicts).holds()
+        methods = [m for m, ok in zip(("parse", "validate"), holds, strict=True) if not ok]
+        if methods:
+            failing.append(f"{file} {name} ({'/'.join(methods)})")
+    where = f"; subsets where healjson invents more: {', '.join(failing)}" if failing else ""
+    return (
+        f"Acceptance (healjson invented-value rate <= json.loads's, {total.rows} no-answer rows): "
+        f"{verdict}: parse {_rate(total.parse, total.rows)}, validate "
+        f"{_rate(total.validate, total.rows)}, json.loads {_rate(total.loads, total.rows)}{where}"
+    )
+
+
+def _invented_section(invented: dict[tuple[str, str], list[Produced]], table: str) -> list[str]:
+    out = [
+        "## Invented values: a value produced from a reply that holds no answer",
+        "",
+        "No-answer rows: BAML `error`, json_repair `empty` and `error, schema mismatch` (its "
+        "strict-mode and API-usage error rows are left out: they are about the caller's options, "
+        "not the reply), and the generated set `benchmarks/scenarios/no_answer.jsonl` (one subset "
+        "per kind, `benchmarks/no_answer.py`). **parse** = `healjson.parse(input, T).ok` and the "
+        "value validates against `T` (lax); **validate** = `healjson.validate(input, T).ok` "
+        "(`T = Any` without a schema); **json.loads** = `json.loads(input)` succeeds and, with "
+        "`T`, `TypeAdapter(T).validate_python` accepts it (a string target gets a `str` only "
+        "from a JSON string literal). Generated rows pass their `finish_reason` on. `T = Any` "
+        "holds no scalar schema, so no reply is read as its text. BAML error rows marked "
+        "`needs_alias` are left out: their failure comes from an `@alias` the schema does not "
+        "carry, so under the schema as written they have an answer.",
+        "",
+        table,
+        "",
+        f"**{acceptance(invented)}**",
+        "",
+        "### Rows where healjson produced a value and json.loads did not",
+        "",
+    ]
+    listed = 0
+    for (file, name), verdicts in invented.items():
+        rows = [v for v in verdicts if (v.parse or v.validate) and not v.loads]
+        if not rows:
+            continue
+        out.append(f"#### {file}, {name} ({len(rows)})")
+        out.append("")
+        for v in rows:
+            if v.parse and v.validate:
+                given = f"parse and validate: {v.summary}"
+            elif v.parse:
+                given = f"parse: {v.summary}; validate: {v.validated}"
+            else:
+                given = f"validate: {v.validated}; parse: {v.summary}"
+            alias = " **needs_alias**: the schema as written accepts it" if v.needs_alias else ""
+            out.append(f"- `{v.row_id}` ({given.replace('|', '¦')}){alias}")
+        out.append("")
+        listed += len(rows)
+    if not listed:
+        out.extend(["None.", ""])
+    loads_only = [
+        f"`{v.row_id}`" for vs in invented.values() for v in vs if v.loads and not v.parse
+    ]
+    out.append(
+        "Rows where json.loads produced a value and healjson parse did not: "
+        + (", ".join(loads_only) or "none")
+        + "."
+    )
+    out.append("")
+    return out
+
+
 def main() -> int:
     started = time.perf_counter()
     tallies: dict[tuple[str, str], Tally] = {}
@@ -581,13 +824,18 @@ def main() -> int:
                 disagreements[reason].append((row["id"], subset.name, typed.summary))
             elif raw.error and not subset.want_error and "text_as_value" not in typed.flags:
                 schema_only.append((row["id"], raw.summary))
+    invented = measure_invented()
     elapsed = time.perf_counter() - started
 
     table = _table(tallies, file_tallies)
     print(table)
-    print(f"\n{sum(len(v) for v in disagreements.values())} disagreements; {elapsed:.1f} s")
+    print(f"\n{sum(len(v) for v in disagreements.values())} disagreements")
+    invented_table = _invented_table(invented)
+    print(f"\nInvented values (no-answer rows)\n\n{invented_table}\n\n{acceptance(invented)}")
+    print(f"\n{elapsed:.1f} s")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    report = _report(table, disagreements, schema_only, unsupported, elapsed)
+    invented_lines = _invented_section(invented, invented_table)
+    report = _report(table, disagreements, schema_only, unsupported, elapsed, invented_lines)
     RESULTS.write_text(report, encoding="utf-8")
     print(f"written to {RESULTS.relative_to(ROOT)}")
     return 0
@@ -623,10 +871,11 @@ def _report(
     schema_only: list[tuple[str, str]],
     unsupported: list[tuple[str, str]],
     elapsed: float,
+    invented: list[str],
 ) -> str:
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     out = [
-        "# healjson L1 agreement with the BAML and json_repair corpora",
+        "# healjson L1: agreement with the BAML and json_repair corpora, and invented values",
         "",
         "Generated by `benchmarks/corpus_agreement.py` (method in its docstring). The expected "
         "values are those projects' policies, not ground truth (`tests/corpus/README.md`): this "
@@ -648,6 +897,7 @@ def _report(
         "",
         table,
         "",
+        *invented,
         "## Disagreements (typed method), grouped by inferred reason",
         "",
         "`POLICY` = healjson differs on purpose or the expected value is the other project's "

@@ -259,13 +259,13 @@ def test_trailing_comma_with_schema(case_id: str, target: Any) -> None:
 
 # --- comments ---------------------------------------------------------------------------------
 
-COMMENTS = ["jr_parse_comment_L27_1", "jr_parse_object_L27_1"]
+COMMENTS = ["jr_parse_comment_L27_1"]
 COMMENTS_TYPED = typed(("baml_test_class__test_trailing_comma_with_space_last_field", Function2))
 
 
 @pytest.mark.parametrize("case_id", COMMENTS)
 def test_comment_is_removed(case_id: str) -> None:
-    """Comments (`// ...`, a stray COMMENT word) are dropped and flagged `syntax_repaired`."""
+    """`//` comments are dropped and flagged `syntax_repaired`."""
     result = _agrees(case_id)
     assert Flag.SYNTAX_REPAIRED in result.flags
 
@@ -277,9 +277,32 @@ def test_comment_with_schema(case_id: str, target: Any) -> None:
     assert Flag.SYNTAX_REPAIRED in result.flags
 
 
+# --- repairs that would invent or drop data are refused ---------------------------------------
+
+INVENTING_OR_DROPPING = {
+    "jr_parse_object_L90_1": "a missing value filled with an empty string",
+    "jr_repair_json_from_file_L17_1": "a missing value filled with an empty string",
+    "jr_parse_object_L82_1": "a bare list read as a key with an empty value",
+    "jr_parse_object_L27_1": "a stray word (COMMENT) dropped",
+    "jr_parse_object_L49_1": "unquoted prose cut short at a comma",
+    "jr_parse_array_L18_1": "an ellipsis (`...`, more items) dropped",
+    "jr_parse_object_L96_1": "a duplicated key dropped and an object built inside a list",
+    "jr_parse_string_L446_2": "the words after a stray quote dropped",
+}
+
+
+@pytest.mark.parametrize("case_id", INVENTING_OR_DROPPING, ids=INVENTING_OR_DROPPING.values())
+def test_a_repair_that_invents_or_drops_data_gives_no_value(case_id: str) -> None:
+    """Policy: json_repair's reading here creates a value or loses words the model wrote; healjson
+    gives no value (a syntax error, so the model is asked again) rather than guess."""
+    _, result = _recovered(case_id)
+    assert None is result.value
+    assert Source.SYNTAX == result.error.source
+
+
 # --- single quotes ----------------------------------------------------------------------------
 
-SINGLE_QUOTES = ["jr_parse_object_L59_1", "jr_parse_string_L45_1", "jr_parse_object_L96_1"]
+SINGLE_QUOTES = ["jr_parse_object_L59_1", "jr_parse_string_L45_1"]
 SINGLE_QUOTES_TYPED = typed(
     ("baml_test_code__single_quotes", Code),
     ("baml_test_code__unescaped_single_quotes_in_single_quotes", Code),
@@ -302,7 +325,7 @@ def test_single_quotes_with_schema(case_id: str, target: Any) -> None:
 
 # --- unquoted keys ----------------------------------------------------------------------------
 
-UNQUOTED_KEYS = ["jr_repair_json_from_file_L435_1", "jr_parse_object_L63_1"]
+UNQUOTED_KEYS = ["jr_repair_json_from_file_L435_1"]
 UNQUOTED_KEYS_TYPED = typed(
     ("baml_test_class__test_enum_without_leading_newline", WithFoo),
     ("baml_test_basics__test_json_with_unquoted_values_with_spaces", WithMixedArray),
@@ -366,7 +389,6 @@ def test_raw_newlines_in_strings_with_schema(case_id: str, target: Any) -> None:
 INNER_QUOTES = [
     "jr_json_repair_L211_1",
     "jr_json_repair_L215_1",
-    "jr_parse_array_L41_1",
     "jr_parse_object_L47_1",
     "jr_parse_string_L85_1",
 ]
@@ -482,27 +504,43 @@ def test_finish_reason_length_marks_truncation() -> None:
 
 # --- several JSON values ----------------------------------------------------------------------
 
-MULTIPLE = ["jr_json_repair_L78_1", "jr_json_repair_L89_1"]
 MULTIPLE_TYPED = typed(
-    ("baml_test_basics__test_multiple_top_level_prefix_suffix_1", KeyStr),
     ("baml_test_class__test_multi_fielded_foo_with_optional_and_extra_text", OneTwo),
-    ("baml_test_class__test_nested_class_with_extra_text", NestedA),
     ("baml_test_basics__test_json_md_example_3", list[int]),
+)
+DIFFERENT_ANSWERS_TYPED = typed(
+    ("baml_test_basics__test_multiple_top_level_prefix_suffix_1", KeyStr),
+    ("baml_test_class__test_nested_class_with_extra_text", NestedA),
 )
 
 
-@pytest.mark.parametrize("case_id", MULTIPLE)
-def test_several_values_one_is_chosen(case_id: str) -> None:
-    """Without a schema, one of several top-level values is chosen and flagged."""
-    result = _agrees(case_id)
-    assert Flag.MULTIPLE_CANDIDATES in result.flags
-
-
 @pytest.mark.parametrize(("case_id", "target"), MULTIPLE_TYPED)
-def test_several_values_first_that_validates(case_id: str, target: Any) -> None:
-    """With a target, the first of several values that validates is chosen."""
+def test_several_values_only_one_validates(case_id: str, target: Any) -> None:
+    """With a target, the one of several values that validates is the answer."""
     result = _agrees(case_id, target)
     assert Flag.MULTIPLE_CANDIDATES in result.flags
+
+
+@pytest.mark.parametrize(("case_id", "target"), DIFFERENT_ANSWERS_TYPED)
+def test_several_different_valid_values_are_ambiguous(case_id: str, target: Any) -> None:
+    """Policy: two different values that both validate give no value (BAML takes the first);
+    `on_ambiguity="first"` agrees with BAML."""
+    row, result = _recovered(case_id, target)
+    assert Source.AMBIGUITY == result.error.source
+    assert 2 == len(result.candidates)
+    chosen = healjson.parse(row["input"], target, on_ambiguity="first")
+    assert exact(row["expected"]) == exact(validated(target, chosen.value))
+    assert Flag.AMBIGUOUS_CHOICE in chosen.flags
+
+
+def test_two_different_untyped_values_are_ambiguous() -> None:
+    """Policy: `[{...}][{...}]` holds two different answers; json_repair keeps the last, BAML
+    would keep the first, healjson keeps neither and reports both (jr_json_repair_L89_1)."""
+    row, result = _recovered("jr_json_repair_L89_1")
+    assert Source.AMBIGUITY == result.error.source
+    assert ([{"key": "value"}], [{"key": "value_after"}]) == result.candidates
+    last = healjson.parse(row["input"], on_ambiguity="last")
+    assert exact(row["expected"]) == exact(last.value)
 
 
 def test_several_values_are_not_merged() -> None:

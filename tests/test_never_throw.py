@@ -587,3 +587,124 @@ def test_validate_survives_a_contract_exception_that_cannot_be_printed() -> None
     outcome = healjson.validate(text, Ticket, contracts=[contract])
     assert isinstance(outcome, Degraded)
     assert Reason.CONTRACT_ERROR == outcome.reason
+
+
+# --- malformed violations and unprintable values -------------------------------------------------
+
+
+class _Unprintable:
+    """A value whose `__repr__` and `__str__` raise."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+    def __str__(self) -> str:
+        raise RuntimeError("no str")
+
+
+def _cyclic() -> list[Any]:
+    x: list[Any] = []
+    x.append(x)
+    return x
+
+
+def _nested(depth: int) -> list[Any]:
+    node: list[Any] = []
+    for _ in range(depth):
+        node = [node]
+    return node
+
+
+HOSTILE_VALUE_FACTORIES: list[Callable[[], Any]] = [
+    _Unprintable,
+    _cyclic,
+    lambda: 10**100000,  # too long for str() in Python 3.11+
+    lambda: {_Unprintable(): [10**100000, _cyclic()]},
+    lambda: _nested(3000),
+]
+hostile_values = st.sampled_from(HOSTILE_VALUE_FACTORIES).map(lambda make: make())
+
+
+def _bent(**attributes: Any) -> Violation:
+    """A Violation altered past its constructor's checks."""
+    violation = Violation("summary must mention the order number", fields=("summary",))
+    for name, value in attributes.items():
+        object.__setattr__(violation, name, value)
+    return violation
+
+
+malformed_violations = st.one_of(
+    st.builds(lambda v: _bent(path=v), st.integers() | st.builds(_Unprintable)),
+    st.builds(lambda v: _bent(fields=v), st.sampled_from([(1,), "summary", 5, None])),
+    st.builds(lambda v: _bent(constraint=v), st.integers() | st.none() | st.binary()),
+    st.builds(lambda v: _bent(prescription=v), st.integers() | st.lists(st.text())),
+)
+
+
+def _returning(make: Callable[[], Any], is_async: bool) -> Callable[..., Any]:
+    if is_async:
+
+        async def async_rule(value: Any) -> Any:
+            return make()
+
+        return async_rule
+
+    def rule(value: Any) -> Any:
+        return make()
+
+    return rule
+
+
+hostile_contracts = st.builds(
+    _returning,
+    st.one_of(
+        malformed_violations.map(lambda v: lambda: v),
+        hostile_values.map(lambda h: lambda: Violation("summary is wrong", value=h)),
+        hostile_values.map(lambda h: lambda: [Violation("a"), h]),
+    ),
+    st.booleans(),
+)
+
+
+def _check_renders(outcome: Any) -> None:
+    assert isinstance(outcome.trace(), str)
+    assert isinstance(outcome.trace("json"), str)
+    assert isinstance(json.dumps(outcome.to_dict()), str)
+
+
+@given(
+    script=st.lists(script_items, max_size=4),
+    policy=policies,
+    contracts=st.lists(
+        st.one_of(st.sampled_from([_passes, _violates]), hostile_contracts), max_size=3
+    ),
+    fallback=st.none() | hostile_values,
+    use_arun=st.booleans(),
+)
+def test_run_with_malformed_violations_and_unprintable_values_never_raises(
+    script: list[Any], policy: HealPolicy, contracts: list[Any], fallback: Any, use_arun: bool
+) -> None:
+    """Malformed violations and unprintable, cyclic, huge or deep values from contracts and
+    fallbacks never escape `run` or `arun`, and the outcome always renders."""
+    model = ScriptedModel(script)
+    healer = Healer(Ticket, contracts=contracts, policy=policy, fallback=fallback)
+
+    if use_arun:
+        outcome = asyncio.run(healer.arun(model.acall, "Classify this ticket."))
+    else:
+        outcome = healer.run(model, "Classify this ticket.")
+
+    _check_run(outcome, model, policy)
+    _check_renders(outcome)
+
+
+@given(ticket=tickets, violation=malformed_violations)
+def test_a_malformed_violation_always_degrades_validate_with_contract_error(
+    ticket: Ticket, violation: Violation
+) -> None:
+    """`validate` turns every malformed Violation into a `contract_error` degradation."""
+    outcome = healjson.validate(ticket.model_dump_json(), Ticket, contracts=[lambda v: violation])
+
+    assert isinstance(outcome, Degraded)
+    assert Reason.CONTRACT_ERROR == outcome.reason
+    _check_renders(outcome)

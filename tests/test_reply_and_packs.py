@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 import healjson
 from healjson import ContractPack, Healer, Reply, Usage, load_contracts
-from healjson._reply import exception_kind, to_reply
+from healjson._reply import ToolCall, exception_kind, to_reply
 from healjson.testing import ScriptedModel
 
 
@@ -46,15 +46,16 @@ def test_chat_completion_is_read_by_shape() -> None:
     assert Reply('{"x": 1, "y": 2}', "stop", None, Usage(11, 7), "gpt-test") == reply
 
 
-def test_tool_call_arguments_are_the_content_when_content_is_empty() -> None:
-    """In tool-calling mode the first tool call's arguments are the answer."""
+def test_tool_calls_are_read_apart_from_the_content() -> None:
+    """A tool call's name and arguments are kept as a `ToolCall`, never folded into content."""
     call = {
         "id": "t1",
         "type": "function",
         "function": {"name": "Point", "arguments": '{"x": 3, "y": 4}'},
     }
     reply = to_reply(_completion(None, "tool_calls", tool_calls=[call]))
-    assert '{"x": 3, "y": 4}' == reply.content
+    assert None is reply.content
+    assert (ToolCall("Point", '{"x": 3, "y": 4}'),) == reply.tool_calls
 
 
 def test_refusal_and_dict_shapes_are_read() -> None:

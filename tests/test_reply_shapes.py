@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from types import SimpleNamespace
 from typing import Any
@@ -13,7 +14,7 @@ from google.genai import types as gt
 from hypothesis import given
 from hypothesis import strategies as st
 
-from healjson._reply import Reply, Usage, to_reply
+from healjson._reply import Reply, ToolCall, Usage, to_reply
 from healjson.adapters._instructor import _checked
 from healjson.adapters._openai import NotACompletion
 
@@ -53,17 +54,17 @@ THINKING = {"type": "thinking", "thinking": "Ann... 31.", "signature": "sig"}
 
 ANTHROPIC = {
     "text": (message(text('{"a": 1}')), Reply('{"a": 1}', "stop")),
-    "text_blocks_joined_thinking_skipped": (
+    "text_blocks_joined_thinking_kept_apart": (
         message(THINKING, text('{"a": '), text("1}")),
-        Reply('{"a": 1}', "stop"),
+        Reply('{"a": 1}', "stop", reasoning="Ann... 31."),
     ),
     "tool_use_input_as_json": (
         message(tool_use({"name": "Ann", "age": 31}), stop_reason="tool_use"),
-        Reply('{"name": "Ann", "age": 31}', "tool_calls"),
+        Reply(None, "tool_calls", tool_calls=(ToolCall("Person", '{"name": "Ann", "age": 31}'),)),
     ),
-    "text_wins_over_tool_use": (
+    "text_beside_tool_use": (
         message(text("x"), tool_use({"a": 1}), stop_reason="tool_use"),
-        Reply("x", "tool_calls"),
+        Reply("x", "tool_calls", tool_calls=(ToolCall("Person", '{"a": 1}'),)),
     ),
     "max_tokens": (message(text('{"a": '), stop_reason="max_tokens"), Reply('{"a": ', "length")),
     "context_window": (
@@ -91,9 +92,7 @@ ANTHROPIC = {
 @pytest.mark.parametrize(("sdk", "expected"), ANTHROPIC.values(), ids=ANTHROPIC.keys())
 def test_anthropic_message(sdk: anthropic.types.Message, expected: Reply) -> None:
     """The SDK object and its `model_dump()` read the same: content, finish, refusal, usage."""
-    full = Reply(
-        expected.content, expected.finish_reason, expected.refusal, Usage(12, 5), "claude-test"
-    )
+    full = dataclasses.replace(expected, usage=Usage(12, 5), model="claude-test")
 
     assert full == to_reply(sdk)
     assert full == to_reply(sdk.model_dump())
@@ -143,15 +142,15 @@ def call(**args: Any) -> gt.Part:
 FINISH = gt.FinishReason
 GEMINI = {
     "text": (response(gt.Part(text='{"a": 1}')), Reply('{"a": 1}', "stop")),
-    "parts_joined_thoughts_skipped": (
+    "parts_joined_thoughts_kept_apart": (
         response(
             gt.Part(text="thinking", thought=True), gt.Part(text='{"a": '), gt.Part(text="1}")
         ),
-        Reply('{"a": 1}', "stop"),
+        Reply('{"a": 1}', "stop", reasoning="thinking"),
     ),
     "function_call_args_as_json": (
         response(call(name="Ann", age=31)),
-        Reply('{"name": "Ann", "age": 31}', "stop"),
+        Reply(None, "stop", tool_calls=(ToolCall("Person", '{"name": "Ann", "age": 31}'),)),
     ),
     "max_tokens": (response(gt.Part(text="{"), finish=FINISH.MAX_TOKENS), Reply("{", "length")),
     "safety": (response(finish=FINISH.SAFETY), Reply(None, "content_filter")),
@@ -182,7 +181,7 @@ GEMINI = {
 def test_gemini_response(sdk: gt.GenerateContentResponse, expected: Reply) -> None:
     """The SDK object, its snake_case `model_dump()` and the REST API's camelCase JSON read the
     same: content, finish (MAX_TOKENS -> length, SAFETY & co -> content_filter), usage, model."""
-    full = Reply(expected.content, expected.finish_reason, None, Usage(12, 5), "gemini-test")
+    full = dataclasses.replace(expected, usage=Usage(12, 5), model="gemini-test")
     wire = sdk.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     assert "usageMetadata" in wire  # really the camelCase shape

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import re
 import signal
 import ssl
 import subprocess
@@ -26,9 +27,18 @@ import pytest
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
+from hypothesis import given
+from hypothesis import strategies as st
 
 from healjson.testing import RecordedRequest, ScriptedReply, ScriptedServer
-from healjson.testing._server import _load_replies
+from healjson.testing._server import (
+    _anthropic_message,
+    _completion,
+    _gemini_response,
+    _load_replies,
+    _stream_events,
+    _usage,
+)
 
 # the `scripted_server` fixture comes from the plugin registered under the pytest11 entry point
 
@@ -870,3 +880,354 @@ def test_recorded_request_reads_every_format() -> None:
     ]
     assert {"role": "assistant", "content": "a"} == requests[2].messages[1]
     assert "" == RecordedRequest("GET", "/", {}, None, b"").system
+
+
+# ---------------------------------------------------------------------------------------------
+# reasoning (chain of thought beside the answer) in the three wire formats
+# ---------------------------------------------------------------------------------------------
+
+REASONING = "The invoice lists one line of 42 EUR, so the total is 42."  # 57 chars: 14 tokens
+ANSWER = '{"total": 42}'  # 13 chars: 3 tokens
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+def test_openai_message_carries_reasoning_in_the_chosen_field(
+    scripted_server: ScriptedServer, client: openai.OpenAI, field: Any
+) -> None:
+    """The reasoning arrives in `message.<reasoning_field>` and counts inside completion_tokens."""
+    scripted_server.push(ScriptedReply(ANSWER, reasoning=REASONING, reasoning_field=field))
+
+    completion = _ask(client)
+
+    message = completion.choices[0].message
+    assert (REASONING, ANSWER) == (getattr(message, field), message.content)
+    assert {field: REASONING} == message.model_extra
+    usage = completion.usage
+    assert (7, 3 + 14, 7 + 3 + 14) == (
+        usage.prompt_tokens,
+        usage.completion_tokens,
+        usage.total_tokens,
+    )
+    assert 14 == usage.completion_tokens_details.reasoning_tokens
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+def test_openai_stream_sends_reasoning_deltas_before_content_deltas(
+    scripted_server: ScriptedServer, client: openai.OpenAI, field: Any
+) -> None:
+    """Streamed, the reasoning comes in several deltas that all precede the content deltas."""
+    scripted_server.extend([ScriptedReply(ANSWER, reasoning=REASONING, reasoning_field=field)] * 2)
+
+    chunks = list(_ask(client, stream=True, stream_options={"include_usage": True}))
+    with client.chat.completions.stream(model="m", messages=USER) as stream:  # type: ignore[arg-type]
+        final = stream.get_final_completion()
+
+    pieces = [
+        (key, text)
+        for delta in (c.choices[0].delta for c in chunks if c.choices)
+        for key, text in ((field, (delta.model_extra or {}).get(field)), ("content", delta.content))
+        if text
+    ]
+    kinds = [key for key, _ in pieces]
+    assert [field] * kinds.count(field) + ["content"] * kinds.count("content") == kinds
+    assert kinds.count(field) > 1
+    assert REASONING == "".join(text for key, text in pieces if key == field)
+    assert ANSWER == "".join(text for key, text in pieces if key == "content")
+    assert (17, 14) == (
+        chunks[-1].usage.completion_tokens,
+        chunks[-1].usage.completion_tokens_details.reasoning_tokens,
+    )
+    assert (REASONING, ANSWER) == (
+        getattr(final.choices[0].message, field),
+        final.choices[0].message.content,
+    )
+
+
+def test_anthropic_thinking_block_comes_before_the_answer(
+    scripted_server: ScriptedServer, claude: anthropic.Anthropic
+) -> None:
+    """The reasoning is a signed `thinking` block ahead of the text and tool_use blocks."""
+    scripted_server.extend(
+        [
+            ScriptedReply(ANSWER, reasoning=REASONING),
+            ScriptedReply(reasoning=REASONING, tool_calls=[_call("extract", ANSWER)]),
+        ]
+    )
+
+    answered = _claude(claude)
+    called = _claude(claude)
+
+    assert ["thinking", "text"] == [block.type for block in answered.content]
+    thinking = answered.content[0]
+    assert isinstance(thinking, anthropic.types.ThinkingBlock)
+    assert REASONING == thinking.thinking
+    assert thinking.signature  # opaque, but present as in a real reply
+    assert ANSWER == answered.content[1].text  # type: ignore[union-attr]
+    assert (10, 3 + 14, 14) == (
+        answered.usage.input_tokens,
+        answered.usage.output_tokens,
+        answered.usage.output_tokens_details.thinking_tokens,  # type: ignore[union-attr]
+    )
+    assert (["thinking", "tool_use"], "tool_use") == (
+        [block.type for block in called.content],
+        called.stop_reason,
+    )
+
+
+def test_anthropic_redacted_thinking_block_keeps_its_opaque_data(
+    scripted_server: ScriptedServer, claude: anthropic.Anthropic
+) -> None:
+    """`redacted_thinking` is a block of opaque `data`, after any thinking and before the text."""
+    scripted_server.extend(
+        [
+            ScriptedReply(ANSWER, reasoning=REASONING, redacted_thinking="EmwKAhgBEgy3va3pzix"),
+            ScriptedReply(ANSWER, redacted_thinking="EmwKAhgBEgy3va3pzix"),
+        ]
+    )
+
+    both = _claude(claude)
+    redacted_only = _claude(claude)
+
+    assert ["thinking", "redacted_thinking", "text"] == [block.type for block in both.content]
+    assert ["redacted_thinking", "text"] == [block.type for block in redacted_only.content]
+    block = redacted_only.content[0]
+    assert isinstance(block, anthropic.types.RedactedThinkingBlock)
+    assert "EmwKAhgBEgy3va3pzix" == block.data
+    assert (3, None) == (
+        redacted_only.usage.output_tokens,
+        redacted_only.usage.output_tokens_details,
+    )
+
+
+def test_gemini_thought_part_comes_before_the_answer(
+    scripted_server: ScriptedServer, gemini: genai.Client
+) -> None:
+    """The reasoning is a `thought: true` part ahead of the answer, in thoughtsTokenCount."""
+    scripted_server.push(ScriptedReply(ANSWER, reasoning=REASONING))
+
+    response = _gemini(gemini)
+
+    [candidate] = response.candidates or []
+    assert candidate.content is not None
+    thought, answer = candidate.content.parts or []
+    assert (True, REASONING) == (thought.thought, thought.text)
+    assert (None, ANSWER) == (answer.thought, answer.text)
+    assert ANSWER == response.text  # the SDK leaves thoughts out of `text`
+    usage = response.usage_metadata
+    assert usage is not None
+    assert (10, 3, 14, 10 + 3 + 14) == (
+        usage.prompt_token_count,
+        usage.candidates_token_count,
+        usage.thoughts_token_count,
+        usage.total_token_count,
+    )
+
+
+def test_explicit_reasoning_tokens_map_onto_every_format(
+    scripted_server: ScriptedServer,
+    client: openai.OpenAI,
+    claude: anthropic.Anthropic,
+    gemini: genai.Client,
+) -> None:
+    """An explicit `usage` with `reasoning_tokens` lands in each route's own reasoning field."""
+    usage = {"prompt_tokens": 10, "completion_tokens": 20, "reasoning_tokens": 15}
+    scripted_server.extend([ScriptedReply(ANSWER, reasoning=REASONING, usage=usage)] * 3)
+
+    openai_usage = _ask(client).usage
+    anthropic_usage = _claude(claude).usage
+    gemini_usage = _gemini(gemini).usage_metadata
+
+    assert (10, 20, 30, 15) == (
+        openai_usage.prompt_tokens,
+        openai_usage.completion_tokens,
+        openai_usage.total_tokens,
+        openai_usage.completion_tokens_details.reasoning_tokens,
+    )
+    assert (10, 20, 15) == (
+        anthropic_usage.input_tokens,
+        anthropic_usage.output_tokens,
+        anthropic_usage.output_tokens_details.thinking_tokens,  # type: ignore[union-attr]
+    )
+    assert gemini_usage is not None
+    assert (10, 5, 15, 30) == (
+        gemini_usage.prompt_token_count,
+        gemini_usage.candidates_token_count,
+        gemini_usage.thoughts_token_count,
+        gemini_usage.total_token_count,
+    )
+
+
+def _wire(scripted_server: ScriptedServer, path: str, body: dict[str, Any]) -> bytes:
+    """The raw reply body to one request, OpenAI's `created` timestamp pinned to 0."""
+    connection = http.client.HTTPConnection("127.0.0.1", scripted_server.port, timeout=5)
+    try:
+        connection.request("POST", path, body=json.dumps(body))
+        raw = connection.getresponse().read()
+    finally:
+        connection.close()
+    return re.sub(rb'"created": \d+', b'"created": 0', raw)
+
+
+def test_replies_without_reasoning_are_sent_byte_for_byte_as_before(
+    scripted_server: ScriptedServer,
+) -> None:
+    """Without reasoning every format's JSON is exactly the earlier one: no new (null) keys."""
+    call = _call("extract", ANSWER)
+    scripted_server.extend(
+        [ScriptedReply(ANSWER, tool_calls=[call], reasoning_field="reasoning")] * 3 + ["ok"]
+    )
+    contents = [{"role": "user", "parts": [{"text": USER[0]["content"]}]}]
+    stream_body = {"messages": USER, "stream": True, "stream_options": {"include_usage": True}}
+
+    chat = _wire(scripted_server, "/v1/chat/completions", {"messages": USER})
+    message = _wire(scripted_server, "/v1/messages", {"system": SYSTEM, "messages": USER})
+    generated = _wire(scripted_server, "/v1beta/models/g:generateContent", {"contents": contents})
+    streamed = _wire(scripted_server, "/v1/chat/completions", stream_body)
+
+    expected_chat = {
+        "id": "chatcmpl-scripted-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "scripted-model",
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": ANSWER,
+                    "refusal": None,
+                    "tool_calls": [call],
+                },
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+    }
+    expected_message = {
+        "id": "msg_scripted_2",
+        "type": "message",
+        "role": "assistant",
+        "model": "scripted-model",
+        "content": [
+            {"type": "text", "text": ANSWER},
+            {"type": "tool_use", "id": "call_7", "name": "extract", "input": {"total": 42}},
+        ],
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 3},
+    }
+    expected_generated = {
+        "candidates": [
+            {
+                "index": 0,
+                "content": {
+                    "role": "model",
+                    "parts": [
+                        {"text": ANSWER},
+                        {"functionCall": {"name": "extract", "args": {"total": 42}}},
+                    ],
+                },
+                "finishReason": "STOP",
+            }
+        ],
+        "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 3, "totalTokenCount": 10},
+        "modelVersion": "g",
+        "responseId": "scripted-3",
+    }
+    head = {
+        "id": "chatcmpl-scripted-4",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "scripted-model",
+    }
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        return {**head, "choices": [choice], "usage": None}
+
+    events = [
+        chunk({"role": "assistant", "content": "", "refusal": None}),
+        chunk({"content": "o"}),
+        chunk({"content": "k"}),
+        chunk({}, "stop"),
+        {
+            **head,
+            "choices": [],
+            "usage": {"prompt_tokens": 7, "completion_tokens": 0, "total_tokens": 7},
+        },
+    ]
+    expected_stream = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
+    assert json.dumps(expected_chat).encode() == chat
+    assert json.dumps(expected_message).encode() == message
+    assert json.dumps(expected_generated).encode() == generated
+    assert (expected_stream + "data: [DONE]\n\n").encode() == streamed
+
+
+def test_reasoning_fields_are_validated_and_load_from_a_reply_file(tmp_path: Path) -> None:
+    """An unknown reasoning_field, or fewer completion than reasoning tokens, is rejected (a
+    missing completion count defaults to the reasoning tokens); a reply file may carry the
+    reasoning fields."""
+    with pytest.raises(ValueError, match="reasoning_field"):
+        ScriptedReply("{}", reasoning="r", reasoning_field="thinking")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="completion_tokens includes reasoning_tokens"):
+        ScriptedReply("{}", usage={"completion_tokens": 1, "reasoning_tokens": 2})
+    only_reasoning = ScriptedReply("{}", usage={"reasoning_tokens": 4})
+    assert {
+        "reasoning_tokens": 4,
+        "prompt_tokens": 0,
+        "completion_tokens": 4,
+        "total_tokens": 4,
+    } == _usage(only_reasoning, 100)
+    entry = {
+        "content": "{}",
+        "reasoning": "think",
+        "reasoning_field": "reasoning",
+        "redacted_thinking": "opaque",
+    }
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps([entry]))
+
+    assert [ScriptedReply(**entry)] == _load_replies(str(replies))
+
+
+@given(
+    content=st.none() | st.text(max_size=40),
+    reasoning=st.text(max_size=80),
+    prompt_chars=st.integers(min_value=0, max_value=400),
+)
+def test_every_format_reports_the_same_reasoning_usage(
+    content: str | None, reasoning: str, prompt_chars: int
+) -> None:
+    """Whatever the texts, the three formats agree on reasoning and answer tokens, and the
+    stream's reasoning deltas rebuild the reasoning before any content delta."""
+    reply = ScriptedReply(content, reasoning=reasoning)
+    usage = _usage(reply, prompt_chars)
+
+    openai_usage = _completion("c", "m", reply, usage)["usage"]
+    anthropic_usage = _anthropic_message("a", "m", reply, usage)["usage"]
+    gemini_usage = _gemini_response("g", "m", reply, usage)["usageMetadata"]
+    deltas = [event["choices"][0]["delta"] for event in _stream_events("c", "m", reply, None)]
+
+    reasoning_tokens, answer_tokens = len(reasoning) // 4, len(content or "") // 4
+    assert (reasoning_tokens, reasoning_tokens + answer_tokens) == (
+        openai_usage["completion_tokens_details"]["reasoning_tokens"],
+        openai_usage["completion_tokens"],
+    )
+    assert (reasoning_tokens, reasoning_tokens + answer_tokens) == (
+        anthropic_usage["output_tokens_details"]["thinking_tokens"],
+        anthropic_usage["output_tokens"],
+    )
+    assert (reasoning_tokens, answer_tokens) == (
+        gemini_usage["thoughtsTokenCount"],
+        gemini_usage["candidatesTokenCount"],
+    )
+    assert {openai_usage["total_tokens"]} == {
+        prompt_chars // 4 + reasoning_tokens + answer_tokens,
+        gemini_usage["totalTokenCount"],
+    }
+    kinds = [
+        key for delta in deltas[1:] for key in delta if key in ("reasoning_content", "content")
+    ]
+    assert sorted(kinds, key=["reasoning_content", "content"].index) == kinds
+    assert reasoning == "".join(delta.get("reasoning_content", "") for delta in deltas)

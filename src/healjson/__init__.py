@@ -9,6 +9,7 @@ from typing import Any
 
 from ._check import validate
 from ._contracts import Contract, ContractContext, Violation, contract
+from ._core.parse import ParseResult, parse
 from ._decorator import heal
 from ._diagnostic import MISSING, Diagnostic, Source
 from ._events import set_logger
@@ -16,10 +17,9 @@ from ._flags import Flag
 from ._healer import Healer
 from ._outcome import Attempt, Degraded, DegradedError, Healed, Outcome, Reason
 from ._packs import ContractPack, load_contracts
-from ._parse import ParseResult, parse
 from ._policy import HealPolicy
 from ._repair import RepairPrompt, Strategy
-from ._reply import Reply, Usage
+from ._reply import Reply, ToolCall, Usage
 from ._serialize import outcome_from_dict
 from ._wrap import wrap
 
@@ -43,6 +43,7 @@ __all__ = [
     "Reply",
     "Source",
     "Strategy",
+    "ToolCall",
     "Usage",
     "Violation",
     "contract",

@@ -11,10 +11,21 @@ JSON line per distinct id:
 plus `"outcome"` (the whole `outcome.to_dict()`) with `full=True`. A line that cannot be read
 becomes `{"ok": false, "reason": "invalid_input", ...}`; a repeated id is processed once.
 
+Unreadable lines never stop a run. An input line is unreadable when it is not UTF-8, not JSON,
+nested too deeply for the JSON parser (`RecursionError`), not an object, longer than
+`MAX_LINE_BYTES` (64 MiB: such a line is skipped in 1 MiB chunks, never held in memory), or when
+its `messages` nest deeper than `MAX_MESSAGES_DEPTH` levels; it gets an `invalid_input` row (its
+id is its line number). An output line that is not a row (the same reasons, or an object without
+a string or integer `id`) is left as it is, counted, and skipped by a resume and by
+`healjson trace`, which say so on stderr. An over-long output line whose first bytes start a row
+(`{"id": ...`, as this writer writes them) still counts as that id's row, so a resume never runs
+the id twice.
+
 Durability: one writer appends each row as one `write`, then flushes and fsyncs it before the
 next, so a killed run leaves whole rows plus at most one torn last line. Opening the output reads
-the ids already there (a re-run skips them) and cuts an unreadable last line off. Rows are
-written in the order they finish, not in input order.
+the ids already there (a re-run skips them) and cuts off an unreadable last line that has no
+final newline (a row this writer tore: a whole line, newline included, is kept). Rows are written
+in the order they finish, not in input order.
 
 Retrying: `retry` names degraded reasons (e.g. `api_error`, `timeout`) whose rows are taken out
 of the output before the run, so their ids run again and each id still has one row. The output
@@ -44,12 +55,22 @@ __all__ = [
     "Job",
     "id_key",
     "openai_healer",
+    "parse_line",
     "read_jobs",
+    "read_lines",
+    "read_rows",
     "recover_output",
+    "row_id",
 ]
 
 INVALID_INPUT = "invalid_input"
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""Longest input or output line read (newline excluded); a longer one is unreadable."""
+MAX_MESSAGES_DEPTH = 64
+"""Deepest nesting accepted in an input line's `messages` (chat messages need about 5 levels)."""
 _EXCERPT_CHARS = 200
+_HEAD_BYTES = 64 * 1024  # what is kept of an over-long line (for an excerpt, or a row's id)
+_CHUNK_BYTES = 1024 * 1024
 
 Heal = Callable[["Job"], Awaitable[Outcome[Any]]]
 
@@ -60,7 +81,8 @@ class BatchError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One input line: its id and messages, or why it cannot be processed (`problem`)."""
+    """One input line: its id and messages, or why it cannot be processed (`problem`); `text`
+    is the start of the line, for the excerpt an `invalid_input` row shows."""
 
     id: str | int
     line: int
@@ -113,6 +135,63 @@ class BatchStats:
 # -- input -------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One line of a JSON Lines file: where it is, and its bytes (the first `_HEAD_BYTES` only
+    when it is longer than `MAX_LINE_BYTES`)."""
+
+    number: int
+    offset: int
+    size: int
+    """Bytes, newline included."""
+    data: bytes
+    too_long: bool = False
+    ended: bool = True
+    """False for a last line without a final newline."""
+
+    @property
+    def blank(self) -> bool:
+        """True for an empty or whitespace-only line."""
+        return not self.too_long and not self.data.strip()
+
+
+def read_lines(file: IO[bytes]) -> Iterator[Line]:
+    """Every line of `file`, in bounded memory: a line longer than `MAX_LINE_BYTES` is read on
+    in chunks up to its newline and kept as its first `_HEAD_BYTES` bytes."""
+    limit = MAX_LINE_BYTES
+    number = offset = 0
+    while data := file.readline(limit + 1):
+        number += 1
+        size, ended = len(data), data.endswith(b"\n")
+        if ended or size <= limit:
+            yield Line(number, offset, size, data, ended=ended)
+        else:
+            while more := file.readline(_CHUNK_BYTES):
+                size += len(more)
+                if more.endswith(b"\n"):
+                    break
+            ended = bool(more)
+            yield Line(number, offset, size, data[:_HEAD_BYTES], too_long=True, ended=ended)
+        offset += size
+
+
+def parse_line(line: Line) -> tuple[Any, str | None]:
+    """`(value, None)`, or `(None, why the line cannot be read)` — never an exception: invalid
+    UTF-8, invalid JSON, JSON nested too deeply for the parser, a line too long."""
+    if line.too_long:
+        return None, f"is longer than {MAX_LINE_BYTES} bytes"
+    try:
+        text = line.data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"is not UTF-8 ({exc.reason})"
+    try:
+        return json.loads(text), None
+    except RecursionError:
+        return None, "is nested too deeply to read"
+    except ValueError as exc:
+        return None, f"is not valid JSON: {exc}"
+
+
 def read_jobs(path: Path) -> Iterator[Job]:
     """Every non-blank input line as a `Job` (unreadable lines carry a `problem`)."""
     try:
@@ -120,21 +199,21 @@ def read_jobs(path: Path) -> Iterator[Job]:
     except OSError as exc:
         raise BatchError(f"cannot read {path}: {exc.strerror or exc}") from exc
     with file:
-        for number, raw in enumerate(file, 1):
-            if not raw.strip():
+        for line in read_lines(file):
+            if line.blank:
                 continue
-            yield _job(raw[3:] if number == 1 and raw.startswith(b"\xef\xbb\xbf") else raw, number)
+            bom = line.number == 1 and line.data.startswith(b"\xef\xbb\xbf")
+            yield _job(dataclasses.replace(line, data=line.data[3:]) if bom else line)
 
 
-def _job(raw: bytes, line: int) -> Job:
-    try:
-        text = raw.decode("utf-8").strip()
-    except UnicodeDecodeError as exc:
-        return Job(line, line, problem=f"line {line} is not UTF-8 ({exc.reason})")
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        return Job(line, line, problem=f"line {line} is not valid JSON: {exc}", text=text)
+def _job(raw: Line) -> Job:
+    line = raw.number
+    data, problem = parse_line(raw)
+    # only an excerpt is kept (for an `invalid_input` row): a line may be 64 MiB
+    head = raw.data[: 4 * _EXCERPT_CHARS + 8].decode("utf-8", errors="replace")
+    text = head.strip()[: _EXCERPT_CHARS + 1]
+    if problem is not None:
+        return Job(line, line, problem=f"line {line} {problem}", text=text)
     if not isinstance(data, dict):
         return Job(line, line, problem=f"line {line} is not a JSON object", text=text)
     ident = data.get("id")
@@ -164,7 +243,23 @@ def _messages(value: Any) -> tuple[tuple[dict[str, Any], ...], str | None]:
     for index, message in enumerate(value):
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             return (), f"`messages[{index}]` must be an object with a `role`"
+    if _deeper_than(value, MAX_MESSAGES_DEPTH):
+        return (), f"`messages` nest deeper than {MAX_MESSAGES_DEPTH} levels"
     return tuple(dict(message) for message in value), None
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """True when lists / objects nest more than `limit` levels (iterative: no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth + 1 > limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
 
 
 def _select(path: Path, done: set[str]) -> Iterator[tuple[str, Job]]:
@@ -202,35 +297,74 @@ def recover_output(path: Path) -> Recovered:
         return Recovered()
     keys: set[str] = set()
     unreadable = 0
-    offset = 0
-    last: tuple[int, bytes] | None = None
+    last: Line | None = None
     with path.open("rb") as file:
-        for raw in file:
-            if last is not None and not _note_row(last[1], keys):
+        for line in read_lines(file):
+            if last is not None and not _note_row(last, keys):
                 unreadable += 1
-            last = (offset, raw)
-            offset += len(raw)
+            last = line
     if last is None:
         return Recovered()
-    start, raw = last
-    if _note_row(raw, keys):
-        return Recovered(frozenset(keys), unreadable, offset, not raw.endswith(b"\n"))
-    if not raw.strip():
-        return Recovered(frozenset(keys), unreadable, offset)
-    return Recovered(frozenset(keys), unreadable, start, torn=True)
+    end = last.offset + last.size
+    if _note_row(last, keys):
+        return Recovered(frozenset(keys), unreadable, end, not last.ended)
+    if last.ended:  # a whole line (this writer never tears one before its newline): kept
+        return Recovered(frozenset(keys), unreadable + 1, end)
+    return Recovered(frozenset(keys), unreadable, last.offset, torn=True)
 
 
-def _note_row(raw: bytes, keys: set[str]) -> bool:
-    if not raw.strip():
+def _note_row(line: Line, keys: set[str]) -> bool:
+    if line.blank:
         return True  # a blank line is not damage
-    try:
-        row = json.loads(raw)
-    except ValueError:
+    key = _head_key(line.data) if line.too_long else _row_key(parse_line(line)[0])
+    if key is None:
         return False
-    if not isinstance(row, dict) or "id" not in row:
-        return False
-    keys.add(id_key(row["id"]))
+    keys.add(key)
     return True
+
+
+def row_id(row: Any) -> str | int | None:
+    """The id of an output row (a JSON object with a string or integer `id`), else None."""
+    if not isinstance(row, dict):
+        return None
+    ident = row.get("id")
+    if isinstance(ident, bool) or not isinstance(ident, str | int):
+        return None
+    return ident
+
+
+def _row_key(row: Any) -> str | None:
+    ident = row_id(row)
+    return None if ident is None else id_key(ident)
+
+
+def _head_key(head: bytes) -> str | None:
+    """The id key of an over-long row, read from its first bytes: this writer puts `id` first."""
+    text = head.decode("utf-8", errors="ignore")
+    prefix = '{"id": '
+    if not text.startswith(prefix):
+        return None
+    try:
+        ident, _ = json.JSONDecoder().raw_decode(text, len(prefix))
+    except (ValueError, RecursionError):
+        return None
+    return _row_key({"id": ident})
+
+
+def read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
+    """Each non-blank line of an output file: `(number, row, None)` for a row, `(number, None,
+    why not)` for any other line — never an exception for what a line holds."""
+    with path.open("rb") as file:
+        for line in read_lines(file):
+            if line.blank:
+                continue
+            row, problem = parse_line(line)
+            if problem is None and row_id(row) is None:
+                problem = "is not a row (a JSON object with a string or integer `id`)"
+            if problem is not None:
+                yield line.number, None, problem
+            else:
+                yield line.number, row, None
 
 
 class _Output:
@@ -264,14 +398,13 @@ class _Output:
     def _drop(self, path: Path, retry: frozenset[str], wanted: frozenset[str]) -> None:
         """Rewrite the output without the rows degraded for a reason in `retry` whose id is
         `wanted` (still in the input: a row the run will not write again is kept)."""
-        kept: list[bytes] = []
+        dropped: list[tuple[int, int]] = []
         with path.open("rb") as file:
-            for raw in file:
-                reason, key = _reason(raw)
+            for line in read_lines(file):
+                reason, key = _reason(line)
                 if reason in retry and key in wanted:
-                    self.retried += 1
-                else:
-                    kept.append(raw)
+                    dropped.append((line.offset, line.offset + line.size))
+        self.retried = len(dropped)
         if not self.retried:
             return
         temporary = path.with_name(path.name + ".healjson-retry")
@@ -281,7 +414,8 @@ class _Output:
             raise BatchError(f"cannot write {temporary}: {exc.strerror or exc}") from exc
         try:
             _lock(new, temporary)  # locked before it takes the output's name
-            new.write(b"".join(kept))
+            with path.open("rb") as old:
+                _copy_except(old, new, dropped)
             new.flush()
             os.fsync(new.fileno())
             os.replace(temporary, path)
@@ -313,17 +447,33 @@ class _Output:
         self._file.close()
 
 
-def _reason(raw: bytes) -> tuple[str | None, str | None]:
+def _copy_except(source: IO[bytes], target: IO[bytes], dropped: list[tuple[int, int]]) -> None:
+    """Copy `source` to `target` without the byte ranges `dropped` (sorted, disjoint), in
+    chunks: an over-long line is never held in memory."""
+    position = 0
+    for start, end in [*dropped, (-1, -1)]:
+        while start < 0 or position < start:
+            chunk = source.read(_CHUNK_BYTES if start < 0 else min(_CHUNK_BYTES, start - position))
+            if not chunk:
+                break
+            target.write(chunk)
+            position += len(chunk)
+        if start >= 0:
+            source.seek(end)
+            position = end
+
+
+def _reason(line: Line) -> tuple[str | None, str | None]:
     """An output line's degraded reason and id key ((None, None) for a healed row or a line
-    that is no row)."""
-    try:
-        row = json.loads(raw)
-    except ValueError:
+    that is no row; an over-long row is kept as it is)."""
+    if line.blank or line.too_long:
         return None, None
-    if not isinstance(row, dict) or "id" not in row or row.get("ok") is not False:
+    row, _ = parse_line(line)
+    key = _row_key(row)
+    if key is None or row.get("ok") is not False:
         return None, None
     reason = row.get("reason")
-    return (reason if isinstance(reason, str) else None), id_key(row["id"])
+    return (reason if isinstance(reason, str) else None), key
 
 
 def _sync_folder(path: Path) -> None:

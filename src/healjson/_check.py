@@ -12,16 +12,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._contracts import AwaitAll, Contract, ContractContext, as_contract, run_contracts
+from ._core.parse import ParseResult, check_ambiguity, read, truncation_diagnostic
+from ._core.parse.align import answer_key
+from ._core.parse.read import Ambiguity
+from ._core.sentinels import NOTHING
 from ._diagnostic import ROOT, Diagnostic, Source
 from ._drive import drive_sync
-from ._lenient import NOTHING
 from ._outcome import Attempt, Degraded, Healed, Outcome, Reason
-from ._parse import ParseResult, recover, truncation_diagnostic
 from ._repair import Strategy, normalise_messages
+from ._reply import Reply, ToolCall
 from ._schema_errors import schema_diagnostics
 from ._target import Target, target_for
 
-__all__ = ["Evaluation", "Verdict", "evaluate", "make_context", "validate"]
+__all__ = ["Evaluation", "Verdict", "answer_text", "evaluate", "make_context", "validate"]
 
 
 class Verdict(enum.StrEnum):
@@ -31,75 +34,145 @@ class Verdict(enum.StrEnum):
     EMPTY = "empty"
     SYNTAX = "syntax"
     TRUNCATED = "truncated"
+    AMBIGUOUS = "ambiguous"
     SCHEMA = "schema"
     CONTRACT = "contract"
     CONTRACT_ERROR = "contract_error"
     REFUSAL = "refusal"
 
 
+_VERDICT_BY_SOURCE = {
+    Source.EMPTY: Verdict.EMPTY,
+    Source.TRUNCATION: Verdict.TRUNCATED,
+    Source.AMBIGUITY: Verdict.AMBIGUOUS,
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Evaluation:
-    """The verdict on one reply, with the instance when it passed."""
+    """The verdict on one reply, with L1's result (computed once) and the instance when it
+    passed. `answer` is the text read as the answer: the reply without its reasoning, or a tool
+    call's arguments."""
 
     verdict: Verdict
     parse: ParseResult
     diagnostics: tuple[Diagnostic, ...] = ()
     instance: Any = NOTHING
-    data: Any = NOTHING
+    answer: str | None = None
 
     @property
     def ok(self) -> bool:
         """True when the reply passed L1 and L2."""
         return self.verdict is Verdict.OK
 
+    @property
+    def data(self) -> Any:
+        """The JSON data L1 recovered (partial data for a cut reply), or NOTHING."""
+        value = self.parse.value
+        return NOTHING if value is None and not self.parse.ok else value
+
+
+def answer_text(
+    reply: Reply, target: Target[Any], caller_tools: bool
+) -> tuple[str | None, bool, tuple[ToolCall, ...]]:
+    """Which text of a reply is the answer: `(text, from_tool, other_calls)`.
+
+    A tool call is the answer only when the request's tools were healjson's own (or the
+    instructor client's it drives): never when the caller passed `tools=` of their own — then
+    every call is another tool's, reported and never validated. Of several calls, the one named
+    after the target wins, else the first.
+    """
+    calls = reply.tool_calls
+    if not calls or caller_tools:
+        return reply.content, False, calls
+    named = [c for c in calls if c.name.casefold() == target.name.casefold()]
+    return (named or list(calls))[0].arguments, True, ()
+
 
 def evaluate(
     target: Target[Any],
     contracts: Sequence[Contract],
-    text: str | None,
-    finish_reason: str | None,
+    reply: Reply,
     ctx: ContractContext,
+    *,
+    on_ambiguity: Ambiguity = "reask",
+    caller_tools: bool = False,
 ) -> Generator[AwaitAll, list[Any], Evaluation]:
     """Run L1 and L2 on one reply."""
-    recovery = recover(text, target, finish_reason)
-    result = recovery.result
+    text, from_tool, other_calls = answer_text(reply, target, caller_tools)
+    finish_reason = reply.finish_reason
+    if other_calls and not (text or "").strip():
+        diagnostic = _tool_call(other_calls)
+        return Evaluation(Verdict.SYNTAX, ParseResult(error=diagnostic), (diagnostic,), answer=text)
+    result = read(
+        text,
+        target,
+        finish_reason=finish_reason,
+        on_ambiguity=on_ambiguity,
+        reasoning=reply.reasoning,
+        from_tool=from_tool,
+    )
+    answer = result.answer if result.answer is not None else text
     if result.error is not None:
-        verdict = {
-            Source.EMPTY: Verdict.EMPTY,
-            Source.TRUNCATION: Verdict.TRUNCATED,
-        }.get(result.error.source, Verdict.SYNTAX)
-        return Evaluation(verdict, result, (result.error,), data=recovery.data)
-    if recovery.instance is NOTHING:
-        diagnostics = schema_diagnostics(recovery.schema_errors, recovery.data) or [
+        verdict = _VERDICT_BY_SOURCE.get(result.error.source, Verdict.SYNTAX)
+        return Evaluation(verdict, result, (result.error,), answer=answer)
+    if not result.valid:
+        diagnostics = schema_diagnostics(result.schema_errors, result.value) or [
             Diagnostic(
                 ROOT,
-                recovery.data,
+                result.value,
                 f"must be a valid {target.name}",
                 f"Reply with a JSON value that is a valid {target.name}.",
                 Source.SCHEMA,
             )
         ]
         if finish_reason == "length":
-            return _cut(text, result, diagnostics, recovery.data)
-        return Evaluation(Verdict.SCHEMA, result, tuple(diagnostics), data=recovery.data)
-    found = yield from run_contracts(contracts, recovery.instance, ctx)
+            return _cut(text, result, diagnostics, answer)
+        return Evaluation(Verdict.SCHEMA, result, tuple(diagnostics), answer=answer)
+    before = answer_key(target, result.instance) if contracts else b""
+    found = yield from run_contracts(contracts, result.instance, ctx)
+    if contracts and answer_key(target, result.instance) != before:
+        found = [*found, _mutated(contracts)]  # a contract changed the value it was judging
     if any(d.source is Source.CONTRACT_ERROR for d in found):
-        return Evaluation(Verdict.CONTRACT_ERROR, result, tuple(found), data=recovery.data)
+        return Evaluation(Verdict.CONTRACT_ERROR, result, tuple(found), answer=answer)
     if found:
         if finish_reason == "length":
-            return _cut(text, result, found, recovery.data)
-        return Evaluation(Verdict.CONTRACT, result, tuple(found), data=recovery.data)
-    return Evaluation(Verdict.OK, result, (), recovery.instance, recovery.data)
+            return _cut(text, result, found, answer)
+        return Evaluation(Verdict.CONTRACT, result, tuple(found), answer=answer)
+    return Evaluation(Verdict.OK, result, (), result.instance, answer=answer)
+
+
+def _mutated(contracts: Sequence[Contract]) -> Diagnostic:
+    names = ", ".join(f"`{rule.name}`" for rule in contracts)
+    return Diagnostic(
+        ROOT,
+        names,
+        f"contracts must not change the value they check; one of {names} did",
+        "This is a bug in a contract, not in the model's answer: contracts must only read the "
+        "value (copy it before changing anything).",
+        Source.CONTRACT_ERROR,
+    )
+
+
+def _tool_call(calls: Sequence[ToolCall]) -> Diagnostic:
+    names = ", ".join(f"`{call.name}`" for call in calls)
+    return Diagnostic(
+        ROOT,
+        [{"name": call.name, "arguments": call.arguments} for call in calls],
+        f"must be the JSON answer; the reply is a call to {names} instead",
+        "Reply with the JSON value the request asks for, not a tool call.",
+        Source.TOOL_CALL,
+    )
 
 
 def _cut(
-    text: str | None, result: ParseResult, found: Sequence[Diagnostic], data: Any
+    text: str | None, result: ParseResult, found: Sequence[Diagnostic], answer: str | None
 ) -> Evaluation:
     """A complete-looking value that fails L2 in a reply cut by the token limit: the cut is the
     likeliest cause (a provider may close a cut tool call's arguments itself), so it is handled
     as a truncation — compact rewrite, `max_tokens` raised — with L2's findings kept."""
     cut = truncation_diagnostic(text or "", cut=True)
-    return Evaluation(Verdict.TRUNCATED, result, (cut, *found), data=data)
+    return Evaluation(Verdict.TRUNCATED, result, (cut, *found), answer=answer)
 
 
 def make_context(context: Any, messages: Sequence[Mapping[str, Any]] = ()) -> ContractContext:
@@ -123,17 +196,20 @@ def validate(
     contracts: Iterable[Any] = (),
     context: Any = None,
     finish_reason: str | None = None,
+    on_ambiguity: Ambiguity = "reask",
 ) -> Outcome[Any]:
     """L1 + L2 on a reply you already have (no model call): `Healed` or `Degraded`.
 
     Degrades with `invalid_output` (or, more precisely, `empty_output`, `token_truncated`,
-    `contract_error`) — never raises on bad text. A bad `model` or contract raises at once: that is
-    a programming error, not a runtime failure.
+    `contract_error`) — never raises on bad text. A bad `model`, contract or `on_ambiguity`
+    raises at once: that is a programming error, not a runtime failure.
     """
     target = target_for(model)
     rules = [as_contract(rule) for rule in contracts]
+    check_ambiguity(on_ambiguity)
     ctx = make_context(context)
-    evaluation = drive_sync(evaluate(target, rules, text, finish_reason, ctx))
+    reply = Reply(text, finish_reason)
+    evaluation = drive_sync(evaluate(target, rules, reply, ctx, on_ambiguity=on_ambiguity))
     attempt = Attempt(
         number=1,
         strategy=Strategy.INITIAL,
@@ -143,6 +219,7 @@ def validate(
         finish_reason=finish_reason,
         flags=evaluation.parse.flags,
         diagnostics=evaluation.diagnostics,
+        reasoning=evaluation.parse.reasoning,
         ok=evaluation.ok,
     )
     raw = text if isinstance(text, str) else ""
@@ -153,5 +230,6 @@ def validate(
         Verdict.TRUNCATED: Reason.TOKEN_TRUNCATED,
         Verdict.CONTRACT_ERROR: Reason.CONTRACT_ERROR,
     }.get(evaluation.verdict, Reason.INVALID_OUTPUT)
-    partial = None if evaluation.data is NOTHING else evaluation.data
+    data = evaluation.data
+    partial = None if data is NOTHING else data
     return Degraded(reason, raw, evaluation.diagnostics, partial=partial, attempts=(attempt,))

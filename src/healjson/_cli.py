@@ -539,7 +539,8 @@ def trace(
     """Render the rows of a batch output as Markdown traces.
 
     Rows written with `batch --full` show the whole self-healing log; others get one summary
-    line. Exit code 1 when --id matches no row.
+    line. A line that is not a row (not UTF-8, not JSON, nested too deeply, too long, no `id`)
+    is skipped with a note on stderr. Exit code 1 when --id matches no row.
     """
     from ._serialize import outcome_from_dict
     from ._trace import render_markdown
@@ -553,7 +554,7 @@ def trace(
         if isinstance(stored, Mapping):
             try:
                 outcome = outcome_from_dict(stored)
-            except Exception as exc:  # malformed data can raise more than the documented ValueError
+            except ValueError as exc:  # the only error it raises on bad data
                 typer.echo(f"{_row_summary(row)} (stored outcome unreadable: {exc})")
                 continue
             typer.echo(render_markdown(outcome, title=f"id {row.get('id')}"))
@@ -565,31 +566,36 @@ def trace(
 
 
 def _rows(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open("rb") as file:
-        for number, raw in enumerate(file, 1):
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw)
-            except ValueError:
-                typer.echo(f"{path}:{number}: not a JSON line, skipped", err=True)
-                continue
-            if isinstance(row, dict) and "id" in row:
-                yield row
+    """The rows of an output file; every other line is reported on stderr and skipped."""
+    from ._batch import read_rows
+
+    for number, row, problem in read_rows(path):
+        if row is None:
+            kind = "not a JSON line" if (problem or "").startswith("is not valid JSON") else problem
+            typer.echo(f"{path}:{number}: {kind}, skipped", err=True)
+        else:
+            yield row
 
 
 def _row_summary(row: Mapping[str, Any]) -> str:
-    calls = row.get("attempts", 0)
+    calls = _shown(row.get("attempts", 0))
     usage = row.get("usage")
-    tokens = usage.get("total_tokens", 0) if isinstance(usage, Mapping) else 0
+    tokens = _shown(usage.get("total_tokens", 0) if isinstance(usage, Mapping) else 0)
     spent = f"{calls} call(s), {tokens} token(s)"
     if row.get("ok"):
         return f"- id {row['id']}: healed in {spent}"
     errors = row.get("errors")
     first = ""
     if isinstance(errors, list) and errors and isinstance(errors[0], Mapping):
-        first = f": `{errors[0].get('path')}` {errors[0].get('constraint')}"
-    return f"- id {row['id']}: degraded (`{row.get('reason')}`) after {spent}{first}"
+        path, constraint = errors[0].get("path"), errors[0].get("constraint")
+        first = f": `{_shown(path)}` {_shown(constraint)}"
+    return f"- id {row['id']}: degraded (`{_shown(row.get('reason'))}`) after {spent}{first}"
+
+
+def _shown(value: Any) -> str:
+    """A row's field as text: a string as it is, anything else (any JSON, however deep) through
+    the safe renderer."""
+    return value if isinstance(value, str) else short_repr(value, 120)
 
 
 # -- eval --------------------------------------------------------------------------------------

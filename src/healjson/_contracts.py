@@ -3,7 +3,11 @@
 A contract takes `(value, ctx)` (or just `value`) and returns None when the rule holds, or a
 `Violation` (or several). It may be `async`. The engine only knows this protocol; domain rules
 live in packs outside the engine. A contract that raises is a bug in the contract: it becomes a
-`contract_error` diagnostic, never an exception for the caller.
+`contract_error` diagnostic, never an exception for the caller. So does a result the engine
+cannot read: a malformed `Violation` (one whose attributes were set past its constructor's
+checks), something that is neither None, a bool, a string, a `Violation` nor an iterable of
+them, or an iterable nested deeper than `_MAX_NESTING`. At most `MAX_VIOLATIONS` items are read
+from one contract's result (an endless generator ends there).
 """
 
 from __future__ import annotations
@@ -14,7 +18,16 @@ from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, S
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from ._diagnostic import MISSING, ROOT, Diagnostic, Source, describe_exception, short_repr
+from ._diagnostic import (
+    MISSING,
+    ROOT,
+    Diagnostic,
+    Source,
+    describe_exception,
+    safe_repr,
+    short_repr,
+)
+from ._diagnostic import _type_name as type_name
 
 __all__ = [
     "AwaitAll",
@@ -28,6 +41,10 @@ __all__ = [
 
 _UNSET: Any = object()
 _PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+MAX_VIOLATIONS = 1000
+"""Items read from one contract's result at most (violations, or Nones); the rest are not read."""
+_MAX_NESTING = 4
+"""Iterables of violations may nest this deep (a list of generators of lists...), no deeper."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +53,12 @@ class Violation:
 
     `fields` defaults to the contract's declared fields, `path` to the first of them, `value` to
     the value found there, and `prescription` to an instruction that names every field involved.
+
+    The constructor raises TypeError for wrong attribute types (`constraint`, `path` and
+    `prescription` must be strings, `fields` a sequence of strings): a misuse fails where it is
+    written, and inside a contract that becomes a `contract_error` naming it. The engine checks
+    again what a contract returns, since a Violation can be altered past these checks (a
+    subclass, `object.__setattr__`); a malformed one becomes a `contract_error` too.
     """
 
     constraint: str
@@ -47,9 +70,45 @@ class Violation:
     def __post_init__(self) -> None:
         if isinstance(self.fields, str):
             raise TypeError(
-                f"Violation fields must be a sequence of names, e.g. ({self.fields!r},)"
+                f"Violation.fields must be a sequence of names, e.g. ({self.fields!r},)"
             )
-        object.__setattr__(self, "fields", tuple(self.fields))
+        try:
+            fields = tuple(self.fields)
+        except TypeError:
+            raise TypeError(
+                f"Violation.fields must be a sequence of names, got {type_name(self.fields)}"
+            ) from None
+        object.__setattr__(self, "fields", fields)
+        problem = malformation(self)
+        if problem is not None:
+            raise TypeError(problem)
+
+    def __repr__(self) -> str:
+        # every attribute through the safe renderer: asyncio and pytest repr results, and a
+        # value may be unprintable, cyclic or (a shared structure) exponentially long to print
+        value = "<unset>" if self.value is _UNSET else short_repr(self.value, 200)
+        return (
+            f"Violation(constraint={safe_repr(self.constraint, 200)}, "
+            f"fields={safe_repr(self.fields, 200)}, path={safe_repr(self.path, 200)}, "
+            f"value={value}, prescription={safe_repr(self.prescription, 200)})"
+        )
+
+
+def malformation(violation: Violation) -> str | None:
+    """What is wrong with a Violation's attribute types (None when nothing is)."""
+    constraint, fields = violation.constraint, violation.fields
+    if not isinstance(constraint, str):
+        return f"Violation.constraint must be a string, got {type_name(constraint)}"
+    if isinstance(fields, str) or not isinstance(fields, tuple | list):
+        return f"Violation.fields must be a sequence of names, got {type_name(fields)}"
+    for name in fields:
+        if not isinstance(name, str):
+            return f"Violation.fields must hold names (strings), got {short_repr(name, 40)}"
+    for attribute in ("path", "prescription"):
+        value = getattr(violation, attribute)
+        if value is not None and not isinstance(value, str):
+            return f"Violation.{attribute} must be a string or None, got {type_name(value)}"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +177,10 @@ def contract(
     """
     if isinstance(fields, str):
         raise TypeError(f"contract fields must be a sequence of names, e.g. ({fields!r},)")
+    fields = tuple(fields)
+    for item in fields:
+        if not isinstance(item, str):
+            raise TypeError(f"contract fields must be names (strings), got {short_repr(item, 40)}")
 
     def build(fn: Callable[..., Any]) -> Contract:
         if not callable(fn):
@@ -163,6 +226,9 @@ class AwaitAll:
     (each a value, or the exception it raised)."""
 
     awaitables: tuple[Awaitable[Any], ...]
+    timeout_s: float | None = None
+    """Each awaitable still running after this many seconds is cancelled; its result is a
+    `TimeoutError` (None: no limit)."""
 
 
 def run_contracts(
@@ -193,60 +259,99 @@ def run_contracts(
 
 
 def _diagnose(rule: Contract, value: Any, result: Any) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    try:
+        _read(rule, value, result, out, nesting=_MAX_NESTING, seen=[0])
+    except Exception as exc:  # a generator contract can raise half-way through
+        out.append(_crashed(rule, exc))
+    return out
+
+
+def _read(
+    rule: Contract,
+    value: Any,
+    result: Any,
+    out: list[Diagnostic],
+    *,
+    nesting: int,
+    seen: list[int],
+) -> None:
+    """Append the diagnostics of one contract result to `out`. `seen[0]` counts the items read
+    from iterables: at most MAX_VIOLATIONS in all, so an endless generator (even of Nones) ends."""
     if result is None or result is True:
-        return []
+        return
     if result is False:
-        return [_violation(rule, value, Violation(rule.description or f"rule {rule.name}"))]
-    if isinstance(result, str):
-        return [_violation(rule, value, Violation(result))]
-    if isinstance(result, Violation):
-        return [_violation(rule, value, result)]
-    if isinstance(result, Iterable):
-        out: list[Diagnostic] = []
-        try:
-            for item in result:
-                out.extend(_diagnose(rule, value, item))
-        except Exception as exc:  # a generator contract can raise half-way through
-            out.append(_crashed(rule, exc))
-        return out
-    return [
-        _crashed(
-            rule,
-            TypeError(f"returned {result!r}; return None, a Violation or an iterable of them"),
+        out.append(_violation(rule, value, Violation(rule.description or f"rule {rule.name}")))
+    elif isinstance(result, str):
+        out.append(_violation(rule, value, Violation(str.__str__(result))))
+    elif isinstance(result, Violation):
+        out.append(_violation(rule, value, result))
+    elif isinstance(result, Iterable) and nesting > 0:
+        for item in result:
+            seen[0] += 1
+            if seen[0] > MAX_VIOLATIONS:
+                break
+            _read(rule, value, item, out, nesting=nesting - 1, seen=seen)
+    else:
+        shown = short_repr(result, 80)
+        too_deep = " nested too deeply" if isinstance(result, Iterable) else ""
+        out.append(
+            _crashed(
+                rule,
+                TypeError(
+                    f"returned {shown}{too_deep}; return None, a Violation or an iterable of them"
+                ),
+            )
         )
-    ]
 
 
 def _violation(rule: Contract, value: Any, violation: Violation) -> Diagnostic:
-    fields = violation.fields or rule.fields
-    path = violation.path or (fields[0] if fields else ROOT)
+    problem = malformation(violation)
+    if problem is not None:
+        return _malformed(rule, problem)
+    fields = tuple(str.__str__(name) for name in violation.fields or rule.fields)
+    path = str.__str__(violation.path) if violation.path else (fields[0] if fields else ROOT)
     found = violation.value if violation.value is not _UNSET else value_at(value, path)
     values = {name: value_at(value, name) for name in fields}
     return Diagnostic(
         path=path,
         value=found,
-        constraint=violation.constraint,
+        constraint=str.__str__(violation.constraint),
         prescription=_prescription(violation, fields, path),
         source=Source.CONTRACT,
-        fields=tuple(fields),
+        fields=fields,
         rule=rule.name,
         extra={"values": values},
     )
 
 
+def _malformed(rule: Contract, problem: str) -> Diagnostic:
+    return Diagnostic(
+        path=ROOT,
+        value=problem,
+        constraint=f"contract `{rule.name}` returned a malformed Violation: {problem}",
+        prescription="This is a bug in the contract, not in the model's answer: fix the contract.",
+        source=Source.CONTRACT_ERROR,
+        fields=rule.fields,
+        rule=rule.name,
+    )
+
+
 def _prescription(violation: Violation, fields: tuple[str, ...], path: str) -> str:
+    constraint = str.__str__(violation.constraint)
+    given = None if violation.prescription is None else str.__str__(violation.prescription)
     if len(fields) <= 1:
         target = fields[0] if fields else path
-        return violation.prescription or f"Change `{target}` so that: {violation.constraint}."
+        return given or f"Change `{target}` so that: {constraint}."
     named = ", ".join(f"`{name}`" for name in fields)
-    if violation.prescription is None:
+    if given is None:
         return (
             f"This rule spans {named}: change any of them — including fields that already passed "
-            f"their own checks — so that: {violation.constraint}."
+            f"their own checks — so that: {constraint}."
         )
-    if all(name in violation.prescription for name in fields):
-        return violation.prescription
-    return f"{violation.prescription} Fields involved: {named}; any of them may change."
+    if all(name in given for name in fields):
+        return given
+    return f"{given} Fields involved: {named}; any of them may change."
 
 
 def _crashed(rule: Contract, exc: BaseException) -> Diagnostic:
@@ -275,7 +380,7 @@ def value_at(value: Any, path: str) -> Any:
                 node = node[key]
             else:
                 node = getattr(node, _attribute_name(node, key))
-        except (KeyError, IndexError, TypeError, AttributeError):
+        except Exception:  # absent, or a property / __getitem__ that raises: not readable here
             return MISSING
     return node
 

@@ -18,6 +18,7 @@ __all__ = [
     "Source",
     "describe_exception",
     "format_path",
+    "safe_repr",
     "short_repr",
 ]
 
@@ -42,6 +43,8 @@ class Source(enum.StrEnum):
     SYNTAX = "syntax"
     EMPTY = "empty"
     TRUNCATION = "truncation"
+    AMBIGUITY = "ambiguity"
+    TOOL_CALL = "tool_call"
     SCHEMA = "schema"
     CONTRACT = "contract"
     CONTRACT_ERROR = "contract_error"
@@ -70,6 +73,17 @@ class Diagnostic:
     rule: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
+    def __repr__(self) -> str:
+        # the value and extra through the safe renderer (see `_plain`): a repr must not raise
+        # or take exponential time on the values user code puts here
+        return (
+            f"Diagnostic(path={safe_repr(self.path, 200)}, value={short_repr(self.value, 200)}, "
+            f"constraint={safe_repr(self.constraint, 300)}, "
+            f"prescription={safe_repr(self.prescription, 300)}, source={self.source!r}, "
+            f"fields={safe_repr(self.fields, 200)}, rule={safe_repr(self.rule, 100)}, "
+            f"extra={short_repr(self.extra, 200)})"
+        )
+
     @property
     def is_missing(self) -> bool:
         """True when the value was absent rather than wrong."""
@@ -81,10 +95,11 @@ class Diagnostic:
         return f"{self.path} = {shown}: {self.constraint}"
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (the missing marker becomes the string `<missing>`)."""
+        """A JSON-ready dict (the missing marker becomes the string `<missing>`); the value and
+        the involved values are rendered safely, at most `_DIAGNOSTIC_NODES` values each."""
         data: dict[str, Any] = {
             "path": self.path,
-            "value": "<missing>" if self.is_missing else _jsonable(self.value),
+            "value": "<missing>" if self.is_missing else _jsonable(self.value, _DIAGNOSTIC_NODES),
             "constraint": self.constraint,
             "prescription": self.prescription,
             "source": str(self.source),
@@ -95,9 +110,9 @@ class Diagnostic:
             data["rule"] = self.rule
         values = self.extra.get("values")
         if isinstance(values, dict) and values:
-            data["involved"] = {
-                str(k): "<missing>" if v is MISSING else _jsonable(v) for k, v in values.items()
-            }
+            involved = _jsonable(values, _DIAGNOSTIC_NODES)  # MISSING renders as "<missing>"
+            if isinstance(involved, dict):
+                data["involved"] = involved
         return data
 
 
@@ -114,40 +129,211 @@ def format_path(loc: tuple[str | int, ...] | list[str | int]) -> str:
     return "".join(out) or ROOT
 
 
+# -- rendering values that come from user code ------------------------------------------------
+#
+# Violation values, fallbacks, partial data, examples and call parameters come from code healjson
+# does not control: they may be cyclic, nested thousands deep, too large to print (`10**100000`,
+# which `str()` refuses in Python 3.11+), or have a `__repr__`, `items()` or `model_dump` that
+# raises. Every renderer (repair prompts, traces, records, events) goes through `_plain`, which
+# never raises: a cycle, a container past the depth cap or past the size budget, and an object
+# that cannot be printed each become a visible marker string instead.
+
+_MAX_DEPTH: Final = 200
+"""Containers nested deeper render as `<nested too deep>` (pydantic-core's own JSON parser stops
+near this depth, so no value parsed from an answer is cut)."""
+_MAX_NODES: Final = 200_000
+"""Values (and keys) `_jsonable` converts at most, the rest of each container becoming a marker:
+more than any model answer holds (100k output tokens), few enough to render in well under a
+second (a shared structure such as `a = [a0, a0]` repeated 60 times would expand to 2**60)."""
+_DIAGNOSTIC_NODES: Final = 10_000
+"""Values a diagnostic's record keeps of the value it shows (the raw answer is kept whole)."""
+_REPR_CHARS: Final = 2_000
+"""`repr()` of an object that is not JSON data is cut to this many characters."""
+_INT_BITS: Final = 14_000
+"""Integers longer than this (about 4,200 digits) render as their size: Python 3.11+ refuses to
+print integers of more than 4,300 digits, and `json.dumps` prints them."""
+_EXCEPTION_CHARS: Final = 2_000
+"""`describe_exception` cuts a longer message."""
+CYCLE: Final = "<cycle>"
+TOO_DEEP: Final = "<nested too deep>"
+
+
+@dataclass(slots=True)
+class _Walk:
+    """The budget of one rendering: values left, text characters left (None: no limit), text
+    characters cut so far, whether a container was cut short, and the containers on the current
+    path (the cycle guard)."""
+
+    nodes: int
+    chars: int | None = None
+    omitted: int = 0
+    cut_short: bool = False
+    active: set[int] = field(default_factory=set)
+
+
 def short_repr(value: Any, limit: int = 200) -> str:
-    """JSON-ish rendering of a value, cut to `limit` characters with a visible marker."""
+    """JSON-ish rendering of any value in at most `limit` characters, never raising.
+
+    A longer rendering is cut with a visible `…(+N chars)` marker (`…(+N or more chars)` when
+    the conversion itself stopped early). The work is bounded by `limit` too: a 20 MB string or a
+    million-item list is cut while it is converted, not after.
+    """
+    limit = max(limit, 0)
+    walk = _Walk(nodes=limit + 1, chars=limit + 1)
     try:
-        text = json.dumps(_jsonable(value), ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    if len(text) > limit:
-        return f"{text[: max(limit - 12, 0)]}…(+{len(text) - limit + 12} chars)"
+        text = json.dumps(_plain(value, walk, _MAX_DEPTH), ensure_ascii=False)
+    except Exception:  # pragma: no cover - _plain returns plain JSON data
+        text = safe_repr(value, limit + 1)
+    if len(text) <= limit:
+        return text
+    marker, cut = "", limit
+    more = " or more" if walk.cut_short else ""
+    for _ in range(3):  # the marker's own length moves the cut, which moves its count
+        marker = f"…(+{len(text) - cut + walk.omitted}{more} chars)"
+        cut = limit - len(marker)
+    return f"{text[:cut]}{marker}" if cut >= 0 else text[:limit]
+
+
+def safe_repr(value: Any, limit: int = _REPR_CHARS) -> str:
+    """`repr(value)` cut to `limit` characters, or `<unprintable TypeName>` when it raises."""
+    try:
+        text = str.__str__(repr(value))
+    except Exception:
+        text = f"<unprintable {_type_name(value)}>"
+    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+
+
+def _jsonable(value: Any, max_nodes: int = _MAX_NODES) -> Any:
+    """Plain JSON data for any value, never raising (`json.dumps` accepts the result).
+
+    JSON data is returned unchanged up to `_MAX_DEPTH` levels and `max_nodes` values; tuples and
+    sets become lists, enums their values, models their `model_dump(mode="json")`, anything else
+    its (safe) repr. Cycles, excess depth or size and huge integers become marker strings.
+    """
+    try:
+        return _plain(value, _Walk(nodes=max_nodes), _MAX_DEPTH)
+    except Exception:  # pragma: no cover - _plain catches per value; this is the last guard
+        return f"<unprintable {_type_name(value)}>"
+
+
+def _plain(value: Any, walk: _Walk, depth: int) -> Any:
+    """One value as plain JSON data (one stack frame per nesting level, by design)."""
+    walk.nodes -= 1
+    kind = type(value)
+    if value is None or kind is bool:
+        return value
+    if kind is str:
+        return _text(value, walk)
+    if kind is int:
+        return _integer(value, walk)
+    if kind is float:
+        _charge(walk, 24)
+        return value
+    ident = id(value)
+    entered = False
+    try:
+        if isinstance(value, enum.Enum):
+            return _plain(value.value, walk, depth)
+        if isinstance(value, str):  # subclasses: their exact text, not their own methods
+            return _text(str.__str__(value), walk)
+        if isinstance(value, int):
+            return _integer(int.__int__(value), walk)
+        if isinstance(value, float):
+            _charge(walk, 24)
+            return float.__float__(value)
+        if isinstance(value, dict | list | tuple | set | frozenset):
+            if depth <= 0:
+                return _text(TOO_DEEP, walk)
+            if ident in walk.active:
+                return _text(CYCLE, walk)
+            walk.active.add(ident)
+            entered = True
+            if isinstance(value, dict):
+                mapping: dict[str, Any] = {}
+                for index, (key, item) in enumerate(value.items()):
+                    if _spent(walk):
+                        mapping["…"] = f"+{len(value) - index} more keys"
+                        break
+                    mapping[_key(key, walk)] = _plain(item, walk, depth - 1)
+                return mapping
+            items: list[Any] = []
+            for index, item in enumerate(value):
+                if _spent(walk):
+                    items.append(f"…(+{len(value) - index} more items)")
+                    break
+                items.append(_plain(item, walk, depth - 1))
+            return items
+        dump = getattr(value, "model_dump", None)
+        if callable(dump):
+            return _plain(dump(mode="json"), walk, depth)
+    except Exception:  # a hostile items(), __iter__, __len__ or model_dump: show what it is
+        pass
+    finally:
+        if entered:
+            walk.active.discard(ident)
+    return _text(safe_repr(value), walk)
+
+
+def _key(key: Any, walk: _Walk) -> str:
+    """A mapping key as a string (`str(key)`, as JSON does for numbers), never raising."""
+    if type(key) is str:
+        return _text(key, walk)
+    if isinstance(key, int) and not isinstance(key, bool):
+        shown = _integer(int.__int__(key), walk)
+        return shown if isinstance(shown, str) else str(shown)
+    try:
+        text = str.__str__(str(key))
+    except Exception:
+        text = safe_repr(key)
+    return _text(text, walk)
+
+
+def _text(text: str, walk: _Walk) -> str:
+    if walk.chars is None:
+        return text
+    keep = max(walk.chars, 0)
+    walk.chars -= len(text) + 2
+    if len(text) > keep:
+        walk.omitted += len(text) - keep
+        return text[:keep]
     return text
 
 
-def _jsonable(value: Any) -> Any:
-    """Best-effort conversion to plain JSON data, never raising."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, enum.Enum):
-        return _jsonable(value.value)
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        try:
-            return _jsonable(dump(mode="json"))
-        except Exception:  # a broken model_dump must not break a diagnostic
-            return repr(value)
-    return repr(value)
+def _integer(number: int, walk: _Walk) -> int | str:
+    bits = number.bit_length()
+    if bits > _INT_BITS:
+        return _text(f"<integer of about {int(bits * 0.30103) + 1} digits>", walk)
+    _charge(walk, bits // 3 + 1)
+    return number
+
+
+def _charge(walk: _Walk, chars: int) -> None:
+    if walk.chars is not None:
+        walk.chars -= chars
+
+
+def _spent(walk: _Walk) -> bool:
+    if walk.nodes <= 0 or (walk.chars is not None and walk.chars <= 0):
+        walk.cut_short = True
+        return True
+    return False
+
+
+def _type_name(value: Any) -> str:
+    try:
+        return str.__str__(type(value).__name__)
+    except Exception:  # pragma: no cover - a metaclass with a hostile __name__
+        return "object"
 
 
 def describe_exception(exc: BaseException) -> str:
-    """`TypeName: message`, even for an exception whose `__str__` itself raises."""
+    """`TypeName: message`, even for an exception whose `__str__` itself raises (a message
+    longer than `_EXCEPTION_CHARS` is cut)."""
     try:
-        message = str(exc)
+        message = str.__str__(str(exc))
     except Exception:
         message = "<exception message could not be printed>"
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    if len(message) > _EXCEPTION_CHARS:
+        message = message[: _EXCEPTION_CHARS - 1] + "…"
+    name = _type_name(exc)
+    return f"{name}: {message}" if message else name

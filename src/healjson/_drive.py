@@ -3,10 +3,16 @@
 The engine is a generator that yields effects — `ModelCall` (call the model) or `AwaitAll`
 (await async contracts or fallback factories) — and receives their results. All healing logic
 lives in the generator; these drivers only perform the I/O.
+
+Time limits: an effect may carry `timeout_s`. The async driver cancels what runs past it
+(`asyncio.wait_for`). The sync driver runs a time-limited model call on a worker thread and
+stops waiting at the limit: the caller gets its outcome on time, while the abandoned call
+finishes (or fails) in the background — a blocking call cannot be interrupted from outside.
 """
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
@@ -17,6 +23,7 @@ from ._contracts import AwaitAll
 
 __all__ = [
     "CallResult",
+    "DeadlineExceeded",
     "ModelCall",
     "call_async",
     "call_sync",
@@ -35,6 +42,12 @@ class ModelCall:
     number: int
     messages: tuple[Mapping[str, Any], ...]
     params: Mapping[str, Any]
+    timeout_s: float | None = None
+    """The time left before the run's deadline (None: no deadline)."""
+
+
+class DeadlineExceeded(TimeoutError):
+    """A model call or an awaited contract ran past its time limit (a `TimeoutError`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +70,7 @@ def drive_sync(flow: Flow[R], call: Callable[..., Any] | None = None) -> R:
         while True:
             effect = flow.send(sent)
             if isinstance(effect, AwaitAll):
-                sent = run_awaitables_sync(effect.awaitables)
+                sent = run_awaitables_sync(effect.awaitables, effect.timeout_s)
             elif call is None:
                 raise RuntimeError("this flow needs a model call but no callable was given")
             else:
@@ -74,7 +87,7 @@ async def drive_async(flow: Flow[R], call: Callable[..., Any] | None = None) -> 
         while True:
             effect = flow.send(sent)
             if isinstance(effect, AwaitAll):
-                sent = await _gather(effect.awaitables)
+                sent = await _gather(effect.awaitables, effect.timeout_s)
             elif call is None:
                 raise RuntimeError("this flow needs a model call but no callable was given")
             else:
@@ -87,40 +100,94 @@ async def drive_async(flow: Flow[R], call: Callable[..., Any] | None = None) -> 
 def call_sync(call: Callable[..., Any], effect: ModelCall) -> CallResult:
     """Perform one `ModelCall` (fresh copies of its messages); the value or the exception."""
     start = time.perf_counter()
+    if effect.timeout_s is not None:
+        return _call_sync_limited(call, effect, start)
     try:
-        value = call([dict(m) for m in effect.messages], **effect.params)
-        if inspect.isawaitable(value):  # the ABC caches its verdict per class
-            (value,) = run_awaitables_sync((value,))
-            if isinstance(value, BaseException):
-                raise value
+        value = _call_now(call, effect)
+    except Exception as exc:
+        return CallResult(None, exc, time.perf_counter() - start)
+    return CallResult(value, None, time.perf_counter() - start)
+
+
+def _call_now(call: Callable[..., Any], effect: ModelCall) -> Any:
+    value = call([dict(m) for m in effect.messages], **effect.params)
+    if inspect.isawaitable(value):  # the ABC caches its verdict per class
+        (value,) = run_awaitables_sync((value,))
+        if isinstance(value, BaseException):
+            raise value
+    return value
+
+
+def _call_sync_limited(call: Callable[..., Any], effect: ModelCall, start: float) -> CallResult:
+    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import TimeoutError as FutureTimeout
+
+    timeout = max(effect.timeout_s or 0.0, 0.0)
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="healjson-call")
+    context = contextvars.copy_context()  # the caller's logger and redaction scopes
+    future = pool.submit(context.run, _call_now, call, effect)
+    pool.shutdown(wait=False)
+    try:
+        value = future.result(timeout=timeout)
+    except FutureTimeout:
+        error = DeadlineExceeded(
+            f"the run's deadline passed during the model call ({timeout:.3g} s left)"
+        )
+        return CallResult(None, error, time.perf_counter() - start)
     except Exception as exc:
         return CallResult(None, exc, time.perf_counter() - start)
     return CallResult(value, None, time.perf_counter() - start)
 
 
 async def call_async(call: Callable[..., Any], effect: ModelCall) -> CallResult:
-    """`call_sync` on the running loop (awaiting what the call returns, if awaitable)."""
+    """`call_sync` on the running loop (awaiting what the call returns, if awaitable); a call
+    past `effect.timeout_s` is cancelled."""
+
     start = time.perf_counter()
     try:
         value = call([dict(m) for m in effect.messages], **effect.params)
         if inspect.isawaitable(value):
-            value = await value
+            if effect.timeout_s is None:
+                value = await value
+            else:
+                value = await _limited(
+                    value, effect.timeout_s, "the run's deadline passed during the model call"
+                )
     except Exception as exc:
         return CallResult(None, exc, time.perf_counter() - start)
     return CallResult(value, None, time.perf_counter() - start)
+
+
+async def _limited(awaitable: Awaitable[Any], timeout_s: float, what: str) -> Any:
+    import asyncio
+
+    timeout = max(timeout_s, 0.0)
+    try:
+        return await asyncio.wait_for(_await(awaitable), timeout)
+    except TimeoutError:
+        raise DeadlineExceeded(f"{what} ({timeout:.3g} s)") from None
 
 
 async def _await(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
 
 
-async def _gather(awaitables: Sequence[Awaitable[Any]]) -> list[Any]:
+async def _gather(
+    awaitables: Sequence[Awaitable[Any]], timeout_s: float | None = None
+) -> list[Any]:
     import asyncio
 
-    return list(await asyncio.gather(*(_await(a) for a in awaitables), return_exceptions=True))
+    def one(awaitable: Awaitable[Any]) -> Awaitable[Any]:
+        if timeout_s is None:
+            return _await(awaitable)
+        return _limited(awaitable, timeout_s, "did not finish in time, limit")
+
+    return list(await asyncio.gather(*(one(a) for a in awaitables), return_exceptions=True))
 
 
-def run_awaitables_sync(awaitables: Sequence[Awaitable[Any]]) -> list[Any]:
+def run_awaitables_sync(
+    awaitables: Sequence[Awaitable[Any]], timeout_s: float | None = None
+) -> list[Any]:
     """Await from sync code: on a fresh loop, or on a worker thread when a loop is running."""
     import asyncio  # lazily: only async contracts and fallbacks need an event loop here
     from concurrent.futures import ThreadPoolExecutor
@@ -128,6 +195,6 @@ def run_awaitables_sync(awaitables: Sequence[Awaitable[Any]]) -> list[Any]:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(_gather(awaitables))
+        return asyncio.run(_gather(awaitables, timeout_s))
     with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, _gather(awaitables)).result()
+        return pool.submit(asyncio.run, _gather(awaitables, timeout_s)).result()

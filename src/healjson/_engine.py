@@ -8,6 +8,7 @@ sync and async drivers in `_drive` perform its effects.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,12 +16,13 @@ from typing import Any
 from . import _events
 from ._check import Evaluation, Verdict, evaluate
 from ._contracts import AwaitAll, Contract, ContractContext
+from ._core.parse import ParseResult
+from ._core.sentinels import NOTHING
 from ._diagnostic import ROOT, Diagnostic, Source, describe_exception, format_path
-from ._drive import CallResult, ModelCall
-from ._lenient import NOTHING
+from ._drive import CallResult, DeadlineExceeded, ModelCall
 from ._outcome import Attempt, Degraded, Healed, Outcome, Reason
-from ._parse import recover
 from ._policy import HealPolicy
+from ._redact import redact_params, redact_text
 from ._repair import MAX_HISTORY_LINES, RepairPrompt, Strategy, history_line, strategy_for
 from ._reply import Reply, Usage, exception_kind, to_reply
 from ._target import Target
@@ -52,6 +54,18 @@ class _Run:
     history: list[str] = field(default_factory=list)
     first_data: Any = NOTHING
     partial: Any = None
+    started: float = field(default_factory=time.monotonic)
+
+    def time_left(self) -> float | None:
+        """Seconds before the policy's deadline (None: no deadline)."""
+        deadline = self.spec.policy.deadline_s
+        return None if deadline is None else deadline - (time.monotonic() - self.started)
+
+    def contract_limit(self) -> float | None:
+        """How long user code (async contracts, fallback factories) may run now."""
+        limits = [self.spec.policy.contract_timeout_s, self.time_left()]
+        known = [limit for limit in limits if limit is not None]
+        return max(min(known), 0.0) if known else None
 
 
 def heal_flow(
@@ -60,10 +74,15 @@ def heal_flow(
     params: Mapping[str, Any],
     ctx: ContractContext,
     first: CallResult | None = None,
+    *,
+    started: float | None = None,
 ) -> Generator[ModelCall | AwaitAll, Any, Outcome[Any]]:
     """The whole L1-L4 loop for one request. `first`: the first call's result, when the caller
-    made that call already (see `clean_first_reply`)."""
+    made that call already (see `clean_first_reply`); `started`: when the run began (the
+    `time.monotonic()` of that first call), for the deadline."""
     run = _Run(spec, messages)
+    if started is not None:
+        run.started = started
     policy = spec.policy
     call_params = dict(params)
     prompt: RepairPrompt | None = None
@@ -78,15 +97,18 @@ def heal_flow(
             projected = run.usage.total_tokens + _estimate(sent)
             if projected > policy.token_budget:
                 return (yield from _degrade(run, Reason.BUDGET_EXCEEDED, [_budget(projected)]))
+        left = run.time_left()
+        if left is not None and left <= 0 and not (number == 1 and first is not None):
+            return (yield from _degrade(run, Reason.TIMEOUT, [_deadline(policy)]))
         if number == 1 and first is not None:
             result: CallResult = first
         else:
-            result = yield ModelCall(number, sent, this_params)
+            result = yield ModelCall(number, sent, this_params, left)
         base: dict[str, Any] = {
             "number": number,
             "strategy": prompt.strategy if prompt else Strategy.INITIAL,
             "messages": sent,
-            "params": this_params,
+            "params": redact_params(this_params),  # stored redacted; the call got the real ones
             "prompt": prompt,
             "latency_s": result.elapsed_s,
         }
@@ -96,10 +118,12 @@ def heal_flow(
             reply = to_reply(result.value)
         except TypeError as exc:
             return (yield from _call_failed(run, base, exc))
-        usage = reply.usage or _estimated_usage(sent, reply.content)
+        raw = _raw_text(reply)
+        usage = reply.usage or _estimated_usage(sent, raw)
         run.usage = run.usage + usage
         base.update(
-            raw_text=reply.content,
+            raw_text=raw,
+            tool_calls=reply.tool_calls,
             finish_reason=reply.finish_reason,
             usage=usage,
             model=reply.model or this_params.get("model"),
@@ -109,24 +133,31 @@ def heal_flow(
             reason, diagnostic = stop
             run.attempts.append(Attempt(**base, diagnostics=(diagnostic,)))
             _events.attempt(run.attempts[-1])
-            return (yield from _degrade(run, reason, [diagnostic], reply.content))
+            return (yield from _degrade(run, reason, [diagnostic], raw))
         if reply.refusal:
             evaluation = _refusal_evaluation(reply)
         else:
-            evaluation = yield from evaluate(
-                spec.target, spec.contracts, reply.content, reply.finish_reason, ctx
+            checks = evaluate(
+                spec.target,
+                spec.contracts,
+                reply,
+                ctx,
+                on_ambiguity=policy.on_ambiguity,
+                caller_tools="tools" in this_params,
             )
+            evaluation = yield from _time_limited(checks, run.contract_limit())
         attempt = Attempt(
             **base,
             flags=evaluation.parse.flags,
             diagnostics=evaluation.diagnostics,
             ok=evaluation.ok,
+            reasoning=_reasoning(reply.reasoning, evaluation.parse.reasoning),
         )
         run.attempts.append(attempt)
         _events.attempt(attempt)
         if evaluation.ok:
-            return _healed(run, evaluation, reply.content or "")
-        _remember(run, evaluation, reply.content)
+            return _healed(run, evaluation, raw or "")
+        _remember(run, evaluation)
         if evaluation.verdict is Verdict.CONTRACT_ERROR:
             # a contract that raises is a bug in code: another model call cannot fix it
             return (yield from _degrade(run, Reason.CONTRACT_ERROR, evaluation.diagnostics))
@@ -135,7 +166,7 @@ def heal_flow(
         strategy = strategy_for(evaluation.diagnostics)
         if strategy is Strategy.TRUNCATION and policy.on_truncation in ("raise_max_tokens", "both"):
             call_params = _more_tokens(call_params, usage, policy)
-        prompt = _next_prompt(run, strategy, number, reply.content, evaluation)
+        prompt = _next_prompt(run, strategy, number, evaluation.answer, evaluation)
         if number < policy.max_attempts:
             _events.repair_request(number + 1, prompt)
         if policy.history == "compact":
@@ -163,12 +194,14 @@ def clean_first_reply(
     content = reply.content
     if reply.refusal or reply.finish_reason in ("content_filter", "length") or not content:
         return None
+    if reply.tool_calls:  # which text is the answer is the loop's decision
+        return None
     try:
         instance = spec.target.validate_json(content, strict=True)
     except Exception:  # ValidationError, or text pydantic-core cannot read: the loop decides
         return None
     usage = reply.usage or _estimated_usage(messages, content)
-    params = dict(params)
+    params = redact_params(params)
     attempt = Attempt(
         number=1,
         strategy=Strategy.INITIAL,
@@ -181,6 +214,7 @@ def clean_first_reply(
         usage=usage,
         model=reply.model or params.get("model"),
         ok=True,
+        reasoning=reply.reasoning,
     )
     _events.attempt(attempt)
     outcome: Healed[Any] = Healed(
@@ -237,8 +271,6 @@ def _refusal_diagnostic(refusal: str) -> Diagnostic:
 
 
 def _refusal_evaluation(reply: Reply) -> Evaluation:
-    from ._parse import ParseResult
-
     diagnostic = _refusal_diagnostic(reply.refusal or "")
     return Evaluation(Verdict.REFUSAL, ParseResult(error=diagnostic), (diagnostic,))
 
@@ -248,7 +280,7 @@ def _call_failed(
 ) -> Generator[AwaitAll, Any, Outcome[Any]]:
     kind = exception_kind(exc)
     reason = Reason(kind)
-    message = describe_exception(exc)
+    message = redact_text(describe_exception(exc))  # an error body may echo a credential
     diagnostic = Diagnostic(
         ROOT,
         message,
@@ -257,17 +289,30 @@ def _call_failed(
         "(the client's own retry policy does).",
         Source.API,
     )
+    if isinstance(exc, DeadlineExceeded):
+        diagnostic = _deadline(run.spec.policy, message)
     attempt = Attempt(**base, diagnostics=(diagnostic,), error=message)
     run.attempts.append(attempt)
     _events.attempt(attempt)
     return (yield from _degrade(run, reason, [diagnostic]))
 
 
-def _remember(run: _Run, evaluation: Evaluation, raw: str | None) -> None:
-    """Keep the best-effort data of a failed attempt (for `partial` and change tracking)."""
+def _raw_text(reply: Reply) -> str | None:
+    """What the attempt records as the model's output: the content, or — when the reply is
+    only tool calls — the first call's arguments (every call is kept in `Attempt.tool_calls`)."""
+    if reply.content or not reply.tool_calls:
+        return reply.content
+    return reply.tool_calls[0].arguments
+
+
+def _reasoning(*parts: str | None) -> str | None:
+    return "\n\n".join(part for part in parts if part) or None
+
+
+def _remember(run: _Run, evaluation: Evaluation) -> None:
+    """Keep the best-effort data of a failed attempt (for `partial` and change tracking); L1's
+    result decodes it lazily, so nothing is parsed twice."""
     data = evaluation.data
-    if data is NOTHING and evaluation.verdict in (Verdict.CONTRACT, Verdict.CONTRACT_ERROR):
-        data = recover(raw, None, want_value=True).result.value  # fast path skipped building it
     if data is NOTHING or data is None:
         return
     run.partial = data
@@ -292,8 +337,6 @@ def _healed(run: _Run, evaluation: Evaluation, raw: str) -> Outcome[Any]:
     changed: tuple[str, ...] = ()
     if len(run.attempts) > 1 and run.first_data is not NOTHING:
         final = evaluation.data
-        if final is NOTHING:
-            final = recover(raw, None, want_value=True).result.value
         changed = tuple(_diff(run.first_data, final, ()))[:_MAX_CHANGED_PATHS]
     outcome: Healed[Any] = Healed(
         value=evaluation.instance,
@@ -316,7 +359,8 @@ def _degrade(
     errors = list(errors)
     fallback = run.spec.fallback
     if callable(fallback) and not isinstance(fallback, type):
-        fallback, failure = yield from _call_fallback(fallback, raw, errors)
+        limit = run.spec.policy.contract_timeout_s
+        fallback, failure = yield from _call_fallback(fallback, raw, errors, limit)
         if failure is not None:
             errors.append(failure)
     outcome: Degraded[Any] = Degraded(
@@ -334,12 +378,12 @@ def _degrade(
 
 
 def _call_fallback(
-    factory: Callable[..., Any], raw: str | None, errors: list[Diagnostic]
+    factory: Callable[..., Any], raw: str | None, errors: list[Diagnostic], limit: float | None
 ) -> Generator[AwaitAll, Any, tuple[Any, Diagnostic | None]]:
     try:
         value = factory(raw, tuple(errors))
         if hasattr(value, "__await__"):
-            (value,) = yield AwaitAll((value,))
+            (value,) = yield AwaitAll((value,), limit)
             if isinstance(value, Exception):
                 raise value
     except Exception as exc:
@@ -365,6 +409,32 @@ def _more_tokens(params: dict[str, Any], usage: Usage, policy: HealPolicy) -> di
     if policy.max_tokens_cap is not None:
         grown = min(grown, policy.max_tokens_cap)
     return {**params, key: max(grown, current)}
+
+
+def _time_limited(
+    flow: Generator[AwaitAll, Any, Evaluation], limit: float | None
+) -> Generator[AwaitAll, Any, Evaluation]:
+    """`flow` with every awaited effect limited to `limit` seconds (user code: contracts)."""
+    if limit is None:
+        return (yield from flow)
+    sent: Any = None
+    try:
+        while True:
+            effect = flow.send(sent)
+            sent = yield AwaitAll(effect.awaitables, limit)
+    except StopIteration as stop:
+        result: Evaluation = stop.value
+        return result
+
+
+def _deadline(policy: HealPolicy, detail: str | None = None) -> Diagnostic:
+    return Diagnostic(
+        ROOT,
+        detail or f"deadline_s={policy.deadline_s}",
+        f"the run must finish within {policy.deadline_s} s (HealPolicy.deadline_s)",
+        "Raise HealPolicy.deadline_s, or ask for a shorter answer; the model was too slow.",
+        Source.BUDGET,
+    )
 
 
 def _budget(projected: int) -> Diagnostic:

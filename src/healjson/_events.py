@@ -2,8 +2,9 @@
 
 Quiet by default: nothing is emitted until the application either binds a logger with
 `healjson.set_logger(...)` or configures structlog globally (then the `healjson` structlog logger
-is used). Fields are flat. Credentials never appear: call parameters are not logged at all, and
-model output / prompt text is included only with `include_content=True`.
+is used). Fields are flat. Credentials never appear: call parameters are not logged at all, model
+output / prompt text is included only with `include_content=True`, and every field passes
+through the redactor (`_redact`: known secret values, credential-named fields, `Bearer` tokens).
 
 Events: `healjson.attempt`, `healjson.local_repair`, `healjson.diagnostic`,
 `healjson.repair_request`, `healjson.healed`, `healjson.degraded`.
@@ -11,13 +12,16 @@ Events: `healjson.attempt`, `healjson.local_repair`, `healjson.diagnostic`,
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import Iterator
+import threading
+import weakref
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ._diagnostic import short_repr
+from ._redact import redact_data
 
 if TYPE_CHECKING:
     from ._outcome import Attempt, Degraded, Healed
@@ -34,18 +38,47 @@ class _Settings:
     include_content: bool = False
 
 
-class _Current:
-    """Holds the active settings (one mutable slot instead of a module global)."""
+class _Default:
+    """The process-wide settings (one mutable slot instead of a module global)."""
 
     settings = _Settings()
 
 
-@contextlib.contextmanager
-def _restore(previous: _Settings) -> Iterator[None]:
-    try:
-        yield
-    finally:
-        _Current.settings = previous
+# The settings of the innermost `with set_logger(...)` block of this thread or task, if any.
+_SCOPED: ContextVar[_Settings | None] = ContextVar("healjson_logger", default=None)
+_LOCK = threading.Lock()
+# `set_logger` results not yet entered as a block: each may still have to undo its default
+_PENDING: weakref.WeakSet[_LoggerSetting] = weakref.WeakSet()
+
+
+class _LoggerSetting:
+    """What `set_logger` returns: a process-wide change that turns into a scope when entered."""
+
+    __slots__ = ("__weakref__", "_previous", "_settings", "_tokens")
+
+    def __init__(self, settings: _Settings, previous: _Settings) -> None:
+        self._settings = settings
+        self._previous = previous
+        self._tokens: list[Token[_Settings | None]] = []
+
+    def __enter__(self) -> None:
+        with _LOCK:
+            if self in _PENDING:  # undo the process-wide change: a block scopes it instead
+                _PENDING.discard(self)
+                if _Default.settings is self._settings:
+                    _Default.settings = self._previous
+                for later in _PENDING:  # a later call took ours as its previous: skip ours
+                    if later._previous is self._settings:
+                        later._previous = self._previous
+        self._tokens.append(_SCOPED.set(self._settings))
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        _SCOPED.reset(self._tokens.pop())
 
 
 def set_logger(logger: Any = None, *, include_content: bool = False) -> Any:
@@ -53,16 +86,33 @@ def set_logger(logger: Any = None, *, include_content: bool = False) -> Any:
     `None` goes back to the default (structlog's `healjson` logger, only when structlog is
     configured). `include_content=True` adds raw model output and rendered repair prompts.
 
-    Returns a context manager that restores the previous settings on exit, so
-    `with healjson.set_logger(log): ...` scopes the change; calling it without `with` keeps it.
+    Two uses, with precise semantics:
+
+    * `healjson.set_logger(log)` as a statement changes the process-wide default: every thread
+      and task that is not inside a block below uses it from now on.
+    * `with healjson.set_logger(log): ...` changes nothing process-wide: the settings apply to
+      the code inside the block, in this thread or asyncio task only (a `contextvars` scope), and
+      on exit exactly the previous settings of that thread or task are back. Overlapping blocks
+      in concurrent threads or tasks each see only their own logger. Tasks created inside a
+      block inherit it (asyncio copies the context, as does `asyncio.to_thread`); a plain
+      `threading.Thread` started inside it does not (Python starts a thread with an empty
+      context) unless its target runs through `contextvars.copy_context().run`.
+
+    Inside a block, the block wins: a statement call there changes the process-wide default for
+    everyone else but not the block. (Technically the call changes the default first and entering
+    the block undoes that change, so another thread may see the block's logger during that one
+    instant; nothing is left behind, however blocks and calls interleave.)
     """
-    previous = _Current.settings
-    _Current.settings = _Settings(logger, include_content)
-    return _restore(previous)
+    settings = _Settings(logger, include_content)
+    with _LOCK:
+        change = _LoggerSetting(settings, _Default.settings)
+        _Default.settings = settings
+        _PENDING.add(change)
+    return change
 
 
-def _emit(event: str, **fields: Any) -> None:
-    logger = _Current.settings.logger
+def _emit(settings: _Settings, event: str, **fields: Any) -> None:
+    logger = settings.logger
     if logger is None:
         import structlog
 
@@ -70,17 +120,27 @@ def _emit(event: str, **fields: Any) -> None:
             return
         logger = structlog.get_logger(LOGGER_NAME)
     try:
-        logger.info(event, **fields)
+        logger.info(event, **redact_data(fields))
     except Exception:  # a broken log sink must never break the healing run
         return
 
 
+def _active() -> _Settings | None:
+    """The settings to emit with, or None when nothing would receive the events."""
+    settings = _SCOPED.get() or _Default.settings
+    if settings.logger is None and not _structlog_ready():
+        return None
+    return settings
+
+
 def attempt(record: Attempt) -> None:
     """One model call, its local repairs and its diagnostics."""
-    if _Current.settings.logger is None and not _structlog_ready():
+    settings = _active()
+    if settings is None:
         return
-    content = {"raw_text": record.raw_text} if _Current.settings.include_content else {}
+    content = {"raw_text": record.raw_text} if settings.include_content else {}
     _emit(
+        settings,
         "healjson.attempt",
         attempt=record.number,
         strategy=str(record.strategy),
@@ -98,14 +158,12 @@ def attempt(record: Attempt) -> None:
         **content,
     )
     if record.flags:
-        _emit("healjson.local_repair", attempt=record.number, flags=[str(f) for f in record.flags])
+        flags = [str(f) for f in record.flags]
+        _emit(settings, "healjson.local_repair", attempt=record.number, flags=flags)
     for diagnostic in record.diagnostics:
-        value = (
-            {"value": short_repr(diagnostic.value, 200)}
-            if _Current.settings.include_content
-            else {}
-        )
+        value = {"value": short_repr(diagnostic.value, 200)} if settings.include_content else {}
         _emit(
+            settings,
             "healjson.diagnostic",
             attempt=record.number,
             path=diagnostic.path,
@@ -119,11 +177,13 @@ def attempt(record: Attempt) -> None:
 
 def repair_request(number: int, prompt: RepairPrompt) -> None:
     """The request healjson is about to send to repair attempt `number - 1`."""
-    if _Current.settings.logger is None and not _structlog_ready():
+    settings = _active()
+    if settings is None:
         return
     rendered = prompt.render()
-    content = {"prompt": rendered} if _Current.settings.include_content else {}
+    content = {"prompt": rendered} if settings.include_content else {}
     _emit(
+        settings,
         "healjson.repair_request",
         attempt=number,
         strategy=str(prompt.strategy),
@@ -139,9 +199,11 @@ def repair_request(number: int, prompt: RepairPrompt) -> None:
 
 def healed(outcome: Healed[Any]) -> None:
     """A run that produced a valid value."""
-    if _Current.settings.logger is None and not _structlog_ready():
+    settings = _active()
+    if settings is None:
         return
     _emit(
+        settings,
         "healjson.healed",
         calls=outcome.calls,
         max_attempts=outcome.max_attempts,
@@ -155,9 +217,11 @@ def healed(outcome: Healed[Any]) -> None:
 
 def degraded(outcome: Degraded[Any]) -> None:
     """A run that ended in a degradation."""
-    if _Current.settings.logger is None and not _structlog_ready():
+    settings = _active()
+    if settings is None:
         return
     _emit(
+        settings,
         "healjson.degraded",
         reason=str(outcome.reason),
         calls=outcome.calls,

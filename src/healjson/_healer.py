@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar, overload
 
@@ -87,12 +88,14 @@ class Healer(Generic[T]):
         """Call the model through `call` and heal its answer (blocking)."""
         original = normalise_messages(messages)
         first = None
+        started = time.monotonic()
         if not self.contracts:  # the happy path skips the loop (same outcome, less work)
-            first = call_sync(call, ModelCall(1, original, params))
+            first = call_sync(call, ModelCall(1, original, params, self.policy.deadline_s))
             healed = clean_first_reply(self._spec, original, params, first)
             if healed is not None:
                 return healed
-        flow = heal_flow(self._spec, original, params, make_context(context, original), first)
+        context_ = make_context(context, original)
+        flow = heal_flow(self._spec, original, params, context_, first, started=started)
         return drive_sync(flow, call)
 
     async def arun(
@@ -106,13 +109,26 @@ class Healer(Generic[T]):
         """Like `run`, awaiting `call` (and any async contracts) on the running loop."""
         original = normalise_messages(messages)
         first = None
+        started = time.monotonic()
         if not self.contracts:
-            first = await call_async(call, ModelCall(1, original, params))
+            first = await call_async(call, ModelCall(1, original, params, self.policy.deadline_s))
             healed = clean_first_reply(self._spec, original, params, first)
             if healed is not None:
                 return healed
-        flow = heal_flow(self._spec, original, params, make_context(context, original), first)
+        context_ = make_context(context, original)
+        flow = heal_flow(self._spec, original, params, context_, first, started=started)
         return await drive_async(flow, call)
+
+    def _with_fallback(self, fallback: Any) -> Healer[T]:
+        """A copy that differs only in its fallback: it shares the target, contracts, policy,
+        examples and golden example, so it costs no synthesis and no contract checks."""
+        import dataclasses
+
+        twin = object.__new__(type(self))  # a shallow copy, without copy.copy's generic path
+        twin.__dict__.update(self.__dict__)
+        twin.fallback = fallback
+        twin._spec = dataclasses.replace(self._spec, fallback=fallback)
+        return twin
 
     def __repr__(self) -> str:
         return (

@@ -16,7 +16,7 @@ from typing import Any, Generic, Literal, TypeAlias, TypeVar
 from ._diagnostic import Diagnostic
 from ._flags import Flag
 from ._repair import RepairPrompt, Strategy
-from ._reply import Usage
+from ._reply import ToolCall, Usage
 
 __all__ = ["Attempt", "Degraded", "DegradedError", "Healed", "Outcome", "Reason"]
 
@@ -41,7 +41,12 @@ class Reason(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Attempt:
-    """One model call and what healjson made of it."""
+    """One model call and what healjson made of it.
+
+    `raw_text` is the reply as received (a tool call's arguments when the reply was only tool
+    calls; every call is in `tool_calls`); `reasoning` is the model's reasoning, set aside and
+    never read as the answer (the provider's reasoning field and any inline `<think>` blocks).
+    """
 
     number: int
     strategy: Strategy
@@ -57,6 +62,8 @@ class Attempt:
     error: str | None = None
     prompt: RepairPrompt | None = None
     ok: bool = False
+    reasoning: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ __all__ = ["HealPolicy"]
 TruncationMode = Literal["compress", "raise_max_tokens", "both", "degrade"]
 RefusalMode = Literal["degrade", "retry"]
 HistoryMode = Literal["compact", "none"]
+AmbiguityMode = Literal["reask", "first", "last"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +30,17 @@ class HealPolicy:
       the model oscillating between two wrong answers); `none` leaves it out.
     - `example_from_repair`: from which repair round on the golden example and the JSON schema
       are included (1 = every repair; the default 2 keeps the first repair short).
+    - `on_ambiguity`: what a reply holding several *different* valid answers (an example, then
+      the answer; a self-correction; two objects) gets. `reask` (the default) takes none of
+      them and asks for exactly one; `last` or `first` takes that one (flag `ambiguous_choice`).
+      Identical repeats are one answer under every mode.
+    - `deadline_s`: wall-clock seconds for the whole run, every call and contract included.
+      No call starts after it; a call still running at it is cancelled (async) or abandoned
+      (sync: its worker thread finishes in the background); the run degrades with `timeout`.
+      It bounds a provider that trickles its reply, which per-read SDK timeouts do not.
+    - `contract_timeout_s`: seconds an async contract (or an async fallback factory) may run
+      before it is cancelled and counted as a `contract_error`; a sync contract that returns
+      later than this is a `contract_error` too (it cannot be interrupted while it runs).
     """
 
     max_attempts: int = 3
@@ -40,6 +52,9 @@ class HealPolicy:
     escalate_model: str | None = None
     history: HistoryMode = "compact"
     example_from_repair: int = 2
+    on_ambiguity: AmbiguityMode = "reask"
+    deadline_s: float | None = None
+    contract_timeout_s: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_attempts, int) or self.max_attempts < 1:
@@ -68,6 +83,15 @@ class HealPolicy:
             raise ValueError(
                 f"HealPolicy.max_tokens_growth must be >= 1, got {self.max_tokens_growth!r}"
             )
+        if self.on_ambiguity not in ("reask", "first", "last"):
+            raise ValueError(
+                "HealPolicy.on_ambiguity must be 'reask', 'first' or 'last', "
+                f"got {self.on_ambiguity!r}"
+            )
+        for name in ("deadline_s", "contract_timeout_s"):
+            limit = getattr(self, name)
+            if limit is not None and not (isinstance(limit, int | float) and limit > 0):
+                raise ValueError(f"HealPolicy.{name} must be a number of seconds > 0 or None")
         if self.example_from_repair < 1:
             raise ValueError(
                 f"HealPolicy.example_from_repair must be >= 1, got {self.example_from_repair!r}"

@@ -2,9 +2,29 @@
 
 The same `RepairPrompt` builds the messages sent to the model and appears in the trace, so what
 the logs show is what the model saw. A repair carries the original messages, the last raw output
-verbatim (as the assistant turn) and that output's diagnostics, plus one short line per earlier
-attempt (at most `MAX_HISTORY_LINES`, each capped) — never every failed attempt verbatim — so its
-size is bounded however many attempts a policy allows.
+(as the assistant turn) and that output's diagnostics, plus one short line per earlier attempt
+(at most `MAX_HISTORY_LINES`, each capped) — never every failed attempt verbatim.
+
+Every part that depends on the answer or on user code is capped, so a repair request is at most
+`MAX_REPAIR_EXTRA_CHARS` (72,000) characters of message content longer than the original
+messages, however large or hostile the answer:
+
+- the answer quoted back is sent verbatim up to `MAX_ANSWER_CHARS` (16,000) characters; a longer
+  one keeps its first and last 8,000 characters around a marker that says how many were left
+  out. An answer that ends in a repetition loop (the same passage of up to 4,000 characters at
+  least 8 times, 2,000 characters or more in all — found in linear time from the answer's tail
+  period) is sent up to the first copy of that passage, then one line: "the same N-character
+  passage repeated K times";
+- at most `MAX_DIAGNOSTICS` (20) diagnostics, in at most `MAX_DIAGNOSTICS_CHARS` (12,000)
+  characters, each of its parts cut (path 200, value 300, constraint 400, prescription 800
+  characters, 6 other involved fields of 80 + 120);
+- the history: the last `MAX_HISTORY_LINES` (4) lines of at most 200 characters;
+- the golden example only when it is at most `MAX_EXAMPLE_CHARS` (8,000) characters and the JSON
+  schema only when it is at most `MAX_SCHEMA_CHARS` (32,000) characters (a cut example or schema
+  would mislead; a larger one is left out);
+- the fixed wording, under 2,000 characters.
+
+Ordinary answers (a few KB) are quoted back untouched.
 """
 
 from __future__ import annotations
@@ -12,16 +32,45 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from ._diagnostic import Diagnostic, Source, short_repr
 
-__all__ = ["RepairPrompt", "Strategy", "history_line", "normalise_messages", "strategy_for"]
+__all__ = [
+    "MAX_ANSWER_CHARS",
+    "MAX_REPAIR_EXTRA_CHARS",
+    "RepairPrompt",
+    "Strategy",
+    "history_line",
+    "normalise_messages",
+    "quote_answer",
+    "strategy_for",
+]
 
+MAX_REPAIR_EXTRA_CHARS: Final = 72_000
+"""Characters of message content a repair request adds to the original messages, at most."""
+MAX_ANSWER_CHARS: Final = 16_000
+"""The raw answer quoted back in the assistant turn is cut (head and tail kept) beyond this."""
+MAX_HISTORY_LINES: Final = 4
+MAX_DIAGNOSTICS: Final = 20  # keeps a repair prompt bounded when every item of a long list is wrong
+MAX_DIAGNOSTICS_CHARS: Final = 12_000
+MAX_EXAMPLE_CHARS: Final = 8_000
+"""A golden example longer than this is not used (`_example` does not even build one)."""
+MAX_SCHEMA_CHARS: Final = 32_000
 _HISTORY_LINE_CHARS = 200
+_HISTORY_DIAGNOSTICS = 5  # a history line describes at most this many diagnostics
+_PATH_CHARS = 200
 _VALUE_CHARS = 300
-MAX_HISTORY_LINES = 4
-MAX_DIAGNOSTICS = 20  # keeps a repair prompt bounded when every item of a long list is wrong
+_CONSTRAINT_CHARS = 400
+_PRESCRIPTION_CHARS = 800
+_INVOLVED = 6
+_NAME_CHARS = 80
+_INVOLVED_VALUE_CHARS = 120
+_LOOP_MIN_REPEATS = 8
+_LOOP_MIN_CHARS = 2_000
+_LOOP_MAX_PERIOD = 4_000
+_LOOP_PROBE = 16  # characters of the tail searched for earlier copies
+_LOOP_CANDIDATES = 16  # earlier copies of the probe tried as the period
 
 
 class Strategy(enum.StrEnum):
@@ -69,7 +118,11 @@ class RepairPrompt:
                 "Include every field."
             )
         elif self.strategy is Strategy.SYNTAX:
-            problem = self.diagnostics[0].constraint if self.diagnostics else "is not valid JSON"
+            problem = (
+                _clip(self.diagnostics[0].constraint, _CONSTRAINT_CHARS)
+                if self.diagnostics
+                else "is not valid JSON"
+            )
             lines.append(f"Your previous answer could not be read as JSON: it {problem}.")
             lines.append(
                 "Reply with only the JSON value: no prose, no code fences, double-quoted keys "
@@ -80,21 +133,27 @@ class RepairPrompt:
             lines.append(
                 f"Your previous answer (above) failed {count} check{'s' if count != 1 else ''}:"
             )
-            shown = self.diagnostics[:MAX_DIAGNOSTICS]
-            for number, diagnostic in enumerate(shown, 1):
-                lines.extend(_render_diagnostic(number, diagnostic))
-            if count > len(shown):
-                lines.append(f"... and {count - len(shown)} more problems of the same kinds.")
-        if self.history:
+            shown, used = 0, 0
+            for diagnostic in self.diagnostics[:MAX_DIAGNOSTICS]:
+                block = _render_diagnostic(shown + 1, diagnostic)
+                size = sum(len(line) + 1 for line in block)
+                if shown and used + size > MAX_DIAGNOSTICS_CHARS:
+                    break
+                lines.extend(block)
+                shown, used = shown + 1, used + size
+            if count > shown:
+                lines.append(f"... and {count - shown} more problems of the same kinds.")
+        history = self.history[-MAX_HISTORY_LINES:]
+        if history:
             lines.append("")
             lines.append("Earlier attempts failed like this; do not repeat them:")
-            lines.extend(f"- {line}" for line in self.history)
-        if self.example is not None:
+            lines.extend(f"- {_clip(line, _HISTORY_LINE_CHARS)}" for line in history)
+        if self.example is not None and len(self.example) <= MAX_EXAMPLE_CHARS:
             lines.append("")
             lines.append(
                 f"Example of a valid answer (shape only; use your own values): {self.example}"
             )
-        if self.schema is not None:
+        if self.schema is not None and len(self.schema) <= MAX_SCHEMA_CHARS:
             lines.append("")
             lines.append(f"JSON schema of the answer: {self.schema}")
         if self.strategy is Strategy.REPAIR:
@@ -107,28 +166,117 @@ class RepairPrompt:
         return "\n".join(lines)
 
     def messages(self, original: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """The full request: original messages, then the raw output and this prompt."""
+        """The full request: original messages, then the raw output (quoted back within
+        `MAX_ANSWER_CHARS`, see `quote_answer`) and this prompt."""
         out = [dict(message) for message in original]
         if self.strategy in (Strategy.EMPTY_RETRY, Strategy.RESEND):
             return out
-        out.append({"role": "assistant", "content": self.raw_output or ""})
+        out.append({"role": "assistant", "content": quote_answer(self.raw_output or "")})
         out.append({"role": "user", "content": self.render()})
         return out
 
 
+def quote_answer(text: str) -> str:
+    """The answer as the repair's assistant turn: unchanged up to `MAX_ANSWER_CHARS`; a longer
+    one keeps its head and tail around a marker counting what was left out; one that ends in a
+    repetition loop is sent up to the loop's first passage plus a line summarising the repeats."""
+    loop = _tail_loop(text)
+    if loop is None:
+        return _elide(text, MAX_ANSWER_CHARS)
+    start, period = loop
+    length = len(text) - start
+    return (
+        _elide(text[: start + period], MAX_ANSWER_CHARS)
+        + f"\n[… from here the same {period}-character passage repeated {length // period} "
+        f"times ({length} characters in all); the repeats are left out …]"
+    )
+
+
+def _elide(text: str, cap: int) -> str:
+    """`text` if it fits in `cap` characters, else its first and last halves of `cap` around a
+    marker that says how many characters were left out."""
+    if len(text) <= cap:
+        return text
+    head = cap // 2
+    tail = cap - head
+    omitted = len(text) - head - tail
+    return f"{text[:head]}\n[… {omitted} characters left out …]\n{text[len(text) - tail :]}"
+
+
+def _tail_loop(text: str) -> tuple[int, int] | None:
+    """`(start, period)` when `text[start:]` is one passage of `period` characters repeated at
+    least `_LOOP_MIN_REPEATS` times over at least `_LOOP_MIN_CHARS` characters; else None.
+
+    Linear time, in C-level string operations: candidate periods are the distances back to
+    earlier copies of the last `_LOOP_PROBE` characters (nearest first, within
+    `_LOOP_MAX_PERIOD`); for each, the periodic tail is grown by doubling and then narrowed by
+    halving, comparing only the newly covered part each time.
+    """
+    n = len(text)
+    if n < _LOOP_MIN_CHARS:
+        return None
+    probe = text[n - _LOOP_PROBE :]
+    low = max(0, n - _LOOP_PROBE - _LOOP_MAX_PERIOD)
+    end = n - 1
+    for _ in range(_LOOP_CANDIDATES):
+        found = text.rfind(probe, low, end)
+        if found < 0:
+            return None
+        period = n - _LOOP_PROBE - found
+        covered = _periodic_tail(text, period)
+        if covered >= _LOOP_MIN_CHARS and covered >= _LOOP_MIN_REPEATS * period:
+            return n - covered, period
+        end = found + _LOOP_PROBE - 1
+    return None
+
+
+def _periodic_tail(text: str, period: int) -> int:
+    """The length of the longest suffix of `text` that has period `period`."""
+    n = len(text)
+
+    def extends(good: int, longer: int) -> bool:  # text[n-good:] is periodic; is text[n-longer:]?
+        return text[n - longer : n - good] == text[n - longer + period : n - good + period]
+
+    if n <= period:  # any string of at most `period` characters has that period
+        return n
+    good, longer = period, 2 * period
+    while longer <= n and extends(good, longer):
+        good, longer = longer, 2 * longer
+    longer = min(longer, n + 1)
+    while longer - good > 1:
+        middle = (good + longer) // 2
+        if extends(good, middle):
+            good = middle
+        else:
+            longer = middle
+    return good
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _render_diagnostic(number: int, diagnostic: Diagnostic) -> list[str]:
     shown = "<missing>" if diagnostic.is_missing else short_repr(diagnostic.value, _VALUE_CHARS)
-    lines = [f"{number}. `{diagnostic.path}` = {shown}", f"   rule: {diagnostic.constraint}"]
+    path = _clip(diagnostic.path, _PATH_CHARS)
+    lines = [
+        f"{number}. `{path}` = {shown}",
+        f"   rule: {_clip(diagnostic.constraint, _CONSTRAINT_CHARS)}",
+    ]
     values = diagnostic.extra.get("values") if diagnostic.source is Source.CONTRACT else None
     if isinstance(values, Mapping):
-        others = [
-            f"`{name}` = {short_repr(value, 120)}"
-            for name, value in values.items()
-            if name != diagnostic.path
-        ]
+        others: list[str] = []
+        for name, value in values.items():
+            if name == diagnostic.path or not isinstance(name, str):
+                continue
+            if len(others) == _INVOLVED:
+                others.append("…")
+                break
+            shown_value = short_repr(value, _INVOLVED_VALUE_CHARS)
+            others.append(f"`{_clip(name, _NAME_CHARS)}` = {shown_value}")
         if others:
             lines.append(f"   also involved: {', '.join(others)}")
-    lines.append(f"   fix: {diagnostic.prescription}")
+    lines.append(f"   fix: {_clip(diagnostic.prescription, _PRESCRIPTION_CHARS)}")
     return lines
 
 
@@ -154,7 +302,8 @@ def history_line(number: int, verdict: str, diagnostics: Sequence[Diagnostic]) -
     if not diagnostics:
         summary = "no usable answer"
     else:
-        summary = "; ".join(d.describe(max_value_chars=40) for d in diagnostics)
+        described = diagnostics[:_HISTORY_DIAGNOSTICS]
+        summary = "; ".join(d.describe(max_value_chars=40)[:_HISTORY_LINE_CHARS] for d in described)
     line = f"attempt {number} ({verdict}): {summary}"
     if len(line) > _HISTORY_LINE_CHARS:
         line = line[: _HISTORY_LINE_CHARS - 1] + "…"

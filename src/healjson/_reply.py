@@ -17,16 +17,22 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["Reply", "Usage", "exception_kind", "is_response", "to_reply"]
+__all__ = ["Reply", "ToolCall", "Usage", "exception_kind", "is_response", "to_reply"]
 
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts; `estimated` is True when any part was estimated as characters / 4."""
+    """Token counts; `estimated` is True when any part was estimated as characters / 4.
+
+    `reasoning_tokens` is the part of `completion_tokens` the model spent reasoning, where the
+    provider reports it (OpenAI `completion_tokens_details.reasoning_tokens`, Gemini
+    `thoughtsTokenCount`, Anthropic `output_tokens_details.thinking_tokens`).
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     estimated: bool = False
+    reasoning_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -38,6 +44,7 @@ class Usage:
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.estimated or other.estimated,
+            self.reasoning_tokens + other.reasoning_tokens,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -46,8 +53,17 @@ class Usage:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.total_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
             "estimated": self.estimated,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A function (tool) call in a reply: its name and its arguments as JSON text."""
+
+    name: str
+    arguments: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +75,10 @@ class Reply:
     refusal: str | None = None
     usage: Usage | None = None
     model: str | None = None
+    reasoning: str | None = None
+    """The model's reasoning, when the provider returns it beside the answer (OpenAI-compatible
+    `reasoning_content` / `reasoning`, Anthropic thinking blocks, Gemini thought parts)."""
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 # a Gemini response without `candidates` (a blocked prompt); not `usage_metadata`, which
@@ -90,6 +110,8 @@ def to_reply(obj: Any) -> Reply:
                 _opt_str(obj.get("refusal")),
                 _usage(obj.get("usage")),
                 _opt_str(obj.get("model")),
+                _reasoning_field(obj),
+                _tool_calls(obj.get("tool_calls")),
             )
     reader = _reader(obj)
     if reader is not None:
@@ -145,21 +167,25 @@ def _sdk_completion(obj: Any) -> Reply:
         choice = choices[0]
         message = choice.message
         content = message.content
-        if type(content) is not str or not content:
+        if type(content) is not str or not content or message.tool_calls:
             return _completion(obj)
         usage = obj.usage
         prompt, completion = usage.prompt_tokens, usage.completion_tokens
         if type(prompt) is not int or type(completion) is not int:
             return _completion(obj)
+        details = usage.completion_tokens_details
+        reasoning_tokens = getattr(details, "reasoning_tokens", None) if details else None
         finish, refusal, model = choice.finish_reason, message.refusal, obj.model
+        extra = message.__pydantic_extra__
     except AttributeError:
         return _completion(obj)
     return Reply(
         content,
         None if finish is None else str(finish),
         None if refusal is None else str(refusal),
-        Usage(prompt, completion),
+        Usage(prompt, completion, reasoning_tokens=_int(reasoning_tokens)),
         None if model is None else str(model),
+        _reasoning_field(extra) if extra else None,
     )
 
 
@@ -170,18 +196,42 @@ def _completion(obj: Any) -> Reply:
     if choice is None:
         return Reply(None, None, None, usage, model)
     message = _get(choice, "message") or {}
-    content = _text(_get(message, "content"))
-    if not content:
-        call = _first(_get(message, "tool_calls"))
-        if call is not None:
-            content = _text(_get(_get(call, "function") or {}, "arguments"))
     return Reply(
-        content,
+        _text(_get(message, "content")),
         _opt_str(_get(choice, "finish_reason")),
         _opt_str(_get(message, "refusal")),
         usage,
         model,
+        _reasoning_field(message),
+        _tool_calls(_get(message, "tool_calls")),
     )
+
+
+def _reasoning_field(message: Any) -> str | None:
+    """OpenAI-compatible reasoning beside the content: `reasoning_content` (DeepSeek, vLLM,
+    Qwen) or `reasoning` (OpenRouter, Ollama, newer vLLM). The SDK keeps unknown fields in
+    `model_extra`."""
+    extra = _get(message, "model_extra") if isinstance(message, BaseModel) else None
+    for source in (message, extra):
+        if source is None:
+            continue
+        for name in ("reasoning_content", "reasoning"):
+            value = _get(source, name)
+            if isinstance(value, str) and value:
+                return value
+    return None
+
+
+def _tool_calls(raw: Any) -> tuple[ToolCall, ...]:
+    if not isinstance(raw, list | tuple):
+        return ()
+    calls: list[ToolCall] = []
+    for call in raw:
+        function = _get(call, "function") or {}
+        name = _opt_str(_get(function, "name")) or ""
+        arguments = _get(function, "arguments")
+        calls.append(ToolCall(name, arguments if isinstance(arguments, str) else _dumps(arguments)))
+    return tuple(calls)
 
 
 _ANTHROPIC_FINISH = {"max_tokens": "length", "model_context_window_exceeded": "length",
@@ -193,15 +243,18 @@ _GEMINI_FILTERED = frozenset(
 
 
 def _anthropic(obj: Any) -> Reply:
-    """An Anthropic `Message`: text blocks joined, else the first tool call's input as JSON; a
-    `refusal` stop's message is `stop_details.explanation`, else the text."""
+    """An Anthropic `Message`: text blocks joined as the content, `tool_use` blocks as tool
+    calls, `thinking` blocks as the reasoning; a `refusal` stop's message is
+    `stop_details.explanation`, else the text."""
     blocks = _get(obj, "content") or []
     texts = [str(_get(b, "text") or "") for b in blocks if _get(b, "type") == "text"]
     content: str | None = "".join(texts) if texts else None
-    if not content:
-        tool = next((b for b in blocks if _get(b, "type") == "tool_use"), None)
-        if tool is not None:
-            content = _dumps(_get(tool, "input"))
+    thoughts = [str(_get(b, "thinking") or "") for b in blocks if _get(b, "type") == "thinking"]
+    calls = tuple(
+        ToolCall(str(_get(b, "name") or ""), _dumps(_get(b, "input")))
+        for b in blocks
+        if _get(b, "type") == "tool_use"
+    )
     stop = _opt_str(_get(obj, "stop_reason"))
     refusal = None
     if stop == "refusal":
@@ -211,22 +264,35 @@ def _anthropic(obj: Any) -> Reply:
     usage = None
     if raw_usage is not None:
         prompt, completion = _get(raw_usage, "input_tokens"), _get(raw_usage, "output_tokens")
+        details = _get(raw_usage, "output_tokens_details")
+        thinking = _get(details, "thinking_tokens") if details is not None else None
         if isinstance(prompt, int) or isinstance(completion, int):
-            usage = Usage(_int(prompt), _int(completion))
+            usage = Usage(_int(prompt), _int(completion), reasoning_tokens=_int(thinking))
     finish = None if stop is None else _ANTHROPIC_FINISH.get(stop, stop)
-    return Reply(None if refusal else content, finish, refusal, usage, _opt_str(_get(obj, "model")))
+    return Reply(
+        None if refusal else content,
+        finish,
+        refusal,
+        usage,
+        _opt_str(_get(obj, "model")),
+        "\n\n".join(t for t in thoughts if t) or None,
+        calls,
+    )
 
 
 def _gemini(obj: Any) -> Reply:
-    """A Gemini `GenerateContentResponse`: the first candidate's text parts, else its first
-    function call's arguments as JSON; a blocked prompt or a safety stop is a content filter."""
+    """A Gemini `GenerateContentResponse`: the first candidate's text parts as the content, its
+    function calls as tool calls, its thought parts as the reasoning; a blocked prompt or a
+    safety stop is a content filter."""
     meta = _get_either(obj, "usage_metadata", "usageMetadata")
     usage = None
     if meta is not None:
         prompt = _get_either(meta, "prompt_token_count", "promptTokenCount")
         completion = _get_either(meta, "candidates_token_count", "candidatesTokenCount")
+        thinking = _int(_get_either(meta, "thoughts_token_count", "thoughtsTokenCount"))
         if isinstance(prompt, int) or isinstance(completion, int):
-            usage = Usage(_int(prompt), _int(completion))
+            # Gemini counts thoughts apart from the candidates; both are output tokens
+            usage = Usage(_int(prompt), _int(completion) + thinking, reasoning_tokens=thinking)
     model = _opt_str(_get_either(obj, "model_version", "modelVersion"))
     candidate = _first(_get(obj, "candidates"))
     if candidate is None:
@@ -236,12 +302,12 @@ def _gemini(obj: Any) -> Reply:
     parts = _get(_get(candidate, "content") or {}, "parts")
     parts = parts if isinstance(parts, list | tuple) else []
     texts = [str(_get(p, "text")) for p in parts if _get(p, "text") and not _get(p, "thought")]
+    thoughts = [str(_get(p, "text")) for p in parts if _get(p, "text") and _get(p, "thought")]
     content: str | None = "".join(texts) if texts else None
-    if not content:
-        calls = (_get_either(p, "function_call", "functionCall") for p in parts)
-        call = next((c for c in calls if c), None)
-        if call is not None:
-            content = _dumps(_get(call, "args"))
+    functions = (_get_either(p, "function_call", "functionCall") for p in parts)
+    calls = tuple(
+        ToolCall(str(_get(f, "name") or ""), _dumps(_get(f, "args"))) for f in functions if f
+    )
     raw_finish = _get_either(candidate, "finish_reason", "finishReason")
     name = getattr(raw_finish, "name", None)
     if not isinstance(name, str) or not name:
@@ -255,7 +321,8 @@ def _gemini(obj: Any) -> Reply:
             finish = "content_filter"
         else:
             finish = "stop" if name == "STOP" else name.lower()
-    return Reply(content, finish, None, usage, model)
+    reasoning = "\n\n".join(thoughts) or None
+    return Reply(content, finish, None, usage, model, reasoning, calls)
 
 
 def _dumps(value: Any) -> str:
@@ -288,9 +355,12 @@ def _usage(raw: Any) -> Usage | None:
     completion = _get(raw, "completion_tokens")
     if not isinstance(prompt, int) and not isinstance(completion, int):
         return None
+    details = _get(raw, "completion_tokens_details")
+    reasoning = _get(details, "reasoning_tokens") if details is not None else None
     return Usage(
         prompt if isinstance(prompt, int) else 0,
         completion if isinstance(completion, int) else 0,
+        reasoning_tokens=_int(reasoning),
     )
 
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._diagnostic import MISSING, Diagnostic, Source, _jsonable
+from ._diagnostic import MISSING, Diagnostic, Source, _jsonable, describe_exception
+from ._diagnostic import _type_name as type_name
 from ._flags import Flag
 from ._outcome import Attempt, Degraded, Healed, Outcome, Reason
 from ._repair import RepairPrompt, Strategy
-from ._reply import Usage
+from ._reply import ToolCall, Usage
 
 __all__ = ["FORMAT_VERSION", "outcome_from_dict", "outcome_to_dict"]
 
@@ -47,44 +48,67 @@ def outcome_to_dict(outcome: Outcome[Any]) -> dict[str, Any]:
 
 
 def outcome_from_dict(data: Mapping[str, Any], model: Any = None) -> Outcome[Any]:
-    """Rebuild an outcome from `outcome_to_dict` data (raises ValueError on malformed data)."""
-    try:
-        if not isinstance(data.get("ok"), bool):
-            raise TypeError("`ok` must be true or false")
-        attempts = tuple(_attempt_from(a) for a in data.get("attempts", ()))
-        usage = _usage_from(data.get("usage") or {})
-        if data["ok"]:
-            value = data.get("value")
-            if model is not None:
-                from ._target import target_for
+    """Rebuild an outcome from `outcome_to_dict` data.
 
-                value = target_for(model).adapter.validate_python(value)
-            return Healed(
-                value=value,
-                raw_text=data.get("raw_text") or "",
-                attempts=attempts,
-                usage=usage,
-                flags=tuple(Flag(f) for f in data.get("flags", ())),
-                changed_fields=tuple(data.get("changed_fields", ())),
-                max_attempts=int(data.get("max_attempts") or 0),
-            )
-        return Degraded(
-            reason=Reason(data["reason"]),
-            raw_text=data.get("raw_text"),
-            errors=tuple(_diagnostic_from(d) for d in data.get("errors", ())),
-            fallback=data.get("fallback"),
-            partial=data.get("partial"),
+    Raises ValueError, and only ValueError, on anything that is not such a record (wrong types,
+    unknown enum values, numbers out of range, data too deep to read): every field is checked, so
+    a rebuilt outcome renders and serialises like one a run returned. With `model`, the value is
+    validated into that type (a value that does not validate is a ValueError too); a `model`
+    that is not a type healjson can target is a programming error and raises as in `Healer`.
+    """
+    adapter = None
+    if model is not None:
+        from ._target import target_for
+
+        adapter = target_for(model).adapter
+    try:
+        return _outcome_from(_object(data, "the record"), adapter)
+    except Exception as exc:  # RecursionError, OverflowError... from hostile data, too
+        raise ValueError(f"not a healjson outcome record: {describe_exception(exc)}") from exc
+
+
+def _outcome_from(data: Mapping[str, Any], adapter: Any) -> Outcome[Any]:
+    ok = data.get("ok")
+    if not isinstance(ok, bool):
+        raise TypeError("`ok` must be true or false")
+    attempts = tuple(_attempt_from(_object(a, "an attempt")) for a in _list(data, "attempts"))
+    usage = _usage_from(_object(data.get("usage") or {}, "`usage`"))
+    max_attempts = _int(data, "max_attempts")
+    if ok:
+        value = data.get("value")
+        if adapter is not None:
+            value = adapter.validate_python(value)
+        return Healed(
+            value=value,
+            raw_text=_str(data, "raw_text") or "",
             attempts=attempts,
             usage=usage,
-            max_attempts=int(data.get("max_attempts") or 0),
+            flags=_flags(data),
+            changed_fields=tuple(_names(data, "changed_fields")),
+            max_attempts=max_attempts,
         )
-    except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"not a healjson outcome record: {exc}") from exc
+    return Degraded(
+        reason=Reason(_required_str(data, "reason")),
+        raw_text=_str(data, "raw_text"),
+        errors=tuple(_diagnostic_from(_object(d, "an error")) for d in _list(data, "errors")),
+        fallback=data.get("fallback"),
+        partial=data.get("partial"),
+        attempts=attempts,
+        usage=usage,
+        max_attempts=max_attempts,
+    )
 
 
 def public_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    """Call parameters without credentials or headers."""
-    return {k: _jsonable(v) for k, v in params.items() if k.lower() not in _SECRET_KEYS}
+    """Call parameters as JSON data, redacted: header dicts and top-level credentials are dropped,
+    and what is left goes through the redactor (`_redact`: credential-named values masked at any
+    depth, e.g. a key in `extra_query` or `extra_body`, and known secret values removed from
+    every string)."""
+    from ._redact import redact_data
+
+    kept = {k: _jsonable(v) for k, v in params.items() if k.lower() not in _SECRET_KEYS}
+    redacted: dict[str, Any] = redact_data(kept)
+    return redacted
 
 
 def _attempt(attempt: Attempt) -> dict[str, Any]:
@@ -103,6 +127,8 @@ def _attempt(attempt: Attempt) -> dict[str, Any]:
         "error": attempt.error,
         "prompt": _prompt(attempt.prompt),
         "ok": attempt.ok,
+        "reasoning": attempt.reasoning,
+        "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in attempt.tool_calls],
     }
 
 
@@ -123,53 +149,141 @@ def _prompt(prompt: RepairPrompt | None) -> dict[str, Any] | None:
 
 def _attempt_from(data: Mapping[str, Any]) -> Attempt:
     prompt = data.get("prompt")
+    params = _object(data.get("params") or {}, "`params`")
+    if not all(isinstance(key, str) for key in params):
+        raise TypeError("`params` keys must be strings")
     return Attempt(
-        number=int(data["number"]),
-        strategy=Strategy(data["strategy"]),
-        messages=tuple(dict(m) for m in data.get("messages", ())),
-        params=dict(data.get("params") or {}),
-        raw_text=data.get("raw_text"),
-        finish_reason=data.get("finish_reason"),
-        flags=tuple(Flag(f) for f in data.get("flags", ())),
-        diagnostics=tuple(_diagnostic_from(d) for d in data.get("diagnostics", ())),
-        usage=_usage_from(data.get("usage") or {}),
-        model=data.get("model"),
-        latency_s=float(data.get("latency_s") or 0.0),
-        error=data.get("error"),
-        prompt=None if prompt is None else _prompt_from(prompt),
-        ok=bool(data.get("ok")),
+        number=_int(data, "number", required=True),
+        strategy=Strategy(_required_str(data, "strategy")),
+        messages=tuple(dict(_object(m, "a message")) for m in _list(data, "messages")),
+        params=dict(params),
+        raw_text=_str(data, "raw_text"),
+        finish_reason=_str(data, "finish_reason"),
+        flags=_flags(data),
+        diagnostics=tuple(
+            _diagnostic_from(_object(d, "a diagnostic")) for d in _list(data, "diagnostics")
+        ),
+        usage=_usage_from(_object(data.get("usage") or {}, "`usage`")),
+        model=_str(data, "model"),
+        latency_s=_float(data, "latency_s"),
+        error=_str(data, "error"),
+        prompt=None if prompt is None else _prompt_from(_object(prompt, "`prompt`")),
+        ok=_bool(data, "ok"),
+        reasoning=_str(data, "reasoning"),
+        tool_calls=tuple(
+            _tool_call_from(_object(c, "a tool call")) for c in _list(data, "tool_calls")
+        ),
     )
+
+
+def _tool_call_from(data: Mapping[str, Any]) -> ToolCall:
+    return ToolCall(_required_str(data, "name"), _required_str(data, "arguments"))
 
 
 def _prompt_from(data: Mapping[str, Any]) -> RepairPrompt:
     return RepairPrompt(
-        strategy=Strategy(data["strategy"]),
-        round=int(data["round"]),
-        raw_output=data.get("raw_output"),
-        diagnostics=tuple(_diagnostic_from(d) for d in data.get("diagnostics", ())),
-        history=tuple(data.get("history", ())),
-        example=data.get("example"),
-        schema=data.get("schema"),
+        strategy=Strategy(_required_str(data, "strategy")),
+        round=_int(data, "round", required=True),
+        raw_output=_str(data, "raw_output"),
+        diagnostics=tuple(
+            _diagnostic_from(_object(d, "a diagnostic")) for d in _list(data, "diagnostics")
+        ),
+        history=tuple(_names(data, "history")),
+        example=_str(data, "example"),
+        schema=_str(data, "schema"),
     )
 
 
 def _diagnostic_from(data: Mapping[str, Any]) -> Diagnostic:
     value = data.get("value")
+    involved = data.get("involved")
     return Diagnostic(
-        path=str(data["path"]),
-        value=MISSING if value == "<missing>" else value,
-        constraint=str(data["constraint"]),
-        prescription=str(data["prescription"]),
-        source=Source(data["source"]),
-        fields=tuple(data.get("fields", ())),
-        rule=data.get("rule"),
-        extra={"values": dict(data["involved"])} if data.get("involved") else {},
+        path=_required_str(data, "path"),
+        value=MISSING if isinstance(value, str) and value == "<missing>" else value,
+        constraint=_required_str(data, "constraint"),
+        prescription=_required_str(data, "prescription"),
+        source=Source(_required_str(data, "source")),
+        fields=tuple(_names(data, "fields")),
+        rule=_str(data, "rule"),
+        extra={"values": dict(_object(involved, "`involved`"))} if involved else {},
     )
 
 
 def _usage_from(data: Mapping[str, Any]) -> Usage:
     return Usage(
-        int(data.get("prompt_tokens") or 0),
-        int(data.get("completion_tokens") or 0),
-        bool(data.get("estimated")),
+        _int(data, "prompt_tokens"), _int(data, "completion_tokens"), _bool(data, "estimated")
     )
+
+
+# -- checked reads: each raises TypeError / ValueError, which `outcome_from_dict` reports --------
+
+_MAX_COUNT = 2**63 - 1
+
+
+def _object(value: Any, what: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{what} must be an object, got {type_name(value)}")
+    return value
+
+
+def _list(data: Mapping[str, Any], key: str) -> list[Any] | tuple[Any, ...]:
+    value = data.get(key)
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"`{key}` must be a list, got {type_name(value)}")
+    return value
+
+
+def _str(data: Mapping[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"`{key}` must be a string or null, got {type_name(value)}")
+    return value
+
+
+def _required_str(data: Mapping[str, Any], key: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str):
+        raise TypeError(f"`{key}` must be a string, got {type_name(value)}")
+    return value
+
+
+def _names(data: Mapping[str, Any], key: str) -> list[str]:
+    items = list(_list(data, key))
+    if not all(isinstance(item, str) for item in items):
+        raise TypeError(f"`{key}` must be a list of strings")
+    return items
+
+
+def _flags(data: Mapping[str, Any]) -> tuple[Flag, ...]:
+    return tuple(Flag(name) for name in _names(data, "flags"))
+
+
+def _int(data: Mapping[str, Any], key: str, *, required: bool = False) -> int:
+    value = data.get(key)
+    if value is None and not required:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"`{key}` must be an integer, got {type_name(value)}")
+    if not 0 <= value <= _MAX_COUNT:  # counts: a 100,000-digit one could not even be printed
+        raise ValueError(f"`{key}` must be a count from 0 to {_MAX_COUNT}")
+    return value
+
+
+def _float(data: Mapping[str, Any], key: str) -> float:
+    value = data.get(key)
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"`{key}` must be a number, got {type_name(value)}")
+    return float(value)  # OverflowError for a huge integer: reported as a ValueError
+
+
+def _bool(data: Mapping[str, Any], key: str) -> bool:
+    value = data.get(key)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise TypeError(f"`{key}` must be true or false, got {type_name(value)}")
+    return value

@@ -1,4 +1,9 @@
-"""Render an outcome as the self-healing log: Markdown a person can read in a terminal or a PR."""
+"""Render an outcome as the self-healing log: Markdown a person can read in a terminal or a PR.
+
+Both renderings pass every string through the redactor (`_redact`) on the way out, on top of
+the redaction the engine applies when it stores an attempt: a trace is pasted into issues and
+PRs, so a credential shape in model output or an error body never reaches it.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from typing import Any
 
 from ._diagnostic import _jsonable, short_repr
 from ._outcome import Degraded, Healed, Outcome
+from ._redact import redact_data, redact_text
 
 __all__ = ["render", "render_markdown"]
 
@@ -16,7 +22,9 @@ def render(outcome: Outcome[Any], format: str = "markdown") -> str:
     if format == "json":
         from ._serialize import outcome_to_dict
 
-        return json.dumps(outcome_to_dict(outcome), ensure_ascii=False, indent=2)
+        # strings only: the record's keys are healjson's and its values the caller's data
+        record = redact_data(outcome_to_dict(outcome), by_name=False)
+        return json.dumps(record, ensure_ascii=False, indent=2)
     if format in ("markdown", "md"):
         return render_markdown(outcome)
     raise ValueError(f"trace format must be 'markdown' or 'json', got {format!r}")
@@ -62,6 +70,14 @@ def render_markdown(outcome: Outcome[Any], title: str = "healjson trace") -> str
             lines.append(f"  - `{diagnostic.path}` = {short_repr(diagnostic.value, 120)}")
             lines.append(f"    - constraint: {diagnostic.constraint}")
             lines.append(f"    - prescription: {diagnostic.prescription}")
+        if attempt.reasoning:
+            lines.append("- **Reasoning (set aside, never read as the answer)**:")
+            lines.append("")
+            lines.extend(f"    {line}" for line in attempt.reasoning.splitlines())
+        lines.extend(
+            f"- **Tool call** `{call.name}`: {short_repr(call.arguments, 300)}"
+            for call in attempt.tool_calls
+        )
         if attempt.raw_text is not None:
             lines.append("- **Raw output**:")
             lines.append("")
@@ -77,7 +93,7 @@ def render_markdown(outcome: Outcome[Any], title: str = "healjson trace") -> str
         lines.append(f"- reason: `{outcome.reason}`")
         lines.append(f"- partial data: {short_repr(outcome.partial, 300)}")
         lines.append(f"- fallback: {short_repr(outcome.fallback, 300)}")
-    return "\n".join(lines) + "\n"
+    return redact_text("\n".join(lines) + "\n")
 
 
 def _budget(outcome: Outcome[Any]) -> str:

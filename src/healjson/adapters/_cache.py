@@ -1,10 +1,31 @@
-"""A per-client cache of `Healer`s, keyed by call configuration (a `Healer` synthesises a golden
-example when built, so rebuilding one per call would waste time on the hot path)."""
+"""A per-client cache of `Healer`s, safe to share between threads and asyncio tasks.
+
+Building a `Healer` synthesises a golden example and runs every contract on it, so the cache
+keeps that expensive part per configuration — target, contracts, policy, examples — and treats
+the fallback as the cheap part: a call with its own `fallback=` gets a copy of the cached healer
+that differs only in the fallback (`Healer._with_fallback`), never a rebuild.
+
+Keys say what makes two configurations the same:
+
+* examples by value (`pydantic_core.to_json`, which is also what the healer validates), so a
+  fresh but equal `examples=[{...}]` list per call finds the same healer;
+* contracts by identity: they are module-level functions or `@contract` objects in practice,
+  and a function has no value to compare (the entry keeps them alive, so ids stay unique);
+* the policy and the response model by value when hashable, else by identity.
+
+One lock guards the table (lookups, insertion, LRU order and eviction); each entry has its own
+lock for the build, so a slow build never blocks hits on other configurations and concurrent
+first calls with one configuration build it once.
+"""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from pydantic_core import to_json
 
 from healjson._contracts import Contract
 from healjson._healer import Healer
@@ -15,11 +36,26 @@ __all__ = ["HealerCache"]
 _MAX_HEALERS = 256
 
 
+class _Entry:
+    """One configuration: its healer once built, and the objects its key refers to by id."""
+
+    __slots__ = ("build_lock", "healer", "keep")
+
+    def __init__(self, keep: tuple[Any, ...]) -> None:
+        self.build_lock = threading.RLock()  # re-entrant: a contract may call the same client
+        self.healer: Healer[Any] | None = None
+        self.keep = keep
+
+
 class HealerCache:
-    """Builds each configuration's `Healer` once; evicts the oldest past 256 entries."""
+    """Builds each configuration's `Healer` once; evicts the least recently used past 256."""
 
     def __init__(self) -> None:
-        self._healers: dict[tuple[Any, ...], tuple[Healer[Any], tuple[Any, ...]]] = {}
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def get(
         self,
@@ -29,17 +65,51 @@ class HealerCache:
         fallback: Any,
         examples: Iterable[Any],
     ) -> Healer[Any]:
-        """The `Healer` for this configuration."""
+        """The `Healer` for this configuration (with `fallback`, a cheap copy of it)."""
         rules = tuple(contracts)
         shots = tuple(examples)
-        key = (response_model, *map(id, rules), policy, id(fallback), *map(id, shots))
-        cached = self._healers.get(key)
-        if cached is None:
-            built = Healer(
-                response_model, contracts=rules, policy=policy, fallback=fallback, examples=shots
-            )
-            if len(self._healers) >= _MAX_HEALERS:
-                self._healers.pop(next(iter(self._healers)))
-            # keep the keyed objects alive so that their ids cannot be reused by other objects
-            cached = self._healers[key] = (built, (rules, fallback, shots))
-        return cached[0]
+        key, keep = _key(response_model, rules, policy, shots)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                entry = self._entries[key] = _Entry(keep)
+                while len(self._entries) > _MAX_HEALERS:
+                    self._entries.popitem(last=False)
+            else:
+                self._entries.move_to_end(key)
+        healer = entry.healer
+        if healer is None:
+            with entry.build_lock:
+                healer = entry.healer
+                if healer is None:  # a configuration error raises here, and again next time
+                    healer = entry.healer = Healer(
+                        response_model, contracts=rules, policy=policy, examples=shots
+                    )
+        return healer if fallback is None else healer._with_fallback(fallback)
+
+
+def _key(
+    response_model: Any, rules: tuple[Any, ...], policy: HealPolicy, shots: tuple[Any, ...]
+) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The cache key, and the objects it names by id (the entry keeps them alive)."""
+    keep: list[Any] = [rules]
+    model_key = _hashable_or_id(response_model, keep)
+    # a HealPolicy is a frozen dataclass of plain values: hashable, compared by value
+    policy_key = policy if type(policy) is HealPolicy else _hashable_or_id(policy, keep)
+    examples_key: Any = ()
+    if shots:
+        try:
+            examples_key = ("json", to_json(shots))
+        except Exception:  # not plain data (an arbitrary object): the same objects, then
+            examples_key = ("id", *map(id, shots))
+            keep.append(shots)
+    return (model_key, policy_key, examples_key, *map(id, rules)), tuple(keep)
+
+
+def _hashable_or_id(value: Any, keep: list[Any]) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        keep.append(value)
+        return ("id", id(value))
+    return ("value", value)

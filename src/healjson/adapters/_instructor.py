@@ -44,6 +44,11 @@ Anthropic's `Message` (text or `tool_use` blocks, `stop_reason`) and Gemini's
 shape degrades with `api_error`. For a google-genai client (`instructor.from_genai`) the
 `assistant` role of the messages healjson sends (the failed answer in a repair request) is renamed
 `model`: instructor 1.17's genai handlers reject `assistant` with a ValueError.
+
+As with `healjson.wrap(openai_client)`, each healing call runs inside `secrets_scope`: the
+credentials of the provider client inside the instructor client (`client.client`: openai's or
+anthropic's `api_key`, google-genai's `_api_client.api_key`) and of the call's parameters are
+redacted from everything healjson stores or logs.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ from healjson._contracts import Contract
 from healjson._healer import Healer
 from healjson._outcome import Outcome
 from healjson._policy import HealPolicy
+from healjson._redact import secrets_scope
 from healjson._reply import is_response
 
 from ._cache import HealerCache
@@ -163,6 +169,7 @@ class _Completions(CompletionsProxy):
                 response_model,
                 user_hooks,
                 messages,
+                client=owner.wrapped,
                 role=role,
                 context=context,
                 params=kwargs,
@@ -188,7 +195,8 @@ class _Completions(CompletionsProxy):
                 raise failure
             return _checked(completion)
 
-        return healer.run(call, messages, context=context, **kwargs)
+        with secrets_scope(owner.wrapped, kwargs):  # what healjson stores or logs is redacted
+            return healer.run(call, messages, context=context, **kwargs)
 
 
 async def _heal_async(
@@ -198,6 +206,7 @@ async def _heal_async(
     user_hooks: Any,
     messages: Any,
     *,
+    client: Any,
     role: str,
     context: Mapping[str, Any] | None,
     params: dict[str, Any],
@@ -222,7 +231,8 @@ async def _heal_async(
             raise failure
         return _checked(completion)
 
-    return await healer.arun(call, messages, context=context, **params)
+    with secrets_scope(client, params):  # entered in the awaiting task's context
+        return await healer.arun(call, messages, context=context, **params)
 
 
 def _with_role(messages: list[dict[str, Any]], assistant_role: str) -> list[dict[str, Any]]:

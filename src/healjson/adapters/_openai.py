@@ -4,6 +4,11 @@ Without `response_model` every call passes straight through to the wrapped clien
 type, streaming included); every other attribute delegates to it. With `response_model=M`,
 `chat.completions.create` returns `Outcome[M]` and never raises at call time. Sync and async
 clients share one engine (`Healer`) and one format-negotiation generator.
+
+Each healing call runs inside `secrets_scope(client, params)`: the client's API key, the
+credential values of its default headers and query, and credential-named values of the call's
+parameters are known to the redactor, so an endpoint that echoes them in an error body leaves no
+trace of them in the outcome, its traces or the events.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from healjson._contracts import Contract
 from healjson._healer import Healer
 from healjson._outcome import Outcome
 from healjson._policy import HealPolicy
+from healjson._redact import secrets_scope
 from healjson._target import Target
 
 from ._cache import HealerCache
@@ -149,8 +155,17 @@ class _Completions(CompletionsProxy):
             return owner.negotiation(healer.target, msgs, params, forced)
 
         if owner.is_async:
-            return _heal_async(healer, create, negotiate, messages, context=context, params=kwargs)
-        return healer.run(_sync_call(create, negotiate), messages, context=context, **kwargs)
+            return _heal_async(
+                healer,
+                create,
+                negotiate,
+                messages,
+                client=owner.wrapped,
+                context=context,
+                params=kwargs,
+            )
+        with secrets_scope(owner.wrapped, kwargs):  # what healjson stores or logs is redacted
+            return healer.run(_sync_call(create, negotiate), messages, context=context, **kwargs)
 
 
 def _sync_call(create: Callable[..., Any], negotiate: Callable[..., Negotiation]) -> Any:
@@ -176,6 +191,7 @@ async def _heal_async(
     negotiate: Callable[..., Negotiation],
     messages: Any,
     *,
+    client: Any,
     context: Mapping[str, Any] | None,
     params: dict[str, Any],
 ) -> Outcome[Any]:
@@ -192,7 +208,8 @@ async def _heal_async(
             except StopIteration as stop:
                 return stop.value
 
-    return await healer.arun(call, messages, context=context, **params)
+    with secrets_scope(client, params):  # entered in the awaiting task's context
+        return await healer.arun(call, messages, context=context, **params)
 
 
 def _is_async(client: Any, create: Callable[..., Any]) -> bool:

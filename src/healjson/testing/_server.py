@@ -36,7 +36,9 @@ anthropic and google-genai SDKs' base URL.
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
+import hashlib
 import json
 import math
 import re
@@ -74,6 +76,7 @@ _GEMINI_PATH: Final = re.compile(
     r"(?:/v1(?:alpha|beta)?)?/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)"
 )
 _STREAM_PIECES: Final = 4  # streamed content is split into at most this many deltas
+_REASONING_FIELDS: Final = frozenset({"reasoning_content", "reasoning"})
 # Failures that signal a broken test, not a flaky provider: tell the SDK not to retry them.
 _NO_RETRY: Final = {"x-should-retry": "false"}
 
@@ -88,23 +91,37 @@ class ScriptedReply:
     `error_param` and `error_code` as for `ScriptedReply.error`), and anything else a reply in
     the route's format:
 
-    * OpenAI: a `chat.completion` (or its SSE stream), fields as given.
-    * Anthropic: a `message` with a text block for `content` and a `tool_use` block per tool
-      call (`input` = the parsed `arguments`, which must be a JSON object). `finish_reason`
+    * OpenAI: a `chat.completion` (or its SSE stream), fields as given. `reasoning` is the
+      message field named by `reasoning_field`: `reasoning_content` (DeepSeek, vLLM, Qwen) or
+      `reasoning` (OpenRouter, Ollama, newer vLLM); streamed, its deltas come before the
+      content deltas.
+    * Anthropic: a `message` with a `thinking` block for `reasoning` (with a stand-in
+      `signature`), a `redacted_thinking` block for `redacted_thinking` (its opaque `data`),
+      a text block for `content` and a `tool_use` block per tool call, in that order
+      (`input` = the parsed `arguments`, which must be a JSON object). `finish_reason`
       `stop` -> `end_turn` (`tool_use` when there are tool calls), `length` -> `max_tokens`,
       `tool_calls` -> `tool_use`, `content_filter` -> `refusal`; any other value is sent as
       given. A `refusal` is `stop_reason: "refusal"` with `stop_details.explanation` = the
       refusal text (and a text block only if `content` is set too).
-    * Gemini: one candidate whose parts are a text part for `content` and a `functionCall`
-      per tool call (`args` = the parsed `arguments`). `stop` and `tool_calls` -> `STOP`,
+    * Gemini: one candidate whose parts are a thought part (`thought: true`) for `reasoning`,
+      a text part for `content` and a `functionCall` per tool call (`args` = the parsed
+      `arguments`), in that order. `stop` and `tool_calls` -> `STOP`,
       `length` -> `MAX_TOKENS`, `content_filter` -> `SAFETY`; any other value is upper-cased
       (google-genai warns about a value its `FinishReason` enum does not know).
       Gemini has no refusal: a `refusal` is served as a `SAFETY` stop without any content (it
-      reads as a content filter).
+      reads as a content filter, reasoning included).
 
-    `usage` uses OpenAI's names (`prompt_tokens`, `completion_tokens`) on every route and
-    defaults to characters / 4: prompt = the text of all messages (with Anthropic's top-level
-    `system` and Gemini's `systemInstruction`), completion = `content`.
+    `redacted_thinking` is Anthropic's alone: the OpenAI and Gemini routes do not send it.
+
+    `usage` uses OpenAI's names (`prompt_tokens`, `completion_tokens`, `reasoning_tokens`) on
+    every route and defaults to characters / 4: prompt = the text of all messages (with
+    Anthropic's top-level `system` and Gemini's `systemInstruction`), reasoning = `reasoning`
+    (only when set; `redacted_thinking` is opaque and not counted), completion = `content` plus
+    the reasoning tokens. As in OpenAI's usage, `completion_tokens` includes the reasoning
+    tokens (when an explicit `usage` omits it, it defaults to `reasoning_tokens`). Each route
+    sends them in its own fields: OpenAI `completion_tokens_details.reasoning_tokens`;
+    Anthropic `output_tokens` (which includes them) and `output_tokens_details.thinking_tokens`;
+    Gemini `thoughtsTokenCount`, with `candidatesTokenCount` = completion - reasoning.
     """
 
     content: str | None = None
@@ -120,12 +137,26 @@ class ScriptedReply:
     error_type: str | None = None
     error_param: str | None = None
     error_code: str | None = None
+    reasoning: str | None = None
+    reasoning_field: Literal["reasoning_content", "reasoning"] = "reasoning_content"
+    redacted_thinking: str | None = None
 
     def __post_init__(self) -> None:
         if not 100 <= self.status <= 599:
             raise ValueError(f"status must be an HTTP status code, got {self.status}")
         if not (self.delay_s >= 0 and math.isfinite(self.delay_s)):
             raise ValueError(f"delay_s must be a finite number >= 0, got {self.delay_s}")
+        if self.reasoning_field not in _REASONING_FIELDS:  # a reply file is not type-checked
+            raise ValueError(
+                f"reasoning_field must be one of {sorted(_REASONING_FIELDS)}, "
+                f"got {self.reasoning_field!r}"
+            )
+        usage = self.usage or {}
+        if usage.get("reasoning_tokens", 0) > usage.get("completion_tokens", math.inf):
+            raise ValueError(
+                "usage: completion_tokens includes reasoning_tokens, so it cannot be smaller, "
+                f"got {usage}"
+            )
 
     @classmethod
     def error(
@@ -768,19 +799,46 @@ def _prompt_chars(api: _Api, body: Mapping[str, Any]) -> int:
 
 
 def _usage(reply: ScriptedReply, prompt_chars: int) -> dict[str, int]:
+    """The reply's usage in OpenAI's flat names, `reasoning_tokens` only when the reply has
+    `reasoning` or its explicit `usage` names them; each payload builder maps it onto its
+    route's fields, so a reply without reasoning is sent exactly as before."""
     if reply.usage is not None:
         usage = dict(reply.usage)
         usage.setdefault("prompt_tokens", 0)
-        usage.setdefault("completion_tokens", 0)
+        usage.setdefault("completion_tokens", usage.get("reasoning_tokens", 0))
         usage.setdefault("total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
         return usage
     prompt = prompt_chars // 4
     completion = len(reply.content or "") // 4
+    if reply.reasoning is None:
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+    reasoning = len(reply.reasoning) // 4
     return {
         "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
+        "completion_tokens": completion + reasoning,
+        "total_tokens": prompt + completion + reasoning,
+        "reasoning_tokens": reasoning,
     }
+
+
+def _openai_usage(usage: Mapping[str, int]) -> dict[str, Any]:
+    """OpenAI's `usage`: the flat names as given, reasoning tokens moved under
+    `completion_tokens_details` (where the openai SDK reads them)."""
+    payload: dict[str, Any] = dict(usage)
+    if "reasoning_tokens" in payload:
+        payload["completion_tokens_details"] = {"reasoning_tokens": payload.pop("reasoning_tokens")}
+    return payload
+
+
+def _thinking_signature(thinking: str) -> str:
+    """A stand-in for the opaque `signature` of an Anthropic thinking block: base64 like the
+    real one, and the same for the same text, so a scripted reply is sent identically twice."""
+    digest = hashlib.sha256(thinking.encode()).digest()
+    return base64.b64encode(b"healjson-scripted-thinking:" + digest).decode()
 
 
 def _completion(
@@ -791,6 +849,8 @@ def _completion(
         "content": reply.content,
         "refusal": reply.refusal,
     }
+    if reply.reasoning is not None:
+        message[reply.reasoning_field] = reply.reasoning
     if reply.tool_calls:
         message["tool_calls"] = reply.tool_calls
     return {
@@ -801,7 +861,7 @@ def _completion(
         "choices": [
             {"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}
         ],
-        "usage": usage,
+        "usage": _openai_usage(usage),
     }
 
 
@@ -828,6 +888,11 @@ def _anthropic_message(
     message_id: str, model: str, reply: ScriptedReply, usage: dict[str, int]
 ) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
+    if reply.reasoning is not None:
+        signature = _thinking_signature(reply.reasoning)
+        content.append({"type": "thinking", "thinking": reply.reasoning, "signature": signature})
+    if reply.redacted_thinking is not None:
+        content.append({"type": "redacted_thinking", "data": reply.redacted_thinking})
     if reply.content is not None:
         content.append({"type": "text", "text": reply.content})
     for number, call in enumerate(reply.tool_calls or [], 1):
@@ -847,6 +912,8 @@ def _anthropic_message(
             "output_tokens": usage["completion_tokens"],
         },
     }
+    if "reasoning_tokens" in usage:
+        message["usage"]["output_tokens_details"] = {"thinking_tokens": usage["reasoning_tokens"]}
     if reply.refusal is not None:
         message["stop_reason"] = "refusal"
         message["stop_details"] = {
@@ -872,6 +939,8 @@ def _gemini_response(
         ]
     else:
         parts: list[dict[str, Any]] = []
+        if reply.reasoning is not None:
+            parts.append({"text": reply.reasoning, "thought": True})
         if reply.content is not None:
             parts.append({"text": reply.content})
         for call in reply.tool_calls or []:
@@ -881,13 +950,17 @@ def _gemini_response(
             candidate["content"] = {"role": "model", "parts": parts}
         finish = reply.finish_reason
         candidate["finishReason"] = _GEMINI_FINISH.get(finish) or finish.upper()
+    reasoning = usage.get("reasoning_tokens")
+    metadata = {
+        "promptTokenCount": usage["prompt_tokens"],
+        "candidatesTokenCount": usage["completion_tokens"] - (reasoning or 0),
+        "totalTokenCount": usage["total_tokens"],
+    }
+    if reasoning is not None:  # Gemini counts thoughts apart from the candidates
+        metadata["thoughtsTokenCount"] = reasoning
     return {
         "candidates": [candidate],
-        "usageMetadata": {
-            "promptTokenCount": usage["prompt_tokens"],
-            "candidatesTokenCount": usage["completion_tokens"],
-            "totalTokenCount": usage["total_tokens"],
-        },
+        "usageMetadata": metadata,
         "modelVersion": model,
         "responseId": response_id,
     }
@@ -918,6 +991,8 @@ def _stream_events(
         return event
 
     events = [chunk({"role": "assistant", "content": "", "refusal": None})]
+    field = reply.reasoning_field
+    events += [chunk({field: piece}) for piece in _pieces(reply.reasoning or "")]
     events += [chunk({"content": piece}) for piece in _pieces(reply.content or "")]
     events += [chunk({"refusal": piece}) for piece in _pieces(reply.refusal or "")]
     for index, call in enumerate(reply.tool_calls or []):
@@ -942,7 +1017,7 @@ def _stream_events(
                 "created": created,
                 "model": model,
                 "choices": [],
-                "usage": usage,
+                "usage": _openai_usage(usage),
             }
         )
     return events

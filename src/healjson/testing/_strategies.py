@@ -25,9 +25,9 @@ from pydantic_core import to_json, to_jsonable_python
 
 from healjson._check import make_context
 from healjson._contracts import Contract, ContractContext, run_contracts
+from healjson._core.sentinels import NOTHING
 from healjson._diagnostic import Diagnostic, Source
 from healjson._drive import drive_sync
-from healjson._lenient import NOTHING
 from healjson._packs import ContractPack
 from healjson._target import Target, target_for
 

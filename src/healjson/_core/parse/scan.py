@@ -1,20 +1,29 @@
 """Find the JSON candidates in a reply: code-fence bodies and balanced `{...}` / `[...]` spans.
 
-One left-to-right pass with an explicit stack (no recursion, so 10k nesting levels cost nothing
-special), string-aware for double, single and typographic quotes, comment-aware (a bracket or a
-quote inside a `//` or `/* */` comment is not structure), jumping between the only characters
-that matter with a regex. Time is linear in the input: a structure that never closes is
-rescanned from inside at most `_MAX_RESTARTS` times.
+One left-to-right pass per span with an explicit stack (no recursion: 10k nesting levels cost
+nothing special). The pass jumps between the only characters that matter with a regex and skips
+whole strings with `str.find`; it is string-aware for double, single and typographic quotes,
+comment-aware (a bracket or a quote inside `//` or `/* */` is text), and escape-aware outside
+strings: `{\\"a\\": 1}` is JSON encoded inside a JSON string, its `\\"` are the encoded string's
+quotes (a quote preceded by k backslashes, k odd, opens a string that only a quote with exactly
+k backslashes closes), so such a span closes instead of looking cut off.
+
+Time is linear in the input: a structure that never closes is rescanned from inside at most
+`_MAX_RESTARTS` times, and however many spans a reply holds, only the first and the last
+`_KEEP` are kept (the middle is scanned, not stored).
 """
 
 from __future__ import annotations
 
 import re
+from collections import deque
 from dataclasses import dataclass
+
+from .meter import charge
 
 __all__ = ["Candidate", "find_candidates", "strip_fences"]
 
-_SPECIAL = re.compile(r"[{}\[\]\"'\\/\u201c\u201d]")
+_SPECIAL = re.compile(r"[{}\[\]\"'\\/\u201c]")
 _FENCE = re.compile(r"(?m)(`{3,}|~{3,})")
 _LANG = re.compile(r"[A-Za-z0-9_+.\-]*")
 _OPEN = {"{": "}", "[": "]"}
@@ -23,7 +32,8 @@ _VALUE_START = frozenset("{[,:")
 _BEFORE_COMMENT = frozenset(" \t\r\n,{}[]\"'")  # `//` after these opens a comment; `http://` no
 _MAX_RESTARTS = 3
 _MAX_RESTART_CHARS = 1_000_000  # past this, one scan only: keeps megabyte inputs sub-second
-_MAX_CANDIDATES = 64
+_KEEP = 32  # spans kept from each end of the reply
+_MAX_FENCES = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,15 +51,20 @@ class Candidate:
     complete: bool
     string_start: int | None = None
 
+    @property
+    def end(self) -> int:
+        """Offset just past the candidate in the reply."""
+        return self.start + len(self.text)
+
 
 def find_candidates(text: str) -> list[Candidate]:
-    """All candidates in reading order: fence bodies first, then bracketed spans."""
+    """All candidates, fence bodies first, then bracketed spans (duplicates dropped)."""
     out: list[Candidate] = []
     seen: set[str] = set()
 
     def add(candidate: Candidate) -> None:
         key = candidate.text.strip()
-        if key and key not in seen and len(out) < _MAX_CANDIDATES:
+        if key and key not in seen:
             seen.add(key)
             out.append(candidate)
 
@@ -69,7 +84,7 @@ def find_candidates(text: str) -> list[Candidate]:
 
 def strip_fences(text: str) -> str:
     """The text with one surrounding code fence removed (for scalar answers like ```42```)."""
-    bodies = list(_fence_bodies(text))
+    bodies = _fence_bodies(text)
     if len(bodies) == 1:
         return bodies[0][0].strip()
     return text.strip()
@@ -79,9 +94,10 @@ def _fence_bodies(text: str) -> list[tuple[str, int, bool]]:
     """(body, offset, closed) for each ``` or ~~~ fence, pairing fence markers in order."""
     bodies: list[tuple[str, int, bool]] = []
     pos = 0
-    while len(bodies) < _MAX_CANDIDATES:
+    while len(bodies) < _MAX_FENCES:
         opening = _FENCE.search(text, pos)
         if opening is None:
+            charge(len(text) - pos)
             break
         marker = opening.group(1)
         body_start = opening.end()
@@ -93,8 +109,10 @@ def _fence_bodies(text: str) -> list[tuple[str, int, bool]]:
         quoted = _string_end(text, first) if text[first : first + 1] == '"' else -1  # string
         found = closing.search(text, max(body_start, quoted))  # is text, not the closer
         if found is None:
+            charge(len(text) - pos)
             bodies.append((text[body_start:], body_start, False))
             break
+        charge(found.end() - pos)
         bodies.append((text[body_start : found.start()], body_start, True))
         pos = found.end()
     return bodies
@@ -115,44 +133,96 @@ def _string_end(text: str, start: int) -> int:
         i = quote + 1
 
 
+def _encoded_string_end(text: str, quote: int, level: int) -> int:
+    """The offset after an encoded string whose opening quote at `quote` has `level` backslashes
+    before it: it closes at the next quote preceded by exactly `level` backslashes (its content's
+    own quotes carry more). -1 when it never closes."""
+    i = quote + 1
+    while True:
+        found = text.find('"', i)
+        if found < 0:
+            return -1
+        backslashes = 0
+        while backslashes <= level and text[found - 1 - backslashes] == "\\":
+            backslashes += 1
+        if backslashes == level:
+            return found + 1
+        i = found + 1
+
+
+def _single_end(text: str, start: int, closer: str) -> int:
+    """The offset after a string opened at `start` that `closer` ends (backslash escapes count;
+    -1: it never closes)."""
+    i = start + 1
+    while True:
+        found = text.find(closer, i)
+        if found < 0:
+            return -1
+        backslashes = 0
+        while text[found - 1 - backslashes] == "\\":
+            backslashes += 1
+        if backslashes % 2 == 0:
+            return found + 1
+        i = found + 1
+
+
 def _is_string(text: str) -> bool:
     """True when `text` is exactly one double-quoted string."""
     return text.startswith('"') and _string_end(text, 0) == len(text)
 
 
 def _spans(text: str) -> list[Candidate]:
-    """Balanced bracketed spans at the top level of `text`, in order."""
-    spans: list[Candidate] = []
+    """Balanced bracketed spans at the top level of `text`, in order (the first and last
+    `_KEEP` of them, plus any structure left open)."""
+    first: list[Candidate] = []
+    last: deque[Candidate] = deque(maxlen=_KEEP)
     pos = 0
     restarts = 0
     n = len(text)
-    while pos < n and len(spans) < _MAX_CANDIDATES:
-        start = _next_opener(text, pos)
+    openers = _Openers(text)
+    while pos < n:
+        start = openers.next(pos)
         if start < 0:
+            charge(n - pos)
             break
         end, string_start = _match(text, start)
+        charge((end if end >= 0 else n) - pos)
         if end >= 0:
-            spans.append(Candidate(text[start:end], start, fenced=False, complete=True))
+            span = Candidate(text[start:end], start, fenced=False, complete=True)
+            (first if len(first) < _KEEP else last).append(span)
             pos = end
             continue
         rel = None if string_start is None else string_start - start
-        spans.append(Candidate(text[start:], start, fenced=False, complete=False, string_start=rel))
+        span = Candidate(text[start:], start, fenced=False, complete=False, string_start=rel)
+        (first if len(first) < _KEEP else last).append(span)
         if restarts >= _MAX_RESTARTS or n > _MAX_RESTART_CHARS:
             break
         # an unclosed opener may be prose ("use {braces"): look for complete spans inside it
         restarts += 1
         pos = start + 1
-    return spans
+    return [*first, *last]
 
 
-def _next_opener(text: str, pos: int) -> int:
-    brace = text.find("{", pos)
-    bracket = text.find("[", pos)
-    if brace < 0:
-        return bracket
-    if bracket < 0:
-        return brace
-    return min(brace, bracket)
+class _Openers:
+    """The next `{` or `[` at or after a position. Each kind's next offset is remembered, so a
+    reply with thousands of `{` and no `[` does not search to its end for a `[` every time."""
+
+    __slots__ = ("_next", "_text")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._next = {"{": -2, "[": -2}  # -2: not searched yet; -1: none left
+
+    def next(self, pos: int) -> int:
+        found = []
+        for char, known in self._next.items():
+            at = known
+            if known == -2 or 0 <= known < pos:
+                at = self._text.find(char, pos)
+                self._next[char] = at
+            if at >= 0:
+                found.append(at)
+        return min(found) if found else -1
 
 
 def _match(text: str, start: int) -> tuple[int, int | None]:
@@ -161,20 +231,15 @@ def _match(text: str, start: int) -> tuple[int, int | None]:
     stack: list[str] = []
     open_closers = {"}": 0, "]": 0}  # counts, so a stray closer costs O(1), not O(depth)
     comments: list[tuple[int, int]] = []  # (start, end) of each comment skipped, in order
-    quote: str | None = None
-    quote_start = 0
-    skip_to = -1
-    for match in _SPECIAL.finditer(text, start):
+    pos = start
+    n = len(text)
+    while True:
+        match = _SPECIAL.search(text, pos)
+        if match is None:
+            return -1, None
         i = match.start()
-        if i < skip_to:
-            continue
-        char = match.group()
-        if quote is not None:
-            if char == "\\":
-                skip_to = i + 2
-            elif char == quote:
-                quote = None
-            continue
+        char = text[i]
+        pos = i + 1
         if char in _OPEN:
             closer = _OPEN[char]
             stack.append(closer)
@@ -190,17 +255,37 @@ def _match(text: str, start: int) -> tuple[int, int | None]:
             if not stack:
                 return i + 1, None
         elif char == '"':
-            quote, quote_start = '"', i
+            end = _string_end(text, i)
+            if end < 0:
+                return -1, i
+            pos = end
+        elif char == "\\":
+            j = i
+            while j < n and text[j] == "\\":
+                j += 1
+            if j < n and text[j] == '"' and (j - i) % 2 == 1:  # an encoded string's quote
+                end = _encoded_string_end(text, j, j - i)
+                if end < 0:
+                    return -1, i
+                pos = end
+            else:
+                pos = j
         elif char == "\u201c":
-            quote, quote_start = "\u201d", i
-        elif char == "'" and _in_value_position(text, i, comments):
-            quote, quote_start = "'", i
+            end = _single_end(text, i, "\u201d")
+            if end < 0:
+                return -1, i
+            pos = end
+        elif char == "'":
+            if _in_value_position(text, i, comments):
+                end = _single_end(text, i, "'")
+                if end < 0:
+                    return -1, i
+                pos = end
         elif char == "/":
-            end = _comment_end(text, i)
-            if end is not None:
-                comments.append((i, end))
-                skip_to = end
-    return -1, (quote_start if quote is not None else None)
+            comment_end = _comment_end(text, i)
+            if comment_end is not None:
+                comments.append((i, comment_end))
+                pos = comment_end
 
 
 def _comment_end(text: str, i: int) -> int | None:

@@ -1,0 +1,32 @@
+"""L1: recover the answer's JSON from a model's reply, locally (no model call).
+
+Modules, in the order a reply meets them: `segment` (reasoning set aside), `scan` (candidates:
+fence bodies and bracketed spans), `lenient` (the tolerant reader for the slips models make, and
+the partial data of a cut reply), `align` (fitting data to the target type), `read` (the
+pipeline), `result` (`ParseResult`), `meter` (the work count tests read).
+
+The rules, each stated for any reply (none is fitted to a test case):
+
+1. **Reasoning is never the answer.** `<think>`-style blocks, harmony analysis channels and the
+   providers' reasoning fields are set aside before candidates are looked for (flag
+   `reasoning_set_aside`); a reply that holds only reasoning is a truncation, never a value.
+2. **One answer, or none.** Candidates that validate to the same value (after alignment: their
+   JSON dumps are equal) are one answer. Different ones are ambiguous: no value (`ambiguity`
+   error, every candidate kept), unless `on_ambiguity` picks the first or the last.
+3. **Never invent.** A value comes only from text the model wrote as JSON, or as the scalar a
+   scalar schema asks for. Local repairs may change how the model's keys and values are spelled
+   and drop punctuation; a reading that would create a key or a value (`{"a": }` as `{"a": ""}`)
+   or drop the model's words is refused. Truncated fragments give `partial` data, never a result.
+4. **Complete or cut, decided right.** A structure still open at the end, or a reply whose finish
+   reason is `length`, is truncated; a cut reply's value is accepted only when its JSON closed,
+   parsed strictly and nothing JSON-looking follows it, and then it carries the `truncated` flag.
+   Escaped JSON met outside a string (`"{\\"a\\": 1}"`) is encoded JSON: decoded, never "cut".
+5. **Linear time.** Every pass walks the reply once (or a bounded number of times); regexes on
+   unbounded text are possessive or anchored, with no nested quantifiers; the tolerant reader is
+   our own single pass (json-repair, used before, is super-linear on common shapes).
+"""
+
+from .read import Ambiguity, check_ambiguity, parse, read, truncation_diagnostic
+from .result import ParseResult
+
+__all__ = ["Ambiguity", "ParseResult", "check_ambiguity", "parse", "read", "truncation_diagnostic"]

@@ -1,0 +1,505 @@
+"""A tolerant JSON reader for one candidate: the slips models make, read in linear time.
+
+Only reached when the strict Rust parser has already said no, so its cost never touches the
+happy path. It reads what JSON, Python and JavaScript writers produce by mistake:
+
+- strings in double, single, curly, triple (`\"\"\"…\"\"\"`) or backtick quotes; raw control
+  characters inside them; `\\'` and other stray escapes; a quote inside a
+  string that the model forgot to escape (a quote closes a string only when what follows it is
+  a comma, colon, closing bracket, another quote, a line break or the end);
+- unquoted keys (`{name: "x"}`) and unquoted values up to the next comma, bracket or line
+  break (`{"city": New York}`), read as numbers or literals when they spell one (`.25`, `TRUE`,
+  `None`, `undefined`: any case);
+- missing and trailing commas, `//`, `/* */` and line-start `#` comments, a closing bracket
+  that also closes the containers still open inside it.
+
+**Never invent.** Every key and every scalar of the result is a token of the text; what is
+dropped is only punctuation and comments. Anything the reader cannot account for that way — a
+key without a colon or without a value (`{"a": }`), a value where a key belongs (`["k": 1]`),
+an ellipsis standing for elided items (`[1, 2, ...]`), text after the value — makes it give
+up (`NOTHING`): healjson then asks the model again rather than guess. A span with no quote, no
+`key:`, no comma and no comment is prose in brackets (`[this page]`, `{name}`, `[^2]`), not
+JSON, and is not read at all.
+
+The last resort, json-repair, is super-linear (36 KB of unquoted values took 10 s; 1 KB of
+prose in brackets 0.12 s), so it only sees candidates up to `MAX_JSON_REPAIR_CHARS`, at most
+`JSON_REPAIR_CHARS_PER_REPLY` per reply, and its reading is kept only when `grounded`.
+
+`partial=True` reads a structure cut off at the end (the partial data of a truncated reply,
+never a result): containers still open are closed, and a string, key or bare token touching the
+cut is left out (it may itself be cut).
+
+**Linear time.** One left-to-right pass; regexes only jump to the next character that matters
+and are possessive; the look-ahead after a quote inside a string skips spaces only, so every
+character is examined a bounded number of times. (json-repair, which this replaces, is pure
+Python and super-linear; it stays only as the bounded last resort described above.)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any, Final
+
+from healjson._core.sentinels import NOTHING
+
+from .meter import charge
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_JSON_REPAIR_CHARS",
+    "MAX_REPAIR_CHARS",
+    "RepairBudget",
+    "grounded",
+    "lenient_loads",
+    "partial_loads",
+]
+
+MAX_REPAIR_CHARS: Final = 1_000_000
+"""Candidates above this size are not read leniently at all."""
+MAX_DEPTH: Final = 500
+"""Deeper nesting than this is given up on (explicit stack: no recursion limit involved)."""
+MAX_JSON_REPAIR_CHARS: Final = 512
+"""json-repair, the last resort, only sees candidates up to this size..."""
+JSON_REPAIR_CHARS_PER_REPLY: Final = 1_024
+"""...and at most this many characters per reply (it is super-linear: ~0.04 s for the worst
+512-character input we found, so a reply spends at most ~0.1 s there)."""
+
+_QUOTES: Final = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019", "`": "`"}
+_SPACE: Final = re.compile(r"[ \t\r\n]*+")
+_INLINE_SPACE: Final = re.compile(r"[ \t]*+")
+_BLOCK_END: Final = re.compile(r"\*/")
+# up to a delimiter, a quote or a comment (`/` alone is text: `1/3`, `a/b`)
+_BARE_VALUE: Final = re.compile(r"(?:[^,{}\[\]\n\"\u201c/]++|/(?![/*]))*+")
+_BARE_KEY: Final = re.compile(r"(?:[^:,{}\[\]\n\"'\u201c\u2018/]++|/(?![/*]))*+")
+_BRACKETS: Final = re.compile(r"[{}\[\]]")
+_ELLIPSIS: Final = re.compile(r"(?:\.{2,}|\u2026)")
+_NUMBER: Final = re.compile(r"-?(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?")
+_WRITTEN_NUMBER: Final = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+# a span worth reading: it holds a quote, a `key:`, a comma or a comment (`[this page]`,
+# `{name}` and `[^2]` are prose in brackets)
+_JSON_LOOKING: Final = re.compile(r"[\"'\u201c\u2018`,]|[{,]\s*+[\w$]++\s*+:|//|/\*")
+_LITERALS: Final = {
+    "true": True,
+    "false": False,
+    "null": None,
+    "none": None,
+    "nil": None,
+    "undefined": None,
+    "nan": float("nan"),
+    "infinity": float("inf"),
+    "-infinity": float("-inf"),
+}
+_ESCAPES: Final = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", "\\": "\\"}
+_CLOSES_AFTER: Final = frozenset(",:}]\n") | frozenset(_QUOTES)
+_COMMENTS: Final = ("//", "/*")
+_NEXT_KEY: Final = re.compile(r'"[^"\\\n]{1,100}+"[ \t]*+:')
+
+
+class _GiveUp(Exception):
+    """The text cannot be read without inventing or dropping the model's words."""
+
+
+class RepairBudget:
+    """How many characters json-repair may still see while one reply is read."""
+
+    __slots__ = ("left",)
+
+    def __init__(self) -> None:
+        self.left = JSON_REPAIR_CHARS_PER_REPLY
+
+
+def lenient_loads(text: str, budget: RepairBudget | None = None) -> Any:
+    """The value of a complete candidate read tolerantly, or `NOTHING`. When the tolerant
+    reader gives up, json-repair gets a small candidate (within `budget`), and its reading is
+    kept only if it is `grounded`."""
+    if len(text) > MAX_REPAIR_CHARS or _prose_in_brackets(text):
+        return NOTHING
+    charge(len(text))
+    try:
+        return _Reader(text, partial=False).read()
+    except _GiveUp:
+        pass
+    if budget is None or len(text) > min(MAX_JSON_REPAIR_CHARS, budget.left):
+        return NOTHING
+    budget.left -= len(text)
+    value = _json_repair(text)
+    if value is NOTHING or not grounded(value, text.strip()):
+        return NOTHING
+    return value
+
+
+def _json_repair(text: str) -> Any:
+    try:
+        import json_repair
+
+        value = json_repair.repair_json(text, return_objects=True, skip_json_loads=True)
+    except Exception:  # json-repair raises ValueError on deep nesting; any failure means "no"
+        return NOTHING
+    if value == "" and text.strip() not in ('""', "''"):
+        return NOTHING
+    return value
+
+
+def grounded(value: Any, text: str) -> bool:
+    """True when `value` accounts for `text` exactly: every key and scalar is written there, in
+    reading order, and what lies between them is only punctuation (brackets, commas, colons,
+    quotes, whitespace, comments). A repair that filled a gap (a scalar not in the text) or
+    dropped the model's words (prose read as structure: `[^2]` as `[2]`) is not grounded."""
+    charge(len(text))
+    cursor = 0
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, item in reversed(list(node.items())):
+                stack.append(item)
+                stack.append(_Key(key))
+            continue
+        if isinstance(node, list):
+            stack.extend(reversed(node))
+            continue
+        found = _next_leaf(text, cursor, node.name if isinstance(node, _Key) else node)
+        if found < 0:
+            return False
+        cursor = found
+    return _PUNCTUATION.match(text, cursor).end() == len(text)  # type: ignore[union-attr]
+
+
+class _Key:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+# what may lie between the keys and values of a repaired value: JSON punctuation, any quote
+# the model may have used, whitespace and comments (possessive: linear, never backtracks)
+_PUNCTUATION: Final = re.compile(
+    r"""(?:[\s{}\[\](),:"'`\u201c\u201d\u2018\u2019]++|//[^\n]*+|/\*(?:[^*]++|\*(?!/))*+(?:\*/)?)*+"""
+)
+_EDGE_PUNCTUATION: Final = re.compile(r"^[,:{}\[\]]|[,:{}\[\]]$")
+_SPELLINGS: Final = {True: ("true",), False: ("false",), None: ("null", "none", "undefined", "nil")}
+
+
+def _next_leaf(text: str, cursor: int, scalar: Any) -> int:
+    """The offset just past `scalar` when it is written after only punctuation from `cursor`,
+    else -1."""
+    content = _PUNCTUATION.match(text, cursor).end()  # type: ignore[union-attr]
+    if isinstance(scalar, int | float) and not isinstance(scalar, bool) and math.isfinite(scalar):
+        for start in range(cursor, content + 1):  # `.25`, `1e5`, `-0`, `01`: as written
+            number = _WRITTEN_NUMBER.match(text, start)
+            if number is not None and _same_number(number.group(), scalar):
+                return number.end()
+        return -1
+    folded = scalar is None or isinstance(scalar, bool)
+    forms = _forms(scalar)
+    for start in range(cursor, content + 1):
+        for form in forms:
+            if folded:
+                if text[start : start + len(form)].casefold() == form:
+                    return start + len(form)
+            elif text.startswith(form, start):
+                quoted = start > 0 and text[start - 1] in _QUOTES
+                if isinstance(scalar, str) and not quoted and _EDGE_PUNCTUATION.search(form):
+                    return -1  # an unquoted "value" that swallowed a comma or a bracket
+                return start + len(form)
+    return -1
+
+
+def _same_number(written: str, scalar: float) -> bool:
+    try:
+        if isinstance(scalar, int) and written.lstrip("+-").isdigit():
+            return int(written) == scalar
+        return float(written) == scalar
+    except ValueError:  # more digits than Python converts
+        return False
+
+
+def _forms(scalar: Any) -> list[str]:
+    if scalar is None or isinstance(scalar, bool):
+        return list(_SPELLINGS[scalar])
+    if isinstance(scalar, str):
+        if not scalar:
+            return ['""', "''"]
+        escaped = json.dumps(scalar, ensure_ascii=False)[1:-1]
+        return list(dict.fromkeys((scalar, escaped, json.dumps(scalar)[1:-1])))
+    if isinstance(scalar, float):  # not finite (finite numbers are matched as written)
+        return ["NaN", "Infinity", "-Infinity", "nan", "inf", "-inf"]
+    return [str(scalar)]
+    if isinstance(scalar, float):
+        if not math.isfinite(scalar):
+            return ["NaN", "Infinity", "-Infinity", "nan", "inf", "-inf"]
+        shown = repr(scalar)
+        forms = [shown, shown.replace("0.", ".", 1)]  # `.25` as the model may write 0.25
+        if scalar.is_integer():
+            forms.insert(0, str(int(scalar)))
+        return list(dict.fromkeys(forms))
+    return [str(scalar)]
+
+
+def partial_loads(text: str) -> Any:
+    """Best-effort data from a structure cut off at the end (only ever `partial`), or
+    `NOTHING`."""
+    if len(text) > MAX_REPAIR_CHARS:
+        return NOTHING
+    charge(len(text))
+    try:
+        return _Reader(text, partial=True).read()
+    except _GiveUp:
+        return NOTHING
+
+
+class _Frame:
+    """One open container: its value, and for an object the key waiting for its value."""
+
+    __slots__ = ("closer", "key", "value", "wants")
+
+    def __init__(self, value: dict[str, Any] | list[Any]) -> None:
+        self.value = value
+        self.closer = "}" if isinstance(value, dict) else "]"
+        self.key: str | None = None
+        self.wants = "key" if isinstance(value, dict) else "value"  # key, colon or value
+
+
+class _Reader:
+    def __init__(self, text: str, *, partial: bool) -> None:
+        self.text = text
+        self.n = len(text)
+        self.partial = partial
+        self.stack: list[_Frame] = []
+        self.root: Any = NOTHING
+
+    # -- the pass -------------------------------------------------------------------------------
+
+    def read(self) -> Any:
+        text, pos = self.text, self._skip(0)
+        while pos < self.n:
+            if self.root is not NOTHING:
+                raise _GiveUp  # text after the value: not ours to drop
+            char = text[pos]
+            frame = self.stack[-1] if self.stack else None
+            if char in "}]":
+                pos = self._close(char, pos)
+            elif char == ",":
+                if frame is None or (frame.wants in ("colon", "value") and frame.key is not None):
+                    raise _GiveUp  # a key with no value: filling it would invent one
+                pos += 1
+            elif char == ":":
+                if frame is None or frame.wants != "colon":
+                    raise _GiveUp
+                frame.wants = "value"
+                pos += 1
+            elif char in "{[":
+                if len(self.stack) >= MAX_DEPTH:
+                    raise _GiveUp
+                self._expect_value(frame)
+                self.stack.append(_Frame({} if char == "{" else []))
+                pos += 1
+            elif char in _QUOTES:
+                value, pos, complete = self._string(pos)
+                if not complete:
+                    break  # cut inside a string (partial mode): it is left out
+                self._put(value, frame, quoted=True)
+            else:
+                pos = self._bare(pos, frame)
+            pos = self._skip(pos)
+        return self._finish()
+
+    def _finish(self) -> Any:
+        if not self.stack:
+            if self.root is NOTHING:
+                raise _GiveUp
+            return self.root
+        if not self.partial:
+            raise _GiveUp  # still open: truncated, not ours to close
+        while self.stack:  # partial data: close what is open, drop a dangling key
+            frame = self.stack.pop()
+            self._put_closed(frame.value)
+        return self.root
+
+    # -- structure ------------------------------------------------------------------------------
+
+    def _close(self, char: str, pos: int) -> int:
+        if not any(frame.closer == char for frame in self.stack):
+            if not self.stack:
+                raise _GiveUp
+            return pos + 1  # a stray closer with nothing to close: punctuation, dropped
+        while True:
+            frame = self.stack.pop()
+            if frame.key is not None or (frame.wants == "value" and isinstance(frame.value, dict)):
+                raise _GiveUp  # `{"a": }`: a key with no value
+            self._put_closed(frame.value)
+            if frame.closer == char:
+                return pos + 1
+            # a missing closer: the inner container ends where its parent does
+
+    def _put_closed(self, value: Any) -> None:
+        frame = self.stack[-1] if self.stack else None
+        if frame is None:
+            self.root = value
+        elif isinstance(frame.value, list):
+            frame.value.append(value)
+        elif frame.key is not None:
+            frame.value[frame.key] = value
+            frame.key, frame.wants = None, "key"
+        else:
+            raise _GiveUp
+
+    def _expect_value(self, frame: _Frame | None) -> None:
+        if frame is not None and isinstance(frame.value, dict) and frame.wants != "value":
+            raise _GiveUp  # a container where a key belongs (`{[1]: 2}`)
+
+    def _put(self, value: Any, frame: _Frame | None, *, quoted: bool) -> None:
+        if frame is None:
+            self.root = value
+            return
+        if isinstance(frame.value, list):
+            frame.value.append(value)
+            return
+        if frame.wants == "key":
+            if not isinstance(value, str):
+                raise _GiveUp
+            frame.key, frame.wants = value, "colon"
+            return
+        if frame.wants == "colon":
+            raise _GiveUp  # `{"a" "b"}`: two keys, or a key without its colon
+        assert frame.key is not None
+        frame.value[frame.key] = value
+        frame.key, frame.wants = None, "key"
+
+    # -- tokens ---------------------------------------------------------------------------------
+
+    def _skip(self, pos: int) -> int:
+        """Past whitespace and comments."""
+        text, n = self.text, self.n
+        while True:
+            pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+            if pos >= n:
+                return pos
+            if text.startswith("//", pos):
+                newline = text.find("\n", pos)
+                pos = n if newline < 0 else newline
+            elif text.startswith("/*", pos):
+                end = _BLOCK_END.search(text, pos + 2)
+                pos = n if end is None else end.end()
+            elif text[pos] == "#" and (pos == 0 or text[pos - 1] in "\n\r \t,{["):
+                newline = text.find("\n", pos)
+                pos = n if newline < 0 else newline
+            else:
+                return pos
+
+    def _string(self, pos: int) -> tuple[str, int, bool]:
+        """The string opened at `pos`: (value, end, complete)."""
+        text = self.text
+        opener = text[pos]
+        if text.startswith(opener * 3, pos) and opener in "\"'":
+            close = text.find(opener * 3, pos + 3)
+            if close < 0:
+                return self._cut_string()
+            return text[pos + 3 : close], close + 3, True
+        closer = _QUOTES[opener]
+        special = re.compile(re.escape(closer) + r"|\\")
+        parts: list[str] = []
+        start = pos + 1
+        while True:
+            found = special.search(text, start)
+            if found is None:
+                return self._cut_string()
+            at = found.start()
+            parts.append(text[start:at])
+            if text[at] == "\\":
+                if at + 1 >= self.n:
+                    return self._cut_string()
+                escaped, start = self._escape(at)
+                parts.append(escaped)
+                continue
+            comma = _comma_before(text, start, at)
+            if opener == '"' and comma >= 0 and _NEXT_KEY.match(text, at):
+                # `"New York, "gender": "male"`: a quoted key after a comma means this string's
+                # closing quote was forgotten before the comma
+                value = "".join(parts)
+                return value[: value.rindex(",")].rstrip(), comma, True
+            after = _INLINE_SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
+            if after >= self.n or text[after] in _CLOSES_AFTER or text.startswith(_COMMENTS, after):
+                raw_tail = parts[-1]
+                if raw_tail.rstrip(" \t").endswith(("\n", "\r")):  # a raw line break before
+                    parts[-1] = raw_tail.rstrip(" \t\r\n")  # the closing quote is layout
+                return "".join(parts), at + 1, True
+            parts.append(closer)  # a quote the model forgot to escape: part of the text
+            start = at + 1
+
+    def _cut_string(self) -> tuple[str, int, bool]:
+        if not self.partial:
+            raise _GiveUp
+        return "", self.n, False
+
+    def _escape(self, at: int) -> tuple[str, int]:
+        text = self.text
+        code = text[at + 1]
+        if code in _ESCAPES:
+            return _ESCAPES[code], at + 2
+        if code == "u" and at + 6 <= self.n:
+            digits = text[at + 2 : at + 6]
+            try:
+                return chr(int(digits, 16)), at + 6
+            except ValueError:
+                pass
+        if code in "\"'`\u201d\u2019":
+            return code, at + 2
+        return "\\" + code, at + 2  # an escape JSON does not know: kept as written
+
+    def _bare(self, pos: int, frame: _Frame | None) -> int:
+        """An unquoted key, number, literal or string value."""
+        text = self.text
+        as_key = frame is not None and isinstance(frame.value, dict) and frame.wants == "key"
+        pattern = _BARE_KEY if as_key else _BARE_VALUE
+        end = pattern.match(text, pos).end()  # type: ignore[union-attr]
+        token = text[pos:end].strip()
+        if end >= self.n and self.partial:
+            return end  # touching the cut: it may itself be cut
+        if not token or _ELLIPSIS.fullmatch(token):
+            raise _GiveUp  # a character no reading accounts for, or `...` for elided items
+        scalar = token if as_key else _scalar(token)
+        if frame is None and isinstance(scalar, str):
+            raise _GiveUp  # an unquoted word on its own is prose, not a JSON value
+        self._put(scalar, frame, quoted=False)
+        if not as_key and text.startswith('"', end):
+            after = _INLINE_SPACE.match(text, end + 1).end()  # type: ignore[union-attr]
+            if after >= self.n or text[after] in ",}]\n":
+                return end + 1  # `abcdef",`: a stray closing quote after a bare value
+        return end
+
+
+def _prose_in_brackets(text: str) -> bool:
+    """`[this page]`, `{name}`, `[^2]`: no quote, no `key:`, no comma, no comment, and what the
+    brackets hold is no number or literal (`[None]` is Python for `[null]`)."""
+    if _JSON_LOOKING.search(text):
+        return False
+    words = _BRACKETS.sub(" ", text).split()
+    return any(isinstance(_scalar(word), str) for word in words)
+
+
+def _comma_before(text: str, start: int, at: int) -> int:
+    """The offset of a comma that only spaces separate from `at` (within `start:at`), or -1."""
+    j = at - 1
+    while j >= start and text[j] in " \t":
+        j -= 1
+    return j if j >= start and text[j] == "," else -1
+
+
+def _scalar(token: str) -> Any:
+    """A bare token as the number or literal it spells, else as the string it is."""
+    literal = token.casefold()
+    if literal in _LITERALS:
+        return _LITERALS[literal]
+    if _NUMBER.fullmatch(token):
+        try:
+            number = float(token)
+        except ValueError:
+            return token
+        if number.is_integer() and "." not in token and "e" not in literal:
+            return int(token)
+        return number
+    return token

@@ -1,0 +1,410 @@
+"""One redactor for everything healjson stores or emits, so credentials never leave a run.
+
+An endpoint or gateway that echoes the `Authorization` header in its error body, or a key passed
+per call in `extra_query`, would otherwise reach the attempt record, the diagnostic, the events,
+both traces and batch rows. Every one of those passes through this module, by construction:
+
+1. **Known secret values.** Inside `secrets_scope(client, params)` (the adapters enter it around
+   each healing call) the exact credential values healjson can see are removed wherever they
+   occur: the wrapped client's API key or auth token (openai, anthropic, google-genai, and the
+   instructor clients built on them), the credential values of its default headers and default
+   query, and every string under a credential-like name in the call's parameters, together with
+   the URL-, JSON- and repr-escaped forms an error body may echo. Strings shorter than 8
+   characters are never treated as secret values: removing them would mangle ordinary text.
+2. **Credential-like names.** In mappings, at any depth, the value under a name such as
+   `api_key`, `Authorization`, `x-goog-api-key`, `cookie`, or any name containing `token`,
+   `secret`, `password` or `credential` (case-insensitive, `-`/`_`/`.`/space ignored) is
+   replaced. Numbers, booleans and None are kept: under such names they are counts or switches
+   (`max_tokens`, `prompt_tokens`), not credentials.
+3. **Credential shapes in free text**: `Bearer <token>`, `Authorization: <value>` and
+   `api_key=<value>`-style pairs.
+
+Each match becomes `[redacted]`. Redaction is idempotent, and every pattern is linear: no nested
+quantifier runs over unbounded text.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import threading
+import weakref
+from collections.abc import Iterable, Iterator, Mapping
+from contextvars import ContextVar, Token
+from types import TracebackType
+from typing import Any, Final
+from urllib.parse import quote, quote_plus
+
+__all__ = [
+    "MARKER",
+    "is_credential_name",
+    "redact_data",
+    "redact_params",
+    "redact_text",
+    "secrets_scope",
+]
+
+MARKER: Final = "[redacted]"
+MIN_SECRET_CHARS: Final = 8
+_MAX_DEPTH: Final = 64  # deeper than this, data is replaced rather than walked
+
+_NAMES: Final = frozenset(
+    {
+        "apikey",
+        "auth",
+        "authorization",
+        "cookie",
+        "key",
+        "proxyauthorization",
+        "setcookie",
+        "xapikey",
+        "xgoogapikey",
+    }
+)
+_NAME_PARTS: Final = ("token", "secret", "password", "passwd", "credential")
+_SEPARATORS: Final = str.maketrans("", "", "-_. ")
+
+# `Authorization: Bearer x`, `"authorization": "Basic x"`, `'Proxy-Authorization': 'x'`: the
+# optional scheme word, then one value (or a marker left by an earlier pass, for idempotence).
+_AUTH_FIELD: Final = re.compile(
+    r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)"
+    r"(?:[a-z][\w-]*[ \t]+)?(?:\[redacted\]|[^\s\"',;{}\[\]]+)"
+)
+# `api_key=x` in an echoed URL, `"x-api-key": "x"`, `client_secret: x` in an echoed body.
+_KEY_FIELD: Final = re.compile(
+    r"(?i)((?:api|access|refresh|auth|id)[-_]?(?:key|token)|(?:client|api)[-_]?secret"
+    r"|secret[-_]?key|password|passwd)([\"']?\s*[:=]\s*[\"']?)[^\s\"'&,;{}\[\]]+"
+)
+_BEARER: Final = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/=]{8,}")
+_SCHEME: Final = re.compile(r"(?i)^(?:bearer|basic|token|apikey)\s+(\S+)$")
+
+# client attributes that hold a credential: openai (`api_key`, `admin_api_key`, Azure's
+# `_azure_ad_token`), anthropic (`api_key`, `auth_token`), google-genai's API client (`api_key`)
+_SECRET_ATTRIBUTES: Final = ("api_key", "admin_api_key", "auth_token", "_azure_ad_token")
+# mappings of default headers / query parameters (openai and anthropic keep the caller's here)
+_MAPPING_ATTRIBUTES: Final = ("_custom_headers", "_custom_query")
+# clients inside clients: instructor's `client`, google-genai's `_api_client`
+_NESTED_ATTRIBUTES: Final = ("client", "_api_client")
+_MAX_NESTING: Final = 2
+
+
+@functools.lru_cache(maxsize=2048)
+def is_credential_name(name: str) -> bool:
+    """True for a mapping key whose value is a credential (`X-Api-Key`, `access_token`...)."""
+    flat = name.lower().translate(_SEPARATORS)
+    return flat in _NAMES or any(part in flat for part in _NAME_PARTS)
+
+
+def redact_text(text: str) -> str:
+    """`text` with known secret values and credential shapes replaced by the marker."""
+    return _redact_text(text, _known_forms())
+
+
+def redact_data(value: Any, *, by_name: bool = True) -> Any:
+    """A copy of `value` with every string redacted; mappings become dicts and lists and tuples
+    keep their type. With `by_name` (the default) values under credential-like keys are masked
+    too; `by_name=False` leaves keys alone (for records whose values are the caller's data)."""
+    return _walk(value, _known_forms(), by_name, 0)
+
+
+def redact_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Call parameters as they may be stored: credential-named values masked at any depth,
+    known secrets removed from every string. Other objects are kept as they are."""
+    return _mapping(params, _known_forms(), True, 0)
+
+
+class _Known:
+    """What one scope knows, on top of its outer scope: a client and the call's params.
+
+    Computed at the first redaction and remembered for the scope (a client's own forms are also
+    kept per client, weakly, for its next calls); the clients' `api_key` attributes are the
+    fingerprint that makes it recompute (an SDK may set a refreshed key during the call).
+    """
+
+    __slots__ = ("_client", "_fingerprint", "_holders", "_memo", "_outer", "_params")
+
+    def __init__(self, outer: _Known | None, client: Any, params: Mapping[str, Any] | None) -> None:
+        self._outer = outer
+        self._client = client
+        self._params = params
+        self._holders: tuple[Any, ...] | None = None
+        self._fingerprint: tuple[Any, ...] | None = None
+        self._memo: tuple[str, ...] = ()
+
+    def secrets(self) -> tuple[str, ...]:
+        """The known secret values in every form they may appear in, longest first (so that a
+        secret containing another is removed whole)."""
+        fingerprint = self._current_fingerprint()
+        if fingerprint != self._fingerprint:
+            named = {form for value in _named_strings(self._params, 0) for form in _variants(value)}
+            client = _client_forms(self._client, fingerprint) if self._client is not None else ()
+            if not named and self._outer is None:
+                self._memo = client  # the common case: the client's forms, computed once
+            else:
+                forms = {*named, *client}
+                if self._outer is not None:
+                    forms.update(self._outer.secrets())
+                self._memo = _longest_first(forms)
+            self._fingerprint = fingerprint
+        return self._memo
+
+    def _current_fingerprint(self) -> tuple[Any, ...]:
+        if self._holders is None:
+            self._holders = _holders_of(self._client) if self._client is not None else ()
+        outer = self._outer._current_fingerprint() if self._outer is not None else ()
+        return (*outer, *(_attribute(holder, "api_key") for holder in self._holders))
+
+
+def _longest_first(forms: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted(forms, key=lambda form: (-len(form), form)))
+
+
+_SCOPE: ContextVar[_Known | None] = ContextVar("healjson_known_secrets", default=None)
+
+
+def secrets_scope(client: Any = None, params: Mapping[str, Any] | None = None) -> _Scope:
+    """`with secrets_scope(client, params):` registers the secrets of `client` and of the call's
+    `params` for the enclosed code (sync code, or the body of a coroutine).
+
+    A `contextvars` scope: correct across threads and asyncio tasks, and a nested scope adds to
+    the outer one. Nothing is read on entry: the secrets are gathered at the first redaction
+    inside the scope (a call that redacts nothing pays for none of it), and gathered again if
+    the client's `api_key` has changed since (openai's `api_key` provider refreshes it).
+    """
+    return _Scope(client, params)
+
+
+class _Scope:
+    """One use of `secrets_scope` (not reusable, not re-entrant)."""
+
+    __slots__ = ("_client", "_params", "_token")
+
+    def __init__(self, client: Any = None, params: Mapping[str, Any] | None = None) -> None:
+        self._client = client
+        self._params = params
+        self._token: Token[_Known | None] | None = None
+
+    def __enter__(self) -> None:
+        self._token = _SCOPE.set(_Known(_SCOPE.get(), self._client, self._params))
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._token is not None:
+            _SCOPE.reset(self._token)
+            self._token = None
+
+
+def known_secrets() -> frozenset[str]:
+    """Every secret value the current scope knows, with the escaped forms it may appear in."""
+    known = _SCOPE.get()
+    return frozenset() if known is None else frozenset(known.secrets())
+
+
+# -- internals -----------------------------------------------------------------------------------
+
+
+def _known_forms() -> tuple[str, ...]:
+    known = _SCOPE.get()
+    return () if known is None else known.secrets()
+
+
+def _redact_text(text: str, secrets: tuple[str, ...]) -> str:
+    if len(text) < MIN_SECRET_CHARS:  # shorter than any secret or credential shape
+        return text
+    for secret in secrets:  # plain substring replacement: no regex ever holds a secret
+        if secret in text:
+            text = text.replace(secret, MARKER)
+    # each pattern runs only when a word it needs is there: plain `in` tests are far cheaper
+    # than a case-insensitive regex scan, and most text holds none of these words
+    lowered = text.lower()
+    if "authorization" in lowered:
+        text = _AUTH_FIELD.sub(_name_then_marker, text)
+    if "key" in lowered or "token" in lowered or "secret" in lowered or "passw" in lowered:
+        text = _KEY_FIELD.sub(_name_then_marker, text)
+    if "bearer" in lowered:
+        text = _BEARER.sub(_scheme_then_marker, text)
+    return text
+
+
+def _name_then_marker(match: re.Match[str]) -> str:
+    # a function, not a `\1` template: re would parse the template on every call
+    return "".join(match.groups("")) + MARKER
+
+
+def _scheme_then_marker(match: re.Match[str]) -> str:
+    return f"{match.group(1)} {MARKER}"
+
+
+def _walk(value: Any, secrets: tuple[str, ...], by_name: bool, depth: int) -> Any:
+    # exact types first, ABC checks (Mapping) last: they are slow, and most values are plain
+    kind = type(value)
+    if kind is str:
+        return _redact_text(value, secrets)
+    if value is None or kind is int or kind is float or kind is bool:
+        return value
+    container = kind is dict or kind is list or kind is tuple or isinstance(value, Mapping)
+    if container and depth >= _MAX_DEPTH:
+        return MARKER
+    if kind is dict:
+        return _mapping(value, secrets, by_name, depth)
+    if kind is list:
+        return [_walk(item, secrets, by_name, depth + 1) for item in value]
+    if kind is tuple:
+        return tuple(_walk(item, secrets, by_name, depth + 1) for item in value)
+    if isinstance(value, Mapping):
+        return _mapping(value, secrets, by_name, depth)
+    if isinstance(value, str):  # subclasses of the types above
+        return _redact_text(value, secrets)
+    if isinstance(value, list):
+        return [_walk(item, secrets, by_name, depth + 1) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_walk(item, secrets, by_name, depth + 1) for item in value)
+    return value
+
+
+def _mapping(
+    value: Mapping[Any, Any], secrets: tuple[str, ...], by_name: bool, depth: int
+) -> dict[Any, Any]:
+    out: dict[Any, Any] = {}
+    for key, item in value.items():
+        kind = type(item)
+        if item is None or kind is int or kind is float or kind is bool:
+            out[key] = item  # a number under a credential name is a count (`max_tokens`)
+        elif by_name and isinstance(key, str) and is_credential_name(key):
+            out[key] = MARKER
+        elif kind is str:
+            out[key] = _redact_text(item, secrets)
+        else:
+            out[key] = _walk(item, secrets, by_name, depth + 1)
+    return out
+
+
+def _named_strings(value: Any, depth: int, named: bool = False) -> Iterator[str]:
+    """Strings found under credential-like names, at any depth of the call's parameters."""
+    if depth > _MAX_DEPTH:
+        return
+    if isinstance(value, str | bytes):
+        if named:
+            yield value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            inner = named or (isinstance(key, str) and is_credential_name(key))
+            yield from _named_strings(item, depth + 1, inner)
+    elif isinstance(value, list | tuple | set | frozenset):
+        for item in value:
+            yield from _named_strings(item, depth + 1, named)
+
+
+# The escaped forms of each client's credentials (longest first), and the clients inside it,
+# computed once per client and key: a wrapped client makes many calls, and escaping every secret
+# per call was most of the redactor's cost. Weakly keyed: an entry lives exactly as long as the
+# client that holds the secret anyway.
+_CLIENT_FORMS: weakref.WeakKeyDictionary[Any, tuple[tuple[Any, ...], tuple[str, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
+_CLIENT_HOLDERS: weakref.WeakKeyDictionary[Any, tuple[Any, ...]] = weakref.WeakKeyDictionary()
+_CLIENT_LOCK: Final = threading.Lock()
+
+
+def _client_forms(client: Any, fingerprint: tuple[Any, ...]) -> tuple[str, ...]:
+    try:
+        with _CLIENT_LOCK:
+            cached = _CLIENT_FORMS.get(client)
+    except TypeError:  # not weakly referenceable or not hashable: compute every time
+        cached = None
+    if cached is not None and cached[0] == fingerprint:
+        return cached[1]
+    forms = _longest_first(
+        {form for value in set(_client_secrets(client, 0)) for form in _variants(value)}
+    )
+    try:
+        with _CLIENT_LOCK:
+            _CLIENT_FORMS[client] = (fingerprint, forms)
+    except TypeError:
+        pass
+    return forms
+
+
+def _holders_of(client: Any) -> tuple[Any, ...]:
+    try:
+        with _CLIENT_LOCK:
+            cached = _CLIENT_HOLDERS.get(client)
+    except TypeError:
+        cached = None
+    if cached is None:
+        cached = tuple(_holders(client, 0))
+        try:
+            with _CLIENT_LOCK:
+                _CLIENT_HOLDERS[client] = cached
+        except TypeError:
+            pass
+    return cached
+
+
+def _client_secrets(client: Any, depth: int) -> Iterator[str]:
+    """The credentials a provider client holds (read defensively: any object may be passed)."""
+    for name in _SECRET_ATTRIBUTES:
+        value = _attribute(client, name)
+        if isinstance(value, str):
+            yield value
+    for name in _MAPPING_ATTRIBUTES:
+        mapping = _attribute(client, name)
+        if isinstance(mapping, Mapping):
+            yield from _named_strings(mapping, 0)
+    # google-genai: `_http_options.headers` carries `x-goog-api-key`; Vertex credentials a token
+    headers = _attribute(_attribute(client, "_http_options"), "headers")
+    if isinstance(headers, Mapping):
+        yield from _named_strings(headers, 0)
+    token = _attribute(_attribute(client, "_credentials"), "token")
+    if isinstance(token, str):
+        yield token
+    if depth < _MAX_NESTING:
+        for name in _NESTED_ATTRIBUTES:
+            inner = _attribute(client, name)
+            if inner is not None and inner is not client:
+                yield from _client_secrets(inner, depth + 1)
+
+
+def _holders(client: Any, depth: int) -> Iterator[Any]:
+    """The client and the clients inside it (whose `api_key` may change during a call)."""
+    yield client
+    if depth < _MAX_NESTING:
+        for name in _NESTED_ATTRIBUTES:
+            inner = _attribute(client, name)
+            if inner is not None and inner is not client:
+                yield from _holders(inner, depth + 1)
+
+
+def _attribute(obj: Any, name: str) -> Any:
+    if obj is None:
+        return None
+    try:
+        return getattr(obj, name, None)
+    except Exception:  # a property that fails (or a proxy that raises) holds no secret we can use
+        return None
+
+
+def _variants(secret: str) -> frozenset[str]:
+    """`secret` (and the token of a `Bearer x` value) as an error body may echo it."""
+    candidates: set[str] = {secret}
+    scheme = _SCHEME.match(secret.strip())
+    if scheme:
+        candidates.add(scheme.group(1))
+    out: set[str] = set()
+    for candidate in candidates:
+        out.update(_escaped(candidate))
+    return frozenset(form for form in out if len(form) >= MIN_SECRET_CHARS and form not in MARKER)
+
+
+def _escaped(secret: str) -> Iterable[str]:
+    yield secret
+    yield quote(secret, safe="")
+    yield quote_plus(secret, safe="")
+    yield json.dumps(secret)[1:-1]
+    yield json.dumps(secret, ensure_ascii=False)[1:-1]
+    yield repr(secret)[1:-1]
