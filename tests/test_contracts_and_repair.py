@@ -863,3 +863,24 @@ def test_a_complete_valid_value_in_a_cut_reply_is_still_accepted() -> None:
     outcome = healjson.validate('{"start": 1, "end": 2}', _Span, finish_reason="length")
     assert isinstance(outcome, healjson.Healed)
     assert _Span(start=1, end=2) == outcome.value
+
+
+@pytest.mark.parametrize(
+    ("finish_reason", "reply", "opening"),
+    [
+        ("length", '{"a": 1, "b": "cu', "by the output token limit"),
+        (None, '{"a": 1, "b": "cu', "before the JSON value was complete"),
+        (None, "<think>first the a, then", "held only reasoning and no JSON value"),
+    ],
+)
+def test_a_truncation_prompt_names_the_cause_the_parser_found(
+    finish_reason: str | None, reply: str, opening: str
+) -> None:
+    """The token limit is blamed only when the provider said so (finish_reason=length)."""
+    outcome = healjson.validate(reply, dict, finish_reason=finish_reason)
+    assert isinstance(outcome, Degraded)
+    diagnostics = outcome.attempts[0].diagnostics
+    text = RepairPrompt(Strategy.TRUNCATION, 1, reply, diagnostics).render()
+    assert opening in text.splitlines()[0]
+    if finish_reason is None:
+        assert "token limit" not in text

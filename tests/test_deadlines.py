@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -55,6 +56,36 @@ def test_a_stuck_async_contract_is_a_contract_error(mode: str) -> None:
     assert "looks_up_forever" in outcome.errors[0].constraint
     assert "did not finish in time" in outcome.errors[0].constraint
     assert 1 == outcome.calls
+
+
+@contract(fields=("name",))
+def looks_up_slowly(value: Item) -> Violation | None:
+    """A sync contract that takes longer than its limit (it cannot be interrupted)."""
+    time.sleep(0.12)
+    return None
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_sync_contract_that_returns_too_late_is_a_contract_error(mode: str) -> None:
+    """Its verdict is not trusted: the run degrades with `contract_error` naming the limit."""
+    healer = Healer(Item, contracts=[looks_up_slowly], policy=HealPolicy(contract_timeout_s=0.05))
+    model = ScriptedModel([GOOD])
+    if mode == "sync":
+        outcome = healer.run(model, "Name it.")
+    else:
+        outcome = asyncio.run(healer.arun(model.acall, "Name it."))
+    assert isinstance(outcome, Degraded)
+    assert Reason.CONTRACT_ERROR == outcome.reason
+    assert "looks_up_slowly" in outcome.errors[0].constraint
+    assert "must return within 0.05 s" in outcome.errors[0].constraint
+    assert 1 == outcome.calls
+
+
+def test_a_sync_contract_within_its_limit_is_judged_as_usual() -> None:
+    healer = Healer(Item, contracts=[looks_up_slowly], policy=HealPolicy(contract_timeout_s=5.0))
+    outcome = healer.run(ScriptedModel([GOOD]), "Name it.")
+    assert isinstance(outcome, Healed)
+    assert Item(name="a") == outcome.value
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

@@ -97,8 +97,9 @@ def evaluate(
     *,
     on_ambiguity: Ambiguity = "reask",
     caller_tools: bool = False,
+    contract_timeout_s: float | None = None,
 ) -> Generator[AwaitAll, list[Any], Evaluation]:
-    """Run L1 and L2 on one reply."""
+    """Run L1 and L2 on one reply (contracts limited to `contract_timeout_s` each)."""
     text, from_tool, other_calls = answer_text(reply, target, caller_tools)
     finish_reason = reply.finish_reason
     if other_calls and not (text or "").strip():
@@ -130,7 +131,7 @@ def evaluate(
             return _cut(text, result, diagnostics, answer)
         return Evaluation(Verdict.SCHEMA, result, tuple(diagnostics), answer=answer)
     before = answer_key(target, result.instance) if contracts else b""
-    found = yield from run_contracts(contracts, result.instance, ctx)
+    found = yield from run_contracts(contracts, result.instance, ctx, timeout_s=contract_timeout_s)
     if contracts and answer_key(target, result.instance) != before:
         found = [*found, _mutated(contracts)]  # a contract changed the value it was judging
     if any(d.source is Source.CONTRACT_ERROR for d in found):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import time
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
@@ -232,12 +233,21 @@ class AwaitAll:
 
 
 def run_contracts(
-    contracts: Sequence[Contract], value: Any, ctx: ContractContext
+    contracts: Sequence[Contract],
+    value: Any,
+    ctx: ContractContext,
+    *,
+    timeout_s: float | None = None,
 ) -> Generator[AwaitAll, list[Any], list[Diagnostic]]:
-    """Run every contract on `value`; async ones are handed to the driver in one batch."""
+    """Run every contract on `value`; async ones are handed to the driver in one batch.
+
+    With `timeout_s`, an async contract still running after it is cancelled by the driver, and
+    a sync one that returns after it (it cannot be interrupted) is a `contract_error` too: a
+    verdict that came too late is not trusted, whatever it says."""
     found: list[list[Diagnostic]] = [[] for _ in contracts]  # kept in declaration order
     pending: list[tuple[int, Awaitable[Any]]] = []
     for index, rule in enumerate(contracts):
+        started = time.perf_counter()
         try:
             result = rule(value, ctx)
         except Exception as exc:
@@ -245,10 +255,14 @@ def run_contracts(
             continue
         if inspect.isawaitable(result):
             pending.append((index, result))
+            continue
+        elapsed = time.perf_counter() - started
+        if timeout_s is not None and elapsed > timeout_s:
+            found[index].append(_late(rule, elapsed, timeout_s))
         else:
             found[index].extend(_diagnose(rule, value, result))
     if pending:
-        results = yield AwaitAll(tuple(awaitable for _, awaitable in pending))
+        results = yield AwaitAll(tuple(awaitable for _, awaitable in pending), timeout_s)
         for (index, _), result in zip(pending, results, strict=True):
             rule = contracts[index]
             if isinstance(result, Exception):
@@ -352,6 +366,20 @@ def _prescription(violation: Violation, fields: tuple[str, ...], path: str) -> s
     if all(name in given for name in fields):
         return given
     return f"{given} Fields involved: {named}; any of them may change."
+
+
+def _late(rule: Contract, elapsed: float, limit: float) -> Diagnostic:
+    return Diagnostic(
+        path=ROOT,
+        value=f"{elapsed:.3g} s",
+        constraint=f"contract `{rule.name}` must return within {limit:.3g} s "
+        "(HealPolicy.contract_timeout_s, or what was left of deadline_s)",
+        prescription="This is a problem in the contract, not in the model's answer: make it "
+        "faster (or async, so it can be cancelled), or raise contract_timeout_s.",
+        source=Source.CONTRACT_ERROR,
+        fields=rule.fields,
+        rule=rule.name,
+    )
 
 
 def _crashed(rule: Contract, exc: BaseException) -> Diagnostic:

@@ -144,8 +144,9 @@ def heal_flow(
                 ctx,
                 on_ambiguity=policy.on_ambiguity,
                 caller_tools="tools" in this_params,
+                contract_timeout_s=run.contract_limit(),
             )
-            evaluation = yield from _time_limited(checks, run.contract_limit())
+            evaluation = yield from checks
         attempt = Attempt(
             **base,
             flags=evaluation.parse.flags,
@@ -409,22 +410,6 @@ def _more_tokens(params: dict[str, Any], usage: Usage, policy: HealPolicy) -> di
     if policy.max_tokens_cap is not None:
         grown = min(grown, policy.max_tokens_cap)
     return {**params, key: max(grown, current)}
-
-
-def _time_limited(
-    flow: Generator[AwaitAll, Any, Evaluation], limit: float | None
-) -> Generator[AwaitAll, Any, Evaluation]:
-    """`flow` with every awaited effect limited to `limit` seconds (user code: contracts)."""
-    if limit is None:
-        return (yield from flow)
-    sent: Any = None
-    try:
-        while True:
-            effect = flow.send(sent)
-            sent = yield AwaitAll(effect.awaitables, limit)
-    except StopIteration as stop:
-        result: Evaluation = stop.value
-        return result
 
 
 def _deadline(policy: HealPolicy, detail: str | None = None) -> Diagnostic:

@@ -117,43 +117,102 @@ def redact_params(params: Mapping[str, Any]) -> dict[str, Any]:
 class _Known:
     """What one scope knows, on top of its outer scope: a client and the call's params.
 
-    Computed at the first redaction and remembered for the scope (a client's own forms are also
-    kept per client, weakly, for its next calls); the clients' `api_key` attributes are the
-    fingerprint that makes it recompute (an SDK may set a refreshed key during the call).
+    Computed at the first redaction and remembered for the scope. A client's own forms are
+    also kept per client (weakly, `_ClientForms`) for its next calls, checked against the
+    clients' `api_key` attributes each time (an SDK may set a refreshed key during a call).
     """
 
-    __slots__ = ("_client", "_fingerprint", "_holders", "_memo", "_outer", "_params")
+    __slots__ = ("_client", "_memo", "_outer", "_params")
 
     def __init__(self, outer: _Known | None, client: Any, params: Mapping[str, Any] | None) -> None:
         self._outer = outer
         self._client = client
         self._params = params
-        self._holders: tuple[Any, ...] | None = None
-        self._fingerprint: tuple[Any, ...] | None = None
-        self._memo: tuple[str, ...] = ()
+        self._memo: tuple[tuple[Any, ...], tuple[str, ...]] | None = None
 
     def secrets(self) -> tuple[str, ...]:
         """The known secret values in every form they may appear in, longest first (so that a
         secret containing another is removed whole)."""
-        fingerprint = self._current_fingerprint()
-        if fingerprint != self._fingerprint:
-            named = {form for value in _named_strings(self._params, 0) for form in _variants(value)}
-            client = _client_forms(self._client, fingerprint) if self._client is not None else ()
-            if not named and self._outer is None:
-                self._memo = client  # the common case: the client's forms, computed once
-            else:
-                forms = {*named, *client}
-                if self._outer is not None:
-                    forms.update(self._outer.secrets())
-                self._memo = _longest_first(forms)
-            self._fingerprint = fingerprint
-        return self._memo
+        client = _ClientForms.of(self._client) if self._client is not None else None
+        fingerprint = client.fingerprint() if client is not None else ()
+        memo = self._memo
+        if memo is not None and memo[0] == fingerprint and self._outer is None:
+            return memo[1]
+        forms = client.forms(fingerprint) if client is not None else ()
+        named = _named_forms(self._params)
+        if named or self._outer is not None:
+            merged = {*named, *forms}
+            if self._outer is not None:
+                merged.update(self._outer.secrets())
+            forms = _longest_first(merged)
+        self._memo = (fingerprint, forms)
+        return forms
 
-    def _current_fingerprint(self) -> tuple[Any, ...]:
-        if self._holders is None:
-            self._holders = _holders_of(self._client) if self._client is not None else ()
-        outer = self._outer._current_fingerprint() if self._outer is not None else ()
-        return (*outer, *(_attribute(holder, "api_key") for holder in self._holders))
+
+def _named_forms(params: Mapping[str, Any] | None) -> set[str]:
+    """The escaped forms of every string under a credential-like name in `params`."""
+    if not params:
+        return set()
+    for key, value in params.items():  # fast path: flat params with no credential name
+        kind = type(value)
+        if not (value is None or kind is str or kind is int or kind is float or kind is bool):
+            break
+        if type(key) is str and is_credential_name(key):
+            break
+    else:
+        return set()
+    return {form for value in _named_strings(params, 0) for form in _variants(value)}
+
+
+class _ClientForms:
+    """One client's credential forms (longest first) and the clients inside it, computed once
+    per client and key: a wrapped client makes many calls, and escaping every secret per call
+    was most of the redactor's cost. Weakly keyed: an entry lives exactly as long as the client
+    that holds the secret anyway."""
+
+    __slots__ = ("_client", "_forms", "_holders")
+
+    def __init__(self, client: Any) -> None:
+        self._client = weakref.ref(client) if _weakly_referenceable(client) else lambda: client
+        self._holders = tuple(_holders(client, 0))
+        self._forms: tuple[tuple[Any, ...], tuple[str, ...]] | None = None
+
+    @classmethod
+    def of(cls, client: Any) -> _ClientForms:
+        try:
+            found = _CLIENTS.get(client)  # a read needs no lock: a dict lookup is atomic
+        except TypeError:  # not weakly referenceable or not hashable: computed every time
+            return cls(client)
+        if found is None:
+            found = cls(client)
+            with _CLIENTS_LOCK:
+                found = _CLIENTS.setdefault(client, found)
+        return found
+
+    def fingerprint(self) -> tuple[Any, ...]:
+        return tuple([_attribute(holder, "api_key") for holder in self._holders])
+
+    def forms(self, fingerprint: tuple[Any, ...]) -> tuple[str, ...]:
+        cached = self._forms
+        if cached is not None and cached[0] == fingerprint:
+            return cached[1]
+        client = self._client()
+        secrets = set(_client_secrets(client, 0)) if client is not None else set()
+        forms = _longest_first({form for value in secrets for form in _variants(value)})
+        self._forms = (fingerprint, forms)  # one assignment: readers see old or new, whole
+        return forms
+
+
+_CLIENTS: Final[weakref.WeakKeyDictionary[Any, _ClientForms]] = weakref.WeakKeyDictionary()
+_CLIENTS_LOCK: Final = threading.Lock()
+
+
+def _weakly_referenceable(obj: Any) -> bool:
+    try:
+        weakref.ref(obj)
+    except TypeError:
+        return False
+    return True
 
 
 def _longest_first(forms: Iterable[str]) -> tuple[str, ...]:
@@ -298,52 +357,6 @@ def _named_strings(value: Any, depth: int, named: bool = False) -> Iterator[str]
     elif isinstance(value, list | tuple | set | frozenset):
         for item in value:
             yield from _named_strings(item, depth + 1, named)
-
-
-# The escaped forms of each client's credentials (longest first), and the clients inside it,
-# computed once per client and key: a wrapped client makes many calls, and escaping every secret
-# per call was most of the redactor's cost. Weakly keyed: an entry lives exactly as long as the
-# client that holds the secret anyway.
-_CLIENT_FORMS: weakref.WeakKeyDictionary[Any, tuple[tuple[Any, ...], tuple[str, ...]]] = (
-    weakref.WeakKeyDictionary()
-)
-_CLIENT_HOLDERS: weakref.WeakKeyDictionary[Any, tuple[Any, ...]] = weakref.WeakKeyDictionary()
-_CLIENT_LOCK: Final = threading.Lock()
-
-
-def _client_forms(client: Any, fingerprint: tuple[Any, ...]) -> tuple[str, ...]:
-    try:
-        with _CLIENT_LOCK:
-            cached = _CLIENT_FORMS.get(client)
-    except TypeError:  # not weakly referenceable or not hashable: compute every time
-        cached = None
-    if cached is not None and cached[0] == fingerprint:
-        return cached[1]
-    forms = _longest_first(
-        {form for value in set(_client_secrets(client, 0)) for form in _variants(value)}
-    )
-    try:
-        with _CLIENT_LOCK:
-            _CLIENT_FORMS[client] = (fingerprint, forms)
-    except TypeError:
-        pass
-    return forms
-
-
-def _holders_of(client: Any) -> tuple[Any, ...]:
-    try:
-        with _CLIENT_LOCK:
-            cached = _CLIENT_HOLDERS.get(client)
-    except TypeError:
-        cached = None
-    if cached is None:
-        cached = tuple(_holders(client, 0))
-        try:
-            with _CLIENT_LOCK:
-                _CLIENT_HOLDERS[client] = cached
-        except TypeError:
-            pass
-    return cached
 
 
 def _client_secrets(client: Any, depth: int) -> Iterator[str]:

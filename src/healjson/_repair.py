@@ -89,6 +89,25 @@ class Strategy(enum.StrEnum):
     """Resend the original request unchanged with other parameters (a larger `max_tokens`)."""
 
 
+def _truncation_opening(size: int, diagnostics: tuple[Diagnostic, ...]) -> str:
+    """Why the last answer was discarded, as the parser found it (never a guessed cause)."""
+    cause = diagnostics[0].extra.get("cause") if diagnostics else None
+    if cause == "token_limit":
+        return (
+            f"Your previous answer was cut off after {size} characters by the output token "
+            "limit, so it is incomplete and was discarded."
+        )
+    if cause == "reasoning_only":
+        return (
+            "Your previous answer held only reasoning and no JSON value after it, so it was "
+            "discarded."
+        )
+    return (
+        f"Your previous answer was cut off after {size} characters, before the JSON value was "
+        "complete, so it was discarded."
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class RepairPrompt:
     """Everything the next request adds to the original messages."""
@@ -107,11 +126,7 @@ class RepairPrompt:
             return ""
         lines: list[str] = []
         if self.strategy is Strategy.TRUNCATION:
-            size = len(self.raw_output or "")
-            lines.append(
-                f"Your previous answer was cut off after {size} characters by the output token "
-                "limit, so it is incomplete and was discarded."
-            )
+            lines.append(_truncation_opening(len(self.raw_output or ""), self.diagnostics))
             lines.append(
                 "Write the complete JSON value again, compactly: no indentation or spaces "
                 "between tokens, and every free-text field as short as the rules allow. "

@@ -533,6 +533,7 @@ def truncation_diagnostic(text: str, cut: bool) -> Diagnostic:
             "free-text fields as short as the rules allow."
         ),
         source=Source.TRUNCATION,
+        extra={"cause": "token_limit" if cut else "mid_structure"},
     )
 
 
@@ -550,6 +551,7 @@ def _reasoning_only(text: str, cut: bool) -> Diagnostic:
             "Keep the reasoning short and finish it, then write the complete JSON value."
         ),
         source=Source.TRUNCATION,
+        extra={"cause": "reasoning_only"},
     )
 
 
