@@ -5,7 +5,7 @@ Run from the repository root:
     .venv/bin/python benchmarks/bench_calls.py
 
 The scenarios are `benchmarks/scenarios/packs.jsonl` (built by `pack_scenarios.py`): every
-malformation class of `healjson._scenarios.malformations` (fenced JSON, prose around the JSON, a
+malformation class of `healjson._cli.scenarios.malformations` (fenced JSON, prose around the JSON, a
 trailing comma, single quotes, Python literals, a quoted number, two candidates of which the
 second validates, a truncated answer, a schema violation, a contract violation, a valid first
 answer) on each of the three contract packs in `contracts/` (support tickets, invoices,
@@ -60,7 +60,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 import healjson
 from _machine import processor, publish, stamp, table
-from healjson._scenarios import CLASSES, Scenario
+from healjson._cli.scenarios import CLASSES, Scenario
 from healjson.testing import RecordedRequest, ScriptedReply, ScriptedServer
 from pack_scenarios import pack_scenarios
 
@@ -666,7 +666,7 @@ def main() -> int:
         "",
         f"{n} scenarios from `benchmarks/scenarios/packs.jsonl` (regenerate with "
         "`.venv/bin/python benchmarks/pack_scenarios.py`): each malformation class of "
-        "`healjson._scenarios.malformations`, derived from the first golden example of each "
+        "`healjson._cli.scenarios.malformations`, derived from the first golden example of each "
         f"contract pack in `contracts/` ({', '.join(f'`{p}`' for p in packs)}), with a "
         "hand-written prompt and, for `contract_violation`, a schema-valid value that breaks "
         "exactly one of the pack's contracts. A class that does not apply to the good value is "

@@ -7,7 +7,7 @@ Run from the repository root to regenerate `benchmarks/scenarios/packs.jsonl`:
 For each pack in `contracts/` the known-good value is the pack's first golden example; this file
 adds, by hand, a realistic prompt (system + user) that the good value answers, and a
 `violation`: a value that passes the schema but breaks exactly one of the pack's contracts (so
-every pack has the `contract_violation` class). `healjson._scenarios.malformations` derives the
+every pack has the `contract_violation` class). `healjson._cli.scenarios.malformations` derives the
 rest and checks that every reply is what its class claims. A class that does not apply to the
 good value is left out (no `true`/`false`/`null` for `python_literals` to spell, no number for
 `quoted_number` to quote).
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import healjson
-from healjson._scenarios import Scenario, malformations
+from healjson._cli.scenarios import Scenario, malformations
 
 __all__ = ["OUTPUT", "PACKS", "PackCase", "build", "pack_scenarios", "render_file"]
 

@@ -25,8 +25,8 @@ from typer.testing import CliRunner
 
 import healjson
 from healjson import Healed
-from healjson._batch import Batch, BatchError, Job, read_jobs, recover_output
-from healjson._cli import app
+from healjson._cli.app import app
+from healjson._cli.batch import Batch, BatchError, Job, read_jobs, recover_output
 from healjson.testing import ScriptedReply, ScriptedServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cli"

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 import healjson
 from healjson import Degraded, Healed, Reply
-from healjson._cli import app, heal_report, next_repair_prompt
-from healjson._demo import GOOD, PROMPT, SupportTicket, run_demo, scenarios
-from healjson._loading import SpecError, load_object
+from healjson._cli.app import app, heal_report, next_repair_prompt
+from healjson._cli.demo import GOOD, PROMPT, SupportTicket, run_demo, scenarios
+from healjson._cli.loading import SpecError, load_object
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
 
 
@@ -216,8 +216,8 @@ def test_heal_usage_errors_exit_2(
 
 def test_heal_model_spec_forms_all_load_the_same_type() -> None:
     """`pkg.mod:Attr`, `pkg.mod.Attr` and `file.py:Attr` specs all name a type."""
-    assert SupportTicket is load_object("healjson._demo:SupportTicket")
-    assert SupportTicket is load_object("healjson._demo.SupportTicket")
+    assert SupportTicket is load_object("healjson._cli.demo:SupportTicket")
+    assert SupportTicket is load_object("healjson._cli.demo.SupportTicket")
     assert "Ticket" == load_object(TICKET).__name__
     with pytest.raises(SpecError, match="names no attribute"):
         load_object(PACK)

@@ -15,13 +15,13 @@ from typing import Any, Literal
 
 import openai
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
 import healjson
 from healjson import Degraded, Flag, Healed, Healer, HealPolicy, Reason, Reply, Source
-from healjson._reply import ToolCall
+from healjson._core.reply import ToolCall
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer, from_schema
 
 
@@ -62,6 +62,8 @@ def test_encoded_json_is_decoded_never_called_truncated(text: str) -> None:
 
 
 @given(value=from_schema(Point), levels=st.integers(1, 3), prose=st.booleans())
+@example(value=Point(x=0, label="\\"), levels=1, prose=True)  # a backslash before the close
+@example(value=Point(x=0, label='\\"'), levels=2, prose=False)
 def test_any_value_encoded_up_to_three_times_heals(value: Point, levels: int, prose: bool) -> None:
     """For any valid value and 1-3 levels of encoding, with or without prose: the value."""
     text = encoded(value.model_dump_json(), levels)

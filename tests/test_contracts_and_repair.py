@@ -24,7 +24,7 @@ from healjson import (
     Violation,
     contract,
 )
-from healjson._repair import MAX_HISTORY_LINES, history_line
+from healjson._core.repair import MAX_HISTORY_LINES, history_line
 
 # ---------------------------------------------------------------------------------------------
 # Models

@@ -14,8 +14,8 @@ from pydantic import BaseModel, Field
 from typer.testing import CliRunner
 
 import healjson
-from healjson._cli import app
-from healjson._eval import (
+from healjson._cli.app import app
+from healjson._cli.eval import (
     PRESETS,
     EvalConfig,
     EvalReport,
@@ -26,8 +26,8 @@ from healjson._eval import (
     parse_config,
     run_eval,
 )
-from healjson._scenarios import Scenario, builtin_scenarios
-from healjson._stats import PairedTable, mcnemar_exact
+from healjson._cli.scenarios import Scenario, builtin_scenarios
+from healjson._cli.stats import PairedTable, mcnemar_exact
 from healjson.testing import ScriptedServer
 
 LOCALLY_FIXED = {"fenced", "prose", "trailing_comma", "single_quotes", "two_candidates"}
@@ -318,7 +318,7 @@ def test_offline_runs_need_replies_and_distinct_names() -> None:
 
 
 def test_live_runs_go_to_the_endpoint_through_the_real_sdk() -> None:
-    from healjson._eval import Endpoint
+    from healjson._cli.eval import Endpoint
 
     scenarios, setup_for = builtin_setup()
     fenced = next(s for s in scenarios if s.kind == "fenced")
@@ -518,7 +518,7 @@ def test_eval_progress_bar_counts_passes_per_configuration() -> None:
 
 
 def test_live_runs_ask_for_the_declared_json_mode() -> None:
-    from healjson._eval import Endpoint
+    from healjson._cli.eval import Endpoint
 
     scenarios, setup_for = builtin_setup()
     valid = next(s for s in scenarios if s.kind == "valid")

@@ -12,10 +12,10 @@ from pydantic import BaseModel
 
 import healjson
 from healjson import Healed, Reply
-from healjson._check import make_context
-from healjson._drive import drive_sync
-from healjson._engine import heal_flow
-from healjson._repair import normalise_messages
+from healjson._core.check import make_context
+from healjson._core.drive import drive_sync
+from healjson._core.engine import heal_flow
+from healjson._core.repair import normalise_messages
 
 
 class Item(BaseModel):

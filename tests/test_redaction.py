@@ -31,8 +31,8 @@ from structlog.testing import capture_logs
 
 import healjson
 from healjson import Degraded, DegradedError, Healer, Reason
-from healjson._batch import Job, outcome_row
-from healjson._redact import (
+from healjson._cli.batch import Job, outcome_row
+from healjson._core.redact import (
     MARKER,
     is_credential_name,
     known_secrets,
@@ -41,7 +41,7 @@ from healjson._redact import (
     redact_text,
     secrets_scope,
 )
-from healjson._serialize import public_params
+from healjson._core.serialize import public_params
 from healjson.testing import ScriptedModel
 
 Mode = Literal["sync", "async"]

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 import healjson
 from healjson import ContractPack, Healer, Reply, Usage, load_contracts
-from healjson._reply import ToolCall, exception_kind, to_reply
+from healjson._core.reply import ToolCall, exception_kind, to_reply
 from healjson.testing import ScriptedModel
 
 

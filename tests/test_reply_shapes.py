@@ -14,7 +14,7 @@ from google.genai import types as gt
 from hypothesis import given
 from hypothesis import strategies as st
 
-from healjson._reply import Reply, ToolCall, Usage, to_reply
+from healjson._core.reply import Reply, ToolCall, Usage, to_reply
 from healjson.adapters._instructor import _checked
 from healjson.adapters._openai import NotACompletion
 
@@ -315,7 +315,7 @@ def test_the_sdk_fast_reader_agrees_with_the_generic_one(
     completion holds, the result equals the generic shape reader's."""
     from openai.types.chat import ChatCompletion
 
-    from healjson._reply import _completion
+    from healjson._core.reply import _completion
 
     message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal}
     if arguments is not None:

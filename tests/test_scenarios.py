@@ -1,4 +1,4 @@
-"""`healjson._scenarios`: `render`, the malformation classes and the built-in scenario set."""
+"""`healjson._cli.scenarios`: `render`, the malformation classes and the built-in scenario set."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from pydantic import BaseModel, Field
 
 import healjson
 from healjson import Degraded, Flag, Healed, Outcome, Reason, Source, Violation
-from healjson._demo import GOOD, PROMPT, SupportTicket, urgent_tickets_explain
-from healjson._scenarios import CLASSES, Scenario, builtin_scenarios, malformations, render
+from healjson._cli.demo import GOOD, PROMPT, SupportTicket, urgent_tickets_explain
+from healjson._cli.scenarios import CLASSES, Scenario, builtin_scenarios, malformations, render
 
 # --- helpers --------------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""`healjson._stats`: the Wilson interval, the exact McNemar test and the paired 2x2 table."""
+"""`healjson._cli.stats`: the Wilson interval, the exact McNemar test and the paired 2x2 table."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from healjson._stats import PairedTable, mcnemar_exact, wilson_interval
+from healjson._cli.stats import PairedTable, mcnemar_exact, wilson_interval
 
 # --- Wilson score interval ------------------------------------------------------------------------
 

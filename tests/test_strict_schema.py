@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import AnyUrl, BaseModel, ConfigDict, Field, TypeAdapter, create_model
 
-from healjson._target import target_for
+from healjson._core.target import target_for
 from healjson.adapters import strict_json_schema
 from healjson.adapters._strict_schema import StrictSchema, StrictSchemaUnsupported, _Converter
 

@@ -543,7 +543,7 @@ def test_plugin_loads_the_profile_named_by_the_environment(
     monkeypatch: pytest.MonkeyPatch, pytestconfig: pytest.Config
 ) -> None:
     """`HEALJSON_HYPOTHESIS_PROFILE` loads a healjson profile; an unknown name is a usage error."""
-    from healjson.testing import _plugin
+    import _healjson_pytestplugin as _plugin
 
     previous = settings.get_current_profile_name()
     monkeypatch.setenv(_plugin.PROFILE_ENV, "healjson-ci")

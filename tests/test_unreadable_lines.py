@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from healjson import _batch
-from healjson._batch import read_jobs, read_lines, read_rows, recover_output
-from healjson._cli import app
+from healjson._cli import batch as _batch
+from healjson._cli.app import app
+from healjson._cli.batch import read_jobs, read_lines, read_rows, recover_output
 from healjson.testing import ScriptedReply, ScriptedServer
 
 PACK = str(Path(__file__).parent / "fixtures" / "cli" / "ticket_pack.py")

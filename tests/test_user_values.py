@@ -28,8 +28,8 @@ from healjson import (
     Violation,
     outcome_from_dict,
 )
-from healjson._diagnostic import _jsonable, short_repr
-from healjson._trace import render_markdown
+from healjson._core.diagnostic import _jsonable, short_repr
+from healjson._core.trace import render_markdown
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
 
 

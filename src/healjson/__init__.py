@@ -7,20 +7,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._check import validate
-from ._contracts import Contract, ContractContext, Violation, contract
+from ._core.check import validate
+from ._core.contracts import Contract, ContractContext, Violation, contract
+from ._core.diagnostic import MISSING, Diagnostic, Source
+from ._core.events import set_logger
+from ._core.flags import Flag
+from ._core.healer import Healer
+from ._core.outcome import Attempt, Degraded, DegradedError, Healed, Outcome, Reason
 from ._core.parse import ParseResult, parse
+from ._core.policy import HealPolicy
+from ._core.repair import RepairPrompt, Strategy
+from ._core.reply import Reply, ToolCall, Usage
+from ._core.serialize import outcome_from_dict
 from ._decorator import heal
-from ._diagnostic import MISSING, Diagnostic, Source
-from ._events import set_logger
-from ._flags import Flag
-from ._healer import Healer
-from ._outcome import Attempt, Degraded, DegradedError, Healed, Outcome, Reason
 from ._packs import ContractPack, load_contracts
-from ._policy import HealPolicy
-from ._repair import RepairPrompt, Strategy
-from ._reply import Reply, ToolCall, Usage
-from ._serialize import outcome_from_dict
 from ._wrap import wrap
 
 __all__ = [

@@ -16,11 +16,11 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Generic, ParamSpec, Protocol, TypeVar, overload
 
-from ._contracts import Contract
-from ._healer import Healer
-from ._outcome import Outcome
-from ._policy import HealPolicy
-from ._repair import normalise_messages
+from ._core.contracts import Contract
+from ._core.healer import Healer
+from ._core.outcome import Outcome
+from ._core.policy import HealPolicy
+from ._core.repair import normalise_messages
 
 __all__ = ["heal"]
 

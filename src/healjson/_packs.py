@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ._contracts import Contract, as_contract
+from ._core.contracts import Contract, as_contract
 
 __all__ = ["ENTRY_POINT_GROUP", "ContractPack", "load_contracts"]
 
@@ -55,7 +55,7 @@ class ContractPack:
 
     def healer(self, **options: Any) -> Any:
         """A `Healer` for this pack (`policy=`, `fallback=` pass through)."""
-        from ._healer import Healer
+        from ._core.healer import Healer
 
         return Healer(self.model, contracts=self.contracts, examples=self.examples, **options)
 

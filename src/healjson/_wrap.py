@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._policy import HealPolicy
+from ._core.policy import HealPolicy
 
 __all__ = ["wrap"]
 

@@ -27,9 +27,9 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from healjson._contracts import Contract
-from healjson._healer import Healer
-from healjson._policy import HealPolicy
+from healjson._core.contracts import Contract
+from healjson._core.healer import Healer
+from healjson._core.policy import HealPolicy
 
 __all__ = ["HealerCache"]
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from healjson._target import Target
+from healjson._core.target import Target
 
 from ._strict_schema import StrictSchemaUnsupported, strict_json_schema
 

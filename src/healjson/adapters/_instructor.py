@@ -61,12 +61,12 @@ from typing import Any
 
 from instructor.core import Hooks, IncompleteOutputException, InstructorRetryException
 
-from healjson._contracts import Contract
-from healjson._healer import Healer
-from healjson._outcome import Outcome
-from healjson._policy import HealPolicy
-from healjson._redact import secrets_scope
-from healjson._reply import is_response
+from healjson._core.contracts import Contract
+from healjson._core.healer import Healer
+from healjson._core.outcome import Outcome
+from healjson._core.policy import HealPolicy
+from healjson._core.redact import secrets_scope
+from healjson._core.reply import is_response
 
 from ._cache import HealerCache
 from ._format import check_mode

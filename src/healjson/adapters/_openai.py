@@ -17,12 +17,12 @@ import inspect
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from typing import Any
 
-from healjson._contracts import Contract
-from healjson._healer import Healer
-from healjson._outcome import Outcome
-from healjson._policy import HealPolicy
-from healjson._redact import secrets_scope
-from healjson._target import Target
+from healjson._core.contracts import Contract
+from healjson._core.healer import Healer
+from healjson._core.outcome import Outcome
+from healjson._core.policy import HealPolicy
+from healjson._core.redact import secrets_scope
+from healjson._core.target import Target
 
 from ._cache import HealerCache
 from ._format import FormatState, JsonMode, check_mode, is_format_rejection, shape_request

@@ -44,7 +44,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from healjson._target import Target, target_for
+from healjson._core.target import Target, target_for
 
 __all__ = [
     "SUPPORTED_FORMATS",

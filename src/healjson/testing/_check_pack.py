@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from healjson._check import validate
-from healjson._contracts import Contract, ContractContext, value_at
-from healjson._diagnostic import (
+from healjson._core.check import validate
+from healjson._core.contracts import Contract, ContractContext, value_at
+from healjson._core.diagnostic import (
     MISSING,
     ROOT,
     Diagnostic,
@@ -27,9 +27,9 @@ from healjson._diagnostic import (
     format_path,
     short_repr,
 )
-from healjson._outcome import Reason
+from healjson._core.outcome import Reason
+from healjson._core.target import Target, target_for
 from healjson._packs import ContractPack
-from healjson._target import Target, target_for
 
 from ._strategies import (
     Corruption,

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 from pydantic_core import to_json, to_jsonable_python
 
-from healjson._check import make_context
-from healjson._contracts import Contract, ContractContext, run_contracts
+from healjson._core.check import make_context
+from healjson._core.contracts import Contract, ContractContext, run_contracts
+from healjson._core.diagnostic import Diagnostic, Source
+from healjson._core.drive import drive_sync
 from healjson._core.sentinels import NOTHING
-from healjson._diagnostic import Diagnostic, Source
-from healjson._drive import drive_sync
+from healjson._core.target import Target, target_for
 from healjson._packs import ContractPack
-from healjson._target import Target, target_for
 
 if TYPE_CHECKING:
     from hypothesis.strategies import DrawFn, SearchStrategy

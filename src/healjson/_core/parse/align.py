@@ -33,11 +33,11 @@ from typing import Any, Final
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails, from_json, to_json
 
+from healjson._core.diagnostic import describe_exception
+from healjson._core.flags import Flag
+from healjson._core.schema_errors import data_loc
 from healjson._core.sentinels import NOTHING
-from healjson._diagnostic import describe_exception
-from healjson._flags import Flag
-from healjson._schema_errors import data_loc
-from healjson._target import Target
+from healjson._core.target import Target
 
 from .meter import charge
 

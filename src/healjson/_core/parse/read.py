@@ -16,10 +16,10 @@ from typing import Any, Literal
 
 from pydantic_core import from_json, to_json
 
+from healjson._core.diagnostic import ROOT, Diagnostic, Source, describe_exception, short_repr
+from healjson._core.flags import Flag
 from healjson._core.sentinels import NOTHING
-from healjson._diagnostic import ROOT, Diagnostic, Source, describe_exception, short_repr
-from healjson._flags import Flag
-from healjson._target import Target, target_for
+from healjson._core.target import Target, target_for
 
 from .align import Fit, align, answer_key
 from .lenient import MAX_REPAIR_CHARS, RepairBudget, lenient_loads, partial_loads

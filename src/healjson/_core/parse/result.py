@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic_core import ErrorDetails, from_json
 
+from healjson._core.diagnostic import Diagnostic
+from healjson._core.flags import Flag
 from healjson._core.sentinels import NOTHING
-from healjson._diagnostic import Diagnostic
-from healjson._flags import Flag
 
 __all__ = ["ParseResult"]
 

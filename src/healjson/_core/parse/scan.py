@@ -135,17 +135,20 @@ def _string_end(text: str, start: int) -> int:
 
 def _encoded_string_end(text: str, quote: int, level: int) -> int:
     """The offset after an encoded string whose opening quote at `quote` has `level` backslashes
-    before it: it closes at the next quote preceded by exactly `level` backslashes (its content's
-    own quotes carry more). -1 when it never closes."""
+    before it (`2**d - 1` at encoding depth d). It closes at the next quote with `level` more
+    backslashes than a multiple of `2 * (level + 1)` before it: those are its content's own
+    backslashes, each written `level + 1` times, in pairs (a content backslash is itself escaped);
+    a quote of its content carries `2 * level + 1`. -1 when it never closes."""
     i = quote + 1
+    period = 2 * (level + 1)
     while True:
         found = text.find('"', i)
         if found < 0:
             return -1
-        backslashes = 0
-        while backslashes <= level and text[found - 1 - backslashes] == "\\":
+        backslashes = 0  # each run is counted once: by the quote that ends it
+        while found - 1 - backslashes > quote and text[found - 1 - backslashes] == "\\":
             backslashes += 1
-        if backslashes == level:
+        if backslashes >= level and (backslashes - level) % period == 0:
             return found + 1
         i = found + 1
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic_core import ErrorDetails
 
-from ._diagnostic import MISSING, Diagnostic, Source, format_path, short_repr
+from .diagnostic import MISSING, Diagnostic, Source, format_path, short_repr
 
 __all__ = ["data_loc", "schema_diagnostics"]
 

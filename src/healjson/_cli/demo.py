@@ -8,12 +8,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ._contracts import ContractContext, Violation, contract
-from ._healer import Healer
-from ._outcome import Outcome
-from ._policy import HealPolicy
-from ._reply import Reply
-from .testing import ScriptedModel
+from healjson._core.contracts import ContractContext, Violation, contract
+from healjson._core.healer import Healer
+from healjson._core.outcome import Outcome
+from healjson._core.policy import HealPolicy
+from healjson._core.reply import Reply
+from healjson.testing import ScriptedModel
 
 __all__ = ["LiveSetup", "Scenario", "run_demo", "run_live_demo", "scenarios"]
 

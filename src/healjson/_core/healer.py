@@ -8,15 +8,15 @@ from typing import Any, Generic, TypeVar, overload
 
 from pydantic_core import to_json
 
-from ._check import make_context
-from ._contracts import Contract, as_contract
-from ._drive import ModelCall, call_async, call_sync, drive_async, drive_sync
-from ._engine import HealSpec, clean_first_reply, heal_flow
-from ._example import golden_example
-from ._outcome import Outcome
-from ._policy import HealPolicy
-from ._repair import normalise_messages
-from ._target import Target, target_for
+from .check import make_context
+from .contracts import Contract, as_contract
+from .drive import ModelCall, call_async, call_sync, drive_async, drive_sync
+from .engine import HealSpec, clean_first_reply, heal_flow
+from .example import golden_example
+from .outcome import Outcome
+from .policy import HealPolicy
+from .repair import normalise_messages
+from .target import Target, target_for
 
 __all__ = ["Healer"]
 

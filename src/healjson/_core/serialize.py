@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._diagnostic import MISSING, Diagnostic, Source, _jsonable, describe_exception
-from ._diagnostic import _type_name as type_name
-from ._flags import Flag
-from ._outcome import Attempt, Degraded, Healed, Outcome, Reason
-from ._repair import RepairPrompt, Strategy
-from ._reply import ToolCall, Usage
+from .diagnostic import MISSING, Diagnostic, Source, _jsonable, describe_exception
+from .diagnostic import _type_name as type_name
+from .flags import Flag
+from .outcome import Attempt, Degraded, Healed, Outcome, Reason
+from .repair import RepairPrompt, Strategy
+from .reply import ToolCall, Usage
 
 __all__ = ["FORMAT_VERSION", "outcome_from_dict", "outcome_to_dict"]
 
@@ -58,7 +58,7 @@ def outcome_from_dict(data: Mapping[str, Any], model: Any = None) -> Outcome[Any
     """
     adapter = None
     if model is not None:
-        from ._target import target_for
+        from .target import target_for
 
         adapter = target_for(model).adapter
     try:
@@ -104,7 +104,7 @@ def public_params(params: Mapping[str, Any]) -> dict[str, Any]:
     and what is left goes through the redactor (`_redact`: credential-named values masked at any
     depth, e.g. a key in `extra_query` or `extra_body`, and known secret values removed from
     every string)."""
-    from ._redact import redact_data
+    from .redact import redact_data
 
     kept = {k: _jsonable(v) for k, v in params.items() if k.lower() not in _SECRET_KEYS}
     redacted: dict[str, Any] = redact_data(kept)

@@ -30,11 +30,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ._outcome import Outcome
-from ._policy import HealPolicy
-from ._scenarios import Scenario
-from ._stats import PairedTable, wilson_interval
-from ._target import target_for
+from healjson._core.outcome import Outcome
+from healjson._core.policy import HealPolicy
+from healjson._core.target import target_for
+
+from .scenarios import Scenario
+from .stats import PairedTable, wilson_interval
 
 __all__ = [
     "PRESETS",
@@ -78,7 +79,7 @@ class EvalConfig:
         if self.strict and self.policy.max_attempts != 1:
             raise ValueError("a strict configuration makes exactly one call (max_attempts 1)")
         if self.json_mode is not None:
-            from .adapters._format import check_mode
+            from healjson.adapters._format import check_mode
 
             check_mode(self.json_mode)
         if self.model is not None and not isinstance(self.model, str):
@@ -333,7 +334,7 @@ def _same(setup: Setup, value: Any, expected: Any) -> bool:
 
 def _strict_value(outcome: Outcome[Any], unit: _Unit) -> tuple[bool, Any, str]:
     """What a plain application gets from the first reply: (valid, value, reason if not)."""
-    from ._check import validate
+    from healjson._core.check import validate
 
     first = outcome.attempts[0] if outcome.attempts else None
     raw = first.raw_text if first is not None else None
@@ -364,7 +365,7 @@ def _strict_value(outcome: Outcome[Any], unit: _Unit) -> tuple[bool, Any, str]:
 
 def _envelope(target: Any) -> str | None:
     """The key strict mode wraps this target's answer in (None: it is not wrapped)."""
-    from .adapters._strict_schema import StrictSchemaUnsupported, strict_json_schema
+    from healjson.adapters._strict_schema import StrictSchemaUnsupported, strict_json_schema
 
     try:
         return strict_json_schema(target).envelope
@@ -402,8 +403,8 @@ async def _offline(unit: _Unit) -> UnitResult:
     """One run against a fresh `ScriptedServer` replaying the scenario's replies."""
     import openai
 
-    from ._wrap import wrap
-    from .testing._server import ScriptedReply, ScriptedServer
+    from healjson._wrap import wrap
+    from healjson.testing._server import ScriptedReply, ScriptedServer
 
     config = unit.config
     calls = 1 if config.strict else config.policy.max_attempts
@@ -478,7 +479,7 @@ async def run_eval(
     else:
         import openai
 
-        from ._wrap import wrap
+        from healjson._wrap import wrap
 
         options: dict[str, Any] = {"base_url": endpoint.base_url, "api_key": endpoint.api_key}
         if endpoint.timeout is not None:

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ._outcome import Outcome
+from healjson._core.outcome import Outcome
 
 __all__ = [
     "Batch",

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ._target import target_for
+from healjson._core.target import target_for
 
 __all__ = ["CLASSES", "Scenario", "builtin_scenarios", "malformations", "render"]
 
@@ -185,7 +185,7 @@ def malformations(
     it). Classes that do not apply to `good` (no number to quote, not an object) are left out.
     Raises `ValueError` when `good` is not valid, or a derived reply is not what its class says.
     """
-    from ._check import validate
+    from healjson._core.check import validate
 
     adapter = target_for(target)
     if hasattr(good, "model_dump"):
@@ -273,7 +273,7 @@ def builtin_scenarios() -> tuple[list[Scenario], Any, tuple[Any, ...]]:
 
     Returns the scenarios, the target type and the contracts.
     """
-    from ._demo import GOOD, PROMPT, SupportTicket, urgent_tickets_explain
+    from .demo import GOOD, PROMPT, SupportTicket, urgent_tickets_explain
 
     violation = {**json.loads(GOOD), "summary": "Ship it now"}
     scenarios = malformations(

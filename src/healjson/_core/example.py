@@ -19,9 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ._contracts import Contract, ContractContext
-from ._repair import MAX_EXAMPLE_CHARS
-from ._target import Target
+from .contracts import Contract, ContractContext
+from .repair import MAX_EXAMPLE_CHARS
+from .target import Target
 
 __all__ = ["golden_example", "synthesise"]
 

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
-from ._diagnostic import Diagnostic
-from ._flags import Flag
-from ._repair import RepairPrompt, Strategy
-from ._reply import ToolCall, Usage
+from .diagnostic import Diagnostic
+from .flags import Flag
+from .repair import RepairPrompt, Strategy
+from .reply import ToolCall, Usage
 
 __all__ = ["Attempt", "Degraded", "DegradedError", "Healed", "Outcome", "Reason"]
 
@@ -98,13 +98,13 @@ class Healed(Generic[T]):
 
     def trace(self, format: Literal["markdown", "json"] = "markdown") -> str:
         """The self-healing log: Markdown for people, or JSON that `outcome_from_dict` reads."""
-        from ._trace import render
+        from .trace import render
 
         return render(self, format)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data for this outcome (round-trips through `healjson.outcome_from_dict`)."""
-        from ._serialize import outcome_to_dict
+        from .serialize import outcome_to_dict
 
         return outcome_to_dict(self)
 
@@ -143,13 +143,13 @@ class Degraded(Generic[T]):
 
     def trace(self, format: Literal["markdown", "json"] = "markdown") -> str:
         """The self-healing log: Markdown for people, or JSON that `outcome_from_dict` reads."""
-        from ._trace import render
+        from .trace import render
 
         return render(self, format)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data for this outcome (round-trips through `healjson.outcome_from_dict`)."""
-        from ._serialize import outcome_to_dict
+        from .serialize import outcome_to_dict
 
         return outcome_to_dict(self)
 

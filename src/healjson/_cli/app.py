@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ._diagnostic import short_repr
-from ._outcome import Degraded, Healed, Outcome, Reason
-from ._repair import RepairPrompt, Strategy, strategy_for
+from healjson._core.diagnostic import short_repr
+from healjson._core.outcome import Degraded, Healed, Outcome, Reason
+from healjson._core.repair import RepairPrompt, Strategy, strategy_for
 
 if TYPE_CHECKING:
-    from ._batch import BatchStats
-    from ._packs import ContractPack
+    from healjson._packs import ContractPack
+
+    from .batch import BatchStats
 
 app = typer.Typer(
     help="Self-healing middleware for structured LLM output.",
@@ -91,8 +92,9 @@ def demo(
     Offline by default (a scripted model: no network, no API key); --live or --base-url sends
     the same four prompts to a real OpenAI-compatible endpoint through healjson.wrap.
     """
-    from ._demo import run_demo
-    from ._trace import render_markdown
+    from healjson._core.trace import render_markdown
+
+    from .demo import run_demo
 
     if live or base_url is not None:
         results = _live_demo(base_url, model, api_key, json_mode)
@@ -109,7 +111,7 @@ def _live_demo(
 ) -> list[Any]:
     import healjson
 
-    from ._demo import run_live_demo
+    from .demo import run_live_demo
 
     openai = _import_openai()
     key = _api_key(api_key)
@@ -172,7 +174,7 @@ def heal(
     Prints the recovered value, or the diagnostics and the exact repair request healjson would
     send next. Exit code 0 healed, 1 degraded, 2 usage error.
     """
-    from ._check import validate
+    from healjson._core.check import validate
 
     pack = _load_pack(contracts) if contracts is not None else None
     target = _target(model, pack)
@@ -376,9 +378,10 @@ def batch(
     Exit code 0 when every row was written (degraded rows included), 1 when some were not,
     2 on usage errors.
     """
-    from ._batch import Batch, BatchError, openai_healer
-    from ._healer import Healer
-    from ._policy import HealPolicy
+    from healjson._core.healer import Healer
+    from healjson._core.policy import HealPolicy
+
+    from .batch import Batch, BatchError, openai_healer
 
     pack = _load_pack(contracts) if contracts is not None else None
     target = _target(response_model, pack, option="'--response-model'")
@@ -542,8 +545,8 @@ def trace(
     line. A line that is not a row (not UTF-8, not JSON, nested too deeply, too long, no `id`)
     is skipped with a note on stderr. Exit code 1 when --id matches no row.
     """
-    from ._serialize import outcome_from_dict
-    from ._trace import render_markdown
+    from healjson._core.serialize import outcome_from_dict
+    from healjson._core.trace import render_markdown
 
     found = False
     for row in _rows(out):
@@ -567,7 +570,7 @@ def trace(
 
 def _rows(path: Path) -> Iterator[dict[str, Any]]:
     """The rows of an output file; every other line is reported on stderr and skipped."""
-    from ._batch import read_rows
+    from .batch import read_rows
 
     for number, row, problem in read_rows(path):
         if row is None:
@@ -689,7 +692,7 @@ def eval_(
     no API key). --live or --base-url sends the scenarios' messages to a real model.
     Exit code 0 when the comparison ran, 2 on usage errors.
     """
-    from ._eval import Endpoint, ScenarioError, load_scenarios, parse_config, run_eval
+    from .eval import Endpoint, ScenarioError, load_scenarios, parse_config, run_eval
 
     try:
         configs = (parse_config(a), parse_config(b))
@@ -770,8 +773,8 @@ def _eval_progress(show: bool, total: int, configs: Sequence[Any]) -> Iterator[A
 
 
 def _builtin_eval() -> tuple[list[Any], Callable[[Any], Any]]:
-    from ._eval import Setup
-    from ._scenarios import builtin_scenarios
+    from .eval import Setup
+    from .scenarios import builtin_scenarios
 
     scenarios, target, rules = builtin_scenarios()
     setup = Setup(target, tuple(rules))
@@ -782,7 +785,7 @@ def _eval_setups(
     scenarios: Sequence[Any], contracts: str | None, response_model: str | None
 ) -> Callable[[Any], Any]:
     """Resolve every row's pack and target up front, so a bad one is a usage error."""
-    from ._eval import Setup
+    from .eval import Setup
 
     packs: dict[str | None, ContractPack | None] = {}
     setups: dict[str, Setup] = {}
@@ -805,7 +808,7 @@ def _eval_setups(
 
 
 def _load_pack(spec: str) -> ContractPack:
-    from ._packs import load_contracts
+    from healjson._packs import load_contracts
 
     try:
         return load_contracts(spec)
@@ -816,7 +819,7 @@ def _load_pack(spec: str) -> ContractPack:
 
 
 def _target(spec: str | None, pack: ContractPack | None, option: str = "'--model'") -> Any:
-    from ._loading import SpecError, load_object
+    from .loading import SpecError, load_object
 
     if spec is None:
         if pack is None:
@@ -848,7 +851,7 @@ def _read_text(file: str) -> str:
 
 
 def _read_messages(file: str) -> tuple[dict[str, Any], ...]:
-    from ._repair import normalise_messages
+    from healjson._core.repair import normalise_messages
 
     text = _read_text(file)
     try:

@@ -42,7 +42,7 @@ def load_object(spec: str) -> Any:
 
 
 def _from_file(text: str) -> Any:
-    from ._packs import _load_file
+    from healjson._packs import _load_file
 
     path_text, _, attribute = text.rpartition(":") if ".py:" in text else (text, "", "")
     if not attribute:

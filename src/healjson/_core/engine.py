@@ -13,19 +13,19 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import _events
-from ._check import Evaluation, Verdict, evaluate
-from ._contracts import AwaitAll, Contract, ContractContext
-from ._core.parse import ParseResult
-from ._core.sentinels import NOTHING
-from ._diagnostic import ROOT, Diagnostic, Source, describe_exception, format_path
-from ._drive import CallResult, DeadlineExceeded, ModelCall
-from ._outcome import Attempt, Degraded, Healed, Outcome, Reason
-from ._policy import HealPolicy
-from ._redact import redact_params, redact_text
-from ._repair import MAX_HISTORY_LINES, RepairPrompt, Strategy, history_line, strategy_for
-from ._reply import Reply, Usage, exception_kind, to_reply
-from ._target import Target
+from . import events as _events
+from .check import Evaluation, Verdict, evaluate
+from .contracts import AwaitAll, Contract, ContractContext
+from .diagnostic import ROOT, Diagnostic, Source, describe_exception, format_path
+from .drive import CallResult, DeadlineExceeded, ModelCall
+from .outcome import Attempt, Degraded, Healed, Outcome, Reason
+from .parse import ParseResult
+from .policy import HealPolicy
+from .redact import redact_params, redact_text
+from .repair import MAX_HISTORY_LINES, RepairPrompt, Strategy, history_line, strategy_for
+from .reply import Reply, Usage, exception_kind, to_reply
+from .sentinels import NOTHING
+from .target import Target
 
 __all__ = ["HealSpec", "clean_first_reply", "heal_flow"]
 
@@ -232,18 +232,88 @@ def clean_first_reply(
 def _next_prompt(
     run: _Run, strategy: Strategy, number: int, raw: str | None, evaluation: Evaluation
 ) -> RepairPrompt:
-    policy = run.spec.policy
-    repair_round = number  # the request after attempt N is repair round N
+    spec = run.spec
+    rich = number >= spec.policy.example_from_repair  # the schema text is built lazily
+    schema = spec.target.json_schema_text if rich and spec.target.json_schema else None
+    history = tuple(run.history[-MAX_HISTORY_LINES:])
+    return _prompt(
+        spec.policy,
+        strategy,
+        number,
+        raw,
+        evaluation.diagnostics,
+        history=history,
+        example=spec.example,
+        schema=schema,
+    )
+
+
+def _prompt(
+    policy: HealPolicy,
+    strategy: Strategy,
+    repair_round: int,
+    raw: str | None,
+    diagnostics: tuple[Diagnostic, ...],
+    *,
+    history: tuple[str, ...],
+    example: str | None,
+    schema: str | None,
+) -> RepairPrompt:
+    """The repair request after attempt `repair_round` (the request after attempt N is repair
+    round N): the golden example and the schema join from `policy.example_from_repair` on."""
     rich = repair_round >= policy.example_from_repair and strategy is not Strategy.EMPTY_RETRY
     resend = strategy is Strategy.TRUNCATION and policy.on_truncation == "raise_max_tokens"
     return RepairPrompt(
         strategy=Strategy.RESEND if resend else strategy,
         round=repair_round,
         raw_output=raw,
-        diagnostics=evaluation.diagnostics,
-        history=tuple(run.history[-MAX_HISTORY_LINES:]),
-        example=run.spec.example if rich else None,
-        schema=run.spec.target.json_schema_text if rich and run.spec.target.json_schema else None,
+        diagnostics=diagnostics,
+        history=history,
+        example=example if rich else None,
+        schema=schema if rich else None,
+    )
+
+
+_FINAL_REASONS = frozenset(
+    {
+        Reason.CONTRACT_ERROR,  # a bug in code: another model call cannot fix it
+        Reason.REFUSAL,
+        Reason.CONTENT_FILTER,
+        Reason.API_ERROR,
+        Reason.TIMEOUT,
+        Reason.BUDGET_EXCEEDED,
+    }
+)
+
+
+def next_prompt(
+    outcome: Outcome[Any],
+    policy: HealPolicy | None = None,
+    *,
+    example: str | None = None,
+    schema: str | None = None,
+) -> RepairPrompt | None:
+    """The repair request the loop sends after `outcome`'s last attempt, by the loop's own
+    rules (`policy`, default `HealPolicy()`); None when the loop would stop there: the value
+    healed, or the failure is one another model call cannot fix. `example` / `schema`: the
+    golden example and schema text, included from `policy.example_from_repair` on."""
+    policy = policy or HealPolicy()
+    if not isinstance(outcome, Degraded) or outcome.reason in _FINAL_REASONS:
+        return None
+    if outcome.reason is Reason.TOKEN_TRUNCATED and policy.on_truncation == "degrade":
+        return None
+    diagnostics = tuple(outcome.errors)
+    repair_round = max(len(outcome.attempts), 1)
+    strategy = strategy_for(diagnostics)
+    return _prompt(
+        policy,
+        strategy,
+        repair_round,
+        outcome.raw_text,
+        diagnostics,
+        history=(),
+        example=example,
+        schema=schema,
     )
 
 

@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ._diagnostic import Diagnostic, Source, short_repr
+from .diagnostic import Diagnostic, Source, short_repr
 
 __all__ = [
     "MAX_ANSWER_CHARS",

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ._contracts import AwaitAll
+from .contracts import AwaitAll
 
 __all__ = [
     "CallResult",

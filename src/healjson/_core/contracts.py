@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, S
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from ._diagnostic import (
+from .diagnostic import (
     MISSING,
     ROOT,
     Diagnostic,
@@ -28,7 +28,7 @@ from ._diagnostic import (
     safe_repr,
     short_repr,
 )
-from ._diagnostic import _type_name as type_name
+from .diagnostic import _type_name as type_name
 
 __all__ = [
     "AwaitAll",

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from ._diagnostic import short_repr
-from ._redact import redact_data
+from .diagnostic import short_repr
+from .redact import redact_data
 
 if TYPE_CHECKING:
-    from ._outcome import Attempt, Degraded, Healed
-    from ._repair import RepairPrompt
+    from .outcome import Attempt, Degraded, Healed
+    from .repair import RepairPrompt
 
 __all__ = ["attempt", "degraded", "healed", "repair_request", "set_logger"]
 

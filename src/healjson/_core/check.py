@@ -11,18 +11,18 @@ from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._contracts import AwaitAll, Contract, ContractContext, as_contract, run_contracts
-from ._core.parse import ParseResult, check_ambiguity, read, truncation_diagnostic
-from ._core.parse.align import answer_key
-from ._core.parse.read import Ambiguity
-from ._core.sentinels import NOTHING
-from ._diagnostic import ROOT, Diagnostic, Source
-from ._drive import drive_sync
-from ._outcome import Attempt, Degraded, Healed, Outcome, Reason
-from ._repair import Strategy, normalise_messages
-from ._reply import Reply, ToolCall
-from ._schema_errors import schema_diagnostics
-from ._target import Target, target_for
+from .contracts import AwaitAll, Contract, ContractContext, as_contract, run_contracts
+from .diagnostic import ROOT, Diagnostic, Source
+from .drive import drive_sync
+from .outcome import Attempt, Degraded, Healed, Outcome, Reason
+from .parse import ParseResult, check_ambiguity, read, truncation_diagnostic
+from .parse.align import answer_key
+from .parse.read import Ambiguity
+from .repair import Strategy, normalise_messages
+from .reply import Reply, ToolCall
+from .schema_errors import schema_diagnostics
+from .sentinels import NOTHING
+from .target import Target, target_for
 
 __all__ = ["Evaluation", "Verdict", "answer_text", "evaluate", "make_context", "validate"]
 

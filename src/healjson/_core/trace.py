@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._diagnostic import _jsonable, short_repr
-from ._outcome import Degraded, Healed, Outcome
-from ._redact import redact_data, redact_text
+from .diagnostic import _jsonable, short_repr
+from .outcome import Degraded, Healed, Outcome
+from .redact import redact_data, redact_text
 
 __all__ = ["render", "render_markdown"]
 
@@ -20,7 +20,7 @@ __all__ = ["render", "render_markdown"]
 def render(outcome: Outcome[Any], format: str = "markdown") -> str:
     """`markdown` (the self-healing log) or `json` (the round-trippable record)."""
     if format == "json":
-        from ._serialize import outcome_to_dict
+        from .serialize import outcome_to_dict
 
         # strings only: the record's keys are healjson's and its values the caller's data
         record = redact_data(outcome_to_dict(outcome), by_name=False)
