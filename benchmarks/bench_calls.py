@@ -60,7 +60,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 import healjson
 from _machine import processor, publish, stamp, table
-from healjson._cli.scenarios import CLASSES, Scenario
+from healjson._cli.scenarios import CLASSES, EvalScenario
 from healjson.testing import RecordedRequest, ScriptedReply, ScriptedServer
 from pack_scenarios import pack_scenarios
 
@@ -163,7 +163,7 @@ class Case:
 
     pack_name: str
     pack: healjson.ContractPack
-    scenario: Scenario
+    scenario: EvalScenario
     checked_model: type[BaseModel]  # instructor's response_model: the pack's model + contracts
 
     @property

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import healjson
-from healjson._cli.scenarios import Scenario, malformations
+from healjson._cli.scenarios import EvalScenario, malformations
 
 __all__ = ["OUTPUT", "PACKS", "PackCase", "build", "pack_scenarios", "render_file"]
 
@@ -185,7 +185,7 @@ def _broken_rules(pack: healjson.ContractPack, value: Any, messages: Any) -> lis
     return sorted({d.rule for d in outcome.errors if d.rule})
 
 
-def build() -> list[tuple[PackCase, healjson.ContractPack, list[Scenario]]]:
+def build() -> list[tuple[PackCase, healjson.ContractPack, list[EvalScenario]]]:
     """Each pack's case, the loaded pack and its scenarios (ValueError on a bad hand-made case)."""
     out = []
     for name, spec, messages, make_violation, breaks in _CASES:
@@ -208,15 +208,15 @@ def build() -> list[tuple[PackCase, healjson.ContractPack, list[Scenario]]]:
     return out
 
 
-def pack_scenarios() -> list[tuple[str, healjson.ContractPack, list[Scenario]]]:
+def pack_scenarios() -> list[tuple[str, healjson.ContractPack, list[EvalScenario]]]:
     """(pack name, pack, scenarios) for each of the three packs, in a fixed order."""
     return [(case.name, pack, scenarios) for case, pack, scenarios in build()]
 
 
 def render_file(
-    built: list[tuple[str, healjson.ContractPack, list[Scenario]]] | None = None,
+    built: list[tuple[str, healjson.ContractPack, list[EvalScenario]]] | None = None,
 ) -> str:
-    """The text of `packs.jsonl`: one `Scenario.to_dict()` per line."""
+    """The text of `packs.jsonl`: one `EvalScenario.to_dict()` per line."""
     built = pack_scenarios() if built is None else built
     lines = [
         json.dumps(scenario.to_dict(), ensure_ascii=False)

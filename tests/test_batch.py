@@ -26,7 +26,10 @@ from typer.testing import CliRunner
 import healjson
 from healjson import Healed
 from healjson._cli.app import app
-from healjson._cli.batch import Batch, BatchError, Job, read_jobs, recover_output
+from healjson._cli.batch_input import read_jobs
+from healjson._cli.batch_output import recover_output
+from healjson._cli.batch_rows import BatchError, Job
+from healjson._cli.batch_run import Batch
 from healjson.testing import ScriptedReply, ScriptedServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cli"

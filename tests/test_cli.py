@@ -14,9 +14,11 @@ from typer.testing import CliRunner
 
 import healjson
 from healjson import Degraded, Healed, Reply
-from healjson._cli.app import app, heal_report, next_repair_prompt
-from healjson._cli.demo import GOOD, PROMPT, SupportTicket, run_demo, scenarios
+from healjson._cli.app import app
+from healjson._cli.demo_runs import GOOD, PROMPT, SupportTicket, demo_scenarios, run_demo
+from healjson._cli.heal import heal_report
 from healjson._cli.loading import SpecError, load_object
+from healjson._core.engine import next_prompt
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
 
 
@@ -62,7 +64,7 @@ TICKET = f"{PACK}:Ticket"
 def _scripted_demo_items() -> list[Any]:
     """The offline demo's replies, in order, as ScriptedServer items."""
     items: list[Any] = []
-    for scenario in scenarios():
+    for scenario in demo_scenarios():
         for reply in scenario.replies:
             if isinstance(reply, Reply):
                 items.append(
@@ -216,8 +218,8 @@ def test_heal_usage_errors_exit_2(
 
 def test_heal_model_spec_forms_all_load_the_same_type() -> None:
     """`pkg.mod:Attr`, `pkg.mod.Attr` and `file.py:Attr` specs all name a type."""
-    assert SupportTicket is load_object("healjson._cli.demo:SupportTicket")
-    assert SupportTicket is load_object("healjson._cli.demo.SupportTicket")
+    assert SupportTicket is load_object("healjson._cli.demo_runs:SupportTicket")
+    assert SupportTicket is load_object("healjson._cli.demo_runs.SupportTicket")
     assert "Ticket" == load_object(TICKET).__name__
     with pytest.raises(SpecError, match="names no attribute"):
         load_object(PACK)
@@ -269,7 +271,7 @@ def test_heal_repair_prompt_is_the_one_the_engine_sends(
     local = healjson.validate(
         raw, pack.model, contracts=pack.contracts, finish_reason=finish_reason
     )
-    assert engine.attempts[1].prompt == next_repair_prompt(local)
+    assert engine.attempts[1].prompt == next_prompt(local)
 
 
 def test_heal_contract_error_has_no_repair_request() -> None:
@@ -279,9 +281,9 @@ def test_heal_contract_error_has_no_repair_request() -> None:
         raise RuntimeError("bug in the rule")
 
     outcome = healjson.validate(GOOD, SupportTicket, contracts=[broken])
-    assert next_repair_prompt(outcome) is None
+    assert next_prompt(outcome) is None
     assert "#### No repair request" in heal_report(outcome, "SupportTicket", 1, None)
-    assert next_repair_prompt(healjson.validate(GOOD, SupportTicket)) is None
+    assert next_prompt(healjson.validate(GOOD, SupportTicket)) is None
 
 
 def test_heal_runs_as_a_subprocess() -> None:

@@ -185,8 +185,8 @@ def test_model_call_style_calling_the_bare_sdk_over_http(mode: Mode) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_model_call_style_degrades_instead_of_raising(mode: Mode) -> None:
-    """A model call that raises becomes `api_error`, never an exception."""
-    model = ScriptedModel([RuntimeError("connection reset")])
+    """A model call that fails on the transport becomes `api_error`, never an exception."""
+    model = ScriptedModel([ConnectionResetError("connection reset")])
     call: Callable[..., Any] = model if mode == "sync" else model.acall
 
     outcome = finish(mode, healjson.heal(Invoice)(call)("Extract."))

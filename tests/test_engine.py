@@ -236,6 +236,17 @@ def test_changed_fields_lists_every_field_the_repair_touched(heal: Callable[...,
     assert {"summary", "order_id"} == set(out.changed_fields)
 
 
+def test_changed_fields_never_lists_what_is_not_a_field(heal: Callable[..., Any]) -> None:
+    """A garbage first answer's junk keys are no change to the target; a field the repaired
+    answer left at its default is not either. Only fields of the healed value are listed."""
+    junk = '{"urgency": "high", "summary": "x", "foo": 1, "nested": {"a": [1, 2]}}'
+    fixed = '{"urgency": "low", "summary": "x", "order_id": "ORD-654321"}'
+    out = heal(Healer(Ticket), ScriptedModel([junk, fixed]))
+
+    assert isinstance(out, Healed)
+    assert {"urgency", "order_id"} == set(out.changed_fields)
+
+
 def test_changed_fields_after_a_schema_repair_names_the_fixed_field(
     heal: Callable[..., Any],
 ) -> None:
@@ -321,13 +332,19 @@ def test_single_attempt_policy_degrades_with_invalid_output(heal: Callable[..., 
 class APITimeoutError(Exception):
     """Stands in for an SDK's timeout class (classified by name, not by import)."""
 
+    __module__ = "openai._exceptions"  # an SDK's class: the provider's failure
+
 
 class ContentFilterFinishReasonError(Exception):
     """Stands in for the SDK error raised when the content filter stopped a parse."""
 
+    __module__ = "openai._exceptions"
+
 
 class LengthFinishReasonError(Exception):
     """Stands in for the SDK error raised when a parse hit the token limit."""
+
+    __module__ = "openai._exceptions"
 
 
 @pytest.mark.parametrize(
@@ -335,7 +352,7 @@ class LengthFinishReasonError(Exception):
     [
         pytest.param(TimeoutError("slow"), Reason.TIMEOUT, id="TimeoutError"),
         pytest.param(APITimeoutError("slow"), Reason.TIMEOUT, id="APITimeoutError"),
-        pytest.param(ValueError("bad request"), Reason.API_ERROR, id="ValueError"),
+        pytest.param(ConnectionRefusedError("refused"), Reason.API_ERROR, id="Refused"),
         pytest.param(ConnectionError("reset"), Reason.API_ERROR, id="ConnectionError"),
         pytest.param(ContentFilterFinishReasonError(), Reason.CONTENT_FILTER, id="ContentFilter"),
         pytest.param(LengthFinishReasonError(), Reason.TOKEN_TRUNCATED, id="LengthFinish"),
@@ -679,7 +696,7 @@ def test_raising_async_fallback_factory_adds_a_diagnostic(heal: Callable[..., An
     async def factory(raw: str | None, errors: Any) -> Ticket:
         raise RuntimeError("async factory broke")
 
-    out = heal(Healer(Ticket, fallback=factory), ScriptedModel([ValueError("down")]))
+    out = heal(Healer(Ticket, fallback=factory), ScriptedModel([ConnectionError("down")]))
 
     assert isinstance(out, Degraded)
     assert Reason.API_ERROR == out.reason

@@ -15,18 +15,13 @@ from typer.testing import CliRunner
 
 import healjson
 from healjson._cli.app import app
-from healjson._cli.eval import (
-    PRESETS,
-    EvalConfig,
-    EvalReport,
-    ScenarioError,
-    Setup,
-    UnitResult,
-    load_scenarios,
-    parse_config,
-    run_eval,
-)
-from healjson._cli.scenarios import Scenario, builtin_scenarios
+from healjson._cli.endpoint import Endpoint
+from healjson._cli.eval_config import PRESETS, EvalConfig, parse_config
+from healjson._cli.eval_report import EvalReport
+from healjson._cli.eval_run import UnitResult, run_eval
+from healjson._cli.loading import Setup
+from healjson._cli.scenario_file import load_scenarios
+from healjson._cli.scenarios import EvalScenario, ScenarioError, builtin_scenarios
 from healjson._cli.stats import PairedTable, mcnemar_exact
 from healjson.testing import ScriptedServer
 
@@ -34,13 +29,13 @@ LOCALLY_FIXED = {"fenced", "prose", "trailing_comma", "single_quotes", "two_cand
 NEEDS_A_CALL = {"truncated", "schema_violation", "contract_violation"}
 
 
-def builtin_setup() -> tuple[list[Scenario], Any]:
+def builtin_setup() -> tuple[list[EvalScenario], Any]:
     scenarios, target, rules = builtin_scenarios()
     setup = Setup(target, tuple(rules))
     return scenarios, lambda _s: setup
 
 
-def run(scenarios: list[Scenario], a: str | EvalConfig, b: str | EvalConfig, setup_for: Any,
+def run(scenarios: list[EvalScenario], a: str | EvalConfig, b: str | EvalConfig, setup_for: Any,
         **options: Any) -> EvalReport:  # fmt: skip
     configs = tuple(PRESETS[c] if isinstance(c, str) else c for c in (a, b))
     return asyncio.run(
@@ -259,7 +254,7 @@ def test_a_valid_value_that_is_not_the_expected_one_fails_as_wrong_value() -> No
     class Point(BaseModel):
         x: int = Field(ge=0)
 
-    scenario = Scenario(
+    scenario = EvalScenario(
         id="p",
         messages=({"role": "user", "content": "a point"},),
         replies=('{"x": 2}',),
@@ -305,7 +300,7 @@ def test_a_setup_that_raises_inside_a_run_is_recorded() -> None:
 
 
 def test_offline_runs_need_replies_and_distinct_names() -> None:
-    scenario = Scenario(id="q", messages=({"role": "user", "content": "x"},))
+    scenario = EvalScenario(id="q", messages=({"role": "user", "content": "x"},))
     with pytest.raises(ScenarioError, match="need scripted `replies`"):
         run([scenario], "plain", "healed", lambda _s: Setup(int))
     with pytest.raises(ValueError, match="different names"):
@@ -318,12 +313,10 @@ def test_offline_runs_need_replies_and_distinct_names() -> None:
 
 
 def test_live_runs_go_to_the_endpoint_through_the_real_sdk() -> None:
-    from healjson._cli.eval import Endpoint
-
     scenarios, setup_for = builtin_setup()
     fenced = next(s for s in scenarios if s.kind == "fenced")
-    live = Scenario(id="live", messages=fenced.messages, expected=fenced.expected,
-                    has_expected=True)  # fmt: skip
+    live = EvalScenario(id="live", messages=fenced.messages, expected=fenced.expected,
+                        has_expected=True)  # fmt: skip
     # concurrency 1: plain asks first, then healed; both get the fenced answer
     with ScriptedServer([fenced.replies[0], fenced.replies[0]]) as server:
         report = run(
@@ -348,7 +341,7 @@ def unit(config: str, scenario: str, passed: bool, repeat: int = 0) -> UnitResul
 @given(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=40))
 def test_the_report_counts_agree_with_the_pairs(outcomes: list[tuple[bool, bool]]) -> None:
     a, b = EvalConfig("a"), EvalConfig("b")
-    scenarios = [Scenario(id=str(i), messages=({"role": "user", "content": "x"},))
+    scenarios = [EvalScenario(id=str(i), messages=({"role": "user", "content": "x"},))
                  for i in range(len(outcomes))]  # fmt: skip
     units = [u for i, (x, y) in enumerate(outcomes) for u in (unit("b", str(i), y),
                                                                  unit("a", str(i), x))]  # fmt: skip
@@ -453,14 +446,14 @@ def test_same_named_configs_are_told_apart() -> None:
 
 
 def test_plain_opens_the_strict_mode_envelope_around_a_list_target() -> None:
-    scenario = Scenario(
+    scenario = EvalScenario(
         id="list",
         messages=({"role": "user", "content": "three numbers"},),
         replies=('{"value": [1, 2, 3]}',),
         expected=[1, 2, 3],
         has_expected=True,
     )
-    fenced = Scenario(
+    fenced = EvalScenario(
         id="fenced-list",
         messages=scenario.messages,
         replies=('```json\n{"value": [1, 2, 3]}\n```', '{"value": [1, 2, 3]}'),
@@ -483,7 +476,7 @@ def test_decimals_compare_by_value_not_by_spelling() -> None:
     class Price(BaseModel):
         amount: Decimal
 
-    scenario = Scenario(
+    scenario = EvalScenario(
         id="d",
         messages=({"role": "user", "content": "a price"},),
         replies=('{"amount": 120.0}',),
@@ -497,7 +490,7 @@ def test_decimals_compare_by_value_not_by_spelling() -> None:
 def test_long_discordant_lists_are_cut_in_markdown_but_kept_in_json() -> None:
     a, b = EvalConfig("a"), EvalConfig("b")
     scenarios = [
-        Scenario(id=str(i), messages=({"role": "user", "content": "x"},)) for i in range(50)
+        EvalScenario(id=str(i), messages=({"role": "user", "content": "x"},)) for i in range(50)
     ]
     units = [u for i in range(50) for u in (unit("a", str(i), False), unit("b", str(i), True))]
     report = EvalReport((a, b), scenarios, units, offline=False, model="m")
@@ -518,11 +511,9 @@ def test_eval_progress_bar_counts_passes_per_configuration() -> None:
 
 
 def test_live_runs_ask_for_the_declared_json_mode() -> None:
-    from healjson._cli.eval import Endpoint
-
     scenarios, setup_for = builtin_setup()
     valid = next(s for s in scenarios if s.kind == "valid")
-    live = Scenario(id="live", messages=valid.messages)
+    live = EvalScenario(id="live", messages=valid.messages)
     with ScriptedServer([valid.replies[0]] * 2) as server:
         run(
             [live], "plain", "healed", setup_for, concurrency=1, json_mode="json_object",

@@ -1,10 +1,12 @@
-"""The happy path skips the repair loop; it must reach exactly the loop's outcome."""
+"""The engine's first step serves a strictly valid first reply without L1; it must reach
+exactly the outcome the full L1 + L2 evaluation reaches."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 from typing import Any
+from unittest.mock import patch
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -12,10 +14,10 @@ from pydantic import BaseModel
 
 import healjson
 from healjson import Healed, Reply
-from healjson._core.check import make_context
+from healjson._core import engine
 from healjson._core.drive import drive_sync
 from healjson._core.engine import heal_flow
-from healjson._core.repair import normalise_messages
+from healjson._core.messages import make_context, normalise_messages
 
 
 class Item(BaseModel):
@@ -28,10 +30,11 @@ MESSAGES = [{"role": "user", "content": "an item"}]
 
 
 def loop_outcome(healer: healjson.Healer[Any], reply: Any) -> Any:
-    """The outcome the loop alone reaches (no fast path)."""
+    """The outcome the full evaluation reaches (the first step switched off)."""
     original = normalise_messages(MESSAGES)
-    flow = heal_flow(healer._spec, original, {"model": "m"}, make_context(None, original))
-    return drive_sync(flow, lambda msgs, **params: reply)
+    with patch.object(engine, "_clean", lambda spec, reply: None):
+        flow = heal_flow(healer._spec, original, {"model": "m"}, make_context(None, original))
+        return drive_sync(flow, lambda msgs, **params: reply)
 
 
 def comparable(outcome: Any) -> dict[str, Any]:
@@ -120,3 +123,22 @@ def test_contracts_take_the_loop() -> None:
     outcome = healer.run(lambda msgs, **p: '{"name": "x", "qty": 7}', MESSAGES)
     assert isinstance(outcome, Healed)
     assert [7] == seen  # run once, by the loop
+
+
+def test_the_first_step_really_skips_l1() -> None:
+    """A strictly valid first reply is never handed to L1 (the point of the first step)."""
+    seen: list[Any] = []
+    real = engine.evaluate
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        seen.append(args[2])
+        return real(*args, **kwargs)
+
+    healer = healjson.Healer(Item)
+    with patch.object(engine, "evaluate", counting):
+        clean = healer.run(lambda msgs, **p: '{"name": "x", "qty": 1}', MESSAGES)
+        fenced = healer.run(lambda msgs, **p: '```json\n{"name": "x", "qty": 1}\n```', MESSAGES)
+    assert isinstance(clean, Healed)
+    assert isinstance(fenced, Healed)
+    assert 1 == len(seen)  # only the fenced reply needed L1
+    assert clean.value == fenced.value

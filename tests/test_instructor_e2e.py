@@ -348,15 +348,14 @@ def test_slow_reply_degrades_with_timeout(
     assert 1 == len(scripted_server.requests)
 
 
-def test_instructor_raising_before_any_request_degrades(
+def test_instructor_raising_before_any_request_propagates(
     scripted_server: ScriptedServer, runner: str
 ) -> None:
-    """An error instructor raises before sending (an invalid token_budget) is `api_error`."""
-    outcome = ask(scripted_server, TOOLS, runner, response_model=Person, token_budget=0)
+    """An error instructor raises before sending (an invalid token_budget) is a bug in the
+    call, not the provider's failure: it propagates unchanged, and nothing is sent."""
+    with pytest.raises(ValueError, match="token_budget"):
+        ask(scripted_server, TOOLS, runner, response_model=Person, token_budget=0)
 
-    assert isinstance(outcome, Degraded)
-    assert Reason.API_ERROR == outcome.reason
-    assert "token_budget" in (outcome.attempts[0].error or "")
     assert 0 == len(scripted_server.requests)
 
 

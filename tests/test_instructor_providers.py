@@ -466,16 +466,16 @@ def test_slow_reply_degrades_with_timeout(scripted_server: ScriptedServer, provi
     assert 1 == len(scripted_server.requests)
 
 
-def test_sdk_raising_before_any_request_degrades(scripted_server: ScriptedServer) -> None:
-    """The anthropic SDK rejects a call without `max_tokens` before sending anything; instructor
-    re-raises its TypeError and there is no completion, so healjson can only say `api_error`."""
+def test_sdk_raising_before_any_request_propagates(scripted_server: ScriptedServer) -> None:
+    """The anthropic SDK rejects a call without `max_tokens` before sending anything: a bug in
+    the call, not the provider's failure, so its TypeError propagates unchanged."""
     kwargs = {"model": MODEL["anthropic"], "messages": USER, "response_model": Person}
-    with sync_client(scripted_server, "anthropic", JSON) as client:
-        outcome = client.chat.completions.create(**kwargs)
+    with (
+        sync_client(scripted_server, "anthropic", JSON) as client,
+        pytest.raises(TypeError, match="max_tokens"),
+    ):
+        client.chat.completions.create(**kwargs)
 
-    assert isinstance(outcome, Degraded)
-    assert Reason.API_ERROR == outcome.reason
-    assert "max_tokens" in (outcome.attempts[0].error or "")
     assert 0 == len(scripted_server.requests)
 
 

@@ -43,29 +43,30 @@ class Ticket(BaseModel):
     customer: Customer | None = None
 
 
-class CustomError(Exception):
-    """An exception type no SDK knows about."""
+class CustomError(ConnectionError):
+    """A transport failure of a type no SDK knows about (a gateway's own error class)."""
 
 
-class FussyError(Exception):
-    """An exception whose message is itself hostile (long, multi-line, braces and quotes)."""
+class FussyError(OSError):
+    """A transport error whose message is itself hostile (long, multi-line, braces, quotes)."""
 
     def __init__(self, text: str) -> None:
         super().__init__("{'\"}\n```" + text * 3)
 
 
-class UnprintableError(Exception):
-    """An exception whose `__str__` itself raises."""
+class UnprintableError(ConnectionError):
+    """A transport error whose `__str__` itself raises."""
 
     def __str__(self) -> str:
         raise RuntimeError("no message for you")
 
 
+# what a provider or the transport raises (other exceptions are bugs and propagate)
 EXCEPTION_TYPES: tuple[type[Exception], ...] = (
-    ValueError,
+    ConnectionResetError,
     TimeoutError,
-    KeyError,
-    RuntimeError,
+    OSError,
+    BrokenPipeError,
     CustomError,
     FussyError,
     UnprintableError,

@@ -31,7 +31,8 @@ from structlog.testing import capture_logs
 
 import healjson
 from healjson import Degraded, DegradedError, Healer, Reason
-from healjson._cli.batch import Job, outcome_row
+from healjson._cli.batch_rows import Job, outcome_row
+from healjson._core.record import public_params
 from healjson._core.redact import (
     MARKER,
     is_credential_name,
@@ -41,7 +42,6 @@ from healjson._core.redact import (
     redact_text,
     secrets_scope,
 )
-from healjson._core.serialize import public_params
 from healjson.testing import ScriptedModel
 
 Mode = Literal["sync", "async"]

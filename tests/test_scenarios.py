@@ -1,4 +1,4 @@
-"""`healjson._cli.scenarios`: `render`, the malformation classes and the built-in scenario set."""
+"""`healjson._cli.scenarios`: `json_like`, the malformation classes, the built-in scenario set."""
 
 from __future__ import annotations
 
@@ -17,8 +17,14 @@ from pydantic import BaseModel, Field
 
 import healjson
 from healjson import Degraded, Flag, Healed, Outcome, Reason, Source, Violation
-from healjson._cli.demo import GOOD, PROMPT, SupportTicket, urgent_tickets_explain
-from healjson._cli.scenarios import CLASSES, Scenario, builtin_scenarios, malformations, render
+from healjson._cli.demo_runs import GOOD, PROMPT, SupportTicket, urgent_tickets_explain
+from healjson._cli.scenarios import (
+    CLASSES,
+    EvalScenario,
+    builtin_scenarios,
+    json_like,
+    malformations,
+)
 
 # --- helpers --------------------------------------------------------------------------------------
 
@@ -57,28 +63,28 @@ json_containers = st.lists(json_values, max_size=4) | st.dictionaries(
 SPELLINGS = [("'", "json"), ('"', "python"), ("'", "python")]
 
 
-# --- render ---------------------------------------------------------------------------------------
+# --- json_like ------------------------------------------------------------------------------------
 
 
 @settings(max_examples=150)
 @given(value=json_values)
-def test_render_defaults_are_json(value: Any) -> None:
-    """With the defaults, render is json.dumps with ", " / ": " separators and loads back."""
-    text = render(value)
+def test_json_like_defaults_are_json(value: Any) -> None:
+    """With the defaults, json_like is json.dumps with ", " / ": " separators and loads back."""
+    text = json_like(value)
     assert json.dumps(value, ensure_ascii=False, separators=(", ", ": ")) == text
     assert same(value, json.loads(text))
 
 
 @settings(max_examples=80)
 @given(value=json_values)
-def test_render_with_indent_is_json(value: Any) -> None:
+def test_json_like_with_indent_is_json(value: Any) -> None:
     """An indent keeps the text valid JSON, spread over lines when a container is not empty."""
-    text = render(value, indent=2)
+    text = json_like(value, indent=2)
     assert same(value, json.loads(text))
     if isinstance(value, dict | list) and value:
         assert "\n" in text
     else:
-        assert text == render(value)
+        assert text == json_like(value)
 
 
 @pytest.mark.parametrize(("quote", "literals"), SPELLINGS)
@@ -86,7 +92,7 @@ def test_render_with_indent_is_json(value: Any) -> None:
 @given(value=json_containers)
 def test_healjson_recovers_every_rendered_spelling(quote: str, literals: str, value: Any) -> None:
     """Single quotes and/or Python literals inside a container: healjson.parse gets the value."""
-    text = render(value, quote=quote, literals=literals)
+    text = json_like(value, quote=quote, literals=literals)
     result = healjson.parse(text)
     assert result.error is None
     assert same(value, result.value)
@@ -97,52 +103,52 @@ def test_healjson_recovers_every_rendered_spelling(quote: str, literals: str, va
 @given(value=json_values)
 def test_python_literals_are_python(quote: str, value: Any) -> None:
     """`literals="python"` writes a Python literal: ast.literal_eval reads the value back."""
-    assert same(value, ast.literal_eval(render(value, quote=quote, literals="python")))
+    assert same(value, ast.literal_eval(json_like(value, quote=quote, literals="python")))
 
 
-def test_render_examples() -> None:
+def test_json_like_examples() -> None:
     """Hand-checked spellings of the quotes, the escapes and the literals."""
     value = {"ok": [True, False, None], "n": 1.5, "s": 'it\'s "x"\\'}
-    assert '{"ok": [true, false, null], "n": 1.5, "s": "it\'s \\"x\\"\\\\"}' == render(value)
-    assert "{'ok': [true, false, null], 'n': 1.5, 's': 'it\\'s \"x\"\\\\'}" == render(
+    assert '{"ok": [true, false, null], "n": 1.5, "s": "it\'s \\"x\\"\\\\"}' == json_like(value)
+    assert "{'ok': [true, false, null], 'n': 1.5, 's': 'it\\'s \"x\"\\\\'}" == json_like(
         value, quote="'"
     )
-    assert '{"ok": [True, False, None], "n": 1.5, "s": "it\'s \\"x\\"\\\\"}' == render(
+    assert '{"ok": [True, False, None], "n": 1.5, "s": "it\'s \\"x\\"\\\\"}' == json_like(
         value, literals="python"
     )
-    assert "[\n  1,\n  {\n    'a': None\n  }\n]" == render(
+    assert "[\n  1,\n  {\n    'a': None\n  }\n]" == json_like(
         [1, {"a": None}], quote="'", literals="python", indent=2
     )
-    assert '"é\\n"' == render("é\n")  # not ASCII-escaped; control characters are
-    assert "{}" == render({}, indent=4)
-    assert "[]" == render([], indent=4)
+    assert '"é\\n"' == json_like("é\n")  # not ASCII-escaped; control characters are
+    assert "{}" == json_like({}, indent=4)
+    assert "[]" == json_like([], indent=4)
 
 
-def test_render_tuples_and_non_string_keys() -> None:
+def test_json_like_tuples_and_non_string_keys() -> None:
     """Tuples are arrays; object keys are written as strings."""
-    assert "[1, [2, 3]]" == render((1, (2, 3)))
-    assert '{"1": "a", "None": true}' == render({1: "a", None: True})
-    assert "{'1': 'a'}" == render({1: "a"}, quote="'")
+    assert "[1, [2, 3]]" == json_like((1, (2, 3)))
+    assert '{"1": "a", "None": true}' == json_like({1: "a", None: True})
+    assert "{'1': 'a'}" == json_like({1: "a"}, quote="'")
 
 
 @pytest.mark.parametrize(
     "value", [math.nan, math.inf, -math.inf, [1, {"x": math.inf}], {"a": [math.nan]}]
 )
-def test_render_rejects_non_finite_floats(value: Any) -> None:
+def test_json_like_rejects_non_finite_floats(value: Any) -> None:
     """NaN and infinities have no JSON spelling, at any depth."""
     with pytest.raises(ValueError, match="cannot render"):
-        render(value)
+        json_like(value)
     with pytest.raises(ValueError, match="cannot render"):
-        render(value, quote="'", literals="python")
+        json_like(value, quote="'", literals="python")
 
 
 @pytest.mark.parametrize(
     "value", [{1, 2}, b"bytes", object(), Decimal("1.5"), 1 + 2j, [1, {"a": frozenset()}]]
 )
-def test_render_rejects_unsupported_types(value: Any) -> None:
+def test_json_like_rejects_unsupported_types(value: Any) -> None:
     """Anything that is not JSON data raises TypeError naming the type."""
     with pytest.raises(TypeError, match="cannot render"):
-        render(value)
+        json_like(value)
 
 
 # --- malformations: a test model ------------------------------------------------------------------
@@ -219,7 +225,7 @@ def dumped(value: Any) -> Any:
 
 
 def check_scenarios(
-    scenarios: Sequence[Scenario],
+    scenarios: Sequence[EvalScenario],
     target: Any,
     contracts: Sequence[Any],
     good: Any,
@@ -484,19 +490,19 @@ def test_scalar_targets_first_replies_behave_as_their_class(good: Any, target: A
     check_scenarios(scenarios, target, (), good)
 
 
-# --- Scenario -------------------------------------------------------------------------------------
+# --- EvalScenario ---------------------------------------------------------------------------------
 
 TRUNCATED_REPLY = MappingProxyType({"content": '{"a": ', "finish_reason": "length"})
 
 
 def test_script_pads_with_the_last_reply() -> None:
     """`script(n)` repeats the last reply up to n and never drops replies."""
-    scenario = Scenario(id="s", messages=(), replies=("first", TRUNCATED_REPLY, "last"))
+    scenario = EvalScenario(id="s", messages=(), replies=("first", TRUNCATED_REPLY, "last"))
     assert ["first", TRUNCATED_REPLY, "last", "last", "last"] == scenario.script(5)
     assert ["first", TRUNCATED_REPLY, "last"] == scenario.script(3)
     assert ["first", TRUNCATED_REPLY, "last"] == scenario.script(1)
     assert ["first", TRUNCATED_REPLY, "last"] == scenario.script(0)
-    one = Scenario(id="t", messages=(), replies=(TRUNCATED_REPLY,))
+    one = EvalScenario(id="t", messages=(), replies=(TRUNCATED_REPLY,))
     assert [TRUNCATED_REPLY] * 4 == one.script(4)
     padded = scenario.script(5)
     padded.append("extra")  # a fresh list: the scenario is untouched
@@ -505,12 +511,12 @@ def test_script_pads_with_the_last_reply() -> None:
 
 def test_script_without_replies_is_empty() -> None:
     """A scenario with no replies scripts nothing, whatever the number of calls."""
-    assert [] == Scenario(id="s", messages=()).script(3)
+    assert [] == EvalScenario(id="s", messages=()).script(3)
 
 
-def from_row(row: dict[str, Any]) -> Scenario:
+def from_row(row: dict[str, Any]) -> EvalScenario:
     """Rebuild a scenario from its row, reading each key the way `to_dict` writes it."""
-    return Scenario(
+    return EvalScenario(
         id=row["id"],
         messages=tuple(row["messages"]),
         replies=tuple(row["replies"]),
@@ -525,7 +531,7 @@ def from_row(row: dict[str, Any]) -> Scenario:
 
 def test_to_dict_round_trips_every_field() -> None:
     """A row holds every field, as JSON data."""
-    scenario = Scenario(
+    scenario = EvalScenario(
         id="t/1",
         messages=({"role": "user", "content": "hi"},),
         replies=("x", TRUNCATED_REPLY),
@@ -554,13 +560,13 @@ def test_to_dict_round_trips_every_field() -> None:
 
 def test_to_dict_leaves_out_defaults() -> None:
     """Unset optional fields are not written; an expected None is, when it is expected."""
-    assert {"id": "m", "kind": "", "messages": [], "replies": []} == Scenario(
+    assert {"id": "m", "kind": "", "messages": [], "replies": []} == EvalScenario(
         id="m", messages=()
     ).to_dict()
-    row = Scenario(id="m", messages=(), expected=None, has_expected=True).to_dict()
+    row = EvalScenario(id="m", messages=(), expected=None, has_expected=True).to_dict()
     assert "expected" in row
     assert None is row["expected"]
-    assert "locally_fixable" not in Scenario(id="m", messages=(), kind="valid").to_dict()
+    assert "locally_fixable" not in EvalScenario(id="m", messages=(), kind="valid").to_dict()
 
 
 def test_derived_scenarios_round_trip_through_rows() -> None:

@@ -31,14 +31,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from healjson.testing import RecordedRequest, ScriptedReply, ScriptedServer
-from healjson.testing._server import (
-    _anthropic_message,
-    _completion,
-    _gemini_response,
-    _load_replies,
-    _stream_events,
-    _usage,
-)
+from healjson.testing._serve import load_replies
+from healjson.testing._wire import anthropic_messages, gemini_generate, openai_chat
+from healjson.testing._wire import usage as scripted_usage
 
 # the `scripted_server` fixture comes from the plugin registered under the pytest11 entry point
 
@@ -495,17 +490,17 @@ def test_reply_file_loading(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"contents": "typo"}]))
 
-    assert ["a", ScriptedReply("b", finish_reason="length")] == _load_replies(str(good))
+    assert ["a", ScriptedReply("b", finish_reason="length")] == load_replies(str(good))
     with pytest.raises(SystemExit, match="item 0"):
-        _load_replies(str(bad))
+        load_replies(str(bad))
 
 
 def test_subprocess_mode_serves_until_sigterm(tmp_path: Path) -> None:
-    """`python -m healjson.testing._server` prints READY, serves, and exits 0 on SIGTERM."""
+    """`python -m healjson.testing._serve` prints READY, serves, and exits 0 on SIGTERM."""
     replies = tmp_path / "replies.json"
     replies.write_text(json.dumps(['{"n": 1}', {"content": "cut", "finish_reason": "length"}]))
     process = subprocess.Popen(
-        [sys.executable, "-m", "healjson.testing._server", "--replies", str(replies), "--repeat"],
+        [sys.executable, "-m", "healjson.testing._serve", "--replies", str(replies), "--repeat"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -1178,7 +1173,7 @@ def test_reasoning_fields_are_validated_and_load_from_a_reply_file(tmp_path: Pat
         "prompt_tokens": 0,
         "completion_tokens": 4,
         "total_tokens": 4,
-    } == _usage(only_reasoning, 100)
+    } == scripted_usage(only_reasoning, 100)
     entry = {
         "content": "{}",
         "reasoning": "think",
@@ -1188,7 +1183,7 @@ def test_reasoning_fields_are_validated_and_load_from_a_reply_file(tmp_path: Pat
     replies = tmp_path / "replies.json"
     replies.write_text(json.dumps([entry]))
 
-    assert [ScriptedReply(**entry)] == _load_replies(str(replies))
+    assert [ScriptedReply(**entry)] == load_replies(str(replies))
 
 
 @given(
@@ -1202,12 +1197,14 @@ def test_every_format_reports_the_same_reasoning_usage(
     """Whatever the texts, the three formats agree on reasoning and answer tokens, and the
     stream's reasoning deltas rebuild the reasoning before any content delta."""
     reply = ScriptedReply(content, reasoning=reasoning)
-    usage = _usage(reply, prompt_chars)
+    usage = scripted_usage(reply, prompt_chars)
 
-    openai_usage = _completion("c", "m", reply, usage)["usage"]
-    anthropic_usage = _anthropic_message("a", "m", reply, usage)["usage"]
-    gemini_usage = _gemini_response("g", "m", reply, usage)["usageMetadata"]
-    deltas = [event["choices"][0]["delta"] for event in _stream_events("c", "m", reply, None)]
+    openai_usage = openai_chat.completion("c", "m", reply, usage)["usage"]
+    anthropic_usage = anthropic_messages.message("a", "m", reply, usage)["usage"]
+    gemini_usage = gemini_generate.response("g", "m", reply, usage)["usageMetadata"]
+    deltas = [
+        event["choices"][0]["delta"] for event in openai_chat.stream_events("c", "m", reply, None)
+    ]
 
     reasoning_tokens, answer_tokens = len(reasoning) // 4, len(content or "") // 4
     assert (reasoning_tokens, reasoning_tokens + answer_tokens) == (

@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from healjson._cli import batch as _batch
+from healjson._cli import json_lines
 from healjson._cli.app import app
-from healjson._cli.batch import read_jobs, read_lines, read_rows, recover_output
+from healjson._cli.batch_input import read_jobs
+from healjson._cli.batch_output import read_rows, recover_output
+from healjson._cli.json_lines import read_lines
 from healjson.testing import ScriptedReply, ScriptedServer
 
 PACK = str(Path(__file__).parent / "fixtures" / "cli" / "ticket_pack.py")
@@ -128,7 +130,7 @@ def test_an_over_long_input_line_is_a_problem_and_is_never_held_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A line over MAX_LINE_BYTES is reported by its line number; the next line still reads."""
-    monkeypatch.setattr(_batch, "MAX_LINE_BYTES", 1_000)
+    monkeypatch.setattr(json_lines, "MAX_LINE_BYTES", 1_000)
     long = json.dumps({"id": "long", "prompt": "x" * 5_000}).encode()
     source = write_lines(tmp_path / "in.jsonl", [prompt_line(1), long, prompt_line(3)])
 
@@ -143,7 +145,7 @@ def test_read_lines_measures_an_over_long_line_without_keeping_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An over-long line keeps its offset, full size and whether it ended; only its head."""
-    monkeypatch.setattr(_batch, "MAX_LINE_BYTES", 100)
+    monkeypatch.setattr(json_lines, "MAX_LINE_BYTES", 100)
     path = tmp_path / "lines.jsonl"
     path.write_bytes(b"a" * 10 + b"\n" + b"b" * 300_000 + b"\n" + b"c" * 500)
 
@@ -210,7 +212,7 @@ def test_an_over_long_row_still_counts_as_its_ids_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A row longer than MAX_LINE_BYTES is read by its leading id, so a resume never repeats it."""
-    monkeypatch.setattr(_batch, "MAX_LINE_BYTES", 1_000)
+    monkeypatch.setattr(json_lines, "MAX_LINE_BYTES", 1_000)
     big = json.dumps({"id": "t7", "ok": True, "value": "x" * 5_000}).encode()
     out = write_lines(tmp_path / "out.jsonl", [big, b'{"id": 8}'])
 
@@ -263,7 +265,7 @@ def test_trace_renders_the_other_rows_and_reports_hostile_lines(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`healjson trace` shows every row and names each skipped line on stderr."""
-    monkeypatch.setattr(_batch, "MAX_LINE_BYTES", 300_000)
+    monkeypatch.setattr(json_lines, "MAX_LINE_BYTES", 300_000)
     healed = {"id": "a", "ok": True, "value": {}, "attempts": 1, "usage": {"total_tokens": 9}}
     odd = {
         "id": "b",

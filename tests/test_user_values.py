@@ -29,7 +29,7 @@ from healjson import (
     outcome_from_dict,
 )
 from healjson._core.diagnostic import _jsonable, short_repr
-from healjson._core.trace import render_markdown
+from healjson._core.record import render_markdown
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
 
 
@@ -635,6 +635,9 @@ def test_outcome_from_dict_raises_only_value_error_on_mutated_records(
         {"ok": True, "raw_text": 5},
         {"ok": True, "attempts": "x"},
         {"ok": True, "attempts": [{"number": 1, "strategy": "initial", "messages": [[1, 2]]}]},
+        {"ok": True, "format": 2},  # a layout this version cannot read
+        {"ok": True, "format": "1"},
+        {"ok": True, "format": True},
         [1, 2, 3],
         "a string",
         None,
@@ -650,3 +653,16 @@ def test_outcome_from_dict_turns_every_bad_input_into_value_error(record: Any) -
 def test_valid_records_round_trip_unchanged(record: dict[str, Any]) -> None:
     """Every valid record rebuilds to an outcome whose record is the same."""
     assert record == outcome_from_dict(record).to_dict()
+
+
+def test_an_outcome_repr_is_short_and_the_record_stays_whole() -> None:
+    """`print(outcome)` shows the gist in a line or two; `.trace()` and `.to_dict()` keep all."""
+    long_summary = "x" * 5_000
+    text = json.dumps({"id": 1, "category": "refund", "summary": long_summary})
+    healed = healjson.validate(text, dict)
+    degraded = healjson.validate("no JSON, only " + long_summary, Ticket)
+    assert repr(healed).startswith("Healed(value=")
+    assert repr(degraded).startswith("Degraded(reason='invalid_output', calls=1, errors=")
+    for outcome in (healed, degraded):
+        assert len(repr(outcome)) < 400
+        assert long_summary in json.dumps(outcome.to_dict())

@@ -7,18 +7,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._core.check import validate
 from ._core.contracts import Contract, ContractContext, Violation, contract
-from ._core.diagnostic import MISSING, Diagnostic, Source
+from ._core.diagnostic import Diagnostic, Source
+from ._core.effects import ProviderError
 from ._core.events import set_logger
 from ._core.flags import Flag
-from ._core.healer import Healer
-from ._core.outcome import Attempt, Degraded, DegradedError, Healed, Outcome, Reason
+from ._core.healer import Healer, validate
+from ._core.outcome import (
+    Attempt,
+    Degraded,
+    DegradedError,
+    Healed,
+    Outcome,
+    Reason,
+    outcome_from_dict,
+)
 from ._core.parse import ParseResult, parse
 from ._core.policy import HealPolicy
 from ._core.repair import RepairPrompt, Strategy
 from ._core.reply import Reply, ToolCall, Usage
-from ._core.serialize import outcome_from_dict
+from ._core.sentinels import MISSING
 from ._decorator import heal
 from ._packs import ContractPack, load_contracts
 from ._wrap import wrap
@@ -38,6 +46,7 @@ __all__ = [
     "Healer",
     "Outcome",
     "ParseResult",
+    "ProviderError",
     "Reason",
     "RepairPrompt",
     "Reply",

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, Generic, ParamSpec, Protocol, TypeVar, overload
 
 from ._core.contracts import Contract
 from ._core.healer import Healer
+from ._core.messages import normalise_messages
 from ._core.outcome import Outcome
 from ._core.policy import HealPolicy
-from ._core.repair import normalise_messages
 
 __all__ = ["heal"]
 
@@ -28,18 +28,34 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 
+class HealedCall(Protocol[T]):
+    """A model call decorated in style (a): messages in, `Outcome[T]` out."""
+
+    def __call__(
+        self, messages: Any, /, *, context: Mapping[str, Any] | None = None, **params: Any
+    ) -> Outcome[T]: ...
+
+
+class AsyncHealedCall(Protocol[T]):
+    """An async model call decorated in style (a): a coroutine function of the messages."""
+
+    def __call__(
+        self, messages: Any, /, *, context: Mapping[str, Any] | None = None, **params: Any
+    ) -> Coroutine[Any, Any, Outcome[T]]: ...
+
+
 class _CallDecorator(Protocol, Generic[T]):
     @overload
-    def __call__(
-        self, fn: Callable[..., Awaitable[Any]]
-    ) -> Callable[..., Awaitable[Outcome[T]]]: ...
+    def __call__(self, fn: Callable[..., Awaitable[Any]]) -> AsyncHealedCall[T]: ...
     @overload
-    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Outcome[T]]: ...
+    def __call__(self, fn: Callable[..., Any]) -> HealedCall[T]: ...
 
 
 class _PromptDecorator(Protocol, Generic[T]):
     @overload
-    def __call__(self, fn: Callable[P, Awaitable[Any]]) -> Callable[P, Awaitable[Outcome[T]]]: ...
+    def __call__(
+        self, fn: Callable[P, Awaitable[Any]]
+    ) -> Callable[P, Coroutine[Any, Any, Outcome[T]]]: ...
     @overload
     def __call__(self, fn: Callable[P, Any]) -> Callable[P, Outcome[T]]: ...
 
@@ -127,7 +143,7 @@ def _model_call_style(healer: Healer[Any], defaults: dict[str, Any], fn: Callabl
 
         @functools.wraps(fn)
         async def heal_async(
-            messages: Any, /, *, context: dict[str, Any] | None = None, **params: Any
+            messages: Any, /, *, context: Mapping[str, Any] | None = None, **params: Any
         ) -> Outcome[Any]:
             return await healer.arun(fn, messages, context=context, **{**defaults, **params})
 
@@ -135,7 +151,7 @@ def _model_call_style(healer: Healer[Any], defaults: dict[str, Any], fn: Callabl
 
     @functools.wraps(fn)
     def heal_sync(
-        messages: Any, /, *, context: dict[str, Any] | None = None, **params: Any
+        messages: Any, /, *, context: Mapping[str, Any] | None = None, **params: Any
     ) -> Outcome[Any]:
         return healer.run(fn, messages, context=context, **{**defaults, **params})
 

@@ -20,15 +20,15 @@ def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | No
     structured outputs, the default), `json_object` (JSON mode plus the schema in the prompt) or
     `prompt` (schema in the prompt only) — declare a weaker one for endpoints such as older vLLM
     or Ollama builds. A tier the endpoint rejects with HTTP 400 is stepped down once and remembered.
+    Wrapping a wrapped client wraps the client beneath it (one healing layer, the new settings).
     """
-    from .adapters._openai import HealingClient
+    from .adapters._base import unwrapped
 
-    if type(client).__name__ == "InstructorClient" and hasattr(client, "wrapped"):
-        client = client.wrapped  # wrapping twice must not stack two healing layers
-    elif isinstance(client, HealingClient):
-        client = client.wrapped
+    client = unwrapped(client)  # the adapter is chosen by the client beneath any healjson layer
     if type(client).__module__.split(".", 1)[0] == "instructor":
         from .adapters._instructor import InstructorClient
 
         return InstructorClient(client, json_mode=json_mode, policy=policy)
+    from .adapters._openai import HealingClient
+
     return HealingClient(client, json_mode=json_mode, policy=policy)

@@ -1,4 +1,4 @@
-"""The `healjson` command line: one module per command, shared options and reports."""
+"""The `healjson` command line: the Typer `app` and `main`, one module per command."""
 
 from __future__ import annotations
 

@@ -1,18 +1,91 @@
-"""Import an object named on the command line: `pkg.mod:Attr` or `path/to/file.py:Attr`."""
+"""Load what the command line names: a target type, a contract pack, and the `Setup` they make.
+
+A target is `pkg.mod:Attr`, `pkg.mod.Attr` or `path/to/file.py:Attr` (`load_object`); a pack is
+whatever `healjson.load_contracts` accepts. `load_pack`, `load_target` and `load_setup` turn a
+spec that names nothing into a usage error on the option that gave it.
+"""
 
 from __future__ import annotations
 
 import importlib
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["SpecError", "load_object"]
+import typer
+
+if TYPE_CHECKING:
+    from healjson._packs import ContractPack
+
+__all__ = [
+    "Setup",
+    "SpecError",
+    "load_object",
+    "load_pack",
+    "load_setup",
+    "load_target",
+    "relative_spec",
+]
 
 
 class SpecError(ValueError):
     """A `module:attribute` or `file.py:attribute` spec that does not name an object."""
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """What a request is checked against: the target type, contracts and golden examples."""
+
+    target: Any
+    contracts: tuple[Any, ...] = ()
+    examples: tuple[Any, ...] = ()
+
+    @classmethod
+    def of(cls, target: Any, pack: ContractPack | None) -> Setup:
+        """`target` with the pack's contracts and examples (none without a pack)."""
+        if pack is None:
+            return cls(target)
+        return cls(target, tuple(pack.contracts), tuple(pack.examples))
+
+
+def load_setup(contracts: str | None, target: str | None, option: str = "'--model'") -> Setup:
+    """The `--contracts` pack and the target type (`option` names the target's option; without
+    one the pack's model is the target)."""
+    pack = load_pack(contracts)
+    return Setup.of(load_target(target, pack, option), pack)
+
+
+def load_pack(spec: str | None) -> ContractPack | None:
+    """The contract pack `spec` names (None for no spec); a failure is a `--contracts` error."""
+    from healjson._packs import load_contracts
+
+    if spec is None:
+        return None
+    try:
+        return load_contracts(spec)
+    except Exception as exc:  # LookupError, TypeError, ImportError, or the pack's own error
+        raise typer.BadParameter(
+            f"{type(exc).__name__}: {exc}", param_hint="'--contracts'"
+        ) from exc
+
+
+def load_target(spec: str | None, pack: ContractPack | None, option: str = "'--model'") -> Any:
+    """The type `spec` names, or the pack's model when there is no spec; a failure is an error
+    on `option`."""
+    if spec is None:
+        if pack is None:
+            raise typer.BadParameter(
+                "name the target type (pkg.mod:Model or file.py:Model), or give --contracts "
+                "with a pack whose model is the default",
+                param_hint=option,
+            )
+        return pack.model
+    try:
+        return load_object(spec)
+    except SpecError as exc:
+        raise typer.BadParameter(str(exc), param_hint=option) from exc
 
 
 def load_object(spec: str) -> Any:
@@ -39,6 +112,18 @@ def load_object(spec: str) -> Any:
     except Exception as exc:
         raise SpecError(f"importing {module_name!r} raised {type(exc).__name__}: {exc}") from exc
     return _attribute(module, attribute, f"module {module_name!r}")
+
+
+def relative_spec(spec: Any, folder: Path) -> str | None:
+    """A `file.py[:Attr]` spec made relative to `folder` when the file is there (a scenario
+    file's own folder); any other spec as text, None as None."""
+    if spec is None:
+        return None
+    text = str(spec)
+    file, colon, rest = text.partition(":") if ".py:" in text else (text, "", "")
+    if file.endswith(".py") and not Path(file).is_absolute() and (folder / file).is_file():
+        return str(folder / file) + colon + rest
+    return text
 
 
 def _from_file(text: str) -> Any:

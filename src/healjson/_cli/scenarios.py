@@ -1,4 +1,4 @@
-"""Scripted scenarios: one malformation class each, built from a known-good answer.
+"""The eval's scenarios: `EvalScenario`, and the malformation set derived from a good answer.
 
 A scenario is what a model says, in order, to one request: a malformed (or wrong) first reply
 followed by the clean answer a model re-asked usually gives. `malformations` derives the whole
@@ -6,7 +6,8 @@ set from one valid value, checking against the target type that every derived re
 what its class claims (a "schema violation" fails the schema, a "valid" reply validates), so a
 scenario file can never quietly test the wrong thing.
 
-The same set drives `healjson eval`'s offline default and the calls benchmark.
+The same set drives `healjson eval`'s offline default and the calls benchmark; a scenario file
+is read by `scenario_file.load_scenarios`.
 """
 
 from __future__ import annotations
@@ -21,9 +22,18 @@ from pydantic import ValidationError
 
 from healjson._core.target import target_for
 
-__all__ = ["CLASSES", "Scenario", "builtin_scenarios", "malformations", "render"]
+__all__ = [
+    "CLASSES",
+    "EvalScenario",
+    "ScenarioError",
+    "ScriptedAnswer",
+    "builtin_scenarios",
+    "json_like",
+    "malformations",
+]
 
-Reply = str | Mapping[str, Any]  # text, or the fields of a `healjson.testing.ScriptedReply`
+ScriptedAnswer = str | Mapping[str, Any]
+"""One scripted reply: its text, or the fields of a `healjson.testing.ScriptedReply`."""
 
 CLASSES = (
     "fenced",
@@ -41,8 +51,12 @@ CLASSES = (
 """The malformation classes, in the order `malformations` yields them."""
 
 
+class ScenarioError(ValueError):
+    """A scenario file or configuration that cannot be used (a usage error, with its line)."""
+
+
 @dataclass(frozen=True, slots=True)
-class Scenario:
+class EvalScenario:
     """One scripted request: the messages, the model's replies in order, the expected value.
 
     `kind` is the malformation class; `locally_fixable` says the first reply already holds the
@@ -53,7 +67,7 @@ class Scenario:
 
     id: str
     messages: tuple[Mapping[str, Any], ...]
-    replies: tuple[Reply, ...] = ()
+    replies: tuple[ScriptedAnswer, ...] = ()
     expected: Any = None
     has_expected: bool = False
     kind: str = ""
@@ -61,7 +75,7 @@ class Scenario:
     contracts: str | None = None
     response_model: str | None = None
 
-    def script(self, calls: int) -> list[Reply]:
+    def script(self, calls: int) -> list[ScriptedAnswer]:
         """The replies, padded with the last one up to `calls` (so no contender runs out)."""
         replies = list(self.replies)
         if not replies:
@@ -83,10 +97,10 @@ class Scenario:
         return row
 
 
-# -- rendering ------------------------------------------------------------------------------------
+# -- JSON-like text -------------------------------------------------------------------------------
 
 
-def render(
+def json_like(
     value: Any, *, quote: str = '"', literals: str = "json", indent: int | None = None
 ) -> str:
     """JSON-like text for `value` with a chosen string quote and literal spelling.
@@ -177,7 +191,7 @@ def malformations(
     prefix: str = "",
     messages: Sequence[Mapping[str, Any]] = (),
     pack: str | None = None,
-) -> list[Scenario]:
+) -> list[EvalScenario]:
     """One scenario per applicable malformation class, derived from the valid value `good`.
 
     `target` is the type the answers must validate against; `violation` a value that passes the
@@ -185,7 +199,7 @@ def malformations(
     it). Classes that do not apply to `good` (no number to quote, not an object) are left out.
     Raises `ValueError` when `good` is not valid, or a derived reply is not what its class says.
     """
-    from healjson._core.check import validate
+    from healjson._core.healer import validate
 
     adapter = target_for(target)
     if hasattr(good, "model_dump"):
@@ -196,8 +210,8 @@ def malformations(
         raise ValueError(f"the good value does not pass the schema and contracts: {checked}")
     compact = json.dumps(expected, ensure_ascii=False)
 
-    def scenario(kind: str, replies: Sequence[Reply], fixable: bool) -> Scenario:
-        return Scenario(
+    def scenario(kind: str, replies: Sequence[ScriptedAnswer], fixable: bool) -> EvalScenario:
+        return EvalScenario(
             id=f"{prefix}{kind}",
             messages=tuple(messages),
             replies=tuple(replies),
@@ -208,7 +222,7 @@ def malformations(
             contracts=pack,
         )
 
-    out: list[Scenario] = []
+    out: list[EvalScenario] = []
 
     def malformed(kind: str, reply: str) -> None:
         """A locally fixable class, kept only if its reply is really not strict JSON."""
@@ -223,8 +237,8 @@ def malformations(
     if container:
         malformed("prose", f"Sure! Here is the JSON:\n\n{compact}\n\nAnything else I can do?")
         malformed("trailing_comma", compact[:-1] + "," + compact[-1])
-        malformed("single_quotes", render(expected, quote="'"))
-        malformed("python_literals", render(expected, literals="python"))
+        malformed("single_quotes", json_like(expected, quote="'"))
+        malformed("python_literals", json_like(expected, literals="python"))
     number = _first_number_path(expected)
     if number is not None:
         quoted = json.dumps(_with_text_number(expected, number), ensure_ascii=False)
@@ -268,12 +282,12 @@ def _validates(adapter: Any, data: Any) -> bool:
     return True
 
 
-def builtin_scenarios() -> tuple[list[Scenario], Any, tuple[Any, ...]]:
+def builtin_scenarios() -> tuple[list[EvalScenario], Any, tuple[Any, ...]]:
     """The offline default of `healjson eval`: every class on the demo's support ticket.
 
     Returns the scenarios, the target type and the contracts.
     """
-    from .demo import GOOD, PROMPT, SupportTicket, urgent_tickets_explain
+    from .demo_runs import GOOD, PROMPT, SupportTicket, urgent_tickets_explain
 
     violation = {**json.loads(GOOD), "summary": "Ship it now"}
     scenarios = malformations(

@@ -6,46 +6,23 @@
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .contracts import AwaitAll, Contract, ContractContext, as_contract, run_contracts
+from .contracts import Contract, ContractContext, run_contracts
+from .decisions import Verdict, verdict_for
 from .diagnostic import ROOT, Diagnostic, Source
-from .drive import drive_sync
-from .outcome import Attempt, Degraded, Healed, Outcome, Reason
-from .parse import ParseResult, check_ambiguity, read, truncation_diagnostic
+from .effects import AwaitAll
+from .parse import ParseResult, read, truncation_diagnostic
 from .parse.align import answer_key
 from .parse.read import Ambiguity
-from .repair import Strategy, normalise_messages
 from .reply import Reply, ToolCall
 from .schema_errors import schema_diagnostics
 from .sentinels import NOTHING
-from .target import Target, target_for
+from .target import Target
 
-__all__ = ["Evaluation", "Verdict", "answer_text", "evaluate", "make_context", "validate"]
-
-
-class Verdict(enum.StrEnum):
-    """How one reply fared in L1 + L2."""
-
-    OK = "ok"
-    EMPTY = "empty"
-    SYNTAX = "syntax"
-    TRUNCATED = "truncated"
-    AMBIGUOUS = "ambiguous"
-    SCHEMA = "schema"
-    CONTRACT = "contract"
-    CONTRACT_ERROR = "contract_error"
-    REFUSAL = "refusal"
-
-
-_VERDICT_BY_SOURCE = {
-    Source.EMPTY: Verdict.EMPTY,
-    Source.TRUNCATION: Verdict.TRUNCATED,
-    Source.AMBIGUITY: Verdict.AMBIGUOUS,
-}
+__all__ = ["Evaluation", "Verdict", "answer_text", "evaluate"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +92,7 @@ def evaluate(
     )
     answer = result.answer if result.answer is not None else text
     if result.error is not None:
-        verdict = _VERDICT_BY_SOURCE.get(result.error.source, Verdict.SYNTAX)
+        verdict = verdict_for(result.error.source)
         return Evaluation(verdict, result, (result.error,), answer=answer)
     if not result.valid:
         diagnostics = schema_diagnostics(result.schema_errors, result.value) or [
@@ -174,63 +151,3 @@ def _cut(
     as a truncation — compact rewrite, `max_tokens` raised — with L2's findings kept."""
     cut = truncation_diagnostic(text or "", cut=True)
     return Evaluation(Verdict.TRUNCATED, result, (cut, *found), answer=answer)
-
-
-def make_context(context: Any, messages: Sequence[Mapping[str, Any]] = ()) -> ContractContext:
-    """Build the contract context from what the caller passed as `context=`.
-
-    Accepts a `ContractContext`, a mapping of extra data, a prompt string or a list of messages.
-    """
-    if isinstance(context, ContractContext):
-        return context
-    if context is None:
-        return ContractContext(messages=tuple(messages))
-    if isinstance(context, Mapping):
-        return ContractContext(messages=tuple(messages), extra=dict(context))
-    return ContractContext(messages=normalise_messages(context))
-
-
-def validate(
-    text: str,
-    model: Any,
-    *,
-    contracts: Iterable[Any] = (),
-    context: Any = None,
-    finish_reason: str | None = None,
-    on_ambiguity: Ambiguity = "reask",
-) -> Outcome[Any]:
-    """L1 + L2 on a reply you already have (no model call): `Healed` or `Degraded`.
-
-    Degrades with `invalid_output` (or, more precisely, `empty_output`, `token_truncated`,
-    `contract_error`) — never raises on bad text. A bad `model`, contract or `on_ambiguity`
-    raises at once: that is a programming error, not a runtime failure.
-    """
-    target = target_for(model)
-    rules = [as_contract(rule) for rule in contracts]
-    check_ambiguity(on_ambiguity)
-    ctx = make_context(context)
-    reply = Reply(text, finish_reason)
-    evaluation = drive_sync(evaluate(target, rules, reply, ctx, on_ambiguity=on_ambiguity))
-    attempt = Attempt(
-        number=1,
-        strategy=Strategy.INITIAL,
-        messages=ctx.messages,
-        params={},
-        raw_text=text if isinstance(text, str) else None,
-        finish_reason=finish_reason,
-        flags=evaluation.parse.flags,
-        diagnostics=evaluation.diagnostics,
-        reasoning=evaluation.parse.reasoning,
-        ok=evaluation.ok,
-    )
-    raw = text if isinstance(text, str) else ""
-    if evaluation.ok:
-        return Healed(evaluation.instance, raw, (attempt,), flags=evaluation.parse.flags)
-    reason = {
-        Verdict.EMPTY: Reason.EMPTY_OUTPUT,
-        Verdict.TRUNCATED: Reason.TOKEN_TRUNCATED,
-        Verdict.CONTRACT_ERROR: Reason.CONTRACT_ERROR,
-    }.get(evaluation.verdict, Reason.INVALID_OUTPUT)
-    data = evaluation.data
-    partial = None if data is NOTHING else data
-    return Degraded(reason, raw, evaluation.diagnostics, partial=partial, attempts=(attempt,))

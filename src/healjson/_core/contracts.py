@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any, overload
 
 from .diagnostic import (
-    MISSING,
     ROOT,
     Diagnostic,
     Source,
@@ -29,6 +28,8 @@ from .diagnostic import (
     short_repr,
 )
 from .diagnostic import _type_name as type_name
+from .effects import AwaitAll
+from .sentinels import MISSING
 
 __all__ = [
     "AwaitAll",
@@ -219,17 +220,6 @@ def _arity(fn: Callable[..., Any]) -> int:
     if any(p.kind is p.VAR_POSITIONAL for p in positional):
         return 2
     return len(positional)
-
-
-@dataclass(frozen=True, slots=True)
-class AwaitAll:
-    """Effect yielded by the contract runner: the driver awaits these and sends back the results
-    (each a value, or the exception it raised)."""
-
-    awaitables: tuple[Awaitable[Any], ...]
-    timeout_s: float | None = None
-    """Each awaitable still running after this many seconds is cancelled; its result is a
-    `TimeoutError` (None: no limit)."""
 
 
 def run_contracts(

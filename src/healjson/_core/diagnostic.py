@@ -11,8 +11,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .sentinels import MISSING
+
 __all__ = [
-    "MISSING",
     "ROOT",
     "Diagnostic",
     "Source",
@@ -23,18 +24,6 @@ __all__ = [
 ]
 
 ROOT: Final = "<root>"
-
-
-class _Missing(enum.Enum):
-    """Marker for "the field was not there" (distinct from an explicit null)."""
-
-    MISSING = "<missing>"
-
-    def __repr__(self) -> str:
-        return "<missing>"
-
-
-MISSING: Final = _Missing.MISSING
 
 
 class Source(enum.StrEnum):

@@ -2,7 +2,8 @@
 
 The engine is a generator that yields effects — `ModelCall` (call the model) or `AwaitAll`
 (await async contracts or fallback factories) — and receives their results. All healing logic
-lives in the generator; these drivers only perform the I/O.
+lives in the generator; these drivers only perform the I/O and translate: what a call returned
+becomes a `Reply` (`to_reply` reads provider objects), what it raised a `CallFailure`.
 
 Time limits: an effect may carry `timeout_s`. The async driver cancels what runs past it
 (`asyncio.wait_for`). The sync driver runs a time-limited model call on a worker thread and
@@ -14,49 +15,35 @@ from __future__ import annotations
 
 import contextvars
 import inspect
+import json
 import time
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from typing import Any, Final, TypeVar
 
-from .contracts import AwaitAll
+from .diagnostic import describe_exception
+from .effects import (
+    AwaitAll,
+    CallFailure,
+    CallResult,
+    DeadlineExceeded,
+    FailureKind,
+    ModelCall,
+    ProviderError,
+)
+from .reply import to_reply
 
 __all__ = [
-    "CallResult",
-    "DeadlineExceeded",
-    "ModelCall",
+    "PROVIDER_PACKAGES",
     "call_async",
     "call_sync",
     "drive_async",
     "drive_sync",
+    "exception_kind",
+    "is_provider_error",
     "run_awaitables_sync",
 ]
 
 R = TypeVar("R")
-
-
-@dataclass(frozen=True, slots=True)
-class ModelCall:
-    """Effect: call the model with these messages and keyword parameters."""
-
-    number: int
-    messages: tuple[Mapping[str, Any], ...]
-    params: Mapping[str, Any]
-    timeout_s: float | None = None
-    """The time left before the run's deadline (None: no deadline)."""
-
-
-class DeadlineExceeded(TimeoutError):
-    """A model call or an awaited contract ran past its time limit (a `TimeoutError`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class CallResult:
-    """What the driver sends back for a `ModelCall`: the return value or the exception."""
-
-    value: Any
-    error: Exception | None
-    elapsed_s: float
 
 
 Effect = ModelCall | AwaitAll
@@ -105,8 +92,30 @@ def call_sync(call: Callable[..., Any], effect: ModelCall) -> CallResult:
     try:
         value = _call_now(call, effect)
     except Exception as exc:
-        return CallResult(None, exc, time.perf_counter() - start)
-    return CallResult(value, None, time.perf_counter() - start)
+        return _failed(exc, start, effect)
+    return _returned(value, start)
+
+
+def _returned(value: Any, start: float) -> CallResult:
+    """The engine's view of what a call returned: a `Reply` (a shape `to_reply` does not know
+    is a failed call, with the reason in its message)."""
+    try:
+        reply = to_reply(value)
+    except TypeError as exc:
+        return _failed(exc, start, None)
+    return CallResult(reply, None, time.perf_counter() - start)
+
+
+def _failed(exc: Exception, start: float, effect: ModelCall | None) -> CallResult:
+    """A call that raised: the provider's or the transport's failure becomes a `CallFailure`
+    the engine degrades on; any other exception is a bug in the caller's code and is raised
+    again, unchanged (`effect` None: healjson's own error, always a failure)."""
+    if effect is not None and not is_provider_error(exc, effect.provider_errors):
+        raise exc
+    kind = exception_kind(exc)
+    deadline = isinstance(exc, DeadlineExceeded)
+    failure = CallFailure(kind, describe_exception(exc), deadline)
+    return CallResult(None, failure, time.perf_counter() - start)
 
 
 def _call_now(call: Callable[..., Any], effect: ModelCall) -> Any:
@@ -133,10 +142,10 @@ def _call_sync_limited(call: Callable[..., Any], effect: ModelCall, start: float
         error = DeadlineExceeded(
             f"the run's deadline passed during the model call ({timeout:.3g} s left)"
         )
-        return CallResult(None, error, time.perf_counter() - start)
+        return _failed(error, start, effect)
     except Exception as exc:
-        return CallResult(None, exc, time.perf_counter() - start)
-    return CallResult(value, None, time.perf_counter() - start)
+        return _failed(exc, start, effect)
+    return _returned(value, start)
 
 
 async def call_async(call: Callable[..., Any], effect: ModelCall) -> CallResult:
@@ -154,8 +163,8 @@ async def call_async(call: Callable[..., Any], effect: ModelCall) -> CallResult:
                     value, effect.timeout_s, "the run's deadline passed during the model call"
                 )
     except Exception as exc:
-        return CallResult(None, exc, time.perf_counter() - start)
-    return CallResult(value, None, time.perf_counter() - start)
+        return _failed(exc, start, effect)
+    return _returned(value, start)
 
 
 async def _limited(awaitable: Awaitable[Any], timeout_s: float, what: str) -> Any:
@@ -198,3 +207,56 @@ def run_awaitables_sync(
         return asyncio.run(_gather(awaitables, timeout_s))
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, _gather(awaitables, timeout_s)).result()
+
+
+# Packages whose exceptions are the provider's or the transport's: the provider SDKs healjson
+# wraps or meets through instructor, and the HTTP stacks under them. Matched by the top-level
+# package of any class in the exception's MRO, so no SDK is imported.
+PROVIDER_PACKAGES: Final = frozenset(
+    {
+        "aiohttp",
+        "anthropic",
+        "cohere",
+        "google",  # google.genai.errors, google.api_core.exceptions
+        "groq",
+        "h11",
+        "h2",
+        "httpcore",
+        "httpx",
+        "httpx2",
+        "instructor",
+        "litellm",
+        "mistralai",
+        "openai",
+        "requests",
+        "urllib3",
+    }
+)
+
+
+# a body that could not be decoded is the provider's failure, whoever's code decoded it (an SDK
+# may hand json's or the codec's own error on, unwrapped)
+_PROVIDER_TYPES: Final = (OSError, TimeoutError, ProviderError, json.JSONDecodeError, UnicodeError)
+
+
+def is_provider_error(exc: BaseException, extra: tuple[type[BaseException], ...] = ()) -> bool:
+    """True for an exception of the provider or the transport: any `OSError` (connection,
+    socket, SSL, DNS) or `TimeoutError`, a body that could not be decoded (`JSONDecodeError`,
+    `UnicodeError`), a `healjson.ProviderError`, an exception class defined in a provider SDK or
+    HTTP package (`PROVIDER_PACKAGES`), or one of `extra` (`HealPolicy.provider_errors`)."""
+    if isinstance(exc, _PROVIDER_TYPES) or (extra and isinstance(exc, extra)):
+        return True
+    return any(cls.__module__.partition(".")[0] in PROVIDER_PACKAGES for cls in type(exc).__mro__)
+
+
+def exception_kind(exc: BaseException) -> FailureKind:
+    """Classify a call's exception by class name, without importing any SDK:
+    `timeout`, `content_filter`, `token_truncated` or `api_error`."""
+    names = [cls.__name__ for cls in type(exc).__mro__]
+    if isinstance(exc, TimeoutError) or any("Timeout" in name for name in names):
+        return "timeout"
+    if any("ContentFilter" in name for name in names):
+        return "content_filter"
+    if any(name in ("LengthFinishReasonError", "IncompleteOutputException") for name in names):
+        return "token_truncated"
+    return "api_error"

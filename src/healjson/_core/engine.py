@@ -1,8 +1,10 @@
 """The sans-I/O repair loop: yields the next request, consumes the reply, returns an outcome.
 
-One generator holds every decision — which strategy the next round uses, when the budget is
-spent, which reason a degradation carries — and knows nothing about HTTP or event loops. The
-sync and async drivers in `_drive` perform its effects.
+One generator holds every decision — whether the first reply is already clean, which strategy
+the next round uses, when the budget is spent, which reason a degradation carries — and knows
+nothing about HTTP, event loops or provider objects: it yields `effects` and receives its own
+types back. The sync and async drivers in `drive` perform the effects. One place builds
+`Healed` (`_healed`), one builds `Degraded` (`_degrade`), one table picks the final reason.
 """
 
 from __future__ import annotations
@@ -14,20 +16,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import events as _events
-from .check import Evaluation, Verdict, evaluate
-from .contracts import AwaitAll, Contract, ContractContext
+from .check import Evaluation, evaluate
+from .contracts import Contract, ContractContext
+from .decisions import Verdict, final_reason, strategy_for
 from .diagnostic import ROOT, Diagnostic, Source, describe_exception, format_path
-from .drive import CallResult, DeadlineExceeded, ModelCall
+from .effects import AwaitAll, CallFailure, CallResult, ModelCall
 from .outcome import Attempt, Degraded, Healed, Outcome, Reason
 from .parse import ParseResult
 from .policy import HealPolicy
 from .redact import redact_params, redact_text
-from .repair import MAX_HISTORY_LINES, RepairPrompt, Strategy, history_line, strategy_for
-from .reply import Reply, Usage, exception_kind, to_reply
+from .repair import MAX_HISTORY_LINES, RepairPrompt, Strategy, history_line
+from .reply import Reply, Usage
 from .sentinels import NOTHING
 from .target import Target
 
-__all__ = ["HealSpec", "clean_first_reply", "heal_flow"]
+__all__ = ["HealSpec", "heal_flow", "next_prompt"]
 
 _MAX_CHANGED_PATHS = 200
 
@@ -73,13 +76,13 @@ def heal_flow(
     messages: tuple[Mapping[str, Any], ...],
     params: Mapping[str, Any],
     ctx: ContractContext,
-    first: CallResult | None = None,
     *,
+    given: Reply | None = None,
     started: float | None = None,
 ) -> Generator[ModelCall | AwaitAll, Any, Outcome[Any]]:
-    """The whole L1-L4 loop for one request. `first`: the first call's result, when the caller
-    made that call already (see `clean_first_reply`); `started`: when the run began (the
-    `time.monotonic()` of that first call), for the deadline."""
+    """The whole L1-L4 loop for one request. `given`: a reply already in hand, judged as the
+    first attempt instead of calling the model (`validate`); `started`: when the run began (a
+    `time.monotonic()`), for the deadline."""
     run = _Run(spec, messages)
     if started is not None:
         run.started = started
@@ -97,13 +100,13 @@ def heal_flow(
             projected = run.usage.total_tokens + _estimate(sent)
             if projected > policy.token_budget:
                 return (yield from _degrade(run, Reason.BUDGET_EXCEEDED, [_budget(projected)]))
-        left = run.time_left()
-        if left is not None and left <= 0 and not (number == 1 and first is not None):
-            return (yield from _degrade(run, Reason.TIMEOUT, [_deadline(policy)]))
-        if number == 1 and first is not None:
-            result: CallResult = first
+        if number == 1 and given is not None:
+            result = CallResult(given, None, 0.0)
         else:
-            result = yield ModelCall(number, sent, this_params, left)
+            left = run.time_left()
+            if left is not None and left <= 0:
+                return (yield from _degrade(run, Reason.TIMEOUT, [_deadline(policy)]))
+            result = yield ModelCall(number, sent, this_params, left, policy.provider_errors)
         base: dict[str, Any] = {
             "number": number,
             "strategy": prompt.strategy if prompt else Strategy.INITIAL,
@@ -112,12 +115,10 @@ def heal_flow(
             "prompt": prompt,
             "latency_s": result.elapsed_s,
         }
-        if result.error is not None:
-            return (yield from _call_failed(run, base, result.error))
-        try:
-            reply = to_reply(result.value)
-        except TypeError as exc:
-            return (yield from _call_failed(run, base, exc))
+        reply = result.reply
+        if reply is None:
+            failure = result.failure or CallFailure("api_error", "the call returned no reply")
+            return (yield from _call_failed(run, base, failure))
         raw = _raw_text(reply)
         usage = reply.usage or _estimated_usage(sent, raw)
         run.usage = run.usage + usage
@@ -128,25 +129,27 @@ def heal_flow(
             usage=usage,
             model=reply.model or this_params.get("model"),
         )
-        stop = _provider_stop(reply, policy)
-        if stop is not None:
-            reason, diagnostic = stop
-            run.attempts.append(Attempt(**base, diagnostics=(diagnostic,)))
-            _events.attempt(run.attempts[-1])
-            return (yield from _degrade(run, reason, [diagnostic], raw))
-        if reply.refusal:
-            evaluation = _refusal_evaluation(reply)
-        else:
-            checks = evaluate(
-                spec.target,
-                spec.contracts,
-                reply,
-                ctx,
-                on_ambiguity=policy.on_ambiguity,
-                caller_tools="tools" in this_params,
-                contract_timeout_s=run.contract_limit(),
-            )
-            evaluation = yield from checks
+        # the first step: strictly valid data with nothing more to check needs no L1 at all
+        evaluation = _clean(spec, reply) if number == 1 else None
+        if evaluation is None:
+            stop = _provider_stop(reply, policy)
+            if stop is not None:
+                reason, diagnostic = stop
+                run.attempts.append(Attempt(**base, diagnostics=(diagnostic,)))
+                _events.attempt(run.attempts[-1])
+                return (yield from _degrade(run, reason, [diagnostic], raw))
+            if reply.refusal:
+                evaluation = _refusal_evaluation(reply)
+            else:
+                evaluation = yield from evaluate(
+                    spec.target,
+                    spec.contracts,
+                    reply,
+                    ctx,
+                    on_ambiguity=policy.on_ambiguity,
+                    caller_tools="tools" in this_params,
+                    contract_timeout_s=run.contract_limit(),
+                )
         attempt = Attempt(
             **base,
             flags=evaluation.parse.flags,
@@ -173,60 +176,31 @@ def heal_flow(
         if policy.history == "compact":
             run.history.append(history_line(number, evaluation.verdict, evaluation.diagnostics))
     last = run.attempts[-1]
-    return (yield from _degrade(run, _final_reason(run, last), last.diagnostics))
+    reason = final_reason(last.diagnostics, policy.max_attempts)
+    return (yield from _degrade(run, reason, last.diagnostics))
 
 
-def clean_first_reply(
-    spec: HealSpec,
-    messages: tuple[Mapping[str, Any], ...],
-    params: Mapping[str, Any],
-    first: CallResult,
-) -> Healed[Any] | None:
-    """The happy path without the loop: when the first reply is strictly valid data, it finished
-    normally and there are no contracts to run, the outcome `heal_flow` would reach for it, built
-    directly (the same attempt record, events and `Healed`). None in every other case: the caller
-    then runs `heal_flow` with `first`, which decides as always."""
-    if spec.contracts or first.error is not None:
-        return None
-    try:
-        reply = to_reply(first.value)
-    except TypeError:
-        return None
+def _clean(spec: HealSpec, reply: Reply) -> Evaluation | None:
+    """The verdict on a first reply that is strictly valid data, finished normally, with no
+    contracts to run and nothing else to read (no tool calls, no refusal): OK, without L1.
+    None in every other case — the full evaluation decides, as for any reply."""
     content = reply.content
-    if reply.refusal or reply.finish_reason in ("content_filter", "length") or not content:
-        return None
-    if reply.tool_calls:  # which text is the answer is the loop's decision
+    if (
+        spec.contracts
+        or not content
+        or reply.refusal
+        or reply.tool_calls
+        or reply.finish_reason in ("content_filter", "length")
+    ):
         return None
     try:
         instance = spec.target.validate_json(content, strict=True)
-    except Exception:  # ValidationError, or text pydantic-core cannot read: the loop decides
+    except Exception:  # ValidationError, or text pydantic-core cannot read: L1 decides
         return None
-    usage = reply.usage or _estimated_usage(messages, content)
-    params = redact_params(params)
-    attempt = Attempt(
-        number=1,
-        strategy=Strategy.INITIAL,
-        messages=messages,
-        params=params,
-        prompt=None,
-        latency_s=first.elapsed_s,
-        raw_text=content,
-        finish_reason=reply.finish_reason,
-        usage=usage,
-        model=reply.model or params.get("model"),
-        ok=True,
-        reasoning=reply.reasoning,
-    )
-    _events.attempt(attempt)
-    outcome: Healed[Any] = Healed(
-        value=instance,
-        raw_text=content,
-        attempts=(attempt,),
-        usage=usage,
-        max_attempts=spec.policy.max_attempts,
-    )
-    _events.healed(outcome)
-    return outcome
+    return Evaluation(Verdict.OK, _CLEAN, instance=instance, answer=content)
+
+
+_CLEAN = ParseResult()  # what L1 reports for a clean reply: no flags, nothing set aside
 
 
 def _next_prompt(
@@ -347,11 +321,10 @@ def _refusal_evaluation(reply: Reply) -> Evaluation:
 
 
 def _call_failed(
-    run: _Run, base: dict[str, Any], exc: Exception
+    run: _Run, base: dict[str, Any], failure: CallFailure
 ) -> Generator[AwaitAll, Any, Outcome[Any]]:
-    kind = exception_kind(exc)
-    reason = Reason(kind)
-    message = redact_text(describe_exception(exc))  # an error body may echo a credential
+    reason = Reason(failure.kind)
+    message = redact_text(failure.message)  # an error body may echo a credential
     diagnostic = Diagnostic(
         ROOT,
         message,
@@ -360,7 +333,7 @@ def _call_failed(
         "(the client's own retry policy does).",
         Source.API,
     )
-    if isinstance(exc, DeadlineExceeded):
+    if failure.deadline:
         diagnostic = _deadline(run.spec.policy, message)
     attempt = Attempt(**base, diagnostics=(diagnostic,), error=message)
     run.attempts.append(attempt)
@@ -391,23 +364,10 @@ def _remember(run: _Run, evaluation: Evaluation) -> None:
         run.first_data = data
 
 
-def _final_reason(run: _Run, last: Attempt) -> Reason:
-    sources = {d.source for d in last.diagnostics}
-    if Source.TRUNCATION in sources:
-        return Reason.TOKEN_TRUNCATED
-    if Source.EMPTY in sources:
-        return Reason.EMPTY_OUTPUT
-    if Source.REFUSAL in sources:
-        return Reason.REFUSAL
-    if run.spec.policy.max_attempts == 1:
-        return Reason.INVALID_OUTPUT
-    return Reason.MAX_RETRIES_EXCEEDED
-
-
 def _healed(run: _Run, evaluation: Evaluation, raw: str) -> Outcome[Any]:
     changed: tuple[str, ...] = ()
     if len(run.attempts) > 1 and run.first_data is not NOTHING:
-        final = evaluation.data
+        final = _as_data(run.spec.target, evaluation)
         changed = tuple(_diff(run.first_data, final, ()))[:_MAX_CHANGED_PATHS]
     outcome: Healed[Any] = Healed(
         value=evaluation.instance,
@@ -510,11 +470,24 @@ def _estimated_usage(messages: Sequence[Mapping[str, Any]], content: str | None)
     return Usage(_estimate(messages), len(content or "") // 4, estimated=True)
 
 
+def _as_data(target: Target[Any], evaluation: Evaluation) -> Any:
+    """The healed value as JSON data, fields under their wire names: what `changed_fields` is
+    computed over (the fields the answer set, whatever else the first answer held)."""
+    try:
+        return target.adapter.dump_python(
+            evaluation.instance, mode="json", by_alias=True, exclude_unset=True
+        )
+    except Exception:  # a serializer that fails: the data L1 read is the next best view
+        return evaluation.data
+
+
 def _diff(before: Any, after: Any, loc: tuple[str | int, ...]) -> list[str]:
+    """The paths of `after` (the healed value) whose value `before` does not have: a key only
+    `before` holds is not one of the target's fields, and is not a change."""
     if isinstance(before, dict) and isinstance(after, dict):
         out: list[str] = []
-        for key in dict.fromkeys([*before, *after]):
-            if key not in before or key not in after:
+        for key in after:
+            if key not in before:
                 out.append(format_path((*loc, key)))
             else:
                 out.extend(_diff(before[key], after[key], (*loc, key)))

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from .contracts import Contract, ContractContext
 from .repair import MAX_EXAMPLE_CHARS
-from .target import Target
+from .target import Target, resolve_ref
 
 __all__ = ["golden_example", "synthesise"]
 
@@ -105,20 +105,8 @@ def _dump(target: Target[Any], value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _resolve(root: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
-    for _ in range(32):
-        ref = schema.get("$ref")
-        if not (isinstance(ref, str) and ref.startswith("#/")):
-            break
-        node: Any = root
-        for part in ref[2:].split("/"):
-            node = node.get(part, {}) if isinstance(node, dict) else {}
-        schema = {**node, **{k: v for k, v in schema.items() if k != "$ref"}}
-    return schema
-
-
 def _value(root: dict[str, Any], schema: dict[str, Any], depth: int, budget: _Budget) -> Any:
-    schema = _resolve(root, schema)
+    schema = resolve_ref(root, schema)
     budget.spend(1)  # every value costs at least a character, so fan-out is bounded too
     if depth > _MAX_DEPTH:
         return None

@@ -8,17 +8,19 @@ from typing import Any, Generic, TypeVar, overload
 
 from pydantic_core import to_json
 
-from .check import make_context
 from .contracts import Contract, as_contract
-from .drive import ModelCall, call_async, call_sync, drive_async, drive_sync
-from .engine import HealSpec, clean_first_reply, heal_flow
+from .drive import drive_async, drive_sync
+from .engine import HealSpec, heal_flow
 from .example import golden_example
+from .messages import make_context, normalise_messages
 from .outcome import Outcome
+from .parse import check_ambiguity
+from .parse.read import Ambiguity
 from .policy import HealPolicy
-from .repair import normalise_messages
+from .reply import Reply, Usage
 from .target import Target, target_for
 
-__all__ = ["Healer"]
+__all__ = ["Healer", "validate"]
 
 T = TypeVar("T")
 
@@ -87,16 +89,9 @@ class Healer(Generic[T]):
     ) -> Outcome[T]:
         """Call the model through `call` and heal its answer (blocking)."""
         original = normalise_messages(messages)
-        first = None
         started = time.monotonic()
-        if not self.contracts:  # the happy path skips the loop (same outcome, less work)
-            first = call_sync(call, ModelCall(1, original, params, self.policy.deadline_s))
-            healed = clean_first_reply(self._spec, original, params, first)
-            if healed is not None:
-                return healed
-        context_ = make_context(context, original)
-        flow = heal_flow(self._spec, original, params, context_, first, started=started)
-        return drive_sync(flow, call)
+        ctx = make_context(context, original)
+        return drive_sync(heal_flow(self._spec, original, params, ctx, started=started), call)
 
     async def arun(
         self,
@@ -108,15 +103,9 @@ class Healer(Generic[T]):
     ) -> Outcome[T]:
         """Like `run`, awaiting `call` (and any async contracts) on the running loop."""
         original = normalise_messages(messages)
-        first = None
         started = time.monotonic()
-        if not self.contracts:
-            first = await call_async(call, ModelCall(1, original, params, self.policy.deadline_s))
-            healed = clean_first_reply(self._spec, original, params, first)
-            if healed is not None:
-                return healed
-        context_ = make_context(context, original)
-        flow = heal_flow(self._spec, original, params, context_, first, started=started)
+        ctx = make_context(context, original)
+        flow = heal_flow(self._spec, original, params, ctx, started=started)
         return await drive_async(flow, call)
 
     def _with_fallback(self, fallback: Any) -> Healer[T]:
@@ -161,3 +150,49 @@ def _checked_example(target: Target[Any], index: int, example: Any) -> Any:
             f"examples[{index}] does not validate against {target.name}; golden examples must be "
             f"valid answers. pydantic said: {exc}"
         ) from exc
+
+
+@overload
+def validate(
+    text: str,
+    model: type[T],
+    *,
+    contracts: Iterable[Any] = (),
+    context: Any = None,
+    finish_reason: str | None = None,
+    on_ambiguity: Ambiguity = "reask",
+) -> Outcome[T]: ...
+@overload
+def validate(
+    text: str,
+    model: Any,
+    *,
+    contracts: Iterable[Any] = (),
+    context: Any = None,
+    finish_reason: str | None = None,
+    on_ambiguity: Ambiguity = "reask",
+) -> Outcome[Any]: ...
+def validate(
+    text: str,
+    model: Any,
+    *,
+    contracts: Iterable[Any] = (),
+    context: Any = None,
+    finish_reason: str | None = None,
+    on_ambiguity: Ambiguity = "reask",
+) -> Outcome[Any]:
+    """L1 + L2 on a reply you already have (no model call): `Healed` or `Degraded`.
+
+    The engine's own run, with `text` as the one reply it judges (one attempt, no repair):
+    degrades with `invalid_output` (or, more precisely, `empty_output`, `token_truncated`,
+    `contract_error`), never raises on bad text. A bad `model`, contract or `on_ambiguity`
+    raises at once: that is a programming error, not a runtime failure.
+    """
+    target = target_for(model)
+    rules = tuple(as_contract(rule) for rule in contracts)
+    check_ambiguity(on_ambiguity)
+    ctx = make_context(context)
+    policy = HealPolicy(max_attempts=1, on_ambiguity=on_ambiguity)
+    spec = HealSpec(target, rules, policy)
+    given = Reply(text, finish_reason, usage=Usage())  # no call was made: no tokens spent
+    return drive_sync(heal_flow(spec, ctx.messages, {}, ctx, given=given))

@@ -8,62 +8,29 @@ Exception tree (there is exactly one, raised only on purpose):
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
-from .diagnostic import Diagnostic
+from . import record
+from .attempt import Attempt, Reason
+from .diagnostic import Diagnostic, describe_exception, short_repr
 from .flags import Flag
-from .repair import RepairPrompt, Strategy
-from .reply import ToolCall, Usage
+from .reply import Usage
+from .target import target_for
 
-__all__ = ["Attempt", "Degraded", "DegradedError", "Healed", "Outcome", "Reason"]
+__all__ = [
+    "Attempt",
+    "Degraded",
+    "DegradedError",
+    "Healed",
+    "Outcome",
+    "Reason",
+    "outcome_from_dict",
+]
 
 T = TypeVar("T")
 D = TypeVar("D")
-
-
-class Reason(enum.StrEnum):
-    """Why a run degraded."""
-
-    MAX_RETRIES_EXCEEDED = "max_retries_exceeded"
-    TOKEN_TRUNCATED = "token_truncated"
-    EMPTY_OUTPUT = "empty_output"
-    INVALID_OUTPUT = "invalid_output"
-    REFUSAL = "refusal"
-    CONTENT_FILTER = "content_filter"
-    API_ERROR = "api_error"
-    TIMEOUT = "timeout"
-    BUDGET_EXCEEDED = "budget_exceeded"
-    CONTRACT_ERROR = "contract_error"
-
-
-@dataclass(frozen=True, slots=True)
-class Attempt:
-    """One model call and what healjson made of it.
-
-    `raw_text` is the reply as received (a tool call's arguments when the reply was only tool
-    calls; every call is in `tool_calls`); `reasoning` is the model's reasoning, set aside and
-    never read as the answer (the provider's reasoning field and any inline `<think>` blocks).
-    """
-
-    number: int
-    strategy: Strategy
-    messages: tuple[Mapping[str, Any], ...]
-    params: Mapping[str, Any]
-    raw_text: str | None = None
-    finish_reason: str | None = None
-    flags: tuple[Flag, ...] = ()
-    diagnostics: tuple[Diagnostic, ...] = ()
-    usage: Usage = field(default_factory=Usage)
-    model: str | None = None
-    latency_s: float = 0.0
-    error: str | None = None
-    prompt: RepairPrompt | None = None
-    ok: bool = False
-    reasoning: str | None = None
-    tool_calls: tuple[ToolCall, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +55,15 @@ class Healed(Generic[T]):
         """Model calls spent."""
         return len(self.attempts)
 
+    def __repr__(self) -> str:
+        # short on purpose: the whole record is `.trace()` / `.to_dict()`
+        parts = [f"value={short_repr(self.value, 160)}", f"calls={self.calls}"]
+        if self.flags:
+            parts.append(f"flags={short_repr([str(flag) for flag in self.flags], 120)}")
+        if self.changed_fields:
+            parts.append(f"changed_fields={short_repr(list(self.changed_fields), 120)}")
+        return f"Healed({', '.join(parts)})"
+
     def unwrap(self) -> T:
         """The value."""
         return self.value
@@ -98,15 +74,11 @@ class Healed(Generic[T]):
 
     def trace(self, format: Literal["markdown", "json"] = "markdown") -> str:
         """The self-healing log: Markdown for people, or JSON that `outcome_from_dict` reads."""
-        from .trace import render
-
-        return render(self, format)
+        return record.render_trace(self, format)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data for this outcome (round-trips through `healjson.outcome_from_dict`)."""
-        from .serialize import outcome_to_dict
-
-        return outcome_to_dict(self)
+        return record.outcome_to_dict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +105,19 @@ class Degraded(Generic[T]):
         """Model calls spent."""
         return len(self.attempts)
 
+    def __repr__(self) -> str:
+        # short on purpose: the whole record is `.trace()` / `.to_dict()`
+        parts = [f"reason={str(self.reason)!r}", f"calls={self.calls}"]
+        if self.errors:
+            first = self.errors[0].describe(max_value_chars=60)
+            more = f" (+{len(self.errors) - 1} more)" if len(self.errors) > 1 else ""
+            parts.append(f"errors={short_repr(first, 160)}{more}")
+        if self.fallback is not None:
+            parts.append(f"fallback={short_repr(self.fallback, 80)}")
+        if self.partial is not None:
+            parts.append(f"partial={short_repr(self.partial, 80)}")
+        return f"Degraded({', '.join(parts)})"
+
     def unwrap(self) -> T:
         """Raise `DegradedError` — the one deliberate way an outcome becomes an exception."""
         raise DegradedError(self)
@@ -143,15 +128,11 @@ class Degraded(Generic[T]):
 
     def trace(self, format: Literal["markdown", "json"] = "markdown") -> str:
         """The self-healing log: Markdown for people, or JSON that `outcome_from_dict` reads."""
-        from .trace import render
-
-        return render(self, format)
+        return record.render_trace(self, format)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data for this outcome (round-trips through `healjson.outcome_from_dict`)."""
-        from .serialize import outcome_to_dict
-
-        return outcome_to_dict(self)
+        return record.outcome_to_dict(self)
 
 
 Outcome: TypeAlias = Healed[T] | Degraded[T]
@@ -166,3 +147,24 @@ class DegradedError(Exception):
         super().__init__(
             f"healjson degraded ({outcome.reason}) after {outcome.calls} call(s): {first}"
         )
+
+
+def outcome_from_dict(data: Mapping[str, Any], model: Any = None) -> Outcome[Any]:
+    """Rebuild an outcome from `outcome_to_dict` data.
+
+    Raises ValueError, and only ValueError, on anything that is not such a record (wrong types,
+    unknown enum values, numbers out of range, data too deep to read): every field is checked, so
+    a rebuilt outcome renders and serialises like one a run returned. With `model`, the value is
+    validated into that type (a value that does not validate is a ValueError too); a `model`
+    that is not a type healjson can target is a programming error and raises as in `Healer`.
+    """
+    adapter = None if model is None else target_for(model).adapter
+    try:
+        ok, fields = record.read_record(data)
+        if not ok:
+            return Degraded(**fields)
+        if adapter is not None:
+            fields["value"] = adapter.validate_python(fields["value"])
+        return Healed(**fields)
+    except Exception as exc:  # RecursionError, OverflowError... from hostile data, too
+        raise ValueError(f"not a healjson outcome record: {describe_exception(exc)}") from exc

@@ -41,6 +41,10 @@ class HealPolicy:
     - `contract_timeout_s`: seconds an async contract (or an async fallback factory) may run
       before it is cancelled and counted as a `contract_error`; a sync contract that returns
       later than this is a `contract_error` too (it cannot be interrupted while it runs).
+    - `provider_errors`: exception types your model call raises for provider or transport
+      failures, on top of those healjson recognises (any `OSError` or `TimeoutError`, and the
+      exceptions of the provider SDKs and HTTP libraries): the run degrades on them. Any other
+      exception from the call is a bug in your code and propagates unchanged.
     """
 
     max_attempts: int = 3
@@ -55,6 +59,7 @@ class HealPolicy:
     on_ambiguity: AmbiguityMode = "reask"
     deadline_s: float | None = None
     contract_timeout_s: float | None = None
+    provider_errors: tuple[type[BaseException], ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_attempts, int) or self.max_attempts < 1:
@@ -92,6 +97,13 @@ class HealPolicy:
             limit = getattr(self, name)
             if limit is not None and not (isinstance(limit, int | float) and limit > 0):
                 raise ValueError(f"HealPolicy.{name} must be a number of seconds > 0 or None")
+        errors = self.provider_errors
+        if not isinstance(errors, tuple) or not all(
+            isinstance(kind, type) and issubclass(kind, BaseException) for kind in errors
+        ):
+            raise ValueError(
+                f"HealPolicy.provider_errors must be a tuple of exception types, got {errors!r}"
+            )
         if self.example_from_repair < 1:
             raise ValueError(
                 f"HealPolicy.example_from_repair must be >= 1, got {self.example_from_repair!r}"

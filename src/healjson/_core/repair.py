@@ -42,9 +42,7 @@ __all__ = [
     "RepairPrompt",
     "Strategy",
     "history_line",
-    "normalise_messages",
     "quote_answer",
-    "strategy_for",
 ]
 
 MAX_REPAIR_EXTRA_CHARS: Final = 72_000
@@ -295,23 +293,6 @@ def _render_diagnostic(number: int, diagnostic: Diagnostic) -> list[str]:
     return lines
 
 
-_STRATEGY_BY_SOURCE = {
-    Source.EMPTY: Strategy.EMPTY_RETRY,
-    Source.TRUNCATION: Strategy.TRUNCATION,
-    Source.SYNTAX: Strategy.SYNTAX,
-}
-
-
-def strategy_for(diagnostics: Sequence[Diagnostic]) -> Strategy:
-    """The repair strategy a failed answer calls for: a clean retry for an empty answer, a
-    compact rewrite for a cut one, a syntax prompt when no JSON was recovered, else a repair."""
-    for diagnostic in diagnostics:
-        strategy = _STRATEGY_BY_SOURCE.get(diagnostic.source)
-        if strategy is not None:
-            return strategy
-    return Strategy.REPAIR
-
-
 def history_line(number: int, verdict: str, diagnostics: Sequence[Diagnostic]) -> str:
     """One short line summarising a failed attempt (bounded length)."""
     if not diagnostics:
@@ -323,27 +304,3 @@ def history_line(number: int, verdict: str, diagnostics: Sequence[Diagnostic]) -
     if len(line) > _HISTORY_LINE_CHARS:
         line = line[: _HISTORY_LINE_CHARS - 1] + "…"
     return line
-
-
-def normalise_messages(messages: Any) -> tuple[dict[str, Any], ...]:
-    """Accept a prompt string, or a sequence of message mappings / objects with role+content."""
-    if isinstance(messages, str):
-        return ({"role": "user", "content": messages},)
-    if isinstance(messages, Mapping):
-        return (dict(messages),)
-    if not isinstance(messages, Sequence):
-        raise TypeError(
-            "messages must be a prompt string or a list of chat messages, "
-            f"got {type(messages).__name__}"
-        )
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        if type(message) is dict or isinstance(message, Mapping):
-            out.append(dict(message))
-        elif hasattr(message, "model_dump"):
-            out.append(dict(message.model_dump(exclude_none=True)))
-        elif hasattr(message, "role") and hasattr(message, "content"):
-            out.append({"role": message.role, "content": message.content})
-        else:
-            raise TypeError(f"cannot read a chat message from {message!r}")
-    return tuple(out)

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["Reply", "ToolCall", "Usage", "exception_kind", "is_response", "to_reply"]
+__all__ = ["Reply", "ToolCall", "Usage", "is_response", "to_reply"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,16 +362,3 @@ def _usage(raw: Any) -> Usage | None:
         completion if isinstance(completion, int) else 0,
         reasoning_tokens=_int(reasoning),
     )
-
-
-def exception_kind(exc: BaseException) -> str:
-    """Classify a call's exception by class name, without importing any SDK:
-    `timeout`, `content_filter`, `token_truncated` or `api_error`."""
-    names = [cls.__name__ for cls in type(exc).__mro__]
-    if isinstance(exc, TimeoutError) or any("Timeout" in name for name in names):
-        return "timeout"
-    if any("ContentFilter" in name for name in names):
-        return "content_filter"
-    if any(name in ("LengthFinishReasonError", "IncompleteOutputException") for name in names):
-        return "token_truncated"
-    return "api_error"

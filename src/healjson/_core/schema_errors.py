@@ -8,7 +8,8 @@ from typing import Any
 
 from pydantic_core import ErrorDetails
 
-from .diagnostic import MISSING, Diagnostic, Source, format_path, short_repr
+from .diagnostic import Diagnostic, Source, format_path, short_repr
+from .sentinels import MISSING
 
 __all__ = ["data_loc", "schema_diagnostics"]
 
@@ -82,7 +83,13 @@ def _one(error: ErrorDetails, loc: tuple[str | int, ...]) -> Diagnostic:
         prescription = f"Use exactly one of {ctx.get('expected')} for {where}."
     elif kind in ("value_error", "assertion_error"):
         constraint = re.sub(r"^(Value|Assertion) error,\s*", "", msg)
-        prescription = f"Change {where} so that: {constraint}."
+        fields = _involved(value, loc, constraint)
+        if fields:  # a model-level validator: a rule across the fields of this object
+            named = ", ".join(f"`{name}`" for name in fields)
+            prescription = f"Change {named} so that: {constraint}. Any of these fields may change."
+        else:
+            prescription = f"Change {where} so that: {constraint}."
+        return Diagnostic(path, value, constraint, prescription, Source.SCHEMA, fields, kind)
     else:
         prescription = f"Change {where}: it {constraint}."
     return Diagnostic(
@@ -93,6 +100,20 @@ def _one(error: ErrorDetails, loc: tuple[str | int, ...]) -> Diagnostic:
         source=Source.SCHEMA,
         rule=kind or None,
     )
+
+
+_MAX_INVOLVED = 12
+
+
+def _involved(value: Any, loc: tuple[str | int, ...], message: str) -> tuple[str, ...]:
+    """The fields a validator of a whole object speaks about: those its message names (as
+    words), else every field the object has (at most 12). Empty for a value that is not an
+    object: a field validator's message is about that one field."""
+    if not isinstance(value, dict):
+        return ()
+    keys = [key for key in value if isinstance(key, str)]
+    named = [key for key in keys if re.search(rf"(?<!\w){re.escape(key)}(?!\w)", message)]
+    return tuple(format_path((*loc, key)) for key in (named or keys)[:_MAX_INVOLVED])
 
 
 def _constraint(msg: str) -> str:

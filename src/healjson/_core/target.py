@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import SchemaValidator
 
-__all__ = ["Target", "target_for"]
+__all__ = ["Target", "resolve_ref", "target_for"]
 
 T = TypeVar("T")
 
@@ -98,7 +98,7 @@ class Target(Generic[T]):
     def list_field(self) -> str | None:
         """The one property of an object target that holds an array, when every other property
         is optional (so a bare list can only mean that field), else None."""
-        schema = _resolve(self.json_schema, self.json_schema)
+        schema = resolve_ref(self.json_schema, self.json_schema)
         props = schema.get("properties")
         if not isinstance(props, dict):
             return None
@@ -154,21 +154,23 @@ def _bad_target(type_: Any, exc: Exception) -> TypeError:
     )
 
 
-def _resolve(root: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
-    ref = schema.get("$ref")
-    seen = 0
-    while isinstance(ref, str) and ref.startswith("#/") and seen < 32:
+def resolve_ref(root: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with its local `$ref` chain (`#/$defs/...`, at most 32 links) followed; the
+    keys beside a `$ref` (a description, a default) are kept over the referenced ones."""
+    for _ in range(32):
+        ref = schema.get("$ref")
+        if not (isinstance(ref, str) and ref.startswith("#/")):
+            break
         node: Any = root
         for part in ref[2:].split("/"):
             node = node.get(part, {}) if isinstance(node, dict) else {}
-        schema = node if isinstance(node, dict) else {}
-        ref = schema.get("$ref")
-        seen += 1
+        referenced = node if isinstance(node, dict) else {}
+        schema = {**referenced, **{k: v for k, v in schema.items() if k != "$ref"}}
     return schema
 
 
 def _alternatives(root: dict[str, Any], schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    schema = _resolve(root, schema)
+    schema = resolve_ref(root, schema)
     branches = schema.get("anyOf") or schema.get("oneOf") or schema.get("allOf")
     if isinstance(branches, list):
         for branch in branches:

@@ -17,16 +17,32 @@ import json
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
-
-from healjson._core.target import Target
+from typing import Any, Literal, Protocol
 
 from ._strict_schema import StrictSchemaUnsupported, strict_json_schema
 
-__all__ = ["MODES", "FormatState", "JsonMode", "is_format_rejection", "shape_request"]
+__all__ = [
+    "MODES",
+    "FormatState",
+    "JsonMode",
+    "Shapeable",
+    "check_mode",
+    "is_format_rejection",
+    "shape_request",
+]
 
 JsonMode = Literal["json_schema", "json_object", "prompt"]
 MODES: tuple[JsonMode, ...] = ("json_schema", "json_object", "prompt")
+
+
+class Shapeable(Protocol):
+    """What `shape_request` reads of a healer's target (`healjson._core.target.Target`)."""
+
+    @property
+    def type_(self) -> Any: ...
+
+    @property
+    def json_schema(self) -> Any: ...
 
 
 @dataclass
@@ -57,7 +73,7 @@ def check_mode(mode: str) -> JsonMode:
 
 
 def shape_request(
-    mode: JsonMode, target: Target[Any], messages: Sequence[Mapping[str, Any]]
+    mode: JsonMode, target: Shapeable, messages: Sequence[Mapping[str, Any]]
 ) -> tuple[JsonMode, list[dict[str, Any]], dict[str, Any]]:
     """Messages and extra params for `mode` (falling back from `json_schema` when the target
     cannot be expressed in strict mode, e.g. a free-form map)."""

@@ -1,5 +1,8 @@
 """`wrap(instructor_client)`: healjson owns the healing, instructor carries the request.
 
+The shared adapter base (`_base`) checks the arguments and drives the healer, sync or async; this
+module says only how one request reaches `create_with_completion` and how its answer is read.
+
 Verified with instructor 1.17.x (1.17.0) in `Mode.JSON` and `Mode.TOOLS`, over openai 3.x
 (`from_openai`), anthropic 0.119 and 2.14 (`from_anthropic`) and google-genai 1.65 and 3.6
 (`from_genai`).
@@ -55,34 +58,34 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Iterable, Mapping
-from contextvars import ContextVar
+from collections.abc import Callable
+from contextvars import ContextVar, Token
 from typing import Any
 
 from instructor.core import Hooks, IncompleteOutputException, InstructorRetryException
 
-from healjson._core.contracts import Contract
-from healjson._core.healer import Healer
-from healjson._core.outcome import Outcome
 from healjson._core.policy import HealPolicy
-from healjson._core.redact import secrets_scope
 from healjson._core.reply import is_response
 
-from ._cache import HealerCache
+from ._base import Completions, Exchange, HealingAdapter, NotACompletion, Send
 from ._format import check_mode
-from ._openai import NotACompletion
-from ._proxy import ChatProxy, CompletionsProxy
 
 __all__ = ["InstructorClient"]
 
-_HEAL_KEYWORDS = ("contracts", "policy", "fallback", "examples", "context", "json_mode")
+
+class _Completions(Completions):
+    def create(self, *args: Any, **kwargs: Any) -> Any:
+        """`chat.completions.create`; with `response_model=M` it returns `Outcome[M]`."""
+        if kwargs.get("response_model") is None:  # `None` too: instructor's own plain call
+            return self._owner.wrapped.chat.completions.create(*args, **kwargs)
+        kwargs.pop("json_mode", None)  # the instructor client's `Mode` shapes the request
+        return super().create(*args, **kwargs)
 
 
-_DEFAULT_POLICY = HealPolicy()
-
-
-class InstructorClient:
+class InstructorClient(HealingAdapter):
     """Wraps an `instructor.Instructor` or `instructor.AsyncInstructor`; see `healjson.wrap`."""
+
+    completions_type = _Completions
 
     def __init__(
         self,
@@ -91,8 +94,20 @@ class InstructorClient:
         json_mode: str = "json_schema",
         policy: HealPolicy | None = None,
     ) -> None:
-        if isinstance(client, InstructorClient):
-            client = client.wrapped
+        super().__init__(client, policy=policy)
+        provider = getattr(getattr(client, "provider", None), "value", None)
+        self._assistant_role = "model" if provider == "genai" else "assistant"
+        self.json_mode = check_mode(json_mode)
+        _install_log_filter()
+
+    def __repr__(self) -> str:
+        return f"healjson.wrap({self.wrapped!r})"
+
+    def create(self, *args: Any, **kwargs: Any) -> Any:
+        """instructor's alias of `chat.completions.create`; heals the same way."""
+        return self.chat.completions.create(*args, **kwargs)
+
+    def _accept(self, client: Any) -> bool:
         create_with_completion = getattr(client, "create_with_completion", None)
         completions = getattr(getattr(client, "chat", None), "completions", None)
         if not callable(create_with_completion) or not callable(
@@ -102,137 +117,27 @@ class InstructorClient:
                 "wrap() needs an instructor client with chat.completions.create and "
                 f"create_with_completion; got {type(client).__name__}"
             )
-        self.wrapped: Any = client
-        self.is_async = inspect.iscoroutinefunction(create_with_completion)
-        provider = getattr(getattr(client, "provider", None), "value", None)
-        self._assistant_role = "model" if provider == "genai" else "assistant"
-        self.json_mode = check_mode(json_mode)
-        self.policy = policy
-        self.chat = ChatProxy(self, _Completions(self))
-        self._healers = HealerCache()
-        _install_log_filter()
+        return inspect.iscoroutinefunction(create_with_completion)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.wrapped, name)
+    def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
+        params.pop("max_retries", None)  # instructor's retries stay off: healjson repairs
+        user_hooks = params.pop("hooks", None)
+        create_with_completion = self.wrapped.create_with_completion
+        role = self._assistant_role
 
-    def __repr__(self) -> str:
-        return f"healjson.wrap({self.wrapped!r})"
+        def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
+            attempt = _Attempt(user_hooks)
+            messages = request.pop("messages")
+            kwargs = {
+                "messages": _with_role(messages, role),
+                "response_model": response_model,
+                "max_retries": 0,
+                "hooks": attempt.hooks,
+                **request,
+            }
+            return create_with_completion, kwargs, attempt
 
-    def create(self, *args: Any, **kwargs: Any) -> Any:
-        """instructor's alias of `chat.completions.create`; heals the same way."""
-        return self.chat.completions.create(*args, **kwargs)
-
-    def healer(
-        self,
-        response_model: Any,
-        contracts: Iterable[Contract | Callable[..., Any]],
-        policy: HealPolicy | None,
-        fallback: Any,
-        examples: Iterable[Any],
-    ) -> Healer[Any]:
-        """The cached `Healer` for this configuration (built once: it synthesises an example)."""
-        chosen = policy or self.policy or _DEFAULT_POLICY
-        return self._healers.get(response_model, contracts, chosen, fallback, examples)
-
-
-class _Completions(CompletionsProxy):
-    def create(self, *args: Any, **kwargs: Any) -> Any:
-        """`chat.completions.create`; with `response_model=M` it returns `Outcome[M]`."""
-        owner: InstructorClient = self._owner
-        if kwargs.get("response_model") is None:
-            return owner.wrapped.chat.completions.create(*args, **kwargs)
-        if args:
-            raise TypeError("chat.completions.create takes keyword arguments only")
-        if kwargs.get("stream"):
-            raise ValueError("stream=True cannot be combined with response_model")
-        if "messages" not in kwargs:
-            raise TypeError("chat.completions.create needs messages=[...]")
-        response_model = kwargs.pop("response_model")
-        heal = {name: kwargs.pop(name) for name in _HEAL_KEYWORDS if name in kwargs}
-        kwargs.pop("max_retries", None)  # instructor's retries stay off: healjson repairs
-        user_hooks = kwargs.pop("hooks", None)
-        messages = kwargs.pop("messages")
-        healer = owner.healer(
-            response_model,
-            heal.get("contracts", ()),
-            heal.get("policy"),
-            heal.get("fallback"),
-            heal.get("examples", ()),
-        )
-        context: Mapping[str, Any] | None = heal.get("context")
-        create_with_completion = owner.wrapped.create_with_completion
-        role = owner._assistant_role
-        if owner.is_async:
-            return _heal_async(
-                healer,
-                create_with_completion,
-                response_model,
-                user_hooks,
-                messages,
-                client=owner.wrapped,
-                role=role,
-                context=context,
-                params=kwargs,
-            )
-
-        def call(msgs: list[dict[str, Any]], **params: Any) -> Any:
-            capture = _Capture(user_hooks)
-            failure: Exception | None = None
-            quiet = _QUIET.set(True)
-            try:
-                _, completion = create_with_completion(
-                    messages=_with_role(msgs, role),
-                    response_model=response_model,
-                    max_retries=0,
-                    hooks=capture.hooks,
-                    **params,
-                )
-            except Exception as exc:
-                completion, failure = capture.settle(exc)
-            finally:
-                _QUIET.reset(quiet)
-            if failure is not None:
-                raise failure
-            return _checked(completion)
-
-        with secrets_scope(owner.wrapped, kwargs):  # what healjson stores or logs is redacted
-            return healer.run(call, messages, context=context, **kwargs)
-
-
-async def _heal_async(
-    healer: Healer[Any],
-    create_with_completion: Callable[..., Any],
-    response_model: Any,
-    user_hooks: Any,
-    messages: Any,
-    *,
-    client: Any,
-    role: str,
-    context: Mapping[str, Any] | None,
-    params: dict[str, Any],
-) -> Outcome[Any]:
-    async def call(msgs: list[dict[str, Any]], **call_params: Any) -> Any:
-        capture = _Capture(user_hooks)
-        failure: Exception | None = None
-        quiet = _QUIET.set(True)
-        try:
-            _, completion = await create_with_completion(
-                messages=_with_role(msgs, role),
-                response_model=response_model,
-                max_retries=0,
-                hooks=capture.hooks,
-                **call_params,
-            )
-        except Exception as exc:
-            completion, failure = capture.settle(exc)
-        finally:
-            _QUIET.reset(quiet)
-        if failure is not None:
-            raise failure
-        return _checked(completion)
-
-    with secrets_scope(client, params):  # entered in the awaiting task's context
-        return await healer.arun(call, messages, context=context, **params)
+        return send
 
 
 def _with_role(messages: list[dict[str, Any]], assistant_role: str) -> list[dict[str, Any]]:
@@ -267,23 +172,45 @@ def _install_log_filter() -> None:
             logger.addFilter(_MUTE)
 
 
-class _Capture:
-    """Per-request `completion:response` hook: the raw completion, whatever instructor raises."""
+class _Attempt(Exchange):
+    """One instructor request: instructor's log records muted while it runs, and a per-request
+    `completion:response` hook that captures the raw completion whatever instructor raises."""
+
+    __slots__ = ("hooks", "quiet", "seen")
 
     def __init__(self, user_hooks: Any) -> None:
         self.seen: list[Any] = []
         own = Hooks()
         own.on("completion:response", self.seen.append)
         self.hooks: Hooks = own if user_hooks is None else user_hooks + own
+        self.quiet: Token[bool] | None = None
 
-    def settle(self, exc: Exception) -> tuple[Any, Exception | None]:
-        """The completion behind an instructor failure, or the exception to raise instead."""
-        completion = _carried(exc)
-        if completion is None and self.seen:
-            completion = self.seen[-1]
-        if completion is not None:
-            return completion, None
-        return None, _original(exc)
+    def open(self) -> None:
+        self.quiet = _QUIET.set(True)
+
+    def close(self) -> None:
+        if self.quiet is not None:
+            _QUIET.reset(self.quiet)
+            self.quiet = None
+
+    def read(self, ok: bool, value: Any) -> tuple[bool, Any]:
+        """`create_with_completion`'s `(obj, completion)`, or the completion behind its failure;
+        else the exception to raise instead."""
+        if ok:
+            try:
+                _, completion = value
+            except Exception as exc:
+                ok, value = False, exc
+        if not ok:
+            completion = _carried(value)
+            if completion is None and self.seen:
+                completion = self.seen[-1]
+            if completion is None:
+                return False, _original(value)
+        try:
+            return True, _checked(completion)
+        except NotACompletion as exc:
+            return False, exc
 
 
 def _carried(exc: Exception) -> Any:

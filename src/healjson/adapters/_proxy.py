@@ -1,5 +1,8 @@
-"""The `client.chat.completions` path of a wrapped client: healjson's `create`, the wrapped
-client's everything else."""
+"""Attribute passthrough for a wrapped client's `chat` and `chat.completions` namespaces.
+
+An adapter's `chat.completions` has healjson's `create` (`_base.Completions`); every other
+attribute of `client.chat` and `client.chat.completions` is the wrapped client's.
+"""
 
 from __future__ import annotations
 

@@ -25,7 +25,8 @@ from ._scripted import Call, ScriptedModel, ScriptExhausted
 
 if TYPE_CHECKING:
     from ._check_pack import PackReport, check_pack
-    from ._server import RecordedRequest, ScriptedReply, ScriptedServer
+    from ._replies import RecordedRequest, ScriptedReply
+    from ._server import ScriptedServer
     from ._strategies import Corruption, corrupted, from_schema, valid, violating
 
 __all__ = [
@@ -47,8 +48,8 @@ __all__ = [
 # name -> submodule, imported on first access: the HTTP server loads http.server and friends,
 # the hypothesis kit loads hypothesis when a strategy is built
 _LAZY = {
-    "RecordedRequest": "_server",
-    "ScriptedReply": "_server",
+    "RecordedRequest": "_replies",
+    "ScriptedReply": "_replies",
     "ScriptedServer": "_server",
     "Corruption": "_strategies",
     "corrupted": "_strategies",

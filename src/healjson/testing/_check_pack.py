@@ -16,10 +16,8 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from healjson._core.check import validate
 from healjson._core.contracts import Contract, ContractContext, value_at
 from healjson._core.diagnostic import (
-    MISSING,
     ROOT,
     Diagnostic,
     Source,
@@ -27,7 +25,9 @@ from healjson._core.diagnostic import (
     format_path,
     short_repr,
 )
+from healjson._core.healer import validate
 from healjson._core.outcome import Reason
+from healjson._core.sentinels import MISSING
 from healjson._core.target import Target, target_for
 from healjson._packs import ContractPack
 

@@ -15,8 +15,12 @@ __all__ = ["Call", "ScriptExhausted", "ScriptedModel"]
 Item = str | Reply | BaseException | Callable[..., Any] | None
 
 
-class ScriptExhausted(RuntimeError):
-    """The model was called more often than its script has replies."""
+class ScriptExhausted(ConnectionError):
+    """The model was called more often than its script has replies.
+
+    The scripted model stands in for a provider, so this is a provider-side failure (like a
+    server that closed the connection): a run degrades on it with `api_error`, as it would on
+    a real outage, instead of raising into the test."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 from pydantic_core import to_json, to_jsonable_python
 
-from healjson._core.check import make_context
 from healjson._core.contracts import Contract, ContractContext, run_contracts
 from healjson._core.diagnostic import Diagnostic, Source
 from healjson._core.drive import drive_sync
+from healjson._core.messages import make_context
 from healjson._core.sentinels import NOTHING
 from healjson._core.target import Target, target_for
 from healjson._packs import ContractPack

@@ -187,15 +187,16 @@ def _next_leaf(text: str, cursor: int, scalar: Any) -> int:
     """The offset just past `scalar` when it is written after only punctuation from `cursor`,
     else -1."""
     content = _PUNCTUATION.match(text, cursor).end()  # type: ignore[union-attr]
+    starts = _starts(text, cursor, content)
     if isinstance(scalar, int | float) and not isinstance(scalar, bool) and math.isfinite(scalar):
-        for start in range(cursor, content + 1):  # `.25`, `1e5`, `-0`, `01`: as written
+        for start in starts:  # `.25`, `1e5`, `-0`, `01`: as written
             number = _WRITTEN_NUMBER.match(text, start)
             if number is not None and _same_number(number.group(), scalar):
                 return number.end()
         return -1
     folded = scalar is None or isinstance(scalar, bool)
     forms = _forms(scalar)
-    for start in range(cursor, content + 1):
+    for start in starts:
         for form in forms:
             if folded:
                 if text[start : start + len(form)].casefold() == form:
@@ -206,6 +207,24 @@ def _next_leaf(text: str, cursor: int, scalar: Any) -> int:
                     return -1  # an unquoted "value" that swallowed a comma or a bracket
                 return start + len(form)
     return -1
+
+
+def _starts(text: str, cursor: int, content: int) -> list[int]:
+    """Where a leaf may begin in the punctuation between `cursor` and `content`: anywhere but
+    inside a comment (a comment's first character may still begin a quoted leaf: `"//x"`)."""
+    out: list[int] = []
+    i = cursor
+    while i <= content:
+        out.append(i)
+        if text.startswith("//", i):
+            end = text.find("\n", i)
+            i = content if end < 0 or end > content else end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2, content)
+            i = content if end < 0 else end + 2
+        else:
+            i += 1
+    return out
 
 
 def _same_number(written: str, scalar: float) -> bool:

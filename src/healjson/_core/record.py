@@ -1,25 +1,34 @@
-"""The JSON form of an outcome: everything a trace shows, as plain data that round-trips.
+"""An outcome as a record: the JSON data that round-trips (`outcome_to_dict`, and the readers
+`outcome_from_dict` uses), and the self-healing log people read (`render_markdown`).
 
-`outcome_to_dict(outcome)` gives JSON-ready data (the value dumped in JSON mode);
-`outcome_from_dict(data, model=None)` rebuilds `Healed` / `Degraded` — with `model`, the value is
-validated back into the target type, otherwise it stays JSON data.
+Both renderings pass every string through the redactor (`redact`) on the way out, on top of the
+redaction the engine applies when it stores an attempt: a trace is pasted into issues and PRs,
+so a credential shape in model output or an error body never reaches it. This module reads
+outcomes by their fields only (`outcome.ok` tells `Healed` from `Degraded`): `outcome` imports
+it, never the other way round.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .diagnostic import MISSING, Diagnostic, Source, _jsonable, describe_exception
+from .attempt import Attempt, Reason
+from .diagnostic import Diagnostic, Source, _jsonable, short_repr
 from .diagnostic import _type_name as type_name
 from .flags import Flag
-from .outcome import Attempt, Degraded, Healed, Outcome, Reason
+from .redact import redact_data, redact_text
 from .repair import RepairPrompt, Strategy
 from .reply import ToolCall, Usage
+from .sentinels import MISSING
 
-__all__ = ["FORMAT_VERSION", "outcome_from_dict", "outcome_to_dict"]
+if TYPE_CHECKING:
+    from .outcome import Outcome
 
-FORMAT_VERSION = 1
+__all__ = ["outcome_to_dict", "public_params", "read_record", "render_markdown", "render_trace"]
+
+_FORMAT = 1  # the record layout; a reader refuses a record of another
 _SECRET_KEYS = frozenset(
     {"api_key", "authorization", "extra_headers", "headers", "default_headers", "organization"}
 )
@@ -28,14 +37,14 @@ _SECRET_KEYS = frozenset(
 def outcome_to_dict(outcome: Outcome[Any]) -> dict[str, Any]:
     """JSON-ready data for an outcome (secrets in call parameters are never included)."""
     data: dict[str, Any] = {
-        "format": FORMAT_VERSION,
+        "format": _FORMAT,
         "ok": outcome.ok,
         "raw_text": outcome.raw_text,
         "attempts": [_attempt(a) for a in outcome.attempts],
         "usage": outcome.usage.to_dict(),
         "max_attempts": outcome.max_attempts,
     }
-    if isinstance(outcome, Healed):
+    if outcome.ok:
         data["value"] = _jsonable(outcome.value)
         data["flags"] = [str(f) for f in outcome.flags]
         data["changed_fields"] = list(outcome.changed_fields)
@@ -47,56 +56,38 @@ def outcome_to_dict(outcome: Outcome[Any]) -> dict[str, Any]:
     return data
 
 
-def outcome_from_dict(data: Mapping[str, Any], model: Any = None) -> Outcome[Any]:
-    """Rebuild an outcome from `outcome_to_dict` data.
-
-    Raises ValueError, and only ValueError, on anything that is not such a record (wrong types,
-    unknown enum values, numbers out of range, data too deep to read): every field is checked, so
-    a rebuilt outcome renders and serialises like one a run returned. With `model`, the value is
-    validated into that type (a value that does not validate is a ValueError too); a `model`
-    that is not a type healjson can target is a programming error and raises as in `Healer`.
-    """
-    adapter = None
-    if model is not None:
-        from .target import target_for
-
-        adapter = target_for(model).adapter
-    try:
-        return _outcome_from(_object(data, "the record"), adapter)
-    except Exception as exc:  # RecursionError, OverflowError... from hostile data, too
-        raise ValueError(f"not a healjson outcome record: {describe_exception(exc)}") from exc
-
-
-def _outcome_from(data: Mapping[str, Any], adapter: Any) -> Outcome[Any]:
+def read_record(data: Any) -> tuple[bool, dict[str, Any]]:
+    """The fields of an `outcome_to_dict` record, every one checked: `(ok, the keyword arguments
+    of `Healed` or `Degraded`)`. Raises (any exception) on anything that is not such a record;
+    `outcome_from_dict` reports that as a ValueError."""
+    data = _object(data, "the record")
+    version = data.get("format", _FORMAT)
+    if version != _FORMAT or type(version) is not int:
+        raise TypeError(f"`format` {short_repr(version, 40)} is not {_FORMAT}, the one this reads")
     ok = data.get("ok")
     if not isinstance(ok, bool):
         raise TypeError("`ok` must be true or false")
-    attempts = tuple(_attempt_from(_object(a, "an attempt")) for a in _list(data, "attempts"))
-    usage = _usage_from(_object(data.get("usage") or {}, "`usage`"))
-    max_attempts = _int(data, "max_attempts")
+    common: dict[str, Any] = {
+        "attempts": tuple(_attempt_from(_object(a, "an attempt")) for a in _list(data, "attempts")),
+        "usage": _usage_from(_object(data.get("usage") or {}, "`usage`")),
+        "max_attempts": _int(data, "max_attempts"),
+    }
     if ok:
-        value = data.get("value")
-        if adapter is not None:
-            value = adapter.validate_python(value)
-        return Healed(
-            value=value,
-            raw_text=_str(data, "raw_text") or "",
-            attempts=attempts,
-            usage=usage,
-            flags=_flags(data),
-            changed_fields=tuple(_names(data, "changed_fields")),
-            max_attempts=max_attempts,
-        )
-    return Degraded(
-        reason=Reason(_required_str(data, "reason")),
-        raw_text=_str(data, "raw_text"),
-        errors=tuple(_diagnostic_from(_object(d, "an error")) for d in _list(data, "errors")),
-        fallback=data.get("fallback"),
-        partial=data.get("partial"),
-        attempts=attempts,
-        usage=usage,
-        max_attempts=max_attempts,
-    )
+        return True, {
+            **common,
+            "value": data.get("value"),
+            "raw_text": _str(data, "raw_text") or "",
+            "flags": _flags(data),
+            "changed_fields": tuple(_names(data, "changed_fields")),
+        }
+    return False, {
+        **common,
+        "reason": Reason(_required_str(data, "reason")),
+        "raw_text": _str(data, "raw_text"),
+        "errors": tuple(_diagnostic_from(_object(d, "an error")) for d in _list(data, "errors")),
+        "fallback": data.get("fallback"),
+        "partial": data.get("partial"),
+    }
 
 
 def public_params(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -104,8 +95,6 @@ def public_params(params: Mapping[str, Any]) -> dict[str, Any]:
     and what is left goes through the redactor (`_redact`: credential-named values masked at any
     depth, e.g. a key in `extra_query` or `extra_body`, and known secret values removed from
     every string)."""
-    from .redact import redact_data
-
     kept = {k: _jsonable(v) for k, v in params.items() if k.lower() not in _SECRET_KEYS}
     redacted: dict[str, Any] = redact_data(kept)
     return redacted
@@ -287,3 +276,88 @@ def _bool(data: Mapping[str, Any], key: str) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"`{key}` must be true or false, got {type_name(value)}")
     return value
+
+
+def render_trace(outcome: Outcome[Any], format: str = "markdown") -> str:
+    """`markdown` (the self-healing log) or `json` (the round-trippable record)."""
+    if format == "json":
+        # strings only: the record's keys are healjson's and its values the caller's data
+        record = redact_data(outcome_to_dict(outcome), by_name=False)
+        return json.dumps(record, ensure_ascii=False, indent=2)
+    if format in ("markdown", "md"):
+        return render_markdown(outcome)
+    raise ValueError(f"trace format must be 'markdown' or 'json', got {format!r}")
+
+
+def render_markdown(outcome: Outcome[Any], title: str = "healjson trace") -> str:
+    """The whole run: result, calls used, and per round the L1 flags, L2 diagnostics, the raw
+    output and the repair prompt that was sent."""
+    lines = [f"### {title}", ""]
+    if outcome.ok:
+        repairs = outcome.calls - 1
+        lines.append(
+            f"- **Result**: healed in {outcome.calls} call(s){_budget(outcome)}, "
+            f"{repairs} repair(s)"
+        )
+        if outcome.flags:
+            lines.append(f"- **Local repairs (L1)**: {', '.join(outcome.flags)}")
+        if outcome.changed_fields:
+            lines.append(f"- **Fields a repair changed**: {', '.join(outcome.changed_fields)}")
+    else:
+        lines.append(
+            f"- **Result**: degraded (`{outcome.reason}`) after {outcome.calls} call(s)"
+            f"{_budget(outcome)}"
+        )
+    lines.append(f"- **Tokens**: {outcome.usage.total_tokens}")
+    lines.append("")
+    for attempt in outcome.attempts:
+        lines.append(f"#### Round {attempt.number} ({attempt.strategy})")
+        if attempt.prompt is not None and attempt.prompt.render():
+            lines.append("- **Repair prompt sent**:")
+            lines.append("")
+            lines.extend(f"    {line}" for line in attempt.prompt.render().splitlines())
+            lines.append("")
+        lines.append(f"- **Finish reason**: `{attempt.finish_reason}`")
+        if attempt.error:
+            lines.append(f"- **Call failed**: {attempt.error}")
+        else:
+            flags = ", ".join(attempt.flags) if attempt.flags else "none"
+            lines.append(f"- **L1 local repairs**: {flags}")
+            verdict = "passed" if attempt.ok else f"{len(attempt.diagnostics)} problem(s)"
+            lines.append(f"- **L2 schema + contracts**: {verdict}")
+        for diagnostic in attempt.diagnostics:
+            lines.append(f"  - `{diagnostic.path}` = {short_repr(diagnostic.value, 120)}")
+            lines.append(f"    - constraint: {diagnostic.constraint}")
+            lines.append(f"    - prescription: {diagnostic.prescription}")
+        if attempt.reasoning:
+            lines.append("- **Reasoning (set aside, never read as the answer)**:")
+            lines.append("")
+            lines.extend(f"    {line}" for line in attempt.reasoning.splitlines())
+        lines.extend(
+            f"- **Tool call** `{call.name}`: {short_repr(call.arguments, 300)}"
+            for call in attempt.tool_calls
+        )
+        if attempt.raw_text is not None:
+            lines.append("- **Raw output**:")
+            lines.append("")
+            lines.extend(f"    {line}" for line in (attempt.raw_text or "(empty)").splitlines())
+        lines.append("")
+    if outcome.ok:
+        lines.append("#### Final value")
+        lines.append("")
+        lines.extend(f"    {line}" for line in _dump(outcome.value).splitlines())
+    else:
+        lines.append("#### Degradation")
+        lines.append("")
+        lines.append(f"- reason: `{outcome.reason}`")
+        lines.append(f"- partial data: {short_repr(outcome.partial, 300)}")
+        lines.append(f"- fallback: {short_repr(outcome.fallback, 300)}")
+    return redact_text("\n".join(lines) + "\n")
+
+
+def _budget(outcome: Outcome[Any]) -> str:
+    return f" of {outcome.max_attempts} allowed" if outcome.max_attempts else ""
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(_jsonable(value), indent=2, ensure_ascii=False)

@@ -1,19 +1,15 @@
-"""Reading call results (strings, ChatCompletions, dicts) and loading contract packs."""
+"""Reading call results: strings, ChatCompletions, dicts, tool calls, usage, exception kinds."""
 
 from __future__ import annotations
-
-import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 
 import healjson
-from healjson import ContractPack, Healer, Reply, Usage, load_contracts
-from healjson._core.reply import ToolCall, exception_kind, to_reply
-from healjson.testing import ScriptedModel
+from healjson import Healer, Reply, Usage
+from healjson._core.drive import exception_kind
+from healjson._core.reply import ToolCall, to_reply
 
 
 class Point(BaseModel):
@@ -99,82 +95,3 @@ def test_healer_heals_a_chat_completion_and_sums_reported_usage() -> None:
 def test_exceptions_are_classified_by_class_name(name: str, kind: str) -> None:
     """SDK exceptions map to reasons by name, without importing the SDK."""
     assert kind == exception_kind(type(name, (Exception,), {})())
-
-
-PACK_SOURCE = textwrap.dedent(
-    """
-    from pydantic import BaseModel
-    from healjson import ContractPack, Violation, contract
-
-    class Box(BaseModel):
-        low: int
-        high: int
-
-    @contract(fields=("low", "high"))
-    def ordered(box, ctx):
-        if box.low > box.high:
-            return Violation("low must not exceed high")
-
-    pack = ContractPack(Box, (ordered,), ({"low": 1, "high": 2},), name="box")
-    """
-)
-
-
-@pytest.fixture
-def pack_file(tmp_path: Path) -> Path:
-    path = tmp_path / "box_pack.py"
-    path.write_text(PACK_SOURCE)
-    return path
-
-
-def test_pack_loads_from_a_file_path_and_heals(pack_file: Path) -> None:
-    """A pack file loads by path and its contract drives a repair."""
-    pack = load_contracts(pack_file)
-    assert "box" == pack.name
-    assert "ordered" == pack.contract("ordered").name
-    healer = Healer(pack.model, contracts=pack.contracts, examples=pack.examples)
-    model = ScriptedModel(['{"low": 5, "high": 1}', '{"low": 1, "high": 5}'])
-    outcome = healer.run(model, "box")
-    assert 2 == outcome.calls
-    assert outcome.ok
-
-
-def test_pack_loads_by_module_and_attribute(
-    pack_file: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`module:attribute` and a bare module name both resolve a pack."""
-    monkeypatch.syspath_prepend(str(pack_file.parent))
-    try:
-        assert "box" == load_contracts("box_pack:pack").name
-        assert "box" == load_contracts("box_pack").name
-        assert "box" == load_contracts(f"{pack_file}:pack").name
-    finally:
-        sys.modules.pop("box_pack", None)
-
-
-def test_bad_pack_specs_say_what_was_tried(tmp_path: Path) -> None:
-    """Missing files, modules and attributes raise LookupError naming what was tried."""
-    with pytest.raises(LookupError, match="no contract pack file"):
-        load_contracts(tmp_path / "nope.py")
-    with pytest.raises(LookupError, match="entry point"):
-        load_contracts("no_such_module_anywhere")
-    with pytest.raises(KeyError, match="has no contract"):
-        ContractPack(Point).contract("missing")
-
-
-@pytest.mark.parametrize(
-    "settings",
-    [
-        {"token_budget": 0},
-        {"on_truncation": "shrug"},
-        {"on_refusal": "ignore"},
-        {"history": "everything"},
-        {"max_tokens_growth": 0.5},
-        {"example_from_repair": 0},
-    ],
-)
-def test_invalid_policy_settings_raise_at_construction(settings: dict[str, object]) -> None:
-    """Each misconfigured HealPolicy field raises ValueError naming the field."""
-    name = next(iter(settings))
-    with pytest.raises(ValueError, match=name):
-        healjson.HealPolicy(**settings)  # type: ignore[arg-type]

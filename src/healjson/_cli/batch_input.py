@@ -1,0 +1,70 @@
+"""Read a batch's input file into `Job`s, and pick the ones a run still has to do.
+
+The input is JSON Lines: one object per line with an optional `id` (default: the 1-based line
+number) and either `messages` (chat messages) or `prompt` (a string). An unreadable line never
+stops a run: not UTF-8, not JSON, nested too deeply for the JSON parser, not an object, longer
+than `MAX_LINE_BYTES`, or `messages` nested deeper than `MAX_MESSAGES_DEPTH` levels: it becomes a
+`Job` with a `problem` (its id is its line number), which the run writes as an `invalid_input`
+row. A repeated id is processed once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+
+from .batch_rows import EXCERPT_CHARS, BatchError, Job
+from .json_lines import Line, parse_line, read_lines
+from .messages import row_messages
+
+__all__ = ["read_jobs", "select"]
+
+
+def read_jobs(path: Path) -> Iterator[Job]:
+    """Every non-blank input line as a `Job` (unreadable lines carry a `problem`)."""
+    try:
+        file = path.open("rb")
+    except OSError as exc:
+        raise BatchError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    with file:
+        for line in read_lines(file):
+            if line.blank:
+                continue
+            bom = line.number == 1 and line.data.startswith(b"\xef\xbb\xbf")
+            yield _job(dataclasses.replace(line, data=line.data[3:]) if bom else line)
+
+
+def select(path: Path, done: set[str]) -> Iterator[tuple[str, Job]]:
+    """Each job with what to do about it: `todo`, `done` (id in the output) or `duplicate`."""
+    seen: set[str] = set()
+    for job in read_jobs(path):
+        key = job.key
+        if key in done:
+            yield "done", job
+        elif key in seen:
+            yield "duplicate", job
+        else:
+            seen.add(key)
+            yield "todo", job
+
+
+def _job(raw: Line) -> Job:
+    line = raw.number
+    data, problem = parse_line(raw)
+    # only an excerpt is kept (for an `invalid_input` row): a line may be 64 MiB
+    head = raw.data[: 4 * EXCERPT_CHARS + 8].decode("utf-8", errors="replace")
+    text = head.strip()[: EXCERPT_CHARS + 1]
+    if problem is not None:
+        return Job(line, line, problem=f"line {line} {problem}", text=text)
+    if not isinstance(data, dict):
+        return Job(line, line, problem=f"line {line} is not a JSON object", text=text)
+    ident = data.get("id")
+    if ident is None:
+        ident = line
+    elif isinstance(ident, bool) or not isinstance(ident, str | int):
+        return Job(line, line, problem=f"line {line}: `id` must be a string or an integer")
+    messages, problem = row_messages(data)
+    if problem is not None:
+        return Job(ident, line, problem=f"line {line}: {problem}", text=text)
+    return Job(ident, line, messages, text=text)

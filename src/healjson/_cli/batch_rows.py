@@ -1,0 +1,108 @@
+"""What a batch is made of: the input `Job`, the output row it becomes, and how ids compare.
+
+Each distinct id gets exactly one output row:
+
+    {"id": ..., "ok": true, "value": ..., "attempts": N, "usage": {...}}
+    {"id": ..., "ok": false, "reason": ..., "raw_text": ..., "errors": [...], "attempts": N,
+     "usage": {...}}
+
+plus `"outcome"` (the whole `outcome.to_dict()`) with `full=True`. A line that cannot be read
+becomes `{"ok": false, "reason": "invalid_input", ...}`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from healjson._core.outcome import Outcome
+
+__all__ = [
+    "EXCERPT_CHARS",
+    "INVALID_INPUT",
+    "BatchError",
+    "Job",
+    "id_key",
+    "invalid_row",
+    "outcome_row",
+    "row_id",
+]
+
+INVALID_INPUT = "invalid_input"
+EXCERPT_CHARS = 200
+"""The most of an unreadable input line an `invalid_input` row shows."""
+
+
+class BatchError(Exception):
+    """The batch cannot start: unreadable input, or an output file in use or not writable."""
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One input line: its id and messages, or why it cannot be processed (`problem`); `text`
+    is the start of the line, for the excerpt an `invalid_input` row shows."""
+
+    id: str | int
+    line: int
+    messages: tuple[dict[str, Any], ...] = ()
+    problem: str | None = None
+    text: str = ""
+
+    @property
+    def key(self) -> str:
+        """The id as compared for resuming and de-duplication (see `id_key`)."""
+        return id_key(self.id)
+
+
+def id_key(value: Any) -> str:
+    """Ids compare as JSON values: `7` and `"7"` are different ids."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def row_id(row: Any) -> str | int | None:
+    """The id of an output row (a JSON object with a string or integer `id`), else None."""
+    if not isinstance(row, dict):
+        return None
+    ident = row.get("id")
+    if isinstance(ident, bool) or not isinstance(ident, str | int):
+        return None
+    return ident
+
+
+def outcome_row(job: Job, outcome: Outcome[Any], *, full: bool = False) -> dict[str, Any]:
+    """The output row for a job that ran."""
+    data = outcome.to_dict()
+    row: dict[str, Any] = {"id": job.id, "ok": outcome.ok}
+    if outcome.ok:
+        row["value"] = data["value"]
+    else:
+        row.update(reason=data["reason"], raw_text=data["raw_text"], errors=data["errors"])
+    row.update(attempts=outcome.calls, usage=data["usage"])
+    if full:
+        row["outcome"] = data
+    return row
+
+
+def invalid_row(job: Job) -> dict[str, Any]:
+    """The output row for an input line that cannot be processed."""
+    excerpt = job.text if len(job.text) <= EXCERPT_CHARS else job.text[:EXCERPT_CHARS] + "…"
+    error = {
+        "path": "<input>",
+        "value": excerpt,
+        "constraint": job.problem,
+        "prescription": "Fix the input line: a JSON object with an optional `id` and either "
+        "`messages` (a list of chat messages) or `prompt` (a string).",
+        "source": "input",
+        "line": job.line,
+    }
+    empty = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "estimated": False}
+    return {
+        "id": job.id,
+        "ok": False,
+        "reason": INVALID_INPUT,
+        "raw_text": None,
+        "errors": [error],
+        "attempts": 0,
+        "usage": empty,
+    }

@@ -1,0 +1,208 @@
+"""Run a batch: heal every pending job, some at a time, while one writer appends the rows.
+
+Rows are written in the order they finish, not in input order. This module does no terminal
+output: the command line passes a callback for its progress bar.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from healjson._core.outcome import Outcome
+
+from .batch_input import read_jobs, select
+from .batch_output import OutputFile
+from .batch_rows import BatchError, Job, invalid_row, outcome_row
+
+__all__ = ["Batch", "BatchStats", "Heal", "openai_healer"]
+
+Heal = Callable[[Job], Awaitable[Outcome[Any]]]
+
+
+@dataclass
+class BatchStats:
+    """Counts for one run (the progress bar reads them after every written row)."""
+
+    total: int = 0
+    """Rows this run has to write (distinct ids not yet in the output)."""
+    written: int = 0
+    healed: int = 0
+    degraded: int = 0
+    invalid: int = 0
+    calls: int = 0
+    tokens: int = 0
+    already_done: int = 0
+    """Input lines skipped because their id is already in the output."""
+    duplicates: int = 0
+    """Input lines skipped because an earlier line had the same id."""
+    unreadable_rows: int = 0
+    """Lines of the existing output that are not rows (kept as they are)."""
+    torn_line_dropped: bool = False
+    failed: int = 0
+    """Jobs that raised unexpectedly (no row written; a re-run retries them)."""
+    retried: int = 0
+    """Rows taken out of the output to run again (`retry`)."""
+    first_failure: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        """True when every row this run owed was written."""
+        return self.written == self.total
+
+
+@dataclass
+class Batch:
+    """An input file and an output file, opened for one run (the output is locked meanwhile).
+
+    `Batch.open` reads what the output already holds, so `stats.total` is known before
+    `run` starts (for a progress bar); call `close` (or use `with`) when done.
+    """
+
+    input_path: Path
+    out_path: Path
+    stats: BatchStats = field(default_factory=BatchStats)
+    _output: OutputFile | None = None
+    _done: set[str] = field(default_factory=set)
+
+    @classmethod
+    def open(
+        cls, input_path: Path, out_path: Path, *, retry: frozenset[str] = frozenset()
+    ) -> Batch:
+        """Lock and recover the output, take out the rows to `retry` (degraded reasons), then
+        count the input (raises `BatchError`)."""
+        if not input_path.is_file():
+            raise BatchError(f"no input file at {input_path}")
+        wanted = frozenset(job.key for job in read_jobs(input_path)) if retry else frozenset()
+        output = OutputFile(out_path, retry, wanted)
+        batch = cls(input_path, out_path, _output=output, _done=set(output.recovered.keys))
+        batch.stats.retried = output.retried
+        batch.stats.torn_line_dropped = output.recovered.torn
+        batch.stats.unreadable_rows = output.recovered.unreadable
+        try:
+            for status, _ in select(input_path, batch._done):
+                if status == "todo":
+                    batch.stats.total += 1
+                elif status == "done":
+                    batch.stats.already_done += 1
+                else:
+                    batch.stats.duplicates += 1
+        except BaseException:
+            output.close()
+            raise
+        return batch
+
+    def __enter__(self) -> Batch:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the output file."""
+        if self._output is not None:
+            self._output.close()
+            self._output = None
+
+    async def run(
+        self,
+        heal: Heal,
+        *,
+        concurrency: int = 8,
+        full: bool = False,
+        on_row: Callable[[BatchStats], None] | None = None,
+    ) -> BatchStats:
+        """Heal every pending job, `concurrency` at a time; one writer appends the rows."""
+        if self._output is None:
+            raise RuntimeError("this batch is closed")
+        output = self._output
+        jobs = (job for status, job in select(self.input_path, self._done) if status == "todo")
+        queue: asyncio.Queue[tuple[dict[str, Any], Outcome[Any] | None] | None] = asyncio.Queue(
+            maxsize=2 * concurrency
+        )
+
+        async def work() -> None:
+            for job in jobs:  # one shared iterator: each job goes to exactly one worker
+                row = await self._row(job, heal, full)
+                if row is not None:
+                    await queue.put(row)
+
+        async def produce() -> None:
+            try:
+                async with asyncio.TaskGroup() as workers:
+                    for _ in range(max(1, concurrency)):
+                        workers.create_task(work())
+            finally:
+                await queue.put(None)
+
+        async def write() -> None:
+            while (item := await queue.get()) is not None:
+                row, outcome = item
+                await asyncio.to_thread(output.write, row)
+                self._count(outcome)
+                if on_row is not None:
+                    on_row(self.stats)
+
+        async with asyncio.TaskGroup() as group:
+            group.create_task(write())
+            group.create_task(produce())
+        return self.stats
+
+    async def _row(
+        self, job: Job, heal: Heal, full: bool
+    ) -> tuple[dict[str, Any], Outcome[Any] | None] | None:
+        if job.problem is not None:
+            return invalid_row(job), None
+        try:
+            outcome = await heal(job)
+            return outcome_row(job, outcome, full=full), outcome
+        except Exception as exc:  # healjson never raises at call time: this is a bug
+            self.stats.failed += 1
+            if self.stats.first_failure is None:
+                self.stats.first_failure = f"id {job.id!r}: {type(exc).__name__}: {exc}"
+            return None
+
+    def _count(self, outcome: Outcome[Any] | None) -> None:
+        stats = self.stats
+        stats.written += 1
+        if outcome is None:
+            stats.invalid += 1
+            return
+        if outcome.ok:
+            stats.healed += 1
+        else:
+            stats.degraded += 1
+        stats.calls += outcome.calls
+        stats.tokens += outcome.usage.total_tokens
+
+
+def openai_healer(
+    client: Any,
+    *,
+    model: str,
+    response_model: Any,
+    contracts: tuple[Any, ...] = (),
+    examples: tuple[Any, ...] = (),
+    policy: Any = None,
+) -> Heal:
+    """A `heal(job)` that sends the job's messages through a `healjson.wrap`-ped async client.
+
+    The healer is built once here, so a bad model or contract raises before any row is written.
+    """
+    client.healer(response_model, contracts, policy, None, examples)
+
+    async def heal(job: Job) -> Outcome[Any]:
+        outcome: Outcome[Any] = await client.chat.completions.create(
+            model=model,
+            messages=[dict(message) for message in job.messages],
+            response_model=response_model,
+            contracts=contracts,
+            examples=examples,
+            policy=policy,
+        )
+        return outcome
+
+    return heal

@@ -1,0 +1,87 @@
+"""The options several commands share, each declared once: its flags, checks and usual help.
+
+Each function returns the `typer.Option` for one flag; a command puts it in its parameter's
+`Annotated[...]` and passes its own `help` where the option means something particular there
+(e.g. `eval --contracts` is the pack for the rows that name none).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import typer
+
+__all__ = [
+    "JsonModeChoice",
+    "api_key_option",
+    "base_url_option",
+    "concurrency_option",
+    "contracts_option",
+    "endpoint_model_option",
+    "json_mode_option",
+    "live_option",
+    "progress_option",
+    "response_model_option",
+    "timeout_option",
+]
+
+
+class JsonModeChoice(enum.StrEnum):
+    """`--json-mode`: the strongest JSON mode the endpoint supports (see `healjson.wrap`)."""
+
+    JSON_SCHEMA = "json_schema"
+    JSON_OBJECT = "json_object"
+    PROMPT = "prompt"
+
+
+def live_option(help: str) -> Any:
+    """`--live`: send the command's requests to a real endpoint."""
+    return typer.Option("--live", help=help)
+
+
+def base_url_option(help: str = "OpenAI-compatible endpoint (default: OPENAI_BASE_URL).") -> Any:
+    """`--base-url`: the OpenAI-compatible endpoint."""
+    return typer.Option("--base-url", help=help)
+
+
+def api_key_option(help: str = "API key (default: OPENAI_API_KEY).") -> Any:
+    """`--api-key`: the endpoint's API key."""
+    return typer.Option("--api-key", help=help)
+
+
+def endpoint_model_option(help: str = "The endpoint's model name.") -> Any:
+    """`--model`: the model name sent to the endpoint."""
+    return typer.Option("--model", help=help)
+
+
+def json_mode_option(help: str = "Strongest JSON mode the endpoint supports.") -> Any:
+    """`--json-mode`: a `JsonModeChoice`."""
+    return typer.Option("--json-mode", help=help)
+
+
+def timeout_option() -> Any:
+    """`--timeout`: seconds per HTTP request."""
+    return typer.Option("--timeout", min=0.001, help="Seconds per HTTP request.")
+
+
+def concurrency_option(help: str) -> Any:
+    """`--concurrency` / `-j`: requests in flight at once (at least 1)."""
+    return typer.Option("--concurrency", "-j", min=1, help=help)
+
+
+def progress_option() -> Any:
+    """`--progress/--no-progress`: the progress bar on stderr."""
+    return typer.Option(
+        "--progress/--no-progress", help="Progress bar on stderr (default: when a TTY)."
+    )
+
+
+def contracts_option(help: str) -> Any:
+    """`--contracts` / `-c`: a contract pack spec."""
+    return typer.Option("--contracts", "-c", help=help)
+
+
+def response_model_option(help: str) -> Any:
+    """`--response-model`: the target type spec."""
+    return typer.Option("--response-model", help=help)

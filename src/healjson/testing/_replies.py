@@ -1,0 +1,184 @@
+"""The scripted server's data types: `ScriptedReply`, `ScriptItem` and `RecordedRequest`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from ._wire import content_text, gemini_generate
+
+__all__ = ["RecordedRequest", "ScriptItem", "ScriptedReply"]
+
+_REASONING_FIELDS: Final = frozenset({"reasoning_content", "reasoning"})
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedReply:
+    """One scripted answer: a model reply, an HTTP error, or a raw (possibly broken) body.
+
+    `body`, when set, is sent as-is with `status` and `content_type` (default
+    `application/json`), whatever the request asked for and on every route. Otherwise a status
+    >= 400 sends an error body in the route's shape (`content` is its message; `error_type`,
+    `error_param` and `error_code` as for `ScriptedReply.error`), and anything else a reply in
+    the route's format:
+
+    * OpenAI: a `chat.completion` (or its SSE stream), fields as given. `reasoning` is the
+      message field named by `reasoning_field`: `reasoning_content` (DeepSeek, vLLM, Qwen) or
+      `reasoning` (OpenRouter, Ollama, newer vLLM); streamed, its deltas come before the
+      content deltas.
+    * Anthropic: a `message` with a `thinking` block for `reasoning` (with a stand-in
+      `signature`), a `redacted_thinking` block for `redacted_thinking` (its opaque `data`),
+      a text block for `content` and a `tool_use` block per tool call, in that order
+      (`input` = the parsed `arguments`, which must be a JSON object). `finish_reason`
+      `stop` -> `end_turn` (`tool_use` when there are tool calls), `length` -> `max_tokens`,
+      `tool_calls` -> `tool_use`, `content_filter` -> `refusal`; any other value is sent as
+      given. A `refusal` is `stop_reason: "refusal"` with `stop_details.explanation` = the
+      refusal text (and a text block only if `content` is set too).
+    * Gemini: one candidate whose parts are a thought part (`thought: true`) for `reasoning`,
+      a text part for `content` and a `functionCall` per tool call (`args` = the parsed
+      `arguments`), in that order. `stop` and `tool_calls` -> `STOP`,
+      `length` -> `MAX_TOKENS`, `content_filter` -> `SAFETY`; any other value is upper-cased
+      (google-genai warns about a value its `FinishReason` enum does not know).
+      Gemini has no refusal: a `refusal` is served as a `SAFETY` stop without any content (it
+      reads as a content filter, reasoning included).
+
+    `redacted_thinking` is Anthropic's alone: the OpenAI and Gemini routes do not send it.
+
+    `usage` uses OpenAI's names (`prompt_tokens`, `completion_tokens`, `reasoning_tokens`) on
+    every route and defaults to characters / 4: prompt = the text of all messages (with
+    Anthropic's top-level `system` and Gemini's `systemInstruction`), reasoning = `reasoning`
+    (only when set; `redacted_thinking` is opaque and not counted), completion = `content` plus
+    the reasoning tokens. As in OpenAI's usage, `completion_tokens` includes the reasoning
+    tokens (when an explicit `usage` omits it, it defaults to `reasoning_tokens`). Each route
+    sends them in its own fields: OpenAI `completion_tokens_details.reasoning_tokens`;
+    Anthropic `output_tokens` (which includes them) and `output_tokens_details.thinking_tokens`;
+    Gemini `thoughtsTokenCount`, with `candidatesTokenCount` = completion - reasoning.
+    """
+
+    content: str | None = None
+    finish_reason: str = "stop"
+    refusal: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    status: int = 200
+    body: str | bytes | None = None
+    content_type: str | None = None
+    delay_s: float = 0.0
+    usage: dict[str, int] | None = None
+    headers: dict[str, str] | None = None
+    error_type: str | None = None
+    error_param: str | None = None
+    error_code: str | None = None
+    reasoning: str | None = None
+    reasoning_field: Literal["reasoning_content", "reasoning"] = "reasoning_content"
+    redacted_thinking: str | None = None
+
+    def __post_init__(self) -> None:
+        if not 100 <= self.status <= 599:
+            raise ValueError(f"status must be an HTTP status code, got {self.status}")
+        if not (self.delay_s >= 0 and math.isfinite(self.delay_s)):
+            raise ValueError(f"delay_s must be a finite number >= 0, got {self.delay_s}")
+        if self.reasoning_field not in _REASONING_FIELDS:  # a reply file is not type-checked
+            raise ValueError(
+                f"reasoning_field must be one of {sorted(_REASONING_FIELDS)}, "
+                f"got {self.reasoning_field!r}"
+            )
+        usage = self.usage or {}
+        if usage.get("reasoning_tokens", 0) > usage.get("completion_tokens", math.inf):
+            raise ValueError(
+                "usage: completion_tokens includes reasoning_tokens, so it cannot be smaller, "
+                f"got {usage}"
+            )
+
+    @classmethod
+    def error(
+        cls,
+        status: int,
+        message: str = "Scripted error.",
+        type: str | None = None,
+        param: str | None = None,
+        code: str | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        delay_s: float = 0.0,
+    ) -> ScriptedReply:
+        """An HTTP error reply, its body in the shape of the route it is served on.
+
+        OpenAI: `{"error": {"message", "type", "param", "code"}}`, `type` defaulting to
+        `server_error` for 5xx, `requests` for 429 and `invalid_request_error` otherwise.
+        Anthropic: `{"type": "error", "error": {"type", "message"}}`, `type` defaulting to
+        Anthropic's name for the status (`api_error`, `rate_limit_error`, ...). Gemini:
+        `{"error": {"code", "message", "status"}}`, `status` = `type` or Google's name for the
+        HTTP status (`INTERNAL`, `RESOURCE_EXHAUSTED`, ...). `param` and `code` are OpenAI's only.
+        """
+        if status < 400:
+            raise ValueError(f"an error reply needs a status >= 400, got {status}")
+        return cls(
+            content=message,
+            status=status,
+            headers=dict(headers) if headers else None,
+            delay_s=delay_s,
+            error_type=type,
+            error_param=param,
+            error_code=code,
+        )
+
+    @classmethod
+    def non_json(cls, text: str = "<html>bad gateway</html>", status: int = 200) -> ScriptedReply:
+        """A `text/html` body, as a misconfigured proxy or gateway would send it."""
+        return cls(status=status, body=text, content_type="text/html; charset=utf-8")
+
+    @classmethod
+    def slow(cls, content: str, delay_s: float) -> ScriptedReply:
+        """A normal reply sent after `delay_s` seconds (interrupted by `ScriptedServer.stop`)."""
+        return cls(content=content, delay_s=delay_s)
+
+
+# One entry of a script: assistant content, a reply, or a callable making one from the request.
+ScriptItem = str | ScriptedReply | Callable[[dict[str, Any]], str | ScriptedReply]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    """One HTTP request as the server received it; `body` is the parsed JSON object, if any."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any] | None
+    raw: bytes
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The request's `messages` (OpenAI, Anthropic), or a Gemini request's `contents` as
+        `{"role": "user" | "assistant", "content": text}` messages, or `[]` when it has none."""
+        body = self.body or {}
+        messages = body.get("messages")
+        if isinstance(messages, list):
+            return list(messages)
+        return gemini_generate.messages(body)
+
+    @property
+    def system(self) -> str:
+        """The system prompt: OpenAI's system messages, Anthropic's top-level `system` or
+        Gemini's `systemInstruction`, as text (`""` when there is none)."""
+        body = self.body or {}
+        if "system" in body:
+            return content_text(body["system"])
+        instruction = gemini_generate.system_text(body)
+        if instruction is not None:
+            return instruction
+        return "\n".join(
+            content_text(message.get("content"))
+            for message in self.messages
+            if isinstance(message, dict) and message.get("role") in ("system", "developer")
+        )
+
+    @property
+    def last_user_text(self) -> str:
+        """Text of the last user message (text parts joined when the content is a list)."""
+        for message in reversed(self.messages):
+            if isinstance(message, dict) and message.get("role") == "user":
+                return content_text(message.get("content"))
+        return ""

@@ -1,0 +1,26 @@
+"""The wire formats the scripted server speaks, one module each; pure functions, no sockets.
+
+`WIRE_FORMATS` is what the server's handler routes model requests on: OpenAI chat completions,
+Anthropic Messages and Gemini `generateContent`, each a `WireFormat`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from . import anthropic_messages, gemini_generate, openai_chat
+from ._common import JSON_TYPE, UnservableReply, WireFormat, content_text, usage
+
+__all__ = [
+    "JSON_TYPE",
+    "WIRE_FORMATS",
+    "UnservableReply",
+    "WireFormat",
+    "anthropic_messages",
+    "content_text",
+    "gemini_generate",
+    "openai_chat",
+    "usage",
+]
+
+WIRE_FORMATS: Final = (openai_chat.FORMAT, anthropic_messages.FORMAT, gemini_generate.FORMAT)

@@ -1,0 +1,131 @@
+"""The package's layering, checked on the source: `_core` imports nothing above itself, no
+module of `src/` reads the repository's `contracts/` packs, and no two modules import each other
+(directly or in a circle), not even through an import inside a function."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = SRC / "healjson"
+ABOVE_CORE = ("adapters", "testing", "_cli", "_decorator", "_wrap", "_packs")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _type_checking_only(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports(path: Path) -> Iterator[str]:
+    """Every module `path` imports at run time (module level or inside functions; not the
+    imports under `if TYPE_CHECKING:`), as absolute names."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module_name(path).split(".")
+    if path.name != "__init__.py":
+        package.pop()
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _type_checking_only(node):
+            skipped.update(id(inner) for inner in ast.walk(node))
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                stem = ".".join([*base, node.module] if node.module else base)
+            else:
+                stem = node.module or ""
+            yield stem
+            # `from . import events`: the imported names may be modules themselves
+            yield from (f"{stem}.{alias.name}" for alias in node.names)
+
+
+def graph() -> dict[str, set[str]]:
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    edges: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        edges[name] = {target for target in imports(path) if target in modules and target != name}
+    return edges
+
+
+def test_the_graph_is_read() -> None:
+    """The checks below see the real imports (a reader that found none would pass them all)."""
+    edges = graph()
+    assert "healjson._core.engine" in edges
+    assert "healjson._core.check" in edges["healjson._core.engine"]
+    assert "healjson._core.events" in edges["healjson._core.engine"]  # `from . import events`
+
+
+def test_core_imports_nothing_above_itself() -> None:
+    above = tuple(f"healjson.{name}" for name in ABOVE_CORE)
+    offences = [
+        f"{module} imports {target}"
+        for module, targets in graph().items()
+        if module.startswith("healjson._core")
+        for target in targets
+        if target.startswith(above) or target == "healjson"
+    ]
+    assert [] == offences
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: p.name)
+def test_no_module_reads_the_repository_contract_packs(path: Path) -> None:
+    """`contracts/` holds example packs for users; the library must not depend on them."""
+    text = path.read_text(encoding="utf-8")
+    assert not any(target.split(".")[0] == "contracts" for target in imports(path))
+    assert '"contracts/' not in text
+    assert "'contracts/" not in text
+
+
+def test_there_is_no_import_circle() -> None:
+    edges = graph()
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(edges[node]):
+            if state.get(target) == 1:
+                cycles.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target)
+        path.pop()
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node)
+    assert [] == [" -> ".join(cycle) for cycle in cycles]
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    """CI and a new contributor run the same checks: the README's second command, linters
+    first, is what `.ci/run` executes."""
+    root = SRC.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    block = readme.split("```bash\n", 1)[1].split("```", 1)[0].strip().splitlines()
+    assert 2 == len(block)
+    test_command = block[1]
+    assert test_command.endswith(".venv/bin/python -m pytest")
+    for check in ("ruff check src", "ruff format --check src", "mypy src"):
+        assert check in test_command
+    ci = (root / ".ci" / "run").read_text(encoding="utf-8")
+    assert test_command in ci.splitlines()
