@@ -4,7 +4,7 @@ Run from the repository root to regenerate `benchmarks/scenarios/packs.jsonl`:
 
     .venv/bin/python benchmarks/pack_scenarios.py
 
-For each pack in `contracts/` the known-good value is the pack's first golden example; this file
+For each pack in `healjson.packs` the known-good value is the pack's first golden example; this file
 adds, by hand, a realistic prompt (system + user) that the good value answers, and a
 `violation`: a value that passes the schema but breaks exactly one of the pack's contracts (so
 every pack has the `contract_violation` class). `healjson._cli.scenarios.malformations` derives the
@@ -12,8 +12,8 @@ rest and checks that every reply is what its class claims. A class that does not
 good value is left out (no `true`/`false`/`null` for `python_literals` to spell, no number for
 `quoted_number` to quote).
 
-Each row names its pack by a path relative to `benchmarks/scenarios/`, which is how
-`healjson eval` resolves a row's relative `.py` path, so the file also runs as
+Each row names its pack by its built-in name (`"contracts": "support_ticket"`), which
+`healjson eval` loads from any directory, so the file also runs as
 `healjson eval benchmarks/scenarios/packs.jsonl`. `tests/test_pack_scenarios.py` regenerates the
 file in memory and fails when the committed copy is stale.
 """
@@ -43,7 +43,7 @@ class PackCase:
     """One pack's hand-written inputs to `malformations`."""
 
     name: str
-    spec: str  # the pack's path relative to SCENARIO_DIR, as written in the rows
+    spec: str  # the pack's built-in name (`healjson.load_contracts`), as written in the rows
     messages: tuple[Mapping[str, str], ...]
     violation: Mapping[str, Any]
     breaks: str  # the one contract `violation` breaks (checked by `build`)
@@ -55,8 +55,7 @@ def _changed(pack: healjson.ContractPack, **changes: Any) -> dict[str, Any]:
 
 
 def _load(spec: str) -> healjson.ContractPack:
-    # resolved: the scenarios folder may not exist yet, and `..` cannot pass through it then
-    return healjson.load_contracts((SCENARIO_DIR / spec).resolve())
+    return healjson.load_contracts(spec)
 
 
 # -- support_ticket -------------------------------------------------------------------------------
@@ -64,7 +63,7 @@ def _load(spec: str) -> healjson.ContractPack:
 # needs it soon", ORD-123456. The customer reports no defect and wants no refund, so the
 # input-grounded rule (`category_matches_defect_refund`) lets a logistics ticket stand.
 
-_TICKET_SPEC = "../../contracts/support_ticket.py"
+_TICKET_SPEC = "support_ticket"
 _TICKET_MESSAGES = (
     {
         "role": "system",
@@ -94,7 +93,7 @@ def _ticket_violation(pack: healjson.ContractPack) -> dict[str, Any]:
 # Good value: INV-2024-0042, EUR, issued 2024-03-01, due 2024-03-31; 10 h consulting at 120.00 and
 # travel 85.50; VAT 244.25; total 1529.75.
 
-_INVOICE_SPEC = "../../contracts/invoice.py"
+_INVOICE_SPEC = "invoice"
 _INVOICE_MESSAGES = (
     {
         "role": "system",
@@ -127,7 +126,7 @@ def _invoice_violation(pack: healjson.ContractPack) -> dict[str, Any]:
 # Good value: Lisbon -> Paris by air (07:10 +01:00 -> 10:45 +02:00), Paris -> Amsterdam by train
 # (13:25 -> 16:43 +02:00), all on 2024-05-01.
 
-_ITINERARY_SPEC = "../../contracts/itinerary.py"
+_ITINERARY_SPEC = "itinerary"
 _ITINERARY_MESSAGES = (
     {
         "role": "system",

@@ -8,8 +8,10 @@ suites that never use these fixtures do not pay for importing healjson and pydan
   `healjson.testing.check_pack` function).
 - Hypothesis profiles `healjson-ci` (25 examples, derandomized) and `healjson-thorough` (1000
   examples). They are registered when hypothesis is already loaded, and
-  `HEALJSON_HYPOTHESIS_PROFILE=healjson-ci` (or any registered profile name) registers and loads
-  one for the whole run.
+  `HEALJSON_HYPOTHESIS_PROFILE=healjson-thorough` (or any registered profile name, one your
+  conftest registers included) registers and loads one for the whole run. It is healjson's only
+  profile variable (healjson's own test suite reads it too); the generic `HYPOTHESIS_PROFILE`
+  is left alone, for your own conftest to use.
 
 Importing this module loads only pytest and the standard-library server (no openai, no
 hypothesis), so registering the plugin costs nothing for test suites that never use it.

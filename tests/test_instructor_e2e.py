@@ -264,22 +264,98 @@ def test_always_invalid_degrades_after_max_attempts(
     assert 3 == len(scripted_server.requests)
 
 
-def test_call_site_max_retries_is_ignored(scripted_server: ScriptedServer, runner: str) -> None:
-    """An instructor call site's `max_retries=5` does not multiply requests: the policy rules."""
-    scripted_server.extend([reply(JSON, "no JSON here")] * 2)
+def test_call_site_max_retries_is_healjsons_attempt_budget(
+    scripted_server: ScriptedServer, runner: str
+) -> None:
+    """An instructor call site's `max_retries=1` means two calls in all, made by healjson's
+    repair loop (instructor itself always gets `max_retries=0`)."""
+    scripted_server.extend([reply(JSON, "no JSON here")] * 3)
 
-    outcome = ask(
-        scripted_server,
-        JSON,
-        runner,
-        response_model=Person,
-        max_retries=5,
-        policy=HealPolicy(max_attempts=2),
-    )
+    outcome = ask(scripted_server, JSON, runner, response_model=Person, max_retries=1)
 
     assert isinstance(outcome, Degraded)
     assert Reason.MAX_RETRIES_EXCEEDED == outcome.reason
+    assert 2 == outcome.max_attempts
     assert 2 == len(scripted_server.requests)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"max_retries": 2, "policy": HealPolicy(max_attempts=2)}, "not both"),
+        ({"max_retries": -1}, "whole number"),
+        ({"max_retries": 2.5}, "whole number"),
+        ({"validation_context": {"a": 1}, "context": {"b": 2}}, "not both"),
+        ({"validation_context": ["not", "a", "mapping"]}, "mapping"),
+    ],
+)
+def test_instructor_keywords_healjson_cannot_honour_raise_at_call_time(
+    scripted_server: ScriptedServer, kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(TypeError, match=message):
+        ask(scripted_server, JSON, "sync", response_model=Person, **kwargs)
+    assert 0 == len(scripted_server.requests)
+
+
+def test_validation_context_reaches_the_contracts(scripted_server: ScriptedServer) -> None:
+    """instructor's `validation_context=` is the contracts' context (`ctx.extra`)."""
+    seen: list[Any] = []
+
+    @contract(fields=("name",))
+    def known_name(person: Person, ctx: healjson.ContractContext) -> Violation | None:
+        seen.append(dict(ctx.extra))
+        return None
+
+    scripted_server.push(reply(JSON, GOOD))
+    outcome = ask(
+        scripted_server,
+        JSON,
+        "sync",
+        response_model=Person,
+        contracts=[known_name],
+        validation_context={"names": ["Ann"]},
+    )
+    assert isinstance(outcome, Healed)
+    assert {"names": ["Ann"]} in seen
+
+
+def test_create_with_completion_is_healed_and_returns_the_raw_completion(
+    scripted_server: ScriptedServer, runner: str
+) -> None:
+    """A fenced answer instructor would reject heals in one call; the completion comes too."""
+    scripted_server.push(reply(JSON, f"```json\n{GOOD}\n```"))
+
+    async def go_async() -> Any:
+        async with async_sdk(scripted_server) as sdk:
+            client = healjson.wrap(instructor.from_openai(sdk, mode=JSON))
+            return await client.create_with_completion(
+                model="gpt-test", messages=USER, response_model=Person
+            )
+
+    if runner == "async":
+        outcome, completion = asyncio.run(go_async())
+    else:
+        with sync_sdk(scripted_server) as sdk:
+            client = healjson.wrap(instructor.from_openai(sdk, mode=JSON))
+            outcome, completion = client.create_with_completion(
+                model="gpt-test", messages=USER, response_model=Person
+            )
+    assert isinstance(outcome, Healed)
+    assert Person(name="Ann", age=31) == outcome.value
+    assert isinstance(completion, openai.types.chat.ChatCompletion)
+    assert f"```json\n{GOOD}\n```" == completion.choices[0].message.content
+    assert 1 == len(scripted_server.requests)
+
+
+@pytest.mark.parametrize("name", ["create_partial", "create_iterable", "create_generator"])
+def test_streaming_create_methods_are_refused_with_the_healed_alternative(
+    scripted_server: ScriptedServer, name: str
+) -> None:
+    with sync_sdk(scripted_server) as sdk:
+        client = healjson.wrap(instructor.from_openai(sdk, mode=JSON))
+        with pytest.raises(AttributeError, match=r"chat\.completions\.create\(response_model"):
+            getattr(client, name)
+    assert 0 == len(scripted_server.requests)
 
 
 # ---------------------------------------------------------------------------------------------

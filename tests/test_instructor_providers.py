@@ -371,17 +371,13 @@ def test_always_invalid_degrades_after_max_attempts(
     assert "age" in scripted_server.requests[-1].last_user_text
 
 
-def test_call_site_max_retries_is_ignored(scripted_server: ScriptedServer, provider: str) -> None:
-    """instructor's `max_retries=5` does not multiply requests: the heal policy rules."""
-    scripted_server.extend(["no JSON here"] * 2)
+def test_call_site_max_retries_is_healjsons_attempt_budget(
+    scripted_server: ScriptedServer, provider: str
+) -> None:
+    """instructor's `max_retries=1` is two calls in all, made by healjson's repair loop."""
+    scripted_server.extend(["no JSON here"] * 3)
 
-    outcome = ask(
-        scripted_server,
-        provider,
-        response_model=Person,
-        max_retries=5,
-        policy=HealPolicy(max_attempts=2),
-    )
+    outcome = ask(scripted_server, provider, response_model=Person, max_retries=1)
 
     assert isinstance(outcome, Degraded)
     assert Reason.MAX_RETRIES_EXCEEDED == outcome.reason

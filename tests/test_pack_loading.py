@@ -1,16 +1,27 @@
-"""Loading contract packs: by file path, by `module:attribute`, and what a bad spec says."""
+"""Loading contract packs: by file path, built-in name, entry point, `module:attribute`, in that
+order, and what a bad spec says."""
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
+from pydantic_core import to_json
+from typer.testing import CliRunner
 
+import healjson.packs
 from healjson import ContractPack, Healer, load_contracts
+from healjson._cli.app import app
+from healjson._packs import ENTRY_POINT_GROUP, built_in_packs
 from healjson.testing import ScriptedModel
+
+BUILT_INS = ("invoice", "itinerary", "support_ticket")
 
 
 class Point(BaseModel):
@@ -77,3 +88,123 @@ def test_bad_pack_specs_say_what_was_tried(tmp_path: Path) -> None:
         load_contracts("no_such_module_anywhere")
     with pytest.raises(KeyError, match="has no contract"):
         ContractPack(Point).contract("missing")
+
+
+# ---------------------------------------------------------------------------------------------
+# Built-in names and the lookup order: file path, built-in name, entry point, module
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def box_module(pack_file: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The box pack importable as the module `box_pack` *and* as `invoice` (a user's module that
+    shares a built-in pack's name)."""
+    (pack_file.parent / "invoice.py").write_text(PACK_SOURCE)
+    monkeypatch.syspath_prepend(str(pack_file.parent))
+    yield pack_file
+    for name in ("box_pack", "invoice"):
+        sys.modules.pop(name, None)
+
+
+def _fake_entry_points(monkeypatch: pytest.MonkeyPatch, **points: str) -> None:
+    """Installed entry points in the `healjson.contracts` group: name -> `module:attribute`."""
+    group = [
+        importlib.metadata.EntryPoint(name=name, value=value, group=ENTRY_POINT_GROUP)
+        for name, value in points.items()
+    ]
+
+    def entry_points(**selection: str) -> list[importlib.metadata.EntryPoint]:
+        return group if selection == {"group": ENTRY_POINT_GROUP} else []
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+
+
+def test_built_in_packs_are_the_modules_of_healjson_packs() -> None:
+    """`built_in_packs()` lists every module in `healjson/packs/`, and the package's docstring
+    names each of them."""
+    folder = Path(healjson.packs.__file__).parent
+    assert BUILT_INS == built_in_packs()
+    assert sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__") == list(BUILT_INS)
+    doc = healjson.packs.__doc__ or ""
+    assert all(f"`healjson.packs.{name}`" in doc for name in BUILT_INS)
+
+
+@pytest.mark.parametrize("name", BUILT_INS)
+def test_a_built_in_name_loads_from_any_directory(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bare built-in name (and `name:pack`) needs no file next to the caller."""
+    monkeypatch.chdir(tmp_path)
+    pack = load_contracts(name)
+    assert name == pack.name
+    assert pack is load_contracts(f"{name}:pack")
+    golden = to_json(pack.examples[0]).decode()
+    assert pack.healer().run(ScriptedModel([golden]), "go").ok
+
+
+def test_a_file_path_comes_before_a_built_in_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`invoice.py` is the file in the working directory; `invoice` is the built-in pack."""
+    (tmp_path / "invoice.py").write_text(PACK_SOURCE)
+    monkeypatch.chdir(tmp_path)
+    assert "box" == load_contracts("invoice.py").name
+    assert "invoice" == load_contracts("invoice").name
+
+
+def test_a_built_in_name_comes_before_entry_points_and_modules(
+    box_module: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry point or a module that shares a built-in's name does not shadow it."""
+    _fake_entry_points(monkeypatch, invoice="box_pack:pack")
+    assert "invoice" == load_contracts("invoice").name
+    assert "invoice" == load_contracts("invoice:pack").name
+
+
+def test_an_entry_point_comes_before_a_module_of_the_same_name(
+    box_module: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name that is both an installed entry point and an importable module is the entry
+    point's pack; other names still import as modules."""
+    module_pack = load_contracts("box_pack")
+    other = ContractPack(Point, name="from the entry point")
+    monkeypatch.setattr(healjson.packs, "other", other, raising=False)
+    _fake_entry_points(monkeypatch, box_pack="healjson.packs:other")
+    assert other is load_contracts("box_pack")
+    assert module_pack is load_contracts("box_pack:pack")  # `name:attr` is never an entry point
+
+
+def test_an_unknown_name_lists_the_built_in_packs(tmp_path: Path) -> None:
+    """The error for a name that matches nothing says which built-in names exist."""
+    with pytest.raises(LookupError) as raised:
+        load_contracts("support_tickets")
+    message = str(raised.value)
+    assert "built-in pack 'support_tickets'" in message
+    assert "invoice, itinerary, support_ticket" in message
+    assert "entry point 'support_tickets'" in message
+    assert "module 'support_tickets'" in message
+
+
+def test_the_command_line_takes_a_built_in_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`healjson heal reply.txt --contracts support_ticket`, as the README shows it, from a
+    directory with no pack in it: the pack's model is the target and its rules run."""
+    monkeypatch.chdir(tmp_path)
+    ticket = {
+        "urgency": 5,
+        "category": "logistics",
+        "summary": "Ship it now",
+        "orderId": "ORD-123456",
+    }
+    reply = json.dumps(ticket)[:-1] + ",}"  # a trailing comma: L1 repairs it, L2 judges it
+    (tmp_path / "reply.txt").write_text(reply, encoding="utf-8")
+    result = CliRunner().invoke(app, ["heal", "reply.txt", "--contracts", "support_ticket"])
+    assert 1 == result.exit_code, result.output  # degraded: the pack's rules caught it
+    assert "SupportTicket schema + 5 contract(s)**: 2 problem(s)" in result.stdout
+    assert 'a ticket with category "logistics" has urgency <= 3' in result.stdout
+    unknown = CliRunner().invoke(app, ["heal", "reply.txt", "--contracts", "support_tickets"])
+    assert 2 == unknown.exit_code
+    flat = " ".join(unknown.output.translate(str.maketrans("", "", "│╭╮╰╯─")).split())
+    assert "built-in pack 'support_tickets'" in flat
+    assert "invoice, itinerary, support_ticket" in flat

@@ -10,8 +10,10 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 import healjson
+from healjson._cli.app import app
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 SCENARIO_FILE = BENCHMARKS / "scenarios" / "packs.jsonl"
@@ -63,8 +65,9 @@ def test_every_pack_has_every_applicable_class() -> None:
 
 @pytest.mark.parametrize("row", ROWS, ids=[row["id"] for row in ROWS])
 def test_first_reply_heals_exactly_when_locally_fixable(row: dict[str, Any]) -> None:
-    # the row's pack path is relative to the scenario file's folder, as `healjson eval` reads it
-    pack = healjson.load_contracts((SCENARIO_FILE.parent / row["contracts"]).resolve())
+    # the row names a built-in pack, which `healjson eval` loads from any directory
+    assert row["id"].split("/", 1)[0] == row["contracts"]
+    pack = healjson.load_contracts(row["contracts"])
     first = row["replies"][0]
     text, finish = (
         (first, None) if isinstance(first, str) else (first["content"], first.get("finish_reason"))
@@ -83,3 +86,18 @@ def test_first_reply_heals_exactly_when_locally_fixable(row: dict[str, Any]) -> 
     )
     assert last.ok, last
     assert last.value == pack.model.model_validate(row["expected"])
+
+
+def test_rows_run_under_healjson_eval_from_another_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy of the file elsewhere still runs: its rows name built-in packs, not paths."""
+    picked = [row for row in ROWS if row["kind"] == "contract_violation"]
+    assert sorted(row["contracts"] for row in picked) == sorted(pack_scenarios.PACKS)
+    copy = tmp_path / "copy.jsonl"
+    copy.write_text("".join(json.dumps(row) + "\n" for row in picked), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["eval", copy.name, "--a", "local", "--b", "healed"])
+    assert 0 == result.exit_code, result.output
+    assert "| `local` | 0/3 |" in result.stdout
+    assert "| `healed` | 3/3 |" in result.stdout

@@ -1,7 +1,9 @@
-"""The contract packs in `contracts/`: loading, golden examples, diagnostics, strategies, e2e."""
+"""The contract packs that ship in `healjson.packs`: loading, golden examples, diagnostics,
+strategies, e2e."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -17,15 +19,13 @@ from hypothesis import strategies as st
 from pydantic_core import to_json
 
 import healjson
+import healjson.packs
 from healjson import ContractPack, Diagnostic, Healed, Source, load_contracts
 from healjson.testing import ScriptedServer
 
-ROOT = Path(__file__).resolve().parent.parent
-PACK_DIR = ROOT / "contracts"
+PACK_DIR = Path(healjson.packs.__file__).resolve().parent
 PACK_NAMES = ("support_ticket", "invoice", "itinerary")
-PACKS: dict[str, ContractPack] = {
-    name: load_contracts(PACK_DIR / f"{name}.py") for name in PACK_NAMES
-}
+PACKS: dict[str, ContractPack] = {name: load_contracts(name) for name in PACK_NAMES}
 RULES = [(name, rule.name) for name in PACK_NAMES for rule in PACKS[name].contracts]
 
 TICKET = PACKS["support_ticket"]
@@ -54,13 +54,19 @@ def example(pack: ContractPack, index: int) -> Any:
 
 
 @pytest.mark.parametrize("name", PACK_NAMES)
-def test_every_pack_loads_by_relative_path(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`load_contracts("contracts/<name>.py")` (and `...py:pack`) returns the module's pack."""
-    monkeypatch.chdir(ROOT)
-    pack = load_contracts(f"contracts/{name}.py")
-    assert name == pack.name
-    assert PACKS[name].contracts == pack.contracts
-    assert name == load_contracts(f"contracts/{name}.py:pack").name
+def test_every_pack_loads_by_name_from_any_directory(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`load_contracts("<name>")` is `healjson.packs.<name>.pack` wherever the process runs; its
+    file still loads by path (a copy to start from behaves the same)."""
+    monkeypatch.chdir(tmp_path)
+    pack = load_contracts(name)
+    assert importlib.import_module(f"healjson.packs.{name}").pack is pack
+    assert pack is PACKS[name]
+    by_path = load_contracts(PACK_DIR / f"{name}.py")
+    assert name == by_path.name
+    assert [rule.name for rule in pack.contracts] == [rule.name for rule in by_path.contracts]
+    assert pack.examples == by_path.examples
 
 
 @pytest.mark.parametrize("name", PACK_NAMES)
@@ -346,28 +352,28 @@ import json, sys
 def from_packs(pack_dir):
     return sorted(
         name for name, module in list(sys.modules.items())
-        if name == "contracts" or name.startswith(("contracts.", "healjson_pack_"))
+        if name == "healjson.packs" or name.startswith(("healjson.packs.", "healjson_pack_"))
         or str(getattr(module, "__file__", None) or "").startswith(pack_dir)
     )
-import healjson, healjson.testing
+import healjson, healjson.testing, healjson.adapters
 before = from_packs(sys.argv[1])
-healjson.load_contracts("contracts/support_ticket.py")
+healjson.load_contracts("support_ticket")
 print(json.dumps([before, from_packs(sys.argv[1])]))
 """
 
 
-def test_importing_healjson_imports_nothing_from_contracts() -> None:
-    """`import healjson` loads no module from `contracts/`; loading a pack visibly does."""
+def test_importing_healjson_imports_none_of_the_packs(tmp_path: Path) -> None:
+    """`import healjson` loads nothing from `healjson.packs`; loading a pack by name does."""
     result = subprocess.run(
         [sys.executable, "-c", _IMPORT_PROBE, str(PACK_DIR)],
-        cwd=ROOT,
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         check=True,
     )
     before, after = json.loads(result.stdout)
     assert [] == before
-    assert after  # the probe would see a pack module if the engine had imported one
+    assert ["healjson.packs", "healjson.packs.support_ticket"] == after
 
 
 # ---------------------------------------------------------------------------------------------

@@ -561,3 +561,65 @@ def test_plugin_loads_the_profile_named_by_the_environment(
 def test_cut_reply_that_only_a_repair_could_close_is_refused_as_truncated() -> None:
     """A fenced reply cut by the token limit is refused even when json-repair could close it."""
     _refuses_as_truncated("```\n{ /* c */ 'c}': 1", dict, {"c}": 1}, "length")
+
+
+# --- violating() builds rule breakers constructively --------------------------------------------
+
+
+class ArithmeticLine(BaseModel):
+    quantity: int = Field(ge=1, le=50)
+    unit_price: float = Field(ge=0, le=1000)
+
+
+class ArithmeticInvoice(BaseModel):
+    lines: list[ArithmeticLine] = Field(min_length=1, max_length=5)
+    total: float = Field(ge=0)
+    currency: Literal["EUR", "USD"]
+
+
+@contract(fields=("total", "lines"))
+def total_adds_up(invoice: ArithmeticInvoice) -> Violation | None:
+    expected = sum(line.quantity * line.unit_price for line in invoice.lines)
+    if not math.isclose(invoice.total, expected, abs_tol=0.01):
+        return Violation(f"total must be the sum of the lines ({expected:.2f})")
+    return None
+
+
+@contract(fields=("currency",))
+def euro_only(invoice: ArithmeticInvoice) -> Violation | None:
+    return None if invoice.currency == "EUR" else Violation("invoices are in EUR")
+
+
+@contract(fields=("total",))
+def cannot_be_broken(invoice: ArithmeticInvoice) -> Violation | None:
+    return None
+
+
+ARITHMETIC = ContractPack(
+    ArithmeticInvoice,
+    (total_adds_up, euro_only, cannot_be_broken),
+    ({"lines": [{"quantity": 2, "unit_price": 12.5}], "total": 25.0, "currency": "EUR"},),
+    name="invoices",
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_violating_breaks_an_arithmetic_rule_without_giving_up(data: st.DataObject) -> None:
+    """`total == sum(quantity * unit_price)` almost never holds by chance, and almost never
+    breaks alone by chance either: built from the examples, every drawn value breaks it alone."""
+    invoice = data.draw(violating(ARITHMETIC, "total_adds_up"))
+    from healjson.testing._strategies import judge
+
+    found = judge(ARITHMETIC, invoice)
+    assert {"total_adds_up"} == {d.rule for d in found}
+
+
+def test_a_rule_nothing_breaks_is_reported_with_what_to_supply() -> None:
+    """`check_pack` names the rule and the fix, never hypothesis' raw health-check text alone."""
+    with pytest.raises(AssertionError) as failed:
+        check_pack(ARITHMETIC, max_examples=5)
+    message = str(failed.value)
+    assert "violating(pack, 'cannot_be_broken')" in message
+    assert "ContractPack.strategies" in message
+    assert "total_adds_up" not in message  # the arithmetic rule is broken constructively

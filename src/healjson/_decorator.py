@@ -16,7 +16,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, Generic, ParamSpec, Protocol, TypeVar, overload
 
-from ._core.contracts import Contract
+from ._core.contracts import Contract, Rule
 from ._core.healer import Healer
 from ._core.messages import normalise_messages
 from ._core.outcome import Outcome
@@ -64,7 +64,7 @@ class _PromptDecorator(Protocol, Generic[T]):
 def heal(
     response_model: type[T],
     *,
-    contracts: Iterable[Contract | Callable[..., Any]] = ...,
+    contracts: Iterable[Rule[T]] = ...,
     policy: HealPolicy | None = ...,
     fallback: Any = ...,
     examples: Iterable[Any] = ...,
@@ -76,7 +76,7 @@ def heal(
 def heal(
     response_model: type[T],
     *,
-    contracts: Iterable[Contract | Callable[..., Any]] = ...,
+    contracts: Iterable[Rule[T]] = ...,
     policy: HealPolicy | None = ...,
     fallback: Any = ...,
     examples: Iterable[Any] = ...,
@@ -88,7 +88,7 @@ def heal(
 def heal(
     response_model: type[T],
     *,
-    contracts: Iterable[Contract | Callable[..., Any]] = ...,
+    contracts: Iterable[Rule[T]] = ...,
     policy: HealPolicy | None = ...,
     fallback: Any = ...,
     examples: Iterable[Any] = ...,
@@ -99,7 +99,7 @@ def heal(
 def heal(
     response_model: Any,
     *,
-    contracts: Iterable[Contract | Callable[..., Any]] = (),
+    contracts: Iterable[Contract[Any] | Callable[..., Any]] = (),
     policy: HealPolicy | None = None,
     fallback: Any = None,
     examples: Iterable[Any] = (),

@@ -1,7 +1,9 @@
 """Contract packs: a model, its contracts and golden examples, loaded from outside the engine.
 
-`load_contracts(spec)` takes a file path (`contracts/support_ticket.py`), a
-`package.module:attribute` reference, or the name of a `healjson.contracts` entry point.
+`load_contracts(spec)` takes a file path (`packs/tickets.py`), the name of a pack that ships with
+healjson (`"support_ticket"`, `"invoice"`, `"itinerary"`: the modules of `healjson.packs`), the
+name of a `healjson.contracts` entry point, or a `package.module[:attribute]` reference, tried in
+that order.
 """
 
 from __future__ import annotations
@@ -17,9 +19,16 @@ from typing import Any
 
 from ._core.contracts import Contract, as_contract
 
-__all__ = ["ENTRY_POINT_GROUP", "ContractPack", "load_contracts"]
+__all__ = [
+    "BUILT_IN_PACKAGE",
+    "ENTRY_POINT_GROUP",
+    "ContractPack",
+    "built_in_packs",
+    "load_contracts",
+]
 
 ENTRY_POINT_GROUP = "healjson.contracts"
+BUILT_IN_PACKAGE = "healjson.packs"  # the example packs that ship inside the package
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +42,7 @@ class ContractPack:
     """
 
     model: Any
-    contracts: tuple[Contract, ...] = ()
+    contracts: tuple[Contract[Any], ...] = ()
     examples: tuple[Any, ...] = ()
     name: str = ""
     description: str = ""
@@ -59,7 +68,7 @@ class ContractPack:
 
         return Healer(self.model, contracts=self.contracts, examples=self.examples, **options)
 
-    def contract(self, name: str) -> Contract:
+    def contract(self, name: str) -> Contract[Any]:
         """The pack's contract called `name` (KeyError lists the names there are)."""
         for rule in self.contracts:
             if rule.name == name:
@@ -70,9 +79,18 @@ class ContractPack:
 
 
 def load_contracts(spec: str | Path) -> ContractPack:
-    """Load a `ContractPack` by file path, `module:attribute`, module name or entry-point name.
+    """Load a `ContractPack`; `spec` is tried, in this order, as:
 
-    Raises `LookupError` naming everything that was tried when nothing matches.
+    1. a file path: a spec ending in `.py`, or `file.py:attribute` (relative to the working
+       directory; a missing file is a `LookupError` at once, nothing else is tried);
+    2. a built-in pack name: `"support_ticket"`, `"invoice"`, `"itinerary"` (the modules of
+       `healjson.packs`, found from any directory), also as `name:attribute`;
+    3. the name of an entry point in the `healjson.contracts` group (an installed package's pack);
+    4. an importable module, `package.module` or `package.module:attribute`.
+
+    Without an attribute a module's pack is its `pack` (or `PACK`), else its only `ContractPack`;
+    an attribute (or `pack`) may also be a zero-argument function returning the pack. Raises
+    `LookupError` naming everything that was tried when nothing matches.
     """
     text = str(spec)
     tried: list[str] = []
@@ -83,6 +101,12 @@ def load_contracts(spec: str | Path) -> ContractPack:
             raise LookupError(f"no contract pack file at {path} (resolved to {path.resolve()})")
         return _pick(_load_file(path), attribute, f"file {path}")
     module_name, _, attribute = text.partition(":")
+    built_in = _built_in_module(module_name)
+    if built_in is not None:
+        return _pick(importlib.import_module(built_in), attribute or None, f"module {built_in}")
+    if module_name.isidentifier():
+        names = ", ".join(built_in_packs())
+        tried.append(f"built-in pack {module_name!r} (the built-in packs are {names})")
     from importlib.metadata import entry_points  # lazily: importlib.metadata costs ~30 ms
 
     for ep in entry_points(group=ENTRY_POINT_GROUP):
@@ -100,6 +124,27 @@ def load_contracts(spec: str | Path) -> ContractPack:
     else:
         return _pick(module, attribute or None, f"module {module_name}")
     raise LookupError(f"could not load contract pack {text!r}; tried: " + "; ".join(tried))
+
+
+def built_in_packs() -> tuple[str, ...]:
+    """The names of the packs that ship with healjson, sorted: `load_contracts(name)` loads one."""
+    import pkgutil  # lazily, like everything only `load_contracts` needs
+
+    package = importlib.import_module(BUILT_IN_PACKAGE)
+    return tuple(
+        sorted(
+            info.name
+            for info in pkgutil.iter_modules(package.__path__)
+            if not info.ispkg and not info.name.startswith("_")
+        )
+    )
+
+
+def _built_in_module(name: str) -> str | None:
+    """`healjson.packs.<name>` when `name` is a built-in pack's name, else None."""
+    if not name.isidentifier() or name.startswith("_"):
+        return None
+    return f"{BUILT_IN_PACKAGE}.{name}" if name in built_in_packs() else None
 
 
 def _load_file(path: Path) -> ModuleType:

@@ -2,19 +2,124 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Coroutine, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 from ._core.policy import HealPolicy
 
+if TYPE_CHECKING:
+    import instructor
+    import openai
+
+    from ._core.contracts import Rule
+    from ._core.outcome import Outcome
+
 __all__ = ["wrap"]
 
+T = TypeVar("T")
 
+
+class HealingCompletions(Protocol):
+    """`wrap(OpenAI()).chat.completions` as a type checker sees it."""
+
+    @overload
+    def create(
+        self,
+        *,
+        response_model: type[T],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> Outcome[T]: ...
+    @overload
+    def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...  # passthrough
+    def __getattr__(self, name: str) -> Any: ...
+
+
+class AsyncHealingCompletions(Protocol):
+    """`wrap(AsyncOpenAI()).chat.completions` as a type checker sees it."""
+
+    @overload
+    def create(
+        self,
+        *,
+        response_model: type[T],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Outcome[T]]: ...
+    @overload
+    def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...
+    def __getattr__(self, name: str) -> Any: ...
+
+
+class _Chat(Protocol):
+    @property
+    def completions(self) -> HealingCompletions: ...
+    def __getattr__(self, name: str) -> Any: ...
+
+
+class _AsyncChat(Protocol):
+    @property
+    def completions(self) -> AsyncHealingCompletions: ...
+    def __getattr__(self, name: str) -> Any: ...
+
+
+class HealingClient(Protocol):
+    """A wrapped sync client: `chat.completions.create(response_model=M, ...)` is `Outcome[M]`;
+    every other attribute is the wrapped client's."""
+
+    @property
+    def chat(self) -> _Chat: ...
+    @property
+    def is_async(self) -> bool: ...
+    def __getattr__(self, name: str) -> Any: ...
+
+
+class AsyncHealingClient(Protocol):
+    """A wrapped async client: `await chat.completions.create(response_model=M, ...)` is
+    `Outcome[M]`; every other attribute is the wrapped client's."""
+
+    @property
+    def chat(self) -> _AsyncChat: ...
+    @property
+    def is_async(self) -> bool: ...
+    def __getattr__(self, name: str) -> Any: ...
+
+
+@overload
+def wrap(  # type: ignore[overload-overlap]  # instructor's AsyncInstructor is an Instructor
+    client: openai.AsyncOpenAI | instructor.AsyncInstructor,
+    *,
+    json_mode: str = ...,
+    policy: HealPolicy | None = ...,
+) -> AsyncHealingClient: ...
+@overload
+def wrap(
+    client: openai.OpenAI | instructor.Instructor,
+    *,
+    json_mode: str = ...,
+    policy: HealPolicy | None = ...,
+) -> HealingClient: ...
+@overload
+def wrap(client: Any, *, json_mode: str = ..., policy: HealPolicy | None = ...) -> Any: ...
 def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | None = None) -> Any:
     """Wrap an `openai.OpenAI` / `openai.AsyncOpenAI` client (or an instructor client).
 
     `client.chat.completions.create(...)` without `response_model` is passed through unchanged;
     with `response_model=M` (and optional `contracts=`, `policy=`, `fallback=`, `examples=`,
-    `context=`, `json_mode=`) it returns `Outcome[M]` and never raises at call time.
+    `context=`, `json_mode=`) it returns `Outcome[M]` (awaitable for an async client) and never
+    raises for what the provider or the model does.
 
     `json_mode` is the strongest JSON mode the endpoint supports: `json_schema` (OpenAI strict
     structured outputs, the default), `json_object` (JSON mode plus the schema in the prompt) or
@@ -29,6 +134,6 @@ def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | No
         from .adapters._instructor import InstructorClient
 
         return InstructorClient(client, json_mode=json_mode, policy=policy)
-    from .adapters._openai import HealingClient
+    from .adapters._openai import HealingClient as OpenAIAdapter
 
-    return HealingClient(client, json_mode=json_mode, policy=policy)
+    return OpenAIAdapter(client, json_mode=json_mode, policy=policy)

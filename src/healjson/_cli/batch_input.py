@@ -4,8 +4,9 @@ The input is JSON Lines: one object per line with an optional `id` (default: the
 number) and either `messages` (chat messages) or `prompt` (a string). An unreadable line never
 stops a run: not UTF-8, not JSON, nested too deeply for the JSON parser, not an object, longer
 than `MAX_LINE_BYTES`, or `messages` nested deeper than `MAX_MESSAGES_DEPTH` levels: it becomes a
-`Job` with a `problem` (its id is its line number), which the run writes as an `invalid_input`
-row. A repeated id is processed once.
+`Job` with a `problem`, which the run writes as an `invalid_input` row. A line with no usable id
+gets the id `#line-N`, compared apart from every id an input can give (see `batch_rows`), so it
+never collides with a valid row. A repeated id is processed once.
 """
 
 from __future__ import annotations
@@ -56,14 +57,14 @@ def _job(raw: Line) -> Job:
     head = raw.data[: 4 * EXCERPT_CHARS + 8].decode("utf-8", errors="replace")
     text = head.strip()[: EXCERPT_CHARS + 1]
     if problem is not None:
-        return Job(line, line, problem=f"line {line} {problem}", text=text)
+        return Job.unreadable(line, f"line {line} {problem}", text)
     if not isinstance(data, dict):
-        return Job(line, line, problem=f"line {line} is not a JSON object", text=text)
+        return Job.unreadable(line, f"line {line} is not a JSON object", text)
     ident = data.get("id")
     if ident is None:
         ident = line
     elif isinstance(ident, bool) or not isinstance(ident, str | int):
-        return Job(line, line, problem=f"line {line}: `id` must be a string or an integer")
+        return Job.unreadable(line, f"line {line}: `id` must be a string or an integer", text)
     messages, problem = row_messages(data)
     if problem is not None:
         return Job(ident, line, problem=f"line {line}: {problem}", text=text)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from .batch_rows import BatchError, id_key, row_id
+from .batch_rows import BatchError, id_key, row_id, row_key
 from .json_lines import CHUNK_BYTES, Line, parse_line, read_lines
 
 __all__ = ["OutputFile", "Recovered", "read_rows", "recover_output"]
@@ -70,16 +70,11 @@ def recover_output(path: Path) -> Recovered:
 def _note_row(line: Line, keys: set[str]) -> bool:
     if line.blank:
         return True  # a blank line is not damage
-    key = _head_key(line.data) if line.too_long else _row_key(parse_line(line)[0])
+    key = _head_key(line.data) if line.too_long else row_key(parse_line(line)[0])
     if key is None:
         return False
     keys.add(key)
     return True
-
-
-def _row_key(row: Any) -> str | None:
-    ident = row_id(row)
-    return None if ident is None else id_key(ident)
 
 
 def _head_key(head: bytes) -> str | None:
@@ -92,7 +87,9 @@ def _head_key(head: bytes) -> str | None:
         ident, _ = json.JSONDecoder().raw_decode(text, len(prefix))
     except (ValueError, RecursionError):
         return None
-    return _row_key({"id": ident})
+    if isinstance(ident, bool) or not isinstance(ident, str | int):
+        return None
+    return id_key(ident)  # an unreadable line's row is short: never over-long
 
 
 def read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
@@ -215,7 +212,7 @@ def _reason(line: Line) -> tuple[str | None, str | None]:
     if line.blank or line.too_long:
         return None, None
     row, _ = parse_line(line)
-    key = _row_key(row)
+    key = row_key(row)
     if key is None or row.get("ok") is not False:
         return None, None
     reason = row.get("reason")

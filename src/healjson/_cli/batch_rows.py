@@ -8,6 +8,14 @@ Each distinct id gets exactly one output row:
 
 plus `"outcome"` (the whole `outcome.to_dict()`) with `full=True`. A line that cannot be read
 becomes `{"ok": false, "reason": "invalid_input", ...}`.
+
+Ids: a row's id is its input's `id` (a string or an integer; default: the line number). A line
+with no usable id (unreadable, not an object, an `id` that is neither) is given the id
+`"#line-N"` and its row also carries `"input_line": N`. Ids are compared by key (`id_key`): a
+given id's key is its JSON text (`"7"` is `"\"7\""`, `7` is `"7"`), which always starts with `"`,
+a digit or `-`; an assigned id's key is `#line-N`, bare, which starts with `#`. So no input row
+can ever have an unreadable line's key — not even one whose `id` is the string `"#line-N"` —
+and no valid row is ever skipped as an unreadable line's duplicate.
 """
 
 from __future__ import annotations
@@ -23,10 +31,12 @@ __all__ = [
     "INVALID_INPUT",
     "BatchError",
     "Job",
+    "assigned_id",
     "id_key",
     "invalid_row",
     "outcome_row",
     "row_id",
+    "row_key",
 ]
 
 INVALID_INPUT = "invalid_input"
@@ -48,15 +58,31 @@ class Job:
     messages: tuple[dict[str, Any], ...] = ()
     problem: str | None = None
     text: str = ""
+    assigned: bool = False
+    """True when the line had no usable id and `id` is `assigned_id(line)`."""
 
     @property
     def key(self) -> str:
         """The id as compared for resuming and de-duplication (see `id_key`)."""
-        return id_key(self.id)
+        return _ASSIGNED_KEY.format(self.line) if self.assigned else id_key(self.id)
+
+    @classmethod
+    def unreadable(cls, line: int, problem: str, text: str = "") -> Job:
+        """A line with no usable id: it gets the assigned id `#line-N`."""
+        return cls(assigned_id(line), line, problem=problem, text=text, assigned=True)
+
+
+_ASSIGNED_KEY = "#line-{}"
+
+
+def assigned_id(line: int) -> str:
+    """The id given to the unreadable line `line`: `#line-N`."""
+    return _ASSIGNED_KEY.format(line)
 
 
 def id_key(value: Any) -> str:
-    """Ids compare as JSON values: `7` and `"7"` are different ids."""
+    """Ids compare as JSON values: `7` and `"7"` are different ids (and neither can equal an
+    assigned id's key, which is not JSON text: see the module docstring)."""
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
@@ -68,6 +94,17 @@ def row_id(row: Any) -> str | int | None:
     if isinstance(ident, bool) or not isinstance(ident, str | int):
         return None
     return ident
+
+
+def row_key(row: Any) -> str | None:
+    """The key of an output row's id (an unreadable line's row: its assigned key), else None."""
+    ident = row_id(row)
+    if ident is None:
+        return None
+    line = row.get("input_line")
+    if isinstance(line, int) and not isinstance(line, bool) and ident == assigned_id(line):
+        return _ASSIGNED_KEY.format(line)
+    return id_key(ident)
 
 
 def outcome_row(job: Job, outcome: Outcome[Any], *, full: bool = False) -> dict[str, Any]:
@@ -97,8 +134,10 @@ def invalid_row(job: Job) -> dict[str, Any]:
         "line": job.line,
     }
     empty = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "estimated": False}
-    return {
-        "id": job.id,
+    row: dict[str, Any] = {"id": job.id}
+    if job.assigned:
+        row["input_line"] = job.line
+    return row | {
         "ok": False,
         "reason": INVALID_INPUT,
         "raw_text": None,

@@ -2,6 +2,10 @@
 
 Rows are written in the order they finish, not in input order. This module does no terminal
 output: the command line passes a callback for its progress bar.
+
+`stop_after=N` ends a run once N rows in a row (in the order they finish) failed on the endpoint
+(`ENDPOINT_FAILURES`): the rows in flight are cancelled and the rest never start, so none of
+them is written and a re-run picks them up.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ from .batch_input import read_jobs, select
 from .batch_output import OutputFile
 from .batch_rows import BatchError, Job, invalid_row, outcome_row
 
-__all__ = ["Batch", "BatchStats", "Heal", "openai_healer"]
+__all__ = ["ENDPOINT_FAILURES", "Batch", "BatchStats", "Heal", "openai_healer"]
+
+ENDPOINT_FAILURES = frozenset({"api_error", "timeout"})
+"""The degraded reasons that mean the endpoint failed (not the model's answer)."""
 
 Heal = Callable[[Job], Awaitable[Outcome[Any]]]
 
@@ -47,11 +54,23 @@ class BatchStats:
     retried: int = 0
     """Rows taken out of the output to run again (`retry`)."""
     first_failure: str | None = None
+    endpoint_failed: int = 0
+    """Written rows degraded because the endpoint failed (`ENDPOINT_FAILURES`)."""
+    failing_in_a_row: int = 0
+    """Endpoint failures since the last row the endpoint answered."""
+    stopped: bool = False
+    """True when `stop_after` ended the run early."""
 
     @property
     def complete(self) -> bool:
         """True when every row this run owed was written."""
         return self.written == self.total
+
+    @property
+    def endpoint_down(self) -> bool:
+        """True when rows went to the endpoint and every one of them failed there."""
+        sent = self.written - self.invalid
+        return sent > 0 and self.endpoint_failed == sent
 
 
 @dataclass
@@ -114,8 +133,12 @@ class Batch:
         concurrency: int = 8,
         full: bool = False,
         on_row: Callable[[BatchStats], None] | None = None,
+        stop_after: int | None = None,
     ) -> BatchStats:
-        """Heal every pending job, `concurrency` at a time; one writer appends the rows."""
+        """Heal every pending job, `concurrency` at a time; one writer appends the rows.
+
+        With `stop_after`, stop once that many rows in a row failed on the endpoint
+        (`stats.stopped`); the rows not finished by then are not written."""
         if self._output is None:
             raise RuntimeError("this batch is closed")
         output = self._output
@@ -138,17 +161,22 @@ class Batch:
             finally:
                 await queue.put(None)
 
-        async def write() -> None:
+        async def write(producer: asyncio.Task[None]) -> None:
             while (item := await queue.get()) is not None:
+                if self.stats.stopped:
+                    continue  # finished after the stop: not written, a re-run does it
                 row, outcome = item
                 await asyncio.to_thread(output.write, row)
                 self._count(outcome)
                 if on_row is not None:
                     on_row(self.stats)
+                if stop_after is not None and self.stats.failing_in_a_row >= stop_after:
+                    self.stats.stopped = True
+                    producer.cancel()  # its `finally` still ends the queue
 
         async with asyncio.TaskGroup() as group:
-            group.create_task(write())
-            group.create_task(produce())
+            producer = group.create_task(produce())
+            group.create_task(write(producer))
         return self.stats
 
     async def _row(
@@ -173,8 +201,14 @@ class Batch:
             return
         if outcome.ok:
             stats.healed += 1
+            stats.failing_in_a_row = 0
         else:
             stats.degraded += 1
+            if str(getattr(outcome, "reason", "")) in ENDPOINT_FAILURES:
+                stats.endpoint_failed += 1
+                stats.failing_in_a_row += 1
+            else:
+                stats.failing_in_a_row = 0
         stats.calls += outcome.calls
         stats.tokens += outcome.usage.total_tokens
 

@@ -68,7 +68,7 @@ def answer_text(
 
 def evaluate(
     target: Target[Any],
-    contracts: Sequence[Contract],
+    contracts: Sequence[Contract[Any]],
     reply: Reply,
     ctx: ContractContext,
     *,
@@ -120,7 +120,7 @@ def evaluate(
     return Evaluation(Verdict.OK, result, (), result.instance, answer=answer)
 
 
-def _mutated(contracts: Sequence[Contract]) -> Diagnostic:
+def _mutated(contracts: Sequence[Contract[Any]]) -> Diagnostic:
     names = ", ".join(f"`{rule.name}`" for rule in contracts)
     return Diagnostic(
         ROOT,

@@ -17,7 +17,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, Generic, Protocol, TypeAlias, TypeVar, overload
 
 from .diagnostic import (
     ROOT,
@@ -35,6 +35,7 @@ __all__ = [
     "AwaitAll",
     "Contract",
     "ContractContext",
+    "Rule",
     "Violation",
     "as_contract",
     "contract",
@@ -140,9 +141,18 @@ class ContractContext:
         return "\n\n".join(parts)
 
 
+T_contra = TypeVar("T_contra", contravariant=True)
+T = TypeVar("T")
+
+
 @dataclass(frozen=True, slots=True)
-class Contract:
-    """A named business rule over a validated value (build one with `@contract`)."""
+class Contract(Generic[T_contra]):
+    """A named business rule over a validated value of type `T` (build one with `@contract`).
+
+    Typed by the value it judges: `@contract` on `def rule(order: Order, ctx)` gives a
+    `Contract[Order]`, which a type checker accepts for a `Healer(Order, ...)` and rejects for
+    another model.
+    """
 
     check: Callable[..., Any]
     fields: tuple[str, ...] = ()
@@ -150,19 +160,35 @@ class Contract:
     description: str = ""
     takes_context: bool = True
 
-    def __call__(self, value: Any, ctx: ContractContext | None = None) -> Any:
+    def __call__(self, value: T_contra, ctx: ContractContext | None = None) -> Any:
         """Run the rule (returns its raw result, which may be awaitable)."""
         if self.takes_context:
             return self.check(value, ctx if ctx is not None else ContractContext())
         return self.check(value)
 
 
+Rule: TypeAlias = "Contract[T] | Callable[[T, ContractContext], Any] | Callable[[T], Any]"
+"""What `contracts=` accepts for a target `T`: `@contract` rules, or bare functions of the value
+(and optionally the context)."""
+
+
+class _ContractDecorator(Protocol):
+    """What `@contract(fields=...)` returns: a decorator typed by the rule's value."""
+
+    @overload
+    def __call__(self, check: Callable[[T, ContractContext], Any], /) -> Contract[T]: ...
+    @overload
+    def __call__(self, check: Callable[[T], Any], /) -> Contract[T]: ...
+
+
 @overload
-def contract(check: Callable[..., Any], /) -> Contract: ...
+def contract(check: Callable[[T, ContractContext], Any], /) -> Contract[T]: ...
+@overload
+def contract(check: Callable[[T], Any], /) -> Contract[T]: ...
 @overload
 def contract(
     *, fields: Sequence[str] = (), name: str | None = None, description: str | None = None
-) -> Callable[[Callable[..., Any]], Contract]: ...
+) -> _ContractDecorator: ...
 def contract(
     check: Callable[..., Any] | None = None,
     /,
@@ -170,7 +196,7 @@ def contract(
     fields: Sequence[str] = (),
     name: str | None = None,
     description: str | None = None,
-) -> Contract | Callable[[Callable[..., Any]], Contract]:
+) -> Any:
     """Declare a business rule: `@contract(fields=("urgency", "summary"))` on
     `def rule(value, ctx) -> Violation | Iterable[Violation] | None` (sync or async).
 
@@ -184,7 +210,7 @@ def contract(
         if not isinstance(item, str):
             raise TypeError(f"contract fields must be names (strings), got {short_repr(item, 40)}")
 
-    def build(fn: Callable[..., Any]) -> Contract:
+    def build(fn: Callable[..., Any]) -> Contract[Any]:
         if not callable(fn):
             raise TypeError(f"@contract needs a function, got {fn!r}")
         return Contract(
@@ -198,7 +224,7 @@ def contract(
     return build(check) if check is not None else build
 
 
-def as_contract(rule: Contract | Callable[..., Any]) -> Contract:
+def as_contract(rule: Any) -> Contract[Any]:
     """Accept a `Contract` or a bare function (wrapped with no declared fields)."""
     if isinstance(rule, Contract):
         return rule
@@ -223,7 +249,7 @@ def _arity(fn: Callable[..., Any]) -> int:
 
 
 def run_contracts(
-    contracts: Sequence[Contract],
+    contracts: Sequence[Contract[Any]],
     value: Any,
     ctx: ContractContext,
     *,
@@ -262,7 +288,7 @@ def run_contracts(
     return [diagnostic for group in found for diagnostic in group]
 
 
-def _diagnose(rule: Contract, value: Any, result: Any) -> list[Diagnostic]:
+def _diagnose(rule: Contract[Any], value: Any, result: Any) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     try:
         _read(rule, value, result, out, nesting=_MAX_NESTING, seen=[0])
@@ -272,7 +298,7 @@ def _diagnose(rule: Contract, value: Any, result: Any) -> list[Diagnostic]:
 
 
 def _read(
-    rule: Contract,
+    rule: Contract[Any],
     value: Any,
     result: Any,
     out: list[Diagnostic],
@@ -309,7 +335,7 @@ def _read(
         )
 
 
-def _violation(rule: Contract, value: Any, violation: Violation) -> Diagnostic:
+def _violation(rule: Contract[Any], value: Any, violation: Violation) -> Diagnostic:
     problem = malformation(violation)
     if problem is not None:
         return _malformed(rule, problem)
@@ -329,7 +355,7 @@ def _violation(rule: Contract, value: Any, violation: Violation) -> Diagnostic:
     )
 
 
-def _malformed(rule: Contract, problem: str) -> Diagnostic:
+def _malformed(rule: Contract[Any], problem: str) -> Diagnostic:
     return Diagnostic(
         path=ROOT,
         value=problem,
@@ -358,7 +384,7 @@ def _prescription(violation: Violation, fields: tuple[str, ...], path: str) -> s
     return f"{given} Fields involved: {named}; any of them may change."
 
 
-def _late(rule: Contract, elapsed: float, limit: float) -> Diagnostic:
+def _late(rule: Contract[Any], elapsed: float, limit: float) -> Diagnostic:
     return Diagnostic(
         path=ROOT,
         value=f"{elapsed:.3g} s",
@@ -372,7 +398,7 @@ def _late(rule: Contract, elapsed: float, limit: float) -> Diagnostic:
     )
 
 
-def _crashed(rule: Contract, exc: BaseException) -> Diagnostic:
+def _crashed(rule: Contract[Any], exc: BaseException) -> Diagnostic:
     return Diagnostic(
         path=ROOT,
         value=short_repr(describe_exception(exc), 300),

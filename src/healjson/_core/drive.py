@@ -90,7 +90,11 @@ def call_sync(call: Callable[..., Any], effect: ModelCall) -> CallResult:
     if effect.timeout_s is not None:
         return _call_sync_limited(call, effect, start)
     try:
-        value = _call_now(call, effect)
+        value = call([dict(m) for m in effect.messages], **effect.params)
+        if inspect.isawaitable(value):  # the ABC caches its verdict per class
+            (value,) = run_awaitables_sync((value,))
+            if isinstance(value, BaseException):
+                raise value
     except Exception as exc:
         return _failed(exc, start, effect)
     return _returned(value, start)

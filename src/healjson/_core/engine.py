@@ -21,6 +21,7 @@ from .contracts import Contract, ContractContext
 from .decisions import Verdict, final_reason, strategy_for
 from .diagnostic import ROOT, Diagnostic, Source, describe_exception, format_path
 from .effects import AwaitAll, CallFailure, CallResult, ModelCall
+from .flags import Flag
 from .outcome import Attempt, Degraded, Healed, Outcome, Reason
 from .parse import ParseResult
 from .policy import HealPolicy
@@ -40,7 +41,7 @@ class HealSpec:
     """The constant part of a healing run (what a `Healer` was configured with)."""
 
     target: Target[Any]
-    contracts: tuple[Contract, ...] = ()
+    contracts: tuple[Contract[Any], ...] = ()
     policy: HealPolicy = field(default_factory=HealPolicy)
     fallback: Any = None
     example: str | None = None
@@ -87,6 +88,15 @@ def heal_flow(
     if started is not None:
         run.started = started
     policy = spec.policy
+    if given is not None:
+        first = CallResult(given, None, 0.0)
+    else:
+        left = run.time_left()
+        first = yield ModelCall(1, messages, params, left, policy.provider_errors)
+    # the first step: strictly valid data with nothing more to check needs no L1 at all
+    healed = _first_step(run, first, params)
+    if healed is not None:
+        return healed
     call_params = dict(params)
     prompt: RepairPrompt | None = None
     for number in range(1, policy.max_attempts + 1):
@@ -100,8 +110,8 @@ def heal_flow(
             projected = run.usage.total_tokens + _estimate(sent)
             if projected > policy.token_budget:
                 return (yield from _degrade(run, Reason.BUDGET_EXCEEDED, [_budget(projected)]))
-        if number == 1 and given is not None:
-            result = CallResult(given, None, 0.0)
+        if number == 1:
+            result = first
         else:
             left = run.time_left()
             if left is not None and left <= 0:
@@ -129,27 +139,24 @@ def heal_flow(
             usage=usage,
             model=reply.model or this_params.get("model"),
         )
-        # the first step: strictly valid data with nothing more to check needs no L1 at all
-        evaluation = _clean(spec, reply) if number == 1 else None
-        if evaluation is None:
-            stop = _provider_stop(reply, policy)
-            if stop is not None:
-                reason, diagnostic = stop
-                run.attempts.append(Attempt(**base, diagnostics=(diagnostic,)))
-                _events.attempt(run.attempts[-1])
-                return (yield from _degrade(run, reason, [diagnostic], raw))
-            if reply.refusal:
-                evaluation = _refusal_evaluation(reply)
-            else:
-                evaluation = yield from evaluate(
-                    spec.target,
-                    spec.contracts,
-                    reply,
-                    ctx,
-                    on_ambiguity=policy.on_ambiguity,
-                    caller_tools="tools" in this_params,
-                    contract_timeout_s=run.contract_limit(),
-                )
+        stop = _provider_stop(reply, policy)
+        if stop is not None:
+            reason, diagnostic = stop
+            run.attempts.append(Attempt(**base, diagnostics=(diagnostic,)))
+            _events.attempt(run.attempts[-1])
+            return (yield from _degrade(run, reason, [diagnostic], raw))
+        if reply.refusal:
+            evaluation = _refusal_evaluation(reply)
+        else:
+            evaluation = yield from evaluate(
+                spec.target,
+                spec.contracts,
+                reply,
+                ctx,
+                on_ambiguity=policy.on_ambiguity,
+                caller_tools="tools" in this_params,
+                contract_timeout_s=run.contract_limit(),
+            )
         attempt = Attempt(
             **base,
             flags=evaluation.parse.flags,
@@ -160,7 +167,7 @@ def heal_flow(
         run.attempts.append(attempt)
         _events.attempt(attempt)
         if evaluation.ok:
-            return _healed(run, evaluation, raw or "")
+            return _healed(run, evaluation.instance, evaluation.parse.flags, raw or "", evaluation)
         _remember(run, evaluation)
         if evaluation.verdict is Verdict.CONTRACT_ERROR:
             # a contract that raises is a bug in code: another model call cannot fix it
@@ -180,27 +187,44 @@ def heal_flow(
     return (yield from _degrade(run, reason, last.diagnostics))
 
 
-def _clean(spec: HealSpec, reply: Reply) -> Evaluation | None:
-    """The verdict on a first reply that is strictly valid data, finished normally, with no
-    contracts to run and nothing else to read (no tool calls, no refusal): OK, without L1.
-    None in every other case — the full evaluation decides, as for any reply."""
+def _first_step(run: _Run, first: CallResult, params: Mapping[str, Any]) -> Outcome[Any] | None:
+    """The outcome of a first reply that needs no L1: strictly valid data, finished normally,
+    with no contracts to run and nothing else to read (no tool calls, no refusal). The attempt
+    is recorded as the loop records it and `Healed` is built by `_healed`. None in every other
+    case: the loop then judges `first` as its first attempt, with L1 and L2 as for any reply."""
+    reply = first.reply
+    if reply is None or run.spec.contracts:
+        return None
     content = reply.content
     if (
-        spec.contracts
-        or not content
+        not content
         or reply.refusal
         or reply.tool_calls
         or reply.finish_reason in ("content_filter", "length")
     ):
         return None
     try:
-        instance = spec.target.validate_json(content, strict=True)
+        instance = run.spec.target.validate_json(content, strict=True)
     except Exception:  # ValidationError, or text pydantic-core cannot read: L1 decides
         return None
-    return Evaluation(Verdict.OK, _CLEAN, instance=instance, answer=content)
-
-
-_CLEAN = ParseResult()  # what L1 reports for a clean reply: no flags, nothing set aside
+    usage = reply.usage or _estimated_usage(run.original, content)
+    run.usage = usage
+    attempt = Attempt(
+        number=1,
+        strategy=Strategy.INITIAL,
+        messages=run.original,
+        params=redact_params(params),  # stored redacted; the call got the real ones
+        raw_text=content,
+        finish_reason=reply.finish_reason,
+        usage=usage,
+        model=reply.model or params.get("model"),
+        latency_s=first.elapsed_s,
+        ok=True,
+        reasoning=reply.reasoning,
+    )
+    run.attempts.append(attempt)
+    _events.attempt(attempt)
+    return _healed(run, instance, (), content)
 
 
 def _next_prompt(
@@ -364,17 +388,24 @@ def _remember(run: _Run, evaluation: Evaluation) -> None:
         run.first_data = data
 
 
-def _healed(run: _Run, evaluation: Evaluation, raw: str) -> Outcome[Any]:
+def _healed(
+    run: _Run,
+    instance: Any,
+    flags: tuple[Flag, ...],
+    raw: str,
+    evaluation: Evaluation | None = None,
+) -> Outcome[Any]:
+    """The one place a `Healed` is built (and announced)."""
     changed: tuple[str, ...] = ()
-    if len(run.attempts) > 1 and run.first_data is not NOTHING:
+    if len(run.attempts) > 1 and run.first_data is not NOTHING and evaluation is not None:
         final = _as_data(run.spec.target, evaluation)
         changed = tuple(_diff(run.first_data, final, ()))[:_MAX_CHANGED_PATHS]
     outcome: Healed[Any] = Healed(
-        value=evaluation.instance,
+        value=instance,
         raw_text=raw,
         attempts=tuple(run.attempts),
         usage=run.usage,
-        flags=evaluation.parse.flags,
+        flags=flags,
         changed_fields=changed,
         max_attempts=run.spec.policy.max_attempts,
     )

@@ -56,7 +56,7 @@ class _Budget:
 
 
 def golden_example(
-    target: Target[Any], examples: Sequence[Any], contracts: Sequence[Contract]
+    target: Target[Any], examples: Sequence[Any], contracts: Sequence[Contract[Any]]
 ) -> str | None:
     """JSON text of the caller's first (already checked) example that can be dumped within
     `MAX_EXAMPLE_CHARS`, else a synthesised one, else None — never an exception."""
@@ -67,7 +67,7 @@ def golden_example(
     return synthesise(target, contracts)
 
 
-def synthesise(target: Target[Any], contracts: Sequence[Contract] = ()) -> str | None:
+def synthesise(target: Target[Any], contracts: Sequence[Contract[Any]] = ()) -> str | None:
     """Build a small instance from the schema that validates and passes the sync contracts."""
     try:
         schema = target.json_schema

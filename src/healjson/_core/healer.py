@@ -8,7 +8,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from pydantic_core import to_json
 
-from .contracts import Contract, as_contract
+from .contracts import Contract, ContractContext, Rule, as_contract
 from .drive import drive_async, drive_sync
 from .engine import HealSpec, heal_flow
 from .example import golden_example
@@ -18,9 +18,11 @@ from .parse import check_ambiguity
 from .parse.read import Ambiguity
 from .policy import HealPolicy
 from .reply import Reply, Usage
-from .target import Target, target_for
+from .target import SpecialForm, Target, target_for
 
 __all__ = ["Healer", "validate"]
+
+_NO_CONTRACTS = ContractContext()  # what a run without contracts hands L2 (which never reads it)
 
 T = TypeVar("T")
 
@@ -39,7 +41,7 @@ class Healer(Generic[T]):
         self: Healer[T],
         model: type[T],
         *,
-        contracts: Iterable[Contract | Callable[..., Any]] = (),
+        contracts: Iterable[Rule[T]] = (),
         policy: HealPolicy | None = None,
         fallback: Any = None,
         examples: Iterable[Any] = (),
@@ -47,9 +49,9 @@ class Healer(Generic[T]):
     @overload
     def __init__(
         self: Healer[Any],
-        model: Any,
+        model: SpecialForm,
         *,
-        contracts: Iterable[Contract | Callable[..., Any]] = (),
+        contracts: Iterable[Rule[Any]] = (),
         policy: HealPolicy | None = None,
         fallback: Any = None,
         examples: Iterable[Any] = (),
@@ -58,7 +60,7 @@ class Healer(Generic[T]):
         self,
         model: Any,
         *,
-        contracts: Iterable[Contract | Callable[..., Any]] = (),
+        contracts: Iterable[Contract[Any] | Callable[..., Any]] = (),
         policy: HealPolicy | None = None,
         fallback: Any = None,
         examples: Iterable[Any] = (),
@@ -90,7 +92,7 @@ class Healer(Generic[T]):
         """Call the model through `call` and heal its answer (blocking)."""
         original = normalise_messages(messages)
         started = time.monotonic()
-        ctx = make_context(context, original)
+        ctx = make_context(context, original) if self.contracts else _NO_CONTRACTS
         return drive_sync(heal_flow(self._spec, original, params, ctx, started=started), call)
 
     async def arun(
@@ -104,7 +106,7 @@ class Healer(Generic[T]):
         """Like `run`, awaiting `call` (and any async contracts) on the running loop."""
         original = normalise_messages(messages)
         started = time.monotonic()
-        ctx = make_context(context, original)
+        ctx = make_context(context, original) if self.contracts else _NO_CONTRACTS
         flow = heal_flow(self._spec, original, params, ctx, started=started)
         return await drive_async(flow, call)
 
@@ -126,7 +128,7 @@ class Healer(Generic[T]):
         )
 
 
-def _check_fields(target: Target[Any], rules: tuple[Contract, ...]) -> None:
+def _check_fields(target: Target[Any], rules: tuple[Contract[Any], ...]) -> None:
     names = target.field_names
     if names is None:
         return
@@ -157,7 +159,7 @@ def validate(
     text: str,
     model: type[T],
     *,
-    contracts: Iterable[Any] = (),
+    contracts: Iterable[Rule[T]] = (),
     context: Any = None,
     finish_reason: str | None = None,
     on_ambiguity: Ambiguity = "reask",
@@ -165,9 +167,9 @@ def validate(
 @overload
 def validate(
     text: str,
-    model: Any,
+    model: SpecialForm,
     *,
-    contracts: Iterable[Any] = (),
+    contracts: Iterable[Rule[Any]] = (),
     context: Any = None,
     finish_reason: str | None = None,
     on_ambiguity: Ambiguity = "reask",
@@ -190,9 +192,26 @@ def validate(
     """
     target = target_for(model)
     rules = tuple(as_contract(rule) for rule in contracts)
-    check_ambiguity(on_ambiguity)
-    ctx = make_context(context)
-    policy = HealPolicy(max_attempts=1, on_ambiguity=on_ambiguity)
+    policy = _validate_policy(on_ambiguity)
+    ctx = make_context(context) if rules or context is not None else _NO_CONTRACTS
     spec = HealSpec(target, rules, policy)
-    given = Reply(text, finish_reason, usage=Usage())  # no call was made: no tokens spent
+    given = Reply(text, finish_reason, usage=_NO_USAGE)  # no call was made: no tokens spent
     return drive_sync(heal_flow(spec, ctx.messages, {}, ctx, given=given))
+
+
+# one attempt, judged under each ambiguity mode (built once: a policy checks its fields)
+_VALIDATE_POLICIES: dict[str, HealPolicy] = {
+    mode: HealPolicy(max_attempts=1, on_ambiguity=mode) for mode in ("reask", "first", "last")
+}
+_NO_USAGE = Usage()
+
+
+def _validate_policy(mode: Any) -> HealPolicy:
+    try:
+        found = _VALIDATE_POLICIES.get(mode)
+    except TypeError:  # unhashable: not a mode
+        found = None
+    if found is None:
+        check_ambiguity(mode)  # raises for anything that is not a mode
+        found = HealPolicy(max_attempts=1, on_ambiguity=mode)
+    return found

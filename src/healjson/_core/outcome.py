@@ -1,9 +1,16 @@
 """L4: what a healing run returns — `Healed[T]` or `Degraded[T]`, never an exception.
 
-Exception tree (there is exactly one, raised only on purpose):
+Exception tree (healjson's own; raised only on purpose):
 
     Exception
-     └── DegradedError      raised by Degraded.unwrap(); carries the outcome
+     ├── DegradedError      raised by Degraded.unwrap(); carries the outcome
+     └── ProviderError      raise it in a model call for a provider failure healjson cannot
+                            recognise by type: the run degrades with `api_error`
+
+What a run raises: configuration errors (a bad target, policy or contract, at construction),
+and any exception from the model call that is not the provider's or the transport's (see
+`healjson._core.drive.is_provider_error`) — a bug in the caller's code, unchanged. Everything
+the provider or the model does becomes `Degraded`.
 """
 
 from __future__ import annotations

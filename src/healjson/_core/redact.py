@@ -222,20 +222,16 @@ def _longest_first(forms: Iterable[str]) -> tuple[str, ...]:
 _SCOPE: ContextVar[_Known | None] = ContextVar("healjson_known_secrets", default=None)
 
 
-def secrets_scope(client: Any = None, params: Mapping[str, Any] | None = None) -> _Scope:
+class secrets_scope:
     """`with secrets_scope(client, params):` registers the secrets of `client` and of the call's
-    `params` for the enclosed code (sync code, or the body of a coroutine).
+    `params` for the enclosed code (sync code, or the body of a coroutine). One use each (not
+    reusable, not re-entrant).
 
     A `contextvars` scope: correct across threads and asyncio tasks, and a nested scope adds to
     the outer one. Nothing is read on entry: the secrets are gathered at the first redaction
     inside the scope (a call that redacts nothing pays for none of it), and gathered again if
     the client's `api_key` has changed since (openai's `api_key` provider refreshes it).
     """
-    return _Scope(client, params)
-
-
-class _Scope:
-    """One use of `secrets_scope` (not reusable, not re-entrant)."""
 
     __slots__ = ("_client", "_params", "_token")
 

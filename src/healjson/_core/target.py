@@ -11,12 +11,17 @@ import functools
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from types import GenericAlias, UnionType
+from typing import Any, Generic, TypeAlias, TypeVar, _SpecialForm
 
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import SchemaValidator
 
-__all__ = ["Target", "resolve_ref", "target_for"]
+__all__ = ["SpecialForm", "Target", "resolve_ref", "target_for"]
+
+SpecialForm: TypeAlias = "_SpecialForm | UnionType | GenericAlias"
+"""How a type checker sees a target that is not a class: `Literal[...]`, `Annotated[...]`,
+`Union[...]` / `X | Y`, `list[Item]`-style aliases (typed as `Healer[Any]`)."""
 
 T = TypeVar("T")
 

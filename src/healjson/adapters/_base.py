@@ -101,7 +101,7 @@ class Completions(CompletionsProxy):
         self,
         *args: Any,
         response_model: Any = UNSET,
-        contracts: Iterable[Contract | Callable[..., Any]] = (),
+        contracts: Iterable[Contract[Any] | Callable[..., Any]] = (),
         policy: HealPolicy | None = None,
         fallback: Any = None,
         examples: Iterable[Any] = (),
@@ -163,7 +163,7 @@ class HealingAdapter:
     def healer(
         self,
         response_model: Any,
-        contracts: Iterable[Contract | Callable[..., Any]],
+        contracts: Iterable[Contract[Any] | Callable[..., Any]],
         policy: HealPolicy | None,
         fallback: Any,
         examples: Iterable[Any],

@@ -15,7 +15,9 @@ Keys say what makes two configurations the same:
 
 One lock guards the table (lookups, insertion, LRU order and eviction); each entry has its own
 lock for the build, so a slow build never blocks hits on other configurations and concurrent
-first calls with one configuration build it once.
+first calls with one configuration build it once. A call with no contracts, examples or
+fallback of its own (the common one) is first looked up in a plain dict by (model, policy),
+without the lock: a dict read is atomic, and that table is only ever added to or cleared.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ class HealerCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._entries: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
+        # (response_model, policy) -> healer, for calls without contracts, examples or fallback
+        self._plain: dict[tuple[Any, HealPolicy], Healer[Any]] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -60,12 +64,21 @@ class HealerCache:
     def get(
         self,
         response_model: Any,
-        contracts: Iterable[Contract | Callable[..., Any]],
+        contracts: Iterable[Contract[Any] | Callable[..., Any]],
         policy: HealPolicy,
         fallback: Any,
         examples: Iterable[Any],
     ) -> Healer[Any]:
         """The `Healer` for this configuration (with `fallback`, a cheap copy of it)."""
+        plain = fallback is None and contracts == () and examples == ()
+        if plain:  # the common call: no per-call extras, one lock-free lookup
+            try:
+                found = self._plain.get((response_model, policy))
+            except TypeError:  # an unhashable target: the general path
+                plain = False
+            else:
+                if found is not None:
+                    return found
         rules = tuple(contracts)
         shots = tuple(examples)
         key, keep = _key(response_model, rules, policy, shots)
@@ -85,6 +98,11 @@ class HealerCache:
                     healer = entry.healer = Healer(
                         response_model, contracts=rules, policy=policy, examples=shots
                     )
+        if plain:
+            with self._lock:
+                if len(self._plain) >= _MAX_HEALERS:  # bounded like the table it shortcuts
+                    self._plain.clear()
+                self._plain[(response_model, policy)] = healer
         return healer if fallback is None else healer._with_fallback(fallback)
 
 

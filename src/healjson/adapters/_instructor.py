@@ -37,8 +37,12 @@ Public instructor APIs used (all from `instructor.core`):
   API errors and timeouts included — in `InstructorRetryException` raised `from` the original. When
   no completion exists the original is re-raised, so healjson reports `api_error` / `timeout`.
 
-A `max_retries=` given at the call site is ignored (healjson's `HealPolicy.max_attempts` is the
-budget); `context=` goes to the contracts and is not used for instructor's message templating.
+instructor's keywords are translated at call time: `max_retries=N` is
+`HealPolicy(max_attempts=N + 1)` (instructor itself always gets `max_retries=0`: healjson repairs)
+and `validation_context=` is the contracts' `context=`; `context=` goes to the contracts and is
+not used for instructor's message templating. `create_with_completion` is healed too (it returns
+`(outcome, completion)`); `create_partial`, `create_iterable` and `create_generator` are refused
+with a message naming the healed call (streaming is not healed yet).
 For a `response_model` that is not a pydantic model (`int`, `list[Item]`, ...) instructor asks for
 a wrapper object (`{"content": ...}`, `{"tasks": [...]}`); L1 unwraps it. healjson reads the
 raw response by its shape: OpenAI's `ChatCompletion` (and every OpenAI-compatible provider),
@@ -56,9 +60,10 @@ redacted from everything healjson stores or logs.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
 from typing import Any
 
@@ -79,7 +84,51 @@ class _Completions(Completions):
         if kwargs.get("response_model") is None:  # `None` too: instructor's own plain call
             return self._owner.wrapped.chat.completions.create(*args, **kwargs)
         kwargs.pop("json_mode", None)  # the instructor client's `Mode` shapes the request
+        _translate(kwargs, self._owner.policy)
         return super().create(*args, **kwargs)
+
+
+_ABSENT: Any = object()
+
+
+def _translate(kwargs: dict[str, Any], default: HealPolicy | None) -> None:
+    """instructor's own keywords in healjson's terms: `max_retries=N` is
+    `HealPolicy(max_attempts=N + 1)` (healjson repairs; instructor's retry loop stays off) and
+    `validation_context=` is the contracts' context. Anything else is refused at call time."""
+    retries = kwargs.pop("max_retries", _ABSENT)
+    if retries is not _ABSENT:
+        if type(retries) is not int or retries < 0:
+            raise TypeError(
+                f"max_retries must be a whole number of retries, got {retries!r}: healjson does "
+                "the retrying (max_retries=N is policy=HealPolicy(max_attempts=N + 1)); "
+                "tenacity objects are not supported"
+            )
+        if kwargs.get("policy") is not None:
+            raise TypeError("pass max_retries= or policy=HealPolicy(max_attempts=...), not both")
+        kwargs["policy"] = dataclasses.replace(default or HealPolicy(), max_attempts=retries + 1)
+    extra = kwargs.pop("validation_context", _ABSENT)
+    if extra is not _ABSENT:
+        if kwargs.get("context") is not None:
+            raise TypeError("pass validation_context= or context=, not both (they are one)")
+        if extra is not None and not isinstance(extra, Mapping):
+            raise TypeError(f"validation_context must be a mapping, got {type(extra).__name__}")
+        kwargs["context"] = extra
+    for name in ("max_attempts", "retry"):
+        if name in kwargs:
+            raise TypeError(
+                f"{name}= is not a healjson or instructor keyword here; set "
+                "policy=HealPolicy(max_attempts=...) (or max_retries=)"
+            )
+
+
+# the raw completions of the current `create_with_completion` call, in order
+_COMPLETIONS: ContextVar[list[Any] | None] = ContextVar("healjson_completions", default=None)
+
+_NOT_HEALED = {
+    "create_partial": "a stream of partial objects",
+    "create_iterable": "a stream of items",
+    "create_generator": "a generator of objects",
+}
 
 
 class InstructorClient(HealingAdapter):
@@ -107,6 +156,40 @@ class InstructorClient(HealingAdapter):
         """instructor's alias of `chat.completions.create`; heals the same way."""
         return self.chat.completions.create(*args, **kwargs)
 
+    def create_with_completion(self, *args: Any, **kwargs: Any) -> Any:
+        """Healed like `create`; returns `(outcome, completion)`: the `Outcome[M]` and the raw
+        completion of the last model call (None when no call returned one). Awaitable for an
+        async client. Without `response_model` it is instructor's own call."""
+        if kwargs.get("response_model") is None:
+            return self.wrapped.create_with_completion(*args, **kwargs)
+        if self.is_async:
+            return self._acreate_with_completion(args, kwargs)
+        seen: list[Any] = []
+        token = _COMPLETIONS.set(seen)
+        try:
+            outcome = self.chat.completions.create(*args, **kwargs)
+        finally:
+            _COMPLETIONS.reset(token)
+        return outcome, seen[-1] if seen else None
+
+    async def _acreate_with_completion(self, args: Any, kwargs: dict[str, Any]) -> Any:
+        seen: list[Any] = []
+        token = _COMPLETIONS.set(seen)
+        try:
+            outcome = await self.chat.completions.create(*args, **kwargs)
+        finally:
+            _COMPLETIONS.reset(token)
+        return outcome, seen[-1] if seen else None
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _NOT_HEALED:
+            raise AttributeError(
+                f"healjson does not heal instructor's {name} ({_NOT_HEALED[name]}) yet: use "
+                "chat.completions.create(response_model=M, ...) for a healed Outcome[M], or "
+                f"the instructor client itself (wrapped.{name}) for instructor's own behaviour"
+            )
+        return getattr(self.wrapped, name)
+
     def _accept(self, client: Any) -> bool:
         create_with_completion = getattr(client, "create_with_completion", None)
         completions = getattr(getattr(client, "chat", None), "completions", None)
@@ -120,7 +203,6 @@ class InstructorClient(HealingAdapter):
         return inspect.iscoroutinefunction(create_with_completion)
 
     def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
-        params.pop("max_retries", None)  # instructor's retries stay off: healjson repairs
         user_hooks = params.pop("hooks", None)
         create_with_completion = self.wrapped.create_with_completion
         role = self._assistant_role
@@ -208,9 +290,13 @@ class _Attempt(Exchange):
             if completion is None:
                 return False, _original(value)
         try:
-            return True, _checked(completion)
+            checked = _checked(completion)
         except NotACompletion as exc:
             return False, exc
+        sink = _COMPLETIONS.get()
+        if sink is not None:
+            sink.append(checked)
+        return True, checked
 
 
 def _carried(exc: Exception) -> Any:

@@ -152,7 +152,7 @@ def check_pack(pack: ContractPack, *, max_examples: int | None = None) -> PackRe
 
     for rule in pack.contracts:
 
-        def check_violating(rule: Contract = rule) -> None:
+        def check_violating(rule: Contract[Any] = rule) -> None:
             @config
             @given(violating(pack, rule))
             def violating_instances_break_the_rule(instance: Any) -> None:
@@ -271,7 +271,11 @@ def _require_schema_valid(target: Target[Any], instance: Any, where: str) -> Non
 
 
 def _check_violation(
-    pack: ContractPack, target: Target[Any], rule: Contract, instance: Any, ctx: ContractContext
+    pack: ContractPack,
+    target: Target[Any],
+    rule: Contract[Any],
+    instance: Any,
+    ctx: ContractContext,
 ) -> None:
     where = f"violating(pack, {rule.name!r}) produced {_show(instance)}"
     _require_schema_valid(target, instance, where)
@@ -327,7 +331,7 @@ def _check_recovery(
 ) -> None:
     outcome = validate(
         corruption.text,
-        target,
+        target.type_,
         contracts=pack.contracts,
         context=ctx,
         finish_reason=corruption.finish_reason,

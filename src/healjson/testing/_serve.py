@@ -58,7 +58,7 @@ def load_replies(path: str) -> list[ScriptItem]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Serve a reply file until SIGTERM/SIGINT, after printing `READY <base_url>`."""
     parser = argparse.ArgumentParser(
-        prog="python -m healjson.testing._serve",
+        prog="python -m healjson.testing",
         description="OpenAI-compatible scripted chat-completions server (for benchmarks).",
     )
     parser.add_argument("--replies", required=True, help="JSON list of strings or reply objects")

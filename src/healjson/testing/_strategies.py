@@ -132,7 +132,7 @@ def _is_instance(value: Any, type_: Any) -> bool:
         return False
 
 
-def _resolve_rule(pack: ContractPack, contract: str | Contract) -> Contract:
+def _resolve_rule(pack: ContractPack, contract: str | Contract[Any]) -> Contract[Any]:
     name = contract if isinstance(contract, str) else contract.name
     return pack.contract(name)
 
@@ -159,12 +159,17 @@ def valid(pack: ContractPack) -> SearchStrategy[Any]:
     return from_schema(target).filter(lambda instance: not judge(pack, instance, ctx))
 
 
-def violating(pack: ContractPack, contract: str | Contract) -> SearchStrategy[Any]:
+def violating(pack: ContractPack, contract: str | Contract[Any]) -> SearchStrategy[Any]:
     """Instances that pass the schema and break exactly `contract` (a name or a `Contract`).
 
-    Uses the pack's strategy for that contract when present; otherwise `from_schema(model)`
-    filtered to instances on which that contract, and no other, reports a violation (see `valid`
-    on why packs with tight rules should supply strategies). "Breaks" is judged under
+    Uses the pack's strategy for that contract when present. Otherwise the values are built
+    constructively from the pack's golden examples: a field the contract declares is replaced
+    with a schema-generated value, and a result is kept when that contract, and no other,
+    reports a violation — so an arithmetic rule (`total == sum(...)`) is broken by changing
+    `total`, not found by luck. Without examples (or declared fields) it falls back to
+    `from_schema(model)` filtered the same way. A rule no such value breaks makes hypothesis
+    give up (`FailedHealthCheck`); `check_pack` reports that as the rule to supply a strategy
+    for (`pack.strategies[name]`). "Breaks" is judged under
     `pack.extra["contexts"][name]` when the pack gives that rule its own request, else under the
     pack-wide context (see `pack_context`). Raises `KeyError` for a contract the pack lacks.
     """
@@ -182,7 +187,60 @@ def violating(pack: ContractPack, contract: str | Contract) -> SearchStrategy[An
             d.rule == rule.name and d.source is Source.CONTRACT for d in found
         )
 
+    mutations = _mutations(pack, rule, target, breaks_only_this)
+    if mutations is not None:
+        return mutations
     return from_schema(target).filter(breaks_only_this)
+
+
+def _mutations(
+    pack: ContractPack,
+    rule: Contract[Any],
+    target: Target[Any],
+    breaks_only_this: Callable[[Any], bool],
+) -> SearchStrategy[Any] | None:
+    """Violating values built constructively: a golden example of the pack (valid by the
+    pack's own checks) with some of the fields the rule declares replaced by schema-generated
+    values, mixed with schema-generated values, kept when that breaks this rule and no other.
+    None when the pack has no usable example or the rule names no top-level field of the
+    schema (the plain filtering fallback is used then)."""
+    from hypothesis import strategies as st
+
+    bases: list[dict[str, Any]] = []
+    for example in pack.examples:
+        try:
+            instance = as_instance(target, example)
+            data = target.adapter.dump_python(instance, mode="json", by_alias=True)
+        except Exception:  # an example that does not validate: check_pack reports it
+            continue
+        if isinstance(data, dict):
+            bases.append(data)
+    schema = target.json_schema
+    builder = _SchemaStrategies(schema)
+    properties = builder.resolve(schema).get("properties")
+    heads = dict.fromkeys(_head(field) for field in rule.fields)
+    fields = [head for head in heads if isinstance(properties, dict) and head in properties]
+    if not bases or not fields:
+        return None
+    assert isinstance(properties, dict)
+    replacement = st.one_of(
+        [st.fixed_dictionaries({name: builder.build(properties[name], 1)}) for name in fields]
+        + [st.fixed_dictionaries({n: builder.build(properties[n], 1) for n in fields})]
+    )  # one field at a time first (the others' rules then stay kept), or all of them
+
+    def rebuilt(base: dict[str, Any], changes: dict[str, Any]) -> Any:
+        try:
+            return target.adapter.validate_json(to_json({**base, **changes}))
+        except Exception:  # the replacement broke the schema
+            return NOTHING
+
+    mutated = st.builds(rebuilt, st.sampled_from(bases), replacement)
+    candidates = st.one_of(mutated, mutated, mutated, from_schema(target))
+    return candidates.filter(lambda i: i is not NOTHING and breaks_only_this(i))
+
+
+def _head(path: str) -> str:
+    return path.split(".", 1)[0].split("[", 1)[0]
 
 
 def from_schema(model: Any) -> SearchStrategy[Any]:

@@ -6,7 +6,8 @@ trip's declared `start` and `end` are the first origin and the last destination.
 UTC offset (`2024-05-01T09:30:00+02:00`) so legs across time zones compare correctly; city names
 compare ignoring case and surrounding spaces.
 
-Load it with `healjson.load_contracts("contracts/itinerary.py")`.
+Load it from anywhere with `healjson.load_contracts("itinerary")` (a built-in name; the module is
+`healjson.packs.itinerary`).
 """
 
 from __future__ import annotations
@@ -225,7 +226,9 @@ ZONES = (
 MODES = ("flight", "train", "bus", "car", "ferry")
 
 
-def _draw_trip(draw: Any, st: Any, *, legs: int | None = None, short_gap: int | None = None) -> Any:
+def _draw_trip(
+    draw: Any, st: Any, *, legs: int | None = None, short_gap: int | None = None
+) -> Itinerary:
     """A valid trip built forwards: cities first, then each leg's times from the previous arrival.
 
     With `short_gap=i`, the connection after leg `i` is too short (every other rule holds).
@@ -269,7 +272,10 @@ def _with_leg(trip: Itinerary, index: int, **update: Any) -> Itinerary:
 
 
 def _elsewhere(draw: Any, st: Any, *avoid: str) -> str:
-    return draw(st.sampled_from([c for c in CITIES if all(not _same_place(c, a) for a in avoid)]))
+    city: str = draw(
+        st.sampled_from([c for c in CITIES if all(not _same_place(c, a) for a in avoid)])
+    )
+    return city
 
 
 def _valid() -> Any:

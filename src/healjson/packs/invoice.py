@@ -5,7 +5,8 @@ one currency is used throughout, and the invoice is not due before it was issued
 `Decimal` (a JSON number or a numeric string both validate); sums are compared within 0.01.
 Violations name exact paths (`lines[2].line_total`) and give the number that would be right.
 
-Load it with `healjson.load_contracts("contracts/invoice.py")`.
+Load it from anywhere with `healjson.load_contracts("invoice")` (a built-in name; the module is
+`healjson.packs.invoice`).
 """
 
 from __future__ import annotations
@@ -283,7 +284,7 @@ def _draw_invoice(draw: Any, st: Any) -> Invoice:
 
 def _shifted(draw: Any, st: Any, amount: Decimal) -> Decimal:
     """`amount` moved by more than the tolerance, staying >= 0."""
-    offset = draw(_money(st, "0.02", "500"))
+    offset: Decimal = draw(_money(st, "0.02", "500"))
     return amount - offset if amount >= offset and draw(st.booleans()) else amount + offset
 
 

@@ -1,0 +1,20 @@
+"""Example contract packs that ship with healjson: copy one to start your own.
+
+Each module defines `pack = healjson.ContractPack(...)`: a pydantic model, its business rules
+(`@contract` functions), golden examples and hypothesis strategies for testing. Load one by its
+bare name from any directory, `healjson.load_contracts("support_ticket")` (or
+`healjson --contracts support_ticket` on the command line), or import its module.
+
+- `support_ticket` (`healjson.packs.support_ticket`): `SupportTicket`, the seed article's Case #7
+  schema; cross-field rules (refunds are urgent, an urgent ticket explains itself, logistics is
+  not urgent, no order number in the summary) and one rule that reads the customer's own words (a
+  defect plus a refund request is a refund or quality ticket).
+- `invoice` (`healjson.packs.invoice`): `Invoice` with `Decimal` amounts; line totals, the total,
+  one currency, the due date after the issue date, with exact paths (`lines[2].line_total`).
+- `itinerary` (`healjson.packs.itinerary`): `Itinerary`, a list of legs with UTC offsets; legs
+  arrive after departing and connect in place and in time, the trip's endpoints match its legs.
+
+`README.md` beside this file explains how to write and load packs. The engine never imports these
+modules (`tests/test_package_layout.py` checks it): they are examples, found by name only when
+asked for.
+"""

@@ -1,0 +1,106 @@
+"""What a type checker sees at each public entry point (checked by mypy in CI, never run).
+
+`assert_type` fails the mypy run when an inferred type drifts; each `# type: ignore[...]` line is
+an error mypy must still report (`warn_unused_ignores` turns a missing error into a failure).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any, Literal, assert_type
+
+import openai
+from pydantic import BaseModel
+
+import healjson
+from healjson import Contract, ContractContext, Degraded, Healed, Healer, Outcome, Violation
+
+
+class Order(BaseModel):
+    total: float
+
+
+class Ticket(BaseModel):
+    urgency: str
+
+
+@healjson.contract(fields=("total",))
+def positive(order: Order) -> Violation | None:
+    return None if order.total > 0 else Violation("total must be positive")
+
+
+@healjson.contract(fields=("urgency",))
+def known_urgency(ticket: Ticket, ctx: ContractContext) -> Violation | None:
+    return None
+
+
+def model_call(messages: Any, **params: Any) -> str:
+    return '{"total": 1}'
+
+
+async def amodel_call(messages: Any, **params: Any) -> str:
+    return '{"total": 1}'
+
+
+def check_contracts() -> None:
+    assert_type(positive, Contract[Order])
+    assert_type(known_urgency, Contract[Ticket])
+    Healer(Order, contracts=[positive])
+    Healer(Order, contracts=[known_urgency])  # type: ignore[list-item]
+    healjson.validate("{}", Order, contracts=[known_urgency])  # type: ignore[list-item]
+
+
+def check_validate_and_healer() -> None:
+    outcome = healjson.validate('{"total": 1}', Order)
+    assert_type(outcome, Healed[Order] | Degraded[Order])
+    if isinstance(outcome, Healed):
+        assert_type(outcome.value, Order)
+    assert_type(healjson.validate("[]", Literal["a", "b"]), Outcome[Any])
+    healer = Healer(Order)
+    assert_type(healer, Healer[Order])
+    assert_type(healer.run(model_call, "total?"), Outcome[Order])
+    pending = healer.arun(amodel_call, "total?")
+    _ = assert_type(pending, Coroutine[Any, Any, Outcome[Order]])
+    pending.close()
+
+
+def check_decorator() -> None:
+    @healjson.heal(Order)
+    def extract(messages: list[dict[str, str]], **params: object) -> str:
+        return '{"total": 1}'
+
+    # (a parameter typed `Any` makes both decorator overloads match, and mypy then says Any)
+    @healjson.heal(Order)
+    async def aextract(messages: list[dict[str, str]], **params: object) -> str:
+        return '{"total": 1}'
+
+    @healjson.heal(Order, call=model_call)
+    def prompt(topic: str, *, lang: str = "en") -> str:
+        return f"the order for {topic}"
+
+    assert_type(extract("total?"), Outcome[Order])
+    assert_type(asyncio.run(aextract("total?")), Outcome[Order])
+    assert_type(prompt("a pen", lang="de"), Outcome[Order])
+    prompt(3)  # type: ignore[arg-type]
+
+
+def check_wrap() -> None:
+    client = healjson.wrap(openai.OpenAI(api_key="x"))
+    outcome = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "total?"}], response_model=Order
+    )
+    assert_type(outcome, Outcome[Order])
+    aclient = healjson.wrap(openai.AsyncOpenAI(api_key="x"))
+    pending = aclient.chat.completions.create(
+        model="m", messages=[], response_model=Order, contracts=[positive]
+    )
+    _ = assert_type(pending, Coroutine[Any, Any, Outcome[Order]])
+    pending.close()
+    client.chat.completions.create(
+        model="m",
+        messages=[],
+        response_model=Order,
+        contracts=[known_urgency],  # type: ignore[list-item]
+    )
+    client.models.list()  # everything else is the wrapped client's
