@@ -147,7 +147,7 @@ def test_batch_200_rows_at_concurrency_16_writes_200_unique_rows(
 def test_batch_malformed_lines_become_error_rows_and_duplicates_run_once(
     tmp_path: Path, endpoint: tuple[Endpoint, ScriptedServer]
 ) -> None:
-    """Unreadable lines get `invalid_input` rows (id = line number); a repeated id runs once."""
+    """Unreadable lines get `invalid_input` rows (id `#line-N`); a repeated id runs once."""
     answer, server = endpoint
     extra = [
         "{not json",
@@ -163,10 +163,10 @@ def test_batch_malformed_lines_become_error_rows_and_duplicates_run_once(
 
     assert 0 == result.exit_code, result.output
     by_id = {row["id"]: row for row in rows(out)}
-    assert {"t1", "t2", 3, "no-prompt", 7} == set(by_id)
-    assert "invalid_input" == by_id[3]["reason"]
-    assert 3 == by_id[3]["errors"][0]["line"]
-    assert "not valid JSON" in by_id[3]["errors"][0]["constraint"]
+    assert {"t1", "t2", "#line-3", "no-prompt", 7} == set(by_id)
+    assert "invalid_input" == by_id["#line-3"]["reason"]
+    assert 3 == by_id["#line-3"]["errors"][0]["line"]
+    assert "not valid JSON" in by_id["#line-3"]["errors"][0]["constraint"]
     assert "invalid_input" == by_id["no-prompt"]["reason"]
     assert by_id[7]["ok"] is True  # `messages` input; the id defaults to the line number
     assert 3 == answer.calls
@@ -232,7 +232,7 @@ def test_batch_full_rows_render_with_trace(
     assert "- **Repair prompt sent**:" in one.stdout
     assert "### id t9" not in one.stdout
     assert "### id t9" in every.stdout
-    assert "- id 3: degraded (`invalid_input`) after 0 call(s)" in every.stdout
+    assert "- id #line-3: degraded (`invalid_input`) after 0 call(s)" in every.stdout
     assert 1 == missing.exit_code
 
 
@@ -360,7 +360,7 @@ def test_unreadable_input_lines_carry_a_problem(tmp_path: Path, line: bytes, pro
     source.write_bytes(b'\xef\xbb\xbf{"prompt": "first"}\n' + line + b"\n")
     first, second = read_jobs(source)
     assert (1, None) == (first.id, first.problem)
-    assert 2 == second.id
+    assert (2, second.assigned) == (second.line, second.id == "#line-2")  # or the default id 2
     assert problem in (second.problem or "")
 
 

@@ -49,7 +49,7 @@ def test_demo_runs_as_a_subprocess_offline() -> None:
         timeout=60,
     )
     assert 0 == done.returncode
-    assert "Case #7" in done.stdout
+    assert "cross-field repair" in done.stdout
 
 
 # ---------------------------------------------------------------------------------------------

@@ -136,7 +136,7 @@ def test_an_over_long_input_line_is_a_problem_and_is_never_held_whole(
 
     first, bad, last = read_jobs(source)
 
-    assert (2, 2) == (bad.id, bad.line)
+    assert ("#line-2", 2) == (bad.id, bad.line)
     assert "longer than 1000 bytes" in (bad.problem or "")
     assert ("t1", "t3") == (first.id, last.id)
 
@@ -173,10 +173,10 @@ def test_batch_writes_invalid_input_rows_for_hostile_lines(
 
     assert 0 == result.exit_code, result.output
     by_id = parsed_rows(out)
-    assert {"t1", 2, 3, 4, "t5"} == set(by_id)
+    assert {"t1", "#line-2", "#line-3", "#line-4", "t5"} == set(by_id)
     assert [True, True] == [by_id["t1"]["ok"], by_id["t5"]["ok"]]
-    assert ["invalid_input"] * 3 == [by_id[n]["reason"] for n in (2, 3, 4)]
-    assert "nested too deeply" in by_id[4]["errors"][0]["constraint"]
+    assert ["invalid_input"] * 3 == [by_id[f"#line-{n}"]["reason"] for n in (2, 3, 4)]
+    assert "nested too deeply" in by_id["#line-4"]["errors"][0]["constraint"]
     assert "invalid input 3" in result.stderr
 
 

@@ -4,7 +4,8 @@ The command reads INPUT.jsonl (`batch_input`), heals each row through the endpoi
 (`batch_run`) and appends exactly one JSON line per distinct id to OUT (`batch_output`, rows as
 in `batch_rows`), fsync'd as it finishes; a re-run skips the ids OUT already has, so an
 interrupted batch resumes where it stopped, and `--retry-failed` / `--retry REASON` run again
-the rows OUT holds for those reasons. Unreadable lines never stop a run.
+the rows OUT holds for those reasons. Unreadable lines never stop a run: each gets the id
+`#line-N`, which no input row's id can equal (see `batch_rows`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import typer
 from healjson._core.outcome import Reason
 
 from .batch_rows import INVALID_INPUT
+from .batch_run import ENDPOINT_FAILURES
 from .endpoint import endpoint_from_options
 from .loading import load_setup
 from .options import (
@@ -34,14 +36,14 @@ from .options import (
     response_model_option,
     timeout_option,
 )
-from .progress import batch_progress
+from .progress import batch_counts, batch_progress
 
 if TYPE_CHECKING:
     from .batch_run import BatchStats
 
 __all__ = ["RETRY_FAILED", "batch"]
 
-RETRY_FAILED = frozenset({"api_error", "timeout"})  # `batch --retry-failed`: the endpoint failed
+RETRY_FAILED = ENDPOINT_FAILURES  # `batch --retry-failed`: the rows the endpoint failed
 
 
 def batch(
@@ -98,13 +100,26 @@ def batch(
             "max_retries_exceeded after raising --max-attempts.",
         ),
     ] = None,
+    stop_after: Annotated[
+        int | None,
+        typer.Option(
+            "--stop-after",
+            metavar="N",
+            min=1,
+            help="Stop after N rows in a row failed on the endpoint (api_error, timeout); "
+            "the rows not run yet are not written, so a re-run resumes them.",
+        ),
+    ] = None,
 ) -> None:
     """Heal every prompt of INPUT.jsonl through an OpenAI-compatible endpoint into OUT.
 
     Every distinct id gets exactly one output line, written and fsync'd as it finishes; a
     re-run skips the ids OUT already has, so an interrupted batch resumes where it stopped.
-    Exit code 0 when every row was written (degraded rows included), 1 when some were not,
-    2 on usage errors.
+    A line that cannot be read gets an `invalid_input` row with the id `#line-N`.
+
+    Exit code 0 when every row was written (degraded rows included); 1 when some were not,
+    when every row sent failed on the endpoint, or when --stop-after stopped the run; 2 on
+    usage errors.
     """
     from healjson._core.healer import Healer
     from healjson._core.policy import HealPolicy
@@ -148,7 +163,9 @@ def batch(
                 examples=setup.examples,
                 policy=policy,
             )
-            return await runner.run(healer, concurrency=concurrency, full=full, on_row=on_row)
+            return await runner.run(
+                healer, concurrency=concurrency, full=full, on_row=on_row, stop_after=stop_after
+            )
 
     with runner:
         try:
@@ -166,6 +183,21 @@ def batch(
             typer.echo(f"batch stopped: {failure}", err=True)
             raise typer.Exit(1) from None
     typer.echo(_summary(stats, out), err=True)
+    if stats.stopped:
+        typer.echo(
+            f"batch stopped: {stats.failing_in_a_row} row(s) in a row failed on the endpoint "
+            f"(--stop-after {stop_after}); re-run the same command to resume "
+            "(add --retry-failed to run the failed rows again)",
+            err=True,
+        )
+        raise typer.Exit(1)
+    if stats.endpoint_down:
+        typer.echo(
+            "every row sent failed on the endpoint (api_error, timeout): check --base-url, "
+            "--api-key and the endpoint, then re-run with --retry-failed",
+            err=True,
+        )
+        raise typer.Exit(1)
     if not stats.complete:
         raise typer.Exit(1)
 
@@ -186,9 +218,10 @@ def _summary(stats: BatchStats, out: Path) -> str:
     """What the run did, for stderr: the counts, then one line per thing worth knowing."""
     parts = [
         f"healjson batch: wrote {stats.written} of {stats.total} row(s) to {out} "
-        f"(healed {stats.healed}, degraded {stats.degraded}, invalid input {stats.invalid}); "
-        f"{stats.calls} call(s), {stats.tokens} token(s)"
+        f"({batch_counts(stats)}); {stats.calls} call(s), {stats.tokens} token(s)"
     ]
+    if stats.endpoint_failed:
+        parts.append(f"{stats.endpoint_failed} row(s) failed on the endpoint (api_error, timeout)")
     if stats.retried:
         parts.append(f"took {stats.retried} failed row(s) out of {out} to run them again")
     if stats.already_done:

@@ -36,8 +36,8 @@ def demo(
     ] = None,
     json_mode: Annotated[JsonModeChoice, json_mode_option()] = JsonModeChoice.JSON_SCHEMA,
 ) -> None:
-    """Show the four layers on one support ticket: an L1 local heal, the Case #7 cross-field
-    repair, a truncation and a graceful degradation, each with its trace.
+    """Show the four layers on one support ticket: an L1 local heal, a cross-field repair, a
+    truncation and a graceful degradation, each with its trace.
 
     Offline by default (a scripted model: no network, no API key); --live or --base-url sends
     the same four prompts to a real OpenAI-compatible endpoint through healjson.wrap.
@@ -45,15 +45,18 @@ def demo(
     from healjson._core.record import render_markdown
 
     from .demo_runs import run_demo
+    from .markdown_out import echo_markdown
 
     if live or base_url is not None:
         results = _live_demo(base_url, model, api_key, json_mode)
     else:
         results = run_demo()
+    parts = []
     for index, (scenario, outcome) in enumerate(results, 1):
-        typer.echo(f"\n## {index}. {scenario.title}\n")
-        typer.echo(f"_{scenario.shows}_\n")
-        typer.echo(render_markdown(outcome, title=scenario.title))
+        parts.append(f"\n## {index}. {scenario.title}\n")
+        parts.append(f"_{scenario.shows}_\n")
+        parts.append(render_markdown(outcome, title="What happened"))
+    echo_markdown("\n".join(parts))
 
 
 def _live_demo(

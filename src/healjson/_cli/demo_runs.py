@@ -29,7 +29,7 @@ __all__ = [
 
 
 class SupportTicket(BaseModel):
-    """The seed's Case #7 schema."""
+    """A support ticket extracted from a customer's message."""
 
     urgency: int = Field(ge=1, le=5)
     category: Literal["logistics", "refund", "quality", "other"]
@@ -67,7 +67,13 @@ def summary_fits_a_pager(ticket: SupportTicket, ctx: ContractContext) -> Violati
     return None
 
 
-FALLBACK = {"urgency": 3, "category": "other", "summary": "needs manual triage"}
+FALLBACK = {
+    "urgency": 3,
+    "category": "other",
+    "summary": "needs manual triage",
+    "orderId": "ORD-000000",
+}
+"""What the demo's degraded run falls back to: a ticket that passes the schema and contracts."""
 
 
 @dataclass(frozen=True)
@@ -120,7 +126,7 @@ def demo_scenarios() -> list[DemoScenario]:
             ),
         ),
         DemoScenario(
-            "L2 + L3: Case #7 cross-field repair",
+            "L2 + L3: cross-field repair",
             "urgency 5 with an 11-character summary breaks a cross-field contract; the repair "
             "prompt carries the full context and the model fixes it on the second call",
             (

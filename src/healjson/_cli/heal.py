@@ -16,6 +16,7 @@ from healjson._core.outcome import Degraded, Healed, Outcome
 from healjson._core.repair import RepairPrompt, Strategy
 
 from .loading import load_setup
+from .markdown_out import echo_markdown
 from .options import contracts_option
 
 __all__ = ["OutputFormat", "heal", "heal_report"]
@@ -57,8 +58,10 @@ def heal(
         str | None,
         typer.Option(
             "--messages",
-            help="The original request (a JSON list of chat messages, or plain text for one "
-            "user turn): the contracts read it and the repair request starts with it.",
+            metavar="FILE|TEXT",
+            help="The original request: a file holding it (- reads stdin), or the text "
+            "itself; a JSON list of chat messages, or plain text for one user turn. The "
+            "contracts read it and the repair request starts with it.",
         ),
     ] = None,
 ) -> None:
@@ -91,7 +94,8 @@ def heal(
         typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
     else:
         name = getattr(setup.target, "__name__", None) or repr(setup.target)
-        typer.echo(heal_report(outcome, name, len(setup.contracts), prompt, original), nl=False)
+        report = heal_report(outcome, name, len(setup.contracts), prompt, original)
+        echo_markdown(report, nl=False)
     if not outcome.ok:
         raise typer.Exit(1)
 
@@ -185,11 +189,12 @@ def _read_text(file: str) -> str:
 
 
 def _read_messages(file: str) -> tuple[dict[str, Any], ...]:
-    """The `--messages` file as chat messages: a JSON list of messages, one message object, an
-    object with `messages` or `prompt`, or plain text for one user turn."""
+    """`--messages` as chat messages: a file's text (`-`: stdin) or, when no such file exists,
+    the option's own text; a JSON list of messages, one message object, an object with
+    `messages` or `prompt`, or plain text for one user turn."""
     from healjson._core.messages import normalise_messages
 
-    text = _read_text(file)
+    text = _read_text(file) if file == "-" or Path(file).is_file() else file
     try:
         data: Any = json.loads(text)
     except ValueError:

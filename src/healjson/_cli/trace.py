@@ -10,6 +10,8 @@ import typer
 
 from healjson._core.diagnostic import short_repr
 
+from .markdown_out import echo_markdown
+
 __all__ = ["trace"]
 
 
@@ -41,11 +43,11 @@ def trace(
             try:
                 outcome = outcome_from_dict(stored)
             except ValueError as exc:  # the only error it raises on bad data
-                typer.echo(f"{_row_summary(row)} (stored outcome unreadable: {exc})")
+                echo_markdown(f"{_row_summary(row)} (stored outcome unreadable: {exc})")
                 continue
-            typer.echo(render_markdown(outcome, title=f"id {row.get('id')}"))
+            echo_markdown(render_markdown(outcome, title=f"id {row.get('id')}"))
         else:
-            typer.echo(_row_summary(row))
+            echo_markdown(_row_summary(row))
     if row_id is not None and not found:
         typer.echo(f"no row with id {row_id} in {out}", err=True)
         raise typer.Exit(1)

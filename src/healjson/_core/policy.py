@@ -17,7 +17,7 @@ AmbiguityMode = Literal["reask", "first", "last"]
 class HealPolicy:
     """Limits and strategies for one healing run. Invalid settings raise at construction.
 
-    - `max_attempts`: model calls in total, the first included (the seed's 3 = 1 + 2 repairs).
+    - `max_attempts`: model calls in total, the first included (the default 3: 1 + 2 repairs).
     - `token_budget`: stop with `budget_exceeded` before a call that would pass this many
       prompt + completion tokens in total (None: no limit). Unreported usage is estimated as
       characters / 4.

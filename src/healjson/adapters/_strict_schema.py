@@ -48,7 +48,6 @@ from healjson._core.target import Target, target_for
 
 __all__ = [
     "SUPPORTED_FORMATS",
-    "SUPPORTED_KEYWORDS",
     "StrictSchema",
     "StrictSchemaUnsupported",
     "strict_json_schema",
@@ -58,33 +57,6 @@ SUPPORTED_FORMATS = frozenset(
     {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
 )
 """String formats OpenAI strict mode accepts; any other `format` moves to the description."""
-
-SUPPORTED_KEYWORDS = frozenset(
-    {
-        "type",
-        "properties",
-        "required",
-        "additionalProperties",
-        "items",
-        "enum",
-        "const",
-        "anyOf",
-        "$ref",
-        "$defs",
-        "description",
-        "title",
-        "pattern",
-        "format",
-        "multipleOf",
-        "maximum",
-        "exclusiveMaximum",
-        "minimum",
-        "exclusiveMinimum",
-        "minItems",
-        "maxItems",
-    }
-)
-"""Every keyword that may appear in a strict schema (`$defs` only at the root)."""
 
 ENVELOPE_KEY = "value"
 

@@ -5,10 +5,10 @@ Each module defines `pack = healjson.ContractPack(...)`: a pydantic model, its b
 bare name from any directory, `healjson.load_contracts("support_ticket")` (or
 `healjson --contracts support_ticket` on the command line), or import its module.
 
-- `support_ticket` (`healjson.packs.support_ticket`): `SupportTicket`, the seed article's Case #7
-  schema; cross-field rules (refunds are urgent, an urgent ticket explains itself, logistics is
-  not urgent, no order number in the summary) and one rule that reads the customer's own words (a
-  defect plus a refund request is a refund or quality ticket).
+- `support_ticket` (`healjson.packs.support_ticket`): `SupportTicket`, a ticket extracted from
+  a customer message; cross-field rules (refunds are urgent, an urgent ticket explains itself,
+  logistics is not urgent, no order number in the summary) and one rule that reads the
+  customer's own words (a defect plus a refund request is a refund or quality ticket).
 - `invoice` (`healjson.packs.invoice`): `Invoice` with `Decimal` amounts; line totals, the total,
   one currency, the due date after the issue date, with exact paths (`lines[2].line_total`).
 - `itinerary` (`healjson.packs.itinerary`): `Itinerary`, a list of legs with UTC offsets; legs

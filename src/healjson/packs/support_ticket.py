@@ -1,4 +1,4 @@
-"""Support tickets: the seed article's Case #7 schema and its cross-field rules.
+"""Support tickets: a ticket schema extracted from customer messages, and its cross-field rules.
 
 A customer writes in; the model turns the message into a ticket. Besides the schema (urgency 1-5,
 a known category, a 5-160 character summary, an `ORD-nnnnnn` order id) the ticket must be
@@ -55,12 +55,12 @@ _REFUND = re.compile(
 
 
 class SupportTicket(BaseModel):
-    """One support ticket extracted from a customer's message (the seed's Case #7 schema)."""
+    """One support ticket extracted from a customer's message."""
 
     urgency: int = Field(ge=1, le=5, description="1 = can wait, 5 = act now")
     category: Literal["logistics", "refund", "quality", "other"]
     summary: str = Field(min_length=5, max_length=160)
-    orderId: str = Field(pattern=r"^ORD-\d{6}$")  # the seed's wire name, kept as is
+    orderId: str = Field(pattern=r"^ORD-\d{6}$")  # the wire name the ticket system uses
 
 
 def _q(text: str) -> str:
@@ -306,7 +306,7 @@ pack = ContractPack(
     contracts=CONTRACTS,
     examples=EXAMPLES,
     name="support_ticket",
-    description="Support tickets from customer messages (the seed's Case #7), with cross-field "
+    description="Support tickets from customer messages, with cross-field "
     "rules and one rule checked against the customer's own words.",
     strategies={
         "valid": _valid,
