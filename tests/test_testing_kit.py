@@ -29,7 +29,7 @@ from healjson.testing import (
     valid,
     violating,
 )
-from healjson.testing._strategies import KINDS
+from healjson.testing._corruptions import KINDS
 
 # --- a pack with strategies: Range ---------------------------------------------------------------
 

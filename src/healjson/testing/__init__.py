@@ -25,9 +25,11 @@ from ._scripted import Call, ScriptedModel, ScriptExhausted
 
 if TYPE_CHECKING:
     from ._check_pack import PackReport, check_pack
+    from ._corruptions import Corruption, corrupted
     from ._replies import RecordedRequest, ScriptedReply
+    from ._schema_data import from_schema
     from ._server import ScriptedServer
-    from ._strategies import Corruption, corrupted, from_schema, valid, violating
+    from ._strategies import valid, violating
 
 __all__ = [
     "Call",
@@ -51,9 +53,9 @@ _LAZY = {
     "RecordedRequest": "_replies",
     "ScriptedReply": "_replies",
     "ScriptedServer": "_server",
-    "Corruption": "_strategies",
-    "corrupted": "_strategies",
-    "from_schema": "_strategies",
+    "Corruption": "_corruptions",
+    "corrupted": "_corruptions",
+    "from_schema": "_schema_data",
     "valid": "_strategies",
     "violating": "_strategies",
     "PackReport": "_check_pack",

@@ -31,17 +31,9 @@ from healjson._core.sentinels import MISSING
 from healjson._core.target import Target, target_for
 from healjson._packs import ContractPack
 
-from ._strategies import (
-    Corruption,
-    as_instance,
-    corrupted,
-    from_schema,
-    judge,
-    pack_context,
-    require_hypothesis,
-    valid,
-    violating,
-)
+from ._corruptions import Corruption, corrupted
+from ._schema_data import as_instance, from_schema, require_hypothesis
+from ._strategies import judge, pack_context, valid, violating
 
 __all__ = ["PackReport", "check_pack"]
 

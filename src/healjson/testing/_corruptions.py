@@ -1,0 +1,284 @@
+"""`corrupted(value)`: a value rendered the way language models break JSON (`Corruption`)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+
+from healjson._core.target import target_for
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import DrawFn, SearchStrategy
+
+from ._schema_data import as_instance, require_hypothesis
+
+__all__ = ["KINDS", "Corruption", "corrupted"]
+
+KINDS: tuple[str, ...] = (
+    "fence",
+    "prose_before",
+    "prose_after",
+    "trailing_comma",
+    "line_comment",
+    "block_comment",
+    "single_quotes",
+    "python_literals",
+    "unquoted_keys",
+    "pretty",
+    "truncated",
+)
+"""Every corruption kind `corrupted` can apply, in the order they are listed on a `Corruption`."""
+
+_INSTALL_HINT = (
+    "healjson.testing's property-based kit needs hypothesis: pip install 'healjson[testing]'"
+)
+_MAX_DEPTH = 5  # past this depth, generation prefers leaves: null branches, empty lists
+_EXTRA_ITEMS = 5  # lists without maxItems get at most minItems + this many items
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_RESERVED = frozenset({"true", "false", "null", "True", "False", "None", "undefined", "NaN"})
+_PROSE_BEFORE = (
+    "Here is the JSON:",
+    "Sure! Here's the result:",
+    "Answer:",
+    "Of course. The extracted data follows.",
+)
+_PROSE_AFTER = (
+    "Let me know if you need anything else.",
+    "Hope this helps!",
+    "All fields are filled in.",
+)
+_COMMENT_TEXT = (
+    "note",
+    "computed from the input",
+    "see above",
+    "see [1]",  # brackets and quotes in comments are text, not structure
+    "kept {as given}",
+    'the customer\'s "id"',
+)
+
+
+# --- corruptions ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Corruption:
+    """A value rendered the way a language model breaks JSON.
+
+    `text` is the reply, `kinds` the corruptions applied (names from `KINDS`), `finish_reason`
+    what the provider would report (`"length"` for a truncated reply), `recoverable` whether L1
+    must recover it (False for truncation: L1 must refuse a cut-off reply) and `expected` the JSON
+    data it must recover (for a truncated reply: the data before the cut).
+    """
+
+    text: str
+    kinds: tuple[str, ...]
+    finish_reason: str | None
+    recoverable: bool
+    expected: Any
+
+
+def corrupted(value: Any, *, model: Any = None) -> SearchStrategy[Corruption]:
+    """Renderings of `value` (a model instance or JSON data) the way language models break JSON.
+
+    Kinds (see `KINDS`), drawn in combinations: a markdown code fence (```` ```json ```` or a bare
+    ```` ``` ````), prose before and after, trailing commas, `//` and `/* */` comments, single
+    quotes (only for strings with no quotes, backslashes or control characters), Python literals
+    `True`/`False`/`None`, unquoted keys (plain identifiers only), pretty-printing — and
+    truncation: the reply cut strictly inside the JSON value, with `finish_reason="length"` and
+    `recoverable=False`. A top-level scalar is only ever fenced. `model` (a pydantic model or any
+    type pydantic validates) serialises `value` the way L1 will read it: with field aliases.
+    Raises at once if `value` cannot be turned into JSON data.
+    """
+    require_hypothesis()
+
+    data = _json_data(value, model)
+    return _renderings()(data, _applicable(data))
+
+
+@functools.cache
+def _renderings() -> Callable[[Any, tuple[str, ...]], SearchStrategy[Corruption]]:
+    """The composite strategy, built once (hypothesis inspects a composite's source when built)."""
+    from hypothesis import strategies as st
+
+    return st.composite(_draw_corruption)
+
+
+def _draw_corruption(draw: DrawFn, data: Any, applicable: tuple[str, ...]) -> Corruption:
+    from hypothesis import strategies as st
+
+    kinds = set(draw(st.lists(st.sampled_from(applicable), min_size=1, unique=True)))
+    indent = draw(st.sampled_from((2, 4))) if "pretty" in kinds else 0
+    spaced = draw(st.booleans()) if not indent else False
+    renderer = _Renderer(kinds, indent, spaced, draw)
+    body = renderer.render(data)
+    before = after = ""
+    if "fence" in kinds:
+        lang = draw(st.sampled_from(("json", "")))
+        before, after = f"```{lang}\n", "\n```"
+    if "prose_before" in kinds:
+        gap = draw(st.sampled_from(("\n", "\n\n", " ")))
+        before = draw(st.sampled_from(_PROSE_BEFORE)) + gap + before
+    if "prose_after" in kinds:
+        gap = draw(st.sampled_from(("\n", "\n\n", " ")))
+        after = after + gap + draw(st.sampled_from(_PROSE_AFTER))
+    applied = renderer.applied | (kinds & {"fence", "prose_before", "prose_after", "pretty"})
+    if "truncated" in kinds:
+        cut = draw(st.integers(1, len(body) - 1))  # strictly inside the value
+        ordered = tuple(k for k in KINDS if k in applied or k == "truncated")
+        return Corruption(before + body[:cut], ordered, "length", False, data)
+    ordered = tuple(k for k in KINDS if k in applied)
+    finish = draw(st.sampled_from((None, "stop")))
+    return Corruption(before + body + after, ordered, finish, True, data)
+
+
+def _json_data(value: Any, model: Any) -> Any:
+    if model is None and isinstance(value, BaseModel):
+        model = type(value)
+    if model is None:
+        data = to_jsonable_python(value)
+    else:
+        target = target_for(model)
+        instance = as_instance(target, value)
+        data = target.adapter.dump_python(instance, mode="json", by_alias=True)
+    json.dumps(data, allow_nan=True)  # fail now, not inside a strategy, on data JSON cannot hold
+    return data
+
+
+def _applicable(data: Any) -> tuple[str, ...]:
+    if not isinstance(data, dict | list):
+        return ("fence",)  # prose, comments or quotes around a bare scalar are not recoverable
+    kinds = ["fence", "prose_before", "prose_after", "line_comment", "block_comment", "pretty"]
+    strings, keys, literals, filled = _inventory(data)
+    if filled:
+        kinds.append("trailing_comma")
+    if any(_quotable(s) for s in (*strings, *keys)):
+        kinds.append("single_quotes")
+    if literals:
+        kinds.append("python_literals")
+    if any(_bare_key(k) for k in keys):
+        kinds.append("unquoted_keys")
+    if len(json.dumps(data)) > 2:
+        kinds.append("truncated")  # needs a character strictly inside the value
+    return tuple(k for k in KINDS if k in kinds)
+
+
+def _inventory(data: Any) -> tuple[list[str], list[str], bool, bool]:
+    """Strings, keys, whether there is a bool or null, and whether a container is non-empty."""
+    strings: list[str] = []
+    keys: list[str] = []
+    literals = False
+    filled = False
+    stack = [data]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            filled = filled or bool(node)
+            keys.extend(str(k) for k in node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            filled = filled or bool(node)
+            stack.extend(node)
+        elif isinstance(node, str):
+            strings.append(node)
+        elif node is None or isinstance(node, bool):
+            literals = True
+    return strings, keys, literals, filled
+
+
+def _quotable(text: str) -> bool:
+    """Safe to single-quote: nothing that would need escaping or could end the string early."""
+    return not any(c in "'\"\\" or ord(c) < 0x20 or c in "\u2018\u2019" for c in text)
+
+
+def _bare_key(key: str) -> bool:
+    return bool(_IDENTIFIER.match(key)) and key not in _RESERVED
+
+
+class _Renderer:
+    """Writes JSON data with the chosen corruptions, drawing where optional ones go."""
+
+    def __init__(self, kinds: set[str], indent: int, spaced: bool, draw: DrawFn) -> None:
+        from hypothesis import strategies as st
+
+        self.kinds = kinds
+        self.indent = indent
+        self.spaced = spaced
+        self.draw = draw
+        self.booleans = st.booleans()
+        self.comments = [k for k in ("block_comment", "line_comment") if k in kinds]
+        self.comment_choice = st.sampled_from(self.comments) if self.comments else None
+        self.comment_text = st.sampled_from(_COMMENT_TEXT)
+        self.applied: set[str] = set()
+
+    def render(self, data: Any) -> str:
+        return self._value(data, 0)
+
+    def _value(self, node: Any, depth: int) -> str:
+        if isinstance(node, dict):
+            colon = ": " if self.indent or self.spaced else ":"
+            items = [self._key(str(k)) + colon + self._value(v, depth + 1) for k, v in node.items()]
+            return self._container("{", "}", items, depth)
+        if isinstance(node, list):
+            return self._container("[", "]", [self._value(v, depth + 1) for v in node], depth)
+        if node is None or isinstance(node, bool):
+            if "python_literals" in self.kinds:
+                self.applied.add("python_literals")
+                return repr(node)
+            return json.dumps(node)
+        if isinstance(node, str):
+            return self._string(node)
+        return json.dumps(node, allow_nan=True)
+
+    def _string(self, text: str) -> str:
+        if "single_quotes" in self.kinds and _quotable(text):
+            self.applied.add("single_quotes")
+            return f"'{text}'"
+        return json.dumps(text, ensure_ascii=False)
+
+    def _key(self, key: str) -> str:
+        if "unquoted_keys" in self.kinds and _bare_key(key):
+            self.applied.add("unquoted_keys")
+            return key
+        return self._string(key)
+
+    def _container(self, opener: str, closer: str, items: list[str], depth: int) -> str:
+        top = depth == 0
+        inner = "\n" + " " * (self.indent * (depth + 1)) if self.indent else ""
+        outer = "\n" + " " * (self.indent * depth) if self.indent else ""
+        comma = ", " if self.spaced else ","
+        out = [opener, self._comment(forced="block_comment" if top else None)]
+        for index, item in enumerate(items):
+            if index:
+                out.append(comma + self._comment())
+            out.append(inner + item)
+        # the first non-empty container always gets a trailing comma; later ones maybe
+        first = "trailing_comma" not in self.applied
+        if items and "trailing_comma" in self.kinds and (first or self.draw(self.booleans)):
+            self.applied.add("trailing_comma")
+            out.append(",")
+        out.append(self._comment(forced="line_comment" if top else None))
+        out.append(outer + closer)
+        return "".join(out)
+
+    def _comment(self, forced: str | None = None) -> str:
+        """A comment at this slot: always the `forced` kind when it is enabled, else drawn."""
+        if forced in self.comments:
+            kind: str | None = forced
+        elif self.comment_choice is not None and self.draw(self.booleans):
+            kind = self.draw(self.comment_choice)
+        else:
+            kind = None
+        if kind is None:
+            return ""
+        self.applied.add(kind)
+        text = self.draw(self.comment_text)
+        if kind == "block_comment":
+            return f" /* {text} */ " if self.spaced or self.indent else f"/* {text} */"
+        return f" // {text}" if self.indent else f"// {text}\n"

@@ -1,0 +1,350 @@
+"""JSON schema to hypothesis strategy: `from_schema(model)` and the builder behind it.
+
+Hypothesis is imported when a strategy is built, never when this module is imported; without it,
+`require_hypothesis` raises `ImportError` telling you to `pip install 'healjson[testing]'`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pydantic_core import to_json
+
+from healjson._core.sentinels import NOTHING
+from healjson._core.target import Target, target_for
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import SearchStrategy
+
+__all__ = ["as_instance", "from_schema", "require_hypothesis"]
+
+_INSTALL_HINT = (
+    "healjson.testing's property-based kit needs hypothesis: pip install 'healjson[testing]'"
+)
+_MAX_DEPTH = 5  # past this depth, generation prefers leaves: null branches, empty lists
+_EXTRA_ITEMS = 5  # lists without maxItems get at most minItems + this many items
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_RESERVED = frozenset({"true", "false", "null", "True", "False", "None", "undefined", "NaN"})
+_PROSE_BEFORE = (
+    "Here is the JSON:",
+    "Sure! Here's the result:",
+    "Answer:",
+    "Of course. The extracted data follows.",
+)
+_PROSE_AFTER = (
+    "Let me know if you need anything else.",
+    "Hope this helps!",
+    "All fields are filled in.",
+)
+_COMMENT_TEXT = (
+    "note",
+    "computed from the input",
+    "see above",
+    "see [1]",  # brackets and quotes in comments are text, not structure
+    "kept {as given}",
+    'the customer\'s "id"',
+)
+
+
+def require_hypothesis() -> None:
+    """Raise `ImportError` with the install hint when hypothesis is not installed."""
+    try:
+        importlib.import_module("hypothesis")
+    except ImportError as exc:
+        raise ImportError(_INSTALL_HINT) from exc
+
+
+def from_schema(model: Any) -> SearchStrategy[Any]:
+    """Instances of `model` generated from its pydantic JSON schema (contracts are ignored).
+
+    Understands objects (required and optional properties, `additionalProperties`), strings
+    (`minLength`, `maxLength`, `pattern`, the `date`, `date-time`, `time`, `duration`, `uuid`,
+    `email`, `uri` and `ipv4`/`ipv6` formats), integers and numbers with bounds and `multipleOf`,
+    `enum` and `const`, arrays with `minItems`/`maxItems`/`uniqueItems` and `prefixItems`,
+    `anyOf`/`oneOf`/`allOf`, `$ref`/`$defs` (recursive models too) and nullable fields. Each
+    generated JSON value is validated with the model's `TypeAdapter`; values pydantic rejects
+    (validators, constraints the schema cannot express) are filtered out.
+    """
+    require_hypothesis()
+    target = target_for(model)
+    schema = target.json_schema
+    data = _SchemaStrategies(schema).build(schema, 0)
+
+    def validated(value: Any) -> Any:
+        try:
+            return target.adapter.validate_json(to_json(value))
+        except Exception:  # ValidationError, or a validator that raises something else
+            return NOTHING
+
+    return data.map(validated).filter(lambda instance: instance is not NOTHING)
+
+
+# --- JSON schema to strategy ---------------------------------------------------------------------
+
+
+class _SchemaStrategies:
+    """Builds a strategy of JSON data for a (pydantic-flavoured) JSON schema."""
+
+    def __init__(self, root: dict[str, Any]) -> None:
+        self.root = root
+
+    def resolve(self, raw: Any) -> dict[str, Any]:
+        if not isinstance(raw, dict):
+            return {}  # `true` (anything) or a malformed node
+        schema: dict[str, Any] = raw
+        for _ in range(32):
+            ref = schema.get("$ref")
+            if not (isinstance(ref, str) and ref.startswith("#/")):
+                break
+            node: Any = self.root
+            for part in ref[2:].split("/"):
+                node = node.get(part, {}) if isinstance(node, dict) else {}
+            rest = {key: value for key, value in schema.items() if key != "$ref"}
+            schema = {**(node if isinstance(node, dict) else {}), **rest}
+        all_of = schema.get("allOf")
+        if isinstance(all_of, list) and all_of:
+            merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
+            for part in all_of:
+                merged = {**self.resolve(part), **merged}
+            return merged
+        return schema
+
+    def build(self, raw: Any, depth: int) -> SearchStrategy[Any]:
+        from hypothesis import strategies as st
+
+        if raw is False:
+            return st.nothing()
+        if isinstance(raw, dict) and "$ref" in raw and depth > 0:
+            # references are built when first drawn: recursive models stay finite to construct
+            return st.deferred(lambda: self._build(self.resolve(raw), depth))
+        return self._build(self.resolve(raw), depth)
+
+    def _build(self, schema: dict[str, Any], depth: int) -> SearchStrategy[Any]:
+        from hypothesis import strategies as st
+
+        if "const" in schema:
+            return st.just(schema["const"])
+        if isinstance(schema.get("enum"), list):
+            return st.sampled_from(schema["enum"]) if schema["enum"] else st.nothing()
+        for key in ("anyOf", "oneOf"):
+            branches = schema.get(key)
+            if isinstance(branches, list) and branches:
+                return self._union(schema, key, branches, depth)
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            return st.one_of([self._build({**schema, "type": k}, depth) for k in kind])
+        if schema.get("nullable") is True:
+            rest = {k: v for k, v in schema.items() if k != "nullable"}
+            return st.none() | self._build(rest, depth)
+        if kind == "object" or (kind is None and "properties" in schema):
+            return self._object(schema, depth)
+        if kind == "array":
+            return self._array(schema, depth)
+        if kind == "string":
+            return _string(schema)
+        if kind == "integer":
+            return _integer(schema)
+        if kind == "number":
+            return _number(schema)
+        if kind == "boolean":
+            return st.booleans()
+        if kind == "null":
+            return st.none()
+        return _any_json()
+
+    def _union(
+        self, schema: dict[str, Any], key: str, branches: list[Any], depth: int
+    ) -> SearchStrategy[Any]:
+        from hypothesis import strategies as st
+
+        rest = {k: v for k, v in schema.items() if k not in (key, "discriminator")}
+        options = [{**rest, **self.resolve(branch)} for branch in branches]
+        if depth >= _MAX_DEPTH:
+            leaves = [o for o in options if o.get("type") not in ("object", "array", None)]
+            options = leaves or options
+        return st.one_of([self.build(option, depth + 1) for option in options])
+
+    def _object(self, schema: dict[str, Any], depth: int) -> SearchStrategy[Any]:
+        from hypothesis import strategies as st
+
+        props = schema.get("properties")
+        props = props if isinstance(props, dict) else {}
+        required = {name for name in schema.get("required", ()) if name in props}
+        fixed = {name: self.build(props[name], depth + 1) for name in props if name in required}
+        optional = (
+            {}
+            if depth >= _MAX_DEPTH
+            else {
+                name: self.build(sub, depth + 1)
+                for name, sub in props.items()
+                if name not in required
+            }
+        )
+        objects = st.fixed_dictionaries(fixed, optional=optional)
+        extra = schema.get("additionalProperties")
+        if props or not isinstance(extra, dict):
+            return objects
+        names = schema.get("propertyNames")
+        keys = self.build(names, depth + 1) if isinstance(names, dict) else st.text(max_size=12)
+        low = int(schema.get("minProperties", 0) or 0)
+        high = schema.get("maxProperties")
+        if not isinstance(high, int):
+            high = low if depth >= _MAX_DEPTH else low + _EXTRA_ITEMS
+        return st.dictionaries(keys, self.build(extra, depth + 1), min_size=low, max_size=high)
+
+    def _array(self, schema: dict[str, Any], depth: int) -> SearchStrategy[Any]:
+        from hypothesis import strategies as st
+
+        prefix = schema.get("prefixItems")
+        if isinstance(prefix, list):
+            fixed = st.tuples(*(self.build(sub, depth + 1) for sub in prefix)).map(list)
+            items = schema.get("items")
+            if not isinstance(items, dict):
+                return fixed
+            more = st.lists(self.build(items, depth + 1), max_size=0 if depth else 3)
+            return st.tuples(fixed, more).map(lambda pair: pair[0] + pair[1])
+        low = int(schema.get("minItems", 0) or 0)
+        high = schema.get("maxItems")
+        if not isinstance(high, int):
+            high = low if depth >= _MAX_DEPTH else low + _EXTRA_ITEMS
+        element = self.build(schema.get("items", {}), depth + 1)
+        if schema.get("uniqueItems"):
+            return st.lists(element, min_size=low, max_size=high, unique_by=_canonical)
+        return st.lists(element, min_size=low, max_size=high)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _string(schema: dict[str, Any]) -> SearchStrategy[Any]:
+    from hypothesis import strategies as st
+
+    low = int(schema.get("minLength", 0) or 0)
+    high = schema.get("maxLength")
+    high = high if isinstance(high, int) else None
+    formatted = _formatted(schema.get("format"))
+    pattern = schema.get("pattern")
+    if formatted is not None:
+        base = formatted
+    elif isinstance(pattern, str):
+        try:
+            re.compile(pattern)
+        except re.error:  # an ECMA-only pattern: plain text, filtered by validation later
+            base = st.text(min_size=low, max_size=high)
+        else:
+            base = st.from_regex(pattern, fullmatch=True)
+    else:
+        return st.text(min_size=low, max_size=high)
+    return base.filter(lambda s: low <= len(s) and (high is None or len(s) <= high))
+
+
+def _formatted(fmt: Any) -> SearchStrategy[str] | None:
+    import datetime as dt
+    import uuid
+
+    from hypothesis import strategies as st
+    from pydantic import TypeAdapter
+
+    def dumped(type_: Any, values: SearchStrategy[Any]) -> SearchStrategy[str]:
+        adapter: TypeAdapter[Any] = TypeAdapter(type_)
+        return values.map(lambda v: str(adapter.dump_python(v, mode="json")))
+
+    offsets = st.integers(-23 * 60, 23 * 60).map(lambda m: dt.timezone(dt.timedelta(minutes=m)))
+    zones = st.none() | st.just(dt.UTC) | offsets
+    formats: dict[str, Callable[[], SearchStrategy[str]]] = {
+        "date": lambda: dumped(dt.date, st.dates()),
+        "date-time": lambda: dumped(dt.datetime, st.datetimes(timezones=zones)),
+        "time": lambda: dumped(dt.time, st.times()),
+        "duration": lambda: dumped(dt.timedelta, st.timedeltas()),
+        "uuid": lambda: dumped(uuid.UUID, st.uuids()),
+        "email": st.emails,
+        "uri": lambda: st.from_regex(
+            r"https://[a-z]{1,12}\.example/[a-z0-9/]{0,20}", fullmatch=True
+        ),
+        "ipv4": lambda: st.ip_addresses(v=4).map(str),
+        "ipv6": lambda: st.ip_addresses(v=6).map(str),
+    }
+    make = formats.get(fmt) if isinstance(fmt, str) else None
+    return make() if make is not None else None
+
+
+def _integer(schema: dict[str, Any]) -> SearchStrategy[Any]:
+    from hypothesis import strategies as st
+
+    low, high = _bounds(schema)
+    lo = None if low is None else (math.floor(low[0]) + 1 if low[1] else math.ceil(low[0]))
+    hi = None if high is None else (math.ceil(high[0]) - 1 if high[1] else math.floor(high[0]))
+    step = schema.get("multipleOf")
+    if isinstance(step, int) and step > 0:
+        first = None if lo is None else -(-lo // step)
+        last = None if hi is None else hi // step
+        return st.integers(first, last).map(lambda n: n * step)
+    return st.integers(lo, hi)
+
+
+def _number(schema: dict[str, Any]) -> SearchStrategy[Any]:
+    from hypothesis import strategies as st
+
+    low, high = _bounds(schema)
+    return st.floats(
+        min_value=None if low is None else low[0],
+        max_value=None if high is None else high[0],
+        exclude_min=bool(low and low[1]),
+        exclude_max=bool(high and high[1]),
+        allow_nan=False,
+        allow_infinity=False,
+    )
+
+
+def _bounds(
+    schema: dict[str, Any],
+) -> tuple[tuple[float, bool] | None, tuple[float, bool] | None]:
+    """(value, exclusive) for the lower and the upper bound."""
+
+    def bound(inclusive: str, exclusive: str) -> tuple[float, bool] | None:
+        if isinstance(schema.get(exclusive), int | float):
+            return (schema[exclusive], True)
+        if isinstance(schema.get(inclusive), int | float):
+            return (schema[inclusive], False)
+        return None
+
+    return bound("minimum", "exclusiveMinimum"), bound("maximum", "exclusiveMaximum")
+
+
+def _any_json() -> SearchStrategy[Any]:
+    from hypothesis import strategies as st
+
+    scalars = (
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text()
+    )
+    return st.recursive(
+        scalars,
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+        max_leaves=8,
+    )
+
+
+def as_instance(target: Target[Any], value: Any) -> Any:
+    """`value` as an instance of the target: kept when it already is one, else validated."""
+    if _is_instance(value, target.type_):
+        return value
+    if isinstance(value, str | bytes) and target.expects_object:
+        return target.adapter.validate_json(value)
+    return target.adapter.validate_json(to_json(value))
+
+
+def _is_instance(value: Any, type_: Any) -> bool:
+    try:
+        return isinstance(type_, type) and isinstance(value, type_)
+    except TypeError:  # TypedDict and friends refuse isinstance
+        return False
