@@ -62,6 +62,7 @@ import healjson
 from _machine import processor, publish, stamp, table
 from healjson._cli.scenarios import CLASSES, EvalScenario
 from healjson.testing import RecordedRequest, ScriptedReply, ScriptedServer
+from healjson.testing._wire import content_text
 from pack_scenarios import pack_scenarios
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -216,19 +217,6 @@ class Run:
     requests: list[RecordedRequest] = field(default_factory=list)
 
 
-def _text(content: object) -> str:
-    """A message's text, as the server counts it (text parts joined for a list)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            str(part.get("text") or "")
-            for part in content
-            if isinstance(part, dict) and part.get("type") == "text"
-        )
-    return ""
-
-
 def _content(item: Item) -> str:
     return item if isinstance(item, str) else item.content or ""
 
@@ -245,7 +233,9 @@ def _account(run: Run, script: Sequence[Item]) -> None:
     tik_prompt = tik_completion = 0
     for index, request in enumerate(chats):
         body = request.body or {}
-        text = "".join(_text(m.get("content")) for m in request.messages if isinstance(m, dict))
+        text = "".join(
+            content_text(m.get("content")) for m in request.messages if isinstance(m, dict)
+        )
         run.prompt_tokens += len(text) // 4  # the server's formula (per request)
         run.prompt_tokens_with_format += (len(text) + len(_outside_messages(body))) // 4
         served = _content(script[index]) if index < len(script) else ""
@@ -352,7 +342,9 @@ def _sizes(run: Run) -> list[tuple[int, int, int]]:
     """(messages, characters of message text, request body bytes) per request."""
     out = []
     for request in run.requests:
-        text = "".join(_text(m.get("content")) for m in request.messages if isinstance(m, dict))
+        text = "".join(
+            content_text(m.get("content")) for m in request.messages if isinstance(m, dict)
+        )
         out.append((len(request.messages), len(text), len(request.raw)))
     return out
 

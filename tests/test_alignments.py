@@ -8,12 +8,9 @@ each ambiguous variant is left for L2 to report.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import ssl
 from typing import Any, Literal
 
-import openai
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -22,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 import healjson
 from healjson import Degraded, Flag, Healed
 from healjson.testing import ScriptedServer, from_schema
+from sdk_calls import wrapped_create
 
 
 class Answer(BaseModel):
@@ -159,8 +157,6 @@ def test_any_list_heals_in_and_out_of_its_wrapper(items: list[Item]) -> None:
 
 # --- one call over HTTP ---------------------------------------------------------------------
 
-_SSL = ssl.create_default_context()
-
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize(
@@ -177,26 +173,7 @@ def test_wrap_heals_an_alignment_in_one_request(
         "messages": [{"role": "user", "content": "Answer."}],
         "response_model": target,
     }
-    if mode == "sync":
-        with openai.OpenAI(
-            base_url=scripted_server.base_url,
-            api_key="test",
-            max_retries=0,
-            http_client=openai.DefaultHttpxClient(verify=_SSL),
-        ) as sdk:
-            outcome = healjson.wrap(sdk).chat.completions.create(**kwargs)
-    else:
-
-        async def main() -> Any:
-            async with openai.AsyncOpenAI(
-                base_url=scripted_server.base_url,
-                api_key="test",
-                max_retries=0,
-                http_client=openai.DefaultAsyncHttpxClient(verify=_SSL),
-            ) as sdk:
-                return await healjson.wrap(sdk).chat.completions.create(**kwargs)
-
-        outcome = asyncio.run(main())
+    outcome = wrapped_create(scripted_server, mode, **kwargs)
     assert isinstance(outcome, Healed)
     assert flag in outcome.flags
     assert 1 == len(scripted_server.requests)

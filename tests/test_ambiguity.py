@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import ssl
 from typing import Any, Literal
 
-import openai
 import pytest
 from hypothesis import assume, given
 from pydantic import BaseModel
@@ -21,6 +19,7 @@ from pydantic import BaseModel
 import healjson
 from healjson import Degraded, Flag, Healed, Healer, HealPolicy, Reason, Source
 from healjson.testing import ScriptedModel, ScriptedServer, from_schema
+from sdk_calls import wrapped_create
 
 
 class Ticket(BaseModel):
@@ -30,7 +29,6 @@ class Ticket(BaseModel):
 
 EXAMPLE = Ticket(category="other", priority=1)
 ANSWER = Ticket(category="refund", priority=3)
-_SSL = ssl.create_default_context()
 Mode = Literal["sync", "async"]
 
 SHAPES = {
@@ -192,25 +190,7 @@ def _create(server: ScriptedServer, mode: Mode, **create: Any) -> Any:
         "response_model": Ticket,
         **create,
     }
-    if mode == "sync":
-        with openai.OpenAI(
-            base_url=server.base_url,
-            api_key="test",
-            max_retries=0,
-            http_client=openai.DefaultHttpxClient(verify=_SSL),
-        ) as sdk:
-            return healjson.wrap(sdk).chat.completions.create(**kwargs)
-
-    async def main() -> Any:
-        async with openai.AsyncOpenAI(
-            base_url=server.base_url,
-            api_key="test",
-            max_retries=0,
-            http_client=openai.DefaultAsyncHttpxClient(verify=_SSL),
-        ) as sdk:
-            return await healjson.wrap(sdk).chat.completions.create(**kwargs)
-
-    return asyncio.run(main())
+    return wrapped_create(server, mode, **kwargs)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import ssl
 from typing import Any, Literal
 
-import openai
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -23,6 +21,7 @@ import healjson
 from healjson import Degraded, Flag, Healed, Healer, HealPolicy, Reason, Reply, Source
 from healjson._core.reply import ToolCall
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer, from_schema
+from sdk_calls import wrapped_create
 
 
 class Point(BaseModel):
@@ -174,27 +173,7 @@ def test_wrap_never_validates_another_tools_call(
         "response_model": Point,
         "tools": [WEATHER_TOOL],
     }
-    ssl_context = ssl.create_default_context()
-    if mode == "sync":
-        with openai.OpenAI(
-            base_url=scripted_server.base_url,
-            api_key="test",
-            max_retries=0,
-            http_client=openai.DefaultHttpxClient(verify=ssl_context),
-        ) as sdk:
-            outcome = healjson.wrap(sdk).chat.completions.create(**kwargs)
-    else:
-
-        async def main() -> Any:
-            async with openai.AsyncOpenAI(
-                base_url=scripted_server.base_url,
-                api_key="test",
-                max_retries=0,
-                http_client=openai.DefaultAsyncHttpxClient(verify=ssl_context),
-            ) as sdk:
-                return await healjson.wrap(sdk).chat.completions.create(**kwargs)
-
-        outcome = asyncio.run(main())
+    outcome = wrapped_create(scripted_server, mode, **kwargs)
     assert isinstance(outcome, Healed)
     assert POINT == outcome.value
     assert 2 == outcome.calls

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field
 
 import healjson
+from contract_cases import GOOD_ORDER, HIGH, Order, Ticket, contract_errors, high_needs_outage
 from healjson import (
     MISSING,
     Contract,
     ContractContext,
     Degraded,
-    Diagnostic,
     Healed,
     Healer,
     Source,
@@ -24,93 +24,8 @@ from healjson import (
 )
 
 # ---------------------------------------------------------------------------------------------
-# Models
-# ---------------------------------------------------------------------------------------------
-
-
-class Ticket(BaseModel):
-    urgency: Literal["low", "high"]
-    summary: str = Field(max_length=80)
-    order_id: str = Field(pattern=r"^ORD-\d{6}$")
-
-
-class Line(BaseModel):
-    sku: str
-    price: float = Field(gt=0)
-
-
-class Order(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    rating: int = Field(le=5)
-    count: int = Field(ge=1)
-    note: str = Field(max_length=10)
-    tags: list[str] = Field(min_length=1)
-    code: str = Field(pattern=r"^ORD-\d{6}$")
-    kind: Literal["a", "b"]
-    items: list[Line]
-    even: int
-
-    @field_validator("even")
-    @classmethod
-    def _even(cls, value: int) -> int:
-        if value % 2:
-            raise ValueError("must be even")
-        return value
-
-
-HIGH = {"urgency": "high", "summary": "printer jammed", "order_id": "ORD-123456"}
-GOOD_ORDER = {
-    "rating": 4,
-    "count": 1,
-    "note": "ok",
-    "tags": ["x"],
-    "code": "ORD-123456",
-    "kind": "a",
-    "items": [{"sku": "a", "price": 1.0}],
-    "even": 2,
-}
-
-
-def contract_errors(rule: Any, data: Any = None) -> tuple[Diagnostic, ...]:
-    """Diagnostics of one contract on a schema-valid ticket (via the public validate())."""
-    out = healjson.validate(json.dumps(HIGH if data is None else data), Ticket, contracts=[rule])
-    assert isinstance(out, Degraded)
-    return out.errors
-
-
-def schema_errors(**changes: Any) -> dict[str, Diagnostic]:
-    """Schema diagnostics of an order with some fields changed (None removes a field)."""
-    data = {**GOOD_ORDER, **changes}
-    data = {key: value for key, value in data.items() if value is not None}
-    out = healjson.validate(json.dumps(data), Order)
-    assert isinstance(out, Degraded)
-    return {d.path: d for d in out.errors}
-
-
-def diagnostic(**overrides: Any) -> Diagnostic:
-    base: dict[str, Any] = {
-        "path": "summary",
-        "value": "way too long",
-        "constraint": "must have at most 5 characters",
-        "prescription": "Shorten `summary` to at most 5 characters.",
-        "source": Source.SCHEMA,
-    }
-    base.update(overrides)
-    return Diagnostic(**base)
-
-
-# ---------------------------------------------------------------------------------------------
 # Violation defaults
 # ---------------------------------------------------------------------------------------------
-
-
-@contract(fields=("urgency", "summary"))
-def high_needs_outage(ticket: Ticket, ctx: ContractContext) -> Violation | None:
-    """A high-urgency ticket must mention an outage."""
-    if ticket.urgency == "high" and "outage" not in ticket.summary:
-        return Violation("a high-urgency ticket must mention an outage in the summary")
-    return None
 
 
 def test_violation_path_defaults_to_the_first_declared_field() -> None:

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import ssl
 from typing import Any, Literal
 
 import anthropic
-import openai
 import pytest
 from google import genai
 from google.genai import types as genai_types
@@ -25,6 +23,7 @@ from pydantic import BaseModel
 import healjson
 from healjson import Degraded, Flag, Healed, Healer, HealPolicy, Reason, Reply, Source
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer, from_schema
+from sdk_calls import wrapped_create
 
 
 class Verdict(BaseModel):
@@ -35,7 +34,6 @@ class Verdict(BaseModel):
 ANSWER = Verdict(label="spam", score=9)
 ANSWER_JSON = ANSWER.model_dump_json()
 DRAFT_JSON = '{"label": "ham", "score": 1}'
-_SSL = ssl.create_default_context()
 Mode = Literal["sync", "async"]
 
 
@@ -197,27 +195,7 @@ def _openai(server: ScriptedServer, mode: Mode, **create: Any) -> Any:
         "response_model": Verdict,
         **create,
     }
-    if mode == "sync":
-        sdk = openai.OpenAI(
-            base_url=server.base_url,
-            api_key="test",
-            max_retries=0,
-            http_client=openai.DefaultHttpxClient(verify=_SSL),
-        )
-        with sdk:
-            return healjson.wrap(sdk).chat.completions.create(**kwargs)
-
-    async def main() -> Any:
-        sdk = openai.AsyncOpenAI(
-            base_url=server.base_url,
-            api_key="test",
-            max_retries=0,
-            http_client=openai.DefaultAsyncHttpxClient(verify=_SSL),
-        )
-        async with sdk:
-            return await healjson.wrap(sdk).chat.completions.create(**kwargs)
-
-    return asyncio.run(main())
+    return wrapped_create(server, mode, **kwargs)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

@@ -36,11 +36,6 @@ KINDS: tuple[str, ...] = (
 )
 """Every corruption kind `corrupted` can apply, in the order they are listed on a `Corruption`."""
 
-_INSTALL_HINT = (
-    "healjson.testing's property-based kit needs hypothesis: pip install 'healjson[testing]'"
-)
-_MAX_DEPTH = 5  # past this depth, generation prefers leaves: null branches, empty lists
-_EXTRA_ITEMS = 5  # lists without maxItems get at most minItems + this many items
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _RESERVED = frozenset({"true", "false", "null", "True", "False", "None", "undefined", "NaN"})
 _PROSE_BEFORE = (

@@ -28,27 +28,6 @@ _INSTALL_HINT = (
 )
 _MAX_DEPTH = 5  # past this depth, generation prefers leaves: null branches, empty lists
 _EXTRA_ITEMS = 5  # lists without maxItems get at most minItems + this many items
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_RESERVED = frozenset({"true", "false", "null", "True", "False", "None", "undefined", "NaN"})
-_PROSE_BEFORE = (
-    "Here is the JSON:",
-    "Sure! Here's the result:",
-    "Answer:",
-    "Of course. The extracted data follows.",
-)
-_PROSE_AFTER = (
-    "Let me know if you need anything else.",
-    "Hope this helps!",
-    "All fields are filled in.",
-)
-_COMMENT_TEXT = (
-    "note",
-    "computed from the input",
-    "see above",
-    "see [1]",  # brackets and quotes in comments are text, not structure
-    "kept {as given}",
-    'the customer\'s "id"',
-)
 
 
 def require_hypothesis() -> None:

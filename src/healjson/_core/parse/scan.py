@@ -118,53 +118,26 @@ def _fence_bodies(text: str) -> list[tuple[str, int, bool]]:
     return bodies
 
 
-def _string_end(text: str, start: int) -> int:
-    """The offset after the double-quoted string opening at `start` (-1: it never closes)."""
+def _string_end(text: str, start: int, closer: str = '"', level: int = 0) -> int:
+    """The offset after the string opened at `start` that `closer` ends; -1 when it never closes.
+
+    Backslashes escape, counted back from each closer (each run once: by the closer that ends
+    it). At `level` 0 a closer ends the string after an even number of them. An encoded string,
+    whose opening quote has `level` backslashes before it (`2**d - 1` at encoding depth d),
+    closes at the next quote with `level` more backslashes than a multiple of `2 * (level + 1)`
+    before it: those are its content's own backslashes, each written `level + 1` times, in pairs
+    (a content backslash is itself escaped); a quote of its content carries `2 * level + 1`.
+    """
     i = start + 1
-    while True:
-        quote = text.find('"', i)
-        if quote < 0:
-            return -1
-        backslashes = 0
-        while text[quote - 1 - backslashes] == "\\":
-            backslashes += 1
-        if backslashes % 2 == 0:
-            return quote + 1
-        i = quote + 1
-
-
-def _encoded_string_end(text: str, quote: int, level: int) -> int:
-    """The offset after an encoded string whose opening quote at `quote` has `level` backslashes
-    before it (`2**d - 1` at encoding depth d). It closes at the next quote with `level` more
-    backslashes than a multiple of `2 * (level + 1)` before it: those are its content's own
-    backslashes, each written `level + 1` times, in pairs (a content backslash is itself escaped);
-    a quote of its content carries `2 * level + 1`. -1 when it never closes."""
-    i = quote + 1
     period = 2 * (level + 1)
-    while True:
-        found = text.find('"', i)
-        if found < 0:
-            return -1
-        backslashes = 0  # each run is counted once: by the quote that ends it
-        while found - 1 - backslashes > quote and text[found - 1 - backslashes] == "\\":
-            backslashes += 1
-        if backslashes >= level and (backslashes - level) % period == 0:
-            return found + 1
-        i = found + 1
-
-
-def _single_end(text: str, start: int, closer: str) -> int:
-    """The offset after a string opened at `start` that `closer` ends (backslash escapes count;
-    -1: it never closes)."""
-    i = start + 1
     while True:
         found = text.find(closer, i)
         if found < 0:
             return -1
         backslashes = 0
-        while text[found - 1 - backslashes] == "\\":
+        while found - 1 - backslashes > start and text[found - 1 - backslashes] == "\\":
             backslashes += 1
-        if backslashes % 2 == 0:
+        if backslashes >= level and (backslashes - level) % period == 0:
             return found + 1
         i = found + 1
 
@@ -267,20 +240,20 @@ def _match(text: str, start: int) -> tuple[int, int | None]:
             while j < n and text[j] == "\\":
                 j += 1
             if j < n and text[j] == '"' and (j - i) % 2 == 1:  # an encoded string's quote
-                end = _encoded_string_end(text, j, j - i)
+                end = _string_end(text, j, '"', j - i)
                 if end < 0:
                     return -1, i
                 pos = end
             else:
                 pos = j
         elif char == "\u201c":
-            end = _single_end(text, i, "\u201d")
+            end = _string_end(text, i, "\u201d")
             if end < 0:
                 return -1, i
             pos = end
         elif char == "'":
             if _in_value_position(text, i, comments):
-                end = _single_end(text, i, "'")
+                end = _string_end(text, i, "'")
                 if end < 0:
                     return -1, i
                 pos = end
