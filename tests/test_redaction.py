@@ -638,3 +638,20 @@ def test_short_text_is_returned_unchanged(text: str) -> None:
     """Text shorter than 8 characters cannot hold a secret or a credential shape."""
     with secrets_scope(SimpleNamespace(api_key="sk-0123456789")):
         assert text == redact_text(text)
+
+
+def test_a_client_the_redactor_has_seen_can_still_be_collected() -> None:
+    """The per-client cache of secret forms holds clients weakly: remembering a client's key
+    must not keep the client (and its connection pool) alive after the caller drops it."""
+    import gc
+    import weakref
+
+    from healjson._core import redact
+
+    client = openai.OpenAI(api_key="sk-collectable-0123456789", base_url="http://127.0.0.1:9/v1")
+    with redact.secrets_scope(client, {"model": "m"}):
+        assert redact.MARKER == redact.redact_text("sk-collectable-0123456789")
+    gone = weakref.ref(client)
+    del client
+    gc.collect()
+    assert gone() is None

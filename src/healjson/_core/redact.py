@@ -30,7 +30,7 @@ import json
 import re
 import threading
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any, Final
@@ -167,14 +167,14 @@ def _named_forms(params: Mapping[str, Any] | None) -> set[str]:
 class _ClientForms:
     """One client's credential forms (longest first) and the clients inside it, computed once
     per client and key: a wrapped client makes many calls, and escaping every secret per call
-    was most of the redactor's cost. Weakly keyed: an entry lives exactly as long as the client
-    that holds the secret anyway."""
+    was most of the redactor's cost. Weakly keyed, and the clients are held weakly here too
+    (an entry that held its own key strongly would never be dropped): an entry lives exactly as
+    long as the client that holds the secret anyway."""
 
-    __slots__ = ("_client", "_forms", "_holders")
+    __slots__ = ("_forms", "_holders")
 
     def __init__(self, client: Any) -> None:
-        self._client = weakref.ref(client) if _weakly_referenceable(client) else lambda: client
-        self._holders = tuple(_holders(client, 0))
+        self._holders = tuple(_weakly(holder) for holder in _holders(client, 0))
         self._forms: tuple[tuple[Any, ...], tuple[str, ...]] | None = None
 
     @classmethod
@@ -190,14 +190,13 @@ class _ClientForms:
         return found
 
     def fingerprint(self) -> tuple[Any, ...]:
-        return tuple([_attribute(holder, "api_key") for holder in self._holders])
+        return tuple([_attribute(holder(), "api_key") for holder in self._holders])
 
     def forms(self, fingerprint: tuple[Any, ...]) -> tuple[str, ...]:
         cached = self._forms
         if cached is not None and cached[0] == fingerprint:
             return cached[1]
-        client = self._client()
-        secrets = set(_client_secrets(client, 0)) if client is not None else set()
+        secrets = {secret for ref in self._holders for secret in _own_secrets(ref())}
         forms = _longest_first({form for value in secrets for form in _variants(value)})
         self._forms = (fingerprint, forms)  # one assignment: readers see old or new, whole
         return forms
@@ -207,12 +206,12 @@ _CLIENTS: Final[weakref.WeakKeyDictionary[Any, _ClientForms]] = weakref.WeakKeyD
 _CLIENTS_LOCK: Final = threading.Lock()
 
 
-def _weakly_referenceable(obj: Any) -> bool:
+def _weakly(obj: Any) -> Callable[[], Any]:
+    """A weak reference to `obj`, or (for an object that takes none) a strong one."""
     try:
-        weakref.ref(obj)
+        return weakref.ref(obj)
     except TypeError:
-        return False
-    return True
+        return lambda: obj
 
 
 def _longest_first(forms: Iterable[str]) -> tuple[str, ...]:
@@ -355,8 +354,9 @@ def _named_strings(value: Any, depth: int, named: bool = False) -> Iterator[str]
             yield from _named_strings(item, depth + 1, named)
 
 
-def _client_secrets(client: Any, depth: int) -> Iterator[str]:
-    """The credentials a provider client holds (read defensively: any object may be passed)."""
+def _own_secrets(client: Any) -> Iterator[str]:
+    """The credentials one client holds itself (read defensively: any object may be passed,
+    or None for a client already gone)."""
     for name in _SECRET_ATTRIBUTES:
         value = _attribute(client, name)
         if isinstance(value, str):
@@ -372,11 +372,6 @@ def _client_secrets(client: Any, depth: int) -> Iterator[str]:
     token = _attribute(_attribute(client, "_credentials"), "token")
     if isinstance(token, str):
         yield token
-    if depth < _MAX_NESTING:
-        for name in _NESTED_ATTRIBUTES:
-            inner = _attribute(client, name)
-            if inner is not None and inner is not client:
-                yield from _client_secrets(inner, depth + 1)
 
 
 def _holders(client: Any, depth: int) -> Iterator[Any]:
