@@ -283,9 +283,9 @@ def test_repeats_are_paired_and_alternate_which_side_goes_first() -> None:
 
 def test_a_call_that_raises_is_counted_not_hidden() -> None:
     scenarios, setup_for = builtin_setup()
-    broken = EvalConfig("streaming", params={"stream": True})  # a usage error at call time
+    broken = EvalConfig("bad-mode", params={"json_mode": "yaml"})  # a usage error at call time
     report = run(scenarios[:3], "healed", broken, setup_for)
-    bad = [u for u in report.units if u.config == "streaming"]
+    bad = [u for u in report.units if u.config == "bad-mode"]
     assert all(u.exception and "ValueError" in u.exception for u in bad)
     assert all(u.reason == "exception" and not u.passed for u in bad)
     assert report.summary(broken).exceptions == 3

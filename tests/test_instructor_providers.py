@@ -211,7 +211,10 @@ def test_malformed_text_answer_heals_in_one_request(
     assert text == outcome.raw_text
     assert 1 == outcome.calls
     [request] = scripted_server.requests
-    assert Usage(estimated_prompt_tokens(request), len(text) // 4) == outcome.usage
+    assert (
+        Usage(estimated_prompt_tokens(request), len(text) // 4, requests=1, model=MODEL[provider])
+        == outcome.usage
+    )
     assert MODEL[provider] == outcome.attempts[0].model
 
 
@@ -258,7 +261,7 @@ def test_tool_call_answer_validates_in_one_request(
 
     assert isinstance(outcome, Healed)
     assert Person(name="Ann", age=31) == outcome.value
-    assert Usage(40, 9) == outcome.usage
+    assert Usage(40, 9, requests=1, model=MODEL[provider]) == outcome.usage
     assert 1 == len(scripted_server.requests)
 
 
@@ -325,7 +328,7 @@ def test_truncated_answer_then_good_takes_two_requests(
     assert Person(name="Ann", age=31) == outcome.value
     assert 2 == outcome.calls
     assert "length" == outcome.attempts[0].finish_reason
-    assert Usage(110, 265) == outcome.usage
+    assert Usage(110, 265, requests=2, model=MODEL[provider]) == outcome.usage
     first, repair = scripted_server.requests
     assert USER == first.messages
     assert USER[0] == repair.messages[0]

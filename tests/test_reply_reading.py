@@ -39,7 +39,8 @@ def _completion(content: str | None, finish: str = "stop", **message: object) ->
 def test_chat_completion_is_read_by_shape() -> None:
     """A real openai ChatCompletion gives content, finish reason, usage and model."""
     reply = to_reply(_completion('{"x": 1, "y": 2}'))
-    assert Reply('{"x": 1, "y": 2}', "stop", None, Usage(11, 7), "gpt-test") == reply
+    usage = Usage(11, 7, requests=1, model="gpt-test")
+    assert Reply('{"x": 1, "y": 2}', "stop", None, usage, "gpt-test") == reply
 
 
 def test_tool_calls_are_read_apart_from_the_content() -> None:

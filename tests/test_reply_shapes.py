@@ -92,7 +92,9 @@ ANTHROPIC = {
 @pytest.mark.parametrize(("sdk", "expected"), ANTHROPIC.values(), ids=ANTHROPIC.keys())
 def test_anthropic_message(sdk: anthropic.types.Message, expected: Reply) -> None:
     """The SDK object and its `model_dump()` read the same: content, finish, refusal, usage."""
-    full = dataclasses.replace(expected, usage=Usage(12, 5), model="claude-test")
+    full = dataclasses.replace(
+        expected, usage=Usage(12, 5, requests=1, model="claude-test"), model="claude-test"
+    )
 
     assert full == to_reply(sdk)
     assert full == to_reply(sdk.model_dump())
@@ -181,7 +183,9 @@ GEMINI = {
 def test_gemini_response(sdk: gt.GenerateContentResponse, expected: Reply) -> None:
     """The SDK object, its snake_case `model_dump()` and the REST API's camelCase JSON read the
     same: content, finish (MAX_TOKENS -> length, SAFETY & co -> content_filter), usage, model."""
-    full = dataclasses.replace(expected, usage=Usage(12, 5), model="gemini-test")
+    full = dataclasses.replace(
+        expected, usage=Usage(12, 5, requests=1, model="gemini-test"), model="gemini-test"
+    )
     wire = sdk.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     assert "usageMetadata" in wire  # really the camelCase shape

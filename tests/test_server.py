@@ -673,19 +673,19 @@ def test_anthropic_errors_have_anthropics_shape(
     )
 
 
-def test_anthropic_refuses_to_stream_and_unservable_tool_input(
+def test_anthropic_unservable_tool_input_answers_500(
     scripted_server: ScriptedServer, claude: anthropic.Anthropic
 ) -> None:
-    """`stream: true` is a 400 that takes no item; tool arguments that are not a JSON object
-    cannot be a `tool_use.input`, so that item answers 500 (a broken test, not a retry)."""
-    scripted_server.push(ScriptedReply(tool_calls=[_call("extract", '{"total": 4,')]))
+    """Tool arguments that are not a JSON object cannot be a `tool_use.input`, so that item
+    answers 500 (a broken test, not a retry), streamed or not: no stream is started."""
+    scripted_server.extend([ScriptedReply(tool_calls=[_call("extract", '{"total": 4,')])] * 2)
 
-    with pytest.raises(anthropic.BadRequestError, match="does not stream"):
+    with pytest.raises(anthropic.InternalServerError, match="must be a JSON object"):
         _claude(claude, stream=True)
-    assert 1 == scripted_server.remaining
     with pytest.raises(anthropic.InternalServerError, match="must be a JSON object"):
         _claude(claude)
     assert 0 == scripted_server.remaining
+    assert [False, False] == [request.streamed for request in scripted_server.requests]
 
 
 def test_gemini_response_round_trips(scripted_server: ScriptedServer, gemini: genai.Client) -> None:
@@ -778,9 +778,9 @@ def test_gemini_errors_have_googles_shape(
 
 
 def test_gemini_paths_streaming_and_malformed_bodies(scripted_server: ScriptedServer) -> None:
-    """Any API version prefix (or none) is served; streaming and a malformed body are 400s in
-    Google's shape that take no item."""
-    scripted_server.extend(["a", "b"])
+    """Any API version prefix (or none) is served; `streamGenerateContent` streams SSE events;
+    a malformed body is a 400 in Google's shape that takes no item."""
+    scripted_server.extend(["s", "a", "b"])
     body = json.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
     connection = http.client.HTTPConnection("127.0.0.1", scripted_server.port, timeout=5)
 
@@ -790,15 +790,21 @@ def test_gemini_paths_streaming_and_malformed_bodies(scripted_server: ScriptedSe
         return response.status, json.loads(response.read())
 
     try:
-        streamed = post("/v1beta/models/g:streamGenerateContent?alt=sse", body)
+        connection.request("POST", "/v1beta/models/g:streamGenerateContent?alt=sse", body=body)
+        response = connection.getresponse()
+        stream_type, raw = response.getheader("Content-Type"), response.read()
         malformed = post("/v1beta/models/g:generateContent", "[1]")
         first = post("/v1beta/models/g%2Dx:generateContent", body)
         second = post("/models/g:generateContent", body)
     finally:
         connection.close()
 
-    assert (400, "INVALID_ARGUMENT") == (streamed[0], streamed[1]["error"]["status"])
-    assert "does not stream" in streamed[1]["error"]["message"]
+    events = [json.loads(frame.removeprefix(b"data: ")) for frame in raw.split(b"\r\n\r\n")[:-1]]
+    assert str(stream_type).startswith("text/event-stream")
+    assert [[{"text": "s"}], None] == [
+        event["candidates"][0].get("content", {}).get("parts") for event in events
+    ]
+    assert "STOP" == events[-1]["candidates"][0]["finishReason"]
     assert (400, 400) == (malformed[0], malformed[1]["error"]["code"])
     assert ["a", "b"] == [
         r[1]["candidates"][0]["content"]["parts"][0]["text"] for r in (first, second)

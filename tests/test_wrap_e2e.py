@@ -644,8 +644,12 @@ def test_usage_sums_the_server_reported_usage_over_calls(mode: Mode) -> None:
     assert isinstance(outcome, Healed)
     assert 2 == outcome.calls
     assert 2 == len(server.requests)
-    assert Usage(51, 10) == outcome.usage
-    assert [Usage(11, 3), Usage(40, 7)] == [a.usage for a in outcome.attempts]
+    assert Usage(51, 10, requests=2, model="small-model") == outcome.usage
+    per_call = [
+        Usage(11, 3, requests=1, model="small-model"),
+        Usage(40, 7, requests=1, model="small-model"),
+    ]
+    assert per_call == [a.usage for a in outcome.attempts]
 
 
 # ---------------------------------------------------------------------------------------------

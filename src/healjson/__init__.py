@@ -27,25 +27,32 @@ from ._core.policy import HealPolicy
 from ._core.repair import RepairPrompt, Strategy
 from ._core.reply import Reply, ToolCall, Usage
 from ._core.sentinels import MISSING
+from ._core.stream.chunks import Delta
+from ._core.stream.partial import Partial
+from ._core.stream.run import AsyncHealStream, HealStream
 from ._decorator import heal
 from ._packs import ContractPack, load_contracts
 from ._wrap import wrap
 
 __all__ = [
     "MISSING",
+    "AsyncHealStream",
     "Attempt",
     "Contract",
     "ContractContext",
     "ContractPack",
     "Degraded",
     "DegradedError",
+    "Delta",
     "Diagnostic",
     "Flag",
     "HealPolicy",
+    "HealStream",
     "Healed",
     "Healer",
     "Outcome",
     "ParseResult",
+    "Partial",
     "ProviderError",
     "Reason",
     "RepairPrompt",

@@ -14,13 +14,14 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
-from typing import Any, Generic, ParamSpec, Protocol, TypeVar, overload
+from typing import Any, Generic, Literal, ParamSpec, Protocol, TypeVar, overload
 
 from ._core.contracts import Contract, Rule
 from ._core.healer import Healer
 from ._core.messages import normalise_messages
 from ._core.outcome import Outcome
 from ._core.policy import HealPolicy
+from ._core.stream.run import AsyncHealStream, HealStream
 
 __all__ = ["heal"]
 
@@ -60,6 +61,39 @@ class _PromptDecorator(Protocol, Generic[T]):
     def __call__(self, fn: Callable[P, Any]) -> Callable[P, Outcome[T]]: ...
 
 
+class StreamedCall(Protocol[T]):
+    """A streaming model call decorated with `stream=True`: messages in, a `HealStream` out."""
+
+    def __call__(
+        self, messages: Any, /, *, context: Mapping[str, Any] | None = None, **params: Any
+    ) -> HealStream[T]: ...
+
+
+class AsyncStreamedCall(Protocol[T]):
+    """An async streaming model call decorated with `stream=True`: an `AsyncHealStream` out
+    (awaiting it gives it back)."""
+
+    def __call__(
+        self, messages: Any, /, *, context: Mapping[str, Any] | None = None, **params: Any
+    ) -> AsyncHealStream[T]: ...
+
+
+class _StreamCallDecorator(Protocol, Generic[T]):
+    @overload
+    def __call__(self, fn: Callable[..., Awaitable[Any]]) -> AsyncStreamedCall[T]: ...
+    @overload
+    def __call__(self, fn: Callable[..., Any]) -> StreamedCall[T]: ...
+
+
+class _StreamPromptDecorator(Protocol, Generic[T]):
+    @overload
+    def __call__(
+        self, fn: Callable[P, Awaitable[Any]]
+    ) -> Callable[P, Coroutine[Any, Any, AsyncHealStream[T]]]: ...
+    @overload
+    def __call__(self, fn: Callable[P, Any]) -> Callable[P, HealStream[T] | AsyncHealStream[T]]: ...
+
+
 @overload
 def heal(
     response_model: type[T],
@@ -70,6 +104,33 @@ def heal(
     examples: Iterable[Any] = ...,
     client: None = ...,
     call: None = ...,
+    stream: Literal[True],
+    **call_params: Any,
+) -> _StreamCallDecorator[T]: ...
+@overload
+def heal(
+    response_model: type[T],
+    *,
+    contracts: Iterable[Rule[T]] = ...,
+    policy: HealPolicy | None = ...,
+    fallback: Any = ...,
+    examples: Iterable[Any] = ...,
+    client: Any = ...,
+    call: Callable[..., Any] | None = ...,
+    stream: Literal[True],
+    **call_params: Any,
+) -> _StreamPromptDecorator[T]: ...
+@overload
+def heal(
+    response_model: type[T],
+    *,
+    contracts: Iterable[Rule[T]] = ...,
+    policy: HealPolicy | None = ...,
+    fallback: Any = ...,
+    examples: Iterable[Any] = ...,
+    client: None = ...,
+    call: None = ...,
+    stream: Literal[False] = ...,
     **call_params: Any,
 ) -> _CallDecorator[T]: ...
 @overload
@@ -82,6 +143,7 @@ def heal(
     examples: Iterable[Any] = ...,
     client: Any,
     call: None = ...,
+    stream: Literal[False] = ...,
     **call_params: Any,
 ) -> _PromptDecorator[T]: ...
 @overload
@@ -94,6 +156,7 @@ def heal(
     examples: Iterable[Any] = ...,
     client: None = ...,
     call: Callable[..., Any],
+    stream: Literal[False] = ...,
     **call_params: Any,
 ) -> _PromptDecorator[T]: ...
 def heal(
@@ -105,12 +168,17 @@ def heal(
     examples: Iterable[Any] = (),
     client: Any = None,
     call: Callable[..., Any] | None = None,
+    stream: bool = False,
     **call_params: Any,
 ) -> Any:
     """Decorate a model call (style a) or a prompt builder (style b, with `client=` or `call=`).
 
     Extra keyword arguments (`model="gpt-4o-mini"`, `temperature=0`, `max_tokens=...`) are sent
     with every model call. Configuration mistakes raise here, at decoration time.
+
+    With `stream=True` the decorated function returns a `HealStream` (an `AsyncHealStream` for
+    async code) instead of an outcome: the model call must stream (style a: return the SDK's
+    stream or an iterable of text pieces; a `client=` is called with `stream=True`).
     """
     if client is not None and call is not None:
         raise TypeError("heal() takes client= or call=, not both")
@@ -119,6 +187,8 @@ def heal(
     healer = Healer(
         response_model, contracts=rules, policy=policy, fallback=fallback, examples=shots
     )
+    if stream and client is None:
+        return functools.partial(_streamed_style, healer, call, call_params)
     if client is None and call is None:
         return functools.partial(_model_call_style, healer, call_params)
     if client is not None:
@@ -131,6 +201,7 @@ def heal(
             "policy": policy,
             "fallback": fallback,
             "examples": shots,
+            **({"stream": True} if stream else {}),
             **call_params,
         }
         return functools.partial(_prompt_style_client, wrapped, options)
@@ -156,6 +227,53 @@ def _model_call_style(healer: Healer[Any], defaults: dict[str, Any], fn: Callabl
         return healer.run(fn, messages, context=context, **{**defaults, **params})
 
     return heal_sync
+
+
+def _streamed_style(
+    healer: Healer[Any],
+    call: Callable[..., Any] | None,
+    defaults: dict[str, Any],
+    fn: Callable[..., Any],
+) -> Any:
+    """`stream=True` without a client: `fn` streams (style a), or builds the prompt for the
+    streaming `call` (style b)."""
+    if call is None:
+        if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+
+            @functools.wraps(fn)
+            def stream_async(
+                messages: Any, /, *, context: Mapping[str, Any] | None = None, **params: Any
+            ) -> AsyncHealStream[Any]:
+                return healer.astream(fn, messages, context=context, **{**defaults, **params})
+
+            return stream_async
+
+        @functools.wraps(fn)
+        def stream_sync(
+            messages: Any, /, *, context: Mapping[str, Any] | None = None, **params: Any
+        ) -> HealStream[Any]:
+            return healer.stream(fn, messages, context=context, **{**defaults, **params})
+
+        return stream_sync
+    streaming = call
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def prompt_async(*args: Any, **kwargs: Any) -> AsyncHealStream[Any]:
+            prompt = await fn(*args, **kwargs)
+            return healer.astream(streaming, normalise_messages(prompt), **defaults)
+
+        return prompt_async
+    asynchronous = inspect.iscoroutinefunction(call) or inspect.isasyncgenfunction(call)
+
+    @functools.wraps(fn)
+    def prompt_sync(*args: Any, **kwargs: Any) -> HealStream[Any] | AsyncHealStream[Any]:
+        messages = normalise_messages(fn(*args, **kwargs))
+        if asynchronous:
+            return healer.astream(streaming, messages, **defaults)
+        return healer.stream(streaming, messages, **defaults)
+
+    return prompt_sync
 
 
 def _prompt_style_call(

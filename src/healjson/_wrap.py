@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Coroutine, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
 
 from ._core.policy import HealPolicy
 
@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
     from ._core.contracts import Rule
     from ._core.outcome import Outcome
+    from ._core.stream.run import AsyncHealStream, HealStream
 
 __all__ = ["wrap"]
 
@@ -28,6 +29,22 @@ class HealingCompletions(Protocol):
         *,
         response_model: type[T],
         messages: Iterable[Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> HealStream[T]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: type[T],
+        messages: Iterable[Any],
+        stream: Literal[False] = ...,
         contracts: Iterable[Rule[T]] = ...,
         policy: HealPolicy | None = ...,
         fallback: Any = ...,
@@ -50,6 +67,22 @@ class AsyncHealingCompletions(Protocol):
         *,
         response_model: type[T],
         messages: Iterable[Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> AsyncHealStream[T]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: type[T],
+        messages: Iterable[Any],
+        stream: Literal[False] = ...,
         contracts: Iterable[Rule[T]] = ...,
         policy: HealPolicy | None = ...,
         fallback: Any = ...,
@@ -119,7 +152,8 @@ def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | No
     `client.chat.completions.create(...)` without `response_model` is passed through unchanged;
     with `response_model=M` (and optional `contracts=`, `policy=`, `fallback=`, `examples=`,
     `context=`, `json_mode=`) it returns `Outcome[M]` (awaitable for an async client) and never
-    raises for what the provider or the model does.
+    raises for what the provider or the model does; with `stream=True` too, a `HealStream[M]`
+    (`AsyncHealStream[M]`) of `Partial[M]` snapshots whose `.outcome` is the run's.
 
     `json_mode` is the strongest JSON mode the endpoint supports: `json_schema` (OpenAI strict
     structured outputs, the default), `json_object` (JSON mode plus the schema in the prompt) or

@@ -7,14 +7,25 @@ an error mypy must still report (`warn_unused_ignores` turns a missing error int
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from typing import Any, Literal, assert_type
 
 import openai
 from pydantic import BaseModel
 
 import healjson
-from healjson import Contract, ContractContext, Degraded, Healed, Healer, Outcome, Violation
+from healjson import (
+    AsyncHealStream,
+    Contract,
+    ContractContext,
+    Degraded,
+    Healed,
+    Healer,
+    HealStream,
+    Outcome,
+    Partial,
+    Violation,
+)
 
 
 class Order(BaseModel):
@@ -104,3 +115,43 @@ def check_wrap() -> None:
         contracts=[known_urgency],  # type: ignore[list-item]
     )
     client.models.list()  # everything else is the wrapped client's
+
+
+def stream_call(messages: Any, **params: Any) -> Iterator[str]:
+    return iter(['{"total": 1}'])
+
+
+async def astream_call(messages: Any, **params: Any) -> AsyncIterator[str]:
+    return stream_call(messages)  # type: ignore[return-value]
+
+
+def takes_order(order: Order) -> None:
+    pass
+
+
+def check_streams() -> None:
+    healer = Healer(Order)
+    stream = healer.stream(stream_call, "total?")
+    assert_type(stream, HealStream[Order])
+    for snapshot in stream:
+        assert_type(snapshot, Partial[Order])
+        assert_type(snapshot.total, Any)  # any field reads as Any (it may be missing)
+        takes_order(snapshot)  # type: ignore[arg-type]  # a snapshot is never an Order
+    assert_type(stream.outcome, Outcome[Order])
+    assert_type(healer.astream(astream_call, "total?"), AsyncHealStream[Order])
+
+    @healjson.heal(Order, stream=True)
+    def extract(messages: list[dict[str, str]], **params: object) -> Iterator[str]:
+        return iter(['{"total": 1}'])
+
+    assert_type(extract("total?"), HealStream[Order])
+    client = healjson.wrap(openai.OpenAI(api_key="x"))
+    streamed = client.chat.completions.create(
+        model="m", messages=[], response_model=Order, stream=True
+    )
+    assert_type(streamed, HealStream[Order])
+    aclient = healjson.wrap(openai.AsyncOpenAI(api_key="x"))
+    astreamed = aclient.chat.completions.create(
+        model="m", messages=[], response_model=Order, stream=True
+    )
+    assert_type(astreamed, AsyncHealStream[Order])

@@ -39,6 +39,7 @@ __all__ = [
     "Violation",
     "as_contract",
     "contract",
+    "for_each_item",
     "run_contracts",
 ]
 
@@ -231,6 +232,45 @@ def as_contract(rule: Any) -> Contract[Any]:
     if callable(rule):
         return contract(rule)
     raise TypeError(f"contracts must be functions or @contract rules, got {rule!r}")
+
+
+def for_each_item(rule: Contract[Any]) -> Contract[Any]:
+    """A rule over one item, as a rule over a whole list: it runs on every item, and what it
+    finds is located under the item (`[3].qty`). A sync rule only (`item_contracts`)."""
+    if inspect.iscoroutinefunction(rule.check):
+        raise TypeError(f"item contract {rule.name!r} must be a sync function")
+
+    def each(items: Any, ctx: ContractContext) -> list[Violation]:
+        found: list[Violation] = []
+        for index, item in enumerate(items if isinstance(items, list | tuple) else ()):
+            found.extend(
+                _violation_under(index, diagnostic)
+                for diagnostic in _diagnose(rule, item, rule(item, ctx))
+            )
+        return found
+
+    return Contract(
+        check=each,
+        fields=tuple(f"[*].{name}" for name in rule.fields),
+        name=rule.name,
+        description=rule.description,
+        takes_context=True,
+    )
+
+
+def _violation_under(index: int, diagnostic: Diagnostic) -> Violation:
+    def under(path: str) -> str:
+        if path in ("", ROOT):
+            return f"[{index}]"
+        return f"[{index}]{path}" if path.startswith("[") else f"[{index}].{path}"
+
+    return Violation(
+        diagnostic.constraint,
+        fields=tuple(under(name) for name in diagnostic.fields),
+        path=under(diagnostic.path),
+        value=diagnostic.value,
+        prescription=diagnostic.prescription,
+    )
 
 
 def _arity(fn: Callable[..., Any]) -> int:

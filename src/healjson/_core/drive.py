@@ -30,15 +30,18 @@ from .effects import (
     ModelCall,
     ProviderError,
 )
-from .reply import to_reply
+from .reply import SDK_COMPLETIONS, read_completion, to_reply
 
 __all__ = [
     "PROVIDER_PACKAGES",
     "call_async",
+    "call_failed",
+    "call_returned",
     "call_sync",
     "drive_async",
     "drive_sync",
     "exception_kind",
+    "gather",
     "is_provider_error",
     "run_awaitables_sync",
 ]
@@ -74,7 +77,7 @@ async def drive_async(flow: Flow[R], call: Callable[..., Any] | None = None) -> 
         while True:
             effect = flow.send(sent)
             if isinstance(effect, AwaitAll):
-                sent = await _gather(effect.awaitables, effect.timeout_s)
+                sent = await gather(effect.awaitables, effect.timeout_s)
             elif call is None:
                 raise RuntimeError("this flow needs a model call but no callable was given")
             else:
@@ -90,27 +93,40 @@ def call_sync(call: Callable[..., Any], effect: ModelCall) -> CallResult:
     if effect.timeout_s is not None:
         return _call_sync_limited(call, effect, start)
     try:
-        value = call([dict(m) for m in effect.messages], **effect.params)
-        if inspect.isawaitable(value):  # the ABC caches its verdict per class
+        value = call(list(map(dict, effect.messages)), **effect.params)
+        if type(value) not in _NOT_AWAITABLE and _awaitable(value):
             (value,) = run_awaitables_sync((value,))
             if isinstance(value, BaseException):
                 raise value
     except Exception as exc:
-        return _failed(exc, start, effect)
-    return _returned(value, start)
+        return call_failed(exc, start, effect)
+    return call_returned(value, start)
 
 
-def _returned(value: Any, start: float) -> CallResult:
+# classes whose instances are not awaitable, as seen (`inspect.isawaitable` makes a Python-level
+# ABC check per call; a set lookup by the exact class does not)
+_NOT_AWAITABLE: set[type] = {str, bytes, dict, type(None)}
+
+
+def _awaitable(value: Any) -> bool:
+    if inspect.isawaitable(value):
+        return True
+    if len(_NOT_AWAITABLE) < 64:  # bounded: a program makes few reply classes
+        _NOT_AWAITABLE.add(type(value))
+    return False
+
+
+def call_returned(value: Any, start: float) -> CallResult:
     """The engine's view of what a call returned: a `Reply` (a shape `to_reply` does not know
     is a failed call, with the reason in its message)."""
     try:
-        reply = to_reply(value)
+        reply = read_completion(value) if type(value) in SDK_COMPLETIONS else to_reply(value)
     except TypeError as exc:
-        return _failed(exc, start, None)
+        return call_failed(exc, start, None)
     return CallResult(reply, None, time.perf_counter() - start)
 
 
-def _failed(exc: Exception, start: float, effect: ModelCall | None) -> CallResult:
+def call_failed(exc: Exception, start: float, effect: ModelCall | None) -> CallResult:
     """A call that raised: the provider's or the transport's failure becomes a `CallFailure`
     the engine degrades on; any other exception is a bug in the caller's code and is raised
     again, unchanged (`effect` None: healjson's own error, always a failure)."""
@@ -123,7 +139,7 @@ def _failed(exc: Exception, start: float, effect: ModelCall | None) -> CallResul
 
 
 def _call_now(call: Callable[..., Any], effect: ModelCall) -> Any:
-    value = call([dict(m) for m in effect.messages], **effect.params)
+    value = call(list(map(dict, effect.messages)), **effect.params)
     if inspect.isawaitable(value):  # the ABC caches its verdict per class
         (value,) = run_awaitables_sync((value,))
         if isinstance(value, BaseException):
@@ -146,10 +162,10 @@ def _call_sync_limited(call: Callable[..., Any], effect: ModelCall, start: float
         error = DeadlineExceeded(
             f"the run's deadline passed during the model call ({timeout:.3g} s left)"
         )
-        return _failed(error, start, effect)
+        return call_failed(error, start, effect)
     except Exception as exc:
-        return _failed(exc, start, effect)
-    return _returned(value, start)
+        return call_failed(exc, start, effect)
+    return call_returned(value, start)
 
 
 async def call_async(call: Callable[..., Any], effect: ModelCall) -> CallResult:
@@ -158,7 +174,7 @@ async def call_async(call: Callable[..., Any], effect: ModelCall) -> CallResult:
 
     start = time.perf_counter()
     try:
-        value = call([dict(m) for m in effect.messages], **effect.params)
+        value = call(list(map(dict, effect.messages)), **effect.params)
         if inspect.isawaitable(value):
             if effect.timeout_s is None:
                 value = await value
@@ -167,8 +183,8 @@ async def call_async(call: Callable[..., Any], effect: ModelCall) -> CallResult:
                     value, effect.timeout_s, "the run's deadline passed during the model call"
                 )
     except Exception as exc:
-        return _failed(exc, start, effect)
-    return _returned(value, start)
+        return call_failed(exc, start, effect)
+    return call_returned(value, start)
 
 
 async def _limited(awaitable: Awaitable[Any], timeout_s: float, what: str) -> Any:
@@ -185,9 +201,7 @@ async def _await(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
 
 
-async def _gather(
-    awaitables: Sequence[Awaitable[Any]], timeout_s: float | None = None
-) -> list[Any]:
+async def gather(awaitables: Sequence[Awaitable[Any]], timeout_s: float | None = None) -> list[Any]:
     import asyncio
 
     def one(awaitable: Awaitable[Any]) -> Awaitable[Any]:
@@ -208,9 +222,9 @@ def run_awaitables_sync(
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(_gather(awaitables, timeout_s))
+        return asyncio.run(gather(awaitables, timeout_s))
     with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, _gather(awaitables, timeout_s)).result()
+        return pool.submit(asyncio.run, gather(awaitables, timeout_s)).result()
 
 
 # Packages whose exceptions are the provider's or the transport's: the provider SDKs healjson

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .diagnostic import Diagnostic
 from .reply import Reply
 
 __all__ = [
@@ -70,6 +71,10 @@ class CallFailure:
     message: str
     deadline: bool = False
     """True when the run's own deadline cut the call short."""
+    raw_text: str | None = None
+    """What had arrived of a streamed answer before it failed."""
+    partial: Any = None
+    """The JSON data read from `raw_text`, if any."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,3 +84,8 @@ class CallResult:
     reply: Reply | None
     failure: CallFailure | None
     elapsed_s: float
+    aborted: tuple[Diagnostic, ...] = ()
+    """A stream closed early: the violations more tokens could not fix (the reply is what had
+    arrived)."""
+    partial: Any = None
+    """With `aborted`: the JSON data read before the stream was closed."""

@@ -34,6 +34,7 @@ from .target import Target
 __all__ = ["HealSpec", "heal_flow", "next_prompt"]
 
 _MAX_CHANGED_PATHS = 200
+_NO_USAGE = Usage()
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,18 +48,33 @@ class HealSpec:
     example: str | None = None
 
 
-@dataclass
 class _Run:
     """Mutable bookkeeping of one run (private to the generator)."""
 
-    spec: HealSpec
-    original: tuple[Mapping[str, Any], ...]
-    attempts: list[Attempt] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    history: list[str] = field(default_factory=list)
-    first_data: Any = NOTHING
-    partial: Any = None
-    started: float = field(default_factory=time.monotonic)
+    __slots__ = (
+        "attempts",
+        "events",
+        "first_data",
+        "history",
+        "original",
+        "partial",
+        "spec",
+        "started",
+        "usage",
+    )
+
+    def __init__(
+        self, spec: HealSpec, original: tuple[Mapping[str, Any], ...], started: float | None
+    ) -> None:
+        self.spec = spec
+        self.original = original
+        self.attempts: list[Attempt] = []
+        self.usage: Usage = _NO_USAGE
+        self.history: list[str] = []
+        self.first_data: Any = NOTHING
+        self.partial: Any = None
+        self.started = time.monotonic() if started is None else started
+        self.events = _events.for_run()  # None: nothing listens, and nothing is sent
 
     def time_left(self) -> float | None:
         """Seconds before the policy's deadline (None: no deadline)."""
@@ -84,14 +100,12 @@ def heal_flow(
     """The whole L1-L4 loop for one request. `given`: a reply already in hand, judged as the
     first attempt instead of calling the model (`validate`); `started`: when the run began (a
     `time.monotonic()`), for the deadline."""
-    run = _Run(spec, messages)
-    if started is not None:
-        run.started = started
+    run = _Run(spec, messages, started)
     policy = spec.policy
     if given is not None:
         first = CallResult(given, None, 0.0)
     else:
-        left = run.time_left()
+        left = None if policy.deadline_s is None else run.time_left()
         first = yield ModelCall(1, messages, params, left, policy.provider_errors)
     # the first step: strictly valid data with nothing more to check needs no L1 at all
     healed = _first_step(run, first, params)
@@ -143,9 +157,12 @@ def heal_flow(
         if stop is not None:
             reason, diagnostic = stop
             run.attempts.append(Attempt(**base, diagnostics=(diagnostic,)))
-            _events.attempt(run.attempts[-1])
+            if run.events is not None:
+                run.events.attempt(run.attempts[-1])
             return (yield from _degrade(run, reason, [diagnostic], raw))
-        if reply.refusal:
+        if result.aborted:
+            evaluation = _aborted_evaluation(result, raw)
+        elif reply.refusal:
             evaluation = _refusal_evaluation(reply)
         else:
             evaluation = yield from evaluate(
@@ -165,7 +182,8 @@ def heal_flow(
             reasoning=_reasoning(reply.reasoning, evaluation.parse.reasoning),
         )
         run.attempts.append(attempt)
-        _events.attempt(attempt)
+        if run.events is not None:
+            run.events.attempt(attempt)
         if evaluation.ok:
             return _healed(run, evaluation.instance, evaluation.parse.flags, raw or "", evaluation)
         _remember(run, evaluation)
@@ -178,8 +196,8 @@ def heal_flow(
         if strategy is Strategy.TRUNCATION and policy.on_truncation in ("raise_max_tokens", "both"):
             call_params = _more_tokens(call_params, usage, policy)
         prompt = _next_prompt(run, strategy, number, evaluation.answer, evaluation)
-        if number < policy.max_attempts:
-            _events.repair_request(number + 1, prompt)
+        if number < policy.max_attempts and run.events is not None:
+            run.events.repair_request(number + 1, prompt)
         if policy.history == "compact":
             run.history.append(history_line(number, evaluation.verdict, evaluation.diagnostics))
     last = run.attempts[-1]
@@ -193,7 +211,7 @@ def _first_step(run: _Run, first: CallResult, params: Mapping[str, Any]) -> Outc
     is recorded as the loop records it and `Healed` is built by `_healed`. None in every other
     case: the loop then judges `first` as its first attempt, with L1 and L2 as for any reply."""
     reply = first.reply
-    if reply is None or run.spec.contracts:
+    if reply is None or run.spec.contracts or first.aborted:
         return None
     content = reply.content
     if (
@@ -223,7 +241,8 @@ def _first_step(run: _Run, first: CallResult, params: Mapping[str, Any]) -> Outc
         reasoning=reply.reasoning,
     )
     run.attempts.append(attempt)
-    _events.attempt(attempt)
+    if run.events is not None:
+        run.events.attempt(attempt)
     return _healed(run, instance, (), content)
 
 
@@ -344,6 +363,15 @@ def _refusal_evaluation(reply: Reply) -> Evaluation:
     return Evaluation(Verdict.REFUSAL, ParseResult(error=diagnostic), (diagnostic,))
 
 
+def _aborted_evaluation(result: CallResult, raw: str | None) -> Evaluation:
+    """A stream closed early on violations more tokens could not fix: judged by them."""
+    diagnostics = result.aborted
+    contract = any(d.source is Source.CONTRACT for d in diagnostics)
+    parse = ParseResult(result.partial, (Flag.STREAM_ABORTED,), answer=raw)
+    verdict = Verdict.CONTRACT if contract else Verdict.SCHEMA
+    return Evaluation(verdict, parse, diagnostics, answer=raw)
+
+
 def _call_failed(
     run: _Run, base: dict[str, Any], failure: CallFailure
 ) -> Generator[AwaitAll, Any, Outcome[Any]]:
@@ -359,9 +387,14 @@ def _call_failed(
     )
     if failure.deadline:
         diagnostic = _deadline(run.spec.policy, message)
+    if failure.raw_text:  # a stream that failed part-way: what had arrived is kept
+        base = {**base, "raw_text": redact_text(failure.raw_text)}
+        if failure.partial is not None:
+            run.partial = failure.partial
     attempt = Attempt(**base, diagnostics=(diagnostic,), error=message)
     run.attempts.append(attempt)
-    _events.attempt(attempt)
+    if run.events is not None:
+        run.events.attempt(attempt)
     return (yield from _degrade(run, reason, [diagnostic]))
 
 
@@ -409,7 +442,8 @@ def _healed(
         changed_fields=changed,
         max_attempts=run.spec.policy.max_attempts,
     )
-    _events.healed(outcome)
+    if run.events is not None:
+        run.events.healed(outcome)
     return outcome
 
 
@@ -435,7 +469,8 @@ def _degrade(
         usage=run.usage,
         max_attempts=run.spec.policy.max_attempts,
     )
-    _events.degraded(outcome)
+    if run.events is not None:
+        run.events.degraded(outcome)
     return outcome
 
 
@@ -498,7 +533,7 @@ def _estimate(messages: Sequence[Mapping[str, Any]]) -> int:
 
 
 def _estimated_usage(messages: Sequence[Mapping[str, Any]], content: str | None) -> Usage:
-    return Usage(_estimate(messages), len(content or "") // 4, estimated=True)
+    return Usage(_estimate(messages), len(content or "") // 4, estimated=True, requests=1)
 
 
 def _as_data(target: Target[Any], evaluation: Evaluation) -> Any:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .outcome import Attempt, Degraded, Healed
     from .repair import RepairPrompt
 
-__all__ = ["attempt", "degraded", "healed", "repair_request", "set_logger"]
+__all__ = ["RunEvents", "for_run", "set_logger"]
 
 LOGGER_NAME = "healjson"
 
@@ -125,112 +125,110 @@ def _emit(settings: _Settings, event: str, **fields: Any) -> None:
         return
 
 
-def _active() -> _Settings | None:
-    """The settings to emit with, or None when nothing would receive the events."""
+def for_run() -> RunEvents | None:
+    """The events of a run that starts now, or None when nothing would receive them (then the
+    run checks nothing more: one look per run, at its start)."""
     settings = _SCOPED.get() or _Default.settings
-    if settings.logger is None and not _structlog_ready():
+    if settings.logger is None and ("structlog" not in sys.modules or not _structlog_ready()):
         return None
-    return settings
+    return RunEvents(settings)
 
 
-def attempt(record: Attempt) -> None:
-    """One model call, its local repairs and its diagnostics."""
-    settings = _active()
-    if settings is None:
-        return
-    content = {"raw_text": record.raw_text} if settings.include_content else {}
-    _emit(
-        settings,
-        "healjson.attempt",
-        attempt=record.number,
-        strategy=str(record.strategy),
-        ok=record.ok,
-        finish_reason=record.finish_reason,
-        flags=[str(f) for f in record.flags],
-        diagnostics=len(record.diagnostics),
-        prompt_tokens=record.usage.prompt_tokens,
-        completion_tokens=record.usage.completion_tokens,
-        tokens_estimated=record.usage.estimated,
-        latency_s=round(record.latency_s, 6),
-        model=record.model,
-        raw_chars=len(record.raw_text or ""),
-        error=record.error,
-        **content,
-    )
-    if record.flags:
-        flags = [str(f) for f in record.flags]
-        _emit(settings, "healjson.local_repair", attempt=record.number, flags=flags)
-    for diagnostic in record.diagnostics:
-        value = {"value": short_repr(diagnostic.value, 200)} if settings.include_content else {}
+class RunEvents:
+    """One run's events, sent with the logger settings in effect when the run started."""
+
+    __slots__ = ("settings",)
+
+    def __init__(self, settings: _Settings) -> None:
+        self.settings = settings
+
+    def attempt(self, record: Attempt) -> None:
+        """One model call, its local repairs and its diagnostics."""
+        settings = self.settings
+        content = {"raw_text": record.raw_text} if settings.include_content else {}
         _emit(
             settings,
-            "healjson.diagnostic",
+            "healjson.attempt",
             attempt=record.number,
-            path=diagnostic.path,
-            source=str(diagnostic.source),
-            rule=diagnostic.rule,
-            constraint=diagnostic.constraint,
-            fields=list(diagnostic.fields),
-            **value,
+            strategy=str(record.strategy),
+            ok=record.ok,
+            finish_reason=record.finish_reason,
+            flags=[str(f) for f in record.flags],
+            diagnostics=len(record.diagnostics),
+            prompt_tokens=record.usage.prompt_tokens,
+            completion_tokens=record.usage.completion_tokens,
+            tokens_estimated=record.usage.estimated,
+            latency_s=round(record.latency_s, 6),
+            model=record.model,
+            raw_chars=len(record.raw_text or ""),
+            error=record.error,
+            **content,
+        )
+        if record.flags:
+            flags = [str(f) for f in record.flags]
+            _emit(settings, "healjson.local_repair", attempt=record.number, flags=flags)
+        for diagnostic in record.diagnostics:
+            value = {"value": short_repr(diagnostic.value, 200)} if settings.include_content else {}
+            _emit(
+                settings,
+                "healjson.diagnostic",
+                attempt=record.number,
+                path=diagnostic.path,
+                source=str(diagnostic.source),
+                rule=diagnostic.rule,
+                constraint=diagnostic.constraint,
+                fields=list(diagnostic.fields),
+                **value,
+            )
+
+    def repair_request(self, number: int, prompt: RepairPrompt) -> None:
+        """The request healjson is about to send to repair attempt `number - 1`."""
+        settings = self.settings
+        rendered = prompt.render()
+        content = {"prompt": rendered} if settings.include_content else {}
+        _emit(
+            settings,
+            "healjson.repair_request",
+            attempt=number,
+            strategy=str(prompt.strategy),
+            round=prompt.round,
+            diagnostics=len(prompt.diagnostics),
+            history_lines=len(prompt.history),
+            with_example=prompt.example is not None,
+            with_schema=prompt.schema is not None,
+            prompt_chars=len(rendered),
+            **content,
         )
 
+    def healed(self, outcome: Healed[Any]) -> None:
+        """A run that produced a valid value."""
+        settings = self.settings
+        _emit(
+            settings,
+            "healjson.healed",
+            calls=outcome.calls,
+            max_attempts=outcome.max_attempts,
+            flags=[str(f) for f in outcome.flags],
+            changed_fields=list(outcome.changed_fields),
+            prompt_tokens=outcome.usage.prompt_tokens,
+            completion_tokens=outcome.usage.completion_tokens,
+            latency_s=round(sum(a.latency_s for a in outcome.attempts), 6),
+        )
 
-def repair_request(number: int, prompt: RepairPrompt) -> None:
-    """The request healjson is about to send to repair attempt `number - 1`."""
-    settings = _active()
-    if settings is None:
-        return
-    rendered = prompt.render()
-    content = {"prompt": rendered} if settings.include_content else {}
-    _emit(
-        settings,
-        "healjson.repair_request",
-        attempt=number,
-        strategy=str(prompt.strategy),
-        round=prompt.round,
-        diagnostics=len(prompt.diagnostics),
-        history_lines=len(prompt.history),
-        with_example=prompt.example is not None,
-        with_schema=prompt.schema is not None,
-        prompt_chars=len(rendered),
-        **content,
-    )
-
-
-def healed(outcome: Healed[Any]) -> None:
-    """A run that produced a valid value."""
-    settings = _active()
-    if settings is None:
-        return
-    _emit(
-        settings,
-        "healjson.healed",
-        calls=outcome.calls,
-        max_attempts=outcome.max_attempts,
-        flags=[str(f) for f in outcome.flags],
-        changed_fields=list(outcome.changed_fields),
-        prompt_tokens=outcome.usage.prompt_tokens,
-        completion_tokens=outcome.usage.completion_tokens,
-        latency_s=round(sum(a.latency_s for a in outcome.attempts), 6),
-    )
-
-
-def degraded(outcome: Degraded[Any]) -> None:
-    """A run that ended in a degradation."""
-    settings = _active()
-    if settings is None:
-        return
-    _emit(
-        settings,
-        "healjson.degraded",
-        reason=str(outcome.reason),
-        calls=outcome.calls,
-        max_attempts=outcome.max_attempts,
-        errors=[f"{d.path}: {d.constraint}" for d in outcome.errors],
-        prompt_tokens=outcome.usage.prompt_tokens,
-        completion_tokens=outcome.usage.completion_tokens,
-        latency_s=round(sum(a.latency_s for a in outcome.attempts), 6),
-    )
+    def degraded(self, outcome: Degraded[Any]) -> None:
+        """A run that ended in a degradation."""
+        settings = self.settings
+        _emit(
+            settings,
+            "healjson.degraded",
+            reason=str(outcome.reason),
+            calls=outcome.calls,
+            max_attempts=outcome.max_attempts,
+            errors=[f"{d.path}: {d.constraint}" for d in outcome.errors],
+            prompt_tokens=outcome.usage.prompt_tokens,
+            completion_tokens=outcome.usage.completion_tokens,
+            latency_s=round(sum(a.latency_s for a in outcome.attempts), 6),
+        )
 
 
 def _structlog_ready() -> bool:

@@ -50,3 +50,6 @@ class Flag(enum.StrEnum):
     """The JSON arrived encoded inside a JSON string (one level or more) and was decoded."""
     TEXT_AS_VALUE = "text_as_value"
     """A scalar target (string, number, enum) was read from plain text."""
+    STREAM_ABORTED = "stream_aborted"
+    """A streamed answer was closed early: a complete part of it broke a rule that more tokens
+    could not fix (`HealPolicy.stream_abort`); the repair started at once."""

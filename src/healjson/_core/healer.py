@@ -8,8 +8,9 @@ from typing import Any, Generic, TypeVar, overload
 
 from pydantic_core import to_json
 
-from .contracts import Contract, ContractContext, Rule, as_contract
+from .contracts import Contract, ContractContext, Rule, as_contract, for_each_item
 from .drive import drive_async, drive_sync
+from .effects import ModelCall
 from .engine import HealSpec, heal_flow
 from .example import golden_example
 from .messages import make_context, normalise_messages
@@ -18,6 +19,8 @@ from .parse import check_ambiguity
 from .parse.read import Ambiguity
 from .policy import HealPolicy
 from .reply import Reply, Usage
+from .stream.run import AsyncHealStream, HealStream, stream_async, stream_sync
+from .stream.session import StreamSession, list_item_type
 from .target import SpecialForm, Target, target_for
 
 __all__ = ["Healer", "validate"]
@@ -45,6 +48,7 @@ class Healer(Generic[T]):
         policy: HealPolicy | None = None,
         fallback: Any = None,
         examples: Iterable[Any] = (),
+        item_contracts: Iterable[Rule[Any]] = (),
     ) -> None: ...
     @overload
     def __init__(
@@ -55,6 +59,7 @@ class Healer(Generic[T]):
         policy: HealPolicy | None = None,
         fallback: Any = None,
         examples: Iterable[Any] = (),
+        item_contracts: Iterable[Rule[Any]] = (),
     ) -> None: ...
     def __init__(
         self,
@@ -64,6 +69,7 @@ class Healer(Generic[T]):
         policy: HealPolicy | None = None,
         fallback: Any = None,
         examples: Iterable[Any] = (),
+        item_contracts: Iterable[Contract[Any] | Callable[..., Any]] = (),
     ) -> None:
         policy = HealPolicy() if policy is None else policy
         if not isinstance(policy, HealPolicy):
@@ -71,14 +77,19 @@ class Healer(Generic[T]):
         target = target_for(model)
         rules = tuple(as_contract(rule) for rule in contracts)
         _check_fields(target, rules)
+        per_item = tuple(as_contract(rule) for rule in item_contracts)
+        if per_item and list_item_type(target.type_) is None:
+            raise TypeError(f"item_contracts need a list target (list[Item]), not {target.name}")
         checked = [_checked_example(target, index, ex) for index, ex in enumerate(examples)]
         self.target: Target[T] = target
         self.contracts = rules
+        self.item_contracts = per_item
         self.policy = policy
         self.fallback = fallback
         self.examples = tuple(checked)
+        every = (*rules, *(for_each_item(rule) for rule in per_item))
         self._spec = HealSpec(
-            target, rules, policy, fallback, golden_example(target, checked, rules)
+            target, every, policy, fallback, golden_example(target, checked, every)
         )
 
     def run(
@@ -109,6 +120,52 @@ class Healer(Generic[T]):
         ctx = make_context(context, original) if self.contracts else _NO_CONTRACTS
         flow = heal_flow(self._spec, original, params, ctx, started=started)
         return await drive_async(flow, call)
+
+    def stream(
+        self,
+        call: Callable[..., Any],
+        messages: Any,
+        *,
+        context: Mapping[str, Any] | None = None,
+        **params: Any,
+    ) -> HealStream[T]:
+        """Like `run`, for a `call` that streams: it returns the SDK's stream (or any iterable
+        of text pieces or chunks). Iterate the result for `Partial[T]` snapshots (or
+        `.items()` for a list target), then read `.outcome`. Nothing is called until the
+        iteration starts."""
+        return stream_sync(*self._streaming(call, messages, context, params))
+
+    def astream(
+        self,
+        call: Callable[..., Any],
+        messages: Any,
+        *,
+        context: Mapping[str, Any] | None = None,
+        **params: Any,
+    ) -> AsyncHealStream[T]:
+        """`stream` for async code: `call` may return an awaitable of the stream, and the
+        stream may be async (`async for` over the result)."""
+        return stream_async(*self._streaming(call, messages, context, params))
+
+    def _streaming(
+        self,
+        call: Callable[..., Any],
+        messages: Any,
+        context: Mapping[str, Any] | None,
+        params: dict[str, Any],
+        scope: Any = None,
+    ) -> tuple[Any, Callable[..., Any], Callable[[ModelCall], StreamSession], bool, Any]:
+        """What a stream driver needs: the flow, the call, a session per streamed call, whether
+        to abort early, and the secrets scope to enter around each step (adapters)."""
+        original = normalise_messages(messages)
+        ctx = make_context(context, original) if self._spec.contracts else _NO_CONTRACTS
+        flow = heal_flow(self._spec, original, params, ctx, started=time.monotonic())
+        target, rules, per_item = self.target, self.contracts, self.item_contracts
+
+        def new_session(effect: ModelCall) -> StreamSession:
+            return StreamSession(target, rules, per_item, ctx)
+
+        return flow, call, new_session, self.policy.stream_abort, scope
 
     def _with_fallback(self, fallback: Any) -> Healer[T]:
         """A copy that differs only in its fallback: it shares the target, contracts, policy,

@@ -12,15 +12,17 @@ __all__ = ["make_context", "normalise_messages"]
 
 def normalise_messages(messages: Any) -> tuple[dict[str, Any], ...]:
     """Accept a prompt string, or a sequence of message mappings / objects with role+content."""
-    if isinstance(messages, str):
-        return ({"role": "user", "content": messages},)
-    if isinstance(messages, Mapping):
-        return (dict(messages),)
-    if not isinstance(messages, Sequence):
-        raise TypeError(
-            "messages must be a prompt string or a list of chat messages, "
-            f"got {type(messages).__name__}"
-        )
+    kind = type(messages)
+    if kind is not list and kind is not tuple:  # exact types first: ABC checks are slow
+        if isinstance(messages, str):
+            return ({"role": "user", "content": messages},)
+        if isinstance(messages, Mapping):
+            return (dict(messages),)
+        if not isinstance(messages, Sequence):
+            raise TypeError(
+                "messages must be a prompt string or a list of chat messages, "
+                f"got {type(messages).__name__}"
+            )
     out: list[dict[str, Any]] = []
     for message in messages:
         if type(message) is dict or isinstance(message, Mapping):

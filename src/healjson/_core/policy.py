@@ -45,6 +45,11 @@ class HealPolicy:
       failures, on top of those healjson recognises (any `OSError` or `TimeoutError`, and the
       exceptions of the provider SDKs and HTTP libraries): the run degrades on them. Any other
       exception from the call is a bug in your code and propagates unchanged.
+    - `stream_abort`: on a streamed call, close the stream as soon as a complete part of the
+      answer breaks a rule more tokens cannot fix (a closed field outside its schema, a sync
+      contract whose declared fields have all arrived) and go straight to the repair, saving
+      the rest of the answer's tokens (flag `stream_aborted`). False reads every stream to its
+      end.
     """
 
     max_attempts: int = 3
@@ -60,6 +65,7 @@ class HealPolicy:
     deadline_s: float | None = None
     contract_timeout_s: float | None = None
     provider_errors: tuple[type[BaseException], ...] = ()
+    stream_abort: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_attempts, int) or self.max_attempts < 1:

@@ -198,9 +198,20 @@ def _diagnostic_from(data: Mapping[str, Any]) -> Diagnostic:
     )
 
 
-def _usage_from(data: Mapping[str, Any]) -> Usage:
+def _usage_from(data: Mapping[str, Any], depth: int = 0) -> Usage:
+    parts = data.get("parts") or []
+    if not isinstance(parts, list) or depth > 0:
+        parts = []
     return Usage(
-        _int(data, "prompt_tokens"), _int(data, "completion_tokens"), _bool(data, "estimated")
+        _int(data, "prompt_tokens"),
+        _int(data, "completion_tokens"),
+        _bool(data, "estimated"),
+        _int(data, "reasoning_tokens"),
+        _int(data, "cache_read_tokens"),
+        _int(data, "cache_write_tokens"),
+        _int(data, "requests"),
+        _str(data, "model"),
+        tuple(_usage_from(_object(part, "`usage.parts[]`"), depth + 1) for part in parts),
     )
 
 

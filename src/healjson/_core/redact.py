@@ -111,42 +111,28 @@ def redact_data(value: Any, *, by_name: bool = True) -> Any:
 def redact_params(params: Mapping[str, Any]) -> dict[str, Any]:
     """Call parameters as they may be stored: credential-named values masked at any depth,
     known secrets removed from every string. Other objects are kept as they are."""
+    scope = _SCOPE.get()
+    if scope is not None and scope._outer is None and type(params) is dict:
+        # the common call: flat parameters of plain values, none under a credential name, in
+        # one scope; only the client's own secrets can be in them (one pass, no walk)
+        forms: tuple[str, ...] | None = None
+        out: dict[str, Any] = {}
+        for key, item in params.items():
+            kind = type(item)
+            if item is None or kind is int or kind is float or kind is bool:
+                out[key] = item
+            elif kind is not str or type(key) is not str or is_credential_name(key):
+                break
+            elif len(item) < MIN_SECRET_CHARS:
+                out[key] = item
+            else:
+                if forms is None:  # the client's own secrets (the params hold none)
+                    client = scope._client
+                    forms = () if client is None else _ClientForms.current(client)
+                out[key] = _redact_text(item, forms)
+        else:
+            return out
     return _mapping(params, _known_forms(), True, 0)
-
-
-class _Known:
-    """What one scope knows, on top of its outer scope: a client and the call's params.
-
-    Computed at the first redaction and remembered for the scope. A client's own forms are
-    also kept per client (weakly, `_ClientForms`) for its next calls, checked against the
-    clients' `api_key` attributes each time (an SDK may set a refreshed key during a call).
-    """
-
-    __slots__ = ("_client", "_memo", "_outer", "_params")
-
-    def __init__(self, outer: _Known | None, client: Any, params: Mapping[str, Any] | None) -> None:
-        self._outer = outer
-        self._client = client
-        self._params = params
-        self._memo: tuple[tuple[Any, ...], tuple[str, ...]] | None = None
-
-    def secrets(self) -> tuple[str, ...]:
-        """The known secret values in every form they may appear in, longest first (so that a
-        secret containing another is removed whole)."""
-        client = _ClientForms.of(self._client) if self._client is not None else None
-        fingerprint = client.fingerprint() if client is not None else ()
-        memo = self._memo
-        if memo is not None and memo[0] == fingerprint and self._outer is None:
-            return memo[1]
-        forms = client.forms(fingerprint) if client is not None else ()
-        named = _named_forms(self._params)
-        if named or self._outer is not None:
-            merged = {*named, *forms}
-            if self._outer is not None:
-                merged.update(self._outer.secrets())
-            forms = _longest_first(merged)
-        self._memo = (fingerprint, forms)
-        return forms
 
 
 def _named_forms(params: Mapping[str, Any] | None) -> set[str]:
@@ -167,9 +153,8 @@ def _named_forms(params: Mapping[str, Any] | None) -> set[str]:
 class _ClientForms:
     """One client's credential forms (longest first) and the clients inside it, computed once
     per client and key: a wrapped client makes many calls, and escaping every secret per call
-    was most of the redactor's cost. Weakly keyed, and the clients are held weakly here too
-    (an entry that held its own key strongly would never be dropped): an entry lives exactly as
-    long as the client that holds the secret anyway."""
+    was most of the redactor's cost. The clients are held weakly: an entry lives exactly as long
+    as the client that holds the secret anyway."""
 
     __slots__ = ("_forms", "_holders")
 
@@ -179,18 +164,39 @@ class _ClientForms:
 
     @classmethod
     def of(cls, client: Any) -> _ClientForms:
+        key = id(client)
+        found = _CLIENTS.get(key)  # a read needs no lock: a dict lookup is atomic
+        if found is not None and found._holders[0]() is client:
+            return found
         try:
-            found = _CLIENTS.get(client)  # a read needs no lock: a dict lookup is atomic
-        except TypeError:  # not weakly referenceable or not hashable: computed every time
+            ref = weakref.ref(client, functools.partial(_forget, key))
+        except TypeError:  # not weakly referenceable: computed every time
             return cls(client)
-        if found is None:
-            found = cls(client)
-            with _CLIENTS_LOCK:
-                found = _CLIENTS.setdefault(client, found)
+        found = cls(client)
+        with _CLIENTS_LOCK:
+            _CLIENTS[key] = found
+            _REFS[key] = ref
         return found
 
     def fingerprint(self) -> tuple[Any, ...]:
         return tuple([_attribute(holder(), "api_key") for holder in self._holders])
+
+    @classmethod
+    def current(cls, client: Any) -> tuple[str, ...]:
+        """`of(client).forms(...)` for the client's current key, in one step for a client seen
+        before whose key is unchanged (the common call)."""
+        found = _CLIENTS.get(id(client))
+        if found is not None and found._forms is not None and len(found._holders) == 1:
+            cached = found._forms
+            try:
+                key = getattr(client, "api_key", None)
+            except Exception:  # a failing property: the generic path handles it
+                pass
+            else:
+                if cached[0] == (key,) and found._holders[0]() is client:
+                    return cached[1]
+        found = cls.of(client)
+        return found.forms(found.fingerprint())
 
     def forms(self, fingerprint: tuple[Any, ...]) -> tuple[str, ...]:
         cached = self._forms
@@ -202,8 +208,20 @@ class _ClientForms:
         return forms
 
 
-_CLIENTS: Final[weakref.WeakKeyDictionary[Any, _ClientForms]] = weakref.WeakKeyDictionary()
+# by the client's id, checked against the entry's weak reference to it (a plain dict lookup by
+# an int is far cheaper per call than a WeakKeyDictionary's); an entry goes with its client
+_CLIENTS: Final[dict[int, _ClientForms]] = {}
+_REFS: Final[dict[int, weakref.ref[Any]]] = {}
 _CLIENTS_LOCK: Final = threading.Lock()
+
+
+def _forget(key: int, ref: weakref.ref[Any]) -> None:
+    # no lock: a weak reference's callback may run inside the garbage collector, on a thread
+    # that holds the lock already; a lost race costs one recomputation later, never a wrong
+    # answer (`of` checks that an entry is the client's own)
+    if _REFS.get(key) is ref:  # not a newer client that was given the same id
+        _REFS.pop(key, None)
+        _CLIENTS.pop(key, None)
 
 
 def _weakly(obj: Any) -> Callable[[], Any]:
@@ -218,7 +236,7 @@ def _longest_first(forms: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(forms, key=lambda form: (-len(form), form)))
 
 
-_SCOPE: ContextVar[_Known | None] = ContextVar("healjson_known_secrets", default=None)
+_SCOPE: ContextVar[secrets_scope | None] = ContextVar("healjson_known_secrets", default=None)
 
 
 class secrets_scope:
@@ -228,19 +246,24 @@ class secrets_scope:
 
     A `contextvars` scope: correct across threads and asyncio tasks, and a nested scope adds to
     the outer one. Nothing is read on entry: the secrets are gathered at the first redaction
-    inside the scope (a call that redacts nothing pays for none of it), and gathered again if
-    the client's `api_key` has changed since (openai's `api_key` provider refreshes it).
+    inside the scope (a call that redacts nothing pays for none of it) and remembered for the
+    scope, and gathered again if the client's `api_key` has changed since (openai's `api_key`
+    provider refreshes it). A client's own forms are also kept per client (`_ClientForms`) for
+    its next calls.
     """
 
-    __slots__ = ("_client", "_params", "_token")
+    __slots__ = ("_client", "_memo", "_outer", "_params", "_token")
 
     def __init__(self, client: Any = None, params: Mapping[str, Any] | None = None) -> None:
         self._client = client
         self._params = params
-        self._token: Token[_Known | None] | None = None
+        self._outer: secrets_scope | None = _SCOPE.get()  # read again on entry
+        self._memo: tuple[tuple[Any, ...], tuple[str, ...]] | None = None
+        self._token: Token[secrets_scope | None] | None = None
 
     def __enter__(self) -> None:
-        self._token = _SCOPE.set(_Known(_SCOPE.get(), self._client, self._params))
+        self._outer = _SCOPE.get()
+        self._token = _SCOPE.set(self)
 
     def __exit__(
         self,
@@ -251,6 +274,30 @@ class secrets_scope:
         if self._token is not None:
             _SCOPE.reset(self._token)
             self._token = None
+
+    def secrets(self) -> tuple[str, ...]:
+        """The known secret values in every form they may appear in, longest first (so that a
+        secret containing another is removed whole)."""
+        client = _ClientForms.of(self._client) if self._client is not None else None
+        fingerprint = client.fingerprint() if client is not None else ()
+        memo = self._memo
+        if memo is not None and memo[0] == fingerprint and self._outer is None:
+            return memo[1]
+        forms = client.forms(fingerprint) if client is not None else ()
+        named = _named_forms(self._params)
+        if named or self._outer is not None:
+            merged = {*named, *forms}
+            if self._outer is not None:
+                merged.update(self._outer.secrets())
+            forms = _longest_first(merged)
+        self._memo = (fingerprint, forms)
+        return forms
+
+
+activate: Final = _SCOPE.set
+"""`token = activate(secrets_scope(client, params))` ... `deactivate(token)`: the `with`
+statement's work without its two Python-level calls (for the adapters' hot path)."""
+deactivate: Final = _SCOPE.reset
 
 
 def known_secrets() -> frozenset[str]:

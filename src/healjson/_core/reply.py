@@ -17,45 +17,97 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["Reply", "ToolCall", "Usage", "is_response", "to_reply"]
+__all__ = [
+    "SDK_COMPLETIONS",
+    "Reply",
+    "ToolCall",
+    "Usage",
+    "is_response",
+    "read_completion",
+    "to_reply",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts; `estimated` is True when any part was estimated as characters / 4.
+    """What calls spent: tokens by bucket, requests, and the cost in USD when it can be known.
 
-    `reasoning_tokens` is the part of `completion_tokens` the model spent reasoning, where the
-    provider reports it (OpenAI `completion_tokens_details.reasoning_tokens`, Gemini
-    `thoughtsTokenCount`, Anthropic `output_tokens_details.thinking_tokens`).
+    - `prompt_tokens`: every input token, cached ones included (as OpenAI and Gemini count them;
+      Anthropic's uncached `input_tokens` plus its cache reads and writes);
+      `cache_read_tokens` / `cache_write_tokens`: the parts read from / written to the
+      provider's prompt cache (OpenAI `prompt_tokens_details.cached_tokens`, Anthropic
+      `cache_read_input_tokens` / `cache_creation_input_tokens`, Gemini
+      `cachedContentTokenCount`).
+    - `completion_tokens`: every output token; `reasoning_tokens` the part spent reasoning
+      (OpenAI `completion_tokens_details.reasoning_tokens`, Gemini `thoughtsTokenCount`,
+      Anthropic `output_tokens_details.thinking_tokens`).
+    - `requests`: model calls counted; `estimated`: True when any count was estimated as
+      characters / 4 (the provider reported none).
+    - `model`: the model the tokens were spent on (None: unknown, or several: then `parts`
+      holds one `Usage` per model).
+    - `cost` (a property): USD through `genai-prices` (extra `prices`), computed when read;
+      None when it cannot be known (the package is missing, the model is unknown to it, or
+      any count was estimated).
     """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     estimated: bool = False
     reasoning_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    requests: int = 0
+    model: str | None = None
+    parts: tuple[Usage, ...] = ()
 
     @property
     def total_tokens(self) -> int:
         """Prompt plus completion tokens."""
         return self.prompt_tokens + self.completion_tokens
 
+    @property
+    def cost(self) -> float | None:
+        """USD spent, or None when it cannot be known (see the class docstring)."""
+        from .cost import cost_of
+
+        return cost_of(self)
+
     def __add__(self, other: Usage) -> Usage:
+        if not other.requests and not other.total_tokens:
+            return self
+        if not self.requests and not self.total_tokens:
+            return other
+        same = self.model == other.model and not self.parts and not other.parts
+        parts = () if same else (*(self.parts or (self,)), *(other.parts or (other,)))
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.estimated or other.estimated,
             self.reasoning_tokens + other.reasoning_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.requests + other.requests,
+            self.model if same else None,
+            parts,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready counts."""
-        return {
+        """JSON-ready counts (and the cost, when known)."""
+        data: dict[str, Any] = {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.total_tokens,
             "reasoning_tokens": self.reasoning_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "requests": self.requests,
             "estimated": self.estimated,
+            "model": self.model,
+            "cost": self.cost,
         }
+        if self.parts:
+            data["parts"] = [part.to_dict() for part in self.parts]
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,12 +140,17 @@ _GEMINI_KEYS = ("candidates", "promptFeedback", "prompt_feedback", "usageMetadat
 
 def to_reply(obj: Any) -> Reply:
     """Read a call's return value; raises TypeError for a shape it does not know."""
+    kind = type(obj)
+    if kind in SDK_COMPLETIONS:
+        return read_completion(obj)  # the SDK's ChatCompletion: the hot path
     if isinstance(obj, Reply):
         return obj
     if obj is None or isinstance(obj, str):
         return Reply(obj)
     if isinstance(obj, BaseModel) and hasattr(obj, "choices"):
-        return _sdk_completion(obj)  # the SDK's ChatCompletion: the hot path
+        if len(SDK_COMPLETIONS) < 64:  # pydantic classes with `choices`: few, but bounded
+            SDK_COMPLETIONS.add(kind)
+        return read_completion(obj)
     if isinstance(obj, bytes | bytearray):
         return Reply(bytes(obj).decode("utf-8", "replace"))
     if isinstance(obj, Mapping):
@@ -108,7 +165,7 @@ def to_reply(obj: Any) -> Reply:
                 _text(obj.get("content")),
                 _opt_str(obj.get("finish_reason")),
                 _opt_str(obj.get("refusal")),
-                _usage(obj.get("usage")),
+                _usage(obj.get("usage"), _opt_str(obj.get("model"))),
                 _opt_str(obj.get("model")),
                 _reasoning_field(obj),
                 _tool_calls(obj.get("tool_calls")),
@@ -119,6 +176,11 @@ def to_reply(obj: Any) -> Reply:
     raise TypeError(
         f"call returned {type(obj).__name__}; return a str, a ChatCompletion or a healjson.Reply"
     )
+
+
+# classes already seen to be an SDK's pydantic completion (`isinstance(obj, BaseModel)` costs
+# a Python-level ABC check per call; a set lookup by the exact class does not)
+SDK_COMPLETIONS: set[type] = set()
 
 
 def _reader(obj: Any) -> Callable[[Any], Reply] | None:
@@ -157,7 +219,7 @@ def _first(items: Any) -> Any:
     return items[0] if isinstance(items, list | tuple) and items else None
 
 
-def _sdk_completion(obj: Any) -> Reply:
+def read_completion(obj: Any) -> Reply:
     """The openai SDK's `ChatCompletion`, read by plain attribute access (the happy path runs
     once per call, right after the SDK's own work); anything unusual goes to `_completion`."""
     try:
@@ -174,25 +236,36 @@ def _sdk_completion(obj: Any) -> Reply:
         if type(prompt) is not int or type(completion) is not int:
             return _completion(obj)
         details = usage.completion_tokens_details
-        reasoning_tokens = getattr(details, "reasoning_tokens", None) if details else None
+        reasoning = getattr(details, "reasoning_tokens", None) if details else None
+        cached = getattr(usage.prompt_tokens_details, "cached_tokens", None)
         finish, refusal, model = choice.finish_reason, message.refusal, obj.model
         extra = message.__pydantic_extra__
     except AttributeError:
         return _completion(obj)
+    name = None if model is None else str(model)
     return Reply(
         content,
         None if finish is None else str(finish),
         None if refusal is None else str(refusal),
-        Usage(prompt, completion, reasoning_tokens=_int(reasoning_tokens)),
-        None if model is None else str(model),
+        Usage(
+            prompt,
+            completion,
+            False,
+            reasoning if type(reasoning) is int else 0,
+            cached if type(cached) is int else 0,
+            0,
+            1,
+            name,
+        ),
+        name,
         _reasoning_field(extra) if extra else None,
     )
 
 
 def _completion(obj: Any) -> Reply:
     choice = _first(_get(obj, "choices"))
-    usage = _usage(_get(obj, "usage"))
     model = _opt_str(_get(obj, "model"))
+    usage = _usage(_get(obj, "usage"), model)
     if choice is None:
         return Reply(None, None, None, usage, model)
     message = _get(choice, "message") or {}
@@ -266,8 +339,18 @@ def _anthropic(obj: Any) -> Reply:
         prompt, completion = _get(raw_usage, "input_tokens"), _get(raw_usage, "output_tokens")
         details = _get(raw_usage, "output_tokens_details")
         thinking = _get(details, "thinking_tokens") if details is not None else None
+        read = _int(_get(raw_usage, "cache_read_input_tokens"))
+        written = _int(_get(raw_usage, "cache_creation_input_tokens"))
         if isinstance(prompt, int) or isinstance(completion, int):
-            usage = Usage(_int(prompt), _int(completion), reasoning_tokens=_int(thinking))
+            usage = Usage(
+                _int(prompt) + read + written,  # Anthropic counts cached input apart
+                _int(completion),
+                reasoning_tokens=_int(thinking),
+                cache_read_tokens=read,
+                cache_write_tokens=written,
+                requests=1,
+                model=_opt_str(_get(obj, "model")),
+            )
     finish = None if stop is None else _ANTHROPIC_FINISH.get(stop, stop)
     return Reply(
         None if refusal else content,
@@ -290,9 +373,17 @@ def _gemini(obj: Any) -> Reply:
         prompt = _get_either(meta, "prompt_token_count", "promptTokenCount")
         completion = _get_either(meta, "candidates_token_count", "candidatesTokenCount")
         thinking = _int(_get_either(meta, "thoughts_token_count", "thoughtsTokenCount"))
+        cached = _int(_get_either(meta, "cached_content_token_count", "cachedContentTokenCount"))
         if isinstance(prompt, int) or isinstance(completion, int):
             # Gemini counts thoughts apart from the candidates; both are output tokens
-            usage = Usage(_int(prompt), _int(completion) + thinking, reasoning_tokens=thinking)
+            usage = Usage(
+                _int(prompt),
+                _int(completion) + thinking,
+                reasoning_tokens=thinking,
+                cache_read_tokens=cached,
+                requests=1,
+                model=_opt_str(_get_either(obj, "model_version", "modelVersion")),
+            )
     model = _opt_str(_get_either(obj, "model_version", "modelVersion"))
     candidate = _first(_get(obj, "candidates"))
     if candidate is None:
@@ -348,7 +439,8 @@ def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def _usage(raw: Any) -> Usage | None:
+def _usage(raw: Any, model: str | None = None) -> Usage | None:
+    """OpenAI-style usage (also OpenAI-compatible servers): cached prompt tokens included."""
     if raw is None:
         return None
     prompt = _get(raw, "prompt_tokens")
@@ -357,8 +449,13 @@ def _usage(raw: Any) -> Usage | None:
         return None
     details = _get(raw, "completion_tokens_details")
     reasoning = _get(details, "reasoning_tokens") if details is not None else None
+    prompt_details = _get(raw, "prompt_tokens_details")
+    cached = _get(prompt_details, "cached_tokens") if prompt_details is not None else None
     return Usage(
         prompt if isinstance(prompt, int) else 0,
         completion if isinstance(completion, int) else 0,
         reasoning_tokens=_int(reasoning),
+        cache_read_tokens=_int(cached),
+        requests=1,
+        model=model,
     )

@@ -14,15 +14,15 @@ the SDK returned (or raises); each healing call runs inside
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
-from functools import partial
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from healjson._core.contracts import Contract
 from healjson._core.effects import ProviderError
 from healjson._core.healer import Healer
 from healjson._core.policy import HealPolicy
-from healjson._core.redact import secrets_scope
+from healjson._core.redact import activate, deactivate, secrets_scope
+from healjson._core.stream.run import AsyncHealStream, HealStream, stream_async, stream_sync
 
 from ._cache import HealerCache
 from ._format import (
@@ -46,14 +46,14 @@ __all__ = [
     "HealingAdapter",
     "NotACompletion",
     "Send",
-    "negotiation",
+    "build_request",
+    "first_mode",
+    "retry_mode",
     "unwrapped",
 ]
 
 UNSET: Any = object()
 """`response_model` not given: the call passes through."""
-
-Negotiation = Generator[dict[str, Any], tuple[bool, Any], Any]
 
 _DEFAULT_POLICY = HealPolicy()
 
@@ -69,10 +69,17 @@ class Exchange:
     The drivers `open()` it right before the client call (sync or awaited) and `close()` it
     right after, whatever happens (a `with` statement would cost more on the hot path); `read`
     then turns what the call returned (`ok`) or raised into `(True, completion)` or
-    `(False, exception)`. This default does nothing around the call and passes its result on.
+    `(False, exception)`. This default does nothing around the call and passes its result on
+    (and the drivers skip `open` / `close` for a class that keeps both defaults).
     """
 
     __slots__ = ()
+    wraps_call = False
+    """True for a class that overrides `open` or `close` (set for each subclass)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.wraps_call = cls.open is not Exchange.open or cls.close is not Exchange.close
 
     def open(self) -> None:
         """Right before the client call."""
@@ -116,20 +123,25 @@ class Completions(CompletionsProxy):
             return owner.wrapped.chat.completions.create(*args, **kwargs)
         if args:
             raise TypeError("chat.completions.create takes keyword arguments only")
-        if kwargs.get("stream"):
-            raise ValueError("stream=True cannot be combined with response_model")
-        if "messages" not in kwargs:
+        messages = kwargs.pop("messages", UNSET)
+        if messages is UNSET:
             raise TypeError("chat.completions.create needs messages=[...]")
         forced = check_mode(json_mode) if json_mode is not None else None
-        healer = owner.healer(response_model, contracts, policy, fallback, examples)
-        messages = kwargs.pop("messages")
+        chosen = policy or owner.policy or _DEFAULT_POLICY
+        healer = owner._healers.get(response_model, contracts, chosen, fallback, examples)
+        if kwargs.get("stream"):
+            return owner._stream(healer, forced, messages, context, kwargs)
         send = owner._sender(response_model, kwargs)
-        negotiate = partial(negotiation, owner._tiers, forced, healer.target)
         if owner.is_async:
-            call = _async_call(negotiate, send)
+            call = _async_call(owner._tiers, forced, healer.target, send)
             return _arun(owner.wrapped, healer, call, messages, context=context, params=kwargs)
-        with secrets_scope(owner.wrapped, kwargs):  # what healjson stores or logs is redacted
-            return healer.run(_sync_call(negotiate, send), messages, context=context, **kwargs)
+        call = _sync_call(owner._tiers, forced, healer.target, send)
+        # what healjson stores or logs is redacted: `with secrets_scope(...)`, spelled out
+        token = activate(secrets_scope(owner.wrapped, kwargs))
+        try:
+            return healer.run(call, messages, context=context, **kwargs)
+        finally:
+            deactivate(token)
 
 
 class HealingAdapter:
@@ -160,6 +172,28 @@ class HealingAdapter:
         """How this healing call's requests reach the client (may pop adapter-only `params`)."""
         raise NotImplementedError
 
+    def _stream(
+        self,
+        healer: Healer[Any],
+        forced: JsonMode | None,
+        messages: Any,
+        context: Mapping[str, Any] | None,
+        params: dict[str, Any],
+    ) -> HealStream[Any] | AsyncHealStream[Any]:
+        """`create(..., stream=True)`: every call of the run streams (repairs too), read by the
+        stream drivers; the secrets scope holds around each step of the caller's iteration."""
+        self._stream_params(params)
+        send = self._sender(healer.target.type_, params)
+        scope = secrets_scope(self.wrapped, params)
+        if self.is_async:
+            call = _async_call(self._tiers, forced, healer.target, send)
+            return stream_async(*healer._streaming(call, messages, context, params, scope))
+        call = _sync_call(self._tiers, forced, healer.target, send)
+        return stream_sync(*healer._streaming(call, messages, context, params, scope))
+
+    def _stream_params(self, params: dict[str, Any]) -> None:
+        """Adjust a streamed call's parameters (e.g. ask for the usage chunk)."""
+
     def healer(
         self,
         response_model: Any,
@@ -173,85 +207,96 @@ class HealingAdapter:
         return self._healers.get(response_model, contracts, chosen, fallback, examples)
 
 
-def negotiation(
-    tiers: FormatState | None,
-    forced: JsonMode | None,
+def first_mode(
+    tiers: FormatState | None, forced: JsonMode | None, params: Mapping[str, Any]
+) -> JsonMode | None:
+    """The JSON tier of a call's first request; None when the request goes as given (the client
+    shapes it, or the caller chose its own `response_format`)."""
+    if tiers is None or "response_format" in params:
+        return None
+    return forced or tiers.mode
+
+
+def build_request(
+    mode: JsonMode | None,
     target: Shapeable,
-    messages: Sequence[Mapping[str, Any]],
-    params: dict[str, Any],
-) -> Negotiation:
-    """Yield request kwargs; receive (ok, completion-or-exception); step down on a rejection.
-
-    Without `tiers` (the client shapes the request) or with the caller's own `response_format`
-    the request goes once, as given. Otherwise it starts at `forced` or the client's tier, and an
-    HTTP 400 rejecting the tier retries one tier weaker — remembered in `tiers` unless forced.
-    """
-    if tiers is None:
-        ok, value = yield {"messages": messages, **params}
-        if ok:
-            return value
-        raise value
-    if "response_format" in params:  # the caller chose the format: send it as given
-        ok, value = yield {"messages": [dict(m) for m in messages], **params}
-        if ok:
-            return value
-        raise value
-    mode: JsonMode = forced or tiers.mode
-    while True:
-        used, shaped, extra = shape_request(mode, target, messages)
-        ok, value = yield {"messages": shaped, **params, **extra}
-        if ok:
-            return value
-        if is_format_rejection(value):
-            weaker = _weaker(used) if forced else tiers.step_down(used)
-            if weaker is not None:
-                mode = weaker
-                continue
-        raise value
+    messages: list[dict[str, Any]],
+    params: Mapping[str, Any],
+) -> tuple[JsonMode | None, dict[str, Any]]:
+    """The request for `mode` (None: as given), and the tier it really uses (a target strict
+    mode cannot express goes one tier weaker). `messages` are the driver's fresh copies."""
+    if mode is None:
+        return None, {"messages": messages, **params}
+    used, shaped, extra = shape_request(mode, target, messages)
+    return used, {"messages": shaped, **params, **extra}
 
 
-def _sync_call(negotiate: Callable[..., Negotiation], send: Send) -> Callable[..., Any]:
-    """The sync driver: the call `Healer.run` makes, one negotiation per model call."""
+def retry_mode(
+    tiers: FormatState | None, forced: JsonMode | None, used: JsonMode | None, error: Exception
+) -> JsonMode:
+    """The tier to try after `error` (an HTTP 400 rejecting tier `used`: one weaker, remembered
+    in `tiers` unless forced); raises `error` when there is none."""
+    if used is None or tiers is None or not is_format_rejection(error):
+        raise error
+    weaker = _weaker(used) if forced else tiers.step_down(used)
+    if weaker is None:
+        raise error
+    return weaker
+
+
+def _sync_call(
+    tiers: FormatState | None, forced: JsonMode | None, target: Shapeable, send: Send
+) -> Callable[..., Any]:
+    """The sync driver: the call `Healer.run` makes, one format negotiation per model call
+    (`first_mode`, `build_request`, `retry_mode`)."""
 
     def call(messages: list[dict[str, Any]], **params: Any) -> Any:
-        flow = negotiate(messages, params)
-        request = next(flow)
+        mode, request = build_request(first_mode(tiers, forced, params), target, messages, params)
         while True:
             method, kwargs, exchange = send(request)
-            exchange.open()
+            wraps = exchange.wraps_call
+            if wraps:
+                exchange.open()
             try:
                 ok, value = True, method(**kwargs)
             except Exception as exc:
                 ok, value = False, exc
             finally:
-                exchange.close()
-            try:
-                request = flow.send(exchange.read(ok, value))
-            except StopIteration as stop:
-                return stop.value
+                if wraps:
+                    exchange.close()
+            ok, value = exchange.read(ok, value)
+            if ok:
+                return value
+            weaker = retry_mode(tiers, forced, mode, value)
+            mode, request = build_request(weaker, target, messages, params)
 
     return call
 
 
-def _async_call(negotiate: Callable[..., Negotiation], send: Send) -> Callable[..., Any]:
+def _async_call(
+    tiers: FormatState | None, forced: JsonMode | None, target: Shapeable, send: Send
+) -> Callable[..., Any]:
     """The async driver: as `_sync_call`, awaiting the client's method (for `Healer.arun`)."""
 
     async def call(messages: list[dict[str, Any]], **params: Any) -> Any:
-        flow = negotiate(messages, params)
-        request = next(flow)
+        mode, request = build_request(first_mode(tiers, forced, params), target, messages, params)
         while True:
             method, kwargs, exchange = send(request)
-            exchange.open()
+            wraps = exchange.wraps_call
+            if wraps:
+                exchange.open()
             try:
                 ok, value = True, await method(**kwargs)
             except Exception as exc:
                 ok, value = False, exc
             finally:
-                exchange.close()
-            try:
-                request = flow.send(exchange.read(ok, value))
-            except StopIteration as stop:
-                return stop.value
+                if wraps:
+                    exchange.close()
+            ok, value = exchange.read(ok, value)
+            if ok:
+                return value
+            weaker = retry_mode(tiers, forced, mode, value)
+            mode, request = build_request(weaker, target, messages, params)
 
     return call
 

@@ -16,7 +16,7 @@ Keys say what makes two configurations the same:
 One lock guards the table (lookups, insertion, LRU order and eviction); each entry has its own
 lock for the build, so a slow build never blocks hits on other configurations and concurrent
 first calls with one configuration build it once. A call with no contracts, examples or
-fallback of its own (the common one) is first looked up in a plain dict by (model, policy),
+fallback of its own (the common one) is first looked up in a plain dict by (model, policy object),
 without the lock: a dict read is atomic, and that table is only ever added to or cleared.
 """
 
@@ -55,8 +55,10 @@ class HealerCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._entries: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
-        # (response_model, policy) -> healer, for calls without contracts, examples or fallback
-        self._plain: dict[tuple[Any, HealPolicy], Healer[Any]] = {}
+        # (response_model, id(policy)) -> (policy, healer), for calls without contracts, examples
+        # or fallback: hashing a policy (a frozen dataclass) per call costs more than the lookup,
+        # and the entry holding the policy keeps its id from being reused
+        self._plain: dict[tuple[Any, int], tuple[HealPolicy, Healer[Any]]] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -73,12 +75,12 @@ class HealerCache:
         plain = fallback is None and contracts == () and examples == ()
         if plain:  # the common call: no per-call extras, one lock-free lookup
             try:
-                found = self._plain.get((response_model, policy))
+                found = self._plain.get((response_model, id(policy)))
             except TypeError:  # an unhashable target: the general path
                 plain = False
             else:
-                if found is not None:
-                    return found
+                if found is not None and found[0] is policy:
+                    return found[1]
         rules = tuple(contracts)
         shots = tuple(examples)
         key, keep = _key(response_model, rules, policy, shots)
@@ -102,7 +104,7 @@ class HealerCache:
             with self._lock:
                 if len(self._plain) >= _MAX_HEALERS:  # bounded like the table it shortcuts
                     self._plain.clear()
-                self._plain[(response_model, policy)] = healer
+                self._plain[(response_model, id(policy))] = (policy, healer)
         return healer if fallback is None else healer._with_fallback(fallback)
 
 

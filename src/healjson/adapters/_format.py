@@ -13,9 +13,10 @@ wrapper remembers the tier that worked for the rest of its life.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -73,18 +74,22 @@ def check_mode(mode: str) -> JsonMode:
 
 
 def shape_request(
-    mode: JsonMode, target: Shapeable, messages: Sequence[Mapping[str, Any]]
+    mode: JsonMode, target: Shapeable, messages: Sequence[dict[str, Any]]
 ) -> tuple[JsonMode, list[dict[str, Any]], dict[str, Any]]:
     """Messages and extra params for `mode` (falling back from `json_schema` when the target
-    cannot be expressed in strict mode, e.g. a free-form map)."""
-    shaped = [dict(m) for m in messages]
+    cannot be expressed in strict mode, e.g. a free-form map). `messages` are handed on as they
+    are (the drivers pass fresh copies)."""
+    shaped = list(messages)
     if mode == "json_schema":
         try:
-            strict = strict_json_schema(target.type_)
+            try:
+                response_format = _strict_format(target.type_)
+            except TypeError:  # an unhashable type: not cached
+                response_format = strict_json_schema(target.type_).response_format()
         except StrictSchemaUnsupported:
             mode = "json_object"
         else:
-            return mode, shaped, {"response_format": strict.response_format()}
+            return mode, shaped, {"response_format": response_format}
     instruction = {
         "role": "system",
         "content": (
@@ -96,6 +101,13 @@ def shape_request(
     if mode == "json_object":
         extra["response_format"] = {"type": "json_object"}
     return mode, [instruction, *shaped], extra
+
+
+@functools.lru_cache(maxsize=256)
+def _strict_format(type_: Any) -> dict[str, Any]:
+    """The strict `response_format` for `type_`, built once and shared by its requests (the SDK
+    only reads it)."""
+    return strict_json_schema(type_).response_format()
 
 
 def is_format_rejection(exc: BaseException) -> bool:

@@ -41,8 +41,12 @@ instructor's keywords are translated at call time: `max_retries=N` is
 `HealPolicy(max_attempts=N + 1)` (instructor itself always gets `max_retries=0`: healjson repairs)
 and `validation_context=` is the contracts' `context=`; `context=` goes to the contracts and is
 not used for instructor's message templating. `create_with_completion` is healed too (it returns
-`(outcome, completion)`); `create_partial`, `create_iterable` and `create_generator` are refused
-with a message naming the healed call (streaming is not healed yet).
+`(outcome, completion)`). `create_partial` and `create_iterable` are healed streams over OpenAI
+clients (`instructor.from_openai`): the request goes through healjson's OpenAI adapter on the
+provider client inside (healjson's JSON tier, not instructor's `Mode`), `create_partial` yields
+`Partial[M]` snapshots and `create_iterable` each valid item; `.outcome` is the run's. Over
+other providers, and for `create_generator`, they are refused with a message naming the healed
+call.
 For a `response_model` that is not a pydantic model (`int`, `list[Item]`, ...) instructor asks for
 a wrapper object (`{"content": ...}`, `{"tasks": [...]}`); L1 unwraps it. healjson reads the
 raw response by its shape: OpenAI's `ChatCompletion` (and every OpenAI-compatible provider),
@@ -71,6 +75,7 @@ from instructor.core import Hooks, IncompleteOutputException, InstructorRetryExc
 
 from healjson._core.policy import HealPolicy
 from healjson._core.reply import is_response
+from healjson._core.stream.run import AsyncItemStream, ItemStream
 
 from ._base import Completions, Exchange, HealingAdapter, NotACompletion, Send
 from ._format import check_mode
@@ -124,11 +129,7 @@ def _translate(kwargs: dict[str, Any], default: HealPolicy | None) -> None:
 # the raw completions of the current `create_with_completion` call, in order
 _COMPLETIONS: ContextVar[list[Any] | None] = ContextVar("healjson_completions", default=None)
 
-_NOT_HEALED = {
-    "create_partial": "a stream of partial objects",
-    "create_iterable": "a stream of items",
-    "create_generator": "a generator of objects",
-}
+_NOT_HEALED = {"create_generator": "a generator of objects"}
 
 
 class InstructorClient(HealingAdapter):
@@ -180,6 +181,75 @@ class InstructorClient(HealingAdapter):
         finally:
             _COMPLETIONS.reset(token)
         return outcome, seen[-1] if seen else None
+
+    def create_partial(self, *args: Any, **kwargs: Any) -> Any:
+        """Healed streaming of partial objects: a `HealStream[M]` (an `AsyncHealStream` for an
+        async client) whose iteration yields `Partial[M]` snapshots and whose `.outcome` is the
+        run's. Without `response_model` it is instructor's own call."""
+        if kwargs.get("response_model") is None:
+            return self.wrapped.create_partial(*args, **kwargs)
+        return self._streaming_client("create_partial").chat.completions.create(
+            *args, **self._stream_kwargs(kwargs)
+        )
+
+    def create_iterable(self, *args: Any, **kwargs: Any) -> Any:
+        """Healed streaming of items: `response_model=Item` streams a `list[Item]`; iterating
+        the result yields each item once it is complete and valid (a bad one is held and
+        repaired after the stream); `.outcome` is the run's. Without `response_model` it is
+        instructor's own call."""
+        model = kwargs.get("response_model")
+        if model is None:
+            return self.wrapped.create_iterable(*args, **kwargs)
+        client = self._streaming_client("create_iterable")
+        stream = client.chat.completions.create(
+            *args,
+            **{**self._stream_kwargs(kwargs), "response_model": list[model]},  # type: ignore[valid-type]
+        )
+        return AsyncItemStream(stream) if self.is_async else ItemStream(stream)
+
+    def _stream(
+        self,
+        healer: Any,
+        forced: Any,
+        messages: Any,
+        context: Mapping[str, Any] | None,
+        params: dict[str, Any],
+    ) -> Any:
+        """`create(..., stream=True)`: healed like `create_partial`."""
+        params.pop("hooks", None)
+        return self._streaming_client("create(stream=True)")._stream(
+            healer, forced, messages, context, params
+        )
+
+    def _stream_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        kwargs = dict(kwargs)
+        kwargs.pop("json_mode", None)
+        kwargs.pop("hooks", None)  # instructor's hooks see instructor's own calls only
+        _translate(kwargs, self.policy)
+        kwargs["stream"] = True
+        return kwargs
+
+    def _streaming_client(self, method: str) -> Any:
+        """The healjson OpenAI adapter over the provider client inside: a healed stream reads
+        the provider's own chunks (instructor's partial parsing would validate each snapshot;
+        healjson shows snapshots and validates once, at the end)."""
+        found = self.__dict__.get("_openai")
+        if found is not None:
+            return found
+        provider = getattr(getattr(self.wrapped, "provider", None), "value", None)
+        inner = getattr(self.wrapped, "client", None)
+        if provider not in ("openai", None) or inner is None:
+            raise TypeError(
+                f"healjson heals instructor's {method} over OpenAI clients "
+                f"(instructor.from_openai) only, not {provider!r}: use "
+                "healjson.wrap(provider_client).chat.completions.create(..., stream=True) or "
+                f"the instructor client itself (wrapped.{method})"
+            )
+        from ._openai import HealingClient
+
+        client = HealingClient(inner, json_mode=self.json_mode, policy=self.policy)
+        self.__dict__["_openai"] = client
+        return client
 
     def __getattr__(self, name: str) -> Any:
         if name in _NOT_HEALED:

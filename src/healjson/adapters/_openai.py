@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from healjson._core.policy import HealPolicy
+from healjson._core.stream.run import is_stream
 
 from ._base import Exchange, HealingAdapter, NotACompletion, Send
 from ._format import FormatState, check_mode
@@ -75,11 +76,16 @@ class HealingClient(HealingAdapter):
 
     def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
         create = self.wrapped.chat.completions.create
+        reader = _READ_STREAM if params.get("stream") else _READ_COMPLETION
 
         def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
-            return create, request, _READ_COMPLETION
+            return create, request, reader
 
         return send
+
+    def _stream_params(self, params: dict[str, Any]) -> None:
+        # the usage arrives in a last chunk only when asked for
+        params.setdefault("stream_options", {"include_usage": True})
 
 
 class _ChatCompletionReader(Exchange):
@@ -97,6 +103,24 @@ class _ChatCompletionReader(Exchange):
 
 
 _READ_COMPLETION = _ChatCompletionReader()
+
+
+class _StreamReader(Exchange):
+    """A streamed `create(**request)`: its answer must be a stream of chunks (or a whole
+    completion, from an endpoint that does not stream)."""
+
+    __slots__ = ()
+
+    def read(self, ok: bool, value: Any) -> tuple[bool, Any]:
+        if ok and not is_stream(value) and not hasattr(value, "choices"):
+            return False, NotACompletion(
+                f"the endpoint returned {type(value).__name__}, not a stream of chunks: "
+                f"{str(value)[:200]!r}"
+            )
+        return ok, value
+
+
+_READ_STREAM = _StreamReader()
 
 
 def _is_async(client: Any, create: Callable[..., Any]) -> bool:

@@ -55,6 +55,33 @@ class ScriptedReply:
     sends them in its own fields: OpenAI `completion_tokens_details.reasoning_tokens`;
     Anthropic `output_tokens` (which includes them) and `output_tokens_details.thinking_tokens`;
     Gemini `thoughtsTokenCount`, with `candidatesTokenCount` = completion - reasoning.
+
+    Streamed replies (OpenAI `stream: true`, Anthropic `stream: true`, Gemini
+    `streamGenerateContent`) are written event by event (chunked transfer encoding), in the
+    route's streaming format (see `ScriptedServer`); these fields script them and are ignored
+    by a reply that is not streamed:
+
+    * `chunk_chars`: the streamed texts (reasoning, content, refusal, tool-call arguments; Gemini
+      sends function calls whole) are split into deltas of this many characters, the last of
+      each text shorter; None (default): each text in at most 4 deltas of equal size.
+    * `chunk_delay_s`: seconds to wait between two events (on the server's stop event, so
+      `ScriptedServer.stop` never waits for it). `delay_s` still delays the response itself.
+    * `cut_after_chars`: once this many characters of streamed text have been sent, the server
+      drops the connection: no finish event, no end of the chunked body (the SDK's iteration
+      raises its HTTP library's `RemoteProtocolError`).
+    * `stream_error_after_chars`: once this many characters have been sent, the stream ends with
+      the route's in-stream error event (OpenAI `data: {"error": {...}}`, Anthropic
+      `event: error`, Gemini `data: {"error": {...}}`), its type `stream_error` (default
+      `server_error`: Anthropic's `overloaded_error`, Gemini's 500 `INTERNAL`; any other value
+      is sent as given), OpenAI's `param`/`code` = `error_param`/`error_code`.
+
+    The N characters count every streamed text in the order it is sent: the reasoning first,
+    then the content, refusal and tool-call arguments (so with `reasoning`, N = len(reasoning) +
+    k stops k characters into the content). The stream stops right after the delta reaching N
+    (shortened to end there); at N = 0, or for a reply streaming no text, right after the
+    opening events (OpenAI's role chunk, Anthropic's `message_start` and `ping`; Gemini has
+    none); a reply streaming fewer than N characters stops after its last delta. A cut and a
+    stream error exclude each other.
     """
 
     content: str | None = None
@@ -73,12 +100,30 @@ class ScriptedReply:
     reasoning: str | None = None
     reasoning_field: Literal["reasoning_content", "reasoning"] = "reasoning_content"
     redacted_thinking: str | None = None
+    chunk_chars: int | None = None
+    chunk_delay_s: float = 0.0
+    cut_after_chars: int | None = None
+    stream_error_after_chars: int | None = None
+    stream_error: str = "server_error"
 
     def __post_init__(self) -> None:
         if not 100 <= self.status <= 599:
             raise ValueError(f"status must be an HTTP status code, got {self.status}")
-        if not (self.delay_s >= 0 and math.isfinite(self.delay_s)):
-            raise ValueError(f"delay_s must be a finite number >= 0, got {self.delay_s}")
+        for name in ("delay_s", "chunk_delay_s"):
+            value = getattr(self, name)
+            if not (_is_number(value) and value >= 0 and math.isfinite(value)):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        chunk_chars = self.chunk_chars
+        if chunk_chars is not None and not (_is_int(chunk_chars) and chunk_chars >= 1):
+            raise ValueError(f"chunk_chars must be an int >= 1 or None, got {chunk_chars!r}")
+        for name in ("cut_after_chars", "stream_error_after_chars"):
+            value = getattr(self, name)
+            if value is not None and not (_is_int(value) and value >= 0):
+                raise ValueError(f"{name} must be an int >= 0 or None, got {value!r}")
+        if self.cut_after_chars is not None and self.stream_error_after_chars is not None:
+            raise ValueError("cut_after_chars and stream_error_after_chars exclude each other")
+        if not (isinstance(self.stream_error, str) and self.stream_error):
+            raise ValueError(f"stream_error must be a non-empty string, got {self.stream_error!r}")
         if self.reasoning_field not in _REASONING_FIELDS:  # a reply file is not type-checked
             raise ValueError(
                 f"reasoning_field must be one of {sorted(_REASONING_FIELDS)}, "
@@ -135,19 +180,40 @@ class ScriptedReply:
         return cls(content=content, delay_s=delay_s)
 
 
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 # One entry of a script: assistant content, a reply, or a callable making one from the request.
 ScriptItem = str | ScriptedReply | Callable[[dict[str, Any]], str | ScriptedReply]
 
 
 @dataclass(frozen=True, slots=True)
 class RecordedRequest:
-    """One HTTP request as the server received it; `body` is the parsed JSON object, if any."""
+    """One HTTP request as the server received it; `body` is the parsed JSON object, if any.
+
+    The last three fields tell what was sent on a streamed reply (they stay `False, 0, False`
+    for any other answer): `streamed` - a stream was started; `events_sent` - the server-sent
+    events written (OpenAI's `data: [DONE]` and a scripted error event count); `stream_completed`
+    - the server wrote all the reply scripted, up to a scripted cut or stream error included,
+    `False` when the client closed the connection first (or `ScriptedServer.stop` interrupted
+    it). The server replaces the request's record with the updated one when it is done writing
+    the stream: read `ScriptedServer.requests` after `ScriptedServer.wait_idle()`, as the
+    server notices a client's early close only on its next write after it.
+    """
 
     method: str
     path: str
     headers: dict[str, str]
     body: dict[str, Any] | None
     raw: bytes
+    streamed: bool = False
+    events_sent: int = 0
+    stream_completed: bool = False
 
     @property
     def messages(self) -> list[dict[str, Any]]:

@@ -4,24 +4,34 @@ It exists so tests can drive the *real* provider SDKs (their HTTP clients, retri
 response parsers) against canned replies, over real sockets. One script is served in three wire
 formats (`healjson.testing._wire`), whichever route a request arrives on:
 
-* OpenAI chat completions: `POST /v1/chat/completions` (also `/chat/completions`), streaming
-  included, plus `GET /v1/models`;
-* Anthropic Messages: `POST /v1/messages` (also `/messages`), not streamed;
+* OpenAI chat completions: `POST /v1/chat/completions` (also `/chat/completions`), streamed
+  with `stream: true` (`chat.completion.chunk` events, then `data: [DONE]`), plus
+  `GET /v1/models`;
+* Anthropic Messages: `POST /v1/messages` (also `/messages`), streamed with `stream: true`
+  (`message_start`, `content_block_*`, `message_delta`, `message_stop` events);
 * Gemini (google-genai): `POST /{v1,v1beta,v1alpha}/models/{model}:generateContent` (the version
-  prefix is optional), not streamed.
+  prefix is optional), and `:streamGenerateContent` streamed (`data: {GenerateContentResponse}`
+  events, SSE whatever `alt` says).
+
+A streamed reply is written event by event, each event one chunk of a `Transfer-Encoding:
+chunked` body sent at once (Nagle disabled), so a client reads the first events before the last
+are written; `ScriptedReply` scripts its chunking, delays between events, a dropped connection
+or an in-stream error. The server stops writing when the client closes the connection, and
+records what it sent (`RecordedRequest.streamed`, `events_sent`, `stream_completed`);
+`ScriptedServer.wait_idle` waits for that record. Other replies carry a Content-Length.
 
 Why the standard library (`http.server.ThreadingHTTPServer`) and not an ASGI stack:
 
 * no extra dependency for users' tests: an ASGI server would add uvicorn and starlette (or
   similar) to the `testing` extra, for something a few hundred lines of stdlib already do;
-* it is real HTTP/1.1 (Content-Length on every reply, keep-alive, Nagle disabled), so the SDK's
+* it is real HTTP/1.1 (Content-Length or chunked bodies, keep-alive, Nagle disabled), so the SDK's
   connection pool reuses one connection per client and requests cost well under a millisecond;
 * one thread per connection is plenty for tests and benchmarks: the SDK keeps a handful of
   pooled connections, and the handler does no real work.
 
-Slow replies sleep on an event that `stop()` sets, and handler threads are daemons whose sockets
-`stop()` shuts down, so a client that timed out (or a forgotten keep-alive connection) never
-makes `stop()` hang.
+Slow replies, and the delays between streamed events, sleep on an event that `stop()` sets,
+and handler threads are daemons whose sockets `stop()` shuts down, so a client that timed out
+(or a forgotten keep-alive connection) never makes `stop()` hang.
 
 Run it in a separate process (for benchmarks) with
 `python -m healjson.testing._serve --replies FILE.json [--repeat] [--port 0]`.
@@ -32,17 +42,20 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import select
 import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 from ._replies import RecordedRequest, ScriptedReply, ScriptItem
 from ._wire import JSON_TYPE, WIRE_FORMATS, UnservableReply, WireFormat, openai_chat, usage
+from ._wire._sse import SSE_TYPE, Planned, plan
 
 __all__ = ["RecordedRequest", "ScriptedReply", "ScriptedServer"]
 
@@ -70,8 +83,9 @@ class ScriptedServer:
     `repeat=True` the script cycles forever. A model request arriving after the script is
     exhausted gets HTTP 500 whose message says so (a test-failure signal, with
     `x-should-retry: false` so the SDK fails fast instead of retrying). Every request is recorded
-    as a `RecordedRequest`. Only OpenAI's route streams: `stream: true` on Anthropic's, or
-    Gemini's `streamGenerateContent`, is answered with HTTP 400 (without taking an item).
+    as a `RecordedRequest`. A model request asking for a stream (`stream: true` on OpenAI's and
+    Anthropic's routes, Gemini's `streamGenerateContent`) gets its item streamed in the route's
+    format, unless the item is an error or a raw `body` (sent as for any request).
     """
 
     def __init__(
@@ -89,6 +103,8 @@ class ScriptedServer:
         self._used = 0
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._active = 0  # requests being answered
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -164,6 +180,17 @@ class ScriptedServer:
         with self._lock:
             return list(self._requests)
 
+    def wait_idle(self, timeout: float = 5.0) -> None:
+        """Wait until no request is being answered (a streamed reply is being written until it
+        ends, or until the server notices that the client closed the connection), so that
+        `requests` holds the final `RecordedRequest` of every reply; `TimeoutError` after
+        `timeout` seconds."""
+        with self._idle:
+            if not self._idle.wait_for(lambda: self._active == 0, timeout):
+                raise TimeoutError(
+                    f"ScriptedServer is still answering {self._active} request(s) after {timeout} s"
+                )
+
     @property
     def remaining(self) -> int:
         """Items not yet used (with `repeat=True`: items left before the script starts over)."""
@@ -190,6 +217,26 @@ class ScriptedServer:
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
             self._requests.append(request)
+
+    def _update(self, old: RecordedRequest, new: RecordedRequest) -> None:
+        """Replace the record `old` (the very object) with `new`."""
+        with self._lock:
+            for index, request in enumerate(self._requests):
+                if request is old:
+                    self._requests[index] = new
+                    return
+
+    @contextlib.contextmanager
+    def _answering(self) -> Iterator[None]:
+        """Count one request as being answered while the block runs (for `wait_idle`)."""
+        with self._idle:
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._active -= 1
+                self._idle.notify_all()
 
     def _next_reply(self, request_body: dict[str, Any]) -> tuple[ScriptedReply, int]:
         """The next script item as a reply, and its number (1-based); `_ScriptFailure` when the
@@ -302,6 +349,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self) -> None:
         """Record the request, then answer it with the first route of `_ROUTES` it matches."""
+        with self.server.scripted._answering():
+            self._answer()
+
+    def _answer(self) -> None:
         request = self._receive()
         if request is None:
             return
@@ -377,17 +428,19 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.delay_s and scripted._stopping.wait(reply.delay_s):
             self.close_connection = True  # stopping: drop the request instead of answering
             return
-        self._send_reply(wire, reply, number, body, match)
+        self._send_reply(wire, reply, number, request, match)
 
     def _send_reply(
         self,
         wire: WireFormat,
         reply: ScriptedReply,
         number: int,
-        body: dict[str, Any],
+        request: RecordedRequest,
         match: re.Match[str],
     ) -> None:
-        """Send `reply`: its raw body, its HTTP error or a reply in `wire`'s format."""
+        """Send `reply`: its raw body, its HTTP error, or a reply in `wire`'s format (streamed
+        when the request asks for a stream)."""
+        body = request.body or {}
         extra = reply.headers or {}
         if reply.body is not None:
             raw = reply.body.encode() if isinstance(reply.body, str) else reply.body
@@ -408,13 +461,83 @@ class _Handler(BaseHTTPRequestHandler):
         model = wire.requested_model(body, match)
         model = model if isinstance(model, str) and model else self.server.scripted.model
         counts = usage(reply, wire.prompt_chars(body))
+        streamed = wire.streams(body, match)
         try:
-            payload, content_type = wire.reply_body(number, model, reply, counts, body)
+            if streamed:
+                planned = plan(wire.stream(number, model, reply, counts, body), reply)
+            else:
+                payload, content_type = wire.reply_body(number, model, reply, counts, body)
         except UnservableReply as exc:
             problem = f"ScriptedServer script item #{number}: {exc}"
             self._send_error(wire, 500, problem, _NO_RETRY, code="script_error")
             return
-        self._send(reply.status, payload, content_type, extra)
+        if streamed:
+            self._send_stream(reply, planned, request, extra)
+        else:
+            self._send(reply.status, payload, content_type, extra)
+
+    def _send_stream(
+        self,
+        reply: ScriptedReply,
+        planned: Planned,
+        request: RecordedRequest,
+        headers: Mapping[str, str],
+    ) -> None:
+        """Write `planned` as a chunked SSE body, one chunk per event (waiting `chunk_delay_s`
+        between two), then end the body or cut the connection; stop early when the client has
+        closed the connection or the server stops. The request's record is then updated."""
+        chunked = self.request_version != "HTTP/1.0"  # 1.0: the body ends with the connection
+        self.send_response(reply.status)
+        self.send_header("Content-Type", SSE_TYPE)
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Connection", "close")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("x-request-id", self._request_id())
+        for name, value in headers.items():
+            self.send_header(name, value)
+        sent, completed = 0, False
+        try:
+            self.end_headers()
+            sent = self._write_events(reply, planned.frames, chunked=chunked)
+            # every event written: the script is played, even if the client, done reading,
+            # closes the connection before the end of the body
+            completed = sent == len(planned.frames)
+            if completed and planned.cut:
+                self.connection.shutdown(socket.SHUT_RDWR)  # no end of the chunked body
+            elif completed and chunked and not self._client_gone():
+                self.wfile.write(b"0\r\n\r\n")
+        except OSError:  # the client went away (BrokenPipeError, ConnectionResetError, ...)
+            pass
+        finally:
+            if planned.cut or not completed or not chunked:
+                self.close_connection = True
+            update = replace(request, streamed=True, events_sent=sent, stream_completed=completed)
+            self.server.scripted._update(request, update)
+
+    def _write_events(self, reply: ScriptedReply, frames: list[bytes], *, chunked: bool) -> int:
+        """Write each frame (as one chunk when `chunked`); the number written before the client
+        went away or the server stopped (`OSError` from a write propagates)."""
+        stopping = self.server.scripted._stopping
+        for sent, frame in enumerate(frames):
+            if sent and reply.chunk_delay_s and stopping.wait(reply.chunk_delay_s):
+                return sent
+            if self._client_gone():
+                return sent
+            self.wfile.write(b"%x\r\n%b\r\n" % (len(frame), frame) if chunked else frame)
+        return len(frames)
+
+    def _client_gone(self) -> bool:
+        """True when the client has closed the connection: the socket is readable and holds
+        no data (its FIN), as a client waiting for the rest of a reply sends nothing."""
+        try:
+            readable = select.select([self.connection], [], [], 0)[0]
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except ValueError:  # a descriptor select cannot watch: rely on write errors
+            return False
+        except OSError:
+            return True
 
     def _list_models(self, request: RecordedRequest, match: re.Match[str]) -> None:
         self._send_json(200, openai_chat.model_list(self.server.scripted.model))
@@ -438,6 +561,9 @@ class _Handler(BaseHTTPRequestHandler):
         body = wire.error_body(status, message, type, param, code)
         self._send(status, body, JSON_TYPE, headers)
 
+    def _request_id(self) -> str:
+        return f"req_scripted_{id(self):x}_{time.monotonic_ns()}"
+
     def _send_json(self, status: int, payload: Mapping[str, Any]) -> None:
         self._send(status, json.dumps(payload).encode(), JSON_TYPE, {})
 
@@ -447,7 +573,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("x-request-id", f"req_scripted_{id(self):x}_{time.monotonic_ns()}")
+        self.send_header("x-request-id", self._request_id())
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()

@@ -1,7 +1,9 @@
 """The wire formats the scripted server speaks, one module each; pure functions, no sockets.
 
 `WIRE_FORMATS` is what the server's handler routes model requests on: OpenAI chat completions,
-Anthropic Messages and Gemini `generateContent`, each a `WireFormat`.
+Anthropic Messages and Gemini `generateContent`, each a `WireFormat`. Each format also describes
+its streamed replies as an `_sse.SseStream`, which `_sse.plan` turns into the frames to write
+(chunking, scripted cuts and in-stream errors).
 """
 
 from __future__ import annotations

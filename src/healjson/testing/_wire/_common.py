@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from healjson.testing._replies import ScriptedReply
 
+    from ._sse import SseStream
+
 JSON_TYPE: Final = "application/json"
 
 
@@ -29,7 +31,9 @@ class WireFormat:
     `prompt_chars` counts the prompt text of a request, system prompt included.
     `error_body(status, message, type, param, code)` is an error body in the format's shape.
     `reply_body(number, model, reply, usage, request)` is a reply's body and content type;
-    it raises `UnservableReply` for a reply the format cannot carry.
+    it raises `UnservableReply` for a reply the format cannot carry. `streams` says whether a
+    request asks for a streamed reply, which `stream(number, model, reply, usage, request)`
+    describes (raising `UnservableReply` likewise).
     """
 
     path: re.Pattern[str]
@@ -41,6 +45,8 @@ class WireFormat:
     reply_body: Callable[
         [int, str, ScriptedReply, dict[str, int], Mapping[str, Any]], tuple[bytes, str]
     ]
+    streams: Callable[[Mapping[str, Any], re.Match[str]], bool]
+    stream: Callable[[int, str, ScriptedReply, dict[str, int], Mapping[str, Any]], SseStream]
 
 
 def body_model(body: Mapping[str, Any], match: re.Match[str]) -> object:

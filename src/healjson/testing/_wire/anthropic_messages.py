@@ -1,4 +1,5 @@
-"""Anthropic Messages on the wire: a `message` (thinking, text and tool_use blocks), errors."""
+"""Anthropic Messages on the wire: a `message` (thinking, text and tool_use blocks) or its event
+stream, errors."""
 
 from __future__ import annotations
 
@@ -6,10 +7,19 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from ._common import JSON_TYPE, WireFormat, body_model, content_text, messages_chars, tool_arguments
+from ._common import (
+    JSON_TYPE,
+    WireFormat,
+    body_model,
+    content_text,
+    messages_chars,
+    never_unsupported,
+    tool_arguments,
+)
+from ._sse import Event, SseStream, Text, error_message, pieces
 
 if TYPE_CHECKING:
     from healjson.testing._replies import ScriptedReply
@@ -47,13 +57,6 @@ def error_body(
     """`{"type": "error", "error": {"type", "message"}}` (`param` and `code` are OpenAI's)."""
     error = {"type": type or error_type(status), "message": message}
     return json.dumps({"type": "error", "error": error}).encode()
-
-
-def unsupported(body: Mapping[str, Any], match: re.Match[str]) -> str | None:
-    """Streaming is refused: only OpenAI's route streams."""
-    if body.get("stream") is True:
-        return "ScriptedServer does not stream Anthropic messages; send stream=false."
-    return None
 
 
 def prompt_chars(body: Mapping[str, Any]) -> int:
@@ -124,12 +127,102 @@ def reply_body(
     return json.dumps(message(f"msg_scripted_{number}", model, reply, usage)).encode(), JSON_TYPE
 
 
+def streams(request: Mapping[str, Any], match: re.Match[str]) -> bool:
+    """A request with `stream: true` is streamed."""
+    return request.get("stream") is True
+
+
+# the in-stream error Anthropic sends for a server-side failure (`stream_error`'s default)
+_STREAM_ERRORS: Final = {"server_error": "overloaded_error"}
+
+
+def stream(
+    number: int,
+    model: str,
+    reply: ScriptedReply,
+    usage: dict[str, int],
+    request: Mapping[str, Any],
+) -> SseStream:
+    """Script item `number` as Messages stream events (`event: TYPE` + `data: {...}`):
+    `message_start` (no content yet), a `ping`, then per block of `message` its
+    `content_block_start`, its deltas (`thinking_delta` then a `signature_delta`, `text_delta`,
+    `input_json_delta` with the tool call's arguments text) and `content_block_stop`, then
+    `message_delta` (stop_reason, stop_details, usage with the output tokens) and
+    `message_stop`. A scripted stream error is `event: error` with
+    `{"type": "error", "error": {"type", "message"}}` (`stream_error` `server_error` is sent as
+    `overloaded_error`, others as given), which the anthropic SDK raises as an `APIStatusError`
+    (status 200, the stream's)."""
+    whole = message(f"msg_scripted_{number}", model, reply, usage)
+    opening = {key: value for key, value in whole.items() if key != "stop_details"}
+    opening |= {"content": [], "stop_reason": None, "stop_sequence": None}
+    opening["usage"] = {"input_tokens": usage["prompt_tokens"], "output_tokens": 0}
+    events: list[Event] = [{"type": "message_start", "message": opening}, {"type": "ping"}]
+    arguments = iter(reply.tool_calls or [])
+    for index, block in enumerate(whole["content"]):
+        events += _block_events(index, block, reply.chunk_chars, arguments)
+    delta: dict[str, Any] = {"stop_reason": whole["stop_reason"], "stop_sequence": None}
+    if "stop_details" in whole:
+        delta["stop_details"] = whole["stop_details"]
+    events.append({"type": "message_delta", "delta": delta, "usage": whole["usage"]})
+    events.append({"type": "message_stop"})
+
+    def error(stream_error: str, sent_chars: int) -> dict[str, Any]:
+        error = {
+            "type": _STREAM_ERRORS.get(stream_error, stream_error),
+            "message": error_message(stream_error, sent_chars),
+        }
+        return {"type": "error", "error": error}
+
+    return SseStream(events, _encode, error, opening=2)
+
+
+def _encode(payload: Mapping[str, Any]) -> bytes:
+    return f"event: {payload['type']}\ndata: {json.dumps(payload)}\n\n".encode()
+
+
+def _block_events(
+    index: int,
+    block: dict[str, Any],
+    chunk_chars: int | None,
+    tool_calls: Iterator[dict[str, Any]],
+) -> list[Event]:
+    """One content block of a `message` as its start, delta and stop events."""
+
+    def deltas(text: str, kind: str, field: str) -> list[Event]:
+        def make(piece: str) -> dict[str, Any]:
+            delta = {"type": kind, field: piece}
+            return {"type": "content_block_delta", "index": index, "delta": delta}
+
+        return [Text(piece, make) for piece in pieces(text, chunk_chars)]
+
+    start: dict[str, Any] = {"type": "content_block_start", "index": index}
+    body: list[Event] = []
+    if block["type"] == "thinking":
+        start["content_block"] = {"type": "thinking", "thinking": "", "signature": ""}
+        body = deltas(block["thinking"], "thinking_delta", "thinking")
+        signature = {"type": "signature_delta", "signature": block["signature"]}
+        body.append({"type": "content_block_delta", "index": index, "delta": signature})
+    elif block["type"] == "text":
+        start["content_block"] = {"type": "text", "text": ""}
+        body = deltas(block["text"], "text_delta", "text")
+    elif block["type"] == "tool_use":
+        start["content_block"] = {**block, "input": {}}
+        raw = (next(tool_calls).get("function") or {}).get("arguments")
+        text = raw if isinstance(raw, str) else json.dumps(block["input"])
+        body = deltas(text, "input_json_delta", "partial_json")
+    else:  # redacted_thinking: sent whole in its start event
+        start["content_block"] = block
+    return [start, *body, {"type": "content_block_stop", "index": index}]
+
+
 FORMAT: Final = WireFormat(
     path=PATH,
     malformed=MALFORMED,
-    unsupported=unsupported,
+    unsupported=never_unsupported,
     requested_model=body_model,
     prompt_chars=prompt_chars,
     error_body=error_body,
     reply_body=reply_body,
+    streams=streams,
+    stream=stream,
 )

@@ -1,14 +1,16 @@
-"""Gemini `generateContent` on the wire: a response with one candidate, errors, request text."""
+"""Gemini `generateContent` on the wire: a response with one candidate (or its SSE stream from
+`streamGenerateContent`), errors, request text."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote
 
-from ._common import JSON_TYPE, WireFormat, tool_arguments
+from ._common import JSON_TYPE, WireFormat, never_unsupported, tool_arguments
+from ._sse import Event, SseStream, Text, error_message, pieces
 
 if TYPE_CHECKING:
     from healjson.testing._replies import ScriptedReply
@@ -30,6 +32,7 @@ _STATUS_NAMES: Final = {
     503: "UNAVAILABLE",
     504: "DEADLINE_EXCEEDED",
 }
+_STATUS_CODES: Final = {name: status for status, name in _STATUS_NAMES.items()}
 _FINISH_REASONS: Final = {
     "stop": "STOP",
     "tool_calls": "STOP",
@@ -51,13 +54,6 @@ def error_body(
     HTTP status (`param` and `code` are OpenAI's)."""
     error = {"code": status, "message": message, "status": type or status_name(status)}
     return json.dumps({"error": error}).encode()
-
-
-def unsupported(body: Mapping[str, Any], match: re.Match[str]) -> str | None:
-    """`streamGenerateContent` is refused: only OpenAI's route streams."""
-    if match["method"] == "streamGenerateContent":
-        return "ScriptedServer does not stream Gemini replies; use generateContent."
-    return None
 
 
 def requested_model(body: Mapping[str, Any], match: re.Match[str]) -> object:
@@ -157,12 +153,76 @@ def reply_body(
     return json.dumps(response(f"scripted-{number}", model, reply, usage)).encode(), JSON_TYPE
 
 
+def streams(request: Mapping[str, Any], match: re.Match[str]) -> bool:
+    """`streamGenerateContent` is streamed (as SSE whatever `alt` says: google-genai always asks
+    for `alt=sse`)."""
+    return match["method"] == "streamGenerateContent"
+
+
+def stream(
+    number: int,
+    model: str,
+    reply: ScriptedReply,
+    usage: dict[str, int],
+    request: Mapping[str, Any],
+) -> SseStream:
+    """Script item `number` as `data: {GenerateContentResponse}` events: one per delta, its
+    candidate holding a thought part (`thought: true`) for the reasoning deltas, then a text
+    part for the content deltas; the last event holds the `functionCall` parts (sent whole, as
+    Gemini does), the finishReason and the usageMetadata. A refusal is that one last event, a
+    `SAFETY` stop without content. A scripted stream error is
+    `data: {"error": {"code", "message", "status"}}`, which google-genai raises as
+    `errors.ServerError` (or `ClientError` for a 4xx `code`): `stream_error` `server_error` is
+    code 500 `INTERNAL`, any other value is the `status`, its code Google's for that name
+    (500 when unknown)."""
+    response_id = f"scripted-{number}"
+    whole = response(response_id, model, reply, usage)
+    [candidate] = whole["candidates"]
+    head = {"modelVersion": model, "responseId": response_id}
+
+    def delta(thought: bool) -> Callable[[str], dict[str, Any]]:
+        def make(piece: str) -> dict[str, Any]:
+            part: dict[str, Any] = {"text": piece, "thought": True} if thought else {"text": piece}
+            content = {"role": "model", "parts": [part]}
+            return {"candidates": [{"content": content, "index": 0}], **head}
+
+        return make
+
+    events: list[Event] = []
+    parts = candidate.get("content", {}).get("parts", [])
+    for part in parts:
+        if "text" in part:
+            make = delta(part.get("thought") is True)
+            events += [Text(piece, make) for piece in pieces(part["text"], reply.chunk_chars)]
+    last = dict(candidate)
+    calls = [part for part in parts if "text" not in part]
+    if calls:
+        last["content"] = {"role": "model", "parts": calls}
+    else:
+        last.pop("content", None)
+    events.append({"candidates": [last], "usageMetadata": whole["usageMetadata"], **head})
+
+    def error(stream_error: str, sent_chars: int) -> dict[str, Any]:
+        status = "INTERNAL" if stream_error == "server_error" else stream_error
+        code = _STATUS_CODES.get(status, 500)
+        message = error_message(stream_error, sent_chars)
+        return {"error": {"code": code, "message": message, "status": status}}
+
+    return SseStream(events, _encode, error)
+
+
+def _encode(payload: Mapping[str, Any]) -> bytes:
+    return f"data: {json.dumps(payload)}\r\n\r\n".encode()
+
+
 FORMAT: Final = WireFormat(
     path=PATH,
     malformed=MALFORMED,
-    unsupported=unsupported,
+    unsupported=never_unsupported,
     requested_model=requested_model,
     prompt_chars=prompt_chars,
     error_body=error_body,
     reply_body=reply_body,
+    streams=streams,
+    stream=stream,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from ._common import (
@@ -15,6 +15,7 @@ from ._common import (
     messages_chars,
     never_unsupported,
 )
+from ._sse import Event, SseStream, Text, error_message, pieces, rendered
 
 if TYPE_CHECKING:
     from healjson.testing._replies import ScriptedReply
@@ -22,13 +23,11 @@ if TYPE_CHECKING:
 PATH: Final = re.compile(r"(?:/v1)?/chat/completions")
 MODELS_PATH: Final = re.compile(r"(?:/v1)?/models")
 MODEL_PATH: Final = re.compile(r"(?:/v1)?/models/(?P<model>[^/]+)")
-SSE_TYPE: Final = "text/event-stream; charset=utf-8"
 MALFORMED: Final = (
     "We could not parse the JSON body of your request. (HINT: This likely means "
     "you aren't using your HTTP library correctly. The OpenAI API expects a JSON "
     "payload, but what was sent was not valid JSON.)"
 )
-_STREAM_PIECES: Final = 4  # streamed content is split into at most this many deltas
 
 
 def default_error_type(status: int) -> str:
@@ -87,16 +86,54 @@ def completion(
     }
 
 
-def _pieces(text: str) -> list[str]:
-    size = max(1, -(-len(text) // _STREAM_PIECES))
-    return [text[i : i + size] for i in range(0, len(text), size)]
+def stream(
+    number: int,
+    model: str,
+    reply: ScriptedReply,
+    usage: dict[str, int],
+    request: Mapping[str, Any],
+) -> SseStream:
+    """Script item `number` as `chat.completion.chunk` events (`data: {...}`), then
+    `data: [DONE]`: the role chunk, the reasoning deltas (in `reply.reasoning_field`), the content
+    and refusal deltas, each tool call's head then its argument deltas, the finish_reason chunk,
+    and the usage chunk when the request asked for it with `stream_options.include_usage`.
+    A scripted stream error is `data: {"error": {"message", "type", "param", "code"}}`, which the
+    openai SDK raises as `openai.APIError`."""
+    options = request.get("stream_options")
+    include_usage = isinstance(options, dict) and options.get("include_usage") is True
+    events = _stream_plan(
+        f"chatcmpl-scripted-{number}", model, reply, usage if include_usage else None
+    )
+
+    def error(stream_error: str, sent_chars: int) -> dict[str, Any]:
+        message = error_message(stream_error, sent_chars)
+        error = {
+            "message": message,
+            "type": stream_error,
+            "param": reply.error_param,
+            "code": reply.error_code,
+        }
+        return {"error": error}
+
+    return SseStream(events, _encode, error, done=b"data: [DONE]\n\n", opening=1)
+
+
+def _encode(payload: Mapping[str, Any]) -> bytes:
+    return f"data: {json.dumps(payload)}\n\n".encode()
 
 
 def stream_events(
     completion_id: str, model: str, reply: ScriptedReply, usage: dict[str, int] | None
 ) -> list[dict[str, Any]]:
-    """The `chat.completion.chunk` events of a streamed reply (`usage`: the final usage chunk,
-    sent when the request asked for it with `stream_options.include_usage`)."""
+    """The `chat.completion.chunk` events of a streamed reply, as `stream` sends them when it
+    runs to its end (`usage`: the final usage chunk, sent when the request asked for it with
+    `stream_options.include_usage`)."""
+    return rendered(_stream_plan(completion_id, model, reply, usage))
+
+
+def _stream_plan(
+    completion_id: str, model: str, reply: ScriptedReply, usage: dict[str, int] | None
+) -> list[Event]:
     created = int(time.time())
 
     def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
@@ -113,11 +150,22 @@ def stream_events(
             event["usage"] = None
         return event
 
-    events = [chunk({"role": "assistant", "content": "", "refusal": None})]
-    field = reply.reasoning_field
-    events += [chunk({field: piece}) for piece in _pieces(reply.reasoning or "")]
-    events += [chunk({"content": piece}) for piece in _pieces(reply.content or "")]
-    events += [chunk({"refusal": piece}) for piece in _pieces(reply.refusal or "")]
+    def deltas(text: str | None, make: Callable[[str], dict[str, Any]]) -> list[Event]:
+        return [Text(piece, make) for piece in pieces(text or "", reply.chunk_chars)]
+
+    def field_delta(field: str) -> Callable[[str], dict[str, Any]]:
+        return lambda text: chunk({field: text})
+
+    def arguments_delta(index: int) -> Callable[[str], dict[str, Any]]:
+        def make(text: str) -> dict[str, Any]:
+            return chunk({"tool_calls": [{"index": index, "function": {"arguments": text}}]})
+
+        return make
+
+    events: list[Event] = [chunk({"role": "assistant", "content": "", "refusal": None})]
+    events += deltas(reply.reasoning, field_delta(reply.reasoning_field))
+    events += deltas(reply.content, field_delta("content"))
+    events += deltas(reply.refusal, field_delta("refusal"))
     for index, call in enumerate(reply.tool_calls or []):
         function = call.get("function") or {}
         head = {
@@ -127,10 +175,7 @@ def stream_events(
             "function": {"name": function.get("name"), "arguments": ""},
         }
         events.append(chunk({"tool_calls": [head]}))
-        events += [
-            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-            for piece in _pieces(str(function.get("arguments") or ""))
-        ]
+        events += deltas(str(function.get("arguments") or ""), arguments_delta(index))
     events.append(chunk({}, reply.finish_reason))
     if usage is not None:
         events.append(
@@ -153,16 +198,15 @@ def reply_body(
     usage: dict[str, int],
     request: Mapping[str, Any],
 ) -> tuple[bytes, str]:
-    """Script item `number` as a `chat.completion`, or as its SSE stream when the request
-    says `stream: true`."""
+    """Script item `number` as a `chat.completion` (a `stream: true` request is answered by
+    `stream`)."""
     completion_id = f"chatcmpl-scripted-{number}"
-    if request.get("stream") is not True:
-        return json.dumps(completion(completion_id, model, reply, usage)).encode(), JSON_TYPE
-    options = request.get("stream_options")
-    include_usage = isinstance(options, dict) and options.get("include_usage") is True
-    events = stream_events(completion_id, model, reply, usage if include_usage else None)
-    payload = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
-    return (payload + "data: [DONE]\n\n").encode(), SSE_TYPE
+    return json.dumps(completion(completion_id, model, reply, usage)).encode(), JSON_TYPE
+
+
+def streams(request: Mapping[str, Any], match: re.Match[str]) -> bool:
+    """A request with `stream: true` is streamed."""
+    return request.get("stream") is True
 
 
 def model_object(model: str) -> dict[str, Any]:
@@ -183,4 +227,6 @@ FORMAT: Final = WireFormat(
     prompt_chars=messages_chars,
     error_body=error_body,
     reply_body=reply_body,
+    streams=streams,
+    stream=stream,
 )

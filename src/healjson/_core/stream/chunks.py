@@ -1,0 +1,156 @@
+"""Stream chunks as the engine's own `Delta`s: what one piece of a streamed answer adds.
+
+Read by shape, without importing any SDK: a text piece (`str` / `bytes`), an OpenAI
+`ChatCompletionChunk` (object or dict: `choices[0].delta`, the final usage chunk), an Anthropic
+stream event (`message_start`, `content_block_delta`, `message_delta`), a Gemini
+`GenerateContentResponse` piece, or a `Delta` itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from healjson._core.reply import (
+    _ANTHROPIC_FINISH,
+    Usage,
+    _get,
+    _get_either,
+    _int,
+    _opt_str,
+    _usage,
+)
+from healjson._core.reply import (
+    _gemini as _gemini_reply,
+)
+
+__all__ = ["Delta", "read_chunk"]
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """One piece of a streamed answer. Every field is optional; `usage` replaces the usage
+    known so far (providers send running or final totals), the rest are appended or set."""
+
+    text: str = ""
+    reasoning: str = ""
+    tool_arguments: str = ""
+    tool_name: str | None = None
+    refusal: str = ""
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    model: str | None = None
+
+
+_EMPTY = Delta()
+
+
+def read_chunk(chunk: Any) -> Delta:
+    """The `Delta` of one chunk; raises TypeError for a shape it does not know."""
+    if isinstance(chunk, Delta):
+        return chunk
+    if isinstance(chunk, str):
+        return Delta(text=chunk)
+    if isinstance(chunk, bytes | bytearray):
+        return Delta(text=bytes(chunk).decode("utf-8", "replace"))
+    if _get(chunk, "choices") is not None or _get(chunk, "object") == "chat.completion.chunk":
+        return _openai(chunk)
+    kind = _get(chunk, "type")
+    if isinstance(kind, str):
+        return _anthropic(chunk, kind)
+    if _get(chunk, "candidates") is not None or _get_either(
+        chunk, "usage_metadata", "usageMetadata"
+    ):
+        return _gemini(chunk)
+    raise TypeError(f"cannot read a stream chunk from {type(chunk).__name__}")
+
+
+def _openai(chunk: Any) -> Delta:
+    usage = _usage(_get(chunk, "usage"))
+    model = _opt_str(_get(chunk, "model"))
+    choices = _get(chunk, "choices") or []
+    if not choices:
+        return Delta(usage=usage, model=model)
+    choice = choices[0]
+    delta = _get(choice, "delta") or {}
+    extra = getattr(delta, "model_extra", None) or {}
+    reasoning = ""
+    for source in (delta, extra):
+        for field in ("reasoning_content", "reasoning"):
+            value = _get(source, field)
+            if isinstance(value, str) and value:
+                reasoning = value
+                break
+        if reasoning:
+            break
+    arguments = ""
+    name: str | None = None
+    for call in _get(delta, "tool_calls") or []:
+        function = _get(call, "function") or {}
+        piece = _get(function, "arguments")
+        if isinstance(piece, str):
+            arguments += piece
+        name = name or _opt_str(_get(function, "name"))
+    text = _get(delta, "content")
+    refusal = _get(delta, "refusal")
+    return Delta(
+        text=text if isinstance(text, str) else "",
+        reasoning=reasoning,
+        tool_arguments=arguments,
+        tool_name=name,
+        refusal=refusal if isinstance(refusal, str) else "",
+        finish_reason=_opt_str(_get(choice, "finish_reason")),
+        usage=usage,
+        model=model,
+    )
+
+
+def _anthropic(event: Any, kind: str) -> Delta:
+    if kind == "content_block_delta":
+        delta = _get(event, "delta") or {}
+        piece = _get(delta, "type")
+        if piece == "text_delta":
+            return Delta(text=str(_get(delta, "text") or ""))
+        if piece == "thinking_delta":
+            return Delta(reasoning=str(_get(delta, "thinking") or ""))
+        if piece == "input_json_delta":
+            return Delta(tool_arguments=str(_get(delta, "partial_json") or ""))
+        return _EMPTY
+    if kind == "content_block_start":
+        block = _get(event, "content_block") or {}
+        if _get(block, "type") == "tool_use":
+            return Delta(tool_name=_opt_str(_get(block, "name")))
+        return _EMPTY
+    if kind == "message_start":
+        message = _get(event, "message") or {}
+        usage = _get(message, "usage")
+        prompt = _get(usage, "input_tokens") if usage is not None else None
+        return Delta(
+            usage=Usage(_int(prompt), 0) if isinstance(prompt, int) else None,
+            model=_opt_str(_get(message, "model")),
+        )
+    if kind == "message_delta":
+        delta = _get(event, "delta") or {}
+        stop = _opt_str(_get(delta, "stop_reason"))
+        usage = _get(event, "usage")
+        output = _get(usage, "output_tokens") if usage is not None else None
+        prompt = _get(usage, "input_tokens") if usage is not None else None
+        return Delta(
+            finish_reason=None if stop is None else _ANTHROPIC_FINISH.get(stop, stop),
+            usage=Usage(_int(prompt), _int(output)) if isinstance(output, int) else None,
+        )
+    return _EMPTY
+
+
+def _gemini(chunk: Any) -> Delta:
+    reply = _gemini_reply(chunk)  # one piece reads like a whole response
+    arguments = "".join(call.arguments for call in reply.tool_calls)
+    return Delta(
+        text=reply.content or "",
+        reasoning=reply.reasoning or "",
+        tool_arguments=arguments,
+        tool_name=reply.tool_calls[0].name if reply.tool_calls else None,
+        finish_reason=reply.finish_reason,
+        usage=reply.usage,
+        model=reply.model,
+    )

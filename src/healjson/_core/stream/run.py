@@ -1,0 +1,563 @@
+"""Streamed healing runs: the stream drivers and the objects a caller iterates.
+
+The engine's flow (`heal_flow`) is the same as for any run: it yields `ModelCall`s and receives
+`CallResult`s. The stream drivers differ from `drive_sync` / `drive_async` in one thing: when a
+call returns a stream (an SDK `Stream`, any iterable of chunks), they read it chunk by chunk
+through a `StreamSession` and hand the caller each snapshot (and each accepted list item) on
+the way, then send the flow the whole reply. A call that returns a plain completion (a repair
+made without streaming) is read as usual. So the caller's iterator continues through repairs
+until the final outcome, and every attempt, flag and usage is on `.outcome` as for a run
+without streaming.
+
+A stream that fails part-way (a dropped connection, an error event, the run's deadline) is a
+failed call with what had arrived kept (`raw_text` on the attempt, `partial` on `Degraded`).
+With `HealPolicy.stream_abort`, a violation more tokens cannot fix closes the stream at once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from dataclasses import replace
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from healjson._core.drive import call_failed, call_returned, gather, run_awaitables_sync
+from healjson._core.effects import AwaitAll, CallResult, DeadlineExceeded, ModelCall
+from healjson._core.outcome import Healed, Outcome
+from healjson._core.redact import activate, deactivate, secrets_scope
+from healjson._core.reply import Reply
+
+from .chunks import read_chunk
+from .partial import Partial
+from .session import StreamSession
+
+__all__ = [
+    "AsyncHealStream",
+    "AsyncItemStream",
+    "HealStream",
+    "ItemStatus",
+    "ItemStream",
+    "is_stream",
+]
+
+T = TypeVar("T")
+
+ItemStatus = Literal["streamed", "repaired", "held"]
+"""What became of one item of a streamed list: valid as it arrived in the first answer
+(`streamed`), valid only in a repaired answer (`repaired`), or never valid (`held`: in no value;
+the outcome says why)."""
+
+Flow = Generator[ModelCall | AwaitAll, Any, Outcome[Any]]
+NewSession = Callable[[ModelCall], StreamSession]
+
+
+class _Snapshot:
+    __slots__ = ("attempt", "partial")
+
+    def __init__(self, attempt: int, partial: Partial[Any]) -> None:
+        self.attempt = attempt
+        self.partial = partial
+
+
+class _Item:
+    __slots__ = ("attempt", "index", "value")
+
+    def __init__(self, attempt: int, index: int, value: Any) -> None:
+        self.attempt = attempt
+        self.index = index
+        self.value = value
+
+
+class _Done:
+    __slots__ = ("outcome",)
+
+    def __init__(self, outcome: Outcome[Any]) -> None:
+        self.outcome = outcome
+
+
+Event = _Snapshot | _Item | _Done
+
+HELD: Any = object()
+"""The value of an `_Item` event for an item that failed its checks (held, not handed out)."""
+
+
+def is_stream(value: Any) -> bool:
+    """True for what a streamed call returns: iterable, but not a text, a mapping, a pydantic
+    object (a completion) or a `Reply`."""
+    if isinstance(value, str | bytes | bytearray | dict | Reply | BaseModel):
+        return False
+    return hasattr(value, "__iter__") or hasattr(value, "__aiter__")
+
+
+# -- the per-chunk step both drivers share -------------------------------------------------------
+
+
+class _Reading:
+    """One streamed call being read: the session, the clock and what to hand the caller."""
+
+    __slots__ = ("effect", "session", "start", "stop")
+
+    def __init__(self, effect: ModelCall, session: StreamSession, start: float) -> None:
+        self.effect = effect
+        self.session = session
+        self.start = start
+        self.stop: CallResult | None = None
+
+    def step(self, chunk: Any, abort: bool) -> list[Event]:
+        """Read one chunk; `self.stop` is set when the stream must end here."""
+        session = self.session
+        snapshot = session.feed(read_chunk(chunk))
+        number = self.effect.number
+        events: list[Event] = []
+        if snapshot is not None:
+            events.append(_Snapshot(number, snapshot))
+        if session.new_items:
+            events += [_Item(number, index, value) for index, value in session.new_items]
+            session.new_items.clear()
+        if session.new_held:
+            events += [_Item(number, index, HELD) for index in session.new_held]
+            session.new_held.clear()
+        if abort and session.abort:
+            self.stop = CallResult(
+                session.reply("aborted"),
+                None,
+                time.perf_counter() - self.start,
+                aborted=session.abort,
+                partial=session.data,
+            )
+        elif self.effect.timeout_s is not None and (
+            time.perf_counter() - self.start > self.effect.timeout_s
+        ):
+            error = DeadlineExceeded("the run's deadline passed during the streamed answer")
+            self.stop = self.failed(error)
+        return events
+
+    def failed(self, exc: Exception) -> CallResult:
+        """The stream failed part-way (`call_failed` raises again what is not a provider's)."""
+        result = call_failed(exc, self.start, self.effect)
+        session = self.session
+        if result.failure is not None and session.chars:
+            failure = replace(result.failure, raw_text=session.text, partial=session.data)
+            result = replace(result, failure=failure)
+        return result
+
+    def finished(self) -> CallResult:
+        return CallResult(self.session.reply(), None, time.perf_counter() - self.start)
+
+
+def _close(stream: Any) -> None:
+    close = getattr(stream, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception:  # closing a broken stream must not hide its outcome
+            return
+
+
+async def _aclose(stream: Any) -> None:
+    close = getattr(stream, "aclose", None) or getattr(stream, "close", None)
+    if callable(close):
+        try:
+            result = close()
+            if hasattr(result, "__await__"):
+                await result
+        except Exception:
+            return
+
+
+# -- the sync driver -----------------------------------------------------------------------------
+
+
+def _drive_stream_sync(
+    flow: Flow, call: Callable[..., Any], new_session: NewSession, abort: bool
+) -> Iterator[Event]:
+    sent: Any = None
+    while True:
+        try:
+            effect = flow.send(sent)
+        except StopIteration as stop:
+            yield _Done(stop.value)
+            return
+        if isinstance(effect, AwaitAll):
+            sent = run_awaitables_sync(effect.awaitables, effect.timeout_s)
+            continue
+        start = time.perf_counter()
+        try:
+            value = call(list(map(dict, effect.messages)), **effect.params)
+        except Exception as exc:
+            sent = call_failed(exc, start, effect)
+            continue
+        if not is_stream(value):
+            sent = call_returned(value, start)
+            continue
+        reading = _Reading(effect, new_session(effect), start)
+        try:
+            for chunk in value:
+                yield from reading.step(chunk, abort)
+                if reading.stop is not None:
+                    break
+        except Exception as exc:
+            reading.stop = reading.failed(exc)
+        finally:
+            _close(value)
+        sent = reading.stop or reading.finished()
+
+
+async def _drive_stream_async(
+    flow: Flow, call: Callable[..., Any], new_session: NewSession, abort: bool
+) -> AsyncIterator[Event]:
+    import asyncio
+
+    sent: Any = None
+    while True:
+        try:
+            effect = flow.send(sent)
+        except StopIteration as stop:
+            yield _Done(stop.value)
+            return
+        if isinstance(effect, AwaitAll):
+            sent = await gather(effect.awaitables, effect.timeout_s)
+            continue
+        start = time.perf_counter()
+        try:
+            value = call(list(map(dict, effect.messages)), **effect.params)
+            if hasattr(value, "__await__"):
+                value = await value
+        except Exception as exc:
+            sent = call_failed(exc, start, effect)
+            continue
+        if not is_stream(value):
+            sent = call_returned(value, start)
+            continue
+        reading = _Reading(effect, new_session(effect), start)
+        try:
+            if hasattr(value, "__aiter__"):
+                async for chunk in value:
+                    for event in reading.step(chunk, abort):
+                        yield event
+                    if reading.stop is not None:
+                        break
+            else:
+                for chunk in value:
+                    for event in reading.step(chunk, abort):
+                        yield event
+                    if reading.stop is not None:
+                        break
+                    await asyncio.sleep(0)  # a plain iterable: let other tasks run
+        except Exception as exc:
+            reading.stop = reading.failed(exc)
+        finally:
+            await _aclose(value)
+        sent = reading.stop or reading.finished()
+
+
+# -- what the caller holds -----------------------------------------------------------------------
+
+
+class _Tracker:
+    """The caller-side state both stream objects share: the outcome and the items' fate."""
+
+    __slots__ = ("item_status", "outcome", "yielded")
+
+    def __init__(self) -> None:
+        self.outcome: Outcome[Any] | None = None
+        self.yielded: set[int] = set()
+        self.item_status: dict[int, ItemStatus] = {}
+
+    def final_items(self) -> list[Any]:
+        """At the end: the items of the final value not yet handed out (repaired ones)."""
+        outcome = self.outcome
+        if not isinstance(outcome, Healed) or not isinstance(outcome.value, list | tuple):
+            for index in self.item_status:
+                if index not in self.yielded:
+                    self.item_status[index] = "held"
+            return []
+        rest = []
+        for index, item in enumerate(outcome.value):
+            if index not in self.yielded:
+                self.yielded.add(index)
+                self.item_status[index] = "repaired"
+                rest.append(item)
+        return rest
+
+    def took(self, event: _Item) -> bool:
+        """Note a streamed item; False when it is not to be handed out (held, or an item at
+        that index was handed out already)."""
+        if event.value is HELD:
+            self.item_status.setdefault(event.index, "held")
+            return False
+        if event.index in self.yielded:
+            return False
+        self.yielded.add(event.index)
+        self.item_status[event.index] = "streamed" if event.attempt == 1 else "repaired"
+        return True
+
+
+class HealStream(Generic[T]):
+    """A healed stream: iterate it for `Partial[T]` snapshots (or `items()` for a list target's
+    validated items); when it is exhausted, `.outcome` is the run's `Healed | Degraded`.
+
+    Iterate one of the two views (snapshots or items), once. Reading `.outcome` (or calling
+    `finish()`) before the end reads the rest of the stream first. `close()` (or leaving a
+    `with` block) abandons the stream and closes the connection.
+    """
+
+    def __init__(self, events: Iterator[Event]) -> None:
+        self._events = events
+        self._tracker = _Tracker()
+
+    def _next_events(self) -> Iterator[Event]:
+        for event in self._events:
+            if isinstance(event, _Done):
+                self._tracker.outcome = event.outcome
+                return
+            yield event
+
+    def __iter__(self) -> Iterator[Partial[T]]:
+        for event in self._next_events():
+            if isinstance(event, _Snapshot):
+                yield event.partial
+            elif isinstance(event, _Item):
+                self._tracker.took(event)
+
+    def items(self) -> Iterator[Any]:
+        """Each item of a list target, validated, as soon as it is complete (a bad item is held
+        and the rest keep coming); after the stream, the items only a repair made valid."""
+        tracker = self._tracker
+        for event in self._next_events():
+            if isinstance(event, _Item) and tracker.took(event):
+                yield event.value
+        yield from tracker.final_items()
+
+    @property
+    def outcome(self) -> Outcome[T]:
+        """The run's outcome (reads the rest of the stream first, if any)."""
+        return self.finish()
+
+    def finish(self) -> Outcome[T]:
+        """Read the rest of the stream; the outcome."""
+        for event in self._next_events():
+            if isinstance(event, _Item):
+                self._tracker.took(event)
+        if self._tracker.outcome is None:  # closed before the end
+            raise RuntimeError("this stream was closed before its outcome was known")
+        self._tracker.final_items()
+        return self._tracker.outcome
+
+    @property
+    def item_status(self) -> dict[int, ItemStatus]:
+        """For a list target: what became of each item, by index (final after the stream)."""
+        return dict(self._tracker.item_status)
+
+    def close(self) -> None:
+        """Abandon the stream (the connection is closed)."""
+        close = getattr(self._events, "close", None)
+        if callable(close):
+            close()
+
+    def __enter__(self) -> HealStream[T]:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class AsyncHealStream(Generic[T]):
+    """`HealStream` for async code: `async for` snapshots (or `items()`), then `.outcome`
+    (available once the stream is exhausted) or `await stream.finish()`. Awaiting the stream
+    object itself gives it back, so `await client.chat.completions.create(..., stream=True)`
+    works as with the SDK."""
+
+    def __init__(self, events: AsyncIterator[Event]) -> None:
+        self._events = events
+        self._tracker = _Tracker()
+
+    def __await__(self) -> Generator[Any, None, AsyncHealStream[T]]:
+        if False:  # pragma: no cover - makes this a generator
+            yield
+        return self
+
+    async def _next_events(self) -> AsyncIterator[Event]:
+        async for event in self._events:
+            if isinstance(event, _Done):
+                self._tracker.outcome = event.outcome
+                return
+            yield event
+
+    async def __aiter__(self) -> AsyncIterator[Partial[T]]:
+        async for event in self._next_events():
+            if isinstance(event, _Snapshot):
+                yield event.partial
+            elif isinstance(event, _Item):
+                self._tracker.took(event)
+
+    async def items(self) -> AsyncIterator[Any]:
+        """As `HealStream.items`."""
+        tracker = self._tracker
+        async for event in self._next_events():
+            if isinstance(event, _Item) and tracker.took(event):
+                yield event.value
+        for item in tracker.final_items():
+            yield item
+
+    @property
+    def outcome(self) -> Outcome[T]:
+        """The run's outcome, once the stream is exhausted (else RuntimeError: `await
+        stream.finish()` reads the rest first)."""
+        if self._tracker.outcome is None:
+            raise RuntimeError("the stream is not finished: use `await stream.finish()`")
+        return self._tracker.outcome
+
+    async def finish(self) -> Outcome[T]:
+        """Read the rest of the stream; the outcome."""
+        async for event in self._next_events():
+            if isinstance(event, _Item):
+                self._tracker.took(event)
+        if self._tracker.outcome is None:
+            raise RuntimeError("this stream was closed before its outcome was known")
+        self._tracker.final_items()
+        return self._tracker.outcome
+
+    @property
+    def item_status(self) -> dict[int, ItemStatus]:
+        """As `HealStream.item_status`."""
+        return dict(self._tracker.item_status)
+
+    async def aclose(self) -> None:
+        """Abandon the stream (the connection is closed)."""
+        close = getattr(self._events, "aclose", None)
+        if callable(close):
+            await close()
+
+    async def __aenter__(self) -> AsyncHealStream[T]:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class ItemStream(Generic[T]):
+    """A list target's `HealStream` read item by item: iterating it is `HealStream.items()`
+    (each item validated as soon as it is complete); `.outcome` and `.item_status` as there.
+    What `create_iterable` returns."""
+
+    def __init__(self, stream: HealStream[Any]) -> None:
+        self.stream = stream
+
+    def __iter__(self) -> Iterator[T]:
+        return self.stream.items()
+
+    @property
+    def outcome(self) -> Outcome[list[T]]:
+        """The run's outcome (reads the rest of the stream first, if any)."""
+        return self.stream.finish()
+
+    @property
+    def item_status(self) -> dict[int, ItemStatus]:
+        """What became of each item, by index."""
+        return self.stream.item_status
+
+    def close(self) -> None:
+        """Abandon the stream."""
+        self.stream.close()
+
+
+class AsyncItemStream(Generic[T]):
+    """`ItemStream` for async code (`async for item in ...`)."""
+
+    def __init__(self, stream: AsyncHealStream[Any]) -> None:
+        self.stream = stream
+
+    def __await__(self) -> Generator[Any, None, AsyncItemStream[T]]:
+        if False:  # pragma: no cover - makes this a generator
+            yield
+        return self
+
+    def __aiter__(self) -> AsyncIterator[T]:
+        return self.stream.items()
+
+    @property
+    def outcome(self) -> Outcome[list[T]]:
+        """The run's outcome, once the stream is exhausted."""
+        return self.stream.outcome
+
+    async def finish(self) -> Outcome[list[T]]:
+        """Read the rest of the stream; the outcome."""
+        return await self.stream.finish()
+
+    @property
+    def item_status(self) -> dict[int, ItemStatus]:
+        """What became of each item, by index."""
+        return self.stream.item_status
+
+
+def stream_sync(
+    flow: Flow,
+    call: Callable[..., Any],
+    new_session: NewSession,
+    abort: bool,
+    scope: secrets_scope | None = None,
+) -> HealStream[Any]:
+    """The caller's `HealStream` over a flow; with `scope`, each step runs inside it."""
+    events = _drive_stream_sync(flow, call, new_session, abort)
+    return HealStream(events if scope is None else _scoped(events, scope))
+
+
+def stream_async(
+    flow: Flow,
+    call: Callable[..., Any],
+    new_session: NewSession,
+    abort: bool,
+    scope: secrets_scope | None = None,
+) -> AsyncHealStream[Any]:
+    """The caller's `AsyncHealStream` over a flow; with `scope`, each step runs inside it."""
+    events = _drive_stream_async(flow, call, new_session, abort)
+    return AsyncHealStream(events if scope is None else _ascoped(events, scope))
+
+
+def _scoped(events: Iterator[Event], scope: secrets_scope) -> Iterator[Event]:
+    """`events`, each step inside `scope`: a stream is read in the caller's loop, step by step,
+    and the scope must hold exactly while healjson's code runs (not in the caller's loop body,
+    which may even run in another thread or task)."""
+    try:
+        while True:
+            token = activate(scope)
+            try:
+                event = next(events)
+            except StopIteration:
+                return
+            finally:
+                deactivate(token)
+            yield event
+    finally:
+        token = activate(scope)
+        try:
+            close = getattr(events, "close", None)
+            if callable(close):
+                close()
+        finally:
+            deactivate(token)
+
+
+async def _ascoped(events: AsyncIterator[Event], scope: secrets_scope) -> AsyncIterator[Event]:
+    """`_scoped` for an async stream."""
+    try:
+        while True:
+            token = activate(scope)
+            try:
+                event = await events.__anext__()
+            except StopAsyncIteration:
+                return
+            finally:
+                deactivate(token)
+            yield event
+    finally:
+        token = activate(scope)
+        try:
+            close = getattr(events, "aclose", None)
+            if callable(close):
+                await close()
+        finally:
+            deactivate(token)

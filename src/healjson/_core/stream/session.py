@@ -1,0 +1,338 @@
+"""`StreamSession`: one streamed model call, read delta by delta (sans-I/O).
+
+The drivers hand it each chunk's `Delta`; it keeps the text, the reasoning (apart) and the
+finish reason and usage, feeds the answer text to a `JsonStream`, and says after each delta
+whether there is a new snapshot to show. It also judges what can be judged early:
+
+* a list target (`list[Item]`, a top-level JSON array): each item, once complete, is validated
+  on its own (and by the item contracts): a valid item is `accepted` at once, a bad one `held`
+  with its diagnostics while the rest keep flowing;
+* an object target: each top-level field, once complete, is validated on its own, and each sync
+  contract whose declared fields have all arrived runs on them. A violation more tokens cannot
+  fix — a complete field out of its schema, a complete set of fields in conflict — sets
+  `abort` (the driver closes the stream when the policy allows; the repair starts at once).
+
+Nothing here decides the outcome: at the end, the whole text is the attempt's reply and the
+normal L1-L4 loop judges it (so a fenced or slightly broken stream still heals locally).
+
+Per-delta cost: the reader's (linear in the delta) plus, when a snapshot is taken, a copy of the
+open containers. A snapshot is taken when a member completes or a container opens; a growing
+string alone gives a new snapshot only once it has grown by an eighth of its length (at least
+16 characters), so one long string costs linear time overall, not quadratic.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import typing
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic_core import ErrorDetails
+
+from healjson._core.contracts import Contract, ContractContext, run_contracts
+from healjson._core.diagnostic import Diagnostic
+from healjson._core.reply import Reply, ToolCall, Usage
+from healjson._core.schema_errors import schema_diagnostics
+from healjson._core.target import Target
+
+from .chunks import Delta
+from .partial import Partial
+from .reader import JsonStream
+
+__all__ = ["StreamSession", "list_item_type"]
+
+_MIN_STRING_GROWTH = 16
+
+
+class StreamSession:
+    """One streamed call; see the module docstring."""
+
+    def __init__(
+        self,
+        target: Target[Any],
+        contracts: Sequence[Contract[Any]] = (),
+        item_contracts: Sequence[Contract[Any]] = (),
+        ctx: ContractContext | None = None,
+        *,
+        judge_early: bool = True,
+    ) -> None:
+        self._target = target
+        self._contracts = [rule for rule in contracts if rule.fields]
+        self._item_contracts = tuple(item_contracts)
+        self._ctx = ctx or ContractContext()
+        self._judge = judge_early
+        self._reader = JsonStream()
+        self._text: list[str] = []
+        self._tool_text: list[str] = []
+        self._tool_name: str | None = None
+        self._reasoning: list[str] = []
+        self._refusal: list[str] = []
+        self.finish_reason: str | None = None
+        self.usage: Usage | None = None
+        self.model: str | None = None
+        self.chars = 0
+        """Answer characters received."""
+        self._snapshot_version = -1
+        self._snapshot_string = -1
+        self._fields_ok: dict[str, Any] = {}
+        self._ran: set[int] = set()
+        self.accepted: dict[int, Any] = {}
+        """Items of a list target validated during the stream, by index."""
+        self.held: dict[int, tuple[Diagnostic, ...]] = {}
+        """Items of a list target that failed, by index, with why."""
+        self.new_items: list[tuple[int, Any]] = []
+        """Items accepted since the driver last cleared this list."""
+        self.new_held: list[int] = []
+        """Indexes of items held since the driver last cleared this list."""
+        self.abort: tuple[Diagnostic, ...] | None = None
+        """Set when the answer has a violation more tokens cannot fix."""
+        self._item_type = list_item_type(target.type_)
+        self._model = target.type_ if _is_model(target.type_) else None
+
+    # -- feeding ---------------------------------------------------------------------------------
+
+    def feed(self, delta: Delta) -> Partial[Any] | None:
+        """Take one delta; the new snapshot, if this delta made one."""
+        if delta.usage is not None:
+            self.usage = _merge_usage(self.usage, delta.usage)
+        if delta.model:
+            self.model = delta.model
+        if delta.finish_reason:
+            self.finish_reason = delta.finish_reason
+        if delta.reasoning:
+            self._reasoning.append(delta.reasoning)
+        if delta.refusal:
+            self._refusal.append(delta.refusal)
+        if delta.tool_name and self._tool_name is None:
+            self._tool_name = delta.tool_name
+        piece = delta.text
+        if delta.tool_arguments:
+            self._tool_text.append(delta.tool_arguments)
+            if not self._text:  # tool mode: the arguments are the answer
+                piece = delta.tool_arguments
+        elif piece:
+            self._text.append(piece)
+        if not piece:
+            return None
+        self.chars += len(piece)
+        reader = self._reader
+        reader.feed(piece)
+        if reader.completed:
+            done = list(reader.completed)
+            reader.completed.clear()
+            if self._judge:
+                self._judge_members(done)
+        return self._maybe_snapshot()
+
+    def _maybe_snapshot(self) -> Partial[Any] | None:
+        reader = self._reader
+        if reader.root is None:
+            return None
+        version = reader.version
+        length = reader.open_string_chars
+        if version == self._snapshot_version:
+            grown = length - self._snapshot_string
+            if length < 0 or grown < max(_MIN_STRING_GROWTH, self._snapshot_string // 8):
+                return None
+        self._snapshot_version = version
+        self._snapshot_string = length
+        return Partial(reader.snapshot(), self._target.type_, complete=reader.done)
+
+    def snapshot(self) -> Partial[Any]:
+        """The data read so far, now."""
+        reader = self._reader
+        return Partial(reader.snapshot(), self._target.type_, complete=reader.done)
+
+    # -- early judgement -------------------------------------------------------------------------
+
+    def _judge_members(self, done: list[str | int]) -> None:
+        root = self._reader.root
+        if isinstance(root, list) and self._item_type is not None:
+            for index in done:
+                if isinstance(index, int):
+                    self._judge_item(index, root[index])
+        elif isinstance(root, dict) and self._model is not None and self.abort is None:
+            for key in done:
+                if isinstance(key, str):
+                    self._judge_field(key, root[key])
+            if self.abort is None:
+                self._judge_contracts()
+
+    def _judge_item(self, index: int, data: Any) -> None:
+        adapter = _adapter(self._item_type)
+        try:
+            item = adapter.validate_python(data)
+        except ValidationError as exc:
+            errors = _relocated(exc, index)
+            self.held[index] = tuple(schema_diagnostics(errors, self._reader.root))
+            self.new_held.append(index)
+            return
+        except Exception:  # a validator that fails oddly: the final check decides
+            return
+        if self._item_contracts:
+            found = _sync_contracts(self._item_contracts, item, self._ctx)
+            if found:
+                self.held[index] = tuple(_under(index, d) for d in found)
+                self.new_held.append(index)
+                return
+        self.accepted[index] = item
+        self.new_items.append((index, item))
+
+    def _judge_field(self, key: str, value: Any) -> None:
+        model = self._model
+        assert model is not None
+        name = _field_name(model, key)
+        if name is None:  # not a field under this name: L1 may align it at the end
+            return
+        try:
+            validated = _field_adapter(model, name).validate_python(value)
+        except ValidationError as exc:
+            errors = _relocated(exc, key)
+            self.abort = tuple(schema_diagnostics(errors, {key: value}))
+            return
+        except Exception:
+            return
+        self._fields_ok[name] = validated
+
+    def _judge_contracts(self) -> None:
+        model = self._model
+        assert model is not None
+        for number, rule in enumerate(self._contracts):
+            if number in self._ran:
+                continue
+            heads = {field.split(".", 1)[0].split("[", 1)[0] for field in rule.fields}
+            if not heads <= self._fields_ok.keys():
+                continue
+            self._ran.add(number)
+            probe = model.model_construct(**self._fields_ok)
+            found = _sync_contracts((rule,), probe, self._ctx)
+            if found:
+                self.abort = tuple(found)
+                return
+
+    # -- the end ---------------------------------------------------------------------------------
+
+    @property
+    def text(self) -> str:
+        """The answer text received so far."""
+        return "".join(self._text) or "".join(self._tool_text)
+
+    def reply(self, finish_reason: str | None = None) -> Reply:
+        """The call's `Reply`, as a non-streamed call would have returned it."""
+        tool_calls: tuple[ToolCall, ...] = ()
+        content: str | None = "".join(self._text) or None
+        if self._tool_text:
+            tool_calls = (ToolCall(self._tool_name or "", "".join(self._tool_text)),)
+        refusal = "".join(self._refusal) or None
+        usage = self.usage
+        if usage is not None:  # one request, on the stream's model
+            usage = dataclasses.replace(usage, requests=1, model=self.model or usage.model)
+        return Reply(
+            content,
+            finish_reason or self.finish_reason,
+            refusal,
+            usage,
+            self.model,
+            "".join(self._reasoning) or None,
+            tool_calls,
+        )
+
+    @property
+    def data(self) -> Any:
+        """The JSON data read so far (None before any)."""
+        return self._reader.snapshot()
+
+
+def _merge_usage(known: Usage | None, new: Usage) -> Usage:
+    """Providers send running or final totals, some in pieces (Anthropic: the prompt first, the
+    output at the end): the larger count of each kind wins."""
+    if known is None:
+        return new
+    return Usage(
+        max(known.prompt_tokens, new.prompt_tokens),
+        max(known.completion_tokens, new.completion_tokens),
+        known.estimated and new.estimated,
+        max(known.reasoning_tokens, new.reasoning_tokens),
+        max(known.cache_read_tokens, new.cache_read_tokens),
+        max(known.cache_write_tokens, new.cache_write_tokens),
+    )
+
+
+def _sync_contracts(
+    rules: Sequence[Contract[Any]], value: Any, ctx: ContractContext
+) -> list[Diagnostic]:
+    """Run contracts now, without awaiting: an async one is left to the final check."""
+    flow = run_contracts(rules, value, ctx)
+    try:
+        effect = next(flow)
+    except StopIteration as stop:
+        found: list[Diagnostic] = stop.value
+        return found
+    for awaitable in effect.awaitables:  # not awaited here: close them, the final check runs
+        close = getattr(awaitable, "close", None)
+        if callable(close):
+            close()
+    flow.close()
+    return []
+
+
+def _under(index: int, diagnostic: Diagnostic) -> Diagnostic:
+    """A diagnostic about item `index` of the list (its path under `[index]`)."""
+    path = diagnostic.path
+    inner = "" if path in ("", "$", "<root>") else (path if path.startswith("[") else f".{path}")
+    return dataclasses.replace(diagnostic, path=f"[{index}]{inner}")
+
+
+def _is_model(type_: Any) -> bool:
+    return isinstance(type_, type) and issubclass(type_, BaseModel)
+
+
+def list_item_type(type_: Any) -> Any:
+    """The item type of a `list[X]` / `tuple[X, ...]` / `Sequence[X]` target, else None."""
+    origin = typing.get_origin(type_)
+    if origin is typing.Annotated:
+        return list_item_type(typing.get_args(type_)[0])
+    args = typing.get_args(type_)
+    sequence = origin in (list, tuple, set, frozenset) or (
+        origin is not None and getattr(origin, "__name__", "") in ("Sequence", "Iterable")
+    )
+    if sequence and args and (origin is not tuple or (len(args) == 2 and args[1] is Ellipsis)):
+        return args[0]
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _adapter(type_: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(type_)
+
+
+@functools.lru_cache(maxsize=1024)
+def _field_adapter(model: type[BaseModel], name: str) -> TypeAdapter[Any]:
+    info = model.model_fields[name]
+    annotated: Any = typing.Annotated[info.annotation, info]
+    return TypeAdapter(annotated)
+
+
+def _relocated(exc: ValidationError, head: str | int) -> list[ErrorDetails]:
+    """The errors of a member validated alone, located in the whole value."""
+    out: list[ErrorDetails] = []
+    for error in exc.errors():
+        moved = error.copy()  # a TypedDict: a copy with the location changed
+        moved["loc"] = (head, *error["loc"])
+        out.append(moved)
+    return out
+
+
+def _field_name(model: type[BaseModel], key: str) -> str | None:
+    fields = model.model_fields
+    if key in fields and (
+        fields[key].alias in (None, key) or model.model_config.get("populate_by_name")
+    ):
+        return key
+    for name, info in fields.items():
+        if key in (info.alias, info.validation_alias):
+            return name
+    return None
