@@ -25,6 +25,10 @@ paired ratio is the median over rounds of (contender / baseline in that round).
 Part 1c (the verdict): A and B call by call, PAIRS pairs, the order alternating per pair; the
 median of the per-pair CPU ratios, with the SDK's own time inside each call timed separately.
 
+Part 1d: part 1c again in a child process with an OpenTelemetry SDK configured (spans to an
+exporter that drops them, and a meter provider): the cost of healjson's spans and metrics when an
+application turns them on.
+
 Part 1b: the same A and B against a stub client that returns a prebuilt `ChatCompletion` (no
 SDK, no socket): healjson's own CPU per call, free of the HTTP path's noise.
 
@@ -370,6 +374,42 @@ def time_pairs(content_url: str, pairs: int = PAIRS) -> dict[str, Any]:
     sdk = {name: statistics.median(inner[name]) for name in fns}
     return {"ratio": median, "q1": q1, "q3": q3, "own": own, "sdk": sdk,
             "outer": {name: statistics.median(outer[name]) for name in fns}}  # fmt: skip
+
+
+OTEL_PAIRS = 1_500
+
+
+def time_pairs_with_otel(content_url: str) -> dict[str, Any]:
+    """Part 1d: part 1c again with an OpenTelemetry SDK configured process-wide (a real
+    `TracerProvider` and `MeterProvider`, spans handed to an exporter that drops them): what
+    healjson's spans and metrics cost when an application turns them on."""
+    from opentelemetry import metrics, trace
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+    class Dropping(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(Dropping()))
+    trace.set_tracer_provider(provider)
+    metrics.set_meter_provider(MeterProvider(metric_readers=[InMemoryMetricReader()]))
+    return time_pairs(content_url, pairs=OTEL_PAIRS)
+
+
+def run_otel_child(base_url: str) -> dict[str, Any]:
+    """Part 1d in a fresh process: an OpenTelemetry SDK, once configured, stays for good."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--otel-child", "--base-url", base_url],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
 
 def paired(values: Sequence[float], base: Sequence[float]) -> float:
@@ -936,7 +976,11 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true", help="profile even if the target is met")
     parser.add_argument("--async-child", choices=("bare", "healjson"), help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
+    parser.add_argument("--otel-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.otel_child:
+        print(json.dumps(time_pairs_with_otel(args.base_url)))
+        return 0
     if args.async_child:
         print(json.dumps(asyncio.run(_async_child(args.async_child, args.base_url))))
         return 0
@@ -1001,6 +1045,19 @@ def main() -> int:
             "",
         ]
         projected = bench_stub(lines, cpu)
+        lines.append("")
+        otel = run_otel_child(content.base_url)
+        lines += [
+            "### 1d. The same pairs with OpenTelemetry on",
+            "",
+            f"{OTEL_PAIRS:,} pairs as in 1c, after configuring an OpenTelemetry SDK process-wide "
+            "(a `TracerProvider` whose spans go to an exporter that drops them, and a "
+            "`MeterProvider`): healjson then makes a run span, a span per call and three metric "
+            "points per run. Part 1c above ran without an SDK (the default: healjson makes "
+            f"nothing). Per-pair ratio B / A with OpenTelemetry on: **{otel['ratio']:.3f}x** "
+            f"(p25-p75 {otel['q1']:.3f}-{otel['q3']:.3f}); healjson's side "
+            f"{us(otel['own'][HEALJSON])} (off: {us(pairs['own'][HEALJSON])}).",
+        ]
         lines.append("")
 
         lines += [

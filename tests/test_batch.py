@@ -228,8 +228,8 @@ def test_batch_full_rows_render_with_trace(
 
     assert 0 == one.exit_code
     assert one.stdout.startswith("### id t10\n")
-    assert "healed in 2 call(s) of 3 allowed, 1 repair(s)" in one.stdout
-    assert "- **Repair prompt sent**:" in one.stdout
+    assert "**Healed** in 2 rounds of 3 allowed (1 repair)" in one.stdout
+    assert "Repair prompt sent:" in one.stdout
     assert "### id t9" not in one.stdout
     assert "### id t9" in every.stdout
     assert "- id #line-3: degraded (`invalid_input`) after 0 call(s)" in every.stdout

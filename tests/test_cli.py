@@ -85,9 +85,9 @@ def test_demo_output_shows_the_four_layers(monkeypatch: pytest.MonkeyPatch) -> N
     assert 0 == result.exit_code
     for heading in ("## 1. L1 local heal", "## 2. L2 + L3", "## 3. Truncation", "## 4. L4"):
         assert heading in result.stdout
-    assert "healed in 1 call(s) of 3 allowed, 0 repair(s)" in result.stdout
+    assert "**Healed** in 1 round of 3 allowed (0 repairs)" in result.stdout
     assert "was cut off after" in result.stdout
-    assert "degraded (`max_retries_exceeded`) after 3 call(s)" in result.stdout
+    assert "**Degraded**: `max_retries_exceeded` after 3 rounds of 3 allowed" in result.stdout
     assert "Live demo" not in result.output
 
 
@@ -107,8 +107,9 @@ def test_live_demo_goes_through_wrap_to_the_endpoint(monkeypatch: pytest.MonkeyP
     assert [40, 80] == [(r.body or {}).get("max_tokens") for r in requests[3:5]]
     assert "4-character pager" in requests[5].messages[0]["content"]
     assert "Live demo: m-live at http://127.0.0.1:" in result.stderr
-    assert "healed in 1 call(s)" in result.stdout
-    assert "degraded (`max_retries_exceeded`) after 3 call(s)" in result.stdout
+    assert "**Healed** in 1 round" in result.stdout
+    assert "- **Model**: `m-live`" in result.stdout  # each round names the model it called
+    assert "**Degraded**: `max_retries_exceeded` after 3 rounds" in result.stdout
 
 
 def test_live_demo_without_an_api_key_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -137,9 +138,11 @@ def test_heal_fenced_valid_answer_exits_0_with_the_value_and_flags() -> None:
     """A fenced answer with slips heals locally: exit 0, the value and the L1 flags."""
     result = _heal(str(FIXTURES / "fenced_valid.txt"), "--contracts", PACK)
     assert 0 == result.exit_code, result.output
-    assert "### healed: Ticket" in result.stdout
+    assert "`healjson heal`: healed locally (no model call)." in result.stdout
+    assert "- **Target**: `Ticket`" in result.stdout
     assert "code_fence, prose_around, syntax_repaired, enum_case, coerced" in result.stdout
     assert '"orderId": "ORD-123456"' in result.stdout
+    assert "Repair request" not in result.stdout
 
 
 def test_heal_contract_violation_prints_diagnostics_and_the_repair_request() -> None:
@@ -155,10 +158,11 @@ def test_heal_contract_violation_prints_diagnostics_and_the_repair_request() -> 
     )
     assert 1 == result.exit_code
     out = result.stdout
-    assert "### degraded: `invalid_output`" in out
+    assert "**Degraded**: `invalid_output`" in out
     assert "constraint: a ticket with urgency >= 4 needs a summary of at least 15" in out
-    request = out.split("#### Repair request healjson would send next (`repair`)")[1]
-    assert "**system**" in request  # the original messages come first
+    trace, request = out.split("#### Repair request healjson would send next (`repair`)")
+    assert "**system**" in trace.split("#### Request")[1]  # the original messages, in the trace
+    assert "The original request (2 messages, under Request above), then:" in request
     assert '"summary": "Ship it now"' in request  # then the raw output, verbatim
     assert "Your previous answer (above) failed 1 check:" in request
     assert 'also involved: `summary` = "Ship it now"' in request
@@ -179,7 +183,8 @@ def test_heal_reads_stdin_and_honours_the_finish_reason() -> None:
         "-", "--model", TICKET, "--finish-reason", "length", input='{"urgency": 5, "summ'
     )
     assert 1 == result.exit_code
-    assert "### degraded: `token_truncated`" in result.stdout
+    assert "**Degraded**: `token_truncated` (the output token limit was reached" in result.stdout
+    assert "- **Finish reason**: `length`" in result.stdout
     assert "(`truncation`)" in result.stdout
 
 
@@ -282,7 +287,7 @@ def test_heal_contract_error_has_no_repair_request() -> None:
 
     outcome = healjson.validate(GOOD, SupportTicket, contracts=[broken])
     assert next_prompt(outcome) is None
-    assert "#### No repair request" in heal_report(outcome, "SupportTicket", 1, None)
+    assert "#### No repair request" in heal_report(outcome, None)
     assert next_prompt(healjson.validate(GOOD, SupportTicket)) is None
 
 

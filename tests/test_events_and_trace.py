@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import openai
 import pytest
+import structlog
 from pydantic import BaseModel, Field
 from structlog.testing import capture_logs
 
@@ -34,6 +36,14 @@ GOOD = '{"urgency": 5, "summary": "Parcel lost for a week, customer is furious"}
 SHORT = '{"urgency": 5, "summary": "Lost it"}'
 
 
+@pytest.fixture(autouse=True)
+def _structlog_unconfigured() -> Iterator[None]:
+    """`capture_logs` leaves structlog configured (it restores the processors with `configure`),
+    which would make healjson print its events to stdout in every later test: undo that."""
+    yield
+    structlog.reset_defaults()
+
+
 def _run(replies: list[Any], **params: Any) -> healjson.Outcome[Ticket]:
     healer = Healer(Ticket, contracts=[urgent_needs_detail])
     return healer.run(ScriptedModel(replies), "triage this", **params)
@@ -41,8 +51,6 @@ def _run(replies: list[Any], **params: Any) -> healjson.Outcome[Ticket]:
 
 def test_events_are_quiet_until_configured() -> None:
     """Without a bound logger and without structlog configuration nothing is emitted."""
-    import structlog
-
     structlog.reset_defaults()
     seen: list[str] = []
 
@@ -135,16 +143,17 @@ def test_broken_logger_never_breaks_a_run() -> None:
 
 
 def test_markdown_trace_shows_each_round() -> None:
-    """The Markdown trace lists calls out of budget, flags, diagnostics, prompt and raw output."""
+    """The Markdown trace lists rounds out of budget, flags, diagnostics, prompt and raw output."""
     outcome = _run(["Here:\n" + SHORT, GOOD])
     text = outcome.trace()
-    assert "healed in 2 call(s) of 3 allowed" in text
+    assert "**Healed** in 2 rounds of 3 allowed (1 repair)" in text
     assert "#### Round 1 (initial)" in text
     assert "prose_around" in text
     assert "urgency >= 4 needs a summary" in text
     assert "Repair prompt sent" in text
     assert '"Lost it"' in text
-    assert "#### Final value" in text
+    assert "#### Outcome" in text
+    assert text.index("#### Outcome") < text.index("#### Totals")
 
 
 @pytest.mark.parametrize(

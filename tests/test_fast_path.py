@@ -39,6 +39,7 @@ def loop_outcome(healer: healjson.Healer[Any], reply: Any) -> Any:
 
 def comparable(outcome: Any) -> dict[str, Any]:
     data = outcome.to_dict()
+    assert data.pop("run_id")  # each run has its own
     for attempt in data["attempts"]:
         attempt.pop("latency_s", None)
     return data

@@ -201,7 +201,7 @@ def test_the_command_line_takes_a_built_in_name(
     (tmp_path / "reply.txt").write_text(reply, encoding="utf-8")
     result = CliRunner().invoke(app, ["heal", "reply.txt", "--contracts", "support_ticket"])
     assert 1 == result.exit_code, result.output  # degraded: the pack's rules caught it
-    assert "SupportTicket schema + 5 contract(s)**: 2 problem(s)" in result.stdout
+    assert "- **L2 schema + contracts**: 2 problems" in result.stdout
     assert 'a ticket with category "logistics" has urgency <= 3' in result.stdout
     unknown = CliRunner().invoke(app, ["heal", "reply.txt", "--contracts", "support_tickets"])
     assert 2 == unknown.exit_code

@@ -72,7 +72,7 @@ def test_anthropic_events() -> None:
             },
         }
     )
-    assert (Usage(11, 0), "claude-test") == (read_chunk(start).usage, read_chunk(start).model)
+    assert (Usage(11, 1), "claude-test") == (read_chunk(start).usage, read_chunk(start).model)
     text = anthropic_event(
         {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "{"}}
     )

@@ -367,7 +367,7 @@ def test_a_cyclic_fallback_is_rendered_with_a_cycle_marker() -> None:
 
     assert isinstance(outcome, Degraded)
     assert ["<cycle>"] == outcome.to_dict()["fallback"]
-    assert '- fallback: ["<cycle>"]' in outcome.trace()
+    assert '- **Fallback**: `["<cycle>"]`' in outcome.trace()
 
 
 def test_a_huge_int_fallback_is_rendered_by_its_size() -> None:

@@ -219,6 +219,7 @@ def _summary(stats: BatchStats, out: Path) -> str:
     parts = [
         f"healjson batch: wrote {stats.written} of {stats.total} row(s) to {out} "
         f"({batch_counts(stats)}); {stats.calls} call(s), {stats.tokens} token(s)"
+        + (f", ${stats.cost:.4f}" if stats.cost is not None and stats.calls else "")
     ]
     if stats.endpoint_failed:
         parts.append(f"{stats.endpoint_failed} row(s) failed on the endpoint (api_error, timeout)")

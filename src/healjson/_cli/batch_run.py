@@ -42,6 +42,8 @@ class BatchStats:
     invalid: int = 0
     calls: int = 0
     tokens: int = 0
+    cost: float | None = 0.0
+    """USD over the written rows; None once a row's cost could not be known."""
     already_done: int = 0
     """Input lines skipped because their id is already in the output."""
     duplicates: int = 0
@@ -211,6 +213,8 @@ class Batch:
                 stats.failing_in_a_row = 0
         stats.calls += outcome.calls
         stats.tokens += outcome.usage.total_tokens
+        cost = outcome.usage.cost
+        stats.cost = None if cost is None or stats.cost is None else stats.cost + cost
 
 
 def openai_healer(

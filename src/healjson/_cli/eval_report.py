@@ -41,11 +41,20 @@ class ConfigSummary:
     latency_p95_s: float
     exceptions: int
     reasons: Mapping[str, int]
+    cost: float | None = None
+    """USD over every run; None when any run's cost could not be known."""
 
     @property
     def rate(self) -> float:
         """The pass rate."""
         return self.passed / self.runs if self.runs else 0.0
+
+
+def _total_cost(units: Sequence[UnitResult]) -> float | None:
+    costs = [u.cost for u in units if u.calls]
+    if not costs or any(cost is None for cost in costs):
+        return None
+    return sum(cost for cost in costs if cost is not None)
 
 
 def _p95(values: Sequence[float]) -> float:
@@ -83,6 +92,7 @@ class EvalReport:
             latency_p95_s=_p95(latencies),
             exceptions=sum(1 for u in mine if u.exception is not None),
             reasons=dict(Counter(u.reason for u in mine if u.reason)),
+            cost=_total_cost(mine),
         )
 
     def pairs(self) -> list[tuple[UnitResult, UnitResult]]:
@@ -150,8 +160,8 @@ class EvalReport:
             f"- B `{b.name}`: {b.describe()}",
             "",
             "| configuration | passed | rate | Wilson 95% CI | calls | prompt tok | completion "
-            "tok | latency median | latency p95 | exceptions |",
-            "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+            "tok | cost | latency median | latency p95 | exceptions |",
+            "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         lines += [_row(s) for s in (sa, sb)]
         lines += [
@@ -196,6 +206,7 @@ def _row(s: ConfigSummary) -> str:
     return (
         f"| `{s.name}` | {s.passed}/{s.runs} | {s.rate:.1%} | {s.low:.1%} - {s.high:.1%} | "
         f"{s.calls} | {s.prompt_tokens:,} | {s.completion_tokens:,} | "
+        f"{'-' if s.cost is None else f'${s.cost:.4f}'} | "
         f"{s.latency_median_s * 1000:.0f} ms | {s.latency_p95_s * 1000:.0f} ms | {s.exceptions} |"
     )
 

@@ -50,6 +50,7 @@ class UnitResult:
     completion_tokens: int
     latency_s: float
     exception: str | None = None  # raised to the caller: must stay None for healjson
+    cost: float | None = None  # USD, when the model's prices are known
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON data."""
@@ -169,6 +170,7 @@ def _score(unit: _Unit, outcome: Outcome[Any], latency: float) -> UnitResult:
         prompt_tokens=outcome.usage.prompt_tokens,
         completion_tokens=outcome.usage.completion_tokens,
         latency_s=latency,
+        cost=outcome.usage.cost,
     )
 
 

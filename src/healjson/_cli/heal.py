@@ -1,4 +1,5 @@
-"""`healjson heal`: L1 + L2 on a saved raw output, and the repair request that would follow."""
+"""`healjson heal`: L1 + L2 on a saved raw output: its trace (the one `outcome.trace()` prints),
+and the repair request that would follow."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from typing import Annotated, Any
 
 import typer
 
-from healjson._core.diagnostic import short_repr
-from healjson._core.outcome import Degraded, Healed, Outcome
+from healjson._core.outcome import Degraded, Outcome
+from healjson._core.redact import redact_text
 from healjson._core.repair import RepairPrompt, Strategy
+from healjson._core.trace import render_messages
 
 from .loading import load_setup
 from .markdown_out import echo_markdown
@@ -48,7 +50,7 @@ def heal(
         contracts_option("A contract pack: file.py[:name], pkg.mod:name or an entry-point name."),
     ] = None,
     output_format: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="md: a short report; json: the outcome.")
+        OutputFormat, typer.Option("--format", "-f", help="md: the trace; json: the outcome.")
     ] = OutputFormat.MD,
     finish_reason: Annotated[
         str | None,
@@ -67,8 +69,9 @@ def heal(
 ) -> None:
     """L1 + L2 on a saved raw output, with no model call.
 
-    Prints the recovered value, or the diagnostics and the exact repair request healjson would
-    send next. Exit code 0 healed, 1 degraded, 2 usage error.
+    Prints the trace (the one `outcome.trace()` gives: the recovered value, or the diagnostics),
+    then the exact repair request healjson would send next. Exit code 0 healed, 1 degraded, 2
+    usage error.
     """
     from healjson._core.engine import next_prompt
     from healjson._core.healer import validate
@@ -93,73 +96,53 @@ def heal(
             data["repair_request"] = _request_data(prompt, original)
         typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
     else:
-        name = getattr(setup.target, "__name__", None) or repr(setup.target)
-        report = heal_report(outcome, name, len(setup.contracts), prompt, original)
-        echo_markdown(report, nl=False)
+        echo_markdown(heal_report(outcome, prompt, original), nl=False)
     if not outcome.ok:
         raise typer.Exit(1)
 
 
 def heal_report(
     outcome: Outcome[Any],
-    target_name: str,
-    contract_count: int,
     prompt: RepairPrompt | None,
     original: Sequence[Mapping[str, Any]] = (),
 ) -> str:
-    """The `heal --format md` report."""
-    flags = ", ".join(outcome.attempts[0].flags) if outcome.attempts else ""
-    checks = f"{target_name} schema + {contract_count} contract(s)"
-    if isinstance(outcome, Healed):
-        lines = [
-            f"### healed: {target_name}",
-            "",
-            "- **Model calls**: none (healed locally)",
-            f"- **L1 local repairs**: {flags or 'none'}",
-            f"- **L2 {checks}**: passed",
-            "",
-            "#### Value",
-            "",
-        ]
-        value = json.dumps(outcome.to_dict()["value"], indent=2, ensure_ascii=False)
-        lines.extend(f"    {line}" for line in value.splitlines())
-        return "\n".join(lines) + "\n"
-    lines = [
-        f"### degraded: `{outcome.reason}`",
-        "",
-        f"- **L1 local repairs**: {flags or 'none'}",
-        f"- **L2 {checks}**: {len(outcome.errors)} problem(s)",
-    ]
-    for diagnostic in outcome.errors:
-        lines.append(f"  - `{diagnostic.path}` = {short_repr(diagnostic.value, 120)}")
-        lines.append(f"    - constraint: {diagnostic.constraint}")
-        lines.append(f"    - prescription: {diagnostic.prescription}")
-    if outcome.partial is not None:
-        lines.append(f"- **Partial data**: {short_repr(outcome.partial, 300)}")
-    lines.append("")
+    """The `heal --format md` report: a one-line summary, the trace (`outcome.trace()`, the one
+    renderer, so the two never disagree) and, when degraded, the request healjson would send
+    next."""
+    if outcome.ok:
+        summary = "healed locally (no model call)"
+    else:
+        summary = f"degraded (`{outcome.reason}`); the next request follows the trace"
+    report = f"`healjson heal`: {summary}.\n\n{outcome.trace()}"
+    if isinstance(outcome, Degraded):
+        report += f"\n{_next_request(prompt, original)}"
+    return report
+
+
+def _next_request(prompt: RepairPrompt | None, original: Sequence[Mapping[str, Any]]) -> str:
+    """The repair request healjson would send after this reply, rendered as the trace renders
+    messages (its original messages are the trace's Request)."""
     if prompt is None:
-        lines.append("#### No repair request")
-        lines.append("")
-        lines.append("A contract raised: that is a bug in the contract, which another model call")
-        lines.append("cannot fix, so healjson degrades at once.")
+        lines = [
+            "#### No repair request",
+            "",
+            "A contract raised: that is a bug in the contract, which another model call",
+            "cannot fix, so healjson degrades at once.",
+        ]
         return "\n".join(lines) + "\n"
-    lines.append(f"#### Repair request healjson would send next (`{prompt.strategy}`)")
-    lines.append("")
-    if prompt.strategy is Strategy.EMPTY_RETRY:
+    lines = [f"#### Repair request healjson would send next (`{prompt.strategy}`)", ""]
+    if prompt.strategy in (Strategy.EMPTY_RETRY, Strategy.RESEND):
         lines.append("The original request, resent unchanged.")
         return "\n".join(lines) + "\n"
-    if not original:
+    if original:
+        count = f"{len(original)} message{'s' if len(original) != 1 else ''}"
+        lines.append(f"The original request ({count}, under Request above), then:")
+    else:
         lines.append("_The original request comes first (pass --messages FILE to show it)._")
-        lines.append("")
-    for message in prompt.messages(original):
-        content = message.get("content")
-        text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-        note = " (the raw output, verbatim)" if message.get("role") == "assistant" else ""
-        lines.append(f"**{message.get('role')}**{note}:")
-        lines.append("")
-        lines.extend(f"    {line}" for line in (text or "(empty)").splitlines())
-        lines.append("")
-    return "\n".join(lines) + "\n"
+    lines.append("")
+    added = prompt.messages(())  # the raw output quoted back, then the repair prompt
+    lines += render_messages(added, limit=None, notes={"assistant": "the raw output, verbatim"})
+    return redact_text("\n".join(lines).rstrip("\n") + "\n")
 
 
 def _request_data(

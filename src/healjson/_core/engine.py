@@ -9,7 +9,9 @@ types back. The sync and async drivers in `drive` perform the effects. One place
 
 from __future__ import annotations
 
+import itertools
 import math
+import os
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +37,10 @@ __all__ = ["HealSpec", "heal_flow", "next_prompt"]
 
 _MAX_CHANGED_PATHS = 200
 _NO_USAGE = Usage()
+# a run id: this process's random prefix and a counter (unique across processes and threads,
+# and cheap: no system call per run)
+_RUN_PREFIX = os.urandom(6).hex()
+_RUN_COUNTER = itertools.count(1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +52,17 @@ class HealSpec:
     policy: HealPolicy = field(default_factory=HealPolicy)
     fallback: Any = None
     example: str | None = None
+    contract_names: tuple[str, ...] = ()
+    """The contracts' names (set from `contracts` when not given)."""
+    target_name: str = ""
+    """The target's name (set from `target` when not given)."""
+
+    def __post_init__(self) -> None:
+        if self.contracts and not self.contract_names:
+            names = tuple(rule.name for rule in self.contracts)
+            object.__setattr__(self, "contract_names", names)
+        if not self.target_name:
+            object.__setattr__(self, "target_name", self.target.name)
 
 
 class _Run:
@@ -58,6 +75,7 @@ class _Run:
         "history",
         "original",
         "partial",
+        "run_id",
         "spec",
         "started",
         "usage",
@@ -74,7 +92,8 @@ class _Run:
         self.first_data: Any = NOTHING
         self.partial: Any = None
         self.started = time.monotonic() if started is None else started
-        self.events = _events.for_run()  # None: nothing listens, and nothing is sent
+        self.run_id = f"{_RUN_PREFIX}-{next(_RUN_COUNTER):06d}"  # e.g. 3f9a1c2b7d4e-000042
+        self.events = _events.for_run(self.run_id, spec)  # None: nothing listens
 
     def time_left(self) -> float | None:
         """Seconds before the policy's deadline (None: no deadline)."""
@@ -88,6 +107,9 @@ class _Run:
         return max(min(known), 0.0) if known else None
 
 
+Flow = Generator[ModelCall | AwaitAll, Any, Outcome[Any]]
+
+
 def heal_flow(
     spec: HealSpec,
     messages: tuple[Mapping[str, Any], ...],
@@ -96,16 +118,36 @@ def heal_flow(
     *,
     given: Reply | None = None,
     started: float | None = None,
-) -> Generator[ModelCall | AwaitAll, Any, Outcome[Any]]:
-    """The whole L1-L4 loop for one request. `given`: a reply already in hand, judged as the
-    first attempt instead of calling the model (`validate`); `started`: when the run began (a
-    `time.monotonic()`), for the deadline."""
+) -> Flow:
+    """The whole L1-L4 loop for one request, as a generator the drivers run. `given`: a reply
+    already in hand, judged as the first attempt instead of calling the model (`validate`);
+    `started`: when the run began (a `time.monotonic()`), for the deadline."""
     run = _Run(spec, messages, started)
+    flow = _loop(run, params, ctx, given)
+    events = run.events
+    if events is None or not events.holds_context:
+        return flow
+    return _closing(flow, events)
+
+
+def _closing(flow: Flow, events: _events.RunEvents) -> Flow:
+    """`flow`, and the run's telemetry context released however the flow ends (a driver that
+    raised, a stream the caller abandoned)."""
+    try:
+        return (yield from flow)
+    finally:
+        events.release()
+
+
+def _loop(run: _Run, params: Mapping[str, Any], ctx: ContractContext, given: Reply | None) -> Flow:
+    spec, messages = run.spec, run.original
     policy = spec.policy
     if given is not None:
         first = CallResult(given, None, 0.0)
     else:
         left = None if policy.deadline_s is None else run.time_left()
+        if run.events is not None:
+            run.events.call_started(1, params)
         first = yield ModelCall(1, messages, params, left, policy.provider_errors)
     # the first step: strictly valid data with nothing more to check needs no L1 at all
     healed = _first_step(run, first, params)
@@ -124,12 +166,19 @@ def heal_flow(
             projected = run.usage.total_tokens + _estimate(sent)
             if projected > policy.token_budget:
                 return (yield from _degrade(run, Reason.BUDGET_EXCEEDED, [_budget(projected)]))
+        if policy.cost_budget is not None and number > 1:
+            cost = _projected_cost(run.usage, sent)
+            if cost is not None and cost > policy.cost_budget:
+                diagnostic = _cost_budget(cost, policy.cost_budget)
+                return (yield from _degrade(run, Reason.BUDGET_EXCEEDED, [diagnostic]))
         if number == 1:
             result = first
         else:
             left = run.time_left()
             if left is not None and left <= 0:
                 return (yield from _degrade(run, Reason.TIMEOUT, [_deadline(policy)]))
+            if run.events is not None:
+                run.events.call_started(number, this_params)
             result = yield ModelCall(number, sent, this_params, left, policy.provider_errors)
         base: dict[str, Any] = {
             "number": number,
@@ -433,6 +482,7 @@ def _healed(
     if len(run.attempts) > 1 and run.first_data is not NOTHING and evaluation is not None:
         final = _as_data(run.spec.target, evaluation)
         changed = tuple(_diff(run.first_data, final, ()))[:_MAX_CHANGED_PATHS]
+    spec = run.spec
     outcome: Healed[Any] = Healed(
         value=instance,
         raw_text=raw,
@@ -440,7 +490,10 @@ def _healed(
         usage=run.usage,
         flags=flags,
         changed_fields=changed,
-        max_attempts=run.spec.policy.max_attempts,
+        max_attempts=spec.policy.max_attempts,
+        run_id=run.run_id,
+        target=spec.target_name,
+        contracts=spec.contract_names,
     )
     if run.events is not None:
         run.events.healed(outcome)
@@ -459,6 +512,7 @@ def _degrade(
         fallback, failure = yield from _call_fallback(fallback, raw, errors, limit)
         if failure is not None:
             errors.append(failure)
+    spec = run.spec
     outcome: Degraded[Any] = Degraded(
         reason=reason,
         raw_text=raw,
@@ -467,7 +521,10 @@ def _degrade(
         partial=run.partial,
         attempts=tuple(run.attempts),
         usage=run.usage,
-        max_attempts=run.spec.policy.max_attempts,
+        max_attempts=spec.policy.max_attempts,
+        run_id=run.run_id,
+        target=spec.target_name,
+        contracts=spec.contract_names,
     )
     if run.events is not None:
         run.events.degraded(outcome)
@@ -524,6 +581,27 @@ def _budget(projected: int) -> Diagnostic:
         projected,
         "the next call would exceed the token budget",
         "Raise HealPolicy.token_budget, or shorten the prompt.",
+        Source.BUDGET,
+    )
+
+
+def _projected_cost(spent: Usage, sent: Sequence[Mapping[str, Any]]) -> float | None:
+    """What the run will have cost once the next request's input is paid (its prompt estimated
+    as characters / 4, priced on the model of the last call); None when a price is unknown."""
+    so_far = spent.cost
+    model = spent.model or (spent.parts[-1].model if spent.parts else None)
+    if so_far is None or model is None:
+        return None
+    nxt = Usage(_estimate(sent), 0, requests=1, model=model).cost
+    return None if nxt is None else so_far + nxt
+
+
+def _cost_budget(projected: float, budget: float) -> Diagnostic:
+    return Diagnostic(
+        ROOT,
+        round(projected, 6),
+        f"the next call would pass the cost budget of {budget} USD",
+        "Raise HealPolicy.cost_budget, or shorten the prompt.",
         Source.BUDGET,
     )
 

@@ -1,10 +1,13 @@
 """Structured events for every attempt, local repair, diagnostic, repair request and outcome.
 
-Quiet by default: nothing is emitted until the application either binds a logger with
-`healjson.set_logger(...)` or configures structlog globally (then the `healjson` structlog logger
-is used). Fields are flat. Credentials never appear: call parameters are not logged at all, model
-output / prompt text is included only with `include_content=True`, and every field passes
-through the redactor (`_redact`: known secret values, credential-named fields, `Bearer` tokens).
+Quiet by default: nothing is emitted until the application binds a logger with
+`healjson.set_logger(...)`, configures structlog globally (then the `healjson` structlog logger
+is used), or enables the stdlib logger `healjson` for INFO (`logging.basicConfig(level=INFO)`).
+Every event carries the run's `run_id` (also on the outcome and in its trace). Fields are flat.
+Credentials never appear: call parameters are not logged at all, model output / prompt text is
+included only with `include_content=True`, and every field passes through the redactor
+(`_redact`: known secret values, credential-named fields, `Bearer` tokens). OpenTelemetry spans
+and metrics (`telemetry`) follow the same run, when an SDK is configured.
 
 Events: `healjson.attempt`, `healjson.local_repair`, `healjson.diagnostic`,
 `healjson.repair_request`, `healjson.healed`, `healjson.degraded`.
@@ -12,9 +15,11 @@ Events: `healjson.attempt`, `healjson.local_repair`, `healjson.diagnostic`,
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 import weakref
+from collections.abc import Mapping
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from types import TracebackType
@@ -111,43 +116,106 @@ def set_logger(logger: Any = None, *, include_content: bool = False) -> Any:
     return change
 
 
-def _emit(settings: _Settings, event: str, **fields: Any) -> None:
-    logger = settings.logger
-    if logger is None:
-        import structlog
-
-        if not structlog.is_configured():
-            return
-        logger = structlog.get_logger(LOGGER_NAME)
+def _emit(logger: Any, event: str, **fields: Any) -> None:
     try:
         logger.info(event, **redact_data(fields))
     except Exception:  # a broken log sink must never break the healing run
         return
 
 
-def for_run() -> RunEvents | None:
+class _StdlibSink:
+    """The stdlib `logging` logger `healjson` behind the structlog-style `.info(event, **kw)`:
+    the message is the event and its fields as `key=value`; the fields themselves are on the
+    record as `record.healjson` (and the event name as `record.healjson_event`)."""
+
+    __slots__ = ()
+
+    def info(self, event: str, **fields: Any) -> None:
+        text = " ".join(f"{key}={value!r}" for key, value in fields.items())
+        _STDLIB.info("%s %s", event, text, extra={"healjson": fields, "healjson_event": event})
+
+
+_STDLIB = logging.getLogger(LOGGER_NAME)
+_STDLIB_SINK = _StdlibSink()
+
+
+def for_run(run_id: str, spec: Any = None) -> RunEvents | None:
     """The events of a run that starts now, or None when nothing would receive them (then the
-    run checks nothing more: one look per run, at its start)."""
+    run checks nothing more: one look per run, at its start). A logger set with `set_logger`
+    wins; else structlog's `healjson` logger when structlog is configured; else the stdlib
+    logger `healjson` when it is enabled for INFO. OpenTelemetry spans and metrics are sent
+    when an OpenTelemetry SDK is configured (`telemetry`)."""
     settings = _SCOPED.get() or _Default.settings
-    if settings.logger is None and ("structlog" not in sys.modules or not _structlog_ready()):
+    logger = settings.logger
+    if logger is None:
+        if "structlog" in sys.modules and _structlog_ready():
+            import structlog
+
+            logger = structlog.get_logger(LOGGER_NAME)
+        elif _STDLIB.isEnabledFor(logging.INFO):
+            logger = _STDLIB_SINK
+    spans = None
+    if "opentelemetry" in sys.modules:  # never imported here: an application that uses it has
+        spans = (_Telemetry.module or _Telemetry.load()).for_run(run_id, spec)
+    if logger is None and spans is None:
         return None
-    return RunEvents(settings)
+    return RunEvents(run_id, logger, settings.include_content, spans)
+
+
+class _Telemetry:
+    """The `telemetry` module, imported once OpenTelemetry is in use (an import statement per
+    run would cost more than the check it guards)."""
+
+    module: Any = None
+
+    @classmethod
+    def load(cls) -> Any:
+        from . import telemetry
+
+        cls.module = telemetry
+        return telemetry
 
 
 class RunEvents:
-    """One run's events, sent with the logger settings in effect when the run started."""
+    """One run's events: sent with the logger in effect when the run started, each with the
+    run's id, and mirrored as OpenTelemetry spans when a tracer is configured."""
 
-    __slots__ = ("settings",)
+    __slots__ = ("include_content", "logger", "run_id", "spans")
 
-    def __init__(self, settings: _Settings) -> None:
-        self.settings = settings
+    def __init__(self, run_id: str, logger: Any, include_content: bool, spans: Any = None) -> None:
+        self.run_id = run_id
+        self.logger = logger
+        self.include_content = include_content
+        self.spans = spans
+
+    @property
+    def holds_context(self) -> bool:
+        """True when the run makes its attempt span current during each model call (and must
+        release it however the run ends)."""
+        return self.spans is not None
+
+    def release(self) -> None:
+        """The run ended (or was abandoned): end any open span, restore the caller's context."""
+        if self.spans is not None:
+            self.spans.release()
+
+    def call_started(self, number: int, params: Mapping[str, Any]) -> None:
+        """Model call `number` is about to be made."""
+        if self.spans is not None:
+            self.spans.call_started(number, params)
+
+    def _send(self, event: str, **fields: Any) -> None:
+        if self.logger is not None:
+            _emit(self.logger, event, run_id=self.run_id, **fields)
 
     def attempt(self, record: Attempt) -> None:
         """One model call, its local repairs and its diagnostics."""
-        settings = self.settings
-        content = {"raw_text": record.raw_text} if settings.include_content else {}
-        _emit(
-            settings,
+        if self.spans is not None:
+            self.spans.attempt(record)
+        if self.logger is None:
+            return
+        content = {"raw_text": record.raw_text} if self.include_content else {}
+        self._send(
             "healjson.attempt",
             attempt=record.number,
             strategy=str(record.strategy),
@@ -166,11 +234,10 @@ class RunEvents:
         )
         if record.flags:
             flags = [str(f) for f in record.flags]
-            _emit(settings, "healjson.local_repair", attempt=record.number, flags=flags)
+            self._send("healjson.local_repair", attempt=record.number, flags=flags)
         for diagnostic in record.diagnostics:
-            value = {"value": short_repr(diagnostic.value, 200)} if settings.include_content else {}
-            _emit(
-                settings,
+            value = {"value": short_repr(diagnostic.value, 200)} if self.include_content else {}
+            self._send(
                 "healjson.diagnostic",
                 attempt=record.number,
                 path=diagnostic.path,
@@ -183,11 +250,11 @@ class RunEvents:
 
     def repair_request(self, number: int, prompt: RepairPrompt) -> None:
         """The request healjson is about to send to repair attempt `number - 1`."""
-        settings = self.settings
+        if self.logger is None:
+            return
         rendered = prompt.render()
-        content = {"prompt": rendered} if settings.include_content else {}
-        _emit(
-            settings,
+        content = {"prompt": rendered} if self.include_content else {}
+        self._send(
             "healjson.repair_request",
             attempt=number,
             strategy=str(prompt.strategy),
@@ -202,9 +269,9 @@ class RunEvents:
 
     def healed(self, outcome: Healed[Any]) -> None:
         """A run that produced a valid value."""
-        settings = self.settings
-        _emit(
-            settings,
+        if self.spans is not None:
+            self.spans.finished(outcome)
+        self._send(
             "healjson.healed",
             calls=outcome.calls,
             max_attempts=outcome.max_attempts,
@@ -212,14 +279,15 @@ class RunEvents:
             changed_fields=list(outcome.changed_fields),
             prompt_tokens=outcome.usage.prompt_tokens,
             completion_tokens=outcome.usage.completion_tokens,
+            requests=outcome.usage.requests,
             latency_s=round(sum(a.latency_s for a in outcome.attempts), 6),
         )
 
     def degraded(self, outcome: Degraded[Any]) -> None:
         """A run that ended in a degradation."""
-        settings = self.settings
-        _emit(
-            settings,
+        if self.spans is not None:
+            self.spans.finished(outcome)
+        self._send(
             "healjson.degraded",
             reason=str(outcome.reason),
             calls=outcome.calls,

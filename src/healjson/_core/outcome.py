@@ -55,6 +55,12 @@ class Healed(Generic[T]):
     flags: tuple[Flag, ...] = ()
     changed_fields: tuple[str, ...] = ()
     max_attempts: int = 0
+    run_id: str = ""
+    """The run's id (on its events, spans and log records too)."""
+    target: str = ""
+    """The target's name (`Ticket`, `list[Item]`)."""
+    contracts: tuple[str, ...] = ()
+    """The names of the contracts the run checked."""
     ok: Literal[True] = field(default=True, init=False)
 
     @property
@@ -105,6 +111,12 @@ class Degraded(Generic[T]):
     attempts: tuple[Attempt, ...] = ()
     usage: Usage = field(default_factory=Usage)
     max_attempts: int = 0
+    run_id: str = ""
+    """The run's id (on its events, spans and log records too)."""
+    target: str = ""
+    """The target's name (`Ticket`, `list[Item]`)."""
+    contracts: tuple[str, ...] = ()
+    """The names of the contracts the run checked."""
     ok: Literal[False] = field(default=False, init=False)
 
     @property

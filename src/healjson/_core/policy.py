@@ -21,6 +21,10 @@ class HealPolicy:
     - `token_budget`: stop with `budget_exceeded` before a call that would pass this many
       prompt + completion tokens in total (None: no limit). Unreported usage is estimated as
       characters / 4.
+    - `cost_budget`: stop with `budget_exceeded` before a repair call once the run's cost in USD
+      (`Usage.cost`) plus the next request's input would pass this (None: no limit). Needs
+      known prices (the `prices` extra and a model genai-prices knows); while the cost cannot
+      be known, this limit is not applied.
     - `on_truncation`: `compress` asks for a compact complete object; `raise_max_tokens` resends
       with `max_tokens` multiplied by `max_tokens_growth` (capped at `max_tokens_cap`); `both`
       does both; `degrade` stops with `token_truncated` at once.
@@ -54,6 +58,7 @@ class HealPolicy:
 
     max_attempts: int = 3
     token_budget: int | None = None
+    cost_budget: float | None = None
     on_truncation: TruncationMode = "compress"
     max_tokens_growth: float = 2.0
     max_tokens_cap: int | None = 16_384
@@ -76,6 +81,13 @@ class HealPolicy:
         if self.token_budget is not None and self.token_budget < 1:
             raise ValueError(
                 f"HealPolicy.token_budget must be >= 1 or None, got {self.token_budget!r}"
+            )
+        if self.cost_budget is not None and not (
+            isinstance(self.cost_budget, int | float) and self.cost_budget > 0
+        ):
+            raise ValueError(
+                f"HealPolicy.cost_budget must be a number of USD > 0 or None, got "
+                f"{self.cost_budget!r}"
             )
         if self.on_truncation not in ("compress", "raise_max_tokens", "both", "degrade"):
             raise ValueError(

@@ -1,11 +1,13 @@
 """An outcome as a record: the JSON data that round-trips (`outcome_to_dict`, and the readers
-`outcome_from_dict` uses), and the self-healing log people read (`render_markdown`).
+`outcome_from_dict` uses), and `render_trace`, which gives that JSON or the Markdown log people
+read (`render_markdown`, defined in `trace` with `public_params`, the call parameters as both
+show them; this module re-exports the two).
 
 Both renderings pass every string through the redactor (`redact`) on the way out, on top of the
 redaction the engine applies when it stores an attempt: a trace is pasted into issues and PRs,
-so a credential shape in model output or an error body never reaches it. This module reads
-outcomes by their fields only (`outcome.ok` tells `Healed` from `Degraded`): `outcome` imports
-it, never the other way round.
+so a credential shape in model output or an error body never reaches it. This module and
+`trace` read outcomes by their fields only (`outcome.ok` tells `Healed` from `Degraded`):
+`outcome` imports them, never the other way round.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from .attempt import Attempt, Reason
 from .diagnostic import Diagnostic, Source, _jsonable, short_repr
 from .diagnostic import _type_name as type_name
 from .flags import Flag
-from .redact import redact_data, redact_text
+from .redact import redact_data
 from .repair import RepairPrompt, Strategy
 from .reply import ToolCall, Usage
 from .sentinels import MISSING
+from .trace import public_params, render_markdown
 
 if TYPE_CHECKING:
     from .outcome import Outcome
@@ -29,9 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["outcome_to_dict", "public_params", "read_record", "render_markdown", "render_trace"]
 
 _FORMAT = 1  # the record layout; a reader refuses a record of another
-_SECRET_KEYS = frozenset(
-    {"api_key", "authorization", "extra_headers", "headers", "default_headers", "organization"}
-)
 
 
 def outcome_to_dict(outcome: Outcome[Any]) -> dict[str, Any]:
@@ -43,6 +43,9 @@ def outcome_to_dict(outcome: Outcome[Any]) -> dict[str, Any]:
         "attempts": [_attempt(a) for a in outcome.attempts],
         "usage": outcome.usage.to_dict(),
         "max_attempts": outcome.max_attempts,
+        "run_id": outcome.run_id,
+        "target": outcome.target,
+        "contracts": list(outcome.contracts),
     }
     if outcome.ok:
         data["value"] = _jsonable(outcome.value)
@@ -71,6 +74,9 @@ def read_record(data: Any) -> tuple[bool, dict[str, Any]]:
         "attempts": tuple(_attempt_from(_object(a, "an attempt")) for a in _list(data, "attempts")),
         "usage": _usage_from(_object(data.get("usage") or {}, "`usage`")),
         "max_attempts": _int(data, "max_attempts"),
+        "run_id": _str(data, "run_id") or "",
+        "target": _str(data, "target") or "",
+        "contracts": tuple(_names(data, "contracts")),
     }
     if ok:
         return True, {
@@ -88,16 +94,6 @@ def read_record(data: Any) -> tuple[bool, dict[str, Any]]:
         "fallback": data.get("fallback"),
         "partial": data.get("partial"),
     }
-
-
-def public_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    """Call parameters as JSON data, redacted: header dicts and top-level credentials are dropped,
-    and what is left goes through the redactor (`_redact`: credential-named values masked at any
-    depth, e.g. a key in `extra_query` or `extra_body`, and known secret values removed from
-    every string)."""
-    kept = {k: _jsonable(v) for k, v in params.items() if k.lower() not in _SECRET_KEYS}
-    redacted: dict[str, Any] = redact_data(kept)
-    return redacted
 
 
 def _attempt(attempt: Attempt) -> dict[str, Any]:
@@ -298,77 +294,3 @@ def render_trace(outcome: Outcome[Any], format: str = "markdown") -> str:
     if format in ("markdown", "md"):
         return render_markdown(outcome)
     raise ValueError(f"trace format must be 'markdown' or 'json', got {format!r}")
-
-
-def render_markdown(outcome: Outcome[Any], title: str = "healjson trace") -> str:
-    """The whole run: result, calls used, and per round the L1 flags, L2 diagnostics, the raw
-    output and the repair prompt that was sent."""
-    lines = [f"### {title}", ""]
-    if outcome.ok:
-        repairs = outcome.calls - 1
-        lines.append(
-            f"- **Result**: healed in {outcome.calls} call(s){_budget(outcome)}, "
-            f"{repairs} repair(s)"
-        )
-        if outcome.flags:
-            lines.append(f"- **Local repairs (L1)**: {', '.join(outcome.flags)}")
-        if outcome.changed_fields:
-            lines.append(f"- **Fields a repair changed**: {', '.join(outcome.changed_fields)}")
-    else:
-        lines.append(
-            f"- **Result**: degraded (`{outcome.reason}`) after {outcome.calls} call(s)"
-            f"{_budget(outcome)}"
-        )
-    lines.append(f"- **Tokens**: {outcome.usage.total_tokens}")
-    lines.append("")
-    for attempt in outcome.attempts:
-        lines.append(f"#### Round {attempt.number} ({attempt.strategy})")
-        if attempt.prompt is not None and attempt.prompt.render():
-            lines.append("- **Repair prompt sent**:")
-            lines.append("")
-            lines.extend(f"    {line}" for line in attempt.prompt.render().splitlines())
-            lines.append("")
-        lines.append(f"- **Finish reason**: `{attempt.finish_reason}`")
-        if attempt.error:
-            lines.append(f"- **Call failed**: {attempt.error}")
-        else:
-            flags = ", ".join(attempt.flags) if attempt.flags else "none"
-            lines.append(f"- **L1 local repairs**: {flags}")
-            verdict = "passed" if attempt.ok else f"{len(attempt.diagnostics)} problem(s)"
-            lines.append(f"- **L2 schema + contracts**: {verdict}")
-        for diagnostic in attempt.diagnostics:
-            lines.append(f"  - `{diagnostic.path}` = {short_repr(diagnostic.value, 120)}")
-            lines.append(f"    - constraint: {diagnostic.constraint}")
-            lines.append(f"    - prescription: {diagnostic.prescription}")
-        if attempt.reasoning:
-            lines.append("- **Reasoning (set aside, never read as the answer)**:")
-            lines.append("")
-            lines.extend(f"    {line}" for line in attempt.reasoning.splitlines())
-        lines.extend(
-            f"- **Tool call** `{call.name}`: {short_repr(call.arguments, 300)}"
-            for call in attempt.tool_calls
-        )
-        if attempt.raw_text is not None:
-            lines.append("- **Raw output**:")
-            lines.append("")
-            lines.extend(f"    {line}" for line in (attempt.raw_text or "(empty)").splitlines())
-        lines.append("")
-    if outcome.ok:
-        lines.append("#### Final value")
-        lines.append("")
-        lines.extend(f"    {line}" for line in _dump(outcome.value).splitlines())
-    else:
-        lines.append("#### Degradation")
-        lines.append("")
-        lines.append(f"- reason: `{outcome.reason}`")
-        lines.append(f"- partial data: {short_repr(outcome.partial, 300)}")
-        lines.append(f"- fallback: {short_repr(outcome.fallback, 300)}")
-    return redact_text("\n".join(lines) + "\n")
-
-
-def _budget(outcome: Outcome[Any]) -> str:
-    return f" of {outcome.max_attempts} allowed" if outcome.max_attempts else ""
-
-
-def _dump(value: Any) -> str:
-    return json.dumps(_jsonable(value), indent=2, ensure_ascii=False)

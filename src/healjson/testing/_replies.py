@@ -12,6 +12,7 @@ from ._wire import content_text, gemini_generate
 __all__ = ["RecordedRequest", "ScriptItem", "ScriptedReply"]
 
 _REASONING_FIELDS: Final = frozenset({"reasoning_content", "reasoning"})
+_CACHE_KEYS: Final = ("cached_tokens", "cache_write_tokens")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,17 @@ class ScriptedReply:
     sends them in its own fields: OpenAI `completion_tokens_details.reasoning_tokens`;
     Anthropic `output_tokens` (which includes them) and `output_tokens_details.thinking_tokens`;
     Gemini `thoughtsTokenCount`, with `candidatesTokenCount` = completion - reasoning.
+
+    Two more `usage` keys script prompt caching (each sent only when given, so a reply without
+    them is served as before): `cached_tokens`, the prompt tokens read from the provider's
+    cache, and `cache_write_tokens`, those written to it; both are part of `prompt_tokens`
+    (which counts every input token, as OpenAI and Gemini do), so `cached_tokens` +
+    `cache_write_tokens` <= `prompt_tokens` (0 when an explicit `usage` omits it). OpenAI sends
+    `prompt_tokens_details: {"cached_tokens", "audio_tokens": 0}`; Anthropic, which counts cached
+    input apart, `input_tokens` = prompt - cached - written with `cache_read_input_tokens` =
+    cached and `cache_creation_input_tokens` = written (both sent when either key is given, in
+    `message_start` and `message_delta` when streamed); Gemini `cachedContentTokenCount`. Only
+    Anthropic reports cache writes: the OpenAI and Gemini routes ignore `cache_write_tokens`.
 
     Streamed replies (OpenAI `stream: true`, Anthropic `stream: true`, Gemini
     `streamGenerateContent`) are written event by event (chunked transfer encoding), in the
@@ -134,6 +146,17 @@ class ScriptedReply:
             raise ValueError(
                 "usage: completion_tokens includes reasoning_tokens, so it cannot be smaller, "
                 f"got {usage}"
+            )
+        for name in _CACHE_KEYS:
+            value = usage.get(name, 0)
+            if not (_is_int(value) and value >= 0):
+                raise ValueError(f"usage: {name} must be an int >= 0, got {value!r}")
+        cached, written = (usage.get(name, 0) for name in _CACHE_KEYS)
+        prompt = usage.get("prompt_tokens", 0)
+        if (cached or written) and not (_is_int(prompt) and cached + written <= prompt):
+            raise ValueError(
+                "usage: prompt_tokens includes cached_tokens and cache_write_tokens (0 when "
+                f"omitted), so it cannot be smaller than their sum, got {usage}"
             )
 
     @classmethod

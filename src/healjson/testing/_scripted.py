@@ -43,7 +43,8 @@ class ScriptedModel:
     """Replays `replies` in order; `delay_s` sleeps before each (async: without blocking).
 
     Strings become `Reply(content, finish_reason="stop")` with token usage estimated as
-    characters / 4, so budgets and usage sums behave as with a real provider.
+    characters / 4 (one request each), so budgets and usage sums behave as with a real
+    provider.
     """
 
     def __init__(self, replies: Iterable[Item], *, delay_s: float = 0.0, model: str = "scripted"):
@@ -85,5 +86,5 @@ class ScriptedModel:
             return item
         text = item
         prompt = sum(len(str(m.get("content") or "")) for m in messages) // 4
-        usage = Usage(prompt, len(text or "") // 4)
+        usage = Usage(prompt, len(text or "") // 4, requests=1)
         return Reply(text, "stop", None, usage, params.get("model", self._model))

@@ -73,6 +73,7 @@ class _Context:
     cut: bool
     on_ambiguity: Ambiguity
     reasoning_elsewhere: bool  # the provider returned reasoning in a field of its own
+    reply_chars: int = 0  # the whole reply's length, as a diagnostic reports it
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +97,8 @@ def read(
     marks text taken from a tool call's arguments (cut by the token limit, those are truncated
     even when they parse: the provider may have closed them)."""
     cut = finish_reason == "length"
-    ctx = _Context(target, cut, on_ambiguity, bool(reasoning and reasoning.strip()))
+    chars = len(text) if isinstance(text, str) else 0
+    ctx = _Context(target, cut, on_ambiguity, bool(reasoning and reasoning.strip()), chars)
     try:
         result = _read(ctx, text, 0)
     except RecursionError:
@@ -504,7 +506,9 @@ def _truncated(
     answer: str | None = None,
 ) -> ParseResult:
     diagnostic = (
-        _reasoning_only(text, ctx.cut) if reasoning_only else truncation_diagnostic(text, ctx.cut)
+        _reasoning_only(text, ctx.cut)
+        if reasoning_only
+        else truncation_diagnostic(text, ctx.cut, ctx.reply_chars)
     )
     return ParseResult(
         partial, (*flags, Flag.TRUNCATED), True, diagnostic, reasoning=reasoning, answer=answer
@@ -521,13 +525,16 @@ def _empty() -> Diagnostic:
     )
 
 
-def truncation_diagnostic(text: str, cut: bool) -> Diagnostic:
-    """The diagnostic for a reply cut off by the token limit (`cut`) or ending mid-structure."""
+def truncation_diagnostic(text: str, cut: bool, reply_chars: int = 0) -> Diagnostic:
+    """The diagnostic for a reply cut off by the token limit (`cut`) or ending mid-structure;
+    `reply_chars`: the whole reply's length (`text` may be the answer without its whitespace or
+    reasoning)."""
     why = "the token limit was reached (finish_reason=length)" if cut else "it ends mid-structure"
+    chars = max(reply_chars, len(text))
     return Diagnostic(
         path=ROOT,
         value=text[-120:],
-        constraint=f"must be complete; the reply was cut off after {len(text)} characters: {why}",
+        constraint=f"must be complete; the reply was cut off after {chars} characters: {why}",
         prescription=(
             "Write the complete JSON value again, compactly: no whitespace between tokens and "
             "free-text fields as short as the rules allow."

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from healjson._core.reply import (
     _ANTHROPIC_FINISH,
     Usage,
@@ -47,6 +49,8 @@ _EMPTY = Delta()
 
 def read_chunk(chunk: Any) -> Delta:
     """The `Delta` of one chunk; raises TypeError for a shape it does not know."""
+    if type(chunk) in _SDK_CHUNKS:
+        return _sdk_chunk(chunk)
     if isinstance(chunk, Delta):
         return chunk
     if isinstance(chunk, str):
@@ -54,6 +58,9 @@ def read_chunk(chunk: Any) -> Delta:
     if isinstance(chunk, bytes | bytearray):
         return Delta(text=bytes(chunk).decode("utf-8", "replace"))
     if _get(chunk, "choices") is not None or _get(chunk, "object") == "chat.completion.chunk":
+        if isinstance(chunk, BaseModel) and len(_SDK_CHUNKS) < 16:
+            _SDK_CHUNKS.add(type(chunk))  # read by attribute from now on
+            return _sdk_chunk(chunk)
         return _openai(chunk)
     kind = _get(chunk, "type")
     if isinstance(kind, str):
@@ -63,6 +70,35 @@ def read_chunk(chunk: Any) -> Delta:
     ):
         return _gemini(chunk)
     raise TypeError(f"cannot read a stream chunk from {type(chunk).__name__}")
+
+
+# the SDK's pydantic chunk classes seen so far: read by plain attribute access (every chunk of
+# a stream is one; the generic reader's lookups cost more than the SDK's own parsing of it)
+_SDK_CHUNKS: set[type] = set()
+
+
+def _sdk_chunk(chunk: Any) -> Delta:
+    """An openai SDK `ChatCompletionChunk`, by attribute; anything unusual: the generic reader."""
+    try:
+        choices = chunk.choices
+        usage = chunk.usage
+        if not choices:
+            return Delta(usage=None if usage is None else _usage(usage), model=chunk.model)
+        choice = choices[0]
+        delta = choice.delta
+        text, refusal, calls = delta.content, delta.refusal, delta.tool_calls
+        extra = delta.__pydantic_extra__
+        finish = choice.finish_reason
+    except AttributeError:
+        return _openai(chunk)
+    if calls or extra or usage is not None:
+        return _openai(chunk)  # tool calls, reasoning fields, usage: the full reader
+    return Delta(
+        text=text if type(text) is str else "",
+        refusal=refusal if type(refusal) is str else "",
+        finish_reason=None if finish is None else str(finish),
+        model=chunk.model,
+    )
 
 
 def _openai(chunk: Any) -> Delta:
@@ -123,23 +159,39 @@ def _anthropic(event: Any, kind: str) -> Delta:
         return _EMPTY
     if kind == "message_start":
         message = _get(event, "message") or {}
-        usage = _get(message, "usage")
-        prompt = _get(usage, "input_tokens") if usage is not None else None
         return Delta(
-            usage=Usage(_int(prompt), 0) if isinstance(prompt, int) else None,
+            usage=_anthropic_usage(_get(message, "usage")),
             model=_opt_str(_get(message, "model")),
         )
     if kind == "message_delta":
         delta = _get(event, "delta") or {}
         stop = _opt_str(_get(delta, "stop_reason"))
-        usage = _get(event, "usage")
-        output = _get(usage, "output_tokens") if usage is not None else None
-        prompt = _get(usage, "input_tokens") if usage is not None else None
         return Delta(
             finish_reason=None if stop is None else _ANTHROPIC_FINISH.get(stop, stop),
-            usage=Usage(_int(prompt), _int(output)) if isinstance(output, int) else None,
+            usage=_anthropic_usage(_get(event, "usage")),
         )
     return _EMPTY
+
+
+def _anthropic_usage(usage: Any) -> Usage | None:
+    """Anthropic's (running) usage: its `input_tokens` leave out the cached input, which healjson
+    counts in `prompt_tokens` (cache reads and writes are parts of it)."""
+    if usage is None:
+        return None
+    prompt, output = _get(usage, "input_tokens"), _get(usage, "output_tokens")
+    if not isinstance(prompt, int) and not isinstance(output, int):
+        return None
+    read = _int(_get(usage, "cache_read_input_tokens"))
+    written = _int(_get(usage, "cache_creation_input_tokens"))
+    details = _get(usage, "output_tokens_details")
+    thinking = _int(_get(details, "thinking_tokens")) if details is not None else 0
+    return Usage(
+        _int(prompt) + read + written,
+        _int(output),
+        reasoning_tokens=thinking,
+        cache_read_tokens=read,
+        cache_write_tokens=written,
+    )
 
 
 def _gemini(chunk: Any) -> Delta:

@@ -321,6 +321,10 @@ class JsonStream:
             return decoded
         return raw
 
+    def open_size(self) -> int:
+        """Members of the open containers: what a snapshot copies."""
+        return sum(len(frame.container) for frame in self._stack)
+
     def snapshot(self, with_open_string: bool = True) -> Any:
         """The value read so far (None before it starts); see the module docstring."""
         if self.root is None:

@@ -18,7 +18,9 @@ normal L1-L4 loop judges it (so a fenced or slightly broken stream still heals l
 Per-delta cost: the reader's (linear in the delta) plus, when a snapshot is taken, a copy of the
 open containers. A snapshot is taken when a member completes or a container opens; a growing
 string alone gives a new snapshot only once it has grown by an eighth of its length (at least
-16 characters), so one long string costs linear time overall, not quadratic.
+16 characters); and a snapshot whose open containers hold N members waits until N / 4
+characters have arrived since the last one. So copies cost linear time overall, not quadratic,
+however long a string or a list grows.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ class StreamSession:
         self.chars = 0
         """Answer characters received."""
         self._snapshot_version = -1
+        self._snapshot_chars = 0
         self._snapshot_string = -1
         self._fields_ok: dict[str, Any] = {}
         self._ran: set[int] = set()
@@ -137,8 +140,11 @@ class StreamSession:
             grown = length - self._snapshot_string
             if length < 0 or grown < max(_MIN_STRING_GROWTH, self._snapshot_string // 8):
                 return None
+        if not reader.done and (self.chars - self._snapshot_chars) * 4 < reader.open_size():
+            return None  # a big snapshot waits for text a quarter of its size: linear overall
         self._snapshot_version = version
         self._snapshot_string = length
+        self._snapshot_chars = self.chars
         return Partial(reader.snapshot(), self._target.type_, complete=reader.done)
 
     def snapshot(self) -> Partial[Any]:

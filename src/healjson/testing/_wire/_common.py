@@ -81,8 +81,10 @@ def messages_chars(body: Mapping[str, Any]) -> int:
 
 def usage(reply: ScriptedReply, prompt_chars: int) -> dict[str, int]:
     """The reply's usage in OpenAI's flat names, `reasoning_tokens` only when the reply has
-    `reasoning` or its explicit `usage` names them; each payload builder maps it onto its
-    route's fields, so a reply without reasoning is sent exactly as before."""
+    `reasoning` or its explicit `usage` names them, `cached_tokens` / `cache_write_tokens` only
+    when its explicit `usage` names them (an estimate has no cache); each payload builder maps
+    it onto its route's fields, so a reply without reasoning or cache is sent exactly as
+    before."""
     if reply.usage is not None:
         counts = dict(reply.usage)
         counts.setdefault("prompt_tokens", 0)

@@ -71,6 +71,21 @@ def thinking_signature(thinking: str) -> str:
     return base64.b64encode(b"healjson-scripted-thinking:" + digest).decode()
 
 
+def input_usage(usage: Mapping[str, int]) -> dict[str, int]:
+    """The input side of Anthropic's `usage`: `input_tokens` counts only the uncached prompt
+    tokens, the cache reads and writes are `cache_read_input_tokens` and
+    `cache_creation_input_tokens` (both sent when the usage names either)."""
+    cached, written = usage.get("cached_tokens"), usage.get("cache_write_tokens")
+    if cached is None and written is None:
+        return {"input_tokens": usage["prompt_tokens"]}
+    cached, written = cached or 0, written or 0
+    return {
+        "input_tokens": usage["prompt_tokens"] - cached - written,
+        "cache_creation_input_tokens": written,
+        "cache_read_input_tokens": cached,
+    }
+
+
 def message(
     message_id: str, model: str, reply: ScriptedReply, usage: dict[str, int]
 ) -> dict[str, Any]:
@@ -95,10 +110,7 @@ def message(
         "content": content,
         "stop_reason": None,
         "stop_sequence": None,
-        "usage": {
-            "input_tokens": usage["prompt_tokens"],
-            "output_tokens": usage["completion_tokens"],
-        },
+        "usage": {**input_usage(usage), "output_tokens": usage["completion_tokens"]},
     }
     if "reasoning_tokens" in usage:
         payload["usage"]["output_tokens_details"] = {"thinking_tokens": usage["reasoning_tokens"]}
@@ -147,15 +159,16 @@ def stream(
     `message_start` (no content yet), a `ping`, then per block of `message` its
     `content_block_start`, its deltas (`thinking_delta` then a `signature_delta`, `text_delta`,
     `input_json_delta` with the tool call's arguments text) and `content_block_stop`, then
-    `message_delta` (stop_reason, stop_details, usage with the output tokens) and
-    `message_stop`. A scripted stream error is `event: error` with
+    `message_delta` (stop_reason, stop_details, the whole usage: the output tokens and, as
+    cumulative counts, the input and cache ones) and `message_stop`. `message_start` carries
+    the input and cache counts, `output_tokens` 0. A scripted stream error is `event: error` with
     `{"type": "error", "error": {"type", "message"}}` (`stream_error` `server_error` is sent as
     `overloaded_error`, others as given), which the anthropic SDK raises as an `APIStatusError`
     (status 200, the stream's)."""
     whole = message(f"msg_scripted_{number}", model, reply, usage)
     opening = {key: value for key, value in whole.items() if key != "stop_details"}
     opening |= {"content": [], "stop_reason": None, "stop_sequence": None}
-    opening["usage"] = {"input_tokens": usage["prompt_tokens"], "output_tokens": 0}
+    opening["usage"] = {**input_usage(usage), "output_tokens": 0}
     events: list[Event] = [{"type": "message_start", "message": opening}, {"type": "ping"}]
     arguments = iter(reply.tool_calls or [])
     for index, block in enumerate(whole["content"]):

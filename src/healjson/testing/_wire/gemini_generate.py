@@ -134,6 +134,8 @@ def response(
     }
     if reasoning is not None:  # Gemini counts thoughts apart from the candidates
         metadata["thoughtsTokenCount"] = reasoning
+    if "cached_tokens" in usage:  # part of promptTokenCount; Gemini reports no cache writes
+        metadata["cachedContentTokenCount"] = usage["cached_tokens"]
     return {
         "candidates": [candidate],
         "usageMetadata": metadata,

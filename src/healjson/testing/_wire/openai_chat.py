@@ -54,10 +54,16 @@ def error_body(
 
 def openai_usage(usage: Mapping[str, int]) -> dict[str, Any]:
     """OpenAI's `usage`: the flat names as given, reasoning tokens moved under
-    `completion_tokens_details` (where the openai SDK reads them)."""
+    `completion_tokens_details` and cached prompt tokens under `prompt_tokens_details` (where
+    the openai SDK reads them; `prompt_tokens` includes them). OpenAI reports no cache writes:
+    `cache_write_tokens` is not sent."""
     payload: dict[str, Any] = dict(usage)
+    payload.pop("cache_write_tokens", None)
     if "reasoning_tokens" in payload:
         payload["completion_tokens_details"] = {"reasoning_tokens": payload.pop("reasoning_tokens")}
+    if "cached_tokens" in payload:
+        cached = payload.pop("cached_tokens")
+        payload["prompt_tokens_details"] = {"cached_tokens": cached, "audio_tokens": 0}
     return payload
 
 
