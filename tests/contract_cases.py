@@ -21,6 +21,21 @@ class Ticket(BaseModel):
     order_id: str = Field(pattern=r"^ORD-\d{6}$")
 
 
+class UrgentTicket(BaseModel):
+    """The trace and event tests' ticket: urgent ones must explain themselves."""
+
+    urgency: int = Field(ge=1, le=5)
+    summary: str = Field(min_length=5)
+
+
+@contract(fields=("urgency", "summary"))
+def urgent_needs_detail(ticket: UrgentTicket) -> Violation | None:
+    """Urgent tickets explain themselves."""
+    if ticket.urgency >= 4 and len(ticket.summary) < 15:
+        return Violation("urgency >= 4 needs a summary of at least 15 characters")
+    return None
+
+
 class Line(BaseModel):
     sku: str
     price: float = Field(gt=0)

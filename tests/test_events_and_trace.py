@@ -3,45 +3,24 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import openai
 import pytest
 import structlog
-from pydantic import BaseModel, Field
 from structlog.testing import capture_logs
 
 import healjson
-from healjson import Healer, Reply, Violation, contract, outcome_from_dict
+from contract_cases import UrgentTicket as Ticket
+from contract_cases import urgent_needs_detail
+from healjson import Healer, Reply, outcome_from_dict
 from healjson.testing import ScriptedModel, ScriptedServer
 
 SECRET = "sk-test-SECRET-0123456789"
 
 
-class Ticket(BaseModel):
-    urgency: int = Field(ge=1, le=5)
-    summary: str = Field(min_length=5)
-
-
-@contract(fields=("urgency", "summary"))
-def urgent_needs_detail(ticket: Ticket) -> Violation | None:
-    """Urgent tickets explain themselves."""
-    if ticket.urgency >= 4 and len(ticket.summary) < 15:
-        return Violation("urgency >= 4 needs a summary of at least 15 characters")
-    return None
-
-
 GOOD = '{"urgency": 5, "summary": "Parcel lost for a week, customer is furious"}'
 SHORT = '{"urgency": 5, "summary": "Lost it"}'
-
-
-@pytest.fixture(autouse=True)
-def _structlog_unconfigured() -> Iterator[None]:
-    """`capture_logs` leaves structlog configured (it restores the processors with `configure`),
-    which would make healjson print its events to stdout in every later test: undo that."""
-    yield
-    structlog.reset_defaults()
 
 
 def _run(replies: list[Any], **params: Any) -> healjson.Outcome[Ticket]:

@@ -210,3 +210,25 @@ def test_instructor_create_partial_and_create_iterable_are_healed() -> None:
     assert [Item(sku="A", qty=1), Item(sku="B", qty=2)] == got
     assert isinstance(iterable.outcome, Healed)
     assert {0: "streamed", 1: "repaired"} == iterable.item_status
+
+
+def test_instructor_chat_completions_spelling_is_healed_too() -> None:
+    """`client.chat.completions.create_iterable(...)`, the spelling instructor's docs use."""
+    items = [{"sku": "A", "qty": 1}]
+    with ScriptedServer([reply(json.dumps(items)), reply(json.dumps(GOOD))]) as server:
+        sdk = openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0, timeout=10)
+        wrapped = healjson.wrap(instructor.from_openai(sdk))
+        iterable = wrapped.chat.completions.create_iterable(
+            model="gpt-test", messages=USER, response_model=Item
+        )
+        got = list(iterable)
+        partial = wrapped.chat.completions.create_partial(
+            model="gpt-test", messages=USER, response_model=Order
+        )
+        last = list(partial)[-1]
+        sdk.close()
+
+    assert [Item(sku="A", qty=1)] == got
+    assert isinstance(iterable.outcome, Healed)
+    assert GOOD == last.data
+    assert isinstance(partial.outcome, Healed)

@@ -8,21 +8,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import pytest
-import structlog
 from hypothesis import given
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
-from pydantic import BaseModel, Field
 from typer.testing import CliRunner
 
 import healjson
-from healjson import Degraded, Healed, Healer, Reason, Reply, Violation, contract
+from contract_cases import UrgentTicket as Ticket
+from contract_cases import urgent_needs_detail
+from healjson import Degraded, Healed, Healer, Reason, Reply
 from healjson._cli.app import app
 from healjson._cli.loading import load_setup
 from healjson._core.attempt import Attempt
@@ -41,28 +39,6 @@ REQUEST = [
 GOOD = '{"urgency": 5, "summary": "Parcel lost for a week, customer is furious"}'
 SHORT = '{"urgency": 5, "summary": "Lost it"}'
 RUN_ID = re.compile(r"^(- \*\*Run id\*\*: ).*$", re.MULTILINE)
-
-
-class Ticket(BaseModel):
-    urgency: int = Field(ge=1, le=5)
-    summary: str = Field(min_length=5)
-
-
-@contract(fields=("urgency", "summary"))
-def urgent_needs_detail(ticket: Ticket) -> Violation | None:
-    """Urgent tickets explain themselves."""
-    if ticket.urgency >= 4 and len(ticket.summary) < 15:
-        return Violation("urgency >= 4 needs a summary of at least 15 characters")
-    return None
-
-
-@pytest.fixture(autouse=True)
-def _structlog_unconfigured() -> Iterator[None]:
-    """An earlier test's `capture_logs` leaves structlog configured, and healjson's events would
-    then print on the CLI's stdout: each test here starts and ends unconfigured."""
-    structlog.reset_defaults()
-    yield
-    structlog.reset_defaults()
 
 
 def _usage(prompt: int, completion: int, *, cache_read: int = 0, reasoning: int = 0) -> Usage:
@@ -104,7 +80,7 @@ def test_a_healed_in_two_trace_holds_request_rounds_outcome_and_totals() -> None
     assert text.startswith("### healjson trace\n\n- **Healed** in 2 rounds of 3 allowed (1 repair)")
     assert f"- **Run id**: `{outcome.run_id}`" in text
     assert outcome.run_id
-    assert "- **Target**: `Ticket`" in text
+    assert "- **Target**: `UrgentTicket`" in text
     assert "- **Contracts**: `urgent_needs_detail`" in text
     request = text.split("#### Request")[1].split("#### Round 1")[0]
     assert "- **Model**: `gpt-4o-mini`" in request

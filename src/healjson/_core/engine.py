@@ -121,137 +121,131 @@ def heal_flow(
 ) -> Flow:
     """The whole L1-L4 loop for one request, as a generator the drivers run. `given`: a reply
     already in hand, judged as the first attempt instead of calling the model (`validate`);
-    `started`: when the run began (a `time.monotonic()`), for the deadline."""
+    `started`: when the run began (a `time.monotonic()`), for the deadline. However the flow
+    ends (an outcome, a driver that raised, a stream the caller abandoned), the run's telemetry
+    context is released."""
     run = _Run(spec, messages, started)
-    flow = _loop(run, params, ctx, given)
-    events = run.events
-    if events is None or not events.holds_context:
-        return flow
-    return _closing(flow, events)
-
-
-def _closing(flow: Flow, events: _events.RunEvents) -> Flow:
-    """`flow`, and the run's telemetry context released however the flow ends (a driver that
-    raised, a stream the caller abandoned)."""
     try:
-        return (yield from flow)
-    finally:
-        events.release()
-
-
-def _loop(run: _Run, params: Mapping[str, Any], ctx: ContractContext, given: Reply | None) -> Flow:
-    spec, messages = run.spec, run.original
-    policy = spec.policy
-    if given is not None:
-        first = CallResult(given, None, 0.0)
-    else:
-        left = None if policy.deadline_s is None else run.time_left()
-        if run.events is not None:
-            run.events.call_started(1, params)
-        first = yield ModelCall(1, messages, params, left, policy.provider_errors)
-    # the first step: strictly valid data with nothing more to check needs no L1 at all
-    healed = _first_step(run, first, params)
-    if healed is not None:
-        return healed
-    call_params = dict(params)
-    prompt: RepairPrompt | None = None
-    for number in range(1, policy.max_attempts + 1):
-        # `messages` are the run's own copies (normalise_messages): the first request and its
-        # attempt record may share them; the driver hands the call fresh copies either way
-        sent = tuple(prompt.messages(messages)) if prompt else messages
-        this_params = dict(call_params)
-        if number == policy.max_attempts and number > 1 and policy.escalate_model:
-            this_params["model"] = policy.escalate_model
-        if policy.token_budget is not None and number > 1:
-            projected = run.usage.total_tokens + _estimate(sent)
-            if projected > policy.token_budget:
-                return (yield from _degrade(run, Reason.BUDGET_EXCEEDED, [_budget(projected)]))
-        if policy.cost_budget is not None and number > 1:
-            cost = _projected_cost(run.usage, sent)
-            if cost is not None and cost > policy.cost_budget:
-                diagnostic = _cost_budget(cost, policy.cost_budget)
-                return (yield from _degrade(run, Reason.BUDGET_EXCEEDED, [diagnostic]))
-        if number == 1:
-            result = first
+        spec, messages = run.spec, run.original
+        policy = spec.policy
+        if given is not None:
+            first = CallResult(given, None, 0.0)
         else:
-            left = run.time_left()
-            if left is not None and left <= 0:
-                return (yield from _degrade(run, Reason.TIMEOUT, [_deadline(policy)]))
+            left = None if policy.deadline_s is None else run.time_left()
             if run.events is not None:
-                run.events.call_started(number, this_params)
-            result = yield ModelCall(number, sent, this_params, left, policy.provider_errors)
-        base: dict[str, Any] = {
-            "number": number,
-            "strategy": prompt.strategy if prompt else Strategy.INITIAL,
-            "messages": sent,
-            "params": redact_params(this_params),  # stored redacted; the call got the real ones
-            "prompt": prompt,
-            "latency_s": result.elapsed_s,
-        }
-        reply = result.reply
-        if reply is None:
-            failure = result.failure or CallFailure("api_error", "the call returned no reply")
-            return (yield from _call_failed(run, base, failure))
-        raw = _raw_text(reply)
-        usage = reply.usage or _estimated_usage(sent, raw)
-        run.usage = run.usage + usage
-        base.update(
-            raw_text=raw,
-            tool_calls=reply.tool_calls,
-            finish_reason=reply.finish_reason,
-            usage=usage,
-            model=reply.model or this_params.get("model"),
-        )
-        stop = _provider_stop(reply, policy)
-        if stop is not None:
-            reason, diagnostic = stop
-            run.attempts.append(Attempt(**base, diagnostics=(diagnostic,)))
-            if run.events is not None:
-                run.events.attempt(run.attempts[-1])
-            return (yield from _degrade(run, reason, [diagnostic], raw))
-        if result.aborted:
-            evaluation = _aborted_evaluation(result, raw)
-        elif reply.refusal:
-            evaluation = _refusal_evaluation(reply)
-        else:
-            evaluation = yield from evaluate(
-                spec.target,
-                spec.contracts,
-                reply,
-                ctx,
-                on_ambiguity=policy.on_ambiguity,
-                caller_tools="tools" in this_params,
-                contract_timeout_s=run.contract_limit(),
+                run.events.call_started(1, params)
+            first = yield ModelCall(1, messages, params, left, policy.provider_errors)
+        # the first step: strictly valid data with nothing more to check needs no L1 at all
+        healed = _first_step(run, first, params)
+        if healed is not None:
+            return healed
+        call_params = dict(params)
+        prompt: RepairPrompt | None = None
+        for number in range(1, policy.max_attempts + 1):
+            # `messages` are the run's own copies (normalise_messages): the first request and its
+            # attempt record may share them; the driver hands the call fresh copies either way
+            sent = tuple(prompt.messages(messages)) if prompt else messages
+            this_params = dict(call_params)
+            if number == policy.max_attempts and number > 1 and policy.escalate_model:
+                this_params["model"] = policy.escalate_model
+            if policy.token_budget is not None and number > 1:
+                projected = run.usage.total_tokens + _estimate(sent)
+                if projected > policy.token_budget:
+                    return (yield from _degrade(run, Reason.BUDGET_EXCEEDED, [_budget(projected)]))
+            if policy.cost_budget is not None and number > 1:
+                cost = _projected_cost(run.usage, sent)
+                if cost is not None and cost > policy.cost_budget:
+                    diagnostic = _cost_budget(cost, policy.cost_budget)
+                    return (yield from _degrade(run, Reason.BUDGET_EXCEEDED, [diagnostic]))
+            if number == 1:
+                result = first
+            else:
+                left = run.time_left()
+                if left is not None and left <= 0:
+                    return (yield from _degrade(run, Reason.TIMEOUT, [_deadline(policy)]))
+                if run.events is not None:
+                    run.events.call_started(number, this_params)
+                result = yield ModelCall(number, sent, this_params, left, policy.provider_errors)
+            base: dict[str, Any] = {
+                "number": number,
+                "strategy": prompt.strategy if prompt else Strategy.INITIAL,
+                "messages": sent,
+                "params": redact_params(this_params),  # stored redacted; the call got the real ones
+                "prompt": prompt,
+                "latency_s": result.elapsed_s,
+            }
+            reply = result.reply
+            if reply is None:
+                failure = result.failure or CallFailure("api_error", "the call returned no reply")
+                return (yield from _call_failed(run, base, failure))
+            raw = _raw_text(reply)
+            usage = reply.usage or _estimated_usage(sent, raw)
+            run.usage = run.usage + usage
+            base.update(
+                raw_text=raw,
+                tool_calls=reply.tool_calls,
+                finish_reason=reply.finish_reason,
+                usage=usage,
+                model=reply.model or this_params.get("model"),
             )
-        attempt = Attempt(
-            **base,
-            flags=evaluation.parse.flags,
-            diagnostics=evaluation.diagnostics,
-            ok=evaluation.ok,
-            reasoning=_reasoning(reply.reasoning, evaluation.parse.reasoning),
-        )
-        run.attempts.append(attempt)
+            stop = _provider_stop(reply, policy)
+            if stop is not None:
+                reason, diagnostic = stop
+                run.attempts.append(Attempt(**base, diagnostics=(diagnostic,)))
+                if run.events is not None:
+                    run.events.attempt(run.attempts[-1])
+                return (yield from _degrade(run, reason, [diagnostic], raw))
+            if result.aborted:
+                evaluation = _aborted_evaluation(result, raw)
+            elif reply.refusal:
+                evaluation = _refusal_evaluation(reply)
+            else:
+                evaluation = yield from evaluate(
+                    spec.target,
+                    spec.contracts,
+                    reply,
+                    ctx,
+                    on_ambiguity=policy.on_ambiguity,
+                    caller_tools="tools" in this_params,
+                    contract_timeout_s=run.contract_limit(),
+                )
+            attempt = Attempt(
+                **base,
+                flags=evaluation.parse.flags,
+                diagnostics=evaluation.diagnostics,
+                ok=evaluation.ok,
+                reasoning=_reasoning(reply.reasoning, evaluation.parse.reasoning),
+            )
+            run.attempts.append(attempt)
+            if run.events is not None:
+                run.events.attempt(attempt)
+            if evaluation.ok:
+                return _healed(
+                    run, evaluation.instance, evaluation.parse.flags, raw or "", evaluation
+                )
+            _remember(run, evaluation)
+            if evaluation.verdict is Verdict.CONTRACT_ERROR:
+                # a contract that raises is a bug in code: another model call cannot fix it
+                return (yield from _degrade(run, Reason.CONTRACT_ERROR, evaluation.diagnostics))
+            if evaluation.verdict is Verdict.TRUNCATED and policy.on_truncation == "degrade":
+                return (yield from _degrade(run, Reason.TOKEN_TRUNCATED, evaluation.diagnostics))
+            strategy = strategy_for(evaluation.diagnostics)
+            if strategy is Strategy.TRUNCATION and policy.on_truncation in (
+                "raise_max_tokens",
+                "both",
+            ):
+                call_params = _more_tokens(call_params, usage, policy)
+            prompt = _next_prompt(run, strategy, number, evaluation.answer, evaluation)
+            if number < policy.max_attempts and run.events is not None:
+                run.events.repair_request(number + 1, prompt)
+            if policy.history == "compact":
+                run.history.append(history_line(number, evaluation.verdict, evaluation.diagnostics))
+        last = run.attempts[-1]
+        reason = final_reason(last.diagnostics, policy.max_attempts)
+        return (yield from _degrade(run, reason, last.diagnostics))
+    finally:
         if run.events is not None:
-            run.events.attempt(attempt)
-        if evaluation.ok:
-            return _healed(run, evaluation.instance, evaluation.parse.flags, raw or "", evaluation)
-        _remember(run, evaluation)
-        if evaluation.verdict is Verdict.CONTRACT_ERROR:
-            # a contract that raises is a bug in code: another model call cannot fix it
-            return (yield from _degrade(run, Reason.CONTRACT_ERROR, evaluation.diagnostics))
-        if evaluation.verdict is Verdict.TRUNCATED and policy.on_truncation == "degrade":
-            return (yield from _degrade(run, Reason.TOKEN_TRUNCATED, evaluation.diagnostics))
-        strategy = strategy_for(evaluation.diagnostics)
-        if strategy is Strategy.TRUNCATION and policy.on_truncation in ("raise_max_tokens", "both"):
-            call_params = _more_tokens(call_params, usage, policy)
-        prompt = _next_prompt(run, strategy, number, evaluation.answer, evaluation)
-        if number < policy.max_attempts and run.events is not None:
-            run.events.repair_request(number + 1, prompt)
-        if policy.history == "compact":
-            run.history.append(history_line(number, evaluation.verdict, evaluation.diagnostics))
-    last = run.attempts[-1]
-    reason = final_reason(last.diagnostics, policy.max_attempts)
-    return (yield from _degrade(run, reason, last.diagnostics))
+            run.events.release()
 
 
 def _first_step(run: _Run, first: CallResult, params: Mapping[str, Any]) -> Outcome[Any] | None:

@@ -188,12 +188,6 @@ class RunEvents:
         self.include_content = include_content
         self.spans = spans
 
-    @property
-    def holds_context(self) -> bool:
-        """True when the run makes its attempt span current during each model call (and must
-        release it however the run ends)."""
-        return self.spans is not None
-
     def release(self) -> None:
         """The run ended (or was abandoned): end any open span, restore the caller's context."""
         if self.spans is not None:

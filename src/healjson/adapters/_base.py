@@ -47,7 +47,6 @@ __all__ = [
     "NotACompletion",
     "Send",
     "build_request",
-    "first_mode",
     "retry_mode",
     "unwrapped",
 ]
@@ -207,16 +206,6 @@ class HealingAdapter:
         return self._healers.get(response_model, contracts, chosen, fallback, examples)
 
 
-def first_mode(
-    tiers: FormatState | None, forced: JsonMode | None, params: Mapping[str, Any]
-) -> JsonMode | None:
-    """The JSON tier of a call's first request; None when the request goes as given (the client
-    shapes it, or the caller chose its own `response_format`)."""
-    if tiers is None or "response_format" in params:
-        return None
-    return forced or tiers.mode
-
-
 def build_request(
     mode: JsonMode | None,
     target: Shapeable,
@@ -248,10 +237,13 @@ def _sync_call(
     tiers: FormatState | None, forced: JsonMode | None, target: Shapeable, send: Send
 ) -> Callable[..., Any]:
     """The sync driver: the call `Healer.run` makes, one format negotiation per model call
-    (`first_mode`, `build_request`, `retry_mode`)."""
+    (`build_request`, `retry_mode`)."""
 
     def call(messages: list[dict[str, Any]], **params: Any) -> Any:
-        mode, request = build_request(first_mode(tiers, forced, params), target, messages, params)
+        # the first request's tier; None: it goes as given (the client shapes it, or the
+        # caller chose its own `response_format`)
+        first = None if tiers is None or "response_format" in params else forced or tiers.mode
+        mode, request = build_request(first, target, messages, params)
         while True:
             method, kwargs, exchange = send(request)
             wraps = exchange.wraps_call
@@ -279,7 +271,10 @@ def _async_call(
     """The async driver: as `_sync_call`, awaiting the client's method (for `Healer.arun`)."""
 
     async def call(messages: list[dict[str, Any]], **params: Any) -> Any:
-        mode, request = build_request(first_mode(tiers, forced, params), target, messages, params)
+        # the first request's tier; None: it goes as given (the client shapes it, or the
+        # caller chose its own `response_format`)
+        first = None if tiers is None or "response_format" in params else forced or tiers.mode
+        mode, request = build_request(first, target, messages, params)
         while True:
             method, kwargs, exchange = send(request)
             wraps = exchange.wraps_call

@@ -92,6 +92,14 @@ class _Completions(Completions):
         _translate(kwargs, self._owner.policy)
         return super().create(*args, **kwargs)
 
+    def create_partial(self, *args: Any, **kwargs: Any) -> Any:
+        """instructor's `chat.completions.create_partial`: healed as the client's own."""
+        return self._owner.create_partial(*args, **kwargs)
+
+    def create_iterable(self, *args: Any, **kwargs: Any) -> Any:
+        """instructor's `chat.completions.create_iterable`: healed as the client's own."""
+        return self._owner.create_iterable(*args, **kwargs)
+
 
 _ABSENT: Any = object()
 
