@@ -234,6 +234,7 @@ def test_openai_stream_reports_every_bucket() -> None:
             assert isinstance(stream, healjson.HealStream)
             snapshots = list(stream)
         outcome = stream.outcome
+        server.wait_idle(5)  # the record is final once the handler has written its last event
         [request] = server.requests
 
     assert request.streamed
