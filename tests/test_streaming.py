@@ -281,6 +281,16 @@ def test_a_dropped_connection_mid_stream_degrades_with_the_partial_data_kept() -
     assert 1 == len(script.calls)
 
 
+def test_a_chunk_of_no_known_shape_degrades_with_what_had_arrived() -> None:
+    script = Script(['{"a": 1, ', object()])
+    outcome = Healer(Tagged).stream(script, "go").finish()
+
+    assert isinstance(outcome, Degraded)
+    assert Reason.API_ERROR == outcome.reason
+    assert "stream chunk" in (outcome.attempts[0].error or "")
+    assert {"a": 1} == outcome.partial
+
+
 def test_a_bug_in_the_callers_stream_propagates() -> None:
     script = Script(['{"a": ', ZeroDivisionError("bug")])
     with pytest.raises(ZeroDivisionError):

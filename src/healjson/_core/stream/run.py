@@ -108,7 +108,12 @@ class _Reading:
     def step(self, chunk: Any, abort: bool) -> list[Event]:
         """Read one chunk; `self.stop` is set when the stream must end here."""
         session = self.session
-        snapshot = session.feed(read_chunk(chunk))
+        try:
+            delta = read_chunk(chunk)
+        except TypeError as exc:  # a chunk of no known shape: the call failed (as for a reply)
+            self.stop = self.failed(exc, provider=False)
+            return []
+        snapshot = session.feed(delta)
         number = self.effect.number
         events: list[Event] = []
         if snapshot is not None:
@@ -134,9 +139,10 @@ class _Reading:
             self.stop = self.failed(error)
         return events
 
-    def failed(self, exc: Exception) -> CallResult:
-        """The stream failed part-way (`call_failed` raises again what is not a provider's)."""
-        result = call_failed(exc, self.start, self.effect)
+    def failed(self, exc: Exception, *, provider: bool = True) -> CallResult:
+        """The stream failed part-way (`call_failed` raises again what is not a provider's,
+        unless `provider` is False: healjson's own finding, always a failed call)."""
+        result = call_failed(exc, self.start, self.effect if provider else None)
         session = self.session
         if result.failure is not None and session.chars:
             failure = replace(result.failure, raw_text=session.text, partial=session.data)
