@@ -22,6 +22,7 @@ __all__ = [
     "Reply",
     "ToolCall",
     "Usage",
+    "anthropic_usage",
     "is_response",
     "read_completion",
     "to_reply",
@@ -333,33 +334,41 @@ def _anthropic(obj: Any) -> Reply:
     if stop == "refusal":
         explanation = _get(_get(obj, "stop_details") or {}, "explanation")
         refusal = _opt_str(explanation) or content or "refused"
-    raw_usage = _get(obj, "usage")
-    usage = None
-    if raw_usage is not None:
-        prompt, completion = _get(raw_usage, "input_tokens"), _get(raw_usage, "output_tokens")
-        details = _get(raw_usage, "output_tokens_details")
-        thinking = _get(details, "thinking_tokens") if details is not None else None
-        read = _int(_get(raw_usage, "cache_read_input_tokens"))
-        written = _int(_get(raw_usage, "cache_creation_input_tokens"))
-        if isinstance(prompt, int) or isinstance(completion, int):
-            usage = Usage(
-                _int(prompt) + read + written,  # Anthropic counts cached input apart
-                _int(completion),
-                reasoning_tokens=_int(thinking),
-                cache_read_tokens=read,
-                cache_write_tokens=written,
-                requests=1,
-                model=_opt_str(_get(obj, "model")),
-            )
+    model = _opt_str(_get(obj, "model"))
+    usage = anthropic_usage(_get(obj, "usage"), requests=1, model=model)
     finish = None if stop is None else _ANTHROPIC_FINISH.get(stop, stop)
     return Reply(
         None if refusal else content,
         finish,
         refusal,
         usage,
-        _opt_str(_get(obj, "model")),
+        model,
         "\n\n".join(t for t in thoughts if t) or None,
         calls,
+    )
+
+
+def anthropic_usage(raw: Any, *, requests: int = 0, model: str | None = None) -> Usage | None:
+    """Anthropic's usage (a message's, or a stream event's running one), None without counts.
+    Its `input_tokens` leave out the cached input, which healjson counts in `prompt_tokens`
+    (the cache reads and writes are parts of it)."""
+    if raw is None:
+        return None
+    prompt, completion = _get(raw, "input_tokens"), _get(raw, "output_tokens")
+    if not isinstance(prompt, int) and not isinstance(completion, int):
+        return None
+    read = _int(_get(raw, "cache_read_input_tokens"))
+    written = _int(_get(raw, "cache_creation_input_tokens"))
+    details = _get(raw, "output_tokens_details")
+    thinking = _get(details, "thinking_tokens") if details is not None else None
+    return Usage(
+        _int(prompt) + read + written,
+        _int(completion),
+        reasoning_tokens=_int(thinking),
+        cache_read_tokens=read,
+        cache_write_tokens=written,
+        requests=requests,
+        model=model,
     )
 
 
@@ -368,6 +377,7 @@ def _gemini(obj: Any) -> Reply:
     function calls as tool calls, its thought parts as the reasoning; a blocked prompt or a
     safety stop is a content filter."""
     meta = _get_either(obj, "usage_metadata", "usageMetadata")
+    model = _opt_str(_get_either(obj, "model_version", "modelVersion"))
     usage = None
     if meta is not None:
         prompt = _get_either(meta, "prompt_token_count", "promptTokenCount")
@@ -382,9 +392,8 @@ def _gemini(obj: Any) -> Reply:
                 reasoning_tokens=thinking,
                 cache_read_tokens=cached,
                 requests=1,
-                model=_opt_str(_get_either(obj, "model_version", "modelVersion")),
+                model=model,
             )
-    model = _opt_str(_get_either(obj, "model_version", "modelVersion"))
     candidate = _first(_get(obj, "candidates"))
     if candidate is None:
         feedback = _get_either(obj, "prompt_feedback", "promptFeedback") or {}

@@ -206,14 +206,25 @@ class HealingAdapter:
         return self._healers.get(response_model, contracts, chosen, fallback, examples)
 
 
+_FIRST: Any = object()
+"""`build_request`'s `mode` for a call's first request: the tier the client (or `forced`) says."""
+
+
 def build_request(
-    mode: JsonMode | None,
+    tiers: FormatState | None,
+    forced: JsonMode | None,
     target: Shapeable,
     messages: list[dict[str, Any]],
     params: Mapping[str, Any],
+    *,
+    mode: JsonMode | None = _FIRST,
 ) -> tuple[JsonMode | None, dict[str, Any]]:
-    """The request for `mode` (None: as given), and the tier it really uses (a target strict
-    mode cannot express goes one tier weaker). `messages` are the driver's fresh copies."""
+    """The request for `mode`, and the tier it really uses (a target strict mode cannot express
+    goes one tier weaker). Without `mode` it is the first request: at `forced` or the client's
+    tier, or as given (None) when the client shapes it or the caller chose its own
+    `response_format`. `messages` are the driver's fresh copies."""
+    if mode is _FIRST:
+        mode = None if tiers is None or "response_format" in params else forced or tiers.mode
     if mode is None:
         return None, {"messages": messages, **params}
     used, shaped, extra = shape_request(mode, target, messages)
@@ -240,10 +251,7 @@ def _sync_call(
     (`build_request`, `retry_mode`)."""
 
     def call(messages: list[dict[str, Any]], **params: Any) -> Any:
-        # the first request's tier; None: it goes as given (the client shapes it, or the
-        # caller chose its own `response_format`)
-        first = None if tiers is None or "response_format" in params else forced or tiers.mode
-        mode, request = build_request(first, target, messages, params)
+        mode, request = build_request(tiers, forced, target, messages, params)
         while True:
             method, kwargs, exchange = send(request)
             wraps = exchange.wraps_call
@@ -260,7 +268,7 @@ def _sync_call(
             if ok:
                 return value
             weaker = retry_mode(tiers, forced, mode, value)
-            mode, request = build_request(weaker, target, messages, params)
+            mode, request = build_request(tiers, forced, target, messages, params, mode=weaker)
 
     return call
 
@@ -271,10 +279,7 @@ def _async_call(
     """The async driver: as `_sync_call`, awaiting the client's method (for `Healer.arun`)."""
 
     async def call(messages: list[dict[str, Any]], **params: Any) -> Any:
-        # the first request's tier; None: it goes as given (the client shapes it, or the
-        # caller chose its own `response_format`)
-        first = None if tiers is None or "response_format" in params else forced or tiers.mode
-        mode, request = build_request(first, target, messages, params)
+        mode, request = build_request(tiers, forced, target, messages, params)
         while True:
             method, kwargs, exchange = send(request)
             wraps = exchange.wraps_call
@@ -291,7 +296,7 @@ def _async_call(
             if ok:
                 return value
             weaker = retry_mode(tiers, forced, mode, value)
-            mode, request = build_request(weaker, target, messages, params)
+            mode, request = build_request(tiers, forced, target, messages, params, mode=weaker)
 
     return call
 

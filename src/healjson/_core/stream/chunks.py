@@ -18,9 +18,9 @@ from healjson._core.reply import (
     Usage,
     _get,
     _get_either,
-    _int,
     _opt_str,
     _usage,
+    anthropic_usage,
 )
 from healjson._core.reply import (
     _gemini as _gemini_reply,
@@ -160,7 +160,7 @@ def _anthropic(event: Any, kind: str) -> Delta:
     if kind == "message_start":
         message = _get(event, "message") or {}
         return Delta(
-            usage=_anthropic_usage(_get(message, "usage")),
+            usage=anthropic_usage(_get(message, "usage")),
             model=_opt_str(_get(message, "model")),
         )
     if kind == "message_delta":
@@ -168,30 +168,9 @@ def _anthropic(event: Any, kind: str) -> Delta:
         stop = _opt_str(_get(delta, "stop_reason"))
         return Delta(
             finish_reason=None if stop is None else _ANTHROPIC_FINISH.get(stop, stop),
-            usage=_anthropic_usage(_get(event, "usage")),
+            usage=anthropic_usage(_get(event, "usage")),
         )
     return _EMPTY
-
-
-def _anthropic_usage(usage: Any) -> Usage | None:
-    """Anthropic's (running) usage: its `input_tokens` leave out the cached input, which healjson
-    counts in `prompt_tokens` (cache reads and writes are parts of it)."""
-    if usage is None:
-        return None
-    prompt, output = _get(usage, "input_tokens"), _get(usage, "output_tokens")
-    if not isinstance(prompt, int) and not isinstance(output, int):
-        return None
-    read = _int(_get(usage, "cache_read_input_tokens"))
-    written = _int(_get(usage, "cache_creation_input_tokens"))
-    details = _get(usage, "output_tokens_details")
-    thinking = _int(_get(details, "thinking_tokens")) if details is not None else 0
-    return Usage(
-        _int(prompt) + read + written,
-        _int(output),
-        reasoning_tokens=thinking,
-        cache_read_tokens=read,
-        cache_write_tokens=written,
-    )
 
 
 def _gemini(chunk: Any) -> Delta:

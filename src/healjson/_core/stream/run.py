@@ -17,7 +17,7 @@ With `HealPolicy.stream_abort`, a violation more tokens cannot fix closes the st
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator
 from dataclasses import replace
 from typing import Any, Generic, Literal, TypeVar
 
@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from healjson._core.drive import call_failed, call_returned, gather, run_awaitables_sync
 from healjson._core.effects import AwaitAll, CallResult, DeadlineExceeded, ModelCall
+from healjson._core.engine import Flow
 from healjson._core.outcome import Healed, Outcome
 from healjson._core.redact import activate, deactivate, secrets_scope
 from healjson._core.reply import Reply
@@ -49,7 +50,6 @@ ItemStatus = Literal["streamed", "repaired", "held"]
 (`streamed`), valid only in a repaired answer (`repaired`), or never valid (`held`: in no value;
 the outcome says why)."""
 
-Flow = Generator[ModelCall | AwaitAll, Any, Outcome[Any]]
 NewSession = Callable[[ModelCall], StreamSession]
 
 
@@ -214,8 +214,6 @@ def _drive_stream_sync(
 async def _drive_stream_async(
     flow: Flow, call: Callable[..., Any], new_session: NewSession, abort: bool
 ) -> AsyncIterator[Event]:
-    import asyncio
-
     sent: Any = None
     while True:
         try:
@@ -238,25 +236,27 @@ async def _drive_stream_async(
             sent = call_returned(value, start)
             continue
         reading = _Reading(effect, new_session(effect), start)
+        chunks = value if hasattr(value, "__aiter__") else _each_turn(value)
         try:
-            if hasattr(value, "__aiter__"):
-                async for chunk in value:
-                    for event in reading.step(chunk, abort):
-                        yield event
-                    if reading.stop is not None:
-                        break
-            else:
-                for chunk in value:
-                    for event in reading.step(chunk, abort):
-                        yield event
-                    if reading.stop is not None:
-                        break
-                    await asyncio.sleep(0)  # a plain iterable: let other tasks run
+            async for chunk in chunks:
+                for event in reading.step(chunk, abort):
+                    yield event
+                if reading.stop is not None:
+                    break
         except Exception as exc:
             reading.stop = reading.failed(exc)
         finally:
             await _aclose(value)
         sent = reading.stop or reading.finished()
+
+
+async def _each_turn(chunks: Iterable[Any]) -> AsyncIterator[Any]:
+    """A plain iterable of chunks read on the event loop, yielding to other tasks after each."""
+    import asyncio
+
+    for chunk in chunks:
+        yield chunk
+        await asyncio.sleep(0)
 
 
 # -- what the caller holds -----------------------------------------------------------------------
