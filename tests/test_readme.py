@@ -90,7 +90,9 @@ def test_readme_runs_from_the_top(
         server = namespace["server"]
         assert server.base_url == os.environ["OPENAI_BASE_URL"]
         assert server.base_url.startswith("http://127.0.0.1:")
-        assert MODEL_CALLS_IN_THE_STORY == len(server.requests)
+        chat = [r for r in server.requests if r.path.endswith("/chat/completions")]
+        assert MODEL_CALLS_IN_THE_STORY == len(chat)  # the rest: the Batch API example's
+        assert [len(batch.custom_ids) for batch in server.batches] == [1, 1]
         shown = {name for name in namespace if name.startswith("test_")}
         assert README_TESTS == shown
         with hypothesis_examples(10):

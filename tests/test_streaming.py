@@ -234,6 +234,23 @@ def test_a_closed_field_out_of_range_aborts_the_stream_and_repairs_at_once() -> 
     assert script.read[0] < len(chunked(long_tail)) // 4  # ...long before its end
 
 
+def test_an_early_abort_records_the_tokens_it_saved() -> None:
+    from healjson._core.savings import tokens_saved
+
+    bad = {"customer": "Ada", "total": -1, "items": [{"sku": "A", "qty": 1}] * 60}
+    script = Script(chunked(json.dumps(bad)), json.dumps({**GOOD, "items": bad["items"]}))
+    outcome = Healer(Order).stream(script, "go").finish()
+
+    assert isinstance(outcome, Healed)
+    aborted = outcome.attempts[0]
+    assert Flag.STREAM_ABORTED in aborted.flags
+    whole = len(json.dumps(outcome.value.model_dump())) // 4
+    saved = tokens_saved(outcome)
+    assert 0 < saved <= whole - aborted.usage.completion_tokens + 2  # what was never produced
+    assert saved > whole // 2  # the abort came early: most of the answer was not paid for
+    assert f"**Tokens saved**: about {saved:,}" in outcome.trace()
+
+
 def test_a_contract_whose_fields_have_arrived_aborts_early() -> None:
     @healjson.contract(fields=("total", "customer"))
     def no_free_orders_for_ada(order: Order) -> Violation | None:

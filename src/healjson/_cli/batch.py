@@ -20,12 +20,14 @@ import typer
 
 from healjson._core.outcome import Reason
 
+from .batch_api import BatchApiOptions, batch_api_command
 from .batch_rows import INVALID_INPUT
 from .batch_run import ENDPOINT_FAILURES
 from .endpoint import endpoint_from_options
 from .loading import load_setup
 from .options import (
     JsonModeChoice,
+    ProviderChoice,
     api_key_option,
     base_url_option,
     concurrency_option,
@@ -110,6 +112,86 @@ def batch(
             "the rows not run yet are not written, so a re-run resumes them.",
         ),
     ] = None,
+    batch_api: Annotated[
+        bool,
+        typer.Option(
+            "--batch-api",
+            help="Run through the provider's Batch API in rounds (half price): heal each "
+            "result locally, resubmit only the rows that need a repair. Resumable: re-run "
+            "the same command after an interruption.",
+            rich_help_panel="Batch API",
+        ),
+    ] = False,
+    provider: Annotated[
+        ProviderChoice,
+        typer.Option(
+            "--provider",
+            help="--batch-api: whose Batch API (anthropic: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL).",
+            rich_help_panel="Batch API",
+        ),
+    ] = ProviderChoice.OPENAI,
+    ledger: Annotated[
+        Path | None,
+        typer.Option(
+            "--ledger",
+            dir_okay=False,
+            help="--batch-api: the run's SQLite ledger (default: OUT.batch-api.sqlite).",
+            rich_help_panel="Batch API",
+        ),
+    ] = None,
+    status: Annotated[
+        bool,
+        typer.Option(
+            "--status",
+            help="--batch-api: show where the run stands (from the ledger) and exit.",
+            rich_help_panel="Batch API",
+        ),
+    ] = False,
+    cancel: Annotated[
+        bool,
+        typer.Option(
+            "--cancel",
+            help="--batch-api: cancel the batches in flight, keep what they answered.",
+            rich_help_panel="Batch API",
+        ),
+    ] = False,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait/--no-wait",
+            help="--batch-api: poll until every row is written, or submit and exit.",
+            rich_help_panel="Batch API",
+        ),
+    ] = True,
+    poll_interval: Annotated[
+        float,
+        typer.Option(
+            "--poll-interval",
+            min=0.0,
+            metavar="SECONDS",
+            help="--batch-api: seconds between two status checks.",
+            rich_help_panel="Batch API",
+        ),
+    ] = 15.0,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--max-tokens",
+            min=1,
+            help="--batch-api: completion limit per request (anthropic default: 4096).",
+            rich_help_panel="Batch API",
+        ),
+    ] = None,
+    max_requests_per_batch: Annotated[
+        int | None,
+        typer.Option(
+            "--max-requests-per-batch",
+            min=1,
+            help="--batch-api: split rounds into batches of at most N requests (below the "
+            "provider's own limit).",
+            rich_help_panel="Batch API",
+        ),
+    ] = None,
 ) -> None:
     """Heal every prompt of INPUT.jsonl through an OpenAI-compatible endpoint into OUT.
 
@@ -135,6 +217,34 @@ def batch(
         raise typer.BadParameter(
             f"{type(exc).__name__}: {exc}", param_hint="'--contracts'"
         ) from exc
+    if (status or cancel or not wait) and not batch_api:
+        raise typer.BadParameter(
+            "--status, --cancel and --no-wait go with --batch-api", param_hint="'--batch-api'"
+        )
+    if batch_api:
+        if retry or retry_failed or stop_after is not None:
+            raise typer.BadParameter(
+                "--retry, --retry-failed and --stop-after are for runs without --batch-api",
+                param_hint="'--batch-api'",
+            )
+        options = BatchApiOptions(
+            provider=provider.value,
+            model=model,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            ledger=ledger,
+            json_mode=str(json_mode),
+            max_tokens=max_tokens,
+            max_requests=max_requests_per_batch,
+            poll_interval_s=poll_interval,
+            wait=wait,
+            full=full,
+            status=status,
+            cancel=cancel,
+        )
+        batch_api_command(input_path, out, setup, policy, options)
+        return
     endpoint = endpoint_from_options(base_url, api_key, timeout)
     reasons = frozenset(retry or ()) | (RETRY_FAILED if retry_failed else frozenset())
     known = {str(reason) for reason in Reason} | {INVALID_INPUT}

@@ -14,6 +14,7 @@ import typer
 
 __all__ = [
     "JsonModeChoice",
+    "ProviderChoice",
     "api_key_option",
     "base_url_option",
     "concurrency_option",
@@ -33,6 +34,13 @@ class JsonModeChoice(enum.StrEnum):
     JSON_SCHEMA = "json_schema"
     JSON_OBJECT = "json_object"
     PROMPT = "prompt"
+
+
+class ProviderChoice(enum.StrEnum):
+    """`batch --batch-api --provider`: whose Batch API a run goes through."""
+
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
 
 
 def live_option(help: str) -> Any:

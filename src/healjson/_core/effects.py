@@ -39,6 +39,9 @@ class ModelCall:
     """The time left before the run's deadline (None: no deadline)."""
     provider_errors: tuple[type[BaseException], ...] = ()
     """Exception types the caller counts as the provider's, besides those healjson knows."""
+    items: tuple[int, ...] = ()
+    """A per-item repair: the answer is a list of these items of the list being repaired (in
+    this order), not the whole list."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import events as _events
@@ -24,6 +24,7 @@ from .decisions import Verdict, final_reason, strategy_for
 from .diagnostic import ROOT, Diagnostic, Source, describe_exception, format_path
 from .effects import AwaitAll, CallFailure, CallResult, ModelCall
 from .flags import Flag
+from .items import ItemRepair, failed_items, merge_items
 from .outcome import Attempt, Degraded, Healed, Outcome, Reason
 from .parse import ParseResult
 from .policy import HealPolicy
@@ -73,6 +74,7 @@ class _Run:
         "events",
         "first_data",
         "history",
+        "items",
         "original",
         "partial",
         "run_id",
@@ -82,18 +84,24 @@ class _Run:
     )
 
     def __init__(
-        self, spec: HealSpec, original: tuple[Mapping[str, Any], ...], started: float | None
+        self,
+        spec: HealSpec,
+        original: tuple[Mapping[str, Any], ...],
+        started: float | None,
+        observed: bool = True,
     ) -> None:
         self.spec = spec
         self.original = original
         self.attempts: list[Attempt] = []
         self.usage: Usage = _NO_USAGE
         self.history: list[str] = []
+        self.items: ItemRepair | None = None  # a per-item repair in progress
         self.first_data: Any = NOTHING
         self.partial: Any = None
         self.started = time.monotonic() if started is None else started
         self.run_id = f"{_RUN_PREFIX}-{next(_RUN_COUNTER):06d}"  # e.g. 3f9a1c2b7d4e-000042
-        self.events = _events.for_run(self.run_id, spec)  # None: nothing listens
+        # None: nothing listens (or a replayed run, whose calls were observed when made)
+        self.events = _events.for_run(self.run_id, spec) if observed else None
 
     def time_left(self) -> float | None:
         """Seconds before the policy's deadline (None: no deadline)."""
@@ -118,13 +126,15 @@ def heal_flow(
     *,
     given: Reply | None = None,
     started: float | None = None,
+    observed: bool = True,
 ) -> Flow:
     """The whole L1-L4 loop for one request, as a generator the drivers run. `given`: a reply
     already in hand, judged as the first attempt instead of calling the model (`validate`);
-    `started`: when the run began (a `time.monotonic()`), for the deadline. However the flow
+    `started`: when the run began (a `time.monotonic()`), for the deadline; `observed=False`:
+    no events, spans or metrics (a run replayed from stored results). However the flow
     ends (an outcome, a driver that raised, a stream the caller abandoned), the run's telemetry
     context is released."""
-    run = _Run(spec, messages, started)
+    run = _Run(spec, messages, started, observed)
     try:
         spec, messages = run.spec, run.original
         policy = spec.policy
@@ -165,7 +175,10 @@ def heal_flow(
                     return (yield from _degrade(run, Reason.TIMEOUT, [_deadline(policy)]))
                 if run.events is not None:
                     run.events.call_started(number, this_params)
-                result = yield ModelCall(number, sent, this_params, left, policy.provider_errors)
+                asked = prompt.items if prompt is not None else ()
+                result = yield ModelCall(
+                    number, sent, this_params, left, policy.provider_errors, items=asked
+                )
             base: dict[str, Any] = {
                 "number": number,
                 "strategy": prompt.strategy if prompt else Strategy.INITIAL,
@@ -200,15 +213,20 @@ def heal_flow(
             elif reply.refusal:
                 evaluation = _refusal_evaluation(reply)
             else:
+                merged = merge_items(reply, run.items) if run.items is not None else None
+                run.items = None
                 evaluation = yield from evaluate(
                     spec.target,
                     spec.contracts,
-                    reply,
+                    reply if merged is None else merged,
                     ctx,
                     on_ambiguity=policy.on_ambiguity,
                     caller_tools="tools" in this_params,
                     contract_timeout_s=run.contract_limit(),
                 )
+                if merged is not None:
+                    flags = (*evaluation.parse.flags, Flag.ITEMS_MERGED)
+                    evaluation = replace(evaluation, parse=evaluation.parse.replace(flags=flags))
             attempt = Attempt(
                 **base,
                 flags=evaluation.parse.flags,
@@ -230,6 +248,10 @@ def heal_flow(
             if evaluation.verdict is Verdict.TRUNCATED and policy.on_truncation == "degrade":
                 return (yield from _degrade(run, Reason.TOKEN_TRUNCATED, evaluation.diagnostics))
             strategy = strategy_for(evaluation.diagnostics)
+            if strategy is Strategy.REPAIR:
+                run.items = failed_items(spec.target, evaluation)
+                if run.items is not None:
+                    strategy = Strategy.ITEMS
             if strategy is Strategy.TRUNCATION and policy.on_truncation in (
                 "raise_max_tokens",
                 "both",
@@ -296,7 +318,7 @@ def _next_prompt(
     rich = number >= spec.policy.example_from_repair  # the schema text is built lazily
     schema = spec.target.json_schema_text if rich and spec.target.json_schema else None
     history = tuple(run.history[-MAX_HISTORY_LINES:])
-    return _prompt(
+    prompt = _prompt(
         spec.policy,
         strategy,
         number,
@@ -306,6 +328,11 @@ def _next_prompt(
         example=spec.example,
         schema=schema,
     )
+    if run.items is None:
+        return prompt
+    # the example shows a whole list: a per-item repair asks for an array of items instead
+    items, count = run.items.failed, len(run.items.data)
+    return replace(prompt, items=items, item_count=count, example=None)
 
 
 def _prompt(

@@ -46,6 +46,9 @@ class Flag(enum.StrEnum):
     """A one-item list was taken as its item where the schema wants a single value."""
     NUMBER_WORD = "number_word"
     """A number written as an English word (`"seven"`) was read as the number."""
+    ITEMS_MERGED = "items_merged"
+    """A per-item repair's answer (the failed items only) was spliced into the list whose other
+    items had passed; the whole list was then checked again."""
     DOUBLE_ENCODED = "double_encoded"
     """The JSON arrived encoded inside a JSON string (one level or more) and was decoded."""
     TEXT_AS_VALUE = "text_as_value"

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, TypeVar, overload
 
 from pydantic_core import to_json
 
 from .contracts import Contract, ContractContext, Rule, as_contract, for_each_item
 from .drive import drive_async, drive_sync
-from .effects import ModelCall
+from .effects import CallResult, ModelCall
 from .engine import HealSpec, heal_flow
 from .example import golden_example
 from .messages import make_context, normalise_messages
@@ -18,10 +18,11 @@ from .outcome import Outcome
 from .parse import check_ambiguity
 from .parse.read import Ambiguity
 from .policy import HealPolicy
+from .replay import replay
 from .reply import Reply, Usage
 from .stream.run import AsyncHealStream, HealStream, stream_async, stream_sync
-from .stream.session import StreamSession, list_item_type
-from .target import SpecialForm, Target, target_for
+from .stream.session import StreamSession
+from .target import SpecialForm, Target, list_item_type, target_for
 
 __all__ = ["Healer", "validate"]
 
@@ -166,6 +167,22 @@ class Healer(Generic[T]):
             return StreamSession(target, rules, per_item, ctx)
 
         return flow, call, new_session, self.policy.stream_abort, scope
+
+    def _replay(
+        self,
+        messages: Any,
+        results: Sequence[CallResult],
+        *,
+        context: Mapping[str, Any] | None = None,
+        **params: Any,
+    ) -> ModelCall | Outcome[T]:
+        """The run on `messages` given the results of its first model calls: its outcome, or
+        the next model call it makes (see `replay`). For work whose calls are made elsewhere and
+        later: a provider batch round per call, a pipeline that calls the model itself. A
+        replayed run emits no events, spans or metrics (it would repeat them on every replay)."""
+        original = normalise_messages(messages)
+        ctx = make_context(context, original) if self._spec.contracts else _NO_CONTRACTS
+        return replay(heal_flow(self._spec, original, params, ctx, observed=False), results)
 
     def _with_fallback(self, fallback: Any) -> Healer[T]:
         """A copy that differs only in its fallback: it shares the target, contracts, policy,

@@ -128,6 +128,7 @@ def _prompt(prompt: RepairPrompt | None) -> dict[str, Any] | None:
         "history": list(prompt.history),
         "example": prompt.example,
         "schema": prompt.schema,
+        **({"items": list(prompt.items), "item_count": prompt.item_count} if prompt.items else {}),
         "rendered": prompt.render(),
     }
 
@@ -176,6 +177,8 @@ def _prompt_from(data: Mapping[str, Any]) -> RepairPrompt:
         history=tuple(_names(data, "history")),
         example=_str(data, "example"),
         schema=_str(data, "schema"),
+        items=tuple(_int({"item": i}, "item", required=True) for i in _list(data, "items")),
+        item_count=_int(data, "item_count"),
     )
 
 

@@ -22,7 +22,8 @@ messages, however large or hostile the answer:
 - the golden example only when it is at most `MAX_EXAMPLE_CHARS` (8,000) characters and the JSON
   schema only when it is at most `MAX_SCHEMA_CHARS` (32,000) characters (a cut example or schema
   would mislead; a larger one is left out);
-- the fixed wording, under 2,000 characters.
+- the fixed wording, under 2,000 characters (with a per-item repair's item indices, at most
+  40 runs such as `[2]-[5]`).
 
 Ordinary answers (a few KB) are quoted back untouched.
 """
@@ -64,6 +65,7 @@ _PRESCRIPTION_CHARS = 800
 _INVOLVED = 6
 _NAME_CHARS = 80
 _INVOLVED_VALUE_CHARS = 120
+_INDEX_RUNS = 40  # runs of item indices named in a per-item repair
 _LOOP_MIN_REPEATS = 8
 _LOOP_MIN_CHARS = 2_000
 _LOOP_MAX_PERIOD = 4_000
@@ -85,6 +87,9 @@ class Strategy(enum.StrEnum):
     """The answer was empty: resend the original request unchanged."""
     RESEND = "resend"
     """Resend the original request unchanged with other parameters (a larger `max_tokens`)."""
+    ITEMS = "items"
+    """Some items of a list failed, the others passed: ask for the failed items only (the
+    others are named as accepted), and splice the answer back into the list."""
 
 
 def _truncation_opening(size: int, diagnostics: tuple[Diagnostic, ...]) -> str:
@@ -117,6 +122,10 @@ class RepairPrompt:
     history: tuple[str, ...] = ()
     example: str | None = None
     schema: str | None = None
+    items: tuple[int, ...] = ()
+    """`Strategy.ITEMS`: the indices of the list's failed items, the ones asked for."""
+    item_count: int = 0
+    """`Strategy.ITEMS`: how many items the list has."""
 
     def render(self) -> str:
         """The user turn that follows the model's last output ("" for a clean retry)."""
@@ -143,9 +152,15 @@ class RepairPrompt:
             )
         else:
             count = len(self.diagnostics)
-            lines.append(
-                f"Your previous answer (above) failed {count} check{'s' if count != 1 else ''}:"
-            )
+            checks = f"{count} check{'s' if count != 1 else ''}"
+            if self.strategy is Strategy.ITEMS:
+                failed = len(self.items)
+                lines.append(
+                    f"Your previous answer (above) is a list of {self.item_count} items; "
+                    f"{failed} of them ({_indices(self.items)}) failed {checks}:"
+                )
+            else:
+                lines.append(f"Your previous answer (above) failed {checks}:")
             shown, used = 0, 0
             for diagnostic in self.diagnostics[:MAX_DIAGNOSTICS]:
                 block = _render_diagnostic(shown + 1, diagnostic)
@@ -175,6 +190,18 @@ class RepairPrompt:
                 "Reply with the complete corrected JSON value only — every field, not just the "
                 "ones listed. Any field may change, including ones that passed, if that is what "
                 "makes all the rules hold."
+            )
+        elif self.strategy is Strategy.ITEMS:
+            accepted = [i for i in range(self.item_count) if i not in set(self.items)]
+            lines.append("")
+            lines.append(
+                f"The other {len(accepted)} items ({_indices(tuple(accepted))}) passed every "
+                "check and are accepted as they are: do not send them again."
+            )
+            lines.append(
+                f"Reply with only a JSON array of the {len(self.items)} corrected items, in this "
+                f"order: {_indices(self.items)}; each item complete (every field, not just the "
+                "ones listed)."
             )
         return "\n".join(lines)
 
@@ -263,6 +290,20 @@ def _periodic_tail(text: str, period: int) -> int:
         else:
             longer = middle
     return good
+
+
+def _indices(indices: tuple[int, ...]) -> str:
+    """`[0], [2]-[5], [9]`: item indices as runs, at most `_INDEX_RUNS` runs shown."""
+    runs: list[tuple[int, int]] = []
+    for index in sorted(indices):
+        if runs and index == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], index)
+        else:
+            runs.append((index, index))
+    shown = [f"[{a}]" if a == b else f"[{a}]-[{b}]" for a, b in runs[:_INDEX_RUNS]]
+    if len(runs) > _INDEX_RUNS:
+        shown.append(f"… ({len(indices)} in all)")
+    return ", ".join(shown)
 
 
 def _clip(text: str, limit: int) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import GenericAlias, UnionType
@@ -17,7 +18,7 @@ from typing import Any, Generic, TypeAlias, TypeVar, _SpecialForm
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import SchemaValidator
 
-__all__ = ["SpecialForm", "Target", "resolve_ref", "target_for"]
+__all__ = ["SpecialForm", "Target", "list_item_type", "resolve_ref", "target_for"]
 
 SpecialForm: TypeAlias = "_SpecialForm | UnionType | GenericAlias"
 """How a type checker sees a target that is not a class: `Literal[...]`, `Annotated[...]`,
@@ -220,3 +221,17 @@ def _subschemas_at(
         extra = alt.get("additionalProperties")
         if isinstance(extra, dict):
             yield from _subschemas_at(root, extra, rest)
+
+
+def list_item_type(type_: Any) -> Any:
+    """The item type of a `list[X]` / `tuple[X, ...]` / `Sequence[X]` target, else None."""
+    origin = typing.get_origin(type_)
+    if origin is typing.Annotated:
+        return list_item_type(typing.get_args(type_)[0])
+    args = typing.get_args(type_)
+    sequence = origin in (list, tuple, set, frozenset) or (
+        origin is not None and getattr(origin, "__name__", "") in ("Sequence", "Iterable")
+    )
+    if sequence and args and (origin is not tuple or (len(args) == 2 and args[1] is Ellipsis)):
+        return args[0]
+    return None

@@ -34,6 +34,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 
 from .redact import redact_text
+from .savings import tokens_saved
 
 if TYPE_CHECKING:
     from .attempt import Attempt
@@ -212,7 +213,7 @@ class RunSpans:
             "healjson.layer": _layer(outcome),
             "gen_ai.usage.input_tokens": usage.prompt_tokens,
             "gen_ai.usage.output_tokens": usage.completion_tokens,
-            "healjson.tokens_saved": _tokens_saved(outcome),
+            "healjson.tokens_saved": tokens_saved(outcome),
         }
         if outcome.ok:
             attributes["healjson.flags"] = [str(flag) for flag in outcome.flags]
@@ -263,14 +264,6 @@ def _layer(outcome: Outcome[Any]) -> str:
     if not outcome.ok:
         return "L4"
     return "L1" if outcome.calls <= 1 else "L3"
-
-
-def _tokens_saved(outcome: Outcome[Any]) -> int:
-    """A repair call L1's local healing made unnecessary costs at least the healed call's own
-    tokens: counted when the first reply healed with local repairs."""
-    if outcome.ok and outcome.calls == 1 and outcome.flags:
-        return outcome.attempts[0].usage.total_tokens
-    return 0
 
 
 def _content(messages: list[dict[str, Any]]) -> str:

@@ -23,9 +23,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .attempt import Attempt, Reason
 from .diagnostic import Diagnostic, _jsonable, short_repr
+from .flags import Flag
 from .redact import redact_data, redact_text
 from .repair import _elide
 from .reply import Usage
+from .savings import tokens_saved
 
 if TYPE_CHECKING:
     from .outcome import Outcome
@@ -221,6 +223,12 @@ def _totals(outcome: Outcome[Any]) -> list[str]:
             lines.append(f"- **Cost**: ${cost:.6f} (USD)")
         latency = sum(attempt.latency_s for attempt in outcome.attempts)
         lines.append(f"- **Latency**: {_seconds(latency)}")
+        saved = tokens_saved(outcome)
+        if saved and any(Flag.STREAM_ABORTED in a.flags for a in outcome.attempts):
+            lines.append(
+                f"- **Tokens saved**: about {saved:,} (estimated: the stream closed early on an "
+                "answer the healed one shows would have run on)"
+            )
     return [*lines, ""]
 
 

@@ -7,8 +7,11 @@
   slow replies) and records every request. One script is served in the wire format of the route
   each request arrives on: OpenAI chat completions (`base_url`), Anthropic Messages
   (`anthropic_base_url`) and Gemini `generateContent` (`gemini_base_url`), so the real openai,
-  anthropic and google-genai SDKs can all be pointed at it. The pytest fixture
-  `scripted_server` (registered automatically when healjson is installed) yields a started one.
+  anthropic and google-genai SDKs can all be pointed at it. It also serves OpenAI's Batch API
+  (files and batches) and Anthropic's Message Batches from the same script, its store shown as
+  `ScriptedBatch` and `ScriptedFile` snapshots (`server.batches`, `server.files`). The pytest
+  fixture `scripted_server` (registered automatically when healjson is installed) yields a
+  started one.
 - The hypothesis kit for property-based contract tests (`pip install 'healjson[testing]'`):
   `valid(pack)`, `violating(pack, contract)`, `from_schema(model)` and `corrupted(value)`
   (renderings as a `Corruption`) are strategies; `check_pack(pack)` runs every check a contract
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ._scripted import Call, ScriptedModel, ScriptExhausted
 
 if TYPE_CHECKING:
+    from ._batches import ScriptedBatch, ScriptedFile
     from ._check_pack import PackReport, check_pack
     from ._corruptions import Corruption, corrupted
     from ._replies import RecordedRequest, ScriptedReply
@@ -37,6 +41,8 @@ __all__ = [
     "PackReport",
     "RecordedRequest",
     "ScriptExhausted",
+    "ScriptedBatch",
+    "ScriptedFile",
     "ScriptedModel",
     "ScriptedReply",
     "ScriptedServer",
@@ -53,6 +59,8 @@ _LAZY = {
     "RecordedRequest": "_replies",
     "ScriptedReply": "_replies",
     "ScriptedServer": "_server",
+    "ScriptedBatch": "_batches",
+    "ScriptedFile": "_batches",
     "Corruption": "_corruptions",
     "corrupted": "_corruptions",
     "from_schema": "_schema_data",

@@ -1,4 +1,5 @@
-"""The scripted server's data types: `ScriptedReply`, `ScriptItem` and `RecordedRequest`."""
+"""The scripted server's data types: `ScriptedReply`, `ScriptItem` and `RecordedRequest`, and
+`resolve_item`, which turns a script item into a reply (`ScriptFailure` when it cannot)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any, Final, Literal
 
 from ._wire import content_text, gemini_generate
 
-__all__ = ["RecordedRequest", "ScriptItem", "ScriptedReply"]
+__all__ = ["RecordedRequest", "ScriptFailure", "ScriptItem", "ScriptedReply", "resolve_item"]
 
 _REASONING_FIELDS: Final = frozenset({"reasoning_content", "reasoning"})
 _CACHE_KEYS: Final = ("cached_tokens", "cache_write_tokens")
@@ -94,6 +95,19 @@ class ScriptedReply:
     opening events (OpenAI's role chunk, Anthropic's `message_start` and `ping`; Gemini has
     none); a reply streaming fewer than N characters stops after its last delta. A cut and a
     stream error exclude each other.
+
+    A reply answering a line of a provider batch (OpenAI's Batch API, Anthropic's Message
+    Batches; see `ScriptedServer`) is rendered exactly as on the route the line names, with two
+    fields of its own, ignored outside batches:
+
+    * `batch_expired`: the line is never answered: it expires when its batch ends (OpenAI: an
+      error-file line with code `batch_expired`, and the batch ends `expired`; Anthropic: an
+      `expired` result). It wins over everything else in the reply.
+    * `delay_s`: the line is answered this many seconds after its batch was created (no HTTP
+      response waits for it); the batch ends once every line is answered. A batch cancelled
+      before a line is answered leaves that line unanswered.
+
+    The streaming fields and `headers` are ignored in a batch.
     """
 
     content: str | None = None
@@ -117,6 +131,7 @@ class ScriptedReply:
     cut_after_chars: int | None = None
     stream_error_after_chars: int | None = None
     stream_error: str = "server_error"
+    batch_expired: bool = False
 
     def __post_init__(self) -> None:
         if not 100 <= self.status <= 599:
@@ -134,6 +149,8 @@ class ScriptedReply:
                 raise ValueError(f"{name} must be an int >= 0 or None, got {value!r}")
         if self.cut_after_chars is not None and self.stream_error_after_chars is not None:
             raise ValueError("cut_after_chars and stream_error_after_chars exclude each other")
+        if not isinstance(self.batch_expired, bool):
+            raise ValueError(f"batch_expired must be a bool, got {self.batch_expired!r}")
         if not (isinstance(self.stream_error, str) and self.stream_error):
             raise ValueError(f"stream_error must be a non-empty string, got {self.stream_error!r}")
         if self.reasoning_field not in _REASONING_FIELDS:  # a reply file is not type-checked
@@ -213,6 +230,34 @@ def _is_number(value: object) -> bool:
 
 # One entry of a script: assistant content, a reply, or a callable making one from the request.
 ScriptItem = str | ScriptedReply | Callable[[dict[str, Any]], str | ScriptedReply]
+
+
+class ScriptFailure(Exception):
+    """The script cannot answer a model request (exhausted, or a broken item): the route sends
+    an HTTP 500 (a batch line: an errored line) whose message is this exception's."""
+
+    def __init__(self, message: str, code: str = "script_error") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def resolve_item(item: ScriptItem, request: dict[str, Any], label: str) -> ScriptedReply:
+    """`item` as a reply: a string is the assistant content, a callable is called with `request`
+    (the model request's JSON body, or a batch line's body / params). `ScriptFailure` when the
+    callable raises or the item makes no reply; `label` names the item in the message
+    (`"script item #3"`)."""
+    if callable(item):
+        try:
+            item = item(request)
+        except Exception as exc:
+            raise ScriptFailure(f"ScriptedServer {label} raised {exc!r}") from exc
+    if isinstance(item, str):
+        return ScriptedReply(content=item)
+    if not isinstance(item, ScriptedReply):
+        raise ScriptFailure(
+            f"ScriptedServer {label} produced {type(item).__name__}, expected str or ScriptedReply"
+        )
+    return item
 
 
 @dataclass(frozen=True, slots=True)

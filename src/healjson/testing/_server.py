@@ -13,6 +13,15 @@ formats (`healjson.testing._wire`), whichever route a request arrives on:
   prefix is optional), and `:streamGenerateContent` streamed (`data: {GenerateContentResponse}`
   events, SSE whatever `alt` says).
 
+The same script answers the providers' batch APIs (routes in `_batch_routes`, the store and
+its lifecycle in `_batches`):
+
+* OpenAI's Batch API: `POST /v1/files` (multipart), `GET /v1/files[/{id}[/content]]`,
+  `DELETE /v1/files/{id}`, `POST /v1/batches`, `GET /v1/batches[/{id}]`,
+  `POST /v1/batches/{id}/cancel` (the `/v1` prefix optional);
+* Anthropic's Message Batches: `POST /v1/messages/batches`, `GET /v1/messages/batches[/{id}]`,
+  `POST .../{id}/cancel`, `GET .../{id}/results` (JSONL), `DELETE .../{id}`.
+
 A streamed reply is written event by event, each event one chunk of a `Transfer-Encoding:
 chunked` body sent at once (Nagle disabled), so a client reads the first events before the last
 are written; `ScriptedReply` scripts its chunking, delays between events, a dropped connection
@@ -53,23 +62,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from ._replies import RecordedRequest, ScriptedReply, ScriptItem
+from ._batch_routes import ROUTES as BATCH_ROUTES
+from ._batch_routes import Answer as BatchAnswer
+from ._batch_routes import BatchRoute
+from ._batches import BatchReplies, BatchStore, ScriptedBatch, ScriptedFile
+from ._replies import RecordedRequest, ScriptedReply, ScriptFailure, ScriptItem, resolve_item
 from ._wire import JSON_TYPE, WIRE_FORMATS, UnservableReply, WireFormat, openai_chat, usage
+from ._wire._common import reply_error_message
 from ._wire._sse import SSE_TYPE, Planned, plan
 
-__all__ = ["RecordedRequest", "ScriptedReply", "ScriptedServer"]
+__all__ = ["RecordedRequest", "ScriptedBatch", "ScriptedFile", "ScriptedReply", "ScriptedServer"]
 
 HOST: Final = "127.0.0.1"
 # Failures that signal a broken test, not a flaky provider: tell the SDK not to retry them.
 _NO_RETRY: Final = {"x-should-retry": "false"}
-
-
-class _ScriptFailure(Exception):
-    """The script cannot answer a model request (exhausted, or a broken item): HTTP 500."""
-
-    def __init__(self, message: str, code: str = "script_error") -> None:
-        super().__init__(message)
-        self.code = code
 
 
 class ScriptedServer:
@@ -86,6 +92,25 @@ class ScriptedServer:
     as a `RecordedRequest`. A model request asking for a stream (`stream: true` on OpenAI's and
     Anthropic's routes, Gemini's `streamGenerateContent`) gets its item streamed in the route's
     format, unless the item is an error or a raw `body` (sent as for any request).
+
+    Batches (OpenAI's Batch API on `base_url`, Anthropic's Message Batches on
+    `anthropic_base_url`) are answered when they are created, line by line in order: with
+    `batch_replies=None` each line takes the next script item (a callable item gets the line's
+    `body` / `params`), else `batch_replies` answers batch lines only: a mapping by custom_id,
+    or a callable `(custom_id, body) -> item`. A line the script cannot answer (exhausted, a
+    broken item, a custom_id the mapping lacks) is an errored line saying why. The lines are
+    rendered exactly as the line's route would send them; a reply with status >= 400 is an
+    errored line, one with `batch_expired` expires, and a reply's `delay_s` is the time after
+    creation when its line is done. A batch is `in_progress` until `batch_delay_s` seconds
+    have passed and every line is done; the first request reading it after that finds it ended
+    (OpenAI `completed`, or `expired` when a line expired; Anthropic `ended`). A cancel leaves
+    it `cancelling` / `canceling` until the next request reading it, which finds it cancelled:
+    the lines done before the cancel answered, the others not (OpenAI: in neither file;
+    Anthropic: `canceled`); cancelling an ended batch is refused (OpenAI HTTP 409, Anthropic
+    400). A batch over `batch_max_requests` lines or `batch_max_bytes` bytes (OpenAI: of its
+    input file; Anthropic: of the create request's body) fails (OpenAI: status `failed` with
+    the error in `errors`) or is refused (Anthropic: HTTP 400 / 413). Batch lines do not count
+    as requests (`requests` holds the HTTP requests); `batches` and `files` show the store.
     """
 
     def __init__(
@@ -95,6 +120,10 @@ class ScriptedServer:
         repeat: bool = False,
         model: str = "scripted-model",
         port: int = 0,
+        batch_delay_s: float = 0.0,
+        batch_replies: BatchReplies | None = None,
+        batch_max_requests: int | None = None,
+        batch_max_bytes: int | None = None,
     ) -> None:
         self.model = model
         self.repeat = repeat
@@ -108,6 +137,16 @@ class ScriptedServer:
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._batches = BatchStore(
+            self._lock,
+            self._next_reply,
+            lambda: self.model,
+            lambda: self.anthropic_base_url,
+            delay_s=batch_delay_s,
+            replies=batch_replies,
+            max_requests=batch_max_requests,
+            max_bytes=batch_max_bytes,
+        )
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -180,6 +219,17 @@ class ScriptedServer:
         with self._lock:
             return list(self._requests)
 
+    @property
+    def batches(self) -> list[ScriptedBatch]:
+        """Snapshot of every batch (OpenAI's and Anthropic's), in creation order, as the
+        clients were last shown it (reading it does not move a batch on)."""
+        return self._batches.snapshots()
+
+    @property
+    def files(self) -> list[ScriptedFile]:
+        """Snapshot of the OpenAI files held: uploads and batches' output and error files."""
+        return self._batches.file_snapshots()
+
     def wait_idle(self, timeout: float = 5.0) -> None:
         """Wait until no request is being answered (a streamed reply is being written until it
         ends, or until the server notices that the client closed the connection), so that
@@ -238,9 +288,12 @@ class ScriptedServer:
                 self._active -= 1
                 self._idle.notify_all()
 
-    def _next_reply(self, request_body: dict[str, Any]) -> tuple[ScriptedReply, int]:
-        """The next script item as a reply, and its number (1-based); `_ScriptFailure` when the
-        script is exhausted or the item does not make a reply."""
+    def _next_reply(
+        self, request_body: dict[str, Any], asker: str = "model request"
+    ) -> tuple[ScriptedReply, int]:
+        """The next script item as a reply, and its number (1-based); `ScriptFailure` when the
+        script is exhausted or the item does not make a reply. `asker` names what wants it in
+        the exhaustion message (a batch line names itself)."""
         with self._lock:
             number = self._used + 1
             if self.repeat and self._items:
@@ -248,27 +301,14 @@ class ScriptedServer:
             elif self._used < len(self._items):
                 item = self._items[self._used]
             else:
-                raise _ScriptFailure(
-                    f"ScriptedServer script exhausted: model request #{number} arrived but the "
+                raise ScriptFailure(
+                    f"ScriptedServer script exhausted: {asker} #{number} arrived but the "
                     f"script has {len(self._items)} item(s) and repeat is off.",
                     code="script_exhausted",
                 )
             self._used += 1
-        if callable(item):  # called outside the lock
-            try:
-                item = item(request_body)
-            except Exception as exc:
-                raise _ScriptFailure(
-                    f"ScriptedServer script item #{number} raised {exc!r}"
-                ) from exc
-        if isinstance(item, str):
-            return ScriptedReply(content=item), number
-        if not isinstance(item, ScriptedReply):
-            raise _ScriptFailure(
-                f"ScriptedServer script item #{number} produced {type(item).__name__}, "
-                "expected str or ScriptedReply"
-            )
-        return item, number
+        # a callable item is called outside the lock
+        return resolve_item(item, request_body, f"script item #{number}"), number
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -422,7 +462,7 @@ class _Handler(BaseHTTPRequestHandler):
         scripted = self.server.scripted
         try:
             reply, number = scripted._next_reply(body)
-        except _ScriptFailure as failure:
+        except ScriptFailure as failure:
             self._send_error(wire, 500, str(failure), _NO_RETRY, code=failure.code)
             return
         if reply.delay_s and scripted._stopping.wait(reply.delay_s):
@@ -447,11 +487,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(reply.status, raw, reply.content_type or JSON_TYPE, extra)
             return
         if reply.status >= 400:
-            message = reply.content or f"Scripted HTTP {reply.status} error."  # content = message
             self._send_error(
                 wire,
                 reply.status,
-                message,
+                reply_error_message(reply),
                 extra,
                 type=reply.error_type,
                 param=reply.error_param,
@@ -539,6 +578,13 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             return True
 
+    def _batch_request(
+        self, answer: BatchAnswer, request: RecordedRequest, match: re.Match[str]
+    ) -> None:
+        """Answer a batch API request from the server's batch store."""
+        response = answer(self.server.scripted._batches, request, match)
+        self._send(response.status, response.body, response.content_type, response.headers)
+
     def _list_models(self, request: RecordedRequest, match: re.Match[str]) -> None:
         self._send_json(200, openai_chat.model_list(self.server.scripted.model))
 
@@ -593,10 +639,21 @@ def _model_route(wire: WireFormat) -> _Route:
     return "POST", wire.path, answer
 
 
+def _batch_route(route: BatchRoute) -> _Route:
+    """A batch API route, answered by `_Handler._batch_request`."""
+    method, path, batch_answer = route
+
+    def answer(handler: _Handler, request: RecordedRequest, match: re.Match[str]) -> None:
+        handler._batch_request(batch_answer, request, match)
+
+    return method, path, answer
+
+
 _ROUTES: Final[tuple[_Route, ...]] = (
     *(_model_route(wire) for wire in WIRE_FORMATS),
     ("GET", openai_chat.MODELS_PATH, _Handler._list_models),
     ("GET", openai_chat.MODEL_PATH, _Handler._describe_model),
+    *(_batch_route(route) for route in BATCH_ROUTES),
 )
 
 

@@ -118,6 +118,11 @@ class _Reading:
         events: list[Event] = []
         if snapshot is not None:
             events.append(_Snapshot(number, snapshot))
+        if self.effect.items:
+            # a per-item repair's answer: which items of the list its items stand for is known
+            # only at its end (it may be the list again); its repaired items come after it
+            session.new_items.clear()
+            session.new_held.clear()
         if session.new_items:
             events += [_Item(number, index, value) for index, value in session.new_items]
             session.new_items.clear()

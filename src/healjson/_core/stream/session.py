@@ -38,13 +38,13 @@ from healjson._core.contracts import Contract, ContractContext, run_contracts
 from healjson._core.diagnostic import Diagnostic
 from healjson._core.reply import Reply, ToolCall, Usage
 from healjson._core.schema_errors import schema_diagnostics
-from healjson._core.target import Target
+from healjson._core.target import Target, list_item_type
 
 from .chunks import Delta
 from .partial import Partial
 from .reader import JsonStream
 
-__all__ = ["StreamSession", "list_item_type"]
+__all__ = ["StreamSession"]
 
 _MIN_STRING_GROWTH = 16
 
@@ -294,20 +294,6 @@ def _under(index: int, diagnostic: Diagnostic) -> Diagnostic:
 
 def _is_model(type_: Any) -> bool:
     return isinstance(type_, type) and issubclass(type_, BaseModel)
-
-
-def list_item_type(type_: Any) -> Any:
-    """The item type of a `list[X]` / `tuple[X, ...]` / `Sequence[X]` target, else None."""
-    origin = typing.get_origin(type_)
-    if origin is typing.Annotated:
-        return list_item_type(typing.get_args(type_)[0])
-    args = typing.get_args(type_)
-    sequence = origin in (list, tuple, set, frozenset) or (
-        origin is not None and getattr(origin, "__name__", "") in ("Sequence", "Iterable")
-    )
-    if sequence and args and (origin is not tuple or (len(args) == 2 and args[1] is Ellipsis)):
-        return args[0]
-    return None
 
 
 @functools.lru_cache(maxsize=256)

@@ -49,6 +49,11 @@ class WireFormat:
     stream: Callable[[int, str, ScriptedReply, dict[str, int], Mapping[str, Any]], SseStream]
 
 
+def reply_error_message(reply: ScriptedReply) -> str:
+    """The message of a scripted HTTP error: its `content`, or a stand-in naming the status."""
+    return reply.content or f"Scripted HTTP {reply.status} error."
+
+
 def body_model(body: Mapping[str, Any], match: re.Match[str]) -> object:
     """The `model` field of a request body (OpenAI's and Anthropic's requests)."""
     return body.get("model")

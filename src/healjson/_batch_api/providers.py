@@ -1,0 +1,303 @@
+"""The providers' Batch APIs, behind one small interface the rounds runner uses.
+
+* OpenAI (`/v1/files` + `/v1/batches`): a round's requests are a JSONL file uploaded with
+  `purpose="batch"`, then a batch over it; results come back as an output file (answered
+  requests) and an error file (requests that failed, or expired with the 24 h window). Limits:
+  50,000 requests and 200 MB per file.
+* Anthropic Message Batches (`/v1/messages/batches`): the requests go inline in the create call
+  (no upload); results are a JSONL stream of `succeeded` / `errored` / `expired` / `canceled`
+  lines. Limits: 100,000 requests and 256 MB per batch.
+
+Every result becomes a `Result`, the ledger's stored form of one model call: the provider's
+response body (read later by the engine as any reply) or a failure kind and message.
+Finding a batch whose create response was lost (the process was killed between the request and
+the ledger's record): OpenAI batches carry our metadata (`healjson_run`, `healjson_part`), so
+the batch is found by it; Anthropic's carry none, so a batch is adopted only when exactly one
+batch created since the submission began has the part's request count (documented limit).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, Protocol
+
+__all__ = [
+    "BatchState",
+    "Provider",
+    "Result",
+    "anthropic_provider",
+    "openai_provider",
+]
+
+ProviderName = Literal["openai", "anthropic"]
+_CLOCK_SKEW_S: Final = 600.0
+"""How far the provider's clock may be behind ours when looking for a lost batch."""
+EXPIRED_MESSAGE: Final = (
+    "the provider's batch completion window ended before this request ran (batch_expired)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """One request's result as the ledger keeps it: `body` (the provider's response: a chat
+    completion or a message, as JSON data) or `failure` (`api_error`, `timeout`) with a
+    message."""
+
+    body: Mapping[str, Any] | None = None
+    failure: str | None = None
+    message: str = ""
+    elapsed_s: float = 0.0
+    """The batch's turnaround: from its submission to the moment its results were read."""
+
+    def to_json(self) -> Any:
+        data: dict[str, Any]
+        if self.body is not None:
+            data = {"body": self.body}
+        else:
+            data = {"failure": self.failure, "message": self.message}
+        return data | {"elapsed_s": self.elapsed_s}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Result:
+        elapsed = data.get("elapsed_s") if isinstance(data, dict) else None
+        took = float(elapsed) if isinstance(elapsed, int | float) else 0.0
+        if isinstance(data, dict) and isinstance(data.get("body"), dict):
+            return cls(body=data["body"], elapsed_s=took)
+        if isinstance(data, dict):
+            failure = str(data.get("failure") or "api_error")
+            return cls(failure=failure, message=str(data.get("message")), elapsed_s=took)
+        return cls(failure="api_error", message=f"the ledger holds no result here: {data!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class BatchState:
+    """A submitted batch as last seen: whether it ended, its provider status, and counts."""
+
+    ended: bool
+    status: str
+    counts: Mapping[str, int]
+    error: str | None = None
+    """Why the batch as a whole failed (OpenAI `failed`: the file was refused), if it did."""
+
+
+class Provider(Protocol):
+    """What the rounds runner needs of a provider's Batch API."""
+
+    name: ProviderName
+    max_requests: int
+    max_bytes: int
+
+    def request_line(self, custom_id: str, body: Mapping[str, Any]) -> bytes:
+        """One request as the batch holds it (a JSONL line, with its newline)."""
+        ...
+
+    def upload(self, lines: Sequence[bytes], name: str) -> str | None:
+        """Upload a part's lines; the file id (None: this provider takes requests inline)."""
+        ...
+
+    def create(
+        self, file_id: str | None, lines: Sequence[bytes], metadata: Mapping[str, str]
+    ) -> str:
+        """Submit a batch over `file_id` (or the `lines` themselves); its batch id."""
+        ...
+
+    def find(
+        self, metadata: Mapping[str, str], requests: int, since: float, known: frozenset[str]
+    ) -> str | None:
+        """The batch submitted at `since` (a `time.time()`) with `metadata` and `requests`
+        requests whose create response was lost, or None; `known`: batch ids already recorded
+        for other parts (never adopted)."""
+        ...
+
+    def retrieve(self, batch_id: str) -> BatchState: ...
+
+    def results(self, batch_id: str) -> Iterator[tuple[str, Result]]:
+        """Every answered request of an ended batch: `(custom_id, result)`."""
+        ...
+
+    def cancel(self, batch_id: str) -> None: ...
+
+
+# -- OpenAI ----------------------------------------------------------------------------------
+
+_OPENAI_ENDED: Final = frozenset({"completed", "failed", "expired", "cancelled"})
+
+
+class _OpenAI:
+    name: ProviderName = "openai"
+    max_requests = 50_000
+    max_bytes = 200 * 1024 * 1024
+    endpoint = "/v1/chat/completions"
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def request_line(self, custom_id: str, body: Mapping[str, Any]) -> bytes:
+        line = {"custom_id": custom_id, "method": "POST", "url": self.endpoint, "body": body}
+        return (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
+
+    def upload(self, lines: Sequence[bytes], name: str) -> str | None:
+        data = b"".join(lines)
+        uploaded = self.client.files.create(file=(name, io.BytesIO(data)), purpose="batch")
+        return str(uploaded.id)
+
+    def create(
+        self, file_id: str | None, lines: Sequence[bytes], metadata: Mapping[str, str]
+    ) -> str:
+        batch = self.client.batches.create(
+            input_file_id=file_id,
+            endpoint=self.endpoint,
+            completion_window="24h",
+            metadata=dict(metadata),
+        )
+        return str(batch.id)
+
+    def find(
+        self, metadata: Mapping[str, str], requests: int, since: float, known: frozenset[str]
+    ) -> str | None:
+        for batch in self.client.batches.list(limit=100):
+            if float(batch.created_at) < since - _CLOCK_SKEW_S:  # newest first: older ones next
+                return None
+            tags = dict(batch.metadata or {})
+            if batch.id not in known and all(tags.get(k) == v for k, v in metadata.items()):
+                return str(batch.id)
+        return None
+
+    def retrieve(self, batch_id: str) -> BatchState:
+        batch = self.client.batches.retrieve(batch_id)
+        counts = batch.request_counts
+        known = {"total": counts.total, "completed": counts.completed, "failed": counts.failed}
+        error = None
+        if batch.status == "failed":
+            errors = batch.errors.data if batch.errors is not None else None
+            error = "; ".join(str(e.message) for e in errors or ()) or "the batch failed"
+        return BatchState(batch.status in _OPENAI_ENDED, str(batch.status), known, error)
+
+    def results(self, batch_id: str) -> Iterator[tuple[str, Result]]:
+        batch = self.client.batches.retrieve(batch_id)
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if not file_id:
+                continue
+            content = self.client.files.content(file_id).content
+            for raw in content.splitlines():
+                found = _openai_line(raw)
+                if found is not None:
+                    yield found
+
+    def cancel(self, batch_id: str) -> None:
+        self.client.batches.cancel(batch_id)
+
+
+def _openai_line(raw: bytes) -> tuple[str, Result] | None:
+    try:
+        line = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
+        return None
+    custom_id: str = line["custom_id"]
+    response = line.get("response")
+    error = line.get("error")
+    if isinstance(response, dict):
+        status = response.get("status_code")
+        body = response.get("body")
+        if status == 200 and isinstance(body, dict):
+            return custom_id, Result(body=body)
+        return custom_id, Result(failure="api_error", message=_http_message(status, body))
+    if isinstance(error, dict) and error.get("code") == "batch_expired":
+        return custom_id, Result(failure="timeout", message=EXPIRED_MESSAGE)
+    message = error.get("message") if isinstance(error, dict) else None
+    return custom_id, Result(failure="api_error", message=str(message or "no response"))
+
+
+def _http_message(status: Any, body: Any) -> str:
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return f"HTTP {status}: {message or json.dumps(body, ensure_ascii=False)[:500]}"
+
+
+# -- Anthropic -------------------------------------------------------------------------------
+
+
+class _Anthropic:
+    name: ProviderName = "anthropic"
+    max_requests = 100_000
+    max_bytes = 256 * 1024 * 1024
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def request_line(self, custom_id: str, body: Mapping[str, Any]) -> bytes:
+        line = {"custom_id": custom_id, "params": body}
+        return (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
+
+    def upload(self, lines: Sequence[bytes], name: str) -> str | None:
+        return None  # the requests go inline in `create`
+
+    def create(
+        self, file_id: str | None, lines: Sequence[bytes], metadata: Mapping[str, str]
+    ) -> str:
+        requests = [json.loads(line) for line in lines]
+        batch = self.client.messages.batches.create(requests=requests)
+        return str(batch.id)
+
+    def find(
+        self, metadata: Mapping[str, str], requests: int, since: float, known: frozenset[str]
+    ) -> str | None:
+        found: list[str] = []
+        for batch in self.client.messages.batches.list(limit=100):
+            if batch.created_at.timestamp() < since - _CLOCK_SKEW_S:
+                break
+            counts = batch.request_counts
+            total = (
+                counts.processing
+                + counts.succeeded
+                + counts.errored
+                + counts.canceled
+                + counts.expired
+            )
+            if total == requests and batch.id not in known:
+                found.append(str(batch.id))
+        return found[0] if len(found) == 1 else None
+
+    def retrieve(self, batch_id: str) -> BatchState:
+        batch = self.client.messages.batches.retrieve(batch_id)
+        counts = batch.request_counts
+        known = {
+            "processing": counts.processing,
+            "succeeded": counts.succeeded,
+            "errored": counts.errored,
+            "canceled": counts.canceled,
+            "expired": counts.expired,
+        }
+        return BatchState(batch.processing_status == "ended", str(batch.processing_status), known)
+
+    def results(self, batch_id: str) -> Iterator[tuple[str, Result]]:
+        for item in self.client.messages.batches.results(batch_id):
+            result = item.result
+            kind = result.type
+            if kind == "succeeded":
+                yield item.custom_id, Result(body=result.message.model_dump(mode="json"))
+            elif kind == "errored":
+                error = getattr(result.error, "error", result.error)
+                message = getattr(error, "message", None) or str(error)
+                yield item.custom_id, Result(failure="api_error", message=str(message))
+            elif kind == "expired":
+                yield item.custom_id, Result(failure="timeout", message=EXPIRED_MESSAGE)
+            # `canceled`: no result; the row runs again in a later batch
+
+    def cancel(self, batch_id: str) -> None:
+        self.client.messages.batches.cancel(batch_id)
+
+
+def openai_provider(client: Any) -> Provider:
+    """The Batch API of an `openai.OpenAI` client."""
+    return _OpenAI(client)
+
+
+def anthropic_provider(client: Any) -> Provider:
+    """The Message Batches API of an `anthropic.Anthropic` client."""
+    return _Anthropic(client)

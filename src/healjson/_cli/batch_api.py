@@ -1,0 +1,153 @@
+"""`healjson batch --batch-api`: the same batch through the provider's Batch API, in rounds.
+
+The command line's side only: build the client, call `healjson.batch_api`, print what happened
+(each round's batches, requests, tokens and cost; where the run stands) on stderr.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from healjson._core.policy import HealPolicy
+
+from .loading import Setup
+
+__all__ = ["BatchApiOptions", "batch_api_command", "report_text"]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchApiOptions:
+    """What `healjson batch` was given for a Batch API run."""
+
+    provider: str
+    model: str
+    base_url: str | None
+    api_key: str | None
+    timeout: float | None
+    ledger: Path | None
+    json_mode: str
+    max_tokens: int | None
+    max_requests: int | None
+    poll_interval_s: float
+    wait: bool
+    full: bool
+    status: bool
+    cancel: bool
+
+
+def batch_api_command(
+    input_path: Path, out: Path, setup: Setup, policy: HealPolicy, options: BatchApiOptions
+) -> None:
+    """Run (or report on, or cancel) a Batch API run; exit 1 while rows are still pending."""
+    from healjson.batch_api import (
+        LedgerError,
+        batch_api_status,
+        cancel_batch_api,
+        default_ledger,
+        run_batch_api,
+    )
+
+    from .batch_rows import BatchError
+
+    ledger = options.ledger or default_ledger(out)
+    try:
+        if options.status:
+            typer.echo(report_text(batch_api_status(ledger), out, ledger), err=True)
+            return
+        client = _client(options)
+        common: dict[str, Any] = {
+            "client": client,
+            "model": options.model,
+            "response_model": setup.target,
+            "contracts": setup.contracts,
+            "examples": setup.examples,
+            "policy": policy,
+            "json_mode": options.json_mode,
+            "max_tokens": options.max_tokens,
+            "ledger": ledger,
+            "full": options.full,
+        }
+        if options.cancel:
+            report = cancel_batch_api(input_path, out, **common)
+        else:
+            report = run_batch_api(
+                input_path,
+                out,
+                wait=options.wait,
+                poll_interval_s=options.poll_interval_s,
+                max_requests_per_batch=options.max_requests,
+                **common,
+            )
+    except (LedgerError, BatchError) as exc:
+        raise typer.BadParameter(str(exc), param_hint="'--ledger'") from exc
+    except KeyboardInterrupt:
+        typer.echo(
+            "interrupted: the batches in flight keep running at the provider; re-run the same "
+            "command to resume (add --cancel to stop them)",
+            err=True,
+        )
+        raise typer.Exit(130) from None
+    typer.echo(report_text(report, out, ledger), err=True)
+    if not report.complete:
+        raise typer.Exit(1)
+
+
+def _client(options: BatchApiOptions) -> Any:
+    timeout: dict[str, Any] = {} if options.timeout is None else {"timeout": options.timeout}
+    if options.provider == "anthropic":
+        try:
+            import anthropic
+        except ImportError as exc:
+            raise typer.BadParameter(
+                "--provider anthropic needs the anthropic package: pip install anthropic",
+                param_hint="'--provider'",
+            ) from exc
+        key = options.api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise typer.BadParameter(
+                "no API key: pass --api-key or set ANTHROPIC_API_KEY", param_hint="'--api-key'"
+            )
+        base = options.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        return anthropic.Anthropic(api_key=key, base_url=base, **timeout)
+    from .endpoint import endpoint_from_options
+
+    return endpoint_from_options(options.base_url, options.api_key, options.timeout).client()
+
+
+def report_text(report: Any, out: Path, ledger: Path) -> str:
+    """The run's summary for stderr: rows, then one line per round, then what to do next."""
+    head = (
+        f"healjson batch --batch-api: {report.done} of {report.total} row(s) done, "
+        f"{report.pending} pending ({out}; ledger {ledger})"
+    )
+    if report.written:
+        head += (
+            f"; this run wrote {report.written}: {report.healed} healed, "
+            f"{report.degraded} degraded, {report.invalid} invalid input"
+        )
+    lines = [head]
+    for summary in report.rounds:
+        cost = "" if summary.cost is None else f", ${summary.cost:.4f} at batch prices"
+        flying = f", {summary.in_flight} batch(es) in flight" if summary.in_flight else ""
+        lines.append(
+            f"  round {summary.round}: {summary.batches} batch(es), {summary.requests} "
+            f"request(s), {summary.answered} answered ({summary.failed} failed), "
+            f"{summary.prompt_tokens + summary.completion_tokens} token(s){cost}{flying}"
+        )
+    if report.rounds:
+        total = "" if report.cost is None else f", ${report.cost:.4f}"
+        lines.append(f"  total: {report.calls} call(s), {report.tokens} token(s){total}")
+    if report.batch_ids:
+        lines.append("  in flight: " + ", ".join(report.batch_ids))
+    if report.already_done:
+        lines.append(f"skipped {report.already_done} line(s) whose id {out} already has")
+    if report.duplicates:
+        lines.append(f"{report.duplicates} line(s) repeated an earlier id and were skipped")
+    if not report.complete:
+        lines.append("rows are pending: re-run the same command to go on (--status: where it is)")
+    return "\n".join(lines)

@@ -1,0 +1,135 @@
+"""`healjson._core.replay`: a run rebuilt from stored results equals the live run.
+
+The Batch API runner and `healjson.ray`'s postprocess keep only each row's replies between two
+model calls and rebuild the run from them; that is sound only if the engine is deterministic
+given the replies. The property test drives a live run and, after every call, a replay of the
+replies so far: each replay asks for exactly the request the live run sent next, and the last
+one ends with the live run's outcome.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, Field
+
+from healjson import Degraded, Healed, Healer, HealPolicy, Reply, Violation, contract
+from healjson._core.effects import ModelCall
+from healjson._core.replay import failed, replay, replied
+
+
+class Span(BaseModel):
+    low: int = Field(ge=0)
+    high: int
+
+
+@contract(fields=("low", "high"))
+def ordered(span: Span) -> Violation | None:
+    if span.low > span.high:
+        return Violation("low must not exceed high", fields=("low", "high"))
+    return None
+
+
+REPLIES = st.one_of(
+    st.builds(
+        lambda a, b: json.dumps({"low": a, "high": b}), st.integers(-2, 5), st.integers(-2, 5)
+    ),
+    st.builds(lambda a: f'Sure:\n```json\n{{"low": {a}, "high": 9}}\n```', st.integers(0, 5)),
+    st.just('{"low": 1, "high": '),  # cut
+    st.just("I cannot answer that."),
+    st.sampled_from([Reply(None, "stop", "I won't."), Reply('{"low": 1', "length")]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(replies=st.lists(REPLIES, min_size=1, max_size=4), attempts=st.integers(1, 4))
+def test_a_replayed_run_asks_what_the_live_run_sent_and_ends_the_same(
+    replies: list[Any], attempts: int
+) -> None:
+    healer = Healer(Span, contracts=[ordered], policy=HealPolicy(max_attempts=attempts))
+    sent: list[list[dict[str, Any]]] = []
+    script = iter(replies)
+
+    def call(messages: list[dict[str, Any]], **params: Any) -> Any:
+        sent.append(messages)
+        return next(script, '{"low": 0, "high": 0}')
+
+    live = healer.run(call, "give me a span", model="m")
+    results = [replied(reply) for reply in replies[: len(sent)]]
+    results += [replied('{"low": 0, "high": 0}')] * (len(sent) - len(results))
+    for number, messages in enumerate(sent):
+        step = healer._replay("give me a span", results[:number], model="m")
+        assert isinstance(step, ModelCall)
+        assert step.number == number + 1
+        assert [dict(m) for m in step.messages] == messages
+    final = healer._replay("give me a span", results, model="m")
+    assert not isinstance(final, ModelCall)
+    assert type(final) is type(live)
+    assert final.calls == live.calls == len(sent)
+    if isinstance(live, Healed):
+        assert isinstance(final, Healed)
+        assert final.value == live.value
+    else:
+        assert isinstance(final, Degraded)
+        assert final.reason == live.reason
+        assert [str(e) for e in final.errors] == [str(e) for e in live.errors]
+
+
+def test_a_failed_call_is_a_degraded_run_with_its_reason() -> None:
+    healer = Healer(Span)
+    outcome = healer._replay("x", [failed("timeout", "the batch window ended")])
+    assert isinstance(outcome, Degraded)
+    assert str(outcome.reason) == "timeout"
+    assert "batch window" in outcome.attempts[0].error
+
+
+def test_a_reply_healjson_cannot_read_is_an_api_error() -> None:
+    result = replied(object())
+    assert result.reply is None
+    assert result.failure is not None
+    assert result.failure.kind == "api_error"
+
+
+def test_results_beyond_the_outcome_are_ignored() -> None:
+    healer = Healer(Span)
+    ok = replied('{"low": 1, "high": 2}')
+    outcome = healer._replay("x", [ok, replied("junk"), ok])
+    assert isinstance(outcome, Healed)
+    assert outcome.calls == 1
+
+
+def test_a_replay_emits_no_events() -> None:
+    seen: list[Any] = []
+
+    class Logger:
+        def info(self, event: str, **fields: Any) -> None:
+            seen.append(event)
+
+        debug = warning = error = info
+
+    import healjson
+
+    with healjson.set_logger(Logger()):
+        healer = Healer(Span)
+        healer.run(lambda messages, **params: '{"low": 1, "high": 2}', "x")
+        assert seen  # the live run is observed
+        seen.clear()
+        healer._replay("x", [replied('{"low": 1, "high": 2}')])
+        assert seen == []
+
+
+def test_replay_closes_the_flow_it_stops() -> None:
+    closed: list[bool] = []
+
+    def flow() -> Any:
+        try:
+            yield ModelCall(1, (), {})
+        finally:
+            closed.append(True)
+
+    step = replay(flow(), [])
+    assert isinstance(step, ModelCall)
+    assert closed == [True]
