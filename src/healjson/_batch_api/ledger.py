@@ -180,10 +180,26 @@ class Ledger:
         for found in self.db.execute(query, tuple(args)).fetchall():
             yield _row(found)
 
-    def unassigned(self) -> Iterator[Row]:
-        """Pending rows with no request in flight: each needs a decision (an outcome, or a
-        request in the next part)."""
-        return self.rows("state = 'pending' AND part IS NULL")
+    def unassigned(self, chunk: int) -> Iterator[list[Row]]:
+        """Pending rows with no request in flight (each needs a decision: an outcome, or a
+        request in a part), `chunk` at a time in `seq` order; a row changed between two chunks
+        is not seen again."""
+        last = 0
+        while True:
+            found = self.db.execute(
+                "SELECT * FROM rows WHERE state = 'pending' AND part IS NULL AND seq > ? "
+                "ORDER BY seq LIMIT ?",
+                (last, chunk),
+            ).fetchall()
+            if not found:
+                return
+            rows = [_row(item) for item in found]
+            last = rows[-1].seq
+            yield rows
+
+    def keys(self) -> set[str]:
+        """The id keys of every row."""
+        return {str(key) for (key,) in self.db.execute("SELECT key FROM rows")}
 
     def mark_done(self, seqs: Sequence[int]) -> None:
         with self.transaction():

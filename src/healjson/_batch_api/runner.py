@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -199,7 +198,7 @@ class Runner:
         version = f"{stat.st_size}:{stat.st_mtime_ns}"
         if self.ledger.meta("intake") == version:
             return
-        known = {row.key for row in self.ledger.rows()}
+        known = self.ledger.keys()
         batch: list[tuple[str, str | int, int, Sequence[Mapping[str, Any]]]] = []
         invalid: list[dict[str, Any]] = []
         for status, job in select(self.input_path, set(self._written)):
@@ -224,20 +223,27 @@ class Runner:
         self._event("intake", rows=sum(self.ledger.counts().values()))
 
     def _advance(self) -> None:
-        """Decide every row with no request in flight: write its outcome, or plan its next
-        request into a part of its round."""
-        pending: dict[int, list[tuple[int, bytes]]] = defaultdict(list)
-        chunk: list[Row] = []
-        for row in self.ledger.unassigned():
-            chunk.append(row)
-            if len(chunk) >= _DECIDE_CHUNK:
-                self._decide(chunk, pending)
-                chunk = []
-        self._decide(chunk, pending)
-        for round_, requests in sorted(pending.items()):
-            self._plan(round_, requests)
+        """Decide every row with no request in flight: write its outcome, or put its next
+        request into a part of its round; a part is planned and sent as soon as it is full, so
+        only one part per round is held in memory."""
+        filling: dict[int, _Filling] = {}
+        for chunk in self.ledger.unassigned(_DECIDE_CHUNK):
+            for round_, seq, line in self._decide(chunk):
+                fill = filling.setdefault(round_, _Filling())
+                if fill.seqs and (
+                    len(fill.seqs) >= self.max_requests or fill.size + len(line) > self.max_bytes
+                ):
+                    self._plan(round_, fill)
+                    filling[round_] = fill = _Filling()
+                fill.add(seq, line)
+        for round_, fill in sorted(filling.items()):
+            if fill.seqs:
+                self._plan(round_, fill)
 
-    def _decide(self, rows: Sequence[Row], pending: dict[int, list[tuple[int, bytes]]]) -> None:
+    def _decide(self, rows: Sequence[Row]) -> list[tuple[int, int, bytes]]:
+        """Write the outcomes of the rows that finished; the next requests of the others, as
+        `(round, seq, request line)`."""
+        requests: list[tuple[int, int, bytes]] = []
         finished: list[tuple[Row, Outcome[Any]]] = []
         for row in rows:
             if row.key in self._written:  # written before a kill: the output is the record
@@ -249,11 +255,9 @@ class Runner:
             if isinstance(step, ModelCall):
                 body = request_body(self.provider.name, step, self.healer.target, self.json_mode)
                 line = self.provider.request_line(custom_id(row.seq, row.round), body)
-                pending[row.round].append((row.seq, line))
+                requests.append((row.round, row.seq, line))
             else:
                 finished.append((row, step))
-        if not finished:
-            return
         rows_out: list[dict[str, Any]] = []
         for row, outcome in finished:
             if outcome is _NO_OUTCOME:
@@ -268,29 +272,16 @@ class Runner:
             self._event("writing", rows=len(rows_out))
             self._write(rows_out)
             self._event("written", rows=len(rows_out))
-        self.ledger.mark_done([row.seq for row, _ in finished])
+        if finished:
+            self.ledger.mark_done([row.seq for row, _ in finished])
+        return requests
 
-    def _plan(self, round_: int, requests: Sequence[tuple[int, bytes]]) -> None:
-        groups: list[tuple[list[int], int]] = []
-        lines: list[list[bytes]] = []
-        seqs: list[int] = []
-        group_lines: list[bytes] = []
-        size = 0
-        for seq, line in requests:
-            if seqs and (len(seqs) >= self.max_requests or size + len(line) > self.max_bytes):
-                groups.append((seqs, size))
-                lines.append(group_lines)
-                seqs, group_lines, size = [], [], 0
-            seqs.append(seq)
-            group_lines.append(line)
-            size += len(line)
-        if seqs:
-            groups.append((seqs, size))
-            lines.append(group_lines)
-        token = self._token()
-        for part_id, part_lines in zip(self.ledger.plan(round_, groups, token), lines, strict=True):
-            self._lines[part_id] = part_lines
-        self._event("planned", round=round_, parts=len(groups), requests=len(requests))
+    def _plan(self, round_: int, fill: _Filling) -> None:
+        """Record one part of `round_` (its rows chosen), then send it."""
+        (part_id,) = self.ledger.plan(round_, [(fill.seqs, fill.size)], self._token())
+        self._lines[part_id] = fill.lines
+        self._event("planned", round=round_, parts=1, requests=len(fill.seqs))
+        self._send(self.ledger.part(part_id))
 
     def _send(self, part: Part) -> None:
         """Move a part on: upload its file, then submit its batch (once)."""
@@ -431,6 +422,22 @@ def ledger_report(ledger: Ledger, report: RunReport | None = None) -> RunReport:
             summary.cost = None if part.cost is None else summary.cost + part.cost
     report.rounds = [rounds[key] for key in sorted(rounds)]
     return report
+
+
+class _Filling:
+    """The requests of a part being filled."""
+
+    __slots__ = ("lines", "seqs", "size")
+
+    def __init__(self) -> None:
+        self.seqs: list[int] = []
+        self.lines: list[bytes] = []
+        self.size = 0
+
+    def add(self, seq: int, line: bytes) -> None:
+        self.seqs.append(seq)
+        self.lines.append(line)
+        self.size += len(line)
 
 
 class _Opened:
