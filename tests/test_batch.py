@@ -25,11 +25,11 @@ from typer.testing import CliRunner
 
 import healjson
 from healjson import Healed
+from healjson._batch.input_file import read_jobs
+from healjson._batch.output_file import recover_output
+from healjson._batch.rows import BatchError, Job
+from healjson._batch.run import Batch
 from healjson._cli.app import app
-from healjson._cli.batch_input import read_jobs
-from healjson._cli.batch_output import recover_output
-from healjson._cli.batch_rows import BatchError, Job
-from healjson._cli.batch_run import Batch
 from healjson.testing import ScriptedReply, ScriptedServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cli"

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from healjson._batch.input_file import read_jobs
+from healjson._batch.output_file import read_rows, recover_output
+from healjson._batch.rows import row_key
 from healjson._cli import progress
 from healjson._cli.app import app
-from healjson._cli.batch_input import read_jobs
-from healjson._cli.batch_output import read_rows, recover_output
-from healjson._cli.batch_rows import row_key
 from healjson.testing import ScriptedReply, ScriptedServer
 
 PACK = str(Path(__file__).parent / "fixtures" / "cli" / "ticket_pack.py")

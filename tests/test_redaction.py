@@ -31,7 +31,7 @@ from structlog.testing import capture_logs
 
 import healjson
 from healjson import Degraded, DegradedError, Healer, Reason
-from healjson._cli.batch_rows import Job, outcome_row
+from healjson._batch.rows import Job, outcome_row
 from healjson._core.record import public_params
 from healjson._core.redact import (
     MARKER,

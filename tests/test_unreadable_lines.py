@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from healjson._cli import json_lines
+from healjson._batch import json_lines
+from healjson._batch.input_file import read_jobs
+from healjson._batch.json_lines import read_lines
+from healjson._batch.output_file import read_rows, recover_output
 from healjson._cli.app import app
-from healjson._cli.batch_input import read_jobs
-from healjson._cli.batch_output import read_rows, recover_output
-from healjson._cli.json_lines import read_lines
 from healjson.testing import ScriptedReply, ScriptedServer
 
 PACK = str(Path(__file__).parent / "fixtures" / "cli" / "ticket_pack.py")

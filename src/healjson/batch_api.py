@@ -28,15 +28,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ._batch_api.ledger import Ledger, LedgerError
-from ._batch_api.providers import Provider, anthropic_provider, openai_provider
-from ._batch_api.runner import BATCH_DISCOUNT, Event, RoundSummary, Runner, RunReport, ledger_report
+from ._batch.api.ledger import Ledger, LedgerError
+from ._batch.api.providers import Provider, anthropic_provider, openai_provider
+from ._batch.api.runner import BATCH_DISCOUNT, Event, RoundSummary, Runner, RunReport, ledger_report
+from ._batch.rows import BatchError
 from ._core.healer import Healer
 from ._core.policy import HealPolicy
 from .adapters._format import check_mode
 
 __all__ = [
     "BATCH_DISCOUNT",
+    "BatchError",
     "LedgerError",
     "RoundSummary",
     "RunReport",
@@ -79,8 +81,8 @@ def run_batch_api(
     submits what can be submitted and returns (call again to collect and go on). `max_tokens`:
     the completion limit sent with each request (Anthropic requires one: default 4096).
     `max_requests_per_batch` / `max_bytes_per_batch` lower the provider's own limits. Raises
-    `LedgerError` when the ledger belongs to a run with other settings, `BatchError` (from
-    `healjson._cli.batch_rows`) when the input or output cannot be used; a row never raises.
+    `LedgerError` when the ledger belongs to a run with other settings, `BatchError` when the
+    input or output cannot be used (another run holds the output); a row never raises.
     """
     runner = _runner(
         input_path, out, client=client, model=model, response_model=response_model,

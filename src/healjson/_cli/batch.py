@@ -1,11 +1,13 @@
 """`healjson batch`: heal many prompts through an OpenAI-compatible endpoint and lose nothing.
 
-The command reads INPUT.jsonl (`batch_input`), heals each row through the endpoint
-(`batch_run`) and appends exactly one JSON line per distinct id to OUT (`batch_output`, rows as
-in `batch_rows`), fsync'd as it finishes; a re-run skips the ids OUT already has, so an
-interrupted batch resumes where it stopped, and `--retry-failed` / `--retry REASON` run again
-the rows OUT holds for those reasons. Unreadable lines never stop a run: each gets the id
-`#line-N`, which no input row's id can equal (see `batch_rows`).
+The command reads INPUT.jsonl (`healjson._batch.input_file`), heals each row through the
+endpoint (`healjson._batch.run`) and appends exactly one JSON line per distinct id to OUT
+(`output_file`, rows as in `rows`), fsync'd as it finishes; a re-run skips the ids OUT
+already has, so an interrupted batch resumes where it stopped, and `--retry-failed` /
+`--retry REASON` run again the rows OUT holds for those reasons. Unreadable lines never stop
+a run: each gets the id `#line-N`, which no input row's id can equal (see
+`healjson._batch.rows`). With `--batch-api` the same rows go through the provider's Batch API
+in rounds (`batch_api`).
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from healjson._batch.rows import INVALID_INPUT
+from healjson._batch.run import ENDPOINT_FAILURES
 from healjson._core.outcome import Reason
 
 from .batch_api import BatchApiOptions, batch_api_command
-from .batch_rows import INVALID_INPUT
-from .batch_run import ENDPOINT_FAILURES
 from .endpoint import endpoint_from_options
 from .loading import load_setup
 from .options import (
@@ -41,7 +43,7 @@ from .options import (
 from .progress import batch_counts, batch_progress
 
 if TYPE_CHECKING:
-    from .batch_run import BatchStats
+    from healjson._batch.run import BatchStats
 
 __all__ = ["RETRY_FAILED", "batch"]
 
@@ -203,11 +205,10 @@ def batch(
     when every row sent failed on the endpoint, or when --stop-after stopped the run; 2 on
     usage errors.
     """
+    from healjson._batch.rows import BatchError
+    from healjson._batch.run import Batch, openai_healer
     from healjson._core.healer import Healer
     from healjson._core.policy import HealPolicy
-
-    from .batch_rows import BatchError
-    from .batch_run import Batch, openai_healer
 
     setup = load_setup(contracts, response_model, option="'--response-model'")
     policy = HealPolicy(max_attempts=max_attempts)

@@ -44,6 +44,7 @@ def batch_api_command(
     input_path: Path, out: Path, setup: Setup, policy: HealPolicy, options: BatchApiOptions
 ) -> None:
     """Run (or report on, or cancel) a Batch API run; exit 1 while rows are still pending."""
+    from healjson._batch.rows import BatchError
     from healjson.batch_api import (
         LedgerError,
         batch_api_status,
@@ -51,8 +52,6 @@ def batch_api_command(
         default_ledger,
         run_batch_api,
     )
-
-    from .batch_rows import BatchError
 
     ledger = options.ledger or default_ledger(out)
     try:

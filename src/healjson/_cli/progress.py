@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .batch_run import BatchStats
+    from healjson._batch.run import BatchStats
 
 __all__ = ["PLAIN_INTERVAL_S", "batch_counts", "batch_progress", "eval_progress"]
 

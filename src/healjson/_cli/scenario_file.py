@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from healjson._batch.messages import row_messages
+
 from .loading import relative_spec
-from .messages import row_messages
 from .scenarios import EvalScenario, ScenarioError
 
 __all__ = ["load_scenarios"]

@@ -55,7 +55,7 @@ def trace(
 
 def _rows(path: Path) -> Iterator[dict[str, Any]]:
     """The rows of an output file; every other line is reported on stderr and skipped."""
-    from .batch_output import read_rows
+    from healjson._batch.output_file import read_rows
 
     for number, row, problem in read_rows(path):
         if row is None:

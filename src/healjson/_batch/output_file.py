@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from .batch_rows import BatchError, id_key, row_id, row_key
 from .json_lines import CHUNK_BYTES, Line, parse_line, read_lines
+from .rows import BatchError, id_key, row_id, row_key
 
 __all__ = ["OutputFile", "Recovered", "read_rows", "recover_output"]
 

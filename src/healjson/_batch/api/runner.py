@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from healjson._cli.batch_input import select
-from healjson._cli.batch_output import OutputFile
-from healjson._cli.batch_rows import Job, invalid_row, outcome_row, row_key
+from healjson._batch.input_file import select
+from healjson._batch.output_file import OutputFile
+from healjson._batch.rows import Job, invalid_row, outcome_row, row_key
 from healjson._core.effects import CallResult, ModelCall
 from healjson._core.healer import Healer
 from healjson._core.outcome import Outcome

@@ -18,9 +18,9 @@ from typing import Any
 
 from healjson._core.outcome import Outcome
 
-from .batch_input import read_jobs, select
-from .batch_output import OutputFile
-from .batch_rows import BatchError, Job, invalid_row, outcome_row
+from .input_file import read_jobs, select
+from .output_file import OutputFile
+from .rows import BatchError, Job, invalid_row, outcome_row
 
 __all__ = ["ENDPOINT_FAILURES", "Batch", "BatchStats", "Heal", "openai_healer"]
 

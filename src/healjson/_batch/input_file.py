@@ -5,7 +5,7 @@ number) and either `messages` (chat messages) or `prompt` (a string). An unreada
 stops a run: not UTF-8, not JSON, nested too deeply for the JSON parser, not an object, longer
 than `MAX_LINE_BYTES`, or `messages` nested deeper than `MAX_MESSAGES_DEPTH` levels: it becomes a
 `Job` with a `problem`, which the run writes as an `invalid_input` row. A line with no usable id
-gets the id `#line-N`, compared apart from every id an input can give (see `batch_rows`), so it
+gets the id `#line-N`, compared apart from every id an input can give (see `rows`), so it
 never collides with a valid row. A repeated id is processed once.
 """
 
@@ -15,9 +15,9 @@ import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
-from .batch_rows import EXCERPT_CHARS, BatchError, Job
 from .json_lines import Line, parse_line, read_lines
 from .messages import row_messages
+from .rows import EXCERPT_CHARS, BatchError, Job
 
 __all__ = ["read_jobs", "select"]
 
