@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -27,6 +27,7 @@ __all__ = [
     "FormatState",
     "JsonMode",
     "Shapeable",
+    "anthropic_request",
     "check_mode",
     "is_format_rejection",
     "shape_request",
@@ -118,3 +119,30 @@ def is_format_rejection(exc: BaseException) -> bool:
         return True
     text = str(getattr(exc, "message", "") or exc).lower()
     return "response_format" in text or "json_schema" in text or "json_object" in text
+
+
+def anthropic_request(
+    messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Chat messages and parameters as an Anthropic Messages request: the system messages joined
+    into the top-level `system`, OpenAI's `max_completion_tokens` named `max_tokens`."""
+    system = [_text(m.get("content")) for m in messages if m.get("role") == "system"]
+    turns = [
+        {"role": m.get("role"), "content": m.get("content")}
+        for m in messages
+        if m.get("role") != "system"
+    ]
+    body: dict[str, Any] = {**params, "messages": turns}
+    if "max_completion_tokens" in body:  # OpenAI's name (the truncation strategy may set it)
+        body["max_tokens"] = body.pop("max_completion_tokens")
+    if system:
+        body["system"] = "\n\n".join(system)
+    return body
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return "" if content is None else str(content)

@@ -42,11 +42,12 @@ instructor's keywords are translated at call time: `max_retries=N` is
 and `validation_context=` is the contracts' `context=`; `context=` goes to the contracts and is
 not used for instructor's message templating. `create_with_completion` is healed too (it returns
 `(outcome, completion)`). `create_partial` and `create_iterable` are healed streams over OpenAI
-clients (`instructor.from_openai`): the request goes through healjson's OpenAI adapter on the
-provider client inside (healjson's JSON tier, not instructor's `Mode`), `create_partial` yields
+and Anthropic clients (`instructor.from_openai`, `from_anthropic`): the request goes through
+healjson's own adapter on the provider client inside (healjson's JSON tier, not instructor's
+`Mode`; Anthropic: the schema in the system prompt, `_anthropic`), `create_partial` yields
 `Partial[M]` snapshots and `create_iterable` each valid item; `.outcome` is the run's. Over
-other providers, and for `create_generator`, they are refused with a message naming the healed
-call.
+other providers (Gemini), and for `create_generator`, they are refused with a message naming
+the healed call.
 For a `response_model` that is not a pydantic model (`int`, `list[Item]`, ...) instructor asks for
 a wrapper object (`{"content": ...}`, `{"tasks": [...]}`); L1 unwraps it. healjson reads the
 raw response by its shape: OpenAI's `ChatCompletion` (and every OpenAI-compatible provider),
@@ -238,25 +239,31 @@ class InstructorClient(HealingAdapter):
         return kwargs
 
     def _streaming_client(self, method: str) -> Any:
-        """The healjson OpenAI adapter over the provider client inside: a healed stream reads
-        the provider's own chunks (instructor's partial parsing would validate each snapshot;
-        healjson shows snapshots and validates once, at the end)."""
-        found = self.__dict__.get("_openai")
+        """healjson's own adapter over the provider client inside (OpenAI's, or
+        `AnthropicStreams`): a healed stream reads the provider's own chunks (instructor's
+        partial parsing would validate each snapshot; healjson shows snapshots and validates
+        once, at the end)."""
+        found = self.__dict__.get("_streams")
         if found is not None:
             return found
         provider = getattr(getattr(self.wrapped, "provider", None), "value", None)
         inner = getattr(self.wrapped, "client", None)
-        if provider not in ("openai", None) or inner is None:
+        client: HealingAdapter
+        if provider == "anthropic" and inner is not None:
+            from ._anthropic import AnthropicStreams
+
+            client = AnthropicStreams(inner, policy=self.policy)
+        elif provider in ("openai", None) and inner is not None:
+            from ._openai import HealingClient
+
+            client = HealingClient(inner, json_mode=self.json_mode, policy=self.policy)
+        else:
             raise TypeError(
-                f"healjson heals instructor's {method} over OpenAI clients "
-                f"(instructor.from_openai) only, not {provider!r}: use "
-                "healjson.wrap(provider_client).chat.completions.create(..., stream=True) or "
+                f"healjson heals instructor's {method} over OpenAI and Anthropic clients "
+                f"(instructor.from_openai, from_anthropic), not {provider!r}: use "
                 f"the instructor client itself (wrapped.{method})"
             )
-        from ._openai import HealingClient
-
-        client = HealingClient(inner, json_mode=self.json_mode, policy=self.policy)
-        self.__dict__["_openai"] = client
+        self.__dict__["_streams"] = client
         return client
 
     def __getattr__(self, name: str) -> Any:

@@ -7,18 +7,17 @@ providers (Anthropic allows only `[a-zA-Z0-9_-]{1,64}`).
 
 The body asks for JSON as `healjson.wrap` does: OpenAI in the configured tier (strict
 `json_schema` by default, `json_object` or `prompt`); Anthropic with the schema in the system
-prompt (its system messages moved to the top-level `system`, as its API wants).
+prompt (`anthropic_request`: system messages moved to the top-level `system`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any, Final
 
 from healjson._core.effects import ModelCall
 from healjson._core.target import Target
-from healjson.adapters._format import JsonMode, shape_request
+from healjson.adapters._format import JsonMode, anthropic_request, shape_request
 
 __all__ = ["custom_id", "parse_custom_id", "request_body"]
 
@@ -42,29 +41,6 @@ def request_body(
     messages = [dict(message) for message in call.messages]
     if provider == "anthropic":
         _, shaped, _ = shape_request("prompt", target, messages)
-        return _anthropic_body(shaped, call.params)
+        return anthropic_request(shaped, call.params)
     _, shaped, extra = shape_request(mode, target, messages)
     return {**call.params, **extra, "messages": shaped}
-
-
-def _anthropic_body(messages: list[dict[str, Any]], params: Mapping[str, Any]) -> dict[str, Any]:
-    system = [_text(m.get("content")) for m in messages if m.get("role") == "system"]
-    turns = [
-        {"role": m.get("role"), "content": m.get("content")}
-        for m in messages
-        if m.get("role") != "system"
-    ]
-    body: dict[str, Any] = {**params, "messages": turns}
-    if "max_completion_tokens" in body:  # OpenAI's name (the truncation strategy may set it)
-        body["max_tokens"] = body.pop("max_completion_tokens")
-    if system:
-        body["system"] = "\n\n".join(system)
-    return body
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return "" if content is None else str(content)

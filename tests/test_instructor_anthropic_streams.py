@@ -1,0 +1,110 @@
+"""Healed streams over `instructor.from_anthropic`: `create_partial`, `create_iterable` and
+`create(stream=True)` read Anthropic's own stream events through the real `anthropic` SDK,
+against the scripted server's Messages route on 127.0.0.1 (streamed as SSE events)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import anthropic
+import instructor
+import pytest
+from google import genai
+from google.genai import types as genai_types
+from pydantic import BaseModel, Field
+
+import healjson
+from healjson import Healed
+from healjson.testing import ScriptedReply, ScriptedServer
+
+USER = [{"role": "system", "content": "You extract orders."}, {"role": "user", "content": "go"}]
+
+
+class Item(BaseModel):
+    sku: str
+    qty: int = Field(ge=1)
+
+
+class Order(BaseModel):
+    customer: str
+    items: list[Item]
+
+
+ORDER = {"customer": "Ada", "items": [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 2}]}
+
+
+def client(server: ScriptedServer) -> Any:
+    raw = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="k", max_retries=0)
+    return healjson.wrap(instructor.from_anthropic(raw))
+
+
+def test_create_partial_streams_snapshots_then_heals_a_fenced_answer() -> None:
+    fenced = ScriptedReply(content=f"```json\n{json.dumps(ORDER)}\n```", chunk_chars=7)
+    with ScriptedServer([fenced]) as server:
+        stream = client(server).create_partial(
+            model="claude-x", messages=USER, response_model=Order, max_tokens=500
+        )
+        snapshots = list(stream)
+        [request] = server.requests
+    assert len(snapshots) > 2
+    assert isinstance(stream.outcome, Healed)
+    assert stream.outcome.value == Order.model_validate(ORDER)
+    assert stream.outcome.calls == 1
+    assert stream.outcome.usage.completion_tokens > 0  # read from the stream's events
+    body = request.body
+    assert body is not None
+    assert body["stream"] is True
+    assert body["max_tokens"] == 500
+    assert body["system"].startswith("Reply with only a JSON value")
+    assert "You extract orders." in body["system"]
+    assert [m["role"] for m in body["messages"]] == ["user"]
+
+
+def test_create_iterable_hands_out_items_and_repairs_the_bad_one_alone() -> None:
+    items = [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 0}, {"sku": "C", "qty": 2}]
+    first = ScriptedReply(content=json.dumps(items), chunk_chars=5)
+    fixed = ScriptedReply(content=json.dumps([{"sku": "B", "qty": 3}]), chunk_chars=5)
+    with ScriptedServer([first, fixed]) as server:
+        stream = client(server).create_iterable(
+            model="claude-x", messages=USER, response_model=Item
+        )
+        got = [item.sku for item in stream]
+        bodies = [r.body for r in server.requests]
+    assert got == ["A", "C", "B"]
+    assert stream.item_status == {0: "streamed", 1: "repaired", 2: "streamed"}
+    assert isinstance(stream.outcome, Healed)
+    assert bodies[1] is not None
+    assert bodies[1]["max_tokens"] == 4096  # Anthropic requires one: healjson's default
+    assert "in this order: [1]" in bodies[1]["messages"][-1]["content"]
+
+
+def test_async_anthropic_streams_heal_a_cut_answer() -> None:
+    cut = ScriptedReply(content=json.dumps(ORDER)[:30], finish_reason="length", chunk_chars=6)
+
+    async def main(server: ScriptedServer) -> Any:
+        raw = anthropic.AsyncAnthropic(
+            base_url=server.anthropic_base_url, api_key="k", max_retries=0
+        )
+        wrapped = healjson.wrap(instructor.from_anthropic(raw))
+        stream = wrapped.create_partial(model="claude-x", messages=USER, response_model=Order)
+        seen = [snapshot async for snapshot in stream]
+        await raw.close()
+        return seen, stream.outcome
+
+    with ScriptedServer([cut, ScriptedReply(content=json.dumps(ORDER))]) as server:
+        seen, outcome = asyncio.run(main(server))
+    assert seen
+    assert isinstance(outcome, Healed)
+    assert outcome.calls == 2
+    assert outcome.attempts[0].finish_reason == "length"
+
+
+def test_gemini_streams_are_still_refused_with_the_way_out() -> None:
+    raw = genai.Client(
+        api_key="k", http_options=genai_types.HttpOptions(base_url="http://127.0.0.1:9")
+    )
+    wrapped = healjson.wrap(instructor.from_genai(raw))
+    with pytest.raises(TypeError, match=r"OpenAI and Anthropic clients"):
+        wrapped.create_partial(model="gemini-x", messages=USER, response_model=Order)
