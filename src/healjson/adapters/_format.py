@@ -30,6 +30,7 @@ __all__ = [
     "anthropic_request",
     "check_mode",
     "is_format_rejection",
+    "message_text",
     "shape_request",
 ]
 
@@ -126,7 +127,7 @@ def anthropic_request(
 ) -> dict[str, Any]:
     """Chat messages and parameters as an Anthropic Messages request: the system messages joined
     into the top-level `system`, OpenAI's `max_completion_tokens` named `max_tokens`."""
-    system = [_text(m.get("content")) for m in messages if m.get("role") == "system"]
+    system = [message_text(m.get("content")) for m in messages if m.get("role") == "system"]
     turns = [
         {"role": m.get("role"), "content": m.get("content")}
         for m in messages
@@ -140,7 +141,8 @@ def anthropic_request(
     return body
 
 
-def _text(content: Any) -> str:
+def message_text(content: Any) -> str:
+    """A chat message's content as text (content parts joined)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):

@@ -45,9 +45,9 @@ not used for instructor's message templating. `create_with_completion` is healed
 and Anthropic clients (`instructor.from_openai`, `from_anthropic`): the request goes through
 healjson's own adapter on the provider client inside (healjson's JSON tier, not instructor's
 `Mode`; Anthropic: the schema in the system prompt, `_anthropic`), `create_partial` yields
-`Partial[M]` snapshots and `create_iterable` each valid item; `.outcome` is the run's. Over
-other providers (Gemini), and for `create_generator`, they are refused with a message naming
-the healed call.
+`Partial[M]` snapshots and `create_iterable` each valid item; `.outcome` is the run's. Gemini
+clients (`from_genai`) too, through `_gemini`. Over other providers, and for
+`create_generator`, they are refused with a message naming the healed call.
 For a `response_model` that is not a pydantic model (`int`, `list[Item]`, ...) instructor asks for
 a wrapper object (`{"content": ...}`, `{"tasks": [...]}`); L1 unwraps it. healjson reads the
 raw response by its shape: OpenAI's `ChatCompletion` (and every OpenAI-compatible provider),
@@ -253,14 +253,19 @@ class InstructorClient(HealingAdapter):
             from ._anthropic import AnthropicStreams
 
             client = AnthropicStreams(inner, policy=self.policy)
+        elif provider == "genai" and inner is not None:
+            from ._gemini import GeminiStreams
+
+            client = GeminiStreams(inner, use_async=self.is_async, policy=self.policy)
         elif provider in ("openai", None) and inner is not None:
             from ._openai import HealingClient
 
             client = HealingClient(inner, json_mode=self.json_mode, policy=self.policy)
         else:
             raise TypeError(
-                f"healjson heals instructor's {method} over OpenAI and Anthropic clients "
-                f"(instructor.from_openai, from_anthropic), not {provider!r}: use "
+                f"healjson heals instructor's {method} over OpenAI, Anthropic and Gemini "
+                f"clients (instructor.from_openai, from_anthropic, from_genai), not "
+                f"{provider!r}: use "
                 f"the instructor client itself (wrapped.{method})"
             )
         self.__dict__["_streams"] = client

@@ -1,6 +1,7 @@
-"""Healed streams over `instructor.from_anthropic`: `create_partial`, `create_iterable` and
-`create(stream=True)` read Anthropic's own stream events through the real `anthropic` SDK,
-against the scripted server's Messages route on 127.0.0.1 (streamed as SSE events)."""
+"""Healed streams over `instructor.from_anthropic` and `instructor.from_genai`: `create_partial`,
+`create_iterable` and `create(stream=True)` read the provider's own stream events through the
+real `anthropic` and `google-genai` SDKs, against the scripted server's Messages and
+`streamGenerateContent` routes on 127.0.0.1 (streamed as SSE events)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from typing import Any
 
 import anthropic
 import instructor
-import pytest
 from google import genai
 from google.genai import types as genai_types
 from pydantic import BaseModel, Field
@@ -101,10 +101,58 @@ def test_async_anthropic_streams_heal_a_cut_answer() -> None:
     assert outcome.attempts[0].finish_reason == "length"
 
 
-def test_gemini_streams_are_still_refused_with_the_way_out() -> None:
-    raw = genai.Client(
-        api_key="k", http_options=genai_types.HttpOptions(base_url="http://127.0.0.1:9")
+def gemini(server: ScriptedServer, session: Any = None) -> Any:
+    options = genai_types.HttpOptions(
+        base_url=server.gemini_base_url, timeout=10_000, aiohttp_client=session
     )
-    wrapped = healjson.wrap(instructor.from_genai(raw))
-    with pytest.raises(TypeError, match=r"OpenAI and Anthropic clients"):
-        wrapped.create_partial(model="gemini-x", messages=USER, response_model=Order)
+    return genai.Client(api_key="k", http_options=options)
+
+
+def test_gemini_create_iterable_streams_and_repairs_the_bad_item_alone() -> None:
+    items = [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 0}, {"sku": "C", "qty": 2}]
+    first = ScriptedReply(content=json.dumps(items), chunk_chars=5)
+    fixed = ScriptedReply(content=json.dumps([{"sku": "B", "qty": 3}]), chunk_chars=5)
+    with ScriptedServer([first, fixed]) as server:
+        raw = gemini(server)
+        wrapped = healjson.wrap(instructor.from_genai(raw))
+        stream = wrapped.create_iterable(
+            model="gemini-x", messages=USER, response_model=Item, max_tokens=300
+        )
+        got = [item.sku for item in stream]
+        requests = server.requests
+        raw.close()
+    assert got == ["A", "C", "B"]
+    assert isinstance(stream.outcome, Healed)
+    assert stream.outcome.calls == 2
+    assert all(":streamGenerateContent" in r.path for r in requests)
+    body = requests[0].body
+    assert body is not None
+    assert body["generationConfig"]["maxOutputTokens"] == 300
+    assert "You extract orders." in json.dumps(body["systemInstruction"])
+    assert [c["role"] for c in body["contents"]] == ["user"]
+    repair = requests[1].body
+    assert repair is not None
+    assert [c["role"] for c in repair["contents"]] == ["user", "model", "user"]
+
+
+def test_async_gemini_create_partial_heals_a_fenced_stream() -> None:
+    import aiohttp
+
+    fenced = ScriptedReply(content=f"Sure:\n```json\n{json.dumps(ORDER)}\n```", chunk_chars=9)
+
+    async def main(server: ScriptedServer) -> Any:
+        async with aiohttp.ClientSession() as session:
+            raw = gemini(server, session)
+            wrapped = healjson.wrap(instructor.from_genai(raw, use_async=True))
+            stream = wrapped.create_partial(model="gemini-x", messages=USER, response_model=Order)
+            seen = [snapshot async for snapshot in stream]
+            await raw.aio.aclose()
+            raw.close()
+            return seen, stream.outcome
+
+    with ScriptedServer([fenced]) as server:
+        seen, outcome = asyncio.run(main(server))
+    assert seen
+    assert isinstance(outcome, Healed)
+    assert outcome.calls == 1
+    assert outcome.value == Order.model_validate(ORDER)

@@ -1,0 +1,103 @@
+"""Healed streams over a google-genai client: what `wrap(instructor.from_genai(...))` uses for
+`create_partial`, `create_iterable` and `create(stream=True)`.
+
+As for Anthropic (`_anthropic`), a healed stream reads the provider's own chunks (each a
+`GenerateContentResponse`, read by `healjson._core.stream.chunks`), so the request goes to the
+genai client itself (`models.generate_content_stream`, `aio.models.generate_content_stream`
+for an async instructor client), in the prompt tier: the schema in the system instruction. The
+chat messages become Gemini `contents` (`assistant` is `model`), the system messages the
+`system_instruction`; OpenAI's parameter names are mapped (`max_tokens` to
+`max_output_tokens`, `stop` to `stop_sequences`), any other goes into the config as given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+from healjson._core.policy import HealPolicy
+from healjson._core.stream.run import is_stream
+
+from ._base import Exchange, HealingAdapter, NotACompletion, Send
+from ._format import FormatState, message_text
+
+__all__ = ["GeminiStreams", "gemini_request"]
+
+_RENAMED: Final = {
+    "max_tokens": "max_output_tokens",
+    "max_completion_tokens": "max_output_tokens",
+    "stop": "stop_sequences",
+}
+
+
+class GeminiStreams(HealingAdapter):
+    """Wraps a `google.genai.Client` for healed streams (`use_async`: through `client.aio`)."""
+
+    def __init__(
+        self, client: Any, *, use_async: bool = False, policy: HealPolicy | None = None
+    ) -> None:
+        self._use_async = use_async
+        super().__init__(client, policy=policy)
+        self._tiers: FormatState = FormatState("prompt")
+
+    def _accept(self, client: Any) -> bool:
+        models = getattr(client, "aio", client) if self._use_async else client
+        stream = getattr(getattr(models, "models", None), "generate_content_stream", None)
+        if not callable(stream):
+            raise TypeError(
+                "a google-genai client with models.generate_content_stream is needed; got "
+                f"{type(client).__name__}"
+            )
+        return self._use_async
+
+    def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
+        models = self.wrapped.aio.models if self._use_async else self.wrapped.models
+        stream = models.generate_content_stream
+
+        def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
+            messages = request.pop("messages")
+            return stream, gemini_request(messages, request), _READ_CHUNKS
+
+        return send
+
+
+def gemini_request(
+    messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Chat messages and parameters as `generate_content_stream` keywords."""
+    system = [message_text(m.get("content")) for m in messages if m.get("role") == "system"]
+    contents = [
+        {
+            "role": "model" if m.get("role") == "assistant" else "user",
+            "parts": [{"text": message_text(m.get("content"))}],
+        }
+        for m in messages
+        if m.get("role") != "system"
+    ]
+    config: dict[str, Any] = {}
+    model = None
+    for name, value in params.items():
+        if name == "model":
+            model = value
+        elif name not in ("stream", "response_format", "stream_options"):
+            config[_RENAMED.get(name, name)] = value
+    if system:
+        config["system_instruction"] = "\n\n".join(system)
+    return {"model": model, "contents": contents, "config": config or None}
+
+
+class _ChunkReader(Exchange):
+    """The answer of `generate_content_stream`: an iterator of responses."""
+
+    __slots__ = ()
+
+    def read(self, ok: bool, value: Any) -> tuple[bool, Any]:
+        if ok and not is_stream(value) and not hasattr(value, "__await__"):
+            return False, NotACompletion(
+                f"the endpoint returned {type(value).__name__}, not a stream of responses: "
+                f"{str(value)[:200]!r}"
+            )
+        return ok, value
+
+
+_READ_CHUNKS = _ChunkReader()
