@@ -18,7 +18,7 @@ from typing import Any, Final
 from healjson._core.policy import HealPolicy
 from healjson._core.stream.run import is_stream
 
-from ._base import Exchange, HealingAdapter, NotACompletion, Send
+from ._base import Exchange, HealingAdapter, Send, ShapeCheck
 from ._format import FormatState, anthropic_request
 
 __all__ = ["AnthropicStreams"]
@@ -53,18 +53,7 @@ class AnthropicStreams(HealingAdapter):
         return send
 
 
-class _EventReader(Exchange):
-    """The answer of `messages.create(stream=True)`: a stream of events (or a whole message)."""
-
-    __slots__ = ()
-
-    def read(self, ok: bool, value: Any) -> tuple[bool, Any]:
-        if ok and not is_stream(value) and not hasattr(value, "stop_reason"):
-            return False, NotACompletion(
-                f"the endpoint returned {type(value).__name__}, not a stream of message events: "
-                f"{str(value)[:200]!r}"
-            )
-        return ok, value
-
-
-_READ_EVENTS = _EventReader()
+# the answer of `messages.create(stream=True)`: a stream of events (or a whole message)
+_READ_EVENTS = ShapeCheck(
+    lambda value: is_stream(value) or hasattr(value, "stop_reason"), "a stream of message events"
+)

@@ -46,6 +46,7 @@ __all__ = [
     "HealingAdapter",
     "NotACompletion",
     "Send",
+    "ShapeCheck",
     "build_request",
     "retry_mode",
     "unwrapped",
@@ -88,6 +89,25 @@ class Exchange:
 
     def read(self, ok: bool, value: Any) -> tuple[bool, Any]:
         """`(ok, value)` as the negotiation should see it."""
+        return ok, value
+
+
+class ShapeCheck(Exchange):
+    """A plain call whose answer must pass `accepts` (else it is the provider's failure: the
+    endpoint answered with something that is not `what`, e.g. an HTML page)."""
+
+    __slots__ = ("accepts", "what")
+
+    def __init__(self, accepts: Callable[[Any], bool], what: str) -> None:
+        self.accepts = accepts
+        self.what = what
+
+    def read(self, ok: bool, value: Any) -> tuple[bool, Any]:
+        if ok and not self.accepts(value):
+            return False, NotACompletion(
+                f"the endpoint returned {type(value).__name__}, not {self.what}: "
+                f"{str(value)[:200]!r}"
+            )
         return ok, value
 
 

@@ -18,7 +18,7 @@ from typing import Any, Final
 from healjson._core.policy import HealPolicy
 from healjson._core.stream.run import is_stream
 
-from ._base import Exchange, HealingAdapter, NotACompletion, Send
+from ._base import Exchange, HealingAdapter, Send, ShapeCheck
 from ._format import FormatState, message_text
 
 __all__ = ["GeminiStreams", "gemini_request"]
@@ -86,18 +86,7 @@ def gemini_request(
     return {"model": model, "contents": contents, "config": config or None}
 
 
-class _ChunkReader(Exchange):
-    """The answer of `generate_content_stream`: an iterator of responses."""
-
-    __slots__ = ()
-
-    def read(self, ok: bool, value: Any) -> tuple[bool, Any]:
-        if ok and not is_stream(value) and not hasattr(value, "__await__"):
-            return False, NotACompletion(
-                f"the endpoint returned {type(value).__name__}, not a stream of responses: "
-                f"{str(value)[:200]!r}"
-            )
-        return ok, value
-
-
-_READ_CHUNKS = _ChunkReader()
+# the answer of `generate_content_stream`: an iterator of responses (an awaitable of one, async)
+_READ_CHUNKS = ShapeCheck(
+    lambda value: is_stream(value) or hasattr(value, "__await__"), "a stream of responses"
+)

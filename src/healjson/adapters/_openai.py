@@ -21,7 +21,7 @@ from typing import Any
 from healjson._core.policy import HealPolicy
 from healjson._core.stream.run import is_stream
 
-from ._base import Exchange, HealingAdapter, NotACompletion, Send
+from ._base import Exchange, HealingAdapter, NotACompletion, Send, ShapeCheck
 from ._format import FormatState, check_mode
 
 __all__ = ["HealingClient", "NotACompletion"]
@@ -88,39 +88,15 @@ class HealingClient(HealingAdapter):
         params.setdefault("stream_options", {"include_usage": True})
 
 
-class _ChatCompletionReader(Exchange):
-    """A plain `create(**request)`; its answer must look like a chat completion."""
-
-    __slots__ = ()
-
-    def read(self, ok: bool, value: Any) -> tuple[bool, Any]:
-        if ok and (isinstance(value, str | bytes) or not hasattr(value, "choices")):
-            return False, NotACompletion(
-                f"the endpoint returned {type(value).__name__}, not a chat completion: "
-                f"{str(value)[:200]!r}"
-            )
-        return ok, value
-
-
-_READ_COMPLETION = _ChatCompletionReader()
-
-
-class _StreamReader(Exchange):
-    """A streamed `create(**request)`: its answer must be a stream of chunks (or a whole
-    completion, from an endpoint that does not stream)."""
-
-    __slots__ = ()
-
-    def read(self, ok: bool, value: Any) -> tuple[bool, Any]:
-        if ok and not is_stream(value) and not hasattr(value, "choices"):
-            return False, NotACompletion(
-                f"the endpoint returned {type(value).__name__}, not a stream of chunks: "
-                f"{str(value)[:200]!r}"
-            )
-        return ok, value
-
-
-_READ_STREAM = _StreamReader()
+_READ_COMPLETION = ShapeCheck(
+    lambda value: not isinstance(value, str | bytes) and hasattr(value, "choices"),
+    "a chat completion",
+)
+# a streamed `create(**request)`: a stream of chunks (or a whole completion, from an endpoint
+# that does not stream)
+_READ_STREAM = ShapeCheck(
+    lambda value: is_stream(value) or hasattr(value, "choices"), "a stream of chunks"
+)
 
 
 def _is_async(client: Any, create: Callable[..., Any]) -> bool:
