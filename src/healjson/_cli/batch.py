@@ -246,7 +246,6 @@ def batch(
         )
         batch_api_command(input_path, out, setup, policy, options)
         return
-    endpoint = endpoint_from_options(base_url, api_key, timeout)
     reasons = frozenset(retry or ()) | (RETRY_FAILED if retry_failed else frozenset())
     known = {str(reason) for reason in Reason} | {INVALID_INPUT}
     unknown = sorted(reasons - known)
@@ -259,6 +258,15 @@ def batch(
         runner = Batch.open(input_path, out, retry=reasons)
     except BatchError as exc:
         raise typer.BadParameter(str(exc), param_hint="'--out'") from exc
+    if runner.stats.total == 0:  # every row is in OUT already: no endpoint, no client needed
+        runner.close()
+        typer.echo(_summary(runner.stats, out), err=True)
+        return
+    try:
+        endpoint = endpoint_from_options(base_url, api_key, timeout)
+    except BaseException:
+        runner.close()
+        raise
     show = sys.stderr.isatty() if progress is None else progress
 
     async def run(on_row: Callable[[BatchStats], None] | None) -> BatchStats:
