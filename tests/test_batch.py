@@ -190,6 +190,24 @@ def test_batch_resume_skips_ids_already_written(
     assert "skipped 20 line(s) whose id" in second.stderr
 
 
+def test_a_finished_batch_reruns_without_an_endpoint_or_a_key(
+    tmp_path: Path, endpoint: tuple[Endpoint, ScriptedServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every id already in OUT: the re-run reports and exits, sending nothing (no key needed)."""
+    answer, server = endpoint
+    out = tmp_path / "out.jsonl"
+    source = write_input(tmp_path / "in.jsonl", range(1, 6))
+    assert 0 == run_batch(server, source, out).exit_code
+    calls = answer.calls
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    args = ["batch", str(source), "--out", str(out), "--model", "m", "--contracts", PACK]
+    again = CliRunner().invoke(app, args)  # no --base-url, no --api-key
+    assert 0 == again.exit_code, again.output
+    assert "wrote 0 of 0 row(s)" in again.stderr
+    assert "skipped 5 line(s) whose id" in again.stderr
+    assert calls == answer.calls
+
+
 def test_batch_overwrites_a_torn_last_line(
     tmp_path: Path, endpoint: tuple[Endpoint, ScriptedServer]
 ) -> None:
