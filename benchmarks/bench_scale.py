@@ -552,7 +552,7 @@ def make_async_client(base_url: str) -> Any:
 
 
 class ProcSampler:
-    """Samples the RSS of every Ray process of this session (and this one) from /proc."""
+    """Samples the RSS of every process of this Ray instance (and this one) from /proc."""
 
     def __init__(self) -> None:
         self.names: dict[int, set[str]] = {}  # pid -> every name it was seen with
