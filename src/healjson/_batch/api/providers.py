@@ -181,11 +181,12 @@ class _OpenAI:
         for file_id in (batch.output_file_id, batch.error_file_id):
             if not file_id:
                 continue
-            content = self.client.files.content(file_id).content
-            for raw in content.splitlines():
-                found = _openai_line(raw)
-                if found is not None:
-                    yield found
+            # streamed line by line: a result file can be 200 MB, never held whole
+            with self.client.files.with_streaming_response.content(file_id) as response:
+                for raw in response.iter_lines():
+                    found = _openai_line(raw)
+                    if found is not None:
+                        yield found
 
     def cancel(self, batch_id: str) -> None:
         self.client.batches.cancel(batch_id)
