@@ -18,7 +18,7 @@ from typing import Any, Final
 from healjson._core.policy import HealPolicy
 from healjson._core.stream.run import is_stream
 
-from ._base import Exchange, HealingAdapter, Send, ShapeCheck
+from ._base import Exchange, HealingAdapter, Send, ShapeCheck, is_async_client
 from ._format import FormatState, anthropic_request
 
 __all__ = ["AnthropicStreams"]
@@ -39,7 +39,7 @@ class AnthropicStreams(HealingAdapter):
             raise TypeError(
                 f"an Anthropic client with messages.create is needed; got {type(client).__name__}"
             )
-        return any(cls.__name__.startswith("Async") for cls in type(client).__mro__)
+        return is_async_client(client, create)
 
     def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
         create = self.wrapped.messages.create

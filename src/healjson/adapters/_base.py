@@ -14,6 +14,7 @@ the SDK returned (or raises); each healing call runs inside
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +49,7 @@ __all__ = [
     "Send",
     "ShapeCheck",
     "build_request",
+    "is_async_client",
     "retry_mode",
     "unwrapped",
 ]
@@ -113,6 +115,15 @@ class ShapeCheck(Exchange):
 
 Send = Callable[[dict[str, Any]], tuple[Callable[..., Any], dict[str, Any], Exchange]]
 """Request kwargs from the negotiation -> (client method, its kwargs, the request's Exchange)."""
+
+
+def is_async_client(client: Any, create: Callable[..., Any]) -> bool:
+    """True for an async client: its `create` is a coroutine function (the SDKs wrap it in a
+    decorator that hides `async def`: look beneath it), or its class is an `Async...` one
+    (`AsyncOpenAI`, `AsyncAzureOpenAI`, `AsyncAnthropic`, ...)."""
+    if inspect.iscoroutinefunction(create) or inspect.iscoroutinefunction(inspect.unwrap(create)):
+        return True
+    return any(cls.__name__.startswith("Async") for cls in type(client).__mro__)
 
 
 def unwrapped(client: Any) -> Any:

@@ -14,14 +14,13 @@ trace of them in the outcome, its traces or the events.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
 from healjson._core.policy import HealPolicy
 from healjson._core.stream.run import is_stream
 
-from ._base import Exchange, HealingAdapter, NotACompletion, Send, ShapeCheck
+from ._base import Exchange, HealingAdapter, NotACompletion, Send, ShapeCheck, is_async_client
 from ._format import FormatState, check_mode
 
 __all__ = ["HealingClient", "NotACompletion"]
@@ -72,7 +71,7 @@ class HealingClient(HealingAdapter):
                 f"wrap() needs an OpenAI-style client with chat.completions.create; "
                 f"got {type(client).__name__}"
             )
-        return _is_async(client, completions.create)
+        return is_async_client(client, completions.create)
 
     def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
         create = self.wrapped.chat.completions.create
@@ -97,11 +96,3 @@ _READ_COMPLETION = ShapeCheck(
 _READ_STREAM = ShapeCheck(
     lambda value: is_stream(value) or hasattr(value, "choices"), "a stream of chunks"
 )
-
-
-def _is_async(client: Any, create: Callable[..., Any]) -> bool:
-    """openai's `create` is wrapped by a decorator that hides `async def`: look beneath it, and
-    at the client class (`AsyncOpenAI`, `AsyncAzureOpenAI`, ...)."""
-    if inspect.iscoroutinefunction(create) or inspect.iscoroutinefunction(inspect.unwrap(create)):
-        return True
-    return any(cls.__name__.startswith("Async") for cls in type(client).__mro__)

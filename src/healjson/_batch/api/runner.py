@@ -249,13 +249,9 @@ class Runner:
             if row.key in self._written:  # written before a kill: the output is the record
                 finished.append((row, _NO_OUTCOME))
                 continue
-            step = self.healer._replay(
-                row.messages, [_call_result(r) for r in row.results], **self.params
-            )
-            if isinstance(step, ModelCall):
-                body = request_body(self.provider.name, step, self.healer.target, self.json_mode)
-                line = self.provider.request_line(custom_id(row.seq, row.round), body)
-                requests.append((row.round, row.seq, line))
+            step = self._step(row)
+            if isinstance(step, bytes):
+                requests.append((row.round, row.seq, step))
             else:
                 finished.append((row, step))
         rows_out: list[dict[str, Any]] = []
@@ -364,15 +360,23 @@ class Runner:
             return lines
         rebuilt: list[bytes] = []  # after a resume: the same requests, rebuilt from the results
         for row in self.ledger.rows("part = ?", (part.id,)):
-            step = self.healer._replay(
-                row.messages, [_call_result(r) for r in row.results], **self.params
-            )
-            if not isinstance(step, ModelCall):  # cannot happen for a deterministic engine
+            step = self._step(row)  # the row's round is the part's: its result is not in yet
+            if not isinstance(step, bytes):  # cannot happen for a deterministic engine
                 raise RuntimeError(f"row {row.ident!r} no longer needs a request")
-            body = request_body(self.provider.name, step, self.healer.target, self.json_mode)
-            rebuilt.append(self.provider.request_line(custom_id(row.seq, part.round), body))
+            rebuilt.append(step)
         self._lines[part.id] = rebuilt
         return rebuilt
+
+    def _step(self, row: Row) -> bytes | Outcome[Any]:
+        """The row's run rebuilt from its results: its next request as a batch line, or its
+        outcome."""
+        step = self.healer._replay(
+            row.messages, [_call_result(r) for r in row.results], **self.params
+        )
+        if not isinstance(step, ModelCall):
+            return step
+        body = request_body(self.provider.name, step, self.healer.target, self.json_mode)
+        return self.provider.request_line(custom_id(row.seq, row.round), body)
 
     def _metadata(self, part: Part) -> dict[str, str]:
         return {"healjson_run": part.token, "healjson_part": str(part.id)}
