@@ -44,6 +44,7 @@ __all__ = [
     "gather",
     "is_provider_error",
     "run_awaitables_sync",
+    "settled",
 ]
 
 R = TypeVar("R")
@@ -93,14 +94,19 @@ def call_sync(call: Callable[..., Any], effect: ModelCall) -> CallResult:
     if effect.timeout_s is not None:
         return _call_sync_limited(call, effect, start)
     try:
-        value = call(list(map(dict, effect.messages)), **effect.params)
-        if type(value) not in _NOT_AWAITABLE and _awaitable(value):
-            (value,) = run_awaitables_sync((value,))
-            if isinstance(value, BaseException):
-                raise value
+        value = settled(call(list(map(dict, effect.messages)), **effect.params))
     except Exception as exc:
         return call_failed(exc, start, effect)
     return call_returned(value, start)
+
+
+def settled(value: Any) -> Any:
+    """What a sync call returned, awaited first if it is an awaitable (raising what it raised)."""
+    if type(value) not in _NOT_AWAITABLE and _awaitable(value):
+        (value,) = run_awaitables_sync((value,))
+        if isinstance(value, BaseException):
+            raise value
+    return value
 
 
 # classes whose instances are not awaitable, as seen (`inspect.isawaitable` makes a Python-level

@@ -34,7 +34,7 @@ from .reply import Reply, Usage
 from .sentinels import NOTHING
 from .target import Target
 
-__all__ = ["HealSpec", "heal_flow", "next_prompt"]
+__all__ = ["HealSpec", "first_healed", "heal_flow", "new_run_id", "next_prompt"]
 
 _MAX_CHANGED_PATHS = 200
 _NO_USAGE = Usage()
@@ -42,6 +42,10 @@ _NO_USAGE = Usage()
 # and cheap: no system call per run)
 _RUN_PREFIX = os.urandom(6).hex()
 _RUN_COUNTER = itertools.count(1)
+
+
+new_run_id: Callable[[], str] = map(f"{_RUN_PREFIX}-{{:06d}}".format, _RUN_COUNTER).__next__
+"""A fresh run id, e.g. `3f9a1c2b7d4e-000042` (one C-level call: no Python frame per run)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +93,7 @@ class _Run:
         original: tuple[Mapping[str, Any], ...],
         started: float | None,
         observed: bool = True,
+        opened: tuple[str, _events.RunEvents | None] | None = None,
     ) -> None:
         self.spec = spec
         self.original = original
@@ -99,7 +104,10 @@ class _Run:
         self.first_data: Any = NOTHING
         self.partial: Any = None
         self.started = time.monotonic() if started is None else started
-        self.run_id = f"{_RUN_PREFIX}-{next(_RUN_COUNTER):06d}"  # e.g. 3f9a1c2b7d4e-000042
+        if opened is not None:  # the driver made the first call: it opened the run
+            self.run_id, self.events = opened
+            return
+        self.run_id = new_run_id()
         # None: nothing listens (or a replayed run, whose calls were observed when made)
         self.events = _events.for_run(self.run_id, spec) if observed else None
 
@@ -127,28 +135,37 @@ def heal_flow(
     given: Reply | None = None,
     started: float | None = None,
     observed: bool = True,
+    opened: tuple[str, _events.RunEvents | None] | None = None,
+    first: CallResult | None = None,
 ) -> Flow:
     """The whole L1-L4 loop for one request, as a generator the drivers run. `given`: a reply
     already in hand, judged as the first attempt instead of calling the model (`validate`);
     `started`: when the run began (a `time.monotonic()`), for the deadline; `observed=False`:
-    no events, spans or metrics (a run replayed from stored results). However the flow
-    ends (an outcome, a driver that raised, a stream the caller abandoned), the run's telemetry
-    context is released."""
-    run = _Run(spec, messages, started, observed)
+    no events, spans or metrics (a run replayed from stored results); `opened`: the run id and
+    events a driver opened for this run (`shortcut`); `first`: the result of the first model
+    call, made by that driver with nothing listening, which `first_healed` did not accept.
+    However the flow ends (an outcome, a
+    driver that raised, a stream the caller abandoned), the run's telemetry context is
+    released."""
+    run = _Run(spec, messages, started, observed, opened)
     try:
         spec, messages = run.spec, run.original
         policy = spec.policy
-        if given is not None:
-            first = CallResult(given, None, 0.0)
+        if first is not None:
+            result = first
         else:
-            left = None if policy.deadline_s is None else run.time_left()
-            if run.events is not None:
-                run.events.call_started(1, params)
-            first = yield ModelCall(1, messages, params, left, policy.provider_errors)
-        # the first step: strictly valid data with nothing more to check needs no L1 at all
-        healed = _first_step(run, first, params)
-        if healed is not None:
-            return healed
+            if given is not None:
+                result = CallResult(given, None, 0.0)
+            else:
+                left = None if policy.deadline_s is None else run.time_left()
+                if run.events is not None:
+                    run.events.call_started(1, params)
+                result = yield ModelCall(1, messages, params, left, policy.provider_errors)
+            # the first step: strictly valid data with nothing more to check needs no L1 at all
+            healed = _first_step(run, result, params)
+            if healed is not None:
+                return healed
+        first_result = result
         call_params = dict(params)
         prompt: RepairPrompt | None = None
         for number in range(1, policy.max_attempts + 1):
@@ -168,7 +185,7 @@ def heal_flow(
                     diagnostic = _cost_budget(cost, policy.cost_budget)
                     return (yield from _degrade(run, Reason.BUDGET_EXCEEDED, [diagnostic]))
             if number == 1:
-                result = first
+                result = first_result
             else:
                 left = run.time_left()
                 if left is not None and left <= 0:
@@ -271,12 +288,39 @@ def heal_flow(
 
 
 def _first_step(run: _Run, first: CallResult, params: Mapping[str, Any]) -> Outcome[Any] | None:
-    """The outcome of a first reply that needs no L1: strictly valid data, finished normally,
-    with no contracts to run and nothing else to read (no tool calls, no refusal). The attempt
-    is recorded as the loop records it and `Healed` is built by `_healed`. None in every other
-    case: the loop then judges `first` as its first attempt, with L1 and L2 as for any reply."""
-    reply = first.reply
-    if reply is None or run.spec.contracts or first.aborted:
+    """`first_healed` inside the loop: the attempt and the outcome recorded on the run, and
+    announced. None when the loop must judge `first` as its first attempt (L1 and L2)."""
+    if first.reply is None or first.aborted:
+        return None
+    healed = first_healed(
+        run.spec, run.original, params, first.reply, elapsed_s=first.elapsed_s, run_id=run.run_id
+    )
+    if healed is None:
+        return None
+    run.usage = healed.usage
+    run.attempts.append(healed.attempts[0])
+    if run.events is not None:
+        run.events.attempt(healed.attempts[0])
+        run.events.healed(healed)
+    return healed
+
+
+def first_healed(
+    spec: HealSpec,
+    original: tuple[Mapping[str, Any], ...],
+    params: Mapping[str, Any],
+    reply: Reply,
+    *,
+    elapsed_s: float,
+    run_id: str,
+) -> Healed[Any] | None:
+    """The outcome of a first reply (a whole one, not what an aborted stream left) that needs
+    no L1: strictly valid data, finished normally, with no contracts to run and nothing else to
+    read (no tool calls, no refusal). Its attempt is recorded as the loop records one, and the
+    `Healed` is built as `_healed` builds it (no event is sent: the caller announces it, if
+    anyone listens). None in every other case: the loop then judges the reply as its first
+    attempt, with L1 and L2 as for any reply."""
+    if spec.contracts:
         return None
     content = reply.content
     if (
@@ -287,28 +331,26 @@ def _first_step(run: _Run, first: CallResult, params: Mapping[str, Any]) -> Outc
     ):
         return None
     try:
-        instance = run.spec.target.validate_json(content, strict=True)
+        instance = spec.target.validate_json(content, strict=True)
     except Exception:  # ValidationError, or text pydantic-core cannot read: L1 decides
         return None
-    usage = reply.usage or _estimated_usage(run.original, content)
-    run.usage = usage
+    usage = reply.usage or _estimated_usage(original, content)
     attempt = Attempt(
         number=1,
         strategy=Strategy.INITIAL,
-        messages=run.original,
+        messages=original,
         params=redact_params(params),  # stored redacted; the call got the real ones
         raw_text=content,
         finish_reason=reply.finish_reason,
         usage=usage,
         model=reply.model or params.get("model"),
-        latency_s=first.elapsed_s,
+        latency_s=elapsed_s,
         ok=True,
         reasoning=reply.reasoning,
     )
-    run.attempts.append(attempt)
-    if run.events is not None:
-        run.events.attempt(attempt)
-    return _healed(run, instance, (), content)
+    return _new_healed(
+        spec, instance, content, (attempt,), flags=(), usage=usage, changed=(), run_id=run_id
+    )
 
 
 def _next_prompt(
@@ -498,27 +540,50 @@ def _healed(
     raw: str,
     evaluation: Evaluation | None = None,
 ) -> Outcome[Any]:
-    """The one place a `Healed` is built (and announced)."""
+    """A loop's `Healed` (built by `_new_healed`), announced."""
     changed: tuple[str, ...] = ()
     if len(run.attempts) > 1 and run.first_data is not NOTHING and evaluation is not None:
         final = _as_data(run.spec.target, evaluation)
         changed = tuple(_diff(run.first_data, final, ()))[:_MAX_CHANGED_PATHS]
-    spec = run.spec
-    outcome: Healed[Any] = Healed(
-        value=instance,
-        raw_text=raw,
-        attempts=tuple(run.attempts),
-        usage=run.usage,
+    outcome = _new_healed(
+        run.spec,
+        instance,
+        raw,
+        tuple(run.attempts),
         flags=flags,
-        changed_fields=changed,
-        max_attempts=spec.policy.max_attempts,
+        usage=run.usage,
+        changed=changed,
         run_id=run.run_id,
-        target=spec.target_name,
-        contracts=spec.contract_names,
     )
     if run.events is not None:
         run.events.healed(outcome)
     return outcome
+
+
+def _new_healed(
+    spec: HealSpec,
+    instance: Any,
+    raw: str,
+    attempts: tuple[Attempt, ...],
+    *,
+    flags: tuple[Flag, ...],
+    usage: Usage,
+    changed: tuple[str, ...],
+    run_id: str,
+) -> Healed[Any]:
+    """The one place a `Healed` is built."""
+    return Healed(
+        value=instance,
+        raw_text=raw,
+        attempts=attempts,
+        usage=usage,
+        flags=flags,
+        changed_fields=changed,
+        max_attempts=spec.policy.max_attempts,
+        run_id=run_id,
+        target=spec.target_name,
+        contracts=spec.contract_names,
+    )
 
 
 def _degrade(

@@ -9,7 +9,7 @@ from typing import Any, Generic, TypeVar, overload
 from pydantic_core import to_json
 
 from .contracts import Contract, ContractContext, Rule, as_contract, for_each_item
-from .drive import drive_async, drive_sync
+from .drive import drive_sync
 from .effects import CallResult, ModelCall
 from .engine import HealSpec, heal_flow
 from .example import golden_example
@@ -20,6 +20,7 @@ from .parse.read import Ambiguity
 from .policy import HealPolicy
 from .replay import replay
 from .reply import Reply, Usage
+from .shortcut import heal_async, heal_sync
 from .stream.run import AsyncHealStream, HealStream, stream_async, stream_sync
 from .stream.session import StreamSession
 from .target import SpecialForm, Target, list_item_type, target_for
@@ -105,7 +106,7 @@ class Healer(Generic[T]):
         original = normalise_messages(messages)
         started = time.monotonic()
         ctx = make_context(context, original) if self.contracts else _NO_CONTRACTS
-        return drive_sync(heal_flow(self._spec, original, params, ctx, started=started), call)
+        return heal_sync(self._spec, original, params, ctx, call, started=started)
 
     async def arun(
         self,
@@ -119,8 +120,7 @@ class Healer(Generic[T]):
         original = normalise_messages(messages)
         started = time.monotonic()
         ctx = make_context(context, original) if self.contracts else _NO_CONTRACTS
-        flow = heal_flow(self._spec, original, params, ctx, started=started)
-        return await drive_async(flow, call)
+        return await heal_async(self._spec, original, params, ctx, call, started=started)
 
     def stream(
         self,

@@ -15,7 +15,7 @@ the SDK returned (or raises); each healing call runs inside
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from healjson._core.contracts import Contract
@@ -34,8 +34,10 @@ from ._format import (
     check_mode,
     is_format_rejection,
     shape_request,
+    strict_format,
 )
 from ._proxy import ChatProxy, CompletionsProxy
+from ._strict_schema import StrictSchemaUnsupported
 
 if TYPE_CHECKING:
     from healjson import Outcome
@@ -96,16 +98,20 @@ class Exchange:
 
 class ShapeCheck(Exchange):
     """A plain call whose answer must pass `accepts` (else it is the provider's failure: the
-    endpoint answered with something that is not `what`, e.g. an HTML page)."""
+    endpoint answered with something that is not `what`, e.g. an HTML page). Answers whose
+    class is in `known` pass without the check."""
 
-    __slots__ = ("accepts", "what")
+    __slots__ = ("accepts", "known", "what")
 
-    def __init__(self, accepts: Callable[[Any], bool], what: str) -> None:
+    def __init__(
+        self, accepts: Callable[[Any], bool], what: str, known: Container[type] = ()
+    ) -> None:
         self.accepts = accepts
         self.what = what
+        self.known = known
 
     def read(self, ok: bool, value: Any) -> tuple[bool, Any]:
-        if ok and not self.accepts(value):
+        if ok and type(value) not in self.known and not self.accepts(value):
             return False, NotACompletion(
                 f"the endpoint returned {type(value).__name__}, not {self.what}: "
                 f"{str(value)[:200]!r}"
@@ -258,6 +264,13 @@ def build_request(
         mode = None if tiers is None or "response_format" in params else forced or tiers.mode
     if mode is None:
         return None, {"messages": messages, **params}
+    if mode == "json_schema":  # the common request: the cached strict format, nothing copied
+        try:
+            response_format = strict_format(target.type_)
+        except (TypeError, StrictSchemaUnsupported):
+            pass  # an unhashable type, or one strict mode cannot express: `shape_request` says
+        else:
+            return mode, {"messages": messages, **params, "response_format": response_format}
     used, shaped, extra = shape_request(mode, target, messages)
     return used, {"messages": shaped, **params, **extra}
 

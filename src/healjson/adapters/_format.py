@@ -32,6 +32,7 @@ __all__ = [
     "is_format_rejection",
     "message_text",
     "shape_request",
+    "strict_format",
 ]
 
 JsonMode = Literal["json_schema", "json_object", "prompt"]
@@ -85,7 +86,7 @@ def shape_request(
     if mode == "json_schema":
         try:
             try:
-                response_format = _strict_format(target.type_)
+                response_format = strict_format(target.type_)
             except TypeError:  # an unhashable type: not cached
                 response_format = strict_json_schema(target.type_).response_format()
         except StrictSchemaUnsupported:
@@ -106,7 +107,7 @@ def shape_request(
 
 
 @functools.lru_cache(maxsize=256)
-def _strict_format(type_: Any) -> dict[str, Any]:
+def strict_format(type_: Any) -> dict[str, Any]:
     """The strict `response_format` for `type_`, built once and shared by its requests (the SDK
     only reads it)."""
     return strict_json_schema(type_).response_format()

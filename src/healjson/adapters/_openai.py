@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from healjson._core.policy import HealPolicy
+from healjson._core.reply import SDK_COMPLETIONS
 from healjson._core.stream.run import is_stream
 
 from ._base import Exchange, HealingAdapter, NotACompletion, Send, ShapeCheck, is_async_client
@@ -90,6 +91,7 @@ class HealingClient(HealingAdapter):
 _READ_COMPLETION = ShapeCheck(
     lambda value: not isinstance(value, str | bytes) and hasattr(value, "choices"),
     "a chat completion",
+    SDK_COMPLETIONS,
 )
 # a streamed `create(**request)`: a stream of chunks (or a whole completion, from an endpoint
 # that does not stream)
