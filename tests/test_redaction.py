@@ -655,3 +655,41 @@ def test_a_client_the_redactor_has_seen_can_still_be_collected() -> None:
     del client
     gc.collect()
     assert gone() is None
+
+
+def test_params_redacted_with_a_client_match_the_clients_scope() -> None:
+    """`redact_params(params, client=...)` (the adapters' first attempt, outside any scope) gives
+    what the same call gives inside `secrets_scope(client, params)`, for flat and nested params."""
+    from healjson._core import redact
+
+    key = "sk-held-by-the-client-0123456789"
+    client = openai.OpenAI(api_key=key, base_url="http://127.0.0.1:9/v1")
+    cases: list[dict[str, Any]] = [
+        {"model": "gpt-4o-mini", "user": f"echo {key}"},
+        {"model": "m", "extra_headers": {"X-Api-Key": "sk-per-call-secret-999"}, "note": key},
+        {"model": key, "temperature": 0.5, "n": 1, "stream": False, "stop": None},
+    ]
+    for params in cases:
+        with redact.secrets_scope(client, params):
+            scoped = redact.redact_params(params)
+        direct = redact.redact_params(params, client=client)
+        assert scoped == direct
+        assert key not in json.dumps(direct)
+    # inside another scope the outer secrets count too
+    with redact.secrets_scope(None, {"api_key": "sk-outer-secret-abcdef"}):
+        mixed = redact.redact_params({"a": "sk-outer-secret-abcdef", "b": key}, client=client)
+    assert {"a": redact.MARKER, "b": redact.MARKER} == mixed
+
+
+def test_a_remembered_clean_value_is_checked_again_for_another_key() -> None:
+    """Short values are remembered as redacted against one client's secrets: a value clean for
+    one client is still redacted for a client whose key it contains, and after a key change."""
+    from healjson._core import redact
+
+    value = "sk-rotating-value-0123456789"
+    first = openai.OpenAI(api_key="sk-first-key-aaaaaaaaaa", base_url="http://127.0.0.1:9/v1")
+    assert {"user": value} == redact.redact_params({"user": value}, client=first)
+    second = openai.OpenAI(api_key=value, base_url="http://127.0.0.1:9/v1")
+    assert {"user": redact.MARKER} == redact.redact_params({"user": value}, client=second)
+    first.api_key = value  # rotated to the very value: it is a secret now
+    assert {"user": redact.MARKER} == redact.redact_params({"user": value}, client=first)

@@ -676,3 +676,38 @@ def test_no_exception_escapes(mode: Mode, script: Callable[[], list[Any]]) -> No
 
     assert isinstance(outcome, Healed | Degraded)
     assert len(server.requests) == outcome.calls
+
+
+def test_a_replaced_format_and_policy_apply_to_the_next_call() -> None:
+    """The sync driver is built once per target: setting `format` (or `policy`) on the wrapped
+    client still changes the very next request, and a later client method patch is honoured."""
+    from healjson.adapters._format import FormatState
+
+    call = {"model": "small-model", "messages": USER, "response_model": Invoice}
+    with (
+        ScriptedServer([GOOD, GOOD, GOOD, "not json at all", "still not"]) as server,
+        sync_sdk(server) as sdk,
+    ):
+        wrapped = healjson.wrap(sdk)
+        first = wrapped.chat.completions.create(**call)
+        wrapped.format = FormatState("prompt")
+        second = wrapped.chat.completions.create(**call)
+        seen: list[str] = []
+        inner = wrapped.wrapped.chat.completions
+        real = inner.create
+
+        def patched(**kwargs: Any) -> Any:
+            seen.append(kwargs["model"])
+            return real(**kwargs)
+
+        inner.create = patched
+        third = wrapped.chat.completions.create(**call)
+        wrapped.policy = healjson.HealPolicy(max_attempts=2)
+        fourth = wrapped.chat.completions.create(**call)
+
+    assert [Healed, Healed, Healed, Degraded] == [type(o) for o in (first, second, third, fourth)]
+    kinds = [r.body.get("response_format", {}).get("type") for r in server.requests]
+    assert ["json_schema", None, None, None, None] == kinds
+    assert "system" == server.requests[1].messages[0]["role"]
+    assert ["small-model"] * 3 == seen  # the third call and the fourth's two attempts
+    assert 2 == fourth.calls

@@ -313,13 +313,15 @@ def first_healed(
     *,
     elapsed_s: float,
     run_id: str,
+    client: Any = None,
 ) -> Healed[Any] | None:
     """The outcome of a first reply (a whole one, not what an aborted stream left) that needs
     no L1: strictly valid data, finished normally, with no contracts to run and nothing else to
     read (no tool calls, no refusal). Its attempt is recorded as the loop records one, and the
     `Healed` is built as `_healed` builds it (no event is sent: the caller announces it, if
     anyone listens). None in every other case: the loop then judges the reply as its first
-    attempt, with L1 and L2 as for any reply."""
+    attempt, with L1 and L2 as for any reply. `client`: redact the parameters with its secrets
+    (a caller outside its secrets scope); None: the current scope's."""
     if spec.contracts:
         return None
     content = reply.content
@@ -339,7 +341,7 @@ def first_healed(
         number=1,
         strategy=Strategy.INITIAL,
         messages=original,
-        params=redact_params(params),  # stored redacted; the call got the real ones
+        params=redact_params(params, client=client),  # stored redacted; the call got the real ones
         raw_text=content,
         finish_reason=reply.finish_reason,
         usage=usage,

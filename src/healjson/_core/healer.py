@@ -122,6 +122,37 @@ class Healer(Generic[T]):
         ctx = make_context(context, original) if self.contracts else _NO_CONTRACTS
         return await heal_async(self._spec, original, params, ctx, call, started=started)
 
+    def _run_for(
+        self,
+        client: Any,
+        call: Callable[..., Any],
+        messages: Any,
+        context: Mapping[str, Any] | None,
+        params: dict[str, Any],
+    ) -> Outcome[T]:
+        """`run` for an adapter: the wrapped `client`'s secrets are redacted from what the run
+        stores or emits, as inside `secrets_scope(client, params)` (entered only where the run
+        may redact something; see `shortcut`)."""
+        original = normalise_messages(messages)
+        started = time.monotonic()
+        ctx = make_context(context, original) if self._spec.contracts else _NO_CONTRACTS
+        return heal_sync(self._spec, original, params, ctx, call, started=started, client=client)
+
+    async def _arun_for(
+        self,
+        client: Any,
+        call: Callable[..., Any],
+        messages: Any,
+        context: Mapping[str, Any] | None,
+        params: dict[str, Any],
+    ) -> Outcome[T]:
+        """`arun` for an adapter, as `_run_for`."""
+        original = normalise_messages(messages)
+        started = time.monotonic()
+        ctx = make_context(context, original) if self._spec.contracts else _NO_CONTRACTS
+        flow = heal_async(self._spec, original, params, ctx, call, started=started, client=client)
+        return await flow
+
     def stream(
         self,
         call: Callable[..., Any],

@@ -108,11 +108,19 @@ def redact_data(value: Any, *, by_name: bool = True) -> Any:
     return _walk(value, _known_forms(), by_name, 0)
 
 
-def redact_params(params: Mapping[str, Any]) -> dict[str, Any]:
+def redact_params(params: Mapping[str, Any], *, client: Any = None) -> dict[str, Any]:
     """Call parameters as they may be stored: credential-named values masked at any depth,
-    known secrets removed from every string. Other objects are kept as they are."""
+    known secrets removed from every string. Other objects are kept as they are. `client`: the
+    wrapped client, for code that holds it instead of having entered its `secrets_scope`
+    (the same result as inside `secrets_scope(client, params)`)."""
     scope = _SCOPE.get()
-    if scope is not None and scope._outer is None and type(params) is dict:
+    given = client is not None
+    if given:
+        plain = scope is None  # inside another scope its secrets count too: the general path
+    else:
+        plain = scope is not None and scope._outer is None
+        client = scope._client if scope is not None else None
+    if plain and type(params) is dict:
         # the common call: flat parameters of plain values, none under a credential name, in
         # one scope; only the client's own secrets can be in them (one pass, no walk)
         forms: tuple[str, ...] | None = None
@@ -127,12 +135,32 @@ def redact_params(params: Mapping[str, Any]) -> dict[str, Any]:
                 out[key] = item
             else:
                 if forms is None:  # the client's own secrets (the params hold none)
-                    client = scope._client
                     forms = () if client is None else _ClientForms.current(client)
-                out[key] = _redact_text(item, forms)
+                found = _VALUES.get((item, forms))
+                out[key] = _redacted_value(item, forms) if found is None else found
         else:
             return out
+    if given:  # the general path reads the scope: enter the client's
+        with secrets_scope(client, params):
+            return _mapping(params, _known_forms(), True, 0)
     return _mapping(params, _known_forms(), True, 0)
+
+
+# short parameter values already redacted against a set of secret forms: a model name or a
+# user id repeats on every call of an application (bounded; emptied when full)
+_VALUES: dict[tuple[str, tuple[str, ...]], str] = {}
+_MAX_VALUES: Final = 1024
+_MAX_VALUE_CHARS: Final = 200
+
+
+def _redacted_value(text: str, forms: tuple[str, ...]) -> str:
+    """`_redact_text`, remembered for a short value (`_VALUES`)."""
+    redacted = _redact_text(text, forms)
+    if len(text) <= _MAX_VALUE_CHARS:
+        if len(_VALUES) >= _MAX_VALUES:
+            _VALUES.clear()
+        _VALUES[(text, forms)] = redacted
+    return redacted
 
 
 def _named_forms(params: Mapping[str, Any] | None) -> set[str]:
@@ -204,6 +232,8 @@ class _ClientForms:
             return cached[1]
         secrets = {secret for ref in self._holders for secret in _own_secrets(ref())}
         forms = _longest_first({form for value in secrets for form in _variants(value)})
+        if cached is not None:  # a changed key: values checked against the old one go
+            _VALUES.clear()
         self._forms = (fingerprint, forms)  # one assignment: readers see old or new, whole
         return forms
 
@@ -222,6 +252,7 @@ def _forget(key: int, ref: weakref.ref[Any]) -> None:
     if _REFS.get(key) is ref:  # not a newer client that was given the same id
         _REFS.pop(key, None)
         _CLIENTS.pop(key, None)
+        _VALUES.clear()  # its secrets are held nowhere once the client is gone
 
 
 def _weakly(obj: Any) -> Callable[[], Any]:

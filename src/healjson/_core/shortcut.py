@@ -18,6 +18,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from . import events as _events
@@ -26,6 +27,7 @@ from .drive import call_failed, call_returned, drive_async, drive_sync, settled
 from .effects import CallResult, ModelCall
 from .engine import HealSpec, first_healed, heal_flow, new_run_id
 from .outcome import Outcome
+from .redact import secrets_scope
 from .reply import SDK_COMPLETIONS, read_completion
 
 __all__ = ["heal_async", "heal_sync"]
@@ -41,30 +43,39 @@ def heal_sync(
     call: Callable[..., Any],
     *,
     started: float,
+    client: Any = None,
 ) -> Outcome[Any]:
-    """`drive_sync(heal_flow(...), call)`, with the first call made here when nothing listens."""
+    """`drive_sync(heal_flow(...), call)`, with the first call made here when nothing listens.
+    `client`: the wrapped client (adapters), whose `secrets_scope` this run enters only where
+    something may be redacted — around the loop, around a failed call's description; the
+    first attempt's parameters are redacted with the client's secrets directly."""
     run_id = new_run_id()
     events = _events.for_run(run_id, spec)
     if events is not None or spec.policy.deadline_s is not None:
         # a listener (the loop announces every step) or a deadline (`call_sync` limits the call)
         flow = heal_flow(spec, original, params, ctx, started=started, opened=(run_id, events))
-        return drive_sync(flow, call)
+        with _secrets(client, params):
+            return drive_sync(flow, call)
     start = _clock()
     try:
         value = call(list(map(dict, original)), **params)
         if type(value) not in SDK_COMPLETIONS:
             value = settled(value)
     except Exception as exc:  # the provider's failure, else raised again
-        result = call_failed(exc, start, _first_call(spec, original, params))
+        with _secrets(client, params):
+            result = call_failed(exc, start, _first_call(spec, original, params))
     else:
-        judged = _first_result(spec, original, params, value, start=start, run_id=run_id)
+        judged = _first_result(
+            spec, original, params, value, start=start, run_id=run_id, client=client
+        )
         if not isinstance(judged, CallResult):
             return judged
         result = judged
     flow = heal_flow(
         spec, original, params, ctx, started=started, opened=(run_id, None), first=result
     )
-    return drive_sync(flow, call)
+    with _secrets(client, params):
+        return drive_sync(flow, call)
 
 
 async def heal_async(
@@ -75,29 +86,36 @@ async def heal_async(
     call: Callable[..., Any],
     *,
     started: float,
+    client: Any = None,
 ) -> Outcome[Any]:
-    """`heal_sync` for `Healer.arun`: the call awaited on the running loop."""
+    """`heal_sync` for `Healer.arun`: the call awaited on the running loop (the secrets scope
+    entered in the awaiting task's context)."""
     run_id = new_run_id()
     events = _events.for_run(run_id, spec)
     if events is not None or spec.policy.deadline_s is not None:
         flow = heal_flow(spec, original, params, ctx, started=started, opened=(run_id, events))
-        return await drive_async(flow, call)
+        with _secrets(client, params):
+            return await drive_async(flow, call)
     start = _clock()
     try:
         value = call(list(map(dict, original)), **params)
         if type(value) not in SDK_COMPLETIONS and inspect.isawaitable(value):
             value = await value
     except Exception as exc:
-        result = call_failed(exc, start, _first_call(spec, original, params))
+        with _secrets(client, params):
+            result = call_failed(exc, start, _first_call(spec, original, params))
     else:
-        judged = _first_result(spec, original, params, value, start=start, run_id=run_id)
+        judged = _first_result(
+            spec, original, params, value, start=start, run_id=run_id, client=client
+        )
         if not isinstance(judged, CallResult):
             return judged
         result = judged
     flow = heal_flow(
         spec, original, params, ctx, started=started, opened=(run_id, None), first=result
     )
-    return await drive_async(flow, call)
+    with _secrets(client, params):
+        return await drive_async(flow, call)
 
 
 def _first_result(
@@ -108,21 +126,36 @@ def _first_result(
     *,
     start: float,
     run_id: str,
+    client: Any,
 ) -> Outcome[Any] | CallResult:
     """The run's `Healed` if the first call's `value` is one at once, else its `CallResult`
     (what `call_sync` would have sent the loop)."""
     if type(value) in SDK_COMPLETIONS:  # the SDK's ChatCompletion: read here, no detour
         reply = read_completion(value)
         elapsed = _clock() - start
-        healed = first_healed(spec, original, params, reply, elapsed_s=elapsed, run_id=run_id)
+        healed = first_healed(
+            spec, original, params, reply, elapsed_s=elapsed, run_id=run_id, client=client
+        )
         return CallResult(reply, None, elapsed) if healed is None else healed
     result = call_returned(value, start)
     if result.reply is None:
         return result
     healed = first_healed(
-        spec, original, params, result.reply, elapsed_s=result.elapsed_s, run_id=run_id
+        spec,
+        original,
+        params,
+        result.reply,
+        elapsed_s=result.elapsed_s,
+        run_id=run_id,
+        client=client,
     )
     return result if healed is None else healed
+
+
+def _secrets(client: Any, params: Mapping[str, Any]) -> AbstractContextManager[None]:
+    """The client's secrets scope (nothing to enter without a client: the caller's scope, if
+    any, is in effect already)."""
+    return nullcontext() if client is None else secrets_scope(client, params)
 
 
 def _first_call(

@@ -31,7 +31,7 @@ class AnthropicStreams(HealingAdapter):
 
     def __init__(self, client: Any, *, policy: HealPolicy | None = None) -> None:
         super().__init__(client, policy=policy)
-        self._tiers: FormatState = FormatState("prompt")
+        self._tiers = FormatState("prompt")
 
     def _accept(self, client: Any) -> bool:
         create = getattr(getattr(client, "messages", None), "create", None)

@@ -7,22 +7,22 @@ whose JSON mode healjson chooses — the `FormatState` the negotiation steps dow
 runs here, on the same code path for a sync and an async client except the two drivers
 (`_sync_call`, `_async_call`), which differ only in awaiting the client's method.
 
-The call handed to `Healer.run` / `Healer.arun` receives `(messages, **params)` and returns what
-the SDK returned (or raises); each healing call runs inside
-`secrets_scope(client, params)` — for an async client, in the awaiting task's context.
+The call handed to the healer receives `(messages, **params)` and returns what the SDK returned
+(or raises); each healing call redacts as inside `secrets_scope(client, params)` — for an async
+client, in the awaiting task's context (`Healer._run_for` / `_arun_for`).
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Container, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from healjson._core.contracts import Contract
 from healjson._core.effects import ProviderError
 from healjson._core.healer import Healer
 from healjson._core.policy import HealPolicy
-from healjson._core.redact import activate, deactivate, secrets_scope
+from healjson._core.redact import secrets_scope
 from healjson._core.stream.run import AsyncHealStream, HealStream, stream_async, stream_sync
 
 from ._cache import HealerCache
@@ -38,9 +38,6 @@ from ._format import (
 )
 from ._proxy import ChatProxy, CompletionsProxy
 from ._strict_schema import StrictSchemaUnsupported
-
-if TYPE_CHECKING:
-    from healjson import Outcome
 
 __all__ = [
     "UNSET",
@@ -74,12 +71,15 @@ class Exchange:
     right after, whatever happens (a `with` statement would cost more on the hot path); `read`
     then turns what the call returned (`ok`) or raised into `(True, completion)` or
     `(False, exception)`. This default does nothing around the call and passes its result on
-    (and the drivers skip `open` / `close` for a class that keeps both defaults).
+    (and the drivers skip `open` / `close` for a class that keeps both defaults, and `read` for
+    an answer whose class is in `known`).
     """
 
     __slots__ = ()
     wraps_call = False
     """True for a class that overrides `open` or `close` (set for each subclass)."""
+    known: Container[type] = ()
+    """Classes of answers that need no `read`: they are what the request asks for."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -99,7 +99,7 @@ class Exchange:
 class ShapeCheck(Exchange):
     """A plain call whose answer must pass `accepts` (else it is the provider's failure: the
     endpoint answered with something that is not `what`, e.g. an HTML page). Answers whose
-    class is in `known` pass without the check."""
+    class is in `known` pass unchecked (the drivers do not call `read` for them)."""
 
     __slots__ = ("accepts", "known", "what")
 
@@ -111,7 +111,7 @@ class ShapeCheck(Exchange):
         self.known = known
 
     def read(self, ok: bool, value: Any) -> tuple[bool, Any]:
-        if ok and type(value) not in self.known and not self.accepts(value):
+        if ok and not self.accepts(value):
             return False, NotACompletion(
                 f"the endpoint returned {type(value).__name__}, not {self.what}: "
                 f"{str(value)[:200]!r}"
@@ -137,8 +137,30 @@ def unwrapped(client: Any) -> Any:
     return client.wrapped if isinstance(client, HealingAdapter) else client
 
 
+class _Core:
+    """An adapter's own state, in a plain object: the adapter and its namespaces pass unknown
+    attributes on to the wrapped client (`__getattr__`), and on such a class every attribute
+    read takes Python's slow generic path; the hot path reads these instead."""
+
+    __slots__ = ("healers", "is_async", "policy", "sync_calls", "tiers", "wrapped")
+
+    def __init__(self, wrapped: Any, is_async: bool, policy: HealPolicy | None) -> None:
+        self.wrapped = wrapped
+        self.is_async = is_async
+        self.policy = policy
+        self.healers = HealerCache()
+        self.tiers: FormatState | None = None
+        # (target, forced JSON mode) -> the sync driver for it (with `static_sender`); emptied
+        # whenever `tiers` is replaced, which the drivers hold
+        self.sync_calls: dict[tuple[Any, JsonMode | None], Callable[..., Any]] = {}
+
+
 class Completions(CompletionsProxy):
     """An adapter's `chat.completions`: healjson's `create`; the rest is the wrapped client's."""
+
+    def __init__(self, owner: HealingAdapter) -> None:
+        super().__init__(owner)
+        self._core = owner._core
 
     def create(
         self,
@@ -154,30 +176,36 @@ class Completions(CompletionsProxy):
     ) -> Any:
         """`chat.completions.create`; with `response_model=M` it returns `Outcome[M]` (an
         awaitable of it for an async client)."""
-        owner: HealingAdapter = self._owner
+        core = self._core  # a plain object: its attributes read fast (this class proxies)
         if response_model is UNSET:
-            return owner.wrapped.chat.completions.create(*args, **kwargs)
+            return core.wrapped.chat.completions.create(*args, **kwargs)
         if args:
             raise TypeError("chat.completions.create takes keyword arguments only")
         messages = kwargs.pop("messages", UNSET)
         if messages is UNSET:
             raise TypeError("chat.completions.create needs messages=[...]")
         forced = check_mode(json_mode) if json_mode is not None else None
-        chosen = policy or owner.policy or _DEFAULT_POLICY
-        healer = owner._healers.get(response_model, contracts, chosen, fallback, examples)
+        chosen = policy or core.policy or _DEFAULT_POLICY
+        healer = core.healers.get(response_model, contracts, chosen, fallback, examples)
         if kwargs.get("stream"):
-            return owner._stream(healer, forced, messages, context, kwargs)
-        send = owner._sender(response_model, kwargs)
-        if owner.is_async:
-            call = _async_call(owner._tiers, forced, healer.target, send)
-            return _arun(owner.wrapped, healer, call, messages, context=context, params=kwargs)
-        call = _sync_call(owner._tiers, forced, healer.target, send)
-        # what healjson stores or logs is redacted: `with secrets_scope(...)`, spelled out
-        token = activate(secrets_scope(owner.wrapped, kwargs))
-        try:
-            return healer.run(call, messages, context=context, **kwargs)
-        finally:
-            deactivate(token)
+            return self._owner._stream(healer, forced, messages, context, kwargs)
+        if core.is_async:
+            send = self._owner._sender(response_model, kwargs)
+            call = _async_call(core.tiers, forced, healer.target, send)
+            return healer._arun_for(core.wrapped, call, messages, context, kwargs)
+        route = (healer.target, forced)
+        driver = core.sync_calls.get(route)
+        if driver is None:
+            owner: HealingAdapter = self._owner
+            driver = _sync_call(
+                core.tiers, forced, healer.target, owner._sender(response_model, kwargs)
+            )
+            if owner.static_sender:  # the same driver serves this target's next requests
+                if len(core.sync_calls) >= _MAX_CALLS:
+                    core.sync_calls.clear()
+                core.sync_calls[route] = driver
+        # what healjson stores or logs is redacted (the client's secrets scope)
+        return healer._run_for(core.wrapped, driver, messages, context, kwargs)
 
 
 class HealingAdapter:
@@ -185,17 +213,47 @@ class HealingAdapter:
     else (`__getattr__`); see `healjson.wrap`."""
 
     completions_type: type[Completions] = Completions
-    _tiers: FormatState | None = None
-    """The JSON tier healjson negotiates; None where the client shapes the request itself."""
+    static_sender = False
+    """True when `_sender` reads nothing from a call's parameters (and takes nothing out of
+    them) for a plain sync call: its driver is then built once per target and JSON mode."""
 
     def __init__(self, client: Any, *, policy: HealPolicy | None = None) -> None:
         client = unwrapped(client)
-        is_async = self._accept(client)
-        self.wrapped: Any = client
-        self.is_async = is_async
-        self.policy = policy
+        self._core = _Core(client, self._accept(client), policy)
         self.chat = ChatProxy(self, self.completions_type(self))
-        self._healers = HealerCache()
+
+    @property
+    def wrapped(self) -> Any:
+        """The wrapped client."""
+        return self._core.wrapped
+
+    @property
+    def is_async(self) -> bool:
+        """True for an async client."""
+        return self._core.is_async
+
+    @property
+    def policy(self) -> HealPolicy | None:
+        """The default policy of this client's healing calls (None: `HealPolicy()`)."""
+        return self._core.policy
+
+    @policy.setter
+    def policy(self, policy: HealPolicy | None) -> None:
+        self._core.policy = policy
+
+    @property
+    def _tiers(self) -> FormatState | None:
+        """The JSON tier healjson negotiates; None where the client shapes the request itself."""
+        return self._core.tiers
+
+    @_tiers.setter
+    def _tiers(self, state: FormatState | None) -> None:
+        self._core.tiers = state
+        self._core.sync_calls.clear()  # they negotiate with the state they were built with
+
+    @property
+    def _healers(self) -> HealerCache:
+        return self._core.healers
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.wrapped, name)
@@ -242,6 +300,8 @@ class HealingAdapter:
         chosen = policy or self.policy or _DEFAULT_POLICY
         return self._healers.get(response_model, contracts, chosen, fallback, examples)
 
+
+_MAX_CALLS = 256  # cached sync drivers per adapter (as many as healers)
 
 _FIRST: Any = object()
 """`build_request`'s `mode` for a call's first request: the tier the client (or `forced`) says."""
@@ -308,6 +368,8 @@ def _sync_call(
             finally:
                 if wraps:
                     exchange.close()
+            if ok and type(value) in exchange.known:
+                return value
             ok, value = exchange.read(ok, value)
             if ok:
                 return value
@@ -336,6 +398,8 @@ def _async_call(
             finally:
                 if wraps:
                     exchange.close()
+            if ok and type(value) in exchange.known:
+                return value
             ok, value = exchange.read(ok, value)
             if ok:
                 return value
@@ -343,20 +407,6 @@ def _async_call(
             mode, request = build_request(tiers, forced, target, messages, params, mode=weaker)
 
     return call
-
-
-async def _arun(
-    client: Any,
-    healer: Healer[Any],
-    call: Callable[..., Any],
-    messages: Any,
-    *,
-    context: Mapping[str, Any] | None,
-    params: dict[str, Any],
-) -> Outcome[Any]:
-    """`Healer.arun` inside the call's secrets scope, entered in the awaiting task's context."""
-    with secrets_scope(client, params):
-        return await healer.arun(call, messages, context=context, **params)
 
 
 def _weaker(mode: JsonMode) -> JsonMode | None:

@@ -38,7 +38,7 @@ class GeminiStreams(HealingAdapter):
     ) -> None:
         self._use_async = use_async
         super().__init__(client, policy=policy)
-        self._tiers: FormatState = FormatState("prompt")
+        self._tiers = FormatState("prompt")
 
     def _accept(self, client: Any) -> bool:
         models = getattr(client, "aio", client) if self._use_async else client

@@ -38,12 +38,14 @@ class HealingClient(HealingAdapter):
         policy: HealPolicy | None = None,
     ) -> None:
         super().__init__(client, policy=policy)
-        self._tiers: FormatState = FormatState(check_mode(json_mode))
+        self._tiers = FormatState(check_mode(json_mode))
 
     @property
     def format(self) -> FormatState:
         """The JSON tier this client uses (shared with its `with_options` / `copy` twins)."""
-        return self._tiers
+        tiers = self._tiers
+        assert tiers is not None  # set in __init__
+        return tiers
 
     @format.setter
     def format(self, state: FormatState) -> None:
@@ -74,12 +76,14 @@ class HealingClient(HealingAdapter):
             )
         return is_async_client(client, completions.create)
 
+    static_sender = True  # `send` reads the client's method per request
+
     def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
-        create = self.wrapped.chat.completions.create
+        wrapped = self.wrapped
         reader = _READ_STREAM if params.get("stream") else _READ_COMPLETION
 
         def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
-            return create, request, reader
+            return wrapped.chat.completions.create, request, reader
 
         return send
 
