@@ -382,3 +382,51 @@ def test_cost_budget_degrades_before_the_call_that_would_pass_it() -> None:
 def test_cost_budget_must_be_positive() -> None:
     with pytest.raises(ValueError, match="cost_budget"):
         HealPolicy(cost_budget=0)
+
+
+def test_the_official_openai_instrumentation_nests_under_healjson_without_a_second_client_span(
+    otel: Telemetry,
+) -> None:
+    """With `opentelemetry-instrumentation-openai-v2` active, its span is the GenAI client span
+    (a child of healjson's call span); healjson's call span wraps it as an INTERNAL span whose
+    token counts are healjson's own, so the tokens of each call are reported once."""
+    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+
+    def one_run() -> Any:
+        with (
+            ScriptedServer([GOOD]) as server,
+            openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0) as sdk,
+        ):
+            return healjson.wrap(sdk).chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "go"}], response_model=Ticket
+            )
+
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=otel.tracer_provider)
+    try:
+        assert telemetry.sdk_instrumented()
+        outcome = one_run()
+    finally:
+        instrumentor.uninstrument()
+    assert isinstance(outcome, Healed)
+    [run] = otel.runs()
+    [attempt] = otel.children(run)
+    [sdk_span] = otel.children(attempt)
+    assert ("healjson.attempt 1", trace.SpanKind.INTERNAL) == (attempt.name, attempt.kind)
+    assert ("chat m", trace.SpanKind.CLIENT) == (sdk_span.name, sdk_span.kind)
+    ours, theirs = dict(attempt.attributes or {}), dict(sdk_span.attributes or {})
+    assert "openai" == theirs["gen_ai.provider.name"]
+    assert theirs["gen_ai.usage.output_tokens"] == ours["healjson.usage.output_tokens"]
+    clients = [s for s in otel.finished() if s.kind is trace.SpanKind.CLIENT]
+    assert [sdk_span.name] == [s.name for s in clients]  # one client span per call
+    assert not any(k.startswith("gen_ai.usage") for k in ours)
+    assert KEY not in json.dumps([dict(s.attributes or {}) for s in otel.finished()], default=str)
+
+    # uninstrumented again: healjson's call span is the client span once more
+    assert not telemetry.sdk_instrumented()
+    otel.spans.clear()
+    one_run()
+    [run] = otel.runs()
+    [attempt] = otel.children(run)
+    assert ("chat m", trace.SpanKind.CLIENT) == (attempt.name, attempt.kind)
+    assert "gen_ai.usage.output_tokens" in dict(attempt.attributes or {})

@@ -10,8 +10,13 @@ attributed by the OpenTelemetry GenAI semantic conventions (`chat <model>`, kind
 `gen_ai.usage.input_tokens` / `output_tokens`, `gen_ai.response.finish_reasons`), plus
 healjson's own attributes under `healjson.*` (run id, attempt, strategy, flags, diagnostics,
 outcome, reason, layer, changed fields, tokens saved by local healing, cost). While a model
-call runs, its span is the current span, so an instrumented SDK (`opentelemetry-instrumentation-
-openai-v2`) nests its own span under it instead of beside it.
+call runs, its span is the current span, so an instrumented SDK nests its own span under it
+instead of beside it. When an instrumentation of the openai or anthropic SDK is active (the
+official `opentelemetry-instrumentation-openai-v2`, OpenLLMetry, OpenInference: each wraps the
+SDK's `create`), that SDK span is the GenAI client span, and healjson's call span does not
+repeat it: it is `healjson.attempt N` (kind INTERNAL) with its token counts as
+`healjson.usage.*`, so a backend that sums `gen_ai.usage.*` over client spans counts each call
+once.
 
 Content (the request's messages, the model's output) is recorded only when the user opts in
 as the conventions say: `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`. Every string
@@ -27,7 +32,9 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 from collections.abc import Mapping
+from types import FunctionType
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -40,7 +47,7 @@ if TYPE_CHECKING:
     from .attempt import Attempt
     from .outcome import Outcome
 
-__all__ = ["RunSpans", "for_run"]
+__all__ = ["RunSpans", "for_run", "sdk_instrumented"]
 
 _CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 _MAX_CONTENT_CHARS = 16_000
@@ -61,6 +68,30 @@ def for_run(run_id: str, spec: Any) -> RunSpans | None:
         _Unconfigured.provider = provider
         return None
     return RunSpans(_tracer(provider), run_id, spec, _instruments())
+
+
+# where the SDKs define the `create` an instrumentation wraps (sync and async)
+_SDK_CREATES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("openai.resources.chat.completions.completions", ("Completions", "AsyncCompletions")),
+    ("anthropic.resources.messages.messages", ("Messages", "AsyncMessages")),
+)
+
+
+def sdk_instrumented() -> bool:
+    """True when an OpenTelemetry instrumentation of the openai or anthropic SDK is active:
+    the SDK class's own `create` is then a wrapper object (instrumentations patch it with
+    `wrapt`; such a proxy passes `isinstance` for a function, its `type` does not) instead of
+    the plain function the SDK defines. Checked per call: `instrument()` and `uninstrument()`
+    may come and go."""
+    for module_name, names in _SDK_CREATES:
+        module = sys.modules.get(module_name)
+        if module is None:
+            continue
+        for name in names:
+            raw = vars(getattr(module, name, object)).get("create")
+            if raw is not None and type(raw) is not FunctionType and hasattr(raw, "__wrapped__"):
+                return True
+    return False
 
 
 @functools.lru_cache(maxsize=8)
@@ -144,12 +175,13 @@ class RunSpans:
             if isinstance(value, int | float) and not isinstance(value, bool):
                 attributes[name] = value
         parent = trace.set_span_in_context(self._run)
-        span = self._tracer.start_span(
-            f"chat {model}" if isinstance(model, str) else "chat",
-            context=parent,
-            kind=trace.SpanKind.CLIENT,
-            attributes=attributes,
-        )
+        if sdk_instrumented():  # the SDK's span is the client span: this one wraps it
+            del attributes["gen_ai.operation.name"]
+            name, kind = f"healjson.attempt {number}", trace.SpanKind.INTERNAL
+        else:
+            name = f"chat {model}" if isinstance(model, str) else "chat"
+            kind = trace.SpanKind.CLIENT
+        span = self._tracer.start_span(name, context=parent, kind=kind, attributes=attributes)
         self._attempt = span
         self._token = otel_context.attach(trace.set_span_in_context(span))
 
@@ -164,25 +196,29 @@ class RunSpans:
             )  # fmt: skip
         self._detach()
         usage = record.usage
+        # a client span's counts are GenAI usage; a span wrapping the SDK's own client span
+        # keeps them as healjson's (the SDK span reports them)
+        client = getattr(span, "kind", trace.SpanKind.CLIENT) is trace.SpanKind.CLIENT
+        ns = "gen_ai" if client else "healjson"
         attributes: dict[str, Any] = {
             "healjson.strategy": str(record.strategy),
             "healjson.ok": record.ok,
             "healjson.flags": [str(flag) for flag in record.flags],
             "healjson.diagnostics": len(record.diagnostics),
-            "gen_ai.usage.input_tokens": usage.prompt_tokens,
-            "gen_ai.usage.output_tokens": usage.completion_tokens,
+            f"{ns}.usage.input_tokens": usage.prompt_tokens,
+            f"{ns}.usage.output_tokens": usage.completion_tokens,
             "healjson.usage.estimated": usage.estimated,
         }
         if usage.cache_read_tokens:
-            attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read_tokens
+            attributes[f"{ns}.usage.cache_read.input_tokens"] = usage.cache_read_tokens
         if usage.cache_write_tokens:
-            attributes["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
+            attributes[f"{ns}.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
         if usage.reasoning_tokens:
             attributes["healjson.usage.reasoning_tokens"] = usage.reasoning_tokens
         if record.model:
-            attributes["gen_ai.response.model"] = record.model
+            attributes[f"{ns}.response.model"] = record.model
         if record.finish_reason:
-            attributes["gen_ai.response.finish_reasons"] = [record.finish_reason]
+            attributes[f"{ns}.response.finish_reasons"] = [record.finish_reason]
         if record.diagnostics:
             first = record.diagnostics[0]
             attributes["healjson.diagnostic"] = redact_text(f"{first.path}: {first.constraint}")

@@ -227,10 +227,19 @@ class HealingAdapter:
         """The wrapped client."""
         return self._core.wrapped
 
+    @wrapped.setter
+    def wrapped(self, client: Any) -> None:
+        self._core.wrapped = client
+        self._core.sync_calls.clear()
+
     @property
     def is_async(self) -> bool:
-        """True for an async client."""
+        """True for an async client (detected by `wrap`; settable for a client it misreads)."""
         return self._core.is_async
+
+    @is_async.setter
+    def is_async(self, value: bool) -> None:
+        self._core.is_async = value
 
     @property
     def policy(self) -> HealPolicy | None:
