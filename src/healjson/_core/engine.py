@@ -144,9 +144,8 @@ def heal_flow(
     no events, spans or metrics (a run replayed from stored results); `opened`: the run id and
     events a driver opened for this run (`shortcut`); `first`: the result of the first model
     call, made by that driver with nothing listening, which `first_healed` did not accept.
-    However the flow ends (an outcome, a
-    driver that raised, a stream the caller abandoned), the run's telemetry context is
-    released."""
+    However the flow ends (an outcome, a driver that raised, a stream the caller abandoned),
+    the run's telemetry context is released."""
     run = _Run(spec, messages, started, observed, opened)
     try:
         spec, messages = run.spec, run.original

@@ -103,10 +103,7 @@ class Healer(Generic[T]):
         **params: Any,
     ) -> Outcome[T]:
         """Call the model through `call` and heal its answer (blocking)."""
-        original = normalise_messages(messages)
-        started = time.monotonic()
-        ctx = make_context(context, original) if self.contracts else _NO_CONTRACTS
-        return heal_sync(self._spec, original, params, ctx, call, started=started)
+        return self._run_for(None, call, messages, context, params)
 
     async def arun(
         self,
@@ -117,10 +114,7 @@ class Healer(Generic[T]):
         **params: Any,
     ) -> Outcome[T]:
         """Like `run`, awaiting `call` (and any async contracts) on the running loop."""
-        original = normalise_messages(messages)
-        started = time.monotonic()
-        ctx = make_context(context, original) if self.contracts else _NO_CONTRACTS
-        return await heal_async(self._spec, original, params, ctx, call, started=started)
+        return await self._arun_for(None, call, messages, context, params)
 
     def _run_for(
         self,
@@ -130,12 +124,12 @@ class Healer(Generic[T]):
         context: Mapping[str, Any] | None,
         params: dict[str, Any],
     ) -> Outcome[T]:
-        """`run` for an adapter: the wrapped `client`'s secrets are redacted from what the run
-        stores or emits, as inside `secrets_scope(client, params)` (entered only where the run
-        may redact something; see `shortcut`)."""
+        """`run`, for an adapter with the wrapped `client`: its secrets are redacted from what
+        the run stores or emits, as inside `secrets_scope(client, params)` (entered only where
+        the run may redact something; see `shortcut`). None: no client of its own."""
         original = normalise_messages(messages)
         started = time.monotonic()
-        ctx = make_context(context, original) if self._spec.contracts else _NO_CONTRACTS
+        ctx = make_context(context, original) if self.contracts else _NO_CONTRACTS
         return heal_sync(self._spec, original, params, ctx, call, started=started, client=client)
 
     async def _arun_for(
@@ -146,12 +140,13 @@ class Healer(Generic[T]):
         context: Mapping[str, Any] | None,
         params: dict[str, Any],
     ) -> Outcome[T]:
-        """`arun` for an adapter, as `_run_for`."""
+        """`arun`, as `_run_for`."""
         original = normalise_messages(messages)
         started = time.monotonic()
-        ctx = make_context(context, original) if self._spec.contracts else _NO_CONTRACTS
-        flow = heal_async(self._spec, original, params, ctx, call, started=started, client=client)
-        return await flow
+        ctx = make_context(context, original) if self.contracts else _NO_CONTRACTS
+        return await heal_async(
+            self._spec, original, params, ctx, call, started=started, client=client
+        )
 
     def stream(
         self,
