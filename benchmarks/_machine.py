@@ -4,13 +4,14 @@ tables; and how it is printed and written to `benchmarks/results/`."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 import platform
 import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["processor", "publish", "stamp", "table"]
+__all__ = ["machine", "processor", "publish", "stamp", "table"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,6 +28,15 @@ def processor() -> str:
     except OSError:
         pass
     return platform.machine()
+
+
+def machine() -> list[str]:
+    """The platform and processor lines of a results header, with the load at the start."""
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return [
+        f"- platform: {platform.platform()}",
+        f"- processor: {processor()} ({os.cpu_count()} logical CPUs); load average at start {load}",
+    ]
 
 
 def stamp(python_note: str = "") -> list[str]:

@@ -55,8 +55,6 @@ import asyncio
 import cProfile
 import gc
 import json
-import os
-import platform
 import pstats
 import resource
 import statistics
@@ -77,7 +75,7 @@ import pydantic_core
 from pydantic import BaseModel
 
 import healjson
-from _machine import processor, publish, stamp, table
+from _machine import machine, publish, stamp, table
 from healjson.adapters import strict_json_schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -964,9 +962,7 @@ def environment() -> list[str]:
         f"- healjson {version('healjson')}, openai {openai.__version__}, instructor "
         f"{version('instructor')}, pydantic {pydantic.VERSION}, pydantic_core "
         f"{pydantic_core.__version__}, httpx2 {version('httpx2')}",
-        f"- platform: {platform.platform()}",
-        f"- processor: {processor()} ({os.cpu_count()} logical CPUs); load average at start "
-        f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}",
+        *machine(),
         "",
     ]
 

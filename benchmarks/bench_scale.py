@@ -64,7 +64,6 @@ import gc
 import itertools
 import json
 import os
-import platform
 import random
 import re
 import resource
@@ -82,7 +81,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from _machine import processor, publish, stamp, table
+from _machine import machine, publish, stamp, table
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"
@@ -1044,9 +1043,7 @@ def environment(args: argparse.Namespace) -> list[str]:
         "",
         *stamp(),
         f"- {libs}",
-        f"- platform: {platform.platform()}",
-        f"- processor: {processor()} ({os.cpu_count()} logical CPUs); load average at start "
-        f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}",
+        *machine(),
         f"- dataset: {args.rows:,} rows, seed {SEED}; concurrency {CONCURRENCY}; scripted "
         f"batches end {BATCH_DELAY_S} s after creation; every server in its own process",
         "",

@@ -69,8 +69,6 @@ import cProfile
 import gc
 import itertools
 import math
-import os
-import platform
 import pstats
 import statistics
 import sys
@@ -90,7 +88,7 @@ import pydantic_core
 from pydantic import BaseModel, TypeAdapter
 
 import healjson
-from _machine import processor, publish, stamp, table
+from _machine import machine, publish, stamp, table
 from bench_overhead import ServerProcess, paired_iqr, rotations, sync_client
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -815,9 +813,7 @@ def environment() -> list[str]:
         f"- healjson {version('healjson')}, openai {openai.__version__}, instructor "
         f"{version('instructor')}, pydantic {pydantic.VERSION}, pydantic_core "
         f"{pydantic_core.__version__}, httpx2 {version('httpx2')}",
-        f"- platform: {platform.platform()}",
-        f"- processor: {processor()} ({os.cpu_count()} logical CPUs); load average at start "
-        f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}",
+        *machine(),
         "",
     ]
 
