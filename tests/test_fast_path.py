@@ -18,6 +18,7 @@ from healjson._core import engine
 from healjson._core.drive import drive_sync
 from healjson._core.engine import heal_flow
 from healjson._core.messages import make_context, normalise_messages
+from outcomes import comparable
 
 
 class Item(BaseModel):
@@ -35,14 +36,6 @@ def loop_outcome(healer: healjson.Healer[Any], reply: Any) -> Any:
     with patch.object(engine, "_first_step", lambda run, first, params: None):
         flow = heal_flow(healer._spec, original, {"model": "m"}, make_context(None, original))
         return drive_sync(flow, lambda msgs, **params: reply)
-
-
-def comparable(outcome: Any) -> dict[str, Any]:
-    data = outcome.to_dict()
-    assert data.pop("run_id")  # each run has its own
-    for attempt in data["attempts"]:
-        attempt.pop("latency_s", None)
-    return data
 
 
 _REPLIES = st.one_of(

@@ -23,6 +23,7 @@ from healjson._core import shortcut
 from healjson._core.drive import drive_async, drive_sync
 from healjson._core.engine import heal_flow
 from healjson._core.messages import make_context, normalise_messages
+from outcomes import comparable
 
 
 class Item(BaseModel):
@@ -93,14 +94,6 @@ def scripted(fates: list[Any], log: list[Any]) -> Callable[..., Any]:
         return fate
 
     return call
-
-
-def comparable(outcome: Any) -> dict[str, Any]:
-    data = outcome.to_dict()
-    assert data.pop("run_id")  # each run has its own
-    for attempt in data["attempts"]:
-        attempt.pop("latency_s", None)
-    return data
 
 
 def loop_alone(healer: healjson.Healer[Any], call: Callable[..., Any]) -> Any:
