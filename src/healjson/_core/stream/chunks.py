@@ -4,20 +4,25 @@ Read by shape, without importing any SDK: a text piece (`str` / `bytes`), an Ope
 `ChatCompletionChunk` (object or dict: `choices[0].delta`, the final usage chunk), an Anthropic
 stream event (`message_start`, `content_block_delta`, `message_delta`), a Gemini
 `GenerateContentResponse` piece, or a `Delta` itself.
+
+A stream read as its unstreamed reply would be: of interleaved choices (`n` > 1) only choice 0
+is the answer (the others' usage still counts); Anthropic's `refusal` stop withdraws the text
+streamed before it (`withdrawn`); a Gemini piece carrying only metadata adds nothing, and one
+whose prompt was blocked (`promptFeedback.blockReason`) is a content filter.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel
 
 from healjson._core.reply import (
     _ANTHROPIC_FINISH,
+    Reply,
     Usage,
     _get,
-    _get_either,
     _opt_str,
     _usage,
     anthropic_usage,
@@ -26,7 +31,7 @@ from healjson._core.reply import (
     _gemini as _gemini_reply,
 )
 
-__all__ = ["Delta", "read_chunk"]
+__all__ = ["Delta", "read_chunk", "withdrawn"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +70,25 @@ def read_chunk(chunk: Any) -> Delta:
     kind = _get(chunk, "type")
     if isinstance(kind, str):
         return _anthropic(chunk, kind)
-    if _get(chunk, "candidates") is not None or _get_either(
-        chunk, "usage_metadata", "usageMetadata"
+    if _get(chunk, "candidates") is not None or any(
+        _get(chunk, key) is not None for key in _GEMINI_PIECE
     ):
         return _gemini(chunk)
     raise TypeError(f"cannot read a stream chunk from {type(chunk).__name__}")
 
+
+# what marks a Gemini stream piece without candidates: its usage, a blocked prompt's feedback,
+# or only its metadata (google-genai's object has each as an attribute, the wire in camelCase)
+_GEMINI_PIECE = (
+    "usage_metadata",
+    "usageMetadata",
+    "prompt_feedback",
+    "promptFeedback",
+    "model_version",
+    "modelVersion",
+    "response_id",
+    "responseId",
+)
 
 # the SDK's pydantic chunk classes seen so far: read by plain attribute access (every chunk of
 # a stream is one; the generic reader's lookups cost more than the SDK's own parsing of it)
@@ -85,6 +103,8 @@ def _sdk_chunk(chunk: Any) -> Delta:
         if not choices:
             return Delta(usage=None if usage is None else _usage(usage), model=chunk.model)
         choice = choices[0]
+        if choice.index != 0 or len(choices) > 1:
+            return _openai(chunk)  # interleaved choices (`n` > 1): the full reader
         delta = choice.delta
         text, refusal, calls = delta.content, delta.refusal, delta.tool_calls
         extra = delta.__pydantic_extra__
@@ -104,10 +124,9 @@ def _sdk_chunk(chunk: Any) -> Delta:
 def _openai(chunk: Any) -> Delta:
     usage = _usage(_get(chunk, "usage"))
     model = _opt_str(_get(chunk, "model"))
-    choices = _get(chunk, "choices") or []
-    if not choices:
+    choice = _first_choice(_get(chunk, "choices") or [])
+    if choice is None:
         return Delta(usage=usage, model=model)
-    choice = choices[0]
     delta = _get(choice, "delta") or {}
     extra = getattr(delta, "model_extra", None) or {}
     reasoning = ""
@@ -141,6 +160,16 @@ def _openai(chunk: Any) -> Delta:
     )
 
 
+def _first_choice(choices: Any) -> Any:
+    """Choice 0 of a chunk (a choice without an index is choice 0); None when the chunk carries
+    only other choices, as with `n` > 1, whose text is not the answer."""
+    for choice in choices:
+        index = _get(choice, "index")
+        if index is None or index == 0:
+            return choice
+    return None
+
+
 def _anthropic(event: Any, kind: str) -> Delta:
     if kind == "content_block_delta":
         delta = _get(event, "delta") or {}
@@ -166,11 +195,24 @@ def _anthropic(event: Any, kind: str) -> Delta:
     if kind == "message_delta":
         delta = _get(event, "delta") or {}
         stop = _opt_str(_get(delta, "stop_reason"))
+        refusal = ""
+        if stop == "refusal":  # the text streamed so far is withdrawn: see `withdrawn`
+            details = _get(delta, "stop_details") or _get(event, "stop_details") or {}
+            refusal = _opt_str(_get(details, "explanation")) or ""
         return Delta(
+            refusal=refusal,
             finish_reason=None if stop is None else _ANTHROPIC_FINISH.get(stop, stop),
             usage=anthropic_usage(_get(event, "usage")),
         )
     return _EMPTY
+
+
+def withdrawn(reply: Reply) -> Reply:
+    """A streamed reply as its unstreamed one reads: a `refusal` stop (Anthropic's) withdraws
+    the answer text streamed before it, which becomes the refusal when the stop gave none."""
+    if reply.finish_reason != "refusal":
+        return reply
+    return replace(reply, content=None, refusal=reply.refusal or reply.content or "refused")
 
 
 def _gemini(chunk: Any) -> Delta:

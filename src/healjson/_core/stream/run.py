@@ -30,7 +30,7 @@ from healjson._core.outcome import Healed, Outcome
 from healjson._core.redact import activate, deactivate, secrets_scope
 from healjson._core.reply import Reply
 
-from .chunks import read_chunk
+from .chunks import read_chunk, withdrawn
 from .partial import Partial
 from .session import StreamSession
 
@@ -155,7 +155,8 @@ class _Reading:
         return result
 
     def finished(self) -> CallResult:
-        return CallResult(self.session.reply(), None, time.perf_counter() - self.start)
+        reply = withdrawn(self.session.reply())
+        return CallResult(reply, None, time.perf_counter() - self.start)
 
 
 def _close(stream: Any) -> None:
