@@ -78,7 +78,19 @@ class ScriptedReply:
       sends function calls whole) are split into deltas of this many characters, the last of
       each text shorter; None (default): each text in at most 4 deltas of equal size.
     * `chunk_delay_s`: seconds to wait between two events (on the server's stop event, so
-      `ScriptedServer.stop` never waits for it). `delay_s` still delays the response itself.
+      `ScriptedServer.stop` never waits for it). `delay_s` still delays the response itself
+      (no headers, no byte: a slow first byte).
+    * `first_event_delay_s`: seconds between the response's headers and its first event (a
+      reasoning model that thinks before it streams).
+    * `hold_open_s`: seconds the server stays silent after the last event before it ends the
+      stream (before OpenAI's `data: [DONE]` and the end of the body): an answer followed by
+      silence.
+    * `keepalive_every_s`: during every wait inside the stream (`first_event_delay_s`,
+      `chunk_delay_s`, `hold_open_s`), the route's keep-alive is sent every this many seconds:
+      an SSE comment (`: keep-alive`) on the OpenAI route, a `ping` event on Anthropic's (the
+      SDKs skip both); Gemini's route has none and stays silent.
+    * `byte_delay_s`: every event is written one byte at a time, this many seconds apart (a
+      trickle: each read returns well within any read timeout, the stream takes long).
     * `cut_after_chars`: once this many characters of streamed text have been sent, the server
       drops the connection: no finish event, no end of the chunked body (the SDK's iteration
       raises its HTTP library's `RemoteProtocolError`).
@@ -128,6 +140,10 @@ class ScriptedReply:
     redacted_thinking: str | None = None
     chunk_chars: int | None = None
     chunk_delay_s: float = 0.0
+    first_event_delay_s: float = 0.0
+    hold_open_s: float = 0.0
+    keepalive_every_s: float | None = None
+    byte_delay_s: float = 0.0
     cut_after_chars: int | None = None
     stream_error_after_chars: int | None = None
     stream_error: str = "server_error"
@@ -136,10 +152,16 @@ class ScriptedReply:
     def __post_init__(self) -> None:
         if not 100 <= self.status <= 599:
             raise ValueError(f"status must be an HTTP status code, got {self.status}")
-        for name in ("delay_s", "chunk_delay_s"):
+        delays = ("delay_s", "chunk_delay_s", "first_event_delay_s", "hold_open_s", "byte_delay_s")
+        for name in delays:
             value = getattr(self, name)
             if not (_is_number(value) and value >= 0 and math.isfinite(value)):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        every = self.keepalive_every_s
+        if every is not None and not (_is_number(every) and every > 0 and math.isfinite(every)):
+            raise ValueError(
+                f"keepalive_every_s must be a finite number > 0 or None, got {every!r}"
+            )
         chunk_chars = self.chunk_chars
         if chunk_chars is not None and not (_is_int(chunk_chars) and chunk_chars >= 1):
             raise ValueError(f"chunk_chars must be an int >= 1 or None, got {chunk_chars!r}")

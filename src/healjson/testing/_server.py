@@ -74,6 +74,7 @@ from ._wire._sse import SSE_TYPE, Planned, plan
 __all__ = ["RecordedRequest", "ScriptedBatch", "ScriptedFile", "ScriptedReply", "ScriptedServer"]
 
 HOST: Final = "127.0.0.1"
+_POLL_S: Final = 0.05  # how often a waiting handler looks whether its client went away
 # Failures that signal a broken test, not a flaky provider: tell the SDK not to retry them.
 _NO_RETRY: Final = {"x-should-retry": "false"}
 
@@ -465,8 +466,8 @@ class _Handler(BaseHTTPRequestHandler):
         except ScriptFailure as failure:
             self._send_error(wire, 500, str(failure), _NO_RETRY, code=failure.code)
             return
-        if reply.delay_s and scripted._stopping.wait(reply.delay_s):
-            self.close_connection = True  # stopping: drop the request instead of answering
+        if reply.delay_s and self._pause(reply.delay_s):
+            self.close_connection = True  # stopping, or the client left: drop the request
             return
         self._send_reply(wire, reply, number, request, match)
 
@@ -539,10 +540,9 @@ class _Handler(BaseHTTPRequestHandler):
         sent, completed = 0, False
         try:
             self.end_headers()
-            sent = self._write_events(reply, planned.frames, chunked=chunked)
-            # every event written: the script is played, even if the client, done reading,
-            # closes the connection before the end of the body
-            completed = sent == len(planned.frames)
+            sent, completed = self._write_events(reply, planned, chunked=chunked)
+            # every event written (and waited for): the script is played, even if the client,
+            # done reading, closes the connection before the end of the body
             if completed and planned.cut:
                 self.connection.shutdown(socket.SHUT_RDWR)  # no end of the chunked body
             elif completed and chunked and not self._client_gone():
@@ -555,17 +555,68 @@ class _Handler(BaseHTTPRequestHandler):
             update = replace(request, streamed=True, events_sent=sent, stream_completed=completed)
             self.server.scripted._update(request, update)
 
-    def _write_events(self, reply: ScriptedReply, frames: list[bytes], *, chunked: bool) -> int:
-        """Write each frame (as one chunk when `chunked`); the number written before the client
-        went away or the server stopped (`OSError` from a write propagates)."""
-        stopping = self.server.scripted._stopping
+    def _write_events(
+        self, reply: ScriptedReply, planned: Planned, *, chunked: bool
+    ) -> tuple[int, bool]:
+        """Write each frame (as one chunk when `chunked`, byte by byte with `byte_delay_s`),
+        after the reply's wait before it (`first_event_delay_s`, `chunk_delay_s`, and
+        `hold_open_s` before the stream's end); the number written before the client went away
+        or the server stopped, and whether all was written and waited for (`OSError` from a
+        write propagates)."""
+        frames = planned.frames
         for sent, frame in enumerate(frames):
-            if sent and reply.chunk_delay_s and stopping.wait(reply.chunk_delay_s):
-                return sent
-            if self._client_gone():
-                return sent
-            self.wfile.write(b"%x\r\n%b\r\n" % (len(frame), frame) if chunked else frame)
-        return len(frames)
+            wait = reply.first_event_delay_s if sent == 0 else reply.chunk_delay_s
+            if sent == planned.events:
+                wait += reply.hold_open_s
+            if self._wait(reply, planned, wait, chunked=chunked) or self._client_gone():
+                return sent, False
+            if not self._write_frame(frame, reply.byte_delay_s, chunked=chunked):
+                return sent, False
+        held = planned.events == len(frames) and reply.hold_open_s
+        if held and self._wait(reply, planned, reply.hold_open_s, chunked=chunked):
+            return len(frames), False
+        return len(frames), True
+
+    def _wait(
+        self, reply: ScriptedReply, planned: Planned, seconds: float, *, chunked: bool
+    ) -> bool:
+        """Wait `seconds` (sending `planned.keepalive` every `keepalive_every_s`, if both are
+        set); True when the server is stopping or the client went away meanwhile."""
+        every = reply.keepalive_every_s if planned.keepalive else None
+        if every is None:
+            return self._pause(seconds)
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            if self._pause(min(every, left)):
+                return True
+            if end - time.monotonic() > 0:
+                self._write(planned.keepalive, chunked=chunked)
+        return False
+
+    def _pause(self, seconds: float) -> bool:
+        """Wait `seconds`, looking every 50 ms whether the client went away (a quiet server
+        notices it no other way); True when it did or the server is stopping."""
+        stopping = self.server.scripted._stopping
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            if stopping.wait(min(left, _POLL_S)) or self._client_gone():
+                return True
+        return False
+
+    def _write_frame(self, frame: bytes, byte_delay_s: float, *, chunked: bool) -> bool:
+        """Write one frame, at once or byte by byte; False when stopped part-way."""
+        if not byte_delay_s:
+            self._write(frame, chunked=chunked)
+            return True
+        stopping = self.server.scripted._stopping
+        for index in range(len(frame)):
+            if index and stopping.wait(byte_delay_s):
+                return False
+            self._write(frame[index : index + 1], chunked=chunked)
+        return True
+
+    def _write(self, data: bytes, *, chunked: bool) -> None:
+        self.wfile.write(b"%x\r\n%b\r\n" % (len(data), data) if chunked else data)
 
     def _client_gone(self) -> bool:
         """True when the client has closed the connection: the socket is readable and holds

@@ -17,7 +17,14 @@ With `HealPolicy.stream_abort`, a violation more tokens cannot fix closes the st
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+)
 from dataclasses import replace
 from typing import Any, Generic, Literal, TypeVar
 
@@ -32,6 +39,7 @@ from healjson._core.reply import Reply
 
 from .chunks import read_chunk, withdrawn
 from .partial import Partial
+from .pump import CHUNK, END, STREAM, VALUE, Pump
 from .session import StreamSession
 
 __all__ = [
@@ -196,6 +204,9 @@ def _drive_stream_sync(
             sent = run_awaitables_sync(effect.awaitables, effect.timeout_s)
             continue
         start = time.perf_counter()
+        if effect.timeout_s is not None:  # read on a worker, so the deadline holds
+            sent = yield from _read_limited(effect, call, new_session, abort, start)
+            continue
         try:
             value = call(list(map(dict, effect.messages)), **effect.params)
         except Exception as exc:
@@ -217,6 +228,49 @@ def _drive_stream_sync(
         sent = reading.stop or reading.finished()
 
 
+def _read_limited(
+    effect: ModelCall,
+    call: Callable[..., Any],
+    new_session: NewSession,
+    abort: bool,
+    start: float,
+) -> Generator[Event, None, CallResult]:
+    """One call under the run's deadline: made and read on a `Pump` worker, each chunk taken
+    with a timed wait, so the deadline ends the call whatever the wire does (a slow first
+    byte, keep-alives, a trickle, silence); what had arrived is kept."""
+    deadline = start + (effect.timeout_s or 0.0)
+    pump = Pump(call, effect, is_stream)
+    reading: _Reading | None = None
+    try:
+        while True:
+            got = pump.get(deadline - time.perf_counter())
+            if got is None:
+                where = "the model call" if reading is None else "the streamed answer"
+                error = DeadlineExceeded(f"the run's deadline passed during {where}")
+                return (
+                    call_failed(error, start, effect) if reading is None else reading.failed(error)
+                )
+            kind, payload = got
+            if kind == CHUNK and reading is not None:
+                yield from reading.step(payload, abort)
+                if reading.stop is not None:
+                    return reading.stop
+            elif kind == STREAM:
+                reading = _Reading(effect, new_session(effect), start)
+            elif kind == END and reading is not None:
+                return reading.finished()
+            elif kind == VALUE:
+                return call_returned(payload, start)
+            else:  # ERROR: the call, or the stream part-way, failed
+                return (
+                    call_failed(payload, start, effect)
+                    if reading is None
+                    else reading.failed(payload)
+                )
+    finally:
+        pump.stop()
+
+
 async def _drive_stream_async(
     flow: Flow, call: Callable[..., Any], new_session: NewSession, abort: bool
 ) -> AsyncIterator[Event]:
@@ -231,10 +285,11 @@ async def _drive_stream_async(
             sent = await gather(effect.awaitables, effect.timeout_s)
             continue
         start = time.perf_counter()
+        deadline = None if effect.timeout_s is None else start + effect.timeout_s
         try:
             value = call(list(map(dict, effect.messages)), **effect.params)
             if hasattr(value, "__await__"):
-                value = await value
+                value = await (value if deadline is None else _within(value, deadline))
         except Exception as exc:
             sent = call_failed(exc, start, effect)
             continue
@@ -243,6 +298,8 @@ async def _drive_stream_async(
             continue
         reading = _Reading(effect, new_session(effect), start)
         chunks = value if hasattr(value, "__aiter__") else _each_turn(value)
+        if deadline is not None:
+            chunks = _until(chunks, deadline)
         try:
             async for chunk in chunks:
                 for event in reading.step(chunk, abort):
@@ -254,6 +311,40 @@ async def _drive_stream_async(
         finally:
             await _aclose(value)
         sent = reading.stop or reading.finished()
+
+
+async def _within(awaitable: Any, deadline: float) -> Any:
+    """`awaitable`, cancelled at `deadline` (a `time.perf_counter()`): `DeadlineExceeded`."""
+    import asyncio
+
+    left = deadline - time.perf_counter()
+    try:
+        async with asyncio.timeout(max(left, 0.0)):
+            return await awaitable
+    except TimeoutError:
+        raise DeadlineExceeded("the run's deadline passed during the model call") from None
+
+
+async def _until(chunks: AsyncIterable[Any], deadline: float) -> AsyncIterator[Any]:
+    """`chunks` until `deadline`: each pull of the stream is cancelled when the deadline
+    passes (however the wire keeps the connection busy), and ends the stream with
+    `DeadlineExceeded`. The wait covers only the pull, never the caller's loop body."""
+    import asyncio
+
+    iterator = aiter(chunks)
+    while True:
+        left = deadline - time.perf_counter()
+        try:
+            async with asyncio.timeout(max(left, 0.0)) as limit:
+                chunk = await anext(iterator)
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            if not limit.expired():
+                raise
+            error = "the run's deadline passed during the streamed answer"
+            raise DeadlineExceeded(error) from None
+        yield chunk
 
 
 async def _each_turn(chunks: Iterable[Any]) -> AsyncIterator[Any]:

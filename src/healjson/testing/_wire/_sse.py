@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from healjson.testing._replies import ScriptedReply
 
 SSE_TYPE: Final = "text/event-stream; charset=utf-8"
+KEEPALIVE_COMMENT: Final = b": keep-alive\n\n"  # an SSE comment: clients skip it
 DEFAULT_PIECES: Final = 4  # without `chunk_chars`, a text is streamed in at most this many deltas
 
 
@@ -43,7 +44,9 @@ class SseStream:
     `events` are its events in order; `encode` frames one payload as a server-sent event;
     `error(stream_error, sent_chars)` is the payload of the format's in-stream error event;
     `done` is written after the last event of a stream that runs to its end (empty: none);
-    the first `opening` events come before any text (a stopped stream sends them all).
+    the first `opening` events come before any text (a stopped stream sends them all);
+    `keepalive` is the frame the format sends to keep a quiet connection open (an SSE comment
+    by default; empty: the format has none).
     """
 
     events: list[Event]
@@ -51,15 +54,24 @@ class SseStream:
     error: Callable[[str, int], dict[str, Any]]
     done: bytes = b""
     opening: int = 0
+    keepalive: bytes = KEEPALIVE_COMMENT
 
 
 @dataclass(frozen=True, slots=True)
 class Planned:
     """The frames to write, in order, and how the stream ends: `cut` drops the connection after
-    the last frame instead of ending the response body."""
+    the last frame instead of ending the response body. The first `answer` frames are the
+    stream's events (the rest, its end: OpenAI's `[DONE]`); `keepalive` as in `SseStream`."""
 
     frames: list[bytes]
     cut: bool = False
+    answer: int = -1
+    keepalive: bytes = b""
+
+    @property
+    def events(self) -> int:
+        """How many frames come before the stream's end (all of them unless `answer` says)."""
+        return len(self.frames) if self.answer < 0 else self.answer
 
 
 def pieces(text: str, chunk_chars: int | None) -> list[str]:
@@ -89,7 +101,9 @@ def plan(stream: SseStream, reply: ScriptedReply) -> Planned:
         limit = reply.stream_error_after_chars
     if limit is None:
         frames = [stream.encode(payload) for payload in rendered(stream.events)]
-        return Planned([*frames, stream.done] if stream.done else frames)
+        if stream.done:
+            return Planned([*frames, stream.done], answer=len(frames), keepalive=stream.keepalive)
+        return Planned(frames, keepalive=stream.keepalive)
     deltas = [index for index, event in enumerate(stream.events) if isinstance(event, Text)]
     frames = [stream.encode(payload) for payload in rendered(stream.events[: stream.opening])]
     sent = 0
@@ -103,8 +117,9 @@ def plan(stream: SseStream, reply: ScriptedReply) -> Planned:
         if sent >= limit:
             break
     if reply.cut_after_chars is not None:
-        return Planned(frames, cut=True)
-    return Planned([*frames, stream.encode(stream.error(reply.stream_error, sent))])
+        return Planned(frames, cut=True, keepalive=stream.keepalive)
+    error = stream.encode(stream.error(reply.stream_error, sent))
+    return Planned([*frames, error], keepalive=stream.keepalive)
 
 
 def error_message(stream_error: str, sent_chars: int) -> str:

@@ -186,7 +186,7 @@ def stream(
         }
         return {"type": "error", "error": error}
 
-    return SseStream(events, _encode, error, opening=2)
+    return SseStream(events, _encode, error, opening=2, keepalive=_encode({"type": "ping"}))
 
 
 def _encode(payload: Mapping[str, Any]) -> bytes:

@@ -210,7 +210,7 @@ def stream(
         message = error_message(stream_error, sent_chars)
         return {"error": {"code": code, "message": message, "status": status}}
 
-    return SseStream(events, _encode, error)
+    return SseStream(events, _encode, error, keepalive=b"")  # Gemini sends no keep-alive
 
 
 def _encode(payload: Mapping[str, Any]) -> bytes:
