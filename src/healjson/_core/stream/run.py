@@ -16,10 +16,12 @@ With `HealPolicy.stream_abort`, a violation more tokens cannot fix closes the st
 
 from __future__ import annotations
 
+import contextvars
 import time
 from collections.abc import (
     AsyncIterable,
     AsyncIterator,
+    Awaitable,
     Callable,
     Generator,
     Iterable,
@@ -605,7 +607,7 @@ def stream_sync(
 ) -> HealStream[Any]:
     """The caller's `HealStream` over a flow; with `scope`, each step runs inside it."""
     events = _drive_stream_sync(flow, call, new_session, abort)
-    return HealStream(events if scope is None else _scoped(events, scope))
+    return HealStream(_own_context(events if scope is None else _scoped(events, scope)))
 
 
 def stream_async(
@@ -617,7 +619,73 @@ def stream_async(
 ) -> AsyncHealStream[Any]:
     """The caller's `AsyncHealStream` over a flow; with `scope`, each step runs inside it."""
     events = _drive_stream_async(flow, call, new_session, abort)
-    return AsyncHealStream(events if scope is None else _ascoped(events, scope))
+    return AsyncHealStream(_aown_context(events if scope is None else _ascoped(events, scope)))
+
+
+def _own_context(events: Iterator[Event]) -> Iterator[Event]:
+    """`events`, each step run in the stream's own `contextvars.Context` (a copy of the
+    caller's when the iteration starts): what healjson makes current while it works (the
+    attempt's OpenTelemetry span, which an instrumented SDK nests its span under) stays current
+    from one step to the next, and never in the caller's loop body, whose own spans are not
+    healjson's children."""
+    context: contextvars.Context | None = None
+    try:
+        while True:
+            context = context or contextvars.copy_context()
+            try:
+                event = context.run(next, events)
+            except StopIteration:
+                return
+            yield event
+    finally:
+        close = getattr(events, "close", None)
+        if callable(close):
+            (context or contextvars.copy_context()).run(close)
+
+
+async def _aown_context(events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+    """`_own_context` for an async stream: each step's coroutine is run in the context."""
+    context: contextvars.Context | None = None
+    try:
+        while True:
+            context = context or contextvars.copy_context()
+            try:
+                event = await _InContext(events.__anext__(), context)
+            except StopAsyncIteration:
+                return
+            yield event
+    finally:
+        close = getattr(events, "aclose", None)
+        if callable(close):
+            await _InContext(close(), context or contextvars.copy_context())
+
+
+class _InContext:
+    """Await `awaitable` with each of its steps run in `context` (asyncio runs a task's steps
+    in the task's own context; this keeps one awaitable's changes apart from it)."""
+
+    __slots__ = ("awaitable", "context")
+
+    def __init__(self, awaitable: Awaitable[Any], context: contextvars.Context) -> None:
+        self.awaitable = awaitable
+        self.context = context
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coroutine, run = self.awaitable.__await__(), self.context.run
+        sent: Any = None
+        thrown: BaseException | None = None
+        while True:
+            try:
+                if thrown is None:
+                    waited = run(coroutine.send, sent)
+                else:
+                    waited = run(coroutine.throw, thrown)
+            except StopIteration as stop:
+                return stop.value
+            try:
+                sent, thrown = (yield waited), None
+            except BaseException as exc:  # a cancellation, delivered to the coroutine
+                sent, thrown = None, exc
 
 
 def _scoped(events: Iterator[Event], scope: secrets_scope) -> Iterator[Event]:
