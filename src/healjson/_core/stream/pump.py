@@ -81,10 +81,9 @@ class Pump:
         """Stop the worker: it reads no further chunk, and a stream still being read is cut
         (its socket shut down, when it has one) so the blocked read returns now."""
         self._stop.set()
-        with self._lock:
-            stream = self._stream if self._reading else None
-        if stream is not None:
-            _interrupt(stream)
+        with self._lock:  # the worker, done reading, closes the stream only after this
+            if self._reading:
+                _interrupt(self._stream)
 
     def _work(self) -> None:
         effect = self._effect
@@ -98,21 +97,27 @@ class Pump:
             return
         with self._lock:
             self._stream, self._reading = value, True
+        last: tuple[str, Any] | None = None
         try:
-            if self._stop.is_set():  # the caller gave up while the call was made
-                return
-            self._queue.put((STREAM, None))
-            for chunk in value:
-                self._queue.put((CHUNK, chunk))
-                if self._stop.is_set():
-                    return
-            self._queue.put((END, None))
+            if not self._stop.is_set():  # else the caller gave up while the call was made
+                self._queue.put((STREAM, None))
+                last = self._read(value)
         except Exception as exc:
-            self._queue.put((ERROR, exc))
+            last = (ERROR, exc)
         finally:
             with self._lock:
                 self._reading = False
             close_stream(value)
+        if last is not None:
+            self._queue.put(last)
+
+    def _read(self, stream: Any) -> tuple[str, Any] | None:
+        """Queue each chunk of `stream`; its end (None: told to stop)."""
+        for chunk in stream:
+            self._queue.put((CHUNK, chunk))
+            if self._stop.is_set():
+                return None
+        return (END, None)
 
 
 _HTTP1: Final = frozenset({"HTTP/1.0", "HTTP/1.1"})

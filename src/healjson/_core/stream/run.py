@@ -12,6 +12,14 @@ without streaming.
 A stream that fails part-way (a dropped connection, an error event, the run's deadline) is a
 failed call with what had arrived kept (`raw_text` on the attempt, `partial` on `Degraded`).
 With `HealPolicy.stream_abort`, a violation more tokens cannot fix closes the stream at once.
+
+The run's deadline ends a streamed call on time whatever the wire does (a slow first byte,
+keep-alives the SDK drops, a trickle, silence after the answer): the async driver cancels the
+call and each pull of the stream at the deadline; the sync driver makes the call and reads its
+stream on a worker thread (`pump`), waiting for each chunk no longer than the deadline.
+
+Each step runs in the stream's own `contextvars.Context`: what healjson makes current while it
+works (the attempt's OpenTelemetry span) is never current in the caller's loop body.
 """
 
 from __future__ import annotations
@@ -41,7 +49,7 @@ from healjson._core.reply import Reply
 
 from .chunks import read_chunk, withdrawn
 from .partial import Partial
-from .pump import CHUNK, END, STREAM, VALUE, Pump
+from .pump import CHUNK, END, ERROR, STREAM, VALUE, Pump
 from .session import StreamSession
 
 __all__ = [
@@ -248,10 +256,7 @@ def _read_limited(
             got = pump.get(deadline - time.perf_counter())
             if got is None:
                 where = "the model call" if reading is None else "the streamed answer"
-                error = DeadlineExceeded(f"the run's deadline passed during {where}")
-                return (
-                    call_failed(error, start, effect) if reading is None else reading.failed(error)
-                )
+                got = ERROR, DeadlineExceeded(f"the run's deadline passed during {where}")
             kind, payload = got
             if kind == CHUNK and reading is not None:
                 yield from reading.step(payload, abort)
@@ -263,12 +268,10 @@ def _read_limited(
                 return reading.finished()
             elif kind == VALUE:
                 return call_returned(payload, start)
-            else:  # ERROR: the call, or the stream part-way, failed
-                return (
-                    call_failed(payload, start, effect)
-                    if reading is None
-                    else reading.failed(payload)
-                )
+            elif reading is None:  # ERROR: the call failed, or ran past the deadline
+                return call_failed(payload, start, effect)
+            else:  # ERROR: the stream failed part-way
+                return reading.failed(payload)
     finally:
         pump.stop()
 
