@@ -21,11 +21,12 @@ import openai
 import pytest
 from google import genai
 from google.genai import types as genai_types
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 import healjson
 from healjson import Degraded, Healed, Healer, HealPolicy, Reason
 from healjson.testing import ScriptedReply, ScriptedServer
+from outcomes import comparable
 
 USER = [{"role": "user", "content": "Extract it."}]
 DEADLINE = 0.4
@@ -281,6 +282,55 @@ def test_a_stream_within_its_deadline_heals_as_without_one(mode: str) -> None:
         assert isinstance(outcome, Healed)
         assert Order(customer="Ada", total=3.5) == outcome.value
     assert plain_outcome.usage == limited_outcome.usage
+
+
+class Bounded(BaseModel):
+    customer: str
+    total: float = Field(le=5)
+
+
+ENDINGS = {
+    "cut": ScriptedReply(GOOD, chunk_chars=4, cut_after_chars=20),
+    "error event": ScriptedReply(GOOD, chunk_chars=4, stream_error_after_chars=20),
+    "early abort, then a repair": ScriptedReply('{"customer": "Ada", "total": 9, "x": 1}'),
+}
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("name", list(ENDINGS))
+def test_a_deadline_not_reached_changes_no_outcome(name: str, mode: str) -> None:
+    """Cuts, error events, an early abort and its repair: the same outcome with a deadline
+    that is not reached as without one, and no reader left."""
+    outcomes = []
+    for policy in (HealPolicy(max_attempts=2), HealPolicy(max_attempts=2, deadline_s=30)):
+        with ScriptedServer([ENDINGS[name], GOOD]) as server:
+            if mode == "sync":
+                sdk = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+                stream = healjson.wrap(sdk).chat.completions.create(
+                    model="m", messages=USER, response_model=Bounded, stream=True, policy=policy
+                )
+                list(stream)
+                outcomes.append(stream.outcome)
+                sdk.close()
+            else:
+
+                async def main(server: ScriptedServer, policy: HealPolicy) -> Any:
+                    sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+                    async with sdk:
+                        stream = await healjson.wrap(sdk).chat.completions.create(
+                            model="m",
+                            messages=USER,
+                            response_model=Bounded,
+                            stream=True,
+                            policy=policy,
+                        )
+                        return await stream.finish()
+
+                outcomes.append(asyncio.run(main(server, policy)))
+    plain, limited = (comparable(outcome) for outcome in outcomes)
+    assert plain == limited
+    assert (name == "early abort, then a repair") == isinstance(outcomes[0], Healed)
+    assert _no_reader_left()
 
 
 def test_leaving_the_loop_early_stops_the_reader() -> None:
