@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import re
 import time
+from types import MappingProxyType
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeAlias, TypeVar, overload
@@ -115,13 +116,32 @@ def malformation(violation: Violation) -> str | None:
     return None
 
 
+_NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
+"""The `extra` of a context the caller gave no data for (shared, read-only)."""
+
+
+def _no_extra() -> Mapping[str, Any]:
+    return _NO_EXTRA
+
+
 @dataclass(frozen=True, slots=True)
 class ContractContext:
-    """What a contract may read besides the value: the original request and caller data."""
+    """What a contract may read besides the value: the original request and caller data.
+
+    `extra` is the caller's `context=` mapping itself (not a copy); the same object is
+    pydantic's validation context (`info.context` in a validator) in every validation of the
+    run: see `validation_context`."""
 
     messages: tuple[Mapping[str, Any], ...] = ()
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=_no_extra)
     raw_text: str = ""
+
+    @property
+    def validation_context(self) -> Any:
+        """pydantic's validation context for the run: `extra` (the caller's `context=`
+        mapping, the very object), or None when the caller gave no data."""
+        extra = self.extra
+        return None if extra is _NO_EXTRA else extra
 
     @property
     def input_text(self) -> str:

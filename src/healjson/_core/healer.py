@@ -129,7 +129,7 @@ class Healer(Generic[T]):
         the run may redact something; see `shortcut`). None: no client of its own."""
         original = normalise_messages(messages)
         started = time.monotonic()
-        ctx = make_context(context, original) if self.contracts else _NO_CONTRACTS
+        ctx = _run_context(self._spec, context, original)
         return heal_sync(self._spec, original, params, ctx, call, started=started, client=client)
 
     async def _arun_for(
@@ -143,7 +143,7 @@ class Healer(Generic[T]):
         """`arun`, as `_run_for`."""
         original = normalise_messages(messages)
         started = time.monotonic()
-        ctx = make_context(context, original) if self.contracts else _NO_CONTRACTS
+        ctx = _run_context(self._spec, context, original)
         return await heal_async(
             self._spec, original, params, ctx, call, started=started, client=client
         )
@@ -185,7 +185,7 @@ class Healer(Generic[T]):
         """What a stream driver needs: the flow, the call, a session per streamed call, whether
         to abort early, and the secrets scope to enter around each step (adapters)."""
         original = normalise_messages(messages)
-        ctx = make_context(context, original) if self._spec.contracts else _NO_CONTRACTS
+        ctx = _run_context(self._spec, context, original)
         flow = heal_flow(self._spec, original, params, ctx, started=time.monotonic())
         target, rules, per_item = self.target, self.contracts, self.item_contracts
 
@@ -207,7 +207,7 @@ class Healer(Generic[T]):
         later: a provider batch round per call, a pipeline that calls the model itself. A
         replayed run emits no events, spans or metrics (it would repeat them on every replay)."""
         original = normalise_messages(messages)
-        ctx = make_context(context, original) if self._spec.contracts else _NO_CONTRACTS
+        ctx = _run_context(self._spec, context, original)
         return replay(heal_flow(self._spec, original, params, ctx, observed=False), results)
 
     def _with_fallback(self, fallback: Any) -> Healer[T]:
@@ -226,6 +226,18 @@ class Healer(Generic[T]):
             f"Healer({self.target.name}, contracts={len(self.contracts)}, "
             f"max_attempts={self.policy.max_attempts})"
         )
+
+
+def _run_context(
+    spec: HealSpec, context: Any, original: tuple[dict[str, Any], ...]
+) -> ContractContext:
+    """A run's context, by one rule for every entry point: built from the caller's `context=`
+    and the request when anything may read it — a contract (whole-value or item: `spec.contracts`
+    holds both) or pydantic (a `context=` given is its validation context); else the shared
+    empty one (the run's L2 never reads it)."""
+    if spec.contracts or context is not None:
+        return make_context(context, original)
+    return _NO_CONTRACTS
 
 
 def _check_fields(target: Target[Any], rules: tuple[Contract[Any], ...]) -> None:

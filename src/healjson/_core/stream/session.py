@@ -170,7 +170,7 @@ class StreamSession:
     def _judge_item(self, index: int, data: Any) -> None:
         adapter = _adapter(self._item_type)
         try:
-            item = adapter.validate_python(data)
+            item = adapter.validate_python(data, context=self._ctx.validation_context)
         except ValidationError as exc:
             errors = _relocated(exc, index)
             self.held[index] = tuple(schema_diagnostics(errors, self._reader.root))
@@ -194,7 +194,8 @@ class StreamSession:
         if name is None:  # not a field under this name: L1 may align it at the end
             return
         try:
-            validated = _field_adapter(model, name).validate_python(value)
+            context = self._ctx.validation_context
+            validated = _field_adapter(model, name).validate_python(value, context=context)
         except ValidationError as exc:
             errors = _relocated(exc, key)
             self.abort = tuple(schema_diagnostics(errors, {key: value}))
