@@ -142,7 +142,7 @@ ACCEPTED: dict[str, tuple[Callable[[Item], Any], bool]] = {
 }
 
 
-@pytest.mark.parametrize("rule, holds", ACCEPTED.values(), ids=ACCEPTED.keys())
+@pytest.mark.parametrize(("rule", "holds"), ACCEPTED.values(), ids=ACCEPTED.keys())
 def test_accepted_results_read_as_documented(rule: Callable[[Item], Any], holds: bool) -> None:
     """The accepted results, whole-value and per item: a pass, or violations (no contract
     error)."""

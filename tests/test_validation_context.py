@@ -122,6 +122,28 @@ def _adrain(stream: Any) -> Outcome[Any]:
     return asyncio.run(main())
 
 
+def _parsed(ctx: Mapping[str, Any]) -> Outcome[Any]:
+    """`healjson.parse` with a schema, judged as an outcome would be."""
+    result = healjson.parse(REPLY[0], Quote, context=ctx)
+    if result.valid:
+        return Healed(value=result.instance, raw_text=REPLY[0])
+    return Degraded(reason=healjson.Reason.INVALID_OUTPUT, raw_text=REPLY[0])
+
+
+def _replayed(healer: Healer[Any], ctx: Mapping[str, Any]) -> Outcome[Any]:
+    step = healer._replay(PROMPT, [replied(REPLY[0])] * POLICY.max_attempts, context=ctx)
+    assert isinstance(step, Healed | Degraded)  # every call it makes has its result
+    return step
+
+
+def _streamed_items(ctx: Mapping[str, Any]) -> Outcome[Any]:
+    """The items a stream hands out were validated under the caller's context too."""
+    stream = ITEMS.stream(_pieces, PROMPT, context=ctx)
+    list(stream.items())
+    outcome: Outcome[Any] = stream.outcome
+    return outcome
+
+
 PLAIN = Healer(Quote, policy=POLICY)
 WITH_CONTRACT = Healer(Quote, policy=POLICY, contracts=[_extra])
 ITEMS = Healer(list[Quote], policy=POLICY, item_contracts=[_extra])
@@ -135,7 +157,7 @@ ENTRY_POINTS: dict[str, Entry] = {
     "validate with a contract": lambda ctx: healjson.validate(
         REPLY[0], Quote, contracts=[_extra], context=ctx
     ),
-    "parse": lambda ctx: _parsed(ctx),
+    "parse": _parsed,
     "Healer.run": lambda ctx: PLAIN.run(_model, PROMPT, context=ctx),
     "Healer.run with a contract": lambda ctx: WITH_CONTRACT.run(_model, PROMPT, context=ctx),
     "Healer.arun": lambda ctx: asyncio.run(PLAIN.arun(_amodel, PROMPT, context=ctx)),
@@ -159,31 +181,9 @@ LIST_ENTRY_POINTS: dict[str, Entry] = {
         ITEMS.arun(_amodel, PROMPT, context=ctx)
     ),
     "Healer.stream, item contracts": lambda ctx: _drain(ITEMS.stream(_pieces, PROMPT, context=ctx)),
-    "Healer.stream items": lambda ctx: _streamed_items(ctx),
+    "Healer.stream items": _streamed_items,
     "replay, item contracts": lambda ctx: _replayed(ITEMS, ctx),
 }
-
-
-def _parsed(ctx: Mapping[str, Any]) -> Outcome[Any]:
-    """`healjson.parse` with a schema, judged as an outcome would be."""
-    result = healjson.parse(REPLY[0], Quote, context=ctx)
-    if result.valid:
-        return Healed(value=result.instance, raw_text=REPLY[0])
-    return Degraded(reason=healjson.Reason.INVALID_OUTPUT, raw_text=REPLY[0])
-
-
-def _replayed(healer: Healer[Any], ctx: Mapping[str, Any]) -> Outcome[Any]:
-    step = healer._replay(PROMPT, [replied(REPLY[0])] * POLICY.max_attempts, context=ctx)
-    assert isinstance(step, Healed | Degraded)  # every call it makes has its result
-    return step
-
-
-def _streamed_items(ctx: Mapping[str, Any]) -> Outcome[Any]:
-    """The items a stream hands out were validated under the caller's context too."""
-    stream = ITEMS.stream(_pieces, PROMPT, context=ctx)
-    list(stream.items())
-    outcome: Outcome[Any] = stream.outcome
-    return outcome
 
 
 def _check(name: str, entry: Entry, ctx: Mapping[str, Any], holds: bool) -> None:
@@ -215,7 +215,9 @@ def test_every_entry_point_validates_under_the_callers_context(
 def test_an_invented_quote_is_not_healed_when_a_source_is_given() -> None:
     """The issue's example, on the first entry point a user meets."""
     source = {"source": "The quick brown fox jumps over the lazy dog."}
-    assert isinstance(healjson.validate('{"quote": "quick brown fox"}', Quote, context=source), Healed)
+    assert isinstance(
+        healjson.validate('{"quote": "quick brown fox"}', Quote, context=source), Healed
+    )
     out = healjson.validate('{"quote": "a slow red fox"}', Quote, context=source)
     assert isinstance(out, Degraded)
     assert "must be a quote from the source" in out.errors[0].constraint
@@ -226,16 +228,19 @@ def test_a_context_contract_passed_to_validate_gives_pydantic_its_extra() -> Non
     SEEN.clear()
     out = healjson.validate('{"quote": "zzz"}', Quote, context=ContractContext(extra=extra))
     assert isinstance(out, Degraded)
-    assert SEEN and all(seen is extra for seen in SEEN)
+    assert SEEN
+    assert all(seen is extra for seen in SEEN)
 
 
 def test_without_a_context_the_validators_see_none() -> None:
     SEEN.clear()
     assert isinstance(PLAIN.run(lambda m, **k: '{"quote": "x"}', PROMPT), Healed)
-    assert SEEN and all(seen is None for seen in SEEN)
+    assert SEEN
+    assert all(seen is None for seen in SEEN)
     SEEN.clear()
     assert isinstance(healjson.validate('{"quote": "x"}', Quote, context=PROMPT), Healed)
-    assert SEEN and all(seen is None for seen in SEEN)
+    assert SEEN
+    assert all(seen is None for seen in SEEN)
 
 
 # -- wrap(OpenAI()) over real HTTP ------------------------------------------------------------

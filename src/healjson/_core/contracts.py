@@ -19,9 +19,9 @@ import dataclasses
 import inspect
 import re
 import time
-from types import MappingProxyType
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Generic, Protocol, TypeAlias, TypeVar, overload
 
 from .diagnostic import (
