@@ -37,6 +37,8 @@ class Healer(Generic[T]):
 
     `call` (for `run`) takes the chat messages plus any keyword parameters and returns a string,
     an OpenAI `ChatCompletion` (or anything shaped like one) or a `healjson.Reply`; it may raise.
+    `context=` (a mapping) is the contracts' `ctx.extra` and pydantic's validation context
+    (`info.context` in a validator) in every validation of the run, the very object passed.
     Whatever happens at call time, `run` returns `Healed` or `Degraded`. Mistakes in the
     configuration itself (an unknown contract field, an example that does not validate) raise here.
     """
@@ -300,13 +302,16 @@ def validate(
     The engine's own run, with `text` as the one reply it judges (one attempt, no repair):
     degrades with `invalid_output` (or, more precisely, `empty_output`, `token_truncated`,
     `contract_error`), never raises on bad text. A bad `model`, contract or `on_ambiguity`
-    raises at once: that is a programming error, not a runtime failure.
+    raises at once: that is a programming error, not a runtime failure. `context`: a mapping
+    of data (the contracts' `ctx.extra` and pydantic's validation context), a
+    `ContractContext` (its `extra` is pydantic's), or the request's messages or prompt (no
+    validation context then).
     """
     target = target_for(model)
     rules = tuple(as_contract(rule) for rule in contracts)
     policy = _validate_policy(on_ambiguity)
-    ctx = make_context(context) if rules or context is not None else _NO_CONTRACTS
     spec = HealSpec(target, rules, policy)
+    ctx = _run_context(spec, context, ())
     given = Reply(text, finish_reason, usage=_NO_USAGE)  # no call was made: no tokens spent
     return drive_sync(heal_flow(spec, ctx.messages, {}, ctx, given=given))
 
