@@ -110,8 +110,11 @@ def test_healjson_batch_heals_each_row_under_its_context(tmp_path: Path) -> None
 def test_a_batch_api_run_heals_each_row_under_its_context(tmp_path: Path) -> None:
     EXTRAS.clear()
     source, out = _input(tmp_path / "in.jsonl"), tmp_path / "out.jsonl"
-    with ScriptedServer(batch_replies=lambda custom_id, body: _answer(body["messages"])) as server:
-        client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+    answer = ScriptedServer(batch_replies=lambda custom_id, body: _answer(body["messages"]))
+    with (
+        answer as server,
+        openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client,
+    ):
         report = run_batch_api(
             source,
             out,
