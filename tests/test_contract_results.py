@@ -155,3 +155,35 @@ def test_accepted_results_read_as_documented(rule: Callable[[Item], Any], holds:
         else:
             assert isinstance(out, Degraded)
             assert {Source.CONTRACT} == {error.source for error in out.errors}
+
+
+class Pair(BaseModel):
+    name: str
+    qty: int
+
+
+@pytest.mark.parametrize("result", [{"qty": "bad"}, 42, ZeroDivisionError("boom")])
+def test_a_streamed_answer_judged_early_by_a_buggy_contract_is_not_repaired(result: Any) -> None:
+    """A contract judged mid-stream (its fields arrived) that returns garbage or raises does not
+    abort the stream as if the answer broke it: the run ends `contract_error` after one call."""
+
+    @healjson.contract(fields=("name",))
+    def rule(value: Pair) -> Any:
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    calls = 0
+
+    def call(messages: Any, **params: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        text = json.dumps({"name": "bolt", "qty": 2})
+        return iter([text[:15], text[15:20], text[20:]])
+
+    stream = Healer(Pair, contracts=[rule]).stream(call, "extract")
+    for _ in stream:
+        pass
+    assert isinstance(stream.outcome, Degraded)
+    assert Reason.CONTRACT_ERROR == stream.outcome.reason
+    assert 1 == calls

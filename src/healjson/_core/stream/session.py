@@ -35,7 +35,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
 from healjson._core.contracts import Contract, ContractContext, run_contracts
-from healjson._core.diagnostic import Diagnostic
+from healjson._core.diagnostic import Diagnostic, Source
 from healjson._core.reply import Reply, ToolCall, Usage
 from healjson._core.schema_errors import schema_diagnostics
 from healjson._core.target import Target, list_item_type
@@ -216,6 +216,8 @@ class StreamSession:
             self._ran.add(number)
             probe = model.model_construct(**self._fields_ok)
             found = _sync_contracts((rule,), probe, self._ctx)
+            if any(d.source is Source.CONTRACT_ERROR for d in found):
+                continue  # the contract's bug, not the answer's: the final check reports it
             if found:
                 self.abort = tuple(found)
                 return
