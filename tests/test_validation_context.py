@@ -210,6 +210,23 @@ def test_every_entry_point_validates_under_the_callers_context(
     REPLY[0] = _answer(quote, fenced, listed=True)
     for name, entry in LIST_ENTRY_POINTS.items():
         _check(name, entry, ctx, holds)
+    # `heal(..., context=...)`: every call's context, for a prompt builder (style b) too; built
+    # before the checks (building a healer validates its golden example, under no context)
+    REPLY[0] = _answer(quote, fenced)
+    builder = healjson.heal(Quote, policy=POLICY, call=_model, context=ctx)(lambda: PROMPT)
+    streamed = healjson.heal(Quote, policy=POLICY, call=_pieces, context=ctx, stream=True)(
+        lambda: PROMPT
+    )
+    model_call = healjson.heal(Quote, policy=POLICY, context=ctx)(_model)
+    replaced = healjson.heal(Quote, policy=POLICY, context={"source": ""})(_model)
+    decorated: dict[str, Entry] = {
+        "@heal(call=..., context=...)": lambda c: builder(),
+        "@heal(call=..., context=..., stream=True)": lambda c: _drain(streamed()),
+        "@heal(context=...)": lambda c: model_call(PROMPT),
+        "@heal(context=...) replaced by the call's": lambda c: replaced(PROMPT, context=c),
+    }
+    for name, entry in decorated.items():
+        _check(name, entry, ctx, holds)
 
 
 def test_an_invented_quote_is_not_healed_when_a_source_is_given() -> None:
