@@ -1,7 +1,8 @@
 """`@healjson.heal`: put healing on a function, in one of two styles.
 
 (a) The function **is** the model call: `messages -> str | ChatCompletion | Reply`. The decorated
-    function takes `(messages, *, context=None, **params)` and returns `Outcome[M]`.
+    function takes `(messages, *, context=None, **params)` and returns `Outcome[M]` (a call's
+    `context=` replaces one given to `heal(...)`).
 (b) The function **builds the prompt** (returns a string or chat messages) and the decorator calls
     a configured `client=` (an OpenAI client, async or not) or `call=` function. The decorated
     function keeps the original parameters and returns `Outcome[M]`.
@@ -174,7 +175,9 @@ def heal(
     """Decorate a model call (style a) or a prompt builder (style b, with `client=` or `call=`).
 
     Extra keyword arguments (`model="gpt-4o-mini"`, `temperature=0`, `max_tokens=...`) are sent
-    with every model call. Configuration mistakes raise here, at decoration time.
+    with every model call. Configuration mistakes raise here, at decoration time. `context={...}`
+    is every run's `context=` (the contracts' `ctx.extra`, pydantic's validation context); a
+    style (a) function also takes `context=` per call, which replaces it.
 
     With `stream=True` the decorated function returns a `HealStream` (an `AsyncHealStream` for
     async code) instead of an outcome: the model call must stream (style a: return the SDK's
@@ -209,6 +212,17 @@ def heal(
     return functools.partial(_prompt_style_call, healer, call, call_params)
 
 
+def _options(
+    defaults: dict[str, Any], params: dict[str, Any], context: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """A call's keyword arguments: the decorator's, then the call's; a `context=` given to the
+    call replaces one given to `heal(...)` (which every call gets otherwise)."""
+    options = {**defaults, **params}
+    if context is not None:
+        options["context"] = context
+    return options
+
+
 def _model_call_style(healer: Healer[Any], defaults: dict[str, Any], fn: Callable[..., Any]) -> Any:
     if inspect.iscoroutinefunction(fn):
 
@@ -216,7 +230,7 @@ def _model_call_style(healer: Healer[Any], defaults: dict[str, Any], fn: Callabl
         async def heal_async(
             messages: Any, /, *, context: Mapping[str, Any] | None = None, **params: Any
         ) -> Outcome[Any]:
-            return await healer.arun(fn, messages, context=context, **{**defaults, **params})
+            return await healer.arun(fn, messages, **_options(defaults, params, context))
 
         return heal_async
 
@@ -224,7 +238,7 @@ def _model_call_style(healer: Healer[Any], defaults: dict[str, Any], fn: Callabl
     def heal_sync(
         messages: Any, /, *, context: Mapping[str, Any] | None = None, **params: Any
     ) -> Outcome[Any]:
-        return healer.run(fn, messages, context=context, **{**defaults, **params})
+        return healer.run(fn, messages, **_options(defaults, params, context))
 
     return heal_sync
 
@@ -244,7 +258,7 @@ def _streamed_style(
             def stream_async(
                 messages: Any, /, *, context: Mapping[str, Any] | None = None, **params: Any
             ) -> AsyncHealStream[Any]:
-                return healer.astream(fn, messages, context=context, **{**defaults, **params})
+                return healer.astream(fn, messages, **_options(defaults, params, context))
 
             return stream_async
 
@@ -252,7 +266,7 @@ def _streamed_style(
         def stream_sync(
             messages: Any, /, *, context: Mapping[str, Any] | None = None, **params: Any
         ) -> HealStream[Any]:
-            return healer.stream(fn, messages, context=context, **{**defaults, **params})
+            return healer.stream(fn, messages, **_options(defaults, params, context))
 
         return stream_sync
     streaming = call

@@ -42,6 +42,7 @@ __all__ = [
     "outcome_row",
     "pending_row",
     "plain",
+    "read_context",
     "read_finish_reason",
     "read_history",
     "read_request",
@@ -178,6 +179,24 @@ def read_request(messages: Any, prompt: Any) -> tuple[Messages, str | None]:
     if isinstance(prompt, str) and prompt.strip():
         return ({"role": "user", "content": prompt},), None
     return (), "`prompt` must be a non-empty string"
+
+
+def read_context(value: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """`(context, None)`: the row's context object (the run's `context=`), None when the row
+    has none; else `(None, why not)`. An object (an Arrow struct: the null-valued keys its
+    struct union adds are dropped) or its JSON text."""
+    if _missing(value):
+        return None, None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            return None, "`context` is text that is not JSON"
+        if isinstance(value, dict):
+            return value, None
+    elif isinstance(value, Mapping):
+        return _without_nulls(value), None
+    return None, "`context` must be an object (or its JSON text)"
 
 
 def _read_messages(value: Any) -> tuple[Messages, str | None]:

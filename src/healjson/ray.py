@@ -51,6 +51,7 @@ from ._ray_rows import (
     invalid_row,
     outcome_row,
     pending_row,
+    read_context,
     read_finish_reason,
     read_history,
     read_request,
@@ -66,10 +67,12 @@ __all__ = ["OUTCOME_COLUMN", "REPAIR_COLUMNS", "RESULT_COLUMNS", "HealBatch", "H
 
 R = TypeVar("R")
 Rules = Iterable[Contract[Any] | Callable[..., Any]]
+Request = tuple[tuple[dict[str, Any], ...], dict[str, Any] | None]
+"""A row's request: its messages and its context (None: the row has none)."""
 
 _CLOSE_TIMEOUT_S = 10.0
 _RESERVED_PARAMS = frozenset(
-    {"messages", "model", "response_model", "contracts", "examples", "stream"}
+    {"messages", "model", "response_model", "contracts", "examples", "stream", "context"}
 )
 
 
@@ -129,8 +132,10 @@ class HealBatch:
     keyword arguments for every call (`temperature`, `max_tokens`, ...).
 
     Each row's request is its `messages_column` (chat messages: a list of dicts, or that list as
-    JSON text) when set, else its `prompt_column` (a string: one user turn); `id_column` is
-    copied to the `id` column. Each batch's rows are healed concurrently, at most `concurrency`
+    JSON text) when set, else its `prompt_column` (a string: one user turn); its
+    `context_column`, when set, is the run's `context=` (an object, or its JSON text: the
+    contracts' `ctx.extra` and pydantic's validation context); `id_column` is copied to the
+    `id` column. Each batch's rows are healed concurrently, at most `concurrency`
     at a time in the actor. The result is a `pyarrow.Table` of `RESULT_COLUMNS` (plus `outcome`
     with `include_outcome=True`), one row per input row in input order (see the module
     docstring).
@@ -159,6 +164,7 @@ class HealBatch:
         id_column: str | None = "id",
         include_outcome: bool = False,
         request_params: Mapping[str, Any] | None = None,
+        context_column: str | None = "context",
     ) -> None:
         is_client = not isinstance(client_factory, type) and hasattr(client_factory, "chat")
         if not callable(client_factory) or is_client:
@@ -176,6 +182,7 @@ class HealBatch:
         if clash:
             raise ValueError(f"request_params must not set {', '.join(clash)}: HealBatch does")
         self._columns = (messages_column, prompt_column, id_column)
+        self._context_column = context_column
         self._include_outcome = include_outcome
         self._concurrency = concurrency
         self._gate = asyncio.Semaphore(concurrency)  # one per actor, whatever calls it
@@ -206,15 +213,21 @@ class HealBatch:
         """Heal one batch: a `pyarrow.Table`, a `pandas.DataFrame` or a dict of columns."""
         messages_column, prompt_column, id_column = self._columns
         columns = Columns(batch)
-        messages = columns.values(messages_column) or [None] * columns.rows
-        prompts = columns.values(prompt_column) or [None] * columns.rows
+        blank = [None] * columns.rows
+        messages = columns.values(messages_column) or blank
+        prompts = columns.values(prompt_column) or blank
+        contexts = columns.values(self._context_column) or blank
         rows: list[dict[str, Any] | None] = []
-        todo: list[tuple[int, tuple[dict[str, Any], ...]]] = []
-        for index, (given, prompt) in enumerate(zip(messages, prompts, strict=True)):
+        todo: list[tuple[int, Request]] = []
+        data = zip(messages, prompts, contexts, strict=True)
+        for index, (given, prompt, context_value) in enumerate(data):
             request, problem = read_request(given, prompt)
-            if problem is None:
-                todo.append((index, request))
+            context, context_problem = read_context(context_value)
+            if problem is None and context_problem is None:
+                todo.append((index, (request, context)))
                 rows.append(None)
+            elif problem is None:
+                rows.append(invalid_row(str(context_problem), context_value))
             else:
                 rows.append(invalid_row(problem, given if given is not None else prompt))
         if todo:
@@ -228,24 +241,26 @@ class HealBatch:
         done = [row for row in rows if row is not None]
         return result_table(columns.ids(id_column), done, extra)
 
-    async def _heal_all(self, requests: Sequence[tuple[dict[str, Any], ...]]) -> list[Outcome[Any]]:
-        """Heal every request, at most `concurrency` at once in this actor (however many
-        batches Ray hands it at a time), results in request order."""
+    async def _heal_all(self, requests: Sequence[Request]) -> list[Outcome[Any]]:
+        """Heal every request (its messages and context), at most `concurrency` at once in this
+        actor (however many batches Ray hands it at a time), results in request order."""
         gate, create = self._gate, self._client.chat.completions.create
 
-        async def heal(messages: tuple[dict[str, Any], ...]) -> Outcome[Any]:
+        async def heal(request: Request) -> Outcome[Any]:
+            messages, context = request
             async with gate:
                 outcome: Outcome[Any] = await create(
                     messages=list(messages),
                     response_model=self._response_model,
                     contracts=self._contracts,
                     examples=self._examples,
+                    context=context,
                     **self._params,
                 )
                 return outcome
 
         async with asyncio.TaskGroup() as group:  # one failing run cancels the others
-            tasks = [group.create_task(heal(messages)) for messages in requests]
+            tasks = [group.create_task(heal(request)) for request in requests]
         return [task.result() for task in tasks]
 
     def close(self) -> None:
@@ -317,7 +332,8 @@ class HealReplies:
     `HealBatch`), the model's reply text (`text_column`, `generated_text` as `ray.data.llm`
     names it; optional `finish_reason_column`, and token counts `input_tokens_column` /
     `output_tokens_column`, `ray.data.llm`'s names by default: counts it does not give are 0),
-    and, on a later pass, the `history_column` the previous pass wrote.
+    optionally its `context_column` (the run's `context=`, as for `HealBatch`: keep it on every
+    pass), and, on a later pass, the `history_column` the previous pass wrote.
 
     The result has `RESULT_COLUMNS` plus `repair_messages` and `history`. A row that healed or
     degraded for good has them null. A row that needs another model call has `ok`, `value`,
@@ -351,6 +367,7 @@ class HealReplies:
         output_tokens_column: str | None = "num_generated_tokens",
         model: str | None = None,
         include_outcome: bool = False,
+        context_column: str | None = "context",
     ) -> None:
         self._config: dict[str, Any] = {
             "response_model": response_model,
@@ -367,6 +384,7 @@ class HealReplies:
             "history": history_column,
             "input_tokens": input_tokens_column,
             "output_tokens": output_tokens_column,
+            "context": context_column,
         }
         self._model = model
         self._include_outcome = include_outcome
@@ -412,22 +430,32 @@ class HealReplies:
             columns.values(names["history"]) or blank,
             columns.values(names["input_tokens"]) or blank,
             columns.values(names["output_tokens"]) or blank,
+            columns.values(names["context"]) or blank,
             strict=True,
         )
         rows = []
-        for messages, prompt, text, finish, history, prompt_tokens, completion_tokens in data:
+        for row in data:
+            messages, prompt, text, finish, history, prompt_tokens, completion_tokens, context = row
             if texts is None:
                 rows.append(invalid_row(f"the batch has no `{names['text']}` column", None))
                 continue
             latest = (text, finish, prompt_tokens, completion_tokens)
-            rows.append(self._row(messages, prompt, history, latest))
+            rows.append(self._row(messages, prompt, history, latest, context))
         extra = (*((OUTCOME_COLUMN,) if self._include_outcome else ()), *REPAIR_COLUMNS)
         return result_table(columns.ids(names["id"]), rows, extra)
 
     def _row(
-        self, messages: Any, prompt: Any, history_value: Any, latest: tuple[Any, Any, Any, Any]
+        self,
+        messages: Any,
+        prompt: Any,
+        history_value: Any,
+        latest: tuple[Any, Any, Any, Any],
+        context_value: Any = None,
     ) -> dict[str, Any]:
         """One row's result: `latest` is its reply (text, finish reason, token counts)."""
+        context, problem = read_context(context_value)
+        if problem is not None:
+            return invalid_row(problem, context_value)
         earlier, problem = read_history(history_value)
         if problem is not None:
             return invalid_row(problem, history_value)
@@ -448,7 +476,8 @@ class HealReplies:
         )
         history = History(earlier.messages, (*earlier.replies, reply))
         replies = [record.reply(self._model) for record in history.replies]
-        step = self._healer._replay(history.messages, [replied(reply) for reply in replies])
+        results = [replied(reply) for reply in replies]
+        step = self._healer._replay(history.messages, results, context=context)
         if isinstance(step, ModelCall):
             spent = sum((reply.usage or Usage() for reply in replies), Usage())
             return pending_row(history, step.messages, spent)

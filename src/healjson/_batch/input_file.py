@@ -1,9 +1,12 @@
 """Read a batch's input file into `Job`s, and pick the ones a run still has to do.
 
 The input is JSON Lines: one object per line with an optional `id` (default: the 1-based line
-number) and either `messages` (chat messages) or `prompt` (a string). An unreadable line never
+number), either `messages` (chat messages) or `prompt` (a string), and an optional `context`
+(an object: the row's `context=`, which its contracts read as `ctx.extra` and pydantic's
+validators as `info.context`). An unreadable line never
 stops a run: not UTF-8, not JSON, nested too deeply for the JSON parser, not an object, longer
-than `MAX_LINE_BYTES`, or `messages` nested deeper than `MAX_MESSAGES_DEPTH` levels: it becomes a
+than `MAX_LINE_BYTES`, `messages` nested deeper than `MAX_MESSAGES_DEPTH` levels, or a `context`
+that is not an object: it becomes a
 `Job` with a `problem`, which the run writes as an `invalid_input` row. A line with no usable id
 gets the id `#line-N`, compared apart from every id an input can give (see `rows`), so it
 never collides with a valid row. A repeated id is processed once.
@@ -68,4 +71,8 @@ def _job(raw: Line) -> Job:
     messages, problem = row_messages(data)
     if problem is not None:
         return Job(ident, line, problem=f"line {line}: {problem}", text=text)
-    return Job(ident, line, messages, text=text)
+    context = data.get("context")
+    if context is not None and not isinstance(context, dict):
+        problem = "`context` must be an object (the run's context=)"
+        return Job(ident, line, problem=f"line {line}: {problem}", text=text)
+    return Job(ident, line, messages, text=text, context=context)

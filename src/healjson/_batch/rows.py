@@ -50,8 +50,9 @@ class BatchError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One input line: its id and messages, or why it cannot be processed (`problem`); `text`
-    is the start of the line, for the excerpt an `invalid_input` row shows."""
+    """One input line: its id, messages and context, or why it cannot be processed
+    (`problem`); `text` is the start of the line, for the excerpt an `invalid_input` row
+    shows."""
 
     id: str | int
     line: int
@@ -60,6 +61,9 @@ class Job:
     text: str = ""
     assigned: bool = False
     """True when the line had no usable id and `id` is `assigned_id(line)`."""
+    context: dict[str, Any] | None = None
+    """The line's `context` object: the run's `context=` (its contracts' `ctx.extra`, and
+    pydantic's validation context), None when the line has none."""
 
     @property
     def key(self) -> str:
@@ -128,8 +132,9 @@ def invalid_row(job: Job) -> dict[str, Any]:
         "path": "<input>",
         "value": excerpt,
         "constraint": job.problem,
-        "prescription": "Fix the input line: a JSON object with an optional `id` and either "
-        "`messages` (a list of chat messages) or `prompt` (a string).",
+        "prescription": "Fix the input line: a JSON object with an optional `id`, either "
+        "`messages` (a list of chat messages) or `prompt` (a string), and an optional "
+        "`context` (an object).",
         "source": "input",
         "line": job.line,
     }

@@ -240,6 +240,7 @@ def openai_healer(
             contracts=contracts,
             examples=examples,
             policy=policy,
+            context=job.context,
         )
         return outcome
 

@@ -57,7 +57,8 @@ def batch(
             metavar="INPUT.jsonl",
             exists=True,
             dir_okay=False,
-            help="One JSON object per line: optional `id`, and `messages` or `prompt`.",
+            help="One JSON object per line: optional `id`, `messages` or `prompt`, and an "
+            "optional `context` object (contracts' ctx.extra, pydantic's validation context).",
         ),
     ],
     *,

@@ -89,6 +89,7 @@ def evaluate(
         on_ambiguity=on_ambiguity,
         reasoning=reply.reasoning,
         from_tool=from_tool,
+        context=ctx.validation_context,
     )
     answer = result.answer if result.answer is not None else text
     if result.error is not None:

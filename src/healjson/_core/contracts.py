@@ -6,17 +6,22 @@ live in packs outside the engine. A contract that raises is a bug in the contrac
 `contract_error` diagnostic, never an exception for the caller. So does a result the engine
 cannot read: a malformed `Violation` (one whose attributes were set past its constructor's
 checks), something that is neither None, a bool, a string, a `Violation` nor an iterable of
-them, or an iterable nested deeper than `_MAX_NESTING`. At most `MAX_VIOLATIONS` items are read
-from one contract's result (an endless generator ends there).
+them (a mapping, bytes, a number...: never iterated as if it held violations), or an iterable
+nested deeper than `_MAX_NESTING`. At most `MAX_VIOLATIONS` items are read from one contract's
+result (an endless generator ends there). The same holds for an item contract, on each item:
+its bug is the list contract's `contract_error`, located at the item, never a violation the
+model is asked to fix.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Generic, Protocol, TypeAlias, TypeVar, overload
 
 from .diagnostic import (
@@ -49,6 +54,8 @@ MAX_VIOLATIONS = 1000
 """Items read from one contract's result at most (violations, or Nones); the rest are not read."""
 _MAX_NESTING = 4
 """Iterables of violations may nest this deep (a list of generators of lists...), no deeper."""
+_NOT_VIOLATIONS = (str, Mapping, bytes, bytearray, memoryview)
+"""Iterable results that are not collections of violations: a mapping's keys, bytes' numbers."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,13 +122,32 @@ def malformation(violation: Violation) -> str | None:
     return None
 
 
+_NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
+"""The `extra` of a context the caller gave no data for (shared, read-only)."""
+
+
+def _no_extra() -> Mapping[str, Any]:
+    return _NO_EXTRA
+
+
 @dataclass(frozen=True, slots=True)
 class ContractContext:
-    """What a contract may read besides the value: the original request and caller data."""
+    """What a contract may read besides the value: the original request and caller data.
+
+    `extra` is the caller's `context=` mapping itself (not a copy); the same object is
+    pydantic's validation context (`info.context` in a validator) in every validation of the
+    run: see `validation_context`."""
 
     messages: tuple[Mapping[str, Any], ...] = ()
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=_no_extra)
     raw_text: str = ""
+
+    @property
+    def validation_context(self) -> Any:
+        """pydantic's validation context for the run: `extra` (the caller's `context=`
+        mapping, the very object), or None when the caller gave no data."""
+        extra = self.extra
+        return None if extra is _NO_EXTRA else extra
 
     @property
     def input_text(self) -> str:
@@ -240,13 +266,17 @@ def for_each_item(rule: Contract[Any]) -> Contract[Any]:
     if inspect.iscoroutinefunction(rule.check):
         raise TypeError(f"item contract {rule.name!r} must be a sync function")
 
-    def each(items: Any, ctx: ContractContext) -> list[Violation]:
-        found: list[Violation] = []
+    def each(items: Any, ctx: ContractContext) -> list[Violation | _ContractBug]:
+        found: list[Violation | _ContractBug] = []
         for index, item in enumerate(items if isinstance(items, list | tuple) else ()):
-            found.extend(
-                _violation_under(index, diagnostic)
-                for diagnostic in _diagnose(rule, item, rule(item, ctx))
-            )
+            try:
+                diagnostics = _diagnose(rule, item, rule(item, ctx))
+            except Exception as exc:
+                diagnostics = [_crashed(rule, exc)]
+            for diagnostic in diagnostics:
+                if diagnostic.source is Source.CONTRACT_ERROR:  # the caller's bug, not the model's
+                    return [_ContractBug(_diagnostic_under(index, diagnostic))]
+                found.append(_violation_under(index, diagnostic))
         return found
 
     return Contract(
@@ -258,18 +288,36 @@ def for_each_item(rule: Contract[Any]) -> Contract[Any]:
     )
 
 
-def _violation_under(index: int, diagnostic: Diagnostic) -> Violation:
-    def under(path: str) -> str:
-        if path in ("", ROOT):
-            return f"[{index}]"
-        return f"[{index}]{path}" if path.startswith("[") else f"[{index}].{path}"
+@dataclass(frozen=True, slots=True)
+class _ContractBug:
+    """An item contract's `contract_error` (it raised, or returned what is not a result), as
+    the list contract's result: read as that diagnostic, never as a violation."""
 
+    diagnostic: Diagnostic
+
+
+def _under(index: int, path: str) -> str:
+    if path in ("", ROOT):
+        return f"[{index}]"
+    return f"[{index}]{path}" if path.startswith("[") else f"[{index}].{path}"
+
+
+def _violation_under(index: int, diagnostic: Diagnostic) -> Violation:
     return Violation(
         diagnostic.constraint,
-        fields=tuple(under(name) for name in diagnostic.fields),
-        path=under(diagnostic.path),
+        fields=tuple(_under(index, name) for name in diagnostic.fields),
+        path=_under(index, diagnostic.path),
         value=diagnostic.value,
         prescription=diagnostic.prescription,
+    )
+
+
+def _diagnostic_under(index: int, diagnostic: Diagnostic) -> Diagnostic:
+    return dataclasses.replace(
+        diagnostic,
+        path=_under(index, diagnostic.path),
+        fields=tuple(_under(index, name) for name in diagnostic.fields),
+        constraint=f"{diagnostic.constraint} (on item [{index}])",
     )
 
 
@@ -356,23 +404,16 @@ def _read(
         out.append(_violation(rule, value, Violation(str.__str__(result))))
     elif isinstance(result, Violation):
         out.append(_violation(rule, value, result))
-    elif isinstance(result, Iterable) and nesting > 0:
+    elif isinstance(result, _ContractBug):
+        out.append(result.diagnostic)
+    elif isinstance(result, Iterable) and nesting > 0 and not isinstance(result, _NOT_VIOLATIONS):
         for item in result:
             seen[0] += 1
             if seen[0] > MAX_VIOLATIONS:
                 break
             _read(rule, value, item, out, nesting=nesting - 1, seen=seen)
     else:
-        shown = short_repr(result, 80)
-        too_deep = " nested too deeply" if isinstance(result, Iterable) else ""
-        out.append(
-            _crashed(
-                rule,
-                TypeError(
-                    f"returned {shown}{too_deep}; return None, a Violation or an iterable of them"
-                ),
-            )
-        )
+        out.append(_unreadable(rule, result))
 
 
 def _violation(rule: Contract[Any], value: Any, violation: Violation) -> Diagnostic:
@@ -432,6 +473,27 @@ def _late(rule: Contract[Any], elapsed: float, limit: float) -> Diagnostic:
         "(HealPolicy.contract_timeout_s, or what was left of deadline_s)",
         prescription="This is a problem in the contract, not in the model's answer: make it "
         "faster (or async, so it can be cancelled), or raise contract_timeout_s.",
+        source=Source.CONTRACT_ERROR,
+        fields=rule.fields,
+        rule=rule.name,
+    )
+
+
+def _unreadable(rule: Contract[Any], result: Any) -> Diagnostic:
+    """A result that is none of the accepted ones: a bug in the contract, reported as one."""
+    shown = short_repr(result, 80)
+    if isinstance(result, _NOT_VIOLATIONS):
+        why = f" (a {type_name(result)} is not read as violations)"
+    elif isinstance(result, Iterable):
+        why = " nested too deeply"
+    else:
+        why = ""
+    return Diagnostic(
+        path=ROOT,
+        value=shown,
+        constraint=f"contract `{rule.name}` returned {shown}{why}: a contract returns None, "
+        "True / False, a message, a Violation, or an iterable of them",
+        prescription="This is a bug in the contract, not in the model's answer: fix the contract.",
         source=Source.CONTRACT_ERROR,
         fields=rule.fields,
         rule=rule.name,

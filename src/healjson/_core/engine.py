@@ -85,6 +85,7 @@ class _Run:
         "spec",
         "started",
         "usage",
+        "validation",
     )
 
     def __init__(
@@ -103,6 +104,7 @@ class _Run:
         self.items: ItemRepair | None = None  # a per-item repair in progress
         self.first_data: Any = NOTHING
         self.partial: Any = None
+        self.validation: Any = None  # pydantic's validation context (the caller's `context=`)
         self.started = time.monotonic() if started is None else started
         if opened is not None:  # the driver made the first call: it opened the run
             self.run_id, self.events = opened
@@ -147,6 +149,7 @@ def heal_flow(
     However the flow ends (an outcome, a driver that raised, a stream the caller abandoned),
     the run's telemetry context is released."""
     run = _Run(spec, messages, started, observed, opened)
+    run.validation = ctx.validation_context
     try:
         spec, messages = run.spec, run.original
         policy = spec.policy
@@ -292,7 +295,13 @@ def _first_step(run: _Run, first: CallResult, params: Mapping[str, Any]) -> Outc
     if first.reply is None or first.aborted:
         return None
     healed = first_healed(
-        run.spec, run.original, params, first.reply, elapsed_s=first.elapsed_s, run_id=run.run_id
+        run.spec,
+        run.original,
+        params,
+        first.reply,
+        elapsed_s=first.elapsed_s,
+        run_id=run.run_id,
+        context=run.validation,
     )
     if healed is None:
         return None
@@ -313,6 +322,7 @@ def first_healed(
     elapsed_s: float,
     run_id: str,
     client: Any = None,
+    context: Any = None,
 ) -> Healed[Any] | None:
     """The outcome of a first reply (a whole one, not what an aborted stream left) that needs
     no L1: strictly valid data, finished normally, with no contracts to run and nothing else to
@@ -320,7 +330,8 @@ def first_healed(
     `Healed` is built as `_healed` builds it (no event is sent: the caller announces it, if
     anyone listens). None in every other case: the loop then judges the reply as its first
     attempt, with L1 and L2 as for any reply. `client`: redact the parameters with its secrets
-    (a caller outside its secrets scope); None: the current scope's."""
+    (a caller outside its secrets scope); None: the current scope's. `context`: pydantic's
+    validation context (`ContractContext.validation_context`), as in every validation."""
     if spec.contracts:
         return None
     content = reply.content
@@ -332,7 +343,7 @@ def first_healed(
     ):
         return None
     try:
-        instance = spec.target.validate_json(content, strict=True)
+        instance = spec.target.validate_json(content, strict=True, context=context)
     except Exception:  # ValidationError, or text pydantic-core cannot read: L1 decides
         return None
     usage = reply.usage or _estimated_usage(original, content)

@@ -37,6 +37,8 @@ class Healer(Generic[T]):
 
     `call` (for `run`) takes the chat messages plus any keyword parameters and returns a string,
     an OpenAI `ChatCompletion` (or anything shaped like one) or a `healjson.Reply`; it may raise.
+    `context=` (a mapping) is the contracts' `ctx.extra` and pydantic's validation context
+    (`info.context` in a validator) in every validation of the run, the very object passed.
     Whatever happens at call time, `run` returns `Healed` or `Degraded`. Mistakes in the
     configuration itself (an unknown contract field, an example that does not validate) raise here.
     """
@@ -129,7 +131,7 @@ class Healer(Generic[T]):
         the run may redact something; see `shortcut`). None: no client of its own."""
         original = normalise_messages(messages)
         started = time.monotonic()
-        ctx = make_context(context, original) if self.contracts else _NO_CONTRACTS
+        ctx = _run_context(self._spec, context, original)
         return heal_sync(self._spec, original, params, ctx, call, started=started, client=client)
 
     async def _arun_for(
@@ -143,7 +145,7 @@ class Healer(Generic[T]):
         """`arun`, as `_run_for`."""
         original = normalise_messages(messages)
         started = time.monotonic()
-        ctx = make_context(context, original) if self.contracts else _NO_CONTRACTS
+        ctx = _run_context(self._spec, context, original)
         return await heal_async(
             self._spec, original, params, ctx, call, started=started, client=client
         )
@@ -185,7 +187,7 @@ class Healer(Generic[T]):
         """What a stream driver needs: the flow, the call, a session per streamed call, whether
         to abort early, and the secrets scope to enter around each step (adapters)."""
         original = normalise_messages(messages)
-        ctx = make_context(context, original) if self._spec.contracts else _NO_CONTRACTS
+        ctx = _run_context(self._spec, context, original)
         flow = heal_flow(self._spec, original, params, ctx, started=time.monotonic())
         target, rules, per_item = self.target, self.contracts, self.item_contracts
 
@@ -207,7 +209,7 @@ class Healer(Generic[T]):
         later: a provider batch round per call, a pipeline that calls the model itself. A
         replayed run emits no events, spans or metrics (it would repeat them on every replay)."""
         original = normalise_messages(messages)
-        ctx = make_context(context, original) if self._spec.contracts else _NO_CONTRACTS
+        ctx = _run_context(self._spec, context, original)
         return replay(heal_flow(self._spec, original, params, ctx, observed=False), results)
 
     def _with_fallback(self, fallback: Any) -> Healer[T]:
@@ -226,6 +228,18 @@ class Healer(Generic[T]):
             f"Healer({self.target.name}, contracts={len(self.contracts)}, "
             f"max_attempts={self.policy.max_attempts})"
         )
+
+
+def _run_context(
+    spec: HealSpec, context: Any, original: tuple[dict[str, Any], ...]
+) -> ContractContext:
+    """A run's context, by one rule for every entry point: built from the caller's `context=`
+    and the request when anything may read it — a contract (whole-value or item: `spec.contracts`
+    holds both) or pydantic (a `context=` given is its validation context); else the shared
+    empty one (the run's L2 never reads it)."""
+    if spec.contracts or context is not None:
+        return make_context(context, original)
+    return _NO_CONTRACTS
 
 
 def _check_fields(target: Target[Any], rules: tuple[Contract[Any], ...]) -> None:
@@ -288,13 +302,16 @@ def validate(
     The engine's own run, with `text` as the one reply it judges (one attempt, no repair):
     degrades with `invalid_output` (or, more precisely, `empty_output`, `token_truncated`,
     `contract_error`), never raises on bad text. A bad `model`, contract or `on_ambiguity`
-    raises at once: that is a programming error, not a runtime failure.
+    raises at once: that is a programming error, not a runtime failure. `context`: a mapping
+    of data (the contracts' `ctx.extra` and pydantic's validation context), a
+    `ContractContext` (its `extra` is pydantic's), or the request's messages or prompt (no
+    validation context then).
     """
     target = target_for(model)
     rules = tuple(as_contract(rule) for rule in contracts)
     policy = _validate_policy(on_ambiguity)
-    ctx = make_context(context) if rules or context is not None else _NO_CONTRACTS
     spec = HealSpec(target, rules, policy)
+    ctx = _run_context(spec, context, ())
     given = Reply(text, finish_reason, usage=_NO_USAGE)  # no call was made: no tokens spent
     return drive_sync(heal_flow(spec, ctx.messages, {}, ctx, given=given))
 

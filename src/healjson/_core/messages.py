@@ -40,11 +40,13 @@ def make_context(context: Any, messages: Sequence[Mapping[str, Any]] = ()) -> Co
     """Build the contract context from what the caller passed as `context=`.
 
     Accepts a `ContractContext`, a mapping of extra data, a prompt string or a list of messages.
+    A mapping is kept as it is (not copied): it is the contracts' `ctx.extra` and pydantic's
+    validation context, the same object the caller passed (`ContractContext.validation_context`).
     """
     if isinstance(context, ContractContext):
         return context
     if context is None:
         return ContractContext(messages=tuple(messages))
     if isinstance(context, Mapping):
-        return ContractContext(messages=tuple(messages), extra=dict(context))
+        return ContractContext(messages=tuple(messages), extra=context)
     return ContractContext(messages=normalise_messages(context))

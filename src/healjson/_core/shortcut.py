@@ -66,7 +66,7 @@ def heal_sync(
             result = call_failed(exc, start, _first_call(spec, original, params))
     else:
         judged = _first_result(
-            spec, original, params, value, start=start, run_id=run_id, client=client
+            spec, original, params, value, ctx, start=start, run_id=run_id, client=client
         )
         if not isinstance(judged, CallResult):
             return judged
@@ -106,7 +106,7 @@ async def heal_async(
             result = call_failed(exc, start, _first_call(spec, original, params))
     else:
         judged = _first_result(
-            spec, original, params, value, start=start, run_id=run_id, client=client
+            spec, original, params, value, ctx, start=start, run_id=run_id, client=client
         )
         if not isinstance(judged, CallResult):
             return judged
@@ -123,6 +123,7 @@ def _first_result(
     original: tuple[dict[str, Any], ...],
     params: Mapping[str, Any],
     value: Any,
+    ctx: ContractContext,
     *,
     start: float,
     run_id: str,
@@ -134,7 +135,14 @@ def _first_result(
         reply = read_completion(value)
         elapsed = _clock() - start
         healed = first_healed(
-            spec, original, params, reply, elapsed_s=elapsed, run_id=run_id, client=client
+            spec,
+            original,
+            params,
+            reply,
+            elapsed_s=elapsed,
+            run_id=run_id,
+            client=client,
+            context=ctx.validation_context,
         )
         return CallResult(reply, None, elapsed) if healed is None else healed
     result = call_returned(value, start)
@@ -148,6 +156,7 @@ def _first_result(
         elapsed_s=result.elapsed_s,
         run_id=run_id,
         client=client,
+        context=ctx.validation_context,
     )
     return result if healed is None else healed
 

@@ -39,8 +39,9 @@ Public instructor APIs used (all from `instructor.core`):
 
 instructor's keywords are translated at call time: `max_retries=N` is
 `HealPolicy(max_attempts=N + 1)` (instructor itself always gets `max_retries=0`: healjson repairs)
-and `validation_context=` is the contracts' `context=`; `context=` goes to the contracts and is
-not used for instructor's message templating. `create_with_completion` is healed too (it returns
+and `validation_context=` is healjson's `context=`: the contracts' context and pydantic's
+validation context in every validation healjson makes; `context=` is not used for instructor's
+message templating. `create_with_completion` is healed too (it returns
 `(outcome, completion)`). `create_partial` and `create_iterable` are healed streams over OpenAI
 and Anthropic clients (`instructor.from_openai`, `from_anthropic`): the request goes through
 healjson's own adapter on the provider client inside (healjson's JSON tier, not instructor's
@@ -108,7 +109,8 @@ _ABSENT: Any = object()
 def _translate(kwargs: dict[str, Any], default: HealPolicy | None) -> None:
     """instructor's own keywords in healjson's terms: `max_retries=N` is
     `HealPolicy(max_attempts=N + 1)` (healjson repairs; instructor's retry loop stays off) and
-    `validation_context=` is the contracts' context. Anything else is refused at call time."""
+    `validation_context=` is `context=` (the contracts' context and pydantic's validation
+    context). Anything else is refused at call time."""
     retries = kwargs.pop("max_retries", _ABSENT)
     if retries is not _ABSENT:
         if type(retries) is not int or retries < 0:

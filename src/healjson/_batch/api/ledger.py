@@ -1,9 +1,9 @@
 """The ledger of a Batch API run: one SQLite file that makes the run resumable and exactly-once.
 
-It holds the run's settings, every row (its id, messages and the results of its model calls so
-far) and every batch part (which round, which rows, the uploaded file, the batch id, how far it
-got). Each step of the run is one transaction, so a process killed at any point leaves the
-ledger at a step boundary, and running the same command again continues from there:
+It holds the run's settings, every row (its id, messages, context and the results of its model
+calls so far) and every batch part (which round, which rows, the uploaded file, the batch id,
+how far it got). Each step of the run is one transaction, so a process killed at any point
+leaves the ledger at a step boundary, and running the same command again continues from there:
 
 * a part is `planned` (its rows chosen, nothing sent), `uploaded` (its file id known),
   `submitting` (the create request may have been sent: the batch is looked up by its
@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from .providers import Result
 
-__all__ = ["Ledger", "LedgerError", "Part", "Row"]
+__all__ = ["Ledger", "LedgerError", "NewRow", "Part", "Row"]
 
 SCHEMA_VERSION: Final = 1
 _SCHEMA: Final = """
@@ -42,7 +42,8 @@ CREATE TABLE IF NOT EXISTS rows (
     messages TEXT NOT NULL,
     results TEXT NOT NULL DEFAULT '[]',
     part INTEGER,
-    state TEXT NOT NULL DEFAULT 'pending'
+    state TEXT NOT NULL DEFAULT 'pending',
+    context TEXT
 );
 CREATE INDEX IF NOT EXISTS rows_by_part ON rows (part);
 CREATE INDEX IF NOT EXISTS rows_by_state ON rows (state);
@@ -67,6 +68,9 @@ CREATE TABLE IF NOT EXISTS parts (
 """
 IN_FLIGHT: Final = ("planned", "uploaded", "submitting", "submitted", "ended")
 
+NewRow = tuple[str, "str | int", int, Sequence[Mapping[str, Any]], "Mapping[str, Any] | None"]
+"""An input row as `Ledger.add_rows` takes it: `(key, id, line, messages, context)`."""
+
 
 class LedgerError(Exception):
     """The ledger cannot be used for this run (another run's settings, a newer format, ...)."""
@@ -84,6 +88,8 @@ class Row:
     results: tuple[Result, ...]
     part: int | None
     state: str
+    context: dict[str, Any] | None = None
+    """The row's `context` object (the run's `context=`), None when it has none."""
 
     @property
     def round(self) -> int:
@@ -125,6 +131,7 @@ class Ledger:
                 self.db = sqlite3.connect(path, isolation_level=None)
                 self.db.execute("PRAGMA synchronous=FULL")
                 self.db.executescript(_SCHEMA)
+                _add_context_column(self.db)
         except sqlite3.Error as exc:
             raise LedgerError(f"cannot open the ledger {path}: {exc}") from exc
         self.db.row_factory = sqlite3.Row
@@ -162,16 +169,22 @@ class Ledger:
 
     # -- rows -------------------------------------------------------------------------------
 
-    def add_rows(
-        self, rows: Sequence[tuple[str, str | int, int, Sequence[Mapping[str, Any]]]]
-    ) -> None:
-        """Add input rows `(key, id, line, messages)` (a key already there is kept as it is)."""
+    def add_rows(self, rows: Sequence[NewRow]) -> None:
+        """Add input rows `(key, id, line, messages, context)` (a key already there is kept as
+        it is)."""
         with self.transaction():
             self.db.executemany(
-                "INSERT OR IGNORE INTO rows (key, ident, line, messages) VALUES (?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO rows (key, ident, line, messages, context) "
+                "VALUES (?, ?, ?, ?, ?)",
                 [
-                    (key, json.dumps(ident), line, json.dumps(list(messages), ensure_ascii=False))
-                    for key, ident, line, messages in rows
+                    (
+                        key,
+                        json.dumps(ident),
+                        line,
+                        json.dumps(list(messages), ensure_ascii=False),
+                        None if context is None else json.dumps(context, ensure_ascii=False),
+                    )
+                    for key, ident, line, messages, context in rows
                 ],
             )
 
@@ -296,9 +309,17 @@ class _Transaction:
         self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
 
 
+def _add_context_column(db: sqlite3.Connection) -> None:
+    """A ledger begun before rows had a context gets the column (its rows have none)."""
+    columns = {str(info[1]) for info in db.execute("PRAGMA table_info(rows)").fetchall()}
+    if "context" not in columns:
+        db.execute("ALTER TABLE rows ADD COLUMN context TEXT")
+
+
 def _row(found: sqlite3.Row) -> Row:
     results = tuple(Result.from_json(item) for item in json.loads(found["results"]))
     ident = json.loads(found["ident"])
+    context = found["context"] if "context" in found.keys() else None  # noqa: SIM118
     return Row(
         found["seq"],
         found["key"],
@@ -308,6 +329,7 @@ def _row(found: sqlite3.Row) -> Row:
         results,
         found["part"],
         found["state"],
+        None if context is None else json.loads(context),
     )
 
 

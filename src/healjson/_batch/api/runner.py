@@ -31,7 +31,7 @@ from healjson._core.redact import redact_text, secrets_scope
 from healjson._core.replay import failed, replied
 from healjson.adapters._format import JsonMode
 
-from .ledger import Ledger, Part, Row
+from .ledger import Ledger, NewRow, Part, Row
 from .providers import Provider, Result
 from .requests import custom_id, parse_custom_id, request_body
 
@@ -199,7 +199,7 @@ class Runner:
         if self.ledger.meta("intake") == version:
             return
         known = self.ledger.keys()
-        batch: list[tuple[str, str | int, int, Sequence[Mapping[str, Any]]]] = []
+        batch: list[NewRow] = []
         invalid: list[dict[str, Any]] = []
         for status, job in select(self.input_path, set(self._written)):
             if status == "done":
@@ -211,7 +211,7 @@ class Runner:
                 invalid.append(invalid_row(job))
                 self._written.add(job.key)
             elif job.key not in known:
-                batch.append((job.key, job.id, job.line, job.messages))
+                batch.append((job.key, job.id, job.line, job.messages, job.context))
             if len(batch) >= _DECIDE_CHUNK:
                 self.ledger.add_rows(batch)
                 batch.clear()
@@ -370,9 +370,8 @@ class Runner:
     def _step(self, row: Row) -> bytes | Outcome[Any]:
         """The row's run rebuilt from its results: its next request as a batch line, or its
         outcome."""
-        step = self.healer._replay(
-            row.messages, [_call_result(r) for r in row.results], **self.params
-        )
+        results = [_call_result(r) for r in row.results]
+        step = self.healer._replay(row.messages, results, context=row.context, **self.params)
         if not isinstance(step, ModelCall):
             return step
         body = request_body(self.provider.name, step, self.healer.target, self.json_mode)

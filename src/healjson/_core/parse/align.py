@@ -104,15 +104,20 @@ class Fit:
         return self.instance is not NOTHING
 
 
-def align(target: Target[Any], data: Any) -> Fit:
+def align(target: Target[Any], data: Any, context: Any = None) -> Fit:
     """Validate `data` against `target`, trying the alignments above if plain validation
-    fails; the best failure (fewest errors, on the data as the model wrote it when tied)."""
-    fitted = _fit(target, data)
+    fails; the best failure (fewest errors, on the data as the model wrote it when tied).
+    `context`: pydantic's validation context, in every validation."""
+    fitted = _fit(target, data, context)
     if fitted.ok:
         return fitted
     options: dict[bytes, Fit] = {}
     for reshaped, flag in _reshapes(target, data):
-        trial = align(target, reshaped) if flag is Flag.DOUBLE_ENCODED else _fit(target, reshaped)
+        trial = (
+            align(target, reshaped, context)
+            if flag is Flag.DOUBLE_ENCODED
+            else _fit(target, reshaped, context)
+        )
         if trial.ok:
             options.setdefault(answer_key(target, trial.instance), _with(trial, flag))
     if len(options) == 1:
@@ -133,8 +138,8 @@ def _with(fitted: Fit, flag: Flag) -> Fit:
     return Fit(fitted.instance, fitted.data, flags, fitted.errors)
 
 
-def _fit(target: Target[Any], data: Any) -> Fit:
-    plain = _validate(target, data)
+def _fit(target: Target[Any], data: Any, context: Any = None) -> Fit:
+    plain = _validate(target, data, context=context)
     if plain.ok:
         return plain
     best, current = plain, plain
@@ -142,7 +147,8 @@ def _fit(target: Target[Any], data: Any) -> Fit:
         fixed, applied = _rewrite(target, current.data, current.errors)
         if not applied:
             break
-        trial = _validate(target, fixed, tuple(dict.fromkeys((*current.flags, *applied))))
+        flags = tuple(dict.fromkeys((*current.flags, *applied)))
+        trial = _validate(target, fixed, flags, context)
         if trial.ok:
             return trial
         if len(trial.errors) > len(current.errors):
@@ -153,21 +159,23 @@ def _fit(target: Target[Any], data: Any) -> Fit:
     return best
 
 
-def _validate(target: Target[Any], data: Any, flags: tuple[Flag, ...] = ()) -> Fit:
+def _validate(
+    target: Target[Any], data: Any, flags: tuple[Flag, ...] = (), context: Any = None
+) -> Fit:
     try:
         raw = to_json(data, inf_nan_mode="constants")
     except Exception as exc:  # e.g. a lone surrogate that no JSON encoder accepts
         return Fit(NOTHING, data, flags, (_crash(exc),))
     charge(len(raw))
     try:
-        return Fit(target.adapter.validate_json(raw, strict=True), data, flags)
+        return Fit(target.adapter.validate_json(raw, strict=True, context=context), data, flags)
     except ValidationError:
         pass
     except Exception:  # a validator that raises something else is a schema failure, not a crash
         pass
     charge(len(raw))
     try:
-        instance = target.adapter.validate_json(raw)
+        instance = target.adapter.validate_json(raw, context=context)
     except ValidationError as lax:
         return Fit(NOTHING, data, flags, tuple(lax.errors()))
     except Exception as exc:

@@ -47,6 +47,7 @@ def parse(
     *,
     finish_reason: str | None = None,
     on_ambiguity: Ambiguity = "reask",
+    context: Any = None,
 ) -> ParseResult:
     """Recover the JSON value in `text` locally (no model call); never raises on bad input.
 
@@ -55,10 +56,14 @@ def parse(
     answers, `on_ambiguity="reask"` (the default) returns no value: `error` has source
     `ambiguity` and `candidates` lists them; `"first"` / `"last"` pick one (flag
     `ambiguous_choice`). A bad `schema` or `on_ambiguity` raises: that is a programming error.
+    `context` is pydantic's validation context (`info.context` in a validator) wherever `schema`
+    validates.
     """
     target = target_for(schema) if schema is not None else None
     check_ambiguity(on_ambiguity)
-    return read(text, target, finish_reason=finish_reason, on_ambiguity=on_ambiguity)
+    return read(
+        text, target, finish_reason=finish_reason, on_ambiguity=on_ambiguity, context=context
+    )
 
 
 def check_ambiguity(mode: str) -> None:
@@ -74,6 +79,7 @@ class _Context:
     on_ambiguity: Ambiguity
     reasoning_elsewhere: bool  # the provider returned reasoning in a field of its own
     reply_chars: int = 0  # the whole reply's length, as a diagnostic reports it
+    validation: Any = None  # pydantic's validation context, in every validation
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,14 +97,17 @@ def read(
     on_ambiguity: Ambiguity = "reask",
     reasoning: str | None = None,
     from_tool: bool = False,
+    context: Any = None,
 ) -> ParseResult:
     """L1 on one reply, for the engine: `reasoning` is the provider's separate reasoning field
     (it is never read for candidates; a reply with only reasoning is a truncation); `from_tool`
     marks text taken from a tool call's arguments (cut by the token limit, those are truncated
-    even when they parse: the provider may have closed them)."""
+    even when they parse: the provider may have closed them); `context`: pydantic's validation
+    context, in every validation."""
     cut = finish_reason == "length"
     chars = len(text) if isinstance(text, str) else 0
-    ctx = _Context(target, cut, on_ambiguity, bool(reasoning and reasoning.strip()), chars)
+    elsewhere = bool(reasoning and reasoning.strip())
+    ctx = _Context(target, cut, on_ambiguity, elsewhere, chars, context)
     try:
         result = _read(ctx, text, 0)
     except RecursionError:
@@ -137,7 +146,7 @@ def _read(ctx: _Context, text: Any, depth: int) -> ParseResult:
     # parsers skip surrounding whitespace themselves, so a large reply is not copied by strip().
     if target is not None:
         try:
-            instance = target.validate_json(text, strict=True)
+            instance = target.validate_json(text, strict=True, context=ctx.validation)
         except Exception:  # ValidationError, or a surrogate pydantic-core cannot encode
             pass
         else:  # the JSON data is only decoded if someone reads it
@@ -154,7 +163,7 @@ def _read(ctx: _Context, text: Any, depth: int) -> ParseResult:
             return _truncated(text, ctx, NOTHING, (Flag.TRUNCATED,), reasoning_only=True)
         return ParseResult(error=_empty())
     if whole is not NOTHING and target is not None:
-        fitted = align(target, whole)
+        fitted = align(target, whole, ctx.validation)
         if fitted.ok:
             return _fitted(fitted, ())
         if isinstance(whole, str):
@@ -162,7 +171,7 @@ def _read(ctx: _Context, text: Any, depth: int) -> ParseResult:
                 inner = _read(ctx, whole, depth + 1)  # the reply encoded its text in a string
                 if inner.valid:
                     return inner.replace(flags=(Flag.DOUBLE_ENCODED, *inner.flags))
-            scalar = _scalar_from_text(whole, target)  # `"ONE: the first"` for an enum target
+            scalar = _scalar_from_text(whole, ctx)  # `"ONE: the first"` for an enum target
             if scalar is not None:
                 return scalar
         return _failed(fitted, ())
@@ -228,12 +237,12 @@ def _slow_path(ctx: _Context, text: str) -> ParseResult:
         fits: list[tuple[_Parsed, Fit]] = []
         failures: list[tuple[_Parsed, Fit]] = []
         for item in filter(usable, parsed):
-            fitted = align(target, item.value)
+            fitted = align(target, item.value, ctx.validation)
             (fits if fitted.ok else failures).append((item, fitted))
         if fits:
             return _choose(ctx, text, fits, several)
         if not open_at_end and not ctx.cut:  # a cut reply's text is never a value
-            scalar = _scalar_from_text(text, target)
+            scalar = _scalar_from_text(text, ctx)
             if scalar is not None:
                 return scalar
             if failures:
@@ -449,24 +458,26 @@ def _context_flags(candidate: Candidate, text: str) -> tuple[Flag, ...]:
 # -- scalars from text -------------------------------------------------------------------------
 
 
-def _scalar_from_text(text: str, target: Target[Any]) -> ParseResult | None:
+def _scalar_from_text(text: str, ctx: _Context) -> ParseResult | None:
     """For string, number, boolean and enum targets: read the value from plain text. An enum
     member is read from a mention only in prose (text with no JSON structure): a reply with
     brackets or quoted keys is a broken structure, not a sentence."""
+    target = ctx.target
+    assert target is not None
     kinds = target.kinds_at(())
     choices = [c for c in target.choices_at(()) if isinstance(c, str)]
     if kinds - _SCALAR_KINDS or not (kinds or choices):
         return None
     body = strip_fences(text)
     charge(len(body))
-    fitted = align(target, body)
+    fitted = align(target, body, ctx.validation)
     if fitted.ok:
         return _fitted(fitted, (Flag.TEXT_AS_VALUE,))
     if choices and not _STRUCTURE.search(body):
         lowered = body.casefold()
         found = {c for c in choices if _mentions(lowered, c.casefold())}
         if len(found) == 1:
-            fitted = align(target, found.pop())
+            fitted = align(target, found.pop(), ctx.validation)
             if fitted.ok:
                 return _fitted(fitted, (Flag.TEXT_AS_VALUE, Flag.PROSE_AROUND))
     return None
