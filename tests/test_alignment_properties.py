@@ -1,12 +1,13 @@
 """Alignments apply at every depth and compose: properties over generated schemas.
 
 A schema is generated (models made with `pydantic.create_model`: nested models, lists of models,
-`Optional` fields, int / float / str / bool / `Literal` fields, snake_case and camelCase field
-names), then a value that validates, then misalignments at random depths: keys restyled (case,
-separators), a list in a one-key wrapper, a lone item for a one-item list, a value in a one-item
-list, an int as a numeric string or a number word, a float as a numeric string, a literal in
-another case. The reply heals in one call to the original value, its flags naming each step.
-When two readings fit (built on purpose), nothing is chosen. The alignment's work stays linear.
+dicts of models, unions of two models, `Optional` fields, int / float / str / bool / `Literal`
+fields, snake_case and camelCase field names), then a value that validates, then misalignments
+at random depths: keys restyled (case, separators), a list in a one-key wrapper, a lone item for
+a one-item list, a value in a one-item list, an int as a numeric string or a number word, a
+float as a numeric string, a literal in another case. The reply heals in one call to the
+original value, its flags naming each step. When two readings fit (built on purpose), nothing
+is chosen. The alignment's work stays linear.
 """
 
 from __future__ import annotations
@@ -37,12 +38,14 @@ _MODEL_IDS = count()
 
 @dataclass(frozen=True)
 class Spec:
-    """A generated field type: a scalar kind, `opt` / `list` around `inner`, or a model."""
+    """A generated field type: a scalar kind, `opt` / `list` / `dict` (str keys) around
+    `inner`, a model, or a union of two models."""
 
     kind: str
     inner: Spec | None = None
     fields: tuple[tuple[str, Spec], ...] = ()
     choices: tuple[str, ...] = ()
+    members: tuple[Spec, ...] = ()
 
 
 def _camel(words: list[str]) -> str:
@@ -64,19 +67,24 @@ def specs(draw: st.DrawFn) -> Spec:
 
     def field(depth: int) -> Spec:
         kinds = ["int", "float", "str", "bool", "lit", "opt", "list_int"]
-        kind = draw(st.sampled_from([*kinds, "model", "list_model"] if depth < 2 else kinds))
+        nested = ["model", "list_model", "dict_model", "union"]
+        kind = draw(st.sampled_from([*kinds, "dict_int", *nested] if depth < 2 else kinds))
         if kind == "opt":
             return Spec("opt", field(depth + 1))
         if kind == "lit":
             choices = draw(st.lists(st.sampled_from(_CHOICES), min_size=2, max_size=3, unique=True))
             return Spec("lit", choices=tuple(choices))
-        if kind == "list_int":
-            return Spec("list", Spec("int"))
-        if kind in ("model", "list_model"):
-            inner = model(depth + 1)
+        if kind in ("list_int", "dict_int"):
+            return Spec(kind[:4], Spec("int"))
+        if kind in nested:
+            inner, other = model(depth + 1), model(depth + 1) if kind == "union" else None
             if inner is None:
                 return Spec("int")
-            return inner if kind == "model" else Spec("list", inner)
+            if other is not None:
+                return Spec("union", members=(inner, other))
+            return {"list_model": Spec("list", inner), "dict_model": Spec("dict", inner)}.get(
+                kind, inner
+            )
         return Spec(kind)
 
     def model(depth: int) -> Spec | None:
@@ -104,6 +112,11 @@ def build(spec: Spec) -> Any:
     if spec.kind == "list":
         assert spec.inner is not None
         return list[build(spec.inner)]  # type: ignore[misc]
+    if spec.kind == "dict":
+        assert spec.inner is not None
+        return dict[str, build(spec.inner)]  # type: ignore[misc]
+    if spec.kind == "union":
+        return build(spec.members[0]) | build(spec.members[1])
     if spec.kind == "lit":
         return Literal[spec.choices]
     return {"int": int, "float": float, "str": str, "bool": bool}[spec.kind]
@@ -113,8 +126,12 @@ def values(spec: Spec) -> st.SearchStrategy[Any]:
     """JSON data that validates against the spec's type."""
     if spec.kind == "model":
         return st.fixed_dictionaries({name: values(sub) for name, sub in spec.fields})
+    if spec.kind == "union":
+        return st.one_of([values(member) for member in spec.members])
     if spec.inner is not None:
         inner = values(spec.inner)
+        if spec.kind == "dict":
+            return st.dictionaries(st.sampled_from(["x", "y", "Z"]), inner, max_size=2)
         return st.none() | inner if spec.kind == "opt" else st.lists(inner, max_size=3)
     if spec.kind == "lit":
         return st.sampled_from(spec.choices)
@@ -142,7 +159,13 @@ def misalign(draw: st.DrawFn, spec: Spec, value: Any, flags: set[Flag]) -> Any:
     if spec.kind == "opt":
         assert spec.inner is not None
         return None if value is None else misalign(draw, spec.inner, value, flags)
-    if spec.kind == "model":
+    if spec.kind == "union":
+        member = next(m for m in spec.members if {name for name, _ in m.fields} == set(value))
+        return misalign(draw, member, value, flags)
+    if spec.kind == "dict":
+        assert spec.inner is not None
+        value = {key: misalign(draw, spec.inner, item, flags) for key, item in value.items()}
+    elif spec.kind == "model":
         out = {}
         for name, sub in spec.fields:
             key = draw(st.sampled_from(_KEY_STYLES))(name)
