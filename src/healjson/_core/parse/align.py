@@ -97,13 +97,17 @@ class Fit:
 
 def align(target: Target[Any], data: Any) -> Fit:
     """Validate `data` against `target`; if that fails, read it along the schema (above) and
-    keep the one reading that fits if pydantic validates it. Otherwise the best failure:
-    fewest errors, on the data as the model wrote it when tied or ambiguous."""
+    keep the reading if pydantic validates it, unless several different readings fit.
+    Otherwise the best failure: fewest errors, on the data as the model wrote it when tied or
+    ambiguous."""
     fitted = _validate(target, data)
     if fitted.ok:
         return fitted
-    reading = _Aligner().read(shape_of(target), data)
-    if reading.count == _MANY or _as_written(reading, data) or reading.value is data:
+    try:
+        reading = _Aligner().read(shape_of(target), data)
+    except RecursionError:  # nested deeper than the reader goes: pydantic's errors stand
+        return fitted
+    if reading.count == _MANY or reading.value is data:
         return fitted
     trial = _validate(target, reading.value, reading.flags)
     if trial.ok or len(trial.errors) < len(fitted.errors):
