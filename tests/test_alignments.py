@@ -155,6 +155,69 @@ def test_any_list_heals_in_and_out_of_its_wrapper(items: list[Item]) -> None:
     assert items == unwrapped.unwrap()
 
 
+# --- at every depth, composed ----------------------------------------------------------------
+
+
+class Scored(BaseModel):
+    Answer: str
+    Confidence: int
+
+
+class Panel(BaseModel):
+    lead: Scored | None
+    scores: list[Scored]
+    by_name: dict[str, Scored]
+
+
+SCORED = [{"answer": "a", "confidence": 5}, {"answer": "b", "confidence": 3}]
+PANEL = {
+    "lead": {"answer": "a", "confidence": 5},
+    "scores": SCORED,
+    "by_name": {"x": {"answer": "b", "confidence": 3}},
+}
+AT_DEPTH = {
+    "keys_in_every_item": (SCORED, list[Scored], {Flag.KEYS_ALIGNED}),
+    "wrapper_and_keys_in_every_item": (
+        {"answers": SCORED},
+        list[Scored],
+        {Flag.UNWRAPPED, Flag.KEYS_ALIGNED},
+    ),
+    "wrapper_keys_and_a_numeric_string": (
+        {"Answers": [{"ANSWER": "a", "confidence": "5"}, {"answer": "b", "Confidence": 3}]},
+        list[Scored],
+        {Flag.UNWRAPPED, Flag.KEYS_ALIGNED, Flag.COERCED},
+    ),
+    "optional_model_list_and_dict_values": (PANEL, Panel, {Flag.KEYS_ALIGNED}),
+    "nested_wrapper_lone_item_and_number_word": (
+        {
+            "Lead": [{"answer": "a", "confidence": "five"}],
+            "scores": {"items": SCORED},
+            "byName": {"x": {"ANSWER": "b", "confidence": 3}},
+        },
+        Panel,
+        {Flag.KEYS_ALIGNED, Flag.UNLISTED, Flag.NUMBER_WORD, Flag.UNWRAPPED},
+    ),
+}
+
+
+@pytest.mark.parametrize(("data", "target", "flags"), AT_DEPTH.values(), ids=AT_DEPTH.keys())
+def test_alignments_apply_at_every_depth_and_compose(
+    data: Any, target: Any, flags: set[Flag]
+) -> None:
+    """Every item of a list, every nested model, dict value and Optional member is aligned,
+    several alignments in one reply; the flags name each one (a list of two or more objects
+    with keys in another case was refused)."""
+    outcome = healjson.validate(json.dumps(data), target)
+    assert isinstance(outcome, Healed), outcome
+    assert flags == set(outcome.flags)
+    expected = [Scored(Answer="a", Confidence=5), Scored(Answer="b", Confidence=3)]
+    if target is Panel:
+        assert expected == [outcome.value.lead, outcome.value.by_name["x"]]
+        assert expected == outcome.value.scores
+    else:
+        assert expected == outcome.value
+
+
 # --- one call over HTTP ---------------------------------------------------------------------
 
 

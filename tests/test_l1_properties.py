@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 import healjson
-from healjson import Healer, HealPolicy
+from healjson import Degraded, Healer, HealPolicy, Reason
 from healjson._core.parse import meter
 from healjson.testing import ScriptedModel
 
@@ -57,6 +57,32 @@ def test_text_with_no_json_looking_span_never_yields_a_value(
         json.loads(text)
     except ValueError:
         assert not healjson.parse(text, finish_reason=finish_reason).ok
+
+
+@given(
+    text=st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40),
+    cut=st.integers(min_value=0, max_value=10_000),
+    ascii_only=st.booleans(),
+    padding=st.sampled_from(["", "  ", "\n"]),
+    target=st.sampled_from([str, int, Literal["ONE", "TWO"], None]),
+    finish_reason=st.sampled_from([None, "stop", "length"]),
+)
+@example(
+    text="parcel is late", cut=12, ascii_only=True, padding="", target=str, finish_reason=None
+)  # `"parcel is la` was healed as text, the quote included
+def test_a_json_string_cut_anywhere_is_a_truncation_never_a_value(
+    text: str, cut: int, ascii_only: bool, padding: str, target: Any, finish_reason: str | None
+) -> None:
+    """An opening quote with no closing one is a cut string: any proper prefix of a JSON string
+    (the opening quote kept) is truncated, never read as text, for any target or none."""
+    literal = json.dumps(text, ensure_ascii=ascii_only)
+    reply = padding + literal[: 1 + cut % (len(literal) - 1)]
+    result = healjson.parse(reply, target, finish_reason=finish_reason)
+    assert result.truncated
+    assert not result.ok
+    outcome = healjson.validate(reply, target or str, finish_reason=finish_reason)
+    assert isinstance(outcome, Degraded)
+    assert Reason.TOKEN_TRUNCATED == outcome.reason
 
 
 _FRAGMENT_TARGET = Item(id=7, name="seven")

@@ -35,11 +35,13 @@ class Flag(enum.StrEnum):
     """An enum or literal value was matched ignoring case and separators."""
     KEYS_ALIGNED = "keys_aligned"
     """A key was renamed to the one field it can only mean (`Answer` → `answer`,
-    `answer_text` → `answerText`)."""
+    `answer_text` → `answerText`), at any depth: in a nested model, a list item, a dict value."""
     UNWRAPPED = "unwrapped"
-    """The answer was wrapped in a single-key object (`{"ticket": {...}}`) and was unwrapped."""
+    """The answer, or a value in it, was wrapped in a single-key object (`{"ticket": {...}}`,
+    `{"items": [...]}` where a list is expected) and was unwrapped."""
     WRAPPED = "wrapped"
-    """A bare list was placed in the object target's only required field, a list."""
+    """A bare list was placed in the only required field, a list, of the object expected
+    there (the target or a nested model)."""
     LISTED = "listed"
     """A single value was taken as a one-item list where the schema wants a list."""
     UNLISTED = "unlisted"

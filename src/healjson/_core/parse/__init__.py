@@ -2,8 +2,9 @@
 
 Modules, in the order a reply meets them: `segment` (reasoning set aside), `scan` (candidates:
 fence bodies and bracketed spans), `lenient` (the tolerant reader for the slips models make, and
-the partial data of a cut reply), `align` (fitting data to the target type), `read` (the
-pipeline), `result` (`ParseResult`), `meter` (the work count tests read).
+the partial data of a cut reply), `align` (fitting data to the target type, along the schema
+compiled by `shape`), `read` (the pipeline), `result` (`ParseResult`), `meter` (the work count
+tests read).
 
 The rules, each stated for any reply (none is fitted to a test case):
 
@@ -18,8 +19,9 @@ The rules, each stated for any reply (none is fitted to a test case):
    and drop punctuation; a reading that would create a key or a value (`{"a": }` as `{"a": ""}`)
    or drop the model's words is refused. Truncated fragments give `partial` data, never a result.
 4. **Complete or cut, decided right.** A structure still open at the end, or a reply whose finish
-   reason is `length`, is truncated; a cut reply's value is accepted only when its JSON closed,
-   parsed strictly and nothing JSON-looking follows it, and then it carries the `truncated` flag.
+   reason is `length`, is truncated (so is an opening quote with no closing one: a cut string,
+   never text); a cut reply's value is accepted only when its JSON closed, parsed strictly and
+   nothing JSON-looking follows it, and then it carries the `truncated` flag.
    Escaped JSON met outside a string (`"{\\"a\\": 1}"`) is encoded JSON: decoded, never "cut".
 5. **Linear time.** Every pass walks the reply once (or a bounded number of times); regexes on
    unbounded text are possessive or anchored, with no nested quantifiers; the tolerant reader is

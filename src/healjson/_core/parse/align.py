@@ -2,29 +2,34 @@
 
 Strict validation first (nothing changed); then pydantic's lax coercions (`"5"` → `5`, `5.0` →
 `5`: flag `coerced`); then healjson's own alignments, each a rewrite that changes how the model's
-data is *shaped or spelled*, never what it says, and each applied only when exactly one reading
-fits the schema:
+data is *shaped or spelled*, never what it says:
 
-- driven by pydantic's errors, at any depth: an enum or literal value in another case or with
-  other separators (`enum_case`); a key in another case or with other separators than the one
-  missing field it can mean (`Answer`, `answer_text` for `answerText`: `keys_aligned`); a JSON
-  object or array that arrived encoded in a string (`double_encoded`); a number written as an
-  English word, zero to one hundred, where a number is expected (`number_word`); a single value
-  where a list is expected (`listed`; a string that holds a list separator is not wrapped, since
-  splitting it is another reading); a one-item list where a single value is expected
-  (`unlisted`);
-- at the root: a one-key wrapper object around the answer (`unwrapped`), a one-item list
-  (`unlisted`), a single value for a list target (`listed`), a bare list for an object target
-  whose only required field is that list (`wrapped`), a JSON string that encodes the answer
-  (`double_encoded`). When more than one of these validates with different values, none is
-  applied.
+- a key in another case or with other separators than the one field it can mean (`Answer`,
+  `answer_text` for `answerText`: `keys_aligned`); two keys that claim one field, or a key two
+  fields could mean, are left alone;
+- an enum or literal value in another case or with other separators (`enum_case`);
+- a number written as an English word, zero to one hundred (`number_word`);
+- a JSON object or array that arrived encoded in a string (`double_encoded`);
+- a one-key wrapper object around the value (`unwrapped`); a single value where a list is
+  expected (`listed`; a string that holds a list separator is not wrapped, since splitting it is
+  another reading); a one-item list where a single value is expected (`unlisted`); a bare list
+  for an object whose only required field is that list (`wrapped`).
 
-The verdict stays with pydantic: a rewrite is kept only if the result validates.
+They apply at every depth — each item of a list, each value of a dict, each field of a nested
+model, each member of a union — and compose (a wrapper unwrapped, every item's keys aligned, a
+number word read in one of them). The search is structural, top-down along the schema
+(`shape.py`): a node's readings are few (the data as written, or one of the reshapes above),
+each (schema node, data node) pair is decided once, so the work is linear in the data for a
+given schema, and each node counts the readings that fit: none, exactly one, or several with
+different values. A node that fits as written is read as written. When several different
+readings fit anywhere, nothing is applied (ambiguous) and L2 reports the failure.
+
+The verdict stays with pydantic: the one reading is kept only if it validates.
 """
 
 from __future__ import annotations
 
-import copy
+import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -35,34 +40,20 @@ from pydantic_core import ErrorDetails, from_json, to_json
 
 from healjson._core.diagnostic import describe_exception
 from healjson._core.flags import Flag
-from healjson._core.schema_errors import data_loc
 from healjson._core.sentinels import NOTHING
 from healjson._core.target import Target
 
 from .meter import charge
+from .shape import Shape, key_form, shape_of
 
 __all__ = ["Fit", "align", "answer_key", "number_word"]
 
 _SEPARATORS: Final = re.compile(r"[\s\-_]+")
 _LIST_SEPARATORS: Final = re.compile(r"[,;\n]")
-_MAX_ROUNDS: Final = 4
-_CONTAINER_ERRORS: Final = frozenset(
-    {
-        "model_type",
-        "model_attributes_type",
-        "dict_type",
-        "dataclass_type",
-        "typed_dict_type",
-        "list_type",
-        "tuple_type",
-        "set_type",
-        "frozen_set_type",
-    }
+_BOOL_WORDS: Final = frozenset(
+    {"0", "off", "f", "false", "n", "no", "1", "on", "t", "true", "y", "yes"}
 )
-_LIST_ERRORS: Final = frozenset({"list_type", "tuple_type", "set_type", "frozen_set_type"})
-_NUMBER_ERRORS: Final = frozenset(
-    {"int_parsing", "int_type", "float_parsing", "float_type", "decimal_parsing", "decimal_type"}
-)
+
 _UNITS: Final = [
     "zero",
     "one",
@@ -105,23 +96,22 @@ class Fit:
 
 
 def align(target: Target[Any], data: Any, context: Any = None) -> Fit:
-    """Validate `data` against `target`, trying the alignments above if plain validation
-    fails; the best failure (fewest errors, on the data as the model wrote it when tied).
-    `context`: pydantic's validation context, in every validation."""
-    fitted = _fit(target, data, context)
+    """Validate `data` against `target`; if that fails, read it along the schema (above) and
+    keep the reading if pydantic validates it, unless several different readings fit.
+    Otherwise the best failure: fewest errors, on the data as the model wrote it when tied or
+    ambiguous. `context`: pydantic's validation context, in every validation."""
+    fitted = _validate(target, data, context=context)
     if fitted.ok:
         return fitted
-    options: dict[bytes, Fit] = {}
-    for reshaped, flag in _reshapes(target, data):
-        trial = (
-            align(target, reshaped, context)
-            if flag is Flag.DOUBLE_ENCODED
-            else _fit(target, reshaped, context)
-        )
-        if trial.ok:
-            options.setdefault(answer_key(target, trial.instance), _with(trial, flag))
-    if len(options) == 1:
-        return next(iter(options.values()))
+    try:
+        reading = _Aligner().read(shape_of(target), data)
+    except RecursionError:  # nested deeper than the reader goes: pydantic's errors stand
+        return fitted
+    if reading.count == _MANY or reading.value is data:
+        return fitted
+    trial = _validate(target, reading.value, reading.flags, context)
+    if trial.ok or len(trial.errors) < len(fitted.errors):
+        return trial
     return fitted
 
 
@@ -131,32 +121,6 @@ def answer_key(target: Target[Any], instance: Any) -> bytes:
         return to_json(target.adapter.dump_python(instance, mode="json"))
     except Exception:  # a serializer that fails: fall back on the instance's own repr
         return repr(instance).encode("utf-8", "replace")
-
-
-def _with(fitted: Fit, flag: Flag) -> Fit:
-    flags = tuple(dict.fromkeys((flag, *fitted.flags)))
-    return Fit(fitted.instance, fitted.data, flags, fitted.errors)
-
-
-def _fit(target: Target[Any], data: Any, context: Any = None) -> Fit:
-    plain = _validate(target, data, context=context)
-    if plain.ok:
-        return plain
-    best, current = plain, plain
-    for _ in range(_MAX_ROUNDS):
-        fixed, applied = _rewrite(target, current.data, current.errors)
-        if not applied:
-            break
-        flags = tuple(dict.fromkeys((*current.flags, *applied)))
-        trial = _validate(target, fixed, flags, context)
-        if trial.ok:
-            return trial
-        if len(trial.errors) > len(current.errors):
-            break
-        current = trial
-        if len(trial.errors) < len(best.errors):
-            best = trial
-    return best
 
 
 def _validate(
@@ -192,92 +156,265 @@ def _crash(exc: Exception) -> ErrorDetails:
     }
 
 
-# -- error-driven rewrites ---------------------------------------------------------------------
+# -- the structural reading ----------------------------------------------------------------------
 
-Loc = tuple[str | int, ...]
+_NONE: Final = 0
+_ONE: Final = 1
+_MANY: Final = 2  # several readings fit, with different values
 
 
-def _rewrite(
-    target: Target[Any], data: Any, errors: Sequence[ErrorDetails]
-) -> tuple[Any, tuple[Flag, ...]]:
-    """One round of rewrites, one per failing location where exactly one reading fits; two
-    different rewrites proposed for one location cancel each other."""
-    values: dict[Loc, tuple[Any, Flag]] = {}
-    renames: dict[tuple[Loc, str], str] = {}
-    conflicts: set[Loc] = set()
-    for error in errors:
-        kind = str(error.get("type", ""))
-        received = error.get("input")
-        loc = data_loc(tuple(error.get("loc", ())), data, kind == "missing")
-        proposal: tuple[Any, Flag] | None = None
-        if kind in ("enum", "literal_error") and isinstance(received, str):
-            choice = _enum_choice(target, loc, received)
-            if choice is not None:
-                proposal = (choice, Flag.ENUM_CASE)
-        elif not loc:
-            continue  # the root is reshaped whole (`_reshapes`), not edited in place
-        elif kind == "missing" and isinstance(loc[-1], str):
-            parent = _get(data, loc[:-1])
-            key = _renamed_key(target, loc[:-1], loc[-1], parent)
-            if key is not None:
-                slot = (loc[:-1], key)
-                if renames.get(slot, loc[-1]) != loc[-1]:
-                    conflicts.add(loc[:-1])
-                renames[slot] = loc[-1]
-            continue
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """A data node read against a schema node: the value (the data object itself when nothing
+    changed), the flags of the rewrites in it, and how many different readings fit. A reading
+    that does not fit keeps its best-effort value, for the diagnostics."""
+
+    value: Any
+    flags: tuple[Flag, ...] = ()
+    count: int = _ONE
+
+
+def _as_written(reading: _Reading, data: Any) -> bool:
+    return reading.count == _ONE and reading.value is data and not reading.flags
+
+
+def _flags(*groups: Sequence[Flag]) -> tuple[Flag, ...]:
+    return tuple(dict.fromkeys(flag for group in groups for flag in group))
+
+
+class _Aligner:
+    """One alignment: each (schema node, data node) pair is read once, whatever the number of
+    readings that reach it."""
+
+    def __init__(self) -> None:
+        self.memo: dict[tuple[int, int, bool], _Reading] = {}
+        self.kept: list[Any] = []  # decoded values stay alive, so no other node takes their id
+
+    def read(self, shape: Shape, data: Any, reshape: bool = True) -> _Reading:
+        """`data` read against `shape`; `reshape=False` for data a reshape already moved (one
+        reshape per data node: `{"a": {"b": 1}}` is not read as `1`)."""
+        key = (id(shape), id(data), reshape)
+        known = self.memo.get(key)
+        if known is not None:
+            return known
+        self.memo[key] = _Reading(data, (), _NONE)  # a reading that loops back fits nothing
+        charge(1)
+        if shape.branches:
+            reading = self._union(shape.branches, data, reshape)
         else:
-            proposal = _value_rewrite(kind, received)
-        if proposal is None:
-            continue
-        previous = values.get(loc)
-        if previous is not None and previous[0] != proposal[0]:
-            conflicts.add(loc)
-        values[loc] = proposal
-    values = {loc: v for loc, v in values.items() if loc not in conflicts}
-    renames = {slot: name for slot, name in renames.items() if slot[0] not in conflicts}
-    targets = list(renames.values())
-    if len(targets) != len(set(targets)):  # two keys claim one field: neither is renamed
-        renames = {}
-    if not values and not renames:
-        return data, ()
-    fixed = copy.deepcopy(data)
-    applied: list[Flag] = []
-    for loc, (value, flag) in values.items():
-        if not loc:
-            fixed = value
-            applied.append(flag)
-        elif _set(fixed, loc, value):
-            applied.append(flag)
-    for (parent_loc, key), name in renames.items():
-        parent = _get(fixed, parent_loc)
-        if isinstance(parent, dict) and key in parent and name not in parent:
-            parent[name] = parent.pop(key)
-            applied.append(Flag.KEYS_ALIGNED)
-    return fixed, tuple(dict.fromkeys(applied))
+            direct = self._direct(shape, data)
+            if _as_written(direct, data) or not reshape:
+                reading = direct
+            else:
+                reading = _choose([direct, *self._reshaped(shape, data)], data)
+        self.memo[key] = reading
+        return reading
+
+    def _union(self, branches: tuple[Shape, ...], data: Any, reshape: bool) -> _Reading:
+        readings = []
+        for branch in branches:
+            reading = self.read(branch, data, reshape)
+            if _as_written(reading, data):
+                return reading
+            readings.append(reading)
+        return _choose(readings, data)
+
+    def _direct(self, shape: Shape, data: Any) -> _Reading:
+        if shape.choices is not None:
+            return _choice(shape.choices, data)
+        if isinstance(data, dict) and "object" in shape.kinds:
+            return self._object(shape, data)
+        if isinstance(data, list) and "array" in shape.kinds:
+            return self._array(shape, data)
+        if not shape.kinds or _scalar_fits(shape.kinds, data):
+            return _Reading(data)
+        if isinstance(data, str) and shape.kinds & {"integer", "number"}:
+            charge(len(data))
+            number = number_word(data)
+            if number is not None:
+                return _Reading(number, (Flag.NUMBER_WORD,))
+        return _Reading(data, (), _NONE)
+
+    def _object(self, shape: Shape, data: dict[str, Any]) -> _Reading:
+        props = shape.props or {}
+        claims: dict[str, list[str]] = {}
+        for key in data:
+            if key not in props and isinstance(key, str):
+                charge(len(key))
+                name = shape.forms.get(key_form(key))
+                if name is not None and name not in data:
+                    claims.setdefault(name, []).append(key)
+        renames = {keys[0]: name for name, keys in claims.items() if len(keys) == 1}
+        out: dict[str, Any] = {}
+        flags: list[Flag] = [Flag.KEYS_ALIGNED] if renames else []
+        count, changed = _ONE, bool(renames)
+        for key, value in data.items():
+            name = renames.get(key, key)
+            sub = props.get(name, shape.extra)
+            if sub is None:
+                if shape.closed:
+                    count = _NONE
+                out[name] = value
+                continue
+            reading = self.read(sub, value)
+            count = _combine(count, reading.count)
+            changed = changed or reading.value is not value
+            flags.extend(reading.flags)
+            out[name] = reading.value
+        if not shape.required <= out.keys():
+            count = _NONE
+        return _Reading(out if changed else data, _flags(flags), count)
+
+    def _array(self, shape: Shape, data: list[Any]) -> _Reading:
+        out: list[Any] = []
+        flags: list[Flag] = []
+        count, changed = _ONE, False
+        for index, value in enumerate(data):
+            sub = shape.prefix[index] if index < len(shape.prefix) else shape.items
+            if sub is None:
+                out.append(value)
+                continue
+            reading = self.read(sub, value)
+            count = _combine(count, reading.count)
+            changed = changed or reading.value is not value
+            flags.extend(reading.flags)
+            out.append(reading.value)
+        return _Reading(out if changed else data, _flags(flags), count)
+
+    def _reshaped(self, shape: Shape, data: Any) -> Iterator[_Reading]:
+        """The other readings of a node that does not fit as written."""
+        wants_array, wants_object = "array" in shape.kinds, "object" in shape.kinds
+        if isinstance(data, str) and (wants_array or wants_object):
+            inner = _decoded(data)
+            if inner is not NOTHING:
+                self.kept.append(inner)
+                yield _prefixed(Flag.DOUBLE_ENCODED, self.read(shape, inner))
+        if isinstance(data, dict) and len(data) == 1:
+            ((key, inner),) = data.items()
+            if key not in (shape.props or {}) and (
+                isinstance(inner, dict | list) or not wants_object
+            ):
+                yield _prefixed(Flag.UNWRAPPED, self.read(shape, inner, False))
+        if wants_array and _listable(data):
+            item = shape.items or (shape.prefix[0] if len(shape.prefix) == 1 else None)
+            reading = self.read(item, data, False) if item is not None else _Reading(data)
+            yield _Reading([reading.value], _flags((Flag.LISTED,), reading.flags), reading.count)
+        if isinstance(data, list):
+            if len(data) == 1 and not wants_array and not shape.free:
+                yield _prefixed(Flag.UNLISTED, self.read(shape, data[0], False))
+            if shape.list_field is not None and shape.props is not None:
+                name = shape.list_field
+                reading = self.read(shape.props[name], data, False)
+                flags = _flags((Flag.WRAPPED,), reading.flags)
+                yield _Reading({name: reading.value}, flags, reading.count)
 
 
-def _value_rewrite(kind: str, received: Any) -> tuple[Any, Flag] | None:
-    if isinstance(received, str) and kind in _CONTAINER_ERRORS:
-        try:
-            inner = from_json(received.strip())
-        except (ValueError, TypeError):  # TypeError: a lone surrogate cannot be encoded
-            inner = NOTHING
-        if isinstance(inner, dict | list):
-            return inner, Flag.DOUBLE_ENCODED
-    if isinstance(received, str) and kind in _NUMBER_ERRORS:
-        number = number_word(received)
-        if number is not None:
-            return number, Flag.NUMBER_WORD
-    if kind in _LIST_ERRORS and _listable(received):
-        return [received], Flag.LISTED
-    if (
-        isinstance(received, list)
-        and len(received) == 1
-        and kind not in _LIST_ERRORS
-        and (kind.endswith("_type") or kind.endswith("_parsing") or kind == "enum")
-    ):
-        return received[0], Flag.UNLISTED
-    return None
+def _prefixed(flag: Flag, reading: _Reading) -> _Reading:
+    return _Reading(reading.value, _flags((flag,), reading.flags), reading.count)
+
+
+def _combine(count: int, child: int) -> int:
+    """A node's count from its children's: none if any fits nothing, else several if any has
+    several, else one."""
+    if _NONE in (count, child):
+        return _NONE
+    return max(count, child)
+
+
+def _choose(readings: list[_Reading], data: Any) -> _Reading:
+    """The one reading that fits; several with different values are ambiguous; when none fits,
+    the first (the data read as written, as far as it goes)."""
+    fits = [reading for reading in readings if reading.count != _NONE]
+    if not fits:
+        return readings[0] if readings else _Reading(data, (), _NONE)
+    first = fits[0]
+    if first.count == _MANY:
+        return _Reading(data, (), _MANY)
+    for other in fits[1:]:
+        if other.count == _MANY or not _same(first.value, other.value):
+            return _Reading(data, (), _MANY)
+    return first
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        left, right = to_json(a), to_json(b)
+    except Exception:  # not JSON-encodable: only the same object is the same reading
+        return a is b
+    charge(len(left) + len(right))
+    return left == right
+
+
+def _choice(choices: tuple[Any, ...], data: Any) -> _Reading:
+    """An enum or literal value: as written (a numeric string for a number, as pydantic's lax
+    mode reads it), or the one choice spelled alike but for case and separators."""
+    number = _number(data) if isinstance(data, str) else None
+    for choice in choices:
+        if _same_scalar(data, choice) or (number is not None and _same_scalar(number, choice)):
+            return _Reading(data)
+    if not isinstance(data, str):
+        return _Reading(data, (), _NONE)
+    charge(len(data))
+    wanted = _SEPARATORS.sub("_", data.strip().casefold())
+    matches = {
+        choice
+        for choice in choices
+        if isinstance(choice, str) and _SEPARATORS.sub("_", choice.casefold()) == wanted
+    }
+    if len(matches) == 1:
+        return _Reading(matches.pop(), (Flag.ENUM_CASE,))
+    return _Reading(data, (), _MANY if matches else _NONE)
+
+
+def _same_scalar(a: Any, b: Any) -> bool:
+    return isinstance(a, bool) == isinstance(b, bool) and type(a) is not dict and a == b
+
+
+def _scalar_fits(kinds: frozenset[str], data: Any) -> bool:
+    """Whether a scalar fits one of the JSON types as pydantic reads it (lax: `"5"` for an
+    integer, `5.0` for an integer, `"yes"` for a boolean)."""
+    if data is None:
+        return "null" in kinds
+    if isinstance(data, bool):
+        return bool(kinds & {"boolean", "integer", "number"})
+    if isinstance(data, int):
+        return bool(kinds & {"integer", "number"}) or ("boolean" in kinds and data in (0, 1))
+    if isinstance(data, float):
+        integral = math.isfinite(data) and data.is_integer()
+        return "number" in kinds or ("integer" in kinds and integral)
+    if not isinstance(data, str):
+        return False
+    if "string" in kinds:
+        return True
+    if "boolean" in kinds and data.strip().casefold() in _BOOL_WORDS:
+        return True
+    number = _number(data) if kinds & {"integer", "number"} else None
+    if number is None:
+        return False
+    return "number" in kinds or number.is_integer()
+
+
+def _number(text: str) -> float | None:
+    if len(text) > 100:
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _decoded(text: str) -> Any:
+    """The JSON object or array a string holds, or NOTHING."""
+    body = text.strip()
+    if not body.startswith(("{", "[")):
+        return NOTHING
+    charge(len(body))
+    try:
+        inner = from_json(body)
+    except (ValueError, TypeError):  # TypeError: a lone surrogate cannot be encoded
+        return NOTHING
+    return inner if isinstance(inner, dict | list) else NOTHING
 
 
 def _listable(value: Any) -> bool:
@@ -286,36 +423,6 @@ def _listable(value: Any) -> bool:
     if isinstance(value, list) or value is None:
         return False
     return not (isinstance(value, str) and _LIST_SEPARATORS.search(value))
-
-
-def _enum_choice(target: Target[Any], loc: Loc, received: str) -> str | None:
-    wanted = _SEPARATORS.sub("_", received.strip().casefold())
-    matches = {
-        choice
-        for choice in target.choices_at(loc)
-        if isinstance(choice, str) and _SEPARATORS.sub("_", choice.casefold()) == wanted
-    }
-    return matches.pop() if len(matches) == 1 else None
-
-
-def _renamed_key(target: Target[Any], parent_loc: Loc, missing: str, parent: Any) -> str | None:
-    """The one key of `parent` that can only mean the missing field `missing`."""
-    if not isinstance(parent, dict):
-        return None
-    names = target.properties_at(parent_loc) or frozenset()
-    wanted = _key_form(missing)
-    if sum(1 for name in names if _key_form(name) == wanted) != 1:
-        return None  # two fields spell the same: no key can mean just one of them
-    keys = [
-        key
-        for key in parent
-        if isinstance(key, str) and key not in names and _key_form(key) == wanted
-    ]
-    return keys[0] if len(keys) == 1 else None
-
-
-def _key_form(key: str) -> str:
-    return _SEPARATORS.sub("", key).casefold()
 
 
 def number_word(text: str) -> int | None:
@@ -334,52 +441,3 @@ def number_word(text: str) -> int | None:
     if len(words) == 2 and words[0] in _TENS and words[1] in _UNITS[1:10]:
         return 20 + 10 * _TENS.index(words[0]) + _UNITS.index(words[1])
     return None
-
-
-# -- root reshapes -----------------------------------------------------------------------------
-
-
-def _reshapes(target: Target[Any], data: Any) -> Iterator[tuple[Any, Flag]]:
-    if isinstance(data, str):
-        try:
-            inner = from_json(data.strip())
-        except (ValueError, TypeError):
-            inner = NOTHING
-        if isinstance(inner, dict | list):
-            yield inner, Flag.DOUBLE_ENCODED
-        return
-    if isinstance(data, dict) and len(data) == 1:
-        ((key, inner),) = data.items()
-        names = target.field_names
-        # a scalar inside {"value": ...} is the strict-mode envelope for non-object targets
-        wrapped = isinstance(inner, dict | list) or not target.expects_object
-        if wrapped and (names is None or key not in names):
-            yield inner, Flag.UNWRAPPED
-    if isinstance(data, list):
-        if len(data) == 1 and "array" not in target.kinds_at(()):
-            yield data[0], Flag.UNLISTED
-        list_field = target.list_field()
-        if list_field is not None:
-            yield {list_field: data}, Flag.WRAPPED
-    elif target.expects_array and _listable(data):
-        yield [data], Flag.LISTED
-
-
-def _get(node: Any, loc: Loc) -> Any:
-    for part in loc:
-        try:
-            node = node[part]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return node
-
-
-def _set(node: Any, loc: Loc, value: Any) -> bool:
-    if not loc:
-        return False
-    parent = _get(node, loc[:-1])
-    try:
-        parent[loc[-1]] = value
-    except (KeyError, IndexError, TypeError):
-        return False
-    return True

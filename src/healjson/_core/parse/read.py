@@ -25,7 +25,7 @@ from .align import Fit, align, answer_key
 from .lenient import MAX_REPAIR_CHARS, RepairBudget, lenient_loads, partial_loads
 from .meter import charge
 from .result import ParseResult
-from .scan import Candidate, find_candidates, strip_fences
+from .scan import Candidate, cut_string, find_candidates, strip_fences
 from .segment import split_reasoning
 
 __all__ = ["Ambiguity", "parse", "read", "truncation_diagnostic"]
@@ -198,6 +198,10 @@ def _read(ctx: _Context, text: Any, depth: int) -> ParseResult:
 
 def _slow_path(ctx: _Context, text: str) -> ParseResult:
     target = ctx.target
+    body = strip_fences(text)
+    if cut_string(body):  # `"parcel is la`: an opening quote with no closing one
+        fenced: tuple[Flag, ...] = (Flag.CODE_FENCE,) if len(body) != len(text) else ()
+        return _truncated(text, ctx, NOTHING, fenced)
     candidates = find_candidates(text)
     parsed: list[_Parsed] = []
     still_open: list[Candidate] = []

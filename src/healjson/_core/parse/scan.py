@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from .meter import charge
 
-__all__ = ["Candidate", "find_candidates", "strip_fences"]
+__all__ = ["Candidate", "cut_string", "find_candidates", "strip_fences"]
 
 _SPECIAL = re.compile(r"[{}\[\]\"'\\/\u201c]")
 _FENCE = re.compile(r"(?m)(`{3,}|~{3,})")
@@ -116,6 +116,15 @@ def _fence_bodies(text: str) -> list[tuple[str, int, bool]]:
         bodies.append((text[body_start : found.start()], body_start, True))
         pos = found.end()
     return bodies
+
+
+def cut_string(text: str) -> bool:
+    """Whether `text` (stripped) opens a JSON string that never closes: a string cut off, never
+    a value."""
+    if not text.startswith('"'):
+        return False
+    charge(len(text))
+    return _string_end(text, 0) < 0
 
 
 def _string_end(text: str, start: int, closer: str = '"', level: int = 0) -> int:
