@@ -95,8 +95,9 @@ class ScriptedReply:
     by a reply that is not streamed:
 
     * `chunk_chars`: the streamed texts (reasoning, commentary, content, refusal, tool-call
-      arguments; Gemini sends function calls whole) are split into deltas of this many characters, the last of
-      each text shorter; None (default): each text in at most 4 deltas of equal size.
+      arguments; Gemini sends function calls whole) are split into deltas of this many
+      characters, the last of each text shorter; None (default): each text in at most 4 deltas
+      of equal size.
     * `chunk_delay_s`: seconds to wait between two events (on the server's stop event, so
       `ScriptedServer.stop` never waits for it). `delay_s` still delays the response itself
       (no headers, no byte: a slow first byte).
@@ -117,17 +118,18 @@ class ScriptedReply:
     * `stream_error_after_chars`: once this many characters have been sent, the stream ends with
       the route's in-stream error event (OpenAI `data: {"error": {...}}`, the Responses API's
       `event: error` with the fields flat and under `error`, Anthropic `event: error`, Gemini
-      `data: {"error": {...}}`), its type `stream_error` (default
-      `server_error`: Anthropic's `overloaded_error`, Gemini's 500 `INTERNAL`; any other value
-      is sent as given), OpenAI's `param`/`code` = `error_param`/`error_code`.
+      `data: {"error": {...}}`), its type `stream_error` (default `server_error`: Anthropic's
+      `overloaded_error`, Gemini's 500 `INTERNAL`; any other value is sent as given), OpenAI's
+      `param`/`code` = `error_param`/`error_code`.
 
     The N characters count every streamed text in the order it is sent: the reasoning first,
-    then the commentary, content, refusal and tool-call arguments (so with `reasoning`, N = len(reasoning) +
-    k stops k characters into the content). The stream stops right after the delta reaching N
-    (shortened to end there); at N = 0, or for a reply streaming no text, right after the
-    opening events (OpenAI's role chunk, the Responses API's `response.created` and
-    `response.in_progress`, Anthropic's `message_start` and `ping`; Gemini has none); a reply streaming fewer than N characters stops after its last delta. A cut and a
-    stream error exclude each other.
+    then the commentary, content, refusal and tool-call arguments (so with `reasoning`,
+    N = len(reasoning) + k stops k characters into the content). The stream stops right after
+    the delta reaching N (shortened to end there); at N = 0, or for a reply streaming no text,
+    right after the opening events (OpenAI's role chunk, the Responses API's `response.created`
+    and `response.in_progress`, Anthropic's `message_start` and `ping`; Gemini has none); a
+    reply streaming fewer than N characters stops after its last delta. A cut and a stream
+    error exclude each other.
 
     A reply answering a line of a provider batch (OpenAI's Batch API, Anthropic's Message
     Batches; see `ScriptedServer`) is rendered exactly as on the route the line names, with two

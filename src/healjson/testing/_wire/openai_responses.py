@@ -312,7 +312,11 @@ def _item_events(index: int, item: dict[str, Any], chunk_chars: int | None) -> l
         part = {"type": "summary_text", "text": text}
         events = [
             {"type": "response.output_item.added", "output_index": index, "item": empty},
-            {"type": "response.reasoning_summary_part.added", **summary, "part": {**part, "text": ""}},
+            {
+                "type": "response.reasoning_summary_part.added",
+                **summary,
+                "part": {**part, "text": ""},
+            },
             *deltas(text, delta("response.reasoning_summary_text.delta", summary_index=0)),
             {"type": "response.reasoning_summary_text.done", **summary, "text": text},
             {"type": "response.reasoning_summary_part.done", **summary, "part": part},
