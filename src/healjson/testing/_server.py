@@ -103,20 +103,20 @@ class ScriptedServer:
     `body` / `params`), else `batch_replies` answers batch lines only: a mapping by custom_id,
     or a callable `(custom_id, body) -> item`. A line the script cannot answer (exhausted, a
     broken item, a custom_id the mapping lacks) is an errored line saying why. The lines are
-    rendered exactly as the line's route would send them (an OpenAI batch's endpoint is
-    `/v1/chat/completions` or `/v1/responses`, every line's `url` the same); a reply with status
-    >= 400 is an errored line, one with `batch_expired` expires, and a reply's `delay_s` is the
-    time after creation when its line is done. A batch is `in_progress` until `batch_delay_s`
-    seconds have passed and every line is done; the first request reading it after that finds it
-    ended (OpenAI `completed`, or `expired` when a line expired; Anthropic `ended`). A cancel
-    leaves it `cancelling` / `canceling` until the next request reading it, which finds it
-    cancelled: the lines done before the cancel answered, the others not (OpenAI: in neither
-    file; Anthropic: `canceled`); cancelling an ended batch is refused (OpenAI HTTP 409,
-    Anthropic 400). A batch over `batch_max_requests` lines or `batch_max_bytes` bytes (OpenAI:
-    of its input file; Anthropic: of the create request's body) fails (OpenAI: status `failed`
-    with the error in `errors`) or is refused (Anthropic: HTTP 400 / 413). Batch lines do not
-    count as requests (`requests` holds the HTTP requests); `batches` and `files` show the
-    store.
+    rendered exactly as the line's route would send them (an OpenAI batch's endpoint: chat
+    completions or Responses, `/v1/chat/completions` or `/v1/responses`, as every line's `url`
+    says); a reply with status >= 400 is an
+    errored line, one with `batch_expired` expires, and a reply's `delay_s` is the time after
+    creation when its line is done. A batch is `in_progress` until `batch_delay_s` seconds
+    have passed and every line is done; the first request reading it after that finds it ended
+    (OpenAI `completed`, or `expired` when a line expired; Anthropic `ended`). A cancel leaves
+    it `cancelling` / `canceling` until the next request reading it, which finds it cancelled:
+    the lines done before the cancel answered, the others not (OpenAI: in neither file;
+    Anthropic: `canceled`); cancelling an ended batch is refused (OpenAI HTTP 409, Anthropic
+    400). A batch over `batch_max_requests` lines or `batch_max_bytes` bytes (OpenAI: of its
+    input file; Anthropic: of the create request's body) fails (OpenAI: status `failed` with
+    the error in `errors`) or is refused (Anthropic: HTTP 400 / 413). Batch lines do not count
+    as requests (`requests` holds the HTTP requests); `batches` and `files` show the store.
     """
 
     def __init__(
