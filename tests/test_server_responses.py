@@ -668,3 +668,31 @@ def test_a_batch_holds_lines_of_its_own_endpoint_only(
         sdk.batches.create(
             input_file_id=uploaded.id, endpoint="/v1/embeddings", completion_window="24h"
         )
+
+
+def test_the_stream_on_the_wire_one_event_a_chunk_with_keepalives_in_the_waits(
+    scripted_server: ScriptedServer,
+) -> None:
+    """Each typed event is one `event:` + `data:` frame, written as it is due (`chunk_delay_s`
+    apart, SSE keep-alive comments filling the waits), and no `[DONE]` ends the stream."""
+    scripted_server.push(
+        ScriptedReply("abcd", chunk_chars=4, chunk_delay_s=0.08, keepalive_every_s=0.02)
+    )
+    url = f"{scripted_server.base_url}/responses"
+    body = {"model": "gpt-test", "input": INPUT, "stream": True}
+
+    with httpx2.Client() as client, client.stream("POST", url, json=body) as response:
+        pieces = list(response.iter_raw())
+        content_type = response.headers["content-type"]
+
+    assert content_type.startswith("text/event-stream")
+    frames = [frame for frame in b"".join(pieces).split(b"\n\n") if frame]
+    events = [frame for frame in frames if frame != b": keep-alive"]
+    assert [b"event: response.created", b"event: response.completed"] == [
+        events[0].split(b"\n")[0],
+        events[-1].split(b"\n")[0],
+    ]
+    assert all(len(event.split(b"\n")) == 2 for event in events)
+    assert b"[DONE]" not in b"".join(pieces)
+    assert len(frames) - len(events) >= len(events) - 1  # about 3 in each 80 ms wait
+    assert frames[0].startswith(b"event: response.created")  # no wait before the first
