@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from healjson.testing import ScriptedReply, ScriptedServer
 from healjson.testing._serve import load_replies
-from healjson.testing._wire import WIRE_FORMATS, anthropic_messages, gemini_generate, openai_chat
+from healjson.testing._wire import anthropic_messages, gemini_generate, openai_chat
 from healjson.testing._wire import usage as scripted_usage
 from healjson.testing._wire._sse import Text, plan
 from test_server import USER, claude, client, gemini  # noqa: F401 (fixtures, reused)
@@ -711,7 +711,11 @@ def _finishes(name: str, payload: dict[str, Any]) -> bool:
     return any("finishReason" in candidate for candidate in payload.get("candidates", []))
 
 
-FORMATS = dict(zip(PROVIDERS, WIRE_FORMATS, strict=True))
+FORMATS = {
+    "openai": openai_chat.FORMAT,
+    "anthropic": anthropic_messages.FORMAT,
+    "gemini": gemini_generate.FORMAT,
+}
 
 
 @given(

@@ -5,13 +5,13 @@
 - `ScriptedServer` / `ScriptedReply`: a model server on 127.0.0.1 that replays scripted replies
   over real HTTP (content, tool calls, finish reasons, refusals, HTTP errors, non-JSON bodies,
   slow replies) and records every request. One script is served in the wire format of the route
-  each request arrives on: OpenAI chat completions (`base_url`), Anthropic Messages
-  (`anthropic_base_url`) and Gemini `generateContent` (`gemini_base_url`), so the real openai,
-  anthropic and google-genai SDKs can all be pointed at it. It also serves OpenAI's Batch API
-  (files and batches) and Anthropic's Message Batches from the same script, its store shown as
-  `ScriptedBatch` and `ScriptedFile` snapshots (`server.batches`, `server.files`). The pytest
-  fixture `scripted_server` (registered automatically when healjson is installed) yields a
-  started one.
+  each request arrives on: OpenAI chat completions and the Responses API (`base_url`),
+  Anthropic Messages (`anthropic_base_url`) and Gemini `generateContent` (`gemini_base_url`),
+  so the real openai, anthropic and google-genai SDKs can all be pointed at it. It also serves
+  OpenAI's Batch API (files and batches) and Anthropic's Message Batches from the same script,
+  its store shown as `ScriptedBatch` and `ScriptedFile` snapshots (`server.batches`,
+  `server.files`). The pytest fixture `scripted_server` (registered automatically when
+  healjson is installed) yields a started one.
 - The hypothesis kit for property-based contract tests (`pip install 'healjson[testing]'`):
   `valid(pack)`, `violating(pack, contract)`, `from_schema(model)` and `corrupted(value)`
   (renderings as a `Corruption`) are strategies; `check_pack(pack)` runs every check a contract

@@ -54,9 +54,17 @@ class LineAnswerer:
         self._model = model
         self.replies = replies
 
-    def openai(self, batch_number: int, index: int, custom_id: str, body: dict[str, Any]) -> Line:
-        """Line `index` (from 1) of OpenAI batch number `batch_number`."""
-        answered, delay = self._answer(openai_chat.FORMAT, custom_id, body, index)
+    def openai(
+        self,
+        batch_number: int,
+        index: int,
+        custom_id: str,
+        body: dict[str, Any],
+        format_: WireFormat = openai_chat.FORMAT,
+    ) -> Line:
+        """Line `index` (from 1) of OpenAI batch number `batch_number`, answered by the route
+        of the batch's endpoint (`format_`)."""
+        answered, delay = self._answer(format_, custom_id, body, index)
         line_id = f"batch_req_scripted_{batch_number}_{index}"
         if answered is None:
             return Line(

@@ -82,6 +82,7 @@ class _Batch:
     status: str
     metadata: dict[str, str] | None = None
     input_file_id: str = ""
+    endpoint: str = wire.OPENAI_ENDPOINT  # OpenAI: the route its lines are answered by
     model: str | None = None
     base_url: str = ""  # Anthropic: the server's, for `results_url`
     stamps: dict[str, float] = field(default_factory=dict)  # wall-clock `*_at` times
@@ -196,15 +197,17 @@ class BatchStore:
                 "invalid_value",
             )
         batch_id = f"batch_scripted_{number}"
-        requests, errors = self._read_input(source.content)
+        endpoint = body["endpoint"]
+        requests, errors = self._read_input(source.content, endpoint)
         lines = [
-            self._lines.openai(number, index, custom_id, request)
+            self._lines.openai(number, index, custom_id, request, wire.OPENAI_FORMATS[endpoint])
             for index, (custom_id, request) in enumerate(requests, 1)
         ]
         models = {r.get("model") for _, r in requests if isinstance(r.get("model"), str)}
         now, clock = time.time(), time.monotonic()
         batch = self._new_batch(batch_id, "openai", lines, now, clock)
         batch.metadata, batch.input_file_id = metadata, input_file_id
+        batch.endpoint = endpoint
         batch.model = next(iter(models)) if models else None
         if errors:  # no line was read, none answered
             batch.status, batch.errors = "failed", errors
@@ -314,12 +317,13 @@ class BatchStore:
     # -- creation (outside the lock) -------------------------------------------------------
 
     def _read_input(
-        self, content: bytes
+        self, content: bytes, endpoint: str
     ) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]]]:
-        """The input file's requests, or the errors failing its batch (limits first)."""
+        """The input file's requests (each line's `url` the batch's `endpoint`), or the errors
+        failing its batch (limits first)."""
         if self.max_bytes is not None and len(content) > self.max_bytes:
             return [], [wire.too_large("bytes", len(content), self.max_bytes)]
-        requests, errors = wire.read_input_file(content, wire.OPENAI_ENDPOINT)
+        requests, errors = wire.read_input_file(content, endpoint)
         if errors:
             return [], errors
         if self.max_requests is not None and len(requests) > self.max_requests:
@@ -464,6 +468,7 @@ class BatchStore:
             output_file_id=batch.output_file_id,
             error_file_id=batch.error_file_id,
             usage=batch.usage,
+            endpoint=batch.endpoint,
         )
 
     def _anthropic_object(self, batch: _Batch) -> dict[str, Any]:

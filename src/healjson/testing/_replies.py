@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from ._wire import content_text, gemini_generate
+from ._wire import content_text, gemini_generate, openai_responses
 
 __all__ = ["RecordedRequest", "ScriptFailure", "ScriptItem", "ScriptedReply", "resolve_item"]
 
@@ -46,7 +46,24 @@ class ScriptedReply:
       Gemini has no refusal: a `refusal` is served as a `SAFETY` stop without any content (it
       reads as a content filter, reasoning included).
 
-    `redacted_thinking` is Anthropic's alone: the OpenAI and Gemini routes do not send it.
+    * OpenAI Responses API: a `response` whose `output` holds a `reasoning` item (a
+      `summary_text` = `reasoning`), a `message` item per `commentary` text, the message (an
+      `output_text` part for `content`, a `refusal` part for `refusal`; no message when both
+      are None) and a `function_call` item per tool call (`call_id` = the call's `id`, `name`,
+      `arguments`), in that order. `finish_reason` `stop` and `tool_calls` -> `status:
+      "completed"`; `length` -> `"incomplete"` with `incomplete_details.reason`
+      `max_output_tokens`, `content_filter` -> reason `content_filter`, any other value ->
+      that reason as given. `response_error` makes it `"failed"`.
+
+    `redacted_thinking` is Anthropic's alone: the other routes do not send it. Two fields are
+    the Responses API's alone (the other routes ignore them):
+
+    * `commentary`: texts sent as `message` items with `phase: "commentary"` before the
+      message, which then has `phase: "final_answer"` (also with an empty list; None: no
+      `phase` on any message). The SDK's `output_text` joins every message's text.
+    * `response_error`: the response has `status: "failed"` and `error: {"code": error_code
+      or "server_error", "message": response_error}` (HTTP 200; streamed, it ends with
+      `response.failed`); its `output` is still the one scripted (a partial answer).
 
     `usage` uses OpenAI's names (`prompt_tokens`, `completion_tokens`, `reasoning_tokens`) on
     every route and defaults to characters / 4: prompt = the text of all messages (with
@@ -54,7 +71,9 @@ class ScriptedReply:
     (only when set; `redacted_thinking` is opaque and not counted), completion = `content` plus
     the reasoning tokens. As in OpenAI's usage, `completion_tokens` includes the reasoning
     tokens (when an explicit `usage` omits it, it defaults to `reasoning_tokens`). Each route
-    sends them in its own fields: OpenAI `completion_tokens_details.reasoning_tokens`;
+    sends them in its own fields: OpenAI `completion_tokens_details.reasoning_tokens`
+    (Responses API: `input_tokens`, `output_tokens`, `output_tokens_details.reasoning_tokens`,
+    `total_tokens`);
     Anthropic `output_tokens` (which includes them) and `output_tokens_details.thinking_tokens`;
     Gemini `thoughtsTokenCount`, with `candidatesTokenCount` = completion - reasoning.
 
@@ -66,17 +85,19 @@ class ScriptedReply:
     `prompt_tokens_details: {"cached_tokens", "audio_tokens": 0}`; Anthropic, which counts cached
     input apart, `input_tokens` = prompt - cached - written with `cache_read_input_tokens` =
     cached and `cache_creation_input_tokens` = written (both sent when either key is given, in
-    `message_start` and `message_delta` when streamed); Gemini `cachedContentTokenCount`. Only
-    Anthropic reports cache writes: the OpenAI and Gemini routes ignore `cache_write_tokens`.
+    `message_start` and `message_delta` when streamed); Gemini `cachedContentTokenCount`; the
+    Responses API `input_tokens_details.cached_tokens` and `.cache_write_tokens` (always sent,
+    0 when not given). OpenAI's chat route and Gemini's ignore `cache_write_tokens`.
 
-    Streamed replies (OpenAI `stream: true`, Anthropic `stream: true`, Gemini
+    Streamed replies (OpenAI `stream: true` on both routes, Anthropic `stream: true`, Gemini
     `streamGenerateContent`) are written event by event (chunked transfer encoding), in the
     route's streaming format (see `ScriptedServer`); these fields script them and are ignored
     by a reply that is not streamed:
 
-    * `chunk_chars`: the streamed texts (reasoning, content, refusal, tool-call arguments; Gemini
-      sends function calls whole) are split into deltas of this many characters, the last of
-      each text shorter; None (default): each text in at most 4 deltas of equal size.
+    * `chunk_chars`: the streamed texts (reasoning, commentary, content, refusal, tool-call
+      arguments; Gemini sends function calls whole) are split into deltas of this many
+      characters, the last of each text shorter; None (default): each text in at most 4 deltas
+      of equal size.
     * `chunk_delay_s`: seconds to wait between two events (on the server's stop event, so
       `ScriptedServer.stop` never waits for it). `delay_s` still delays the response itself
       (no headers, no byte: a slow first byte).
@@ -87,7 +108,7 @@ class ScriptedReply:
       silence.
     * `keepalive_every_s`: during every wait inside the stream (`first_event_delay_s`,
       `chunk_delay_s`, `hold_open_s`), the route's keep-alive is sent every this many seconds:
-      an SSE comment (`: keep-alive`) on the OpenAI route, a `ping` event on Anthropic's (the
+      an SSE comment (`: keep-alive`) on the OpenAI routes, a `ping` event on Anthropic's (the
       SDKs skip both); Gemini's route has none and stays silent.
     * `byte_delay_s`: every event is written one byte at a time, this many seconds apart (a
       trickle: each read returns well within any read timeout, the stream takes long).
@@ -95,18 +116,20 @@ class ScriptedReply:
       drops the connection: no finish event, no end of the chunked body (the SDK's iteration
       raises its HTTP library's `RemoteProtocolError`).
     * `stream_error_after_chars`: once this many characters have been sent, the stream ends with
-      the route's in-stream error event (OpenAI `data: {"error": {...}}`, Anthropic
-      `event: error`, Gemini `data: {"error": {...}}`), its type `stream_error` (default
-      `server_error`: Anthropic's `overloaded_error`, Gemini's 500 `INTERNAL`; any other value
-      is sent as given), OpenAI's `param`/`code` = `error_param`/`error_code`.
+      the route's in-stream error event (OpenAI `data: {"error": {...}}`, the Responses API's
+      `event: error` with the fields flat and under `error`, Anthropic `event: error`, Gemini
+      `data: {"error": {...}}`), its type `stream_error` (default `server_error`: Anthropic's
+      `overloaded_error`, Gemini's 500 `INTERNAL`; any other value is sent as given), OpenAI's
+      `param`/`code` = `error_param`/`error_code`.
 
     The N characters count every streamed text in the order it is sent: the reasoning first,
-    then the content, refusal and tool-call arguments (so with `reasoning`, N = len(reasoning) +
-    k stops k characters into the content). The stream stops right after the delta reaching N
-    (shortened to end there); at N = 0, or for a reply streaming no text, right after the
-    opening events (OpenAI's role chunk, Anthropic's `message_start` and `ping`; Gemini has
-    none); a reply streaming fewer than N characters stops after its last delta. A cut and a
-    stream error exclude each other.
+    then the commentary, content, refusal and tool-call arguments (so with `reasoning`,
+    N = len(reasoning) + k stops k characters into the content). The stream stops right after
+    the delta reaching N (shortened to end there); at N = 0, or for a reply streaming no text,
+    right after the opening events (OpenAI's role chunk, the Responses API's `response.created`
+    and `response.in_progress`, Anthropic's `message_start` and `ping`; Gemini has none); a
+    reply streaming fewer than N characters stops after its last delta. A cut and a stream
+    error exclude each other.
 
     A reply answering a line of a provider batch (OpenAI's Batch API, Anthropic's Message
     Batches; see `ScriptedServer`) is rendered exactly as on the route the line names, with two
@@ -148,6 +171,8 @@ class ScriptedReply:
     stream_error_after_chars: int | None = None
     stream_error: str = "server_error"
     batch_expired: bool = False
+    commentary: list[str] | None = None
+    response_error: str | None = None
 
     def __post_init__(self) -> None:
         if not 100 <= self.status <= 599:
@@ -175,6 +200,14 @@ class ScriptedReply:
             raise ValueError(f"batch_expired must be a bool, got {self.batch_expired!r}")
         if not (isinstance(self.stream_error, str) and self.stream_error):
             raise ValueError(f"stream_error must be a non-empty string, got {self.stream_error!r}")
+        commentary = self.commentary
+        if commentary is not None and not (
+            isinstance(commentary, list) and all(isinstance(text, str) for text in commentary)
+        ):
+            raise ValueError(f"commentary must be a list of strings or None, got {commentary!r}")
+        failure = self.response_error
+        if failure is not None and not (isinstance(failure, str) and failure):
+            raise ValueError(f"response_error must be a non-empty string or None, got {failure!r}")
         if self.reasoning_field not in _REASONING_FIELDS:  # a reply file is not type-checked
             raise ValueError(
                 f"reasoning_field must be one of {sorted(_REASONING_FIELDS)}, "
@@ -307,18 +340,54 @@ class RecordedRequest:
 
     @property
     def messages(self) -> list[dict[str, Any]]:
-        """The request's `messages` (OpenAI, Anthropic), or a Gemini request's `contents` as
-        `{"role": "user" | "assistant", "content": text}` messages, or `[]` when it has none."""
+        """The request's `messages` (OpenAI chat, Anthropic); a Responses API request's
+        `instructions` (as a system message) and `input` items as chat-style messages (a
+        message item as `{"role", "content": text}`, a `function_call` as an assistant message
+        with `tool_calls`, a `function_call_output` as a `tool` message); a Gemini request's
+        `contents` as `{"role": "user" | "assistant", "content": text}` messages; or `[]` when
+        it has none."""
         body = self.body or {}
         messages = body.get("messages")
         if isinstance(messages, list):
             return list(messages)
+        if "input" in body or "instructions" in body:
+            return openai_responses.messages(body)
         return gemini_generate.messages(body)
 
     @property
+    def response_format(self) -> dict[str, Any] | None:
+        """The output format an OpenAI request asks for, as sent: a chat request's
+        `response_format`, a Responses API request's `text.format` (`{"type": "json_schema",
+        "name", "schema", "strict"}`, `{"type": "json_object"}`...); None when it names none."""
+        body = self.body or {}
+        found = body.get("response_format")
+        if isinstance(found, dict):
+            return found
+        return openai_responses.text_format(body)
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The output token limit the request sets: OpenAI chat's `max_completion_tokens` or
+        `max_tokens`, the Responses API's `max_output_tokens`, Anthropic's `max_tokens`,
+        Gemini's `generationConfig.maxOutputTokens`; None when it sets none."""
+        body = self.body or {}
+        config = body.get("generationConfig")
+        config = config if isinstance(config, dict) else {}
+        for found in (
+            body.get("max_completion_tokens"),
+            body.get("max_tokens"),
+            body.get("max_output_tokens"),
+            config.get("maxOutputTokens"),
+        ):
+            if isinstance(found, int) and not isinstance(found, bool):
+                return found
+        return None
+
+    @property
     def system(self) -> str:
-        """The system prompt: OpenAI's system messages, Anthropic's top-level `system` or
-        Gemini's `systemInstruction`, as text (`""` when there is none)."""
+        """The system prompt: OpenAI's system (and developer) messages, the Responses API's
+        `instructions` with them, Anthropic's top-level `system` or Gemini's
+        `systemInstruction`, as text (`""` when there is none)."""
         body = self.body or {}
         if "system" in body:
             return content_text(body["system"])

@@ -1,12 +1,15 @@
 """`ScriptedServer`: an HTTP server on 127.0.0.1 that answers model requests from a script.
 
 It exists so tests can drive the *real* provider SDKs (their HTTP clients, retries, error mapping,
-response parsers) against canned replies, over real sockets. One script is served in three wire
+response parsers) against canned replies, over real sockets. One script is served in four wire
 formats (`healjson.testing._wire`), whichever route a request arrives on:
 
 * OpenAI chat completions: `POST /v1/chat/completions` (also `/chat/completions`), streamed
   with `stream: true` (`chat.completion.chunk` events, then `data: [DONE]`), plus
   `GET /v1/models`;
+* OpenAI's Responses API: `POST /v1/responses` (also `/responses`), streamed with
+  `stream: true` (typed events from `response.created` to `response.completed`,
+  `response.incomplete` or `response.failed`);
 * Anthropic Messages: `POST /v1/messages` (also `/messages`), streamed with `stream: true`
   (`message_start`, `content_block_*`, `message_delta`, `message_stop` events);
 * Gemini (google-genai): `POST /{v1,v1beta,v1alpha}/models/{model}:generateContent` (the version
@@ -81,11 +84,11 @@ _NO_RETRY: Final = {"x-should-retry": "false"}
 
 class ScriptedServer:
     """A model server on 127.0.0.1 that replays `items` in order, in the wire format of the route
-    each request arrives on: OpenAI chat completions (`base_url`), Anthropic Messages
-    (`anthropic_base_url`) or Gemini `generateContent` (`gemini_base_url`).
+    each request arrives on: OpenAI chat completions or the Responses API (`base_url`),
+    Anthropic Messages (`anthropic_base_url`) or Gemini `generateContent` (`gemini_base_url`).
 
     Each item is a `str` (assistant content, finish_reason "stop"), a `ScriptedReply`, or a
-    callable `(request_json) -> str | ScriptedReply`. Every model request, on any of the three
+    callable `(request_json) -> str | ScriptedReply`. Every model request, on any of the four
     routes, takes the next item (so one script can be replayed through any SDK); with
     `repeat=True` the script cycles forever. A model request arriving after the script is
     exhausted gets HTTP 500 whose message says so (a test-failure signal, with
@@ -100,7 +103,9 @@ class ScriptedServer:
     `body` / `params`), else `batch_replies` answers batch lines only: a mapping by custom_id,
     or a callable `(custom_id, body) -> item`. A line the script cannot answer (exhausted, a
     broken item, a custom_id the mapping lacks) is an errored line saying why. The lines are
-    rendered exactly as the line's route would send them; a reply with status >= 400 is an
+    rendered exactly as the line's route would send them (an OpenAI batch's endpoint: chat
+    completions or Responses, `/v1/chat/completions` or `/v1/responses`, as every line's `url`
+    says); a reply with status >= 400 is an
     errored line, one with `batch_expired` expires, and a reply's `delay_s` is the time after
     creation when its line is done. A batch is `in_progress` until `batch_delay_s` seconds
     have passed and every line is done; the first request reading it after that finds it ended

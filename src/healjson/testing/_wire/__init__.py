@@ -1,16 +1,16 @@
 """The wire formats the scripted server speaks, one module each; pure functions, no sockets.
 
 `WIRE_FORMATS` is what the server's handler routes model requests on: OpenAI chat completions,
-Anthropic Messages and Gemini `generateContent`, each a `WireFormat`. Each format also describes
-its streamed replies as an `_sse.SseStream`, which `_sse.plan` turns into the frames to write
-(chunking, scripted cuts and in-stream errors).
+OpenAI's Responses API, Anthropic Messages and Gemini `generateContent`, each a `WireFormat`.
+Each format also describes its streamed replies as an `_sse.SseStream`, which `_sse.plan` turns
+into the frames to write (chunking, scripted cuts and in-stream errors).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from . import anthropic_messages, gemini_generate, openai_chat
+from . import anthropic_messages, gemini_generate, openai_chat, openai_responses
 from ._common import JSON_TYPE, UnservableReply, WireFormat, content_text, usage
 
 __all__ = [
@@ -22,7 +22,13 @@ __all__ = [
     "content_text",
     "gemini_generate",
     "openai_chat",
+    "openai_responses",
     "usage",
 ]
 
-WIRE_FORMATS: Final = (openai_chat.FORMAT, anthropic_messages.FORMAT, gemini_generate.FORMAT)
+WIRE_FORMATS: Final = (
+    openai_chat.FORMAT,
+    openai_responses.FORMAT,
+    anthropic_messages.FORMAT,
+    gemini_generate.FORMAT,
+)

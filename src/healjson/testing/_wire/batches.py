@@ -5,8 +5,8 @@ OpenAI's file uploads. Pure functions, no sockets and no state: `healjson.testin
 keeps the store and the lifecycle.
 
 A line's answer is rendered by the route its request names (`answer`): the very body the chat
-completions or Messages route would send for that reply, so a refusal, a `length` finish, tool
-calls or reasoning read the same in a batch as in a synchronous call.
+completions, Responses or Messages route would send for that reply, so a refusal, a `length`
+finish, tool calls or reasoning read the same in a batch as in a synchronous call.
 """
 
 from __future__ import annotations
@@ -20,12 +20,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from . import openai_chat, openai_responses
 from ._common import UnservableReply, WireFormat, reply_error_message, usage
 
 if TYPE_CHECKING:
     from healjson.testing._replies import ScriptedReply
 
-OPENAI_ENDPOINT: Final = "/v1/chat/completions"  # the one batch endpoint the server answers
+OPENAI_ENDPOINT: Final = "/v1/chat/completions"
+# the batch endpoints the server answers, and the route each one's lines are answered by
+OPENAI_FORMATS: Final[Mapping[str, WireFormat]] = {
+    OPENAI_ENDPOINT: openai_chat.FORMAT,
+    "/v1/responses": openai_responses.FORMAT,
+}
 COMPLETION_WINDOW: Final = "24h"
 WINDOW_S: Final = 24 * 3600
 ANTHROPIC_CUSTOM_ID: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}")
@@ -193,11 +199,11 @@ def check_batch_params(body: Mapping[str, Any]) -> dict[str, str] | None:
                 name,
                 "missing_required_parameter",
             )
-    if body["endpoint"] != OPENAI_ENDPOINT:
+    if body["endpoint"] not in OPENAI_FORMATS:
         raise Refused(
             400,
-            f"ScriptedServer answers batches for {OPENAI_ENDPOINT} only, got endpoint "
-            f"{body['endpoint']!r}.",
+            f"ScriptedServer answers batches for {' and '.join(OPENAI_FORMATS)} only, got "
+            f"endpoint {body['endpoint']!r}.",
             "endpoint",
             "invalid_value",
         )
@@ -372,13 +378,14 @@ def openai_batch(
     output_file_id: str | None,
     error_file_id: str | None,
     usage: Mapping[str, Any] | None,
+    endpoint: str = OPENAI_ENDPOINT,
 ) -> dict[str, Any]:
     """A `batch` object, every field of the SDK's `Batch` present; `counts` = (total,
     completed, failed); `stamps` = the `*_at` times reached so far."""
     payload: dict[str, Any] = {
         "id": batch_id,
         "object": "batch",
-        "endpoint": OPENAI_ENDPOINT,
+        "endpoint": endpoint,
         "model": model,
         "errors": {"object": "list", "data": list(errors)} if errors else None,
         "input_file_id": input_file_id,
