@@ -179,6 +179,35 @@ def test_three_rounds_heal_repair_and_degrade_every_row(server: Any, tmp_path: P
     assert KEY.encode() not in default_ledger(out).read_bytes()
 
 
+def test_a_line_without_an_id_never_takes_a_later_rows_id(server: Any, tmp_path: Path) -> None:
+    """Lines 1 and 2 give no id (or `null`); the rows with ids 1 and 2 still run, apart."""
+    lines = [
+        {"prompt": "ticket 1"},
+        {"id": None, "prompt": "ticket 9"},
+        {"id": 1, "prompt": "ticket 10"},
+        {"id": 2, "prompt": "ticket 11"},
+        {"id": 2, "prompt": "ticket 12"},  # a true repeat: skipped
+    ]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    common: dict[str, Any] = {"model": "m", "response_model": Ticket, "poll_interval_s": 0.0}
+
+    report = run_batch_api(source, out, client=openai_client(server), **common)
+    again = run_batch_api(source, out, client=openai_client(server), **common)
+
+    written = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    found = {(row["id"], row.get("input_line")): row["value"]["orderId"] for row in written}
+    assert found == {
+        (1, 1): "ORD-000001",
+        (2, 2): "ORD-000009",
+        (1, None): "ORD-000010",
+        (2, None): "ORD-000011",
+    }
+    assert (report.complete, report.duplicates, report.written) == (True, 1, 4)
+    assert (again.written, len(server.batches)) == (0, 1)
+
+
 def _numbers(requests: Any) -> list[int]:
     numbers = []
     for body in requests:

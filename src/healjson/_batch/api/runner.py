@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from healjson._batch.input_file import select
 from healjson._batch.output_file import OutputFile
-from healjson._batch.rows import Job, invalid_row, outcome_row, row_key
+from healjson._batch.rows import Job, invalid_row, line_key, outcome_row, row_key
 from healjson._core.effects import CallResult, ModelCall
 from healjson._core.healer import Healer
 from healjson._core.outcome import Outcome
@@ -258,7 +258,7 @@ class Runner:
         for row, outcome in finished:
             if outcome is _NO_OUTCOME:
                 continue
-            job = Job(row.ident, row.line, row.messages)
+            job = Job(row.ident, row.line, row.messages, implicit=row.key == line_key(row.line))
             rows_out.append(outcome_row(job, outcome, full=self.full))
             if outcome.ok:
                 self.report.healed += 1
