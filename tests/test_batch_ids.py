@@ -260,7 +260,7 @@ def test_no_distinct_line_is_ever_skipped_and_resume_skips_every_one(
     source.write_text("\n".join(_id_spec(n, s) for n, s in enumerate(specs, 1)) + "\n")
     explicit: set[str] = set()
     wanted: list[str] = []
-    for line, (kind, number) in enumerate(specs, 1):
+    for kind, number in specs:
         ident = json.dumps(number if kind == "int" else str(number))
         if kind in ("missing", "null"):
             wanted.append("todo")

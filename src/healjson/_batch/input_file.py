@@ -1,13 +1,14 @@
 """Read a batch's input file into `Job`s, and pick the ones a run still has to do.
 
-The input is JSON Lines: one object per line with an optional `id` and either `messages` (chat messages) or `prompt` (a string). An unreadable line never
-stops a run: not UTF-8, not JSON, nested too deeply for the JSON parser, not an object, longer
-than `MAX_LINE_BYTES`, or `messages` nested deeper than `MAX_MESSAGES_DEPTH` levels: it becomes a
-`Job` with a `problem`, which the run writes as an `invalid_input` row. A line with no `id` (or
-`null`) is identified by its line number N (its row: `"id": N, "input_line": N`), a line with no
-usable id gets the id `#line-N`; both are compared by the key `#line-N`, apart from every id an
-input can give (see `rows`), so a line without an id never collides with a row that has one. A
-repeated id is processed once (the first line).
+The input is JSON Lines: one object per line with an optional `id` and either `messages` (chat
+messages) or `prompt` (a string). An unreadable line never stops a run: not UTF-8, not JSON,
+nested too deeply for the JSON parser, not an object, longer than `MAX_LINE_BYTES`, or
+`messages` nested deeper than `MAX_MESSAGES_DEPTH` levels: it becomes a `Job` with a `problem`,
+which the run writes as an `invalid_input` row. A line with no `id` (or `null`) is identified by
+its line number N (its row: `"id": N, "input_line": N`), a line with no usable id gets the id
+`#line-N`; both are compared by the key `#line-N`, apart from every id an input can give (see
+`rows`), so a line without an id never collides with a row that has one. A repeated id is
+processed once (the first line).
 
 Resuming an output written before lines without an id carried `input_line` (their rows were
 `{"id": N, ...}` alone): such a row counts as line N's when the input has no line with the

@@ -19,6 +19,7 @@ either the old file or the new one, never a mix.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -94,10 +95,8 @@ def _head_key(head: bytes) -> str | None:
     row: dict[str, Any] = {"id": ident}
     marker = ', "input_line": '
     if text.startswith(marker, end):
-        try:
+        with contextlib.suppress(ValueError, RecursionError):
             row["input_line"], _ = decoder.raw_decode(text, end + len(marker))
-        except (ValueError, RecursionError):
-            pass
     return row_key(row)
 
 
