@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from .providers import Result
+from .result_lines import Result
 
 __all__ = ["Ledger", "LedgerError", "Part", "Row"]
 

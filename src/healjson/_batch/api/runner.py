@@ -32,8 +32,9 @@ from healjson._core.replay import failed, replied
 from healjson.adapters._format import JsonMode
 
 from .ledger import Ledger, Part, Row
-from .providers import Provider, Result
+from .providers import Provider
 from .requests import custom_id, parse_custom_id, request_body
+from .result_lines import Result
 
 __all__ = ["BATCH_DISCOUNT", "Event", "RoundSummary", "RunReport", "Runner", "ledger_report"]
 
@@ -480,7 +481,7 @@ def _redacted(result: Result, elapsed_s: float) -> Result:
     if result.body is not None:
         return Result(body=result.body, elapsed_s=elapsed_s)
     message = redact_text(result.message)
-    return Result(failure=result.failure, message=message, elapsed_s=elapsed_s)
+    return Result(failure=result.failure, message=message, elapsed_s=elapsed_s, retry=result.retry)
 
 
 def _usage(results: Iterable[Result]) -> tuple[int, int, float | None]:

@@ -1,0 +1,172 @@
+"""`healjson.batch_api` when the provider misbehaves: hostile result lines, lines that expired
+or failed for a transient reason, polls that fail.
+
+Everything runs over real HTTP: the real openai and anthropic SDKs against a `ScriptedServer`
+(a `batch_replies` item that is bytes is a result line exactly as a broken provider would send
+it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from healjson._batch.api import result_lines
+from healjson._batch.api.result_lines import bounded_lines, read_result_line
+from healjson.batch_api import run_batch_api
+from healjson.testing import ScriptedReply, ScriptedServer
+
+FIXTURES = Path(__file__).parent / "fixtures" / "cli"
+sys.path.insert(0, str(FIXTURES))
+from ticket_pack import Ticket  # noqa: E402
+
+KEY = "sk-batch-failures-0123456789"
+SMALL_LIMIT = 300_000  # the result line bound while these tests run (32 MiB by default)
+
+
+def ticket(number: int) -> str:
+    return json.dumps(
+        {"urgency": 3, "category": "logistics", "summary": "Stuck", "orderId": f"ORD-{number:06d}"}
+    )
+
+
+def number_of(body: dict[str, Any]) -> int:
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    return int(re.search(r"ticket (\d+)", user).group(1))  # type: ignore[union-attr]
+
+
+def write_input(path: Path, count: int) -> Path:
+    lines = [json.dumps({"id": f"t{n}", "prompt": f"ticket {n}"}) for n in range(1, count + 1)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def rows(path: Path) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        assert row["id"] not in found, f"row {row['id']} written twice"
+        found[row["id"]] = row
+    return found
+
+
+def client_for(provider: str, server: ScriptedServer) -> Any:
+    if provider == "anthropic":
+        return anthropic.Anthropic(base_url=server.anthropic_base_url, api_key=KEY, max_retries=0)
+    return openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
+
+
+def run(provider: str, server: ScriptedServer, source: Path, out: Path, **more: Any) -> Any:
+    with client_for(provider, server) as client:  # closed: no socket left to the collector
+        return run_batch_api(
+            source, out, client=client, model="m", response_model=Ticket, poll_interval_s=0.0,
+            **more,
+        )  # fmt: skip
+
+
+# -- hostile result lines ------------------------------------------------------------------------
+
+HOSTILE = ("ok", "deep", "invalid", "huge", "wrong_id", "not_object")
+WHY = {
+    "deep": "nested too deeply to read",
+    "invalid": "is not valid JSON",
+    "huge": f"is longer than {SMALL_LIMIT} bytes",
+    "wrong_id": "without a result for this request",
+    "not_object": "without a result for this request",
+}
+
+
+def hostile_line(kind: str, custom_id: str, provider: str) -> bytes:
+    """A result line naming `custom_id` (or, `wrong_id` / `not_object`, none of the batch's)."""
+    head = b'{"custom_id": "' + custom_id.encode() + b'", '
+    member = b'"result": ' if provider == "anthropic" else b'"response": '
+    if kind == "deep":
+        return head + member + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    if kind == "invalid":
+        return head + member + b'{"status_code": 200, "body": {oops'
+    if kind == "huge":
+        return head + member + b'{"pad": "' + b"x" * (SMALL_LIMIT + 10) + b'"}}'
+    if kind == "wrong_id":
+        return b'{"custom_id": "row-999999_r0", ' + member + b"{}}"
+    assert kind == "not_object"
+    return json.dumps([custom_id, {"custom_id": custom_id}]).encode()
+
+
+class Hostile:
+    """Answers ticket N with the line `kinds[N - 1]` names (a valid ticket for `ok`)."""
+
+    def __init__(self, kinds: list[str], provider: str) -> None:
+        self.kinds = kinds
+        self.provider = provider
+
+    def __call__(self, custom_id: str, body: dict[str, Any]) -> ScriptedReply | bytes:
+        kind = self.kinds[number_of(body) - 1]
+        if kind == "ok":
+            return ScriptedReply(content=ticket(number_of(body)))
+        return hostile_line(kind, custom_id, self.provider)
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    kinds=st.lists(st.sampled_from(HOSTILE), min_size=1, max_size=6),
+    provider=st.sampled_from(["openai", "anthropic"]),
+)
+@example(kinds=["deep", "ok"], provider="openai")
+@example(kinds=["deep", "ok"], provider="anthropic")
+def test_a_hostile_result_line_is_its_rows_api_error_never_a_crash(
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    kinds: list[str],
+    provider: str,
+) -> None:
+    """Any mix of hostile result lines (nested 10^5 deep, invalid JSON, over the size bound,
+    naming no request of the batch, not an object): the run finishes, each hostile line's row
+    is `api_error` saying why, every other row heals."""
+    monkeypatch.setattr(result_lines, "MAX_RESULT_LINE_BYTES", SMALL_LIMIT)
+    work = tmp_path_factory.mktemp("hostile")
+    source = write_input(work / "in.jsonl", len(kinds))
+    out = work / "out.jsonl"
+    with ScriptedServer(batch_replies=Hostile(kinds, provider)) as server:
+        report = run(provider, server, source, out)
+
+    assert report.complete
+    written = rows(out)
+    assert set(written) == {f"t{n}" for n in range(1, len(kinds) + 1)}
+    for number, kind in enumerate(kinds, 1):
+        row = written[f"t{number}"]
+        if kind == "ok":
+            assert row["ok"], row
+            continue
+        assert (row["ok"], row["reason"]) == (False, "api_error"), row
+        assert WHY[kind] in row["errors"][0]["value"], row
+
+
+def test_bounded_lines_split_any_chunking_and_cut_long_lines() -> None:
+    """Lines come out whole whatever the chunks; a line over the bound is cut to its head."""
+    data = b'{"a": 1}\n' + b"x" * 50 + b"\n\nlast"
+    for size in (1, 3, 7, 64):
+        chunks = [data[i : i + size] for i in range(0, len(data), size)]
+        found = list(bounded_lines(chunks, limit=20))
+        assert found == [(b'{"a": 1}', False), (b"x" * 50, True), (b"", False), (b"last", False)]
+
+
+def test_a_result_line_names_its_request_even_when_unreadable() -> None:
+    deep = b'{"custom_id": "row-7_r2", "x": ' + b"[" * 100_000 + b"}"
+    assert ("row-7_r2", None, "is nested too deeply to read") == read_result_line(deep)
+    assert read_result_line(b'["row-7_r2"]')[0] is None
+    assert read_result_line(b"   ") == (None, None, None)
+    shallow = {"custom_id": "row-1_r0", "x": json.loads("[" * 200 + "]" * 200)}
+    found = read_result_line(json.dumps(shallow).encode())
+    assert (found[0], found[1]) == ("row-1_r0", None)
+    assert "deeper than" in str(found[2])
