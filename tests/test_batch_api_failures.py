@@ -170,3 +170,113 @@ def test_a_result_line_names_its_request_even_when_unreadable() -> None:
     found = read_result_line(json.dumps(shallow).encode())
     assert (found[0], found[1]) == ("row-1_r0", None)
     assert "deeper than" in str(found[2])
+
+
+# -- expired and transient lines are resubmitted -------------------------------------------------
+
+
+class Plans:
+    """Answers ticket N's k-th request with `plans[N][k]` (a valid ticket after the plan)."""
+
+    def __init__(self, plans: dict[int, list[ScriptedReply]]) -> None:
+        self.plans = plans
+        self.sent: dict[int, list[dict[str, Any]]] = {}
+
+    def __call__(self, custom_id: str, body: dict[str, Any]) -> ScriptedReply:
+        number = number_of(body)
+        sent = self.sent.setdefault(number, [])
+        sent.append(body)
+        plan = self.plans.get(number, [])
+        return (
+            plan[len(sent) - 1] if len(sent) <= len(plan) else ScriptedReply(content=ticket(number))
+        )
+
+
+EXPIRED = ScriptedReply(batch_expired=True)
+
+
+def status(code: int, message: str = "try later") -> ScriptedReply:
+    return ScriptedReply(status=code, content=message)
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_expired_and_transient_lines_are_sent_again_as_they_were(
+    tmp_path: Path, provider: str
+) -> None:
+    """An expired line, and one failed with 408 / 409 / 429 / 5xx (Anthropic: `api_error`,
+    `overloaded_error`, `rate_limit_error`, `timeout_error`), is sent again unchanged in the
+    next round (not a model attempt) and heals there; a 400 degrades at once."""
+    plans = {
+        1: [EXPIRED],
+        2: [status(429)],
+        3: [status(503), EXPIRED],
+        4: [status(400, "bad request")],
+        5: [status(408), status(409)] if provider == "openai" else [status(504), status(429)],
+        6: [status(529)],
+    }
+    answers = Plans(plans)
+    source = write_input(tmp_path / "in.jsonl", len(plans))
+    out = tmp_path / "out.jsonl"
+    with ScriptedServer(batch_replies=answers) as server:
+        report = run(provider, server, source, out)
+
+    written = rows(out)
+    assert report.complete
+    assert {k for k, r in written.items() if r["ok"]} == {"t1", "t2", "t3", "t5", "t6"}
+    assert all(written[f"t{n}"]["attempts"] == 1 for n in (1, 2, 3, 5, 6))
+    assert (written["t4"]["reason"], written["t4"]["attempts"]) == ("api_error", 1)
+    assert "bad request" in written["t4"]["errors"][0]["value"]
+    assert {n: len(sent) for n, sent in answers.sent.items()} == {
+        1: 2,
+        2: 2,
+        3: 3,
+        4: 1,
+        5: 3,
+        6: 2,
+    }
+    assert all(sent == [sent[0]] * len(sent) for sent in answers.sent.values())
+    assert report.resubmitted == 7
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_resubmits_are_bounded_then_the_row_degrades_with_the_providers_reason(
+    tmp_path: Path, provider: str
+) -> None:
+    plans = {1: [EXPIRED] * 5, 2: [status(500, "upstream overloaded")] * 5}
+    answers = Plans(plans)
+    source = write_input(tmp_path / "in.jsonl", 2)
+    out = tmp_path / "out.jsonl"
+    with ScriptedServer(batch_replies=answers) as server:
+        report = run(provider, server, source, out, resubmits=2)
+
+    written = rows(out)
+    assert report.complete
+    assert {n: len(sent) for n, sent in answers.sent.items()} == {1: 3, 2: 3}
+    assert (written["t1"]["reason"], written["t1"]["attempts"]) == ("timeout", 1)
+    assert (written["t2"]["reason"], written["t2"]["attempts"]) == ("api_error", 1)
+    said = written["t2"]["errors"][0]["value"]
+    assert "upstream overloaded" in said
+    assert "resubmitted 2 time(s)" in said
+    assert "window ended" in written["t1"]["errors"][0]["value"]
+
+
+def test_the_command_line_bounds_resubmits(tmp_path: Path) -> None:
+    """`--resubmits 0` degrades an expired line at once; the default sends it again and says so."""
+    from typer.testing import CliRunner
+
+    from healjson._cli.app import app
+
+    source = write_input(tmp_path / "in.jsonl", 1)
+    results = []
+    for extra in (["--resubmits", "0"], []):
+        out = tmp_path / f"out{len(extra)}.jsonl"
+        with ScriptedServer(batch_replies=Plans({1: [EXPIRED]})) as server:
+            args = ["batch", str(source), "--out", str(out), "--batch-api", "--model", "m"]
+            args += ["--response-model", f"{FIXTURES / 'ticket_pack.py'}:Ticket"]
+            args += ["--base-url", server.base_url, "--api-key", KEY, "--poll-interval", "0"]
+            results.append((CliRunner().invoke(app, [*args, *extra]), rows(out)["t1"]))
+    (once, row_once), (again, row_again) = results
+    assert (once.exit_code, again.exit_code) == (0, 0), once.output
+    assert (row_once["ok"], row_once["reason"]) == (False, "timeout")
+    assert row_again["ok"]
+    assert "resubmitted 1 request(s) that expired or failed transiently" in again.output

@@ -194,6 +194,17 @@ def batch(
             rich_help_panel="Batch API",
         ),
     ] = None,
+    resubmits: Annotated[
+        int,
+        typer.Option(
+            "--resubmits",
+            min=0,
+            metavar="N",
+            help="--batch-api: send a row's request again at most N times when it expired or "
+            "failed transiently (HTTP 408, 409, 429, 5xx), then degrade it.",
+            rich_help_panel="Batch API",
+        ),
+    ] = 3,
 ) -> None:
     """Heal every prompt of INPUT.jsonl through an OpenAI-compatible endpoint into OUT.
 
@@ -238,6 +249,7 @@ def batch(
             json_mode=str(json_mode),
             max_tokens=max_tokens,
             max_requests=max_requests_per_batch,
+            resubmits=resubmits,
             poll_interval_s=poll_interval,
             wait=wait,
             full=full,

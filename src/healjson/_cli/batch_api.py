@@ -33,6 +33,7 @@ class BatchApiOptions:
     json_mode: str
     max_tokens: int | None
     max_requests: int | None
+    resubmits: int
     poll_interval_s: float
     wait: bool
     full: bool
@@ -70,6 +71,7 @@ def batch_api_command(
             "max_tokens": options.max_tokens,
             "ledger": ledger,
             "full": options.full,
+            "resubmits": options.resubmits,
         }
         if options.cancel:
             report = cancel_batch_api(input_path, out, **common)
@@ -143,6 +145,10 @@ def report_text(report: Any, out: Path, ledger: Path) -> str:
         lines.append(f"  total: {report.calls} call(s), {report.tokens} token(s){total}")
     if report.batch_ids:
         lines.append("  in flight: " + ", ".join(report.batch_ids))
+    if report.resubmitted:
+        lines.append(
+            f"resubmitted {report.resubmitted} request(s) that expired or failed transiently"
+        )
     if report.already_done:
         lines.append(f"skipped {report.already_done} line(s) whose id {out} already has")
     if report.duplicates:

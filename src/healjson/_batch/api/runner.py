@@ -2,9 +2,15 @@
 
 Round 0 sends every input row's first request. When a batch ends, each result goes through
 L1 + L2 here (the engine, replayed from the row's stored results): a healed row, or a row that
-degraded for good (refusal, content filter, an errored or expired line, attempts spent), is
-written to the output file; a row that needs a repair gets its full-context repair request in
-the next round's batch. The run ends when every row is written.
+degraded for good (refusal, content filter, an errored line, attempts spent), is written to the
+output file; a row that needs a repair gets its full-context repair request in the next round's
+batch. The run ends when every row is written.
+
+Resubmits: a line that expired (the batch's window ended before it ran) or failed for a
+transient reason (HTTP 408, 409, 429, 5xx; `result_lines`) is sent again as it was in the next
+round: not a repair, and not a model attempt (the engine never sees that result). Each row is
+resubmitted at most `resubmits` times (default `DEFAULT_RESUBMITS`); the next such failure
+degrades it (`timeout` for an expired line, else `api_error`) with the provider's reason.
 
 Every step is recorded in the ledger (`ledger.py`) before the next one starts, so the run can
 be killed at any point and resumed by running it again: nothing is lost, no row is written
@@ -14,6 +20,7 @@ later call collects); `cancel` stops the batches in flight cleanly.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -34,12 +41,22 @@ from healjson.adapters._format import JsonMode
 from .ledger import Ledger, Part, Row
 from .providers import Provider
 from .requests import custom_id, parse_custom_id, request_body
-from .result_lines import Result
+from .result_lines import EXPIRED_MESSAGE, Result
 
-__all__ = ["BATCH_DISCOUNT", "Event", "RoundSummary", "RunReport", "Runner", "ledger_report"]
+__all__ = [
+    "BATCH_DISCOUNT",
+    "DEFAULT_RESUBMITS",
+    "Event",
+    "RoundSummary",
+    "RunReport",
+    "Runner",
+    "ledger_report",
+]
 
 BATCH_DISCOUNT: Final = 0.5
 """OpenAI's and Anthropic's batch price: half the listed price."""
+DEFAULT_RESUBMITS: Final = 3
+"""How many times a row's request is sent again after it expired or failed transiently."""
 _DECIDE_CHUNK: Final = 500  # rows replayed and written per step (one fsync, one transaction)
 
 Event = Callable[[str, Mapping[str, Any]], None]
@@ -76,6 +93,8 @@ class RunReport:
     invalid: int = 0
     already_done: int = 0
     duplicates: int = 0
+    resubmitted: int = 0
+    """Requests this call sent again because they expired or failed transiently."""
     rounds: list[RoundSummary] = field(default_factory=list)
     batch_ids: list[str] = field(default_factory=list)
     """The batches still in flight (submitted, not ended)."""
@@ -116,6 +135,7 @@ class Runner:
         secrets_of: Any = None,
         max_requests: int | None = None,
         max_bytes: int | None = None,
+        resubmits: int = DEFAULT_RESUBMITS,
         on_event: Event | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -130,6 +150,7 @@ class Runner:
         self.secrets_of = secrets_of
         self.max_requests = min(max_requests or provider.max_requests, provider.max_requests)
         self.max_bytes = min(max_bytes or provider.max_bytes, provider.max_bytes)
+        self.resubmits = max(0, resubmits)
         self.on_event = on_event
         self.sleep = sleep
         self.report = RunReport()
@@ -253,6 +274,8 @@ class Runner:
             step = self._step(row)
             if isinstance(step, bytes):
                 requests.append((row.round, row.seq, step))
+                if row.results and row.results[-1].retry:
+                    self.report.resubmitted += 1
             else:
                 finished.append((row, step))
         rows_out: list[dict[str, Any]] = []
@@ -345,9 +368,13 @@ class Runner:
         status = part.status or ""
         stopped = cancelled or status in ("cancelled", "canceled", "cancelling", "canceling")
         if not stopped:
-            why = error or f"the batch ended ({status}) without a result for this request"
+            if status == "expired" and error is None:  # the window closed on these requests
+                missing = Result(failure="timeout", message=EXPIRED_MESSAGE, retry=True)
+            else:
+                why = error or f"the batch ended ({status}) without a result for this request"
+                missing = Result(failure="api_error", message=redact_text(why))
             for seq in members - results.keys():
-                results[seq] = Result(failure="api_error", message=redact_text(why), elapsed_s=took)
+                results[seq] = dataclasses.replace(missing, elapsed_s=took)
         usage = _usage(results.values())
         state = "cancelled" if stopped else "collected"
         self.ledger.collect(part, results, usage, state=state)
@@ -372,7 +399,7 @@ class Runner:
         """The row's run rebuilt from its results: its next request as a batch line, or its
         outcome."""
         step = self.healer._replay(
-            row.messages, [_call_result(r) for r in row.results], **self.params
+            row.messages, _attempts(row.results, self.resubmits), **self.params
         )
         if not isinstance(step, ModelCall):
             return step
@@ -467,6 +494,25 @@ _NO_OUTCOME: Any = object()
 
 def _key_of(row: Mapping[str, Any]) -> str:
     return row_key(row) or ""
+
+
+def _attempts(results: Sequence[Result], resubmits: int) -> list[CallResult]:
+    """A row's results as the engine's model calls: the first `resubmits` transient failures
+    left out (their requests were sent again as they were); a later one is a failed call that
+    says how often it was resubmitted."""
+    calls: list[CallResult] = []
+    spent = 0
+    for result in results:
+        final = result
+        if result.body is None and result.retry:
+            if spent < resubmits:
+                spent += 1
+                continue
+            if resubmits:
+                note = f" (resubmitted {spent} time(s), the most allowed: resubmits={resubmits})"
+                final = dataclasses.replace(result, message=result.message + note)
+        calls.append(_call_result(final))
+    return calls
 
 
 def _call_result(result: Result) -> CallResult:
