@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from healjson._batch.api import result_lines
+from healjson._batch.api import patience, result_lines
 from healjson._batch.api.result_lines import bounded_lines, read_result_line
 from healjson.batch_api import run_batch_api
 from healjson.testing import ScriptedReply, ScriptedServer
@@ -280,3 +280,87 @@ def test_the_command_line_bounds_resubmits(tmp_path: Path) -> None:
     assert (row_once["ok"], row_once["reason"]) == (False, "timeout")
     assert row_again["ok"]
     assert "resubmitted 1 request(s) that expired or failed transiently" in again.output
+
+
+# -- polling through transient failures ----------------------------------------------------------
+
+
+@pytest.fixture
+def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(patience, "FIRST_DELAY_S", 0.001)
+    monkeypatch.setattr(patience, "MOST_DELAY_S", 0.004)
+
+
+@pytest.mark.usefixtures("quick_backoff")
+@pytest.mark.parametrize(
+    ("provider", "code"), [("openai", 503), ("anthropic", 529), ("openai", 429)]
+)
+def test_polling_and_downloads_outlast_transient_failures(
+    tmp_path: Path, provider: str, code: int
+) -> None:
+    """More failed reads in a row than the SDK retries (here none): polls and result
+    downloads are retried with backoff, and the run finishes."""
+    source = write_input(tmp_path / "in.jsonl", 3)
+    out = tmp_path / "out.jsonl"
+    events: list[str] = []
+    with ScriptedServer(batch_replies=Plans({})) as server:
+        server.fail_batch_reads(7, code)
+        report = run(provider, server, source, out, on_event=lambda name, _: events.append(name))
+
+    assert report.complete
+    assert report.stopped is None
+    assert all(row["ok"] for row in rows(out).values())
+    assert events.count("retrying") == 7
+
+
+def test_a_provider_failing_for_too_long_stops_cleanly_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(patience, "FIRST_DELAY_S", 0.01)
+    monkeypatch.setattr(patience, "RETRY_FOR_S", 0.1)
+    source = write_input(tmp_path / "in.jsonl", 2)
+    out = tmp_path / "out.jsonl"
+    with ScriptedServer(batch_replies=Plans({})) as server:
+        server.fail_batch_reads(10_000, 502)
+        stopped = run("openai", server, source, out)
+        assert stopped.stopped is not None
+        assert "checking batch batch_scripted_1 failed" in stopped.stopped
+        assert "HTTP 502" in stopped.stopped
+        assert not stopped.complete
+        assert out.read_text() == ""  # nothing written, nothing lost: the ledger has it all
+
+        server.fail_batch_reads(0)
+        resumed = run("openai", server, source, out)
+        assert resumed.complete
+        assert resumed.stopped is None
+        assert set(rows(out)) == {"t1", "t2"}
+        assert len(server.batches) == 1  # resumed the batch in flight, none sent again
+
+
+def test_the_command_line_stops_without_a_traceback_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from healjson._cli.app import app
+
+    monkeypatch.setattr(patience, "FIRST_DELAY_S", 0.01)
+    monkeypatch.setattr(patience, "RETRY_FOR_S", 0.1)
+    source = write_input(tmp_path / "in.jsonl", 2)
+    out = tmp_path / "out.jsonl"
+    with ScriptedServer(batch_replies=Plans({})) as server:
+        args = ["batch", str(source), "--out", str(out), "--batch-api", "--model", "m"]
+        args += ["--response-model", f"{FIXTURES / 'ticket_pack.py'}:Ticket"]
+        args += ["--base-url", server.base_url, "--api-key", KEY, "--poll-interval", "0"]
+        server.fail_batch_reads(10_000, 500)
+        stopped = CliRunner().invoke(app, args)
+        server.fail_batch_reads(0)
+        resumed = CliRunner().invoke(app, args)
+
+    assert stopped.exit_code == 1
+    assert isinstance(stopped.exception, SystemExit)  # no traceback
+    assert "batch stopped: checking batch" in stopped.output
+    assert "re-run the same command to resume" in stopped.output
+    assert "Traceback" not in stopped.output
+    assert resumed.exit_code == 0, resumed.output
+    assert set(rows(out)) == {"t1", "t2"}

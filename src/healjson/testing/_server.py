@@ -262,6 +262,13 @@ class ScriptedServer:
         with self._lock:
             self._items.extend(new)
 
+    def fail_batch_reads(self, count: int, status: int = 503) -> None:
+        """Answer the next `count` GET requests on the batch routes (a batch's status, a list,
+        a file's content, Anthropic's results) with HTTP `status`, as a provider's transient
+        failure: the error body of the route's provider, `retry-after-ms: 1` (an SDK retries
+        at once). Replaces the failures still pending (`count=0`: none)."""
+        self._batches.fail_reads(count, status)
+
     # -- used by the handler ---------------------------------------------------------------
 
     def _record(self, request: RecordedRequest) -> None:

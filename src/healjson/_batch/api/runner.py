@@ -16,6 +16,12 @@ Every step is recorded in the ledger (`ledger.py`) before the next one starts, s
 be killed at any point and resumed by running it again: nothing is lost, no row is written
 twice, no round is submitted twice. `wait=False` submits what can be submitted and returns (a
 later call collects); `cancel` stops the batches in flight cleanly.
+
+A provider failing transiently: polls and result downloads are retried with backoff for a
+bounded time (`patience`); uploads and batch creations are not (a retried create could submit
+a round twice: the next run looks the batch up instead). When the provider is still failing,
+the call stops at a step boundary with `RunReport.stopped` saying why: nothing is lost, and
+running it again resumes.
 """
 
 from __future__ import annotations
@@ -25,8 +31,9 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from healjson._batch.input_file import select
 from healjson._batch.output_file import OutputFile
@@ -39,6 +46,7 @@ from healjson._core.replay import failed, replied
 from healjson.adapters._format import JsonMode
 
 from .ledger import Ledger, Part, Row
+from .patience import ProviderUnavailable, describe, is_transient, patiently
 from .providers import Provider
 from .requests import custom_id, parse_custom_id, request_body
 from .result_lines import EXPIRED_MESSAGE, Result
@@ -59,9 +67,11 @@ DEFAULT_RESUBMITS: Final = 3
 """How many times a row's request is sent again after it expired or failed transiently."""
 _DECIDE_CHUNK: Final = 500  # rows replayed and written per step (one fsync, one transaction)
 
+T = TypeVar("T")
+
 Event = Callable[[str, Mapping[str, Any]], None]
 """`on_event(name, info)`: each step of the run as it happens (`uploading`, `submitting`,
-`submitted`, `polled`, `collected`, `writing`, `written`, ...)."""
+`submitted`, `polled`, `retrying`, `collected`, `writing`, `written`, ...)."""
 
 
 @dataclass
@@ -95,6 +105,8 @@ class RunReport:
     duplicates: int = 0
     resubmitted: int = 0
     """Requests this call sent again because they expired or failed transiently."""
+    stopped: str | None = None
+    """Why this call stopped early: the provider kept failing (run it again to resume)."""
     rounds: list[RoundSummary] = field(default_factory=list)
     batch_ids: list[str] = field(default_factory=list)
     """The batches still in flight (submitted, not ended)."""
@@ -163,7 +175,7 @@ class Runner:
     def run(self, *, wait: bool = True, poll_interval_s: float = 15.0) -> RunReport:
         """Take the input in, then round after round until every row is written (`wait`), or
         until everything that can be submitted is (`wait=False`)."""
-        with secrets_scope(self.secrets_of), self._opened():
+        with secrets_scope(self.secrets_of), self._opened(), self._stoppable():
             self._intake()
             while True:
                 for part in self.ledger.parts("state = 'ended'"):  # killed before collecting
@@ -181,7 +193,7 @@ class Runner:
     def cancel(self, *, poll_interval_s: float = 1.0) -> RunReport:
         """Cancel the batches in flight and keep what they answered; the rows they did not
         answer run again on the next `run`."""
-        with secrets_scope(self.secrets_of), self._opened():
+        with secrets_scope(self.secrets_of), self._opened(), self._stoppable():
             for flying in self.ledger.in_flight():
                 part = flying
                 if part.state in ("planned", "uploaded"):
@@ -195,7 +207,7 @@ class Runner:
                     part = self._submitted(part, found)
                 if part.state == "submitted" and part.batch_id is not None:
                     self._event("cancelling", part=part.id, batch_id=part.batch_id)
-                    self.provider.cancel(part.batch_id)
+                    self._once(partial(self.provider.cancel, part.batch_id), "cancelling")
             while waiting := [p for p in self.ledger.in_flight() if p.state == "submitted"]:
                 if not self._poll(waiting, cancelled=True):
                     self.sleep(poll_interval_s)
@@ -308,7 +320,8 @@ class Runner:
         if part.state == "planned":
             self._event("uploading", part=part.id, round=part.round, requests=part.requests)
             name = f"healjson-{part.token}-part{part.id}.jsonl"
-            file_id = self.provider.upload(self._part_lines(part), name)
+            lines = self._part_lines(part)
+            file_id = self._once(lambda: self.provider.upload(lines, name), "uploading a batch")
             self.ledger.update_part(part.id, state="uploaded", file_id=file_id)
             part = self.ledger.part(part.id)
             self._event("uploaded", part=part.id, file_id=file_id)
@@ -320,8 +333,9 @@ class Runner:
         if part.state in ("uploaded", "submitting"):
             self.ledger.update_part(part.id, state="submitting", submitted_at=time.time())
             self._event("submitting", part=part.id, round=part.round)
-            batch_id = self.provider.create(
-                part.file_id, self._part_lines(part), self._metadata(part)
+            lines, tags = self._part_lines(part), self._metadata(part)
+            batch_id = self._once(
+                lambda: self.provider.create(part.file_id, lines, tags), "creating a batch"
             )
             self._event("created", part=part.id, batch_id=batch_id)
             self._submitted(part, batch_id)
@@ -336,14 +350,19 @@ class Runner:
         """The batch a killed run may have created for `part` before recording it."""
         known = frozenset(p.batch_id for p in self.ledger.parts() if p.batch_id)
         since = part.submitted_at or 0.0
-        return self.provider.find(self._metadata(part), part.requests, since, known)
+        tags = self._metadata(part)
+        return self._patiently(
+            lambda: self.provider.find(tags, part.requests, since, known), "listing batches"
+        )
 
     def _poll(self, parts: Iterable[Part], *, cancelled: bool = False) -> bool:
         """Check each batch; collect those that ended. True when any did."""
         any_ended = False
         for part in parts:
-            assert part.batch_id is not None
-            state = self.provider.retrieve(part.batch_id)
+            batch_id = part.batch_id
+            assert batch_id is not None
+            retrieve = partial(self.provider.retrieve, batch_id)
+            state = self._patiently(retrieve, f"checking batch {batch_id}")
             self._event("polled", part=part.id, batch_id=part.batch_id, status=state.status)
             if not state.ended:
                 continue
@@ -354,17 +373,24 @@ class Runner:
 
     def _collect(self, part: Part, *, cancelled: bool = False, error: str | None = None) -> None:
         """Store an ended batch's results in its rows (one transaction)."""
-        assert part.batch_id is not None
+        batch_id = part.batch_id
+        assert batch_id is not None
         if error is None and part.status == "failed":  # resumed: ask again why
-            error = self.provider.retrieve(part.batch_id).error
+            retrieve = partial(self.provider.retrieve, batch_id)
+            error = self._patiently(retrieve, f"checking batch {batch_id}").error
         members = {row.seq for row in self.ledger.rows("part = ?", (part.id,))}
         took = max(time.time() - (part.submitted_at or time.time()), 0.0)
-        results: dict[int, Result] = {}
-        for name, result in self.provider.results(part.batch_id):
-            found = parse_custom_id(name)
-            if found is None or found[0] not in members or found[1] != part.round:
-                continue
-            results[found[0]] = _redacted(result, took)
+
+        def download() -> dict[int, Result]:
+            results: dict[int, Result] = {}
+            for name, result in self.provider.results(batch_id):
+                found = parse_custom_id(name)
+                if found is None or found[0] not in members or found[1] != part.round:
+                    continue
+                results[found[0]] = _redacted(result, took)
+            return results
+
+        results = self._patiently(download, f"reading the results of batch {batch_id}")
         status = part.status or ""
         stopped = cancelled or status in ("cancelled", "canceled", "cancelling", "canceling")
         if not stopped:
@@ -381,6 +407,26 @@ class Runner:
         self._event("collected", part=part.id, round=part.round, results=len(results))
 
     # -- helpers ----------------------------------------------------------------------------
+
+    def _patiently(self, call: Callable[[], T], what: str) -> T:
+        """`call()` (safe to repeat), retried while the provider fails transiently."""
+
+        def retrying(exc: BaseException, delay: float) -> None:
+            self._event("retrying", what=what, error=describe(exc), delay_s=round(delay, 3))
+
+        return patiently(call, what, sleep=self.sleep, on_retry=retrying)
+
+    def _once(self, call: Callable[[], T], what: str) -> T:
+        """`call()` (not safe to repeat): a transient failure stops the run, resumable."""
+        try:
+            return call()
+        except Exception as exc:
+            if is_transient(exc):
+                raise ProviderUnavailable(f"{what} failed with {describe(exc)}") from exc
+            raise
+
+    def _stoppable(self) -> _Stoppable:
+        return _Stoppable(self.report)
 
     def _part_lines(self, part: Part) -> list[bytes]:
         lines = self._lines.get(part.id)
@@ -470,6 +516,22 @@ class _Filling:
         self.seqs.append(seq)
         self.lines.append(line)
         self.size += len(line)
+
+
+class _Stoppable:
+    """Turns `ProviderUnavailable` into `RunReport.stopped`: the call ends cleanly."""
+
+    def __init__(self, report: RunReport) -> None:
+        self.report = report
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: object, exc: object, traceback: object) -> bool:
+        if isinstance(exc, ProviderUnavailable):
+            self.report.stopped = f"{exc}; the provider kept failing"
+            return True
+        return False
 
 
 class _Opened:
