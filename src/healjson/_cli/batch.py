@@ -5,8 +5,8 @@ endpoint (`healjson._batch.run`) and appends exactly one JSON line per distinct 
 (`output_file`, rows as in `rows`), fsync'd as it finishes; a re-run skips the ids OUT
 already has, so an interrupted batch resumes where it stopped, and `--retry-failed` /
 `--retry REASON` run again the rows OUT holds for those reasons. Unreadable lines never stop
-a run: each gets the id `#line-N`, which no input row's id can equal (see
-`healjson._batch.rows`). With `--batch-api` the same rows go through the provider's Batch API
+a run: each gets the id `#line-N`; a line without an id is known by its line number; both are
+compared by their line, apart from every id an input row can give (see `healjson._batch.rows`). With `--batch-api` the same rows go through the provider's Batch API
 in rounds (`batch_api`).
 """
 
