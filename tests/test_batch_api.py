@@ -214,6 +214,27 @@ def test_a_line_without_an_id_never_takes_a_later_rows_id(server: Any, tmp_path:
     assert (again.written, len(server.batches)) == (0, 1)
 
 
+def test_an_older_ledger_of_lines_without_an_id_still_resumes(tmp_path: Path) -> None:
+    """A ledger written before lines without an id had their own key holds line 1 under the
+    key `1`: a run after the input grew takes the new line in, and line 1 runs once."""
+    import sqlite3
+
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"prompt": "ticket 1"}) + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    with ScriptedServer(batch_replies=Tickets(), batch_delay_s=30.0) as server:
+        common: dict[str, Any] = {"model": "m", "response_model": Ticket, "poll_interval_s": 0.0}
+        run_batch_api(source, out, client=openai_client(server), wait=False, **common)
+        with sqlite3.connect(default_ledger(out)) as db:  # as the older version keyed it
+            db.execute("UPDATE rows SET key = '1' WHERE key = '#line-1'")
+        with source.open("a", encoding="utf-8") as more:
+            more.write(json.dumps({"id": "t9", "prompt": "ticket 9"}) + "\n")
+        run_batch_api(source, out, client=openai_client(server), wait=False, **common)
+
+        assert [len(batch.custom_ids) for batch in server.batches] == [1, 1]
+        assert sorted(_numbers(r for b in server.batches for r in b.requests)) == [1, 9]
+
+
 def _numbers(requests: Any) -> list[int]:
     numbers = []
     for body in requests:

@@ -2,12 +2,12 @@
 
 The command reads INPUT.jsonl (`healjson._batch.input_file`), heals each row through the
 endpoint (`healjson._batch.run`) and appends exactly one JSON line per distinct id to OUT
-(`output_file`, rows as in `rows`), fsync'd as it finishes; a re-run skips the ids OUT
-already has, so an interrupted batch resumes where it stopped, and `--retry-failed` /
-`--retry REASON` run again the rows OUT holds for those reasons. Unreadable lines never stop
-a run: each gets the id `#line-N`; a line without an id is known by its line number; both are
-compared by their line, apart from every id an input row can give (see `healjson._batch.rows`). With `--batch-api` the same rows go through the provider's Batch API
-in rounds (`batch_api`).
+(`output_file`, rows as in `rows`), fsync'd as it finishes; a re-run skips the ids OUT already
+has, so an interrupted batch resumes where it stopped, and `--retry-failed` / `--retry REASON`
+run again the rows OUT holds for those reasons. Unreadable lines never stop a run: each gets the
+id `#line-N`; a line without an id is known by its line number; both are compared by their line,
+apart from every id an input row can give (see `healjson._batch.rows`). With `--batch-api` the
+same rows go through the provider's Batch API in rounds (`batch_api`).
 """
 
 from __future__ import annotations

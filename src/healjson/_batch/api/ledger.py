@@ -201,6 +201,11 @@ class Ledger:
         """The id keys of every row."""
         return {str(key) for (key,) in self.db.execute("SELECT key FROM rows")}
 
+    def line_of(self, key: str) -> int | None:
+        """The input line of the row with id key `key`, or None."""
+        found = self.db.execute("SELECT line FROM rows WHERE key = ?", (key,)).fetchone()
+        return None if found is None else int(found[0])
+
     def mark_done(self, seqs: Sequence[int]) -> None:
         with self.transaction():
             self.db.executemany(

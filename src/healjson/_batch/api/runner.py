@@ -37,7 +37,7 @@ from typing import Any, Final, TypeVar
 
 from healjson._batch.input_file import select
 from healjson._batch.output_file import OutputFile
-from healjson._batch.rows import Job, invalid_row, line_key, outcome_row, row_key
+from healjson._batch.rows import Job, id_key, invalid_row, line_key, outcome_row, row_key
 from healjson._core.effects import CallResult, ModelCall
 from healjson._core.healer import Healer
 from healjson._core.outcome import Outcome
@@ -244,7 +244,7 @@ class Runner:
             elif job.problem is not None:
                 invalid.append(invalid_row(job))
                 self._written.add(job.key)
-            elif job.key not in known:
+            elif job.key not in known and not self._held_by_line_number(job, known):
                 batch.append((job.key, job.id, job.line, job.messages))
             if len(batch) >= _DECIDE_CHUNK:
                 self.ledger.add_rows(batch)
@@ -255,6 +255,14 @@ class Runner:
             self.report.invalid += len(invalid)
         self.ledger.set_meta("intake", version)
         self._event("intake", rows=sum(self.ledger.counts().values()))
+
+    def _held_by_line_number(self, job: Job, known: set[str]) -> bool:
+        """True for a line without an id that a ledger written before such lines had their own
+        key holds under its line number's key (the row of that key is this very line)."""
+        if not job.implicit:
+            return False
+        older = id_key(job.line)
+        return older in known and self.ledger.line_of(older) == job.line
 
     def _advance(self) -> None:
         """Decide every row with no request in flight: write its outcome, or put its next
