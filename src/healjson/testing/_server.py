@@ -97,8 +97,9 @@ class ScriptedServer:
     `anthropic_base_url`) are answered when they are created, line by line in order: with
     `batch_replies=None` each line takes the next script item (a callable item gets the line's
     `body` / `params`), else `batch_replies` answers batch lines only: a mapping by custom_id,
-    or a callable `(custom_id, body) -> item`. A line the script cannot answer (exhausted, a
-    broken item, a custom_id the mapping lacks) is an errored line saying why. The lines are
+    or a callable `(custom_id, body) -> item`; an item that is bytes is the line's result as is
+    (a broken provider's line). A line the script cannot answer (exhausted, a broken item, a
+    custom_id the mapping lacks) is an errored line saying why. The lines are
     rendered exactly as the line's route would send them; a reply with status >= 400 is an
     errored line, one with `batch_expired` expires, and a reply's `delay_s` is the time after
     creation when its line is done. A batch is `in_progress` until `batch_delay_s` seconds
@@ -110,7 +111,8 @@ class ScriptedServer:
     400). A batch over `batch_max_requests` lines or `batch_max_bytes` bytes (OpenAI: of its
     input file; Anthropic: of the create request's body) fails (OpenAI: status `failed` with
     the error in `errors`) or is refused (Anthropic: HTTP 400 / 413). Batch lines do not count
-    as requests (`requests` holds the HTTP requests); `batches` and `files` show the store.
+    as requests (`requests` holds the HTTP requests); `batches` and `files` show the store;
+    `fail_batch_reads` makes the next reads fail as a provider's transient failure.
     """
 
     def __init__(
