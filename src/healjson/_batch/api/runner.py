@@ -537,7 +537,7 @@ class _Stoppable:
 
     def __exit__(self, exc_type: object, exc: object, traceback: object) -> bool:
         if isinstance(exc, ProviderUnavailable):
-            self.report.stopped = f"{exc}; the provider kept failing"
+            self.report.stopped = str(exc)
             return True
         return False
 
