@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx
 import openai
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -376,3 +377,61 @@ def test_the_command_line_stops_without_a_traceback_and_resumes(
     assert "Traceback" not in stopped.output
     assert resumed.exit_code == 0, resumed.output
     assert set(rows(out)) == {"t1", "t2"}
+
+
+def test_transient_failures_are_told_from_the_others() -> None:
+    request = httpx.Request("GET", "http://127.0.0.1/v1/batches/b")
+
+    def status(code: int) -> Any:
+        response = httpx.Response(code, request=request)
+        return openai.APIStatusError("failed", response=response, body=None)
+
+    transient = [
+        *(status(code) for code in (408, 409, 429, 500, 502, 503, 504, 529)),
+        openai.APIConnectionError(request=request),
+        openai.APITimeoutError(request=request),
+        anthropic.APIConnectionError(request=request),
+        ConnectionResetError(),
+        TimeoutError(),
+        httpx.ReadError("connection reset", request=request),
+    ]
+    final = [status(400), status(401), status(404), ValueError("x"), KeyError("y")]
+    assert all(patience.is_transient(exc) for exc in transient)
+    assert not any(patience.is_transient(exc) for exc in final)
+
+
+def test_backoff_is_capped_jittered_and_bounded_in_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Delays double from FIRST_DELAY_S up to MOST_DELAY_S, each in the upper half of its step;
+    retrying ends before RETRY_FOR_S of failures would pass; other errors are not retried."""
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    def failing() -> None:
+        raise ConnectionResetError("reset")
+
+    with pytest.raises(
+        patience.ProviderUnavailable, match=r"polling failed .* ConnectionResetError"
+    ):
+        patience.patiently(failing, "polling", sleep=sleep, clock=lambda: now[0])
+    assert sum(slept) <= patience.RETRY_FOR_S
+    assert len(slept) >= 10
+    for number, delay in enumerate(slept):
+        step = min(patience.MOST_DELAY_S, patience.FIRST_DELAY_S * 2**number)
+        assert step / 2 <= delay <= step
+    assert max(slept) <= patience.MOST_DELAY_S
+
+    calls: list[int] = []
+
+    def flaky() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise TimeoutError
+        return "done"
+
+    assert "done" == patience.patiently(flaky, "x", sleep=lambda _: None)
+    with pytest.raises(KeyError):
+        patience.patiently(lambda: {}["k"], "x", sleep=sleep)
