@@ -227,6 +227,23 @@ def test_an_older_output_of_lines_without_an_id_still_resumes(
     assert (2, 2, "ORD-000002") == (new["id"], new["input_line"], new["value"]["orderId"])
 
 
+def test_retry_takes_out_an_older_outputs_row_of_a_line_without_an_id(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text(ticket(None, 1) + "\n" + ticket("t2", 2) + "\n")
+    out = tmp_path / "out.jsonl"
+    failed = {"ok": False, "reason": "api_error", "raw_text": None, "errors": [], "attempts": 1}
+    out.write_text(json.dumps({"id": 1} | failed) + "\n")
+
+    result = run_batch(server.base_url, source, out, "--retry-failed")
+
+    assert 0 == result.exit_code, result.output
+    assert "took 1 failed row(s) out of" in result.stderr
+    found = {(row["id"], row.get("input_line")): row["ok"] for row in rows(out)}
+    assert found == {(1, 1): True, ("t2", None): True}
+
+
 def _id_spec(line: int, spec: tuple[str, int]) -> str:
     kind, number = spec
     row: dict[str, Any] = {"prompt": f"Open ticket {line}."}

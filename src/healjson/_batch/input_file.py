@@ -25,7 +25,7 @@ from .json_lines import Line, parse_line, read_lines
 from .messages import row_messages
 from .rows import EXCERPT_CHARS, BatchError, Job, id_key
 
-__all__ = ["read_jobs", "select"]
+__all__ = ["input_keys", "read_jobs", "select"]
 
 
 def read_jobs(path: Path) -> Iterator[Job]:
@@ -60,6 +60,22 @@ def select(path: Path, done: set[str]) -> Iterator[tuple[str, Job]]:
         else:
             seen.add(key)
             yield "todo", job
+
+
+def input_keys(path: Path) -> frozenset[str]:
+    """The id key of every input line, plus the key an older output gave each line without an
+    id (its line number's, unless a line has that explicit id): the rows `--retry` may take out."""
+    keys: set[str] = set()
+    explicit: set[int] = set()
+    lines: list[int] = []
+    for job in read_jobs(path):
+        keys.add(job.key)
+        if job.implicit:
+            lines.append(job.line)
+        elif not job.by_line and type(job.id) is int:
+            explicit.add(job.id)
+    keys.update(id_key(line) for line in lines if line not in explicit)
+    return frozenset(keys)
 
 
 def _explicit_integers(path: Path) -> set[int]:
