@@ -435,3 +435,24 @@ def test_backoff_is_capped_jittered_and_bounded_in_time(monkeypatch: pytest.Monk
     assert "done" == patience.patiently(flaky, "x", sleep=lambda _: None)
     with pytest.raises(KeyError):
         patience.patiently(lambda: {}["k"], "x", sleep=sleep)
+
+
+def test_cancelling_a_batch_that_ended_meanwhile_keeps_its_answers(tmp_path: Path) -> None:
+    """The provider refuses to cancel an ended batch (HTTP 409): no failure, its results are
+    collected, and the next run writes them without sending anything again."""
+    from healjson.batch_api import cancel_batch_api
+
+    source = write_input(tmp_path / "in.jsonl", 2)
+    out = tmp_path / "out.jsonl"
+    with ScriptedServer(batch_replies=Plans({})) as server:
+        run("openai", server, source, out, wait=False)
+        with client_for("openai", server) as client:
+            cancelled = cancel_batch_api(
+                source, out, client=client, model="m", response_model=Ticket, poll_interval_s=0
+            )
+        finished = run("openai", server, source, out)
+
+        assert cancelled.stopped is None
+        assert finished.complete
+        assert set(rows(out)) == {"t1", "t2"}
+        assert len(server.batches) == 1

@@ -207,7 +207,7 @@ class Runner:
                     part = self._submitted(part, found)
                 if part.state == "submitted" and part.batch_id is not None:
                     self._event("cancelling", part=part.id, batch_id=part.batch_id)
-                    self._once(partial(self.provider.cancel, part.batch_id), "cancelling")
+                    self._cancel(part.batch_id)
             while waiting := [p for p in self.ledger.in_flight() if p.state == "submitted"]:
                 if not self._poll(waiting, cancelled=True):
                     self.sleep(poll_interval_s)
@@ -431,6 +431,18 @@ class Runner:
         except Exception as exc:
             if is_transient(exc):
                 raise ProviderUnavailable(f"{what} failed with {describe(exc)}") from exc
+            raise
+
+    def _cancel(self, batch_id: str) -> None:
+        """Ask the provider to cancel `batch_id`; a conflict (HTTP 409: it ended meanwhile)
+        is no failure, the poll that follows collects it."""
+        try:
+            self.provider.cancel(batch_id)
+        except Exception as exc:
+            if getattr(exc, "status_code", None) == 409:
+                return
+            if is_transient(exc):
+                raise ProviderUnavailable(f"cancelling failed with {describe(exc)}") from exc
             raise
 
     def _stoppable(self) -> _Stoppable:
