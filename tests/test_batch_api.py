@@ -154,11 +154,16 @@ def test_three_rounds_heal_repair_and_degrade_every_row(server: Any, tmp_path: P
         "#line-11": "invalid_input",
     }
 
-    # round 1 holds exactly the repairable rows, round 2 those still failing
+    # round 1 holds exactly the repairable rows and the expired / HTTP 500 ones (sent again
+    # as they were, three times at most: not model attempts), round 2 those still failing
     batches = server.batches
-    assert len(batches) == 3
+    assert len(batches) == 4
     by_round = [sorted(_numbers(batch.requests)) for batch in batches]
-    assert by_round == [list(range(1, 11)), [3, 4, 8], [4, 8]]
+    assert by_round == [list(range(1, 11)), [3, 4, 6, 7, 8], [4, 6, 7, 8], [6, 7]]
+    assert written["t6"]["attempts"] == written["t7"]["attempts"] == 1
+    assert "resubmitted 3 time(s)" in written["t6"]["errors"][0]["value"]
+    resent = [r for b in batches for r in b.requests if _numbers([r]) == [6]]
+    assert all(request == resent[0] for request in resent)  # the same request, not a repair
     assert all(re.fullmatch(r"row-\d+_r1", c) for c in batches[1].custom_ids)
     # a repair request carries the full context: the original request, the answer, the fix
     repair = batches[1].requests[_numbers(batches[1].requests).index(4)]
@@ -169,14 +174,65 @@ def test_three_rounds_heal_repair_and_degrade_every_row(server: Any, tmp_path: P
     assert "ticket 4" in repair["messages"][0]["content"]
     assert repair["response_format"]["type"] == "json_schema"
 
-    assert [r.requests for r in report.rounds] == [10, 3, 2]
-    assert report.calls == 15
+    assert [r.requests for r in report.rounds] == [10, 5, 4, 2]
+    assert report.calls == 21
+    assert report.resubmitted == 6
     assert report.tokens > 0
     assert report.cost is not None
     assert report.cost > 0
     # nothing stored or written holds the key the error body echoed
     assert KEY not in out.read_text(encoding="utf-8")
     assert KEY.encode() not in default_ledger(out).read_bytes()
+
+
+def test_a_line_without_an_id_never_takes_a_later_rows_id(server: Any, tmp_path: Path) -> None:
+    """Lines 1 and 2 give no id (or `null`); the rows with ids 1 and 2 still run, apart."""
+    lines = [
+        {"prompt": "ticket 1"},
+        {"id": None, "prompt": "ticket 9"},
+        {"id": 1, "prompt": "ticket 10"},
+        {"id": 2, "prompt": "ticket 11"},
+        {"id": 2, "prompt": "ticket 12"},  # a true repeat: skipped
+    ]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    common: dict[str, Any] = {"model": "m", "response_model": Ticket, "poll_interval_s": 0.0}
+
+    report = run_batch_api(source, out, client=openai_client(server), **common)
+    again = run_batch_api(source, out, client=openai_client(server), **common)
+
+    written = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    found = {(row["id"], row.get("input_line")): row["value"]["orderId"] for row in written}
+    assert found == {
+        (1, 1): "ORD-000001",
+        (2, 2): "ORD-000009",
+        (1, None): "ORD-000010",
+        (2, None): "ORD-000011",
+    }
+    assert (report.complete, report.duplicates, report.written) == (True, 1, 4)
+    assert (again.written, len(server.batches)) == (0, 1)
+
+
+def test_an_older_ledger_of_lines_without_an_id_still_resumes(tmp_path: Path) -> None:
+    """A ledger written before lines without an id had their own key holds line 1 under the
+    key `1`: a run after the input grew takes the new line in, and line 1 runs once."""
+    import sqlite3
+
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"prompt": "ticket 1"}) + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    with ScriptedServer(batch_replies=Tickets(), batch_delay_s=30.0) as server:
+        common: dict[str, Any] = {"model": "m", "response_model": Ticket, "poll_interval_s": 0.0}
+        run_batch_api(source, out, client=openai_client(server), wait=False, **common)
+        with sqlite3.connect(default_ledger(out)) as db:  # as the older version keyed it
+            db.execute("UPDATE rows SET key = '1' WHERE key = '#line-1'")
+        with source.open("a", encoding="utf-8") as more:
+            more.write(json.dumps({"id": "t9", "prompt": "ticket 9"}) + "\n")
+        run_batch_api(source, out, client=openai_client(server), wait=False, **common)
+
+        assert [len(batch.custom_ids) for batch in server.batches] == [1, 1]
+        assert sorted(_numbers(r for b in server.batches for r in b.requests)) == [1, 9]
 
 
 def _numbers(requests: Any) -> list[int]:
@@ -390,9 +446,10 @@ def test_anthropic_message_batches_through_the_same_runner(server: Any, tmp_path
     assert report.complete
     assert {k for k, r in written.items() if r["ok"]} == {"t1", "t2", "t3", "t4"}
     assert written["t5"]["reason"] == "refusal"
-    assert written["t6"]["reason"] == "timeout"
+    assert written["t6"]["reason"] == "timeout"  # expired: resubmitted 3 times, then degraded
+    assert "resubmitted 3 time(s)" in written["t6"]["errors"][0]["value"]
     batches = server.batches
-    assert [b.provider for b in batches] == ["anthropic"] * 3
+    assert [b.provider for b in batches] == ["anthropic"] * 4
     first = batches[0].requests[0]
     assert first["max_tokens"] == 4096
     assert "JSON schema" in first["system"]
@@ -534,9 +591,10 @@ def test_killed_at_any_phase_resumes_without_loss_or_repeats(
     written = rows(out)  # raises if any id was written twice
     assert set(written) == {f"t{n}" for n in range(1, 9)}
     assert {k for k, r in written.items() if r["ok"]} == {"t1", "t2", "t3", "t4"}
-    # no round was submitted twice: three batches, one per round, each holding its rows once
+    # no round was submitted twice: one batch per round (rows 6 and 7 resubmitted three
+    # times), each holding its rows once
     sizes = [len(batch.custom_ids) for batch in server.batches]
-    assert sizes == [8, 3, 2], sizes
+    assert sizes == [8, 5, 4, 2], sizes
     every = Counter(c for batch in server.batches for c in batch.custom_ids)
     assert max(every.values()) == 1
     assert batch_api_status(default_ledger(out)).complete
@@ -571,26 +629,39 @@ class Fated:
         }[fate]
 
 
-def expected(plan: list[str], attempts: int) -> tuple[bool, int, str | None]:
-    """(healed?, calls, reason) for a row answered by `plan`."""
-    for round_ in range(attempts):
-        fate = plan[round_] if round_ < len(plan) else "ok"
+def expected(plan: list[str], attempts: int, resubmits: int) -> tuple[bool, int, str | None, int]:
+    """(healed?, calls, reason, requests sent) for a row answered by `plan`, one fate per
+    request sent: an expired or HTTP 500 line is sent again as it was (not a model call), at
+    most `resubmits` times."""
+    sent = calls = spent = 0
+    while True:
+        fate = plan[sent] if sent < len(plan) else "ok"
+        sent += 1
+        if fate in ("expired", "error") and spent < resubmits:
+            spent += 1
+            continue
+        calls += 1
         if fate in ("ok", "fenced"):
-            return True, round_ + 1, None
+            return True, calls, None, sent
         if fate in TERMINAL:
-            return False, round_ + 1, TERMINAL[fate]
-    return False, attempts, "spent"
+            return False, calls, TERMINAL[fate], sent
+        if calls == attempts:
+            return False, calls, "spent", sent
 
 
 @settings(
     max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    plans=st.lists(st.lists(st.sampled_from(FATES), max_size=3), min_size=1, max_size=6),
+    plans=st.lists(st.lists(st.sampled_from(FATES), max_size=4), min_size=1, max_size=6),
     attempts=st.integers(1, 3),
+    resubmits=st.integers(0, 2),
 )
 def test_any_mix_of_fates_ends_every_row_once_with_its_reason(
-    tmp_path_factory: pytest.TempPathFactory, plans: list[list[str]], attempts: int
+    tmp_path_factory: pytest.TempPathFactory,
+    plans: list[list[str]],
+    attempts: int,
+    resubmits: int,
 ) -> None:
     fates = dict(enumerate(plans, start=1))
     work = tmp_path_factory.mktemp("fates")
@@ -606,13 +677,14 @@ def test_any_mix_of_fates_ends_every_row_once_with_its_reason(
             contracts=[urgent_summary_explains],
             policy=HealPolicy(max_attempts=attempts),
             poll_interval_s=0,
+            resubmits=resubmits,
         )
         written = rows(out)
         assert report.complete
         assert set(written) == {f"t{n}" for n in fates}
         rounds_needed = 0
         for number, plan in fates.items():
-            healed, calls, reason = expected(plan, attempts)
+            healed, calls, reason, sent = expected(plan, attempts, resubmits)
             row = written[f"t{number}"]
             assert row["ok"] is healed, (plan, row)
             assert row["attempts"] == calls
@@ -621,8 +693,8 @@ def test_any_mix_of_fates_ends_every_row_once_with_its_reason(
                 assert row["reason"] in spent  # invalid_output: one attempt allowed
             elif reason is not None:
                 assert row["reason"] == reason
-            rounds_needed = max(rounds_needed, calls)
-        # one batch per round, each row in as many batches as it made calls
+            rounds_needed = max(rounds_needed, sent)
+        # one batch per round, each row in as many batches as it sent requests
         assert len(server.batches) == rounds_needed
-        sent = Counter(_numbers(r for batch in server.batches for r in batch.requests))
-        assert sent == Counter({n: expected(p, attempts)[1] for n, p in fates.items()})
+        every = Counter(_numbers(r for batch in server.batches for r in batch.requests))
+        assert every == Counter({n: expected(p, attempts, resubmits)[3] for n, p in fates.items()})

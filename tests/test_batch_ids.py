@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from healjson._batch.input_file import read_jobs
-from healjson._batch.output_file import read_rows, recover_output
-from healjson._batch.rows import row_key
+from healjson._batch.input_file import read_jobs, select
+from healjson._batch.output_file import OutputFile, read_rows, recover_output
+from healjson._batch.rows import invalid_row, row_key
 from healjson._cli import progress
 from healjson._cli.app import app
 from healjson.testing import ScriptedReply, ScriptedServer
@@ -90,7 +92,7 @@ COLLIDING = [
     ticket("#line-3", 6),
     '{"id": 7.5, "prompt": "an id that is neither a string nor an integer"}',
     ticket("#line-7", 8),
-    ticket(None, 9),  # no id: the line number, 9
+    ticket(None, 9),  # no id: identified by its line, 9
 ]
 
 
@@ -109,11 +111,14 @@ def test_unreadable_lines_never_collide_with_a_valid_row(
     found = rows(out)
     assert 9 == len(found)
     valid = {json.dumps(row["id"]): row for row in found if "input_line" not in row}
-    assert {'"t1"', '"t2"', "3", '"3"', '"#line-3"', '"#line-7"', "9"} == set(valid)
+    assert {'"t1"', '"t2"', "3", '"3"', '"#line-3"', '"#line-7"'} == set(valid)
     assert all(row["ok"] for row in valid.values())
     assert valid["3"]["value"]["orderId"] == "ORD-000004"
     assert valid['"#line-3"']["value"]["orderId"] == "ORD-000006"
-    invalid = [row for row in found if "input_line" in row]
+    by_line = [row for row in found if "input_line" in row]
+    (no_id,) = [row for row in by_line if row["ok"]]
+    assert (9, 9, "ORD-000009") == (no_id["id"], no_id["input_line"], no_id["value"]["orderId"])
+    invalid = [row for row in by_line if not row["ok"]]
     assert [("#line-3", 3), ("#line-7", 7)] == [(r["id"], r["input_line"]) for r in invalid]
     assert {"invalid_input"} == {row["reason"] for row in invalid}
     assert "repeated an earlier id" not in result.stderr
@@ -157,7 +162,140 @@ def test_assigned_keys_live_apart_from_input_ids(tmp_path: Path) -> None:
     assert '"#line-3"' == row_key({"id": "#line-3"})
     assert '"#line-3"' == row_key({"id": "#line-3", "input_line": 4})
     assert '"#line-3"' == row_key({"id": "#line-3", "input_line": True})
-    assert "3" == row_key({"id": 3, "input_line": 3})
+    assert "#line-3" == row_key({"id": 3, "input_line": 3})  # line 3 had no id
+    assert "3" == row_key({"id": 3})
+    assert "3" == row_key({"id": 3, "input_line": 4})
+    assert '"3"' == row_key({"id": "3", "input_line": 3})
+
+
+# --- lines without an id ---------------------------------------------------------------------
+
+# Line 1 and line 3 give no id; later lines use the ids they would have had as numbers.
+NO_IDS = [
+    ticket(None, 1),
+    ticket(1, 2),
+    json.dumps({"id": None, "prompt": "Open ticket 3."}),
+    ticket(3, 4),
+    ticket("1", 5),
+    ticket(1, 6),  # a true repeat of line 2's id: skipped
+]
+
+
+def test_a_line_without_an_id_never_takes_a_later_rows_id(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    """A line with no id (or `null`) is identified by its line, apart from every explicit
+    id: the rows with ids 1 and 3 are written besides lines 1 and 3; only the true repeat
+    of id 1 is skipped; a re-run skips every line."""
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join(NO_IDS) + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+
+    result = run_batch(server.base_url, source, out)
+    again = run_batch(server.base_url, source, out)
+
+    assert (0, 0) == (result.exit_code, again.exit_code), result.output
+    found = {(row["id"], row.get("input_line")): row["value"]["orderId"] for row in rows(out)}
+    assert found == {
+        (1, 1): "ORD-000001",
+        (1, None): "ORD-000002",
+        (3, 3): "ORD-000003",
+        (3, None): "ORD-000004",
+        ("1", None): "ORD-000005",
+    }
+    assert "1 line(s) repeated an earlier id" in result.stderr
+    assert "wrote 0 of 0 row(s)" in again.stderr
+    assert "skipped 6 line(s) whose id" in again.stderr  # the repeat too
+
+
+def test_an_older_output_of_lines_without_an_id_still_resumes(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    """Rows written before lines without an id carried `input_line` (`{"id": N}`) still
+    count as line N's when no line has the explicit id N, and as that line's when one does."""
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join([ticket(None, 1), ticket(None, 2), ticket(2, 3)]) + "\n")
+    out = tmp_path / "out.jsonl"
+    old = {"ok": True, "value": {}, "attempts": 1, "usage": {}}
+    out.write_text("\n".join(json.dumps({"id": n} | old) for n in (1, 2)) + "\n")
+
+    result = run_batch(server.base_url, source, out)
+
+    assert 0 == result.exit_code, result.output
+    assert "skipped 2 line(s) whose id" in result.stderr
+    (new,) = rows(out)[2:]
+    assert (2, 2, "ORD-000002") == (new["id"], new["input_line"], new["value"]["orderId"])
+
+
+def test_retry_takes_out_an_older_outputs_row_of_a_line_without_an_id(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text(ticket(None, 1) + "\n" + ticket("t2", 2) + "\n")
+    out = tmp_path / "out.jsonl"
+    failed = {"ok": False, "reason": "api_error", "raw_text": None, "errors": [], "attempts": 1}
+    out.write_text(json.dumps({"id": 1} | failed) + "\n")
+
+    result = run_batch(server.base_url, source, out, "--retry-failed")
+
+    assert 0 == result.exit_code, result.output
+    assert "took 1 failed row(s) out of" in result.stderr
+    found = {(row["id"], row.get("input_line")): row["ok"] for row in rows(out)}
+    assert found == {(1, 1): True, ("t2", None): True}
+
+
+def _id_spec(line: int, spec: tuple[str, int]) -> str:
+    kind, number = spec
+    row: dict[str, Any] = {"prompt": f"Open ticket {line}."}
+    if kind == "null":
+        row["id"] = None
+    elif kind == "int":
+        row["id"] = number
+    elif kind == "str":
+        row["id"] = str(number)
+    return json.dumps(row)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    specs=st.lists(
+        st.tuples(st.sampled_from(["missing", "null", "int", "str"]), st.integers(1, 8)),
+        min_size=1,
+        max_size=8,
+    )
+)
+@example(specs=[("missing", 1), ("int", 1)])
+def test_no_distinct_line_is_ever_skipped_and_resume_skips_every_one(
+    tmp_path_factory: pytest.TempPathFactory, specs: list[tuple[str, int]]
+) -> None:
+    """For any mix of lines without an id, with `null`, and with explicit ids (integers and
+    strings, often equal to line numbers): every line without an id and the first line of
+    each explicit id run; only a later line with the same explicit id is a repeat; the rows
+    written make a resume skip every line, and each row's key is distinct."""
+    work = tmp_path_factory.mktemp("ids")
+    source = work / "in.jsonl"
+    source.write_text("\n".join(_id_spec(n, s) for n, s in enumerate(specs, 1)) + "\n")
+    explicit: set[str] = set()
+    wanted: list[str] = []
+    for kind, number in specs:
+        ident = json.dumps(number if kind == "int" else str(number))
+        if kind in ("missing", "null"):
+            wanted.append("todo")
+        else:
+            wanted.append("duplicate" if ident in explicit else "todo")
+            explicit.add(ident)
+
+    selected = list(select(source, set()))
+    assert wanted == [status for status, _ in selected]
+
+    out = work / "out.jsonl"
+    writer = OutputFile(out)
+    writer.write_many(invalid_row(job) for status, job in selected if status == "todo")
+    writer.close()
+    keys = [row_key(row) for row in rows(out)]
+    assert len(set(keys)) == len(keys) == wanted.count("todo")
+    again = [status for status, _ in select(source, set(recover_output(out).keys))]
+    assert ["done"] * len(specs) == again  # a repeat of a written id: "already done" too
 
 
 # --- the endpoint failing -------------------------------------------------------------------------

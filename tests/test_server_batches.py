@@ -582,6 +582,51 @@ def test_batch_replies_callable_gets_the_custom_id_and_params() -> None:
         assert "no row 1" in second.result.error.error.message
 
 
+def test_a_bytes_batch_reply_is_the_result_line_as_is() -> None:
+    """A broken provider's line, for testing readers: spliced into the file unchecked."""
+    broken = b'{"custom_id": "a", "response": [[[oops'
+    with ScriptedServer(batch_replies={"a": broken, "b": "{}"}) as server, _openai(server) as sdk:
+        batch = sdk.batches.retrieve(_submit(sdk, [_line("a"), _line("b")]).id)
+        assert batch.output_file_id is not None
+        first, second = sdk.files.content(batch.output_file_id).content.splitlines()
+        assert broken == first
+        assert "b" == json.loads(second)["custom_id"]
+        assert (2, 0) == (batch.request_counts.completed, batch.request_counts.failed)
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_failing_batch_reads_are_transient_errors_the_sdk_retries(provider: str) -> None:
+    """`fail_batch_reads(n, status)`: the next n GET requests on the batch routes get that
+    status and the provider's error body with `retry-after-ms`; writes are not affected, and a
+    new call replaces the failures still pending."""
+    with ScriptedServer(batch_replies={"row-0": "{}", "a": "{}"}) as server:
+        if provider == "openai":
+            sdk: Any = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=2)
+            batch_id = _submit(sdk, [_line("a")]).id
+            retrieve = sdk.batches.retrieve
+            status_error: Any = openai.InternalServerError
+        else:
+            sdk = anthropic.Anthropic(
+                base_url=server.anthropic_base_url, api_key="k", max_retries=2
+            )
+            batch_id = sdk.messages.batches.create(requests=_requests(1)).id
+            retrieve = sdk.messages.batches.retrieve
+            status_error = anthropic.InternalServerError
+        with sdk:
+            server.fail_batch_reads(2, 503)
+            assert batch_id == retrieve(batch_id).id  # two failures, retried by the SDK
+            server.fail_batch_reads(3, 503)
+            with pytest.raises(status_error) as failed:
+                retrieve(batch_id)
+            assert 503 == failed.value.status_code
+            assert "briefly unavailable" in str(failed.value)
+            server.fail_batch_reads(5, 500)
+            server.fail_batch_reads(0)
+            assert batch_id == retrieve(batch_id).id
+        reads = [r for r in server.requests if r.path.endswith(batch_id)]
+        assert 7 == len(reads)  # 2 failed + 1; 3 failed; 1: every retrieve the SDK sent
+
+
 def test_the_batch_fields_load_from_a_reply_file(tmp_path: Any) -> None:
     path = tmp_path / "replies.json"
     path.write_text(json.dumps([{"content": "{}", "batch_expired": True}]))

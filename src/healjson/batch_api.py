@@ -15,7 +15,10 @@ full-context repair request, and rows that healed or failed for good are written
 in `healjson batch`'s row format. A SQLite ledger beside the output (`<out>.batch-api.sqlite`,
 or `ledger=`) makes the run resumable and exactly-once: call it again after a crash, a kill or
 `wait=False`, and it continues. Batch prices are half the listed ones; `RunReport.cost` says
-so by counting half.
+so by counting half. A line that expired (the provider's window closed before it ran) or failed
+for a transient reason (HTTP 408, 409, 429, 5xx) is sent again as it was in the next round, at
+most `resubmits` times per row (default 3; not a model attempt), then degraded with the
+provider's reason.
 
 Providers: an `openai.OpenAI` client (`/v1/files` + `/v1/batches`), an `anthropic.Anthropic`
 client (Message Batches), or either wrapped by `healjson.wrap` or instructor.
@@ -30,7 +33,15 @@ from typing import Any
 
 from ._batch.api.ledger import Ledger, LedgerError
 from ._batch.api.providers import Provider, anthropic_provider, openai_provider
-from ._batch.api.runner import BATCH_DISCOUNT, Event, RoundSummary, Runner, RunReport, ledger_report
+from ._batch.api.runner import (
+    BATCH_DISCOUNT,
+    DEFAULT_RESUBMITS,
+    Event,
+    RoundSummary,
+    Runner,
+    RunReport,
+    ledger_report,
+)
 from ._batch.rows import BatchError
 from ._core.healer import Healer
 from ._core.policy import HealPolicy
@@ -38,6 +49,7 @@ from .adapters._format import check_mode
 
 __all__ = [
     "BATCH_DISCOUNT",
+    "DEFAULT_RESUBMITS",
     "BatchError",
     "LedgerError",
     "RoundSummary",
@@ -73,6 +85,7 @@ def run_batch_api(
     poll_interval_s: float = 15.0,
     max_requests_per_batch: int | None = None,
     max_bytes_per_batch: int | None = None,
+    resubmits: int = DEFAULT_RESUBMITS,
     on_event: Event | None = None,
 ) -> RunReport:
     """Heal every row of `input_path` through the provider's Batch API into `out`.
@@ -80,7 +93,10 @@ def run_batch_api(
     `wait=True` polls every `poll_interval_s` seconds until every row is written; `wait=False`
     submits what can be submitted and returns (call again to collect and go on). `max_tokens`:
     the completion limit sent with each request (Anthropic requires one: default 4096).
-    `max_requests_per_batch` / `max_bytes_per_batch` lower the provider's own limits. Raises
+    `max_requests_per_batch` / `max_bytes_per_batch` lower the provider's own limits.
+    `resubmits`: how many times a row's request is sent again after it expired or failed
+    transiently (HTTP 408, 409, 429, 5xx) before the row degrades (`timeout` / `api_error`);
+    a resubmission is not a model attempt. Raises
     `LedgerError` when the ledger belongs to a run with other settings, `BatchError` when the
     input or output cannot be used (another run holds the output); a row never raises.
     """
@@ -88,7 +104,7 @@ def run_batch_api(
         input_path, out, client=client, model=model, response_model=response_model,
         contracts=contracts, examples=examples, policy=policy, json_mode=json_mode,
         max_tokens=max_tokens, ledger=ledger, full=full, max_requests=max_requests_per_batch,
-        max_bytes=max_bytes_per_batch, on_event=on_event,
+        max_bytes=max_bytes_per_batch, resubmits=resubmits, on_event=on_event,
     )  # fmt: skip
     try:
         return runner.run(wait=wait, poll_interval_s=poll_interval_s)
@@ -111,6 +127,7 @@ def cancel_batch_api(
     ledger: str | os.PathLike[str] | None = None,
     full: bool = False,
     poll_interval_s: float = 1.0,
+    resubmits: int = DEFAULT_RESUBMITS,
     on_event: Event | None = None,
 ) -> RunReport:
     """Cancel the run's batches in flight and keep every answer they gave: answered rows go on
@@ -119,7 +136,7 @@ def cancel_batch_api(
     runner = _runner(
         input_path, out, client=client, model=model, response_model=response_model,
         contracts=contracts, examples=examples, policy=policy, json_mode=json_mode,
-        max_tokens=max_tokens, ledger=ledger, full=full, on_event=on_event,
+        max_tokens=max_tokens, ledger=ledger, full=full, resubmits=resubmits, on_event=on_event,
     )  # fmt: skip
     try:
         return runner.cancel(poll_interval_s=poll_interval_s)
@@ -175,7 +192,10 @@ def _runner(
     on_event: Event | None,
     max_requests: int | None = None,
     max_bytes: int | None = None,
+    resubmits: int = DEFAULT_RESUBMITS,
 ) -> Runner:
+    if type(resubmits) is not int or resubmits < 0:
+        raise ValueError(f"resubmits must be an int >= 0, got {resubmits!r}")
     provider = provider_for(client)
     mode = check_mode(json_mode)
     healer: Healer[Any] = Healer(
@@ -198,6 +218,7 @@ def _runner(
                 "contracts": ",".join(rule.name for rule in healer.contracts),
                 "json_mode": mode,
                 "max_attempts": str(healer.policy.max_attempts),
+                "resubmits": str(resubmits),
             }
         )
     except BaseException:
@@ -216,5 +237,6 @@ def _runner(
         secrets_of=client,
         max_requests=max_requests,
         max_bytes=max_bytes,
+        resubmits=resubmits,
         on_event=on_event,
     )

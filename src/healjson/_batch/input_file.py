@@ -1,15 +1,20 @@
 """Read a batch's input file into `Job`s, and pick the ones a run still has to do.
 
-The input is JSON Lines: one object per line with an optional `id` (default: the 1-based line
-number), either `messages` (chat messages) or `prompt` (a string), and an optional `context`
-(an object: the row's `context=`, which its contracts read as `ctx.extra` and pydantic's
-validators as `info.context`). An unreadable line never
-stops a run: not UTF-8, not JSON, nested too deeply for the JSON parser, not an object, longer
-than `MAX_LINE_BYTES`, `messages` nested deeper than `MAX_MESSAGES_DEPTH` levels, or a `context`
-that is not an object: it becomes a
-`Job` with a `problem`, which the run writes as an `invalid_input` row. A line with no usable id
-gets the id `#line-N`, compared apart from every id an input can give (see `rows`), so it
-never collides with a valid row. A repeated id is processed once.
+The input is JSON Lines: one object per line with an optional `id`, either `messages` (chat
+messages) or `prompt` (a string), and an optional `context` (an object: the row's `context=`,
+which its contracts read as `ctx.extra` and pydantic's validators as `info.context`). An
+unreadable line never stops a run: not UTF-8, not JSON, nested too deeply for the JSON parser,
+not an object, longer than `MAX_LINE_BYTES`, `messages` nested deeper than `MAX_MESSAGES_DEPTH`
+levels, or a `context` that is not an object: it becomes a `Job` with a `problem`, which the run
+writes as an `invalid_input` row. A line with no `id` (or `null`) is identified by its line
+number N (its row: `"id": N, "input_line": N`), a line with no usable id gets the id `#line-N`;
+both are compared by the key `#line-N`, apart from every id an input can give (see `rows`), so a
+line without an id never collides with a row that has one. A repeated id is processed once (the
+first line).
+
+Resuming an output written before lines without an id carried `input_line` (their rows were
+`{"id": N, ...}` alone): such a row counts as line N's when the input has no line with the
+explicit id N, else as that line's (so nothing is run twice for it).
 """
 
 from __future__ import annotations
@@ -20,9 +25,9 @@ from pathlib import Path
 
 from .json_lines import Line, parse_line, read_lines
 from .messages import row_messages
-from .rows import EXCERPT_CHARS, BatchError, Job
+from .rows import EXCERPT_CHARS, BatchError, Job, id_key
 
-__all__ = ["read_jobs", "select"]
+__all__ = ["input_keys", "read_jobs", "select"]
 
 
 def read_jobs(path: Path) -> Iterator[Job]:
@@ -42,8 +47,14 @@ def read_jobs(path: Path) -> Iterator[Job]:
 def select(path: Path, done: set[str]) -> Iterator[tuple[str, Job]]:
     """Each job with what to do about it: `todo`, `done` (id in the output) or `duplicate`."""
     seen: set[str] = set()
+    explicit: set[int] | None = None  # the input's explicit integer ids, read when needed
     for job in read_jobs(path):
         key = job.key
+        if job.implicit and key not in done and id_key(job.line) in done:
+            if explicit is None:
+                explicit = _explicit_integers(path)
+            if job.line not in explicit:  # an older output's row for this line
+                key = id_key(job.line)
         if key in done:
             yield "done", job
         elif key in seen:
@@ -51,6 +62,26 @@ def select(path: Path, done: set[str]) -> Iterator[tuple[str, Job]]:
         else:
             seen.add(key)
             yield "todo", job
+
+
+def input_keys(path: Path) -> frozenset[str]:
+    """The id key of every input line, plus the key an older output gave each line without an
+    id (its line number's, unless a line has that explicit id): the rows `--retry` may take out."""
+    keys: set[str] = set()
+    explicit: set[int] = set()
+    lines: list[int] = []
+    for job in read_jobs(path):
+        keys.add(job.key)
+        if job.implicit:
+            lines.append(job.line)
+        elif not job.by_line and type(job.id) is int:
+            explicit.add(job.id)
+    keys.update(id_key(line) for line in lines if line not in explicit)
+    return frozenset(keys)
+
+
+def _explicit_integers(path: Path) -> set[int]:
+    return {job.id for job in read_jobs(path) if not job.by_line and type(job.id) is int}
 
 
 def _job(raw: Line) -> Job:
@@ -64,15 +95,16 @@ def _job(raw: Line) -> Job:
     if not isinstance(data, dict):
         return Job.unreadable(line, f"line {line} is not a JSON object", text)
     ident = data.get("id")
-    if ident is None:
+    implicit = ident is None
+    if implicit:
         ident = line
     elif isinstance(ident, bool) or not isinstance(ident, str | int):
         return Job.unreadable(line, f"line {line}: `id` must be a string or an integer", text)
     messages, problem = row_messages(data)
     if problem is not None:
-        return Job(ident, line, problem=f"line {line}: {problem}", text=text)
+        return Job(ident, line, problem=f"line {line}: {problem}", text=text, implicit=implicit)
     context = data.get("context")
     if context is not None and not isinstance(context, dict):
         problem = "`context` must be an object (the run's context=)"
-        return Job(ident, line, problem=f"line {line}: {problem}", text=text)
-    return Job(ident, line, messages, text=text, context=context)
+        return Job(ident, line, problem=f"line {line}: {problem}", text=text, implicit=implicit)
+    return Job(ident, line, messages, text=text, context=context, implicit=implicit)

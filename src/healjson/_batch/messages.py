@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["MAX_MESSAGES_DEPTH", "row_messages"]
+__all__ = ["MAX_MESSAGES_DEPTH", "deeper_than", "row_messages"]
 
 MAX_MESSAGES_DEPTH = 64
 """Deepest nesting accepted in a row's `messages` (chat messages need about 5 levels)."""
@@ -33,12 +33,12 @@ def row_messages(row: Mapping[str, Any]) -> tuple[Messages, str | None]:
     for index, message in enumerate(value):
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             return (), f"`messages[{index}]` must be an object with a `role`"
-    if _deeper_than(value, MAX_MESSAGES_DEPTH):
+    if deeper_than(value, MAX_MESSAGES_DEPTH):
         return (), f"`messages` nest deeper than {MAX_MESSAGES_DEPTH} levels"
     return tuple(dict(message) for message in value), None
 
 
-def _deeper_than(value: Any, limit: int) -> bool:
+def deeper_than(value: Any, limit: int) -> bool:
     """True when lists / objects nest more than `limit` levels (iterative: no recursion)."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:

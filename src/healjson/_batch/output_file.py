@@ -19,6 +19,7 @@ either the old file or the new one, never a mix.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .json_lines import CHUNK_BYTES, Line, parse_line, read_lines
-from .rows import BatchError, id_key, row_id, row_key
+from .rows import BatchError, row_id, row_key
 
 __all__ = ["OutputFile", "Recovered", "read_rows", "recover_output"]
 
@@ -78,18 +79,25 @@ def _note_row(line: Line, keys: set[str]) -> bool:
 
 
 def _head_key(head: bytes) -> str | None:
-    """The id key of an over-long row, read from its first bytes: this writer puts `id` first."""
+    """The id key of an over-long row, read from its first bytes: this writer puts `id` first,
+    then `input_line` for a line's row."""
     text = head.decode("utf-8", errors="ignore")
     prefix = '{"id": '
     if not text.startswith(prefix):
         return None
+    decoder = json.JSONDecoder()
     try:
-        ident, _ = json.JSONDecoder().raw_decode(text, len(prefix))
+        ident, end = decoder.raw_decode(text, len(prefix))
     except (ValueError, RecursionError):
         return None
     if isinstance(ident, bool) or not isinstance(ident, str | int):
         return None
-    return id_key(ident)  # an unreadable line's row is short: never over-long
+    row: dict[str, Any] = {"id": ident}
+    marker = ', "input_line": '
+    if text.startswith(marker, end):
+        with contextlib.suppress(ValueError, RecursionError):
+            row["input_line"], _ = decoder.raw_decode(text, end + len(marker))
+    return row_key(row)
 
 
 def read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:

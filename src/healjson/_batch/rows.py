@@ -9,13 +9,16 @@ Each distinct id gets exactly one output row:
 plus `"outcome"` (the whole `outcome.to_dict()`) with `full=True`. A line that cannot be read
 becomes `{"ok": false, "reason": "invalid_input", ...}`.
 
-Ids: a row's id is its input's `id` (a string or an integer; default: the line number). A line
+Ids: a row's id is its input's `id` (a string or an integer). A line with no `id` (or `"id":
+null`) is identified by its line number N: its row shows `"id": N` and `"input_line": N`. A line
 with no usable id (unreadable, not an object, an `id` that is neither) is given the id
 `"#line-N"` and its row also carries `"input_line": N`. Ids are compared by key (`id_key`): a
 given id's key is its JSON text (`"7"` is `"\"7\""`, `7` is `"7"`), which always starts with `"`,
-a digit or `-`; an assigned id's key is `#line-N`, bare, which starts with `#`. So no input row
-can ever have an unreadable line's key — not even one whose `id` is the string `"#line-N"` —
-and no valid row is ever skipped as an unreadable line's duplicate.
+a digit or `-`; a line's key (no id, or no usable id) is `#line-N`, bare, which starts with `#`.
+So no explicit id can ever have a line's key — not `7`, not `"7"`, not even the string
+`"#line-N"` — and no valid row is ever skipped as the duplicate of a line without an id (or
+the other way round). An output row is read back as a line's row only with a matching
+`input_line`; a row without one is an explicit id's (`row_key`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ __all__ = [
     "assigned_id",
     "id_key",
     "invalid_row",
+    "line_key",
     "outcome_row",
     "row_id",
     "row_key",
@@ -64,11 +68,19 @@ class Job:
     context: dict[str, Any] | None = None
     """The line's `context` object: the run's `context=` (its contracts' `ctx.extra`, and
     pydantic's validation context), None when the line has none."""
+    implicit: bool = False
+    """True when the line gave no id (or `null`) and `id` is its line number."""
 
     @property
     def key(self) -> str:
         """The id as compared for resuming and de-duplication (see `id_key`)."""
-        return _ASSIGNED_KEY.format(self.line) if self.assigned else id_key(self.id)
+        return line_key(self.line) if self.by_line else id_key(self.id)
+
+    @property
+    def by_line(self) -> bool:
+        """True when the job is identified by its line (no id, or no usable id): its row
+        carries `input_line`."""
+        return self.assigned or self.implicit
 
     @classmethod
     def unreadable(cls, line: int, problem: str, text: str = "") -> Job:
@@ -77,6 +89,11 @@ class Job:
 
 
 _ASSIGNED_KEY = "#line-{}"
+
+
+def line_key(line: int) -> str:
+    """The key of line `line` when it gave no usable id: `#line-N`, never JSON text."""
+    return _ASSIGNED_KEY.format(line)
 
 
 def assigned_id(line: int) -> str:
@@ -101,20 +118,22 @@ def row_id(row: Any) -> str | int | None:
 
 
 def row_key(row: Any) -> str | None:
-    """The key of an output row's id (an unreadable line's row: its assigned key), else None."""
+    """The key of an output row's id, else None: a line's key (`#line-N`) for the row of a line
+    without an id (`"id": N`) or without a usable one (`"id": "#line-N"`), told by its
+    matching `"input_line": N`; else the id's JSON text."""
     ident = row_id(row)
     if ident is None:
         return None
     line = row.get("input_line")
-    if isinstance(line, int) and not isinstance(line, bool) and ident == assigned_id(line):
-        return _ASSIGNED_KEY.format(line)
+    if type(line) is int and (ident == assigned_id(line) or (type(ident) is int and ident == line)):
+        return line_key(line)
     return id_key(ident)
 
 
 def outcome_row(job: Job, outcome: Outcome[Any], *, full: bool = False) -> dict[str, Any]:
     """The output row for a job that ran."""
     data = outcome.to_dict()
-    row: dict[str, Any] = {"id": job.id, "ok": outcome.ok}
+    row: dict[str, Any] = _head(job) | {"ok": outcome.ok}
     if outcome.ok:
         row["value"] = data["value"]
     else:
@@ -139,10 +158,7 @@ def invalid_row(job: Job) -> dict[str, Any]:
         "line": job.line,
     }
     empty = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "estimated": False}
-    row: dict[str, Any] = {"id": job.id}
-    if job.assigned:
-        row["input_line"] = job.line
-    return row | {
+    return _head(job) | {
         "ok": False,
         "reason": INVALID_INPUT,
         "raw_text": None,
@@ -150,3 +166,11 @@ def invalid_row(job: Job) -> dict[str, Any]:
         "attempts": 0,
         "usage": empty,
     }
+
+
+def _head(job: Job) -> dict[str, Any]:
+    """A row's first members: its id, then `input_line` for a job identified by its line
+    (`output_file` reads an over-long row's key from these first bytes)."""
+    if job.by_line:
+        return {"id": job.id, "input_line": job.line}
+    return {"id": job.id}

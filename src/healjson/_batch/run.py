@@ -18,7 +18,7 @@ from typing import Any
 
 from healjson._core.outcome import Outcome
 
-from .input_file import read_jobs, select
+from .input_file import input_keys, select
 from .output_file import OutputFile
 from .rows import BatchError, Job, invalid_row, outcome_row
 
@@ -97,7 +97,7 @@ class Batch:
         count the input (raises `BatchError`)."""
         if not input_path.is_file():
             raise BatchError(f"no input file at {input_path}")
-        wanted = frozenset(job.key for job in read_jobs(input_path)) if retry else frozenset()
+        wanted = input_keys(input_path) if retry else frozenset()
         output = OutputFile(out_path, retry, wanted)
         batch = cls(input_path, out_path, _output=output, _done=set(output.recovered.keys))
         batch.stats.retried = output.retried

@@ -2,12 +2,12 @@
 
 The command reads INPUT.jsonl (`healjson._batch.input_file`), heals each row through the
 endpoint (`healjson._batch.run`) and appends exactly one JSON line per distinct id to OUT
-(`output_file`, rows as in `rows`), fsync'd as it finishes; a re-run skips the ids OUT
-already has, so an interrupted batch resumes where it stopped, and `--retry-failed` /
-`--retry REASON` run again the rows OUT holds for those reasons. Unreadable lines never stop
-a run: each gets the id `#line-N`, which no input row's id can equal (see
-`healjson._batch.rows`). With `--batch-api` the same rows go through the provider's Batch API
-in rounds (`batch_api`).
+(`output_file`, rows as in `rows`), fsync'd as it finishes; a re-run skips the ids OUT already
+has, so an interrupted batch resumes where it stopped, and `--retry-failed` / `--retry REASON`
+run again the rows OUT holds for those reasons. Unreadable lines never stop a run: each gets the
+id `#line-N`; a line without an id is known by its line number; both are compared by their line,
+apart from every id an input row can give (see `healjson._batch.rows`). With `--batch-api` the
+same rows go through the provider's Batch API in rounds (`batch_api`).
 """
 
 from __future__ import annotations
@@ -195,6 +195,17 @@ def batch(
             rich_help_panel="Batch API",
         ),
     ] = None,
+    resubmits: Annotated[
+        int,
+        typer.Option(
+            "--resubmits",
+            min=0,
+            metavar="N",
+            help="--batch-api: send a row's request again at most N times when it expired or "
+            "failed transiently (HTTP 408, 409, 429, 5xx), then degrade it.",
+            rich_help_panel="Batch API",
+        ),
+    ] = 3,
 ) -> None:
     """Heal every prompt of INPUT.jsonl through an OpenAI-compatible endpoint into OUT.
 
@@ -239,6 +250,7 @@ def batch(
             json_mode=str(json_mode),
             max_tokens=max_tokens,
             max_requests=max_requests_per_batch,
+            resubmits=resubmits,
             poll_interval_s=poll_interval,
             wait=wait,
             full=full,

@@ -33,6 +33,7 @@ class BatchApiOptions:
     json_mode: str
     max_tokens: int | None
     max_requests: int | None
+    resubmits: int
     poll_interval_s: float
     wait: bool
     full: bool
@@ -43,7 +44,8 @@ class BatchApiOptions:
 def batch_api_command(
     input_path: Path, out: Path, setup: Setup, policy: HealPolicy, options: BatchApiOptions
 ) -> None:
-    """Run (or report on, or cancel) a Batch API run; exit 1 while rows are still pending."""
+    """Run (or report on, or cancel) a Batch API run; exit 1 while rows are still pending or
+    when the provider kept failing (the run stops cleanly, resumable)."""
     from healjson._batch.rows import BatchError
     from healjson.batch_api import (
         LedgerError,
@@ -70,18 +72,20 @@ def batch_api_command(
             "max_tokens": options.max_tokens,
             "ledger": ledger,
             "full": options.full,
+            "resubmits": options.resubmits,
         }
-        if options.cancel:
-            report = cancel_batch_api(input_path, out, **common)
-        else:
-            report = run_batch_api(
-                input_path,
-                out,
-                wait=options.wait,
-                poll_interval_s=options.poll_interval_s,
-                max_requests_per_batch=options.max_requests,
-                **common,
-            )
+        with client:  # its connections closed when the run ends
+            if options.cancel:
+                report = cancel_batch_api(input_path, out, **common)
+            else:
+                report = run_batch_api(
+                    input_path,
+                    out,
+                    wait=options.wait,
+                    poll_interval_s=options.poll_interval_s,
+                    max_requests_per_batch=options.max_requests,
+                    **common,
+                )
     except (LedgerError, BatchError) as exc:
         raise typer.BadParameter(str(exc), param_hint="'--ledger'") from exc
     except KeyboardInterrupt:
@@ -92,7 +96,7 @@ def batch_api_command(
         )
         raise typer.Exit(130) from None
     typer.echo(report_text(report, out, ledger), err=True)
-    if not report.complete:
+    if report.stopped or not report.complete:
         raise typer.Exit(1)
 
 
@@ -143,10 +147,19 @@ def report_text(report: Any, out: Path, ledger: Path) -> str:
         lines.append(f"  total: {report.calls} call(s), {report.tokens} token(s){total}")
     if report.batch_ids:
         lines.append("  in flight: " + ", ".join(report.batch_ids))
+    if report.resubmitted:
+        lines.append(
+            f"resubmitted {report.resubmitted} request(s) that expired or failed transiently"
+        )
     if report.already_done:
         lines.append(f"skipped {report.already_done} line(s) whose id {out} already has")
     if report.duplicates:
         lines.append(f"{report.duplicates} line(s) repeated an earlier id and were skipped")
-    if not report.complete:
+    if report.stopped:
+        lines.append(
+            f"batch stopped: {report.stopped}; every step so far is in the ledger: re-run the "
+            "same command to resume"
+        )
+    elif not report.complete:
         lines.append("rows are pending: re-run the same command to go on (--status: where it is)")
     return "\n".join(lines)

@@ -5,7 +5,9 @@
 or error-file line (an HTTP error, a script failure, an expired request), Anthropic's results
 line. A script that cannot answer a line (exhausted, a broken item, a custom_id `batch_replies`
 lacks) makes it an errored line saying why, with the HTTP 500 body the route would send; the
-server keeps serving.
+server keeps serving. A `batch_replies` item that is `bytes` is the line's result as is, a
+provider's broken line (for testing a reader against one): any bytes, spliced into the result
+file unchecked, counted as `succeeded`.
 """
 
 from __future__ import annotations
@@ -22,8 +24,11 @@ from ._wire._common import WireFormat
 
 __all__ = ["BatchReplies", "Line", "LineAnswerer", "NextReply"]
 
-# a batch line's reply, by custom_id, or made from (custom_id, body or params)
-BatchReplies = Mapping[str, ScriptItem] | Callable[[str, dict[str, Any]], ScriptItem]
+# a batch line's reply, by custom_id, or made from (custom_id, body or params); bytes: the
+# line's result as is
+BatchReplies = (
+    Mapping[str, ScriptItem | bytes] | Callable[[str, dict[str, Any]], ScriptItem | bytes]
+)
 # the server's next script item for a request body: (reply, item number); names the asker
 NextReply = Callable[[dict[str, Any], str], tuple[ScriptedReply, int]]
 
@@ -65,6 +70,8 @@ class LineAnswerer:
         """Line `index` (from 1) of OpenAI batch number `batch_number`, answered by the route
         of the batch's endpoint (`format_`)."""
         answered, delay = self._answer(format_, custom_id, body, index)
+        if isinstance(answered, bytes):
+            return Line(custom_id, body, "succeeded", delay, answered, None)
         line_id = f"batch_req_scripted_{batch_number}_{index}"
         if answered is None:
             return Line(
@@ -77,6 +84,8 @@ class LineAnswerer:
     def anthropic(self, index: int, custom_id: str, params: dict[str, Any]) -> Line:
         """Line `index` (from 1) of an Anthropic Message Batch."""
         answered, delay = self._answer(anthropic_messages.FORMAT, custom_id, params, index)
+        if isinstance(answered, bytes):
+            return Line(custom_id, params, "succeeded", delay, answered, None)
         if answered is None:
             result = wire.unanswered_line(custom_id, "expired")
             return Line(custom_id, params, "expired", delay, result, None)
@@ -85,9 +94,12 @@ class LineAnswerer:
 
     def _answer(
         self, format_: WireFormat, custom_id: str, request: dict[str, Any], index: int
-    ) -> tuple[wire.Answer | None, float]:
-        """A line's answer (`None`: it expires) and its delay after the batch's creation."""
+    ) -> tuple[wire.Answer | bytes | None, float]:
+        """A line's answer (`None`: it expires; bytes: the result line as is) and its delay
+        after the batch's creation."""
         reply, number = self._reply(custom_id, request, index)
+        if isinstance(reply, bytes):
+            return reply, 0.0
         if isinstance(reply, ScriptFailure):
             return wire.failure(format_, str(reply), reply.code), 0.0
         if reply.batch_expired:
@@ -96,9 +108,9 @@ class LineAnswerer:
 
     def _reply(
         self, custom_id: str, request: dict[str, Any], index: int
-    ) -> tuple[ScriptedReply | ScriptFailure, int]:
+    ) -> tuple[ScriptedReply | ScriptFailure | bytes, int]:
         """A line's reply and its number (the script item's, or the line's), or the failure
-        that makes it an errored line."""
+        that makes it an errored line, or the line's result as is (`batch_replies` bytes)."""
         label = f"batch reply for custom_id {custom_id!r}"
         replies = self.replies
         try:
@@ -107,11 +119,14 @@ class LineAnswerer:
             if isinstance(replies, Mapping):
                 if custom_id not in replies:
                     raise ScriptFailure(f"ScriptedServer batch_replies has no {label}")
-                return resolve_item(replies[custom_id], request, label), index
-            try:
-                item = replies(custom_id, request)
-            except Exception as exc:
-                raise ScriptFailure(f"ScriptedServer batch_replies raised {exc!r}") from exc
+                item = replies[custom_id]
+            else:
+                try:
+                    item = replies(custom_id, request)
+                except Exception as exc:
+                    raise ScriptFailure(f"ScriptedServer batch_replies raised {exc!r}") from exc
+            if isinstance(item, bytes):
+                return item, index
             return resolve_item(item, request, label), index
         except ScriptFailure as failure:
             return failure, index

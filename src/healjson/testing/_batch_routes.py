@@ -11,7 +11,9 @@ Anthropic: `POST /v1/messages/batches`, `GET /v1/messages/batches` (`limit`, `af
 
 A refused request gets the provider's error body with `x-should-retry: false`: every refusal
 here is deterministic (a missing batch, a cancel after the end, a request over a limit), so
-the SDK fails at once instead of retrying a 409 twice.
+the SDK fails at once instead of retrying a 409 twice. A read the store was told to fail
+(`BatchStore.fail_reads`) gets its status and the provider's error body with `retry-after-ms:
+1`, as a transient failure an SDK retries (at once).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ._wire._common import WireFormat
 __all__ = ["ROUTES", "BatchRoute", "Response"]
 
 _NO_RETRY: Final = {"x-should-retry": "false"}
+_RETRY_NOW: Final = {"retry-after-ms": "1"}
 _BINARY: Final = "application/octet-stream"
 
 
@@ -56,6 +59,12 @@ def _route(format_: WireFormat, method: str, path: str, read: _Reader) -> BatchR
     as `format_`'s error body."""
 
     def answer(store: BatchStore, request: RecordedRequest, match: re.Match[str]) -> Response:
+        failing = store.failing_read() if method == "GET" else None
+        if failing is not None:
+            body = format_.error_body(
+                failing, "The service is briefly unavailable.", None, None, None
+            )
+            return Response(failing, body, JSON_TYPE, _RETRY_NOW)
         try:
             result = read(store, request, match)
         except wire.Refused as refused:

@@ -138,6 +138,24 @@ class BatchStore:
         self._batches: dict[str, _Batch] = {}
         self._order: dict[Provider, list[_Batch]] = {"openai": [], "anthropic": []}
         self._numbers = {"file": 0, "openai": 0, "anthropic": 0}
+        self._failing_reads: list[int] = []  # statuses for the next GET requests
+
+    # -- transient failures ----------------------------------------------------------------
+
+    def fail_reads(self, count: int, status: int) -> None:
+        """Make the next `count` reads (GET requests) fail with HTTP `status` (instead of the
+        failures still pending)."""
+        if not (isinstance(count, int) and count >= 0):
+            raise ValueError(f"count must be an int >= 0, got {count!r}")
+        if not (isinstance(status, int) and 400 <= status <= 599):
+            raise ValueError(f"status must be an HTTP error status, got {status!r}")
+        with self._lock:
+            self._failing_reads = [status] * count
+
+    def failing_read(self) -> int | None:
+        """The status the current read fails with (taking one), or None."""
+        with self._lock:
+            return self._failing_reads.pop(0) if self._failing_reads else None
 
     # -- inspection ------------------------------------------------------------------------
 

@@ -101,11 +101,12 @@ class ScriptedServer:
     `anthropic_base_url`) are answered when they are created, line by line in order: with
     `batch_replies=None` each line takes the next script item (a callable item gets the line's
     `body` / `params`), else `batch_replies` answers batch lines only: a mapping by custom_id,
-    or a callable `(custom_id, body) -> item`. A line the script cannot answer (exhausted, a
-    broken item, a custom_id the mapping lacks) is an errored line saying why. The lines are
-    rendered exactly as the line's route would send them (an OpenAI batch's endpoint: chat
-    completions or Responses, `/v1/chat/completions` or `/v1/responses`, as every line's `url`
-    says); a reply with status >= 400 is an
+    or a callable `(custom_id, body) -> item`; an item that is bytes is the line's result as is
+    (a broken provider's line). A line the script cannot answer (exhausted, a broken item, a
+    custom_id the mapping lacks) is an errored line saying why. The lines are rendered exactly
+    as the line's route would send them (an OpenAI batch's endpoint: chat completions or
+    Responses, `/v1/chat/completions` or `/v1/responses`, as every line's `url` says); a reply
+    with status >= 400 is an
     errored line, one with `batch_expired` expires, and a reply's `delay_s` is the time after
     creation when its line is done. A batch is `in_progress` until `batch_delay_s` seconds
     have passed and every line is done; the first request reading it after that finds it ended
@@ -116,7 +117,8 @@ class ScriptedServer:
     400). A batch over `batch_max_requests` lines or `batch_max_bytes` bytes (OpenAI: of its
     input file; Anthropic: of the create request's body) fails (OpenAI: status `failed` with
     the error in `errors`) or is refused (Anthropic: HTTP 400 / 413). Batch lines do not count
-    as requests (`requests` holds the HTTP requests); `batches` and `files` show the store.
+    as requests (`requests` holds the HTTP requests); `batches` and `files` show the store;
+    `fail_batch_reads` makes the next reads fail as a provider's transient failure.
     """
 
     def __init__(
@@ -267,6 +269,13 @@ class ScriptedServer:
         new = list(items)
         with self._lock:
             self._items.extend(new)
+
+    def fail_batch_reads(self, count: int, status: int = 503) -> None:
+        """Answer the next `count` GET requests on the batch routes (a batch's status, a list,
+        a file's content, Anthropic's results) with HTTP `status`, as a provider's transient
+        failure: the error body of the route's provider, `retry-after-ms: 1` (an SDK retries
+        at once). Replaces the failures still pending (`count=0`: none)."""
+        self._batches.fail_reads(count, status)
 
     # -- used by the handler ---------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from .providers import Result
+from .result_lines import Result
 
 __all__ = ["Ledger", "LedgerError", "NewRow", "Part", "Row"]
 
@@ -213,6 +213,11 @@ class Ledger:
     def keys(self) -> set[str]:
         """The id keys of every row."""
         return {str(key) for (key,) in self.db.execute("SELECT key FROM rows")}
+
+    def line_of(self, key: str) -> int | None:
+        """The input line of the row with id key `key`, or None."""
+        found = self.db.execute("SELECT line FROM rows WHERE key = ?", (key,)).fetchone()
+        return None if found is None else int(found[0])
 
     def mark_done(self, seqs: Sequence[int]) -> None:
         with self.transaction():

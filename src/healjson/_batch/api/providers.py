@@ -9,7 +9,9 @@
   lines. Limits: 100,000 requests and 256 MB per batch.
 
 Every result becomes a `Result`, the ledger's stored form of one model call: the provider's
-response body (read later by the engine as any reply) or a failure kind and message.
+response body (read later by the engine as any reply) or a failure kind and message. Result
+files are read as raw bytes, line by line in bounded memory (`result_lines`): a hostile line
+(huge, not JSON, nested too deeply) is its own request's `api_error`, never an exception.
 Finding a batch whose create response was lost (the process was killed between the request and
 the ledger's record): OpenAI batches carry our metadata (`healjson_run`, `healjson_part`), so
 the batch is found by it; Anthropic's carry none, so a batch is adopted only when exactly one
@@ -20,9 +22,18 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
+
+from .result_lines import (
+    Result,
+    anthropic_result,
+    bounded_lines,
+    openai_result,
+    read_result_line,
+    unreadable,
+)
 
 __all__ = [
     "BatchState",
@@ -35,41 +46,6 @@ __all__ = [
 ProviderName = Literal["openai", "anthropic"]
 _CLOCK_SKEW_S: Final = 600.0
 """How far the provider's clock may be behind ours when looking for a lost batch."""
-EXPIRED_MESSAGE: Final = (
-    "the provider's batch completion window ended before this request ran (batch_expired)"
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Result:
-    """One request's result as the ledger keeps it: `body` (the provider's response: a chat
-    completion or a message, as JSON data) or `failure` (`api_error`, `timeout`) with a
-    message."""
-
-    body: Mapping[str, Any] | None = None
-    failure: str | None = None
-    message: str = ""
-    elapsed_s: float = 0.0
-    """The batch's turnaround: from its submission to the moment its results were read."""
-
-    def to_json(self) -> Any:
-        data: dict[str, Any]
-        if self.body is not None:
-            data = {"body": self.body}
-        else:
-            data = {"failure": self.failure, "message": self.message}
-        return data | {"elapsed_s": self.elapsed_s}
-
-    @classmethod
-    def from_json(cls, data: Any) -> Result:
-        elapsed = data.get("elapsed_s") if isinstance(data, dict) else None
-        took = float(elapsed) if isinstance(elapsed, int | float) else 0.0
-        if isinstance(data, dict) and isinstance(data.get("body"), dict):
-            return cls(body=data["body"], elapsed_s=took)
-        if isinstance(data, dict):
-            failure = str(data.get("failure") or "api_error")
-            return cls(failure=failure, message=str(data.get("message")), elapsed_s=took)
-        return cls(failure="api_error", message=f"the ledger holds no result here: {data!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,43 +157,27 @@ class _OpenAI:
         for file_id in (batch.output_file_id, batch.error_file_id):
             if not file_id:
                 continue
-            # streamed line by line: a result file can be 200 MB, never held whole
+            # streamed: a result file can be 200 MB, never held whole
             with self.client.files.with_streaming_response.content(file_id) as response:
-                for raw in response.iter_lines():
-                    found = _openai_line(raw)
-                    if found is not None:
-                        yield found
+                yield from _read(response.iter_bytes(), openai_result)
 
     def cancel(self, batch_id: str) -> None:
         self.client.batches.cancel(batch_id)
 
 
-def _openai_line(raw: bytes) -> tuple[str, Result] | None:
-    try:
-        line = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
-        return None
-    custom_id: str = line["custom_id"]
-    response = line.get("response")
-    error = line.get("error")
-    if isinstance(response, dict):
-        status = response.get("status_code")
-        body = response.get("body")
-        if status == 200 and isinstance(body, dict):
-            return custom_id, Result(body=body)
-        return custom_id, Result(failure="api_error", message=_http_message(status, body))
-    if isinstance(error, dict) and error.get("code") == "batch_expired":
-        return custom_id, Result(failure="timeout", message=EXPIRED_MESSAGE)
-    message = error.get("message") if isinstance(error, dict) else None
-    return custom_id, Result(failure="api_error", message=str(message or "no response"))
-
-
-def _http_message(status: Any, body: Any) -> str:
-    error = body.get("error") if isinstance(body, dict) else None
-    message = error.get("message") if isinstance(error, dict) else None
-    return f"HTTP {status}: {message or json.dumps(body, ensure_ascii=False)[:500]}"
+def _read(chunks: Iterable[bytes], result_of: Any) -> Iterator[tuple[str, Result]]:
+    """Each result line of a stream as `(custom_id, result)`; a line that cannot be read is its
+    request's `api_error` (when it names one), and `result_of` makes the rest `Result`s."""
+    for line, too_long in bounded_lines(chunks):
+        custom_id, data, problem = read_result_line(line, too_long)
+        if custom_id is None:
+            continue
+        if problem is not None:
+            yield custom_id, unreadable(problem)
+            continue
+        result = result_of(data)
+        if result is not None:
+            yield custom_id, result
 
 
 # -- Anthropic -------------------------------------------------------------------------------
@@ -277,18 +237,9 @@ class _Anthropic:
         return BatchState(batch.processing_status == "ended", str(batch.processing_status), known)
 
     def results(self, batch_id: str) -> Iterator[tuple[str, Result]]:
-        for item in self.client.messages.batches.results(batch_id):
-            result = item.result
-            kind = result.type
-            if kind == "succeeded":
-                yield item.custom_id, Result(body=result.message.model_dump(mode="json"))
-            elif kind == "errored":
-                error = getattr(result.error, "error", result.error)
-                message = getattr(error, "message", None) or str(error)
-                yield item.custom_id, Result(failure="api_error", message=str(message))
-            elif kind == "expired":
-                yield item.custom_id, Result(failure="timeout", message=EXPIRED_MESSAGE)
-            # `canceled`: no result; the row runs again in a later batch
+        # raw bytes, not the SDK's decoder: one hostile line would end its iteration
+        with self.client.messages.batches.with_streaming_response.results(batch_id) as response:
+            yield from _read(response.iter_bytes(), anthropic_result)
 
     def cancel(self, batch_id: str) -> None:
         self.client.messages.batches.cancel(batch_id)

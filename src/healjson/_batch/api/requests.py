@@ -1,9 +1,10 @@
 """A row's next model call as a provider batch request: the body, and the `custom_id`.
 
 `custom_id` is `row-<seq>_r<round>`: the row's number in the ledger and the round of the
-request (0: the first call, 1: the first repair, ...), so a result names the row and the
-attempt it answers (a late or repeated line for an older round is ignored). The form fits both
-providers (Anthropic allows only `[a-zA-Z0-9_-]{1,64}`).
+request (the number of results the row has: 0 for the first call, then one more for each
+repair or resubmission), so a result names the row and the request it answers (a late or
+repeated line for an older round is ignored). The form fits both providers (Anthropic allows
+only `[a-zA-Z0-9_-]{1,64}`).
 
 The body asks for JSON as `healjson.wrap` does: OpenAI in the configured tier (strict
 `json_schema` by default, `json_object` or `prompt`); Anthropic with the schema in the system

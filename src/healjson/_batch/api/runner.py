@@ -2,28 +2,42 @@
 
 Round 0 sends every input row's first request. When a batch ends, each result goes through
 L1 + L2 here (the engine, replayed from the row's stored results): a healed row, or a row that
-degraded for good (refusal, content filter, an errored or expired line, attempts spent), is
-written to the output file; a row that needs a repair gets its full-context repair request in
-the next round's batch. The run ends when every row is written.
+degraded for good (refusal, content filter, an errored line, attempts spent), is written to the
+output file; a row that needs a repair gets its full-context repair request in the next round's
+batch. The run ends when every row is written.
+
+Resubmits: a line that expired (the batch's window ended before it ran) or failed for a
+transient reason (HTTP 408, 409, 429, 5xx; `result_lines`) is sent again as it was in the next
+round: not a repair, and not a model attempt (the engine never sees that result). Each row is
+resubmitted at most `resubmits` times (default `DEFAULT_RESUBMITS`); the next such failure
+degrades it (`timeout` for an expired line, else `api_error`) with the provider's reason.
 
 Every step is recorded in the ledger (`ledger.py`) before the next one starts, so the run can
 be killed at any point and resumed by running it again: nothing is lost, no row is written
 twice, no round is submitted twice. `wait=False` submits what can be submitted and returns (a
 later call collects); `cancel` stops the batches in flight cleanly.
+
+A provider failing transiently: polls and result downloads are retried with backoff for a
+bounded time (`patience`); uploads and batch creations are not (a retried create could submit
+a round twice: the next run looks the batch up instead). When the provider is still failing,
+the call stops at a step boundary with `RunReport.stopped` saying why: nothing is lost, and
+running it again resumes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from healjson._batch.input_file import select
 from healjson._batch.output_file import OutputFile
-from healjson._batch.rows import Job, invalid_row, outcome_row, row_key
+from healjson._batch.rows import Job, id_key, invalid_row, line_key, outcome_row, row_key
 from healjson._core.effects import CallResult, ModelCall
 from healjson._core.healer import Healer
 from healjson._core.outcome import Outcome
@@ -32,18 +46,32 @@ from healjson._core.replay import failed, replied
 from healjson.adapters._format import JsonMode
 
 from .ledger import Ledger, NewRow, Part, Row
-from .providers import Provider, Result
+from .patience import ProviderUnavailable, describe, is_transient, patiently
+from .providers import Provider
 from .requests import custom_id, parse_custom_id, request_body
+from .result_lines import EXPIRED_MESSAGE, Result
 
-__all__ = ["BATCH_DISCOUNT", "Event", "RoundSummary", "RunReport", "Runner", "ledger_report"]
+__all__ = [
+    "BATCH_DISCOUNT",
+    "DEFAULT_RESUBMITS",
+    "Event",
+    "RoundSummary",
+    "RunReport",
+    "Runner",
+    "ledger_report",
+]
 
 BATCH_DISCOUNT: Final = 0.5
 """OpenAI's and Anthropic's batch price: half the listed price."""
+DEFAULT_RESUBMITS: Final = 3
+"""How many times a row's request is sent again after it expired or failed transiently."""
 _DECIDE_CHUNK: Final = 500  # rows replayed and written per step (one fsync, one transaction)
+
+T = TypeVar("T")
 
 Event = Callable[[str, Mapping[str, Any]], None]
 """`on_event(name, info)`: each step of the run as it happens (`uploading`, `submitting`,
-`submitted`, `polled`, `collected`, `writing`, `written`, ...)."""
+`submitted`, `polled`, `retrying`, `collected`, `writing`, `written`, ...)."""
 
 
 @dataclass
@@ -75,6 +103,10 @@ class RunReport:
     invalid: int = 0
     already_done: int = 0
     duplicates: int = 0
+    resubmitted: int = 0
+    """Requests this call sent again because they expired or failed transiently."""
+    stopped: str | None = None
+    """Why this call stopped early: the provider kept failing (run it again to resume)."""
     rounds: list[RoundSummary] = field(default_factory=list)
     batch_ids: list[str] = field(default_factory=list)
     """The batches still in flight (submitted, not ended)."""
@@ -115,6 +147,7 @@ class Runner:
         secrets_of: Any = None,
         max_requests: int | None = None,
         max_bytes: int | None = None,
+        resubmits: int = DEFAULT_RESUBMITS,
         on_event: Event | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -129,6 +162,7 @@ class Runner:
         self.secrets_of = secrets_of
         self.max_requests = min(max_requests or provider.max_requests, provider.max_requests)
         self.max_bytes = min(max_bytes or provider.max_bytes, provider.max_bytes)
+        self.resubmits = max(0, resubmits)
         self.on_event = on_event
         self.sleep = sleep
         self.report = RunReport()
@@ -141,7 +175,7 @@ class Runner:
     def run(self, *, wait: bool = True, poll_interval_s: float = 15.0) -> RunReport:
         """Take the input in, then round after round until every row is written (`wait`), or
         until everything that can be submitted is (`wait=False`)."""
-        with secrets_scope(self.secrets_of), self._opened():
+        with secrets_scope(self.secrets_of), self._opened(), self._stoppable():
             self._intake()
             while True:
                 for part in self.ledger.parts("state = 'ended'"):  # killed before collecting
@@ -159,7 +193,7 @@ class Runner:
     def cancel(self, *, poll_interval_s: float = 1.0) -> RunReport:
         """Cancel the batches in flight and keep what they answered; the rows they did not
         answer run again on the next `run`."""
-        with secrets_scope(self.secrets_of), self._opened():
+        with secrets_scope(self.secrets_of), self._opened(), self._stoppable():
             for flying in self.ledger.in_flight():
                 part = flying
                 if part.state in ("planned", "uploaded"):
@@ -173,7 +207,7 @@ class Runner:
                     part = self._submitted(part, found)
                 if part.state == "submitted" and part.batch_id is not None:
                     self._event("cancelling", part=part.id, batch_id=part.batch_id)
-                    self.provider.cancel(part.batch_id)
+                    self._cancel(part.batch_id)
             while waiting := [p for p in self.ledger.in_flight() if p.state == "submitted"]:
                 if not self._poll(waiting, cancelled=True):
                     self.sleep(poll_interval_s)
@@ -210,7 +244,7 @@ class Runner:
             elif job.problem is not None:
                 invalid.append(invalid_row(job))
                 self._written.add(job.key)
-            elif job.key not in known:
+            elif job.key not in known and not self._held_by_line_number(job, known):
                 batch.append((job.key, job.id, job.line, job.messages, job.context))
             if len(batch) >= _DECIDE_CHUNK:
                 self.ledger.add_rows(batch)
@@ -221,6 +255,14 @@ class Runner:
             self.report.invalid += len(invalid)
         self.ledger.set_meta("intake", version)
         self._event("intake", rows=sum(self.ledger.counts().values()))
+
+    def _held_by_line_number(self, job: Job, known: set[str]) -> bool:
+        """True for a line without an id that a ledger written before such lines had their own
+        key holds under its line number's key (the row of that key is this very line)."""
+        if not job.implicit:
+            return False
+        older = id_key(job.line)
+        return older in known and self.ledger.line_of(older) == job.line
 
     def _advance(self) -> None:
         """Decide every row with no request in flight: write its outcome, or put its next
@@ -252,13 +294,15 @@ class Runner:
             step = self._step(row)
             if isinstance(step, bytes):
                 requests.append((row.round, row.seq, step))
+                if row.results and row.results[-1].retry:
+                    self.report.resubmitted += 1
             else:
                 finished.append((row, step))
         rows_out: list[dict[str, Any]] = []
         for row, outcome in finished:
             if outcome is _NO_OUTCOME:
                 continue
-            job = Job(row.ident, row.line, row.messages)
+            job = Job(row.ident, row.line, row.messages, implicit=row.key == line_key(row.line))
             rows_out.append(outcome_row(job, outcome, full=self.full))
             if outcome.ok:
                 self.report.healed += 1
@@ -284,7 +328,8 @@ class Runner:
         if part.state == "planned":
             self._event("uploading", part=part.id, round=part.round, requests=part.requests)
             name = f"healjson-{part.token}-part{part.id}.jsonl"
-            file_id = self.provider.upload(self._part_lines(part), name)
+            lines = self._part_lines(part)
+            file_id = self._once(lambda: self.provider.upload(lines, name), "uploading a batch")
             self.ledger.update_part(part.id, state="uploaded", file_id=file_id)
             part = self.ledger.part(part.id)
             self._event("uploaded", part=part.id, file_id=file_id)
@@ -296,8 +341,9 @@ class Runner:
         if part.state in ("uploaded", "submitting"):
             self.ledger.update_part(part.id, state="submitting", submitted_at=time.time())
             self._event("submitting", part=part.id, round=part.round)
-            batch_id = self.provider.create(
-                part.file_id, self._part_lines(part), self._metadata(part)
+            lines, tags = self._part_lines(part), self._metadata(part)
+            batch_id = self._once(
+                lambda: self.provider.create(part.file_id, lines, tags), "creating a batch"
             )
             self._event("created", part=part.id, batch_id=batch_id)
             self._submitted(part, batch_id)
@@ -312,14 +358,19 @@ class Runner:
         """The batch a killed run may have created for `part` before recording it."""
         known = frozenset(p.batch_id for p in self.ledger.parts() if p.batch_id)
         since = part.submitted_at or 0.0
-        return self.provider.find(self._metadata(part), part.requests, since, known)
+        tags = self._metadata(part)
+        return self._patiently(
+            lambda: self.provider.find(tags, part.requests, since, known), "listing batches"
+        )
 
     def _poll(self, parts: Iterable[Part], *, cancelled: bool = False) -> bool:
         """Check each batch; collect those that ended. True when any did."""
         any_ended = False
         for part in parts:
-            assert part.batch_id is not None
-            state = self.provider.retrieve(part.batch_id)
+            batch_id = part.batch_id
+            assert batch_id is not None
+            retrieve = partial(self.provider.retrieve, batch_id)
+            state = self._patiently(retrieve, f"checking batch {batch_id}")
             self._event("polled", part=part.id, batch_id=part.batch_id, status=state.status)
             if not state.ended:
                 continue
@@ -330,29 +381,72 @@ class Runner:
 
     def _collect(self, part: Part, *, cancelled: bool = False, error: str | None = None) -> None:
         """Store an ended batch's results in its rows (one transaction)."""
-        assert part.batch_id is not None
+        batch_id = part.batch_id
+        assert batch_id is not None
         if error is None and part.status == "failed":  # resumed: ask again why
-            error = self.provider.retrieve(part.batch_id).error
+            retrieve = partial(self.provider.retrieve, batch_id)
+            error = self._patiently(retrieve, f"checking batch {batch_id}").error
         members = {row.seq for row in self.ledger.rows("part = ?", (part.id,))}
         took = max(time.time() - (part.submitted_at or time.time()), 0.0)
-        results: dict[int, Result] = {}
-        for name, result in self.provider.results(part.batch_id):
-            found = parse_custom_id(name)
-            if found is None or found[0] not in members or found[1] != part.round:
-                continue
-            results[found[0]] = _redacted(result, took)
+
+        def download() -> dict[int, Result]:
+            results: dict[int, Result] = {}
+            for name, result in self.provider.results(batch_id):
+                found = parse_custom_id(name)
+                if found is None or found[0] not in members or found[1] != part.round:
+                    continue
+                results[found[0]] = _redacted(result, took)
+            return results
+
+        results = self._patiently(download, f"reading the results of batch {batch_id}")
         status = part.status or ""
         stopped = cancelled or status in ("cancelled", "canceled", "cancelling", "canceling")
         if not stopped:
-            why = error or f"the batch ended ({status}) without a result for this request"
+            if status == "expired" and error is None:  # the window closed on these requests
+                missing = Result(failure="timeout", message=EXPIRED_MESSAGE, retry=True)
+            else:
+                why = error or f"the batch ended ({status}) without a result for this request"
+                missing = Result(failure="api_error", message=redact_text(why))
             for seq in members - results.keys():
-                results[seq] = Result(failure="api_error", message=redact_text(why), elapsed_s=took)
+                results[seq] = dataclasses.replace(missing, elapsed_s=took)
         usage = _usage(results.values())
         state = "cancelled" if stopped else "collected"
         self.ledger.collect(part, results, usage, state=state)
         self._event("collected", part=part.id, round=part.round, results=len(results))
 
     # -- helpers ----------------------------------------------------------------------------
+
+    def _patiently(self, call: Callable[[], T], what: str) -> T:
+        """`call()` (safe to repeat), retried while the provider fails transiently."""
+
+        def retrying(exc: BaseException, delay: float) -> None:
+            self._event("retrying", what=what, error=describe(exc), delay_s=round(delay, 3))
+
+        return patiently(call, what, sleep=self.sleep, on_retry=retrying)
+
+    def _once(self, call: Callable[[], T], what: str) -> T:
+        """`call()` (not safe to repeat): a transient failure stops the run, resumable."""
+        try:
+            return call()
+        except Exception as exc:
+            if is_transient(exc):
+                raise ProviderUnavailable(f"{what} failed with {describe(exc)}") from exc
+            raise
+
+    def _cancel(self, batch_id: str) -> None:
+        """Ask the provider to cancel `batch_id`; a conflict (HTTP 409: it ended meanwhile)
+        is no failure, the poll that follows collects it."""
+        try:
+            self.provider.cancel(batch_id)
+        except Exception as exc:
+            if getattr(exc, "status_code", None) == 409:
+                return
+            if is_transient(exc):
+                raise ProviderUnavailable(f"cancelling failed with {describe(exc)}") from exc
+            raise
+
+    def _stoppable(self) -> _Stoppable:
+        return _Stoppable(self.report)
 
     def _part_lines(self, part: Part) -> list[bytes]:
         lines = self._lines.get(part.id)
@@ -370,8 +464,12 @@ class Runner:
     def _step(self, row: Row) -> bytes | Outcome[Any]:
         """The row's run rebuilt from its results: its next request as a batch line, or its
         outcome."""
-        results = [_call_result(r) for r in row.results]
-        step = self.healer._replay(row.messages, results, context=row.context, **self.params)
+        step = self.healer._replay(
+            row.messages,
+            _attempts(row.results, self.resubmits),
+            context=row.context,
+            **self.params,
+        )
         if not isinstance(step, ModelCall):
             return step
         body = request_body(self.provider.name, step, self.healer.target, self.json_mode)
@@ -443,6 +541,22 @@ class _Filling:
         self.size += len(line)
 
 
+class _Stoppable:
+    """Turns `ProviderUnavailable` into `RunReport.stopped`: the call ends cleanly."""
+
+    def __init__(self, report: RunReport) -> None:
+        self.report = report
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: object, exc: object, traceback: object) -> bool:
+        if isinstance(exc, ProviderUnavailable):
+            self.report.stopped = str(exc)
+            return True
+        return False
+
+
 class _Opened:
     """The output file, locked and recovered, for the length of a run."""
 
@@ -467,6 +581,25 @@ def _key_of(row: Mapping[str, Any]) -> str:
     return row_key(row) or ""
 
 
+def _attempts(results: Sequence[Result], resubmits: int) -> list[CallResult]:
+    """A row's results as the engine's model calls: the first `resubmits` transient failures
+    left out (their requests were sent again as they were); a later one is a failed call that
+    says how often it was resubmitted."""
+    calls: list[CallResult] = []
+    spent = 0
+    for result in results:
+        final = result
+        if result.body is None and result.retry:
+            if spent < resubmits:
+                spent += 1
+                continue
+            if resubmits:
+                note = f" (resubmitted {spent} time(s), the most allowed: resubmits={resubmits})"
+                final = dataclasses.replace(result, message=result.message + note)
+        calls.append(_call_result(final))
+    return calls
+
+
 def _call_result(result: Result) -> CallResult:
     if result.body is not None:
         return replied(dict(result.body), result.elapsed_s)
@@ -479,7 +612,7 @@ def _redacted(result: Result, elapsed_s: float) -> Result:
     if result.body is not None:
         return Result(body=result.body, elapsed_s=elapsed_s)
     message = redact_text(result.message)
-    return Result(failure=result.failure, message=message, elapsed_s=elapsed_s)
+    return Result(failure=result.failure, message=message, elapsed_s=elapsed_s, retry=result.retry)
 
 
 def _usage(results: Iterable[Result]) -> tuple[int, int, float | None]:

@@ -1,0 +1,90 @@
+"""Calls to a provider's Batch API that outlast its transient failures, for a bounded time.
+
+Polling a batch and reading its results are safe to repeat, so a transient failure (HTTP 408,
+409, 429, 5xx, a connection or timeout error), after the SDK's own retries, is retried here
+with capped exponential backoff and jitter (`FIRST_DELAY_S` doubling up to `MOST_DELAY_S`, each
+delay drawn from its upper half) until `RETRY_FOR_S` seconds of failures in a row have passed;
+then `ProviderUnavailable` stops the run cleanly (the ledger is at a step boundary: running
+the same command again resumes). Any other exception is raised as it is.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from .result_lines import is_transient_status
+
+__all__ = [
+    "FIRST_DELAY_S",
+    "MOST_DELAY_S",
+    "RETRY_FOR_S",
+    "ProviderUnavailable",
+    "is_transient",
+    "patiently",
+]
+
+FIRST_DELAY_S = 1.0
+MOST_DELAY_S = 60.0
+RETRY_FOR_S = 900.0
+"""How long transient failures in a row are retried before the run stops (15 minutes)."""
+
+_CONNECTION_ERRORS = frozenset({"APIConnectionError", "APITimeoutError", "TransportError"})
+
+T = TypeVar("T")
+
+
+class ProviderUnavailable(Exception):
+    """The provider kept failing transiently for longer than `RETRY_FOR_S`: the run stops,
+    resumable."""
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for a failure worth retrying: an HTTP status 408, 409, 429 or 5xx (an SDK's
+    `status_code`), a connection or timeout error (the SDKs', httpx's, the OS's)."""
+    if is_transient_status(getattr(exc, "status_code", None)):
+        return True
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return True
+    return any(cls.__name__ in _CONNECTION_ERRORS for cls in type(exc).__mro__)
+
+
+def patiently(
+    call: Callable[[], T],
+    what: str,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    on_retry: Callable[[BaseException, float], None] | None = None,
+) -> T:
+    """`call()`, retried after transient failures (see the module); `what` names it in the
+    `ProviderUnavailable` raised once they have gone on for `RETRY_FOR_S` seconds."""
+    start = clock()
+    failures = 0
+    while True:
+        try:
+            return call()
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            delay = min(MOST_DELAY_S, FIRST_DELAY_S * 2.0**failures) * (0.5 + random.random() / 2)
+            failures += 1
+            failing = clock() - start
+            if failing + delay > RETRY_FOR_S:
+                raise ProviderUnavailable(
+                    f"{what} failed {failures} time(s) in a row for {failing:.0f} s, the last "
+                    f"time with {describe(exc)}"
+                ) from exc
+            if on_retry is not None:
+                on_retry(exc, delay)
+            sleep(delay)
+
+
+def describe(exc: BaseException) -> str:
+    """A failure in one line: its HTTP status when it has one, its type and message."""
+    status = getattr(exc, "status_code", None)
+    head = f"HTTP {status} " if isinstance(status, int) else ""
+    text = " ".join(str(exc).split())[:300]
+    return f"{head}{type(exc).__name__}: {text}" if text else f"{head}{type(exc).__name__}"
