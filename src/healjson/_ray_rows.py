@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from healjson._core.diagnostic import _jsonable, short_repr
 from healjson._core.outcome import Outcome
-from healjson._core.redact import redact_data
+from healjson._core.record import revealing
+from healjson._core.redact import redact_data, redact_text
 from healjson._core.reply import Reply, Usage
 from healjson._core.target import Target
 
@@ -312,19 +313,22 @@ def read_history(value: Any) -> tuple[History | None, str | None]:
 
 
 def outcome_row(outcome: Outcome[Any], target: Target[Any], *, full: bool = False) -> Row:
-    """The result columns of a finished run (`full`: with the `outcome` column)."""
+    """The result columns of a finished run (`full`: with the `outcome` column). Every text
+    passes the redactor, with the secrets the run found in the value: a healed value that holds
+    a key the model echoed is written with the key redacted (the outcome's value is not)."""
     usage = outcome.usage
-    row: Row = {
-        "ok": outcome.ok,
-        "value": _value_text(target, outcome.value) if outcome.ok else None,
-        "reason": None if outcome.ok else str(outcome.reason),
-        "attempts": outcome.calls,
-        **_tokens(usage),
-        "cost": usage.cost,
-        "errors": "[]" if outcome.ok else _record_text([d.to_dict() for d in outcome.errors]),
-    }
+    with revealing(outcome):
+        row: Row = {
+            "ok": outcome.ok,
+            "value": redact_text(_value_text(target, outcome.value)) if outcome.ok else None,
+            "reason": None if outcome.ok else str(outcome.reason),
+            "attempts": outcome.calls,
+            **_tokens(usage),
+            "cost": usage.cost,
+            "errors": "[]" if outcome.ok else _record_text([d.to_dict() for d in outcome.errors]),
+        }
     if full:
-        row[OUTCOME_COLUMN] = _record_text(outcome.to_dict())
+        row[OUTCOME_COLUMN] = json.dumps(outcome.to_dict(), ensure_ascii=False)
     return row
 
 
