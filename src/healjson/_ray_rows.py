@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -393,8 +394,30 @@ def result_table(ids: Any, rows: Sequence[Row], extra: Sequence[str] = ()) -> pa
 
     schema = result_schema(ids.type, extra)
     arrays = [ids]
-    arrays.extend(pa.array([row.get(f.name) for row in rows], f.type) for f in list(schema)[1:])
+    arrays.extend(_column([row.get(f.name) for row in rows], f.type) for f in list(schema)[1:])
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _column(values: list[Any], type_: pa.DataType) -> pa.Array:
+    """One result column. Arrow strings are UTF-8: a text holding a lone surrogate (a reply a
+    pandas or dict batch carried as Python text) cannot be written as it is, so in a text column
+    each lone surrogate becomes U+FFFD, in that row alone: the batch's other rows are kept."""
+    import pyarrow as pa
+
+    try:
+        return pa.array(values, type_)
+    except UnicodeEncodeError:
+        if not pa.types.is_string(type_):
+            raise
+        return pa.array([_utf8(value) for value in values], type_)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _utf8(value: Any) -> Any:
+    """`value` with each lone surrogate replaced (text that UTF-8 cannot encode as it is)."""
+    return _SURROGATE.sub("\ufffd", value) if isinstance(value, str) else value
 
 
 def _tokens(usage: Usage) -> dict[str, int]:
