@@ -730,7 +730,7 @@ render_inputs = st.one_of(
     st.integers(min_value=1, max_value=1000).map(_nested),
     st.integers(min_value=1, max_value=1000).map(lambda n: "[" * n),
     st.integers(min_value=10_000, max_value=100_000).map(lambda n: '{"summary": "' + "x" * n),
-    st.sampled_from(['{"urgency": 3, "summary": "\ud800 lone"}', "\udfff", "{\"\udc80\": 1}"]),
+    st.sampled_from(['{"urgency": 3, "summary": "\ud800 lone"}', "\udfff", '{"\udc80": 1}']),
 )
 
 
@@ -744,7 +744,8 @@ def _render_everything(outcome: Any) -> None:
     assert isinstance(json.loads(text), dict)
     rebuilt = healjson.outcome_from_dict(json.loads(text))
     assert rebuilt.ok == outcome.ok
-    assert isinstance(rebuilt.trace(), str) and isinstance(repr(rebuilt), str)
+    assert isinstance(rebuilt.trace(), str)
+    assert isinstance(repr(rebuilt), str)
     if not outcome.ok:
         assert isinstance(str(healjson.DegradedError(outcome)), str)
 

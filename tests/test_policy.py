@@ -102,7 +102,7 @@ class Defined(BaseModel):
 
 
 class Dangling(BaseModel):
-    child: "NotDefinedAnywhere"  # type: ignore[name-defined]  # noqa: F821
+    child: NotDefinedAnywhere  # type: ignore[name-defined]  # noqa: F821
 
 
 @pytest.mark.parametrize("target", ["NoSuchModel", "no.such.Thing", "list[NoSuchItem]", Dangling])
@@ -134,4 +134,6 @@ def test_a_target_naming_nothing_raises_at_construction(target: object) -> None:
 def test_a_string_pydantic_resolves_is_still_a_target() -> None:
     """Type expressions pydantic resolves by itself keep working."""
     assert [1, 2] == healjson.validate("[1, 2]", "list[int]").unwrap()
-    assert isinstance(healjson.Healer(Defined).target.adapter.validate_python({"name": "x"}), Defined)
+    assert isinstance(
+        healjson.Healer(Defined).target.adapter.validate_python({"name": "x"}), Defined
+    )

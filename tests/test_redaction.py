@@ -867,14 +867,15 @@ def test_healjson_batch_rows_and_trace_hide_a_key_the_model_echoes(tmp_path: Any
     source = tmp_path / "in.jsonl"
     source.write_text('{"id": "t1", "prompt": "ticket 1"}\n{"id": "t2", "prompt": "ticket 2"}\n')
     out = tmp_path / "out.jsonl"
-    with ScriptedServer([lambda request: _numbered(key)(request)], repeat=True) as server:
+    with ScriptedServer([_numbered(key)], repeat=True) as server:
         args = ["batch", str(source), "--out", str(out), "--model", "m", "--contracts", pack]
         args += ["--base-url", server.base_url, "--api-key", key, "--full", "--no-progress"]
         result = CliRunner().invoke(app, args, env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
     assert result.exit_code == 0, result.output
     written = out.read_text(encoding="utf-8")
     rows = {row["id"]: row for row in map(json.loads, written.splitlines())}
-    assert rows["t1"]["ok"] is True and rows["t2"]["ok"] is False
+    assert rows["t1"]["ok"] is True
+    assert rows["t2"]["ok"] is False
     assert MARKER in rows["t1"]["value"]["summary"]  # redacted in the row, said so in the docs
     traced = CliRunner().invoke(app, ["trace", str(out)])
     assert traced.exit_code == 0, traced.output
@@ -912,7 +913,8 @@ def test_the_batch_api_ledger_and_rows_hide_a_key_the_model_echoes(tmp_path: Any
         )
     written = out.read_text(encoding="utf-8")
     rows = {row["id"]: row for row in map(json.loads, written.splitlines())}
-    assert rows["t1"]["ok"] is True and rows["t2"]["ok"] is False
+    assert rows["t1"]["ok"] is True
+    assert rows["t2"]["ok"] is False
     with sqlite3.connect(default_ledger(out)) as db:
         ledger = "\n".join(db.iterdump())
     assert "Customer pasted" in ledger  # the results are stored

@@ -683,7 +683,7 @@ def test_a_short_rendering_keeps_the_key_of_a_field_it_cuts(
 ) -> None:
     """A key is shown before its value, so it takes its share of the budget first: a field whose
     long value is cut keeps its name (`{"urgency": 3, "summary": "xxx…"}`, not `"": "xxx…"`)."""
-    value = {key: "x" * size for key in keys}
+    value = dict.fromkeys(keys, "x" * size)
     shown = short_repr(value, limit)
     prefix = json.dumps(value, ensure_ascii=False)
     cut = shown.rsplit("…(+", 1)[0] if "…(+" in shown else shown

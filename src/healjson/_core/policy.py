@@ -84,9 +84,7 @@ class HealPolicy:
         for name in ("token_budget", "max_tokens_cap"):
             if getattr(self, name) is not None:
                 _count(name, getattr(self, name), " or None")
-        _number(
-            "cost_budget", self.cost_budget, lambda x: x > 0, "a number of USD > 0 or None"
-        )
+        _number("cost_budget", self.cost_budget, lambda x: x > 0, "a number of USD > 0 or None")
         _number("max_tokens_growth", self.max_tokens_growth, lambda x: x >= 1, "a number >= 1")
         for name in ("deadline_s", "contract_timeout_s"):
             _number(name, getattr(self, name), lambda x: x > 0, "a number of seconds > 0 or None")

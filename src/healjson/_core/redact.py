@@ -361,10 +361,7 @@ def run_secrets(client: Any = None, params: Mapping[str, Any] | None = None) -> 
 
 def found_in(text: str, forms: tuple[str, ...]) -> bool:
     """True when one of the secret `forms` occurs in `text`."""
-    for form in forms:
-        if form in text:
-            return True
-    return False
+    return any(form in text for form in forms)
 
 
 def scrub(value: Any, forms: tuple[str, ...]) -> Any:

@@ -25,13 +25,14 @@ import dataclasses
 import json
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from .outcome import Degraded
 from .record import outcome_data
 from .redact import found_in, scrub
 
 if TYPE_CHECKING:
-    from .outcome import Degraded, Healed
+    from .outcome import Healed
 
-O = TypeVar("O", bound="Healed[Any] | Degraded[Any]")
+OutcomeT = TypeVar("OutcomeT", bound="Healed[Any] | Degraded[Any]")
 
 __all__ = ["seal"]
 
@@ -41,11 +42,27 @@ _ESCAPES: Final = ("\\u", "\\U", "\\x", "\\/")
 _PLAIN_ESCAPED: Final = frozenset('"\\\b\f\n\r\t')  # what the other escapes spell
 
 
-def seal(outcome: O, forms: tuple[str, ...]) -> O:
+def seal(outcome: OutcomeT, forms: tuple[str, ...]) -> OutcomeT:
     """`outcome` as it may be kept: see the module docstring. `forms`: the secret forms the run
     knows (`redact.run_secrets()`); the very same outcome when none occurs in it."""
     if not forms:
         return outcome
+    raw = outcome.raw_text
+    if type(raw) is str and "\\" not in raw and len(outcome.attempts) == 1:
+        # the common end, a first reply: one text to search (the attempt's own, or none)
+        first = outcome.attempts[0]
+        if (
+            (first.raw_text is raw or first.raw_text is None)
+            and not first.reasoning
+            and not first.tool_calls
+            and not first.error
+            and (outcome.ok or outcome.fallback is None)
+        ):
+            for form in forms:
+                if form in raw:
+                    break
+            else:
+                return outcome
     shown, escaped = _texts_show(outcome, forms)
     if not shown and not escaped:
         return outcome  # the caller's objects come from these texts: nothing to find in them
@@ -67,7 +84,6 @@ def _found(outcome: Healed[Any] | Degraded[Any], forms: tuple[str, ...]) -> tupl
 def _texts_show(outcome: Healed[Any] | Degraded[Any], forms: tuple[str, ...]) -> tuple[bool, bool]:
     """Whether a secret form occurs in the model's texts of the run, and whether one of them
     has an escape that could spell one."""
-    plain_escapes = any(not _PLAIN_ESCAPED.isdisjoint(form) for form in forms)
     escaped = False
     texts: list[str | None] = [outcome.raw_text]
     for attempt in outcome.attempts:
@@ -79,19 +95,21 @@ def _texts_show(outcome: Healed[Any] | Degraded[Any], forms: tuple[str, ...]) ->
         if found_in(text, forms):
             return True, True
         if not escaped and "\\" in text:
-            escaped = plain_escapes or any(escape in text for escape in _ESCAPES)
+            escaped = any(escape in text for escape in _ESCAPES) or any(
+                not _PLAIN_ESCAPED.isdisjoint(form) for form in forms
+            )
     if not outcome.ok and outcome.fallback is not None:
         escaped = True  # the caller's fallback: its own object, looked at only here
     return False, escaped
 
 
-def _scrubbed(outcome: O, forms: tuple[str, ...]) -> O:
+def _scrubbed(outcome: OutcomeT, forms: tuple[str, ...]) -> OutcomeT:
     """A copy whose stored texts hold none of `forms` (the caller's objects kept as they are)."""
     changes: dict[str, Any] = {
         "attempts": _clean(outcome.attempts, forms, 0),
         "raw_text": scrub(outcome.raw_text, forms),
     }
-    if not outcome.ok:
+    if isinstance(outcome, Degraded):
         changes["errors"] = _clean(outcome.errors, forms, 0)
     return dataclasses.replace(outcome, **changes)
 

@@ -41,7 +41,8 @@ instructor's keywords are translated at call time: `max_retries=N` is
 `HealPolicy(max_attempts=N + 1)` (instructor itself always gets `max_retries=0`: healjson repairs)
 and `validation_context=` is the contracts' `context=`; `context=` goes to the contracts and is
 not used for instructor's message templating. `create_with_completion` is healed too (it returns
-`(outcome, completion)`), on the client and on `chat.completions` alike. `create_partial` and `create_iterable` are healed streams over OpenAI
+`(outcome, completion)`), on the client and on `chat.completions` alike. `create_partial` and
+`create_iterable` are healed streams over OpenAI
 and Anthropic clients (`instructor.from_openai`, `from_anthropic`): the request goes through
 healjson's own adapter on the provider client inside (healjson's JSON tier, not instructor's
 `Mode`; Anthropic: the schema in the system prompt, `_anthropic`), `create_partial` yields
