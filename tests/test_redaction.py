@@ -736,7 +736,6 @@ def _printed(outcome: Any, logs: Any = ()) -> dict[str, str]:
         "to_dict": json.dumps(outcome.to_dict()),
         "trace_json": outcome.trace("json"),
         "trace_markdown": outcome.trace("markdown"),
-        "attempts": repr(outcome.attempts),
         "events": json.dumps(list(logs), default=str),
         "batch_row": json.dumps(outcome_row(Job(id=1, line=1), outcome, full=True)),
         "ray_row": json.dumps(_ray_row(outcome, full=True)),
@@ -820,7 +819,8 @@ def test_a_healer_with_a_key_bearing_client_hides_the_echoed_key(form: str, scri
     outcome = healer._run_for(client, model, USER, None, {})
 
     assert outcome.ok is (script != "degraded")
-    _assert_hidden(key, {**_printed(outcome), "raw_text": outcome.raw_text or ""})
+    stored = {"raw_text": outcome.raw_text or "", "attempts": repr(outcome.attempts)}
+    _assert_hidden(key, {**_printed(outcome), **stored})  # stored model text: redacted
 
 
 @pytest.mark.parametrize("form", _ECHO_FORMS)
@@ -951,3 +951,40 @@ def test_ray_heal_batch_columns_hide_a_key_the_model_echoes() -> None:
     assert columns["ok"] == [True, False]
     assert MARKER in columns["value"][0]
     _assert_hidden(key, {name: json.dumps(columns[name]) for name in columns})
+
+
+def test_the_callers_own_objects_are_kept_whole_and_rendered_redacted() -> None:
+    """A contract's violation value and a fallback are the caller's objects: a run that knows
+    the key keeps them as they are (the very objects) and redacts only their renderings."""
+    import dataclasses
+
+    from healjson import Violation, contract
+
+    key = "sk-callers-object-KEY-0123456789"
+
+    @dataclasses.dataclass(frozen=True)
+    class Seen:
+        note: str
+
+        def __post_init__(self) -> None:  # a copy through its __init__ would run this again
+            if not self.note:
+                raise ValueError("note")
+
+    seen = Seen(f"the model said {key}")
+    fallback = {"default": f"keep {key}"}
+
+    @contract(fields=("summary",))
+    def never(ticket: Ticket) -> Violation | None:
+        return Violation("never valid", value=seen)
+
+    healer = Healer(Ticket, contracts=[never], fallback=fallback)
+    model = ScriptedModel([_good(key, "raw")] * 3)
+    outcome = healer._run_for(SimpleNamespace(api_key=key), model, USER, None, {})
+
+    assert isinstance(outcome, Degraded)
+    assert outcome.fallback is fallback
+    assert outcome.errors[0].value is seen
+    shown = _printed(outcome)
+    del shown["errors"]  # `repr(outcome.errors)` prints the caller's object as it is, on its own
+    _assert_hidden(key, {**shown, "raw_text": outcome.raw_text or ""})
+    assert MARKER in (outcome.attempts[0].raw_text or "")  # the model's text: stored redacted

@@ -21,6 +21,11 @@ both traces and batch rows. Every one of those passes through this module, by co
 
 Each match becomes `[redacted]`. Redaction is idempotent, and every pattern is linear: no nested
 quantifier runs over unbounded text.
+
+Model text included: a model can echo a key (a proxy that reflects headers, a prompt-injected
+reply). When a run ends inside a scope, `seal` removes the known secrets from what its outcome
+stores and remembers those the caller's own objects show (the value is never altered), so that
+every rendering of the outcome, after the scope is gone, removes them too (`trace.revealing`).
 """
 
 from __future__ import annotations
@@ -378,9 +383,10 @@ def _scrub(value: Any, forms: tuple[str, ...], depth: int) -> Any:
             if form in value:
                 value = value.replace(form, MARKER)
         return value
-    if depth >= _MAX_DEPTH or not isinstance(value, list | tuple | dict):
-        return value
-    if isinstance(value, dict):
+    kind = type(value)
+    if depth >= _MAX_DEPTH or not (kind is list or kind is tuple or kind is dict):
+        return value  # other types (subclasses too) are kept whole: a copy could change them
+    if kind is dict:
         changed = {}
         for key, item in value.items():
             new = _scrub(item, forms, depth + 1)
@@ -390,7 +396,7 @@ def _scrub(value: Any, forms: tuple[str, ...], depth: int) -> Any:
     items = [_scrub(item, forms, depth + 1) for item in value]
     if all(new is old for new, old in zip(items, value, strict=True)):
         return value
-    return tuple(items) if isinstance(value, tuple) else items
+    return tuple(items) if kind is tuple else items
 
 
 # -- internals -----------------------------------------------------------------------------------

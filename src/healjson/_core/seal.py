@@ -25,9 +25,13 @@ import dataclasses
 import json
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from .attempt import Attempt
+from .diagnostic import Diagnostic
 from .outcome import Degraded
 from .record import outcome_data
 from .redact import found_in, scrub
+from .repair import RepairPrompt
+from .reply import ToolCall
 
 if TYPE_CHECKING:
     from .outcome import Healed
@@ -37,6 +41,7 @@ OutcomeT = TypeVar("OutcomeT", bound="Healed[Any] | Degraded[Any]")
 __all__ = ["seal"]
 
 _MAX_DEPTH: Final = 64
+_RECORDS: Final = frozenset({Attempt, Diagnostic, RepairPrompt, ToolCall})
 # escapes that can spell any character (JSON's `\uXXXX` and `\/`, a lenient reader's `\x41`)
 _ESCAPES: Final = ("\\u", "\\U", "\\x", "\\/")
 _PLAIN_ESCAPED: Final = frozenset('"\\\b\f\n\r\t')  # what the other escapes spell
@@ -56,7 +61,7 @@ def seal(outcome: OutcomeT, forms: tuple[str, ...]) -> OutcomeT:
             and not first.reasoning
             and not first.tool_calls
             and not first.error
-            and (outcome.ok or outcome.fallback is None)
+            and not (isinstance(outcome, Degraded) and outcome.fallback is not None)
         ):
             for form in forms:
                 if form in raw:
@@ -119,7 +124,7 @@ def _clean(value: Any, forms: tuple[str, ...], depth: int) -> Any:
     calls): the same object when nothing changed."""
     if isinstance(value, str) or depth >= _MAX_DEPTH:
         return scrub(value, forms)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if type(value) in _RECORDS:  # healjson's own: a caller's objects are never rebuilt
         changes = {}
         for field in dataclasses.fields(value):
             if field.init:
@@ -128,16 +133,17 @@ def _clean(value: Any, forms: tuple[str, ...], depth: int) -> Any:
                 if new is not old:
                     changes[field.name] = new
         return dataclasses.replace(value, **changes) if changes else value
-    if isinstance(value, dict):
+    kind = type(value)
+    if kind is dict:
         changed = {}
         for key, item in value.items():
             new = _clean(item, forms, depth + 1)
             if new is not item:
                 changed[key] = new
         return {**value, **changed} if changed else value
-    if isinstance(value, list | tuple):
+    if kind is list or kind is tuple:
         items = [_clean(item, forms, depth + 1) for item in value]
         if all(new is old for new, old in zip(items, value, strict=True)):
             return value
-        return tuple(items) if isinstance(value, tuple) else items
-    return value
+        return tuple(items) if kind is tuple else items
+    return value  # other objects are kept whole; what they show is found and redacted later
