@@ -196,6 +196,33 @@ def test_model_call_style_degrades_instead_of_raising(mode: Mode) -> None:
     assert 1 == outcome.calls
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("returned", [None, 42, ["not", "a", "reply"]], ids=["none", "int", "list"])
+def test_a_model_call_returning_no_reply_degrades_after_one_call(mode: Mode, returned: Any) -> None:
+    """A model call that returns no reply (None from a missing `return`, or any other type it
+    cannot read) is a bug in the call: one call, `api_error`, and the message says what it
+    returned; None is not an empty answer to ask again for."""
+    calls: list[Any] = []
+
+    def sync_call(messages: Any, **params: Any) -> Any:
+        calls.append(messages)
+        return returned
+
+    async def async_call(messages: Any, **params: Any) -> Any:
+        calls.append(messages)
+        return returned
+
+    call: Callable[..., Any] = sync_call if mode == "sync" else async_call
+
+    outcome = finish(mode, healjson.heal(Invoice)(call)("Extract."))
+
+    assert isinstance(outcome, Degraded)
+    assert Reason.API_ERROR == outcome.reason
+    assert 1 == len(calls) == outcome.calls
+    if returned is None:
+        assert "returned None (a missing `return`?)" in (outcome.attempts[0].error or "")
+
+
 # ---------------------------------------------------------------------------------------------
 # Style (b): the function builds the prompt, `client=` makes the call
 # ---------------------------------------------------------------------------------------------

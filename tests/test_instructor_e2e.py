@@ -319,25 +319,29 @@ def test_validation_context_reaches_the_contracts(scripted_server: ScriptedServe
     assert {"names": ["Ann"]} in seen
 
 
+@pytest.mark.parametrize("via", ["client", "chat.completions"])
 def test_create_with_completion_is_healed_and_returns_the_raw_completion(
-    scripted_server: ScriptedServer, runner: str
+    scripted_server: ScriptedServer, runner: str, via: str
 ) -> None:
-    """A fenced answer instructor would reject heals in one call; the completion comes too."""
+    """A fenced answer instructor would reject heals in one call; the completion comes too.
+    `chat.completions.create_with_completion` is healed as the client's own."""
     scripted_server.push(reply(JSON, f"```json\n{GOOD}\n```"))
+
+    def method(client: Any) -> Any:
+        owner = client if via == "client" else client.chat.completions
+        return owner.create_with_completion
 
     async def go_async() -> Any:
         async with async_sdk(scripted_server) as sdk:
             client = healjson.wrap(instructor.from_openai(sdk, mode=JSON))
-            return await client.create_with_completion(
-                model="gpt-test", messages=USER, response_model=Person
-            )
+            return await method(client)(model="gpt-test", messages=USER, response_model=Person)
 
     if runner == "async":
         outcome, completion = asyncio.run(go_async())
     else:
         with sync_sdk(scripted_server) as sdk:
             client = healjson.wrap(instructor.from_openai(sdk, mode=JSON))
-            outcome, completion = client.create_with_completion(
+            outcome, completion = method(client)(
                 model="gpt-test", messages=USER, response_model=Person
             )
     assert isinstance(outcome, Healed)
@@ -476,7 +480,7 @@ def test_wrap_recognises_an_instructor_client(scripted_server: ScriptedServer) -
         assert isinstance(client, InstructorClient)
         assert JSON == client.mode
         assert sdk is client.client
-        assert bare.create_with_completion == client.chat.completions.create_with_completion
+        assert bare.handle_kwargs == client.chat.completions.handle_kwargs
         assert bare.on == client.chat.on
         assert bare is InstructorClient(client).wrapped
 

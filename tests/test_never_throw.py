@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 from typing import Any, Literal
 
-from hypothesis import assume, given
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, TypeAdapter
 
@@ -709,3 +709,56 @@ def test_a_malformed_violation_always_degrades_validate_with_contract_error(
     assert isinstance(outcome, Degraded)
     assert Reason.CONTRACT_ERROR == outcome.reason
     _check_renders(outcome)
+
+
+# --- rendering: every outcome renders, whatever the input ---------------------------------------
+
+
+def _nested(depth: int) -> str:
+    return '{"a": ' * depth + "1" + "}" * depth
+
+
+render_inputs = st.one_of(
+    any_texts,
+    st.text(alphabet=st.characters(codec=None, categories=None), max_size=40),  # lone surrogates
+    st.binary(max_size=80),
+    st.binary(max_size=80).map(bytearray),
+    st.builds(
+        lambda text: text.encode("utf-8", "surrogatepass"),
+        st.text(alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), max_size=4),
+    ),
+    st.integers(min_value=1, max_value=1000).map(_nested),
+    st.integers(min_value=1, max_value=1000).map(lambda n: "[" * n),
+    st.integers(min_value=10_000, max_value=100_000).map(lambda n: '{"summary": "' + "x" * n),
+    st.sampled_from(['{"urgency": 3, "summary": "\ud800 lone"}', "\udfff", '{"\udc80": 1}']),
+)
+
+
+def _render_everything(outcome: Any) -> None:
+    """Every rendering of an outcome: each returns text, none raises."""
+    assert isinstance(repr(outcome), str)
+    record = outcome.to_dict()
+    json.dumps(record)  # JSON data
+    assert isinstance(outcome.trace(), str)
+    text = outcome.trace("json")
+    assert isinstance(json.loads(text), dict)
+    rebuilt = healjson.outcome_from_dict(json.loads(text))
+    assert rebuilt.ok == outcome.ok
+    assert isinstance(rebuilt.trace(), str)
+    assert isinstance(repr(rebuilt), str)
+    if not outcome.ok:
+        assert isinstance(str(healjson.DegradedError(outcome)), str)
+
+
+@settings(max_examples=60, deadline=None)
+@given(reply=render_inputs, target=st.sampled_from([Ticket, dict, list[int], str]))
+@example(reply=b'{"urgency": 3, "summary": "bytes in"}', target=Ticket)
+@example(reply=bytearray(b"not json"), target=Ticket)
+def test_every_renderer_renders_the_outcome_of_any_input(reply: Any, target: Any) -> None:
+    """`repr`, `to_dict`, `trace()` (Markdown and JSON) and the record round trip never raise on
+    the outcome of any input: text, bytes, bytearray, lone surrogates, huge or deep replies."""
+    outcome = healjson.validate(reply, target)
+    assert isinstance(outcome.raw_text, str)  # the caller's bytes are kept as text
+    _render_everything(outcome)
+    model = ScriptedModel([reply if isinstance(reply, str) else bytes(reply).decode("latin-1")])
+    _render_everything(Healer(target, policy=HealPolicy(max_attempts=1)).run(model, "?"))

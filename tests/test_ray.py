@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
 import openai
 import pandas as pd
 import pyarrow as pa
@@ -946,3 +947,38 @@ def test_map_batches_postprocess_over_1000_rows_in_two_passes() -> None:
         else:
             check_healed(row, n)
             assert (2 if n in expect_pending else 1) == row["attempts"]
+
+
+@pytest.mark.parametrize("batch_format", ["numpy", "pandas", "lists"])
+@pytest.mark.parametrize("include_outcome", [False, True])
+def test_a_lone_surrogate_in_a_reply_costs_only_its_own_row(
+    batch_format: str, include_outcome: bool
+) -> None:
+    """A reply text holding a lone surrogate (pandas and dict batches carry Python text, which
+    Arrow's UTF-8 strings cannot hold as it is) gets its own result, written with U+FFFD in place
+    of the surrogate; the batch's other rows are the ones a batch without it gets."""
+    post = HealReplies(Extract, policy=HealPolicy(max_attempts=1), include_outcome=include_outcome)
+    message = [{"role": "user", "content": "doc 1: valid"}]
+    clean = json.dumps(good(1))
+    texts = [clean, clean.replace('"title": "', '"title": "\ud800'), "\udfff not json", clean]
+    ids = list(range(len(texts)))
+    batch: Any = {"id": ids, "messages": [message] * len(texts), "generated_text": texts}
+    if batch_format == "numpy":
+        batch = {name: np.array(values, dtype=object) for name, values in batch.items()}
+    elif batch_format == "pandas":
+        batch = pd.DataFrame({name: pd.Series(v, dtype=object) for name, v in batch.items()})
+
+    found = rows_of(post(batch))
+
+    assert ids == [row["id"] for row in found]
+    assert [True, False, False, True] == [row["ok"] for row in found]
+    alone = rows_of(post({"id": [0], "messages": [message], "generated_text": [clean]}))[0]
+    alone.pop("outcome", None)  # its run id is its own
+    for index in (0, 3):
+        found[index].pop("outcome", None)
+        assert {**alone, "id": index} == found[index]
+    for row in found[1:3]:
+        assert "invalid_output" == row["reason"]
+        json.dumps(row, ensure_ascii=False).encode("utf-8")  # valid UTF-8 throughout
+        if include_outcome:
+            assert "\ufffd" in row["outcome"]  # the raw text as written: the surrogate replaced

@@ -693,3 +693,298 @@ def test_a_remembered_clean_value_is_checked_again_for_another_key() -> None:
     assert {"user": redact.MARKER} == redact.redact_params({"user": value}, client=second)
     first.api_key = value  # rotated to the very value: it is a secret now
     assert {"user": redact.MARKER} == redact.redact_params({"user": value}, client=first)
+
+
+# ---------------------------------------------------------------------------------------------
+# A key the model echoes (a proxy reflecting headers, a prompt-injected reply): on every path,
+# in no persisted or printed form; the caller's value itself is not altered
+# ---------------------------------------------------------------------------------------------
+
+_ECHO_FORMS = ("raw", "escaped", "bearer")
+
+
+def _echo(key: str, form: str) -> str:
+    """The key as the model writes it inside a JSON string (`escaped`: its first character as a
+    JSON `\\u` escape, so the raw text does not show it but the parsed value does)."""
+    if form == "escaped":
+        return f"echo \\u{ord(key[0]):04x}{key[1:]}"
+    if form == "bearer":
+        return f"Authorization: Bearer {key}"
+    return f"the key is {key} ok"
+
+
+def _good(key: str, form: str) -> str:
+    return f'{{"urgency": 3, "summary": "{_echo(key, form)}"}}'
+
+
+def _bad(key: str, form: str) -> str:
+    return f'{{"urgency": "{_echo(key, form)}", "summary": "{_echo(key, form)}"}}'
+
+
+def _scripts(key: str, form: str) -> dict[str, list[str]]:
+    return {
+        "healed": [_good(key, form)],
+        "repaired": [_bad(key, form), _good(key, form)],
+        "degraded": [_bad(key, form), _bad(key, form)],
+    }
+
+
+def _printed(outcome: Any, logs: Any = ()) -> dict[str, str]:
+    """Every persisted or printed form of an outcome (the caller's value itself aside)."""
+    shown = {
+        "repr": repr(outcome),
+        "to_dict": json.dumps(outcome.to_dict()),
+        "trace_json": outcome.trace("json"),
+        "trace_markdown": outcome.trace("markdown"),
+        "events": json.dumps(list(logs), default=str),
+        "batch_row": json.dumps(outcome_row(Job(id=1, line=1), outcome, full=True)),
+        "ray_row": json.dumps(_ray_row(outcome, full=True)),
+    }
+    if not outcome.ok:
+        shown["errors"] = repr(outcome.errors)
+        shown["unwrap"] = str(DegradedError(outcome))
+    return shown
+
+
+def _ray_row(outcome: Any, *, full: bool) -> dict[str, Any]:
+    from healjson._core.target import target_for
+    from healjson._ray_rows import outcome_row as ray_outcome_row
+
+    return ray_outcome_row(outcome, target_for(Ticket), full=full)
+
+
+def _assert_hidden(key: str, shown: dict[str, str]) -> None:
+    for where, text in shown.items():
+        assert key not in text, f"{where} shows the key"
+        assert key[: len(key) // 2 + 4] not in text, f"{where} shows part of the key"
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    key=secrets_st,
+    form=st.sampled_from(_ECHO_FORMS),
+    script=st.sampled_from(["healed", "repaired", "degraded"]),
+    mode=st.sampled_from(["sync", "async"]),
+)
+def test_a_key_the_model_echoes_through_a_wrapped_client_is_in_no_output(
+    key: str, form: str, script: str, mode: Mode
+) -> None:
+    """wrap(OpenAI(api_key=key)) over real HTTP; the model's replies carry the key: the value
+    holds it (unaltered), and no repr, record, trace, event, row or error shows it."""
+    from healjson.testing import ScriptedServer
+
+    with (
+        ScriptedServer(_scripts(key, form)[script]) as server,
+        capture_logs() as logs,
+        healjson.set_logger(None, include_content=True),
+    ):
+        options: dict[str, Any] = {"base_url": server.base_url, "api_key": key, "max_retries": 0}
+        policy = healjson.HealPolicy(max_attempts=2)
+        call = {"model": "m", "messages": USER, "response_model": Ticket}
+        if mode == "sync":
+            http = openai.DefaultHttpxClient(verify=_SSL)
+            with openai.OpenAI(**options, http_client=http) as sdk:
+                outcome = healjson.wrap(sdk, policy=policy).chat.completions.create(**call)
+        else:
+
+            async def main() -> Any:
+                http = openai.DefaultAsyncHttpxClient(verify=_SSL)
+                async with openai.AsyncOpenAI(**options, http_client=http) as sdk:
+                    wrapped = healjson.wrap(sdk, policy=policy)
+                    return await wrapped.chat.completions.create(**call)
+
+            outcome = asyncio.run(main())
+
+    assert outcome.ok is (script != "degraded")
+    if outcome.ok:
+        assert key in outcome.value.summary  # the caller gets the real value
+    stored = {"raw_text": outcome.raw_text or "", "attempts": repr(outcome.attempts)}
+    _assert_hidden(key, {**_printed(outcome, logs), **stored})  # stored model text: redacted
+
+
+@pytest.mark.parametrize("form", _ECHO_FORMS)
+@pytest.mark.parametrize("script", ["healed", "repaired", "degraded"])
+def test_a_healer_with_a_key_bearing_client_hides_the_echoed_key(form: str, script: str) -> None:
+    """`Healer` run for a client that holds the key (the adapters' entry), over a scripted
+    model: the same."""
+    key = "sk-healer-held-KEY-0123456789"
+    client = SimpleNamespace(api_key=key)
+    healer = Healer(Ticket, policy=healjson.HealPolicy(max_attempts=2))
+    model = ScriptedModel(_scripts(key, form)[script])
+
+    outcome = healer._run_for(client, model, USER, None, {})
+
+    assert outcome.ok is (script != "degraded")
+    stored = {"raw_text": outcome.raw_text or "", "attempts": repr(outcome.attempts)}
+    _assert_hidden(key, {**_printed(outcome), **stored})  # stored model text: redacted
+
+
+@pytest.mark.parametrize("form", _ECHO_FORMS)
+def test_validate_hides_a_key_its_scope_knows_and_shapes_without_one(form: str) -> None:
+    """`validate` inside a scope that knows the key hides it; without one, a credential shape
+    in the value (`Authorization: Bearer ...`) is still redacted in every rendering."""
+    key = "sk-validate-KEY-0123456789"
+    with secrets_scope(SimpleNamespace(api_key=key)):
+        outcome = healjson.validate(_good(key, form), Ticket)
+    assert key in outcome.unwrap().summary
+    _assert_hidden(key, _printed(outcome))
+
+    bare = healjson.validate(_good(key, "bearer"), Ticket)
+    assert key in bare.unwrap().summary
+    _assert_hidden(key, _printed(bare))
+
+
+def _numbered(key: str) -> Any:
+    """A scripted batch endpoint: ticket 1 answers with the key in a valid value, ticket 2 with
+    it in an invalid one (it degrades), whatever the round."""
+    from healjson.testing import ScriptedReply
+
+    def answer(body: dict[str, Any], *_: Any) -> Any:
+        body = body.get("body", body)
+        text = json.dumps(body.get("messages", body))
+        summary = f"Customer pasted {key} in the chat"
+        ticket = {"urgency": 2, "category": "logistics", "summary": summary}
+        ticket["orderId"] = "ORD-000001" if "ticket 1" in text else f"not an order id {key}"
+        return ScriptedReply(content=json.dumps(ticket))
+
+    return answer
+
+
+def test_healjson_batch_rows_and_trace_hide_a_key_the_model_echoes(tmp_path: Any) -> None:
+    """`healjson batch --full` rows (a healed value holding the key is redacted in its row) and
+    `healjson trace` on them show no echoed key."""
+    from typer.testing import CliRunner
+
+    from healjson._cli.app import app
+    from healjson.testing import ScriptedServer
+
+    key = "sk-batch-cli-KEY-0123456789"
+    pack = str(__import__("pathlib").Path(__file__).parent / "fixtures" / "cli" / "ticket_pack.py")
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": "t1", "prompt": "ticket 1"}\n{"id": "t2", "prompt": "ticket 2"}\n')
+    out = tmp_path / "out.jsonl"
+    with ScriptedServer([_numbered(key)], repeat=True) as server:
+        args = ["batch", str(source), "--out", str(out), "--model", "m", "--contracts", pack]
+        args += ["--base-url", server.base_url, "--api-key", key, "--full", "--no-progress"]
+        result = CliRunner().invoke(app, args, env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
+    assert result.exit_code == 0, result.output
+    written = out.read_text(encoding="utf-8")
+    rows = {row["id"]: row for row in map(json.loads, written.splitlines())}
+    assert rows["t1"]["ok"] is True
+    assert rows["t2"]["ok"] is False
+    assert MARKER in rows["t1"]["value"]["summary"]  # redacted in the row, said so in the docs
+    traced = CliRunner().invoke(app, ["trace", str(out)])
+    assert traced.exit_code == 0, traced.output
+    _assert_hidden(key, {"rows": written, "trace": traced.output, "stdout": result.output})
+
+
+def test_the_batch_api_ledger_and_rows_hide_a_key_the_model_echoes(tmp_path: Any) -> None:
+    """`run_batch_api`: the SQLite ledger (results as received), the output rows and the trace
+    of a full row hold no echoed key."""
+    import sqlite3
+
+    from healjson.batch_api import default_ledger, run_batch_api
+    from healjson.testing import ScriptedServer
+
+    key = "sk-batch-api-KEY-0123456789"
+    sys_path = __import__("pathlib").Path(__file__).parent / "fixtures" / "cli"
+    __import__("sys").path.insert(0, str(sys_path))
+    from ticket_pack import Ticket as PackTicket
+
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": "t1", "prompt": "ticket 1"}\n{"id": "t2", "prompt": "ticket 2"}\n')
+    out = tmp_path / "out.jsonl"
+    answer = _numbered(key)
+    with ScriptedServer(batch_replies=lambda custom_id, body: answer(body)) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key=key, max_retries=0)
+        run_batch_api(
+            source,
+            out,
+            client=client,
+            model="m",
+            response_model=PackTicket,
+            policy=healjson.HealPolicy(max_attempts=2),
+            full=True,
+            poll_interval_s=0,
+        )
+    written = out.read_text(encoding="utf-8")
+    rows = {row["id"]: row for row in map(json.loads, written.splitlines())}
+    assert rows["t1"]["ok"] is True
+    assert rows["t2"]["ok"] is False
+    with sqlite3.connect(default_ledger(out)) as db:
+        ledger = "\n".join(db.iterdump())
+    assert "Customer pasted" in ledger  # the results are stored
+    _assert_hidden(key, {"rows": written, "ledger": ledger})
+
+
+def test_ray_heal_batch_columns_hide_a_key_the_model_echoes() -> None:
+    """`healjson.ray.HealBatch` (called directly, no Ray start): the `value`, `errors` and
+    `outcome` columns hold no echoed key."""
+    pytest.importorskip("ray")
+    import pandas as pd
+
+    from healjson.ray import HealBatch
+    from healjson.testing import ScriptedServer
+
+    key = "sk-ray-column-KEY-0123456789"
+    replies = {"1": _good(key, "raw"), "2": _bad(key, "raw")}
+
+    def answer(request: dict[str, Any]) -> str:
+        text = json.dumps(request["messages"])
+        return replies["1" if "row 1" in text else "2"]
+
+    with ScriptedServer([answer], repeat=True) as server:
+
+        def factory() -> openai.AsyncOpenAI:
+            return openai.AsyncOpenAI(api_key=key, base_url=server.base_url, max_retries=0)
+
+        policy = healjson.HealPolicy(max_attempts=1)
+        with HealBatch(
+            factory, model="m", response_model=Ticket, include_outcome=True, policy=policy
+        ) as heal:
+            table = heal(pd.DataFrame({"id": [1, 2], "prompt": ["row 1", "row 2"]}))
+    columns = table.to_pydict()
+    assert columns["ok"] == [True, False]
+    assert MARKER in columns["value"][0]
+    _assert_hidden(key, {name: json.dumps(columns[name]) for name in columns})
+
+
+def test_the_callers_own_objects_are_kept_whole_and_rendered_redacted() -> None:
+    """A contract's violation value and a fallback are the caller's objects: a run that knows
+    the key keeps them as they are (the very objects) and redacts only their renderings."""
+    import dataclasses
+
+    from healjson import Violation, contract
+
+    key = "sk-callers-object-KEY-0123456789"
+
+    @dataclasses.dataclass(frozen=True)
+    class Seen:
+        note: str
+
+        def __post_init__(self) -> None:  # a copy through its __init__ would run this again
+            if not self.note:
+                raise ValueError("note")
+
+    seen = Seen(f"the model said {key}")
+    fallback = {"default": f"keep {key}"}
+
+    @contract(fields=("summary",))
+    def never(ticket: Ticket) -> Violation | None:
+        return Violation("never valid", value=seen)
+
+    healer = Healer(Ticket, contracts=[never], fallback=fallback)
+    model = ScriptedModel([_good(key, "raw")] * 3)
+    outcome = healer._run_for(SimpleNamespace(api_key=key), model, USER, None, {})
+
+    assert isinstance(outcome, Degraded)
+    assert outcome.fallback is fallback
+    assert outcome.errors[0].value is seen
+    shown = _printed(outcome)
+    del shown["errors"]  # `repr(outcome.errors)` prints the caller's object as it is, on its own
+    _assert_hidden(key, {**shown, "raw_text": outcome.raw_text or ""})
+    assert MARKER in (outcome.attempts[0].raw_text or "")  # the model's text: stored redacted

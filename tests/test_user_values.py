@@ -666,3 +666,36 @@ def test_an_outcome_repr_is_short_and_the_record_stays_whole() -> None:
     for outcome in (healed, degraded):
         assert len(repr(outcome)) < 400
         assert long_summary in json.dumps(outcome.to_dict())
+
+
+@given(
+    keys=st.lists(
+        st.text("abcdefghijklmnopqrstuvwxyz _-é", min_size=1, max_size=12),
+        min_size=1,
+        max_size=4,
+        unique=True,
+    ),
+    size=st.integers(min_value=0, max_value=600),
+    limit=st.integers(min_value=40, max_value=300),
+)
+def test_a_short_rendering_keeps_the_key_of_a_field_it_cuts(
+    keys: list[str], size: int, limit: int
+) -> None:
+    """A key is shown before its value, so it takes its share of the budget first: a field whose
+    long value is cut keeps its name (`{"urgency": 3, "summary": "xxx…"}`, not `"": "xxx…"`)."""
+    value = dict.fromkeys(keys, "x" * size)
+    shown = short_repr(value, limit)
+    prefix = json.dumps(value, ensure_ascii=False)
+    cut = shown.rsplit("…(+", 1)[0] if "…(+" in shown else shown
+    assert prefix.startswith(cut)  # what is shown is the true rendering's start
+
+
+def test_repr_of_a_healed_value_with_a_long_field_names_the_field() -> None:
+    """The reported case: `repr(outcome)` shows `"summary"` before its cut value."""
+
+    class Ticket(BaseModel):
+        urgency: int
+        summary: str
+
+    outcome = healjson.validate(json.dumps({"urgency": 3, "summary": "x" * 500}), Ticket)
+    assert repr(outcome).startswith('Healed(value={"urgency": 3, "summary": "xxx')

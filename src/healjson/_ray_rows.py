@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from healjson._core.diagnostic import _jsonable, short_repr
 from healjson._core.outcome import Outcome
-from healjson._core.redact import redact_data
+from healjson._core.record import revealing
+from healjson._core.redact import redact_data, redact_text
 from healjson._core.reply import Reply, Usage
 from healjson._core.target import Target
 
@@ -331,19 +333,22 @@ def read_history(value: Any) -> tuple[History | None, str | None]:
 
 
 def outcome_row(outcome: Outcome[Any], target: Target[Any], *, full: bool = False) -> Row:
-    """The result columns of a finished run (`full`: with the `outcome` column)."""
+    """The result columns of a finished run (`full`: with the `outcome` column). Every text
+    passes the redactor, with the secrets the run found in the value: a healed value that holds
+    a key the model echoed is written with the key redacted (the outcome's value is not)."""
     usage = outcome.usage
-    row: Row = {
-        "ok": outcome.ok,
-        "value": _value_text(target, outcome.value) if outcome.ok else None,
-        "reason": None if outcome.ok else str(outcome.reason),
-        "attempts": outcome.calls,
-        **_tokens(usage),
-        "cost": usage.cost,
-        "errors": "[]" if outcome.ok else _record_text([d.to_dict() for d in outcome.errors]),
-    }
+    with revealing(outcome):
+        row: Row = {
+            "ok": outcome.ok,
+            "value": redact_text(_value_text(target, outcome.value)) if outcome.ok else None,
+            "reason": None if outcome.ok else str(outcome.reason),
+            "attempts": outcome.calls,
+            **_tokens(usage),
+            "cost": usage.cost,
+            "errors": "[]" if outcome.ok else _record_text([d.to_dict() for d in outcome.errors]),
+        }
     if full:
-        row[OUTCOME_COLUMN] = _record_text(outcome.to_dict())
+        row[OUTCOME_COLUMN] = json.dumps(outcome.to_dict(), ensure_ascii=False)
     return row
 
 
@@ -408,8 +413,30 @@ def result_table(ids: Any, rows: Sequence[Row], extra: Sequence[str] = ()) -> pa
 
     schema = result_schema(ids.type, extra)
     arrays = [ids]
-    arrays.extend(pa.array([row.get(f.name) for row in rows], f.type) for f in list(schema)[1:])
+    arrays.extend(_column([row.get(f.name) for row in rows], f.type) for f in list(schema)[1:])
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _column(values: list[Any], type_: pa.DataType) -> pa.Array:
+    """One result column. Arrow strings are UTF-8: a text holding a lone surrogate (a reply a
+    pandas or dict batch carried as Python text) cannot be written as it is, so in a text column
+    each lone surrogate becomes U+FFFD, in that row alone: the batch's other rows are kept."""
+    import pyarrow as pa
+
+    try:
+        return pa.array(values, type_)
+    except UnicodeEncodeError:
+        if not pa.types.is_string(type_):
+            raise
+        return pa.array([_utf8(value) for value in values], type_)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _utf8(value: Any) -> Any:
+    """`value` with each lone surrogate replaced (text that UTF-8 cannot encode as it is)."""
+    return _SURROGATE.sub("\ufffd", value) if isinstance(value, str) else value
 
 
 def _tokens(usage: Usage) -> dict[str, int]:

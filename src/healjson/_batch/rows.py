@@ -131,7 +131,9 @@ def row_key(row: Any) -> str | None:
 
 
 def outcome_row(job: Job, outcome: Outcome[Any], *, full: bool = False) -> dict[str, Any]:
-    """The output row for a job that ran."""
+    """The output row for a job that ran: `outcome.to_dict()`'s data, so every string in it has
+    passed the redactor, the value's too (a healed value holding a key the model echoed is
+    written with the key redacted; the outcome's own value is not altered)."""
     data = outcome.to_dict()
     row: dict[str, Any] = _head(job) | {"ok": outcome.ok}
     if outcome.ok:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .diagnostic import Diagnostic
 from .flags import Flag
+from .redact import redact_text
 from .repair import RepairPrompt, Strategy
 from .reply import ToolCall, Usage
 
@@ -55,3 +56,8 @@ class Attempt:
     ok: bool = False
     reasoning: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
+
+    def __repr__(self) -> str:
+        # the dataclass's repr, through the redactor: printed model text is redacted too
+        shown = ", ".join(f"{item.name}={getattr(self, item.name)!r}" for item in fields(self))
+        return redact_text(f"Attempt({shown})")

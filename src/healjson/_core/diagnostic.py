@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .redact import redact_text
 from .sentinels import MISSING
 
 __all__ = [
@@ -65,7 +66,7 @@ class Diagnostic:
     def __repr__(self) -> str:
         # the value and extra through the safe renderer (see `_plain`): a repr must not raise
         # or take exponential time on the values user code puts here
-        return (
+        return redact_text(
             f"Diagnostic(path={safe_repr(self.path, 200)}, value={short_repr(self.value, 200)}, "
             f"constraint={safe_repr(self.constraint, 300)}, "
             f"prescription={safe_repr(self.prescription, 300)}, source={self.source!r}, "
@@ -143,6 +144,9 @@ _INT_BITS: Final = 14_000
 print integers of more than 4,300 digits, and `json.dumps` prints them."""
 _EXCEPTION_CHARS: Final = 2_000
 """`describe_exception` cuts a longer message."""
+_REDACT_MARGIN: Final = 1_024
+"""A text cut for a short rendering is redacted over this many characters past the cut: longer
+than any credential, so one that starts before the cut is removed whole."""
 CYCLE: Final = "<cycle>"
 TOO_DEEP: Final = "<nested too deep>"
 
@@ -243,7 +247,9 @@ def _plain(value: Any, walk: _Walk, depth: int) -> Any:
                     if _spent(walk):
                         mapping["…"] = f"+{len(value) - index} more keys"
                         break
-                    mapping[_key(key, walk)] = _plain(item, walk, depth - 1)
+                    # the key first: it is shown before its value, and takes its budget first
+                    name = _key(key, walk)
+                    mapping[name] = _plain(item, walk, depth - 1)
                 return mapping
             items: list[Any] = []
             for index, item in enumerate(value):
@@ -282,10 +288,13 @@ def _text(text: str, walk: _Walk) -> str:
         return text
     keep = max(walk.chars, 0)
     walk.chars -= len(text) + 2
+    # a short rendering is printed (`repr`, traces, errors): redacted before it is cut, so a cut
+    # cannot leave part of a secret; the work stays bounded by the budget (`_REDACT_MARGIN`)
+    shown = redact_text(text[: keep + _REDACT_MARGIN])
     if len(text) > keep:
         walk.omitted += len(text) - keep
-        return text[:keep]
-    return text
+        return shown[:keep]
+    return shown
 
 
 def _integer(number: int, walk: _Walk) -> int | str:

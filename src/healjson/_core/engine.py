@@ -28,9 +28,10 @@ from .items import ItemRepair, failed_items, merge_items
 from .outcome import Attempt, Degraded, Healed, Outcome, Reason
 from .parse import ParseResult
 from .policy import HealPolicy
-from .redact import redact_params, redact_text
+from .redact import redact_params, redact_text, run_secrets
 from .repair import MAX_HISTORY_LINES, RepairPrompt, Strategy, history_line
 from .reply import Reply, Usage
+from .seal import seal
 from .sentinels import NOTHING
 from .target import Target
 
@@ -360,9 +361,10 @@ def first_healed(
         ok=True,
         reasoning=reply.reasoning,
     )
-    return _new_healed(
+    healed = _new_healed(
         spec, instance, content, (attempt,), flags=(), usage=usage, changed=(), run_id=run_id
     )
+    return seal(healed, run_secrets(client, params))
 
 
 def _next_prompt(
@@ -567,6 +569,7 @@ def _healed(
         changed=changed,
         run_id=run.run_id,
     )
+    outcome = seal(outcome, run_secrets())
     if run.events is not None:
         run.events.healed(outcome)
     return outcome
@@ -624,6 +627,7 @@ def _degrade(
         target=spec.target_name,
         contracts=spec.contract_names,
     )
+    outcome = seal(outcome, run_secrets())
     if run.events is not None:
         run.events.degraded(outcome)
     return outcome

@@ -312,6 +312,9 @@ def validate(
     policy = _validate_policy(on_ambiguity)
     spec = HealSpec(target, rules, policy)
     ctx = _run_context(spec, context, ())
+    if not isinstance(text, str) and isinstance(text, bytes | bytearray | memoryview):
+        # the outcome keeps the reply as text (`raw_text`), as for a model call's bytes
+        text = bytes(text).decode("utf-8", "replace")
     given = Reply(text, finish_reason, usage=_NO_USAGE)  # no call was made: no tokens spent
     return drive_sync(heal_flow(spec, ctx.messages, {}, ctx, given=given))
 

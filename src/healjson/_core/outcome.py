@@ -23,6 +23,7 @@ from . import record
 from .attempt import Attempt, Reason
 from .diagnostic import Diagnostic, describe_exception, short_repr
 from .flags import Flag
+from .redact import redact_text
 from .reply import Usage
 from .target import target_for
 
@@ -62,6 +63,9 @@ class Healed(Generic[T]):
     contracts: tuple[str, ...] = ()
     """The names of the contracts the run checked."""
     ok: Literal[True] = field(default=True, init=False)
+    _secrets: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
+    # the run's known secrets that `value`'s rendering shows (see `seal`): every rendering
+    # removes them; the value itself is the caller's, unaltered
 
     @property
     def calls(self) -> int:
@@ -69,13 +73,15 @@ class Healed(Generic[T]):
         return len(self.attempts)
 
     def __repr__(self) -> str:
-        # short on purpose: the whole record is `.trace()` / `.to_dict()`
-        parts = [f"value={short_repr(self.value, 160)}", f"calls={self.calls}"]
-        if self.flags:
-            parts.append(f"flags={short_repr([str(flag) for flag in self.flags], 120)}")
-        if self.changed_fields:
-            parts.append(f"changed_fields={short_repr(list(self.changed_fields), 120)}")
-        return f"Healed({', '.join(parts)})"
+        # short on purpose: the whole record is `.trace()` / `.to_dict()`; redacted, as every
+        # rendering of an outcome (the value's strings too; the value itself is unaltered)
+        with record.revealing(self):
+            parts = [f"value={short_repr(self.value, 160)}", f"calls={self.calls}"]
+            if self.flags:
+                parts.append(f"flags={short_repr([str(flag) for flag in self.flags], 120)}")
+            if self.changed_fields:
+                parts.append(f"changed_fields={short_repr(list(self.changed_fields), 120)}")
+            return redact_text(f"Healed({', '.join(parts)})")
 
     def unwrap(self) -> T:
         """The value."""
@@ -118,6 +124,8 @@ class Degraded(Generic[T]):
     contracts: tuple[str, ...] = ()
     """The names of the contracts the run checked."""
     ok: Literal[False] = field(default=False, init=False)
+    _secrets: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
+    # the run's known secrets that `partial`'s or `fallback`'s rendering shows (see `seal`)
 
     @property
     def calls(self) -> int:
@@ -125,17 +133,18 @@ class Degraded(Generic[T]):
         return len(self.attempts)
 
     def __repr__(self) -> str:
-        # short on purpose: the whole record is `.trace()` / `.to_dict()`
-        parts = [f"reason={str(self.reason)!r}", f"calls={self.calls}"]
-        if self.errors:
-            first = self.errors[0].describe(max_value_chars=60)
-            more = f" (+{len(self.errors) - 1} more)" if len(self.errors) > 1 else ""
-            parts.append(f"errors={short_repr(first, 160)}{more}")
-        if self.fallback is not None:
-            parts.append(f"fallback={short_repr(self.fallback, 80)}")
-        if self.partial is not None:
-            parts.append(f"partial={short_repr(self.partial, 80)}")
-        return f"Degraded({', '.join(parts)})"
+        # short on purpose: the whole record is `.trace()` / `.to_dict()`; redacted
+        with record.revealing(self):
+            parts = [f"reason={str(self.reason)!r}", f"calls={self.calls}"]
+            if self.errors:
+                first = self.errors[0].describe(max_value_chars=60)
+                more = f" (+{len(self.errors) - 1} more)" if len(self.errors) > 1 else ""
+                parts.append(f"errors={short_repr(first, 160)}{more}")
+            if self.fallback is not None:
+                parts.append(f"fallback={short_repr(self.fallback, 80)}")
+            if self.partial is not None:
+                parts.append(f"partial={short_repr(self.partial, 80)}")
+            return redact_text(f"Degraded({', '.join(parts)})")
 
     def unwrap(self) -> T:
         """Raise `DegradedError` — the one deliberate way an outcome becomes an exception."""
@@ -162,10 +171,13 @@ class DegradedError(Exception):
 
     def __init__(self, outcome: Degraded[Any]) -> None:
         self.outcome = outcome
-        first = outcome.errors[0].describe(max_value_chars=80) if outcome.errors else "no details"
-        super().__init__(
-            f"healjson degraded ({outcome.reason}) after {outcome.calls} call(s): {first}"
-        )
+        with record.revealing(outcome):
+            first = outcome.errors[0].describe(max_value_chars=80) if outcome.errors else ""
+            message = redact_text(
+                f"healjson degraded ({outcome.reason}) after {outcome.calls} call(s): "
+                f"{first or 'no details'}"
+            )
+        super().__init__(message)
 
 
 def outcome_from_dict(data: Mapping[str, Any], model: Any = None) -> Outcome[Any]:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NoReturn
+
+from .diagnostic import safe_repr
 
 __all__ = ["HealPolicy"]
 
@@ -75,56 +79,63 @@ class HealPolicy:
     stream_abort: bool = True
 
     def __post_init__(self) -> None:
-        if not isinstance(self.max_attempts, int) or self.max_attempts < 1:
-            raise ValueError(
-                f"HealPolicy.max_attempts must be an int >= 1 (calls in total), "
-                f"got {self.max_attempts!r}"
-            )
-        if self.token_budget is not None and self.token_budget < 1:
-            raise ValueError(
-                f"HealPolicy.token_budget must be >= 1 or None, got {self.token_budget!r}"
-            )
-        if self.cost_budget is not None and not (
-            isinstance(self.cost_budget, int | float) and self.cost_budget > 0
-        ):
-            raise ValueError(
-                f"HealPolicy.cost_budget must be a number of USD > 0 or None, got "
-                f"{self.cost_budget!r}"
-            )
-        if self.on_truncation not in ("compress", "raise_max_tokens", "both", "degrade"):
-            raise ValueError(
-                "HealPolicy.on_truncation must be 'compress', 'raise_max_tokens', 'both' or "
-                f"'degrade', got {self.on_truncation!r}"
-            )
-        if self.on_refusal not in ("degrade", "retry"):
-            raise ValueError(
-                f"HealPolicy.on_refusal must be 'degrade' or 'retry', got {self.on_refusal!r}"
-            )
-        if self.history not in ("compact", "none"):
-            raise ValueError(
-                f"HealPolicy.history must be 'compact' or 'none', got {self.history!r}"
-            )
-        if self.max_tokens_growth < 1:
-            raise ValueError(
-                f"HealPolicy.max_tokens_growth must be >= 1, got {self.max_tokens_growth!r}"
-            )
-        if self.on_ambiguity not in ("reask", "first", "last"):
-            raise ValueError(
-                "HealPolicy.on_ambiguity must be 'reask', 'first' or 'last', "
-                f"got {self.on_ambiguity!r}"
-            )
+        # every field checked, by kind: a bad value must fail here, naming the field and what
+        # it accepts, not inside a run (a NaN growth on the first truncated reply) or never
+        for name in ("max_attempts", "example_from_repair"):
+            _count(name, getattr(self, name))
+        for name in ("token_budget", "max_tokens_cap"):
+            if getattr(self, name) is not None:
+                _count(name, getattr(self, name), " or None")
+        _number("cost_budget", self.cost_budget, lambda x: x > 0, "a number of USD > 0 or None")
+        _number("max_tokens_growth", self.max_tokens_growth, lambda x: x >= 1, "a number >= 1")
         for name in ("deadline_s", "contract_timeout_s"):
-            limit = getattr(self, name)
-            if limit is not None and not (isinstance(limit, int | float) and limit > 0):
-                raise ValueError(f"HealPolicy.{name} must be a number of seconds > 0 or None")
+            _number(name, getattr(self, name), lambda x: x > 0, "a number of seconds > 0 or None")
+        for name, allowed in _CHOICES.items():
+            _choice(name, getattr(self, name), allowed)
+        model = self.escalate_model
+        if model is not None and not (isinstance(model, str) and model):
+            _bad("escalate_model", model, "a model name (a non-empty string) or None")
+        if not isinstance(self.stream_abort, bool):
+            _bad("stream_abort", self.stream_abort, "True or False")
         errors = self.provider_errors
         if not isinstance(errors, tuple) or not all(
             isinstance(kind, type) and issubclass(kind, BaseException) for kind in errors
         ):
-            raise ValueError(
-                f"HealPolicy.provider_errors must be a tuple of exception types, got {errors!r}"
-            )
-        if self.example_from_repair < 1:
-            raise ValueError(
-                f"HealPolicy.example_from_repair must be >= 1, got {self.example_from_repair!r}"
-            )
+            _bad("provider_errors", errors, "a tuple of exception types")
+
+
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "on_truncation": ("compress", "raise_max_tokens", "both", "degrade"),
+    "on_refusal": ("degrade", "retry"),
+    "history": ("compact", "none"),
+    "on_ambiguity": ("reask", "first", "last"),
+}
+
+
+def _bad(name: str, value: object, accepted: str) -> NoReturn:
+    raise ValueError(f"HealPolicy.{name} must be {accepted}, got {safe_repr(value, 80)}")
+
+
+def _count(name: str, value: object, more: str = "") -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        _bad(name, value, f"an int >= 1{_COUNTS.get(name, '')}{more}")
+
+
+_COUNTS: dict[str, str] = {"max_attempts": " (calls in total)"}
+
+
+def _number(name: str, value: object, ok: Callable[[float], bool], accepted: str) -> None:
+    if value is None and accepted.endswith("or None"):
+        return
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not ok(value)
+    ):
+        _bad(name, value, f"a finite {accepted.removeprefix('a ')}")
+
+
+def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
+    if not isinstance(value, str) or value not in allowed:
+        _bad(name, value, " or ".join(", ".join(map(repr, allowed)).rsplit(", ", 1)))

@@ -3,9 +3,12 @@
 read (`render_markdown`, defined in `trace` with `public_params`, the call parameters as both
 show them; this module re-exports the two).
 
-Both renderings pass every string through the redactor (`redact`) on the way out, on top of the
-redaction the engine applies when it stores an attempt: a trace is pasted into issues and PRs,
-so a credential shape in model output or an error body never reaches it. This module and
+Every rendering of an outcome passes every string through the redactor (`redact`) on the way
+out, on top of the redaction the engine applies when it builds the outcome (`seal`), and with
+the secrets the run found in the caller's own objects (`revealing`): `to_dict`, both traces,
+`repr`, batch rows. A trace is pasted into issues and PRs, so a credential shape in model output
+or an error body, or a key the model echoed, never reaches it; the outcome's `value` itself is
+never altered. This module and
 `trace` read outcomes by their fields only (`outcome.ok` tells `Healed` from `Degraded`):
 `outcome` imports them, never the other way round.
 """
@@ -24,22 +27,39 @@ from .redact import redact_data
 from .repair import RepairPrompt, Strategy
 from .reply import ToolCall, Usage
 from .sentinels import MISSING
-from .trace import public_params, render_markdown
+from .trace import public_params, render_markdown, revealing
 
 if TYPE_CHECKING:
     from .outcome import Outcome
 
-__all__ = ["outcome_to_dict", "public_params", "read_record", "render_markdown", "render_trace"]
+__all__ = [
+    "outcome_data",
+    "outcome_to_dict",
+    "public_params",
+    "read_record",
+    "render_markdown",
+    "render_trace",
+    "revealing",
+]
 
 _FORMAT = 1  # the record layout; a reader refuses a record of another
 
 
 def outcome_to_dict(outcome: Outcome[Any]) -> dict[str, Any]:
-    """JSON-ready data for an outcome (secrets in call parameters are never included)."""
+    """JSON-ready data for an outcome, every string through the redactor (credentials in call
+    parameters, known secrets and credential shapes anywhere, the value's strings included)."""
+    with revealing(outcome):
+        # strings only: the record's keys are healjson's and its values the caller's data
+        redacted: dict[str, Any] = redact_data(outcome_data(outcome), by_name=False)
+    return redacted
+
+
+def outcome_data(outcome: Outcome[Any]) -> dict[str, Any]:
+    """`outcome_to_dict` before the redactor (`seal` searches it)."""
     data: dict[str, Any] = {
         "format": _FORMAT,
         "ok": outcome.ok,
-        "raw_text": outcome.raw_text,
+        "raw_text": _text(outcome.raw_text),
         "attempts": [_attempt(a) for a in outcome.attempts],
         "usage": outcome.usage.to_dict(),
         "max_attempts": outcome.max_attempts,
@@ -102,7 +122,7 @@ def _attempt(attempt: Attempt) -> dict[str, Any]:
         "strategy": str(attempt.strategy),
         "messages": [_jsonable(dict(m)) for m in attempt.messages],
         "params": public_params(attempt.params),
-        "raw_text": attempt.raw_text,
+        "raw_text": _text(attempt.raw_text),
         "finish_reason": attempt.finish_reason,
         "flags": [str(f) for f in attempt.flags],
         "diagnostics": [d.to_dict() for d in attempt.diagnostics],
@@ -112,9 +132,19 @@ def _attempt(attempt: Attempt) -> dict[str, Any]:
         "error": attempt.error,
         "prompt": _prompt(attempt.prompt),
         "ok": attempt.ok,
-        "reasoning": attempt.reasoning,
+        "reasoning": _text(attempt.reasoning),
         "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in attempt.tool_calls],
     }
+
+
+def _text(text: Any) -> str | None:
+    """A text field as a string: what a caller's bytes or other object would be (a record is
+    JSON text, so a trace of any outcome renders)."""
+    if text is None or isinstance(text, str):
+        return text
+    if isinstance(text, bytes | bytearray | memoryview):
+        return bytes(text).decode("utf-8", "replace")
+    return short_repr(text, 100_000)
 
 
 def _prompt(prompt: RepairPrompt | None) -> dict[str, Any] | None:
@@ -291,9 +321,7 @@ def _bool(data: Mapping[str, Any], key: str) -> bool:
 def render_trace(outcome: Outcome[Any], format: str = "markdown") -> str:
     """`markdown` (the self-healing log) or `json` (the round-trippable record)."""
     if format == "json":
-        # strings only: the record's keys are healjson's and its values the caller's data
-        record = redact_data(outcome_to_dict(outcome), by_name=False)
-        return json.dumps(record, ensure_ascii=False, indent=2)
+        return json.dumps(outcome_to_dict(outcome), ensure_ascii=False, indent=2)
     if format in ("markdown", "md"):
         return render_markdown(outcome)
     raise ValueError(f"trace format must be 'markdown' or 'json', got {format!r}")

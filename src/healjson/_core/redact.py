@@ -21,6 +21,11 @@ both traces and batch rows. Every one of those passes through this module, by co
 
 Each match becomes `[redacted]`. Redaction is idempotent, and every pattern is linear: no nested
 quantifier runs over unbounded text.
+
+Model text included: a model can echo a key (a proxy that reflects headers, a prompt-injected
+reply). When a run ends inside a scope, `seal` removes the known secrets from what its outcome
+stores and remembers those the caller's own objects show (the value is never altered), so that
+every rendering of the outcome, after the scope is gone, removes them too (`trace.revealing`).
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ __all__ = [
     "redact_data",
     "redact_params",
     "redact_text",
+    "run_secrets",
+    "scrub",
     "secrets_scope",
 ]
 
@@ -283,11 +290,18 @@ class secrets_scope:
     its next calls.
     """
 
-    __slots__ = ("_client", "_memo", "_outer", "_params", "_token")
+    __slots__ = ("_client", "_forms", "_memo", "_outer", "_params", "_token")
 
-    def __init__(self, client: Any = None, params: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        client: Any = None,
+        params: Mapping[str, Any] | None = None,
+        *,
+        forms: tuple[str, ...] = (),
+    ) -> None:
         self._client = client
         self._params = params
+        self._forms = forms  # secret forms known already (an outcome's, see `seal`)
         self._outer: secrets_scope | None = _SCOPE.get()  # read again on entry
         self._memo: tuple[tuple[Any, ...], tuple[str, ...]] | None = None
         self._token: Token[secrets_scope | None] | None = None
@@ -316,8 +330,8 @@ class secrets_scope:
             return memo[1]
         forms = client.forms(fingerprint) if client is not None else ()
         named = _named_forms(self._params)
-        if named or self._outer is not None:
-            merged = {*named, *forms}
+        if named or self._outer is not None or self._forms:
+            merged = {*named, *forms, *self._forms}
             if self._outer is not None:
                 merged.update(self._outer.secrets())
             forms = _longest_first(merged)
@@ -335,6 +349,54 @@ def known_secrets() -> frozenset[str]:
     """Every secret value the current scope knows, with the escaped forms it may appear in."""
     known = _SCOPE.get()
     return frozenset() if known is None else frozenset(known.secrets())
+
+
+def run_secrets(client: Any = None, params: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+    """The secret forms a run knows: the current scope's, and (for code that holds the wrapped
+    `client` outside its scope, the adapters' first reply) the client's and the call's."""
+    forms = _known_forms()
+    if client is None:
+        return forms
+    own = _ClientForms.current(client)
+    named = _named_forms(params)
+    if not forms and not named:
+        return own
+    return _longest_first({*forms, *own, *named})
+
+
+def found_in(text: str, forms: tuple[str, ...]) -> bool:
+    """True when one of the secret `forms` occurs in `text`."""
+    return any(form in text for form in forms)
+
+
+def scrub(value: Any, forms: tuple[str, ...]) -> Any:
+    """`value` with the secret `forms` removed from every string in it (in str, list, tuple and
+    dict, at any depth up to the walk's limit; other objects are kept): the very same object
+    when nothing was removed, so a caller can tell by identity. Only the known values: the
+    credential shapes are left to the renderers (they need no run to be known)."""
+    return _scrub(value, forms, 0)
+
+
+def _scrub(value: Any, forms: tuple[str, ...], depth: int) -> Any:
+    if isinstance(value, str):
+        for form in forms:
+            if form in value:
+                value = value.replace(form, MARKER)
+        return value
+    kind = type(value)
+    if depth >= _MAX_DEPTH or not (kind is list or kind is tuple or kind is dict):
+        return value  # other types (subclasses too) are kept whole: a copy could change them
+    if kind is dict:
+        changed = {}
+        for key, item in value.items():
+            new = _scrub(item, forms, depth + 1)
+            if new is not item:
+                changed[key] = new
+        return {**value, **changed} if changed else value
+    items = [_scrub(item, forms, depth + 1) for item in value]
+    if all(new is old for new, old in zip(items, value, strict=True)):
+        return value
+    return tuple(items) if kind is tuple else items
 
 
 # -- internals -----------------------------------------------------------------------------------

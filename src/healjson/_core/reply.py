@@ -146,8 +146,13 @@ def to_reply(obj: Any) -> Reply:
         return read_completion(obj)  # the SDK's ChatCompletion: the hot path
     if isinstance(obj, Reply):
         return obj
-    if obj is None or isinstance(obj, str):
+    if isinstance(obj, str):
         return Reply(obj)
+    if obj is None:  # a model call that returns nothing is a bug (a missing `return`), not a reply
+        raise TypeError(
+            "call returned None (a missing `return`?); return a str, a ChatCompletion or a "
+            "healjson.Reply"
+        )
     if isinstance(obj, BaseModel) and hasattr(obj, "choices"):
         if len(SDK_COMPLETIONS) < 64:  # pydantic classes with `choices`: few, but bounded
             SDK_COMPLETIONS.add(kind)

@@ -132,7 +132,17 @@ class Target(Generic[T]):
 
 @functools.lru_cache(maxsize=512)
 def _cached_target(type_: Any) -> Target[Any]:
-    return Target(type_, TypeAdapter(type_))
+    return Target(type_, _complete_adapter(type_))
+
+
+def _complete_adapter(type_: Any) -> TypeAdapter[Any]:
+    """pydantic's adapter for `type_`, every name in it resolved now: a string or a forward
+    reference naming nothing pydantic can find would otherwise fail on every reply, spending
+    every attempt (raises pydantic's error, which `target_for` reports)."""
+    adapter: TypeAdapter[Any] = TypeAdapter(type_)
+    if not adapter.pydantic_complete:
+        adapter.rebuild(raise_errors=True)
+    return adapter
 
 
 def target_for(type_: Any) -> Target[Any]:
@@ -147,16 +157,22 @@ def target_for(type_: Any) -> Target[Any]:
     except Exception as exc:  # pydantic's schema-generation error is a RuntimeError
         raise _bad_target(type_, exc) from exc
     try:
-        return Target(type_, TypeAdapter(type_))
+        return Target(type_, _complete_adapter(type_))
     except Exception as exc:
         raise _bad_target(type_, exc) from exc
 
 
 def _bad_target(type_: Any, exc: Exception) -> TypeError:
+    hint = (
+        " A string is read as a type expression pydantic resolves without your module's names "
+        "('int', 'list[int]'): pass the class itself."
+        if isinstance(type_, str)
+        else ""
+    )
     return TypeError(
         f"healjson cannot validate against {type_!r}: pass a pydantic model class or any type "
-        f"pydantic's TypeAdapter accepts (list[Item], Literal[...], an Enum, a TypedDict...). "
-        f"pydantic said: {exc}"
+        f"pydantic's TypeAdapter accepts (list[Item], Literal[...], an Enum, a TypedDict...)."
+        f"{hint} pydantic said: {exc}"
     )
 
 

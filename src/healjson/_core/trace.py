@@ -19,12 +19,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Final
 
 from .attempt import Attempt, Reason
 from .diagnostic import Diagnostic, _jsonable, short_repr
 from .flags import Flag
-from .redact import redact_data, redact_text
+from .redact import redact_data, redact_text, secrets_scope
 from .repair import _elide
 from .reply import Usage
 from .savings import tokens_saved
@@ -32,7 +33,7 @@ from .savings import tokens_saved
 if TYPE_CHECKING:
     from .outcome import Outcome
 
-__all__ = ["public_params", "render_markdown", "render_messages"]
+__all__ = ["public_params", "render_markdown", "render_messages", "revealing"]
 
 # a longer text is shown as its head and tail around a marker counting what was left out
 MAX_MESSAGE_CHARS: Final = 4_000
@@ -53,8 +54,20 @@ _NEWLINES: Final = re.compile(r"\r\n?")
 _LINE_BREAKS: Final = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")
 
 
+def revealing(outcome: Outcome[Any]) -> AbstractContextManager[Any]:
+    """The scope to render `outcome` in: the secrets its run found in the caller's objects
+    (`seal`) are known to the redactor inside it (nothing to enter for most outcomes)."""
+    found = getattr(outcome, "_secrets", ())
+    return secrets_scope(forms=found) if found else nullcontext()
+
+
 def render_markdown(outcome: Outcome[Any], title: str = "healjson trace") -> str:
     """The whole run as Markdown: header, request, each round, the outcome and the totals."""
+    with revealing(outcome):
+        return _markdown(outcome, title)
+
+
+def _markdown(outcome: Outcome[Any], title: str) -> str:
     lines = [f"### {_inline(title, 200)}", ""]
     lines += _header(outcome)
     lines += _request(outcome.attempts[0] if outcome.attempts else None)
@@ -83,6 +96,7 @@ def render_messages(
             text = content
         else:  # content parts (images, text blocks): as JSON
             text = json.dumps(_jsonable(content), ensure_ascii=False, indent=2)
+        text = redact_text(text)  # before it is shortened: a cut must not leave part of a secret
         words = [(notes or {}).get(role, "")]
         shown = text if limit is None else _elide(text, limit)
         if shown != text:
@@ -248,7 +262,9 @@ def _diagnostics(diagnostics: Sequence[Diagnostic], indent: str) -> list[str]:
 
 
 def _block(title: str, text: str, limit: int, *, count: bool, info: str = "text") -> list[str]:
-    """`title`, then `text` fenced (shortened past `limit`); `count`: always say its length."""
+    """`title`, then `text` fenced (shortened past `limit`); `count`: always say its length.
+    Redacted before it is shortened: a cut must not leave part of a secret."""
+    text = redact_text(_as_text(text))
     shown = _elide(text, limit)
     size = f"{len(text):,} character{'s' if len(text) != 1 else ''}"
     if shown != text:
@@ -266,6 +282,15 @@ def _fenced(text: str, info: str = "text") -> list[str]:
     fence = "`" * max(3, longest + 1)
     body = text[:-1] if text.endswith("\n") else text  # Markdown's line endings only
     return [f"{fence}{info}", *body.split("\n"), fence]
+
+
+def _as_text(text: Any) -> str:
+    """A caller's bytes (or any object) where text is expected, as text."""
+    if isinstance(text, str):
+        return text
+    if isinstance(text, bytes | bytearray | memoryview):
+        return bytes(text).decode("utf-8", "replace")
+    return short_repr(text, MAX_RAW_CHARS)
 
 
 def _code(text: str) -> str:

@@ -41,8 +41,9 @@ instructor's keywords are translated at call time: `max_retries=N` is
 `HealPolicy(max_attempts=N + 1)` (instructor itself always gets `max_retries=0`: healjson repairs)
 and `validation_context=` is healjson's `context=`: the contracts' context and pydantic's
 validation context in every validation healjson makes; `context=` is not used for instructor's
-message templating. `create_with_completion` is healed too (it returns
-`(outcome, completion)`). `create_partial` and `create_iterable` are healed streams over OpenAI
+message templating. `create_with_completion` is healed too (it returns `(outcome, completion)`),
+on the client and on `chat.completions` alike. `create_partial` and `create_iterable` are healed
+streams over OpenAI
 and Anthropic clients (`instructor.from_openai`, `from_anthropic`): the request goes through
 healjson's own adapter on the provider client inside (healjson's JSON tier, not instructor's
 `Mode`; Anthropic: the schema in the system prompt, `_anthropic`), `create_partial` yields
@@ -93,6 +94,11 @@ class _Completions(Completions):
         kwargs.pop("json_mode", None)  # the instructor client's `Mode` shapes the request
         _translate(kwargs, self._owner.policy)
         return super().create(*args, **kwargs)
+
+    def create_with_completion(self, *args: Any, **kwargs: Any) -> Any:
+        """instructor's `chat.completions.create_with_completion`: healed as the client's own
+        (`(outcome, completion)`; without `response_model`, instructor's own call)."""
+        return self._owner.create_with_completion(*args, **kwargs)
 
     def create_partial(self, *args: Any, **kwargs: Any) -> Any:
         """instructor's `chat.completions.create_partial`: healed as the client's own."""

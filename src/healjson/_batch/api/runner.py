@@ -41,7 +41,7 @@ from healjson._batch.rows import Job, id_key, invalid_row, line_key, outcome_row
 from healjson._core.effects import CallResult, ModelCall
 from healjson._core.healer import Healer
 from healjson._core.outcome import Outcome
-from healjson._core.redact import redact_text, secrets_scope
+from healjson._core.redact import redact_data, redact_text, secrets_scope
 from healjson._core.replay import failed, replied
 from healjson.adapters._format import JsonMode
 
@@ -609,8 +609,11 @@ def _call_result(result: Result) -> CallResult:
 
 
 def _redacted(result: Result, elapsed_s: float) -> Result:
+    """A result as the ledger stores it (and the rows are replayed from): every string through
+    the redactor, the model's text included (a key it echoed is stored redacted)."""
     if result.body is not None:
-        return Result(body=result.body, elapsed_s=elapsed_s)
+        body = redact_data(result.body, by_name=False)  # the body's own names are the provider's
+        return Result(body=body, elapsed_s=elapsed_s)
     message = redact_text(result.message)
     return Result(failure=result.failure, message=message, elapsed_s=elapsed_s, retry=result.retry)
 
