@@ -167,14 +167,18 @@ ITEMS = [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 0}, {"sku": "C", "qty": 3}]
 FIXED = [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 2}, {"sku": "C", "qty": 3}]
 
 
+JSON_MODE = {"response_format": {"type": "json_object"}}
+"""A request constrained to one JSON value: what a stream may judge before its end."""
+
+
 def test_list_items_come_as_they_complete_a_bad_one_is_held_then_repaired() -> None:
     script = Script(chunked(json.dumps(ITEMS), 4), json.dumps(FIXED))
-    stream = Healer(list[Item]).stream(script, "list the items")
+    stream = Healer(list[Item]).stream(script, "list the items", **JSON_MODE)
 
     seen = [(item, len(script.calls)) for item in stream.items()]
 
-    # A and C during the first stream (one call so far), B after the repair
-    assert [(Item(sku="A", qty=1), 1), (Item(sku="C", qty=3), 1), (Item(sku="B", qty=2), 2)] == seen
+    # A during the first stream (one call so far); B held, so C waits: in order, after the repair
+    assert [(Item(sku="A", qty=1), 1), (Item(sku="B", qty=2), 2), (Item(sku="C", qty=3), 2)] == seen
     assert {0: "streamed", 1: "repaired", 2: "streamed"} == stream.item_status
     outcome = stream.outcome
     assert isinstance(outcome, Healed)
@@ -185,12 +189,12 @@ def test_list_items_come_as_they_complete_a_bad_one_is_held_then_repaired() -> N
 
 def test_an_item_never_repaired_is_reported_held_and_nothing_is_dropped_silently() -> None:
     script = Script(*[chunked(json.dumps(ITEMS), 4) for _ in range(3)])
-    stream = Healer(list[Item]).stream(script, "go")
+    stream = Healer(list[Item]).stream(script, "go", **JSON_MODE)
 
-    assert [Item(sku="A", qty=1), Item(sku="C", qty=3)] == list(stream.items())
+    assert [Item(sku="A", qty=1)] == list(stream.items())  # C waited behind B: never given
     outcome = stream.outcome
     assert isinstance(outcome, Degraded)
-    assert {0: "streamed", 1: "held", 2: "streamed"} == stream.item_status
+    assert {0: "streamed", 1: "held", 2: "held"} == stream.item_status
     assert any(d.path == "[1].qty" for d in outcome.errors)
     assert ITEMS == outcome.partial
 
@@ -220,7 +224,7 @@ def test_item_contracts_need_a_list_target() -> None:
 def test_a_closed_field_out_of_range_aborts_the_stream_and_repairs_at_once() -> None:
     long_tail = '{"a": 99, "b": "' + "x" * 400 + '"}'
     script = Script(chunked(long_tail), '{"a": 3, "b": "ok"}')
-    stream = Healer(Tagged).stream(script, "go")
+    stream = Healer(Tagged).stream(script, "go", **JSON_MODE)
 
     outcome = stream.finish()
 
@@ -239,7 +243,7 @@ def test_an_early_abort_records_the_tokens_it_saved() -> None:
 
     bad = {"customer": "Ada", "total": -1, "items": [{"sku": "A", "qty": 1}] * 60}
     script = Script(chunked(json.dumps(bad)), json.dumps({**GOOD, "items": bad["items"]}))
-    outcome = Healer(Order).stream(script, "go").finish()
+    outcome = Healer(Order).stream(script, "go", **JSON_MODE).finish()
 
     assert isinstance(outcome, Healed)
     aborted = outcome.attempts[0]
@@ -260,7 +264,8 @@ def test_a_contract_whose_fields_have_arrived_aborts_early() -> None:
 
     bad = {"customer": "Ada", "total": 0, "items": [{"sku": "A", "qty": 1}] * 50}
     script = Script(chunked(json.dumps(bad)), json.dumps(GOOD))
-    outcome = Healer(Order, contracts=[no_free_orders_for_ada]).stream(script, "go").finish()
+    healer = Healer(Order, contracts=[no_free_orders_for_ada])
+    outcome = healer.stream(script, "go", **JSON_MODE).finish()
 
     assert isinstance(outcome, Healed)
     assert Flag.STREAM_ABORTED in outcome.attempts[0].flags
@@ -384,7 +389,7 @@ def test_astream_items_and_a_repair() -> None:
         return items, await stream.finish(), stream.item_status
 
     items, outcome, status = asyncio.run(main())
-    assert ["A", "C", "B"] == [i.sku for i in items]
+    assert ["A", "B", "C"] == [i.sku for i in items]
     assert isinstance(outcome, Healed)
     assert {0: "streamed", 1: "repaired", 2: "streamed"} == status
 

@@ -21,6 +21,7 @@ from .policy import HealPolicy
 from .replay import replay
 from .reply import Reply, Usage
 from .shortcut import heal_async, heal_sync
+from .stream.judge import constrains_one_value
 from .stream.run import AsyncHealStream, HealStream, stream_async, stream_sync
 from .stream.session import StreamSession
 from .target import SpecialForm, Target, list_item_type, target_for
@@ -181,16 +182,21 @@ class Healer(Generic[T]):
         context: Mapping[str, Any] | None,
         params: dict[str, Any],
         scope: Any = None,
+        *,
+        json_mode: Callable[[], bool] | None = None,
     ) -> tuple[Any, Callable[..., Any], Callable[[ModelCall], StreamSession], bool, Any]:
         """What a stream driver needs: the flow, the call, a session per streamed call, whether
-        to abort early, and the secrets scope to enter around each step (adapters)."""
+        to abort early, and the secrets scope to enter around each step (adapters).
+        `json_mode`: asked once a call has returned its stream, whether that call's request
+        constrained the output to one JSON value (an adapter's JSON-mode tier)."""
         original = normalise_messages(messages)
         ctx = make_context(context, original) if self._spec.contracts else _NO_CONTRACTS
         flow = heal_flow(self._spec, original, params, ctx, started=time.monotonic())
         target, rules, per_item = self.target, self.contracts, self.item_contracts
 
         def new_session(effect: ModelCall) -> StreamSession:
-            return StreamSession(target, rules, per_item, ctx)
+            one = constrains_one_value(effect.params) or (json_mode is not None and json_mode())
+            return StreamSession(target, rules, per_item, ctx, one_value=one)
 
         return flow, call, new_session, self.policy.stream_abort, scope
 

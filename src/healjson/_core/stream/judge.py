@@ -1,0 +1,201 @@
+"""What a stream may judge before its end: only what no later text can change.
+
+A streamed answer is the same reply the unstreamed call would get, so an early verdict must be
+the final check's verdict, whatever the rest of the text holds. Two things make that provable
+only in narrow cases:
+
+* The final check (L1) reads the whole reply: a model may write a draft or an example, then the
+  answer, and L1 takes the one that fits. So nothing is judged early unless the answer is one
+  JSON value by construction: a tool call's arguments, or a request whose `response_format`
+  (`json_object`, `json_schema`) or Gemini `response_mime_type` constrains the output to one
+  JSON value (the JSON-mode tiers `wrap()` sends count too). A reply that repeats a key inside
+  that value is the one exception left: the rest of a repeated key's value replaces it.
+* L1 aligns the data to the schema (keys in another case, number words, encoded objects, one-key
+  wrappers), and the model's own validators may read other fields or rewrite the whole input.
+  So a top-level field is judged only when its key is the field's own name (no alias, no
+  alignment needed), the model has no model validators, and no validator of the field reads
+  other fields (`ValidationInfo`); it is validated by the model itself, as the final check does
+  (JSON mode, lax, its validators and config); and it is a breach only when every error is of a
+  kind no alignment rewrites (a bound, a length, a pattern, a validator's `ValueError`) — a
+  number word or an enum in another case is left to the final check.
+
+A contract is run early only on such fields, when every field it declares has arrived, on a
+stand-in that holds those fields alone: reading any other attribute (a defaulted or undeclared
+field, a method) means it cannot be judged yet. A violation it returns is final; a contract that
+raises is never a reason to stop (the final check reports it as the unstreamed call does).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ValidationError, create_model
+from pydantic_core import ErrorDetails, to_json
+
+from healjson._core.parse.align import _value_rewrite
+
+__all__ = ["FieldVerdict", "Stand", "constrains_one_value", "judge_field", "unrepairable"]
+
+_ALIGNED_KINDS = frozenset({"missing", "enum", "literal_error", "extra_forbidden"})
+"""Error kinds L1's alignment may fix with text not in the value itself (a key renamed, a
+choice in another case), whatever the value."""
+
+
+def constrains_one_value(params: Mapping[str, Any]) -> bool:
+    """True when a request's parameters constrain the output to one JSON value."""
+    response_format = params.get("response_format")
+    kind = _read(response_format, "type")
+    if kind in ("json_object", "json_schema"):
+        return True
+    for holder in (params, params.get("config"), params.get("generation_config")):
+        if holder is None:
+            continue
+        mime = _read(holder, "response_mime_type") or _read(holder, "responseMimeType")
+        if mime == "application/json":
+            return True
+    return False
+
+
+def _read(holder: Any, name: str) -> Any:
+    if isinstance(holder, Mapping):
+        return holder.get(name)
+    return getattr(holder, name, None)
+
+
+def unrepairable(errors: list[ErrorDetails]) -> bool:
+    """True when no alignment L1 makes can fix any of `errors` (each one stays, whatever else
+    the value holds)."""
+    for error in errors:
+        kind = str(error.get("type", ""))
+        if kind in _ALIGNED_KINDS or _value_rewrite(kind, error.get("input")) is not None:
+            return False
+    return bool(errors)
+
+
+class FieldVerdict(typing.NamedTuple):
+    """A field judged alone: `value` validated (None: not judged) or the `errors` that reject
+    it whatever follows."""
+
+    judged: bool
+    value: Any = None
+    errors: tuple[ErrorDetails, ...] = ()
+
+
+_NOT_JUDGED = FieldVerdict(False)
+
+
+def judge_field(model: type[BaseModel], key: str, data: Any) -> FieldVerdict:
+    """Validate the top-level member `key: data` the way the final check will; see the module
+    docstring for when that verdict is final."""
+    probe = _probe(model, key)
+    if probe is None:
+        return _NOT_JUDGED
+    try:
+        raw = to_json({key: data}, inf_nan_mode="constants")
+        instance = probe.model_validate_json(raw)
+    except ValidationError as exc:
+        errors = [e for e in exc.errors() if e["loc"][:1] == (key,)]
+        if len(errors) == exc.error_count() and unrepairable(errors):
+            return FieldVerdict(True, errors=tuple(errors))
+        return _NOT_JUDGED
+    except Exception:  # a validator that fails oddly: the final check decides
+        return _NOT_JUDGED
+    return FieldVerdict(True, getattr(instance, key))
+
+
+@functools.lru_cache(maxsize=1024)
+def _probe(model: type[BaseModel], name: str) -> type[BaseModel] | None:
+    """`model` with every field but `name` optional and untyped (the field keeps its type,
+    validators and the model's config), or None when `name` cannot be judged alone."""
+    fields = model.model_fields
+    info = fields.get(name)
+    if info is None or info.alias not in (None, name) or info.validation_alias not in (None, name):
+        return None
+    decorators = model.__pydantic_decorators__
+    if decorators.model_validators or decorators.root_validators:
+        return None
+    for decorator in decorators.field_validators.values():
+        fields_of = decorator.info.fields
+        if (name in fields_of or "*" in fields_of) and _takes_info(
+            decorator.func, decorator.info.mode
+        ):
+            return None
+    if not _self_contained(info.metadata) or not _self_contained_type(info.annotation):
+        return None
+    others: dict[str, Any] = {other: (Any, None) for other in fields if other != name}
+    try:
+        return create_model(f"{model.__name__}Probe", __base__=model, **others)
+    except Exception:  # a model that cannot be subclassed this way: not judged
+        return None
+
+
+def _self_contained(metadata: Any) -> bool:
+    for item in metadata:
+        func = getattr(item, "func", None)
+        if callable(func) and _takes_info(func, _mode_of(item)):
+            return False
+    return True
+
+
+def _self_contained_type(annotation: Any, depth: int = 0) -> bool:
+    """No validator in the field's type reads other fields (nested models validate alone)."""
+    if depth > 8:
+        return False
+    if typing.get_origin(annotation) is typing.Annotated:
+        inner, *metadata = typing.get_args(annotation)
+        return _self_contained(metadata) and _self_contained_type(inner, depth + 1)
+    return all(_self_contained_type(arg, depth + 1) for arg in typing.get_args(annotation))
+
+
+def _mode_of(item: Any) -> str:
+    name = type(item).__name__.lower()
+    return "wrap" if "wrap" in name else "before"
+
+
+def _takes_info(func: Callable[..., Any], mode: str) -> bool:
+    """Whether a validator takes `ValidationInfo` (so it may read other fields)."""
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):
+        return True
+    positional = 0
+    for parameter in signature.parameters.values():
+        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+            return True
+        if parameter.kind in (
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        ):
+            positional += 1
+    return positional >= (3 if mode == "wrap" else 2)
+
+
+class _Undeclared(Exception):
+    """A contract read what a stand-in does not hold: it cannot be judged yet."""
+
+
+class Stand:
+    """Stands in for the model instance while a contract is judged early: it holds the
+    contract's declared fields (validated) and nothing else."""
+
+    __slots__ = ("_fields", "touched")
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        self._fields = fields
+        self.touched = False
+        """True once the contract read anything else."""
+
+    def __getattr__(self, name: str) -> Any:
+        fields = object.__getattribute__(self, "_fields")
+        if name in fields:
+            return fields[name]
+        object.__setattr__(self, "touched", True)
+        raise _Undeclared(name)
+
+    def __getitem__(self, key: Any) -> Any:
+        object.__setattr__(self, "touched", True)
+        raise _Undeclared(str(key))
