@@ -7,6 +7,10 @@ items). Values are the JSON values as received: not validated, not converted (a 
 its string), possibly cut short (a string still arriving). The validated value is the stream's
 `.outcome`. Building a view costs nothing per snapshot: fields are looked up when read.
 
+The model's fields win over the snapshot's own names: `snap.data` on a model with a field
+`data` is that field. The snapshot's data, completeness and copy are always reachable through
+the class: `Partial.data_of(snap)`, `Partial.is_complete(snap)`, `Partial.to_dict(snap)`.
+
 Statically, `Partial[Order]` is its own type: a type checker rejects it where an `Order` is
 expected, and every attribute read on it is `Any` (it may be None).
 """

@@ -11,7 +11,9 @@ without streaming.
 
 A stream that fails part-way (a dropped connection, an error event, the run's deadline) is a
 failed call with what had arrived kept (`raw_text` on the attempt, `partial` on `Degraded`).
-With `HealPolicy.stream_abort`, a violation more tokens cannot fix closes the stream at once.
+With `HealPolicy.stream_abort`, a breach no later text can repair closes the stream at once
+(`judge.py`). A stream that ends with no finish reason in the middle of a value (a number, a
+word, an open string) is sent to the flow as cut, never healed from what arrived.
 """
 
 from __future__ import annotations
