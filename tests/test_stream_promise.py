@@ -24,7 +24,18 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field, create_model, field_validator
 
 import healjson
-from healjson import Degraded, Delta, Flag, Healed, Healer, Partial, Reason, Reply, Violation
+from healjson import (
+    Degraded,
+    Delta,
+    Flag,
+    Healed,
+    Healer,
+    HealPolicy,
+    Partial,
+    Reason,
+    Reply,
+    Violation,
+)
 from healjson.testing import ScriptedModel
 
 JSON_MODE = {"response_format": {"type": "json_object"}}
@@ -108,17 +119,18 @@ def summary(outcome: Any) -> tuple[Any, ...]:
 
 
 class StreamScript:
-    """A call whose first reply streams (its chunks, then a `stop`), the rest whole."""
+    """A call whose first reply streams (its chunks, then its finish reason), the rest whole."""
 
-    def __init__(self, first: list[str], *rest: str) -> None:
+    def __init__(self, first: list[str], *rest: str, finish: str = "stop") -> None:
         self.replies: list[Any] = [first, *rest]
         self.calls = 0
+        self.finish = finish
 
     def __call__(self, messages: Any, **params: Any) -> Any:
         self.calls += 1
         reply = self.replies.pop(0) if self.replies else GOOD_BOX
         if isinstance(reply, list):
-            return iter([*reply, Delta(finish_reason="stop")])
+            return iter([*reply, Delta(finish_reason=self.finish)])
         return reply
 
     async def acall(self, messages: Any, **params: Any) -> Any:
@@ -148,36 +160,78 @@ CONTRACTS = [
     cuts=st.lists(st.integers(0, 200), max_size=8),
     rules=st.sampled_from(CONTRACTS),
     later=st.sampled_from([GOOD_BOX, '{"qty": 99, "label": "ok"}']),
+    cut=st.one_of(st.none(), st.integers(1, 80)),
+    truncation=st.sampled_from(["compress", "degrade"]),
 )
-@example(reply=('{"qty": "five", "label": "ok"}', True), cuts=[], rules=(), later=GOOD_BOX)
-@example(reply=('{"qty": "3 items", "label": "ok"}', True), cuts=[], rules=(), later=GOOD_BOX)
+@example(
+    reply=('{"qty": "five", "label": "ok"}', True),
+    cuts=[],
+    rules=(),
+    later=GOOD_BOX,
+    cut=None,
+    truncation="compress",
+)
+@example(
+    reply=('{"qty": "3 items", "label": "ok"}', True),
+    cuts=[],
+    rules=(),
+    later=GOOD_BOX,
+    cut=None,
+    truncation="compress",
+)
 @example(
     reply=('{"qty": 7, "label": "ok", "unit": "kg"}', True),
     cuts=[12],
     rules=(big_boxes_in_kg,),
     later=GOOD_BOX,
+    cut=None,
+    truncation="compress",
 )
-@example(reply=('{"qty": 2, "label": "ok"}', True), cuts=[], rules=(broken_rule,), later=GOOD_BOX)
-@example(reply=('{"Qty": 7, "label": "ok"}', True), cuts=[3], rules=(), later=GOOD_BOX)
+@example(
+    reply=('{"qty": 2, "label": "ok"}', True),
+    cuts=[],
+    rules=(broken_rule,),
+    later=GOOD_BOX,
+    cut=None,
+    truncation="compress",
+)
+@example(
+    reply=('{"Qty": 7, "label": "ok"}', True),
+    cuts=[3],
+    rules=(),
+    later=GOOD_BOX,
+    cut=None,
+    truncation="compress",
+)
 @example(
     reply=('For example {"qty": 99, "label": "x"}. My answer: {"qty": 2, "label": "ok"}', False),
     cuts=[],
     rules=(),
     later=GOOD_BOX,
+    cut=None,
+    truncation="compress",
 )
 def test_a_streamed_reply_has_the_unstreamed_outcome(
-    reply: tuple[str, bool], cuts: list[int], rules: tuple[Any, ...], later: str
+    reply: tuple[str, bool],
+    cuts: list[int],
+    rules: tuple[Any, ...],
+    later: str,
+    cut: int | None,
+    truncation: Any,
 ) -> None:
-    """Sync, async, every chunking: the verdict, value and calls of the same text unstreamed."""
+    """Sync, async, every chunking, whole or cut by the token limit: the verdict, value and
+    calls of the same text unstreamed."""
     text, json_mode = reply
+    finish = "stop" if cut is None else "length"
+    text = text if cut is None else text[:cut]
     params = JSON_MODE if json_mode else {}
-    healer = Healer(Box, contracts=rules)
-    whole = healer.run(ScriptedModel([text, later, later]), "box?", **params)
+    healer = Healer(Box, contracts=rules, policy=HealPolicy(on_truncation=truncation))
+    whole = healer.run(ScriptedModel([Reply(text, finish), later, later]), "box?", **params)
 
-    streamed = healer.stream(StreamScript(chunks_of(text, cuts), later, later), "box?", **params)
-    assert summary(whole) == summary(streamed.finish())
+    script = StreamScript(chunks_of(text, cuts), later, later, finish=finish)
+    assert summary(whole) == summary(healer.stream(script, "box?", **params).finish())
 
-    script = StreamScript(chunks_of(text, cuts[::-1]), later, later)
+    script = StreamScript(chunks_of(text, cuts[::-1]), later, later, finish=finish)
     astream = healer.astream(script.acall, "box?", **params)
     assert summary(whole) == summary(asyncio.run(astream.finish()))
 

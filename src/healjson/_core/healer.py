@@ -198,7 +198,10 @@ class Healer(Generic[T]):
             one = constrains_one_value(effect.params) or (json_mode is not None and json_mode())
             return StreamSession(target, rules, per_item, ctx, one_value=one)
 
-        return flow, call, new_session, self.policy.stream_abort, scope
+        # under on_truncation="degrade" a cut answer ends the run: a breach read before a cut
+        # that may follow would repair instead, so nothing is stopped early
+        abort = self.policy.stream_abort and self.policy.on_truncation != "degrade"
+        return flow, call, new_session, abort, scope
 
     def _replay(
         self,

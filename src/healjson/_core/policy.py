@@ -54,7 +54,8 @@ class HealPolicy:
       construction: a closed field its own validation rejects beyond any alignment, a sync
       contract on declared fields that have all arrived; see `healjson._core.stream.judge`)
       and go straight to the repair, saving the rest of the answer's tokens (flag
-      `stream_aborted`). False reads every stream to its end.
+      `stream_aborted`). False reads every stream to its end, and so does
+      `on_truncation="degrade"` (a cut that may follow the breach would end the run instead).
     """
 
     max_attempts: int = 3
