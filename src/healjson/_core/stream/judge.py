@@ -33,7 +33,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ValidationError, create_model
+from pydantic import BaseModel, RootModel, ValidationError, create_model
 from pydantic_core import ErrorDetails, to_json
 
 from healjson._core.parse.align import _value_rewrite
@@ -111,6 +111,8 @@ def judge_field(model: type[BaseModel], key: str, data: Any) -> FieldVerdict:
 def _probe(model: type[BaseModel], name: str) -> type[BaseModel] | None:
     """`model` with every field but `name` optional and untyped (the field keeps its type,
     validators and the model's config), or None when `name` cannot be judged alone."""
+    if issubclass(model, RootModel):  # its one field is the whole value, not a member
+        return None
     fields = model.model_fields
     info = fields.get(name)
     if info is None or info.alias not in (None, name) or info.validation_alias not in (None, name):

@@ -391,7 +391,7 @@ class HealStream(Generic[T]):
 
     def items(self) -> Iterator[Any]:
         """Each item of a list target, in index order, each one final: an item handed out is in
-        the outcome's value at its index (the one exception, a repair that rewrites the whole
+        the healed outcome's value at its index (the one exception, a repair that rewrites the whole
         list, is reported as `retracted` in `item_status` and its replacement follows). During a
         stream, an item comes as soon as it is complete and valid, only where no later text can
         change it (an answer that is one JSON value by construction: a tool call, a JSON-mode
