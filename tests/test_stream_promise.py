@@ -36,9 +36,8 @@ from healjson import (
     Reply,
     Violation,
 )
+from healjson._core.reply import ToolCall
 from healjson.testing import ScriptedModel
-
-JSON_MODE = {"response_format": {"type": "json_object"}}
 
 
 class Box(BaseModel):
@@ -80,7 +79,7 @@ LABELS = ["ok", "a fine box", "x", "TBD", ""]
 
 @st.composite
 def box_texts(draw: st.DrawFn) -> tuple[str, bool]:
-    """A reply for `Box` and whether its request was in JSON mode (one value by construction)."""
+    """A reply for `Box`, and whether it is a tool call's arguments (one value by construction)."""
     fields: dict[str, Any] = {}
     if draw(st.integers(0, 4)):
         fields["qty"] = draw(st.sampled_from(QTYS))
@@ -94,17 +93,17 @@ def box_texts(draw: st.DrawFn) -> tuple[str, bool]:
     if not draw(st.integers(0, 3)):
         data = {"box": data}  # a wrapper object
     text = json.dumps(data, indent=draw(st.sampled_from([None, 1])))
-    json_mode = True
+    tool = True
     shape = draw(st.sampled_from(["bare", "bare", "bare", "draft", "fence", "prose"]))
     if shape == "draft":  # an example first, then the answer: only in text mode
         draft = json.dumps({"qty": draw(st.sampled_from([99, 2])), "label": "x"})
         text = f"For example {draft}. My answer: {text}"
-        json_mode = False
+        tool = False
     elif shape == "fence":
-        text, json_mode = f"```json\n{text}\n```", False
+        text, tool = f"```json\n{text}\n```", False
     elif shape == "prose":
-        text, json_mode = f"Here it is: {text} Done.", False
-    return text, json_mode
+        text, tool = f"Here it is: {text} Done.", False
+    return text, tool
 
 
 def chunks_of(text: str, cuts: list[int]) -> list[str]:
@@ -119,18 +118,24 @@ def summary(outcome: Any) -> tuple[Any, ...]:
 
 
 class StreamScript:
-    """A call whose first reply streams (its chunks, then its finish reason), the rest whole."""
+    """A call whose first reply streams (its chunks, then its finish reason), the rest whole.
+    With `tool`, the chunks are a tool call's arguments: one JSON value by construction, what a
+    stream may judge before its end (free text may still hold a second, corrected value)."""
 
-    def __init__(self, first: list[str], *rest: str, finish: str = "stop") -> None:
+    def __init__(
+        self, first: list[str], *rest: str, finish: str = "stop", tool: bool = False
+    ) -> None:
         self.replies: list[Any] = [first, *rest]
         self.calls = 0
         self.finish = finish
+        self.tool = tool
 
     def __call__(self, messages: Any, **params: Any) -> Any:
         self.calls += 1
         reply = self.replies.pop(0) if self.replies else GOOD_BOX
         if isinstance(reply, list):
-            return iter([*reply, Delta(finish_reason=self.finish)])
+            pieces = [Delta(tool_arguments=p) if self.tool else p for p in reply]
+            return iter([*pieces, Delta(finish_reason=self.finish)])
         return reply
 
     async def acall(self, messages: Any, **params: Any) -> Any:
@@ -221,22 +226,24 @@ def test_a_streamed_reply_has_the_unstreamed_outcome(
 ) -> None:
     """Sync, async, every chunking, whole or cut by the token limit: the verdict, value and
     calls of the same text unstreamed."""
-    text, json_mode = reply
+    text, tool = reply
     finish = "stop" if cut is None else "length"
     text = text if cut is None else text[:cut]
-    params = JSON_MODE if json_mode else {}
+    first = (
+        Reply(None, finish, tool_calls=(ToolCall("Box", text),)) if tool else Reply(text, finish)
+    )
     healer = Healer(Box, contracts=rules, policy=HealPolicy(on_truncation=truncation))
-    whole = healer.run(ScriptedModel([Reply(text, finish), later, later]), "box?", **params)
+    whole = healer.run(ScriptedModel([first, later, later]), "box?")
 
-    script = StreamScript(chunks_of(text, cuts), later, later, finish=finish)
-    assert summary(whole) == summary(healer.stream(script, "box?", **params).finish())
+    script = StreamScript(chunks_of(text, cuts), later, later, finish=finish, tool=tool)
+    assert summary(whole) == summary(healer.stream(script, "box?").finish())
 
-    script = StreamScript(chunks_of(text, cuts[::-1]), later, later, finish=finish)
-    astream = healer.astream(script.acall, "box?", **params)
+    script = StreamScript(chunks_of(text, cuts[::-1]), later, later, finish=finish, tool=tool)
+    astream = healer.astream(script.acall, "box?")
     assert summary(whole) == summary(asyncio.run(astream.finish()))
 
 
-def test_what_a_json_mode_stream_stops_early_on_is_a_breach_the_whole_text_has_too() -> None:
+def test_what_a_one_value_stream_stops_early_on_is_a_breach_the_whole_text_has_too() -> None:
     """The early stops the property allows, seen: a closed field out of its bounds, a contract on
     its declared fields; never a number word, a before-validator's input, a contract reading a
     defaulted field, or a rule that raises."""
@@ -249,8 +256,8 @@ def test_what_a_json_mode_stream_stops_early_on_is_a_breach_the_whole_text_has_t
         '{"qty": 7, "label": "' + "y" * 300 + '", "unit": "kg"}': False,  # reads `unit`, to come
     }
     for text, stops in cases.items():
-        script = StreamScript(chunks_of(text, list(range(0, len(text), 7))), GOOD_BOX)
-        outcome = healer.stream(script, "box?", **JSON_MODE).finish()
+        script = StreamScript(chunks_of(text, list(range(0, len(text), 7))), GOOD_BOX, tool=True)
+        outcome = healer.stream(script, "box?").finish()
         assert (Flag.STREAM_ABORTED in outcome.attempts[0].flags) is stops, text
         assert summary(healer.run(ScriptedModel([text, GOOD_BOX]), "box?")) == summary(outcome)
 
@@ -258,8 +265,8 @@ def test_what_a_json_mode_stream_stops_early_on_is_a_breach_the_whole_text_has_t
 def test_a_contract_that_raises_ends_contract_error_after_one_call_streamed_as_unstreamed() -> None:
     healer = Healer(Box, contracts=[broken_rule])
     text = '{"qty": 2, "label": "ok"}'
-    script = StreamScript(chunks_of(text, [5, 10, 15]), GOOD_BOX, GOOD_BOX)
-    streamed = healer.stream(script, "box?", **JSON_MODE).finish()
+    script = StreamScript(chunks_of(text, [5, 10, 15]), GOOD_BOX, GOOD_BOX, tool=True)
+    streamed = healer.stream(script, "box?").finish()
     whole = healer.run(ScriptedModel([text, GOOD_BOX, GOOD_BOX]), "box?")
 
     assert isinstance(streamed, Degraded)
@@ -307,7 +314,7 @@ def at_most_five_in_all(lines: list[Line]) -> Violation | None:
 @settings(max_examples=80, deadline=None)
 @given(
     first=st.lists(st.sampled_from([1, 2, 0, "two"]), min_size=1, max_size=5),
-    json_mode=st.booleans(),
+    tool=st.booleans(),
     draft=st.booleans(),
     list_rule=st.booleans(),
     repair=st.sampled_from(["items", "whole", "other"]),
@@ -315,7 +322,7 @@ def at_most_five_in_all(lines: list[Line]) -> Violation | None:
 )
 def test_an_item_handed_out_is_in_the_final_value_at_its_index(
     first: list[Any],
-    json_mode: bool,
+    tool: bool,
     draft: bool,
     list_rule: bool,
     repair: str,
@@ -323,7 +330,7 @@ def test_an_item_handed_out_is_in_the_final_value_at_its_index(
 ) -> None:
     text = lines(*first)
     if draft:  # a draft list, then the answer
-        text, json_mode = f"Draft: {lines(9, 9, sku='XY')}\nFinal: {text}", False
+        text, tool = f"Draft: {lines(9, 9, sku='XY')}\nFinal: {text}", False
     bad = sum(1 for q in first if q == 0)
     repairs = {
         "items": lines(*[1] * bad, sku="RSTUVW"),  # the failed items alone, spliced back
@@ -331,8 +338,8 @@ def test_an_item_handed_out_is_in_the_final_value_at_its_index(
         "other": lines(1, sku="Z"),
     }
     healer = Healer(list[Line], contracts=[at_most_five_in_all] if list_rule else [])
-    script = StreamScript(chunks_of(text, cuts), repairs[repair], repairs["whole"])
-    stream = healer.stream(script, "lines?", **(JSON_MODE if json_mode else {}))
+    script = StreamScript(chunks_of(text, cuts), repairs[repair], repairs["whole"], tool=tool)
+    stream = healer.stream(script, "lines?")
 
     given = list(stream.items())
     outcome = stream.outcome
@@ -354,8 +361,8 @@ def test_an_item_handed_out_is_in_the_final_value_at_its_index(
 def test_a_list_rule_holds_items_until_the_answer_is_judged() -> None:
     """A list-level contract can replace the whole list: nothing is handed out before it ran."""
     healer = Healer(list[Line], contracts=[at_most_five_in_all])
-    script = StreamScript(chunks_of(lines(3, 3), [3, 9, 20, 30]), lines(1, 1, sku="PQ"))
-    stream = healer.stream(script, "lines?", **JSON_MODE)
+    script = StreamScript(chunks_of(lines(3, 3), [3, 9, 20, 30]), lines(1, 1, sku="PQ"), tool=True)
+    stream = healer.stream(script, "lines?")
 
     got = list(stream.items())
 
@@ -375,7 +382,8 @@ def test_a_draft_list_before_the_answer_hands_out_nothing_of_the_draft() -> None
 
 def test_an_item_healed_locally_in_a_one_call_run_is_streamed_not_repaired() -> None:
     text = lines(1, "two", 3)  # L1 reads the number word at the end: no repair call
-    stream = Healer(list[Line]).stream(StreamScript(chunks_of(text, [4, 11, 30])), "x", **JSON_MODE)
+    script = StreamScript(chunks_of(text, [4, 11, 30]), tool=True)
+    stream = Healer(list[Line]).stream(script, "x")
 
     assert [1, 2, 3] == [line.qty for line in stream.items()]
     assert 1 == stream.outcome.calls
@@ -384,8 +392,8 @@ def test_an_item_healed_locally_in_a_one_call_run_is_streamed_not_repaired() -> 
 
 def test_a_repair_that_rewrites_the_whole_list_reports_the_item_it_replaced() -> None:
     text = lines(1, 0)
-    script = StreamScript(chunks_of(text, [5, 20, 30]), lines(2, 2, sku="PQ"))
-    stream = Healer(list[Line]).stream(script, "lines?", **JSON_MODE)
+    script = StreamScript(chunks_of(text, [5, 20, 30]), lines(2, 2, sku="PQ"), tool=True)
+    stream = Healer(list[Line]).stream(script, "lines?")
 
     got = [line.sku for line in stream.items()]
 

@@ -21,7 +21,6 @@ from .policy import HealPolicy
 from .replay import replay
 from .reply import Reply, Usage
 from .shortcut import heal_async, heal_sync
-from .stream.judge import constrains_one_value
 from .stream.run import AsyncHealStream, HealStream, stream_async, stream_sync
 from .stream.session import StreamSession
 from .target import SpecialForm, Target, list_item_type, target_for
@@ -195,7 +194,7 @@ class Healer(Generic[T]):
         target, rules, per_item = self.target, self.contracts, self.item_contracts
 
         def new_session(effect: ModelCall) -> StreamSession:
-            one = constrains_one_value(effect.params) or (json_mode is not None and json_mode())
+            one = json_mode is not None and json_mode()
             return StreamSession(target, rules, per_item, ctx, one_value=one)
 
         # under on_truncation="degrade" a cut answer ends the run: a breach read before a cut

@@ -32,6 +32,7 @@ from ._format import (
     JsonMode,
     Shapeable,
     check_mode,
+    constrains_one_value,
     is_format_rejection,
     shape_request,
     strict_format,
@@ -291,9 +292,9 @@ class HealingAdapter:
         tiers = self._tiers
 
         def json_mode() -> bool:  # the tier the call just used (a rejected one was stepped down)
-            if tiers is None or "response_format" in params:  # the client's or caller's own
-                return False
-            return (forced or tiers.mode) in ("json_schema", "json_object")
+            if "response_format" in params:  # the caller's own
+                return constrains_one_value(params)
+            return tiers is not None and (forced or tiers.mode) in ("json_schema", "json_object")
 
         if self.is_async:
             call = _async_call(tiers, forced, healer.target, send)

@@ -6,10 +6,10 @@ only in narrow cases:
 
 * The final check (L1) reads the whole reply: a model may write a draft or an example, then the
   answer, and L1 takes the one that fits. So nothing is judged early unless the answer is one
-  JSON value by construction: a tool call's arguments, or a request whose `response_format`
-  (`json_object`, `json_schema`) or Gemini `response_mime_type` constrains the output to one
-  JSON value (the JSON-mode tiers `wrap()` sends count too). A reply that repeats a key inside
-  that value is the one exception left: the rest of a repeated key's value replaces it.
+  JSON value by construction: a tool call's arguments, or a request the caller's adapter says
+  constrains the output to one JSON value (`wrap()`'s JSON-mode tiers, or a `response_format`
+  of its kind the caller chose). A reply that repeats a key inside that value is the one
+  exception left: the rest of a repeated key's value replaces it.
 * L1 aligns the data to the schema (keys in another case, number words, encoded objects, one-key
   wrappers), and the model's own validators may read other fields or rewrite the whole input.
   So a top-level field is judged only when its key is the field's own name (no alias, no
@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import inspect
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, RootModel, ValidationError, create_model
@@ -38,32 +38,11 @@ from pydantic_core import ErrorDetails, to_json
 
 from healjson._core.parse.align import _value_rewrite
 
-__all__ = ["FieldVerdict", "Stand", "constrains_one_value", "judge_field", "unrepairable"]
+__all__ = ["FieldVerdict", "Stand", "judge_field", "unrepairable"]
 
 _ALIGNED_KINDS = frozenset({"missing", "enum", "literal_error", "extra_forbidden"})
 """Error kinds L1's alignment may fix with text not in the value itself (a key renamed, a
 choice in another case), whatever the value."""
-
-
-def constrains_one_value(params: Mapping[str, Any]) -> bool:
-    """True when a request's parameters constrain the output to one JSON value."""
-    response_format = params.get("response_format")
-    kind = _read(response_format, "type")
-    if kind in ("json_object", "json_schema"):
-        return True
-    for holder in (params, params.get("config"), params.get("generation_config")):
-        if holder is None:
-            continue
-        mime = _read(holder, "response_mime_type") or _read(holder, "responseMimeType")
-        if mime == "application/json":
-            return True
-    return False
-
-
-def _read(holder: Any, name: str) -> Any:
-    if isinstance(holder, Mapping):
-        return holder.get(name)
-    return getattr(holder, name, None)
 
 
 def unrepairable(errors: list[ErrorDetails]) -> bool:
