@@ -6,10 +6,11 @@ only in narrow cases:
 
 * The final check (L1) reads the whole reply: a model may write a draft or an example, then the
   answer, and L1 takes the one that fits. So nothing is judged early unless the answer is one
-  JSON value by construction: a tool call's arguments, or a request the caller's adapter says
-  constrains the output to one JSON value (`wrap()`'s JSON-mode tiers, or a `response_format`
-  of its kind the caller chose). A reply that repeats a key inside that value is the one
-  exception left: the rest of a repeated key's value replaces it.
+  JSON value by construction: a tool call's arguments, or a request the adapter says
+  constrains the output to one JSON value (`wrap()`'s JSON-mode tiers, or such a
+  `response_format` the caller chose; `Healer.stream` over the caller's own function cannot see
+  the request, so only tool calls count there). A reply that repeats a key inside that value is
+  the one exception left: the later value of a repeated key replaces the first.
 * L1 aligns the data to the schema (keys in another case, number words, encoded objects, one-key
   wrappers), and the model's own validators may read other fields or rewrite the whole input.
   So a top-level field is judged only when its key is the field's own name (no alias, no
