@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, Field, create_model, field_validator
+from pydantic import BaseModel, Field, create_model, field_validator, model_validator
 
 import healjson
 from healjson import (
@@ -51,6 +51,16 @@ class Box(BaseModel):
         if isinstance(value, str) and value.endswith(" items") and value[:-6].isdigit():
             return int(value[:-6])
         return value
+
+
+class CheckedBox(Box):
+    """A cross-field rule in pydantic's own form: an `after` model validator."""
+
+    @model_validator(mode="after")
+    def labelled_in_kg(self) -> CheckedBox:
+        if self.unit == "kg" and self.label == "ok":
+            raise ValueError("a box in kg needs a real label")
+        return self
 
 
 @healjson.contract(fields=("qty",))
@@ -167,6 +177,7 @@ CONTRACTS = [
     later=st.sampled_from([GOOD_BOX, '{"qty": 99, "label": "ok"}']),
     cut=st.one_of(st.none(), st.integers(1, 80)),
     truncation=st.sampled_from(["compress", "degrade"]),
+    model=st.sampled_from([Box, CheckedBox]),
 )
 @example(
     reply=('{"qty": "five", "label": "ok"}', True),
@@ -175,6 +186,7 @@ CONTRACTS = [
     later=GOOD_BOX,
     cut=None,
     truncation="compress",
+    model=Box,
 )
 @example(
     reply=('{"qty": "3 items", "label": "ok"}', True),
@@ -183,6 +195,7 @@ CONTRACTS = [
     later=GOOD_BOX,
     cut=None,
     truncation="compress",
+    model=Box,
 )
 @example(
     reply=('{"qty": 7, "label": "ok", "unit": "kg"}', True),
@@ -191,6 +204,7 @@ CONTRACTS = [
     later=GOOD_BOX,
     cut=None,
     truncation="compress",
+    model=Box,
 )
 @example(
     reply=('{"qty": 2, "label": "ok"}', True),
@@ -199,6 +213,7 @@ CONTRACTS = [
     later=GOOD_BOX,
     cut=None,
     truncation="compress",
+    model=Box,
 )
 @example(
     reply=('{"Qty": 7, "label": "ok"}', True),
@@ -207,6 +222,7 @@ CONTRACTS = [
     later=GOOD_BOX,
     cut=None,
     truncation="compress",
+    model=Box,
 )
 @example(
     reply=('For example {"qty": 99, "label": "x"}. My answer: {"qty": 2, "label": "ok"}', False),
@@ -215,6 +231,7 @@ CONTRACTS = [
     later=GOOD_BOX,
     cut=None,
     truncation="compress",
+    model=Box,
 )
 def test_a_streamed_reply_has_the_unstreamed_outcome(
     reply: tuple[str, bool],
@@ -223,6 +240,7 @@ def test_a_streamed_reply_has_the_unstreamed_outcome(
     later: str,
     cut: int | None,
     truncation: Any,
+    model: type[Box],
 ) -> None:
     """Sync, async, every chunking, whole or cut by the token limit: the verdict, value and
     calls of the same text unstreamed."""
@@ -232,7 +250,7 @@ def test_a_streamed_reply_has_the_unstreamed_outcome(
     first = (
         Reply(None, finish, tool_calls=(ToolCall("Box", text),)) if tool else Reply(text, finish)
     )
-    healer = Healer(Box, contracts=rules, policy=HealPolicy(on_truncation=truncation))
+    healer = Healer(model, contracts=rules, policy=HealPolicy(on_truncation=truncation))
     whole = healer.run(ScriptedModel([first, later, later]), "box?")
 
     script = StreamScript(chunks_of(text, cuts), later, later, finish=finish, tool=tool)

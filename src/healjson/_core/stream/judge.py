@@ -14,11 +14,13 @@ only in narrow cases:
 * L1 aligns the data to the schema (keys in another case, number words, encoded objects, one-key
   wrappers), and the model's own validators may read other fields or rewrite the whole input.
   So a top-level field is judged only when its key is the field's own name (no alias, no
-  alignment needed), the model has no model validators, and no validator of the field reads
-  other fields (`ValidationInfo`); it is validated by the model itself, as the final check does
-  (JSON mode, lax, its validators and config); and it is a breach only when every error is of a
-  kind no alignment rewrites (a bound, a length, a pattern, a validator's `ValueError`) — a
-  number word or an enum in another case is left to the final check.
+  alignment needed), the model has no `before` / `wrap` model validator, and no validator of the
+  field reads other fields (`ValidationInfo`); it is validated by the model itself, as the final
+  check does (JSON mode, lax, its validators and config); and it is a breach only when every
+  error is of a kind no alignment rewrites (a bound, a length, a pattern, a validator's
+  `ValueError`) — a number word or an enum in another case is left to the final check. (An
+  `after` model validator or `model_post_init` never runs on a rejected field, but may change
+  an accepted one: such a model's fields are not handed to contracts early.)
 
 A contract is run early only on such fields, when every field it declares has arrived, on a
 stand-in that holds those fields alone: reading any other attribute (a defaulted or undeclared
@@ -84,7 +86,18 @@ def judge_field(model: type[BaseModel], key: str, data: Any) -> FieldVerdict:
         return _NOT_JUDGED
     except Exception:  # a validator that fails oddly: the final check decides
         return _NOT_JUDGED
+    if _reshaped_after(model):  # the final value may differ: not one for contracts to read
+        return _NOT_JUDGED
     return FieldVerdict(True, getattr(instance, key))
+
+
+def _reshaped_after(model: type[BaseModel]) -> bool:
+    """Whether the model changes its instance after its fields validated (an `after` model
+    validator, `model_post_init`). Those never run on a rejected field, so a rejection stands;
+    an accepted value may still change."""
+    return bool(model.__pydantic_decorators__.model_validators) or (
+        model.__pydantic_post_init__ is not None
+    )
 
 
 @functools.lru_cache(maxsize=1024)
@@ -98,8 +111,10 @@ def _probe(model: type[BaseModel], name: str) -> type[BaseModel] | None:
     if info is None or info.alias not in (None, name) or info.validation_alias not in (None, name):
         return None
     decorators = model.__pydantic_decorators__
-    if decorators.model_validators or decorators.root_validators:
-        return None
+    if decorators.root_validators or any(
+        validator.info.mode != "after" for validator in decorators.model_validators.values()
+    ):
+        return None  # they may rewrite the whole input: no field is judged alone
     for decorator in decorators.field_validators.values():
         fields_of = decorator.info.fields
         if (name in fields_of or "*" in fields_of) and _takes_info(
