@@ -490,15 +490,24 @@ def test_a_stream_that_stops_mid_value_with_no_finish_reason_is_never_healed_fro
 
 
 @pytest.mark.parametrize("chunks", FORMATS)
-def test_a_known_ending_or_a_complete_document_heals_from_the_stream(chunks: Any) -> None:
-    for target, text, value in [(int, "12", 12), (Parcel, '{"status": "late", "weight": 3}', None)]:
-        for finish in ["stop", None] if value is None else ["stop"]:
+def test_a_known_ending_or_a_complete_value_heals_from_the_stream(chunks: Any) -> None:
+    cases: list[tuple[Any, str, Any, list[str | None]]] = [
+        (int, "12", 12, ["stop"]),  # the ending is known
+        (
+            Parcel,
+            '{"status": "late", "weight": 3}',
+            Parcel(status="late", weight=3),
+            ["stop", None],
+        ),
+        (str, '"parcel is late"', "parcel is late", ["stop", None]),  # a closed string
+        (str, "The parcel is late.", "The parcel is late.", [None]),  # a sentence's full stop
+    ]
+    for target, text, value, finishes in cases:
+        for finish in finishes:
             pieces = chunks(text, finish)
             outcome = Healer(target).stream(lambda m, _p=pieces, **k: iter(_p), "go").finish()
-            assert isinstance(outcome, Healed)
-            assert 1 == outcome.calls
-            if value is not None:
-                assert value == outcome.value
+            assert isinstance(outcome, Healed), (text, finish)
+            assert (value, 1) == (outcome.value, outcome.calls)
 
 
 def test_an_unstreamed_reply_without_finish_reason_is_read_as_before() -> None:

@@ -257,7 +257,7 @@ class StreamSession:
         if not text:
             return None
         stripped = text.lstrip()
-        cut = text[-1].isalnum() or text[-1] in _TOKEN_TAIL
+        cut = _mid_token(text)
         if not cut and stripped.startswith('"'):
             cut = _CLOSED_STRING.match(stripped) is None
         if not cut:
@@ -350,7 +350,22 @@ def _under(index: int, diagnostic: Diagnostic) -> Diagnostic:
     return dataclasses.replace(diagnostic, path=f"[{index}]{inner}")
 
 
-_TOKEN_TAIL: Final = frozenset(".+-_")
+_NUMBER_SIGNS: Final = frozenset(".+-")
+_TOKEN_STARTS: Final = frozenset(" \t\r\n:,[{(")
+
+
+def _mid_token(text: str) -> bool:
+    """Whether `text` ends inside a word, a literal or a number (`12`, `tru`, `1.`, `1e-`, `-`);
+    a sentence's full stop ends it."""
+    last = text[-1]
+    if last.isalnum() or last == "_":
+        return True
+    if last not in _NUMBER_SIGNS:
+        return False
+    before = text[-2] if len(text) > 1 else " "
+    if last == "-" and before in _TOKEN_STARTS:
+        return True  # a number's sign
+    return before.isdigit() or (last != "." and before in "eE")
 _CLOSED_STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
