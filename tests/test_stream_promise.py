@@ -319,6 +319,13 @@ class Line(BaseModel):
     sku: str
     qty: int = Field(ge=1)
 
+    @field_validator("sku")
+    @classmethod
+    def odd_rule(cls, value: str) -> str:
+        if value == "K":  # neither valid nor a validation error: undecided until the end
+            raise LookupError("an odd validator")
+        return value
+
 
 def lines(*qtys: Any, sku: str = "ABCDEFGH") -> str:
     return json.dumps([{"sku": sku[i], "qty": q} for i, q in enumerate(qtys)])
@@ -337,6 +344,8 @@ def at_most_five_in_all(lines: list[Line]) -> Violation | None:
     list_rule=st.booleans(),
     repair=st.sampled_from(["items", "whole", "other"]),
     cuts=st.lists(st.integers(0, 300), max_size=6),
+    odd=st.booleans(),
+    streamed_repairs=st.booleans(),
 )
 def test_an_item_handed_out_is_in_the_final_value_at_its_index(
     first: list[Any],
@@ -345,8 +354,10 @@ def test_an_item_handed_out_is_in_the_final_value_at_its_index(
     list_rule: bool,
     repair: str,
     cuts: list[int],
+    odd: bool,
+    streamed_repairs: bool,
 ) -> None:
-    text = lines(*first)
+    text = lines(*first, sku="AKCDEFGH" if odd else "ABCDEFGH")
     if draft:  # a draft list, then the answer
         text, tool = f"Draft: {lines(9, 9, sku='XY')}\nFinal: {text}", False
     bad = sum(1 for q in first if q == 0)
@@ -356,7 +367,10 @@ def test_an_item_handed_out_is_in_the_final_value_at_its_index(
         "other": lines(1, sku="Z"),
     }
     healer = Healer(list[Line], contracts=[at_most_five_in_all] if list_rule else [])
-    script = StreamScript(chunks_of(text, cuts), repairs[repair], repairs["whole"], tool=tool)
+    later: list[Any] = [repairs[repair], repairs["whole"]]
+    if streamed_repairs:  # every call streams, repairs too
+        later = [chunks_of(reply, cuts) for reply in later]
+    script = StreamScript(chunks_of(text, cuts), *later, tool=tool)
     stream = healer.stream(script, "lines?")
 
     given = list(stream.items())

@@ -327,12 +327,18 @@ class _Tracker:
         """Note a streamed item; the items it lets out, in index order (none while an earlier
         one is missing, and none after a held one in the same answer)."""
         index, attempt = event.index, event.attempt
+        if any(number != attempt for number, _ in self.ready.values()):
+            self.ready.clear()  # an earlier answer's items, still waiting: never handed out
         if event.value is HELD:
             self.stopped.add(attempt)
+            self.ready.clear()
             if index >= len(self.given):
                 self.item_status.setdefault(index, "held")
             return []
         if index < len(self.given):
+            if event.value != self.given[index]:  # this answer replaces one handed out: the
+                self.stopped.add(attempt)  # rest of it comes at the end, after the replacement
+                self.ready.clear()
             return []
         self.item_status.setdefault(index, "held")  # until it is handed out
         if attempt in self.stopped:

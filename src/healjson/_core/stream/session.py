@@ -102,7 +102,7 @@ class StreamSession:
         self.new_held: list[int] = []
         """Indexes of items held since the driver last cleared this list."""
         self.abort: tuple[Diagnostic, ...] | None = None
-        """Set when the answer has a violation more tokens cannot fix."""
+        """Set when the answer has a breach no later text can repair (see `judge.py`)."""
         self._item_type = list_item_type(target.type_)
         self._model = target.type_ if _is_model(target.type_) else None
         self._promise_items = (
@@ -243,8 +243,10 @@ class StreamSession:
             found = _sync_contracts((rule,), stand, self._ctx)
             if stand.touched or not found:
                 continue  # it read what has not arrived (or may change), or it passed
-            if all(d.source is Source.CONTRACT for d in found):  # a contract that raised: the
-                self.abort = tuple(found)  # final check reports it, as without streaming
+            # a contract that raised is no reason to stop: the final check reports it, as
+            # without streaming (a `contract_error` after this call)
+            if all(d.source is Source.CONTRACT for d in found):
+                self.abort = tuple(found)
                 return
 
     def cut_unknown(self) -> Diagnostic | None:
@@ -366,6 +368,8 @@ def _mid_token(text: str) -> bool:
     if last == "-" and before in _TOKEN_STARTS:
         return True  # a number's sign
     return before.isdigit() or (last != "." and before in "eE")
+
+
 _CLOSED_STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
