@@ -133,7 +133,7 @@ class StreamScript:
     stream may judge before its end (free text may still hold a second, corrected value)."""
 
     def __init__(
-        self, first: list[str], *rest: str, finish: str = "stop", tool: bool = False
+        self, first: list[str], *rest: str | list[str], finish: str = "stop", tool: bool = False
     ) -> None:
         self.replies: list[Any] = [first, *rest]
         self.calls = 0
@@ -145,7 +145,8 @@ class StreamScript:
         reply = self.replies.pop(0) if self.replies else GOOD_BOX
         if isinstance(reply, list):
             pieces = [Delta(tool_arguments=p) if self.tool else p for p in reply]
-            return iter([*pieces, Delta(finish_reason=self.finish)])
+            finish = self.finish if self.calls == 1 else "stop"  # a repair's reply is whole
+            return iter([*pieces, Delta(finish_reason=finish)])
         return reply
 
     async def acall(self, messages: Any, **params: Any) -> Any:
@@ -243,7 +244,7 @@ def test_a_streamed_reply_has_the_unstreamed_outcome(
     model: type[Box],
 ) -> None:
     """Sync, async, every chunking, whole or cut by the token limit: the verdict, value and
-    calls of the same text unstreamed."""
+    calls of the same text unstreamed (the sync run streams the repairs' replies too)."""
     text, tool = reply
     finish = "stop" if cut is None else "length"
     text = text if cut is None else text[:cut]
@@ -253,7 +254,8 @@ def test_a_streamed_reply_has_the_unstreamed_outcome(
     healer = Healer(model, contracts=rules, policy=HealPolicy(on_truncation=truncation))
     whole = healer.run(ScriptedModel([first, later, later]), "box?")
 
-    script = StreamScript(chunks_of(text, cuts), later, later, finish=finish, tool=tool)
+    again = chunks_of(later, cuts)
+    script = StreamScript(chunks_of(text, cuts), again, again, finish=finish, tool=tool)
     assert summary(whole) == summary(healer.stream(script, "box?").finish())
 
     script = StreamScript(chunks_of(text, cuts[::-1]), later, later, finish=finish, tool=tool)
