@@ -26,6 +26,12 @@ A contract is run early only on such fields, when every field it declares has ar
 stand-in that holds those fields alone: reading any other attribute (a defaulted or undeclared
 field, a method) means it cannot be judged yet. A violation it returns is final; a contract that
 raises is never a reason to stop (the final check reports it as the unstreamed call does).
+
+What a stop changes, then, is only what the stream did not read: the run makes the repair call
+the unstreamed run makes (its prompt names the breach found, perhaps not every other problem
+the whole answer had). A breach followed by a cut at the token limit would have been a
+truncation, repaired too — unless `HealPolicy(on_truncation="degrade")` ends the run on a cut:
+then nothing is stopped early (the healer passes `abort=False`).
 """
 
 from __future__ import annotations
