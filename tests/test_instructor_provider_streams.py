@@ -72,7 +72,7 @@ def test_create_iterable_hands_out_items_and_repairs_the_bad_one_alone() -> None
         )
         got = [item.sku for item in stream]
         bodies = [r.body for r in server.requests]
-    assert got == ["A", "C", "B"]
+    assert got == ["A", "B", "C"]  # in index order: C waits for the repaired B
     assert stream.item_status == {0: "streamed", 1: "repaired", 2: "streamed"}
     assert isinstance(stream.outcome, Healed)
     assert bodies[1] is not None
@@ -121,7 +121,7 @@ def test_gemini_create_iterable_streams_and_repairs_the_bad_item_alone() -> None
         got = [item.sku for item in stream]
         requests = server.requests
         raw.close()
-    assert got == ["A", "C", "B"]
+    assert got == ["A", "B", "C"]  # in index order: C waits for the repaired B
     assert isinstance(stream.outcome, Healed)
     assert stream.outcome.calls == 2
     assert all(":streamGenerateContent" in r.path for r in requests)

@@ -133,7 +133,7 @@ def test_the_per_item_prompt_round_trips_through_to_dict() -> None:
     assert prompt.render() == outcome.attempts[1].prompt.render()  # type: ignore[union-attr]
 
 
-def test_a_streamed_list_hands_out_good_items_then_the_one_repaired() -> None:
+def test_a_streamed_list_hands_out_its_items_in_order_the_bad_one_once_repaired() -> None:
     first = ScriptedReply(content=json.dumps(lines(1, 0, 2, 3)), chunk_chars=6)
     fixed = ScriptedReply(content=json.dumps([{"sku": "B", "qty": 5}]), chunk_chars=6)
     with ScriptedServer([first, fixed]) as server:
@@ -144,7 +144,7 @@ def test_a_streamed_list_hands_out_good_items_then_the_one_repaired() -> None:
         )  # fmt: skip
         seen = [(line.sku, line.qty) for line in stream.items()]
         requests = [r.body for r in server.requests]
-    assert seen == [("A", 1), ("C", 2), ("D", 3), ("B", 5)]
+    assert seen == [("A", 1), ("B", 5), ("C", 2), ("D", 3)]  # in order: C and D wait for B
     assert stream.item_status == {0: "streamed", 1: "repaired", 2: "streamed", 3: "streamed"}
     assert isinstance(stream.outcome, Healed)
     assert stream.outcome.calls == 2

@@ -138,7 +138,7 @@ def feed(session: StreamSession, text: str, size: int = 3) -> None:
 
 
 def test_session_accepts_good_items_and_holds_bad_ones_with_located_diagnostics() -> None:
-    session = StreamSession(target_for(list[Item]))
+    session = StreamSession(target_for(list[Item]), one_value=True)
     feed(session, json.dumps([{"sku": "A", "qty": 1}, {"sku": "B", "qty": 0}]))
 
     assert {0: Item(sku="A", qty=1)} == session.accepted
@@ -147,7 +147,7 @@ def test_session_accepts_good_items_and_holds_bad_ones_with_located_diagnostics(
 
 
 def test_session_aborts_on_a_closed_field_outside_its_schema() -> None:
-    session = StreamSession(target_for(Pair))
+    session = StreamSession(target_for(Pair), one_value=True)  # a JSON-mode request
     feed(session, '{"low": 1, "high": 500, "note": "')
 
     assert session.abort is not None
@@ -159,7 +159,7 @@ def test_session_runs_a_contract_once_its_fields_have_arrived() -> None:
     def ordered(pair: Pair) -> Violation | None:
         return Violation("low must not exceed high") if pair.low > pair.high else None
 
-    session = StreamSession(target_for(Pair), [as_contract(ordered)])
+    session = StreamSession(target_for(Pair), [as_contract(ordered)], one_value=True)
     session.feed(Delta(text='{"low": 9, "hi'))
     assert session.abort is None  # `high` has not arrived
     session.feed(Delta(text='gh": 3, '))
@@ -172,7 +172,7 @@ def test_session_leaves_async_contracts_to_the_final_check() -> None:
     async def remote(pair: Pair) -> Violation | None:
         return Violation("never")
 
-    session = StreamSession(target_for(Pair), [as_contract(remote)])
+    session = StreamSession(target_for(Pair), [as_contract(remote)], one_value=True)
     feed(session, '{"low": 1, "high": 2}')
     assert session.abort is None
 

@@ -136,6 +136,8 @@ def check_streams() -> None:
     for snapshot in stream:
         assert_type(snapshot, Partial[Order])
         assert_type(snapshot.total, Any)  # any field reads as Any (it may be missing)
+        assert_type(Partial.data_of(snapshot), Any)  # the snapshot's own, whatever the fields
+        assert_type(Partial.is_complete(snapshot), bool)
         takes_order(snapshot)  # type: ignore[arg-type]  # a snapshot is never an Order
     assert_type(stream.outcome, Outcome[Order])
     assert_type(healer.astream(astream_call, "total?"), AsyncHealStream[Order])

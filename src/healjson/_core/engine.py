@@ -490,8 +490,13 @@ def _refusal_evaluation(reply: Reply) -> Evaluation:
 
 
 def _aborted_evaluation(result: CallResult, raw: str | None) -> Evaluation:
-    """A stream closed early on violations more tokens could not fix: judged by them."""
+    """A stream closed early on violations more tokens could not fix: judged by them. (A
+    stream that ended with no finish reason in the middle of a value comes here too, with a
+    truncation diagnostic: it is judged as cut.)"""
     diagnostics = result.aborted
+    if diagnostics[0].source is Source.TRUNCATION:
+        cut = ParseResult(result.partial, (Flag.TRUNCATED,), True, diagnostics[0], answer=raw)
+        return Evaluation(Verdict.TRUNCATED, cut, diagnostics, answer=raw)
     contract = any(d.source is Source.CONTRACT for d in diagnostics)
     parse = ParseResult(result.partial, (Flag.STREAM_ABORTED,), answer=raw)
     verdict = Verdict.CONTRACT if contract else Verdict.SCHEMA

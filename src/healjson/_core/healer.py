@@ -183,18 +183,26 @@ class Healer(Generic[T]):
         context: Mapping[str, Any] | None,
         params: dict[str, Any],
         scope: Any = None,
+        *,
+        json_mode: Callable[[], bool] | None = None,
     ) -> tuple[Any, Callable[..., Any], Callable[[ModelCall], StreamSession], bool, Any]:
         """What a stream driver needs: the flow, the call, a session per streamed call, whether
-        to abort early, and the secrets scope to enter around each step (adapters)."""
+        to abort early, and the secrets scope to enter around each step (adapters).
+        `json_mode`: asked once a call has returned its stream, whether that call's request
+        constrained the output to one JSON value (an adapter's JSON-mode tier)."""
         original = normalise_messages(messages)
         ctx = _run_context(self._spec, context, original)
         flow = heal_flow(self._spec, original, params, ctx, started=time.monotonic())
         target, rules, per_item = self.target, self.contracts, self.item_contracts
 
         def new_session(effect: ModelCall) -> StreamSession:
-            return StreamSession(target, rules, per_item, ctx)
+            one = json_mode is not None and json_mode()
+            return StreamSession(target, rules, per_item, ctx, one_value=one)
 
-        return flow, call, new_session, self.policy.stream_abort, scope
+        # under on_truncation="degrade" a cut answer ends the run: a breach read before a cut
+        # that may follow would repair instead, so nothing is stopped early
+        abort = self.policy.stream_abort and self.policy.on_truncation != "degrade"
+        return flow, call, new_session, abort, scope
 
     def _replay(
         self,

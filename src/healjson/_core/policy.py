@@ -56,10 +56,12 @@ class HealPolicy:
       exceptions of the provider SDKs and HTTP libraries): the run degrades on them. Any other
       exception from the call is a bug in your code and propagates unchanged.
     - `stream_abort`: on a streamed call, close the stream as soon as a complete part of the
-      answer breaks a rule more tokens cannot fix (a closed field outside its schema, a sync
-      contract whose declared fields have all arrived) and go straight to the repair, saving
-      the rest of the answer's tokens (flag `stream_aborted`). False reads every stream to its
-      end.
+      answer breaks a rule no later text can repair (in an answer that is one JSON value by
+      construction: a closed field its own validation rejects beyond any alignment, a sync
+      contract on declared fields that have all arrived; see `healjson._core.stream.judge`)
+      and go straight to the repair, saving the rest of the answer's tokens (flag
+      `stream_aborted`). False reads every stream to its end, and so does
+      `on_truncation="degrade"` (a cut that may follow the breach would end the run instead).
     """
 
     max_attempts: int = 3

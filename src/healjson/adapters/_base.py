@@ -32,6 +32,7 @@ from ._format import (
     JsonMode,
     Shapeable,
     check_mode,
+    constrains_one_value,
     is_format_rejection,
     shape_request,
     strict_format,
@@ -288,11 +289,22 @@ class HealingAdapter:
         self._stream_params(params)
         send = self._sender(healer.target.type_, params)
         scope = secrets_scope(self.wrapped, params)
+        tiers = self._tiers
+
+        def json_mode() -> bool:  # the tier the call just used (a rejected one was stepped down)
+            if "response_format" in params:  # the caller's own
+                return constrains_one_value(params)
+            return tiers is not None and (forced or tiers.mode) in ("json_schema", "json_object")
+
         if self.is_async:
-            call = _async_call(self._tiers, forced, healer.target, send)
-            return stream_async(*healer._streaming(call, messages, context, params, scope))
-        call = _sync_call(self._tiers, forced, healer.target, send)
-        return stream_sync(*healer._streaming(call, messages, context, params, scope))
+            call = _async_call(tiers, forced, healer.target, send)
+            return stream_async(
+                *healer._streaming(call, messages, context, params, scope, json_mode=json_mode)
+            )
+        call = _sync_call(tiers, forced, healer.target, send)
+        return stream_sync(
+            *healer._streaming(call, messages, context, params, scope, json_mode=json_mode)
+        )
 
     def _stream_params(self, params: dict[str, Any]) -> None:
         """Adjust a streamed call's parameters (e.g. ask for the usage chunk)."""

@@ -113,6 +113,17 @@ def strict_format(type_: Any) -> dict[str, Any]:
     return strict_json_schema(type_).response_format()
 
 
+def constrains_one_value(params: Mapping[str, Any]) -> bool:
+    """True when a request's `response_format` constrains the output to one JSON value (what a
+    healed stream needs before it judges anything early)."""
+    response_format = params.get("response_format")
+    if isinstance(response_format, Mapping):
+        kind = response_format.get("type")
+    else:
+        kind = getattr(response_format, "type", None)
+    return kind in ("json_object", "json_schema")
+
+
 def is_format_rejection(exc: BaseException) -> bool:
     """True for an HTTP 400 whose error names `response_format` (the tier is unsupported)."""
     if getattr(exc, "status_code", None) != 400:

@@ -7,6 +7,10 @@ items). Values are the JSON values as received: not validated, not converted (a 
 its string), possibly cut short (a string still arriving). The validated value is the stream's
 `.outcome`. Building a view costs nothing per snapshot: fields are looked up when read.
 
+The model's fields win over the snapshot's own names: `snap.data` on a model with a field
+`data` is that field. The snapshot's data, completeness and copy are always reachable through
+the class: `Partial.data_of(snap)`, `Partial.is_complete(snap)`, `Partial.to_dict(snap)`.
+
 Statically, `Partial[Order]` is its own type: a type checker rejects it where an `Order` is
 expected, and every attribute read on it is `Any` (it may be None).
 """
@@ -26,22 +30,36 @@ T = TypeVar("T")
 
 
 class Partial(Generic[T]):
-    """What has arrived of a `T` so far; see the module docstring."""
+    """What has arrived of a `T` so far; see the module docstring.
 
-    __slots__ = ("_model", "complete", "data")
+    The model's fields win: on a `Partial[Doc]` whose model has a field named `data`, `complete`
+    or `to_dict`, `snap.data` is that field. The snapshot's own `data`, `complete` and
+    `to_dict()` are read through the class, which no field can shadow:
+    `Partial.data_of(snap)`, `Partial.is_complete(snap)`, `Partial.to_dict(snap)`.
+    """
+
+    __slots__ = ("_complete", "_data", "_model")
 
     def __init__(self, data: Any, model: Any = None, *, complete: bool = False) -> None:
-        self.data = data
-        """The JSON data read so far (shared with later snapshots: do not mutate it)."""
-        self.complete = complete
-        """True when the whole JSON value has arrived (it may still fail validation)."""
+        self._data = data
+        self._complete = complete
         self._model = model
 
+    def __getattribute__(self, name: str) -> Any:
+        if name[:1] != "_" and name in _OWN:  # one of ours, unless the model has such a field
+            fields = getattr(object.__getattribute__(self, "_model"), "model_fields", None)
+            if fields is not None and name in fields:
+                return object.__getattribute__(self, "_field")(name)
+        return object.__getattribute__(self, name)
+
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
+        if name.startswith("_"):
             raise AttributeError(name)
+        return self._field(name)
+
+    def _field(self, name: str) -> Any:
         model = self._model
-        data = self.data
+        data = self._data
         if not isinstance(data, dict):
             return None
         fields = getattr(model, "model_fields", None)
@@ -53,8 +71,30 @@ class Partial(Generic[T]):
         value = data.get(info.alias or name, data.get(name))
         return _view(value, info.annotation)
 
+    @property
+    def data(self) -> Any:
+        """The JSON data read so far (shared with later snapshots: do not mutate it). A field
+        named `data` wins: `Partial.data_of(snap)` always reads this."""
+        return self._data
+
+    @property
+    def complete(self) -> bool:
+        """True when the whole JSON value has arrived (it may still fail validation). A field
+        named `complete` wins: `Partial.is_complete(snap)` always reads this."""
+        return self._complete
+
+    @staticmethod
+    def data_of(snapshot: Partial[Any]) -> Any:
+        """`snapshot.data`, whatever the model's fields are called."""
+        return snapshot._data
+
+    @staticmethod
+    def is_complete(snapshot: Partial[Any]) -> bool:
+        """`snapshot.complete`, whatever the model's fields are called."""
+        return snapshot._complete
+
     def __getitem__(self, key: Any) -> Any:
-        data = self.data
+        data = self._data
         if isinstance(data, dict | list):
             try:
                 return _view(data[key], _item_type(self._model))
@@ -63,29 +103,34 @@ class Partial(Generic[T]):
         return None
 
     def __iter__(self) -> Iterator[Any]:
-        if isinstance(self.data, list):
+        if isinstance(self._data, list):
             item = _item_type(self._model)
-            return iter([_view(value, item) for value in self.data])
+            return iter([_view(value, item) for value in self._data])
         return iter(())
 
     def __len__(self) -> int:
-        return len(self.data) if isinstance(self.data, dict | list | str) else 0
+        return len(self._data) if isinstance(self._data, dict | list | str) else 0
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Partial):
-            return bool(self.data == other.data)
+            return bool(self._data == other._data)
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         name = getattr(self._model, "__name__", None) or "Any"
-        state = "complete" if self.complete else "partial"
-        return f"Partial[{name}]({state}: {self.data!r})"[:300]
+        state = "complete" if self._complete else "partial"
+        return f"Partial[{name}]({state}: {self._data!r})"[:300]
 
     def to_dict(self) -> Any:
-        """A deep copy of the data read so far (safe to change)."""
-        return _copy(self.data)
+        """A deep copy of the data read so far (safe to change). A field named `to_dict` wins:
+        `Partial.to_dict(snap)` always calls this."""
+        return _copy(self._data)
+
+
+_OWN = frozenset(("data", "complete", "to_dict", "data_of", "is_complete"))
+"""The snapshot's own public names: a model field of the same name wins over each."""
 
 
 def _view(value: Any, annotation: Any) -> Any:

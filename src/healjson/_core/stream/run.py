@@ -11,7 +11,9 @@ without streaming.
 
 A stream that fails part-way (a dropped connection, an error event, the run's deadline) is a
 failed call with what had arrived kept (`raw_text` on the attempt, `partial` on `Degraded`).
-With `HealPolicy.stream_abort`, a violation more tokens cannot fix closes the stream at once.
+With `HealPolicy.stream_abort`, a breach no later text can repair closes the stream at once
+(`judge.py`). A stream that ends with no finish reason in the middle of a value (a number, a
+word, an open string) is sent to the flow as cut, never healed from what arrived.
 
 The run's deadline ends a streamed call on time whatever the wire does (a slow first byte,
 keep-alives the SDK drops, a trickle, silence after the answer): the async driver cancels the
@@ -25,6 +27,7 @@ works (the attempt's OpenTelemetry span) is never current in the caller's loop b
 from __future__ import annotations
 
 import contextvars
+import re
 import time
 from collections.abc import (
     AsyncIterable,
@@ -63,10 +66,12 @@ __all__ = [
 
 T = TypeVar("T")
 
-ItemStatus = Literal["streamed", "repaired", "held"]
-"""What became of one item of a streamed list: valid as it arrived in the first answer
-(`streamed`), valid only in a repaired answer (`repaired`), or never valid (`held`: in no value;
-the outcome says why)."""
+ItemStatus = Literal["streamed", "repaired", "held", "retracted"]
+"""What became of one item of a streamed list: in the final value as the first answer had it
+(`streamed`: as it arrived, or healed locally without another call), valid only in a repaired
+answer (`repaired`), never valid (`held`: in no value; the outcome says why), or handed out
+during a stream and then replaced, because a repair's answer rewrote the whole list
+(`retracted`: the final value's item at that index was handed out after it)."""
 
 NewSession = Callable[[ModelCall], StreamSession]
 
@@ -173,8 +178,13 @@ class _Reading:
         return result
 
     def finished(self) -> CallResult:
-        reply = withdrawn(self.session.reply())
-        return CallResult(reply, None, time.perf_counter() - self.start)
+        session = self.session
+        elapsed = time.perf_counter() - self.start
+        reply = withdrawn(session.reply())  # a refusal stop withdraws the text before it
+        cut = session.cut_unknown()
+        if cut is not None:  # no finish reason, and the text stops mid-value: maybe cut short
+            return CallResult(reply, None, elapsed, aborted=(cut,), partial=session.data)
+        return CallResult(reply, None, elapsed)
 
 
 def _close(stream: Any) -> None:
@@ -365,42 +375,94 @@ async def _each_turn(chunks: Iterable[Any]) -> AsyncIterator[Any]:
 
 
 class _Tracker:
-    """The caller-side state both stream objects share: the outcome and the items' fate."""
+    """The caller-side state both stream objects share: the outcome and the items' fate.
 
-    __slots__ = ("item_status", "outcome", "yielded")
+    Items are handed out in index order: an item waits for every item before it, and a held
+    item stops the rest of that answer's items (they come after the run, from the final value).
+    """
+
+    __slots__ = ("given", "item_status", "outcome", "ready", "stopped")
 
     def __init__(self) -> None:
         self.outcome: Outcome[Any] | None = None
-        self.yielded: set[int] = set()
+        self.given: list[Any] = []
+        """The items handed out, by index."""
+        self.ready: dict[int, Any] = {}
+        self.stopped: set[int] = set()
+        """Attempts in which an item was held: the rest of their items wait for the end."""
         self.item_status: dict[int, ItemStatus] = {}
 
     def final_items(self) -> list[Any]:
-        """At the end: the items of the final value not yet handed out (repaired ones)."""
+        """At the end: the items of the final value not yet handed out, and the replacements
+        of items a whole-list repair rewrote (those handed out are marked `retracted`)."""
         outcome = self.outcome
+        self.ready.clear()
         if not isinstance(outcome, Healed) or not isinstance(outcome.value, list | tuple):
             for index in self.item_status:
-                if index not in self.yielded:
+                if index >= len(self.given):
                     self.item_status[index] = "held"
             return []
+        first = _first_failures(outcome)
         rest = []
         for index, item in enumerate(outcome.value):
-            if index not in self.yielded:
-                self.yielded.add(index)
-                self.item_status[index] = "repaired"
-                rest.append(item)
+            if index < len(self.given):
+                if self.given[index] != item:
+                    self.item_status[index] = "retracted"
+                    self.given[index] = item
+                    rest.append(item)
+                continue
+            self.given.append(item)
+            repaired = first is None or index in first
+            self.item_status[index] = "repaired" if outcome.calls > 1 and repaired else "streamed"
+            rest.append(item)
+        for index in self.item_status:  # beyond the final list: in no value
+            if index >= len(outcome.value):
+                self.item_status[index] = "retracted" if index < len(self.given) else "held"
         return rest
 
-    def took(self, event: _Item) -> bool:
-        """Note a streamed item; False when it is not to be handed out (held, or an item at
-        that index was handed out already)."""
+    def took(self, event: _Item) -> list[Any]:
+        """Note a streamed item; the items it lets out, in index order (none while an earlier
+        one is missing, and none after a held one in the same answer)."""
+        index, attempt = event.index, event.attempt
+        if any(number != attempt for number, _ in self.ready.values()):
+            self.ready.clear()  # an earlier answer's items, still waiting: never handed out
         if event.value is HELD:
-            self.item_status.setdefault(event.index, "held")
-            return False
-        if event.index in self.yielded:
-            return False
-        self.yielded.add(event.index)
-        self.item_status[event.index] = "streamed" if event.attempt == 1 else "repaired"
-        return True
+            self.stopped.add(attempt)
+            self.ready.clear()
+            if index >= len(self.given):
+                self.item_status.setdefault(index, "held")
+            return []
+        if index < len(self.given):
+            if event.value != self.given[index]:  # this answer replaces one handed out: the
+                self.stopped.add(attempt)  # rest of it comes at the end, after the replacement
+                self.ready.clear()
+            return []
+        self.item_status.setdefault(index, "held")  # until it is handed out
+        if attempt in self.stopped:
+            return []
+        self.ready[index] = (attempt, event.value)
+        out = []
+        while len(self.given) in self.ready:
+            number, value = self.ready.pop(len(self.given))
+            self.item_status[len(self.given)] = "streamed" if number == 1 else "repaired"
+            self.given.append(value)
+            out.append(value)
+        return out
+
+
+def _first_failures(outcome: Outcome[Any]) -> set[int] | None:
+    """The items the first answer got wrong (by index), or None when its failure was not
+    only in items (the whole list was repaired)."""
+    found: set[int] = set()
+    for diagnostic in outcome.attempts[0].diagnostics if outcome.attempts else ():
+        match = _ITEM_PATH.match(diagnostic.path)
+        if match is None:
+            return None
+        found.add(int(match.group(1)))
+    return found
+
+
+_ITEM_PATH = re.compile(r"\[(\d{1,9})\]")
 
 
 class HealStream(Generic[T]):
@@ -431,12 +493,17 @@ class HealStream(Generic[T]):
                 self._tracker.took(event)
 
     def items(self) -> Iterator[Any]:
-        """Each item of a list target, validated, as soon as it is complete (a bad item is held
-        and the rest keep coming); after the stream, the items only a repair made valid."""
+        """Each item of a list target, in index order, each one final: an item handed out is in
+        the healed outcome's value at its index (the one exception, a repair that rewrites the whole
+        list, is reported as `retracted` in `item_status` and its replacement follows). During a
+        stream, an item comes as soon as it is complete and valid, only where no later text can
+        change it (an answer that is one JSON value by construction: a tool call, a JSON-mode
+        request; a plain `list[X]` target without list-level rules); the others come after the
+        answer is judged, from the final value."""
         tracker = self._tracker
         for event in self._next_events():
-            if isinstance(event, _Item) and tracker.took(event):
-                yield event.value
+            if isinstance(event, _Item):
+                yield from tracker.took(event)
         yield from tracker.final_items()
 
     @property
@@ -505,8 +572,9 @@ class AsyncHealStream(Generic[T]):
         """As `HealStream.items`."""
         tracker = self._tracker
         async for event in self._next_events():
-            if isinstance(event, _Item) and tracker.took(event):
-                yield event.value
+            if isinstance(event, _Item):
+                for item in tracker.took(event):
+                    yield item
         for item in tracker.final_items():
             yield item
 

@@ -2,15 +2,17 @@
 
 The drivers hand it each chunk's `Delta`; it keeps the text, the reasoning (apart) and the
 finish reason and usage, feeds the answer text to a `JsonStream`, and says after each delta
-whether there is a new snapshot to show. It also judges what can be judged early:
+whether there is a new snapshot to show. It also judges early what no later text can change
+(`judge.py` says precisely when; in short, only an answer that is one JSON value by
+construction — a tool call's arguments, a JSON-mode request — from its first character):
 
-* a list target (`list[Item]`, a top-level JSON array): each item, once complete, is validated
-  on its own (and by the item contracts): a valid item is `accepted` at once, a bad one `held`
-  with its diagnostics while the rest keep flowing;
-* an object target: each top-level field, once complete, is validated on its own, and each sync
-  contract whose declared fields have all arrived runs on them. A violation more tokens cannot
-  fix — a complete field out of its schema, a complete set of fields in conflict — sets
-  `abort` (the driver closes the stream when the policy allows; the repair starts at once).
+* a plain list target (`list[Item]`, no list-level rule): each item, once complete, is validated
+  as the final check validates it (and by the item contracts): a valid item is `accepted` at
+  once, a bad one `held` with its diagnostics while the rest keep flowing;
+* an object target: each top-level field that can be judged alone, once complete, is validated
+  by the model; each sync contract whose declared fields have all arrived runs on them. A
+  breach no later text can repair sets `abort` (the driver closes the stream when the policy
+  allows; the repair starts at once). Anything else waits for the final check.
 
 Nothing here decides the outcome: at the end, the whole text is the attempt's reply and the
 normal L1-L4 loop judges it (so a fenced or slightly broken stream still heals locally).
@@ -27,20 +29,23 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import typing
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
-from pydantic_core import ErrorDetails
+from pydantic_core import ErrorDetails, to_json
 
 from healjson._core.contracts import Contract, ContractContext, run_contracts
 from healjson._core.diagnostic import Diagnostic, Source
+from healjson._core.parse import truncation_diagnostic
 from healjson._core.reply import Reply, ToolCall, Usage
 from healjson._core.schema_errors import schema_diagnostics
 from healjson._core.target import Target, list_item_type
 
 from .chunks import Delta
+from .judge import Stand, judge_field
 from .partial import Partial
 from .reader import JsonStream
 
@@ -60,9 +65,15 @@ class StreamSession:
         ctx: ContractContext | None = None,
         *,
         judge_early: bool = True,
+        one_value: bool = False,
     ) -> None:
         self._target = target
         self._contracts = [rule for rule in contracts if rule.fields]
+        self._one_value = one_value
+        """The request constrains the answer to one JSON value (a tool call's arguments are
+        one too: set when they arrive)."""
+        self._first: str | None = None  # the answer's first non-whitespace character
+        self._seen: set[str] = set()
         self._item_contracts = tuple(item_contracts)
         self._ctx = ctx or ContractContext()
         self._judge = judge_early
@@ -91,9 +102,15 @@ class StreamSession:
         self.new_held: list[int] = []
         """Indexes of items held since the driver last cleared this list."""
         self.abort: tuple[Diagnostic, ...] | None = None
-        """Set when the answer has a violation more tokens cannot fix."""
+        """Set when the answer has a breach no later text can repair (see `judge.py`)."""
         self._item_type = list_item_type(target.type_)
         self._model = target.type_ if _is_model(target.type_) else None
+        self._promise_items = (
+            self._item_type is not None and not contracts and _plain_list(target.type_)
+        )
+        """Items can be handed out as they complete: a plain `list[X]` / `tuple[X, ...]` target
+        with no list-level rule (a list contract, a length bound) that could make the final
+        check replace the whole list."""
 
     # -- feeding ---------------------------------------------------------------------------------
 
@@ -114,13 +131,17 @@ class StreamSession:
         piece = delta.text
         if delta.tool_arguments:
             self._tool_text.append(delta.tool_arguments)
-            if not self._text:  # tool mode: the arguments are the answer
+            if not self._text:  # tool mode: the arguments are the answer, one JSON value
                 piece = delta.tool_arguments
+                self._one_value = True
         elif piece:
             self._text.append(piece)
         if not piece:
             return None
         self.chars += len(piece)
+        if self._first is None:
+            head = piece.lstrip()
+            self._first = head[:1] or None
         reader = self._reader
         reader.feed(piece)
         if reader.completed:
@@ -154,23 +175,35 @@ class StreamSession:
 
     # -- early judgement -------------------------------------------------------------------------
 
+    def _judging(self) -> bool:
+        """Whether this answer is one JSON value from its first character (see `judge`)."""
+        return self._one_value and self._first in ("{", "[") and self._reader.starts == 1
+
     def _judge_members(self, done: list[str | int]) -> None:
         root = self._reader.root
-        if isinstance(root, list) and self._item_type is not None:
+        if not self._judging():
+            return
+        if isinstance(root, list) and self._promise_items:
             for index in done:
                 if isinstance(index, int):
                     self._judge_item(index, root[index])
         elif isinstance(root, dict) and self._model is not None and self.abort is None:
             for key in done:
                 if isinstance(key, str):
+                    if key in self._seen:  # a repeated key: what it holds is not final
+                        self._one_value = False
+                        return
+                    self._seen.add(key)
                     self._judge_field(key, root[key])
             if self.abort is None:
                 self._judge_contracts()
 
     def _judge_item(self, index: int, data: Any) -> None:
         adapter = _adapter(self._item_type)
-        try:
-            item = adapter.validate_python(data, context=self._ctx.validation_context)
+        try:  # as the final check validates: the JSON text, lax
+            item = adapter.validate_json(
+                to_json(data, inf_nan_mode="constants"), context=self._ctx.validation_context
+            )
         except ValidationError as exc:
             errors = _relocated(exc, index)
             self.held[index] = tuple(schema_diagnostics(errors, self._reader.root))
@@ -180,6 +213,8 @@ class StreamSession:
             return
         if self._item_contracts:
             found = _sync_contracts(self._item_contracts, item, self._ctx)
+            if found is None:  # an async contract: judged at the end
+                return
             if found:
                 self.held[index] = tuple(_under(index, d) for d in found)
                 self.new_held.append(index)
@@ -190,23 +225,15 @@ class StreamSession:
     def _judge_field(self, key: str, value: Any) -> None:
         model = self._model
         assert model is not None
-        name = _field_name(model, key)
-        if name is None:  # not a field under this name: L1 may align it at the end
+        verdict = judge_field(model, key, value, self._ctx.validation_context)
+        if not verdict.judged:
             return
-        try:
-            context = self._ctx.validation_context
-            validated = _field_adapter(model, name).validate_python(value, context=context)
-        except ValidationError as exc:
-            errors = _relocated(exc, key)
-            self.abort = tuple(schema_diagnostics(errors, {key: value}))
+        if verdict.errors:
+            self.abort = tuple(schema_diagnostics(list(verdict.errors), {key: value}))
             return
-        except Exception:
-            return
-        self._fields_ok[name] = validated
+        self._fields_ok[key] = verdict.value
 
     def _judge_contracts(self) -> None:
-        model = self._model
-        assert model is not None
         for number, rule in enumerate(self._contracts):
             if number in self._ran:
                 continue
@@ -214,13 +241,40 @@ class StreamSession:
             if not heads <= self._fields_ok.keys():
                 continue
             self._ran.add(number)
-            probe = model.model_construct(**self._fields_ok)
-            found = _sync_contracts((rule,), probe, self._ctx)
-            if any(d.source is Source.CONTRACT_ERROR for d in found):
-                continue  # the contract's bug, not the answer's: the final check reports it
-            if found:
+            stand = Stand({head: self._fields_ok[head] for head in heads})
+            found = _sync_contracts((rule,), stand, self._ctx)
+            if stand.touched or not found:
+                continue  # it read what has not arrived (or may change), or it passed
+            # a contract that raised is no reason to stop: the final check reports it, as
+            # without streaming (a `contract_error` after this call)
+            if all(d.source is Source.CONTRACT for d in found):
                 self.abort = tuple(found)
                 return
+
+    def cut_unknown(self) -> Diagnostic | None:
+        """At the end of a stream: the truncation diagnostic when no finish reason came and the
+        answer ends mid-token (a number or word at the very end, an open string), so what was
+        read may be the start of a longer value; None when the ending is known or clean."""
+        if self.finish_reason is not None or self._reader.done:
+            return None
+        text = self.text
+        if not text:
+            return None
+        stripped = text.lstrip()
+        cut = _mid_token(text)
+        if not cut and stripped.startswith('"'):
+            cut = _CLOSED_STRING.match(stripped) is None
+        if not cut:
+            return None
+        diagnostic = truncation_diagnostic(text, False)
+        return dataclasses.replace(
+            diagnostic,
+            constraint=(
+                f"must be complete; the stream ended after {len(text)} characters with no "
+                "finish reason, in the middle of a value"
+            ),
+            extra={"cause": "ending_unknown"},
+        )
 
     # -- the end ---------------------------------------------------------------------------------
 
@@ -272,8 +326,8 @@ def _merge_usage(known: Usage | None, new: Usage) -> Usage:
 
 def _sync_contracts(
     rules: Sequence[Contract[Any]], value: Any, ctx: ContractContext
-) -> list[Diagnostic]:
-    """Run contracts now, without awaiting: an async one is left to the final check."""
+) -> list[Diagnostic] | None:
+    """Run contracts now, without awaiting; None when one is async (the final check runs it)."""
     flow = run_contracts(rules, value, ctx)
     try:
         effect = next(flow)
@@ -285,7 +339,12 @@ def _sync_contracts(
         if callable(close):
             close()
     flow.close()
-    return []
+    return None
+
+
+def _plain_list(type_: Any) -> bool:
+    """A `list[X]` or `tuple[X, ...]` with nothing on the list itself (no bound, validator)."""
+    return typing.get_origin(type_) in (list, tuple)
 
 
 def _under(index: int, diagnostic: Diagnostic) -> Diagnostic:
@@ -293,6 +352,27 @@ def _under(index: int, diagnostic: Diagnostic) -> Diagnostic:
     path = diagnostic.path
     inner = "" if path in ("", "$", "<root>") else (path if path.startswith("[") else f".{path}")
     return dataclasses.replace(diagnostic, path=f"[{index}]{inner}")
+
+
+_NUMBER_SIGNS: Final = frozenset(".+-")
+_TOKEN_STARTS: Final = frozenset(" \t\r\n:,[{(")
+
+
+def _mid_token(text: str) -> bool:
+    """Whether `text` ends inside a word, a literal or a number (`12`, `tru`, `1.`, `1e-`, `-`);
+    a sentence's full stop ends it."""
+    last = text[-1]
+    if last.isalnum() or last == "_":
+        return True
+    if last not in _NUMBER_SIGNS:
+        return False
+    before = text[-2] if len(text) > 1 else " "
+    if last == "-" and before in _TOKEN_STARTS:
+        return True  # a number's sign
+    return before.isdigit() or (last != "." and before in "eE")
+
+
+_CLOSED_STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
 def _is_model(type_: Any) -> bool:
@@ -304,13 +384,6 @@ def _adapter(type_: Any) -> TypeAdapter[Any]:
     return TypeAdapter(type_)
 
 
-@functools.lru_cache(maxsize=1024)
-def _field_adapter(model: type[BaseModel], name: str) -> TypeAdapter[Any]:
-    info = model.model_fields[name]
-    annotated: Any = typing.Annotated[info.annotation, info]
-    return TypeAdapter(annotated)
-
-
 def _relocated(exc: ValidationError, head: str | int) -> list[ErrorDetails]:
     """The errors of a member validated alone, located in the whole value."""
     out: list[ErrorDetails] = []
@@ -319,15 +392,3 @@ def _relocated(exc: ValidationError, head: str | int) -> list[ErrorDetails]:
         moved["loc"] = (head, *error["loc"])
         out.append(moved)
     return out
-
-
-def _field_name(model: type[BaseModel], key: str) -> str | None:
-    fields = model.model_fields
-    if key in fields and (
-        fields[key].alias in (None, key) or model.model_config.get("populate_by_name")
-    ):
-        return key
-    for name, info in fields.items():
-        if key in (info.alias, info.validation_alias):
-            return name
-    return None

@@ -24,15 +24,16 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from . import openai_chat
 from ._common import JSON_TYPE, WireFormat, body_model, never_unsupported
 from ._sse import Event, SseStream, Text, error_message, pieces
+from .openai_chat import MALFORMED as CHAT_MALFORMED
+from .openai_chat import error_body as chat_error_body
 
 if TYPE_CHECKING:
     from healjson.testing._replies import ScriptedReply
 
 PATH: Final = re.compile(r"(?:/v1)?/responses")
-MALFORMED: Final = openai_chat.MALFORMED
+MALFORMED: Final = CHAT_MALFORMED
 _DONE_STATUSES: Final = frozenset({"stop", "tool_calls"})
 _INCOMPLETE_REASONS: Final = {"length": "max_output_tokens", "content_filter": "content_filter"}
 _FINAL_EVENTS: Final = {
@@ -42,7 +43,7 @@ _FINAL_EVENTS: Final = {
 }
 _TEXT_PARTS: Final = frozenset({"input_text", "output_text", "text"})
 
-error_body = openai_chat.error_body
+error_body = chat_error_body
 
 
 # -- the request -----------------------------------------------------------------------------
