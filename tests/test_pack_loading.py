@@ -1,5 +1,5 @@
-"""Loading contract packs: by file path, built-in name, entry point, `module:attribute`, in that
-order, and what a bad spec says."""
+"""Loading contract packs: by file path, installed name (entry point), `module:attribute`, in
+that order, and what a bad spec says."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from pydantic import BaseModel
 from pydantic_core import to_json
 from typer.testing import CliRunner
 
-import healjson.packs
+import healjson_contracts
 from healjson import ContractPack, Healer, load_contracts
 from healjson._cli.app import app
-from healjson._packs import ENTRY_POINT_GROUP, built_in_packs
+from healjson._packs import ENTRY_POINT_GROUP, installed_packs
 from healjson.testing import ScriptedModel
 
 BUILT_INS = ("invoice", "itinerary", "support_ticket")
@@ -91,14 +91,14 @@ def test_bad_pack_specs_say_what_was_tried(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Built-in names and the lookup order: file path, built-in name, entry point, module
+# Installed names (entry points) and the lookup order: file path, entry point, module
 # ---------------------------------------------------------------------------------------------
 
 
 @pytest.fixture
 def box_module(pack_file: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The box pack importable as the module `box_pack` *and* as `invoice` (a user's module that
-    shares a built-in pack's name)."""
+    shares an installed pack's name)."""
     (pack_file.parent / "invoice.py").write_text(PACK_SOURCE)
     monkeypatch.syspath_prepend(str(pack_file.parent))
     yield pack_file
@@ -119,46 +119,63 @@ def _fake_entry_points(monkeypatch: pytest.MonkeyPatch, **points: str) -> None:
     monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
 
 
-def test_built_in_packs_are_the_modules_of_healjson_packs() -> None:
-    """`built_in_packs()` lists every module in `healjson/packs/`, and the package's docstring
-    names each of them."""
-    folder = Path(healjson.packs.__file__).parent
-    assert BUILT_INS == built_in_packs()
-    assert sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__") == list(BUILT_INS)
-    doc = healjson.packs.__doc__ or ""
-    assert all(f"`healjson.packs.{name}`" in doc for name in BUILT_INS)
+def test_the_example_packs_register_as_entry_points() -> None:
+    """healjson's example packs are entry points of the `healjson.contracts` group, one per
+    module of `healjson_contracts`, named as the module, and the package's docstring names each;
+    no other lookup knows them."""
+    folder = Path(healjson_contracts.__file__).parent
+    modules = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+    assert list(BUILT_INS) == modules
+    installed = installed_packs()
+    assert {name: f"healjson_contracts.{name}:pack" for name in BUILT_INS}.items() <= (
+        installed.items()
+    )
+    doc = healjson_contracts.__doc__ or ""
+    assert all(f"`healjson_contracts.{name}`" in doc for name in BUILT_INS)
+
+
+def test_without_their_entry_points_the_example_packs_are_not_found_by_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Entry points are the one mechanism: with none installed, a bare example name finds nothing
+    (the module path still imports)."""
+    _fake_entry_points(monkeypatch)
+    assert {} == installed_packs()
+    with pytest.raises(LookupError, match="the installed packs are none"):
+        load_contracts("support_ticket")
+    assert "support_ticket" == load_contracts("healjson_contracts.support_ticket").name
 
 
 @pytest.mark.parametrize("name", BUILT_INS)
-def test_a_built_in_name_loads_from_any_directory(
+def test_an_installed_name_loads_from_any_directory(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A bare built-in name (and `name:pack`) needs no file next to the caller."""
+    """A bare installed name needs no file next to the caller; it is the module's `pack`."""
     monkeypatch.chdir(tmp_path)
     pack = load_contracts(name)
     assert name == pack.name
-    assert pack is load_contracts(f"{name}:pack")
+    assert pack is load_contracts(f"healjson_contracts.{name}:pack")
     golden = to_json(pack.examples[0]).decode()
     assert pack.healer().run(ScriptedModel([golden]), "go").ok
 
 
-def test_a_file_path_comes_before_a_built_in_name(
+def test_a_file_path_comes_before_an_installed_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`invoice.py` is the file in the working directory; `invoice` is the built-in pack."""
+    """`invoice.py` is the file in the working directory; `invoice` is the installed pack."""
     (tmp_path / "invoice.py").write_text(PACK_SOURCE)
     monkeypatch.chdir(tmp_path)
     assert "box" == load_contracts("invoice.py").name
     assert "invoice" == load_contracts("invoice").name
 
 
-def test_a_built_in_name_comes_before_entry_points_and_modules(
+def test_an_installed_name_comes_before_a_module_of_the_same_name(
     box_module: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An entry point or a module that shares a built-in's name does not shadow it."""
-    _fake_entry_points(monkeypatch, invoice="box_pack:pack")
+    """A module that shares an installed pack's name does not shadow it; `name:attr` is never an
+    entry point, so it imports the module."""
     assert "invoice" == load_contracts("invoice").name
-    assert "invoice" == load_contracts("invoice:pack").name
+    assert "box" == load_contracts("invoice:pack").name
 
 
 def test_an_entry_point_comes_before_a_module_of_the_same_name(
@@ -168,24 +185,23 @@ def test_an_entry_point_comes_before_a_module_of_the_same_name(
     point's pack; other names still import as modules."""
     module_pack = load_contracts("box_pack")
     other = ContractPack(Point, name="from the entry point")
-    monkeypatch.setattr(healjson.packs, "other", other, raising=False)
-    _fake_entry_points(monkeypatch, box_pack="healjson.packs:other")
+    monkeypatch.setattr(healjson_contracts, "other", other, raising=False)
+    _fake_entry_points(monkeypatch, box_pack="healjson_contracts:other")
     assert other is load_contracts("box_pack")
     assert module_pack is load_contracts("box_pack:pack")  # `name:attr` is never an entry point
 
 
-def test_an_unknown_name_lists_the_built_in_packs(tmp_path: Path) -> None:
-    """The error for a name that matches nothing says which built-in names exist."""
+def test_an_unknown_name_lists_the_installed_packs(tmp_path: Path) -> None:
+    """The error for a name that matches nothing says which installed names exist."""
     with pytest.raises(LookupError) as raised:
         load_contracts("support_tickets")
     message = str(raised.value)
-    assert "built-in pack 'support_tickets'" in message
-    assert "invoice, itinerary, support_ticket" in message
     assert "entry point 'support_tickets'" in message
+    assert "the installed packs are invoice, itinerary, support_ticket" in message
     assert "module 'support_tickets'" in message
 
 
-def test_the_command_line_takes_a_built_in_name(
+def test_the_command_line_takes_an_installed_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`healjson heal reply.txt --contracts support_ticket`, as the README shows it, from a
@@ -206,5 +222,5 @@ def test_the_command_line_takes_a_built_in_name(
     unknown = CliRunner().invoke(app, ["heal", "reply.txt", "--contracts", "support_tickets"])
     assert 2 == unknown.exit_code
     flat = " ".join(unknown.output.translate(str.maketrans("", "", "│╭╮╰╯─")).split())
-    assert "built-in pack 'support_tickets'" in flat
-    assert "invoice, itinerary, support_ticket" in flat
+    assert "entry point 'support_tickets'" in flat
+    assert "the installed packs are invoice, itinerary, support_ticket" in flat

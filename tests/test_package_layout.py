@@ -1,7 +1,8 @@
 """The package's layering, checked on the source: `_core` imports nothing above itself, no
-module of the library imports the example packs of `healjson.packs` (nor reads a repository
-folder such as the former `contracts/`), and no two modules import each other (directly or in a
-circle), not even through an import inside a function."""
+module of the library imports the example packs (`contracts/healjson_contracts`, shipped as
+`healjson_contracts`) nor reads a repository folder such as `contracts/`, the packs import only
+healjson's public names, and no two modules import each other (directly or in a circle), not
+even through an import inside a function."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
 PACKAGE = SRC / "healjson"
+PACKS = ROOT / "contracts" / "healjson_contracts"
 ABOVE_CORE = ("adapters", "testing", "_cli", "_decorator", "_wrap", "_packs")
 
 
@@ -87,16 +90,75 @@ def test_core_imports_nothing_above_itself() -> None:
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: p.name)
 def test_no_module_depends_on_the_example_packs(path: Path) -> None:
-    """`healjson.packs` holds example packs for users; the library must not depend on them. Only
-    `load_contracts` finds one, by name, when asked; no module imports one, and none reads a
-    folder outside the package (the packs once lived in the repository's `contracts/`, which a
-    wheel does not have)."""
+    """The example packs (`contracts/healjson_contracts`, installed as `healjson_contracts`) are
+    for users; the library must not depend on them. Only `load_contracts` finds one, through its
+    entry point, when asked: no module of `src/healjson` imports one or even names its package,
+    and none reads a folder outside the package (a wheel has no `contracts/`)."""
     text = path.read_text(encoding="utf-8")
-    if PACKAGE / "packs" not in path.parents:
-        assert not any(target.startswith("healjson.packs") for target in imports(path))
-    assert not any(target.split(".")[0] == "contracts" for target in imports(path))
+    targets = list(imports(path))
+    assert not any(t.split(".")[0] in {"healjson_contracts", "contracts"} for t in targets)
+    assert not any(t.startswith("healjson.packs") for t in targets)
+    assert "healjson_contracts" not in text
     assert '"contracts/' not in text
     assert "'contracts/" not in text
+
+
+def test_there_are_no_packs_inside_the_package() -> None:
+    """The packs' source lives in the top-level `contracts/`, not in `src/healjson/packs/`."""
+    assert not (PACKAGE / "packs").exists()
+    assert sorted(p.name for p in PACKS.glob("*.py")) == [
+        "__init__.py",
+        "invoice.py",
+        "itinerary.py",
+        "support_ticket.py",
+    ]
+
+
+def _pack_imports(path: Path) -> Iterator[tuple[str, tuple[str, ...], int]]:
+    """(module, imported names, level) of every import statement of a pack module."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, (), 0) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            yield node.module or "", tuple(alias.name for alias in node.names), node.level
+
+
+def _non_public_imports(path: Path) -> list[str]:
+    """The imports of healjson in `path` that are not `from healjson import <public name>`."""
+    import healjson
+
+    return [
+        f"{module} {list(names)}"
+        for module, names, level in _pack_imports(path)
+        if not level
+        and module.split(".")[0] == "healjson"
+        and (module != "healjson" or not set(names) <= set(healjson.__all__))
+    ]
+
+
+@pytest.mark.parametrize("path", sorted(PACKS.glob("*.py")), ids=lambda p: p.name)
+def test_the_packs_import_only_healjsons_public_names(path: Path) -> None:
+    """A pack is written the way a third party writes one: `from healjson import ...` of names
+    in `healjson.__all__`, never a submodule (`healjson._core...`, `healjson.testing` included)."""
+    assert [] == _non_public_imports(path)
+    if path.name != "__init__.py":
+        assert "healjson" in {module for module, _, level in _pack_imports(path) if not level}
+
+
+def test_the_public_import_check_sees_offences(tmp_path: Path) -> None:
+    """The check above is not vacuous: a submodule, a private module and a private name offend;
+    public names and other libraries do not."""
+    pack = tmp_path / "pack.py"
+    pack.write_text(
+        "import json\nimport healjson._core.engine\nfrom healjson import contract, Violation\n"
+        "from healjson._packs import ContractPack\nfrom healjson import _packs\n"
+        "from pydantic import BaseModel\n"
+    )
+    assert {
+        "healjson._core.engine []",
+        "healjson._packs ['ContractPack']",
+        "healjson ['_packs']",
+    } == set(_non_public_imports(pack))
 
 
 def test_there_is_no_import_circle() -> None:

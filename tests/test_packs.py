@@ -1,5 +1,5 @@
-"""The contract packs that ship in `healjson.packs`: loading, golden examples, diagnostics,
-strategies, e2e."""
+"""The example contract packs (`contracts/healjson_contracts/`, shipped as `healjson_contracts`):
+loading, golden examples, diagnostics, strategies, e2e."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 from pydantic_core import to_json
 
 import healjson
-import healjson.packs
+import healjson_contracts
 from healjson import ContractPack, Diagnostic, Healed, Source, load_contracts
 from healjson.testing import ScriptedServer
 
-PACK_DIR = Path(healjson.packs.__file__).resolve().parent
+PACK_DIR = Path(healjson_contracts.__file__).resolve().parent
 PACK_NAMES = ("support_ticket", "invoice", "itinerary")
 PACKS: dict[str, ContractPack] = {name: load_contracts(name) for name in PACK_NAMES}
 RULES = [(name, rule.name) for name in PACK_NAMES for rule in PACKS[name].contracts]
@@ -57,11 +57,11 @@ def example(pack: ContractPack, index: int) -> Any:
 def test_every_pack_loads_by_name_from_any_directory(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`load_contracts("<name>")` is `healjson.packs.<name>.pack` wherever the process runs; its
+    """`load_contracts("<name>")` is `healjson_contracts.<name>.pack` wherever the process runs; its
     file still loads by path (a copy to start from behaves the same)."""
     monkeypatch.chdir(tmp_path)
     pack = load_contracts(name)
-    assert importlib.import_module(f"healjson.packs.{name}").pack is pack
+    assert importlib.import_module(f"healjson_contracts.{name}").pack is pack
     assert pack is PACKS[name]
     by_path = load_contracts(PACK_DIR / f"{name}.py")
     assert name == by_path.name
@@ -352,7 +352,8 @@ import json, sys
 def from_packs(pack_dir):
     return sorted(
         name for name, module in list(sys.modules.items())
-        if name == "healjson.packs" or name.startswith(("healjson.packs.", "healjson_pack_"))
+        if name == "healjson_contracts"
+        or name.startswith(("healjson_contracts.", "healjson_pack_"))
         or str(getattr(module, "__file__", None) or "").startswith(pack_dir)
     )
 import healjson, healjson.testing, healjson.adapters
@@ -363,7 +364,7 @@ print(json.dumps([before, from_packs(sys.argv[1])]))
 
 
 def test_importing_healjson_imports_none_of_the_packs(tmp_path: Path) -> None:
-    """`import healjson` loads nothing from `healjson.packs`; loading a pack by name does."""
+    """`import healjson` loads nothing from `healjson_contracts`; loading a pack by name does."""
     result = subprocess.run(
         [sys.executable, "-c", _IMPORT_PROBE, str(PACK_DIR)],
         cwd=tmp_path,
@@ -373,7 +374,7 @@ def test_importing_healjson_imports_none_of_the_packs(tmp_path: Path) -> None:
     )
     before, after = json.loads(result.stdout)
     assert [] == before
-    assert ["healjson.packs", "healjson.packs.support_ticket"] == after
+    assert ["healjson_contracts", "healjson_contracts.support_ticket"] == after
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """Contract packs: a model, its contracts and golden examples, loaded from outside the engine.
 
-`load_contracts(spec)` takes a file path (`packs/tickets.py`), the name of a pack that ships with
-healjson (`"support_ticket"`, `"invoice"`, `"itinerary"`: the modules of `healjson.packs`), the
-name of a `healjson.contracts` entry point, or a `package.module[:attribute]` reference, tried in
-that order.
+`load_contracts(spec)` takes a file path (`packs/tickets.py`), the name of an installed pack (an
+entry point of the `healjson.contracts` group: the example packs `"support_ticket"`, `"invoice"`
+and `"itinerary"` register there the way any other package's pack does), or a
+`package.module[:attribute]` reference, tried in that order. No module of healjson imports a pack.
 """
 
 from __future__ import annotations
@@ -15,20 +15,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._core.contracts import Contract, as_contract
 
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
 __all__ = [
-    "BUILT_IN_PACKAGE",
     "ENTRY_POINT_GROUP",
     "ContractPack",
-    "built_in_packs",
+    "installed_packs",
     "load_contracts",
 ]
 
 ENTRY_POINT_GROUP = "healjson.contracts"
-BUILT_IN_PACKAGE = "healjson.packs"  # the example packs that ship inside the package
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +84,10 @@ def load_contracts(spec: str | Path) -> ContractPack:
 
     1. a file path: a spec ending in `.py`, or `file.py:attribute` (relative to the working
        directory; a missing file is a `LookupError` at once, nothing else is tried);
-    2. a built-in pack name: `"support_ticket"`, `"invoice"`, `"itinerary"` (the modules of
-       `healjson.packs`, found from any directory), also as `name:attribute`;
-    3. the name of an entry point in the `healjson.contracts` group (an installed package's pack);
-    4. an importable module, `package.module` or `package.module:attribute`.
+    2. the name of an installed pack: an entry point in the `healjson.contracts` group. The
+       example packs `"support_ticket"`, `"invoice"` and `"itinerary"` register there like any
+       other package's pack, so they load by name from any directory;
+    3. an importable module, `package.module` or `package.module:attribute`.
 
     Without an attribute a module's pack is its `pack` (or `PACK`), else its only `ContractPack`;
     an attribute (or `pack`) may also be a zero-argument function returning the pack. Raises
@@ -101,22 +102,18 @@ def load_contracts(spec: str | Path) -> ContractPack:
             raise LookupError(f"no contract pack file at {path} (resolved to {path.resolve()})")
         return _pick(_load_file(path), attribute, f"file {path}")
     module_name, _, attribute = text.partition(":")
-    built_in = _built_in_module(module_name)
-    if built_in is not None:
-        return _pick(importlib.import_module(built_in), attribute or None, f"module {built_in}")
-    if module_name.isidentifier():
-        names = ", ".join(built_in_packs())
-        tried.append(f"built-in pack {module_name!r} (the built-in packs are {names})")
-    from importlib.metadata import entry_points  # lazily: importlib.metadata costs ~30 ms
-
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name == text:
-            loaded = ep.load()
-            pack = loaded() if callable(loaded) and not isinstance(loaded, ContractPack) else loaded
-            if isinstance(pack, ContractPack):
-                return pack
-            raise TypeError(f"entry point {ep.value!r} gave {pack!r}, not a healjson.ContractPack")
-    tried.append(f"entry point {text!r} in group {ENTRY_POINT_GROUP!r}")
+    points = _entry_points()
+    if text in points:
+        ep = points[text]
+        loaded = ep.load()
+        pack = loaded() if callable(loaded) and not isinstance(loaded, ContractPack) else loaded
+        if isinstance(pack, ContractPack):
+            return pack
+        raise TypeError(f"entry point {ep.value!r} gave {pack!r}, not a healjson.ContractPack")
+    names = ", ".join(sorted(points)) or "none"
+    tried.append(
+        f"entry point {text!r} in group {ENTRY_POINT_GROUP!r} (the installed packs are {names})"
+    )
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -126,25 +123,20 @@ def load_contracts(spec: str | Path) -> ContractPack:
     raise LookupError(f"could not load contract pack {text!r}; tried: " + "; ".join(tried))
 
 
-def built_in_packs() -> tuple[str, ...]:
-    """The names of the packs that ship with healjson, sorted: `load_contracts(name)` loads one."""
-    import pkgutil  # lazily, like everything only `load_contracts` needs
-
-    package = importlib.import_module(BUILT_IN_PACKAGE)
-    return tuple(
-        sorted(
-            info.name
-            for info in pkgutil.iter_modules(package.__path__)
-            if not info.ispkg and not info.name.startswith("_")
-        )
-    )
+def installed_packs() -> dict[str, str]:
+    """The installed packs, sorted by name: name -> the `module:attribute` its entry point in the
+    `healjson.contracts` group names. `load_contracts(name)` loads one."""
+    return {name: ep.value for name, ep in sorted(_entry_points().items())}
 
 
-def _built_in_module(name: str) -> str | None:
-    """`healjson.packs.<name>` when `name` is a built-in pack's name, else None."""
-    if not name.isidentifier() or name.startswith("_"):
-        return None
-    return f"{BUILT_IN_PACKAGE}.{name}" if name in built_in_packs() else None
+def _entry_points() -> dict[str, EntryPoint]:
+    """The `healjson.contracts` entry points by name; of two with one name, the first found."""
+    from importlib.metadata import entry_points  # lazily: importlib.metadata costs ~30 ms
+
+    found: dict[str, EntryPoint] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(ep.name, ep)
+    return found
 
 
 def _load_file(path: Path) -> ModuleType:

@@ -1,6 +1,8 @@
-"""The `healjson` Typer app and `main`: registers `demo`, `heal`, `batch`, `trace` and `eval`.
+"""The `healjson` Typer app and `main`: registers `demo`, `heal`, `batch`, `trace`, `eval` and
+`packs`.
 
-Each command lives in its own module (`demo.py`, `heal.py`, `batch.py`, `trace.py`, `eval.py`).
+Each command lives in its own module (`demo.py`, `heal.py`, `batch.py`, `trace.py`, `eval.py`,
+`packs.py`).
 
 Exit codes: 0 success (`heal`: healed); 1 `heal` degraded, or a run that could not finish;
 2 usage errors (bad options, a spec that names nothing, a missing file).
@@ -19,6 +21,7 @@ from .batch import batch
 from .demo import demo
 from .eval import eval_command
 from .heal import heal
+from .packs import packs_app
 from .trace import trace
 
 __all__ = ["app", "main"]
@@ -66,6 +69,7 @@ app.command()(heal)
 app.command()(batch)
 app.command()(trace)
 app.command("eval")(eval_command)
+app.add_typer(packs_app, name="packs")
 
 
 def main() -> None:

@@ -5,8 +5,8 @@ one currency is used throughout, and the invoice is not due before it was issued
 `Decimal` (a JSON number or a numeric string both validate); sums are compared within 0.01.
 Violations name exact paths (`lines[2].line_total`) and give the number that would be right.
 
-Load it from anywhere with `healjson.load_contracts("invoice")` (a built-in name; the module is
-`healjson.packs.invoice`).
+Load it from anywhere with `healjson.load_contracts("invoice")` (an installed pack's name: an
+entry point of the `healjson.contracts` group; the module is `healjson_contracts.invoice`).
 """
 
 from __future__ import annotations

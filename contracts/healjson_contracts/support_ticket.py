@@ -6,8 +6,8 @@ internally consistent, and one rule checks it against the customer's own words: 
 reports a defect and asks for a refund is a refund or quality ticket, whatever the model would
 rather lower instead ("semantic masking": making the rules pass by changing the wrong field).
 
-Load it from anywhere with `healjson.load_contracts("support_ticket")` (a built-in name; the
-module is `healjson.packs.support_ticket`).
+Load it from anywhere with `healjson.load_contracts("support_ticket")` (an installed pack's name: an
+entry point of the `healjson.contracts` group; the module is `healjson_contracts.support_ticket`).
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ trip's declared `start` and `end` are the first origin and the last destination.
 UTC offset (`2024-05-01T09:30:00+02:00`) so legs across time zones compare correctly; city names
 compare ignoring case and surrounding spaces.
 
-Load it from anywhere with `healjson.load_contracts("itinerary")` (a built-in name; the module is
-`healjson.packs.itinerary`).
+Load it from anywhere with `healjson.load_contracts("itinerary")` (an installed pack's name: an
+entry point of the `healjson.contracts` group; the module is `healjson_contracts.itinerary`).
 """
 
 from __future__ import annotations
