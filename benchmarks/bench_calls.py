@@ -8,7 +8,7 @@ The scenarios are `benchmarks/scenarios/packs.jsonl` (built by `pack_scenarios.p
 malformation class of `healjson._cli.scenarios.malformations` (fenced JSON, prose around the JSON, a
 trailing comma, single quotes, Python literals, a quoted number, two candidates of which the
 second validates, a truncated answer, a schema violation, a contract violation, a valid first
-answer) on each of the three contract packs in `healjson.packs` (support tickets, invoices,
+answer) on each of the three contract packs in `healjson_contracts` (support tickets, invoices,
 itineraries), derived from the pack's first golden example; a class that does not apply to that
 value is left out. Each scenario is a scripted sequence of model replies ending with the good
 answer, padded with it up to the most calls either contender may make, so neither runs out
@@ -659,7 +659,7 @@ def main() -> int:
         f"{n} scenarios from `benchmarks/scenarios/packs.jsonl` (regenerate with "
         "`.venv/bin/python benchmarks/pack_scenarios.py`): each malformation class of "
         "`healjson._cli.scenarios.malformations`, derived from the first golden example of each "
-        f"contract pack in `healjson.packs` ({', '.join(f'`{p}`' for p in packs)}), with a "
+        f"contract pack in `healjson_contracts` ({', '.join(f'`{p}`' for p in packs)}), with a "
         "hand-written prompt and, for `contract_violation`, a schema-valid value that breaks "
         "exactly one of the pack's contracts. A class that does not apply to the good value is "
         f"left out: {_absent(cases, packs)}.",

@@ -4,15 +4,15 @@ Run from the repository root to regenerate `benchmarks/scenarios/packs.jsonl`:
 
     .venv/bin/python benchmarks/pack_scenarios.py
 
-For each pack in `healjson.packs` the known-good value is the pack's first golden example; this file
-adds, by hand, a realistic prompt (system + user) that the good value answers, and a
+For each pack in `healjson_contracts` the known-good value is the pack's first golden example; this
+file adds, by hand, a realistic prompt (system + user) that the good value answers, and a
 `violation`: a value that passes the schema but breaks exactly one of the pack's contracts (so
 every pack has the `contract_violation` class). `healjson._cli.scenarios.malformations` derives the
 rest and checks that every reply is what its class claims. A class that does not apply to the
 good value is left out (no `true`/`false`/`null` for `python_literals` to spell, no number for
 `quoted_number` to quote).
 
-Each row names its pack by its built-in name (`"contracts": "support_ticket"`), which
+Each row names its pack by its installed name (`"contracts": "support_ticket"`), which
 `healjson eval` loads from any directory, so the file also runs as
 `healjson eval benchmarks/scenarios/packs.jsonl`. `tests/test_pack_scenarios.py` regenerates the
 file in memory and fails when the committed copy is stale.
@@ -43,7 +43,7 @@ class PackCase:
     """One pack's hand-written inputs to `malformations`."""
 
     name: str
-    spec: str  # the pack's built-in name (`healjson.load_contracts`), as written in the rows
+    spec: str  # the pack's installed name (`healjson.load_contracts`), as written in the rows
     messages: tuple[Mapping[str, str], ...]
     violation: Mapping[str, Any]
     breaks: str  # the one contract `violation` breaks (checked by `build`)

@@ -20,6 +20,7 @@ from healjson import ContractPack, Healer, load_contracts
 from healjson._cli.app import app
 from healjson._packs import ENTRY_POINT_GROUP, installed_packs
 from healjson.testing import ScriptedModel
+from third_party_pack import install_pack_distribution
 
 BUILT_INS = ("invoice", "itinerary", "support_ticket")
 
@@ -224,3 +225,44 @@ def test_the_command_line_takes_an_installed_name(
     flat = " ".join(unknown.output.translate(str.maketrans("", "", "│╭╮╰╯─")).split())
     assert "entry point 'support_tickets'" in flat
     assert "the installed packs are invoice, itinerary, support_ticket" in flat
+
+
+# ---------------------------------------------------------------------------------------------
+# A third party's pack, installed as a distribution
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def third_party(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The `acme_boxes` distribution (a `boxes` pack) installed on `sys.path`."""
+    folder = install_pack_distribution(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(folder))
+    yield folder
+    sys.modules.pop("acme_boxes", None)
+
+
+def test_a_third_party_pack_installed_as_a_distribution_loads_by_name(
+    third_party: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A distribution that registers a pack under `healjson.contracts` (here: a function that
+    returns it) is found by name from any directory, beside healjson's own example packs, which
+    register the same way."""
+    monkeypatch.chdir(tmp_path)
+    assert "acme_boxes:make_pack" == installed_packs()["boxes"]
+    assert set(BUILT_INS) < set(installed_packs())
+    pack = load_contracts("boxes")
+    assert "boxes" == pack.name
+    assert ["ordered"] == [rule.name for rule in pack.contracts]
+    model = ScriptedModel(['{"low": 5, "high": 1}', '{"low": 1, "high": 5}'])
+    outcome = pack.healer().run(model, "a box")
+    assert outcome.ok
+    assert 2 == outcome.calls  # the pack's rule made the first answer fail
+
+
+def test_an_entry_point_that_gives_no_pack_is_a_type_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An installed entry point naming something that is not a pack says so."""
+    _fake_entry_points(monkeypatch, bogus="healjson_contracts:__doc__")
+    with pytest.raises(TypeError, match=r"not a healjson\.ContractPack"):
+        load_contracts("bogus")

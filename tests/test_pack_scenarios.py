@@ -65,7 +65,7 @@ def test_every_pack_has_every_applicable_class() -> None:
 
 @pytest.mark.parametrize("row", ROWS, ids=[row["id"] for row in ROWS])
 def test_first_reply_heals_exactly_when_locally_fixable(row: dict[str, Any]) -> None:
-    # the row names a built-in pack, which `healjson eval` loads from any directory
+    # the row names an installed pack, which `healjson eval` loads from any directory
     assert row["id"].split("/", 1)[0] == row["contracts"]
     pack = healjson.load_contracts(row["contracts"])
     first = row["replies"][0]
@@ -91,7 +91,7 @@ def test_first_reply_heals_exactly_when_locally_fixable(row: dict[str, Any]) -> 
 def test_rows_run_under_healjson_eval_from_another_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A copy of the file elsewhere still runs: its rows name built-in packs, not paths."""
+    """A copy of the file elsewhere still runs: its rows name installed packs, not paths."""
     picked = [row for row in ROWS if row["kind"] == "contract_violation"]
     assert sorted(row["contracts"] for row in picked) == sorted(pack_scenarios.PACKS)
     copy = tmp_path / "copy.jsonl"

@@ -7,14 +7,16 @@ bare name from any directory, `healjson.load_contracts("support_ticket")` (or
 register by name the way any other package's packs do: as entry points of the
 `healjson.contracts` group (healjson's `pyproject.toml`), which `healjson packs` lists.
 
-- `support_ticket` (`healjson_contracts.support_ticket`): `SupportTicket`, a ticket extracted from
-  a customer message; cross-field rules (refunds are urgent, an urgent ticket explains itself,
-  logistics is not urgent, no order number in the summary) and one rule that reads the
+- `support_ticket` (`healjson_contracts.support_ticket`): `SupportTicket`, a ticket extracted
+  from a customer message; cross-field rules (refunds are urgent, an urgent ticket explains
+  itself, logistics is not urgent, no order number in the summary) and one rule that reads the
   customer's own words (a defect plus a refund request is a refund or quality ticket).
-- `invoice` (`healjson_contracts.invoice`): `Invoice` with `Decimal` amounts; line totals, the total,
-  one currency, the due date after the issue date, with exact paths (`lines[2].line_total`).
-- `itinerary` (`healjson_contracts.itinerary`): `Itinerary`, a list of legs with UTC offsets; legs
-  arrive after departing and connect in place and in time, the trip's endpoints match its legs.
+- `invoice` (`healjson_contracts.invoice`): `Invoice` with `Decimal` amounts; line totals, the
+  total, one currency, the due date after the issue date, with exact paths
+  (`lines[2].line_total`).
+- `itinerary` (`healjson_contracts.itinerary`): `Itinerary`, a list of legs with UTC offsets;
+  legs arrive after departing and connect in place and in time, the trip's endpoints match its
+  legs.
 
 Their source lives outside the engine, in the repository's `contracts/` folder (whose
 `README.md` explains how to write and load packs); the wheel ships them as the top-level package
