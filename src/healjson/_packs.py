@@ -126,7 +126,8 @@ def load_contracts(spec: str | Path) -> ContractPack:
 def installed_packs() -> dict[str, str]:
     """The installed packs, sorted by name: name -> the `module:attribute` its entry point in the
     `healjson.contracts` group names. `load_contracts(name)` loads one."""
-    return {name: ep.value for name, ep in sorted(_entry_points().items())}
+    points = _entry_points()
+    return {name: points[name].value for name in sorted(points)}
 
 
 def _entry_points() -> dict[str, EntryPoint]:

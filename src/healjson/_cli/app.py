@@ -4,8 +4,9 @@
 Each command lives in its own module (`demo.py`, `heal.py`, `batch.py`, `trace.py`, `eval.py`,
 `packs.py`).
 
-Exit codes: 0 success (`heal`: healed); 1 `heal` degraded, or a run that could not finish;
-2 usage errors (bad options, a spec that names nothing, a missing file).
+Exit codes: 0 success (`heal`: healed); 1 `heal` degraded, a run that could not finish, or a
+pack that fails `packs check` (or to load, for `packs`); 2 usage errors (bad options, a spec
+that names nothing, a missing file).
 
 Help is click's plain formatter (`rich_markup_mode=None`): it reflows every paragraph to the
 terminal's width (at most 80 columns) and shows no metavar for a flag.

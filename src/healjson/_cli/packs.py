@@ -18,7 +18,6 @@ from .markdown_out import echo_markdown
 __all__ = ["packs_app"]
 
 packs_app = typer.Typer(
-    help="List the installed contract packs; `packs check NAME` checks one.",
     invoke_without_command=True,
     no_args_is_help=False,
     add_completion=False,
@@ -30,10 +29,12 @@ DEFAULT_POLICY = "reask"  # a rule's failure policy when it declares none
 
 @packs_app.callback()
 def packs(ctx: typer.Context) -> None:
-    """List the installed contract packs (entry points of the `healjson.contracts` group): name,
-    where it lives, model, rules with their failure policy, golden examples.
+    """List the installed contract packs; `packs check NAME` checks one.
 
-    Exit code 1 when a listed pack fails to load.
+    A pack is installed when a package registers it as an entry point of the
+    `healjson.contracts` group (healjson's example packs do). For each: its name, where it
+    lives, its model, its rules with their failure policy, its golden examples. Exit code 1
+    when a listed pack fails to load.
     """
     if ctx.invoked_subcommand is not None:
         return
