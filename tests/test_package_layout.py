@@ -193,7 +193,7 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     assert 2 == len(block)
     test_command = block[1]
     assert test_command.endswith(".venv/bin/python -m pytest")
-    for check in ("ruff check src", "ruff format --check src", "mypy src tests/typing"):
+    for check in ("ruff check src", "ruff format --check src", "mypy src contracts tests/typing"):
         assert check in test_command
     ci = (root / ".ci" / "run").read_text(encoding="utf-8")
     assert test_command in ci.splitlines()
