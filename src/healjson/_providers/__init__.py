@@ -9,12 +9,16 @@ A new wire format is one module here and one line in `FORMATS`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
 from healjson._core.registry import register
 from healjson._core.wire import WireFormat
 
 from . import anthropic_messages, gemini_generate, openai_chat
 
-__all__ = ["FORMATS"]
+__all__ = ["BATCH", "FORMATS", "BatchLines"]
 
 # dispatch order: the first format whose test matches an object reads it (a chat message dict,
 # which any `content` makes, comes last)
@@ -27,3 +31,19 @@ FORMATS: tuple[WireFormat, ...] = (
 
 for _format in FORMATS:
     register(_format)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchLines:
+    """A provider's batch input lines: a request's body (JSON asked for in a tier, which a
+    provider without tiers may ignore) and the line that carries it."""
+
+    body: Callable[[Any, Any, Sequence[dict[str, Any]], Mapping[str, Any]], dict[str, Any]]
+    line: Callable[[str, Mapping[str, Any]], dict[str, Any]]
+
+
+# the batch APIs, by the provider name `healjson batch --batch-api` uses
+BATCH: Mapping[str, BatchLines] = {
+    "openai": BatchLines(openai_chat.batch_body, openai_chat.batch_line),
+    "anthropic": BatchLines(anthropic_messages.batch_body, anthropic_messages.batch_line),
+}

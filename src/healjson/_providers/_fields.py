@@ -51,3 +51,12 @@ def _text(content: Any) -> str | None:
 
 def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
+
+
+def message_text(content: Any) -> str:
+    """A chat message's content as text (content parts joined)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return "" if content is None else str(content)

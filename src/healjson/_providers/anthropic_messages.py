@@ -5,22 +5,26 @@
   reasoning, a `refusal` stop as the refusal; stop reasons mapped onto OpenAI's finish reasons
   (`length` for a token cut); usage with the prompt cache's reads and writes counted in the
   prompt. A stream event (`message_start`, `content_block_delta`, `message_delta`) as a `Delta`.
+- Requests: chat messages and parameters as a Messages request (`anthropic_request`: system
+  messages to the top-level `system`, `max_tokens` for OpenAI's `max_completion_tokens`), and as
+  a Message Batches line (`batch_body`).
 - Where the `anthropic` client keeps its credentials, which of its methods an instrumentation
   wraps, and that `anthropic`'s exceptions are the provider's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from healjson._core.reply import Reply, ToolCall, Usage
 from healjson._core.stream.chunks import Delta
 from healjson._core.wire import WireFormat
 
-from ._fields import _dumps, _get, _int, _opt_str
+from . import openai_chat  # the prompt tier's instruction is the chat format's
+from ._fields import _dumps, _get, _int, _opt_str, message_text
 
-__all__ = ["FINISH", "FORMAT", "anthropic_usage"]
+__all__ = ["FINISH", "FORMAT", "anthropic_request", "anthropic_usage", "batch_body", "batch_line"]
 
 FINISH = {"max_tokens": "length", "model_context_window_exceeded": "length",
                      "end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls",
@@ -119,6 +123,46 @@ def _anthropic_event(event: Any) -> Delta:
             usage=anthropic_usage(_get(event, "usage")),
         )
     return _EMPTY
+
+
+# --- requests -----------------------------------------------------------------------------
+
+
+def anthropic_request(
+    messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Chat messages and parameters as an Anthropic Messages request: the system messages joined
+    into the top-level `system`, OpenAI's `max_completion_tokens` named `max_tokens`."""
+    system = [message_text(m.get("content")) for m in messages if m.get("role") == "system"]
+    turns = [
+        {"role": m.get("role"), "content": m.get("content")}
+        for m in messages
+        if m.get("role") != "system"
+    ]
+    body: dict[str, Any] = {**params, "messages": turns}
+    if "max_completion_tokens" in body:  # OpenAI's name (the truncation strategy may set it)
+        body["max_tokens"] = body.pop("max_completion_tokens")
+    if system:
+        body["system"] = "\n\n".join(system)
+    return body
+
+
+# --- Message Batches lines -----------------------------------------------------------------
+
+
+def batch_body(
+    mode: Any, target: Any, messages: Sequence[dict[str, Any]], params: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A request as a Message Batches line's `params`: the schema in the system prompt whatever
+    the `mode` (the prompt tier: Anthropic has no JSON response format), system messages moved
+    to `system`."""
+    _, shaped, _ = openai_chat.shape_request("prompt", target, messages)
+    return anthropic_request(shaped, params)
+
+
+def batch_line(custom_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """One request of a Message Batches `create`."""
+    return {"custom_id": custom_id, "params": body}
 
 
 _EMPTY = Delta()

@@ -6,7 +6,9 @@ speak it: everything this wire format means to healjson.
   (cached prompt tokens, reasoning tokens); a `ChatCompletionChunk` as a `Delta` (only choice 0
   is the answer when choices interleave, `n` > 1); a bare chat message dict (`content`,
   `refusal`, `finish_reason`, ...) as a `Reply` too (`MESSAGE`, tried after every format).
-- Requests: the output-token limit (`max_completion_tokens`, else `max_tokens`).
+- Requests: the JSON-mode tiers (`response_format`: a strict `json_schema`, `json_object`, or
+  the schema in the prompt), recognising a tier's rejection, the batch line body, and the
+  output-token limit (`max_completion_tokens`, else `max_tokens`).
 - Where the `openai` client keeps its credentials, which of its methods an instrumentation
   wraps, and that `openai`'s exceptions are the provider's.
 
@@ -16,8 +18,10 @@ the registry installs them as the core's fast readers, called for every class al
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import functools
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
@@ -27,7 +31,22 @@ from healjson._core.wire import WireFormat
 
 from ._fields import _dumps, _first, _get, _int, _opt_str, _text
 
-__all__ = ["FORMAT", "MESSAGE", "read_completion", "read_sdk_chunk", "usage"]
+__all__ = [
+    "FORMAT",
+    "MESSAGE",
+    "MODES",
+    "JsonMode",
+    "Shapeable",
+    "batch_body",
+    "constrains_one_value",
+    "is_format_rejection",
+    "names_format",
+    "read_completion",
+    "read_sdk_chunk",
+    "shape_request",
+    "strict_format",
+    "usage",
+]
 
 
 def _reads_reply(obj: Any) -> bool:
@@ -277,6 +296,116 @@ def _token_limit(params: Mapping[str, Any]) -> tuple[str, Any] | None:
 def _with_token_limit(params: Mapping[str, Any], n: int) -> dict[str, Any]:
     key = "max_completion_tokens" if "max_completion_tokens" in params else "max_tokens"
     return {**params, key: n}
+
+
+# --- requests: JSON-mode tiers, strongest first ---------------------------------------------
+#
+# - `json_schema`: `response_format={"type": "json_schema", "strict": true, ...}` (the provider
+#   constrains decoding to the schema);
+# - `json_object`: `response_format={"type": "json_object"}` plus the schema in a system message;
+# - `prompt`: the schema in a system message only (any chat endpoint).
+#
+# An endpoint that rejects a tier (HTTP 400 naming `response_format`) is stepped down once
+# (`adapters._format.FormatState`).
+
+JsonMode = Literal["json_schema", "json_object", "prompt"]
+MODES: tuple[JsonMode, ...] = ("json_schema", "json_object", "prompt")
+
+
+class Shapeable(Protocol):
+    """What `shape_request` reads of a healer's target (`healjson._core.target.Target`)."""
+
+    @property
+    def type_(self) -> Any: ...
+
+    @property
+    def json_schema(self) -> Any: ...
+
+
+def shape_request(
+    mode: JsonMode, target: Shapeable, messages: Sequence[dict[str, Any]]
+) -> tuple[JsonMode, list[dict[str, Any]], dict[str, Any]]:
+    """Messages and extra params for `mode` (falling back from `json_schema` when the target
+    cannot be expressed in strict mode, e.g. a free-form map). `messages` are handed on as they
+    are (the drivers pass fresh copies)."""
+    shaped = list(messages)
+    if mode == "json_schema":
+        # loaded with the first strict request (`import healjson` stays light)
+        from .openai_strict_schema import StrictSchemaUnsupported, strict_json_schema
+
+        try:
+            try:
+                response_format = strict_format(target.type_)
+            except TypeError:  # an unhashable type: not cached
+                response_format = strict_json_schema(target.type_).response_format()
+        except StrictSchemaUnsupported:
+            mode = "json_object"
+        else:
+            return mode, shaped, {"response_format": response_format}
+    instruction = {
+        "role": "system",
+        "content": (
+            "Reply with only a JSON value (no prose, no code fences) that conforms to this JSON "
+            f"schema: {json.dumps(target.json_schema, ensure_ascii=False, separators=(',', ':'))}"
+        ),
+    }
+    extra: dict[str, Any] = {}
+    if mode == "json_object":
+        extra["response_format"] = {"type": "json_object"}
+    return mode, [instruction, *shaped], extra
+
+
+@functools.lru_cache(maxsize=256)
+def strict_format(type_: Any) -> dict[str, Any]:
+    """The strict `response_format` for `type_`, built once and shared by its requests (the SDK
+    only reads it)."""
+    from .openai_strict_schema import strict_json_schema  # loaded with the first strict request
+
+    return strict_json_schema(type_).response_format()
+
+
+def names_format(params: Mapping[str, Any]) -> bool:
+    """True when the caller's parameters choose their own output format (`response_format`)."""
+    return "response_format" in params
+
+
+def constrains_one_value(params: Mapping[str, Any]) -> bool:
+    """True when a request's `response_format` constrains the output to one JSON value (what a
+    healed stream needs before it judges anything early)."""
+    response_format = params.get("response_format")
+    if isinstance(response_format, Mapping):
+        kind = response_format.get("type")
+    else:
+        kind = getattr(response_format, "type", None)
+    return kind in ("json_object", "json_schema")
+
+
+def is_format_rejection(exc: BaseException) -> bool:
+    """True for an HTTP 400 whose error names `response_format` (the tier is unsupported)."""
+    if getattr(exc, "status_code", None) != 400:
+        return False
+    if getattr(exc, "param", None) == "response_format":
+        return True
+    text = str(getattr(exc, "message", "") or exc).lower()
+    return "response_format" in text or "json_schema" in text or "json_object" in text
+
+
+# --- the Batch API's lines -------------------------------------------------------------------
+
+BATCH_ENDPOINT = "/v1/chat/completions"
+
+
+def batch_body(
+    mode: JsonMode, target: Shapeable, messages: Sequence[dict[str, Any]], params: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A request as a batch line's body (`POST /v1/chat/completions`), JSON asked for in `mode`."""
+    _, shaped, extra = shape_request(mode, target, messages)
+    return {**params, **extra, "messages": shaped}
+
+
+def batch_line(custom_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """One line of a Batch API input file."""
+    return {"custom_id": custom_id, "method": "POST", "url": BATCH_ENDPOINT, "body": body}
 
 
 FORMAT = WireFormat(

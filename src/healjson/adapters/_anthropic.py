@@ -17,9 +17,10 @@ from typing import Any, Final
 
 from healjson._core.policy import HealPolicy
 from healjson._core.stream.run import is_stream
+from healjson._providers.anthropic_messages import anthropic_request
 
 from ._base import Exchange, HealingAdapter, Send, ShapeCheck, is_async_client
-from ._format import FormatState, anthropic_request
+from ._format import FormatState
 
 __all__ = ["AnthropicStreams"]
 

@@ -17,9 +17,10 @@ from typing import Any, Final
 
 from healjson._core.policy import HealPolicy
 from healjson._core.stream.run import is_stream
+from healjson._providers._fields import message_text
 
 from ._base import Exchange, HealingAdapter, Send, ShapeCheck
-from ._format import FormatState, message_text
+from ._format import FormatState
 
 __all__ = ["GeminiStreams", "gemini_request"]
 
