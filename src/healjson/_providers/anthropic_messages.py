@@ -21,8 +21,8 @@ from healjson._core.reply import Reply, ToolCall, Usage
 from healjson._core.stream.chunks import Delta
 from healjson._core.wire import WireFormat
 
-from . import openai_chat  # the prompt tier's instruction is the chat format's
 from ._fields import _dumps, _get, _int, _opt_str, message_text
+from .openai_chat import shape_request  # the prompt tier's instruction is the chat format's
 
 __all__ = ["FINISH", "FORMAT", "anthropic_request", "anthropic_usage", "batch_body", "batch_line"]
 
@@ -156,7 +156,7 @@ def batch_body(
     """A request as a Message Batches line's `params`: the schema in the system prompt whatever
     the `mode` (the prompt tier: Anthropic has no JSON response format), system messages moved
     to `system`."""
-    _, shaped, _ = openai_chat.shape_request("prompt", target, messages)
+    _, shaped, _ = shape_request("prompt", target, messages)
     return anthropic_request(shaped, params)
 
 

@@ -45,7 +45,6 @@ __all__ = [
     "read_sdk_chunk",
     "shape_request",
     "strict_format",
-    "usage",
 ]
 
 
@@ -277,12 +276,6 @@ def _first_choice(choices: Any) -> Any:
         if index is None or index == 0:
             return choice
     return None
-
-
-def usage(raw: Any, model: str | None = None) -> Usage | None:
-    """OpenAI-style usage (`prompt_tokens`, `completion_tokens` and their details), None without
-    counts: also the usage of OpenAI-compatible servers and batch result lines."""
-    return _usage(raw, model)
 
 
 # the limit the truncation strategy raises: the newer name when the request uses it
