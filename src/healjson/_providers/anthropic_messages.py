@@ -26,9 +26,10 @@ from .openai_chat import shape_request  # the prompt tier's instruction is the c
 
 __all__ = ["FINISH", "FORMAT", "anthropic_request", "anthropic_usage", "batch_body", "batch_line"]
 
+# stop reasons as OpenAI's finish reasons (a reason not listed is kept as it is)
 FINISH = {"max_tokens": "length", "model_context_window_exceeded": "length",
-                     "end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls",
-                     "pause_turn": "stop"}  # fmt: skip
+          "end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls",
+          "pause_turn": "stop"}  # fmt: skip
 
 
 def _anthropic(obj: Any) -> Reply:
