@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from healjson._core.reply import Reply, ToolCall, Usage
 from healjson._core.stream.chunks import Delta
@@ -24,7 +24,15 @@ from healjson._core.wire import WireFormat
 from ._fields import _dumps, _get, _int, _opt_str, message_text
 from .openai_chat import shape_request  # the prompt tier's instruction is the chat format's
 
-__all__ = ["FINISH", "FORMAT", "anthropic_request", "anthropic_usage", "batch_body", "batch_line"]
+__all__ = [
+    "FINISH",
+    "FORMAT",
+    "anthropic_request",
+    "anthropic_usage",
+    "batch_body",
+    "batch_line",
+    "messages_request",
+]
 
 # stop reasons as OpenAI's finish reasons (a reason not listed is kept as it is)
 FINISH = {"max_tokens": "length", "model_context_window_exceeded": "length",
@@ -146,6 +154,20 @@ def anthropic_request(
     if system:
         body["system"] = "\n\n".join(system)
     return body
+
+
+DEFAULT_MAX_TOKENS: Final = 4096
+"""Anthropic requires `max_tokens`: this when a call gives none."""
+
+
+def messages_request(
+    messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A call in the prompt tier as `messages.create` keywords: no `response_format` (Anthropic
+    has none), `max_tokens` as given or `DEFAULT_MAX_TOKENS`."""
+    body = {key: value for key, value in params.items() if key != "response_format"}
+    body.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
+    return anthropic_request(messages, body)
 
 
 # --- Message Batches lines -----------------------------------------------------------------

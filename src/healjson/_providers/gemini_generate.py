@@ -6,22 +6,25 @@ form): everything this wire format means to healjson.
   its thought parts as the reasoning; a blocked prompt or a safety stop is a content filter;
   finish reasons mapped onto OpenAI's. Fields are read in the SDK's snake_case or the REST API's
   camelCase (`finishReason`, `usageMetadata`, ...). A stream piece reads like a whole response.
+- Requests: chat messages and parameters as `generate_content_stream` keywords: `contents`
+  (`assistant` is `model`), the system messages the `system_instruction`, OpenAI's parameter
+  names mapped (`max_tokens` to `max_output_tokens`, `stop` to `stop_sequences`).
 - Where the google-genai client keeps its credentials, and that `google`'s exceptions
   (`google.genai.errors`, `google.api_core.exceptions`) are the provider's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 from healjson._core.reply import Reply, ToolCall, Usage
 from healjson._core.stream.chunks import Delta
 from healjson._core.wire import WireFormat
 
-from ._fields import _dumps, _first, _get, _get_either, _int, _opt_str
+from ._fields import _dumps, _first, _get, _get_either, _int, _opt_str, message_text
 
-__all__ = ["FORMAT"]
+__all__ = ["FORMAT", "gemini_request"]
 
 # a Gemini response without `candidates` (a blocked prompt); not `usage_metadata`, which
 # LangChain's message dicts have too
@@ -110,6 +113,41 @@ def _gemini_piece(chunk: Any) -> Delta:
         usage=reply.usage,
         model=reply.model,
     )
+
+
+# --- requests -----------------------------------------------------------------------------
+
+# OpenAI's parameter names as Gemini's (any other goes into the config as given)
+_RENAMED: Final = {
+    "max_tokens": "max_output_tokens",
+    "max_completion_tokens": "max_output_tokens",
+    "stop": "stop_sequences",
+}
+
+
+def gemini_request(
+    messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Chat messages and parameters as `generate_content_stream` keywords."""
+    system = [message_text(m.get("content")) for m in messages if m.get("role") == "system"]
+    contents = [
+        {
+            "role": "model" if m.get("role") == "assistant" else "user",
+            "parts": [{"text": message_text(m.get("content"))}],
+        }
+        for m in messages
+        if m.get("role") != "system"
+    ]
+    config: dict[str, Any] = {}
+    model = None
+    for name, value in params.items():
+        if name == "model":
+            model = value
+        elif name not in ("stream", "response_format", "stream_options"):
+            config[_RENAMED.get(name, name)] = value
+    if system:
+        config["system_instruction"] = "\n\n".join(system)
+    return {"model": model, "contents": contents, "config": config or None}
 
 
 def _reads_reply(obj: Any) -> bool:
