@@ -7,6 +7,7 @@ even through an import inside a function."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -197,3 +198,122 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
         assert check in test_command
     ci = (root / ".ci" / "run").read_text(encoding="utf-8")
     assert test_command in ci.splitlines()
+
+
+# what only a wire format may name: its parameters, response fields, stream events and SDK
+# packages (each lives in one module of `healjson._providers`)
+PROVIDER_NAMES = frozenset(
+    {
+        "max_completion_tokens",
+        "max_output_tokens",
+        "maxOutputTokens",
+        "response_format",
+        "output_config",
+        "generationConfig",
+        "generation_config",
+        "stop_reason",
+        "stop_details",
+        "finishReason",
+        "usageMetadata",
+        "usage_metadata",
+        "promptFeedback",
+        "prompt_feedback",
+        "candidatesTokenCount",
+        "prompt_tokens_details",
+        "completion_tokens_details",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+        "reasoning_content",
+        "content_block_delta",
+        "message_delta",
+        "tool_use",
+        "_azure_ad_token",
+        "_custom_headers",
+        "_custom_query",
+        "_http_options",
+        "_api_client",
+        "openai",
+        "anthropic",
+        "google",
+    }
+)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def named(path: Path) -> set[str]:
+    """The names a module's code uses: identifiers, attributes, keywords, and the words of its
+    string constants (docstrings and comments left out: prose may speak of a provider)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    # attribute docstrings: a string statement after an assignment
+    docstrings.update(
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    )
+    words: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            words.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            words.add(node.attr)
+        elif isinstance(node, ast.keyword) and node.arg:
+            words.add(node.arg)
+        elif isinstance(node, ast.alias):
+            words.update(node.name.split("."))
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            words.update(node.module.split("."))
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+        ):
+            words.update(_WORD.findall(node.value))
+    return words
+
+
+def test_core_imports_no_provider_module() -> None:
+    """The boundary: the core reads replies, chunks and requests through the registry
+    (`_core/wire.py`); it imports no wire format and no adapter."""
+    offences = [
+        f"{module} imports {target}"
+        for module, targets in graph().items()
+        if module.startswith("healjson._core")
+        for target in targets
+        if target.startswith(("healjson._providers", "healjson.adapters"))
+    ]
+    assert [] == offences
+
+
+@pytest.mark.parametrize(
+    "path", sorted((PACKAGE / "_core").rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE))
+)
+def test_core_names_no_provider_parameter(path: Path) -> None:
+    """No `_core` module names a provider's parameter, response field, stream event or SDK
+    package: a new wire format is one module of `healjson._providers`, not edits in the core."""
+    assert set() == named(path) & PROVIDER_NAMES
+
+
+def test_the_provider_check_reads_code(tmp_path: Path) -> None:
+    """The check sees names in code and in string constants, not in docstrings or comments."""
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        '"""Reads `stop_reason`."""\n'
+        "def f(params, reply):  # response_format\n"
+        '    """Sets `usage_metadata`."""\n'
+        '    key = "max_completion_tokens" if params else "x.finishReason"\n'
+        "    return reply.choices, dict(tool_use=1)\n",
+        encoding="utf-8",
+    )
+    assert {"max_completion_tokens", "finishReason", "choices", "tool_use"} <= named(sample)
+    assert not {"stop_reason", "response_format", "usage_metadata"} & named(sample)
+    assert {"max_completion_tokens", "reasoning_content"} <= named(
+        PACKAGE / "_providers" / "openai_chat.py"
+    )

@@ -319,7 +319,7 @@ def test_the_sdk_fast_reader_agrees_with_the_generic_one(
     completion holds, the result equals the generic shape reader's."""
     from openai.types.chat import ChatCompletion
 
-    from healjson._core.reply import _completion
+    from healjson._providers.openai_chat import _completion
 
     message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal}
     if arguments is not None:

@@ -16,8 +16,12 @@ from hypothesis import strategies as st
 from pydantic import AnyUrl, BaseModel, ConfigDict, Field, TypeAdapter, create_model
 
 from healjson._core.target import target_for
+from healjson._providers.openai_strict_schema import (
+    StrictSchema,
+    StrictSchemaUnsupported,
+    _Converter,
+)
 from healjson.adapters import strict_json_schema
-from healjson.adapters._strict_schema import StrictSchema, StrictSchemaUnsupported, _Converter
 
 # What OpenAI strict mode accepts ("Supported schemas" in the structured-outputs guide), written
 # out here independently of the module under test.

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+# the wire formats, registered before any reply is read (the package imports no SDK)
+from . import _providers  # noqa: F401
 from ._core.contracts import Contract, ContractContext, Violation, contract
 from ._core.diagnostic import Diagnostic, Source
 from ._core.effects import ProviderError

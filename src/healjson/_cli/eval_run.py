@@ -139,7 +139,7 @@ def _strict_value(outcome: Outcome[Any], unit: _Unit) -> tuple[bool, Any, str]:
 
 def _envelope(target: Any) -> str | None:
     """The key strict mode wraps this target's answer in (None: it is not wrapped)."""
-    from healjson.adapters._strict_schema import StrictSchemaUnsupported, strict_json_schema
+    from healjson._providers.openai_strict_schema import StrictSchemaUnsupported, strict_json_schema
 
     try:
         return strict_json_schema(target).envelope

@@ -20,6 +20,7 @@ import time
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import Any, Final, TypeVar
 
+from . import wire
 from .diagnostic import describe_exception
 from .effects import (
     AwaitAll,
@@ -234,28 +235,11 @@ def run_awaitables_sync(
 
 
 # Packages whose exceptions are the provider's or the transport's: the provider SDKs healjson
-# wraps or meets through instructor, and the HTTP stacks under them. Matched by the top-level
-# package of any class in the exception's MRO, so no SDK is imported.
-PROVIDER_PACKAGES: Final = frozenset(
-    {
-        "aiohttp",
-        "anthropic",
-        "cohere",
-        "google",  # google.genai.errors, google.api_core.exceptions
-        "groq",
-        "h11",
-        "h2",
-        "httpcore",
-        "httpx",
-        "httpx2",
-        "instructor",
-        "litellm",
-        "mistralai",
-        "openai",
-        "requests",
-        "urllib3",
-    }
-)
+# wraps (each wire format names its own, `wire.WireFormat.error_packages`) or meets through
+# instructor, and the HTTP stacks under them. Matched by the top-level package of any class in
+# the exception's MRO, so no SDK is imported. The registry's own set: formats registered later
+# are in it too.
+PROVIDER_PACKAGES: Final = wire.error_packages()
 
 
 # a body that could not be decoded is the provider's failure, whoever's code decoded it (an SDK

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import events as _events
+from . import wire
 from .check import Evaluation, evaluate
 from .contracts import Contract, ContractContext
 from .decisions import Verdict, final_reason, strategy_for
@@ -659,8 +660,9 @@ def _call_fallback(
 
 
 def _more_tokens(params: dict[str, Any], usage: Usage, policy: HealPolicy) -> dict[str, Any]:
-    key = "max_completion_tokens" if "max_completion_tokens" in params else "max_tokens"
-    current = params.get(key)
+    fmt, current = wire.token_limit(params)  # the request's wire format names its limit
+    if fmt is None or fmt.with_token_limit is None:
+        return params
     if not isinstance(current, int):
         # without a limit we know, only a reported count is a safe base (an estimate may be low)
         current = None if usage.estimated else usage.completion_tokens or None
@@ -669,7 +671,7 @@ def _more_tokens(params: dict[str, Any], usage: Usage, policy: HealPolicy) -> di
     grown = math.ceil(current * policy.max_tokens_growth)
     if policy.max_tokens_cap is not None:
         grown = min(grown, policy.max_tokens_cap)
-    return {**params, key: max(grown, current)}
+    return fmt.with_token_limit(params, max(grown, current))
 
 
 def _deadline(policy: HealPolicy, detail: str | None = None) -> Diagnostic:

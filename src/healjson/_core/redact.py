@@ -41,6 +41,8 @@ from types import TracebackType
 from typing import Any, Final
 from urllib.parse import quote, quote_plus
 
+from . import wire
+
 __all__ = [
     "MARKER",
     "is_credential_name",
@@ -86,13 +88,10 @@ _KEY_FIELD: Final = re.compile(
 _BEARER: Final = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/=]{8,}")
 _SCHEME: Final = re.compile(r"(?i)^(?:bearer|basic|token|apikey)\s+(\S+)$")
 
-# client attributes that hold a credential: openai (`api_key`, `admin_api_key`, Azure's
-# `_azure_ad_token`), anthropic (`api_key`, `auth_token`), google-genai's API client (`api_key`)
-_SECRET_ATTRIBUTES: Final = ("api_key", "admin_api_key", "auth_token", "_azure_ad_token")
-# mappings of default headers / query parameters (openai and anthropic keep the caller's here)
-_MAPPING_ATTRIBUTES: Final = ("_custom_headers", "_custom_query")
-# clients inside clients: instructor's `client`, google-genai's `_api_client`
-_NESTED_ATTRIBUTES: Final = ("client", "_api_client")
+# where a client keeps its credentials, and the clients inside it: each wire format names its
+# SDK's (`wire.WireFormat.credential_attributes`, `nested_clients`); a wrapper's `client`
+# (instructor's) is one too
+_NESTED_ATTRIBUTES: Final = ("client",)
 _MAX_NESTING: Final = 2
 
 
@@ -497,28 +496,22 @@ def _named_strings(value: Any, depth: int, named: bool = False) -> Iterator[str]
 def _own_secrets(client: Any) -> Iterator[str]:
     """The credentials one client holds itself (read defensively: any object may be passed,
     or None for a client already gone)."""
-    for name in _SECRET_ATTRIBUTES:
-        value = _attribute(client, name)
+    # a string is the credential; a mapping (default headers, query) holds it under a name
+    for path in wire.credential_attributes()[0]:
+        value = client
+        for name in path.split("."):
+            value = _attribute(value, name)
         if isinstance(value, str):
             yield value
-    for name in _MAPPING_ATTRIBUTES:
-        mapping = _attribute(client, name)
-        if isinstance(mapping, Mapping):
-            yield from _named_strings(mapping, 0)
-    # google-genai: `_http_options.headers` carries `x-goog-api-key`; Vertex credentials a token
-    headers = _attribute(_attribute(client, "_http_options"), "headers")
-    if isinstance(headers, Mapping):
-        yield from _named_strings(headers, 0)
-    token = _attribute(_attribute(client, "_credentials"), "token")
-    if isinstance(token, str):
-        yield token
+        elif isinstance(value, Mapping):
+            yield from _named_strings(value, 0)
 
 
 def _holders(client: Any, depth: int) -> Iterator[Any]:
     """The client and the clients inside it (whose `api_key` may change during a call)."""
     yield client
     if depth < _MAX_NESTING:
-        for name in _NESTED_ATTRIBUTES:
+        for name in (*_NESTED_ATTRIBUTES, *wire.credential_attributes()[1]):
             inner = _attribute(client, name)
             if inner is not None and inner is not client:
                 yield from _holders(inner, depth + 1)

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 
+from . import wire
 from .redact import redact_text
 from .savings import tokens_saved
 
@@ -70,20 +71,13 @@ def for_run(run_id: str, spec: Any) -> RunSpans | None:
     return RunSpans(_tracer(provider), run_id, spec, _instruments())
 
 
-# where the SDKs define the `create` an instrumentation wraps (sync and async)
-_SDK_CREATES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("openai.resources.chat.completions.completions", ("Completions", "AsyncCompletions")),
-    ("anthropic.resources.messages.messages", ("Messages", "AsyncMessages")),
-)
-
-
 def sdk_instrumented() -> bool:
     """True when an OpenTelemetry instrumentation of the openai or anthropic SDK is active:
     the SDK class's own `create` is then a wrapper object (instrumentations patch it with
     `wrapt`; such a proxy passes `isinstance` for a function, its `type` does not) instead of
     the plain function the SDK defines. Checked per call: `instrument()` and `uninstrument()`
     may come and go."""
-    for module_name, names in _SDK_CREATES:
+    for module_name, names in wire.sdk_creates():  # each wire format names its SDK's
         module = sys.modules.get(module_name)
         if module is None:
             continue
@@ -168,12 +162,15 @@ class RunSpans:
         }
         if isinstance(model, str):
             attributes["gen_ai.request.model"] = model
-        for key, name in (("max_tokens", "gen_ai.request.max_tokens"),
-                          ("max_completion_tokens", "gen_ai.request.max_tokens"),
-                          ("temperature", "gen_ai.request.temperature")):  # fmt: skip
-            value = params.get(key)
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                attributes[name] = value
+        limit = wire.token_limit(params)[1]  # the request's wire format names its limit
+        attributes.update(
+            (name, value)
+            for value, name in (
+                (limit, "gen_ai.request.max_tokens"),
+                (params.get("temperature"), "gen_ai.request.temperature"),
+            )
+            if isinstance(value, int | float) and not isinstance(value, bool)
+        )
         parent = trace.set_span_in_context(self._run)
         if sdk_instrumented():  # the SDK's span is the client span: this one wraps it
             del attributes["gen_ai.operation.name"]

@@ -5,6 +5,6 @@ Import cost matters: nothing here imports openai or instructor until a client is
 
 from __future__ import annotations
 
-from ._strict_schema import strict_json_schema
+from healjson._providers.openai_strict_schema import strict_json_schema
 
 __all__ = ["strict_json_schema"]

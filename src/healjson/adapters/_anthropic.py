@@ -13,17 +13,16 @@ gives none.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
 
 from healjson._core.policy import HealPolicy
 from healjson._core.stream.run import is_stream
+from healjson._providers.anthropic_messages import messages_request
 
 from ._base import Exchange, HealingAdapter, Send, ShapeCheck, is_async_client
-from ._format import FormatState, anthropic_request
+from ._format import FormatState
 
 __all__ = ["AnthropicStreams"]
-
-DEFAULT_MAX_TOKENS: Final = 4096
 
 
 class AnthropicStreams(HealingAdapter):
@@ -46,9 +45,7 @@ class AnthropicStreams(HealingAdapter):
 
         def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
             messages = request.pop("messages")
-            request.pop("response_format", None)  # the prompt tier sends none; Anthropic has none
-            request.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
-            return create, anthropic_request(messages, request), _READ_EVENTS
+            return create, messages_request(messages, request), _READ_EVENTS
 
         return send
 

@@ -24,21 +24,21 @@ from healjson._core.healer import Healer
 from healjson._core.policy import HealPolicy
 from healjson._core.redact import secrets_scope
 from healjson._core.stream.run import AsyncHealStream, HealStream, stream_async, stream_sync
-
-from ._cache import HealerCache
-from ._format import (
+from healjson._providers.openai_chat import (
     MODES,
-    FormatState,
     JsonMode,
     Shapeable,
-    check_mode,
     constrains_one_value,
     is_format_rejection,
+    names_format,
     shape_request,
     strict_format,
 )
+from healjson._providers.openai_strict_schema import StrictSchemaUnsupported
+
+from ._cache import HealerCache
+from ._format import FormatState, check_mode
 from ._proxy import ChatProxy, CompletionsProxy
-from ._strict_schema import StrictSchemaUnsupported
 
 __all__ = [
     "UNSET",
@@ -292,7 +292,7 @@ class HealingAdapter:
         tiers = self._tiers
 
         def json_mode() -> bool:  # the tier the call just used (a rejected one was stepped down)
-            if "response_format" in params:  # the caller's own
+            if names_format(params):  # the caller's own
                 return constrains_one_value(params)
             return tiers is not None and (forced or tiers.mode) in ("json_schema", "json_object")
 
@@ -342,7 +342,7 @@ def build_request(
     tier, or as given (None) when the client shapes it or the caller chose its own
     `response_format`. `messages` are the driver's fresh copies."""
     if mode is _FIRST:
-        mode = None if tiers is None or "response_format" in params else forced or tiers.mode
+        mode = None if tiers is None or names_format(params) else forced or tiers.mode
     if mode is None:
         return None, {"messages": messages, **params}
     if mode == "json_schema":  # the common request: the cached strict format, nothing copied

@@ -1,52 +1,20 @@
 """L1 on the request side: ask for JSON in the strongest mode the endpoint supports.
 
-Tiers, strongest first:
-
-- `json_schema`: `response_format={"type": "json_schema", "strict": true, ...}` (the provider
-  constrains decoding to the schema);
-- `json_object`: `response_format={"type": "json_object"}` plus the schema in a system message;
-- `prompt`: the schema in a system message only (any chat endpoint).
-
-An endpoint that rejects a tier (HTTP 400 naming `response_format`) is stepped down once, and the
-wrapper remembers the tier that worked for the rest of its life.
+The tiers and how a request asks for each are the wire format's (`healjson._providers`:
+`openai_chat.shape_request`, strongest first: a strict `json_schema`, `json_object`, the schema
+in the prompt). What an adapter keeps is the negotiation: an endpoint that rejects a tier is
+stepped down once (`FormatState`), and the wrapper remembers the tier that worked for the rest
+of its life.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import threading
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
 
-from ._strict_schema import StrictSchemaUnsupported, strict_json_schema
+from healjson._providers.openai_chat import MODES, JsonMode
 
-__all__ = [
-    "MODES",
-    "FormatState",
-    "JsonMode",
-    "Shapeable",
-    "anthropic_request",
-    "check_mode",
-    "is_format_rejection",
-    "message_text",
-    "shape_request",
-    "strict_format",
-]
-
-JsonMode = Literal["json_schema", "json_object", "prompt"]
-MODES: tuple[JsonMode, ...] = ("json_schema", "json_object", "prompt")
-
-
-class Shapeable(Protocol):
-    """What `shape_request` reads of a healer's target (`healjson._core.target.Target`)."""
-
-    @property
-    def type_(self) -> Any: ...
-
-    @property
-    def json_schema(self) -> Any: ...
+__all__ = ["MODES", "FormatState", "JsonMode", "check_mode"]
 
 
 @dataclass
@@ -74,89 +42,3 @@ def check_mode(mode: str) -> JsonMode:
     if mode not in MODES:
         raise ValueError(f"json_mode must be one of {', '.join(MODES)}; got {mode!r}")
     return mode  # narrowed by the membership test above
-
-
-def shape_request(
-    mode: JsonMode, target: Shapeable, messages: Sequence[dict[str, Any]]
-) -> tuple[JsonMode, list[dict[str, Any]], dict[str, Any]]:
-    """Messages and extra params for `mode` (falling back from `json_schema` when the target
-    cannot be expressed in strict mode, e.g. a free-form map). `messages` are handed on as they
-    are (the drivers pass fresh copies)."""
-    shaped = list(messages)
-    if mode == "json_schema":
-        try:
-            try:
-                response_format = strict_format(target.type_)
-            except TypeError:  # an unhashable type: not cached
-                response_format = strict_json_schema(target.type_).response_format()
-        except StrictSchemaUnsupported:
-            mode = "json_object"
-        else:
-            return mode, shaped, {"response_format": response_format}
-    instruction = {
-        "role": "system",
-        "content": (
-            "Reply with only a JSON value (no prose, no code fences) that conforms to this JSON "
-            f"schema: {json.dumps(target.json_schema, ensure_ascii=False, separators=(',', ':'))}"
-        ),
-    }
-    extra: dict[str, Any] = {}
-    if mode == "json_object":
-        extra["response_format"] = {"type": "json_object"}
-    return mode, [instruction, *shaped], extra
-
-
-@functools.lru_cache(maxsize=256)
-def strict_format(type_: Any) -> dict[str, Any]:
-    """The strict `response_format` for `type_`, built once and shared by its requests (the SDK
-    only reads it)."""
-    return strict_json_schema(type_).response_format()
-
-
-def constrains_one_value(params: Mapping[str, Any]) -> bool:
-    """True when a request's `response_format` constrains the output to one JSON value (what a
-    healed stream needs before it judges anything early)."""
-    response_format = params.get("response_format")
-    if isinstance(response_format, Mapping):
-        kind = response_format.get("type")
-    else:
-        kind = getattr(response_format, "type", None)
-    return kind in ("json_object", "json_schema")
-
-
-def is_format_rejection(exc: BaseException) -> bool:
-    """True for an HTTP 400 whose error names `response_format` (the tier is unsupported)."""
-    if getattr(exc, "status_code", None) != 400:
-        return False
-    if getattr(exc, "param", None) == "response_format":
-        return True
-    text = str(getattr(exc, "message", "") or exc).lower()
-    return "response_format" in text or "json_schema" in text or "json_object" in text
-
-
-def anthropic_request(
-    messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Chat messages and parameters as an Anthropic Messages request: the system messages joined
-    into the top-level `system`, OpenAI's `max_completion_tokens` named `max_tokens`."""
-    system = [message_text(m.get("content")) for m in messages if m.get("role") == "system"]
-    turns = [
-        {"role": m.get("role"), "content": m.get("content")}
-        for m in messages
-        if m.get("role") != "system"
-    ]
-    body: dict[str, Any] = {**params, "messages": turns}
-    if "max_completion_tokens" in body:  # OpenAI's name (the truncation strategy may set it)
-        body["max_tokens"] = body.pop("max_completion_tokens")
-    if system:
-        body["system"] = "\n\n".join(system)
-    return body
-
-
-def message_text(content: Any) -> str:
-    """A chat message's content as text (content parts joined)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return "" if content is None else str(content)

@@ -12,22 +12,17 @@ chat messages become Gemini `contents` (`assistant` is `model`), the system mess
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Any
 
 from healjson._core.policy import HealPolicy
 from healjson._core.stream.run import is_stream
+from healjson._providers.gemini_generate import gemini_request
 
 from ._base import Exchange, HealingAdapter, Send, ShapeCheck
-from ._format import FormatState, message_text
+from ._format import FormatState
 
 __all__ = ["GeminiStreams", "gemini_request"]
-
-_RENAMED: Final = {
-    "max_tokens": "max_output_tokens",
-    "max_completion_tokens": "max_output_tokens",
-    "stop": "stop_sequences",
-}
 
 
 class GeminiStreams(HealingAdapter):
@@ -59,31 +54,6 @@ class GeminiStreams(HealingAdapter):
             return stream, gemini_request(messages, request), _READ_CHUNKS
 
         return send
-
-
-def gemini_request(
-    messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Chat messages and parameters as `generate_content_stream` keywords."""
-    system = [message_text(m.get("content")) for m in messages if m.get("role") == "system"]
-    contents = [
-        {
-            "role": "model" if m.get("role") == "assistant" else "user",
-            "parts": [{"text": message_text(m.get("content"))}],
-        }
-        for m in messages
-        if m.get("role") != "system"
-    ]
-    config: dict[str, Any] = {}
-    model = None
-    for name, value in params.items():
-        if name == "model":
-            model = value
-        elif name not in ("stream", "response_format", "stream_options"):
-            config[_RENAMED.get(name, name)] = value
-    if system:
-        config["system_instruction"] = "\n\n".join(system)
-    return {"model": model, "contents": contents, "config": config or None}
 
 
 # the answer of `generate_content_stream`: an iterator of responses (an awaitable of one, async)

@@ -26,6 +26,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
+from healjson._providers import BATCH
+from healjson._providers.openai_chat import BATCH_ENDPOINT
+
 from .result_lines import (
     Result,
     anthropic_result,
@@ -106,14 +109,13 @@ class _OpenAI:
     name: ProviderName = "openai"
     max_requests = 50_000
     max_bytes = 200 * 1024 * 1024
-    endpoint = "/v1/chat/completions"
+    endpoint = BATCH_ENDPOINT
 
     def __init__(self, client: Any) -> None:
         self.client = client
 
     def request_line(self, custom_id: str, body: Mapping[str, Any]) -> bytes:
-        line = {"custom_id": custom_id, "method": "POST", "url": self.endpoint, "body": body}
-        return (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
+        return _encoded(BATCH[self.name].line(custom_id, body))
 
     def upload(self, lines: Sequence[bytes], name: str) -> str | None:
         data = b"".join(lines)
@@ -192,8 +194,7 @@ class _Anthropic:
         self.client = client
 
     def request_line(self, custom_id: str, body: Mapping[str, Any]) -> bytes:
-        line = {"custom_id": custom_id, "params": body}
-        return (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
+        return _encoded(BATCH[self.name].line(custom_id, body))
 
     def upload(self, lines: Sequence[bytes], name: str) -> str | None:
         return None  # the requests go inline in `create`
@@ -243,6 +244,10 @@ class _Anthropic:
 
     def cancel(self, batch_id: str) -> None:
         self.client.messages.batches.cancel(batch_id)
+
+
+def _encoded(line: Mapping[str, Any]) -> bytes:
+    return (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
 
 
 def openai_provider(client: Any) -> Provider:

@@ -6,9 +6,9 @@ repair or resubmission), so a result names the row and the request it answers (a
 repeated line for an older round is ignored). The form fits both providers (Anthropic allows
 only `[a-zA-Z0-9_-]{1,64}`).
 
-The body asks for JSON as `healjson.wrap` does: OpenAI in the configured tier (strict
-`json_schema` by default, `json_object` or `prompt`); Anthropic with the schema in the system
-prompt (`anthropic_request`: system messages moved to the top-level `system`).
+The body asks for JSON as `healjson.wrap` does, as the provider's wire format writes it
+(`healjson._providers.BATCH`): OpenAI in the configured tier (strict `json_schema` by default,
+`json_object` or `prompt`); Anthropic with the schema in the system prompt.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from typing import Any, Final
 
 from healjson._core.effects import ModelCall
 from healjson._core.target import Target
-from healjson.adapters._format import JsonMode, anthropic_request, shape_request
+from healjson._providers import BATCH
+from healjson._providers.openai_chat import JsonMode
 
 __all__ = ["custom_id", "parse_custom_id", "request_body"]
 
@@ -40,8 +41,4 @@ def request_body(
 ) -> dict[str, Any]:
     """The request `call` stands for, as the provider's batch line body."""
     messages = [dict(message) for message in call.messages]
-    if provider == "anthropic":
-        _, shaped, _ = shape_request("prompt", target, messages)
-        return anthropic_request(shaped, call.params)
-    _, shaped, extra = shape_request(mode, target, messages)
-    return {**call.params, **extra, "messages": shaped}
+    return BATCH[provider].body(mode, target, messages, call.params)

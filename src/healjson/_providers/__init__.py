@@ -1,0 +1,49 @@
+"""The provider boundary: one module per wire format, each owning everything that format means
+(request shaping, reading replies and stream chunks, finish reasons, refusals and filters,
+reasoning, usage buckets, batch lines, where credentials sit). The core knows none of them: it
+asks the registry (`healjson._core.wire`), which this package fills (`registry.register`) when
+`healjson` is imported. No provider SDK is imported here.
+
+A new wire format is one module here and one line in `FORMATS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from healjson._core.registry import register
+from healjson._core.wire import WireFormat
+
+from . import anthropic_messages, gemini_generate, openai_chat
+
+__all__ = ["BATCH", "FORMATS", "BatchLines"]
+
+# dispatch order: the first format whose test matches an object reads it (a chat message dict,
+# which any `content` makes, comes last)
+FORMATS: tuple[WireFormat, ...] = (
+    openai_chat.FORMAT,
+    anthropic_messages.FORMAT,
+    gemini_generate.FORMAT,
+    openai_chat.MESSAGE,
+)
+
+for _format in FORMATS:
+    register(_format)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchLines:
+    """A provider's batch input lines: a request's body (JSON asked for in a tier, which a
+    provider without tiers may ignore) and the line that carries it."""
+
+    body: Callable[[Any, Any, Sequence[dict[str, Any]], Mapping[str, Any]], dict[str, Any]]
+    line: Callable[[str, Mapping[str, Any]], dict[str, Any]]
+
+
+# the batch APIs, by the provider name `healjson batch --batch-api` uses
+BATCH: Mapping[str, BatchLines] = {
+    "openai": BatchLines(openai_chat.batch_body, openai_chat.batch_line),
+    "anthropic": BatchLines(anthropic_messages.batch_body, anthropic_messages.batch_line),
+}

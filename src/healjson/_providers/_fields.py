@@ -1,0 +1,62 @@
+"""Field access the wire readers share: SDK objects and dicts alike, read defensively (the
+names keep the underscore they had as the readers' own helpers: private to `_providers`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+
+def _get(obj: Any, name: str) -> Any:
+    # cheap checks first: the Mapping ABC check is slow for the SDK's pydantic objects
+    if type(obj) is dict:
+        return obj.get(name)
+    if isinstance(obj, BaseModel) or not isinstance(obj, Mapping):
+        return getattr(obj, name, None)
+    return obj.get(name)
+
+
+def _get_either(obj: Any, name: str, camel: str) -> Any:
+    """A field by its snake_case name (SDK objects, `model_dump()`) or its camelCase wire name."""
+    value = _get(obj, name)
+    return _get(obj, camel) if value is None else value
+
+
+def _first(items: Any) -> Any:
+    """The first element of a non-empty list or tuple, else None."""
+    return items[0] if isinstance(items, list | tuple) and items else None
+
+
+def _dumps(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _text(content: Any) -> str | None:
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}]
+        return "".join(str(_get(part, "text") or "") for part in content)
+    return str(content)
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def message_text(content: Any) -> str:
+    """A chat message's content as text (content parts joined)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return "" if content is None else str(content)

@@ -1,0 +1,179 @@
+"""Gemini `generateContent` (`POST /v1beta/models/<model>:generateContent`, and its streamed
+form): everything this wire format means to healjson.
+
+- Reading: a `GenerateContentResponse` (the google-genai object, or the REST API's dict) as a
+  `Reply` — the first candidate's text parts as the content, its function calls as tool calls,
+  its thought parts as the reasoning; a blocked prompt or a safety stop is a content filter;
+  finish reasons mapped onto OpenAI's. Fields are read in the SDK's snake_case or the REST API's
+  camelCase (`finishReason`, `usageMetadata`, ...). A stream piece reads like a whole response.
+- Requests: chat messages and parameters as `generate_content_stream` keywords: `contents`
+  (`assistant` is `model`), the system messages the `system_instruction`, OpenAI's parameter
+  names mapped (`max_tokens` to `max_output_tokens`, `stop` to `stop_sequences`).
+- Where the google-genai client keeps its credentials, and that `google`'s exceptions
+  (`google.genai.errors`, `google.api_core.exceptions`) are the provider's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from healjson._core.reply import Reply, ToolCall, Usage
+from healjson._core.stream.chunks import Delta
+from healjson._core.wire import WireFormat
+
+from ._fields import _dumps, _first, _get, _get_either, _int, _opt_str, message_text
+
+__all__ = ["FORMAT", "gemini_request"]
+
+# a Gemini response without `candidates` (a blocked prompt); not `usage_metadata`, which
+# LangChain's message dicts have too
+_GEMINI_KEYS = ("candidates", "promptFeedback", "prompt_feedback", "usageMetadata")
+_GEMINI_FILTERED = frozenset(
+    {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"}
+)
+
+
+def _gemini(obj: Any) -> Reply:
+    """A Gemini `GenerateContentResponse`: the first candidate's text parts as the content, its
+    function calls as tool calls, its thought parts as the reasoning; a blocked prompt or a
+    safety stop is a content filter."""
+    meta = _get_either(obj, "usage_metadata", "usageMetadata")
+    model = _opt_str(_get_either(obj, "model_version", "modelVersion"))
+    usage = None
+    if meta is not None:
+        prompt = _get_either(meta, "prompt_token_count", "promptTokenCount")
+        completion = _get_either(meta, "candidates_token_count", "candidatesTokenCount")
+        thinking = _int(_get_either(meta, "thoughts_token_count", "thoughtsTokenCount"))
+        cached = _int(_get_either(meta, "cached_content_token_count", "cachedContentTokenCount"))
+        if isinstance(prompt, int) or isinstance(completion, int):
+            # Gemini counts thoughts apart from the candidates; both are output tokens
+            usage = Usage(
+                _int(prompt),
+                _int(completion) + thinking,
+                reasoning_tokens=thinking,
+                cache_read_tokens=cached,
+                requests=1,
+                model=model,
+            )
+    candidate = _first(_get(obj, "candidates"))
+    if candidate is None:
+        feedback = _get_either(obj, "prompt_feedback", "promptFeedback") or {}
+        blocked = _get_either(feedback, "block_reason", "blockReason")
+        return Reply(None, "content_filter" if blocked else None, None, usage, model)
+    parts = _get(_get(candidate, "content") or {}, "parts")
+    parts = parts if isinstance(parts, list | tuple) else []
+    texts = [str(_get(p, "text")) for p in parts if _get(p, "text") and not _get(p, "thought")]
+    thoughts = [str(_get(p, "text")) for p in parts if _get(p, "text") and _get(p, "thought")]
+    content: str | None = "".join(texts) if texts else None
+    functions = (_get_either(p, "function_call", "functionCall") for p in parts)
+    calls = tuple(
+        ToolCall(str(_get(f, "name") or ""), _dumps(_get(f, "args"))) for f in functions if f
+    )
+    raw_finish = _get_either(candidate, "finish_reason", "finishReason")
+    name = getattr(raw_finish, "name", None)
+    if not isinstance(name, str) or not name:
+        name = None if raw_finish is None else str(raw_finish)
+    finish = None
+    if name is not None:
+        name = name.rsplit(".", 1)[-1].upper()
+        if name == "MAX_TOKENS":
+            finish = "length"
+        elif name in _GEMINI_FILTERED:
+            finish = "content_filter"
+        else:
+            finish = "stop" if name == "STOP" else name.lower()
+    reasoning = "\n\n".join(thoughts) or None
+    return Reply(content, finish, None, usage, model, reasoning, calls)
+
+
+# what marks a Gemini stream piece without candidates: its usage, a blocked prompt's feedback,
+# or only its metadata (google-genai's object has each as an attribute, the wire in camelCase)
+_GEMINI_PIECE = (
+    "usage_metadata",
+    "usageMetadata",
+    "prompt_feedback",
+    "promptFeedback",
+    "model_version",
+    "modelVersion",
+    "response_id",
+    "responseId",
+)
+
+
+def _gemini_piece(chunk: Any) -> Delta:
+    reply = _gemini(chunk)  # one piece reads like a whole response
+    arguments = "".join(call.arguments for call in reply.tool_calls)
+    return Delta(
+        text=reply.content or "",
+        reasoning=reply.reasoning or "",
+        tool_arguments=arguments,
+        tool_name=reply.tool_calls[0].name if reply.tool_calls else None,
+        finish_reason=reply.finish_reason,
+        usage=reply.usage,
+        model=reply.model,
+    )
+
+
+# --- requests -----------------------------------------------------------------------------
+
+# OpenAI's parameter names as Gemini's (any other goes into the config as given)
+_RENAMED: Final = {
+    "max_tokens": "max_output_tokens",
+    "max_completion_tokens": "max_output_tokens",
+    "stop": "stop_sequences",
+}
+
+
+def gemini_request(
+    messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Chat messages and parameters as `generate_content_stream` keywords."""
+    system = [message_text(m.get("content")) for m in messages if m.get("role") == "system"]
+    contents = [
+        {
+            "role": "model" if m.get("role") == "assistant" else "user",
+            "parts": [{"text": message_text(m.get("content"))}],
+        }
+        for m in messages
+        if m.get("role") != "system"
+    ]
+    config: dict[str, Any] = {}
+    model = None
+    for name, value in params.items():
+        if name == "model":
+            model = value
+        elif name not in ("stream", "response_format", "stream_options"):
+            config[_RENAMED.get(name, name)] = value
+    if system:
+        config["system_instruction"] = "\n\n".join(system)
+    return {"model": model, "contents": contents, "config": config or None}
+
+
+def _reads_reply(obj: Any) -> bool:
+    return hasattr(obj, "candidates")
+
+
+def _reads_dict(obj: Mapping[str, Any]) -> bool:
+    return any(key in obj for key in _GEMINI_KEYS)
+
+
+def _reads_chunk(chunk: Any) -> bool:
+    return _get(chunk, "candidates") is not None or any(
+        _get(chunk, key) is not None for key in _GEMINI_PIECE
+    )
+
+
+FORMAT = WireFormat(
+    "gemini_generate",
+    _reads_reply,
+    _gemini,
+    reads_dict=_reads_dict,
+    reads_chunk=_reads_chunk,
+    read_chunk=_gemini_piece,
+    # the API client's `api_key`; `_http_options.headers` carries `x-goog-api-key`; Vertex
+    # credentials a token
+    credential_attributes=("api_key", "_http_options.headers", "_credentials.token"),
+    nested_clients=("_api_client",),
+    error_packages=frozenset({"google"}),
+)

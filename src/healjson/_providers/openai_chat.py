@@ -1,0 +1,431 @@
+"""OpenAI chat completions (`POST /chat/completions`), and the OpenAI-compatible servers that
+speak it: everything this wire format means to healjson.
+
+- Reading: a `ChatCompletion` (object or dict: `choices[0].message`) as a `Reply`, with the
+  OpenAI-compatible reasoning fields (`reasoning_content` / `reasoning`), tool calls and usage
+  (cached prompt tokens, reasoning tokens); a `ChatCompletionChunk` as a `Delta` (only choice 0
+  is the answer when choices interleave, `n` > 1); a bare chat message dict (`content`,
+  `refusal`, `finish_reason`, ...) as a `Reply` too (`MESSAGE`, tried after every format).
+- Requests: the JSON-mode tiers (`response_format`: a strict `json_schema`, `json_object`, or
+  the schema in the prompt), recognising a tier's rejection, the batch line body, and the
+  output-token limit (`max_completion_tokens`, else `max_tokens`).
+- Where the `openai` client keeps its credentials, which of its methods an instrumentation
+  wraps, and that `openai`'s exceptions are the provider's.
+
+The SDK's own classes are read by plain attribute access (`read_completion`, `read_sdk_chunk`):
+the registry installs them as the core's fast readers, called for every class already seen.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel
+
+from healjson._core.reply import SDK_COMPLETIONS, Reply, ToolCall, Usage
+from healjson._core.stream.chunks import SDK_CHUNKS, Delta
+from healjson._core.wire import WireFormat
+
+from ._fields import _dumps, _first, _get, _int, _opt_str, _text
+
+__all__ = [
+    "FORMAT",
+    "MESSAGE",
+    "MODES",
+    "JsonMode",
+    "Shapeable",
+    "batch_body",
+    "constrains_one_value",
+    "is_format_rejection",
+    "names_format",
+    "read_completion",
+    "read_sdk_chunk",
+    "shape_request",
+    "strict_format",
+]
+
+
+def _reads_reply(obj: Any) -> bool:
+    return hasattr(obj, "choices")
+
+
+def _reads_dict(obj: Mapping[str, Any]) -> bool:
+    return "choices" in obj
+
+
+def _read_reply(obj: Any) -> Reply:
+    """A completion: the SDK's pydantic class is read by attribute from now on."""
+    if isinstance(obj, BaseModel):
+        if len(SDK_COMPLETIONS) < 64:  # pydantic classes with `choices`: few, but bounded
+            SDK_COMPLETIONS.add(type(obj))
+        return read_completion(obj)
+    return _completion(obj)
+
+
+def read_completion(obj: Any) -> Reply:
+    """The openai SDK's `ChatCompletion`, read by plain attribute access (the happy path runs
+    once per call, right after the SDK's own work); anything unusual goes to `_completion`."""
+    try:
+        choices = obj.choices
+        if type(choices) is not list or not choices:
+            return _completion(obj)
+        choice = choices[0]
+        message = choice.message
+        content = message.content
+        if type(content) is not str or not content or message.tool_calls:
+            return _completion(obj)
+        usage = obj.usage
+        prompt, completion = usage.prompt_tokens, usage.completion_tokens
+        if type(prompt) is not int or type(completion) is not int:
+            return _completion(obj)
+        details = usage.completion_tokens_details
+        reasoning = getattr(details, "reasoning_tokens", None) if details else None
+        cached = getattr(usage.prompt_tokens_details, "cached_tokens", None)
+        finish, refusal, model = choice.finish_reason, message.refusal, obj.model
+        extra = message.__pydantic_extra__
+    except AttributeError:
+        return _completion(obj)
+    name = None if model is None else str(model)
+    return Reply(
+        content,
+        None if finish is None else str(finish),
+        None if refusal is None else str(refusal),
+        Usage(
+            prompt,
+            completion,
+            False,
+            reasoning if type(reasoning) is int else 0,
+            cached if type(cached) is int else 0,
+            0,
+            1,
+            name,
+        ),
+        name,
+        _reasoning_field(extra) if extra else None,
+    )
+
+
+def _completion(obj: Any) -> Reply:
+    choice = _first(_get(obj, "choices"))
+    model = _opt_str(_get(obj, "model"))
+    usage = _usage(_get(obj, "usage"), model)
+    if choice is None:
+        return Reply(None, None, None, usage, model)
+    message = _get(choice, "message") or {}
+    return Reply(
+        _text(_get(message, "content")),
+        _opt_str(_get(choice, "finish_reason")),
+        _opt_str(_get(message, "refusal")),
+        usage,
+        model,
+        _reasoning_field(message),
+        _tool_calls(_get(message, "tool_calls")),
+    )
+
+
+def _reasoning_field(message: Any) -> str | None:
+    """OpenAI-compatible reasoning beside the content: `reasoning_content` (DeepSeek, vLLM,
+    Qwen) or `reasoning` (OpenRouter, Ollama, newer vLLM). The SDK keeps unknown fields in
+    `model_extra`."""
+    extra = _get(message, "model_extra") if isinstance(message, BaseModel) else None
+    for source in (message, extra):
+        if source is None:
+            continue
+        for name in ("reasoning_content", "reasoning"):
+            value = _get(source, name)
+            if isinstance(value, str) and value:
+                return value
+    return None
+
+
+def _tool_calls(raw: Any) -> tuple[ToolCall, ...]:
+    if not isinstance(raw, list | tuple):
+        return ()
+    calls: list[ToolCall] = []
+    for call in raw:
+        function = _get(call, "function") or {}
+        name = _opt_str(_get(function, "name")) or ""
+        arguments = _get(function, "arguments")
+        calls.append(ToolCall(name, arguments if isinstance(arguments, str) else _dumps(arguments)))
+    return tuple(calls)
+
+
+def _reads_message(obj: Mapping[str, Any]) -> bool:
+    return "content" in obj or "refusal" in obj
+
+
+def _message(obj: Any) -> Reply:
+    """A chat message dict (a reply already taken out of its completion)."""
+    return Reply(
+        _text(obj.get("content")),
+        _opt_str(obj.get("finish_reason")),
+        _opt_str(obj.get("refusal")),
+        _usage(obj.get("usage"), _opt_str(obj.get("model"))),
+        _opt_str(obj.get("model")),
+        _reasoning_field(obj),
+        _tool_calls(obj.get("tool_calls")),
+    )
+
+
+def _usage(raw: Any, model: str | None = None) -> Usage | None:
+    """OpenAI-style usage (also OpenAI-compatible servers): cached prompt tokens included."""
+    if raw is None:
+        return None
+    prompt = _get(raw, "prompt_tokens")
+    completion = _get(raw, "completion_tokens")
+    if not isinstance(prompt, int) and not isinstance(completion, int):
+        return None
+    details = _get(raw, "completion_tokens_details")
+    reasoning = _get(details, "reasoning_tokens") if details is not None else None
+    prompt_details = _get(raw, "prompt_tokens_details")
+    cached = _get(prompt_details, "cached_tokens") if prompt_details is not None else None
+    return Usage(
+        prompt if isinstance(prompt, int) else 0,
+        completion if isinstance(completion, int) else 0,
+        reasoning_tokens=_int(reasoning),
+        cache_read_tokens=_int(cached),
+        requests=1,
+        model=model,
+    )
+
+
+def _reads_chunk(chunk: Any) -> bool:
+    return _get(chunk, "choices") is not None or _get(chunk, "object") == "chat.completion.chunk"
+
+
+def _read_chunk(chunk: Any) -> Delta:
+    if isinstance(chunk, BaseModel) and len(SDK_CHUNKS) < 16:
+        SDK_CHUNKS.add(type(chunk))  # read by attribute from now on
+        return read_sdk_chunk(chunk)
+    return _openai(chunk)
+
+
+def read_sdk_chunk(chunk: Any) -> Delta:
+    """An openai SDK `ChatCompletionChunk`, by attribute; anything unusual: the generic reader."""
+    try:
+        choices = chunk.choices
+        usage = chunk.usage
+        if not choices:
+            return Delta(usage=None if usage is None else _usage(usage), model=chunk.model)
+        choice = choices[0]
+        if choice.index != 0 or len(choices) > 1:
+            return _openai(chunk)  # interleaved choices (`n` > 1): the full reader
+        delta = choice.delta
+        text, refusal, calls = delta.content, delta.refusal, delta.tool_calls
+        extra = delta.__pydantic_extra__
+        finish = choice.finish_reason
+    except AttributeError:
+        return _openai(chunk)
+    if calls or extra or usage is not None:
+        return _openai(chunk)  # tool calls, reasoning fields, usage: the full reader
+    return Delta(
+        text=text if type(text) is str else "",
+        refusal=refusal if type(refusal) is str else "",
+        finish_reason=None if finish is None else str(finish),
+        model=chunk.model,
+    )
+
+
+def _openai(chunk: Any) -> Delta:
+    usage = _usage(_get(chunk, "usage"))
+    model = _opt_str(_get(chunk, "model"))
+    choice = _first_choice(_get(chunk, "choices") or [])
+    if choice is None:
+        return Delta(usage=usage, model=model)
+    delta = _get(choice, "delta") or {}
+    extra = getattr(delta, "model_extra", None) or {}
+    reasoning = ""
+    for source in (delta, extra):
+        for field in ("reasoning_content", "reasoning"):
+            value = _get(source, field)
+            if isinstance(value, str) and value:
+                reasoning = value
+                break
+        if reasoning:
+            break
+    arguments = ""
+    name: str | None = None
+    for call in _get(delta, "tool_calls") or []:
+        function = _get(call, "function") or {}
+        piece = _get(function, "arguments")
+        if isinstance(piece, str):
+            arguments += piece
+        name = name or _opt_str(_get(function, "name"))
+    text = _get(delta, "content")
+    refusal = _get(delta, "refusal")
+    return Delta(
+        text=text if isinstance(text, str) else "",
+        reasoning=reasoning,
+        tool_arguments=arguments,
+        tool_name=name,
+        refusal=refusal if isinstance(refusal, str) else "",
+        finish_reason=_opt_str(_get(choice, "finish_reason")),
+        usage=usage,
+        model=model,
+    )
+
+
+def _first_choice(choices: Any) -> Any:
+    """Choice 0 of a chunk (a choice without an index is choice 0); None when the chunk carries
+    only other choices, as with `n` > 1, whose text is not the answer."""
+    for choice in choices:
+        index = _get(choice, "index")
+        if index is None or index == 0:
+            return choice
+    return None
+
+
+# the limit the truncation strategy raises: the newer name when the request uses it
+def _token_limit(params: Mapping[str, Any]) -> tuple[str, Any] | None:
+    for key in ("max_completion_tokens", "max_tokens"):
+        if key in params:
+            return key, params[key]
+    return None
+
+
+def _with_token_limit(params: Mapping[str, Any], n: int) -> dict[str, Any]:
+    key = "max_completion_tokens" if "max_completion_tokens" in params else "max_tokens"
+    return {**params, key: n}
+
+
+# --- requests: JSON-mode tiers, strongest first ---------------------------------------------
+#
+# - `json_schema`: `response_format={"type": "json_schema", "strict": true, ...}` (the provider
+#   constrains decoding to the schema);
+# - `json_object`: `response_format={"type": "json_object"}` plus the schema in a system message;
+# - `prompt`: the schema in a system message only (any chat endpoint).
+#
+# An endpoint that rejects a tier (HTTP 400 naming `response_format`) is stepped down once
+# (`adapters._format.FormatState`).
+
+JsonMode = Literal["json_schema", "json_object", "prompt"]
+MODES: tuple[JsonMode, ...] = ("json_schema", "json_object", "prompt")
+
+
+class Shapeable(Protocol):
+    """What `shape_request` reads of a healer's target (`healjson._core.target.Target`)."""
+
+    @property
+    def type_(self) -> Any: ...
+
+    @property
+    def json_schema(self) -> Any: ...
+
+
+def shape_request(
+    mode: JsonMode, target: Shapeable, messages: Sequence[dict[str, Any]]
+) -> tuple[JsonMode, list[dict[str, Any]], dict[str, Any]]:
+    """Messages and extra params for `mode` (falling back from `json_schema` when the target
+    cannot be expressed in strict mode, e.g. a free-form map). `messages` are handed on as they
+    are (the drivers pass fresh copies)."""
+    shaped = list(messages)
+    if mode == "json_schema":
+        # loaded with the first strict request (`import healjson` stays light)
+        from .openai_strict_schema import StrictSchemaUnsupported, strict_json_schema
+
+        try:
+            try:
+                response_format = strict_format(target.type_)
+            except TypeError:  # an unhashable type: not cached
+                response_format = strict_json_schema(target.type_).response_format()
+        except StrictSchemaUnsupported:
+            mode = "json_object"
+        else:
+            return mode, shaped, {"response_format": response_format}
+    instruction = {
+        "role": "system",
+        "content": (
+            "Reply with only a JSON value (no prose, no code fences) that conforms to this JSON "
+            f"schema: {json.dumps(target.json_schema, ensure_ascii=False, separators=(',', ':'))}"
+        ),
+    }
+    extra: dict[str, Any] = {}
+    if mode == "json_object":
+        extra["response_format"] = {"type": "json_object"}
+    return mode, [instruction, *shaped], extra
+
+
+@functools.lru_cache(maxsize=256)
+def strict_format(type_: Any) -> dict[str, Any]:
+    """The strict `response_format` for `type_`, built once and shared by its requests (the SDK
+    only reads it)."""
+    from .openai_strict_schema import strict_json_schema  # loaded with the first strict request
+
+    return strict_json_schema(type_).response_format()
+
+
+def names_format(params: Mapping[str, Any]) -> bool:
+    """True when the caller's parameters choose their own output format (`response_format`)."""
+    return "response_format" in params
+
+
+def constrains_one_value(params: Mapping[str, Any]) -> bool:
+    """True when a request's `response_format` constrains the output to one JSON value (what a
+    healed stream needs before it judges anything early)."""
+    response_format = params.get("response_format")
+    if isinstance(response_format, Mapping):
+        kind = response_format.get("type")
+    else:
+        kind = getattr(response_format, "type", None)
+    return kind in ("json_object", "json_schema")
+
+
+def is_format_rejection(exc: BaseException) -> bool:
+    """True for an HTTP 400 whose error names `response_format` (the tier is unsupported)."""
+    if getattr(exc, "status_code", None) != 400:
+        return False
+    if getattr(exc, "param", None) == "response_format":
+        return True
+    text = str(getattr(exc, "message", "") or exc).lower()
+    return "response_format" in text or "json_schema" in text or "json_object" in text
+
+
+# --- the Batch API's lines -------------------------------------------------------------------
+
+BATCH_ENDPOINT = "/v1/chat/completions"
+
+
+def batch_body(
+    mode: JsonMode, target: Shapeable, messages: Sequence[dict[str, Any]], params: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A request as a batch line's body (`POST /v1/chat/completions`), JSON asked for in `mode`."""
+    _, shaped, extra = shape_request(mode, target, messages)
+    return {**params, **extra, "messages": shaped}
+
+
+def batch_line(custom_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """One line of a Batch API input file."""
+    return {"custom_id": custom_id, "method": "POST", "url": BATCH_ENDPOINT, "body": body}
+
+
+FORMAT = WireFormat(
+    "openai_chat",
+    _reads_reply,
+    _read_reply,
+    reads_dict=_reads_dict,
+    reads_chunk=_reads_chunk,
+    read_chunk=_read_chunk,
+    fast_reply=read_completion,
+    fast_chunk=read_sdk_chunk,
+    token_limit=_token_limit,
+    with_token_limit=_with_token_limit,
+    # `api_key`, `admin_api_key`, Azure's `_azure_ad_token`; the caller's default headers and
+    # query parameters
+    credential_attributes=(
+        "api_key",
+        "admin_api_key",
+        "_azure_ad_token",
+        "_custom_headers",
+        "_custom_query",
+    ),
+    sdk_creates=(
+        ("openai.resources.chat.completions.completions", ("Completions", "AsyncCompletions")),
+    ),
+    error_packages=frozenset({"openai"}),
+)
+
+# a chat message dict: tried after every format (an Anthropic message has `content` too)
+MESSAGE = WireFormat("openai_chat_message", lambda obj: False, _message, reads_dict=_reads_message)
