@@ -262,6 +262,8 @@ def heal_flow(
                     run, evaluation.instance, evaluation.parse.flags, raw or "", evaluation
                 )
             _remember(run, evaluation)
+            if evaluation.stopped:  # a rule declared `on_fail="stop"`: no re-ask
+                return (yield from _degrade(run, Reason.CONTRACT_ERROR, evaluation.diagnostics))
             if evaluation.verdict is Verdict.CONTRACT_ERROR:
                 # a contract that raises is a bug in code: another model call cannot fix it
                 return (yield from _degrade(run, Reason.CONTRACT_ERROR, evaluation.diagnostics))
@@ -574,6 +576,13 @@ def _healed(
         changed=changed,
         run_id=run.run_id,
     )
+    if evaluation is not None and (evaluation.warnings or evaluation.dropped or evaluation.fixed):
+        outcome = replace(
+            outcome,
+            warnings=evaluation.warnings,
+            dropped=evaluation.dropped,
+            fixed=evaluation.fixed,
+        )
     outcome = seal(outcome, run_secrets())
     if run.events is not None:
         run.events.healed(outcome)
