@@ -129,7 +129,12 @@ def evaluate(
         return Evaluation(Verdict.CONTRACT_ERROR, result, tuple(found), answer=answer)
     if not found:
         return Evaluation(Verdict.OK, result, (), result.instance, answer=answer)
-    blocking = [d for rule, group in zip(contracts, groups) if rule.on_fail != "warn" for d in group]
+    blocking = [
+        d
+        for rule, group in zip(contracts, groups, strict=True)
+        if rule.on_fail != "warn"
+        for d in group
+    ]
     if blocking and finish_reason == "length":
         return _cut(text, result, blocking, answer)
     settled = yield from settle(

@@ -3,12 +3,14 @@
 Given each contract's violations of a value (`run_contract_groups`), `settle` decides:
 
 - a `"stop"` violation ends the run (`Settled.stopped`): no re-ask, `contract_error`;
-- any `"reask"` violation asks the model again, with every violation that is not a warning;
-- otherwise `"fix"` and `"drop"` violations are settled locally: item fixes first (on the
-  answer's indices), then drops, then whole-value fixes in declaration order. The result is
-  validated again (the schema: a length bound still holds after a drop) and every contract
-  runs again on it. It is accepted when only warnings remain; anything else (a fix that breaks
-  another rule, or still breaks its own) is re-asked with the first value's violations;
+- `"fix"` and `"drop"` violations are settled locally: item fixes first (on the answer's
+  indices), then drops, then whole-value fixes in declaration order. The result is validated
+  again (the schema: a length bound still holds after a drop) and every contract runs again on
+  it (a list-level rule judges the list without its dropped items). It is accepted when only
+  warnings remain; anything else (a fix that breaks another rule, or still breaks its own, a
+  list too short after a drop) is re-asked with the first value's violations;
+- `"reask"` violations (and the cases above) ask the model again, with every violation of the
+  answer that is not a warning;
 - `"warn"` violations never change the verdict: the accepted value's are kept as `warnings`.
 
 A `fix` that raises is a bug in the caller's code, as a contract that raises: `contract_error`.
@@ -74,10 +76,10 @@ def settle(
         if rule.on_fail != "warn"
         for d in group
     )
-    if "reask" in by_policy:
-        return Settled(blocking=blocking)
     if not blocking:
         return Settled(instance, warnings=_flat(by_policy.get("warn", [])))
+    if "fix" not in by_policy and "drop" not in by_policy:
+        return Settled(blocking=blocking)
     try:
         value, dropped, fixed = _remedy(instance, by_policy)
     except _FixFailed as failed:
@@ -91,10 +93,15 @@ def settle(
     errors = tuple(d for group in regroups for d in group if d.source is Source.CONTRACT_ERROR)
     if errors:
         return Settled(error=errors)
-    if any(group and rule.on_fail != "warn" for rule, group in zip(contracts, regroups)):
+    if any(
+        group and rule.on_fail != "warn" for rule, group in zip(contracts, regroups, strict=True)
+    ):
         return Settled(blocking=blocking)
     warnings = tuple(
-        d for rule, group in zip(contracts, regroups) if rule.on_fail == "warn" for d in group
+        d
+        for rule, group in zip(contracts, regroups, strict=True)
+        if rule.on_fail == "warn"
+        for d in group
     )
     flags = ((Flag.CONTRACT_FIXED,) if fixed else ()) + ((Flag.ITEMS_DROPPED,) if dropped else ())
     return Settled(again, warnings=warnings, dropped=dropped, fixed=fixed, flags=flags)

@@ -115,7 +115,9 @@ def read_record(data: Any) -> tuple[bool, dict[str, Any]]:
             "warnings": tuple(
                 _diagnostic_from(_object(d, "a warning")) for d in _list(data, "warnings")
             ),
-            "dropped": tuple(_dropped_from(_object(d, "a dropped item")) for d in _list(data, "dropped")),
+            "dropped": tuple(
+                _dropped_from(_object(d, "a dropped item")) for d in _list(data, "dropped")
+            ),
             "fixed": tuple(_names(data, "fixed")),
         }
     return False, {
