@@ -3,8 +3,9 @@
 Given each contract's violations of a value (`run_contract_groups`), `settle` decides:
 
 - a `"stop"` violation ends the run (`Settled.stopped`): no re-ask, `contract_error`;
-- `"fix"` and `"drop"` violations are settled locally: item fixes first (on the answer's
-  indices), then drops, then whole-value fixes in declaration order. The result is validated
+- `"fix"` and `"drop"` violations are settled locally: the items that broke a drop rule are
+  removed (a fix does not save them), item fixes correct the items kept, then whole-value
+  fixes run in declaration order. The result is validated
   again (the schema: a length bound still holds after a drop) and every contract runs again on
   it (a list-level rule judges the list without its dropped items). It is accepted when only
   warnings remain; anything else (a fix that breaks another rule, or still breaks its own, a
@@ -116,28 +117,29 @@ class _FixFailed(Exception):
 def _remedy(
     instance: Any, by_policy: dict[str, list[tuple[Contract[Any], Sequence[Diagnostic]]]]
 ) -> tuple[Any, tuple[Dropped, ...], tuple[str, ...]]:
+    """Drops (of the items as answered), then item fixes on the items kept, then whole-value
+    fixes in declaration order."""
     value = instance
     fixes = by_policy.get("fix", [])
     fixed: list[str] = []
-    for rule, group in fixes:
-        if rule.item:
-            items = list(value)
-            for index in sorted(_indices(group)):
-                if index < len(items):
-                    items[index] = _fixed(rule, items[index])
-            value = type(value)(items) if isinstance(value, tuple) else items
-            fixed.append(rule.name)
-    dropped: list[Dropped] = []
     drops: dict[int, list[Diagnostic]] = {}
     for _, group in by_policy.get("drop", []):
         for diagnostic in group:
             match = _ITEM.match(diagnostic.path)
             if match is not None:
                 drops.setdefault(int(match[1]), []).append(diagnostic)
-    if drops:
+    item_fixes = [(rule, _indices(group)) for rule, group in fixes if rule.item]
+    dropped: list[Dropped] = []
+    if drops or item_fixes:
         items = list(value)
         drops = {index: found for index, found in drops.items() if index < len(items)}
         dropped = [Dropped(i, _jsonable(items[i]), tuple(drops[i])) for i in sorted(drops)]
+        for rule, indices in item_fixes:
+            mended = [index for index in sorted(indices - drops.keys()) if index < len(items)]
+            for index in mended:
+                items[index] = _fixed(rule, items[index])
+            if mended:
+                fixed.append(rule.name)
         kept = [item for index, item in enumerate(items) if index not in drops]
         value = tuple(kept) if isinstance(value, tuple) else kept
     for rule, _ in fixes:
