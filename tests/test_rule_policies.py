@@ -10,6 +10,7 @@ rule or is re-asked.
 from __future__ import annotations
 
 import asyncio
+import re
 import json
 from typing import Annotated, Any
 
@@ -502,3 +503,56 @@ def test_policy_mixes_keep_their_promises(
     for dropped in outcome.dropped:
         assert any(r.on_fail == "drop" and r.check(Line(**dropped.item)) for r in rules)
     assert len(outcome.value) + len(outcome.dropped) == len(qtys)
+
+
+# --- check_pack: a fix fixes what its rule rejects ---------------------------------------------------
+
+
+class Span(BaseModel):
+    low: int
+    high: int
+
+
+def _spans(widths: st.SearchStrategy[int]) -> st.SearchStrategy[Span]:
+    return st.builds(lambda low, w: Span(low=low, high=low + w), st.integers(-100, 100), widths)
+
+
+def _span_pack(fix: Any) -> Any:
+    from healjson import ContractPack
+
+    @contract(fields=("low", "high"), on_fail="fix", fix=fix)
+    def ordered(span: Span) -> str | None:
+        return "low must not exceed high" if span.low > span.high else None
+
+    return ContractPack(
+        Span,
+        (ordered,),
+        ({"low": 1, "high": 2},),
+        name="span",
+        strategies={
+            "valid": lambda: _spans(st.integers(0, 50)),
+            "ordered": lambda: _spans(st.integers(-50, -1)),
+        },
+    )
+
+
+def test_check_pack_accepts_a_fix_that_fixes() -> None:
+    from healjson.testing import check_pack
+
+    swap = _span_pack(lambda span: Span(low=span.high, high=span.low))
+    check_pack(swap, max_examples=15)
+
+
+@pytest.mark.parametrize(
+    ("fix", "message"),
+    [
+        (lambda span: span, "still breaks `ordered`"),
+        (lambda span: {"low": "x"}, "fails the schema"),
+        (lambda span: 1 / 0, "raised ZeroDivisionError"),
+    ],
+)
+def test_check_pack_reports_a_fix_that_does_not_fix(fix: Any, message: str) -> None:
+    from healjson.testing import check_pack
+
+    with pytest.raises(AssertionError, match=re.escape(message)):
+        check_pack(_span_pack(fix), max_examples=15)
