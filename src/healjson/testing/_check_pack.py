@@ -17,7 +17,6 @@ from typing import Any
 from pydantic_core import to_json
 
 from healjson._core.contracts import Contract, ContractContext, run_contracts, value_at
-from healjson._core.drive import drive_sync
 from healjson._core.diagnostic import (
     ROOT,
     Diagnostic,
@@ -26,6 +25,7 @@ from healjson._core.diagnostic import (
     format_path,
     short_repr,
 )
+from healjson._core.drive import drive_sync
 from healjson._core.healer import validate
 from healjson._core.outcome import Reason
 from healjson._core.sentinels import MISSING
