@@ -505,7 +505,7 @@ def test_policy_mixes_keep_their_promises(
     assert len(outcome.value) + len(outcome.dropped) == len(qtys)
 
 
-# --- check_pack: a fix fixes what its rule rejects ------------------------------------------------
+# --- check_pack: a fix fixes what its rule rejects -----------------------------------------------
 
 
 class Span(BaseModel):
