@@ -45,7 +45,12 @@ def test_a_yes_passes_and_the_question_and_request_reach_the_judge() -> None:
     assert request.body["model"] == "judge-model"
     assert request.body["max_tokens"] == 200
     assert rule.check.calls == 1  # type: ignore[attr-defined]
-    assert rule.check.usage.requests == 1  # type: ignore[attr-defined]
+    judged = rule.check.usage  # type: ignore[attr-defined]
+    assert judged.requests == 1
+    assert judged.total_tokens > 0
+    # the judge's call is counted in the run's usage, apart from the model's attempt
+    assert outcome.usage == outcome.attempts[0].usage + judged
+    assert outcome.usage.requests == 2
 
 
 def test_a_no_is_a_violation_with_the_reason_as_prescription_and_reasks() -> None:

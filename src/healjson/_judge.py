@@ -8,8 +8,9 @@ reason; a judge that fails (its call raises, it passes `timeout_s`, its answer i
 raises, which the engine reports as the rule's `contract_error`: never a silent pass.
 
 Verdicts are cached per judge, by the value's JSON (the question is the judge's own): the same
-value is judged once (a replayed run asks no second time). The judge's token usage is kept on
-the judge (`rule.check.usage`): contracts have no channel into a run's usage.
+value is judged once (a replayed run asks no second time). What a judge's call spends is
+counted in the run's usage (`ContractContext.record_usage`), and on the judge
+(`rule.check.usage`, `rule.check.calls`) over every run.
 """
 
 from __future__ import annotations
@@ -115,6 +116,8 @@ class _Judge:
             self.calls += 1
             if reply.usage is not None:
                 self.usage = self.usage + reply.usage
+        if reply.usage is not None:
+            ctx.record_usage(reply.usage)  # counted in the run's usage
         text = reply.content
         outcome = validate(text or "", _Verdict)
         if not outcome.ok:

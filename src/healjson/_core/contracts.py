@@ -148,6 +148,13 @@ class ContractContext:
     messages: tuple[Mapping[str, Any], ...] = ()
     extra: Mapping[str, Any] = field(default_factory=_no_extra)
     raw_text: str = ""
+    spent: list[Any] = field(default_factory=list, repr=False, compare=False)
+    """Model calls the contracts made during the run (`record_usage`), not yet counted in it."""
+
+    def record_usage(self, usage: Any) -> None:
+        """Count what a contract's own model call spent (a `Usage`, e.g. `healjson.judge`'s)
+        in the run's usage: the run adds it after the contracts ran."""
+        self.spent.append(usage)
 
     @property
     def validation_context(self) -> Any:

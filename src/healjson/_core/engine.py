@@ -244,6 +244,7 @@ def heal_flow(
                     caller_tools="tools" in this_params,
                     contract_timeout_s=run.contract_limit(),
                 )
+                run.usage = _contracts_spent(run.usage, ctx)
                 if merged is not None:
                     flags = (*evaluation.parse.flags, Flag.ITEMS_MERGED)
                     evaluation = replace(evaluation, parse=evaluation.parse.replace(flags=flags))
@@ -529,6 +530,15 @@ def _call_failed(
     if run.events is not None:
         run.events.attempt(attempt)
     return (yield from _degrade(run, reason, [diagnostic]))
+
+
+def _contracts_spent(usage: Usage, ctx: ContractContext) -> Usage:
+    """The run's usage with what its contracts' own model calls spent (a judge's) added."""
+    while ctx.spent:
+        spent = ctx.spent.pop(0)
+        if isinstance(spent, Usage):
+            usage = usage + spent
+    return usage
 
 
 def _raw_text(reply: Reply) -> str | None:
