@@ -44,7 +44,8 @@ D = TypeVar("D")
 
 @dataclass(frozen=True, slots=True)
 class Healed(Generic[T]):
-    """A value that passed the schema and every contract.
+    """A value that passed the schema and every contract (a rule declared `on_fail="warn"`
+    may have left `warnings`; `fixed` / `dropped` say what rules settled locally).
 
     `changed_fields` lists the paths whose values differ between the first parsed answer and
     this one — a repair that "fixed" a rule by quietly changing another field shows up here.
