@@ -256,6 +256,25 @@ def test_reask_and_warn_reasks_and_keeps_only_the_final_values_warnings(mode: st
     assert "usually at most 10" not in model.calls[1].last_user_text
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_async_rule_is_fixed_and_checked_again(mode: str) -> None:
+    @contract(fields=("qty",), on_fail="fix", fix=lambda o: o.model_copy(update={"qty": 10}))
+    async def capped(o: Order) -> str | None:
+        await asyncio.sleep(0)
+        return "qty must be at most 10" if o.qty > 10 else None
+
+    model = ScriptedModel([order(qty=99)])
+    healer = Healer(Order, contracts=[capped, usual_qty])
+    if mode == "sync":
+        outcome = healer.run(model, "x")
+    else:
+        outcome = asyncio.run(healer.arun(model.acall, "x"))
+    assert isinstance(outcome, Healed)
+    assert outcome.value.qty == 10
+    assert outcome.fixed == ("capped",)
+    assert outcome.warnings == ()  # judged on the fixed value: 10 is usual
+
+
 def test_stop_wins_over_reask_fix_and_warn() -> None:
     reply = json.dumps({"customer": " x ", "qty": -50})
     outcome = healjson.validate(
