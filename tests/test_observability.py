@@ -430,3 +430,17 @@ def test_the_official_openai_instrumentation_nests_under_healjson_without_a_seco
     [attempt] = otel.children(run)
     assert ("chat m", trace.SpanKind.CLIENT) == (attempt.name, attempt.kind)
     assert "gen_ai.usage.output_tokens" in dict(attempt.attributes or {})
+
+
+def test_the_run_span_counts_warnings_and_dropped_items(otel: Telemetry) -> None:
+    @contract(fields=("summary",), on_fail="warn")
+    def long_summary(ticket: Ticket) -> str | None:
+        return "a summary is usually longer" if len(ticket.summary) < 10 else None
+
+    outcome = Healer(Ticket, contracts=[long_summary]).run(scripted(SHORT), "x")
+
+    assert isinstance(outcome, Healed)
+    assert len(outcome.warnings) == 1
+    [run] = otel.runs()
+    attributes = dict(run.attributes or {})
+    assert (1, 0) == (attributes["healjson.warnings"], attributes["healjson.dropped"])

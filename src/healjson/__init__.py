@@ -33,6 +33,7 @@ from ._core.stream.chunks import Delta
 from ._core.stream.partial import Partial
 from ._core.stream.run import AsyncHealStream, HealStream
 from ._decorator import heal
+from ._judge import judge
 from ._packs import ContractPack, load_contracts
 from ._wrap import wrap
 
@@ -66,6 +67,7 @@ __all__ = [
     "Violation",
     "contract",
     "heal",
+    "judge",
     "load_contracts",
     "outcome_from_dict",
     "parse",

@@ -7,13 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from .diagnostic import Diagnostic
+from .diagnostic import Diagnostic, _jsonable
 from .flags import Flag
 from .redact import redact_text
 from .repair import RepairPrompt, Strategy
 from .reply import ToolCall, Usage
 
-__all__ = ["Attempt", "Reason"]
+__all__ = ["Attempt", "Dropped", "Reason"]
 
 
 class Reason(enum.StrEnum):
@@ -61,3 +61,21 @@ class Attempt:
         # the dataclass's repr, through the redactor: printed model text is redacted too
         shown = ", ".join(f"{item.name}={getattr(self, item.name)!r}" for item in fields(self))
         return redact_text(f"Attempt({shown})")
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """An item an item contract with `on_fail="drop"` removed from a list answer: its index in
+    the answer, the item (as JSON data) and why (the violations it had)."""
+
+    index: int
+    item: Any
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready data (the item rendered safely, as a diagnostic's value is)."""
+        return {
+            "index": self.index,
+            "item": _jsonable(self.item),
+            "diagnostics": [d.to_dict() for d in self.diagnostics],
+        }

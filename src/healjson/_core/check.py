@@ -10,13 +10,15 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .contracts import Contract, ContractContext, run_contracts
+from .attempt import Dropped
+from .contracts import Contract, ContractContext, run_contract_groups
 from .decisions import Verdict, verdict_for
 from .diagnostic import ROOT, Diagnostic, Source
 from .effects import AwaitAll
 from .parse import ParseResult, read, truncation_diagnostic
 from .parse.align import answer_key
 from .parse.read import Ambiguity
+from .policies import settle
 from .reply import Reply, ToolCall
 from .schema_errors import schema_diagnostics
 from .sentinels import NOTHING
@@ -36,6 +38,14 @@ class Evaluation:
     diagnostics: tuple[Diagnostic, ...] = ()
     instance: Any = NOTHING
     answer: str | None = None
+    warnings: tuple[Diagnostic, ...] = ()
+    """The violations of `"warn"` rules by the accepted value (they do not block it)."""
+    dropped: tuple[Dropped, ...] = ()
+    """Items `"drop"` rules removed from the accepted value."""
+    fixed: tuple[str, ...] = ()
+    """The `"fix"` rules whose fix the accepted value is the result of."""
+    stopped: bool = False
+    """A `"stop"` rule was broken: no re-ask (the run degrades with `contract_error`)."""
 
     @property
     def ok(self) -> bool:
@@ -109,16 +119,44 @@ def evaluate(
             return _cut(text, result, diagnostics, answer)
         return Evaluation(Verdict.SCHEMA, result, tuple(diagnostics), answer=answer)
     before = answer_key(target, result.instance) if contracts else b""
-    found = yield from run_contracts(contracts, result.instance, ctx, timeout_s=contract_timeout_s)
+    groups = yield from run_contract_groups(
+        contracts, result.instance, ctx, timeout_s=contract_timeout_s
+    )
+    found = [diagnostic for group in groups for diagnostic in group]
     if contracts and answer_key(target, result.instance) != before:
         found = [*found, _mutated(contracts)]  # a contract changed the value it was judging
     if any(d.source is Source.CONTRACT_ERROR for d in found):
         return Evaluation(Verdict.CONTRACT_ERROR, result, tuple(found), answer=answer)
-    if found:
-        if finish_reason == "length":
-            return _cut(text, result, found, answer)
-        return Evaluation(Verdict.CONTRACT, result, tuple(found), answer=answer)
-    return Evaluation(Verdict.OK, result, (), result.instance, answer=answer)
+    if not found:
+        return Evaluation(Verdict.OK, result, (), result.instance, answer=answer)
+    blocking = [
+        d
+        for rule, group in zip(contracts, groups, strict=True)
+        if rule.on_fail != "warn"
+        for d in group
+    ]
+    if blocking and finish_reason == "length":
+        return _cut(text, result, blocking, answer)
+    settled = yield from settle(
+        target, contracts, groups, result.instance, ctx, timeout_s=contract_timeout_s
+    )
+    if settled.error:
+        return Evaluation(Verdict.CONTRACT_ERROR, result, settled.error, answer=answer)
+    if settled.instance is NOTHING:
+        verdict, stopped = Verdict.CONTRACT, settled.stopped
+        return Evaluation(verdict, result, settled.blocking, answer=answer, stopped=stopped)
+    if settled.flags:
+        result = result.replace(flags=(*result.flags, *settled.flags))
+    return Evaluation(
+        Verdict.OK,
+        result,
+        (),
+        settled.instance,
+        answer=answer,
+        warnings=settled.warnings,
+        dropped=settled.dropped,
+        fixed=settled.fixed,
+    )
 
 
 def _mutated(contracts: Sequence[Contract[Any]]) -> Diagnostic:

@@ -22,7 +22,7 @@ import time
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Generic, Protocol, TypeAlias, TypeVar, overload
+from typing import Any, Final, Generic, Literal, Protocol, TypeAlias, TypeVar, get_args, overload
 
 from .diagnostic import (
     ROOT,
@@ -40,6 +40,7 @@ __all__ = [
     "AwaitAll",
     "Contract",
     "ContractContext",
+    "OnFail",
     "Rule",
     "Violation",
     "as_contract",
@@ -49,6 +50,12 @@ __all__ = [
 ]
 
 _UNSET: Any = object()
+OnFail: TypeAlias = Literal["reask", "fix", "warn", "drop", "stop"]
+"""What a broken rule does: re-ask the model (the default), fix the value locally (`fix=`),
+keep the value with a warning, drop the failing items (an item contract), or stop the run."""
+ON_FAIL: Final = frozenset(get_args(OnFail))
+BLOCKING: Final = frozenset({"reask", "stop"})
+"""The policies whose violations no local step can settle: the only ones a stream stops on."""
 _PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 MAX_VIOLATIONS = 1000
 """Items read from one contract's result at most (violations, or Nones); the rest are not read."""
@@ -141,6 +148,13 @@ class ContractContext:
     messages: tuple[Mapping[str, Any], ...] = ()
     extra: Mapping[str, Any] = field(default_factory=_no_extra)
     raw_text: str = ""
+    spent: list[Any] = field(default_factory=list, repr=False, compare=False)
+    """Model calls the contracts made during the run (`record_usage`), not yet counted in it."""
+
+    def record_usage(self, usage: Any) -> None:
+        """Count what a contract's own model call spent (a `Usage`, e.g. `healjson.judge`'s)
+        in the run's usage: the run adds it after the contracts ran."""
+        self.spent.append(usage)
 
     @property
     def validation_context(self) -> Any:
@@ -186,6 +200,12 @@ class Contract(Generic[T_contra]):
     name: str = ""
     description: str = ""
     takes_context: bool = True
+    on_fail: OnFail = "reask"
+    """What a violation of this rule does (see `OnFail`)."""
+    fix: Callable[[Any], Any] | None = None
+    """With `on_fail="fix"`: the value (the item, for an item contract) -> the corrected value."""
+    item: bool = False
+    """A rule over each item of a list, run on the whole list (`for_each_item`)."""
 
     def __call__(self, value: T_contra, ctx: ContractContext | None = None) -> Any:
         """Run the rule (returns its raw result, which may be awaitable)."""
@@ -214,7 +234,12 @@ def contract(check: Callable[[T, ContractContext], Any], /) -> Contract[T]: ...
 def contract(check: Callable[[T], Any], /) -> Contract[T]: ...
 @overload
 def contract(
-    *, fields: Sequence[str] = (), name: str | None = None, description: str | None = None
+    *,
+    fields: Sequence[str] = (),
+    name: str | None = None,
+    description: str | None = None,
+    on_fail: OnFail = "reask",
+    fix: Callable[[Any], Any] | None = None,
 ) -> _ContractDecorator: ...
 def contract(
     check: Callable[..., Any] | None = None,
@@ -223,13 +248,26 @@ def contract(
     fields: Sequence[str] = (),
     name: str | None = None,
     description: str | None = None,
+    on_fail: OnFail = "reask",
+    fix: Callable[[Any], Any] | None = None,
 ) -> Any:
     """Declare a business rule: `@contract(fields=("urgency", "summary"))` on
     `def rule(value, ctx) -> Violation | Iterable[Violation] | None` (sync or async).
 
     `fields` names every field the rule reads; they appear in the repair prescription so the model
-    knows it may change any of them.
+    knows it may change any of them. `on_fail` says what a violation does: `"reask"` (ask the
+    model again, the default), `"fix"` (apply `fix`, the value -> the corrected value, locally;
+    the result is checked again against the schema and every rule, and re-asked when it still
+    fails), `"warn"` (keep the value; the violation is on `Healed.warnings`), `"drop"` (an item
+    contract only: remove the failing items, listed on `Healed.dropped`; the list is checked
+    again) or `"stop"` (no re-ask: the run degrades with `contract_error`).
     """
+    if on_fail not in ON_FAIL:
+        raise TypeError(f"on_fail must be one of {sorted(ON_FAIL)}, got {short_repr(on_fail, 40)}")
+    if on_fail == "fix" and not callable(fix):
+        raise TypeError('on_fail="fix" needs fix=, a function: the value -> the corrected value')
+    if on_fail != "fix" and fix is not None:
+        raise TypeError(f'fix= is only used with on_fail="fix", not on_fail={on_fail!r}')
     if isinstance(fields, str):
         raise TypeError(f"contract fields must be a sequence of names, e.g. ({fields!r},)")
     fields = tuple(fields)
@@ -246,6 +284,8 @@ def contract(
             name=name or str(getattr(fn, "__name__", "contract")),
             description=description or inspect.getdoc(fn) or "",
             takes_context=_arity(fn) >= 2,
+            on_fail=on_fail,
+            fix=fix,
         )
 
     return build(check) if check is not None else build
@@ -285,7 +325,22 @@ def for_each_item(rule: Contract[Any]) -> Contract[Any]:
         name=rule.name,
         description=rule.description,
         takes_context=True,
+        on_fail=rule.on_fail,
+        fix=rule.fix,
+        item=True,
     )
+
+
+def check_policies(rules: Sequence[Contract[Any]], *, items: bool) -> None:
+    """A TypeError for a policy these rules cannot have: `"drop"` only on item contracts."""
+    if items:
+        return
+    for rule in rules:
+        if rule.on_fail == "drop" and not rule.item:
+            raise TypeError(
+                f'contract {rule.name!r}: on_fail="drop" removes failing items of a list, so it '
+                "is for item contracts (item_contracts=), not for a whole-value rule"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,7 +398,20 @@ def run_contracts(
     *,
     timeout_s: float | None = None,
 ) -> Generator[AwaitAll, list[Any], list[Diagnostic]]:
-    """Run every contract on `value`; async ones are handed to the driver in one batch.
+    """Run every contract on `value` (see `run_contract_groups`): their diagnostics in one list."""
+    found = yield from run_contract_groups(contracts, value, ctx, timeout_s=timeout_s)
+    return [diagnostic for group in found for diagnostic in group]
+
+
+def run_contract_groups(
+    contracts: Sequence[Contract[Any]],
+    value: Any,
+    ctx: ContractContext,
+    *,
+    timeout_s: float | None = None,
+) -> Generator[AwaitAll, list[Any], list[list[Diagnostic]]]:
+    """Run every contract on `value`, each one's diagnostics in its own list (in declaration
+    order); async ones are handed to the driver in one batch.
 
     With `timeout_s`, an async contract still running after it is cancelled by the driver, and
     a sync one that returns after it (it cannot be interrupted) is a `contract_error` too: a
@@ -373,7 +441,7 @@ def run_contracts(
                 found[index].append(_crashed(rule, result))
             else:
                 found[index].extend(_diagnose(rule, value, result))
-    return [diagnostic for group in found for diagnostic in group]
+    return found
 
 
 def _diagnose(rule: Contract[Any], value: Any, result: Any) -> list[Diagnostic]:

@@ -245,6 +245,7 @@ def heal_flow(
                     caller_tools="tools" in this_params,
                     contract_timeout_s=run.contract_limit(),
                 )
+                run.usage = _contracts_spent(run.usage, ctx)
                 if merged is not None:
                     flags = (*evaluation.parse.flags, Flag.ITEMS_MERGED)
                     evaluation = replace(evaluation, parse=evaluation.parse.replace(flags=flags))
@@ -263,6 +264,8 @@ def heal_flow(
                     run, evaluation.instance, evaluation.parse.flags, raw or "", evaluation
                 )
             _remember(run, evaluation)
+            if evaluation.stopped:  # a rule declared `on_fail="stop"`: no re-ask
+                return (yield from _degrade(run, Reason.CONTRACT_ERROR, evaluation.diagnostics))
             if evaluation.verdict is Verdict.CONTRACT_ERROR:
                 # a contract that raises is a bug in code: another model call cannot fix it
                 return (yield from _degrade(run, Reason.CONTRACT_ERROR, evaluation.diagnostics))
@@ -530,6 +533,15 @@ def _call_failed(
     return (yield from _degrade(run, reason, [diagnostic]))
 
 
+def _contracts_spent(usage: Usage, ctx: ContractContext) -> Usage:
+    """The run's usage with what its contracts' own model calls spent (a judge's) added."""
+    while ctx.spent:
+        spent = ctx.spent.pop(0)
+        if isinstance(spent, Usage):
+            usage = usage + spent
+    return usage
+
+
 def _raw_text(reply: Reply) -> str | None:
     """What the attempt records as the model's output: the content, or — when the reply is
     only tool calls — the first call's arguments (every call is kept in `Attempt.tool_calls`)."""
@@ -575,6 +587,13 @@ def _healed(
         changed=changed,
         run_id=run.run_id,
     )
+    if evaluation is not None and (evaluation.warnings or evaluation.dropped or evaluation.fixed):
+        outcome = replace(
+            outcome,
+            warnings=evaluation.warnings,
+            dropped=evaluation.dropped,
+            fixed=evaluation.fixed,
+        )
     outcome = seal(outcome, run_secrets())
     if run.events is not None:
         run.events.healed(outcome)

@@ -271,6 +271,7 @@ class RunEvents:
             max_attempts=outcome.max_attempts,
             flags=[str(f) for f in outcome.flags],
             changed_fields=list(outcome.changed_fields),
+            **_policies(outcome),
             prompt_tokens=outcome.usage.prompt_tokens,
             completion_tokens=outcome.usage.completion_tokens,
             requests=outcome.usage.requests,
@@ -296,3 +297,15 @@ class RunEvents:
 def _structlog_ready() -> bool:
     structlog = sys.modules.get("structlog")  # not imported: then it cannot be configured either
     return structlog is not None and bool(structlog.is_configured())
+
+
+def _policies(outcome: Healed[Any]) -> dict[str, Any]:
+    """What the rules' failure policies did, on the `healjson.healed` event (only when used)."""
+    found: dict[str, Any] = {}
+    if outcome.warnings:
+        found["warnings"] = [f"{d.path}: {d.constraint}" for d in outcome.warnings]
+    if outcome.dropped:
+        found["dropped"] = [item.index for item in outcome.dropped]
+    if outcome.fixed:
+        found["fixed"] = list(outcome.fixed)
+    return found

@@ -58,3 +58,10 @@ class Flag(enum.StrEnum):
     STREAM_ABORTED = "stream_aborted"
     """A streamed answer was closed early: a complete part of it broke a rule that more tokens
     could not fix (`HealPolicy.stream_abort`); the repair started at once."""
+    CONTRACT_FIXED = "contract_fixed"
+    """A contract with `on_fail="fix"` found a violation and its `fix` corrected the value
+    locally (no model call); the corrected value passed the schema and every rule again. The
+    rules are named on `Healed.fixed`."""
+    ITEMS_DROPPED = "items_dropped"
+    """Items that broke an item contract with `on_fail="drop"` were removed from the list
+    (listed on `Healed.dropped`); the list passed the schema and every rule again."""

@@ -8,7 +8,14 @@ from typing import Any, Generic, TypeVar, overload
 
 from pydantic_core import to_json
 
-from .contracts import Contract, ContractContext, Rule, as_contract, for_each_item
+from .contracts import (
+    Contract,
+    ContractContext,
+    Rule,
+    as_contract,
+    check_policies,
+    for_each_item,
+)
 from .drive import drive_sync
 from .effects import CallResult, ModelCall
 from .engine import HealSpec, heal_flow
@@ -80,6 +87,7 @@ class Healer(Generic[T]):
             raise TypeError(f"policy must be a healjson.HealPolicy, got {type(policy).__name__}")
         target = target_for(model)
         rules = tuple(as_contract(rule) for rule in contracts)
+        check_policies(rules, items=False)
         _check_fields(target, rules)
         per_item = tuple(as_contract(rule) for rule in item_contracts)
         if per_item and list_item_type(target.type_) is None:
@@ -317,6 +325,7 @@ def validate(
     """
     target = target_for(model)
     rules = tuple(as_contract(rule) for rule in contracts)
+    check_policies(rules, items=False)
     policy = _validate_policy(on_ambiguity)
     spec = HealSpec(target, rules, policy)
     ctx = _run_context(spec, context, ())

@@ -43,8 +43,8 @@ def make_context(context: Any, messages: Sequence[Mapping[str, Any]] = ()) -> Co
     A mapping is kept as it is (not copied): it is the contracts' `ctx.extra` and pydantic's
     validation context, the same object the caller passed (`ContractContext.validation_context`).
     """
-    if isinstance(context, ContractContext):
-        return context
+    if isinstance(context, ContractContext):  # a run's own copy: what its contracts spend
+        return ContractContext(context.messages, context.extra, context.raw_text)
     if context is None:
         return ContractContext(messages=tuple(messages))
     if isinstance(context, Mapping):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 from . import record
-from .attempt import Attempt, Reason
+from .attempt import Attempt, Dropped, Reason
 from .diagnostic import Diagnostic, describe_exception, short_repr
 from .flags import Flag
 from .redact import redact_text
@@ -31,6 +31,7 @@ __all__ = [
     "Attempt",
     "Degraded",
     "DegradedError",
+    "Dropped",
     "Healed",
     "Outcome",
     "Reason",
@@ -43,7 +44,8 @@ D = TypeVar("D")
 
 @dataclass(frozen=True, slots=True)
 class Healed(Generic[T]):
-    """A value that passed the schema and every contract.
+    """A value that passed the schema and every contract (a rule declared `on_fail="warn"`
+    may have left `warnings`; `fixed` / `dropped` say what rules settled locally).
 
     `changed_fields` lists the paths whose values differ between the first parsed answer and
     this one — a repair that "fixed" a rule by quietly changing another field shows up here.
@@ -62,6 +64,12 @@ class Healed(Generic[T]):
     """The target's name (`Ticket`, `list[Item]`)."""
     contracts: tuple[str, ...] = ()
     """The names of the contracts the run checked."""
+    warnings: tuple[Diagnostic, ...] = ()
+    """The value's violations of rules declared `on_fail="warn"`: kept, never dropped."""
+    dropped: tuple[Dropped, ...] = ()
+    """Items removed by item rules declared `on_fail="drop"` (index, item, diagnostics)."""
+    fixed: tuple[str, ...] = ()
+    """The rules declared `on_fail="fix"` whose fix made this value (flag `contract_fixed`)."""
     ok: Literal[True] = field(default=True, init=False)
     _secrets: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
     # the run's known secrets that `value`'s rendering shows (see `seal`): every rendering
@@ -81,6 +89,10 @@ class Healed(Generic[T]):
                 parts.append(f"flags={short_repr([str(flag) for flag in self.flags], 120)}")
             if self.changed_fields:
                 parts.append(f"changed_fields={short_repr(list(self.changed_fields), 120)}")
+            if self.warnings:
+                parts.append(f"warnings={len(self.warnings)}")
+            if self.dropped:
+                parts.append(f"dropped={[item.index for item in self.dropped]}")
             return redact_text(f"Healed({', '.join(parts)})")
 
     def unwrap(self) -> T:

@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .attempt import Attempt, Reason
+from .attempt import Attempt, Dropped, Reason
 from .diagnostic import Diagnostic, Source, _jsonable, short_repr
 from .diagnostic import _type_name as type_name
 from .flags import Flag
@@ -71,6 +71,13 @@ def outcome_data(outcome: Outcome[Any]) -> dict[str, Any]:
         data["value"] = _jsonable(outcome.value)
         data["flags"] = [str(f) for f in outcome.flags]
         data["changed_fields"] = list(outcome.changed_fields)
+        # the policies' keys only when used: records of runs without them are unchanged
+        if outcome.warnings:
+            data["warnings"] = [d.to_dict() for d in outcome.warnings]
+        if outcome.dropped:
+            data["dropped"] = [item.to_dict() for item in outcome.dropped]
+        if outcome.fixed:
+            data["fixed"] = list(outcome.fixed)
     else:
         data["reason"] = str(outcome.reason)
         data["errors"] = [d.to_dict() for d in outcome.errors]
@@ -105,6 +112,13 @@ def read_record(data: Any) -> tuple[bool, dict[str, Any]]:
             "raw_text": _str(data, "raw_text") or "",
             "flags": _flags(data),
             "changed_fields": tuple(_names(data, "changed_fields")),
+            "warnings": tuple(
+                _diagnostic_from(_object(d, "a warning")) for d in _list(data, "warnings")
+            ),
+            "dropped": tuple(
+                _dropped_from(_object(d, "a dropped item")) for d in _list(data, "dropped")
+            ),
+            "fixed": tuple(_names(data, "fixed")),
         }
     return False, {
         **common,
@@ -224,6 +238,14 @@ def _diagnostic_from(data: Mapping[str, Any]) -> Diagnostic:
         fields=tuple(_names(data, "fields")),
         rule=_str(data, "rule"),
         extra={"values": dict(_object(involved, "`involved`"))} if involved else {},
+    )
+
+
+def _dropped_from(data: Mapping[str, Any]) -> Dropped:
+    return Dropped(
+        _int(data, "index", required=True),
+        data.get("item"),
+        tuple(_diagnostic_from(_object(d, "a diagnostic")) for d in _list(data, "diagnostics")),
     )
 
 

@@ -251,6 +251,8 @@ class RunSpans:
         if outcome.ok:
             attributes["healjson.flags"] = [str(flag) for flag in outcome.flags]
             attributes["healjson.changed_fields"] = len(outcome.changed_fields)
+            attributes["healjson.warnings"] = len(outcome.warnings)
+            attributes["healjson.dropped"] = len(outcome.dropped)
         else:
             attributes["healjson.reason"] = str(outcome.reason)
             attributes["healjson.diagnostics"] = len(outcome.errors)

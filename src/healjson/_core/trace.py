@@ -213,6 +213,17 @@ def _outcome(outcome: Outcome[Any]) -> list[str]:
         if outcome.changed_fields:
             changed = ", ".join(_code(path) for path in outcome.changed_fields)
             lines.append(f"- **Fields a repair changed**: {changed}")
+        if outcome.fixed:
+            fixed = ", ".join(_code(name) for name in outcome.fixed)
+            lines.append(f"- **Fixed locally by rules**: {fixed}")
+        if outcome.dropped:
+            lines.append(f"- **Items dropped**: {len(outcome.dropped)}")
+            for item in outcome.dropped:
+                lines.append(f"  - item [{item.index}]")
+                lines += _diagnostics(item.diagnostics, "    ")
+        if outcome.warnings:
+            lines.append(f"- **Warnings**: {len(outcome.warnings)}")
+            lines += _diagnostics(outcome.warnings, "  ")
         value = json.dumps(_jsonable(outcome.value), indent=2, ensure_ascii=False)
         return [*lines, "", *_block("Value", value, MAX_RAW_CHARS, count=False, info="json")]
     lines.append(f"- **Degraded**: `{outcome.reason}`{_why(outcome)}")

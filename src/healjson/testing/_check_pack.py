@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from healjson._core.contracts import Contract, ContractContext, value_at
+from healjson._core.contracts import Contract, ContractContext, run_contracts, value_at
 from healjson._core.diagnostic import (
     ROOT,
     Diagnostic,
@@ -25,6 +25,7 @@ from healjson._core.diagnostic import (
     format_path,
     short_repr,
 )
+from healjson._core.drive import drive_sync
 from healjson._core.healer import validate
 from healjson._core.outcome import Reason
 from healjson._core.sentinels import MISSING
@@ -85,7 +86,8 @@ def check_pack(pack: ContractPack, *, max_examples: int | None = None) -> PackRe
        diagnostics: a path that exists in the instance
        (`lines[2].line_total` is resolved against it), a non-empty constraint and prescription,
        declared fields that exist, and — for a rule over several fields — a prescription that
-       names every one of them.
+       names every one of them. For a rule declared `on_fail="fix"`, its `fix` on each such
+       instance gives a value that passes the schema and the rule.
     5. No contract raises (or returns something that is not a verdict) on any schema-valid
        input: `from_schema(model)` instances, contracts ignored.
     6. `corrupted` renderings of `valid(pack)` instances: `healjson.validate` recovers each
@@ -149,7 +151,11 @@ def check_pack(pack: ContractPack, *, max_examples: int | None = None) -> PackRe
             @given(violating(pack, rule))
             def violating_instances_break_the_rule(instance: Any) -> None:
                 counts[f"violating:{rule.name}"] += 1
-                _check_violation(pack, target, rule, instance, pack_context(pack, rule.name))
+                rule_ctx = pack_context(pack, rule.name)
+                _check_violation(pack, target, rule, instance, rule_ctx)
+                if rule.fix is not None:
+                    counts[f"fixed:{rule.name}"] += 1
+                    _check_fix(target, rule, instance, rule_ctx)
 
             violating_instances_break_the_rule()
 
@@ -291,6 +297,31 @@ def _check_violation(
                 f"contract `{rule.name}` gave a malformed diagnostic on {_show(instance)}: "
                 f"{issue} (diagnostic: {diagnostic.describe(max_value_chars=80)})"
             )
+
+
+def _check_fix(
+    target: Target[Any], rule: Contract[Any], instance: Any, ctx: ContractContext
+) -> None:
+    """A rule declared `on_fail="fix"`: its fix, on a value the rule rejects, gives a value
+    that passes the schema and the rule (the engine re-asks the model otherwise)."""
+    assert rule.fix is not None
+    where = f"the fix of `{rule.name}` on {_show(instance)}"
+    try:
+        fixed = rule.fix(instance)
+        data = target.adapter.dump_python(fixed, mode="json", by_alias=True, warnings=False)
+    except Exception as exc:
+        raise _Problem(f"{where} raised {describe_exception(exc)}") from None
+    try:
+        again = target.adapter.validate_python(data, context=ctx.validation_context)
+    except Exception as exc:
+        raise _Problem(
+            f"{where} gave {_show(data)}, which fails the schema: {describe_exception(exc)}"
+        ) from None
+    still = [d for d in drive_sync(run_contracts((rule,), again, ctx)) if d.rule == rule.name]
+    if still:
+        raise _Problem(
+            f"{where} gave {_show(again)}, which still breaks `{rule.name}`: {still[0].constraint}"
+        )
 
 
 def _malformed(target: Target[Any], instance: Any, diagnostic: Diagnostic) -> str | None:

@@ -37,7 +37,7 @@ from typing import Any, Final
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails, to_json
 
-from healjson._core.contracts import Contract, ContractContext, run_contracts
+from healjson._core.contracts import BLOCKING, Contract, ContractContext, run_contracts
 from healjson._core.diagnostic import Diagnostic, Source
 from healjson._core.parse import truncation_diagnostic
 from healjson._core.reply import Reply, ToolCall, Usage
@@ -68,13 +68,21 @@ class StreamSession:
         one_value: bool = False,
     ) -> None:
         self._target = target
-        self._contracts = [rule for rule in contracts if rule.fields]
+        # judged early: only rules a broken one of which re-asks whatever else the answer holds
+        # ("reask"; none when a "stop" rule could end the run on the whole answer instead): a
+        # warning, a local fix or a drop never stops a stream
+        stops = any(rule.on_fail == "stop" for rule in (*contracts, *item_contracts))
+        self._contracts = [
+            rule for rule in contracts if rule.fields and rule.on_fail == "reask" and not stops
+        ]
         self._one_value = one_value
         """The request constrains the answer to one JSON value (a tool call's arguments are
         one too: set when they arrive)."""
         self._first: str | None = None  # the answer's first non-whitespace character
         self._seen: set[str] = set()
-        self._item_contracts = tuple(item_contracts)
+        # an item is held (not handed out) when it breaks a rule that keeps it out of the value
+        # as streamed: any but a warning (a fix changes it, a drop removes it)
+        self._item_contracts = tuple(rule for rule in item_contracts if rule.on_fail != "warn")
         self._ctx = ctx or ContractContext()
         self._judge = judge_early
         self._reader = JsonStream()
@@ -106,7 +114,10 @@ class StreamSession:
         self._item_type = list_item_type(target.type_)
         self._model = target.type_ if _is_model(target.type_) else None
         self._promise_items = (
-            self._item_type is not None and not contracts and _plain_list(target.type_)
+            self._item_type is not None
+            and not contracts
+            and _plain_list(target.type_)
+            and all(rule.on_fail in BLOCKING or rule.on_fail == "warn" for rule in item_contracts)
         )
         """Items can be handed out as they complete: a plain `list[X]` / `tuple[X, ...]` target
         with no list-level rule (a list contract, a length bound) that could make the final

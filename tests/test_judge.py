@@ -1,0 +1,118 @@
+"""`healjson.judge`: a rule a model decides, over the real openai SDK and the scripted server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import openai
+import pytest
+from pydantic import BaseModel
+
+import healjson
+from healjson import Degraded, Healed, Healer, Reason
+from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
+
+
+class Summary(BaseModel):
+    text: str
+
+
+QUESTION = "Is the summary faithful to the request?"
+YES = json.dumps({"verdict": "yes", "reason": "it is"})
+NO = json.dumps({"verdict": "no", "reason": "Mention the refund the customer asked for."})
+ANSWER = json.dumps({"text": "The customer is unhappy."})
+
+
+def sync_client(server: ScriptedServer) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.base_url, api_key="t", max_retries=0)
+
+
+def test_a_yes_passes_and_the_question_and_request_reach_the_judge() -> None:
+    with ScriptedServer([YES]) as server, sync_client(server) as client:
+        rule = healjson.judge(QUESTION, client=client, model="judge-model")
+        outcome = Healer(Summary, contracts=[rule]).run(
+            ScriptedModel([ANSWER]), "I want a refund for order 7"
+        )
+        [request] = server.requests
+    assert isinstance(outcome, Healed)
+    assert outcome.calls == 1
+    asked = request.messages[-1]["content"]
+    assert QUESTION in asked
+    assert "I want a refund for order 7" in asked
+    assert "The customer is unhappy." in asked
+    assert request.body["model"] == "judge-model"
+    assert request.body["max_tokens"] == 200
+    assert rule.check.calls == 1  # type: ignore[attr-defined]
+    judged = rule.check.usage  # type: ignore[attr-defined]
+    assert judged.requests == 1
+    assert judged.total_tokens > 0
+    # the judge's call is counted in the run's usage, apart from the model's attempt
+    assert outcome.usage == outcome.attempts[0].usage + judged
+    assert outcome.usage.requests == 2
+
+
+def test_a_no_is_a_violation_with_the_reason_as_prescription_and_reasks() -> None:
+    better = json.dumps({"text": "The customer wants a refund."})
+    with ScriptedServer([NO, YES]) as server, sync_client(server) as client:
+        rule = healjson.judge(QUESTION, client=client, model="j", name="faithful")
+        outcome = Healer(Summary, contracts=[rule]).run(ScriptedModel([ANSWER, better]), "x")
+    assert isinstance(outcome, Healed)
+    assert outcome.calls == 2
+    [violation] = outcome.attempts[0].diagnostics
+    assert violation.rule == "faithful"
+    assert violation.prescription == "Mention the refund the customer asked for."
+    assert QUESTION in violation.constraint
+
+
+def test_the_cache_avoids_a_second_call_for_the_same_value() -> None:
+    with ScriptedServer([NO]) as server, sync_client(server) as client:
+        rule = healjson.judge(QUESTION, client=client, model="j", on_fail="warn")
+        first = healjson.validate(ANSWER, Summary, contracts=[rule])
+        second = healjson.validate(ANSWER, Summary, contracts=[rule])
+        assert len(server.requests) == 1
+    assert isinstance(first, Healed)
+    assert isinstance(second, Healed)
+    assert first.warnings == second.warnings
+    assert len(first.warnings) == 1
+
+
+@pytest.mark.parametrize(
+    ("item", "why"),
+    [
+        (ScriptedReply(status=500, body='{"error": {"message": "down"}}'), "call failed"),
+        (ScriptedReply(content="I think it is fine."), "no verdict"),
+        (ScriptedReply(content=YES, delay_s=2.0), "did not answer within 0.3 s"),
+    ],
+)
+def test_a_failing_judge_is_a_contract_error_never_a_pass(item: ScriptedReply, why: str) -> None:
+    with ScriptedServer([item]) as server, sync_client(server) as client:
+        rule = healjson.judge(QUESTION, client=client, model="j", timeout_s=0.3)
+        outcome = healjson.validate(ANSWER, Summary, contracts=[rule])
+    assert isinstance(outcome, Degraded)
+    assert outcome.reason is Reason.CONTRACT_ERROR
+    assert why in outcome.errors[0].constraint
+
+
+def test_an_async_client_judges_in_arun() -> None:
+    async def main() -> Any:
+        with ScriptedServer([NO]) as server:
+            async with openai.AsyncOpenAI(
+                base_url=server.base_url, api_key="t", max_retries=0
+            ) as client:
+                rule = healjson.judge(QUESTION, client=client, model="j", on_fail="stop")
+                model = ScriptedModel([ANSWER])
+                return await Healer(Summary, contracts=[rule]).arun(model.acall, "x")
+
+    outcome = asyncio.run(main())
+    assert isinstance(outcome, Degraded)
+    assert outcome.reason is Reason.CONTRACT_ERROR
+    assert outcome.errors[0].prescription == "Mention the refund the customer asked for."
+
+
+def test_a_judge_takes_a_question_and_cannot_fix() -> None:
+    with pytest.raises(TypeError, match="question"):
+        healjson.judge("", client=None, model="j")
+    with pytest.raises(TypeError, match="fix"):
+        healjson.judge(QUESTION, client=None, model="j", on_fail="fix")
