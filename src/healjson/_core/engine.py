@@ -658,8 +658,12 @@ def _call_fallback(
     return value, None
 
 
+# the token-limit parameters a request may already carry (chat's, the Responses API's)
+_TOKEN_LIMITS = ("max_completion_tokens", "max_output_tokens")
+
+
 def _more_tokens(params: dict[str, Any], usage: Usage, policy: HealPolicy) -> dict[str, Any]:
-    key = "max_completion_tokens" if "max_completion_tokens" in params else "max_tokens"
+    key = next((name for name in _TOKEN_LIMITS if name in params), "max_tokens")
     current = params.get(key)
     if not isinstance(current, int):
         # without a limit we know, only a reported count is a safe base (an estimate may be low)

@@ -8,6 +8,8 @@ from typing import Any, Generic, TypeVar, overload
 
 from pydantic_core import to_json
 
+from healjson._providers import openai_responses  # noqa: F401  # provider boundary: registered
+
 from .contracts import Contract, ContractContext, Rule, as_contract, for_each_item
 from .drive import drive_sync
 from .effects import CallResult, ModelCall

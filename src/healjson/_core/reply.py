@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 __all__ = [
+    "EXTRA_READERS",
     "SDK_COMPLETIONS",
     "Reply",
     "ToolCall",
@@ -189,6 +190,11 @@ def to_reply(obj: Any) -> Reply:
 SDK_COMPLETIONS: set[type] = set()
 
 
+# provider boundary: registered — each further wire format's reader finder (`healjson._providers`),
+# asked after the formats above: the reader for a response of its format, else None
+EXTRA_READERS: list[Callable[[Any], Callable[[Any], Reply] | None]] = []
+
+
 def _reader(obj: Any) -> Callable[[Any], Reply] | None:
     """The reader for a provider response object, chosen by its shape (None: not one)."""
     if hasattr(obj, "choices"):
@@ -197,6 +203,10 @@ def _reader(obj: Any) -> Callable[[Any], Reply] | None:
         return _gemini
     if hasattr(obj, "stop_reason") and isinstance(getattr(obj, "content", None), list):
         return _anthropic
+    for find in EXTRA_READERS:
+        reader = find(obj)
+        if reader is not None:
+            return reader
     return None
 
 

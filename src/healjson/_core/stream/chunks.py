@@ -14,6 +14,7 @@ whose prompt was blocked (`promptFeedback.blockReason`) is a content filter.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
@@ -31,7 +32,7 @@ from healjson._core.reply import (
     _gemini as _gemini_reply,
 )
 
-__all__ = ["Delta", "read_chunk", "withdrawn"]
+__all__ = ["EXTRA_EVENTS", "Delta", "read_chunk", "withdrawn"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +70,10 @@ def read_chunk(chunk: Any) -> Delta:
         return _openai(chunk)
     kind = _get(chunk, "type")
     if isinstance(kind, str):
+        for read in EXTRA_EVENTS:  # provider boundary: registered
+            delta = read(chunk, kind)
+            if delta is not None:
+                return delta
         return _anthropic(chunk, kind)
     if _get(chunk, "candidates") is not None or any(
         _get(chunk, key) is not None for key in _GEMINI_PIECE
@@ -76,6 +81,10 @@ def read_chunk(chunk: Any) -> Delta:
         return _gemini(chunk)
     raise TypeError(f"cannot read a stream chunk from {type(chunk).__name__}")
 
+
+# provider boundary: registered — each further wire format's typed-event reader
+# (`healjson._providers`): the event's `Delta`, else None (not one of its events)
+EXTRA_EVENTS: list[Callable[[Any, str], Delta | None]] = []
 
 # what marks a Gemini stream piece without candidates: its usage, a blocked prompt's feedback,
 # or only its metadata (google-genai's object has each as an attribute, the wire in camelCase)

@@ -1,0 +1,2 @@
+"""What each provider's wire format means: one module per format, read by the core through
+the readers each module registers."""
