@@ -142,8 +142,8 @@ class Responses:
 
     def parse(self, *args: Any, text_format: Any = UNSET, **kwargs: Any) -> Any:
         """`responses.parse`; with `text_format=M` it is `create(response_model=M, ...)`."""
-        if text_format is UNSET or "response_model" in kwargs:
-            return self._owner.wrapped.responses.parse(*args, text_format=text_format, **kwargs)
+        if text_format is UNSET:
+            return self._owner.wrapped.responses.parse(*args, **kwargs)
         return self.create(*args, response_model=text_format, **kwargs)
 
     def stream(self, *args: Any, text_format: Any = UNSET, **kwargs: Any) -> Any:
