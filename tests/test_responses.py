@@ -81,7 +81,9 @@ def heal(
 LOCAL = {
     "fence and prose": ScriptedReply(content=f"Here it is:\n```json\n{GOOD}\n```\nDone."),
     "reasoning item": ScriptedReply(content=GOOD, reasoning="The total is 3."),
-    "commentary": ScriptedReply(content=GOOD, commentary=['Looking: {"number": "X"'], reasoning="r"),
+    "commentary": ScriptedReply(
+        content=GOOD, commentary=['Looking: {"number": "X"'], reasoning="r"
+    ),
     "key case": ScriptedReply(content='{"Number": "INV-1", "TOTAL": 3}'),
 }
 
@@ -220,7 +222,9 @@ def test_a_rejected_strict_format_steps_down_to_json_object(
 ) -> None:
     scripted_server.extend(
         [
-            ScriptedReply.error(400, "Invalid schema for text.format 'Invoice'.", param="text.format"),
+            ScriptedReply.error(
+                400, "Invalid schema for text.format 'Invoice'.", param="text.format"
+            ),
             GOOD,
         ]
     )
@@ -324,7 +328,11 @@ def test_stream_with_text_format_is_a_healed_stream(
 
 
 def test_a_healed_stream_gives_snapshots_and_items(scripted_server: ScriptedServer) -> None:
-    scripted_server.push(ScriptedReply(content='[{"number": "A", "total": 1}, {"number": "B", "total": 2}]', chunk_chars=5))
+    scripted_server.push(
+        ScriptedReply(
+            content='[{"number": "A", "total": 1}, {"number": "B", "total": 2}]', chunk_chars=5
+        )
+    )
     with openai.OpenAI(base_url=scripted_server.base_url, api_key="test", max_retries=0) as sdk:
         stream = healjson.wrap(sdk).responses.create(
             model="gpt-test", input="Invoices.", response_model=list[Invoice], stream=True
@@ -365,9 +373,11 @@ def test_without_response_model_the_sdks_own_response_comes_back(
 
 def test_stream_without_text_format_is_the_sdks_own(scripted_server: ScriptedServer) -> None:
     scripted_server.push(GOOD)
-    with openai.OpenAI(base_url=scripted_server.base_url, api_key="test") as sdk:
-        with healjson.wrap(sdk).responses.stream(model="gpt-test", input="x") as stream:
-            final = stream.get_final_response()
+    with (
+        openai.OpenAI(base_url=scripted_server.base_url, api_key="test") as sdk,
+        healjson.wrap(sdk).responses.stream(model="gpt-test", input="x") as stream,
+    ):
+        final = stream.get_final_response()
     assert GOOD == final.output_text
 
 
@@ -418,7 +428,9 @@ def test_healer_run_reads_a_response(scripted_server: ScriptedServer, as_dict: b
 
 def test_function_calls_are_tool_calls(scripted_server: ScriptedServer) -> None:
     call = {"id": "c1", "type": "function", "function": {"name": "put", "arguments": GOOD}}
-    response = _response(scripted_server, ScriptedReply(tool_calls=[call], finish_reason="tool_calls"))
+    response = _response(
+        scripted_server, ScriptedReply(tool_calls=[call], finish_reason="tool_calls")
+    )
 
     reply = to_reply(response)
 
@@ -430,10 +442,10 @@ def test_function_calls_are_tool_calls(scripted_server: ScriptedServer) -> None:
 def test_a_failed_response_and_an_error_event_are_provider_failures() -> None:
     failed = {"object": "response", "status": "failed", "output": [],
               "error": {"code": "server_error", "message": "It broke."}}  # fmt: skip
-    with pytest.raises(ResponseFailed, match="It broke."):
+    with pytest.raises(ResponseFailed, match="It broke"):
         to_reply(failed)
     event = {"type": "error", "code": "x", "message": "Stream broke.", "sequence_number": 3}
-    with pytest.raises(ResponseFailed, match="Stream broke."):
+    with pytest.raises(ResponseFailed, match="Stream broke"):
         read_chunk(event)
     # an Anthropic stream's error event is not one (read as before: nothing)
     assert "" == read_chunk({"type": "error", "error": {"type": "overloaded_error"}}).text
@@ -443,14 +455,29 @@ def test_the_text_events_read_as_deltas() -> None:
     cases: list[tuple[dict[str, Any], Callable[[Any], Any], Any]] = [
         ({"type": "response.output_text.delta", "delta": "ab"}, lambda d: d.text, "ab"),
         ({"type": "response.refusal.delta", "delta": "no"}, lambda d: d.refusal, "no"),
-        ({"type": "response.function_call_arguments.delta", "delta": "{"},
-         lambda d: d.tool_arguments, "{"),  # fmt: skip
-        ({"type": "response.reasoning_summary_text.delta", "delta": "hm"},
-         lambda d: d.reasoning, "hm"),  # fmt: skip
-        ({"type": "response.incomplete",
-          "response": {"object": "response", "status": "incomplete", "output": [],
-                       "incomplete_details": {"reason": "max_output_tokens"}}},
-         lambda d: d.finish_reason, "length"),  # fmt: skip
+        (
+            {"type": "response.function_call_arguments.delta", "delta": "{"},
+            lambda d: d.tool_arguments,
+            "{",
+        ),
+        (
+            {"type": "response.reasoning_summary_text.delta", "delta": "hm"},
+            lambda d: d.reasoning,
+            "hm",
+        ),
+        (
+            {
+                "type": "response.incomplete",
+                "response": {
+                    "object": "response",
+                    "status": "incomplete",
+                    "output": [],
+                    "incomplete_details": {"reason": "max_output_tokens"},
+                },
+            },
+            lambda d: d.finish_reason,
+            "length",
+        ),
     ]
     for event, field, expected in cases:
         assert expected == field(read_chunk(event)), event

@@ -28,6 +28,7 @@ from .batch_api import BatchApiOptions, batch_api_command
 from .endpoint import endpoint_from_options
 from .loading import load_setup
 from .options import (
+    EndpointChoice,
     JsonModeChoice,
     ProviderChoice,
     api_key_option,
@@ -206,6 +207,15 @@ def batch(
             rich_help_panel="Batch API",
         ),
     ] = 3,
+    endpoint: Annotated[
+        EndpointChoice,
+        typer.Option(
+            "--endpoint",
+            help="--batch-api (openai): the endpoint the batch's lines name: chat "
+            "(/v1/chat/completions) or responses (/v1/responses).",
+            rich_help_panel="Batch API",
+        ),
+    ] = EndpointChoice.CHAT,
 ) -> None:
     """Heal every prompt of INPUT.jsonl through an OpenAI-compatible endpoint into OUT.
 
@@ -256,6 +266,7 @@ def batch(
             full=full,
             status=status,
             cancel=cancel,
+            endpoint=endpoint.value,
         )
         batch_api_command(input_path, out, setup, policy, options)
         return

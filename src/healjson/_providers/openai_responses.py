@@ -101,7 +101,9 @@ def read_response(obj: Any) -> Reply:
         elif kind == "function_call":
             arguments = _get(item, "arguments")
             name = str(_get(item, "name") or "")
-            calls.append(ToolCall(name, arguments if isinstance(arguments, str) else _dumps(arguments)))
+            calls.append(
+                ToolCall(name, arguments if isinstance(arguments, str) else _dumps(arguments))
+            )
     refusal = "".join(refusals) if refusals else None
     return Reply(
         "".join(texts) if texts else None,
@@ -297,7 +299,7 @@ class Conversation:
     input followed by the previous answer and the repair message, as on chat.
     """
 
-    __slots__ = ("instructions", "input", "last_id", "messages", "previous", "text")
+    __slots__ = ("input", "instructions", "last_id", "messages", "previous", "text")
 
     def __init__(
         self, instructions: Any, input: Any, text: Any = None, *, previous: bool = False

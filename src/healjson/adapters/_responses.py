@@ -121,19 +121,17 @@ class Responses:
         messages = conversation.messages
         if streamed:
             scope = secrets_scope(owner.wrapped, kwargs)
+            kinds = ("json_schema", "json_object")
 
-            def json_mode_used() -> bool:
+            def asks_json() -> bool:  # the tier the call just used (a rejected one stepped down)
                 if own:
-                    return str(text.get("format", {}).get("type")) in ("json_object", "json_schema")
-                return tiers is not None and (forced or tiers.mode) in ("json_schema", "json_object")
+                    return str(text.get("format", {}).get("type")) in kinds
+                return tiers is not None and (forced or tiers.mode) in kinds
 
-            if owner.is_async:
-                call = _async_call(tiers, forced, healer.target, send)
-                steps = healer._streaming(call, messages, context, kwargs, scope, json_mode=json_mode_used)
-                return stream_async(*steps)
-            call = _sync_call(tiers, forced, healer.target, send)
-            steps = healer._streaming(call, messages, context, kwargs, scope, json_mode=json_mode_used)
-            return stream_sync(*steps)
+            driver = _async_call if owner.is_async else _sync_call
+            call = driver(tiers, forced, healer.target, send)
+            steps = healer._streaming(call, messages, context, kwargs, scope, json_mode=asks_json)
+            return stream_async(*steps) if owner.is_async else stream_sync(*steps)
         if owner.is_async:
             call = _async_call(tiers, forced, healer.target, send)
             return healer._arun_for(owner.wrapped, call, messages, context, kwargs)

@@ -108,8 +108,9 @@ class _OpenAI:
     max_bytes = 200 * 1024 * 1024
     endpoint = "/v1/chat/completions"
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, endpoint: str = "/v1/chat/completions") -> None:
         self.client = client
+        self.endpoint = endpoint
 
     def request_line(self, custom_id: str, body: Mapping[str, Any]) -> bytes:
         line = {"custom_id": custom_id, "method": "POST", "url": self.endpoint, "body": body}
@@ -245,9 +246,15 @@ class _Anthropic:
         self.client.messages.batches.cancel(batch_id)
 
 
-def openai_provider(client: Any) -> Provider:
-    """The Batch API of an `openai.OpenAI` client."""
-    return _OpenAI(client)
+ENDPOINTS: Final = {"chat": "/v1/chat/completions", "responses": "/v1/responses"}
+"""The OpenAI endpoints a batch's lines may name, by the name `run_batch_api` takes."""
+
+
+def openai_provider(client: Any, endpoint: str = "chat") -> Provider:
+    """The Batch API of an `openai.OpenAI` client, its lines for `endpoint` (`ENDPOINTS`)."""
+    if endpoint not in ENDPOINTS:
+        raise ValueError(f"endpoint must be one of {', '.join(ENDPOINTS)}; got {endpoint!r}")
+    return _OpenAI(client, ENDPOINTS[endpoint])
 
 
 def anthropic_provider(client: Any) -> Provider:

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from healjson._core.effects import ModelCall
 from healjson._core.target import Target
+from healjson._providers.openai_responses import Conversation
 from healjson.adapters._format import JsonMode, anthropic_request, shape_request
 
 __all__ = ["custom_id", "parse_custom_id", "request_body"]
@@ -36,12 +37,19 @@ def parse_custom_id(text: str) -> tuple[int, int] | None:
 
 
 def request_body(
-    provider: str, call: ModelCall, target: Target[Any], mode: JsonMode
+    provider: str,
+    call: ModelCall,
+    target: Target[Any],
+    mode: JsonMode,
+    endpoint: str | None = None,
 ) -> dict[str, Any]:
-    """The request `call` stands for, as the provider's batch line body."""
+    """The request `call` stands for, as the provider's batch line body (for OpenAI's
+    `/v1/responses` `endpoint`: the messages as `input`, the JSON tier as `text.format`)."""
     messages = [dict(message) for message in call.messages]
     if provider == "anthropic":
         _, shaped, _ = shape_request("prompt", target, messages)
         return anthropic_request(shaped, call.params)
     _, shaped, extra = shape_request(mode, target, messages)
+    if endpoint == "/v1/responses":
+        return Conversation(None, None).request({**call.params, **extra, "messages": shaped})
     return {**call.params, **extra, "messages": shaped}

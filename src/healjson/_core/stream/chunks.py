@@ -13,8 +13,8 @@ whose prompt was blocked (`promptFeedback.blockReason`) is a content filter.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel
