@@ -215,12 +215,11 @@ def _runner(
         params["max_tokens"] = 4096 if max_tokens is None else max_tokens
     out_path = Path(out)
     ledger_path = default_ledger(out_path) if ledger is None else Path(ledger)
-    settings = {"endpoint": endpoint} if endpoint != "chat" else {}  # older ledgers: chat
     opened = Ledger(ledger_path)
     try:
         opened.settle(
             {
-                **settings,
+                "endpoint": endpoint,  # a ledger from before it was kept: checked by the rest
                 "provider": provider.name,
                 "model": model,
                 "input": str(Path(input_path).resolve()),
