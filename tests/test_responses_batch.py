@@ -148,7 +148,8 @@ def test_the_command_line_sends_responses_lines(tmp_path: Path) -> None:
         out = tmp_path / "out.jsonl"
         args = ["batch", str(source), "--out", str(out), "--batch-api", "--endpoint",
                 "responses", "--model", "m", "--response-model", f"{MODULE}:Invoice",
-                "--base-url", server.base_url, "--api-key", KEY, "--poll-interval", "0"]  # fmt: skip
+                "--base-url", server.base_url, "--api-key", KEY,
+                "--poll-interval", "0"]  # fmt: skip
         result = CliRunner().invoke(app, args)
         assert 0 == result.exit_code, result.output
         assert ["/v1/responses"] == endpoints(server)

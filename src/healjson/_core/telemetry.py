@@ -73,6 +73,7 @@ def for_run(run_id: str, spec: Any) -> RunSpans | None:
 # where the SDKs define the `create` an instrumentation wraps (sync and async)
 _SDK_CREATES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("openai.resources.chat.completions.completions", ("Completions", "AsyncCompletions")),
+    ("openai.resources.responses.responses", ("Responses", "AsyncResponses")),
     ("anthropic.resources.messages.messages", ("Messages", "AsyncMessages")),
 )
 
@@ -170,6 +171,7 @@ class RunSpans:
             attributes["gen_ai.request.model"] = model
         for key, name in (("max_tokens", "gen_ai.request.max_tokens"),
                           ("max_completion_tokens", "gen_ai.request.max_tokens"),
+                          ("max_output_tokens", "gen_ai.request.max_tokens"),
                           ("temperature", "gen_ai.request.temperature")):  # fmt: skip
             value = params.get(key)
             if isinstance(value, int | float) and not isinstance(value, bool):
