@@ -207,7 +207,7 @@ def batch(
             rich_help_panel="Batch API",
         ),
     ] = 3,
-    endpoint: Annotated[
+    batch_endpoint: Annotated[
         EndpointChoice,
         typer.Option(
             "--endpoint",
@@ -240,9 +240,10 @@ def batch(
         raise typer.BadParameter(
             f"{type(exc).__name__}: {exc}", param_hint="'--contracts'"
         ) from exc
-    if (status or cancel or not wait) and not batch_api:
+    if (status or cancel or not wait or batch_endpoint != EndpointChoice.CHAT) and not batch_api:
         raise typer.BadParameter(
-            "--status, --cancel and --no-wait go with --batch-api", param_hint="'--batch-api'"
+            "--status, --cancel, --no-wait and --endpoint go with --batch-api",
+            param_hint="'--batch-api'",
         )
     if batch_api:
         if retry or retry_failed or stop_after is not None:
@@ -266,7 +267,7 @@ def batch(
             full=full,
             status=status,
             cancel=cancel,
-            endpoint=endpoint.value,
+            endpoint=batch_endpoint.value,
         )
         batch_api_command(input_path, out, setup, policy, options)
         return

@@ -166,12 +166,12 @@ def _dumps(value: Any) -> str:
 
 # -- the stream ------------------------------------------------------------------------------
 
-_TEXT_DELTAS: Final = {
-    "response.output_text.delta": "text",
-    "response.refusal.delta": "refusal",
-    "response.function_call_arguments.delta": "tool_arguments",
-    "response.reasoning_summary_text.delta": "reasoning",
-    "response.reasoning_text.delta": "reasoning",
+_TEXT_DELTAS: Final[dict[str, Callable[[str], Delta]]] = {
+    "response.output_text.delta": lambda piece: Delta(text=piece),
+    "response.refusal.delta": lambda piece: Delta(refusal=piece),
+    "response.function_call_arguments.delta": lambda piece: Delta(tool_arguments=piece),
+    "response.reasoning_summary_text.delta": lambda piece: Delta(reasoning=piece),
+    "response.reasoning_text.delta": lambda piece: Delta(reasoning=piece),
 }
 _ENDS: Final = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
@@ -180,10 +180,10 @@ def read_event(event: Any, kind: str) -> Delta | None:
     """The `Delta` of a Responses stream event of type `kind`; None when `kind` is not one
     (the text of commentary items is read as answer text here: `set_commentary_aside` tells
     them apart, keeping the items' phases)."""
-    field = _TEXT_DELTAS.get(kind)
-    if field is not None:
+    make = _TEXT_DELTAS.get(kind)
+    if make is not None:
         piece = _get(event, "delta")
-        return Delta(**{field: piece}) if isinstance(piece, str) else _EMPTY
+        return make(piece) if isinstance(piece, str) else _EMPTY
     if not kind.startswith("response."):
         if kind == "error" and (
             _get(event, "sequence_number") is not None or isinstance(_get(event, "message"), str)
