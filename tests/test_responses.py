@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openai.types.responses import ParsedResponse, Response
 from pydantic import BaseModel
 
@@ -17,7 +19,7 @@ import healjson
 from healjson import Degraded, Healed, Healer, HealPolicy, Reason
 from healjson._core.reply import to_reply
 from healjson._core.stream.chunks import read_chunk
-from healjson._providers.openai_responses import ResponseFailed
+from healjson._providers.openai_responses import Conversation, ResponseFailed
 from healjson.testing import ScriptedReply, ScriptedServer
 
 Mode = Literal["sync", "async"]
@@ -481,3 +483,60 @@ def test_the_text_events_read_as_deltas() -> None:
     ]
     for event, field, expected in cases:
         assert expected == field(read_chunk(event)), event
+
+
+# -- the request translation, as a property ---------------------------------------------------
+
+_texts = st.text(min_size=1, max_size=20)
+_items = st.lists(
+    st.builds(lambda role, text: {"role": role, "content": text},
+              st.sampled_from(["user", "assistant", "developer"]), _texts),
+    min_size=1, max_size=3,
+)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    instructions=st.none() | _texts,
+    given_input=_texts | _items,
+    tier=st.none() | _texts,
+    rounds=st.lists(st.tuples(_texts, _texts), max_size=3),
+    previous=st.booleans(),
+)
+def test_requests_keep_the_callers_instructions_and_input_as_written(
+    instructions: str | None,
+    given_input: Any,
+    tier: str | None,
+    rounds: list[tuple[str, str]],
+    previous: bool,
+) -> None:
+    """The first request sends `instructions` and `input` untouched; a later one puts the
+    tier's instruction before the caller's input and each answer and repair message after it,
+    or (chained) only what follows the last answer, with `previous_response_id`."""
+    conversation = Conversation(instructions, given_input, previous=previous)
+    before = [] if tier is None else [{"role": "system", "content": tier}]
+    after = [
+        message
+        for answer, fix in rounds
+        for message in ({"role": "assistant", "content": answer}, {"role": "user", "content": fix})
+    ]
+    conversation.seen("resp_1")
+    sent = [*before, *map(dict, conversation.messages), *after]
+
+    request = conversation.request({"messages": sent, "model": "m", "max_tokens": 9})
+
+    assert 9 == request["max_output_tokens"]
+    assert "max_tokens" not in request
+    assert instructions == request.get("instructions")
+    if previous and rounds:
+        assert "resp_1" == request["previous_response_id"]
+        assert [{"role": "user", "content": rounds[-1][1]}] == request["input"]
+        return
+    assert "previous_response_id" not in request
+    if not before and not after:
+        assert request["input"] is given_input
+        return
+    own = (
+        [{"role": "user", "content": given_input}] if isinstance(given_input, str) else given_input
+    )
+    assert [*before, *own, *after] == request["input"]
