@@ -330,6 +330,9 @@ def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | No
     `context=`, `json_mode=`) it returns `Outcome[M]` (awaitable for an async client) and never
     raises for what the provider or the model does; with `stream=True` too, a `HealStream[M]`
     (`AsyncHealStream[M]`) of `Partial[M]` snapshots whose `.outcome` is the run's.
+    `chat.completions.parse(response_format=M)` is healed as `create(response_model=M)`, and
+    `client.responses` heals the Responses API alike (`create(response_model=M)`,
+    `parse(text_format=M)`, `stream(text_format=M)`; see `healjson.adapters._responses`).
 
     `json_mode` is the strongest JSON mode the endpoint supports: `json_schema` (OpenAI strict
     structured outputs, the default), `json_object` (JSON mode plus the schema in the prompt) or
