@@ -48,10 +48,21 @@ class ResponseFailed(ProviderError, TypeError):
     treat as a call that gave no reply."""
 
 
+# pydantic classes seen (the SDK's): read by attribute without the slow `isinstance` check
+_MODELS: set[type] = set()
+
+
 def _get(obj: Any, name: str) -> Any:
-    if type(obj) is dict:
+    kind = type(obj)
+    if kind is dict:
         return obj.get(name)
-    if isinstance(obj, BaseModel) or not isinstance(obj, Mapping):
+    if kind in _MODELS:
+        return getattr(obj, name, None)
+    if isinstance(obj, BaseModel):
+        if len(_MODELS) < 256:
+            _MODELS.add(kind)
+        return getattr(obj, name, None)
+    if not isinstance(obj, Mapping):
         return getattr(obj, name, None)
     return obj.get(name)
 

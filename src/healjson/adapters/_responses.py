@@ -29,8 +29,10 @@ from healjson._core.redact import secrets_scope
 from healjson._core.stream.run import is_stream, stream_async, stream_sync
 from healjson._providers.openai_responses import (
     Conversation,
+    ResponseFailed,
     aset_commentary_aside,
     is_response,
+    read_response,
     set_commentary_aside,
 )
 
@@ -44,8 +46,9 @@ _DEFAULT_POLICY = HealPolicy()
 
 
 class _Read(Exchange):
-    """A Responses call's answer: a `response` (its id noted) or a stream of events (read
-    with commentary set aside); anything else is the provider's failure."""
+    """A Responses call's answer: a `response` (its id noted, read into a `Reply` here), or a
+    stream of events (read with commentary set aside); anything else, and a failed response,
+    is the provider's failure."""
 
     __slots__ = ("conversation", "streamed")
 
@@ -66,7 +69,10 @@ class _Read(Exchange):
         identity = getattr(value, "id", None) if not isinstance(value, dict) else value.get("id")
         if isinstance(identity, str):
             self.conversation.seen(identity)
-        return ok, value
+        try:
+            return ok, read_response(value)
+        except ResponseFailed as exc:
+            return False, exc
 
 
 class Responses:
