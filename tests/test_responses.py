@@ -540,3 +540,20 @@ def test_requests_keep_the_callers_instructions_and_input_as_written(
         [{"role": "user", "content": given_input}] if isinstance(given_input, str) else given_input
     )
     assert [*before, *own, *after] == request["input"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_prompt_tier_sends_the_schema_as_an_input_message(
+    scripted_server: ScriptedServer, mode: Mode
+) -> None:
+    scripted_server.push(GOOD)
+
+    outcome = heal(mode, scripted_server, json_mode="prompt", instructions="Extract.")
+
+    assert isinstance(outcome, Healed)
+    body = scripted_server.requests[0].body
+    assert "text" not in body
+    assert "Extract." == body["instructions"]
+    assert "system" == body["input"][0]["role"]
+    assert "JSON schema" in body["input"][0]["content"]
+    assert {"role": "user", "content": "Extract the invoice."} == body["input"][1]

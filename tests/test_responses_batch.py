@@ -154,3 +154,12 @@ def test_the_command_line_sends_responses_lines(tmp_path: Path) -> None:
         assert 0 == result.exit_code, result.output
         assert ["/v1/responses"] == endpoints(server)
     assert {"i1", "i2"} == {key for key, row in rows(out).items() if row["ok"]}
+
+
+def test_the_endpoint_option_goes_with_batch_api(tmp_path: Path) -> None:
+    source = write_input(tmp_path / "in.jsonl", [1])
+    args = ["batch", str(source), "--out", str(tmp_path / "out.jsonl"), "--endpoint",
+            "responses", "--model", "m", "--response-model", f"{MODULE}:Invoice"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert 2 == result.exit_code
+    assert "--endpoint" in result.output
