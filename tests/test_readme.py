@@ -93,6 +93,8 @@ def test_readme_runs_from_the_top(
         assert server.base_url.startswith("http://127.0.0.1:")
         chat = [r for r in server.requests if r.path.endswith("/chat/completions")]
         assert MODEL_CALLS_IN_THE_STORY == len(chat)  # the rest: the Batch API example's
+        responses = [r for r in server.requests if r.path.endswith("/v1/responses")]
+        assert 2 == len(responses)  # the Responses API example's pair
         assert [len(batch.custom_ids) for batch in server.batches] == [1, 1]
         shown = {name for name in namespace if name.startswith("test_")}
         assert README_TESTS == shown

@@ -55,6 +55,22 @@ class HealingCompletions(Protocol):
     ) -> Outcome[T]: ...
     @overload
     def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...  # passthrough
+    @overload
+    def parse(
+        self,
+        *,
+        response_format: type[T],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> Outcome[T]: ...
+    @overload
+    def parse(self, **kwargs: Any) -> Any: ...  # passthrough (a dict response_format)
     def __getattr__(self, name: str) -> Any: ...
 
 
@@ -93,6 +109,162 @@ class AsyncHealingCompletions(Protocol):
     ) -> Coroutine[Any, Any, Outcome[T]]: ...
     @overload
     def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...
+    @overload
+    def parse(
+        self,
+        *,
+        response_format: type[T],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Outcome[T]]: ...
+    @overload
+    def parse(self, **kwargs: Any) -> Any: ...  # passthrough (a dict response_format)
+    def __getattr__(self, name: str) -> Any: ...
+
+
+class HealingResponses(Protocol):
+    """`wrap(OpenAI()).responses` as a type checker sees it."""
+
+    @overload
+    def create(
+        self,
+        *,
+        response_model: type[T],
+        stream: Literal[True],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        repair_via: Literal["input", "previous_response_id"] = ...,
+        **kwargs: Any,
+    ) -> HealStream[T]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: type[T],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        repair_via: Literal["input", "previous_response_id"] = ...,
+        **kwargs: Any,
+    ) -> Outcome[T]: ...
+    @overload
+    def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...  # passthrough
+    @overload
+    def parse(
+        self,
+        *,
+        text_format: type[T],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        repair_via: Literal["input", "previous_response_id"] = ...,
+        **kwargs: Any,
+    ) -> Outcome[T]: ...
+    @overload
+    def parse(self, **kwargs: Any) -> Any: ...  # passthrough
+    @overload
+    def stream(
+        self,
+        *,
+        text_format: type[T],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        repair_via: Literal["input", "previous_response_id"] = ...,
+        **kwargs: Any,
+    ) -> HealStream[T]: ...
+    @overload
+    def stream(self, **kwargs: Any) -> Any: ...  # passthrough
+    def __getattr__(self, name: str) -> Any: ...
+
+
+class AsyncHealingResponses(Protocol):
+    """`wrap(AsyncOpenAI()).responses` as a type checker sees it."""
+
+    @overload
+    def create(
+        self,
+        *,
+        response_model: type[T],
+        stream: Literal[True],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        repair_via: Literal["input", "previous_response_id"] = ...,
+        **kwargs: Any,
+    ) -> AsyncHealStream[T]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: type[T],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        repair_via: Literal["input", "previous_response_id"] = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Outcome[T]]: ...
+    @overload
+    def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...  # passthrough
+    @overload
+    def parse(
+        self,
+        *,
+        text_format: type[T],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        repair_via: Literal["input", "previous_response_id"] = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Outcome[T]]: ...
+    @overload
+    def parse(self, **kwargs: Any) -> Any: ...  # passthrough
+    @overload
+    def stream(
+        self,
+        *,
+        text_format: type[T],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        repair_via: Literal["input", "previous_response_id"] = ...,
+        **kwargs: Any,
+    ) -> AsyncHealStream[T]: ...
+    @overload
+    def stream(self, **kwargs: Any) -> Any: ...  # passthrough
     def __getattr__(self, name: str) -> Any: ...
 
 
@@ -115,6 +287,8 @@ class HealingClient(Protocol):
     @property
     def chat(self) -> _Chat: ...
     @property
+    def responses(self) -> HealingResponses: ...
+    @property
     def is_async(self) -> bool: ...
     def __getattr__(self, name: str) -> Any: ...
 
@@ -125,6 +299,8 @@ class AsyncHealingClient(Protocol):
 
     @property
     def chat(self) -> _AsyncChat: ...
+    @property
+    def responses(self) -> AsyncHealingResponses: ...
     @property
     def is_async(self) -> bool: ...
     def __getattr__(self, name: str) -> Any: ...
@@ -154,6 +330,9 @@ def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | No
     `context=`, `json_mode=`) it returns `Outcome[M]` (awaitable for an async client) and never
     raises for what the provider or the model does; with `stream=True` too, a `HealStream[M]`
     (`AsyncHealStream[M]`) of `Partial[M]` snapshots whose `.outcome` is the run's.
+    `chat.completions.parse(response_format=M)` is healed as `create(response_model=M)`, and
+    `client.responses` heals the Responses API alike (`create(response_model=M)`,
+    `parse(text_format=M)`, `stream(text_format=M)`; see `healjson.adapters._responses`).
 
     `json_mode` is the strongest JSON mode the endpoint supports: `json_schema` (OpenAI strict
     structured outputs, the default), `json_object` (JSON mode plus the schema in the prompt) or

@@ -87,6 +87,7 @@ def run_batch_api(
     max_bytes_per_batch: int | None = None,
     resubmits: int = DEFAULT_RESUBMITS,
     on_event: Event | None = None,
+    endpoint: str = "chat",
 ) -> RunReport:
     """Heal every row of `input_path` through the provider's Batch API into `out`.
 
@@ -96,7 +97,9 @@ def run_batch_api(
     `max_requests_per_batch` / `max_bytes_per_batch` lower the provider's own limits.
     `resubmits`: how many times a row's request is sent again after it expired or failed
     transiently (HTTP 408, 409, 429, 5xx) before the row degrades (`timeout` / `api_error`);
-    a resubmission is not a model attempt. Raises
+    a resubmission is not a model attempt. `endpoint` (OpenAI): `chat` sends
+    `/v1/chat/completions` lines, `responses` `/v1/responses` lines (the row's messages as
+    `input`, the JSON tier as `text.format`), healed alike. Raises
     `LedgerError` when the ledger belongs to a run with other settings, `BatchError` when the
     input or output cannot be used (another run holds the output); a row never raises.
     """
@@ -104,7 +107,7 @@ def run_batch_api(
         input_path, out, client=client, model=model, response_model=response_model,
         contracts=contracts, examples=examples, policy=policy, json_mode=json_mode,
         max_tokens=max_tokens, ledger=ledger, full=full, max_requests=max_requests_per_batch,
-        max_bytes=max_bytes_per_batch, resubmits=resubmits, on_event=on_event,
+        max_bytes=max_bytes_per_batch, resubmits=resubmits, on_event=on_event, endpoint=endpoint,
     )  # fmt: skip
     try:
         return runner.run(wait=wait, poll_interval_s=poll_interval_s)
@@ -129,6 +132,7 @@ def cancel_batch_api(
     poll_interval_s: float = 1.0,
     resubmits: int = DEFAULT_RESUBMITS,
     on_event: Event | None = None,
+    endpoint: str = "chat",
 ) -> RunReport:
     """Cancel the run's batches in flight and keep every answer they gave: answered rows go on
     (healed, written, or repaired) at the next `run_batch_api`; the rows they did not answer
@@ -137,6 +141,7 @@ def cancel_batch_api(
         input_path, out, client=client, model=model, response_model=response_model,
         contracts=contracts, examples=examples, policy=policy, json_mode=json_mode,
         max_tokens=max_tokens, ledger=ledger, full=full, resubmits=resubmits, on_event=on_event,
+        endpoint=endpoint,
     )  # fmt: skip
     try:
         return runner.cancel(poll_interval_s=poll_interval_s)
@@ -157,14 +162,17 @@ def batch_api_status(ledger: str | os.PathLike[str]) -> RunReport:
         opened.close()
 
 
-def provider_for(client: Any) -> Provider:
-    """The Batch API behind `client`: OpenAI's or Anthropic's (also when wrapped)."""
+def provider_for(client: Any, endpoint: str = "chat") -> Provider:
+    """The Batch API behind `client`: OpenAI's or Anthropic's (also when wrapped); `endpoint`
+    the OpenAI endpoint its lines name (`chat` or `responses`)."""
     raw = client
     for _ in range(3):  # healjson.wrap(...) -> instructor -> the SDK's client
         package = type(raw).__module__.split(".", 1)[0]
         if package == "openai":
-            return openai_provider(raw)
+            return openai_provider(raw, endpoint)
         if package == "anthropic":
+            if endpoint != "chat":
+                raise ValueError(f"endpoint={endpoint!r} is OpenAI's; Anthropic has one")
             return anthropic_provider(raw)
         raw = getattr(raw, "wrapped", None) or getattr(raw, "client", None)
         if raw is None:
@@ -193,10 +201,11 @@ def _runner(
     max_requests: int | None = None,
     max_bytes: int | None = None,
     resubmits: int = DEFAULT_RESUBMITS,
+    endpoint: str = "chat",
 ) -> Runner:
     if type(resubmits) is not int or resubmits < 0:
         raise ValueError(f"resubmits must be an int >= 0, got {resubmits!r}")
-    provider = provider_for(client)
+    provider = provider_for(client, endpoint)
     mode = check_mode(json_mode)
     healer: Healer[Any] = Healer(
         response_model, contracts=contracts, examples=examples, policy=policy
@@ -210,6 +219,7 @@ def _runner(
     try:
         opened.settle(
             {
+                "endpoint": endpoint,  # a ledger from before it was kept: checked by the rest
                 "provider": provider.name,
                 "model": model,
                 "input": str(Path(input_path).resolve()),

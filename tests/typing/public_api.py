@@ -157,3 +157,27 @@ def check_streams() -> None:
         model="m", messages=[], response_model=Order, stream=True
     )
     assert_type(astreamed, AsyncHealStream[Order])
+
+
+def check_responses() -> None:
+    client = healjson.wrap(openai.OpenAI(api_key="x"))
+    assert_type(
+        client.responses.create(model="m", input="total?", response_model=Order), Outcome[Order]
+    )
+    assert_type(client.responses.parse(model="m", input="x", text_format=Order), Outcome[Order])
+    assert_type(
+        client.responses.create(model="m", input="x", response_model=Order, stream=True),
+        HealStream[Order],
+    )
+    assert_type(client.responses.stream(model="m", input="x", text_format=Order), HealStream[Order])
+    assert_type(
+        client.chat.completions.parse(model="m", messages=[], response_format=Order),
+        Outcome[Order],
+    )
+    aclient = healjson.wrap(openai.AsyncOpenAI(api_key="x"))
+    pending = aclient.responses.create(model="m", input="x", response_model=Order)
+    _ = assert_type(pending, Coroutine[Any, Any, Outcome[Order]])
+    pending.close()
+    assert_type(
+        aclient.responses.stream(model="m", input="x", text_format=Order), AsyncHealStream[Order]
+    )

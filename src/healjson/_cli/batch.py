@@ -28,6 +28,7 @@ from .batch_api import BatchApiOptions, batch_api_command
 from .endpoint import endpoint_from_options
 from .loading import load_setup
 from .options import (
+    EndpointChoice,
     JsonModeChoice,
     ProviderChoice,
     api_key_option,
@@ -206,6 +207,15 @@ def batch(
             rich_help_panel="Batch API",
         ),
     ] = 3,
+    batch_endpoint: Annotated[
+        EndpointChoice,
+        typer.Option(
+            "--endpoint",
+            help="--batch-api (openai): the endpoint the batch's lines name: chat "
+            "(/v1/chat/completions) or responses (/v1/responses).",
+            rich_help_panel="Batch API",
+        ),
+    ] = EndpointChoice.CHAT,
 ) -> None:
     """Heal every prompt of INPUT.jsonl through an OpenAI-compatible endpoint into OUT.
 
@@ -230,9 +240,10 @@ def batch(
         raise typer.BadParameter(
             f"{type(exc).__name__}: {exc}", param_hint="'--contracts'"
         ) from exc
-    if (status or cancel or not wait) and not batch_api:
+    if (status or cancel or not wait or batch_endpoint != EndpointChoice.CHAT) and not batch_api:
         raise typer.BadParameter(
-            "--status, --cancel and --no-wait go with --batch-api", param_hint="'--batch-api'"
+            "--status, --cancel, --no-wait and --endpoint go with --batch-api",
+            param_hint="'--batch-api'",
         )
     if batch_api:
         if retry or retry_failed or stop_after is not None:
@@ -256,6 +267,7 @@ def batch(
             full=full,
             status=status,
             cancel=cancel,
+            endpoint=batch_endpoint.value,
         )
         batch_api_command(input_path, out, setup, policy, options)
         return

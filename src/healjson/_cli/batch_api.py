@@ -39,6 +39,7 @@ class BatchApiOptions:
     full: bool
     status: bool
     cancel: bool
+    endpoint: str = "chat"
 
 
 def batch_api_command(
@@ -73,6 +74,7 @@ def batch_api_command(
             "ledger": ledger,
             "full": options.full,
             "resubmits": options.resubmits,
+            "endpoint": options.endpoint,
         }
         with client:  # its connections closed when the run ends
             if options.cancel:

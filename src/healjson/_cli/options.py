@@ -13,6 +13,7 @@ from typing import Any
 import typer
 
 __all__ = [
+    "EndpointChoice",
     "JsonModeChoice",
     "ProviderChoice",
     "api_key_option",
@@ -34,6 +35,13 @@ class JsonModeChoice(enum.StrEnum):
     JSON_SCHEMA = "json_schema"
     JSON_OBJECT = "json_object"
     PROMPT = "prompt"
+
+
+class EndpointChoice(enum.StrEnum):
+    """`batch --batch-api --endpoint`: the OpenAI endpoint a batch's lines name."""
+
+    CHAT = "chat"
+    RESPONSES = "responses"
 
 
 class ProviderChoice(enum.StrEnum):

@@ -16,7 +16,7 @@ from typing import Any
 from healjson._core.registry import register
 from healjson._core.wire import WireFormat
 
-from . import anthropic_messages, gemini_generate, openai_chat
+from . import anthropic_messages, gemini_generate, openai_chat, openai_responses
 
 __all__ = ["BATCH", "FORMATS", "BatchLines"]
 
@@ -24,6 +24,7 @@ __all__ = ["BATCH", "FORMATS", "BatchLines"]
 # which any `content` makes, comes last)
 FORMATS: tuple[WireFormat, ...] = (
     openai_chat.FORMAT,
+    openai_responses.FORMAT,  # before Anthropic's: its events have a string `type` too
     anthropic_messages.FORMAT,
     gemini_generate.FORMAT,
     openai_chat.MESSAGE,
@@ -46,4 +47,5 @@ class BatchLines:
 BATCH: Mapping[str, BatchLines] = {
     "openai": BatchLines(openai_chat.batch_body, openai_chat.batch_line),
     "anthropic": BatchLines(anthropic_messages.batch_body, anthropic_messages.batch_line),
+    "openai_responses": BatchLines(openai_responses.batch_body, openai_responses.batch_line),
 }

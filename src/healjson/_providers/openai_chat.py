@@ -374,13 +374,16 @@ def constrains_one_value(params: Mapping[str, Any]) -> bool:
 
 
 def is_format_rejection(exc: BaseException) -> bool:
-    """True for an HTTP 400 whose error names `response_format` (the tier is unsupported)."""
+    """True for an HTTP 400 whose error names `response_format` (the tier is unsupported), or
+    the Responses API's `text.format`."""
     if getattr(exc, "status_code", None) != 400:
         return False
-    if getattr(exc, "param", None) == "response_format":
+    param = getattr(exc, "param", None)
+    if param == "response_format" or (isinstance(param, str) and param.startswith("text.format")):
         return True
     text = str(getattr(exc, "message", "") or exc).lower()
-    return "response_format" in text or "json_schema" in text or "json_object" in text
+    return any(name in text for name in ("response_format", "json_schema", "json_object",
+                                         "text.format"))  # fmt: skip
 
 
 # --- the Batch API's lines -------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 Without `response_model` every call passes straight through to the wrapped client (same return
 type, streaming included); every other attribute delegates to it. With `response_model=M`,
-`chat.completions.create` returns `Outcome[M]` and never raises at call time. Sync and async
+`chat.completions.create` (and `chat.completions.parse(response_format=M)`) returns
+`Outcome[M]` and never raises at call time; `responses` heals the Responses API the same way
+(`_responses`). Sync and async
 clients share one engine (`Healer`), one format negotiation and one adapter (`_base`); this
 module says only how a request reaches `chat.completions.create` and how its answer is read.
 
@@ -21,14 +23,39 @@ from healjson._core.policy import HealPolicy
 from healjson._core.reply import SDK_COMPLETIONS
 from healjson._core.stream.run import is_stream
 
-from ._base import Exchange, HealingAdapter, NotACompletion, Send, ShapeCheck, is_async_client
+from ._base import (
+    UNSET,
+    Completions,
+    Exchange,
+    HealingAdapter,
+    NotACompletion,
+    Send,
+    ShapeCheck,
+    is_async_client,
+)
 from ._format import FormatState, check_mode
+from ._responses import Responses
 
 __all__ = ["HealingClient", "NotACompletion"]
 
 
+class OpenAICompletions(Completions):
+    """`chat.completions` of a wrapped OpenAI client: `create` and `parse` heal."""
+
+    def parse(self, *args: Any, response_format: Any = UNSET, **kwargs: Any) -> Any:
+        """`chat.completions.parse`; with a type as `response_format` (a pydantic model, ...)
+        it is `create(response_model=response_format, ...)`: `Outcome[M]`, healed."""
+        if response_format is UNSET or isinstance(response_format, dict):
+            if response_format is not UNSET:
+                kwargs["response_format"] = response_format
+            return self._core.wrapped.chat.completions.parse(*args, **kwargs)
+        return self.create(*args, response_model=response_format, **kwargs)
+
+
 class HealingClient(HealingAdapter):
     """Wraps `openai.OpenAI` or `openai.AsyncOpenAI`; see `healjson.wrap`."""
+
+    completions_type = OpenAICompletions
 
     def __init__(
         self,
@@ -39,6 +66,7 @@ class HealingClient(HealingAdapter):
     ) -> None:
         super().__init__(client, policy=policy)
         self._tiers = FormatState(check_mode(json_mode))
+        self.responses = Responses(self)
 
     @property
     def format(self) -> FormatState:

@@ -28,6 +28,7 @@ from typing import Any, Final, Literal, Protocol
 
 from healjson._providers import BATCH
 from healjson._providers.openai_chat import BATCH_ENDPOINT
+from healjson._providers.openai_responses import BATCH_ENDPOINT as RESPONSES_ENDPOINT
 
 from .result_lines import (
     Result,
@@ -111,11 +112,13 @@ class _OpenAI:
     max_bytes = 200 * 1024 * 1024
     endpoint = BATCH_ENDPOINT
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, endpoint: str = BATCH_ENDPOINT) -> None:
         self.client = client
+        self.endpoint = endpoint
+        self._lines = BATCH["openai_responses" if endpoint == RESPONSES_ENDPOINT else self.name]
 
     def request_line(self, custom_id: str, body: Mapping[str, Any]) -> bytes:
-        return _encoded(BATCH[self.name].line(custom_id, body))
+        return _encoded(self._lines.line(custom_id, body))
 
     def upload(self, lines: Sequence[bytes], name: str) -> str | None:
         data = b"".join(lines)
@@ -250,9 +253,15 @@ def _encoded(line: Mapping[str, Any]) -> bytes:
     return (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
 
 
-def openai_provider(client: Any) -> Provider:
-    """The Batch API of an `openai.OpenAI` client."""
-    return _OpenAI(client)
+ENDPOINTS: Final = {"chat": BATCH_ENDPOINT, "responses": RESPONSES_ENDPOINT}
+"""The OpenAI endpoints a batch's lines may name, by the name `run_batch_api` takes."""
+
+
+def openai_provider(client: Any, endpoint: str = "chat") -> Provider:
+    """The Batch API of an `openai.OpenAI` client, its lines for `endpoint` (`ENDPOINTS`)."""
+    if endpoint not in ENDPOINTS:
+        raise ValueError(f"endpoint must be one of {', '.join(ENDPOINTS)}; got {endpoint!r}")
+    return _OpenAI(client, ENDPOINTS[endpoint])
 
 
 def anthropic_provider(client: Any) -> Provider:

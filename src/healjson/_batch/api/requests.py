@@ -20,6 +20,7 @@ from healjson._core.effects import ModelCall
 from healjson._core.target import Target
 from healjson._providers import BATCH
 from healjson._providers.openai_chat import JsonMode
+from healjson._providers.openai_responses import BATCH_ENDPOINT as RESPONSES_ENDPOINT
 
 __all__ = ["custom_id", "parse_custom_id", "request_body"]
 
@@ -37,8 +38,14 @@ def parse_custom_id(text: str) -> tuple[int, int] | None:
 
 
 def request_body(
-    provider: str, call: ModelCall, target: Target[Any], mode: JsonMode
+    provider: str,
+    call: ModelCall,
+    target: Target[Any],
+    mode: JsonMode,
+    endpoint: str | None = None,
 ) -> dict[str, Any]:
-    """The request `call` stands for, as the provider's batch line body."""
+    """The request `call` stands for, as the provider's batch line body (for OpenAI's
+    `/v1/responses` `endpoint`: the messages as `input`, the JSON tier as `text.format`)."""
     messages = [dict(message) for message in call.messages]
-    return BATCH[provider].body(mode, target, messages, call.params)
+    lines = "openai_responses" if endpoint == RESPONSES_ENDPOINT else provider
+    return BATCH[lines].body(mode, target, messages, call.params)

@@ -472,7 +472,8 @@ class Runner:
         )
         if not isinstance(step, ModelCall):
             return step
-        body = request_body(self.provider.name, step, self.healer.target, self.json_mode)
+        endpoint = getattr(self.provider, "endpoint", None)
+        body = request_body(self.provider.name, step, self.healer.target, self.json_mode, endpoint)
         return self.provider.request_line(custom_id(row.seq, row.round), body)
 
     def _metadata(self, part: Part) -> dict[str, str]:

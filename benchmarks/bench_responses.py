@@ -1,0 +1,191 @@
+"""Benchmark the client-side cost of healed Responses calls on the happy path, against the SDK.
+
+Run from the repository root:
+
+    .venv/bin/python benchmarks/bench_responses.py [--pairs N]
+
+Every call goes over real HTTP to the scripted server running in a separate process (replying
+a valid `Order` as the response's `output_text`), so this process measures only the client.
+Contenders, both with `max_retries=0`, the same model, input and `text.format`:
+
+- A (baseline): `OpenAI().responses.create(..., text={"format": <strict json_schema>})` then
+  `Order.model_validate_json(response.output_text)` (the format is the one healjson sends,
+  from the same cache: the two requests carry the same fields and values);
+- B: `healjson.wrap(OpenAI()).responses.create(response_model=Order, ...)`.
+
+A and B run call by call, `--pairs` pairs, the order alternating per pair, after a warm-up;
+`gc.collect()` before each pair. The verdict is the median of the per-pair ratios of the client
+process's CPU time (`time.process_time_ns`). Then the same two against a stub client whose
+`responses.create` returns a prebuilt `Response` (no SDK request, no socket): healjson's own CPU
+per call, free of the HTTP path's noise (STUB_ROUNDS rounds of STUB_CALLS calls, the medians).
+Results are printed and written to `benchmarks/results/responses.md`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import openai
+from openai.types.responses import Response
+
+import healjson
+from _machine import machine, publish, stamp, table
+from bench_overhead import EXPECTED, MODEL_NAME, Order, ServerProcess
+from healjson._providers.openai_responses import text_format
+from healjson.adapters._format import strict_format
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results" / "responses.md"
+WARMUP = 100
+STUB_ROUNDS = 10
+STUB_CALLS = 2_000
+INPUT = "Extract the order ORD-204518 as JSON."
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=2_000)
+    pairs = parser.parse_args().pairs
+    with tempfile.TemporaryDirectory() as tmp:
+        server = ServerProcess([EXPECTED.model_dump_json()], Path(tmp), "responses")
+        try:
+            cpu = measure(server.base_url, pairs)
+        finally:
+            server.stop()
+    stub = measure_stub()
+    ratios = [b / a for a, b in zip(cpu["A"], cpu["B"], strict=True)]
+    median = statistics.median(ratios)
+    q1, _, q3 = statistics.quantiles(ratios, n=4)
+    rows = [
+        ["A: bare SDK + model_validate_json", f"{statistics.median(cpu['A']) / 1e3:,.1f} µs", "1"],
+        [
+            "B: healjson.wrap responses.create",
+            f"{statistics.median(cpu['B']) / 1e3:,.1f} µs",
+            f"{median:.3f}x (IQR {q1:.3f}-{q3:.3f})",
+        ],
+    ]
+    lines = [
+        "# Healed Responses calls: client CPU per call on the happy path",
+        "",
+        "",
+        *stamp(),
+        *machine(),
+        "",
+        f"{pairs} A/B pairs over HTTP, call by call; the median of the per-pair CPU ratios.",
+        "",
+        *table(["contender", "CPU per call (median)", "B / A"], rows),
+        "",
+        f"Against a stub client (a prebuilt `Response`, no HTTP), {STUB_ROUNDS} rounds of "
+        f"{STUB_CALLS} calls: `model_validate_json` alone {stub['A']:,.1f} µs per call, "
+        f"the healed call {stub['B']:,.1f} µs: healjson's own CPU is "
+        f"{stub['B'] - stub['A']:,.1f} µs per call beyond the validation.",
+        "",
+    ]
+    publish(lines, RESULTS)
+    return 0
+
+
+def measure(base_url: str, pairs: int) -> dict[str, list[float]]:
+    bare = openai.OpenAI(base_url=base_url, api_key="sk-bench", max_retries=0)
+    healed = healjson.wrap(openai.OpenAI(base_url=base_url, api_key="sk-bench", max_retries=0))
+    text = {"format": text_format(strict_format(Order))}
+
+    def a() -> Any:
+        response = bare.responses.create(model=MODEL_NAME, input=INPUT, text=text)
+        return Order.model_validate_json(response.output_text)
+
+    def b() -> Any:
+        return healed.responses.create(model=MODEL_NAME, input=INPUT, response_model=Order)
+
+    assert a() == EXPECTED == b().value
+    for _ in range(WARMUP):
+        a()
+        b()
+    cpu: dict[str, list[float]] = {"A": [], "B": []}
+    for index in range(pairs):
+        order = (("A", a), ("B", b)) if index % 2 == 0 else (("B", b), ("A", a))
+        gc.collect()
+        for name, call in order:
+            start = time.process_time_ns()
+            call()
+            cpu[name].append(time.process_time_ns() - start)
+    return cpu
+
+
+def measure_stub() -> dict[str, float]:
+    """healjson's own CPU per call against a client that returns a prebuilt `Response`."""
+    answer = EXPECTED.model_dump_json()
+    response = Response.model_validate(
+        {
+            "id": "resp_stub",
+            "object": "response",
+            "created_at": 0,
+            "status": "completed",
+            "model": MODEL_NAME,
+            "output": [
+                {
+                    "id": "msg_stub",
+                    "type": "message",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [
+                        {
+                            "type": "output_text",
+                            "text": answer,
+                            "annotations": [],
+                        }
+                    ],
+                }
+            ],
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "usage": {
+                "input_tokens": 50,
+                "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+                "output_tokens": 80,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": 130,
+            },
+        }
+    )
+
+    class Stub:
+        class responses:  # the SDK's attribute name
+            @staticmethod
+            def create(**request: Any) -> Response:
+                return response
+
+        class chat:
+            class completions:
+                create = staticmethod(lambda **request: None)  # what `wrap` looks for
+
+    healed = healjson.wrap(Stub())
+
+    def a() -> Any:
+        return Order.model_validate_json(response.output_text)
+
+    def b() -> Any:
+        return healed.responses.create(model=MODEL_NAME, input=INPUT, response_model=Order)
+
+    assert a() == b().value
+    found: dict[str, list[float]] = {"A": [], "B": []}
+    for _ in range(STUB_ROUNDS):
+        for name, call in (("A", a), ("B", b)):
+            gc.collect()
+            start = time.process_time_ns()
+            for _ in range(STUB_CALLS):
+                call()
+            found[name].append((time.process_time_ns() - start) / STUB_CALLS / 1e3)
+    return {name: statistics.median(values) for name, values in found.items()}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,457 @@
+"""OpenAI's Responses API: what its replies, its stream events and its requests mean.
+
+A reply (`Response`, the SDK's object or its JSON) is read from its `output` items: `message`
+items' `output_text` parts are the answer (when the items carry a `phase`, only the
+`final_answer` ones: `commentary` is set aside with the reasoning), `refusal` parts the refusal,
+`reasoning` items (their summary or text) the reasoning, `function_call` items the tool calls.
+`status: incomplete` is a token cut (`length`, reason `max_output_tokens`) or a `content_filter`;
+`status: failed` (and a stream's `response.failed` or `error` event) is the provider's failure,
+raised as `ResponseFailed` (the run degrades with `api_error`, the API's message kept). Usage:
+`input_tokens` (cached ones included: `input_tokens_details.cached_tokens`, cache writes
+`cache_write_tokens`), `output_tokens` (reasoning included:
+`output_tokens_details.reasoning_tokens`).
+
+The healer works on chat-style messages: `Conversation` turns a call's `instructions` and
+`input` into them, and each request the engine makes back into a Responses request, keeping the
+caller's `instructions` and `input` as written (see `Conversation.request`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from typing import Any, Final
+
+from pydantic import BaseModel
+
+from healjson._core.effects import ProviderError
+from healjson._core.reply import Reply, ToolCall, Usage
+from healjson._core.stream.chunks import Delta
+from healjson._core.wire import WireFormat
+
+from .openai_chat import batch_body as chat_batch_body
+
+__all__ = [
+    "Conversation",
+    "ResponseFailed",
+    "is_response",
+    "read_event",
+    "read_response",
+    "set_commentary_aside",
+    "text_format",
+]
+
+_INCOMPLETE: Final = {"max_output_tokens": "length", "content_filter": "content_filter"}
+_EMPTY: Final = Delta()
+
+
+class ResponseFailed(ProviderError, TypeError):
+    """A response whose `status` is `failed` (or a stream's `error` event): the provider's
+    failure, with the API's message. A `TypeError` too: what the readers' callers already
+    treat as a call that gave no reply."""
+
+
+# pydantic classes seen (the SDK's): read by attribute without the slow `isinstance` check
+_MODELS: set[type] = set()
+
+
+def _get(obj: Any, name: str) -> Any:
+    kind = type(obj)
+    if kind is dict:
+        return obj.get(name)
+    if kind in _MODELS:
+        return getattr(obj, name, None)
+    if isinstance(obj, BaseModel):
+        if len(_MODELS) < 256:
+            _MODELS.add(kind)
+        return getattr(obj, name, None)
+    if not isinstance(obj, Mapping):
+        return getattr(obj, name, None)
+    return obj.get(name)
+
+
+def _str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def is_response(obj: Any) -> bool:
+    """True for a Responses API `response` (object or mapping)."""
+    if _get(obj, "object") == "response":
+        return True
+    return isinstance(_get(obj, "output"), list | tuple) and _get(obj, "status") is not None
+
+
+# -- the reply -------------------------------------------------------------------------------
+
+
+def read_response(obj: Any) -> Reply:
+    """A `Response` as a `Reply` (see the module's docstring); raises `ResponseFailed` for a
+    failed one."""
+    status = _str(_get(obj, "status"))
+    model = _str(_get(obj, "model"))
+    if status == "failed":
+        raise ResponseFailed(_error_text(_get(obj, "error"), "the response failed"))
+    items = _get(obj, "output") or []
+    phased = any(_get(item, "phase") is not None for item in items)
+    texts: list[str] = []
+    refusals: list[str] = []
+    thoughts: list[str] = []
+    calls: list[ToolCall] = []
+    for item in items:
+        kind = _get(item, "type")
+        if kind == "message":
+            aside = phased and _get(item, "phase") != "final_answer"
+            for part in _get(item, "content") or []:
+                if _get(part, "type") == "refusal":
+                    refusals.append(str(_get(part, "refusal") or ""))
+                elif isinstance(text := _get(part, "text"), str):
+                    (thoughts if aside else texts).append(text)
+        elif kind == "reasoning":
+            thoughts += _reasoning_texts(item)
+        elif kind == "function_call":
+            arguments = _get(item, "arguments")
+            name = str(_get(item, "name") or "")
+            calls.append(
+                ToolCall(name, arguments if isinstance(arguments, str) else _dumps(arguments))
+            )
+    refusal = "".join(refusals) if refusals else None
+    return Reply(
+        "".join(texts) if texts else None,
+        _finish(status, _get(obj, "incomplete_details"), bool(calls) and not texts),
+        refusal,
+        usage(_get(obj, "usage"), model),
+        model,
+        "\n\n".join(t for t in thoughts if t) or None,
+        tuple(calls),
+    )
+
+
+def _reasoning_texts(item: Any) -> list[str]:
+    parts = [*(_get(item, "summary") or []), *(_get(item, "content") or [])]
+    return [str(_get(part, "text")) for part in parts if _get(part, "text")]
+
+
+def _finish(status: str | None, details: Any, tool_calls: bool) -> str | None:
+    if status == "completed":
+        return "tool_calls" if tool_calls else "stop"
+    if status == "incomplete":
+        reason = _str(_get(details, "reason")) if details is not None else None
+        return _INCOMPLETE.get(reason or "", reason or "length")
+    return status
+
+
+def _error_text(error: Any, default: str) -> str:
+    message = _str(_get(error, "message")) if error is not None else None
+    code = _str(_get(error, "code")) if error is not None else None
+    text = message or default
+    return f"{code}: {text}" if code else text
+
+
+def usage(raw: Any, model: str | None = None, *, requests: int = 1) -> Usage | None:
+    """The Responses API's usage (input and output tokens, with their details)."""
+    if raw is None:
+        return None
+    prompt, completion = _get(raw, "input_tokens"), _get(raw, "output_tokens")
+    if not isinstance(prompt, int) and not isinstance(completion, int):
+        return None
+    inputs = _get(raw, "input_tokens_details")
+    outputs = _get(raw, "output_tokens_details")
+    return Usage(
+        _int(prompt),
+        _int(completion),
+        reasoning_tokens=_int(_get(outputs, "reasoning_tokens")) if outputs is not None else 0,
+        cache_read_tokens=_int(_get(inputs, "cached_tokens")) if inputs is not None else 0,
+        cache_write_tokens=_int(_get(inputs, "cache_write_tokens")) if inputs is not None else 0,
+        requests=requests,
+        model=model,
+    )
+
+
+def _dumps(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+# -- the stream ------------------------------------------------------------------------------
+
+_TEXT_DELTAS: Final[dict[str, Callable[[str], Delta]]] = {
+    "response.output_text.delta": lambda piece: Delta(text=piece),
+    "response.refusal.delta": lambda piece: Delta(refusal=piece),
+    "response.function_call_arguments.delta": lambda piece: Delta(tool_arguments=piece),
+    "response.reasoning_summary_text.delta": lambda piece: Delta(reasoning=piece),
+    "response.reasoning_text.delta": lambda piece: Delta(reasoning=piece),
+}
+_ENDS: Final = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+def read_event(event: Any, kind: str) -> Delta | None:
+    """The `Delta` of a Responses stream event of type `kind`; None when `kind` is not one
+    (the text of commentary items is read as answer text here: `set_commentary_aside` tells
+    them apart, keeping the items' phases)."""
+    make = _TEXT_DELTAS.get(kind)
+    if make is not None:
+        piece = _get(event, "delta")
+        return make(piece) if isinstance(piece, str) else _EMPTY
+    if not kind.startswith("response."):
+        if kind == "error" and (
+            _get(event, "sequence_number") is not None or isinstance(_get(event, "message"), str)
+        ):
+            raise ResponseFailed(_error_text(_get(event, "error") or event, "the stream failed"))
+        return None
+    if kind == "response.output_item.added":
+        item = _get(event, "item")
+        if _get(item, "type") == "function_call":
+            return Delta(tool_name=_str(_get(item, "name")))
+        return _EMPTY
+    if kind in _ENDS:
+        reply = read_response(_get(event, "response") or {})
+        return Delta(finish_reason=reply.finish_reason, usage=reply.usage, model=reply.model)
+    if kind == "response.created":
+        return Delta(model=_str(_get(_get(event, "response"), "model")))
+    return _EMPTY
+
+
+def set_commentary_aside(
+    events: Iterator[Any], seen: Callable[[str], None] | None = None
+) -> Iterator[Any]:
+    """A stream's events with the text of `commentary` message items as reasoning; `seen`
+    gets the response's id when the stream names it. Closing it closes `events`."""
+    aside: set[Any] = set()
+    try:
+        for event in events:
+            yield _phased(event, aside, seen)
+    finally:
+        _close(events)
+
+
+async def aset_commentary_aside(
+    events: Any, seen: Callable[[str], None] | None = None
+) -> AsyncIterator[Any]:
+    """`set_commentary_aside` for an async stream."""
+    aside: set[Any] = set()
+    try:
+        async for event in events:
+            yield _phased(event, aside, seen)
+    finally:
+        close = getattr(events, "close", None) or getattr(events, "aclose", None)
+        if callable(close):
+            result = close()
+            if hasattr(result, "__await__"):
+                await result
+
+
+def _phased(event: Any, aside: set[Any], seen: Callable[[str], None] | None) -> Any:
+    kind = _get(event, "type")
+    if kind == "response.output_text.delta" and _get(event, "item_id") in aside:
+        piece = _get(event, "delta")
+        return Delta(reasoning=piece if isinstance(piece, str) else "")
+    if kind == "response.output_item.added":
+        item = _get(event, "item")
+        if _get(item, "phase") == "commentary":
+            aside.add(_get(item, "id"))
+    elif kind == "response.created" and seen is not None:
+        identity = _get(_get(event, "response"), "id")
+        if isinstance(identity, str):
+            seen(identity)
+    return event
+
+
+def _close(events: Any) -> None:
+    close = getattr(events, "close", None)
+    if callable(close):
+        close()
+
+
+# -- the request -----------------------------------------------------------------------------
+
+_FORMATS: dict[int, tuple[Any, dict[str, Any]]] = {}
+
+
+def text_format(response_format: Any) -> dict[str, Any]:
+    """A chat `response_format` as the Responses API's `text.format` (`json_schema` with its
+    `name`, `schema`, `strict` at the top; `json_object`; `text`)."""
+    cached = _FORMATS.get(id(response_format))
+    if cached is not None and cached[0] is response_format:
+        return cached[1]
+    kind = _get(response_format, "type")
+    if kind == "json_schema":
+        found = {"type": "json_schema", **dict(_get(response_format, "json_schema") or {})}
+    else:
+        found = {"type": str(kind or "text")}
+    if len(_FORMATS) >= 256:
+        _FORMATS.clear()
+    _FORMATS[id(response_format)] = (response_format, found)
+    return found
+
+
+def _item_message(item: Any) -> dict[str, Any]:
+    """An input item as the chat-style message the healer sees (for its sizes and traces)."""
+    kind = _get(item, "type") or "message"
+    if kind == "message":
+        return {"role": str(_get(item, "role") or "user"), "content": _get(item, "content")}
+    role = "tool" if str(kind).endswith("_output") else "assistant"
+    fields = item.model_dump(exclude_none=True) if isinstance(item, BaseModel) else item
+    return {"role": role, "content": _dumps(fields)}
+
+
+_CHAT_LIMITS: Final = ("max_completion_tokens", "max_tokens")
+
+
+class Conversation:
+    """One healed Responses call: the caller's `instructions` and `input` as written, the
+    chat-style `messages` the healer works on, and the requests it makes as Responses ones.
+
+    `previous`: repair through `previous_response_id` (the call must store its responses): a
+    repair request then sends only the messages after the previous answer, chained to the
+    response that gave it; otherwise (the default) every request is stateless, the caller's
+    input followed by the previous answer and the repair message, as on chat.
+    """
+
+    __slots__ = ("input", "instructions", "last_id", "messages", "previous", "text")
+
+    def __init__(
+        self, instructions: Any, input: Any, text: Any = None, *, previous: bool = False
+    ) -> None:
+        self.instructions = instructions
+        self.input = input
+        self.text = text
+        self.previous = previous
+        self.last_id: str | None = None
+        found: list[dict[str, Any]] = []
+        if isinstance(instructions, str) and instructions:
+            found.append({"role": "system", "content": instructions})
+        if isinstance(input, str):
+            found.append({"role": "user", "content": input})
+        elif input is not None:
+            found += (_item_message(item) for item in input)
+        self.messages = found
+
+    def seen(self, response_id: str) -> None:
+        """The id of the response the last request got (for `previous_response_id`)."""
+        self.last_id = response_id
+
+    def request(self, chat: dict[str, Any]) -> dict[str, Any]:
+        """The Responses request for the chat-shaped `chat` (the engine's messages and
+        parameters, `response_format` from the JSON tier; taken apart). The caller's messages
+        are sent as the caller wrote them; messages before them (the JSON tier's instruction)
+        and after them (a repair's previous answer and message) become input messages around
+        them; `max_completion_tokens` / `max_tokens` (the truncation strategy raises one)
+        become `max_output_tokens`."""
+        sent: list[dict[str, Any]] = chat.pop("messages")
+        response_format = chat.pop("response_format", None)
+        for name in _CHAT_LIMITS:
+            if name in chat:
+                limit = chat.pop(name)
+                chat.setdefault("max_output_tokens", limit)
+        if response_format is not None:
+            chat["text"] = {**(self.text or {}), "format": text_format(response_format)}
+        elif self.text is not None:
+            chat["text"] = self.text
+        if self.instructions is not None:
+            chat["instructions"] = self.instructions
+        at = _find(sent, self.messages)
+        if at is None:  # the messages were rewritten: all of them, as messages
+            chat.pop("instructions", None)
+            chat["input"] = [_message(m) for m in sent]
+            return chat
+        before, after = sent[:at], sent[at + len(self.messages) :]
+        if self.previous and self.last_id is not None:
+            answered = [i for i, m in enumerate(after) if m.get("role") == "assistant"]
+            if answered:
+                chat["previous_response_id"] = self.last_id
+                chat["input"] = [_message(m) for m in after[answered[-1] + 1 :]]
+                return chat
+        if not before and not after:
+            chat["input"] = self.input
+            return chat
+        own = self.input
+        items = [{"role": "user", "content": own}] if isinstance(own, str) else list(own or ())
+        chat["input"] = [*map(_message, before), *items, *map(_message, after)]
+        return chat
+
+
+def _message(message: Mapping[str, Any]) -> dict[str, Any]:
+    role = message.get("role")
+    return {"role": role if role in ("user", "assistant", "system", "developer") else "user",
+            "content": message.get("content") or ""}  # fmt: skip
+
+
+def _find(sent: Sequence[Mapping[str, Any]], own: Sequence[Mapping[str, Any]]) -> int | None:
+    """Where `own` stands in `sent`, as a run of equal messages (None: it does not)."""
+    width = len(own)
+    for at in range(len(sent) - width + 1):
+        if all(sent[at + i] == own[i] for i in range(width)):
+            return at
+    return None
+
+
+# -- the format, as the core's registry sees it -----------------------------------------------
+
+
+def _reads_dict(obj: Mapping[str, Any]) -> bool:
+    return is_response(obj)
+
+
+def _reads_chunk(chunk: Any) -> bool:
+    kind = _get(chunk, "type")
+    if not isinstance(kind, str):
+        return False
+    if kind.startswith("response."):
+        return True
+    return kind == "error" and (
+        _get(chunk, "sequence_number") is not None or isinstance(_get(chunk, "message"), str)
+    )
+
+
+def _read_chunk(chunk: Any) -> Delta:
+    return read_event(chunk, str(_get(chunk, "type"))) or _EMPTY
+
+
+def _token_limit(params: Mapping[str, Any]) -> tuple[str, Any] | None:
+    return (
+        ("max_output_tokens", params["max_output_tokens"])
+        if "max_output_tokens" in params
+        else None
+    )
+
+
+def _with_token_limit(params: Mapping[str, Any], n: int) -> dict[str, Any]:
+    return {**params, "max_output_tokens": n}
+
+
+FORMAT = WireFormat(
+    "openai_responses",
+    is_response,
+    read_response,
+    reads_dict=_reads_dict,
+    reads_chunk=_reads_chunk,
+    read_chunk=_read_chunk,
+    token_limit=_token_limit,
+    with_token_limit=_with_token_limit,
+    sdk_creates=(("openai.resources.responses.responses", ("Responses", "AsyncResponses")),),
+    error_packages=frozenset({"openai"}),
+)
+
+
+# -- the Batch API's lines ----------------------------------------------------------------------
+
+BATCH_ENDPOINT: Final = "/v1/responses"
+
+
+def batch_body(
+    mode: Any, target: Any, messages: Sequence[dict[str, Any]], params: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A request as a `/v1/responses` batch line's body: the chat body's messages as `input`,
+    its JSON tier as `text.format`."""
+    return Conversation(None, None).request(chat_batch_body(mode, target, messages, params))
+
+
+def batch_line(custom_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """One line of a Batch API input file for `/v1/responses`."""
+    return {"custom_id": custom_id, "method": "POST", "url": BATCH_ENDPOINT, "body": body}

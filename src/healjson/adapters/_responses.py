@@ -1,0 +1,182 @@
+"""`wrap(OpenAI()).responses`: the Responses API, healed.
+
+`create(..., response_model=M)` and `parse(..., text_format=M)` return `Outcome[M]`;
+`create(..., response_model=M, stream=True)` and `stream(..., text_format=M)` a `HealStream[M]`
+(`AsyncHealStream[M]` for an async client); without `response_model` / `text_format` each call
+passes through to the wrapped client. The JSON tiers are chat's, as `text.format` (strict
+`json_schema`, `json_object`, the schema in the prompt), stepped down on an HTTP 400 naming it.
+
+Repairs (`repair_via`):
+
+- `"input"` (the default): stateless, as on chat: each repair sends the caller's `instructions`
+  and `input`, the previous answer and the repair message. Works with `store=False`, zero data
+  retention and any replay; the whole conversation is sent each time.
+- `"previous_response_id"` (needs `store=True`): a repair sends only the repair message,
+  chained to the response that gave the answer being repaired: less sent on the wire, and a
+  reasoning model keeps its reasoning items; the provider still bills the chained input as
+  input tokens, and the repair depends on the stored response (it must not have been deleted
+  or expired).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
+
+from healjson._core.contracts import Contract
+from healjson._core.policy import HealPolicy
+from healjson._core.redact import secrets_scope
+from healjson._core.stream.run import is_stream, stream_async, stream_sync
+from healjson._providers.openai_responses import (
+    Conversation,
+    ResponseFailed,
+    aset_commentary_aside,
+    is_response,
+    read_response,
+    set_commentary_aside,
+)
+
+from ._base import UNSET, Exchange, NotACompletion, _async_call, _sync_call
+from ._format import check_mode
+
+__all__ = ["REPAIRS", "Responses"]
+
+REPAIRS: Final = ("input", "previous_response_id")
+_DEFAULT_POLICY = HealPolicy()
+
+
+class _Read(Exchange):
+    """A Responses call's answer: a `response` (its id noted, read into a `Reply` here), or a
+    stream of events (read with commentary set aside); anything else, and a failed response,
+    is the provider's failure."""
+
+    __slots__ = ("conversation", "streamed")
+
+    def __init__(self, conversation: Conversation, streamed: bool) -> None:
+        self.conversation = conversation
+        self.streamed = streamed
+
+    def read(self, ok: bool, value: Any) -> tuple[bool, Any]:
+        if not ok:
+            return ok, value
+        if self.streamed and is_stream(value):
+            return ok, value
+        if not is_response(value):
+            return False, NotACompletion(
+                f"the endpoint returned {type(value).__name__}, not a response: "
+                f"{str(value)[:200]!r}"
+            )
+        identity = getattr(value, "id", None) if not isinstance(value, dict) else value.get("id")
+        if isinstance(identity, str):
+            self.conversation.seen(identity)
+        try:
+            return ok, read_response(value)
+        except ResponseFailed as exc:
+            return False, exc
+
+
+class Responses:
+    """An adapter's `responses`: healed `create`, `parse` and `stream`; every other attribute
+    is the wrapped client's."""
+
+    def __init__(self, owner: Any) -> None:
+        self._owner = owner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._owner.wrapped.responses, name)
+
+    def create(
+        self,
+        *args: Any,
+        response_model: Any = UNSET,
+        contracts: Iterable[Contract[Any] | Callable[..., Any]] = (),
+        policy: HealPolicy | None = None,
+        fallback: Any = None,
+        examples: Iterable[Any] = (),
+        context: Mapping[str, Any] | None = None,
+        json_mode: str | None = None,
+        repair_via: str = "input",
+        **kwargs: Any,
+    ) -> Any:
+        """`responses.create`; with `response_model=M` it returns `Outcome[M]` (an awaitable
+        of it for an async client; a healed stream with `stream=True`). `repair_via`: see the
+        module's docstring."""
+        owner = self._owner
+        if response_model is UNSET:
+            return owner.wrapped.responses.create(*args, **kwargs)
+        if args:
+            raise TypeError("responses.create takes keyword arguments only")
+        if repair_via not in REPAIRS:
+            raise ValueError(f"repair_via must be one of {', '.join(REPAIRS)}; got {repair_via!r}")
+        previous = repair_via == "previous_response_id"
+        if previous and kwargs.get("store") is not True:
+            raise ValueError('repair_via="previous_response_id" needs store=True')
+        if kwargs.get("input") is None and kwargs.get("instructions") is None:
+            raise TypeError("responses.create needs input=...")
+        text = kwargs.pop("text", None)
+        conversation = Conversation(
+            kwargs.pop("instructions", None), kwargs.pop("input", None), text, previous=previous
+        )
+        forced = check_mode(json_mode) if json_mode is not None else None
+        own = isinstance(text, Mapping) and "format" in text  # the caller's own format
+        tiers = None if own else owner._tiers
+        chosen = policy or owner.policy or _DEFAULT_POLICY
+        healer = owner._healers.get(response_model, contracts, chosen, fallback, examples)
+        streamed = bool(kwargs.get("stream"))
+        send = _sender(owner, conversation, streamed)
+        messages = conversation.messages
+        if streamed:
+            scope = secrets_scope(owner.wrapped, kwargs)
+            kinds = ("json_schema", "json_object")
+
+            def asks_json() -> bool:  # the tier the call just used (a rejected one stepped down)
+                if own:
+                    return str(text.get("format", {}).get("type")) in kinds
+                return tiers is not None and (forced or tiers.mode) in kinds
+
+            driver = _async_call if owner.is_async else _sync_call
+            call = driver(tiers, forced, healer.target, send)
+            steps = healer._streaming(call, messages, context, kwargs, scope, json_mode=asks_json)
+            return stream_async(*steps) if owner.is_async else stream_sync(*steps)
+        if owner.is_async:
+            call = _async_call(tiers, forced, healer.target, send)
+            return healer._arun_for(owner.wrapped, call, messages, context, kwargs)
+        call = _sync_call(tiers, forced, healer.target, send)
+        return healer._run_for(owner.wrapped, call, messages, context, kwargs)
+
+    def parse(self, *args: Any, text_format: Any = UNSET, **kwargs: Any) -> Any:
+        """`responses.parse`; with `text_format=M` it is `create(response_model=M, ...)`."""
+        if text_format is UNSET:
+            return self._owner.wrapped.responses.parse(*args, **kwargs)
+        return self.create(*args, response_model=text_format, **kwargs)
+
+    def stream(self, *args: Any, text_format: Any = UNSET, **kwargs: Any) -> Any:
+        """`responses.stream`; with `text_format=M` it is `create(response_model=M,
+        stream=True, ...)`: a healed stream."""
+        if text_format is UNSET:
+            return self._owner.wrapped.responses.stream(*args, **kwargs)
+        return self.create(*args, response_model=text_format, stream=True, **kwargs)
+
+
+def _sender(
+    owner: Any, conversation: Conversation, streamed: bool
+) -> Callable[[dict[str, Any]], tuple[Callable[..., Any], dict[str, Any], Exchange]]:
+    exchange = _Read(conversation, streamed)
+    seen = conversation.seen
+
+    def create(**request: Any) -> Any:
+        value = owner.wrapped.responses.create(**request)
+        return set_commentary_aside(value, seen) if is_stream(value) else value
+
+    async def acreate(**request: Any) -> Any:
+        value = await owner.wrapped.responses.create(**request)
+        return aset_commentary_aside(value, seen) if is_stream(value) else value
+
+    method = acreate if owner.is_async else create
+    if not streamed:
+        method = owner.wrapped.responses.create  # nothing to wrap: the SDK's own method
+
+    def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
+        return method, conversation.request(request), exchange
+
+    return send
