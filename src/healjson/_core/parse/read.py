@@ -198,9 +198,13 @@ def _read(ctx: _Context, text: Any, depth: int) -> ParseResult:
 
 def _slow_path(ctx: _Context, text: str) -> ParseResult:
     target = ctx.target
-    body = strip_fences(text)
-    if cut_string(body):  # `"parcel is la`: an opening quote with no closing one
-        fenced: tuple[Flag, ...] = (Flag.CODE_FENCE,) if len(body) != len(text) else ()
+    # `"parcel is la`: the answer opens a string (its first character, or the first of the
+    # fence that opens it) and never closes it: a cut string, never a value. A fence marker
+    # further on (inside a string value) opens no answer.
+    opening = text.lstrip()[:1]
+    body = strip_fences(text) if opening in ("`", "~") else text.strip()
+    if opening in ('"', "`", "~") and cut_string(body):
+        fenced: tuple[Flag, ...] = (Flag.CODE_FENCE,) if opening != '"' else ()
         return _truncated(text, ctx, NOTHING, fenced)
     candidates = find_candidates(text)
     parsed: list[_Parsed] = []
