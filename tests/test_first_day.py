@@ -1,0 +1,173 @@
+"""A user's first day: what installing, wrapping, logging and reading a trace look like."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+from pydantic import BaseModel, Field
+
+import healjson
+import healjson.ray as healjson_ray
+from healjson import Degraded, Healed, Healer, HealPolicy, Violation, contract
+from healjson._extras import missing_extra
+from healjson.testing import ScriptedServer, _schema_data
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Ticket(BaseModel):
+    urgency: int = Field(ge=1, le=5)
+    summary: str
+
+
+@contract(fields=("urgency", "summary"))
+def urgent_explains(ticket: Ticket) -> Violation | None:
+    if ticket.urgency >= 4 and len(ticket.summary) < 10:
+        return Violation("an urgent ticket explains itself", prescription="write 10+ characters")
+    return None
+
+
+GOOD = '{"urgency": 5, "summary": "Order stuck for a week"}'
+TOO_URGENT = '{"urgency": 9, "summary": "Order stuck for a week"}'
+SHORT = '{"urgency": 5, "summary": "help"}'
+
+
+def scripted(*replies: str) -> Any:
+    items = list(replies)
+
+    def call(messages: Any, **params: Any) -> str:
+        return items.pop(0)
+
+    return call
+
+
+# -- installation: openai is required, every other SDK names its extra ---------------------------
+
+
+def test_openai_is_a_required_dependency_and_its_extra_an_empty_alias() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert any(dep.startswith("openai") for dep in project["dependencies"])
+    extras = project["optional-dependencies"]
+    assert extras["openai"] == []
+    assert extras["anthropic"]
+    assert all(
+        not dep.startswith("openai") for name in ("instructor", "anthropic") for dep in extras[name]
+    )
+
+
+def test_missing_extra_names_the_package_and_the_extra() -> None:
+    said = missing_extra("anthropic", "anthropic")
+    assert said == "this needs the anthropic package: pip install 'healjson[anthropic]'"
+
+
+def test_a_missing_anthropic_sdk_names_the_anthropic_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import typer
+
+    from healjson._cli.batch_api import BatchApiOptions, _client
+
+    monkeypatch.setitem(sys.modules, "anthropic", None)  # `import anthropic` raises ImportError
+    options = BatchApiOptions(
+        "anthropic", "m", None, "k", None, None, "json_schema", None, None, 0, 1.0,
+        True, False, False, False,
+    )  # fmt: skip
+    with pytest.raises(typer.BadParameter) as raised:
+        _client(options)
+    assert missing_extra("anthropic", "anthropic") in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("module", "make", "extra"),
+    [
+        ("pyarrow", lambda: healjson_ray.HealReplies(Ticket), "ray"),
+        ("hypothesis", _schema_data.require_hypothesis, "testing"),
+    ],
+)
+def test_a_missing_optional_sdk_names_its_extra(
+    monkeypatch: pytest.MonkeyPatch, module: str, make: Any, extra: str
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(ImportError, match=r"pip install 'healjson\[" + extra + r"\]'"):
+        make()
+
+
+# -- a retry count of another library is a clear TypeError ---------------------------------------
+
+
+@pytest.mark.parametrize("name", ["max_retries", "max_attempts", "retry"])
+def test_a_retry_keyword_on_create_says_to_use_the_policy(name: str) -> None:
+    with ScriptedServer([GOOD]) as server:
+        sdk = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        client = healjson.wrap(sdk)
+        with pytest.raises(TypeError, match=r"policy=HealPolicy\(max_attempts=\.\.\.\)") as raised:
+            client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}], response_model=Ticket,
+                **{name: 3},
+            )  # fmt: skip
+        assert f"{name}=" in str(raised.value)
+        assert server.requests == []  # refused before any call
+        sdk.close()
+
+
+# -- logging by severity --------------------------------------------------------------------------
+
+
+def _events(caplog: pytest.LogCaptureFixture) -> list[tuple[str, int]]:
+    return [(r.healjson_event, r.levelno) for r in caplog.records if r.name == "healjson"]
+
+
+def test_degraded_logs_a_warning_healed_info_attempts_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="healjson")
+    healed = Healer(Ticket, contracts=[urgent_explains]).run(scripted(SHORT, GOOD), "go")
+    assert isinstance(healed, Healed)
+    levels = dict(_events(caplog))
+    assert levels["healjson.healed"] == logging.INFO
+    for name in ("healjson.attempt", "healjson.diagnostic", "healjson.repair_request"):
+        assert levels[name] == logging.DEBUG
+    caplog.clear()
+    policy = HealPolicy(max_attempts=1)
+    degraded = Healer(Ticket, policy=policy).run(scripted(TOO_URGENT), "go")
+    assert isinstance(degraded, Degraded)
+    assert ("healjson.degraded", logging.WARNING) in _events(caplog)
+
+
+def test_at_warning_only_the_degraded_run_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="healjson")
+    Healer(Ticket).run(scripted(GOOD), "go")
+    Healer(Ticket, policy=HealPolicy(max_attempts=1)).run(scripted(TOO_URGENT), "go")
+    assert [("healjson.degraded", logging.WARNING)] == _events(caplog)
+
+
+def test_a_sink_with_info_alone_still_gets_every_event() -> None:
+    class Sink:
+        def __init__(self) -> None:
+            self.events: list[str] = []
+
+        def info(self, event: str, **fields: Any) -> None:
+            self.events.append(event)
+
+    sink = Sink()
+    with healjson.set_logger(sink):
+        Healer(Ticket, policy=HealPolicy(max_attempts=1)).run(scripted(TOO_URGENT), "go")
+    assert sink.events[0] == "healjson.attempt"
+    assert sink.events[-1] == "healjson.degraded"
+
+
+# -- trace labels ---------------------------------------------------------------------------------
+
+
+def test_trace_labels_a_schema_rule_schema_and_a_contract_contract() -> None:
+    schema = Healer(Ticket, policy=HealPolicy(max_attempts=1)).run(scripted(TOO_URGENT), "go")
+    text = schema.trace()
+    assert "- schema: `less_than_equal`" in text
+    assert "contract: `less_than_equal`" not in text
+    broken = Healer(Ticket, contracts=[urgent_explains], policy=HealPolicy(max_attempts=1))
+    text = broken.run(scripted(SHORT), "go").trace()
+    assert "- contract: `urgent_explains`" in text
