@@ -241,7 +241,7 @@ def test_batch_full_rows_render_with_trace(
     assert 2 == rebuilt.calls
 
     one = CliRunner().invoke(app, ["trace", str(out), "--id", "t10"])
-    every = CliRunner().invoke(app, ["trace", str(out)])
+    every = CliRunner().invoke(app, ["trace", str(out), "--all"])
     missing = CliRunner().invoke(app, ["trace", str(out), "--id", "t99"])
 
     assert 0 == one.exit_code
@@ -270,7 +270,7 @@ def test_trace_summarises_rows_without_a_stored_outcome(tmp_path: Path) -> None:
     lines = [json.dumps(healed), "junk", json.dumps(degraded), json.dumps(broken)]
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
-    result = CliRunner().invoke(app, ["trace", str(out)])
+    result = CliRunner().invoke(app, ["trace", str(out), "--all"])
 
     assert 0 == result.exit_code
     assert "- id a: healed in 1 call(s), 9 token(s)" in result.stdout

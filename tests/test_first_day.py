@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import tomllib
@@ -171,3 +172,68 @@ def test_trace_labels_a_schema_rule_schema_and_a_contract_contract() -> None:
     broken = Healer(Ticket, contracts=[urgent_explains], policy=HealPolicy(max_attempts=1))
     text = broken.run(scripted(SHORT), "go").trace()
     assert "- contract: `urgent_explains`" in text
+
+
+# -- `healjson trace` on a many-row file ----------------------------------------------------------
+
+
+def _batch_rows(path: Path) -> Path:
+    from healjson._core.outcome import Healed as HealedOutcome
+
+    healed = Healer(Ticket, contracts=[urgent_explains]).run(scripted(SHORT, GOOD), "go")
+    degraded = Healer(Ticket, policy=HealPolicy(max_attempts=1)).run(scripted(TOO_URGENT), "go")
+    assert isinstance(healed, HealedOutcome)
+    rows = [
+        {"id": "a|1", "ok": True, "attempts": 2, "usage": {"total_tokens": 7},
+         "outcome": healed.to_dict()},
+        {"id": 2, "ok": False, "reason": "max_retries_exceeded", "attempts": 1,
+         "usage": {"total_tokens": 5}, "outcome": degraded.to_dict()},
+        {"id": "c", "ok": False, "reason": "api_error", "attempts": 3, "usage": {}},
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows) + "junk\n", encoding="utf-8")
+    return path
+
+
+def test_trace_of_many_rows_prints_an_index_and_totals(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from healjson._cli import app
+
+    out = _batch_rows(tmp_path / "out.jsonl")
+    result = CliRunner().invoke(app, ["trace", str(out)])
+
+    assert 0 == result.exit_code, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "| id | verdict | calls | reason |"
+    assert "| a\\|1 | healed | 2 |  |" in lines
+    assert "| 2 | degraded | 1 | `max_retries_exceeded` |" in lines
+    assert "| c | degraded | 3 | `api_error` |" in lines
+    assert (
+        "**3 rows**: 1 healed, 2 degraded (max_retries_exceeded 1, api_error 1); "
+        "6 call(s), 12 token(s)."
+    ) in lines
+    assert "--id ID" in result.stdout
+    assert "### id" not in result.stdout  # no trace unless asked
+    assert result.stderr.count("not a JSON line, skipped") == 1
+
+    one = CliRunner().invoke(app, ["trace", str(out), "--id", "2"])
+    assert one.stdout.startswith("### id 2\n")
+    assert "| id |" not in one.stdout
+
+    every = CliRunner().invoke(app, ["trace", str(out), "--all"])
+    assert every.stdout.startswith("| id | verdict")
+    assert "### id a|1" in every.stdout
+    assert "### id 2" in every.stdout
+    assert "- id c: degraded (`api_error`)" in every.stdout
+    assert every.stderr.count("not a JSON line, skipped") == 1  # reported once
+
+
+def test_trace_of_one_row_shows_its_trace_without_an_index(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from healjson._cli import app
+
+    out = tmp_path / "one.jsonl"
+    out.write_text(json.dumps({"id": "x", "ok": True, "attempts": 1}) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["trace", str(out)])
+    assert result.stdout.startswith("- id x: healed in 1 call(s)")
