@@ -237,3 +237,79 @@ def test_trace_of_one_row_shows_its_trace_without_an_index(tmp_path: Path) -> No
     out.write_text(json.dumps({"id": "x", "ok": True, "attempts": 1}) + "\n", encoding="utf-8")
     result = CliRunner().invoke(app, ["trace", str(out)])
     assert result.stdout.startswith("- id x: healed in 1 call(s)")
+
+
+# -- `healjson batch`: an input that is not JSON Lines, options of the other mode ----------------
+
+BATCH_GOOD = '{"urgency": 2, "category": "other", "summary": "a question about an order"}'
+
+
+def _batch(server: ScriptedServer, source: Path, out: Path, *more: str) -> Any:
+    from typer.testing import CliRunner
+
+    from healjson._cli import app
+
+    args = ["batch", str(source), "--out", str(out), "--model", "m"]
+    args += ["--contracts", "support_ticket", "--base-url", server.base_url, "--api-key", "k"]
+    return CliRunner().invoke(app, [*args, *more])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "id,prompt\n1,hello\n2,world\n",
+        '[{"id": 1, "prompt": "a"}, {"id": 2, "prompt": "b"}]\n',
+        '[\n  {"id": 1, "prompt": "a"},\n  {"id": 2, "prompt": "b"}\n]\n',
+        '[\n  {\n    "id": 1,\n    "prompt": "a"\n  }\n]\n',
+    ],
+    ids=["csv", "array-one-line", "array-a-row-per-line", "array-indented"],
+)
+def test_batch_refuses_an_input_that_is_not_json_lines(tmp_path: Path, text: str) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text(text, encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    with ScriptedServer([BATCH_GOOD], repeat=True) as server:
+        result = _batch(server, source, out)
+        assert server.requests == []  # refused before any call
+    assert 2 == result.exit_code
+    assert "is not JSON Lines (one JSON object per line)" in result.output
+    assert not out.exists()
+
+
+def test_batch_keeps_an_input_that_starts_with_a_row(tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": 1, "prompt": "a"}\nnot json\n[1]\n\n', encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    with ScriptedServer([BATCH_GOOD], repeat=True) as server:
+        result = _batch(server, source, out, "--no-progress")
+    assert 0 == result.exit_code, result.output
+    written = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    invalid = [row["id"] for row in written if row.get("reason") == "invalid_input"]
+    assert len(written) == 3
+    assert sorted(invalid) == ["#line-2", "#line-3"]  # the row with id 1 was run
+
+
+@pytest.mark.parametrize(
+    ("more", "named", "mode"),
+    [
+        (["--ledger", "run.sqlite"], "--ledger", "only for --batch-api runs"),
+        (["--provider", "openai"], "--provider", "only for --batch-api runs"),
+        (["--resubmits", "3"], "--resubmits", "only for --batch-api runs"),
+        (["--no-wait"], "--wait/--no-wait", "only for --batch-api runs"),
+        (["--batch-api", "-j", "4"], "--concurrency", "only for runs without --batch-api"),
+        (["--batch-api", "--progress"], "--progress", "only for runs without --batch-api"),
+        (["--batch-api", "--stop-after", "2"], "--stop-after", "only for runs without --batch-api"),
+    ],
+)
+def test_batch_refuses_an_option_of_the_other_mode(
+    tmp_path: Path, more: list[str], named: str, mode: str
+) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": 1, "prompt": "a"}\n', encoding="utf-8")
+    with ScriptedServer([BATCH_GOOD], repeat=True) as server:
+        result = _batch(server, source, tmp_path / "out.jsonl", *more)
+        assert server.requests == []
+    assert 2 == result.exit_code
+    said = " ".join(result.output.replace("│", " ").split())
+    assert named in said
+    assert mode in said
