@@ -324,7 +324,7 @@ def test_killed_batch_resumes_with_one_row_per_id(tmp_path: Path) -> None:
     """After SIGKILL mid-run and a re-run, OUT holds exactly one parseable row per input id."""
     source = write_input(tmp_path / "in.jsonl", range(1, 201))
     out = tmp_path / "out.jsonl"
-    with ScriptedServer([Endpoint(delay_s=0.05)], repeat=True) as server:
+    with ScriptedServer([Endpoint(delay_s=0.02)], repeat=True) as server:
         command = [sys.executable, "-m", "healjson", "batch", str(source), "--out", str(out)]
         command += ["--model", "m", "--response-model", TICKET, "--concurrency", "4"]
         command += ["--base-url", server.base_url, "--api-key", "test", "--no-progress"]
@@ -334,7 +334,7 @@ def test_killed_batch_resumes_with_one_row_per_id(tmp_path: Path) -> None:
             while time.monotonic() < deadline and victim.poll() is None:
                 if out.exists() and out.read_bytes().count(b"\n") >= 20:
                     break
-                time.sleep(0.02)
+                time.sleep(0.005)
             assert victim.poll() is None, victim.stderr.read() if victim.stderr else ""
             victim.send_signal(signal.SIGKILL)
         finally:
