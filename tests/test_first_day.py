@@ -313,3 +313,32 @@ def test_batch_refuses_an_option_of_the_other_mode(
     said = " ".join(result.output.replace("│", " ").split())
     assert named in said
     assert mode in said
+
+
+@pytest.mark.parametrize(
+    ("lines", "refused"),
+    [
+        ([], False),  # an empty file: JSON Lines with no row
+        (["", "   "], False),
+        (["", "a,b", "c,d", '{"id": 1}'], True),  # blank lines do not count
+        (["a,b", *['{"id": 1}'] * 10, *["x"] * 9], False),  # half of the first 20 are rows
+        (["a,b", *["x"] * 10, *['{"id": 1}'] * 30], True),  # only the first 20 are looked at
+        (["\ufeff" + '{"id": 1}', "x", "y"], False),  # a byte-order mark before the first row
+    ],
+)
+def test_not_json_lines_looks_at_the_first_line_and_the_first_twenty(
+    tmp_path: Path, lines: list[str], refused: bool
+) -> None:
+    from healjson._batch.input_file import not_json_lines
+
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    assert (not_json_lines(path) is not None) is refused
+
+
+def test_not_json_lines_of_a_missing_file_is_a_batch_error(tmp_path: Path) -> None:
+    from healjson._batch.input_file import not_json_lines
+    from healjson._batch.rows import BatchError
+
+    with pytest.raises(BatchError, match="cannot read"):
+        not_json_lines(tmp_path / "absent.jsonl")
