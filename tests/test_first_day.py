@@ -342,3 +342,18 @@ def test_not_json_lines_of_a_missing_file_is_a_batch_error(tmp_path: Path) -> No
 
     with pytest.raises(BatchError, match="cannot read"):
         not_json_lines(tmp_path / "absent.jsonl")
+
+
+def test_without_a_handler_a_degraded_run_prints_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No handler anywhere: healjson stays quiet (Python's last-resort handler would print a
+    WARNING on stderr)."""
+    from healjson._core import events
+
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])
+    monkeypatch.setattr(logging.getLogger("healjson"), "handlers", [])
+    run = events.for_run("r")
+    assert run is None or run.logger is None  # (spans only when an OpenTelemetry SDK is set)
+    Healer(Ticket, policy=HealPolicy(max_attempts=1)).run(scripted(TOO_URGENT), "go")
+    assert capsys.readouterr().err == ""
