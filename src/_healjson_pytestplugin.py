@@ -47,9 +47,9 @@ def register_profiles() -> None:
     try:
         from hypothesis import HealthCheck, settings
     except ImportError as exc:
-        raise ImportError(
-            "healjson's hypothesis profiles need hypothesis: pip install 'healjson[testing]'"
-        ) from exc
+        from healjson._extras import missing_extra
+
+        raise ImportError(missing_extra("hypothesis", "testing")) from exc
     slow = [HealthCheck.too_slow]
     settings.register_profile(
         "healjson-ci", max_examples=25, deadline=None, derandomize=True, suppress_health_check=slow

@@ -241,7 +241,7 @@ def test_batch_full_rows_render_with_trace(
     assert 2 == rebuilt.calls
 
     one = CliRunner().invoke(app, ["trace", str(out), "--id", "t10"])
-    every = CliRunner().invoke(app, ["trace", str(out)])
+    every = CliRunner().invoke(app, ["trace", str(out), "--all"])
     missing = CliRunner().invoke(app, ["trace", str(out), "--id", "t99"])
 
     assert 0 == one.exit_code
@@ -270,7 +270,7 @@ def test_trace_summarises_rows_without_a_stored_outcome(tmp_path: Path) -> None:
     lines = [json.dumps(healed), "junk", json.dumps(degraded), json.dumps(broken)]
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
-    result = CliRunner().invoke(app, ["trace", str(out)])
+    result = CliRunner().invoke(app, ["trace", str(out), "--all"])
 
     assert 0 == result.exit_code
     assert "- id a: healed in 1 call(s), 9 token(s)" in result.stdout
@@ -324,7 +324,7 @@ def test_killed_batch_resumes_with_one_row_per_id(tmp_path: Path) -> None:
     """After SIGKILL mid-run and a re-run, OUT holds exactly one parseable row per input id."""
     source = write_input(tmp_path / "in.jsonl", range(1, 201))
     out = tmp_path / "out.jsonl"
-    with ScriptedServer([Endpoint(delay_s=0.05)], repeat=True) as server:
+    with ScriptedServer([Endpoint(delay_s=0.02)], repeat=True) as server:
         command = [sys.executable, "-m", "healjson", "batch", str(source), "--out", str(out)]
         command += ["--model", "m", "--response-model", TICKET, "--concurrency", "4"]
         command += ["--base-url", server.base_url, "--api-key", "test", "--no-progress"]
@@ -334,7 +334,7 @@ def test_killed_batch_resumes_with_one_row_per_id(tmp_path: Path) -> None:
             while time.monotonic() < deadline and victim.poll() is None:
                 if out.exists() and out.read_bytes().count(b"\n") >= 20:
                     break
-                time.sleep(0.02)
+                time.sleep(0.005)
             assert victim.poll() is None, victim.stderr.read() if victim.stderr else ""
             victim.send_signal(signal.SIGKILL)
         finally:

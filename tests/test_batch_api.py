@@ -650,7 +650,7 @@ def expected(plan: list[str], attempts: int, resubmits: int) -> tuple[bool, int,
 
 
 @settings(
-    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     plans=st.lists(st.lists(st.sampled_from(FATES), max_size=4), min_size=1, max_size=6),

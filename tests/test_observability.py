@@ -271,7 +271,7 @@ def test_no_secret_in_spans_or_log_records(
 
 
 def test_stdlib_logging_gets_the_events_with_the_run_id(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="healjson")
+    caplog.set_level(logging.DEBUG, logger="healjson")
     outcome = Healer(Ticket, contracts=[urgent_explains]).run(scripted(SHORT, GOOD), "go")
 
     events = [(r.healjson_event, r.healjson) for r in caplog.records if r.name == "healjson"]

@@ -877,7 +877,7 @@ def test_healjson_batch_rows_and_trace_hide_a_key_the_model_echoes(tmp_path: Any
     assert rows["t1"]["ok"] is True
     assert rows["t2"]["ok"] is False
     assert MARKER in rows["t1"]["value"]["summary"]  # redacted in the row, said so in the docs
-    traced = CliRunner().invoke(app, ["trace", str(out)])
+    traced = CliRunner().invoke(app, ["trace", str(out), "--all"])
     assert traced.exit_code == 0, traced.output
     _assert_hidden(key, {"rows": written, "trace": traced.output, "stdout": result.output})
 

@@ -282,7 +282,7 @@ def test_trace_renders_the_other_rows_and_reports_hostile_lines(
     ]
     out = write_lines(tmp_path / "out.jsonl", lines)
 
-    result = CliRunner().invoke(app, ["trace", str(out)])
+    result = CliRunner().invoke(app, ["trace", str(out), "--all"])
 
     assert 0 == result.exit_code, result.output
     assert "- id a: healed in 1 call(s), 9 token(s)" in result.stdout

@@ -41,6 +41,7 @@ from ._core.outcome import Outcome
 from ._core.policy import HealPolicy
 from ._core.replay import replied
 from ._core.reply import Usage
+from ._extras import require_extra
 from ._ray_rows import (
     OUTCOME_COLUMN,
     REPAIR_COLUMNS,
@@ -166,6 +167,7 @@ class HealBatch:
         request_params: Mapping[str, Any] | None = None,
         context_column: str | None = "context",
     ) -> None:
+        require_extra("pyarrow", "ray")
         is_client = not isinstance(client_factory, type) and hasattr(client_factory, "chat")
         if not callable(client_factory) or is_client:
             raise TypeError(
@@ -369,6 +371,7 @@ class HealReplies:
         include_outcome: bool = False,
         context_column: str | None = "context",
     ) -> None:
+        require_extra("pyarrow", "ray")
         self._config: dict[str, Any] = {
             "response_model": response_model,
             "contracts": tuple(contracts),

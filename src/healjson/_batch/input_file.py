@@ -12,6 +12,12 @@ both are compared by the key `#line-N`, apart from every id an input can give (s
 line without an id never collides with a row that has one. A repeated id is processed once (the
 first line).
 
+A file that is not JSON Lines at all is refused before any row is run (`not_json_lines`): its
+first non-blank line is not a JSON object, and neither are at least half of its first
+`SNIFF_LINES` non-blank lines (a CSV, a JSON array however laid out, plain text). A file that
+starts with a row keeps the per-line rule (its unreadable lines become `invalid_input` rows);
+an empty file is JSON Lines with no row.
+
 Resuming an output written before lines without an id carried `input_line` (their rows were
 `{"id": N, ...}` alone): such a row counts as line N's when the input has no line with the
 explicit id N, else as that line's (so nothing is run twice for it).
@@ -27,7 +33,10 @@ from .json_lines import Line, parse_line, read_lines
 from .messages import row_messages
 from .rows import EXCERPT_CHARS, BatchError, Job, id_key
 
-__all__ = ["input_keys", "read_jobs", "select"]
+__all__ = ["SNIFF_LINES", "input_keys", "not_json_lines", "read_jobs", "select"]
+
+SNIFF_LINES = 20
+"""How many non-blank lines `not_json_lines` looks at."""
 
 
 def read_jobs(path: Path) -> Iterator[Job]:
@@ -42,6 +51,34 @@ def read_jobs(path: Path) -> Iterator[Job]:
                 continue
             bom = line.number == 1 and line.data.startswith(b"\xef\xbb\xbf")
             yield _job(dataclasses.replace(line, data=line.data[3:]) if bom else line)
+
+
+def not_json_lines(path: Path) -> str | None:
+    """Why `path` is not JSON Lines at all (see the module's rule), or None when it may be."""
+    objects = seen = 0
+    try:
+        file = path.open("rb")
+    except OSError as exc:
+        raise BatchError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    with file:
+        for line in read_lines(file):
+            if line.blank:
+                continue
+            seen += 1
+            bom = line.number == 1 and line.data.startswith(b"\xef\xbb\xbf")
+            data, _ = parse_line(dataclasses.replace(line, data=line.data[3:]) if bom else line)
+            if isinstance(data, dict):
+                if seen == 1:
+                    return None
+                objects += 1
+            if seen == SNIFF_LINES:
+                break
+    if seen == 0 or objects * 2 >= seen:
+        return None
+    return (
+        f"{path} is not JSON Lines (one JSON object per line): {seen - objects} of its first "
+        f"{seen} non-blank line(s), the first one among them, are not JSON objects"
+    )
 
 
 def select(path: Path, done: set[str]) -> Iterator[tuple[str, Job]]:

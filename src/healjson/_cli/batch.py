@@ -52,6 +52,7 @@ RETRY_FAILED = ENDPOINT_FAILURES  # `batch --retry-failed`: the rows the endpoin
 
 
 def batch(
+    ctx: typer.Context,
     input_path: Annotated[
         Path,
         typer.Argument(
@@ -227,6 +228,7 @@ def batch(
     when every row sent failed on the endpoint, or when --stop-after stopped the run; 2 on
     usage errors.
     """
+    from healjson._batch.input_file import not_json_lines
     from healjson._batch.rows import BatchError
     from healjson._batch.run import Batch, openai_healer
     from healjson._core.healer import Healer
@@ -240,17 +242,14 @@ def batch(
         raise typer.BadParameter(
             f"{type(exc).__name__}: {exc}", param_hint="'--contracts'"
         ) from exc
-    if (status or cancel or not wait or batch_endpoint != EndpointChoice.CHAT) and not batch_api:
-        raise typer.BadParameter(
-            "--status, --cancel, --no-wait and --endpoint go with --batch-api",
-            param_hint="'--batch-api'",
-        )
+    _check_mode(ctx, batch_api)
+    try:
+        problem = not_json_lines(input_path)
+    except BatchError as exc:
+        raise typer.BadParameter(str(exc), param_hint="'INPUT.jsonl'") from exc
+    if problem is not None:
+        raise typer.BadParameter(problem, param_hint="'INPUT.jsonl'")
     if batch_api:
-        if retry or retry_failed or stop_after is not None:
-            raise typer.BadParameter(
-                "--retry, --retry-failed and --stop-after are for runs without --batch-api",
-                param_hint="'--batch-api'",
-            )
         options = BatchApiOptions(
             provider=provider.value,
             model=model,
@@ -344,6 +343,41 @@ def batch(
         raise typer.Exit(1)
     if not stats.complete:
         raise typer.Exit(1)
+
+
+# the options of one mode; given in the other mode, they are refused (whatever their value)
+_BATCH_API_ONLY = (
+    "provider",
+    "ledger",
+    "status",
+    "cancel",
+    "wait",
+    "poll_interval",
+    "max_tokens",
+    "max_requests_per_batch",
+    "resubmits",
+    "batch_endpoint",
+)
+_DIRECT_ONLY = ("concurrency", "progress", "retry", "retry_failed", "stop_after")
+_GIVEN = frozenset({"COMMANDLINE", "ENVIRONMENT"})  # click's ParameterSource names
+
+
+def _check_mode(ctx: typer.Context, batch_api: bool) -> None:
+    """Refuse an option given on the command line (or from the environment) that belongs to the
+    other mode, naming the mode it belongs to."""
+    names = _DIRECT_ONLY if batch_api else _BATCH_API_ONLY
+    given = []
+    for param in ctx.command.params:
+        source = ctx.get_parameter_source(param.name or "")
+        if param.name in names and getattr(source, "name", "DEFAULT") in _GIVEN:
+            given.append("/".join([*param.opts, *param.secondary_opts]))
+    if not given:
+        return
+    if batch_api:
+        said = f"{', '.join(given)}: only for runs without --batch-api (drop --batch-api or them)"
+    else:
+        said = f"{', '.join(given)}: only for --batch-api runs (add --batch-api or drop them)"
+    raise typer.BadParameter(said, param_hint="'--batch-api'")
 
 
 def _os_error(exc: BaseException) -> OSError | None:

@@ -14,6 +14,7 @@ from typing import Any
 import typer
 
 from healjson._core.policy import HealPolicy
+from healjson._extras import missing_extra
 
 from .loading import Setup
 
@@ -109,7 +110,7 @@ def _client(options: BatchApiOptions) -> Any:
             import anthropic
         except ImportError as exc:
             raise typer.BadParameter(
-                "--provider anthropic needs the anthropic package: pip install anthropic",
+                missing_extra("anthropic", "anthropic"),
                 param_hint="'--provider'",
             ) from exc
         key = options.api_key or os.environ.get("ANTHROPIC_API_KEY")

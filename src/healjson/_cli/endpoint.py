@@ -8,6 +8,8 @@ from typing import Any
 
 import typer
 
+from healjson._extras import missing_extra
+
 __all__ = ["Endpoint", "api_key", "endpoint_from_options", "import_openai"]
 
 
@@ -53,9 +55,7 @@ def import_openai() -> Any:
     try:
         import openai
     except ImportError as exc:
-        raise typer.BadParameter(
-            "this needs the openai package: pip install 'healjson[openai]'", param_hint="openai"
-        ) from exc
+        raise typer.BadParameter(missing_extra("openai", "openai"), param_hint="openai") from exc
     return openai
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,19 +23,41 @@ def trace(
             metavar="OUT.jsonl", exists=True, dir_okay=False, help="A `healjson batch` output."
         ),
     ],
-    row_id: Annotated[str | None, typer.Option("--id", help="Only the row with this id.")] = None,
+    row_id: Annotated[
+        str | None, typer.Option("--id", help="Open the row with this id: its full trace.")
+    ] = None,
+    every: Annotated[
+        bool, typer.Option("--all", help="After the index, every row's trace.")
+    ] = False,
 ) -> None:
     """Render the rows of a batch output as Markdown traces.
 
-    Rows written with `batch --full` show the whole self-healing log; others get one summary
-    line. A line that is not a row (not UTF-8, not JSON, nested too deeply, too long, no `id`)
-    is skipped with a note on stderr. Exit code 1 when --id matches no row.
+    A file of more than one row first gets an index (id, verdict, calls, reason) and the
+    totals; `--id ID` opens one row, `--all` adds every row after the index. Rows written with
+    `batch --full` show the whole self-healing log; others get one summary line. A line that is
+    not a row (not UTF-8, not JSON, nested too deeply, too long, no `id`) is skipped with a note
+    on stderr. Exit code 1 when --id matches no row.
     """
+    if row_id is None:
+        entries = [_entry(row) for row in _rows(out)]
+        if len(entries) > 1:
+            echo_markdown(_index(entries, out, every))
+            if not every:
+                return
+        _traces(_rows(out, report=False), None)
+        return
+    if not _traces(_rows(out), row_id):
+        typer.echo(f"no row with id {row_id} in {out}", err=True)
+        raise typer.Exit(1)
+
+
+def _traces(rows: Iterator[dict[str, Any]], row_id: str | None) -> bool:
+    """Print each row's trace (only the row `row_id` when given); whether any was printed."""
     from healjson._core.outcome import outcome_from_dict
     from healjson._core.record import render_markdown
 
     found = False
-    for row in _rows(out):
+    for row in rows:
         if row_id is not None and str(row.get("id")) != row_id:
             continue
         found = True
@@ -48,17 +71,64 @@ def trace(
             echo_markdown(render_markdown(outcome, title=f"id {row.get('id')}"))
         else:
             echo_markdown(_row_summary(row))
-    if row_id is not None and not found:
-        typer.echo(f"no row with id {row_id} in {out}", err=True)
-        raise typer.Exit(1)
+    return found
 
 
-def _rows(path: Path) -> Iterator[dict[str, Any]]:
-    """The rows of an output file; every other line is reported on stderr and skipped."""
+# one index line: id, healed, calls, reason ("" when healed), tokens
+_Entry = tuple[str, bool, int, str, int]
+
+
+def _entry(row: Mapping[str, Any]) -> _Entry:
+    calls = row.get("attempts")
+    usage = row.get("usage")
+    tokens = usage.get("total_tokens") if isinstance(usage, Mapping) else None
+    healed = row.get("ok") is True
+    reason = "" if healed else _shown(row.get("reason") or "unknown")
+    return (
+        _shown(row.get("id")),
+        healed,
+        calls if type(calls) is int else 0,
+        reason,
+        tokens if type(tokens) is int else 0,
+    )
+
+
+def _index(entries: list[_Entry], out: Path, every: bool) -> str:
+    """The index of a many-row file: one table line per row, then the totals."""
+    lines = ["| id | verdict | calls | reason |", "|---|---|---|---|"]
+    for key, healed, calls, reason, _ in entries:
+        verdict = "healed" if healed else "degraded"
+        cells = (_cell(key), verdict, str(calls), f"`{_cell(reason)}`" if reason else "")
+        lines.append(f"| {' | '.join(cells)} |")
+    healed_count = sum(1 for entry in entries if entry[1])
+    reasons = Counter(entry[3] for entry in entries if not entry[1])
+    why = ", ".join(f"{reason} {count}" for reason, count in reasons.most_common())
+    calls = sum(entry[2] for entry in entries)
+    tokens = sum(entry[4] for entry in entries)
+    lines += [
+        "",
+        f"**{len(entries)} rows**: {healed_count} healed, {len(entries) - healed_count} degraded"
+        + (f" ({why})" if why else "")
+        + f"; {calls} call(s), {tokens} token(s).",
+    ]
+    if not every:
+        lines += ["", f"One row's full trace: `healjson trace {out} --id ID` (every row: `--all`)."]
+    return "\n".join([*lines, ""])
+
+
+def _cell(text: str) -> str:
+    """Text for one table cell: on one line, its pipes escaped."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _rows(path: Path, *, report: bool = True) -> Iterator[dict[str, Any]]:
+    """The rows of an output file; every other line is skipped (and reported on stderr)."""
     from healjson._batch.output_file import read_rows
 
     for number, row, problem in read_rows(path):
         if row is None:
+            if not report:
+                continue
             kind = "not a JSON line" if (problem or "").startswith("is not valid JSON") else problem
             typer.echo(f"{path}:{number}: {kind}, skipped", err=True)
         else:

@@ -2,7 +2,10 @@
 
 Quiet by default: nothing is emitted until the application binds a logger with
 `healjson.set_logger(...)`, configures structlog globally (then the `healjson` structlog logger
-is used), or enables the stdlib logger `healjson` for INFO (`logging.basicConfig(level=INFO)`).
+is used), or gives the stdlib logger `healjson` a handler (`logging.basicConfig(...)`).
+Events go out by severity: a degraded run at WARNING, a healed run at INFO, each attempt (its
+local repairs, diagnostics and the repair request that follows) at DEBUG; a structlog-style
+logger without a method for a level gets that event through `.info`.
 Every event carries the run's `run_id` (also on the outcome and in its trace). Fields are flat.
 Credentials never appear: call parameters are not logged at all, model output / prompt text is
 included only with `include_content=True`, and every field passes through the redactor
@@ -116,23 +119,40 @@ def set_logger(logger: Any = None, *, include_content: bool = False) -> Any:
     return change
 
 
-def _emit(logger: Any, event: str, **fields: Any) -> None:
+# severity -> the logger method that sends it
+_METHODS = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warning"}
+
+
+def _emit(logger: Any, level: int, event: str, **fields: Any) -> None:
     try:
-        logger.info(event, **redact_data(fields))
+        send = getattr(logger, _METHODS[level], None) or logger.info
+        send(event, **redact_data(fields))
     except Exception:  # a broken log sink must never break the healing run
         return
 
 
 class _StdlibSink:
-    """The stdlib `logging` logger `healjson` behind the structlog-style `.info(event, **kw)`:
-    the message is the event and its fields as `key=value`; the fields themselves are on the
-    record as `record.healjson` (and the event name as `record.healjson_event`)."""
+    """The stdlib `logging` logger `healjson` behind the structlog-style `.debug` / `.info` /
+    `.warning(event, **kw)`: the message is the event and its fields as `key=value`; the fields
+    themselves are on the record as `record.healjson` (and the event name as
+    `record.healjson_event`)."""
 
     __slots__ = ()
 
+    def debug(self, event: str, **fields: Any) -> None:
+        _log(logging.DEBUG, event, fields)
+
     def info(self, event: str, **fields: Any) -> None:
-        text = " ".join(f"{key}={value!r}" for key, value in fields.items())
-        _STDLIB.info("%s %s", event, text, extra={"healjson": fields, "healjson_event": event})
+        _log(logging.INFO, event, fields)
+
+    def warning(self, event: str, **fields: Any) -> None:
+        _log(logging.WARNING, event, fields)
+
+
+def _log(level: int, event: str, fields: dict[str, Any]) -> None:
+    text = " ".join(f"{key}={value!r}" for key, value in fields.items())
+    extra = {"healjson": fields, "healjson_event": event}
+    _STDLIB.log(level, "%s %s", event, text, extra=extra)
 
 
 _STDLIB = logging.getLogger(LOGGER_NAME)
@@ -143,23 +163,26 @@ def for_run(run_id: str, spec: Any = None) -> RunEvents | None:
     """The events of a run that starts now, or None when nothing would receive them (then the
     run checks nothing more: one look per run, at its start). A logger set with `set_logger`
     wins; else structlog's `healjson` logger when structlog is configured; else the stdlib
-    logger `healjson` when it is enabled for INFO. OpenTelemetry spans and metrics are sent
+    logger `healjson` when it has a handler (its own or an ancestor's: never Python's
+    last-resort stderr) and is enabled for WARNING. OpenTelemetry spans and metrics are sent
     when an OpenTelemetry SDK is configured (`telemetry`)."""
     settings = _SCOPED.get() or _Default.settings
     logger = settings.logger
+    floor = logging.NOTSET
     if logger is None:
         if "structlog" in sys.modules and _structlog_ready():
             import structlog
 
             logger = structlog.get_logger(LOGGER_NAME)
-        elif _STDLIB.isEnabledFor(logging.INFO):
+        elif _STDLIB.isEnabledFor(logging.WARNING) and _STDLIB.hasHandlers():
             logger = _STDLIB_SINK
+            floor = _STDLIB.getEffectiveLevel()  # events below it are not even built
     spans = None
     if "opentelemetry" in sys.modules:  # never imported here: an application that uses it has
         spans = (_Telemetry.module or _Telemetry.load()).for_run(run_id, spec)
     if logger is None and spans is None:
         return None
-    return RunEvents(run_id, logger, settings.include_content, spans)
+    return RunEvents(run_id, logger, settings.include_content, spans, floor)
 
 
 class _Telemetry:
@@ -180,11 +203,20 @@ class RunEvents:
     """One run's events: sent with the logger in effect when the run started, each with the
     run's id, and mirrored as OpenTelemetry spans when a tracer is configured."""
 
-    __slots__ = ("include_content", "logger", "run_id", "spans")
+    __slots__ = ("detail", "include_content", "logger", "run_id", "spans")
 
-    def __init__(self, run_id: str, logger: Any, include_content: bool, spans: Any = None) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        logger: Any,
+        include_content: bool,
+        spans: Any = None,
+        floor: int = logging.NOTSET,
+    ) -> None:
         self.run_id = run_id
         self.logger = logger
+        # the DEBUG events (attempts, diagnostics, repair requests) are built only when sent
+        self.detail = logger if floor <= logging.DEBUG else None
         self.include_content = include_content
         self.spans = spans
 
@@ -198,18 +230,19 @@ class RunEvents:
         if self.spans is not None:
             self.spans.call_started(number, params)
 
-    def _send(self, event: str, **fields: Any) -> None:
+    def _send(self, level: int, event: str, **fields: Any) -> None:
         if self.logger is not None:
-            _emit(self.logger, event, run_id=self.run_id, **fields)
+            _emit(self.logger, level, event, run_id=self.run_id, **fields)
 
     def attempt(self, record: Attempt) -> None:
         """One model call, its local repairs and its diagnostics."""
         if self.spans is not None:
             self.spans.attempt(record)
-        if self.logger is None:
+        if self.detail is None:
             return
         content = {"raw_text": record.raw_text} if self.include_content else {}
         self._send(
+            logging.DEBUG,
             "healjson.attempt",
             attempt=record.number,
             strategy=str(record.strategy),
@@ -228,10 +261,11 @@ class RunEvents:
         )
         if record.flags:
             flags = [str(f) for f in record.flags]
-            self._send("healjson.local_repair", attempt=record.number, flags=flags)
+            self._send(logging.DEBUG, "healjson.local_repair", attempt=record.number, flags=flags)
         for diagnostic in record.diagnostics:
             value = {"value": short_repr(diagnostic.value, 200)} if self.include_content else {}
             self._send(
+                logging.DEBUG,
                 "healjson.diagnostic",
                 attempt=record.number,
                 path=diagnostic.path,
@@ -244,11 +278,12 @@ class RunEvents:
 
     def repair_request(self, number: int, prompt: RepairPrompt) -> None:
         """The request healjson is about to send to repair attempt `number - 1`."""
-        if self.logger is None:
+        if self.detail is None:
             return
         rendered = prompt.render()
         content = {"prompt": rendered} if self.include_content else {}
         self._send(
+            logging.DEBUG,
             "healjson.repair_request",
             attempt=number,
             strategy=str(prompt.strategy),
@@ -266,6 +301,7 @@ class RunEvents:
         if self.spans is not None:
             self.spans.finished(outcome)
         self._send(
+            logging.INFO,
             "healjson.healed",
             calls=outcome.calls,
             max_attempts=outcome.max_attempts,
@@ -283,6 +319,7 @@ class RunEvents:
         if self.spans is not None:
             self.spans.finished(outcome)
         self._send(
+            logging.WARNING,
             "healjson.degraded",
             reason=str(outcome.reason),
             calls=outcome.calls,

@@ -23,7 +23,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Final
 
 from .attempt import Attempt, Reason
-from .diagnostic import Diagnostic, _jsonable, short_repr
+from .diagnostic import Diagnostic, Source, _jsonable, short_repr
 from .flags import Flag
 from .redact import redact_data, redact_text, secrets_scope
 from .repair import _elide
@@ -260,6 +260,11 @@ def _totals(outcome: Outcome[Any]) -> list[str]:
 # -- pieces --------------------------------------------------------------------------------------
 
 
+# what named a diagnostic's rule: a contract (or its crash) says `contract`; any other check
+# (pydantic's schema constraint `less_than_equal`, ...) says its own source (`schema`, ...)
+_RULE_LABELS = {Source.CONTRACT: "contract", Source.CONTRACT_ERROR: "contract"}
+
+
 def _diagnostics(diagnostics: Sequence[Diagnostic], indent: str) -> list[str]:
     lines: list[str] = []
     for diagnostic in diagnostics:
@@ -268,7 +273,8 @@ def _diagnostics(diagnostics: Sequence[Diagnostic], indent: str) -> list[str]:
         lines.append(f"{indent}  - constraint: {_inline(diagnostic.constraint, _LINE_CHARS)}")
         lines.append(f"{indent}  - prescription: {_inline(diagnostic.prescription, _LINE_CHARS)}")
         if diagnostic.rule:
-            lines.append(f"{indent}  - contract: {_code(_inline(diagnostic.rule, 200))}")
+            label = _RULE_LABELS.get(diagnostic.source, str(diagnostic.source))
+            lines.append(f"{indent}  - {label}: {_code(_inline(diagnostic.rule, 200))}")
     return lines
 
 

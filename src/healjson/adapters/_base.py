@@ -59,6 +59,16 @@ UNSET: Any = object()
 
 _DEFAULT_POLICY = HealPolicy()
 
+# retry counts of other libraries: sent to the SDK they would be its bare TypeError
+_RETRY_KEYWORDS = ("max_retries", "max_attempts", "retry")
+
+
+def _retry_keyword(name: str) -> str:
+    return (
+        f"{name}= is not a keyword of create(response_model=...): healjson does the retrying; "
+        "pass policy=HealPolicy(max_attempts=...) (a first attempt and its repairs)"
+    )
+
 
 class NotACompletion(ProviderError):
     """The endpoint answered with something that is not a chat completion (e.g. an HTML page):
@@ -185,6 +195,9 @@ class Completions(CompletionsProxy):
         messages = kwargs.pop("messages", UNSET)
         if messages is UNSET:
             raise TypeError("chat.completions.create needs messages=[...]")
+        for name in _RETRY_KEYWORDS:
+            if name in kwargs:
+                raise TypeError(_retry_keyword(name))
         forced = check_mode(json_mode) if json_mode is not None else None
         chosen = policy or core.policy or _DEFAULT_POLICY
         healer = core.healers.get(response_model, contracts, chosen, fallback, examples)

@@ -17,15 +17,14 @@ from pydantic_core import to_json
 
 from healjson._core.sentinels import NOTHING
 from healjson._core.target import Target, target_for
+from healjson._extras import missing_extra
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
 __all__ = ["as_instance", "from_schema", "require_hypothesis"]
 
-_INSTALL_HINT = (
-    "healjson.testing's property-based kit needs hypothesis: pip install 'healjson[testing]'"
-)
+_INSTALL_HINT = missing_extra("hypothesis", "testing")
 _MAX_DEPTH = 5  # past this depth, generation prefers leaves: null branches, empty lists
 _EXTRA_ITEMS = 5  # lists without maxItems get at most minItems + this many items
 
