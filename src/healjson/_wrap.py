@@ -147,7 +147,10 @@ def wrap(
 @overload
 def wrap(client: Any, *, json_mode: str = ..., policy: HealPolicy | None = ...) -> Any: ...
 def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | None = None) -> Any:
-    """Wrap an `openai.OpenAI` / `openai.AsyncOpenAI` client (or an instructor client).
+    """Wrap an `openai.OpenAI` / `openai.AsyncOpenAI` client (or an instructor client, or an
+    `anthropic.Anthropic` / `anthropic.AsyncAnthropic` client: its `messages.create` and
+    `messages.stream` heal the same way, in Anthropic's tiers — native structured output, a
+    forced strict tool, the schema in the system prompt — named like the chat tiers).
 
     `client.chat.completions.create(...)` without `response_model` is passed through unchanged;
     with `response_model=M` (and optional `contracts=`, `policy=`, `fallback=`, `examples=`,
@@ -168,6 +171,10 @@ def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | No
         from .adapters._instructor import InstructorClient
 
         return InstructorClient(client, json_mode=json_mode, policy=policy)
+    if type(client).__module__.split(".", 1)[0] == "anthropic":
+        from .adapters._anthropic import HealingAnthropic
+
+        return HealingAnthropic(client, json_mode=json_mode, policy=policy)
     from .adapters._openai import HealingClient as OpenAIAdapter
 
     return OpenAIAdapter(client, json_mode=json_mode, policy=policy)
