@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
 
 from ._core.policy import HealPolicy
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ._core.outcome import Outcome
     from ._core.stream.run import AsyncHealStream, HealStream
 
-__all__ = ["wrap"]
+__all__ = ["wrap", "wrap_callable"]
 
 T = TypeVar("T")
 
@@ -178,3 +178,27 @@ def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | No
     from .adapters._openai import HealingClient as OpenAIAdapter
 
     return OpenAIAdapter(client, json_mode=json_mode, policy=policy)
+
+
+def wrap_callable(
+    fn: Callable[..., Any],
+    *,
+    async_: bool | None = None,
+    json_mode: str = "json_schema",
+    policy: HealPolicy | None = None,
+) -> Any:
+    """Wrap a chat-completion function: one that takes OpenAI-style keyword arguments
+    (`model=`, `messages=`, ...) and returns an OpenAI-shaped completion, object or dict (a
+    stream of chunks with `stream=True`) — LiteLLM's `completion` / `acompletion`, a gateway
+    client's method, your own.
+
+    `healed = wrap_callable(fn)`; `healed(..., response_model=M)` (or `healed.create(...)`)
+    returns `Outcome[M]` — awaitable when `fn` is a coroutine function (or `async_=True`, for
+    one whose decorator hides it) — and never raises for what the provider or the model does;
+    with `stream=True` a `HealStream[M]` / `AsyncHealStream[M]`. Without `response_model` it
+    is `fn(...)`, unchanged. `json_mode` and `policy` as for `wrap`: the function stands where
+    a client's `chat.completions.create` stands.
+    """
+    from .adapters._callable import HealingCallable
+
+    return HealingCallable(fn, async_=async_, json_mode=json_mode, policy=policy)
