@@ -47,7 +47,8 @@ from ._base import (
     _sync_call,
     is_async_client,
 )
-from ._format import FormatState, check_mode
+from ._format import FormatState, JsonMode, check_mode
+from ._steps import stepping
 
 __all__ = ["AnthropicStreams", "HealingAnthropic"]
 
@@ -180,42 +181,18 @@ class HealingAnthropic(HealingAdapter):
                 return create, messages_request(messages, request), reader
 
             return given
-        target, state = target_for(response_model), self.format
+        target, state, is_async = target_for(response_model), self.format, self.is_async
 
         def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
             messages = request.pop("messages")
 
-            def attempt(mode: Any) -> tuple[Any, dict[str, Any]]:
+            def attempt(mode: JsonMode) -> tuple[JsonMode, dict[str, Any]]:
                 return tier_request(mode, target, messages, request)
 
-            def weaker(used: Any, exc: Exception) -> Any:
-                if not is_tier_rejection(exc, used):
-                    raise exc
-                lower = state.step_down(used)
-                if lower is None:
-                    raise exc
-                return lower
-
-            if self.is_async:
-
-                async def acall() -> Any:
-                    used, body = attempt(state.mode)
-                    while True:
-                        try:
-                            return await create(**body)
-                        except Exception as exc:
-                            used, body = attempt(weaker(used, exc))
-
-                return acall, {}, reader
-
-            def call() -> Any:
-                used, body = attempt(state.mode)
-                while True:
-                    try:
-                        return create(**body)
-                    except Exception as exc:
-                        used, body = attempt(weaker(used, exc))
-
-            return call, {}, reader
+            return (
+                stepping(create, state, attempt, is_tier_rejection, is_async=is_async),
+                {},
+                reader,
+            )
 
         return send
