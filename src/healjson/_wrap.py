@@ -150,7 +150,9 @@ def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | No
     """Wrap an `openai.OpenAI` / `openai.AsyncOpenAI` client (or an instructor client, or an
     `anthropic.Anthropic` / `anthropic.AsyncAnthropic` client: its `messages.create` and
     `messages.stream` heal the same way, in Anthropic's tiers — native structured output, a
-    forced strict tool, the schema in the system prompt — named like the chat tiers).
+    forced strict tool, the schema in the system prompt — named like the chat tiers; or a
+    `google.genai.Client`: `models.generate_content` / `generate_content_stream`, and through
+    `aio`, with `response_json_schema`, JSON mime type, or the schema in the instruction).
 
     `client.chat.completions.create(...)` without `response_model` is passed through unchanged;
     with `response_model=M` (and optional `contracts=`, `policy=`, `fallback=`, `examples=`,
@@ -175,6 +177,10 @@ def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | No
         from .adapters._anthropic import HealingAnthropic
 
         return HealingAnthropic(client, json_mode=json_mode, policy=policy)
+    if type(client).__module__.startswith("google.genai"):
+        from .adapters._gemini import HealingGemini
+
+        return HealingGemini(client, json_mode=json_mode, policy=policy)
     from .adapters._openai import HealingClient as OpenAIAdapter
 
     return OpenAIAdapter(client, json_mode=json_mode, policy=policy)
