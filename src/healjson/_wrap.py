@@ -8,12 +8,19 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
 from ._core.policy import HealPolicy
 
 if TYPE_CHECKING:
+    import anthropic
     import instructor
     import openai
 
     from ._core.contracts import Rule
     from ._core.outcome import Outcome
     from ._core.stream.run import AsyncHealStream, HealStream
+    from ._wrap_providers import (
+        AsyncHealingAnthropic,
+        AsyncHealingFunction,
+        HealingAnthropic,
+        HealingFunction,
+    )
 
 __all__ = ["wrap", "wrap_callable"]
 
@@ -145,6 +152,14 @@ def wrap(
     policy: HealPolicy | None = ...,
 ) -> HealingClient: ...
 @overload
+def wrap(
+    client: anthropic.AsyncAnthropic, *, json_mode: str = ..., policy: HealPolicy | None = ...
+) -> AsyncHealingAnthropic: ...
+@overload
+def wrap(
+    client: anthropic.Anthropic, *, json_mode: str = ..., policy: HealPolicy | None = ...
+) -> HealingAnthropic: ...
+@overload
 def wrap(client: Any, *, json_mode: str = ..., policy: HealPolicy | None = ...) -> Any: ...
 def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | None = None) -> Any:
     """Wrap an `openai.OpenAI` / `openai.AsyncOpenAI` client (or an instructor client, or an
@@ -186,6 +201,30 @@ def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | No
     return OpenAIAdapter(client, json_mode=json_mode, policy=policy)
 
 
+@overload
+def wrap_callable(
+    fn: Callable[..., Coroutine[Any, Any, Any]],
+    *,
+    async_: bool | None = ...,
+    json_mode: str = ...,
+    policy: HealPolicy | None = ...,
+) -> AsyncHealingFunction: ...
+@overload
+def wrap_callable(
+    fn: Callable[..., Any],
+    *,
+    async_: Literal[True],
+    json_mode: str = ...,
+    policy: HealPolicy | None = ...,
+) -> AsyncHealingFunction: ...
+@overload
+def wrap_callable(
+    fn: Callable[..., Any],
+    *,
+    async_: Literal[False, None] = ...,
+    json_mode: str = ...,
+    policy: HealPolicy | None = ...,
+) -> HealingFunction: ...
 def wrap_callable(
     fn: Callable[..., Any],
     *,
