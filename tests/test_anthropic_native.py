@@ -337,3 +337,27 @@ def test_a_schema_outside_the_dialect_skips_to_a_plain_forced_tool(
     assert "output_config" not in body
     [tool] = body["tools"]
     assert "strict" not in tool
+
+
+def test_with_options_and_copy_stay_healing_and_share_the_tier(
+    scripted_server: ScriptedServer,
+) -> None:
+    scripted_server.extend([REFUSE_NATIVE, GOOD, GOOD])
+    with anthropic.Anthropic(
+        base_url=scripted_server.anthropic_base_url,
+        api_key="sk-test",
+        max_retries=0,
+        http_client=anthropic.DefaultHttpxClient(verify=TLS),
+    ) as sdk:
+        client = healjson.wrap(sdk)
+        faster = client.with_options(timeout=5.0)
+        outcome = faster.messages.create(
+            model="claude-test", messages=USER, max_tokens=64, response_model=Person
+        )
+        assert isinstance(outcome, Healed)
+        again = client.copy().messages.create(
+            model="claude-test", messages=USER, max_tokens=64, response_model=Person
+        )
+    assert isinstance(again, Healed)
+    assert "json_object" == client.format.mode
+    assert "tools" in (scripted_server.requests[2].body or {})

@@ -155,9 +155,14 @@ class HealingAnthropic(HealingAdapter):
 
     def with_options(self, **options: Any) -> HealingAnthropic:
         """The wrapped client's `with_options(...)`, still healing (and sharing the tier)."""
-        twin = HealingAnthropic(
-            self.wrapped.with_options(**options), json_mode=self.format.mode, policy=self.policy
-        )
+        return self._rewrap(self.wrapped.with_options(**options))
+
+    def copy(self, **options: Any) -> HealingAnthropic:
+        """The wrapped client's `copy(...)`, still healing (and sharing the tier)."""
+        return self._rewrap(self.wrapped.copy(**options))
+
+    def _rewrap(self, client: Any) -> HealingAnthropic:
+        twin = HealingAnthropic(client, json_mode=self.format.mode, policy=self.policy)
         twin.format = self.format  # one endpoint: what it refused stays refused
         return twin
 
