@@ -8,8 +8,9 @@ the server's request count is exactly healjson's model calls (a tier's step-down
 from __future__ import annotations
 
 import asyncio
+import datetime
 import ssl
-from typing import Any
+from typing import Any, Literal
 
 import anthropic
 import pytest
@@ -17,6 +18,7 @@ from pydantic import BaseModel, Field
 
 import healjson
 from healjson import Degraded, Healed, HealPolicy, HealStream, Reason
+from healjson._providers.anthropic_schema import anthropic_schema
 from healjson.testing import ScriptedReply, ScriptedServer
 
 USER = [{"role": "user", "content": "Ann is 31. Extract the person as JSON."}]
@@ -361,3 +363,48 @@ def test_with_options_and_copy_stay_healing_and_share_the_tier(
     assert isinstance(again, Healed)
     assert "json_object" == client.format.mode
     assert "tools" in (scripted_server.requests[2].body or {})
+
+
+class Item(BaseModel):
+    sku: str = Field(pattern=r"^[A-Z]+$")
+    qty: int = Field(gt=0, le=10)
+
+
+class Order(BaseModel):
+    zeta: str | None = None
+    items: list[Item] = Field(min_length=1, max_length=5)
+    kind: Literal["a", "b"]
+    when: datetime.date
+
+
+def test_the_dialect_keeps_structure_and_moves_the_rest_into_descriptions() -> None:
+    schema = anthropic_schema(Order.model_json_schema())
+
+    assert ["zeta", "items", "kind", "when"] == list(schema["properties"])  # order kept
+    items = schema["properties"]["items"]
+    assert 1 == items["minItems"]
+    assert '"maxItems": 5' in items["description"]
+    item = schema["$defs"]["Item"]
+    assert item["additionalProperties"] is False
+    assert '"pattern": "^[A-Z]+$"' in item["properties"]["sku"]["description"]
+    assert '"exclusiveMinimum": 0' in item["properties"]["qty"]["description"]
+    assert {"anyOf"} <= set(schema["properties"]["zeta"])
+    assert "date" == schema["properties"]["when"]["format"]
+    kept = {"type", "properties", "required", "items", "enum", "const", "anyOf", "allOf",
+            "$ref", "$defs", "description", "title", "format", "minItems",
+            "additionalProperties"}  # fmt: skip
+
+    def keys(node: Any) -> set[str]:
+        if isinstance(node, dict):
+            found = set(node)
+            for name, value in node.items():
+                if name not in ("properties", "$defs"):
+                    found |= keys(value)
+                else:
+                    found |= set().union(*(keys(v) for v in value.values()))
+            return found
+        if isinstance(node, list):
+            return set().union(*(keys(v) for v in node)) if node else set()
+        return set()
+
+    assert keys(schema) <= kept
