@@ -35,7 +35,7 @@ from ._core.stream.run import AsyncHealStream, HealStream
 from ._decorator import heal
 from ._judge import judge
 from ._packs import ContractPack, load_contracts
-from ._wrap import wrap
+from ._wrap import wrap, wrap_callable
 
 __all__ = [
     "MISSING",
@@ -74,6 +74,7 @@ __all__ = [
     "set_logger",
     "validate",
     "wrap",
+    "wrap_callable",
 ]
 
 

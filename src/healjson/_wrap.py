@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
 
 from ._core.policy import HealPolicy
 
 if TYPE_CHECKING:
+    import anthropic
     import instructor
     import openai
 
     from ._core.contracts import Rule
     from ._core.outcome import Outcome
     from ._core.stream.run import AsyncHealStream, HealStream
+    from ._wrap_providers import (
+        AsyncHealingAnthropic,
+        AsyncHealingFunction,
+        HealingAnthropic,
+        HealingFunction,
+    )
 
-__all__ = ["wrap"]
+__all__ = ["wrap", "wrap_callable"]
 
 T = TypeVar("T")
 
@@ -321,9 +328,22 @@ def wrap(
     policy: HealPolicy | None = ...,
 ) -> HealingClient: ...
 @overload
+def wrap(
+    client: anthropic.AsyncAnthropic, *, json_mode: str = ..., policy: HealPolicy | None = ...
+) -> AsyncHealingAnthropic: ...
+@overload
+def wrap(
+    client: anthropic.Anthropic, *, json_mode: str = ..., policy: HealPolicy | None = ...
+) -> HealingAnthropic: ...
+@overload
 def wrap(client: Any, *, json_mode: str = ..., policy: HealPolicy | None = ...) -> Any: ...
 def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | None = None) -> Any:
-    """Wrap an `openai.OpenAI` / `openai.AsyncOpenAI` client (or an instructor client).
+    """Wrap an `openai.OpenAI` / `openai.AsyncOpenAI` client (or an instructor client, or an
+    `anthropic.Anthropic` / `anthropic.AsyncAnthropic` client: its `messages.create` and
+    `messages.stream` heal the same way, in Anthropic's tiers — native structured output, a
+    forced strict tool, the schema in the system prompt — named like the chat tiers; or a
+    `google.genai.Client`: `models.generate_content` / `generate_content_stream`, and through
+    `aio`, with `response_json_schema`, JSON mime type, or the schema in the instruction).
 
     `client.chat.completions.create(...)` without `response_model` is passed through unchanged;
     with `response_model=M` (and optional `contracts=`, `policy=`, `fallback=`, `examples=`,
@@ -347,6 +367,62 @@ def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | No
         from .adapters._instructor import InstructorClient
 
         return InstructorClient(client, json_mode=json_mode, policy=policy)
+    if type(client).__module__.split(".", 1)[0] == "anthropic":
+        from .adapters._anthropic import HealingAnthropic
+
+        return HealingAnthropic(client, json_mode=json_mode, policy=policy)
+    if type(client).__module__.startswith("google.genai"):
+        from .adapters._gemini import HealingGemini
+
+        return HealingGemini(client, json_mode=json_mode, policy=policy)
     from .adapters._openai import HealingClient as OpenAIAdapter
 
     return OpenAIAdapter(client, json_mode=json_mode, policy=policy)
+
+
+@overload
+def wrap_callable(
+    fn: Callable[..., Coroutine[Any, Any, Any]],
+    *,
+    async_: bool | None = ...,
+    json_mode: str = ...,
+    policy: HealPolicy | None = ...,
+) -> AsyncHealingFunction: ...
+@overload
+def wrap_callable(
+    fn: Callable[..., Any],
+    *,
+    async_: Literal[True],
+    json_mode: str = ...,
+    policy: HealPolicy | None = ...,
+) -> AsyncHealingFunction: ...
+@overload
+def wrap_callable(
+    fn: Callable[..., Any],
+    *,
+    async_: Literal[False, None] = ...,
+    json_mode: str = ...,
+    policy: HealPolicy | None = ...,
+) -> HealingFunction: ...
+def wrap_callable(
+    fn: Callable[..., Any],
+    *,
+    async_: bool | None = None,
+    json_mode: str = "json_schema",
+    policy: HealPolicy | None = None,
+) -> Any:
+    """Wrap a chat-completion function: one that takes OpenAI-style keyword arguments
+    (`model=`, `messages=`, ...) and returns an OpenAI-shaped completion, object or dict (a
+    stream of chunks with `stream=True`) — LiteLLM's `completion` / `acompletion`, a gateway
+    client's method, your own.
+
+    `healed = wrap_callable(fn)`; `healed(..., response_model=M)` (or `healed.create(...)`)
+    returns `Outcome[M]` — awaitable when `fn` is a coroutine function (or `async_=True`, for
+    one whose decorator hides it) — and never raises for what the provider or the model does;
+    with `stream=True` a `HealStream[M]` / `AsyncHealStream[M]`. Without `response_model` it
+    is `fn(...)`, unchanged. `json_mode` and `policy` as for `wrap`: the function stands where
+    a client's `chat.completions.create` stands.
+    """
+    from .adapters._callable import HealingCallable
+
+    return HealingCallable(fn, async_=async_, json_mode=json_mode, policy=policy)

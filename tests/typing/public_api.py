@@ -181,3 +181,34 @@ def check_responses() -> None:
     assert_type(
         aclient.responses.stream(model="m", input="x", text_format=Order), AsyncHealStream[Order]
     )
+
+
+def check_wrap_anthropic_and_functions() -> None:
+    import anthropic
+
+    client = healjson.wrap(anthropic.Anthropic(api_key="x"))
+    outcome = client.messages.create(
+        model="m", max_tokens=64, messages=[], response_model=Order, contracts=[positive]
+    )
+    assert_type(outcome, Outcome[Order])
+    assert_type(
+        client.messages.stream(model="m", max_tokens=64, messages=[], response_model=Order),
+        HealStream[Order],
+    )
+    aclient = healjson.wrap(anthropic.AsyncAnthropic(api_key="x"))
+    pending = aclient.messages.create(model="m", max_tokens=64, messages=[], response_model=Order)
+    _ = assert_type(pending, Coroutine[Any, Any, Outcome[Order]])
+    pending.close()
+
+    def completion(**kwargs: Any) -> dict[str, Any]:
+        return {}
+
+    async def acompletion(**kwargs: object) -> dict[str, object]:  # (with Any in it: Any)
+        return {}
+
+    healed = healjson.wrap_callable(completion)
+    assert_type(healed(model="m", messages=[], response_model=Order), Outcome[Order])
+    ahealed = healjson.wrap_callable(acompletion)
+    apending = ahealed(model="m", messages=[], response_model=Order)
+    _ = assert_type(apending, Coroutine[Any, Any, Outcome[Order]])
+    apending.close()

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -22,7 +23,8 @@ from healjson._core.stream.chunks import Delta
 from healjson._core.wire import WireFormat
 
 from ._fields import _dumps, _get, _int, _opt_str, message_text
-from .openai_chat import shape_request  # the prompt tier's instruction is the chat format's
+from .anthropic_schema import AnthropicSchemaUnsupported, anthropic_schema
+from .openai_chat import JsonMode, Shapeable, shape_request  # the prompt tier's instruction
 
 __all__ = [
     "FINISH",
@@ -31,7 +33,11 @@ __all__ = [
     "anthropic_usage",
     "batch_body",
     "batch_line",
+    "chooses_format",
+    "is_tier_rejection",
     "messages_request",
+    "thinking_on",
+    "tier_request",
 ]
 
 # stop reasons as OpenAI's finish reasons (a reason not listed is kept as it is)
@@ -152,7 +158,14 @@ def anthropic_request(
     if "max_completion_tokens" in body:  # OpenAI's name (the truncation strategy may set it)
         body["max_tokens"] = body.pop("max_completion_tokens")
     if system:
-        body["system"] = "\n\n".join(system)
+        ours = "\n\n".join(system)
+        given = body.get("system")
+        if isinstance(given, str) and given:  # the caller's own system prompt comes first
+            body["system"] = f"{given}\n\n{ours}"
+        elif isinstance(given, list | tuple) and given:  # text blocks (cache control kept)
+            body["system"] = [*given, {"type": "text", "text": ours}]
+        else:
+            body["system"] = ours
     return body
 
 
@@ -168,6 +181,110 @@ def messages_request(
     body = {key: value for key, value in params.items() if key != "response_format"}
     body.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
     return anthropic_request(messages, body)
+
+
+# --- requests: the structured-output tiers, strongest first ----------------------------------
+#
+# Anthropic's three tiers sit in the places of the chat format's (`JsonMode`), so one
+# `FormatState` negotiates them:
+# - `json_schema`: native structured output, `output_config={"format": {"type": "json_schema",
+#   "schema": ...}}` with the schema in Anthropic's dialect (`anthropic_schema`);
+# - `json_object`: a forced tool whose input is the answer (`tools=[{"name", "input_schema",
+#   "strict": true}]`, `tool_choice={"type": "tool", ...}`; not strict when the dialect cannot
+#   express the schema); skipped with extended thinking on (Anthropic refuses a forced tool then)
+#   and for an answer that is not an object (a tool's input is one);
+# - `prompt`: the schema in the system prompt.
+# An HTTP 400 naming a tier's feature steps it down (`is_tier_rejection`).
+
+ANSWER_TOOL: Final = "answer"
+"""The forced tool's name when the schema has no usable title."""
+
+
+def chooses_format(params: Mapping[str, Any]) -> bool:
+    """True when the caller's parameters choose the output themselves (an `output_config`
+    format, or tools): healjson shapes nothing then."""
+    config = params.get("output_config")
+    return bool(isinstance(config, Mapping) and config.get("format")) or bool(params.get("tools"))
+
+
+def thinking_on(params: Mapping[str, Any]) -> bool:
+    """True when the request turns extended thinking on (`enabled` or `adaptive`)."""
+    thinking = params.get("thinking")
+    kind = thinking.get("type") if isinstance(thinking, Mapping) else None
+    return kind is not None and kind != "disabled"
+
+
+def tier_request(
+    mode: JsonMode, target: Shapeable, messages: Sequence[dict[str, Any]], params: Mapping[str, Any]
+) -> tuple[JsonMode, dict[str, Any]]:
+    """`messages.create` keywords asking for `target` in tier `mode`, and the tier really used
+    (a tier the schema or the request rules out goes one weaker)."""
+    schema = target.json_schema
+    if mode == "json_schema":
+        try:
+            closed = anthropic_schema(schema)
+        except AnthropicSchemaUnsupported:
+            mode = "json_object"
+        else:
+            body = messages_request(messages, params)
+            config = params.get("output_config")
+            config = dict(config) if isinstance(config, Mapping) else {}
+            body["output_config"] = {**config, "format": {"type": "json_schema", "schema": closed}}
+            return mode, body
+    if mode == "json_object":
+        schema = _inline_root(schema)
+        if thinking_on(params) or schema.get("type") != "object":
+            mode = "prompt"
+        else:
+            body = messages_request(messages, params)
+            body["tools"] = [_answer_tool(schema)]
+            body["tool_choice"] = {"type": "tool", "name": body["tools"][0]["name"]}
+            return mode, body
+    _, shaped, _ = shape_request("prompt", target, messages)
+    return "prompt", messages_request(shaped, params)
+
+
+def _inline_root(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A root `$ref` into `$defs` (a recursive model's schema) replaced by its definition, the
+    definitions kept: a tool's `input_schema` must be an object at its root."""
+    ref = schema.get("$ref")
+    defs = schema.get("$defs")
+    if not isinstance(ref, str) or not isinstance(defs, Mapping):
+        return schema
+    found = defs.get(ref.removeprefix("#/$defs/"))
+    return {**found, "$defs": defs} if isinstance(found, Mapping) else schema
+
+
+def _answer_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
+    title = schema.get("title")
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", title)[:64] if isinstance(title, str) else ""
+    tool: dict[str, Any] = {"name": name or ANSWER_TOOL}
+    description = schema.get("description")
+    tool["description"] = (
+        description if isinstance(description, str) and description else "Record the answer."
+    )
+    try:
+        tool["input_schema"] = anthropic_schema(schema)
+        tool["strict"] = True
+    except AnthropicSchemaUnsupported:
+        tool["input_schema"] = dict(schema)
+    return tool
+
+
+# words of a 400 that name each tier's feature
+_FEATURES: Final[dict[str, tuple[str, ...]]] = {
+    "json_schema": ("output_config", "output_format", "structured output", "json_schema", "schema"),
+    "json_object": ("tool", "strict", "input_schema"),
+}
+
+
+def is_tier_rejection(exc: BaseException, mode: JsonMode | None) -> bool:
+    """True for an HTTP 400 whose message names tier `mode`'s feature (unsupported there)."""
+    words = _FEATURES.get(mode or "")
+    if not words or getattr(exc, "status_code", None) != 400:
+        return False
+    text = str(getattr(exc, "message", "") or exc).lower()
+    return any(word in text for word in words)
 
 
 # --- Message Batches lines -----------------------------------------------------------------

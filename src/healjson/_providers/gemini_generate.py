@@ -23,8 +23,17 @@ from healjson._core.stream.chunks import Delta
 from healjson._core.wire import WireFormat
 
 from ._fields import _dumps, _first, _get, _get_either, _int, _opt_str, message_text
+from .openai_chat import shape_request  # the instruction of the weaker tiers is the chat one
 
-__all__ = ["FORMAT", "gemini_request"]
+__all__ = [
+    "FORMAT",
+    "chooses_format",
+    "content_messages",
+    "content_text",
+    "gemini_request",
+    "is_tier_rejection",
+    "tier_request",
+]
 
 # a Gemini response without `candidates` (a blocked prompt); not `usage_metadata`, which
 # LangChain's message dicts have too
@@ -150,6 +159,110 @@ def gemini_request(
     return {"model": model, "contents": contents, "config": config or None}
 
 
+# --- native requests: the JSON tiers, in the chat tiers' places -----------------------------
+#
+# - `json_schema`: `response_mime_type="application/json"` and `response_json_schema` (Gemini
+#   takes a JSON schema as it is: what it does not enforce, pydantic checks locally);
+# - `json_object`: `response_mime_type="application/json"`, the schema in the instruction;
+# - `prompt`: the schema in the system instruction only.
+
+_FORMAT_KEYS: Final = ("response_mime_type", "response_schema", "response_json_schema")
+
+
+def chooses_format(params: Mapping[str, Any]) -> bool:
+    """True when the caller's config chooses the output format itself."""
+    return any(params.get(key) is not None for key in _FORMAT_KEYS)
+
+
+def content_messages(contents: Any) -> tuple[list[Any], list[dict[str, Any]]]:
+    """`generate_content`'s `contents` as the `Content`s to send as given, and their text as chat
+    messages, one per content (`model` is `assistant`). A text, or a list of texts and parts,
+    is one user content (as google-genai reads it); a list of `Content`s (objects or dicts with
+    `role` / `parts`) is those contents."""
+    items = list(contents) if isinstance(contents, list | tuple) else [contents]
+    if not items or not all(_is_content(item) for item in items):
+        parts = [{"text": item} if isinstance(item, str) else item for item in items]
+        items = [{"role": "user", "parts": parts}]
+    messages = [
+        {
+            "role": "assistant" if _get(item, "role") == "model" else "user",
+            "content": content_text(item),
+        }
+        for item in items
+    ]
+    return items, messages
+
+
+def _is_content(item: Any) -> bool:
+    return not isinstance(item, str) and _get(item, "parts") is not None
+
+
+def content_text(item: Any) -> str:
+    """The text parts of a `Content` (object or dict) joined, or a text as it is."""
+    if isinstance(item, str):
+        return item
+    parts = _get(item, "parts") or []
+    return "".join(str(_get(part, "text") or "") for part in parts)
+
+
+def tier_request(
+    mode: Any,
+    target: Any,
+    messages: Sequence[dict[str, Any]],
+    params: Mapping[str, Any],
+    originals: Sequence[Any] = (),
+) -> tuple[Any, dict[str, Any]]:
+    """`generate_content` keywords asking for `target` in tier `mode` (`json_schema`,
+    `json_object`, `prompt`), and the tier used. `originals`: the caller's own contents, sent
+    as given in place of the first messages (their text renditions), so no part is lost."""
+    extra: dict[str, Any] = {}
+    if mode is None:  # the caller's own format
+        shaped = list(messages)
+    elif mode == "json_schema":
+        shaped = list(messages)
+        extra = {
+            "response_mime_type": "application/json",
+            "response_json_schema": target.json_schema,
+        }
+    else:
+        _, shaped, _ = shape_request(mode, target, messages)
+        if mode == "json_object":
+            extra = {"response_mime_type": "application/json"}
+    body = gemini_request(shaped, {**params, **extra})
+    if originals:
+        body["contents"] = [*originals, *body["contents"][len(originals) :]]
+    return mode, body
+
+
+_FEATURES: Final[dict[str, tuple[str, ...]]] = {
+    "json_schema": ("response_json_schema", "responsejsonschema", "response_schema",
+                    "responseschema", "json schema", "response_mime_type", "responsemimetype"),
+    "json_object": ("response_mime_type", "responsemimetype"),
+}  # fmt: skip
+
+
+def is_tier_rejection(exc: BaseException, mode: Any) -> bool:
+    """True for an HTTP 400 (google-genai's `code`) whose message names tier `mode`'s feature."""
+    words = _FEATURES.get(mode or "")
+    status = getattr(exc, "code", None) or getattr(exc, "status_code", None)
+    if not words or status != 400:
+        return False
+    text = str(getattr(exc, "message", "") or exc).lower()
+    return any(word in text for word in words)
+
+
+def _token_limit(params: Mapping[str, Any]) -> tuple[str, Any] | None:
+    return (
+        ("max_output_tokens", params["max_output_tokens"])
+        if "max_output_tokens" in params
+        else None
+    )
+
+
+def _with_token_limit(params: Mapping[str, Any], n: int) -> dict[str, Any]:
+    return {**params, "max_output_tokens": n}
+
+
 def _reads_reply(obj: Any) -> bool:
     return hasattr(obj, "candidates")
 
@@ -175,5 +288,7 @@ FORMAT = WireFormat(
     # credentials a token
     credential_attributes=("api_key", "_http_options.headers", "_credentials.token"),
     nested_clients=("_api_client",),
+    token_limit=_token_limit,
+    with_token_limit=_with_token_limit,
     error_packages=frozenset({"google"}),
 )

@@ -1,5 +1,16 @@
-"""Healed streams over an Anthropic client: what `wrap(instructor.from_anthropic(...))` uses for
-`create_partial`, `create_iterable` and `create(stream=True)`.
+"""Anthropic clients: `wrap(Anthropic())` / `wrap(AsyncAnthropic())` (`HealingAnthropic`), and the
+healed streams of `wrap(instructor.from_anthropic(...))` (`AnthropicStreams`).
+
+`HealingAnthropic`: `client.messages.create(..., response_model=M)` returns `Outcome[M]`
+(`stream=True`, or `client.messages.stream(..., response_model=M)`: a healed stream); without
+`response_model` everything passes through. The JSON is asked for in Anthropic's tiers
+(`_providers.anthropic_messages.tier_request`: native structured output, a forced strict tool,
+the schema in the system prompt), negotiated per client by a `FormatState`: a tier refused
+with an HTTP 400 naming its feature is stepped down, within the same model call, and remembered.
+
+`AnthropicStreams`: healed streams over an Anthropic client, what
+`wrap(instructor.from_anthropic(...))` uses for `create_partial`, `create_iterable` and
+`create(stream=True)`.
 
 A healed stream reads the provider's own stream events (`message_start`, `content_block_delta`,
 ... : `healjson._core.stream.chunks` reads them), so the request goes to the Anthropic client
@@ -12,17 +23,34 @@ gives none.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from healjson._core.contracts import Contract
 from healjson._core.policy import HealPolicy
 from healjson._core.stream.run import is_stream
-from healjson._providers.anthropic_messages import messages_request
+from healjson._core.target import target_for
+from healjson._providers.anthropic_messages import (
+    chooses_format,
+    is_tier_rejection,
+    messages_request,
+    tier_request,
+)
 
-from ._base import Exchange, HealingAdapter, Send, ShapeCheck, is_async_client
-from ._format import FormatState
+from ._base import (
+    UNSET,
+    Exchange,
+    HealingAdapter,
+    Send,
+    ShapeCheck,
+    _async_call,
+    _sync_call,
+    is_async_client,
+)
+from ._format import FormatState, JsonMode, check_mode
+from ._steps import stepping
 
-__all__ = ["AnthropicStreams"]
+__all__ = ["AnthropicStreams", "HealingAnthropic"]
 
 
 class AnthropicStreams(HealingAdapter):
@@ -54,3 +82,122 @@ class AnthropicStreams(HealingAdapter):
 _READ_EVENTS = ShapeCheck(
     lambda value: is_stream(value) or hasattr(value, "stop_reason"), "a stream of message events"
 )
+
+
+_READ_MESSAGE = ShapeCheck(lambda value: hasattr(value, "stop_reason"), "an Anthropic message")
+_DEFAULT_POLICY = HealPolicy()
+
+
+class Messages:
+    """`wrap(Anthropic()).messages`: healjson's `create` and `stream` when given a
+    `response_model`; everything else is the wrapped client's `messages`."""
+
+    def __init__(self, owner: HealingAnthropic) -> None:
+        self._owner = owner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._owner.wrapped.messages, name)
+
+    def create(
+        self,
+        *args: Any,
+        response_model: Any = UNSET,
+        contracts: Iterable[Contract[Any] | Callable[..., Any]] = (),
+        policy: HealPolicy | None = None,
+        fallback: Any = None,
+        examples: Iterable[Any] = (),
+        context: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`messages.create`; with `response_model=M` it returns `Outcome[M]` (an awaitable of
+        it for an async client; with `stream=True` a `HealStream[M]` / `AsyncHealStream[M]`)."""
+        owner = self._owner
+        if response_model is UNSET:
+            return owner.wrapped.messages.create(*args, **kwargs)
+        if args:
+            raise TypeError("messages.create takes keyword arguments only")
+        messages = kwargs.pop("messages", UNSET)
+        if messages is UNSET:
+            raise TypeError("messages.create needs messages=[...]")
+        healer = owner.healer(response_model, contracts, policy, fallback, examples)
+        if kwargs.get("stream"):
+            return owner._stream(healer, None, messages, context, kwargs)
+        send = owner._sender(response_model, kwargs)
+        if owner.is_async:
+            call = _async_call(None, None, healer.target, send)
+            return healer._arun_for(owner.wrapped, call, messages, context, kwargs)
+        call = _sync_call(None, None, healer.target, send)
+        return healer._run_for(owner.wrapped, call, messages, context, kwargs)
+
+    def stream(self, *args: Any, response_model: Any = UNSET, **kwargs: Any) -> Any:
+        """`messages.stream`; with `response_model=M` the healed stream of
+        `create(..., stream=True)` (a context manager too)."""
+        if response_model is UNSET:
+            return self._owner.wrapped.messages.stream(*args, **kwargs)
+        return self.create(*args, response_model=response_model, stream=True, **kwargs)
+
+
+class HealingAnthropic(HealingAdapter):
+    """Wraps `anthropic.Anthropic` or `anthropic.AsyncAnthropic`; see `healjson.wrap`.
+
+    `json_mode` names the strongest tier the endpoint supports, in the chat tiers' names:
+    `json_schema` (native structured output), `json_object` (a forced tool), `prompt`."""
+
+    def __init__(
+        self, client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | None = None
+    ) -> None:
+        super().__init__(client, policy=policy)
+        self.format = FormatState(check_mode(json_mode))
+        self.messages = Messages(self)
+
+    def __repr__(self) -> str:
+        return f"healjson.wrap({self.wrapped!r}, json_mode={self.format.mode!r})"
+
+    def with_options(self, **options: Any) -> HealingAnthropic:
+        """The wrapped client's `with_options(...)`, still healing (and sharing the tier)."""
+        return self._rewrap(self.wrapped.with_options(**options))
+
+    def copy(self, **options: Any) -> HealingAnthropic:
+        """The wrapped client's `copy(...)`, still healing (and sharing the tier)."""
+        return self._rewrap(self.wrapped.copy(**options))
+
+    def _rewrap(self, client: Any) -> HealingAnthropic:
+        twin = HealingAnthropic(client, json_mode=self.format.mode, policy=self.policy)
+        twin.format = self.format  # one endpoint: what it refused stays refused
+        return twin
+
+    def _accept(self, client: Any) -> bool:
+        create = getattr(getattr(client, "messages", None), "create", None)
+        if not callable(create):
+            raise TypeError(
+                f"an Anthropic client with messages.create is needed; got {type(client).__name__}"
+            )
+        return is_async_client(client, create)
+
+    def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
+        create = self.wrapped.messages.create
+        reader = _READ_EVENTS if params.get("stream") else _READ_MESSAGE
+        if chooses_format(params):  # the caller's own output format or tools: sent as given
+
+            def given(
+                request: dict[str, Any],
+            ) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
+                messages = request.pop("messages")
+                return create, messages_request(messages, request), reader
+
+            return given
+        target, state, is_async = target_for(response_model), self.format, self.is_async
+
+        def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
+            messages = request.pop("messages")
+
+            def attempt(mode: JsonMode) -> tuple[JsonMode, dict[str, Any]]:
+                return tier_request(mode, target, messages, request)
+
+            return (
+                stepping(create, state, attempt, is_tier_rejection, is_async=is_async),
+                {},
+                reader,
+            )
+
+        return send

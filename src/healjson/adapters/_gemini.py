@@ -1,4 +1,8 @@
-"""Healed streams over a google-genai client: what `wrap(instructor.from_genai(...))` uses for
+"""google-genai clients: `wrap(genai.Client())` (`HealingGemini`: `models.generate_content` and
+`generate_content_stream`, sync and through `aio`, heal given a `response_model`, in the tiers
+of `_providers.gemini_generate.tier_request`, stepped down on a 400 naming their feature), and
+
+Healed streams over a google-genai client: what `wrap(instructor.from_genai(...))` uses for
 `create_partial`, `create_iterable` and `create(stream=True)`.
 
 As for Anthropic (`_anthropic`), a healed stream reads the provider's own chunks (each a
@@ -16,13 +20,22 @@ from collections.abc import Callable
 from typing import Any
 
 from healjson._core.policy import HealPolicy
-from healjson._core.stream.run import is_stream
-from healjson._providers.gemini_generate import gemini_request
+from healjson._core.redact import secrets_scope
+from healjson._core.stream.run import is_stream, stream_async, stream_sync
+from healjson._providers.gemini_generate import (
+    chooses_format,
+    content_messages,
+    content_text,
+    gemini_request,
+    is_tier_rejection,
+    tier_request,
+)
 
-from ._base import Exchange, HealingAdapter, Send, ShapeCheck
-from ._format import FormatState
+from ._base import UNSET, Exchange, HealingAdapter, Send, ShapeCheck, _async_call, _sync_call
+from ._format import FormatState, JsonMode, check_mode
+from ._steps import stepping
 
-__all__ = ["GeminiStreams", "gemini_request"]
+__all__ = ["GeminiStreams", "HealingGemini", "gemini_request"]
 
 
 class GeminiStreams(HealingAdapter):
@@ -60,3 +73,129 @@ class GeminiStreams(HealingAdapter):
 _READ_CHUNKS = ShapeCheck(
     lambda value: is_stream(value) or hasattr(value, "__await__"), "a stream of responses"
 )
+
+
+_READ_RESPONSE = ShapeCheck(lambda value: hasattr(value, "candidates"), "a Gemini response")
+_READ_STREAM = ShapeCheck(is_stream, "a stream of responses")
+
+
+class Models:
+    """`wrap(genai.Client()).models` (and `.aio.models`): `generate_content` and
+    `generate_content_stream` heal when given a `response_model`; everything else is the
+    wrapped client's."""
+
+    def __init__(self, owner: HealingGemini, aio: bool) -> None:
+        self._owner = owner
+        self._aio = aio
+
+    def _models(self) -> Any:
+        client = self._owner.wrapped
+        return client.aio.models if self._aio else client.models
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._models(), name)
+
+    def generate_content(self, *args: Any, response_model: Any = UNSET, **kwargs: Any) -> Any:
+        """With `response_model=M`: `Outcome[M]` (awaitable through `aio`)."""
+        if response_model is UNSET:
+            return self._models().generate_content(*args, **kwargs)
+        return self._owner._heal(self._aio, False, args, response_model, kwargs)
+
+    def generate_content_stream(
+        self, *args: Any, response_model: Any = UNSET, **kwargs: Any
+    ) -> Any:
+        """With `response_model=M`: a `HealStream[M]` (`AsyncHealStream[M]` through `aio`)."""
+        if response_model is UNSET:
+            return self._models().generate_content_stream(*args, **kwargs)
+        return self._owner._heal(self._aio, True, args, response_model, kwargs)
+
+
+class Aio:
+    """`wrap(genai.Client()).aio`: healing `models`, the rest the wrapped client's `aio`."""
+
+    def __init__(self, owner: HealingGemini) -> None:
+        self._owner = owner
+        self.models = Models(owner, aio=True)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._owner.wrapped.aio, name)
+
+
+class HealingGemini(HealingAdapter):
+    """Wraps a `google.genai.Client`; see `healjson.wrap`. Tiers, in the chat tiers' names:
+    `json_schema` (`response_json_schema`), `json_object` (`response_mime_type` JSON, the schema
+    in the instruction), `prompt`."""
+
+    def __init__(
+        self, client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | None = None
+    ) -> None:
+        super().__init__(client, policy=policy)
+        self.format = FormatState(check_mode(json_mode))
+        self.models = Models(self, aio=False)
+        self.aio = Aio(self)
+
+    def __repr__(self) -> str:
+        return f"healjson.wrap({self.wrapped!r}, json_mode={self.format.mode!r})"
+
+    def _accept(self, client: Any) -> bool:
+        if not callable(getattr(getattr(client, "models", None), "generate_content", None)):
+            raise TypeError(
+                f"a google-genai client with models.generate_content is needed; got "
+                f"{type(client).__name__}"
+            )
+        return False  # its async side is `client.aio`
+
+    def _heal(
+        self, aio: bool, stream: bool, args: tuple[Any, ...], response_model: Any, kwargs: Any
+    ) -> Any:
+        if args:
+            raise TypeError("generate_content takes keyword arguments only")
+        options = {
+            name: kwargs.pop(name, default)
+            for name, default in (("contracts", ()), ("policy", None), ("fallback", None),
+                                  ("examples", ()), ("context", None))
+        }  # fmt: skip
+        if "contents" not in kwargs:
+            raise TypeError("generate_content needs contents=...")
+        originals, messages = content_messages(kwargs.pop("contents"))
+        config = kwargs.pop("config", None)
+        if hasattr(config, "model_dump"):
+            config = config.model_dump(exclude_none=True)
+        params: dict[str, Any] = {**kwargs, **(dict(config) if config else {})}
+        system = params.pop("system_instruction", None)
+        if system is not None:
+            messages = [{"role": "system", "content": content_text(system)}, *messages]
+        healer = self.healer(
+            response_model,
+            options["contracts"],
+            options["policy"],
+            options["fallback"],
+            options["examples"],
+        )
+        models = self.wrapped.aio.models if aio else self.wrapped.models
+        create = models.generate_content_stream if stream else models.generate_content
+        reader = _READ_STREAM if stream else _READ_RESPONSE
+        chose, state, target = chooses_format(params), self.format, healer.target
+
+        def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
+            turns = request.pop("messages")
+
+            def attempt(mode: JsonMode) -> tuple[JsonMode, dict[str, Any]]:
+                return tier_request(None if chose else mode, target, turns, request, originals)
+
+            call = stepping(create, state, attempt, is_tier_rejection, is_async=aio, prime=stream)
+            return call, {}, reader
+
+        driver = (_async_call if aio else _sync_call)(None, None, target, send)
+        context = options["context"]
+        if stream:
+            scope = secrets_scope(self.wrapped, params)
+
+            def json_mode() -> bool:
+                return not chose and state.mode in ("json_schema", "json_object")
+
+            parts = healer._streaming(driver, messages, context, params, scope, json_mode=json_mode)
+            return stream_async(*parts) if aio else stream_sync(*parts)
+        if aio:
+            return healer._arun_for(self.wrapped, driver, messages, context, params)
+        return healer._run_for(self.wrapped, driver, messages, context, params)

@@ -37,7 +37,9 @@ class ScriptedReply:
       `stop` -> `end_turn` (`tool_use` when there are tool calls), `length` -> `max_tokens`,
       `tool_calls` -> `tool_use`, `content_filter` -> `refusal`; any other value is sent as
       given. A `refusal` is `stop_reason: "refusal"` with `stop_details.explanation` = the
-      refusal text (and a text block only if `content` is set too).
+      refusal text (and a text block only if `content` is set too). To a request that
+      forces a tool (`tool_choice` of type `tool`), `content` that is a JSON object is sent
+      as that tool's `tool_use` block instead (as constrained decoding would answer).
     * Gemini: one candidate whose parts are a thought part (`thought: true`) for `reasoning`,
       a text part for `content` and a `functionCall` per tool call (`args` = the parsed
       `arguments`), in that order. `stop` and `tool_calls` -> `STOP`,

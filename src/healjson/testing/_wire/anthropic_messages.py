@@ -4,6 +4,7 @@ stream, errors."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
 import re
@@ -128,6 +129,27 @@ def message(
     return payload
 
 
+def forced_tool(reply: ScriptedReply, request: Mapping[str, Any]) -> ScriptedReply:
+    """`reply` as the model answers a request that forces a tool (`tool_choice` of type `tool`):
+    scripted content that is a JSON object becomes that tool's `tool_use` input (as Anthropic's
+    constrained decoding would send it); any other reply is sent as scripted."""
+    choice = request.get("tool_choice")
+    if not isinstance(choice, Mapping) or choice.get("type") != "tool":
+        return reply
+    if reply.tool_calls or reply.refusal is not None or reply.content is None:
+        return reply
+    try:
+        value = json.loads(reply.content)
+    except ValueError:
+        return reply
+    if not isinstance(value, dict):
+        return reply
+    name = str(choice.get("name") or "tool")
+    call = {"id": "toolu_scripted_1", "type": "function",
+            "function": {"name": name, "arguments": reply.content}}  # fmt: skip
+    return dataclasses.replace(reply, content=None, tool_calls=[call])
+
+
 def reply_body(
     number: int,
     model: str,
@@ -135,7 +157,8 @@ def reply_body(
     usage: dict[str, int],
     request: Mapping[str, Any],
 ) -> tuple[bytes, str]:
-    """Script item `number` as a `message`."""
+    """Script item `number` as a `message` (as a forced tool's `tool_use`: `forced_tool`)."""
+    reply = forced_tool(reply, request)
     return json.dumps(message(f"msg_scripted_{number}", model, reply, usage)).encode(), JSON_TYPE
 
 
@@ -165,6 +188,7 @@ def stream(
     `{"type": "error", "error": {"type", "message"}}` (`stream_error` `server_error` is sent as
     `overloaded_error`, others as given), which the anthropic SDK raises as an `APIStatusError`
     (status 200, the stream's)."""
+    reply = forced_tool(reply, request)
     whole = message(f"msg_scripted_{number}", model, reply, usage)
     opening = {key: value for key, value in whole.items() if key != "stop_details"}
     opening |= {"content": [], "stop_reason": None, "stop_sequence": None}

@@ -1,0 +1,104 @@
+"""`healjson.wrap_callable(fn)`: a chat-completion function that heals.
+
+For a function that takes OpenAI-style keyword arguments (`model=`, `messages=`, ...) and
+returns an OpenAI-shaped chat completion, an object or a dict (or, with `stream=True`, an
+iterable of chunks): LiteLLM's `completion` / `acompletion`, a gateway's client method, one's
+own. No such package is imported. The function stands where an OpenAI client's
+`chat.completions.create` stands, so everything `wrap(OpenAI())` does applies: the JSON-mode
+tiers (`response_format` stepped down on a 400 naming it, remembered), repairs, streams.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from healjson._core.policy import HealPolicy
+from healjson._core.reply import SDK_COMPLETIONS
+from healjson._core.stream.run import is_stream
+
+from ._base import Exchange, Send, ShapeCheck
+from ._openai import HealingClient
+
+__all__ = ["HealingCallable"]
+
+
+class _Create:
+    """The function as a client's `chat.completions` (and the client's `chat`)."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.create = fn
+        self.completions = self
+
+
+class _FunctionClient:
+    """The function as the OpenAI-style client the adapter wraps."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.chat = _Create(fn)
+        self.function = fn
+
+
+def _completion(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return "choices" in value
+    return not isinstance(value, str | bytes) and hasattr(value, "choices")
+
+
+_READ_COMPLETION = ShapeCheck(_completion, "a chat completion", SDK_COMPLETIONS)
+_READ_STREAM = ShapeCheck(lambda value: is_stream(value) or _completion(value), "a stream")
+
+
+class HealingCallable(HealingClient):
+    """`fn` healing: `healed(..., response_model=M)` is `Outcome[M]` (awaitable when `fn` is
+    async), `healed(..., response_model=M, stream=True)` a healed stream; without
+    `response_model` it is `fn(...)` unchanged. `healed.create` is the same call."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        async_: bool | None = None,
+        json_mode: str = "json_schema",
+        policy: HealPolicy | None = None,
+    ) -> None:
+        if not callable(fn):
+            raise TypeError(f"wrap_callable() needs a function; got {type(fn).__name__}")
+        super().__init__(_FunctionClient(fn), json_mode=json_mode, policy=policy)
+        if async_ is not None:
+            self.is_async = async_
+
+    def _accept(self, client: Any) -> bool:
+        fn = client.function
+        return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(inspect.unwrap(fn))
+
+    @property
+    def function(self) -> Callable[..., Any]:
+        """The wrapped function."""
+        return self.wrapped.function  # type: ignore[no-any-return]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.chat.completions.create(*args, **kwargs)
+
+    def create(self, *args: Any, **kwargs: Any) -> Any:
+        """The same as calling this object."""
+        return self.chat.completions.create(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"healjson.wrap_callable({self.function!r}, json_mode={self.format.mode!r})"
+
+    def with_options(self, **options: Any) -> HealingClient:
+        raise AttributeError("a wrapped function has no with_options")
+
+    def copy(self, **options: Any) -> HealingClient:
+        raise AttributeError("a wrapped function has no copy")
+
+    def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
+        fn = self.function
+        reader = _READ_STREAM if params.get("stream") else _READ_COMPLETION
+
+        def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
+            return fn, request, reader
+
+        return send

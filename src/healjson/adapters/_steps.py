@@ -1,0 +1,92 @@
+"""One model call over a client whose JSON tiers the adapter shapes itself (Anthropic, Gemini):
+the request in the client's current tier, a refusal of that tier (an HTTP 400 naming its
+feature) stepped down within the same call and remembered in the client's `FormatState`.
+
+`prime`: a stream whose request is only sent on its first read (google-genai's) is read up to
+its first piece inside the call, so a refused tier is known there too.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from ._format import FormatState, JsonMode
+
+__all__ = ["stepping"]
+
+Attempt = Callable[[JsonMode], tuple[JsonMode, dict[str, Any]]]
+"""A tier -> the tier really used and the client method's keywords."""
+Rejects = Callable[[BaseException, JsonMode], bool]
+"""True when an exception refuses the tier used."""
+
+
+def stepping(
+    create: Callable[..., Any],
+    state: FormatState,
+    attempt: Attempt,
+    rejects: Rejects,
+    *,
+    is_async: bool,
+    prime: bool = False,
+) -> Callable[[], Any]:
+    """The call (a coroutine function when `is_async`): `create(**keywords)` in the current
+    tier, stepping down while a tier is refused."""
+
+    def weaker(used: JsonMode, exc: Exception) -> JsonMode:
+        if not rejects(exc, used):
+            raise exc
+        lower = state.step_down(used)
+        if lower is None:
+            raise exc
+        return lower
+
+    if is_async:
+
+        async def acall() -> Any:
+            used, body = attempt(state.mode)
+            while True:
+                try:
+                    result = await create(**body)
+                    return await _aprimed(result) if prime else result
+                except Exception as exc:
+                    used, body = attempt(weaker(used, exc))
+
+        return acall
+
+    def call() -> Any:
+        used, body = attempt(state.mode)
+        while True:
+            try:
+                result = create(**body)
+                return _primed(result) if prime else result
+            except Exception as exc:
+                used, body = attempt(weaker(used, exc))
+
+    return call
+
+
+def _primed(stream: Any) -> Any:
+    iterator = iter(stream)
+    try:
+        first = next(iterator)
+    except StopIteration:
+        return iter(())
+    return itertools.chain((first,), iterator)
+
+
+async def _aprimed(stream: Any) -> Any:
+    iterator = aiter(stream)
+    try:
+        first = await anext(iterator)
+    except StopAsyncIteration:
+        return _chain(None, iterator, empty=True)
+    return _chain(first, iterator)
+
+
+async def _chain(first: Any, rest: AsyncIterator[Any], *, empty: bool = False) -> Any:
+    if not empty:
+        yield first
+    async for item in rest:
+        yield item
