@@ -203,7 +203,7 @@ class RunEvents:
     """One run's events: sent with the logger in effect when the run started, each with the
     run's id, and mirrored as OpenTelemetry spans when a tracer is configured."""
 
-    __slots__ = ("detail", "include_content", "logger", "run_id", "spans")
+    __slots__ = ("detail", "include_content", "logger", "run_id", "spans", "steps")
 
     def __init__(
         self,
@@ -219,6 +219,9 @@ class RunEvents:
         self.detail = logger if floor <= logging.DEBUG else None
         self.include_content = include_content
         self.spans = spans
+        # whether anything would follow a run that heals at once (its INFO event, its spans);
+        # a logger enabled for WARNING only hears of a degraded run alone
+        self.steps = spans is not None or (logger is not None and floor <= logging.INFO)
 
     def release(self) -> None:
         """The run ended (or was abandoned): end any open span, restore the caller's context."""

@@ -4,13 +4,15 @@ Most runs end at their first reply: strictly valid data with nothing more to che
 needs none of the loop's machinery, and on the hot path the machinery is what costs: right after
 the SDK's call the CPU caches hold the SDK's data, and every Python frame healjson adds fetches
 its code and objects from memory again (a few microseconds each, measured: see
-`benchmarks/bench_overhead.py`). So when nothing listens to the run (no logger, no OpenTelemetry
-SDK: `events.for_run` is None) and no deadline applies, `heal_sync` / `heal_async` make the first
-model call themselves, as the drivers perform the loop's first `ModelCall` (`drive.call_sync`),
-and hand the reply to `engine.first_healed`: the same check and the same `Healed` as the loop's
-first step. Any other result (a failed call, a reply that needs L1 or L2, a contract to run)
-starts `heal_flow` from that same result: the model is never called twice for it, and the
-outcome is the one the loop alone reaches (the tests compare the two on generated replies).
+`benchmarks/bench_overhead.py`). So when nothing follows the run's steps (no logger enabled for
+INFO, no OpenTelemetry SDK: `events.for_run` is None, or its `steps` is False: a stdlib logger
+at WARNING hears only of a degraded run, which the loop still tells it) and no deadline
+applies, `heal_sync` / `heal_async` make the first model call themselves, as the drivers
+perform the loop's first `ModelCall` (`drive.call_sync`), and hand the reply to
+`engine.first_healed`: the same check and the same `Healed` as the loop's first step. Any other
+result (a failed call, a reply that needs L1 or L2, a contract to run) starts `heal_flow` from
+that same result: the model is never called twice for it, and the outcome is the one the loop
+alone reaches (the tests compare the two on generated replies).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def heal_sync(
     first attempt's parameters are redacted with the client's secrets directly."""
     run_id = new_run_id()
     events = _events.for_run(run_id, spec)
-    if events is not None or spec.policy.deadline_s is not None:
+    if (events is not None and events.steps) or spec.policy.deadline_s is not None:
         # a listener (the loop announces every step) or a deadline (`call_sync` limits the call)
         flow = heal_flow(spec, original, params, ctx, started=started, opened=(run_id, events))
         with _secrets(client, params):
@@ -72,7 +74,7 @@ def heal_sync(
             return judged
         result = judged
     flow = heal_flow(
-        spec, original, params, ctx, started=started, opened=(run_id, None), first=result
+        spec, original, params, ctx, started=started, opened=(run_id, events), first=result
     )
     with _secrets(client, params):
         return drive_sync(flow, call)
@@ -92,7 +94,7 @@ async def heal_async(
     entered in the awaiting task's context)."""
     run_id = new_run_id()
     events = _events.for_run(run_id, spec)
-    if events is not None or spec.policy.deadline_s is not None:
+    if (events is not None and events.steps) or spec.policy.deadline_s is not None:
         flow = heal_flow(spec, original, params, ctx, started=started, opened=(run_id, events))
         with _secrets(client, params):
             return await drive_async(flow, call)
@@ -112,7 +114,7 @@ async def heal_async(
             return judged
         result = judged
     flow = heal_flow(
-        spec, original, params, ctx, started=started, opened=(run_id, None), first=result
+        spec, original, params, ctx, started=started, opened=(run_id, events), first=result
     )
     with _secrets(client, params):
         return await drive_async(flow, call)
