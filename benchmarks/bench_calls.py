@@ -31,6 +31,11 @@ request carries outside its messages, so a second prompt figure adds `response_f
 schema inside a message. tiktoken (`o200k_base`) is used too when it is installed with its
 encoding cached (never downloaded here).
 
+A third part compares the packs' rule policies (`@contract(on_fail=...)`) with the same rules
+all `on_fail="reask"`, healjson against itself: on the scenarios of `policy_scenarios()` (a
+schema-valid first reply that breaks a rule a pack declares `on_fail="fix"`, then the good value)
+and on the scenarios above.
+
 A second part sends an always-invalid reply with up to 5 attempts each (healjson
 `max_attempts=5`, instructor `max_retries=4`) on the support-ticket pack and tabulates the size of
 every request's messages.
@@ -40,6 +45,7 @@ Results are printed and written to `benchmarks/results/calls.md`.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import logging
@@ -63,7 +69,7 @@ from _machine import processor, publish, stamp, table
 from healjson._cli.scenarios import CLASSES, EvalScenario
 from healjson.testing import RecordedRequest, ScriptedReply, ScriptedServer
 from healjson.testing._wire import content_text
-from pack_scenarios import pack_scenarios
+from pack_scenarios import pack_scenarios, policy_scenarios
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "calls.md"
@@ -268,8 +274,24 @@ def _valid(case: Case, value: BaseModel) -> bool:
     return not contract_problems(case.pack.contracts, instance, case.ctx)
 
 
+def all_reask(rules: Sequence[healjson.Contract]) -> tuple[healjson.Contract, ...]:
+    """The same rules, every one `on_fail="reask"` (the default before rule policies)."""
+    return tuple(dataclasses.replace(rule, on_fail="reask", fix=None) for rule in rules)
+
+
+def load_policy_cases() -> list[Case]:
+    return [
+        Case(name, pack, scenario, with_contracts(pack, scenario.messages))
+        for name, pack, scenario in policy_scenarios()
+    ]
+
+
 def run_healjson(
-    case: Case, script: Sequence[Item], policy: healjson.HealPolicy | None = None
+    case: Case,
+    script: Sequence[Item],
+    policy: healjson.HealPolicy | None = None,
+    *,
+    contracts: Sequence[healjson.Contract] | None = None,
 ) -> Run:
     run = Run()
     with ScriptedServer(script) as server:
@@ -281,7 +303,7 @@ def run_healjson(
                 model=MODEL_NAME,
                 messages=case.messages,
                 response_model=case.pack.model,
-                contracts=case.pack.contracts,
+                contracts=case.pack.contracts if contracts is None else contracts,
                 examples=case.pack.examples,
                 policy=policy,
             )
@@ -619,6 +641,102 @@ def _absent(cases: Sequence[Case], packs: Sequence[str]) -> str:
     return "; ".join(parts) if parts else "none here"
 
 
+def _policies(pack: healjson.ContractPack) -> str:
+    return ", ".join(f"`{rule.name}` {rule.on_fail}" for rule in pack.contracts)
+
+
+def bench_policies(
+    policy_cases: Sequence[Case], results: Sequence[Result], lines: list[str]
+) -> tuple[tuple[int, int, int, int], tuple[int, int, int, int]]:
+    """Part 3: the pack's policies vs every rule re-asked, healjson against itself.
+
+    Returns (calls reask, calls policies, healed reask, healed policies) for the policy
+    scenarios and for the part-1 scenarios."""
+    new = []
+    for case in policy_cases:
+        script = case.script(MAX_CALLS)
+        runs = {
+            "H-reask": run_healjson(case, script, contracts=all_reask(case.pack.contracts)),
+            "H": run_healjson(case, script),
+            "I": run_instructor(case, script),
+        }
+        new.append((case, runs))
+        print(f"  {case.scenario.id} (policies) done", file=sys.stderr)
+    old = [
+        (case, {"H-reask": run_healjson(case, case.script(MAX_CALLS), contracts=reask), **runs})
+        for case, runs in results
+        for reask in [all_reask(case.pack.contracts)]
+    ]
+    print("  part-1 scenarios, every rule reask, done", file=sys.stderr)
+
+    def sums(group: Sequence[tuple[Case, dict[str, Run]]]) -> tuple[int, int, int, int]:
+        return (
+            sum(runs["H-reask"].calls for _, runs in group),
+            sum(runs["H"].calls for _, runs in group),
+            sum(runs["H-reask"].correct for _, runs in group),
+            sum(runs["H"].correct for _, runs in group),
+        )
+
+    packs = list(dict.fromkeys(case.pack_name for case, _ in results))
+    by_name = {case.pack_name: case.pack for case, _ in results}
+    lines += [
+        "",
+        "## 3. Rule policies: the packs' policies vs every rule re-asked",
+        "",
+        "healjson against itself: *pack policies* = `contracts=pack.contracts` as the packs "
+        'declare them (`@contract(on_fail=...)`); *all reask* = the same rules with `on_fail="'
+        'reask"` and no `fix` (`dataclasses.replace`), everything else as in part 1. The '
+        "packs' rules:",
+        "",
+        *(f"- `{name}`: {_policies(by_name[name])}" for name in packs),
+        "",
+        "The policy scenarios (`policy_scenarios()` in `benchmarks/pack_scenarios.py`): a "
+        "schema-valid first reply that breaks a rule declared `fix` (and the rules that follow "
+        "from it), then the good value, padded to "
+        f"{MAX_CALLS} replies. I = instructor `Mode.JSON` as in part 1, for reference.",
+        "",
+        "| scenario | rules the first reply breaks | calls all reask / pack policies / I "
+        "| outcome all reask / pack policies / I |",
+        "|---|---|---|---|",
+    ]
+    for case, runs in new:
+        broken = sorted(
+            {
+                d.rule
+                for d in healjson.validate(
+                    str(case.scenario.replies[0]),
+                    case.pack.model,
+                    contracts=all_reask(case.pack.contracts),
+                    context=case.messages,
+                ).errors
+                if d.rule
+            }
+        )
+        r, h, i = runs["H-reask"], runs["H"], runs["I"]
+        lines.append(
+            f"| `{case.scenario.id}` | {', '.join(f'`{b}`' for b in broken)} | "
+            f"{r.calls} / {h.calls} / {i.calls} | {_outcome(r)} / {_outcome(h)} / {_outcome(i)} |"
+        )
+    a, b = sums(new), sums(old)
+    lines += [
+        "",
+        "| scenarios | count | calls all reask | calls pack policies | fewer | healed all reask "
+        "| healed pack policies |",
+        "|---|---|---|---|---|---|---|",
+        f"| policy scenarios | {len(new)} | {a[0]} | {a[1]} | {_fewer(a[1], a[0])} | "
+        f"{a[2]}/{len(new)} | {a[3]}/{len(new)} |",
+        f"| part-1 scenarios | {len(old)} | {b[0]} | {b[1]} | {_fewer(b[1], b[0])} | "
+        f"{b[2]}/{len(old)} | {b[3]}/{len(old)} |",
+        f"| **all** | {len(new) + len(old)} | {a[0] + b[0]} | {a[1] + b[1]} | "
+        f"{_fewer(a[1] + b[1], a[0] + b[0])} | {a[2] + b[2]}/{len(new) + len(old)} | "
+        f"{a[3] + b[3]}/{len(new) + len(old)} |",
+    ]
+    for case, runs in new:
+        if case.scenario.locally_fixable and (runs["H"].calls != 1 or not runs["H"].correct):
+            raise AssertionError(f"{case.scenario.id}: the fix rule did not settle the reply")
+    return a, b
+
+
 def _short(run: Run) -> str:
     if run.exception:
         return f"raised `{run.exception}`"
@@ -727,6 +845,8 @@ def main() -> int:
         "",
     ]
     growth = bench_growth(growth_case, lines)
+    policy_cases = load_policy_cases()
+    (p_r, p_h, _, p_ok), (o_r, o_h, _, _) = bench_policies(policy_cases, results, lines)
     elapsed = time.perf_counter() - started
 
     met = fewer >= TARGET_FEWER_CALLS and h_exc == 0
@@ -754,6 +874,11 @@ def main() -> int:
         f"{s_h_ok}/{len(stubborn)} healed; instructor {s_i} calls, {s_i_ok}/{len(stubborn)} "
         f"healed ({_fewer(s_h, s_i)} fewer calls)",
     ]
+    summary.append(
+        f"- rule policies (part 3): on the {len(policy_cases)} policy scenarios healjson "
+        f"with the packs' policies made {p_h} calls ({p_ok} healed), with every rule reask "
+        f"{p_r} ({_fewer(p_h, p_r)} fewer); on the {n} part-1 scenarios {o_h} vs {o_r}"
+    )
     for label, h_chars, i_chars in growth:
         summary.append(
             f"- message chars per request, always {label} ({GROWTH_PACK}): healjson "

@@ -21,6 +21,7 @@ file in memory and fails when the committed copy is stale.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import sys
 from collections.abc import Mapping
@@ -31,7 +32,15 @@ from typing import Any
 import healjson
 from healjson._cli.scenarios import EvalScenario, malformations
 
-__all__ = ["OUTPUT", "PACKS", "PackCase", "build", "pack_scenarios", "render_file"]
+__all__ = [
+    "OUTPUT",
+    "PACKS",
+    "PackCase",
+    "build",
+    "pack_scenarios",
+    "policy_scenarios",
+    "render_file",
+]
 
 HERE = Path(__file__).resolve().parent
 SCENARIO_DIR = HERE / "scenarios"
@@ -175,9 +184,11 @@ PACKS = tuple(name for name, *_ in _CASES)
 
 
 def _broken_rules(pack: healjson.ContractPack, value: Any, messages: Any) -> list[str]:
-    """The names of the pack's contracts that `value` breaks (under the request `messages`)."""
+    """The names of the pack's contracts that `value` breaks (under the request `messages`),
+    whatever each rule's `on_fail` would make of it."""
+    rules = tuple(dataclasses.replace(rule, on_fail="reask", fix=None) for rule in pack.contracts)
     outcome = healjson.validate(
-        json.dumps(value), pack.model, contracts=pack.contracts, context=list(messages)
+        json.dumps(value), pack.model, contracts=rules, context=list(messages)
     )
     if outcome.ok:
         return []
@@ -210,6 +221,91 @@ def build() -> list[tuple[PackCase, healjson.ContractPack, list[EvalScenario]]]:
 def pack_scenarios() -> list[tuple[str, healjson.ContractPack, list[EvalScenario]]]:
     """(pack name, pack, scenarios) for each of the three packs, in a fixed order."""
     return [(case.name, pack, scenarios) for case, pack, scenarios in build()]
+
+
+# -- rule policies --------------------------------------------------------------------------------
+# Scenarios for the rules a pack declares `on_fail="fix"`: the first reply is schema-valid but
+# breaks such a rule (and possibly rules that follow from it), the second is the good value. With
+# the pack's policies the fix settles the first reply when the fixed value passes every rule;
+# with every rule re-asked it takes a second call. The last invoice case is one where the fix is
+# not enough (the total was computed from the misread line), so both re-ask: a fix never hides a
+# disagreement another rule still sees.
+
+
+def _ticket_order_number(pack: healjson.ContractPack) -> dict[str, Any]:
+    # the model copies the order number into the summary ("Order ORD-123456 shows ...")
+    good = pack.examples[0]
+    return _changed(pack, summary=good["summary"].replace("Order ", "Order ORD-123456 ", 1))
+
+
+def _invoice_line(pack: healjson.ContractPack, line_total: float, total: float) -> dict[str, Any]:
+    lines = copy.deepcopy(pack.examples[0]["lines"])
+    lines[0]["line_total"] = line_total
+    return _changed(pack, lines=lines, total=total)
+
+
+def _invoice_line_misread(pack: healjson.ContractPack) -> dict[str, Any]:
+    # 1,200.00 read as 120.00; the total was read from the document (so it no longer adds up)
+    return _invoice_line(pack, 120.00, 1529.75)
+
+
+def _invoice_line_and_total(pack: healjson.ContractPack) -> dict[str, Any]:
+    # 1,200.00 read as 120.00 and the total summed from that misread line: fixing the line
+    # leaves a total that does not add up, so the model is asked again
+    return _invoice_line(pack, 120.00, 449.75)
+
+
+_POLICY_CASES = (
+    (
+        "support_ticket",
+        "order_number_in_summary",
+        _ticket_order_number,
+        ["summary_omits_order_number"],
+        True,
+    ),
+    (
+        "invoice",
+        "line_total_misread",
+        _invoice_line_misread,
+        ["line_totals_match", "total_adds_up"],
+        True,
+    ),
+    (
+        "invoice",
+        "line_total_and_total_misread",
+        _invoice_line_and_total,
+        ["line_totals_match"],
+        False,
+    ),
+)
+
+
+def policy_scenarios() -> list[tuple[str, healjson.ContractPack, EvalScenario]]:
+    """(pack name, pack, scenario) for each rule-policy case: a schema-valid first reply that
+    breaks a fix rule, then the good value. `locally_fixable` says the rule's fix alone turns the
+    first reply into the expected value (checked by the calls benchmark). ValueError on a bad
+    hand-made case."""
+    cases = {name: (spec, messages) for name, spec, messages, _, _ in _CASES}
+    out = []
+    for name, kind, make, breaks, fixable in _POLICY_CASES:
+        spec, messages = cases[name]
+        pack = _load(spec)
+        first = make(pack)
+        broken = _broken_rules(pack, first, messages)
+        if broken != sorted(breaks):
+            raise ValueError(f"{name}/{kind}: the reply breaks {broken}, expected {breaks}")
+        scenario = EvalScenario(
+            id=f"{name}/{kind}",
+            messages=tuple(messages),
+            replies=(json.dumps(first), json.dumps(pack.examples[0])),
+            expected=copy.deepcopy(pack.examples[0]),
+            has_expected=True,
+            kind=kind,
+            locally_fixable=fixable,
+            contracts=spec,
+        )
+        out.append((name, pack, scenario))
+    return out
 
 
 def render_file(

@@ -3,6 +3,7 @@ loading, golden examples, diagnostics, strategies, e2e."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import subprocess
@@ -37,10 +38,16 @@ def errors(outcome: Any) -> tuple[Diagnostic, ...]:
     return () if outcome.ok else tuple(outcome.errors)
 
 
+def reasked(pack: ContractPack) -> tuple[healjson.Contract[Any], ...]:
+    """The pack's rules, each `on_fail="reask"`: every violation is reported, none settled."""
+    return tuple(dataclasses.replace(rule, on_fail="reask", fix=None) for rule in pack.contracts)
+
+
 def check(pack: ContractPack, data: Any, context: Any = None) -> tuple[Diagnostic, ...]:
-    """Validate `data` (a dict, a model instance or JSON text) against the pack; its diagnostics."""
+    """Validate `data` (a dict, a model instance or JSON text) against the pack's rules; the
+    diagnostics every rule gives (a fix rule's too, as if it re-asked)."""
     text = data if isinstance(data, str) else to_json(data).decode()
-    return errors(healjson.validate(text, pack.model, contracts=pack.contracts, context=context))
+    return errors(healjson.validate(text, pack.model, contracts=reasked(pack), context=context))
 
 
 def example(pack: ContractPack, index: int) -> Any:
@@ -235,6 +242,69 @@ def test_hand_made_violation_gives_a_precise_diagnostic(rule: str) -> None:
     assert phrase in diagnostic.prescription
     if len(fields) > 1:
         assert "may change" in diagnostic.prescription
+
+
+POLICIES = {
+    "support_ticket": {"summary_omits_order_number": "fix"},
+    "invoice": {"line_totals_match": "fix"},
+    "itinerary": {},
+}
+
+
+@pytest.mark.parametrize("name", PACK_NAMES)
+def test_packs_declare_their_policies(name: str) -> None:
+    """The computable rules are `fix`, every other rule re-asks (contracts/README.md says why)."""
+    declared = {rule.name: rule.on_fail for rule in PACKS[name].contracts}
+    assert {rule: POLICIES[name].get(rule, "reask") for rule in declared} == declared
+
+
+def _ticket_with_number(summary: str) -> dict[str, Any]:
+    return {"urgency": 3, "category": "other", "summary": summary, "orderId": "ORD-123456"}
+
+
+@pytest.mark.parametrize(
+    ("summary", "fixed"),
+    [
+        ("Order ORD-123456 shows 'awaiting shipment'", "Order shows 'awaiting shipment'"),
+        ("Customer says ORD-123456 never arrived", "Customer says the order never arrived"),
+        ("Parcel for order #ORD-123456 is late", "Parcel for order is late"),
+        ("ORD-123456 and ORD-654321 both late", "the order and the order both late"),
+    ],
+)
+def test_order_number_in_summary_is_fixed_without_a_call(summary: str, fixed: str) -> None:
+    """`summary_omits_order_number` strips the number locally: Healed, flagged, nothing else
+    changed."""
+    outcome = healjson.validate(
+        json.dumps(_ticket_with_number(summary)), TICKET.model, contracts=TICKET.contracts
+    )
+    assert isinstance(outcome, Healed), errors(outcome)
+    assert fixed == outcome.value.summary
+    assert ("summary_omits_order_number",) == outcome.fixed
+    assert "contract_fixed" in [str(flag) for flag in outcome.flags]
+
+
+def test_misread_line_total_is_recomputed_without_a_call() -> None:
+    """A line total off while the stated total is right: the fix recomputes the line (quantity x
+    unit price, to cents) and the invoice then passes every rule, `total_adds_up` included."""
+    pack = PACKS["invoice"]
+    data = example(pack, 0)
+    data["lines"][0]["line_total"] = 120.00  # 1,200.00 misread
+    outcome = healjson.validate(json.dumps(data), pack.model, contracts=pack.contracts)
+    assert isinstance(outcome, Healed), errors(outcome)
+    assert outcome.value == pack.model.model_validate(pack.examples[0])
+    assert ("line_totals_match",) == outcome.fixed
+
+
+def test_line_total_fix_never_hides_a_total_that_no_longer_adds_up() -> None:
+    """When the total was summed from the misread line, the fixed invoice breaks `total_adds_up`:
+    the answer is not accepted (the model is asked again with the original violation)."""
+    pack = PACKS["invoice"]
+    data = example(pack, 0)
+    data["lines"][0]["line_total"] = 120.00
+    data["total"] = 449.75  # 120.00 + 85.50 + 244.25
+    outcome = healjson.validate(json.dumps(data), pack.model, contracts=pack.contracts)
+    assert not outcome.ok
+    assert ["line_totals_match"] == [d.rule for d in outcome.errors]
 
 
 def test_invoice_diagnostic_carries_the_values_found() -> None:

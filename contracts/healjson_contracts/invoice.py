@@ -100,7 +100,20 @@ def _q(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-@contract(fields=("lines",))
+def _recompute_line_totals(invoice: Invoice) -> Invoice:
+    """`line_totals_match`'s fix: every line total that is off becomes quantity x unit price,
+    rounded to cents; `total` is left as stated (when it was read right it now adds up; when it
+    does not, `total_adds_up` asks the model again)."""
+    lines = [
+        line.model_copy(update={"line_total": _expected_line_total(line)})
+        if _off(line.line_total, _expected_line_total(line))
+        else line
+        for line in invoice.lines
+    ]
+    return invoice.model_copy(update={"lines": lines})
+
+
+@contract(fields=("lines",), on_fail="fix", fix=_recompute_line_totals)
 def line_totals_match(invoice: Invoice) -> Iterator[Violation]:
     """Every line's line_total equals its quantity times its unit_price (within 0.01)."""
     for index, line in enumerate(invoice.lines):

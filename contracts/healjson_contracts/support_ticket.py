@@ -100,7 +100,26 @@ def urgent_summary_explains(ticket: SupportTicket) -> Violation | None:
     return None
 
 
-@contract(fields=("summary",))
+_ORDER_MENTION = re.compile(r"(\b(?i:order)\s+)?(?:#\s*)?ORD-\d{6}")
+_SPACES = re.compile(r"[ \t]{2,}")
+
+
+def _mention(found: re.Match[str]) -> str:
+    word = found.group(1)
+    return word.rstrip() if word else "the order"
+
+
+def _strip_order_number(ticket: SupportTicket) -> SupportTicket:
+    """`summary_omits_order_number`'s fix: "order ORD-123456" becomes "order" and a bare
+    "ORD-123456" becomes "the order" (the number stays in `orderId`)."""
+    summary = ticket.summary
+    while ORDER_NUMBER.search(summary):  # each pass shortens it: "the order" < "ORD-nnnnnn"
+        summary = _ORDER_MENTION.sub(_mention, summary)
+    summary = _SPACES.sub(" ", summary).strip()
+    return ticket.model_copy(update={"summary": summary})
+
+
+@contract(fields=("summary",), on_fail="fix", fix=_strip_order_number)
 def summary_omits_order_number(ticket: SupportTicket) -> Violation | None:
     """The summary describes the problem; the order number belongs in `orderId` alone."""
     found = ORDER_NUMBER.search(ticket.summary)
