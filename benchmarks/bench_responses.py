@@ -38,8 +38,8 @@ from openai.types.responses import Response
 import healjson
 from _machine import machine, publish, stamp, table
 from bench_overhead import EXPECTED, MODEL_NAME, Order, ServerProcess
+from healjson._providers.openai_chat import strict_format
 from healjson._providers.openai_responses import text_format
-from healjson.adapters._format import strict_format
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "responses.md"
