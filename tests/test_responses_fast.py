@@ -8,10 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai.types.responses import Response
 
+from healjson._core.stream.chunks import read_chunk
 from healjson._providers.openai_responses import (
     Conversation,
     read_response,
     read_sdk_response,
+    set_commentary_aside,
     text_format,
 )
 
@@ -107,3 +109,32 @@ def test_the_common_request_sends_the_callers_input_and_one_cached_format() -> N
         {"messages": [{"role": "user", "content": "hi"}], "response_format": strict}
     )
     assert own["text"] == {"verbosity": "low", "format": text_format(strict)}
+
+
+_KINDS = st.sampled_from(
+    [
+        "response.output_text.delta",
+        "response.refusal.delta",
+        "response.function_call_arguments.delta",
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_text.delta",
+        "response.in_progress",
+        "response.content_part.added",
+    ]
+)
+_EVENT = st.builds(
+    lambda kind, piece, item: {"type": kind, "delta": piece, "item_id": item},
+    _KINDS,
+    st.one_of(_TEXT, st.none(), st.integers()),
+    st.sampled_from(["msg_a", "msg_b"]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_EVENT, max_size=8))
+def test_events_read_while_set_aside_as_the_core_reads_them(events: list[Any]) -> None:
+    """The pieces the stream reader turns into `Delta`s read as the core reads the events
+    (no commentary item: nothing set aside)."""
+    assert [read_chunk(e) for e in set_commentary_aside(iter(events))] == [
+        read_chunk(e) for e in events
+    ]

@@ -300,10 +300,17 @@ async def aset_commentary_aside(
 
 
 def _phased(event: Any, aside: set[Any], seen: Callable[[str], None] | None) -> Any:
+    """The event, or its `Delta` when it is a text piece (most of a stream's events: read here
+    as `read_event` reads them, the core's lookup by shape skipped)."""
     kind = _get(event, "type")
-    if kind == "response.output_text.delta" and _get(event, "item_id") in aside:
+    make = _TEXT_DELTAS.get(kind) if type(kind) is str else None
+    if make is not None:
         piece = _get(event, "delta")
-        return Delta(reasoning=piece if isinstance(piece, str) else "")
+        if not isinstance(piece, str):
+            piece = None
+        if aside and kind == "response.output_text.delta" and _get(event, "item_id") in aside:
+            return Delta(reasoning=piece or "")
+        return _EMPTY if piece is None else make(piece)
     if kind == "response.output_item.added":
         item = _get(event, "item")
         if _get(item, "phase") == "commentary":
