@@ -30,7 +30,7 @@ from .effects import CallResult, ModelCall
 from .engine import HealSpec, first_healed, heal_flow, new_run_id
 from .outcome import Outcome
 from .redact import secrets_scope
-from .reply import SDK_COMPLETIONS, read_completion
+from .reply import SDK_COMPLETIONS, Reply, read_completion
 
 __all__ = ["heal_async", "heal_sync"]
 
@@ -61,7 +61,7 @@ def heal_sync(
     start = _clock()
     try:
         value = call(list(map(dict, original)), **params)
-        if type(value) not in SDK_COMPLETIONS:
+        if type(value) not in SDK_COMPLETIONS and type(value) is not Reply:
             value = settled(value)
     except Exception as exc:  # the provider's failure, else raised again
         with _secrets(client, params):
@@ -101,7 +101,8 @@ async def heal_async(
     start = _clock()
     try:
         value = call(list(map(dict, original)), **params)
-        if type(value) not in SDK_COMPLETIONS and inspect.isawaitable(value):
+        kind = type(value)
+        if kind not in SDK_COMPLETIONS and kind is not Reply and inspect.isawaitable(value):
             value = await value
     except Exception as exc:
         with _secrets(client, params):
@@ -133,8 +134,9 @@ def _first_result(
 ) -> Outcome[Any] | CallResult:
     """The run's `Healed` if the first call's `value` is one at once, else its `CallResult`
     (what `call_sync` would have sent the loop)."""
-    if type(value) in SDK_COMPLETIONS:  # the SDK's ChatCompletion: read here, no detour
-        reply = read_completion(value)
+    kind = type(value)
+    if kind in SDK_COMPLETIONS or kind is Reply:  # the SDK's ChatCompletion, or a call's reply
+        reply = read_completion(value) if kind is not Reply else value  # read here, no detour
         elapsed = _clock() - start
         healed = first_healed(
             spec,

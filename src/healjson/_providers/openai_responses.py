@@ -32,11 +32,13 @@ from healjson._core.wire import WireFormat
 from .openai_chat import batch_body as chat_batch_body
 
 __all__ = [
+    "SDK_RESPONSES",
     "Conversation",
     "ResponseFailed",
     "is_response",
     "read_event",
     "read_response",
+    "read_sdk_response",
     "set_commentary_aside",
     "text_format",
 ]
@@ -86,6 +88,57 @@ def is_response(obj: Any) -> bool:
 
 
 # -- the reply -------------------------------------------------------------------------------
+
+
+# the SDK's `Response` classes seen: read by `read_sdk_response` (plain attribute access)
+SDK_RESPONSES: set[type] = set()
+
+
+def read_sdk_response(obj: Any) -> Reply:
+    """The openai SDK's `Response`, read by plain attribute access when it is the common one (a
+    completed response whose output is one message with one `output_text` part, no phases);
+    anything else goes to `read_response`, which reads every case."""
+    try:
+        if obj.status != "completed":
+            return read_response(obj)
+        output = obj.output
+        if type(output) is not list or len(output) != 1:
+            return read_response(obj)
+        item = output[0]
+        content = item.content if item.type == "message" else None
+        if type(content) is not list or len(content) != 1 or getattr(item, "phase", None):
+            return read_response(obj)
+        part = content[0]
+        text = part.text if part.type == "output_text" else None
+        model, raw = obj.model, obj.usage
+        if type(text) is not str or raw is None:
+            return read_response(obj)
+        prompt, completion = raw.input_tokens, raw.output_tokens
+        inputs, outputs = raw.input_tokens_details, raw.output_tokens_details
+    except AttributeError:
+        return read_response(obj)
+    if type(prompt) is not int or type(completion) is not int:
+        return read_response(obj)
+    reasoning = getattr(outputs, "reasoning_tokens", None)
+    cached = getattr(inputs, "cached_tokens", None)
+    written = getattr(inputs, "cache_write_tokens", None)
+    name = None if model is None else str(model)
+    return Reply(
+        text,
+        "stop",
+        None,
+        Usage(
+            prompt,
+            completion,
+            False,
+            reasoning if type(reasoning) is int else 0,
+            cached if type(cached) is int else 0,
+            written if type(written) is int else 0,
+            1,
+            name,
+        ),
+        name,
+    )
 
 
 def read_response(obj: Any) -> Reply:
@@ -247,10 +300,17 @@ async def aset_commentary_aside(
 
 
 def _phased(event: Any, aside: set[Any], seen: Callable[[str], None] | None) -> Any:
+    """The event, or its `Delta` when it is a text piece (most of a stream's events: read here
+    as `read_event` reads them, the core's lookup by shape skipped)."""
     kind = _get(event, "type")
-    if kind == "response.output_text.delta" and _get(event, "item_id") in aside:
+    make = _TEXT_DELTAS.get(kind) if type(kind) is str else None
+    if make is not None:
         piece = _get(event, "delta")
-        return Delta(reasoning=piece if isinstance(piece, str) else "")
+        if not isinstance(piece, str):
+            piece = None
+        if aside and kind == "response.output_text.delta" and _get(event, "item_id") in aside:
+            return Delta(reasoning=piece or "")
+        return _EMPTY if piece is None else make(piece)
     if kind == "response.output_item.added":
         item = _get(event, "item")
         if _get(item, "phase") == "commentary":
@@ -270,15 +330,21 @@ def _close(events: Any) -> None:
 
 # -- the request -----------------------------------------------------------------------------
 
-_FORMATS: dict[int, tuple[Any, dict[str, Any]]] = {}
+# id(response_format) -> (it, its `text.format`, `{"format": <that>}`): `strict_format` hands
+# out one cached format per target, so the common request translates nothing
+_FORMATS: dict[int, tuple[Any, dict[str, Any], dict[str, Any]]] = {}
 
 
 def text_format(response_format: Any) -> dict[str, Any]:
     """A chat `response_format` as the Responses API's `text.format` (`json_schema` with its
     `name`, `schema`, `strict` at the top; `json_object`; `text`)."""
+    return _formats(response_format)[1]
+
+
+def _formats(response_format: Any) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     cached = _FORMATS.get(id(response_format))
     if cached is not None and cached[0] is response_format:
-        return cached[1]
+        return cached
     kind = _get(response_format, "type")
     if kind == "json_schema":
         found = {"type": "json_schema", **dict(_get(response_format, "json_schema") or {})}
@@ -286,8 +352,9 @@ def text_format(response_format: Any) -> dict[str, Any]:
         found = {"type": str(kind or "text")}
     if len(_FORMATS) >= 256:
         _FORMATS.clear()
-    _FORMATS[id(response_format)] = (response_format, found)
-    return found
+    entry = (response_format, found, {"format": found})
+    _FORMATS[id(response_format)] = entry
+    return entry
 
 
 def _item_message(item: Any) -> dict[str, Any]:
@@ -350,7 +417,8 @@ class Conversation:
                 limit = chat.pop(name)
                 chat.setdefault("max_output_tokens", limit)
         if response_format is not None:
-            chat["text"] = {**(self.text or {}), "format": text_format(response_format)}
+            _, found, alone = _formats(response_format)
+            chat["text"] = {**self.text, "format": found} if self.text else alone
         elif self.text is not None:
             chat["text"] = self.text
         if self.instructions is not None:
@@ -385,6 +453,8 @@ def _message(message: Mapping[str, Any]) -> dict[str, Any]:
 def _find(sent: Sequence[Mapping[str, Any]], own: Sequence[Mapping[str, Any]]) -> int | None:
     """Where `own` stands in `sent`, as a run of equal messages (None: it does not)."""
     width = len(own)
+    if len(sent) == width:  # the common request: the caller's messages alone
+        return 0 if list(sent) == list(own) else None
     for at in range(len(sent) - width + 1):
         if all(sent[at + i] == own[i] for i in range(width)):
             return at

@@ -23,16 +23,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
+from pydantic import BaseModel
+
 from healjson._core.contracts import Contract
 from healjson._core.policy import HealPolicy
 from healjson._core.redact import secrets_scope
 from healjson._core.stream.run import is_stream, stream_async, stream_sync
 from healjson._providers.openai_responses import (
+    SDK_RESPONSES,
     Conversation,
     ResponseFailed,
     aset_commentary_aside,
     is_response,
     read_response,
+    read_sdk_response,
     set_commentary_aside,
 )
 
@@ -59,6 +63,14 @@ class _Read(Exchange):
     def read(self, ok: bool, value: Any) -> tuple[bool, Any]:
         if not ok:
             return ok, value
+        if type(value) in SDK_RESPONSES:  # the SDK's `Response`: read by attribute
+            identity = getattr(value, "id", None)
+            if isinstance(identity, str):
+                self.conversation.last_id = identity
+            try:
+                return ok, read_sdk_response(value)
+            except ResponseFailed as exc:
+                return False, exc
         if self.streamed and is_stream(value):
             return ok, value
         if not is_response(value):
@@ -69,6 +81,8 @@ class _Read(Exchange):
         identity = getattr(value, "id", None) if not isinstance(value, dict) else value.get("id")
         if isinstance(identity, str):
             self.conversation.seen(identity)
+        if isinstance(value, BaseModel) and len(SDK_RESPONSES) < 16:
+            SDK_RESPONSES.add(type(value))  # few classes: the SDK's `Response` (and subclasses)
         try:
             return ok, read_response(value)
         except ResponseFailed as exc:
@@ -102,31 +116,32 @@ class Responses:
         of it for an async client; a healed stream with `stream=True`). `repair_via`: see the
         module's docstring."""
         owner = self._owner
+        core = owner._core  # a plain object: its attributes read fast (the adapter proxies)
         if response_model is UNSET:
-            return owner.wrapped.responses.create(*args, **kwargs)
+            return core.wrapped.responses.create(*args, **kwargs)
         if args:
             raise TypeError("responses.create takes keyword arguments only")
-        if repair_via not in REPAIRS:
+        previous = repair_via != "input"
+        if previous and repair_via not in REPAIRS:
             raise ValueError(f"repair_via must be one of {', '.join(REPAIRS)}; got {repair_via!r}")
-        previous = repair_via == "previous_response_id"
         if previous and kwargs.get("store") is not True:
             raise ValueError('repair_via="previous_response_id" needs store=True')
-        if kwargs.get("input") is None and kwargs.get("instructions") is None:
+        instructions = kwargs.pop("instructions", None)
+        given = kwargs.pop("input", None)
+        if given is None and instructions is None:
             raise TypeError("responses.create needs input=...")
         text = kwargs.pop("text", None)
-        conversation = Conversation(
-            kwargs.pop("instructions", None), kwargs.pop("input", None), text, previous=previous
-        )
+        conversation = Conversation(instructions, given, text, previous=previous)
         forced = check_mode(json_mode) if json_mode is not None else None
-        own = isinstance(text, Mapping) and "format" in text  # the caller's own format
-        tiers = None if own else owner._tiers
-        chosen = policy or owner.policy or _DEFAULT_POLICY
-        healer = owner._healers.get(response_model, contracts, chosen, fallback, examples)
+        own = text is not None and isinstance(text, Mapping) and "format" in text
+        tiers = None if own else core.tiers
+        chosen = policy or core.policy or _DEFAULT_POLICY
+        healer = core.healers.get(response_model, contracts, chosen, fallback, examples)
         streamed = bool(kwargs.get("stream"))
-        send = _sender(owner, conversation, streamed)
+        send = _sender(core, conversation, streamed)
         messages = conversation.messages
         if streamed:
-            scope = secrets_scope(owner.wrapped, kwargs)
+            scope = secrets_scope(core.wrapped, kwargs)
             kinds = ("json_schema", "json_object")
 
             def asks_json() -> bool:  # the tier the call just used (a rejected one stepped down)
@@ -134,15 +149,15 @@ class Responses:
                     return str(text.get("format", {}).get("type")) in kinds
                 return tiers is not None and (forced or tiers.mode) in kinds
 
-            driver = _async_call if owner.is_async else _sync_call
+            driver = _async_call if core.is_async else _sync_call
             call = driver(tiers, forced, healer.target, send)
             steps = healer._streaming(call, messages, context, kwargs, scope, json_mode=asks_json)
-            return stream_async(*steps) if owner.is_async else stream_sync(*steps)
-        if owner.is_async:
+            return stream_async(*steps) if core.is_async else stream_sync(*steps)
+        if core.is_async:
             call = _async_call(tiers, forced, healer.target, send)
-            return healer._arun_for(owner.wrapped, call, messages, context, kwargs)
+            return healer._arun_for(core.wrapped, call, messages, context, kwargs)
         call = _sync_call(tiers, forced, healer.target, send)
-        return healer._run_for(owner.wrapped, call, messages, context, kwargs)
+        return healer._run_for(core.wrapped, call, messages, context, kwargs)
 
     def parse(self, *args: Any, text_format: Any = UNSET, **kwargs: Any) -> Any:
         """`responses.parse`; with `text_format=M` it is `create(response_model=M, ...)`."""
@@ -159,24 +174,26 @@ class Responses:
 
 
 def _sender(
-    owner: Any, conversation: Conversation, streamed: bool
+    core: Any, conversation: Conversation, streamed: bool
 ) -> Callable[[dict[str, Any]], tuple[Callable[..., Any], dict[str, Any], Exchange]]:
     exchange = _Read(conversation, streamed)
-    seen = conversation.seen
+    wrapped = core.wrapped
+    method: Callable[..., Any] = wrapped.responses.create  # a plain call: the SDK's own method
+    if streamed:
+        seen = conversation.seen
 
-    def create(**request: Any) -> Any:
-        value = owner.wrapped.responses.create(**request)
-        return set_commentary_aside(value, seen) if is_stream(value) else value
+        def create(**request: Any) -> Any:
+            value = wrapped.responses.create(**request)
+            return set_commentary_aside(value, seen) if is_stream(value) else value
 
-    async def acreate(**request: Any) -> Any:
-        value = await owner.wrapped.responses.create(**request)
-        return aset_commentary_aside(value, seen) if is_stream(value) else value
+        async def acreate(**request: Any) -> Any:
+            value = await wrapped.responses.create(**request)
+            return aset_commentary_aside(value, seen) if is_stream(value) else value
 
-    method = acreate if owner.is_async else create
-    if not streamed:
-        method = owner.wrapped.responses.create  # nothing to wrap: the SDK's own method
+        method = acreate if core.is_async else create
+    request = conversation.request
 
-    def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
-        return method, conversation.request(request), exchange
+    def send(params: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
+        return method, request(params), exchange
 
     return send
