@@ -10,7 +10,9 @@ data is *shaped or spelled*, never what it says:
 - an enum or literal value in another case or with other separators (`enum_case`);
 - a number written as an English word, zero to one hundred (`number_word`);
 - a JSON object or array that arrived encoded in a string (`double_encoded`);
-- a one-key wrapper object around the value (`unwrapped`); a single value where a list is
+- a one-key wrapper object around the value (`unwrapped`), when no part of the schema there
+  takes its key (a property, as written or aligned, of the node or of another member of its
+  union; a dict entry whose value fits the dict's values); a single value where a list is
   expected (`listed`; a string that holds a list separator is not wrapped, since splitting it is
   another reading); a one-item list where a single value is expected (`unlisted`); a bare list
   for an object whose only required field is that list (`wrapped`).
@@ -187,33 +189,37 @@ class _Aligner:
     readings that reach it."""
 
     def __init__(self) -> None:
-        self.memo: dict[tuple[int, int, bool], _Reading] = {}
+        self.memo: dict[tuple[int, int, bool, bool], _Reading] = {}
         self.kept: list[Any] = []  # decoded values stay alive, so no other node takes their id
 
-    def read(self, shape: Shape, data: Any, reshape: bool = True) -> _Reading:
+    def read(self, shape: Shape, data: Any, reshape: bool = True, wrapper: bool = True) -> _Reading:
         """`data` read against `shape`; `reshape=False` for data a reshape already moved (one
-        reshape per data node: `{"a": {"b": 1}}` is not read as `1`)."""
-        key = (id(shape), id(data), reshape)
+        reshape per data node: `{"a": {"b": 1}}` is not read as `1`); `wrapper=False` when
+        another member of the union takes the key of a one-key object (below)."""
+        key = (id(shape), id(data), reshape, wrapper)
         known = self.memo.get(key)
         if known is not None:
             return known
         self.memo[key] = _Reading(data, (), _NONE)  # a reading that loops back fits nothing
         charge(1)
         if shape.branches:
-            reading = self._union(shape.branches, data, reshape)
+            reading = self._union(shape.branches, data, reshape, wrapper)
         else:
             direct = self._direct(shape, data)
             if _as_written(direct, data) or not reshape:
                 reading = direct
             else:
-                reading = _choose([direct, *self._reshaped(shape, data)], data)
+                reading = _choose([direct, *self._reshaped(shape, data, wrapper)], data)
         self.memo[key] = reading
         return reading
 
-    def _union(self, branches: tuple[Shape, ...], data: Any, reshape: bool) -> _Reading:
+    def _union(
+        self, branches: tuple[Shape, ...], data: Any, reshape: bool, wrapper: bool
+    ) -> _Reading:
+        wrapper = wrapper and not any(self._takes(branch, data) for branch in branches)
         readings = []
         for branch in branches:
-            reading = self.read(branch, data, reshape)
+            reading = self.read(branch, data, reshape, wrapper)
             if _as_written(reading, data):
                 return reading
             readings.append(reading)
@@ -281,7 +287,7 @@ class _Aligner:
             out.append(reading.value)
         return _Reading(out if changed else data, _flags(flags), count)
 
-    def _reshaped(self, shape: Shape, data: Any) -> Iterator[_Reading]:
+    def _reshaped(self, shape: Shape, data: Any, wrapper: bool) -> Iterator[_Reading]:
         """The other readings of a node that does not fit as written."""
         wants_array, wants_object = "array" in shape.kinds, "object" in shape.kinds
         if isinstance(data, str) and (wants_array or wants_object):
@@ -290,9 +296,11 @@ class _Aligner:
                 self.kept.append(inner)
                 yield _prefixed(Flag.DOUBLE_ENCODED, self.read(shape, inner))
         if isinstance(data, dict) and len(data) == 1:
-            ((key, inner),) = data.items()
-            if key not in (shape.props or {}) and (
-                isinstance(inner, dict | list) or not wants_object
+            (inner,) = data.values()
+            if (
+                wrapper
+                and not self._takes(shape, data)
+                and (isinstance(inner, dict | list) or not wants_object)
             ):
                 yield _prefixed(Flag.UNWRAPPED, self.read(shape, inner, False))
         if wants_array and _listable(data):
@@ -307,6 +315,23 @@ class _Aligner:
                 reading = self.read(shape.props[name], data, False)
                 flags = _flags((Flag.WRAPPED,), reading.flags)
                 yield _Reading({name: reading.value}, flags, reading.count)
+
+    def _takes(self, shape: Shape, data: Any) -> bool:
+        """Whether `shape` (or one member of it) takes the key of the one-key object `data`, so
+        that key is no wrapper: a property, as written or as aligned (`{"Total": null}` is a
+        `total` of null, not a wrapped null), or an entry of a dict whose value fits the dict's
+        values (`{"x": {"Name": "a"}}` for `dict[str, Item]` is the entry `x`, not a wrapper
+        around a dict with the key `Name`)."""
+        if not isinstance(data, dict) or len(data) != 1:
+            return False
+        if shape.branches:
+            return any(self._takes(branch, data) for branch in shape.branches)
+        ((key, inner),) = data.items()
+        if key in (shape.props or {}):
+            return True
+        if isinstance(key, str) and key_form(key) in shape.forms:
+            return True
+        return shape.extra is not None and self.read(shape.extra, inner).count != _NONE
 
 
 def _prefixed(flag: Flag, reading: _Reading) -> _Reading:
