@@ -10,21 +10,23 @@ data is *shaped or spelled*, never what it says:
 - an enum or literal value in another case or with other separators (`enum_case`);
 - a number written as an English word, zero to one hundred (`number_word`);
 - a JSON object or array that arrived encoded in a string (`double_encoded`);
-- a one-key wrapper object around the value (`unwrapped`), when no part of the schema there
-  takes its key (a property, as written or aligned, of the node or of another member of its
-  union; a dict entry whose value fits the dict's values); a single value where a list is
-  expected (`listed`; a string that holds a list separator is not wrapped, since splitting it is
-  another reading); a one-item list where a single value is expected (`unlisted`); a bare list
-  for an object whose only required field is that list (`wrapped`).
+- a one-key wrapper object around the value (`unwrapped`), unless some reading takes its key:
+  a property (as written or aligned) or a dict entry whose value fits, wherever the object is
+  read — as the node itself, as another member of its union, or after another reshape; a
+  single value where a list is expected (`listed`; a string that holds a list separator is not
+  wrapped, since splitting it is another reading); a one-item list where a single value is
+  expected (`unlisted`); a bare list for an object whose only required field is that list
+  (`wrapped`).
 
 They apply at every depth — each item of a list, each value of a dict, each field of a nested
 model, each member of a union — and compose (a wrapper unwrapped, every item's keys aligned, a
 number word read in one of them). The search is structural, top-down along the schema
 (`shape.py`): a node's readings are few (the data as written, or one of the reshapes above),
 each (schema node, data node) pair is decided once, so the work is linear in the data for a
-given schema, and each node counts the readings that fit: none, exactly one, or several with
-different values. A node that fits as written is read as written. When several different
-readings fit anywhere, nothing is applied (ambiguous) and L2 reports the failure.
+given schema (read twice when a key one reading took was a wrapper in another, so that the
+second reading knows it), and each node counts the readings that fit: none, exactly one, or
+several with different values. A node that fits as written is read as written. When several
+different readings fit anywhere, nothing is applied (ambiguous) and L2 reports the failure.
 
 The verdict stays with pydantic: the one reading is kept only if it validates.
 """
@@ -106,7 +108,7 @@ def align(target: Target[Any], data: Any, context: Any = None) -> Fit:
     if fitted.ok:
         return fitted
     try:
-        reading = _Aligner().read(shape_of(target), data)
+        reading = _Aligner().align(shape_of(target), data)
     except RecursionError:  # nested deeper than the reader goes: pydantic's errors stand
         return fitted
     if reading.count == _MANY or reading.value is data:
@@ -189,37 +191,45 @@ class _Aligner:
     readings that reach it."""
 
     def __init__(self) -> None:
-        self.memo: dict[tuple[int, int, bool, bool], _Reading] = {}
-        self.kept: list[Any] = []  # decoded values stay alive, so no other node takes their id
+        self.memo: dict[tuple[int, int, bool], _Reading] = {}
+        self.decoded: dict[int, Any] = {}  # decoded values stay alive, so no other node takes
+        # their id, and a second reading finds the same objects
+        self.taken: set[int] = set()  # one-key objects whose key some reading takes
+        self.unwrapped: set[int] = set()  # one-key objects some reading unwrapped
 
-    def read(self, shape: Shape, data: Any, reshape: bool = True, wrapper: bool = True) -> _Reading:
+    def align(self, shape: Shape, data: Any) -> _Reading:
+        """`data` read against `shape`; read again when a one-key object was unwrapped in one
+        reading though another took its key (no unwrapping it then)."""
+        reading = self.read(shape, data)
+        if self.taken.isdisjoint(self.unwrapped):
+            return reading
+        self.memo = {}
+        return self.read(shape, data)
+
+    def read(self, shape: Shape, data: Any, reshape: bool = True) -> _Reading:
         """`data` read against `shape`; `reshape=False` for data a reshape already moved (one
-        reshape per data node: `{"a": {"b": 1}}` is not read as `1`); `wrapper=False` when
-        another member of the union takes the key of a one-key object (below)."""
-        key = (id(shape), id(data), reshape, wrapper)
+        reshape per data node: `{"a": {"b": 1}}` is not read as `1`)."""
+        key = (id(shape), id(data), reshape)
         known = self.memo.get(key)
         if known is not None:
             return known
         self.memo[key] = _Reading(data, (), _NONE)  # a reading that loops back fits nothing
         charge(1)
         if shape.branches:
-            reading = self._union(shape.branches, data, reshape, wrapper)
+            reading = self._union(shape.branches, data, reshape)
         else:
             direct = self._direct(shape, data)
             if _as_written(direct, data) or not reshape:
                 reading = direct
             else:
-                reading = _choose([direct, *self._reshaped(shape, data, wrapper)], data)
+                reading = _choose([direct, *self._reshaped(shape, data)], data)
         self.memo[key] = reading
         return reading
 
-    def _union(
-        self, branches: tuple[Shape, ...], data: Any, reshape: bool, wrapper: bool
-    ) -> _Reading:
-        wrapper = wrapper and not any(self._takes(branch, data) for branch in branches)
+    def _union(self, branches: tuple[Shape, ...], data: Any, reshape: bool) -> _Reading:
         readings = []
         for branch in branches:
-            reading = self.read(branch, data, reshape, wrapper)
+            reading = self.read(branch, data, reshape)
             if _as_written(reading, data):
                 return reading
             readings.append(reading)
@@ -269,6 +279,10 @@ class _Aligner:
             out[name] = reading.value
         if not shape.required <= out.keys():
             count = _NONE
+        if len(data) == 1 and (
+            next(iter(out)) in props or (shape.extra is not None and count != _NONE)
+        ):
+            self.taken.add(id(data))  # a property or a dict entry, so no wrapper
         return _Reading(out if changed else data, _flags(flags), count)
 
     def _array(self, shape: Shape, data: list[Any]) -> _Reading:
@@ -287,21 +301,19 @@ class _Aligner:
             out.append(reading.value)
         return _Reading(out if changed else data, _flags(flags), count)
 
-    def _reshaped(self, shape: Shape, data: Any, wrapper: bool) -> Iterator[_Reading]:
+    def _reshaped(self, shape: Shape, data: Any) -> Iterator[_Reading]:
         """The other readings of a node that does not fit as written."""
         wants_array, wants_object = "array" in shape.kinds, "object" in shape.kinds
         if isinstance(data, str) and (wants_array or wants_object):
-            inner = _decoded(data)
+            inner = self.decoded.get(id(data), NOTHING)
+            if inner is NOTHING:
+                inner = self.decoded[id(data)] = _decoded(data)
             if inner is not NOTHING:
-                self.kept.append(inner)
                 yield _prefixed(Flag.DOUBLE_ENCODED, self.read(shape, inner))
         if isinstance(data, dict) and len(data) == 1:
             (inner,) = data.values()
-            if (
-                wrapper
-                and not self._takes(shape, data)
-                and (isinstance(inner, dict | list) or not wants_object)
-            ):
+            if id(data) not in self.taken and (isinstance(inner, dict | list) or not wants_object):
+                self.unwrapped.add(id(data))
                 yield _prefixed(Flag.UNWRAPPED, self.read(shape, inner, False))
         if wants_array and _listable(data):
             item = shape.items or (shape.prefix[0] if len(shape.prefix) == 1 else None)
@@ -315,23 +327,6 @@ class _Aligner:
                 reading = self.read(shape.props[name], data, False)
                 flags = _flags((Flag.WRAPPED,), reading.flags)
                 yield _Reading({name: reading.value}, flags, reading.count)
-
-    def _takes(self, shape: Shape, data: Any) -> bool:
-        """Whether `shape` (or one member of it) takes the key of the one-key object `data`, so
-        that key is no wrapper: a property, as written or as aligned (`{"Total": null}` is a
-        `total` of null, not a wrapped null), or an entry of a dict whose value fits the dict's
-        values (`{"x": {"Name": "a"}}` for `dict[str, Item]` is the entry `x`, not a wrapper
-        around a dict with the key `Name`)."""
-        if not isinstance(data, dict) or len(data) != 1:
-            return False
-        if shape.branches:
-            return any(self._takes(branch, data) for branch in shape.branches)
-        ((key, inner),) = data.items()
-        if key in (shape.props or {}):
-            return True
-        if isinstance(key, str) and key_form(key) in shape.forms:
-            return True
-        return shape.extra is not None and self.read(shape.extra, inner).count != _NONE
 
 
 def _prefixed(flag: Flag, reading: _Reading) -> _Reading:
