@@ -264,6 +264,18 @@ class _Step(BaseModel):
     step: _Label | _Total | None
 
 
+class _Prices(BaseModel):
+    step_price: list[int]
+
+
+class _Ticket(BaseModel):
+    noteTicket: bool
+
+
+class _Weight(BaseModel):
+    weight: _Prices | _Ticket
+
+
 @pytest.mark.parametrize(
     ("target", "reply", "expected"),
     [
@@ -280,6 +292,8 @@ class _Step(BaseModel):
         ),
         # a key one member of a union takes is no wrapper for another: not a wrapped null
         (_Step, '{"STEP": {"Total": null}}', {"step": {"total": None}}),
+        # nor for a reshape in another member: not `{"step_price": [true]}` with `true` unwrapped
+        (_Weight, '{"WEIGHT": [{"noteTicket": true}]}', {"weight": {"noteTicket": True}}),
     ],
 )
 def test_a_key_the_schema_takes_is_no_wrapper(target: Any, reply: str, expected: Any) -> None:
