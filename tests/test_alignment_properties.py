@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from itertools import count
 from typing import Any, Literal
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, TypeAdapter, create_model
@@ -237,6 +238,70 @@ def test_misalignments_at_any_depth_heal_to_the_original_value(
     assert isinstance(outcome, Healed), (reply, outcome)
     assert TypeAdapter(target).validate_python(value) == outcome.value
     assert flags == set(outcome.flags), reply
+
+
+class _Region(BaseModel):
+    region: list[int]
+
+
+class _CityOwner(BaseModel):
+    city_owner: dict[str, _Region]
+
+
+class _Owners(BaseModel):
+    owner_total: list[_CityOwner]
+
+
+class _Label(BaseModel):
+    label: float
+
+
+class _Total(BaseModel):
+    total: list[int] | None
+
+
+class _Step(BaseModel):
+    step: _Label | _Total | None
+
+
+class _Prices(BaseModel):
+    step_price: list[int]
+
+
+class _Ticket(BaseModel):
+    noteTicket: bool
+
+
+class _Weight(BaseModel):
+    weight: _Prices | _Ticket
+
+
+@pytest.mark.parametrize(
+    ("target", "reply", "expected"),
+    [
+        # a dict entry whose value fits is no wrapper: not `{"REGION": {"region": []}}`
+        (
+            _Owners,
+            '{"Owner_Total": [{"CITY_OWNER": {"x": {"REGION": []}}}]}',
+            {"owner_total": [{"city_owner": {"x": {"region": []}}}]},
+        ),
+        (
+            dict[str, _Region],
+            '{"Z": {"Region": ["1989", [2515]]}}',
+            {"Z": {"region": [1989, 2515]}},
+        ),
+        # a key one member of a union takes is no wrapper for another: not a wrapped null
+        (_Step, '{"STEP": {"Total": null}}', {"step": {"total": None}}),
+        # nor for a reshape in another member: not `{"step_price": [true]}` with `true` unwrapped
+        (_Weight, '{"WEIGHT": [{"noteTicket": true}]}', {"weight": {"noteTicket": True}}),
+    ],
+)
+def test_a_key_the_schema_takes_is_no_wrapper(target: Any, reply: str, expected: Any) -> None:
+    """A one-key object whose key is a dict entry (its value fits) or a property of a union
+    member (as aligned) heals as that entry or property, not as a wrapper around the rest."""
+    outcome = healjson.validate(reply, target)
+    assert isinstance(outcome, Healed), outcome
+    assert TypeAdapter(target).dump_python(outcome.value, mode="json") == expected
 
 
 # --- two readings fit: nothing is chosen ---------------------------------------------------------

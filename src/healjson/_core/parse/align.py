@@ -10,19 +10,23 @@ data is *shaped or spelled*, never what it says:
 - an enum or literal value in another case or with other separators (`enum_case`);
 - a number written as an English word, zero to one hundred (`number_word`);
 - a JSON object or array that arrived encoded in a string (`double_encoded`);
-- a one-key wrapper object around the value (`unwrapped`); a single value where a list is
-  expected (`listed`; a string that holds a list separator is not wrapped, since splitting it is
-  another reading); a one-item list where a single value is expected (`unlisted`); a bare list
-  for an object whose only required field is that list (`wrapped`).
+- a one-key wrapper object around the value (`unwrapped`), unless some reading takes its key:
+  a property (as written or aligned) or a dict entry whose value fits, wherever the object is
+  read — as the node itself, as another member of its union, or after another reshape; a
+  single value where a list is expected (`listed`; a string that holds a list separator is not
+  wrapped, since splitting it is another reading); a one-item list where a single value is
+  expected (`unlisted`); a bare list for an object whose only required field is that list
+  (`wrapped`).
 
 They apply at every depth — each item of a list, each value of a dict, each field of a nested
 model, each member of a union — and compose (a wrapper unwrapped, every item's keys aligned, a
 number word read in one of them). The search is structural, top-down along the schema
 (`shape.py`): a node's readings are few (the data as written, or one of the reshapes above),
 each (schema node, data node) pair is decided once, so the work is linear in the data for a
-given schema, and each node counts the readings that fit: none, exactly one, or several with
-different values. A node that fits as written is read as written. When several different
-readings fit anywhere, nothing is applied (ambiguous) and L2 reports the failure.
+given schema (read twice when a key one reading took was a wrapper in another, so that the
+second reading knows it), and each node counts the readings that fit: none, exactly one, or
+several with different values. A node that fits as written is read as written. When several
+different readings fit anywhere, nothing is applied (ambiguous) and L2 reports the failure.
 
 The verdict stays with pydantic: the one reading is kept only if it validates.
 """
@@ -104,7 +108,7 @@ def align(target: Target[Any], data: Any, context: Any = None) -> Fit:
     if fitted.ok:
         return fitted
     try:
-        reading = _Aligner().read(shape_of(target), data)
+        reading = _Aligner().align(shape_of(target), data)
     except RecursionError:  # nested deeper than the reader goes: pydantic's errors stand
         return fitted
     if reading.count == _MANY or reading.value is data:
@@ -188,7 +192,19 @@ class _Aligner:
 
     def __init__(self) -> None:
         self.memo: dict[tuple[int, int, bool], _Reading] = {}
-        self.kept: list[Any] = []  # decoded values stay alive, so no other node takes their id
+        self.decoded: dict[int, Any] = {}  # decoded values stay alive, so no other node takes
+        # their id, and a second reading finds the same objects
+        self.taken: set[int] = set()  # one-key objects whose key some reading takes
+        self.unwrapped: set[int] = set()  # one-key objects some reading unwrapped
+
+    def align(self, shape: Shape, data: Any) -> _Reading:
+        """`data` read against `shape`; read again when a one-key object was unwrapped in one
+        reading though another took its key (no unwrapping it then)."""
+        reading = self.read(shape, data)
+        if self.taken.isdisjoint(self.unwrapped):
+            return reading
+        self.memo = {}
+        return self.read(shape, data)
 
     def read(self, shape: Shape, data: Any, reshape: bool = True) -> _Reading:
         """`data` read against `shape`; `reshape=False` for data a reshape already moved (one
@@ -263,6 +279,10 @@ class _Aligner:
             out[name] = reading.value
         if not shape.required <= out.keys():
             count = _NONE
+        if len(data) == 1 and (
+            next(iter(out)) in props or (shape.extra is not None and count != _NONE)
+        ):
+            self.taken.add(id(data))  # a property or a dict entry, so no wrapper
         return _Reading(out if changed else data, _flags(flags), count)
 
     def _array(self, shape: Shape, data: list[Any]) -> _Reading:
@@ -285,15 +305,15 @@ class _Aligner:
         """The other readings of a node that does not fit as written."""
         wants_array, wants_object = "array" in shape.kinds, "object" in shape.kinds
         if isinstance(data, str) and (wants_array or wants_object):
-            inner = _decoded(data)
+            inner = self.decoded.get(id(data), NOTHING)
+            if inner is NOTHING:
+                inner = self.decoded[id(data)] = _decoded(data)
             if inner is not NOTHING:
-                self.kept.append(inner)
                 yield _prefixed(Flag.DOUBLE_ENCODED, self.read(shape, inner))
         if isinstance(data, dict) and len(data) == 1:
-            ((key, inner),) = data.items()
-            if key not in (shape.props or {}) and (
-                isinstance(inner, dict | list) or not wants_object
-            ):
+            (inner,) = data.values()
+            if id(data) not in self.taken and (isinstance(inner, dict | list) or not wants_object):
+                self.unwrapped.add(id(data))
                 yield _prefixed(Flag.UNWRAPPED, self.read(shape, inner, False))
         if wants_array and _listable(data):
             item = shape.items or (shape.prefix[0] if len(shape.prefix) == 1 else None)
