@@ -18,7 +18,6 @@ caller's `instructions` and `input` as written (see `Conversation.request`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -29,6 +28,7 @@ from healjson._core.reply import Reply, ToolCall, Usage
 from healjson._core.stream.chunks import Delta
 from healjson._core.wire import WireFormat
 
+from ._fields import _dumps, _opt_str
 from .openai_chat import batch_body as chat_batch_body
 
 __all__ = [
@@ -70,10 +70,6 @@ def _get(obj: Any, name: str) -> Any:
     if not isinstance(obj, Mapping):
         return getattr(obj, name, None)
     return obj.get(name)
-
-
-def _str(value: Any) -> str | None:
-    return None if value is None else str(value)
 
 
 def _int(value: Any) -> int:
@@ -144,8 +140,8 @@ def read_sdk_response(obj: Any) -> Reply:
 def read_response(obj: Any) -> Reply:
     """A `Response` as a `Reply` (see the module's docstring); raises `ResponseFailed` for a
     failed one."""
-    status = _str(_get(obj, "status"))
-    model = _str(_get(obj, "model"))
+    status = _opt_str(_get(obj, "status"))
+    model = _opt_str(_get(obj, "model"))
     if status == "failed":
         raise ResponseFailed(_error_text(_get(obj, "error"), "the response failed"))
     items = _get(obj, "output") or []
@@ -192,14 +188,14 @@ def _finish(status: str | None, details: Any, tool_calls: bool) -> str | None:
     if status == "completed":
         return "tool_calls" if tool_calls else "stop"
     if status == "incomplete":
-        reason = _str(_get(details, "reason")) if details is not None else None
+        reason = _opt_str(_get(details, "reason")) if details is not None else None
         return _INCOMPLETE.get(reason or "", reason or "length")
     return status
 
 
 def _error_text(error: Any, default: str) -> str:
-    message = _str(_get(error, "message")) if error is not None else None
-    code = _str(_get(error, "code")) if error is not None else None
+    message = _opt_str(_get(error, "message")) if error is not None else None
+    code = _opt_str(_get(error, "code")) if error is not None else None
     text = message or default
     return f"{code}: {text}" if code else text
 
@@ -222,13 +218,6 @@ def usage(raw: Any, model: str | None = None, *, requests: int = 1) -> Usage | N
         requests=requests,
         model=model,
     )
-
-
-def _dumps(value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return str(value)
 
 
 # -- the stream ------------------------------------------------------------------------------
@@ -260,13 +249,13 @@ def read_event(event: Any, kind: str) -> Delta | None:
     if kind == "response.output_item.added":
         item = _get(event, "item")
         if _get(item, "type") == "function_call":
-            return Delta(tool_name=_str(_get(item, "name")))
+            return Delta(tool_name=_opt_str(_get(item, "name")))
         return _EMPTY
     if kind in _ENDS:
         reply = read_response(_get(event, "response") or {})
         return Delta(finish_reason=reply.finish_reason, usage=reply.usage, model=reply.model)
     if kind == "response.created":
-        return Delta(model=_str(_get(_get(event, "response"), "model")))
+        return Delta(model=_opt_str(_get(_get(event, "response"), "model")))
     return _EMPTY
 
 
