@@ -18,7 +18,7 @@ from healjson._core.wire import WireFormat
 
 from . import anthropic_messages, gemini_generate, openai_chat, openai_responses
 
-__all__ = ["BATCH", "FORMATS", "BatchLines"]
+__all__ = ["BATCH", "FORMATS", "BatchLines", "batch_lines"]
 
 # dispatch order: the first format whose test matches an object reads it (a chat message dict,
 # which any `content` makes, comes last)
@@ -49,3 +49,11 @@ BATCH: Mapping[str, BatchLines] = {
     "anthropic": BatchLines(anthropic_messages.batch_body, anthropic_messages.batch_line),
     "openai_responses": BatchLines(openai_responses.batch_body, openai_responses.batch_line),
 }
+
+
+def batch_lines(provider: str, endpoint: str | None = None) -> BatchLines:
+    """The batch lines of `provider` (a name of `BATCH`); OpenAI's `/v1/responses` endpoint has
+    its own."""
+    if endpoint == openai_responses.BATCH_ENDPOINT:
+        return BATCH["openai_responses"]
+    return BATCH[provider]

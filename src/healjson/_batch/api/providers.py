@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
-from healjson._providers import BATCH
+from healjson._providers import BATCH, batch_lines
 from healjson._providers.openai_chat import BATCH_ENDPOINT
 from healjson._providers.openai_responses import BATCH_ENDPOINT as RESPONSES_ENDPOINT
 
@@ -115,7 +115,7 @@ class _OpenAI:
     def __init__(self, client: Any, endpoint: str = BATCH_ENDPOINT) -> None:
         self.client = client
         self.endpoint = endpoint
-        self._lines = BATCH["openai_responses" if endpoint == RESPONSES_ENDPOINT else self.name]
+        self._lines = batch_lines(self.name, endpoint)
 
     def request_line(self, custom_id: str, body: Mapping[str, Any]) -> bytes:
         return _encoded(self._lines.line(custom_id, body))

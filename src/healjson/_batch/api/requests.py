@@ -18,9 +18,8 @@ from typing import Any, Final
 
 from healjson._core.effects import ModelCall
 from healjson._core.target import Target
-from healjson._providers import BATCH
+from healjson._providers import batch_lines
 from healjson._providers.openai_chat import JsonMode
-from healjson._providers.openai_responses import BATCH_ENDPOINT as RESPONSES_ENDPOINT
 
 __all__ = ["custom_id", "parse_custom_id", "request_body"]
 
@@ -47,5 +46,4 @@ def request_body(
     """The request `call` stands for, as the provider's batch line body (for OpenAI's
     `/v1/responses` `endpoint`: the messages as `input`, the JSON tier as `text.format`)."""
     messages = [dict(message) for message in call.messages]
-    lines = "openai_responses" if endpoint == RESPONSES_ENDPOINT else provider
-    return BATCH[lines].body(mode, target, messages, call.params)
+    return batch_lines(provider, endpoint).body(mode, target, messages, call.params)
