@@ -18,7 +18,7 @@ from .contracts import (
 )
 from .drive import drive_sync
 from .effects import CallResult, ModelCall
-from .engine import HealSpec, heal_flow
+from .engine import Flow, HealSpec, heal_flow
 from .example import golden_example
 from .messages import make_context, normalise_messages
 from .outcome import Outcome
@@ -125,6 +125,15 @@ class Healer(Generic[T]):
     ) -> Outcome[T]:
         """Like `run`, awaiting `call` (and any async contracts) on the running loop."""
         return await self._arun_for(None, call, messages, context, params)
+
+    def _judged(self, text: str, messages: Any = (), context: Any = None) -> Flow:
+        """This healer's run with `text` as its first reply, already in hand (no model call made,
+        no usage), as a flow for `drive_sync` / `drive_async` (which await async contracts). With
+        `max_attempts=1` the run ends on that reply: `Healed`, or `Degraded` with its
+        diagnostics; with more, it would ask for a model call (give the driver one)."""
+        original = normalise_messages(messages)
+        ctx = _run_context(self._spec, context, original)
+        return heal_flow(self._spec, original, {}, ctx, given=Reply(text, None, usage=_NO_USAGE))
 
     def _run_for(
         self,

@@ -1,0 +1,602 @@
+"""Heal what an OpenAI Agents SDK run gets from the model (`pip install 'healjson[agents]'`).
+
+Three pieces, each on a hook the SDK offers for it (nothing of the SDK is replaced):
+
+* `heal_final_output(contracts)`: an `invalid_final_output` error handler, for
+  `Runner.run(..., error_handlers={"invalid_final_output": heal_final_output()})`. The SDK calls
+  it when the model's final output does not validate against the agent's `output_type`, where
+  it would raise `ModelBehaviorError` (it never asks the model again there). The handler runs
+  healjson's L1 + L2 on that reply, locally: a fence, prose around the JSON, a syntax slip, a
+  key in the wrong case, a number sent as a string, the answer without the SDK's `response`
+  wrapper, ... become the validated output (the contracts checked too), with no model call. A
+  reply that cannot be healed without inventing data (cut, a field missing) or that breaks a
+  contract gives `None`: the SDK raises as it would have.
+* `heal_tools(agent_or_tools, tool_contracts)`: function tools whose arguments are healed
+  before the SDK validates them. Each `FunctionTool` is copied (its public `copy`) with an
+  `on_invoke_tool` that runs L1 + L2 on the model's arguments text, against the tool's own
+  parameter model (rebuilt with the SDK's `function_schema` from the function `@function_tool`
+  wrapped; a `FunctionTool` built by hand is read as a JSON object) and that tool's contracts,
+  then hands the tool's own invoker the healed JSON (or the model's text, untouched, when it
+  needed nothing). Arguments that cannot be healed are not run: the model gets healjson's
+  diagnostics (the value, the rule, the fix) as the tool's error result, the way the SDK reports
+  a tool's failure, where the SDK alone would send "An error occurred while running the tool.
+  Please try again." — so the model's retry is informed. A tool built with
+  `failure_error_function=None` (failures end the run) raises `ModelBehaviorError` with the
+  diagnostics instead; a custom `failure_error_function` is given them as its error.
+* `contract_guardrail(contracts)`: an `OutputGuardrail` that runs healjson contracts on the
+  final output; its tripwire fires on a breach, the `ContractReport` (the diagnostics) as its
+  `output_info`.
+
+What was repaired is visible: every value judged is a healjson run (its structured events:
+`healjson.local_repair` with the flags, `healjson.healed` / `healjson.degraded`), and with
+`log=HealLog()` each value healed or refused is one readable `AgentRepair` (`print(log)`).
+A tool input guardrail still sees the model's own text (`ToolContext.tool_arguments` is set to
+the healed JSON only once the tool runs).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+
+from ._core.contracts import Contract
+from ._core.diagnostic import ROOT, Diagnostic, Source
+from ._core.drive import drive_async
+from ._core.healer import Healer
+from ._core.outcome import Degraded, Healed, Outcome
+from ._core.policy import HealPolicy
+from ._core.repair import render_diagnostics
+from ._extras import require_extra
+
+require_extra("agents", "agents", "openai-agents")
+
+from agents import (  # noqa: E402  (after the check: the one missing-extra message)
+    Agent,
+    AgentOutputSchema,
+    AgentOutputSchemaBase,
+    FunctionTool,
+    GuardrailFunctionOutput,
+    ItemHelpers,
+    ModelBehaviorError,
+    OutputGuardrail,
+    RunContextWrapper,
+    RunErrorHandlerInput,
+    RunErrorHandlerResult,
+    default_tool_error_function,
+)
+from agents.function_schema import function_schema  # noqa: E402
+
+if TYPE_CHECKING:
+    from agents import Tool, ToolContext
+
+__all__ = [
+    "AgentRepair",
+    "ContractReport",
+    "HealLog",
+    "contract_guardrail",
+    "heal_final_output",
+    "heal_tools",
+]
+
+TContext = TypeVar("TContext")
+Rules = Iterable[Contract[Any] | Any]
+"""Contracts: `@healjson.contract` rules or plain `(value, ctx)` functions."""
+
+Where = Literal["final_output", "tool_arguments"]
+
+_MAX_REPR = 300
+
+
+# ---------------------------------------------------------------------------------------------
+# The record: what was healed or refused
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRepair:
+    """One value healjson judged in an agent run and did not pass through untouched: a final
+    output or a tool call's arguments, healed locally (`healed=True`, the `flags` of the local
+    repairs, `value_json` = what the SDK was given) or refused (`diagnostics`: what the model
+    was told, or why the SDK raised as before). `run_id` is the healjson run's (its events)."""
+
+    where: Where
+    name: str
+    """The tool's name, or the agent's for a final output."""
+    call_id: str | None
+    """The tool call's id (None for a final output)."""
+    healed: bool
+    raw_text: str
+    value_json: str | None = None
+    flags: tuple[str, ...] = ()
+    diagnostics: tuple[Diagnostic, ...] = ()
+    run_id: str = ""
+
+    def __str__(self) -> str:
+        what = (
+            f"tool {self.name} call {self.call_id}"
+            if self.where == "tool_arguments"
+            else f"final output of {self.name}"
+        )
+        if self.healed:
+            value = _clip(self.value_json or "", _MAX_REPR)
+            return f"{what}: healed locally ({', '.join(self.flags) or 'contracts'}): {value}"
+        told = "; ".join(d.describe(max_value_chars=60) for d in self.diagnostics)
+        return f"{what}: not healed: {told or 'no usable value'}"
+
+
+class HealLog:
+    """A readable record of what healjson healed or refused in agent runs, shared by the
+    handler, the healed tools and the guardrail it is given to (thread-safe). Give a run its own
+    log for a per-run record; `print(log)` shows one line per value."""
+
+    def __init__(self) -> None:
+        self._entries: list[AgentRepair] = []
+        self._lock = threading.Lock()
+
+    def _add(self, entry: AgentRepair) -> None:
+        with self._lock:
+            self._entries.append(entry)
+
+    @property
+    def entries(self) -> tuple[AgentRepair, ...]:
+        """The entries so far, oldest first."""
+        with self._lock:
+            return tuple(self._entries)
+
+    @property
+    def healed(self) -> tuple[AgentRepair, ...]:
+        """The values healed locally (each one a model call the run did not spend)."""
+        return tuple(entry for entry in self.entries if entry.healed)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def __iter__(self) -> Iterator[AgentRepair]:
+        return iter(self.entries)
+
+    def __str__(self) -> str:
+        return "\n".join(str(entry) for entry in self.entries)
+
+    def __repr__(self) -> str:
+        healed = len(self.healed)
+        return f"HealLog({len(self)} entries, {healed} healed)"
+
+
+def _entry(
+    where: Where,
+    name: str,
+    call_id: str | None,
+    raw: str,
+    outcome: Outcome[Any],
+    *,
+    value_json: str | None = None,
+    diagnostics: tuple[Diagnostic, ...] | None = None,
+) -> AgentRepair:
+    """A log entry: `outcome` healed (`value_json`: what the SDK was given), or refused with its
+    errors (`diagnostics`, when given, say why instead)."""
+    if isinstance(outcome, Healed) and diagnostics is None:
+        flags = tuple(str(flag) for flag in outcome.flags)
+        return AgentRepair(where, name, call_id, True, raw, value_json, flags, (), outcome.run_id)
+    why = diagnostics if diagnostics is not None else getattr(outcome, "errors", ())
+    return AgentRepair(where, name, call_id, False, raw, None, (), why, outcome.run_id)
+
+
+# ---------------------------------------------------------------------------------------------
+# Judging a text already in hand (no model call): one healer per target, one attempt
+# ---------------------------------------------------------------------------------------------
+
+
+def _one_attempt(policy: HealPolicy | None) -> HealPolicy:
+    if policy is None:
+        return HealPolicy(max_attempts=1)
+    if not isinstance(policy, HealPolicy):
+        raise TypeError(f"policy must be a healjson.HealPolicy, got {type(policy).__name__}")
+    return dataclasses.replace(policy, max_attempts=1)  # the model is the SDK's to call
+
+
+class _Judges:
+    """The healers of one configuration, by target type (built once each; a target that cannot
+    be hashed gets a fresh one)."""
+
+    def __init__(self, contracts: tuple[Any, ...], policy: HealPolicy) -> None:
+        self.contracts = contracts
+        self.policy = policy
+        self._by_type: dict[Any, Healer[Any]] = {}
+        self._lock = threading.Lock()
+
+    def for_type(self, target: Any) -> Healer[Any]:
+        try:
+            with self._lock:
+                found = self._by_type.get(target)
+        except TypeError:  # unhashable
+            return Healer(target, contracts=self.contracts, policy=self.policy)
+        if found is None:
+            found = Healer(target, contracts=self.contracts, policy=self.policy)
+            with self._lock:
+                self._by_type[target] = found
+        return found
+
+
+async def _judge(
+    healer: Healer[Any], text: str, messages: Any = (), context: Any = None
+) -> Outcome[Any]:
+    return await drive_async(healer._judged(text, messages, context))
+
+
+def _run_context_data(wrapper: Any) -> Mapping[str, Any] | None:
+    """The run's own context, for the contracts' `ctx.extra` (and pydantic's validation
+    context), when it is a mapping."""
+    data = getattr(wrapper, "context", None)
+    return data if isinstance(data, Mapping) else None
+
+
+def _messages(run_input: Any) -> tuple[dict[str, Any], ...]:
+    """The run's input as chat messages for the contracts' `ctx.messages`: a prompt string, or
+    its items that are messages with text content (tool calls and outputs left out)."""
+    if isinstance(run_input, str):
+        return ({"role": "user", "content": run_input},)
+    out = []
+    for item in run_input if isinstance(run_input, list) else ():
+        if isinstance(item, Mapping) and isinstance(item.get("role"), str):
+            content = item.get("content")
+            if isinstance(content, str):
+                out.append({"role": item["role"], "content": content})
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# The final output: an `invalid_final_output` handler
+# ---------------------------------------------------------------------------------------------
+
+
+def _output_schema(agent: Any) -> AgentOutputSchema | None:
+    """The SDK's schema for the agent's output (None: plain text, or a custom schema class
+    whose type healjson cannot know)."""
+    declared = getattr(agent, "output_type", None)
+    if declared is None or declared is str:
+        return None
+    if isinstance(declared, AgentOutputSchema):
+        return None if declared.is_plain_text() else declared
+    if isinstance(declared, AgentOutputSchemaBase):
+        return None
+    return AgentOutputSchema(declared)
+
+
+def _final_text(run_data: Any) -> str | None:
+    """The text of the last message of the model's last response (what the SDK validated)."""
+    responses = getattr(run_data, "raw_responses", None) or ()
+    for response in reversed(responses):
+        for item in reversed(getattr(response, "output", None) or ()):
+            text = ItemHelpers.extract_text(item)
+            if text is not None:
+                return text
+    return None
+
+
+def _as_sdk_output(schema: AgentOutputSchema, healer: Healer[Any], value: Any) -> tuple[Any, str]:
+    """`value` as the SDK's own validation reads it (its strict mode, its `response` wrapper for
+    a type that is not an object): `(final output, its JSON)`; `ModelBehaviorError` when the SDK
+    would refuse it."""
+    text = healer.target.adapter.dump_json(value, by_alias=True).decode()
+    try:
+        return schema.validate_json(text), text
+    except ModelBehaviorError:
+        wrapped = '{"response": ' + text + "}"
+        return schema.validate_json(wrapped), text
+
+
+def heal_final_output(
+    contracts: Rules | None = None,
+    *,
+    policy: HealPolicy | None = None,
+    log: HealLog | None = None,
+) -> Any:
+    """An `invalid_final_output` handler for `Runner.run(..., error_handlers=...)` (async;
+    `Runner.run_sync` runs it too): the model's final output healed locally against the agent's
+    `output_type` and checked against `contracts`, returned as the run's final output; `None`
+    (the SDK raises its `ModelBehaviorError` as before) when it cannot be healed without
+    inventing data, breaks a contract, or the output type is a custom `AgentOutputSchemaBase`.
+
+    The contracts see the run's input as `ctx.messages` and, when the run's context object is a
+    mapping, that mapping as `ctx.extra`. `policy`: a `HealPolicy` for what applies to one reply
+    (`on_ambiguity`, `contract_timeout_s`, ...); it never makes a model call (the SDK owns
+    those). `log`: a `HealLog` to record each output healed or refused.
+    """
+    judges = _Judges(tuple(contracts or ()), _one_attempt(policy))
+
+    async def heal_invalid_final_output(
+        data: RunErrorHandlerInput[Any],
+    ) -> RunErrorHandlerResult | None:
+        run_data = data.run_data
+        agent = run_data.last_agent
+        schema = _output_schema(agent)
+        text = _final_text(run_data)
+        if schema is None or text is None or not text.strip():
+            return None  # nothing to heal: the SDK goes on as without a handler
+        healer = judges.for_type(schema.output_type)
+        outcome = await _judge(
+            healer, text, _messages(run_data.input), _run_context_data(data.context)
+        )
+        name = str(getattr(agent, "name", "agent"))
+        if not isinstance(outcome, Healed):
+            if log is not None:
+                log._add(_entry("final_output", name, None, text, outcome))
+            return None
+        try:
+            final, value_json = _as_sdk_output(schema, healer, outcome.value)
+        except ModelBehaviorError:
+            why = Diagnostic(
+                ROOT,
+                outcome.value,
+                "the healed value does not pass the SDK's own validation of the output type",
+                "Reply with a value of the output type.",
+                Source.SCHEMA,
+            )
+            if log is not None:
+                log._add(_entry("final_output", name, None, text, outcome, diagnostics=(why,)))
+            return None
+        if log is not None:
+            log._add(_entry("final_output", name, None, text, outcome, value_json=value_json))
+        return RunErrorHandlerResult(final_output=final)
+
+    return heal_invalid_final_output
+
+
+# ---------------------------------------------------------------------------------------------
+# Tool arguments: function tools whose invoker heals first
+# ---------------------------------------------------------------------------------------------
+
+
+def _params_type(tool: FunctionTool) -> Any:
+    """The pydantic model the SDK validates this tool's arguments with: rebuilt from the function
+    `@function_tool` wrapped (the same `function_schema`), kept only when its fields are the
+    tool's declared parameters; else any JSON object."""
+    fallback = dict[str, Any]
+    try:
+        func = tool.__wrapped__
+    except AttributeError:
+        return fallback
+    try:
+        schema = function_schema(
+            func, use_docstring_info=False, strict_json_schema=tool.strict_json_schema
+        )
+    except Exception:  # a callable the SDK reads some other way: judge the JSON alone
+        return fallback
+    model = schema.params_pydantic_model
+    declared = tool.params_json_schema.get("properties")
+    names = {info.alias or name for name, info in model.model_fields.items()}
+    if not isinstance(declared, Mapping) or set(declared) != names:
+        return fallback
+    return model
+
+
+class _HealingInvoker:
+    """A function tool's `on_invoke_tool`: heal the arguments text, then call the tool's own
+    invoker (its failure handling, timeouts and tracing stay the SDK's)."""
+
+    __slots__ = ("healer", "inner", "log", "tool")
+
+    def __init__(
+        self, tool: FunctionTool, inner: Any, healer: Healer[Any], log: HealLog | None
+    ) -> None:
+        self.tool = tool
+        self.inner = inner
+        self.healer = healer
+        self.log = log
+
+    async def __call__(self, ctx: ToolContext[Any], input: str) -> Any:
+        if not input.strip():  # the SDK reads no arguments as `{}`: its own rule
+            return await self.inner(ctx, input)
+        outcome = await _judge(self.healer, input, (), _run_context_data(ctx))
+        call_id = getattr(ctx, "tool_call_id", None)
+        if isinstance(outcome, Healed):
+            if not outcome.flags:  # nothing repaired: the model's own text, untouched
+                return await self.inner(ctx, input)
+            healed = self.healer.target.adapter.dump_json(outcome.value, by_alias=True).decode()
+            if self.log is not None:
+                self.log._add(
+                    _entry(
+                        "tool_arguments", self.tool.name, call_id, input, outcome, value_json=healed
+                    )
+                )
+            ctx.tool_arguments = healed
+            return await self.inner(ctx, healed)
+        if self.log is not None:
+            self.log._add(_entry("tool_arguments", self.tool.name, call_id, input, outcome))
+        return await self._refuse(ctx, outcome)
+
+    async def _refuse(self, ctx: ToolContext[Any], outcome: Degraded[Any]) -> Any:
+        """The SDK's way with a tool failure, healjson's diagnostics as the error."""
+        message = tool_error_text(self.tool.name, outcome.errors)
+        error = ModelBehaviorError(message)
+        formatter = _failure_formatter(self.tool, ctx)
+        if formatter is None:  # the tool's failures end the run
+            raise error
+        if formatter is default_tool_error_function:  # the generic text: ours is the informed one
+            return message
+        result = formatter(ctx, error)
+        return await result if inspect.isawaitable(result) else result
+
+
+def _failure_formatter(tool: FunctionTool, ctx: Any) -> Any:
+    """The tool's failure policy, as the SDK resolves it (default: its generic text)."""
+    from agents import tool as tool_module
+
+    resolve = getattr(tool_module, "resolve_function_tool_failure_error_function", None)
+    if resolve is None:
+        return default_tool_error_function
+    return resolve(tool, ctx)
+
+
+def tool_error_text(name: str, diagnostics: Sequence[Diagnostic]) -> str:
+    """What the model reads when a call's arguments cannot be used: each diagnostic (value,
+    rule, fix), then what to do."""
+    lines = [f"The arguments of this `{name}` call were not used: they fail these checks."]
+    lines.append(render_diagnostics(diagnostics) or "No JSON object could be read from them.")
+    lines.append(f"Call `{name}` again with the arguments corrected (one JSON object).")
+    return "\n".join(lines)
+
+
+def _healing_tool(
+    tool: FunctionTool, rules: tuple[Any, ...], policy: HealPolicy, log: HealLog | None
+) -> FunctionTool:
+    """A copy of `tool` whose invoker heals first (a tool healed before: its original invoker
+    and target, under this configuration)."""
+    before = tool.on_invoke_tool
+    healed = copy.copy(tool)
+    if isinstance(before, _HealingInvoker):
+        target, inner = before.healer.target.type_, before.inner
+    else:
+        target, inner = _params_type(tool), healed.on_invoke_tool
+    healer = Healer(target, contracts=rules, policy=policy)
+    healed.on_invoke_tool = _HealingInvoker(healed, inner, healer, log)
+    return healed
+
+
+@overload
+def heal_tools(
+    agent_or_tools: Agent[TContext],
+    tool_contracts: Mapping[str, Rules] | None = None,
+    *,
+    policy: HealPolicy | None = None,
+    log: HealLog | None = None,
+) -> Agent[TContext]: ...
+@overload
+def heal_tools(
+    agent_or_tools: Sequence[Tool],
+    tool_contracts: Mapping[str, Rules] | None = None,
+    *,
+    policy: HealPolicy | None = None,
+    log: HealLog | None = None,
+) -> list[Tool]: ...
+def heal_tools(
+    agent_or_tools: Any,
+    tool_contracts: Mapping[str, Rules] | None = None,
+    *,
+    policy: HealPolicy | None = None,
+    log: HealLog | None = None,
+) -> Any:
+    """Function tools whose arguments healjson heals before the SDK validates them.
+
+    Given an `Agent`, returns a clone (`agent.clone(tools=...)`) whose function tools are healed;
+    given a list of tools, a new list. Other tools (hosted, computer, MCP servers) are kept as
+    they are. `tool_contracts` maps a tool's name to its contracts (the tool's own rules, checked
+    on the arguments' value: the tool's parameter model instance); a name no function tool has
+    is a mistake and raises `ValueError`, as does a contract naming a field the tool lacks.
+    `policy`: what applies to one reply (`on_ambiguity`, `contract_timeout_s`, ...); `log`: a
+    `HealLog` recording each call healed or refused.
+    """
+    rules_by_tool = dict(tool_contracts or {})
+    one = _one_attempt(policy)
+    is_agent = isinstance(agent_or_tools, Agent)
+    tools = list(agent_or_tools.tools if is_agent else agent_or_tools)
+    names = {tool.name for tool in tools if isinstance(tool, FunctionTool)}
+    unknown = sorted(set(rules_by_tool) - names)
+    if unknown:
+        raise ValueError(
+            f"tool_contracts names {', '.join(map(repr, unknown))}, which is not a function tool "
+            f"here; the function tools are: {', '.join(sorted(names)) or 'none'}"
+        )
+    healed: list[Any] = [
+        _healing_tool(tool, tuple(rules_by_tool.get(tool.name, ())), one, log)
+        if isinstance(tool, FunctionTool)
+        else tool
+        for tool in tools
+    ]
+    return agent_or_tools.clone(tools=healed) if is_agent else healed
+
+
+# ---------------------------------------------------------------------------------------------
+# The final output under contracts: an output guardrail
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ContractReport:
+    """What `contract_guardrail` found: `ok` (no blocking rule broken), the `diagnostics` of the
+    rules broken (value, rule, fix), the `warnings` of `"warn"` rules, and `fixed_value`: the
+    output as `"fix"` / `"drop"` rules would settle it (None when none applied)."""
+
+    ok: bool
+    diagnostics: tuple[Diagnostic, ...] = ()
+    warnings: tuple[Diagnostic, ...] = ()
+    fixed_value: Any = None
+
+    def __str__(self) -> str:
+        if self.ok:
+            return "the output passed every contract"
+        return "the output breaks its contracts:\n" + render_diagnostics(self.diagnostics)
+
+
+def _report(outcome: Outcome[Any]) -> ContractReport:
+    if not isinstance(outcome, Healed):
+        return ContractReport(False, outcome.errors)
+    if not (outcome.fixed or outcome.dropped):
+        return ContractReport(True, (), outcome.warnings)
+    broken = [d for dropped in outcome.dropped for d in dropped.diagnostics]
+    broken += [
+        Diagnostic(
+            ROOT,
+            outcome.value,
+            f"breaks rule {rule!r}",
+            f"Apply rule {rule!r}'s fix: the value it gives is in `fixed_value`.",
+            Source.CONTRACT,
+            rule=rule,
+        )
+        for rule in outcome.fixed
+    ]
+    return ContractReport(False, tuple(broken), outcome.warnings, outcome.value)
+
+
+def contract_guardrail(
+    contracts: Rules,
+    *,
+    name: str = "healjson_contracts",
+    policy: HealPolicy | None = None,
+    log: HealLog | None = None,
+) -> OutputGuardrail[Any]:
+    """An `OutputGuardrail` (for `Agent(output_guardrails=[...])`) running healjson `contracts`
+    on the final output: the tripwire fires when a blocking rule is broken (a `"fix"` or
+    `"drop"` rule that would change the output counts: a guardrail cannot change it), with a
+    `ContractReport` as `output_info`; `"warn"` rules are reported and let it pass. The contracts
+    see the output as the agent's `output_type` (the text for a plain-text agent), the run's
+    context as `ctx.extra` when it is a mapping.
+    """
+    rules = tuple(contracts)
+    if not rules:
+        raise ValueError("contract_guardrail needs at least one contract")
+    judges = _Judges(rules, _one_attempt(policy))
+
+    async def healjson_contracts(
+        context: RunContextWrapper[Any], agent: Agent[Any], output: Any
+    ) -> GuardrailFunctionOutput:
+        schema = _output_schema(agent)
+        healer = judges.for_type(str if schema is None else schema.output_type)
+        text = healer.target.adapter.dump_json(output, by_alias=True).decode()
+        outcome = await _judge(healer, text, (), _run_context_data(context))
+        report = _report(outcome)
+        if not report.ok:
+            name = str(getattr(agent, "name", "agent"))
+            if log is not None:
+                log._add(
+                    _entry(
+                        "final_output", name, None, text, outcome, diagnostics=report.diagnostics
+                    )
+                )
+        return GuardrailFunctionOutput(output_info=report, tripwire_triggered=not report.ok)
+
+    return OutputGuardrail(guardrail_function=healjson_contracts, name=name)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
