@@ -72,7 +72,8 @@ from agents import (  # noqa: E402  (after the check: the one missing-extra mess
 from agents.function_schema import function_schema  # noqa: E402
 
 if TYPE_CHECKING:
-    from agents import Tool, ToolContext
+    from agents import Tool
+    from agents.tool_context import ToolContext
 
 __all__ = [
     "AgentRepair",
