@@ -443,7 +443,7 @@ def tool_error_text(name: str, diagnostics: Sequence[Diagnostic]) -> str:
     """What the model reads when a call's arguments cannot be used: each diagnostic (value,
     rule, fix), then what to do."""
     lines = [f"The arguments of this `{name}` call were not used: they fail these checks."]
-    lines.append(render_diagnostics(diagnostics) or "No JSON object could be read from them.")
+    lines.append("\n".join(render_diagnostics(diagnostics)) or "No JSON object could be read.")
     lines.append(f"Call `{name}` again with the arguments corrected (one JSON object).")
     return "\n".join(lines)
 
@@ -536,7 +536,9 @@ class ContractReport:
     def __str__(self) -> str:
         if self.ok:
             return "the output passed every contract"
-        return "the output breaks its contracts:\n" + render_diagnostics(self.diagnostics)
+        return "the output breaks its contracts:\n" + "\n".join(
+            render_diagnostics(self.diagnostics)
+        )
 
 
 def _report(outcome: Outcome[Any]) -> ContractReport:

@@ -162,7 +162,7 @@ class RepairPrompt:
                 )
             else:
                 lines.append(f"Your previous answer (above) failed {checks}:")
-            lines.extend(_diagnostic_lines(self.diagnostics))
+            lines.extend(render_diagnostics(self.diagnostics))
         history = self.history[-MAX_HISTORY_LINES:]
         if history:
             lines.append("")
@@ -302,13 +302,10 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def render_diagnostics(diagnostics: Sequence[Diagnostic]) -> str:
-    """The diagnostics as a repair prompt lists them (numbered: value, rule, what else is
-    involved, fix), within the same bounds (`MAX_DIAGNOSTICS`, `MAX_DIAGNOSTICS_CHARS`)."""
-    return "\n".join(_diagnostic_lines(diagnostics))
-
-
-def _diagnostic_lines(diagnostics: Sequence[Diagnostic]) -> list[str]:
+def render_diagnostics(diagnostics: Sequence[Diagnostic]) -> list[str]:
+    """The diagnostics as numbered blocks (the value, its rule, the fix), bounded: at most
+    `MAX_DIAGNOSTICS` of them in at most `MAX_DIAGNOSTICS_CHARS` characters (the first always),
+    then a line counting the rest."""
     lines: list[str] = []
     shown, used = 0, 0
     for diagnostic in diagnostics[:MAX_DIAGNOSTICS]:
