@@ -30,6 +30,7 @@ from agents import (  # noqa: E402
     OpenAIChatCompletionsModel,
     OpenAIResponsesModel,
     OutputGuardrailTripwireTriggered,
+    RunContextWrapper,
     Runner,
     RunResult,
     function_tool,
@@ -710,3 +711,48 @@ def test_a_missing_sdk_names_the_agents_extra(monkeypatch: pytest.MonkeyPatch) -
         ImportError, match=r"openai-agents package: pip install 'healjson\[agents\]'"
     ):
         importlib.import_module("healjson.agents")
+
+
+def test_a_streamed_run_is_healed_too() -> None:
+    """`Runner.run_streamed`: the arguments arrive in deltas, the output at the end; both heal."""
+    turns = [Turn(HEALABLE_ARGS["single_quotes"]), Turn(BROKEN_REPORTS["key_case"], tool=None)]
+    executed = Executed()
+    scripted = Model(turns)
+    handlers = {"invalid_final_output": heal_final_output()}
+
+    async def run(base_url: str) -> Any:
+        async with AsyncOpenAI(base_url=base_url, api_key="test", max_retries=0) as client:
+            model = OpenAIChatCompletionsModel(model="scripted", openai_client=client)
+            agent = heal_tools(search_agent(executed, output_type=Report)(model))
+            streamed = Runner.run_streamed(agent, "Find a red lamp.", error_handlers=handlers)
+            async for _ in streamed.stream_events():
+                pass
+            return streamed.final_output
+
+    with ScriptedServer([scripted], repeat=True) as server:
+        output = asyncio.run(run(server.base_url))
+        assert all(request.streamed for request in server.requests)
+        assert len(server.requests) == 2
+    assert output == Report(**REPORT)
+    assert executed.calls == [("search", TICKET)]
+
+
+def test_a_tool_that_takes_the_run_context_is_healed() -> None:
+    seen: list[tuple[Any, str, int]] = []
+
+    @function_tool
+    def search(ctx: RunContextWrapper[Any], query: str, limit: int) -> str:
+        """Search the catalogue."""
+        seen.append((ctx.context, query, limit))
+        return f"{OK}search"
+
+    turns = [Turn(HEALABLE_ARGS["key_case"]), Turn("done", tool=None)]
+    ran = run_agent(
+        "async",
+        lambda model: heal_tools(Agent(name="a", tools=[search], model=model)),
+        turns,
+        context={"user": "ada"},
+    )
+    assert ran.error is None
+    assert ran.requests == 2
+    assert seen == [({"user": "ada"}, "red lamp", 5)]

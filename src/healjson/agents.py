@@ -40,7 +40,7 @@ import copy
 import dataclasses
 import inspect
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
@@ -78,6 +78,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentRepair",
     "ContractReport",
+    "FinalOutputHandler",
     "HealLog",
     "contract_guardrail",
     "heal_final_output",
@@ -89,6 +90,10 @@ Rules = Iterable[Contract[Any] | Any]
 """Contracts: `@healjson.contract` rules or plain `(value, ctx)` functions."""
 
 Where = Literal["final_output", "tool_arguments"]
+FinalOutputHandler = Callable[
+    [RunErrorHandlerInput[Any]], Coroutine[Any, Any, RunErrorHandlerResult | None]
+]
+"""What `heal_final_output` returns: an async `invalid_final_output` handler."""
 
 _MAX_REPR = 300
 
@@ -301,7 +306,7 @@ def heal_final_output(
     *,
     policy: HealPolicy | None = None,
     log: HealLog | None = None,
-) -> Any:
+) -> FinalOutputHandler:
     """An `invalid_final_output` handler for `Runner.run(..., error_handlers=...)` (async;
     `Runner.run_sync` runs it too): the model's final output healed locally against the agent's
     `output_type` and checked against `contracts`, returned as the run's final output; `None`
