@@ -423,7 +423,7 @@ class _HealingInvoker:
 
     async def _refuse(self, ctx: ToolContext[Any], outcome: Degraded[Any]) -> Any:
         """The SDK's way with a tool failure, healjson's diagnostics as the error."""
-        message = tool_error_text(self.tool.name, outcome.errors)
+        message = _tool_error_text(self.tool.name, outcome.errors)
         error = ModelBehaviorError(message)
         formatter = _failure_formatter(self.tool, ctx)
         if formatter is None:  # the tool's failures end the run
@@ -444,7 +444,7 @@ def _failure_formatter(tool: FunctionTool, ctx: Any) -> Any:
     return resolve(tool, ctx)
 
 
-def tool_error_text(name: str, diagnostics: Sequence[Diagnostic]) -> str:
+def _tool_error_text(name: str, diagnostics: Sequence[Diagnostic]) -> str:
     """What the model reads when a call's arguments cannot be used: each diagnostic (value,
     rule, fix), then what to do."""
     lines = [f"The arguments of this `{name}` call were not used: they fail these checks."]
@@ -569,7 +569,7 @@ def _report(outcome: Outcome[Any]) -> ContractReport:
 def contract_guardrail(
     contracts: Rules,
     *,
-    name: str = "healjson_contracts",
+    name: str = "healjson contracts",
     policy: HealPolicy | None = None,
     log: HealLog | None = None,
 ) -> OutputGuardrail[Any]:
@@ -585,7 +585,7 @@ def contract_guardrail(
         raise ValueError("contract_guardrail needs at least one contract")
     judges = _Judges(rules, _one_attempt(policy))
 
-    async def healjson_contracts(
+    async def check_contracts(
         context: RunContextWrapper[Any], agent: Agent[Any], output: Any
     ) -> GuardrailFunctionOutput:
         schema = _output_schema(agent)
@@ -603,7 +603,7 @@ def contract_guardrail(
                 )
         return GuardrailFunctionOutput(output_info=report, tripwire_triggered=not report.ok)
 
-    return OutputGuardrail(guardrail_function=healjson_contracts, name=name)
+    return OutputGuardrail(guardrail_function=check_contracts, name=name)
 
 
 def _clip(text: str, limit: int) -> str:
