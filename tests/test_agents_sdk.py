@@ -756,3 +756,16 @@ def test_a_tool_that_takes_the_run_context_is_healed() -> None:
     assert ran.error is None
     assert ran.requests == 2
     assert seen == [({"user": "ada"}, "red lamp", 5)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_broken_final_output_is_healed_on_the_responses_api_too(mode: Mode) -> None:
+    turns = [Turn("Here: {'Summary': 'done', 'actions': '1',}", tool=None)]
+    alone = run_agent(mode, report_agent(), turns, api="responses")
+    assert isinstance(alone.error, ModelBehaviorError)
+    handlers = {"invalid_final_output": heal_final_output()}
+    ran = run_agent(mode, report_agent(), turns, api="responses", error_handlers=handlers)
+    assert ran.error is None
+    assert ran.result is not None
+    assert ran.result.final_output == Report(**REPORT)
+    assert ran.requests == 1
