@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 agents = pytest.importorskip("agents")
@@ -48,7 +50,7 @@ from healjson.agents import (  # noqa: E402
     heal_final_output,
     heal_tools,
 )
-from healjson.testing import ScriptedReply, ScriptedServer  # noqa: E402
+from healjson.testing import ScriptedReply, ScriptedServer, corrupted  # noqa: E402
 
 agents.set_tracing_disabled(True)
 
@@ -769,3 +771,40 @@ def test_a_broken_final_output_is_healed_on_the_responses_api_too(mode: Mode) ->
     assert ran.result is not None
     assert ran.result.final_output == Report(**REPORT)
     assert ran.requests == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# A property: a healed tool runs with exactly the value the model meant, or not at all
+# ---------------------------------------------------------------------------------------------
+
+_ARGS = st.builds(
+    SearchArgs,
+    query=st.text(min_size=1, max_size=30),
+    limit=st.integers(min_value=-(10**6), max_value=10**6),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), args=_ARGS)
+def test_a_healed_tool_runs_with_the_models_value_or_not_at_all(
+    data: st.DataObject, args: SearchArgs
+) -> None:
+    """Any rendering of the arguments the way models break JSON (fences, prose, trailing
+    commas, comments, single quotes, unquoted keys, pretty-printing; cut): the tool runs with
+    exactly the value written, or — cut, or breaking the tool's rule — does not run and the
+    model is told why. Never another value."""
+    broken = data.draw(corrupted(args))
+    executed = Executed()
+    [tool] = heal_tools([make_search(executed)], {"search": [limit_in_range]})
+    assert isinstance(tool, FunctionTool)
+    ctx = ToolContext(
+        context=None, tool_name="search", tool_call_id="call_1", tool_arguments=broken.text
+    )
+    result = asyncio.run(tool.on_invoke_tool(ctx, broken.text))
+    if executed.calls:
+        assert executed.calls == [("search", args.model_dump())]
+        assert broken.recoverable
+        assert 1 <= args.limit <= 50
+    else:
+        assert not broken.recoverable or not 1 <= args.limit <= 50
+        assert result.startswith("The arguments of this `search` call were not used")
