@@ -22,11 +22,11 @@ from healjson._core.flags import Flag
 from healjson._core.sentinels import NOTHING
 from healjson._core.target import Target, target_for
 
-from . import scalar
 from .align import Fit, align, answer_key
 from .lenient import MAX_REPAIR_CHARS, RepairBudget, lenient_loads, partial_loads
 from .meter import charge
 from .result import ParseResult
+from .scalar import Reading, decide, is_scalar, not_found, text_readings
 from .scan import Candidate, cut_string, find_candidates, strip_fences
 from .segment import split_reasoning
 
@@ -170,7 +170,7 @@ def _read(ctx: _Context, text: Any, depth: int) -> ParseResult:
                 inner = _read(ctx, whole, depth + 1)  # the reply encoded its text in a string
                 if inner.valid:
                     return inner.replace(flags=(Flag.DOUBLE_ENCODED, *inner.flags))
-            if scalar.is_scalar(target):  # `"ONE: the first"` for an enum: the string is text
+            if is_scalar(target):  # `"ONE: the first"` for an enum: the string is text
                 found = _scalar_of_text(ctx, whole.strip(), [])
                 if found is not None:
                     return found
@@ -247,7 +247,7 @@ def _slow_path(ctx: _Context, text: str) -> ParseResult:
         for item in filter(usable, parsed):
             fitted = align(target, item.value, ctx.validation)
             (fits if fitted.ok else failures).append((item, fitted))
-        if not open_at_end and not ctx.cut and scalar.is_scalar(target):
+        if not open_at_end and not ctx.cut and is_scalar(target):
             return _scalar_reply(ctx, text, fits, failures, candidates)
         if fits:
             return _choose(ctx, text, fits, several)
@@ -474,7 +474,7 @@ def _scalar_reply(
     """A reply that is not one JSON value, for a scalar target: its JSON values and its text
     read as the scalar, one value or none (`scalar.py`)."""
     readings = [
-        scalar.Reading(
+        Reading(
             "a JSON value in the reply",
             item.candidate.start,
             fitted,
@@ -493,10 +493,10 @@ def _scalar_reply(
     if len(text) > MAX_REPAIR_CHARS and candidates:
         return ParseResult(error=_no_json(text, candidates))
     assert ctx.target is not None
-    return ParseResult(error=scalar.not_found(ctx.target, text))
+    return ParseResult(error=not_found(ctx.target, text))
 
 
-def _scalar_of_text(ctx: _Context, text: str, readings: list[scalar.Reading]) -> ParseResult | None:
+def _scalar_of_text(ctx: _Context, text: str, readings: list[Reading]) -> ParseResult | None:
     """`readings` and the text's own (unless the text, or the one fence that is all of it, is a
     JSON value: then that value is the reading), decided."""
     assert ctx.target is not None
@@ -507,8 +507,8 @@ def _scalar_of_text(ctx: _Context, text: str, readings: list[scalar.Reading]) ->
     try:
         from_json(body)
     except Exception:
-        readings = [*readings, *scalar.text_readings(ctx.target, text, body, ctx.validation)]
-    return scalar.decide(ctx.target, readings, ctx.on_ambiguity)
+        readings = [*readings, *text_readings(ctx.target, text, body, ctx.validation)]
+    return decide(ctx.target, readings, ctx.on_ambiguity)
 
 
 # -- results -----------------------------------------------------------------------------------

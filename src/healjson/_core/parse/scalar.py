@@ -38,7 +38,15 @@ from .lenient import MAX_REPAIR_CHARS
 from .meter import charge
 from .result import ParseResult
 
-__all__ = ["MAX_WORDS_CHARS", "Reading", "expected", "is_scalar", "not_found", "text_readings"]
+__all__ = [
+    "MAX_WORDS_CHARS",
+    "Reading",
+    "decide",
+    "expected",
+    "is_scalar",
+    "not_found",
+    "text_readings",
+]
 
 _SCALAR_KINDS: Final = frozenset({"string", "number", "integer", "boolean", "null"})
 _WORD: Final = re.compile(r"[A-Za-z0-9_]")
