@@ -239,3 +239,23 @@ def test_run_batch_api_reports_the_provider_errors(tmp_path: Path) -> None:
     ((said, count),) = report.provider_errors.items()
     assert count == 2
     assert said.startswith(quoted)
+
+
+def test_a_gemini_not_found_error_names_the_model() -> None:
+    from google import genai
+    from google.genai import types as genai_types
+
+    reply = ScriptedReply.error(404, "models/gemini-nope is not found for API version v1beta")
+    with ScriptedServer([reply]) as server:
+        options = genai_types.HttpOptions(base_url=server.gemini_base_url, timeout=10_000)
+        client = genai.Client(api_key=KEY, http_options=options)
+        try:
+            outcome = healjson.wrap(client).models.generate_content(
+                model="gemini-nope", contents="hi", response_model=Answer
+            )
+        finally:
+            client.close()
+    diagnostic = _api_diagnostic(outcome)
+    assert "HTTP 404 (NOT_FOUND): models/gemini-nope is not found" in diagnostic.constraint
+    assert diagnostic.prescription.startswith("Check the model name")
+    assert KEY not in json.dumps(outcome.to_dict())
