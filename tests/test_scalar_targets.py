@@ -214,3 +214,17 @@ def test_reading_a_scalar_is_linear_in_the_reply() -> None:
         with meter.metered() as work:
             healjson.parse(text, target)
         assert work.chars <= 30 * len(text) + 20_000, (target, work.chars / len(text))
+
+
+def test_a_fence_of_text_is_a_reading_too() -> None:
+    """A fence that holds text (not JSON): its text is a reading; with prose around it, the
+    whole text is another (a `str` target: ambiguous); alone, it is the reply."""
+    assert "hello world" == healjson.parse("```\nhello world\n```", str).instance
+    framed = healjson.parse("Sure:\n```\nhello world\n```", str)
+    assert framed.error is not None
+    assert framed.error.source is Source.AMBIGUITY
+    assert "hello world" in framed.candidates
+    counted = healjson.validate("The count:\n```\nseven\n```", int)
+    assert isinstance(counted, Healed)
+    assert counted.value == 7
+    assert {Flag.CODE_FENCE, Flag.TEXT_AS_VALUE, Flag.NUMBER_WORD} <= set(counted.flags)

@@ -659,8 +659,11 @@ def _redacted(result: Result, elapsed_s: float) -> Result:
 def _redacted_fault(fault: ProviderFault | None) -> ProviderFault | None:
     if fault is None:
         return None
-    said = [None if text is None else redact_text(text) for text in (fault.code, fault.message)]
-    return dataclasses.replace(fault, code=said[0], message=said[1])
+    code, message, param = (
+        None if text is None else redact_text(text)
+        for text in (fault.code, fault.message, fault.param)
+    )
+    return dataclasses.replace(fault, code=code, message=message, param=param)
 
 
 def _usage(results: Iterable[Result]) -> tuple[int, int, float | None]:

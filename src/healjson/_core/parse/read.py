@@ -9,6 +9,7 @@ to the target.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Sequence
@@ -26,7 +27,7 @@ from .align import Fit, align, answer_key
 from .lenient import MAX_REPAIR_CHARS, RepairBudget, lenient_loads, partial_loads
 from .meter import charge
 from .result import ParseResult
-from .scalar import Reading, decide, is_scalar, not_found, text_readings
+from .scalar import Reading, decide, fence_text_reading, is_scalar, not_found, text_readings
 from .scan import Candidate, cut_string, find_candidates, strip_fences
 from .segment import split_reasoning
 
@@ -473,6 +474,8 @@ def _scalar_reply(
 ) -> ParseResult:
     """A reply that is not one JSON value, for a scalar target: its JSON values and its text
     read as the scalar, one value or none (`scalar.py`)."""
+    target = ctx.target
+    assert target is not None
     readings = [
         Reading(
             "a JSON value in the reply",
@@ -484,6 +487,12 @@ def _scalar_reply(
         )
         for item, fitted in (*fits, *failures)
     ]
+    for candidate in candidates:  # a fence that holds text, not JSON: its text is a reading
+        fenced = candidate.fenced and candidate.complete
+        reading = fenced and fence_text_reading(target, candidate.text, ctx.validation)
+        if reading:
+            where = functools.partial(_context_flags, candidate, text)
+            readings.append(dataclasses.replace(reading, start=candidate.start, context=where))
     found = _scalar_of_text(ctx, text, readings)
     if found is not None:
         return found
@@ -492,8 +501,7 @@ def _scalar_reply(
         return _failed(fitted, (*_context_flags(item.candidate, text), *item.flags))
     if len(text) > MAX_REPAIR_CHARS and candidates:
         return ParseResult(error=_no_json(text, candidates))
-    assert ctx.target is not None
-    return ParseResult(error=not_found(ctx.target, text))
+    return ParseResult(error=not_found(target, text))
 
 
 def _scalar_of_text(ctx: _Context, text: str, readings: list[Reading]) -> ParseResult | None:

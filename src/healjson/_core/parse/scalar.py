@@ -7,7 +7,8 @@ and its readings are:
 - the text as a whole (stripped; a fence that is all of the reply: its body) read as the
   scalar: `hello world` for a `str`, `seven` for an `int`, `Red` for an Enum, `2024-01-02` for
   a date;
-- each JSON value found in it (`find_candidates`: fence bodies, bracketed spans), fitted;
+- each JSON value found in it (`find_candidates`: fence bodies, bracketed spans), fitted, and
+  each code fence that holds text (not JSON), its text read as the scalar;
 - when the whole text does not fit and is prose (no JSON structure in it), each mention of one
   of the target's named choices (the strings of an Enum or a Literal: whole words, any case).
   Prose is not searched for numbers, dates or yes / no: such a word may be about anything
@@ -43,6 +44,7 @@ __all__ = [
     "Reading",
     "decide",
     "expected",
+    "fence_text_reading",
     "is_scalar",
     "not_found",
     "text_readings",
@@ -90,6 +92,21 @@ def text_readings(target: Target[Any], text: str, body: str, context: Any) -> li
     if len(body) > MAX_WORDS_CHARS or _STRUCTURE.search(body):
         return []
     return list(_word_readings(target, body, context))
+
+
+def fence_text_reading(target: Target[Any], body: str, context: Any) -> Reading | None:
+    """A code fence's body read as the scalar, when it holds text (no JSON value, no JSON
+    structure: a JSON body is a JSON value's reading already)."""
+    stripped = body.strip()
+    charge(len(stripped))
+    if not stripped or _STRUCTURE.search(stripped):
+        return None
+    try:
+        from_json(stripped)
+    except ValueError:
+        fit = align(target, stripped, context)
+        return Reading("the code fence's text", 0, fit, (Flag.TEXT_AS_VALUE,), 1)
+    return None
 
 
 def _word_readings(target: Target[Any], text: str, context: Any) -> Iterator[Reading]:
