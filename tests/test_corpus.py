@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter
 
 import healjson
 from healjson import Flag, Source
@@ -582,12 +582,13 @@ def test_must_fail_cases_give_no_value(case_id: str, target: Any) -> None:
 
 
 def test_ambiguous_enum_text_fails_validation() -> None:
-    """An answer naming two enum members (BAML must-fail) is returned as text that fails the
-    enum, so L2 rejects it (baml_test_enum__from_string_with_extra_text_after_3)."""
+    """An answer naming two enum members (BAML must-fail) is ambiguous: no value, both
+    readings listed (baml_test_enum__from_string_with_extra_text_after_3)."""
     _, result = _recovered("baml_test_enum__from_string_with_extra_text_after_3", Category)
-    assert result.ok
-    with pytest.raises(ValidationError):
-        validated(Category, result.value)
+    assert not result.ok
+    assert result.error is not None
+    assert Source.AMBIGUITY is result.error.source
+    assert ("ONE", "TWO") == result.candidates
 
 
 # --- enum and literal answers read from text --------------------------------------------------

@@ -297,7 +297,6 @@ def test_batch_keeps_an_input_that_starts_with_a_row(tmp_path: Path) -> None:
         (["--resubmits", "3"], "--resubmits", "only for --batch-api runs"),
         (["--no-wait"], "--wait/--no-wait", "only for --batch-api runs"),
         (["--batch-api", "-j", "4"], "--concurrency", "only for runs without --batch-api"),
-        (["--batch-api", "--progress"], "--progress", "only for runs without --batch-api"),
         (["--batch-api", "--stop-after", "2"], "--stop-after", "only for runs without --batch-api"),
     ],
 )

@@ -343,10 +343,12 @@ def test_literal_target_is_found_in_a_sentence() -> None:
 
 
 def test_literal_target_with_two_choices_mentioned_is_not_guessed() -> None:
-    """When a sentence mentions two choices, none is picked."""
+    """When a sentence mentions two choices, none is picked: the reply is ambiguous, and the
+    diagnostic lists both readings."""
     result = parse("It is either refund or billing.", Literal["refund", "billing", "other"])
     assert None is result.value
-    assert Source.SYNTAX == result.error.source
+    assert Source.AMBIGUITY == result.error.source
+    assert ("refund", "billing") == result.candidates
     assert not result.ok
 
 

@@ -11,6 +11,8 @@ if TYPE_CHECKING:
     import anthropic
     import instructor
     import openai
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+    from openai.types.responses import Response, ResponseStreamEvent
 
     from ._core.contracts import Rule
     from ._core.outcome import Outcome
@@ -18,13 +20,16 @@ if TYPE_CHECKING:
     from ._wrap_providers import (
         AsyncHealingAnthropic,
         AsyncHealingFunction,
+        AsyncHealingInstructor,
         HealingAnthropic,
         HealingFunction,
+        HealingInstructor,
     )
 
 __all__ = ["wrap", "wrap_callable"]
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 class HealingCompletions(Protocol):
@@ -60,8 +65,19 @@ class HealingCompletions(Protocol):
         json_mode: str | None = ...,
         **kwargs: Any,
     ) -> Outcome[T]: ...
+    # without response_model: the SDK's own call, its own types
     @overload
-    def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...  # passthrough
+    def create(
+        self, *, response_model: None = ..., stream: Literal[True], **kwargs: Any
+    ) -> openai.Stream[ChatCompletionChunk]: ...
+    @overload
+    def create(
+        self, *, response_model: None = ..., stream: Literal[False] = ..., **kwargs: Any
+    ) -> ChatCompletion: ...
+    @overload
+    def create(
+        self, *, response_model: None = ..., stream: bool, **kwargs: Any
+    ) -> ChatCompletion | openai.Stream[ChatCompletionChunk]: ...
     @overload
     def parse(
         self,
@@ -114,8 +130,19 @@ class AsyncHealingCompletions(Protocol):
         json_mode: str | None = ...,
         **kwargs: Any,
     ) -> Coroutine[Any, Any, Outcome[T]]: ...
+    # without response_model: the SDK's own call, its own types
     @overload
-    def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...
+    def create(
+        self, *, response_model: None = ..., stream: Literal[True], **kwargs: Any
+    ) -> Coroutine[Any, Any, openai.AsyncStream[ChatCompletionChunk]]: ...
+    @overload
+    def create(
+        self, *, response_model: None = ..., stream: Literal[False] = ..., **kwargs: Any
+    ) -> Coroutine[Any, Any, ChatCompletion]: ...
+    @overload
+    def create(
+        self, *, response_model: None = ..., stream: bool, **kwargs: Any
+    ) -> Coroutine[Any, Any, ChatCompletion | openai.AsyncStream[ChatCompletionChunk]]: ...
     @overload
     def parse(
         self,
@@ -168,8 +195,19 @@ class HealingResponses(Protocol):
         repair_via: Literal["input", "previous_response_id"] = ...,
         **kwargs: Any,
     ) -> Outcome[T]: ...
+    # without response_model: the SDK's own call, its own types
     @overload
-    def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...  # passthrough
+    def create(
+        self, *, response_model: None = ..., stream: Literal[True], **kwargs: Any
+    ) -> openai.Stream[ResponseStreamEvent]: ...
+    @overload
+    def create(
+        self, *, response_model: None = ..., stream: Literal[False] = ..., **kwargs: Any
+    ) -> Response: ...
+    @overload
+    def create(
+        self, *, response_model: None = ..., stream: bool, **kwargs: Any
+    ) -> Response | openai.Stream[ResponseStreamEvent]: ...
     @overload
     def parse(
         self,
@@ -238,8 +276,19 @@ class AsyncHealingResponses(Protocol):
         repair_via: Literal["input", "previous_response_id"] = ...,
         **kwargs: Any,
     ) -> Coroutine[Any, Any, Outcome[T]]: ...
+    # without response_model: the SDK's own call, its own types
     @overload
-    def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...  # passthrough
+    def create(
+        self, *, response_model: None = ..., stream: Literal[True], **kwargs: Any
+    ) -> Coroutine[Any, Any, openai.AsyncStream[ResponseStreamEvent]]: ...
+    @overload
+    def create(
+        self, *, response_model: None = ..., stream: Literal[False] = ..., **kwargs: Any
+    ) -> Coroutine[Any, Any, Response]: ...
+    @overload
+    def create(
+        self, *, response_model: None = ..., stream: bool, **kwargs: Any
+    ) -> Coroutine[Any, Any, Response | openai.AsyncStream[ResponseStreamEvent]]: ...
     @overload
     def parse(
         self,
@@ -315,14 +364,28 @@ class AsyncHealingClient(Protocol):
 
 @overload
 def wrap(  # type: ignore[overload-overlap]  # instructor's AsyncInstructor is an Instructor
-    client: openai.AsyncOpenAI | instructor.AsyncInstructor,
+    client: instructor.AsyncInstructor,
+    *,
+    json_mode: str = ...,
+    policy: HealPolicy | None = ...,
+) -> AsyncHealingInstructor: ...
+@overload
+def wrap(
+    client: instructor.Instructor,
+    *,
+    json_mode: str = ...,
+    policy: HealPolicy | None = ...,
+) -> HealingInstructor: ...
+@overload
+def wrap(
+    client: openai.AsyncOpenAI,
     *,
     json_mode: str = ...,
     policy: HealPolicy | None = ...,
 ) -> AsyncHealingClient: ...
 @overload
 def wrap(
-    client: openai.OpenAI | instructor.Instructor,
+    client: openai.OpenAI,
     *,
     json_mode: str = ...,
     policy: HealPolicy | None = ...,
@@ -381,13 +444,13 @@ def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | No
 
 
 @overload
-def wrap_callable(
-    fn: Callable[..., Coroutine[Any, Any, Any]],
+def wrap_callable(  # type: ignore[overload-overlap]  # a coroutine function is a callable too
+    fn: Callable[..., Coroutine[Any, Any, R]],
     *,
     async_: bool | None = ...,
     json_mode: str = ...,
     policy: HealPolicy | None = ...,
-) -> AsyncHealingFunction: ...
+) -> AsyncHealingFunction[R]: ...
 @overload
 def wrap_callable(
     fn: Callable[..., Any],
@@ -395,15 +458,15 @@ def wrap_callable(
     async_: Literal[True],
     json_mode: str = ...,
     policy: HealPolicy | None = ...,
-) -> AsyncHealingFunction: ...
+) -> AsyncHealingFunction[Any]: ...
 @overload
 def wrap_callable(
-    fn: Callable[..., Any],
+    fn: Callable[..., R],
     *,
     async_: Literal[False, None] = ...,
     json_mode: str = ...,
     policy: HealPolicy | None = ...,
-) -> HealingFunction: ...
+) -> HealingFunction[R]: ...
 def wrap_callable(
     fn: Callable[..., Any],
     *,

@@ -212,3 +212,79 @@ def check_wrap_anthropic_and_functions() -> None:
     apending = ahealed(model="m", messages=[], response_model=Order)
     _ = assert_type(apending, Coroutine[Any, Any, Outcome[Order]])
     apending.close()
+
+
+def check_degraded_fields() -> None:
+    from pydantic import JsonValue
+
+    outcome = healjson.validate("{}", Order)
+    if isinstance(outcome, Degraded):
+        assert_type(outcome.partial, JsonValue)  # JSON data, to narrow before use
+        assert_type(outcome.fallback, object)  # the caller's own value, of any type
+        outcome.partial.get("total")  # type: ignore[union-attr]  # narrow to a dict first
+        if isinstance(outcome.partial, dict):
+            assert_type(outcome.partial.get("total"), JsonValue | None)
+
+
+def check_passthrough_is_the_sdks_own() -> None:
+    import anthropic
+    from anthropic.lib.streaming import MessageStreamManager
+    from anthropic.types import Message, RawMessageStreamEvent
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+    from openai.types.responses import Response, ResponseStreamEvent
+
+    client = healjson.wrap(openai.OpenAI(api_key="x"))
+    assert_type(client.chat.completions.create(model="m", messages=[]), ChatCompletion)
+    assert_type(
+        client.chat.completions.create(model="m", messages=[], stream=True),
+        openai.Stream[ChatCompletionChunk],
+    )
+    assert_type(client.responses.create(model="m", input="x"), Response)
+    assert_type(
+        client.responses.create(model="m", input="x", stream=True),
+        openai.Stream[ResponseStreamEvent],
+    )
+    aclient = healjson.wrap(openai.AsyncOpenAI(api_key="x"))
+    pending = aclient.chat.completions.create(model="m", messages=[])
+    _ = assert_type(pending, Coroutine[Any, Any, ChatCompletion])
+    pending.close()
+    claude = healjson.wrap(anthropic.Anthropic(api_key="x"))
+    assert_type(claude.messages.create(model="m", max_tokens=8, messages=[]), Message)
+    assert_type(
+        claude.messages.create(model="m", max_tokens=8, messages=[], stream=True),
+        anthropic.Stream[RawMessageStreamEvent],
+    )
+    assert_type(
+        claude.messages.stream(model="m", max_tokens=8, messages=[]), MessageStreamManager[Any]
+    )
+
+    def completion(**kwargs: object) -> dict[str, object]:
+        return {}
+
+    assert_type(healjson.wrap_callable(completion)(model="m", messages=[]), dict[str, object])
+
+
+def check_instructor() -> None:
+    import instructor
+
+    from healjson._core.stream.run import AsyncItemStream, ItemStream
+
+    client = healjson.wrap(instructor.from_openai(openai.OpenAI(api_key="x")))
+    assert_type(client.create(response_model=Order, messages=[]), Outcome[Order])
+    outcome, _completion = client.create_with_completion(response_model=Order, messages=[])
+    assert_type(outcome, Outcome[Order])
+    assert_type(client.create_partial(response_model=Order, messages=[]), HealStream[Order])
+    assert_type(client.create_iterable(response_model=Order, messages=[]), ItemStream[Order])
+    for order in client.create_iterable(response_model=Order, messages=[]):
+        assert_type(order, Order)
+    assert_type(
+        client.chat.completions.create_partial(response_model=Order, messages=[]),
+        HealStream[Order],
+    )
+    assert_type(client.chat.completions.create(response_model=Order, messages=[]), Outcome[Order])
+    aclient = healjson.wrap(instructor.from_openai(openai.AsyncOpenAI(api_key="x")))
+    pending = aclient.create_with_completion(response_model=Order, messages=[])
+    _ = assert_type(pending, Coroutine[Any, Any, tuple[Outcome[Order], Any]])
+    pending.close()
+    assert_type(aclient.create_partial(response_model=Order, messages=[]), AsyncHealStream[Order])
+    assert_type(aclient.create_iterable(response_model=Order, messages=[]), AsyncItemStream[Order])

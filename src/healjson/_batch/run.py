@@ -11,18 +11,28 @@ them is written and a re-run picks them up.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from healjson._core.diagnostic import Source
 from healjson._core.outcome import Outcome
 
 from .input_file import input_keys, select
 from .output_file import OutputFile
 from .rows import BatchError, Job, invalid_row, outcome_row
 
-__all__ = ["ENDPOINT_FAILURES", "Batch", "BatchStats", "Heal", "openai_healer"]
+__all__ = [
+    "ENDPOINT_FAILURES",
+    "Batch",
+    "BatchStats",
+    "Heal",
+    "most_common_provider_error",
+    "openai_healer",
+    "provider_error",
+]
 
 ENDPOINT_FAILURES = frozenset({"api_error", "timeout"})
 """The degraded reasons that mean the endpoint failed (not the model's answer)."""
@@ -62,6 +72,8 @@ class BatchStats:
     """Endpoint failures since the last row the endpoint answered."""
     stopped: bool = False
     """True when `stop_after` ended the run early."""
+    provider_errors: Counter[str] = field(default_factory=Counter)
+    """The provider's error answers the written rows degraded with (`provider_error`)."""
 
     @property
     def complete(self) -> bool:
@@ -209,12 +221,37 @@ class Batch:
             if str(getattr(outcome, "reason", "")) in ENDPOINT_FAILURES:
                 stats.endpoint_failed += 1
                 stats.failing_in_a_row += 1
+                said = provider_error(outcome)
+                if said is not None:
+                    stats.provider_errors[said] += 1
             else:
                 stats.failing_in_a_row = 0
         stats.calls += outcome.calls
         stats.tokens += outcome.usage.total_tokens
         cost = outcome.usage.cost
         stats.cost = None if cost is None or stats.cost is None else stats.cost + cost
+
+
+def provider_error(outcome: Outcome[Any]) -> str | None:
+    """What the provider answered when it refused the outcome's last call, with the fix:
+    `HTTP 404 (model_not_found): The model ... - Check the model name: ...`; None when the run
+    did not end on an HTTP error answer (it healed, or the connection failed)."""
+    if outcome.ok:
+        return None
+    for diagnostic in getattr(outcome, "errors", ()):
+        if diagnostic.source is Source.API and diagnostic.rule:
+            said = diagnostic.constraint.removeprefix("the provider refused the call: ")
+            return f"{said} - {diagnostic.prescription}"
+    return None
+
+
+def most_common_provider_error(errors: Counter[str]) -> str | None:
+    """`N row(s): <the provider's error and its fix>` for the most frequent one, or None."""
+    if not errors:
+        return None
+    said, count = errors.most_common(1)[0]
+    more = f" ({len(errors) - 1} other kind(s))" if len(errors) > 1 else ""
+    return f"the provider's most common error, {count} row(s){more}: {said}"
 
 
 def openai_healer(

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from healjson._batch.rows import INVALID_INPUT
-from healjson._batch.run import ENDPOINT_FAILURES
+from healjson._batch.run import ENDPOINT_FAILURES, most_common_provider_error
 from healjson._core.outcome import Reason
 
 from .batch_api import BatchApiOptions, batch_api_command
@@ -267,6 +267,7 @@ def batch(
             status=status,
             cancel=cancel,
             endpoint=batch_endpoint.value,
+            progress=progress,
         )
         batch_api_command(input_path, out, setup, policy, options)
         return
@@ -335,9 +336,14 @@ def batch(
         )
         raise typer.Exit(1)
     if stats.endpoint_down:
+        advice = (
+            "fix what the provider said (above)"
+            if stats.provider_errors
+            else "check --base-url, --api-key and the endpoint"
+        )
         typer.echo(
-            "every row sent failed on the endpoint (api_error, timeout): check --base-url, "
-            "--api-key and the endpoint, then re-run with --retry-failed",
+            f"every row sent failed on the endpoint (api_error, timeout): {advice}, then "
+            "re-run with --retry-failed",
             err=True,
         )
         raise typer.Exit(1)
@@ -358,7 +364,7 @@ _BATCH_API_ONLY = (
     "resubmits",
     "batch_endpoint",
 )
-_DIRECT_ONLY = ("concurrency", "progress", "retry", "retry_failed", "stop_after")
+_DIRECT_ONLY = ("concurrency", "retry", "retry_failed", "stop_after")
 _GIVEN = frozenset({"COMMANDLINE", "ENVIRONMENT"})  # click's ParameterSource names
 
 
@@ -401,6 +407,9 @@ def _summary(stats: BatchStats, out: Path) -> str:
     ]
     if stats.endpoint_failed:
         parts.append(f"{stats.endpoint_failed} row(s) failed on the endpoint (api_error, timeout)")
+    said = most_common_provider_error(stats.provider_errors)
+    if said is not None:
+        parts.append(said)
     if stats.retried:
         parts.append(f"took {stats.retried} failed row(s) out of {out} to run them again")
     if stats.already_done:

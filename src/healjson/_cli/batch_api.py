@@ -7,15 +7,19 @@ The command line's side only: build the client, call `healjson.batch_api`, print
 from __future__ import annotations
 
 import os
+import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import typer
 
+from healjson._batch.run import most_common_provider_error
 from healjson._core.policy import HealPolicy
 from healjson._extras import missing_extra
 
+from .api_progress import batch_api_progress
 from .loading import Setup
 
 __all__ = ["BatchApiOptions", "batch_api_command", "report_text"]
@@ -41,6 +45,8 @@ class BatchApiOptions:
     status: bool
     cancel: bool
     endpoint: str = "chat"
+    progress: bool | None = None
+    """Progress on stderr while the run waits (None: when stderr is a terminal)."""
 
 
 def batch_api_command(
@@ -81,14 +87,17 @@ def batch_api_command(
             if options.cancel:
                 report = cancel_batch_api(input_path, out, **common)
             else:
-                report = run_batch_api(
-                    input_path,
-                    out,
-                    wait=options.wait,
-                    poll_interval_s=options.poll_interval_s,
-                    max_requests_per_batch=options.max_requests,
-                    **common,
-                )
+                show = sys.stderr.isatty() if options.progress is None else options.progress
+                with batch_api_progress(show) as on_event:
+                    report = run_batch_api(
+                        input_path,
+                        out,
+                        wait=options.wait,
+                        poll_interval_s=options.poll_interval_s,
+                        max_requests_per_batch=options.max_requests,
+                        on_event=on_event,
+                        **common,
+                    )
     except (LedgerError, BatchError) as exc:
         raise typer.BadParameter(str(exc), param_hint="'--ledger'") from exc
     except KeyboardInterrupt:
@@ -137,6 +146,9 @@ def report_text(report: Any, out: Path, ledger: Path) -> str:
             f"{report.degraded} degraded, {report.invalid} invalid input"
         )
     lines = [head]
+    said = most_common_provider_error(getattr(report, "provider_errors", None) or Counter())
+    if said is not None:
+        lines.append(said)
     for summary in report.rounds:
         cost = "" if summary.cost is None else f", ${summary.cost:.4f} at batch prices"
         flying = f", {summary.in_flight} batch(es) in flight" if summary.in_flight else ""

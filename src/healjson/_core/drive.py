@@ -31,6 +31,7 @@ from .effects import (
     ModelCall,
     ProviderError,
 )
+from .provider_fault import fault_from_exception
 from .reply import SDK_COMPLETIONS, read_completion, to_reply
 
 __all__ = [
@@ -141,7 +142,8 @@ def call_failed(exc: Exception, start: float, effect: ModelCall | None) -> CallR
         raise exc
     kind = exception_kind(exc)
     deadline = isinstance(exc, DeadlineExceeded)
-    failure = CallFailure(kind, describe_exception(exc), deadline)
+    fault = fault_from_exception(exc)
+    failure = CallFailure(kind, describe_exception(exc), deadline, fault=fault)
     return CallResult(None, failure, time.perf_counter() - start)
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .diagnostic import Diagnostic
+from .provider_fault import ProviderFault
 from .reply import Reply
 
 __all__ = [
@@ -78,6 +79,8 @@ class CallFailure:
     """What had arrived of a streamed answer before it failed."""
     partial: Any = None
     """The JSON data read from `raw_text`, if any."""
+    fault: ProviderFault | None = None
+    """The provider's HTTP error answer (status, code, message), when the call got one."""
 
 
 @dataclass(frozen=True, slots=True)

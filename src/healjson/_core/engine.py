@@ -512,14 +512,7 @@ def _call_failed(
 ) -> Generator[AwaitAll, Any, Outcome[Any]]:
     reason = Reason(failure.kind)
     message = redact_text(failure.message)  # an error body may echo a credential
-    diagnostic = Diagnostic(
-        ROOT,
-        message,
-        f"the model call failed ({reason})",
-        "Check the provider, network and credentials; healjson does not retry transport errors "
-        "(the client's own retry policy does).",
-        Source.API,
-    )
+    diagnostic = _failure_diagnostic(failure, message)
     if failure.deadline:
         diagnostic = _deadline(run.spec.policy, message)
     if failure.raw_text:  # a stream that failed part-way: what had arrived is kept
@@ -531,6 +524,29 @@ def _call_failed(
     if run.events is not None:
         run.events.attempt(attempt)
     return (yield from _degrade(run, reason, [diagnostic]))
+
+
+def _failure_diagnostic(failure: CallFailure, message: str) -> Diagnostic:
+    """A failed call as a diagnostic: the provider's own error (status, code, message,
+    redacted) and the fix its status calls for, or, with no HTTP answer, the generic advice."""
+    fault = failure.fault
+    if fault is None:
+        return Diagnostic(
+            ROOT,
+            message,
+            f"the model call failed ({failure.kind})",
+            "Check the provider, network and credentials; healjson does not retry transport "
+            "errors (the client's own retry policy does).",
+            Source.API,
+        )
+    return Diagnostic(
+        ROOT,
+        message,
+        redact_text(f"the provider refused the call: {fault.said()}"),
+        redact_text(fault.advice()),
+        Source.API,
+        rule=redact_text(fault.label),
+    )
 
 
 def _contracts_spent(usage: Usage, ctx: ContractContext) -> Usage:

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
+from pydantic import JsonValue
+
 from . import record
 from .attempt import Attempt, Dropped, Reason
 from .diagnostic import Diagnostic, describe_exception, short_repr
@@ -124,8 +126,11 @@ class Degraded(Generic[T]):
     reason: Reason
     raw_text: str | None
     errors: tuple[Diagnostic, ...] = ()
-    fallback: Any = None
-    partial: Any = None
+    fallback: object = None
+    """The caller's `fallback=` as given (or what its factory returned): any value, so a type
+    checker asks for a check of its type before use."""
+    partial: JsonValue = None
+    """The best-effort JSON data the run recovered (a dict for an object target), or None."""
     attempts: tuple[Attempt, ...] = ()
     usage: Usage = field(default_factory=Usage)
     max_attempts: int = 0

@@ -20,6 +20,7 @@ from typing import Any
 from .drive import Flow, run_awaitables_sync
 from .effects import AwaitAll, CallFailure, CallResult, FailureKind, ModelCall
 from .outcome import Outcome
+from .provider_fault import ProviderFault
 from .reply import Reply, to_reply
 
 __all__ = ["failed", "replay", "replied"]
@@ -57,6 +58,9 @@ def replied(value: Any, elapsed_s: float = 0.0) -> CallResult:
     return CallResult(reply, None, elapsed_s)
 
 
-def failed(kind: FailureKind, message: str, elapsed_s: float = 0.0) -> CallResult:
-    """A model call that gave no reply, for a reason the run degrades with."""
-    return CallResult(None, CallFailure(kind, message), elapsed_s)
+def failed(
+    kind: FailureKind, message: str, elapsed_s: float = 0.0, fault: ProviderFault | None = None
+) -> CallResult:
+    """A model call that gave no reply, for a reason the run degrades with (`fault`: the
+    provider's HTTP error answer, when it gave one)."""
+    return CallResult(None, CallFailure(kind, message, fault=fault), elapsed_s)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from healjson._batch.messages import deeper_than
+from healjson._core.provider_fault import ProviderFault, fault_from_body
 
 __all__ = [
     "EXPIRED_MESSAGE",
@@ -52,6 +53,19 @@ _HEAD_BYTES: Final = 4096
 _ANTHROPIC_TRANSIENT: Final = frozenset(
     {"api_error", "overloaded_error", "rate_limit_error", "timeout_error"}
 )
+# Anthropic names an errored request's HTTP status by its error type
+_ANTHROPIC_STATUS: Final = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
 _CUSTOM_ID: Final = re.compile(rb'"custom_id"\s*:\s*"(row-\d{1,18}_r\d{1,6})"')
 
 
@@ -67,6 +81,8 @@ class Result:
     elapsed_s: float = 0.0
     """The batch's turnaround: from its submission to the moment its results were read."""
     retry: bool = False
+    fault: ProviderFault | None = None
+    """The provider's HTTP error answer for this request (status, code, message, param)."""
 
     def to_json(self) -> Any:
         data: dict[str, Any]
@@ -76,6 +92,8 @@ class Result:
             data = {"failure": self.failure, "message": self.message}
             if self.retry:
                 data["retry"] = True
+            if self.fault is not None:
+                data["fault"] = _fault_json(self.fault)
         return data | {"elapsed_s": self.elapsed_s}
 
     @classmethod
@@ -88,7 +106,11 @@ class Result:
             failure = str(data.get("failure") or "api_error")
             retry = data.get("retry") is True
             return cls(
-                failure=failure, message=str(data.get("message")), elapsed_s=took, retry=retry
+                failure=failure,
+                message=str(data.get("message")),
+                elapsed_s=took,
+                retry=retry,
+                fault=_fault_of_json(data.get("fault")),
             )
         return cls(failure="api_error", message=f"the ledger holds no result here: {data!r}")
 
@@ -177,7 +199,9 @@ def openai_result(line: Mapping[str, Any]) -> Result:
         if status == 200 and isinstance(body, dict):
             return Result(body=body)
         message = _http_message(status, body)
-        return Result(failure="api_error", message=message, retry=is_transient_status(status))
+        fault = fault_from_body(status, body) if type(status) is int else None
+        retry = is_transient_status(status)
+        return Result(failure="api_error", message=message, retry=retry, fault=fault)
     if isinstance(error, dict) and error.get("code") == "batch_expired":
         return Result(failure="timeout", message=EXPIRED_MESSAGE, retry=True)
     said = error.get("message") if isinstance(error, dict) else None
@@ -203,7 +227,9 @@ def anthropic_result(line: Mapping[str, Any]) -> Result | None:
         said = inner.get("message")
         text = str(said) if said else json.dumps(inner, ensure_ascii=False)[:500]
         retry = inner.get("type") in _ANTHROPIC_TRANSIENT
-        return Result(failure="api_error", message=text, retry=retry)
+        status = _ANTHROPIC_STATUS.get(str(inner.get("type")))
+        fault = fault_from_body(status, inner) if status is not None else None
+        return Result(failure="api_error", message=text, retry=retry, fault=fault)
     if kind == "expired":
         return Result(failure="timeout", message=EXPIRED_MESSAGE, retry=True)
     if kind == "canceled":
@@ -215,3 +241,18 @@ def _http_message(status: Any, body: Any) -> str:
     error = body.get("error") if isinstance(body, dict) else None
     message = error.get("message") if isinstance(error, dict) else None
     return f"HTTP {status}: {message or json.dumps(body, ensure_ascii=False)[:500]}"
+
+
+def _fault_json(fault: ProviderFault) -> dict[str, Any]:
+    return {"status": fault.status, "code": fault.code, "message": fault.message,
+            "param": fault.param}  # fmt: skip
+
+
+def _fault_of_json(data: Any) -> ProviderFault | None:
+    """A stored fault read back (None when absent or not one: a ledger from before faults)."""
+    if not isinstance(data, dict) or type(data.get("status")) is not int:
+        return None
+    said = {
+        k: v if isinstance(v := data.get(k), str) else None for k in ("code", "message", "param")
+    }
+    return ProviderFault(data["status"], said["code"], said["message"], said["param"])

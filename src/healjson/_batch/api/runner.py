@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -38,9 +39,11 @@ from typing import Any, Final, TypeVar
 from healjson._batch.input_file import select
 from healjson._batch.output_file import OutputFile
 from healjson._batch.rows import Job, id_key, invalid_row, line_key, outcome_row, row_key
+from healjson._batch.run import provider_error
 from healjson._core.effects import CallResult, ModelCall
 from healjson._core.healer import Healer
 from healjson._core.outcome import Outcome
+from healjson._core.provider_fault import ProviderFault
 from healjson._core.redact import redact_data, redact_text, secrets_scope
 from healjson._core.replay import failed, replied
 from healjson.adapters._format import JsonMode
@@ -71,7 +74,8 @@ T = TypeVar("T")
 
 Event = Callable[[str, Mapping[str, Any]], None]
 """`on_event(name, info)`: each step of the run as it happens (`uploading`, `submitting`,
-`submitted`, `polled`, `retrying`, `collected`, `writing`, `written`, ...)."""
+`submitted`, `polled`, `retrying`, `collected`, `writing`, `written`, ...), and at each poll
+`progress` (the rows decided and waiting)."""
 
 
 @dataclass
@@ -107,6 +111,8 @@ class RunReport:
     """Requests this call sent again because they expired or failed transiently."""
     stopped: str | None = None
     """Why this call stopped early: the provider kept failing (run it again to resume)."""
+    provider_errors: Counter[str] = field(default_factory=Counter)
+    """The provider's error answers the rows this call degraded with (`provider_error`)."""
     rounds: list[RoundSummary] = field(default_factory=list)
     batch_ids: list[str] = field(default_factory=list)
     """The batches still in flight (submitted, not ended)."""
@@ -183,10 +189,12 @@ class Runner:
                 self._advance()
                 for part in self.ledger.in_flight():
                     self._send(part)
+                self._progress()
                 flying = [p for p in self.ledger.in_flight() if p.state == "submitted"]
                 if not flying or not wait:
                     break
                 if not self._poll(flying):
+                    self._progress()
                     self.sleep(poll_interval_s)
         return self.status()
 
@@ -308,6 +316,7 @@ class Runner:
                 self.report.healed += 1
             else:
                 self.report.degraded += 1
+                _count_provider_error(self.report, outcome)
         if rows_out:
             self._event("writing", rows=len(rows_out))
             self._write(rows_out)
@@ -493,6 +502,21 @@ class Runner:
             self._written.add(_key_of(row))
         self.report.written += len(rows)
 
+    def _progress(self) -> None:
+        """The `progress` event, at each poll: the rows decided (`done`: in the ledger, every
+        run's; `healed` / `degraded` / `invalid`: this call's) and waiting (`pending`)."""
+        if self.on_event is None:
+            return
+        counts, report = self.ledger.counts(), self.report
+        self._event(
+            "progress",
+            done=counts.get("done", 0),
+            pending=counts.get("pending", 0),
+            healed=report.healed,
+            degraded=report.degraded,
+            invalid=report.invalid,
+        )
+
     def _event(self, name: str, **info: Any) -> None:
         if self.on_event is not None:
             self.on_event(name, info)
@@ -578,6 +602,12 @@ class _Opened:
 _NO_OUTCOME: Any = object()
 
 
+def _count_provider_error(report: RunReport, outcome: Outcome[Any]) -> None:
+    said = provider_error(outcome)
+    if said is not None:
+        report.provider_errors[said] += 1
+
+
 def _key_of(row: Mapping[str, Any]) -> str:
     return row_key(row) or ""
 
@@ -606,7 +636,7 @@ def _call_result(result: Result) -> CallResult:
         return replied(dict(result.body), result.elapsed_s)
     if result.failure == "timeout":
         return failed("timeout", result.message, result.elapsed_s)
-    return failed("api_error", result.message, result.elapsed_s)
+    return failed("api_error", result.message, result.elapsed_s, result.fault)
 
 
 def _redacted(result: Result, elapsed_s: float) -> Result:
@@ -616,7 +646,24 @@ def _redacted(result: Result, elapsed_s: float) -> Result:
         body = redact_data(result.body, by_name=False)  # the body's own names are the provider's
         return Result(body=body, elapsed_s=elapsed_s)
     message = redact_text(result.message)
-    return Result(failure=result.failure, message=message, elapsed_s=elapsed_s, retry=result.retry)
+    fault = _redacted_fault(result.fault)
+    return Result(
+        failure=result.failure,
+        message=message,
+        elapsed_s=elapsed_s,
+        retry=result.retry,
+        fault=fault,
+    )
+
+
+def _redacted_fault(fault: ProviderFault | None) -> ProviderFault | None:
+    if fault is None:
+        return None
+    code, message, param = (
+        None if text is None else redact_text(text)
+        for text in (fault.code, fault.message, fault.param)
+    )
+    return dataclasses.replace(fault, code=code, message=message, param=param)
 
 
 def _usage(results: Iterable[Result]) -> tuple[int, int, float | None]:

@@ -9,6 +9,8 @@ to the target.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ from .align import Fit, align, answer_key
 from .lenient import MAX_REPAIR_CHARS, RepairBudget, lenient_loads, partial_loads
 from .meter import charge
 from .result import ParseResult
+from .scalar import Reading, decide, fence_text_reading, is_scalar, not_found, text_readings
 from .scan import Candidate, cut_string, find_candidates, strip_fences
 from .segment import split_reasoning
 
@@ -34,10 +37,7 @@ Ambiguity = Literal["reask", "first", "last"]
 AMBIGUITY_MODES: tuple[Ambiguity, ...] = ("reask", "first", "last")
 
 _FENCE_MARKS = re.compile(r"(`{3,}|~{3,})[A-Za-z0-9_+.\-]*")
-_WORD = re.compile(r"[A-Za-z0-9_]")
 _QUOTE_COLON = re.compile(r"'\s*+:")
-_SCALAR_KINDS = frozenset({"string", "number", "integer", "boolean", "null"})
-_STRUCTURE = re.compile(r"[{}\[\]]|\"\s*+:")
 _MAX_DEPTH = 4  # nested readings: an encoded reply inside a reply, reasoning around an answer
 
 
@@ -171,9 +171,10 @@ def _read(ctx: _Context, text: Any, depth: int) -> ParseResult:
                 inner = _read(ctx, whole, depth + 1)  # the reply encoded its text in a string
                 if inner.valid:
                     return inner.replace(flags=(Flag.DOUBLE_ENCODED, *inner.flags))
-            scalar = _scalar_from_text(whole, ctx)  # `"ONE: the first"` for an enum target
-            if scalar is not None:
-                return scalar
+            if is_scalar(target):  # `"ONE: the first"` for an enum: the string is text
+                found = _scalar_of_text(ctx, whole.strip(), [])
+                if found is not None:
+                    return found
         return _failed(fitted, ())
     if depth < _MAX_DEPTH:
         segments = split_reasoning(stripped)
@@ -247,15 +248,13 @@ def _slow_path(ctx: _Context, text: str) -> ParseResult:
         for item in filter(usable, parsed):
             fitted = align(target, item.value, ctx.validation)
             (fits if fitted.ok else failures).append((item, fitted))
+        if not open_at_end and not ctx.cut and is_scalar(target):
+            return _scalar_reply(ctx, text, fits, failures, candidates)
         if fits:
             return _choose(ctx, text, fits, several)
-        if not open_at_end and not ctx.cut:  # a cut reply's text is never a value
-            scalar = _scalar_from_text(text, ctx)
-            if scalar is not None:
-                return scalar
-            if failures:
-                item, fitted = min(failures, key=lambda pair: len(pair[1].errors))
-                return _failed(fitted, (*_context_flags(item.candidate, text), *item.flags))
+        if not open_at_end and not ctx.cut and failures:
+            item, fitted = min(failures, key=lambda pair: len(pair[1].errors))
+            return _failed(fitted, (*_context_flags(item.candidate, text), *item.flags))
     else:
         answers = [item for item in parsed if usable(item)]
         if answers and not open_at_end:
@@ -463,44 +462,61 @@ def _context_flags(candidate: Candidate, text: str) -> tuple[Flag, ...]:
     return tuple(flags)
 
 
-# -- scalars from text -------------------------------------------------------------------------
+# -- scalar targets (the rule is in `scalar.py`) -----------------------------------------------
 
 
-def _scalar_from_text(text: str, ctx: _Context) -> ParseResult | None:
-    """For string, number, boolean and enum targets: read the value from plain text. An enum
-    member is read from a mention only in prose (text with no JSON structure): a reply with
-    brackets or quoted keys is a broken structure, not a sentence."""
+def _scalar_reply(
+    ctx: _Context,
+    text: str,
+    fits: list[tuple[_Parsed, Fit]],
+    failures: list[tuple[_Parsed, Fit]],
+    candidates: list[Candidate],
+) -> ParseResult:
+    """A reply that is not one JSON value, for a scalar target: its JSON values and its text
+    read as the scalar, one value or none (`scalar.py`)."""
     target = ctx.target
     assert target is not None
-    kinds = target.kinds_at(())
-    choices = [c for c in target.choices_at(()) if isinstance(c, str)]
-    if kinds - _SCALAR_KINDS or not (kinds or choices):
-        return None
+    readings = [
+        Reading(
+            "a JSON value in the reply",
+            item.candidate.start,
+            fitted,
+            item.flags,
+            1,
+            functools.partial(_context_flags, item.candidate, text),
+        )
+        for item, fitted in (*fits, *failures)
+    ]
+    for candidate in candidates:  # a fence that holds text, not JSON: its text is a reading
+        fenced = candidate.fenced and candidate.complete
+        reading = fenced and fence_text_reading(target, candidate.text, ctx.validation)
+        if reading:
+            where = functools.partial(_context_flags, candidate, text)
+            readings.append(dataclasses.replace(reading, start=candidate.start, context=where))
+    found = _scalar_of_text(ctx, text, readings)
+    if found is not None:
+        return found
+    if failures:
+        item, fitted = min(failures, key=lambda pair: len(pair[1].errors))
+        return _failed(fitted, (*_context_flags(item.candidate, text), *item.flags))
+    if len(text) > MAX_REPAIR_CHARS and candidates:
+        return ParseResult(error=_no_json(text, candidates))
+    return ParseResult(error=not_found(target, text))
+
+
+def _scalar_of_text(ctx: _Context, text: str, readings: list[Reading]) -> ParseResult | None:
+    """`readings` and the text's own (unless the text, or the one fence that is all of it, is a
+    JSON value: then that value is the reading), decided."""
+    assert ctx.target is not None
     body = strip_fences(text)
+    if body != text.strip() and _FENCE_MARKS.sub("", text.replace(body, "", 1)).strip():
+        body = text.strip()  # prose around the fence: the text is the whole reply
     charge(len(body))
-    fitted = align(target, body, ctx.validation)
-    if fitted.ok:
-        return _fitted(fitted, (Flag.TEXT_AS_VALUE,))
-    if choices and not _STRUCTURE.search(body):
-        lowered = body.casefold()
-        found = {c for c in choices if _mentions(lowered, c.casefold())}
-        if len(found) == 1:
-            fitted = align(target, found.pop(), ctx.validation)
-            if fitted.ok:
-                return _fitted(fitted, (Flag.TEXT_AS_VALUE, Flag.PROSE_AROUND))
-    return None
-
-
-def _mentions(text: str, word: str) -> bool:
-    start = text.find(word)
-    while start >= 0:
-        end = start + len(word)
-        before = text[start - 1] if start else " "
-        after = text[end] if end < len(text) else " "
-        if not _WORD.match(before) and not _WORD.match(after):
-            return True
-        start = text.find(word, start + 1)
-    return False
+    try:
+        from_json(body)
+    except Exception:
+        readings = [*readings, *text_readings(ctx.target, text, body, ctx.validation)]
+    return decide(ctx.target, readings, ctx.on_ambiguity)
 
 
 # -- results -----------------------------------------------------------------------------------
