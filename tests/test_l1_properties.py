@@ -202,6 +202,7 @@ _JSONISH = st.text(alphabet="{}[]:,\"' \nabc123.-_tTnN/", max_size=60)
 @given(text=_JSONISH)
 @example(text="//1\n1")  # a digit inside a comment is not where the value was written
 @example(text='["//1", 1]')
+@example(text="'\n'")  # a string that is only a raw line break keeps it (it is not layout)
 def test_the_tolerant_reader_only_returns_what_the_text_holds(text: str) -> None:
     """Whatever it is given, a value from the tolerant reader accounts for the text: every key
     and scalar is written there, in order, with only punctuation and comments between."""

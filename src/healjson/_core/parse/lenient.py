@@ -443,8 +443,10 @@ class _Reader:
             after = _INLINE_SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
             if after >= self.n or text[after] in _CLOSES_AFTER or text.startswith(_COMMENTS, after):
                 raw_tail = parts[-1]
-                if raw_tail.rstrip(" \t").endswith(("\n", "\r")):  # a raw line break before
-                    parts[-1] = raw_tail.rstrip(" \t\r\n")  # the closing quote is layout
+                # a raw line break before the closing quote is layout, unless it is all the
+                # string holds (then it is the string's text: `"\n"` written raw)
+                if raw_tail.rstrip(" \t").endswith(("\n", "\r")) and "".join(parts).strip():
+                    parts[-1] = raw_tail.rstrip(" \t\r\n")
                 return "".join(parts), at + 1, True
             parts.append(closer)  # a quote the model forgot to escape: part of the text
             start = at + 1
