@@ -44,6 +44,7 @@ __all__ = [
     "Strategy",
     "history_line",
     "quote_answer",
+    "render_diagnostics",
 ]
 
 MAX_REPAIR_EXTRA_CHARS: Final = 72_000
@@ -161,16 +162,7 @@ class RepairPrompt:
                 )
             else:
                 lines.append(f"Your previous answer (above) failed {checks}:")
-            shown, used = 0, 0
-            for diagnostic in self.diagnostics[:MAX_DIAGNOSTICS]:
-                block = _render_diagnostic(shown + 1, diagnostic)
-                size = sum(len(line) + 1 for line in block)
-                if shown and used + size > MAX_DIAGNOSTICS_CHARS:
-                    break
-                lines.extend(block)
-                shown, used = shown + 1, used + size
-            if count > shown:
-                lines.append(f"... and {count - shown} more problems of the same kinds.")
+            lines.extend(render_diagnostics(self.diagnostics))
         history = self.history[-MAX_HISTORY_LINES:]
         if history:
             lines.append("")
@@ -308,6 +300,24 @@ def _indices(indices: tuple[int, ...]) -> str:
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def render_diagnostics(diagnostics: Sequence[Diagnostic]) -> list[str]:
+    """The diagnostics as numbered blocks (the value, its rule, the fix), bounded: at most
+    `MAX_DIAGNOSTICS` of them in at most `MAX_DIAGNOSTICS_CHARS` characters (the first always),
+    then a line counting the rest."""
+    lines: list[str] = []
+    shown, used = 0, 0
+    for diagnostic in diagnostics[:MAX_DIAGNOSTICS]:
+        block = _render_diagnostic(shown + 1, diagnostic)
+        size = sum(len(line) + 1 for line in block)
+        if shown and used + size > MAX_DIAGNOSTICS_CHARS:
+            break
+        lines.extend(block)
+        shown, used = shown + 1, used + size
+    if len(diagnostics) > shown:
+        lines.append(f"... and {len(diagnostics) - shown} more problems of the same kinds.")
+    return lines
 
 
 def _render_diagnostic(number: int, diagnostic: Diagnostic) -> list[str]:
