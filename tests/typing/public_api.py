@@ -212,3 +212,16 @@ def check_wrap_anthropic_and_functions() -> None:
     apending = ahealed(model="m", messages=[], response_model=Order)
     _ = assert_type(apending, Coroutine[Any, Any, Outcome[Order]])
     apending.close()
+
+
+def check_pydantic_ai() -> None:
+    from pydantic_ai import Agent
+
+    from healjson.pydantic_ai import HealCapability, HealRecord
+
+    heal = HealCapability[None](tool_contracts={"search": [positive]}, contracts=[positive])
+    agent = Agent("test", output_type=Order, capabilities=[heal])
+    assert_type(agent.run_sync("x").output, Order)
+    assert_type(heal.records(), list[HealRecord])
+    assert_type(HealCapability().heals, list[HealRecord])
+    HealCapability(policy="strict")  # type: ignore[arg-type]
