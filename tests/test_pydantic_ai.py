@@ -494,6 +494,37 @@ def test_records_are_kept_per_run_and_sent_as_events(server: ScriptedServer) -> 
     assert healed[0]["flags"] == ["syntax_repaired"]
 
 
+def test_arguments_given_as_a_dict_are_healed_too() -> None:
+    """Providers that hand pydantic-ai parsed arguments (a dict, not text): a key in the wrong
+    case is aligned all the same."""
+    from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            args = {"Query": "red shoes", "limit": 5}
+            return ModelResponse(parts=[ToolCallPart("search_tool", args, "call_1")])
+        return ModelResponse(parts=[ToolCallPart("final_result", json.loads(GOOD_REPORT), "c2")])
+
+    capability: HealCapability[Any] = HealCapability()
+    executed: Calls = []
+    agent: Agent[None, Report] = Agent(
+        FunctionModel(model), output_type=Report, capabilities=[capability]
+    )
+
+    @agent.tool_plain
+    def search_tool(query: str, limit: int) -> str:
+        executed.append({"query": query, "limit": limit})
+        return "found"
+
+    with sync_loop():
+        assert agent.run_sync("Find.").output == EXPECTED
+    assert executed == [GOOD_ARGS]
+    (record,) = capability.records()
+    assert record.flags == (Flag.KEYS_ALIGNED,)
+    assert json.loads(record.raw) == {"Query": "red shoes", "limit": 5}
+
+
 def test_records_are_bounded() -> None:
     capability: HealCapability[Any] = HealCapability(max_records=2)
     for number in range(3):

@@ -316,7 +316,8 @@ class _Step:
 
     def _message(self, diagnostics: Sequence[Diagnostic]) -> str:
         what = f"the arguments of tool `{self.name}`" if self.kind == "tool" else "the output"
-        head = f"healjson: {what} need a fix ({len(diagnostics)} problem(s)):"
+        count = len(diagnostics)
+        head = f"healjson: {what} need a fix ({count} problem{'s' if count != 1 else ''}):"
         return "\n".join((head, *render_diagnostics(diagnostics)))
 
 
