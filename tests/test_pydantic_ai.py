@@ -13,13 +13,13 @@ import asyncio
 import importlib
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationInfo, field_validator
 
 pytest.importorskip("pydantic_ai")
 
@@ -523,6 +523,48 @@ def test_arguments_given_as_a_dict_are_healed_too() -> None:
     (record,) = capability.records()
     assert record.flags == (Flag.KEYS_ALIGNED,)
     assert json.loads(record.raw) == {"Query": "red shoes", "limit": 5}
+
+
+class Capped(BaseModel):
+    """Its validator needs the run's validation context (`max_hits`)."""
+
+    summary: str
+    hits: int
+
+    @field_validator("hits")
+    @classmethod
+    def within_cap(cls, hits: int, info: ValidationInfo) -> int:
+        if not isinstance(info.context, Mapping):
+            raise ValueError("no validation context")
+        if hits > info.context["max_hits"]:
+            raise ValueError(f"at most {info.context['max_hits']} hits")
+        return hits
+
+
+@pytest.mark.parametrize("hits", [5, 50])
+def test_the_validation_context_reaches_the_repair(server: ScriptedServer, hits: int) -> None:
+    """`Agent(validation_context=...)` is pydantic's context in healjson's reading too: the
+    repaired output validates under it (5), or its rule is the retry's diagnostic (50)."""
+    capability: HealCapability[Any] = HealCapability()
+    server.extend([final(f"{{'summary': 'red shoes: 5', 'hits': {hits},}}"), final()])
+    made = setup(server, capability, output_type=Capped)
+    made.agent = Agent(
+        made.agent.model,
+        output_type=Capped,
+        capabilities=[capability],
+        validation_context={"max_hits": 10},
+    )
+    output = made.run("sync").output
+    assert isinstance(output, Capped)
+    assert output.model_dump() == {"summary": "red shoes: 5", "hits": 5}
+    if hits == 5:
+        assert len(server.requests) == 1
+        assert [r.action for r in capability.records()] == ["healed"]
+    else:
+        assert len(server.requests) == 2
+        (retry,) = tool_messages(server.requests[1])
+        assert "`hits` = 50" in retry
+        assert "at most 10 hits" in retry
 
 
 def test_records_are_bounded() -> None:

@@ -288,7 +288,9 @@ class _Step:
             self._note("retry", diagnostics=diagnostics)
             raise ModelRetry(self._message(diagnostics)) from failure
         data = _json_data(target, outcome.value)
-        validated = await handler(data)  # pydantic-ai, the validator of record, on the repair
+        # pydantic-ai, the validator of record, on the repair: what it rejects there (its
+        # validation context may see more than healjson's) is its retry, about the value
+        validated = await handler(data)
         self._note("healed", flags=outcome.flags, value=data)
         return validated
 
