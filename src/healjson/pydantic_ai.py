@@ -40,14 +40,14 @@ from pydantic_core import SchemaValidator, to_json, to_jsonable_python
 from typing_extensions import TypedDict, is_typeddict
 
 from ._core import events
+from ._core.check import evaluate
 from ._core.contracts import ContractContext, Rule, as_contract, check_policies, run_contracts
 from ._core.diagnostic import Diagnostic
-from ._core.drive import drive_async
+from ._core.drive import drive_async, drive_sync
 from ._core.flags import Flag
-from ._core.healer import validate
-from ._core.outcome import Degraded
 from ._core.policy import HealPolicy
 from ._core.repair import render_diagnostics
+from ._core.reply import Reply
 from ._core.target import Target, target_for
 from ._extras import missing_extra
 
@@ -61,7 +61,7 @@ try:
         WrapOutputValidateHandler,
         WrapToolValidateHandler,
     )
-    from pydantic_ai.messages import ToolCallPart
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
     from pydantic_ai.output import OutputContext
     from pydantic_ai.tools import AgentDepsT, ToolDefinition
 except ImportError as exc:  # pragma: no cover - the extra is installed wherever tests run
@@ -277,21 +277,25 @@ class _Step:
         if target is None:
             raise failure
         policy = self.owner.policy or HealPolicy()
-        outcome = validate(
-            self.text,
-            cast(Any, target),
-            context=_mapping(self.ctx.validation_context),
-            on_ambiguity=policy.on_ambiguity,
+        context = _mapping(self.ctx.validation_context)
+        reply = Reply(self.text, "length" if _cut(self.ctx) else None)
+        found = drive_sync(
+            evaluate(
+                target,
+                (),
+                reply,
+                ContractContext(extra=context) if context is not None else ContractContext(),
+                on_ambiguity=policy.on_ambiguity,
+            )
         )
-        if isinstance(outcome, Degraded):
-            diagnostics = outcome.errors
-            self._note("retry", diagnostics=diagnostics)
-            raise ModelRetry(self._message(diagnostics)) from failure
-        data = _json_data(target, outcome.value)
+        if not found.ok:
+            self._note("retry", diagnostics=found.diagnostics)
+            raise ModelRetry(self._message(found.diagnostics)) from failure
+        data = _json_data(target, found.instance)
         # pydantic-ai, the validator of record, on the repair: what it rejects there (its
         # validation context may see more than healjson's) is its retry, about the value
         validated = await handler(data)
-        self._note("healed", flags=outcome.flags, value=data)
+        self._note("healed", flags=found.parse.flags, value=data)
         return validated
 
     async def judge(self, rules: Sequence[Any], value: Any) -> Any:
@@ -354,6 +358,14 @@ def _tool(ctx: RunContext[Any], name: str) -> Any:
     manager = ctx.tool_manager
     tools = getattr(manager, "tools", None) if manager is not None else None
     return tools.get(name) if isinstance(tools, Mapping) else None
+
+
+def _cut(ctx: RunContext[Any]) -> bool:
+    """Whether the model's reply being read was cut by the token limit."""
+    for message in reversed(ctx.messages):
+        if isinstance(message, ModelResponse):
+            return message.finish_reason == "length"
+    return False
 
 
 def _json_data(target: Target[Any], value: Any) -> Any:
