@@ -239,6 +239,7 @@ def test_a_cut_string_is_a_retry_whose_prompt_carries_the_diagnostic(
     assert "healjson" in retry
     assert "search_tool" in retry
     assert "cut off" in retry  # the constraint
+    assert "token limit was reached" in retry  # read as cut: the model's reply said `length`
     assert "fix:" in retry  # the prescription
     (record,) = capability.records()
     assert record.action == "retry"
@@ -565,6 +566,29 @@ def test_the_validation_context_reaches_the_repair(server: ScriptedServer, hits:
         (retry,) = tool_messages(server.requests[1])
         assert "`hits` = 50" in retry
         assert "at most 10 hits" in retry
+
+
+def test_a_retry_is_one_event_of_its_own(server: ScriptedServer) -> None:
+    """A retry healjson asks for is `healjson.pydantic_ai.retry` (with pydantic-ai's run id and
+    the diagnostics), not a healjson run that degraded."""
+    import structlog
+
+    capability: HealCapability[Any] = HealCapability()
+    server.extend(
+        [
+            search_call('{"query": "red shoes", "limit": "many"}'),
+            search_call(clean_args(), call_id="call_2"),
+            final(),
+        ]
+    )
+    made = setup(server, capability)
+    with structlog.testing.capture_logs() as logs:
+        result = made.run("sync")
+    assert [e["event"] for e in logs] == ["healjson.pydantic_ai.retry"]
+    assert logs[0]["run_id"] == result.run_id
+    assert logs[0]["errors"] == [
+        "limit: must be a valid integer, unable to parse string as an integer"
+    ]
 
 
 def test_records_are_bounded() -> None:
