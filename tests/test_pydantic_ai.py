@@ -417,17 +417,18 @@ def test_an_unsaveable_output_is_a_retry_with_the_diagnostic(server: ScriptedSer
 # ---------------------------------------------------------------------------------------------
 
 
-def test_streamed_output_is_healed(server: ScriptedServer) -> None:
+@pytest.mark.parametrize("responses", [False, True], ids=["chat", "responses"])
+def test_streamed_output_is_healed(server: ScriptedServer, responses: bool) -> None:
     """`run_stream`: partial outputs are pydantic-ai's own partial reading; the final output
     is healed (no re-ask)."""
     capability: HealCapability[Any] = HealCapability()
     server.extend(
         [
             search_call("{'query': 'red shoes', 'limit': 5}"),
-            final('{"summary": "red shoes: 5", "hits": 5,}'),
+            final('{"Summary": "red shoes: 5", "hits": 5,}'),
         ]
     )
-    made = setup(server, capability)
+    made = setup(server, capability, responses=responses)
 
     async def go() -> tuple[list[Any], Any]:
         async with made.client, made.agent.run_stream("Find red shoes and report.") as result:

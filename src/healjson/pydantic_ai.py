@@ -156,10 +156,10 @@ class HealCapability(AbstractCapability[AgentDepsT]):
         args: RawToolArgs,
         handler: WrapToolValidateHandler,
     ) -> ValidatedToolArgs:
-        rules = self._tool_rules.get(call.tool_name, ())
-        step = _Step(self, ctx, "tool", call.tool_name, call.tool_call_id, args)
         if ctx.partial_output:
             return await handler(args)
+        rules = self._tool_rules.get(call.tool_name, ())
+        step = _Step(self, ctx, "tool", call.tool_name, call.tool_call_id, args)
         try:
             validated = await handler(args)
         except ValidationError as exc:
