@@ -24,7 +24,7 @@ from pydantic import BaseModel, ValidationInfo, field_validator
 pytest.importorskip("pydantic_ai")
 
 from openai import AsyncOpenAI
-from pydantic_ai import Agent, NativeOutput
+from pydantic_ai import Agent, NativeOutput, UserError
 from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
@@ -335,6 +335,52 @@ def test_a_warn_contract_keeps_the_value_and_records_it(server: ScriptedServer) 
     (record,) = capability.records(result.run_id)
     assert record.action == "warned"
     assert "slow" in record.diagnostics[0].constraint
+
+
+def test_a_contract_that_raises_stops_the_run(server: ScriptedServer) -> None:
+    """A contract's bug is not the model's to fix: pydantic-ai's `UserError`, and the tool never
+    runs with arguments no rule judged."""
+
+    @contract(fields=("limit",))
+    def buggy(args: dict[str, Any]) -> Violation | None:
+        raise KeyError("limits")
+
+    capability: HealCapability[Any] = HealCapability(tool_contracts={"search_tool": [buggy]})
+    server.extend([search_call(clean_args()), final()])
+    made = setup(server, capability)
+    with pytest.raises(UserError, match="buggy"):
+        made.run("sync")
+    assert made.executed == []
+    assert len(server.requests) == 1
+
+
+def test_each_rule_keeps_its_own_policy(server: ScriptedServer) -> None:
+    """Two rules of the same name: the one that warns keeps the value, the other re-asks."""
+
+    def rule(on_fail: Any, limit: int) -> Any:
+        @contract(fields=("limit",), name="limit_rule", on_fail=on_fail)
+        def check(args: dict[str, Any]) -> Violation | None:
+            return Violation(f"limit above {limit}") if args["limit"] > limit else None
+
+        return check
+
+    capability: HealCapability[Any] = HealCapability(
+        tool_contracts={"search_tool": [rule("warn", 3), rule("reask", 50)]}
+    )
+    server.extend(
+        [
+            search_call('{"query": "red shoes", "limit": 500}'),
+            search_call(clean_args(), call_id="call_2"),
+            final(),
+        ]
+    )
+    made = setup(server, capability)
+    assert made.run("sync").output == EXPECTED
+    assert made.executed == [GOOD_ARGS]
+    (retry,) = tool_messages(server.requests[1])
+    assert "limit above 50" in retry
+    assert "limit above 3" not in retry
+    assert [r.action for r in capability.records()] == ["warned", "retry", "warned"]
 
 
 # ---------------------------------------------------------------------------------------------

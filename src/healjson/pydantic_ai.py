@@ -14,8 +14,9 @@ schema rejects) becomes pydantic-ai's retry, its message carrying healjson's dia
 each problem the value, the rule and the fix). Contracts (`contracts=` for the output,
 `tool_contracts={name: [...]}` per tool; healjson `@contract` rules) judge the value pydantic-ai
 validated; a violation is a retry (`ModelRetry`) naming the breach, except a rule declared
-`on_fail="warn"`, which keeps the value and is recorded. Nothing is ever passed on that
-pydantic-ai did not validate.
+`on_fail="warn"`, which keeps the value and is recorded; a contract that raises is a bug of
+the contract, and stops the run with pydantic-ai's `UserError`. Nothing is ever passed on that
+pydantic-ai did not validate, or that a contract did not judge.
 
 Every local repair and every retry healjson asked for is a `HealRecord` on the capability
 (`records(run_id)`: those of one run, by pydantic-ai's `result.run_id`) and a structured event
@@ -41,8 +42,15 @@ from typing_extensions import TypedDict, is_typeddict
 
 from ._core import events
 from ._core.check import evaluate
-from ._core.contracts import ContractContext, Rule, as_contract, check_policies, run_contracts
-from ._core.diagnostic import Diagnostic
+from ._core.contracts import (
+    Contract,
+    ContractContext,
+    Rule,
+    as_contract,
+    check_policies,
+    run_contract_groups,
+)
+from ._core.diagnostic import Diagnostic, Source
 from ._core.drive import drive_async, drive_sync
 from ._core.flags import Flag
 from ._core.policy import HealPolicy
@@ -52,7 +60,7 @@ from ._core.target import Target, target_for
 from ._extras import missing_extra
 
 try:
-    from pydantic_ai import ModelRetry, RunContext
+    from pydantic_ai import ModelRetry, RunContext, UserError
     from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.capabilities.abstract import (
         RawOutput,
@@ -111,8 +119,10 @@ class HealCapability(AbstractCapability[AgentDepsT]):
     tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = None
     policy: HealPolicy | None = None
     max_records: int = 10_000
-    _rules: tuple[Any, ...] = field(init=False, repr=False, default=())
-    _tool_rules: dict[str, tuple[Any, ...]] = field(init=False, repr=False, default_factory=dict)
+    _rules: tuple[Contract[Any], ...] = field(init=False, repr=False, default=())
+    _tool_rules: dict[str, tuple[Contract[Any], ...]] = field(
+        init=False, repr=False, default_factory=dict
+    )
     _records: deque[HealRecord] = field(init=False, repr=False)
     _targets: dict[int, tuple[Any, Target[Any]]] = field(
         init=False, repr=False, default_factory=dict
@@ -298,25 +308,29 @@ class _Step:
         self._note("healed", flags=found.parse.flags, value=data)
         return validated
 
-    async def judge(self, rules: Sequence[Any], value: Any) -> Any:
+    async def judge(self, rules: Sequence[Contract[Any]], value: Any) -> Any:
         """The contracts on pydantic-ai's validated value: a retry naming every breach that is
-        not `on_fail="warn"` (those are recorded, the value kept)."""
+        not `on_fail="warn"` (those are recorded, the value kept). A contract that raises (or
+        runs past `contract_timeout_s`) is a bug of the contract, not the model's: `UserError`,
+        never a value passed on unjudged."""
         if not rules:
             return value
         policy = self.owner.policy or HealPolicy()
         context = ContractContext(extra=_mapping(self.ctx.validation_context) or {})
-        found = await drive_async(
-            run_contracts(rules, value, context, timeout_s=policy.contract_timeout_s)
+        groups = await drive_async(
+            run_contract_groups(rules, value, context, timeout_s=policy.contract_timeout_s)
         )
-        if not found:
-            return value
-        by_name = {rule.name: rule for rule in rules}
-        blocking = tuple(d for d in found if _policy_of(by_name, d) not in _NO_RETRY_POLICIES)
-        warned = tuple(d for d in found if d not in blocking)
+        broken = [d for group in groups for d in group if d.source is Source.CONTRACT_ERROR]
+        if broken:
+            raise UserError(f"healjson: a contract failed: {broken[0].describe()}")
+        blocking: list[Diagnostic] = []
+        warned: list[Diagnostic] = []
+        for rule, group in zip(rules, groups, strict=True):
+            (warned if rule.on_fail in _NO_RETRY_POLICIES else blocking).extend(group)
         if warned:
-            self._note("warned", value=value, diagnostics=warned)
+            self._note("warned", value=value, diagnostics=tuple(warned))
         if blocking:
-            self._note("retry", value=value, diagnostics=blocking)
+            self._note("retry", value=value, diagnostics=tuple(blocking))
             raise ModelRetry(self._message(blocking))
         return value
 
@@ -375,11 +389,6 @@ def _json_data(target: Target[Any], value: Any) -> Any:
 
 def _mapping(context: Any) -> Mapping[str, Any] | None:
     return context if isinstance(context, Mapping) else None
-
-
-def _policy_of(rules: Mapping[str, Any], diagnostic: Diagnostic) -> str:
-    rule = rules.get(diagnostic.rule or "")
-    return str(getattr(rule, "on_fail", "reask"))
 
 
 def _output_name(output: OutputContext) -> str:
