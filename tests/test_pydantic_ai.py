@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationInfo, field_validator
 
 pytest.importorskip("pydantic_ai")
@@ -30,7 +32,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 
 from healjson import Flag, Violation, contract
 from healjson.pydantic_ai import HealCapability, HealRecord
-from healjson.testing import RecordedRequest, ScriptedReply, ScriptedServer
+from healjson.testing import RecordedRequest, ScriptedReply, ScriptedServer, corrupted
 
 # ---------------------------------------------------------------------------------------------
 # The agent: one tool, one output model
@@ -669,3 +671,55 @@ def test_importing_healjson_does_not_import_pydantic_ai() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "False"
+
+
+# ---------------------------------------------------------------------------------------------
+# The property: a tool runs with exactly what the model meant, or the model is asked again
+# ---------------------------------------------------------------------------------------------
+
+TICKETS = st.fixed_dictionaries(
+    {
+        "query": st.text(max_size=20),
+        "limit": st.integers(-1000, 1000),
+        "exact": st.none() | st.booleans(),
+    }
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), ticket=TICKETS)
+def test_a_tool_runs_with_the_ticket_or_the_model_is_asked_again(
+    data: st.DataObject, ticket: dict[str, Any]
+) -> None:
+    """Any rendering of the arguments the way models break JSON (`healjson.testing.corrupted`):
+    a recoverable one runs the tool with exactly the ticket and no re-ask; a cut one is asked
+    again (one more call), and the tool runs once, with the ticket."""
+    from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    broken = data.draw(corrupted(ticket))
+    calls: list[int] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        calls.append(len(messages))
+        if len(calls) == 1:
+            part = ToolCallPart("search_tool", broken.text, "call_1")
+            return ModelResponse(parts=[part], finish_reason=broken.finish_reason or "tool_call")
+        if len(calls) == 2 and not broken.recoverable:
+            return ModelResponse(parts=[ToolCallPart("search_tool", json.dumps(ticket), "c2")])
+        return ModelResponse(parts=[ToolCallPart("final_result", json.loads(GOOD_REPORT), "c3")])
+
+    executed: Calls = []
+    agent: Agent[None, Report] = Agent(
+        FunctionModel(model), output_type=Report, capabilities=[HealCapability()]
+    )
+
+    @agent.tool_plain
+    def search_tool(query: str, limit: int, exact: bool | None = None) -> str:
+        executed.append({"query": query, "limit": limit, "exact": exact})
+        return "found"
+
+    with sync_loop():
+        assert agent.run_sync("Find.").output == EXPECTED
+    assert executed == [ticket]
+    assert len(calls) == (2 if broken.recoverable else 3)
