@@ -24,9 +24,10 @@ malformations (`MALFORMATIONS`), drawn with `WEIGHTS` from a seeded `random.Rand
 `ScriptedServer(repeat=True)`): it serves the turns in order, each tool call with a fresh id,
 and decides from the request itself whether the last turn succeeded (the tool's result for that
 call id starts with `OK`, what `tool_result` returns) or is being asked again (any other answer
-to that id: a retry prompt, an error). Usage is explicit on every reply: prompt tokens = the
-request's `messages` and `tools` as JSON / 4, completion tokens = the text sent / 4, so every
-framework is billed the same way for what it actually sent.
+to that id: a retry prompt, an error). With `repeats=N` it plays a stubborn model, answering a
+re-ask with the same malformed text N more times before the clean one. Usage is explicit on
+every reply: prompt tokens = the request's `messages` and `tools` as JSON / 4, completion
+tokens = the text sent / 4, so every framework is billed the same way for what it sent.
 
 `check_run` compares what the tools executed and the output the run returned with the tickets:
 the number of wrong values (the target: 0).
@@ -287,10 +288,13 @@ class ChatResponder:
     """Answers one run's model requests on the chat route (use it as the callable item of a
     `ScriptedServer(repeat=True)`, or swap runs with `set_run`). `output_tool`: the final
     output is sent as a call of this tool (a framework's output tool, e.g. pydantic-ai's
-    `final_result`); None: as the reply's content (JSON text)."""
+    `final_result`); None: as the reply's content (JSON text). `repeats`: a stubborn model,
+    which answers a re-ask with its first (malformed) text this many more times before the
+    clean one (0: the clean one at once)."""
 
     run: Run
     output_tool: str | None = None
+    repeats: int = 0
     served: list[_Served] = field(default_factory=list)
     _turn: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -325,9 +329,10 @@ class ChatResponder:
                     reask = True  # anything but the tool's result: the same turn asked again
             turn = self.run.turns[self._turn]
             attempt = sum(1 for s in self.served if s.turn == self._turn)
-            text = turn.reask if reask else turn.text
+            clean = reask and attempt > self.repeats  # a stubborn model repeats itself first
+            text = turn.reask if clean else turn.text
             finish = "stop" if turn.kind == "output" else "tool_calls"
-            finish = finish if reask else turn.finish_reason
+            finish = finish if clean else turn.finish_reason
             prompt = len(json.dumps(body.get("messages", [])) + json.dumps(body.get("tools", [])))
             usage = {"prompt_tokens": prompt // 4, "completion_tokens": len(text) // 4}
             as_tool = turn.kind == "tool" or self.output_tool is not None

@@ -288,3 +288,14 @@ def check_instructor() -> None:
     pending.close()
     assert_type(aclient.create_partial(response_model=Order, messages=[]), AsyncHealStream[Order])
     assert_type(aclient.create_iterable(response_model=Order, messages=[]), AsyncItemStream[Order])
+def check_pydantic_ai() -> None:
+    from pydantic_ai import Agent
+
+    from healjson.pydantic_ai import HealCapability, HealRecord
+
+    heal = HealCapability[None](tool_contracts={"search": [positive]}, contracts=[positive])
+    agent = Agent("test", output_type=Order, capabilities=[heal])
+    assert_type(agent.run_sync("x").output, Order)
+    assert_type(heal.records(), list[HealRecord])
+    assert_type(HealCapability().heals, list[HealRecord])
+    HealCapability(policy="strict")  # type: ignore[arg-type]

@@ -237,6 +237,13 @@ class RunEvents:
         if self.logger is not None:
             _emit(self.logger, level, event, run_id=self.run_id, **fields)
 
+    def event(self, level: int, event: str, **fields: Any) -> None:
+        """An event of an integration (`healjson.pydantic_ai.healed`, ...), with the run's id;
+        `level` is a `logging` level (DEBUG, INFO or WARNING)."""
+        if level == logging.DEBUG and self.detail is None:
+            return
+        self._send(level, event, **fields)
+
     def attempt(self, record: Attempt) -> None:
         """One model call, its local repairs and its diagnostics."""
         if self.spans is not None:

@@ -1,0 +1,426 @@
+"""`healjson.pydantic_ai` (extra `pydantic-ai`): heal a pydantic-ai agent's tool arguments and
+structured output locally, before pydantic-ai validates them.
+
+    agent = Agent(model, output_type=Report, tools=[search], capabilities=[HealCapability()])
+
+`HealCapability` is a pydantic-ai capability (its `wrap_tool_validate` and
+`wrap_output_validate` hooks). pydantic-ai stays the validator of record: each tool call's
+arguments, and the final output, go to pydantic-ai's own validation first. Only when that fails
+does healjson's L1 read the text the model sent, against the tool's (or the output's) own
+validator and JSON schema: a code fence, single quotes, a trailing comma, a key in the wrong case,
+`"5"` for an integer are repaired locally, and pydantic-ai validates the repaired arguments, so
+no model call is spent on them. What L1 cannot save (a string cut by the token limit, a value the
+schema rejects) becomes pydantic-ai's retry, its message carrying healjson's diagnostics (for
+each problem the value, the rule and the fix). Contracts (`contracts=` for the output,
+`tool_contracts={name: [...]}` per tool; healjson `@contract` rules) judge the value pydantic-ai
+validated; a violation is a retry (`ModelRetry`) naming the breach, except a rule declared
+`on_fail="warn"`, which keeps the value and is recorded; a contract that raises is a bug of
+the contract, and stops the run with pydantic-ai's `UserError`. Nothing is ever passed on that
+pydantic-ai did not validate, or that a contract did not judge.
+
+Every local repair and every retry healjson asked for is a `HealRecord` on the capability
+(`records(run_id)`: those of one run, by pydantic-ai's `result.run_id`) and a structured event
+(`healjson.pydantic_ai.healed` at INFO, `healjson.pydantic_ai.retry` at WARNING; see
+`healjson.set_logger`). While pydantic-ai streams output (`run_stream`), partial outputs are
+left to pydantic-ai's own partial reading; the final output is healed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, is_dataclass
+from types import SimpleNamespace
+from typing import Any, Literal, cast
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic_core import SchemaValidator, to_json, to_jsonable_python
+from typing_extensions import TypedDict, is_typeddict
+
+from ._core import events
+from ._core.check import evaluate
+from ._core.contracts import (
+    Contract,
+    ContractContext,
+    Rule,
+    as_contract,
+    check_policies,
+    run_contract_groups,
+)
+from ._core.diagnostic import Diagnostic, Source
+from ._core.drive import drive_async, drive_sync
+from ._core.flags import Flag
+from ._core.policy import HealPolicy
+from ._core.repair import render_diagnostics
+from ._core.reply import Reply
+from ._core.target import Target, target_for
+from ._extras import missing_extra
+
+try:
+    from pydantic_ai import ModelRetry, RunContext, UserError
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.capabilities.abstract import (
+        RawOutput,
+        RawToolArgs,
+        ValidatedToolArgs,
+        WrapOutputValidateHandler,
+        WrapToolValidateHandler,
+    )
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+    from pydantic_ai.output import OutputContext
+    from pydantic_ai.tools import AgentDepsT, ToolDefinition
+except ImportError as exc:  # pragma: no cover - the extra is installed wherever tests run
+    raise ImportError(missing_extra("pydantic-ai-slim", "pydantic-ai")) from exc
+
+__all__ = ["HealCapability", "HealRecord"]
+
+_MAX_TARGETS = 256  # validators remembered as L1 targets (tools and outputs), per capability
+_NO_RETRY_POLICIES = frozenset({"warn"})  # violations that keep the value
+
+
+@dataclass(frozen=True, slots=True)
+class HealRecord:
+    """What healjson did to one tool call or output of a pydantic-ai run.
+
+    `action`: `"healed"` (a local repair: pydantic-ai was handed `value` instead of `raw`, and
+    validated it), `"retry"` (healjson could not save it: pydantic-ai asked the model again with
+    `diagnostics` in its retry prompt) or `"warned"` (a contract with `on_fail="warn"` broke; the
+    value was kept). `kind`: `"tool"` (its `name` is the tool's) or `"output"` (the output's
+    name). `flags`: the local repairs (`healjson.Flag`). `run_id`: pydantic-ai's run id
+    (`result.run_id`)."""
+
+    action: Literal["healed", "retry", "warned"]
+    kind: Literal["tool", "output"]
+    name: str
+    run_id: str | None
+    tool_call_id: str | None
+    raw: str
+    flags: tuple[Flag, ...] = ()
+    value: Any = None
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+
+@dataclass
+class HealCapability(AbstractCapability[AgentDepsT]):
+    """A pydantic-ai capability: tool arguments and structured output healed locally before
+    pydantic-ai validates them (see the module's documentation). Every argument is optional.
+
+    `contracts`: healjson rules (`@contract` or plain functions) over the validated output (the
+    value the run returns: a `Report` instance for `output_type=Report`).
+    `tool_contracts`: per tool name, rules over its validated arguments (a dict, as pydantic-ai
+    hands them to the tool). `policy`: its `on_ambiguity` (a reply with two different answers)
+    and `contract_timeout_s` apply. `max_records`: how many `HealRecord`s are kept (the oldest
+    are dropped first)."""
+
+    contracts: Iterable[Rule[Any]] = ()
+    tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = None
+    policy: HealPolicy | None = None
+    max_records: int = 10_000
+    _rules: tuple[Contract[Any], ...] = field(init=False, repr=False, default=())
+    _tool_rules: dict[str, tuple[Contract[Any], ...]] = field(
+        init=False, repr=False, default_factory=dict
+    )
+    _records: deque[HealRecord] = field(init=False, repr=False)
+    _targets: dict[int, tuple[Any, Target[Any]]] = field(
+        init=False, repr=False, default_factory=dict
+    )
+    _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._rules = tuple(as_contract(rule) for rule in self.contracts)
+        check_policies(self._rules, items=False)
+        for name, rules in (self.tool_contracts or {}).items():
+            if not isinstance(name, str):
+                raise TypeError(f"tool_contracts: keys are tool names, got {name!r}")
+            found = tuple(as_contract(rule) for rule in rules)
+            check_policies(found, items=False)
+            self._tool_rules[name] = found
+        if self.policy is None:
+            self.policy = HealPolicy()
+        self._records = deque(maxlen=self.max_records)
+
+    # -- what was healed ----------------------------------------------------------------
+
+    def records(self, run_id: str | None = None) -> list[HealRecord]:
+        """The records kept, oldest first; with `run_id`, only that run's."""
+        with self._lock:
+            found = list(self._records)
+        return found if run_id is None else [r for r in found if r.run_id == run_id]
+
+    @property
+    def heals(self) -> list[HealRecord]:
+        """The local repairs kept (`action == "healed"`), oldest first."""
+        return [r for r in self.records() if r.action == "healed"]
+
+    # -- tool arguments -----------------------------------------------------------------
+
+    async def wrap_tool_validate(
+        self,
+        ctx: RunContext[AgentDepsT],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: RawToolArgs,
+        handler: WrapToolValidateHandler,
+    ) -> ValidatedToolArgs:
+        if ctx.partial_output:
+            return await handler(args)
+        rules = self._tool_rules.get(call.tool_name, ())
+        step = _Step(self, ctx, "tool", call.tool_name, call.tool_call_id, args)
+        try:
+            validated = await handler(args)
+        except ValidationError as exc:
+            tool = _tool(ctx, call.tool_name)
+            target = None if tool is None else self._target(tool.args_validator, tool_def)
+            validated = await step.heal(target, handler, exc)
+        return cast(ValidatedToolArgs, await step.judge(rules, validated))
+
+    # -- output -------------------------------------------------------------------------
+
+    async def wrap_output_validate(
+        self,
+        ctx: RunContext[AgentDepsT],
+        *,
+        output_context: OutputContext,
+        output: RawOutput,
+        handler: WrapOutputValidateHandler,
+    ) -> Any:
+        if ctx.partial_output:  # a stream's partial output: pydantic-ai's own partial reading
+            return await handler(output)
+        call = output_context.tool_call
+        name = _output_name(output_context)
+        step = _Step(self, ctx, "output", name, call.tool_call_id if call else None, output)
+        try:
+            validated = await handler(output)
+        except ValidationError as exc:
+            validated = await step.heal(self._output_target(ctx, output_context), handler, exc)
+        return await step.judge(self._rules, validated)
+
+    # -- targets ------------------------------------------------------------------------
+
+    def _target(self, validator: Any, tool_def: ToolDefinition) -> Target[Any] | None:
+        """The L1 target of a tool: its own pydantic-core validator and JSON schema."""
+        if not isinstance(validator, SchemaValidator):
+            return None  # a validator of its own kind: pydantic-ai's message alone
+        with self._lock:
+            known = self._targets.get(id(validator))
+            if known is not None and known[0] is validator:
+                return known[1]
+            if len(self._targets) >= _MAX_TARGETS:
+                self._targets.clear()
+            adapter = _ValidatorAdapter(validator, tool_def.parameters_json_schema)
+            made: Target[Any] = Target(
+                SimpleNamespace(__name__=tool_def.name), cast(TypeAdapter[Any], adapter)
+            )
+            self._targets[id(validator)] = (validator, made)
+            return made
+
+    def _output_target(self, ctx: RunContext[Any], output: OutputContext) -> Target[Any] | None:
+        if output.tool_def is not None:  # an output tool: its validator, as for any tool
+            tool = _tool(ctx, output.tool_def.name)
+            return None if tool is None else self._target(tool.args_validator, output.tool_def)
+        kind = output.output_type
+        if output.has_function or kind is None or output.object_def is None:
+            return None
+        if _model_like(kind):
+            return target_for(kind)
+        wrapped = output.object_def.json_schema.get("properties")
+        if isinstance(wrapped, dict) and set(wrapped) == {"response"}:
+            return target_for(_response_dict(kind))
+        return None
+
+    # -- records --------------------------------------------------------------------------
+
+    def _record(self, record: HealRecord) -> None:
+        with self._lock:
+            self._records.append(record)
+        sink = events.for_run(record.run_id or uuid.uuid4().hex)
+        if sink is None:
+            return
+        fields: dict[str, Any] = {
+            "kind": record.kind,
+            "name": record.name,
+            "tool_call_id": record.tool_call_id,
+            "flags": [str(flag) for flag in record.flags],
+        }
+        if record.action == "healed":
+            sink.event(logging.INFO, "healjson.pydantic_ai.healed", **fields)
+        else:
+            errors = [f"{d.path}: {d.constraint}" for d in record.diagnostics]
+            level = logging.WARNING if record.action == "retry" else logging.INFO
+            sink.event(level, f"healjson.pydantic_ai.{record.action}", errors=errors, **fields)
+
+
+@dataclass(slots=True)
+class _Step:
+    """One tool call's arguments, or one output, on its way through the hooks."""
+
+    owner: HealCapability[Any]
+    ctx: RunContext[Any]
+    kind: Literal["tool", "output"]
+    name: str
+    tool_call_id: str | None
+    raw: RawOutput
+
+    @property
+    def text(self) -> str:
+        raw = self.raw
+        return raw if isinstance(raw, str) else to_json(raw).decode()
+
+    def _note(self, action: Literal["healed", "retry", "warned"], **fields: Any) -> None:
+        run_id = self.ctx.run_id
+        self.owner._record(
+            HealRecord(action, self.kind, self.name, run_id, self.tool_call_id, self.text, **fields)
+        )
+
+    async def heal(
+        self,
+        target: Target[Any] | None,
+        handler: Callable[[Any], Awaitable[Any]],
+        failure: ValidationError,
+    ) -> Any:
+        """pydantic-ai rejected the raw value: L1 on its text, the repaired data validated by
+        pydantic-ai again; a `ModelRetry` with healjson's diagnostics when nothing is saved."""
+        if target is None:
+            raise failure
+        policy = self.owner.policy or HealPolicy()
+        context = _mapping(self.ctx.validation_context)
+        reply = Reply(self.text, "length" if _cut(self.ctx) else None)
+        found = drive_sync(
+            evaluate(
+                target,
+                (),
+                reply,
+                ContractContext(extra=context) if context is not None else ContractContext(),
+                on_ambiguity=policy.on_ambiguity,
+            )
+        )
+        if not found.ok:
+            self._note("retry", diagnostics=found.diagnostics)
+            raise ModelRetry(self._message(found.diagnostics)) from failure
+        data = _json_data(target, found.instance)
+        # pydantic-ai, the validator of record, on the repair: what it rejects there (its
+        # validation context may see more than healjson's) is its retry, about the value
+        validated = await handler(data)
+        self._note("healed", flags=found.parse.flags, value=data)
+        return validated
+
+    async def judge(self, rules: Sequence[Contract[Any]], value: Any) -> Any:
+        """The contracts on pydantic-ai's validated value: a retry naming every breach that is
+        not `on_fail="warn"` (those are recorded, the value kept). A contract that raises (or
+        runs past `contract_timeout_s`) is a bug of the contract, not the model's: `UserError`,
+        never a value passed on unjudged."""
+        if not rules:
+            return value
+        policy = self.owner.policy or HealPolicy()
+        context = ContractContext(extra=_mapping(self.ctx.validation_context) or {})
+        groups = await drive_async(
+            run_contract_groups(rules, value, context, timeout_s=policy.contract_timeout_s)
+        )
+        broken = [d for group in groups for d in group if d.source is Source.CONTRACT_ERROR]
+        if broken:
+            raise UserError(f"healjson: a contract failed: {broken[0].describe()}")
+        blocking: list[Diagnostic] = []
+        warned: list[Diagnostic] = []
+        for rule, group in zip(rules, groups, strict=True):
+            (warned if rule.on_fail in _NO_RETRY_POLICIES else blocking).extend(group)
+        if warned:
+            self._note("warned", value=value, diagnostics=tuple(warned))
+        if blocking:
+            self._note("retry", value=value, diagnostics=tuple(blocking))
+            raise ModelRetry(self._message(blocking))
+        return value
+
+    def _message(self, diagnostics: Sequence[Diagnostic]) -> str:
+        what = f"the arguments of tool `{self.name}`" if self.kind == "tool" else "the output"
+        count = len(diagnostics)
+        head = f"healjson: {what} need a fix ({count} problem{'s' if count != 1 else ''}):"
+        return "\n".join((head, *render_diagnostics(diagnostics)))
+
+
+class _ValidatorAdapter:
+    """What L1 uses of a `TypeAdapter`, over a pydantic-core validator and its JSON schema (a
+    tool's arguments have no Python type, only pydantic-ai's validator)."""
+
+    __slots__ = ("_schema", "validator")
+
+    def __init__(self, validator: SchemaValidator, schema: dict[str, Any]) -> None:
+        self.validator = validator
+        self._schema = schema
+
+    def json_schema(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return self._schema
+
+    def validate_json(self, data: Any, *, strict: bool | None = None, context: Any = None) -> Any:
+        return self.validator.validate_json(data, strict=strict, context=context)
+
+    def validate_python(self, data: Any, *, strict: bool | None = None, context: Any = None) -> Any:
+        return self.validator.validate_python(data, strict=strict, context=context)
+
+    def dump_python(self, value: Any, *, mode: str = "python", **kwargs: Any) -> Any:
+        by_alias = bool(kwargs.get("by_alias", True))
+        return to_jsonable_python(value, by_alias=by_alias) if mode == "json" else value
+
+    def dump_json(self, value: Any, **kwargs: Any) -> bytes:
+        return to_json(value, by_alias=bool(kwargs.get("by_alias", True)))
+
+
+def _tool(ctx: RunContext[Any], name: str) -> Any:
+    manager = ctx.tool_manager
+    tools = getattr(manager, "tools", None) if manager is not None else None
+    return tools.get(name) if isinstance(tools, Mapping) else None
+
+
+def _cut(ctx: RunContext[Any]) -> bool:
+    """Whether the model's reply being read was cut by the token limit."""
+    for message in reversed(ctx.messages):
+        if isinstance(message, ModelResponse):
+            return message.finish_reason == "length"
+    return False
+
+
+def _json_data(target: Target[Any], value: Any) -> Any:
+    """The healed value as JSON data, as the model should have sent it (by alias)."""
+    return target.adapter.dump_python(value, mode="json", by_alias=True, warnings=False)
+
+
+def _mapping(context: Any) -> Mapping[str, Any] | None:
+    return context if isinstance(context, Mapping) else None
+
+
+def _output_name(output: OutputContext) -> str:
+    if output.tool_def is not None:
+        return output.tool_def.name
+    named = output.object_def.name if output.object_def is not None else None
+    return named or getattr(output.output_type, "__name__", None) or "output"
+
+
+def _model_like(kind: Any) -> bool:
+    """A type whose JSON schema is an object (how pydantic-ai decides not to wrap it)."""
+    return isinstance(kind, type) and (
+        issubclass(kind, BaseModel) or is_dataclass(kind) or is_typeddict(kind)
+    )
+
+
+_RESPONSE_TYPES: dict[Any, Any] = {}
+
+
+def _response_dict(kind: Any) -> Any:
+    """`{"response": kind}` as a TypedDict: how pydantic-ai sends a non-object output."""
+    try:
+        found = _RESPONSE_TYPES.get(kind)
+    except TypeError:  # an unhashable type expression: built each time
+        return _wrapper(kind)
+    if found is None:
+        found = _wrapper(kind)
+        if len(_RESPONSE_TYPES) < _MAX_TARGETS:
+            _RESPONSE_TYPES[kind] = found
+    return found
+
+
+def _wrapper(kind: Any) -> Any:
+    fields: dict[str, Any] = {"response": kind}
+    return TypedDict("response", fields)  # type: ignore[operator]
