@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from healjson._batch.messages import deeper_than
+from healjson._batch.request import deeper_than
 
 __all__ = [
     "EXPIRED_MESSAGE",

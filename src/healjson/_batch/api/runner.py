@@ -245,7 +245,8 @@ class Runner:
                 invalid.append(invalid_row(job))
                 self._written.add(job.key)
             elif job.key not in known and not self._held_by_line_number(job, known):
-                batch.append((job.key, job.id, job.line, job.messages, job.context))
+                assert job.request is not None  # a job without a problem has one
+                batch.append((job.key, job.id, job.line, job.request))
             if len(batch) >= _DECIDE_CHUNK:
                 self.ledger.add_rows(batch)
                 batch.clear()
@@ -302,7 +303,7 @@ class Runner:
         for row, outcome in finished:
             if outcome is _NO_OUTCOME:
                 continue
-            job = Job(row.ident, row.line, row.messages, implicit=row.key == line_key(row.line))
+            job = Job(row.ident, row.line, implicit=row.key == line_key(row.line))
             rows_out.append(outcome_row(job, outcome, full=self.full))
             if outcome.ok:
                 self.report.healed += 1
@@ -468,7 +469,7 @@ class Runner:
             row.messages,
             _attempts(row.results, self.resubmits),
             context=row.context,
-            **self.params,
+            **{**self.params, **row.params},
         )
         if not isinstance(step, ModelCall):
             return step
