@@ -185,6 +185,46 @@ def test_three_rounds_heal_repair_and_degrade_every_row(server: Any, tmp_path: P
     assert KEY.encode() not in default_ledger(out).read_bytes()
 
 
+def test_each_result_is_read_once_per_round(
+    server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A result is read as a reply once in the round it arrives (its usage and the row's replay
+    share that reading), and once in each later round the row is replayed: a row with k results
+    costs 1 + 2 + ... + k readings. Rows: 1 and 9 answered at once, 2 healed locally, 3 cut then
+    repaired (2 results), 4 repaired twice (3 results)."""
+    from healjson._core import replay
+
+    readings = 0
+    read = replay.to_reply
+
+    def counted(value: Any) -> Any:
+        nonlocal readings
+        readings += 1
+        return read(value)
+
+    monkeypatch.setattr(replay, "to_reply", counted)
+    source = write_input(tmp_path / "in.jsonl", [1, 2, 3, 4, 9])
+    out = tmp_path / "out.jsonl"
+    report = run_batch_api(
+        source,
+        out,
+        client=openai_client(server),
+        model="gpt-4o-mini",
+        response_model=Ticket,
+        contracts=[urgent_summary_explains],
+        policy=POLICY,
+        poll_interval_s=0.0,
+    )
+    written = rows(out)
+    assert report.complete
+    results = {key: row["attempts"] for key, row in written.items()}
+    assert {"t1": 1, "t2": 1, "t3": 2, "t4": 3, "t9": 1} == results
+    assert sum(k * (k + 1) // 2 for k in results.values()) == readings  # 12 (20 read twice)
+    # the usage read from the same readings: the rounds' tokens are the rows' tokens
+    assert report.tokens == sum(row["usage"]["total_tokens"] for row in written.values())
+    assert report.tokens > 0
+
+
 def test_a_line_without_an_id_never_takes_a_later_rows_id(server: Any, tmp_path: Path) -> None:
     """Lines 1 and 2 give no id (or `null`); the rows with ids 1 and 2 still run, apart."""
     lines = [

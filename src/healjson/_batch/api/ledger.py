@@ -199,6 +199,11 @@ class Ledger:
         for found in self.db.execute(query, tuple(args)).fetchall():
             yield _row(found)
 
+    def seqs(self, part_id: int) -> set[int]:
+        """The seqs of the rows in part `part_id` (nothing else of them read)."""
+        found = self.db.execute("SELECT seq FROM rows WHERE part = ?", (part_id,))
+        return {int(seq) for (seq,) in found}
+
     def unassigned(self, chunk: int) -> Iterator[list[Row]]:
         """Pending rows with no request in flight (each needs a decision: an outcome, or a
         request in a part), `chunk` at a time in `seq` order; a row changed between two chunks
