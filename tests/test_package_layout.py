@@ -317,3 +317,28 @@ def test_the_provider_check_reads_code(tmp_path: Path) -> None:
     assert {"max_completion_tokens", "reasoning_content"} <= named(
         PACKAGE / "_providers" / "openai_chat.py"
     )
+
+
+# a Batch API result line's shape: OpenAI's output / error lines, Anthropic's result types
+BATCH_RESULT_NAMES = frozenset(
+    {
+        "batch_expired",
+        "status_code",
+        "response",
+        "succeeded",
+        "errored",
+        "overloaded_error",
+        "rate_limit_error",
+        "timeout_error",
+    }
+)
+
+
+def test_the_batch_result_reader_names_no_line_shape() -> None:
+    """The Batch API runner reads a result file generically (bounded lines, a `custom_id`);
+    what a line says is its wire format's `batch_result` (`healjson._providers.BATCH`)."""
+    reader = PACKAGE / "_batch" / "api" / "result_lines.py"
+    assert set() == named(reader) & BATCH_RESULT_NAMES
+    shapes = named(PACKAGE / "_providers" / "openai_chat.py")
+    shapes |= named(PACKAGE / "_providers" / "anthropic_messages.py")
+    assert BATCH_RESULT_NAMES - {"status_code"} <= shapes
