@@ -9,8 +9,10 @@ unset, the suite runs its fast default, `ci` (60 examples), which CI uses.
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -83,3 +85,18 @@ def ray_module(request: pytest.FixtureRequest, ray_cluster: None) -> Iterator[No
         yield
     finally:
         ray.cloudpickle.unregister_pickle_by_value(module)
+
+
+@pytest.fixture(scope="session")
+def zygote() -> Iterator[Any]:
+    """The kill tests' warm process (`zygote.Zygote`): each victim is a child forked from it,
+    with `victims` and all it needs imported once for the session."""
+    if not hasattr(os, "fork"):
+        pytest.skip("needs os.fork")
+    from zygote import Zygote
+
+    started = Zygote(["victims"], sys.path)
+    try:
+        yield started
+    finally:
+        started.close()

@@ -12,9 +12,7 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
-import textwrap
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -531,78 +529,8 @@ def test_the_command_line_runs_reports_and_shows_status(server: Any, tmp_path: P
 
 # -- killed at every phase, then resumed --------------------------------------------------------
 
-# A warm parent process imports everything once, then forks one child per run (a child killed
-# with SIGKILL is what a crash or an OOM kill looks like); it prints each child's wait status.
-ZYGOTE = textwrap.dedent(
-    """
-    import json, os, signal, sys
-    sys.path.insert(0, {fixtures!r})
-    import openai
-    from ticket_pack import Ticket, urgent_summary_explains
-    from healjson import HealPolicy
-    from healjson.batch_api import run_batch_api
-
-    openai.OpenAI(api_key="k").files  # the SDK's resources, imported before forking
-
-    def run(task):
-        seen = {{"n": 0}}
-
-        def on_event(name, info):
-            if name == task["phase"]:
-                seen["n"] += 1
-                if seen["n"] == task["nth"]:
-                    os.kill(os.getpid(), signal.SIGKILL)
-
-        client = openai.OpenAI(base_url=task["base_url"], api_key="k", max_retries=0)
-        run_batch_api(
-            task["source"], task["out"], client=client, model="m", response_model=Ticket,
-            contracts=[urgent_summary_explains], policy=HealPolicy(max_attempts=3),
-            poll_interval_s=0.01, on_event=on_event,
-        )
-
-    for line in sys.stdin:
-        task = json.loads(line)
-        pid = os.fork()
-        if pid == 0:
-            try:
-                run(task)
-            except BaseException as exc:
-                print(repr(exc), file=sys.stderr)
-                os._exit(1)
-            os._exit(0)
-        _, status = os.waitpid(pid, 0)
-        print(json.dumps({{"signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0,
-                          "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None}}),
-              flush=True)
-    """
-)
-
-
-@pytest.fixture(scope="module")
-def zygote() -> Any:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    process = subprocess.Popen(
-        [sys.executable, "-c", ZYGOTE.format(fixtures=str(FIXTURES))],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=env,
-        text=True,
-    )
-
-    def run(**task: Any) -> dict[str, Any]:
-        assert process.stdin is not None
-        assert process.stdout is not None
-        process.stdin.write(json.dumps(task) + "\n")
-        process.stdin.flush()
-        answer: dict[str, Any] = json.loads(process.stdout.readline())
-        return answer
-
-    yield run
-    assert process.stdin is not None
-    assert process.stdout is not None
-    process.stdin.close()
-    process.wait(timeout=30)
-    process.stdout.close()
+# each run is a child forked from the session's warm process (`zygote`), killed with SIGKILL (what
+# a crash or an OOM kill looks like) the nth time the runner reports the phase
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
@@ -625,8 +553,11 @@ def test_killed_at_any_phase_resumes_without_loss_or_repeats(
     source = write_input(tmp_path / "in.jsonl", range(1, 9))
     out = tmp_path / "out.jsonl"
     task = {"base_url": server.base_url, "source": str(source), "out": str(out)}
-    assert zygote(phase=phase, nth=nth, **task) == {"signal": signal.SIGKILL, "code": None}
-    assert zygote(phase="never", nth=1, **task) == {"signal": 0, "code": 0}
+    run = "victims:tickets_batch_api"
+    errors = tmp_path / "stderr.txt"
+    killed = zygote.run(run, errors, phase=phase, nth=nth, **task)
+    assert {"signal": signal.SIGKILL, "code": None} == killed, errors.read_text()
+    assert {"signal": 0, "code": 0} == zygote.run(run, errors, phase="never", nth=1, **task)
 
     written = rows(out)  # raises if any id was written twice
     assert set(written) == {f"t{n}" for n in range(1, 9)}
