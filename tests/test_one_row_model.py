@@ -19,6 +19,8 @@ from typing import Any
 
 import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 import healjson
@@ -245,3 +247,49 @@ def test_one_input_file_means_the_same_requests_in_every_runner(
     for key, problem in problems.items():
         assert problem in direct_rows[key]["errors"][0]["constraint"], key
         assert problem in batched_rows[key]["errors"][0]["constraint"], key
+
+
+# -- the reader itself: a row read from JSON and from Arrow is the same request -------------------
+
+_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+_MESSAGE = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "system", ""]), "content": _TEXT},
+    optional={"name": st.none() | _TEXT},
+)
+_ROW = st.fixed_dictionaries(
+    {},
+    optional={
+        "messages": st.none() | st.lists(_MESSAGE, max_size=3),
+        "prompt": st.none() | _TEXT,
+        "system": st.none() | _TEXT,
+        "context": st.none()
+        | st.fixed_dictionaries({}, optional={"tenant": _TEXT, "limit": st.none() | st.integers()}),
+        "temperature": st.none() | st.integers(-1, 2) | st.floats(0, 2),
+        "top_p": st.none() | st.floats(0, 1),
+        "max_tokens": st.none() | st.integers(-2, 5000),
+    },
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(rows=st.lists(_ROW, min_size=1, max_size=6))
+def test_a_row_means_one_request_read_from_json_or_from_arrow(rows: list[dict[str, Any]]) -> None:
+    """Each row of a JSON Lines file and the same row as Ray Data hands it over (Arrow: every
+    field and struct key of any row present in each, as null when absent; integers in a float
+    column as floats; and as pandas or numpy batches) read into the same request, or the same
+    problem."""
+    pa = pytest.importorskip("pyarrow")
+    from ray.data.block import BlockAccessor
+
+    from healjson._batch.request import read_request
+    from healjson._ray_rows import Columns, request_fields
+
+    rows = [{"id": n, **row} for n, row in enumerate(rows)]  # a file's rows have some field
+    from_json = [read_request(json.loads(json.dumps(row))) for row in rows]
+    table = pa.Table.from_struct_array(pa.array(rows))
+    names = {"messages": "messages", "prompt": "prompt"}
+    for batch in (table, *(BlockAccessor.for_block(table).to_batch_format(f) for f in _FORMATS)):
+        assert from_json == [read_request(f) for f in request_fields(Columns(batch), names)]
+
+
+_FORMATS = ("pandas", "numpy")
