@@ -7,6 +7,7 @@ even through an import inside a function."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,6 +62,7 @@ def imports(path: Path) -> Iterator[str]:
             yield from (f"{stem}.{alias.name}" for alias in node.names)
 
 
+@functools.cache  # read once for the tests that share it (none changes it)
 def graph() -> dict[str, set[str]]:
     modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
     edges: dict[str, set[str]] = {}
