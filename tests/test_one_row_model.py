@@ -293,3 +293,52 @@ def test_a_row_means_one_request_read_from_json_or_from_arrow(rows: list[dict[st
 
 
 _FORMATS = ("pandas", "numpy")
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+_USER = [{"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize(
+    ("row", "read"),
+    [
+        ({"messages": json.dumps(_USER)}, (tuple(_USER), None, {})),
+        ({"messages": "[{"}, "`messages` is text that is not JSON"),
+        ({"messages": [{"role": "user", "content": _nested(70)}]}, "nest deeper than 64 levels"),
+        ({"prompt": 7}, "`prompt` must be a non-empty string"),
+        ({"prompt": "hi", "context": '{"a": null}'}, (tuple(_USER), {"a": None}, {})),
+        ({"prompt": "hi", "context": {"a": None, "b": [{"c": None}]}},
+         (tuple(_USER), {"b": [{}]}, {})),
+        ({"prompt": "hi", "context": "{"}, "`context` is text that is not JSON"),
+        ({"prompt": "hi", "context": "[1]"}, "`context` must be an object"),
+        ({"prompt": "hi", "context": ["a"]}, "`context` must be an object"),
+        ({"prompt": "hi", "context": {"deep": _nested(70)}}, "`context` nests deeper than 64"),
+        ({"prompt": "hi", "max_tokens": 256.0, "top_p": float("nan")},
+         (tuple(_USER), None, {"max_tokens": 256})),
+        ({"prompt": "hi", "max_tokens": True}, "`max_tokens` must be a positive integer"),
+        ({"prompt": "hi", "max_tokens": 2.5}, "`max_tokens` must be a positive integer"),
+        ({"prompt": "hi", "temperature": float("inf")}, "`temperature` must be a number"),
+        ({"prompt": "hi", "top_p": False}, "`top_p` must be a number"),
+    ],
+)  # fmt: skip
+def test_the_reader_rules(row: dict[str, Any], read: Any) -> None:
+    """Each rule of `healjson._batch.request`, one row at a time: a request, or its problem."""
+    from healjson._batch.request import Request, Unusable, read_request
+
+    found = read_request(row)
+    if isinstance(read, str):
+        assert isinstance(found, Unusable)
+        assert read in found.problem
+        assert found.field in row or found.field == "messages"
+    else:
+        assert Request(*read) == found
+        assert isinstance(found, Request)
+        assert {k: type(v) for k, v in read[2].items()} == {
+            k: type(v) for k, v in found.params.items()
+        }  # 256.0 is sent as 256
