@@ -9,7 +9,10 @@ unset, the suite runs its fast default, `ci` (60 examples), which CI uses.
 from __future__ import annotations
 
 import os
+import sys
+import warnings
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -31,3 +34,69 @@ def _structlog_left_as_found() -> Iterator[None]:
     yield
     if not configured and structlog.is_configured():
         structlog.reset_defaults()
+
+
+RAY_KEY_VAR = "HEALJSON_RAY_TEST_API_KEY"
+RAY_SECRET = "sk-ray-test-4f9c2d7e1b8a6035"
+"""The API key Ray's workers read from their environment (set before the cluster starts: a
+worker's environment is the one the cluster was started with)."""
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[None]:
+    """One local Ray instance (2 CPUs) for the whole session, shared by every test that runs
+    Ray Data (starting one costs seconds). Its workers inherit `RAY_KEY_VAR`; each module
+    passes its own server's URL to the client factory and registers itself for pickling by
+    value (`ray_module`)."""
+    pytest.importorskip("ray")
+    import ray
+    import ray.data
+
+    saved = os.environ.get(RAY_KEY_VAR)
+    os.environ[RAY_KEY_VAR] = RAY_SECRET
+    with warnings.catch_warnings():  # about Ray's own settings, not healjson's use
+        warnings.simplefilter("ignore", DeprecationWarning)
+        context = ray.data.DataContext.get_current()
+        progress = context.enable_progress_bars
+        context.enable_progress_bars = False
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        yield
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            ray.shutdown()
+        context.enable_progress_bars = progress
+        if saved is None:
+            os.environ.pop(RAY_KEY_VAR, None)
+        else:
+            os.environ[RAY_KEY_VAR] = saved
+
+
+@pytest.fixture(scope="module")
+def ray_module(request: pytest.FixtureRequest, ray_cluster: None) -> Iterator[None]:
+    """The session's Ray instance, with the requesting test module shipped to the workers by
+    value (they need not import pytest and the test's helpers)."""
+    import ray.cloudpickle
+
+    module = request.module
+    ray.cloudpickle.register_pickle_by_value(module)
+    try:
+        yield
+    finally:
+        ray.cloudpickle.unregister_pickle_by_value(module)
+
+
+@pytest.fixture(scope="session")
+def zygote() -> Iterator[Any]:
+    """The kill tests' warm process (`zygote.Zygote`): each victim is a child forked from it,
+    with `victims` and all it needs imported once for the session."""
+    if not hasattr(os, "fork"):
+        pytest.skip("needs os.fork")
+    from zygote import Zygote
+
+    started = Zygote(["victims"], sys.path)
+    try:
+        yield started
+    finally:
+        started.close()

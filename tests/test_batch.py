@@ -9,11 +9,10 @@ contract, so it heals on the second call.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -320,34 +319,34 @@ def test_batch_missing_input_exits_2(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def test_killed_batch_resumes_with_one_row_per_id(tmp_path: Path) -> None:
-    """After SIGKILL mid-run and a re-run, OUT holds exactly one parseable row per input id."""
+def test_killed_batch_resumes_with_one_row_per_id(tmp_path: Path, zygote: Any) -> None:
+    """After SIGKILL mid-run and a re-run, OUT holds exactly one parseable row per input id.
+    The victim is a real `healjson batch` process: a child forked from the session's warm
+    process (`zygote`), killed from outside once 20 rows are written."""
     source = write_input(tmp_path / "in.jsonl", range(1, 201))
     out = tmp_path / "out.jsonl"
     with ScriptedServer([Endpoint(delay_s=0.02)], repeat=True) as server:
-        command = [sys.executable, "-m", "healjson", "batch", str(source), "--out", str(out)]
-        command += ["--model", "m", "--response-model", TICKET, "--concurrency", "4"]
-        command += ["--base-url", server.base_url, "--api-key", "test", "--no-progress"]
-        victim = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        args = ["batch", str(source), "--out", str(out), "--model", "m"]
+        args += ["--response-model", TICKET, "--concurrency", "4"]
+        args += ["--base-url", server.base_url, "--api-key", "test", "--no-progress"]
+        victim = zygote.start("victims:batch_command", tmp_path / "stderr.txt", args=args)
         try:
             deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and victim.poll() is None:
+            while time.monotonic() < deadline:
                 if out.exists() and out.read_bytes().count(b"\n") >= 20:
                     break
                 time.sleep(0.005)
-            assert victim.poll() is None, victim.stderr.read() if victim.stderr else ""
-            victim.send_signal(signal.SIGKILL)
         finally:
-            victim.wait(timeout=30)
-            if victim.stderr:
-                victim.stderr.close()
-        assert -signal.SIGKILL == victim.returncode
+            with contextlib.suppress(ProcessLookupError):  # ended already: the check says so
+                victim.kill()
+            ended = victim.wait()
+        assert {"signal": signal.SIGKILL, "code": None} == ended, victim.errors()
         written_before = out.read_bytes().count(b"\n")
         assert 20 <= written_before < 200
 
-        rerun = subprocess.run(command, check=False, capture_output=True, text=True, timeout=120)
+        rerun = CliRunner().invoke(app, args)
 
-    assert 0 == rerun.returncode, rerun.stderr
+    assert 0 == rerun.exit_code, rerun.stderr
     found = assert_one_row_per_id(out, {f"t{n}" for n in range(1, 201)})
     assert 200 == len(found)
     rest = 200 - written_before  # rows in flight (or torn) when killed are done again
@@ -366,7 +365,12 @@ def test_killed_batch_resumes_with_one_row_per_id(tmp_path: Path) -> None:
         (b"[1, 2]", "not a JSON object"),
         (b'{"id": true, "prompt": "x"}', "`id` must be a string or an integer"),
         (b'{"id": 1.5, "prompt": "x"}', "`id` must be a string or an integer"),
-        (b'{"prompt": "x", "messages": []}', "either `messages`"),
+        (b'{"id": 3}', "neither `messages`"),
+        (b'{"prompt": "x", "messages": []}', "`messages` must be a non-empty list"),
+        (b'{"prompt": "x", "system": 5}', "`system` must be a non-empty string"),
+        (b'{"prompt": "x", "max_tokens": 0}', "`max_tokens` must be a positive integer"),
+        (b'{"prompt": "x", "temperature": "hot"}', "`temperature` must be a number"),
+        (b'{"messages": [{"role": "user", "content": 5}]}', "must be a string or a list of parts"),
         (b'{"prompt": "  "}', "`prompt` must be a non-empty string"),
         (b'{"messages": [{"content": "x"}]}', "`messages[0]` must be an object with a `role`"),
         (b'{"prompt": "caf\xe9"}', "not UTF-8"),

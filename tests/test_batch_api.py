@@ -12,9 +12,7 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
-import textwrap
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -183,6 +181,46 @@ def test_three_rounds_heal_repair_and_degrade_every_row(server: Any, tmp_path: P
     # nothing stored or written holds the key the error body echoed
     assert KEY not in out.read_text(encoding="utf-8")
     assert KEY.encode() not in default_ledger(out).read_bytes()
+
+
+def test_each_result_is_read_once_per_round(
+    server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A result is read as a reply once in the round it arrives (its usage and the row's replay
+    share that reading), and once in each later round the row is replayed: a row with k results
+    costs 1 + 2 + ... + k readings. Rows: 1 and 9 answered at once, 2 healed locally, 3 cut then
+    repaired (2 results), 4 repaired twice (3 results)."""
+    from healjson._core import replay
+
+    readings = 0
+    read = replay.to_reply
+
+    def counted(value: Any) -> Any:
+        nonlocal readings
+        readings += 1
+        return read(value)
+
+    monkeypatch.setattr(replay, "to_reply", counted)
+    source = write_input(tmp_path / "in.jsonl", [1, 2, 3, 4, 9])
+    out = tmp_path / "out.jsonl"
+    report = run_batch_api(
+        source,
+        out,
+        client=openai_client(server),
+        model="gpt-4o-mini",
+        response_model=Ticket,
+        contracts=[urgent_summary_explains],
+        policy=POLICY,
+        poll_interval_s=0.0,
+    )
+    written = rows(out)
+    assert report.complete
+    results = {key: row["attempts"] for key, row in written.items()}
+    assert {"t1": 1, "t2": 1, "t3": 2, "t4": 3, "t9": 1} == results
+    assert sum(k * (k + 1) // 2 for k in results.values()) == readings  # 12 (20 read twice)
+    # the usage read from the same readings: the rounds' tokens are the rows' tokens
+    assert report.tokens == sum(row["usage"]["total_tokens"] for row in written.values())
+    assert report.tokens > 0
 
 
 def test_a_line_without_an_id_never_takes_a_later_rows_id(server: Any, tmp_path: Path) -> None:
@@ -491,78 +529,8 @@ def test_the_command_line_runs_reports_and_shows_status(server: Any, tmp_path: P
 
 # -- killed at every phase, then resumed --------------------------------------------------------
 
-# A warm parent process imports everything once, then forks one child per run (a child killed
-# with SIGKILL is what a crash or an OOM kill looks like); it prints each child's wait status.
-ZYGOTE = textwrap.dedent(
-    """
-    import json, os, signal, sys
-    sys.path.insert(0, {fixtures!r})
-    import openai
-    from ticket_pack import Ticket, urgent_summary_explains
-    from healjson import HealPolicy
-    from healjson.batch_api import run_batch_api
-
-    openai.OpenAI(api_key="k").files  # the SDK's resources, imported before forking
-
-    def run(task):
-        seen = {{"n": 0}}
-
-        def on_event(name, info):
-            if name == task["phase"]:
-                seen["n"] += 1
-                if seen["n"] == task["nth"]:
-                    os.kill(os.getpid(), signal.SIGKILL)
-
-        client = openai.OpenAI(base_url=task["base_url"], api_key="k", max_retries=0)
-        run_batch_api(
-            task["source"], task["out"], client=client, model="m", response_model=Ticket,
-            contracts=[urgent_summary_explains], policy=HealPolicy(max_attempts=3),
-            poll_interval_s=0.01, on_event=on_event,
-        )
-
-    for line in sys.stdin:
-        task = json.loads(line)
-        pid = os.fork()
-        if pid == 0:
-            try:
-                run(task)
-            except BaseException as exc:
-                print(repr(exc), file=sys.stderr)
-                os._exit(1)
-            os._exit(0)
-        _, status = os.waitpid(pid, 0)
-        print(json.dumps({{"signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0,
-                          "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None}}),
-              flush=True)
-    """
-)
-
-
-@pytest.fixture(scope="module")
-def zygote() -> Any:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    process = subprocess.Popen(
-        [sys.executable, "-c", ZYGOTE.format(fixtures=str(FIXTURES))],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=env,
-        text=True,
-    )
-
-    def run(**task: Any) -> dict[str, Any]:
-        assert process.stdin is not None
-        assert process.stdout is not None
-        process.stdin.write(json.dumps(task) + "\n")
-        process.stdin.flush()
-        answer: dict[str, Any] = json.loads(process.stdout.readline())
-        return answer
-
-    yield run
-    assert process.stdin is not None
-    assert process.stdout is not None
-    process.stdin.close()
-    process.wait(timeout=30)
-    process.stdout.close()
+# each run is a child forked from the session's warm process (`zygote`), killed with SIGKILL (what
+# a crash or an OOM kill looks like) the nth time the runner reports the phase
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
@@ -585,8 +553,11 @@ def test_killed_at_any_phase_resumes_without_loss_or_repeats(
     source = write_input(tmp_path / "in.jsonl", range(1, 9))
     out = tmp_path / "out.jsonl"
     task = {"base_url": server.base_url, "source": str(source), "out": str(out)}
-    assert zygote(phase=phase, nth=nth, **task) == {"signal": signal.SIGKILL, "code": None}
-    assert zygote(phase="never", nth=1, **task) == {"signal": 0, "code": 0}
+    run = "victims:tickets_batch_api"
+    errors = tmp_path / "stderr.txt"
+    killed = zygote.run(run, errors, phase=phase, nth=nth, **task)
+    assert {"signal": signal.SIGKILL, "code": None} == killed, errors.read_text()
+    assert {"signal": 0, "code": 0} == zygote.run(run, errors, phase="never", nth=1, **task)
 
     written = rows(out)  # raises if any id was written twice
     assert set(written) == {f"t{n}" for n in range(1, 9)}

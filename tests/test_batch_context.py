@@ -138,21 +138,26 @@ def test_a_batch_api_run_heals_each_row_under_its_context(tmp_path: Path) -> Non
 
 
 def test_a_ledger_begun_before_rows_had_a_context_is_resumed(tmp_path: Path) -> None:
-    """Its rows had none; the column is added when it is opened, and new rows keep theirs."""
+    """Its rows had none (nor their own parameters); the columns are added when it is opened,
+    and new rows keep theirs."""
     import sqlite3
 
     from healjson._batch.api import ledger as ledger_module
+    from healjson._batch.request import Request
 
     path = tmp_path / "old.sqlite"
     old = sqlite3.connect(path)
-    old.executescript(ledger_module._SCHEMA.replace(",\n    context TEXT", ""))
+    old_schema = ledger_module._SCHEMA.replace(",\n    context TEXT,\n    params TEXT", "")
+    assert old_schema != ledger_module._SCHEMA
+    old.executescript(old_schema)
     old.execute("INSERT INTO rows (key, ident, line, messages) VALUES ('k1', '1', 1, '[]')")
     old.commit()
     old.close()
     ledger = Ledger(path)
     try:
-        ledger.add_rows([("k2", 2, 2, [{"role": "user", "content": "x"}], {"source": "s"})])
-        contexts = {row.key: row.context for row in ledger.rows()}
+        request = Request(({"role": "user", "content": "x"},), {"source": "s"}, {"top_p": 0.5})
+        ledger.add_rows([("k2", 2, 2, request)])
+        found = {row.key: (row.context, row.params) for row in ledger.rows()}
     finally:
         ledger.close()
-    assert {"k1": None, "k2": {"source": "s"}} == contexts
+    assert {"k1": (None, {}), "k2": ({"source": "s"}, {"top_p": 0.5})} == found

@@ -7,6 +7,7 @@ even through an import inside a function."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,6 +62,7 @@ def imports(path: Path) -> Iterator[str]:
             yield from (f"{stem}.{alias.name}" for alias in node.names)
 
 
+@functools.cache  # read once for the tests that share it (none changes it)
 def graph() -> dict[str, set[str]]:
     modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
     edges: dict[str, set[str]] = {}
@@ -317,3 +319,28 @@ def test_the_provider_check_reads_code(tmp_path: Path) -> None:
     assert {"max_completion_tokens", "reasoning_content"} <= named(
         PACKAGE / "_providers" / "openai_chat.py"
     )
+
+
+# a Batch API result line's shape: OpenAI's output / error lines, Anthropic's result types
+BATCH_RESULT_NAMES = frozenset(
+    {
+        "batch_expired",
+        "status_code",
+        "response",
+        "succeeded",
+        "errored",
+        "overloaded_error",
+        "rate_limit_error",
+        "timeout_error",
+    }
+)
+
+
+def test_the_batch_result_reader_names_no_line_shape() -> None:
+    """The Batch API runner reads a result file generically (bounded lines, a `custom_id`);
+    what a line says is its wire format's `batch_result` (`healjson._providers.BATCH`)."""
+    reader = PACKAGE / "_batch" / "api" / "result_lines.py"
+    assert set() == named(reader) & BATCH_RESULT_NAMES
+    shapes = named(PACKAGE / "_providers" / "openai_chat.py")
+    shapes |= named(PACKAGE / "_providers" / "anthropic_messages.py")
+    assert BATCH_RESULT_NAMES - {"status_code"} <= shapes

@@ -35,6 +35,8 @@ from ray.data.block import BlockAccessor
 from ray.data.expressions import col
 
 import healjson
+from conftest import RAY_KEY_VAR as KEY_VAR
+from conftest import RAY_SECRET as SECRET
 from healjson import HealPolicy, Violation, contract
 from healjson.ray import OUTCOME_COLUMN, REPAIR_COLUMNS, RESULT_COLUMNS, HealBatch, HealReplies
 from healjson.testing import ScriptedReply, ScriptedServer
@@ -42,9 +44,7 @@ from healjson.testing import ScriptedReply, ScriptedServer
 # Ray warns about its own settings when it builds its DataContext (not about healjson's use)
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")
 
-KEY_VAR = "HEALJSON_RAY_TEST_API_KEY"
 URL_VAR = "HEALJSON_RAY_TEST_BASE_URL"
-SECRET = "sk-ray-test-4f9c2d7e1b8a6035"  # what the env var holds in the Ray tests
 
 
 class Extract(BaseModel):
@@ -791,7 +791,9 @@ def test_pandas_missing_values_are_missing() -> None:
 
 # -- on a local Ray instance -----------------------------------------------------------------------
 
-ROWS = 1000
+ROWS = 200
+"""Enough for several blocks and batches per actor, every kind and every invalid shape (every
+50th row is invalid, in turn one of the four ways); throughput is `benchmarks/`' business."""
 
 
 def kind_of(n: int) -> str:
@@ -817,36 +819,9 @@ def ray_server() -> Iterator[tuple[Endpoint, ScriptedServer]]:
         yield endpoint, running
 
 
-@pytest.fixture(scope="module")
-def local_ray(ray_server: tuple[Endpoint, ScriptedServer]) -> Iterator[None]:
-    """A local Ray instance for this module. Its workers inherit this process's environment
-    (the API key and the server's URL, read by `EnvClientFactory` in the actors); what this
-    module defines (the model, the contract, the factory) is shipped to them by value."""
-    saved = {name: os.environ.get(name) for name in (KEY_VAR, URL_VAR)}
-    os.environ[KEY_VAR] = SECRET
-    os.environ[URL_VAR] = ray_server[1].base_url
-    context = ray.data.DataContext.get_current()
-    progress = context.enable_progress_bars
-    context.enable_progress_bars = False
-    module = sys.modules[__name__]
-    ray.cloudpickle.register_pickle_by_value(module)  # the workers need not import pytest & co
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    try:
-        yield
-    finally:
-        ray.shutdown()
-        ray.cloudpickle.unregister_pickle_by_value(module)
-        context.enable_progress_bars = progress
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 @pytest.mark.slow
-@pytest.mark.usefixtures("local_ray")
-def test_map_batches_heals_1000_rows_on_two_actors(
+@pytest.mark.usefixtures("ray_module")
+def test_map_batches_heals_every_row_on_two_actors(
     ray_server: tuple[Endpoint, ScriptedServer],
 ) -> None:
     endpoint, running = ray_server
@@ -855,7 +830,7 @@ def test_map_batches_heals_1000_rows_on_two_actors(
     healed = dataset.map_batches(
         HealBatch,
         fn_constructor_kwargs={
-            "client_factory": EnvClientFactory(),
+            "client_factory": EnvClientFactory(running.base_url),
             "model": "scripted-model",
             "response_model": Extract,
             "contracts": [ends_after_start],
@@ -863,7 +838,7 @@ def test_map_batches_heals_1000_rows_on_two_actors(
         },
         compute=ray.data.ActorPoolStrategy(size=2),
         num_cpus=0.5,
-        batch_size=125,
+        batch_size=25,
         batch_format="pyarrow",
     )
     out = healed.take_all()
@@ -913,19 +888,19 @@ def _second_pass_request(row: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("local_ray")
-def test_map_batches_postprocess_over_1000_rows_in_two_passes() -> None:
+@pytest.mark.usefixtures("ray_module")
+def test_map_batches_postprocess_over_every_row_in_two_passes() -> None:
     cases = [(REPLY_KINDS[n % len(REPLY_KINDS)], shape_of(n)) for n in range(ROWS)]
     post = HealReplies(Extract, contracts=[ends_after_start], policy=HealPolicy(max_attempts=2))
     dataset = ray.data.from_arrow(blocks(replies_table(cases)))
-    first = dataset.map_batches(post, batch_format="pyarrow", batch_size=100).materialize()
+    first = dataset.map_batches(post, batch_format="pyarrow", batch_size=25).materialize()
     first_rows = first.take_all()
     assert ROWS == len(first_rows)
     assert list(range(ROWS)) == sorted(row["id"] for row in first_rows)
 
     pending = first.filter(expr=col("repair_messages").is_not_null())
     second_input = pending.map(_second_pass_request)
-    second_rows = second_input.map_batches(post, batch_format="pyarrow", batch_size=100).take_all()
+    second_rows = second_input.map_batches(post, batch_format="pyarrow", batch_size=25).take_all()
 
     kind = {n: cases[n][0] for n in range(ROWS)}
     valid = {n for n in range(ROWS) if cases[n][1] not in INVALID_SHAPES}

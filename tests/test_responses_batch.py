@@ -6,11 +6,8 @@ server: lines name the endpoint, carry the row's messages as `input` and the JSO
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -172,40 +169,9 @@ def test_the_endpoint_option_goes_with_batch_api(tmp_path: Path) -> None:
 
 # -- killed, then resumed -------------------------------------------------------------------------
 
-# One run in a child process, killed (SIGKILL: what a crash or an OOM kill looks like) the nth
-# time the runner reports `phase`; "never" runs to the end.
-CHILD = """
-import json, os, signal, sys
-import openai
-from pydantic import BaseModel
-from healjson.batch_api import batch_api_status, default_ledger, run_batch_api
-
-class Invoice(BaseModel):
-    number: str
-    total: int
-
-task = json.loads(sys.argv[1])
-seen = {"n": 0}
-
-def on_event(name, info):
-    if name == task["phase"]:
-        seen["n"] += 1
-        if seen["n"] == task["nth"]:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-run_batch_api(
-    task["source"], task["out"],
-    client=openai.OpenAI(base_url=task["base_url"], api_key="k", max_retries=0),
-    model="m", response_model=Invoice, endpoint="responses", poll_interval_s=0.01,
-    on_event=on_event,
-)
-"""
-
-
-def run_child(**task: Any) -> int:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    command = [sys.executable, "-c", CHILD, json.dumps(task)]
-    return subprocess.run(command, env=env, timeout=120, check=False).returncode
+# One run in a child forked from the session's warm process (`zygote`), killed (SIGKILL: what a
+# crash or an OOM kill looks like) the nth time the runner reports `phase`; "never" runs to the
+# end.
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
@@ -217,14 +183,16 @@ def run_child(**task: Any) -> int:
     ],
 )
 def test_a_responses_batch_killed_resumes_without_loss_or_repeats(
-    tmp_path: Path, phase: str, nth: int
+    tmp_path: Path, phase: str, nth: int, zygote: Any
 ) -> None:
     with ScriptedServer(batch_replies=answer) as server:
         source = write_input(tmp_path / "in.jsonl", [1, 2, 3, 4, 5])
         out = tmp_path / "out.jsonl"
         task = {"base_url": server.base_url, "source": str(source), "out": str(out)}
-        assert -signal.SIGKILL == run_child(phase=phase, nth=nth, **task)
-        assert 0 == run_child(phase="never", nth=1, **task)
+        run, errors = "victims:invoices_responses_batch_api", tmp_path / "stderr.txt"
+        killed = zygote.run(run, errors, phase=phase, nth=nth, **task)
+        assert {"signal": signal.SIGKILL, "code": None} == killed, errors.read_text()
+        assert {"signal": 0, "code": 0} == zygote.run(run, errors, phase="never", nth=1, **task)
         batches = list(server.batches)
         sent = endpoints(server)
     written = rows(out)  # raises if any id was written twice

@@ -6,22 +6,21 @@ numpy arrays; plain lists work too). Only the columns healjson reads are convert
 values, numpy arrays and scalars inside them included. What comes out is always a
 `pyarrow.Table` with `result_schema`'s columns, one row per input row, in input order.
 
-A row's request is its `messages` (a list of chat messages, or that list as JSON text) when set,
-else its `prompt` (a non-empty string: one user turn). Arrow gives every struct the union of the
-keys of all rows, the absent ones as nulls, so keys whose value is null are dropped from the
-messages (a message's own `content` is kept: an assistant turn with tool calls may have none).
-A row with no usable request becomes an `invalid_input` row; nothing here raises for a row.
+A row's request is read as every runner reads one (`healjson._batch.request`: `messages` or
+`prompt`, `system`, `context`, the row's `temperature`, `top_p`, `max_tokens`), from the columns
+of those names (`request_fields` picks them out of a batch). A row with no usable request
+becomes an `invalid_input` row; nothing here raises for a row.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from healjson._batch.request import ROW_FIELDS, missing, read_messages
 from healjson._core.diagnostic import _jsonable, short_repr
 from healjson._core.outcome import Outcome
 from healjson._core.record import revealing
@@ -44,12 +43,11 @@ __all__ = [
     "outcome_row",
     "pending_row",
     "plain",
-    "read_context",
     "read_finish_reason",
     "read_history",
-    "read_request",
     "read_text",
     "read_tokens",
+    "request_fields",
     "result_schema",
     "result_table",
 ]
@@ -81,7 +79,8 @@ REPAIR_COLUMNS = ("repair_messages", "history")
 _TOKEN_FIELDS = RESULT_COLUMNS[5:10]
 _PRESCRIPTION = (
     "Give the row `messages` (a non-empty list of chat messages, each with a string `role`) or "
-    "`prompt` (a non-empty string)."
+    "`prompt` (a non-empty string); optionally `system` (a string), `context` (an object) and "
+    "`temperature`, `top_p`, `max_tokens`."
 )
 
 Messages = tuple[dict[str, Any], ...]
@@ -125,7 +124,7 @@ class Columns:
         if self.kind == "arrow":
             return list(self._batch.column(name).to_pylist())
         column = self._batch[name].tolist() if self.kind == "pandas" else self._batch[name]
-        return [None if _missing(value) else plain(value) for value in column]
+        return [None if missing(value) else plain(value) for value in column]
 
     def ids(self, name: str | None) -> Any:
         """The id column as an Arrow array (nulls when the batch has none)."""
@@ -157,86 +156,24 @@ def plain(value: Any) -> Any:
     return value
 
 
-def _missing(value: Any) -> bool:
-    """None, or how pandas marks a missing value: NaN (object columns), `pd.NA` (Arrow-backed
-    columns, which Ray Data's pandas batches have)."""
-    if value is None:
-        return True
-    if isinstance(value, float):
-        return math.isnan(value)
-    kind = type(value)
-    return kind.__name__ == "NAType" and kind.__module__.startswith("pandas")
+def request_fields(
+    columns: Columns, names: Mapping[str, str | None], fields: Sequence[str] = ROW_FIELDS
+) -> list[dict[str, Any]]:
+    """Each row's request fields (`fields`, read from the column `names` gives each, else the
+    column of the field's own name), as `healjson._batch.request.read_request` takes them."""
+    read = {name: columns.values(names.get(name, name)) for name in fields}
+    return [
+        {name: values[index] for name, values in read.items() if values is not None}
+        for index in range(columns.rows)
+    ]
 
 
-# -- the request, the reply ----------------------------------------------------------------------
-
-
-def read_request(messages: Any, prompt: Any) -> tuple[Messages, str | None]:
-    """`(messages, None)` for a usable request, else `((), why not)`: the `messages` value when
-    set (a list of chat messages, or that list as JSON text), else the `prompt` value."""
-    if not _missing(messages):
-        return _read_messages(messages)
-    if _missing(prompt):
-        return (), "the row has neither `messages` nor `prompt`"
-    if isinstance(prompt, str) and prompt.strip():
-        return ({"role": "user", "content": prompt},), None
-    return (), "`prompt` must be a non-empty string"
-
-
-def read_context(value: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """`(context, None)`: the row's context object (the run's `context=`), None when the row
-    has none; else `(None, why not)`. An object (an Arrow struct: the null-valued keys its
-    struct union adds are dropped) or its JSON text."""
-    if _missing(value):
-        return None, None
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except (ValueError, RecursionError):
-            return None, "`context` is text that is not JSON"
-        if isinstance(value, dict):
-            return value, None
-    elif isinstance(value, Mapping):
-        return _without_nulls(value), None
-    return None, "`context` must be an object (or its JSON text)"
-
-
-def _read_messages(value: Any) -> tuple[Messages, str | None]:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except (ValueError, RecursionError):
-            return (), "`messages` is text that is not JSON"
-    if not isinstance(value, list) or not value:
-        return (), "`messages` must be a non-empty list of chat messages"
-    out: list[dict[str, Any]] = []
-    for index, message in enumerate(value):
-        if not isinstance(message, Mapping):
-            return (), f"`messages[{index}]` must be an object with a `role`"
-        kept = {key: _without_nulls(item) for key, item in message.items() if item is not None}
-        if "content" in message:
-            kept.setdefault("content", None)
-        if not isinstance(kept.get("role"), str) or not kept["role"]:
-            return (), f"`messages[{index}]` must have a string `role`"
-        content = kept.get("content")
-        if content is not None and not isinstance(content, str | list):
-            return (), f"`messages[{index}].content` must be a string or a list of parts"
-        out.append(kept)
-    return tuple(out), None
-
-
-def _without_nulls(value: Any) -> Any:
-    """Drop the null-valued keys Arrow's struct union adds (content parts, tool calls)."""
-    if isinstance(value, Mapping):
-        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
-    if isinstance(value, list):
-        return [_without_nulls(item) for item in value]
-    return value
+# -- the reply ----------------------------------------------------------------------------------
 
 
 def read_text(value: Any) -> tuple[str | None, str | None]:
     """A reply's text: `(text or None, None)`, or `(None, why not)` for a value that is no text."""
-    if _missing(value):
+    if missing(value):
         return None, None
     if isinstance(value, str):
         return value, None
@@ -245,7 +182,7 @@ def read_text(value: Any) -> tuple[str | None, str | None]:
 
 def read_tokens(value: Any) -> int:
     """A token count from the pipeline (0 for a missing or unusable one)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or _missing(value):
+    if isinstance(value, bool) or not isinstance(value, int | float) or missing(value):
         return 0
     return max(int(value), 0)
 
@@ -299,7 +236,7 @@ class History:
 def read_history(value: Any) -> tuple[History | None, str | None]:
     """`(history, None)` for a history column value `History.to_json` wrote, `(None, None)` for
     none, `(None, why not)` for one that cannot be read."""
-    if _missing(value):
+    if missing(value):
         return None, None
     try:
         data = json.loads(value) if isinstance(value, str) else value
@@ -307,7 +244,7 @@ def read_history(value: Any) -> tuple[History | None, str | None]:
         return None, "`history` is not JSON text"
     if not isinstance(data, Mapping):
         return None, "`history` must be the JSON object a previous pass wrote"
-    messages, problem = _read_messages(data.get("messages"))
+    messages, problem = read_messages(data.get("messages"))
     if problem is not None:
         return None, f"`history.messages`: {problem.removeprefix('`messages` ')}"
     replies = data.get("replies")

@@ -34,6 +34,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ._batch.request import Request, Unusable, read_context, read_request
 from ._core.contracts import Contract
 from ._core.effects import ModelCall
 from ._core.healer import Healer
@@ -52,12 +53,11 @@ from ._ray_rows import (
     invalid_row,
     outcome_row,
     pending_row,
-    read_context,
     read_finish_reason,
     read_history,
-    read_request,
     read_text,
     read_tokens,
+    request_fields,
     result_table,
 )
 
@@ -68,8 +68,6 @@ __all__ = ["OUTCOME_COLUMN", "REPAIR_COLUMNS", "RESULT_COLUMNS", "HealBatch", "H
 
 R = TypeVar("R")
 Rules = Iterable[Contract[Any] | Callable[..., Any]]
-Request = tuple[tuple[dict[str, Any], ...], dict[str, Any] | None]
-"""A row's request: its messages and its context (None: the row has none)."""
 
 _CLOSE_TIMEOUT_S = 10.0
 _RESERVED_PARAMS = frozenset(
@@ -132,14 +130,15 @@ class HealBatch:
     `json_mode` are as for `wrap(client).chat.completions.create`; `request_params` are more
     keyword arguments for every call (`temperature`, `max_tokens`, ...).
 
-    Each row's request is its `messages_column` (chat messages: a list of dicts, or that list as
-    JSON text) when set, else its `prompt_column` (a string: one user turn); its
-    `context_column`, when set, is the run's `context=` (an object, or its JSON text: the
-    contracts' `ctx.extra` and pydantic's validation context); `id_column` is copied to the
-    `id` column. Each batch's rows are healed concurrently, at most `concurrency`
-    at a time in the actor. The result is a `pyarrow.Table` of `RESULT_COLUMNS` (plus `outcome`
-    with `include_outcome=True`), one row per input row in input order (see the module
-    docstring).
+    Each row's request is read as `healjson batch` reads an input line: its `messages_column` (chat
+    messages: a list of dicts, or that list as JSON text) when set, else its `prompt_column` (a
+    string: one user turn); its `system_column` (a string) put first as a system message; its
+    `context_column`, when set, the run's `context=` (an object, or its JSON text: the contracts'
+    `ctx.extra` and pydantic's validation context); its `temperature`, `top_p` and `max_tokens`
+    columns, when set, its own parameters (over `request_params`). `id_column` is copied to the `id`
+    column. Each batch's rows are healed concurrently, at most `concurrency` at a time in the actor.
+    The result is a `pyarrow.Table` of `RESULT_COLUMNS` (plus `outcome` with
+    `include_outcome=True`), one row per input row in input order (see the module docstring).
 
     Configuration errors (a factory that is not callable or returns a sync client, a bad model,
     contract or example) raise in the constructor, that is when the actor starts. Nothing the
@@ -166,6 +165,7 @@ class HealBatch:
         include_outcome: bool = False,
         request_params: Mapping[str, Any] | None = None,
         context_column: str | None = "context",
+        system_column: str | None = "system",
     ) -> None:
         require_extra("pyarrow", "ray")
         is_client = not isinstance(client_factory, type) and hasattr(client_factory, "chat")
@@ -183,8 +183,13 @@ class HealBatch:
         clash = sorted(_RESERVED_PARAMS.intersection(params))
         if clash:
             raise ValueError(f"request_params must not set {', '.join(clash)}: HealBatch does")
-        self._columns = (messages_column, prompt_column, id_column)
-        self._context_column = context_column
+        self._fields = {
+            "messages": messages_column,
+            "prompt": prompt_column,
+            "system": system_column,
+            "context": context_column,
+        }
+        self._id_column = id_column
         self._include_outcome = include_outcome
         self._concurrency = concurrency
         self._gate = asyncio.Semaphore(concurrency)  # one per actor, whatever calls it
@@ -213,25 +218,16 @@ class HealBatch:
 
     def __call__(self, batch: Any) -> pa.Table:
         """Heal one batch: a `pyarrow.Table`, a `pandas.DataFrame` or a dict of columns."""
-        messages_column, prompt_column, id_column = self._columns
         columns = Columns(batch)
-        blank = [None] * columns.rows
-        messages = columns.values(messages_column) or blank
-        prompts = columns.values(prompt_column) or blank
-        contexts = columns.values(self._context_column) or blank
         rows: list[dict[str, Any] | None] = []
         todo: list[tuple[int, Request]] = []
-        data = zip(messages, prompts, contexts, strict=True)
-        for index, (given, prompt, context_value) in enumerate(data):
-            request, problem = read_request(given, prompt)
-            context, context_problem = read_context(context_value)
-            if problem is None and context_problem is None:
-                todo.append((index, (request, context)))
-                rows.append(None)
-            elif problem is None:
-                rows.append(invalid_row(str(context_problem), context_value))
+        for index, fields in enumerate(request_fields(columns, self._fields)):
+            request = read_request(fields)
+            if isinstance(request, Unusable):
+                rows.append(invalid_row(request.problem, fields.get(request.field)))
             else:
-                rows.append(invalid_row(problem, given if given is not None else prompt))
+                todo.append((index, request))
+                rows.append(None)
         if todo:
             if not self._runner.running:
                 raise RuntimeError("this HealBatch is closed")
@@ -241,23 +237,23 @@ class HealBatch:
                 rows[index] = outcome_row(outcome, target, full=full)
         extra = (OUTCOME_COLUMN,) if self._include_outcome else ()
         done = [row for row in rows if row is not None]
-        return result_table(columns.ids(id_column), done, extra)
+        return result_table(columns.ids(self._id_column), done, extra)
 
     async def _heal_all(self, requests: Sequence[Request]) -> list[Outcome[Any]]:
-        """Heal every request (its messages and context), at most `concurrency` at once in this
-        actor (however many batches Ray hands it at a time), results in request order."""
+        """Heal every request (its messages, context and own parameters), at most `concurrency`
+        at once in this actor (however many batches Ray hands it at a time), results in request
+        order."""
         gate, create = self._gate, self._client.chat.completions.create
 
         async def heal(request: Request) -> Outcome[Any]:
-            messages, context = request
             async with gate:
                 outcome: Outcome[Any] = await create(
-                    messages=list(messages),
+                    messages=list(request.messages),
                     response_model=self._response_model,
                     contracts=self._contracts,
                     examples=self._examples,
-                    context=context,
-                    **self._params,
+                    context=request.context,
+                    **{**self._params, **request.params},
                 )
                 return outcome
 
@@ -315,6 +311,9 @@ async def _maybe_await(close: Callable[[], Any]) -> None:
         await result
 
 
+_REPLY_FIELDS = ("messages", "prompt", "system", "context")
+"""The request fields `HealReplies` reads (the pipeline sends the request: no parameters)."""
+
 _REPLAY_HEALERS: dict[str, Healer[Any]] = {}
 """`HealReplies` healers by instance token, per process: the copies of one instance Ray
 deserialises for each task in a worker share one healer."""
@@ -330,10 +329,10 @@ class HealReplies:
                             batch_format="pyarrow")
     ```
 
-    Each input row holds the request (`messages_column` or `prompt_column`, as for
-    `HealBatch`), the model's reply text (`text_column`, `generated_text` as `ray.data.llm`
-    names it; optional `finish_reason_column`, and token counts `input_tokens_column` /
-    `output_tokens_column`, `ray.data.llm`'s names by default: counts it does not give are 0),
+    Each input row holds the request (`messages_column` or `prompt_column`, and `system_column`,
+    read as `HealBatch` reads them), the model's reply text (`text_column`, `generated_text` as
+    `ray.data.llm` names it; optional `finish_reason_column`, and token counts `input_tokens_column`
+    / `output_tokens_column`, `ray.data.llm`'s names by default: counts it does not give are 0),
     optionally its `context_column` (the run's `context=`, as for `HealBatch`: keep it on every
     pass), and, on a later pass, the `history_column` the previous pass wrote.
 
@@ -370,6 +369,7 @@ class HealReplies:
         model: str | None = None,
         include_outcome: bool = False,
         context_column: str | None = "context",
+        system_column: str | None = "system",
     ) -> None:
         require_extra("pyarrow", "ray")
         self._config: dict[str, Any] = {
@@ -388,6 +388,7 @@ class HealReplies:
             "input_tokens": input_tokens_column,
             "output_tokens": output_tokens_column,
             "context": context_column,
+            "system": system_column,
         }
         self._model = model
         self._include_outcome = include_outcome
@@ -426,47 +427,40 @@ class HealReplies:
         blank = [None] * columns.rows
         texts = columns.values(names["text"])
         data = zip(
-            columns.values(names["messages"]) or blank,
-            columns.values(names["prompt"]) or blank,
+            request_fields(columns, names, _REPLY_FIELDS),
             texts or blank,
             columns.values(names["finish_reason"]) or blank,
             columns.values(names["history"]) or blank,
             columns.values(names["input_tokens"]) or blank,
             columns.values(names["output_tokens"]) or blank,
-            columns.values(names["context"]) or blank,
             strict=True,
         )
         rows = []
-        for row in data:
-            messages, prompt, text, finish, history, prompt_tokens, completion_tokens, context = row
+        for fields, text, finish, history, prompt_tokens, completion_tokens in data:
             if texts is None:
                 rows.append(invalid_row(f"the batch has no `{names['text']}` column", None))
                 continue
             latest = (text, finish, prompt_tokens, completion_tokens)
-            rows.append(self._row(messages, prompt, history, latest, context))
+            rows.append(self._row(fields, history, latest))
         extra = (*((OUTCOME_COLUMN,) if self._include_outcome else ()), *REPAIR_COLUMNS)
         return result_table(columns.ids(names["id"]), rows, extra)
 
     def _row(
-        self,
-        messages: Any,
-        prompt: Any,
-        history_value: Any,
-        latest: tuple[Any, Any, Any, Any],
-        context_value: Any = None,
+        self, fields: Mapping[str, Any], history_value: Any, latest: tuple[Any, Any, Any, Any]
     ) -> dict[str, Any]:
-        """One row's result: `latest` is its reply (text, finish reason, token counts)."""
-        context, problem = read_context(context_value)
+        """One row's result: `fields` its request's, `latest` its reply (text, finish reason,
+        token counts)."""
+        context, problem = read_context(fields.get("context"))
         if problem is not None:
-            return invalid_row(problem, context_value)
+            return invalid_row(problem, fields.get("context"))
         earlier, problem = read_history(history_value)
         if problem is not None:
             return invalid_row(problem, history_value)
         if earlier is None:
-            request, problem = read_request(messages, prompt)
-            if problem is not None:
-                return invalid_row(problem, messages if messages is not None else prompt)
-            earlier = History(request, ())
+            request = read_request({**fields, "context": None})
+            if isinstance(request, Unusable):
+                return invalid_row(request.problem, fields.get(request.field))
+            earlier = History(request.messages, ())
         text, finish_reason, prompt_tokens, completion_tokens = latest
         answer, problem = read_text(text)
         if problem is not None:

@@ -1,17 +1,14 @@
 """Read a batch's input file into `Job`s, and pick the ones a run still has to do.
 
-The input is JSON Lines: one object per line with an optional `id`, either `messages` (chat
-messages) or `prompt` (a string), and an optional `context` (an object: the row's `context=`,
-which its contracts read as `ctx.extra` and pydantic's validators as `info.context`). An
-unreadable line never stops a run: not UTF-8, not JSON, nested too deeply for the JSON parser,
-not an object, longer than `MAX_LINE_BYTES`, `messages` nested deeper than `MAX_MESSAGES_DEPTH`
-levels, or a `context` that is not an object: it becomes a `Job` with a `problem`, which the run
-writes as an `invalid_input` row. A line with no `id` (or `null`) is identified by its line
-number N (its row: `"id": N, "input_line": N`), a line with no usable id gets the id `#line-N`;
-both are compared by the key `#line-N`, apart from every id an input can give (see `rows`), so a
-line without an id never collides with a row that has one. A repeated id is processed once (the
-first line).
-
+The input is JSON Lines: one object per line with an optional `id` and a request, read as every
+runner reads one (`request`: `messages` or `prompt`, optionally `system`, `context` and the row's
+`temperature`, `top_p`, `max_tokens`). An unreadable line never stops a run: not UTF-8, not JSON,
+nested too deeply for the JSON parser, not an object, longer than `MAX_LINE_BYTES`, or a request
+that breaks `request`'s rules: it becomes a `Job` with a `problem`, which the run writes as an
+`invalid_input` row. A line with no `id` (or `null`) is identified by its line number N (its row:
+`"id": N, "input_line": N`), a line with no usable id gets the id `#line-N`; both are compared by
+the key `#line-N`, apart from every id an input can give (see `rows`), so a line without an id never
+collides with a row that has one. A repeated id is processed once (the first line).
 A file that is not JSON Lines at all is refused before any row is run (`not_json_lines`): its
 first non-blank line is not a JSON object, and neither are at least half of its first
 `SNIFF_LINES` non-blank lines (a CSV, a JSON array however laid out, plain text). A file that
@@ -30,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .json_lines import Line, parse_line, read_lines
-from .messages import row_messages
+from .request import Unusable, read_request
 from .rows import EXCERPT_CHARS, BatchError, Job, id_key
 
 __all__ = ["SNIFF_LINES", "input_keys", "not_json_lines", "read_jobs", "select"]
@@ -137,11 +134,8 @@ def _job(raw: Line) -> Job:
         ident = line
     elif isinstance(ident, bool) or not isinstance(ident, str | int):
         return Job.unreadable(line, f"line {line}: `id` must be a string or an integer", text)
-    messages, problem = row_messages(data)
-    if problem is not None:
-        return Job(ident, line, problem=f"line {line}: {problem}", text=text, implicit=implicit)
-    context = data.get("context")
-    if context is not None and not isinstance(context, dict):
-        problem = "`context` must be an object (the run's context=)"
-        return Job(ident, line, problem=f"line {line}: {problem}", text=text, implicit=implicit)
-    return Job(ident, line, messages, text=text, context=context, implicit=implicit)
+    request = read_request(data)
+    if isinstance(request, Unusable):
+        problem = f"line {line}: {request.problem}"
+        return Job(ident, line, problem=problem, text=text, implicit=implicit)
+    return Job(ident, line, request, text=text, implicit=implicit)

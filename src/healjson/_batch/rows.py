@@ -29,9 +29,12 @@ from typing import Any
 
 from healjson._core.outcome import Outcome
 
+from .request import Request
+
 __all__ = [
     "EXCERPT_CHARS",
     "INVALID_INPUT",
+    "PRESCRIPTION",
     "BatchError",
     "Job",
     "assigned_id",
@@ -44,6 +47,11 @@ __all__ = [
 ]
 
 INVALID_INPUT = "invalid_input"
+PRESCRIPTION = (
+    "Fix the input line: a JSON object with an optional `id`, `messages` (a list of chat "
+    "messages) or `prompt` (a string), optionally `system` (a string), `context` (an object) "
+    "and `temperature`, `top_p`, `max_tokens`."
+)
 EXCERPT_CHARS = 200
 """The most of an unreadable input line an `invalid_input` row shows."""
 
@@ -54,22 +62,35 @@ class BatchError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One input line: its id, messages and context, or why it cannot be processed
-    (`problem`); `text` is the start of the line, for the excerpt an `invalid_input` row
-    shows."""
+    """One input line: its id and its request (`request`: messages, context, the row's own
+    parameters, read by `request.read_request`), or why it cannot be processed (`problem`);
+    `text` is the start of the line, for the excerpt an `invalid_input` row shows."""
 
     id: str | int
     line: int
-    messages: tuple[dict[str, Any], ...] = ()
+    request: Request | None = None
     problem: str | None = None
     text: str = ""
     assigned: bool = False
     """True when the line had no usable id and `id` is `assigned_id(line)`."""
-    context: dict[str, Any] | None = None
-    """The line's `context` object: the run's `context=` (its contracts' `ctx.extra`, and
-    pydantic's validation context), None when the line has none."""
     implicit: bool = False
     """True when the line gave no id (or `null`) and `id` is its line number."""
+
+    @property
+    def messages(self) -> tuple[dict[str, Any], ...]:
+        """The request's messages (none for a line that cannot be processed)."""
+        return () if self.request is None else self.request.messages
+
+    @property
+    def context(self) -> dict[str, Any] | None:
+        """The line's `context` object: the run's `context=` (its contracts' `ctx.extra`, and
+        pydantic's validation context), None when the line has none."""
+        return None if self.request is None else self.request.context
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The line's own model parameters (`temperature`, `top_p`, `max_tokens`)."""
+        return {} if self.request is None else self.request.params
 
     @property
     def key(self) -> str:
@@ -153,9 +174,7 @@ def invalid_row(job: Job) -> dict[str, Any]:
         "path": "<input>",
         "value": excerpt,
         "constraint": job.problem,
-        "prescription": "Fix the input line: a JSON object with an optional `id`, either "
-        "`messages` (a list of chat messages) or `prompt` (a string), and an optional "
-        "`context` (an object).",
+        "prescription": PRESCRIPTION,
         "source": "input",
         "line": job.line,
     }

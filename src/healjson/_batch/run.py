@@ -263,7 +263,8 @@ def openai_healer(
     examples: tuple[Any, ...] = (),
     policy: Any = None,
 ) -> Heal:
-    """A `heal(job)` that sends the job's messages through a `healjson.wrap`-ped async client.
+    """A `heal(job)` that sends the job's request (its messages, context and own parameters)
+    through a `healjson.wrap`-ped async client.
 
     The healer is built once here, so a bad model or contract raises before any row is written.
     """
@@ -278,6 +279,7 @@ def openai_healer(
             examples=examples,
             policy=policy,
             context=job.context,
+            **job.params,
         )
         return outcome
 

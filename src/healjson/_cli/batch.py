@@ -59,8 +59,9 @@ def batch(
             metavar="INPUT.jsonl",
             exists=True,
             dir_okay=False,
-            help="One JSON object per line: optional `id`, `messages` or `prompt`, and an "
-            "optional `context` object (contracts' ctx.extra, pydantic's validation context).",
+            help="One JSON object per line: optional `id`, `messages` or `prompt`, optional "
+            "`system`, a `context` object (contracts' ctx.extra, pydantic's validation "
+            "context) and the row's own `temperature`, `top_p`, `max_tokens`.",
         ),
     ],
     *,

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from healjson._batch.messages import row_messages
+from healjson._batch.request import Unusable, read_request
 
 from .loading import relative_spec
 from .scenarios import EvalScenario, ScenarioError
@@ -49,9 +49,11 @@ def load_scenarios(path: Path) -> list[EvalScenario]:
 
 
 def _scenario(row: dict[str, Any], where: str, folder: Path, number: int) -> EvalScenario:
-    messages, problem = row_messages(row)
-    if problem is not None:
-        raise ScenarioError(f"{where}: needs `messages` (chat messages) or `prompt` (a string)")
+    request = read_request({name: row.get(name) for name in ("messages", "prompt", "system")})
+    if isinstance(request, Unusable):
+        raise ScenarioError(
+            f"{where}: needs `messages` (chat messages) or `prompt` (a string): {request.problem}"
+        )
     replies = row.get("replies", [])
     if not isinstance(replies, list):
         raise ScenarioError(f"{where}: `replies` must be a list")
@@ -64,7 +66,7 @@ def _scenario(row: dict[str, Any], where: str, folder: Path, number: int) -> Eva
             raise ScenarioError(f"{where}: a reply is a string or an object")
     return EvalScenario(
         id=str(row.get("id", number)),
-        messages=messages,
+        messages=request.messages,
         replies=tuple(replies),
         expected=row.get("expected"),
         has_expected="expected" in row,

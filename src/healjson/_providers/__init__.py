@@ -17,6 +17,7 @@ from healjson._core.registry import register
 from healjson._core.wire import WireFormat
 
 from . import anthropic_messages, gemini_generate, openai_chat, openai_responses
+from ._batch_results import Result
 
 __all__ = ["BATCH", "FORMATS", "BatchLines", "batch_lines"]
 
@@ -36,18 +37,27 @@ for _format in FORMATS:
 
 @dataclass(frozen=True, slots=True)
 class BatchLines:
-    """A provider's batch input lines: a request's body (JSON asked for in a tier, which a
-    provider without tiers may ignore) and the line that carries it."""
+    """A provider's batch lines: a request's body (JSON asked for in a tier, which a provider
+    without tiers may ignore), the input line that carries it, and a result line (a JSON
+    object) read as the request's `Result` (None: no result, the request runs again)."""
 
     body: Callable[[Any, Any, Sequence[dict[str, Any]], Mapping[str, Any]], dict[str, Any]]
     line: Callable[[str, Mapping[str, Any]], dict[str, Any]]
+    result: Callable[[Mapping[str, Any]], Result | None]
 
 
 # the batch APIs, by the provider name `healjson batch --batch-api` uses
 BATCH: Mapping[str, BatchLines] = {
-    "openai": BatchLines(openai_chat.batch_body, openai_chat.batch_line),
-    "anthropic": BatchLines(anthropic_messages.batch_body, anthropic_messages.batch_line),
-    "openai_responses": BatchLines(openai_responses.batch_body, openai_responses.batch_line),
+    "openai": BatchLines(openai_chat.batch_body, openai_chat.batch_line, openai_chat.batch_result),
+    "anthropic": BatchLines(
+        anthropic_messages.batch_body,
+        anthropic_messages.batch_line,
+        anthropic_messages.batch_result,
+    ),
+    # the same output and error file lines as chat's: a `response` (a Response as its body)
+    "openai_responses": BatchLines(
+        openai_responses.batch_body, openai_responses.batch_line, openai_chat.batch_result
+    ),
 }
 
 

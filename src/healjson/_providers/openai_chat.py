@@ -9,6 +9,8 @@ speak it: everything this wire format means to healjson.
 - Requests: the JSON-mode tiers (`response_format`: a strict `json_schema`, `json_object`, or
   the schema in the prompt), recognising a tier's rejection, the batch line body, and the
   output-token limit (`max_completion_tokens`, else `max_tokens`).
+- The Batch API's output and error file lines (`batch_result`: a `response` with its HTTP
+  status and body, or an `error`, `batch_expired` among them), for both OpenAI endpoints.
 - Where the `openai` client keeps its credentials, which of its methods an instrumentation
   wraps, and that `openai`'s exceptions are the provider's.
 
@@ -25,10 +27,12 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
+from healjson._core.provider_fault import fault_from_body
 from healjson._core.reply import SDK_COMPLETIONS, Reply, ToolCall, Usage
 from healjson._core.stream.chunks import SDK_CHUNKS, Delta
 from healjson._core.wire import WireFormat
 
+from ._batch_results import EXPIRED_MESSAGE, Result, is_transient_status
 from ._fields import _dumps, _first, _get, _int, _opt_str, _text
 
 __all__ = [
@@ -38,6 +42,8 @@ __all__ = [
     "JsonMode",
     "Shapeable",
     "batch_body",
+    "batch_line",
+    "batch_result",
     "constrains_one_value",
     "is_format_rejection",
     "names_format",
@@ -402,6 +408,32 @@ def batch_body(
 def batch_line(custom_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
     """One line of a Batch API input file."""
     return {"custom_id": custom_id, "method": "POST", "url": BATCH_ENDPOINT, "body": body}
+
+
+def batch_result(line: Mapping[str, Any]) -> Result:
+    """One line of an OpenAI batch's output or error file (`/v1/chat/completions` and
+    `/v1/responses` lines alike) as a `Result`."""
+    response = line.get("response")
+    error = line.get("error")
+    if isinstance(response, dict):
+        status = response.get("status_code")
+        body = response.get("body")
+        if status == 200 and isinstance(body, dict):
+            return Result(body=body)
+        message = _http_message(status, body)
+        fault = fault_from_body(status, body) if type(status) is int else None
+        retry = is_transient_status(status)
+        return Result(failure="api_error", message=message, retry=retry, fault=fault)
+    if isinstance(error, dict) and error.get("code") == "batch_expired":
+        return Result(failure="timeout", message=EXPIRED_MESSAGE, retry=True)
+    said = error.get("message") if isinstance(error, dict) else None
+    return Result(failure="api_error", message=str(said or "no response"))
+
+
+def _http_message(status: Any, body: Any) -> str:
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return f"HTTP {status}: {message or json.dumps(body, ensure_ascii=False)[:500]}"
 
 
 FORMAT = WireFormat(

@@ -1,9 +1,10 @@
 """The ledger of a Batch API run: one SQLite file that makes the run resumable and exactly-once.
 
-It holds the run's settings, every row (its id, messages, context and the results of its model
-calls so far) and every batch part (which round, which rows, the uploaded file, the batch id,
-how far it got). Each step of the run is one transaction, so a process killed at any point
-leaves the ledger at a step boundary, and running the same command again continues from there:
+It holds the run's settings, every row (its id, its request: messages, context and own parameters,
+and the results of its model calls so far) and every batch part (which round, which rows, the
+uploaded file, the batch id, how far it got). Each step of the run is one transaction, so a process
+killed at any point leaves the ledger at a step boundary, and running the same command again
+continues from there:
 
 * a part is `planned` (its rows chosen, nothing sent), `uploaded` (its file id known),
   `submitting` (the create request may have been sent: the batch is looked up by its
@@ -23,9 +24,11 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+
+from healjson._batch.request import Request
 
 from .result_lines import Result
 
@@ -43,7 +46,8 @@ CREATE TABLE IF NOT EXISTS rows (
     results TEXT NOT NULL DEFAULT '[]',
     part INTEGER,
     state TEXT NOT NULL DEFAULT 'pending',
-    context TEXT
+    context TEXT,
+    params TEXT
 );
 CREATE INDEX IF NOT EXISTS rows_by_part ON rows (part);
 CREATE INDEX IF NOT EXISTS rows_by_state ON rows (state);
@@ -68,8 +72,8 @@ CREATE TABLE IF NOT EXISTS parts (
 """
 IN_FLIGHT: Final = ("planned", "uploaded", "submitting", "submitted", "ended")
 
-NewRow = tuple[str, "str | int", int, Sequence[Mapping[str, Any]], "Mapping[str, Any] | None"]
-"""An input row as `Ledger.add_rows` takes it: `(key, id, line, messages, context)`."""
+NewRow = tuple[str, "str | int", int, Request]
+"""An input row as `Ledger.add_rows` takes it: `(key, id, line, request)`."""
 
 
 class LedgerError(Exception):
@@ -90,6 +94,8 @@ class Row:
     state: str
     context: dict[str, Any] | None = None
     """The row's `context` object (the run's `context=`), None when it has none."""
+    params: dict[str, Any] = field(default_factory=dict)
+    """The row's own model parameters (over the run's)."""
 
     @property
     def round(self) -> int:
@@ -131,7 +137,7 @@ class Ledger:
                 self.db = sqlite3.connect(path, isolation_level=None)
                 self.db.execute("PRAGMA synchronous=FULL")
                 self.db.executescript(_SCHEMA)
-                _add_context_column(self.db)
+                _add_columns(self.db)
         except sqlite3.Error as exc:
             raise LedgerError(f"cannot open the ledger {path}: {exc}") from exc
         self.db.row_factory = sqlite3.Row
@@ -170,21 +176,21 @@ class Ledger:
     # -- rows -------------------------------------------------------------------------------
 
     def add_rows(self, rows: Sequence[NewRow]) -> None:
-        """Add input rows `(key, id, line, messages, context)` (a key already there is kept as
-        it is)."""
+        """Add input rows `(key, id, line, request)` (a key already there is kept as it is)."""
         with self.transaction():
             self.db.executemany(
-                "INSERT OR IGNORE INTO rows (key, ident, line, messages, context) "
-                "VALUES (?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO rows (key, ident, line, messages, context, params) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
                 [
                     (
                         key,
                         json.dumps(ident),
                         line,
-                        json.dumps(list(messages), ensure_ascii=False),
-                        None if context is None else json.dumps(context, ensure_ascii=False),
+                        json.dumps(list(request.messages), ensure_ascii=False),
+                        _text(request.context),
+                        _text(request.params or None),
                     )
-                    for key, ident, line, messages, context in rows
+                    for key, ident, line, request in rows
                 ],
             )
 
@@ -192,6 +198,11 @@ class Ledger:
         query = "SELECT * FROM rows" + (f" WHERE {where}" if where else "") + " ORDER BY seq"
         for found in self.db.execute(query, tuple(args)).fetchall():
             yield _row(found)
+
+    def seqs(self, part_id: int) -> set[int]:
+        """The seqs of the rows in part `part_id` (nothing else of them read)."""
+        found = self.db.execute("SELECT seq FROM rows WHERE part = ?", (part_id,))
+        return {int(seq) for (seq,) in found}
 
     def unassigned(self, chunk: int) -> Iterator[list[Row]]:
         """Pending rows with no request in flight (each needs a decision: an outcome, or a
@@ -314,17 +325,25 @@ class _Transaction:
         self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
 
 
-def _add_context_column(db: sqlite3.Connection) -> None:
-    """A ledger begun before rows had a context gets the column (its rows have none)."""
+def _add_columns(db: sqlite3.Connection) -> None:
+    """A ledger begun before rows had a context (or their own parameters) gets the column (its
+    rows have none)."""
     columns = {str(info[1]) for info in db.execute("PRAGMA table_info(rows)").fetchall()}
-    if "context" not in columns:
-        db.execute("ALTER TABLE rows ADD COLUMN context TEXT")
+    for name in ("context", "params"):
+        if name not in columns:
+            db.execute(f"ALTER TABLE rows ADD COLUMN {name} TEXT")
+
+
+def _text(value: Mapping[str, Any] | None) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
 
 
 def _row(found: sqlite3.Row) -> Row:
     results = tuple(Result.from_json(item) for item in json.loads(found["results"]))
     ident = json.loads(found["ident"])
-    context = found["context"] if "context" in found.keys() else None  # noqa: SIM118
+    names = found.keys()
+    context = found["context"] if "context" in names else None
+    params = found["params"] if "params" in names else None
     return Row(
         found["seq"],
         found["key"],
@@ -335,6 +354,7 @@ def _row(found: sqlite3.Row) -> Row:
         found["part"],
         found["state"],
         None if context is None else json.loads(context),
+        {} if params is None else json.loads(params),
     )
 
 

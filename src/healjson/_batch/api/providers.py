@@ -11,7 +11,8 @@
 Every result becomes a `Result`, the ledger's stored form of one model call: the provider's
 response body (read later by the engine as any reply) or a failure kind and message. Result
 files are read as raw bytes, line by line in bounded memory (`result_lines`): a hostile line
-(huge, not JSON, nested too deeply) is its own request's `api_error`, never an exception.
+(huge, not JSON, nested too deeply) is its own request's `api_error`, never an exception; each
+line's shape is its wire format's to read (`healjson._providers.BATCH`: `batch_result`).
 Finding a batch whose create response was lost (the process was killed between the request and
 the ledger's record): OpenAI batches carry our metadata (`healjson_run`, `healjson_part`), so
 the batch is found by it; Anthropic's carry none, so a batch is adopted only when exactly one
@@ -30,14 +31,7 @@ from healjson._providers import BATCH, batch_lines
 from healjson._providers.openai_chat import BATCH_ENDPOINT
 from healjson._providers.openai_responses import BATCH_ENDPOINT as RESPONSES_ENDPOINT
 
-from .result_lines import (
-    Result,
-    anthropic_result,
-    bounded_lines,
-    openai_result,
-    read_result_line,
-    unreadable,
-)
+from .result_lines import Result, bounded_lines, read_result_line, unreadable
 
 __all__ = [
     "BatchState",
@@ -164,7 +158,7 @@ class _OpenAI:
                 continue
             # streamed: a result file can be 200 MB, never held whole
             with self.client.files.with_streaming_response.content(file_id) as response:
-                yield from _read(response.iter_bytes(), openai_result)
+                yield from _read(response.iter_bytes(), self._lines.result)
 
     def cancel(self, batch_id: str) -> None:
         self.client.batches.cancel(batch_id)
@@ -243,7 +237,7 @@ class _Anthropic:
     def results(self, batch_id: str) -> Iterator[tuple[str, Result]]:
         # raw bytes, not the SDK's decoder: one hostile line would end its iteration
         with self.client.messages.batches.with_streaming_response.results(batch_id) as response:
-            yield from _read(response.iter_bytes(), anthropic_result)
+            yield from _read(response.iter_bytes(), BATCH[self.name].result)
 
     def cancel(self, batch_id: str) -> None:
         self.client.messages.batches.cancel(batch_id)

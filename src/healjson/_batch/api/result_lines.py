@@ -10,22 +10,28 @@ made (`row-<n>_r<round>`, as both providers write it first): that request's resu
 which the runner makes an `api_error` too). So one hostile line costs its own row, never the
 run.
 
-Which failures a later round resubmits (`Result.retry`): a request the batch's window closed on
-(OpenAI `batch_expired`, Anthropic `expired`), and one the provider failed with a transient
-HTTP status (`TRANSIENT_STATUSES`: 408, 409, 429, 5xx; Anthropic `api_error`,
-`overloaded_error`, `rate_limit_error`, `timeout_error`). Any other failure is final.
+What a readable line means is its wire format's business (`healjson._providers.BATCH`, each
+format's `batch_result`), as is which failures a later round resubmits (`Result.retry`): a
+request the batch's window closed on, and one the provider failed with a transient HTTP status
+(`TRANSIENT_STATUSES`: 408, 409, 429, 5xx) or error type. Any other failure is final. Nothing
+here knows a provider's line shape.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
-from healjson._batch.messages import deeper_than
-from healjson._core.provider_fault import ProviderFault, fault_from_body
+from healjson._batch.request import deeper_than
+from healjson._providers._batch_results import (
+    EXPIRED_MESSAGE,
+    TRANSIENT_STATUSES,
+    Result,
+    is_transient_status,
+    unreadable,
+)
 
 __all__ = [
     "EXPIRED_MESSAGE",
@@ -33,91 +39,18 @@ __all__ = [
     "MAX_RESULT_LINE_BYTES",
     "TRANSIENT_STATUSES",
     "Result",
-    "anthropic_result",
     "bounded_lines",
     "is_transient_status",
-    "openai_result",
     "read_result_line",
+    "unreadable",
 ]
 
 MAX_RESULT_LINE_BYTES = 32 * 1024 * 1024
 """Longest result line read (a model's answer is far shorter); a longer one is an `api_error`."""
 MAX_RESULT_DEPTH: Final = 128
 """Deepest nesting accepted in a result line (a response needs about 10 levels)."""
-TRANSIENT_STATUSES: Final = frozenset({408, 409, 429})
-"""HTTP statuses besides 5xx that say "try again later"."""
-EXPIRED_MESSAGE: Final = (
-    "the provider's batch completion window ended before this request ran (batch_expired)"
-)
 _HEAD_BYTES: Final = 4096
-_ANTHROPIC_TRANSIENT: Final = frozenset(
-    {"api_error", "overloaded_error", "rate_limit_error", "timeout_error"}
-)
-# Anthropic names an errored request's HTTP status by its error type
-_ANTHROPIC_STATUS: Final = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "billing_error": 402,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "timeout_error": 504,
-    "overloaded_error": 529,
-}
 _CUSTOM_ID: Final = re.compile(rb'"custom_id"\s*:\s*"(row-\d{1,18}_r\d{1,6})"')
-
-
-@dataclass(frozen=True, slots=True)
-class Result:
-    """One request's result as the ledger keeps it: `body` (the provider's response: a chat
-    completion or a message, as JSON data) or `failure` (`api_error`, `timeout`) with a
-    message; `retry`: the failure is transient (the request may be sent again as it was)."""
-
-    body: Mapping[str, Any] | None = None
-    failure: str | None = None
-    message: str = ""
-    elapsed_s: float = 0.0
-    """The batch's turnaround: from its submission to the moment its results were read."""
-    retry: bool = False
-    fault: ProviderFault | None = None
-    """The provider's HTTP error answer for this request (status, code, message, param)."""
-
-    def to_json(self) -> Any:
-        data: dict[str, Any]
-        if self.body is not None:
-            data = {"body": self.body}
-        else:
-            data = {"failure": self.failure, "message": self.message}
-            if self.retry:
-                data["retry"] = True
-            if self.fault is not None:
-                data["fault"] = _fault_json(self.fault)
-        return data | {"elapsed_s": self.elapsed_s}
-
-    @classmethod
-    def from_json(cls, data: Any) -> Result:
-        elapsed = data.get("elapsed_s") if isinstance(data, dict) else None
-        took = float(elapsed) if isinstance(elapsed, int | float) else 0.0
-        if isinstance(data, dict) and isinstance(data.get("body"), dict):
-            return cls(body=data["body"], elapsed_s=took)
-        if isinstance(data, dict):
-            failure = str(data.get("failure") or "api_error")
-            retry = data.get("retry") is True
-            return cls(
-                failure=failure,
-                message=str(data.get("message")),
-                elapsed_s=took,
-                retry=retry,
-                fault=_fault_of_json(data.get("fault")),
-            )
-        return cls(failure="api_error", message=f"the ledger holds no result here: {data!r}")
-
-
-def is_transient_status(status: object) -> bool:
-    """True for an HTTP status worth trying again: 408, 409, 429 and 5xx."""
-    return type(status) is int and (status in TRANSIENT_STATUSES or 500 <= status <= 599)
 
 
 def bounded_lines(
@@ -179,80 +112,3 @@ def read_result_line(line: bytes, too_long: bool = False) -> tuple[str | None, A
     if deeper_than(data, MAX_RESULT_DEPTH):
         return custom_id, None, f"nests deeper than {MAX_RESULT_DEPTH} levels"
     return custom_id, data, None
-
-
-def unreadable(problem: str) -> Result:
-    """The result of a request whose result line cannot be read."""
-    return Result(
-        failure="api_error",
-        message=f"the provider's result line for this request {problem}: it cannot be used",
-    )
-
-
-def openai_result(line: Mapping[str, Any]) -> Result:
-    """One line of an OpenAI batch's output or error file as a `Result`."""
-    response = line.get("response")
-    error = line.get("error")
-    if isinstance(response, dict):
-        status = response.get("status_code")
-        body = response.get("body")
-        if status == 200 and isinstance(body, dict):
-            return Result(body=body)
-        message = _http_message(status, body)
-        fault = fault_from_body(status, body) if type(status) is int else None
-        retry = is_transient_status(status)
-        return Result(failure="api_error", message=message, retry=retry, fault=fault)
-    if isinstance(error, dict) and error.get("code") == "batch_expired":
-        return Result(failure="timeout", message=EXPIRED_MESSAGE, retry=True)
-    said = error.get("message") if isinstance(error, dict) else None
-    return Result(failure="api_error", message=str(said or "no response"))
-
-
-def anthropic_result(line: Mapping[str, Any]) -> Result | None:
-    """One line of a Message Batch's results as a `Result` (None: `canceled`, no result)."""
-    result = line.get("result")
-    kind = result.get("type") if isinstance(result, dict) else None
-    if kind == "succeeded":
-        assert isinstance(result, dict)
-        message = result.get("message")
-        if isinstance(message, dict):
-            return Result(body=message)
-        return unreadable("holds no message")
-    if kind == "errored":
-        assert isinstance(result, dict)
-        error = result.get("error")
-        inner = error.get("error", error) if isinstance(error, dict) else error
-        if not isinstance(inner, dict):
-            return Result(failure="api_error", message=str(inner))
-        said = inner.get("message")
-        text = str(said) if said else json.dumps(inner, ensure_ascii=False)[:500]
-        retry = inner.get("type") in _ANTHROPIC_TRANSIENT
-        status = _ANTHROPIC_STATUS.get(str(inner.get("type")))
-        fault = fault_from_body(status, inner) if status is not None else None
-        return Result(failure="api_error", message=text, retry=retry, fault=fault)
-    if kind == "expired":
-        return Result(failure="timeout", message=EXPIRED_MESSAGE, retry=True)
-    if kind == "canceled":
-        return None  # the row runs again in a later batch
-    return unreadable(f"has an unknown result type {str(kind)[:100]!r}")
-
-
-def _http_message(status: Any, body: Any) -> str:
-    error = body.get("error") if isinstance(body, dict) else None
-    message = error.get("message") if isinstance(error, dict) else None
-    return f"HTTP {status}: {message or json.dumps(body, ensure_ascii=False)[:500]}"
-
-
-def _fault_json(fault: ProviderFault) -> dict[str, Any]:
-    return {"status": fault.status, "code": fault.code, "message": fault.message,
-            "param": fault.param}  # fmt: skip
-
-
-def _fault_of_json(data: Any) -> ProviderFault | None:
-    """A stored fault read back (None when absent or not one: a ledger from before faults)."""
-    if not isinstance(data, dict) or type(data.get("status")) is not int:
-        return None
-    said = {
-        k: v if isinstance(v := data.get(k), str) else None for k in ("code", "message", "param")
-    }
-    return ProviderFault(data["status"], said["code"], said["message"], said["param"])

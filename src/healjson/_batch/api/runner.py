@@ -173,6 +173,9 @@ class Runner:
         self.sleep = sleep
         self.report = RunReport()
         self._lines: dict[int, list[bytes]] = {}  # a part's request lines, while in memory
+        # the results collected since the last `_advance`, read once as replies: `_step` takes
+        # them from here instead of reading them again, `_advance` drops what is left
+        self._fresh: dict[tuple[int, int], CallResult] = {}
         self._output: OutputFile | None = None
         self._written: set[str] = set()
 
@@ -253,7 +256,8 @@ class Runner:
                 invalid.append(invalid_row(job))
                 self._written.add(job.key)
             elif job.key not in known and not self._held_by_line_number(job, known):
-                batch.append((job.key, job.id, job.line, job.messages, job.context))
+                assert job.request is not None  # a job without a problem has one
+                batch.append((job.key, job.id, job.line, job.request))
             if len(batch) >= _DECIDE_CHUNK:
                 self.ledger.add_rows(batch)
                 batch.clear()
@@ -289,6 +293,7 @@ class Runner:
         for round_, fill in sorted(filling.items()):
             if fill.seqs:
                 self._plan(round_, fill)
+        self._fresh.clear()
 
     def _decide(self, rows: Sequence[Row]) -> list[tuple[int, int, bytes]]:
         """Write the outcomes of the rows that finished; the next requests of the others, as
@@ -310,7 +315,7 @@ class Runner:
         for row, outcome in finished:
             if outcome is _NO_OUTCOME:
                 continue
-            job = Job(row.ident, row.line, row.messages, implicit=row.key == line_key(row.line))
+            job = Job(row.ident, row.line, implicit=row.key == line_key(row.line))
             rows_out.append(outcome_row(job, outcome, full=self.full))
             if outcome.ok:
                 self.report.healed += 1
@@ -395,7 +400,7 @@ class Runner:
         if error is None and part.status == "failed":  # resumed: ask again why
             retrieve = partial(self.provider.retrieve, batch_id)
             error = self._patiently(retrieve, f"checking batch {batch_id}").error
-        members = {row.seq for row in self.ledger.rows("part = ?", (part.id,))}
+        members = self.ledger.seqs(part.id)
         took = max(time.time() - (part.submitted_at or time.time()), 0.0)
 
         def download() -> dict[int, Result]:
@@ -418,9 +423,13 @@ class Runner:
                 missing = Result(failure="api_error", message=redact_text(why))
             for seq in members - results.keys():
                 results[seq] = dataclasses.replace(missing, elapsed_s=took)
-        usage = _usage(results.values())
+        calls = {
+            seq: _call_result(result) for seq, result in results.items() if result.body is not None
+        }
+        usage = _usage(calls.values())
         state = "cancelled" if stopped else "collected"
         self.ledger.collect(part, results, usage, state=state)
+        self._fresh.update(((seq, part.round), call) for seq, call in calls.items())
         self._event("collected", part=part.id, round=part.round, results=len(results))
 
     # -- helpers ----------------------------------------------------------------------------
@@ -473,11 +482,12 @@ class Runner:
     def _step(self, row: Row) -> bytes | Outcome[Any]:
         """The row's run rebuilt from its results: its next request as a batch line, or its
         outcome."""
+        fresh = [self._fresh.pop((row.seq, index), None) for index in range(len(row.results))]
         step = self.healer._replay(
             row.messages,
-            _attempts(row.results, self.resubmits),
+            _attempts(row.results, self.resubmits, fresh),
             context=row.context,
-            **self.params,
+            **{**self.params, **row.params},
         )
         if not isinstance(step, ModelCall):
             return step
@@ -612,13 +622,19 @@ def _key_of(row: Mapping[str, Any]) -> str:
     return row_key(row) or ""
 
 
-def _attempts(results: Sequence[Result], resubmits: int) -> list[CallResult]:
+def _attempts(
+    results: Sequence[Result], resubmits: int, read: Sequence[CallResult | None] = ()
+) -> list[CallResult]:
     """A row's results as the engine's model calls: the first `resubmits` transient failures
     left out (their requests were sent again as they were); a later one is a failed call that
-    says how often it was resubmitted."""
+    says how often it was resubmitted. `read[i]`, when set, is result `i` already read."""
     calls: list[CallResult] = []
     spent = 0
-    for result in results:
+    for index, result in enumerate(results):
+        known = read[index] if index < len(read) else None
+        if known is not None and result.body is not None:
+            calls.append(known)
+            continue
         final = result
         if result.body is None and result.retry:
             if spent < resubmits:
@@ -666,18 +682,17 @@ def _redacted_fault(fault: ProviderFault | None) -> ProviderFault | None:
     return dataclasses.replace(fault, code=code, message=message, param=param)
 
 
-def _usage(results: Iterable[Result]) -> tuple[int, int, float | None]:
+def _usage(calls: Iterable[CallResult]) -> tuple[int, int, float | None]:
+    """The tokens and cost of a part's answered calls."""
     prompt = completion = 0
     cost: float | None = 0.0
-    for result in results:
-        if result.body is None:
-            continue
-        usage = replied(dict(result.body)).reply
-        if usage is None or usage.usage is None:
+    for call in calls:
+        reply = call.reply
+        if reply is None or reply.usage is None:
             cost = None
             continue
-        prompt += usage.usage.prompt_tokens
-        completion += usage.usage.completion_tokens
-        spent = usage.usage.cost
+        prompt += reply.usage.prompt_tokens
+        completion += reply.usage.completion_tokens
+        spent = reply.usage.cost
         cost = None if spent is None or cost is None else cost + spent * BATCH_DISCOUNT
     return prompt, completion, cost
