@@ -55,7 +55,7 @@ def _anthropic(obj: Any) -> Reply:
     content: str | None = "".join(texts) if texts else None
     thoughts = [str(_get(b, "thinking") or "") for b in blocks if _get(b, "type") == "thinking"]
     calls = tuple(
-        ToolCall(str(_get(b, "name") or ""), _dumps(_get(b, "input")))
+        ToolCall(str(_get(b, "name") or ""), _dumps(_get(b, "input")), _opt_str(_get(b, "id")))
         for b in blocks
         if _get(b, "type") == "tool_use"
     )

@@ -115,6 +115,14 @@ class HealingClient(HealingAdapter):
 
         return send
 
+    def _tool_sender(self, params: dict[str, Any]) -> Send:
+        wrapped = self.wrapped
+
+        def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
+            return wrapped.chat.completions.create, request, _READ_COMPLETION
+
+        return send
+
     def _stream_params(self, params: dict[str, Any]) -> None:
         # the usage arrives in a last chunk only when asked for
         params.setdefault("stream_options", {"include_usage": True})

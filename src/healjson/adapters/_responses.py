@@ -41,11 +41,13 @@ from healjson._providers.openai_responses import (
 )
 
 from ._base import UNSET, Exchange, NotACompletion, _async_call, _sync_call
+from ._tools import check_tool_call, heal_tool_calls, tool_spec
 from ._format import check_mode
 
 __all__ = ["REPAIRS", "Responses"]
 
 REPAIRS: Final = ("input", "previous_response_id")
+_NO_TARGET: Any = None  # a driver without a JSON tier never shapes a request for a target
 _DEFAULT_POLICY = HealPolicy()
 
 
@@ -110,17 +112,25 @@ class Responses:
         context: Mapping[str, Any] | None = None,
         json_mode: str | None = None,
         repair_via: str = "input",
+        heal_tools: bool = False,
+        tool_contracts: Mapping[str, Iterable[Any]] | None = None,
         **kwargs: Any,
     ) -> Any:
         """`responses.create`; with `response_model=M` it returns `Outcome[M]` (an awaitable
-        of it for an async client; a healed stream with `stream=True`). `repair_via`: see the
+        of it for an async client; a healed stream with `stream=True`); with `heal_tools=True`
+        (and the caller's `tools=`) `Outcome[ToolCalls]` (see `_tools`). `repair_via`: see the
         module's docstring."""
         owner = self._owner
         core = owner._core  # a plain object: its attributes read fast (the adapter proxies)
-        if response_model is UNSET:
+        tools = heal_tools or tool_contracts is not None
+        if response_model is UNSET and not tools:
             return core.wrapped.responses.create(*args, **kwargs)
         if args:
             raise TypeError("responses.create takes keyword arguments only")
+        if tools:
+            check_tool_call(kwargs, response_model, UNSET, "responses.create")
+            if not heal_tools:
+                raise TypeError("tool_contracts= needs heal_tools=True")
         previous = repair_via != "input"
         if previous and repair_via not in REPAIRS:
             raise ValueError(f"repair_via must be one of {', '.join(REPAIRS)}; got {repair_via!r}")
@@ -132,6 +142,15 @@ class Responses:
             raise TypeError("responses.create needs input=...")
         text = kwargs.pop("text", None)
         conversation = Conversation(instructions, given, text, previous=previous)
+        if tools:
+            chosen = policy or core.policy or _DEFAULT_POLICY
+            spec = tool_spec(kwargs, tool_contracts, chosen, flat=True)
+            driver = _async_call if core.is_async else _sync_call
+            call = driver(None, None, _NO_TARGET, _sender(core, conversation, False))
+            messages = conversation.messages
+            return heal_tool_calls(
+                core.wrapped, core.is_async, call, spec, messages, context, kwargs
+            )
         forced = check_mode(json_mode) if json_mode is not None else None
         own = text is not None and isinstance(text, Mapping) and "format" in text
         tiers = None if own else core.tiers

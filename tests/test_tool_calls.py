@@ -1,0 +1,362 @@
+"""The caller's own tool calls, healed (`create(..., tools=[...], heal_tools=True)`): the real
+openai SDK over real HTTP against the scripted server, chat completions and the Responses API,
+sync and async. Each call of a reply is checked against its tool; a broken one is asked again
+alone; a forced call that never comes degrades with its own reason."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Literal
+
+import openai
+import pytest
+from pydantic import BaseModel, Field
+
+import healjson
+from healjson import Degraded, Flag, Healed, HealPolicy, Reason, ToolCalls, Violation, contract
+from healjson.testing import ScriptedReply, ScriptedServer
+
+Mode = Literal["sync", "async"]
+Api = Literal["chat", "responses"]
+WAYS = [(api, mode) for api in ("chat", "responses") for mode in ("sync", "async")]
+
+
+class Search(BaseModel):
+    """Search the catalogue."""
+
+    query: str
+    limit: int = Field(ge=1, le=50)
+
+
+class Weather(BaseModel):
+    """The weather in a city."""
+
+    city: str
+    days: int
+
+
+@contract(fields=("limit",))
+def small_pages(value: Search) -> Violation | None:
+    """At most 10 results a page."""
+    if value.limit > 10:
+        return Violation("limit must be at most 10 for a search")
+    return None
+
+
+def call(
+    name: str, arguments: str, call_id: str | None = None, *, index: int = 0
+) -> dict[str, Any]:
+    """A scripted tool call (OpenAI's chat shape; the server renders it for each route)."""
+    return {
+        "id": call_id or f"call_{name}_{index}",
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    }
+
+
+def calls(*made: dict[str, Any], content: str | None = None, finish: str = "tool_calls") -> Any:
+    return ScriptedReply(content=content, tool_calls=list(made), finish_reason=finish)
+
+
+def heal(api: Api, mode: Mode, server: ScriptedServer, **kwargs: Any) -> Any:
+    """One `heal_tools=True` call on a wrapped sync or async client, on `api`."""
+    kwargs.setdefault("model", "gpt-test")
+    kwargs.setdefault("tools", [Search, Weather])
+    kwargs["heal_tools"] = True
+    prompt = kwargs.pop("prompt", "Find red shoes and the weather in Oslo.")
+    if api == "chat":
+        kwargs.setdefault("messages", [{"role": "user", "content": prompt}])
+    else:
+        kwargs.setdefault("input", prompt)
+
+    def create(client: Any) -> Any:
+        if api == "chat":
+            return client.chat.completions.create(**kwargs)
+        return client.responses.create(**kwargs)
+
+    if mode == "sync":
+        with openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as sdk:
+            return create(healjson.wrap(sdk))
+
+    async def main() -> Any:
+        async with openai.AsyncOpenAI(
+            base_url=server.base_url, api_key="test", max_retries=0
+        ) as sdk:
+            return await create(healjson.wrap(sdk))
+
+    return asyncio.run(main())
+
+
+def value(outcome: Any) -> ToolCalls:
+    assert isinstance(outcome, Healed), outcome
+    assert isinstance(outcome.value, ToolCalls)
+    return outcome.value
+
+
+# -- valid answers -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+def test_valid_parallel_calls_are_healed_in_one_call_with_their_ids(api: Api, mode: Mode) -> None:
+    script = [
+        calls(
+            call("Search", '{"query": "red shoes", "limit": 5}', "call_a"),
+            call("Weather", '{"city": "Oslo", "days": 2}', "call_b"),
+            content="Looking both up.",
+        )
+    ]
+    with ScriptedServer(script) as server:
+        outcome = heal(api, mode, server)
+    answer = value(outcome)
+    assert 1 == len(server.requests)
+    assert "Looking both up." == answer.text
+    assert ["call_a", "call_b"] == [c.id for c in answer.calls]
+    assert Search(query="red shoes", limit=5) == answer.calls[0].arguments
+    assert Weather(city="Oslo", days=2) == answer.calls[1].arguments
+    assert all(c.ok and c.flags == () for c in answer.calls)
+
+
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+def test_text_without_a_call_is_a_valid_answer_when_calls_are_optional(
+    api: Api, mode: Mode
+) -> None:
+    with ScriptedServer(["No tool is needed: it is sunny."]) as server:
+        outcome = heal(api, mode, server)
+    assert ToolCalls("No tool is needed: it is sunny.", ()) == value(outcome)
+    assert 1 == len(server.requests)
+
+
+def test_tools_declared_from_models_are_sent_as_strict_function_tools() -> None:
+    with ScriptedServer([calls(call("Search", '{"query": "x", "limit": 1}'))]) as server:
+        heal("chat", "sync", server)
+        heal("responses", "sync", server)
+    chat, responses = (request.body or {} for request in server.requests)
+    function = chat["tools"][0]["function"]
+    assert ("Search", True) == (function["name"], function["strict"])
+    assert "Search the catalogue." == function["description"]
+    assert {"query", "limit"} == set(function["parameters"]["properties"])
+    flat = responses["tools"][0]
+    assert ("function", "Search", True) == (flat["type"], flat["name"], flat["strict"])
+
+
+# -- local repairs -----------------------------------------------------------------------------
+
+LOCAL = {
+    "fence": ('```json\n{"query": "red shoes", "limit": 5}\n```', Flag.CODE_FENCE),
+    "single quotes": ("{'query': 'red shoes', 'limit': 5}", Flag.SYNTAX_REPAIRED),
+    "trailing comma": ('{"query": "red shoes", "limit": 5,}', Flag.SYNTAX_REPAIRED),
+    "key case": ('{"Query": "red shoes", "LIMIT": 5}', Flag.KEYS_ALIGNED),
+    "string number": ('{"query": "red shoes", "limit": "5"}', Flag.COERCED),
+}
+
+
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+@pytest.mark.parametrize(("arguments", "flag"), LOCAL.values(), ids=LOCAL.keys())
+def test_each_local_repair_of_tool_arguments_heals_in_one_call(
+    api: Api, mode: Mode, arguments: str, flag: Flag
+) -> None:
+    script = [calls(call("Search", arguments), call("Weather", '{"city": "Oslo", "days": 1}'))]
+    with ScriptedServer(script) as server:
+        outcome = heal(api, mode, server)
+    answer = value(outcome)
+    assert 1 == len(server.requests)
+    assert Search(query="red shoes", limit=5) == answer.calls[0].arguments
+    assert flag in answer.calls[0].flags
+    assert flag in outcome.flags
+    assert arguments == answer.calls[0].raw
+    assert () == answer.calls[1].flags
+
+
+# -- repairs of broken calls -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+def test_one_broken_call_of_two_is_asked_again_alone(api: Api, mode: Mode) -> None:
+    script = [
+        calls(
+            call("Search", '{"query": "red shoes", "limit": "many"}', "call_a"),
+            call("Weather", '{"city": "Oslo", "days": 2}', "call_b"),
+        ),
+        calls(call("Search", '{"query": "red shoes", "limit": 5}', "call_c")),
+    ]
+    with ScriptedServer(script) as server:
+        outcome = heal(api, mode, server)
+    answer = value(outcome)
+    assert 2 == len(server.requests)
+    assert [Search(query="red shoes", limit=5), Weather(city="Oslo", days=2)] == [
+        c.arguments for c in answer.calls
+    ]
+    assert ["call_c", "call_b"] == [c.id for c in answer.calls]
+    assert ("calls[0]",) == outcome.changed_fields
+    repair = server.requests[1].messages
+    sent_back = [c["id"] for m in repair for c in m.get("tool_calls") or ()]
+    assert ["call_a", "call_b"] == sent_back  # the whole turn, as the protocol needs
+    answers = {m["tool_call_id"]: m["content"] for m in repair if m.get("role") == "tool"}
+    assert answers["call_b"].startswith("Accepted")
+    assert answers["call_a"].startswith("Rejected") and "limit" in answers["call_a"]
+    assert "`Search` (call_a)" in repair[-1]["content"]
+    assert "Weather" not in repair[-1]["content"]
+
+
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+def test_a_call_to_an_unknown_tool_is_repaired(api: Api, mode: Mode) -> None:
+    script = [
+        calls(call("find_products", '{"query": "red shoes"}', "call_x")),
+        calls(call("Search", '{"query": "red shoes", "limit": 3}', "call_y")),
+    ]
+    with ScriptedServer(script) as server:
+        outcome = heal(api, mode, server)
+    assert [("call_y", "Search")] == [(c.id, c.name) for c in value(outcome).calls]
+    first = outcome.attempts[0].diagnostics[0]
+    assert "`find_products` is not one" in first.constraint
+    assert "Search" in first.prescription and "Weather" in first.prescription
+
+
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+def test_per_tool_contracts_are_checked_and_a_breach_repaired(api: Api, mode: Mode) -> None:
+    script = [
+        calls(
+            call("Search", '{"query": "red shoes", "limit": 40}'),
+            call("Weather", '{"city": "Oslo", "days": 40}'),
+        ),
+        calls(call("Search", '{"query": "red shoes", "limit": 10}')),
+    ]
+    with ScriptedServer(script) as server:
+        outcome = heal(api, mode, server, tool_contracts={"Search": [small_pages]})
+    answer = value(outcome)
+    assert 10 == answer.calls[0].arguments.limit
+    assert 40 == answer.calls[1].arguments.days  # no contract of Weather's says otherwise
+    assert ("small_pages",) == outcome.contracts
+    breach = outcome.attempts[0].diagnostics[0]
+    assert ("calls[0].limit", "contract") == (breach.path, breach.source)
+
+
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+def test_arguments_cut_by_the_token_limit_are_asked_again(api: Api, mode: Mode) -> None:
+    script = [
+        calls(
+            call("Weather", '{"city": "Oslo", "days": 2}'),
+            call("Search", '{"query": "red sho'),
+            finish="length",
+        ),
+        calls(call("Search", '{"query": "red shoes", "limit": 2}')),
+    ]
+    with ScriptedServer(script) as server:
+        outcome = heal(api, mode, server, max_tokens=50 if api == "chat" else None)
+    answer = value(outcome)
+    assert ["Weather", "Search"] == [c.name for c in answer.calls]
+    assert "truncation" == outcome.attempts[0].diagnostics[0].source
+    assert Search(query="red shoes", limit=2) == answer.calls[1].arguments
+
+
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+def test_a_spent_budget_degrades_keeping_every_call_as_sent(api: Api, mode: Mode) -> None:
+    broken = '{"query": "red shoes", "limit": "many"}'
+    script = [calls(call("Search", broken), call("Weather", '{"city": "Oslo", "days": 2}'))]
+    with ScriptedServer(script, repeat=True) as server:
+        outcome = heal(api, mode, server, policy=HealPolicy(max_attempts=2))
+    assert isinstance(outcome, Degraded)
+    assert Reason.MAX_RETRIES_EXCEEDED == outcome.reason
+    assert 2 == len(server.requests)
+    partial = outcome.partial
+    assert isinstance(partial, ToolCalls)
+    assert [broken, '{"city": "Oslo", "days": 2}'] == [c.raw for c in partial.calls]
+    assert [False, True] == [c.ok for c in partial.calls]
+    assert broken == partial.calls[0].arguments
+    assert all(d.path.startswith("calls[0]") for d in outcome.errors)
+
+
+# -- forced calls ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+@pytest.mark.parametrize("choice", ["required", "named"])
+def test_a_forced_call_that_never_comes_degrades_with_its_own_reason(
+    api: Api, mode: Mode, choice: str
+) -> None:
+    if choice == "named":
+        forced: Any = (
+            {"type": "function", "function": {"name": "Search"}}
+            if api == "chat"
+            else {"type": "function", "name": "Search"}
+        )
+    else:
+        forced = "required"
+    with ScriptedServer(["I would rather chat."], repeat=True) as server:
+        outcome = heal(api, mode, server, tool_choice=forced, policy=HealPolicy(max_attempts=2))
+    assert isinstance(outcome, Degraded)
+    assert Reason.TOOL_CALL_MISSING == outcome.reason
+    assert 2 == len(server.requests)  # asked once more first
+    assert "made none" in server.requests[1].last_user_text
+    assert ToolCalls("I would rather chat.", ()) == outcome.partial
+
+
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+def test_a_forced_call_that_comes_on_the_repair_heals(api: Api, mode: Mode) -> None:
+    script = ["Sure, searching.", calls(call("Search", '{"query": "shoes", "limit": 1}'))]
+    with ScriptedServer(script) as server:
+        outcome = heal(api, mode, server, tool_choice="required")
+    assert ["Search"] == [c.name for c in value(outcome).calls]
+
+
+# -- the request is the caller's ---------------------------------------------------------------
+
+
+def test_without_heal_tools_a_call_passes_through_unchanged() -> None:
+    script = [calls(call("Search", "{'broken"))]
+    with (
+        ScriptedServer(script) as server,
+        openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as sdk,
+    ):
+        completion = healjson.wrap(sdk).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], tools=[]
+        )
+    assert "{'broken" == completion.choices[0].message.tool_calls[0].function.arguments
+
+
+def test_heal_tools_refuses_a_response_model_and_a_stream() -> None:
+    with (
+        ScriptedServer([]) as server,
+        openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as sdk,
+    ):
+        client = healjson.wrap(sdk)
+        base = {"model": "m", "messages": [], "tools": [Search], "heal_tools": True}
+        with pytest.raises(TypeError, match="response_model"):
+            client.chat.completions.create(**base, response_model=Search)
+        with pytest.raises(TypeError, match="stream"):
+            client.chat.completions.create(**base, stream=True)
+        with pytest.raises(TypeError, match="needs heal_tools"):
+            client.chat.completions.create(
+                model="m", messages=[], tools=[Search], tool_contracts={"Search": []}
+            )
+        with pytest.raises(ValueError, match="'Nope'"):
+            client.chat.completions.create(**base, tool_contracts={"Nope": []})
+    assert [] == server.requests
+
+
+def test_json_schema_tools_and_pydantic_function_tool_are_read() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city", "days"],
+        "additionalProperties": False,
+    }
+    tools = [
+        {"type": "function", "function": {"name": "weather", "parameters": schema}},
+        openai.pydantic_function_tool(Search),
+    ]
+    script = [
+        calls(
+            call("weather", '{"city": "Oslo", "days": 2}'),
+            call("Search", '{"query": "x", "limit": 2}'),
+        )
+    ]
+    with ScriptedServer(script) as server:
+        outcome = heal("chat", "sync", server, tools=tools)
+    answer = value(outcome)
+    assert {"city": "Oslo", "days": 2} == answer.calls[0].arguments
+    assert Search(query="x", limit=2) == answer.calls[1].arguments
+    assert json.loads(json.dumps(server.requests[0].body))["tools"][0]["function"]["name"] == (
+        "weather"
+    )
