@@ -157,7 +157,9 @@ GEMINI = {
     "function_call_args_as_json": (
         response(call(name="Ann", age=31)),
         # Gemini's calls carry no id: each gets its position's
-        Reply(None, "stop", tool_calls=(ToolCall("Person", '{"name": "Ann", "age": 31}', "call_0"),)),
+        Reply(
+            None, "stop", tool_calls=(ToolCall("Person", '{"name": "Ann", "age": 31}', "call_0"),)
+        ),
     ),
     "max_tokens": (response(gt.Part(text="{"), finish=FINISH.MAX_TOKENS), Reply("{", "length")),
     "safety": (response(finish=FINISH.SAFETY), Reply(None, "content_filter")),

@@ -92,7 +92,9 @@ def _compact(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
 def _outcome_with_calls() -> Any:
     healer: Healer[Any] = Healer(dict[str, int], policy=HealPolicy(max_attempts=1))
     reply = Reply(
-        "Calling.", "tool_calls", tool_calls=(ToolCall("weather", ARGS, "call_1"), ToolCall("x", "{}"))
+        "Calling.",
+        "tool_calls",
+        tool_calls=(ToolCall("weather", ARGS, "call_1"), ToolCall("x", "{}")),
     )
     return healer.run(lambda messages, **_: reply, "hi")
 

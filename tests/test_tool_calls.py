@@ -194,7 +194,8 @@ def test_one_broken_call_of_two_is_asked_again_alone(api: Api, mode: Mode) -> No
     assert ["call_a", "call_b"] == sent_back  # the whole turn, as the protocol needs
     answers = {m["tool_call_id"]: m["content"] for m in repair if m.get("role") == "tool"}
     assert answers["call_b"].startswith("Accepted")
-    assert answers["call_a"].startswith("Rejected") and "limit" in answers["call_a"]
+    assert answers["call_a"].startswith("Rejected")
+    assert "limit" in answers["call_a"]
     assert "`Search` (call_a)" in repair[-1]["content"]
     assert "Weather" not in repair[-1]["content"]
 
@@ -210,7 +211,8 @@ def test_a_call_to_an_unknown_tool_is_repaired(api: Api, mode: Mode) -> None:
     assert [("call_y", "Search")] == [(c.id, c.name) for c in value(outcome).calls]
     first = outcome.attempts[0].diagnostics[0]
     assert "`find_products` is not one" in first.constraint
-    assert "Search" in first.prescription and "Weather" in first.prescription
+    assert "Search" in first.prescription
+    assert "Weather" in first.prescription
 
 
 @pytest.mark.parametrize(("api", "mode"), WAYS)

@@ -77,10 +77,11 @@ def test_responses_sends_parallel_calls_verbatim_streamed_or_not() -> None:
         response = sdk.responses.create(model="m", input="Find shoes.")
         items = [i for i in response.output if i.type == "function_call"]
         _same([(i.call_id, i.name, i.arguments) for i in items])  # type: ignore[union-attr]
-        done = []
-        for event in sdk.responses.create(model="m", input="Find shoes.", stream=True):
-            if event.type == "response.function_call_arguments.done":
-                done.append(event.arguments)
+        done = [
+            event.arguments
+            for event in sdk.responses.create(model="m", input="Find shoes.", stream=True)
+            if event.type == "response.function_call_arguments.done"
+        ]
     assert [text for _, _, text in SENT] == done
 
 
@@ -94,7 +95,10 @@ def test_a_cut_call_is_sent_cut_with_the_token_limit_finish() -> None:
             for event in sdk.responses.create(model="m", input="x", stream=True)
             if event.type == "response.function_call_arguments.delta"
         )
-    assert ("length", CUT) == (choice.finish_reason, choice.message.tool_calls[0].function.arguments)  # type: ignore[union-attr,index]
+    assert ("length", CUT) == (
+        choice.finish_reason,
+        choice.message.tool_calls[0].function.arguments,
+    )  # type: ignore[union-attr,index]
     assert "incomplete" == response.status
     assert "max_output_tokens" == response.incomplete_details.reason  # type: ignore[union-attr]
     assert CUT == response.output[0].arguments  # type: ignore[union-attr]
@@ -108,11 +112,11 @@ def test_anthropic_streams_arguments_that_are_no_json_object(arguments: str) -> 
     )
     with (
         ScriptedServer([reply]) as server,
-        anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="test", max_retries=0) as sdk,
+        anthropic.Anthropic(
+            base_url=server.anthropic_base_url, api_key="test", max_retries=0
+        ) as sdk,
     ):
-        events = list(
-            sdk.messages.create(model="c", max_tokens=64, messages=USER, stream=True)
-        )
+        events = list(sdk.messages.create(model="c", max_tokens=64, messages=USER, stream=True))
     starts = [e for e in events if e.type == "content_block_start"]
     assert [("tool_use", "toolu_1", "search")] == [
         (s.content_block.type, s.content_block.id, s.content_block.name)  # type: ignore[union-attr]
@@ -133,7 +137,9 @@ def test_anthropic_refuses_such_arguments_in_a_whole_message() -> None:
     reply = ScriptedReply(tool_calls=[_call("search", BROKEN)])
     with (
         ScriptedServer([reply]) as server,
-        anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="test", max_retries=0) as sdk,
+        anthropic.Anthropic(
+            base_url=server.anthropic_base_url, api_key="test", max_retries=0
+        ) as sdk,
         pytest.raises(anthropic.InternalServerError, match="stream=True"),
     ):
         sdk.messages.create(model="c", max_tokens=64, messages=USER)

@@ -1,4 +1,4 @@
-"""The caller's own tool calls, healed: every call checked against its tool, broken ones asked again.
+"""The caller's own tool calls healed: each call checked against its tool, broken ones asked again.
 
 A request that declares tools (the caller's, not healjson's) may be answered with text, with
 calls, or with both. `tools_flow` judges every call of a reply on its own, against the tool it
@@ -241,7 +241,8 @@ def _judge(
         kept = {run.slots[i].call.id for i in range(len(run.slots)) if i not in pending}
         targets = pending
         fresh = [
-            _with_id(call, run.slots[at].call.id, kept) for call, at in zip(calls, pending, strict=True)
+            _with_id(call, run.slots[at].call.id or f"call_{at}", kept)
+            for call, at in zip(calls, pending, strict=True)
         ]
         run.changed.update(pending)
     elif pending and not calls:  # a repair answered without any call: the broken ones stay
@@ -255,13 +256,13 @@ def _judge(
         fresh = [_with_id(call, f"call_{i}", set()) for i, call in enumerate(calls)]
     ids = {run.slots[i].call.id for i in range(len(run.slots)) if i not in targets}
     last = len(calls) - 1
-    for position, (at, call) in enumerate(zip(targets, fresh, strict=True)):
-        if call.id in ids:  # two calls of one answer with one id: the later one renamed
-            call = replace(call, id=f"{call.id}_{at}")
-        ids.add(call.id or "")
+    for position, (at, made) in enumerate(zip(targets, fresh, strict=True)):
+        # two calls of one answer with one id: the later one renamed
+        one = replace(made, id=f"{made.id}_{at}") if made.id in ids else made
+        ids.add(one.id)
         # only the last call of a cut reply can have been cut
         finish = reply.finish_reason if position == last else None
-        run.slots[at] = yield from _judge_call(run.spec, call, finish, ctx, run)
+        run.slots[at] = yield from _judge_call(run.spec, one, finish, ctx, run)
     return targets
 
 
@@ -389,9 +390,7 @@ def _ask_again(run: _Run, pending: tuple[int, ...]) -> str:
     kept = len(run.slots) - len(broken)
     lines = [f"{len(broken)} of your {len(run.slots)} tool calls were rejected: {named}."]
     if kept:
-        lines.append(
-            f"The other {kept} were accepted as they are: do not make them again."
-        )
+        lines.append(f"The other {kept} were accepted as they are: do not make them again.")
     lines.append(
         f"Make the {len(broken)} rejected call{'s' if len(broken) != 1 else ''} again, corrected"
         " as the tool messages above say, in this order, and nothing else: each call complete"

@@ -350,7 +350,9 @@ class HealingAdapter:
         call = (_async_call if self.is_async else _sync_call)(
             None, None, _NO_TARGET, self._tool_sender(params)
         )
-        return heal_tool_calls(self.wrapped, self.is_async, call, spec, messages, context, params)
+        return heal_tool_calls(
+            self.wrapped, call, spec, messages, params, is_async=self.is_async, context=context
+        )
 
     def _tool_sender(self, params: dict[str, Any]) -> Send:
         """How a `heal_tools=True` call's requests reach the client (plain chat completions)."""

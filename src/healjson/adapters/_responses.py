@@ -41,8 +41,8 @@ from healjson._providers.openai_responses import (
 )
 
 from ._base import UNSET, Exchange, NotACompletion, _async_call, _sync_call
-from ._tools import check_tool_call, heal_tool_calls, tool_spec
 from ._format import check_mode
+from ._tools import check_tool_call, heal_tool_calls, tool_spec
 
 __all__ = ["REPAIRS", "Responses"]
 
@@ -149,7 +149,7 @@ class Responses:
             call = driver(None, None, _NO_TARGET, _sender(core, conversation, False))
             messages = conversation.messages
             return heal_tool_calls(
-                core.wrapped, core.is_async, call, spec, messages, context, kwargs
+                core.wrapped, call, spec, messages, kwargs, is_async=core.is_async, context=context
             )
         forced = check_mode(json_mode) if json_mode is not None else None
         own = text is not None and isinstance(text, Mapping) and "format" in text

@@ -36,9 +36,7 @@ __all__ = ["check_tool_call", "heal_tool_calls", "tool_spec"]
 _NO_CONTRACTS = ContractContext()
 
 
-def check_tool_call(
-    params: Mapping[str, Any], response_model: Any, unset: Any, where: str
-) -> None:
+def check_tool_call(params: Mapping[str, Any], response_model: Any, unset: Any, where: str) -> None:
     """Raise TypeError for a `heal_tools=True` call healjson cannot heal as asked."""
     if response_model is not unset:
         raise TypeError(
@@ -173,12 +171,13 @@ def _context(
 
 def heal_tool_calls(
     client: Any,
-    is_async: bool,
     call: Callable[..., Any],
     spec: ToolSpec,
     messages: Any,
-    context: Mapping[str, Any] | None,
     params: dict[str, Any],
+    *,
+    is_async: bool,
+    context: Mapping[str, Any] | None,
 ) -> Outcome[ToolCalls] | Any:
     """The run (an awaitable of its outcome for an async client)."""
     original = normalise_messages(messages)
