@@ -68,6 +68,11 @@ def check_validate_and_healer() -> None:
     if isinstance(outcome, Healed):
         assert_type(outcome.value, Order)
     assert_type(healjson.validate("[]", Literal["a", "b"]), Outcome[Any])
+    schema: dict[str, Any] = {"type": "object", "properties": {"total": {"type": "number"}}}
+    assert_type(healjson.validate('{"total": 1}', schema), Outcome[Any])
+    assert_type(healjson.validate("{}", {"type": "object"}), Outcome[Any])
+    assert_type(Healer(schema), Healer[Any])
+    assert_type(Healer(schema).run(model_call, "total?"), Outcome[Any])
     healer = Healer(Order)
     assert_type(healer, Healer[Order])
     assert_type(healer.run(model_call, "total?"), Outcome[Order])
