@@ -49,6 +49,21 @@ class HealingCompletions(Protocol):
     def create(
         self,
         *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> HealStream[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
         response_model: type[T],
         messages: Iterable[Any],
         stream: Literal[False] = ...,
@@ -60,6 +75,21 @@ class HealingCompletions(Protocol):
         json_mode: str | None = ...,
         **kwargs: Any,
     ) -> Outcome[T]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> Outcome[Any]: ...
     @overload
     def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...  # passthrough
     @overload
@@ -103,6 +133,21 @@ class AsyncHealingCompletions(Protocol):
     def create(
         self,
         *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> AsyncHealStream[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
         response_model: type[T],
         messages: Iterable[Any],
         stream: Literal[False] = ...,
@@ -114,6 +159,21 @@ class AsyncHealingCompletions(Protocol):
         json_mode: str | None = ...,
         **kwargs: Any,
     ) -> Coroutine[Any, Any, Outcome[T]]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Outcome[Any]]: ...
     @overload
     def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...
     @overload
@@ -157,6 +217,21 @@ class HealingResponses(Protocol):
     def create(
         self,
         *,
+        response_model: Mapping[str, Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        repair_via: Literal["input", "previous_response_id"] = ...,
+        **kwargs: Any,
+    ) -> HealStream[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
         response_model: type[T],
         stream: Literal[False] = ...,
         contracts: Iterable[Rule[T]] = ...,
@@ -168,6 +243,21 @@ class HealingResponses(Protocol):
         repair_via: Literal["input", "previous_response_id"] = ...,
         **kwargs: Any,
     ) -> Outcome[T]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        repair_via: Literal["input", "previous_response_id"] = ...,
+        **kwargs: Any,
+    ) -> Outcome[Any]: ...
     @overload
     def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...  # passthrough
     @overload
@@ -227,6 +317,21 @@ class AsyncHealingResponses(Protocol):
     def create(
         self,
         *,
+        response_model: Mapping[str, Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        repair_via: Literal["input", "previous_response_id"] = ...,
+        **kwargs: Any,
+    ) -> AsyncHealStream[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
         response_model: type[T],
         stream: Literal[False] = ...,
         contracts: Iterable[Rule[T]] = ...,
@@ -238,6 +343,21 @@ class AsyncHealingResponses(Protocol):
         repair_via: Literal["input", "previous_response_id"] = ...,
         **kwargs: Any,
     ) -> Coroutine[Any, Any, Outcome[T]]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        repair_via: Literal["input", "previous_response_id"] = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Outcome[Any]]: ...
     @overload
     def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...  # passthrough
     @overload

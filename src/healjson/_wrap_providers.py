@@ -41,6 +41,20 @@ class _Messages(Protocol):
     def create(
         self,
         *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> HealStream[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
         response_model: type[T],
         messages: Iterable[Any],
         stream: Literal[False] = ...,
@@ -51,6 +65,20 @@ class _Messages(Protocol):
         context: Mapping[str, Any] | None = ...,
         **kwargs: Any,
     ) -> Outcome[T]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Outcome[Any]: ...
     @overload
     def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...  # passthrough
     @overload
@@ -66,6 +94,19 @@ class _Messages(Protocol):
         context: Mapping[str, Any] | None = ...,
         **kwargs: Any,
     ) -> HealStream[T]: ...
+    @overload
+    def stream(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> HealStream[Any]: ...
     @overload
     def stream(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...
     def __getattr__(self, name: str) -> Any: ...
@@ -90,6 +131,20 @@ class _AsyncMessages(Protocol):
     def create(
         self,
         *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> AsyncHealStream[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
         response_model: type[T],
         messages: Iterable[Any],
         stream: Literal[False] = ...,
@@ -100,6 +155,20 @@ class _AsyncMessages(Protocol):
         context: Mapping[str, Any] | None = ...,
         **kwargs: Any,
     ) -> Coroutine[Any, Any, Outcome[T]]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Outcome[Any]]: ...
     @overload
     def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...
     @overload
@@ -115,6 +184,19 @@ class _AsyncMessages(Protocol):
         context: Mapping[str, Any] | None = ...,
         **kwargs: Any,
     ) -> AsyncHealStream[T]: ...
+    @overload
+    def stream(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> AsyncHealStream[Any]: ...
     @overload
     def stream(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...
     def __getattr__(self, name: str) -> Any: ...
@@ -157,6 +239,20 @@ class HealingFunction(Protocol):
     def __call__(
         self,
         *,
+        response_model: Mapping[str, Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> HealStream[Any]: ...
+    @overload
+    def __call__(
+        self,
+        *,
         response_model: type[T],
         stream: Literal[False] = ...,
         contracts: Iterable[Rule[T]] = ...,
@@ -167,6 +263,20 @@ class HealingFunction(Protocol):
         json_mode: str | None = ...,
         **kwargs: Any,
     ) -> Outcome[T]: ...
+    @overload
+    def __call__(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> Outcome[Any]: ...
     @overload
     def __call__(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...
     def __getattr__(self, name: str) -> Any: ...
@@ -194,6 +304,20 @@ class AsyncHealingFunction(Protocol):
     def __call__(
         self,
         *,
+        response_model: Mapping[str, Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> AsyncHealStream[Any]: ...
+    @overload
+    def __call__(
+        self,
+        *,
         response_model: type[T],
         stream: Literal[False] = ...,
         contracts: Iterable[Rule[T]] = ...,
@@ -204,6 +328,20 @@ class AsyncHealingFunction(Protocol):
         json_mode: str | None = ...,
         **kwargs: Any,
     ) -> Coroutine[Any, Any, Outcome[T]]: ...
+    @overload
+    def __call__(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Outcome[Any]]: ...
     @overload
     def __call__(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...
     def __getattr__(self, name: str) -> Any: ...

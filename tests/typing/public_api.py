@@ -68,6 +68,11 @@ def check_validate_and_healer() -> None:
     if isinstance(outcome, Healed):
         assert_type(outcome.value, Order)
     assert_type(healjson.validate("[]", Literal["a", "b"]), Outcome[Any])
+    schema: dict[str, Any] = {"type": "object", "properties": {"total": {"type": "number"}}}
+    assert_type(healjson.validate('{"total": 1}', schema), Outcome[Any])
+    assert_type(healjson.validate("{}", {"type": "object"}), Outcome[Any])
+    assert_type(Healer(schema), Healer[Any])
+    assert_type(Healer(schema).run(model_call, "total?"), Outcome[Any])
     healer = Healer(Order)
     assert_type(healer, Healer[Order])
     assert_type(healer.run(model_call, "total?"), Outcome[Order])
@@ -91,6 +96,12 @@ def check_decorator() -> None:
         return f"the order for {topic}"
 
     assert_type(extract("total?"), Outcome[Order])
+
+    @healjson.heal({"type": "object"})
+    def extract_any(messages: list[dict[str, str]], **params: object) -> str:
+        return "{}"
+
+    assert_type(extract_any("total?"), Outcome[Any])
     assert_type(asyncio.run(aextract("total?")), Outcome[Order])
     assert_type(prompt("a pen", lang="de"), Outcome[Order])
     prompt(3)  # type: ignore[arg-type]
@@ -115,6 +126,20 @@ def check_wrap() -> None:
         contracts=[known_urgency],  # type: ignore[list-item]
     )
     client.models.list()  # everything else is the wrapped client's
+    schema: dict[str, Any] = {"type": "object", "properties": {"total": {"type": "number"}}}
+    assert_type(
+        client.chat.completions.create(model="m", messages=[], response_model=schema),
+        Outcome[Any],
+    )
+    assert_type(
+        client.chat.completions.create(
+            model="m", messages=[], response_model={"type": "array"}, stream=True
+        ),
+        HealStream[Any],
+    )
+    from_schema = aclient.chat.completions.create(model="m", messages=[], response_model=schema)
+    _ = assert_type(from_schema, Coroutine[Any, Any, Outcome[Any]])
+    from_schema.close()
 
 
 def stream_call(messages: Any, **params: Any) -> Iterator[str]:
