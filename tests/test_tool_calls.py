@@ -350,7 +350,7 @@ def test_json_schema_tools_and_pydantic_function_tool_are_read() -> None:
     ]
     script = [
         calls(
-            call("weather", '{"city": "Oslo", "days": 2}'),
+            call("weather", '{"city": "Oslo", "days": "2"}'),
             call("Search", '{"query": "x", "limit": 2}'),
         )
     ]
@@ -358,7 +358,33 @@ def test_json_schema_tools_and_pydantic_function_tool_are_read() -> None:
         outcome = heal("chat", "sync", server, tools=tools)
     answer = value(outcome)
     assert {"city": "Oslo", "days": 2} == answer.calls[0].arguments
+    assert Flag.COERCED in answer.calls[0].flags  # "2" -> 2, as the schema says
     assert Search(query="x", limit=2) == answer.calls[1].arguments
     assert json.loads(json.dumps(server.requests[0].body))["tools"][0]["function"]["name"] == (
         "weather"
     )
+
+
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+def test_a_json_schema_tool_is_validated_against_its_schema(api: Api, mode: Mode) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer", "maximum": 14}},
+        "required": ["city", "days"],
+    }
+    if api == "chat":
+        tool: dict[str, Any] = {
+            "type": "function",
+            "function": {"name": "weather", "parameters": schema},
+        }
+    else:
+        tool = {"type": "function", "name": "weather", "parameters": schema, "strict": False}
+    script = [
+        calls(call("weather", '{"city": "Oslo", "days": 30}', "call_1")),
+        calls(call("weather", '{"city": "Oslo", "days": 14}', "call_2")),
+    ]
+    with ScriptedServer(script) as server:
+        outcome = heal(api, mode, server, tools=[tool])
+    assert [{"city": "Oslo", "days": 14}] == [c.arguments for c in value(outcome).calls]
+    assert "calls[0].days" == outcome.attempts[0].diagnostics[0].path
+    assert tool == (server.requests[0].body or {})["tools"][0]  # sent as the caller wrote it

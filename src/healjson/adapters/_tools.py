@@ -98,36 +98,18 @@ def _read_tool(tool: Any, *, flat: bool) -> tuple[str, Target[Any], Any] | None:
     model = getattr(holder, "model", None) or getattr(tool, "model", None)
     if isinstance(model, type) and issubclass(model, BaseModel):
         return name, target_for(model), tool
-    return name, _schema_target(holder.get("parameters")), tool
+    return name, _schema_target(name, holder.get("parameters")), tool
 
 
-def _schema_target(parameters: Any) -> Target[Any]:
+def _schema_target(name: str, parameters: Any) -> Target[Any]:
     """The target of a tool declared by a JSON schema (none: any JSON object)."""
     if parameters is None:
         return target_for(dict[str, Any])
     if not isinstance(parameters, Mapping):
         raise ValueError(f"tools: parameters must be a JSON schema object, got {parameters!r}")
-    try:
-        return target_for(dict(parameters))
-    except TypeError:  # TEMPORARY until JSON-schema targets land: validated by jsonschema
-        return _jsonschema_target(dict(parameters))
-
-
-def _jsonschema_target(schema: dict[str, Any]) -> Target[Any]:
-    from typing import Annotated
-
-    import jsonschema
-    from pydantic import AfterValidator, WithJsonSchema
-
-    checker = jsonschema.Draft202012Validator(schema)
-
-    def check(value: dict[str, Any]) -> dict[str, Any]:
-        error = jsonschema.exceptions.best_match(checker.iter_errors(value))
-        if error is not None:
-            raise ValueError(error.message)
-        return value
-
-    return target_for(Annotated[dict[str, Any], AfterValidator(check), WithJsonSchema(schema)])
+    schema = dict(parameters)
+    schema.setdefault("title", name)  # the target's name in what the model is told
+    return target_for(schema)
 
 
 def _wire_tool(model: type[BaseModel], *, flat: bool) -> dict[str, Any]:
