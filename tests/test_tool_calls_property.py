@@ -1,0 +1,119 @@
+"""A property of healed tool calls: whatever way a call's arguments are broken (the kit's
+`corrupted` renderings), the run never raises and never hands back wrong arguments: a call
+healed locally (one model call) has exactly the arguments the model meant; a call no local
+repair can save is asked again alone; when the budget is spent the outcome is `Degraded` with
+every call as sent. The flow runs on a scripted call (no HTTP: hundreds of runs in seconds);
+the HTTP path is tests/test_tool_calls.py's."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from healjson import Degraded, Healed, HealPolicy, Reason, Reply, ToolCall, ToolCalls
+from healjson._core.contracts import ContractContext
+from healjson._core.drive import drive_sync
+from healjson._core.target import target_for
+from healjson._core.tools import Tool, ToolSpec, tools_flow
+from healjson.testing import Corruption, corrupted
+
+
+class Order(BaseModel):
+    sku: str
+    qty: int
+    gift: bool
+    notes: list[str]
+    discount: float | None = None
+
+
+class Ping(BaseModel):
+    host: str
+
+
+PING = ToolCall("ping", '{"host": "a.example"}', "call_ping")
+USER = ({"role": "user", "content": "Order it and ping."},)
+
+orders = st.builds(
+    Order,
+    sku=st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12),
+    qty=st.integers(-(10**6), 10**6),
+    gift=st.booleans(),
+    notes=st.lists(st.text(max_size=8), max_size=3),
+    discount=st.none() | st.floats(-100, 100, allow_nan=False).map(lambda f: round(f, 3)),
+)
+
+
+def spec(attempts: int) -> ToolSpec:
+    tools = {"order": Tool("order", target_for(Order)), "ping": Tool("ping", target_for(Ping))}
+    return ToolSpec(tools, HealPolicy(max_attempts=attempts))
+
+
+def run(replies: list[Reply], attempts: int) -> tuple[Any, list[Any]]:
+    sent: list[Any] = []
+
+    def call(messages: list[dict[str, Any]], **params: Any) -> Reply:
+        sent.append(messages)
+        return replies[min(len(sent), len(replies)) - 1]
+
+    flow = tools_flow(spec(attempts), USER, {}, ContractContext())
+    return drive_sync(flow, call), sent
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), order=orders)
+def test_a_broken_call_is_healed_exactly_or_asked_again_alone(data: Any, order: Order) -> None:
+    broken: Corruption = data.draw(corrupted(order))
+    made = ToolCall("order", broken.text, "call_order")
+    fixed = ToolCall("order", order.model_dump_json(), "call_again")
+    first = Reply(None, broken.finish_reason or "tool_calls", tool_calls=(PING, made))
+    outcome, sent = run([first, Reply(None, "tool_calls", tool_calls=(fixed,))], attempts=2)
+
+    assert isinstance(outcome, Healed), outcome
+    answer = outcome.value
+    assert isinstance(answer, ToolCalls)
+    assert [Ping(host="a.example"), order] == [c.arguments for c in answer.calls]
+    assert "call_ping" == answer.calls[0].id
+    if broken.recoverable:  # every local repair heals in the first call
+        assert 1 == len(sent)
+        assert broken.text == answer.calls[1].raw
+    else:  # a cut call: asked again, alone
+        assert 2 == len(sent)
+        assert outcome.attempts[0].diagnostics
+        asked = sent[1]
+        answers = [m for m in asked if m.get("role") == "tool"]
+        assert ["call_ping", "call_order"] == [m["tool_call_id"] for m in answers]
+        assert answers[0]["content"].startswith("Accepted")
+        assert "`order` (call_order)" in asked[-1]["content"]
+        assert "`ping`" not in asked[-1]["content"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data(), order=orders)
+def test_a_call_never_saved_degrades_with_every_call_as_sent(data: Any, order: Order) -> None:
+    broken: Corruption = data.draw(corrupted(order))
+    wrong = json.dumps({**order.model_dump(mode="json"), "qty": "a few"})
+    texts = [broken.text, wrong]
+    made = ToolCall("order", texts[data.draw(st.integers(0, 1))], "call_order")
+    finish = broken.finish_reason if made.arguments == broken.text else "tool_calls"
+    reply = Reply("Doing both.", finish, tool_calls=(PING, made))
+    outcome, sent = run([reply], attempts=2)
+
+    if isinstance(outcome, Healed):  # only a local repair heals it: the exact arguments
+        assert made.arguments == broken.text
+        assert broken.recoverable
+        assert order == outcome.value.calls[1].arguments
+        return
+    assert isinstance(outcome, Degraded)
+    assert outcome.reason in (Reason.MAX_RETRIES_EXCEEDED, Reason.TOKEN_TRUNCATED)
+    assert 2 == len(sent)
+    partial = outcome.partial
+    assert isinstance(partial, ToolCalls)
+    assert "Doing both." == partial.text
+    assert [PING.arguments, made.arguments] == [c.raw for c in partial.calls]
+    assert [True, False] == [c.ok for c in partial.calls]
+    assert made.arguments == partial.calls[1].arguments  # as sent, never a guess
+    assert all(d.path.startswith("calls[1]") for d in outcome.errors)
