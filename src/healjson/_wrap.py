@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ._core.contracts import Rule
     from ._core.outcome import Outcome
     from ._core.stream.run import AsyncHealStream, HealStream
+    from ._core.tools import ToolCalls
     from ._wrap_providers import (
         AsyncHealingAnthropic,
         AsyncHealingFunction,
@@ -90,6 +91,17 @@ class HealingCompletions(Protocol):
         json_mode: str | None = ...,
         **kwargs: Any,
     ) -> Outcome[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Outcome[ToolCalls]: ...
     @overload
     def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...  # passthrough
     @overload
@@ -175,6 +187,17 @@ class AsyncHealingCompletions(Protocol):
         **kwargs: Any,
     ) -> Coroutine[Any, Any, Outcome[Any]]: ...
     @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Outcome[ToolCalls]]: ...
+    @overload
     def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...
     @overload
     def parse(
@@ -258,6 +281,17 @@ class HealingResponses(Protocol):
         repair_via: Literal["input", "previous_response_id"] = ...,
         **kwargs: Any,
     ) -> Outcome[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Outcome[ToolCalls]: ...
     @overload
     def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...  # passthrough
     @overload
@@ -358,6 +392,17 @@ class AsyncHealingResponses(Protocol):
         repair_via: Literal["input", "previous_response_id"] = ...,
         **kwargs: Any,
     ) -> Coroutine[Any, Any, Outcome[Any]]: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Outcome[ToolCalls]]: ...
     @overload
     def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...  # passthrough
     @overload

@@ -237,3 +237,27 @@ def check_wrap_anthropic_and_functions() -> None:
     apending = ahealed(model="m", messages=[], response_model=Order)
     _ = assert_type(apending, Coroutine[Any, Any, Outcome[Order]])
     apending.close()
+
+
+def check_tool_calls() -> None:
+    client = healjson.wrap(openai.OpenAI(api_key="x"))
+    outcome = client.chat.completions.create(
+        model="m", messages=[], tools=[Order], heal_tools=True, tool_contracts={"Order": [positive]}
+    )
+    assert_type(outcome, Outcome[healjson.ToolCalls])
+    if isinstance(outcome, Healed):
+        assert_type(outcome.value.text, str | None)
+        assert_type(outcome.value.calls, tuple[healjson.HealedCall, ...])
+    assert_type(
+        client.responses.create(model="m", input="x", tools=[Order], heal_tools=True),
+        Outcome[healjson.ToolCalls],
+    )
+    aclient = healjson.wrap(openai.AsyncOpenAI(api_key="x"))
+    pending = aclient.chat.completions.create(
+        model="m", messages=[], tools=[Order], heal_tools=True
+    )
+    _ = assert_type(pending, Coroutine[Any, Any, Outcome[healjson.ToolCalls]])
+    pending.close()
+    apending = aclient.responses.create(model="m", input="x", tools=[Order], heal_tools=True)
+    _ = assert_type(apending, Coroutine[Any, Any, Outcome[healjson.ToolCalls]])
+    apending.close()
