@@ -388,3 +388,25 @@ def test_a_json_schema_tool_is_validated_against_its_schema(api: Api, mode: Mode
     assert [{"city": "Oslo", "days": 14}] == [c.arguments for c in value(outcome).calls]
     assert "calls[0].days" == outcome.attempts[0].diagnostics[0].path
     assert tool == (server.requests[0].body or {})["tools"][0]  # sent as the caller wrote it
+
+
+def test_the_record_and_the_trace_show_each_call_and_the_repair_exchange() -> None:
+    script = [
+        calls(
+            call("Search", '{"query": "shoes", "limit": "many"}', "call_a"),
+            call("Weather", '{"city": "Oslo", "days": "2"}', "call_b"),
+        ),
+        calls(call("Search", '{"query": "shoes", "limit": 5}', "call_c")),
+    ]
+    with ScriptedServer(script) as server:
+        outcome = heal("chat", "sync", server)
+    record = json.loads(json.dumps(outcome.to_dict()))
+    assert {"query": "shoes", "limit": 5} == record["value"]["calls"][0]["arguments"]
+    assert ["coerced"] == record["value"]["calls"][1]["flags"]  # per call
+    assert "call_a" == record["attempts"][0]["tool_calls"][0]["id"]
+    trace = outcome.trace()
+    assert "Repair messages sent after the request" in trace
+    assert "**tool** (answering call_b)" in trace
+    assert "Accepted" in trace
+    assert "- **Tool call** `Search` (call_c)" in trace
+    assert "resent unchanged" not in trace

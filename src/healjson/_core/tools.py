@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from .check import Evaluation, evaluate
 from .contracts import Contract, ContractContext
-from .diagnostic import ROOT, Diagnostic, Source
+from .diagnostic import ROOT, Diagnostic, Source, _jsonable
 from .effects import AwaitAll, CallResult, ModelCall
 from .engine import (
     _budget,
@@ -86,6 +86,28 @@ class ToolCalls:
     def named(self, name: str) -> tuple[HealedCall, ...]:
         """The calls of the tool `name`, in order."""
         return tuple(call for call in self.calls if call.name == name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready data: the text and each call (`arguments` as JSON data), as outcome
+        records and traces show the value."""
+        return {
+            "text": self.text,
+            "calls": [
+                {
+                    "id": call.id,
+                    "name": call.name,
+                    "arguments": _jsonable(call.arguments),
+                    "raw": call.raw,
+                    "ok": call.ok,
+                    "flags": [str(flag) for flag in call.flags],
+                }
+                for call in self.calls
+            ],
+        }
+
+    def model_dump(self, mode: str = "json") -> dict[str, Any]:
+        """`to_dict()`, under the name value renderers read (as for a pydantic model)."""
+        return self.to_dict()
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,14 +409,25 @@ def _call_problems(slot: _Slot) -> str:
 def _ask_again(run: _Run, pending: tuple[int, ...]) -> str:
     broken = [run.slots[i].call for i in pending]
     named = ", ".join(f"`{call.name}` ({call.id})" for call in broken)
-    kept = len(run.slots) - len(broken)
-    lines = [f"{len(broken)} of your {len(run.slots)} tool calls were rejected: {named}."]
+    count, total = len(broken), len(run.slots)
+    kept = total - count
+    calls = "call" if count == 1 else "calls"
+    lines = [
+        f"Your tool call was rejected: {named}."
+        if total == 1
+        else f"{count} of your {total} tool calls {'was' if count == 1 else 'were'} rejected: "
+        f"{named}."
+    ]
     if kept:
-        lines.append(f"The other {kept} were accepted as they are: do not make them again.")
+        lines.append(
+            "The other call was accepted as it is: do not make it again."
+            if kept == 1
+            else f"The other {kept} calls were accepted as they are: do not make them again."
+        )
     lines.append(
-        f"Make the {len(broken)} rejected call{'s' if len(broken) != 1 else ''} again, corrected"
-        " as the tool messages above say, in this order, and nothing else: each call complete"
-        " (every argument, as a JSON object matching the tool's parameters), to a declared tool."
+        f"Make the rejected {calls} again{' in this order' if count > 1 else ''}, corrected as "
+        "the tool messages above say, and no other call: each call complete (every argument, as "
+        "a JSON object matching the tool's parameters), to a declared tool."
     )
     return "\n".join(lines)
 
