@@ -410,3 +410,45 @@ def test_the_record_and_the_trace_show_each_call_and_the_repair_exchange() -> No
     assert "Accepted" in trace
     assert "- **Tool call** `Search` (call_c)" in trace
     assert "resent unchanged" not in trace
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_wrapped_instructor_client_heals_the_callers_own_tool_calls(mode: Mode) -> None:
+    import instructor
+
+    script = [
+        calls(
+            call("Search", '{"query": "shoes", "limit": 0}', "call_a"),
+            call("Weather", "{'city': 'Oslo', 'days': 1}", "call_b"),
+        ),
+        calls(call("Search", '{"query": "shoes", "limit": 1}', "call_c")),
+    ]
+    kwargs: dict[str, Any] = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "Shoes and Oslo."}],
+        "tools": [Search, Weather],
+        "heal_tools": True,
+        "max_retries": 1,  # instructor's keyword: two calls in all
+    }
+    with ScriptedServer(script) as server:
+        if mode == "sync":
+            with openai.OpenAI(base_url=server.base_url, api_key="t", max_retries=0) as sdk:
+                outcome = healjson.wrap(instructor.from_openai(sdk)).chat.completions.create(
+                    **kwargs
+                )
+        else:
+
+            async def main() -> Any:
+                async with openai.AsyncOpenAI(
+                    base_url=server.base_url, api_key="t", max_retries=0
+                ) as sdk:
+                    client = healjson.wrap(instructor.from_openai(sdk))
+                    return await client.chat.completions.create(**kwargs)
+
+            outcome = asyncio.run(main())
+    answer = value(outcome)
+    assert [Search(query="shoes", limit=1), Weather(city="Oslo", days=1)] == [
+        c.arguments for c in answer.calls
+    ]
+    assert 2 == outcome.max_attempts
+    assert "response_format" not in (server.requests[0].body or {})
