@@ -317,7 +317,7 @@ def test_without_heal_tools_a_call_passes_through_unchanged() -> None:
     assert "{'broken" == completion.choices[0].message.tool_calls[0].function.arguments
 
 
-def test_heal_tools_refuses_a_response_model_and_a_stream() -> None:
+def test_heal_tools_refuses_a_response_model_and_stray_tool_contracts() -> None:
     with (
         ScriptedServer([]) as server,
         openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as sdk,
@@ -326,8 +326,6 @@ def test_heal_tools_refuses_a_response_model_and_a_stream() -> None:
         base = {"model": "m", "messages": [], "tools": [Search], "heal_tools": True}
         with pytest.raises(TypeError, match="response_model"):
             client.chat.completions.create(**base, response_model=Search)
-        with pytest.raises(TypeError, match="stream"):
-            client.chat.completions.create(**base, stream=True)
         with pytest.raises(TypeError, match="needs heal_tools"):
             client.chat.completions.create(
                 model="m", messages=[], tools=[Search], tool_contracts={"Search": []}
@@ -452,3 +450,84 @@ def test_a_wrapped_instructor_client_heals_the_callers_own_tool_calls(mode: Mode
     ]
     assert 2 == outcome.max_attempts
     assert "response_format" not in (server.requests[0].body or {})
+
+
+# -- streamed ----------------------------------------------------------------------------------
+
+
+def heal_streamed(api: Api, mode: Mode, server: ScriptedServer, **kwargs: Any) -> Any:
+    """`heal_tools=True, stream=True`: (the text pieces iterated, the outcome)."""
+    kwargs.update(model="gpt-test", heal_tools=True, stream=True)
+    kwargs.setdefault("tools", [Search, Weather])
+    if api == "chat":
+        kwargs["messages"] = [{"role": "user", "content": "Shoes and Oslo."}]
+    else:
+        kwargs["input"] = "Shoes and Oslo."
+
+    def create(client: Any) -> Any:
+        return (client.chat.completions if api == "chat" else client.responses).create(
+            **kwargs
+        )
+
+    if mode == "sync":
+        with openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as sdk:
+            stream = create(healjson.wrap(sdk))
+            pieces = list(stream)
+            return pieces, stream.outcome
+
+    async def main() -> Any:
+        async with openai.AsyncOpenAI(
+            base_url=server.base_url, api_key="test", max_retries=0
+        ) as sdk:
+            stream = await create(healjson.wrap(sdk))
+            pieces = [piece async for piece in stream]
+            return pieces, stream.outcome
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+def test_a_streamed_run_yields_the_text_and_heals_the_calls(api: Api, mode: Mode) -> None:
+    script = [
+        ScriptedReply(
+            content="Looking both up now.",
+            tool_calls=[
+                call("Search", "{'query': 'red shoes', 'limit': 'many'}", "call_a"),
+                call("Weather", '{"city": "Oslo", "days": "2"}', "call_b"),
+            ],
+            finish_reason="tool_calls",
+            chunk_chars=3,
+        ),
+        ScriptedReply(
+            tool_calls=[call("Search", '{"query": "red shoes", "limit": 4}', "call_c")],
+            finish_reason="tool_calls",
+            chunk_chars=3,
+        ),
+    ]
+    with ScriptedServer(script) as server:
+        pieces, outcome = heal_streamed(api, mode, server)
+    assert "Looking both up now." == "".join(pieces)
+    assert len(pieces) > 1  # as it arrived
+    answer = value(outcome)
+    assert ["call_c", "call_b"] == [c.id for c in answer.calls]
+    assert [Search(query="red shoes", limit=4), Weather(city="Oslo", days=2)] == [
+        c.arguments for c in answer.calls
+    ]
+    assert "Looking both up now." == answer.text
+    assert all(request.streamed for request in server.requests)
+    assert 2 == len(server.requests)
+
+
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+def test_a_streamed_cut_call_and_a_dropped_stream(api: Api, mode: Mode) -> None:
+    cut = ScriptedReply(
+        tool_calls=[call("Search", '{"query": "red sh')], finish_reason="length", chunk_chars=4
+    )
+    dropped = ScriptedReply(
+        tool_calls=[call("Search", '{"query": "red shoes", "limit": 4}')], cut_after_chars=8
+    )
+    with ScriptedServer([cut, dropped]) as server:
+        _, outcome = heal_streamed(api, mode, server)
+    assert isinstance(outcome, Degraded)
+    assert Reason.API_ERROR == outcome.reason
+    assert "truncation" == outcome.attempts[0].diagnostics[0].source

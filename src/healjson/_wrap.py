@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         HealingAnthropic,
         HealingFunction,
     )
+    from .adapters._tool_stream import AsyncToolCallStream, ToolCallStream
 
 __all__ = ["wrap", "wrap_callable"]
 
@@ -91,6 +92,18 @@ class HealingCompletions(Protocol):
         json_mode: str | None = ...,
         **kwargs: Any,
     ) -> Outcome[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        stream: Literal[True],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> ToolCallStream: ...
     @overload
     def create(
         self,
@@ -192,6 +205,18 @@ class AsyncHealingCompletions(Protocol):
         *,
         heal_tools: Literal[True],
         tools: Iterable[Any],
+        stream: Literal[True],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> AsyncToolCallStream: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
         tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
         policy: HealPolicy | None = ...,
         context: Mapping[str, Any] | None = ...,
@@ -281,6 +306,18 @@ class HealingResponses(Protocol):
         repair_via: Literal["input", "previous_response_id"] = ...,
         **kwargs: Any,
     ) -> Outcome[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        stream: Literal[True],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> ToolCallStream: ...
     @overload
     def create(
         self,
@@ -392,6 +429,18 @@ class AsyncHealingResponses(Protocol):
         repair_via: Literal["input", "previous_response_id"] = ...,
         **kwargs: Any,
     ) -> Coroutine[Any, Any, Outcome[Any]]: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        stream: Literal[True],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> AsyncToolCallStream: ...
     @overload
     def create(
         self,

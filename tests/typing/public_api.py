@@ -261,3 +261,9 @@ def check_tool_calls() -> None:
     apending = aclient.responses.create(model="m", input="x", tools=[Order], heal_tools=True)
     _ = assert_type(apending, Coroutine[Any, Any, Outcome[healjson.ToolCalls]])
     apending.close()
+    streamed = client.chat.completions.create(
+        model="m", messages=[], tools=[Order], heal_tools=True, stream=True
+    )
+    for piece in streamed:
+        assert_type(piece, str)
+    assert_type(streamed.outcome, Outcome[healjson.ToolCalls])

@@ -19,7 +19,7 @@ from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any
 
 from healjson._core.contracts import Contract
-from healjson._core.effects import ProviderError
+from healjson._core.effects import ModelCall, ProviderError
 from healjson._core.healer import Healer
 from healjson._core.policy import HealPolicy
 from healjson._core.redact import secrets_scope
@@ -35,11 +35,12 @@ from healjson._providers.openai_chat import (
     strict_format,
 )
 from healjson._providers.openai_strict_schema import StrictSchemaUnsupported
+from healjson._providers.openai_tool_stream import ChatCollector
 
 from ._cache import HealerCache
 from ._format import FormatState, check_mode
 from ._proxy import ChatProxy, CompletionsProxy
-from ._tools import check_tool_call, heal_tool_calls, tool_spec
+from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 
 __all__ = [
     "UNSET",
@@ -347,6 +348,18 @@ class HealingAdapter:
         if messages is UNSET:
             raise TypeError("chat.completions.create needs messages=[...]")
         spec = tool_spec(params, tool_contracts, policy, flat=False)
+        if params.get("stream"):
+            start = self._tool_stream_start(params)
+            return stream_tool_calls(
+                self.wrapped,
+                start,
+                spec,
+                messages,
+                params,
+                collector=ChatCollector,
+                is_async=self.is_async,
+                context=context,
+            )
         call = (_async_call if self.is_async else _sync_call)(
             None, None, _NO_TARGET, self._tool_sender(params)
         )
@@ -357,6 +370,12 @@ class HealingAdapter:
     def _tool_sender(self, params: dict[str, Any]) -> Send:
         """How a `heal_tools=True` call's requests reach the client (plain chat completions)."""
         raise TypeError(f"heal_tools=True is not supported by {type(self).__name__}")
+
+    def _tool_stream_start(self, params: dict[str, Any]) -> Callable[[ModelCall], Any]:
+        """How a streamed `heal_tools=True` call's requests reach the client."""
+        raise TypeError(
+            f"heal_tools=True with stream=True is not supported by {type(self).__name__}"
+        )
 
     def healer(
         self,

@@ -26,6 +26,7 @@ from typing import Any, Final
 from pydantic import BaseModel
 
 from healjson._core.contracts import Contract
+from healjson._core.effects import ModelCall
 from healjson._core.policy import HealPolicy
 from healjson._core.redact import secrets_scope
 from healjson._core.stream.run import is_stream, stream_async, stream_sync
@@ -39,10 +40,11 @@ from healjson._providers.openai_responses import (
     read_sdk_response,
     set_commentary_aside,
 )
+from healjson._providers.openai_tool_stream import ResponsesCollector
 
 from ._base import UNSET, Exchange, NotACompletion, _async_call, _sync_call
 from ._format import check_mode
-from ._tools import check_tool_call, heal_tool_calls, tool_spec
+from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 
 __all__ = ["REPAIRS", "Responses"]
 
@@ -142,9 +144,21 @@ class Responses:
             raise TypeError("responses.create needs input=...")
         text = kwargs.pop("text", None)
         conversation = Conversation(instructions, given, text, previous=previous)
+        streamed = bool(kwargs.get("stream"))
         if tools:
             chosen = policy or core.policy or _DEFAULT_POLICY
             spec = tool_spec(kwargs, tool_contracts, chosen, flat=True)
+            if streamed:
+                return stream_tool_calls(
+                    core.wrapped,
+                    _stream_start(core.wrapped, conversation),
+                    spec,
+                    conversation.messages,
+                    kwargs,
+                    collector=ResponsesCollector,
+                    is_async=core.is_async,
+                    context=context,
+                )
             driver = _async_call if core.is_async else _sync_call
             call = driver(None, None, _NO_TARGET, _sender(core, conversation, False))
             messages = conversation.messages
@@ -156,7 +170,6 @@ class Responses:
         tiers = None if own else core.tiers
         chosen = policy or core.policy or _DEFAULT_POLICY
         healer = core.healers.get(response_model, contracts, chosen, fallback, examples)
-        streamed = bool(kwargs.get("stream"))
         send = _sender(core, conversation, streamed)
         messages = conversation.messages
         if streamed:
@@ -190,6 +203,16 @@ class Responses:
         if text_format is UNSET:
             return self._owner.wrapped.responses.stream(*args, **kwargs)
         return self.create(*args, response_model=text_format, stream=True, **kwargs)
+
+
+def _stream_start(wrapped: Any, conversation: Conversation) -> Callable[[ModelCall], Any]:
+    """A streamed tool-call run's request, as the Responses API's (the SDK's own events)."""
+
+    def start(effect: ModelCall) -> Any:
+        chat = {"messages": [dict(m) for m in effect.messages], **effect.params}
+        return wrapped.responses.create(**conversation.request(chat))
+
+    return start
 
 
 def _sender(

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from healjson._core.contracts import ContractContext, as_contract, check_policies
 from healjson._core.drive import drive_async, drive_sync
+from healjson._core.effects import ModelCall
 from healjson._core.messages import make_context, normalise_messages
 from healjson._core.outcome import Outcome
 from healjson._core.policy import HealPolicy
@@ -31,7 +32,9 @@ from healjson._core.redact import secrets_scope
 from healjson._core.target import Target, target_for
 from healjson._core.tools import Tool, ToolCalls, ToolSpec, tools_flow
 
-__all__ = ["check_tool_call", "heal_tool_calls", "tool_spec"]
+from ._tool_stream import AsyncToolCallStream, Collector, ToolCallStream
+
+__all__ = ["check_tool_call", "heal_tool_calls", "stream_tool_calls", "tool_spec"]
 
 _NO_CONTRACTS = ContractContext()
 
@@ -43,11 +46,6 @@ def check_tool_call(params: Mapping[str, Any], response_model: Any, unset: Any, 
             f"{where}: heal_tools=True heals the calls of your own tools=; it does not combine "
             "with response_model= (a structured answer is one value: declare it as a tool, "
             "or drop heal_tools)"
-        )
-    if params.get("stream"):
-        raise TypeError(
-            f"{where}: heal_tools=True does not stream (the calls are judged whole); "
-            "drop stream=True"
         )
     if not params.get("tools"):
         raise TypeError(f"{where}: heal_tools=True needs tools=[...]")
@@ -177,3 +175,22 @@ async def _arun(
     with secrets_scope(client, params):
         outcome: Outcome[ToolCalls] = await drive_async(flow, call)
     return outcome
+
+
+def stream_tool_calls(
+    client: Any,
+    start: Callable[[ModelCall], Any],
+    spec: ToolSpec,
+    messages: Any,
+    params: dict[str, Any],
+    *,
+    collector: Collector,
+    is_async: bool,
+    context: Mapping[str, Any] | None,
+) -> ToolCallStream | AsyncToolCallStream:
+    """The run with `stream=True`: a stream of the answer's text, then the outcome."""
+    original = normalise_messages(messages)
+    ctx = _context(spec, context, original)
+    flow = tools_flow(spec, original, params, ctx, started=time.monotonic())
+    kind = AsyncToolCallStream if is_async else ToolCallStream
+    return kind(flow, start, collector, client, params)
