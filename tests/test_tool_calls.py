@@ -465,9 +465,7 @@ def heal_streamed(api: Api, mode: Mode, server: ScriptedServer, **kwargs: Any) -
         kwargs["input"] = "Shoes and Oslo."
 
     def create(client: Any) -> Any:
-        return (client.chat.completions if api == "chat" else client.responses).create(
-            **kwargs
-        )
+        return (client.chat.completions if api == "chat" else client.responses).create(**kwargs)
 
     if mode == "sync":
         with openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as sdk:
