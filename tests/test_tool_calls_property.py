@@ -117,3 +117,42 @@ def test_a_call_never_saved_degrades_with_every_call_as_sent(data: Any, order: O
     assert [True, False] == [c.ok for c in partial.calls]
     assert made.arguments == partial.calls[1].arguments  # as sent, never a guess
     assert all(d.path.startswith("calls[1]") for d in outcome.errors)
+
+
+def test_a_tool_run_reports_its_attempts_and_outcome_to_the_logger() -> None:
+    import healjson
+
+    seen: list[tuple[str, Any]] = []
+
+    class Recorder:
+        def info(self, event: str, **fields: Any) -> None:
+            seen.append((event, fields.get("run_id")))
+
+        warning = info
+
+    broken = ToolCall("order", '{"sku": "A", "qty": "x", "gift": false, "notes": []}', "c1")
+    fixed = ToolCall("order", '{"sku": "A", "qty": 1, "gift": false, "notes": []}', "c2")
+    replies = [
+        Reply(None, "tool_calls", tool_calls=(broken,)),
+        Reply(None, "tool_calls", tool_calls=(fixed,)),
+    ]
+    with healjson.set_logger(Recorder()):
+        outcome, _ = run(replies, attempts=2)
+    assert isinstance(outcome, Healed)
+    events = [event for event, _ in seen]
+    assert 2 == events.count("healjson.attempt")
+    assert "healjson.healed" in events
+    assert {outcome.run_id} == {run_id for _, run_id in seen}
+
+
+def test_empty_arguments_are_the_no_argument_object() -> None:
+    class NoArgs(BaseModel):
+        pass
+
+    tools = {"now": Tool("now", target_for(NoArgs))}
+    replies = [Reply(None, "tool_calls", tool_calls=(ToolCall("now", "", "c1"),))]
+    flow = tools_flow(ToolSpec(tools), USER, {}, ContractContext())
+    outcome = drive_sync(flow, lambda messages, **params: replies[0])
+    assert isinstance(outcome, Healed)
+    assert NoArgs() == outcome.value.calls[0].arguments
+    assert "" == outcome.value.calls[0].raw

@@ -30,6 +30,7 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from . import events as _events
 from .check import Evaluation, evaluate
 from .contracts import Contract, ContractContext
 from .diagnostic import ROOT, Diagnostic, Source, _jsonable
@@ -37,10 +38,12 @@ from .effects import AwaitAll, CallResult, ModelCall
 from .engine import (
     _budget,
     _contracts_spent,
+    _cost_budget,
     _deadline,
     _estimate,
     _estimated_usage,
     _more_tokens,
+    _projected_cost,
     new_run_id,
 )
 from .flags import Flag
@@ -54,6 +57,8 @@ from .target import Target
 
 __all__ = ["HealedCall", "Tool", "ToolCalls", "ToolSpec", "tools_flow"]
 
+TARGET: Final = "ToolCalls"
+"""The target name a tool-call outcome carries."""
 ACCEPTED: Final = "Accepted: this call passed every check; it has not been run yet."
 _MAX_SHOWN = 10  # diagnostics rendered in one call's tool message
 _NO_USAGE = Usage()
@@ -152,13 +157,38 @@ class _Slot:
         return () if self.evaluation is None else self.evaluation.parse.flags
 
 
+@dataclass(frozen=True, slots=True)
+class _Named:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Described:
+    """What the run's events and spans read of what is being healed."""
+
+    target: _Named
+    contract_names: tuple[str, ...]
+
+
 class _Run:
-    __slots__ = ("attempts", "changed", "run_id", "slots", "spec", "started", "text", "usage")
+    __slots__ = (
+        "attempts",
+        "changed",
+        "events",
+        "run_id",
+        "slots",
+        "spec",
+        "started",
+        "text",
+        "usage",
+    )
 
     def __init__(self, spec: ToolSpec, started: float | None) -> None:
         self.spec = spec
         self.started = time.monotonic() if started is None else started
         self.run_id = new_run_id()
+        described = _Described(_Named(TARGET), spec.contract_names)
+        self.events = _events.for_run(self.run_id, described)  # None: nothing listens
         self.attempts: list[Attempt] = []
         self.usage = _NO_USAGE
         self.slots: list[_Slot] = []
@@ -182,8 +212,23 @@ def tools_flow(
     started: float | None = None,
 ) -> Flow:
     """The healing loop of a request with the caller's tools (see the module's docstring), as
-    a generator the drivers (`drive.drive_sync` / `drive_async`) run."""
+    a generator the drivers (`drive.drive_sync` / `drive_async`) run. However it ends, the
+    run's telemetry context is released."""
     run = _Run(spec, started)
+    try:
+        return (yield from _loop(run, messages, params, ctx))
+    finally:
+        if run.events is not None:
+            run.events.release()
+
+
+def _loop(
+    run: _Run,
+    messages: tuple[Mapping[str, Any], ...],
+    params: Mapping[str, Any],
+    ctx: ContractContext,
+) -> Flow:
+    spec = run.spec
     policy = spec.policy
     call_params = dict(params)
     sent: tuple[Mapping[str, Any], ...] = messages
@@ -198,11 +243,18 @@ def tools_flow(
                 projected = run.usage.total_tokens + _estimate(sent)
                 if projected > policy.token_budget:
                     return _degrade(run, Reason.BUDGET_EXCEEDED, [_budget(projected)])
+            if policy.cost_budget is not None:
+                cost = _projected_cost(run.usage, sent)
+                if cost is not None and cost > policy.cost_budget:
+                    diagnostic = _cost_budget(cost, policy.cost_budget)
+                    return _degrade(run, Reason.BUDGET_EXCEEDED, [diagnostic])
             left = run.time_left()
             if left is not None and left <= 0:
                 return _degrade(run, Reason.TIMEOUT, [_deadline(policy)])
         left = run.time_left()
         strategy = Strategy.INITIAL if number == 1 else _strategy(run, pending)
+        if run.events is not None:
+            run.events.call_started(number, this_params)
         result: CallResult = yield ModelCall(
             number, sent, this_params, left, policy.provider_errors
         )
@@ -230,15 +282,14 @@ def tools_flow(
         stop = _provider_stop(reply)
         if stop is not None:
             reason, diagnostic = stop
-            run.attempts.append(Attempt(**base, diagnostics=(diagnostic,)))
+            _record(run, Attempt(**base, diagnostics=(diagnostic,)))
             return _degrade(run, reason, [diagnostic])
         judged = yield from _judge(run, reply, pending, ctx)
         run.usage = _contracts_spent(run.usage, ctx)
         missing = not run.slots and spec.required is not False
         found = _found(run) if not missing else (_missing(spec, reply.content),)
         flags = tuple(dict.fromkeys(f for i in judged for f in run.slots[i].flags))
-        attempt = Attempt(**base, flags=flags, diagnostics=found, ok=not found)
-        run.attempts.append(attempt)
+        _record(run, Attempt(**base, flags=flags, diagnostics=found, ok=not found))
         if not found:
             return _healed(run)
         if any(d.source is Source.CONTRACT_ERROR for d in found) or _stopped(run):
@@ -272,7 +323,8 @@ def _judge(
     else:  # a first answer, or a repair that answered with a new set of calls
         if run.attempts:
             run.changed.update(range(max(len(calls), len(run.slots))))
-        run.text = reply.content
+        if not run.attempts or reply.content is not None:
+            run.text = reply.content
         run.slots = [_Slot(call, None) for call in calls]
         targets = tuple(range(len(calls)))
         fresh = [_with_id(call, f"call_{i}", set()) for i, call in enumerate(calls)]
@@ -301,10 +353,12 @@ def _judge_call(
     left = run.time_left()
     if left is not None:
         limit = max(min(left, limit) if limit is not None else left, 0.0)
+    # no arguments at all: the no-argument object (some servers send "" for `{}`)
+    arguments = call.arguments if call.arguments.strip() else "{}"
     evaluation = yield from evaluate(
         tool.target,
         tool.contracts,
-        Reply(None, finish, tool_calls=(ToolCall(tool.target.name, call.arguments),)),
+        Reply(None, finish, tool_calls=(ToolCall(tool.target.name, arguments),)),
         ctx,
         on_ambiguity=spec.policy.on_ambiguity,
         contract_timeout_s=limit,
@@ -536,10 +590,13 @@ def _healed(run: _Run) -> Outcome[ToolCalls]:
         changed_fields=tuple(f"calls[{i}]" for i in sorted(run.changed) if i < len(run.slots)),
         max_attempts=run.spec.policy.max_attempts,
         run_id=run.run_id,
-        target="ToolCalls",
+        target=TARGET,
         contracts=run.spec.contract_names,
     )
-    return seal(outcome, run_secrets())
+    outcome = seal(outcome, run_secrets())
+    if run.events is not None:
+        run.events.healed(outcome)
+    return outcome
 
 
 def _degrade(run: _Run, reason: Reason, errors: Sequence[Diagnostic]) -> Outcome[ToolCalls]:
@@ -553,10 +610,13 @@ def _degrade(run: _Run, reason: Reason, errors: Sequence[Diagnostic]) -> Outcome
         usage=run.usage,
         max_attempts=run.spec.policy.max_attempts,
         run_id=run.run_id,
-        target="ToolCalls",
+        target=TARGET,
         contracts=run.spec.contract_names,
     )
-    return seal(outcome, run_secrets())
+    outcome = seal(outcome, run_secrets())
+    if run.events is not None:
+        run.events.degraded(outcome)
+    return outcome
 
 
 def _failed(run: _Run, base: dict[str, Any], result: CallResult) -> Outcome[ToolCalls]:
@@ -575,5 +635,11 @@ def _failed(run: _Run, base: dict[str, Any], result: CallResult) -> Outcome[Tool
             "errors (the client's own retry policy does).",
             Source.API,
         )
-    run.attempts.append(Attempt(**base, diagnostics=(diagnostic,), error=message))
+    _record(run, Attempt(**base, diagnostics=(diagnostic,), error=message))
     return _degrade(run, reason, [diagnostic])
+
+
+def _record(run: _Run, attempt: Attempt) -> None:
+    run.attempts.append(attempt)
+    if run.events is not None:
+        run.events.attempt(attempt)
