@@ -529,3 +529,83 @@ def test_a_streamed_cut_call_and_a_dropped_stream(api: Api, mode: Mode) -> None:
     assert isinstance(outcome, Degraded)
     assert Reason.API_ERROR == outcome.reason
     assert "truncation" == outcome.attempts[0].diagnostics[0].source
+
+
+# -- Anthropic ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_anthropic_tool_calls_are_healed_with_tool_result_blocks(mode: Mode) -> None:
+    import anthropic
+
+    weather = {
+        "name": "weather",
+        "input_schema": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+            "required": ["city", "days"],
+        },
+    }
+    script = [
+        calls(
+            call("Search", '{"query": "red shoes", "limit": 99}', "toolu_a"),
+            call("weather", '{"city": "Oslo", "days": "3"}', "toolu_b"),
+            content="Checking.",
+        ),
+        calls(call("Search", '{"query": "red shoes", "limit": 9}', "toolu_c")),
+    ]
+    kwargs: dict[str, Any] = {
+        "model": "claude-test",
+        "max_tokens": 256,
+        "messages": [{"role": "user", "content": "Shoes and Oslo."}],
+        "tools": [Search, weather],
+        "tool_choice": {"type": "any"},
+        "heal_tools": True,
+    }
+    with ScriptedServer(script) as server:
+        url = server.anthropic_base_url
+        if mode == "sync":
+            with anthropic.Anthropic(base_url=url, api_key="t", max_retries=0) as sdk:
+                outcome = healjson.wrap(sdk).messages.create(**kwargs)
+        else:
+
+            async def main() -> Any:
+                async with anthropic.AsyncAnthropic(
+                    base_url=url, api_key="t", max_retries=0
+                ) as sdk:
+                    return await healjson.wrap(sdk).messages.create(**kwargs)
+
+            outcome = asyncio.run(main())
+    answer = value(outcome)
+    assert "Checking." == answer.text
+    assert [
+        ("toolu_c", Search(query="red shoes", limit=9)),
+        ("toolu_b", {"city": "Oslo", "days": 3}),
+    ] == [(c.id, c.arguments) for c in answer.calls]
+    first = server.requests[0].body or {}
+    assert {"name", "input_schema", "description"} == set(first["tools"][0])  # a model, sent so
+    turns = (server.requests[1].body or {})["messages"]
+    assert ["user", "assistant", "user"] == [t["role"] for t in turns]
+    uses = [b for b in turns[1]["content"] if b["type"] == "tool_use"]
+    assert [
+        ("toolu_a", {"query": "red shoes", "limit": 99}),
+        ("toolu_b", {"city": "Oslo", "days": "3"}),
+    ] == [(b["id"], b["input"]) for b in uses]
+    results = [b for b in turns[2]["content"] if b["type"] == "tool_result"]
+    assert ["toolu_a", "toolu_b"] == [b["tool_use_id"] for b in results]
+    assert results[0]["content"].startswith("Rejected")
+    assert results[1]["content"].startswith("Accepted")
+    assert "text" == turns[2]["content"][-1]["type"]  # the request to make the call again
+
+
+def test_anthropic_heal_tools_refuses_a_stream() -> None:
+    import anthropic
+
+    with (
+        ScriptedServer([]) as server,
+        anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="t") as sdk,
+        pytest.raises(TypeError, match="stream"),
+    ):
+        healjson.wrap(sdk).messages.create(
+            model="c", max_tokens=9, messages=[], tools=[Search], heal_tools=True, stream=True
+        )

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from ._core.outcome import Outcome
     from ._core.policy import HealPolicy
     from ._core.stream.run import AsyncHealStream, HealStream
+    from ._core.tools import ToolCalls
 
 __all__ = [
     "AsyncHealingAnthropic",
@@ -79,6 +80,17 @@ class _Messages(Protocol):
         context: Mapping[str, Any] | None = ...,
         **kwargs: Any,
     ) -> Outcome[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Outcome[ToolCalls]: ...
     @overload
     def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...  # passthrough
     @overload
@@ -169,6 +181,17 @@ class _AsyncMessages(Protocol):
         context: Mapping[str, Any] | None = ...,
         **kwargs: Any,
     ) -> Coroutine[Any, Any, Outcome[Any]]: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Outcome[ToolCalls]]: ...
     @overload
     def create(self, *, response_model: None = ..., **kwargs: Any) -> Any: ...
     @overload

@@ -267,3 +267,19 @@ def check_tool_calls() -> None:
     for piece in streamed:
         assert_type(piece, str)
     assert_type(streamed.outcome, Outcome[healjson.ToolCalls])
+
+
+def check_anthropic_tool_calls() -> None:
+    import anthropic
+
+    client = healjson.wrap(anthropic.Anthropic(api_key="x"))
+    outcome = client.messages.create(
+        model="m", max_tokens=9, messages=[], tools=[Order], heal_tools=True
+    )
+    assert_type(outcome, Outcome[healjson.ToolCalls])
+    aclient = healjson.wrap(anthropic.AsyncAnthropic(api_key="x"))
+    pending = aclient.messages.create(
+        model="m", max_tokens=9, messages=[], tools=[Order], heal_tools=True
+    )
+    _ = assert_type(pending, Coroutine[Any, Any, Outcome[healjson.ToolCalls]])
+    pending.close()

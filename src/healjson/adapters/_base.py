@@ -347,7 +347,7 @@ class HealingAdapter:
         messages = params.pop("messages", UNSET)
         if messages is UNSET:
             raise TypeError("chat.completions.create needs messages=[...]")
-        spec = tool_spec(params, tool_contracts, policy, flat=False)
+        spec = tool_spec(params, tool_contracts, policy, style="chat")
         if params.get("stream"):
             start = self._tool_stream_start(params)
             return stream_tool_calls(

@@ -147,7 +147,7 @@ class Responses:
         streamed = bool(kwargs.get("stream"))
         if tools:
             chosen = policy or core.policy or _DEFAULT_POLICY
-            spec = tool_spec(kwargs, tool_contracts, chosen, flat=True)
+            spec = tool_spec(kwargs, tool_contracts, chosen, style="responses")
             if streamed:
                 return stream_tool_calls(
                     core.wrapped,

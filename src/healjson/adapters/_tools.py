@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -37,6 +37,7 @@ from ._tool_stream import AsyncToolCallStream, Collector, ToolCallStream
 __all__ = ["check_tool_call", "heal_tool_calls", "stream_tool_calls", "tool_spec"]
 
 _NO_CONTRACTS = ContractContext()
+Style = Literal["chat", "responses", "anthropic"]
 
 
 def check_tool_call(params: Mapping[str, Any], response_model: Any, unset: Any, where: str) -> None:
@@ -56,15 +57,16 @@ def tool_spec(
     tool_contracts: Mapping[str, Iterable[Any]] | None,
     policy: HealPolicy,
     *,
-    flat: bool,
+    style: Style,
 ) -> ToolSpec:
     """The healer's view of the request's tools (`params["tools"]` is rewritten in place:
-    pydantic model classes become wire tools; `flat`: the Responses API's shape)."""
+    pydantic model classes become wire tools, in `style`: OpenAI chat's, the Responses API's
+    flat shape, or Anthropic's)."""
     declared: dict[str, Tool] = {}
     sent: list[Any] = []
     contracts = dict(tool_contracts or {})
     for tool in params["tools"]:
-        found = _read_tool(tool, flat=flat)
+        found = _read_tool(tool, style)
         if found is None:
             sent.append(tool)
             continue
@@ -82,10 +84,12 @@ def tool_spec(
     return ToolSpec(declared, policy, _required(params.get("tool_choice")))
 
 
-def _read_tool(tool: Any, *, flat: bool) -> tuple[str, Target[Any], Any] | None:
+def _read_tool(tool: Any, style: Style) -> tuple[str, Target[Any], Any] | None:
     """A function tool's name, target and wire form (None: not a function tool)."""
     if isinstance(tool, type) and issubclass(tool, BaseModel):
-        return tool.__name__, target_for(tool), _wire_tool(tool, flat=flat)
+        return tool.__name__, target_for(tool), _wire_tool(tool, style)
+    if style == "anthropic":
+        return _anthropic_tool(tool)
     if not isinstance(tool, Mapping) or tool.get("type", "function") != "function":
         return None
     function = tool.get("function")
@@ -99,6 +103,17 @@ def _read_tool(tool: Any, *, flat: bool) -> tuple[str, Target[Any], Any] | None:
     return name, _schema_target(name, holder.get("parameters")), tool
 
 
+def _anthropic_tool(tool: Any) -> tuple[str, Target[Any], Any] | None:
+    """An Anthropic client tool (`{"name", "input_schema", ...}`, type absent or `custom`);
+    None for a server tool (`web_search_...`: its calls are not the caller's to check)."""
+    if not isinstance(tool, Mapping) or tool.get("type", "custom") != "custom":
+        return None
+    name = tool.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"tools: a tool needs a name, got {tool!r}")
+    return name, _schema_target(name, tool.get("input_schema")), tool
+
+
 def _schema_target(name: str, parameters: Any) -> Target[Any]:
     """The target of a tool declared by a JSON schema (none: any JSON object)."""
     if parameters is None:
@@ -110,7 +125,11 @@ def _schema_target(name: str, parameters: Any) -> Target[Any]:
     return target_for(schema)
 
 
-def _wire_tool(model: type[BaseModel], *, flat: bool) -> dict[str, Any]:
+def _wire_tool(model: type[BaseModel], style: Style) -> dict[str, Any]:
+    doc = (model.__doc__ or "").strip()
+    if style == "anthropic":
+        found: dict[str, Any] = {"name": model.__name__, "input_schema": model.model_json_schema()}
+        return {**found, "description": doc} if doc else found
     from healjson._providers.openai_strict_schema import (
         StrictSchemaUnsupported,
         strict_json_schema,
@@ -121,18 +140,23 @@ def _wire_tool(model: type[BaseModel], *, flat: bool) -> dict[str, Any]:
     except StrictSchemaUnsupported:
         parameters, strict = model.model_json_schema(), False
     function: dict[str, Any] = {"name": model.__name__, "parameters": parameters, "strict": strict}
-    doc = model.__doc__
     if doc:
-        function["description"] = doc.strip()
-    if flat:
+        function["description"] = doc
+    if style == "responses":
         return {"type": "function", **function}
     return {"type": "function", "function": function}
 
 
 def _required(choice: Any) -> bool | str:
-    """What `tool_choice` forces: nothing (False), some call (True) or the named tool."""
+    """What `tool_choice` forces: nothing (False), some call (True) or the named tool (OpenAI's
+    `"required"` and named function; Anthropic's `any` and `tool`)."""
     if choice == "required":
         return True
+    if isinstance(choice, Mapping) and choice.get("type") == "any":
+        return True
+    if isinstance(choice, Mapping) and choice.get("type") == "tool":
+        name = choice.get("name")
+        return name if isinstance(name, str) and name else False
     if isinstance(choice, Mapping) and choice.get("type") == "function":
         function = choice.get("function")
         name = function.get("name") if isinstance(function, Mapping) else choice.get("name")
