@@ -598,14 +598,51 @@ def test_anthropic_tool_calls_are_healed_with_tool_result_blocks(mode: Mode) -> 
     assert "text" == turns[2]["content"][-1]["type"]  # the request to make the call again
 
 
-def test_anthropic_heal_tools_refuses_a_stream() -> None:
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_anthropic_streamed_tool_calls_are_healed(mode: Mode) -> None:
     import anthropic
 
-    with (
-        ScriptedServer([]) as server,
-        anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="t") as sdk,
-        pytest.raises(TypeError, match="stream"),
-    ):
-        healjson.wrap(sdk).messages.create(
-            model="c", max_tokens=9, messages=[], tools=[Search], heal_tools=True, stream=True
+    script = [
+        ScriptedReply(
+            content="On it.",
+            tool_calls=[
+                call("Weather", '{"city": "Oslo", "days": 1}', "toolu_a"),
+                call("Search", "{'query': 'boots', 'limit': 3,}", "toolu_b"),  # no JSON: streamed
+            ],
+            chunk_chars=3,
         )
+    ]
+    kwargs: dict[str, Any] = {
+        "model": "claude-test",
+        "max_tokens": 256,
+        "messages": [{"role": "user", "content": "Boots and Oslo."}],
+        "tools": [Search, Weather],
+        "heal_tools": True,
+        "stream": True,
+    }
+    with ScriptedServer(script) as server:
+        url = server.anthropic_base_url
+        if mode == "sync":
+            with anthropic.Anthropic(base_url=url, api_key="t", max_retries=0) as sdk:
+                stream = healjson.wrap(sdk).messages.create(**kwargs)
+                pieces = list(stream)
+                outcome = stream.outcome
+        else:
+
+            async def main() -> Any:
+                async with anthropic.AsyncAnthropic(
+                    base_url=url, api_key="t", max_retries=0
+                ) as sdk:
+                    stream = await healjson.wrap(sdk).messages.create(**kwargs)
+                    return [piece async for piece in stream], await stream.finish()
+
+            pieces, outcome = asyncio.run(main())
+    assert "On it." == "".join(pieces)
+    answer = value(outcome)
+    assert [
+        ("toolu_a", Weather(city="Oslo", days=1)),
+        ("toolu_b", Search(query="boots", limit=3)),
+    ] == [(c.id, c.arguments) for c in answer.calls]
+    assert Flag.SYNTAX_REPAIRED in answer.calls[1].flags
+    assert 1 == len(server.requests)
+    assert outcome.usage.prompt_tokens > 0

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ._core.policy import HealPolicy
     from ._core.stream.run import AsyncHealStream, HealStream
     from ._core.tools import ToolCalls
+    from .adapters._tool_stream import AsyncToolCallStream, ToolCallStream
 
 __all__ = [
     "AsyncHealingAnthropic",
@@ -80,6 +81,18 @@ class _Messages(Protocol):
         context: Mapping[str, Any] | None = ...,
         **kwargs: Any,
     ) -> Outcome[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        stream: Literal[True],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> ToolCallStream: ...
     @overload
     def create(
         self,
@@ -181,6 +194,18 @@ class _AsyncMessages(Protocol):
         context: Mapping[str, Any] | None = ...,
         **kwargs: Any,
     ) -> Coroutine[Any, Any, Outcome[Any]]: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        stream: Literal[True],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> AsyncToolCallStream: ...
     @overload
     def create(
         self,

@@ -283,3 +283,7 @@ def check_anthropic_tool_calls() -> None:
     )
     _ = assert_type(pending, Coroutine[Any, Any, Outcome[healjson.ToolCalls]])
     pending.close()
+    streamed = client.messages.create(
+        model="m", max_tokens=9, messages=[], tools=[Order], heal_tools=True, stream=True
+    )
+    assert_type(streamed.outcome, Outcome[healjson.ToolCalls])

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from healjson._core.contracts import Contract
+from healjson._core.effects import ModelCall
 from healjson._core.policy import HealPolicy
 from healjson._core.stream.run import is_stream
 from healjson._core.target import target_for
@@ -36,6 +37,7 @@ from healjson._providers.anthropic_messages import (
     messages_request,
     tier_request,
 )
+from healjson._providers.tool_streams import AnthropicCollector
 
 from ._base import (
     UNSET,
@@ -49,7 +51,7 @@ from ._base import (
 )
 from ._format import FormatState, JsonMode, check_mode
 from ._steps import stepping
-from ._tools import check_tool_call, heal_tool_calls, tool_spec
+from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 
 __all__ = ["AnthropicStreams", "HealingAnthropic"]
 
@@ -129,11 +131,6 @@ class Messages:
             check_tool_call(kwargs, response_model, UNSET, "messages.create")
             if not heal_tools:
                 raise TypeError("tool_contracts= needs heal_tools=True")
-            if kwargs.get("stream"):
-                raise TypeError(
-                    "messages.create: heal_tools=True does not stream on Anthropic clients yet; "
-                    "drop stream=True (OpenAI clients stream healed tool calls)"
-                )
             chosen = policy or owner.policy or _DEFAULT_POLICY
             return self._heal_tools(chosen, tool_contracts, messages, context, kwargs)
         healer = owner.healer(response_model, contracts, policy, fallback, examples)
@@ -160,6 +157,22 @@ class Messages:
         owner = self._owner
         spec = tool_spec(params, tool_contracts, policy, style="anthropic")
         create = owner.wrapped.messages.create
+        if params.get("stream"):
+
+            def start(effect: ModelCall) -> Any:
+                sent = [dict(message) for message in effect.messages]
+                return create(**messages_request(sent, dict(effect.params)))
+
+            return stream_tool_calls(
+                owner.wrapped,
+                start,
+                spec,
+                messages,
+                params,
+                collector=AnthropicCollector,
+                is_async=owner.is_async,
+                context=context,
+            )
 
         def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
             sent = request.pop("messages")

@@ -35,7 +35,7 @@ from healjson._providers.openai_chat import (
     strict_format,
 )
 from healjson._providers.openai_strict_schema import StrictSchemaUnsupported
-from healjson._providers.openai_tool_stream import ChatCollector
+from healjson._providers.tool_streams import ChatCollector
 
 from ._cache import HealerCache
 from ._format import FormatState, check_mode

@@ -22,11 +22,15 @@ from healjson._core.redact import secrets_scope
 from healjson._core.reply import to_reply
 from healjson._core.stream.run import is_stream
 from healjson._core.tools import ToolCalls
-from healjson._providers.openai_tool_stream import ChatCollector, ResponsesCollector
+from healjson._providers.tool_streams import (
+    AnthropicCollector,
+    ChatCollector,
+    ResponsesCollector,
+)
 
 __all__ = ["AsyncToolCallStream", "Collector", "ToolCallStream"]
 
-Collector = type[ChatCollector] | type[ResponsesCollector]
+Collector = type[ChatCollector] | type[ResponsesCollector] | type[AnthropicCollector]
 Start = Callable[[ModelCall], Any]
 """A model call's request made (what the client's method returned: a stream, or a whole answer
 from an endpoint that does not stream)."""
