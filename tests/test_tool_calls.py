@@ -646,3 +646,13 @@ def test_anthropic_streamed_tool_calls_are_healed(mode: Mode) -> None:
     assert Flag.SYNTAX_REPAIRED in answer.calls[1].flags
     assert 1 == len(server.requests)
     assert outcome.usage.prompt_tokens > 0
+
+
+def test_a_chat_shaped_tool_is_sent_flat_on_the_responses_api() -> None:
+    script = [calls(call("Search", '{"query": "x", "limit": "2"}'))]
+    with ScriptedServer(script) as server:
+        outcome = heal("responses", "sync", server, tools=[openai.pydantic_function_tool(Search)])
+    assert Search(query="x", limit=2) == value(outcome).calls[0].arguments  # the model kept
+    sent = (server.requests[0].body or {})["tools"][0]
+    assert ("function", "Search", True) == (sent["type"], sent["name"], sent["strict"])
+    assert "function" not in sent

@@ -98,9 +98,12 @@ def _read_tool(tool: Any, style: Style) -> tuple[str, Target[Any], Any] | None:
     if not isinstance(name, str) or not name:
         raise ValueError(f"tools: a function tool needs a name, got {tool!r}")
     model = getattr(holder, "model", None) or getattr(tool, "model", None)
+    # chat's shape on the Responses API (`openai.pydantic_function_tool(M)`'s): sent flat, as
+    # that API takes it (and as the SDK's own `responses.parse` sends it)
+    wire = {"type": "function", **holder} if style == "responses" and holder is not tool else tool
     if isinstance(model, type) and issubclass(model, BaseModel):
-        return name, target_for(model), tool
-    return name, _schema_target(name, holder.get("parameters")), tool
+        return name, target_for(model), wire
+    return name, _schema_target(name, holder.get("parameters")), wire
 
 
 def _anthropic_tool(tool: Any) -> tuple[str, Target[Any], Any] | None:
