@@ -156,3 +156,24 @@ def test_empty_arguments_are_the_no_argument_object() -> None:
     assert isinstance(outcome, Healed)
     assert NoArgs() == outcome.value.calls[0].arguments
     assert "" == outcome.value.calls[0].raw
+
+
+def test_a_refusal_degrades_or_is_asked_again_as_the_policy_says() -> None:
+    refused = Reply(None, "stop", refusal="I cannot help with that.")
+    good = Reply(None, "tool_calls", tool_calls=(PING,))
+    outcome, sent = run([refused, good], attempts=2)
+    assert isinstance(outcome, Degraded)
+    assert (Reason.REFUSAL, 1) == (outcome.reason, len(sent))
+
+    tools = {"ping": Tool("ping", target_for(Ping))}
+    retry = ToolSpec(tools, HealPolicy(max_attempts=2, on_refusal="retry"))
+    asked: list[Any] = []
+    replies = iter([refused, good])
+
+    def call(messages: list[dict[str, Any]], **params: Any) -> Reply:
+        asked.append(messages)
+        return next(replies)
+
+    healed = drive_sync(tools_flow(retry, USER, {}, ContractContext()), call)
+    assert isinstance(healed, Healed)
+    assert [list(USER), list(USER)] == asked  # the same request, again

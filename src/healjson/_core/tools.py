@@ -15,8 +15,11 @@ rounds.
 
 A request that forces a call (`ToolSpec.required`) answered without one is asked once more
 (the budget allowing), then degrades with `tool_call_missing`; a reply with no call where
-calls were optional is a valid answer with no calls. When the attempts are spent, `Degraded`
-keeps every call as the model sent it (`partial`).
+calls were optional is a valid answer with no calls. A refusal degrades with `refusal`
+(`HealPolicy(on_refusal="retry")`: the request is sent again as it was); a content filter with
+`content_filter`. When the attempts are spent, `Degraded` keeps every call as the model sent it
+(`partial`). The policy's budgets (attempts, tokens, cost, deadline), `on_truncation` and
+`escalate_model` apply as to any run.
 
 The messages here are the core's neutral chat shape (an assistant turn's `tool_calls`, `tool`
 messages answering them by `tool_call_id`); each wire format's request builder turns them into
@@ -283,6 +286,9 @@ def _loop(
         if stop is not None:
             reason, diagnostic = stop
             _record(run, Attempt(**base, diagnostics=(diagnostic,)))
+            if reason is Reason.REFUSAL and policy.on_refusal == "retry":
+                sent = messages  # asked again as it was: a refusal is no answer to repair
+                continue
             return _degrade(run, reason, [diagnostic])
         judged = yield from _judge(run, reply, pending, ctx)
         run.usage = _contracts_spent(run.usage, ctx)
@@ -302,7 +308,8 @@ def _loop(
         pending = () if missing else tuple(i for i, slot in enumerate(run.slots) if not slot.ok)
         sent = _repair_messages(messages, run, pending, missing, spec)
     last = run.attempts[-1]
-    return _degrade(run, _final_reason(last.diagnostics, missing, policy), last.diagnostics)
+    reason = _final_reason(last.diagnostics, missing, policy)
+    return _degrade(run, reason, last.diagnostics)
 
 
 def _judge(
@@ -407,6 +414,8 @@ def _strategy(run: _Run, pending: tuple[int, ...]) -> Strategy:
 def _final_reason(found: Sequence[Diagnostic], missing: bool, policy: HealPolicy) -> Reason:
     if missing:
         return Reason.TOOL_CALL_MISSING
+    if found and all(d.source is Source.REFUSAL for d in found):
+        return Reason.REFUSAL
     if found and all(d.source is Source.TRUNCATION for d in found):
         return Reason.TOKEN_TRUNCATED
     return Reason.INVALID_OUTPUT if policy.max_attempts == 1 else Reason.MAX_RETRIES_EXCEEDED
