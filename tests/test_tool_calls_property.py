@@ -177,3 +177,38 @@ def test_a_refusal_degrades_or_is_asked_again_as_the_policy_says() -> None:
     healed = drive_sync(tools_flow(retry, USER, {}, ContractContext()), call)
     assert isinstance(healed, Healed)
     assert [list(USER), list(USER)] == asked  # the same request, again
+
+
+def test_a_repair_with_the_whole_set_again_is_judged_as_a_new_set() -> None:
+    bad = ToolCall("order", '{"sku": "A", "qty": "x", "gift": false, "notes": []}', "c1")
+    good = ToolCall("order", '{"sku": "A", "qty": 2, "gift": false, "notes": []}', "c3")
+    first = Reply("Both.", "tool_calls", tool_calls=(PING, bad))
+    again = Reply(None, "tool_calls", tool_calls=(ToolCall("ping", '{"host": "b"}', "c2"), good))
+    outcome, _ = run([first, again], attempts=2)
+    assert isinstance(outcome, Healed)
+    assert [("c2", Ping(host="b")), ("c3", 2)] == [
+        (c.id, c.arguments if c.name == "ping" else c.arguments.qty) for c in outcome.value.calls
+    ]
+    assert "Both." == outcome.value.text  # the text of the answer stays
+    assert ("calls[0]", "calls[1]") == outcome.changed_fields
+
+
+def test_calls_without_ids_or_with_one_id_get_distinct_ids() -> None:
+    one = ToolCall("ping", '{"host": "a"}')
+    two = ToolCall("ping", '{"host": "b"}', "same")
+    three = ToolCall("ping", '{"host": "c"}', "same")
+    outcome, _ = run([Reply(None, "tool_calls", tool_calls=(one, two, three))], attempts=1)
+    assert isinstance(outcome, Healed)
+    assert ["call_0", "same", "same_2"] == [c.id for c in outcome.value.calls]
+
+
+def test_a_call_to_another_tool_than_the_forced_one_is_broken() -> None:
+    tools = {"order": Tool("order", target_for(Order)), "ping": Tool("ping", target_for(Ping))}
+    forced = ToolSpec(tools, HealPolicy(max_attempts=1), required="order")
+    flow = tools_flow(forced, USER, {}, ContractContext())
+    outcome = drive_sync(
+        flow, lambda messages, **params: Reply(None, "tool_calls", tool_calls=(PING,))
+    )
+    assert isinstance(outcome, Degraded)
+    assert Reason.INVALID_OUTPUT == outcome.reason
+    assert "must be a call to `order`" in outcome.errors[0].constraint
