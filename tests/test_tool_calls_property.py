@@ -212,3 +212,20 @@ def test_a_call_to_another_tool_than_the_forced_one_is_broken() -> None:
     assert isinstance(outcome, Degraded)
     assert Reason.INVALID_OUTPUT == outcome.reason
     assert "must be a call to `order`" in outcome.errors[0].constraint
+
+
+def test_repair_requests_are_bounded_and_do_not_grow_with_the_rounds() -> None:
+    from healjson._core.repair import MAX_ANSWER_CHARS
+
+    huge = "x" * 40_000
+    bad = ToolCall("order", '{"sku": "' + huge + '", "qty": "many"}', "c1")
+    reply = Reply(huge, "tool_calls", tool_calls=(PING, bad))
+    outcome, sent = run([reply], attempts=4)
+    assert isinstance(outcome, Degraded)
+    assert 4 == len(sent)
+    sizes = [
+        sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in s)
+        for s in sent
+    ]
+    assert sizes[1] == sizes[2] == sizes[3]  # the same one exchange each round
+    assert sizes[1] - sizes[0] < 3 * MAX_ANSWER_CHARS  # text and arguments quoted within caps

@@ -447,7 +447,8 @@ def _repair_messages(
         }
         for slot in run.slots
     ]
-    out.append({"role": "assistant", "content": text, "tool_calls": calls})
+    shown = quote_answer(text) if text else text
+    out.append({"role": "assistant", "content": shown, "tool_calls": calls})
     for slot in run.slots:
         content = ACCEPTED if slot.ok else _call_problems(slot)
         out.append({"role": "tool", "tool_call_id": slot.call.id, "content": content})
