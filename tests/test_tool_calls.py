@@ -656,3 +656,21 @@ def test_a_chat_shaped_tool_is_sent_flat_on_the_responses_api() -> None:
     sent = (server.requests[0].body or {})["tools"][0]
     assert ("function", "Search", True) == (sent["type"], sent["name"], sent["strict"])
     assert "function" not in sent
+
+
+def test_a_responses_repair_can_chain_to_the_previous_response() -> None:
+    script = [
+        calls(
+            call("Search", '{"query": "x", "limit": "many"}', "call_a"),
+            call("Weather", '{"city": "Oslo", "days": 2}', "call_b"),
+        ),
+        calls(call("Search", '{"query": "x", "limit": 2}', "call_c")),
+    ]
+    with ScriptedServer(script) as server:
+        outcome = heal("responses", "sync", server, store=True, repair_via="previous_response_id")
+    assert ["call_c", "call_b"] == [c.id for c in value(outcome).calls]
+    second = server.requests[1].body or {}
+    assert second["previous_response_id"]
+    kinds = [item.get("type", "message") for item in second["input"]]
+    assert ["function_call_output", "function_call_output", "message"] == kinds
+    assert ["call_a", "call_b"] == [item["call_id"] for item in second["input"][:2]]
