@@ -58,3 +58,12 @@ def test_import_does_not_load_heavy_optional_dependencies() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert "" == loaded
+
+
+def test_the_tool_call_answer_types_are_public() -> None:
+    """`create(..., heal_tools=True)` returns `Outcome[ToolCalls]`: its value types are public
+    names a caller can annotate with and construct (a test double)."""
+    answer = healjson.ToolCalls("text", (healjson.HealedCall("call_1", "search", {"q": 1}, "{}"),))
+    assert ("call_1", "search") == (answer.calls[0].id, answer.calls[0].name)
+    assert answer.calls == answer.named("search")
+    assert () == answer.named("other")

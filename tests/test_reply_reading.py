@@ -52,7 +52,7 @@ def test_tool_calls_are_read_apart_from_the_content() -> None:
     }
     reply = to_reply(_completion(None, "tool_calls", tool_calls=[call]))
     assert None is reply.content
-    assert (ToolCall("Point", '{"x": 3, "y": 4}'),) == reply.tool_calls
+    assert (ToolCall("Point", '{"x": 3, "y": 4}', "t1"),) == reply.tool_calls
 
 
 def test_refusal_and_dict_shapes_are_read() -> None:

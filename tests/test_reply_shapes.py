@@ -60,11 +60,15 @@ ANTHROPIC = {
     ),
     "tool_use_input_as_json": (
         message(tool_use({"name": "Ann", "age": 31}), stop_reason="tool_use"),
-        Reply(None, "tool_calls", tool_calls=(ToolCall("Person", '{"name": "Ann", "age": 31}'),)),
+        Reply(
+            None,
+            "tool_calls",
+            tool_calls=(ToolCall("Person", '{"name": "Ann", "age": 31}', "toolu_1"),),
+        ),
     ),
     "text_beside_tool_use": (
         message(text("x"), tool_use({"a": 1}), stop_reason="tool_use"),
-        Reply("x", "tool_calls", tool_calls=(ToolCall("Person", '{"a": 1}'),)),
+        Reply("x", "tool_calls", tool_calls=(ToolCall("Person", '{"a": 1}', "toolu_1"),)),
     ),
     "max_tokens": (message(text('{"a": '), stop_reason="max_tokens"), Reply('{"a": ', "length")),
     "context_window": (
@@ -152,7 +156,10 @@ GEMINI = {
     ),
     "function_call_args_as_json": (
         response(call(name="Ann", age=31)),
-        Reply(None, "stop", tool_calls=(ToolCall("Person", '{"name": "Ann", "age": 31}'),)),
+        # Gemini's calls carry no id: each gets its position's
+        Reply(
+            None, "stop", tool_calls=(ToolCall("Person", '{"name": "Ann", "age": 31}', "call_0"),)
+        ),
     ),
     "max_tokens": (response(gt.Part(text="{"), finish=FINISH.MAX_TOKENS), Reply("{", "length")),
     "safety": (response(finish=FINISH.SAFETY), Reply(None, "content_filter")),

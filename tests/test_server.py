@@ -676,16 +676,15 @@ def test_anthropic_errors_have_anthropics_shape(
 def test_anthropic_unservable_tool_input_answers_500(
     scripted_server: ScriptedServer, claude: anthropic.Anthropic
 ) -> None:
-    """Tool arguments that are not a JSON object cannot be a `tool_use.input`, so that item
-    answers 500 (a broken test, not a retry), streamed or not: no stream is started."""
-    scripted_server.extend([ScriptedReply(tool_calls=[_call("extract", '{"total": 4,')])] * 2)
+    """Tool arguments that are not a JSON object cannot be a `tool_use.input`, so a message
+    carrying them answers 500 (a broken test, not a retry); a stream sends them as
+    `input_json_delta` text (see tests/test_tool_calls_server.py)."""
+    scripted_server.push(ScriptedReply(tool_calls=[_call("extract", '{"total": 4,')]))
 
-    with pytest.raises(anthropic.InternalServerError, match="must be a JSON object"):
-        _claude(claude, stream=True)
     with pytest.raises(anthropic.InternalServerError, match="must be a JSON object"):
         _claude(claude)
     assert 0 == scripted_server.remaining
-    assert [False, False] == [request.streamed for request in scripted_server.requests]
+    assert [False] == [request.streamed for request in scripted_server.requests]
 
 
 def test_gemini_response_round_trips(scripted_server: ScriptedServer, gemini: genai.Client) -> None:

@@ -32,6 +32,7 @@ from ._core.sentinels import MISSING
 from ._core.stream.chunks import Delta
 from ._core.stream.partial import Partial
 from ._core.stream.run import AsyncHealStream, HealStream
+from ._core.tools import HealedCall, ToolCalls
 from ._decorator import heal
 from ._judge import judge
 from ._packs import ContractPack, load_contracts
@@ -52,6 +53,7 @@ __all__ = [
     "HealPolicy",
     "HealStream",
     "Healed",
+    "HealedCall",
     "Healer",
     "Outcome",
     "ParseResult",
@@ -63,6 +65,7 @@ __all__ = [
     "Source",
     "Strategy",
     "ToolCall",
+    "ToolCalls",
     "Usage",
     "Violation",
     "contract",

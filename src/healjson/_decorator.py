@@ -110,6 +110,19 @@ def heal(
 ) -> _StreamCallDecorator[T]: ...
 @overload
 def heal(
+    response_model: Mapping[str, Any],
+    *,
+    contracts: Iterable[Rule[Any]] = ...,
+    policy: HealPolicy | None = ...,
+    fallback: Any = ...,
+    examples: Iterable[Any] = ...,
+    client: None = ...,
+    call: None = ...,
+    stream: Literal[True],
+    **call_params: Any,
+) -> _StreamCallDecorator[Any]: ...
+@overload
+def heal(
     response_model: type[T],
     *,
     contracts: Iterable[Rule[T]] = ...,
@@ -121,6 +134,19 @@ def heal(
     stream: Literal[True],
     **call_params: Any,
 ) -> _StreamPromptDecorator[T]: ...
+@overload
+def heal(
+    response_model: Mapping[str, Any],
+    *,
+    contracts: Iterable[Rule[Any]] = ...,
+    policy: HealPolicy | None = ...,
+    fallback: Any = ...,
+    examples: Iterable[Any] = ...,
+    client: Any = ...,
+    call: Callable[..., Any] | None = ...,
+    stream: Literal[True],
+    **call_params: Any,
+) -> _StreamPromptDecorator[Any]: ...
 @overload
 def heal(
     response_model: type[T],
@@ -136,6 +162,19 @@ def heal(
 ) -> _CallDecorator[T]: ...
 @overload
 def heal(
+    response_model: Mapping[str, Any],
+    *,
+    contracts: Iterable[Rule[Any]] = ...,
+    policy: HealPolicy | None = ...,
+    fallback: Any = ...,
+    examples: Iterable[Any] = ...,
+    client: None = ...,
+    call: None = ...,
+    stream: Literal[False] = ...,
+    **call_params: Any,
+) -> _CallDecorator[Any]: ...
+@overload
+def heal(
     response_model: type[T],
     *,
     contracts: Iterable[Rule[T]] = ...,
@@ -149,6 +188,19 @@ def heal(
 ) -> _PromptDecorator[T]: ...
 @overload
 def heal(
+    response_model: Mapping[str, Any],
+    *,
+    contracts: Iterable[Rule[Any]] = ...,
+    policy: HealPolicy | None = ...,
+    fallback: Any = ...,
+    examples: Iterable[Any] = ...,
+    client: Any,
+    call: None = ...,
+    stream: Literal[False] = ...,
+    **call_params: Any,
+) -> _PromptDecorator[Any]: ...
+@overload
+def heal(
     response_model: type[T],
     *,
     contracts: Iterable[Rule[T]] = ...,
@@ -160,6 +212,19 @@ def heal(
     stream: Literal[False] = ...,
     **call_params: Any,
 ) -> _PromptDecorator[T]: ...
+@overload
+def heal(
+    response_model: Mapping[str, Any],
+    *,
+    contracts: Iterable[Rule[Any]] = ...,
+    policy: HealPolicy | None = ...,
+    fallback: Any = ...,
+    examples: Iterable[Any] = ...,
+    client: None = ...,
+    call: Callable[..., Any],
+    stream: Literal[False] = ...,
+    **call_params: Any,
+) -> _PromptDecorator[Any]: ...
 def heal(
     response_model: Any,
     *,

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ._core.contracts import Rule
     from ._core.outcome import Outcome
     from ._core.stream.run import AsyncHealStream, HealStream
+    from ._core.tools import ToolCalls
     from ._wrap_providers import (
         AsyncHealingAnthropic,
         AsyncHealingFunction,
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
         HealingFunction,
         HealingInstructor,
     )
+    from .adapters._tool_stream import AsyncToolCallStream, ToolCallStream
 
 __all__ = ["wrap", "wrap_callable"]
 
@@ -54,6 +56,21 @@ class HealingCompletions(Protocol):
     def create(
         self,
         *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> HealStream[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
         response_model: type[T],
         messages: Iterable[Any],
         stream: Literal[False] = ...,
@@ -65,6 +82,44 @@ class HealingCompletions(Protocol):
         json_mode: str | None = ...,
         **kwargs: Any,
     ) -> Outcome[T]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> Outcome[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        stream: Literal[True],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> ToolCallStream: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Outcome[ToolCalls]: ...
     # without response_model: the SDK's own call, its own types
     @overload
     def create(
@@ -119,6 +174,21 @@ class AsyncHealingCompletions(Protocol):
     def create(
         self,
         *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> AsyncHealStream[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
         response_model: type[T],
         messages: Iterable[Any],
         stream: Literal[False] = ...,
@@ -130,6 +200,44 @@ class AsyncHealingCompletions(Protocol):
         json_mode: str | None = ...,
         **kwargs: Any,
     ) -> Coroutine[Any, Any, Outcome[T]]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Outcome[Any]]: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        stream: Literal[True],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> AsyncToolCallStream: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Outcome[ToolCalls]]: ...
     # without response_model: the SDK's own call, its own types
     @overload
     def create(
@@ -184,6 +292,21 @@ class HealingResponses(Protocol):
     def create(
         self,
         *,
+        response_model: Mapping[str, Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        repair_via: Literal["input", "previous_response_id"] = ...,
+        **kwargs: Any,
+    ) -> HealStream[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
         response_model: type[T],
         stream: Literal[False] = ...,
         contracts: Iterable[Rule[T]] = ...,
@@ -195,6 +318,44 @@ class HealingResponses(Protocol):
         repair_via: Literal["input", "previous_response_id"] = ...,
         **kwargs: Any,
     ) -> Outcome[T]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        repair_via: Literal["input", "previous_response_id"] = ...,
+        **kwargs: Any,
+    ) -> Outcome[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        stream: Literal[True],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> ToolCallStream: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Outcome[ToolCalls]: ...
     # without response_model: the SDK's own call, its own types
     @overload
     def create(
@@ -265,6 +426,21 @@ class AsyncHealingResponses(Protocol):
     def create(
         self,
         *,
+        response_model: Mapping[str, Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        repair_via: Literal["input", "previous_response_id"] = ...,
+        **kwargs: Any,
+    ) -> AsyncHealStream[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
         response_model: type[T],
         stream: Literal[False] = ...,
         contracts: Iterable[Rule[T]] = ...,
@@ -276,6 +452,44 @@ class AsyncHealingResponses(Protocol):
         repair_via: Literal["input", "previous_response_id"] = ...,
         **kwargs: Any,
     ) -> Coroutine[Any, Any, Outcome[T]]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        repair_via: Literal["input", "previous_response_id"] = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Outcome[Any]]: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        stream: Literal[True],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> AsyncToolCallStream: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Outcome[ToolCalls]]: ...
     # without response_model: the SDK's own call, its own types
     @overload
     def create(

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from ._core.outcome import Outcome
     from ._core.policy import HealPolicy
     from ._core.stream.run import AsyncHealStream, AsyncItemStream, HealStream, ItemStream
+    from ._core.tools import ToolCalls
+    from .adapters._tool_stream import AsyncToolCallStream, ToolCallStream
 
 __all__ = [
     "AsyncHealingAnthropic",
@@ -48,6 +50,20 @@ class _Messages(Protocol):
     def create(
         self,
         *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> HealStream[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
         response_model: type[T],
         messages: Iterable[Any],
         stream: Literal[False] = ...,
@@ -58,6 +74,43 @@ class _Messages(Protocol):
         context: Mapping[str, Any] | None = ...,
         **kwargs: Any,
     ) -> Outcome[T]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Outcome[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        stream: Literal[True],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> ToolCallStream: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Outcome[ToolCalls]: ...
     # without response_model: the SDK's own call, its own types
     @overload
     def create(
@@ -85,6 +138,19 @@ class _Messages(Protocol):
         **kwargs: Any,
     ) -> HealStream[T]: ...
     @overload
+    def stream(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> HealStream[Any]: ...
+    @overload
     def stream(self, *, response_model: None = ..., **kwargs: Any) -> MessageStreamManager[Any]: ...
     def __getattr__(self, name: str) -> Any: ...
 
@@ -108,6 +174,20 @@ class _AsyncMessages(Protocol):
     def create(
         self,
         *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> AsyncHealStream[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
         response_model: type[T],
         messages: Iterable[Any],
         stream: Literal[False] = ...,
@@ -118,6 +198,43 @@ class _AsyncMessages(Protocol):
         context: Mapping[str, Any] | None = ...,
         **kwargs: Any,
     ) -> Coroutine[Any, Any, Outcome[T]]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Outcome[Any]]: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        stream: Literal[True],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> AsyncToolCallStream: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Outcome[ToolCalls]]: ...
     # without response_model: the SDK's own call, its own types
     @overload
     def create(
@@ -144,6 +261,19 @@ class _AsyncMessages(Protocol):
         context: Mapping[str, Any] | None = ...,
         **kwargs: Any,
     ) -> AsyncHealStream[T]: ...
+    @overload
+    def stream(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> AsyncHealStream[Any]: ...
     @overload
     def stream(
         self, *, response_model: None = ..., **kwargs: Any
@@ -189,6 +319,20 @@ class HealingFunction(Protocol[R_co]):
     def __call__(
         self,
         *,
+        response_model: Mapping[str, Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> HealStream[Any]: ...
+    @overload
+    def __call__(
+        self,
+        *,
         response_model: type[T],
         stream: Literal[False] = ...,
         contracts: Iterable[Rule[T]] = ...,
@@ -199,6 +343,20 @@ class HealingFunction(Protocol[R_co]):
         json_mode: str | None = ...,
         **kwargs: Any,
     ) -> Outcome[T]: ...
+    @overload
+    def __call__(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> Outcome[Any]: ...
     @overload
     def __call__(self, *, response_model: None = ..., **kwargs: Any) -> R_co: ...
     def __getattr__(self, name: str) -> Any: ...
@@ -226,6 +384,20 @@ class AsyncHealingFunction(Protocol[R_co]):
     def __call__(
         self,
         *,
+        response_model: Mapping[str, Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> AsyncHealStream[Any]: ...
+    @overload
+    def __call__(
+        self,
+        *,
         response_model: type[T],
         stream: Literal[False] = ...,
         contracts: Iterable[Rule[T]] = ...,
@@ -236,6 +408,21 @@ class AsyncHealingFunction(Protocol[R_co]):
         json_mode: str | None = ...,
         **kwargs: Any,
     ) -> Coroutine[Any, Any, Outcome[T]]: ...
+    @overload
+    def __call__(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: str | None = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Outcome[Any]]: ...
+    # without response_model: the function's own call, its own type
     @overload
     def __call__(
         self, *, response_model: None = ..., **kwargs: Any

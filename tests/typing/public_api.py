@@ -68,6 +68,11 @@ def check_validate_and_healer() -> None:
     if isinstance(outcome, Healed):
         assert_type(outcome.value, Order)
     assert_type(healjson.validate("[]", Literal["a", "b"]), Outcome[Any])
+    schema: dict[str, Any] = {"type": "object", "properties": {"total": {"type": "number"}}}
+    assert_type(healjson.validate('{"total": 1}', schema), Outcome[Any])
+    assert_type(healjson.validate("{}", {"type": "object"}), Outcome[Any])
+    assert_type(Healer(schema), Healer[Any])
+    assert_type(Healer(schema).run(model_call, "total?"), Outcome[Any])
     healer = Healer(Order)
     assert_type(healer, Healer[Order])
     assert_type(healer.run(model_call, "total?"), Outcome[Order])
@@ -91,6 +96,12 @@ def check_decorator() -> None:
         return f"the order for {topic}"
 
     assert_type(extract("total?"), Outcome[Order])
+
+    @healjson.heal({"type": "object"})
+    def extract_any(messages: list[dict[str, str]], **params: object) -> str:
+        return "{}"
+
+    assert_type(extract_any("total?"), Outcome[Any])
     assert_type(asyncio.run(aextract("total?")), Outcome[Order])
     assert_type(prompt("a pen", lang="de"), Outcome[Order])
     prompt(3)  # type: ignore[arg-type]
@@ -115,6 +126,20 @@ def check_wrap() -> None:
         contracts=[known_urgency],  # type: ignore[list-item]
     )
     client.models.list()  # everything else is the wrapped client's
+    schema: dict[str, Any] = {"type": "object", "properties": {"total": {"type": "number"}}}
+    assert_type(
+        client.chat.completions.create(model="m", messages=[], response_model=schema),
+        Outcome[Any],
+    )
+    assert_type(
+        client.chat.completions.create(
+            model="m", messages=[], response_model={"type": "array"}, stream=True
+        ),
+        HealStream[Any],
+    )
+    from_schema = aclient.chat.completions.create(model="m", messages=[], response_model=schema)
+    _ = assert_type(from_schema, Coroutine[Any, Any, Outcome[Any]])
+    from_schema.close()
 
 
 def stream_call(messages: Any, **params: Any) -> Iterator[str]:
@@ -219,7 +244,8 @@ def check_degraded_fields() -> None:
 
     outcome = healjson.validate("{}", Order)
     if isinstance(outcome, Degraded):
-        assert_type(outcome.partial, JsonValue)  # JSON data, to narrow before use
+        # JSON data (or a tool-call run's calls as sent), to narrow before use
+        assert_type(outcome.partial, JsonValue | healjson.ToolCalls)
         assert_type(outcome.fallback, object)  # the caller's own value, of any type
         outcome.partial.get("total")  # type: ignore[union-attr]  # narrow to a dict first
         if isinstance(outcome.partial, dict):
@@ -301,3 +327,53 @@ def check_pydantic_ai() -> None:
     assert_type(heal.records(), list[HealRecord])
     assert_type(HealCapability().heals, list[HealRecord])
     HealCapability(policy="strict")  # type: ignore[arg-type]
+
+
+def check_tool_calls() -> None:
+    client = healjson.wrap(openai.OpenAI(api_key="x"))
+    outcome = client.chat.completions.create(
+        model="m", messages=[], tools=[Order], heal_tools=True, tool_contracts={"Order": [positive]}
+    )
+    assert_type(outcome, Outcome[healjson.ToolCalls])
+    if isinstance(outcome, Healed):
+        assert_type(outcome.value.text, str | None)
+        assert_type(outcome.value.calls, tuple[healjson.HealedCall, ...])
+    assert_type(
+        client.responses.create(model="m", input="x", tools=[Order], heal_tools=True),
+        Outcome[healjson.ToolCalls],
+    )
+    aclient = healjson.wrap(openai.AsyncOpenAI(api_key="x"))
+    pending = aclient.chat.completions.create(
+        model="m", messages=[], tools=[Order], heal_tools=True
+    )
+    _ = assert_type(pending, Coroutine[Any, Any, Outcome[healjson.ToolCalls]])
+    pending.close()
+    apending = aclient.responses.create(model="m", input="x", tools=[Order], heal_tools=True)
+    _ = assert_type(apending, Coroutine[Any, Any, Outcome[healjson.ToolCalls]])
+    apending.close()
+    streamed = client.chat.completions.create(
+        model="m", messages=[], tools=[Order], heal_tools=True, stream=True
+    )
+    for piece in streamed:
+        assert_type(piece, str)
+    assert_type(streamed.outcome, Outcome[healjson.ToolCalls])
+
+
+def check_anthropic_tool_calls() -> None:
+    import anthropic
+
+    client = healjson.wrap(anthropic.Anthropic(api_key="x"))
+    outcome = client.messages.create(
+        model="m", max_tokens=9, messages=[], tools=[Order], heal_tools=True
+    )
+    assert_type(outcome, Outcome[healjson.ToolCalls])
+    aclient = healjson.wrap(anthropic.AsyncAnthropic(api_key="x"))
+    pending = aclient.messages.create(
+        model="m", max_tokens=9, messages=[], tools=[Order], heal_tools=True
+    )
+    _ = assert_type(pending, Coroutine[Any, Any, Outcome[healjson.ToolCalls]])
+    pending.close()
+    streamed = client.messages.create(
+        model="m", max_tokens=9, messages=[], tools=[Order], heal_tools=True, stream=True
+    )
+    assert_type(streamed.outcome, Outcome[healjson.ToolCalls])

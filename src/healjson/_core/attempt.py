@@ -29,6 +29,8 @@ class Reason(enum.StrEnum):
     TIMEOUT = "timeout"
     BUDGET_EXCEEDED = "budget_exceeded"
     CONTRACT_ERROR = "contract_error"
+    TOOL_CALL_MISSING = "tool_call_missing"
+    """The request forced a tool call (`tool_choice`) and the answers made none."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,10 @@ T = TypeVar("T")
 class Healer(Generic[T]):
     """Heal one kind of answer: a target type, its contracts, a policy and a fallback.
 
+    The target is a type pydantic validates or a JSON Schema dict (`Healer[Any]`: the value
+    is the plain JSON value; contracts receive it; pydantic's validation `context` does not
+    apply to it).
+
     `call` (for `run`) takes the chat messages plus any keyword parameters and returns a string,
     an OpenAI `ChatCompletion` (or anything shaped like one) or a `healjson.Reply`; it may raise.
     `context=` (a mapping) is the contracts' `ctx.extra` and pydantic's validation context
@@ -64,7 +68,7 @@ class Healer(Generic[T]):
     @overload
     def __init__(
         self: Healer[Any],
-        model: SpecialForm,
+        model: SpecialForm | Mapping[str, Any],
         *,
         contracts: Iterable[Rule[Any]] = (),
         policy: HealPolicy | None = None,
@@ -306,7 +310,7 @@ def validate(
 @overload
 def validate(
     text: str,
-    model: SpecialForm,
+    model: SpecialForm | Mapping[str, Any],
     *,
     contracts: Iterable[Rule[Any]] = (),
     context: Any = None,
@@ -323,6 +327,9 @@ def validate(
     on_ambiguity: Ambiguity = "reask",
 ) -> Outcome[Any]:
     """L1 + L2 on a reply you already have (no model call): `Healed` or `Degraded`.
+
+    `model` is a type pydantic validates or a JSON Schema dict (the value is then the plain
+    JSON value, validated by `jsonschema`).
 
     The engine's own run, with `text` as the one reply it judges (one attempt, no repair):
     degrades with `invalid_output` (or, more precisely, `empty_output`, `token_truncated`,

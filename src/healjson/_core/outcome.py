@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar
 
 from pydantic import JsonValue
 
@@ -28,6 +28,9 @@ from .flags import Flag
 from .redact import redact_text
 from .reply import Usage
 from .target import target_for
+
+if TYPE_CHECKING:
+    from .tools import ToolCalls
 
 __all__ = [
     "Attempt",
@@ -129,8 +132,10 @@ class Degraded(Generic[T]):
     fallback: object = None
     """The caller's `fallback=` as given (or what its factory returned): any value, so a type
     checker asks for a check of its type before use."""
-    partial: JsonValue = None
-    """The best-effort JSON data the run recovered (a dict for an object target), or None."""
+    partial: JsonValue | ToolCalls = None
+    """The best-effort JSON data the run recovered (a dict for an object target), or None; for
+    a run healing tool calls (`heal_tools=True`), the `ToolCalls` as the model sent them, each
+    call marked `ok` or not."""
     attempts: tuple[Attempt, ...] = ()
     usage: Usage = field(default_factory=Usage)
     max_attempts: int = 0

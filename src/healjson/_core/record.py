@@ -147,7 +147,7 @@ def _attempt(attempt: Attempt) -> dict[str, Any]:
         "prompt": _prompt(attempt.prompt),
         "ok": attempt.ok,
         "reasoning": _text(attempt.reasoning),
-        "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in attempt.tool_calls],
+        "tool_calls": [_tool_call(c) for c in attempt.tool_calls],
     }
 
 
@@ -206,8 +206,14 @@ def _attempt_from(data: Mapping[str, Any]) -> Attempt:
     )
 
 
+def _tool_call(call: ToolCall) -> dict[str, Any]:
+    data = {"name": call.name, "arguments": call.arguments}
+    return data if call.id is None else {**data, "id": call.id}
+
+
 def _tool_call_from(data: Mapping[str, Any]) -> ToolCall:
-    return ToolCall(_required_str(data, "name"), _required_str(data, "arguments"))
+    # a record written before calls had ids has none: it loads with `id` None
+    return ToolCall(_required_str(data, "name"), _required_str(data, "arguments"), _str(data, "id"))
 
 
 def _prompt_from(data: Mapping[str, Any]) -> RepairPrompt:

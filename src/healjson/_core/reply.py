@@ -112,10 +112,14 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """A function (tool) call in a reply: its name and its arguments as JSON text."""
+    """A function (tool) call in a reply: its name, its arguments as JSON text (as the model
+    sent them), and its id (the one the next turn answers it by: OpenAI chat's `id`, the
+    Responses API's `call_id`, Anthropic's `tool_use` id; a format without ids, Gemini's,
+    gets `call_<i>`, its position in the reply; None: the reply gave none)."""
 
     name: str
     arguments: str
+    id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 A target may be a `BaseModel` subclass or any type a `TypeAdapter` accepts (`list[Item]`,
 `Literal[...]`, enums, unions, `TypedDict`, dataclasses). The adapter and the JSON schema are
-built once per type.
+built once per type. A JSON Schema dict is a target too (`json_schema.py`): its `type_` is a
+`JsonSchema` and its adapter a `SchemaAdapter`, built once per schema (equal schemas share it).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import GenericAlias, UnionType
 from typing import Any, Generic, TypeAlias, TypeVar, _SpecialForm
@@ -18,7 +19,16 @@ from typing import Any, Generic, TypeAlias, TypeVar, _SpecialForm
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import SchemaValidator
 
-__all__ = ["SpecialForm", "Target", "list_item_type", "resolve_ref", "target_for"]
+from .json_schema import JsonSchema, SchemaAdapter, json_schema_of, resolve_ref
+
+__all__ = [
+    "JsonSchema",
+    "SpecialForm",
+    "Target",
+    "list_item_type",
+    "resolve_ref",
+    "target_for",
+]
 
 SpecialForm: TypeAlias = "_SpecialForm | UnionType | GenericAlias"
 """How a type checker sees a target that is not a class: `Literal[...]`, `Annotated[...]`,
@@ -33,6 +43,7 @@ class Target(Generic[T]):
 
     type_: Any
     adapter: TypeAdapter[T]
+    """pydantic's adapter; for a JSON Schema target, a `SchemaAdapter` (the same methods)."""
 
     @property
     def name(self) -> str:
@@ -132,6 +143,8 @@ class Target(Generic[T]):
 
 @functools.lru_cache(maxsize=512)
 def _cached_target(type_: Any) -> Target[Any]:
+    if isinstance(type_, JsonSchema):
+        return Target(type_, typing.cast(Any, SchemaAdapter(type_)))
     return Target(type_, _complete_adapter(type_))
 
 
@@ -146,7 +159,8 @@ def _complete_adapter(type_: Any) -> TypeAdapter[Any]:
 
 
 def target_for(type_: Any) -> Target[Any]:
-    """Return the (cached) `Target` for a type; raises a clear error for a non-type."""
+    """Return the (cached) `Target` for a type or a JSON Schema dict; raises a clear error for
+    anything else (TypeError; ValueError for a dict that is not a usable JSON Schema)."""
     if isinstance(type_, Target):
         return type_
     try:
@@ -155,7 +169,11 @@ def target_for(type_: Any) -> Target[Any]:
         if "unhashable" not in str(exc):
             raise _bad_target(type_, exc) from exc
     except Exception as exc:  # pydantic's schema-generation error is a RuntimeError
+        if isinstance(type_, JsonSchema) and isinstance(exc, ValueError):
+            raise  # the schema's own check: its message says what is wrong
         raise _bad_target(type_, exc) from exc
+    if isinstance(type_, Mapping):  # a JSON Schema (a dict is unhashable: keyed by its text)
+        return _cached_target(json_schema_of(type_))
     try:
         return Target(type_, _complete_adapter(type_))
     except Exception as exc:
@@ -174,21 +192,6 @@ def _bad_target(type_: Any, exc: Exception) -> TypeError:
         f"pydantic's TypeAdapter accepts (list[Item], Literal[...], an Enum, a TypedDict...)."
         f"{hint} pydantic said: {exc}"
     )
-
-
-def resolve_ref(root: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
-    """`schema` with its local `$ref` chain (`#/$defs/...`, at most 32 links) followed; the
-    keys beside a `$ref` (a description, a default) are kept over the referenced ones."""
-    for _ in range(32):
-        ref = schema.get("$ref")
-        if not (isinstance(ref, str) and ref.startswith("#/")):
-            break
-        node: Any = root
-        for part in ref[2:].split("/"):
-            node = node.get(part, {}) if isinstance(node, dict) else {}
-        referenced = node if isinstance(node, dict) else {}
-        schema = {**referenced, **{k: v for k, v in schema.items() if k != "$ref"}}
-    return schema
 
 
 def _alternatives(root: dict[str, Any], schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -240,7 +243,10 @@ def _subschemas_at(
 
 
 def list_item_type(type_: Any) -> Any:
-    """The item type of a `list[X]` / `tuple[X, ...]` / `Sequence[X]` target, else None."""
+    """The item type of a `list[X]` / `tuple[X, ...]` / `Sequence[X]` target (for an array
+    JSON Schema: its items' `JsonSchema`, when they stand alone), else None."""
+    if isinstance(type_, JsonSchema):
+        return type_.items
     origin = typing.get_origin(type_)
     if origin is typing.Annotated:
         return list_item_type(typing.get_args(type_)[0])

@@ -71,8 +71,9 @@ def _markdown(outcome: Outcome[Any], title: str) -> str:
     lines = [f"### {_inline(title, 200)}", ""]
     lines += _header(outcome)
     lines += _request(outcome.attempts[0] if outcome.attempts else None)
+    sent_first = len(outcome.attempts[0].messages) if outcome.attempts else 0
     for attempt in outcome.attempts:
-        lines += _round(attempt)
+        lines += _round(attempt, sent_first)
     lines += _outcome(outcome)
     lines += _totals(outcome)
     return redact_text("\n".join(lines).rstrip("\n") + "\n")
@@ -98,15 +99,29 @@ def render_messages(
             text = json.dumps(_jsonable(content), ensure_ascii=False, indent=2)
         text = redact_text(text)  # before it is shortened: a cut must not leave part of a secret
         words = [(notes or {}).get(role, "")]
+        answered = message.get("tool_call_id")
+        if answered is not None:
+            words.append(f"answering {_inline(str(answered), 80)}")
         shown = text if limit is None else _elide(text, limit)
         if shown != text:
             words.append(f"{len(text):,} characters, shortened")
         note = ", ".join(word for word in words if word)
         lines.append(f"**{role}**{f' ({note})' if note else ''}:")
         lines.append("")
-        lines += _fenced(shown) if text else ["_(empty)_"]
+        calls = message.get("tool_calls")
+        lines += _fenced(shown) if text or not calls else []
+        lines += [_call_line(call) for call in calls if isinstance(call, Mapping)] if calls else []
         lines.append("")
     return lines
+
+
+def _call_line(call: Mapping[str, Any]) -> str:
+    """A tool call of a message (OpenAI's chat shape) as one line."""
+    function = call.get("function")
+    function = function if isinstance(function, Mapping) else {}
+    name = _code(_inline(str(function.get("name")), 80))
+    arguments = _code(short_repr(redact_text(str(function.get("arguments"))), 300))
+    return f"- tool call {name} ({_inline(str(call.get('id')), 80)}): {arguments}"
 
 
 def public_params(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -168,11 +183,15 @@ def _request(first: Attempt | None) -> list[str]:
     return lines + render_messages(first.messages)
 
 
-def _round(attempt: Attempt) -> list[str]:
+def _round(attempt: Attempt, sent_first: int = 0) -> list[str]:
     lines = [f"#### Round {attempt.number} ({attempt.strategy})", ""]
     prompt = attempt.prompt.render() if attempt.prompt is not None else ""
     if prompt:
         lines += _block("Repair prompt sent", prompt, MAX_PROMPT_CHARS, count=False)
+    elif attempt.number > 1 and len(attempt.messages) > sent_first:
+        # a repair made of messages (a tool-call exchange), not of a `RepairPrompt`
+        lines += ["Repair messages sent after the request:", ""]
+        lines += render_messages(attempt.messages[sent_first:])
     elif attempt.number > 1:
         lines += ["_The original request, resent unchanged._", ""]
     if _no_call(attempt):
@@ -192,8 +211,9 @@ def _round(attempt: Attempt) -> list[str]:
         lines.append(f"- **L2 schema + contracts**: {verdict}")
     lines += _diagnostics(attempt.diagnostics, "  ")
     for call in attempt.tool_calls:
+        ident = f" ({_inline(call.id, 80)})" if call.id else ""
         lines.append(
-            f"- **Tool call** {_code(call.name)}: {_code(short_repr(call.arguments, 300))}"
+            f"- **Tool call** {_code(call.name)}{ident}: {_code(short_repr(call.arguments, 300))}"
         )
     lines.append("")
     if attempt.reasoning:

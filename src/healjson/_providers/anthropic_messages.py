@@ -60,7 +60,7 @@ def _anthropic(obj: Any) -> Reply:
     content: str | None = "".join(texts) if texts else None
     thoughts = [str(_get(b, "thinking") or "") for b in blocks if _get(b, "type") == "thinking"]
     calls = tuple(
-        ToolCall(str(_get(b, "name") or ""), _dumps(_get(b, "input")))
+        ToolCall(str(_get(b, "name") or ""), _dumps(_get(b, "input")), _opt_str(_get(b, "id")))
         for b in blocks
         if _get(b, "type") == "tool_use"
     )
@@ -154,11 +154,7 @@ def anthropic_request(
     """Chat messages and parameters as an Anthropic Messages request: the system messages joined
     into the top-level `system`, OpenAI's `max_completion_tokens` named `max_tokens`."""
     system = [message_text(m.get("content")) for m in messages if m.get("role") == "system"]
-    turns = [
-        {"role": m.get("role"), "content": m.get("content")}
-        for m in messages
-        if m.get("role") != "system"
-    ]
+    turns = _turns([m for m in messages if m.get("role") != "system"])
     body: dict[str, Any] = {**params, "messages": turns}
     if "max_completion_tokens" in body:  # OpenAI's name (the truncation strategy may set it)
         body["max_tokens"] = body.pop("max_completion_tokens")
@@ -172,6 +168,59 @@ def anthropic_request(
         else:
             body["system"] = ours
     return body
+
+
+def _turns(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Chat messages as Messages turns. The engine's tool-call exchange (an assistant turn with
+    `tool_calls`, `tool` messages answering them) becomes Anthropic's: `tool_use` blocks in the
+    assistant turn (the arguments as the `input` object; `{}` for text that is none), the
+    answers `tool_result` blocks of one user turn, the user message after them in that turn
+    too. Any other message is kept as it is (role and content)."""
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        role, content = message.get("role"), message.get("content")
+        calls = message.get("tool_calls")
+        if role == "assistant" and calls:
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": content}] if content else []
+            blocks += (_tool_use(call) for call in calls)
+            turns.append({"role": "assistant", "content": blocks})
+        elif role == "tool" and message.get("tool_call_id") is not None:
+            result = {"type": "tool_result", "tool_use_id": message["tool_call_id"],
+                      "content": message_text(content)}  # fmt: skip
+            _join_user(turns, [result])
+        elif role == "user" and turns and _holds_results(turns[-1]):
+            _join_user(turns, [{"type": "text", "text": message_text(content)}])
+        else:
+            turns.append({"role": role, "content": content})
+    return turns
+
+
+def _tool_use(call: Mapping[str, Any]) -> dict[str, Any]:
+    function = _get(call, "function") or {}
+    arguments = _get(function, "arguments")
+    try:
+        found = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        found = None
+    return {"type": "tool_use", "id": str(_get(call, "id") or ""),
+            "name": str(_get(function, "name") or ""),
+            "input": found if isinstance(found, dict) else {}}  # fmt: skip
+
+
+def _holds_results(turn: Mapping[str, Any]) -> bool:
+    content = turn.get("content")
+    return (
+        turn.get("role") == "user"
+        and isinstance(content, list)
+        and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    )
+
+
+def _join_user(turns: list[dict[str, Any]], blocks: list[dict[str, Any]]) -> None:
+    if turns and _holds_results(turns[-1]):
+        turns[-1]["content"].extend(blocks)
+    else:
+        turns.append({"role": "user", "content": blocks})
 
 
 DEFAULT_MAX_TOKENS: Final = 4096

@@ -75,9 +75,14 @@ def _gemini(obj: Any) -> Reply:
     texts = [str(_get(p, "text")) for p in parts if _get(p, "text") and not _get(p, "thought")]
     thoughts = [str(_get(p, "text")) for p in parts if _get(p, "text") and _get(p, "thought")]
     content: str | None = "".join(texts) if texts else None
-    functions = (_get_either(p, "function_call", "functionCall") for p in parts)
-    calls = tuple(
-        ToolCall(str(_get(f, "name") or ""), _dumps(_get(f, "args"))) for f in functions if f
+    functions = [f for p in parts if (f := _get_either(p, "function_call", "functionCall"))]
+    calls = tuple(  # Gemini's calls have no ids (or only some do): each gets its position's
+        ToolCall(
+            str(_get(f, "name") or ""),
+            _dumps(_get(f, "args")),
+            _opt_str(_get(f, "id")) or f"call_{index}",
+        )
+        for index, f in enumerate(functions)
     )
     raw_finish = _get_either(candidate, "finish_reason", "finishReason")
     name = getattr(raw_finish, "name", None)

@@ -155,7 +155,8 @@ def _tool_calls(raw: Any) -> tuple[ToolCall, ...]:
         function = _get(call, "function") or {}
         name = _opt_str(_get(function, "name")) or ""
         arguments = _get(function, "arguments")
-        calls.append(ToolCall(name, arguments if isinstance(arguments, str) else _dumps(arguments)))
+        text = arguments if isinstance(arguments, str) else _dumps(arguments)
+        calls.append(ToolCall(name, text, _opt_str(_get(call, "id"))))
     return tuple(calls)
 
 

@@ -164,9 +164,8 @@ def read_response(obj: Any) -> Reply:
         elif kind == "function_call":
             arguments = _get(item, "arguments")
             name = str(_get(item, "name") or "")
-            calls.append(
-                ToolCall(name, arguments if isinstance(arguments, str) else _dumps(arguments))
-            )
+            text = arguments if isinstance(arguments, str) else _dumps(arguments)
+            calls.append(ToolCall(name, text, _opt_str(_get(item, "call_id"))))
     refusal = "".join(refusals) if refusals else None
     return Reply(
         "".join(texts) if texts else None,
@@ -415,21 +414,22 @@ class Conversation:
         at = _find(sent, self.messages)
         if at is None:  # the messages were rewritten: all of them, as messages
             chat.pop("instructions", None)
-            chat["input"] = [_message(m) for m in sent]
+            chat["input"] = [item for m in sent for item in _items(m)]
             return chat
         before, after = sent[:at], sent[at + len(self.messages) :]
         if self.previous and self.last_id is not None:
             answered = [i for i, m in enumerate(after) if m.get("role") == "assistant"]
             if answered:
                 chat["previous_response_id"] = self.last_id
-                chat["input"] = [_message(m) for m in after[answered[-1] + 1 :]]
+                chat["input"] = [item for m in after[answered[-1] + 1 :] for item in _items(m)]
                 return chat
         if not before and not after:
             chat["input"] = self.input
             return chat
         own = self.input
         items = [{"role": "user", "content": own}] if isinstance(own, str) else list(own or ())
-        chat["input"] = [*map(_message, before), *items, *map(_message, after)]
+        later = [item for m in after for item in _items(m)]
+        chat["input"] = [*map(_message, before), *items, *later]
         return chat
 
 
@@ -437,6 +437,33 @@ def _message(message: Mapping[str, Any]) -> dict[str, Any]:
     role = message.get("role")
     return {"role": role if role in ("user", "assistant", "system", "developer") else "user",
             "content": message.get("content") or ""}  # fmt: skip
+
+
+def _items(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A chat-style message of the engine's as Responses input items: an assistant turn with
+    `tool_calls` as its text (if any) and a `function_call` item per call, a `tool` message as
+    a `function_call_output` item, any other as a message."""
+    calls = message.get("tool_calls")
+    role = message.get("role")
+    if role == "tool" and message.get("tool_call_id") is not None:
+        output = message.get("content")
+        return [{"type": "function_call_output", "call_id": message["tool_call_id"],
+                 "output": output if isinstance(output, str) else _dumps(output)}]  # fmt: skip
+    if role != "assistant" or not calls:
+        return [_message(message)]
+    found = [_message(message)] if message.get("content") else []
+    for call in calls:
+        function = _get(call, "function") or {}
+        arguments = _get(function, "arguments")
+        found.append(
+            {
+                "type": "function_call",
+                "call_id": str(_get(call, "id") or ""),
+                "name": str(_get(function, "name") or ""),
+                "arguments": arguments if isinstance(arguments, str) else _dumps(arguments),
+            }
+        )
+    return found
 
 
 def _find(sent: Sequence[Mapping[str, Any]], own: Sequence[Mapping[str, Any]]) -> int | None:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from healjson._core.contracts import Contract
+from healjson._core.effects import ModelCall
 from healjson._core.policy import HealPolicy
 from healjson._core.stream.run import is_stream
 from healjson._core.target import target_for
@@ -36,6 +37,7 @@ from healjson._providers.anthropic_messages import (
     messages_request,
     tier_request,
 )
+from healjson._providers.tool_streams import AnthropicCollector
 
 from ._base import (
     UNSET,
@@ -49,6 +51,7 @@ from ._base import (
 )
 from ._format import FormatState, JsonMode, check_mode
 from ._steps import stepping
+from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 
 __all__ = ["AnthropicStreams", "HealingAnthropic"]
 
@@ -86,6 +89,7 @@ _READ_EVENTS = ShapeCheck(
 
 _READ_MESSAGE = ShapeCheck(lambda value: hasattr(value, "stop_reason"), "an Anthropic message")
 _DEFAULT_POLICY = HealPolicy()
+_NO_TARGET: Any = None  # a driver without a JSON tier never shapes a request for a target
 
 
 class Messages:
@@ -107,18 +111,28 @@ class Messages:
         fallback: Any = None,
         examples: Iterable[Any] = (),
         context: Mapping[str, Any] | None = None,
+        heal_tools: bool = False,
+        tool_contracts: Mapping[str, Iterable[Any]] | None = None,
         **kwargs: Any,
     ) -> Any:
         """`messages.create`; with `response_model=M` it returns `Outcome[M]` (an awaitable of
-        it for an async client; with `stream=True` a `HealStream[M]` / `AsyncHealStream[M]`)."""
+        it for an async client; with `stream=True` a `HealStream[M]` / `AsyncHealStream[M]`);
+        with `heal_tools=True` (and the caller's `tools=`) `Outcome[ToolCalls]` (`_tools`)."""
         owner = self._owner
-        if response_model is UNSET:
+        tools = heal_tools or tool_contracts is not None
+        if response_model is UNSET and not tools:
             return owner.wrapped.messages.create(*args, **kwargs)
         if args:
             raise TypeError("messages.create takes keyword arguments only")
         messages = kwargs.pop("messages", UNSET)
         if messages is UNSET:
             raise TypeError("messages.create needs messages=[...]")
+        if tools:
+            check_tool_call(kwargs, response_model, UNSET, "messages.create")
+            if not heal_tools:
+                raise TypeError("tool_contracts= needs heal_tools=True")
+            chosen = policy or owner.policy or _DEFAULT_POLICY
+            return self._heal_tools(chosen, tool_contracts, messages, context, kwargs)
         healer = owner.healer(response_model, contracts, policy, fallback, examples)
         if kwargs.get("stream"):
             return owner._stream(healer, None, messages, context, kwargs)
@@ -128,6 +142,47 @@ class Messages:
             return healer._arun_for(owner.wrapped, call, messages, context, kwargs)
         call = _sync_call(None, None, healer.target, send)
         return healer._run_for(owner.wrapped, call, messages, context, kwargs)
+
+    def _heal_tools(
+        self,
+        policy: HealPolicy,
+        tool_contracts: Mapping[str, Iterable[Any]] | None,
+        messages: Any,
+        context: Mapping[str, Any] | None,
+        params: dict[str, Any],
+    ) -> Any:
+        """`create(..., heal_tools=True)`: the caller's own tool calls healed (`_tools`); each
+        request is the caller's, its messages as Anthropic turns (a repair's tool exchange as
+        `tool_use` and `tool_result` blocks)."""
+        owner = self._owner
+        spec = tool_spec(params, tool_contracts, policy, style="anthropic")
+        create = owner.wrapped.messages.create
+        if params.get("stream"):
+
+            def start(effect: ModelCall) -> Any:
+                sent = [dict(message) for message in effect.messages]
+                return create(**messages_request(sent, dict(effect.params)))
+
+            return stream_tool_calls(
+                owner.wrapped,
+                start,
+                spec,
+                messages,
+                params,
+                collector=AnthropicCollector,
+                is_async=owner.is_async,
+                context=context,
+            )
+
+        def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
+            sent = request.pop("messages")
+            return create, messages_request(sent, request), _READ_MESSAGE
+
+        driver = _async_call if owner.is_async else _sync_call
+        call = driver(None, None, _NO_TARGET, send)
+        return heal_tool_calls(
+            owner.wrapped, call, spec, messages, params, is_async=owner.is_async, context=context
+        )
 
     def stream(self, *args: Any, response_model: Any = UNSET, **kwargs: Any) -> Any:
         """`messages.stream`; with `response_model=M` the healed stream of

@@ -19,7 +19,7 @@ from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any
 
 from healjson._core.contracts import Contract
-from healjson._core.effects import ProviderError
+from healjson._core.effects import ModelCall, ProviderError
 from healjson._core.healer import Healer
 from healjson._core.policy import HealPolicy
 from healjson._core.redact import secrets_scope
@@ -35,10 +35,12 @@ from healjson._providers.openai_chat import (
     strict_format,
 )
 from healjson._providers.openai_strict_schema import StrictSchemaUnsupported
+from healjson._providers.tool_streams import ChatCollector
 
 from ._cache import HealerCache
 from ._format import FormatState, check_mode
 from ._proxy import ChatProxy, CompletionsProxy
+from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 
 __all__ = [
     "UNSET",
@@ -183,11 +185,22 @@ class Completions(CompletionsProxy):
         examples: Iterable[Any] = (),
         context: Mapping[str, Any] | None = None,
         json_mode: str | None = None,
+        heal_tools: bool = False,
+        tool_contracts: Mapping[str, Iterable[Any]] | None = None,
         **kwargs: Any,
     ) -> Any:
         """`chat.completions.create`; with `response_model=M` it returns `Outcome[M]` (an
-        awaitable of it for an async client)."""
+        awaitable of it for an async client); with `heal_tools=True` (and the caller's
+        `tools=`) `Outcome[ToolCalls]` (see `_tools`)."""
         core = self._core  # a plain object: its attributes read fast (this class proxies)
+        if heal_tools or tool_contracts is not None:
+            if args:
+                raise TypeError("chat.completions.create takes keyword arguments only")
+            check_tool_call(kwargs, response_model, UNSET, "chat.completions.create")
+            if not heal_tools:
+                raise TypeError("tool_contracts= needs heal_tools=True")
+            chosen = policy or core.policy or _DEFAULT_POLICY
+            return self._owner._heal_tools(chosen, tool_contracts, context, kwargs)
         if response_model is UNSET:
             return core.wrapped.chat.completions.create(*args, **kwargs)
         if args:
@@ -322,6 +335,48 @@ class HealingAdapter:
     def _stream_params(self, params: dict[str, Any]) -> None:
         """Adjust a streamed call's parameters (e.g. ask for the usage chunk)."""
 
+    def _heal_tools(
+        self,
+        policy: HealPolicy,
+        tool_contracts: Mapping[str, Iterable[Any]] | None,
+        context: Mapping[str, Any] | None,
+        params: dict[str, Any],
+    ) -> Any:
+        """`create(..., heal_tools=True)`: the caller's own tool calls healed (`_tools`); each
+        request goes to the client as the caller wrote it (no JSON tier: the tools answer)."""
+        messages = params.pop("messages", UNSET)
+        if messages is UNSET:
+            raise TypeError("chat.completions.create needs messages=[...]")
+        spec = tool_spec(params, tool_contracts, policy, style="chat")
+        if params.get("stream"):
+            start = self._tool_stream_start(params)
+            return stream_tool_calls(
+                self.wrapped,
+                start,
+                spec,
+                messages,
+                params,
+                collector=ChatCollector,
+                is_async=self.is_async,
+                context=context,
+            )
+        call = (_async_call if self.is_async else _sync_call)(
+            None, None, _NO_TARGET, self._tool_sender(params)
+        )
+        return heal_tool_calls(
+            self.wrapped, call, spec, messages, params, is_async=self.is_async, context=context
+        )
+
+    def _tool_sender(self, params: dict[str, Any]) -> Send:
+        """How a `heal_tools=True` call's requests reach the client (plain chat completions)."""
+        raise TypeError(f"heal_tools=True is not supported by {type(self).__name__}")
+
+    def _tool_stream_start(self, params: dict[str, Any]) -> Callable[[ModelCall], Any]:
+        """How a streamed `heal_tools=True` call's requests reach the client."""
+        raise TypeError(
+            f"heal_tools=True with stream=True is not supported by {type(self).__name__}"
+        )
+
     def healer(
         self,
         response_model: Any,
@@ -336,6 +391,7 @@ class HealingAdapter:
 
 
 _MAX_CALLS = 256  # cached sync drivers per adapter (as many as healers)
+_NO_TARGET: Any = None  # a driver without a JSON tier never shapes a request for a target
 
 _FIRST: Any = object()
 """`build_request`'s `mode` for a call's first request: the tier the client (or `forced`) says."""

@@ -11,7 +11,8 @@ Keys say what makes two configurations the same:
   fresh but equal `examples=[{...}]` list per call finds the same healer;
 * contracts by identity: they are module-level functions or `@contract` objects in practice,
   and a function has no value to compare (the entry keeps them alive, so ids stay unique);
-* the policy and the response model by value when hashable, else by identity.
+* the policy and the response model by value when hashable, else by identity; a JSON Schema
+  dict by value (its canonical JSON text).
 
 One lock guards the table (lookups, insertion, LRU order and eviction); each entry has its own
 lock for the build, so a slow build never blocks hits on other configurations and concurrent
@@ -24,13 +25,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pydantic_core import to_json
 
 from healjson._core.contracts import Contract
 from healjson._core.healer import Healer
+from healjson._core.json_schema import json_schema_of
 from healjson._core.policy import HealPolicy
 
 __all__ = ["HealerCache"]
@@ -127,6 +129,8 @@ def _key(
 
 
 def _hashable_or_id(value: Any, keep: list[Any]) -> Any:
+    if isinstance(value, Mapping):  # a JSON Schema: by value (a fresh dict per call is common)
+        return ("schema", json_schema_of(value))
     try:
         hash(value)
     except TypeError:

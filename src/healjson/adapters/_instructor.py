@@ -88,7 +88,14 @@ __all__ = ["InstructorClient"]
 
 class _Completions(Completions):
     def create(self, *args: Any, **kwargs: Any) -> Any:
-        """`chat.completions.create`; with `response_model=M` it returns `Outcome[M]`."""
+        """`chat.completions.create`; with `response_model=M` it returns `Outcome[M]`; with
+        `heal_tools=True` the caller's own tool calls healed (`Outcome[ToolCalls]`)."""
+        if kwargs.get("heal_tools") or kwargs.get("tool_contracts") is not None:
+            if kwargs.get("response_model") is None:
+                kwargs.pop("response_model", None)  # instructor's "no model": a plain call
+            kwargs.pop("json_mode", None)
+            _translate(kwargs, self._owner.policy)
+            return super().create(*args, **kwargs)
         if kwargs.get("response_model") is None:  # `None` too: instructor's own plain call
             return self._owner.wrapped.chat.completions.create(*args, **kwargs)
         kwargs.pop("json_mode", None)  # the instructor client's `Mode` shapes the request
@@ -237,6 +244,26 @@ class InstructorClient(HealingAdapter):
         return self._streaming_client("create(stream=True)")._stream(
             healer, forced, messages, context, params
         )
+
+    def _heal_tools(
+        self,
+        policy: HealPolicy,
+        tool_contracts: Any,
+        context: Mapping[str, Any] | None,
+        params: dict[str, Any],
+    ) -> Any:
+        """`create(..., heal_tools=True)`: the request is the caller's own (their tools, no
+        response model), so it goes to the provider client inside, healed by healjson's own
+        adapter over it (OpenAI clients only: `instructor.from_openai`)."""
+        provider = getattr(getattr(self.wrapped, "provider", None), "value", None)
+        if provider not in ("openai", None):
+            raise TypeError(
+                "heal_tools=True heals the tool calls of OpenAI clients (instructor.from_openai), "
+                f"not {provider!r}"
+            )
+        params.pop("hooks", None)  # instructor's hooks see instructor's own calls only
+        inner = self._streaming_client("create(heal_tools=True)")
+        return inner._heal_tools(policy, tool_contracts, context, params)
 
     def _stream_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         kwargs = dict(kwargs)

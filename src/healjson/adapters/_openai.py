@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from healjson._core.effects import ModelCall
 from healjson._core.policy import HealPolicy
 from healjson._core.reply import SDK_COMPLETIONS
 from healjson._core.stream.run import is_stream
@@ -114,6 +115,24 @@ class HealingClient(HealingAdapter):
             return wrapped.chat.completions.create, request, reader
 
         return send
+
+    def _tool_sender(self, params: dict[str, Any]) -> Send:
+        wrapped = self.wrapped
+
+        def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
+            return wrapped.chat.completions.create, request, _READ_COMPLETION
+
+        return send
+
+    def _tool_stream_start(self, params: dict[str, Any]) -> Callable[[ModelCall], Any]:
+        self._stream_params(params)
+        wrapped = self.wrapped
+
+        def start(effect: ModelCall) -> Any:
+            messages = [dict(message) for message in effect.messages]
+            return wrapped.chat.completions.create(messages=messages, **effect.params)
+
+        return start
 
     def _stream_params(self, params: dict[str, Any]) -> None:
         # the usage arrives in a last chunk only when asked for

@@ -26,6 +26,7 @@ from typing import Any, Final
 from pydantic import BaseModel
 
 from healjson._core.contracts import Contract
+from healjson._core.effects import ModelCall
 from healjson._core.policy import HealPolicy
 from healjson._core.redact import secrets_scope
 from healjson._core.stream.run import is_stream, stream_async, stream_sync
@@ -39,13 +40,16 @@ from healjson._providers.openai_responses import (
     read_sdk_response,
     set_commentary_aside,
 )
+from healjson._providers.tool_streams import ResponsesCollector
 
 from ._base import UNSET, Exchange, NotACompletion, _async_call, _sync_call
 from ._format import check_mode
+from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 
 __all__ = ["REPAIRS", "Responses"]
 
 REPAIRS: Final = ("input", "previous_response_id")
+_NO_TARGET: Any = None  # a driver without a JSON tier never shapes a request for a target
 _DEFAULT_POLICY = HealPolicy()
 
 
@@ -110,17 +114,25 @@ class Responses:
         context: Mapping[str, Any] | None = None,
         json_mode: str | None = None,
         repair_via: str = "input",
+        heal_tools: bool = False,
+        tool_contracts: Mapping[str, Iterable[Any]] | None = None,
         **kwargs: Any,
     ) -> Any:
         """`responses.create`; with `response_model=M` it returns `Outcome[M]` (an awaitable
-        of it for an async client; a healed stream with `stream=True`). `repair_via`: see the
+        of it for an async client; a healed stream with `stream=True`); with `heal_tools=True`
+        (and the caller's `tools=`) `Outcome[ToolCalls]` (see `_tools`). `repair_via`: see the
         module's docstring."""
         owner = self._owner
         core = owner._core  # a plain object: its attributes read fast (the adapter proxies)
-        if response_model is UNSET:
+        tools = heal_tools or tool_contracts is not None
+        if response_model is UNSET and not tools:
             return core.wrapped.responses.create(*args, **kwargs)
         if args:
             raise TypeError("responses.create takes keyword arguments only")
+        if tools:
+            check_tool_call(kwargs, response_model, UNSET, "responses.create")
+            if not heal_tools:
+                raise TypeError("tool_contracts= needs heal_tools=True")
         previous = repair_via != "input"
         if previous and repair_via not in REPAIRS:
             raise ValueError(f"repair_via must be one of {', '.join(REPAIRS)}; got {repair_via!r}")
@@ -132,12 +144,32 @@ class Responses:
             raise TypeError("responses.create needs input=...")
         text = kwargs.pop("text", None)
         conversation = Conversation(instructions, given, text, previous=previous)
+        streamed = bool(kwargs.get("stream"))
+        if tools:
+            chosen = policy or core.policy or _DEFAULT_POLICY
+            spec = tool_spec(kwargs, tool_contracts, chosen, style="responses")
+            if streamed:
+                return stream_tool_calls(
+                    core.wrapped,
+                    _stream_start(core.wrapped, conversation),
+                    spec,
+                    conversation.messages,
+                    kwargs,
+                    collector=ResponsesCollector,
+                    is_async=core.is_async,
+                    context=context,
+                )
+            driver = _async_call if core.is_async else _sync_call
+            call = driver(None, None, _NO_TARGET, _sender(core, conversation, False))
+            messages = conversation.messages
+            return heal_tool_calls(
+                core.wrapped, call, spec, messages, kwargs, is_async=core.is_async, context=context
+            )
         forced = check_mode(json_mode) if json_mode is not None else None
         own = text is not None and isinstance(text, Mapping) and "format" in text
         tiers = None if own else core.tiers
         chosen = policy or core.policy or _DEFAULT_POLICY
         healer = core.healers.get(response_model, contracts, chosen, fallback, examples)
-        streamed = bool(kwargs.get("stream"))
         send = _sender(core, conversation, streamed)
         messages = conversation.messages
         if streamed:
@@ -171,6 +203,16 @@ class Responses:
         if text_format is UNSET:
             return self._owner.wrapped.responses.stream(*args, **kwargs)
         return self.create(*args, response_model=text_format, stream=True, **kwargs)
+
+
+def _stream_start(wrapped: Any, conversation: Conversation) -> Callable[[ModelCall], Any]:
+    """A streamed tool-call run's request, as the Responses API's (the SDK's own events)."""
+
+    def start(effect: ModelCall) -> Any:
+        chat = {"messages": [dict(m) for m in effect.messages], **effect.params}
+        return wrapped.responses.create(**conversation.request(chat))
+
+    return start
 
 
 def _sender(

@@ -48,6 +48,19 @@ class ScriptedReply:
       Gemini has no refusal: a `refusal` is served as a `SAFETY` stop without any content (it
       reads as a content filter, reasoning included).
 
+    Tool calls (`tool_calls`): a list of calls in OpenAI's chat shape, `{"id": ..., "type":
+    "function", "function": {"name": ..., "arguments": ...}}` (`id` optional: each route makes
+    one up; `arguments` text, or a JSON value sent as its JSON text). Arguments text is sent
+    *verbatim*, broken JSON included (single quotes, a cut string, prose around it), on OpenAI
+    chat and the Responses API, streamed or not; several calls are parallel calls, in order;
+    a name no tool declares is sent as it is; `finish_reason="length"` with cut arguments is a
+    reply cut by the token limit (chat `length`, Responses `incomplete`, Anthropic
+    `max_tokens`). Anthropic's `tool_use.input` and Gemini's `functionCall.args` are JSON
+    objects: arguments that are not one's text can only be sent on Anthropic's *stream*
+    (`input_json_delta` pieces of the text as written); a reply that is not streamed, and any
+    Gemini reply, with such arguments is refused when served (HTTP 500 naming the call). A
+    malformed `tool_calls` list is a `ValueError` when the reply is made.
+
     * OpenAI Responses API: a `response` whose `output` holds a `reasoning` item (a
       `summary_text` = `reasoning`), a `message` item per `commentary` text, the message (an
       `output_text` part for `content`, a `refusal` part for `refusal`; no message when both
@@ -207,6 +220,7 @@ class ScriptedReply:
             isinstance(commentary, list) and all(isinstance(text, str) for text in commentary)
         ):
             raise ValueError(f"commentary must be a list of strings or None, got {commentary!r}")
+        _check_tool_calls(self.tool_calls)
         failure = self.response_error
         if failure is not None and not (isinstance(failure, str) and failure):
             raise ValueError(f"response_error must be a non-empty string or None, got {failure!r}")
@@ -275,6 +289,34 @@ class ScriptedReply:
     def slow(cls, content: str, delay_s: float) -> ScriptedReply:
         """A normal reply sent after `delay_s` seconds (interrupted by `ScriptedServer.stop`)."""
         return cls(content=content, delay_s=delay_s)
+
+
+def _check_tool_calls(calls: object) -> None:
+    """A scripted `tool_calls` list: OpenAI-shaped calls whose arguments are text (sent
+    verbatim, broken or not) or a JSON value (sent as its JSON text)."""
+    if calls is None:
+        return
+    if not isinstance(calls, list):
+        raise ValueError(f"tool_calls must be a list of calls or None, got {calls!r}")
+    for index, call in enumerate(calls):
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping):
+            raise ValueError(
+                f'tool_calls[{index}] must be {{"id": ..., "function": {{"name": ..., '
+                f'"arguments": ...}}}}, got {call!r}'
+            )
+        name = function.get("name")
+        if name is not None and not (isinstance(name, str) and name):
+            raise ValueError(f"tool_calls[{index}]: function.name must be a string, got {name!r}")
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str | dict | list | int | float | bool | None):
+            raise ValueError(
+                f"tool_calls[{index}]: function.arguments must be text or a JSON value, "
+                f"got {type(arguments).__name__}"
+            )
+        call_id = call.get("id")
+        if call_id is not None and not (isinstance(call_id, str) and call_id):
+            raise ValueError(f"tool_calls[{index}]: id must be a string, got {call_id!r}")
 
 
 def _is_int(value: object) -> bool:

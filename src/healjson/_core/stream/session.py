@@ -42,7 +42,7 @@ from healjson._core.diagnostic import Diagnostic, Source
 from healjson._core.parse import truncation_diagnostic
 from healjson._core.reply import Reply, ToolCall, Usage
 from healjson._core.schema_errors import schema_diagnostics
-from healjson._core.target import Target, list_item_type
+from healjson._core.target import JsonSchema, Target, list_item_type, target_for
 
 from .chunks import Delta
 from .judge import Stand, judge_field
@@ -354,7 +354,10 @@ def _sync_contracts(
 
 
 def _plain_list(type_: Any) -> bool:
-    """A `list[X]` or `tuple[X, ...]` with nothing on the list itself (no bound, validator)."""
+    """A `list[X]` or `tuple[X, ...]` with nothing on the list itself (no bound, validator);
+    an array JSON Schema with nothing but its items."""
+    if isinstance(type_, JsonSchema):
+        return type_.plain_array
     return typing.get_origin(type_) in (list, tuple)
 
 
@@ -392,6 +395,8 @@ def _is_model(type_: Any) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def _adapter(type_: Any) -> TypeAdapter[Any]:
+    if isinstance(type_, JsonSchema):  # the items of an array schema
+        return target_for(type_).adapter
     return TypeAdapter(type_)
 
 

@@ -127,6 +127,7 @@ def tool_arguments(call: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     if not isinstance(arguments, dict):
         raise UnservableReply(
             f"tool call {name!r}: arguments must be a JSON object to be served as Anthropic's "
-            f"tool_use input or Gemini's functionCall args, got {function.get('arguments')!r}"
+            f"tool_use input or Gemini's functionCall args, got {function.get('arguments')!r} "
+            "(Anthropic's stream sends any arguments text: request it with stream=True)"
         )
     return name, arguments

@@ -88,9 +88,16 @@ def input_usage(usage: Mapping[str, int]) -> dict[str, int]:
 
 
 def message(
-    message_id: str, model: str, reply: ScriptedReply, usage: dict[str, int]
+    message_id: str,
+    model: str,
+    reply: ScriptedReply,
+    usage: dict[str, int],
+    *,
+    streamed: bool = False,
 ) -> dict[str, Any]:
-    """A `message` object; `UnservableReply` when a tool call's arguments are not an object."""
+    """A `message` object; `UnservableReply` when a tool call's arguments are not an object
+    (`streamed`: the message a stream describes, whose `tool_use` blocks' arguments are sent as
+    `input_json_delta` text as written, whatever it holds: their `input` is then `{}`)."""
     content: list[dict[str, Any]] = []
     if reply.reasoning is not None:
         signature = thinking_signature(reply.reasoning)
@@ -100,7 +107,11 @@ def message(
     if reply.content is not None:
         content.append({"type": "text", "text": reply.content})
     for number, call in enumerate(reply.tool_calls or [], 1):
-        name, arguments = tool_arguments(call)
+        if streamed:
+            name = str((call.get("function") or {}).get("name") or "tool")
+            arguments = _object_or_empty((call.get("function") or {}).get("arguments"))
+        else:
+            name, arguments = tool_arguments(call)
         call_id = call.get("id") or f"toolu_scripted_{number}"
         content.append({"type": "tool_use", "id": call_id, "name": name, "input": arguments})
     payload: dict[str, Any] = {
@@ -189,7 +200,7 @@ def stream(
     `overloaded_error`, others as given), which the anthropic SDK raises as an `APIStatusError`
     (status 200, the stream's)."""
     reply = forced_tool(reply, request)
-    whole = message(f"msg_scripted_{number}", model, reply, usage)
+    whole = message(f"msg_scripted_{number}", model, reply, usage, streamed=True)
     opening = {key: value for key, value in whole.items() if key != "stop_details"}
     opening |= {"content": [], "stop_reason": None, "stop_sequence": None}
     opening["usage"] = {**input_usage(usage), "output_tokens": 0}
@@ -211,6 +222,17 @@ def stream(
         return {"type": "error", "error": error}
 
     return SseStream(events, _encode, error, opening=2, keepalive=_encode({"type": "ping"}))
+
+
+def _object_or_empty(arguments: Any) -> dict[str, Any]:
+    """A tool call's arguments as an object when they are one (a dict, or JSON text of one),
+    else `{}`."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return {}
+    return arguments if isinstance(arguments, dict) else {}
 
 
 def _encode(payload: Mapping[str, Any]) -> bytes:

@@ -79,7 +79,9 @@ def completion(
     if reply.reasoning is not None:
         message[reply.reasoning_field] = reply.reasoning
     if reply.tool_calls:
-        message["tool_calls"] = reply.tool_calls
+        message["tool_calls"] = [
+            _tool_call(completion_id, index, call) for index, call in enumerate(reply.tool_calls)
+        ]
     return {
         "id": completion_id,
         "object": "chat.completion",
@@ -122,6 +124,20 @@ def stream(
         return {"error": error}
 
     return SseStream(events, _encode, error, done=b"data: [DONE]\n\n", opening=1)
+
+
+def _tool_call(completion_id: str, index: int, call: Mapping[str, Any]) -> dict[str, Any]:
+    """A scripted call as sent: its `arguments` text verbatim (broken JSON included), an
+    `id` (`call_<completion>_<index>` when the script gives none) and `type` `function`."""
+    function = dict(call.get("function") or {})
+    arguments = function.get("arguments")
+    if not isinstance(arguments, str):
+        function["arguments"] = json.dumps(arguments if arguments is not None else {})
+    found = {**call, "function": function}
+    found.setdefault("type", "function")
+    if not found.get("id"):
+        found["id"] = f"call_{completion_id.rsplit('-', 1)[-1]}_{index}"
+    return found
 
 
 def _encode(payload: Mapping[str, Any]) -> bytes:
@@ -172,16 +188,17 @@ def _stream_plan(
     events += deltas(reply.reasoning, field_delta(reply.reasoning_field))
     events += deltas(reply.content, field_delta("content"))
     events += deltas(reply.refusal, field_delta("refusal"))
-    for index, call in enumerate(reply.tool_calls or []):
-        function = call.get("function") or {}
+    for index, scripted in enumerate(reply.tool_calls or []):
+        call = _tool_call(completion_id, index, scripted)
+        function = call["function"]
         head = {
             "index": index,
-            "id": call.get("id"),
-            "type": call.get("type", "function"),
+            "id": call["id"],
+            "type": call["type"],
             "function": {"name": function.get("name"), "arguments": ""},
         }
         events.append(chunk({"tool_calls": [head]}))
-        events += deltas(str(function.get("arguments") or ""), arguments_delta(index))
+        events += deltas(function["arguments"], arguments_delta(index))
     events.append(chunk({}, reply.finish_reason))
     if usage is not None:
         events.append(

@@ -1,0 +1,268 @@
+"""JSON Schema targets: a JSON Schema dict wherever a target type is taken.
+
+`target_for({"type": "object", ...})` wraps the dict in a `JsonSchema` (hashable: equal schemas,
+compared as canonical JSON text, share one cached target) and validates with `SchemaAdapter`,
+a stand-in for pydantic's `TypeAdapter` with the methods healjson calls on it:
+
+- validation by the maintained `jsonschema` package: the draft the schema's `$schema` names,
+  Draft 2020-12 without one; the schema itself is checked when the target is built (a schema
+  that is not valid JSON Schema, an unknown `$schema`, a `$ref` to anything outside the schema:
+  `ValueError`, the caller's bug). `format` is an annotation, as the 2020-12 default says (a
+  check that depends on which optional packages are installed would make a schema mean
+  different things on different machines): use `pattern` or a contract to enforce one;
+- the value of a valid answer is the plain JSON value (dict, list, str, ...);
+- errors are raised as pydantic's `ValidationError` with pydantic's error types where one means
+  the same (`missing`, `greater_than_equal`, `string_too_short`, `enum`, ...; `schema_errors`
+  turns them into diagnostic triples as for a model), `json_schema_<keyword>` otherwise;
+- "lax" validation (what pydantic's lax mode is for a model: the `coerced` step of alignment)
+  converts a scalar to the one JSON type its node allows, when exactly one reading fits
+  (`json_schema_lax`): `"5"` for an integer, `"true"` for a boolean;
+- pydantic's validation `context=` has nothing to reach in a JSON Schema: it is ignored.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
+
+from pydantic_core import PydanticSerializationError, ValidationError, from_json, to_json
+
+from .json_schema_errors import line_errors
+from .json_schema_lax import lax
+from .schema_refs import resolve_ref
+
+__all__ = ["JsonSchema", "SchemaAdapter", "json_schema_of", "resolve_ref"]
+
+_ARRAY_ONLY: Final = frozenset(
+    {"type", "items", "$defs", "definitions", "$schema", "$comment", "title", "description"}
+    | {"examples", "default", "deprecated", "readOnly", "writeOnly"}
+)
+"""Root keywords of an array schema with nothing on the list itself (no bound, no rule across
+items): its items can be judged one by one."""
+_BASE_CHANGERS: Final = frozenset(
+    {"$id", "$anchor", "$dynamicAnchor", "$dynamicRef", "$recursiveRef", "$recursiveAnchor"}
+)
+_LOCAL_DEFS: Final = ("#/$defs/", "#/definitions/")
+_REMOTE: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+_TITLE_CHARS: Final = 64
+
+
+class JsonSchema:
+    """A JSON Schema as a target "type": hashable, compared by its canonical JSON text.
+
+    `schema` is healjson's own copy (the caller may change theirs afterwards): read-only.
+    `__name__` is the schema's `title`, else `Response` (what prompts and request names say).
+    """
+
+    def __init__(self, schema: dict[str, Any], text: str) -> None:
+        self.schema = schema
+        self.text = text
+        title = schema.get("title")
+        self.__name__ = (
+            title.strip()[:_TITLE_CHARS] if isinstance(title, str) and title.strip() else "Response"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, JsonSchema) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return f"JsonSchema({self.__name__})"
+
+    @functools.cached_property
+    def items(self) -> JsonSchema | None:
+        """The schema of the items of an array schema, standing alone (the root's `$defs`
+        carried along), or None when they cannot stand alone: not an array of one item schema,
+        or references other than to `$defs` / `definitions` (a `#` back to the root, `$id`s)."""
+        root = resolve_ref(self.schema, self.schema)
+        items = root.get("items")
+        if root.get("type") != "array" or not isinstance(items, dict) or "prefixItems" in root:
+            return None
+        if not _self_contained(self.schema):
+            return None
+        carried: dict[str, Any] = {
+            key: self.schema[key]
+            for key in ("$schema", "$defs", "definitions")
+            if key in self.schema
+        }
+        if carried.keys() & items.keys():
+            return None
+        return json_schema_of({**items, **carried})
+
+    @functools.cached_property
+    def plain_array(self) -> bool:
+        """An array schema with nothing on the list itself (no length bound, no `uniqueItems`,
+        no `contains`): a valid item stays valid whatever the other items are."""
+        return self.items is not None and self.schema.keys() <= _ARRAY_ONLY
+
+
+def json_schema_of(schema: Mapping[str, Any]) -> JsonSchema:
+    """The `JsonSchema` for a schema mapping (raises TypeError for data that is not JSON)."""
+    try:
+        text = json.dumps(
+            schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+        copy = json.loads(json.dumps(schema, ensure_ascii=False))  # the caller's key order
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"a JSON Schema target must be JSON data (a dict of JSON values): {exc}"
+        ) from exc
+    return JsonSchema(copy, text)
+
+
+class SchemaAdapter:
+    """Validates against one JSON Schema; the `TypeAdapter` methods healjson uses (see the
+    module docstring). Built once per schema (`target_for` caches it)."""
+
+    pydantic_complete = True
+
+    def __init__(self, schema: JsonSchema) -> None:
+        self.type_ = schema
+        self._validator = _validator(schema.schema)
+
+    def validate_json(
+        self, data: str | bytes | bytearray, /, *, strict: bool | None = None, **_: Any
+    ) -> Any:
+        """The JSON value `data` holds, when it is valid (`strict=False` / None: the lax
+        conversions first, for a value that fails as written); else a `ValidationError`."""
+        try:
+            value = from_json(data)
+        except ValueError as exc:
+            raise _error("json_invalid", (), _shown(data), {"error": str(exc)}) from None
+        return self._checked(value, strict)
+
+    def validate_python(self, value: Any, /, *, strict: bool | None = None, **_: Any) -> Any:
+        """`value` as JSON data (a copy: tuples become lists), when it is valid."""
+        try:
+            data = from_json(to_json(value, inf_nan_mode="constants"))
+        except (PydanticSerializationError, ValueError) as exc:
+            raise _error("json_schema_json", (), value, {"error": str(exc)}) from None
+        return self._checked(data, strict)
+
+    def dump_python(self, value: Any, /, **_: Any) -> Any:
+        """A copy of the value as JSON data (the value already is: no aliases, no modes)."""
+        return from_json(to_json(value, inf_nan_mode="constants"))
+
+    def dump_json(self, value: Any, /, **_: Any) -> bytes:
+        """The value as JSON text."""
+        return to_json(value, inf_nan_mode="constants")
+
+    def json_schema(self, *_: Any, **__: Any) -> dict[str, Any]:
+        """The schema (healjson's copy: read-only)."""
+        return self.type_.schema
+
+    def rebuild(self, *_: Any, **__: Any) -> bool:
+        """Nothing to rebuild: every name resolved when the schema was checked."""
+        return True
+
+    def _checked(self, value: Any, strict: bool | None) -> Any:
+        validator = self._validator
+        first = next(validator.iter_errors(value), None)
+        if first is None:
+            return value
+        if not strict:
+            converted = lax(self.type_.schema, value)
+            if converted is not value:
+                if next(validator.iter_errors(converted), None) is None:
+                    return converted
+                value = converted
+        raise ValidationError.from_exception_data(
+            self.type_.__name__, line_errors(validator, value)
+        )
+
+
+def _error(kind: str, loc: tuple[str | int, ...], value: Any, ctx: dict[str, Any]) -> Exception:
+    from pydantic_core import PydanticCustomError
+
+    if kind == "json_invalid":
+        line: Any = {"type": kind, "loc": loc, "input": value, "ctx": ctx}
+    else:
+        message = "Input should be JSON data ({error})"
+        line = {"type": PydanticCustomError(kind, message, ctx), "loc": loc, "input": value}
+    return ValidationError.from_exception_data("JSON Schema", [line])
+
+
+def _shown(data: Any) -> Any:
+    if isinstance(data, bytes | bytearray):
+        return bytes(data[:1000]).decode("utf-8", "replace")
+    return data[:1000] if isinstance(data, str) else data
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """The checked validator for `schema` (ValueError: not a usable JSON Schema)."""
+    from jsonschema import Draft202012Validator, exceptions, validators
+
+    cls: Any = Draft202012Validator
+    if "$schema" in schema:
+        cls = validators.validator_for(schema, default=None)
+    if cls is None:
+        raise ValueError(
+            f"unknown $schema {schema.get('$schema')!r}: name a JSON Schema draft "
+            "(https://json-schema.org/draft/2020-12/schema, draft-07, ...) or leave it out"
+        )
+    try:
+        cls.check_schema(schema)
+    except exceptions.SchemaError as exc:
+        where = "/".join(str(part) for part in exc.absolute_path) or "<root>"
+        raise ValueError(f"not a valid JSON Schema at {where}: {exc.message}") from None
+    _check_refs(schema)
+    return cls(schema)
+
+
+def _check_refs(schema: dict[str, Any]) -> None:
+    """Every `$ref` must resolve inside the schema: healjson never fetches a schema."""
+    ids = {value for key, value in _keywords(schema) if key == "$id" and isinstance(value, str)}
+    nested_ids = any(key in _BASE_CHANGERS for key, _ in _keywords(schema))
+    for key, ref in _keywords(schema):
+        if key != "$ref" or not isinstance(ref, str):
+            continue
+        base = ref.split("#", 1)[0]
+        if base and base not in ids and _REMOTE.match(ref) is not None:
+            raise ValueError(
+                f"$ref {ref!r} points outside the schema; healjson resolves only references "
+                "inside it (put the definition under $defs)"
+            )
+        if ref.startswith("#/") and not nested_ids and _pointer(schema, ref) is None:
+            raise ValueError(f"$ref {ref!r} does not resolve inside the schema")
+
+
+def _keywords(node: Any) -> Iterator[tuple[str, Any]]:
+    """Every (key, value) pair of every object in the schema (iteratively: no depth limit)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, dict):
+            for key, value in current.items():
+                yield key, value
+                stack.append(value)
+        elif isinstance(current, list):
+            stack.extend(current)
+
+
+def _pointer(root: Any, ref: str) -> Any:
+    node = root
+    for raw in ref[2:].split("/"):
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def _self_contained(schema: dict[str, Any]) -> bool:
+    """Whether every reference names a definition (`#/$defs/...`, `#/definitions/...`) and no
+    keyword changes where references resolve: a part of it then stands alone with them."""
+    for key, value in _keywords(schema):
+        if key in _BASE_CHANGERS:
+            return False
+        if key == "$ref" and not (isinstance(value, str) and value.startswith(_LOCAL_DEFS)):
+            return False
+    return True

@@ -1,0 +1,22 @@
+"""Local references in a JSON schema (`#/$defs/...`), followed the way every reader here does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["resolve_ref"]
+
+
+def resolve_ref(root: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with its local `$ref` chain (`#/$defs/...`, at most 32 links) followed; the
+    keys beside a `$ref` (a description, a default) are kept over the referenced ones."""
+    for _ in range(32):
+        ref = schema.get("$ref")
+        if not (isinstance(ref, str) and ref.startswith("#/")):
+            break
+        node: Any = root
+        for part in ref[2:].split("/"):
+            node = node.get(part, {}) if isinstance(node, dict) else {}
+        referenced = node if isinstance(node, dict) else {}
+        schema = {**referenced, **{k: v for k, v in schema.items() if k != "$ref"}}
+    return schema
