@@ -13,6 +13,7 @@ import itertools
 import json
 import ssl
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import anthropic
@@ -21,9 +22,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import Field, create_model
+from typer.testing import CliRunner
 
 import healjson
 from healjson import Degraded, Flag, Healed, Healer, Reason, Violation, contract
+from healjson._cli.app import app
+from healjson._cli.loading import SpecError, load_object
 from healjson._core.stream.chunks import Delta
 from healjson._core.target import JsonSchema, list_item_type, target_for
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
@@ -665,3 +669,61 @@ def test_a_models_schema_and_the_model_agree(data: st.DataObject) -> None:
             typed,
             plain,
         )
+
+
+# -- the command line: a `.json` file names a JSON Schema target ----------------------------------
+
+
+def test_cli_heal_takes_a_json_schema_file(tmp_path: Path) -> None:
+    schema_file = tmp_path / "person.json"
+    schema_file.write_text(json.dumps(PERSON), encoding="utf-8")
+    reply = tmp_path / "reply.txt"
+    reply.write_text('Sure: {"Name": "Ada", "age": "36",}', encoding="utf-8")
+    result = CliRunner().invoke(app, ["heal", str(reply), "--model", str(schema_file)])
+    assert 0 == result.exit_code, result.output
+    assert "- **Target**: `Person`" in result.stdout
+    assert '"age": 36' in result.stdout
+    assert isinstance(load_object(str(schema_file)), dict)
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("[1, 2]", "not a JSON Schema object"),
+        ("{not json", "cannot read"),
+        ('{"type": "objekt"}', "not a valid JSON Schema"),
+    ],
+)
+def test_cli_refuses_a_json_file_that_is_no_schema(
+    tmp_path: Path, content: str, words: str
+) -> None:
+    schema_file = tmp_path / "bad.json"
+    schema_file.write_text(content, encoding="utf-8")
+    with pytest.raises(SpecError, match=words):
+        load_object(str(schema_file))
+    with pytest.raises(SpecError, match="no JSON Schema file"):
+        load_object(str(tmp_path / "missing.json"))
+
+
+def test_cli_batch_takes_a_json_schema_file(tmp_path: Path) -> None:
+    schema_file = tmp_path / "person.json"
+    schema_file.write_text(json.dumps(PERSON), encoding="utf-8")
+    source = tmp_path / "in.jsonl"
+    source.write_text(
+        "\n".join(json.dumps({"id": f"p{n}", "prompt": f"Person {n}?"}) for n in range(3)) + "\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out.jsonl"
+    with ScriptedServer([GOOD], repeat=True) as server:
+        result = CliRunner().invoke(
+            app,
+            [
+                "batch", str(source), "--out", str(out), "--model", "m",
+                "--response-model", str(schema_file),
+                "--base-url", server.base_url, "--api-key", "test",
+            ],
+        )  # fmt: skip
+    assert 0 == result.exit_code, result.output
+    found = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert 3 == len(found)
+    assert all(row["ok"] and {"name": "Ada", "age": 36} == row["value"] for row in found)
