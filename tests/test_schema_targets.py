@@ -727,3 +727,61 @@ def test_cli_batch_takes_a_json_schema_file(tmp_path: Path) -> None:
     found = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert 3 == len(found)
     assert all(row["ok"] and {"name": "Ada", "age": 36} == row["value"] for row in found)
+
+
+def test_a_wrapped_instructor_client_refuses_a_schema_dict_clearly() -> None:
+    """instructor validates with pydantic: a dict is the caller's mistake, said at the call."""
+    import instructor
+
+    with (
+        ScriptedServer([GOOD]) as server,
+        openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as sdk,
+    ):
+        client = healjson.wrap(instructor.from_openai(sdk))
+        with pytest.raises(TypeError, match="instructor client validates with pydantic"):
+            client.chat.completions.create(model="m", messages=USER, response_model=PERSON)
+        assert [] == server.requests
+
+
+def test_fix_warn_and_drop_rules_on_schema_targets() -> None:
+    @contract(
+        fields=("name",),
+        on_fail="fix",
+        fix=lambda person: {**person, "name": person["name"].strip()},
+    )
+    def trimmed(person: dict[str, Any]) -> str | None:
+        return (
+            "name has no surrounding spaces" if person["name"] != person["name"].strip() else None
+        )
+
+    @contract(fields=("age",), on_fail="warn")
+    def plausible(person: dict[str, Any]) -> str | None:
+        return "age is usually below 120" if person["age"] >= 120 else None
+
+    outcome = healjson.validate(
+        '{"name": " Ada ", "age": 130}', PERSON, contracts=[trimmed, plausible]
+    )
+    assert {"name": "Ada", "age": 130} == healed(outcome)
+    assert ("trimmed",) == outcome.fixed
+    assert "age = 130: age is usually below 120" == outcome.warnings[0].describe()
+
+    @contract(fields=("qty",), on_fail="drop")
+    def few(line: dict[str, Any]) -> str | None:
+        return "qty is at most 5" if line["qty"] > 5 else None
+
+    text = '[{"sku": "A", "qty": 1}, {"sku": "B", "qty": 9}, {"sku": "C", "qty": 2}]'
+    model = ScriptedModel([text])
+    outcome = Healer(LINES, item_contracts=[few]).run(model, "lines?")
+    assert ["A", "C"] == [line["sku"] for line in healed(outcome)]
+    assert [(1, {"sku": "B", "qty": 9})] == [(d.index, d.item) for d in outcome.dropped]
+
+
+def test_parse_and_outcome_records_take_a_schema() -> None:
+    result = healjson.parse('Sure: {"name": "Ada", "age": "36"}', PERSON)
+    assert result.valid
+    assert {"name": "Ada", "age": 36} == result.instance
+    record = healjson.validate(GOOD, PERSON).to_dict()
+    again = healjson.outcome_from_dict(record, PERSON)
+    assert {"name": "Ada", "age": 36} == healed(again)
+    with pytest.raises(ValueError, match="not a healjson outcome record"):
+        healjson.outcome_from_dict({**record, "value": {"name": "Ada"}}, PERSON)
