@@ -164,6 +164,12 @@ def test_a_failed_union_of_objects_reports_the_closest_branch() -> None:
     assert "must be an integer" == outcome.errors[0].constraint
 
 
+def test_nan_and_infinity_are_not_json() -> None:
+    outcome = healjson.validate('{"n": NaN}', {"type": "object"})
+    assert isinstance(outcome, Degraded)
+    assert isinstance(healjson.validate("Infinity", {"type": "number"}), Degraded)
+
+
 def test_errors_are_bounded() -> None:
     schema = {"type": "array", "items": {"type": "integer"}}
     outcome = healjson.validate(json.dumps(["x"] * 500), schema)

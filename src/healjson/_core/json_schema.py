@@ -131,7 +131,7 @@ class SchemaAdapter:
         """The JSON value `data` holds, when it is valid (`strict=False` / None: the lax
         conversions first, for a value that fails as written); else a `ValidationError`."""
         try:
-            value = from_json(data)
+            value = from_json(data, allow_inf_nan=False)  # NaN and Infinity are not JSON
         except ValueError as exc:
             raise _error("json_invalid", (), _shown(data), {"error": str(exc)}) from None
         return self._checked(value, strict)
@@ -139,7 +139,7 @@ class SchemaAdapter:
     def validate_python(self, value: Any, /, *, strict: bool | None = None, **_: Any) -> Any:
         """`value` as JSON data (a copy: tuples become lists), when it is valid."""
         try:
-            data = from_json(to_json(value, inf_nan_mode="constants"))
+            data = from_json(to_json(value, inf_nan_mode="constants"), allow_inf_nan=False)
         except (PydanticSerializationError, ValueError) as exc:
             raise _error("json_schema_json", (), value, {"error": str(exc)}) from None
         return self._checked(data, strict)
