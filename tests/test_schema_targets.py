@@ -164,6 +164,30 @@ def test_a_failed_union_of_objects_reports_the_closest_branch() -> None:
     assert "must be an integer" == outcome.errors[0].constraint
 
 
+def test_the_draft_named_by_dollar_schema_is_used() -> None:
+    draft7 = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"n": {"$ref": "#/definitions/N"}},
+        "definitions": {"N": {"type": "integer", "exclusiveMinimum": 3}},
+        "required": ["n"],
+    }
+    assert {"n": 5} == healed(healjson.validate('{"N": "5"}', draft7))
+    outcome = healjson.validate('{"n": 3}', draft7)
+    assert isinstance(outcome, Degraded)
+    assert "must be greater than 3" == outcome.errors[0].constraint
+    draft4 = {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "properties": {"n": {"type": "integer", "minimum": 3, "exclusiveMinimum": True}},
+    }
+    outcome = healjson.validate('{"n": 3}', draft4)
+    assert isinstance(outcome, Degraded)
+    assert "must be greater than 3" == outcome.errors[0].constraint
+    # Draft 2020-12 by default: a boolean exclusiveMinimum is no longer a keyword's valid value
+    with pytest.raises(ValueError, match="not a valid JSON Schema"):
+        target_for({"properties": {"n": {"minimum": 3, "exclusiveMinimum": True}}})
+
+
 def test_nan_and_infinity_are_not_json() -> None:
     outcome = healjson.validate('{"n": NaN}', {"type": "object"})
     assert isinstance(outcome, Degraded)
@@ -401,6 +425,7 @@ def test_wrapped_openai_sends_the_strict_schema_and_repairs(mode: Literal["sync"
     assert 2 == len(_objects(schema))
     assert all(node["additionalProperties"] is False for node in _objects(schema))
     assert "Set `age` to a value at least 0 (got -1)." in second.messages[-1]["content"]
+    assert "schema: `greater_than_equal`" in outcome.trace()  # a schema error, not a contract's
 
 
 def test_wrapped_openai_steps_down_for_a_schema_strict_mode_cannot_express() -> None:

@@ -117,6 +117,8 @@ def _lines(error: Any, alternative: bool) -> Iterator[tuple[int, bool, dict[str,
 
 def _line(keyword: Any, loc: tuple[Any, ...], want: Any, got: Any, error: Any) -> dict[str, Any]:
     if keyword in _BOUNDS:
+        if keyword in ("minimum", "maximum") and _draft4_exclusive(error.schema, keyword):
+            keyword = "exclusiveMinimum" if keyword == "minimum" else "exclusiveMaximum"
         kind, key = _BOUNDS[keyword]
         return {"type": kind, "loc": loc, "input": got, "ctx": {key: want}}
     if keyword == "minLength":
@@ -142,6 +144,12 @@ def _line(keyword: Any, loc: tuple[Any, ...], want: Any, got: Any, error: Any) -
     if keyword == "multipleOf":
         return {"type": "multiple_of", "loc": loc, "input": got, "ctx": {"multiple_of": want}}
     return _custom(f"json_schema_{keyword or 'false'}", loc, got, _rule(keyword, want, error))
+
+
+def _draft4_exclusive(schema: Any, keyword: str) -> bool:
+    """Draft 4's `exclusiveMinimum: true` beside `minimum` (the bound itself is excluded)."""
+    flag = "exclusiveMinimum" if keyword == "minimum" else "exclusiveMaximum"
+    return isinstance(schema, dict) and schema.get(flag) is True
 
 
 def _rule(keyword: Any, want: Any, error: Any) -> str:
