@@ -57,13 +57,21 @@ class JsonSchema:
     `__name__` is the schema's `title`, else `Response` (what prompts and request names say).
     """
 
-    def __init__(self, schema: dict[str, Any], text: str) -> None:
-        self.schema = schema
+    def __init__(self, source: Mapping[str, Any], text: str) -> None:
+        self._source: Mapping[str, Any] | None = source
         self.text = text
-        title = schema.get("title")
+        title = source.get("title")
         self.__name__ = (
             title.strip()[:_TITLE_CHARS] if isinstance(title, str) and title.strip() else "Response"
         )
+
+    @functools.cached_property
+    def schema(self) -> dict[str, Any]:
+        """healjson's copy of the schema, taken when the target is built (in the caller's key
+        order); a `JsonSchema` made only to look a cached target up never copies."""
+        source, self._source = self._source, None
+        copied: dict[str, Any] = json.loads(json.dumps(source, ensure_ascii=False))
+        return copied
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, JsonSchema) and other.text == self.text
@@ -107,12 +115,11 @@ def json_schema_of(schema: Mapping[str, Any]) -> JsonSchema:
         text = json.dumps(
             schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
         )
-        copy = json.loads(json.dumps(schema, ensure_ascii=False))  # the caller's key order
     except (TypeError, ValueError) as exc:
         raise TypeError(
             f"a JSON Schema target must be JSON data (a dict of JSON values): {exc}"
         ) from exc
-    return JsonSchema(copy, text)
+    return JsonSchema(schema, text)
 
 
 class SchemaAdapter:

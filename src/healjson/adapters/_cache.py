@@ -133,7 +133,7 @@ def _hashable_or_id(value: Any, keep: list[Any]) -> Any:
         hash(value)
     except TypeError:
         if isinstance(value, Mapping):  # a JSON Schema: by value (a fresh dict per call)
-            return ("schema", json_schema_of(value))
+            return ("schema", json_schema_of(value).text)
         keep.append(value)
         return ("id", id(value))
     return ("value", value)
