@@ -30,6 +30,7 @@ from healjson._cli.app import app
 from healjson._cli.loading import SpecError, load_object
 from healjson._core.stream.chunks import Delta
 from healjson._core.target import JsonSchema, list_item_type, target_for
+from healjson._providers.openai_strict_schema import strict_json_schema
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
 from sdk_calls import wrapped_create
 
@@ -426,6 +427,15 @@ def test_wrapped_openai_sends_the_strict_schema_and_repairs(mode: Literal["sync"
     assert all(node["additionalProperties"] is False for node in _objects(schema))
     assert "Set `age` to a value at least 0 (got -1)." in second.messages[-1]["content"]
     assert "schema: `greater_than_equal`" in outcome.trace()  # a schema error, not a contract's
+
+
+def test_the_strict_schema_of_a_schema_dict() -> None:
+    strict = strict_json_schema(json.loads(json.dumps(PERSON)))
+    assert strict is strict_json_schema(target_for(PERSON))
+    assert "Person" == strict.name
+    assert strict.envelope is None
+    assert "value" == strict_json_schema(LINES).envelope
+    assert "response" == strict_json_schema({"type": "integer"}).name.lower()
 
 
 def test_wrapped_openai_steps_down_for_a_schema_strict_mode_cannot_express() -> None:
