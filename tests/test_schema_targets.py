@@ -21,7 +21,7 @@ import openai
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import Field, create_model
+from pydantic import BaseModel, Field, create_model
 from typer.testing import CliRunner
 
 import healjson
@@ -826,3 +826,55 @@ def test_parse_and_outcome_records_take_a_schema() -> None:
     assert {"name": "Ada", "age": 36} == healed(again)
     with pytest.raises(ValueError, match="not a healjson outcome record"):
         healjson.outcome_from_dict({**record, "value": {"name": "Ada"}}, PERSON)
+
+
+class Line(BaseModel):
+    sku: str
+    qty: int = Field(ge=1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    qtys=st.lists(st.sampled_from([0, 1, 2, "3", "two", -1]), min_size=1, max_size=5),
+    cuts=st.lists(st.integers(0, 400), max_size=8),
+    tool=st.booleans(),
+    whole_repair=st.booleans(),
+)
+def test_a_streamed_array_schema_keeps_the_stream_promise(
+    qtys: list[Any], cuts: list[int], tool: bool, whole_repair: bool
+) -> None:
+    """Streamed or not, one outcome; the items handed out, their status and the outcome are
+    those of the pydantic model the schema describes (`list[Line]`), item by item."""
+    text = json.dumps([{"sku": f"S{i}", "qty": qty} for i, qty in enumerate(qtys)])
+    bad = [i for i, qty in enumerate(qtys) if qty in (0, -1, "two")]
+    fixed = range(len(qtys)) if whole_repair else bad
+    repair = json.dumps([{"sku": f"S{i}", "qty": 1} for i in fixed])
+    points = sorted({0, len(text), *(c % (len(text) + 1) for c in cuts)})
+    pieces = [text[a:b] for a, b in itertools.pairwise(points)]
+
+    def run(target: Any) -> tuple[Any, ...]:
+        replies: list[Any] = [pieces, repair, repair]
+
+        def call(messages: Any, **params: Any) -> Any:
+            reply = replies.pop(0)
+            if isinstance(reply, str):
+                return reply
+            chunks = [Delta(tool_arguments=p) if tool else p for p in reply]
+            return iter([*chunks, Delta(finish_reason="stop")])
+
+        stream = Healer(target).stream(call, "lines?")
+        given = [_dumped(item) for item in stream.items()]
+        outcome = stream.outcome
+        value = _dumped(outcome.value) if isinstance(outcome, Healed) else None
+        return type(outcome).__name__, outcome.calls, value, given, stream.item_status
+
+    plain, typed = run(LINES), run(list[Line])
+    assert typed == plain
+    whole = Healer(LINES).run(ScriptedModel([text, repair, repair]), "lines?")
+    assert (type(whole).__name__, whole.calls) == plain[:2]
+
+
+def _dumped(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_dumped(item) for item in value]
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
