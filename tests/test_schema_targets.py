@@ -330,6 +330,16 @@ def tool_stream(pieces: list[str], consumed: list[int]) -> Any:
     return call
 
 
+def in_turn(*calls: Any) -> Any:
+    """A model call that answers with each of `calls` in turn."""
+    queue = list(calls)
+
+    def call(messages: Any, **params: Any) -> Any:
+        return queue.pop(0)(messages, **params)
+
+    return call
+
+
 def test_an_array_schema_streams_its_items_as_they_complete() -> None:
     items = [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 2}, {"sku": "C", "qty": 3}]
     text = json.dumps(items)
@@ -878,3 +888,32 @@ def _dumped(value: Any) -> Any:
     if isinstance(value, list):
         return [_dumped(item) for item in value]
     return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+
+
+def test_a_one_value_stream_of_an_object_schema_stops_at_a_final_breach() -> None:
+    """A top-level field out of its bounds is final whatever follows (the stream stops and
+    the repair starts at once); a number word, a key in another case, or a schema relating
+    its fields to each other is left to the final check. Each ends as the unstreamed run."""
+    long_name = "y" * 300
+    related = {**PERSON, "dependentRequired": {"role": ["address"]}}
+    cases = [
+        (PERSON, '{"age": -4, "name": "' + long_name + '"}', True),
+        (PERSON, '{"address": {"zip": "1"}, "name": "' + long_name + '", "age": 3}', True),
+        (PERSON, '{"age": "four", "name": "' + long_name + '"}', False),
+        (PERSON, '{"AGE": -4, "name": "' + long_name + '"}', False),
+        (related, '{"age": -4, "name": "' + long_name + '"}', False),
+    ]
+    for schema, text, stops in cases:
+        pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
+        consumed: list[int] = []
+        call = in_turn(tool_stream(pieces, consumed), lambda messages, **_: GOOD)
+        healer = Healer(schema)
+        outcome = healer.stream(call, "who?").finish()
+        assert (Flag.STREAM_ABORTED in outcome.attempts[0].flags) is stops, text
+        assert (len(consumed) < len(pieces)) is stops, text
+        whole = healer.run(ScriptedModel([text, GOOD]), "who?")
+        assert (type(whole), whole.calls, whole.value) == (
+            type(outcome),
+            outcome.calls,
+            outcome.value,
+        )

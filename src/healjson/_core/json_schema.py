@@ -91,7 +91,7 @@ class JsonSchema:
         items = root.get("items")
         if root.get("type") != "array" or not isinstance(items, dict) or "prefixItems" in root:
             return None
-        if not _self_contained(self.schema):
+        if not self.local_refs_only:
             return None
         carried: dict[str, Any] = {
             key: self.schema[key]
@@ -101,6 +101,12 @@ class JsonSchema:
         if carried.keys() & items.keys():
             return None
         return json_schema_of({**items, **carried})
+
+    @functools.cached_property
+    def local_refs_only(self) -> bool:
+        """Every reference names a definition (`#/$defs/...`, `#/definitions/...`) and no
+        keyword moves where references resolve: a part of the schema stands alone with them."""
+        return _self_contained(self.schema)
 
     @functools.cached_property
     def plain_array(self) -> bool:
