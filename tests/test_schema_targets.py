@@ -917,3 +917,24 @@ def test_a_one_value_stream_of_an_object_schema_stops_at_a_final_breach() -> Non
             outcome.calls,
             outcome.value,
         )
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_streamed_object_schema_has_the_unstreamed_outcome(data: st.DataObject) -> None:
+    """A generated model's schema, JSON near it as one streamed value (a tool call's
+    arguments), any chunking: the stream (which may stop early) ends as the unstreamed run."""
+    spec = data.draw(specs())
+    schema = model_of(spec).model_json_schema()
+    text = json.dumps(data.draw(data_for(spec)))
+    good = json.dumps(data.draw(data_for(spec)))
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=6))
+    points = sorted({0, len(text), *cuts})
+    pieces = [text[a:b] for a, b in itertools.pairwise(points)]
+    healer = Healer(schema)
+    whole = healer.run(ScriptedModel([text, good, good]), "x?")
+    repair = lambda messages, **_: good  # noqa: E731
+    streamed = healer.stream(in_turn(tool_stream(pieces, []), repair, repair), "x?").finish()
+    assert (type(whole), whole.calls) == (type(streamed), streamed.calls), text
+    if isinstance(whole, Healed):
+        assert whole.value == streamed.value
