@@ -9,18 +9,28 @@ laxly when exactly one reading fits (flag `coerced`), as pydantic's lax mode doe
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import ssl
-from typing import Any, Literal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
 import anthropic
 import openai
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, Field, create_model
+from typer.testing import CliRunner
 
 import healjson
-from healjson import Degraded, Healed, Healer, Reason, Violation, contract
+from healjson import Degraded, Flag, Healed, Healer, Reason, Violation, contract
+from healjson._cli.app import app
+from healjson._cli.loading import SpecError, load_object
 from healjson._core.stream.chunks import Delta
 from healjson._core.target import JsonSchema, list_item_type, target_for
+from healjson._providers.openai_strict_schema import strict_json_schema
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
 from sdk_calls import wrapped_create
 
@@ -119,15 +129,19 @@ def test_schema_errors_become_diagnostic_triples() -> None:
 
 
 def test_a_failed_union_reports_every_branch_on_the_value_itself() -> None:
+    """Each branch's error at one place, merged; but "X or null" (`Optional[X]`) with a value
+    that is not null reports X's error alone, as pydantic does for the model."""
     schema = {
         "type": "object",
-        "properties": {"n": {"anyOf": [{"type": "integer"}, {"type": "null"}]}},
+        "properties": {
+            "n": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            "m": {"anyOf": [{"type": "integer"}, {"type": "boolean"}]},
+        },
     }
-    outcome = healjson.validate('{"n": "many"}', schema)
+    outcome = healjson.validate('{"n": "many", "m": "some"}', schema)
     assert isinstance(outcome, Degraded)
-    [diagnostic] = outcome.errors
-    assert "n" == diagnostic.path
-    assert "must be an integer, or must be null" == diagnostic.constraint
+    found = {d.path: d.constraint for d in outcome.errors}
+    assert {"n": "must be an integer", "m": "must be an integer, or must be a boolean"} == found
 
 
 def test_a_failed_union_of_objects_reports_the_closest_branch() -> None:
@@ -149,6 +163,36 @@ def test_a_failed_union_of_objects_reports_the_closest_branch() -> None:
     assert isinstance(outcome, Degraded)
     assert ["lives"] == [d.path for d in outcome.errors]
     assert "must be an integer" == outcome.errors[0].constraint
+
+
+def test_the_draft_named_by_dollar_schema_is_used() -> None:
+    draft7 = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"n": {"$ref": "#/definitions/N"}},
+        "definitions": {"N": {"type": "integer", "exclusiveMinimum": 3}},
+        "required": ["n"],
+    }
+    assert {"n": 5} == healed(healjson.validate('{"N": "5"}', draft7))
+    outcome = healjson.validate('{"n": 3}', draft7)
+    assert isinstance(outcome, Degraded)
+    assert "must be greater than 3" == outcome.errors[0].constraint
+    draft4 = {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "properties": {"n": {"type": "integer", "minimum": 3, "exclusiveMinimum": True}},
+    }
+    outcome = healjson.validate('{"n": 3}', draft4)
+    assert isinstance(outcome, Degraded)
+    assert "must be greater than 3" == outcome.errors[0].constraint
+    # Draft 2020-12 by default: a boolean exclusiveMinimum is no longer a keyword's valid value
+    with pytest.raises(ValueError, match="not a valid JSON Schema"):
+        target_for({"properties": {"n": {"minimum": 3, "exclusiveMinimum": True}}})
+
+
+def test_nan_and_infinity_are_not_json() -> None:
+    outcome = healjson.validate('{"n": NaN}', {"type": "object"})
+    assert isinstance(outcome, Degraded)
+    assert isinstance(healjson.validate("Infinity", {"type": "number"}), Degraded)
 
 
 def test_errors_are_bounded() -> None:
@@ -286,6 +330,16 @@ def tool_stream(pieces: list[str], consumed: list[int]) -> Any:
     return call
 
 
+def in_turn(*calls: Any) -> Any:
+    """A model call that answers with each of `calls` in turn."""
+    queue = list(calls)
+
+    def call(messages: Any, **params: Any) -> Any:
+        return queue.pop(0)(messages, **params)
+
+    return call
+
+
 def test_an_array_schema_streams_its_items_as_they_complete() -> None:
     items = [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 2}, {"sku": "C", "qty": 3}]
     text = json.dumps(items)
@@ -382,6 +436,16 @@ def test_wrapped_openai_sends_the_strict_schema_and_repairs(mode: Literal["sync"
     assert 2 == len(_objects(schema))
     assert all(node["additionalProperties"] is False for node in _objects(schema))
     assert "Set `age` to a value at least 0 (got -1)." in second.messages[-1]["content"]
+    assert "schema: `greater_than_equal`" in outcome.trace()  # a schema error, not a contract's
+
+
+def test_the_strict_schema_of_a_schema_dict() -> None:
+    strict = strict_json_schema(json.loads(json.dumps(PERSON)))
+    assert strict is strict_json_schema(target_for(PERSON))
+    assert "Person" == strict.name
+    assert strict.envelope is None
+    assert "value" == strict_json_schema(LINES).envelope
+    assert "response" == strict_json_schema({"type": "integer"}).name.lower()
 
 
 def test_wrapped_openai_steps_down_for_a_schema_strict_mode_cannot_express() -> None:
@@ -500,3 +564,377 @@ def test_heal_decorator_takes_a_schema() -> None:
     outcome = ask("Who?")
     assert {"name": "Ada", "age": 36} == healed(outcome)
     assert "prose_around" in outcome.flags
+
+
+# -- the same verdict as the pydantic model the schema came from ----------------------------------
+
+_FIELD_NAMES = ("total", "label", "owner", "level", "score", "price", "city", "note")
+_CHOICES = ("low", "medium", "high")
+_MODEL_IDS = itertools.count()
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A generated field: `int` / `float` (bounds), `str` (a max length), `bool`, `lit`
+    (choices), `opt` (Optional, not required), `list` of `inner`, or a `model`."""
+
+    kind: str
+    inner: Spec | None = None
+    fields: tuple[tuple[str, Spec], ...] = ()
+    low: int = 0
+    high: int = 0
+
+
+@st.composite
+def specs(draw: st.DrawFn, depth: int = 0) -> Spec:
+    names = draw(st.lists(st.sampled_from(_FIELD_NAMES), min_size=1, max_size=4, unique=True))
+    return Spec("model", fields=tuple((name, draw(field_specs(depth))) for name in names))
+
+
+@st.composite
+def field_specs(draw: st.DrawFn, depth: int) -> Spec:
+    kinds = ["int", "float", "str", "bool", "lit", "opt", "list"]
+    kind = draw(st.sampled_from([*kinds, "model"] if depth < 2 else kinds))
+    if kind == "model":
+        return draw(specs(depth + 1))
+    if kind in ("opt", "list"):
+        return Spec(kind, draw(field_specs(depth + 1)))
+    low = draw(st.integers(-5, 5))
+    return Spec(kind, low=low, high=low + draw(st.integers(0, 20)))
+
+
+def model_of(spec: Spec) -> Any:
+    """The pydantic type of a spec (an `opt` field is `X | None = None`)."""
+    if spec.kind == "model":
+        fields: dict[str, Any] = {}
+        for name, sub in spec.fields:
+            fields[name] = (model_of(sub), None if sub.kind == "opt" else ...)
+        return create_model(f"Generated{next(_MODEL_IDS)}", **fields)
+    if spec.kind in ("opt", "list"):
+        assert spec.inner is not None
+        inner = model_of(spec.inner)
+        return inner | None if spec.kind == "opt" else list[inner]  # type: ignore[valid-type]
+    if spec.kind in ("int", "float"):
+        number = int if spec.kind == "int" else float
+        return Annotated[number, Field(ge=spec.low, le=spec.high)]
+    if spec.kind == "str":
+        return Annotated[str, Field(max_length=abs(spec.high))]
+    if spec.kind == "lit":
+        return Literal[_CHOICES]
+    return bool
+
+
+@st.composite
+def data_for(draw: st.DrawFn, spec: Spec) -> Any:
+    """JSON data for a spec: mostly valid, often slipped the ways models slip (a number as a
+    string or a word, out of bounds, a boolean word, an enum in capitals, a missing field, a
+    lone item for a list, a key in capitals), sometimes plainly wrong."""
+    slip = draw(st.integers(0, 9)) == 0
+    if spec.kind == "model":
+        out: dict[str, Any] = {}
+        for name, sub in spec.fields:
+            if sub.kind == "opt" and draw(st.booleans()):
+                continue  # an optional field left out
+            if draw(st.integers(0, 14)) == 0:
+                continue  # a required field missing
+            key = name.upper() if draw(st.integers(0, 7)) == 0 else name
+            out[key] = draw(data_for(sub))
+        return out
+    if spec.kind == "opt":
+        assert spec.inner is not None
+        return None if draw(st.booleans()) else draw(data_for(spec.inner))
+    if spec.kind == "list":
+        assert spec.inner is not None
+        items = draw(st.lists(data_for(spec.inner), max_size=3))
+        return items[0] if slip and len(items) == 1 else items
+    if spec.kind in ("int", "float"):
+        number = draw(st.integers(spec.low - 2, spec.high + 2))
+        value: Any = number if spec.kind == "int" else number + draw(st.sampled_from([0, 0.5]))
+        return (
+            draw(st.sampled_from([str(value), float(number), True, "many", None]))
+            if slip
+            else value
+        )
+    if spec.kind == "str":
+        text = draw(
+            st.text(
+                st.characters(codec="ascii", categories=("L", "N")), max_size=abs(spec.high) + 2
+            )
+        )
+        return draw(st.sampled_from([7, None, True])) if slip else text
+    if spec.kind == "lit":
+        choice = draw(st.sampled_from(_CHOICES))
+        return draw(st.sampled_from([choice.upper(), "other", 1])) if slip else choice
+    flag = draw(st.booleans())
+    return draw(st.sampled_from(["true", "no", 1, 0, 2, "maybe"])) if slip else flag
+
+
+def _declared(spec: Spec, value: Any) -> Any:
+    """`value` without the keys its model does not declare: a model ignores them, a JSON Schema
+    without `additionalProperties: false` allows them (and the value keeps them)."""
+    if spec.kind == "model" and isinstance(value, dict):
+        subs = dict(spec.fields)
+        return {k: _declared(subs[k], v) for k, v in value.items() if k in subs}
+    if spec.kind in ("opt", "list") and spec.inner is not None:
+        if isinstance(value, list) and spec.kind == "list":
+            return [_declared(spec.inner, item) for item in value]
+        return _declared(spec.inner, value)
+    return value
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Equal as JSON values, numbers compared by value (`5 == 5.0`)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b, strict=True))
+    return isinstance(a, bool) == isinstance(b, bool) and a == b
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_models_schema_and_the_model_agree(data: st.DataObject) -> None:
+    """For a generated model and JSON text near it, `validate(text, Model.model_json_schema())`
+    and `validate(text, Model)` reach the same verdict, and a healed value is the same JSON
+    (the model's dump of the fields the answer set: a dict target fills in no defaults)."""
+    spec = data.draw(specs())
+    model = model_of(spec)
+    value = data.draw(data_for(spec))
+    text = json.dumps(value)
+    if data.draw(st.booleans()):
+        text = f"Here it is:\n```json\n{text}\n```"
+    typed = healjson.validate(text, model)
+    plain = healjson.validate(text, model.model_json_schema())
+    assert type(typed) is type(plain), (text, typed, plain)
+    if isinstance(typed, Healed):
+        dumped = typed.value.model_dump(mode="json", exclude_unset=True)
+        assert _same_json(dumped, _declared(spec, plain.value)), (text, dumped, plain.value)
+        # a JSON Schema counts 5.0 as an integer (valid as written, no `coerced`); every
+        # other flag is the same, and a schema target's lax reading is one pydantic makes too
+        coerced = {Flag.COERCED}
+        assert set(typed.flags) - coerced == set(plain.flags) - coerced, (text, typed, plain)
+        assert Flag.COERCED not in plain.flags or Flag.COERCED in typed.flags, (text, plain)
+    else:
+        assert {d.path for d in typed.errors} == {d.path for d in plain.errors}, (
+            text,
+            typed,
+            plain,
+        )
+
+
+# -- the command line: a `.json` file names a JSON Schema target ----------------------------------
+
+
+def test_cli_heal_takes_a_json_schema_file(tmp_path: Path) -> None:
+    schema_file = tmp_path / "person.json"
+    schema_file.write_text(json.dumps(PERSON), encoding="utf-8")
+    reply = tmp_path / "reply.txt"
+    reply.write_text('Sure: {"Name": "Ada", "age": "36",}', encoding="utf-8")
+    result = CliRunner().invoke(app, ["heal", str(reply), "--model", str(schema_file)])
+    assert 0 == result.exit_code, result.output
+    assert "- **Target**: `Person`" in result.stdout
+    assert '"age": 36' in result.stdout
+    assert isinstance(load_object(str(schema_file)), dict)
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("[1, 2]", "not a JSON Schema object"),
+        ("{not json", "cannot read"),
+        ('{"type": "objekt"}', "not a valid JSON Schema"),
+    ],
+)
+def test_cli_refuses_a_json_file_that_is_no_schema(
+    tmp_path: Path, content: str, words: str
+) -> None:
+    schema_file = tmp_path / "bad.json"
+    schema_file.write_text(content, encoding="utf-8")
+    with pytest.raises(SpecError, match=words):
+        load_object(str(schema_file))
+    with pytest.raises(SpecError, match="no JSON Schema file"):
+        load_object(str(tmp_path / "missing.json"))
+
+
+def test_cli_batch_takes_a_json_schema_file(tmp_path: Path) -> None:
+    schema_file = tmp_path / "person.json"
+    schema_file.write_text(json.dumps(PERSON), encoding="utf-8")
+    source = tmp_path / "in.jsonl"
+    source.write_text(
+        "\n".join(json.dumps({"id": f"p{n}", "prompt": f"Person {n}?"}) for n in range(3)) + "\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out.jsonl"
+    with ScriptedServer([GOOD], repeat=True) as server:
+        result = CliRunner().invoke(
+            app,
+            [
+                "batch", str(source), "--out", str(out), "--model", "m",
+                "--response-model", str(schema_file),
+                "--base-url", server.base_url, "--api-key", "test",
+            ],
+        )  # fmt: skip
+    assert 0 == result.exit_code, result.output
+    found = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert 3 == len(found)
+    assert all(row["ok"] and {"name": "Ada", "age": 36} == row["value"] for row in found)
+
+
+def test_a_wrapped_instructor_client_refuses_a_schema_dict_clearly() -> None:
+    """instructor validates with pydantic: a dict is the caller's mistake, said at the call."""
+    import instructor
+
+    with (
+        ScriptedServer([GOOD]) as server,
+        openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as sdk,
+    ):
+        client = healjson.wrap(instructor.from_openai(sdk))
+        with pytest.raises(TypeError, match="instructor client validates with pydantic"):
+            client.chat.completions.create(model="m", messages=USER, response_model=PERSON)
+        assert [] == server.requests
+
+
+def test_fix_warn_and_drop_rules_on_schema_targets() -> None:
+    @contract(
+        fields=("name",),
+        on_fail="fix",
+        fix=lambda person: {**person, "name": person["name"].strip()},
+    )
+    def trimmed(person: dict[str, Any]) -> str | None:
+        return (
+            "name has no surrounding spaces" if person["name"] != person["name"].strip() else None
+        )
+
+    @contract(fields=("age",), on_fail="warn")
+    def plausible(person: dict[str, Any]) -> str | None:
+        return "age is usually below 120" if person["age"] >= 120 else None
+
+    outcome = healjson.validate(
+        '{"name": " Ada ", "age": 130}', PERSON, contracts=[trimmed, plausible]
+    )
+    assert {"name": "Ada", "age": 130} == healed(outcome)
+    assert ("trimmed",) == outcome.fixed
+    assert "age = 130: age is usually below 120" == outcome.warnings[0].describe()
+
+    @contract(fields=("qty",), on_fail="drop")
+    def few(line: dict[str, Any]) -> str | None:
+        return "qty is at most 5" if line["qty"] > 5 else None
+
+    text = '[{"sku": "A", "qty": 1}, {"sku": "B", "qty": 9}, {"sku": "C", "qty": 2}]'
+    model = ScriptedModel([text])
+    outcome = Healer(LINES, item_contracts=[few]).run(model, "lines?")
+    assert ["A", "C"] == [line["sku"] for line in healed(outcome)]
+    assert [(1, {"sku": "B", "qty": 9})] == [(d.index, d.item) for d in outcome.dropped]
+
+
+def test_parse_and_outcome_records_take_a_schema() -> None:
+    result = healjson.parse('Sure: {"name": "Ada", "age": "36"}', PERSON)
+    assert result.valid
+    assert {"name": "Ada", "age": 36} == result.instance
+    record = healjson.validate(GOOD, PERSON).to_dict()
+    again = healjson.outcome_from_dict(record, PERSON)
+    assert {"name": "Ada", "age": 36} == healed(again)
+    with pytest.raises(ValueError, match="not a healjson outcome record"):
+        healjson.outcome_from_dict({**record, "value": {"name": "Ada"}}, PERSON)
+
+
+class Line(BaseModel):
+    sku: str
+    qty: int = Field(ge=1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    qtys=st.lists(st.sampled_from([0, 1, 2, "3", "two", -1]), min_size=1, max_size=5),
+    cuts=st.lists(st.integers(0, 400), max_size=8),
+    tool=st.booleans(),
+    whole_repair=st.booleans(),
+)
+def test_a_streamed_array_schema_keeps_the_stream_promise(
+    qtys: list[Any], cuts: list[int], tool: bool, whole_repair: bool
+) -> None:
+    """Streamed or not, one outcome; the items handed out, their status and the outcome are
+    those of the pydantic model the schema describes (`list[Line]`), item by item."""
+    text = json.dumps([{"sku": f"S{i}", "qty": qty} for i, qty in enumerate(qtys)])
+    bad = [i for i, qty in enumerate(qtys) if qty in (0, -1, "two")]
+    fixed = range(len(qtys)) if whole_repair else bad
+    repair = json.dumps([{"sku": f"S{i}", "qty": 1} for i in fixed])
+    points = sorted({0, len(text), *(c % (len(text) + 1) for c in cuts)})
+    pieces = [text[a:b] for a, b in itertools.pairwise(points)]
+
+    def run(target: Any) -> tuple[Any, ...]:
+        replies: list[Any] = [pieces, repair, repair]
+
+        def call(messages: Any, **params: Any) -> Any:
+            reply = replies.pop(0)
+            if isinstance(reply, str):
+                return reply
+            chunks = [Delta(tool_arguments=p) if tool else p for p in reply]
+            return iter([*chunks, Delta(finish_reason="stop")])
+
+        stream = Healer(target).stream(call, "lines?")
+        given = [_dumped(item) for item in stream.items()]
+        outcome = stream.outcome
+        value = _dumped(outcome.value) if isinstance(outcome, Healed) else None
+        return type(outcome).__name__, outcome.calls, value, given, stream.item_status
+
+    plain, typed = run(LINES), run(list[Line])
+    assert typed == plain
+    whole = Healer(LINES).run(ScriptedModel([text, repair, repair]), "lines?")
+    assert (type(whole).__name__, whole.calls) == plain[:2]
+
+
+def _dumped(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_dumped(item) for item in value]
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+
+
+def test_a_one_value_stream_of_an_object_schema_stops_at_a_final_breach() -> None:
+    """A top-level field out of its bounds is final whatever follows (the stream stops and
+    the repair starts at once); a number word, a key in another case, or a schema relating
+    its fields to each other is left to the final check. Each ends as the unstreamed run."""
+    long_name = "y" * 300
+    related = {**PERSON, "dependentRequired": {"role": ["address"]}}
+    cases = [
+        (PERSON, '{"age": -4, "name": "' + long_name + '"}', True),
+        (PERSON, '{"address": {"zip": "1"}, "name": "' + long_name + '", "age": 3}', True),
+        (PERSON, '{"age": "four", "name": "' + long_name + '"}', False),
+        (PERSON, '{"AGE": -4, "name": "' + long_name + '"}', False),
+        (related, '{"age": -4, "name": "' + long_name + '"}', False),
+    ]
+    for schema, text, stops in cases:
+        pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
+        consumed: list[int] = []
+        call = in_turn(tool_stream(pieces, consumed), lambda messages, **_: GOOD)
+        healer = Healer(schema)
+        outcome = healer.stream(call, "who?").finish()
+        assert (Flag.STREAM_ABORTED in outcome.attempts[0].flags) is stops, text
+        assert (len(consumed) < len(pieces)) is stops, text
+        whole = healer.run(ScriptedModel([text, GOOD]), "who?")
+        assert (type(whole), whole.calls, whole.value) == (
+            type(outcome),
+            outcome.calls,
+            outcome.value,
+        )
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_streamed_object_schema_has_the_unstreamed_outcome(data: st.DataObject) -> None:
+    """A generated model's schema, JSON near it as one streamed value (a tool call's
+    arguments), any chunking: the stream (which may stop early) ends as the unstreamed run."""
+    spec = data.draw(specs())
+    schema = model_of(spec).model_json_schema()
+    text = json.dumps(data.draw(data_for(spec)))
+    good = json.dumps(data.draw(data_for(spec)))
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=6))
+    points = sorted({0, len(text), *cuts})
+    pieces = [text[a:b] for a, b in itertools.pairwise(points)]
+    healer = Healer(schema)
+    whole = healer.run(ScriptedModel([text, good, good]), "x?")
+    repair = lambda messages, **_: good  # noqa: E731
+    streamed = healer.stream(in_turn(tool_stream(pieces, []), repair, repair), "x?").finish()
+    assert (type(whole), whole.calls) == (type(streamed), streamed.calls), text
+    if isinstance(whole, Healed):
+        assert whole.value == streamed.value

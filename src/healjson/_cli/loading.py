@@ -1,6 +1,7 @@
 """Load what the command line names: a target type, a contract pack, and the `Setup` they make.
 
-A target is `pkg.mod:Attr`, `pkg.mod.Attr` or `path/to/file.py:Attr` (`load_object`); a pack is
+A target is `pkg.mod:Attr`, `pkg.mod.Attr`, `path/to/file.py:Attr` or a JSON Schema file
+`path/to/schema.json` (`load_object`); a pack is
 whatever `healjson.load_contracts` accepts. `load_pack`, `load_target` and `load_setup` turn a
 spec that names nothing into a usage error on the option that gave it.
 """
@@ -89,7 +90,8 @@ def load_target(spec: str | None, pack: ContractPack | None, option: str = "'--m
 
 
 def load_object(spec: str) -> Any:
-    """The object `spec` names: `pkg.mod:Attr`, `pkg.mod.Attr` or `path/to/file.py:Attr`.
+    """The object `spec` names: `pkg.mod:Attr`, `pkg.mod.Attr` or `path/to/file.py:Attr`; or
+    the JSON Schema (a dict) in `path/to/schema.json`.
 
     `Attr` may be dotted (`Outer.Inner`). Modules are imported with the current directory on
     `sys.path`, as `python -m` would. Every failure raises `SpecError` with the reason.
@@ -97,6 +99,8 @@ def load_object(spec: str) -> Any:
     text = spec.strip()
     if not text:
         raise SpecError("empty spec: use pkg.module:Name or path/to/file.py:Name")
+    if text.endswith(".json"):
+        return _schema_file(text)
     if text.endswith(".py") or ".py:" in text:
         return _from_file(text)
     module_name, colon, attribute = text.partition(":")
@@ -115,15 +119,38 @@ def load_object(spec: str) -> Any:
 
 
 def relative_spec(spec: Any, folder: Path) -> str | None:
-    """A `file.py[:Attr]` spec made relative to `folder` when the file is there (a scenario
-    file's own folder); any other spec as text, None as None."""
+    """A `file.py[:Attr]` or `schema.json` spec made relative to `folder` when the file is there
+    (a scenario file's own folder); any other spec as text, None as None."""
     if spec is None:
         return None
     text = str(spec)
     file, colon, rest = text.partition(":") if ".py:" in text else (text, "", "")
-    if file.endswith(".py") and not Path(file).is_absolute() and (folder / file).is_file():
+    local = file.endswith((".py", ".json")) and not Path(file).is_absolute()
+    if local and (folder / file).is_file():
         return str(folder / file) + colon + rest
     return text
+
+
+def _schema_file(text: str) -> dict[str, Any]:
+    """The JSON Schema in a `.json` file, checked (a target healjson can validate against)."""
+    import json
+
+    from healjson._core.target import target_for
+
+    path = Path(text)
+    if not path.is_file():
+        raise SpecError(f"no JSON Schema file at {text} (resolved to {path.resolve()})")
+    try:
+        schema = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SpecError(f"cannot read {text} as JSON: {exc}") from exc
+    if not isinstance(schema, dict):
+        raise SpecError(f"{text} holds {type(schema).__name__}, not a JSON Schema object")
+    try:
+        target_for(schema)
+    except (TypeError, ValueError) as exc:
+        raise SpecError(f"{text}: {exc}") from exc
+    return schema
 
 
 def _from_file(text: str) -> Any:

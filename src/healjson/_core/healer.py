@@ -329,7 +329,7 @@ def validate(
     """L1 + L2 on a reply you already have (no model call): `Healed` or `Degraded`.
 
     `model` is a type pydantic validates or a JSON Schema dict (the value is then the plain
-    JSON value, validated by `jsonschema`).
+    JSON value, validated by `jsonschema`; a validation context has nothing to reach there).
 
     The engine's own run, with `text` as the one reply it judges (one attempt, no repair):
     degrades with `invalid_output` (or, more precisely, `empty_output`, `token_truncated`,

@@ -57,13 +57,21 @@ class JsonSchema:
     `__name__` is the schema's `title`, else `Response` (what prompts and request names say).
     """
 
-    def __init__(self, schema: dict[str, Any], text: str) -> None:
-        self.schema = schema
+    def __init__(self, source: Mapping[str, Any], text: str) -> None:
+        self._source: Mapping[str, Any] | None = source
         self.text = text
-        title = schema.get("title")
+        title = source.get("title")
         self.__name__ = (
             title.strip()[:_TITLE_CHARS] if isinstance(title, str) and title.strip() else "Response"
         )
+
+    @functools.cached_property
+    def schema(self) -> dict[str, Any]:
+        """healjson's copy of the schema, taken when the target is built (in the caller's key
+        order); a `JsonSchema` made only to look a cached target up never copies."""
+        source, self._source = self._source, None
+        copied: dict[str, Any] = json.loads(json.dumps(source, ensure_ascii=False))
+        return copied
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, JsonSchema) and other.text == self.text
@@ -83,7 +91,7 @@ class JsonSchema:
         items = root.get("items")
         if root.get("type") != "array" or not isinstance(items, dict) or "prefixItems" in root:
             return None
-        if not _self_contained(self.schema):
+        if not self.local_refs_only:
             return None
         carried: dict[str, Any] = {
             key: self.schema[key]
@@ -93,6 +101,12 @@ class JsonSchema:
         if carried.keys() & items.keys():
             return None
         return json_schema_of({**items, **carried})
+
+    @functools.cached_property
+    def local_refs_only(self) -> bool:
+        """Every reference names a definition (`#/$defs/...`, `#/definitions/...`) and no
+        keyword moves where references resolve: a part of the schema stands alone with them."""
+        return _self_contained(self.schema)
 
     @functools.cached_property
     def plain_array(self) -> bool:
@@ -107,12 +121,11 @@ def json_schema_of(schema: Mapping[str, Any]) -> JsonSchema:
         text = json.dumps(
             schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
         )
-        copy = json.loads(json.dumps(schema, ensure_ascii=False))  # the caller's key order
     except (TypeError, ValueError) as exc:
         raise TypeError(
             f"a JSON Schema target must be JSON data (a dict of JSON values): {exc}"
         ) from exc
-    return JsonSchema(copy, text)
+    return JsonSchema(schema, text)
 
 
 class SchemaAdapter:
@@ -131,7 +144,7 @@ class SchemaAdapter:
         """The JSON value `data` holds, when it is valid (`strict=False` / None: the lax
         conversions first, for a value that fails as written); else a `ValidationError`."""
         try:
-            value = from_json(data)
+            value = from_json(data, allow_inf_nan=False)  # NaN and Infinity are not JSON
         except ValueError as exc:
             raise _error("json_invalid", (), _shown(data), {"error": str(exc)}) from None
         return self._checked(value, strict)
@@ -139,7 +152,7 @@ class SchemaAdapter:
     def validate_python(self, value: Any, /, *, strict: bool | None = None, **_: Any) -> Any:
         """`value` as JSON data (a copy: tuples become lists), when it is valid."""
         try:
-            data = from_json(to_json(value, inf_nan_mode="constants"))
+            data = from_json(to_json(value, inf_nan_mode="constants"), allow_inf_nan=False)
         except (PydanticSerializationError, ValueError) as exc:
             raise _error("json_schema_json", (), value, {"error": str(exc)}) from None
         return self._checked(data, strict)

@@ -5,12 +5,15 @@ Each error keeps its place in the data (the JSON path as `loc`) and gets pydanti
 where one means the same (`missing` per absent required property, `extra_forbidden` per key
 `additionalProperties: false` refuses, the bounds, lengths, `enum`, `const`, `pattern`,
 `multipleOf`); any other keyword is `json_schema_<keyword>`, phrased "should ..." like
-pydantic's messages. An `anyOf` / `oneOf` that no branch satisfies reports the branch that came
-closest (the fewest errors; `jsonschema`'s `best_match`, the deepest, among equals) with all its
-errors, or every branch's
-error when they all fail on the value itself (`Optional[int]`: "must be an integer, or must be
-null"). The order is `jsonschema`'s, which follows the schema (stable), repeats are dropped, and
-at most `MAX_ERRORS` are reported (the errors are produced lazily: the work stops there too).
+pydantic's messages. As pydantic reports a value's first failure, a value that breaks several
+keywords gets one error: `enum` / `const` over `type` over the rest (in schema order).
+
+An `anyOf` / `oneOf` that no branch satisfies reports every branch's error when they all fail
+on the value itself, else the branch that came closest (the fewest errors, the deepest; then
+`jsonschema`'s `best_match`) with all its errors; a `{"type": "null"}` branch is left out, as
+pydantic leaves out `None` for an `Optional[X]` that is not null. The order is `jsonschema`'s,
+which follows the schema (stable); repeats are dropped; at most `MAX_ERRORS` are reported (the
+errors are produced lazily: the work stops there too).
 """
 
 from __future__ import annotations
@@ -51,10 +54,22 @@ def line_errors(validator: Any, value: Any) -> list[Any]:
     """Pydantic's `InitErrorDetails` for `value`'s errors under `validator` (at least one)."""
     out: list[Any] = []
     seen: set[tuple[Any, ...]] = set()
+    placed: dict[tuple[Any, ...], tuple[int, int]] = {}  # loc -> (index in out, rank)
     for error in itertools.islice(validator.iter_errors(value), MAX_ERRORS):
-        for line in _lines(error):
+        for rank, alternative, line in _lines(error, False):
+            loc = line["loc"]
+            if not alternative and rank < _ANY_KEY:
+                # several keywords that one value breaks (`enum` and `type`): one error, the
+                # one that says the most, as pydantic stops at a value's first failure
+                known = placed.get(loc)
+                if known is not None:
+                    if rank < known[1]:
+                        out[known[0]] = line
+                        placed[loc] = (known[0], rank)
+                    continue
+                placed[loc] = (len(out), rank)
             kind = line["type"]
-            key = (line["loc"], kind if isinstance(kind, str) else kind.message())
+            key = (loc, kind if isinstance(kind, str) else kind.message())
             if key not in seen:
                 seen.add(key)
                 out.append(line)
@@ -65,35 +80,45 @@ def line_errors(validator: Any, value: Any) -> list[Any]:
     return out[:MAX_ERRORS]
 
 
-def _lines(error: Any) -> Iterator[dict[str, Any]]:
+_RANKS: Final = {"enum": 0, "const": 0, "type": 1}
+_ANY_KEY: Final = 3  # errors named by their own key (a missing or extra property): all kept
+
+
+def _lines(error: Any, alternative: bool) -> Iterator[tuple[int, bool, dict[str, Any]]]:
+    """`(rank, alternative, line)` for each error detail: `alternative` for the errors of a
+    union's branches (several at one place mean "one of these")."""
     keyword = error.validator
     if keyword in ("anyOf", "oneOf") and error.context:
         for inner in _closest(error):
-            yield from _lines(inner)
+            yield from _lines(inner, True)
         return
     loc = tuple(error.absolute_path)
     want, got = error.validator_value, error.instance
     if keyword == "required" and isinstance(got, dict) and isinstance(want, list):
         for name in want:
             if isinstance(name, str) and name not in got:
-                yield {"type": "missing", "loc": (*loc, name), "input": got}
+                yield _ANY_KEY, alternative, {"type": "missing", "loc": (*loc, name), "input": got}
         return
     if keyword == "dependentRequired" and isinstance(got, dict) and isinstance(want, dict):
         for present, needed in want.items():
             if present in got and isinstance(needed, list):
                 for name in needed:
                     if isinstance(name, str) and name not in got:
-                        yield {"type": "missing", "loc": (*loc, name), "input": got}
+                        line = {"type": "missing", "loc": (*loc, name), "input": got}
+                        yield _ANY_KEY, alternative, line
         return
     if keyword == "additionalProperties" and want is False and isinstance(got, dict):
         for key in _extra_keys(error.schema, got):
-            yield {"type": "extra_forbidden", "loc": (*loc, key), "input": got[key]}
+            line = {"type": "extra_forbidden", "loc": (*loc, key), "input": got[key]}
+            yield _ANY_KEY, alternative, line
         return
-    yield _line(keyword, loc, want, got, error)
+    yield _RANKS.get(keyword, 2), alternative, _line(keyword, loc, want, got, error)
 
 
 def _line(keyword: Any, loc: tuple[Any, ...], want: Any, got: Any, error: Any) -> dict[str, Any]:
     if keyword in _BOUNDS:
+        if keyword in ("minimum", "maximum") and _draft4_exclusive(error.schema, keyword):
+            keyword = "exclusiveMinimum" if keyword == "minimum" else "exclusiveMaximum"
         kind, key = _BOUNDS[keyword]
         return {"type": kind, "loc": loc, "input": got, "ctx": {key: want}}
     if keyword == "minLength":
@@ -119,6 +144,12 @@ def _line(keyword: Any, loc: tuple[Any, ...], want: Any, got: Any, error: Any) -
     if keyword == "multipleOf":
         return {"type": "multiple_of", "loc": loc, "input": got, "ctx": {"multiple_of": want}}
     return _custom(f"json_schema_{keyword or 'false'}", loc, got, _rule(keyword, want, error))
+
+
+def _draft4_exclusive(schema: Any, keyword: str) -> bool:
+    """Draft 4's `exclusiveMinimum: true` beside `minimum` (the bound itself is excluded)."""
+    flag = "exclusiveMinimum" if keyword == "minimum" else "exclusiveMaximum"
+    return isinstance(schema, dict) and schema.get(flag) is True
 
 
 def _rule(keyword: Any, want: Any, error: Any) -> str:
@@ -162,11 +193,14 @@ def _custom(kind: str, loc: tuple[Any, ...], got: Any, rule: str) -> dict[str, A
 
 def _closest(error: Any) -> list[Any]:
     """The errors to report for a failed `anyOf` / `oneOf`: every branch's when all fail on
-    the value itself, else the errors of the branch that came closest: the fewest errors, and
-    among those the one `best_match` picks (the deepest)."""
+    the value itself, else the errors of the branch that came closest: the fewest errors, the
+    deepest, then the one `best_match` picks. A null branch's error is left out (the value is
+    not null)."""
     from jsonschema.exceptions import best_match
 
-    inner = list(error.context)
+    # `anyOf: [X, {"type": "null"}]` is how a schema says "X or null" (pydantic's
+    # `Optional[X]`): a value that is not null is X gone wrong, reported as X's errors
+    inner = [item for item in error.context if not _null_only(item)] or list(error.context)
     depth = len(error.absolute_path)
     if all(len(item.absolute_path) == depth for item in inner):
         return inner
@@ -175,8 +209,17 @@ def _closest(error: Any) -> list[Any]:
         groups.setdefault(_branch(item), []).append(item)
     best = best_match(inner)
     favoured = _branch(best) if best is not None else None
-    closest = min(groups, key=lambda branch: (len(groups[branch]), branch != favoured))
-    return groups[closest]
+
+    def closeness(branch: Any) -> tuple[int, int, bool]:
+        found = groups[branch]
+        return len(found), -max(len(item.absolute_path) for item in found), branch != favoured
+
+    return groups[min(groups, key=closeness)]
+
+
+def _null_only(error: Any) -> bool:
+    """An error of the `{"type": "null"}` branch of a union."""
+    return bool(error.validator == "type" and error.validator_value == "null")
 
 
 def _branch(error: Any) -> Any:

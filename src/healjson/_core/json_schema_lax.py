@@ -73,14 +73,19 @@ class _Reader:
 
     def _union(self, branches: list[Any], data: Any, depth: int) -> tuple[Any, int]:
         converted: dict[bytes, Any] = {}
+        partial: dict[bytes, Any] = {}  # readings that converted part of a value that still fails
         for branch in branches:
             value, status = self.read(branch, data, depth + 1)
             if status == _AS_WRITTEN:
                 return data, _AS_WRITTEN
             if status == _CONVERTED:
                 converted.setdefault(_key(value), value)
+            elif value is not data:
+                partial.setdefault(_key(value), value)
         if len(converted) == 1:
             return next(iter(converted.values())), _CONVERTED
+        if not converted and len(partial) == 1:  # the one branch it was meant for, as far as
+            return next(iter(partial.values())), _NO_FIT  # it goes (the errors come from there)
         return data, _NO_FIT
 
     def _node(self, schema: dict[str, Any], data: Any, depth: int) -> tuple[Any, int]:

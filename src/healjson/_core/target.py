@@ -245,8 +245,6 @@ def _subschemas_at(
 def list_item_type(type_: Any) -> Any:
     """The item type of a `list[X]` / `tuple[X, ...]` / `Sequence[X]` target (for an array
     JSON Schema: its items' `JsonSchema`, when they stand alone), else None."""
-    if isinstance(type_, JsonSchema):
-        return type_.items
     origin = typing.get_origin(type_)
     if origin is typing.Annotated:
         return list_item_type(typing.get_args(type_)[0])
@@ -256,4 +254,4 @@ def list_item_type(type_: Any) -> Any:
     )
     if sequence and args and (origin is not tuple or (len(args) == 2 and args[1] is Ellipsis)):
         return args[0]
-    return None
+    return type_.items if isinstance(type_, JsonSchema) else None

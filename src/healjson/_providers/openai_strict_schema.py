@@ -16,8 +16,8 @@ OpenAI constrains decoding to a schema only when the schema stays inside a subse
 
 Every other keyword is removed, but never silently: it is rewritten into the node's `description`
 in words ("Must have at least 5 characters.", "Default: 3.", "Items must be unique."). healjson
-still validates every original constraint locally with pydantic, so the description is a hint to
-the model and the local check is the guarantee.
+still validates every original constraint locally (pydantic; `jsonschema` for a JSON Schema
+target), so the description is a hint to the model and the local check is the guarantee.
 
 Two rewrites keep "strict-valid implies locally valid" as far as the types go:
 
@@ -40,7 +40,7 @@ import json
 import re
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,13 +124,16 @@ class StrictSchema:
 
 
 def strict_json_schema(target: Any) -> StrictSchema:
-    """The OpenAI strict schema for `target` (a model class, any TypeAdapter type, or a `Target`).
+    """The OpenAI strict schema for `target` (a model class, any TypeAdapter type, a JSON Schema
+    dict, or a `Target`).
 
     Cached per type (failures too); raises `StrictSchemaUnsupported` when strict mode cannot
     express the target. A target pydantic cannot validate at all is not "unsupported": the error
     from `target_for` propagates unchanged.
     """
     type_ = target.type_ if isinstance(target, Target) else target
+    if isinstance(type_, Mapping):  # a JSON Schema dict: by its (hashable) JsonSchema
+        type_ = target_for(type_).type_
     try:
         result = _cached(type_)
     except TypeError as exc:

@@ -129,11 +129,11 @@ def _key(
 
 
 def _hashable_or_id(value: Any, keep: list[Any]) -> Any:
-    if isinstance(value, Mapping):  # a JSON Schema: by value (a fresh dict per call is common)
-        return ("schema", json_schema_of(value))
     try:
         hash(value)
     except TypeError:
+        if isinstance(value, Mapping):  # a JSON Schema: by value (a fresh dict per call)
+            return ("schema", json_schema_of(value).text)
         keep.append(value)
         return ("id", id(value))
     return ("value", value)

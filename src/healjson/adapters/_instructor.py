@@ -76,6 +76,7 @@ from typing import Any
 
 from instructor.core import Hooks, IncompleteOutputException, InstructorRetryException
 
+from healjson._core.json_schema import JsonSchema
 from healjson._core.policy import HealPolicy
 from healjson._core.reply import is_response
 from healjson._core.stream.run import AsyncItemStream, ItemStream
@@ -328,6 +329,11 @@ class InstructorClient(HealingAdapter):
         return inspect.iscoroutinefunction(create_with_completion)
 
     def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
+        if isinstance(response_model, Mapping | JsonSchema):
+            raise TypeError(
+                "an instructor client validates with pydantic: give response_model a model "
+                "class (for a JSON Schema dict, wrap the provider's own client instead)"
+            )
         user_hooks = params.pop("hooks", None)
         create_with_completion = self.wrapped.create_with_completion
         role = self._assistant_role

@@ -22,6 +22,12 @@ only in narrow cases:
   `after` model validator or `model_post_init` never runs on a rejected field, but may change
   an accepted one: such a model's fields are not handed to contracts early.)
 
+An object JSON Schema's field is judged the same way when the schema relates no fields to each
+other (its root holds only `type`, `properties`, `required`, `additionalProperties`, `$defs`
+and annotations; every `$ref` names a definition): validated, laxly, by a schema that holds that
+property alone, a breach only when alignment cannot make it fit either. (Its contracts read the
+plain value by key: none is run early.)
+
 A contract is run early only on such fields, when every field it declares has arrived, on a
 stand-in that holds those fields alone: reading any other attribute (a defaulted or undeclared
 field, a method) means it cannot be judged yet. A violation it returns is final; a contract that
@@ -40,15 +46,16 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, RootModel, ValidationError, create_model
 from pydantic_core import ErrorDetails, to_json
 
+from healjson._core.json_schema import JsonSchema, json_schema_of
 from healjson._core.parse.align import align
 from healjson._core.target import target_for
 
-__all__ = ["FieldVerdict", "Stand", "judge_field"]
+__all__ = ["FieldVerdict", "Stand", "judge_field", "judge_schema_field"]
 
 
 class FieldVerdict(typing.NamedTuple):
@@ -87,6 +94,50 @@ def judge_field(model: type[BaseModel], key: str, data: Any, context: Any = None
     if _reshaped_after(model):  # the final value may differ: not one for contracts to read
         return _NOT_JUDGED
     return FieldVerdict(True, getattr(instance, key))
+
+
+def judge_schema_field(schema: JsonSchema, key: str, data: Any) -> FieldVerdict:
+    """`judge_field` for an object JSON Schema: the member validated by a schema that holds
+    that property alone (its `$defs` carried), as the final check validates it (lax); judged
+    only when the schema relates no fields to each other (see `_schema_probe`)."""
+    probe = _schema_probe(schema, key)
+    if probe is None:
+        return _NOT_JUDGED
+    target = target_for(probe)
+    try:
+        value = target.adapter.validate_json(to_json({key: data}, inf_nan_mode="constants"))
+    except ValidationError as exc:
+        errors = [e for e in exc.errors() if e["loc"][:1] == (key,)]
+        if len(errors) != exc.error_count() or not errors:
+            return _NOT_JUDGED
+        if align(target, {key: data}).ok:  # as for a model: what alignment makes fit
+            return _NOT_JUDGED
+        return FieldVerdict(True, errors=tuple(errors))
+    except Exception:  # a validator that fails oddly: the final check decides
+        return _NOT_JUDGED
+    return FieldVerdict(True, value[key])
+
+
+_ALONE: Final = frozenset(
+    {"type", "properties", "required", "additionalProperties", "$defs", "definitions"}
+    | {"$schema", "$comment", "title", "description", "examples", "default", "deprecated"}
+)
+"""Root keywords of an object schema whose properties are each judged alone (no `anyOf`,
+`if`, `dependentRequired`, `minProperties`... that relate one field to the others)."""
+
+
+@functools.lru_cache(maxsize=1024)
+def _schema_probe(schema: JsonSchema, name: str) -> JsonSchema | None:
+    root = schema.schema
+    props = root.get("properties")
+    if not (root.keys() <= _ALONE and root.get("type") == "object" and isinstance(props, dict)):
+        return None
+    if name not in props or not isinstance(props[name], dict) or not schema.local_refs_only:
+        return None
+    carried: dict[str, Any] = {
+        key: root[key] for key in ("$schema", "$defs", "definitions") if key in root
+    }
+    return json_schema_of({"type": "object", "properties": {name: props[name]}, **carried})
 
 
 def _reshaped_after(model: type[BaseModel]) -> bool:

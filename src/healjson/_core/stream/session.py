@@ -10,9 +10,10 @@ construction — a tool call's arguments, a JSON-mode request — from its first
   as the final check validates it (and by the item contracts): a valid item is `accepted` at
   once, a bad one `held` with its diagnostics while the rest keep flowing;
 * an object target: each top-level field that can be judged alone, once complete, is validated
-  by the model; each sync contract whose declared fields have all arrived runs on them. A
-  breach no later text can repair sets `abort` (the driver closes the stream when the policy
-  allows; the repair starts at once). Anything else waits for the final check.
+  by the model (an object JSON Schema: by a schema holding that property alone); each sync
+  contract whose declared fields have all arrived runs on them. A breach no later text can
+  repair sets `abort` (the driver closes the stream when the policy allows; the repair starts
+  at once). Anything else waits for the final check.
 
 Nothing here decides the outcome: at the end, the whole text is the attempt's reply and the
 normal L1-L4 loop judges it (so a fenced or slightly broken stream still heals locally).
@@ -45,7 +46,7 @@ from healjson._core.schema_errors import schema_diagnostics
 from healjson._core.target import JsonSchema, Target, list_item_type, target_for
 
 from .chunks import Delta
-from .judge import Stand, judge_field
+from .judge import Stand, judge_field, judge_schema_field
 from .partial import Partial
 from .reader import JsonStream
 
@@ -112,7 +113,9 @@ class StreamSession:
         self.abort: tuple[Diagnostic, ...] | None = None
         """Set when the answer has a breach no later text can repair (see `judge.py`)."""
         self._item_type = list_item_type(target.type_)
+        # whose top-level fields are judged alone: a model, or an object JSON Schema
         self._model = target.type_ if _is_model(target.type_) else None
+        self._schema = target.type_ if isinstance(target.type_, JsonSchema) else None
         self._promise_items = (
             self._item_type is not None
             and not contracts
@@ -198,7 +201,7 @@ class StreamSession:
             for index in done:
                 if isinstance(index, int):
                     self._judge_item(index, root[index])
-        elif isinstance(root, dict) and self._model is not None and self.abort is None:
+        elif isinstance(root, dict) and self.abort is None and (self._model or self._schema):
             for key in done:
                 if isinstance(key, str):
                     if key in self._seen:  # a repeated key: what it holds is not final
@@ -235,8 +238,11 @@ class StreamSession:
 
     def _judge_field(self, key: str, value: Any) -> None:
         model = self._model
-        assert model is not None
-        verdict = judge_field(model, key, value, self._ctx.validation_context)
+        if model is None:
+            assert self._schema is not None
+            verdict = judge_schema_field(self._schema, key, value)
+        else:
+            verdict = judge_field(model, key, value, self._ctx.validation_context)
         if not verdict.judged:
             return
         if verdict.errors:
