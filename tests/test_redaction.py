@@ -644,10 +644,15 @@ def test_a_client_the_redactor_has_seen_can_still_be_collected() -> None:
     """The per-client cache of secret forms holds clients weakly: remembering a client's key
     must not keep the client (and its connection pool) alive after the caller drops it."""
     import gc
+    import warnings
     import weakref
 
     from healjson._core import redact
 
+    # garbage other tests left behind (an unclosed socket's ResourceWarning) is not this test's
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
     client = openai.OpenAI(api_key="sk-collectable-0123456789", base_url="http://127.0.0.1:9/v1")
     with redact.secrets_scope(client, {"model": "m"}):
         assert redact.MARKER == redact.redact_text("sk-collectable-0123456789")
