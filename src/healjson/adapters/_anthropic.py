@@ -47,7 +47,7 @@ from ._base import (
     _sync_call,
     is_async_client,
 )
-from ._format import FormatState, JsonMode, check_mode
+from ._format import NATIVE_MODES, FormatState, JsonMode, check_mode
 from ._steps import stepping
 
 __all__ = ["AnthropicStreams", "HealingAnthropic"]
@@ -147,7 +147,7 @@ class HealingAnthropic(HealingAdapter):
         self, client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | None = None
     ) -> None:
         super().__init__(client, policy=policy)
-        self.format = FormatState(check_mode(json_mode))
+        self.format = FormatState(check_mode(json_mode, NATIVE_MODES))
         self.messages = Messages(self)
 
     def __repr__(self) -> str:

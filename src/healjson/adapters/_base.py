@@ -25,7 +25,8 @@ from healjson._core.policy import HealPolicy
 from healjson._core.redact import secrets_scope
 from healjson._core.stream.run import AsyncHealStream, HealStream, stream_async, stream_sync
 from healjson._providers.openai_chat import (
-    MODES,
+    ONE_VALUE,
+    WEAKER,
     JsonMode,
     Shapeable,
     constrains_one_value,
@@ -33,6 +34,7 @@ from healjson._providers.openai_chat import (
     names_format,
     shape_request,
     strict_format,
+    with_extra,
 )
 from healjson._providers.openai_strict_schema import StrictSchemaUnsupported
 
@@ -307,7 +309,7 @@ class HealingAdapter:
         def json_mode() -> bool:  # the tier the call just used (a rejected one was stepped down)
             if names_format(params):  # the caller's own
                 return constrains_one_value(params)
-            return tiers is not None and (forced or tiers.mode) in ("json_schema", "json_object")
+            return tiers is not None and (forced or tiers.mode) in ONE_VALUE
 
         if self.is_async:
             call = _async_call(tiers, forced, healer.target, send)
@@ -366,7 +368,7 @@ def build_request(
         else:
             return mode, {"messages": messages, **params, "response_format": response_format}
     used, shaped, extra = shape_request(mode, target, messages)
-    return used, {"messages": shaped, **params, **extra}
+    return used, {"messages": shaped, **with_extra(params, extra)}
 
 
 def retry_mode(
@@ -444,5 +446,4 @@ def _async_call(
 
 
 def _weaker(mode: JsonMode) -> JsonMode | None:
-    index = MODES.index(mode)
-    return MODES[index + 1] if index + 1 < len(MODES) else None
+    return WEAKER[mode]

@@ -1,20 +1,26 @@
 """L1 on the request side: ask for JSON in the strongest mode the endpoint supports.
 
 The tiers and how a request asks for each are the wire format's (`healjson._providers`:
-`openai_chat.shape_request`, strongest first: a strict `json_schema`, `json_object`, the schema
-in the prompt). What an adapter keeps is the negotiation: an endpoint that rejects a tier is
-stepped down once (`FormatState`), and the wrapper remembers the tier that worked for the rest
-of its life.
+`openai_chat.shape_request`, strongest first: a strict `json_schema`, vLLM's
+`structured_outputs`, a `constrained` non-strict schema, `json_object`, the schema in the
+prompt). What an adapter keeps is the negotiation: an endpoint that rejects a tier is stepped
+down once (`FormatState`, to the tier `WEAKER` names), and the wrapper remembers the tier that
+worked for the rest of its life — and whether it already warned that the endpoint does not
+enforce the schema it was asked to.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from healjson._providers.openai_chat import MODES, JsonMode
+from healjson._providers.openai_chat import MODES, WEAKER, JsonMode
 
-__all__ = ["MODES", "FormatState", "JsonMode", "check_mode"]
+__all__ = ["MODES", "NATIVE_MODES", "FormatState", "JsonMode", "check_mode"]
+
+NATIVE_MODES: tuple[JsonMode, ...] = ("json_schema", "json_object", "prompt")
+"""The tiers of the adapters that shape their own requests (Anthropic, Gemini)."""
 
 
 @dataclass
@@ -23,22 +29,35 @@ class FormatState:
 
     mode: JsonMode = "json_schema"
     _lock: threading.Lock | None = None
+    warned: bool = False
+    """True once the client warned that its endpoint did not enforce a schema it was sent."""
 
     def step_down(self, failed: JsonMode) -> JsonMode | None:
         """Move below `failed` (once per tier); None when there is nothing weaker."""
         if self._lock is None:
             self._lock = threading.Lock()
         with self._lock:
-            index = MODES.index(failed)
-            if index + 1 >= len(MODES):
+            lower = WEAKER[failed]
+            if lower is None:
                 return None
-            if MODES.index(self.mode) <= index:
-                self.mode = MODES[index + 1]
+            if MODES.index(self.mode) <= MODES.index(failed):
+                self.mode = lower
             return self.mode
 
+    def warn_once(self) -> bool:
+        """True the first time only (the caller warns then)."""
+        if self.warned:
+            return False
+        if self._lock is None:
+            self._lock = threading.Lock()
+        with self._lock:
+            first, self.warned = not self.warned, True
+            return first
 
-def check_mode(mode: str) -> JsonMode:
+
+def check_mode(mode: str, modes: Sequence[JsonMode] = MODES) -> JsonMode:
     """Validate a user-supplied mode name (configuration error: raises)."""
-    if mode not in MODES:
-        raise ValueError(f"json_mode must be one of {', '.join(MODES)}; got {mode!r}")
-    return mode  # narrowed by the membership test above
+    for known in modes:
+        if mode == known:
+            return known
+    raise ValueError(f"json_mode must be one of {', '.join(modes)}; got {mode!r}")

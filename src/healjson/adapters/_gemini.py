@@ -32,7 +32,7 @@ from healjson._providers.gemini_generate import (
 )
 
 from ._base import UNSET, Exchange, HealingAdapter, Send, ShapeCheck, _async_call, _sync_call
-from ._format import FormatState, JsonMode, check_mode
+from ._format import NATIVE_MODES, FormatState, JsonMode, check_mode
 from ._steps import stepping
 
 __all__ = ["GeminiStreams", "HealingGemini", "gemini_request"]
@@ -130,7 +130,7 @@ class HealingGemini(HealingAdapter):
         self, client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | None = None
     ) -> None:
         super().__init__(client, policy=policy)
-        self.format = FormatState(check_mode(json_mode))
+        self.format = FormatState(check_mode(json_mode, NATIVE_MODES))
         self.models = Models(self, aio=False)
         self.aio = Aio(self)
 
