@@ -23,6 +23,7 @@ from healjson._core.stream.chunks import Delta
 from healjson._core.wire import WireFormat
 
 from ._fields import _dumps, _first, _get, _get_either, _int, _opt_str, message_text
+from .gemini_schema import GeminiSchemaUnsupported, gemini_schema
 from .openai_chat import shape_request  # the instruction of the weaker tiers is the chat one
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "chooses_format",
     "content_messages",
     "content_text",
+    "enforced_schema",
     "gemini_request",
     "is_tier_rejection",
     "tier_request",
@@ -161,8 +163,9 @@ def gemini_request(
 
 # --- native requests: the JSON tiers, in the chat tiers' places -----------------------------
 #
-# - `json_schema`: `response_mime_type="application/json"` and `response_json_schema` (Gemini
-#   takes a JSON schema as it is: what it does not enforce, pydantic checks locally);
+# - `json_schema`: `response_mime_type="application/json"` and `response_json_schema`, the
+#   schema in Gemini's dialect (`gemini_schema`: what it cannot say moves into descriptions,
+#   and pydantic checks it locally);
 # - `json_object`: `response_mime_type="application/json"`, the schema in the instruction;
 # - `prompt`: the schema in the system instruction only.
 
@@ -218,13 +221,12 @@ def tier_request(
     extra: dict[str, Any] = {}
     if mode is None:  # the caller's own format
         shaped = list(messages)
-    elif mode == "json_schema":
+    elif mode == "json_schema" and (schema := _dialect(target)) is not None:
         shaped = list(messages)
-        extra = {
-            "response_mime_type": "application/json",
-            "response_json_schema": target.json_schema,
-        }
+        extra = {"response_mime_type": "application/json", "response_json_schema": schema}
     else:
+        if mode == "json_schema":  # a structure the dialect cannot say
+            mode = "json_object"
         _, shaped, _ = shape_request(mode, target, messages)
         if mode == "json_object":
             extra = {"response_mime_type": "application/json"}
@@ -232,6 +234,21 @@ def tier_request(
     if originals:
         body["contents"] = [*originals, *body["contents"][len(originals) :]]
     return mode, body
+
+
+def _dialect(target: Any) -> dict[str, Any] | None:
+    try:
+        return gemini_schema(target.json_schema)
+    except GeminiSchemaUnsupported:
+        return None
+
+
+def enforced_schema(mode: Any, target: Any, params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The schema a request in tier `mode` asks Gemini to enforce, as sent (its
+    `response_json_schema`), None when it asks none (the caller's own format included)."""
+    if mode != "json_schema" or chooses_format(params):
+        return None
+    return _dialect(target)
 
 
 _FEATURES: Final[dict[str, tuple[str, ...]]] = {

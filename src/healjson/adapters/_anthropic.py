@@ -27,15 +27,19 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from healjson._core.contracts import Contract
+from healjson._core.enforcement import Enforcement
 from healjson._core.policy import HealPolicy
 from healjson._core.stream.run import is_stream
 from healjson._core.target import target_for
 from healjson._providers.anthropic_messages import (
     chooses_format,
+    enforced_schema,
     is_tier_rejection,
     messages_request,
     tier_request,
+    used_tier,
 )
+from healjson._providers.openai_chat import Shapeable
 
 from ._base import (
     UNSET,
@@ -47,7 +51,7 @@ from ._base import (
     _sync_call,
     is_async_client,
 )
-from ._format import NATIVE_MODES, FormatState, JsonMode, check_mode
+from ._format import NATIVE_MODES, Enforcing, FormatState, JsonMode, check_mode
 from ._steps import stepping
 
 __all__ = ["AnthropicStreams", "HealingAnthropic"]
@@ -123,11 +127,14 @@ class Messages:
         if kwargs.get("stream"):
             return owner._stream(healer, None, messages, context, kwargs)
         send = owner._sender(response_model, kwargs)
+        checked = owner._enforcement(healer.target, None, kwargs)
         if owner.is_async:
             call = _async_call(None, None, healer.target, send)
-            return healer._arun_for(owner.wrapped, call, messages, context, kwargs)
+            return healer._arun_for(
+                owner.wrapped, call, messages, context, kwargs, enforcement=checked
+            )
         call = _sync_call(None, None, healer.target, send)
-        return healer._run_for(owner.wrapped, call, messages, context, kwargs)
+        return healer._run_for(owner.wrapped, call, messages, context, kwargs, enforcement=checked)
 
     def stream(self, *args: Any, response_model: Any = UNSET, **kwargs: Any) -> Any:
         """`messages.stream`; with `response_model=M` the healed stream of
@@ -173,6 +180,25 @@ class HealingAnthropic(HealingAdapter):
                 f"an Anthropic client with messages.create is needed; got {type(client).__name__}"
             )
         return is_async_client(client, create)
+
+    def _one_value(
+        self, target: Shapeable, forced: JsonMode | None, params: Mapping[str, Any]
+    ) -> Callable[[], bool]:
+        """Native structured output and a forced tool (whose input is the answer) constrain the
+        answer to one JSON value; the prompt tier (where thinking sends a tool's) does not."""
+        state = self.format
+
+        def json_mode() -> bool:  # the tier the call used (a refused one was stepped down)
+            return used_tier(state.mode, target, params) in ("json_schema", "json_object")
+
+        return json_mode
+
+    def _enforcement(
+        self, target: Shapeable, forced: JsonMode | None, params: Mapping[str, Any]
+    ) -> Enforcement | None:
+        if chooses_format(params):
+            return None
+        return Enforcing(self.format, None, lambda mode: enforced_schema(mode, target, params))
 
     def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
         create = self.wrapped.messages.create

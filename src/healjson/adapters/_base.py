@@ -20,6 +20,7 @@ from typing import Any
 
 from healjson._core.contracts import Contract
 from healjson._core.effects import ProviderError
+from healjson._core.enforcement import Enforcement
 from healjson._core.healer import Healer
 from healjson._core.policy import HealPolicy
 from healjson._core.redact import secrets_scope
@@ -30,6 +31,7 @@ from healjson._providers.openai_chat import (
     JsonMode,
     Shapeable,
     constrains_one_value,
+    enforced_schema,
     is_format_rejection,
     names_format,
     shape_request,
@@ -39,7 +41,7 @@ from healjson._providers.openai_chat import (
 from healjson._providers.openai_strict_schema import StrictSchemaUnsupported
 
 from ._cache import HealerCache
-from ._format import FormatState, check_mode
+from ._format import Enforcing, FormatState, check_mode
 from ._proxy import ChatProxy, CompletionsProxy
 
 __all__ = [
@@ -165,7 +167,9 @@ class _Core:
         self.tiers: FormatState | None = None
         # (target, forced JSON mode) -> the sync driver for it (with `static_sender`); emptied
         # whenever `tiers` is replaced, which the drivers hold
-        self.sync_calls: dict[tuple[Any, JsonMode | None], Callable[..., Any]] = {}
+        self.sync_calls: dict[
+            tuple[Any, JsonMode | None], tuple[Callable[..., Any], Enforcement | None]
+        ] = {}
 
 
 class Completions(CompletionsProxy):
@@ -208,20 +212,30 @@ class Completions(CompletionsProxy):
         if core.is_async:
             send = self._owner._sender(response_model, kwargs)
             call = _async_call(core.tiers, forced, healer.target, send)
-            return healer._arun_for(core.wrapped, call, messages, context, kwargs)
+            checked = self._owner._enforcement(healer.target, forced, kwargs)
+            return healer._arun_for(
+                core.wrapped, call, messages, context, kwargs, enforcement=checked
+            )
         route = (healer.target, forced)
-        driver = core.sync_calls.get(route)
-        if driver is None:
+        cached = core.sync_calls.get(route)
+        if cached is None:
             owner: HealingAdapter = self._owner
             driver = _sync_call(
                 core.tiers, forced, healer.target, owner._sender(response_model, kwargs)
             )
+            enforcement = owner._enforcement(healer.target, forced, {})
             if owner.static_sender:  # the same driver serves this target's next requests
                 if len(core.sync_calls) >= _MAX_CALLS:
                     core.sync_calls.clear()
-                core.sync_calls[route] = driver
+                core.sync_calls[route] = (driver, enforcement)
+        else:
+            driver, enforcement = cached
+        if enforcement is not None and names_format(kwargs):  # the caller's own format
+            enforcement = None
         # what healjson stores or logs is redacted (the client's secrets scope)
-        return healer._run_for(core.wrapped, driver, messages, context, kwargs)
+        return healer._run_for(
+            core.wrapped, driver, messages, context, kwargs, enforcement=enforcement
+        )
 
 
 class HealingAdapter:
@@ -305,21 +319,38 @@ class HealingAdapter:
         send = self._sender(healer.target.type_, params)
         scope = secrets_scope(self.wrapped, params)
         tiers = self._tiers
+        json_mode = self._one_value(healer.target, forced, params)
+        enforcement = self._enforcement(healer.target, forced, params)
+        driver = _async_call if self.is_async else _sync_call
+        call = driver(tiers, forced, healer.target, send)
+        steps = healer._streaming(
+            call, messages, context, params, scope, json_mode=json_mode, enforcement=enforcement
+        )
+        return stream_async(*steps) if self.is_async else stream_sync(*steps)
 
-        def json_mode() -> bool:  # the tier the call just used (a rejected one was stepped down)
+    def _one_value(
+        self, target: Shapeable, forced: JsonMode | None, params: Mapping[str, Any]
+    ) -> Callable[[], bool]:
+        """Asked once a streamed call has returned: whether its request constrained the answer
+        to one JSON value (the tier it used: a rejected one was stepped down)."""
+        tiers = self._tiers
+
+        def json_mode() -> bool:
             if names_format(params):  # the caller's own
                 return constrains_one_value(params)
             return tiers is not None and (forced or tiers.mode) in ONE_VALUE
 
-        if self.is_async:
-            call = _async_call(tiers, forced, healer.target, send)
-            return stream_async(
-                *healer._streaming(call, messages, context, params, scope, json_mode=json_mode)
-            )
-        call = _sync_call(tiers, forced, healer.target, send)
-        return stream_sync(
-            *healer._streaming(call, messages, context, params, scope, json_mode=json_mode)
-        )
+        return json_mode
+
+    def _enforcement(
+        self, target: Shapeable, forced: JsonMode | None, params: Mapping[str, Any]
+    ) -> Enforcement | None:
+        """What a call's request asks the endpoint to enforce (None: nothing, or the caller's
+        own format, not judged)."""
+        tiers = self._tiers
+        if tiers is None or names_format(params):
+            return None
+        return Enforcing(tiers, forced, lambda mode: enforced_schema(mode, target, {}))
 
     def _stream_params(self, params: dict[str, Any]) -> None:
         """Adjust a streamed call's parameters (e.g. ask for the usage chunk)."""
@@ -378,7 +409,11 @@ def retry_mode(
     in `tiers` unless forced); raises `error` when there is none."""
     if used is None or tiers is None or not is_format_rejection(error):
         raise error
-    weaker = _weaker(used) if forced else tiers.step_down(used)
+    if forced:
+        tiers.refused.add(used)  # what the run's enforcement check reads
+        weaker = _weaker(used)
+    else:
+        weaker = tiers.step_down(used)
     if weaker is None:
         raise error
     return weaker

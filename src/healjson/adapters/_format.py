@@ -12,12 +12,13 @@ enforce the schema it was asked to.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from healjson._providers.openai_chat import MODES, WEAKER, JsonMode
 
-__all__ = ["MODES", "NATIVE_MODES", "FormatState", "JsonMode", "check_mode"]
+__all__ = ["MODES", "NATIVE_MODES", "Enforcing", "FormatState", "JsonMode", "check_mode"]
 
 NATIVE_MODES: tuple[JsonMode, ...] = ("json_schema", "json_object", "prompt")
 """The tiers of the adapters that shape their own requests (Anthropic, Gemini)."""
@@ -31,6 +32,9 @@ class FormatState:
     _lock: threading.Lock | None = None
     warned: bool = False
     """True once the client warned that its endpoint did not enforce a schema it was sent."""
+    refused: set[JsonMode] = field(default_factory=set)
+    """Tiers the endpoint refused when a call forced them (`json_mode=` on the call): the
+    client's own tier is not moved for them, but a forced one's request was sent weaker."""
 
     def step_down(self, failed: JsonMode) -> JsonMode | None:
         """Move below `failed` (once per tier); None when there is nothing weaker."""
@@ -61,3 +65,34 @@ def check_mode(mode: str, modes: Sequence[JsonMode] = MODES) -> JsonMode:
         if mode == known:
             return known
     raise ValueError(f"json_mode must be one of {', '.join(modes)}; got {mode!r}")
+
+
+class Enforcing:
+    """The schema a client's request asks its endpoint to enforce, for the run to judge
+    (`healjson._core.enforcement.Enforcement`): the tier the client uses (or the call forced,
+    below any it saw refused), as `schema_of` says; the client's once-only warning."""
+
+    __slots__ = ("forced", "schema_of", "state")
+
+    def __init__(
+        self,
+        state: FormatState,
+        forced: JsonMode | None,
+        schema_of: Callable[[JsonMode], Mapping[str, Any] | None],
+    ) -> None:
+        self.state = state
+        self.forced = forced
+        self.schema_of = schema_of
+
+    def schema(self) -> Mapping[str, Any] | None:
+        """The schema the tier in use sends (read after the call: a tier only steps down, so
+        a concurrent step-down can only hide a breach, never invent one)."""
+        state = self.state
+        mode: JsonMode | None = self.forced or state.mode
+        while mode is not None and mode in state.refused:
+            mode = WEAKER[mode]
+        return None if mode is None else self.schema_of(mode)
+
+    def first_breach(self) -> bool:
+        """True the first time for this client."""
+        return self.state.warn_once()

@@ -22,17 +22,19 @@ from typing import Any
 from healjson._core.policy import HealPolicy
 from healjson._core.redact import secrets_scope
 from healjson._core.stream.run import is_stream, stream_async, stream_sync
+from healjson._core.target import Target
 from healjson._providers.gemini_generate import (
     chooses_format,
     content_messages,
     content_text,
+    enforced_schema,
     gemini_request,
     is_tier_rejection,
     tier_request,
 )
 
 from ._base import UNSET, Exchange, HealingAdapter, Send, ShapeCheck, _async_call, _sync_call
-from ._format import NATIVE_MODES, FormatState, JsonMode, check_mode
+from ._format import NATIVE_MODES, Enforcing, FormatState, JsonMode, check_mode
 from ._steps import stepping
 
 __all__ = ["GeminiStreams", "HealingGemini", "gemini_request"]
@@ -188,14 +190,26 @@ class HealingGemini(HealingAdapter):
 
         driver = (_async_call if aio else _sync_call)(None, None, target, send)
         context = options["context"]
+        checked = None if chose else Enforcing(state, None, self._schema_of(target))
         if stream:
             scope = secrets_scope(self.wrapped, params)
 
             def json_mode() -> bool:
                 return not chose and state.mode in ("json_schema", "json_object")
 
-            parts = healer._streaming(driver, messages, context, params, scope, json_mode=json_mode)
+            parts = healer._streaming(
+                driver, messages, context, params, scope, json_mode=json_mode, enforcement=checked
+            )
             return stream_async(*parts) if aio else stream_sync(*parts)
         if aio:
-            return healer._arun_for(self.wrapped, driver, messages, context, params)
-        return healer._run_for(self.wrapped, driver, messages, context, params)
+            return healer._arun_for(
+                self.wrapped, driver, messages, context, params, enforcement=checked
+            )
+        return healer._run_for(self.wrapped, driver, messages, context, params, enforcement=checked)
+
+    @staticmethod
+    def _schema_of(target: Target[Any]) -> Callable[[JsonMode], dict[str, Any] | None]:
+        def schema_of(mode: JsonMode) -> dict[str, Any] | None:
+            return enforced_schema(mode, target, {})
+
+        return schema_of
