@@ -163,3 +163,29 @@ def test_a_batch_line_carries_the_server_fields_flat() -> None:
     assert body["structured_outputs"] == {"choice": ['"red"', '"green"']}
     assert "extra_body" not in body
     json.dumps(body)
+
+
+def test_the_scripted_server_records_each_formats_constraint_and_can_honour_a_choice() -> None:
+    """`RecordedRequest.structured_output` reads vLLM's `structured_outputs`, llama.cpp's
+    `json_schema` and a chat `response_format`; a script callable answers the first choice."""
+
+    def first_choice(body: dict[str, Any]) -> str:
+        return str(body["structured_outputs"]["choice"][0])
+
+    with ScriptedServer([first_choice, '{"by_name": {}, "kind": 1}', "{}"]) as server:
+        client = _client(server, json_mode="structured_outputs")
+        picked = client.chat.completions.create(model="m", messages=USER, response_model=Color)
+        constrained = _client(server, json_mode="constrained")
+        constrained.chat.completions.create(model="m", messages=USER, response_model=Scores)
+        with openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as sdk:
+            sdk.chat.completions.create(
+                model="m", messages=USER, extra_body={"json_schema": {"type": "object"}}
+            )
+        recorded = [request.structured_output for request in server.requests]
+    assert isinstance(picked, Healed)
+    assert picked.value is Color.RED
+    assert recorded == [
+        {"choice": ['"red"', '"green"']},
+        {"json": Scores.model_json_schema()},
+        {"json": {"type": "object"}},
+    ]

@@ -19,6 +19,8 @@ from pydantic import BaseModel, Field
 
 import healjson
 from healjson import Degraded, Flag, Healed, Violation, contract
+from healjson._providers.anthropic_schema import anthropic_schema
+from healjson._providers.gemini_schema import gemini_schema
 from healjson.testing import ScriptedReply, ScriptedServer
 
 USER = [{"role": "user", "content": "Ann is 31."}]
@@ -179,7 +181,9 @@ def test_anthropic_structured_output_is_judged() -> None:
             model="c", max_tokens=64, messages=USER, response_model=Person
         )
         sent = server.requests[0].body or {}
+        recorded = server.requests[0].structured_output
     assert "output_config" in sent
+    assert recorded == {"json": anthropic_schema(Person.model_json_schema())}
     assert isinstance(outcome, Healed)
     assert Flag.SCHEMA_NOT_ENFORCED in outcome.flags
 
@@ -214,7 +218,9 @@ def test_gemini_response_json_schema_is_judged() -> None:
         finally:
             client.close()
         config = (server.requests[0].body or {}).get("generationConfig") or {}
+        recorded = server.requests[0].structured_output
     assert "responseJsonSchema" in config
+    assert recorded == {"json": gemini_schema(Person.model_json_schema())}
     assert isinstance(outcome, Healed)
     assert Flag.SCHEMA_NOT_ENFORCED in outcome.flags
 
