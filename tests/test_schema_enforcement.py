@@ -75,11 +75,11 @@ def test_a_strict_request_answered_against_its_schema_is_flagged_and_warned_once
         second = _ask(client)
     assert isinstance(first, Healed)
     assert first.calls == 2
-    assert Flag.SCHEMA_NOT_ENFORCED in first.flags
     assert Flag.SCHEMA_NOT_ENFORCED in first.attempts[0].flags
     assert Flag.SCHEMA_NOT_ENFORCED not in first.attempts[1].flags
+    assert Flag.SCHEMA_NOT_ENFORCED not in first.flags  # the value is the repair's answer
     assert isinstance(second, Healed)
-    assert Flag.SCHEMA_NOT_ENFORCED in second.flags
+    assert Flag.SCHEMA_NOT_ENFORCED in second.attempts[0].flags
     warned = _warnings(caplog)
     assert len(warned) == 1  # once per client
     assert warned[0].levelno == logging.WARNING
@@ -165,7 +165,7 @@ def test_a_streamed_strict_answer_is_judged_too() -> None:
             pass
         outcome = stream.outcome
     assert isinstance(outcome, Healed)
-    assert Flag.SCHEMA_NOT_ENFORCED in outcome.flags
+    assert Flag.SCHEMA_NOT_ENFORCED in outcome.attempts[0].flags
 
 
 def test_anthropic_structured_output_is_judged() -> None:
@@ -185,7 +185,7 @@ def test_anthropic_structured_output_is_judged() -> None:
     assert "output_config" in sent
     assert recorded == {"json": anthropic_schema(Person.model_json_schema())}
     assert isinstance(outcome, Healed)
-    assert Flag.SCHEMA_NOT_ENFORCED in outcome.flags
+    assert Flag.SCHEMA_NOT_ENFORCED in outcome.attempts[0].flags
 
 
 def test_anthropic_prompt_tier_is_not_judged() -> None:
@@ -200,7 +200,7 @@ def test_anthropic_prompt_tier_is_not_judged() -> None:
         outcome = healjson.wrap(sdk, json_mode="prompt").messages.create(
             model="c", max_tokens=64, messages=USER, response_model=Person
         )
-    assert Flag.SCHEMA_NOT_ENFORCED not in outcome.flags
+    assert Flag.SCHEMA_NOT_ENFORCED not in outcome.attempts[0].flags
 
 
 def test_gemini_response_json_schema_is_judged() -> None:
@@ -222,7 +222,7 @@ def test_gemini_response_json_schema_is_judged() -> None:
     assert "responseJsonSchema" in config
     assert recorded == {"json": gemini_schema(Person.model_json_schema())}
     assert isinstance(outcome, Healed)
-    assert Flag.SCHEMA_NOT_ENFORCED in outcome.flags
+    assert Flag.SCHEMA_NOT_ENFORCED in outcome.attempts[0].flags
 
 
 def test_an_anthropic_native_stream_is_judged_early() -> None:

@@ -5,8 +5,9 @@ response format, a server's constrained decoding, a strict tool) hands the run a
 `Enforcement`: the schema as sent (in the provider's dialect: what the dialect cannot say is not
 the endpoint's to enforce) and the client's once-only warning. The engine judges the first
 reply of the run: an answer that is not JSON, or JSON the sent schema rejects, was not enforced
-(a cut by the token limit, a refusal, a filter or an early-closed stream are not judged). The
-attempt and a `Healed` outcome then carry `Flag.SCHEMA_NOT_ENFORCED`, and the client warns once
+(a cut by the token limit, a refusal, a filter or an early-closed stream are not judged). That
+attempt then carries `Flag.SCHEMA_NOT_ENFORCED` (and so does the outcome's `flags` when its
+value is that attempt's answer, healed locally), and the client warns once
 (`healjson.schema_not_enforced` at WARNING): its endpoint accepts the request but does not
 enforce it, so a weaker `json_mode` would say what it really does.
 """

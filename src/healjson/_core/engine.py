@@ -88,7 +88,6 @@ class _Run:
         "run_id",
         "spec",
         "started",
-        "unenforced",
         "usage",
         "validation",
     )
@@ -111,7 +110,6 @@ class _Run:
         self.partial: Any = None
         self.validation: Any = None  # pydantic's validation context (the caller's `context=`)
         self.enforcement: Enforcement | None = None  # what the first request asked to enforce
-        self.unenforced = False  # the first answer showed it was not
         self.started = time.monotonic() if started is None else started
         if opened is not None:  # the driver made the first call: it opened the run
             self.run_id, self.events = opened
@@ -325,7 +323,6 @@ def _unenforced(run: _Run, reply: Reply, raw: str | None) -> bool:
     schema = enforcement.schema()
     if schema is None or conforms(raw, schema):
         return False
-    run.unenforced = True
     if enforcement.first_breach():
         _events.warn(
             "healjson.schema_not_enforced",
@@ -617,8 +614,6 @@ def _healed(
     evaluation: Evaluation | None = None,
 ) -> Outcome[Any]:
     """A loop's `Healed` (built by `_new_healed`), announced."""
-    if run.unenforced and Flag.SCHEMA_NOT_ENFORCED not in flags:  # the first answer showed it
-        flags = (*flags, Flag.SCHEMA_NOT_ENFORCED)
     changed: tuple[str, ...] = ()
     if len(run.attempts) > 1 and run.first_data is not NOTHING and evaluation is not None:
         final = _as_data(run.spec.target, evaluation)
