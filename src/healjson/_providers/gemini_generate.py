@@ -24,7 +24,11 @@ from healjson._core.wire import WireFormat
 
 from ._fields import _dumps, _first, _get, _get_either, _int, _opt_str, message_text
 from .gemini_schema import GeminiSchemaUnsupported, gemini_schema
-from .openai_chat import shape_request  # the instruction of the weaker tiers is the chat one
+from .openai_chat import (  # the instruction of the weaker tiers is the chat one
+    JsonMode,
+    Shapeable,
+    shape_request,
+)
 
 __all__ = [
     "FORMAT",
@@ -209,12 +213,12 @@ def content_text(item: Any) -> str:
 
 
 def tier_request(
-    mode: Any,
-    target: Any,
+    mode: JsonMode | None,
+    target: Shapeable,
     messages: Sequence[dict[str, Any]],
     params: Mapping[str, Any],
     originals: Sequence[Any] = (),
-) -> tuple[Any, dict[str, Any]]:
+) -> tuple[JsonMode | None, dict[str, Any]]:
     """`generate_content` keywords asking for `target` in tier `mode` (`json_schema`,
     `json_object`, `prompt`), and the tier used. `originals`: the caller's own contents, sent
     as given in place of the first messages (their text renditions), so no part is lost."""
@@ -236,14 +240,16 @@ def tier_request(
     return mode, body
 
 
-def _dialect(target: Any) -> dict[str, Any] | None:
+def _dialect(target: Shapeable) -> dict[str, Any] | None:
     try:
         return gemini_schema(target.json_schema)
     except GeminiSchemaUnsupported:
         return None
 
 
-def enforced_schema(mode: Any, target: Any, params: Mapping[str, Any]) -> dict[str, Any] | None:
+def enforced_schema(
+    mode: JsonMode | None, target: Shapeable, params: Mapping[str, Any]
+) -> dict[str, Any] | None:
     """The schema a request in tier `mode` asks Gemini to enforce, as sent (its
     `response_json_schema`), None when it asks none (the caller's own format included)."""
     if mode != "json_schema" or chooses_format(params):
@@ -258,7 +264,7 @@ _FEATURES: Final[dict[str, tuple[str, ...]]] = {
 }  # fmt: skip
 
 
-def is_tier_rejection(exc: BaseException, mode: Any) -> bool:
+def is_tier_rejection(exc: BaseException, mode: JsonMode | None) -> bool:
     """True for an HTTP 400 (google-genai's `code`) whose message names tier `mode`'s feature."""
     words = _FEATURES.get(mode or "")
     status = getattr(exc, "code", None) or getattr(exc, "status_code", None)

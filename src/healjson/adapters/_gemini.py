@@ -148,11 +148,16 @@ class HealingGemini(HealingAdapter):
         return False  # its async side is `client.aio`
 
     def _heal(
-        self, aio: bool, stream: bool, args: tuple[Any, ...], response_model: Any, kwargs: Any
+        self,
+        aio: bool,
+        stream: bool,
+        args: tuple[Any, ...],
+        response_model: Any,
+        kwargs: dict[str, Any],
     ) -> Any:
         if args:
             raise TypeError("generate_content takes keyword arguments only")
-        options = {
+        options: dict[str, Any] = {
             name: kwargs.pop(name, default)
             for name, default in (("contracts", ()), ("policy", None), ("fallback", None),
                                   ("examples", ()), ("context", None))
@@ -182,7 +187,7 @@ class HealingGemini(HealingAdapter):
         def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
             turns = request.pop("messages")
 
-            def attempt(mode: JsonMode) -> tuple[JsonMode, dict[str, Any]]:
+            def attempt(mode: JsonMode) -> tuple[JsonMode | None, dict[str, Any]]:
                 return tier_request(None if chose else mode, target, turns, request, originals)
 
             call = stepping(create, state, attempt, is_tier_rejection, is_async=aio, prime=stream)
