@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import publish, stamp, table
 from bench_overhead import REPLY, ServerProcess
 
-SHORT, LONG = 60, 180
-WARMUP = 20
+SHORT, LONG = 20, 60
+WARMUP = 10
 RESULTS = Path(__file__).resolve().parent / "results" / "providers.md"
 TARGET = 1.05
 

@@ -24,9 +24,9 @@ __all__ = ["Enforcement", "conforms"]
 class Enforcement(Protocol):
     """What a run needs to know of its client's request (see the module)."""
 
-    def schema(self) -> Mapping[str, Any] | None:
-        """The JSON schema the run's first request asked the endpoint to enforce, as sent;
-        None when it asked none."""
+    def schema(self, params: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The JSON schema the run's first request (the caller's `params`) asked the endpoint
+        to enforce, as sent; None when it asked none (or the caller chose its own format)."""
         ...
 
     def first_breach(self) -> bool:

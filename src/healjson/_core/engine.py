@@ -260,7 +260,7 @@ def heal_flow(
                     number == 1
                     and run.enforcement is not None
                     and (evaluation.parse.flags or evaluation.verdict not in _SCHEMA_KEPT)
-                    and _unenforced(run, reply, raw)
+                    and _unenforced(run, reply, raw, params)
                 ):
                     flags = (*evaluation.parse.flags, Flag.SCHEMA_NOT_ENFORCED)
                     evaluation = replace(evaluation, parse=evaluation.parse.replace(flags=flags))
@@ -313,14 +313,14 @@ def heal_flow(
 _SCHEMA_KEPT = frozenset({Verdict.OK, Verdict.CONTRACT, Verdict.CONTRACT_ERROR, Verdict.TRUNCATED})
 
 
-def _unenforced(run: _Run, reply: Reply, raw: str | None) -> bool:
+def _unenforced(run: _Run, reply: Reply, raw: str | None, params: Mapping[str, Any]) -> bool:
     """True when the first reply shows that the endpoint did not enforce the schema the request
     asked it to (`enforcement`): its answer is not JSON, or breaks the schema as sent. A cut by
     the token limit says nothing; the client warns once."""
     enforcement = run.enforcement
     if enforcement is None or reply.finish_reason == "length":
         return False
-    schema = enforcement.schema()
+    schema = enforcement.schema(params)
     if schema is None or conforms(raw, schema):
         return False
     if enforcement.first_breach():

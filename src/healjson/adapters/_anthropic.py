@@ -127,7 +127,7 @@ class Messages:
         if kwargs.get("stream"):
             return owner._stream(healer, None, messages, context, kwargs)
         send = owner._sender(response_model, kwargs)
-        checked = owner._enforcement(healer.target, None, kwargs)
+        checked = owner._enforcement(healer.target, None)
         if owner.is_async:
             call = _async_call(None, None, healer.target, send)
             return healer._arun_for(
@@ -193,12 +193,10 @@ class HealingAnthropic(HealingAdapter):
 
         return json_mode
 
-    def _enforcement(
-        self, target: Shapeable, forced: JsonMode | None, params: Mapping[str, Any]
-    ) -> Enforcement | None:
-        if chooses_format(params):
-            return None
-        return Enforcing(self.format, None, lambda mode: enforced_schema(mode, target, params))
+    def _enforcement(self, target: Shapeable, forced: JsonMode | None) -> Enforcement | None:
+        return Enforcing(
+            self.format, None, lambda mode, params: enforced_schema(mode, target, params)
+        )
 
     def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
         create = self.wrapped.messages.create

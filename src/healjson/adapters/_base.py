@@ -212,7 +212,7 @@ class Completions(CompletionsProxy):
         if core.is_async:
             send = self._owner._sender(response_model, kwargs)
             call = _async_call(core.tiers, forced, healer.target, send)
-            checked = self._owner._enforcement(healer.target, forced, kwargs)
+            checked = self._owner._enforcement(healer.target, forced)
             return healer._arun_for(
                 core.wrapped, call, messages, context, kwargs, enforcement=checked
             )
@@ -223,15 +223,13 @@ class Completions(CompletionsProxy):
             driver = _sync_call(
                 core.tiers, forced, healer.target, owner._sender(response_model, kwargs)
             )
-            enforcement = owner._enforcement(healer.target, forced, {})
+            enforcement = owner._enforcement(healer.target, forced)
             if owner.static_sender:  # the same driver serves this target's next requests
                 if len(core.sync_calls) >= _MAX_CALLS:
                     core.sync_calls.clear()
                 core.sync_calls[route] = (driver, enforcement)
         else:
             driver, enforcement = cached
-        if enforcement is not None and names_format(kwargs):  # the caller's own format
-            enforcement = None
         # what healjson stores or logs is redacted (the client's secrets scope)
         return healer._run_for(
             core.wrapped, driver, messages, context, kwargs, enforcement=enforcement
@@ -320,7 +318,7 @@ class HealingAdapter:
         scope = secrets_scope(self.wrapped, params)
         tiers = self._tiers
         json_mode = self._one_value(healer.target, forced, params)
-        enforcement = self._enforcement(healer.target, forced, params)
+        enforcement = self._enforcement(healer.target, forced)
         driver = _async_call if self.is_async else _sync_call
         call = driver(tiers, forced, healer.target, send)
         steps = healer._streaming(
@@ -342,15 +340,13 @@ class HealingAdapter:
 
         return json_mode
 
-    def _enforcement(
-        self, target: Shapeable, forced: JsonMode | None, params: Mapping[str, Any]
-    ) -> Enforcement | None:
-        """What a call's request asks the endpoint to enforce (None: nothing, or the caller's
-        own format, not judged)."""
+    def _enforcement(self, target: Shapeable, forced: JsonMode | None) -> Enforcement | None:
+        """What this client's requests for `target` ask the endpoint to enforce (judged once a
+        run's first answer breaks it: the caller's own format is not)."""
         tiers = self._tiers
-        if tiers is None or names_format(params):
+        if tiers is None:
             return None
-        return Enforcing(tiers, forced, lambda mode: enforced_schema(mode, target, {}))
+        return Enforcing(tiers, forced, lambda mode, params: enforced_schema(mode, target, params))
 
     def _stream_params(self, params: dict[str, Any]) -> None:
         """Adjust a streamed call's parameters (e.g. ask for the usage chunk)."""

@@ -70,7 +70,8 @@ def check_mode(mode: str, modes: Sequence[JsonMode] = MODES) -> JsonMode:
 class Enforcing:
     """The schema a client's request asks its endpoint to enforce, for the run to judge
     (`healjson._core.enforcement.Enforcement`): the tier the client uses (or the call forced,
-    below any it saw refused), as `schema_of` says; the client's once-only warning."""
+    below any it saw refused), as `schema_of(tier, the caller's params)` says (None for the
+    caller's own format); the client's once-only warning."""
 
     __slots__ = ("forced", "schema_of", "state")
 
@@ -78,20 +79,20 @@ class Enforcing:
         self,
         state: FormatState,
         forced: JsonMode | None,
-        schema_of: Callable[[JsonMode], Mapping[str, Any] | None],
+        schema_of: Callable[[JsonMode, Mapping[str, Any]], Mapping[str, Any] | None],
     ) -> None:
         self.state = state
         self.forced = forced
         self.schema_of = schema_of
 
-    def schema(self) -> Mapping[str, Any] | None:
+    def schema(self, params: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The schema the tier in use sends (read after the call: a tier only steps down, so
         a concurrent step-down can only hide a breach, never invent one)."""
         state = self.state
         mode: JsonMode | None = self.forced or state.mode
         while mode is not None and mode in state.refused:
             mode = WEAKER[mode]
-        return None if mode is None else self.schema_of(mode)
+        return None if mode is None else self.schema_of(mode, params)
 
     def first_breach(self) -> bool:
         """True the first time for this client."""

@@ -16,7 +16,7 @@ chat messages become Gemini `contents` (`assistant` is `model`), the system mess
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from healjson._core.policy import HealPolicy
@@ -195,7 +195,7 @@ class HealingGemini(HealingAdapter):
 
         driver = (_async_call if aio else _sync_call)(None, None, target, send)
         context = options["context"]
-        checked = None if chose else Enforcing(state, None, self._schema_of(target))
+        checked = Enforcing(state, None, self._schema_of(target))
         if stream:
             scope = secrets_scope(self.wrapped, params)
 
@@ -213,8 +213,10 @@ class HealingGemini(HealingAdapter):
         return healer._run_for(self.wrapped, driver, messages, context, params, enforcement=checked)
 
     @staticmethod
-    def _schema_of(target: Target[Any]) -> Callable[[JsonMode], dict[str, Any] | None]:
-        def schema_of(mode: JsonMode) -> dict[str, Any] | None:
-            return enforced_schema(mode, target, {})
+    def _schema_of(
+        target: Target[Any],
+    ) -> Callable[[JsonMode, Mapping[str, Any]], dict[str, Any] | None]:
+        def schema_of(mode: JsonMode, params: Mapping[str, Any]) -> dict[str, Any] | None:
+            return enforced_schema(mode, target, params)
 
         return schema_of

@@ -144,7 +144,9 @@ class Responses:
         target = healer.target
         checked = None
         if tiers is not None:  # judged against the schema its tier sends
-            checked = Enforcing(tiers, forced, lambda mode: enforced_schema(mode, target, {}))
+            checked = Enforcing(
+                tiers, forced, lambda mode, params: enforced_schema(mode, target, params)
+            )
         if streamed:
             scope = secrets_scope(core.wrapped, kwargs)
             kinds = ("json_schema", "json_object")  # the `text.format` types
