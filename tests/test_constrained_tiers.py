@@ -189,3 +189,9 @@ def test_the_scripted_server_records_each_formats_constraint_and_can_honour_a_ch
         {"json": Scores.model_json_schema()},
         {"json": {"type": "object"}},
     ]
+
+
+def test_the_command_line_offers_the_local_server_tiers() -> None:
+    from healjson._cli.options import JsonModeChoice
+
+    assert {"constrained", "structured_outputs"} <= {choice.value for choice in JsonModeChoice}
