@@ -246,3 +246,16 @@ def test_an_anthropic_native_stream_is_judged_early() -> None:
         outcome = stream.outcome
     assert isinstance(outcome, Healed)
     assert Flag.STREAM_ABORTED in outcome.attempts[0].flags
+
+
+def test_a_call_of_the_callers_own_tool_is_not_judged() -> None:
+    tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+    called = ScriptedReply(
+        content=None,
+        finish_reason="tool_calls",
+        tool_calls=[{"id": "c1", "type": "function",
+                     "function": {"name": "lookup", "arguments": '{"q": "x"}'}}],
+    )  # fmt: skip
+    with ScriptedServer([called, GOOD]) as server:
+        outcome = _ask(_openai(server), tools=[tool])
+    assert Flag.SCHEMA_NOT_ENFORCED not in outcome.attempts[0].flags

@@ -316,9 +316,12 @@ _SCHEMA_KEPT = frozenset({Verdict.OK, Verdict.CONTRACT, Verdict.CONTRACT_ERROR, 
 def _unenforced(run: _Run, reply: Reply, raw: str | None, params: Mapping[str, Any]) -> bool:
     """True when the first reply shows that the endpoint did not enforce the schema the request
     asked it to (`enforcement`): its answer is not JSON, or breaks the schema as sent. A cut by
-    the token limit says nothing; the client warns once."""
+    the token limit says nothing, nor a call of one of the caller's tools; the client warns
+    once."""
     enforcement = run.enforcement
     if enforcement is None or reply.finish_reason == "length":
+        return False
+    if reply.tool_calls and "tools" in params:  # a call of the caller's tool: not an answer
         return False
     schema = enforcement.schema(params)
     if schema is None or conforms(raw, schema):
