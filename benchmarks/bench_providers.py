@@ -148,8 +148,9 @@ def hooks_library(workdir: Path) -> Path:
     return library
 
 
-def counted(provider: str, port: str, workdir: Path, hooks: Path) -> dict[str, int]:
-    """Instructions per contender (A, B), summed over its blocks, in one client process."""
+def started(provider: str, port: str, workdir: Path, hooks: Path) -> subprocess.Popen[str]:
+    """The client process of `provider` under callgrind (the providers run side by side: the
+    counts do not depend on what else runs)."""
     script = CHILD.format(
         bench=str(Path(__file__).resolve().parent),
         hooks=str(hooks),
@@ -158,23 +159,20 @@ def counted(provider: str, port: str, workdir: Path, hooks: Path) -> dict[str, i
         calls=CALLS,
     )
     out = workdir / f"callgrind.{provider}"
-    done = subprocess.run(
-        [
-            "valgrind",
-            "--tool=callgrind",
-            f"--callgrind-out-file={out}",
-            sys.executable,
-            "-c",
-            script,
-            provider,
-            port,
-        ],
-        capture_output=True,
+    command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
+    return subprocess.Popen(
+        [*command, sys.executable, "-c", script, provider, port],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         text=True,
-        check=False,
     )
-    if done.returncode != 0:
-        raise RuntimeError(f"{provider} failed:\n{done.stderr[-3000:]}")
+
+
+def counted(provider: str, process: subprocess.Popen[str], workdir: Path) -> dict[str, int]:
+    """Instructions per contender (A, B), summed over its blocks."""
+    _, errors = process.communicate()
+    if process.returncode != 0:
+        raise RuntimeError(f"{provider} failed:\n{errors[-3000:]}")
     totals = {"A": 0, "B": 0}
     dumps = 0
     for path in workdir.glob(f"callgrind.{provider}.*"):
@@ -205,8 +203,11 @@ def main() -> int:
         server = ServerProcess([REPLY], Path(tmp), "content")
         port = server.base_url.rsplit(":", 1)[1].split("/", 1)[0]
         try:
-            for name, label in chosen:
-                totals = counted(name, port, Path(tmp), hooks)
+            running = [
+                (name, label, started(name, port, Path(tmp), hooks)) for name, label in chosen
+            ]
+            for name, label, process in running:
+                totals = counted(name, process, Path(tmp))
                 per = {kind: totals[kind] / calls for kind in "AB"}
                 ratio = per["B"] / per["A"]
                 rows.append(

@@ -23,7 +23,8 @@ from healjson._core.stream.chunks import Delta
 from healjson._core.wire import WireFormat
 
 from ._fields import _dumps, _get, _int, _opt_str, message_text
-from .anthropic_schema import AnthropicSchemaUnsupported, anthropic_schema
+from .anthropic_schema import AnthropicSchemaUnsupported
+from .anthropic_schema import shared_anthropic_schema as anthropic_schema  # one per target
 from .openai_chat import JsonMode, Shapeable, shape_request  # the prompt tier's instruction
 
 __all__ = [

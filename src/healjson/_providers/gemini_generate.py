@@ -23,7 +23,8 @@ from healjson._core.stream.chunks import Delta
 from healjson._core.wire import WireFormat
 
 from ._fields import _dumps, _first, _get, _get_either, _int, _opt_str, message_text
-from .gemini_schema import GeminiSchemaUnsupported, gemini_schema
+from .gemini_schema import GeminiSchemaUnsupported
+from .gemini_schema import shared_gemini_schema as gemini_schema  # one per target
 from .openai_chat import (  # the instruction of the weaker tiers is the chat one
     JsonMode,
     Shapeable,

@@ -24,7 +24,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["GeminiSchemaUnsupported", "gemini_schema"]
+__all__ = ["GeminiSchemaUnsupported", "gemini_schema", "shared_gemini_schema"]
 
 
 class GeminiSchemaUnsupported(ValueError):
@@ -45,6 +45,26 @@ def gemini_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     """`schema` (a pydantic JSON schema) in Gemini's dialect; `GeminiSchemaUnsupported` when
     its structure is outside it."""
     return json.loads(_cached(json.dumps(schema)))  # type: ignore[no-any-return]
+
+
+_SHARED: dict[int, tuple[Any, Any]] = {}  # id(schema) -> (schema, its dialect or the refusal)
+
+
+def shared_gemini_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """`gemini_schema(schema)` for a schema object that lives on (a target's): computed once per
+    object and shared by every request (read it, never change it; the SDK only serializes it)."""
+    found = _SHARED.get(id(schema))
+    if found is None or found[0] is not schema:
+        try:
+            result: Any = gemini_schema(schema)
+        except GeminiSchemaUnsupported as exc:
+            result = exc
+        if len(_SHARED) >= 256:
+            _SHARED.clear()
+        found = _SHARED[id(schema)] = (schema, result)  # the schema kept: its id stays its own
+    if isinstance(found[1], GeminiSchemaUnsupported):
+        raise found[1]
+    return found[1]  # type: ignore[no-any-return]
 
 
 @functools.lru_cache(maxsize=256)
