@@ -632,9 +632,14 @@ def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | No
     `parse(text_format=M)`, `stream(text_format=M)`; see `healjson.adapters._responses`).
 
     `json_mode` is the strongest JSON mode the endpoint supports: `json_schema` (OpenAI strict
-    structured outputs, the default), `json_object` (JSON mode plus the schema in the prompt) or
-    `prompt` (schema in the prompt only) — declare a weaker one for endpoints such as older vLLM
-    or Ollama builds. A tier the endpoint rejects with HTTP 400 is stepped down once and remembered.
+    structured outputs, the default), `structured_outputs` (vLLM >= 0.12: its `structured_outputs`
+    extra field, a `choice` for a target of literal values), `constrained` (the full JSON schema
+    as a non-strict `response_format` json_schema, which SGLang, llama.cpp's server, Ollama, LM
+    Studio and vLLM enforce while decoding), `json_object` (JSON mode plus the schema in the
+    prompt) or `prompt` (schema in the prompt only). A tier the endpoint rejects with HTTP 400 is
+    stepped down once and remembered; one it accepts but does not enforce (its first answer
+    breaks the schema it was sent) is flagged `schema_not_enforced` on that attempt, and the
+    client logs `healjson.schema_not_enforced` once.
     Wrapping a wrapped client wraps the client beneath it (one healing layer, the new settings).
     """
     from .adapters._base import unwrapped

@@ -33,6 +33,8 @@ class JsonModeChoice(enum.StrEnum):
     """`--json-mode`: the strongest JSON mode the endpoint supports (see `healjson.wrap`)."""
 
     JSON_SCHEMA = "json_schema"
+    STRUCTURED_OUTPUTS = "structured_outputs"
+    CONSTRAINED = "constrained"
     JSON_OBJECT = "json_object"
     PROMPT = "prompt"
 

@@ -24,6 +24,7 @@ from .contracts import Contract, ContractContext
 from .decisions import Verdict, final_reason, strategy_for
 from .diagnostic import ROOT, Diagnostic, Source, describe_exception, format_path
 from .effects import AwaitAll, CallFailure, CallResult, ModelCall
+from .enforcement import Enforcement, conforms
 from .flags import Flag
 from .items import ItemRepair, failed_items, merge_items
 from .outcome import Attempt, Degraded, Healed, Outcome, Reason
@@ -77,6 +78,7 @@ class _Run:
 
     __slots__ = (
         "attempts",
+        "enforcement",
         "events",
         "first_data",
         "history",
@@ -107,6 +109,7 @@ class _Run:
         self.first_data: Any = NOTHING
         self.partial: Any = None
         self.validation: Any = None  # pydantic's validation context (the caller's `context=`)
+        self.enforcement: Enforcement | None = None  # what the first request asked to enforce
         self.started = time.monotonic() if started is None else started
         if opened is not None:  # the driver made the first call: it opened the run
             self.run_id, self.events = opened
@@ -141,17 +144,21 @@ def heal_flow(
     observed: bool = True,
     opened: tuple[str, _events.RunEvents | None] | None = None,
     first: CallResult | None = None,
+    enforcement: Enforcement | None = None,
 ) -> Flow:
     """The whole L1-L4 loop for one request, as a generator the drivers run. `given`: a reply
     already in hand, judged as the first attempt instead of calling the model (`validate`);
     `started`: when the run began (a `time.monotonic()`), for the deadline; `observed=False`:
     no events, spans or metrics (a run replayed from stored results); `opened`: the run id and
     events a driver opened for this run (`shortcut`); `first`: the result of the first model
-    call, made by that driver with nothing listening, which `first_healed` did not accept.
+    call, made by that driver with nothing listening, which `first_healed` did not accept;
+    `enforcement`: the schema the adapter's request asked the endpoint to enforce (its first
+    answer is judged against it: `healjson._core.enforcement`).
     However the flow ends (an outcome, a driver that raised, a stream the caller abandoned),
     the run's telemetry context is released."""
     run = _Run(spec, messages, started, observed, opened)
     run.validation = ctx.validation_context
+    run.enforcement = enforcement
     try:
         spec, messages = run.spec, run.original
         policy = spec.policy
@@ -249,6 +256,14 @@ def heal_flow(
                 if merged is not None:
                     flags = (*evaluation.parse.flags, Flag.ITEMS_MERGED)
                     evaluation = replace(evaluation, parse=evaluation.parse.replace(flags=flags))
+                if (
+                    number == 1
+                    and run.enforcement is not None
+                    and (evaluation.parse.flags or evaluation.verdict not in _SCHEMA_KEPT)
+                    and _unenforced(run, reply, raw, params)
+                ):
+                    flags = (*evaluation.parse.flags, Flag.SCHEMA_NOT_ENFORCED)
+                    evaluation = replace(evaluation, parse=evaluation.parse.replace(flags=flags))
             attempt = Attempt(
                 **base,
                 flags=evaluation.parse.flags,
@@ -292,6 +307,35 @@ def heal_flow(
     finally:
         if run.events is not None:
             run.events.release()
+
+
+# verdicts of a reply read as it came (no repair flag) that passed the schema: judged no further
+_SCHEMA_KEPT = frozenset({Verdict.OK, Verdict.CONTRACT, Verdict.CONTRACT_ERROR, Verdict.TRUNCATED})
+
+
+def _unenforced(run: _Run, reply: Reply, raw: str | None, params: Mapping[str, Any]) -> bool:
+    """True when the first reply shows that the endpoint did not enforce the schema the request
+    asked it to (`enforcement`): its answer is not JSON, or breaks the schema as sent. A cut by
+    the token limit says nothing, nor a call of one of the caller's tools; the client warns
+    once."""
+    enforcement = run.enforcement
+    if enforcement is None or reply.finish_reason == "length":
+        return False
+    if reply.tool_calls and "tools" in params:  # a call of the caller's tool: not an answer
+        return False
+    schema = enforcement.schema(params)
+    if schema is None or conforms(raw, schema):
+        return False
+    if enforcement.first_breach():
+        _events.warn(
+            "healjson.schema_not_enforced",
+            run_id=run.run_id,
+            target=run.spec.target_name,
+            model=reply.model,
+            hint="the endpoint accepted a request to enforce the schema but its answer breaks "
+            "it: declare a weaker json_mode for this endpoint",
+        )
+    return True
 
 
 def _first_step(run: _Run, first: CallResult, params: Mapping[str, Any]) -> Outcome[Any] | None:

@@ -13,7 +13,8 @@ included only with `include_content=True`, and every field passes through the re
 and metrics (`telemetry`) follow the same run, when an SDK is configured.
 
 Events: `healjson.attempt`, `healjson.local_repair`, `healjson.diagnostic`,
-`healjson.repair_request`, `healjson.healed`, `healjson.degraded`.
+`healjson.repair_request`, `healjson.healed`, `healjson.degraded`; once per client,
+`healjson.schema_not_enforced` (`warn`, see `enforcement`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from .outcome import Attempt, Degraded, Healed
     from .repair import RepairPrompt
 
-__all__ = ["RunEvents", "for_run", "set_logger"]
+__all__ = ["RunEvents", "for_run", "set_logger", "warn"]
 
 LOGGER_NAME = "healjson"
 
@@ -183,6 +184,23 @@ def for_run(run_id: str, spec: Any = None) -> RunEvents | None:
     if logger is None and spans is None:
         return None
     return RunEvents(run_id, logger, settings.include_content, spans, floor)
+
+
+def warn(event: str, **fields: Any) -> None:
+    """One WARNING event outside a run's (a client's once-only notice): to the logger a run
+    would use (`set_logger`, structlog's `healjson` logger, the stdlib `healjson` logger when it
+    has a handler)."""
+    settings = _SCOPED.get() or _Default.settings
+    logger = settings.logger
+    if logger is None:
+        if "structlog" in sys.modules and _structlog_ready():
+            import structlog
+
+            logger = structlog.get_logger(LOGGER_NAME)
+        elif _STDLIB.isEnabledFor(logging.WARNING) and _STDLIB.hasHandlers():
+            logger = _STDLIB_SINK
+    if logger is not None:
+        _emit(logger, logging.WARNING, event, **fields)
 
 
 class _Telemetry:

@@ -65,3 +65,9 @@ class Flag(enum.StrEnum):
     ITEMS_DROPPED = "items_dropped"
     """Items that broke an item contract with `on_fail="drop"` were removed from the list
     (listed on `Healed.dropped`); the list passed the schema and every rule again."""
+    SCHEMA_NOT_ENFORCED = "schema_not_enforced"
+    """The request asked the endpoint to enforce the schema while decoding (a strict format, a
+    server's constrained decoding, a strict tool), and its first answer was not JSON, or broke
+    the schema as sent: the endpoint accepts the request but does not enforce it (see
+    `healjson._core.enforcement`). Not a local repair: a note about the endpoint, on the first
+    attempt (`outcome.attempts[0].flags`), and on `Healed.flags` when that answer healed."""

@@ -18,6 +18,7 @@ from .contracts import (
 )
 from .drive import drive_sync
 from .effects import CallResult, ModelCall
+from .enforcement import Enforcement
 from .engine import Flow, HealSpec, heal_flow
 from .example import golden_example
 from .messages import make_context, normalise_messages
@@ -146,14 +147,26 @@ class Healer(Generic[T]):
         messages: Any,
         context: Mapping[str, Any] | None,
         params: dict[str, Any],
+        *,
+        enforcement: Enforcement | None = None,
     ) -> Outcome[T]:
         """`run`, for an adapter with the wrapped `client`: its secrets are redacted from what
         the run stores or emits, as inside `secrets_scope(client, params)` (entered only where
-        the run may redact something; see `shortcut`). None: no client of its own."""
+        the run may redact something; see `shortcut`). None: no client of its own.
+        `enforcement`: the schema the adapter's request asks the endpoint to enforce."""
         original = normalise_messages(messages)
         started = time.monotonic()
         ctx = _run_context(self._spec, context, original)
-        return heal_sync(self._spec, original, params, ctx, call, started=started, client=client)
+        return heal_sync(
+            self._spec,
+            original,
+            params,
+            ctx,
+            call,
+            started=started,
+            client=client,
+            enforcement=enforcement,
+        )
 
     async def _arun_for(
         self,
@@ -162,13 +175,22 @@ class Healer(Generic[T]):
         messages: Any,
         context: Mapping[str, Any] | None,
         params: dict[str, Any],
+        *,
+        enforcement: Enforcement | None = None,
     ) -> Outcome[T]:
         """`arun`, as `_run_for`."""
         original = normalise_messages(messages)
         started = time.monotonic()
         ctx = _run_context(self._spec, context, original)
         return await heal_async(
-            self._spec, original, params, ctx, call, started=started, client=client
+            self._spec,
+            original,
+            params,
+            ctx,
+            call,
+            started=started,
+            client=client,
+            enforcement=enforcement,
         )
 
     def stream(
@@ -206,14 +228,18 @@ class Healer(Generic[T]):
         scope: Any = None,
         *,
         json_mode: Callable[[], bool] | None = None,
+        enforcement: Enforcement | None = None,
     ) -> tuple[Any, Callable[..., Any], Callable[[ModelCall], StreamSession], bool, Any]:
         """What a stream driver needs: the flow, the call, a session per streamed call, whether
         to abort early, and the secrets scope to enter around each step (adapters).
         `json_mode`: asked once a call has returned its stream, whether that call's request
-        constrained the output to one JSON value (an adapter's JSON-mode tier)."""
+        constrained the output to one JSON value (an adapter's JSON-mode tier); `enforcement`:
+        the schema the adapter's request asks the endpoint to enforce."""
         original = normalise_messages(messages)
         ctx = _run_context(self._spec, context, original)
-        flow = heal_flow(self._spec, original, params, ctx, started=time.monotonic())
+        flow = heal_flow(
+            self._spec, original, params, ctx, started=time.monotonic(), enforcement=enforcement
+        )
         target, rules, per_item = self.target, self.contracts, self.item_contracts
 
         def new_session(effect: ModelCall) -> StreamSession:

@@ -27,6 +27,7 @@ from . import events as _events
 from .contracts import ContractContext
 from .drive import call_failed, call_returned, drive_async, drive_sync, settled
 from .effects import CallResult, ModelCall
+from .enforcement import Enforcement
 from .engine import HealSpec, first_healed, heal_flow, new_run_id
 from .outcome import Outcome
 from .redact import secrets_scope
@@ -46,6 +47,7 @@ def heal_sync(
     *,
     started: float,
     client: Any = None,
+    enforcement: Enforcement | None = None,
 ) -> Outcome[Any]:
     """`drive_sync(heal_flow(...), call)`, with the first call made here when nothing listens.
     `client`: the wrapped client (adapters), whose `secrets_scope` this run enters only where
@@ -55,7 +57,15 @@ def heal_sync(
     events = _events.for_run(run_id, spec)
     if (events is not None and events.steps) or spec.policy.deadline_s is not None:
         # a listener (the loop announces every step) or a deadline (`call_sync` limits the call)
-        flow = heal_flow(spec, original, params, ctx, started=started, opened=(run_id, events))
+        flow = heal_flow(
+            spec,
+            original,
+            params,
+            ctx,
+            started=started,
+            opened=(run_id, events),
+            enforcement=enforcement,
+        )
         with _secrets(client, params):
             return drive_sync(flow, call)
     start = _clock()
@@ -74,7 +84,14 @@ def heal_sync(
             return judged
         result = judged
     flow = heal_flow(
-        spec, original, params, ctx, started=started, opened=(run_id, events), first=result
+        spec,
+        original,
+        params,
+        ctx,
+        started=started,
+        opened=(run_id, events),
+        first=result,
+        enforcement=enforcement,
     )
     with _secrets(client, params):
         return drive_sync(flow, call)
@@ -89,13 +106,22 @@ async def heal_async(
     *,
     started: float,
     client: Any = None,
+    enforcement: Enforcement | None = None,
 ) -> Outcome[Any]:
     """`heal_sync` for `Healer.arun`: the call awaited on the running loop (the secrets scope
     entered in the awaiting task's context)."""
     run_id = new_run_id()
     events = _events.for_run(run_id, spec)
     if (events is not None and events.steps) or spec.policy.deadline_s is not None:
-        flow = heal_flow(spec, original, params, ctx, started=started, opened=(run_id, events))
+        flow = heal_flow(
+            spec,
+            original,
+            params,
+            ctx,
+            started=started,
+            opened=(run_id, events),
+            enforcement=enforcement,
+        )
         with _secrets(client, params):
             return await drive_async(flow, call)
     start = _clock()
@@ -115,7 +141,14 @@ async def heal_async(
             return judged
         result = judged
     flow = heal_flow(
-        spec, original, params, ctx, started=started, opened=(run_id, events), first=result
+        spec,
+        original,
+        params,
+        ctx,
+        started=started,
+        opened=(run_id, events),
+        first=result,
+        enforcement=enforcement,
     )
     with _secrets(client, params):
         return await drive_async(flow, call)

@@ -27,7 +27,8 @@ from healjson._core.wire import WireFormat
 
 from ._batch_results import EXPIRED_MESSAGE, Result, unreadable
 from ._fields import _dumps, _get, _int, _opt_str, message_text
-from .anthropic_schema import AnthropicSchemaUnsupported, anthropic_schema
+from .anthropic_schema import AnthropicSchemaUnsupported
+from .anthropic_schema import shared_anthropic_schema as anthropic_schema  # one per target
 from .openai_chat import JsonMode, Shapeable, shape_request  # the prompt tier's instruction
 
 __all__ = [
@@ -39,10 +40,12 @@ __all__ = [
     "batch_line",
     "batch_result",
     "chooses_format",
+    "enforced_schema",
     "is_tier_rejection",
     "messages_request",
     "thinking_on",
     "tier_request",
+    "used_tier",
 ]
 
 # stop reasons as OpenAI's finish reasons (a reason not listed is kept as it is)
@@ -296,6 +299,50 @@ def tier_request(
             return mode, body
     _, shaped, _ = shape_request("prompt", target, messages)
     return "prompt", messages_request(shaped, params)
+
+
+def used_tier(mode: JsonMode, target: Shapeable, params: Mapping[str, Any]) -> JsonMode | None:
+    """The tier a request in tier `mode` really uses for `target` (as `tier_request` shapes
+    it), None for the caller's own format."""
+    if chooses_format(params):
+        return None
+    if mode == "json_schema":
+        try:
+            anthropic_schema(target.json_schema)
+        except AnthropicSchemaUnsupported:
+            mode = "json_object"
+        else:
+            return mode
+    if mode == "json_object":
+        schema = _inline_root(target.json_schema)
+        if not thinking_on(params) and schema.get("type") == "object":
+            return mode
+    return "prompt"
+
+
+def enforced_schema(
+    mode: JsonMode, target: Shapeable, params: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The schema a request in tier `mode` asks Anthropic to enforce, as sent (native structured
+    output's, or the strict tool's input schema), None when it asks none: the prompt tier, a
+    tool that cannot be strict, the caller's own format."""
+    if chooses_format(params):
+        return None
+    schema = target.json_schema
+    if mode == "json_schema":
+        try:
+            return anthropic_schema(schema)
+        except AnthropicSchemaUnsupported:
+            mode = "json_object"
+    if mode == "json_object":
+        schema = _inline_root(schema)
+        if thinking_on(params) or schema.get("type") != "object":
+            return None
+        try:
+            return anthropic_schema(schema)
+        except AnthropicSchemaUnsupported:
+            return None  # a tool that is not strict: nothing enforced
+    return None
 
 
 def _inline_root(schema: Mapping[str, Any]) -> Mapping[str, Any]:

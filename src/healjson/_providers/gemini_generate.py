@@ -23,13 +23,20 @@ from healjson._core.stream.chunks import Delta
 from healjson._core.wire import WireFormat
 
 from ._fields import _dumps, _first, _get, _get_either, _int, _opt_str, message_text
-from .openai_chat import shape_request  # the instruction of the weaker tiers is the chat one
+from .gemini_schema import GeminiSchemaUnsupported
+from .gemini_schema import shared_gemini_schema as gemini_schema  # one per target
+from .openai_chat import (  # the instruction of the weaker tiers is the chat one
+    JsonMode,
+    Shapeable,
+    shape_request,
+)
 
 __all__ = [
     "FORMAT",
     "chooses_format",
     "content_messages",
     "content_text",
+    "enforced_schema",
     "gemini_request",
     "is_tier_rejection",
     "tier_request",
@@ -166,8 +173,9 @@ def gemini_request(
 
 # --- native requests: the JSON tiers, in the chat tiers' places -----------------------------
 #
-# - `json_schema`: `response_mime_type="application/json"` and `response_json_schema` (Gemini
-#   takes a JSON schema as it is: what it does not enforce, pydantic checks locally);
+# - `json_schema`: `response_mime_type="application/json"` and `response_json_schema`, the
+#   schema in Gemini's dialect (`gemini_schema`: what it cannot say moves into descriptions,
+#   and pydantic checks it locally);
 # - `json_object`: `response_mime_type="application/json"`, the schema in the instruction;
 # - `prompt`: the schema in the system instruction only.
 
@@ -211,25 +219,24 @@ def content_text(item: Any) -> str:
 
 
 def tier_request(
-    mode: Any,
-    target: Any,
+    mode: JsonMode | None,
+    target: Shapeable,
     messages: Sequence[dict[str, Any]],
     params: Mapping[str, Any],
     originals: Sequence[Any] = (),
-) -> tuple[Any, dict[str, Any]]:
+) -> tuple[JsonMode | None, dict[str, Any]]:
     """`generate_content` keywords asking for `target` in tier `mode` (`json_schema`,
     `json_object`, `prompt`), and the tier used. `originals`: the caller's own contents, sent
     as given in place of the first messages (their text renditions), so no part is lost."""
     extra: dict[str, Any] = {}
     if mode is None:  # the caller's own format
         shaped = list(messages)
-    elif mode == "json_schema":
+    elif mode == "json_schema" and (schema := _dialect(target)) is not None:
         shaped = list(messages)
-        extra = {
-            "response_mime_type": "application/json",
-            "response_json_schema": target.json_schema,
-        }
+        extra = {"response_mime_type": "application/json", "response_json_schema": schema}
     else:
+        if mode == "json_schema":  # a structure the dialect cannot say
+            mode = "json_object"
         _, shaped, _ = shape_request(mode, target, messages)
         if mode == "json_object":
             extra = {"response_mime_type": "application/json"}
@@ -239,6 +246,23 @@ def tier_request(
     return mode, body
 
 
+def _dialect(target: Shapeable) -> dict[str, Any] | None:
+    try:
+        return gemini_schema(target.json_schema)
+    except GeminiSchemaUnsupported:
+        return None
+
+
+def enforced_schema(
+    mode: JsonMode | None, target: Shapeable, params: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The schema a request in tier `mode` asks Gemini to enforce, as sent (its
+    `response_json_schema`), None when it asks none (the caller's own format included)."""
+    if mode != "json_schema" or chooses_format(params):
+        return None
+    return _dialect(target)
+
+
 _FEATURES: Final[dict[str, tuple[str, ...]]] = {
     "json_schema": ("response_json_schema", "responsejsonschema", "response_schema",
                     "responseschema", "json schema", "response_mime_type", "responsemimetype"),
@@ -246,7 +270,7 @@ _FEATURES: Final[dict[str, tuple[str, ...]]] = {
 }  # fmt: skip
 
 
-def is_tier_rejection(exc: BaseException, mode: Any) -> bool:
+def is_tier_rejection(exc: BaseException, mode: JsonMode | None) -> bool:
     """True for an HTTP 400 (google-genai's `code`) whose message names tier `mode`'s feature."""
     words = _FEATURES.get(mode or "")
     status = getattr(exc, "code", None) or getattr(exc, "status_code", None)

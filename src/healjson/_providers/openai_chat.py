@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol
 
@@ -36,21 +37,28 @@ from ._batch_results import EXPIRED_MESSAGE, Result, is_transient_status
 from ._fields import _dumps, _first, _get, _int, _opt_str, _text
 
 __all__ = [
+    "ENFORCING",
     "FORMAT",
     "MESSAGE",
     "MODES",
+    "ONE_VALUE",
+    "WEAKER",
     "JsonMode",
     "Shapeable",
     "batch_body",
     "batch_line",
     "batch_result",
+    "constrained_format",
     "constrains_one_value",
+    "enforced_schema",
     "is_format_rejection",
     "names_format",
     "read_completion",
     "read_sdk_chunk",
     "shape_request",
     "strict_format",
+    "structured_outputs",
+    "with_extra",
 ]
 
 
@@ -301,15 +309,44 @@ def _with_token_limit(params: Mapping[str, Any], n: int) -> dict[str, Any]:
 # --- requests: JSON-mode tiers, strongest first ---------------------------------------------
 #
 # - `json_schema`: `response_format={"type": "json_schema", "strict": true, ...}` (the provider
-#   constrains decoding to the schema);
+#   constrains decoding to the schema, in OpenAI's strict dialect);
+# - `structured_outputs` (vLLM >= 0.12): `extra_body={"structured_outputs": {"json": schema}}`,
+#   the full JSON schema; a target that is one of a few literal values (an enum, a `Literal`)
+#   asks `{"choice": [...]}` with each value as its JSON text, so the answer is still JSON;
+# - `constrained`: `response_format={"type": "json_schema", "json_schema": {"name", "schema",
+#   "strict": false}}` with the full JSON schema (maps, unions, recursion kept), which the local
+#   servers that decode under a grammar enforce as sent (vLLM, SGLang, llama.cpp's server,
+#   Ollama's OpenAI endpoint, LM Studio);
 # - `json_object`: `response_format={"type": "json_object"}` plus the schema in a system message;
 # - `prompt`: the schema in a system message only (any chat endpoint).
 #
-# An endpoint that rejects a tier (HTTP 400 naming `response_format`) is stepped down once
-# (`adapters._format.FormatState`).
+# An endpoint that rejects a tier (HTTP 400 naming `response_format`, `structured_outputs`) is
+# stepped down once (`adapters._format.FormatState`) to the tier `WEAKER` names: OpenAI's strict
+# tier falls to `json_object` (a non-strict schema is not enforced there), vLLM's to the
+# `response_format` form of the same schema.
 
-JsonMode = Literal["json_schema", "json_object", "prompt"]
-MODES: tuple[JsonMode, ...] = ("json_schema", "json_object", "prompt")
+JsonMode = Literal["json_schema", "structured_outputs", "constrained", "json_object", "prompt"]
+MODES: tuple[JsonMode, ...] = (
+    "json_schema",
+    "structured_outputs",
+    "constrained",
+    "json_object",
+    "prompt",
+)
+"""Every tier, strongest first (a client only ever steps down this order)."""
+WEAKER: dict[JsonMode, JsonMode | None] = {
+    "json_schema": "json_object",
+    "structured_outputs": "constrained",
+    "constrained": "json_object",
+    "json_object": "prompt",
+    "prompt": None,
+}
+"""The tier a rejected one steps down to."""
+ENFORCING: frozenset[JsonMode] = frozenset({"json_schema", "structured_outputs", "constrained"})
+"""The tiers whose request asks the endpoint to enforce a schema while decoding."""
+ONE_VALUE: frozenset[JsonMode] = ENFORCING | {"json_object"}
+"""The tiers whose request constrains the answer to one JSON value (a stream may be judged
+early)."""
 
 
 class Shapeable(Protocol):
@@ -342,6 +379,10 @@ def shape_request(
             mode = "json_object"
         else:
             return mode, shaped, {"response_format": response_format}
+    if mode == "constrained":
+        return mode, shaped, {"response_format": constrained_format(target.json_schema)}
+    if mode == "structured_outputs":
+        return mode, shaped, {"extra_body": {"structured_outputs": structured_outputs(target)}}
     instruction = {
         "role": "system",
         "content": (
@@ -355,6 +396,83 @@ def shape_request(
     return mode, [instruction, *shaped], extra
 
 
+def constrained_format(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A non-strict `json_schema` `response_format` carrying `schema` whole."""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": _schema_name(schema), "schema": schema, "strict": False},
+    }
+
+
+_MAX_CHOICES = 64  # more literal values than this: the JSON schema (an `enum`) says it as well
+
+
+def structured_outputs(target: Shapeable) -> dict[str, Any]:
+    """vLLM's `structured_outputs` for `target`: `{"choice": [...]}` when the schema is a few
+    literal values (each as its JSON text: the answer is one of them, and JSON), else
+    `{"json": schema}`."""
+    choices = literal_values(target.json_schema)
+    if choices is not None and 0 < len(choices) <= _MAX_CHOICES:
+        return {"choice": [json.dumps(value, ensure_ascii=False) for value in choices]}
+    return {"json": target.json_schema}
+
+
+def literal_values(schema: Mapping[str, Any]) -> list[Any] | None:
+    """The values a schema allows when it is only a set of literals (`enum`, `const`, an
+    `anyOf` of them, through a root `$ref`), else None."""
+    node: Any = schema
+    ref = node.get("$ref") if isinstance(node, Mapping) else None
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        node = (schema.get("$defs") or {}).get(ref.removeprefix("#/$defs/"))
+    if not isinstance(node, Mapping):
+        return None
+    if isinstance(node.get("enum"), list):
+        return list(node["enum"])
+    if "const" in node:
+        return [node["const"]]
+    members = node.get("anyOf")
+    if isinstance(members, list) and members:
+        found: list[Any] = []
+        for member in members:
+            values = literal_values({**member, "$defs": schema.get("$defs") or {}})
+            if values is None:
+                return None
+            found.extend(value for value in values if value not in found)
+        return found
+    return None
+
+
+def _schema_name(schema: Mapping[str, Any]) -> str:
+    title = schema.get("title")
+    ref = schema.get("$ref")
+    if title is None and isinstance(ref, str):  # a recursive model: its definition names it
+        title = ref.rsplit("/", 1)[-1]
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", title)[:64] if isinstance(title, str) else ""
+    return name or "answer"
+
+
+def enforced_schema(
+    mode: JsonMode | None, target: Shapeable, params: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The JSON schema a request in tier `mode` asks the endpoint to enforce (what its answer
+    must conform to when the endpoint does), None when it asks none. A strict request's schema is
+    OpenAI's strict form; the caller's own `response_format` is not judged."""
+    if mode is None or mode not in ENFORCING or names_format(params):
+        return None
+    if mode == "json_schema":
+        from .openai_strict_schema import StrictSchemaUnsupported
+
+        try:
+            return strict_format(target.type_)["json_schema"]["schema"]  # type: ignore[no-any-return]
+        except (TypeError, StrictSchemaUnsupported):
+            return None  # sent as `json_object`
+    if mode == "structured_outputs":
+        asked = structured_outputs(target)
+        if "choice" in asked:
+            return {"enum": [json.loads(choice) for choice in asked["choice"]]}
+    return dict(target.json_schema)
+
+
 @functools.lru_cache(maxsize=256)
 def strict_format(type_: Any) -> dict[str, Any]:
     """The strict `response_format` for `type_`, built once and shared by its requests (the SDK
@@ -364,9 +482,28 @@ def strict_format(type_: Any) -> dict[str, Any]:
     return strict_json_schema(type_).response_format()
 
 
+# the servers' own output-format fields, sent in `extra_body`
+_SERVER_FORMATS = ("structured_outputs", "guided_json", "guided_choice", "guided_regex",
+                   "guided_grammar", "json_schema", "grammar")  # fmt: skip
+
+
 def names_format(params: Mapping[str, Any]) -> bool:
-    """True when the caller's parameters choose their own output format (`response_format`)."""
-    return "response_format" in params
+    """True when the caller's parameters choose their own output format (`response_format`, or
+    a server's own field in `extra_body`: vLLM's `structured_outputs`, llama.cpp's
+    `json_schema` / `grammar`, ...)."""
+    if "response_format" in params:
+        return True
+    extra = params.get("extra_body")
+    return isinstance(extra, Mapping) and any(key in extra for key in _SERVER_FORMATS)
+
+
+def with_extra(params: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """`params` with a tier's `extra`, the caller's own `extra_body` kept beside the tier's."""
+    merged = {**params, **extra}
+    given, ours = params.get("extra_body"), extra.get("extra_body")
+    if isinstance(given, Mapping) and ours is not None:
+        merged["extra_body"] = {**given, **ours}
+    return merged
 
 
 def constrains_one_value(params: Mapping[str, Any]) -> bool:
@@ -377,7 +514,10 @@ def constrains_one_value(params: Mapping[str, Any]) -> bool:
         kind = response_format.get("type")
     else:
         kind = getattr(response_format, "type", None)
-    return kind in ("json_object", "json_schema")
+    if kind in ("json_object", "json_schema"):
+        return True
+    extra = params.get("extra_body")  # vLLM's own constraint (a `choice` is one JSON value too)
+    return isinstance(extra, Mapping) and isinstance(extra.get("structured_outputs"), Mapping)
 
 
 def is_format_rejection(exc: BaseException) -> bool:
@@ -390,7 +530,7 @@ def is_format_rejection(exc: BaseException) -> bool:
         return True
     text = str(getattr(exc, "message", "") or exc).lower()
     return any(name in text for name in ("response_format", "json_schema", "json_object",
-                                         "text.format"))  # fmt: skip
+                                         "text.format", "structured_outputs"))  # fmt: skip
 
 
 # --- the Batch API's lines -------------------------------------------------------------------
@@ -403,7 +543,11 @@ def batch_body(
 ) -> dict[str, Any]:
     """A request as a batch line's body (`POST /v1/chat/completions`), JSON asked for in `mode`."""
     _, shaped, extra = shape_request(mode, target, messages)
-    return {**params, **extra, "messages": shaped}
+    body = with_extra(params, extra)
+    server = body.pop("extra_body", None)  # the SDK's way to send more fields: a line has them
+    if isinstance(server, Mapping):
+        body.update(server)
+    return {**body, "messages": shaped}
 
 
 def batch_line(custom_id: str, body: Mapping[str, Any]) -> dict[str, Any]:

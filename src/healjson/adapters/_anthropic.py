@@ -28,15 +28,19 @@ from typing import Any
 
 from healjson._core.contracts import Contract
 from healjson._core.effects import ModelCall
+from healjson._core.enforcement import Enforcement
 from healjson._core.policy import HealPolicy
 from healjson._core.stream.run import is_stream
 from healjson._core.target import target_for
 from healjson._providers.anthropic_messages import (
     chooses_format,
+    enforced_schema,
     is_tier_rejection,
     messages_request,
     tier_request,
+    used_tier,
 )
+from healjson._providers.openai_chat import Shapeable
 from healjson._providers.tool_streams import AnthropicCollector
 
 from ._base import (
@@ -49,7 +53,7 @@ from ._base import (
     _sync_call,
     is_async_client,
 )
-from ._format import FormatState, JsonMode, check_mode
+from ._format import NATIVE_MODES, Enforcing, FormatState, JsonMode, check_mode
 from ._steps import stepping
 from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 
@@ -137,11 +141,14 @@ class Messages:
         if kwargs.get("stream"):
             return owner._stream(healer, None, messages, context, kwargs)
         send = owner._sender(response_model, kwargs)
+        checked = owner._enforcement(healer.target, None)
         if owner.is_async:
             call = _async_call(None, None, healer.target, send)
-            return healer._arun_for(owner.wrapped, call, messages, context, kwargs)
+            return healer._arun_for(
+                owner.wrapped, call, messages, context, kwargs, enforcement=checked
+            )
         call = _sync_call(None, None, healer.target, send)
-        return healer._run_for(owner.wrapped, call, messages, context, kwargs)
+        return healer._run_for(owner.wrapped, call, messages, context, kwargs, enforcement=checked)
 
     def _heal_tools(
         self,
@@ -202,7 +209,7 @@ class HealingAnthropic(HealingAdapter):
         self, client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | None = None
     ) -> None:
         super().__init__(client, policy=policy)
-        self.format = FormatState(check_mode(json_mode))
+        self.format = FormatState(check_mode(json_mode, NATIVE_MODES))
         self.messages = Messages(self)
 
     def __repr__(self) -> str:
@@ -228,6 +235,23 @@ class HealingAnthropic(HealingAdapter):
                 f"an Anthropic client with messages.create is needed; got {type(client).__name__}"
             )
         return is_async_client(client, create)
+
+    def _one_value(
+        self, target: Shapeable, forced: JsonMode | None, params: Mapping[str, Any]
+    ) -> Callable[[], bool]:
+        """Native structured output and a forced tool (whose input is the answer) constrain the
+        answer to one JSON value; the prompt tier (where thinking sends a tool's) does not."""
+        state = self.format
+
+        def json_mode() -> bool:  # the tier the call used (a refused one was stepped down)
+            return used_tier(state.mode, target, params) in ("json_schema", "json_object")
+
+        return json_mode
+
+    def _enforcement(self, target: Shapeable, forced: JsonMode | None) -> Enforcement | None:
+        return Enforcing(
+            self.format, None, lambda mode, params: enforced_schema(mode, target, params)
+        )
 
     def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
         create = self.wrapped.messages.create

@@ -20,25 +20,29 @@ from typing import Any
 
 from healjson._core.contracts import Contract
 from healjson._core.effects import ModelCall, ProviderError
+from healjson._core.enforcement import Enforcement
 from healjson._core.healer import Healer
 from healjson._core.policy import HealPolicy
 from healjson._core.redact import secrets_scope
 from healjson._core.stream.run import AsyncHealStream, HealStream, stream_async, stream_sync
 from healjson._providers.openai_chat import (
-    MODES,
+    ONE_VALUE,
+    WEAKER,
     JsonMode,
     Shapeable,
     constrains_one_value,
+    enforced_schema,
     is_format_rejection,
     names_format,
     shape_request,
     strict_format,
+    with_extra,
 )
 from healjson._providers.openai_strict_schema import StrictSchemaUnsupported
 from healjson._providers.tool_streams import ChatCollector
 
 from ._cache import HealerCache
-from ._format import FormatState, check_mode
+from ._format import Enforcing, FormatState, check_mode
 from ._proxy import ChatProxy, CompletionsProxy
 from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 
@@ -165,7 +169,9 @@ class _Core:
         self.tiers: FormatState | None = None
         # (target, forced JSON mode) -> the sync driver for it (with `static_sender`); emptied
         # whenever `tiers` is replaced, which the drivers hold
-        self.sync_calls: dict[tuple[Any, JsonMode | None], Callable[..., Any]] = {}
+        self.sync_calls: dict[
+            tuple[Any, JsonMode | None], tuple[Callable[..., Any], Enforcement | None]
+        ] = {}
 
 
 class Completions(CompletionsProxy):
@@ -219,20 +225,28 @@ class Completions(CompletionsProxy):
         if core.is_async:
             send = self._owner._sender(response_model, kwargs)
             call = _async_call(core.tiers, forced, healer.target, send)
-            return healer._arun_for(core.wrapped, call, messages, context, kwargs)
+            checked = self._owner._enforcement(healer.target, forced)
+            return healer._arun_for(
+                core.wrapped, call, messages, context, kwargs, enforcement=checked
+            )
         route = (healer.target, forced)
-        driver = core.sync_calls.get(route)
-        if driver is None:
+        cached = core.sync_calls.get(route)
+        if cached is None:
             owner: HealingAdapter = self._owner
             driver = _sync_call(
                 core.tiers, forced, healer.target, owner._sender(response_model, kwargs)
             )
+            enforcement = owner._enforcement(healer.target, forced)
             if owner.static_sender:  # the same driver serves this target's next requests
                 if len(core.sync_calls) >= _MAX_CALLS:
                     core.sync_calls.clear()
-                core.sync_calls[route] = driver
+                core.sync_calls[route] = (driver, enforcement)
+        else:
+            driver, enforcement = cached
         # what healjson stores or logs is redacted (the client's secrets scope)
-        return healer._run_for(core.wrapped, driver, messages, context, kwargs)
+        return healer._run_for(
+            core.wrapped, driver, messages, context, kwargs, enforcement=enforcement
+        )
 
 
 class HealingAdapter:
@@ -316,21 +330,36 @@ class HealingAdapter:
         send = self._sender(healer.target.type_, params)
         scope = secrets_scope(self.wrapped, params)
         tiers = self._tiers
+        json_mode = self._one_value(healer.target, forced, params)
+        enforcement = self._enforcement(healer.target, forced)
+        driver = _async_call if self.is_async else _sync_call
+        call = driver(tiers, forced, healer.target, send)
+        steps = healer._streaming(
+            call, messages, context, params, scope, json_mode=json_mode, enforcement=enforcement
+        )
+        return stream_async(*steps) if self.is_async else stream_sync(*steps)
 
-        def json_mode() -> bool:  # the tier the call just used (a rejected one was stepped down)
+    def _one_value(
+        self, target: Shapeable, forced: JsonMode | None, params: Mapping[str, Any]
+    ) -> Callable[[], bool]:
+        """Asked once a streamed call has returned: whether its request constrained the answer
+        to one JSON value (the tier it used: a rejected one was stepped down)."""
+        tiers = self._tiers
+
+        def json_mode() -> bool:
             if names_format(params):  # the caller's own
                 return constrains_one_value(params)
-            return tiers is not None and (forced or tiers.mode) in ("json_schema", "json_object")
+            return tiers is not None and (forced or tiers.mode) in ONE_VALUE
 
-        if self.is_async:
-            call = _async_call(tiers, forced, healer.target, send)
-            return stream_async(
-                *healer._streaming(call, messages, context, params, scope, json_mode=json_mode)
-            )
-        call = _sync_call(tiers, forced, healer.target, send)
-        return stream_sync(
-            *healer._streaming(call, messages, context, params, scope, json_mode=json_mode)
-        )
+        return json_mode
+
+    def _enforcement(self, target: Shapeable, forced: JsonMode | None) -> Enforcement | None:
+        """What this client's requests for `target` ask the endpoint to enforce (judged once a
+        run's first answer breaks it: the caller's own format is not)."""
+        tiers = self._tiers
+        if tiers is None:
+            return None
+        return Enforcing(tiers, forced, lambda mode, params: enforced_schema(mode, target, params))
 
     def _stream_params(self, params: dict[str, Any]) -> None:
         """Adjust a streamed call's parameters (e.g. ask for the usage chunk)."""
@@ -422,7 +451,7 @@ def build_request(
         else:
             return mode, {"messages": messages, **params, "response_format": response_format}
     used, shaped, extra = shape_request(mode, target, messages)
-    return used, {"messages": shaped, **params, **extra}
+    return used, {"messages": shaped, **with_extra(params, extra)}
 
 
 def retry_mode(
@@ -432,7 +461,11 @@ def retry_mode(
     in `tiers` unless forced); raises `error` when there is none."""
     if used is None or tiers is None or not is_format_rejection(error):
         raise error
-    weaker = _weaker(used) if forced else tiers.step_down(used)
+    if forced:
+        tiers.refused.add(used)  # what the run's enforcement check reads
+        weaker = _weaker(used)
+    else:
+        weaker = tiers.step_down(used)
     if weaker is None:
         raise error
     return weaker
@@ -500,5 +533,4 @@ def _async_call(
 
 
 def _weaker(mode: JsonMode) -> JsonMode | None:
-    index = MODES.index(mode)
-    return MODES[index + 1] if index + 1 < len(MODES) else None
+    return WEAKER[mode]

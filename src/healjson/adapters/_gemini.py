@@ -16,23 +16,25 @@ chat messages become Gemini `contents` (`assistant` is `model`), the system mess
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from healjson._core.policy import HealPolicy
 from healjson._core.redact import secrets_scope
 from healjson._core.stream.run import is_stream, stream_async, stream_sync
+from healjson._core.target import Target
 from healjson._providers.gemini_generate import (
     chooses_format,
     content_messages,
     content_text,
+    enforced_schema,
     gemini_request,
     is_tier_rejection,
     tier_request,
 )
 
 from ._base import UNSET, Exchange, HealingAdapter, Send, ShapeCheck, _async_call, _sync_call
-from ._format import FormatState, JsonMode, check_mode
+from ._format import NATIVE_MODES, Enforcing, FormatState, JsonMode, check_mode
 from ._steps import stepping
 
 __all__ = ["GeminiStreams", "HealingGemini", "gemini_request"]
@@ -130,7 +132,7 @@ class HealingGemini(HealingAdapter):
         self, client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | None = None
     ) -> None:
         super().__init__(client, policy=policy)
-        self.format = FormatState(check_mode(json_mode))
+        self.format = FormatState(check_mode(json_mode, NATIVE_MODES))
         self.models = Models(self, aio=False)
         self.aio = Aio(self)
 
@@ -146,11 +148,16 @@ class HealingGemini(HealingAdapter):
         return False  # its async side is `client.aio`
 
     def _heal(
-        self, aio: bool, stream: bool, args: tuple[Any, ...], response_model: Any, kwargs: Any
+        self,
+        aio: bool,
+        stream: bool,
+        args: tuple[Any, ...],
+        response_model: Any,
+        kwargs: dict[str, Any],
     ) -> Any:
         if args:
             raise TypeError("generate_content takes keyword arguments only")
-        options = {
+        options: dict[str, Any] = {
             name: kwargs.pop(name, default)
             for name, default in (("contracts", ()), ("policy", None), ("fallback", None),
                                   ("examples", ()), ("context", None))
@@ -180,7 +187,7 @@ class HealingGemini(HealingAdapter):
         def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
             turns = request.pop("messages")
 
-            def attempt(mode: JsonMode) -> tuple[JsonMode, dict[str, Any]]:
+            def attempt(mode: JsonMode) -> tuple[JsonMode | None, dict[str, Any]]:
                 return tier_request(None if chose else mode, target, turns, request, originals)
 
             call = stepping(create, state, attempt, is_tier_rejection, is_async=aio, prime=stream)
@@ -188,14 +195,28 @@ class HealingGemini(HealingAdapter):
 
         driver = (_async_call if aio else _sync_call)(None, None, target, send)
         context = options["context"]
+        checked = Enforcing(state, None, self._schema_of(target))
         if stream:
             scope = secrets_scope(self.wrapped, params)
 
             def json_mode() -> bool:
                 return not chose and state.mode in ("json_schema", "json_object")
 
-            parts = healer._streaming(driver, messages, context, params, scope, json_mode=json_mode)
+            parts = healer._streaming(
+                driver, messages, context, params, scope, json_mode=json_mode, enforcement=checked
+            )
             return stream_async(*parts) if aio else stream_sync(*parts)
         if aio:
-            return healer._arun_for(self.wrapped, driver, messages, context, params)
-        return healer._run_for(self.wrapped, driver, messages, context, params)
+            return healer._arun_for(
+                self.wrapped, driver, messages, context, params, enforcement=checked
+            )
+        return healer._run_for(self.wrapped, driver, messages, context, params, enforcement=checked)
+
+    @staticmethod
+    def _schema_of(
+        target: Target[Any],
+    ) -> Callable[[JsonMode, Mapping[str, Any]], dict[str, Any] | None]:
+        def schema_of(mode: JsonMode, params: Mapping[str, Any]) -> dict[str, Any] | None:
+            return enforced_schema(mode, target, params)
+
+        return schema_of

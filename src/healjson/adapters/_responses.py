@@ -30,6 +30,7 @@ from healjson._core.effects import ModelCall
 from healjson._core.policy import HealPolicy
 from healjson._core.redact import secrets_scope
 from healjson._core.stream.run import is_stream, stream_async, stream_sync
+from healjson._providers.openai_chat import enforced_schema
 from healjson._providers.openai_responses import (
     SDK_RESPONSES,
     Conversation,
@@ -43,7 +44,7 @@ from healjson._providers.openai_responses import (
 from healjson._providers.tool_streams import ResponsesCollector
 
 from ._base import UNSET, Exchange, NotACompletion, _async_call, _sync_call
-from ._format import check_mode
+from ._format import Enforcing, check_mode
 from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 
 __all__ = ["REPAIRS", "Responses"]
@@ -172,9 +173,15 @@ class Responses:
         healer = core.healers.get(response_model, contracts, chosen, fallback, examples)
         send = _sender(core, conversation, streamed)
         messages = conversation.messages
+        target = healer.target
+        checked = None
+        if tiers is not None:  # judged against the schema its tier sends
+            checked = Enforcing(
+                tiers, forced, lambda mode, params: enforced_schema(mode, target, params)
+            )
         if streamed:
             scope = secrets_scope(core.wrapped, kwargs)
-            kinds = ("json_schema", "json_object")
+            kinds = ("json_schema", "json_object")  # the `text.format` types
 
             def asks_json() -> bool:  # the tier the call just used (a rejected one stepped down)
                 if own:
@@ -183,13 +190,17 @@ class Responses:
 
             driver = _async_call if core.is_async else _sync_call
             call = driver(tiers, forced, healer.target, send)
-            steps = healer._streaming(call, messages, context, kwargs, scope, json_mode=asks_json)
+            steps = healer._streaming(
+                call, messages, context, kwargs, scope, json_mode=asks_json, enforcement=checked
+            )
             return stream_async(*steps) if core.is_async else stream_sync(*steps)
         if core.is_async:
             call = _async_call(tiers, forced, healer.target, send)
-            return healer._arun_for(core.wrapped, call, messages, context, kwargs)
+            return healer._arun_for(
+                core.wrapped, call, messages, context, kwargs, enforcement=checked
+            )
         call = _sync_call(tiers, forced, healer.target, send)
-        return healer._run_for(core.wrapped, call, messages, context, kwargs)
+        return healer._run_for(core.wrapped, call, messages, context, kwargs, enforcement=checked)
 
     def parse(self, *args: Any, text_format: Any = UNSET, **kwargs: Any) -> Any:
         """`responses.parse`; with `text_format=M` it is `create(response_model=M, ...)`."""

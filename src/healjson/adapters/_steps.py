@@ -16,9 +16,9 @@ from ._format import FormatState, JsonMode
 
 __all__ = ["stepping"]
 
-Attempt = Callable[[JsonMode], tuple[JsonMode, dict[str, Any]]]
-"""A tier -> the tier really used and the client method's keywords."""
-Rejects = Callable[[BaseException, JsonMode], bool]
+Attempt = Callable[[JsonMode], tuple[JsonMode | None, dict[str, Any]]]
+"""A tier -> the tier really used (None: the caller's own format) and the method's keywords."""
+Rejects = Callable[[BaseException, JsonMode | None], bool]
 """True when an exception refuses the tier used."""
 
 
@@ -34,8 +34,8 @@ def stepping(
     """The call (a coroutine function when `is_async`): `create(**keywords)` in the current
     tier, stepping down while a tier is refused."""
 
-    def weaker(used: JsonMode, exc: Exception) -> JsonMode:
-        if not rejects(exc, used):
+    def weaker(used: JsonMode | None, exc: Exception) -> JsonMode:
+        if used is None or not rejects(exc, used):
             raise exc
         lower = state.step_down(used)
         if lower is None:

@@ -410,6 +410,42 @@ class RecordedRequest:
         return openai_responses.text_format(body)
 
     @property
+    def structured_output(self) -> dict[str, Any] | None:
+        """What the request asks the endpoint to constrain decoding to, in vLLM's terms
+        (`{"json": schema}`, `{"choice": [...]}`, `{"regex": ...}`, ...), whatever the format
+        says it in: vLLM's `structured_outputs` (as sent), llama.cpp's `json_schema`, a chat
+        `response_format` or Responses `text.format` of type `json_schema` (strict or not),
+        Anthropic's `output_config.format` or the input schema of a forced tool, Gemini's
+        `generationConfig.responseJsonSchema` (or `responseSchema`); None when it asks none.
+        A script callable reads the same fields of the request body (to answer a `choice`)."""
+        body = self.body or {}
+        given = body.get("structured_outputs")
+        if isinstance(given, dict):
+            return given
+        if isinstance(body.get("json_schema"), dict):
+            return {"json": body["json_schema"]}
+        found = self.response_format
+        if isinstance(found, dict) and found.get("type") == "json_schema":
+            inner = found.get("json_schema", found)
+            if isinstance(inner, dict) and isinstance(inner.get("schema"), dict):
+                return {"json": inner["schema"]}
+        config = body.get("output_config")
+        form = config.get("format") if isinstance(config, dict) else None
+        if isinstance(form, dict) and isinstance(form.get("schema"), dict):
+            return {"json": form["schema"]}
+        choice = body.get("tool_choice")
+        if isinstance(choice, dict) and choice.get("type") == "tool":
+            for tool in body.get("tools") or ():
+                if isinstance(tool, dict) and tool.get("name") == choice.get("name"):
+                    return {"json": tool.get("input_schema")}
+        generation = body.get("generationConfig")
+        if isinstance(generation, dict):
+            for key in ("responseJsonSchema", "responseSchema"):
+                if isinstance(generation.get(key), dict):
+                    return {"json": generation[key]}
+        return None
+
+    @property
     def max_tokens(self) -> int | None:
         """The output token limit the request sets: OpenAI chat's `max_completion_tokens` or
         `max_tokens`, the Responses API's `max_output_tokens`, Anthropic's `max_tokens`,

@@ -1,0 +1,51 @@
+"""Did the provider enforce the schema the request asked it to enforce?
+
+An adapter whose request asks the endpoint to constrain decoding to a JSON schema (a strict
+response format, a server's constrained decoding, a strict tool) hands the run an
+`Enforcement`: the schema as sent (in the provider's dialect: what the dialect cannot say is not
+the endpoint's to enforce) and the client's once-only warning. The engine judges the first
+reply of the run: an answer that is not JSON, or JSON the sent schema rejects, was not enforced
+(a cut by the token limit, a refusal, a filter or an early-closed stream are not judged). That
+attempt then carries `Flag.SCHEMA_NOT_ENFORCED` (and so does the outcome's `flags` when its
+value is that attempt's answer, healed locally), and the client warns once
+(`healjson.schema_not_enforced` at WARNING): its endpoint accepts the request but does not
+enforce it, so a weaker `json_mode` would say what it really does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+__all__ = ["Enforcement", "conforms"]
+
+
+class Enforcement(Protocol):
+    """What a run needs to know of its client's request (see the module)."""
+
+    def schema(self, params: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The JSON schema the run's first request (the caller's `params`) asked the endpoint
+        to enforce, as sent; None when it asked none (or the caller chose its own format)."""
+        ...
+
+    def first_breach(self) -> bool:
+        """True the first time the client's endpoint is caught not enforcing (warn then)."""
+        ...
+
+
+def conforms(text: str | None, schema: Mapping[str, Any]) -> bool:
+    """True when `text` is one JSON value that `schema` accepts."""
+    if text is None:
+        return False
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return False
+    from jsonschema import validators  # loaded when judged
+
+    try:
+        validator = validators.validator_for(schema)(schema)
+        return bool(validator.is_valid(data))
+    except Exception:  # a schema the validator cannot use: nothing can be said
+        return True

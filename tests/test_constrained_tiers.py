@@ -1,0 +1,197 @@
+"""The local servers' tiers: `json_mode="constrained"` sends the full JSON schema as a non-strict
+`response_format` json_schema (vLLM, SGLang, llama.cpp's server, Ollama, LM Studio enforce it as
+sent), `json_mode="structured_outputs"` vLLM's `extra_body={"structured_outputs": ...}` (a
+`choice` for a target of literal values); a 400 steps each down, remembered per client. The real
+openai SDK over real HTTP against `ScriptedServer`."""
+
+from __future__ import annotations
+
+import enum
+import json
+from typing import Any, Literal
+
+import openai
+import pytest
+from pydantic import BaseModel
+
+import healjson
+from healjson import Healed
+from healjson._core.target import target_for
+from healjson._providers.openai_chat import batch_body, literal_values, structured_outputs
+from healjson.testing import ScriptedReply, ScriptedServer
+
+USER = [{"role": "user", "content": "Classify."}]
+
+
+class Tree(BaseModel):
+    name: str
+    children: list[Tree] = []
+
+
+class Scores(BaseModel):
+    by_name: dict[str, int]
+    kind: int | str
+
+
+class Color(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+def _client(server: ScriptedServer, **wrap: Any) -> Any:
+    sdk = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+    return healjson.wrap(sdk, **wrap)
+
+
+def test_constrained_sends_the_full_schema_non_strict() -> None:
+    """A map, a union and a recursive model keep their schema (strict mode cannot say a map)."""
+    for target, answer in (
+        (Scores, '{"by_name": {"a": 1}, "kind": 2}'),
+        (Tree, '{"name": "root", "children": [{"name": "leaf", "children": []}]}'),
+    ):
+        with ScriptedServer([answer]) as server:
+            client = _client(server, json_mode="constrained")
+            outcome = client.chat.completions.create(
+                model="m", messages=USER, response_model=target
+            )
+            sent = server.requests[0]
+        assert isinstance(outcome, Healed), outcome
+        assert sent.response_format == {
+            "type": "json_schema",
+            "json_schema": {
+                "name": target.__name__,
+                "schema": target.model_json_schema(),
+                "strict": False,
+            },
+        }
+        assert not sent.system  # no schema in the prompt: the server enforces it
+
+
+def test_structured_outputs_sends_vllms_json_and_choice() -> None:
+    with ScriptedServer(['{"by_name": {}, "kind": "x"}', '"green"', '"b"']) as server:
+        client = _client(server, json_mode="structured_outputs")
+        first = client.chat.completions.create(model="m", messages=USER, response_model=Scores)
+        second = client.chat.completions.create(model="m", messages=USER, response_model=Color)
+        third = client.chat.completions.create(
+            model="m", messages=USER, response_model=Literal["a", "b"]
+        )
+        bodies = [request.body or {} for request in server.requests]
+    assert isinstance(first, Healed)
+    assert isinstance(second, Healed)
+    assert isinstance(third, Healed)
+    assert second.value is Color.GREEN
+    assert third.value == "b"
+    assert bodies[0]["structured_outputs"] == {"json": Scores.model_json_schema()}
+    # each choice is the value's JSON text: the answer stays one JSON value
+    assert bodies[1]["structured_outputs"] == {"choice": ['"red"', '"green"']}
+    assert bodies[2]["structured_outputs"] == {"choice": ['"a"', '"b"']}
+    assert all("response_format" not in body for body in bodies)
+
+
+def test_structured_outputs_keeps_the_callers_extra_body() -> None:
+    with ScriptedServer(['"red"']) as server:
+        client = _client(server, json_mode="structured_outputs")
+        client.chat.completions.create(
+            model="m", messages=USER, response_model=Color, extra_body={"top_k": 5}
+        )
+        body = server.requests[0].body or {}
+    assert body["top_k"] == 5
+    assert body["structured_outputs"] == {"choice": ['"red"', '"green"']}
+
+
+def test_a_callers_own_server_format_is_sent_as_given() -> None:
+    own = {"structured_outputs": {"regex": "[a-z]+"}}
+    with ScriptedServer(['"red"']) as server:
+        client = _client(server, json_mode="structured_outputs")
+        client.chat.completions.create(
+            model="m", messages=USER, response_model=Color, extra_body=own
+        )
+        body = server.requests[0].body or {}
+    assert body["structured_outputs"] == {"regex": "[a-z]+"}
+
+
+def test_a_rejected_constrained_tier_steps_down_and_is_remembered() -> None:
+    rejected = ScriptedReply.error(400, "response_format json_schema is not supported")
+    good = '{"by_name": {"a": 1}, "kind": 2}'
+    with ScriptedServer([rejected, good, good]) as server:
+        client = _client(server, json_mode="constrained")
+        first = client.chat.completions.create(model="m", messages=USER, response_model=Scores)
+        second = client.chat.completions.create(model="m", messages=USER, response_model=Scores)
+        formats = [request.response_format for request in server.requests]
+    assert isinstance(first, Healed)
+    assert isinstance(second, Healed)
+    assert formats[0] is not None
+    assert formats[0]["type"] == "json_schema"
+    assert formats[1:] == [{"type": "json_object"}, {"type": "json_object"}]
+    assert client.format.mode == "json_object"
+
+
+def test_a_rejected_structured_outputs_tier_steps_down_to_constrained() -> None:
+    rejected = ScriptedReply.error(400, "Unknown field: structured_outputs")
+    with ScriptedServer([rejected, '"red"']) as server:
+        client = _client(server, json_mode="structured_outputs")
+        outcome = client.chat.completions.create(model="m", messages=USER, response_model=Color)
+        second = server.requests[1]
+    assert isinstance(outcome, Healed)
+    assert outcome.value is Color.RED
+    assert "structured_outputs" not in (second.body or {})
+    assert second.response_format is not None
+    assert second.response_format["json_schema"]["strict"] is False
+    assert client.format.mode == "constrained"
+
+
+def test_native_adapters_refuse_the_local_server_tiers() -> None:
+    import anthropic
+
+    for mode in ("constrained", "structured_outputs"):
+        with pytest.raises(ValueError, match="json_mode must be one of"):
+            healjson.wrap(
+                anthropic.Anthropic(api_key="k", base_url="http://127.0.0.1:9"), json_mode=mode
+            )
+
+
+def test_literal_values_reads_enums_consts_and_unions_of_them() -> None:
+    assert literal_values(target_for(Color).json_schema) == ["red", "green"]
+    assert literal_values(target_for(Literal[1, 2]).json_schema) == [1, 2]
+    assert literal_values(target_for(Literal["a"] | None).json_schema) is None  # null: a type
+    assert literal_values(target_for(int).json_schema) is None
+    assert structured_outputs(target_for(Scores)) == {"json": Scores.model_json_schema()}
+
+
+def test_a_batch_line_carries_the_server_fields_flat() -> None:
+    body = batch_body("structured_outputs", target_for(Color), USER, {"model": "m"})
+    assert body["structured_outputs"] == {"choice": ['"red"', '"green"']}
+    assert "extra_body" not in body
+    json.dumps(body)
+
+
+def test_the_scripted_server_records_each_formats_constraint_and_can_honour_a_choice() -> None:
+    """`RecordedRequest.structured_output` reads vLLM's `structured_outputs`, llama.cpp's
+    `json_schema` and a chat `response_format`; a script callable answers the first choice."""
+
+    def first_choice(body: dict[str, Any]) -> str:
+        return str(body["structured_outputs"]["choice"][0])
+
+    with ScriptedServer([first_choice, '{"by_name": {}, "kind": 1}', "{}"]) as server:
+        client = _client(server, json_mode="structured_outputs")
+        picked = client.chat.completions.create(model="m", messages=USER, response_model=Color)
+        constrained = _client(server, json_mode="constrained")
+        constrained.chat.completions.create(model="m", messages=USER, response_model=Scores)
+        with openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as sdk:
+            sdk.chat.completions.create(
+                model="m", messages=USER, extra_body={"json_schema": {"type": "object"}}
+            )
+        recorded = [request.structured_output for request in server.requests]
+    assert isinstance(picked, Healed)
+    assert picked.value is Color.RED
+    assert recorded == [
+        {"choice": ['"red"', '"green"']},
+        {"json": Scores.model_json_schema()},
+        {"json": {"type": "object"}},
+    ]
+
+
+def test_the_command_line_offers_the_local_server_tiers() -> None:
+    from healjson._cli.options import JsonModeChoice
+
+    assert {"constrained", "structured_outputs"} <= {choice.value for choice in JsonModeChoice}
