@@ -1,31 +1,42 @@
-"""Count the instructions healjson adds to a happy-path call: the overhead figure without noise.
+"""Count the instructions healjson adds to a call: the overhead figures without noise.
 
 Run from the repository root (needs valgrind):
 
-    .venv/bin/python benchmarks/bench_instructions.py
+    .venv/bin/python benchmarks/bench_instructions.py [--suite happy|streams|all]
 
-`bench_overhead.py` times CPU per call, which on a shared VM moves with the machine's phase
-(its recorded ratio has varied from 1.04x to 1.07x between runs of the same code). Counting
-instructions does not: valgrind's callgrind counts every user-space instruction the client
-process executes, the same count for the same code and inputs whatever else the machine does.
-It counts no kernel time, and no cache misses or stalls, so it is the cost of the work itself:
-A and B make the same system calls per call (checked with `strace -c`, which this script does
-not repeat), and their difference in time beyond the instruction difference is the cost of
-running healjson's code with caches the SDK's call has just filled.
+`bench_overhead.py` and `bench_responses.py` time CPU per call, which on a shared VM moves with
+the machine's phase (the same code's recorded ratio has varied from 1.04x to 1.10x between
+runs). Counting instructions does not: valgrind's callgrind counts every user-space instruction
+the client process executes, the same count for the same code and inputs whatever else the
+machine does. It counts no kernel time, and no cache misses or stalls, so it is the cost of the
+work itself: A and B make the same system calls per call, and their difference in time beyond
+the instruction difference is the cost of running healjson's code with caches the SDK's call
+has just filled.
 
-Contenders as in `bench_overhead.py` part 1c: A, the bare `OpenAI` client plus
-`model_validate_json`; B, `healjson.wrap(OpenAI())` with `response_model`, against the scripted
-server in a separate process (not counted). Each contender runs in a fresh client process under
-callgrind twice, with SHORT and LONG calls after the same warm-up: the difference between the
-two totals, divided by LONG - SHORT, is the count per call, free of start-up and imports.
+One client process per suite runs under callgrind (the scripted servers in separate processes,
+not counted), with the hash seed fixed. After a warm-up of every contender it runs segments of
+calls, each segment one contender's, the contenders' order alternating per round; a segment
+starts and ends with `os.getppid()`, and callgrind (`--dump-before=getppid`) writes the count
+of each segment apart. A contender's count per call is the sum of its segments over its calls
+(the spread of its segments is printed: a count moves by a few hundred instructions between
+segments, with the HTTP stack's reads and the cyclic collector). Suites:
 
-Results are printed and written to `benchmarks/results/instructions.md`.
+- `happy` (`results/instructions.md`): the happy path over HTTP, chat (A: the bare `OpenAI`
+  client + `model_validate_json`; B: `healjson.wrap(OpenAI())` with `response_model`, as in
+  `bench_overhead.py` part 1c) and Responses (A: `responses.create` with the strict
+  `text.format` + `model_validate_json`; B: `responses.create(response_model=Order)`, as in
+  `bench_responses.py`); and both again against stub clients returning a prebuilt
+  `ChatCompletion` / `Response` (no SDK request, no HTTP): healjson's own instructions per call.
+- `streams` (`results/instructions_streams.md`): streamed Responses answers of `list[Item]`
+  (STREAM_SIZES items, 5-character deltas): A the bare SDK stream, the deltas joined,
+  `validate_json`; B the healed stream, `.items()` iterated, `.outcome`; growth per 8x length.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import re
 import shutil
@@ -33,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -44,23 +55,21 @@ from bench_overhead import REPLY, ServerProcess
 
 BENCH = Path(__file__).resolve().parent
 RESULTS = BENCH / "results" / "instructions.md"
-RESPONSES_RESULTS = BENCH / "results" / "instructions_responses.md"
-SHORT, LONG = 100, 300
-WARMUP = 20
-# streamed answers: list[Item] lengths, and (warm-up, short, long) streams per client process
-STREAMS = {60: (2, 2, 10), 500: (1, 1, 3), 4_000: (1, 0, 1)}
+STREAM_RESULTS = BENCH / "results" / "instructions_streams.md"
+# the happy path: (warm-up calls, rounds, calls per segment)
+HTTP = (10, 3, 20)
+STUB = (100, 3, 500)
+# streamed answers: list lengths (8x apart) and (rounds, streams per segment) for each; one
+# warm-up stream of the smallest per contender
+STREAM_SIZES = {16: (3, 2), 128: (2, 1), 1_024: (1, 1)}
 CHILD = """
-import gc, sys
+import sys
 sys.path.insert(0, {bench!r})
-import bench_instructions as b
-kind, warmup, n, url = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-run = b.contender(kind, url)
-for _ in range(warmup):
-    run()
-gc.collect()
-for _ in range(n):
-    run()
+import bench_instructions
+bench_instructions.child(sys.argv[1])
 """
+
+Plan = list[tuple[str, str, int]]  # segments: (contender kind, server URL, calls)
 
 
 def contender(kind: str, url: str) -> Callable[[], Any]:
@@ -68,219 +77,230 @@ def contender(kind: str, url: str) -> Callable[[], Any]:
     import bench_overhead
     import bench_responses
 
-    client = bench_overhead.sync_client
     if kind == "chat-A":
-        return bench_overhead.bare_call(client(url))
+        return bench_overhead.bare_call(bench_overhead.sync_client(url))
     if kind == "chat-B":
-        return bench_overhead.healjson_call(client(url))
+        return bench_overhead.healjson_call(bench_overhead.sync_client(url))
     if kind in ("responses-A", "responses-B"):
         return bench_responses.happy_contenders(url)[kind.endswith("B")]
+    if kind in ("chat-stub-A", "chat-stub-B"):
+        stub = bench_overhead.StubClient(bench_overhead.prebuilt_completion())
+        make = bench_overhead.bare_call if kind.endswith("A") else bench_overhead.healjson_call
+        return make(stub)
+    if kind in ("responses-stub-A", "responses-stub-B"):
+        return bench_responses.stub_contenders()[kind.endswith("B")]
     if kind in ("stream-A", "stream-B"):
         return bench_responses.stream_contenders(url)[kind.endswith("B")]
     raise ValueError(f"unknown contender {kind!r}")
 
 
-def collected(kind: str, warmup: int, calls: int, base_url: str, workdir: Path) -> int:
-    """Instructions callgrind counted for a client process making `warmup` then `calls` calls
-    of `kind` (hash seed fixed: the same dict and set layouts in every run)."""
-    script = CHILD.format(bench=str(BENCH))
-    out = workdir / f"callgrind.{kind}.{calls}"
+def child(spec: str) -> None:
+    """The counted process: warm-ups, then each segment between two `os.getppid()` marks."""
+    import gc
+
+    warmups, segments = json.loads(spec)
+    runs: dict[tuple[str, str], Callable[[], Any]] = {}
+    for kind, url, _ in segments:
+        if (kind, url) not in runs:
+            runs[kind, url] = contender(kind, url)
+    for kind, url, calls in warmups:
+        run = runs.get((kind, url)) or contender(kind, url)
+        for _ in range(calls):
+            run()
+    gc.collect()
+    for kind, url, calls in segments:
+        run = runs[kind, url]
+        os.getppid()
+        for _ in range(calls):
+            run()
+    os.getppid()
+
+
+def counted(warmups: Plan, segments: Plan, workdir: Path) -> list[int]:
+    """The instructions of each segment, counted by callgrind in one client process."""
+    out = workdir / "callgrind.out"
     done = subprocess.run(
         [
             "valgrind",
             "--tool=callgrind",
+            "--dump-before=getppid",
             f"--callgrind-out-file={out}",
             sys.executable,
             "-c",
-            script,
-            kind,
-            str(warmup),
-            str(calls),
-            base_url,
+            CHILD.format(bench=str(BENCH)),
+            json.dumps([warmups, segments]),
         ],
         capture_output=True,
         text=True,
-        check=True,
+        check=False,
         env={**os.environ, "PYTHONHASHSEED": "0"},
     )
-    found = re.findall(r"Collected : (\d+)", done.stderr)
-    if not found:
-        raise RuntimeError(f"no instruction count in callgrind's output:\n{done.stderr[-2000:]}")
-    return int(found[-1])
+    if done.returncode != 0:
+        raise RuntimeError(f"the counted process failed:\n{done.stderr[-3000:]}")
+    parts = {}
+    for path in workdir.glob("callgrind.out.*"):
+        found = re.search(r"^totals: (\d+)", path.read_text(errors="replace"), re.MULTILINE)
+        if found:
+            parts[int(path.suffix[1:])] = int(found.group(1))
+    # part 1: start-up and warm-ups; parts 2 .. n+1: the segments (the last mark ends one)
+    if sorted(parts) != list(range(1, len(segments) + 2)):
+        raise RuntimeError(f"expected {len(segments) + 1} dumps, got parts {sorted(parts)}")
+    return [parts[index + 2] for index in range(len(segments))]
 
 
-@dataclass
-class Count:
-    """One contender's two runs and its count per call (the difference / the extra calls)."""
-
-    short: int
-    long: int
-    calls: tuple[int, int]
-
-    @property
-    def per_call(self) -> float:
-        return (self.long - self.short) / (self.calls[1] - self.calls[0])
+def alternating(kinds: Sequence[tuple[str, str]], rounds: int, calls: int) -> Plan:
+    """Segments of `calls` calls per contender, in rounds, the order reversed every round."""
+    plan: Plan = []
+    for index in range(rounds):
+        order = kinds if index % 2 == 0 else list(reversed(kinds))
+        plan += [(kind, url, calls) for kind, url in order]
+    return plan
 
 
-def count(kind: str, warmup: int, calls: tuple[int, int], url: str, workdir: Path) -> Count:
-    short, long = (collected(kind, warmup, n, url, workdir) for n in calls)
-    print(f"{kind}: {short:,} / {long:,}", file=sys.stderr)
-    return Count(short, long, calls)
+def per_call(segments: Plan, counts: Sequence[int]) -> dict[str, tuple[float, float, float]]:
+    """Each contender's count per call: over all its segments, and its segments' min and max."""
+    found: dict[str, list[tuple[int, int]]] = {}
+    for (kind, url, calls), count in zip(segments, counts, strict=True):
+        found.setdefault(f"{kind}@{url}", []).append((count, calls))
+    out = {}
+    for key, pairs in found.items():
+        each = [count / calls for count, calls in pairs]
+        total = sum(count for count, _ in pairs) / sum(calls for _, calls in pairs)
+        out[key] = (total, min(each), max(each))
+    return out
 
 
-def pair_rows(pairs: Sequence[tuple[str, str, Count]]) -> list[str]:
-    """The table of contenders' runs and counts per call."""
-    return table(
-        ["contender", "total, short run", "total, long run", "per call"],
-        [
-            [
-                name,
-                f"{c.short:,} ({c.calls[0]})",
-                f"{c.long:,} ({c.calls[1]})",
-                f"{c.per_call:,.0f}",
-            ]
-            for _, name, c in pairs
-        ],
-    )
+def fmt(found: tuple[float, float, float]) -> str:
+    total, low, high = found
+    spread = f" ({low:,.0f}-{high:,.0f})" if high > low else ""
+    return f"{total:,.0f}{spread}"
 
 
-def ratio_line(a: Count, b: Count) -> str:
-    return (
-        f"B / A: **{b.per_call / a.per_call:.4f}x** the instructions per call "
-        f"(+{b.per_call - a.per_call:,.0f} per call)."
-    )
+def happy(workdir: Path) -> list[str]:
+    from bench_overhead import EXPECTED
 
-
-def chat(workdir: Path) -> None:
-    server = ServerProcess([REPLY], workdir, "content")
-    try:
-        a, b = (
-            count(k, WARMUP, (SHORT, LONG), server.base_url, workdir) for k in ("chat-A", "chat-B")
-        )
-    finally:
-        server.stop()
-    lines = [
+    assert EXPECTED.model_dump_json() == REPLY  # one server answers both APIs
+    warm, rounds, calls = HTTP
+    stub_warm, stub_rounds, stub_calls = STUB
+    with ExitStack() as stack:
+        server = ServerProcess([REPLY], workdir, "content")
+        stack.callback(server.stop)
+        url = server.base_url
+        http = [(k, url) for k in ("chat-A", "chat-B", "responses-A", "responses-B")]
+        stubs = [(k, "") for k in ("chat-stub-A", "chat-stub-B", "responses-stub-A")]
+        stubs.append(("responses-stub-B", ""))
+        warmups = [(k, u, warm) for k, u in http] + [(k, u, stub_warm) for k, u in stubs]
+        segments = alternating(http, rounds, calls) + alternating(stubs, stub_rounds, stub_calls)
+        counts = counted(warmups, segments, workdir)
+    found = {key.split("@")[0]: value for key, value in per_call(segments, counts).items()}
+    rows = []
+    for api, label in (("chat", "chat"), ("responses", "Responses")):
+        for where, suffix in (("HTTP", ""), ("stub client", "-stub")):
+            a, b = found[f"{api}{suffix}-A"], found[f"{api}{suffix}-B"]
+            rows.append(
+                [
+                    f"{label}, {where}",
+                    fmt(a),
+                    fmt(b),
+                    f"{b[0] - a[0]:+,.0f}",
+                    f"**{b[0] / a[0]:.4f}x**" if not suffix else "",
+                ]
+            )
+    return [
         "# Instructions per happy-path call",
         "",
         *stamp(),
         "",
-        f"callgrind over a client process making {SHORT} and {LONG} calls after {WARMUP} "
-        f"warm-up calls; per call = the difference / {LONG - SHORT}.",
+        f"callgrind over one client process: after {warm} warm-up calls of each HTTP contender "
+        f"and {stub_warm} of each stub one, {rounds} rounds of {calls}-call segments per HTTP "
+        f"contender and {stub_rounds} rounds of {stub_calls}-call segments per stub one, the "
+        "order alternating; per call: the contender's segments / its calls (in brackets: its "
+        "segments' lowest and highest). A: the bare SDK call + `model_validate_json`; B: the "
+        "healed call (`response_model=Order`). Against the stub clients, A is "
+        "`model_validate_json` alone and B - A is healjson's own cost.",
         "",
-        *pair_rows(
-            [
-                ("A", "A. bare `OpenAI` + `model_validate_json`", a),
-                ("B", "B. `healjson.wrap(OpenAI())`", b),
-            ]
-        ),
+        *table(["call", "A per call", "B per call", "B - A", "B / A"], rows),
         "",
-        ratio_line(a, b),
+        "Target (HTTP): B / A <= 1.05x.",
     ]
-    publish(lines, RESULTS)
 
 
-def responses(workdir: Path, sizes: Sequence[int]) -> None:
-    from bench_overhead import EXPECTED
+def streams(workdir: Path, sizes: Sequence[int]) -> list[str]:
     from bench_responses import stream_reply
     from bench_stream import per_8x
 
-    server = ServerProcess([EXPECTED.model_dump_json()], workdir, "responses")
-    try:
-        url = server.base_url
-        a, b = (
-            count(k, WARMUP, (SHORT, LONG), url, workdir) for k in ("responses-A", "responses-B")
+    with ExitStack() as stack:
+        urls = {}
+        for n in sizes:
+            server = ServerProcess([stream_reply(n)], workdir, f"stream_{n}")
+            stack.callback(server.stop)
+            urls[n] = server.base_url
+        first = urls[min(sizes)]
+        warmups = [("stream-A", first, 1), ("stream-B", first, 1)]
+        segments: Plan = []
+        for n in sizes:
+            rounds, calls = STREAM_SIZES[n]
+            segments += alternating([("stream-A", urls[n]), ("stream-B", urls[n])], rounds, calls)
+        counts = counted(warmups, segments, workdir)
+    found = per_call(segments, counts)
+    rows = []
+    per: dict[int, tuple[float, float]] = {}
+    for n in sizes:
+        a, b = found[f"stream-A@{urls[n]}"], found[f"stream-B@{urls[n]}"]
+        per[n] = (a[0], b[0])
+        rounds, calls = STREAM_SIZES[n]
+        rows.append(
+            [f"{n:,} items", f"{rounds} x {calls}", fmt(a), fmt(b), f"**{b[0] / a[0]:.4f}x**"]
         )
-    finally:
-        server.stop()
+    growth = [
+        f"{small:,} -> {large:,} items: "
+        f"A {per_8x(per[large][0] / per[small][0], large / small):.2f}x, "
+        f"B {per_8x(per[large][1] / per[small][1], large / small):.2f}x"
+        for small, large in itertools.pairwise(sorted(per))
+    ]
     lines = [
-        "# Instructions per Responses call",
+        "# Instructions per streamed Responses answer",
         "",
         *stamp(),
         "",
-        "## Happy path",
-        "",
-        f"`responses.create` with the strict `text.format` + `model_validate_json` (A) against "
-        f"`wrap(OpenAI()).responses.create(response_model=Order)` (B): callgrind over a client "
-        f"process making {SHORT} and {LONG} calls after {WARMUP} warm-up calls; per call = the "
-        f"difference / {LONG - SHORT}.",
-        "",
-        *pair_rows(
-            [("A", "A. bare `responses.create` + `model_validate_json`", a), ("B", "B. healed", b)]
-        ),
-        "",
-        ratio_line(a, b) + " Target: <= 1.05x.",
-        "",
-        "## Streamed answers",
-        "",
-        "`list[Item]` streamed in 5-character `response.output_text.delta` events: A the bare "
-        "`responses.create(stream=True)`, the deltas joined, `validate_json`; B "
+        "`list[Item]` streamed in 5-character `response.output_text.delta` events from the "
+        "scripted server: A the bare `responses.create(stream=True)` with the strict "
+        "`text.format`, the deltas joined, `validate_json`; B "
         "`responses.create(response_model=list[Item], stream=True)`, `.items()` iterated, "
-        "`.outcome`. Each contender's client process makes (warm-up, then short or long) "
-        "streams; per stream = the difference of the two runs / the extra streams. "
-        "Target: B / A <= 1.3x; growth per 8x length <= 10x.",
+        "`.outcome`. callgrind over one client process, one warm-up stream each, then per "
+        "length rounds of segments of streams, the order alternating; per stream: the "
+        "contender's segments / its streams (in brackets: its segments' lowest and highest).",
         "",
-    ]
-    per: dict[int, tuple[Count, Count]] = {}
-    for n in sizes:
-        warm, short, long = STREAMS[n]
-        server = ServerProcess([stream_reply(n)], workdir, f"stream_{n}")
-        try:
-            url = server.base_url
-            per[n] = (
-                count("stream-A", warm, (short, long), url, workdir),
-                count("stream-B", warm, (short, long), url, workdir),
-            )
-        finally:
-            server.stop()
-    lines += table(
-        ["answer", "streams (warm-up, short, long)", "A per stream", "B per stream", "B / A"],
-        [
-            [
-                f"{n:,} items",
-                ", ".join(map(str, STREAMS[n])),
-                f"{sa.per_call:,.0f}",
-                f"{sb.per_call:,.0f}",
-                f"**{sb.per_call / sa.per_call:.4f}x**",
-            ]
-            for n, (sa, sb) in per.items()
-        ],
-    )
-    ordered = sorted(per)
-    growth = [
-        f"{small:,} -> {large:,} items: A "
-        f"{per_8x(per[large][0].per_call / per[small][0].per_call, large / small):.2f}x, B "
-        f"{per_8x(per[large][1].per_call / per[small][1].per_call, large / small):.2f}x per 8x"
-        for small, large in itertools.pairwise(ordered)
+        *table(["answer", "rounds x streams", "A per stream", "B per stream", "B / A"], rows),
+        "",
+        "Target: B / A <= 1.3x; growth per 8x length <= 10x.",
     ]
     if growth:
-        lines += [
-            "",
-            "Growth of the instructions per stream per 8x length: " + "; ".join(growth) + ".",
-        ]
-    publish(lines, RESPONSES_RESULTS)
+        lines += ["", "Growth of the instructions per stream, per 8x length: " + "; ".join(growth)]
+    return lines
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument(
-        "--suite", choices=("chat", "responses", "all"), default="chat", help="what to count"
-    )
+    parser.add_argument("--suite", choices=("happy", "streams", "all"), default="all")
     parser.add_argument(
         "--sizes",
         type=int,
         nargs="*",
-        default=list(STREAMS),
-        help=f"streamed list lengths for --suite responses (of {', '.join(map(str, STREAMS))})",
+        choices=list(STREAM_SIZES),
+        default=list(STREAM_SIZES),
+        help="the streamed list lengths to count",
     )
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         print("valgrind is not installed: nothing to count", file=sys.stderr)
         return 1
-    with tempfile.TemporaryDirectory() as tmp:
-        if args.suite in ("chat", "all"):
-            chat(Path(tmp))
-        if args.suite in ("responses", "all"):
-            responses(Path(tmp), args.sizes)
+    if args.suite in ("happy", "all"):
+        with tempfile.TemporaryDirectory() as tmp:
+            publish(happy(Path(tmp)), RESULTS)
+    if args.suite in ("streams", "all"):
+        with tempfile.TemporaryDirectory() as tmp:
+            publish(streams(Path(tmp), sorted(args.sizes)), STREAM_RESULTS)
     return 0
 
 
