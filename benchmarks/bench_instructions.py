@@ -28,8 +28,9 @@ segments, with the HTTP stack's reads and the cyclic collector). Suites:
   `bench_responses.py`); and both again against stub clients returning a prebuilt
   `ChatCompletion` / `Response` (no SDK request, no HTTP): healjson's own instructions per call.
 - `streams` (`results/instructions_streams.md`): streamed Responses answers of `list[Item]`
-  (STREAM_SIZES items, 5-character deltas): A the bare SDK stream, the deltas joined,
-  `validate_json`; B the healed stream, `.items()` iterated, `.outcome`; growth per 8x length.
+  (STREAM_SIZES items, 5-character deltas; one client process per length, side by side): A the
+  bare SDK stream, the deltas joined, `validate_json`; B the healed stream, `.items()`
+  iterated, `.outcome`; growth per 8x length.
 """
 
 from __future__ import annotations
@@ -59,9 +60,9 @@ STREAM_RESULTS = BENCH / "results" / "instructions_streams.md"
 # the happy path: (warm-up calls, rounds, calls per segment)
 HTTP = (10, 3, 20)
 STUB = (100, 3, 500)
-# streamed answers: list lengths (8x apart) and (rounds, streams per segment) for each; one
-# warm-up stream of the smallest per contender
-STREAM_SIZES = {16: (3, 2), 128: (2, 1), 1_024: (1, 1)}
+# streamed answers: list lengths (8x apart) and (rounds, streams per segment) for each, each
+# length in its own client process (side by side), after one warm-up stream of the smallest
+STREAM_SIZES = {8: (3, 2), 64: (2, 1), 512: (1, 1)}
 CHILD = """
 import sys
 sys.path.insert(0, {bench!r})
@@ -226,6 +227,8 @@ def happy(workdir: Path) -> list[str]:
 
 
 def streams(workdir: Path, sizes: Sequence[int]) -> list[str]:
+    from concurrent.futures import ThreadPoolExecutor
+
     from bench_responses import stream_reply
     from bench_stream import per_8x
 
@@ -237,12 +240,17 @@ def streams(workdir: Path, sizes: Sequence[int]) -> list[str]:
             urls[n] = server.base_url
         first = urls[min(sizes)]
         warmups = [("stream-A", first, 1), ("stream-B", first, 1)]
-        segments: Plan = []
+        plans: dict[int, Plan] = {}
         for n in sizes:
             rounds, calls = STREAM_SIZES[n]
-            segments += alternating([("stream-A", urls[n]), ("stream-B", urls[n])], rounds, calls)
-        counts = counted(warmups, segments, workdir)
-    found = per_call(segments, counts)
+            plans[n] = alternating([("stream-A", urls[n]), ("stream-B", urls[n])], rounds, calls)
+            (workdir / str(n)).mkdir()
+        with ThreadPoolExecutor(len(sizes)) as pool:  # one counted process per length
+            futures = {n: pool.submit(counted, warmups, plans[n], workdir / str(n)) for n in sizes}
+            counts = {n: future.result() for n, future in futures.items()}
+    found: dict[str, tuple[float, float, float]] = {}
+    for n in sizes:
+        found.update(per_call(plans[n], counts[n]))
     rows = []
     per: dict[int, tuple[float, float]] = {}
     for n in sizes:
@@ -267,9 +275,10 @@ def streams(workdir: Path, sizes: Sequence[int]) -> list[str]:
         "scripted server: A the bare `responses.create(stream=True)` with the strict "
         "`text.format`, the deltas joined, `validate_json`; B "
         "`responses.create(response_model=list[Item], stream=True)`, `.items()` iterated, "
-        "`.outcome`. callgrind over one client process, one warm-up stream each, then per "
-        "length rounds of segments of streams, the order alternating; per stream: the "
-        "contender's segments / its streams (in brackets: its segments' lowest and highest).",
+        "`.outcome`. callgrind over one client process per length: one warm-up stream each (of "
+        "the smallest length), then rounds of segments of streams, the order alternating; per "
+        "stream: the contender's segments / its streams (in brackets: its segments' lowest and "
+        "highest).",
         "",
         *table(["answer", "rounds x streams", "A per stream", "B per stream", "B / A"], rows),
         "",
