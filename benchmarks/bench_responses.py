@@ -33,6 +33,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ RESULTS = ROOT / "benchmarks" / "results" / "responses.md"
 WARMUP = 100
 STUB_ROUNDS = 10
 STUB_CALLS = 2_000
-STREAM_PAIRS = {60: 40, 500: 12, 4_000: 4}  # A/B pairs of streams per list length
+STREAM_PAIRS = {60: 40, 500: 12, 4_000: 12}  # A/B pairs of streams per list length
 INPUT = "Extract the order ORD-204518 as JSON."
 
 
@@ -107,7 +108,9 @@ def main() -> int:
     return 0
 
 
-def measure(base_url: str, pairs: int) -> dict[str, list[float]]:
+def happy_contenders(base_url: str) -> tuple[Callable[[], Any], Callable[[], Any]]:
+    """A and B on the happy path against the server at `base_url` (also counted by
+    `bench_instructions.py`)."""
     bare = openai.OpenAI(base_url=base_url, api_key="sk-bench", max_retries=0)
     healed = healjson.wrap(openai.OpenAI(base_url=base_url, api_key="sk-bench", max_retries=0))
     text = {"format": text_format(strict_format(Order))}
@@ -117,9 +120,14 @@ def measure(base_url: str, pairs: int) -> dict[str, list[float]]:
         return Order.model_validate_json(response.output_text)
 
     def b() -> Any:
-        return healed.responses.create(model=MODEL_NAME, input=INPUT, response_model=Order)
+        return healed.responses.create(model=MODEL_NAME, input=INPUT, response_model=Order).value
 
-    assert a() == EXPECTED == b().value
+    return a, b
+
+
+def measure(base_url: str, pairs: int) -> dict[str, list[float]]:
+    a, b = happy_contenders(base_url)
+    assert a() == EXPECTED == b()
     for _ in range(WARMUP):
         a()
         b()
@@ -144,29 +152,9 @@ def measure_stream(n: int, pairs: int, workdir: Path) -> dict[str, list[float]]:
       `.items()` iterated, then `.outcome` read.
     """
     expected = items(n)
-    reply = {"content": ITEMS.dump_json(expected).decode(), "chunk_chars": CHUNK_CHARS}
-    server = ServerProcess([reply], workdir, f"stream_{n}")
+    server = ServerProcess([stream_reply(n)], workdir, f"stream_{n}")
     try:
-        url = server.base_url
-        bare = openai.OpenAI(base_url=url, api_key="sk-bench", max_retries=0)
-        healed = healjson.wrap(openai.OpenAI(base_url=url, api_key="sk-bench", max_retries=0))
-        text = {"format": text_format(strict_format(list[Item]))}
-
-        def a() -> Any:
-            stream = bare.responses.create(model=MODEL_NAME, input=INPUT, text=text, stream=True)
-            parts = [e.delta for e in stream if e.type == "response.output_text.delta"]
-            return ITEMS.validate_json("".join(parts))
-
-        def b() -> Any:
-            stream = healed.responses.create(
-                model=MODEL_NAME, input=INPUT, response_model=list[Item], stream=True
-            )
-            for _item in stream.items():
-                pass
-            outcome = stream.outcome
-            assert outcome.ok, outcome
-            return outcome.value
-
+        a, b = stream_contenders(server.base_url)
         assert a() == expected == b()
         cpu: dict[str, list[float]] = {"A": [], "B": []}
         for index in range(pairs):
@@ -179,6 +167,36 @@ def measure_stream(n: int, pairs: int, workdir: Path) -> dict[str, list[float]]:
         return cpu
     finally:
         server.stop()
+
+
+def stream_reply(n: int) -> dict[str, Any]:
+    """The scripted reply of a streamed answer of `n` items, in CHUNK_CHARS-character deltas."""
+    return {"content": ITEMS.dump_json(items(n)).decode(), "chunk_chars": CHUNK_CHARS}
+
+
+def stream_contenders(url: str) -> tuple[Callable[[], Any], Callable[[], Any]]:
+    """A and B on a streamed `list[Item]` answer from the server at `url` (see
+    `measure_stream`; also counted by `bench_instructions.py`)."""
+    bare = openai.OpenAI(base_url=url, api_key="sk-bench", max_retries=0)
+    healed = healjson.wrap(openai.OpenAI(base_url=url, api_key="sk-bench", max_retries=0))
+    text = {"format": text_format(strict_format(list[Item]))}
+
+    def a() -> Any:
+        stream = bare.responses.create(model=MODEL_NAME, input=INPUT, text=text, stream=True)
+        parts = [e.delta for e in stream if e.type == "response.output_text.delta"]
+        return ITEMS.validate_json("".join(parts))
+
+    def b() -> Any:
+        stream = healed.responses.create(
+            model=MODEL_NAME, input=INPUT, response_model=list[Item], stream=True
+        )
+        for _item in stream.items():
+            pass
+        outcome = stream.outcome
+        assert outcome.ok, outcome
+        return outcome.value
+
+    return a, b
 
 
 def report_streams(streams: dict[int, dict[str, list[float]]]) -> list[str]:
@@ -220,8 +238,10 @@ def report_streams(streams: dict[int, dict[str, list[float]]]) -> list[str]:
     ]
 
 
-def measure_stub() -> dict[str, float]:
-    """healjson's own CPU per call against a client that returns a prebuilt `Response`."""
+def stub_contenders() -> tuple[Callable[[], Any], Callable[[], Any]]:
+    """A (`model_validate_json` of the answer) and B (the healed call) against a stub client
+    whose `responses.create` returns a prebuilt `Response` (also counted by
+    `bench_instructions.py`)."""
     answer = EXPECTED.model_dump_json()
     response = Response.model_validate(
         {
@@ -274,9 +294,15 @@ def measure_stub() -> dict[str, float]:
         return Order.model_validate_json(response.output_text)
 
     def b() -> Any:
-        return healed.responses.create(model=MODEL_NAME, input=INPUT, response_model=Order)
+        return healed.responses.create(model=MODEL_NAME, input=INPUT, response_model=Order).value
 
-    assert a() == b().value
+    return a, b
+
+
+def measure_stub() -> dict[str, float]:
+    """healjson's own CPU per call against a client that returns a prebuilt `Response`."""
+    a, b = stub_contenders()
+    assert a() == b()
     found: dict[str, list[float]] = {"A": [], "B": []}
     for _ in range(STUB_ROUNDS):
         for name, call in (("A", a), ("B", b)):

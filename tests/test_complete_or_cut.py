@@ -94,7 +94,7 @@ def test_a_cut_reply_whose_value_closed_is_healed_with_the_truncated_flag() -> N
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_cut_healed_reply_is_flagged_through_the_healer(mode: str) -> None:
-    """The engine's clean first reply shortcut does not drop the flag either."""
+    """The engine's first step (a clean first reply) does not drop the flag either."""
     model = ScriptedModel([Reply(POINT_JSON, "length")])
     healer = Healer(Point)
     if mode == "sync":

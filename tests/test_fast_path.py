@@ -33,7 +33,7 @@ MESSAGES = [{"role": "user", "content": "an item"}]
 def loop_outcome(healer: healjson.Healer[Any], reply: Any) -> Any:
     """The outcome the full evaluation reaches (the first step switched off)."""
     original = normalise_messages(MESSAGES)
-    with patch.object(engine, "_first_step", lambda run, first, params: None):
+    with patch.object(engine, "first_healed", lambda *args, **kwargs: None):
         flow = heal_flow(healer._spec, original, {"model": "m"}, make_context(None, original))
         return drive_sync(flow, lambda msgs, **params: reply)
 

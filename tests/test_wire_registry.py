@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from healjson import Reply
-from healjson._core import drive, reply, shortcut, wire
+from healjson._core import drive, reply, wire
 from healjson._core.registry import register
 from healjson._core.stream import chunks
 from healjson._core.stream.chunks import Delta, read_chunk
@@ -17,7 +17,6 @@ def test_healjson_registers_its_formats_in_order_and_binds_the_fast_readers() ->
     drivers' fast path calls the chat format's reader itself (no lookup on the hot path)."""
     assert list(FORMATS) == wire.formats()[: len(FORMATS)]
     assert drive.read_completion is openai_chat.read_completion
-    assert shortcut.read_completion is openai_chat.read_completion
     assert reply.read_completion is openai_chat.read_completion
     assert chunks.read_sdk_chunk is openai_chat.read_sdk_chunk
     register(openai_chat.FORMAT)  # twice: no second entry

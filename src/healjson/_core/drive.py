@@ -32,7 +32,7 @@ from .effects import (
     ProviderError,
 )
 from .provider_fault import fault_from_exception
-from .reply import SDK_COMPLETIONS, read_completion, to_reply
+from .reply import SDK_COMPLETIONS, Reply, read_completion, to_reply
 
 __all__ = [
     "PROVIDER_PACKAGES",
@@ -127,8 +127,11 @@ def _awaitable(value: Any) -> bool:
 def call_returned(value: Any, start: float) -> CallResult:
     """The engine's view of what a call returned: a `Reply` (a shape `to_reply` does not know
     is a failed call, with the reason in its message)."""
+    kind = type(value)
+    if kind is Reply:  # an adapter's reply, read already (the Responses one)
+        return CallResult(value, None, time.perf_counter() - start)
     try:
-        reply = read_completion(value) if type(value) in SDK_COMPLETIONS else to_reply(value)
+        reply = read_completion(value) if kind in SDK_COMPLETIONS else to_reply(value)
     except TypeError as exc:
         return call_failed(exc, start, None)
     return CallResult(reply, None, time.perf_counter() - start)

@@ -96,9 +96,9 @@ class _Run:
         self,
         spec: HealSpec,
         original: tuple[Mapping[str, Any], ...],
-        started: float | None,
-        observed: bool = True,
-        opened: tuple[str, _events.RunEvents | None] | None = None,
+        started: float,
+        run_id: str,
+        events: _events.RunEvents | None,
     ) -> None:
         self.spec = spec
         self.original = original
@@ -110,13 +110,9 @@ class _Run:
         self.partial: Any = None
         self.validation: Any = None  # pydantic's validation context (the caller's `context=`)
         self.enforcement: Enforcement | None = None  # what the first request asked to enforce
-        self.started = time.monotonic() if started is None else started
-        if opened is not None:  # the driver made the first call: it opened the run
-            self.run_id, self.events = opened
-            return
-        self.run_id = new_run_id()
-        # None: nothing listens (or a replayed run, whose calls were observed when made)
-        self.events = _events.for_run(self.run_id, spec) if observed else None
+        self.started = started
+        self.run_id = run_id
+        self.events = events
 
     def time_left(self) -> float | None:
         """Seconds before the policy's deadline (None: no deadline)."""
@@ -142,40 +138,51 @@ def heal_flow(
     given: Reply | None = None,
     started: float | None = None,
     observed: bool = True,
-    opened: tuple[str, _events.RunEvents | None] | None = None,
-    first: CallResult | None = None,
     enforcement: Enforcement | None = None,
 ) -> Flow:
     """The whole L1-L4 loop for one request, as a generator the drivers run. `given`: a reply
     already in hand, judged as the first attempt instead of calling the model (`validate`);
     `started`: when the run began (a `time.monotonic()`), for the deadline; `observed=False`:
-    no events, spans or metrics (a run replayed from stored results); `opened`: the run id and
-    events a driver opened for this run (`shortcut`); `first`: the result of the first model
-    call, made by that driver with nothing listening, which `first_healed` did not accept;
-    `enforcement`: the schema the adapter's request asked the endpoint to enforce (its first
-    answer is judged against it: `healjson._core.enforcement`).
-    However the flow ends (an outcome, a driver that raised, a stream the caller abandoned),
-    the run's telemetry context is released."""
-    run = _Run(spec, messages, started, observed, opened)
-    run.validation = ctx.validation_context
-    run.enforcement = enforcement
+    no events, spans or metrics (a run replayed from stored results); `enforcement`: the schema
+    the adapter's request asked the endpoint to enforce (its first answer is judged against it:
+    `healjson._core.enforcement`). The first step is every
+    run's: the first reply, if it is strictly valid data with nothing more to check, is the
+    run's `Healed` at once (`first_healed`), before any of the loop's state is built. However
+    the flow ends (an outcome, a driver that raised, a stream the caller abandoned), the run's
+    telemetry context is released."""
+    started = time.monotonic() if started is None else started
+    run_id = new_run_id()
+    # None: nothing listens (or a replayed run, whose calls were observed when made)
+    events = _events.for_run(run_id, spec) if observed else None
     try:
-        spec, messages = run.spec, run.original
         policy = spec.policy
-        if first is not None:
-            result = first
+        if given is not None:
+            result = CallResult(given, None, 0.0)
         else:
-            if given is not None:
-                result = CallResult(given, None, 0.0)
-            else:
-                left = None if policy.deadline_s is None else run.time_left()
-                if run.events is not None:
-                    run.events.call_started(1, params)
-                result = yield ModelCall(1, messages, params, left, policy.provider_errors)
-            # the first step: strictly valid data with nothing more to check needs no L1 at all
-            healed = _first_step(run, result, params)
+            deadline = policy.deadline_s
+            left = None if deadline is None else deadline - (time.monotonic() - started)
+            if events is not None:
+                events.call_started(1, params)
+            result = yield ModelCall(1, messages, params, left, policy.provider_errors)
+        # the first step: strictly valid data with nothing more to check needs no L1, no loop
+        if result.reply is not None and not result.aborted:
+            healed = first_healed(
+                spec,
+                messages,
+                params,
+                result.reply,
+                elapsed_s=result.elapsed_s,
+                run_id=run_id,
+                context=ctx.validation_context,
+            )
             if healed is not None:
+                if events is not None:
+                    events.attempt(healed.attempts[0])
+                    events.healed(healed)
                 return healed
+        run = _Run(spec, messages, started, run_id, events)
+        run.validation = ctx.validation_context
+        run.enforcement = enforcement
         first_result = result
         call_params = dict(params)
         prompt: RepairPrompt | None = None
@@ -305,8 +312,8 @@ def heal_flow(
         reason = final_reason(last.diagnostics, policy.max_attempts)
         return (yield from _degrade(run, reason, last.diagnostics))
     finally:
-        if run.events is not None:
-            run.events.release()
+        if events is not None:
+            events.release()
 
 
 # verdicts of a reply read as it came (no repair flag) that passed the schema: judged no further
@@ -338,30 +345,6 @@ def _unenforced(run: _Run, reply: Reply, raw: str | None, params: Mapping[str, A
     return True
 
 
-def _first_step(run: _Run, first: CallResult, params: Mapping[str, Any]) -> Outcome[Any] | None:
-    """`first_healed` inside the loop: the attempt and the outcome recorded on the run, and
-    announced. None when the loop must judge `first` as its first attempt (L1 and L2)."""
-    if first.reply is None or first.aborted:
-        return None
-    healed = first_healed(
-        run.spec,
-        run.original,
-        params,
-        first.reply,
-        elapsed_s=first.elapsed_s,
-        run_id=run.run_id,
-        context=run.validation,
-    )
-    if healed is None:
-        return None
-    run.usage = healed.usage
-    run.attempts.append(healed.attempts[0])
-    if run.events is not None:
-        run.events.attempt(healed.attempts[0])
-        run.events.healed(healed)
-    return healed
-
-
 def first_healed(
     spec: HealSpec,
     original: tuple[Mapping[str, Any], ...],
@@ -370,7 +353,6 @@ def first_healed(
     *,
     elapsed_s: float,
     run_id: str,
-    client: Any = None,
     context: Any = None,
 ) -> Healed[Any] | None:
     """The outcome of a first reply (a whole one, not what an aborted stream left) that needs
@@ -378,9 +360,9 @@ def first_healed(
     read (no tool calls, no refusal). Its attempt is recorded as the loop records one, and the
     `Healed` is built as `_healed` builds it (no event is sent: the caller announces it, if
     anyone listens). None in every other case: the loop then judges the reply as its first
-    attempt, with L1 and L2 as for any reply. `client`: redact the parameters with its secrets
-    (a caller outside its secrets scope); None: the current scope's. `context`: pydantic's
-    validation context (`ContractContext.validation_context`), as in every validation."""
+    attempt, with L1 and L2 as for any reply. The parameters and the outcome are redacted with
+    the current scope's secrets. `context`: pydantic's validation context
+    (`ContractContext.validation_context`), as in every validation."""
     if spec.contracts:
         return None
     content = reply.content
@@ -400,7 +382,7 @@ def first_healed(
         number=1,
         strategy=Strategy.INITIAL,
         messages=original,
-        params=redact_params(params, client=client),  # stored redacted; the call got the real ones
+        params=redact_params(params),  # stored redacted; the call got the real ones
         raw_text=content,
         finish_reason=reply.finish_reason,
         usage=usage,
@@ -412,7 +394,7 @@ def first_healed(
     healed = _new_healed(
         spec, instance, content, (attempt,), flags=(), usage=usage, changed=(), run_id=run_id
     )
-    return seal(healed, run_secrets(client, params))
+    return seal(healed, run_secrets())
 
 
 def _next_prompt(
@@ -568,29 +550,6 @@ def _call_failed(
     if run.events is not None:
         run.events.attempt(attempt)
     return (yield from _degrade(run, reason, [diagnostic]))
-
-
-def _failure_diagnostic(failure: CallFailure, message: str) -> Diagnostic:
-    """A failed call as a diagnostic: the provider's own error (status, code, message,
-    redacted) and the fix its status calls for, or, with no HTTP answer, the generic advice."""
-    fault = failure.fault
-    if fault is None:
-        return Diagnostic(
-            ROOT,
-            message,
-            f"the model call failed ({failure.kind})",
-            "Check the provider, network and credentials; healjson does not retry transport "
-            "errors (the client's own retry policy does).",
-            Source.API,
-        )
-    return Diagnostic(
-        ROOT,
-        message,
-        redact_text(f"the provider refused the call: {fault.said()}"),
-        redact_text(fault.advice()),
-        Source.API,
-        rule=redact_text(fault.label),
-    )
 
 
 def _contracts_spent(usage: Usage, ctx: ContractContext) -> Usage:
@@ -832,3 +791,26 @@ def _diff(before: Any, after: Any, loc: tuple[str | int, ...]) -> list[str]:
     if before == after and type(before) is type(after):
         return []
     return [format_path(loc)]
+
+
+def _failure_diagnostic(failure: CallFailure, message: str) -> Diagnostic:
+    """A failed call as a diagnostic: the provider's own error (status, code, message,
+    redacted) and the fix its status calls for, or, with no HTTP answer, the generic advice."""
+    fault = failure.fault
+    if fault is None:
+        return Diagnostic(
+            ROOT,
+            message,
+            f"the model call failed ({failure.kind})",
+            "Check the provider, network and credentials; healjson does not retry transport "
+            "errors (the client's own retry policy does).",
+            Source.API,
+        )
+    return Diagnostic(
+        ROOT,
+        message,
+        redact_text(f"the provider refused the call: {fault.said()}"),
+        redact_text(fault.advice()),
+        Source.API,
+        rule=redact_text(fault.label),
+    )

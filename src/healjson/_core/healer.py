@@ -16,7 +16,7 @@ from .contracts import (
     check_policies,
     for_each_item,
 )
-from .drive import drive_sync
+from .drive import drive_async, drive_sync
 from .effects import CallResult, ModelCall
 from .enforcement import Enforcement
 from .engine import Flow, HealSpec, heal_flow
@@ -26,9 +26,9 @@ from .outcome import Outcome
 from .parse import check_ambiguity
 from .parse.read import Ambiguity
 from .policy import HealPolicy
+from .redact import activate, deactivate, secrets_scope
 from .replay import replay
 from .reply import Reply, Usage
-from .shortcut import heal_async, heal_sync
 from .stream.run import AsyncHealStream, HealStream, stream_async, stream_sync
 from .stream.session import StreamSession
 from .target import SpecialForm, Target, list_item_type, target_for
@@ -151,22 +151,22 @@ class Healer(Generic[T]):
         enforcement: Enforcement | None = None,
     ) -> Outcome[T]:
         """`run`, for an adapter with the wrapped `client`: its secrets are redacted from what
-        the run stores or emits, as inside `secrets_scope(client, params)` (entered only where
-        the run may redact something; see `shortcut`). None: no client of its own.
+        the run stores or emits (the run is driven inside `secrets_scope(client, params)`).
+        None: no client of its own (the caller's scope, if any, is in effect already).
         `enforcement`: the schema the adapter's request asks the endpoint to enforce."""
         original = normalise_messages(messages)
         started = time.monotonic()
         ctx = _run_context(self._spec, context, original)
-        return heal_sync(
-            self._spec,
-            original,
-            params,
-            ctx,
-            call,
-            started=started,
-            client=client,
-            enforcement=enforcement,
+        flow = heal_flow(
+            self._spec, original, params, ctx, started=started, enforcement=enforcement
         )
+        if client is None:
+            return drive_sync(flow, call)
+        token = activate(secrets_scope(client, params))  # `with`'s work, without its frames
+        try:
+            return drive_sync(flow, call)
+        finally:
+            deactivate(token)
 
     async def _arun_for(
         self,
@@ -178,20 +178,20 @@ class Healer(Generic[T]):
         *,
         enforcement: Enforcement | None = None,
     ) -> Outcome[T]:
-        """`arun`, as `_run_for`."""
+        """`arun`, as `_run_for` (the scope entered in the awaiting task's context)."""
         original = normalise_messages(messages)
         started = time.monotonic()
         ctx = _run_context(self._spec, context, original)
-        return await heal_async(
-            self._spec,
-            original,
-            params,
-            ctx,
-            call,
-            started=started,
-            client=client,
-            enforcement=enforcement,
+        flow = heal_flow(
+            self._spec, original, params, ctx, started=started, enforcement=enforcement
         )
+        if client is None:
+            return await drive_async(flow, call)
+        token = activate(secrets_scope(client, params))
+        try:
+            return await drive_async(flow, call)
+        finally:
+            deactivate(token)
 
     def stream(
         self,

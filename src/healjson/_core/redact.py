@@ -289,7 +289,7 @@ class secrets_scope:
     its next calls.
     """
 
-    __slots__ = ("_client", "_forms", "_memo", "_outer", "_params", "_token")
+    __slots__ = ("_client", "_forms", "_memo", "_named", "_outer", "_params", "_token")
 
     def __init__(
         self,
@@ -303,6 +303,7 @@ class secrets_scope:
         self._forms = forms  # secret forms known already (an outcome's, see `seal`)
         self._outer: secrets_scope | None = _SCOPE.get()  # read again on entry
         self._memo: tuple[tuple[Any, ...], tuple[str, ...]] | None = None
+        self._named: set[str] | None = None  # the params' credential-named values, once read
         self._token: Token[secrets_scope | None] | None = None
 
     def __enter__(self) -> None:
@@ -322,13 +323,19 @@ class secrets_scope:
     def secrets(self) -> tuple[str, ...]:
         """The known secret values in every form they may appear in, longest first (so that a
         secret containing another is removed whole)."""
+        if self._outer is None and not self._forms and self._client is not None:
+            named = self._named
+            if named is None:
+                named = self._named = _named_forms(self._params)
+            if not named:  # the client's own forms alone: its cached ones, for its current key
+                return _ClientForms.current(self._client)
         client = _ClientForms.of(self._client) if self._client is not None else None
         fingerprint = client.fingerprint() if client is not None else ()
         memo = self._memo
         if memo is not None and memo[0] == fingerprint and self._outer is None:
             return memo[1]
         forms = client.forms(fingerprint) if client is not None else ()
-        named = _named_forms(self._params)
+        named = self._named if self._named is not None else _named_forms(self._params)
         if named or self._outer is not None or self._forms:
             merged = {*named, *forms, *self._forms}
             if self._outer is not None:

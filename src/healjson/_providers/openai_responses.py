@@ -411,23 +411,26 @@ class Conversation:
             chat["text"] = self.text
         if self.instructions is not None:
             chat["instructions"] = self.instructions
-        at = _find(sent, self.messages)
+        own = self.messages
+        at = _find(sent, own)
         if at is None:  # the messages were rewritten: all of them, as messages
             chat.pop("instructions", None)
             chat["input"] = [item for m in sent for item in _items(m)]
             return chat
-        before, after = sent[:at], sent[at + len(self.messages) :]
+        if at == 0 and len(sent) == len(own):  # the common request: the caller's input alone
+            chat["input"] = self.input
+            return chat
+        before, after = sent[:at], sent[at + len(own) :]
         if self.previous and self.last_id is not None:
             answered = [i for i, m in enumerate(after) if m.get("role") == "assistant"]
             if answered:
                 chat["previous_response_id"] = self.last_id
                 chat["input"] = [item for m in after[answered[-1] + 1 :] for item in _items(m)]
                 return chat
-        if not before and not after:
-            chat["input"] = self.input
-            return chat
-        own = self.input
-        items = [{"role": "user", "content": own}] if isinstance(own, str) else list(own or ())
+        given = self.input
+        items = (
+            [{"role": "user", "content": given}] if isinstance(given, str) else list(given or ())
+        )
         later = [item for m in after for item in _items(m)]
         chat["input"] = [*map(_message, before), *items, *later]
         return chat

@@ -1,5 +1,7 @@
-"""The shortcut (`_core/shortcut.py`) makes a run's first call itself when nothing listens; it
-must reach exactly the outcome, and make exactly the calls, of the loop driven alone."""
+"""One path for the first reply: every run's first step (`engine.heal_flow`, whichever driver
+runs it) serves a strictly valid first reply as `Healed` before any loop state is built, and
+hands any other first result to the loop, which never calls the model again for it. Whatever
+listens (a logger, a deadline) the run reaches the same outcome with the same calls."""
 
 from __future__ import annotations
 
@@ -19,10 +21,7 @@ from pydantic import BaseModel
 
 import healjson
 from healjson import Degraded, Healed, ProviderError, Reply
-from healjson._core import shortcut
-from healjson._core.drive import drive_async, drive_sync
-from healjson._core.engine import heal_flow
-from healjson._core.messages import make_context, normalise_messages
+from healjson._core import engine
 from outcomes import comparable
 
 
@@ -96,30 +95,40 @@ def scripted(fates: list[Any], log: list[Any]) -> Callable[..., Any]:
     return call
 
 
-def loop_alone(healer: healjson.Healer[Any], call: Callable[..., Any]) -> Any:
-    original = normalise_messages(MESSAGES)
-    ctx = make_context(None, original)
-    flow = heal_flow(healer._spec, original, PARAMS, ctx, started=time.monotonic())
-    return drive_sync(flow, call)
+class _Sink:
+    """A logger that hears every event (the loop announces each step to it)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, dict[str, Any]]] = []
+
+    def info(self, event: str, **fields: Any) -> None:
+        self.events.append((event, fields))
 
 
 @settings(max_examples=150, deadline=None)
 @given(fates=st.lists(_FATES, min_size=1, max_size=3), attempts=st.integers(1, 3))
-def test_the_shortcut_reaches_the_loops_outcome_with_the_same_calls(
+def test_what_listens_changes_neither_the_outcome_nor_the_calls(
     fates: list[Any], attempts: int
 ) -> None:
-    healer = healjson.Healer(Item, policy=healjson.HealPolicy(max_attempts=attempts))
-    fast_calls: list[Any] = []
-    loop_calls: list[Any] = []
-    fast = healer.run(scripted(fates, fast_calls), MESSAGES, **PARAMS)
-    alone = loop_alone(healer, scripted(fates, loop_calls))
-    assert comparable(fast) == comparable(alone)
-    assert fast_calls == loop_calls
+    """A run with nothing listening, one with a logger that follows every step and one under a
+    deadline take the one path: the same outcome from the same calls."""
+    plain = healjson.Healer(Item, policy=healjson.HealPolicy(max_attempts=attempts))
+    timed = healjson.Healer(Item, policy=healjson.HealPolicy(max_attempts=attempts, deadline_s=60))
+    quiet_calls: list[Any] = []
+    heard_calls: list[Any] = []
+    timed_calls: list[Any] = []
+    quiet = plain.run(scripted(fates, quiet_calls), MESSAGES, **PARAMS)
+    with healjson.set_logger(_Sink()):
+        heard = plain.run(scripted(fates, heard_calls), MESSAGES, **PARAMS)
+    limited = timed.run(scripted(fates, timed_calls), MESSAGES, **PARAMS)
+    assert comparable(quiet) == comparable(heard) == comparable(limited)
+    assert quiet_calls == heard_calls == timed_calls
+    assert len(quiet_calls) == quiet.calls  # the first reply is never asked for twice
 
 
 @settings(max_examples=60, deadline=None)
 @given(fates=st.lists(_FATES, min_size=1, max_size=3))
-def test_the_async_shortcut_matches_the_async_loop(fates: list[Any]) -> None:
+def test_the_async_driver_reaches_the_sync_drivers_outcome(fates: list[Any]) -> None:
     healer = healjson.Healer(Item)
 
     def async_call(log: list[Any]) -> Callable[..., Any]:
@@ -131,38 +140,36 @@ def test_the_async_shortcut_matches_the_async_loop(fates: list[Any]) -> None:
 
         return call
 
-    fast_calls: list[Any] = []
-    loop_calls: list[Any] = []
+    sync_calls: list[Any] = []
+    async_calls: list[Any] = []
+    sync = healer.run(scripted(fates, sync_calls), MESSAGES, **PARAMS)
+    awaited = asyncio.run(healer.arun(async_call(async_calls), MESSAGES, **PARAMS))
+    assert comparable(sync) == comparable(awaited)
+    assert sync_calls == async_calls
 
-    async def both() -> tuple[Any, Any]:
-        fast = await healer.arun(async_call(fast_calls), MESSAGES, **PARAMS)
-        original = normalise_messages(MESSAGES)
-        flow = heal_flow(
-            healer._spec, original, PARAMS, make_context(None, original), started=time.monotonic()
-        )
-        return fast, await drive_async(flow, async_call(loop_calls))
 
-    fast, alone = asyncio.run(both())
-    assert comparable(fast) == comparable(alone)
-    assert fast_calls == loop_calls
+def _count_loop_states(mp: pytest.MonkeyPatch) -> list[Any]:
+    """The loop states (`engine._Run`) built from now on."""
+    built: list[Any] = []
+    real = engine._Run
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        built.append(args)
+        return real(*args, **kwargs)
+
+    mp.setattr(engine, "_Run", counting)
+    return built
 
 
 def test_a_clean_sdk_completion_is_healed_in_one_call_without_the_loop() -> None:
-    flows: list[Any] = []
-    real = shortcut.heal_flow
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        flows.append(kwargs)
-        return real(*args, **kwargs)
-
     healer = healjson.Healer(Item)
     calls: list[Any] = []
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(shortcut, "heal_flow", counting)
+        built = _count_loop_states(mp)
         outcome = healer.run(scripted([completion('{"name": "x", "qty": 5}')], calls), MESSAGES)
     assert isinstance(outcome, Healed)
     assert Item(name="x", qty=5) == outcome.value
-    assert [] == flows  # no generator was started
+    assert [] == built  # no loop state was built
     assert 1 == len(calls)
     usage = outcome.usage
     assert (11, 7, 1, "m-2024") == (
@@ -175,20 +182,53 @@ def test_a_clean_sdk_completion_is_healed_in_one_call_without_the_loop() -> None
     assert re.fullmatch(r"[0-9a-f]{12}-\d{6,}", outcome.run_id)
 
 
-def test_a_listener_gets_every_event_of_a_shortcut_eligible_run() -> None:
-    """With a logger bound the loop runs the whole way (it announces each step)."""
-    events: list[tuple[str, dict[str, Any]]] = []
+def test_every_driver_serves_a_clean_first_reply_by_the_first_step() -> None:
+    """Sync, async, streamed, with a logger listening, under a deadline, or judging a reply in
+    hand (`validate`): one first step, no loop state. (Before, only a sync or async run with
+    nothing listening and no deadline skipped the loop's state: a second route.)"""
+    clean = '{"name": "x", "qty": 1}'
 
-    class Sink:
-        def info(self, event: str, **fields: Any) -> None:
-            events.append((event, fields))
+    async def acall(messages: Any, **params: Any) -> str:
+        return clean
+
+    def streamed(messages: Any, **params: Any) -> Any:
+        return iter(['{"name": "x", ', '"qty": 1}'])
 
     healer = healjson.Healer(Item)
-    with healjson.set_logger(Sink()):
+    timed = healjson.Healer(Item, policy=healjson.HealPolicy(deadline_s=60))
+    runs: dict[str, Callable[[], Any]] = {
+        "run": lambda: healer.run(lambda m, **p: clean, MESSAGES),
+        "arun": lambda: asyncio.run(healer.arun(acall, MESSAGES)),
+        "stream": lambda: _drained(healer.stream(streamed, MESSAGES)),
+        "deadline": lambda: timed.run(lambda m, **p: clean, MESSAGES),
+        "validate": lambda: healjson.validate(clean, Item),
+    }
+    for name, run in runs.items():
+        with pytest.MonkeyPatch.context() as mp:
+            built = _count_loop_states(mp)
+            outcome = run()
+            with healjson.set_logger(_Sink()):
+                heard = run()
+        assert isinstance(outcome, Healed), name
+        assert isinstance(heard, Healed), name
+        assert Item(name="x", qty=1) == outcome.value == heard.value, name
+        assert [] == built, name
+
+
+def _drained(stream: Any) -> Any:
+    for _ in stream:
+        pass
+    return stream.outcome
+
+
+def test_a_listener_gets_every_event_of_a_run_healed_at_the_first_step() -> None:
+    sink = _Sink()
+    healer = healjson.Healer(Item)
+    with healjson.set_logger(sink):
         outcome = healer.run(lambda m, **p: '{"name": "x", "qty": 1}', MESSAGES)
     assert isinstance(outcome, Healed)
-    assert ["healjson.attempt", "healjson.healed"] == [name for name, _ in events]
-    assert {outcome.run_id} == {fields["run_id"] for _, fields in events}
+    assert ["healjson.attempt", "healjson.healed"] == [name for name, _ in sink.events]
+    assert {outcome.run_id} == {fields["run_id"] for _, fields in sink.events}
 
 
 def test_a_declined_first_reply_continues_in_the_loop_with_the_same_run_id() -> None:
