@@ -288,6 +288,8 @@ def check_instructor() -> None:
     pending.close()
     assert_type(aclient.create_partial(response_model=Order, messages=[]), AsyncHealStream[Order])
     assert_type(aclient.create_iterable(response_model=Order, messages=[]), AsyncItemStream[Order])
+
+
 def check_pydantic_ai() -> None:
     from pydantic_ai import Agent
 
