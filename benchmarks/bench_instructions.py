@@ -19,7 +19,14 @@ server in a separate process (not counted). Each contender runs in a fresh clien
 callgrind twice, with SHORT and LONG calls after the same warm-up: the difference between the
 two totals, divided by LONG - SHORT, is the count per call, free of start-up and imports.
 
-Results are printed and written to `benchmarks/results/instructions.md`.
+`--reply` picks the answer (default `order`: the model of `bench_overhead.py`, every field
+required). `defaults-given` and `defaults-left-out` use the same order with fields that have
+defaults (a note and a gift-wrap flag on the order, a discount on each item): every field
+written, or the defaulted ones left out. Those are the two cases of the check for misnamed keys
+(a key that spells a field left at its default): with every field given it costs one comparison
+per model instance; with some left out, the reply's keys are read once more. `--calls SHORT
+LONG` and `--only A|B` make a quicker count. Results are printed and written to
+`benchmarks/results/instructions.md` (`instructions-<reply>.md` for another reply).
 """
 
 from __future__ import annotations
@@ -32,10 +39,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from pydantic import BaseModel
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _machine import publish, stamp, table
-from bench_overhead import REPLY, ServerProcess
+from bench_overhead import EXPECTED, REPLY, LineItem, Order, ServerProcess
 
 SHORT, LONG = 100, 300
 WARMUP = 20
@@ -44,7 +53,9 @@ CHILD = """
 import sys, gc
 sys.path.insert(0, {bench!r})
 import bench_overhead as b
-kind, n, url = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+import bench_instructions as i
+kind, n, url, reply = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+b.Order = i.REPLIES[reply][0]
 run = (b.bare_call if kind == "A" else b.healjson_call)(b.sync_client(url))
 for _ in range({warmup}):
     run()
@@ -54,7 +65,32 @@ for _ in range(n):
 """
 
 
-def collected(kind: str, calls: int, base_url: str, workdir: Path) -> int:
+class LineItemWithDefaults(LineItem):
+    discount: float = 0.0
+
+
+class OrderWithDefaults(Order):
+    items: list[LineItemWithDefaults]  # type: ignore[assignment]
+    note: str = ""
+    gift_wrap: bool = False
+
+
+_GIVEN = OrderWithDefaults.model_validate(
+    {
+        **EXPECTED.model_dump(),
+        "note": "leave at the door",
+        "gift_wrap": True,
+        "items": [{**item.model_dump(), "discount": 0.5} for item in EXPECTED.items],
+    }
+)
+REPLIES: dict[str, tuple[type[BaseModel], str]] = {
+    "order": (Order, REPLY),
+    "defaults-given": (OrderWithDefaults, _GIVEN.model_dump_json()),
+    "defaults-left-out": (OrderWithDefaults, EXPECTED.model_dump_json()),
+}
+
+
+def collected(kind: str, calls: int, base_url: str, workdir: Path, reply: str = "order") -> int:
     """Instructions callgrind counted for a client process making `calls` calls of `kind`."""
     script = CHILD.format(bench=str(Path(__file__).resolve().parent), warmup=WARMUP)
     out = workdir / f"callgrind.{kind}.{calls}"
@@ -69,6 +105,7 @@ def collected(kind: str, calls: int, base_url: str, workdir: Path) -> int:
             kind,
             str(calls),
             base_url,
+            reply,
         ],
         capture_output=True,
         text=True,
@@ -81,53 +118,61 @@ def collected(kind: str, calls: int, base_url: str, workdir: Path) -> int:
 
 
 def main() -> int:
-    argparse.ArgumentParser(description=__doc__.split("\n", 1)[0]).parse_args()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--reply", choices=sorted(REPLIES), default="order")
+    parser.add_argument("--calls", nargs=2, type=int, default=(SHORT, LONG))
+    parser.add_argument("--only", choices=("A", "B"))
+    args = parser.parse_args()
     if shutil.which("valgrind") is None:
         print("valgrind is not installed: nothing to count", file=sys.stderr)
         return 1
+    short, long = args.calls
+    kinds = (args.only,) if args.only else ("A", "B")
     with tempfile.TemporaryDirectory() as tmp:
-        server = ServerProcess([REPLY], Path(tmp), "content")
+        server = ServerProcess([REPLIES[args.reply][1]], Path(tmp), "content")
         try:
             counts = {
-                (kind, calls): collected(kind, calls, server.base_url, Path(tmp))
-                for kind in ("A", "B")
-                for calls in (SHORT, LONG)
+                (kind, calls): collected(kind, calls, server.base_url, Path(tmp), args.reply)
+                for kind in kinds
+                for calls in (short, long)
             }
         finally:
             server.stop()
     per_call = {
-        kind: (counts[(kind, LONG)] - counts[(kind, SHORT)]) / (LONG - SHORT) for kind in "AB"
+        kind: (counts[(kind, long)] - counts[(kind, short)]) / (long - short) for kind in kinds
     }
-    ratio = per_call["B"] / per_call["A"]
+    names = {"A": "A. bare `OpenAI` + `model_validate_json`", "B": "B. `healjson.wrap(OpenAI())`"}
     lines = [
         "# Instructions per happy-path call",
         "",
         *stamp(),
         "",
-        f"`.venv/bin/python benchmarks/bench_instructions.py`: callgrind over a client process "
-        f"making {SHORT} and {LONG} calls after {WARMUP} warm-up calls; per call = the "
-        f"difference / {LONG - SHORT}.",
+        f"`.venv/bin/python benchmarks/bench_instructions.py --reply {args.reply}`: callgrind "
+        f"over a client process making {short} and {long} calls after {WARMUP} warm-up calls; "
+        f"per call = the difference / {long - short}.",
         "",
         *table(
-            ["contender", f"total, {SHORT} calls", f"total, {LONG} calls", "per call"],
+            ["contender", f"total, {short} calls", f"total, {long} calls", "per call"],
             [
                 [
-                    name,
-                    f"{counts[(kind, SHORT)]:,}",
-                    f"{counts[(kind, LONG)]:,}",
+                    names[kind],
+                    f"{counts[(kind, short)]:,}",
+                    f"{counts[(kind, long)]:,}",
                     f"{per_call[kind]:,.0f}",
                 ]
-                for kind, name in (
-                    ("A", "A. bare `OpenAI` + `model_validate_json`"),
-                    ("B", "B. `healjson.wrap(OpenAI())`"),
-                )
+                for kind in kinds
             ],
         ),
-        "",
-        f"B / A: **{ratio:.4f}x** the instructions per call "
-        f"(+{per_call['B'] - per_call['A']:,.0f} per call).",
     ]
-    publish(lines, RESULTS)
+    if len(kinds) == 2:
+        ratio = per_call["B"] / per_call["A"]
+        lines += [
+            "",
+            f"B / A: **{ratio:.4f}x** the instructions per call "
+            f"(+{per_call['B'] - per_call['A']:,.0f} per call).",
+        ]
+    where = RESULTS if args.reply == "order" else RESULTS.with_name(f"instructions-{args.reply}.md")
+    publish(lines, where)
     return 0
 
 

@@ -412,3 +412,71 @@ def test_a_respelled_key_never_gives_way_to_the_default(data: st.DataObject) -> 
         assert written == outcome.value.model_dump()  # what the text says, every value
         if respelled != written:
             assert Flag.KEYS_ALIGNED in outcome.flags
+
+
+# -- pydantic-ai -------------------------------------------------------------------------------
+
+
+def _agent_run(replies: list[tuple[str, str]]) -> tuple[Any, list[int], Any, int]:
+    """A pydantic-ai agent with `HealCapability` whose model sends `replies` (tool name,
+    arguments) in turn: its output, the limits its tool ran with, the records, the calls."""
+    import asyncio
+
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from healjson.pydantic_ai import HealCapability
+
+    calls: list[int] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        name, arguments = replies[len(calls)]
+        calls.append(1)
+        return ModelResponse(parts=[ToolCallPart(name, arguments, f"call_{len(calls)}")])
+
+    capability: Any = HealCapability()
+    agent: Any = Agent(FunctionModel(model), output_type=Search, capabilities=[capability])
+    limits: list[int] = []
+
+    @agent.tool_plain
+    def search_tool(query: str, limit: int = 5) -> str:
+        limits.append(limit)
+        return "found"
+
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        output = agent.run_sync("Find.").output
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+    return output, limits, capability.records(), len(calls)
+
+
+def test_pydantic_ai_tool_arguments_and_output_read_the_field() -> None:
+    """pydantic-ai's own validation accepts both (the tool's default, the model's default):
+    the capability aligns the key, and pydantic-ai validates the aligned value."""
+    replies = [
+        ("search_tool", '{"query": "x", "LIMIT": 7}'),
+        ("final_result", '{"query": "x", "Limit": 8}'),
+    ]
+    output, limits, records, calls = _agent_run(replies)
+    assert Search(query="x", limit=8) == output
+    assert [7] == limits
+    assert [("healed", "tool"), ("healed", "output")] == [(r.action, r.kind) for r in records]
+    assert all(Flag.KEYS_ALIGNED in record.flags for record in records)
+    assert 2 == calls
+
+
+def test_pydantic_ai_two_keys_for_one_field_are_a_retry() -> None:
+    replies = [
+        ("search_tool", '{"query": "x", "LIMIT": 7, "Limit": 8}'),
+        ("search_tool", '{"query": "x", "limit": 7}'),
+        ("final_result", '{"query": "x"}'),
+    ]
+    output, limits, records, calls = _agent_run(replies)
+    assert Search(query="x") == output
+    assert [7] == limits  # the tool never ran with the default
+    assert "retry" == records[0].action
+    assert 3 == calls
