@@ -63,7 +63,7 @@ from healjson._core.flags import Flag
 from healjson._core.sentinels import NOTHING
 from healjson._core.target import Target
 
-from .defaults import left_out
+from .defaults import left_out, misspelled
 from .meter import charge
 from .shape import Shape, key_form, shape_of
 
@@ -158,9 +158,12 @@ def settled(target: Target[Any], data: Any, fit: Fit, context: Any = None) -> Fi
     was left out (`defaults.left_out`)."""
     if not left_out(target, fit.instance):
         return fit
+    shape = shape_of(target)
     aligner = _Aligner(keys_only=True)
     try:
-        reading = aligner.align(shape_of(target), data)
+        if not misspelled(shape, data):  # only the keys read: no key spells a field left out
+            return fit
+        reading = aligner.align(shape, data)
     except RecursionError:
         return fit
     if reading.count == _MANY or aligner.clashes:

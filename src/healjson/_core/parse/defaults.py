@@ -20,16 +20,15 @@ the value alone, without reading the text again:
 
 from __future__ import annotations
 
-import functools
-from typing import Any
+from typing import Any, Final, NamedTuple
 
-from pydantic import BaseModel, RootModel
+from pydantic import BaseModel
 
 from healjson._core.target import Target
 
-from .shape import Shape, shape_of
+from .shape import Shape, key_form, shape_of
 
-__all__ = ["left_out"]
+__all__ = ["left_out", "misspelled"]
 
 
 def left_out(target: Target[Any], instance: Any) -> bool:
@@ -47,8 +46,12 @@ def left_out(target: Target[Any], instance: Any) -> bool:
 def _left_out(shape: Shape, value: Any) -> bool:
     if shape.branches:
         return any(_left_out(branch, value) for branch in shape.branches if branch.defaults)
-    if isinstance(value, BaseModel):
-        return _model_left_out(shape, value)
+    cls = type(value)
+    model = _MODELS.get(cls, _UNKNOWN)
+    if model is _UNKNOWN:
+        model = _model_facts(cls)
+    if model is not None:
+        return _model_left_out(shape, value, model)
     if isinstance(value, dict):
         props = shape.props
         if props is not None:
@@ -72,22 +75,90 @@ def _left_out(shape: Shape, value: Any) -> bool:
 
 
 def _any_left_out(shape: Shape, values: Any) -> bool:
-    return any(_left_out(shape, value) for value in values)
+    for value in values:  # noqa: SIM110 (a loop: cheaper than a generator)
+        if _left_out(shape, value):
+            return True
+    return False
 
 
-def _model_left_out(shape: Shape, value: BaseModel) -> bool:
-    if isinstance(value, RootModel):
+def misspelled(shape: Shape, data: Any) -> bool:
+    """Whether an object of the JSON `data` that may leave a field out holds a key that is not
+    a property but has the key form of one it does not hold (`key_form`): the one case the key
+    rule (`align.settled`) can change; only the keys are read, along `Shape.deep`."""
+    if shape.branches:
+        return any(misspelled(branch, data) for branch in shape.branches if branch.defaults)
+    if isinstance(data, dict):
+        props = shape.props
+        if props is not None:
+            if shape.optional:
+                for key in data:
+                    if key not in props and isinstance(key, str):
+                        name = shape.forms.get(key_form(key))
+                        if name is not None and name not in data:
+                            return True
+            for name, sub in shape.deep:
+                if name in data and misspelled(sub, data[name]):
+                    return True
+        extra = shape.extra
+        if extra is not None and extra.defaults:
+            for value in data.values():
+                if misspelled(extra, value):
+                    return True
+        return False
+    if isinstance(data, list):
+        for sub, item in zip(shape.prefix, data, strict=False):
+            if sub.defaults and misspelled(sub, item):
+                return True
+        items = shape.items
+        if items is not None and items.defaults:
+            for item in data[len(shape.prefix) :]:
+                if misspelled(items, item):
+                    return True
+    return False
+
+
+class _Model(NamedTuple):
+    """What the walk needs of a model class, read once (a pydantic class attribute is slow to
+    read: its metaclass looks it up)."""
+
+    root: bool
+    fields: frozenset[str]
+    attributes: dict[str, str]  # the JSON names of each field (name, aliases) → attribute
+
+
+_UNKNOWN: Final[Any] = object()
+_MODELS: dict[type, _Model | None] = {}
+_MAX_MODELS: Final = 4096
+
+
+def _model_facts(cls: type) -> _Model | None:
+    """The facts of a model class, None for any other class (remembered either way)."""
+    fields = getattr(cls, "__pydantic_fields__", None) if issubclass(cls, BaseModel) else None
+    facts = None
+    if isinstance(fields, dict):
+        facts = _Model(bool(getattr(cls, "__pydantic_root_model__", False)), frozenset(fields), {})
+        for name, info in fields.items():
+            for key in (name, info.alias, info.validation_alias):
+                if isinstance(key, str):
+                    facts.attributes.setdefault(key, name)
+    if len(_MODELS) >= _MAX_MODELS:
+        _MODELS.clear()
+    _MODELS[cls] = facts
+    return facts
+
+
+def _model_left_out(shape: Shape, value: Any, model: _Model) -> bool:
+    if model.root:
         return _left_out(shape, value.root)
     if shape.optional:
         given = value.__pydantic_fields_set__
-        fields = type(value).__pydantic_fields__
-        if len(given) < len(fields):
+        if len(given) < len(model.fields):
             return True
-        if value.__pydantic_extra__ and not given >= fields.keys():  # extra keys are in `given`
+        if value.__pydantic_extra__ and not given >= model.fields:  # extra keys are in `given`
             return True
     if not shape.deep:
         return False
-    names = _attributes(type(value))
+    names = model.attributes
     for name, sub in shape.deep:
         attribute = names.get(name)
         if attribute is None:
@@ -95,15 +166,3 @@ def _model_left_out(shape: Shape, value: BaseModel) -> bool:
         if _left_out(sub, getattr(value, attribute)):
             return True
     return False
-
-
-@functools.lru_cache(maxsize=1024)
-def _attributes(model: type[BaseModel]) -> dict[str, str]:
-    """The attribute of each name the JSON may carry for a field: its name, alias, validation
-    alias."""
-    found: dict[str, str] = {}
-    for name, info in model.__pydantic_fields__.items():
-        for key in (name, info.alias, info.validation_alias):
-            if isinstance(key, str):
-                found.setdefault(key, name)
-    return found
