@@ -30,21 +30,22 @@ different readings fit anywhere, nothing is applied (ambiguous) and L2 reports t
 
 The verdict stays with pydantic: the one reading is kept only if it validates.
 
-A validation that succeeds is not the end either (`settled`). pydantic ignores a key that is
-not a field and fills the field with its default, so a key the model misspelled would lose its
-value without a word: `{"query": "x", "LIMIT": 7}` would be `limit=5`. So wherever an object of
-the validated value did not get all its fields from the text (`defaults.py` says so from the
-value alone, cheaply; a target with no field that may be left out pays nothing), its keys are
-read again by the key rule above and nothing else (no reshape): a key that is not a field but
-spells exactly one field the object does not hold is that field (`keys_aligned`), at every depth,
-and the data is validated again. The aligned value is kept when it validates and differs from
-the first (when equal, the key was read after all, a field's name beside its alias, or it holds
-the default); when it fails, its errors stand (a diagnostic, a repair); when two keys of one
-object spell one such field, nothing is chosen: the failure names the field and its keys
-(`misnamed_keys`). A model that keeps extra keys (`extra="allow"`) is read the same way (such a
-key is almost surely the field left at its default, not an extra); one that forbids them fails
-validation, and the reading above applies. A JSON Schema target's value is a dict: a property
-left out is one it does not hold, whatever `additionalProperties` says.
+A validation that succeeds is not the end either (`settled`). pydantic ignores a key that is not
+a field and fills the field with its default, so a key the model misspelled would lose its value
+without a word: `{"query": "x", "LIMIT": 7}` would be `limit=5`. So wherever an object of the
+validated value did not get all its fields from the text (`defaults.py` says so from the value
+alone, cheaply; a target with no field that may be left out pays nothing), its keys are read
+again by the key rule above and nothing else (no reshape): a key that is not a field but spells
+exactly one field the object does not hold is that field (`keys_aligned`), at every depth, and
+the data is validated again. The aligned value is kept when it validates and gives other fields
+than the first (when not, the key was read after all: a field's name beside its alias); a key
+that holds the default's value is aligned too (the field is then given); when it fails, its
+errors stand (a diagnostic, a repair); when two keys of one object spell one such field, nothing
+is chosen: the failure names the field and its keys (`misnamed_keys`). A model that keeps extra
+keys (`extra="allow"`) is read the same way (such a key is almost surely the field left at its
+default, not an extra); one that forbids them fails validation, and the reading above applies. A
+JSON Schema target's value is a dict: a property left out is one it does not hold, whatever
+`additionalProperties` says.
 """
 
 from __future__ import annotations
@@ -171,10 +172,18 @@ def settled(target: Target[Any], data: Any, fit: Fit, context: Any = None) -> Fi
     if reading.value is data or Flag.KEYS_ALIGNED not in reading.flags:
         return fit
     trial = _validate(target, reading.value, _flags(fit.flags, reading.flags), context)
-    if trial.ok and answer_key(target, trial.instance) == answer_key(target, fit.instance):
-        return fit  # the key was read after all (a field's name beside its alias), or the
-        # value it holds is the default
+    if trial.ok and _given(target, trial.instance) == _given(target, fit.instance):
+        return fit  # the key was read after all (a field's name beside its alias)
     return trial
+
+
+def _given(target: Target[Any], instance: Any) -> bytes:
+    """The answer as the text gave it: its JSON dump without the fields left at their
+    defaults (a field written with its default's value counts as given)."""
+    try:
+        return to_json(target.adapter.dump_python(instance, mode="json", exclude_unset=True))
+    except Exception:  # a serializer that fails, an adapter without the option
+        return answer_key(target, instance)
 
 
 def answer_key(target: Target[Any], instance: Any) -> bytes:
