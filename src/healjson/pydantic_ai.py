@@ -7,16 +7,20 @@ structured output locally, before pydantic-ai validates them.
 `wrap_output_validate` hooks). pydantic-ai stays the validator of record: each tool call's
 arguments, and the final output, go to pydantic-ai's own validation first. Only when that fails
 does healjson's L1 read the text the model sent, against the tool's (or the output's) own
-validator and JSON schema: a code fence, single quotes, a trailing comma, a key in the wrong case,
-`"5"` for an integer are repaired locally, and pydantic-ai validates the repaired arguments, so
-no model call is spent on them. What L1 cannot save (a string cut by the token limit, a value the
-schema rejects) becomes pydantic-ai's retry, its message carrying healjson's diagnostics (for
-each problem the value, the rule and the fix). Contracts (`contracts=` for the output,
-`tool_contracts={name: [...]}` per tool; healjson `@contract` rules) judge the value pydantic-ai
-validated; a violation is a retry (`ModelRetry`) naming the breach, except a rule declared
-`on_fail="warn"`, which keeps the value and is recorded; a contract that raises is a bug of
-the contract, and stops the run with pydantic-ai's `UserError`. Nothing is ever passed on that
-pydantic-ai did not validate, or that a contract did not judge.
+validator and JSON schema: a code fence, single quotes, a trailing comma, a key in the wrong
+case, `"5"` for an integer are repaired locally, and pydantic-ai validates the repaired
+arguments, so no model call is spent on them. A value pydantic-ai accepts is read once more
+where the text left out a field that has a default: pydantic-ai fills it with the default and
+ignores an unknown key, so a key that spells the field (`LIMIT` for `limit`) is aligned to it
+and pydantic-ai validates the aligned value (two keys for the field: a retry). What L1 cannot
+save (a string cut by the token limit, a value the schema rejects) becomes pydantic-ai's retry,
+its message carrying healjson's diagnostics (for each problem the value, the rule and the fix).
+Contracts (`contracts=` for the output, `tool_contracts={name: [...]}` per tool; healjson
+`@contract` rules) judge the value pydantic-ai validated; a violation is a retry (`ModelRetry`)
+naming the breach, except a rule declared `on_fail="warn"`, which keeps the value and is
+recorded; a contract that raises is a bug of the contract, and stops the run with pydantic-ai's
+`UserError`. Nothing is ever passed on that pydantic-ai did not validate, or that a contract did
+not judge.
 
 Every local repair and every retry healjson asked for is a `HealRecord` on the capability
 (`records(run_id)`: those of one run, by pydantic-ai's `result.run_id`) and a structured event
@@ -37,11 +41,11 @@ from types import SimpleNamespace
 from typing import Any, Literal, cast
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
-from pydantic_core import SchemaValidator, to_json, to_jsonable_python
+from pydantic_core import SchemaValidator, from_json, to_json, to_jsonable_python
 from typing_extensions import TypedDict, is_typeddict
 
 from ._core import events
-from ._core.check import evaluate
+from ._core.check import Evaluation, evaluate
 from ._core.contracts import (
     Contract,
     ContractContext,
@@ -53,6 +57,8 @@ from ._core.contracts import (
 from ._core.diagnostic import Diagnostic, Source
 from ._core.drive import drive_async, drive_sync
 from ._core.flags import Flag
+from ._core.parse.defaults import left_out
+from ._core.parse.shape import shape_of
 from ._core.policy import HealPolicy
 from ._core.repair import render_diagnostics
 from ._core.reply import Reply
@@ -176,6 +182,10 @@ class HealCapability(AbstractCapability[AgentDepsT]):
             tool = _tool(ctx, call.tool_name)
             target = None if tool is None else self._target(tool.args_validator, tool_def)
             validated = await step.heal(target, handler, exc)
+        else:
+            tool = _tool(ctx, call.tool_name)
+            target = None if tool is None else self._target(tool.args_validator, tool_def)
+            validated = await step.settle(target, handler, validated)
         return cast(ValidatedToolArgs, await step.judge(rules, validated))
 
     # -- output -------------------------------------------------------------------------
@@ -197,6 +207,9 @@ class HealCapability(AbstractCapability[AgentDepsT]):
             validated = await handler(output)
         except ValidationError as exc:
             validated = await step.heal(self._output_target(ctx, output_context), handler, exc)
+        else:
+            target = self._output_target(ctx, output_context)
+            validated = await step.settle(target, handler, validated)
         return await step.judge(self._rules, validated)
 
     # -- targets ------------------------------------------------------------------------
@@ -286,18 +299,7 @@ class _Step:
         pydantic-ai again; a `ModelRetry` with healjson's diagnostics when nothing is saved."""
         if target is None:
             raise failure
-        policy = self.owner.policy or HealPolicy()
-        context = _mapping(self.ctx.validation_context)
-        reply = Reply(self.text, "length" if _cut(self.ctx) else None)
-        found = drive_sync(
-            evaluate(
-                target,
-                (),
-                reply,
-                ContractContext(extra=context) if context is not None else ContractContext(),
-                on_ambiguity=policy.on_ambiguity,
-            )
-        )
+        found = self._evaluate(target)
         if not found.ok:
             self._note("retry", diagnostics=found.diagnostics)
             raise ModelRetry(self._message(found.diagnostics)) from failure
@@ -307,6 +309,53 @@ class _Step:
         validated = await handler(data)
         self._note("healed", flags=found.parse.flags, value=data)
         return validated
+
+    async def settle(
+        self, target: Target[Any] | None, handler: Callable[[Any], Awaitable[Any]], validated: Any
+    ) -> Any:
+        """pydantic-ai accepted the raw value, but it fills a field the text left out with its
+        default and ignores a key that is not a field: where the text left one out and a key
+        spells it (L1's rule, `align.settled`), the aligned data is validated by pydantic-ai
+        again; two keys for the field, or an aligned value that fails, is a retry. Costs one
+        look at the raw data's keys where the target has a field that may be left out."""
+        if target is None or not shape_of(target).defaults:
+            return validated
+        raw = self.raw
+        try:
+            data = raw if isinstance(raw, dict) else from_json(raw)
+        except ValueError:
+            return validated
+        if not left_out(target, data):
+            return validated
+        found = self._evaluate(target)
+        if not found.ok:
+            if Flag.KEYS_ALIGNED in found.parse.flags or any(
+                diagnostic.rule == "misnamed_keys" for diagnostic in found.diagnostics
+            ):
+                self._note("retry", diagnostics=found.diagnostics)
+                raise ModelRetry(self._message(found.diagnostics))
+            return validated  # a failure of healjson's own: pydantic-ai's verdict stands
+        if Flag.KEYS_ALIGNED not in found.parse.flags:
+            return validated
+        data = _json_data(target, found.instance)
+        validated = await handler(data)
+        self._note("healed", flags=found.parse.flags, value=data)
+        return validated
+
+    def _evaluate(self, target: Target[Any]) -> Evaluation:
+        """L1 (and nothing else) on the raw value's text."""
+        policy = self.owner.policy or HealPolicy()
+        context = _mapping(self.ctx.validation_context)
+        reply = Reply(self.text, "length" if _cut(self.ctx) else None)
+        return drive_sync(
+            evaluate(
+                target,
+                (),
+                reply,
+                ContractContext(extra=context) if context is not None else ContractContext(),
+                on_ambiguity=policy.on_ambiguity,
+            )
+        )
 
     async def judge(self, rules: Sequence[Contract[Any]], value: Any) -> Any:
         """The contracts on pydantic-ai's validated value: a retry naming every breach that is

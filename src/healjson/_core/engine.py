@@ -29,6 +29,7 @@ from .flags import Flag
 from .items import ItemRepair, failed_items, merge_items
 from .outcome import Attempt, Degraded, Healed, Outcome, Reason
 from .parse import ParseResult
+from .parse.align import stands
 from .policy import HealPolicy
 from .redact import redact_params, redact_text, run_secrets
 from .repair import MAX_HISTORY_LINES, RepairPrompt, Strategy, history_line
@@ -377,6 +378,8 @@ def first_healed(
         instance = spec.target.validate_json(content, strict=True, context=context)
     except Exception:  # ValidationError, or text pydantic-core cannot read: L1 decides
         return None
+    if not stands(spec.target, content, instance, context):  # a key spells a field left at
+        return None  # its default: L1 aligns it, or says why it cannot
     usage = reply.usage or _estimated_usage(original, content)
     attempt = Attempt(
         number=1,

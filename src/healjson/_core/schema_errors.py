@@ -56,6 +56,15 @@ def _one(error: ErrorDetails, loc: tuple[str | int, ...]) -> Diagnostic:
     if kind == "missing":
         constraint = "is required"
         prescription = f"Add the required field {where} with a valid value."
+    elif kind == "misnamed_keys":  # several keys spell one field left at its default
+        constraint = msg
+        field = ctx.get("field")
+        prescription = (
+            f"Write the one value meant once, under the key `{field}`, and remove the keys "
+            f"{', '.join(f'`{key}`' for key in ctx.get('keys', ()))}."
+            if field
+            else "Write each field once, under its own name."
+        )
     elif kind == "extra_forbidden":
         constraint = "is not a field of the schema"
         prescription = f"Remove {where}; the schema does not define it."

@@ -26,6 +26,11 @@ The rules, each stated for any reply (none is fitted to a test case):
 5. **Linear time.** Every pass walks the reply once (or a bounded number of times); regexes on
    unbounded text are possessive or anchored, with no nested quantifiers; the tolerant reader is
    our own single pass (json-repair, used before, is super-linear on common shapes).
+6. **Valid is not enough.** A value that validates but left a field at its default while the
+   text holds a key spelling that field (`LIMIT` for `limit`) is not what the text says: the
+   key is aligned and the value validated again, or the reply fails (`align.settled`), on every
+   path that validates a reply (the fast path too; the check costs nothing where no field was
+   left out).
 """
 
 from .read import Ambiguity, check_ambiguity, parse, read, truncation_diagnostic

@@ -29,6 +29,23 @@ several with different values. A node that fits as written is read as written. W
 different readings fit anywhere, nothing is applied (ambiguous) and L2 reports the failure.
 
 The verdict stays with pydantic: the one reading is kept only if it validates.
+
+A validation that succeeds is not the end either (`settled`). pydantic ignores a key that is not
+a field and fills the field with its default, so a key the model misspelled would lose its value
+without a word: `{"query": "x", "LIMIT": 7}` would be `limit=5`. So wherever an object of the
+validated value did not get all its fields from the text (`defaults.py` says so from the value
+alone, cheaply; a target with no field that may be left out pays nothing), its keys are read
+again by the key rule above and nothing else (no reshape): a key that is not a field but spells
+exactly one field the object does not hold is that field (`keys_aligned`), at every depth, and
+the data is validated again. The aligned value is kept when it validates and gives other fields
+than the first (when not, the key was read after all: a field's name beside its alias); a key
+that holds the default's value is aligned too (the field is then given); when it fails, its
+errors stand (a diagnostic, a repair); when two keys of one object spell one such field, nothing
+is chosen: the failure names the field and its keys (`misnamed_keys`). A model that keeps extra
+keys (`extra="allow"`) is read the same way (such a key is almost surely the field left at its
+default, not an extra); one that forbids them fails validation, and the reading above applies. A
+JSON Schema target's value is a dict: a property left out is one it does not hold, whatever
+`additionalProperties` says.
 """
 
 from __future__ import annotations
@@ -47,10 +64,11 @@ from healjson._core.flags import Flag
 from healjson._core.sentinels import NOTHING
 from healjson._core.target import Target
 
+from .defaults import left_out, misspelled
 from .meter import charge
 from .shape import Shape, key_form, shape_of
 
-__all__ = ["Fit", "align", "answer_key", "number_word"]
+__all__ = ["Fit", "align", "answer_key", "number_word", "settled", "stands"]
 
 _SEPARATORS: Final = re.compile(r"[\s\-_]+")
 _LIST_SEPARATORS: Final = re.compile(r"[,;\n]")
@@ -106,7 +124,7 @@ def align(target: Target[Any], data: Any, context: Any = None) -> Fit:
     ambiguous. `context`: pydantic's validation context, in every validation."""
     fitted = _validate(target, data, context=context)
     if fitted.ok:
-        return fitted
+        return settled(target, data, fitted, context)
     try:
         reading = _Aligner().align(shape_of(target), data)
     except RecursionError:  # nested deeper than the reader goes: pydantic's errors stand
@@ -114,9 +132,58 @@ def align(target: Target[Any], data: Any, context: Any = None) -> Fit:
     if reading.count == _MANY or reading.value is data:
         return fitted
     trial = _validate(target, reading.value, reading.flags, context)
-    if trial.ok or len(trial.errors) < len(fitted.errors):
+    if trial.ok:
+        return settled(target, reading.value, trial, context)
+    if len(trial.errors) < len(fitted.errors):
         return trial
     return fitted
+
+
+def stands(target: Target[Any], text: str, instance: Any, context: Any = None) -> bool:
+    """Whether `instance`, validated from the JSON `text`, stands as it is: no key of the text
+    spells a field it left at its default (`settled` changes nothing)."""
+    if not left_out(target, instance):
+        return True
+    try:
+        data = from_json(text)
+    except Exception:  # pydantic-core read it: its parser should too; if not, L1 decides
+        return False
+    return settled(target, data, Fit(instance, data), context).instance is instance
+
+
+def settled(target: Target[Any], data: Any, fit: Fit, context: Any = None) -> Fit:
+    """`fit` (a validation of `data` that succeeded), unless a key of `data` is a spelling of a
+    field the value left at its default (the rule in the module docstring): then `data` with
+    such keys aligned, validated again (flag `keys_aligned`), or the failure that says why it
+    cannot be: the aligned data's errors, or two keys claiming one field. Cheap when no field
+    was left out (`defaults.left_out`)."""
+    if not left_out(target, fit.instance):
+        return fit
+    shape = shape_of(target)
+    aligner = _Aligner(keys_only=True)
+    try:
+        if not misspelled(shape, data):  # only the keys read: no key spells a field left out
+            return fit
+        reading = aligner.align(shape, data)
+    except RecursionError:
+        return fit
+    if reading.count == _MANY or aligner.clashes:
+        return Fit(NOTHING, data, fit.flags, _clashes(data, aligner.clashes))
+    if reading.value is data or Flag.KEYS_ALIGNED not in reading.flags:
+        return fit
+    trial = _validate(target, reading.value, _flags(fit.flags, reading.flags), context)
+    if trial.ok and _given(target, trial.instance) == _given(target, fit.instance):
+        return fit  # the key was read after all (a field's name beside its alias)
+    return trial
+
+
+def _given(target: Target[Any], instance: Any) -> bytes:
+    """The answer as the text gave it: its JSON dump without the fields left at their
+    defaults (a field written with its default's value counts as given)."""
+    try:
+        return to_json(target.adapter.dump_python(instance, mode="json", exclude_unset=True))
+    except Exception:  # a serializer that fails, an adapter without the option
+        return answer_key(target, instance)
 
 
 def answer_key(target: Target[Any], instance: Any) -> bytes:
@@ -149,6 +216,50 @@ def _validate(
     except Exception as exc:
         return Fit(NOTHING, data, flags, (_crash(exc),))
     return Fit(instance, data, tuple(dict.fromkeys((*flags, Flag.COERCED))))
+
+
+def _clashes(
+    data: Any, clashes: dict[int, tuple[str, tuple[str, ...]]]
+) -> tuple[ErrorDetails, ...]:
+    """The errors of a reading that cannot be settled: for each object where several keys spell
+    one field left at its default, that field (located by a walk of the data: linear)."""
+    errors: list[ErrorDetails] = []
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), data)]
+    while stack and len(errors) < len(clashes):
+        loc, node = stack.pop()
+        charge(1)
+        if isinstance(node, dict):
+            clash = clashes.get(id(node))
+            if clash is not None:
+                name, keys = clash
+                errors.append(_clash(loc, node, name, keys))
+            stack.extend(((*loc, key), value) for key, value in node.items())
+        elif isinstance(node, list):
+            stack.extend(((*loc, index), value) for index, value in enumerate(node))
+    if not errors:  # several readings of a union renamed different keys
+        errors.append(
+            {
+                "type": "misnamed_keys",
+                "loc": (),
+                "msg": "holds keys that are not fields but spell fields left out, in more than "
+                "one way the schema allows",
+                "input": data,
+            }
+        )
+    return tuple(errors)
+
+
+def _clash(
+    loc: tuple[str | int, ...], node: dict[str, Any], name: str, keys: tuple[str, ...]
+) -> ErrorDetails:
+    named = ", ".join(f"`{key}`" for key in keys)
+    return {
+        "type": "misnamed_keys",
+        "loc": (*loc, name),
+        "msg": f"is written under several keys that are not its name ({named})",
+        "input": {key: node[key] for key in keys},
+        "ctx": {"keys": keys, "field": name},
+    }
 
 
 def _crash(exc: Exception) -> ErrorDetails:
@@ -190,7 +301,10 @@ class _Aligner:
     """One alignment: each (schema node, data node) pair is read once, whatever the number of
     readings that reach it."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keys_only: bool = False) -> None:
+        self.keys_only = keys_only  # after a validation that succeeded: keys aligned, nothing
+        # reshaped, and two keys claiming one field make the reading ambiguous
+        self.clashes: dict[int, tuple[str, tuple[str, ...]]] = {}  # object id → field, keys
         self.memo: dict[tuple[int, int, bool], _Reading] = {}
         self.decoded: dict[int, Any] = {}  # decoded values stay alive, so no other node takes
         # their id, and a second reading finds the same objects
@@ -219,7 +333,7 @@ class _Aligner:
             reading = self._union(shape.branches, data, reshape)
         else:
             direct = self._direct(shape, data)
-            if _as_written(direct, data) or not reshape:
+            if _as_written(direct, data) or not reshape or self.keys_only:
                 reading = direct
             else:
                 reading = _choose([direct, *self._reshaped(shape, data)], data)
@@ -244,7 +358,7 @@ class _Aligner:
             return self._array(shape, data)
         if not shape.kinds or _scalar_fits(shape.kinds, data):
             return _Reading(data)
-        if isinstance(data, str) and shape.kinds & {"integer", "number"}:
+        if isinstance(data, str) and shape.kinds & {"integer", "number"} and not self.keys_only:
             charge(len(data))
             number = number_word(data)
             if number is not None:
@@ -264,6 +378,10 @@ class _Aligner:
         out: dict[str, Any] = {}
         flags: list[Flag] = [Flag.KEYS_ALIGNED] if renames else []
         count, changed = _ONE, bool(renames)
+        if self.keys_only and len(renames) < len(claims):
+            name, keys = next((name, keys) for name, keys in claims.items() if len(keys) > 1)
+            self.clashes[id(data)] = (name, tuple(keys))
+            count = _MANY
         for key, value in data.items():
             name = renames.get(key, key)
             sub = props.get(name, shape.extra)

@@ -23,7 +23,8 @@ from healjson._core.flags import Flag
 from healjson._core.sentinels import NOTHING
 from healjson._core.target import Target, target_for
 
-from .align import Fit, align, answer_key
+from .align import Fit, align, answer_key, settled
+from .defaults import left_out
 from .lenient import MAX_REPAIR_CHARS, RepairBudget, lenient_loads, partial_loads
 from .meter import charge
 from .result import ParseResult
@@ -150,7 +151,9 @@ def _read(ctx: _Context, text: Any, depth: int) -> ParseResult:
         except Exception:  # ValidationError, or a surrogate pydantic-core cannot encode
             pass
         else:  # the JSON data is only decoded if someone reads it
-            return ParseResult(instance=instance, lazy_text=text)
+            if not left_out(target, instance):
+                return ParseResult(instance=instance, lazy_text=text)
+            return _settled(ctx, text, instance)
     try:
         whole = from_json(text)
     except Exception:
@@ -195,6 +198,17 @@ def _read(ctx: _Context, text: Any, depth: int) -> ParseResult:
             flags = (Flag.REASONING_SET_ASIDE, *inner.flags)
             return inner.replace(flags=flags, reasoning=reasoning, answer=answer)
     return _slow_path(ctx, stripped)
+
+
+def _settled(ctx: _Context, text: str, instance: Any) -> ParseResult:
+    """A strictly valid reply whose value left a field at its default: a key of the text may be
+    that field misspelled (`align.settled`)."""
+    assert ctx.target is not None
+    data = from_json(text)
+    fitted = settled(ctx.target, data, Fit(instance, data), ctx.validation)
+    if fitted.instance is instance:
+        return ParseResult(instance=instance, lazy_text=text)
+    return _fitted(fitted, ()) if fitted.ok else _failed(fitted, ())
 
 
 def _slow_path(ctx: _Context, text: str) -> ParseResult:

@@ -6,6 +6,10 @@ required, what it says of other keys, its item shapes, and — for `anyOf` / `on
 `Optional` field, a union) — its branches. Local `$ref`s become shared nodes, so a recursive
 model is a cycle of shapes, compiled once. A node with nothing to check (`Any`, an unknown
 keyword) is `free`: any value fits it as written.
+
+Each node also knows whether a key may be left out of an object at it or below (`defaults`: an
+object with a property that is not required and no ban on other keys): only there can a key of
+the answer be a misspelling of a field that validation left at its default (`defaults.py`).
 """
 
 from __future__ import annotations
@@ -42,6 +46,9 @@ class Shape:
     branches: tuple[Shape, ...] = ()
     forms: dict[str, str] = field(default_factory=dict)  # key form → the one property with it
     list_field: str | None = None  # the one array property, when every other is optional
+    optional: bool = False  # an object whose property may be left out, other keys not banned
+    defaults: bool = False  # this node or one below it is `optional`
+    deep: tuple[tuple[str, Shape], ...] = ()  # the properties whose shapes have `defaults`
 
     @property
     def free(self) -> bool:
@@ -53,7 +60,38 @@ class Shape:
 def shape_of(target: Target[Any]) -> Shape:
     """The compiled shape of `target`'s JSON schema (free when it has none)."""
     root = target.json_schema
-    return _compile(root, root, {}) if isinstance(root, dict) else Shape()
+    shape = _compile(root, root, {}) if isinstance(root, dict) else Shape()
+    _mark_defaults(shape)
+    return shape
+
+
+def _children(node: Shape) -> list[Shape]:
+    found = [*node.branches, *node.prefix, *(node.props or {}).values()]
+    found += [sub for sub in (node.extra, node.items) if sub is not None]
+    return found
+
+
+def _mark_defaults(root: Shape) -> None:
+    """Set `optional`, `defaults` and `deep` on every node (a fixed point: `$ref` cycles)."""
+    nodes: dict[int, Shape] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) not in nodes:
+            nodes[id(node)] = node
+            stack.extend(_children(node))
+    for node in nodes.values():
+        props = node.props
+        node.optional = props is not None and not node.closed and not props.keys() <= node.required
+        node.defaults = node.optional
+    changed = True
+    while changed:
+        changed = False
+        for node in nodes.values():
+            if not node.defaults and any(child.defaults for child in _children(node)):
+                node.defaults = changed = True
+    for node in nodes.values():
+        node.deep = tuple((name, sub) for name, sub in (node.props or {}).items() if sub.defaults)
 
 
 def _compile(root: dict[str, Any], schema: Any, refs: dict[str, Shape]) -> Shape:

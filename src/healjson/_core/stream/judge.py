@@ -18,7 +18,8 @@ only in narrow cases:
   field reads other fields (`ValidationInfo`); it is validated by the model itself, as the final
   check does (JSON mode, lax, its validators and config); and it is a breach only when L1's
   alignment cannot make the member fit either (a bound, a length, a pattern, a validator's
-  `ValueError`) — a number word or an enum in another case is left to the final check. (An
+  `ValueError`) — a number word or an enum in another case is left to the final check, and so is
+  an accepted member that holds a key spelling a field left at its default (`align.settled`). (An
   `after` model validator or `model_post_init` never runs on a rejected field, but may change
   an accepted one: such a model's fields are not handed to contracts early.)
 
@@ -52,7 +53,7 @@ from pydantic import BaseModel, RootModel, ValidationError, create_model
 from pydantic_core import ErrorDetails, to_json
 
 from healjson._core.json_schema import JsonSchema, json_schema_of
-from healjson._core.parse.align import align
+from healjson._core.parse.align import Fit, align, settled
 from healjson._core.target import target_for
 
 __all__ = ["FieldVerdict", "Stand", "judge_field", "judge_schema_field"]
@@ -77,8 +78,9 @@ def judge_field(model: type[BaseModel], key: str, data: Any, context: Any = None
     probe = _probe(model, key)
     if probe is None:
         return _NOT_JUDGED
+    member = {key: data}
     try:
-        raw = to_json({key: data}, inf_nan_mode="constants")
+        raw = to_json(member, inf_nan_mode="constants")
         instance = probe.model_validate_json(raw, context=context)
     except ValidationError as exc:
         errors = [e for e in exc.errors() if e["loc"][:1] == (key,)]
@@ -92,6 +94,9 @@ def judge_field(model: type[BaseModel], key: str, data: Any, context: Any = None
     except Exception:  # a validator that fails oddly: the final check decides
         return _NOT_JUDGED
     if _reshaped_after(model):  # the final value may differ: not one for contracts to read
+        return _NOT_JUDGED
+    # a key inside it that spells a field left at its default: the final check decides
+    if settled(target_for(probe), member, Fit(instance, member), context).instance is not instance:
         return _NOT_JUDGED
     return FieldVerdict(True, getattr(instance, key))
 
@@ -114,6 +119,9 @@ def judge_schema_field(schema: JsonSchema, key: str, data: Any) -> FieldVerdict:
             return _NOT_JUDGED
         return FieldVerdict(True, errors=tuple(errors))
     except Exception:  # a validator that fails oddly: the final check decides
+        return _NOT_JUDGED
+    member = {key: data}
+    if settled(target, member, Fit(value, member)).instance is not value:  # a key to align
         return _NOT_JUDGED
     return FieldVerdict(True, value[key])
 

@@ -41,6 +41,7 @@ from pydantic_core import ErrorDetails, to_json
 from healjson._core.contracts import BLOCKING, Contract, ContractContext, run_contracts
 from healjson._core.diagnostic import Diagnostic, Source
 from healjson._core.parse import truncation_diagnostic
+from healjson._core.parse.align import Fit, settled
 from healjson._core.reply import Reply, ToolCall, Usage
 from healjson._core.schema_errors import schema_diagnostics
 from healjson._core.target import JsonSchema, Target, list_item_type, target_for
@@ -214,17 +215,20 @@ class StreamSession:
 
     def _judge_item(self, index: int, data: Any) -> None:
         adapter = _adapter(self._item_type)
+        context = self._ctx.validation_context
         try:  # as the final check validates: the JSON text, lax
-            item = adapter.validate_json(
-                to_json(data, inf_nan_mode="constants"), context=self._ctx.validation_context
-            )
+            item = adapter.validate_json(to_json(data, inf_nan_mode="constants"), context=context)
         except ValidationError as exc:
-            errors = _relocated(exc, index)
-            self.held[index] = tuple(schema_diagnostics(errors, self._reader.root))
-            self.new_held.append(index)
+            self._hold(index, exc.errors())
             return
         except Exception:  # a validator that fails oddly: the final check decides
             return
+        # as the final check reads it: a key that spells a field left at its default is it
+        fit = settled(target_for(self._item_type), data, Fit(item, data), context)
+        if not fit.ok:
+            self._hold(index, fit.errors)
+            return
+        item = fit.instance
         if self._item_contracts:
             found = _sync_contracts(self._item_contracts, item, self._ctx)
             if found is None:  # an async contract: judged at the end
@@ -235,6 +239,11 @@ class StreamSession:
                 return
         self.accepted[index] = item
         self.new_items.append((index, item))
+
+    def _hold(self, index: int, errors: Sequence[ErrorDetails]) -> None:
+        moved = _relocated(errors, index)
+        self.held[index] = tuple(schema_diagnostics(moved, self._reader.root))
+        self.new_held.append(index)
 
     def _judge_field(self, key: str, value: Any) -> None:
         model = self._model
@@ -406,10 +415,10 @@ def _adapter(type_: Any) -> TypeAdapter[Any]:
     return TypeAdapter(type_)
 
 
-def _relocated(exc: ValidationError, head: str | int) -> list[ErrorDetails]:
+def _relocated(errors: Sequence[ErrorDetails], head: str | int) -> list[ErrorDetails]:
     """The errors of a member validated alone, located in the whole value."""
     out: list[ErrorDetails] = []
-    for error in exc.errors():
+    for error in errors:
         moved = error.copy()  # a TypedDict: a copy with the location changed
         moved["loc"] = (head, *error["loc"])
         out.append(moved)
