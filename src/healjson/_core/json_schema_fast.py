@@ -21,7 +21,9 @@ Both mean the same thing, because the compiled validator is only asked where the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import re
+
+from collections.abc import Callable
 from typing import Any, Final
 
 __all__ = ["fast_is_valid"]
@@ -34,12 +36,18 @@ _DRAFTS: Final = {
 }
 """`jsonschema`'s validator class name -> `jsonschema-rs`'s (same name, same draft)."""
 _JSONSCHEMA_ONLY: Final = frozenset(
-    {"patternProperties", "unevaluatedProperties", "unevaluatedItems", "$id", "id"}
+    {"patternProperties", "unevaluatedProperties", "unevaluatedItems", "$id"}
     | {"$anchor", "$dynamicAnchor", "$dynamicRef", "$recursiveRef", "$recursiveAnchor"}
     | {"$vocabulary", "dependencies"}
 )
-"""Keys that keep a schema on `jsonschema` alone (looked for anywhere in the schema: a property
-of that name costs the fast path too, never a wrong answer)."""
+"""Keywords that keep a schema on `jsonschema` alone, wherever a subschema has them."""
+_SCHEMA_MAPS: Final = frozenset({"properties", "$defs", "definitions", "dependentSchemas"})
+_SCHEMA_LISTS: Final = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+_SCHEMAS: Final = frozenset(
+    {"items", "additionalItems", "additionalProperties", "not", "if", "then", "else"}
+    | {"contains", "propertyNames"}
+)
+_LOCAL_REFS: Final = ("#/$defs/", "#/definitions/")
 _DELEGATED: Final = ("pattern", "multipleOf")
 
 
@@ -52,7 +60,7 @@ def fast_is_valid(schema: dict[str, Any], checker: Any) -> Callable[[Any], bool]
     except ImportError:
         return None
     name = _DRAFTS.get(type(checker).__name__)
-    if name is None or any(key in _JSONSCHEMA_ONLY for key in _keys(schema)):
+    if name is None or not _within_reach(schema):
         return None
     keywords = {keyword: _delegate(checker, keyword) for keyword in _DELEGATED}
     try:
@@ -66,15 +74,21 @@ def fast_is_valid(schema: dict[str, Any], checker: Any) -> Callable[[Any], bool]
 
 
 def _delegate(checker: Any, keyword: str) -> type:
-    """A `jsonschema-rs` keyword that runs `jsonschema`'s own function for `keyword`."""
+    """A `jsonschema-rs` keyword that runs `jsonschema`'s own function for `keyword`
+    (`pattern`: the same `re.search` on a string, its regex compiled once)."""
     function = type(checker).VALIDATORS[keyword]
 
     class Delegated:
         def __init__(self, parent: dict[str, Any], value: Any, _path: Any) -> None:
             self.parent = parent
             self.value = value
+            self.search = re.compile(value).search if keyword == "pattern" else None
 
         def validate(self, instance: Any) -> None:
+            if self.search is not None:
+                if isinstance(instance, str) and self.search(instance) is None:
+                    raise ValueError("pattern fails")
+                return
             errors = function(checker, self.value, instance, self.parent)
             if errors is not None and next(iter(errors), None) is not None:
                 raise ValueError(f"{keyword} fails")
@@ -83,13 +97,27 @@ def _delegate(checker: Any, keyword: str) -> type:
     return Delegated
 
 
-def _keys(node: Any) -> Iterator[str]:
-    """Every key of every object in the schema (iteratively: no depth limit)."""
-    stack = [node]
+def _within_reach(schema: Any) -> bool:
+    """No subschema has a keyword of `_JSONSCHEMA_ONLY`, and every `$ref` names the root or a
+    definition (so no subschema is reached that this walk did not look at). The walk follows
+    the keywords that hold subschemas only: data (`enum`, `const`, `default`) and property
+    names are not keywords. Iterative: no depth limit."""
+    stack = [schema]
     while stack:
-        current = stack.pop()
-        if isinstance(current, dict):
-            yield from current
-            stack.extend(current.values())
-        elif isinstance(current, list):
-            stack.extend(current)
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        for key, value in node.items():
+            if key in _JSONSCHEMA_ONLY:
+                return False
+            if key == "$ref" and not (
+                isinstance(value, str) and (value == "#" or value.startswith(_LOCAL_REFS))
+            ):
+                return False
+            if key in _SCHEMA_MAPS and isinstance(value, dict):
+                stack.extend(value.values())
+            elif key in _SCHEMA_LISTS and isinstance(value, list):
+                stack.extend(value)
+            elif key in _SCHEMAS:
+                stack.append(value)
+    return True
