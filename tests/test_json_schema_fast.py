@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import healjson
 from healjson import Degraded, Healed
 from healjson._core.json_schema import SchemaAdapter, json_schema_of
-from healjson._core.target import _cached_target
+from healjson._core.target import clear_targets
 
 pytest.importorskip("jsonschema_rs")
 
@@ -39,13 +39,13 @@ STRINGS = st.sampled_from(["", "a", "a\n", "ab", "abc", "5", "\u0665", "B", "bc"
 @contextlib.contextmanager
 def without_fast_path() -> Iterator[None]:
     """`jsonschema-rs` not installed: its import fails (and no target built with it is reused)."""
-    _cached_target.cache_clear()
+    clear_targets()
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(sys.modules, "jsonschema_rs", None)
         try:
             yield
         finally:
-            _cached_target.cache_clear()
+            clear_targets()
 
 
 def some_of(
@@ -236,7 +236,7 @@ def test_validate_has_the_same_outcome_without_the_fast_path(
 ) -> None:
     schema, instances = case
     text = json.dumps(instances[0])
-    _cached_target.cache_clear()
+    clear_targets()
     fast = summary(healjson.validate(text, schema))
     with without_fast_path():
         assert SchemaAdapter(json_schema_of(schema))._fast is None
@@ -299,10 +299,10 @@ def test_a_schema_jsonschema_rs_cannot_compile_falls_back_to_jsonschema(
     monkeypatch.setattr(jsonschema_rs, "Draft202012Validator", refuse)
     schema = {"type": "string", "maxLength": 2}
     assert SchemaAdapter(json_schema_of(schema))._fast is None
-    _cached_target.cache_clear()  # the target built now, with the refusing class
+    clear_targets()  # the target built now, with the refusing class
     assert isinstance(healjson.validate('"ab"', schema), Healed)
     assert isinstance(healjson.validate('"abc"', schema), Degraded)
-    _cached_target.cache_clear()
+    clear_targets()
 
 
 def test_an_exception_in_the_fast_path_asks_jsonschema() -> None:
@@ -312,3 +312,28 @@ def test_an_exception_in_the_fast_path_asks_jsonschema() -> None:
     assert adapter.validate_python("ab") == "ab"
     with pytest.raises(ValueError, match="at most 3"):
         adapter.validate_python("abcd")
+
+
+def test_a_schema_dict_changed_in_place_is_a_new_target() -> None:
+    schema: dict[str, Any] = {"type": "integer", "maximum": 5}
+    assert isinstance(healjson.validate("7", schema), Degraded)
+    schema["maximum"] = 10
+    assert healed_value(healjson.validate("7", schema)) == 7
+    schema["maximum"] = 5
+    assert isinstance(healjson.validate("7", schema), Degraded)
+
+
+def test_schemas_that_render_alike_to_python_stay_apart() -> None:
+    # 1 == 1.0 == True in Python; not in JSON Schema's `const` (a boolean is not a number)
+    assert healed_value(healjson.validate("1", {"const": 1})) == 1
+    assert isinstance(healjson.validate("1", {"const": True}), Degraded)
+    assert healed_value(healjson.validate("1", {"const": 1.0})) == 1
+    # NaN is no JSON: refused however often its neighbours were used
+    healjson.validate("null", {"const": None})
+    with pytest.raises(TypeError, match="must be JSON data"):
+        healjson.validate("null", {"const": float("nan")})
+
+
+def healed_value(outcome: Any) -> Any:
+    assert isinstance(outcome, Healed), outcome
+    return outcome.value

@@ -22,7 +22,6 @@ Both mean the same thing, because the compiled validator is only asked where the
 from __future__ import annotations
 
 import re
-
 from collections.abc import Callable
 from typing import Any, Final
 
