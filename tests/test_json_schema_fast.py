@@ -337,3 +337,29 @@ def test_schemas_that_render_alike_to_python_stay_apart() -> None:
 def healed_value(outcome: Any) -> Any:
     assert isinstance(outcome, Healed), outcome
     return outcome.value
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        # keyword names as property names, in `enum` data, in `$defs` names: not keywords
+        {"type": "object", "properties": {"id": {"type": "string"}, "$id": {}, "dependencies": {}}},
+        {"enum": [{"patternProperties": 1}, "$dynamicRef"]},
+        {"$ref": "#/$defs/unevaluatedItems", "$defs": {"unevaluatedItems": {"type": "string"}}},
+    ],
+)
+def test_keyword_names_that_are_not_keywords_keep_the_fast_path(schema: dict[str, Any]) -> None:
+    assert SchemaAdapter(json_schema_of(schema))._fast is not None
+
+
+def test_the_same_schema_dict_is_canonicalised_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from healjson._core import target
+
+    clear_targets()
+    made: list[object] = []
+    real = target.json_schema_of
+    monkeypatch.setattr(target, "json_schema_of", lambda s: made.append(s) or real(s))
+    schema = {"type": "array", "items": {"type": "integer"}, "title": "Once"}
+    for _ in range(3):
+        assert healed_value(healjson.validate("[1, 2]", schema)) == [1, 2]
+    assert made == [schema]
