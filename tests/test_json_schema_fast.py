@@ -275,6 +275,14 @@ def test_the_fast_path_means_what_jsonschema_means(
         # regex-keyed properties: Rust's regex would pick the subschemas
         {"type": "object", "patternProperties": {"^a$": {"type": "integer"}}},
         {"$id": "https://example.com/s", "type": "object"},
+        # references that come back without going into the value: jsonschema cannot check
+        # them (the value "could not be checked"), jsonschema-rs calls every value valid
+        {"$ref": "#"},
+        {"anyOf": [{"$ref": "#/$defs/a"}], "$defs": {"a": {"allOf": [{"$ref": "#"}]}}},
+        {
+            "properties": {"p": {"$ref": "#/$defs/a"}},
+            "$defs": {"a": {"not": {"$ref": "#/$defs/a"}}},
+        },
     ],
 )
 def test_schemas_out_of_its_reach_keep_jsonschema_alone(schema: dict[str, Any]) -> None:
@@ -346,6 +354,12 @@ def healed_value(outcome: Any) -> Any:
         {"type": "object", "properties": {"id": {"type": "string"}, "$id": {}, "dependencies": {}}},
         {"enum": [{"patternProperties": 1}, "$dynamicRef"]},
         {"$ref": "#/$defs/unevaluatedItems", "$defs": {"unevaluatedItems": {"type": "string"}}},
+        # a recursive schema that goes into the value each time round
+        {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#"}}}},
+        {
+            "$ref": "#/$defs/t",
+            "$defs": {"t": {"anyOf": [{"type": "null"}, {"items": {"$ref": "#"}}]}},
+        },
     ],
 )
 def test_keyword_names_that_are_not_keywords_keep_the_fast_path(schema: dict[str, Any]) -> None:

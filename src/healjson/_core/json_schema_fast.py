@@ -13,6 +13,8 @@ Both mean the same thing, because the compiled validator is only asked where the
 - a schema with a keyword whose meaning depends on the regex engine or on an evaluation the two
   implement differently (`patternProperties`, `unevaluated*`, `$id` and the dynamic
   references) keeps `jsonschema` alone, as does a schema `jsonschema-rs` cannot compile;
+- a `$ref` that leads back to where it was without going into the value (`{"$ref": "#"}`:
+  `jsonschema` cannot check it, `jsonschema-rs` calls it valid) keeps `jsonschema` alone;
 - only a "valid" answer is taken: "invalid" (or any exception) asks `jsonschema`, whose answer
   is the one the errors describe.
 
@@ -47,6 +49,8 @@ _SCHEMAS: Final = frozenset(
     | {"contains", "propertyNames"}
 )
 _LOCAL_REFS: Final = ("#/$defs/", "#/definitions/")
+_IN_PLACE: Final = ("not", "if", "then", "else")
+_IN_PLACE_LISTS: Final = ("allOf", "anyOf", "oneOf")
 _DELEGATED: Final = ("pattern", "multipleOf")
 
 
@@ -59,7 +63,7 @@ def fast_is_valid(schema: dict[str, Any], checker: Any) -> Callable[[Any], bool]
     except ImportError:
         return None
     name = _DRAFTS.get(type(checker).__name__)
-    if name is None or not _within_reach(schema):
+    if name is None or not _within_reach(schema) or _loops_in_place(schema):
         return None
     keywords = {keyword: _delegate(checker, keyword) for keyword in _DELEGATED}
     try:
@@ -120,3 +124,77 @@ def _within_reach(schema: Any) -> bool:
             elif key in _SCHEMAS:
                 stack.append(value)
     return True
+
+
+def _loops_in_place(schema: dict[str, Any]) -> bool:
+    """Whether some `$ref` leads back to a schema it is reached from without going into the
+    value (through `allOf`, `anyOf`, `oneOf`, `not`, `if` / `then` / `else`, `$ref` only).
+    The references are the root's or a definition's (`_within_reach`)."""
+    edges: dict[int, list[Any]] = {}
+
+    def targets(node: Any) -> list[Any]:
+        if id(node) not in edges:
+            found: list[Any] = []
+            stack = [node]
+            while stack:
+                current = stack.pop()
+                if not isinstance(current, dict):
+                    continue
+                ref = current.get("$ref")
+                if isinstance(ref, str):
+                    found.append(_pointer(schema, ref))
+                for key in _IN_PLACE_LISTS:
+                    if isinstance(current.get(key), list):
+                        stack.extend(current[key])
+                stack.extend(current[key] for key in _IN_PLACE if key in current)
+            edges[id(node)] = found
+        return edges[id(node)]
+
+    starts = [schema, *(_pointer(schema, ref) for ref in _refs(schema))]
+    done: set[int] = set()
+    for start in starts:
+        path: set[int] = set()
+        stack: list[tuple[Any, bool]] = [(start, False)]
+        while stack:  # depth first, iteratively: a node on the current path twice is a loop
+            node, leaving = stack.pop()
+            if leaving:
+                path.discard(id(node))
+                done.add(id(node))
+                continue
+            if id(node) in path:
+                return True
+            if id(node) in done:
+                continue
+            path.add(id(node))
+            stack.append((node, True))
+            stack.extend((target, False) for target in targets(node))
+    return False
+
+
+def _refs(schema: Any) -> list[str]:
+    found: list[str] = []
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                found.append(ref)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
+
+
+def _pointer(root: Any, ref: str) -> Any:
+    """The node a local reference names (None when it names nothing)."""
+    node = root
+    for raw in ref[2:].split("/") if ref != "#" else ():
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
