@@ -4,7 +4,8 @@
 compared as canonical JSON text, share one cached target) and validates with `SchemaAdapter`,
 a stand-in for pydantic's `TypeAdapter` with the methods healjson calls on it:
 
-- validation by the maintained `jsonschema` package: the draft the schema's `$schema` names,
+- validation by the maintained `jsonschema` package (with the `fast` extra, `jsonschema-rs`
+  says "valid" first, meaning the same: `json_schema_fast`): the draft the schema's `$schema` names,
   Draft 2020-12 without one; the schema itself is checked when the target is built (a schema
   that is not valid JSON Schema, an unknown `$schema`, a `$ref` to anything outside the schema:
   `ValueError`, the caller's bug). `format` is an annotation, as the 2020-12 default says (a
@@ -31,6 +32,7 @@ from typing import Any, Final
 from pydantic_core import PydanticSerializationError, ValidationError, from_json, to_json
 
 from .json_schema_errors import line_errors
+from .json_schema_fast import fast_is_valid
 from .json_schema_lax import lax
 from .schema_refs import resolve_ref
 
@@ -137,6 +139,9 @@ class SchemaAdapter:
     def __init__(self, schema: JsonSchema) -> None:
         self.type_ = schema
         self._validator = _validator(schema.schema)
+        self._fast = fast_is_valid(schema.schema, self._validator)
+        """`jsonschema-rs`'s `is_valid` when installed and trusted with the schema
+        (`json_schema_fast`): a valid value costs no `jsonschema` run."""
 
     def validate_json(
         self, data: str | bytes | bytearray, /, *, strict: bool | None = None, **_: Any
@@ -174,6 +179,13 @@ class SchemaAdapter:
         return True
 
     def _checked(self, value: Any, strict: bool | None) -> Any:
+        fast = self._fast
+        if fast is not None:
+            try:
+                if fast(value):
+                    return value
+            except Exception:  # e.g. a string `jsonschema-rs` cannot read: `jsonschema` judges
+                pass
         validator = self._validator
         first = next(validator.iter_errors(value), None)
         if first is None:

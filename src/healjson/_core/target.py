@@ -14,10 +14,10 @@ import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import GenericAlias, UnionType
-from typing import Any, Generic, TypeAlias, TypeVar, _SpecialForm
+from typing import Any, Final, Generic, TypeAlias, TypeVar, _SpecialForm
 
 from pydantic import BaseModel, TypeAdapter
-from pydantic_core import SchemaValidator
+from pydantic_core import SchemaValidator, to_json
 
 from .json_schema import JsonSchema, SchemaAdapter, json_schema_of, resolve_ref
 
@@ -163,6 +163,8 @@ def target_for(type_: Any) -> Target[Any]:
     anything else (TypeError; ValueError for a dict that is not a usable JSON Schema)."""
     if isinstance(type_, Target):
         return type_
+    if type(type_) is dict:  # a JSON Schema: found by its rendering, not re-canonicalised
+        return _schema_target(type_)
     try:
         return _cached_target(type_)
     except TypeError as exc:
@@ -178,6 +180,38 @@ def target_for(type_: Any) -> Target[Any]:
         return Target(type_, _complete_adapter(type_))
     except Exception as exc:
         raise _bad_target(type_, exc) from exc
+
+
+_BY_RENDERING: dict[bytes, Target[Any]] = {}
+_RENDERINGS: Final = 512
+
+
+def _schema_target(schema: dict[str, Any]) -> Target[Any]:
+    """The target of a schema dict, found by its plain JSON rendering (`to_json`: several
+    times cheaper than the sorted canonical text, which it then needs only once per rendering:
+    the hot path of `validate(text, {...})` called with the same schema on every call). A
+    rendering stands for the schema it renders (`NaN` and infinities render as no JSON text
+    does, so a schema the canonical text refuses never shares one's target)."""
+    try:
+        key = to_json(schema, inf_nan_mode="constants")
+    except Exception:
+        key = None
+    if key is not None:
+        found = _BY_RENDERING.get(key)
+        if found is not None:
+            return found
+    target = _cached_target(json_schema_of(schema))
+    if key is not None:
+        if len(_BY_RENDERING) >= _RENDERINGS:
+            _BY_RENDERING.clear()
+        _BY_RENDERING[key] = target
+    return target
+
+
+def clear_targets() -> None:
+    """Forget every cached target (tests: a target built again, e.g. without `jsonschema-rs`)."""
+    _cached_target.cache_clear()
+    _BY_RENDERING.clear()
 
 
 def _bad_target(type_: Any, exc: Exception) -> TypeError:
