@@ -20,9 +20,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from healjson._core.provider_fault import fault_from_body
 from pydantic import BaseModel
 
+from healjson._core.provider_fault import fault_from_body
 from healjson._core.reply import Reply, ToolCall, Usage, remember_reader
 from healjson._core.stream.chunks import Delta
 from healjson._core.wire import WireFormat
