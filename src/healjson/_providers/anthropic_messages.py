@@ -203,9 +203,13 @@ def anthropic_request(
 ) -> dict[str, Any]:
     """Chat messages and parameters as an Anthropic Messages request: the system messages joined
     into the top-level `system`, OpenAI's `max_completion_tokens` named `max_tokens`."""
+    return _with_messages(messages, dict(params))
+
+
+def _with_messages(messages: Sequence[Mapping[str, Any]], body: dict[str, Any]) -> dict[str, Any]:
+    """`anthropic_request` into `body`, a fresh copy of the parameters."""
     system = [message_text(m.get("content")) for m in messages if m.get("role") == "system"]
-    turns = _turns([m for m in messages if m.get("role") != "system"])
-    body: dict[str, Any] = {**params, "messages": turns}
+    body["messages"] = _turns([m for m in messages if m.get("role") != "system"])
     if "max_completion_tokens" in body:  # OpenAI's name (the truncation strategy may set it)
         body["max_tokens"] = body.pop("max_completion_tokens")
     if system:
@@ -284,7 +288,7 @@ def messages_request(
     has none), `max_tokens` as given or `DEFAULT_MAX_TOKENS`."""
     body = {key: value for key, value in params.items() if key != "response_format"}
     body.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
-    return anthropic_request(messages, body)
+    return _with_messages(messages, body)
 
 
 # --- requests: the structured-output tiers, strongest first ----------------------------------

@@ -285,10 +285,14 @@ def tier_request(
     messages: Sequence[dict[str, Any]],
     params: Mapping[str, Any],
     originals: Sequence[Any] = (),
+    *,
+    text: str | None = None,
 ) -> tuple[JsonMode | None, dict[str, Any]]:
     """`generate_content` keywords asking for `target` in tier `mode` (`json_schema`,
     `json_object`, `prompt`), and the tier used. `originals`: the caller's own contents, sent
-    as given in place of the first messages (their text renditions), so no part is lost."""
+    as given in place of the first messages (their text renditions), so no part is lost.
+    `text`: the caller's `contents` when they are one text (`originals` its user content), sent
+    as it is when the request holds nothing more (google-genai reads a text as that content)."""
     extra: dict[str, Any] = {}
     if mode is None:  # the caller's own format
         shaped = list(messages)
@@ -302,7 +306,9 @@ def tier_request(
         if mode == "json_object":
             extra = {"response_mime_type": "application/json"}
     body = gemini_request(shaped, {**params, **extra})
-    if originals:
+    if text is not None and len(originals) == len(body["contents"]) == 1:
+        body["contents"] = text
+    elif originals:
         body["contents"] = [*originals, *body["contents"][len(originals) :]]
     return mode, body
 

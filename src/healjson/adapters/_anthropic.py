@@ -82,13 +82,14 @@ class AnthropicStreams(HealingAdapter):
         target and choice (healjson's tiers, or the caller's own format), as they read nothing
         else of a call's parameters; rebuilt when the wrapped client or the tier state is
         replaced."""
-        key = (target, chooses_format(params))
+        core = self._core
+        key = (target, chooses_format(params), core.is_async)
         found = self._routes.get(key)
-        wrapped, state = self.wrapped, self.format
+        wrapped, state = core.wrapped, self.format
         if found is not None and found[0] is wrapped and found[1] is state:
             return found[2], found[3]
         send = self._sender(response_model, params)
-        driver = _async_call if self.is_async else _sync_call
+        driver = _async_call if core.is_async else _sync_call
         call, checked = driver(None, None, target, send), self._enforcement(target, None)
         if len(self._routes) >= _MAX_ROUTES:
             self._routes.clear()
@@ -158,15 +159,17 @@ class Messages:
                 raise TypeError("tool_contracts= needs heal_tools=True")
             chosen = policy or owner.policy or _DEFAULT_POLICY
             return self._heal_tools(chosen, tool_contracts, messages, context, kwargs)
-        healer = owner.healer(response_model, contracts, policy, fallback, examples)
+        core = owner._core  # a plain object: its attributes read fast (the adapter proxies)
+        chosen = policy or core.policy or _DEFAULT_POLICY
+        healer = core.healers.get(response_model, contracts, chosen, fallback, examples)
         if kwargs.get("stream"):
             return owner._stream(healer, None, messages, context, kwargs)
         call, checked = owner._route(healer.target, response_model, kwargs)
-        if owner.is_async:
+        if core.is_async:
             return healer._arun_for(
-                owner.wrapped, call, messages, context, kwargs, enforcement=checked
+                core.wrapped, call, messages, context, kwargs, enforcement=checked
             )
-        return healer._run_for(owner.wrapped, call, messages, context, kwargs, enforcement=checked)
+        return healer._run_for(core.wrapped, call, messages, context, kwargs, enforcement=checked)
 
     def _heal_tools(
         self,
@@ -229,9 +232,9 @@ class HealingAnthropic(HealingAdapter):
         super().__init__(client, policy=policy)
         self.format = FormatState(check_mode(json_mode, NATIVE_MODES))
         self.messages = Messages(self)
-        # (target, caller's own format) -> the driver and enforcement of a call that is not a
+        # (target, caller's own format, async) -> the driver and enforcement of a call that is not a
         # stream, with the client and tier state they were built over (see `_route`)
-        self._routes: dict[tuple[Any, bool], tuple[Any, Any, Callable[..., Any], Any]] = {}
+        self._routes: dict[tuple[Any, bool, bool], tuple[Any, Any, Callable[..., Any], Any]] = {}
 
     def __repr__(self) -> str:
         return f"healjson.wrap({self.wrapped!r}, json_mode={self.format.mode!r})"
@@ -281,13 +284,14 @@ class HealingAnthropic(HealingAdapter):
         target and choice (healjson's tiers, or the caller's own format), as they read nothing
         else of a call's parameters; rebuilt when the wrapped client or the tier state is
         replaced."""
-        key = (target, chooses_format(params))
+        core = self._core
+        key = (target, chooses_format(params), core.is_async)
         found = self._routes.get(key)
-        wrapped, state = self.wrapped, self.format
+        wrapped, state = core.wrapped, self.format
         if found is not None and found[0] is wrapped and found[1] is state:
             return found[2], found[3]
         send = self._sender(response_model, params)
-        driver = _async_call if self.is_async else _sync_call
+        driver = _async_call if core.is_async else _sync_call
         call, checked = driver(None, None, target, send), self._enforcement(target, None)
         if len(self._routes) >= _MAX_ROUTES:
             self._routes.clear()
