@@ -231,7 +231,8 @@ def test_text_contents_reach_the_sdk_as_given(scripted_server: ScriptedServer) -
     finally:
         client.close()
 
-    assert isinstance(first, Healed) and isinstance(again, Healed)
+    assert isinstance(first, Healed)
+    assert isinstance(again, Healed)
     assert PROMPT == seen[0]  # the caller's text, as google-genai reads it
     sent = [(request.body or {})["contents"] for request in scripted_server.requests]
     assert [{"role": "user", "parts": [{"text": PROMPT}]}] == sent[0]
