@@ -253,6 +253,10 @@ def content_messages(contents: Any) -> tuple[list[Any], list[dict[str, Any]]]:
     messages, one per content (`model` is `assistant`). A text, or a list of texts and parts,
     is one user content (as google-genai reads it); a list of `Content`s (objects or dicts with
     `role` / `parts`) is those contents."""
+    if type(contents) is str:  # the common call: one text, one user content
+        return [{"role": "user", "parts": [{"text": contents}]}], [
+            {"role": "user", "content": contents}
+        ]
     items = list(contents) if isinstance(contents, list | tuple) else [contents]
     if not items or not all(_is_content(item) for item in items):
         parts = [{"text": item} if isinstance(item, str) else item for item in items]
