@@ -408,3 +408,33 @@ def test_the_dialect_keeps_structure_and_moves_the_rest_into_descriptions() -> N
         return set()
 
     assert keys(schema) <= kept
+
+
+def test_a_replaced_tier_state_or_client_reshapes_the_next_call(
+    scripted_server: ScriptedServer,
+) -> None:
+    from healjson.adapters._format import FormatState
+
+    scripted_server.extend([GOOD, GOOD, GOOD])
+    options: dict[str, Any] = {"base_url": scripted_server.anthropic_base_url,
+                               "api_key": "sk-test", "max_retries": 0, "timeout": 10.0}  # fmt: skip
+    clients = [anthropic.Anthropic(**options),
+               anthropic.Anthropic(**options, default_headers={"x-probe": "other"})]  # fmt: skip
+    healed: Any = healjson.wrap(clients[0])  # its internals are replaced below
+    ask_one: dict[str, Any] = {"model": "claude-test", "messages": USER, "max_tokens": 256}
+    try:
+        first = healed.messages.create(**ask_one, response_model=Person)
+        healed.format = FormatState("prompt")  # drivers built over the old state: not reused
+        second = healed.messages.create(**ask_one, response_model=Person)
+        healed.wrapped = clients[1]
+        third = healed.messages.create(**ask_one, response_model=Person)
+    finally:
+        for client in clients:
+            client.close()
+
+    assert [Healed, Healed, Healed] == [type(first), type(second), type(third)]
+    bodies = [request.body or {} for request in scripted_server.requests]
+    assert "output_config" in bodies[0]
+    assert "output_config" not in bodies[1]
+    assert "output_config" not in bodies[2]
+    assert "other" == scripted_server.requests[2].headers.get("x-probe")  # the new client's

@@ -211,3 +211,31 @@ def test_without_response_model_everything_passes_through(
         client.close()
     assert isinstance(response, genai_types.GenerateContentResponse)
     assert "hello" == response.text
+
+
+def test_text_contents_reach_the_sdk_as_given(scripted_server: ScriptedServer) -> None:
+    scripted_server.extend([GOOD, '{"name": "Ann"}', GOOD])
+    client = genai.Client(api_key="test-key", http_options=_options(scripted_server))
+    seen: list[Any] = []
+    original = client.models.generate_content
+
+    def spy(**kwargs: Any) -> Any:
+        seen.append(kwargs["contents"])
+        return original(**kwargs)
+
+    try:
+        client.models.generate_content = spy  # type: ignore[method-assign]
+        healed = healjson.wrap(client).models
+        first = healed.generate_content(model="gemini-test", contents=PROMPT, response_model=Person)
+        again = healed.generate_content(model="gemini-test", contents=PROMPT, response_model=Person)
+    finally:
+        client.close()
+
+    assert isinstance(first, Healed)
+    assert isinstance(again, Healed)
+    assert PROMPT == seen[0]  # the caller's text, as google-genai reads it
+    sent = [(request.body or {})["contents"] for request in scripted_server.requests]
+    assert [{"role": "user", "parts": [{"text": PROMPT}]}] == sent[0]
+    assert [{"text": PROMPT}] == sent[2][0]["parts"]  # a repair round: the text comes first
+    assert "model" == sent[2][1]["role"]
+    assert 3 == len(sent[2])

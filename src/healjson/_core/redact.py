@@ -173,11 +173,11 @@ def _named_forms(params: Mapping[str, Any] | None) -> set[str]:
     """The escaped forms of every string under a credential-like name in `params`."""
     if not params:
         return set()
-    for key, value in params.items():  # fast path: flat params with no credential name
+    for key, value in params.items():  # fast path: flat params, no string under a credential name
         kind = type(value)
-        if not (value is None or kind is str or kind is int or kind is float or kind is bool):
-            break
-        if type(key) is str and is_credential_name(key):
+        if value is None or kind is int or kind is float or kind is bool:
+            continue  # a number is a count (`max_tokens`), never a secret: none is collected
+        if kind is not str or (type(key) is str and is_credential_name(key)):
             break
     else:
         return set()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from .wire import WireFormat, formats
 
@@ -19,11 +19,13 @@ _FORMATS = formats()  # the registry's own list: formats registered later are in
 
 __all__ = [
     "SDK_COMPLETIONS",
+    "SDK_REPLIES",
     "Reply",
     "ToolCall",
     "Usage",
     "is_response",
     "read_completion",
+    "remember_reader",
     "to_reply",
 ]
 
@@ -142,6 +144,9 @@ def to_reply(obj: Any) -> Reply:
     kind = type(obj)
     if kind in SDK_COMPLETIONS:
         return read_completion(obj)  # the SDK's ChatCompletion: the hot path
+    fast = SDK_REPLIES.get(kind)
+    if fast is not None:  # another SDK's response class, read before: its format's fast reader
+        return fast(obj)
     if isinstance(obj, Reply):
         return obj
     if isinstance(obj, str):
@@ -176,6 +181,20 @@ def _by_shape(obj: Any) -> Reply:
     if fmt is None:
         raise TypeError(f"no wire format reads {type(obj).__name__}")
     return fmt.read_reply(obj)
+
+
+# other SDKs' response classes (Anthropic's `Message`, google-genai's `GenerateContentResponse`)
+# and the fast reader of each, added by a format's generic reader when it first reads one
+# (`remember_reader`): `to_reply` reads them with one lookup by the exact class, no dispatch
+SDK_REPLIES: dict[type, Callable[[Any], Reply]] = {}
+_MAX_REPLY_CLASSES: Final = 64  # a program makes few response classes: bounded all the same
+
+
+def remember_reader(kind: type, reader: Callable[[Any], Reply]) -> None:
+    """Read objects of exactly class `kind` with `reader` from now on (a format's fast reader,
+    which must agree with its generic one on every object of that class)."""
+    if kind not in SDK_REPLIES and len(SDK_REPLIES) < _MAX_REPLY_CLASSES:
+        SDK_REPLIES[kind] = reader
 
 
 # the fast reader of `SDK_COMPLETIONS`, the one a format names (`registry.register` installs

@@ -56,7 +56,9 @@ class WireFormat:
     read_chunk: Callable[[Any], Delta] | None = None
     """The `Delta` of a stream chunk this format reads."""
     fast_reply: Callable[[Any], Reply] | None = None
-    """The reader of `reply.SDK_COMPLETIONS` (one format may name it)."""
+    """A reader of the SDK's own response classes by attribute, agreeing with `read_reply` on
+    each: the first format naming one reads `reply.SDK_COMPLETIONS`; the others' readers are
+    remembered per class by their generic reader (`reply.remember_reader`)."""
     fast_chunk: Callable[[Any], Delta] | None = None
     """The reader of `stream.chunks.SDK_CHUNKS` (one format may name it)."""
     token_limit: Callable[[Mapping[str, Any]], tuple[str, Any] | None] | None = None

@@ -20,8 +20,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from pydantic import BaseModel
+
 from healjson._core.provider_fault import fault_from_body
-from healjson._core.reply import Reply, ToolCall, Usage
+from healjson._core.reply import Reply, ToolCall, Usage, remember_reader
 from healjson._core.stream.chunks import Delta
 from healjson._core.wire import WireFormat
 
@@ -43,6 +45,7 @@ __all__ = [
     "enforced_schema",
     "is_tier_rejection",
     "messages_request",
+    "read_message",
     "thinking_on",
     "tier_request",
     "used_tier",
@@ -57,7 +60,10 @@ FINISH = {"max_tokens": "length", "model_context_window_exceeded": "length",
 def _anthropic(obj: Any) -> Reply:
     """An Anthropic `Message`: text blocks joined as the content, `tool_use` blocks as tool
     calls, `thinking` blocks as the reasoning; a `refusal` stop's message is
-    `stop_details.explanation`, else the text."""
+    `stop_details.explanation`, else the text. The `anthropic` SDK's own class is read by
+    `read_message` from now on."""
+    if type(obj).__module__.startswith("anthropic.") and isinstance(obj, BaseModel):
+        remember_reader(type(obj), read_message)
     blocks = _get(obj, "content") or []
     texts = [str(_get(b, "text") or "") for b in blocks if _get(b, "type") == "text"]
     content: str | None = "".join(texts) if texts else None
@@ -83,6 +89,47 @@ def _anthropic(obj: Any) -> Reply:
         model,
         "\n\n".join(t for t in thoughts if t) or None,
         calls,
+    )
+
+
+def read_message(obj: Any) -> Reply:
+    """The `anthropic` SDK's `Message` with one text block (native structured output's answer),
+    read by plain attribute access; anything else goes to the generic reader (`_anthropic`),
+    with which it agrees on every message."""
+    try:
+        blocks, stop, usage, model = obj.content, obj.stop_reason, obj.usage, obj.model
+        if type(blocks) is not list or len(blocks) != 1 or type(model) is not str:
+            return _anthropic(obj)
+        block = blocks[0]
+        text = block.text if block.type == "text" else None
+        prompt, completion = usage.input_tokens, usage.output_tokens
+        read, written = usage.cache_read_input_tokens, usage.cache_creation_input_tokens
+        details = usage.output_tokens_details
+    except AttributeError:
+        return _anthropic(obj)
+    if (
+        type(text) is not str
+        or type(stop) is not str
+        or stop == "refusal"
+        or type(prompt) is not int
+        or type(completion) is not int
+        or details is not None
+    ):
+        return _anthropic(obj)
+    if read is None:
+        read = 0
+    elif type(read) is not int:
+        return _anthropic(obj)
+    if written is None:
+        written = 0
+    elif type(written) is not int:
+        return _anthropic(obj)
+    return Reply(
+        text,
+        FINISH.get(stop, stop),
+        None,
+        Usage(prompt + read + written, completion, False, 0, read, written, 1, model),
+        model,
     )
 
 
@@ -156,9 +203,13 @@ def anthropic_request(
 ) -> dict[str, Any]:
     """Chat messages and parameters as an Anthropic Messages request: the system messages joined
     into the top-level `system`, OpenAI's `max_completion_tokens` named `max_tokens`."""
+    return _with_messages(messages, dict(params))
+
+
+def _with_messages(messages: Sequence[Mapping[str, Any]], body: dict[str, Any]) -> dict[str, Any]:
+    """`anthropic_request` into `body`, a fresh copy of the parameters."""
     system = [message_text(m.get("content")) for m in messages if m.get("role") == "system"]
-    turns = _turns([m for m in messages if m.get("role") != "system"])
-    body: dict[str, Any] = {**params, "messages": turns}
+    body["messages"] = _turns([m for m in messages if m.get("role") != "system"])
     if "max_completion_tokens" in body:  # OpenAI's name (the truncation strategy may set it)
         body["max_tokens"] = body.pop("max_completion_tokens")
     if system:
@@ -237,7 +288,7 @@ def messages_request(
     has none), `max_tokens` as given or `DEFAULT_MAX_TOKENS`."""
     body = {key: value for key, value in params.items() if key != "response_format"}
     body.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
-    return anthropic_request(messages, body)
+    return _with_messages(messages, body)
 
 
 # --- requests: the structured-output tiers, strongest first ----------------------------------
@@ -476,6 +527,7 @@ FORMAT = WireFormat(
     reads_dict=_reads_dict,
     reads_chunk=_reads_chunk,
     read_chunk=_anthropic_event,
+    fast_reply=read_message,
     credential_attributes=("api_key", "auth_token", "_custom_headers", "_custom_query"),
     sdk_creates=(("anthropic.resources.messages.messages", ("Messages", "AsyncMessages")),),
     error_packages=frozenset({"anthropic"}),

@@ -18,7 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from healjson._core.reply import Reply, ToolCall, Usage
+from pydantic import BaseModel
+
+from healjson._core.reply import Reply, ToolCall, Usage, remember_reader
 from healjson._core.stream.chunks import Delta
 from healjson._core.wire import WireFormat
 
@@ -39,6 +41,7 @@ __all__ = [
     "enforced_schema",
     "gemini_request",
     "is_tier_rejection",
+    "read_response",
     "tier_request",
 ]
 
@@ -53,7 +56,10 @@ _GEMINI_FILTERED = frozenset(
 def _gemini(obj: Any) -> Reply:
     """A Gemini `GenerateContentResponse`: the first candidate's text parts as the content, its
     function calls as tool calls, its thought parts as the reasoning; a blocked prompt or a
-    safety stop is a content filter."""
+    safety stop is a content filter. google-genai's own class is read by `read_response` from
+    now on."""
+    if type(obj).__module__.startswith("google.genai.") and isinstance(obj, BaseModel):
+        remember_reader(type(obj), read_response)
     meta = _get_either(obj, "usage_metadata", "usageMetadata")
     model = _opt_str(_get_either(obj, "model_version", "modelVersion"))
     usage = None
@@ -91,21 +97,76 @@ def _gemini(obj: Any) -> Reply:
         )
         for index, f in enumerate(functions)
     )
-    raw_finish = _get_either(candidate, "finish_reason", "finishReason")
+    finish = _finish(_get_either(candidate, "finish_reason", "finishReason"))
+    reasoning = "\n\n".join(thoughts) or None
+    return Reply(content, finish, None, usage, model, reasoning, calls)
+
+
+def _finish(raw_finish: Any) -> str | None:
+    """A candidate's finish reason (an SDK enum, or its name) as OpenAI's finish reason."""
     name = getattr(raw_finish, "name", None)
     if not isinstance(name, str) or not name:
         name = None if raw_finish is None else str(raw_finish)
-    finish = None
-    if name is not None:
-        name = name.rsplit(".", 1)[-1].upper()
-        if name == "MAX_TOKENS":
-            finish = "length"
-        elif name in _GEMINI_FILTERED:
-            finish = "content_filter"
-        else:
-            finish = "stop" if name == "STOP" else name.lower()
-    reasoning = "\n\n".join(thoughts) or None
-    return Reply(content, finish, None, usage, model, reasoning, calls)
+    if name is None:
+        return None
+    name = name.rsplit(".", 1)[-1].upper()
+    if name == "MAX_TOKENS":
+        return "length"
+    if name in _GEMINI_FILTERED:
+        return "content_filter"
+    return "stop" if name == "STOP" else name.lower()
+
+
+def read_response(obj: Any) -> Reply:
+    """google-genai's `GenerateContentResponse` whose first candidate holds one text part (a
+    JSON answer's), read by plain attribute access; anything else goes to the generic reader
+    (`_gemini`), with which it agrees on every response."""
+    try:
+        candidates, meta, model = obj.candidates, obj.usage_metadata, obj.model_version
+        if type(candidates) is not list or not candidates or meta is None:
+            return _gemini(obj)
+        candidate = candidates[0]
+        parts = candidate.content.parts
+        if type(parts) is not list or len(parts) != 1:
+            return _gemini(obj)
+        part = parts[0]
+        text, thought, function = part.text, part.thought, part.function_call
+        prompt, completion = meta.prompt_token_count, meta.candidates_token_count
+        thinking, cached = meta.thoughts_token_count, meta.cached_content_token_count
+        raw_finish = candidate.finish_reason
+    except AttributeError:
+        return _gemini(obj)
+    if (
+        type(text) is not str
+        or not text
+        or thought
+        or function is not None
+        or type(model) is not str
+        or type(prompt) is not int
+        or type(completion) is not int
+    ):
+        return _gemini(obj)
+    if thinking is None:
+        thinking = 0
+    elif type(thinking) is not int:
+        return _gemini(obj)
+    if cached is None:
+        cached = 0
+    elif type(cached) is not int:
+        return _gemini(obj)
+    key = (type(raw_finish), raw_finish)
+    finish = _FINISHES.get(key, _UNSEEN)
+    if finish is _UNSEEN:
+        finish = _finish(raw_finish)
+        if len(_FINISHES) < 64:  # the SDK's enum members, a few strings: bounded
+            _FINISHES[key] = finish
+    usage = Usage(prompt, completion + thinking, False, thinking, cached, 0, 1, model)
+    return Reply(text, finish, None, usage, model)
+
+
+# finish reasons already mapped, by exact class and value (`_finish` reads an enum's name)
+_FINISHES: dict[tuple[type, Any], str | None] = {}
+_UNSEEN: Any = object()
 
 
 # what marks a Gemini stream piece without candidates: its usage, a blocked prompt's feedback,
@@ -192,6 +253,10 @@ def content_messages(contents: Any) -> tuple[list[Any], list[dict[str, Any]]]:
     messages, one per content (`model` is `assistant`). A text, or a list of texts and parts,
     is one user content (as google-genai reads it); a list of `Content`s (objects or dicts with
     `role` / `parts`) is those contents."""
+    if type(contents) is str:  # the common call: one text, one user content
+        return [{"role": "user", "parts": [{"text": contents}]}], [
+            {"role": "user", "content": contents}
+        ]
     items = list(contents) if isinstance(contents, list | tuple) else [contents]
     if not items or not all(_is_content(item) for item in items):
         parts = [{"text": item} if isinstance(item, str) else item for item in items]
@@ -224,10 +289,14 @@ def tier_request(
     messages: Sequence[dict[str, Any]],
     params: Mapping[str, Any],
     originals: Sequence[Any] = (),
+    *,
+    text: str | None = None,
 ) -> tuple[JsonMode | None, dict[str, Any]]:
     """`generate_content` keywords asking for `target` in tier `mode` (`json_schema`,
     `json_object`, `prompt`), and the tier used. `originals`: the caller's own contents, sent
-    as given in place of the first messages (their text renditions), so no part is lost."""
+    as given in place of the first messages (their text renditions), so no part is lost.
+    `text`: the caller's `contents` when they are one text (`originals` its user content), sent
+    as it is when the request holds nothing more (google-genai reads a text as that content)."""
     extra: dict[str, Any] = {}
     if mode is None:  # the caller's own format
         shaped = list(messages)
@@ -241,7 +310,9 @@ def tier_request(
         if mode == "json_object":
             extra = {"response_mime_type": "application/json"}
     body = gemini_request(shaped, {**params, **extra})
-    if originals:
+    if text is not None and len(originals) == len(body["contents"]) == 1:
+        body["contents"] = text
+    elif originals:
         body["contents"] = [*originals, *body["contents"][len(originals) :]]
     return mode, body
 
@@ -313,6 +384,7 @@ FORMAT = WireFormat(
     reads_dict=_reads_dict,
     reads_chunk=_reads_chunk,
     read_chunk=_gemini_piece,
+    fast_reply=read_response,
     # the API client's `api_key`; `_http_options.headers` carries `x-goog-api-key`; Vertex
     # credentials a token
     credential_attributes=("api_key", "_http_options.headers", "_credentials.token"),

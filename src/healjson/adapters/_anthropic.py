@@ -75,6 +75,27 @@ class AnthropicStreams(HealingAdapter):
             )
         return is_async_client(client, create)
 
+    def _route(
+        self, target: Any, response_model: Any, params: dict[str, Any]
+    ) -> tuple[Callable[..., Any], Enforcement | None]:
+        """The driver and enforcement check of a call that is not a stream: built once per
+        target and choice (healjson's tiers, or the caller's own format), as they read nothing
+        else of a call's parameters; rebuilt when the wrapped client or the tier state is
+        replaced."""
+        core = self._core
+        key = (target, chooses_format(params), core.is_async)
+        found = self._routes.get(key)
+        wrapped, state = core.wrapped, self.format
+        if found is not None and found[0] is wrapped and found[1] is state:
+            return found[2], found[3]
+        send = self._sender(response_model, params)
+        driver = _async_call if core.is_async else _sync_call
+        call, checked = driver(None, None, target, send), self._enforcement(target, None)
+        if len(self._routes) >= _MAX_ROUTES:
+            self._routes.clear()
+        self._routes[key] = (wrapped, state, call, checked)
+        return call, checked
+
     def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
         create = self.wrapped.messages.create
 
@@ -93,6 +114,7 @@ _READ_EVENTS = ShapeCheck(
 
 _READ_MESSAGE = ShapeCheck(lambda value: hasattr(value, "stop_reason"), "an Anthropic message")
 _DEFAULT_POLICY = HealPolicy()
+_MAX_ROUTES = 256  # cached drivers per client (as many as healers)
 _NO_TARGET: Any = None  # a driver without a JSON tier never shapes a request for a target
 
 
@@ -137,18 +159,17 @@ class Messages:
                 raise TypeError("tool_contracts= needs heal_tools=True")
             chosen = policy or owner.policy or _DEFAULT_POLICY
             return self._heal_tools(chosen, tool_contracts, messages, context, kwargs)
-        healer = owner.healer(response_model, contracts, policy, fallback, examples)
+        core = owner._core  # a plain object: its attributes read fast (the adapter proxies)
+        chosen = policy or core.policy or _DEFAULT_POLICY
+        healer = core.healers.get(response_model, contracts, chosen, fallback, examples)
         if kwargs.get("stream"):
             return owner._stream(healer, None, messages, context, kwargs)
-        send = owner._sender(response_model, kwargs)
-        checked = owner._enforcement(healer.target, None)
-        if owner.is_async:
-            call = _async_call(None, None, healer.target, send)
+        call, checked = owner._route(healer.target, response_model, kwargs)
+        if core.is_async:
             return healer._arun_for(
-                owner.wrapped, call, messages, context, kwargs, enforcement=checked
+                core.wrapped, call, messages, context, kwargs, enforcement=checked
             )
-        call = _sync_call(None, None, healer.target, send)
-        return healer._run_for(owner.wrapped, call, messages, context, kwargs, enforcement=checked)
+        return healer._run_for(core.wrapped, call, messages, context, kwargs, enforcement=checked)
 
     def _heal_tools(
         self,
@@ -211,6 +232,9 @@ class HealingAnthropic(HealingAdapter):
         super().__init__(client, policy=policy)
         self.format = FormatState(check_mode(json_mode, NATIVE_MODES))
         self.messages = Messages(self)
+        # (target, caller's own format, async) -> the driver and enforcement of a call that is not a
+        # stream, with the client and tier state they were built over (see `_route`)
+        self._routes: dict[tuple[Any, bool, bool], tuple[Any, Any, Callable[..., Any], Any]] = {}
 
     def __repr__(self) -> str:
         return f"healjson.wrap({self.wrapped!r}, json_mode={self.format.mode!r})"
@@ -252,6 +276,27 @@ class HealingAnthropic(HealingAdapter):
         return Enforcing(
             self.format, None, lambda mode, params: enforced_schema(mode, target, params)
         )
+
+    def _route(
+        self, target: Any, response_model: Any, params: dict[str, Any]
+    ) -> tuple[Callable[..., Any], Enforcement | None]:
+        """The driver and enforcement check of a call that is not a stream: built once per
+        target and choice (healjson's tiers, or the caller's own format), as they read nothing
+        else of a call's parameters; rebuilt when the wrapped client or the tier state is
+        replaced."""
+        core = self._core
+        key = (target, chooses_format(params), core.is_async)
+        found = self._routes.get(key)
+        wrapped, state = core.wrapped, self.format
+        if found is not None and found[0] is wrapped and found[1] is state:
+            return found[2], found[3]
+        send = self._sender(response_model, params)
+        driver = _async_call if core.is_async else _sync_call
+        call, checked = driver(None, None, target, send), self._enforcement(target, None)
+        if len(self._routes) >= _MAX_ROUTES:
+            self._routes.clear()
+        self._routes[key] = (wrapped, state, call, checked)
+        return call, checked
 
     def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
         create = self.wrapped.messages.create

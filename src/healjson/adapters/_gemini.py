@@ -164,7 +164,9 @@ class HealingGemini(HealingAdapter):
         }  # fmt: skip
         if "contents" not in kwargs:
             raise TypeError("generate_content needs contents=...")
-        originals, messages = content_messages(kwargs.pop("contents"))
+        contents = kwargs.pop("contents")
+        text = contents if type(contents) is str else None  # sent as given when alone
+        originals, messages = content_messages(contents)
         config = kwargs.pop("config", None)
         if hasattr(config, "model_dump"):
             config = config.model_dump(exclude_none=True)
@@ -188,7 +190,9 @@ class HealingGemini(HealingAdapter):
             turns = request.pop("messages")
 
             def attempt(mode: JsonMode) -> tuple[JsonMode | None, dict[str, Any]]:
-                return tier_request(None if chose else mode, target, turns, request, originals)
+                return tier_request(
+                    None if chose else mode, target, turns, request, originals, text=text
+                )
 
             call = stepping(create, state, attempt, is_tier_rejection, is_async=aio, prime=stream)
             return call, {}, reader
