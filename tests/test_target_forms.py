@@ -68,3 +68,12 @@ def test_a_string_naming_nothing_gets_the_hint_to_pass_the_class() -> None:
 def test_a_schema_that_is_no_json_schema_is_a_value_error_naming_the_keyword() -> None:
     with pytest.raises(ValueError, match="not a valid JSON Schema at type"):
         healjson.validate("3", {"type": 5})
+
+
+def test_mappings_inside_a_list_of_the_schema_are_read_as_dicts() -> None:
+    branches = [types.MappingProxyType({"type": "integer"}), {"type": "null"}]
+    schema = {"type": "object", "properties": {"n": {"anyOf": branches}}, "required": ["n"]}
+    assert healjson.validate('{"n": null}', schema).unwrap() == {"n": None}
+    wrong = healjson.validate('{"n": "many"}', schema)
+    assert isinstance(wrong, Degraded)
+    assert [(e.path, e.constraint) for e in wrong.errors] == [("n", "must be an integer")]
