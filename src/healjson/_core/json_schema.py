@@ -118,7 +118,10 @@ class JsonSchema:
 
 
 def json_schema_of(schema: Mapping[str, Any]) -> JsonSchema:
-    """The `JsonSchema` for a schema mapping (raises TypeError for data that is not JSON)."""
+    """The `JsonSchema` for a schema mapping (raises TypeError for data that is not JSON).
+    Any mapping is read as the plain dict it holds (a `MappingProxyType`, a frozen mapping),
+    at every depth: `jsonschema` and the walks over the schema expect dicts."""
+    schema = _plain(schema)
     try:
         text = json.dumps(
             schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
@@ -128,6 +131,21 @@ def json_schema_of(schema: Mapping[str, Any]) -> JsonSchema:
             f"a JSON Schema target must be JSON data (a dict of JSON values): {exc}"
         ) from exc
     return JsonSchema(schema, text)
+
+
+def _plain(value: Any) -> Any:
+    """`value` with every mapping a dict (a dict kept as it is when nothing in it changes)."""
+    if isinstance(value, Mapping):
+        items = {key: _plain(item) for key, item in value.items()}
+        if type(value) is dict and all(items[key] is item for key, item in value.items()):
+            return value
+        return items
+    if isinstance(value, list):
+        converted = [_plain(item) for item in value]
+        if all(new is old for new, old in zip(converted, value, strict=True)):
+            return value
+        return converted
+    return value
 
 
 class SchemaAdapter:

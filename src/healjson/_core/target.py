@@ -92,43 +92,10 @@ class Target(Generic[T]):
             self.field_names is not None
         )
 
-    @property
-    def expects_array(self) -> bool:
-        """True when the target validates only from a JSON array."""
-        return _kinds(self.json_schema, self.json_schema) == {"array"}
-
     def kinds_at(self, loc: tuple[str | int, ...]) -> frozenset[str]:
         """The JSON types (`object`, `array`, `string`, ...) the schema allows at `loc`."""
         root = self.json_schema
         return frozenset(k for sub in _subschemas_at(root, root, loc) for k in _kinds(root, sub))
-
-    def properties_at(self, loc: tuple[str | int, ...]) -> frozenset[str] | None:
-        """The property names (as the JSON carries them: aliases) of the object schemas at
-        `loc`, or None when no object schema with properties is allowed there."""
-        names: set[str] | None = None
-        for sub in _subschemas_at(self.json_schema, self.json_schema, loc):
-            props = sub.get("properties")
-            if isinstance(props, dict):
-                names = (names or set()) | set(props)
-        return None if names is None else frozenset(names)
-
-    def list_field(self) -> str | None:
-        """The one property of an object target that holds an array, when every other property
-        is optional (so a bare list can only mean that field), else None."""
-        schema = resolve_ref(self.json_schema, self.json_schema)
-        props = schema.get("properties")
-        if not isinstance(props, dict):
-            return None
-        arrays = [
-            name
-            for name, sub in props.items()
-            if isinstance(sub, dict) and _kinds(self.json_schema, sub) == {"array"}
-        ]
-        required = schema.get("required")
-        required = set(required) if isinstance(required, list) else set()
-        if len(arrays) != 1 or not required <= set(arrays):
-            return None
-        return str(arrays[0])
 
     def choices_at(self, loc: tuple[str | int, ...]) -> list[Any]:
         """Enum/const values allowed at `loc` (used for case-insensitive enum matching)."""
