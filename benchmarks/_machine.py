@@ -61,4 +61,5 @@ def publish(lines: Sequence[str], path: Path, note: str = "") -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(report, encoding="utf-8")
     print(report)
-    print(f"written to {path.relative_to(ROOT)}{note}", file=sys.stderr)
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path  # `--results` anywhere
+    print(f"written to {shown}{note}", file=sys.stderr)
