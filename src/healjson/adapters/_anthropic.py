@@ -75,27 +75,6 @@ class AnthropicStreams(HealingAdapter):
             )
         return is_async_client(client, create)
 
-    def _route(
-        self, target: Any, response_model: Any, params: dict[str, Any]
-    ) -> tuple[Callable[..., Any], Enforcement | None]:
-        """The driver and enforcement check of a call that is not a stream: built once per
-        target and choice (healjson's tiers, or the caller's own format), as they read nothing
-        else of a call's parameters; rebuilt when the wrapped client or the tier state is
-        replaced."""
-        core = self._core
-        key = (target, chooses_format(params), core.is_async)
-        found = self._routes.get(key)
-        wrapped, state = core.wrapped, self.format
-        if found is not None and found[0] is wrapped and found[1] is state:
-            return found[2], found[3]
-        send = self._sender(response_model, params)
-        driver = _async_call if core.is_async else _sync_call
-        call, checked = driver(None, None, target, send), self._enforcement(target, None)
-        if len(self._routes) >= _MAX_ROUTES:
-            self._routes.clear()
-        self._routes[key] = (wrapped, state, call, checked)
-        return call, checked
-
     def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
         create = self.wrapped.messages.create
 
