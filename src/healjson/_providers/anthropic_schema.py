@@ -18,6 +18,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from ._per_schema import PerSchema
+
 __all__ = ["AnthropicSchemaUnsupported", "anthropic_schema", "shared_anthropic_schema"]
 
 
@@ -43,24 +45,9 @@ def anthropic_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     return json.loads(_cached(json.dumps(schema)))  # type: ignore[no-any-return]
 
 
-_SHARED: dict[int, tuple[Any, Any]] = {}  # id(schema) -> (schema, its dialect or the refusal)
-
-
-def shared_anthropic_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """`anthropic_schema(schema)` for a schema object that lives on (a target's): computed once per
-    object and shared by every request (read it, never change it; the SDK only serializes it)."""
-    found = _SHARED.get(id(schema))
-    if found is None or found[0] is not schema:
-        try:
-            result: Any = anthropic_schema(schema)
-        except AnthropicSchemaUnsupported as exc:
-            result = exc
-        if len(_SHARED) >= 256:
-            _SHARED.clear()
-        found = _SHARED[id(schema)] = (schema, result)  # the schema kept: its id stays its own
-    if isinstance(found[1], AnthropicSchemaUnsupported):
-        raise found[1]
-    return found[1]  # type: ignore[no-any-return]
+shared_anthropic_schema = PerSchema(anthropic_schema, AnthropicSchemaUnsupported)
+"""`anthropic_schema(schema)` for a schema object that lives on (a target's): computed once per
+object and shared by every request."""
 
 
 @functools.lru_cache(maxsize=256)

@@ -24,6 +24,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from ._per_schema import PerSchema
+
 __all__ = ["GeminiSchemaUnsupported", "gemini_schema", "shared_gemini_schema"]
 
 
@@ -47,24 +49,9 @@ def gemini_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     return json.loads(_cached(json.dumps(schema)))  # type: ignore[no-any-return]
 
 
-_SHARED: dict[int, tuple[Any, Any]] = {}  # id(schema) -> (schema, its dialect or the refusal)
-
-
-def shared_gemini_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """`gemini_schema(schema)` for a schema object that lives on (a target's): computed once per
-    object and shared by every request (read it, never change it; the SDK only serializes it)."""
-    found = _SHARED.get(id(schema))
-    if found is None or found[0] is not schema:
-        try:
-            result: Any = gemini_schema(schema)
-        except GeminiSchemaUnsupported as exc:
-            result = exc
-        if len(_SHARED) >= 256:
-            _SHARED.clear()
-        found = _SHARED[id(schema)] = (schema, result)  # the schema kept: its id stays its own
-    if isinstance(found[1], GeminiSchemaUnsupported):
-        raise found[1]
-    return found[1]  # type: ignore[no-any-return]
+shared_gemini_schema = PerSchema(gemini_schema, GeminiSchemaUnsupported)
+"""`gemini_schema(schema)` for a schema object that lives on (a target's): computed once per
+object and shared by every request."""
 
 
 @functools.lru_cache(maxsize=256)
