@@ -34,7 +34,7 @@ from pydantic_core import PydanticSerializationError, ValidationError, from_json
 from .json_schema_errors import line_errors
 from .json_schema_fast import fast_is_valid
 from .json_schema_lax import lax
-from .schema_refs import resolve_ref
+from .schema_refs import pointer, resolve_ref
 
 __all__ = ["JsonSchema", "SchemaAdapter", "json_schema_of", "resolve_ref"]
 
@@ -270,7 +270,7 @@ def _check_refs(schema: dict[str, Any]) -> None:
                 f"$ref {ref!r} points outside the schema; healjson resolves only references "
                 "inside it (put the definition under $defs)"
             )
-        if ref.startswith("#/") and not nested_ids and _pointer(schema, ref) is None:
+        if ref.startswith("#/") and not nested_ids and pointer(schema, ref) is None:
             raise ValueError(f"$ref {ref!r} does not resolve inside the schema")
 
 
@@ -285,19 +285,6 @@ def _keywords(node: Any) -> Iterator[tuple[str, Any]]:
                 stack.append(value)
         elif isinstance(current, list):
             stack.extend(current)
-
-
-def _pointer(root: Any, ref: str) -> Any:
-    node = root
-    for raw in ref[2:].split("/"):
-        part = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
 
 
 def _self_contained(schema: dict[str, Any]) -> bool:

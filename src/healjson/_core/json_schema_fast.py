@@ -27,6 +27,8 @@ import re
 from collections.abc import Callable
 from typing import Any, Final
 
+from .schema_refs import pointer
+
 __all__ = ["fast_is_valid"]
 
 _DRAFTS: Final = {
@@ -142,7 +144,7 @@ def _loops_in_place(schema: dict[str, Any]) -> bool:
                     continue
                 ref = current.get("$ref")
                 if isinstance(ref, str):
-                    found.append(_pointer(schema, ref))
+                    found.append(pointer(schema, ref))
                 for key in _IN_PLACE_LISTS:
                     if isinstance(current.get(key), list):
                         stack.extend(current[key])
@@ -150,7 +152,7 @@ def _loops_in_place(schema: dict[str, Any]) -> bool:
             edges[id(node)] = found
         return edges[id(node)]
 
-    starts = [schema, *(_pointer(schema, ref) for ref in _refs(schema))]
+    starts = [schema, *(pointer(schema, ref) for ref in _refs(schema))]
     done: set[int] = set()
     for start in starts:
         path: set[int] = set()
@@ -184,17 +186,3 @@ def _refs(schema: Any) -> list[str]:
         elif isinstance(node, list):
             stack.extend(node)
     return found
-
-
-def _pointer(root: Any, ref: str) -> Any:
-    """The node a local reference names (None when it names nothing)."""
-    node = root
-    for raw in ref[2:].split("/") if ref != "#" else ():
-        part = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["resolve_ref"]
+__all__ = ["pointer", "resolve_ref"]
 
 
 def resolve_ref(root: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
@@ -20,3 +20,18 @@ def resolve_ref(root: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
         referenced = node if isinstance(node, dict) else {}
         schema = {**referenced, **{k: v for k, v in schema.items() if k != "$ref"}}
     return schema
+
+
+def pointer(root: Any, ref: str) -> Any:
+    """The node a local reference (`#`, `#/$defs/Item`, `#/properties/a~1b`) names in `root`,
+    or None when it names nothing."""
+    node = root
+    for raw in ref[2:].split("/") if ref != "#" else ():
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
