@@ -60,3 +60,16 @@ def message_text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
     return "" if content is None else str(content)
+
+
+def _output_token_limit(params: Mapping[str, Any]) -> tuple[str, Any] | None:
+    """The request's token limit where it is named `max_output_tokens` (Responses, Gemini)."""
+    return (
+        ("max_output_tokens", params["max_output_tokens"])
+        if "max_output_tokens" in params
+        else None
+    )
+
+
+def _with_output_token_limit(params: Mapping[str, Any], n: int) -> dict[str, Any]:
+    return {**params, "max_output_tokens": n}

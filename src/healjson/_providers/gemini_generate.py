@@ -24,7 +24,17 @@ from healjson._core.reply import Reply, ToolCall, Usage, remember_reader
 from healjson._core.stream.chunks import Delta
 from healjson._core.wire import WireFormat
 
-from ._fields import _dumps, _first, _get, _get_either, _int, _opt_str, message_text
+from ._fields import (
+    _dumps,
+    _first,
+    _get,
+    _get_either,
+    _int,
+    _opt_str,
+    _output_token_limit,
+    _with_output_token_limit,
+    message_text,
+)
 from .gemini_schema import GeminiSchemaUnsupported
 from .gemini_schema import shared_gemini_schema as gemini_schema  # one per target
 from .openai_chat import (  # the instruction of the weaker tiers is the chat one
@@ -351,18 +361,6 @@ def is_tier_rejection(exc: BaseException, mode: JsonMode | None) -> bool:
     return any(word in text for word in words)
 
 
-def _token_limit(params: Mapping[str, Any]) -> tuple[str, Any] | None:
-    return (
-        ("max_output_tokens", params["max_output_tokens"])
-        if "max_output_tokens" in params
-        else None
-    )
-
-
-def _with_token_limit(params: Mapping[str, Any], n: int) -> dict[str, Any]:
-    return {**params, "max_output_tokens": n}
-
-
 def _reads_reply(obj: Any) -> bool:
     return hasattr(obj, "candidates")
 
@@ -389,7 +387,7 @@ FORMAT = WireFormat(
     # credentials a token
     credential_attributes=("api_key", "_http_options.headers", "_credentials.token"),
     nested_clients=("_api_client",),
-    token_limit=_token_limit,
-    with_token_limit=_with_token_limit,
+    token_limit=_output_token_limit,
+    with_token_limit=_with_output_token_limit,
     error_packages=frozenset({"google"}),
 )

@@ -28,7 +28,7 @@ from healjson._core.reply import Reply, ToolCall, Usage
 from healjson._core.stream.chunks import Delta
 from healjson._core.wire import WireFormat
 
-from ._fields import _dumps, _opt_str
+from ._fields import _dumps, _opt_str, _output_token_limit, _with_output_token_limit
 from .openai_chat import batch_body as chat_batch_body
 
 __all__ = [
@@ -502,18 +502,6 @@ def _read_chunk(chunk: Any) -> Delta:
     return read_event(chunk, str(_get(chunk, "type"))) or _EMPTY
 
 
-def _token_limit(params: Mapping[str, Any]) -> tuple[str, Any] | None:
-    return (
-        ("max_output_tokens", params["max_output_tokens"])
-        if "max_output_tokens" in params
-        else None
-    )
-
-
-def _with_token_limit(params: Mapping[str, Any], n: int) -> dict[str, Any]:
-    return {**params, "max_output_tokens": n}
-
-
 FORMAT = WireFormat(
     "openai_responses",
     is_response,
@@ -521,8 +509,8 @@ FORMAT = WireFormat(
     reads_dict=_reads_dict,
     reads_chunk=_reads_chunk,
     read_chunk=_read_chunk,
-    token_limit=_token_limit,
-    with_token_limit=_with_token_limit,
+    token_limit=_output_token_limit,
+    with_token_limit=_with_output_token_limit,
     sdk_creates=(("openai.resources.responses.responses", ("Responses", "AsyncResponses")),),
     error_packages=frozenset({"openai"}),
 )
