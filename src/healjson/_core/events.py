@@ -168,16 +168,7 @@ def for_run(run_id: str, spec: Any = None) -> RunEvents | None:
     last-resort stderr) and is enabled for WARNING. OpenTelemetry spans and metrics are sent
     when an OpenTelemetry SDK is configured (`telemetry`)."""
     settings = _SCOPED.get() or _Default.settings
-    logger = settings.logger
-    floor = logging.NOTSET
-    if logger is None:
-        if "structlog" in sys.modules and _structlog_ready():
-            import structlog
-
-            logger = structlog.get_logger(LOGGER_NAME)
-        elif _STDLIB.isEnabledFor(logging.WARNING) and _STDLIB.hasHandlers():
-            logger = _STDLIB_SINK
-            floor = _STDLIB.getEffectiveLevel()  # events below it are not even built
+    logger, floor = _logger(settings)
     spans = None
     if "opentelemetry" in sys.modules:  # never imported here: an application that uses it has
         spans = (_Telemetry.module or _Telemetry.load()).for_run(run_id, spec)
@@ -190,17 +181,25 @@ def warn(event: str, **fields: Any) -> None:
     """One WARNING event outside a run's (a client's once-only notice): to the logger a run
     would use (`set_logger`, structlog's `healjson` logger, the stdlib `healjson` logger when it
     has a handler)."""
-    settings = _SCOPED.get() or _Default.settings
-    logger = settings.logger
-    if logger is None:
-        if "structlog" in sys.modules and _structlog_ready():
-            import structlog
-
-            logger = structlog.get_logger(LOGGER_NAME)
-        elif _STDLIB.isEnabledFor(logging.WARNING) and _STDLIB.hasHandlers():
-            logger = _STDLIB_SINK
+    logger, _ = _logger(_SCOPED.get() or _Default.settings)
     if logger is not None:
         _emit(logger, logging.WARNING, event, **fields)
+
+
+def _logger(settings: _Settings) -> tuple[Any, int]:
+    """The logger a run's events go to, and the level below which they are not even built: the
+    one `set_logger` gave, else structlog's `healjson` logger, else the stdlib `healjson` logger
+    when it has a handler and is enabled for WARNING (None: no logger)."""
+    logger = settings.logger
+    if logger is not None:
+        return logger, logging.NOTSET
+    if "structlog" in sys.modules and _structlog_ready():
+        import structlog
+
+        return structlog.get_logger(LOGGER_NAME), logging.NOTSET
+    if _STDLIB.isEnabledFor(logging.WARNING) and _STDLIB.hasHandlers():
+        return _STDLIB_SINK, _STDLIB.getEffectiveLevel()
+    return None, logging.NOTSET
 
 
 class _Telemetry:
