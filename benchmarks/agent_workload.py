@@ -387,3 +387,37 @@ def summary(runs: Sequence[Run]) -> dict[str, int]:
         for turn in run.turns:
             counts[turn.malformation] += 1
     return counts
+
+
+def arm_table(arms: Sequence[Any], runs: int, alone: str, healed: str) -> list[str]:
+    """The per-arm table both agent benchmarks print: arm `A` is the framework alone (`alone`),
+    the other with healjson (`healed`); each arm counts calls, tokens, failures, wrong values."""
+    from _machine import table  # the benchmarks' own table renderer (beside this module)
+
+    return table(
+        [
+            "arm",
+            "runs",
+            "failed",
+            "model calls",
+            "calls / run",
+            "prompt tok",
+            "completion tok",
+            "wrong values",
+            "wall s (indicative)",
+        ],
+        [
+            [
+                alone if arm.name == "A" else healed,
+                str(runs),
+                str(arm.failed) + (f" ({dict(arm.failures)})" if arm.failures else ""),
+                f"{arm.calls:,}",
+                f"{arm.calls / runs:.2f}",
+                f"{arm.prompt_tokens:,}",
+                f"{arm.completion_tokens:,}",
+                str(arm.wrong),
+                f"{arm.wall_s:.1f}",
+            ]
+            for arm in arms
+        ],
+    )

@@ -53,6 +53,7 @@ from agent_workload import (
     ChatResponder,
     Report,
     Run,
+    arm_table,
     breach,
     check_run,
     generate,
@@ -270,33 +271,7 @@ def report(runs: list[Run], arms: list[Arm], args: argparse.Namespace, elapsed: 
         "",
         "## Per arm",
         "",
-        *table(
-            [
-                "arm",
-                "runs",
-                "failed",
-                "model calls",
-                "calls / run",
-                "prompt tok",
-                "completion tok",
-                "wrong values",
-                "wall s (indicative)",
-            ],
-            [
-                [
-                    "the SDK alone" if arm.name == "A" else "the SDK + healjson",
-                    str(len(runs)),
-                    str(arm.failed) + (f" ({dict(arm.failures)})" if arm.failures else ""),
-                    f"{arm.calls:,}",
-                    f"{arm.calls / len(runs):.2f}",
-                    f"{arm.prompt_tokens:,}",
-                    f"{arm.completion_tokens:,}",
-                    str(arm.wrong),
-                    f"{arm.wall_s:.1f}",
-                ]
-                for arm in arms
-            ],
-        ),
+        *arm_table(arms, len(runs), "the SDK alone", "the SDK + healjson"),
         "",
         "## By malformation",
         "",

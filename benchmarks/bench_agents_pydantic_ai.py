@@ -49,6 +49,7 @@ from agent_workload import (
     ChatResponder,
     Report,
     Run,
+    arm_table,
     breach,
     check_run,
     generate,
@@ -306,33 +307,7 @@ def report(
 def _part(runs: list[Run], mix: Mapping[str, int], arms: list[Arm]) -> list[str]:
     alone, healed = arms
     return [
-        *table(
-            [
-                "arm",
-                "runs",
-                "failed",
-                "model calls",
-                "calls / run",
-                "prompt tok",
-                "completion tok",
-                "wrong values",
-                "wall s (indicative)",
-            ],
-            [
-                [
-                    "pydantic-ai alone" if arm.name == "A" else "pydantic-ai + healjson",
-                    str(len(runs)),
-                    str(arm.failed) + (f" ({dict(arm.failures)})" if arm.failures else ""),
-                    f"{arm.calls:,}",
-                    f"{arm.calls / len(runs):.2f}",
-                    f"{arm.prompt_tokens:,}",
-                    f"{arm.completion_tokens:,}",
-                    str(arm.wrong),
-                    f"{arm.wall_s:.1f}",
-                ]
-                for arm in arms
-            ],
-        ),
+        *arm_table(arms, len(runs), "pydantic-ai alone", "pydantic-ai + healjson"),
         "",
         "Extra model calls (beyond one per turn) by the malformation of the turn's first reply; "
         "*healed*: the turns healjson repaired locally.",
