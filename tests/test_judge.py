@@ -79,16 +79,20 @@ def test_the_cache_avoids_a_second_call_for_the_same_value() -> None:
 
 
 @pytest.mark.parametrize(
-    ("item", "why"),
+    ("item", "timeout_s", "why"),
     [
-        (ScriptedReply(status=500, body='{"error": {"message": "down"}}'), "call failed"),
-        (ScriptedReply(content="I think it is fine."), "no verdict"),
-        (ScriptedReply(content=YES, delay_s=2.0), "did not answer within 0.3 s"),
+        # Only the slow reply gets a short timeout: on a loaded machine 0.3 s can pass before
+        # even a prompt reply arrives, and that case would then test the timeout instead.
+        (ScriptedReply(status=500, body='{"error": {"message": "down"}}'), 30.0, "call failed"),
+        (ScriptedReply(content="I think it is fine."), 30.0, "no verdict"),
+        (ScriptedReply(content=YES, delay_s=5.0), 0.3, "did not answer within 0.3 s"),
     ],
 )
-def test_a_failing_judge_is_a_contract_error_never_a_pass(item: ScriptedReply, why: str) -> None:
+def test_a_failing_judge_is_a_contract_error_never_a_pass(
+    item: ScriptedReply, timeout_s: float, why: str
+) -> None:
     with ScriptedServer([item]) as server, sync_client(server) as client:
-        rule = healjson.judge(QUESTION, client=client, model="j", timeout_s=0.3)
+        rule = healjson.judge(QUESTION, client=client, model="j", timeout_s=timeout_s)
         outcome = healjson.validate(ANSWER, Summary, contracts=[rule])
     assert isinstance(outcome, Degraded)
     assert outcome.reason is Reason.CONTRACT_ERROR
