@@ -256,6 +256,8 @@ _MESSAGE = st.fixed_dictionaries(
     {"role": st.sampled_from(["user", "assistant", "system", ""]), "content": _TEXT},
     optional={"name": st.none() | _TEXT},
 )
+# an Arrow column holds 64-bit integers: a larger one never reaches a Ray row
+_INT64 = st.integers(-(2**63), 2**63 - 1)
 _ROW = st.fixed_dictionaries(
     {},
     optional={
@@ -263,7 +265,7 @@ _ROW = st.fixed_dictionaries(
         "prompt": st.none() | _TEXT,
         "system": st.none() | _TEXT,
         "context": st.none()
-        | st.fixed_dictionaries({}, optional={"tenant": _TEXT, "limit": st.none() | st.integers()}),
+        | st.fixed_dictionaries({}, optional={"tenant": _TEXT, "limit": st.none() | _INT64}),
         "temperature": st.none() | st.integers(-1, 2) | st.floats(0, 2),
         "top_p": st.none() | st.floats(0, 1),
         "max_tokens": st.none() | st.integers(-2, 5000),

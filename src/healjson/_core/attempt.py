@@ -9,11 +9,12 @@ from typing import Any
 
 from .diagnostic import Diagnostic, _jsonable
 from .flags import Flag
+from .frozen import builder
 from .redact import redact_text
 from .repair import RepairPrompt, Strategy
 from .reply import ToolCall, Usage
 
-__all__ = ["Attempt", "Dropped", "Reason"]
+__all__ = ["Attempt", "Dropped", "Reason", "new_attempt"]
 
 
 class Reason(enum.StrEnum):
@@ -63,6 +64,10 @@ class Attempt:
         # the dataclass's repr, through the redactor: printed model text is redacted too
         shown = ", ".join(f"{item.name}={getattr(self, item.name)!r}" for item in fields(self))
         return redact_text(f"Attempt({shown})")
+
+
+new_attempt = builder(Attempt)
+"""`Attempt(...)` for the engine (`frozen.builder`: the same object, built cheaper)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ from .effects import (
     FailureKind,
     ModelCall,
     ProviderError,
+    new_call_result,
 )
 from .provider_fault import fault_from_exception
 from .reply import SDK_COMPLETIONS, Reply, read_completion, to_reply
@@ -129,12 +130,12 @@ def call_returned(value: Any, start: float) -> CallResult:
     is a failed call, with the reason in its message)."""
     kind = type(value)
     if kind is Reply:  # an adapter's reply, read already (the Responses one)
-        return CallResult(value, None, time.perf_counter() - start)
+        return new_call_result(value, None, time.perf_counter() - start)
     try:
         reply = read_completion(value) if kind in SDK_COMPLETIONS else to_reply(value)
     except TypeError as exc:
         return call_failed(exc, start, None)
-    return CallResult(reply, None, time.perf_counter() - start)
+    return new_call_result(reply, None, time.perf_counter() - start)
 
 
 def call_failed(exc: Exception, start: float, effect: ModelCall | None) -> CallResult:
@@ -147,7 +148,7 @@ def call_failed(exc: Exception, start: float, effect: ModelCall | None) -> CallR
     deadline = isinstance(exc, DeadlineExceeded)
     fault = fault_from_exception(exc)
     failure = CallFailure(kind, describe_exception(exc), deadline, fault=fault)
-    return CallResult(None, failure, time.perf_counter() - start)
+    return new_call_result(None, failure, time.perf_counter() - start)
 
 
 def _call_now(call: Callable[..., Any], effect: ModelCall) -> Any:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .diagnostic import Diagnostic
+from .frozen import builder
 from .provider_fault import ProviderFault
 from .reply import Reply
 
@@ -24,6 +25,8 @@ __all__ = [
     "FailureKind",
     "ModelCall",
     "ProviderError",
+    "new_call_result",
+    "new_model_call",
 ]
 
 FailureKind = Literal["api_error", "timeout", "content_filter", "token_truncated"]
@@ -95,3 +98,8 @@ class CallResult:
     arrived)."""
     partial: Any = None
     """With `aborted`: the JSON data read before the stream was closed."""
+
+
+new_model_call = builder(ModelCall)
+new_call_result = builder(CallResult)
+"""`ModelCall(...)` and `CallResult(...)` for the engine and the drivers (`frozen.builder`)."""

@@ -19,13 +19,15 @@ from typing import Any
 
 from . import events as _events
 from . import wire
+from .attempt import new_attempt
 from .check import Evaluation, evaluate
 from .contracts import Contract, ContractContext
 from .decisions import Verdict, final_reason, strategy_for
 from .diagnostic import ROOT, Diagnostic, Source, describe_exception, format_path
-from .effects import AwaitAll, CallFailure, CallResult, ModelCall
+from .effects import AwaitAll, CallFailure, CallResult, ModelCall, new_call_result, new_model_call
 from .enforcement import Enforcement, conforms
 from .flags import Flag
+from .frozen import builder
 from .items import ItemRepair, failed_items, merge_items
 from .outcome import Attempt, Degraded, Healed, Outcome, Reason
 from .parse import ParseResult
@@ -158,13 +160,13 @@ def heal_flow(
     try:
         policy = spec.policy
         if given is not None:
-            result = CallResult(given, None, 0.0)
+            result = new_call_result(given, None, 0.0)
         else:
             deadline = policy.deadline_s
             left = None if deadline is None else deadline - (time.monotonic() - started)
             if events is not None:
                 events.call_started(1, params)
-            result = yield ModelCall(1, messages, params, left, policy.provider_errors)
+            result = yield new_model_call(1, messages, params, left, policy.provider_errors)
         # the first step: strictly valid data with nothing more to check needs no L1, no loop
         if result.reply is not None and not result.aborted:
             healed = first_healed(
@@ -212,7 +214,7 @@ def heal_flow(
                 if run.events is not None:
                     run.events.call_started(number, this_params)
                 asked = prompt.items if prompt is not None else ()
-                result = yield ModelCall(
+                result = yield new_model_call(
                     number, sent, this_params, left, policy.provider_errors, items=asked
                 )
             base: dict[str, Any] = {
@@ -240,7 +242,7 @@ def heal_flow(
             stop = _provider_stop(reply, policy)
             if stop is not None:
                 reason, diagnostic = stop
-                run.attempts.append(Attempt(**base, diagnostics=(diagnostic,)))
+                run.attempts.append(new_attempt(**base, diagnostics=(diagnostic,)))
                 if run.events is not None:
                     run.events.attempt(run.attempts[-1])
                 return (yield from _degrade(run, reason, [diagnostic], raw))
@@ -272,7 +274,7 @@ def heal_flow(
                 ):
                     flags = (*evaluation.parse.flags, Flag.SCHEMA_NOT_ENFORCED)
                     evaluation = replace(evaluation, parse=evaluation.parse.replace(flags=flags))
-            attempt = Attempt(
+            attempt = new_attempt(
                 **base,
                 flags=evaluation.parse.flags,
                 diagnostics=evaluation.diagnostics,
@@ -381,7 +383,7 @@ def first_healed(
     if not stands(spec.target, content, instance, context):  # a key spells a field left at
         return None  # its default: L1 aligns it, or says why it cannot
     usage = reply.usage or _estimated_usage(original, content)
-    attempt = Attempt(
+    attempt = new_attempt(
         number=1,
         strategy=Strategy.INITIAL,
         messages=original,
@@ -548,7 +550,7 @@ def _call_failed(
         base = {**base, "raw_text": redact_text(failure.raw_text)}
         if failure.partial is not None:
             run.partial = failure.partial
-    attempt = Attempt(**base, diagnostics=(diagnostic,), error=message)
+    attempt = new_attempt(**base, diagnostics=(diagnostic,), error=message)
     run.attempts.append(attempt)
     if run.events is not None:
         run.events.attempt(attempt)
@@ -622,6 +624,9 @@ def _healed(
     return outcome
 
 
+_build_healed = builder(Healed)  # `Healed(...)`, built cheaper (`frozen.builder`)
+
+
 def _new_healed(
     spec: HealSpec,
     instance: Any,
@@ -634,7 +639,7 @@ def _new_healed(
     run_id: str,
 ) -> Healed[Any]:
     """The one place a `Healed` is built."""
-    return Healed(
+    return _build_healed(
         value=instance,
         raw_text=raw,
         attempts=attempts,

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from .frozen import builder
 from .wire import WireFormat, formats
 
 _FORMATS = formats()  # the registry's own list: formats registered later are in it too
@@ -24,6 +25,8 @@ __all__ = [
     "ToolCall",
     "Usage",
     "is_response",
+    "new_reply",
+    "new_usage",
     "read_completion",
     "remember_reader",
     "to_reply",
@@ -137,6 +140,12 @@ class Reply:
     """The model's reasoning, when the provider returns it beside the answer (OpenAI-compatible
     `reasoning_content` / `reasoning`, Anthropic thinking blocks, Gemini thought parts)."""
     tool_calls: tuple[ToolCall, ...] = ()
+
+
+new_usage: Final = builder(Usage)
+"""`Usage(...)` for the hot paths (`frozen.builder`: the same object, built cheaper)."""
+new_reply: Final = builder(Reply)
+"""`Reply(...)` for the providers' readers (`frozen.builder`)."""
 
 
 def to_reply(obj: Any) -> Reply:

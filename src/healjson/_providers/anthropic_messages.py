@@ -23,7 +23,7 @@ from typing import Any, Final
 from pydantic import BaseModel
 
 from healjson._core.provider_fault import fault_from_body
-from healjson._core.reply import Reply, ToolCall, Usage, remember_reader
+from healjson._core.reply import Reply, ToolCall, Usage, new_reply, new_usage, remember_reader
 from healjson._core.stream.chunks import Delta
 from healjson._core.wire import WireFormat
 
@@ -81,7 +81,7 @@ def _anthropic(obj: Any) -> Reply:
     model = _opt_str(_get(obj, "model"))
     usage = anthropic_usage(_get(obj, "usage"), requests=1, model=model)
     finish = None if stop is None else FINISH.get(stop, stop)
-    return Reply(
+    return new_reply(
         None if refusal else content,
         finish,
         refusal,
@@ -124,11 +124,11 @@ def read_message(obj: Any) -> Reply:
         written = 0
     elif type(written) is not int:
         return _anthropic(obj)
-    return Reply(
+    return new_reply(
         text,
         FINISH.get(stop, stop),
         None,
-        Usage(prompt + read + written, completion, False, 0, read, written, 1, model),
+        new_usage(prompt + read + written, completion, False, 0, read, written, 1, model),
         model,
     )
 
@@ -146,7 +146,7 @@ def anthropic_usage(raw: Any, *, requests: int = 0, model: str | None = None) ->
     written = _int(_get(raw, "cache_creation_input_tokens"))
     details = _get(raw, "output_tokens_details")
     thinking = _get(details, "thinking_tokens") if details is not None else None
-    return Usage(
+    return new_usage(
         _int(prompt) + read + written,
         _int(completion),
         reasoning_tokens=_int(thinking),

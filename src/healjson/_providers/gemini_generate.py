@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
-from healjson._core.reply import Reply, ToolCall, Usage, remember_reader
+from healjson._core.reply import Reply, ToolCall, new_reply, new_usage, remember_reader
 from healjson._core.stream.chunks import Delta
 from healjson._core.wire import WireFormat
 
@@ -80,7 +80,7 @@ def _gemini(obj: Any) -> Reply:
         cached = _int(_get_either(meta, "cached_content_token_count", "cachedContentTokenCount"))
         if isinstance(prompt, int) or isinstance(completion, int):
             # Gemini counts thoughts apart from the candidates; both are output tokens
-            usage = Usage(
+            usage = new_usage(
                 _int(prompt),
                 _int(completion) + thinking,
                 reasoning_tokens=thinking,
@@ -92,7 +92,7 @@ def _gemini(obj: Any) -> Reply:
     if candidate is None:
         feedback = _get_either(obj, "prompt_feedback", "promptFeedback") or {}
         blocked = _get_either(feedback, "block_reason", "blockReason")
-        return Reply(None, "content_filter" if blocked else None, None, usage, model)
+        return new_reply(None, "content_filter" if blocked else None, None, usage, model)
     parts = _get(_get(candidate, "content") or {}, "parts")
     parts = parts if isinstance(parts, list | tuple) else []
     texts = [str(_get(p, "text")) for p in parts if _get(p, "text") and not _get(p, "thought")]
@@ -109,7 +109,7 @@ def _gemini(obj: Any) -> Reply:
     )
     finish = _finish(_get_either(candidate, "finish_reason", "finishReason"))
     reasoning = "\n\n".join(thoughts) or None
-    return Reply(content, finish, None, usage, model, reasoning, calls)
+    return new_reply(content, finish, None, usage, model, reasoning, calls)
 
 
 def _finish(raw_finish: Any) -> str | None:
@@ -170,8 +170,8 @@ def read_response(obj: Any) -> Reply:
         finish = _finish(raw_finish)
         if len(_FINISHES) < 64:  # the SDK's enum members, a few strings: bounded
             _FINISHES[key] = finish
-    usage = Usage(prompt, completion + thinking, False, thinking, cached, 0, 1, model)
-    return Reply(text, finish, None, usage, model)
+    usage = new_usage(prompt, completion + thinking, False, thinking, cached, 0, 1, model)
+    return new_reply(text, finish, None, usage, model)
 
 
 # finish reasons already mapped, by exact class and value (`_finish` reads an enum's name)

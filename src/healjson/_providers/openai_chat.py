@@ -29,7 +29,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel
 
 from healjson._core.provider_fault import fault_from_body
-from healjson._core.reply import SDK_COMPLETIONS, Reply, ToolCall, Usage
+from healjson._core.reply import SDK_COMPLETIONS, Reply, ToolCall, Usage, new_reply, new_usage
 from healjson._core.stream.chunks import SDK_CHUNKS, Delta
 from healjson._core.wire import WireFormat
 
@@ -103,11 +103,11 @@ def read_completion(obj: Any) -> Reply:
     except AttributeError:
         return _completion(obj)
     name = None if model is None else str(model)
-    return Reply(
+    return new_reply(
         content,
         None if finish is None else str(finish),
         None if refusal is None else str(refusal),
-        Usage(
+        new_usage(
             prompt,
             completion,
             False,
@@ -127,9 +127,9 @@ def _completion(obj: Any) -> Reply:
     model = _opt_str(_get(obj, "model"))
     usage = _usage(_get(obj, "usage"), model)
     if choice is None:
-        return Reply(None, None, None, usage, model)
+        return new_reply(None, None, None, usage, model)
     message = _get(choice, "message") or {}
-    return Reply(
+    return new_reply(
         _text(_get(message, "content")),
         _opt_str(_get(choice, "finish_reason")),
         _opt_str(_get(message, "refusal")),
@@ -174,7 +174,7 @@ def _reads_message(obj: Mapping[str, Any]) -> bool:
 
 def _message(obj: Any) -> Reply:
     """A chat message dict (a reply already taken out of its completion)."""
-    return Reply(
+    return new_reply(
         _text(obj.get("content")),
         _opt_str(obj.get("finish_reason")),
         _opt_str(obj.get("refusal")),
@@ -197,7 +197,7 @@ def _usage(raw: Any, model: str | None = None) -> Usage | None:
     reasoning = _get(details, "reasoning_tokens") if details is not None else None
     prompt_details = _get(raw, "prompt_tokens_details")
     cached = _get(prompt_details, "cached_tokens") if prompt_details is not None else None
-    return Usage(
+    return new_usage(
         prompt if isinstance(prompt, int) else 0,
         completion if isinstance(completion, int) else 0,
         reasoning_tokens=_int(reasoning),

@@ -24,7 +24,7 @@ from typing import Any, Final
 from pydantic import BaseModel
 
 from healjson._core.effects import ProviderError
-from healjson._core.reply import Reply, ToolCall, Usage
+from healjson._core.reply import Reply, ToolCall, Usage, new_reply, new_usage
 from healjson._core.stream.chunks import Delta
 from healjson._core.wire import WireFormat
 
@@ -119,11 +119,11 @@ def read_sdk_response(obj: Any) -> Reply:
     cached = getattr(inputs, "cached_tokens", None)
     written = getattr(inputs, "cache_write_tokens", None)
     name = None if model is None else str(model)
-    return Reply(
+    return new_reply(
         text,
         "stop",
         None,
-        Usage(
+        new_usage(
             prompt,
             completion,
             False,
@@ -167,7 +167,7 @@ def read_response(obj: Any) -> Reply:
             text = arguments if isinstance(arguments, str) else _dumps(arguments)
             calls.append(ToolCall(name, text, _opt_str(_get(item, "call_id"))))
     refusal = "".join(refusals) if refusals else None
-    return Reply(
+    return new_reply(
         "".join(texts) if texts else None,
         _finish(status, _get(obj, "incomplete_details"), bool(calls) and not texts),
         refusal,
@@ -208,7 +208,7 @@ def usage(raw: Any, model: str | None = None, *, requests: int = 1) -> Usage | N
         return None
     inputs = _get(raw, "input_tokens_details")
     outputs = _get(raw, "output_tokens_details")
-    return Usage(
+    return new_usage(
         _int(prompt),
         _int(completion),
         reasoning_tokens=_int(_get(outputs, "reasoning_tokens")) if outputs is not None else 0,

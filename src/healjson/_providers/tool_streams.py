@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from healjson._core.reply import Reply, ToolCall
+from healjson._core.reply import Reply, ToolCall, new_reply
 
 from ._fields import _get, _opt_str
 from .anthropic_messages import FINISH, anthropic_usage
@@ -74,7 +74,7 @@ class ChatCollector:
             ToolCall(name, "".join(pieces), call_id)
             for _, (call_id, name, pieces) in sorted(self._calls.items())
         )
-        return Reply(
+        return new_reply(
             "".join(self._text) if self._text else None,
             self._finish,
             "".join(self._refusal) or None,
@@ -179,7 +179,7 @@ class AnthropicCollector:
                 cache_write_tokens=self._start.cache_write_tokens,
             )
         content = "".join(texts) if texts else None
-        return Reply(
+        return new_reply(
             None if self._refusal else content,
             self._finish,
             self._refusal,

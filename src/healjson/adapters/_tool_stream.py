@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from typing import Any
 
 from healjson._core.drive import call_failed, gather, run_awaitables_sync
-from healjson._core.effects import AwaitAll, CallResult, ModelCall
+from healjson._core.effects import AwaitAll, CallResult, ModelCall, new_call_result
 from healjson._core.outcome import Outcome
 from healjson._core.redact import secrets_scope
 from healjson._core.reply import to_reply
@@ -71,7 +71,7 @@ class ToolCallStream:
         try:
             value = self._start(effect)
             if not is_stream(value):
-                return CallResult(to_reply(value), None, time.perf_counter() - started)
+                return new_call_result(to_reply(value), None, time.perf_counter() - started)
             try:
                 for chunk in value:
                     piece = collector.feed(chunk)
@@ -83,7 +83,7 @@ class ToolCallStream:
         except Exception as exc:
             with secrets_scope(*self._scope):
                 return call_failed(exc, started, effect)
-        return CallResult(reply, None, time.perf_counter() - started)
+        return new_call_result(reply, None, time.perf_counter() - started)
 
     @property
     def outcome(self) -> Outcome[ToolCalls]:
@@ -146,7 +146,7 @@ class AsyncToolCallStream:
                     with secrets_scope(*self._scope):
                         sent = call_failed(exc, started, effect)
                     continue
-                sent = CallResult(reply, None, time.perf_counter() - started)
+                sent = new_call_result(reply, None, time.perf_counter() - started)
         except StopIteration as stop:
             self._outcome = stop.value
 
