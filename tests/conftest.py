@@ -24,6 +24,15 @@ if not os.environ.get(PROFILE_ENV, "").strip():  # otherwise the plugin loads th
     settings.load_profile("ci")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that uses the Ray instance runs on one pytest-xdist worker (`--dist
+    loadgroup`): one instance is started per worker that needs one, and two would cost a
+    second start-up and two sets of Ray's processes competing for the same cores."""
+    for item in items:
+        if "ray_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("ray"))
+
+
 @pytest.fixture(autouse=True)
 def _structlog_left_as_found() -> Iterator[None]:
     """A test that configures structlog (`structlog.testing.capture_logs` does, and leaves it

@@ -85,7 +85,7 @@ def test_the_cache_avoids_a_second_call_for_the_same_value() -> None:
         # even a prompt reply arrives, and that case would then test the timeout instead.
         (ScriptedReply(status=500, body='{"error": {"message": "down"}}'), 30.0, "call failed"),
         (ScriptedReply(content="I think it is fine."), 30.0, "no verdict"),
-        (ScriptedReply(content=YES, delay_s=5.0), 0.3, "did not answer within 0.3 s"),
+        (ScriptedReply(content=YES, delay_s=2.0), 0.3, "did not answer within 0.3 s"),
     ],
 )
 def test_a_failing_judge_is_a_contract_error_never_a_pass(
