@@ -8,7 +8,9 @@ unset, the suite runs its fast default, `ci` (60 examples), which CI uses.
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 import sys
 import warnings
 from collections.abc import Iterator
@@ -22,6 +24,41 @@ from _healjson_pytestplugin import PROFILE_ENV
 settings.register_profile("ci", max_examples=60, deadline=None)
 if not os.environ.get(PROFILE_ENV, "").strip():  # otherwise the plugin loads the one named
     settings.load_profile("ci")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+    """Coverage measures healjson's modules as they are imported, then pauses while pytest
+    collects: collecting imports every test module in every worker (each provider SDK, its
+    thousands of pydantic models, pytest's assertion rewriting of each module), and under the
+    coverage tracer that took twice as long, for lines that are not healjson's. What a test
+    module runs of healjson at import time is not counted; the tests run it again."""
+    controller = _coverage_controller(session.config)
+    if controller is None:
+        return
+    import healjson
+
+    for module in pkgutil.walk_packages(healjson.__path__, "healjson."):
+        if not module.name.endswith("__main__"):
+            importlib.import_module(module.name)
+    controller.pause()
+    session.stash[_PAUSED] = controller
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    controller = session.stash.get(_PAUSED, None)
+    if controller is not None:
+        controller.resume()
+
+
+_PAUSED = pytest.StashKey[Any]()
+
+
+def _coverage_controller(config: pytest.Config) -> Any:
+    """pytest-cov's measuring controller in this process, if it measures."""
+    plugin = config.pluginmanager.get_plugin("_cov")
+    controller = getattr(plugin, "cov_controller", None)
+    return controller if getattr(controller, "started", False) else None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

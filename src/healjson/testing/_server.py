@@ -327,7 +327,9 @@ class ScriptedServer:
 
 
 class _HTTPServer(ThreadingHTTPServer):
-    request_queue_size = 128  # the default 5 drops connections at concurrency 50
+    # the default 5 drops connections at concurrency 50; 128 did at 200 on a loaded machine (a
+    # dropped SYN is retried after 1 s, then 3 s: past the SDK's 5 s connect timeout)
+    request_queue_size = 1024
     daemon_threads = True
     allow_reuse_address = True
 
