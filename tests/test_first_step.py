@@ -267,12 +267,12 @@ def test_a_sync_call_that_returns_an_awaitable_is_awaited() -> None:
 
 def test_a_deadline_takes_the_loop_and_still_limits_the_first_call() -> None:
     def slow(messages: Any, **params: Any) -> str:
-        time.sleep(1.0)
+        time.sleep(3.0)
         return '{"name": "x", "qty": 1}'
 
     healer = healjson.Healer(Item, policy=healjson.HealPolicy(deadline_s=0.1))
     started = time.monotonic()
     outcome = healer.run(slow, MESSAGES)
-    assert time.monotonic() - started < 0.9
+    assert time.monotonic() - started < 2.0  # far from the call's 3 s, whatever the load
     assert isinstance(outcome, Degraded)
     assert "timeout" == outcome.reason

@@ -276,11 +276,11 @@ def test_slow_reply_times_out_and_stop_is_prompt() -> None:
             started = time.monotonic()
             with pytest.raises(openai.APITimeoutError):
                 _ask(sdk)
-            assert time.monotonic() - started < 2.0
+            assert time.monotonic() - started < 5.0  # the reply would take 30 s
     finally:
         started = time.monotonic()
         server.stop()
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 5.0
     server.stop()  # idempotent
 
 
@@ -450,7 +450,7 @@ def test_keep_alive_unknown_paths_and_malformed_bodies() -> None:
     finally:
         started = time.monotonic()
         server.stop()  # the idle keep-alive connection must not block it
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 5.0
         connection.close()
 
 

@@ -326,7 +326,7 @@ def test_stop_interrupts_a_slow_stream() -> None:
         assert "" == next(iter(stream)).choices[0].delta.content  # the role chunk
         started = time.monotonic()
         server.stop()
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 5.0  # the stream would take 30 s more
         with pytest.raises(httpx2.RemoteProtocolError):
             list(stream)
         [request] = server.requests
