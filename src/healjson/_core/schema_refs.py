@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["pointer", "resolve_ref"]
+__all__ = ["defs_referenced", "pointer", "resolve_ref"]
 
 
 def resolve_ref(root: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
@@ -35,3 +36,20 @@ def pointer(root: Any, ref: str) -> Any:
         else:
             return None
     return node
+
+
+def defs_referenced(node: Any) -> set[str]:
+    """The `$defs` names `node` refers to (`#/$defs/<name>`), at any depth (a dialect's transform
+    reads which definitions reach which)."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            ref = item.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                found.add(ref.removeprefix("#/$defs/"))
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found

@@ -18,6 +18,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from healjson._core.schema_refs import defs_referenced
+
 from ._per_schema import PerSchema
 
 __all__ = ["AnthropicSchemaUnsupported", "anthropic_schema", "shared_anthropic_schema"]
@@ -106,25 +108,9 @@ def _is_object(schema: Mapping[str, Any]) -> bool:
     return kind == "object" or (isinstance(kind, list) and "object" in kind)
 
 
-def _refs(node: Any) -> set[str]:
-    """The `$defs` names `node` refers to, at any depth."""
-    found: set[str] = set()
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, Mapping):
-            ref = item.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                found.add(ref.removeprefix("#/$defs/"))
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return found
-
-
 def _check_acyclic(defs: Mapping[str, Any]) -> None:
     """Raise for a definition that refers to itself, directly or through others."""
-    edges = {name: _refs(sub) for name, sub in defs.items()}
+    edges = {name: defs_referenced(sub) for name, sub in defs.items()}
     done: set[str] = set()
     for start in edges:
         path: set[str] = set()

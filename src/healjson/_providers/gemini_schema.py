@@ -24,6 +24,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from healjson._core.schema_refs import defs_referenced
+
 from ._per_schema import PerSchema
 
 __all__ = ["GeminiSchemaUnsupported", "gemini_schema", "shared_gemini_schema"]
@@ -60,7 +62,7 @@ def _cached(text: str) -> str:
     defs = schema.get("$defs") or {}
     out = _node(schema, root=True)
     if defs:
-        reach = _reachable({name: _refs(sub) for name, sub in defs.items()})
+        reach = _reachable({name: defs_referenced(sub) for name, sub in defs.items()})
         out["$defs"] = {name: _unrequire(_node(sub), name, reach) for name, sub in defs.items()}
     return json.dumps(out)
 
@@ -125,22 +127,6 @@ def _plain(values: Any) -> bool:
     )
 
 
-def _refs(node: Any) -> set[str]:
-    """The `$defs` names `node` refers to, at any depth."""
-    found: set[str] = set()
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, Mapping):
-            ref = item.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                found.add(ref.removeprefix("#/$defs/"))
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return found
-
-
 def _reachable(edges: Mapping[str, set[str]]) -> dict[str, set[str]]:
     """Each definition's set of the definitions it reaches (one step or more)."""
     out: dict[str, set[str]] = {}
@@ -170,7 +156,8 @@ def _unrequire(node: dict[str, Any], name: str, reach: Mapping[str, set[str]]) -
                 key
                 for key in required
                 if any(
-                    ref == name or name in reach.get(ref, ()) for ref in _refs(properties.get(key))
+                    ref == name or name in reach.get(ref, ())
+                    for ref in defs_referenced(properties.get(key))
                 )
             }
             if cyclic:
