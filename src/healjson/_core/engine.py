@@ -32,7 +32,7 @@ from .items import ItemRepair, failed_items, merge_items
 from .outcome import Attempt, Degraded, Healed, Outcome, Reason
 from .parse import ParseResult
 from .parse.align import stands
-from .policy import HealPolicy
+from .policy import HealPolicy, time_left
 from .redact import redact_params, redact_text, run_secrets
 from .repair import MAX_HISTORY_LINES, RepairPrompt, Strategy, history_line
 from .reply import Reply, Usage
@@ -119,8 +119,7 @@ class _Run:
 
     def time_left(self) -> float | None:
         """Seconds before the policy's deadline (None: no deadline)."""
-        deadline = self.spec.policy.deadline_s
-        return None if deadline is None else deadline - (time.monotonic() - self.started)
+        return time_left(self.spec.policy, self.started)
 
     def contract_limit(self) -> float | None:
         """How long user code (async contracts, fallback factories) may run now."""
@@ -162,8 +161,7 @@ def heal_flow(
         if given is not None:
             result = new_call_result(given, None, 0.0)
         else:
-            deadline = policy.deadline_s
-            left = None if deadline is None else deadline - (time.monotonic() - started)
+            left = time_left(policy, started)
             if events is not None:
                 events.call_started(1, params)
             result = yield new_model_call(1, messages, params, left, policy.provider_errors)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, NoReturn
 
 from .diagnostic import safe_repr
 
-__all__ = ["HealPolicy"]
+__all__ = ["HealPolicy", "time_left"]
 
 TruncationMode = Literal["compress", "raise_max_tokens", "both", "degrade"]
 RefusalMode = Literal["degrade", "retry"]
@@ -112,6 +113,13 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "history": ("compact", "none"),
     "on_ambiguity": ("reask", "first", "last"),
 }
+
+
+def time_left(policy: HealPolicy, started: float) -> float | None:
+    """Seconds before `policy`'s deadline for a run that began at `started` (a
+    `time.monotonic()`); None: no deadline."""
+    deadline = policy.deadline_s
+    return None if deadline is None else deadline - (time.monotonic() - started)
 
 
 def _bad(name: str, value: object, accepted: str) -> NoReturn:

@@ -51,7 +51,7 @@ from .engine import (
 )
 from .flags import Flag
 from .outcome import Attempt, Degraded, Healed, Outcome, Reason
-from .policy import HealPolicy
+from .policy import HealPolicy, time_left
 from .redact import redact_params, redact_text, run_secrets
 from .repair import Strategy, _render_diagnostic, quote_answer
 from .reply import Reply, ToolCall, Usage
@@ -199,8 +199,7 @@ class _Run:
         self.changed: set[int] = set()  # slots a repair replaced
 
     def time_left(self) -> float | None:
-        deadline = self.spec.policy.deadline_s
-        return None if deadline is None else deadline - (time.monotonic() - self.started)
+        return time_left(self.spec.policy, self.started)
 
 
 Flow = Generator[ModelCall | AwaitAll, Any, Outcome[ToolCalls]]
