@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from pydantic import BaseModel
@@ -142,7 +143,12 @@ def test_two_hundred_tasks_share_one_async_client_without_errors() -> None:
     """200 concurrent tasks with per-call fallbacks, contracts and examples: all correct."""
 
     async def main() -> list[tuple[Any, dict[str, Any], bool]]:
-        http = openai.DefaultAsyncHttpxClient(verify=_SSL)
+        # all 200 tasks run through the healer cache at once; their requests share 32
+        # connections, so a loaded machine's accept backlog cannot turn this into a connect
+        # timeout (the SDK's is 5 s) that has nothing to do with the cache under test
+        http = openai.DefaultAsyncHttpxClient(
+            verify=_SSL, limits=httpx.Limits(max_connections=32, max_keepalive_connections=32)
+        )
         async with openai.AsyncOpenAI(
             base_url=server.base_url, api_key="test", max_retries=0, http_client=http
         ) as sdk:
