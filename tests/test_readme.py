@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -22,6 +23,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +33,7 @@ import openai
 import pytest
 from hypothesis import settings
 from pytest_examples import CodeExample, EvalExample, find_examples
+from pytest_examples import run_code as examples_run_code
 
 import _healjson_pytestplugin as plugin
 import healjson.testing.__main__ as testing_main
@@ -63,6 +66,46 @@ def hypothesis_examples(count: int) -> Iterator[None]:
         settings.load_profile(previous)
 
 
+class _FramesOnlyInspect(types.ModuleType):
+    """`inspect` for pytest-examples' print hook, whose `stack()` reads the frames alone.
+
+    The hook calls `inspect.stack()` on every `print` to find the line it came from; the real
+    one also looks up each frame's module and source lines, which walks `sys.modules` (some
+    thousands of modules once the SDKs are imported) for each frame: most of the README run's
+    time. The hook uses only the frame and its file name, which this gives as they are."""
+
+    def __init__(self) -> None:
+        super().__init__("inspect")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(inspect, name)
+
+    @staticmethod
+    def stack(context: int = 1) -> list[inspect.FrameInfo]:
+        frames: list[inspect.FrameInfo] = []
+        frame = sys._getframe(1)
+        while frame is not None:
+            code = frame.f_code
+            frames.append(
+                inspect.FrameInfo(frame, code.co_filename, frame.f_lineno, code.co_name, None, None)
+            )
+            frame = frame.f_back
+        return frames
+
+
+def test_frames_only_inspect_finds_the_frames_the_real_stack_finds() -> None:
+    """The fast `stack()` lists the same frames, files and lines as `inspect.stack()`."""
+
+    def where() -> tuple[list[inspect.FrameInfo], list[inspect.FrameInfo]]:
+        return _FramesOnlyInspect.stack(), inspect.stack()
+
+    fast, real = where()
+    assert [(f.frame, f.filename, f.lineno, f.function) for f in real] == [
+        (f.frame, f.filename, f.lineno, f.function) for f in fast
+    ]
+    assert inspect.iscoroutinefunction is _FramesOnlyInspect().iscoroutinefunction
+
+
 def test_every_python_block_is_collected() -> None:
     """No ```python block escapes the run: pytest-examples finds each, whole (a fence inside a
     string would end a block early, so the README's code never contains one)."""
@@ -83,6 +126,7 @@ def test_readme_runs_from_the_top(
         monkeypatch.delenv(name, raising=False)  # and whatever the README sets is undone after
     # pytest-examples runs each block as `__main__`: pytest's own is put back afterwards
     monkeypatch.setitem(sys.modules, "__main__", sys.modules["__main__"])
+    monkeypatch.setattr(examples_run_code, "inspect", _FramesOnlyInspect())
     eval_example.set_config(line_length=100)
     namespace: dict[str, Any] = {}
     try:
