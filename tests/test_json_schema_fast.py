@@ -128,13 +128,13 @@ def composite(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[
 
 
 SCHEMAS = st.recursive(LEAVES, composite, max_leaves=6)
+# built once: a strategy built inside `root_schemas` would be built and validated on every draw
+DEFINITIONS = st.recursive(LEAVES.filter(lambda s: "$ref" not in s), composite, max_leaves=3)
 
 
 @st.composite
 def root_schemas(draw: st.DrawFn) -> dict[str, Any]:
-    definition = draw(
-        st.recursive(LEAVES.filter(lambda s: "$ref" not in s), composite, max_leaves=3)
-    )
+    definition = draw(DEFINITIONS)
     schema: dict[str, Any] = {**draw(SCHEMAS), "$defs": {"D": definition}}
     draft = draw(st.sampled_from(DRAFTS))
     if draft is not None:
