@@ -60,6 +60,16 @@ _NAMES = st.builds(
 )
 
 
+# strategies drawn from inside the composites below, built once (a strategy built per draw is
+# validated anew by hypothesis each time)
+_FLAT = ["int", "float", "str", "bool", "lit", "opt", "list_int"]
+_NESTED = ["model", "list_model", "dict_model", "union"]
+_FLAT_KIND = st.sampled_from(_FLAT)
+_ANY_KIND = st.sampled_from([*_FLAT, "dict_int", *_NESTED])
+_LIT_CHOICES = st.lists(st.sampled_from(_CHOICES), min_size=2, max_size=3, unique=True)
+_FIELD_COUNT = st.integers(min_value=1, max_value=3)
+
+
 @st.composite
 def specs(draw: st.DrawFn) -> Spec:
     """A model spec, nested up to two levels, its field names unique by key form (so no key
@@ -67,17 +77,15 @@ def specs(draw: st.DrawFn) -> Spec:
     names = iter(draw(st.lists(_NAMES, min_size=12, max_size=12, unique_by=key_form)))
 
     def field(depth: int) -> Spec:
-        kinds = ["int", "float", "str", "bool", "lit", "opt", "list_int"]
-        nested = ["model", "list_model", "dict_model", "union"]
-        kind = draw(st.sampled_from([*kinds, "dict_int", *nested] if depth < 2 else kinds))
+        kind = draw(_ANY_KIND if depth < 2 else _FLAT_KIND)
         if kind == "opt":
             return Spec("opt", field(depth + 1))
         if kind == "lit":
-            choices = draw(st.lists(st.sampled_from(_CHOICES), min_size=2, max_size=3, unique=True))
+            choices = draw(_LIT_CHOICES)
             return Spec("lit", choices=tuple(choices))
         if kind in ("list_int", "dict_int"):
             return Spec(kind[:4], Spec("int"))
-        if kind in nested:
+        if kind in _NESTED:
             inner, other = model(depth + 1), model(depth + 1) if kind == "union" else None
             if inner is None:
                 return Spec("int")
@@ -90,7 +98,7 @@ def specs(draw: st.DrawFn) -> Spec:
 
     def model(depth: int) -> Spec | None:
         fields = []
-        for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        for _ in range(draw(_FIELD_COUNT)):
             name = next(names, None)
             if name is None:
                 break
@@ -154,6 +162,14 @@ _KEY_STYLES: tuple[Callable[[str], str], ...] = (
 )
 
 
+_KEY_STYLE = st.sampled_from(_KEY_STYLES)
+_RESHAPE = st.sampled_from(["none", "none", "in_a_list", "wrapper", "lone_item"])
+_WRAPPER_KEY = st.sampled_from(_WRAPPER_KEYS)
+_LIT_SPELLING: st.SearchStrategy[Callable[[str], str]] = st.sampled_from(
+    [str.upper, lambda v: v.replace("_", " ").title()]
+)
+
+
 def misalign(draw: st.DrawFn, spec: Spec, value: Any, flags: set[Flag]) -> Any:
     """`value` with misalignments applied at random depths, each one's flag added to `flags`:
     the children first, then this node's spelling, then at most one reshape of this node."""
@@ -169,7 +185,7 @@ def misalign(draw: st.DrawFn, spec: Spec, value: Any, flags: set[Flag]) -> Any:
     elif spec.kind == "model":
         out = {}
         for name, sub in spec.fields:
-            key = draw(st.sampled_from(_KEY_STYLES))(name)
+            key = draw(_KEY_STYLE)(name)
             if key != name:
                 flags.add(Flag.KEYS_ALIGNED)
             out[key] = misalign(draw, sub, value[name], flags)
@@ -179,13 +195,13 @@ def misalign(draw: st.DrawFn, spec: Spec, value: Any, flags: set[Flag]) -> Any:
         value = [misalign(draw, spec.inner, item, flags) for item in value]
     elif draw(st.booleans()):
         value = _respelled(draw, spec, value, flags)
-    reshape = draw(st.sampled_from(["none", "none", "in_a_list", "wrapper", "lone_item"]))
+    reshape = draw(_RESHAPE)
     if reshape == "in_a_list" and spec.kind != "list":
         flags.add(Flag.UNLISTED)
         return [value]
     if reshape == "wrapper" and spec.kind == "list":
         flags.add(Flag.UNWRAPPED)
-        return {draw(st.sampled_from(_WRAPPER_KEYS)): value}
+        return {draw(_WRAPPER_KEY): value}
     if reshape == "lone_item" and spec.kind == "list" and len(value) == 1 and _lone(value[0]):
         flags.add(Flag.LISTED)
         return value[0]
@@ -201,7 +217,7 @@ def _respelled(draw: st.DrawFn, spec: Spec, value: Any, flags: set[Flag]) -> Any
         flags.add(Flag.COERCED)
         return repr(value)
     if spec.kind == "lit":
-        spelled = draw(st.sampled_from([str.upper, lambda v: v.replace("_", " ").title()]))(value)
+        spelled = draw(_LIT_SPELLING)(value)
         if spelled != value:
             flags.add(Flag.ENUM_CASE)
         return spelled

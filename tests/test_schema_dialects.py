@@ -232,6 +232,8 @@ def _wrap(inner: st.SearchStrategy[tuple[Any, dict[str, Any]]]) -> st.SearchStra
 
 
 _counter = iter(range(10**9))
+# built once: `_wrap(...)` inside `models` was a new strategy, validated anew, on every draw
+_field_kinds = _wrap(_scalars)
 
 
 @st.composite
@@ -246,7 +248,7 @@ def models(draw: st.DrawFn, depth: int = 0) -> type[BaseModel]:
         elif depth < 1 and draw(st.integers(0, 6)) == 0:
             kind = _recursive(draw(st.booleans()))
         else:
-            kind = draw(_wrap(_scalars))
+            kind = draw(_field_kinds)
         optional = draw(st.booleans())
         fields[name] = (kind, None) if optional and _nullable(kind) else (kind, ...)
     return create_model(f"M{next(_counter)}", **fields)
