@@ -340,22 +340,30 @@ def _names(size: int) -> st.SearchStrategy[list[str]]:
     return st.lists(st.sampled_from(_NAMES), min_size=size, max_size=size, unique_by=key_form)
 
 
+# built once: a strategy built inside a composite is built and validated again on every draw
+_FIELD_COUNT = st.integers(2, 4)
+_NAME_LISTS = {size: _names(size) for size in (2, 3, 4)}
+_FLAT_KIND = st.sampled_from(["int", "str"])
+_ANY_KIND = st.sampled_from(["int", "str", "model", "models"])
+_SHORT_TEXT = st.text("abcxyz", min_size=1, max_size=4)
+
+
 @st.composite
 def _object(draw: Any, depth: int) -> tuple[type[BaseModel], dict[str, Any]]:
     """A model (some fields defaulted, maybe a nested model or a list of them) and data that
     writes every field with a value other than its default."""
-    names = draw(_names(draw(st.integers(2, 4))))
+    names = draw(_NAME_LISTS[draw(_FIELD_COUNT)])
     fields: dict[str, Any] = {}
     data: dict[str, Any] = {}
     for name in names:
-        kind = draw(st.sampled_from(["int", "str", "model", "models"] if depth else ["int", "str"]))
+        kind = draw(_ANY_KIND if depth else _FLAT_KIND)
         defaulted = draw(st.booleans())
         if kind == "int":
             fields[name] = (int, 0) if defaulted else (int, ...)
             data[name] = draw(st.integers(1, 99))
         elif kind == "str":
             fields[name] = (str, "") if defaulted else (str, ...)
-            data[name] = draw(st.text("abcxyz", min_size=1, max_size=4))
+            data[name] = draw(_SHORT_TEXT)
         elif kind == "model":
             inner, value = draw(_object(depth - 1))
             fields[name] = (inner, ...)
@@ -380,13 +388,16 @@ def _object_of(draw: Any, model: type[BaseModel]) -> dict[str, Any]:
         if annotation is int:
             data[name] = draw(st.integers(1, 99))
         elif annotation is str:
-            data[name] = draw(st.text("abcxyz", min_size=1, max_size=4))
+            data[name] = draw(_SHORT_TEXT)
         elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
             data[name] = draw(_object_of(annotation))
         else:
             (inner,) = annotation.__args__  # type: ignore[union-attr]
             data[name] = [draw(_object_of(inner))]
     return data
+
+
+_RESPELLING = st.sampled_from(_RESPELLINGS)
 
 
 @st.composite
@@ -398,7 +409,7 @@ def _respelled(draw: Any, data: Any) -> Any:
         return data
     out: dict[str, Any] = {}
     for key, value in data.items():
-        spelled = draw(st.sampled_from(_RESPELLINGS))(key) if draw(st.booleans()) else key
+        spelled = draw(_RESPELLING)(key) if draw(st.booleans()) else key
         out[spelled] = draw(_respelled(value))
     return out
 

@@ -44,6 +44,10 @@ values: dict[Any, st.SearchStrategy[Any]] = {
     datetime.date: st.dates(),
 }
 TARGETS = list(values)
+# drawn from inside the tests: built once (a strategy built per draw is validated per draw)
+_TARGET = st.sampled_from(TARGETS)
+_KEY = st.sampled_from(["answer", "value", "result"])
+_LAYOUT = st.sampled_from(["fences", "objects", "fence and object"])
 
 
 def _json(target: Any, value: Any) -> str:
@@ -53,7 +57,7 @@ def _json(target: Any, value: Any) -> str:
 
 @st.composite
 def targets_and_values(draw: Any) -> tuple[Any, Any]:
-    target = draw(st.sampled_from(TARGETS))
+    target = draw(_TARGET)
     return target, draw(values[target])
 
 
@@ -62,7 +66,7 @@ def _wrapped(draw: Any, target: Any, value: Any) -> str:
     one-key object, and, for a target no prose fits (any but `str`), with prose around a fence
     or an object."""
     token = _json(target, value)
-    key = draw(st.sampled_from(["answer", "value", "result"]))
+    key = draw(_KEY)
     wrappers = [token, f"```json\n{token}\n```", json.dumps({key: json.loads(token)})]
     if target is not str:
         before, after = draw(prose), draw(prose)
@@ -128,7 +132,7 @@ def test_two_different_readings_are_never_resolved_silently(data: Any) -> None:
         values[target].filter(lambda other: _json(target, other) != _json(target, first))
     )
     one, two = _json(target, first), _json(target, second)
-    layout = data.draw(st.sampled_from(["fences", "objects", "fence and object"]))
+    layout = data.draw(_LAYOUT)
     if layout == "fences":
         text = f"```json\n{one}\n```\nor\n```json\n{two}\n```"
     elif layout == "objects":

@@ -253,26 +253,38 @@ def test_heal_prints_the_trace_of_the_same_input(tmp_path: Path) -> None:
 _PIECES = [*'ab {}[]":,`~#*->_|\\\n\r\t\u2028', "```", "~~~", "    ", "\n```\n", "````"]
 _TEXT = st.lists(st.sampled_from(_PIECES), max_size=120).map("".join)
 _LINE = st.text(alphabet=st.sampled_from(list("ab `*#\n_|<>[]")), max_size=40)
+# the strategies the composites below draw from, built once rather than on every draw
+_MAYBE_LINE = st.one_of(st.none(), _LINE)
+_MAYBE_TEXT = st.one_of(st.none(), _TEXT)
+_VALUE = st.one_of(st.none(), _TEXT, st.integers(), st.lists(_LINE, max_size=3))
+_SOURCE = st.sampled_from(list(Source))
+_STRATEGY = st.sampled_from(list(Strategy))
+_FINISH = st.sampled_from([None, "stop", "length", "weird`reason"])
+_FLAGS = st.lists(st.sampled_from(list(Flag)), max_size=3)
+_USAGE = st.sampled_from([Usage(), Usage(3, 4, requests=1)])
 
 
 @st.composite
 def _diagnostics(draw: st.DrawFn) -> Diagnostic:
     return Diagnostic(
         path=draw(_LINE),
-        value=draw(st.one_of(st.none(), _TEXT, st.integers(), st.lists(_LINE, max_size=3))),
+        value=draw(_VALUE),
         constraint=draw(_LINE),
         prescription=draw(_LINE),
-        source=draw(st.sampled_from(list(Source))),
-        rule=draw(st.one_of(st.none(), _LINE)),
+        source=draw(_SOURCE),
+        rule=draw(_MAYBE_LINE),
     )
+
+
+_DIAGNOSTIC_LISTS = st.lists(_diagnostics(), max_size=3)
 
 
 @st.composite
 def _attempts(draw: st.DrawFn) -> list[Attempt]:
     attempts = []
     for number in range(1, draw(st.integers(1, 4)) + 1):
-        strategy = Strategy.INITIAL if number == 1 else draw(st.sampled_from(list(Strategy)))
-        diagnostics = tuple(draw(st.lists(_diagnostics(), max_size=3)))
+        strategy = Strategy.INITIAL if number == 1 else draw(_STRATEGY)
+        diagnostics = tuple(draw(_DIAGNOSTIC_LISTS))
         prompt = (
             None
             if number == 1
@@ -284,16 +296,16 @@ def _attempts(draw: st.DrawFn) -> list[Attempt]:
                 strategy=strategy,
                 messages=({"role": draw(_LINE), "content": draw(_TEXT)},),
                 params={"model": draw(_LINE), "temperature": 0},
-                raw_text=draw(st.one_of(st.none(), _TEXT)),
-                finish_reason=draw(st.sampled_from([None, "stop", "length", "weird`reason"])),
-                flags=tuple(draw(st.lists(st.sampled_from(list(Flag)), max_size=3))),
+                raw_text=draw(_MAYBE_TEXT),
+                finish_reason=draw(_FINISH),
+                flags=tuple(draw(_FLAGS)),
                 diagnostics=diagnostics,
-                usage=draw(st.sampled_from([Usage(), Usage(3, 4, requests=1)])),
-                model=draw(st.one_of(st.none(), _LINE)),
+                usage=draw(_USAGE),
+                model=draw(_MAYBE_LINE),
                 latency_s=draw(st.floats(0, 100)),
-                error=draw(st.one_of(st.none(), _LINE)),
+                error=draw(_MAYBE_LINE),
                 prompt=prompt,
-                reasoning=draw(st.one_of(st.none(), _TEXT)),
+                reasoning=draw(_MAYBE_TEXT),
             )
         )
     return attempts
