@@ -1,8 +1,9 @@
 """The healer cache under concurrency, and keys that do not rebuild healers needlessly.
 
-One wrapped client shared by 16 threads, or by 200 asyncio tasks, with a fresh `fallback=`,
-`contracts=` list and `examples=` list on every call: no call may raise, every outcome must be
-the one its own call asked for, and equal-by-value examples must not rebuild the healer.
+One wrapped client shared by 16 threads (10 calls each), or by 200 asyncio tasks, with a fresh
+`fallback=`, `contracts=` list and `examples=` list on every call: no call may raise, every
+outcome must be the one its own call asked for, and equal-by-value examples must not rebuild
+the healer.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ GOOD = '{"number": "INV-1", "total": 5}'
 EXPECTED = Invoice(number="INV-1", total=5)
 USER = [{"role": "user", "content": "Invoice INV-1 over 5 EUR."}]
 ONE_CALL = HealPolicy(max_attempts=1)
+CALLS_PER_THREAD = 10  # each thread's calls cycle through both verdicts and the three examples
 _SSL = ssl.create_default_context()
 
 
@@ -105,7 +107,7 @@ def constructions(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 
 def test_sixteen_threads_share_one_sync_client_without_errors(fast_switching: None) -> None:
-    """16 threads x 20 calls with per-call fallbacks, contracts and examples: all correct."""
+    """16 threads x 10 calls with per-call fallbacks, contracts and examples: all correct."""
     failures: list[BaseException] = []
     start = threading.Barrier(16)
 
@@ -123,8 +125,8 @@ def test_sixteen_threads_share_one_sync_client_without_errors(fast_switching: No
         def worker(thread: int) -> None:
             try:
                 start.wait(timeout=30)
-                for step in range(20):
-                    kwargs, fallback, heals = _call(thread * 20 + step)
+                for step in range(CALLS_PER_THREAD):
+                    kwargs, fallback, heals = _call(thread * CALLS_PER_THREAD + step)
                     _check(client.chat.completions.create(**kwargs), fallback, heals)
             except BaseException as exc:  # collected: an exception in a thread is a failure
                 failures.append(exc)
@@ -136,7 +138,7 @@ def test_sixteen_threads_share_one_sync_client_without_errors(fast_switching: No
             thread.join(timeout=120)
 
     assert [] == failures
-    assert 16 * 20 == len(server.requests)
+    assert 16 * CALLS_PER_THREAD == len(server.requests)
 
 
 def test_two_hundred_tasks_share_one_async_client_without_errors() -> None:
