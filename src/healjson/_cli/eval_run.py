@@ -235,6 +235,7 @@ async def run_eval(
         for r in range(repeat)
         for config in (configs if (index + r) % 2 == 0 else configs[::-1])
     ]
+    offline = endpoint is None
     gate = asyncio.Semaphore(concurrency)
     results: list[UnitResult] = []
 
@@ -253,8 +254,7 @@ async def run_eval(
             for unit in units:
                 group.create_task(one(client, unit))
 
-    offline = endpoint is None
-    if offline:
+    if endpoint is None:
         async with _offline_client() as raw:
             await run(raw)
     else:
