@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -38,7 +39,7 @@ from agents import (  # noqa: E402
     function_tool,
 )
 from agents.tool_context import ToolContext  # noqa: E402
-from openai import AsyncOpenAI  # noqa: E402
+from openai import AsyncOpenAI, DefaultAsyncHttpxClient  # noqa: E402
 from structlog.testing import capture_logs  # noqa: E402
 
 import healjson  # noqa: E402
@@ -53,6 +54,10 @@ from healjson.agents import (  # noqa: E402
 from healjson.testing import ScriptedReply, ScriptedServer, corrupted  # noqa: E402
 
 agents.set_tracing_disabled(True)
+
+# building a client's default TLS context loads the CA bundle (~50 ms); the runs speak plain
+# HTTP to 127.0.0.1, so one shared context keeps the two clients a test builds cheap
+_SSL = ssl.create_default_context()
 
 Mode = Literal["async", "sync"]
 MODES: tuple[Mode, ...] = ("async", "sync")
@@ -229,7 +234,7 @@ def run_agent(
     exception, if any, is returned, not raised."""
     scripted = Model(turns)
     with ScriptedServer([scripted], repeat=True) as server:
-        client = AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        client = sdk_client(server.base_url)
         model: Any
         if api == "chat":
             model = OpenAIChatCompletionsModel(model="scripted", openai_client=client)
@@ -259,6 +264,12 @@ def run_agent(
             error = exc
         requests = len(server.requests)
     return Ran(result, error, requests, scripted)
+
+
+def sdk_client(base_url: str) -> AsyncOpenAI:
+    """The real openai client the SDK's model calls the scripted server with, without retries."""
+    http = DefaultAsyncHttpxClient(verify=_SSL)
+    return AsyncOpenAI(base_url=base_url, api_key="test", max_retries=0, http_client=http)
 
 
 def _close_sdk_loop(client: AsyncOpenAI) -> None:
@@ -723,7 +734,7 @@ def test_a_streamed_run_is_healed_too() -> None:
     handlers = {"invalid_final_output": heal_final_output()}
 
     async def run(base_url: str) -> Any:
-        async with AsyncOpenAI(base_url=base_url, api_key="test", max_retries=0) as client:
+        async with sdk_client(base_url) as client:
             model = OpenAIChatCompletionsModel(model="scripted", openai_client=client)
             agent = heal_tools(search_agent(executed, output_type=Report)(model))
             streamed = Runner.run_streamed(agent, "Find a red lamp.", error_handlers=handlers)

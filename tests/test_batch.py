@@ -325,7 +325,8 @@ def test_killed_batch_resumes_with_one_row_per_id(tmp_path: Path, zygote: Any) -
     process (`zygote`), killed from outside once 20 rows are written."""
     source = write_input(tmp_path / "in.jsonl", range(1, 201))
     out = tmp_path / "out.jsonl"
-    with ScriptedServer([Endpoint(delay_s=0.02)], repeat=True) as server:
+    answer = Endpoint(delay_s=0.02)  # the victim is still running when 20 rows are written
+    with ScriptedServer([answer], repeat=True) as server:
         args = ["batch", str(source), "--out", str(out), "--model", "m"]
         args += ["--response-model", TICKET, "--concurrency", "4"]
         args += ["--base-url", server.base_url, "--api-key", "test", "--no-progress"]
@@ -344,6 +345,7 @@ def test_killed_batch_resumes_with_one_row_per_id(tmp_path: Path, zygote: Any) -
         written_before = out.read_bytes().count(b"\n")
         assert 20 <= written_before < 200
 
+        answer.delay_s = 0.0  # nothing to catch in the re-run: no need to slow it down
         rerun = CliRunner().invoke(app, args)
 
     assert 0 == rerun.exit_code, rerun.stderr

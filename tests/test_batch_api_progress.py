@@ -31,15 +31,17 @@ def replies(custom_id: str, body: dict[str, Any]) -> ScriptedReply:
     return ScriptedReply(content=BAD if user == "ticket 0" and first else GOOD)
 
 
-def _run(tmp_path: Path, *more: str) -> Any:
+def _run(tmp_path: Path, *more: str, batch_s: float = 0.5, poll_s: float = 0.05) -> Any:
+    """Two rounds of 4 rows; each batch in progress `batch_s` seconds, polled every `poll_s`."""
     source = tmp_path / "in.jsonl"
     lines = [json.dumps({"id": f"t{n}", "prompt": f"ticket {n}"}) for n in range(4)]
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with ScriptedServer(batch_replies=replies, batch_delay_s=0.5) as server:
+    with ScriptedServer(batch_replies=replies, batch_delay_s=batch_s) as server:
         args = [
             "batch", str(source), "--out", str(tmp_path / "out.jsonl"), "--batch-api",
             "--model", "m", "--response-model", f"{FIXTURES / 'ticket_pack.py'}:Ticket",
-            "--base-url", server.base_url, "--api-key", "k", "--poll-interval", "0.05", *more,
+            "--base-url", server.base_url, "--api-key", "k", "--poll-interval", str(poll_s),
+            *more,
         ]  # fmt: skip
         return CliRunner().invoke(app, args)
 
@@ -68,7 +70,8 @@ def test_no_progress_and_a_pipe_by_default_show_none(tmp_path: Path) -> None:
     for more in (("--no-progress",), ()):
         folder = tmp_path / ("quiet" if more else "default")
         folder.mkdir()
-        result = _run(folder, *more)
+        # a few polls of each batch in progress (what --progress would show) are enough here
+        result = _run(folder, *more, batch_s=0.1, poll_s=0.02)
         assert result.exit_code == 0, result.output
         assert "decided" not in result.stderr
         assert "row(s) done" in result.stderr

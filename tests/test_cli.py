@@ -294,16 +294,14 @@ def test_heal_contract_error_has_no_repair_request() -> None:
 def test_heal_runs_as_a_subprocess() -> None:
     """`python -m healjson heal` prints parseable JSON and exits 0 healed, 1 degraded."""
     base = [sys.executable, "-m", "healjson", "heal", "--contracts", PACK, "--format", "json"]
-    healed = subprocess.run(
-        [*base, str(FIXTURES / "fenced_valid.txt")],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    degraded = subprocess.run(
-        [*base, "-"], check=False, input="not json", capture_output=True, text=True, timeout=60
-    )
+    pipes: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    # both processes start at once: each spends most of its time starting up
+    with (
+        subprocess.Popen([*base, str(FIXTURES / "fenced_valid.txt")], **pipes) as healed,
+        subprocess.Popen([*base, "-"], stdin=subprocess.PIPE, **pipes) as degraded,
+    ):
+        degraded_out, _ = degraded.communicate("not json", timeout=60)
+        healed_out, _ = healed.communicate(timeout=60)
     assert (0, 1) == (healed.returncode, degraded.returncode)
-    assert json.loads(healed.stdout)["ok"] is True
-    assert "syntax" == json.loads(degraded.stdout)["repair_request"]["strategy"]
+    assert json.loads(healed_out)["ok"] is True
+    assert "syntax" == json.loads(degraded_out)["repair_request"]["strategy"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import openai
@@ -23,6 +24,7 @@ QUESTION = "Is the summary faithful to the request?"
 YES = json.dumps({"verdict": "yes", "reason": "it is"})
 NO = json.dumps({"verdict": "no", "reason": "Mention the refund the customer asked for."})
 ANSWER = json.dumps({"text": "The customer is unhappy."})
+SLOW = 10.0  # a reply this late is never waited for (the server's stop cuts it short)
 
 
 def sync_client(server: ScriptedServer) -> openai.OpenAI:
@@ -85,7 +87,7 @@ def test_the_cache_avoids_a_second_call_for_the_same_value() -> None:
         # even a prompt reply arrives, and that case would then test the timeout instead.
         (ScriptedReply(status=500, body='{"error": {"message": "down"}}'), 30.0, "call failed"),
         (ScriptedReply(content="I think it is fine."), 30.0, "no verdict"),
-        (ScriptedReply(content=YES, delay_s=2.0), 0.3, "did not answer within 0.3 s"),
+        (ScriptedReply(content=YES, delay_s=SLOW), 0.3, "did not answer within 0.3 s"),
     ],
 )
 def test_a_failing_judge_is_a_contract_error_never_a_pass(
@@ -93,7 +95,10 @@ def test_a_failing_judge_is_a_contract_error_never_a_pass(
 ) -> None:
     with ScriptedServer([item]) as server, sync_client(server) as client:
         rule = healjson.judge(QUESTION, client=client, model="j", timeout_s=timeout_s)
+        started = time.monotonic()
         outcome = healjson.validate(ANSWER, Summary, contracts=[rule])
+        # a sync client's call past the timeout does not hold the check up until it returns
+        assert time.monotonic() - started < SLOW / 2
     assert isinstance(outcome, Degraded)
     assert outcome.reason is Reason.CONTRACT_ERROR
     assert why in outcome.errors[0].constraint

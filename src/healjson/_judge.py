@@ -15,11 +15,13 @@ counted in the run's usage (`ContractContext.record_usage`), and on the judge
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import inspect
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 from pydantic_core import to_json
@@ -28,6 +30,9 @@ from ._core.contracts import Contract, ContractContext, OnFail, Violation, contr
 from ._core.diagnostic import describe_exception, short_repr
 from ._core.healer import validate
 from ._core.reply import Usage, to_reply
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["JudgeError", "judge"]
 
@@ -97,8 +102,8 @@ class _Judge:
         try:
             if inspect.iscoroutinefunction(create):
                 pending = create(**params)
-            else:  # a sync client: on a worker thread, so the event loop (and deadline) runs on
-                pending = asyncio.to_thread(create, **params)
+            else:  # a sync client: on a thread, so the event loop (and deadline) runs on
+                pending = _on_a_thread(create, params)
             response = await asyncio.wait_for(pending, self.timeout_s)
             if inspect.isawaitable(response):
                 response = await asyncio.wait_for(response, self.timeout_s)
@@ -125,6 +130,38 @@ class _Judge:
                 f"the judge's answer is no verdict ({outcome.reason}): {short_repr(text, 200)}"
             )
         return outcome.value
+
+
+def _on_a_thread(call: Callable[..., Any], params: dict[str, Any]) -> asyncio.Future[Any]:
+    """`call(**params)` on a daemon thread of its own, as a future of the running loop. Not
+    `asyncio.to_thread`: the loop's default executor is waited for when `asyncio.run` ends, so a
+    call past `timeout_s` would hold the check up until it returned; this one finishes alone."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()  # as `to_thread` does: the caller's context variables
+
+    def settle(result: Any, error: Exception | None) -> None:
+        if future.done():  # timed out (cancelled): nobody waits for it
+            return
+        if error is None:
+            future.set_result(result)
+        else:
+            future.set_exception(error)
+
+    def work() -> None:
+        result: Any = None
+        error: Exception | None = None
+        try:
+            result = context.run(call, **params)
+        except Exception as exc:
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits for it
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=work, name="healjson-judge", daemon=True).start()
+    return future
 
 
 def judge(

@@ -41,9 +41,12 @@ Why the standard library (`http.server.ThreadingHTTPServer`) and not an ASGI sta
 * one thread per connection is plenty for tests and benchmarks: the SDK keeps a handful of
   pooled connections, and the handler does no real work.
 
-Slow replies, and the delays between streamed events, sleep on an event that `stop()` sets,
-and handler threads are daemons whose sockets `stop()` shuts down, so a client that timed out
-(or a forgotten keep-alive connection) never makes `stop()` hang.
+Slow replies, and the delays between streamed events, wait on the client's socket (a client
+that closes the connection is noticed at once) and on an event that `stop()` sets, and handler
+threads are daemons whose sockets `stop()` shuts down, so a client that timed out (or a
+forgotten keep-alive connection) never makes `stop()` hang. The accepting thread waits on its
+listening socket and on a wake-up socket `stop()` writes to, so `stop()` returns at once (where
+`serve_forever` would look for its shutdown request only every poll interval).
 
 Run it in a separate process (for benchmarks) with
 `python -m healjson.testing._serve --replies FILE.json [--repeat] [--port 0]`.
@@ -55,6 +58,7 @@ import contextlib
 import json
 import re
 import select
+import selectors
 import socket
 import sys
 import threading
@@ -77,7 +81,8 @@ from ._wire._sse import SSE_TYPE, Planned, plan
 __all__ = ["RecordedRequest", "ScriptedBatch", "ScriptedFile", "ScriptedReply", "ScriptedServer"]
 
 HOST: Final = "127.0.0.1"
-_POLL_S: Final = 0.05  # how often a waiting handler looks whether its client went away
+_POLL_S: Final = 0.05  # how often a waiting handler looks whether the server is stopping
+_STOP_WAIT_S: Final = 5.0  # how long `stop()` waits for the replies it cut short to end
 # Failures that signal a broken test, not a flaky provider: tell the SDK not to retry them.
 _NO_RETRY: Final = {"x-should-retry": "false"}
 
@@ -167,8 +172,7 @@ class ScriptedServer:
         httpd = _HTTPServer((HOST, self._port), _Handler, self)
         self._httpd = httpd
         self._thread = threading.Thread(
-            target=httpd.serve_forever,
-            kwargs={"poll_interval": 0.05},
+            target=httpd.serve_until_stopped,
             name=f"ScriptedServer:{httpd.server_address[1]}",
             daemon=True,
         )
@@ -176,16 +180,20 @@ class ScriptedServer:
         return self
 
     def stop(self) -> None:
-        """Stop serving, cut open connections and join the server thread; idempotent."""
+        """Stop serving, cut open connections, join the server thread and wait (up to 5 s) for
+        the replies being answered to end; idempotent."""
         self._stopping.set()
         httpd, thread = self._httpd, self._thread
         if httpd is None or thread is None:
             return
-        if thread.is_alive():
-            httpd.shutdown()
+        httpd.stop_serving()
+        thread.join()
         httpd.server_close()
         httpd.close_connections()
-        thread.join()
+        # the replies cut short end now (their waits see the stop): let them record how far
+        # they got, so `requests` is final once `stop()` returns
+        with self._idle:
+            self._idle.wait_for(lambda: self._active == 0, _STOP_WAIT_S)
 
     def __enter__(self) -> ScriptedServer:
         return self.start()
@@ -332,6 +340,7 @@ class _HTTPServer(ThreadingHTTPServer):
     request_queue_size = 1024
     daemon_threads = True
     allow_reuse_address = True
+    timeout = 0  # `handle_request` is called once the listening socket is readable: no wait
 
     def __init__(
         self,
@@ -343,6 +352,32 @@ class _HTTPServer(ThreadingHTTPServer):
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
         super().__init__(address, handler)
+        self._stopped = False
+        self._wake, self._waker = socket.socketpair()
+
+    def serve_until_stopped(self) -> None:
+        """Accept connections until `stop_serving`, which wakes the wait at once."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self, selectors.EVENT_READ)
+            selector.register(self._wake, selectors.EVENT_READ)
+            while not self._stopped:
+                ready = selector.select()
+                if self._stopped:
+                    break
+                if any(key.fileobj is self for key, _ in ready):
+                    self.handle_request()
+                self.service_actions()
+
+    def stop_serving(self) -> None:
+        """End `serve_until_stopped` (it returns promptly; join its thread)."""
+        self._stopped = True
+        with contextlib.suppress(OSError):
+            self._waker.send(b"\0")
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._wake.close()
+        self._waker.close()
 
     def track(self, connection: socket.socket, *, open_: bool) -> None:
         with self._connections_lock:
@@ -610,12 +645,12 @@ class _Handler(BaseHTTPRequestHandler):
         return False
 
     def _pause(self, seconds: float) -> bool:
-        """Wait `seconds`, looking every 50 ms whether the client went away (a quiet server
-        notices it no other way); True when it did or the server is stopping."""
+        """Wait `seconds`, watching whether the client goes away (a quiet server notices it no
+        other way) and, every 50 ms, whether the server is stopping; True when either did."""
         stopping = self.server.scripted._stopping
         end = time.monotonic() + seconds
         while (left := end - time.monotonic()) > 0:
-            if stopping.wait(min(left, _POLL_S)) or self._client_gone():
+            if stopping.is_set() or self._client_gone(within=min(left, _POLL_S)):
                 return True
         return False
 
@@ -634,16 +669,23 @@ class _Handler(BaseHTTPRequestHandler):
     def _write(self, data: bytes, *, chunked: bool) -> None:
         self.wfile.write(b"%x\r\n%b\r\n" % (len(data), data) if chunked else data)
 
-    def _client_gone(self) -> bool:
-        """True when the client has closed the connection: the socket is readable and holds
-        no data (its FIN), as a client waiting for the rest of a reply sends nothing."""
+    def _client_gone(self, within: float = 0.0) -> bool:
+        """True when the client has closed the connection (waiting up to `within` seconds for
+        that): the socket is readable and holds no data (its FIN), as a client waiting for the
+        rest of a reply sends nothing. `stop()` shuts the socket down, which reads the same."""
         try:
-            readable = select.select([self.connection], [], [], 0)[0]
-            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+            if select.select([self.connection], [], [], within)[0]:
+                if self.connection.recv(1, socket.MSG_PEEK) == b"":
+                    return True
+            else:
+                return False
         except ValueError:  # a descriptor select cannot watch: rely on write errors
-            return False
+            pass
         except OSError:
             return True
+        if within:  # bytes are waiting (not a FIN) or nothing to watch: wait without spinning
+            self.server.scripted._stopping.wait(within)
+        return False
 
     def _batch_request(
         self, answer: BatchAnswer, request: RecordedRequest, match: re.Match[str]
