@@ -119,7 +119,16 @@ def ray_cluster() -> Iterator[None]:
         context = ray.data.DataContext.get_current()
         progress = context.enable_progress_bars
         context.enable_progress_bars = False
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+            # keep up to two idle workers whatever the actors hold (by default Ray keeps as many
+            # as there are CPUs no actor holds): a worker that imported Ray Data and healjson
+            # for one test runs the next one's tasks, rather than a new one importing them again
+            _system_config={"num_workers_soft_limit": 2},
+        )
     try:
         yield
     finally:

@@ -124,6 +124,11 @@ class Endpoint:
                 self.in_flight -= 1
 
 
+PID_HEADER = "x-test-process"
+"""Sent with every request of an `EnvClientFactory` client: the id of the process that built it
+(which actor made the call)."""
+
+
 class EnvClientFactory:
     """Builds the client where it is called, the key read from that process's environment."""
 
@@ -132,7 +137,12 @@ class EnvClientFactory:
 
     def __call__(self) -> openai.AsyncOpenAI:
         base_url = self.base_url or os.environ[URL_VAR]
-        return openai.AsyncOpenAI(api_key=os.environ[KEY_VAR], base_url=base_url, max_retries=0)
+        return openai.AsyncOpenAI(
+            api_key=os.environ[KEY_VAR],
+            base_url=base_url,
+            max_retries=0,
+            default_headers={PID_HEADER: str(os.getpid())},
+        )
 
 
 @pytest.fixture(autouse=True)
@@ -791,9 +801,13 @@ def test_pandas_missing_values_are_missing() -> None:
 
 # -- on a local Ray instance -----------------------------------------------------------------------
 
-ROWS = 200
-"""Enough for several blocks and batches per actor, every kind and every invalid shape (every
-50th row is invalid, in turn one of the four ways); throughput is `benchmarks/`' business."""
+BATCH = 13
+"""Rows per block, and per batch."""
+ROWS = 4 * BATCH
+"""Four blocks: two batches for each of two actors. Every 13th row is invalid (in turn each of
+the four ways), the others hold every kind in every valid request shape (`assert_every_case`):
+more rows would cost the actors and the server time and exercise nothing more (throughput is
+`benchmarks/`' business)."""
 
 
 def kind_of(n: int) -> str:
@@ -801,15 +815,27 @@ def kind_of(n: int) -> str:
 
 
 def shape_of(n: int) -> str:
-    """Every 50th row is invalid (in one of four ways); the others alternate request shapes."""
-    if n % 50 == 49:
-        return INVALID_SHAPES[(n // 50) % len(INVALID_SHAPES)]
+    """Every 13th row is invalid (in one of four ways); the others alternate request shapes."""
+    if n % 13 == 12:
+        return INVALID_SHAPES[(n // 13) % len(INVALID_SHAPES)]
     return VALID_SHAPES[n % len(VALID_SHAPES)]
 
 
-def blocks(table: pa.Table, count: int = 8) -> list[pa.Table]:
-    size = -(-table.num_rows // count)
-    return [table.slice(start, size) for start in range(0, table.num_rows, size)]
+def assert_every_case(kinds: tuple[str, ...]) -> None:
+    """The `ROWS` rows (row `n` of kind `kinds[n % len(kinds)]`) hold each of `kinds` in each
+    valid request shape, and each invalid shape."""
+    cases = {(kinds[n % len(kinds)], shape_of(n)) for n in range(ROWS)}
+    assert {(kind, shape) for kind in kinds for shape in VALID_SHAPES} <= cases
+    assert set(INVALID_SHAPES) <= {shape for _, shape in cases}
+
+
+def dataset_of(table: pa.Table) -> ray.data.Dataset:
+    """`table` as a dataset of blocks of `BATCH` rows, made here: `from_arrow` runs a Ray task
+    per block to read its metadata, and the workers Ray starts with would run those rather than
+    host the actors."""
+    return ray.data.from_blocks(
+        [table.slice(start, BATCH) for start in range(0, table.num_rows, BATCH)]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -825,8 +851,9 @@ def test_map_batches_heals_every_row_on_two_actors(
     ray_server: tuple[Endpoint, ScriptedServer],
 ) -> None:
     endpoint, running = ray_server
+    assert_every_case(KINDS)
     rows = [{"id": n, **request_for(n, kind_of(n), shape_of(n))} for n in range(ROWS)]
-    dataset = ray.data.from_arrow(blocks(pa.Table.from_pylist(rows, schema=SCHEMA)))
+    dataset = dataset_of(pa.Table.from_pylist(rows, schema=SCHEMA))
     healed = dataset.map_batches(
         HealBatch,
         fn_constructor_kwargs={
@@ -836,11 +863,14 @@ def test_map_batches_heals_every_row_on_two_actors(
             "contracts": [ends_after_start],
             "concurrency": 16,
         },
-        compute=ray.data.ActorPoolStrategy(size=2),
+        # at most two batches at a time in an actor, and none before both are up: each of the
+        # two heals some
+        compute=ray.data.ActorPoolStrategy(size=2, max_tasks_in_flight_per_actor=2),
         num_cpus=0.5,
-        batch_size=25,
+        batch_size=BATCH,
         batch_format="pyarrow",
     )
+    healed.context.wait_for_min_actors_s = 300
     out = healed.take_all()
     assert ROWS == len(out)
     assert list(range(ROWS)) == sorted(row["id"] for row in out)  # each row exactly once
@@ -871,6 +901,9 @@ def test_map_batches_heals_every_row_on_two_actors(
     assert ROWS - invalid + repairs == endpoint.calls  # one call per row, one more per repair
     sent = {r.headers.get("authorization") for r in running.requests if r.body is not None}
     assert {f"Bearer {SECRET}"} == sent  # read from the environment, in the actors
+    callers = {r.headers.get(PID_HEADER) for r in running.requests if r.body is not None}
+    assert 2 == len(callers)  # two actors made the calls,
+    assert str(os.getpid()) not in callers  # neither of them this process
 
 
 def _second_pass_request(row: dict[str, Any]) -> dict[str, Any]:
@@ -890,17 +923,24 @@ def _second_pass_request(row: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.slow
 @pytest.mark.usefixtures("ray_module")
 def test_map_batches_postprocess_over_every_row_in_two_passes() -> None:
+    assert_every_case(REPLY_KINDS)
     cases = [(REPLY_KINDS[n % len(REPLY_KINDS)], shape_of(n)) for n in range(ROWS)]
     post = HealReplies(Extract, contracts=[ends_after_start], policy=HealPolicy(max_attempts=2))
-    dataset = ray.data.from_arrow(blocks(replies_table(cases)))
-    first = dataset.map_batches(post, batch_format="pyarrow", batch_size=25).materialize()
+    dataset = dataset_of(replies_table(cases))
+    # one task at a time, here and in the datasets made from this one: one worker to start
+    # (starting one is most of this test's time)
+    limits = ray.data.ExecutionResources.for_limits(cpu=1)
+    dataset.context.execution_options.resource_limits = limits
+    first = dataset.map_batches(post, batch_format="pyarrow", batch_size=BATCH).materialize()
     first_rows = first.take_all()
     assert ROWS == len(first_rows)
     assert list(range(ROWS)) == sorted(row["id"] for row in first_rows)
 
     pending = first.filter(expr=col("repair_messages").is_not_null())
     second_input = pending.map(_second_pass_request)
-    second_rows = second_input.map_batches(post, batch_format="pyarrow", batch_size=25).take_all()
+    second_rows = second_input.map_batches(
+        post, batch_format="pyarrow", batch_size=BATCH
+    ).take_all()
 
     kind = {n: cases[n][0] for n in range(ROWS)}
     valid = {n for n in range(ROWS) if cases[n][1] not in INVALID_SHAPES}
