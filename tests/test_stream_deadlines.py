@@ -10,6 +10,8 @@ had arrived kept, the connection closed and no reading thread left behind.
 from __future__ import annotations
 
 import asyncio
+import gc
+import ssl
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -29,7 +31,7 @@ from healjson.testing import ScriptedReply, ScriptedServer
 from outcomes import comparable
 
 USER = [{"role": "user", "content": "Extract it."}]
-DEADLINE = 0.4
+DEADLINE = 0.25  # far above the few ms the whole answer takes to arrive when nothing holds it
 SLACK = 0.5  # the outcome comes within DEADLINE + SLACK (the wire would take seconds more)
 LONG = 3.0  # how long each wire behaviour would keep the stream going
 
@@ -54,6 +56,37 @@ WIRES = {
 }
 POLICY = HealPolicy(deadline_s=DEADLINE)
 
+# building a client's default TLS context loads the CA bundle (~50 ms); the server speaks plain
+# HTTP, so one shared context keeps the clients cheap
+_SSL = ssl.create_default_context()
+
+
+def _openai(server: ScriptedServer, **options: Any) -> openai.OpenAI:
+    http = openai.DefaultHttpxClient(verify=_SSL)
+    return openai.OpenAI(
+        base_url=server.base_url, api_key="k", max_retries=0, http_client=http, **options
+    )
+
+
+def _async_openai(server: ScriptedServer, **options: Any) -> openai.AsyncOpenAI:
+    http = openai.DefaultAsyncHttpxClient(verify=_SSL)
+    return openai.AsyncOpenAI(
+        base_url=server.base_url, api_key="k", max_retries=0, http_client=http, **options
+    )
+
+
+@pytest.fixture(autouse=True)
+def _no_collection_pause() -> Iterator[None]:
+    """No automatic garbage collection while a test runs: a full one, over a heap holding three
+    provider SDKs, stops every thread for a few tenths of a second (more on a loaded machine),
+    which the timings here would count against the deadline. The garbage waits for the next
+    collection after the test."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
 
 def _readers() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "healjson-stream" and t.is_alive()]
@@ -61,8 +94,8 @@ def _readers() -> list[threading.Thread]:
 
 def _no_reader_left(within: float = 1.0) -> bool:
     end = time.monotonic() + within
-    while _readers() and time.monotonic() < end:
-        time.sleep(0.01)
+    for reader in _readers():
+        reader.join(max(end - time.monotonic(), 0.0))
     return not _readers()
 
 
@@ -98,7 +131,7 @@ def _closed_early(server: ScriptedServer) -> None:
 @pytest.mark.parametrize("name", list(WIRES))
 def test_openai_sync_stream_ends_at_the_deadline(name: str) -> None:
     with ScriptedServer([WIRES[name]]) as server:
-        sdk = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0, timeout=10)
+        sdk = _openai(server, timeout=10)
         stream = healjson.wrap(sdk).chat.completions.create(
             model="m", messages=USER, response_model=Order, stream=True, policy=POLICY
         )
@@ -116,7 +149,7 @@ def test_openai_sync_stream_ends_at_the_deadline(name: str) -> None:
 @pytest.mark.parametrize("name", list(WIRES))
 def test_openai_async_stream_ends_at_the_deadline(name: str) -> None:
     async def main(server: ScriptedServer) -> tuple[Any, float]:
-        sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0, timeout=10)
+        sdk = _async_openai(server, timeout=10)
         async with sdk:
             stream = await healjson.wrap(sdk).chat.completions.create(
                 model="m", messages=USER, response_model=Order, stream=True, policy=POLICY
@@ -139,7 +172,10 @@ def test_anthropic_stream_with_pings_ends_at_the_deadline(name: str, mode: str) 
     healer = Healer(Order, policy=POLICY)
     with ScriptedServer([WIRES[name]]) as server:
         if mode == "sync":
-            sdk = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="k")
+            http = anthropic.DefaultHttpxClient(verify=_SSL)
+            sdk = anthropic.Anthropic(
+                base_url=server.anthropic_base_url, api_key="k", http_client=http
+            )
 
             def call(messages: Any, **params: Any) -> Any:
                 return sdk.messages.create(
@@ -151,7 +187,10 @@ def test_anthropic_stream_with_pings_ends_at_the_deadline(name: str, mode: str) 
         else:
 
             async def main() -> tuple[Any, float]:
-                sdk = anthropic.AsyncAnthropic(base_url=server.anthropic_base_url, api_key="k")
+                http = anthropic.DefaultAsyncHttpxClient(verify=_SSL)
+                sdk = anthropic.AsyncAnthropic(
+                    base_url=server.anthropic_base_url, api_key="k", http_client=http
+                )
 
                 async def call(messages: Any, **params: Any) -> Any:
                     return await sdk.messages.create(
@@ -168,7 +207,12 @@ def test_anthropic_stream_with_pings_ends_at_the_deadline(name: str, mode: str) 
 
 def _gemini(server: ScriptedServer, session: Any = None) -> Any:
     options = genai_types.HttpOptions(
-        base_url=server.gemini_base_url, timeout=10_000, aiohttp_client=session
+        base_url=server.gemini_base_url,
+        timeout=10_000,
+        aiohttp_client=session,
+        # the shared TLS context: the client builds three of its own otherwise
+        client_args={"verify": _SSL},
+        async_client_args={"verify": _SSL, "ssl": _SSL},
     )
     return genai.Client(api_key="k", http_options=options)
 
@@ -254,7 +298,7 @@ def test_a_stream_within_its_deadline_heals_as_without_one(mode: str) -> None:
     for policy in (HealPolicy(), HealPolicy(deadline_s=30)):
         with ScriptedServer([reply]) as server:
             if mode == "sync":
-                sdk = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+                sdk = _openai(server)
                 stream = healjson.wrap(sdk).chat.completions.create(
                     model="m", messages=USER, response_model=Order, stream=True, policy=policy
                 )
@@ -263,7 +307,7 @@ def test_a_stream_within_its_deadline_heals_as_without_one(mode: str) -> None:
             else:
 
                 async def main(server: ScriptedServer, policy: HealPolicy) -> Any:
-                    sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+                    sdk = _async_openai(server)
                     async with sdk:
                         stream = await healjson.wrap(sdk).chat.completions.create(
                             model="m",
@@ -305,7 +349,7 @@ def test_a_deadline_not_reached_changes_no_outcome(name: str, mode: str) -> None
     for policy in (HealPolicy(max_attempts=2), HealPolicy(max_attempts=2, deadline_s=30)):
         with ScriptedServer([ENDINGS[name], GOOD]) as server:
             if mode == "sync":
-                sdk = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+                sdk = _openai(server)
                 stream = healjson.wrap(sdk).chat.completions.create(
                     model="m", messages=USER, response_model=Bounded, stream=True, policy=policy
                 )
@@ -315,7 +359,7 @@ def test_a_deadline_not_reached_changes_no_outcome(name: str, mode: str) -> None
             else:
 
                 async def main(server: ScriptedServer, policy: HealPolicy) -> Any:
-                    sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+                    sdk = _async_openai(server)
                     async with sdk:
                         stream = await healjson.wrap(sdk).chat.completions.create(
                             model="m",
@@ -338,7 +382,7 @@ def test_leaving_the_loop_early_stops_the_reader() -> None:
     thread ends and the connection is closed, with no deadline reached."""
     reply = ScriptedReply(GOOD, chunk_chars=3, chunk_delay_s=0.05)
     with ScriptedServer([reply]) as server:
-        sdk = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        sdk = _openai(server)
         policy = HealPolicy(deadline_s=30)
         stream = healjson.wrap(sdk).chat.completions.create(
             model="m", messages=USER, response_model=Order, stream=True, policy=policy
