@@ -6,12 +6,13 @@ Hypothesis is imported when a strategy is built, never when this module is impor
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import math
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic_core import to_json
 
@@ -21,12 +22,16 @@ from healjson._extras import missing_extra
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
+    from pydantic import TypeAdapter
 
 __all__ = ["as_instance", "from_schema", "require_hypothesis"]
 
 _INSTALL_HINT = missing_extra("hypothesis", "testing")
 _MAX_DEPTH = 5  # past this depth, generation prefers leaves: null branches, empty lists
 _EXTRA_ITEMS = 5  # lists without maxItems get at most minItems + this many items
+_MEMO_SIZE = 256  # strategies remembered per kind (kept alive with what they were built from)
+
+S = TypeVar("S")
 
 
 def require_hypothesis() -> None:
@@ -50,8 +55,12 @@ def from_schema(model: Any) -> SearchStrategy[Any]:
     """
     require_hypothesis()
     target = target_for(model)
+    return memo("from_schema", (target,), lambda: _instances(target))
+
+
+def _instances(target: Target[Any]) -> SearchStrategy[Any]:
     schema = target.json_schema
-    data = _SchemaStrategies(schema).build(schema, 0)
+    data = schema_strategies(target).build(schema, 0)
 
     def validated(value: Any) -> Any:
         try:
@@ -62,6 +71,37 @@ def from_schema(model: Any) -> SearchStrategy[Any]:
     return data.map(validated).filter(lambda instance: instance is not NOTHING)
 
 
+# --- strategies built once -----------------------------------------------------------------------
+
+_MEMO: dict[str, dict[tuple[int, ...], tuple[tuple[Any, ...], Any]]] = {}
+
+
+def memo(kind: str, inputs: tuple[Any, ...], build: Callable[[], S]) -> S:
+    """The strategy of this `kind` built from these `inputs`, built on first use and then shared.
+
+    Hypothesis validates a strategy, computes its labels and describes its filters once per
+    strategy object: a strategy rebuilt for every draw (`data.draw(valid(pack))` inside a test)
+    pays for all of that again each time. `inputs` are compared by identity (packs, targets,
+    functions and contexts are not hashable, or not by value) and kept alive with the strategy,
+    so an identity is never reused while its entry stands; the oldest entries make way when a
+    kind holds `_MEMO_SIZE` of them."""
+    entries = _MEMO.setdefault(kind, {})
+    key = tuple(id(item) for item in inputs)
+    found = entries.get(key)
+    if found is not None:
+        return cast(S, found[1])
+    built = build()
+    if len(entries) >= _MEMO_SIZE:
+        del entries[next(iter(entries))]
+    entries[key] = (inputs, built)
+    return built
+
+
+def schema_strategies(target: Target[Any]) -> _SchemaStrategies:
+    """The (shared) strategy builder for the target's JSON schema."""
+    return memo("builder", (target,), lambda: _SchemaStrategies(target.json_schema))
+
+
 # --- JSON schema to strategy ---------------------------------------------------------------------
 
 
@@ -70,6 +110,8 @@ class _SchemaStrategies:
 
     def __init__(self, root: dict[str, Any]) -> None:
         self.root = root
+        # (id(node), depth) -> (node, strategy): each node of the schema is built once per depth
+        self._built: dict[tuple[int, int], tuple[Any, SearchStrategy[Any]]] = {}
 
     def resolve(self, raw: Any) -> dict[str, Any]:
         if not isinstance(raw, dict):
@@ -93,6 +135,16 @@ class _SchemaStrategies:
         return schema
 
     def build(self, raw: Any, depth: int) -> SearchStrategy[Any]:
+        """The strategy for a schema node at this depth, built once (the node is kept alive
+        with it, so its id stays its own)."""
+        key = (id(raw), depth)
+        found = self._built.get(key)
+        if found is None:
+            found = (raw, self._make(raw, depth))
+            self._built[key] = found
+        return found[1]
+
+    def _make(self, raw: Any, depth: int) -> SearchStrategy[Any]:
         from hypothesis import strategies as st
 
         if raw is False:
@@ -219,6 +271,8 @@ def _string(schema: dict[str, Any]) -> SearchStrategy[Any]:
             base = st.from_regex(pattern, fullmatch=True)
     else:
         return st.text(min_size=low, max_size=high)
+    if low == 0 and high is None:
+        return base
     return base.filter(lambda s: low <= len(s) and (high is None or len(s) <= high))
 
 
@@ -227,10 +281,9 @@ def _formatted(fmt: Any) -> SearchStrategy[str] | None:
     import uuid
 
     from hypothesis import strategies as st
-    from pydantic import TypeAdapter
 
     def dumped(type_: Any, values: SearchStrategy[Any]) -> SearchStrategy[str]:
-        adapter: TypeAdapter[Any] = TypeAdapter(type_)
+        adapter = _adapter(type_)
         return values.map(lambda v: str(adapter.dump_python(v, mode="json")))
 
     offsets = st.integers(-23 * 60, 23 * 60).map(lambda m: dt.timezone(dt.timedelta(minutes=m)))
@@ -250,6 +303,13 @@ def _formatted(fmt: Any) -> SearchStrategy[str] | None:
     }
     make = formats.get(fmt) if isinstance(fmt, str) else None
     return make() if make is not None else None
+
+
+@functools.cache
+def _adapter(type_: Any) -> TypeAdapter[Any]:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(type_)
 
 
 def _integer(schema: dict[str, Any]) -> SearchStrategy[Any]:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
 from ._corruptions import KINDS, Corruption, corrupted
-from ._schema_data import _SchemaStrategies, as_instance, from_schema, require_hypothesis
+from ._schema_data import as_instance, from_schema, memo, require_hypothesis, schema_strategies
 
 __all__ = [
     "KINDS",
@@ -80,12 +80,15 @@ def valid(pack: ContractPack) -> SearchStrategy[Any]:
     unless `pack.extra["context"]` provides one (messages, a prompt or a mapping).
     """
     require_hypothesis()
-    target = target_for(pack.model)
     factory = pack.strategies.get("valid")
+    return memo("valid", (pack, factory), lambda: _valid(pack, factory))
+
+
+def _valid(pack: ContractPack, factory: Callable[[], Any] | None) -> SearchStrategy[Any]:
+    target = target_for(pack.model)
     if factory is not None:
         return _from_pack(factory, target)
-    ctx = pack_context(pack)
-    return from_schema(target).filter(lambda instance: not judge(pack, instance, ctx))
+    return from_schema(target).filter(lambda instance: not judge(pack, instance))
 
 
 def violating(pack: ContractPack, contract: str | Contract[Any]) -> SearchStrategy[Any]:
@@ -104,14 +107,19 @@ def violating(pack: ContractPack, contract: str | Contract[Any]) -> SearchStrate
     """
     require_hypothesis()
     rule = _resolve_rule(pack, contract)
-    target = target_for(pack.model)
     factory = pack.strategies.get(rule.name)
+    return memo("violating", (pack, rule, factory), lambda: _violating(pack, rule, factory))
+
+
+def _violating(
+    pack: ContractPack, rule: Contract[Any], factory: Callable[[], Any] | None
+) -> SearchStrategy[Any]:
+    target = target_for(pack.model)
     if factory is not None:
         return _from_pack(factory, target)
-    ctx = pack_context(pack, rule.name)
 
     def breaks_only_this(instance: Any) -> bool:
-        found = judge(pack, instance, ctx)
+        found = judge(pack, instance, pack_context(pack, rule.name))
         return bool(found) and all(
             d.rule == rule.name and d.source is Source.CONTRACT for d in found
         )
@@ -145,7 +153,7 @@ def _mutations(
         if isinstance(data, dict):
             bases.append(data)
     schema = target.json_schema
-    builder = _SchemaStrategies(schema)
+    builder = schema_strategies(target)
     properties = builder.resolve(schema).get("properties")
     heads = dict.fromkeys(_head(field) for field in rule.fields)
     fields = [head for head in heads if isinstance(properties, dict) and head in properties]
