@@ -51,7 +51,8 @@ def from_schema(model: Any) -> SearchStrategy[Any]:
     `enum` and `const`, arrays with `minItems`/`maxItems`/`uniqueItems` and `prefixItems`,
     `anyOf`/`oneOf`/`allOf`, `$ref`/`$defs` (recursive models too) and nullable fields. Each
     generated JSON value is validated with the model's `TypeAdapter`; values pydantic rejects
-    (validators, constraints the schema cannot express) are filtered out.
+    (validators, constraints the schema cannot express) are filtered out. The strategy is built
+    once per model and shared.
     """
     require_hypothesis()
     target = target_for(model)

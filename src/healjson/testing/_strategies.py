@@ -78,7 +78,9 @@ def valid(pack: ContractPack) -> SearchStrategy[Any]:
     filtered by the contracts: that works for loose rules but can be slow, or give up with
     hypothesis' `filter_too_much` health check, for tight ones (`total == sum(lines)`); packs
     with such rules should supply a `"valid"` strategy. Contracts see an empty `ContractContext`
-    unless `pack.extra["context"]` provides one (messages, a prompt or a mapping).
+    unless `pack.extra["context"]` provides one (messages, a prompt or a mapping), as the pack
+    holds it when a value is drawn. The strategy is built once per pack (and `"valid"` function)
+    and shared: call `valid(pack)` wherever it reads best, `data.draw(valid(pack))` included.
     """
     require_hypothesis()
     factory = pack.strategies.get("valid")
@@ -96,15 +98,19 @@ def violating(pack: ContractPack, contract: str | Contract[Any]) -> SearchStrate
     """Instances that pass the schema and break exactly `contract` (a name or a `Contract`).
 
     Uses the pack's strategy for that contract when present. Otherwise the values are built
-    constructively from the pack's golden examples: a field the contract declares is replaced
-    with a schema-generated value, and a result is kept when that contract, and no other,
-    reports a violation — so an arithmetic rule (`total == sum(...)`) is broken by changing
-    `total`, not found by luck. Without examples (or declared fields) it falls back to
-    `from_schema(model)` filtered the same way. A rule no such value breaks makes hypothesis
-    give up (`FailedHealthCheck`); `check_pack` reports that as the rule to supply a strategy
-    for (`pack.strategies[name]`). "Breaks" is judged under
-    `pack.extra["contexts"][name]` when the pack gives that rule its own request, else under the
-    pack-wide context (see `pack_context`). Raises `KeyError` for a contract the pack lacks.
+    constructively from the pack's golden examples: the fields the contract declares are
+    changed — to another value of their schema, or a list or object with one part changed —
+    while the fields no contract declares are drawn afresh, and a result is kept when that
+    contract, and no other, reports a violation; so an arithmetic rule (`total == sum(...)`) is
+    broken by changing `total`, and "a paid invoice lists a line" by dropping the lines, not
+    found by luck (see `_mutations`). One candidate in four is drawn from `from_schema(model)`
+    instead. Without examples (or declared fields) it falls back to `from_schema(model)`
+    filtered the same way. A rule no such value breaks makes hypothesis give up
+    (`FailedHealthCheck`); `check_pack` reports that as the rule to supply a strategy for
+    (`pack.strategies[name]`). "Breaks" is judged under `pack.extra["contexts"][name]` when the
+    pack gives that rule its own request, else under the pack-wide context (see
+    `pack_context`), as the pack holds them when a value is drawn. The strategy is built once
+    per pack and contract and shared. Raises `KeyError` for a contract the pack lacks.
     """
     require_hypothesis()
     rule = _resolve_rule(pack, contract)
