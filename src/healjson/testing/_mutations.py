@@ -1,17 +1,21 @@
-"""`violating`'s constructive half: golden examples with the fields a rule reads changed.
+"""`violating`'s constructive half: golden examples changed where a rule reads them.
 
-A rule breaks when the fields it declares stop agreeing, so candidates are looked for where that
-happens: in a golden example (valid by the pack's own checks) with one or more of the rule's
-fields changed. Each draw takes an example, draws afresh the fields no contract reads (so that
-the values found are many and varied, while every rule stays as the example kept it), draws a
-few changes for each of the rule's fields — another value of the field's schema, or, for a list
-or an object, the example's own value with one part changed: an item changed, added or dropped,
-a property changed — and then tries them, with the changes every draw tries (another value of
-a small enum, the other boolean, an empty or shorter list, null, the field left out), one field
-at a time before two and more, until the rule breaks and no other rule does. Trying a change is
-a validation and a run of the contracts; drawing one is far dearer, so each drawn value is tried
-in several combinations before the draw is given up. Every change differs from the example's
-value: a change that gives the example back cannot break anything.
+A rule breaks when the values it reads stop agreeing, so candidates are looked for where that
+happens: in a golden example (valid by the pack's own checks) with one or two of those values
+changed. The places a change can go — *sites* — are the rule's top-level fields and, inside a
+list or an object, each item and each property (`lines`, `lines[0]`, `lines[0].qty`). Each
+site has changes tried on every draw, which cost nothing to make: the other values of a small
+enum, the other boolean, null, the bounds of a number, an empty or shorter list, a field left
+out. And each can draw a fresh value of its schema (for a list, also the list with a fresh item
+added), which costs a hypothesis draw.
+
+Each draw takes an example, draws afresh the fields that no contract reads (so that the values
+found are many and varied while every rule stays as the example kept it), draws two fresh
+changes at sites it picks, and then tries single changes (the drawn ones first), then pairs of
+changes, until the rule breaks and no other rule does. Trying a change is a validation and a
+run of the contracts, far cheaper than drawing one, so a draw tries up to `_TRIED` of them
+before it gives up. Every change differs from the example's value: a change that gives the
+example back cannot break anything.
 
 Hypothesis is imported when a strategy is built, never when this module is imported.
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,27 +44,34 @@ if TYPE_CHECKING:
 
 __all__ = ["mutations"]
 
-_TRIED = 24  # candidates (a validation and a run of the contracts each) tried per draw
-_NESTING = 3  # changes reach this many levels below a top-level field (`lines[1].price`)
-_ITEMS = 8  # a list's first this many items are changed one at a time; the rest only as a whole
+_DRAWN = 2  # fresh changes drawn per draw, each at a site the draw picks
+_TRIED = 32  # changes (a validation and a run of the contracts each) tried per draw
+_NESTING = 3  # sites reach this many levels below a top-level field (`lines[1].price`)
+_ITEMS = 8  # a list's first this many items are sites of their own
 _CHOICES = 8  # an enum of at most this many values has each other value tried on every draw
+
+Path = tuple[str | int, ...]
+Edit = tuple[Path, Any]  # the value at that path in the example's data (MISSING: left out)
 
 
 @dataclass(frozen=True, slots=True)
-class _Field:
-    """How one of the rule's fields of one example changes."""
+class _Site:
+    """One place a change can go in one example."""
 
-    name: str
-    fixed: tuple[Any, ...]  # tried on every draw (MISSING: the field left out)
-    drawn: tuple[SearchStrategy[Any], ...]  # each drawn once per draw: another value of the
-    # field's schema, and the example's list or object with one part changed (when it has one)
+    path: Path
+    fixed: tuple[Any, ...]  # tried on every draw
+    fresh: SearchStrategy[Any] | None  # drawn: another value of the schema there
 
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
+    """One example and the changes that can be made to it."""
+
     base: dict[str, Any]
-    fields: tuple[_Field, ...]
-    order: SearchStrategy[list[_Field]]  # the order the fields are tried in
+    fixed: tuple[Edit, ...]
+    fresh: tuple[_Site, ...]
+    pick: SearchStrategy[int] | None  # which site of `fresh` a drawn change goes to
+    turn: SearchStrategy[int]  # where in `fixed` a draw starts trying
 
 
 def mutations(
@@ -68,9 +80,9 @@ def mutations(
     target: Target[Any],
     keep: Callable[[Any], bool],
 ) -> SearchStrategy[Any] | None:
-    """Instances built from the pack's golden examples with some of the fields `rule` declares
-    changed, each one `keep` accepts; NOTHING when a draw found none. None when the pack has
-    no example that validates, or the rule names no top-level field of the schema (or none
+    """Instances built from the pack's golden examples with one or two of the values `rule`
+    reads changed, each one `keep` accepts; NOTHING when a draw found none. None when the pack
+    has no example that validates, or the rule names no top-level field of the schema (or none
     that can change)."""
     from hypothesis import strategies as st
 
@@ -85,13 +97,24 @@ def mutations(
     required = set(root.get("required", ()))
     plans: list[_Plan] = []
     for base in bases:
-        fields = tuple(
-            field
+        sites = [
+            site
             for name in names
-            if (field := _field(builder, name, properties[name], base, name in required))
-        )
-        if fields:
-            plans.append(_Plan(base, fields, st.permutations(fields)))
+            for site in _sites(
+                builder,
+                (name,),
+                properties[name],
+                base.get(name, MISSING),
+                depth=1,
+                required=name in required,
+            )
+        ]
+        fixed = tuple((site.path, value) for site in sites for value in site.fixed)
+        fresh = tuple(site for site in sites if site.fresh is not None)
+        if fixed or fresh:
+            pick = st.integers(0, len(fresh) - 1) if fresh else None
+            turn = st.integers(0, max(len(fixed) - 1, 0))
+            plans.append(_Plan(base, fixed, fresh, pick, turn))
     if not plans:
         return None
     free = _free_fields(pack, keys, properties)
@@ -100,77 +123,131 @@ def mutations(
     )
     which = st.integers(0, len(plans) - 1)
 
-    def validated(data: dict[str, Any]) -> Any:
-        try:
-            return target.adapter.validate_json(to_json(data))
-        except Exception:  # the change broke the schema (or a validator of the model)
-            return NOTHING
-
     def draw_candidate(draw: DrawFn) -> Any:
         plan = plans[draw(which)]
         data = {**plan.base, **draw(rest)}
-        options = [
-            (field.name, [*(draw(option) for option in field.drawn), *field.fixed])
-            for field in draw(plan.order)
-        ]
-        for changes in itertools.islice(_combinations(options), _TRIED):
-            instance = validated(_changed(data, changes))
-            if instance is not NOTHING and keep(instance):
+        drawn: list[Edit] = []
+        if plan.pick is not None:
+            for _ in range(_DRAWN):
+                site = plan.fresh[draw(plan.pick)]
+                assert site.fresh is not None
+                drawn.append((site.path, draw(site.fresh)))
+        start = draw(plan.turn)
+        fixed = [*plan.fixed[start:], *plan.fixed[:start]]
+        for edits in itertools.islice(_attempts(drawn, fixed), _TRIED):
+            try:
+                instance = target.adapter.validate_json(to_json(_edited(data, edits)))
+            except Exception:  # the change broke the schema (or a validator of the model)
+                continue
+            if keep(instance):
                 return instance
         return NOTHING
 
     return st.composite(draw_candidate)()
 
 
-def _combinations(options: Sequence[tuple[str, list[Any]]]) -> Iterator[dict[str, Any]]:
-    """Changes to try: one field at a time, then two, and so on (each field's options in
-    order)."""
-    for size in range(1, len(options) + 1):
-        for group in itertools.combinations(options, size):
-            names = [name for name, _ in group]
-            for values in itertools.product(*(values for _, values in group)):
-                yield dict(zip(names, values, strict=True))
+def _attempts(drawn: Sequence[Edit], fixed: Sequence[Edit]) -> Iterator[tuple[Edit, ...]]:
+    """Single changes, the drawn ones first; then pairs of changes at unrelated sites: two of
+    the fixed ones (a number at both its bounds, a list emptied and a flag flipped), then a
+    drawn one with another."""
+    for edit in (*drawn, *fixed):
+        yield (edit,)
+    pairs = itertools.chain(
+        itertools.combinations(fixed, 2),
+        itertools.product(drawn, fixed),
+        itertools.combinations(drawn, 2),
+    )
+    for first, second in pairs:
+        if not (_within(first[0], second[0]) or _within(second[0], first[0])):
+            yield (first, second)
 
 
-def _changed(data: dict[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(data)
-    for name, value in changes.items():
-        _put(out, name, value)
+def _within(path: Path, other: Path) -> bool:
+    return other[: len(path)] == path
+
+
+def _edited(data: dict[str, Any], edits: Sequence[Edit]) -> Any:
+    out: Any = data
+    for path, value in edits:
+        out = _set(out, path, value)
     return out
 
 
-def _field(
-    builder: _SchemaStrategies, name: str, raw: Any, base: dict[str, Any], required: bool
-) -> _Field | None:
-    current = base.get(name, MISSING)
-    fixed = _fixed_changes(builder, builder.resolve(raw), current)
+def _set(node: Any, path: Path, value: Any) -> Any:
+    """A copy of `node` with `value` at `path` (copied along the path only)."""
+    key, rest = path[0], path[1:]
+    copy: Any = list(node) if isinstance(node, list) else dict(node)
+    if rest:
+        copy[key] = _set(node[key], rest, value)
+    elif value is MISSING:
+        copy.pop(key, None)
+    else:
+        copy[key] = value
+    return copy
+
+
+# --- sites ---------------------------------------------------------------------------------------
+
+
+def _sites(
+    builder: _SchemaStrategies, path: Path, raw: Any, current: Any, *, depth: int, required: bool
+) -> list[_Site]:
+    """The site at `path` (where the example holds `current`) and, inside a list or an object,
+    the sites of its items and properties."""
+    schema = builder.resolve(raw)
+    fixed = _fixed(builder, schema, current)
     if not required and current is not MISSING:
         fixed.append(MISSING)
-    schema = builder.resolve(raw)
-    small_enum = isinstance(schema.get("enum"), list) and len(schema["enum"]) <= _CHOICES + 1
-    drawn: tuple[SearchStrategy[Any], ...] = ()
-    if not small_enum and schema.get("type") != "boolean":  # those are all in `fixed`
-        fresh = _fresh(builder, raw, current, 1)
-        parts = _parts(builder, raw, current, 1)
-        drawn = tuple(
-            option for option in (fresh, fresh if parts is None else parts) if option is not None
-        )
-    if not fixed and not drawn:
-        return None
-    return _Field(name, tuple(fixed), drawn)
+    fresh = None if _all_fixed(schema) else _fresh(builder, raw, schema, current, depth)
+    out = [_Site(path, tuple(fixed), fresh)] if fixed or fresh is not None else []
+    if depth > _NESTING:
+        return out
+    if isinstance(current, list):
+        items = _branch(builder, schema, "array").get("items")
+        if isinstance(items, dict):
+            for index, item in enumerate(current[:_ITEMS]):
+                out.extend(
+                    _sites(builder, (*path, index), items, item, depth=depth + 1, required=True)
+                )
+    elif isinstance(current, dict):
+        obj = _branch(builder, schema, "object")
+        props = obj.get("properties")
+        if isinstance(props, dict):
+            needed = set(obj.get("required", ()))
+            for name, sub in props.items():
+                value = current.get(name, MISSING)
+                out.extend(
+                    _sites(
+                        builder, (*path, name), sub, value, depth=depth + 1, required=name in needed
+                    )
+                )
+    return out
 
 
-def _fixed_changes(builder: _SchemaStrategies, schema: dict[str, Any], current: Any) -> list[Any]:
+def _all_fixed(schema: dict[str, Any]) -> bool:
+    """Every other value is among the fixed changes (a small enum, a boolean, a constant)."""
+    enum = schema.get("enum")
+    small = isinstance(enum, list) and len(enum) <= _CHOICES + 1
+    return small or "const" in schema or schema.get("type") == "boolean"
+
+
+def _fixed(builder: _SchemaStrategies, schema: dict[str, Any], current: Any) -> list[Any]:
     """The changes tried on every draw: the other values of a small enum, the other boolean,
-    null, an empty and a shorter list."""
+    null, the bounds of a number, an empty string, an empty or shorter list."""
     out: list[Any] = []
     enum = schema.get("enum")
     if isinstance(enum, list) and len(enum) <= _CHOICES + 1:
         out.extend(value for value in enum if value != current)
-    if schema.get("type") == "boolean" and isinstance(current, bool):
+    kind = schema.get("type")
+    if kind == "boolean" and isinstance(current, bool):
         out.append(not current)
     if current is not None and _allows_null(builder, schema):
         out.append(None)
+    if kind in ("integer", "number") and isinstance(current, int | float):
+        out.extend(bound for bound in _bounds(schema, kind == "integer") if bound != current)
+    plain = not ({"pattern", "format", "enum", "minLength"} & set(schema))
+    if kind == "string" and current and plain:
+        out.append("")
     if isinstance(current, list) and current:
         array = _branch(builder, schema, "array")
         low = array.get("minItems")
@@ -178,8 +255,80 @@ def _fixed_changes(builder: _SchemaStrategies, schema: dict[str, Any], current: 
         if low == 0:
             out.append([])
         if len(current) > max(low, 1):
-            out.append(current[:-1])
+            out.extend((current[:-1], current[1:]))
     return out
+
+
+def _bounds(schema: dict[str, Any], integer: bool) -> list[int | float]:
+    """The smallest and the largest value the schema allows, where it sets them."""
+    low, high = schema.get("minimum"), schema.get("maximum")
+    step = schema.get("multipleOf")
+    if not integer:
+        bounds = [b for b in (low, high) if isinstance(b, int | float) and not isinstance(b, bool)]
+        return [] if step is not None else bounds
+    first = _edge(low, schema.get("exclusiveMinimum"), 1)
+    last = _edge(high, schema.get("exclusiveMaximum"), -1)
+    if isinstance(step, int) and step > 0:
+        first = None if first is None else -(-first // step) * step
+        last = None if last is None else last // step * step
+    elif step is not None:
+        return []
+    return [bound for bound in (first, last) if bound is not None]
+
+
+def _edge(inclusive: Any, exclusive: Any, inward: int) -> int | None:
+    """An integer bound: the inclusive one rounded inwards, else next to the exclusive one."""
+    if _number(inclusive):
+        return int(math.ceil(inclusive) if inward > 0 else math.floor(inclusive))
+    if _number(exclusive):
+        return int(math.floor(exclusive) + 1 if inward > 0 else math.ceil(exclusive) - 1)
+    return None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _fresh(
+    builder: _SchemaStrategies, raw: Any, schema: dict[str, Any], current: Any, depth: int
+) -> SearchStrategy[Any] | None:
+    """Another value of the schema at a site (for a list, also the list with a fresh item)."""
+    from hypothesis import strategies as st
+
+    enum = schema.get("enum")
+    if isinstance(enum, list):
+        others = [value for value in enum if value != current]
+        return st.sampled_from(others) if others else None
+    fresh = builder.build(raw, depth).filter(functools.partial(_differs, current))
+    if not isinstance(current, list):
+        return fresh
+    array = _branch(builder, schema, "array")
+    items, high = array.get("items"), array.get("maxItems")
+    if not isinstance(items, dict) or (isinstance(high, int) and len(current) >= high):
+        return fresh
+    added = st.tuples(st.integers(0, len(current)), builder.build(items, depth + 1))
+    return fresh | added.map(functools.partial(_with_item, current))
+
+
+def _differs(current: Any, value: Any) -> bool:
+    return bool(value != current)
+
+
+def _with_item(items: list[Any], added: tuple[int, Any]) -> list[Any]:
+    index, item = added
+    return [*items[:index], item, *items[index:]]
+
+
+def _branch(builder: _SchemaStrategies, schema: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The schema itself, or its `anyOf`/`oneOf` branch of that JSON type (`list[X] | None`)."""
+    for key in ("anyOf", "oneOf"):
+        branches = schema.get(key)
+        if isinstance(branches, list):
+            for branch in branches:
+                resolved = builder.resolve(branch)
+                if resolved.get("type") == kind:
+                    return resolved
+    return schema
 
 
 def _allows_null(builder: _SchemaStrategies, schema: dict[str, Any]) -> bool:
@@ -195,6 +344,9 @@ def _allows_null(builder: _SchemaStrategies, schema: dict[str, Any]) -> bool:
         ):
             return True
     return False
+
+
+# --- examples and fields -------------------------------------------------------------------------
 
 
 def _bases(pack: ContractPack, target: Target[Any]) -> list[dict[str, Any]]:
@@ -235,151 +387,3 @@ def _free_fields(
 
 def _head(path: str) -> str:
     return path.split(".", 1)[0].split("[", 1)[0]
-
-
-def _put(data: dict[str, Any], name: str, value: Any) -> None:
-    if value is MISSING:
-        data.pop(name, None)
-    else:
-        data[name] = value
-
-
-# --- changes to one value ------------------------------------------------------------------------
-
-
-def _changes(
-    builder: _SchemaStrategies, raw: Any, current: Any, depth: int
-) -> SearchStrategy[Any] | None:
-    """Values of the schema node `raw` that differ from `current`, its value in a golden example
-    (MISSING when the example leaves it out); None when there is no such value to build."""
-    from hypothesis import strategies as st
-
-    options = [
-        option
-        for option in (_fresh(builder, raw, current, depth), _parts(builder, raw, current, depth))
-        if option is not None
-    ]
-    return st.one_of(options) if options else None
-
-
-def _fresh(
-    builder: _SchemaStrategies, raw: Any, current: Any, depth: int
-) -> SearchStrategy[Any] | None:
-    """Another value of the node's schema."""
-    from hypothesis import strategies as st
-
-    schema = builder.resolve(raw)
-    enum = schema.get("enum")
-    if isinstance(enum, list):
-        others = [value for value in enum if value != current]
-        return st.sampled_from(others) if others else None
-    if "const" in schema and schema["const"] == current:
-        return None
-    return builder.build(raw, depth).filter(functools.partial(_differs, current))
-
-
-def _parts(
-    builder: _SchemaStrategies, raw: Any, current: Any, depth: int
-) -> SearchStrategy[Any] | None:
-    """The example's list or object with one part changed: an item changed, added or dropped,
-    a property changed or left out."""
-    from hypothesis import strategies as st
-
-    if depth > _NESTING or not current:
-        return None
-    schema = builder.resolve(raw)
-    if isinstance(current, list):
-        options = _list_changes(builder, _branch(builder, schema, "array"), current, depth)
-    elif isinstance(current, dict):
-        options = _object_changes(builder, _branch(builder, schema, "object"), current, depth)
-    else:
-        return None
-    return st.one_of(options) if options else None
-
-
-def _differs(current: Any, value: Any) -> bool:
-    return bool(value != current)
-
-
-def _branch(builder: _SchemaStrategies, schema: dict[str, Any], kind: str) -> dict[str, Any]:
-    """The schema itself, or its `anyOf`/`oneOf` branch of that JSON type (`list[X] | None`)."""
-    for key in ("anyOf", "oneOf"):
-        branches = schema.get(key)
-        if isinstance(branches, list):
-            for branch in branches:
-                resolved = builder.resolve(branch)
-                if resolved.get("type") == kind:
-                    return resolved
-    return schema
-
-
-def _list_changes(
-    builder: _SchemaStrategies, schema: dict[str, Any], current: list[Any], depth: int
-) -> list[SearchStrategy[Any]]:
-    """The list with items dropped, one added, or one item changed."""
-    from hypothesis import strategies as st
-
-    if schema.get("type") != "array" or "prefixItems" in schema:
-        return []
-    size = len(current)
-    low = schema.get("minItems")
-    low = low if isinstance(low, int) else 0
-    high = schema.get("maxItems")
-    options: list[SearchStrategy[Any]] = []
-    if size > low:
-        dropped = st.sets(st.integers(0, size - 1), min_size=1, max_size=size - low)
-        options.append(dropped.map(functools.partial(_without, current)))
-    items = schema.get("items")
-    if not isinstance(items, dict):
-        return options
-    if not isinstance(high, int) or size < high:
-        added = st.tuples(st.integers(0, size), builder.build(items, depth + 1))
-        options.append(added.map(functools.partial(_with_item, current)))
-    changed = [
-        change.map(functools.partial(_item_replaced, current, index))
-        for index in range(min(size, _ITEMS))
-        if (change := _changes(builder, items, current[index], depth + 1)) is not None
-    ]
-    if changed:
-        options.append(st.one_of(changed))
-    return options
-
-
-def _object_changes(
-    builder: _SchemaStrategies, schema: dict[str, Any], current: dict[str, Any], depth: int
-) -> list[SearchStrategy[Any]]:
-    """The object with one property changed (or left out, when it is optional)."""
-    from hypothesis import strategies as st
-
-    properties = schema.get("properties")
-    if not isinstance(properties, dict):
-        return []
-    required = set(schema.get("required", ()))
-    changed = []
-    for name, raw in properties.items():
-        value = current.get(name, MISSING)
-        change = _changes(builder, raw, value, depth + 1)
-        if name not in required and value is not MISSING:
-            change = st.just(MISSING) if change is None else change | st.just(MISSING)
-        if change is not None:
-            changed.append(change.map(functools.partial(_property_replaced, current, name)))
-    return [st.one_of(changed)] if changed else []
-
-
-def _without(items: list[Any], dropped: set[int]) -> list[Any]:
-    return [item for index, item in enumerate(items) if index not in dropped]
-
-
-def _with_item(items: list[Any], added: tuple[int, Any]) -> list[Any]:
-    index, item = added
-    return [*items[:index], item, *items[index:]]
-
-
-def _item_replaced(items: list[Any], index: int, item: Any) -> list[Any]:
-    return [*items[:index], item, *items[index + 1 :]]
-
-
-def _property_replaced(data: dict[str, Any], name: str, value: Any) -> dict[str, Any]:
-    out = dict(data)
-    _put(out, name, value)
-    return out
