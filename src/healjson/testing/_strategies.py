@@ -98,13 +98,13 @@ def violating(pack: ContractPack, contract: str | Contract[Any]) -> SearchStrate
     """Instances that pass the schema and break exactly `contract` (a name or a `Contract`).
 
     Uses the pack's strategy for that contract when present. Otherwise the values are built
-    constructively from the pack's golden examples: the fields the contract declares are
-    changed — to another value of their schema, or a list or object with one part changed —
-    while the fields no contract declares are drawn afresh, and a result is kept when that
-    contract, and no other, reports a violation; so an arithmetic rule (`total == sum(...)`) is
-    broken by changing `total`, and "a paid invoice lists a line" by dropping the lines, not
-    found by luck (see `_mutations`). One candidate in four is drawn from `from_schema(model)`
-    instead. Without examples (or declared fields) it falls back to `from_schema(model)`
+    constructively from the pack's golden examples: one or two values inside the fields the
+    contract declares are changed (a field, an item of a list, a property of an item: to a
+    bound, another enum value, null, an emptied list or a fresh value of the schema) while the
+    fields no contract declares are drawn afresh, and a result is kept when that contract, and
+    no other, reports a violation; so an arithmetic rule (`total == sum(...)`) is broken by
+    changing `total`, and "a paid invoice lists a line" by dropping the lines, not found by luck
+    (see `_mutations`). One candidate in four is drawn from `from_schema(model)` instead. Without examples (or declared fields) it falls back to `from_schema(model)`
     filtered the same way. A rule no such value breaks makes hypothesis give up
     (`FailedHealthCheck`); `check_pack` reports that as the rule to supply a strategy for
     (`pack.strategies[name]`). "Breaks" is judged under `pack.extra["contexts"][name]` when the
