@@ -104,13 +104,14 @@ def violating(pack: ContractPack, contract: str | Contract[Any]) -> SearchStrate
     fields no contract declares are drawn afresh, and a result is kept when that contract, and
     no other, reports a violation; so an arithmetic rule (`total == sum(...)`) is broken by
     changing `total`, and "a paid invoice lists a line" by dropping the lines, not found by luck
-    (see `_mutations`). One candidate in four is drawn from `from_schema(model)` instead. Without examples (or declared fields) it falls back to `from_schema(model)`
-    filtered the same way. A rule no such value breaks makes hypothesis give up
-    (`FailedHealthCheck`); `check_pack` reports that as the rule to supply a strategy for
-    (`pack.strategies[name]`). "Breaks" is judged under `pack.extra["contexts"][name]` when the
-    pack gives that rule its own request, else under the pack-wide context (see
-    `pack_context`), as the pack holds them when a value is drawn. The strategy is built once
-    per pack and contract and shared. Raises `KeyError` for a contract the pack lacks.
+    (see `_mutations`). One candidate in four is drawn from `from_schema(model)` instead.
+    Without examples (or declared fields) it falls back to `from_schema(model)` filtered the
+    same way. A rule no such value breaks makes hypothesis give up (`FailedHealthCheck`);
+    `check_pack` reports that as the rule to supply a strategy for (`pack.strategies[name]`).
+    "Breaks" is judged under `pack.extra["contexts"][name]` when the pack gives that rule its
+    own request, else under the pack-wide context (see `pack_context`), as the pack holds them
+    when a value is drawn. The strategy is built once per pack and contract and shared.
+    Raises `KeyError` for a contract the pack lacks.
     """
     require_hypothesis()
     rule = _resolve_rule(pack, contract)
