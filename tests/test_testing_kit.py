@@ -387,6 +387,41 @@ def test_from_schema_handles_non_model_targets(data: st.DataObject) -> None:
     assert data.draw(from_schema(Literal["x", "y"])) in ("x", "y")
 
 
+PLAIN_PATTERNS = [
+    r"^[A-Z]{3}-\d{2}$",
+    r"^ORD-\d{6}$",
+    r"[a-z0-9_]+",
+    r"\A[A-F\d]{4,8}\Z",
+    r"x.y?",
+    r"^$",
+    r"[.-]*",
+]
+OTHER_PATTERNS = [r"(ab)+", r"\w+", r"[^a]", r"ab|cd", r"(?i)abc", r"\s"]
+
+
+@pytest.mark.parametrize("pattern", PLAIN_PATTERNS)
+@settings(max_examples=30)
+@given(data=st.data())
+def test_plain_patterns_are_drawn_as_text_that_fully_matches(
+    pattern: str, data: st.DataObject
+) -> None:
+    r"""Literals, classes and `.`, repeated, between anchors: drawn without `from_regex`, every
+    string matching the whole pattern (digits any decimal digit, as `re` reads `\d`)."""
+    from healjson.testing._schema_data import _plain_regex
+
+    strategy = _plain_regex(pattern)
+    assert strategy is not None
+    assert re.fullmatch(pattern, data.draw(strategy))
+
+
+@pytest.mark.parametrize("pattern", OTHER_PATTERNS)
+def test_other_patterns_are_left_to_from_regex(pattern: str) -> None:
+    r"""Groups, alternatives, flags, negated classes, `\w` and `\s` are not plain."""
+    from healjson.testing._schema_data import _plain_regex
+
+    assert _plain_regex(pattern) is None
+
+
 class Timetable(BaseModel):
     stops: list[AwareDatetime] = Field(min_length=12, max_length=12)
     checked: dt.datetime | None = None

@@ -274,12 +274,84 @@ def _string(schema: dict[str, Any], zones: str | None) -> SearchStrategy[Any]:
         except re.error:  # an ECMA-only pattern: plain text, filtered by validation later
             base = st.text(min_size=low, max_size=high)
         else:
-            base = st.from_regex(pattern, fullmatch=True)
+            plain = _plain_regex(pattern)
+            base = st.from_regex(pattern, fullmatch=True) if plain is None else plain
     else:
         return st.text(min_size=low, max_size=high)
     if low == 0 and high is None:
         return base
     return base.filter(lambda s: low <= len(s) and (high is None or len(s) <= high))
+
+
+_ALPHABET = 1024  # a character class of at most this many characters is drawn from as a string
+
+
+def _plain_regex(pattern: str) -> SearchStrategy[str] | None:
+    """Strings that fully match a plain pattern — literals, character classes (ranges and
+    `\\d`) and `.`, each optionally repeated, between optional anchors (`^[A-Z]{3}-\\d{2}$`):
+    a few `text` draws, each drawing its characters at once, where `from_regex` draws one
+    character at a time (about half the cost per string). None for anything else (groups,
+    alternatives, flags, negated classes, `\\w`, `\\s`, ...): `from_regex` draws those."""
+    from hypothesis import strategies as st
+
+    try:  # the parser `re` compiles with (`from_regex` reads patterns with it too)
+        sre = importlib.import_module("re._constants")
+        parsed = importlib.import_module("re._parser").parse(pattern)
+    except Exception:  # another Python's `re`
+        return None
+    if parsed.state.flags & ~re.UNICODE:
+        return None
+    items = list(parsed)
+    if items[:1] in ([(sre.AT, sre.AT_BEGINNING)], [(sre.AT, sre.AT_BEGINNING_STRING)]):
+        items = items[1:]
+    if items[-1:] in ([(sre.AT, sre.AT_END)], [(sre.AT, sre.AT_END_STRING)]):
+        items = items[:-1]
+    parts: list[SearchStrategy[str]] = []
+    for op, av in items:
+        if op == sre.LITERAL:
+            parts.append(st.just(chr(av)))
+            continue
+        low, high, item = 1, 1, (op, av)
+        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+            low, high, sub = av
+            if len(sub) != 1:
+                return None
+            item = sub[0]
+        alphabet = _regex_alphabet(item, sre)
+        if alphabet is None:
+            return None
+        most = None if high == sre.MAXREPEAT else high
+        parts.append(st.text(alphabet, min_size=low, max_size=most))
+    return st.tuples(*parts).map("".join)
+
+
+def _regex_alphabet(item: tuple[Any, Any], sre: Any) -> Any:
+    """The characters one element of a plain pattern matches: a string, or a `characters`
+    strategy for `.` and a class holding `\\d`; None when the element is not that plain."""
+    from hypothesis import strategies as st
+
+    op, av = item
+    if op == sre.LITERAL:
+        return chr(av)
+    if op == sre.ANY:
+        return st.characters(exclude_characters="\n")
+    if op != sre.IN:
+        return None
+    chars: list[str] = []
+    digits = False
+    for kind, value in av:
+        if kind == sre.LITERAL:
+            chars.append(chr(value))
+        elif kind == sre.RANGE and value[1] - value[0] < _ALPHABET:
+            chars.extend(chr(code) for code in range(value[0], value[1] + 1))
+        elif kind == sre.CATEGORY and value == sre.CATEGORY_DIGIT:
+            digits = True
+        else:  # a negation, `\w`, `\s`, a wide range
+            return None
+    text = "".join(dict.fromkeys(chars))
+    if digits:  # any decimal digit, as `re` and pydantic read `\d` (and `from_regex` draws it)
+        return st.characters(categories=["Nd"], include_characters=text)
+    return text if 0 < len(text) <= _ALPHABET else None
 
 
 def _formatted(fmt: Any, zones: str | None) -> SearchStrategy[str] | None:
