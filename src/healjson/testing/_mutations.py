@@ -148,7 +148,7 @@ def mutations(
 
 def _attempts(drawn: Sequence[Edit], fixed: Sequence[Edit]) -> Iterator[tuple[Edit, ...]]:
     """Single changes, the drawn ones first; then pairs of changes at unrelated sites: two of
-    the fixed ones (a number at both its bounds, a list emptied and a flag flipped), then a
+    the fixed ones (two numbers at their bounds, a list emptied and a flag flipped), then a
     drawn one with another."""
     for edit in (*drawn, *fixed):
         yield (edit,)

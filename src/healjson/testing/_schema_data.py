@@ -51,8 +51,10 @@ def from_schema(model: Any) -> SearchStrategy[Any]:
     `enum` and `const`, arrays with `minItems`/`maxItems`/`uniqueItems` and `prefixItems`,
     `anyOf`/`oneOf`/`allOf`, `$ref`/`$defs` (recursive models too) and nullable fields. Each
     generated JSON value is validated with the model's `TypeAdapter`; values pydantic rejects
-    (validators, constraints the schema cannot express) are filtered out. The strategy is built
-    once per model and shared.
+    (validators, constraints the schema cannot express) are filtered out — though `date-time`
+    values already carry an offset when the model requires one (`AwareDatetime`) and none when
+    it forbids one (`NaiveDatetime`), which the schema does not say. The strategy is built once
+    per model and shared.
     """
     require_hypothesis()
     target = target_for(model)
