@@ -386,6 +386,14 @@ def test_input_grounded_rule_reads_only_user_turns() -> None:
 
 
 @pytest.mark.parametrize("name", PACK_NAMES)
+def test_pack_strategies_are_built_once(name: str) -> None:
+    """Each strategy function gives the strategy it built the first time: a test that calls it
+    inside `data.draw` does not build (and hypothesis does not validate) a new one per example."""
+    for factory in PACKS[name].strategies.values():
+        assert factory() is factory()
+
+
+@pytest.mark.parametrize("name", PACK_NAMES)
 @settings(max_examples=30)
 @given(data=st.data())
 def test_valid_strategy_instances_pass_every_contract(name: str, data: st.DataObject) -> None:

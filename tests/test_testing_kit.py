@@ -15,7 +15,7 @@ from typing import Any, Literal
 import pytest
 from hypothesis import assume, find, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NaiveDatetime
 
 import healjson
 from healjson import ContractPack, Degraded, Healed, Healer, Reason, Reply, Violation, contract
@@ -291,6 +291,52 @@ def test_a_rule_that_reads_the_request_is_broken_under_its_own_context() -> None
     assert {"as_requested"} == set(check_pack(pack, max_examples=10).violating)
 
 
+def test_strategies_are_built_once_and_shared() -> None:
+    """Calling `valid`, `violating` or `from_schema` again (as `data.draw(valid(pack))` does on
+    every example) gives the strategy already built, which hypothesis validated once; another
+    pack, another rule, or a pack whose strategy for the rule is now another function gets its
+    own."""
+    assert valid(INVOICE_PACK) is valid(INVOICE_PACK)
+    assert violating(INVOICE_PACK, "line_cap") is violating(INVOICE_PACK, line_cap)
+    assert violating(INVOICE_PACK, "line_cap") is not violating(INVOICE_PACK, "paid_has_lines")
+    assert from_schema(Invoice) is from_schema(Invoice)
+    pack = _range_pack(strategies=dict(RANGE_STRATEGIES))
+    first = violating(pack, "ordered")
+    assert first is violating(pack, "ordered")
+    assert first is not violating(RANGE_PACK, "ordered")
+    pack.strategies["ordered"] = lambda: ranges(st.integers(-10, -1))  # type: ignore[index]
+    assert first is not violating(pack, "ordered")
+    drawn = find(violating(pack, "ordered"), lambda r: True)
+    assert -10 <= drawn.high - drawn.low <= -1
+
+
+def test_a_shared_strategy_judges_under_the_context_the_pack_has_when_drawn() -> None:
+    """The contracts see the pack's context as it is when a value is drawn, not as it was when
+    the (shared) strategy was first built."""
+
+    @contract(fields=("high",))
+    def under_limit(r: Range, ctx: healjson.ContractContext) -> Violation | None:
+        limit = int(ctx.input_text or "0")
+        return Violation(f"high is at most {limit}") if r.high > limit else None
+
+    pack = ContractPack(Range, (under_limit,), ({"low": 1, "high": 2},), extra={"context": "7"})
+    strategies = (valid(pack), violating(pack, "under_limit"))
+
+    def highs(limit: int) -> None:
+        @settings(max_examples=20)
+        @given(st.data())
+        def check(data: st.DataObject) -> None:
+            assert data.draw(valid(pack)).high <= limit
+            assert data.draw(violating(pack, "under_limit")).high > limit
+
+        check()
+
+    highs(7)
+    pack.extra["context"] = "3"
+    assert (valid(pack), violating(pack, "under_limit")) == strategies
+    highs(3)
+
+
 # --- from_schema ---------------------------------------------------------------------------------
 
 
@@ -339,6 +385,62 @@ def test_from_schema_handles_non_model_targets(data: st.DataObject) -> None:
     assert all(isinstance(x, Line) for x in data.draw(from_schema(list[Line])))
     assert isinstance(data.draw(from_schema(int)), int)
     assert data.draw(from_schema(Literal["x", "y"])) in ("x", "y")
+
+
+PLAIN_PATTERNS = [
+    r"^[A-Z]{3}-\d{2}$",
+    r"^ORD-\d{6}$",
+    r"[a-z0-9_]+",
+    r"\A[A-F\d]{4,8}\Z",
+    r"x.y?",
+    r"^$",
+    r"[.-]*",
+]
+OTHER_PATTERNS = [r"(ab)+", r"\w+", r"[^a]", r"ab|cd", r"(?i)abc", r"\s"]
+
+
+@pytest.mark.parametrize("pattern", PLAIN_PATTERNS)
+@settings(max_examples=30)
+@given(data=st.data())
+def test_plain_patterns_are_drawn_as_text_that_fully_matches(
+    pattern: str, data: st.DataObject
+) -> None:
+    r"""Literals, classes and `.`, repeated, between anchors: drawn without `from_regex`, every
+    string matching the whole pattern (digits any decimal digit, as `re` reads `\d`)."""
+    from healjson.testing._schema_data import _plain_regex
+
+    strategy = _plain_regex(pattern)
+    assert strategy is not None
+    assert re.fullmatch(pattern, data.draw(strategy))
+
+
+@pytest.mark.parametrize("pattern", OTHER_PATTERNS)
+def test_other_patterns_are_left_to_from_regex(pattern: str) -> None:
+    r"""Groups, alternatives, flags, negated classes, `\w` and `\s` are not plain."""
+    from healjson.testing._schema_data import _plain_regex
+
+    assert _plain_regex(pattern) is None
+
+
+class Timetable(BaseModel):
+    stops: list[AwareDatetime] = Field(min_length=12, max_length=12)
+    checked: dt.datetime | None = None
+
+
+class LocalTimetable(BaseModel):
+    stops: list[NaiveDatetime] = Field(min_length=12, max_length=12)
+
+
+@settings(max_examples=20)
+@given(st.data())
+def test_from_schema_gives_the_datetimes_the_model_accepts(data: st.DataObject) -> None:
+    """The JSON schema says `date-time` for aware, naive and plain datetimes alike: a model
+    whose datetimes must all carry an offset (or must all lack one) gets only those, where
+    twelve drawn at random would almost never all fit."""
+    timetable = data.draw(from_schema(Timetable))
+    assert all(stop.tzinfo is not None for stop in timetable.stops)
+    local = data.draw(from_schema(LocalTimetable))
+    assert all(stop.tzinfo is None for stop in local.stops)
 
 
 # --- corrupted -----------------------------------------------------------------------------------
@@ -623,3 +725,86 @@ def test_a_rule_nothing_breaks_is_reported_with_what_to_supply() -> None:
     assert "violating(pack, 'cannot_be_broken')" in message
     assert "ContractPack.strategies" in message
     assert "total_adds_up" not in message  # the arithmetic rule is broken constructively
+    assert "euro_only" not in message  # one value breaks it alone: the example in dollars
+
+
+def test_the_constructive_half_of_violating_finds_a_breaker_on_every_draw() -> None:
+    """A paid invoice without lines breaks `paid_has_lines`; from the example (paid, one line),
+    dropping the lines while the status stays paid is tried on every draw, so no draw of the
+    examples-based half comes back empty-handed (a draw that does is a rejected example)."""
+    from healjson._core.sentinels import NOTHING
+    from healjson._core.target import target_for
+    from healjson.testing._mutations import mutations
+    from healjson.testing._strategies import judge
+
+    def breaks_only_paid_has_lines(instance: Invoice) -> bool:
+        return {"paid_has_lines"} == {d.rule for d in judge(INVOICE_PACK, instance)}
+
+    strategy = mutations(
+        INVOICE_PACK, paid_has_lines, target_for(Invoice), breaks_only_paid_has_lines
+    )
+    assert strategy is not None
+
+    @settings(max_examples=60)
+    @given(strategy)
+    def every_draw_breaks_it(invoice: Any) -> None:
+        assert invoice is not NOTHING
+        assert ("paid", []) == (invoice.status, invoice.lines)
+
+    every_draw_breaks_it()
+
+
+def test_violating_varies_the_fields_no_rule_reads() -> None:
+    """Built from one example, violating values still differ where no contract looks: the
+    number and the date are drawn afresh."""
+    example = INVOICE_PACK.examples[0]
+    seen: list[Invoice] = []
+
+    @settings(max_examples=30, database=None)
+    @given(violating(INVOICE_PACK, "paid_has_lines"))
+    def collect(invoice: Invoice) -> None:
+        seen.append(invoice)
+
+    collect()
+    assert any(i.number != example["number"] for i in seen)
+    assert any(str(i.issued) != example["issued"] for i in seen)
+
+
+class Order(BaseModel):
+    status: Literal["open", "paid"]
+    items: list[Line] = Field(min_length=1, max_length=3)
+
+
+@contract(fields=("items",))
+def small_quantities(order: Order) -> Violation | None:
+    """No item is ordered more than 10 times."""
+    if any(item.qty > 10 for item in order.items):
+        return Violation("at most 10 of an item")
+    return None
+
+
+@contract(fields=("items",))
+def known_skus(order: Order) -> Violation | None:
+    """Every item is one of the catalogue's."""
+    if any(item.sku not in ("ABC-12", "XYZ-34") for item in order.items):
+        return Violation("an item that is not in the catalogue")
+    return None
+
+
+ORDERS = ContractPack(
+    Order,
+    (small_quantities, known_skus),
+    ({"status": "open", "items": [{"sku": "ABC-12", "qty": 2, "unit_price": 1.5}]},),
+    name="orders",
+)
+
+
+@settings(max_examples=30)
+@given(data=st.data())
+def test_violating_changes_one_part_of_an_item(data: st.DataObject) -> None:
+    """A new item (or a new list) almost never keeps a catalogue sku: breaking only the quantity
+    rule takes the example's own item with its quantity changed, which is one of the changes
+    drawn for a list field."""
+    order = data.draw(violating(ORDERS, "small_quantities"))
+    assert any(item.qty > 10 for item in order.items)
+    assert all(item.sku in ("ABC-12", "XYZ-34") for item in order.items)

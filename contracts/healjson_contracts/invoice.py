@@ -11,6 +11,7 @@ entry point of the `healjson.contracts` group; the module is `healjson_contracts
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from datetime import date, timedelta
@@ -255,14 +256,22 @@ EXAMPLES = (
 
 
 # ---------------------------------------------------------------------------------------------
-# hypothesis strategies (hypothesis is imported inside, so loading the pack never needs it)
+# hypothesis strategies (hypothesis is imported inside, so loading the pack never needs it); each
+# is built once (`functools.cache`): hypothesis validates a strategy the first time it is drawn
+# from, and a test that calls a factory inside `data.draw` would pay for that on every example
 # ---------------------------------------------------------------------------------------------
 
 CURRENCIES = ("EUR", "USD", "GBP", "JPY", "CHF")
 
 
+@functools.cache
 def _money(st: Any, low: str = "0", high: str = "10000") -> Any:
     return st.decimals(min_value=Decimal(low), max_value=Decimal(high), places=2)
+
+
+@functools.cache
+def _quantities(st: Any) -> Any:
+    return st.integers(1, 50).map(Decimal) | _money(st, "0.01", "1000")
 
 
 def _draw_invoice(draw: Any, st: Any) -> Invoice:
@@ -272,7 +281,7 @@ def _draw_invoice(draw: Any, st: Any) -> Invoice:
     due = issue + timedelta(days=draw(st.integers(0, 120)))
     lines = []
     for number in range(draw(st.integers(1, 6))):
-        quantity = draw(st.integers(1, 50).map(Decimal) | _money(st, "0.01", "1000"))
+        quantity = draw(_quantities(st))
         unit_price = draw(_money(st))
         line = InvoiceLine(
             description=f"item {number + 1}",
@@ -307,6 +316,7 @@ def _with_line(invoice: Invoice, index: int, **update: Any) -> Invoice:
     return invoice.model_copy(update={"lines": lines})
 
 
+@functools.cache
 def _valid() -> Any:
     """Invoices that pass the schema and every rule."""
     from hypothesis import strategies as st
@@ -318,6 +328,7 @@ def _valid() -> Any:
     return invoices()
 
 
+@functools.cache
 def _breaks_line_totals_match() -> Any:
     """One line's total is off; the invoice total still adds up the stated line totals."""
     from hypothesis import strategies as st
@@ -334,6 +345,7 @@ def _breaks_line_totals_match() -> Any:
     return invoices()
 
 
+@functools.cache
 def _breaks_total_adds_up() -> Any:
     from hypothesis import strategies as st
 
@@ -345,6 +357,7 @@ def _breaks_total_adds_up() -> Any:
     return invoices()
 
 
+@functools.cache
 def _breaks_one_currency() -> Any:
     from hypothesis import strategies as st
 
@@ -358,6 +371,7 @@ def _breaks_one_currency() -> Any:
     return invoices()
 
 
+@functools.cache
 def _breaks_due_after_issue() -> Any:
     from hypothesis import strategies as st
 

@@ -12,6 +12,7 @@ entry point of the `healjson.contracts` group; the module is `healjson_contracts
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
@@ -213,7 +214,9 @@ EXAMPLES = (
 
 
 # ---------------------------------------------------------------------------------------------
-# hypothesis strategies (hypothesis is imported inside, so loading the pack never needs it)
+# hypothesis strategies (hypothesis is imported inside, so loading the pack never needs it); each
+# is built once (`functools.cache`): hypothesis validates a strategy the first time it is drawn
+# from, and a test that calls a factory inside `data.draw` would pay for that on every example
 # ---------------------------------------------------------------------------------------------
 
 CITIES = ("Lisbon", "Paris", "Amsterdam", "Berlin", "Vienna", "Rome", "Madrid", "Oslo")
@@ -278,6 +281,7 @@ def _elsewhere(draw: Any, st: Any, *avoid: str) -> str:
     return city
 
 
+@functools.cache
 def _valid() -> Any:
     """Itineraries that pass the schema and every rule."""
     from hypothesis import strategies as st
@@ -289,6 +293,7 @@ def _valid() -> Any:
     return trips()
 
 
+@functools.cache
 def _breaks_legs_arrive_after_departing() -> Any:
     """One leg arrives at or before its departure; it arrives earlier, so connections hold."""
     from hypothesis import strategies as st
@@ -303,6 +308,7 @@ def _breaks_legs_arrive_after_departing() -> Any:
     return trips()
 
 
+@functools.cache
 def _breaks_legs_connect_in_place() -> Any:
     from hypothesis import strategies as st
 
@@ -317,6 +323,7 @@ def _breaks_legs_connect_in_place() -> Any:
     return trips()
 
 
+@functools.cache
 def _breaks_legs_connect_in_time() -> Any:
     from hypothesis import strategies as st
 
@@ -328,6 +335,7 @@ def _breaks_legs_connect_in_time() -> Any:
     return trips()
 
 
+@functools.cache
 def _breaks_endpoints_match() -> Any:
     from hypothesis import strategies as st
 

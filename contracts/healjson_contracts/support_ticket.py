@@ -12,6 +12,7 @@ entry point of the `healjson.contracts` group; the module is `healjson_contracts
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Literal
@@ -214,16 +215,20 @@ DEFECT_AND_REFUND_CONTEXT = ContractContext(
 
 
 # ---------------------------------------------------------------------------------------------
-# hypothesis strategies (hypothesis is imported inside, so loading the pack never needs it)
+# hypothesis strategies (hypothesis is imported inside, so loading the pack never needs it); each
+# is built once (`functools.cache`): hypothesis validates a strategy the first time it is drawn
+# from, and a test that calls a factory inside `data.draw` would pay for that on every example
 # ---------------------------------------------------------------------------------------------
 
 
+@functools.cache
 def _summaries(st: Any, min_size: int, max_size: int = 160) -> Any:
     alphabet = st.characters(categories=("L", "N", "P", "Zs"))
     text = st.text(alphabet, min_size=min_size, max_size=max_size)
     return text.filter(lambda s: not ORDER_NUMBER.search(s))
 
 
+@functools.cache
 def _order_ids(st: Any) -> Any:
     return st.integers(0, 999_999).map(lambda n: f"ORD-{n:06d}")
 
@@ -245,6 +250,7 @@ def _urgencies(category: str) -> range:
     return range(1, 6)
 
 
+@functools.cache
 def _valid() -> Any:
     """Tickets that pass the schema and every rule (for a message that does not report both a
     defect and a refund wish: under such a message only refund and quality tickets are valid)."""
@@ -260,6 +266,7 @@ def _valid() -> Any:
     return tickets()
 
 
+@functools.cache
 def _breaks_refund_is_urgent() -> Any:
     from hypothesis import strategies as st
 
@@ -270,6 +277,7 @@ def _breaks_refund_is_urgent() -> Any:
     return tickets()
 
 
+@functools.cache
 def _breaks_urgent_summary_explains() -> Any:
     from hypothesis import strategies as st
 
@@ -282,6 +290,7 @@ def _breaks_urgent_summary_explains() -> Any:
     return tickets()
 
 
+@functools.cache
 def _breaks_summary_omits_order_number() -> Any:
     from hypothesis import strategies as st
 
@@ -298,6 +307,7 @@ def _breaks_summary_omits_order_number() -> Any:
     return tickets()
 
 
+@functools.cache
 def _breaks_logistics_is_not_urgent() -> Any:
     from hypothesis import strategies as st
 
@@ -308,6 +318,7 @@ def _breaks_logistics_is_not_urgent() -> Any:
     return tickets()
 
 
+@functools.cache
 def _breaks_category_matches_defect_refund() -> Any:
     """Logistics or other tickets; they break the rule under `DEFECT_AND_REFUND_CONTEXT`."""
     from hypothesis import strategies as st

@@ -108,29 +108,71 @@ def _renderings() -> Callable[[Any, tuple[str, ...]], SearchStrategy[Corruption]
 def _draw_corruption(draw: DrawFn, data: Any, applicable: tuple[str, ...]) -> Corruption:
     from hypothesis import strategies as st
 
-    kinds = set(draw(st.lists(st.sampled_from(applicable), min_size=1, unique=True)))
-    indent = draw(st.sampled_from((2, 4))) if "pretty" in kinds else 0
-    spaced = draw(st.booleans()) if not indent else False
+    parts = _parts()
+    kinds = set(draw(_kind_sets(applicable)))
+    indent = draw(parts.indents) if "pretty" in kinds else 0
+    spaced = draw(parts.booleans) if not indent else False
     renderer = _Renderer(kinds, indent, spaced, draw)
     body = renderer.render(data)
     before = after = ""
     if "fence" in kinds:
-        lang = draw(st.sampled_from(("json", "")))
+        lang = draw(parts.fence_langs)
         before, after = f"```{lang}\n", "\n```"
     if "prose_before" in kinds:
-        gap = draw(st.sampled_from(("\n", "\n\n", " ")))
-        before = draw(st.sampled_from(_PROSE_BEFORE)) + gap + before
+        gap = draw(parts.gaps)
+        before = draw(parts.prose_before) + gap + before
     if "prose_after" in kinds:
-        gap = draw(st.sampled_from(("\n", "\n\n", " ")))
-        after = after + gap + draw(st.sampled_from(_PROSE_AFTER))
+        gap = draw(parts.gaps)
+        after = after + gap + draw(parts.prose_after)
     applied = renderer.applied | (kinds & {"fence", "prose_before", "prose_after", "pretty"})
     if "truncated" in kinds:
         cut = draw(st.integers(1, len(body) - 1))  # strictly inside the value
         ordered = tuple(k for k in KINDS if k in applied or k == "truncated")
         return Corruption(before + body[:cut], ordered, "length", False, data)
     ordered = tuple(k for k in KINDS if k in applied)
-    finish = draw(st.sampled_from((None, "stop")))
+    finish = draw(parts.finish_reasons)
     return Corruption(before + body + after, ordered, finish, True, data)
+
+
+@dataclass(frozen=True, slots=True)
+class _Parts:
+    """The strategies every rendering draws from, built once (hypothesis validates and labels a
+    strategy the first time it is drawn from: one built per draw pays for that every time)."""
+
+    booleans: SearchStrategy[bool]
+    indents: SearchStrategy[int]
+    fence_langs: SearchStrategy[str]
+    gaps: SearchStrategy[str]
+    prose_before: SearchStrategy[str]
+    prose_after: SearchStrategy[str]
+    finish_reasons: SearchStrategy[str | None]
+    comment_text: SearchStrategy[str]
+    comment_kinds: dict[tuple[str, ...], SearchStrategy[str]]
+
+
+@functools.cache
+def _parts() -> _Parts:
+    from hypothesis import strategies as st
+
+    comments = [("block_comment",), ("line_comment",), ("block_comment", "line_comment")]
+    return _Parts(
+        booleans=st.booleans(),
+        indents=st.sampled_from((2, 4)),
+        fence_langs=st.sampled_from(("json", "")),
+        gaps=st.sampled_from(("\n", "\n\n", " ")),
+        prose_before=st.sampled_from(_PROSE_BEFORE),
+        prose_after=st.sampled_from(_PROSE_AFTER),
+        finish_reasons=st.sampled_from((None, "stop")),
+        comment_text=st.sampled_from(_COMMENT_TEXT),
+        comment_kinds={kinds: st.sampled_from(kinds) for kinds in comments},
+    )
+
+
+@functools.cache
+def _kind_sets(applicable: tuple[str, ...]) -> SearchStrategy[list[str]]:
+    from hypothesis import strategies as st
+
+    return st.lists(st.sampled_from(applicable), min_size=1, unique=True)
 
 
 def _json_data(value: Any, model: Any) -> Any:
@@ -200,16 +242,15 @@ class _Renderer:
     """Writes JSON data with the chosen corruptions, drawing where optional ones go."""
 
     def __init__(self, kinds: set[str], indent: int, spaced: bool, draw: DrawFn) -> None:
-        from hypothesis import strategies as st
-
+        parts = _parts()
         self.kinds = kinds
         self.indent = indent
         self.spaced = spaced
         self.draw = draw
-        self.booleans = st.booleans()
-        self.comments = [k for k in ("block_comment", "line_comment") if k in kinds]
-        self.comment_choice = st.sampled_from(self.comments) if self.comments else None
-        self.comment_text = st.sampled_from(_COMMENT_TEXT)
+        self.booleans = parts.booleans
+        self.comments = tuple(k for k in ("block_comment", "line_comment") if k in kinds)
+        self.comment_choice = parts.comment_kinds.get(self.comments)
+        self.comment_text = parts.comment_text
         self.applied: set[str] = set()
 
     def render(self, data: Any) -> str:

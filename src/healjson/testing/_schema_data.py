@@ -6,12 +6,13 @@ Hypothesis is imported when a strategy is built, never when this module is impor
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import math
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic_core import to_json
 
@@ -21,12 +22,16 @@ from healjson._extras import missing_extra
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
+    from pydantic import TypeAdapter
 
 __all__ = ["as_instance", "from_schema", "require_hypothesis"]
 
 _INSTALL_HINT = missing_extra("hypothesis", "testing")
 _MAX_DEPTH = 5  # past this depth, generation prefers leaves: null branches, empty lists
 _EXTRA_ITEMS = 5  # lists without maxItems get at most minItems + this many items
+_MEMO_SIZE = 256  # strategies remembered per kind (kept alive with what they were built from)
+
+S = TypeVar("S")
 
 
 def require_hypothesis() -> None:
@@ -46,12 +51,19 @@ def from_schema(model: Any) -> SearchStrategy[Any]:
     `enum` and `const`, arrays with `minItems`/`maxItems`/`uniqueItems` and `prefixItems`,
     `anyOf`/`oneOf`/`allOf`, `$ref`/`$defs` (recursive models too) and nullable fields. Each
     generated JSON value is validated with the model's `TypeAdapter`; values pydantic rejects
-    (validators, constraints the schema cannot express) are filtered out.
+    (validators, constraints the schema cannot express) are filtered out — though `date-time`
+    values already carry an offset when the model requires one (`AwareDatetime`) and none when
+    it forbids one (`NaiveDatetime`), which the schema does not say. The strategy is built once
+    per model and shared.
     """
     require_hypothesis()
     target = target_for(model)
+    return memo("from_schema", (target,), lambda: _instances(target))
+
+
+def _instances(target: Target[Any]) -> SearchStrategy[Any]:
     schema = target.json_schema
-    data = _SchemaStrategies(schema).build(schema, 0)
+    data = schema_strategies(target).build(schema, 0)
 
     def validated(value: Any) -> Any:
         try:
@@ -62,14 +74,52 @@ def from_schema(model: Any) -> SearchStrategy[Any]:
     return data.map(validated).filter(lambda instance: instance is not NOTHING)
 
 
+# --- strategies built once -----------------------------------------------------------------------
+
+_MEMO: dict[str, dict[tuple[int, ...], tuple[tuple[Any, ...], Any]]] = {}
+
+
+def memo(kind: str, inputs: tuple[Any, ...], build: Callable[[], S]) -> S:
+    """The strategy of this `kind` built from these `inputs`, built on first use and then shared.
+
+    Hypothesis validates a strategy, computes its labels and describes its filters once per
+    strategy object: a strategy rebuilt for every draw (`data.draw(valid(pack))` inside a test)
+    pays for all of that again each time. `inputs` are compared by identity (packs, targets,
+    functions and contexts are not hashable, or not by value) and kept alive with the strategy,
+    so an identity is never reused while its entry stands; the oldest entries make way when a
+    kind holds `_MEMO_SIZE` of them."""
+    entries = _MEMO.setdefault(kind, {})
+    key = tuple(id(item) for item in inputs)
+    found = entries.get(key)
+    if found is not None:
+        return cast(S, found[1])
+    built = build()
+    if len(entries) >= _MEMO_SIZE:
+        del entries[next(iter(entries))]
+    entries[key] = (inputs, built)
+    return built
+
+
+def schema_strategies(target: Target[Any]) -> _SchemaStrategies:
+    """The (shared) strategy builder for the target's JSON schema."""
+    return memo(
+        "builder",
+        (target,),
+        lambda: _SchemaStrategies(target.json_schema, zone_constraint(target)),
+    )
+
+
 # --- JSON schema to strategy ---------------------------------------------------------------------
 
 
 class _SchemaStrategies:
     """Builds a strategy of JSON data for a (pydantic-flavoured) JSON schema."""
 
-    def __init__(self, root: dict[str, Any]) -> None:
+    def __init__(self, root: dict[str, Any], zones: str | None = None) -> None:
         self.root = root
+        self.zones = zones  # "aware" / "naive": the offset every date-time has / lacks
+        # (id(node), depth) -> (node, strategy): each node of the schema is built once per depth
+        self._built: dict[tuple[int, int], tuple[Any, SearchStrategy[Any]]] = {}
 
     def resolve(self, raw: Any) -> dict[str, Any]:
         if not isinstance(raw, dict):
@@ -93,6 +143,16 @@ class _SchemaStrategies:
         return schema
 
     def build(self, raw: Any, depth: int) -> SearchStrategy[Any]:
+        """The strategy for a schema node at this depth, built once (the node is kept alive
+        with it, so its id stays its own)."""
+        key = (id(raw), depth)
+        found = self._built.get(key)
+        if found is None:
+            found = (raw, self._make(raw, depth))
+            self._built[key] = found
+        return found[1]
+
+    def _make(self, raw: Any, depth: int) -> SearchStrategy[Any]:
         from hypothesis import strategies as st
 
         if raw is False:
@@ -124,7 +184,7 @@ class _SchemaStrategies:
         if kind == "array":
             return self._array(schema, depth)
         if kind == "string":
-            return _string(schema)
+            return _string(schema, self.zones)
         if kind == "integer":
             return _integer(schema)
         if kind == "number":
@@ -200,13 +260,13 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _string(schema: dict[str, Any]) -> SearchStrategy[Any]:
+def _string(schema: dict[str, Any], zones: str | None) -> SearchStrategy[Any]:
     from hypothesis import strategies as st
 
     low = int(schema.get("minLength", 0) or 0)
     high = schema.get("maxLength")
     high = high if isinstance(high, int) else None
-    formatted = _formatted(schema.get("format"))
+    formatted = _formatted(schema.get("format"), zones)
     pattern = schema.get("pattern")
     if formatted is not None:
         base = formatted
@@ -216,28 +276,99 @@ def _string(schema: dict[str, Any]) -> SearchStrategy[Any]:
         except re.error:  # an ECMA-only pattern: plain text, filtered by validation later
             base = st.text(min_size=low, max_size=high)
         else:
-            base = st.from_regex(pattern, fullmatch=True)
+            plain = _plain_regex(pattern)
+            base = st.from_regex(pattern, fullmatch=True) if plain is None else plain
     else:
         return st.text(min_size=low, max_size=high)
+    if low == 0 and high is None:
+        return base
     return base.filter(lambda s: low <= len(s) and (high is None or len(s) <= high))
 
 
-def _formatted(fmt: Any) -> SearchStrategy[str] | None:
+_ALPHABET = 1024  # a character class of at most this many characters is drawn from as a string
+
+
+def _plain_regex(pattern: str) -> SearchStrategy[str] | None:
+    """Strings that fully match a plain pattern — literals, character classes (ranges and
+    `\\d`) and `.`, each optionally repeated, between optional anchors (`^[A-Z]{3}-\\d{2}$`):
+    a few `text` draws, each drawing its characters at once, where `from_regex` draws one
+    character at a time (about half the cost per string). None for anything else (groups,
+    alternatives, flags, negated classes, `\\w`, `\\s`, ...): `from_regex` draws those."""
+    from hypothesis import strategies as st
+
+    try:  # the parser `re` compiles with (`from_regex` reads patterns with it too)
+        sre = importlib.import_module("re._constants")
+        parsed = importlib.import_module("re._parser").parse(pattern)
+    except Exception:  # another Python's `re`
+        return None
+    if parsed.state.flags & ~re.UNICODE:
+        return None
+    items = list(parsed)
+    if items[:1] in ([(sre.AT, sre.AT_BEGINNING)], [(sre.AT, sre.AT_BEGINNING_STRING)]):
+        items = items[1:]
+    if items[-1:] in ([(sre.AT, sre.AT_END)], [(sre.AT, sre.AT_END_STRING)]):
+        items = items[:-1]
+    parts: list[SearchStrategy[str]] = []
+    for op, av in items:
+        if op == sre.LITERAL:
+            parts.append(st.just(chr(av)))
+            continue
+        low, high, item = 1, 1, (op, av)
+        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+            low, high, sub = av
+            if len(sub) != 1:
+                return None
+            item = sub[0]
+        alphabet = _regex_alphabet(item, sre)
+        if alphabet is None:
+            return None
+        most = None if high == sre.MAXREPEAT else high
+        parts.append(st.text(alphabet, min_size=low, max_size=most))
+    return st.tuples(*parts).map("".join)
+
+
+def _regex_alphabet(item: tuple[Any, Any], sre: Any) -> Any:
+    """The characters one element of a plain pattern matches: a string, or a `characters`
+    strategy for `.` and a class holding `\\d`; None when the element is not that plain."""
+    from hypothesis import strategies as st
+
+    op, av = item
+    if op == sre.LITERAL:
+        return chr(av)
+    if op == sre.ANY:
+        return st.characters(exclude_characters="\n")
+    if op != sre.IN:
+        return None
+    chars: list[str] = []
+    digits = False
+    for kind, value in av:
+        if kind == sre.LITERAL:
+            chars.append(chr(value))
+        elif kind == sre.RANGE and value[1] - value[0] < _ALPHABET:
+            chars.extend(chr(code) for code in range(value[0], value[1] + 1))
+        elif kind == sre.CATEGORY and value == sre.CATEGORY_DIGIT:
+            digits = True
+        else:  # a negation, `\w`, `\s`, a wide range
+            return None
+    text = "".join(dict.fromkeys(chars))
+    if digits:  # any decimal digit, as `re` and pydantic read `\d` (and `from_regex` draws it)
+        return st.characters(categories=["Nd"], include_characters=text)
+    return text if 0 < len(text) <= _ALPHABET else None
+
+
+def _formatted(fmt: Any, zones: str | None) -> SearchStrategy[str] | None:
     import datetime as dt
     import uuid
 
     from hypothesis import strategies as st
-    from pydantic import TypeAdapter
 
     def dumped(type_: Any, values: SearchStrategy[Any]) -> SearchStrategy[str]:
-        adapter: TypeAdapter[Any] = TypeAdapter(type_)
+        adapter = _adapter(type_)
         return values.map(lambda v: str(adapter.dump_python(v, mode="json")))
 
-    offsets = st.integers(-23 * 60, 23 * 60).map(lambda m: dt.timezone(dt.timedelta(minutes=m)))
-    zones = st.none() | st.just(dt.UTC) | offsets
     formats: dict[str, Callable[[], SearchStrategy[str]]] = {
         "date": lambda: dumped(dt.date, st.dates()),
-        "date-time": lambda: dumped(dt.datetime, st.datetimes(timezones=zones)),
+        "date-time": lambda: dumped(dt.datetime, _datetimes(zones)),
         "time": lambda: dumped(dt.time, st.times()),
         "duration": lambda: dumped(dt.timedelta, st.timedeltas()),
         "uuid": lambda: dumped(uuid.UUID, st.uuids()),
@@ -250,6 +381,50 @@ def _formatted(fmt: Any) -> SearchStrategy[str] | None:
     }
     make = formats.get(fmt) if isinstance(fmt, str) else None
     return make() if make is not None else None
+
+
+def _datetimes(zones: str | None) -> SearchStrategy[Any]:
+    """Datetimes: with an offset when `zones` is "aware", without one when "naive", else
+    either (see `zone_constraint`)."""
+    import datetime as dt
+
+    from hypothesis import strategies as st
+
+    if zones == "naive":
+        return st.datetimes()
+    offsets = st.integers(-23 * 60, 23 * 60).map(lambda m: dt.timezone(dt.timedelta(minutes=m)))
+    aware = st.just(dt.UTC) | offsets
+    return st.datetimes(timezones=aware if zones == "aware" else st.none() | aware)
+
+
+def zone_constraint(target: Target[Any]) -> str | None:
+    """ "aware" when every datetime the target constrains must carry an offset (pydantic's
+    `AwareDatetime`), "naive" when every one must not (`NaiveDatetime`), else None. The JSON
+    schema says `date-time` for all three; drawing naive and aware datetimes alike, an
+    itinerary of six aware legs came out valid once in five hundred draws."""
+    found: set[str] = set()
+    stack: list[Any] = [getattr(target.adapter, "core_schema", None)]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, dict):
+            if node.get("type") == "datetime" and "tz_constraint" in node:
+                constraint = node["tz_constraint"]
+                found.add(constraint if constraint in ("aware", "naive") else "aware")
+            stack.extend(value for key, value in node.items() if key not in ("metadata", "cls"))
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
+    return found.pop() if len(found) == 1 else None
+
+
+@functools.cache
+def _adapter(type_: Any) -> TypeAdapter[Any]:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(type_)
 
 
 def _integer(schema: dict[str, Any]) -> SearchStrategy[Any]:

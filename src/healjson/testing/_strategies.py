@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic_core import to_json
-
 from healjson._core.contracts import Contract, ContractContext, run_contracts
 from healjson._core.diagnostic import Diagnostic, Source
 from healjson._core.drive import drive_sync
@@ -24,10 +22,13 @@ from healjson._core.target import Target, target_for
 from healjson._packs import ContractPack
 
 if TYPE_CHECKING:
-    from hypothesis.strategies import SearchStrategy
+    from hypothesis.strategies import DrawFn, SearchStrategy
 
 from ._corruptions import KINDS, Corruption, corrupted
-from ._schema_data import _SchemaStrategies, as_instance, from_schema, require_hypothesis
+from ._mutations import mutations
+from ._schema_data import as_instance, from_schema, memo, require_hypothesis
+
+_SCHEMA_SHARE = 4  # one candidate of `violating` in this many is drawn from the schema alone
 
 __all__ = [
     "KINDS",
@@ -77,99 +78,76 @@ def valid(pack: ContractPack) -> SearchStrategy[Any]:
     filtered by the contracts: that works for loose rules but can be slow, or give up with
     hypothesis' `filter_too_much` health check, for tight ones (`total == sum(lines)`); packs
     with such rules should supply a `"valid"` strategy. Contracts see an empty `ContractContext`
-    unless `pack.extra["context"]` provides one (messages, a prompt or a mapping).
+    unless `pack.extra["context"]` provides one (messages, a prompt or a mapping), as the pack
+    holds it when a value is drawn. The strategy is built once per pack (and `"valid"` function)
+    and shared: call `valid(pack)` wherever it reads best, `data.draw(valid(pack))` included.
     """
     require_hypothesis()
-    target = target_for(pack.model)
     factory = pack.strategies.get("valid")
+    return memo("valid", (pack, factory), lambda: _valid(pack, factory))
+
+
+def _valid(pack: ContractPack, factory: Callable[[], Any] | None) -> SearchStrategy[Any]:
+    target = target_for(pack.model)
     if factory is not None:
         return _from_pack(factory, target)
-    ctx = pack_context(pack)
-    return from_schema(target).filter(lambda instance: not judge(pack, instance, ctx))
+    return from_schema(target).filter(lambda instance: not judge(pack, instance))
 
 
 def violating(pack: ContractPack, contract: str | Contract[Any]) -> SearchStrategy[Any]:
     """Instances that pass the schema and break exactly `contract` (a name or a `Contract`).
 
     Uses the pack's strategy for that contract when present. Otherwise the values are built
-    constructively from the pack's golden examples: a field the contract declares is replaced
-    with a schema-generated value, and a result is kept when that contract, and no other,
-    reports a violation — so an arithmetic rule (`total == sum(...)`) is broken by changing
-    `total`, not found by luck. Without examples (or declared fields) it falls back to
-    `from_schema(model)` filtered the same way. A rule no such value breaks makes hypothesis
-    give up (`FailedHealthCheck`); `check_pack` reports that as the rule to supply a strategy
-    for (`pack.strategies[name]`). "Breaks" is judged under
-    `pack.extra["contexts"][name]` when the pack gives that rule its own request, else under the
-    pack-wide context (see `pack_context`). Raises `KeyError` for a contract the pack lacks.
+    constructively from the pack's golden examples: one or two values inside the fields the
+    contract declares are changed (a field, an item of a list, a property of an item: to a
+    bound, another enum value, null, an emptied list or a fresh value of the schema) while the
+    fields no contract declares are drawn afresh, and a result is kept when that contract, and
+    no other, reports a violation; so an arithmetic rule (`total == sum(...)`) is broken by
+    changing `total`, and "a paid invoice lists a line" by dropping the lines, not found by luck
+    (see `_mutations`). One candidate in four is drawn from `from_schema(model)` instead.
+    Without examples (or declared fields) it falls back to `from_schema(model)` filtered the
+    same way. A rule no such value breaks makes hypothesis give up (`FailedHealthCheck`);
+    `check_pack` reports that as the rule to supply a strategy for (`pack.strategies[name]`).
+    "Breaks" is judged under `pack.extra["contexts"][name]` when the pack gives that rule its
+    own request, else under the pack-wide context (see `pack_context`), as the pack holds them
+    when a value is drawn. The strategy is built once per pack and contract and shared.
+    Raises `KeyError` for a contract the pack lacks.
     """
     require_hypothesis()
     rule = _resolve_rule(pack, contract)
-    target = target_for(pack.model)
     factory = pack.strategies.get(rule.name)
+    return memo("violating", (pack, rule, factory), lambda: _violating(pack, rule, factory))
+
+
+def _violating(
+    pack: ContractPack, rule: Contract[Any], factory: Callable[[], Any] | None
+) -> SearchStrategy[Any]:
+    from hypothesis import strategies as st
+
+    target = target_for(pack.model)
     if factory is not None:
         return _from_pack(factory, target)
-    ctx = pack_context(pack, rule.name)
 
     def breaks_only_this(instance: Any) -> bool:
-        found = judge(pack, instance, ctx)
+        found = judge(pack, instance, pack_context(pack, rule.name))
         return bool(found) and all(
             d.rule == rule.name and d.source is Source.CONTRACT for d in found
         )
 
-    mutations = _mutations(pack, rule, target, breaks_only_this)
-    if mutations is not None:
-        return mutations
-    return from_schema(target).filter(breaks_only_this)
+    schema_made = from_schema(target)
+    built = mutations(pack, rule, target, breaks_only_this)
+    if built is None:
+        return schema_made.filter(breaks_only_this)
+    arm = st.integers(0, _SCHEMA_SHARE - 1)
 
+    def candidate(draw: DrawFn) -> Any:
+        if draw(arm) < _SCHEMA_SHARE - 1:  # examples changed where the rule reads them
+            return draw(built)  # (first: hypothesis starts from, and shrinks towards, 0)
+        instance = draw(schema_made)
+        return instance if breaks_only_this(instance) else NOTHING
 
-def _mutations(
-    pack: ContractPack,
-    rule: Contract[Any],
-    target: Target[Any],
-    breaks_only_this: Callable[[Any], bool],
-) -> SearchStrategy[Any] | None:
-    """Violating values built constructively: a golden example of the pack (valid by the
-    pack's own checks) with some of the fields the rule declares replaced by schema-generated
-    values, mixed with schema-generated values, kept when that breaks this rule and no other.
-    None when the pack has no usable example or the rule names no top-level field of the
-    schema (the plain filtering fallback is used then)."""
-    from hypothesis import strategies as st
-
-    bases: list[dict[str, Any]] = []
-    for example in pack.examples:
-        try:
-            instance = as_instance(target, example)
-            data = target.adapter.dump_python(instance, mode="json", by_alias=True)
-        except Exception:  # an example that does not validate: check_pack reports it
-            continue
-        if isinstance(data, dict):
-            bases.append(data)
-    schema = target.json_schema
-    builder = _SchemaStrategies(schema)
-    properties = builder.resolve(schema).get("properties")
-    heads = dict.fromkeys(_head(field) for field in rule.fields)
-    fields = [head for head in heads if isinstance(properties, dict) and head in properties]
-    if not bases or not fields:
-        return None
-    assert isinstance(properties, dict)
-    replacement = st.one_of(
-        [st.fixed_dictionaries({name: builder.build(properties[name], 1)}) for name in fields]
-        + [st.fixed_dictionaries({n: builder.build(properties[n], 1) for n in fields})]
-    )  # one field at a time first (the others' rules then stay kept), or all of them
-
-    def rebuilt(base: dict[str, Any], changes: dict[str, Any]) -> Any:
-        try:
-            return target.adapter.validate_json(to_json({**base, **changes}))
-        except Exception:  # the replacement broke the schema
-            return NOTHING
-
-    mutated = st.builds(rebuilt, st.sampled_from(bases), replacement)
-    candidates = st.one_of(mutated, mutated, mutated, from_schema(target))
-    return candidates.filter(lambda i: i is not NOTHING and breaks_only_this(i))
-
-
-def _head(path: str) -> str:
-    return path.split(".", 1)[0].split("[", 1)[0]
+    # one filter over both kinds: each of its tries picks the kind afresh
+    return st.composite(candidate)().filter(lambda instance: instance is not NOTHING)
 
 
 def _from_pack(factory: Callable[[], Any], target: Target[Any]) -> SearchStrategy[Any]:
