@@ -893,3 +893,31 @@ def test_violating_reaches_flags_bounds_nulls_and_nested_parts(
 
     shipment = data.draw(violating(SHIPMENTS, rule))
     assert {rule} == {d.rule for d in judge(SHIPMENTS, shipment)}
+
+
+class Dial(BaseModel):
+    level: int = Field(ge=0, le=1000)
+    label: str = ""
+    mode: Literal["a", "b", "c", "d", "e", "f"] = "a"
+
+
+@contract(fields=("level",))
+def turned_up(dial: Dial) -> Violation | None:
+    """The dial is turned all the way up."""
+    return None if dial.level == 1000 else Violation("the level is 1000")
+
+
+@contract(fields=("mode",))
+def in_mode_f(dial: Dial) -> Violation | None:
+    """The dial is in mode f."""
+    return None if dial.mode == "f" else Violation("the mode is f")
+
+
+@settings(max_examples=30)
+@given(data=st.data())
+def test_valid_repairs_a_schema_value_one_change_away(data: st.DataObject) -> None:
+    """A level of exactly 1000 and mode f almost never come up together by chance; a schema
+    value that misses one of them is repaired with the one change that fixes it (the level at
+    its bound, the mode set to f) instead of being thrown away."""
+    dial = data.draw(valid(ContractPack(Dial, (turned_up, in_mode_f), name="dial")))
+    assert (1000, "f") == (dial.level, dial.mode)
