@@ -146,6 +146,56 @@ def mutations(
     return st.composite(draw_candidate)()
 
 
+def repairs(
+    pack: ContractPack, target: Target[Any], passes: Callable[[Any], bool]
+) -> Callable[[Any, Sequence[str]], Any]:
+    """For `valid`: a function that takes an instance some contracts reject (and their names)
+    and gives it back with one or two fixed changes inside the fields those contracts declare
+    — the cheapest changes there are: another value of a small enum, a bound, null, an emptied
+    or shorter list, a field left out — with which it `passes`; NOTHING when none of the first
+    `_TRIED` does. Far cheaper than drawing another instance."""
+    builder = schema_strategies(target)
+    root = builder.resolve(target.json_schema)
+    properties = root.get("properties")
+    properties = properties if isinstance(properties, dict) else {}
+    keys = _schema_keys(target, properties)
+    required = set(root.get("required", ()))
+    fields = {rule.name: rule.fields for rule in pack.contracts}
+
+    def repaired(instance: Any, rules: Sequence[str]) -> Any:
+        heads = (keys.get(_head(f)) for rule in rules for f in fields.get(rule, ()))
+        names = [name for name in dict.fromkeys(heads) if name]
+        if not names:
+            return NOTHING
+        data = target.adapter.dump_python(instance, mode="json", by_alias=True)
+        if not isinstance(data, dict):
+            return NOTHING
+        sites = [
+            site
+            for name in names
+            for site in _sites(
+                builder,
+                (name,),
+                properties[name],
+                data.get(name, MISSING),
+                depth=1,
+                required=name in required,
+                drawn=False,
+            )
+        ]
+        fixed = [(site.path, value) for site in sites for value in site.fixed]
+        for edits in itertools.islice(_attempts((), fixed), _TRIED):
+            try:
+                changed = target.adapter.validate_json(to_json(_edited(data, edits)))
+            except Exception:  # the change broke the schema (or a validator of the model)
+                continue
+            if passes(changed):
+                return changed
+        return NOTHING
+
+    return repaired
+
+
 def _attempts(drawn: Sequence[Edit], fixed: Sequence[Edit]) -> Iterator[tuple[Edit, ...]]:
     """Single changes, the drawn ones first; then pairs of changes at unrelated sites: two of
     the fixed ones (two numbers at their bounds, a list emptied and a flag flipped), then a
@@ -190,37 +240,53 @@ def _set(node: Any, path: Path, value: Any) -> Any:
 
 
 def _sites(
-    builder: _SchemaStrategies, path: Path, raw: Any, current: Any, *, depth: int, required: bool
+    builder: _SchemaStrategies,
+    path: Path,
+    raw: Any,
+    current: Any,
+    *,
+    depth: int,
+    required: bool,
+    drawn: bool = True,
 ) -> list[_Site]:
     """The site at `path` (where the example holds `current`) and, inside a list or an object,
-    the sites of its items and properties."""
+    the sites of its items and properties; with `drawn=False`, their fixed changes only."""
     schema = builder.resolve(raw)
     fixed = _fixed(builder, schema, current)
     if not required and current is not MISSING:
         fixed.append(MISSING)
-    fresh = None if _all_fixed(schema) else _fresh(builder, raw, schema, current, depth)
+    fresh = None
+    if drawn and not _all_fixed(schema):
+        fresh = _fresh(builder, raw, schema, current, depth)
     out = [_Site(path, tuple(fixed), fresh)] if fixed or fresh is not None else []
     if depth > _NESTING:
         return out
+    inner: list[tuple[str | int, Any, Any, bool]] = []  # key, schema, value, required
     if isinstance(current, list):
         items = _branch(builder, schema, "array").get("items")
         if isinstance(items, dict):
-            for index, item in enumerate(current[:_ITEMS]):
-                out.extend(
-                    _sites(builder, (*path, index), items, item, depth=depth + 1, required=True)
-                )
+            inner = [(index, items, item, True) for index, item in enumerate(current[:_ITEMS])]
     elif isinstance(current, dict):
         obj = _branch(builder, schema, "object")
         props = obj.get("properties")
         if isinstance(props, dict):
-            needed = set(obj.get("required", ()))
-            for name, sub in props.items():
-                value = current.get(name, MISSING)
-                out.extend(
-                    _sites(
-                        builder, (*path, name), sub, value, depth=depth + 1, required=name in needed
-                    )
-                )
+            wanted = set(obj.get("required", ()))
+            inner = [
+                (name, sub, current.get(name, MISSING), name in wanted)
+                for name, sub in props.items()
+            ]
+    for key, sub, value, needed in inner:
+        out.extend(
+            _sites(
+                builder,
+                (*path, key),
+                sub,
+                value,
+                depth=depth + 1,
+                required=needed,
+                drawn=drawn,
+            )
+        )
     return out
 
 

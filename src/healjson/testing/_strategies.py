@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from hypothesis.strategies import DrawFn, SearchStrategy
 
 from ._corruptions import KINDS, Corruption, corrupted
-from ._mutations import mutations
+from ._mutations import mutations, repairs
 from ._schema_data import as_instance, from_schema, memo, require_hypothesis
 
 _SCHEMA_SHARE = 4  # one candidate of `violating` in this many is drawn from the schema alone
@@ -75,9 +75,12 @@ def valid(pack: ContractPack) -> SearchStrategy[Any]:
 
     Uses `pack.strategies["valid"]()` when the pack supplies it (values that are not instances yet,
     such as dicts, are validated into instances). Otherwise it falls back to `from_schema(model)`
-    filtered by the contracts: that works for loose rules but can be slow, or give up with
-    hypothesis' `filter_too_much` health check, for tight ones (`total == sum(lines)`); packs
-    with such rules should supply a `"valid"` strategy. Contracts see an empty `ContractContext`
+    filtered by the contracts, a value that breaks some first repaired where one or two of the
+    cheapest changes inside the fields they declare (another enum value, a bound, null, an
+    emptied list, a field left out) make every contract pass: that works for loose rules but
+    can be slow, give up with hypothesis' `filter_too_much` health check, or draw only a narrow
+    set of values for tight ones (`total == sum(lines)`); packs with such rules should supply a
+    `"valid"` strategy. Contracts see an empty `ContractContext`
     unless `pack.extra["context"]` provides one (messages, a prompt or a mapping), as the pack
     holds it when a value is drawn. The strategy is built once per pack (and `"valid"` function)
     and shared: call `valid(pack)` wherever it reads best, `data.draw(valid(pack))` included.
@@ -91,7 +94,19 @@ def _valid(pack: ContractPack, factory: Callable[[], Any] | None) -> SearchStrat
     target = target_for(pack.model)
     if factory is not None:
         return _from_pack(factory, target)
-    return from_schema(target).filter(lambda instance: not judge(pack, instance))
+
+    def passes(instance: Any) -> bool:
+        return not judge(pack, instance)
+
+    repaired = repairs(pack, target, passes)
+
+    def kept(instance: Any) -> Any:
+        found = judge(pack, instance)
+        if not found:
+            return instance
+        return repaired(instance, [d.rule for d in found if d.rule is not None])
+
+    return from_schema(target).map(kept).filter(lambda instance: instance is not NOTHING)
 
 
 def violating(pack: ContractPack, contract: str | Contract[Any]) -> SearchStrategy[Any]:
