@@ -1,11 +1,18 @@
 """What the kill tests' victims run, in a child forked from the warm `zygote` process: a real
 run of `healjson batch` or of a Batch API run, killed with SIGKILL from outside or by itself the
-nth time the runner reports a phase (`on_event`)."""
+nth time the runner reports a phase (`on_event`).
+
+A victim does not wait for its writes to reach the disk (`_no_fsync`): a SIGKILL leaves the
+kernel's page cache whole, so the next run reads every byte the killed one wrote, in the order
+it wrote them, with or without fsync. fsync guards against a power cut, which no test here can
+stage; waiting for it (~150 per Batch API run, mostly SQLite's) was most of a victim's time."""
 
 from __future__ import annotations
 
 import os
 import signal
+import sqlite3
+import ssl
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +29,14 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "cli"))
 from ticket_pack import Ticket, urgent_summary_explains
 
 openai.OpenAI(api_key="k").files  # the SDK's resources, imported before forking  # noqa: B018
+# built once, before forking: a client's own TLS context loads the CA bundle (~50 ms a victim)
+# for a server that speaks plain HTTP
+_SSL = ssl.create_default_context()
+
+
+def _client(base_url: str) -> openai.OpenAI:
+    http = openai.DefaultHttpxClient(verify=_SSL)
+    return openai.OpenAI(base_url=base_url, api_key="k", max_retries=0, http_client=http)
 
 
 class Invoice(BaseModel):
@@ -29,8 +44,29 @@ class Invoice(BaseModel):
     total: int
 
 
+class _Unsynced(sqlite3.Connection):
+    """A connection whose `PRAGMA synchronous` is always OFF (whatever the ledger asks)."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        if sql.replace(" ", "").lower().startswith("pragmasynchronous="):
+            sql = "PRAGMA synchronous=OFF"
+        return super().execute(sql, parameters)
+
+
+def _no_fsync() -> None:
+    """In this victim (a forked child, which ends with its run): no fsync, no SQLite sync."""
+    connect = sqlite3.connect
+
+    def unsynced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        return connect(*args, **kwargs, factory=_Unsynced)
+
+    sqlite3.connect = unsynced  # type: ignore[assignment]
+    os.fsync = lambda fd: None
+
+
 def batch_command(args: list[str]) -> None:
     """`healjson batch ARGS` (exits with its exit code)."""
+    _no_fsync()
     app(args, prog_name="healjson")
 
 
@@ -48,9 +84,9 @@ def _killer(phase: str, nth: int) -> Any:
 
 def tickets_batch_api(phase: str, nth: int, base_url: str, source: str, out: str) -> None:
     """A Batch API run of tickets (chat lines), killed the nth time it reports `phase`."""
-    client = openai.OpenAI(base_url=base_url, api_key="k", max_retries=0)
+    _no_fsync()
     run_batch_api(
-        source, out, client=client, model="m", response_model=Ticket,
+        source, out, client=_client(base_url), model="m", response_model=Ticket,
         contracts=[urgent_summary_explains], policy=HealPolicy(max_attempts=3),
         poll_interval_s=0.01, on_event=_killer(phase, nth),
     )  # fmt: skip
@@ -60,8 +96,8 @@ def invoices_responses_batch_api(
     phase: str, nth: int, base_url: str, source: str, out: str
 ) -> None:
     """A Batch API run of invoices on `/v1/responses`, killed the nth time it reports `phase`."""
+    _no_fsync()
     run_batch_api(
-        source, out, client=openai.OpenAI(base_url=base_url, api_key="k", max_retries=0),
-        model="m", response_model=Invoice, endpoint="responses", poll_interval_s=0.01,
-        on_event=_killer(phase, nth),
+        source, out, client=_client(base_url), model="m", response_model=Invoice,
+        endpoint="responses", poll_interval_s=0.01, on_event=_killer(phase, nth),
     )  # fmt: skip
