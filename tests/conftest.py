@@ -61,7 +61,7 @@ def _coverage_controller(config: pytest.Config) -> Any:
     return controller if getattr(controller, "started", False) else None
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test that uses the Ray instance runs on one pytest-xdist worker (`--dist
     loadgroup`): one instance is started per worker that needs one, and two would cost a
     second start-up and two sets of Ray's processes competing for the same cores. (xdist
@@ -70,10 +70,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     The long tests go first, the many short ones last: `slow` ones, then property tests,
     then the rest, each in collection order. Handed out in that order, the workers end
     together, where a long test dealt last would leave the other worker idle while it runs."""
+    on_worker = hasattr(config, "workerinput")
     for item in items:
-        if "ray_cluster" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("ray"))
+        if on_worker and "ray_cluster" in getattr(item, "fixturenames", ()):
+            _join_xdist_group(item, "ray")
     items.sort(key=_expected_length)
+
+
+def _join_xdist_group(item: pytest.Item, group: str) -> None:
+    """Put `item` in xdist's `loadgroup` group `group`. The scheduler reads a test's group
+    from its node id, after the last `@`. pytest-xdist writes that suffix for an
+    `xdist_group` mark into `item._nodeid`, which pytest 9.2 no longer reads (node ids became
+    structured, pytest-xdist #1386): the mark then groups nothing and each worker started
+    its own Ray instance. So the suffix is written here, as each pytest reads it."""
+    if item.nodeid.endswith(f"@{group}"):
+        return
+    grouped = f"{item.nodeid}@{group}"
+    structured = getattr(item, "_id", None)
+    if structured is not None:
+        item._id = type(structured).parse(grouped)  # type: ignore[attr-defined]
+    else:
+        item._nodeid = grouped  # type: ignore[attr-defined]
 
 
 def _expected_length(item: pytest.Item) -> int:

@@ -19,7 +19,7 @@ from typing import Any
 
 import openai
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
@@ -275,6 +275,7 @@ _ROW = st.fixed_dictionaries(
 
 @settings(max_examples=25, deadline=None)
 @given(rows=st.lists(_ROW, min_size=1, max_size=6))
+@example(rows=[{"prompt": "a", "context": {"limit": 2**53 + 1}}, {"prompt": "b", "context": {}}])
 def test_a_row_means_one_request_read_from_json_or_from_arrow(rows: list[dict[str, Any]]) -> None:
     """Each row of a JSON Lines file and the same row as Ray Data hands it over (Arrow: every
     field and struct key of any row present in each, as null when absent; integers in a float
@@ -290,11 +291,19 @@ def test_a_row_means_one_request_read_from_json_or_from_arrow(rows: list[dict[st
     from_json = [read_request(json.loads(json.dumps(row))) for row in rows]
     table = pa.Table.from_struct_array(pa.array(rows))
     names = {"messages": "messages", "prompt": "prompt"}
-    for batch in (table, *(BlockAccessor.for_block(table).to_batch_format(f) for f in _FORMATS)):
+    # Ray's numpy batches carry a struct's integer field with nulls as floats: an integer
+    # beyond 2**53 is rounded before healjson sees it (`HealBatch` says to use pyarrow there)
+    formats = _FORMATS if all(_exact_in_a_float(row) for row in rows) else ("pandas",)
+    for batch in (table, *(BlockAccessor.for_block(table).to_batch_format(f) for f in formats)):
         assert from_json == [read_request(f) for f in request_fields(Columns(batch), names)]
 
 
 _FORMATS = ("pandas", "numpy")
+
+
+def _exact_in_a_float(row: dict[str, Any]) -> bool:
+    context = row.get("context") or {}
+    return not isinstance(context.get("limit"), int) or abs(context["limit"]) <= 2**53
 
 
 def _nested(depth: int) -> Any:

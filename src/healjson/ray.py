@@ -134,7 +134,9 @@ class HealBatch:
     messages: a list of dicts, or that list as JSON text) when set, else its `prompt_column` (a
     string: one user turn); its `system_column` (a string) put first as a system message; its
     `context_column`, when set, the run's `context=` (an object, or its JSON text: the contracts'
-    `ctx.extra` and pydantic's validation context); its `temperature`, `top_p` and `max_tokens`
+    `ctx.extra` and pydantic's validation context; keep `batch_format="pyarrow"` or `"pandas"`
+    there: Ray's numpy batches turn an integer field with nulls into floats, so an integer
+    beyond 2**53 arrives already rounded); its `temperature`, `top_p` and `max_tokens`
     columns, when set, its own parameters (over `request_params`). `id_column` is copied to the `id`
     column. Each batch's rows are healed concurrently, at most `concurrency` at a time in the actor.
     The result is a `pyarrow.Table` of `RESULT_COLUMNS` (plus `outcome` with
