@@ -4,10 +4,12 @@ and a clear TypeError for what is no target at all."""
 from __future__ import annotations
 
 import types
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import Field
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, Field
 
 import healjson
 from healjson import Degraded, Flag, Healed
@@ -77,3 +79,59 @@ def test_mappings_inside_a_list_of_the_schema_are_read_as_dicts() -> None:
     wrong = healjson.validate('{"n": "many"}', schema)
     assert isinstance(wrong, Degraded)
     assert [(e.path, e.constraint) for e in wrong.errors] == [("n", "must be an integer")]
+
+
+# -- two spellings Python calls equal ---------------------------------------------------------
+# `Literal["a", "b"] == Literal["b", "a"]` and `A | B == B | A`, with equal hashes: each spelling
+# still gets its own schema, name and validation, whichever was used first in the process.
+
+_LITERAL_VALUES = st.lists(
+    st.text("abcxyz", min_size=1, max_size=3) | st.integers(-5, 5), min_size=2, max_size=5,
+    unique_by=lambda value: (type(value), value),
+)  # fmt: skip
+
+
+@settings(max_examples=30, deadline=None)
+@given(values=_LITERAL_VALUES, data=st.data())
+def test_each_order_of_a_literal_keeps_its_own_schema(
+    values: list[Any], data: st.DataObject
+) -> None:
+    from healjson._core.target import target_for
+    from healjson._providers.openai_chat import strict_format
+
+    orders = [values, data.draw(st.permutations(values)), list(reversed(values))]
+    for order in orders:
+        literal = Literal[tuple(order)]  # type: ignore[valid-type]
+        for spelled in (literal, list[literal]):  # and nested: the list's item schema
+            schema = target_for(spelled).json_schema
+            assert (schema.get("items") or schema)["enum"] == order
+            sent = strict_format(spelled)["json_schema"]["schema"]["properties"]["value"]
+            assert (sent.get("items") or sent)["enum"] == order  # strict mode wraps a non-object
+        assert strict_format(literal)["json_schema"]["name"] == "Literal_" + "_".join(
+            str(value) for value in order
+        )
+
+
+class _Left(BaseModel):
+    x: int
+
+
+class _Right(BaseModel):
+    x: int
+
+
+def test_each_order_of_a_union_validates_as_written() -> None:
+    """pydantic's smart union picks the leftmost member when several fit equally well, so
+    `_Left | _Right` and `_Right | _Left` give different values from the same reply."""
+    for first, second in [(_Left, _Right), (_Right, _Left), (_Left, _Right)]:
+        union = first | second
+        assert type(healjson.validate('{"x": 1}', union).unwrap()) is first
+        assert type(healjson.validate('[{"x": 1}]', list[union]).unwrap()[0]) is first
+        refs = [member["$ref"] for member in target_for_schema(union)["anyOf"]]
+        assert refs == [f"#/$defs/{first.__name__}", f"#/$defs/{second.__name__}"]
+
+
+def target_for_schema(type_: Any) -> dict[str, Any]:
+    from healjson._core.target import target_for
+
+    return target_for(type_).json_schema

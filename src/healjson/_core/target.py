@@ -27,6 +27,7 @@ __all__ = [
     "Target",
     "list_item_type",
     "resolve_ref",
+    "spelling",
     "target_for",
 ]
 
@@ -108,8 +109,22 @@ class Target(Generic[T]):
         return out
 
 
+def spelling(type_: Any) -> str:
+    """What tells apart two spellings of `type_` that Python calls equal, for a cache keyed on
+    `(type_, spelling(type_))`. Python compares typing forms as sets: `Literal["a", "b"] ==
+    Literal["b", "a"]` and `int | str == str | int`, with equal hashes, also nested
+    (`list[Literal["b", "a"]]`). Keyed on the type alone, a cache would hand one spelling
+    what was built for the other: its enum and `anyOf` order, its schema name, and for a
+    union the member pydantic tries first. A class (a model, an enum) is its own spelling."""
+    kind = type(type_)
+    return repr(type_) if kind in _ALIASES or kind.__module__ == "typing" else ""
+
+
+_ALIASES: Final = (GenericAlias, UnionType)
+
+
 @functools.lru_cache(maxsize=512)
-def _cached_target(type_: Any) -> Target[Any]:
+def _cached_target(type_: Any, spelled: str) -> Target[Any]:
     if isinstance(type_, JsonSchema):
         return Target(type_, typing.cast(Any, SchemaAdapter(type_)))
     return Target(type_, _complete_adapter(type_))
@@ -133,7 +148,7 @@ def target_for(type_: Any) -> Target[Any]:
     if type(type_) is dict:  # a JSON Schema: found by its rendering, not re-canonicalised
         return _schema_target(type_)
     try:
-        return _cached_target(type_)
+        return _cached_target(type_, spelling(type_))
     except TypeError as exc:
         if "unhashable" not in str(exc):
             raise _bad_target(type_, exc) from exc
@@ -142,7 +157,7 @@ def target_for(type_: Any) -> Target[Any]:
             raise  # the schema's own check: its message says what is wrong
         raise _bad_target(type_, exc) from exc
     if isinstance(type_, Mapping):  # a JSON Schema (a dict is unhashable: keyed by its text)
-        return _cached_target(json_schema_of(type_))
+        return _cached_target(json_schema_of(type_), "")
     try:
         return Target(type_, _complete_adapter(type_))
     except Exception as exc:
@@ -167,7 +182,7 @@ def _schema_target(schema: dict[str, Any]) -> Target[Any]:
         found = _BY_RENDERING.get(key)
         if found is not None:
             return found
-    target = _cached_target(json_schema_of(schema))
+    target = _cached_target(json_schema_of(schema), "")
     if key is not None:
         if len(_BY_RENDERING) >= _RENDERINGS:
             _BY_RENDERING.clear()

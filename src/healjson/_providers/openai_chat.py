@@ -31,6 +31,7 @@ from pydantic import BaseModel
 from healjson._core.provider_fault import fault_from_body
 from healjson._core.reply import SDK_COMPLETIONS, Reply, ToolCall, Usage, new_reply, new_usage
 from healjson._core.stream.chunks import SDK_CHUNKS, Delta
+from healjson._core.target import spelling
 from healjson._core.wire import WireFormat
 
 from ._batch_results import EXPIRED_MESSAGE, Result, is_transient_status
@@ -473,10 +474,14 @@ def enforced_schema(
     return dict(target.json_schema)
 
 
-@functools.lru_cache(maxsize=256)
 def strict_format(type_: Any) -> dict[str, Any]:
-    """The strict `response_format` for `type_`, built once and shared by its requests (the SDK
-    only reads it)."""
+    """The strict `response_format` for `type_`, built once per spelling of it and shared by
+    its requests (the SDK only reads it)."""
+    return _strict_format(type_, spelling(type_))
+
+
+@functools.lru_cache(maxsize=256)
+def _strict_format(type_: Any, spelled: str) -> dict[str, Any]:
     from .openai_strict_schema import strict_json_schema  # loaded with the first strict request
 
     return strict_json_schema(type_).response_format()

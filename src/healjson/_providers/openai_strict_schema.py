@@ -44,7 +44,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from healjson._core.target import Target, target_for
+from healjson._core.target import Target, spelling, target_for
 
 __all__ = [
     "SUPPORTED_FORMATS",
@@ -135,7 +135,7 @@ def strict_json_schema(target: Any) -> StrictSchema:
     if isinstance(type_, Mapping):  # a JSON Schema dict: by its (hashable) JsonSchema
         type_ = target_for(type_).type_
     try:
-        result = _cached(type_)
+        result = _cached(type_, spelling(type_))
     except TypeError as exc:
         if "unhashable" not in str(exc):
             raise
@@ -146,7 +146,7 @@ def strict_json_schema(target: Any) -> StrictSchema:
 
 
 @functools.lru_cache(maxsize=256)
-def _cached(type_: Any) -> StrictSchema | tuple[str, tuple[str, ...]]:
+def _cached(type_: Any, spelled: str) -> StrictSchema | tuple[str, tuple[str, ...]]:
     return _attempt(type_)
 
 

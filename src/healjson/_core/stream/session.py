@@ -44,7 +44,7 @@ from healjson._core.parse import truncation_diagnostic
 from healjson._core.parse.align import Fit, settled
 from healjson._core.reply import Reply, ToolCall, Usage
 from healjson._core.schema_errors import schema_diagnostics
-from healjson._core.target import JsonSchema, Target, list_item_type, target_for
+from healjson._core.target import JsonSchema, Target, list_item_type, spelling, target_for
 
 from .chunks import Delta
 from .judge import Stand, judge_field, judge_schema_field
@@ -214,7 +214,7 @@ class StreamSession:
                 self._judge_contracts()
 
     def _judge_item(self, index: int, data: Any) -> None:
-        adapter = _adapter(self._item_type)
+        adapter = _adapter(self._item_type, spelling(self._item_type))
         context = self._ctx.validation_context
         try:  # as the final check validates: the JSON text, lax
             item = adapter.validate_json(to_json(data, inf_nan_mode="constants"), context=context)
@@ -409,7 +409,7 @@ def _is_model(type_: Any) -> bool:
 
 
 @functools.lru_cache(maxsize=256)
-def _adapter(type_: Any) -> TypeAdapter[Any]:
+def _adapter(type_: Any, spelled: str) -> TypeAdapter[Any]:
     if isinstance(type_, JsonSchema):  # the items of an array schema
         return target_for(type_).adapter
     return TypeAdapter(type_)
