@@ -8,6 +8,7 @@ unset, the suite runs its fast default, `ci` (60 examples), which CI uses.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import pkgutil
@@ -21,6 +22,23 @@ from hypothesis import settings
 
 from _healjson_pytestplugin import PROFILE_ENV
 
+
+def _one_default_tls_context() -> None:
+    """The provider SDKs (openai, anthropic, google-genai, pydantic-ai, the Agents SDK) build
+    each client's HTTP transport through `httpx2`, which builds a default TLS context for it,
+    and each context loads the system's CA bundle: about 50 ms, for each of the suite's
+    thousands of clients (they talk plain HTTP to the loopback servers). Here a context is
+    built once per setting and shared, as an application that shares one `http_client` does."""
+    try:
+        import httpcore2
+    except ImportError:  # an SDK release on plain httpx: nothing to share
+        return
+    build = getattr(httpcore2, "default_ssl_context", None)
+    if callable(build) and not hasattr(build, "cache_info"):
+        httpcore2.default_ssl_context = functools.lru_cache(maxsize=None)(build)
+
+
+_one_default_tls_context()
 settings.register_profile("ci", max_examples=60, deadline=None)
 if not os.environ.get(PROFILE_ENV, "").strip():  # otherwise the plugin loads the one named
     settings.load_profile("ci")
