@@ -15,6 +15,7 @@ import os
 import pkgutil
 import re
 import sys
+import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,6 +48,30 @@ _one_default_tls_context()
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # the process that reports the coverage
         _each_file_analysed_once()
+        if getattr(config.option, "numprocesses", None):  # it waits while the workers run
+            threading.Thread(target=_rewrite_test_modules, args=(config,), daemon=True).start()
+
+
+def _rewrite_test_modules(config: pytest.Config) -> None:
+    """Each worker imports every test module, and pytest rewrites each one's asserts as it
+    does: about 14 s of CPU per worker for this suite, done again by every worker (and on
+    every run where `PYTHONDONTWRITEBYTECODE` is set, as in CI). The controlling process is
+    idle meanwhile: here it rewrites them once, in the order the workers import them, and
+    leaves each in pytest's cache of rewritten modules, where a worker that gets there later
+    reads it (pytest checks a cached module against its source's hash). Best effort: where
+    pytest's internals differ, the workers rewrite as before."""
+    try:
+        from _pytest.assertion import rewrite
+
+        state = config.stash[rewrite.assertstate_key]
+        for source in sorted(Path(__file__).parent.glob("test_*.py")):
+            cache = rewrite.get_cache_dir(source)
+            pyc = cache / (source.name[:-3] + rewrite.PYC_TAIL)
+            if rewrite._read_pyc(source, pyc) is None and rewrite.try_makedirs(cache):
+                source_hash, code = rewrite._rewrite_test(source, config)
+                rewrite._write_pyc(state, code, source_hash, pyc)
+    except Exception:  # pytest's internals changed: nothing is lost but the head start
+        return
 
 
 def _each_file_analysed_once() -> None:
