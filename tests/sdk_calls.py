@@ -11,9 +11,10 @@ import openai
 import healjson
 from healjson.testing import ScriptedServer
 
-# building a client's default TLS context loads the CA bundle (~80 ms); the calls speak plain
-# HTTP to 127.0.0.1, so one shared context keeps many client constructions cheap
-_SSL = ssl.create_default_context()
+# building a client's default TLS context loads the CA bundle (~50 ms); the tests speak plain
+# HTTP to 127.0.0.1, so every test module's clients share this one
+TLS = ssl.create_default_context()
+_SSL = TLS
 
 
 def wrapped_create(server: ScriptedServer, mode: Literal["sync", "async"], **kwargs: Any) -> Any:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import ssl
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -52,12 +51,10 @@ from healjson.agents import (  # noqa: E402
     heal_tools,
 )
 from healjson.testing import ScriptedReply, ScriptedServer, corrupted  # noqa: E402
+from sdk_calls import TLS as _SSL  # noqa: E402
 
 agents.set_tracing_disabled(True)
 
-# building a client's default TLS context loads the CA bundle (~50 ms); the runs speak plain
-# HTTP to 127.0.0.1, so one shared context keeps the two clients a test builds cheap
-_SSL = ssl.create_default_context()
 
 Mode = Literal["async", "sync"]
 MODES: tuple[Mode, ...] = ("async", "sync")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import ssl
 from typing import Any, Literal
 
 import anthropic
@@ -20,10 +19,10 @@ import healjson
 from healjson import Degraded, Healed, HealPolicy, HealStream, Reason
 from healjson._providers.anthropic_schema import anthropic_schema
 from healjson.testing import ScriptedReply, ScriptedServer
+from sdk_calls import TLS
 
 USER = [{"role": "user", "content": "Ann is 31. Extract the person as JSON."}]
 GOOD = '{"name": "Ann", "age": 31}'
-TLS = ssl.create_default_context()
 
 
 class Person(BaseModel):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import ssl
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,13 +20,13 @@ from healjson._batch.api.ledger import Ledger
 from healjson._batch.run import Batch, openai_healer
 from healjson.batch_api import default_ledger, run_batch_api
 from healjson.testing import ScriptedServer
+from sdk_calls import TLS as _SSL
 
 SOURCE = "to be or not to be, that is the question"
 QUOTES = {1: "not to be", 2: "to sleep, perchance", 3: "anything at all"}
 """What the model quotes for row N: row 1 from the source, row 2 invented, row 3 has no
 source to check against."""
 POLICY = HealPolicy(max_attempts=2)
-_SSL = ssl.create_default_context()
 EXTRAS: list[Any] = []
 
 

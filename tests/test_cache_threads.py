@@ -9,7 +9,6 @@ the healer.
 from __future__ import annotations
 
 import asyncio
-import ssl
 import sys
 import threading
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from healjson import Degraded, Healed, Healer, HealPolicy, Reason, Violation, co
 from healjson.adapters import _cache
 from healjson.adapters._cache import HealerCache
 from healjson.testing import ScriptedServer
+from sdk_calls import TLS as _SSL
 
 
 class Invoice(BaseModel):
@@ -37,7 +37,6 @@ EXPECTED = Invoice(number="INV-1", total=5)
 USER = [{"role": "user", "content": "Invoice INV-1 over 5 EUR."}]
 ONE_CALL = HealPolicy(max_attempts=1)
 CALLS_PER_THREAD = 10  # each thread's calls cycle through both verdicts and the three examples
-_SSL = ssl.create_default_context()
 
 
 @contract(fields=("total",))

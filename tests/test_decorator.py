@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import ssl
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -20,6 +19,7 @@ from pydantic import BaseModel
 import healjson
 from healjson import ContractContext, Degraded, Healed, Reason, Violation, contract
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
+from sdk_calls import TLS as _SSL
 
 Mode = Literal["sync", "async"]
 MODES: tuple[Mode, ...] = ("sync", "async")
@@ -35,9 +35,6 @@ GOOD = '{"number": "INV-1", "total": 5, "paid": true}'
 EXPECTED = Invoice(number="INV-1", total=5, paid=True)
 INVALID = '{"number": "INV-1", "total": "lots"}'
 SYSTEM = {"role": "system", "content": "You extract invoices."}
-
-# Building an SSL context costs ~50 ms per client; the server is plain HTTP, so share one.
-_SSL = ssl.create_default_context()
 
 
 def sync_sdk(server: ScriptedServer) -> openai.OpenAI:

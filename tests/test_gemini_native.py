@@ -8,7 +8,6 @@ without `retry_options`, so the server's request count is exactly healjson's mod
 from __future__ import annotations
 
 import asyncio
-import ssl
 from typing import Any
 
 import aiohttp
@@ -20,10 +19,10 @@ from pydantic import BaseModel
 import healjson
 from healjson import Degraded, Healed, HealPolicy, Reason
 from healjson.testing import ScriptedReply, ScriptedServer
+from sdk_calls import TLS
 
 GOOD = '{"name": "Ann", "age": 31}'
 PROMPT = "Ann is 31. Extract the person as JSON."
-TLS = ssl.create_default_context()
 
 
 class Person(BaseModel):

@@ -9,7 +9,6 @@ clients use `max_retries=0` so the server's request count is exactly healjson's 
 from __future__ import annotations
 
 import asyncio
-import ssl
 from typing import Any
 
 import instructor
@@ -22,13 +21,11 @@ import healjson
 from healjson import Degraded, Healed, HealPolicy, Reason, Violation, contract
 from healjson.adapters._instructor import InstructorClient
 from healjson.testing import ScriptedReply, ScriptedServer
+from sdk_calls import TLS
 
 USER = [{"role": "user", "content": "Ann is 31. Extract the person as JSON."}]
 GOOD = '{"name": "Ann", "age": 31}'
 JSON, TOOLS = instructor.Mode.JSON, instructor.Mode.TOOLS
-# Building a client's default TLS context loads the CA bundle (~80 ms); the tests speak plain
-# HTTP, so one shared context keeps ~120 client constructions cheap.
-TLS = ssl.create_default_context()
 
 
 class Person(BaseModel):

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ssl
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -34,14 +33,13 @@ from pydantic import BaseModel
 import healjson
 from healjson import Degraded, Healed, HealPolicy, Reason, Usage, Violation, contract
 from healjson.testing import RecordedRequest, ScriptedReply, ScriptedServer
+from sdk_calls import TLS
 
 USER = [{"role": "user", "content": "Ann is 31. Extract the person as JSON."}]
 GOOD = '{"name": "Ann", "age": 31}'
 JSON, TOOLS = instructor.Mode.JSON, instructor.Mode.TOOLS
 MODEL = {"anthropic": "claude-test", "gemini": "gemini-test"}
 PROVIDERS = ("anthropic", "gemini")
-# One CA bundle load for every client: the tests speak plain HTTP (see test_instructor_e2e.py).
-TLS = ssl.create_default_context()
 
 
 class Person(BaseModel):

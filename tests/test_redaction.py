@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import ssl
 import string
 import threading
 from collections.abc import Iterator
@@ -43,6 +42,7 @@ from healjson._core.redact import (
     secrets_scope,
 )
 from healjson.testing import ScriptedModel
+from sdk_calls import TLS as _SSL
 
 Mode = Literal["sync", "async"]
 
@@ -53,9 +53,6 @@ QUERY_KEY = "query-param-KEY-1122334455"
 BODY_SECRET = "body-field-SECRET-9988776655"
 ALL_SECRETS = (CLIENT_KEY, HEADER_KEY, CALL_TOKEN, QUERY_KEY, BODY_SECRET)
 ECHOED_HEADERS = ("authorization", "x-api-key", "x-request-token")
-
-# one SSL context for every client: building one per client costs ~50 ms
-_SSL = ssl.create_default_context()
 
 
 class Ticket(BaseModel):

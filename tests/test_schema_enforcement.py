@@ -6,7 +6,6 @@ flagged `schema_not_enforced` (attempt and `Healed` outcome), and the client war
 from __future__ import annotations
 
 import logging
-import ssl
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,12 +21,12 @@ from healjson import Degraded, Flag, Healed, Violation, contract
 from healjson._providers.anthropic_schema import anthropic_schema
 from healjson._providers.gemini_schema import gemini_schema
 from healjson.testing import ScriptedReply, ScriptedServer
+from sdk_calls import TLS
 
 USER = [{"role": "user", "content": "Ann is 31."}]
 GOOD = '{"name": "Ann", "age": 31}'
 BROKEN = '{"name": "Ann", "age": "lots"}'
 EVENT = "healjson.schema_not_enforced"
-TLS = ssl.create_default_context()
 
 
 class Person(BaseModel):

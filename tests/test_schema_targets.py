@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -32,7 +31,7 @@ from healjson._core.stream.chunks import Delta
 from healjson._core.target import JsonSchema, list_item_type, target_for
 from healjson._providers.openai_strict_schema import strict_json_schema
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
-from sdk_calls import wrapped_create
+from sdk_calls import TLS, wrapped_create
 
 PERSON: dict[str, Any] = {
     "title": "Person",
@@ -395,7 +394,6 @@ def test_partial_snapshots_of_a_schema_target() -> None:
 # -- wrapped clients: the real SDKs over HTTP against the scripted server -------------------------
 
 USER = [{"role": "user", "content": "Who is the first programmer?"}]
-TLS = ssl.create_default_context()
 
 
 def _objects(schema: Any) -> list[dict[str, Any]]:

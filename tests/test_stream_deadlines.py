@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import ssl
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -29,6 +28,7 @@ import healjson
 from healjson import Degraded, Healed, Healer, HealPolicy, Reason
 from healjson.testing import ScriptedReply, ScriptedServer
 from outcomes import comparable
+from sdk_calls import TLS as _SSL
 
 USER = [{"role": "user", "content": "Extract it."}]
 DEADLINE = 0.25  # far above the few ms the whole answer takes to arrive when nothing holds it
@@ -55,10 +55,6 @@ WIRES = {
     "keep-alives after the answer": ScriptedReply(GOOD, hold_open_s=LONG, keepalive_every_s=0.05),
 }
 POLICY = HealPolicy(deadline_s=DEADLINE)
-
-# building a client's default TLS context loads the CA bundle (~50 ms); the server speaks plain
-# HTTP, so one shared context keeps the clients cheap
-_SSL = ssl.create_default_context()
 
 
 def _openai(server: ScriptedServer, **options: Any) -> openai.OpenAI:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ssl
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
@@ -36,9 +35,8 @@ from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
 from healjson.testing._wire import anthropic_messages, gemini_generate, openai_chat
 from healjson.testing._wire import usage as scripted_usage
 from healjson.testing._wire._sse import rendered
+from sdk_calls import TLS
 
-# The server is plain HTTP; one CA bundle load for every client (see test_instructor_providers).
-TLS = ssl.create_default_context()
 USER: list[anthropic.types.MessageParam] = [
     {"role": "user", "content": "Ann is 31. Extract the person as JSON."}
 ]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import ssl
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
@@ -22,6 +21,7 @@ import healjson
 from healjson import ContractContext, Degraded, Healed, Healer, HealPolicy, Outcome
 from healjson._core.replay import replied
 from healjson.testing import ScriptedServer
+from sdk_calls import TLS as _SSL
 
 SEEN: list[Any] = []
 """Every `info.context` the validators saw, and every `ctx.extra` the contracts saw."""
@@ -261,8 +261,6 @@ def test_without_a_context_the_validators_see_none() -> None:
 
 
 # -- wrap(OpenAI()) over real HTTP ------------------------------------------------------------
-
-_SSL = ssl.create_default_context()
 
 
 @pytest.fixture(scope="module")

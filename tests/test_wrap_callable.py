@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import ssl
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,10 +19,10 @@ from pydantic import BaseModel
 import healjson
 from healjson import Degraded, Healed, Reason
 from healjson.testing import ScriptedServer
+from sdk_calls import TLS
 
 USER = [{"role": "user", "content": "Ann is 31. Extract the person as JSON."}]
 GOOD = '{"name": "Ann", "age": 31}'
-TLS = ssl.create_default_context()
 
 
 class Person(BaseModel):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import ssl
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal
 
@@ -22,6 +21,7 @@ import healjson
 from healjson import Degraded, Healed, HealPolicy, Reason, Usage, Violation, contract
 from healjson.adapters._openai import HealingClient
 from healjson.testing import ScriptedReply, ScriptedServer
+from sdk_calls import TLS as _SSL
 
 Mode = Literal["sync", "async"]
 MODES: tuple[Mode, ...] = ("sync", "async")
@@ -78,10 +78,6 @@ INVALID = '{"number": "INV-1", "total": "lots"}'
 # ---------------------------------------------------------------------------------------------
 # Driving the real SDK, sync or async
 # ---------------------------------------------------------------------------------------------
-
-
-# Building an SSL context costs ~50 ms per client; the server is plain HTTP, so share one.
-_SSL = ssl.create_default_context()
 
 
 def sync_sdk(server: ScriptedServer, **client_kwargs: Any) -> openai.OpenAI:

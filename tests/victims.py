@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
-import ssl
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,10 +27,9 @@ from healjson.batch_api import run_batch_api
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "cli"))
 from ticket_pack import Ticket, urgent_summary_explains
 
+from sdk_calls import TLS as _SSL
+
 openai.OpenAI(api_key="k").files  # the SDK's resources, imported before forking  # noqa: B018
-# built once, before forking: a client's own TLS context loads the CA bundle (~50 ms a victim)
-# for a server that speaks plain HTTP
-_SSL = ssl.create_default_context()
 
 
 def _client(base_url: str) -> openai.OpenAI:
