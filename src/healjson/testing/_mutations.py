@@ -97,18 +97,7 @@ def mutations(
     required = set(root.get("required", ()))
     plans: list[_Plan] = []
     for base in bases:
-        sites = [
-            site
-            for name in names
-            for site in _sites(
-                builder,
-                (name,),
-                properties[name],
-                base.get(name, MISSING),
-                depth=1,
-                required=name in required,
-            )
-        ]
+        sites = _field_sites(builder, properties, required, names, base)
         fixed = tuple((site.path, value) for site in sites for value in site.fixed)
         fresh = tuple(site for site in sites if site.fresh is not None)
         if fixed or fresh:
@@ -134,14 +123,7 @@ def mutations(
                 drawn.append((site.path, draw(site.fresh)))
         start = draw(plan.turn)
         fixed = [*plan.fixed[start:], *plan.fixed[:start]]
-        for edits in itertools.islice(_attempts(drawn, fixed), _TRIED):
-            try:
-                instance = target.adapter.validate_json(to_json(_edited(data, edits)))
-            except Exception:  # the change broke the schema (or a validator of the model)
-                continue
-            if keep(instance):
-                return instance
-        return NOTHING
+        return _first_kept(target, data, _attempts(drawn, fixed), keep)
 
     return st.composite(draw_candidate)()
 
@@ -170,30 +152,54 @@ def repairs(
         data = target.adapter.dump_python(instance, mode="json", by_alias=True)
         if not isinstance(data, dict):
             return NOTHING
-        sites = [
-            site
-            for name in names
-            for site in _sites(
-                builder,
-                (name,),
-                properties[name],
-                data.get(name, MISSING),
-                depth=1,
-                required=name in required,
-                drawn=False,
-            )
-        ]
+        sites = _field_sites(builder, properties, required, names, data, drawn=False)
         fixed = [(site.path, value) for site in sites for value in site.fixed]
-        for edits in itertools.islice(_attempts((), fixed), _TRIED):
-            try:
-                changed = target.adapter.validate_json(to_json(_edited(data, edits)))
-            except Exception:  # the change broke the schema (or a validator of the model)
-                continue
-            if passes(changed):
-                return changed
-        return NOTHING
+        return _first_kept(target, data, _attempts((), fixed), passes)
 
     return repaired
+
+
+def _field_sites(
+    builder: _SchemaStrategies,
+    properties: dict[str, Any],
+    required: set[str],
+    names: Sequence[str],
+    data: dict[str, Any],
+    *,
+    drawn: bool = True,
+) -> list[_Site]:
+    """The sites of the top-level fields `names` of `data` (see `_sites`)."""
+    return [
+        site
+        for name in names
+        for site in _sites(
+            builder,
+            (name,),
+            properties[name],
+            data.get(name, MISSING),
+            depth=1,
+            required=name in required,
+            drawn=drawn,
+        )
+    ]
+
+
+def _first_kept(
+    target: Target[Any],
+    data: Any,
+    attempts: Iterator[tuple[Edit, ...]],
+    keep: Callable[[Any], bool],
+) -> Any:
+    """The first of the first `_TRIED` edited copies of `data` that validates as `target` and
+    that `keep` accepts; NOTHING when none does."""
+    for edits in itertools.islice(attempts, _TRIED):
+        try:
+            instance = target.adapter.validate_json(to_json(_edited(data, edits)))
+        except Exception:  # the change broke the schema (or a validator of the model)
+            continue
+        if keep(instance):
+            return instance
+    return NOTHING
 
 
 def _attempts(drawn: Sequence[Edit], fixed: Sequence[Edit]) -> Iterator[tuple[Edit, ...]]:
