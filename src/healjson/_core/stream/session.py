@@ -29,13 +29,12 @@ however long a string or a list grows.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 import typing
 from collections.abc import Sequence
 from typing import Any, Final
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails, to_json
 
 from healjson._core.contracts import BLOCKING, Contract, ContractContext, run_contracts
@@ -44,7 +43,7 @@ from healjson._core.parse import truncation_diagnostic
 from healjson._core.parse.align import Fit, settled
 from healjson._core.reply import Reply, ToolCall, Usage
 from healjson._core.schema_errors import schema_diagnostics
-from healjson._core.target import JsonSchema, Target, list_item_type, spelling, target_for
+from healjson._core.target import JsonSchema, Target, list_item_type, target_for
 
 from .chunks import Delta
 from .judge import Stand, judge_field, judge_schema_field
@@ -214,7 +213,7 @@ class StreamSession:
                 self._judge_contracts()
 
     def _judge_item(self, index: int, data: Any) -> None:
-        adapter = _adapter(self._item_type, spelling(self._item_type))
+        adapter = target_for(self._item_type).adapter
         context = self._ctx.validation_context
         try:  # as the final check validates: the JSON text, lax
             item = adapter.validate_json(to_json(data, inf_nan_mode="constants"), context=context)
@@ -406,13 +405,6 @@ _CLOSED_STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 def _is_model(type_: Any) -> bool:
     return isinstance(type_, type) and issubclass(type_, BaseModel)
-
-
-@functools.lru_cache(maxsize=256)
-def _adapter(type_: Any, spelled: str) -> TypeAdapter[Any]:
-    if isinstance(type_, JsonSchema):  # the items of an array schema
-        return target_for(type_).adapter
-    return TypeAdapter(type_)
 
 
 def _relocated(errors: Sequence[ErrorDetails], head: str | int) -> list[ErrorDetails]:
