@@ -148,9 +148,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     controller = session.stash.get(_PAUSED, None)
     if controller is not None:
         controller.resume()
-    _RAY_TESTS_LEFT.update(
-        item.nodeid for item in session.items if "ray_cluster" in getattr(item, "fixturenames", ())
-    )
+    _RAY_TESTS_LEFT.update(item.nodeid for item in session.items if _uses_ray(item))
 
 
 @pytest.hookimpl(trylast=True)
@@ -189,9 +187,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     together, where a long test dealt last would leave the other worker idle while it runs."""
     on_worker = hasattr(config, "workerinput")
     for item in items:
-        if on_worker and "ray_cluster" in getattr(item, "fixturenames", ()):
+        if on_worker and _uses_ray(item):
             _join_xdist_group(item, "ray")
     items.sort(key=_expected_length)
+
+
+def _uses_ray(item: pytest.Item) -> bool:
+    """Whether `item` uses the session's Ray instance (`ray_cluster`, directly or not)."""
+    return "ray_cluster" in getattr(item, "fixturenames", ())
 
 
 def _join_xdist_group(item: pytest.Item, group: str) -> None:
