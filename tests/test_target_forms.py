@@ -13,6 +13,8 @@ from pydantic import BaseModel, Field
 
 import healjson
 from healjson import Degraded, Flag, Healed
+from healjson._core.target import target_for
+from healjson._providers.openai_chat import strict_format
 
 
 def _frozen_schema() -> Any:
@@ -96,9 +98,6 @@ _LITERAL_VALUES = st.lists(
 def test_each_order_of_a_literal_keeps_its_own_schema(
     values: list[Any], data: st.DataObject
 ) -> None:
-    from healjson._core.target import target_for
-    from healjson._providers.openai_chat import strict_format
-
     orders = [values, data.draw(st.permutations(values)), list(reversed(values))]
     for order in orders:
         literal = Literal[tuple(order)]  # type: ignore[valid-type]
@@ -127,11 +126,5 @@ def test_each_order_of_a_union_validates_as_written() -> None:
         union = first | second
         assert type(healjson.validate('{"x": 1}', union).unwrap()) is first
         assert type(healjson.validate('[{"x": 1}]', list[union]).unwrap()[0]) is first
-        refs = [member["$ref"] for member in target_for_schema(union)["anyOf"]]
+        refs = [member["$ref"] for member in target_for(union).json_schema["anyOf"]]
         assert refs == [f"#/$defs/{first.__name__}", f"#/$defs/{second.__name__}"]
-
-
-def target_for_schema(type_: Any) -> dict[str, Any]:
-    from healjson._core.target import target_for
-
-    return target_for(type_).json_schema
