@@ -15,9 +15,9 @@ answer:
 - *repetition loop*: `{"id": 1, "summary": "` followed by one 22-character passage repeated up
   to the size, cut by the token limit (`finish_reason="length"`): a truncation repair.
 
-Sizes are characters of message content (what `MAX_REPAIR_EXTRA_CHARS` in `healjson._core.repair`
-bounds): the whole request, what the repair adds to the original messages, and the assistant
-turn that quotes the answer back. Time is one `Healer.run` (both calls; the median of a few
+Sizes are characters of message content (what `MAX_REPAIR_EXTRA_CHARS` in
+`healjson._core.repair.prompt` bounds): the whole request, what the repair adds to the
+original messages, and the assistant turn that quotes the answer back. Time is one `Healer.run` (both calls; the median of a few
 runs), for reference only. Results are printed and written to
 `benchmarks/results/repair_size.md`.
 """
@@ -40,7 +40,7 @@ from pydantic import BaseModel
 
 from _machine import processor, publish, stamp, table
 from healjson import Healer, Reply
-from healjson._core.repair import MAX_ANSWER_CHARS, MAX_REPAIR_EXTRA_CHARS
+from healjson._core.repair.prompt import MAX_ANSWER_CHARS, MAX_REPAIR_EXTRA_CHARS
 from healjson.testing import ScriptedModel
 
 ROOT = Path(__file__).resolve().parent.parent

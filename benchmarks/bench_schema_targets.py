@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import healjson
 from _machine import machine, publish, stamp, table
 from healjson import Healed
-from healjson._core.target import clear_targets, target_for
+from healjson._core.target.target import clear_targets, target_for
 
 RESULTS = Path(__file__).resolve().parent / "results" / "schema_targets.md"
 SIZES = (3, 24, 192)

@@ -190,7 +190,7 @@ def test_each_result_is_read_once_per_round(
     share that reading), and once in each later round the row is replayed: a row with k results
     costs 1 + 2 + ... + k readings. Rows: 1 and 9 answered at once, 2 healed locally, 3 cut then
     repaired (2 results), 4 repaired twice (3 results)."""
-    from healjson._core import replay
+    from healjson._core.run import replay
 
     readings = 0
     read = replay.to_reply

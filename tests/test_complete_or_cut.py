@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 import healjson
 from healjson import Degraded, Flag, Healed, Healer, HealPolicy, Reason, Reply, Source
-from healjson._core.reply import ToolCall
+from healjson._core.wire.reply import ToolCall
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer, from_schema
 from sdk_calls import wrapped_create
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 import healjson
 from healjson import Healed
-from healjson._core.target import target_for
+from healjson._core.target.target import target_for
 from healjson._providers.openai_chat import batch_body, literal_values, structured_outputs
 from healjson.testing import ScriptedReply, ScriptedServer
 

@@ -14,10 +14,10 @@ from pydantic import BaseModel
 
 import healjson
 from healjson import Healed, Reply
-from healjson._core import engine
-from healjson._core.drive import drive_sync
-from healjson._core.engine import heal_flow
-from healjson._core.messages import make_context, normalise_messages
+from healjson._core.run import engine
+from healjson._core.run.drive import drive_sync
+from healjson._core.run.engine import heal_flow
+from healjson._core.run.messages import make_context, normalise_messages
 from outcomes import comparable
 
 

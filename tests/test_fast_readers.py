@@ -11,7 +11,7 @@ from google.genai import types as gt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from healjson._core.reply import SDK_REPLIES, to_reply
+from healjson._core.wire.reply import SDK_REPLIES, to_reply
 from healjson._providers import anthropic_messages, gemini_generate
 
 _counts = st.none() | st.integers(min_value=0, max_value=10**6)

@@ -178,7 +178,7 @@ def test_trace_labels_a_schema_rule_schema_and_a_contract_contract() -> None:
 
 
 def _batch_rows(path: Path) -> Path:
-    from healjson._core.outcome import Healed as HealedOutcome
+    from healjson._core.outcome.outcome import Healed as HealedOutcome
 
     healed = Healer(Ticket, contracts=[urgent_explains]).run(scripted(SHORT, GOOD), "go")
     degraded = Healer(Ticket, policy=HealPolicy(max_attempts=1)).run(scripted(TOO_URGENT), "go")
@@ -348,7 +348,7 @@ def test_without_a_handler_a_degraded_run_prints_nothing(
 ) -> None:
     """No handler anywhere: healjson stays quiet (Python's last-resort handler would print a
     WARNING on stderr)."""
-    from healjson._core import events
+    from healjson._core.observe import events
 
     monkeypatch.setattr(logging.getLogger(), "handlers", [])
     monkeypatch.setattr(logging.getLogger("healjson"), "handlers", [])

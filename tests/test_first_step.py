@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 import healjson
 from healjson import Degraded, Healed, ProviderError, Reply
-from healjson._core import engine
+from healjson._core.run import engine
 from outcomes import comparable
 
 

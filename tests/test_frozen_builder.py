@@ -14,11 +14,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from healjson import Attempt, Healed, Reply, Usage
-from healjson._core.attempt import new_attempt
-from healjson._core.effects import CallResult, ModelCall, new_call_result, new_model_call
 from healjson._core.frozen import builder
-from healjson._core.repair import Strategy
-from healjson._core.reply import new_reply, new_usage
+from healjson._core.outcome.attempt import new_attempt
+from healjson._core.repair.prompt import Strategy
+from healjson._core.wire.effects import CallResult, ModelCall, new_call_result, new_model_call
+from healjson._core.wire.reply import new_reply, new_usage
 
 T = TypeVar("T")
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 import healjson
 from healjson import Flag, Healed, Healer, HealPolicy, Strategy, Violation, contract
-from healjson._core.outcome import outcome_from_dict
+from healjson._core.outcome.outcome import outcome_from_dict
 from healjson.testing import ScriptedReply, ScriptedServer
 
 

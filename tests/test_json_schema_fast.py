@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 import healjson
 from healjson import Degraded, Healed
-from healjson._core.json_schema import SchemaAdapter, json_schema_of
-from healjson._core.target import clear_targets
+from healjson._core.target.json_schema import SchemaAdapter, json_schema_of
+from healjson._core.target.target import clear_targets
 
 pytest.importorskip("jsonschema_rs")
 
@@ -367,7 +367,7 @@ def test_keyword_names_that_are_not_keywords_keep_the_fast_path(schema: dict[str
 
 
 def test_the_same_schema_dict_is_canonicalised_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from healjson._core import target
+    from healjson._core.target import target
 
     clear_targets()
     made: list[object] = []

@@ -166,7 +166,7 @@ def test_the_meter_sees_a_rescan_per_candidate() -> None:
 def test_each_attempt_reads_its_reply_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """The engine keeps L1's result: one L1 run per attempt, failed contracts included."""
     from healjson import Violation, contract
-    from healjson._core import check as _check
+    from healjson._core.judge import check as _check
 
     calls: list[str] = []
     real = _check.read

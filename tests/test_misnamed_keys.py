@@ -26,7 +26,7 @@ from healjson import Degraded, Flag, Healed
 from healjson._core.parse.align import stands
 from healjson._core.parse.defaults import left_out
 from healjson._core.parse.shape import key_form
-from healjson._core.target import target_for
+from healjson._core.target.target import target_for
 from healjson.testing import ScriptedReply, ScriptedServer
 
 MESSAGES = [{"role": "user", "content": "Search."}]

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 import healjson
 from healjson import Degraded, Healed, Healer, HealPolicy, Violation, contract
-from healjson._core import telemetry
+from healjson._core.observe import telemetry
 from healjson.testing import ScriptedReply, ScriptedServer
 
 KEY = "sk-observe-0123456789abcdef"

@@ -74,9 +74,11 @@ def graph() -> dict[str, set[str]]:
 def test_the_graph_is_read() -> None:
     """The checks below see the real imports (a reader that found none would pass them all)."""
     edges = graph()
-    assert "healjson._core.engine" in edges
-    assert "healjson._core.check" in edges["healjson._core.engine"]
-    assert "healjson._core.events" in edges["healjson._core.engine"]  # `from . import events`
+    assert "healjson._core.run.engine" in edges
+    assert "healjson._core.judge.check" in edges["healjson._core.run.engine"]
+    assert (
+        "healjson._core.observe.events" in edges["healjson._core.run.engine"]
+    )  # `from . import events`
 
 
 def test_core_imports_nothing_above_itself() -> None:
@@ -153,12 +155,12 @@ def test_the_public_import_check_sees_offences(tmp_path: Path) -> None:
     public names and other libraries do not."""
     pack = tmp_path / "pack.py"
     pack.write_text(
-        "import json\nimport healjson._core.engine\nfrom healjson import contract, Violation\n"
+        "import json\nimport healjson._core.run.engine\nfrom healjson import contract, Violation\n"
         "from healjson._packs import ContractPack\nfrom healjson import _packs\n"
         "from pydantic import BaseModel\n"
     )
     assert {
-        "healjson._core.engine []",
+        "healjson._core.run.engine []",
         "healjson._packs ['ContractPack']",
         "healjson ['_packs']",
     } == set(_non_public_imports(pack))
@@ -283,7 +285,7 @@ def named(path: Path) -> set[str]:
 
 def test_core_imports_no_provider_module() -> None:
     """The boundary: the core reads replies, chunks and requests through the registry
-    (`_core/wire.py`); it imports no wire format and no adapter."""
+    (`_core/wire/formats.py`); it imports no wire format and no adapter."""
     offences = [
         f"{module} imports {target}"
         for module, targets in graph().items()

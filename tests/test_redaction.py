@@ -31,7 +31,7 @@ from structlog.testing import capture_logs
 import healjson
 from healjson import Degraded, DegradedError, Healer, Reason
 from healjson._batch.rows import Job, outcome_row
-from healjson._core.record import public_params
+from healjson._core.outcome.record import public_params
 from healjson._core.redact import (
     MARKER,
     is_credential_name,
@@ -754,7 +754,7 @@ def _printed(outcome: Any, logs: Any = ()) -> dict[str, str]:
 
 
 def _ray_row(outcome: Any, *, full: bool) -> dict[str, Any]:
-    from healjson._core.target import target_for
+    from healjson._core.target.target import target_for
     from healjson._ray_rows import outcome_row as ray_outcome_row
 
     return ray_outcome_row(outcome, target_for(Ticket), full=full)

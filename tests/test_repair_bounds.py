@@ -16,8 +16,8 @@ from pydantic import BaseModel, Field
 
 from healjson import Healer, HealPolicy, Reply, Source
 from healjson._core.diagnostic import Diagnostic
-from healjson._core.example import golden_example, synthesise
-from healjson._core.repair import (
+from healjson._core.repair.example import golden_example, synthesise
+from healjson._core.repair.prompt import (
     MAX_ANSWER_CHARS,
     MAX_EXAMPLE_CHARS,
     MAX_REPAIR_EXTRA_CHARS,
@@ -27,7 +27,7 @@ from healjson._core.repair import (
     _tail_loop,
     quote_answer,
 )
-from healjson._core.target import target_for
+from healjson._core.target.target import target_for
 from healjson.testing import ScriptedModel
 
 

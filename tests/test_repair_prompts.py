@@ -16,7 +16,7 @@ from healjson import (
     Source,
     Strategy,
 )
-from healjson._core.repair import MAX_HISTORY_LINES, history_line
+from healjson._core.repair.prompt import MAX_HISTORY_LINES, history_line
 
 # ---------------------------------------------------------------------------------------------
 # RepairPrompt

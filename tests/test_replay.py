@@ -1,4 +1,4 @@
-"""`healjson._core.replay`: a run rebuilt from stored results equals the live run.
+"""`healjson._core.run.replay`: a run rebuilt from stored results equals the live run.
 
 The Batch API runner and `healjson.ray`'s postprocess keep only each row's replies between two
 model calls and rebuild the run from them; that is sound only if the engine is deterministic
@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 from healjson import Degraded, Healed, Healer, HealPolicy, Reply, Violation, contract
-from healjson._core.effects import ModelCall
-from healjson._core.replay import failed, replay, replied
+from healjson._core.run.replay import failed, replay, replied
+from healjson._core.wire.effects import ModelCall
 
 
 class Span(BaseModel):

@@ -8,8 +8,8 @@ from pydantic import BaseModel
 
 import healjson
 from healjson import Healer, Reply, Usage
-from healjson._core.drive import exception_kind
-from healjson._core.reply import ToolCall, to_reply
+from healjson._core.run.drive import exception_kind
+from healjson._core.wire.reply import ToolCall, to_reply
 
 
 class Point(BaseModel):

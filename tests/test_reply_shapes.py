@@ -14,7 +14,7 @@ from google.genai import types as gt
 from hypothesis import given
 from hypothesis import strategies as st
 
-from healjson._core.reply import Reply, ToolCall, Usage, to_reply
+from healjson._core.wire.reply import Reply, ToolCall, Usage, to_reply
 from healjson.adapters._instructor import _checked
 from healjson.adapters._openai import NotACompletion
 

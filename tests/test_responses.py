@@ -17,8 +17,8 @@ from pydantic import BaseModel
 
 import healjson
 from healjson import Degraded, Healed, Healer, HealPolicy, Reason
-from healjson._core.reply import to_reply
-from healjson._core.stream.chunks import read_chunk
+from healjson._core.wire.delta import read_chunk
+from healjson._core.wire.reply import to_reply
 from healjson._providers.openai_responses import Conversation, ResponseFailed
 from healjson.testing import ScriptedReply, ScriptedServer
 

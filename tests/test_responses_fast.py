@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai.types.responses import Response
 
-from healjson._core.stream.chunks import read_chunk
+from healjson._core.wire.delta import read_chunk
 from healjson._providers.openai_responses import (
     Conversation,
     read_response,

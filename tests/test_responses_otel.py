@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 import healjson
 from healjson import Healed
-from healjson._core import telemetry
+from healjson._core.observe import telemetry
 from healjson.testing import ScriptedServer
 
 

@@ -442,8 +442,8 @@ def test_streamed_and_unstreamed_runs_apply_the_policies_alike(
     ],
 )
 def test_a_replayed_row_decides_as_the_live_run(healer: Healer[Any], replies: list[str]) -> None:
-    from healjson._core.effects import ModelCall
-    from healjson._core.replay import replied
+    from healjson._core.run.replay import replied
+    from healjson._core.wire.effects import ModelCall
 
     live = healer.run(ScriptedModel(replies), "x", model="m")
     final = healer._replay("x", [replied(r) for r in replies[: live.calls]], model="m")

@@ -27,8 +27,8 @@ import healjson
 from healjson import Degraded, Flag, Healed, Healer, Reason, Violation, contract
 from healjson._cli.app import app
 from healjson._cli.loading import SpecError, load_object
-from healjson._core.stream.chunks import Delta
-from healjson._core.target import JsonSchema, list_item_type, target_for
+from healjson._core.target.target import JsonSchema, list_item_type, target_for
+from healjson._core.wire.delta import Delta
 from healjson._providers.openai_strict_schema import strict_json_schema
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
 from sdk_calls import TLS, wrapped_create

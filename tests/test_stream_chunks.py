@@ -12,10 +12,10 @@ from openai.types.chat import ChatCompletionChunk
 from pydantic import BaseModel, Field, TypeAdapter
 
 from healjson import Delta, Usage, Violation, contract
-from healjson._core.contracts import as_contract
-from healjson._core.stream.chunks import read_chunk
+from healjson._core.judge.contracts import as_contract
 from healjson._core.stream.session import StreamSession
-from healjson._core.target import list_item_type, target_for
+from healjson._core.target.target import list_item_type, target_for
+from healjson._core.wire.delta import read_chunk
 
 
 def openai_chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> Any:

@@ -36,7 +36,7 @@ from healjson import (
     Reply,
     Violation,
 )
-from healjson._core.reply import ToolCall
+from healjson._core.wire.reply import ToolCall
 from healjson.testing import ScriptedModel
 
 

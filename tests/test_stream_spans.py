@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 import healjson
 from healjson import Healed, Healer
-from healjson._core import telemetry
+from healjson._core.observe import telemetry
 from healjson.testing import ScriptedReply, ScriptedServer
 
 USER = [{"role": "user", "content": "Extract it."}]

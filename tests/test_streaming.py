@@ -241,7 +241,7 @@ def test_a_closed_field_out_of_range_aborts_the_stream_and_repairs_at_once() -> 
 
 
 def test_an_early_abort_records_the_tokens_it_saved() -> None:
-    from healjson._core.savings import tokens_saved
+    from healjson._core.outcome.savings import tokens_saved
 
     bad = {"customer": "Ada", "total": -1, "items": [{"sku": "A", "qty": 1}] * 60}
     script = Script(as_tool(chunked(json.dumps(bad))), json.dumps({**GOOD, "items": bad["items"]}))

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import AnyUrl, BaseModel, ConfigDict, Field, TypeAdapter, create_model
 
-from healjson._core.target import target_for
+from healjson._core.target.target import target_for
 from healjson._providers.openai_strict_schema import (
     StrictSchema,
     StrictSchemaUnsupported,

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 import healjson
 from healjson import Degraded, Flag, Healed
-from healjson._core.target import target_for
+from healjson._core.target.target import target_for
 from healjson._providers.openai_chat import strict_format
 
 

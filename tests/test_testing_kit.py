@@ -733,7 +733,7 @@ def test_the_constructive_half_of_violating_finds_a_breaker_on_every_draw() -> N
     dropping the lines while the status stays paid is tried on every draw, so no draw of the
     examples-based half comes back empty-handed (a draw that does is a rejected example)."""
     from healjson._core.sentinels import NOTHING
-    from healjson._core.target import target_for
+    from healjson._core.target.target import target_for
     from healjson.testing._mutations import mutations
     from healjson.testing._strategies import judge
 

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from healjson import Healer, HealPolicy, Reply, ToolCall, outcome_from_dict
-from healjson._core.reply import to_reply
+from healjson._core.wire.reply import to_reply
 
 ARGS = '{"city": "Oslo"}'
 

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from healjson import Degraded, Healed, HealPolicy, Reason, Reply, ToolCall, ToolCalls
-from healjson._core.contracts import ContractContext
-from healjson._core.drive import drive_sync
-from healjson._core.target import target_for
-from healjson._core.tools import Tool, ToolSpec, tools_flow
+from healjson._core.judge.contracts import ContractContext
+from healjson._core.run.drive import drive_sync
+from healjson._core.run.tools import Tool, ToolSpec, tools_flow
+from healjson._core.target.target import target_for
 from healjson.testing import Corruption, corrupted
 
 
@@ -215,7 +215,7 @@ def test_a_call_to_another_tool_than_the_forced_one_is_broken() -> None:
 
 
 def test_repair_requests_are_bounded_and_do_not_grow_with_the_rounds() -> None:
-    from healjson._core.repair import MAX_ANSWER_CHARS
+    from healjson._core.repair.prompt import MAX_ANSWER_CHARS
 
     huge = "x" * 40_000
     bad = ToolCall("order", '{"sku": "' + huge + '", "qty": "many"}', "c1")

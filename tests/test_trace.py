@@ -23,12 +23,12 @@ from contract_cases import urgent_needs_detail
 from healjson import Degraded, Healed, Healer, Reason, Reply
 from healjson._cli.app import app
 from healjson._cli.loading import load_setup
-from healjson._core.attempt import Attempt
 from healjson._core.diagnostic import Diagnostic, Source
 from healjson._core.flags import Flag
+from healjson._core.outcome.attempt import Attempt
 from healjson._core.redact import secrets_scope
-from healjson._core.repair import RepairPrompt, Strategy
-from healjson._core.reply import Usage
+from healjson._core.repair.prompt import RepairPrompt, Strategy
+from healjson._core.wire.reply import Usage
 from healjson.testing import ScriptedModel
 
 SECRET = "sk-test-SECRET-0123456789"

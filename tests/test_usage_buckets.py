@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 import healjson
 from healjson import Healed, HealPolicy, Usage
-from healjson._core.reply import to_reply
+from healjson._core.wire.reply import to_reply
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
 from healjson.testing._wire import anthropic_messages, gemini_generate, openai_chat
 from healjson.testing._wire import usage as scripted_usage

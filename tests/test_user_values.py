@@ -28,8 +28,8 @@ from healjson import (
     Violation,
     outcome_from_dict,
 )
-from healjson._core.diagnostic import _jsonable, short_repr
-from healjson._core.record import render_markdown
+from healjson._core.diagnostic import jsonable, short_repr
+from healjson._core.outcome.record import render_markdown
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
 
 
@@ -425,8 +425,8 @@ def test_short_repr_never_raises_and_respects_its_limit(value: Any, limit: int) 
 
 @given(value=hostile_values)
 def test_jsonable_never_raises_and_gives_plain_json_data(value: Any) -> None:
-    """_jsonable returns data that json.dumps accepts, for any value."""
-    data = _jsonable(value)
+    """jsonable returns data that json.dumps accepts, for any value."""
+    data = jsonable(value)
 
     assert isinstance(json.dumps(data), str)
 
@@ -458,7 +458,7 @@ def test_short_repr_of_plain_values_is_their_json() -> None:
 
 def test_a_shared_structure_is_rendered_within_the_size_cap() -> None:
     """A structure with 2**60 leaves when expanded is cut off by the node budget."""
-    data = _jsonable(shared_dag(60))
+    data = jsonable(shared_dag(60))
 
     assert len(json.dumps(data)) < 50_000_000
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationInfo, field_validator, model_validator
 
 import healjson
 from healjson import ContractContext, Degraded, Healed, Healer, HealPolicy, Outcome
-from healjson._core.replay import replied
+from healjson._core.run.replay import replied
 from healjson.testing import ScriptedServer
 from sdk_calls import TLS as _SSL
 

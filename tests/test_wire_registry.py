@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from healjson import Reply
-from healjson._core import drive, reply, wire
-from healjson._core.registry import register
-from healjson._core.stream import chunks
-from healjson._core.stream.chunks import Delta, read_chunk
+from healjson._core.run import drive
+from healjson._core.wire import delta as chunks
+from healjson._core.wire import formats as wire
+from healjson._core.wire import reply
+from healjson._core.wire.delta import Delta, read_chunk
+from healjson._core.wire.registry import register
 from healjson._providers import FORMATS, openai_chat
 
 

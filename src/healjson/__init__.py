@@ -9,13 +9,12 @@ from typing import Any
 
 # the wire formats, registered before any reply is read (the package imports no SDK)
 from . import _providers  # noqa: F401
-from ._core.contracts import Contract, ContractContext, Violation, contract
 from ._core.diagnostic import Diagnostic, Source
-from ._core.effects import ProviderError
-from ._core.events import set_logger
 from ._core.flags import Flag
-from ._core.healer import Healer, validate
-from ._core.outcome import (
+from ._core.judge.contracts import Contract, ContractContext, Violation, contract
+from ._core.observe.events import set_logger
+from ._core.outcome.calls import HealedCall, ToolCalls
+from ._core.outcome.outcome import (
     Attempt,
     Degraded,
     DegradedError,
@@ -25,14 +24,15 @@ from ._core.outcome import (
     outcome_from_dict,
 )
 from ._core.parse import ParseResult, parse
-from ._core.policy import HealPolicy
-from ._core.repair import RepairPrompt, Strategy
-from ._core.reply import Reply, ToolCall, Usage
+from ._core.repair.prompt import RepairPrompt, Strategy
+from ._core.run.healer import Healer, validate
+from ._core.run.policy import HealPolicy
+from ._core.run.streams import AsyncHealStream, HealStream
 from ._core.sentinels import MISSING
-from ._core.stream.chunks import Delta
 from ._core.stream.partial import Partial
-from ._core.stream.run import AsyncHealStream, HealStream
-from ._core.tools import HealedCall, ToolCalls
+from ._core.wire.delta import Delta
+from ._core.wire.effects import ProviderError
+from ._core.wire.reply import Reply, ToolCall, Usage
 from ._decorator import heal
 from ._judge import judge
 from ._packs import ContractPack, load_contracts

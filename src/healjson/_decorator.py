@@ -17,12 +17,12 @@ import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, Generic, Literal, ParamSpec, Protocol, TypeVar, overload
 
-from ._core.contracts import Contract, Rule
-from ._core.healer import Healer
-from ._core.messages import normalise_messages
-from ._core.outcome import Outcome
-from ._core.policy import HealPolicy
-from ._core.stream.run import AsyncHealStream, HealStream
+from ._core.judge.contracts import Contract, Rule
+from ._core.outcome.outcome import Outcome
+from ._core.run.healer import Healer
+from ._core.run.messages import normalise_messages
+from ._core.run.policy import HealPolicy
+from ._core.run.streams import AsyncHealStream, HealStream
 
 __all__ = ["heal"]
 

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 from pydantic_core import to_json
 
-from ._core.contracts import Contract, ContractContext, OnFail, Violation, contract
 from ._core.diagnostic import describe_exception, short_repr
-from ._core.healer import validate
-from ._core.reply import Usage, to_reply
+from ._core.judge.contracts import Contract, ContractContext, OnFail, Violation, contract
+from ._core.run.healer import validate
+from ._core.wire.reply import Usage, to_reply
 
 if TYPE_CHECKING:
     import asyncio

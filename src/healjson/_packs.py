@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ._core.contracts import Contract, as_contract
+from ._core.judge.contracts import Contract, as_contract
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -65,7 +65,7 @@ class ContractPack:
 
     def healer(self, **options: Any) -> Any:
         """A `Healer` for this pack (`policy=`, `fallback=` pass through)."""
-        from ._core.healer import Healer
+        from ._core.run.healer import Healer
 
         return Healer(self.model, contracts=self.contracts, examples=self.examples, **options)
 

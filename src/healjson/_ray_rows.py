@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from healjson._batch.request import ROW_FIELDS, missing, read_messages
-from healjson._core.diagnostic import _jsonable, short_repr
-from healjson._core.outcome import Outcome
-from healjson._core.record import revealing
+from healjson._core.diagnostic import jsonable, short_repr
+from healjson._core.outcome.outcome import Outcome
+from healjson._core.outcome.record import revealing
 from healjson._core.redact import redact_data, redact_text
-from healjson._core.reply import Reply, Usage
-from healjson._core.target import Target
+from healjson._core.target.target import Target
+from healjson._core.wire.reply import Reply, Usage
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -386,7 +386,7 @@ def _value_text(target: Target[Any], value: Any) -> str:
     try:
         return target.adapter.dump_json(value, by_alias=True).decode()
     except Exception:  # a type pydantic cannot serialise: healjson's safe rendering
-        return json.dumps(_jsonable(value), ensure_ascii=False)
+        return json.dumps(jsonable(value), ensure_ascii=False)
 
 
 def _record_text(data: Any) -> str:
@@ -397,4 +397,4 @@ def _record_text(data: Any) -> str:
 
 def _text_of(value: Any) -> Any:
     """`json.dumps`' fallback for a value in messages that is not JSON data."""
-    return _jsonable(value)
+    return jsonable(value)

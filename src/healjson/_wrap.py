@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
 
-from ._core.policy import HealPolicy
+from ._core.run.policy import HealPolicy
 
 if TYPE_CHECKING:
     import anthropic
@@ -14,10 +14,10 @@ if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
     from openai.types.responses import Response, ResponseStreamEvent
 
-    from ._core.contracts import Rule
-    from ._core.outcome import Outcome
-    from ._core.stream.run import AsyncHealStream, HealStream
-    from ._core.tools import ToolCalls
+    from ._core.judge.contracts import Rule
+    from ._core.outcome.calls import ToolCalls
+    from ._core.outcome.outcome import Outcome
+    from ._core.run.streams import AsyncHealStream, HealStream
     from ._wrap_providers import (
         AsyncHealingAnthropic,
         AsyncHealingFunction,

@@ -11,11 +11,11 @@ if TYPE_CHECKING:
     from anthropic.lib.streaming import AsyncMessageStreamManager, MessageStreamManager
     from anthropic.types import Message, RawMessageStreamEvent
 
-    from ._core.contracts import Rule
-    from ._core.outcome import Outcome
-    from ._core.policy import HealPolicy
-    from ._core.stream.run import AsyncHealStream, AsyncItemStream, HealStream, ItemStream
-    from ._core.tools import ToolCalls
+    from ._core.judge.contracts import Rule
+    from ._core.outcome.calls import ToolCalls
+    from ._core.outcome.outcome import Outcome
+    from ._core.run.policy import HealPolicy
+    from ._core.run.streams import AsyncHealStream, AsyncItemStream, HealStream, ItemStream
     from .adapters._tool_stream import AsyncToolCallStream, ToolCallStream
 
 __all__ = [

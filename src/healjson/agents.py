@@ -44,13 +44,13 @@ from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Se
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from ._core.contracts import Contract
 from ._core.diagnostic import ROOT, Diagnostic, Source
-from ._core.drive import drive_async
-from ._core.healer import Healer
-from ._core.outcome import Degraded, Healed, Outcome
-from ._core.policy import HealPolicy
-from ._core.repair import render_diagnostics
+from ._core.judge.contracts import Contract
+from ._core.outcome.outcome import Degraded, Healed, Outcome
+from ._core.repair.prompt import render_diagnostics
+from ._core.run.drive import drive_async
+from ._core.run.healer import Healer
+from ._core.run.policy import HealPolicy
 from ._extras import require_extra
 
 require_extra("agents", "agents", "openai-agents")

@@ -43,8 +43,8 @@ from ._batch.api.runner import (
     ledger_report,
 )
 from ._batch.rows import BatchError
-from ._core.healer import Healer
-from ._core.policy import HealPolicy
+from ._core.run.healer import Healer
+from ._core.run.policy import HealPolicy
 from .adapters._format import check_mode
 
 __all__ = [

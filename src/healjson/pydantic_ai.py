@@ -44,9 +44,10 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import SchemaValidator, from_json, to_json, to_jsonable_python
 from typing_extensions import TypedDict, is_typeddict
 
-from ._core import events
-from ._core.check import Evaluation, evaluate
-from ._core.contracts import (
+from ._core.diagnostic import Diagnostic, Source
+from ._core.flags import Flag
+from ._core.judge.check import Evaluation, evaluate
+from ._core.judge.contracts import (
     Contract,
     ContractContext,
     Rule,
@@ -54,15 +55,14 @@ from ._core.contracts import (
     check_policies,
     run_contract_groups,
 )
-from ._core.diagnostic import Diagnostic, Source
-from ._core.drive import drive_async, drive_sync
-from ._core.flags import Flag
+from ._core.observe import events
 from ._core.parse.defaults import left_out
 from ._core.parse.shape import shape_of
-from ._core.policy import HealPolicy
-from ._core.repair import render_diagnostics
-from ._core.reply import Reply
-from ._core.target import Target, target_for
+from ._core.repair.prompt import render_diagnostics
+from ._core.run.drive import drive_async, drive_sync
+from ._core.run.policy import HealPolicy
+from ._core.target.target import Target, target_for
+from ._core.wire.reply import Reply
 from ._extras import missing_extra
 
 try:

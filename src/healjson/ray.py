@@ -35,13 +35,13 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, S
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._batch.request import Request, Unusable, read_context, read_request
-from ._core.contracts import Contract
-from ._core.effects import ModelCall
-from ._core.healer import Healer
-from ._core.outcome import Outcome
-from ._core.policy import HealPolicy
-from ._core.replay import replied
-from ._core.reply import Usage
+from ._core.judge.contracts import Contract
+from ._core.outcome.outcome import Outcome
+from ._core.run.healer import Healer
+from ._core.run.policy import HealPolicy
+from ._core.run.replay import replied
+from ._core.wire.effects import ModelCall
+from ._core.wire.reply import Usage
 from ._extras import require_extra
 from ._ray_rows import (
     OUTCOME_COLUMN,

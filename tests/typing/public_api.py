@@ -293,7 +293,7 @@ def check_passthrough_is_the_sdks_own() -> None:
 def check_instructor() -> None:
     import instructor
 
-    from healjson._core.stream.run import AsyncItemStream, ItemStream
+    from healjson._core.run.streams import AsyncItemStream, ItemStream
 
     client = healjson.wrap(instructor.from_openai(openai.OpenAI(api_key="x")))
     assert_type(client.create(response_model=Order, messages=[]), Outcome[Order])

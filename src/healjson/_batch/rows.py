@@ -27,7 +27,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from healjson._core.outcome import Outcome
+from healjson._core.outcome.outcome import Outcome
 
 from .request import Request
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from healjson._core.diagnostic import Source
-from healjson._core.outcome import Outcome
+from healjson._core.outcome.outcome import Outcome
 
 from .input_file import input_keys, select
 from .output_file import OutputFile

@@ -22,7 +22,7 @@ import typer
 
 from healjson._batch.rows import INVALID_INPUT
 from healjson._batch.run import ENDPOINT_FAILURES, most_common_provider_error
-from healjson._core.outcome import Reason
+from healjson._core.outcome.outcome import Reason
 
 from .batch_api import BatchApiOptions, batch_api_command
 from .endpoint import endpoint_from_options
@@ -232,8 +232,8 @@ def batch(
     from healjson._batch.input_file import not_json_lines
     from healjson._batch.rows import BatchError
     from healjson._batch.run import Batch, openai_healer
-    from healjson._core.healer import Healer
-    from healjson._core.policy import HealPolicy
+    from healjson._core.run.healer import Healer
+    from healjson._core.run.policy import HealPolicy
 
     setup = load_setup(contracts, response_model, option="'--response-model'")
     policy = HealPolicy(max_attempts=max_attempts)

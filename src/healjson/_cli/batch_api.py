@@ -16,7 +16,7 @@ from typing import Any
 import typer
 
 from healjson._batch.run import most_common_provider_error
-from healjson._core.policy import HealPolicy
+from healjson._core.run.policy import HealPolicy
 from healjson._extras import missing_extra
 
 from .api_progress import batch_api_progress

@@ -42,7 +42,7 @@ def demo(
     Offline by default (a scripted model: no network, no API key); --live or --base-url sends
     the same four prompts to a real OpenAI-compatible endpoint through healjson.wrap.
     """
-    from healjson._core.record import render_markdown
+    from healjson._core.outcome.record import render_markdown
 
     from .demo_runs import run_demo
     from .markdown_out import echo_markdown

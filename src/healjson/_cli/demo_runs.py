@@ -8,11 +8,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from healjson._core.contracts import ContractContext, Violation, contract
-from healjson._core.healer import Healer
-from healjson._core.outcome import Outcome
-from healjson._core.policy import HealPolicy
-from healjson._core.reply import Reply
+from healjson._core.judge.contracts import ContractContext, Violation, contract
+from healjson._core.outcome.outcome import Outcome
+from healjson._core.run.healer import Healer
+from healjson._core.run.policy import HealPolicy
+from healjson._core.wire.reply import Reply
 from healjson.testing import ScriptedModel
 
 __all__ = [

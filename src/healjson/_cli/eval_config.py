@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from healjson._core.policy import HealPolicy
+from healjson._core.run.policy import HealPolicy
 
 from .scenarios import ScenarioError
 

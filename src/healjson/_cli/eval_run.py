@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from healjson._core.outcome import Outcome
-from healjson._core.target import target_for
+from healjson._core.outcome.outcome import Outcome
+from healjson._core.target.target import target_for
 
 from .endpoint import Endpoint
 from .eval_config import EvalConfig
@@ -108,7 +108,7 @@ def _same(setup: Setup, value: Any, expected: Any) -> bool:
 
 def _strict_value(outcome: Outcome[Any], unit: _Unit) -> tuple[bool, Any, str]:
     """What a plain application gets from the first reply: (valid, value, reason if not)."""
-    from healjson._core.healer import validate
+    from healjson._core.run.healer import validate
 
     first = outcome.attempts[0] if outcome.attempts else None
     raw = first.raw_text if first is not None else None

@@ -12,10 +12,10 @@ from typing import Annotated, Any
 
 import typer
 
-from healjson._core.outcome import Degraded, Outcome
+from healjson._core.outcome.outcome import Degraded, Outcome
+from healjson._core.outcome.trace import render_messages
 from healjson._core.redact import redact_text
-from healjson._core.repair import RepairPrompt, Strategy
-from healjson._core.trace import render_messages
+from healjson._core.repair.prompt import RepairPrompt, Strategy
 
 from .loading import load_setup
 from .markdown_out import echo_markdown
@@ -73,8 +73,8 @@ def heal(
     then the exact repair request healjson would send next. Exit code 0 healed, 1 degraded, 2
     usage error.
     """
-    from healjson._core.engine import next_prompt
-    from healjson._core.healer import validate
+    from healjson._core.run.engine import next_prompt
+    from healjson._core.run.healer import validate
 
     setup = load_setup(contracts, model)
     original = _read_messages(messages) if messages is not None else ()
@@ -175,7 +175,7 @@ def _read_messages(file: str) -> tuple[dict[str, Any], ...]:
     """`--messages` as chat messages: a file's text (`-`: stdin) or, when no such file exists,
     the option's own text; a JSON list of messages, one message object, an object with
     `messages` or `prompt`, or plain text for one user turn."""
-    from healjson._core.messages import normalise_messages
+    from healjson._core.run.messages import normalise_messages
 
     text = _read_text(file) if file == "-" or Path(file).is_file() else file
     try:

@@ -135,7 +135,7 @@ def _schema_file(text: str) -> dict[str, Any]:
     """The JSON Schema in a `.json` file, checked (a target healjson can validate against)."""
     import json
 
-    from healjson._core.target import target_for
+    from healjson._core.target.target import target_for
 
     path = Path(text)
     if not path.is_file():

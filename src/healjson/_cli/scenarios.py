@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from healjson._core.target import target_for
+from healjson._core.target.target import target_for
 
 __all__ = [
     "CLASSES",
@@ -199,7 +199,7 @@ def malformations(
     it). Classes that do not apply to `good` (no number to quote, not an object) are left out.
     Raises `ValueError` when `good` is not valid, or a derived reply is not what its class says.
     """
-    from healjson._core.healer import validate
+    from healjson._core.run.healer import validate
 
     adapter = target_for(target)
     if hasattr(good, "model_dump"):

@@ -53,8 +53,8 @@ def trace(
 
 def _traces(rows: Iterator[dict[str, Any]], row_id: str | None) -> bool:
     """Print each row's trace (only the row `row_id` when given); whether any was printed."""
-    from healjson._core.outcome import outcome_from_dict
-    from healjson._core.record import render_markdown
+    from healjson._core.outcome.outcome import outcome_from_dict
+    from healjson._core.outcome.record import render_markdown
 
     found = False
     for row in rows:

@@ -20,8 +20,10 @@ __all__ = [
     "Source",
     "describe_exception",
     "format_path",
+    "jsonable",
     "safe_repr",
     "short_repr",
+    "type_name",
 ]
 
 ROOT: Final = "<root>"
@@ -89,7 +91,7 @@ class Diagnostic:
         the involved values are rendered safely, at most `_DIAGNOSTIC_NODES` values each."""
         data: dict[str, Any] = {
             "path": self.path,
-            "value": "<missing>" if self.is_missing else _jsonable(self.value, _DIAGNOSTIC_NODES),
+            "value": "<missing>" if self.is_missing else jsonable(self.value, _DIAGNOSTIC_NODES),
             "constraint": self.constraint,
             "prescription": self.prescription,
             "source": str(self.source),
@@ -100,7 +102,7 @@ class Diagnostic:
             data["rule"] = self.rule
         values = self.extra.get("values")
         if isinstance(values, dict) and values:
-            involved = _jsonable(values, _DIAGNOSTIC_NODES)  # MISSING renders as "<missing>"
+            involved = jsonable(values, _DIAGNOSTIC_NODES)  # MISSING renders as "<missing>"
             if isinstance(involved, dict):
                 data["involved"] = involved
         return data
@@ -132,7 +134,7 @@ _MAX_DEPTH: Final = 200
 """Containers nested deeper render as `<nested too deep>` (pydantic-core's own JSON parser stops
 near this depth, so no value parsed from an answer is cut)."""
 _MAX_NODES: Final = 200_000
-"""Values (and keys) `_jsonable` converts at most, the rest of each container becoming a marker:
+"""Values (and keys) `jsonable` converts at most, the rest of each container becoming a marker:
 more than any model answer holds (100k output tokens), few enough to render in well under a
 second (a shared structure such as `a = [a0, a0]` repeated 60 times would expand to 2**60)."""
 _DIAGNOSTIC_NODES: Final = 10_000
@@ -192,11 +194,11 @@ def safe_repr(value: Any, limit: int = _REPR_CHARS) -> str:
     try:
         text = str.__str__(repr(value))
     except Exception:
-        text = f"<unprintable {_type_name(value)}>"
+        text = f"<unprintable {type_name(value)}>"
     return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
 
 
-def _jsonable(value: Any, max_nodes: int = _MAX_NODES) -> Any:
+def jsonable(value: Any, max_nodes: int = _MAX_NODES) -> Any:
     """Plain JSON data for any value, never raising (`json.dumps` accepts the result).
 
     JSON data is returned unchanged up to `_MAX_DEPTH` levels and `max_nodes` values; tuples and
@@ -206,7 +208,7 @@ def _jsonable(value: Any, max_nodes: int = _MAX_NODES) -> Any:
     try:
         return _plain(value, _Walk(nodes=max_nodes), _MAX_DEPTH)
     except Exception:  # pragma: no cover - _plain catches per value; this is the last guard
-        return f"<unprintable {_type_name(value)}>"
+        return f"<unprintable {type_name(value)}>"
 
 
 def _plain(value: Any, walk: _Walk, depth: int) -> Any:
@@ -317,7 +319,7 @@ def _spent(walk: _Walk) -> bool:
     return False
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
     try:
         return str.__str__(type(value).__name__)
     except Exception:  # pragma: no cover - a metaclass with a hostile __name__
@@ -333,5 +335,5 @@ def describe_exception(exc: BaseException) -> str:
         message = "<exception message could not be printed>"
     if len(message) > _EXCEPTION_CHARS:
         message = message[: _EXCEPTION_CHARS - 1] + "…"
-    name = _type_name(exc)
+    name = type_name(exc)
     return f"{name}: {message}" if message else name

@@ -69,5 +69,5 @@ class Flag(enum.StrEnum):
     """The request asked the endpoint to enforce the schema while decoding (a strict format, a
     server's constrained decoding, a strict tool), and its first answer was not JSON, or broke
     the schema as sent: the endpoint accepts the request but does not enforce it (see
-    `healjson._core.enforcement`). Not a local repair: a note about the endpoint, on the first
+    `healjson._core.judge.enforcement`). Not a local repair: a note about the endpoint, on the first
     attempt (`outcome.attempts[0].flags`), and on `Healed.flags` when that answer healed."""

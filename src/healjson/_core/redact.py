@@ -41,10 +41,10 @@ from types import TracebackType
 from typing import Any, Final
 from urllib.parse import quote, quote_plus
 
-from . import wire
-
 __all__ = [
     "MARKER",
+    "add_credential_places",
+    "credential_places",
     "is_credential_name",
     "redact_data",
     "redact_params",
@@ -89,10 +89,26 @@ _BEARER: Final = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/=]{8,}")
 _SCHEME: Final = re.compile(r"(?i)^(?:bearer|basic|token|apikey)\s+(\S+)$")
 
 # where a client keeps its credentials, and the clients inside it: each wire format names its
-# SDK's (`wire.WireFormat.credential_attributes`, `nested_clients`); a wrapper's `client`
-# (instructor's) is one too
+# SDK's (`wire.formats.WireFormat.credential_attributes`, `nested_clients`) when it is
+# registered (`add_credential_places`); a wrapper's `client` (instructor's) is one too
 _NESTED_ATTRIBUTES: Final = ("client",)
+_CREDENTIALS: Final[list[str]] = []
+_NESTED: Final[list[str]] = []
 _MAX_NESTING: Final = 2
+
+
+def add_credential_places(attributes: Iterable[str], nested: Iterable[str] = ()) -> None:
+    """Client attributes (dotted: `_http_options.headers`) that hold a credential, and those
+    holding another client (whose credentials count too): the wire formats' own, added when
+    each is registered."""
+    _CREDENTIALS.extend(name for name in attributes if name not in _CREDENTIALS)
+    _NESTED.extend(name for name in nested if name not in _NESTED)
+
+
+def credential_places() -> tuple[list[str], list[str]]:
+    """The credential attributes and nested-client attributes known (the lists themselves:
+    read, don't change them)."""
+    return _CREDENTIALS, _NESTED
 
 
 @functools.lru_cache(maxsize=2048)
@@ -504,7 +520,7 @@ def _own_secrets(client: Any) -> Iterator[str]:
     """The credentials one client holds itself (read defensively: any object may be passed,
     or None for a client already gone)."""
     # a string is the credential; a mapping (default headers, query) holds it under a name
-    for path in wire.credential_attributes()[0]:
+    for path in _CREDENTIALS:
         value = client
         for name in path.split("."):
             value = _attribute(value, name)
@@ -518,7 +534,7 @@ def _holders(client: Any, depth: int) -> Iterator[Any]:
     """The client and the clients inside it (whose `api_key` may change during a call)."""
     yield client
     if depth < _MAX_NESTING:
-        for name in (*_NESTED_ATTRIBUTES, *wire.credential_attributes()[1]):
+        for name in (*_NESTED_ATTRIBUTES, *_NESTED):
             inner = _attribute(client, name)
             if inner is not None and inner is not client:
                 yield from _holders(inner, depth + 1)

@@ -1,8 +1,8 @@
 """The provider boundary: one module per wire format, each owning everything that format means
 (request shaping, reading replies and stream chunks, finish reasons, refusals and filters,
 reasoning, usage buckets, batch lines, where credentials sit). The core knows none of them: it
-asks the registry (`healjson._core.wire`), which this package fills (`registry.register`) when
-`healjson` is imported. No provider SDK is imported here.
+asks the registry (`healjson._core.wire.formats`), which this package fills
+(`registry.register`) when `healjson` is imported. No provider SDK is imported here.
 
 A new wire format is one module here and one line in `FORMATS`.
 """
@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from healjson._core.registry import register
-from healjson._core.wire import WireFormat
+from healjson._core.wire.formats import WireFormat
+from healjson._core.wire.registry import register
 
 from . import anthropic_messages, gemini_generate, openai_chat, openai_responses
 from ._batch_results import Result

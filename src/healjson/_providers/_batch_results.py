@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from healjson._core.provider_fault import ProviderFault
+from healjson._core.wire.fault import ProviderFault
 
 __all__ = [
     "EXPIRED_MESSAGE",

@@ -22,10 +22,10 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
-from healjson._core.provider_fault import fault_from_body
-from healjson._core.reply import Reply, ToolCall, Usage, new_reply, new_usage, remember_reader
-from healjson._core.stream.chunks import Delta
-from healjson._core.wire import WireFormat
+from healjson._core.wire.delta import Delta
+from healjson._core.wire.fault import fault_from_body
+from healjson._core.wire.formats import WireFormat
+from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage, remember_reader
 
 from ._batch_results import EXPIRED_MESSAGE, Result, unreadable
 from ._fields import _dumps, _get, _int, _opt_str, message_text

@@ -18,7 +18,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from healjson._core.schema_refs import defs_referenced
+from healjson._core.target.schema_refs import defs_referenced
 
 from ._per_schema import PerSchema
 

@@ -20,9 +20,9 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
-from healjson._core.reply import Reply, ToolCall, new_reply, new_usage, remember_reader
-from healjson._core.stream.chunks import Delta
-from healjson._core.wire import WireFormat
+from healjson._core.wire.delta import Delta
+from healjson._core.wire.formats import WireFormat
+from healjson._core.wire.reply import Reply, ToolCall, new_reply, new_usage, remember_reader
 
 from ._fields import (
     _dumps,

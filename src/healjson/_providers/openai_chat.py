@@ -28,11 +28,11 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from healjson._core.provider_fault import fault_from_body
-from healjson._core.reply import SDK_COMPLETIONS, Reply, ToolCall, Usage, new_reply, new_usage
-from healjson._core.stream.chunks import SDK_CHUNKS, Delta
-from healjson._core.target import spelling
-from healjson._core.wire import WireFormat
+from healjson._core.target.target import spelling
+from healjson._core.wire.delta import SDK_CHUNKS, Delta
+from healjson._core.wire.fault import fault_from_body
+from healjson._core.wire.formats import WireFormat
+from healjson._core.wire.reply import SDK_COMPLETIONS, Reply, ToolCall, Usage, new_reply, new_usage
 
 from ._batch_results import EXPIRED_MESSAGE, Result, is_transient_status
 from ._fields import _dumps, _first, _get, _int, _opt_str, _text
@@ -351,7 +351,7 @@ early)."""
 
 
 class Shapeable(Protocol):
-    """What `shape_request` reads of a healer's target (`healjson._core.target.Target`)."""
+    """What `shape_request` reads of a healer's target (`healjson._core.target.target.Target`)."""
 
     @property
     def type_(self) -> Any: ...

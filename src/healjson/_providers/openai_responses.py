@@ -23,10 +23,10 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
-from healjson._core.effects import ProviderError
-from healjson._core.reply import Reply, ToolCall, Usage, new_reply, new_usage
-from healjson._core.stream.chunks import Delta
-from healjson._core.wire import WireFormat
+from healjson._core.wire.delta import Delta
+from healjson._core.wire.effects import ProviderError
+from healjson._core.wire.formats import WireFormat
+from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage
 
 from ._fields import _dumps, _opt_str, _output_token_limit, _with_output_token_limit
 from .openai_chat import batch_body as chat_batch_body

@@ -44,7 +44,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from healjson._core.target import Target, spelling, target_for
+from healjson._core.target.target import Target, spelling, target_for
 
 __all__ = [
     "SUPPORTED_FORMATS",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from healjson._core.reply import Reply, ToolCall, new_reply
+from healjson._core.wire.reply import Reply, ToolCall, new_reply
 
 from ._fields import _get, _opt_str
 from .anthropic_messages import FINISH, anthropic_usage

@@ -13,7 +13,7 @@ with an HTTP 400 naming its feature is stepped down, within the same model call,
 `create(stream=True)`.
 
 A healed stream reads the provider's own stream events (`message_start`, `content_block_delta`,
-... : `healjson._core.stream.chunks` reads them), so the request goes to the Anthropic client
+... : `healjson._core.wire.delta` reads them), so the request goes to the Anthropic client
 itself, not through instructor (whose partial parsing validates each snapshot and retries on its
 own). The JSON is asked for as for any client whose JSON mode healjson chooses, in the prompt
 tier: the schema in the system prompt (Anthropic has no JSON response format), the system
@@ -26,12 +26,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from healjson._core.contracts import Contract
-from healjson._core.effects import ModelCall
-from healjson._core.enforcement import Enforcement
-from healjson._core.policy import HealPolicy
-from healjson._core.stream.run import is_stream
-from healjson._core.target import target_for
+from healjson._core.judge.contracts import Contract
+from healjson._core.judge.enforcement import Enforcement
+from healjson._core.run.policy import HealPolicy
+from healjson._core.run.streams import is_stream
+from healjson._core.target.target import target_for
+from healjson._core.wire.effects import ModelCall
 from healjson._providers.anthropic_messages import (
     chooses_format,
     enforced_schema,

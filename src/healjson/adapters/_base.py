@@ -18,13 +18,13 @@ import inspect
 from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any
 
-from healjson._core.contracts import Contract
-from healjson._core.effects import ModelCall, ProviderError
-from healjson._core.enforcement import Enforcement
-from healjson._core.healer import Healer
-from healjson._core.policy import HealPolicy
+from healjson._core.judge.contracts import Contract
+from healjson._core.judge.enforcement import Enforcement
 from healjson._core.redact import secrets_scope
-from healjson._core.stream.run import AsyncHealStream, HealStream, stream_async, stream_sync
+from healjson._core.run.healer import Healer
+from healjson._core.run.policy import HealPolicy
+from healjson._core.run.streams import AsyncHealStream, HealStream, stream_async, stream_sync
+from healjson._core.wire.effects import ModelCall, ProviderError
 from healjson._providers.openai_chat import (
     ONE_VALUE,
     WEAKER,

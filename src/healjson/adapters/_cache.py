@@ -30,10 +30,10 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from healjson._core.contracts import Contract
-from healjson._core.healer import Healer
-from healjson._core.json_schema import json_schema_of
-from healjson._core.policy import HealPolicy
+from healjson._core.judge.contracts import Contract
+from healjson._core.run.healer import Healer
+from healjson._core.run.policy import HealPolicy
+from healjson._core.target.json_schema import json_schema_of
 
 __all__ = ["HealerCache"]
 

@@ -14,9 +14,9 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from healjson._core.policy import HealPolicy
-from healjson._core.reply import SDK_COMPLETIONS
-from healjson._core.stream.run import is_stream
+from healjson._core.run.policy import HealPolicy
+from healjson._core.run.streams import is_stream
+from healjson._core.wire.reply import SDK_COMPLETIONS
 
 from ._base import Exchange, Send, ShapeCheck
 from ._openai import HealingClient

@@ -69,7 +69,7 @@ def check_mode(mode: str, modes: Sequence[JsonMode] = MODES) -> JsonMode:
 
 class Enforcing:
     """The schema a client's request asks its endpoint to enforce, for the run to judge
-    (`healjson._core.enforcement.Enforcement`): the tier the client uses (or the call forced,
+    (`healjson._core.judge.enforcement.Enforcement`): the tier the client uses (or the call forced,
     below any it saw refused), as `schema_of(tier, the caller's params)` says (None for the
     caller's own format); the client's once-only warning."""
 

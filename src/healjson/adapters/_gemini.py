@@ -6,7 +6,7 @@ Healed streams over a google-genai client: what `wrap(instructor.from_genai(...)
 `create_partial`, `create_iterable` and `create(stream=True)`.
 
 As for Anthropic (`_anthropic`), a healed stream reads the provider's own chunks (each a
-`GenerateContentResponse`, read by `healjson._core.stream.chunks`), so the request goes to the
+`GenerateContentResponse`, read by `healjson._core.wire.delta`), so the request goes to the
 genai client itself (`models.generate_content_stream`, `aio.models.generate_content_stream`
 for an async instructor client), in the prompt tier: the schema in the system instruction. The
 chat messages become Gemini `contents` (`assistant` is `model`), the system messages the
@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from healjson._core.policy import HealPolicy
 from healjson._core.redact import secrets_scope
-from healjson._core.stream.run import is_stream, stream_async, stream_sync
-from healjson._core.target import Target
+from healjson._core.run.policy import HealPolicy
+from healjson._core.run.streams import is_stream, stream_async, stream_sync
+from healjson._core.target.target import Target
 from healjson._providers.gemini_generate import (
     chooses_format,
     content_messages,

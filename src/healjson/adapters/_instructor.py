@@ -76,10 +76,10 @@ from typing import Any
 
 from instructor.core import Hooks, IncompleteOutputException, InstructorRetryException
 
-from healjson._core.json_schema import JsonSchema
-from healjson._core.policy import HealPolicy
-from healjson._core.reply import is_response
-from healjson._core.stream.run import AsyncItemStream, ItemStream
+from healjson._core.run.policy import HealPolicy
+from healjson._core.run.streams import AsyncItemStream, ItemStream
+from healjson._core.target.json_schema import JsonSchema
+from healjson._core.wire.reply import is_response
 
 from ._base import Completions, Exchange, HealingAdapter, NotACompletion, Send
 from ._format import check_mode

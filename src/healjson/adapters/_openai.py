@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from healjson._core.effects import ModelCall
-from healjson._core.policy import HealPolicy
-from healjson._core.reply import SDK_COMPLETIONS
-from healjson._core.stream.run import is_stream
+from healjson._core.run.policy import HealPolicy
+from healjson._core.run.streams import is_stream
+from healjson._core.wire.effects import ModelCall
+from healjson._core.wire.reply import SDK_COMPLETIONS
 
 from ._base import (
     UNSET,

@@ -25,11 +25,11 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
-from healjson._core.contracts import Contract
-from healjson._core.effects import ModelCall
-from healjson._core.policy import HealPolicy
+from healjson._core.judge.contracts import Contract
 from healjson._core.redact import secrets_scope
-from healjson._core.stream.run import is_stream, stream_async, stream_sync
+from healjson._core.run.policy import HealPolicy
+from healjson._core.run.streams import is_stream, stream_async, stream_sync
+from healjson._core.wire.effects import ModelCall
 from healjson._providers.openai_chat import enforced_schema
 from healjson._providers.openai_responses import (
     SDK_RESPONSES,

@@ -15,13 +15,13 @@ import time
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from typing import Any
 
-from healjson._core.drive import call_failed, gather, run_awaitables_sync
-from healjson._core.effects import AwaitAll, CallResult, ModelCall, new_call_result
-from healjson._core.outcome import Outcome
+from healjson._core.outcome.calls import ToolCalls
+from healjson._core.outcome.outcome import Outcome
 from healjson._core.redact import secrets_scope
-from healjson._core.reply import to_reply
-from healjson._core.stream.run import is_stream
-from healjson._core.tools import ToolCalls
+from healjson._core.run.drive import call_failed, gather, run_awaitables_sync
+from healjson._core.run.streams import is_stream
+from healjson._core.wire.effects import AwaitAll, CallResult, ModelCall, new_call_result
+from healjson._core.wire.reply import to_reply
 from healjson._providers.tool_streams import (
     AnthropicCollector,
     ChatCollector,

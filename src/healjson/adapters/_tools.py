@@ -10,7 +10,7 @@ calls validated against that schema (the arguments are the JSON value). Other to
 ones, custom tools) are passed on and their calls are not function calls.
 
 `tool_contracts={"name": [rules]}` are the contracts of that tool's arguments. `tool_choice`
-`"required"` or a named function forces a call (see `healjson._core.tools`). The run itself is
+`"required"` or a named function forces a call (see `healjson._core.run.tools`). The run itself is
 `tools_flow`, driven here (sync or awaited) with the client's secrets scope around it.
 """
 
@@ -22,15 +22,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from healjson._core.contracts import ContractContext, as_contract, check_policies
-from healjson._core.drive import drive_async, drive_sync
-from healjson._core.effects import ModelCall
-from healjson._core.messages import make_context, normalise_messages
-from healjson._core.outcome import Outcome
-from healjson._core.policy import HealPolicy
+from healjson._core.judge.contracts import ContractContext, as_contract, check_policies
+from healjson._core.outcome.calls import ToolCalls
+from healjson._core.outcome.outcome import Outcome
 from healjson._core.redact import secrets_scope
-from healjson._core.target import Target, target_for
-from healjson._core.tools import Tool, ToolCalls, ToolSpec, tools_flow
+from healjson._core.run.drive import drive_async, drive_sync
+from healjson._core.run.messages import make_context, normalise_messages
+from healjson._core.run.policy import HealPolicy
+from healjson._core.run.tools import Tool, ToolSpec, tools_flow
+from healjson._core.target.target import Target, target_for
+from healjson._core.wire.effects import ModelCall
 
 from ._tool_stream import AsyncToolCallStream, Collector, ToolCallStream
 

@@ -16,7 +16,6 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from healjson._core.contracts import Contract, ContractContext, run_contracts, value_at
 from healjson._core.diagnostic import (
     ROOT,
     Diagnostic,
@@ -25,11 +24,12 @@ from healjson._core.diagnostic import (
     format_path,
     short_repr,
 )
-from healjson._core.drive import drive_sync
-from healjson._core.healer import validate
-from healjson._core.outcome import Reason
+from healjson._core.judge.contracts import Contract, ContractContext, run_contracts, value_at
+from healjson._core.outcome.outcome import Reason
+from healjson._core.run.drive import drive_sync
+from healjson._core.run.healer import validate
 from healjson._core.sentinels import MISSING
-from healjson._core.target import Target, target_for
+from healjson._core.target.target import Target, target_for
 from healjson._packs import ContractPack
 
 from ._corruptions import Corruption, corrupted

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from healjson._core.target import target_for
+from healjson._core.target.target import target_for
 
 if TYPE_CHECKING:
     from hypothesis.strategies import DrawFn, SearchStrategy

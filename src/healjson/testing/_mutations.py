@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 from pydantic_core import to_json
 
-from healjson._core.contracts import Contract
+from healjson._core.judge.contracts import Contract
 from healjson._core.sentinels import MISSING, NOTHING
-from healjson._core.target import Target
+from healjson._core.target.target import Target
 from healjson._packs import ContractPack
 
 from ._schema_data import _SchemaStrategies, as_instance, schema_strategies

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from pydantic_core import to_json
 
 from healjson._core.sentinels import NOTHING
-from healjson._core.target import Target, target_for
+from healjson._core.target.target import Target, target_for
 from healjson._extras import missing_extra
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from healjson._core.reply import Reply, Usage
+from healjson._core.wire.reply import Reply, Usage
 
 __all__ = ["Call", "ScriptExhausted", "ScriptedModel"]
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from healjson._core.contracts import Contract, ContractContext, run_contracts
 from healjson._core.diagnostic import Diagnostic, Source
-from healjson._core.drive import drive_sync
-from healjson._core.messages import make_context
+from healjson._core.judge.contracts import Contract, ContractContext, run_contracts
+from healjson._core.run.drive import drive_sync
+from healjson._core.run.messages import make_context
 from healjson._core.sentinels import NOTHING
-from healjson._core.target import Target, target_for
+from healjson._core.target.target import Target, target_for
 from healjson._packs import ContractPack
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ continues from there:
   again), so a kill between the write and the ledger's update writes nothing twice.
 
 The engine is deterministic given a row's results, so a row's next request (or its outcome) is
-rebuilt from them when needed (`healjson._core.replay`) instead of being stored.
+rebuilt from them when needed (`healjson._core.run.replay`) instead of being stored.
 """
 
 from __future__ import annotations

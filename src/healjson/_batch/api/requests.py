@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from healjson._core.effects import ModelCall
-from healjson._core.target import Target
+from healjson._core.target.target import Target
+from healjson._core.wire.effects import ModelCall
 from healjson._providers import batch_lines
 from healjson._providers.openai_chat import JsonMode
 

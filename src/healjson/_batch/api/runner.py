@@ -40,12 +40,12 @@ from healjson._batch.input_file import select
 from healjson._batch.output_file import OutputFile
 from healjson._batch.rows import Job, id_key, invalid_row, line_key, outcome_row, row_key
 from healjson._batch.run import provider_error
-from healjson._core.effects import CallResult, ModelCall
-from healjson._core.healer import Healer
-from healjson._core.outcome import Outcome
-from healjson._core.provider_fault import ProviderFault
+from healjson._core.outcome.outcome import Outcome
 from healjson._core.redact import redact_data, redact_text, secrets_scope
-from healjson._core.replay import failed, replied
+from healjson._core.run.healer import Healer
+from healjson._core.run.replay import failed, replied
+from healjson._core.wire.effects import CallResult, ModelCall
+from healjson._core.wire.fault import ProviderFault
 from healjson.adapters._format import JsonMode
 
 from .ledger import Ledger, NewRow, Part, Row

@@ -62,7 +62,7 @@ from pydantic_core import ErrorDetails, from_json, to_json
 from healjson._core.diagnostic import describe_exception
 from healjson._core.flags import Flag
 from healjson._core.sentinels import NOTHING
-from healjson._core.target import Target
+from healjson._core.target.target import Target
 
 from .defaults import left_out, misspelled
 from .meter import charge

@@ -24,7 +24,7 @@ from typing import Any, Final, NamedTuple
 
 from pydantic import BaseModel
 
-from healjson._core.target import Target
+from healjson._core.target.target import Target
 
 from .shape import Shape, key_form, shape_of
 

@@ -21,7 +21,7 @@ from pydantic_core import from_json, to_json
 from healjson._core.diagnostic import ROOT, Diagnostic, Source, describe_exception, short_repr
 from healjson._core.flags import Flag
 from healjson._core.sentinels import NOTHING
-from healjson._core.target import Target, target_for
+from healjson._core.target.target import Target, target_for
 
 from .align import Fit, align, answer_key, settled
 from .defaults import left_out

@@ -32,7 +32,7 @@ from pydantic_core import from_json
 
 from healjson._core.diagnostic import ROOT, Diagnostic, Source, short_repr
 from healjson._core.flags import Flag
-from healjson._core.target import Target, resolve_ref
+from healjson._core.target.target import Target, resolve_ref
 
 from .align import Fit, align, answer_key
 from .lenient import MAX_REPAIR_CHARS

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from healjson._core.target import Target
+from healjson._core.target.target import Target
 
 __all__ = ["Shape", "key_form", "shape_of"]
 

@@ -52,9 +52,9 @@ from typing import Any, Final
 from pydantic import BaseModel, RootModel, ValidationError, create_model
 from pydantic_core import ErrorDetails, to_json
 
-from healjson._core.json_schema import JsonSchema, json_schema_of
 from healjson._core.parse.align import Fit, align, settled
-from healjson._core.target import target_for
+from healjson._core.target.json_schema import JsonSchema, json_schema_of
+from healjson._core.target.target import target_for
 
 __all__ = ["FieldVerdict", "Stand", "judge_field", "judge_schema_field"]
 

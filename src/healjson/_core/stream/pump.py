@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from healjson._core.effects import ModelCall
+from healjson._core.wire.effects import ModelCall
 
 __all__ = ["CHUNK", "END", "ERROR", "STREAM", "VALUE", "Pump", "close_stream"]
 

@@ -37,15 +37,15 @@ from typing import Any, Final
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails, to_json
 
-from healjson._core.contracts import BLOCKING, Contract, ContractContext, run_contracts
 from healjson._core.diagnostic import Diagnostic, Source
+from healjson._core.judge.contracts import BLOCKING, Contract, ContractContext, run_contracts
+from healjson._core.judge.schema_errors import schema_diagnostics
 from healjson._core.parse import truncation_diagnostic
 from healjson._core.parse.align import Fit, settled
-from healjson._core.reply import Reply, ToolCall, Usage
-from healjson._core.schema_errors import schema_diagnostics
-from healjson._core.target import JsonSchema, Target, list_item_type, target_for
+from healjson._core.target.target import JsonSchema, Target, list_item_type, target_for
+from healjson._core.wire.delta import Delta
+from healjson._core.wire.reply import Reply, ToolCall, Usage
 
-from .chunks import Delta
 from .judge import Stand, judge_field, judge_schema_field
 from .partial import Partial
 from .reader import JsonStream

@@ -1,0 +1,192 @@
+"""L1 + L2 for one reply: recover the JSON, validate it, run the contracts.
+
+`evaluate` is a generator so that async contracts can be awaited by whichever driver runs it;
+`validate` is the public no-model-call entry point built on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from healjson._core.diagnostic import ROOT, Diagnostic, Source
+from healjson._core.parse import ParseResult, read, truncation_diagnostic
+from healjson._core.parse.align import answer_key
+from healjson._core.parse.read import Ambiguity
+from healjson._core.sentinels import NOTHING
+from healjson._core.target.target import Target
+from healjson._core.wire.effects import AwaitAll
+from healjson._core.wire.reply import Reply, ToolCall
+
+from .contracts import Contract, ContractContext, run_contract_groups
+from .policies import Dropped, settle
+from .schema_errors import schema_diagnostics
+from .verdict import Verdict, verdict_for
+
+__all__ = ["Evaluation", "Verdict", "answer_text", "evaluate"]
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """The verdict on one reply, with L1's result (computed once) and the instance when it
+    passed. `answer` is the text read as the answer: the reply without its reasoning, or a tool
+    call's arguments."""
+
+    verdict: Verdict
+    parse: ParseResult
+    diagnostics: tuple[Diagnostic, ...] = ()
+    instance: Any = NOTHING
+    answer: str | None = None
+    warnings: tuple[Diagnostic, ...] = ()
+    """The violations of `"warn"` rules by the accepted value (they do not block it)."""
+    dropped: tuple[Dropped, ...] = ()
+    """Items `"drop"` rules removed from the accepted value."""
+    fixed: tuple[str, ...] = ()
+    """The `"fix"` rules whose fix the accepted value is the result of."""
+    stopped: bool = False
+    """A `"stop"` rule was broken: no re-ask (the run degrades with `contract_error`)."""
+
+    @property
+    def ok(self) -> bool:
+        """True when the reply passed L1 and L2."""
+        return self.verdict is Verdict.OK
+
+    @property
+    def data(self) -> Any:
+        """The JSON data L1 recovered (partial data for a cut reply), or NOTHING."""
+        value = self.parse.value
+        return NOTHING if value is None and not self.parse.ok else value
+
+
+def answer_text(
+    reply: Reply, target: Target[Any], caller_tools: bool
+) -> tuple[str | None, bool, tuple[ToolCall, ...]]:
+    """Which text of a reply is the answer: `(text, from_tool, other_calls)`.
+
+    A tool call is the answer only when the request's tools were healjson's own (or the
+    instructor client's it drives): never when the caller passed `tools=` of their own — then
+    every call is another tool's, reported and never validated. Of several calls, the one named
+    after the target wins, else the first.
+    """
+    calls = reply.tool_calls
+    if not calls or caller_tools:
+        return reply.content, False, calls
+    named = [c for c in calls if c.name.casefold() == target.name.casefold()]
+    return (named or list(calls))[0].arguments, True, ()
+
+
+def evaluate(
+    target: Target[Any],
+    contracts: Sequence[Contract[Any]],
+    reply: Reply,
+    ctx: ContractContext,
+    *,
+    on_ambiguity: Ambiguity = "reask",
+    caller_tools: bool = False,
+    contract_timeout_s: float | None = None,
+) -> Generator[AwaitAll, list[Any], Evaluation]:
+    """Run L1 and L2 on one reply (contracts limited to `contract_timeout_s` each)."""
+    text, from_tool, other_calls = answer_text(reply, target, caller_tools)
+    finish_reason = reply.finish_reason
+    if other_calls and not (text or "").strip():
+        diagnostic = _tool_call(other_calls)
+        return Evaluation(Verdict.SYNTAX, ParseResult(error=diagnostic), (diagnostic,), answer=text)
+    result = read(
+        text,
+        target,
+        finish_reason=finish_reason,
+        on_ambiguity=on_ambiguity,
+        reasoning=reply.reasoning,
+        from_tool=from_tool,
+        context=ctx.validation_context,
+    )
+    answer = result.answer if result.answer is not None else text
+    if result.error is not None:
+        verdict = verdict_for(result.error.source)
+        return Evaluation(verdict, result, (result.error,), answer=answer)
+    if not result.valid:
+        diagnostics = schema_diagnostics(result.schema_errors, result.value) or [
+            Diagnostic(
+                ROOT,
+                result.value,
+                f"must be a valid {target.name}",
+                f"Reply with a JSON value that is a valid {target.name}.",
+                Source.SCHEMA,
+            )
+        ]
+        if finish_reason == "length":
+            return _cut(text, result, diagnostics, answer)
+        return Evaluation(Verdict.SCHEMA, result, tuple(diagnostics), answer=answer)
+    before = answer_key(target, result.instance) if contracts else b""
+    groups = yield from run_contract_groups(
+        contracts, result.instance, ctx, timeout_s=contract_timeout_s
+    )
+    found = [diagnostic for group in groups for diagnostic in group]
+    if contracts and answer_key(target, result.instance) != before:
+        found = [*found, _mutated(contracts)]  # a contract changed the value it was judging
+    if any(d.source is Source.CONTRACT_ERROR for d in found):
+        return Evaluation(Verdict.CONTRACT_ERROR, result, tuple(found), answer=answer)
+    if not found:
+        return Evaluation(Verdict.OK, result, (), result.instance, answer=answer)
+    blocking = [
+        d
+        for rule, group in zip(contracts, groups, strict=True)
+        if rule.on_fail != "warn"
+        for d in group
+    ]
+    if blocking and finish_reason == "length":
+        return _cut(text, result, blocking, answer)
+    settled = yield from settle(
+        target, contracts, groups, result.instance, ctx, timeout_s=contract_timeout_s
+    )
+    if settled.error:
+        return Evaluation(Verdict.CONTRACT_ERROR, result, settled.error, answer=answer)
+    if settled.instance is NOTHING:
+        verdict, stopped = Verdict.CONTRACT, settled.stopped
+        return Evaluation(verdict, result, settled.blocking, answer=answer, stopped=stopped)
+    if settled.flags:
+        result = result.replace(flags=(*result.flags, *settled.flags))
+    return Evaluation(
+        Verdict.OK,
+        result,
+        (),
+        settled.instance,
+        answer=answer,
+        warnings=settled.warnings,
+        dropped=settled.dropped,
+        fixed=settled.fixed,
+    )
+
+
+def _mutated(contracts: Sequence[Contract[Any]]) -> Diagnostic:
+    names = ", ".join(f"`{rule.name}`" for rule in contracts)
+    return Diagnostic(
+        ROOT,
+        names,
+        f"contracts must not change the value they check; one of {names} did",
+        "This is a bug in a contract, not in the model's answer: contracts must only read the "
+        "value (copy it before changing anything).",
+        Source.CONTRACT_ERROR,
+    )
+
+
+def _tool_call(calls: Sequence[ToolCall]) -> Diagnostic:
+    names = ", ".join(f"`{call.name}`" for call in calls)
+    return Diagnostic(
+        ROOT,
+        [{"name": call.name, "arguments": call.arguments} for call in calls],
+        f"must be the JSON answer; the reply is a call to {names} instead",
+        "Reply with the JSON value the request asks for, not a tool call.",
+        Source.TOOL_CALL,
+    )
+
+
+def _cut(
+    text: str | None, result: ParseResult, found: Sequence[Diagnostic], answer: str | None
+) -> Evaluation:
+    """A complete-looking value that fails L2 in a reply cut by the token limit: the cut is the
+    likeliest cause (a provider may close a cut tool call's arguments itself), so it is handled
+    as a truncation — compact rewrite, `max_tokens` raised — with L2's findings kept."""
+    cut = truncation_diagnostic(text or "", cut=True)
+    return Evaluation(Verdict.TRUNCATED, result, (cut, *found), answer=answer)

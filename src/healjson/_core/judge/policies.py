@@ -1,0 +1,201 @@
+"""What a broken rule does (`@contract(on_fail=...)`), for one schema-valid value.
+
+Given each contract's violations of a value (`run_contract_groups`), `settle` decides:
+
+- a `"stop"` violation ends the run (`Settled.stopped`): no re-ask, `contract_error`;
+- `"fix"` and `"drop"` violations are settled locally: the items that broke a drop rule are
+  removed (a fix does not save them), item fixes correct the items kept, then whole-value
+  fixes run in declaration order. The result is validated
+  again (the schema: a length bound still holds after a drop) and every contract runs again on
+  it (a list-level rule judges the list without its dropped items). It is accepted when only
+  warnings remain; anything else (a fix that breaks another rule, or still breaks its own, a
+  list too short after a drop) is re-asked with the first value's violations;
+- `"reask"` violations (and the cases above) ask the model again, with every violation of the
+  answer that is not a warning;
+- `"warn"` violations never change the verdict: the accepted value's are kept as `warnings`.
+
+A `fix` that raises is a bug in the caller's code, as a contract that raises: `contract_error`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from healjson._core.diagnostic import (
+    ROOT,
+    Diagnostic,
+    Source,
+    describe_exception,
+    jsonable,
+    short_repr,
+)
+from healjson._core.flags import Flag
+from healjson._core.sentinels import NOTHING
+from healjson._core.target.target import Target
+from healjson._core.wire.effects import AwaitAll
+
+from .contracts import Contract, ContractContext, run_contract_groups
+
+__all__ = ["Dropped", "Settled", "settle"]
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """An item an item contract with `on_fail="drop"` removed from a list answer: its index in
+    the answer, the item (as JSON data) and why (the violations it had)."""
+
+    index: int
+    item: Any
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready data (the item rendered safely, as a diagnostic's value is)."""
+        return {
+            "index": self.index,
+            "item": jsonable(self.item),
+            "diagnostics": [d.to_dict() for d in self.diagnostics],
+        }
+
+
+_ITEM: Final = re.compile(r"\[(\d{1,9})\]")
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """What the policies made of a value's violations."""
+
+    instance: Any = NOTHING
+    """The accepted value (NOTHING: not accepted)."""
+    blocking: tuple[Diagnostic, ...] = ()
+    """Violations to re-ask for (or to stop on, with `stopped`)."""
+    stopped: bool = False
+    error: tuple[Diagnostic, ...] = ()
+    """A `contract_error` found while settling (a fix that raised, a rule that raised on the
+    corrected value)."""
+    warnings: tuple[Diagnostic, ...] = ()
+    dropped: tuple[Dropped, ...] = ()
+    fixed: tuple[str, ...] = ()
+    flags: tuple[Flag, ...] = ()
+
+
+def settle(
+    target: Target[Any],
+    contracts: Sequence[Contract[Any]],
+    groups: Sequence[Sequence[Diagnostic]],
+    instance: Any,
+    ctx: ContractContext,
+    *,
+    timeout_s: float | None = None,
+) -> Generator[AwaitAll, list[Any], Settled]:
+    """Apply each rule's `on_fail` to its violations of `instance` (see the module docstring)."""
+    by_policy: dict[str, list[tuple[Contract[Any], Sequence[Diagnostic]]]] = {}
+    for rule, group in zip(contracts, groups, strict=True):
+        if group:
+            by_policy.setdefault(rule.on_fail, []).append((rule, group))
+    if "stop" in by_policy:
+        return Settled(blocking=_flat(by_policy["stop"]), stopped=True)
+    blocking = tuple(
+        d
+        for rule, group in zip(contracts, groups, strict=True)
+        if rule.on_fail != "warn"
+        for d in group
+    )
+    if not blocking:
+        return Settled(instance, warnings=_flat(by_policy.get("warn", [])))
+    if "fix" not in by_policy and "drop" not in by_policy:
+        return Settled(blocking=blocking)
+    try:
+        value, dropped, fixed = _remedy(instance, by_policy)
+    except _FixFailed as failed:
+        return Settled(error=(failed.diagnostic,))
+    try:
+        data = target.adapter.dump_python(value, mode="json", by_alias=True, warnings=False)
+        again = target.adapter.validate_python(data, context=ctx.validation_context)
+    except Exception:  # the corrected value fails the schema: the model is asked instead
+        return Settled(blocking=blocking)
+    regroups = yield from run_contract_groups(contracts, again, ctx, timeout_s=timeout_s)
+    errors = tuple(d for group in regroups for d in group if d.source is Source.CONTRACT_ERROR)
+    if errors:
+        return Settled(error=errors)
+    if any(
+        group and rule.on_fail != "warn" for rule, group in zip(contracts, regroups, strict=True)
+    ):
+        return Settled(blocking=blocking)
+    warnings = tuple(
+        d
+        for rule, group in zip(contracts, regroups, strict=True)
+        if rule.on_fail == "warn"
+        for d in group
+    )
+    flags = ((Flag.CONTRACT_FIXED,) if fixed else ()) + ((Flag.ITEMS_DROPPED,) if dropped else ())
+    return Settled(again, warnings=warnings, dropped=dropped, fixed=fixed, flags=flags)
+
+
+class _FixFailed(Exception):
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.constraint)
+        self.diagnostic = diagnostic
+
+
+def _remedy(
+    instance: Any, by_policy: dict[str, list[tuple[Contract[Any], Sequence[Diagnostic]]]]
+) -> tuple[Any, tuple[Dropped, ...], tuple[str, ...]]:
+    """Drops (of the items as answered), then item fixes on the items kept, then whole-value
+    fixes in declaration order."""
+    value = instance
+    fixes = by_policy.get("fix", [])
+    fixed: list[str] = []
+    drops: dict[int, list[Diagnostic]] = {}
+    for _, group in by_policy.get("drop", []):
+        for diagnostic in group:
+            match = _ITEM.match(diagnostic.path)
+            if match is not None:
+                drops.setdefault(int(match[1]), []).append(diagnostic)
+    item_fixes = [(rule, _indices(group)) for rule, group in fixes if rule.item]
+    dropped: list[Dropped] = []
+    if drops or item_fixes:
+        items = list(value)
+        drops = {index: found for index, found in drops.items() if index < len(items)}
+        dropped = [Dropped(i, jsonable(items[i]), tuple(drops[i])) for i in sorted(drops)]
+        for rule, indices in item_fixes:
+            mended = [index for index in sorted(indices - drops.keys()) if index < len(items)]
+            for index in mended:
+                items[index] = _fixed(rule, items[index])
+            if mended:
+                fixed.append(rule.name)
+        kept = [item for index, item in enumerate(items) if index not in drops]
+        value = tuple(kept) if isinstance(value, tuple) else kept
+    for rule, _ in fixes:
+        if not rule.item:
+            value = _fixed(rule, value)
+            fixed.append(rule.name)
+    return value, tuple(dropped), tuple(fixed)
+
+
+def _indices(group: Sequence[Diagnostic]) -> set[int]:
+    return {int(m[1]) for d in group if (m := _ITEM.match(d.path)) is not None}
+
+
+def _fixed(rule: Contract[Any], value: Any) -> Any:
+    assert rule.fix is not None  # `@contract(on_fail="fix")` requires it
+    try:
+        return rule.fix(value)
+    except Exception as exc:
+        raise _FixFailed(
+            Diagnostic(
+                ROOT,
+                short_repr(describe_exception(exc), 300),
+                f"the fix of contract `{rule.name}` raised {describe_exception(exc)}",
+                "This is a bug in the contract's fix, not in the model's answer: fix the fix.",
+                Source.CONTRACT_ERROR,
+                fields=rule.fields,
+                rule=rule.name,
+            )
+        ) from exc
+
+
+def _flat(groups: list[tuple[Contract[Any], Sequence[Diagnostic]]]) -> tuple[Diagnostic, ...]:
+    return tuple(d for _, group in groups for d in group)

@@ -1,0 +1,2 @@
+"""Observing runs: structured events (`events`) and OpenTelemetry spans and metrics
+(`telemetry`)."""

@@ -1,0 +1,306 @@
+"""OpenTelemetry spans and metrics for healing runs (the optional extra `otel`).
+
+Only `opentelemetry-api` is used, and only when the application has configured an SDK: with
+the API's default (proxy or no-op) tracer and meter providers, `for_run` returns None and a run
+pays nothing more than one look at `sys.modules` (done in `events`).
+
+One span per run (`healjson.heal <Target>`), one child span per model call, named and
+attributed by the OpenTelemetry GenAI semantic conventions (`chat <model>`, kind CLIENT,
+`gen_ai.operation.name`, `gen_ai.request.model`, `gen_ai.response.model`,
+`gen_ai.usage.input_tokens` / `output_tokens`, `gen_ai.response.finish_reasons`), plus
+healjson's own attributes under `healjson.*` (run id, attempt, strategy, flags, diagnostics,
+outcome, reason, layer, changed fields, tokens saved by local healing, cost). While a model
+call runs, its span is the current span, so an instrumented SDK nests its own span under it
+instead of beside it. When an instrumentation of the openai or anthropic SDK is active (the
+official `opentelemetry-instrumentation-openai-v2`, OpenLLMetry, OpenInference: each wraps the
+SDK's `create`), that SDK span is the GenAI client span, and healjson's call span does not
+repeat it: it is `healjson.attempt N` (kind INTERNAL) with its token counts as
+`healjson.usage.*`, so a backend that sums `gen_ai.usage.*` over client spans counts each call
+once.
+
+Content (the request's messages, the model's output) is recorded only when the user opts in
+as the conventions say: `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`. Every string
+attribute passes the redactor.
+
+Metrics (when a meter provider is configured): `healjson.outcomes` (counter, by `ok` and
+`healjson.reason`), `healjson.attempts` (counter, by `healjson.strategy`) and
+`healjson.attempts_per_run` (histogram).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Mapping
+from types import FunctionType
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, trace
+
+from healjson._core.outcome.savings import tokens_saved
+from healjson._core.redact import redact_text
+from healjson._core.wire import formats as wire
+
+if TYPE_CHECKING:
+    from healjson._core.outcome.attempt import Attempt
+    from healjson._core.outcome.outcome import Outcome
+
+__all__ = ["RunSpans", "for_run", "sdk_instrumented"]
+
+_CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+_MAX_CONTENT_CHARS = 16_000
+
+
+class _Unconfigured:
+    """The last provider seen to be the API's default (one identity check per run after)."""
+
+    provider: Any = None
+
+
+def for_run(run_id: str, spec: Any) -> RunSpans | None:
+    """The spans of a run that starts now, or None when no OpenTelemetry SDK is configured."""
+    provider = trace.get_tracer_provider()
+    if provider is _Unconfigured.provider:
+        return None
+    if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+        _Unconfigured.provider = provider
+        return None
+    return RunSpans(_tracer(provider), run_id, spec, _instruments())
+
+
+def sdk_instrumented() -> bool:
+    """True when an OpenTelemetry instrumentation of the openai or anthropic SDK is active:
+    the SDK class's own `create` is then a wrapper object (instrumentations patch it with
+    `wrapt`; such a proxy passes `isinstance` for a function, its `type` does not) instead of
+    the plain function the SDK defines. Checked per call: `instrument()` and `uninstrument()`
+    may come and go."""
+    for module_name, names in wire.sdk_creates():  # each wire format names its SDK's
+        module = sys.modules.get(module_name)
+        if module is None:
+            continue
+        for name in names:
+            raw = vars(getattr(module, name, object)).get("create")
+            if raw is not None and type(raw) is not FunctionType and hasattr(raw, "__wrapped__"):
+                return True
+    return False
+
+
+@functools.lru_cache(maxsize=8)
+def _tracer(provider: Any) -> trace.Tracer:
+    from importlib.metadata import version
+
+    return provider.get_tracer("healjson", version("healjson"))  # type: ignore[no-any-return]
+
+
+class _Instruments:
+    __slots__ = ("attempts", "outcomes", "per_run")
+
+    def __init__(self, meter: metrics.Meter) -> None:
+        self.outcomes = meter.create_counter(
+            "healjson.outcomes", unit="{run}", description="healing runs, by outcome and reason"
+        )
+        self.attempts = meter.create_counter(
+            "healjson.attempts", unit="{call}", description="model calls, by repair strategy"
+        )
+        self.per_run = meter.create_histogram(
+            "healjson.attempts_per_run", unit="{call}", description="model calls per run"
+        )
+
+
+def _instruments() -> _Instruments | None:
+    provider = metrics.get_meter_provider()
+    if type(provider).__name__ in ("_ProxyMeterProvider", "NoOpMeterProvider"):
+        return None
+    return _instruments_for(provider)
+
+
+@functools.lru_cache(maxsize=8)
+def _instruments_for(provider: Any) -> _Instruments:
+    from importlib.metadata import version
+
+    return _Instruments(provider.get_meter("healjson", version("healjson")))
+
+
+def _capture_content() -> bool:
+    return os.environ.get(_CAPTURE_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+class RunSpans:
+    """One run's span and its attempts' child spans (see the module docstring)."""
+
+    __slots__ = ("_attempt", "_content", "_instruments", "_run", "_token", "_tracer")
+
+    def __init__(
+        self, tracer: trace.Tracer, run_id: str, spec: Any, instruments: _Instruments | None
+    ) -> None:
+        self._tracer = tracer
+        self._instruments = instruments
+        self._content = _capture_content()
+        target = getattr(getattr(spec, "target", None), "name", None) or "value"
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "heal",
+            "healjson.run_id": run_id,
+            "healjson.target": target,
+        }
+        names = getattr(spec, "contract_names", ())
+        if names:
+            attributes["healjson.contracts"] = list(names)
+        self._run = tracer.start_span(f"healjson.heal {target}", attributes=attributes)
+        self._attempt: trace.Span | None = None
+        self._token: object | None = None
+
+    def call_started(self, number: int, params: Mapping[str, Any]) -> None:
+        """A model call starts: its span, current until the call's attempt is recorded."""
+        self._end_attempt()
+        model = params.get("model")
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "healjson.attempt": number,
+        }
+        if isinstance(model, str):
+            attributes["gen_ai.request.model"] = model
+        limit = wire.token_limit(params)[1]  # the request's wire format names its limit
+        attributes.update(
+            (name, value)
+            for value, name in (
+                (limit, "gen_ai.request.max_tokens"),
+                (params.get("temperature"), "gen_ai.request.temperature"),
+            )
+            if isinstance(value, int | float) and not isinstance(value, bool)
+        )
+        parent = trace.set_span_in_context(self._run)
+        if sdk_instrumented():  # the SDK's span is the client span: this one wraps it
+            del attributes["gen_ai.operation.name"]
+            name, kind = f"healjson.attempt {number}", trace.SpanKind.INTERNAL
+        else:
+            name = f"chat {model}" if isinstance(model, str) else "chat"
+            kind = trace.SpanKind.CLIENT
+        span = self._tracer.start_span(name, context=parent, kind=kind, attributes=attributes)
+        self._attempt = span
+        self._token = otel_context.attach(trace.set_span_in_context(span))
+
+    def attempt(self, record: Attempt) -> None:
+        """The call's attempt is recorded: its span gets what came back, and ends."""
+        span = self._attempt
+        if span is None:  # a reply judged without a call (`validate`): a span of no duration
+            parent = trace.set_span_in_context(self._run)
+            span = self._tracer.start_span(
+                "chat", context=parent, kind=trace.SpanKind.CLIENT,
+                attributes={"gen_ai.operation.name": "chat", "healjson.attempt": record.number},
+            )  # fmt: skip
+        self._detach()
+        usage = record.usage
+        # a client span's counts are GenAI usage; a span wrapping the SDK's own client span
+        # keeps them as healjson's (the SDK span reports them)
+        client = getattr(span, "kind", trace.SpanKind.CLIENT) is trace.SpanKind.CLIENT
+        ns = "gen_ai" if client else "healjson"
+        attributes: dict[str, Any] = {
+            "healjson.strategy": str(record.strategy),
+            "healjson.ok": record.ok,
+            "healjson.flags": [str(flag) for flag in record.flags],
+            "healjson.diagnostics": len(record.diagnostics),
+            f"{ns}.usage.input_tokens": usage.prompt_tokens,
+            f"{ns}.usage.output_tokens": usage.completion_tokens,
+            "healjson.usage.estimated": usage.estimated,
+        }
+        if usage.cache_read_tokens:
+            attributes[f"{ns}.usage.cache_read.input_tokens"] = usage.cache_read_tokens
+        if usage.cache_write_tokens:
+            attributes[f"{ns}.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
+        if usage.reasoning_tokens:
+            attributes["healjson.usage.reasoning_tokens"] = usage.reasoning_tokens
+        if record.model:
+            attributes[f"{ns}.response.model"] = record.model
+        if record.finish_reason:
+            attributes[f"{ns}.response.finish_reasons"] = [record.finish_reason]
+        if record.diagnostics:
+            first = record.diagnostics[0]
+            attributes["healjson.diagnostic"] = redact_text(f"{first.path}: {first.constraint}")
+        if self._content:
+            attributes["gen_ai.input.messages"] = _content(
+                [dict(message) for message in record.messages]
+            )
+            if record.raw_text is not None:
+                attributes["gen_ai.output.messages"] = _content(
+                    [{"role": "assistant", "content": record.raw_text}]
+                )
+        span.set_attributes(attributes)
+        if record.error is not None:
+            span.set_attribute("error.type", "api_error")
+            span.set_status(trace.Status(trace.StatusCode.ERROR, redact_text(record.error)[:500]))
+        span.end()
+        self._attempt = None
+        if self._instruments is not None:
+            self._instruments.attempts.add(1, {"healjson.strategy": str(record.strategy)})
+
+    def finished(self, outcome: Outcome[Any]) -> None:
+        """The run's outcome: the run span gets it, and ends."""
+        self._end_attempt()
+        usage = outcome.usage
+        attributes: dict[str, Any] = {
+            "healjson.outcome": "healed" if outcome.ok else "degraded",
+            "healjson.calls": outcome.calls,
+            "healjson.layer": _layer(outcome),
+            "gen_ai.usage.input_tokens": usage.prompt_tokens,
+            "gen_ai.usage.output_tokens": usage.completion_tokens,
+            "healjson.tokens_saved": tokens_saved(outcome),
+        }
+        if outcome.ok:
+            attributes["healjson.flags"] = [str(flag) for flag in outcome.flags]
+            attributes["healjson.changed_fields"] = len(outcome.changed_fields)
+            attributes["healjson.warnings"] = len(outcome.warnings)
+            attributes["healjson.dropped"] = len(outcome.dropped)
+        else:
+            attributes["healjson.reason"] = str(outcome.reason)
+            attributes["healjson.diagnostics"] = len(outcome.errors)
+        cost = usage.cost
+        if cost is not None:
+            attributes["healjson.cost_usd"] = cost
+        self._run.set_attributes(attributes)
+        if not outcome.ok:
+            self._run.set_status(trace.Status(trace.StatusCode.ERROR, str(outcome.reason)))
+        self._run.end()
+        instruments = self._instruments
+        if instruments is not None:
+            reason = "healed" if outcome.ok else str(outcome.reason)
+            instruments.outcomes.add(1, {"ok": outcome.ok, "healjson.reason": reason})
+            instruments.per_run.record(outcome.calls, {"ok": outcome.ok})
+
+    def release(self) -> None:
+        """However the run ended: no span left open, the caller's context restored."""
+        self._end_attempt()
+        if self._run.is_recording():
+            self._run.set_status(trace.Status(trace.StatusCode.ERROR, "the run did not finish"))
+            self._run.end()
+
+    def _end_attempt(self) -> None:
+        span = self._attempt
+        self._detach()
+        if span is not None:
+            span.end()
+            self._attempt = None
+
+    def _detach(self) -> None:
+        token = self._token
+        self._token = None
+        if token is not None:
+            try:
+                otel_context.detach(token)  # type: ignore[arg-type]
+            except Exception:  # released from another context (a collected generator): no-op
+                return
+
+
+def _layer(outcome: Outcome[Any]) -> str:
+    """How far healing went: `L1` (the first reply, healed locally or clean), `L3` (a repair
+    call was needed), `L4` (degraded)."""
+    if not outcome.ok:
+        return "L4"
+    return "L1" if outcome.calls <= 1 else "L3"
+
+
+def _content(messages: list[dict[str, Any]]) -> str:
+    text = json.dumps(messages, ensure_ascii=False, default=str)
+    return redact_text(text)[:_MAX_CONTENT_CHARS]

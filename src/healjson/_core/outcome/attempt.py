@@ -1,0 +1,70 @@
+"""One model call and what healjson made of it (`Attempt`), and why a run degraded (`Reason`)."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from healjson._core.diagnostic import Diagnostic
+from healjson._core.flags import Flag
+from healjson._core.frozen import builder
+from healjson._core.redact import redact_text
+from healjson._core.repair.prompt import RepairPrompt, Strategy
+from healjson._core.wire.reply import ToolCall, Usage
+
+__all__ = ["Attempt", "Reason", "new_attempt"]
+
+
+class Reason(enum.StrEnum):
+    """Why a run degraded."""
+
+    MAX_RETRIES_EXCEEDED = "max_retries_exceeded"
+    TOKEN_TRUNCATED = "token_truncated"
+    EMPTY_OUTPUT = "empty_output"
+    INVALID_OUTPUT = "invalid_output"
+    REFUSAL = "refusal"
+    CONTENT_FILTER = "content_filter"
+    API_ERROR = "api_error"
+    TIMEOUT = "timeout"
+    BUDGET_EXCEEDED = "budget_exceeded"
+    CONTRACT_ERROR = "contract_error"
+    TOOL_CALL_MISSING = "tool_call_missing"
+    """The request forced a tool call (`tool_choice`) and the answers made none."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One model call and what healjson made of it.
+
+    `raw_text` is the reply as received (a tool call's arguments when the reply was only tool
+    calls; every call is in `tool_calls`); `reasoning` is the model's reasoning, set aside and
+    never read as the answer (the provider's reasoning field and any inline `<think>` blocks).
+    """
+
+    number: int
+    strategy: Strategy
+    messages: tuple[Mapping[str, Any], ...]
+    params: Mapping[str, Any]
+    raw_text: str | None = None
+    finish_reason: str | None = None
+    flags: tuple[Flag, ...] = ()
+    diagnostics: tuple[Diagnostic, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    model: str | None = None
+    latency_s: float = 0.0
+    error: str | None = None
+    prompt: RepairPrompt | None = None
+    ok: bool = False
+    reasoning: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+
+    def __repr__(self) -> str:
+        # the dataclass's repr, through the redactor: printed model text is redacted too
+        shown = ", ".join(f"{item.name}={getattr(self, item.name)!r}" for item in fields(self))
+        return redact_text(f"Attempt({shown})")
+
+
+new_attempt = builder(Attempt)
+"""`Attempt(...)` for the engine (`frozen.builder`: the same object, built cheaper)."""

@@ -1,0 +1,150 @@
+"""The run's known secrets out of what an outcome keeps (`seal`), the moment it is built.
+
+Inside a wrapped client's call the redactor knows the client's credentials (`secrets_scope`);
+once the call has returned, nothing does. A model can echo a key (a proxy that reflects headers,
+a prompt-injected reply), so when a run ends inside its scope, `seal`:
+
+- removes the secret values it knows from everything the outcome keeps that model text reached:
+  each attempt's raw output, reasoning, tool calls and messages (a repair quotes the previous
+  answer), its repair prompt and diagnostics, the outcome's `raw_text` and `errors`;
+- leaves the caller's objects as they are (`value`, `partial`, `fallback`: the caller gets what
+  the model sent), and remembers on the outcome which of the secrets its rendering shows, so that
+  every rendering of the outcome (`repr`, `to_dict`, both traces, batch rows, Ray columns,
+  `DegradedError`) removes them as well (`record.revealing`). Those are values the outcome's own
+  objects hold: remembering them adds no copy of a secret the outcome did not hold already.
+
+Cost: nothing when no secret is known (a bare `Healer.run`, `validate`); otherwise one substring
+test per secret form over each attempt's text. More work only when a secret is found, or when a
+text has an escape that could spell one the raw text does not show (`\\u0073k-...`): then the
+outcome is rendered once and searched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from healjson._core.diagnostic import Diagnostic
+from healjson._core.redact import found_in, scrub
+from healjson._core.repair.prompt import RepairPrompt
+from healjson._core.wire.reply import ToolCall
+
+from .attempt import Attempt
+from .outcome import Degraded
+from .record import outcome_data
+
+if TYPE_CHECKING:
+    from .outcome import Healed
+
+OutcomeT = TypeVar("OutcomeT", bound="Healed[Any] | Degraded[Any]")
+
+__all__ = ["seal"]
+
+_MAX_DEPTH: Final = 64
+_RECORDS: Final = frozenset({Attempt, Diagnostic, RepairPrompt, ToolCall})
+# escapes that can spell any character (JSON's `\uXXXX` and `\/`, a lenient reader's `\x41`)
+_ESCAPES: Final = ("\\u", "\\U", "\\x", "\\/")
+_PLAIN_ESCAPED: Final = frozenset('"\\\b\f\n\r\t')  # what the other escapes spell
+
+
+def seal(outcome: OutcomeT, forms: tuple[str, ...]) -> OutcomeT:
+    """`outcome` as it may be kept: see the module docstring. `forms`: the secret forms the run
+    knows (`redact.run_secrets()`); the very same outcome when none occurs in it."""
+    if not forms:
+        return outcome
+    raw = outcome.raw_text
+    if type(raw) is str and "\\" not in raw and len(outcome.attempts) == 1:
+        # the common end, a first reply: one text to search (the attempt's own, or none)
+        first = outcome.attempts[0]
+        if (
+            (first.raw_text is raw or first.raw_text is None)
+            and not first.reasoning
+            and not first.tool_calls
+            and not first.error
+            and not (isinstance(outcome, Degraded) and outcome.fallback is not None)
+        ):
+            for form in forms:
+                if form in raw:
+                    break
+            else:
+                return outcome
+    shown, escaped = _texts_show(outcome, forms)
+    if not shown and not escaped:
+        return outcome  # the caller's objects come from these texts: nothing to find in them
+    if not shown and not _found(outcome, forms):
+        return outcome
+    outcome = _scrubbed(outcome, forms)
+    found = _found(outcome, forms)  # what is left: in the caller's objects
+    if found:
+        object.__setattr__(outcome, "_secrets", found)
+    return outcome
+
+
+def _found(outcome: Healed[Any] | Degraded[Any], forms: tuple[str, ...]) -> tuple[str, ...]:
+    """The secret forms the outcome's record shows (the record before the redactor)."""
+    text = json.dumps(outcome_data(outcome), ensure_ascii=False, default=str)
+    return tuple(form for form in forms if form in text)
+
+
+def _texts_show(outcome: Healed[Any] | Degraded[Any], forms: tuple[str, ...]) -> tuple[bool, bool]:
+    """Whether a secret form occurs in the model's texts of the run, and whether one of them
+    has an escape that could spell one."""
+    escaped = False
+    texts: list[str | None] = [outcome.raw_text]
+    for attempt in outcome.attempts:
+        texts += (attempt.raw_text, attempt.reasoning, attempt.error)
+        texts += [call.arguments for call in attempt.tool_calls]
+    for text in texts:
+        if not text or not isinstance(text, str):
+            continue
+        if found_in(text, forms):
+            return True, True
+        if not escaped and "\\" in text:
+            escaped = any(escape in text for escape in _ESCAPES) or any(
+                not _PLAIN_ESCAPED.isdisjoint(form) for form in forms
+            )
+    if not outcome.ok and outcome.fallback is not None:
+        escaped = True  # the caller's fallback: its own object, looked at only here
+    return False, escaped
+
+
+def _scrubbed(outcome: OutcomeT, forms: tuple[str, ...]) -> OutcomeT:
+    """A copy whose stored texts hold none of `forms` (the caller's objects kept as they are)."""
+    changes: dict[str, Any] = {
+        "attempts": _clean(outcome.attempts, forms, 0),
+        "raw_text": scrub(outcome.raw_text, forms),
+    }
+    if isinstance(outcome, Degraded):
+        changes["errors"] = _clean(outcome.errors, forms, 0)
+    return dataclasses.replace(outcome, **changes)
+
+
+def _clean(value: Any, forms: tuple[str, ...], depth: int) -> Any:
+    """`scrub`, also through healjson's records (attempts, diagnostics, repair prompts, tool
+    calls): the same object when nothing changed."""
+    if isinstance(value, str) or depth >= _MAX_DEPTH:
+        return scrub(value, forms)
+    if type(value) in _RECORDS:  # healjson's own: a caller's objects are never rebuilt
+        changes = {}
+        for field in dataclasses.fields(value):
+            if field.init:
+                old = getattr(value, field.name)
+                new = _clean(old, forms, depth + 1)
+                if new is not old:
+                    changes[field.name] = new
+        return dataclasses.replace(value, **changes) if changes else value
+    kind = type(value)
+    if kind is dict:
+        changed = {}
+        for key, item in value.items():
+            new = _clean(item, forms, depth + 1)
+            if new is not item:
+                changed[key] = new
+        return {**value, **changed} if changed else value
+    if kind is list or kind is tuple:
+        items = [_clean(item, forms, depth + 1) for item in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        return tuple(items) if kind is tuple else items
+    return value  # other objects are kept whole; what they show is found and redacted later

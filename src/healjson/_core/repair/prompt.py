@@ -1,0 +1,359 @@
+"""L3: the repair request as a data object with one renderer.
+
+The same `RepairPrompt` builds the messages sent to the model and appears in the trace, so what
+the logs show is what the model saw. A repair carries the original messages, the last raw output
+(as the assistant turn) and that output's diagnostics, plus one short line per earlier attempt
+(at most `MAX_HISTORY_LINES`, each capped) — never every failed attempt verbatim.
+
+Every part that depends on the answer or on user code is capped, so a repair request is at most
+`MAX_REPAIR_EXTRA_CHARS` (72,000) characters of message content longer than the original
+messages, however large or hostile the answer:
+
+- the answer quoted back is sent verbatim up to `MAX_ANSWER_CHARS` (16,000) characters; a longer
+  one keeps its first and last 8,000 characters around a marker that says how many were left
+  out. An answer that ends in a repetition loop (the same passage of up to 4,000 characters at
+  least 8 times, 2,000 characters or more in all — found in linear time from the answer's tail
+  period) is sent up to the first copy of that passage, then one line: "the same N-character
+  passage repeated K times";
+- at most `MAX_DIAGNOSTICS` (20) diagnostics, in at most `MAX_DIAGNOSTICS_CHARS` (12,000)
+  characters, each of its parts cut (path 200, value 300, constraint 400, prescription 800
+  characters, 6 other involved fields of 80 + 120);
+- the history: the last `MAX_HISTORY_LINES` (4) lines of at most 200 characters;
+- the golden example only when it is at most `MAX_EXAMPLE_CHARS` (8,000) characters and the JSON
+  schema only when it is at most `MAX_SCHEMA_CHARS` (32,000) characters (a cut example or schema
+  would mislead; a larger one is left out);
+- the fixed wording, under 2,000 characters (with a per-item repair's item indices, at most
+  40 runs such as `[2]-[5]`).
+
+Ordinary answers (a few KB) are quoted back untouched.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from healjson._core.diagnostic import Diagnostic, Source, short_repr
+
+__all__ = [
+    "MAX_ANSWER_CHARS",
+    "MAX_REPAIR_EXTRA_CHARS",
+    "RepairPrompt",
+    "Strategy",
+    "elide",
+    "history_line",
+    "quote_answer",
+    "render_diagnostic",
+    "render_diagnostics",
+]
+
+MAX_REPAIR_EXTRA_CHARS: Final = 72_000
+"""Characters of message content a repair request adds to the original messages, at most."""
+MAX_ANSWER_CHARS: Final = 16_000
+"""The raw answer quoted back in the assistant turn is cut (head and tail kept) beyond this."""
+MAX_HISTORY_LINES: Final = 4
+MAX_DIAGNOSTICS: Final = 20  # keeps a repair prompt bounded when every item of a long list is wrong
+MAX_DIAGNOSTICS_CHARS: Final = 12_000
+MAX_EXAMPLE_CHARS: Final = 8_000
+"""A golden example longer than this is not used (`_example` does not even build one)."""
+MAX_SCHEMA_CHARS: Final = 32_000
+_HISTORY_LINE_CHARS = 200
+_HISTORY_DIAGNOSTICS = 5  # a history line describes at most this many diagnostics
+_PATH_CHARS = 200
+_VALUE_CHARS = 300
+_CONSTRAINT_CHARS = 400
+_PRESCRIPTION_CHARS = 800
+_INVOLVED = 6
+_NAME_CHARS = 80
+_INVOLVED_VALUE_CHARS = 120
+_INDEX_RUNS = 40  # runs of item indices named in a per-item repair
+_LOOP_MIN_REPEATS = 8
+_LOOP_MIN_CHARS = 2_000
+_LOOP_MAX_PERIOD = 4_000
+_LOOP_PROBE = 16  # characters of the tail searched for earlier copies
+_LOOP_CANDIDATES = 16  # earlier copies of the probe tried as the period
+
+
+class Strategy(enum.StrEnum):
+    """What a request is for."""
+
+    INITIAL = "initial"
+    REPAIR = "repair"
+    """Schema or contract diagnostics: ask for the complete corrected object."""
+    SYNTAX = "syntax"
+    """No JSON could be recovered: a short syntax prompt."""
+    TRUNCATION = "truncation"
+    """The answer was cut off: ask for a compact complete object (and/or more tokens)."""
+    EMPTY_RETRY = "empty_retry"
+    """The answer was empty: resend the original request unchanged."""
+    RESEND = "resend"
+    """Resend the original request unchanged with other parameters (a larger `max_tokens`)."""
+    ITEMS = "items"
+    """Some items of a list failed, the others passed: ask for the failed items only (the
+    others are named as accepted), and splice the answer back into the list."""
+
+
+def _truncation_opening(size: int, diagnostics: tuple[Diagnostic, ...]) -> str:
+    """Why the last answer was discarded, as the parser found it (never a guessed cause)."""
+    cause = diagnostics[0].extra.get("cause") if diagnostics else None
+    if cause == "token_limit":
+        return (
+            f"Your previous answer was cut off after {size} characters by the output token "
+            "limit, so it is incomplete and was discarded."
+        )
+    if cause == "reasoning_only":
+        return (
+            "Your previous answer held only reasoning and no JSON value after it, so it was "
+            "discarded."
+        )
+    return (
+        f"Your previous answer was cut off after {size} characters, before the JSON value was "
+        "complete, so it was discarded."
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RepairPrompt:
+    """Everything the next request adds to the original messages."""
+
+    strategy: Strategy
+    round: int
+    raw_output: str | None
+    diagnostics: tuple[Diagnostic, ...] = ()
+    history: tuple[str, ...] = ()
+    example: str | None = None
+    schema: str | None = None
+    items: tuple[int, ...] = ()
+    """`Strategy.ITEMS`: the indices of the list's failed items, the ones asked for."""
+    item_count: int = 0
+    """`Strategy.ITEMS`: how many items the list has."""
+
+    def render(self) -> str:
+        """The user turn that follows the model's last output ("" for a clean retry)."""
+        if self.strategy in (Strategy.EMPTY_RETRY, Strategy.RESEND):
+            return ""
+        lines: list[str] = []
+        if self.strategy is Strategy.TRUNCATION:
+            lines.append(_truncation_opening(len(self.raw_output or ""), self.diagnostics))
+            lines.append(
+                "Write the complete JSON value again, compactly: no indentation or spaces "
+                "between tokens, and every free-text field as short as the rules allow. "
+                "Include every field."
+            )
+        elif self.strategy is Strategy.SYNTAX:
+            problem = (
+                _clip(self.diagnostics[0].constraint, _CONSTRAINT_CHARS)
+                if self.diagnostics
+                else "is not valid JSON"
+            )
+            lines.append(f"Your previous answer could not be read as JSON: it {problem}.")
+            lines.append(
+                "Reply with only the JSON value: no prose, no code fences, double-quoted keys "
+                "and strings, no trailing commas or comments."
+            )
+        else:
+            count = len(self.diagnostics)
+            checks = f"{count} check{'s' if count != 1 else ''}"
+            if self.strategy is Strategy.ITEMS:
+                failed = len(self.items)
+                lines.append(
+                    f"Your previous answer (above) is a list of {self.item_count} items; "
+                    f"{failed} of them ({_indices(self.items)}) failed {checks}:"
+                )
+            else:
+                lines.append(f"Your previous answer (above) failed {checks}:")
+            lines.extend(render_diagnostics(self.diagnostics))
+        history = self.history[-MAX_HISTORY_LINES:]
+        if history:
+            lines.append("")
+            lines.append("Earlier attempts failed like this; do not repeat them:")
+            lines.extend(f"- {_clip(line, _HISTORY_LINE_CHARS)}" for line in history)
+        if self.example is not None and len(self.example) <= MAX_EXAMPLE_CHARS:
+            lines.append("")
+            lines.append(
+                f"Example of a valid answer (shape only; use your own values): {self.example}"
+            )
+        if self.schema is not None and len(self.schema) <= MAX_SCHEMA_CHARS:
+            lines.append("")
+            lines.append(f"JSON schema of the answer: {self.schema}")
+        if self.strategy is Strategy.REPAIR:
+            lines.append("")
+            lines.append(
+                "Reply with the complete corrected JSON value only — every field, not just the "
+                "ones listed. Any field may change, including ones that passed, if that is what "
+                "makes all the rules hold."
+            )
+        elif self.strategy is Strategy.ITEMS:
+            accepted = [i for i in range(self.item_count) if i not in set(self.items)]
+            lines.append("")
+            lines.append(
+                f"The other {len(accepted)} items ({_indices(tuple(accepted))}) passed every "
+                "check and are accepted as they are: do not send them again."
+            )
+            lines.append(
+                f"Reply with only a JSON array of the {len(self.items)} corrected items, in this "
+                f"order: {_indices(self.items)}; each item complete (every field, not just the "
+                "ones listed)."
+            )
+        return "\n".join(lines)
+
+    def messages(self, original: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The full request: original messages, then the raw output (quoted back within
+        `MAX_ANSWER_CHARS`, see `quote_answer`) and this prompt."""
+        out = [dict(message) for message in original]
+        if self.strategy in (Strategy.EMPTY_RETRY, Strategy.RESEND):
+            return out
+        out.append({"role": "assistant", "content": quote_answer(self.raw_output or "")})
+        out.append({"role": "user", "content": self.render()})
+        return out
+
+
+def quote_answer(text: str) -> str:
+    """The answer as the repair's assistant turn: unchanged up to `MAX_ANSWER_CHARS`; a longer
+    one keeps its head and tail around a marker counting what was left out; one that ends in a
+    repetition loop is sent up to the loop's first passage plus a line summarising the repeats."""
+    loop = _tail_loop(text)
+    if loop is None:
+        return elide(text, MAX_ANSWER_CHARS)
+    start, period = loop
+    length = len(text) - start
+    return (
+        elide(text[: start + period], MAX_ANSWER_CHARS)
+        + f"\n[… from here the same {period}-character passage repeated {length // period} "
+        f"times ({length} characters in all); the repeats are left out …]"
+    )
+
+
+def elide(text: str, cap: int) -> str:
+    """`text` if it fits in `cap` characters, else its first and last halves of `cap` around a
+    marker that says how many characters were left out."""
+    if len(text) <= cap:
+        return text
+    head = cap // 2
+    tail = cap - head
+    omitted = len(text) - head - tail
+    return f"{text[:head]}\n[… {omitted} characters left out …]\n{text[len(text) - tail :]}"
+
+
+def _tail_loop(text: str) -> tuple[int, int] | None:
+    """`(start, period)` when `text[start:]` is one passage of `period` characters repeated at
+    least `_LOOP_MIN_REPEATS` times over at least `_LOOP_MIN_CHARS` characters; else None.
+
+    Linear time, in C-level string operations: candidate periods are the distances back to
+    earlier copies of the last `_LOOP_PROBE` characters (nearest first, within
+    `_LOOP_MAX_PERIOD`); for each, the periodic tail is grown by doubling and then narrowed by
+    halving, comparing only the newly covered part each time.
+    """
+    n = len(text)
+    if n < _LOOP_MIN_CHARS:
+        return None
+    probe = text[n - _LOOP_PROBE :]
+    low = max(0, n - _LOOP_PROBE - _LOOP_MAX_PERIOD)
+    end = n - 1
+    for _ in range(_LOOP_CANDIDATES):
+        found = text.rfind(probe, low, end)
+        if found < 0:
+            return None
+        period = n - _LOOP_PROBE - found
+        covered = _periodic_tail(text, period)
+        if covered >= _LOOP_MIN_CHARS and covered >= _LOOP_MIN_REPEATS * period:
+            return n - covered, period
+        end = found + _LOOP_PROBE - 1
+    return None
+
+
+def _periodic_tail(text: str, period: int) -> int:
+    """The length of the longest suffix of `text` that has period `period`."""
+    n = len(text)
+
+    def extends(good: int, longer: int) -> bool:  # text[n-good:] is periodic; is text[n-longer:]?
+        return text[n - longer : n - good] == text[n - longer + period : n - good + period]
+
+    if n <= period:  # any string of at most `period` characters has that period
+        return n
+    good, longer = period, 2 * period
+    while longer <= n and extends(good, longer):
+        good, longer = longer, 2 * longer
+    longer = min(longer, n + 1)
+    while longer - good > 1:
+        middle = (good + longer) // 2
+        if extends(good, middle):
+            good = middle
+        else:
+            longer = middle
+    return good
+
+
+def _indices(indices: tuple[int, ...]) -> str:
+    """`[0], [2]-[5], [9]`: item indices as runs, at most `_INDEX_RUNS` runs shown."""
+    runs: list[tuple[int, int]] = []
+    for index in sorted(indices):
+        if runs and index == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], index)
+        else:
+            runs.append((index, index))
+    shown = [f"[{a}]" if a == b else f"[{a}]-[{b}]" for a, b in runs[:_INDEX_RUNS]]
+    if len(runs) > _INDEX_RUNS:
+        shown.append(f"… ({len(indices)} in all)")
+    return ", ".join(shown)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def render_diagnostics(diagnostics: Sequence[Diagnostic]) -> list[str]:
+    """The diagnostics as numbered blocks (the value, its rule, the fix), bounded: at most
+    `MAX_DIAGNOSTICS` of them in at most `MAX_DIAGNOSTICS_CHARS` characters (the first always),
+    then a line counting the rest."""
+    lines: list[str] = []
+    shown, used = 0, 0
+    for diagnostic in diagnostics[:MAX_DIAGNOSTICS]:
+        block = render_diagnostic(shown + 1, diagnostic)
+        size = sum(len(line) + 1 for line in block)
+        if shown and used + size > MAX_DIAGNOSTICS_CHARS:
+            break
+        lines.extend(block)
+        shown, used = shown + 1, used + size
+    if len(diagnostics) > shown:
+        lines.append(f"... and {len(diagnostics) - shown} more problems of the same kinds.")
+    return lines
+
+
+def render_diagnostic(number: int, diagnostic: Diagnostic) -> list[str]:
+    shown = "<missing>" if diagnostic.is_missing else short_repr(diagnostic.value, _VALUE_CHARS)
+    path = _clip(diagnostic.path, _PATH_CHARS)
+    lines = [
+        f"{number}. `{path}` = {shown}",
+        f"   rule: {_clip(diagnostic.constraint, _CONSTRAINT_CHARS)}",
+    ]
+    values = diagnostic.extra.get("values") if diagnostic.source is Source.CONTRACT else None
+    if isinstance(values, Mapping):
+        others: list[str] = []
+        for name, value in values.items():
+            if name == diagnostic.path or not isinstance(name, str):
+                continue
+            if len(others) == _INVOLVED:
+                others.append("…")
+                break
+            shown_value = short_repr(value, _INVOLVED_VALUE_CHARS)
+            others.append(f"`{_clip(name, _NAME_CHARS)}` = {shown_value}")
+        if others:
+            lines.append(f"   also involved: {', '.join(others)}")
+    lines.append(f"   fix: {_clip(diagnostic.prescription, _PRESCRIPTION_CHARS)}")
+    return lines
+
+
+def history_line(number: int, verdict: str, diagnostics: Sequence[Diagnostic]) -> str:
+    """One short line summarising a failed attempt (bounded length)."""
+    if not diagnostics:
+        summary = "no usable answer"
+    else:
+        described = diagnostics[:_HISTORY_DIAGNOSTICS]
+        summary = "; ".join(d.describe(max_value_chars=40)[:_HISTORY_LINE_CHARS] for d in described)
+    line = f"attempt {number} ({verdict}): {summary}"
+    if len(line) > _HISTORY_LINE_CHARS:
+        line = line[: _HISTORY_LINE_CHARS - 1] + "…"
+    return line

@@ -1,0 +1,7 @@
+"""The run: one attempt loop, its drivers, and the `Healer` that starts it.
+
+`policy` (`HealPolicy`), `messages` (a request's messages as kept), `engine` (the sans-I/O
+loop), `tools` (the tool-call answer kind), `drive` (the sync and async drivers), `replay` (a
+run rebuilt from stored results), `streams` (what a caller of a streamed run holds), `healer`
+(`Healer`, `validate`).
+"""

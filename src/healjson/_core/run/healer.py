@@ -1,0 +1,397 @@
+"""`Healer`: the provider-agnostic entry point: configure once, then `run` or `arun` a request."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Generic, TypeVar, overload
+
+from pydantic_core import to_json
+
+from healjson._core.judge.contracts import (
+    Contract,
+    ContractContext,
+    Rule,
+    as_contract,
+    check_policies,
+    for_each_item,
+)
+from healjson._core.judge.enforcement import Enforcement
+from healjson._core.outcome.outcome import Outcome
+from healjson._core.parse import check_ambiguity
+from healjson._core.parse.read import Ambiguity
+from healjson._core.redact import activate, deactivate, secrets_scope
+from healjson._core.repair.example import golden_example
+from healjson._core.stream.session import StreamSession
+from healjson._core.target.target import SpecialForm, Target, list_item_type, target_for
+from healjson._core.wire.effects import CallResult, ModelCall
+from healjson._core.wire.reply import Reply, Usage
+
+from .drive import drive_async, drive_sync
+from .engine import Flow, HealSpec, heal_flow
+from .messages import make_context, normalise_messages
+from .policy import HealPolicy
+from .replay import replay
+from .streams import AsyncHealStream, HealStream, stream_async, stream_sync
+
+__all__ = ["Healer", "validate"]
+
+_NO_CONTRACTS = ContractContext()  # what a run without contracts hands L2 (which never reads it)
+
+T = TypeVar("T")
+
+
+class Healer(Generic[T]):
+    """Heal one kind of answer: a target type, its contracts, a policy and a fallback.
+
+    The target is a type pydantic validates or a JSON Schema dict (`Healer[Any]`: the value
+    is the plain JSON value; contracts receive it; pydantic's validation `context` does not
+    apply to it).
+
+    `call` (for `run`) takes the chat messages plus any keyword parameters and returns a string,
+    an OpenAI `ChatCompletion` (or anything shaped like one) or a `healjson.Reply`; it may raise.
+    `context=` (a mapping) is the contracts' `ctx.extra` and pydantic's validation context
+    (`info.context` in a validator) in every validation of the run, the very object passed.
+    Whatever happens at call time, `run` returns `Healed` or `Degraded`. Mistakes in the
+    configuration itself (an unknown contract field, an example that does not validate) raise here.
+    """
+
+    @overload
+    def __init__(
+        self: Healer[T],
+        model: type[T],
+        *,
+        contracts: Iterable[Rule[T]] = (),
+        policy: HealPolicy | None = None,
+        fallback: Any = None,
+        examples: Iterable[Any] = (),
+        item_contracts: Iterable[Rule[Any]] = (),
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: Healer[Any],
+        model: SpecialForm | Mapping[str, Any],
+        *,
+        contracts: Iterable[Rule[Any]] = (),
+        policy: HealPolicy | None = None,
+        fallback: Any = None,
+        examples: Iterable[Any] = (),
+        item_contracts: Iterable[Rule[Any]] = (),
+    ) -> None: ...
+    def __init__(
+        self,
+        model: Any,
+        *,
+        contracts: Iterable[Contract[Any] | Callable[..., Any]] = (),
+        policy: HealPolicy | None = None,
+        fallback: Any = None,
+        examples: Iterable[Any] = (),
+        item_contracts: Iterable[Contract[Any] | Callable[..., Any]] = (),
+    ) -> None:
+        policy = HealPolicy() if policy is None else policy
+        if not isinstance(policy, HealPolicy):
+            raise TypeError(f"policy must be a healjson.HealPolicy, got {type(policy).__name__}")
+        target = target_for(model)
+        rules = tuple(as_contract(rule) for rule in contracts)
+        check_policies(rules, items=False)
+        _check_fields(target, rules)
+        per_item = tuple(as_contract(rule) for rule in item_contracts)
+        if per_item and list_item_type(target.type_) is None:
+            raise TypeError(f"item_contracts need a list target (list[Item]), not {target.name}")
+        checked = [_checked_example(target, index, ex) for index, ex in enumerate(examples)]
+        self.target: Target[T] = target
+        self.contracts = rules
+        self.item_contracts = per_item
+        self.policy = policy
+        self.fallback = fallback
+        self.examples = tuple(checked)
+        every = (*rules, *(for_each_item(rule) for rule in per_item))
+        self._spec = HealSpec(
+            target, every, policy, fallback, golden_example(target, checked, every)
+        )
+
+    def run(
+        self,
+        call: Callable[..., Any],
+        messages: Any,
+        *,
+        context: Mapping[str, Any] | None = None,
+        **params: Any,
+    ) -> Outcome[T]:
+        """Call the model through `call` and heal its answer (blocking)."""
+        return self._run_for(None, call, messages, context, params)
+
+    async def arun(
+        self,
+        call: Callable[..., Awaitable[Any]] | Callable[..., Any],
+        messages: Any,
+        *,
+        context: Mapping[str, Any] | None = None,
+        **params: Any,
+    ) -> Outcome[T]:
+        """Like `run`, awaiting `call` (and any async contracts) on the running loop."""
+        return await self._arun_for(None, call, messages, context, params)
+
+    def _judged(self, text: str, messages: Any = (), context: Any = None) -> Flow:
+        """This healer's run with `text` as its first reply, already in hand (no model call made,
+        no usage), as a flow for `drive_sync` / `drive_async` (which await async contracts). With
+        `max_attempts=1` the run ends on that reply: `Healed`, or `Degraded` with its
+        diagnostics; with more, it would ask for a model call (give the driver one)."""
+        original = normalise_messages(messages)
+        ctx = _run_context(self._spec, context, original)
+        return heal_flow(self._spec, original, {}, ctx, given=Reply(text, None, usage=_NO_USAGE))
+
+    def _run_for(
+        self,
+        client: Any,
+        call: Callable[..., Any],
+        messages: Any,
+        context: Mapping[str, Any] | None,
+        params: dict[str, Any],
+        *,
+        enforcement: Enforcement | None = None,
+    ) -> Outcome[T]:
+        """`run`, for an adapter with the wrapped `client`: its secrets are redacted from what
+        the run stores or emits (the run is driven inside `secrets_scope(client, params)`).
+        None: no client of its own (the caller's scope, if any, is in effect already).
+        `enforcement`: the schema the adapter's request asks the endpoint to enforce."""
+        original = normalise_messages(messages)
+        started = time.monotonic()
+        ctx = _run_context(self._spec, context, original)
+        flow = heal_flow(
+            self._spec, original, params, ctx, started=started, enforcement=enforcement
+        )
+        if client is None:
+            return drive_sync(flow, call)
+        token = activate(secrets_scope(client, params))  # `with`'s work, without its frames
+        try:
+            return drive_sync(flow, call)
+        finally:
+            deactivate(token)
+
+    async def _arun_for(
+        self,
+        client: Any,
+        call: Callable[..., Any],
+        messages: Any,
+        context: Mapping[str, Any] | None,
+        params: dict[str, Any],
+        *,
+        enforcement: Enforcement | None = None,
+    ) -> Outcome[T]:
+        """`arun`, as `_run_for` (the scope entered in the awaiting task's context)."""
+        original = normalise_messages(messages)
+        started = time.monotonic()
+        ctx = _run_context(self._spec, context, original)
+        flow = heal_flow(
+            self._spec, original, params, ctx, started=started, enforcement=enforcement
+        )
+        if client is None:
+            return await drive_async(flow, call)
+        token = activate(secrets_scope(client, params))
+        try:
+            return await drive_async(flow, call)
+        finally:
+            deactivate(token)
+
+    def stream(
+        self,
+        call: Callable[..., Any],
+        messages: Any,
+        *,
+        context: Mapping[str, Any] | None = None,
+        **params: Any,
+    ) -> HealStream[T]:
+        """Like `run`, for a `call` that streams: it returns the SDK's stream (or any iterable
+        of text pieces or chunks). Iterate the result for `Partial[T]` snapshots (or
+        `.items()` for a list target), then read `.outcome`. Nothing is called until the
+        iteration starts."""
+        return stream_sync(*self._streaming(call, messages, context, params))
+
+    def astream(
+        self,
+        call: Callable[..., Any],
+        messages: Any,
+        *,
+        context: Mapping[str, Any] | None = None,
+        **params: Any,
+    ) -> AsyncHealStream[T]:
+        """`stream` for async code: `call` may return an awaitable of the stream, and the
+        stream may be async (`async for` over the result)."""
+        return stream_async(*self._streaming(call, messages, context, params))
+
+    def _streaming(
+        self,
+        call: Callable[..., Any],
+        messages: Any,
+        context: Mapping[str, Any] | None,
+        params: dict[str, Any],
+        scope: Any = None,
+        *,
+        json_mode: Callable[[], bool] | None = None,
+        enforcement: Enforcement | None = None,
+    ) -> tuple[Any, Callable[..., Any], Callable[[ModelCall], StreamSession], bool, Any]:
+        """What a stream driver needs: the flow, the call, a session per streamed call, whether
+        to abort early, and the secrets scope to enter around each step (adapters).
+        `json_mode`: asked once a call has returned its stream, whether that call's request
+        constrained the output to one JSON value (an adapter's JSON-mode tier); `enforcement`:
+        the schema the adapter's request asks the endpoint to enforce."""
+        original = normalise_messages(messages)
+        ctx = _run_context(self._spec, context, original)
+        flow = heal_flow(
+            self._spec, original, params, ctx, started=time.monotonic(), enforcement=enforcement
+        )
+        target, rules, per_item = self.target, self.contracts, self.item_contracts
+
+        def new_session(effect: ModelCall) -> StreamSession:
+            one = json_mode is not None and json_mode()
+            return StreamSession(target, rules, per_item, ctx, one_value=one)
+
+        # under on_truncation="degrade" a cut answer ends the run: a breach read before a cut
+        # that may follow would repair instead, so nothing is stopped early
+        abort = self.policy.stream_abort and self.policy.on_truncation != "degrade"
+        return flow, call, new_session, abort, scope
+
+    def _replay(
+        self,
+        messages: Any,
+        results: Sequence[CallResult],
+        *,
+        context: Mapping[str, Any] | None = None,
+        **params: Any,
+    ) -> ModelCall | Outcome[T]:
+        """The run on `messages` given the results of its first model calls: its outcome, or
+        the next model call it makes (see `replay`). For work whose calls are made elsewhere and
+        later: a provider batch round per call, a pipeline that calls the model itself. A
+        replayed run emits no events, spans or metrics (it would repeat them on every replay)."""
+        original = normalise_messages(messages)
+        ctx = _run_context(self._spec, context, original)
+        return replay(heal_flow(self._spec, original, params, ctx, observed=False), results)
+
+    def _with_fallback(self, fallback: Any) -> Healer[T]:
+        """A copy that differs only in its fallback: it shares the target, contracts, policy,
+        examples and golden example, so it costs no synthesis and no contract checks."""
+        import dataclasses
+
+        twin = object.__new__(type(self))  # a shallow copy, without copy.copy's generic path
+        twin.__dict__.update(self.__dict__)
+        twin.fallback = fallback
+        twin._spec = dataclasses.replace(self._spec, fallback=fallback)
+        return twin
+
+    def __repr__(self) -> str:
+        return (
+            f"Healer({self.target.name}, contracts={len(self.contracts)}, "
+            f"max_attempts={self.policy.max_attempts})"
+        )
+
+
+def _run_context(
+    spec: HealSpec, context: Any, original: tuple[dict[str, Any], ...]
+) -> ContractContext:
+    """A run's context, by one rule for every entry point: built from the caller's `context=`
+    and the request when anything may read it — a contract (whole-value or item: `spec.contracts`
+    holds both) or pydantic (a `context=` given is its validation context); else the shared
+    empty one (the run's L2 never reads it)."""
+    if spec.contracts or context is not None:
+        return make_context(context, original)
+    return _NO_CONTRACTS
+
+
+def _check_fields(target: Target[Any], rules: tuple[Contract[Any], ...]) -> None:
+    names = target.field_names
+    if names is None:
+        return
+    for rule in rules:
+        for name in rule.fields:
+            head = name.split(".", 1)[0].split("[", 1)[0]
+            if head not in names:
+                raise ValueError(
+                    f"contract {rule.name!r} names field {name!r}, which {target.name} does not "
+                    f"have; its fields are: {', '.join(sorted(names))}"
+                )
+
+
+def _checked_example(target: Target[Any], index: int, example: Any) -> Any:
+    try:
+        if isinstance(example, str | bytes):
+            return target.adapter.validate_json(example)
+        return target.adapter.validate_json(to_json(example))
+    except Exception as exc:
+        raise ValueError(
+            f"examples[{index}] does not validate against {target.name}; golden examples must be "
+            f"valid answers. pydantic said: {exc}"
+        ) from exc
+
+
+@overload
+def validate(
+    text: str,
+    model: type[T],
+    *,
+    contracts: Iterable[Rule[T]] = (),
+    context: Any = None,
+    finish_reason: str | None = None,
+    on_ambiguity: Ambiguity = "reask",
+) -> Outcome[T]: ...
+@overload
+def validate(
+    text: str,
+    model: SpecialForm | Mapping[str, Any],
+    *,
+    contracts: Iterable[Rule[Any]] = (),
+    context: Any = None,
+    finish_reason: str | None = None,
+    on_ambiguity: Ambiguity = "reask",
+) -> Outcome[Any]: ...
+def validate(
+    text: str,
+    model: Any,
+    *,
+    contracts: Iterable[Any] = (),
+    context: Any = None,
+    finish_reason: str | None = None,
+    on_ambiguity: Ambiguity = "reask",
+) -> Outcome[Any]:
+    """L1 + L2 on a reply you already have (no model call): `Healed` or `Degraded`.
+
+    `model` is a type pydantic validates or a JSON Schema dict (the value is then the plain
+    JSON value, validated by `jsonschema`; a validation context has nothing to reach there).
+
+    The engine's own run, with `text` as the one reply it judges (one attempt, no repair):
+    degrades with `invalid_output` (or, more precisely, `empty_output`, `token_truncated`,
+    `contract_error`), never raises on bad text. A bad `model`, contract or `on_ambiguity`
+    raises at once: that is a programming error, not a runtime failure. `context`: a mapping
+    of data (the contracts' `ctx.extra` and pydantic's validation context), a
+    `ContractContext` (its `extra` is pydantic's), or the request's messages or prompt (no
+    validation context then).
+    """
+    target = target_for(model)
+    rules = tuple(as_contract(rule) for rule in contracts)
+    check_policies(rules, items=False)
+    policy = _validate_policy(on_ambiguity)
+    spec = HealSpec(target, rules, policy)
+    ctx = _run_context(spec, context, ())
+    if not isinstance(text, str) and isinstance(text, bytes | bytearray | memoryview):
+        # the outcome keeps the reply as text (`raw_text`), as for a model call's bytes
+        text = bytes(text).decode("utf-8", "replace")
+    given = Reply(text, finish_reason, usage=_NO_USAGE)  # no call was made: no tokens spent
+    return drive_sync(heal_flow(spec, ctx.messages, {}, ctx, given=given))
+
+
+# one attempt, judged under each ambiguity mode (built once: a policy checks its fields)
+_VALIDATE_POLICIES: dict[str, HealPolicy] = {
+    mode: HealPolicy(max_attempts=1, on_ambiguity=mode) for mode in ("reask", "first", "last")
+}
+_NO_USAGE = Usage()
+
+
+def _validate_policy(mode: Any) -> HealPolicy:
+    try:
+        found = _VALIDATE_POLICIES.get(mode)
+    except TypeError:  # unhashable: not a mode
+        found = None
+    if found is None:
+        check_ambiguity(mode)  # raises for anything that is not a mode
+        found = HealPolicy(max_attempts=1, on_ambiguity=mode)
+    return found

@@ -1,0 +1,106 @@
+"""The engine's effects boundary: what the flow yields, and what the drivers send back.
+
+The engine is a generator that yields `ModelCall` (call the model) or `AwaitAll` (await async
+contracts or fallback factories) and receives results in its own types: a `CallResult` holding
+a `Reply` or a `CallFailure`, never a provider object or an SDK exception. The drivers
+(`drive.py`) translate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from healjson._core.diagnostic import Diagnostic
+from healjson._core.frozen import builder
+
+from .fault import ProviderFault
+from .reply import Reply
+
+__all__ = [
+    "AwaitAll",
+    "CallFailure",
+    "CallResult",
+    "DeadlineExceeded",
+    "FailureKind",
+    "ModelCall",
+    "ProviderError",
+    "new_call_result",
+    "new_model_call",
+]
+
+FailureKind = Literal["api_error", "timeout", "content_filter", "token_truncated"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """Effect: call the model with these messages and keyword parameters."""
+
+    number: int
+    messages: tuple[Mapping[str, Any], ...]
+    params: Mapping[str, Any]
+    timeout_s: float | None = None
+    """The time left before the run's deadline (None: no deadline)."""
+    provider_errors: tuple[type[BaseException], ...] = ()
+    """Exception types the caller counts as the provider's, besides those healjson knows."""
+    items: tuple[int, ...] = ()
+    """A per-item repair: the answer is a list of these items of the list being repaired (in
+    this order), not the whole list."""
+
+
+@dataclass(frozen=True, slots=True)
+class AwaitAll:
+    """Effect: await these and send back the results (each a value, or the exception it
+    raised)."""
+
+    awaitables: tuple[Awaitable[Any], ...]
+    timeout_s: float | None = None
+    """Each awaitable still running after this many seconds is cancelled; its result is a
+    `TimeoutError` (None: no limit)."""
+
+
+class ProviderError(Exception):
+    """Raise it (or subclass it) in a model call for a failure of the provider or the transport
+    that healjson cannot recognise by its type (a gateway's own error, a body that is no
+    reply): the run degrades with `api_error` instead of the exception propagating."""
+
+
+class DeadlineExceeded(TimeoutError):
+    """A model call or an awaited contract ran past its time limit (a `TimeoutError`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallFailure:
+    """A model call that gave no reply: what kind of failure (the reason the run degrades
+    with) and the error's message (not yet redacted)."""
+
+    kind: FailureKind
+    message: str
+    deadline: bool = False
+    """True when the run's own deadline cut the call short."""
+    raw_text: str | None = None
+    """What had arrived of a streamed answer before it failed."""
+    partial: Any = None
+    """The JSON data read from `raw_text`, if any."""
+    fault: ProviderFault | None = None
+    """The provider's HTTP error answer (status, code, message), when the call got one."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallResult:
+    """What the driver sends back for a `ModelCall`: the reply, or why there is none."""
+
+    reply: Reply | None
+    failure: CallFailure | None
+    elapsed_s: float
+    aborted: tuple[Diagnostic, ...] = ()
+    """A stream closed early: the violations more tokens could not fix (the reply is what had
+    arrived)."""
+    partial: Any = None
+    """With `aborted`: the JSON data read before the stream was closed."""
+
+
+new_model_call = builder(ModelCall)
+new_call_result = builder(CallResult)
+"""`ModelCall(...)` and `CallResult(...)` for the engine and the drivers (`frozen.builder`)."""

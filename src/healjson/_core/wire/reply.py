@@ -1,0 +1,225 @@
+"""What a model call gives back, normalised: `Reply`, `Usage`, `ToolCall`.
+
+`call` may return a string, a `Reply`, or a provider response (object or dict), read by the
+wire format that recognises its shape (`healjson._core.wire.formats`: the formats of
+`healjson._providers`, tried in their registration order). Finish reasons are OpenAI's names:
+`stop`, `length` for a token cut, `content_filter` for a safety stop, `tool_calls`. Nothing here
+imports a provider SDK or names a provider's fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from healjson._core.frozen import builder
+
+from .formats import WireFormat, formats
+
+_FORMATS = formats()  # the registry's own list: formats registered later are in it too
+
+__all__ = [
+    "SDK_COMPLETIONS",
+    "SDK_REPLIES",
+    "Reply",
+    "ToolCall",
+    "Usage",
+    "is_response",
+    "new_reply",
+    "new_usage",
+    "read_completion",
+    "remember_reader",
+    "to_reply",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What calls spent: tokens by bucket, requests, and the cost in USD when it can be known.
+
+    - `prompt_tokens`: every input token, cached ones included (as OpenAI and Gemini count them;
+      Anthropic's uncached `input_tokens` plus its cache reads and writes);
+      `cache_read_tokens` / `cache_write_tokens`: the parts read from / written to the
+      provider's prompt cache (OpenAI `prompt_tokens_details.cached_tokens`, Anthropic
+      `cache_read_input_tokens` / `cache_creation_input_tokens`, Gemini
+      `cachedContentTokenCount`).
+    - `completion_tokens`: every output token; `reasoning_tokens` the part spent reasoning
+      (OpenAI `completion_tokens_details.reasoning_tokens`, Gemini `thoughtsTokenCount`,
+      Anthropic `output_tokens_details.thinking_tokens`).
+    - `requests`: model calls counted; `estimated`: True when any count was estimated as
+      characters / 4 (the provider reported none).
+    - `model`: the model the tokens were spent on (None: unknown, or several: then `parts`
+      holds one `Usage` per model).
+    - `cost` (a property): USD through `genai-prices` (extra `prices`), computed when read;
+      None when it cannot be known (the package is missing, the model is unknown to it, or
+      any count was estimated).
+    """
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated: bool = False
+    reasoning_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    requests: int = 0
+    model: str | None = None
+    parts: tuple[Usage, ...] = ()
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def cost(self) -> float | None:
+        """USD spent, or None when it cannot be known (see the class docstring)."""
+        from .cost import cost_of
+
+        return cost_of(self)
+
+    def __add__(self, other: Usage) -> Usage:
+        if not other.requests and not other.total_tokens:
+            return self
+        if not self.requests and not self.total_tokens:
+            return other
+        same = self.model == other.model and not self.parts and not other.parts
+        parts = () if same else (*(self.parts or (self,)), *(other.parts or (other,)))
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.estimated or other.estimated,
+            self.reasoning_tokens + other.reasoning_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.requests + other.requests,
+            self.model if same else None,
+            parts,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready counts (and the cost, when known)."""
+        data: dict[str, Any] = {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "requests": self.requests,
+            "estimated": self.estimated,
+            "model": self.model,
+            "cost": self.cost,
+        }
+        if self.parts:
+            data["parts"] = [part.to_dict() for part in self.parts]
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A function (tool) call in a reply: its name, its arguments as JSON text (as the model
+    sent them), and its id (the one the next turn answers it by: OpenAI chat's `id`, the
+    Responses API's `call_id`, Anthropic's `tool_use` id; a format without ids, Gemini's,
+    gets `call_<i>`, its position in the reply; None: the reply gave none)."""
+
+    name: str
+    arguments: str
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One model answer, provider-neutral."""
+
+    content: str | None
+    finish_reason: str | None = None
+    refusal: str | None = None
+    usage: Usage | None = None
+    model: str | None = None
+    reasoning: str | None = None
+    """The model's reasoning, when the provider returns it beside the answer (OpenAI-compatible
+    `reasoning_content` / `reasoning`, Anthropic thinking blocks, Gemini thought parts)."""
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+new_usage: Final = builder(Usage)
+"""`Usage(...)` for the hot paths (`frozen.builder`: the same object, built cheaper)."""
+new_reply: Final = builder(Reply)
+"""`Reply(...)` for the providers' readers (`frozen.builder`)."""
+
+
+def to_reply(obj: Any) -> Reply:
+    """Read a call's return value; raises TypeError for a shape it does not know."""
+    kind = type(obj)
+    if kind in SDK_COMPLETIONS:
+        return read_completion(obj)  # the SDK's ChatCompletion: the hot path
+    fast = SDK_REPLIES.get(kind)
+    if fast is not None:  # another SDK's response class, read before: its format's fast reader
+        return fast(obj)
+    if isinstance(obj, Reply):
+        return obj
+    if isinstance(obj, str):
+        return Reply(obj)
+    if obj is None:  # a model call that returns nothing is a bug (a missing `return`), not a reply
+        raise TypeError(
+            "call returned None (a missing `return`?); return a str, a ChatCompletion or a "
+            "healjson.Reply"
+        )
+    if isinstance(obj, bytes | bytearray):
+        return Reply(bytes(obj).decode("utf-8", "replace"))
+    if isinstance(obj, Mapping):
+        for fmt in _FORMATS:
+            if fmt.reads_dict(obj):
+                return fmt.read_reply(obj)
+    shaped = _format_of(obj)
+    if shaped is not None:
+        return shaped.read_reply(obj)
+    raise TypeError(
+        f"call returned {type(obj).__name__}; return a str, a ChatCompletion or a healjson.Reply"
+    )
+
+
+# the classes the registered fast reader reads (an SDK's pydantic completion, added when first
+# read: `isinstance(obj, BaseModel)` costs a Python-level ABC check per call; a set lookup by
+# the exact class does not)
+SDK_COMPLETIONS: set[type] = set()
+
+
+def _by_shape(obj: Any) -> Reply:
+    fmt = _format_of(obj)
+    if fmt is None:
+        raise TypeError(f"no wire format reads {type(obj).__name__}")
+    return fmt.read_reply(obj)
+
+
+# other SDKs' response classes (Anthropic's `Message`, google-genai's `GenerateContentResponse`)
+# and the fast reader of each, added by a format's generic reader when it first reads one
+# (`remember_reader`): `to_reply` reads them with one lookup by the exact class, no dispatch
+SDK_REPLIES: dict[type, Callable[[Any], Reply]] = {}
+_MAX_REPLY_CLASSES: Final = 64  # a program makes few response classes: bounded all the same
+
+
+def remember_reader(kind: type, reader: Callable[[Any], Reply]) -> None:
+    """Read objects of exactly class `kind` with `reader` from now on (a format's fast reader,
+    which must agree with its generic one on every object of that class)."""
+    if kind not in SDK_REPLIES and len(SDK_REPLIES) < _MAX_REPLY_CLASSES:
+        SDK_REPLIES[kind] = reader
+
+
+# the fast reader of `SDK_COMPLETIONS`, the one a format names (`registry.register` installs
+# it); until then a stand-in that reads by shape
+read_completion: Callable[[Any], Reply] = _by_shape
+
+
+def _format_of(obj: Any) -> WireFormat | None:
+    """The format of a provider response object, chosen by its shape (None: not one)."""
+    for fmt in _FORMATS:
+        if fmt.reads_reply(obj):
+            return fmt
+    return None
+
+
+def is_response(obj: Any) -> bool:
+    """True for a provider response object `to_reply` can read (an SDK's, by its shape)."""
+    return not isinstance(obj, str | bytes) and _format_of(obj) is not None
