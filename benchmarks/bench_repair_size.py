@@ -18,7 +18,8 @@ answer:
 Sizes are characters of message content (what `MAX_REPAIR_EXTRA_CHARS` in
 `healjson._core.repair.prompt` bounds): the whole request, what the repair adds to the
 original messages, and the assistant turn that quotes the answer back. Time is one
-`Healer.run` (both calls; the median of a few runs), for reference only. Results are printed and written to
+`Healer.run` (both calls; the median of a few runs), for reference only. Results are printed
+and written to
 `benchmarks/results/repair_size.md`.
 """
 
