@@ -10,7 +10,7 @@ JSON (L1 heals them locally); 10% break the contract (`scale_pack.py`) on the fi
 valid on a repair; 5% cut by the token limit (`finish_reason: length`) then valid; 3% refused;
 1% HTTP 500 and 1% expired in a batch (HTTP 503 outside a batch). The scripted server
 (`ScriptedServer`, in a separate process: `--serve`) answers every request by its content, as
-`Tickets` in `tests/test_batch_api.py` does: the ticket number in the first user message picks
+`Tickets` in `tests/scale/test_batch_api.py` does: the ticket number in the first user message picks
 the fate, and a request with an assistant turn in it is a repair (a later call). Every healed
 value is checked against the row's expected ticket.
 

@@ -64,7 +64,7 @@ def _rewrite_test_modules(config: pytest.Config) -> None:
         from _pytest.assertion import rewrite
 
         state = config.stash[rewrite.assertstate_key]
-        for source in sorted(Path(__file__).parent.glob("test_*.py")):
+        for source in sorted(Path(__file__).parent.rglob("test_*.py")):
             cache = rewrite.get_cache_dir(source)
             pyc = cache / (source.name[:-3] + rewrite.PYC_TAIL)
             if rewrite._read_pyc(source, pyc) is None and rewrite.try_makedirs(cache):

@@ -1,0 +1,231 @@
+"""A property of healed tool calls: whatever way a call's arguments are broken (the kit's
+`corrupted` renderings), the run never raises and never hands back wrong arguments: a call
+healed locally (one model call) has exactly the arguments the model meant; a call no local
+repair can save is asked again alone; when the budget is spent the outcome is `Degraded` with
+every call as sent. The flow runs on a scripted call (no HTTP: hundreds of runs in seconds);
+the HTTP path is tests/adapters/test_tool_calls.py's."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from healjson import Degraded, Healed, HealPolicy, Reason, Reply, ToolCall, ToolCalls
+from healjson._core.judge.contracts import ContractContext
+from healjson._core.run.drive import drive_sync
+from healjson._core.run.tools import Tool, ToolSpec, tools_flow
+from healjson._core.target.target import target_for
+from healjson.testing import Corruption, corrupted
+
+
+class Order(BaseModel):
+    sku: str
+    qty: int
+    gift: bool
+    notes: list[str]
+    discount: float | None = None
+
+
+class Ping(BaseModel):
+    host: str
+
+
+PING = ToolCall("ping", '{"host": "a.example"}', "call_ping")
+USER = ({"role": "user", "content": "Order it and ping."},)
+
+orders = st.builds(
+    Order,
+    sku=st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12),
+    qty=st.integers(-(10**6), 10**6),
+    gift=st.booleans(),
+    notes=st.lists(st.text(max_size=8), max_size=3),
+    discount=st.none() | st.floats(-100, 100, allow_nan=False).map(lambda f: round(f, 3)),
+)
+
+
+def spec(attempts: int) -> ToolSpec:
+    tools = {"order": Tool("order", target_for(Order)), "ping": Tool("ping", target_for(Ping))}
+    return ToolSpec(tools, HealPolicy(max_attempts=attempts))
+
+
+def run(replies: list[Reply], attempts: int) -> tuple[Any, list[Any]]:
+    sent: list[Any] = []
+
+    def call(messages: list[dict[str, Any]], **params: Any) -> Reply:
+        sent.append(messages)
+        return replies[min(len(sent), len(replies)) - 1]
+
+    flow = tools_flow(spec(attempts), USER, {}, ContractContext())
+    return drive_sync(flow, call), sent
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), order=orders)
+def test_a_broken_call_is_healed_exactly_or_asked_again_alone(data: Any, order: Order) -> None:
+    broken: Corruption = data.draw(corrupted(order))
+    made = ToolCall("order", broken.text, "call_order")
+    fixed = ToolCall("order", order.model_dump_json(), "call_again")
+    first = Reply(None, broken.finish_reason or "tool_calls", tool_calls=(PING, made))
+    outcome, sent = run([first, Reply(None, "tool_calls", tool_calls=(fixed,))], attempts=2)
+
+    assert isinstance(outcome, Healed), outcome
+    answer = outcome.value
+    assert isinstance(answer, ToolCalls)
+    assert [Ping(host="a.example"), order] == [c.arguments for c in answer.calls]
+    assert "call_ping" == answer.calls[0].id
+    if broken.recoverable:  # every local repair heals in the first call
+        assert 1 == len(sent)
+        assert broken.text == answer.calls[1].raw
+    else:  # a cut call: asked again, alone
+        assert 2 == len(sent)
+        assert outcome.attempts[0].diagnostics
+        asked = sent[1]
+        answers = [m for m in asked if m.get("role") == "tool"]
+        assert ["call_ping", "call_order"] == [m["tool_call_id"] for m in answers]
+        assert answers[0]["content"].startswith("Accepted")
+        assert "`order` (call_order)" in asked[-1]["content"]
+        assert "`ping`" not in asked[-1]["content"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data(), order=orders)
+def test_a_call_never_saved_degrades_with_every_call_as_sent(data: Any, order: Order) -> None:
+    broken: Corruption = data.draw(corrupted(order))
+    wrong = json.dumps({**order.model_dump(mode="json"), "qty": "a few"})
+    texts = [broken.text, wrong]
+    made = ToolCall("order", texts[data.draw(st.integers(0, 1))], "call_order")
+    finish = broken.finish_reason if made.arguments == broken.text else "tool_calls"
+    reply = Reply("Doing both.", finish, tool_calls=(PING, made))
+    outcome, sent = run([reply], attempts=2)
+
+    if isinstance(outcome, Healed):  # only a local repair heals it: the exact arguments
+        assert made.arguments == broken.text
+        assert broken.recoverable
+        assert order == outcome.value.calls[1].arguments
+        return
+    assert isinstance(outcome, Degraded)
+    assert outcome.reason in (Reason.MAX_RETRIES_EXCEEDED, Reason.TOKEN_TRUNCATED)
+    assert 2 == len(sent)
+    partial = outcome.partial
+    assert isinstance(partial, ToolCalls)
+    assert "Doing both." == partial.text
+    assert [PING.arguments, made.arguments] == [c.raw for c in partial.calls]
+    assert [True, False] == [c.ok for c in partial.calls]
+    assert made.arguments == partial.calls[1].arguments  # as sent, never a guess
+    assert all(d.path.startswith("calls[1]") for d in outcome.errors)
+
+
+def test_a_tool_run_reports_its_attempts_and_outcome_to_the_logger() -> None:
+    import healjson
+
+    seen: list[tuple[str, Any]] = []
+
+    class Recorder:
+        def info(self, event: str, **fields: Any) -> None:
+            seen.append((event, fields.get("run_id")))
+
+        warning = info
+
+    broken = ToolCall("order", '{"sku": "A", "qty": "x", "gift": false, "notes": []}', "c1")
+    fixed = ToolCall("order", '{"sku": "A", "qty": 1, "gift": false, "notes": []}', "c2")
+    replies = [
+        Reply(None, "tool_calls", tool_calls=(broken,)),
+        Reply(None, "tool_calls", tool_calls=(fixed,)),
+    ]
+    with healjson.set_logger(Recorder()):
+        outcome, _ = run(replies, attempts=2)
+    assert isinstance(outcome, Healed)
+    events = [event for event, _ in seen]
+    assert 2 == events.count("healjson.attempt")
+    assert "healjson.healed" in events
+    assert {outcome.run_id} == {run_id for _, run_id in seen}
+
+
+def test_empty_arguments_are_the_no_argument_object() -> None:
+    class NoArgs(BaseModel):
+        pass
+
+    tools = {"now": Tool("now", target_for(NoArgs))}
+    replies = [Reply(None, "tool_calls", tool_calls=(ToolCall("now", "", "c1"),))]
+    flow = tools_flow(ToolSpec(tools), USER, {}, ContractContext())
+    outcome = drive_sync(flow, lambda messages, **params: replies[0])
+    assert isinstance(outcome, Healed)
+    assert NoArgs() == outcome.value.calls[0].arguments
+    assert "" == outcome.value.calls[0].raw
+
+
+def test_a_refusal_degrades_or_is_asked_again_as_the_policy_says() -> None:
+    refused = Reply(None, "stop", refusal="I cannot help with that.")
+    good = Reply(None, "tool_calls", tool_calls=(PING,))
+    outcome, sent = run([refused, good], attempts=2)
+    assert isinstance(outcome, Degraded)
+    assert (Reason.REFUSAL, 1) == (outcome.reason, len(sent))
+
+    tools = {"ping": Tool("ping", target_for(Ping))}
+    retry = ToolSpec(tools, HealPolicy(max_attempts=2, on_refusal="retry"))
+    asked: list[Any] = []
+    replies = iter([refused, good])
+
+    def call(messages: list[dict[str, Any]], **params: Any) -> Reply:
+        asked.append(messages)
+        return next(replies)
+
+    healed = drive_sync(tools_flow(retry, USER, {}, ContractContext()), call)
+    assert isinstance(healed, Healed)
+    assert [list(USER), list(USER)] == asked  # the same request, again
+
+
+def test_a_repair_with_the_whole_set_again_is_judged_as_a_new_set() -> None:
+    bad = ToolCall("order", '{"sku": "A", "qty": "x", "gift": false, "notes": []}', "c1")
+    good = ToolCall("order", '{"sku": "A", "qty": 2, "gift": false, "notes": []}', "c3")
+    first = Reply("Both.", "tool_calls", tool_calls=(PING, bad))
+    again = Reply(None, "tool_calls", tool_calls=(ToolCall("ping", '{"host": "b"}', "c2"), good))
+    outcome, _ = run([first, again], attempts=2)
+    assert isinstance(outcome, Healed)
+    assert [("c2", Ping(host="b")), ("c3", 2)] == [
+        (c.id, c.arguments if c.name == "ping" else c.arguments.qty) for c in outcome.value.calls
+    ]
+    assert "Both." == outcome.value.text  # the text of the answer stays
+    assert ("calls[0]", "calls[1]") == outcome.changed_fields
+
+
+def test_calls_without_ids_or_with_one_id_get_distinct_ids() -> None:
+    one = ToolCall("ping", '{"host": "a"}')
+    two = ToolCall("ping", '{"host": "b"}', "same")
+    three = ToolCall("ping", '{"host": "c"}', "same")
+    outcome, _ = run([Reply(None, "tool_calls", tool_calls=(one, two, three))], attempts=1)
+    assert isinstance(outcome, Healed)
+    assert ["call_0", "same", "same_2"] == [c.id for c in outcome.value.calls]
+
+
+def test_a_call_to_another_tool_than_the_forced_one_is_broken() -> None:
+    tools = {"order": Tool("order", target_for(Order)), "ping": Tool("ping", target_for(Ping))}
+    forced = ToolSpec(tools, HealPolicy(max_attempts=1), required="order")
+    flow = tools_flow(forced, USER, {}, ContractContext())
+    outcome = drive_sync(
+        flow, lambda messages, **params: Reply(None, "tool_calls", tool_calls=(PING,))
+    )
+    assert isinstance(outcome, Degraded)
+    assert Reason.INVALID_OUTPUT == outcome.reason
+    assert "must be a call to `order`" in outcome.errors[0].constraint
+
+
+def test_repair_requests_are_bounded_and_do_not_grow_with_the_rounds() -> None:
+    from healjson._core.repair.prompt import MAX_ANSWER_CHARS
+
+    huge = "x" * 40_000
+    bad = ToolCall("order", '{"sku": "' + huge + '", "qty": "many"}', "c1")
+    reply = Reply(huge, "tool_calls", tool_calls=(PING, bad))
+    outcome, sent = run([reply], attempts=4)
+    assert isinstance(outcome, Degraded)
+    assert 4 == len(sent)
+    sizes = [
+        sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in s)
+        for s in sent
+    ]
+    assert sizes[1] == sizes[2] == sizes[3]  # the same one exchange each round
+    assert sizes[1] - sizes[0] < 3 * MAX_ANSWER_CHARS  # text and arguments quoted within caps
