@@ -157,6 +157,8 @@ def test_sync_and_async_clients_step_down_and_remember_the_tier_alike(is_async: 
 
 @pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
 def test_a_forced_mode_steps_down_without_being_remembered(is_async: bool) -> None:
+    """A forced JSON mode the endpoint rejects steps down for that call without changing the
+    client's remembered tier."""
     sdk = StubClient(FormatRejected("no json_object here"), is_async=is_async)
     wrapped = healjson.wrap(sdk)
 
@@ -169,6 +171,7 @@ def test_a_forced_mode_steps_down_without_being_remembered(is_async: bool) -> No
 
 @pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
 def test_a_caller_response_format_is_sent_as_given(is_async: bool) -> None:
+    """A caller's own `response_format` is sent as given, with the other parameters."""
     sdk = StubClient(is_async=is_async)
     own = {"type": "json_object"}
 
@@ -193,6 +196,7 @@ def test_openai_passthrough_keeps_positional_arguments_and_drops_healjson_keywor
 
 
 def test_openai_rejects_an_unknown_per_call_json_mode() -> None:
+    """An unknown per-call `json_mode` is refused, listing the modes there are."""
     with pytest.raises(ValueError, match="json_mode must be one of"):
         healjson.wrap(StubClient()).chat.completions.create(
             messages=USER, response_model=Person, json_mode="xml"
@@ -200,6 +204,8 @@ def test_openai_rejects_an_unknown_per_call_json_mode() -> None:
 
 
 def test_instructor_passthrough_sends_every_argument_response_model_none_included() -> None:
+    """An instructor call without healing passes every argument through, `response_model=None`
+    included."""
     ins = StubInstructor()
     InstructorClient(ins).create(messages=USER, response_model=None, max_retries=2)
     assert [

@@ -99,6 +99,8 @@ def value(outcome: Any) -> ToolCalls:
 
 @pytest.mark.parametrize(("api", "mode"), WAYS)
 def test_valid_parallel_calls_are_healed_in_one_call_with_their_ids(api: Api, mode: Mode) -> None:
+    """Valid parallel tool calls heal in one call with the answer's text and each call's id, on
+    chat and Responses, sync and async."""
     script = [
         calls(
             call("Search", '{"query": "red shoes", "limit": 5}', "call_a"),
@@ -121,6 +123,7 @@ def test_valid_parallel_calls_are_healed_in_one_call_with_their_ids(api: Api, mo
 def test_text_without_a_call_is_a_valid_answer_when_calls_are_optional(
     api: Api, mode: Mode
 ) -> None:
+    """When calls are optional, a text answer without a call is a valid answer with no calls."""
     with ScriptedServer(["No tool is needed: it is sunny."]) as server:
         outcome = heal(api, mode, server)
     assert ToolCalls("No tool is needed: it is sunny.", ()) == value(outcome)
@@ -128,6 +131,8 @@ def test_text_without_a_call_is_a_valid_answer_when_calls_are_optional(
 
 
 def test_tools_declared_from_models_are_sent_as_strict_function_tools() -> None:
+    """Tools declared as pydantic models are sent as strict function tools with their docstring
+    as description, nested on chat and flat on Responses."""
     with ScriptedServer([calls(call("Search", '{"query": "x", "limit": 1}'))]) as server:
         heal("chat", "sync", server)
         heal("responses", "sync", server)
@@ -156,6 +161,8 @@ LOCAL = {
 def test_each_local_repair_of_tool_arguments_heals_in_one_call(
     api: Api, mode: Mode, arguments: str, flag: Flag
 ) -> None:
+    """Each local repair of a call's arguments heals it in one call, flagged on the call and the
+    outcome, with the raw arguments kept."""
     script = [calls(call("Search", arguments), call("Weather", '{"city": "Oslo", "days": 1}'))]
     with ScriptedServer(script) as server:
         outcome = heal(api, mode, server)
@@ -173,6 +180,8 @@ def test_each_local_repair_of_tool_arguments_heals_in_one_call(
 
 @pytest.mark.parametrize(("api", "mode"), WAYS)
 def test_one_broken_call_of_two_is_asked_again_alone(api: Api, mode: Mode) -> None:
+    """Of two calls, the broken one is asked for again alone and the valid one is kept as it
+    came."""
     script = [
         calls(
             call("Search", '{"query": "red shoes", "limit": "many"}', "call_a"),
@@ -202,6 +211,8 @@ def test_one_broken_call_of_two_is_asked_again_alone(api: Api, mode: Mode) -> No
 
 @pytest.mark.parametrize(("api", "mode"), WAYS)
 def test_a_call_to_an_unknown_tool_is_repaired(api: Api, mode: Mode) -> None:
+    """A call to a tool that does not exist is repaired with a diagnostic naming the tools there
+    are."""
     script = [
         calls(call("find_products", '{"query": "red shoes"}', "call_x")),
         calls(call("Search", '{"query": "red shoes", "limit": 3}', "call_y")),
@@ -217,6 +228,8 @@ def test_a_call_to_an_unknown_tool_is_repaired(api: Api, mode: Mode) -> None:
 
 @pytest.mark.parametrize(("api", "mode"), WAYS)
 def test_per_tool_contracts_are_checked_and_a_breach_repaired(api: Api, mode: Mode) -> None:
+    """`tool_contracts` check each call of their tool, and a breach is repaired while other
+    tools' calls stand."""
     script = [
         calls(
             call("Search", '{"query": "red shoes", "limit": 40}'),
@@ -236,6 +249,8 @@ def test_per_tool_contracts_are_checked_and_a_breach_repaired(api: Api, mode: Mo
 
 @pytest.mark.parametrize(("api", "mode"), WAYS)
 def test_arguments_cut_by_the_token_limit_are_asked_again(api: Api, mode: Mode) -> None:
+    """A call whose arguments the token limit cut is asked for again, the other calls kept in
+    order."""
     script = [
         calls(
             call("Weather", '{"city": "Oslo", "days": 2}'),
@@ -254,6 +269,8 @@ def test_arguments_cut_by_the_token_limit_are_asked_again(api: Api, mode: Mode) 
 
 @pytest.mark.parametrize(("api", "mode"), WAYS)
 def test_a_spent_budget_degrades_keeping_every_call_as_sent(api: Api, mode: Mode) -> None:
+    """A spent budget degrades with every call kept as sent in the partial answer, the broken one
+    marked not ok."""
     broken = '{"query": "red shoes", "limit": "many"}'
     script = [calls(call("Search", broken), call("Weather", '{"city": "Oslo", "days": 2}'))]
     with ScriptedServer(script, repeat=True) as server:
@@ -277,6 +294,7 @@ def test_a_spent_budget_degrades_keeping_every_call_as_sent(api: Api, mode: Mode
 def test_a_forced_call_that_never_comes_degrades_with_its_own_reason(
     api: Api, mode: Mode, choice: str
 ) -> None:
+    """A forced call (`required` or a named tool) that never comes degrades with its own reason."""
     if choice == "named":
         forced: Any = (
             {"type": "function", "function": {"name": "Search"}}
@@ -296,6 +314,7 @@ def test_a_forced_call_that_never_comes_degrades_with_its_own_reason(
 
 @pytest.mark.parametrize(("api", "mode"), WAYS)
 def test_a_forced_call_that_comes_on_the_repair_heals(api: Api, mode: Mode) -> None:
+    """A forced call that comes only after the repair heals."""
     script = ["Sure, searching.", calls(call("Search", '{"query": "shoes", "limit": 1}'))]
     with ScriptedServer(script) as server:
         outcome = heal(api, mode, server, tool_choice="required")
@@ -306,6 +325,8 @@ def test_a_forced_call_that_comes_on_the_repair_heals(api: Api, mode: Mode) -> N
 
 
 def test_without_heal_tools_a_call_passes_through_unchanged() -> None:
+    """Without `heal_tools`, a completion with a broken tool call passes through as the SDK
+    returned it."""
     script = [calls(call("Search", "{'broken"))]
     with (
         ScriptedServer(script) as server,
@@ -318,6 +339,8 @@ def test_without_heal_tools_a_call_passes_through_unchanged() -> None:
 
 
 def test_heal_tools_refuses_a_response_model_and_stray_tool_contracts() -> None:
+    """`heal_tools` with a `response_model`, `tool_contracts` without `heal_tools`, and contracts
+    for an unknown tool are refused when called."""
     with (
         ScriptedServer([]) as server,
         openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as sdk,
@@ -336,6 +359,8 @@ def test_heal_tools_refuses_a_response_model_and_stray_tool_contracts() -> None:
 
 
 def test_json_schema_tools_and_pydantic_function_tool_are_read() -> None:
+    """JSON Schema function tools and `openai.pydantic_function_tool` tools are read and their
+    calls healed."""
     schema = {
         "type": "object",
         "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
@@ -365,6 +390,8 @@ def test_json_schema_tools_and_pydantic_function_tool_are_read() -> None:
 
 @pytest.mark.parametrize(("api", "mode"), WAYS)
 def test_a_json_schema_tool_is_validated_against_its_schema(api: Api, mode: Mode) -> None:
+    """A JSON Schema tool's arguments are validated against its schema, bounds included, and
+    repaired."""
     schema = {
         "type": "object",
         "properties": {"city": {"type": "string"}, "days": {"type": "integer", "maximum": 14}},
@@ -389,6 +416,8 @@ def test_a_json_schema_tool_is_validated_against_its_schema(api: Api, mode: Mode
 
 
 def test_the_record_and_the_trace_show_each_call_and_the_repair_exchange() -> None:
+    """The record keeps each call's arguments, flags and id, and the trace shows the calls and
+    the repair exchange."""
     script = [
         calls(
             call("Search", '{"query": "shoes", "limit": "many"}', "call_a"),
@@ -412,6 +441,7 @@ def test_the_record_and_the_trace_show_each_call_and_the_repair_exchange() -> No
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_wrapped_instructor_client_heals_the_callers_own_tool_calls(mode: Mode) -> None:
+    """A wrapped instructor client heals the caller's own tool calls, sync and async."""
     import instructor
 
     script = [
@@ -486,6 +516,7 @@ def heal_streamed(api: Api, mode: Mode, server: ScriptedServer, **kwargs: Any) -
 
 @pytest.mark.parametrize(("api", "mode"), WAYS)
 def test_a_streamed_run_yields_the_text_and_heals_the_calls(api: Api, mode: Mode) -> None:
+    """A streamed tool-call run yields the answer's text and heals the calls at its end."""
     script = [
         ScriptedReply(
             content="Looking both up now.",
@@ -518,6 +549,8 @@ def test_a_streamed_run_yields_the_text_and_heals_the_calls(api: Api, mode: Mode
 
 @pytest.mark.parametrize(("api", "mode"), WAYS)
 def test_a_streamed_cut_call_and_a_dropped_stream(api: Api, mode: Mode) -> None:
+    """A streamed call cut by the token limit is asked again, and a stream dropped on the repair
+    degrades with `api_error`."""
     cut = ScriptedReply(
         tool_calls=[call("Search", '{"query": "red sh')], finish_reason="length", chunk_chars=4
     )
@@ -536,6 +569,7 @@ def test_a_streamed_cut_call_and_a_dropped_stream(api: Api, mode: Mode) -> None:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_anthropic_tool_calls_are_healed_with_tool_result_blocks(mode: Mode) -> None:
+    """Anthropic tool calls are healed, the repair answering the calls with `tool_result` blocks."""
     import anthropic
 
     weather = {
@@ -600,6 +634,7 @@ def test_anthropic_tool_calls_are_healed_with_tool_result_blocks(mode: Mode) -> 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_anthropic_streamed_tool_calls_are_healed(mode: Mode) -> None:
+    """Streamed Anthropic tool calls are healed, a Python-literal argument set repaired locally."""
     import anthropic
 
     script = [
@@ -649,6 +684,8 @@ def test_anthropic_streamed_tool_calls_are_healed(mode: Mode) -> None:
 
 
 def test_a_chat_shaped_tool_is_sent_flat_on_the_responses_api() -> None:
+    """A chat-shaped tool is sent flat on the Responses API, and its model is kept for
+    validation."""
     script = [calls(call("Search", '{"query": "x", "limit": "2"}'))]
     with ScriptedServer(script) as server:
         outcome = heal("responses", "sync", server, tools=[openai.pydantic_function_tool(Search)])
@@ -659,6 +696,8 @@ def test_a_chat_shaped_tool_is_sent_flat_on_the_responses_api() -> None:
 
 
 def test_a_responses_repair_can_chain_to_the_previous_response() -> None:
+    """A Responses tool-call repair can chain to the stored previous response, sending only the
+    outputs and the repair."""
     script = [
         calls(
             call("Search", '{"query": "x", "limit": "many"}', "call_a"),

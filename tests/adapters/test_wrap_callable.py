@@ -58,6 +58,8 @@ class Recorder:
 
 
 def test_plain_function_returning_dicts_heals_locally() -> None:
+    """A plain function returning completion dicts heals a fenced answer in one call, asked for
+    strict JSON with the caller's messages."""
     fn = Recorder(completion_dict(f"```json\n{GOOD}\n```"))
 
     outcome = healjson.wrap_callable(fn)(model="m", messages=USER, response_model=Person)
@@ -71,6 +73,8 @@ def test_plain_function_returning_dicts_heals_locally() -> None:
 
 
 def test_plain_function_repair_round_and_create_alias() -> None:
+    """`wrap_callable(fn).create` repairs a missing field with a second call that carries more
+    messages."""
     fn = Recorder(completion_dict('{"name": "Ann"}'), completion_dict(GOOD))
 
     outcome = healjson.wrap_callable(fn).create(model="m", messages=USER, response_model=Person)
@@ -87,6 +91,8 @@ class FormatRejected(Exception):
 
 
 def test_rejected_response_format_steps_down_and_is_remembered() -> None:
+    """A function that rejects the strict format is asked again in JSON mode, and the next call
+    starts there."""
     rejected = FormatRejected("response_format json_schema is not supported by this model")
     fn = Recorder(rejected, completion_dict(GOOD), completion_dict(GOOD))
     healed = healjson.wrap_callable(fn)
@@ -101,6 +107,8 @@ def test_rejected_response_format_steps_down_and_is_remembered() -> None:
 
 
 def test_without_response_model_the_function_is_called_as_is() -> None:
+    """Without `response_model`, the function is called with the caller's arguments and its
+    result returned as is."""
     fn = Recorder("anything")
 
     assert "anything" == healjson.wrap_callable(fn)(model="m", messages=USER, temperature=0)
@@ -108,6 +116,7 @@ def test_without_response_model_the_function_is_called_as_is() -> None:
 
 
 def test_a_function_returning_no_completion_degrades() -> None:
+    """A function returning something that is no completion degrades with `api_error`."""
     fn = Recorder("<html>bad gateway</html>")
 
     outcome = healjson.wrap_callable(fn)(model="m", messages=USER, response_model=Person)
@@ -126,6 +135,8 @@ def dict_chunks(text: str) -> Iterator[dict[str, Any]]:
 
 
 def test_plain_function_streaming_dict_chunks() -> None:
+    """A plain function streaming chunk dicts gives a healed stream whose snapshots and outcome
+    heal prose around the answer."""
     calls: list[dict[str, Any]] = []
 
     def fn(**kwargs: Any) -> Iterator[dict[str, Any]]:
@@ -145,6 +156,9 @@ def test_plain_function_streaming_dict_chunks() -> None:
 
 
 def test_async_flag_for_a_function_whose_decorator_hides_async() -> None:
+    """`async_=True` marks a function that returns a coroutine without being a coroutine function
+    as async, and its call is awaited."""
+
     async def inner(**kwargs: Any) -> dict[str, Any]:
         return completion_dict(GOOD)
 

@@ -45,6 +45,7 @@ ROWS = _rows()
 
 
 def test_committed_file_is_up_to_date() -> None:
+    """The committed pack scenario file is what the generator writes today."""
     regenerated = pack_scenarios.render_file()
     committed = SCENARIO_FILE.read_text(encoding="utf-8")
     assert committed == regenerated, (
@@ -54,6 +55,7 @@ def test_committed_file_is_up_to_date() -> None:
 
 
 def test_every_pack_has_every_applicable_class() -> None:
+    """Every example pack has a scenario of each applicable malformation class."""
     by_pack: dict[str, set[str]] = {}
     for row in ROWS:
         by_pack.setdefault(row["id"].split("/", 1)[0], set()).add(row["kind"])
@@ -66,6 +68,7 @@ def test_every_pack_has_every_applicable_class() -> None:
 @pytest.mark.parametrize("row", ROWS, ids=[row["id"] for row in ROWS])
 def test_first_reply_heals_exactly_when_locally_fixable(row: dict[str, Any]) -> None:
     # the row names an installed pack, which `healjson eval` loads from any directory
+    """Each scenario's first reply heals locally exactly when its row says it is locally fixable."""
     assert row["id"].split("/", 1)[0] == row["contracts"]
     pack = healjson.load_contracts(row["contracts"])
     first = row["replies"][0]

@@ -100,6 +100,7 @@ def test_a_pack_that_fails_to_load_is_listed_with_its_error(site: Path) -> None:
 
 
 def test_packs_with_none_installed_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`healjson packs` with no pack installed says so, naming the entry-point group."""
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda **_: [])
     code, output = run("packs")
     assert 0 == code
@@ -107,6 +108,8 @@ def test_packs_with_none_installed_says_so(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_packs_check_passes_an_example_pack() -> None:
+    """`healjson packs check support_ticket` passes the example pack and says how many contracts
+    it checked."""
     code, output = run("packs", "check", "support_ticket", "--max-examples", "5")
     assert 0 == code, output
     assert output.startswith("pack 'support_ticket' passed check_pack: support_ticket: 5 contract")
@@ -130,6 +133,7 @@ def test_packs_check_fails_a_broken_third_party_pack(site: Path) -> None:
 
 
 def test_packs_check_an_unknown_name_is_a_usage_error() -> None:
+    """`healjson packs check` of an unknown name is a usage error that lists the installed packs."""
     code, output = run("packs", "check", "support_tickets")
     assert 2 == code
     assert "cannot load pack 'support_tickets'" in output
@@ -139,6 +143,7 @@ def test_packs_check_an_unknown_name_is_a_usage_error() -> None:
 def test_packs_check_without_hypothesis_says_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """`healjson packs check` without hypothesis is a usage error naming the `testing` extra."""
     monkeypatch.setitem(sys.modules, "hypothesis", None)  # `import hypothesis` raises
     code, output = run("packs", "check", "invoice")
     assert 2 == code

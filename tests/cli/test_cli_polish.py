@@ -34,6 +34,7 @@ BAD_REPLY = '{"urgency": 9}'
 
 
 def test_version_prints_the_installed_version() -> None:
+    """`healjson --version` prints the installed distribution's version."""
     result = CliRunner().invoke(app, ["--version"])
 
     assert 0 == result.exit_code
@@ -60,6 +61,7 @@ def test_help_reflows_docstring_paragraphs() -> None:
 
 
 def test_batch_help_documents_stop_after_and_assigned_ids() -> None:
+    """`healjson batch --help` documents `--stop-after N` and the `#line-N` ids it assigns."""
     result = CliRunner().invoke(app, ["batch", "--help"], env={"COLUMNS": "80"})
     text = " ".join(result.stdout.split())
 
@@ -110,6 +112,8 @@ def test_the_demo_prints_every_title_once_and_plain_markdown_when_piped() -> Non
                                    '"summary": "Order stuck in transit", "orderId": "ORD-123456",}',
                                    BAD_REPLY])  # fmt: skip
 def test_heal_piped_prints_the_report_byte_for_byte(tmp_path: Path, reply: str) -> None:
+    """`healjson heal` piped prints the plain Markdown report, byte for byte what the pieces
+    render."""
     from healjson._cli.loading import load_setup
     from healjson._core.run.engine import next_prompt
 
@@ -146,6 +150,8 @@ def test_heal_messages_takes_the_text_itself(tmp_path: Path) -> None:
 
 
 def test_markdown_is_rendered_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a terminal, Markdown output is rendered by rich, not printed raw."""
+
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
             return True

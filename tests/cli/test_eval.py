@@ -47,6 +47,8 @@ def run(scenarios: list[EvalScenario], a: str | EvalConfig, b: str | EvalConfig,
 
 
 def test_presets_describe_what_they_do() -> None:
+    """The `plain`, `local` and `healed` presets are what their descriptions say: strict or not,
+    one call or up to three."""
     assert parse_config("plain").strict
     assert parse_config("plain").policy.max_attempts == 1
     assert not parse_config("local").strict
@@ -58,6 +60,8 @@ def test_presets_describe_what_they_do() -> None:
 
 
 def test_a_json_config_sets_policy_fields_model_and_params(tmp_path: Path) -> None:
+    """A JSON configuration sets its name, policy fields, model, JSON mode and call parameters,
+    and its description names them."""
     config = parse_config(
         '{"name": "h5", "max_attempts": 5, "history": "none", "model": "gpt-4o", '
         '"json_mode": "json_object", "params": {"temperature": 0}}'
@@ -94,6 +98,8 @@ def test_a_json_config_sets_policy_fields_model_and_params(tmp_path: Path) -> No
     ],
 )
 def test_bad_configs_are_scenario_errors(spec: str, message: str) -> None:
+    """Each malformed configuration (unknown preset, bad JSON, unknown key, bad value, a `plain`
+    base with retries) is a scenario error saying what is wrong."""
     with pytest.raises(ScenarioError, match=message):
         parse_config(spec)
 
@@ -110,6 +116,8 @@ def write_rows(path: Path, *rows: Any) -> Path:
 
 
 def test_a_scenario_file_reads_every_field(tmp_path: Path) -> None:
+    """A scenario file's row is read with every field (messages, replies, expected value,
+    contracts, flags), comment lines skipped."""
     (tmp_path / "packs").mkdir()
     (tmp_path / "packs" / "mine.py").write_text("", encoding="utf-8")
     path = write_rows(
@@ -156,6 +164,7 @@ def test_a_scenario_file_reads_every_field(tmp_path: Path) -> None:
     ],
 )
 def test_bad_rows_name_their_line(tmp_path: Path, row: Any, message: str) -> None:
+    """A malformed scenario row is refused with an error naming its line and what is wrong."""
     path = write_rows(tmp_path / "s.jsonl", {"prompt": "fine"}, row)
     with pytest.raises(ScenarioError, match=message) as info:
         load_scenarios(path)
@@ -163,6 +172,7 @@ def test_bad_rows_name_their_line(tmp_path: Path, row: Any, message: str) -> Non
 
 
 def test_duplicate_ids_and_empty_files_are_refused(tmp_path: Path) -> None:
+    """A scenario file with a duplicated id, or with no scenarios, is refused."""
     path = write_rows(tmp_path / "s.jsonl", {"id": "a", "prompt": "p"}, {"id": "a", "prompt": "q"})
     with pytest.raises(ScenarioError, match="appears twice"):
         load_scenarios(path)
@@ -193,6 +203,8 @@ _ROW = st.fixed_dictionaries(
 @given(rows=st.lists(_ROW | _JSON | st.text(max_size=20), min_size=1, max_size=4))
 def test_any_scenario_file_loads_or_raises_a_scenario_error(tmp_path_factory: Any,
                                                             rows: list[Any]) -> None:  # fmt: skip
+    """Any scenario file either loads into scenarios with messages or raises a `ScenarioError`,
+    nothing else."""
     path = tmp_path_factory.mktemp("rows") / "s.jsonl"
     path.write_text(
         "\n".join(r.replace("\n", " ") if isinstance(r, str) else json.dumps(r) for r in rows),
@@ -211,6 +223,8 @@ def test_any_scenario_file_loads_or_raises_a_scenario_error(tmp_path_factory: An
 
 
 def test_plain_vs_healed_on_the_builtin_set() -> None:
+    """On the built-in set, `healed` passes every kind, with a second call only where one is
+    needed, and `plain` fails every malformation."""
     scenarios, setup_for = builtin_setup()
     report = run(scenarios, "plain", "healed", setup_for)
     by = {(u.config, u.kind): u for u in report.units}
@@ -241,6 +255,7 @@ def test_plain_vs_healed_on_the_builtin_set() -> None:
 
 
 def test_local_vs_healed_isolates_what_the_re_ask_buys() -> None:
+    """`local` vs `healed` differ exactly on the kinds that need a re-ask."""
     scenarios, setup_for = builtin_setup()
     report = run(scenarios, "local", "healed", setup_for)
     only_b = {a.kind for a, b in report.pairs() if b.passed and not a.passed}
@@ -251,6 +266,8 @@ def test_local_vs_healed_isolates_what_the_re_ask_buys() -> None:
 
 
 def test_a_valid_value_that_is_not_the_expected_one_fails_as_wrong_value() -> None:
+    """A valid value that differs from the scenario's expected value fails as `wrong_value`."""
+
     class Point(BaseModel):
         x: int = Field(ge=0)
 
@@ -268,6 +285,8 @@ def test_a_valid_value_that_is_not_the_expected_one_fails_as_wrong_value() -> No
 
 
 def test_repeats_are_paired_and_alternate_which_side_goes_first() -> None:
+    """Repeats are paired, alternate which configuration runs first, and an offline report says
+    repeats add nothing."""
     scenarios, setup_for = builtin_setup()
     order: list[tuple[str, int, str]] = []
     report = run(
@@ -282,6 +301,8 @@ def test_repeats_are_paired_and_alternate_which_side_goes_first() -> None:
 
 
 def test_a_call_that_raises_is_counted_not_hidden() -> None:
+    """A configuration whose call raises is counted as an exception in its runs and summary,
+    never hidden."""
     scenarios, setup_for = builtin_setup()
     broken = EvalConfig("bad-mode", params={"json_mode": "yaml"})  # a usage error at call time
     report = run(scenarios[:3], "healed", broken, setup_for)
@@ -293,6 +314,7 @@ def test_a_call_that_raises_is_counted_not_hidden() -> None:
 
 
 def test_a_setup_that_raises_inside_a_run_is_recorded() -> None:
+    """A setup that raises inside a run is recorded as that run's exception."""
     scenarios, _ = builtin_setup()
     report = run(scenarios[:1], "plain", "healed", lambda _s: Setup(object()))
     assert [u.reason for u in report.units] == ["exception", "exception"]
@@ -300,6 +322,8 @@ def test_a_setup_that_raises_inside_a_run_is_recorded() -> None:
 
 
 def test_offline_runs_need_replies_and_distinct_names() -> None:
+    """An offline run without scripted replies, two configurations of one name, or a repeat below
+    one are refused."""
     scenario = EvalScenario(id="q", messages=({"role": "user", "content": "x"},))
     with pytest.raises(ScenarioError, match="need scripted `replies`"):
         run([scenario], "plain", "healed", lambda _s: Setup(int))
@@ -313,6 +337,7 @@ def test_offline_runs_need_replies_and_distinct_names() -> None:
 
 
 def test_live_runs_go_to_the_endpoint_through_the_real_sdk() -> None:
+    """Live runs send each configuration's requests to the endpoint through the real openai SDK."""
     scenarios, setup_for = builtin_setup()
     fenced = next(s for s in scenarios if s.kind == "fenced")
     live = EvalScenario(id="live", messages=fenced.messages, expected=fenced.expected,
@@ -340,6 +365,8 @@ def unit(config: str, scenario: str, passed: bool, repeat: int = 0) -> UnitResul
 
 @given(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=40))
 def test_the_report_counts_agree_with_the_pairs(outcomes: list[tuple[bool, bool]]) -> None:
+    """For any paired outcomes, the report's table, summaries and exact McNemar p-value agree
+    with the pairs."""
     a, b = EvalConfig("a"), EvalConfig("b")
     scenarios = [EvalScenario(id=str(i), messages=({"role": "user", "content": "x"},))
                  for i in range(len(outcomes))]  # fmt: skip
@@ -363,6 +390,8 @@ def test_the_report_counts_agree_with_the_pairs(outcomes: list[tuple[bool, bool]
 
 
 def test_eval_command_runs_the_builtin_set_offline(tmp_path: Path) -> None:
+    """`healjson eval` runs the built-in set offline and writes the Markdown report and the JSON
+    one."""
     out = tmp_path / "report.json"
     result = CliRunner().invoke(app, ["eval", "--json", str(out)])
     assert result.exit_code == 0, result.output
@@ -395,6 +424,7 @@ pack = ContractPack(Order, contracts=[adds_up])
 
 
 def test_eval_command_on_a_file_whose_rows_name_their_pack(tmp_path: Path) -> None:
+    """`healjson eval FILE` loads the contract pack each row names and judges by it."""
     (tmp_path / "order_pack.py").write_text(PACK, encoding="utf-8")
     good = '{"qty": 2, "unit": 1.5, "total": 3.0}'
     path = write_rows(
@@ -429,6 +459,7 @@ def flat(output: str) -> str:
     ],
 )
 def test_eval_usage_errors_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    """Each usage error of `healjson eval` exits with 2 and a message naming it."""
     rows = write_rows(tmp_path / "rows.jsonl", {"prompt": "p"})
     bad = write_rows(tmp_path / "bad.jsonl", "{nope")
     argv = [a.format(rows=rows, bad=bad) for a in args]
@@ -440,12 +471,14 @@ def test_eval_usage_errors_exit_2(tmp_path: Path, args: list[str], message: str)
 
 
 def test_same_named_configs_are_told_apart() -> None:
+    """Two configurations of one name get distinct names in the report."""
     result = CliRunner().invoke(app, ["eval", "--a", "healed", "--b", "healed"])
     assert result.exit_code == 0, result.output
     assert "`healed` (A) vs `healed-b` (B)" in result.stdout
 
 
 def test_plain_opens_the_strict_mode_envelope_around_a_list_target() -> None:
+    """`plain` opens the strict-mode envelope around a list target, as the SDK would."""
     scenario = EvalScenario(
         id="list",
         messages=({"role": "user", "content": "three numbers"},),
@@ -471,6 +504,7 @@ def test_plain_opens_the_strict_mode_envelope_around_a_list_target() -> None:
 
 
 def test_decimals_compare_by_value_not_by_spelling() -> None:
+    """An expected decimal compares by value, not by how it is spelled."""
     from decimal import Decimal
 
     class Price(BaseModel):
@@ -488,6 +522,8 @@ def test_decimals_compare_by_value_not_by_spelling() -> None:
 
 
 def test_long_discordant_lists_are_cut_in_markdown_but_kept_in_json() -> None:
+    """A long list of discordant runs is cut at 40 in the Markdown report and kept whole in the
+    JSON one."""
     a, b = EvalConfig("a"), EvalConfig("b")
     scenarios = [
         EvalScenario(id=str(i), messages=({"role": "user", "content": "x"},)) for i in range(50)
@@ -501,6 +537,8 @@ def test_long_discordant_lists_are_cut_in_markdown_but_kept_in_json() -> None:
 
 
 def test_eval_progress_bar_counts_passes_per_configuration() -> None:
+    """`--progress` counts runs and passes per configuration on stderr, and `--no-progress`
+    prints one line."""
     result = CliRunner().invoke(app, ["eval", "--progress"])
     assert result.exit_code == 0, result.output
     assert "20/20" in result.stderr
@@ -511,6 +549,7 @@ def test_eval_progress_bar_counts_passes_per_configuration() -> None:
 
 
 def test_live_runs_ask_for_the_declared_json_mode() -> None:
+    """Live runs ask the endpoint for the declared JSON mode."""
     scenarios, setup_for = builtin_setup()
     valid = next(s for s in scenarios if s.kind == "valid")
     live = EvalScenario(id="live", messages=valid.messages)

@@ -62,6 +62,8 @@ def _same(built: Any, expected: Any) -> None:
 def test_any_field_shape_builds_the_dataclass_own_instance(
     required: Any, given_kwargs: dict[str, Any]
 ) -> None:
+    """For any field values, `builder` makes exactly the instance the dataclass's own constructor
+    makes, factories included."""
     built = builder(_Shapes)(required, **given_kwargs)
     expected = _Shapes(required, **given_kwargs)
     _same(built, expected)
@@ -91,6 +93,8 @@ def test_the_run_records_built_cheaply_equal_their_constructors(
     finish: str | None,
     latency: float,
 ) -> None:
+    """The run's records built cheaply (usage, reply, attempt, call, result) equal those their
+    constructors build, for any values."""
     usage = new_usage(prompt, completion, estimated, requests=1, model=model)
     _same(usage, Usage(prompt, completion, estimated, requests=1, model=model))
     assert hash(usage) == hash(Usage(prompt, completion, estimated, requests=1, model=model))
@@ -144,5 +148,7 @@ class _Plain:
 
 @pytest.mark.parametrize("cls", [_NoSlots, _NotFrozen, _Checked, _Plain, int])
 def test_what_it_cannot_build_exactly_is_refused(cls: type) -> None:
+    """`builder` refuses a class it cannot build exactly: no slots, not frozen, with a
+    `__post_init__`, a plain class, a builtin."""
     with pytest.raises(TypeError):
         builder(cls)

@@ -341,6 +341,8 @@ def test_broken_tool_arguments_are_healed_without_asking_the_model_again(
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_quoted_number_the_sdk_reads_too_costs_no_extra_call_either_way(mode: Mode) -> None:
+    """A quoted number the Agents SDK reads itself costs no extra call with or without healing,
+    and the tool runs once with the same value."""
     turns = [Turn('{"query": "red lamp", "limit": "5"}'), Turn("done", tool=None)]
     alone_ran, with_ran = Executed(), Executed()
     alone = run_agent(mode, search_agent(alone_ran), turns)
@@ -409,6 +411,8 @@ def test_a_tool_whose_failures_end_the_run_still_ends_it(mode: Mode) -> None:
 
 
 def test_a_custom_failure_function_is_given_the_diagnostics() -> None:
+    """A tool's own failure function is given the error with healjson's diagnostics, and its
+    answer goes back to the model."""
     seen: list[str] = []
 
     def explain(ctx: Any, error: Exception) -> str:
@@ -426,6 +430,7 @@ def test_a_custom_failure_function_is_given_the_diagnostics() -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_tool_arguments_are_healed_on_the_responses_api_too(mode: Mode) -> None:
+    """Tool arguments are healed locally on the Responses API too, saving the SDK's retry."""
     turns = [Turn('```json\n{"Query": "red lamp", "limit": 5,}\n```'), Turn("done", tool=None)]
     alone = run_agent(mode, search_agent(Executed()), turns, api="responses")
     executed = Executed()
@@ -437,6 +442,8 @@ def test_tool_arguments_are_healed_on_the_responses_api_too(mode: Mode) -> None:
 
 
 def test_clean_arguments_reach_the_tool_untouched_and_are_not_logged() -> None:
+    """Clean arguments reach the tool exactly as the model wrote them, and nothing is logged for
+    them."""
     seen: list[str] = []
 
     async def invoke(ctx: ToolContext[Any], arguments: str) -> str:
@@ -488,6 +495,8 @@ def test_a_hand_built_function_tool_gets_its_json_repaired() -> None:
 
 
 def test_no_arguments_are_the_sdks_empty_object() -> None:
+    """Empty arguments of a tool without parameters are the SDK's empty object, and the tool
+    runs."""
     ran_with: list[str] = []
 
     @function_tool
@@ -506,6 +515,8 @@ def test_no_arguments_are_the_sdks_empty_object() -> None:
 
 
 def test_heal_tools_keeps_the_agent_and_other_tools_and_heals_once() -> None:
+    """`heal_tools` returns a new agent with the same tools, leaves the agent as it was, and
+    healing twice adds no second layer."""
     executed = Executed()
     search = make_search(executed)
     agent = Agent(name="a", tools=[search])
@@ -524,6 +535,8 @@ def test_heal_tools_keeps_the_agent_and_other_tools_and_heals_once() -> None:
 
 
 def test_configuration_mistakes_raise_at_once() -> None:
+    """`heal_tools` refuses contracts for an unknown tool, a contract naming a field the tool
+    lacks, a policy that is not a `HealPolicy`, and an empty contract list."""
     agent = Agent(name="a", tools=[make_search(Executed())])
     with pytest.raises(ValueError, match=r"'lookup'.*function tools are: search"):
         heal_tools(agent, {"lookup": [limit_in_range]})
@@ -557,6 +570,8 @@ def report_agent(**options: Any) -> Callable[[Any], Agent[Any]]:
 def test_a_broken_final_output_is_healed_where_the_sdk_alone_raises(
     mode: Mode, malformation: str
 ) -> None:
+    """A final output the Agents SDK alone refuses with `ModelBehaviorError` is healed by
+    `heal_final_output` without another call."""
     turns = [Turn(BROKEN_REPORTS[malformation], tool=None)]
     alone = run_agent(mode, report_agent(), turns)
     assert isinstance(alone.error, ModelBehaviorError)
@@ -585,6 +600,8 @@ def test_a_broken_final_output_is_healed_where_the_sdk_alone_raises(
     ],
 )
 def test_an_output_that_cannot_be_healed_raises_as_before(mode: Mode, reply: str, why: str) -> None:
+    """A final output that cannot be healed (cut, a field missing, a broken rule) raises the
+    SDK's own error, as without healing."""
     turns = [Turn(reply, tool=None)]
     alone = run_agent(mode, report_agent(), turns)
     log = HealLog()
@@ -614,6 +631,7 @@ def test_a_wrapped_output_type_is_healed_to_the_sdks_own_value() -> None:
 
 
 def test_the_contracts_see_the_run_context_and_input() -> None:
+    """The final output's contracts see the run's context and the input messages."""
     seen: list[Any] = []
 
     @contract(fields=("actions",))
@@ -639,6 +657,8 @@ def test_the_contracts_see_the_run_context_and_input() -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_the_guardrail_trips_on_a_contract_breach_with_the_diagnostics(mode: Mode) -> None:
+    """The contracts guardrail trips on a contract breach the SDK alone lets through, reporting
+    the diagnostics."""
     breach = json.dumps({"summary": "done", "actions": 0})
     log = HealLog()
     guard = contract_guardrail([some_actions, short_summary], log=log)
@@ -661,6 +681,7 @@ def test_the_guardrail_trips_on_a_contract_breach_with_the_diagnostics(mode: Mod
 
 @pytest.mark.parametrize("mode", MODES)
 def test_the_guardrail_lets_a_valid_output_pass_with_its_warnings(mode: Mode) -> None:
+    """The contracts guardrail lets a valid output pass, reporting its warnings."""
     long = json.dumps({"summary": "a long summary", "actions": 2})
     guard = contract_guardrail([some_actions, short_summary])
     ran = run_agent(mode, report_agent(output_guardrails=[guard]), [Turn(long, tool=None)])
@@ -674,6 +695,9 @@ def test_the_guardrail_lets_a_valid_output_pass_with_its_warnings(mode: Mode) ->
 
 
 def test_the_guardrail_reports_a_fix_it_cannot_apply() -> None:
+    """The contracts guardrail trips on a broken `fix` rule and reports the fixed value, which it
+    cannot hand back to the SDK."""
+
     @contract(
         fields=("actions",),
         on_fail="fix",
@@ -696,6 +720,8 @@ def test_the_guardrail_reports_a_fix_it_cannot_apply() -> None:
 
 
 def test_each_local_repair_is_a_healjson_event_with_its_flags() -> None:
+    """Each local repair in an agent run (tool arguments and final output) is a
+    `healjson.local_repair` event with its flags."""
     turns = [Turn(HEALABLE_ARGS["trailing_comma"]), Turn(BROKEN_REPORTS["fenced"], tool=None)]
     handlers = {"invalid_final_output": heal_final_output()}
     with capture_logs() as logs:
@@ -713,6 +739,8 @@ def test_each_local_repair_is_a_healjson_event_with_its_flags() -> None:
 
 
 def test_a_missing_sdk_names_the_agents_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Importing `healjson.agents` without the Agents SDK raises an `ImportError` naming the
+    `agents` extra."""
     import importlib
 
     monkeypatch.setitem(sys.modules, "agents", None)
@@ -748,6 +776,7 @@ def test_a_streamed_run_is_healed_too() -> None:
 
 
 def test_a_tool_that_takes_the_run_context_is_healed() -> None:
+    """A function tool that takes the run context is healed and gets the context."""
     seen: list[tuple[Any, str, int]] = []
 
     @function_tool
@@ -770,6 +799,7 @@ def test_a_tool_that_takes_the_run_context_is_healed() -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_broken_final_output_is_healed_on_the_responses_api_too(mode: Mode) -> None:
+    """A broken final output is healed on the Responses API too, in one request."""
     turns = [Turn("Here: {'Summary': 'done', 'actions': '1',}", tool=None)]
     alone = run_agent(mode, report_agent(), turns, api="responses")
     assert isinstance(alone.error, ModelBehaviorError)

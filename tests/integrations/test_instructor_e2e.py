@@ -289,6 +289,8 @@ def test_call_site_max_retries_is_healjsons_attempt_budget(
 def test_instructor_keywords_healjson_cannot_honour_raise_at_call_time(
     scripted_server: ScriptedServer, kwargs: dict[str, Any], message: str
 ) -> None:
+    """instructor keywords healjson cannot honour (retries beside a policy, a bad retry count,
+    two contexts, a context that is no mapping) raise when called."""
     with pytest.raises(TypeError, match=message):
         ask(scripted_server, JSON, "sync", response_model=Person, **kwargs)
     assert 0 == len(scripted_server.requests)
@@ -351,6 +353,8 @@ def test_create_with_completion_is_healed_and_returns_the_raw_completion(
 def test_create_generator_is_refused_with_the_healed_alternative(
     scripted_server: ScriptedServer,
 ) -> None:
+    """instructor's `create_generator` on a wrapped client is refused before any request, naming
+    the healed alternative."""
     with sync_sdk(scripted_server) as sdk:
         client = healjson.wrap(instructor.from_openai(sdk, mode=JSON))
         with pytest.raises(AttributeError, match=r"chat\.completions\.create\(response_model"):

@@ -41,6 +41,8 @@ def client(server: ScriptedServer) -> Any:
 
 
 def test_create_partial_streams_snapshots_then_heals_a_fenced_answer() -> None:
+    """`create_partial` over `instructor.from_anthropic` streams snapshots and heals a fenced
+    answer in one call."""
     fenced = ScriptedReply(content=f"```json\n{json.dumps(ORDER)}\n```", chunk_chars=7)
     with ScriptedServer([fenced]) as server:
         stream = client(server).create_partial(
@@ -63,6 +65,8 @@ def test_create_partial_streams_snapshots_then_heals_a_fenced_answer() -> None:
 
 
 def test_create_iterable_hands_out_items_and_repairs_the_bad_one_alone() -> None:
+    """`create_iterable` over `instructor.from_anthropic` hands out items in order and repairs
+    the bad one alone."""
     items = [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 0}, {"sku": "C", "qty": 2}]
     first = ScriptedReply(content=json.dumps(items), chunk_chars=5)
     fixed = ScriptedReply(content=json.dumps([{"sku": "B", "qty": 3}]), chunk_chars=5)
@@ -81,6 +85,8 @@ def test_create_iterable_hands_out_items_and_repairs_the_bad_one_alone() -> None
 
 
 def test_async_anthropic_streams_heal_a_cut_answer() -> None:
+    """An async Anthropic `create_partial` through instructor repairs an answer cut by the token
+    limit."""
     cut = ScriptedReply(content=json.dumps(ORDER)[:30], finish_reason="length", chunk_chars=6)
 
     async def main(server: ScriptedServer) -> Any:
@@ -109,6 +115,8 @@ def gemini(server: ScriptedServer, session: Any = None) -> Any:
 
 
 def test_gemini_create_iterable_streams_and_repairs_the_bad_item_alone() -> None:
+    """`create_iterable` over `instructor.from_genai` streams items and repairs the bad one
+    alone."""
     items = [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 0}, {"sku": "C", "qty": 2}]
     first = ScriptedReply(content=json.dumps(items), chunk_chars=5)
     fixed = ScriptedReply(content=json.dumps([{"sku": "B", "qty": 3}]), chunk_chars=5)
@@ -136,6 +144,7 @@ def test_gemini_create_iterable_streams_and_repairs_the_bad_item_alone() -> None
 
 
 def test_async_gemini_create_partial_heals_a_fenced_stream() -> None:
+    """An async Gemini `create_partial` through instructor heals a fenced, prose-wrapped stream."""
     import aiohttp
 
     fenced = ScriptedReply(content=f"Sure:\n```json\n{json.dumps(ORDER)}\n```", chunk_chars=9)

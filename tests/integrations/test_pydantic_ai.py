@@ -173,6 +173,8 @@ MODES = ("sync", "async")
 def test_tool_arguments_are_healed_without_a_model_call(
     server: ScriptedServer, malformation: str, mode: str
 ) -> None:
+    """Malformed tool arguments pydantic-ai alone re-asks for are healed locally by
+    `HealCapability`, saving that call, sync, async and streamed."""
     broken = MALFORMED_ARGS[malformation]
     # without healjson: pydantic-ai re-asks (the retry costs a call), then goes on
     server.extend([search_call(broken), search_call(clean_args(), call_id="call_2"), final()])
@@ -210,6 +212,7 @@ def test_a_quoted_number_is_pydantic_ais_own_coercion(server: ScriptedServer, he
 
 
 def test_clean_arguments_are_not_touched(server: ScriptedServer) -> None:
+    """Clean tool arguments reach the tool untouched and leave no record."""
     capability: HealCapability[Any] = HealCapability()
     server.extend([search_call(clean_args()), final()])
     made = setup(server, capability)
@@ -251,6 +254,8 @@ def test_a_cut_string_is_a_retry_whose_prompt_carries_the_diagnostic(
 def test_an_unsaveable_value_is_a_retry_with_value_constraint_and_prescription(
     server: ScriptedServer,
 ) -> None:
+    """A value no local repair saves becomes a retry whose message gives the value, the
+    constraint and the prescription."""
     capability: HealCapability[Any] = HealCapability()
     server.extend(
         [
@@ -281,6 +286,8 @@ def limit_in_range(args: dict[str, Any]) -> Violation | None:
 def test_a_tool_contract_breach_is_a_retry_naming_the_breach(
     server: ScriptedServer, mode: str
 ) -> None:
+    """A tool contract breach becomes a retry naming the breach, and the tool never runs with the
+    breaching arguments."""
     capability: HealCapability[Any] = HealCapability(
         tool_contracts={"search_tool": [limit_in_range]}
     )
@@ -323,6 +330,8 @@ def test_a_healed_value_is_still_judged_by_the_contracts(server: ScriptedServer)
 
 
 def test_a_warn_contract_keeps_the_value_and_records_it(server: ScriptedServer) -> None:
+    """A broken `warn` tool contract keeps the value, runs the tool, and records the warning."""
+
     @contract(fields=("limit",), on_fail="warn")
     def small_limit(args: dict[str, Any]) -> Violation | None:
         return Violation("a limit above 3 is slow") if args["limit"] > 3 else None
@@ -400,6 +409,8 @@ MALFORMED_REPORTS = {
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("malformation", sorted(MALFORMED_REPORTS))
 def test_the_output_tool_is_healed(server: ScriptedServer, malformation: str, mode: str) -> None:
+    """A malformed structured output pydantic-ai alone re-asks for is healed locally in one
+    request."""
     broken = MALFORMED_REPORTS[malformation]
     server.extend([final(broken), final(call_id="call_10")])
     assert setup(server).run(mode).output == EXPECTED
@@ -443,6 +454,7 @@ def hits_in_summary(report: Report) -> Violation | None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_an_output_contract_breach_is_a_retry(server: ScriptedServer, mode: str) -> None:
+    """An output contract breach becomes a retry naming the breach."""
     capability: HealCapability[Any] = HealCapability(contracts=[hits_in_summary])
     server.extend([final('{"summary": "red shoes", "hits": 5}'), final(call_id="call_10")])
     assert setup(server, capability).run(mode).output == EXPECTED
@@ -452,6 +464,7 @@ def test_an_output_contract_breach_is_a_retry(server: ScriptedServer, mode: str)
 
 
 def test_an_unsaveable_output_is_a_retry_with_the_diagnostic(server: ScriptedServer) -> None:
+    """An output no local repair saves becomes a retry carrying the diagnostic and its fix."""
     capability: HealCapability[Any] = HealCapability()
     server.extend([final('{"summary": "red shoes: 5", "hits": "lots"}'), final(call_id="c2")])
     assert setup(server, capability).run("sync").output == EXPECTED
@@ -493,6 +506,7 @@ def test_streamed_output_is_healed(server: ScriptedServer, responses: bool) -> N
 
 
 def test_streamed_output_sync(server: ScriptedServer) -> None:
+    """A streamed structured output is healed in one streamed request, through `run_stream_sync`."""
     capability: HealCapability[Any] = HealCapability()
     server.push(final("{'summary': 'red shoes: 5', 'hits': 5}"))
     made = setup(server, capability)
@@ -512,6 +526,7 @@ def test_streamed_output_sync(server: ScriptedServer) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_responses_model_tool_arguments_are_healed(server: ScriptedServer, mode: str) -> None:
+    """Tool arguments are healed with pydantic-ai's Responses model too."""
     capability: HealCapability[Any] = HealCapability()
     server.extend([search_call('{"query": "red shoes", "limit": 5,}'), final()])
     made = setup(server, capability, responses=True)
@@ -522,6 +537,8 @@ def test_responses_model_tool_arguments_are_healed(server: ScriptedServer, mode:
 
 
 def test_records_are_kept_per_run_and_sent_as_events(server: ScriptedServer) -> None:
+    """The capability keeps a record per healed step with its run's id, and sends each as a
+    healjson event."""
     import structlog
 
     capability: HealCapability[Any] = HealCapability()
@@ -641,6 +658,7 @@ def test_a_retry_is_one_event_of_its_own(server: ScriptedServer) -> None:
 
 
 def test_records_are_bounded() -> None:
+    """The capability keeps at most `max_records` records, dropping the oldest."""
     capability: HealCapability[Any] = HealCapability(max_records=2)
     for number in range(3):
         capability._record(HealRecord("healed", "tool", "t", str(number), None, "{}"))
@@ -648,6 +666,8 @@ def test_records_are_bounded() -> None:
 
 
 def test_bad_configuration_raises_at_once() -> None:
+    """`HealCapability` refuses contracts that are not functions and tool contracts keyed by
+    anything but tool names."""
     with pytest.raises(TypeError, match="contracts must be functions"):
         HealCapability(contracts=[42])
     with pytest.raises(TypeError, match="tool names"):
@@ -655,6 +675,8 @@ def test_bad_configuration_raises_at_once() -> None:
 
 
 def test_without_the_extra_the_import_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Importing `healjson.pydantic_ai` without pydantic-ai raises an `ImportError` naming the
+    `pydantic-ai` extra."""
     monkeypatch.setitem(sys.modules, "pydantic_ai", None)
     monkeypatch.delitem(sys.modules, "healjson.pydantic_ai", raising=False)
     with pytest.raises(ImportError, match=r"pip install 'healjson\[pydantic-ai\]'"):
@@ -664,6 +686,7 @@ def test_without_the_extra_the_import_names_it(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_importing_healjson_does_not_import_pydantic_ai() -> None:
+    """`import healjson` does not import pydantic-ai."""
     import subprocess
 
     code = "import healjson, sys; print('pydantic_ai' in sys.modules)"

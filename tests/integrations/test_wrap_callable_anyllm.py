@@ -83,6 +83,8 @@ RUNNERS = pytest.mark.parametrize("runner", ["sync", "async"])
 
 @RUNNERS
 def test_happy_path_heals_in_one_call(scripted_server: ScriptedServer, runner: str) -> None:
+    """`wrap_callable(any_llm.completion)` heals a clean answer in one call to the chat route,
+    with usage."""
     scripted_server.push(GOOD)
 
     outcome = run(scripted_server, runner, response_model=Person)
@@ -104,6 +106,7 @@ def test_happy_path_heals_in_one_call(scripted_server: ScriptedServer, runner: s
 def test_fenced_or_prose_json_heals_locally_in_one_call(
     scripted_server: ScriptedServer, runner: str, text: str
 ) -> None:
+    """Over any-llm, a fenced or prose-wrapped answer heals locally in one call."""
     scripted_server.push(text)
 
     outcome = run(scripted_server, runner, response_model=Person)
@@ -118,6 +121,7 @@ def test_fenced_or_prose_json_heals_locally_in_one_call(
 def test_schema_violation_is_repaired_in_a_second_call_carrying_the_diagnostic(
     scripted_server: ScriptedServer, runner: str
 ) -> None:
+    """Over any-llm, a schema violation is repaired by a second call carrying the diagnostic."""
     scripted_server.extend(['{"name": "Ann"}', GOOD])
 
     outcome = run(scripted_server, runner, response_model=Person)
@@ -138,6 +142,7 @@ def test_schema_violation_is_repaired_in_a_second_call_carrying_the_diagnostic(
 def test_nothing_repairable_degrades_after_the_repair_budget(
     scripted_server: ScriptedServer, runner: str
 ) -> None:
+    """Over any-llm, prose with no answer degrades after the repair budget, never as `api_error`."""
     scripted_server.extend(["I cannot help with that."] * 5)
 
     outcome = run(scripted_server, runner, response_model=Person)
@@ -156,6 +161,8 @@ def test_nothing_repairable_degrades_after_the_repair_budget(
 def test_streamed_gives_the_healed_stream_with_its_outcome(
     scripted_server: ScriptedServer, runner: str, replies: list[str], calls: int
 ) -> None:
+    """Over any-llm, `stream=True` gives a healed stream with snapshots and its outcome, healed
+    locally or by a repair."""
     scripted_server.extend(replies)
 
     stream, outcome, partials = run(scripted_server, runner, streamed=True, response_model=Person)
@@ -174,6 +181,8 @@ def test_streamed_gives_the_healed_stream_with_its_outcome(
 def test_without_response_model_any_llm_answers_unchanged(
     scripted_server: ScriptedServer, runner: str
 ) -> None:
+    """Without `response_model`, any-llm's own `ChatCompletion` comes back and no response format
+    is sent."""
     scripted_server.push("just text")
 
     result = run(scripted_server, runner, temperature=0)
@@ -186,6 +195,7 @@ def test_without_response_model_any_llm_answers_unchanged(
 
 
 def test_passthrough_stream_is_any_llms_own_iterator(scripted_server: ScriptedServer) -> None:
+    """Without `response_model`, a streamed call returns any-llm's own chunk iterator."""
     scripted_server.push("just text")
     healed: Callable[..., Any] = healjson.wrap_callable(any_llm.completion)
     http_client = openai.DefaultAsyncHttpxClient()

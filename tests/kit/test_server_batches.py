@@ -214,6 +214,8 @@ def test_a_line_body_is_the_chat_routes_body(
 def test_a_completed_batch_sums_its_usage(
     scripted_server: ScriptedServer, client: openai.OpenAI
 ) -> None:
+    """A completed OpenAI batch carries its timestamps and the sum of its lines' usage, cached
+    and reasoning tokens included."""
     usage = {"prompt_tokens": 10, "completion_tokens": 5, "reasoning_tokens": 2, "cached_tokens": 3}
     scripted_server.extend([ScriptedReply("{}", usage=usage)] * 3)
 
@@ -235,6 +237,8 @@ def test_a_completed_batch_sums_its_usage(
 def test_files_upload_retrieve_content_list_delete(
     scripted_server: ScriptedServer, client: openai.OpenAI
 ) -> None:
+    """The Files API round trip works through the SDK: upload, retrieve, read the content, list
+    and delete."""
     content = _jsonl([_line("a"), _line("b")])
 
     uploaded = client.files.create(file=("rows.jsonl", content), purpose="batch")
@@ -341,6 +345,7 @@ def test_a_bad_input_file_fails_the_batch_line_by_line(
 
 
 def test_an_empty_input_file_fails(client: openai.OpenAI) -> None:
+    """A batch over an input file with no lines fails with `empty_file`."""
     batch = _submit(client, b"\n\n")
     assert "failed" == batch.status
     assert ["empty_file"] == [e.code for e in batch.errors.data or []]
@@ -392,6 +397,7 @@ def test_openai_limits_fail_the_batch() -> None:
 
 
 def test_a_batch_is_in_progress_until_its_delay_has_passed(slow_server: ScriptedServer) -> None:
+    """A batch stays in progress, with no output and no usage, until its delay has passed."""
     slow_server.push("{}")
     with _openai(slow_server) as sdk:
         batch = sdk.batches.retrieve(_submit(sdk, [_line("a")]).id)
@@ -403,6 +409,7 @@ def test_a_batch_is_in_progress_until_its_delay_has_passed(slow_server: Scripted
 
 
 def test_a_batch_ends_at_the_first_retrieve_after_its_delay() -> None:
+    """A batch ends at the first retrieve after its delay."""
     with ScriptedServer(["{}"], batch_delay_s=0.05) as server, _openai(server) as sdk:
         created = _submit(sdk, [_line("a")])
         time.sleep(0.1)
@@ -440,6 +447,8 @@ def test_cancel_keeps_the_answered_lines_and_drops_the_rest(slow_server: Scripte
 def test_cancelling_an_ended_batch_is_a_conflict(
     scripted_server: ScriptedServer, client: openai.OpenAI
 ) -> None:
+    """Cancelling an ended batch is a 409 conflict the SDK must not retry, and the batch stays
+    completed."""
     scripted_server.push("{}")
     created = _submit(client, [_line("a")])
     with pytest.raises(openai.ConflictError, match="status 'completed'") as raised:
@@ -475,6 +484,8 @@ def test_a_2000_line_batch() -> None:
 def test_a_script_exhausted_mid_batch_errors_the_remaining_lines(
     scripted_server: ScriptedServer, client: openai.OpenAI, claude: anthropic.Anthropic
 ) -> None:
+    """A script exhausted mid-batch errors each remaining line with `script_exhausted`, on
+    OpenAI's and Anthropic's batches."""
     scripted_server.extend(["{}", "{}"])
     batch = client.batches.retrieve(_submit(client, [_line(f"r{n}") for n in range(3)]).id)
 
@@ -521,6 +532,8 @@ def test_raw_bodies_and_unservable_replies_in_a_batch(
 def test_list_limits_out_of_range_are_refused(
     client: openai.OpenAI, claude: anthropic.Anthropic
 ) -> None:
+    """Batch list limits out of range, and an unknown `after` cursor, are refused as bad
+    requests."""
     with pytest.raises(openai.BadRequestError, match="limit"):
         client.batches.list(limit=101)
     with pytest.raises(anthropic.BadRequestError, match="limit"):
@@ -532,6 +545,7 @@ def test_list_limits_out_of_range_are_refused(
 def test_a_callable_script_item_gets_the_line_body(
     scripted_server: ScriptedServer, client: openai.OpenAI
 ) -> None:
+    """A callable script item is given each batch line's body and answers it."""
     seen: list[dict[str, Any]] = []
 
     def answer(body: dict[str, Any]) -> str:
@@ -550,6 +564,8 @@ def test_a_callable_script_item_gets_the_line_body(
 
 
 def test_batch_replies_by_custom_id_leave_the_script_alone() -> None:
+    """`batch_replies` by custom id answer batch lines without using the script, and a line
+    without a reply errors."""
     replies = {"b": ScriptedReply.error(400, "bad row"), "a": '{"row": "a"}'}
     with ScriptedServer(["sync"], batch_replies=replies) as server, _openai(server) as sdk:
         batch = sdk.batches.retrieve(_submit(sdk, [_line("a"), _line("b"), _line("c")]).id)
@@ -571,6 +587,9 @@ def test_batch_replies_by_custom_id_leave_the_script_alone() -> None:
 
 
 def test_batch_replies_callable_gets_the_custom_id_and_params() -> None:
+    """A callable `batch_replies` gets each line's custom id and params, and an exception it
+    raises errors that line."""
+
     def reply(custom_id: str, params: dict[str, Any]) -> str | ScriptedReply:
         if custom_id == "row-1":
             raise RuntimeError("no row 1")
@@ -631,12 +650,15 @@ def test_failing_batch_reads_are_transient_errors_the_sdk_retries(provider: str)
 
 
 def test_the_batch_fields_load_from_a_reply_file(tmp_path: Any) -> None:
+    """A reply file's batch fields (`batch_expired`) load into `ScriptedReply`."""
     path = tmp_path / "replies.json"
     path.write_text(json.dumps([{"content": "{}", "batch_expired": True}]))
     assert [ScriptedReply("{}", batch_expired=True)] == load_replies(str(path))
 
 
 def test_bad_batch_settings_are_refused() -> None:
+    """Bad batch settings of the server and of a reply are refused when built, naming the
+    setting."""
     with pytest.raises(ValueError, match="batch_delay_s"):
         ScriptedServer(batch_delay_s=-1)
     with pytest.raises(ValueError, match="batch_max_requests"):
@@ -655,6 +677,7 @@ def test_bad_batch_settings_are_refused() -> None:
 def test_anthropic_batch_results_carry_each_fate(
     scripted_server: ScriptedServer, claude: anthropic.Anthropic
 ) -> None:
+    """Anthropic batch results carry each line's fate: succeeded, errored, expired, a refusal."""
     scripted_server.extend(
         [
             ScriptedReply('{"total": 42}', reasoning="Add them."),
@@ -715,6 +738,8 @@ def test_anthropic_batch_results_carry_each_fate(
 def test_a_result_message_is_the_messages_routes_body(
     scripted_server: ScriptedServer, claude: anthropic.Anthropic, reply: ScriptedReply
 ) -> None:
+    """A Message Batches result's message is exactly the body the Messages route would send for
+    the same reply."""
     scripted_server.extend([reply, reply])
     params = _requests(1)[0]["params"]
     sync = claude.messages.with_raw_response.create(**params)
@@ -744,6 +769,8 @@ def test_anthropic_results_wait_for_the_end(slow_server: ScriptedServer) -> None
 
 
 def test_anthropic_cancel_cancels_the_lines_not_done(slow_server: ScriptedServer) -> None:
+    """Cancelling an Anthropic batch cancels the lines not done, counting succeeded, canceled and
+    expired lines."""
     slow_server.extend(["{}", ScriptedReply("{}", delay_s=HOUR), ScriptedReply(batch_expired=True)])
     with _claude(slow_server) as sdk:
         created = sdk.messages.batches.create(requests=_requests(3))
@@ -769,6 +796,7 @@ def test_anthropic_cancel_cancels_the_lines_not_done(slow_server: ScriptedServer
 def test_anthropic_list_pages_newest_first(
     scripted_server: ScriptedServer, claude: anthropic.Anthropic
 ) -> None:
+    """Anthropic batches list newest first, in pages that `before_id` moves through."""
     scripted_server.extend(["{}"] * 3)
     created = [claude.messages.batches.create(requests=_requests(1)).id for _ in range(3)]
     newest_first = created[::-1]
@@ -800,6 +828,8 @@ def test_anthropic_refuses_bad_requests(
     requests: list[dict[str, Any]],
     match: str,
 ) -> None:
+    """Anthropic batch creation refuses bad custom ids, duplicates, a missing `max_tokens` and an
+    empty list, as the API does."""
     scripted_server.push("{}")
     with pytest.raises(anthropic.BadRequestError, match=match) as raised:
         claude.messages.batches.create(requests=requests)
@@ -808,6 +838,8 @@ def test_anthropic_refuses_bad_requests(
 
 
 def test_anthropic_limits_refuse_the_batch() -> None:
+    """Anthropic batch limits refuse too many requests, and too many bytes with a 413, while a
+    batch within them succeeds."""
     with (
         ScriptedServer(["{}"] * 2, batch_max_requests=2, batch_max_bytes=2_000) as server,
         _claude(server) as sdk,

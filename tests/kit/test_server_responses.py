@@ -48,6 +48,8 @@ def _create(sdk: openai.OpenAI, **params: Any) -> Any:
 def test_create_returns_the_scripted_text(
     scripted_server: ScriptedServer, sdk: openai.OpenAI
 ) -> None:
+    """The Responses route answers `responses.create` with the scripted text as a completed
+    response echoing the model and instructions."""
     scripted_server.push('{"number": "INV-1", "total": 3}')
 
     response = _create(sdk, instructions="Answer in JSON.")
@@ -112,6 +114,7 @@ def test_output_items_come_in_order(scripted_server: ScriptedServer, sdk: openai
 def test_a_reply_without_content_has_no_message(
     scripted_server: ScriptedServer, sdk: openai.OpenAI
 ) -> None:
+    """A scripted reply with only tool calls gives a response of function calls and no message."""
     scripted_server.push(ScriptedReply(tool_calls=[CALL], finish_reason="tool_calls"))
 
     response = _create(sdk)
@@ -136,6 +139,7 @@ def test_the_finish_reason_sets_the_status(
     status: str,
     reason: str | None,
 ) -> None:
+    """The scripted finish reason sets the response's status and incomplete reason."""
     scripted_server.push(ScriptedReply('{"number": "INV', finish_reason=finish_reason))
 
     response = _create(sdk, max_output_tokens=16)
@@ -152,6 +156,7 @@ def test_the_finish_reason_sets_the_status(
 def test_a_failed_response_carries_its_error(
     scripted_server: ScriptedServer, sdk: openai.OpenAI
 ) -> None:
+    """A scripted `response_error` gives a failed response carrying the error message and code."""
     scripted_server.extend(
         [
             ScriptedReply("partial", response_error="The model crashed."),
@@ -190,6 +195,7 @@ def test_an_http_error_raises_the_sdks_error(
     status: int,
     error: type[openai.APIStatusError],
 ) -> None:
+    """A scripted HTTP error status raises the openai SDK's own error class for it."""
     scripted_server.push(
         ScriptedReply.error(status, "Scripted refusal.", param="text.format", code="bad_schema")
     )
@@ -208,6 +214,8 @@ def test_an_http_error_raises_the_sdks_error(
 def test_usage_is_sent_in_the_responses_fields(
     scripted_server: ScriptedServer, sdk: openai.OpenAI
 ) -> None:
+    """Scripted usage is sent in the Responses API's own usage fields, and estimated when not
+    scripted."""
     counts = {
         "prompt_tokens": 40,
         "completion_tokens": 12,
@@ -246,6 +254,8 @@ def test_usage_is_sent_in_the_responses_fields(
 def test_the_request_is_recorded_as_messages_format_and_limit(
     scripted_server: ScriptedServer, sdk: openai.OpenAI
 ) -> None:
+    """A Responses request is recorded as messages (every input item kind), its text format and
+    its output limit."""
     scripted_server.push("{}")
     schema = {"type": "object", "properties": {}, "additionalProperties": False}
     text_format = {"type": "json_schema", "name": "Invoice", "schema": schema, "strict": True}
@@ -289,6 +299,7 @@ def test_the_request_is_recorded_as_messages_format_and_limit(
 def test_the_chat_route_fills_the_same_accessors(
     scripted_server: ScriptedServer, sdk: openai.OpenAI
 ) -> None:
+    """The chat route fills the same recorded-request accessors as the Responses route."""
     scripted_server.extend(["{}", "{}"])
     sdk.chat.completions.create(
         model="gpt-test",
@@ -312,6 +323,8 @@ def test_the_chat_route_fills_the_same_accessors(
 def test_parse_returns_the_parsed_model(
     scripted_server: ScriptedServer, sdk: openai.OpenAI
 ) -> None:
+    """`responses.parse` through the scripted server returns the parsed model, and the format
+    sent is echoed back."""
     scripted_server.push('{"number": "INV-1", "total": 3}')
 
     parsed = sdk.responses.parse(model="gpt-test", input=INPUT, text_format=Invoice)
@@ -331,6 +344,7 @@ def test_parse_returns_the_parsed_model(
 def test_a_stream_sends_the_typed_events_in_order(
     scripted_server: ScriptedServer, sdk: openai.OpenAI
 ) -> None:
+    """A streamed response sends the Responses API's typed events in their documented order."""
     scripted_server.push(ScriptedReply("abcdef", chunk_chars=2))
 
     events = list(_create(sdk, stream=True))
@@ -399,6 +413,7 @@ def test_the_stream_helper_accumulates_every_item(
 def test_the_stream_helper_parses_the_final_text(
     scripted_server: ScriptedServer, sdk: openai.OpenAI
 ) -> None:
+    """The SDK's `responses.stream` helper parses the final text into the model."""
     scripted_server.push('{"number": "INV-2", "total": 5}')
 
     with sdk.responses.stream(model="gpt-test", input=INPUT, text_format=Invoice) as stream:
@@ -423,6 +438,7 @@ def test_a_stream_ends_with_the_responses_status(
     last: str,
     status: str,
 ) -> None:
+    """A stream ends with `response.incomplete` or `response.failed` as the reply's status says."""
     scripted_server.push(reply)
     scripted_server.push(reply)
 
@@ -441,6 +457,8 @@ def test_a_stream_ends_with_the_responses_status(
 def test_a_cut_stream_ends_without_its_final_event(
     scripted_server: ScriptedServer, sdk: openai.OpenAI
 ) -> None:
+    """A stream cut mid-answer ends without its final event, and the SDK sees the dropped
+    connection."""
     scripted_server.push(ScriptedReply("abcdef", chunk_chars=2, cut_after_chars=3))
     seen: list[Any] = []
 
@@ -457,6 +475,7 @@ def test_a_cut_stream_ends_without_its_final_event(
 def test_a_stream_error_raises_the_sdks_error(
     scripted_server: ScriptedServer, sdk: openai.OpenAI
 ) -> None:
+    """An error event mid-stream raises the SDK's error with the scripted code."""
     scripted_server.push(
         ScriptedReply(
             "abcdef",
@@ -477,6 +496,8 @@ def test_a_stream_error_raises_the_sdks_error(
 
 
 def test_the_async_client(scripted_server: ScriptedServer) -> None:
+    """The async openai client's `create`, `stream` and `parse` all work against the Responses
+    route."""
     scripted_server.extend(
         ["plain", ScriptedReply("streamed", chunk_chars=3), '{"number": "A", "total": 1}']
     )
@@ -576,6 +597,7 @@ def _sse_payload(frame: bytes) -> dict[str, Any]:
 
 
 def test_the_responses_fields_are_validated_and_load_from_a_reply_file(tmp_path: Any) -> None:
+    """The Responses fields of a scripted reply are validated, and load from a reply file."""
     with pytest.raises(ValueError, match="commentary"):
         ScriptedReply("x", commentary="not a list")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="commentary"):

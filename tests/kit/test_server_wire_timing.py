@@ -57,6 +57,7 @@ def _first(pieces: list[tuple[float, bytes]], marker: bytes) -> float:
 def test_keepalives_fill_the_wait_before_the_first_event(
     route: str, keepalive: bytes, first: bytes
 ) -> None:
+    """Keep-alives (OpenAI comments, Anthropic pings) fill the wait before a slow first event."""
     reply = ScriptedReply("abc", first_event_delay_s=0.3, keepalive_every_s=0.05)
     with ScriptedServer([reply, "abc"]) as server:
         pieces = _read(server, route)
@@ -72,6 +73,7 @@ def test_keepalives_fill_the_wait_before_the_first_event(
 
 
 def test_gemini_sends_no_keepalive() -> None:
+    """The Gemini route sends no keep-alive before a slow first event."""
     reply = ScriptedReply("abc", first_event_delay_s=0.15, keepalive_every_s=0.03)
     with ScriptedServer([reply]) as server:
         pieces = _read(server, "gemini")
@@ -80,6 +82,7 @@ def test_gemini_sends_no_keepalive() -> None:
 
 
 def test_keepalives_between_events() -> None:
+    """Keep-alives fill the waits between slow events too."""
     reply = ScriptedReply("abcdef", chunk_chars=2, chunk_delay_s=0.1, keepalive_every_s=0.03)
     with ScriptedServer([reply]) as server:
         body = _body(_read(server, "openai"))
@@ -90,6 +93,7 @@ def test_keepalives_between_events() -> None:
 
 
 def test_silence_after_the_answer_comes_before_the_streams_end() -> None:
+    """`hold_open_s` keeps the stream open in silence after the answer, before its end."""
     reply = ScriptedReply("abc", hold_open_s=0.3)
     with ScriptedServer([reply]) as server:
         pieces = _read(server, "openai")
@@ -104,6 +108,7 @@ def test_silence_after_the_answer_comes_before_the_streams_end() -> None:
 
 
 def test_a_trickle_sends_the_same_bytes_one_at_a_time() -> None:
+    """`byte_delay_s` sends the same bytes in many small reads."""
     reply = ScriptedReply("abc", byte_delay_s=0.0001)
     with ScriptedServer([reply, "abc"]) as server:
         trickled = _read(server, "openai")
@@ -136,5 +141,6 @@ def test_a_client_that_leaves_is_noticed_while_the_server_waits() -> None:
     ],
 )
 def test_wire_timing_fields_are_validated(fields: dict[str, Any]) -> None:
+    """Bad wire timing fields of a scripted reply are refused, naming the field."""
     with pytest.raises(ValueError, match=next(iter(fields))):
         ScriptedReply("x", **fields)

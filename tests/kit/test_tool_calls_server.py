@@ -52,6 +52,8 @@ def _same(found: list[tuple[str, str, str]]) -> None:
 
 
 def test_chat_sends_parallel_calls_verbatim() -> None:
+    """The chat route sends parallel tool calls with their ids, names and arguments exactly as
+    scripted."""
     with ScriptedServer([PARALLEL]) as server, _openai(server) as sdk:
         message = sdk.chat.completions.create(model="m", messages=USER).choices[0].message
     calls = message.tool_calls or []
@@ -60,6 +62,8 @@ def test_chat_sends_parallel_calls_verbatim() -> None:
 
 
 def test_chat_streams_parallel_calls_verbatim() -> None:
+    """The chat route streams parallel tool calls so that the joined deltas are exactly the
+    scripted calls."""
     found: dict[int, list[Any]] = {}
     with ScriptedServer([PARALLEL]) as server, _openai(server) as sdk:
         for chunk in sdk.chat.completions.create(model="m", messages=USER, stream=True):
@@ -73,6 +77,7 @@ def test_chat_streams_parallel_calls_verbatim() -> None:
 
 
 def test_responses_sends_parallel_calls_verbatim_streamed_or_not() -> None:
+    """The Responses route sends parallel function calls exactly as scripted, streamed or not."""
     with ScriptedServer([PARALLEL, PARALLEL]) as server, _openai(server) as sdk:
         response = sdk.responses.create(model="m", input="Find shoes.")
         items = [i for i in response.output if i.type == "function_call"]
@@ -86,6 +91,8 @@ def test_responses_sends_parallel_calls_verbatim_streamed_or_not() -> None:
 
 
 def test_a_cut_call_is_sent_cut_with_the_token_limit_finish() -> None:
+    """A cut call is sent cut, with the token limit as the finish, on chat and Responses,
+    streamed or not."""
     cut = ScriptedReply(tool_calls=[_call("search", CUT)], finish_reason="length")
     with ScriptedServer([cut, cut, cut]) as server, _openai(server) as sdk:
         choice = sdk.chat.completions.create(model="m", messages=USER).choices[0]
@@ -107,6 +114,8 @@ def test_a_cut_call_is_sent_cut_with_the_token_limit_finish() -> None:
 
 @pytest.mark.parametrize("arguments", [BROKEN, CUT])
 def test_anthropic_streams_arguments_that_are_no_json_object(arguments: str) -> None:
+    """The Anthropic route streams tool arguments that are no JSON object as `input_json_delta`
+    text."""
     reply = ScriptedReply(
         tool_calls=[_call("search", arguments, "toolu_1")], finish_reason="length", chunk_chars=4
     )
@@ -134,6 +143,8 @@ def test_anthropic_streams_arguments_that_are_no_json_object(arguments: str) -> 
 
 
 def test_anthropic_refuses_such_arguments_in_a_whole_message() -> None:
+    """The Anthropic route refuses such arguments in an unstreamed message, saying they need
+    `stream=True`."""
     reply = ScriptedReply(tool_calls=[_call("search", BROKEN)])
     with (
         ScriptedServer([reply]) as server,
@@ -156,5 +167,6 @@ def test_anthropic_refuses_such_arguments_in_a_whole_message() -> None:
     ],
 )
 def test_a_malformed_call_is_refused_when_scripted(calls: Any, message: str) -> None:
+    """A malformed scripted tool call is refused when the reply is built, naming the bad field."""
     with pytest.raises(ValueError, match=message):
         ScriptedReply(tool_calls=calls)

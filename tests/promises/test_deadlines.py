@@ -82,6 +82,7 @@ def test_a_sync_contract_that_returns_too_late_is_a_contract_error(mode: str) ->
 
 
 def test_a_sync_contract_within_its_limit_is_judged_as_usual() -> None:
+    """A sync contract that finishes within `contract_timeout_s` is judged as usual."""
     healer = Healer(Item, contracts=[looks_up_slowly], policy=HealPolicy(contract_timeout_s=5.0))
     outcome = healer.run(ScriptedModel([GOOD]), "Name it.")
     assert isinstance(outcome, Healed)

@@ -51,6 +51,8 @@ def scripted(*replies: str) -> Any:
 
 
 def test_openai_is_a_required_dependency_and_its_extra_an_empty_alias() -> None:
+    """openai is a required dependency, its extra is an empty alias, and no other extra pins
+    openai."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert any(dep.startswith("openai") for dep in project["dependencies"])
     extras = project["optional-dependencies"]
@@ -62,11 +64,14 @@ def test_openai_is_a_required_dependency_and_its_extra_an_empty_alias() -> None:
 
 
 def test_missing_extra_names_the_package_and_the_extra() -> None:
+    """The missing-extra message names the package and the `pip install 'healjson[...]'` line."""
     said = missing_extra("anthropic", "anthropic")
     assert said == "this needs the anthropic package: pip install 'healjson[anthropic]'"
 
 
 def test_a_missing_anthropic_sdk_names_the_anthropic_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--batch-api --provider anthropic` without the anthropic SDK says to install the
+    `anthropic` extra."""
     import typer
 
     from healjson._cli.batch_api import BatchApiOptions, _client
@@ -91,6 +96,8 @@ def test_a_missing_anthropic_sdk_names_the_anthropic_extra(monkeypatch: pytest.M
 def test_a_missing_optional_sdk_names_its_extra(
     monkeypatch: pytest.MonkeyPatch, module: str, make: Any, extra: str
 ) -> None:
+    """`healjson.ray` without pyarrow and the hypothesis kit without hypothesis each name the
+    extra to install."""
     monkeypatch.setitem(sys.modules, module, None)
     with pytest.raises(ImportError, match=r"pip install 'healjson\[" + extra + r"\]'"):
         make()
@@ -101,6 +108,8 @@ def test_a_missing_optional_sdk_names_its_extra(
 
 @pytest.mark.parametrize("name", ["max_retries", "max_attempts", "retry"])
 def test_a_retry_keyword_on_create_says_to_use_the_policy(name: str) -> None:
+    """A retry keyword on `create` is refused before any call, saying to use
+    `policy=HealPolicy(max_attempts=...)`."""
     with ScriptedServer([GOOD]) as server:
         sdk = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
         client = healjson.wrap(sdk)
@@ -124,6 +133,8 @@ def _events(caplog: pytest.LogCaptureFixture) -> list[tuple[str, int]]:
 def test_degraded_logs_a_warning_healed_info_attempts_debug(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """A degraded run is logged at WARNING, a healed one at INFO, and each attempt's events at
+    DEBUG."""
     caplog.set_level(logging.DEBUG, logger="healjson")
     healed = Healer(Ticket, contracts=[urgent_explains]).run(scripted(SHORT, GOOD), "go")
     assert isinstance(healed, Healed)
@@ -139,6 +150,7 @@ def test_degraded_logs_a_warning_healed_info_attempts_debug(
 
 
 def test_at_warning_only_the_degraded_run_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    """At WARNING, only a degraded run's event is logged."""
     caplog.set_level(logging.WARNING, logger="healjson")
     Healer(Ticket).run(scripted(GOOD), "go")
     Healer(Ticket, policy=HealPolicy(max_attempts=1)).run(scripted(TOO_URGENT), "go")
@@ -146,6 +158,8 @@ def test_at_warning_only_the_degraded_run_is_logged(caplog: pytest.LogCaptureFix
 
 
 def test_a_sink_with_info_alone_still_gets_every_event() -> None:
+    """A logger with only `.info` still gets every event, DEBUG and WARNING ones included."""
+
     class Sink:
         def __init__(self) -> None:
             self.events: list[str] = []
@@ -164,6 +178,7 @@ def test_a_sink_with_info_alone_still_gets_every_event() -> None:
 
 
 def test_trace_labels_a_schema_rule_schema_and_a_contract_contract() -> None:
+    """The trace labels a schema rule as `schema` and a contract as `contract`."""
     schema = Healer(Ticket, policy=HealPolicy(max_attempts=1)).run(scripted(TOO_URGENT), "go")
     text = schema.trace()
     assert "- schema: `less_than_equal`" in text
@@ -194,6 +209,7 @@ def _batch_rows(path: Path) -> Path:
 
 
 def test_trace_of_many_rows_prints_an_index_and_totals(tmp_path: Path) -> None:
+    """`healjson trace` of a batch output prints an index table of the rows and their totals."""
     from typer.testing import CliRunner
 
     from healjson._cli import app
@@ -228,6 +244,7 @@ def test_trace_of_many_rows_prints_an_index_and_totals(tmp_path: Path) -> None:
 
 
 def test_trace_of_one_row_shows_its_trace_without_an_index(tmp_path: Path) -> None:
+    """`healjson trace` of a one-row output shows that row's trace without an index."""
     from typer.testing import CliRunner
 
     from healjson._cli import app
@@ -264,6 +281,7 @@ def _batch(server: ScriptedServer, source: Path, out: Path, *more: str) -> Any:
     ids=["csv", "array-one-line", "array-a-row-per-line", "array-indented"],
 )
 def test_batch_refuses_an_input_that_is_not_json_lines(tmp_path: Path, text: str) -> None:
+    """`healjson batch` refuses a CSV or JSON array input, saying it needs JSON Lines."""
     source = tmp_path / "in.jsonl"
     source.write_text(text, encoding="utf-8")
     out = tmp_path / "out.jsonl"
@@ -276,6 +294,8 @@ def test_batch_refuses_an_input_that_is_not_json_lines(tmp_path: Path, text: str
 
 
 def test_batch_keeps_an_input_that_starts_with_a_row(tmp_path: Path) -> None:
+    """`healjson batch` runs an input that starts with a row, its unreadable lines becoming
+    `invalid_input` rows."""
     source = tmp_path / "in.jsonl"
     source.write_text('{"id": 1, "prompt": "a"}\nnot json\n[1]\n\n', encoding="utf-8")
     out = tmp_path / "out.jsonl"
@@ -302,6 +322,8 @@ def test_batch_keeps_an_input_that_starts_with_a_row(tmp_path: Path) -> None:
 def test_batch_refuses_an_option_of_the_other_mode(
     tmp_path: Path, more: list[str], named: str, mode: str
 ) -> None:
+    """`healjson batch` refuses an option of the other mode (with or without `--batch-api`),
+    naming it."""
     source = tmp_path / "in.jsonl"
     source.write_text('{"id": 1, "prompt": "a"}\n', encoding="utf-8")
     with ScriptedServer([BATCH_GOOD], repeat=True) as server:
@@ -327,6 +349,8 @@ def test_batch_refuses_an_option_of_the_other_mode(
 def test_not_json_lines_looks_at_the_first_line_and_the_first_twenty(
     tmp_path: Path, lines: list[str], refused: bool
 ) -> None:
+    """The JSON Lines check looks at the first non-blank line and the first twenty, skipping
+    blank lines and a byte-order mark."""
     from healjson._batch.input_file import not_json_lines
 
     path = tmp_path / "in.jsonl"
@@ -335,6 +359,7 @@ def test_not_json_lines_looks_at_the_first_line_and_the_first_twenty(
 
 
 def test_not_json_lines_of_a_missing_file_is_a_batch_error(tmp_path: Path) -> None:
+    """The JSON Lines check on a missing file is a `BatchError` saying it cannot read it."""
     from healjson._batch.input_file import not_json_lines
     from healjson._batch.rows import BatchError
 

@@ -83,6 +83,8 @@ def test_the_graph_is_read() -> None:
 
 
 def test_core_imports_nothing_above_itself() -> None:
+    """No `_core` module imports anything above the core (adapters, testing, the command line,
+    `healjson` itself)."""
     above = tuple(f"healjson.{name}" for name in ABOVE_CORE)
     offences = [
         f"{module} imports {target}"
@@ -168,6 +170,7 @@ def test_the_public_import_check_sees_offences(tmp_path: Path) -> None:
 
 
 def test_there_is_no_import_circle() -> None:
+    """No healjson module imports another in a circle."""
     edges = graph()
     cycles: list[list[str]] = []
     state: dict[str, int] = {}  # 1: on the current path, 2: done

@@ -203,6 +203,8 @@ def _check(name: str, entry: Entry, ctx: Mapping[str, Any], holds: bool) -> None
 def test_every_entry_point_validates_under_the_callers_context(
     ctx: dict[str, Any], quote: str, fenced: bool
 ) -> None:
+    """Every entry point validates under the caller's context object, and never heals with a
+    quote the context does not hold."""
     holds = _holds(ctx, quote)
     REPLY[0] = _answer(quote, fenced)
     for name, entry in ENTRY_POINTS.items():
@@ -241,6 +243,8 @@ def test_an_invented_quote_is_not_healed_when_a_source_is_given() -> None:
 
 
 def test_a_context_contract_passed_to_validate_gives_pydantic_its_extra() -> None:
+    """A `ContractContext` passed to `validate` gives pydantic's validators its `extra` object
+    itself."""
     extra = {"source": "abc"}
     SEEN.clear()
     out = healjson.validate('{"quote": "zzz"}', Quote, context=ContractContext(extra=extra))
@@ -250,6 +254,7 @@ def test_a_context_contract_passed_to_validate_gives_pydantic_its_extra() -> Non
 
 
 def test_without_a_context_the_validators_see_none() -> None:
+    """Without a context (the prompt is not one), pydantic's validators see `None`."""
     SEEN.clear()
     assert isinstance(PLAIN.run(lambda m, **k: '{"quote": "x"}', PROMPT), Healed)
     assert SEEN
@@ -320,6 +325,7 @@ def test_a_wrapped_openai_client_validates_under_the_callers_context(
     quote: str,
     fenced: bool,
 ) -> None:
+    """A wrapped openai client, sync and async, validates under the caller's context object."""
     holds = _holds(ctx, quote)
     REPLY[0] = _answer(quote, fenced)
     create = wrapped.chat.completions.create

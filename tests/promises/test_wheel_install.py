@@ -46,6 +46,8 @@ def _sh(*args: str | Path, cwd: Path) -> str:
 
 @pytest.mark.slow
 def test_the_wheel_ships_the_packs_and_their_entry_points(tmp_path: Path) -> None:
+    """The built wheel, installed in a fresh environment, ships healjson, the example packs and
+    their entry points, and loads them by name."""
     pytest.importorskip("hatchling", reason="builds the wheel offline with hatchling (dev extra)")
     wheels = tmp_path / "wheels"
     _sh(

@@ -69,12 +69,16 @@ def anthropic_messages_(draw: st.DrawFn) -> at.Message:
 @settings(max_examples=150, deadline=None)
 @given(anthropic_messages_())
 def test_anthropic_fast_reader_agrees_with_the_generic_one(message: at.Message) -> None:
+    """For any Anthropic `Message`, the fast reader and `to_reply` give the generic reader's
+    `Reply`."""
     generic = anthropic_messages._anthropic(message)
     assert anthropic_messages.read_message(message) == generic
     assert to_reply(message) == generic
 
 
 def test_to_reply_reads_anthropic_messages_by_the_fast_reader() -> None:
+    """`to_reply` reads an Anthropic `Message` by the fast reader, once one was read, with usage
+    and stop reason mapped."""
     message = at.Message(
         id="msg_1",
         type="message",
@@ -155,6 +159,8 @@ def gemini_responses(draw: st.DrawFn) -> gt.GenerateContentResponse:
 def test_gemini_fast_reader_agrees_with_the_generic_one(
     response: gt.GenerateContentResponse,
 ) -> None:
+    """For any Gemini response, the fast reader (and again, with its finish reason remembered)
+    and `to_reply` give the generic reader's `Reply`."""
     generic = gemini_generate._gemini(response)
     assert gemini_generate.read_response(response) == generic
     assert gemini_generate.read_response(response) == generic  # a finish reason remembered
@@ -162,6 +168,8 @@ def test_gemini_fast_reader_agrees_with_the_generic_one(
 
 
 def test_to_reply_reads_gemini_responses_by_the_fast_reader() -> None:
+    """`to_reply` reads a Gemini response by the fast reader, with usage, reasoning tokens and
+    model mapped."""
     response = gt.GenerateContentResponse(
         candidates=[
             gt.Candidate(

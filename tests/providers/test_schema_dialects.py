@@ -287,6 +287,8 @@ SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[Heal
 @SETTINGS
 @given(models())
 def test_anthropic_transform_meets_the_documented_rules(model: type[BaseModel]) -> None:
+    """For generated models, Anthropic's transform gives a schema its documented rules accept, or
+    refuses one only for a documented cause."""
     schema = model.model_json_schema()
     try:
         sent = anthropic_schema(schema)
@@ -299,6 +301,8 @@ def test_anthropic_transform_meets_the_documented_rules(model: type[BaseModel]) 
 @SETTINGS
 @given(models())
 def test_gemini_transform_meets_the_documented_rules(model: type[BaseModel]) -> None:
+    """For generated models, Gemini's transform gives a schema its documented rules accept, never
+    refusing pydantic's schema."""
     schema = model.model_json_schema()
     try:
         sent = gemini_schema(schema)
@@ -335,6 +339,8 @@ def _conforms(value: Any, schema: Mapping[str, Any]) -> bool:
 def test_a_value_breaking_only_a_dropped_constraint_is_never_healed(
     breach: tuple[Any, dict[str, Any], Any], rest: type[BaseModel], data: st.DataObject
 ) -> None:
+    """A value breaking only a constraint a dialect dropped is never `Healed`: the constraint is
+    still checked locally."""
     kind, constraint, bad = breach
     probe = Annotated[kind, Field(**constraint)] if constraint else kind
     model = create_model(f"P{next(_counter)}", probe=(probe, ...), rest=(rest, ...))

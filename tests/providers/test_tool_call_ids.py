@@ -14,6 +14,7 @@ ARGS = '{"city": "Oslo"}'
 
 
 def test_chat_reads_each_calls_id() -> None:
+    """A chat completion's tool calls are read with each call's `id`."""
     completion = {
         "object": "chat.completion",
         "model": "m",
@@ -39,6 +40,7 @@ def test_chat_reads_each_calls_id() -> None:
 
 
 def test_responses_reads_the_call_id_not_the_item_id() -> None:
+    """A Responses function call is read with its `call_id`, not the output item's `id`."""
     response = {
         "object": "response",
         "status": "completed",
@@ -52,6 +54,7 @@ def test_responses_reads_the_call_id_not_the_item_id() -> None:
 
 
 def test_anthropic_reads_the_tool_use_id() -> None:
+    """An Anthropic `tool_use` block is read with its id."""
     message = {
         "type": "message",
         "role": "assistant",
@@ -63,6 +66,8 @@ def test_anthropic_reads_the_tool_use_id() -> None:
 
 
 def test_gemini_calls_without_ids_get_their_positions() -> None:
+    """Gemini function calls without ids get ids from their positions, and a call's own id is
+    kept."""
     response = {
         "modelVersion": "gemini",
         "candidates": [
@@ -100,6 +105,8 @@ def _outcome_with_calls() -> Any:
 
 
 def test_records_keep_the_call_ids() -> None:
+    """Outcome records keep each tool call's id through JSON, and a call without an id is stored
+    without one."""
     outcome = _outcome_with_calls()
     data = outcome.to_dict()
     stored = data["attempts"][0]["tool_calls"]
@@ -110,6 +117,7 @@ def test_records_keep_the_call_ids() -> None:
 
 
 def test_records_written_before_ids_still_load() -> None:
+    """Records written before tool calls had ids still load, their calls without ids."""
     data = _outcome_with_calls().to_dict()
     for call in data["attempts"][0]["tool_calls"]:
         call.pop("id", None)

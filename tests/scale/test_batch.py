@@ -532,6 +532,7 @@ def test_retry_by_reason_keeps_rows_whose_id_left_the_input(tmp_path: Path) -> N
 
 
 def test_retry_with_an_unknown_reason_is_a_usage_error(tmp_path: Path) -> None:
+    """`--retry` with an unknown reason is a usage error naming it."""
     source = write_input(tmp_path / "in.jsonl", [1])
     result = CliRunner().invoke(
         app,

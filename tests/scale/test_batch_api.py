@@ -121,6 +121,8 @@ POLICY = HealPolicy(max_attempts=3)
 
 
 def test_three_rounds_heal_repair_and_degrade_every_row(server: Any, tmp_path: Path) -> None:
+    """Three Batch API rounds heal, repair and degrade every row, each row written once with its
+    verdict, and the report counts them."""
     source = write_input(tmp_path / "in.jsonl", range(1, 11), broken=True)
     out = tmp_path / "out.jsonl"
     report = run_batch_api(
@@ -290,6 +292,8 @@ class Crash(Exception):
 def test_a_batch_whose_create_answer_was_lost_is_found_not_sent_again(
     server: Any, tmp_path: Path, provider: str
 ) -> None:
+    """A batch whose create answer was lost to a crash is found at the provider on the next run,
+    never sent again, for OpenAI and Anthropic."""
     source = write_input(tmp_path / "in.jsonl", [1, 3, 9])
     out = tmp_path / "out.jsonl"
     if provider == "openai":
@@ -312,6 +316,8 @@ def test_a_batch_whose_create_answer_was_lost_is_found_not_sent_again(
 
 
 def test_a_batch_the_provider_refuses_degrades_its_rows_with_the_reason(tmp_path: Path) -> None:
+    """A batch the provider refuses degrades its rows with `api_error` and the provider's reason,
+    without sending it again."""
     with ScriptedServer(batch_replies=Tickets(), batch_max_requests=2) as server:
         source = write_input(tmp_path / "in.jsonl", [1, 9, 10])
         out = tmp_path / "out.jsonl"
@@ -327,6 +333,8 @@ def test_a_batch_the_provider_refuses_degrades_its_rows_with_the_reason(tmp_path
 
 
 def test_rows_added_to_the_input_later_are_taken_in(server: Any, tmp_path: Path) -> None:
+    """Rows added to the input after a finished run are taken in by the next run, and the old
+    rows are not sent again."""
     source = write_input(tmp_path / "in.jsonl", [1, 9])
     out = tmp_path / "out.jsonl"
     common: dict[str, Any] = {
@@ -344,6 +352,7 @@ def test_rows_added_to_the_input_later_are_taken_in(server: Any, tmp_path: Path)
 
 
 def test_full_rows_render_with_healjson_trace(server: Any, tmp_path: Path) -> None:
+    """`full=True` rows hold the whole outcome, and `healjson trace` renders them."""
     source = write_input(tmp_path / "in.jsonl", [3, 5])
     out = tmp_path / "out.jsonl"
     run_batch_api(
@@ -363,6 +372,7 @@ def test_full_rows_render_with_healjson_trace(server: Any, tmp_path: Path) -> No
 
 
 def test_a_round_is_split_under_the_batch_limits(tmp_path: Path) -> None:
+    """A round with more rows than the request limit is split into several batches within it."""
     with ScriptedServer(batch_replies=Tickets(), batch_max_requests=4) as server:
         source = write_input(tmp_path / "in.jsonl", [1, 9, 10, 11, 12, 13, 14, 15, 16, 17])
         out = tmp_path / "out.jsonl"
@@ -381,6 +391,7 @@ def test_a_round_is_split_under_the_batch_limits(tmp_path: Path) -> None:
 
 
 def test_a_round_is_split_under_a_byte_limit_too(tmp_path: Path) -> None:
+    """A round is split into batches within a byte limit too."""
     with ScriptedServer(batch_replies=Tickets()) as server:
         source = write_input(tmp_path / "in.jsonl", [1, 9, 10, 11, 12])
         out = tmp_path / "out.jsonl"
@@ -406,6 +417,8 @@ def test_a_round_is_split_under_a_byte_limit_too(tmp_path: Path) -> None:
 
 
 def test_wrapped_and_instructor_clients_reach_their_batch_api(server: Any) -> None:
+    """Wrapped and instructor clients reach the Batch API of the SDK client inside them, and
+    anything else is refused naming what is taken."""
     import instructor
 
     import healjson
@@ -420,6 +433,8 @@ def test_wrapped_and_instructor_clients_reach_their_batch_api(server: Any) -> No
 
 
 def test_no_wait_submits_then_a_later_run_collects(tmp_path: Path) -> None:
+    """`wait=False` submits the batch and returns with the rows pending, and a later run collects
+    them."""
     with ScriptedServer(batch_replies=Tickets(), batch_delay_s=0.3) as server:
         source = write_input(tmp_path / "in.jsonl", [1, 3, 9])
         out = tmp_path / "out.jsonl"
@@ -445,6 +460,8 @@ def test_no_wait_submits_then_a_later_run_collects(tmp_path: Path) -> None:
 
 
 def test_cancel_keeps_nothing_lost_and_the_next_run_finishes(tmp_path: Path) -> None:
+    """`cancel_batch_api` cancels the pending batch losing nothing, and the next run finishes the
+    rows."""
     with ScriptedServer(batch_replies=Tickets(), batch_delay_s=30.0) as server:
         source = write_input(tmp_path / "in.jsonl", [1, 9])
         out = tmp_path / "out.jsonl"
@@ -468,6 +485,7 @@ def test_cancel_keeps_nothing_lost_and_the_next_run_finishes(tmp_path: Path) -> 
 
 
 def test_anthropic_message_batches_through_the_same_runner(server: Any, tmp_path: Path) -> None:
+    """Anthropic Message Batches go through the same rounds, with Anthropic's request lines."""
     source = write_input(tmp_path / "in.jsonl", [1, 2, 3, 4, 5, 6])
     out = tmp_path / "out.jsonl"
     client = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key=KEY, max_retries=0)
@@ -496,6 +514,8 @@ def test_anthropic_message_batches_through_the_same_runner(server: Any, tmp_path
 
 
 def test_the_command_line_runs_reports_and_shows_status(server: Any, tmp_path: Path) -> None:
+    """`healjson batch --batch-api` runs the rounds, reports on stderr, and `--status` shows the
+    ledger."""
     source = write_input(tmp_path / "in.jsonl", [1, 3, 5])
     out = tmp_path / "out.jsonl"
     args = [
@@ -551,6 +571,8 @@ def test_the_command_line_runs_reports_and_shows_status(server: Any, tmp_path: P
 def test_killed_at_any_phase_resumes_without_loss_or_repeats(
     server: Any, zygote: Any, tmp_path: Path, phase: str, nth: int
 ) -> None:
+    """A Batch API run killed with SIGKILL at any phase resumes on the next run with every row
+    written once and no batch sent twice."""
     source = write_input(tmp_path / "in.jsonl", range(1, 9))
     out = tmp_path / "out.jsonl"
     task = {"base_url": server.base_url, "source": str(source), "out": str(out)}
@@ -635,6 +657,8 @@ def test_any_mix_of_fates_ends_every_row_once_with_its_reason(
     attempts: int,
     resubmits: int,
 ) -> None:
+    """For any mix of line fates, budgets and resubmits, every row ends once, with the reason its
+    fates call for."""
     fates = dict(enumerate(plans, start=1))
     work = tmp_path_factory.mktemp("fates")
     source = write_input(work / "in.jsonl", list(fates))

@@ -177,6 +177,8 @@ def test_bounded_lines_split_any_chunking_and_cut_long_lines() -> None:
 
 
 def test_a_result_line_names_its_request_even_when_unreadable() -> None:
+    """A result line too deep to read still names its request's custom id and says why it cannot
+    be read."""
     deep = b'{"custom_id": "row-7_r2", "x": ' + b"[" * 100_000 + b"}"
     assert ("row-7_r2", None, "is nested too deeply to read") == read_result_line(deep)
     assert read_result_line(b'["row-7_r2"]')[0] is None
@@ -257,6 +259,8 @@ def test_expired_and_transient_lines_are_sent_again_as_they_were(
 def test_resubmits_are_bounded_then_the_row_degrades_with_the_providers_reason(
     tmp_path: Path, provider: str
 ) -> None:
+    """Expired and failing lines are resubmitted at most `resubmits` times, then the row degrades
+    with the provider's reason."""
     plans = {1: [EXPIRED] * 5, 2: [status(500, "upstream overloaded")] * 5}
     answers = Plans(plans)
     source = write_input(tmp_path / "in.jsonl", 2)
@@ -331,6 +335,8 @@ def test_polling_and_downloads_outlast_transient_failures(
 def test_a_provider_failing_for_too_long_stops_cleanly_and_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A provider failing for too long stops the run cleanly, saying which step failed, and the
+    next run resumes."""
     monkeypatch.setattr(patience, "FIRST_DELAY_S", 0.01)
     monkeypatch.setattr(patience, "RETRY_FOR_S", 0.1)
     source = write_input(tmp_path / "in.jsonl", 2)
@@ -355,6 +361,8 @@ def test_a_provider_failing_for_too_long_stops_cleanly_and_resumes(
 def test_the_command_line_stops_without_a_traceback_and_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The command line stops on a failing provider with a message and no traceback, and resumes
+    on the next run."""
     from typer.testing import CliRunner
 
     from healjson._cli.app import app
@@ -382,6 +390,8 @@ def test_the_command_line_stops_without_a_traceback_and_resumes(
 
 
 def test_transient_failures_are_told_from_the_others() -> None:
+    """Transient failures (retryable statuses, connection errors, timeouts) are told from the
+    others for both SDKs."""
     request = httpx.Request("GET", "http://127.0.0.1/v1/batches/b")
 
     def status(code: int) -> Any:

@@ -48,6 +48,8 @@ def _run(tmp_path: Path, *more: str, batch_s: float = 0.5, poll_s: float = 0.05)
 
 
 def test_batch_api_progress_shows_rounds_batches_counts_and_times(tmp_path: Path) -> None:
+    """`--progress` shows each round, each batch and its provider status, the row counts, and the
+    elapsed time."""
     result = _run(tmp_path, "--progress")
     assert result.exit_code == 0, result.output
     err = result.stderr
@@ -68,6 +70,7 @@ def test_batch_api_progress_shows_rounds_batches_counts_and_times(tmp_path: Path
 
 
 def test_no_progress_and_a_pipe_by_default_show_none(tmp_path: Path) -> None:
+    """`--no-progress`, and a pipe by default, show no progress lines, only the summary."""
     for more in (("--no-progress",), ()):
         folder = tmp_path / ("quiet" if more else "default")
         folder.mkdir()
@@ -79,6 +82,8 @@ def test_no_progress_and_a_pipe_by_default_show_none(tmp_path: Path) -> None:
 
 
 def test_the_estimate_is_the_rate_rows_were_decided_at() -> None:
+    """The time estimate is the rate rows were decided at, and a collected batch leaves the
+    display."""
     now = [0.0]
     state = ApiProgress(lambda: now[0])
     state.update("submitted", {"part": 1, "round": 0, "batch_id": "b1"})
@@ -94,6 +99,8 @@ def test_the_estimate_is_the_rate_rows_were_decided_at() -> None:
 
 
 def test_plain_progress_prints_on_change_or_after_a_quiet_spell(capsys: Any) -> None:
+    """Plain progress prints a line on a change, or after a quiet spell, never the same line
+    twice in a row."""
     now = [0.0]
     with batch_api_progress(True, terminal=False, clock=lambda: now[0]) as on_event:
         assert on_event is not None
@@ -111,6 +118,7 @@ def test_plain_progress_prints_on_change_or_after_a_quiet_spell(capsys: Any) -> 
 
 
 def test_on_a_terminal_a_live_display_shows_the_same(capsys: Any) -> None:
+    """On a terminal, a live display shows the same rounds and counts."""
     with batch_api_progress(True, terminal=True) as on_event:
         assert on_event is not None
         on_event("submitted", {"part": 1, "round": 2, "batch_id": "b7"})

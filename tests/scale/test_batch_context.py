@@ -80,6 +80,7 @@ def _check(rows: dict[str, dict[str, Any]]) -> None:
 
 
 def test_healjson_batch_heals_each_row_under_its_context(tmp_path: Path) -> None:
+    """`healjson batch` heals each row under its own `context` object."""
     EXTRAS.clear()
     source, out = _input(tmp_path / "in.jsonl"), tmp_path / "out.jsonl"
     with ScriptedServer([lambda body: _answer(body["messages"])], repeat=True) as server:
@@ -107,6 +108,7 @@ def test_healjson_batch_heals_each_row_under_its_context(tmp_path: Path) -> None
 
 
 def test_a_batch_api_run_heals_each_row_under_its_context(tmp_path: Path) -> None:
+    """A Batch API run heals each row under its own `context` object."""
     EXTRAS.clear()
     source, out = _input(tmp_path / "in.jsonl"), tmp_path / "out.jsonl"
     answer = ScriptedServer(batch_replies=lambda custom_id, body: _answer(body["messages"]))

@@ -231,6 +231,8 @@ def test_an_older_output_of_lines_without_an_id_still_resumes(
 def test_retry_takes_out_an_older_outputs_row_of_a_line_without_an_id(
     tmp_path: Path, server: ScriptedServer
 ) -> None:
+    """`--retry-failed` replaces an older output's failed row of a line without an id, keeping
+    one row per line."""
     source = tmp_path / "in.jsonl"
     source.write_text(ticket(None, 1) + "\n" + ticket("t2", 2) + "\n")
     out = tmp_path / "out.jsonl"
@@ -373,6 +375,7 @@ def test_stop_after_stops_and_a_re_run_resumes(
 def test_stop_after_does_not_stop_when_the_endpoint_answers(
     tmp_path: Path, server: ScriptedServer
 ) -> None:
+    """`--stop-after` does not stop a run whose endpoint answers: every row is written."""
     source = tmp_path / "in.jsonl"
     source.write_text("\n".join(ticket(f"t{n}", n) for n in range(1, 6)) + "\n", "utf-8")
 

@@ -209,6 +209,8 @@ def _sent(body: dict[str, Any]) -> dict[str, Any]:
 def test_one_input_file_means_the_same_requests_in_every_runner(
     source: Path, tmp_path: Path
 ) -> None:
+    """One input file gives the same requests row by row through `healjson batch`, the Batch API
+    runner and `healjson.ray`."""
     direct, direct_rows = run_direct(source, tmp_path / "direct.jsonl")
     batched, batched_rows = run_batch_api_rounds(source, tmp_path / "batch-api.jsonl")
     rayed, ray_rows = run_ray(source)

@@ -240,6 +240,8 @@ def check_healed(row: dict[str, Any], n: int) -> None:
 def test_heal_batch_heals_a_mixed_batch(
     heal: HealBatch, server: tuple[Endpoint, ScriptedServer]
 ) -> None:
+    """`HealBatch` heals a batch of mixed answers and request shapes, one result row per input
+    row in order, invalid requests as `invalid_input`."""
     rows = [{"id": i, **request_for(i, KINDS[i % 5], VALID_SHAPES[i % 3])} for i in range(10)] + [
         {"id": 10 + j, **request_for(0, "valid", shape)} for j, shape in enumerate(INVALID_SHAPES)
     ]
@@ -275,6 +277,8 @@ def test_heal_batch_heals_a_mixed_batch(
 
 @pytest.mark.parametrize("batch_format", ["numpy", "pandas", "lists"])
 def test_heal_batch_reads_every_batch_format(heal: HealBatch, batch_format: str) -> None:
+    """`HealBatch` gives the same results for a batch given as numpy, pandas or lists as for an
+    Arrow table."""
     rows = [{"id": i, **request_for(i, KINDS[i % 5], VALID_SHAPES[i % 3])} for i in range(6)]
     rows.append({"id": 6, **request_for(6, "valid", "no request")})
     table = pa.Table.from_pylist(rows, schema=SCHEMA)
@@ -297,6 +301,7 @@ def test_heal_batch_messages_as_json_text_and_arrow_nulls(heal: HealBatch) -> No
 
 
 def test_heal_batch_ids_of_several_types_become_text(heal: HealBatch) -> None:
+    """Ids of several types become a text column, and a batch without ids gets null ids."""
     out = heal({"id": [7, "x", None], "prompt": ["doc 1: valid", "doc 2: valid", None]})
     assert pa.string() == out.schema.field("id").type
     assert ["7", "x", None] == out.column("id").to_pylist()
@@ -306,6 +311,7 @@ def test_heal_batch_ids_of_several_types_become_text(heal: HealBatch) -> None:
 
 
 def test_heal_batch_of_no_rows(heal: HealBatch) -> None:
+    """A batch of no rows gives an empty table with every result column."""
     out = heal(pa.Table.from_pylist([], schema=SCHEMA))
     assert 0 == out.num_rows
     assert [*list(RESULT_COLUMNS), OUTCOME_COLUMN] == out.column_names
@@ -354,6 +360,7 @@ def test_heal_batch_takes_the_client_class_as_its_factory(
 
 
 def test_heal_batch_takes_an_async_factory(server: tuple[Endpoint, ScriptedServer]) -> None:
+    """`HealBatch` takes an async client factory, awaited on the actor's loop."""
     make = local_factory(server[1].base_url)
 
     async def factory() -> openai.AsyncOpenAI:  # awaited on the actor's loop
@@ -367,6 +374,8 @@ def test_heal_batch_takes_an_async_factory(server: tuple[Endpoint, ScriptedServe
 def test_heal_batch_builds_one_client_and_one_loop_for_every_batch(
     server: tuple[Endpoint, ScriptedServer],
 ) -> None:
+    """`HealBatch` builds one client and one event loop thread for all its batches, and stops the
+    loop when closed."""
     made: list[openai.AsyncOpenAI] = []
     make = local_factory(server[1].base_url)
 
@@ -397,6 +406,8 @@ def test_heal_batch_builds_one_client_and_one_loop_for_every_batch(
 def test_heal_batch_accepts_a_wrapped_client_and_a_policy(
     server: tuple[Endpoint, ScriptedServer],
 ) -> None:
+    """`HealBatch` accepts a wrapped client, a policy, a JSON mode and request parameters, and
+    applies them."""
     make = local_factory(server[1].base_url)
     policy = HealPolicy(max_attempts=1)
     with HealBatch(
@@ -418,6 +429,8 @@ def test_heal_batch_accepts_a_wrapped_client_and_a_policy(
 def test_heal_batch_configuration_errors_raise_at_construction(
     server: tuple[Endpoint, ScriptedServer],
 ) -> None:
+    """`HealBatch` refuses a client instead of a factory, a sync client, a bad concurrency or an
+    empty model when built."""
     url = server[1].base_url
     with pytest.raises(TypeError, match="not a client"):
         HealBatch(healjson.wrap(local_factory(url)()), model="m", response_model=Extract)
@@ -446,6 +459,7 @@ def test_heal_batch_configuration_errors_raise_at_construction(
 
 
 def test_a_heal_batch_instance_cannot_be_shipped(heal: HealBatch) -> None:
+    """A `HealBatch` instance refuses to be pickled, saying to pass the class to `map_batches`."""
     with pytest.raises(TypeError, match="pass the class"):
         ray.cloudpickle.dumps(heal)
     with pytest.raises(TypeError, match="pass the class"):
@@ -557,6 +571,8 @@ def answer_repairs(pending: list[dict[str, Any]], kind_of: Callable[[int], str])
 
 
 def test_heal_replies_first_pass_then_repairs() -> None:
+    """`HealReplies` heals the answers it can at the first pass and writes the repair messages
+    for the rest, which heal at the second."""
     post = HealReplies(
         Extract,
         contracts=[ends_after_start],
@@ -603,6 +619,8 @@ def test_heal_replies_first_pass_then_repairs() -> None:
 
 
 def test_heal_replies_outcome_column_records_every_pass() -> None:
+    """`HealReplies(include_outcome=True)` records the outcome of every pass, and
+    `id_column=None` reads no id."""
     post = HealReplies(Extract, contracts=[ends_after_start], include_outcome=True, id_column=None)
     first = rows_of(post(replies_table([("violation", "prompt")], start=3)))
     assert [*RESULT_COLUMNS, OUTCOME_COLUMN, *REPAIR_COLUMNS] == list(first[0])
@@ -618,6 +636,8 @@ def test_heal_replies_outcome_column_records_every_pass() -> None:
 
 @pytest.mark.parametrize("batch_format", ["pyarrow", "numpy", "pandas", "lists"])
 def test_heal_replies_reads_every_batch_format(batch_format: str) -> None:
+    """`HealReplies` gives the same results for every batch format, invalid rows as
+    `invalid_input`."""
     post = HealReplies(Extract, contracts=[ends_after_start])
     cases = [(kind, VALID_SHAPES[i % 3]) for i, kind in enumerate(REPLY_KINDS)]
     cases += [("valid", shape) for shape in INVALID_SHAPES]
@@ -628,6 +648,8 @@ def test_heal_replies_reads_every_batch_format(batch_format: str) -> None:
 
 
 def test_heal_replies_invalid_rows() -> None:
+    """`HealReplies` turns each malformed row (bad messages, non-text answer, bad history) into
+    an `invalid_input` row."""
     post = HealReplies(Extract, policy=HealPolicy(max_attempts=2))
     message = [{"role": "user", "content": "doc 1: valid"}]
     batch = {
@@ -723,6 +745,8 @@ _PROPERTY_REPLIES = HealReplies(Extract, contracts=[ends_after_start])
 def test_heal_replies_accounts_for_every_row(
     cases: list[tuple[str, str]], batch_format: str
 ) -> None:
+    """For any mix of answers and formats, `HealReplies` gives one row per input row, in order,
+    each with the verdict its case calls for."""
     post = _PROPERTY_REPLIES
     table = replies_table(cases)
     first = rows_of(post(as_format(table, batch_format)))
@@ -754,6 +778,8 @@ batch_cases = st.tuples(st.sampled_from(KINDS), st.sampled_from(VALID_SHAPES + I
 def test_heal_batch_accounts_for_every_row(
     heal: HealBatch, cases: list[tuple[str, str]], batch_format: str
 ) -> None:
+    """For any mix of answers and formats, `HealBatch` gives one row per input row, in order,
+    each with the verdict its case calls for."""
     rows = [{"id": n, **request_for(n, kind, shape)} for n, (kind, shape) in enumerate(cases)]
     table = pa.Table.from_pylist(rows, schema=SCHEMA)
     out = rows_of(heal(as_format(table, batch_format)))
@@ -778,6 +804,8 @@ def test_importing_healjson_does_not_import_ray() -> None:
 
 
 def test_pandas_missing_values_are_missing() -> None:
+    """Missing values in a pandas frame (`pd.NA`, NaN in object columns) are read as missing,
+    never as text."""
     post = HealReplies(Extract)
     frame = pd.DataFrame(
         {
@@ -850,6 +878,8 @@ def ray_server() -> Iterator[tuple[Endpoint, ScriptedServer]]:
 def test_map_batches_heals_every_row_on_two_actors(
     ray_server: tuple[Endpoint, ScriptedServer],
 ) -> None:
+    """`Dataset.map_batches(HealBatch)` on two actors heals every row of the dataset, each as its
+    case calls for, the API key read from the workers' environment."""
     endpoint, running = ray_server
     assert_every_case(KINDS)
     rows = [{"id": n, **request_for(n, kind_of(n), shape_of(n))} for n in range(ROWS)]
@@ -923,6 +953,8 @@ def _second_pass_request(row: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.slow
 @pytest.mark.usefixtures("ray_module")
 def test_map_batches_postprocess_over_every_row_in_two_passes() -> None:
+    """`Dataset.map_batches(HealReplies)` heals every row of a dataset in two passes, the repairs
+    answered between them."""
     assert_every_case(REPLY_KINDS)
     cases = [(REPLY_KINDS[n % len(REPLY_KINDS)], shape_of(n)) for n in range(ROWS)]
     post = HealReplies(Extract, contracts=[ends_after_start], policy=HealPolicy(max_attempts=2))

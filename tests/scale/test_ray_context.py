@@ -57,6 +57,8 @@ def _rows(table: Any) -> dict[Any, dict[str, Any]]:
 
 @pytest.mark.parametrize("as_text", [False, True], ids=["struct", "json text"])
 def test_heal_replies_judges_each_row_under_its_context(as_text: bool) -> None:
+    """`HealReplies` judges each row under its own `context` column, given as a struct or as JSON
+    text."""
     TENANTS.clear()
     prompts = [f"Quote row {n}." for n in (1, 2, 3)]
     table = pa.table(
@@ -80,6 +82,7 @@ def test_heal_replies_judges_each_row_under_its_context(as_text: bool) -> None:
 
 
 def test_heal_replies_a_context_that_is_not_an_object_is_invalid_input() -> None:
+    """A row whose `context` is not an object is `invalid_input`, saying so."""
     table = pa.table(
         {"id": [1], "prompt": ["Quote row 1."], "generated_text": ["{}"], "context": ["[1, 2]"]}
     )
@@ -98,6 +101,8 @@ def server() -> Iterator[ScriptedServer]:
 
 
 def test_heal_batch_heals_each_row_under_its_context(server: ScriptedServer) -> None:
+    """`HealBatch` heals each row under its own context, and a context that is not JSON is
+    `invalid_input`."""
     TENANTS.clear()
 
     def factory() -> openai.AsyncOpenAI:

@@ -77,6 +77,8 @@ def endpoints(server: ScriptedServer) -> list[str]:
 
 
 def test_a_responses_batch_heals_and_repairs_over_rounds(tmp_path: Path) -> None:
+    """A Batch API run on `/v1/responses` heals and repairs its rows over rounds, every line a
+    Responses request."""
     with ScriptedServer(batch_replies=answer) as server:
         out = tmp_path / "out.jsonl"
         report = run_batch_api(
@@ -107,6 +109,7 @@ def test_a_responses_batch_heals_and_repairs_over_rounds(tmp_path: Path) -> None
 
 
 def test_a_responses_batch_submitted_then_resumed(tmp_path: Path) -> None:
+    """A Responses batch submitted without waiting is collected by a later run."""
     with ScriptedServer(batch_replies=answer, batch_delay_s=0.3) as server:
         source = write_input(tmp_path / "in.jsonl", [1, 3])
         out = tmp_path / "out.jsonl"
@@ -126,6 +129,8 @@ def test_a_responses_batch_submitted_then_resumed(tmp_path: Path) -> None:
 
 
 def test_the_endpoint_is_checked_and_kept_by_the_ledger(tmp_path: Path) -> None:
+    """An unknown endpoint is refused, and the ledger keeps the run's endpoint, refusing another
+    one on resume."""
     with ScriptedServer(batch_replies=answer) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
         source = write_input(tmp_path / "in.jsonl", [1])
@@ -145,6 +150,8 @@ def test_the_endpoint_is_checked_and_kept_by_the_ledger(tmp_path: Path) -> None:
 
 
 def test_the_command_line_sends_responses_lines(tmp_path: Path) -> None:
+    """`healjson batch --batch-api --endpoint responses` sends Responses lines and heals the
+    rows."""
     with ScriptedServer(batch_replies=answer) as server:
         source = write_input(tmp_path / "in.jsonl", [1, 2])
         out = tmp_path / "out.jsonl"
@@ -159,6 +166,7 @@ def test_the_command_line_sends_responses_lines(tmp_path: Path) -> None:
 
 
 def test_the_endpoint_option_goes_with_batch_api(tmp_path: Path) -> None:
+    """`--endpoint` without `--batch-api` is a usage error naming the option."""
     source = write_input(tmp_path / "in.jsonl", [1])
     args = ["batch", str(source), "--out", str(tmp_path / "out.jsonl"), "--endpoint",
             "responses", "--model", "m", "--response-model", f"{MODULE}:Invoice"]  # fmt: skip
@@ -185,6 +193,8 @@ def test_the_endpoint_option_goes_with_batch_api(tmp_path: Path) -> None:
 def test_a_responses_batch_killed_resumes_without_loss_or_repeats(
     tmp_path: Path, phase: str, nth: int, zygote: Any
 ) -> None:
+    """A Responses batch run killed with SIGKILL resumes with every row written once and no batch
+    sent twice."""
     with ScriptedServer(batch_replies=answer) as server:
         source = write_input(tmp_path / "in.jsonl", [1, 2, 3, 4, 5])
         out = tmp_path / "out.jsonl"

@@ -70,6 +70,9 @@ def test_a_whole_value_contract_returning_garbage_is_a_contract_error(result: An
 
 @pytest.mark.parametrize("result", GARBAGE.values(), ids=GARBAGE.keys())
 def test_an_async_contract_returning_garbage_is_a_contract_error(result: Any) -> None:
+    """An async contract that returns something that is not a violation degrades with
+    `contract_error` after one call."""
+
     async def rule(value: Item, ctx: ContractContext) -> Any:
         await asyncio.sleep(0)
         return result
@@ -96,6 +99,9 @@ def test_an_item_contract_returning_garbage_is_a_contract_error_at_that_item(
 
 
 def test_an_item_contract_that_raises_is_a_contract_error_at_that_item() -> None:
+    """An item contract that raises degrades with `contract_error` at the path of the item it
+    raised on."""
+
     def rule(item: Item) -> None:
         if item.name == "nut":
             raise ZeroDivisionError("division by zero")
@@ -110,6 +116,9 @@ def test_an_item_contract_that_raises_is_a_contract_error_at_that_item() -> None
 
 
 def test_a_streamed_list_with_a_garbage_item_contract_is_a_contract_error() -> None:
+    """A streamed list whose item contract returns garbage degrades with `contract_error` after
+    one call."""
+
     def rule(item: Item) -> Any:
         return {"qty": "bad"}
 

@@ -32,6 +32,8 @@ def sync_client(server: ScriptedServer) -> openai.OpenAI:
 
 
 def test_a_yes_passes_and_the_question_and_request_reach_the_judge() -> None:
+    """A judge that answers yes passes the value; its request carries the question, the user's
+    request and the answer, and its usage is counted apart."""
     with ScriptedServer([YES]) as server, sync_client(server) as client:
         rule = healjson.judge(QUESTION, client=client, model="judge-model")
         outcome = Healer(Summary, contracts=[rule]).run(
@@ -56,6 +58,8 @@ def test_a_yes_passes_and_the_question_and_request_reach_the_judge() -> None:
 
 
 def test_a_no_is_a_violation_with_the_reason_as_prescription_and_reasks() -> None:
+    """A judge's no is a violation named after the rule, with the judge's reason as the
+    prescription, and the model is asked again."""
     better = json.dumps({"text": "The customer wants a refund."})
     with ScriptedServer([NO, YES]) as server, sync_client(server) as client:
         rule = healjson.judge(QUESTION, client=client, model="j", name="faithful")
@@ -69,6 +73,7 @@ def test_a_no_is_a_violation_with_the_reason_as_prescription_and_reasks() -> Non
 
 
 def test_the_cache_avoids_a_second_call_for_the_same_value() -> None:
+    """The judge is called once for the same value judged twice."""
     with ScriptedServer([NO]) as server, sync_client(server) as client:
         rule = healjson.judge(QUESTION, client=client, model="j", on_fail="warn")
         first = healjson.validate(ANSWER, Summary, contracts=[rule])
@@ -93,6 +98,8 @@ def test_the_cache_avoids_a_second_call_for_the_same_value() -> None:
 def test_a_failing_judge_is_a_contract_error_never_a_pass(
     item: ScriptedReply, timeout_s: float, why: str
 ) -> None:
+    """A judge whose call fails, gives no verdict or is too slow degrades with `contract_error`,
+    never a pass, and never holds the check past its timeout."""
     with ScriptedServer([item]) as server, sync_client(server) as client:
         rule = healjson.judge(QUESTION, client=client, model="j", timeout_s=timeout_s)
         started = time.monotonic()
@@ -105,6 +112,9 @@ def test_a_failing_judge_is_a_contract_error_never_a_pass(
 
 
 def test_an_async_client_judges_in_arun() -> None:
+    """A judge with an async openai client judges inside `arun`, and its no with `on_fail="stop"`
+    degrades."""
+
     async def main() -> Any:
         with ScriptedServer([NO]) as server:
             async with openai.AsyncOpenAI(
@@ -121,6 +131,7 @@ def test_an_async_client_judges_in_arun() -> None:
 
 
 def test_a_judge_takes_a_question_and_cannot_fix() -> None:
+    """A judge without a question, or with `on_fail="fix"`, is refused when built."""
     with pytest.raises(TypeError, match="question"):
         healjson.judge("", client=None, model="j")
     with pytest.raises(TypeError, match="fix"):

@@ -80,6 +80,8 @@ def lines(*qtys: int) -> str:
 
 
 def test_fix_needs_a_fix_function_and_only_fix_takes_one() -> None:
+    """`on_fail="fix"` without `fix=`, `fix=` with another policy, and an unknown policy are
+    refused when the contract is declared."""
     with pytest.raises(TypeError, match="fix="):
         contract(on_fail="fix")
     with pytest.raises(TypeError, match="fix="):
@@ -89,6 +91,7 @@ def test_fix_needs_a_fix_function_and_only_fix_takes_one() -> None:
 
 
 def test_drop_is_for_item_contracts_only() -> None:
+    """A `drop` rule is refused as a whole-value contract and accepted as an item contract."""
     with pytest.raises(TypeError, match="item contracts"):
         Healer(list[Line], contracts=[positive_line])
     with pytest.raises(TypeError, match="item contracts"):
@@ -100,6 +103,8 @@ def test_drop_is_for_item_contracts_only() -> None:
 
 
 def test_warn_heals_and_keeps_the_violation_everywhere() -> None:
+    """A broken `warn` rule heals the value and keeps the violation in `warnings`, the record,
+    the rebuilt outcome and the trace."""
     outcome = healjson.validate(order(qty=30), Order, contracts=[usual_qty])
     assert isinstance(outcome, Healed)
     assert outcome.value.qty == 30
@@ -115,11 +120,13 @@ def test_warn_heals_and_keeps_the_violation_everywhere() -> None:
 
 
 def test_a_run_without_policies_keeps_its_record_unchanged() -> None:
+    """A run where no policy acted writes no `warnings`, `dropped` or `fixed` key in its record."""
     data = healjson.validate(order(), Order, contracts=[usual_qty]).to_dict()
     assert not {"warnings", "dropped", "fixed"} & data.keys()
 
 
 def test_stop_degrades_with_contract_error_and_no_reask() -> None:
+    """A broken `stop` rule degrades at once with `contract_error` and makes no second call."""
     model = ScriptedModel([order(qty=-1), order()])
     outcome = Healer(Order, contracts=[not_negative], policy=HealPolicy(max_attempts=3)).run(
         model, "x"
@@ -131,6 +138,8 @@ def test_stop_degrades_with_contract_error_and_no_reask() -> None:
 
 
 def test_fix_is_applied_locally_flagged_and_named() -> None:
+    """A `fix` rule corrects the value locally in one call, flagged `contract_fixed` and named in
+    `fixed`, the trace and the record."""
     model = ScriptedModel([order(customer="  Ada ")])
     outcome = Healer(Order, contracts=[trimmed]).run(model, "x")
     assert isinstance(outcome, Healed)
@@ -146,6 +155,7 @@ def test_fix_is_applied_locally_flagged_and_named() -> None:
 
 
 def test_a_fix_that_breaks_another_rule_falls_back_to_reask() -> None:
+    """A fix whose result breaks another rule is discarded and the model is asked again."""
     blank = contract(
         fields=("customer",), on_fail="fix", fix=lambda o: o.model_copy(update={"customer": ""})
     )(lambda o: "customer must be lower case" if o.customer != o.customer.lower() else None)
@@ -159,6 +169,7 @@ def test_a_fix_that_breaks_another_rule_falls_back_to_reask() -> None:
 
 
 def test_a_fix_that_still_fails_its_own_rule_is_reasked() -> None:
+    """A fix whose result still breaks its own rule is not accepted: the rule's violation stands."""
     useless = contract(fields=("qty",), on_fail="fix", fix=lambda o: o)(
         lambda o: "qty must be even" if o.qty % 2 else None
     )
@@ -168,6 +179,8 @@ def test_a_fix_that_still_fails_its_own_rule_is_reasked() -> None:
 
 
 def test_a_fix_that_raises_is_a_contract_error() -> None:
+    """A fix function that raises degrades the run with `contract_error`, saying it raised."""
+
     def boom(value: Any) -> Any:
         raise ValueError("no")
 
@@ -181,6 +194,8 @@ def test_a_fix_that_raises_is_a_contract_error() -> None:
 
 
 def test_drop_removes_failing_items_and_lists_them() -> None:
+    """A `drop` item rule removes the failing items and lists each with its index, item and
+    diagnostics, in the record and the trace."""
     model = ScriptedModel([lines(1, 0, 3, -2)])
     outcome = Healer(list[Line], item_contracts=[positive_line]).run(model, "x")
     assert isinstance(outcome, Healed)
@@ -198,6 +213,8 @@ def test_drop_removes_failing_items_and_lists_them() -> None:
 
 
 def test_list_level_rules_still_apply_after_a_drop() -> None:
+    """List-level rules (a minimum length, a whole-list contract) judge the list after the
+    dropped items are gone."""
     at_least_two = Annotated[list[Line], Field(min_length=2)]
     model = ScriptedModel([lines(1, 0, -1), lines(1, 2, 0)])
     outcome = Healer(at_least_two, item_contracts=[positive_line]).run(model, "x")
@@ -219,6 +236,7 @@ def test_list_level_rules_still_apply_after_a_drop() -> None:
 
 
 def test_item_fix_corrects_only_the_failing_items() -> None:
+    """An item `fix` rule corrects only the items that fail it."""
     at_least_one = contract(
         fields=("qty",), on_fail="fix", fix=lambda line: line.model_copy(update={"qty": 1})
     )(lambda line: "qty must be positive" if line.qty <= 0 else None)
@@ -235,6 +253,9 @@ def test_item_fix_corrects_only_the_failing_items() -> None:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_reask_and_warn_reasks_and_keeps_only_the_final_values_warnings(mode: str) -> None:
+    """A re-ask asks only for the blocking rule, and the healed outcome keeps only the final
+    value's warnings, sync and async."""
+
     @contract(fields=("note",), on_fail="warn")
     async def has_note(o: Order) -> str | None:
         await asyncio.sleep(0)
@@ -258,6 +279,8 @@ def test_reask_and_warn_reasks_and_keeps_only_the_final_values_warnings(mode: st
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_an_async_rule_is_fixed_and_checked_again(mode: str) -> None:
+    """An async `fix` rule's fixed value is judged again by every rule, sync and async."""
+
     @contract(fields=("qty",), on_fail="fix", fix=lambda o: o.model_copy(update={"qty": 10}))
     async def capped(o: Order) -> str | None:
         await asyncio.sleep(0)
@@ -276,6 +299,8 @@ def test_an_async_rule_is_fixed_and_checked_again(mode: str) -> None:
 
 
 def test_stop_wins_over_reask_fix_and_warn() -> None:
+    """When a `stop` rule breaks beside `reask`, `fix` and `warn` rules, the run stops with only
+    the stop rule's error."""
     reply = json.dumps({"customer": " x ", "qty": -50})
     outcome = healjson.validate(
         reply, Order, contracts=[trimmed, usual_qty, has_customer, not_negative]
@@ -289,6 +314,7 @@ def test_stop_wins_over_reask_fix_and_warn() -> None:
 
 
 def test_the_healed_event_carries_warnings_dropped_and_fixed() -> None:
+    """The `healjson.healed` event carries the warnings and the fixed rules of the run."""
     seen: list[tuple[str, dict[str, Any]]] = []
 
     class Logger:
@@ -311,6 +337,7 @@ def test_the_healed_event_carries_warnings_dropped_and_fixed() -> None:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_policies_through_wrap_over_the_scripted_server(mode: str) -> None:
+    """Rule policies act the same through a wrapped openai client over HTTP, sync and async."""
     import openai
 
     from healjson.testing import ScriptedServer
@@ -362,6 +389,9 @@ class _Script:
 
 
 def test_a_warn_rule_never_stops_a_stream_and_the_outcome_equals_the_unstreamed_one() -> None:
+    """A broken `warn` rule never aborts a stream, and the streamed outcome equals the unstreamed
+    one, warnings included."""
+
     @contract(fields=("customer",), on_fail="warn")
     def short_name(o: Order) -> str | None:
         return "customer is usually short" if len(o.customer) > 3 else None
@@ -381,6 +411,9 @@ def test_a_warn_rule_never_stops_a_stream_and_the_outcome_equals_the_unstreamed_
 
 
 def test_a_reask_rule_still_stops_a_stream_early_but_not_when_a_stop_rule_could_end_it() -> None:
+    """A broken `reask` rule aborts a stream early, except when a `stop` rule could still end the
+    run on later text."""
+
     @contract(fields=("customer",))
     def short_name(o: Order) -> str | None:
         return "customer must be short" if len(o.customer) > 3 else None
@@ -412,6 +445,7 @@ def test_a_reask_rule_still_stops_a_stream_early_but_not_when_a_stop_rule_could_
 def test_streamed_and_unstreamed_runs_apply_the_policies_alike(
     healer: Healer[Any], replies: list[str]
 ) -> None:
+    """Streamed and unstreamed runs reach the same outcome under every mix of policies."""
     live = healer.run(ScriptedModel(replies), "x")
     stream = healer.stream(_Script(*replies), "x")
     list(stream)
@@ -442,6 +476,7 @@ def test_streamed_and_unstreamed_runs_apply_the_policies_alike(
     ],
 )
 def test_a_replayed_row_decides_as_the_live_run(healer: Healer[Any], replies: list[str]) -> None:
+    """A run replayed from stored replies decides as the live run did, policies included."""
     from healjson._core.run.replay import replied
     from healjson._core.wire.effects import ModelCall
 
@@ -497,6 +532,8 @@ RULES = st.lists(
 def test_policy_mixes_keep_their_promises(
     qtys: list[int], specs: list[tuple[str, int, str]]
 ) -> None:
+    """For any mix of item rules, warn rules never change the verdict and every non-warn rule
+    holds on every item of a healed value."""
     rules = [_rule(*spec) for spec in specs]
     reply = lines(*qtys)
     outcome = Healer(list[Line], item_contracts=rules, policy=HealPolicy(max_attempts=1)).run(
@@ -556,6 +593,7 @@ def _span_pack(fix: Any) -> Any:
 
 
 def test_check_pack_accepts_a_fix_that_fixes() -> None:
+    """`check_pack` passes a pack whose fix function really fixes its rule."""
     from healjson.testing import check_pack
 
     swap = _span_pack(lambda span: Span(low=span.high, high=span.low))
@@ -571,6 +609,7 @@ def test_check_pack_accepts_a_fix_that_fixes() -> None:
     ],
 )
 def test_check_pack_reports_a_fix_that_does_not_fix(fix: Any, message: str) -> None:
+    """`check_pack` reports a fix that leaves its rule broken, breaks the schema, or raises."""
     from healjson.testing import check_pack
 
     with pytest.raises(AssertionError, match=re.escape(message)):

@@ -67,6 +67,8 @@ def _ask(client: Any, **kwargs: Any) -> Any:
 def test_a_strict_request_answered_against_its_schema_is_flagged_and_warned_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """A strict-mode answer that breaks its schema flags its attempt `schema_not_enforced`, and
+    the client warns once, naming the target."""
     caplog.set_level(logging.WARNING, logger="healjson")
     with ScriptedServer([BROKEN, GOOD, BROKEN, GOOD]) as server:
         client = _openai(server)
@@ -86,6 +88,8 @@ def test_a_strict_request_answered_against_its_schema_is_flagged_and_warned_once
 
 
 def test_prose_around_a_strict_answer_is_not_enforced_even_when_healed_at_once() -> None:
+    """Prose around a strict-mode answer means the endpoint did not enforce the schema, even when
+    L1 heals it in one call."""
     with ScriptedServer([f"Here it is: {GOOD}"]) as server:
         outcome = _ask(_openai(server))
     assert isinstance(outcome, Healed)
@@ -95,6 +99,8 @@ def test_prose_around_a_strict_answer_is_not_enforced_even_when_healed_at_once()
 
 
 def test_a_degraded_run_keeps_the_flag_on_its_first_attempt() -> None:
+    """A degraded run keeps the `schema_not_enforced` flag on the first attempt only, where the
+    strict request was answered."""
     with ScriptedServer([BROKEN], repeat=True) as server:
         outcome = _ask(_openai(server), policy=healjson.HealPolicy(max_attempts=2))
     assert isinstance(outcome, Degraded)
@@ -111,12 +117,16 @@ def test_a_degraded_run_keeps_the_flag_on_its_first_attempt() -> None:
     ],
 )
 def test_what_the_endpoint_was_not_asked_to_enforce_is_not_flagged(reply: Any, why: str) -> None:
+    """A bound the dialect moved into a description, a token cut and a refusal are not breaches
+    of enforcement."""
     with ScriptedServer([reply, GOOD]) as server:
         outcome = _ask(_openai(server))
     assert Flag.SCHEMA_NOT_ENFORCED not in outcome.attempts[0].flags, why
 
 
 def test_a_contract_failure_is_not_a_schema_breach() -> None:
+    """A contract failure on a schema-valid strict answer is not flagged as unenforced."""
+
     @contract
     def adult(value: Person) -> Violation | None:
         return None if value.age >= 40 else Violation("must be 40 or more")
@@ -130,18 +140,23 @@ def test_a_contract_failure_is_not_a_schema_breach() -> None:
 
 @pytest.mark.parametrize("json_mode", ["json_object", "prompt"])
 def test_tiers_that_do_not_enforce_are_not_judged(json_mode: str) -> None:
+    """JSON mode and the prompt tier promise no schema, so their answers are never judged for
+    enforcement."""
     with ScriptedServer([BROKEN, GOOD]) as server:
         outcome = _ask(_openai(server, json_mode=json_mode))
     assert Flag.SCHEMA_NOT_ENFORCED not in outcome.attempts[0].flags
 
 
 def test_the_callers_own_response_format_is_not_judged() -> None:
+    """A caller's own `response_format` is not judged for enforcement."""
     with ScriptedServer([BROKEN, GOOD]) as server:
         outcome = _ask(_openai(server), response_format={"type": "json_object"})
     assert Flag.SCHEMA_NOT_ENFORCED not in outcome.attempts[0].flags
 
 
 def test_a_forced_tier_the_endpoint_refused_is_not_judged() -> None:
+    """After the endpoint refuses a forced strict tier, the answer to the stepped-down request is
+    not judged."""
     refused = ScriptedReply.error(400, "response_format json_schema is not supported")
     with ScriptedServer([refused, BROKEN, GOOD]) as server:
         outcome = _ask(_openai(server), json_mode="json_schema")
@@ -149,6 +164,7 @@ def test_a_forced_tier_the_endpoint_refused_is_not_judged() -> None:
 
 
 def test_a_constrained_tier_is_judged_against_the_full_schema() -> None:
+    """The `constrained` tier is judged against the full schema it sent, bounds included."""
     with ScriptedServer(['{"name": "Annabelle-Marie", "age": 31}', GOOD]) as server:
         outcome = _ask(_openai(server, json_mode="constrained"))
     # the server was sent maxLength 8: it did not enforce it
@@ -156,6 +172,7 @@ def test_a_constrained_tier_is_judged_against_the_full_schema() -> None:
 
 
 def test_a_streamed_strict_answer_is_judged_too() -> None:
+    """A strict-mode answer read to its end from a stream is judged for enforcement too."""
     with ScriptedServer([BROKEN, GOOD]) as server:
         # read to its end (an answer closed early is not judged: it has no end to read)
         policy = healjson.HealPolicy(stream_abort=False)
@@ -168,6 +185,7 @@ def test_a_streamed_strict_answer_is_judged_too() -> None:
 
 
 def test_anthropic_structured_output_is_judged() -> None:
+    """Anthropic's native structured output records its schema and is judged for enforcement."""
     with ScriptedServer([BROKEN, GOOD]) as server:
         sdk = anthropic.Anthropic(
             base_url=server.anthropic_base_url,
@@ -188,6 +206,7 @@ def test_anthropic_structured_output_is_judged() -> None:
 
 
 def test_anthropic_prompt_tier_is_not_judged() -> None:
+    """Anthropic's prompt tier is not judged for enforcement."""
     with ScriptedServer([BROKEN, GOOD]) as server:
         sdk = anthropic.Anthropic(
             base_url=server.anthropic_base_url,
@@ -203,6 +222,7 @@ def test_anthropic_prompt_tier_is_not_judged() -> None:
 
 
 def test_gemini_response_json_schema_is_judged() -> None:
+    """Gemini's `responseJsonSchema` records its schema and is judged for enforcement."""
     with ScriptedServer([BROKEN, GOOD]) as server:
         client = genai.Client(
             api_key="test-key",
@@ -248,6 +268,7 @@ def test_an_anthropic_native_stream_is_judged_early() -> None:
 
 
 def test_a_call_of_the_callers_own_tool_is_not_judged() -> None:
+    """A reply that calls the caller's own tool is not judged against the answer's schema."""
     tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
     called = ScriptedReply(
         content=None,

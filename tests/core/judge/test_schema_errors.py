@@ -141,6 +141,8 @@ def _vague(self: Any) -> Any:
 
 
 def test_a_validator_naming_no_field_involves_every_field() -> None:
+    """A model validator whose error names no field involves every field of the model."""
+
     class Vague(BaseModel):
         a: int
         b: int

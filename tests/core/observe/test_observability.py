@@ -97,6 +97,8 @@ def scripted(*replies: str) -> Any:
 
 
 def test_healed_in_two_gives_one_run_span_with_two_chat_spans(otel: Telemetry) -> None:
+    """A run healed in two calls gives one run span with two `chat <model>` client spans carrying
+    the GenAI and healjson attributes of each attempt."""
     healer = Healer(Ticket, contracts=[urgent_explains])
     outcome = healer.run(scripted(SHORT, GOOD), "My order is stuck", model="gpt-4o-mini")
 
@@ -133,6 +135,7 @@ def test_healed_in_two_gives_one_run_span_with_two_chat_spans(otel: Telemetry) -
 
 
 def test_a_degraded_run_span_is_an_error_with_its_reason(otel: Telemetry) -> None:
+    """A degraded run's span has error status and carries the outcome, the reason and layer L4."""
     healer = Healer(Ticket, policy=HealPolicy(max_attempts=2))
     outcome = healer.run(scripted("no json", "still none"), "go")
 
@@ -149,6 +152,8 @@ def test_a_degraded_run_span_is_an_error_with_its_reason(otel: Telemetry) -> Non
 
 
 def test_local_healing_is_layer_one_and_counts_the_tokens_it_saved(otel: Telemetry) -> None:
+    """A run healed locally is layer L1 on its span, which counts the tokens a repair call would
+    have cost."""
     outcome = Healer(Ticket).run(scripted("Sure: " + GOOD[:-1] + ",}"), "go")
 
     assert isinstance(outcome, Healed)
@@ -176,6 +181,9 @@ def test_a_span_made_inside_the_model_call_nests_under_the_attempt(otel: Telemet
 
 
 def test_twenty_concurrent_async_runs_keep_their_spans_apart(otel: Telemetry) -> None:
+    """Twenty concurrent async runs each get their own run span, with only their own attempts
+    under it."""
+
     async def call(messages: Any, **params: Any) -> str:
         await asyncio.sleep(0.01)
         text = messages[-1]["content"]
@@ -201,6 +209,7 @@ def test_twenty_concurrent_async_runs_keep_their_spans_apart(otel: Telemetry) ->
 
 
 def test_metrics_count_outcomes_attempts_and_attempts_per_run(otel: Telemetry) -> None:
+    """The metrics count outcomes by reason, attempts by strategy, and attempts per run."""
     healer = Healer(Ticket, contracts=[urgent_explains], policy=HealPolicy(max_attempts=2))
     healer.run(scripted(SHORT, GOOD), "a")
     healer.run(scripted("x", "y"), "b")
@@ -224,6 +233,7 @@ def test_metrics_count_outcomes_attempts_and_attempts_per_run(otel: Telemetry) -
 def test_content_is_recorded_only_when_opted_in(
     otel: Telemetry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Message content is on the chat span only when the GenAI capture-content variable opts in."""
     Healer(Ticket).run(scripted(GOOD), "the secret plan")
     chat = next(s for s in otel.finished() if s.name.startswith("chat"))
     assert "gen_ai.input.messages" not in (chat.attributes or {})
@@ -240,6 +250,8 @@ def test_content_is_recorded_only_when_opted_in(
 def test_no_secret_in_spans_or_log_records(
     otel: Telemetry, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """An API key the endpoint echoes reaches neither a span nor a log record, content capture
+    on."""
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
     echo = ScriptedReply(status=401, content=f"Incorrect API key provided: {KEY}")
     caplog.set_level(logging.INFO, logger="healjson")
@@ -271,6 +283,8 @@ def test_no_secret_in_spans_or_log_records(
 
 
 def test_stdlib_logging_gets_the_events_with_the_run_id(caplog: pytest.LogCaptureFixture) -> None:
+    """The stdlib `healjson` logger gets every event, each with the run's id in its fields and
+    message."""
     caplog.set_level(logging.DEBUG, logger="healjson")
     outcome = Healer(Ticket, contracts=[urgent_explains]).run(scripted(SHORT, GOOD), "go")
 
@@ -283,12 +297,15 @@ def test_stdlib_logging_gets_the_events_with_the_run_id(caplog: pytest.LogCaptur
 
 
 def test_stdlib_logging_is_quiet_by_default(caplog: pytest.LogCaptureFixture) -> None:
+    """At WARNING, the stdlib `healjson` logger hears nothing of a run that heals."""
     caplog.set_level(logging.WARNING, logger="healjson")
     Healer(Ticket).run(scripted(GOOD), "go")
     assert not [r for r in caplog.records if r.name == "healjson"]
 
 
 def test_set_logger_still_wins_over_stdlib(caplog: pytest.LogCaptureFixture) -> None:
+    """A logger given to `set_logger` gets the events instead of the stdlib logger."""
+
     class Sink:
         def __init__(self) -> None:
             self.events: list[tuple[str, dict[str, Any]]] = []
@@ -311,6 +328,7 @@ def test_without_an_sdk_there_are_no_spans() -> None:
 
 
 def test_run_ids_are_unique_and_on_outcome_and_trace() -> None:
+    """Every run gets its own id, kept on its outcome and in its record."""
     outcomes = [Healer(Ticket).run(scripted(GOOD), "go") for _ in range(50)]
     ids = {o.run_id for o in outcomes}
     assert 50 == len(ids)
@@ -333,6 +351,8 @@ def priced_call(*contents: str, model: str = "gpt-4o-mini") -> Any:
 
 
 def test_cost_is_known_for_a_priced_model_and_none_otherwise() -> None:
+    """`Usage.cost` is the price of a known model's tokens, and `None` for an unknown model or
+    estimated tokens."""
     from genai_prices import Usage as PriceUsage
     from genai_prices import calc_price
 
@@ -349,6 +369,7 @@ def test_cost_is_known_for_a_priced_model_and_none_otherwise() -> None:
 
 
 def test_cost_sums_over_attempts_and_models() -> None:
+    """A run's cost is the sum of its attempts' costs, across models, each kept as a part."""
     items = [(SHORT, "gpt-4o-mini"), (GOOD, "gpt-4o")]
 
     def call(messages: Any, **params: Any) -> healjson.Reply:
@@ -367,6 +388,8 @@ def test_cost_sums_over_attempts_and_models() -> None:
 
 
 def test_cost_budget_degrades_before_the_call_that_would_pass_it() -> None:
+    """A cost budget degrades with `budget_exceeded` before the call that would pass it, and a
+    looser one lets the run heal."""
     tight = Healer(Ticket, contracts=[urgent_explains], policy=HealPolicy(cost_budget=0.01))
     outcome = tight.run(priced_call(SHORT, GOOD), "go")
 
@@ -380,6 +403,7 @@ def test_cost_budget_degrades_before_the_call_that_would_pass_it() -> None:
 
 
 def test_cost_budget_must_be_positive() -> None:
+    """A cost budget of zero is refused when the policy is built."""
     with pytest.raises(ValueError, match="cost_budget"):
         HealPolicy(cost_budget=0)
 
@@ -433,6 +457,8 @@ def test_the_official_openai_instrumentation_nests_under_healjson_without_a_seco
 
 
 def test_the_run_span_counts_warnings_and_dropped_items(otel: Telemetry) -> None:
+    """The run span counts the run's warnings and dropped items."""
+
     @contract(fields=("summary",), on_fail="warn")
     def long_summary(ticket: Ticket) -> str | None:
         return "a summary is usually longer" if len(ticket.summary) < 10 else None

@@ -40,6 +40,8 @@ def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
 def test_a_responses_run_has_a_run_span_and_a_client_span_per_call(
     spans: InMemorySpanExporter,
 ) -> None:
+    """A run through the Responses API gets one run span and one client span per call, as a chat
+    run does."""
     with (
         ScriptedServer(
             ['{"number": "A", "total": "many"}', '{"number": "A", "total": 2}']
@@ -82,6 +84,8 @@ class _Instrumented:
 def test_an_instrumented_responses_create_is_detected(
     monkeypatch: pytest.MonkeyPatch, resource: type
 ) -> None:
+    """An OpenTelemetry-instrumented `Responses.create` (sync or async) is detected as SDK
+    instrumentation."""
     assert not telemetry.sdk_instrumented()
     monkeypatch.setattr(resource, "create", _Instrumented(vars(resource)["create"]))
     assert telemetry.sdk_instrumented()

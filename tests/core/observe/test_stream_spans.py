@@ -97,6 +97,9 @@ def test_spans_in_a_sync_loop_body_are_not_healjsons_children(spans: Spans, guar
 
 
 def test_spans_in_an_async_loop_body_are_not_healjsons_children(spans: Spans) -> None:
+    """Spans the caller opens while pulling an async stream's pieces are children of the caller's
+    span, not of healjson's."""
+
     async def pieces() -> AsyncIterator[str]:
         for piece in PIECES:
             with spans.app.start_as_current_span("pull"):

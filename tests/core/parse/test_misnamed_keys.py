@@ -91,6 +91,8 @@ class Given(BaseModel):
 @pytest.mark.parametrize("key", ["LIMIT", "Limit", "limit_", " limit", "LiMiT"])
 @pytest.mark.parametrize("limit", [7, 5])  # 5: the default's value, written: the field given
 def test_a_misnamed_key_for_a_defaulted_field_is_the_field(key: str, limit: int) -> None:
+    """A key spelling a defaulted field in another case or with stray spaces or underscores is
+    that field, even when its value equals the default."""
     outcome = healjson.validate(json.dumps({"query": "x", key: limit}), Search)
     assert isinstance(outcome, Healed)
     assert Search(query="x", limit=limit) == outcome.value
@@ -111,6 +113,8 @@ def test_a_misnamed_key_for_a_defaulted_field_is_the_field(key: str, limit: int)
 def test_camel_snake_alias_and_extra_keys_are_read_as_the_field(
     model: type[BaseModel], text: str, expected: BaseModel
 ) -> None:
+    """camelCase, kebab-case, alias spellings and case variants are read as the field, with no
+    extra key kept beside it, whatever the model's `extra` setting."""
     outcome = healjson.validate(text, model)
     assert isinstance(outcome, Healed)
     assert expected == outcome.value
@@ -119,6 +123,7 @@ def test_camel_snake_alias_and_extra_keys_are_read_as_the_field(
 
 
 def test_a_typed_dict_value_gets_the_field_too() -> None:
+    """A `TypedDict` target reads a misnamed key as its field too."""
     outcome = healjson.validate('{"query": "x", "LIMIT": 7}', Plain)
     assert isinstance(outcome, Healed)
     assert {"query": "x", "limit": 7} == outcome.value
@@ -137,6 +142,8 @@ def test_a_typed_dict_value_gets_the_field_too() -> None:
 def test_what_the_text_says_is_kept_unflagged(
     model: type[BaseModel], text: str, expected: BaseModel
 ) -> None:
+    """A field rightly left at its default, an exact key beside a variant, a key spelling no
+    field, and a populate-by-name key are kept as written and unflagged."""
     outcome = healjson.validate(text, model)
     assert isinstance(outcome, Healed)
     assert expected == outcome.value
@@ -144,6 +151,8 @@ def test_what_the_text_says_is_kept_unflagged(
 
 
 def test_two_keys_for_one_defaulted_field_fail_and_say_which() -> None:
+    """Two spellings of one defaulted field fail with a `misnamed_keys` diagnostic naming both
+    keys and the field."""
     outcome = healjson.validate('{"query": "x", "LIMIT": 7, "Limit": 8}', Search)
     assert isinstance(outcome, Degraded)
     (diagnostic,) = outcome.attempts[-1].diagnostics
@@ -155,6 +164,8 @@ def test_two_keys_for_one_defaulted_field_fail_and_say_which() -> None:
 
 
 def test_an_aligned_value_that_fails_is_a_diagnostic_not_the_default() -> None:
+    """A misnamed key whose value is invalid gives a diagnostic on the field, never the default
+    in its place."""
     outcome = healjson.validate('{"query": "x", "LIMIT": "many"}', Search)
     assert isinstance(outcome, Degraded)
     (diagnostic,) = outcome.attempts[-1].diagnostics
@@ -166,6 +177,8 @@ def test_an_aligned_value_that_fails_is_a_diagnostic_not_the_default() -> None:
 
 
 def test_nested_models_and_list_items() -> None:
+    """Misnamed keys are read as their fields inside nested models, list items and a bare list
+    target."""
     nested = healjson.validate('{"name": "n", "search": {"query": "x", "LIMIT": 7}}', Outer)
     assert isinstance(nested, Healed)
     assert 7 == nested.value.search.limit
@@ -182,6 +195,7 @@ def test_nested_models_and_list_items() -> None:
 
 
 def test_the_engine_first_step_and_parse_read_the_field() -> None:
+    """The engine's first step and `parse`, fenced or not, read a misnamed key as its field."""
     healer = healjson.Healer(Search)
     outcome = healer.run(lambda msgs, **p: '{"query": "x", "LIMIT": 7}', MESSAGES)
     assert isinstance(outcome, Healed)
@@ -231,6 +245,7 @@ def _stream(wrapped: Any, model: Any) -> Any:
 
 
 def test_a_streamed_answer_and_its_streamed_items_read_the_field() -> None:
+    """A streamed answer, and each item a stream hands out, read a misnamed key as its field."""
     answer = {"name": "n", "search": {"query": "x", "LIMIT": 7}}
     items = [{"query": "a", "LIMIT": 1}, {"query": "b"}, {"query": "c", "Limit": 3}]
     script = [
@@ -255,6 +270,8 @@ def test_a_streamed_answer_and_its_streamed_items_read_the_field() -> None:
 
 
 def test_a_streamed_item_with_two_keys_for_one_field_is_held() -> None:
+    """A streamed item with two spellings of one field is held and repaired, never handed out
+    with the default."""
     items = [{"query": "a", "LIMIT": 1, "Limit": 2}, {"query": "b"}]
     fixed = [{"query": "a", "limit": 1}, {"query": "b"}]
     script = [
@@ -290,6 +307,8 @@ def _schema_targets() -> bool:
 
 @pytest.mark.skipif(not _schema_targets(), reason="JSON Schema targets are not in this build")
 def test_a_json_schema_target_reads_the_field() -> None:
+    """A JSON Schema target reads a misnamed key as its field, in nested items too, and two
+    spellings of one field fail."""
     outcome = healjson.validate('{"query": "x", "LIMIT": 7}', _SCHEMA)
     assert isinstance(outcome, Healed)
     assert {"query": "x", "limit": 7} == outcome.value
@@ -417,6 +436,8 @@ def _respelled(draw: Any, data: Any) -> Any:
 @settings(max_examples=120, deadline=None)
 @given(st.data())
 def test_a_respelled_key_never_gives_way_to_the_default(data: st.DataObject) -> None:
+    """For generated models, a healed value holds every value the text wrote under any respelling
+    of its keys, never a default."""
     model, written = data.draw(_object(2))
     respelled = data.draw(_respelled(written))
     outcome = healjson.validate(json.dumps(respelled), model)
@@ -482,6 +503,8 @@ def test_pydantic_ai_tool_arguments_and_output_read_the_field() -> None:
 
 
 def test_pydantic_ai_two_keys_for_one_field_are_a_retry() -> None:
+    """In pydantic-ai, a tool call with two spellings of one field is retried, so the tool never
+    runs with the default."""
     replies = [
         ("search_tool", '{"query": "x", "LIMIT": 7, "Limit": 8}'),
         ("search_tool", '{"query": "x", "limit": 7}'),

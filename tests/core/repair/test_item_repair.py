@@ -40,6 +40,8 @@ class Model:
 
 
 def test_only_the_failed_items_are_asked_for_and_spliced_back() -> None:
+    """A list with broken items is repaired by asking for those items alone, naming the accepted
+    ones, and splicing the answers back at their indexes."""
     model = Model(lines(2, 0, 1, -1), [{"sku": "B", "qty": 1}, {"sku": "D", "qty": 4}])
     outcome = Healer(list[Line]).run(model, "List the order lines")
 
@@ -59,6 +61,8 @@ def test_only_the_failed_items_are_asked_for_and_spliced_back() -> None:
 
 
 def test_a_model_that_sends_the_whole_list_again_is_judged_as_it_is() -> None:
+    """A model that answers a per-item repair with the whole list again is judged on that list,
+    with no splice."""
     outcome = Healer(list[Line]).run(Model(lines(1, 0, 1), lines(1, 1, 1)), "go")
     assert isinstance(outcome, Healed)
     assert [line.qty for line in outcome.value] == [1, 1, 1]
@@ -66,6 +70,8 @@ def test_a_model_that_sends_the_whole_list_again_is_judged_as_it_is() -> None:
 
 
 def test_an_item_still_wrong_after_the_splice_is_asked_for_again() -> None:
+    """An item still wrong after the splice is asked for again alone, with the spliced list
+    quoted back."""
     model = Model(
         lines(1, 0, 0), [{"sku": "B", "qty": 1}, {"sku": "C", "qty": 0}], [{"sku": "C", "qty": 3}]
     )
@@ -85,6 +91,7 @@ def at_most_three(items: list[Line]) -> Violation | None:
 
 
 def test_a_list_level_failure_keeps_the_whole_value_repair() -> None:
+    """A failure of a list-level contract is repaired by asking for the whole value."""
     model = Model(lines(1, 1, 1, 1), lines(1, 1, 1))
     outcome = Healer(list[Line], contracts=[at_most_three]).run(model, "go")
     assert isinstance(outcome, Healed)
@@ -93,6 +100,8 @@ def test_a_list_level_failure_keeps_the_whole_value_repair() -> None:
 
 def test_the_spliced_list_meets_the_list_level_contracts_too() -> None:
     # item [1] fails its schema (contracts wait for a valid list); spliced, the list is too long
+    """A spliced list is judged by the list-level contracts too, and their failure brings a
+    whole-value repair."""
     model = Model(lines(1, 0, 1, 1), [{"sku": "B", "qty": 1}], lines(1, 1, 1))
     policy = HealPolicy(max_attempts=3)
     outcome = Healer(list[Line], contracts=[at_most_three], policy=policy).run(model, "go")
@@ -106,12 +115,15 @@ def test_the_spliced_list_meets_the_list_level_contracts_too() -> None:
 
 
 def test_every_item_failing_keeps_the_whole_value_repair() -> None:
+    """When every item fails, the repair asks for the whole value rather than each item."""
     outcome = Healer(list[Line]).run(Model(lines(0, 0), lines(1, 1)), "go")
     assert isinstance(outcome, Healed)
     assert outcome.attempts[1].strategy is Strategy.REPAIR
 
 
 def test_an_object_target_never_gets_a_per_item_repair() -> None:
+    """A list inside an object target is repaired with the whole object, never per item."""
+
     class Order(BaseModel):
         lines: list[Line]
 
@@ -122,6 +134,8 @@ def test_an_object_target_never_gets_a_per_item_repair() -> None:
 
 
 def test_the_per_item_prompt_round_trips_through_to_dict() -> None:
+    """A per-item repair prompt survives `to_dict` and `outcome_from_dict` with its items and
+    renders the same text."""
     outcome = Healer(list[Line], policy=HealPolicy(max_attempts=2)).run(
         Model(lines(1, 0, 1), [{"sku": "B", "qty": 0}]), "go"
     )
@@ -134,6 +148,8 @@ def test_the_per_item_prompt_round_trips_through_to_dict() -> None:
 
 
 def test_a_streamed_list_hands_out_its_items_in_order_the_bad_one_once_repaired() -> None:
+    """A streamed list over HTTP hands out its items in order, the bad one once repaired by a
+    per-item request."""
     first = ScriptedReply(content=json.dumps(lines(1, 0, 2, 3)), chunk_chars=6)
     fixed = ScriptedReply(content=json.dumps([{"sku": "B", "qty": 5}]), chunk_chars=6)
     with ScriptedServer([first, fixed]) as server:
@@ -160,6 +176,7 @@ def test_a_streamed_list_hands_out_its_items_in_order_the_bad_one_once_repaired(
 def test_any_subset_of_bad_items_heals_in_one_repair_asking_for_just_those(
     qtys: list[int], data: st.DataObject
 ) -> None:
+    """Any subset of bad items heals in one repair that asks for exactly those items."""
     bad = data.draw(
         st.sets(st.integers(0, len(qtys) - 1), min_size=1, max_size=len(qtys) - 1), label="bad"
     )

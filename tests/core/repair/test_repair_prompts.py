@@ -221,6 +221,8 @@ def _ordered(span: _Span) -> healjson.Violation | None:
     ],
 )
 def test_a_complete_value_failing_l2_in_a_cut_reply_is_a_truncation(text: str, also: str) -> None:
+    """A closed value in a reply cut by the token limit that fails L2 is a truncation, where the
+    same reply uncut is `invalid_output`."""
     outcome = healjson.validate(text, _Span, contracts=[_ordered], finish_reason="length")
     assert isinstance(outcome, healjson.Degraded)
     assert healjson.Reason.TOKEN_TRUNCATED == outcome.reason
@@ -233,6 +235,7 @@ def test_a_complete_value_failing_l2_in_a_cut_reply_is_a_truncation(text: str, a
 
 
 def test_a_complete_valid_value_in_a_cut_reply_is_still_accepted() -> None:
+    """A closed, valid value in a reply cut by the token limit is still accepted."""
     outcome = healjson.validate('{"start": 1, "end": 2}', _Span, finish_reason="length")
     assert isinstance(outcome, healjson.Healed)
     assert _Span(start=1, end=2) == outcome.value

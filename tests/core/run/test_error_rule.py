@@ -96,6 +96,8 @@ MODES = ["run", "arun", "heal", "heal-async"]
 def test_provider_and_transport_failures_degrade(
     mode: str, exc: BaseException, reason: Reason
 ) -> None:
+    """Provider and transport failures degrade after one call with their reason, from `run`,
+    `arun` and `@heal` alike."""
     outcome = _run(mode, Healer(Item), exc)
     assert isinstance(outcome, Degraded)
     assert reason == outcome.reason
@@ -105,6 +107,8 @@ def test_provider_and_transport_failures_degrade(
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("exc", RAISED)
 def test_a_bug_in_the_callers_code_propagates_unchanged(mode: str, exc: BaseException) -> None:
+    """An exception that is a bug in the caller's code propagates as the very same object, from
+    every entry point."""
     with pytest.raises(type(exc)) as raised:
         _run(mode, Healer(Item), exc)
     assert raised.value is exc
@@ -112,6 +116,7 @@ def test_a_bug_in_the_callers_code_propagates_unchanged(mode: str, exc: BaseExce
 
 @pytest.mark.parametrize("mode", MODES)
 def test_declared_provider_errors_degrade(mode: str) -> None:
+    """An exception type declared in `HealPolicy.provider_errors` degrades as `api_error`."""
     healer = Healer(Item, policy=HealPolicy(provider_errors=(GatewayDown,)))
     outcome = _run(mode, healer, GatewayDown("503 from the gateway"))
     assert isinstance(outcome, Degraded)
@@ -136,5 +141,7 @@ def test_a_return_value_healjson_cannot_read_is_an_api_error() -> None:
 
 @pytest.mark.parametrize("bad", [(ValueError(),), [ValueError], (int,), "ValueError"])
 def test_provider_errors_must_be_exception_types(bad: Any) -> None:
+    """`provider_errors` holding anything but exception types is refused when the policy is
+    built."""
     with pytest.raises(ValueError, match="provider_errors"):
         HealPolicy(provider_errors=bad)

@@ -58,12 +58,15 @@ _REPLIES = st.one_of(
 
 @given(reply=_REPLIES)
 def test_the_fast_path_reaches_the_loops_outcome(reply: Any) -> None:
+    """For any first reply, the fast path reaches the same outcome as the full loop."""
     healer = healjson.Healer(Item, policy=healjson.HealPolicy(max_attempts=1))
     fast = healer.run(lambda msgs, **params: reply, MESSAGES, model="m")
     assert comparable(fast) == comparable(loop_outcome(healer, reply))
 
 
 def test_the_fast_path_serves_a_clean_first_reply_in_one_call() -> None:
+    """The fast path serves a clean first reply in one call, with the call's parameters kept on
+    the attempt and usage estimated."""
     calls: list[Any] = []
 
     def call(msgs: Any, **params: Any) -> str:
@@ -96,6 +99,8 @@ def test_a_declined_first_reply_is_not_asked_for_twice() -> None:
 
 
 def test_the_async_fast_path_matches_too() -> None:
+    """The async fast path reaches the same outcome as the full loop."""
+
     async def call(msgs: Any, **params: Any) -> str:
         return '{"name": "x", "qty": 3}'
 
@@ -105,6 +110,7 @@ def test_the_async_fast_path_matches_too() -> None:
 
 
 def test_contracts_take_the_loop() -> None:
+    """With contracts, the first reply goes through the loop, which runs each contract once."""
     seen = []
 
     @healjson.contract(fields=("qty",))

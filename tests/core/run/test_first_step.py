@@ -129,6 +129,8 @@ def test_what_listens_changes_neither_the_outcome_nor_the_calls(
 @settings(max_examples=60, deadline=None)
 @given(fates=st.lists(_FATES, min_size=1, max_size=3))
 def test_the_async_driver_reaches_the_sync_drivers_outcome(fates: list[Any]) -> None:
+    """For any sequence of replies and failures, the async driver makes the same calls and
+    reaches the same outcome as the sync driver."""
     healer = healjson.Healer(Item)
 
     def async_call(log: list[Any]) -> Callable[..., Any]:
@@ -162,6 +164,8 @@ def _count_loop_states(mp: pytest.MonkeyPatch) -> list[Any]:
 
 
 def test_a_clean_sdk_completion_is_healed_in_one_call_without_the_loop() -> None:
+    """A clean SDK completion heals in one call without building any loop state, with its usage
+    and model read."""
     healer = healjson.Healer(Item)
     calls: list[Any] = []
     with pytest.MonkeyPatch.context() as mp:
@@ -222,6 +226,8 @@ def _drained(stream: Any) -> Any:
 
 
 def test_a_listener_gets_every_event_of_a_run_healed_at_the_first_step() -> None:
+    """A run healed at the first step still sends its attempt and healed events, with its run id,
+    to a listening logger."""
     sink = _Sink()
     healer = healjson.Healer(Item)
     with healjson.set_logger(sink):
@@ -232,6 +238,8 @@ def test_a_listener_gets_every_event_of_a_run_healed_at_the_first_step() -> None
 
 
 def test_a_declined_first_reply_continues_in_the_loop_with_the_same_run_id() -> None:
+    """A first reply the first step declines continues in the loop, whose repair names the
+    missing field."""
     calls: list[Any] = []
     healer = healjson.Healer(Item)
     outcome = healer.run(scripted(['{"name": "x"}', '{"name": "x", "qty": 2}'], calls), MESSAGES)
@@ -242,6 +250,9 @@ def test_a_declined_first_reply_continues_in_the_loop_with_the_same_run_id() -> 
 
 
 def test_an_error_in_the_callers_own_code_is_raised_as_the_loop_raises_it() -> None:
+    """A bug in the caller's call function propagates from the first step as it does from the
+    loop."""
+
     def broken(messages: Any, **params: Any) -> Any:
         raise KeyError("a bug in the caller's call function")
 
@@ -250,6 +261,7 @@ def test_an_error_in_the_callers_own_code_is_raised_as_the_loop_raises_it() -> N
 
 
 def test_a_provider_failure_on_the_first_call_degrades_with_its_reason() -> None:
+    """A provider failure on the first call degrades with `api_error`."""
     healer = healjson.Healer(Item, policy=healjson.HealPolicy(max_attempts=2))
     outcome = healer.run(scripted(["raise-sdk", "raise-sdk"], []), MESSAGES)
     assert isinstance(outcome, Degraded)
@@ -257,6 +269,8 @@ def test_a_provider_failure_on_the_first_call_degrades_with_its_reason() -> None
 
 
 def test_a_sync_call_that_returns_an_awaitable_is_awaited() -> None:
+    """A sync call function that returns an awaitable has it awaited, and its answer heals."""
+
     async def reply() -> str:
         return '{"name": "x", "qty": 4}'
 
@@ -266,6 +280,8 @@ def test_a_sync_call_that_returns_an_awaitable_is_awaited() -> None:
 
 
 def test_a_deadline_takes_the_loop_and_still_limits_the_first_call() -> None:
+    """With a deadline, a slow first call is cut off by it and the run degrades with `timeout`."""
+
     def slow(messages: Any, **params: Any) -> str:
         time.sleep(3.0)
         return '{"name": "x", "qty": 1}'

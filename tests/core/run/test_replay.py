@@ -49,6 +49,8 @@ REPLIES = st.one_of(
 def test_a_replayed_run_asks_what_the_live_run_sent_and_ends_the_same(
     replies: list[Any], attempts: int
 ) -> None:
+    """A run replayed from the live run's replies asks for exactly what the live run sent and
+    ends with the same outcome."""
     healer = Healer(Span, contracts=[ordered], policy=HealPolicy(max_attempts=attempts))
     sent: list[list[dict[str, Any]]] = []
     script = iter(replies)
@@ -79,6 +81,7 @@ def test_a_replayed_run_asks_what_the_live_run_sent_and_ends_the_same(
 
 
 def test_a_failed_call_is_a_degraded_run_with_its_reason() -> None:
+    """A stored failed call replays as a degraded run with that failure's reason and message."""
     healer = Healer(Span)
     outcome = healer._replay("x", [failed("timeout", "the batch window ended")])
     assert isinstance(outcome, Degraded)
@@ -87,6 +90,7 @@ def test_a_failed_call_is_a_degraded_run_with_its_reason() -> None:
 
 
 def test_a_reply_healjson_cannot_read_is_an_api_error() -> None:
+    """A stored reply healjson cannot read is an `api_error` failure."""
     result = replied(object())
     assert result.reply is None
     assert result.failure is not None
@@ -94,6 +98,7 @@ def test_a_reply_healjson_cannot_read_is_an_api_error() -> None:
 
 
 def test_results_beyond_the_outcome_are_ignored() -> None:
+    """Stored results after the one that decides the outcome are ignored."""
     healer = Healer(Span)
     ok = replied('{"low": 1, "high": 2}')
     outcome = healer._replay("x", [ok, replied("junk"), ok])
@@ -102,6 +107,7 @@ def test_results_beyond_the_outcome_are_ignored() -> None:
 
 
 def test_a_replay_emits_no_events() -> None:
+    """A replayed run sends no events, where the live run did."""
     seen: list[Any] = []
 
     class Logger:
@@ -122,6 +128,7 @@ def test_a_replay_emits_no_events() -> None:
 
 
 def test_replay_closes_the_flow_it_stops() -> None:
+    """A replay that stops at the next model call closes the flow it stopped."""
     closed: list[bool] = []
 
     def flow() -> Any:

@@ -66,6 +66,8 @@ def run(replies: list[Reply], attempts: int) -> tuple[Any, list[Any]]:
 @settings(max_examples=150, deadline=None)
 @given(data=st.data(), order=orders)
 def test_a_broken_call_is_healed_exactly_or_asked_again_alone(data: Any, order: Order) -> None:
+    """However a call's arguments are broken, the run heals them to exactly the model's meaning
+    locally, or asks for that call again alone."""
     broken: Corruption = data.draw(corrupted(order))
     made = ToolCall("order", broken.text, "call_order")
     fixed = ToolCall("order", order.model_dump_json(), "call_again")
@@ -94,6 +96,8 @@ def test_a_broken_call_is_healed_exactly_or_asked_again_alone(data: Any, order: 
 @settings(max_examples=100, deadline=None)
 @given(data=st.data(), order=orders)
 def test_a_call_never_saved_degrades_with_every_call_as_sent(data: Any, order: Order) -> None:
+    """A call no repair saves degrades with every call kept exactly as sent, unless a local
+    repair heals it exactly."""
     broken: Corruption = data.draw(corrupted(order))
     wrong = json.dumps({**order.model_dump(mode="json"), "qty": "a few"})
     texts = [broken.text, wrong]
@@ -120,6 +124,8 @@ def test_a_call_never_saved_degrades_with_every_call_as_sent(data: Any, order: O
 
 
 def test_a_tool_run_reports_its_attempts_and_outcome_to_the_logger() -> None:
+    """A tool-call run reports its attempts, repair request and outcome to the logger, each with
+    the run's id."""
     import healjson
 
     seen: list[tuple[str, Any]] = []
@@ -146,6 +152,8 @@ def test_a_tool_run_reports_its_attempts_and_outcome_to_the_logger() -> None:
 
 
 def test_empty_arguments_are_the_no_argument_object() -> None:
+    """Empty arguments of a call to a tool without parameters are its no-argument object."""
+
     class NoArgs(BaseModel):
         pass
 
@@ -159,6 +167,8 @@ def test_empty_arguments_are_the_no_argument_object() -> None:
 
 
 def test_a_refusal_degrades_or_is_asked_again_as_the_policy_says() -> None:
+    """A refusal in a tool run degrades with `refusal`, or is asked again when the policy says
+    `on_refusal="retry"`."""
     refused = Reply(None, "stop", refusal="I cannot help with that.")
     good = Reply(None, "tool_calls", tool_calls=(PING,))
     outcome, sent = run([refused, good], attempts=2)
@@ -180,6 +190,8 @@ def test_a_refusal_degrades_or_is_asked_again_as_the_policy_says() -> None:
 
 
 def test_a_repair_with_the_whole_set_again_is_judged_as_a_new_set() -> None:
+    """A repair answered with the whole set of calls again is judged as a new set, keeping the
+    first answer's text."""
     bad = ToolCall("order", '{"sku": "A", "qty": "x", "gift": false, "notes": []}', "c1")
     good = ToolCall("order", '{"sku": "A", "qty": 2, "gift": false, "notes": []}', "c3")
     first = Reply("Both.", "tool_calls", tool_calls=(PING, bad))
@@ -194,6 +206,7 @@ def test_a_repair_with_the_whole_set_again_is_judged_as_a_new_set() -> None:
 
 
 def test_calls_without_ids_or_with_one_id_get_distinct_ids() -> None:
+    """Calls without ids, or sharing one id, get distinct ids."""
     one = ToolCall("ping", '{"host": "a"}')
     two = ToolCall("ping", '{"host": "b"}', "same")
     three = ToolCall("ping", '{"host": "c"}', "same")
@@ -203,6 +216,8 @@ def test_calls_without_ids_or_with_one_id_get_distinct_ids() -> None:
 
 
 def test_a_call_to_another_tool_than_the_forced_one_is_broken() -> None:
+    """A call to another tool than the forced one is a broken answer that names the tool it must
+    call."""
     tools = {"order": Tool("order", target_for(Order)), "ping": Tool("ping", target_for(Ping))}
     forced = ToolSpec(tools, HealPolicy(max_attempts=1), required="order")
     flow = tools_flow(forced, USER, {}, ContractContext())
@@ -215,6 +230,8 @@ def test_a_call_to_another_tool_than_the_forced_one_is_broken() -> None:
 
 
 def test_repair_requests_are_bounded_and_do_not_grow_with_the_rounds() -> None:
+    """A tool run's repair requests quote text and arguments within their caps and do not grow
+    with the rounds."""
     from healjson._core.repair.prompt import MAX_ANSWER_CHARS
 
     huge = "x" * 40_000

@@ -43,6 +43,8 @@ DATA: dict[str, Any] = {
 
 
 def test_a_model_field_of_an_optional_model_is_a_partial_of_that_model() -> None:
+    """A snapshot's field typed as a model (optional or not) reads as a `Partial` of that model,
+    and a union of models as the raw data."""
     snap = Partial(DATA, Order)
     assert isinstance(snap.customer, Partial)
     assert snap.customer.name == "Ada"
@@ -52,6 +54,8 @@ def test_a_model_field_of_an_optional_model_is_a_partial_of_that_model() -> None
 
 
 def test_list_items_of_a_model_are_partials_and_other_items_are_as_received() -> None:
+    """A snapshot's list items of a model read as `Partial`s (through `Annotated` and tuples
+    too), and other items as received."""
     snap = Partial(DATA, Order)
     first, raw, cut = snap.lines
     assert isinstance(first, Partial)
@@ -64,10 +68,13 @@ def test_list_items_of_a_model_are_partials_and_other_items_are_as_received() ->
 
 
 def test_an_aliased_field_is_read_by_its_name() -> None:
+    """A snapshot reads an aliased field by its Python name."""
     assert Partial(DATA, Order).ref == "R-1"
 
 
 def test_a_name_the_model_does_not_have_is_an_attribute_error() -> None:
+    """Reading a name the model does not have, or a private name, from a snapshot raises
+    `AttributeError`."""
     snap = Partial(DATA, Order)
     with pytest.raises(AttributeError, match="'Order' has no field 'nope'"):
         _ = snap.nope
@@ -76,6 +83,8 @@ def test_a_name_the_model_does_not_have_is_an_attribute_error() -> None:
 
 
 def test_before_an_object_arrives_every_field_reads_none() -> None:
+    """Before an object arrives (nothing, an empty string, a list), every field of a snapshot
+    reads `None`."""
     for data in (None, "", [1]):
         snap = Partial(data, Order)
         assert snap.customer is None
@@ -83,6 +92,8 @@ def test_before_an_object_arrives_every_field_reads_none() -> None:
 
 
 def test_a_partial_without_a_model_reads_keys_as_they_came() -> None:
+    """A snapshot without a model reads keys by attribute or index as they came, `None` for those
+    not arrived."""
     snap: Partial[Any] = Partial({"a": 1})
     assert snap.a == 1
     assert snap.b is None
@@ -92,6 +103,7 @@ def test_a_partial_without_a_model_reads_keys_as_they_came() -> None:
 
 
 def test_a_list_snapshot_is_indexed_and_iterated_as_its_items() -> None:
+    """A list snapshot is indexed and iterated as its items, `None` past the ones arrived."""
     snap: Partial[Any] = Partial([{"sku": "a", "qty": 1}, {"sku": "b"}], list[Line], complete=True)
     assert len(snap) == 2
     assert snap[0].sku == "a"
@@ -102,6 +114,7 @@ def test_a_list_snapshot_is_indexed_and_iterated_as_its_items() -> None:
 
 
 def test_a_scalar_snapshot_has_no_items() -> None:
+    """A scalar snapshot has no items, and a string still arriving has its length so far."""
     snap: Partial[Any] = Partial(3)
     assert snap[0] is None
     assert list(snap) == []
@@ -110,6 +123,7 @@ def test_a_scalar_snapshot_has_no_items() -> None:
 
 
 def test_snapshots_are_equal_by_their_data_and_unhashable() -> None:
+    """Snapshots are equal by their data alone, never equal to a plain dict, and unhashable."""
     assert Partial({"a": 1}, Order) == Partial({"a": 1}, Customer)
     assert Partial({"a": 1}) != Partial({"a": 2})
     assert Partial({"a": 1}) != {"a": 1}  # a view is no dict
@@ -118,6 +132,7 @@ def test_snapshots_are_equal_by_their_data_and_unhashable() -> None:
 
 
 def test_to_dict_is_a_deep_copy_the_caller_may_change() -> None:
+    """A snapshot's `to_dict()` is a deep copy: changing it leaves the stream's data as it was."""
     data = {"lines": [{"sku": "a"}]}
     copy = Partial(data, Order).to_dict()
     copy["lines"][0]["sku"] = "changed"

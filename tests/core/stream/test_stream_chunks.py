@@ -32,6 +32,8 @@ def openai_chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any)
 
 
 def test_openai_chunks_content_reasoning_tool_arguments_and_usage() -> None:
+    """An OpenAI chat chunk is read into its text, reasoning, tool arguments and name, finish
+    reason, and (on the last, choice-less chunk) usage."""
     assert "ab" == read_chunk(openai_chunk({"content": "ab"})).text
     assert "hm" == read_chunk(openai_chunk({"reasoning_content": "hm"})).reasoning
     tool = {"index": 0, "function": {"name": "Order", "arguments": '{"a"'}}
@@ -57,6 +59,8 @@ def anthropic_event(data: dict[str, Any]) -> Any:
 
 
 def test_anthropic_events() -> None:
+    """Anthropic stream events are read into their usage and model, text, tool arguments and stop
+    reason."""
     start = anthropic_event(
         {
             "type": "message_start",
@@ -98,6 +102,8 @@ def test_anthropic_events() -> None:
 
 
 def test_gemini_pieces() -> None:
+    """A Gemini stream piece is read into its text, its finish reason (`MAX_TOKENS` as `length`)
+    and its usage."""
     piece = genai.GenerateContentResponse.model_validate(
         {
             "candidates": [
@@ -115,6 +121,8 @@ def test_gemini_pieces() -> None:
 
 
 def test_text_pieces_and_unknown_chunks() -> None:
+    """A text or UTF-8 bytes chunk is read as text, and a chunk of no known shape raises
+    `TypeError` naming a stream chunk."""
     assert "x" == read_chunk("x").text
     assert "é" == read_chunk("é".encode()).text
     with pytest.raises(TypeError, match="stream chunk"):
@@ -138,6 +146,8 @@ def feed(session: StreamSession, text: str, size: int = 3) -> None:
 
 
 def test_session_accepts_good_items_and_holds_bad_ones_with_located_diagnostics() -> None:
+    """A list stream's session accepts each valid item and holds a bad one with diagnostics at
+    its path, never aborting."""
     session = StreamSession(target_for(list[Item]), one_value=True)
     feed(session, json.dumps([{"sku": "A", "qty": 1}, {"sku": "B", "qty": 0}]))
 
@@ -147,6 +157,7 @@ def test_session_accepts_good_items_and_holds_bad_ones_with_located_diagnostics(
 
 
 def test_session_aborts_on_a_closed_field_outside_its_schema() -> None:
+    """A session aborts once a closed field breaks its schema, naming that field."""
     session = StreamSession(target_for(Pair), one_value=True)  # a JSON-mode request
     feed(session, '{"low": 1, "high": 500, "note": "')
 
@@ -155,6 +166,9 @@ def test_session_aborts_on_a_closed_field_outside_its_schema() -> None:
 
 
 def test_session_runs_a_contract_once_its_fields_have_arrived() -> None:
+    """A session runs a contract only once every field it names has arrived, then aborts on its
+    violation."""
+
     @contract(fields=("low", "high"))
     def ordered(pair: Pair) -> Violation | None:
         return Violation("low must not exceed high") if pair.low > pair.high else None
@@ -168,6 +182,8 @@ def test_session_runs_a_contract_once_its_fields_have_arrived() -> None:
 
 
 def test_session_leaves_async_contracts_to_the_final_check() -> None:
+    """A session never runs an async contract mid-stream: it is left to the final check."""
+
     @contract(fields=("low",))
     async def remote(pair: Pair) -> Violation | None:
         return Violation("never")
@@ -178,6 +194,8 @@ def test_session_leaves_async_contracts_to_the_final_check() -> None:
 
 
 def test_session_usage_pieces_merge_and_the_reply_keeps_everything() -> None:
+    """A session merges usage reported in pieces, and its reply keeps the text, finish reason,
+    reasoning and model."""
     session = StreamSession(target_for(Pair))
     session.feed(Delta(usage=Usage(10, 0), model="m"))
     session.feed(Delta(reasoning="think"))
@@ -195,6 +213,8 @@ def test_session_usage_pieces_merge_and_the_reply_keeps_everything() -> None:
 
 
 def test_tool_arguments_are_the_answer_in_tool_mode() -> None:
+    """In tool mode, the tool call's streamed arguments are the answer the snapshots and the
+    reply hold."""
     session = StreamSession(target_for(Pair))
     session.feed(Delta(tool_name="Pair", tool_arguments='{"low": 1, '))
     snapshot = session.feed(Delta(tool_arguments='"high": 2}'))
@@ -218,4 +238,6 @@ def test_a_long_string_gives_few_snapshots() -> None:
     [(list[Item], Item), (tuple[Item, ...], Item), (Item, None), (tuple[int, str], None)],
 )
 def test_list_item_types(annotation: Any, item: Any) -> None:
+    """`list_item_type` gives the item type of a list or a homogeneous tuple, and `None` for
+    anything else."""
     assert item is list_item_type(annotation)

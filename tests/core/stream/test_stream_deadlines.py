@@ -126,6 +126,8 @@ def _closed_early(server: ScriptedServer) -> None:
 
 @pytest.mark.parametrize("name", list(WIRES))
 def test_openai_sync_stream_ends_at_the_deadline(name: str) -> None:
+    """A sync openai stream that stalls anywhere (first byte, first event, mid-stream) ends at
+    the run's deadline, its reader closed."""
     with ScriptedServer([WIRES[name]]) as server:
         sdk = _openai(server, timeout=10)
         stream = healjson.wrap(sdk).chat.completions.create(
@@ -144,6 +146,9 @@ def test_openai_sync_stream_ends_at_the_deadline(name: str) -> None:
 
 @pytest.mark.parametrize("name", list(WIRES))
 def test_openai_async_stream_ends_at_the_deadline(name: str) -> None:
+    """An async openai stream that stalls anywhere ends at the run's deadline, closed early on
+    the server's side."""
+
     async def main(server: ScriptedServer) -> tuple[Any, float]:
         sdk = _async_openai(server, timeout=10)
         async with sdk:
@@ -215,6 +220,7 @@ def _gemini(server: ScriptedServer, session: Any = None) -> Any:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_gemini_stream_with_a_slow_first_event_ends_at_the_deadline(mode: str) -> None:
+    """A Gemini stream whose first event is slow ends at the run's deadline, sync and async."""
     healer = Healer(Order, policy=POLICY)
     with ScriptedServer([WIRES["slow first event"]]) as server:
         if mode == "sync":
@@ -273,6 +279,9 @@ def test_a_plain_iterable_that_stalls_ends_at_the_deadline() -> None:
 
 
 def test_an_async_iterable_that_stalls_ends_at_the_deadline() -> None:
+    """An async iterable that stalls mid-answer ends at the deadline, keeping the text that
+    arrived."""
+
     async def pieces() -> AsyncIterator[str]:
         yield GOOD[:19]
         await asyncio.sleep(LONG)

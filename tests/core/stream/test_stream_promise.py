@@ -283,6 +283,8 @@ def test_what_a_one_value_stream_stops_early_on_is_a_breach_the_whole_text_has_t
 
 
 def test_a_contract_that_raises_ends_contract_error_after_one_call_streamed_as_unstreamed() -> None:
+    """A contract that raises ends the run with `contract_error` after one call, streamed as
+    unstreamed."""
     healer = Healer(Box, contracts=[broken_rule])
     text = '{"qty": 2, "label": "ok"}'
     script = StreamScript(chunks_of(text, [5, 10, 15]), GOOD_BOX, GOOD_BOX, tool=True)
@@ -295,6 +297,7 @@ def test_a_contract_that_raises_ends_contract_error_after_one_call_streamed_as_u
 
 
 def test_instructor_create_partial_heals_a_number_word_in_one_call() -> None:
+    """instructor's `create_partial` through `wrap` heals a number word locally in one call."""
     instructor = pytest.importorskip("instructor")
     openai = pytest.importorskip("openai")
     from healjson.testing import ScriptedReply, ScriptedServer
@@ -359,6 +362,8 @@ def test_an_item_handed_out_is_in_the_final_value_at_its_index(
     odd: bool,
     streamed_repairs: bool,
 ) -> None:
+    """Whatever the stream, draft, rules and repair, every item a stream hands out is in the
+    final value at its index, or the stream says it was retracted."""
     text = lines(*first, sku="AKCDEFGH" if odd else "ABCDEFGH")
     if draft:  # a draft list, then the answer
         text, tool = f"Draft: {lines(9, 9, sku='XY')}\nFinal: {text}", False
@@ -406,6 +411,8 @@ def test_a_list_rule_holds_items_until_the_answer_is_judged() -> None:
 
 
 def test_a_draft_list_before_the_answer_hands_out_nothing_of_the_draft() -> None:
+    """A draft list written before the answer hands out none of its items when the last answer is
+    chosen."""
     text = f"For example: {lines(1, 1, sku='XY')}\nThe answer: {lines(2, 3)}"
     stream = Healer(list[Line], policy=healjson.HealPolicy(on_ambiguity="last")).stream(
         StreamScript(chunks_of(text, list(range(0, len(text), 6)))), "lines?"
@@ -415,6 +422,7 @@ def test_a_draft_list_before_the_answer_hands_out_nothing_of_the_draft() -> None
 
 
 def test_an_item_healed_locally_in_a_one_call_run_is_streamed_not_repaired() -> None:
+    """An item L1 heals locally in a one-call run is reported as streamed, not repaired."""
     text = lines(1, "two", 3)  # L1 reads the number word at the end: no repair call
     script = StreamScript(chunks_of(text, [4, 11, 30]), tool=True)
     stream = Healer(list[Line]).stream(script, "x")
@@ -425,6 +433,7 @@ def test_an_item_healed_locally_in_a_one_call_run_is_streamed_not_repaired() -> 
 
 
 def test_a_repair_that_rewrites_the_whole_list_reports_the_item_it_replaced() -> None:
+    """A repair that rewrites the whole list reports the item handed out before it as retracted."""
     text = lines(1, 0)
     script = StreamScript(chunks_of(text, [5, 20, 30]), lines(2, 2, sku="PQ"), tool=True)
     stream = Healer(list[Line]).stream(script, "lines?")
@@ -492,6 +501,8 @@ CUT = [
 def test_a_stream_that_stops_mid_value_with_no_finish_reason_is_never_healed_from_it(
     chunks: Any, target: Any, cut: str, whole: str, value: Any
 ) -> None:
+    """A stream that stops mid-value with no finish reason is a truncation and is repaired, never
+    healed from the cut value, in every wire format."""
     replies = [chunks(cut, None), whole]
 
     def call(messages: Any, **params: Any) -> Any:
@@ -507,6 +518,8 @@ def test_a_stream_that_stops_mid_value_with_no_finish_reason_is_never_healed_fro
 
 @pytest.mark.parametrize("chunks", FORMATS)
 def test_a_known_ending_or_a_complete_value_heals_from_the_stream(chunks: Any) -> None:
+    """A stream with a known ending, or whose value is complete (a closed object or string, a
+    sentence's full stop), heals from the stream itself."""
     cases: list[tuple[Any, str, Any, list[str | None]]] = [
         (int, "12", 12, ["stop"]),  # the ending is known
         (
@@ -549,6 +562,8 @@ NAMES = st.one_of(
 @settings(max_examples=60, deadline=None)
 @given(names=st.lists(NAMES, min_size=1, max_size=5, unique=True), complete=st.booleans())
 def test_a_field_of_any_name_reads_as_the_field(names: list[str], complete: bool) -> None:
+    """A model field of any name, even one of the snapshot's own methods, reads as the field, and
+    the snapshot's own accessors still work."""
     model = create_model("Doc", **dict.fromkeys(names, (int, ...)))  # type: ignore[call-overload]
     data = {name: number for number, name in enumerate(names)}
     snap: Partial[Any] = Partial(data, model, complete=complete)
@@ -562,6 +577,9 @@ def test_a_field_of_any_name_reads_as_the_field(names: list[str], complete: bool
 
 
 def test_a_snapshot_of_a_model_with_a_data_field_streams_the_field() -> None:
+    """A model with `data` and `complete` fields streams them as fields, while
+    `Partial.is_complete` still reports the snapshot's state."""
+
     class Envelope(BaseModel):
         data: str
         complete: bool

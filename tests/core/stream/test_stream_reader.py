@@ -65,6 +65,8 @@ def read(chunks: list[str]) -> tuple[JsonStream, list[Any]]:
 def test_any_chunking_ends_with_the_value_and_snapshots_only_grow(
     value: Any, cuts: list[int], indent: bool
 ) -> None:
+    """Any chunking of a JSON text ends with its value, and each snapshot only grows into the
+    next."""
     text = json.dumps(value, indent=2 if indent else None, ensure_ascii=bool(cuts and cuts[0] % 2))
     reader, snapshots = read(pieces(text, cuts))
 
@@ -79,6 +81,8 @@ def test_any_chunking_ends_with_the_value_and_snapshots_only_grow(
 def test_prose_fences_and_reasoning_before_the_value_are_skipped(
     value: Any, cuts: list[int]
 ) -> None:
+    """Reasoning, prose and a fence before the value, and prose after it, are skipped by the
+    incremental reader."""
     text = (
         '<think>maybe {"draft": 1} or [2]</think>Sure, here it is:\n```json\n'
         f"{json.dumps(value)}\n```\nAnything [else]?"
@@ -90,6 +94,8 @@ def test_prose_fences_and_reasoning_before_the_value_are_skipped(
 
 
 def test_a_bracket_in_prose_is_dropped_when_json_does_not_follow() -> None:
+    """A bracket in prose that no JSON follows is dropped, and the reader starts again at the
+    real value."""
     reader, snapshots = read(list('As [noted], the answer is {"a": [1, 2]}.'))
 
     assert {"a": [1, 2]} == snapshots[-1]
@@ -97,6 +103,7 @@ def test_a_bracket_in_prose_is_dropped_when_json_does_not_follow() -> None:
 
 
 def test_members_of_the_root_are_reported_as_they_complete() -> None:
+    """The reader reports each member of the root object as it completes."""
     reader = JsonStream()
     reader.feed('{"a": 1, "b": {"c"')
     assert ["a"] == reader.completed
@@ -109,6 +116,7 @@ def test_members_of_the_root_are_reported_as_they_complete() -> None:
 
 
 def test_an_open_string_is_shown_as_far_as_it_decodes() -> None:
+    """An open string is shown as far as its escapes decode, never with half an escape."""
     reader = JsonStream()
     reader.feed('{"a": "caf\\u00')
     assert {"a": "caf"} == reader.snapshot()
@@ -120,6 +128,7 @@ def test_an_open_string_is_shown_as_far_as_it_decodes() -> None:
 
 
 def test_numbers_appear_only_once_complete() -> None:
+    """A number or literal appears in a snapshot only once it is complete."""
     reader = JsonStream()
     reader.feed("[12")
     assert [] == reader.snapshot()
@@ -130,6 +139,7 @@ def test_numbers_appear_only_once_complete() -> None:
 
 
 def test_complete_members_are_shared_not_copied() -> None:
+    """Successive snapshots share each complete member and copy only the open containers."""
     reader = JsonStream()
     reader.feed('{"done": {"x": [1, 2]}, "open": [')
     first, second = reader.snapshot(), reader.snapshot()

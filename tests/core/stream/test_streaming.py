@@ -82,6 +82,8 @@ class Script:
 
 
 def test_clean_stream_gives_growing_snapshots_then_healed_in_one_call() -> None:
+    """A clean stream yields `Partial` snapshots that complete only at the end, then a `Healed`
+    outcome after one call."""
     script = Script(chunked(json.dumps(GOOD)))
     stream = Healer(Order).stream(script, "extract the order")
 
@@ -100,6 +102,8 @@ def test_clean_stream_gives_growing_snapshots_then_healed_in_one_call() -> None:
 
 
 def test_a_snapshot_is_never_the_validated_model() -> None:
+    """A snapshot is a `Partial`, never the model: an absent field reads as `None` and an unknown
+    one raises `AttributeError`."""
     stream = Healer(Order).stream(Script(chunked(json.dumps(GOOD))), "go")
     last = list(stream)[-1]
 
@@ -111,6 +115,8 @@ def test_a_snapshot_is_never_the_validated_model() -> None:
 
 
 def test_fenced_prose_wrapped_slipped_stream_heals_locally_with_no_extra_call() -> None:
+    """A streamed answer in a fence with prose and a trailing comma heals locally, flagged, in
+    one call."""
     text = "Here you go:\n```json\n" + json.dumps(GOOD)[:-1] + ",}\n```"
     script = Script(chunked(text, 3))
     stream = Healer(Order).stream(script, "go")
@@ -123,6 +129,8 @@ def test_fenced_prose_wrapped_slipped_stream_heals_locally_with_no_extra_call() 
 
 
 def test_cut_stream_is_repaired_and_healed_in_two_calls() -> None:
+    """A stream cut by the token limit is repaired by a second call, its first attempt keeping
+    the cut text and `length`."""
     cut = json.dumps(GOOD)[:30]
     script = Script([*chunked(cut), Delta(finish_reason="length")], json.dumps(GOOD))
     stream = Healer(Order).stream(script, "go")
@@ -136,6 +144,7 @@ def test_cut_stream_is_repaired_and_healed_in_two_calls() -> None:
 
 
 def test_reasoning_deltas_are_kept_apart_from_the_answer() -> None:
+    """Reasoning deltas are kept on the attempt as its reasoning, never read as the answer."""
     chunks = [Delta(reasoning="Let me think {not json}."), *chunked(json.dumps(GOOD))]
     stream = Healer(Order).stream(Script(chunks), "go")
     outcome = stream.finish()
@@ -145,6 +154,7 @@ def test_reasoning_deltas_are_kept_apart_from_the_answer() -> None:
 
 
 def test_usage_of_the_stream_is_recorded() -> None:
+    """The usage a stream's last chunk reports is the outcome's usage, with one request counted."""
     usage = healjson.Usage(prompt_tokens=12, completion_tokens=9)
     chunks = [*chunked(json.dumps(GOOD)), Delta(finish_reason="stop", usage=usage)]
     outcome = Healer(Order).stream(Script(chunks), "go").finish()
@@ -155,6 +165,7 @@ def test_usage_of_the_stream_is_recorded() -> None:
 
 @given(size=st.integers(min_value=1, max_value=40))
 def test_any_chunk_size_gives_the_same_outcome(size: int) -> None:
+    """Any chunk size of the same answer heals to the same value."""
     outcome = Healer(Order).stream(Script(chunked(json.dumps(GOOD), size)), "go").finish()
     assert isinstance(outcome, Healed)
     assert Order.model_validate(GOOD) == outcome.value
@@ -174,6 +185,8 @@ def as_tool(pieces: list[str]) -> list[Delta]:
 
 
 def test_list_items_come_as_they_complete_a_bad_one_is_held_then_repaired() -> None:
+    """List items are handed out in order as they complete; a bad one is held, repaired alone,
+    and the ones behind it wait for it."""
     script = Script(as_tool(chunked(json.dumps(ITEMS), 4)), json.dumps(FIXED))
     stream = Healer(list[Item]).stream(script, "list the items")
 
@@ -190,6 +203,8 @@ def test_list_items_come_as_they_complete_a_bad_one_is_held_then_repaired() -> N
 
 
 def test_an_item_never_repaired_is_reported_held_and_nothing_is_dropped_silently() -> None:
+    """An item no repair fixes stays held with those behind it, the run degrades, and the partial
+    data keeps every item."""
     script = Script(*[as_tool(chunked(json.dumps(ITEMS), 4)) for _ in range(3)])
     stream = Healer(list[Item]).stream(script, "go")
 
@@ -202,6 +217,9 @@ def test_an_item_never_repaired_is_reported_held_and_nothing_is_dropped_silently
 
 
 def test_item_contracts_judge_each_item_during_the_stream_and_at_the_end() -> None:
+    """Item contracts judge each streamed item, so a broken one is repaired before it is handed
+    out."""
+
     def no_b(item: Item) -> Violation | None:
         return Violation("sku must not be B", fields=("sku",)) if item.sku == "B" else None
 
@@ -216,6 +234,7 @@ def test_item_contracts_judge_each_item_during_the_stream_and_at_the_end() -> No
 
 
 def test_item_contracts_need_a_list_target() -> None:
+    """`item_contracts` on a target that is not a list is refused when the healer is built."""
     with pytest.raises(TypeError, match="list target"):
         Healer(Order, item_contracts=[lambda item: None])
 
@@ -224,6 +243,8 @@ def test_item_contracts_need_a_list_target() -> None:
 
 
 def test_a_closed_field_out_of_range_aborts_the_stream_and_repairs_at_once() -> None:
+    """A closed field that breaks the schema aborts the stream long before its end, closes it,
+    and repairs at once."""
     long_tail = '{"a": 99, "b": "' + "x" * 400 + '"}'
     script = Script(as_tool(chunked(long_tail)), '{"a": 3, "b": "ok"}')
     stream = Healer(Tagged).stream(script, "go")
@@ -241,6 +262,7 @@ def test_a_closed_field_out_of_range_aborts_the_stream_and_repairs_at_once() -> 
 
 
 def test_an_early_abort_records_the_tokens_it_saved() -> None:
+    """An early abort records an estimate of the tokens it saved, shown in the trace."""
     from healjson._core.outcome.savings import tokens_saved
 
     bad = {"customer": "Ada", "total": -1, "items": [{"sku": "A", "qty": 1}] * 60}
@@ -258,6 +280,8 @@ def test_an_early_abort_records_the_tokens_it_saved() -> None:
 
 
 def test_a_contract_whose_fields_have_arrived_aborts_early() -> None:
+    """A contract whose fields have all arrived judges mid-stream and aborts a stream it fails."""
+
     @healjson.contract(fields=("total", "customer"))
     def no_free_orders_for_ada(order: Order) -> Violation | None:
         if order.customer == "Ada" and order.total == 0:
@@ -275,6 +299,7 @@ def test_a_contract_whose_fields_have_arrived_aborts_early() -> None:
 
 
 def test_with_stream_abort_off_the_stream_is_read_to_the_end() -> None:
+    """With `stream_abort=False` a failing stream is read to its end before the repair."""
     long_tail = '{"a": 99, "b": "' + "x" * 100 + '"}'
     script = Script(chunked(long_tail), '{"a": 3, "b": "ok"}')
     policy = HealPolicy(stream_abort=False)
@@ -289,6 +314,8 @@ def test_with_stream_abort_off_the_stream_is_read_to_the_end() -> None:
 
 
 def test_a_dropped_connection_mid_stream_degrades_with_the_partial_data_kept() -> None:
+    """A connection dropped mid-stream degrades with `api_error`, keeping the raw text and the
+    partial data that arrived."""
     cut = chunked(json.dumps(GOOD))[:5]
     error = httpx2.RemoteProtocolError("peer closed connection without sending complete message")
     script = Script([*cut, error])
@@ -306,6 +333,8 @@ def test_a_dropped_connection_mid_stream_degrades_with_the_partial_data_kept() -
 
 
 def test_a_chunk_of_no_known_shape_degrades_with_what_had_arrived() -> None:
+    """A chunk of no known shape degrades with `api_error`, keeping the partial data that had
+    arrived."""
     script = Script(['{"a": 1, ', object()])
     outcome = Healer(Tagged).stream(script, "go").finish()
 
@@ -316,12 +345,16 @@ def test_a_chunk_of_no_known_shape_degrades_with_what_had_arrived() -> None:
 
 
 def test_a_bug_in_the_callers_stream_propagates() -> None:
+    """An exception from the caller's own stream that is not a provider failure propagates."""
     script = Script(['{"a": ', ZeroDivisionError("bug")])
     with pytest.raises(ZeroDivisionError):
         list(Healer(Tagged).stream(script, "go"))
 
 
 def test_the_runs_deadline_stops_a_trickling_stream() -> None:
+    """The run's deadline stops a stream that trickles forever, degrading with `timeout` and the
+    text so far."""
+
     def trickle(messages: Any, **params: Any) -> Iterator[str]:
         import time
 
@@ -338,6 +371,8 @@ def test_the_runs_deadline_stops_a_trickling_stream() -> None:
 
 
 def test_closing_the_stream_early_closes_the_model_stream() -> None:
+    """Closing a healed stream early closes the model's stream, and `finish()` then says it was
+    closed before its end."""
     script = Script(chunked(json.dumps(GOOD), 2))
     stream = Healer(Order).stream(script, "go")
     for _ in stream:
@@ -350,6 +385,7 @@ def test_closing_the_stream_early_closes_the_model_stream() -> None:
 
 
 def test_nothing_is_called_before_the_iteration_starts() -> None:
+    """Creating a stream calls nothing; reading `outcome` runs it."""
     script = Script(chunked(json.dumps(GOOD)))
     stream = Healer(Order).stream(script, "go")
     assert [] == script.calls
@@ -366,6 +402,8 @@ async def achunks(chunks: list[Any]) -> AsyncIterator[Any]:
 
 
 def test_astream_over_an_async_iterator_snapshots_then_outcome() -> None:
+    """`astream` over an async iterator yields snapshots and then the healed outcome."""
+
     async def call(messages: Any, **params: Any) -> AsyncIterator[Any]:
         return achunks(chunked(json.dumps(GOOD)))
 
@@ -380,6 +418,7 @@ def test_astream_over_an_async_iterator_snapshots_then_outcome() -> None:
 
 
 def test_astream_items_and_a_repair() -> None:
+    """`astream().items()` hands out every item, the broken one after its repair."""
     replies = [achunks(chunked(json.dumps(ITEMS), 4)), json.dumps(FIXED)]
 
     def call(messages: Any, **params: Any) -> Any:
@@ -397,6 +436,8 @@ def test_astream_items_and_a_repair() -> None:
 
 
 def test_async_outcome_before_the_end_says_how_to_get_it() -> None:
+    """Reading an async stream's `outcome` before its end raises, saying to await `finish()`."""
+
     async def main() -> None:
         stream = Healer(Order).astream(lambda m, **p: achunks(["{"]), "go")
         with pytest.raises(RuntimeError, match="finish"):
@@ -410,6 +451,8 @@ def test_async_outcome_before_the_end_says_how_to_get_it() -> None:
 
 
 def test_heal_stream_true_on_a_streaming_model_call() -> None:
+    """`@heal(stream=True)` on a model call returns a `HealStream` that heals."""
+
     @healjson.heal(Order, stream=True)
     def ask(messages: Any, **params: Any) -> Iterator[str]:
         return iter(chunked(json.dumps(GOOD)))
@@ -421,6 +464,8 @@ def test_heal_stream_true_on_a_streaming_model_call() -> None:
 
 
 def test_heal_stream_true_with_a_prompt_builder_and_call() -> None:
+    """`@heal(stream=True, call=...)` on a prompt builder streams the call with the built prompt."""
+
     def call(messages: Any, **params: Any) -> Iterator[str]:
         assert "order 7" in messages[-1]["content"]
         return iter(chunked(json.dumps(GOOD)))
@@ -434,6 +479,8 @@ def test_heal_stream_true_with_a_prompt_builder_and_call() -> None:
 
 
 def test_heal_stream_true_on_an_async_model_call() -> None:
+    """`@heal(stream=True)` on an async model call returns a stream whose `finish()` is awaited."""
+
     @healjson.heal(Order, stream=True)
     async def ask(messages: Any, **params: Any) -> AsyncIterator[Any]:
         return achunks(chunked(json.dumps(GOOD)))
@@ -462,6 +509,8 @@ ORDERS = st.builds(
 def test_any_valid_value_in_any_chunking_heals_and_the_last_snapshot_is_its_data(
     order: Order, cuts: list[int]
 ) -> None:
+    """Any valid order in any chunking heals to itself, and the last snapshot is its complete
+    data."""
     text = order.model_dump_json()
     bounds = sorted({0, len(text), *(c % (len(text) + 1) for c in cuts)})
     chunks = [text[a:b] for a, b in itertools.pairwise(bounds)]
@@ -478,6 +527,8 @@ def test_any_valid_value_in_any_chunking_heals_and_the_last_snapshot_is_its_data
 
 @given(chunks=st.lists(st.text(max_size=12), max_size=30), size=st.integers(1, 3))
 def test_no_stream_of_text_makes_healjson_raise(chunks: list[str], size: int) -> None:
+    """No stream of arbitrary text chunks makes a healed stream raise: it yields snapshots, then
+    `Healed` or `Degraded`."""
     script = Script(*[list(chunks) for _ in range(size)])
     stream = Healer(Order, policy=HealPolicy(max_attempts=size)).stream(script, "go")
 

@@ -216,6 +216,8 @@ def fast_validator(schema: dict[str, Any]) -> Any:
 def test_jsonschema_rs_and_jsonschema_agree_on_is_valid(
     case: tuple[dict[str, Any], list[Any]],
 ) -> None:
+    """For generated schemas and instances, jsonschema-rs's fast check and jsonschema agree on
+    whether each instance is valid."""
     schema, instances = case
     adapter = fast_validator(schema)
     for instance in instances:
@@ -234,6 +236,8 @@ def summary(outcome: Any) -> Any:
 def test_validate_has_the_same_outcome_without_the_fast_path(
     case: tuple[dict[str, Any], list[Any]],
 ) -> None:
+    """`validate` reaches the same outcome on a generated schema whether the fast path is there
+    or not."""
     schema, instances = case
     text = json.dumps(instances[0])
     clear_targets()
@@ -261,6 +265,8 @@ def test_validate_has_the_same_outcome_without_the_fast_path(
 def test_the_fast_path_means_what_jsonschema_means(
     schema: dict[str, Any], text: str, valid: bool
 ) -> None:
+    """Where jsonschema-rs and jsonschema could differ (a final newline before `$`, float
+    `multipleOf`, `format`, big integers) the fast path answers as jsonschema does."""
     adapter = fast_validator(schema)
     assert adapter._fast(json.loads(text)) is valid
     assert adapter._validator.is_valid(json.loads(text)) is valid
@@ -286,10 +292,13 @@ def test_the_fast_path_means_what_jsonschema_means(
     ],
 )
 def test_schemas_out_of_its_reach_keep_jsonschema_alone(schema: dict[str, Any]) -> None:
+    """Schemas whose meaning jsonschema-rs would change (draft 4 integers, `patternProperties`,
+    `$id`, references that never enter the value) get no fast path."""
     assert SchemaAdapter(json_schema_of(schema))._fast is None
 
 
 def test_draft_4_integer_still_refuses_a_float() -> None:
+    """Under draft 4, an `integer` schema refuses `1.0` with "must be an integer"."""
     schema = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"}
     outcome = healjson.validate("1.0", schema)
     assert isinstance(outcome, Degraded)
@@ -299,6 +308,8 @@ def test_draft_4_integer_still_refuses_a_float() -> None:
 def test_a_schema_jsonschema_rs_cannot_compile_falls_back_to_jsonschema(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """A schema jsonschema-rs refuses to compile is validated by jsonschema alone, with the same
+    verdicts."""
     import jsonschema_rs
 
     def refuse(*_: Any, **__: Any) -> Any:
@@ -314,6 +325,7 @@ def test_a_schema_jsonschema_rs_cannot_compile_falls_back_to_jsonschema(
 
 
 def test_an_exception_in_the_fast_path_asks_jsonschema() -> None:
+    """When the fast check raises, jsonschema decides, and an invalid value is still refused."""
     adapter = fast_validator({"type": "string", "maxLength": 3})
     assert adapter.validate_python("ab") == "ab"
     adapter._fast = lambda _value: 1 / 0
@@ -323,6 +335,7 @@ def test_an_exception_in_the_fast_path_asks_jsonschema() -> None:
 
 
 def test_a_schema_dict_changed_in_place_is_a_new_target() -> None:
+    """A schema dict changed in place between calls is validated as it now reads, each time."""
     schema: dict[str, Any] = {"type": "integer", "maximum": 5}
     assert isinstance(healjson.validate("7", schema), Degraded)
     schema["maximum"] = 10
@@ -333,6 +346,8 @@ def test_a_schema_dict_changed_in_place_is_a_new_target() -> None:
 
 def test_schemas_that_render_alike_to_python_stay_apart() -> None:
     # 1 == 1.0 == True in Python; not in JSON Schema's `const` (a boolean is not a number)
+    """Schemas equal in Python but not in JSON Schema (`const` 1, 1.0 and `true`) stay separate
+    targets, and a NaN `const` is refused."""
     assert healed_value(healjson.validate("1", {"const": 1})) == 1
     assert isinstance(healjson.validate("1", {"const": True}), Degraded)
     assert healed_value(healjson.validate("1", {"const": 1.0})) == 1
@@ -363,10 +378,13 @@ def healed_value(outcome: Any) -> Any:
     ],
 )
 def test_keyword_names_that_are_not_keywords_keep_the_fast_path(schema: dict[str, Any]) -> None:
+    """Keyword names used as property names, enum data or `$defs` names, and recursion through
+    the value, keep the fast path."""
     assert SchemaAdapter(json_schema_of(schema))._fast is not None
 
 
 def test_the_same_schema_dict_is_canonicalised_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Validating against the same schema dict three times canonicalises it once."""
     from healjson._core.target import target
 
     clear_targets()

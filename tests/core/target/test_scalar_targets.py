@@ -86,6 +86,8 @@ def _same(target: Any, got: Any, value: Any) -> bool:
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_one_reading_heals_with_the_value(data: Any) -> None:
+    """A scalar target's value in any wrapping the rule reads (fences, prose, a one-key object)
+    heals to exactly that value."""
     target, value = data.draw(targets_and_values())
     text = _wrapped(data.draw, target, value)
     outcome = healjson.validate(text, target)
@@ -127,6 +129,8 @@ def _is_json(text: str) -> bool:
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_two_different_readings_are_never_resolved_silently(data: Any) -> None:
+    """Two different scalar readings in one reply are an ambiguity error with every candidate
+    kept, never a silent pick."""
     target, first = data.draw(targets_and_values())
     second = data.draw(
         values[target].filter(lambda other: _json(target, other) != _json(target, first))
@@ -168,6 +172,8 @@ def test_a_number_date_or_boolean_in_prose_is_not_picked_out(data: Any) -> None:
 
 
 def test_the_answer_is_42_names_the_integer_it_expected() -> None:
+    """A sentence around an integer is refused with a constraint naming the integer expected and
+    a prescription to reply with the integer alone."""
     outcome = healjson.validate("The answer is 42.", int)
     assert isinstance(outcome, Degraded)
     (diagnostic,) = outcome.errors
@@ -176,6 +182,8 @@ def test_the_answer_is_42_names_the_integer_it_expected() -> None:
 
 
 def test_a_one_key_object_in_prose_for_str_is_two_readings() -> None:
+    """For a `str` target, prose holding a one-key object is two readings (the whole text and the
+    value), resolved only when `on_ambiguity` picks one."""
     text = 'The output is: {"hello": "world"}'
     result = healjson.parse(text, str)
     assert not result.valid
@@ -190,6 +198,8 @@ def test_a_one_key_object_in_prose_for_str_is_two_readings() -> None:
 
 
 def test_the_scalar_expected_is_said_for_each_kind() -> None:
+    """The diagnostic of an unreadable scalar says which kind was expected: integer, number,
+    boolean, date string, or the enum's choices."""
     said = {
         int: "an integer",
         float: "a number",
@@ -205,6 +215,8 @@ def test_the_scalar_expected_is_said_for_each_kind() -> None:
 
 
 def test_a_choice_of_several_words_is_found_in_prose() -> None:
+    """An enum choice of several words is found in prose, case aside, and flagged as text read as
+    the value."""
     outcome = healjson.validate("I would say Dark Blue, mostly.", Color)
     assert isinstance(outcome, Healed)
     assert outcome.value is Color.DARK_BLUE
@@ -212,6 +224,8 @@ def test_a_choice_of_several_words_is_found_in_prose() -> None:
 
 
 def test_reading_a_scalar_is_linear_in_the_reply() -> None:
+    """Reading a scalar target costs work linear in the reply's length, for enums, integers,
+    strings and booleans."""
     for target, unit in [(Color, "no idea at all, maybe red "), (int, "count 3 and {x} "),
                          (str, '{"a": 1} and '), (bool, "```\ntrue\n``` ")]:  # fmt: skip
         text = unit * 4_000

@@ -111,6 +111,8 @@ def diagnostics(value: Any, schema: dict[str, Any]) -> list[tuple[str, str, str]
 def test_a_broken_keyword_becomes_its_own_diagnostic(
     schema: dict[str, Any], value: Any, constraint: str, prescription: str | None
 ) -> None:
+    """Each broken JSON Schema keyword becomes one diagnostic with its own constraint and, where
+    one helps, a prescription."""
     [(path, got_constraint, got_prescription)] = diagnostics(value, schema)
     assert path == "<root>"
     assert got_constraint == constraint
@@ -119,6 +121,8 @@ def test_a_broken_keyword_becomes_its_own_diagnostic(
 
 
 def test_a_draft4_inclusive_minimum_is_not_read_as_exclusive() -> None:
+    """A draft 4 `minimum` without `exclusiveMinimum` is inclusive: the bound itself is valid and
+    a value below it says "at least"."""
     schema = {"$schema": DRAFT4, "type": "number", "minimum": 3}
     [(_, constraint, _)] = diagnostics(2, schema)
     assert constraint == "must be at least 3"
@@ -126,6 +130,8 @@ def test_a_draft4_inclusive_minimum_is_not_read_as_exclusive() -> None:
 
 
 def test_dependent_required_names_each_absent_dependency() -> None:
+    """A broken `dependentRequired` names each absent dependency as a required field, and nothing
+    is required when the trigger is absent."""
     schema = {
         "type": "object",
         "properties": {"card": {"type": "string"}},
@@ -139,6 +145,7 @@ def test_dependent_required_names_each_absent_dependency() -> None:
 
 
 def test_a_property_the_schema_forbids_with_false_must_not_be_there() -> None:
+    """A property whose schema is `false` is reported as a value that must not be there."""
     schema = {"type": "object", "properties": {"secret": False, "a": {"type": "integer"}}}
     [(path, constraint, _)] = diagnostics({"secret": 1, "a": 1}, schema)
     assert constraint == "must not be here (the schema allows no value at this place)"
@@ -146,6 +153,8 @@ def test_a_property_the_schema_forbids_with_false_must_not_be_there() -> None:
 
 
 def test_a_key_matching_pattern_properties_is_not_extra() -> None:
+    """With `additionalProperties: false`, only keys matching no `patternProperties` are reported
+    as extra fields."""
     schema = {
         "type": "object",
         "patternProperties": {"^x_": {}},
@@ -158,6 +167,7 @@ def test_a_key_matching_pattern_properties_is_not_extra() -> None:
 
 
 def test_property_names_break_the_pattern_the_names_must_match() -> None:
+    """A key breaking `propertyNames`' pattern is reported with the pattern it must match."""
     schema = {"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}}
     [(_, constraint, _)] = diagnostics({"A1": 1}, schema)
     assert constraint == "must match the pattern ^[a-z]+$"
@@ -165,12 +175,16 @@ def test_property_names_break_the_pattern_the_names_must_match() -> None:
 
 
 def test_a_keyword_without_a_phrase_is_named_with_its_value() -> None:
+    """A keyword nested in `dependentSchemas` is reported as the error it leads to (a required
+    field)."""
     schema = {"type": "object", "dependentSchemas": {"a": {"required": ["b"]}}}
     [(path, constraint, _)] = diagnostics({"a": 1}, schema)
     assert (path, constraint) == ("b", "is required")
 
 
 def test_a_union_branch_error_deep_inside_is_reported_for_the_closest_branch() -> None:
+    """An error deep inside a union branch of an array item is reported at its full path for the
+    closest branch."""
     item = {
         "anyOf": [
             {"type": "object", "properties": {"k": {"type": "integer"}}, "required": ["k"]},

@@ -61,6 +61,8 @@ def healed(outcome: Any) -> Any:
 
 
 def test_validate_returns_the_plain_json_value() -> None:
+    """`validate` against a JSON Schema dict returns the answer as a plain dict, with no local
+    repair flagged."""
     outcome = healjson.validate(GOOD, PERSON)
     assert {"name": "Ada", "age": 36} == healed(outcome)
     assert type(outcome.value) is dict
@@ -81,6 +83,8 @@ def test_validate_returns_the_plain_json_value() -> None:
     ],
 )
 def test_each_local_heal_applies_to_a_schema_target(text: str, flag: str) -> None:
+    """Every local heal (fences, prose, syntax, key case, coercion, enum case, wrappers, number
+    words) applies to a JSON Schema target and is flagged."""
     value = healed(outcome := healjson.validate(text, PERSON))
     assert flag in outcome.flags
     assert ("Ada", 36) == (value["name"], value["age"])
@@ -102,6 +106,8 @@ def test_a_numeric_string_is_read_only_when_one_type_fits() -> None:
 
 
 def test_refs_and_defs_are_aligned_and_validated() -> None:
+    """A `$ref` into `$defs` is followed both to align keys and to validate, and a missing
+    required field deep in it is reported at its path."""
     text = '{"name": "Ada", "age": 36, "address": {"City": "Paris"}}'
     outcome = healjson.validate(text, PERSON)
     assert {"city": "Paris"} == healed(outcome)["address"]
@@ -113,6 +119,8 @@ def test_refs_and_defs_are_aligned_and_validated() -> None:
 
 
 def test_schema_errors_become_diagnostic_triples() -> None:
+    """Each schema error of a dict target becomes a `schema` diagnostic with the path, the value
+    received, the constraint and a prescription."""
     outcome = healjson.validate('{"name": "", "age": -2, "role": "root", "x": 1}', PERSON)
     assert isinstance(outcome, Degraded)
     assert Reason.INVALID_OUTPUT == outcome.reason
@@ -144,6 +152,8 @@ def test_a_failed_union_reports_every_branch_on_the_value_itself() -> None:
 
 
 def test_a_failed_union_of_objects_reports_the_closest_branch() -> None:
+    """A value that fails every branch of an `anyOf` of objects is reported against the branch it
+    nearly matched, not against every branch."""
     schema = {
         "anyOf": [
             {
@@ -165,6 +175,8 @@ def test_a_failed_union_of_objects_reports_the_closest_branch() -> None:
 
 
 def test_the_draft_named_by_dollar_schema_is_used() -> None:
+    """The draft named by `$schema` decides how keywords read (draft 7 and draft 4
+    `exclusiveMinimum`), and Draft 2020-12 applies when none is named."""
     draft7 = {
         "$schema": "http://json-schema.org/draft-07/schema#",
         "type": "object",
@@ -189,12 +201,14 @@ def test_the_draft_named_by_dollar_schema_is_used() -> None:
 
 
 def test_nan_and_infinity_are_not_json() -> None:
+    """`NaN` and `Infinity` are not JSON numbers, so they never validate against a schema target."""
     outcome = healjson.validate('{"n": NaN}', {"type": "object"})
     assert isinstance(outcome, Degraded)
     assert isinstance(healjson.validate("Infinity", {"type": "number"}), Degraded)
 
 
 def test_errors_are_bounded() -> None:
+    """A value with 500 schema errors yields exactly the first 100 diagnostics, in order."""
     schema = {"type": "array", "items": {"type": "integer"}}
     outcome = healjson.validate(json.dumps(["x"] * 500), schema)
     assert isinstance(outcome, Degraded)
@@ -216,6 +230,8 @@ def test_errors_are_bounded() -> None:
 def test_an_invalid_schema_is_refused_at_construction(
     schema: dict[str, Any], error: type[Exception], words: str
 ) -> None:
+    """An invalid schema (bad type, bad keyword value, unknown draft, remote or dangling `$ref`,
+    non-JSON default) is refused when the healer is built, with a message naming the fault."""
     with pytest.raises(error, match=words.replace("$", r"\$")):
         Healer(schema)
     with pytest.raises(error):
@@ -223,6 +239,8 @@ def test_an_invalid_schema_is_refused_at_construction(
 
 
 def test_equal_schemas_share_one_target() -> None:
+    """Equal schema dicts (copied, or with keys in another order) share one cached target, named
+    after the schema's title."""
     again = json.loads(json.dumps(PERSON))
     assert target_for(PERSON) is target_for(again)
     assert target_for(PERSON) is target_for(dict(reversed(list(PERSON.items()))))
@@ -233,6 +251,8 @@ def test_equal_schemas_share_one_target() -> None:
 
 
 def test_the_callers_dict_is_copied() -> None:
+    """Changing the caller's schema dict after the target is built changes nothing about the
+    target."""
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
     target = target_for(schema)
     schema["properties"]["a"]["type"] = "string"
@@ -241,6 +261,8 @@ def test_the_callers_dict_is_copied() -> None:
 
 
 def test_the_items_of_an_array_schema_stand_alone() -> None:
+    """The item schema of an array target stands alone with the `$defs` it refers to, a bounded
+    array is not plain, and a recursive item gives no item type."""
     schema = {
         "type": "array",
         "items": {"$ref": "#/$defs/Item"},
@@ -257,6 +279,8 @@ def test_the_items_of_an_array_schema_stand_alone() -> None:
 
 
 def test_healer_repairs_with_the_jsonschema_diagnostic() -> None:
+    """A schema target's repair prompt carries the jsonschema diagnostic, and the golden example
+    synthesised from the schema is itself valid."""
     model = ScriptedModel(['{"name": "Ada", "age": -1}', GOOD])
     outcome = Healer(PERSON).run(model, "Who?")
     assert {"name": "Ada", "age": 36} == healed(outcome)
@@ -270,6 +294,8 @@ def test_healer_repairs_with_the_jsonschema_diagnostic() -> None:
 
 
 def test_contracts_receive_the_plain_json_value() -> None:
+    """Contracts on a schema target receive the plain dict, and a contract naming a field the
+    schema lacks is refused at construction."""
     seen: list[Any] = []
 
     @contract(fields=("age",))
@@ -294,6 +320,8 @@ def test_contracts_receive_the_plain_json_value() -> None:
 
 
 def test_examples_are_checked_against_the_schema() -> None:
+    """Golden examples are validated against the schema target, and an invalid one is refused at
+    construction."""
     assert Healer(PERSON, examples=[{"name": "Ada", "age": 36}]).examples
     with pytest.raises(ValueError, match="examples"):
         Healer(PERSON, examples=[{"name": "Ada"}])
@@ -340,6 +368,8 @@ def in_turn(*calls: Any) -> Any:
 
 
 def test_an_array_schema_streams_its_items_as_they_complete() -> None:
+    """A streamed array-schema answer hands out each item as soon as it closes, before the stream
+    ends."""
     items = [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 2}, {"sku": "C", "qty": 3}]
     text = json.dumps(items)
     pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
@@ -353,6 +383,8 @@ def test_an_array_schema_streams_its_items_as_they_complete() -> None:
 
 
 def test_a_bad_item_of_an_array_schema_is_held_and_repaired_alone() -> None:
+    """A broken item of a streamed array-schema answer is held back, repaired alone and merged at
+    its index."""
     first = json.dumps([{"sku": "A", "qty": 1}, {"sku": "B", "qty": 0}, {"sku": "C", "qty": 3}])
     pieces = [first[i : i + 9] for i in range(0, len(first), 9)]
     replies = iter([tool_stream(pieces, []), lambda messages, **_: '[{"sku": "B", "qty": 2}]'])
@@ -374,6 +406,8 @@ def test_a_bad_item_of_an_array_schema_is_held_and_repaired_alone() -> None:
 
 
 def test_per_item_repair_of_an_array_schema_unstreamed() -> None:
+    """An unstreamed array-schema answer with one broken item is repaired by asking for that item
+    alone."""
     first = '[{"sku": "A", "qty": 1}, {"sku": "B", "qty": "none"}, {"sku": "C", "qty": 3}]'
     model = ScriptedModel([first, '[{"sku": "B", "qty": 2}]'])
     outcome = Healer(LINES).run(model, "lines?")
@@ -383,6 +417,8 @@ def test_per_item_repair_of_an_array_schema_unstreamed() -> None:
 
 
 def test_partial_snapshots_of_a_schema_target() -> None:
+    """Streaming a schema target yields `Partial` snapshots named after the schema, whose last
+    one holds the whole value."""
     text = json.dumps({"name": "Ada", "age": 36})
     snaps = list(Healer(PERSON).stream(lambda messages, **_: iter(text), "who?"))
     assert snaps
@@ -413,6 +449,8 @@ def _objects(schema: Any) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_wrapped_openai_sends_the_strict_schema_and_repairs(mode: Literal["sync", "async"]) -> None:
+    """A wrapped openai client sends a schema dict as a strict `json_schema` response format and
+    repairs a schema error with its prescription."""
     with ScriptedServer(['{"name": "Ada", "age": -1}', GOOD]) as server:
         outcome = wrapped_create(
             server,
@@ -438,6 +476,8 @@ def test_wrapped_openai_sends_the_strict_schema_and_repairs(mode: Literal["sync"
 
 
 def test_the_strict_schema_of_a_schema_dict() -> None:
+    """A schema dict's strict schema is cached per target, named after it, and wraps only non-
+    object answers in an envelope."""
     strict = strict_json_schema(json.loads(json.dumps(PERSON)))
     assert strict is strict_json_schema(target_for(PERSON))
     assert "Person" == strict.name
@@ -447,6 +487,8 @@ def test_the_strict_schema_of_a_schema_dict() -> None:
 
 
 def test_wrapped_openai_steps_down_for_a_schema_strict_mode_cannot_express() -> None:
+    """A map schema that strict mode cannot express is sent as JSON mode with the schema in the
+    prompt, and the answer still heals."""
     scores = {"type": "object", "additionalProperties": {"type": "integer"}}
     with ScriptedServer(['{"math": 3, "art": "4"}']) as server:
         outcome = wrapped_create(
@@ -460,6 +502,8 @@ def test_wrapped_openai_steps_down_for_a_schema_strict_mode_cannot_express() -> 
 
 
 def test_wrapped_openai_builds_one_healer_per_schema_value() -> None:
+    """A wrapped client builds one healer for equal schema dicts passed as fresh objects on every
+    call."""
     with (
         ScriptedServer([GOOD, GOOD]) as server,
         openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as sdk,
@@ -475,6 +519,8 @@ def test_wrapped_openai_builds_one_healer_per_schema_value() -> None:
 
 
 def test_wrapped_openai_streams_an_array_schema() -> None:
+    """A wrapped openai stream of an array schema hands out every item, with the array carried in
+    the strict envelope."""
     items = [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 2}]
     with (
         ScriptedServer([ScriptedReply(json.dumps(items), chunk_chars=5)]) as server,
@@ -492,6 +538,8 @@ def test_wrapped_openai_streams_an_array_schema() -> None:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_wrapped_responses_create_takes_a_schema(mode: Literal["sync", "async"]) -> None:
+    """The Responses API's `create` takes a schema dict as `response_model`, sync and async, and
+    sends it as the text format."""
     with ScriptedServer(['{"name": "Ada", "age": "36"}']) as server:
         if mode == "sync":
             with openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as sdk:
@@ -516,6 +564,8 @@ def test_wrapped_responses_create_takes_a_schema(mode: Literal["sync", "async"])
 
 
 def test_wrapped_anthropic_takes_a_schema() -> None:
+    """A wrapped Anthropic client sends a schema dict as its native output format and repairs
+    against it."""
     with (
         ScriptedServer(['{"name": "Ada", "age": -1}', GOOD]) as server,
         anthropic.Anthropic(
@@ -536,6 +586,8 @@ def test_wrapped_anthropic_takes_a_schema() -> None:
 
 
 def test_wrapped_gemini_takes_a_schema() -> None:
+    """A wrapped Gemini client sends a schema dict, `$defs` included, as its
+    `responseJsonSchema`."""
     from google import genai
     from google.genai import types as genai_types
 
@@ -555,6 +607,8 @@ def test_wrapped_gemini_takes_a_schema() -> None:
 
 
 def test_heal_decorator_takes_a_schema() -> None:
+    """`@heal` takes a schema dict as its target and heals a prose-wrapped answer."""
+
     @healjson.heal(PERSON)
     def ask(messages: Any, **params: Any) -> str:
         return f"Here you go: {GOOD}"
@@ -724,6 +778,8 @@ def test_a_models_schema_and_the_model_agree(data: st.DataObject) -> None:
 
 
 def test_cli_heal_takes_a_json_schema_file(tmp_path: Path) -> None:
+    """`healjson heal --model person.json` reads the JSON Schema file as the target and heals the
+    reply."""
     schema_file = tmp_path / "person.json"
     schema_file.write_text(json.dumps(PERSON), encoding="utf-8")
     reply = tmp_path / "reply.txt"
@@ -746,6 +802,8 @@ def test_cli_heal_takes_a_json_schema_file(tmp_path: Path) -> None:
 def test_cli_refuses_a_json_file_that_is_no_schema(
     tmp_path: Path, content: str, words: str
 ) -> None:
+    """The command line refuses a JSON file that is not a schema object, not JSON, not a valid
+    schema, or missing, saying which."""
     schema_file = tmp_path / "bad.json"
     schema_file.write_text(content, encoding="utf-8")
     with pytest.raises(SpecError, match=words):
@@ -755,6 +813,7 @@ def test_cli_refuses_a_json_file_that_is_no_schema(
 
 
 def test_cli_batch_takes_a_json_schema_file(tmp_path: Path) -> None:
+    """`healjson batch --response-model person.json` heals every row against the schema file."""
     schema_file = tmp_path / "person.json"
     schema_file.write_text(json.dumps(PERSON), encoding="utf-8")
     source = tmp_path / "in.jsonl"
@@ -793,6 +852,8 @@ def test_a_wrapped_instructor_client_refuses_a_schema_dict_clearly() -> None:
 
 
 def test_fix_warn_and_drop_rules_on_schema_targets() -> None:
+    """The `fix`, `warn` and `drop` rule policies act on schema targets as they do on models."""
+
     @contract(
         fields=("name",),
         on_fail="fix",
@@ -826,6 +887,8 @@ def test_fix_warn_and_drop_rules_on_schema_targets() -> None:
 
 
 def test_parse_and_outcome_records_take_a_schema() -> None:
+    """`parse` and `outcome_from_dict` take a schema dict, and a record whose value breaks the
+    schema is refused."""
     result = healjson.parse('Sure: {"name": "Ada", "age": "36"}', PERSON)
     assert result.valid
     assert {"name": "Ada", "age": 36} == result.instance

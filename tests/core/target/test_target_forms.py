@@ -38,6 +38,8 @@ def test_a_read_only_mapping_is_a_json_schema_at_every_depth() -> None:
 
 
 def test_a_dict_subclass_is_a_json_schema() -> None:
+    """A `dict` subclass is taken as a JSON Schema target, required fields included."""
+
     class Schema(dict[str, Any]):
         pass
 
@@ -49,6 +51,8 @@ def test_a_dict_subclass_is_a_json_schema() -> None:
 
 
 def test_a_type_with_unhashable_metadata_is_still_a_target() -> None:
+    """An `Annotated` type carrying unhashable metadata is still a target, and its `Field` bounds
+    are checked."""
     note: dict[str, int] = {"note": 1}
     target = Annotated[int, Field(ge=0), note]
     assert healjson.validate("3", target).unwrap() == 3
@@ -59,22 +63,28 @@ def test_a_type_with_unhashable_metadata_is_still_a_target() -> None:
 
 @pytest.mark.parametrize("bad", [42, [1]])
 def test_what_is_no_type_is_refused_with_a_type_error_saying_what_to_pass(bad: Any) -> None:
+    """A target that is neither a type nor a schema (a number, a list) is refused with a
+    `TypeError` saying to pass a model class."""
     with pytest.raises(TypeError, match="pass a pydantic model class") as caught:
         healjson.validate("3", bad)
     assert "A string is read" not in str(caught.value)
 
 
 def test_a_string_naming_nothing_gets_the_hint_to_pass_the_class() -> None:
+    """A string target that names no type is refused with the hint to pass the class itself."""
     with pytest.raises(TypeError, match="pass the class itself"):
         healjson.validate("3", "NoSuchName")
 
 
 def test_a_schema_that_is_no_json_schema_is_a_value_error_naming_the_keyword() -> None:
+    """A schema with an invalid `type` keyword is refused with a `ValueError` naming where it is
+    invalid."""
     with pytest.raises(ValueError, match="not a valid JSON Schema at type"):
         healjson.validate("3", {"type": 5})
 
 
 def test_mappings_inside_a_list_of_the_schema_are_read_as_dicts() -> None:
+    """Read-only mappings inside a schema's `anyOf` list are read as the dicts they stand for."""
     branches = [types.MappingProxyType({"type": "integer"}), {"type": "null"}]
     schema = {"type": "object", "properties": {"n": {"anyOf": branches}}, "required": ["n"]}
     assert healjson.validate('{"n": null}', schema).unwrap() == {"n": None}
@@ -98,6 +108,8 @@ _LITERAL_VALUES = st.lists(
 def test_each_order_of_a_literal_keeps_its_own_schema(
     values: list[Any], data: st.DataObject
 ) -> None:
+    """Each order of the same `Literal` values keeps its own enum order, in the target's schema
+    and in the strict schema sent."""
     orders = [values, data.draw(st.permutations(values)), list(reversed(values))]
     for order in orders:
         literal = Literal[tuple(order)]  # type: ignore[valid-type]

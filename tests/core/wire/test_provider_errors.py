@@ -72,6 +72,8 @@ def _api_diagnostic(outcome: Any) -> Any:
 
 @pytest.mark.parametrize("case", CASES)
 def test_a_wrapped_client_quotes_the_providers_error_and_its_fix(case: str) -> None:
+    """A wrapped client's degraded outcome quotes the provider's error answer and the fix its
+    status calls for, with no key in the record or trace."""
     reply, quoted, fix = CASES[case]
     with ScriptedServer([reply()]) as server:
         sdk = openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
@@ -89,6 +91,8 @@ def test_a_wrapped_client_quotes_the_providers_error_and_its_fix(case: str) -> N
 
 @pytest.mark.parametrize("case", CASES)
 def test_healer_run_quotes_the_providers_error_and_its_fix(case: str) -> None:
+    """`Healer.run` over a raw SDK call quotes the provider's error answer and the fix its status
+    calls for."""
     reply, quoted, fix = CASES[case]
     with ScriptedServer([reply()]) as server:
         sdk = openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
@@ -104,6 +108,8 @@ def test_healer_run_quotes_the_providers_error_and_its_fix(case: str) -> None:
 
 
 def test_an_anthropic_not_found_error_names_the_model() -> None:
+    """Anthropic's 404 for an unknown model is quoted with its error type and advice to check the
+    model name."""
     reply = ScriptedReply.error(404, "model: claude-nope")
     with ScriptedServer([reply]) as server:
         sdk = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key=KEY, max_retries=0)
@@ -118,6 +124,8 @@ def test_an_anthropic_not_found_error_names_the_model() -> None:
 
 
 def test_a_connection_failure_keeps_the_generic_advice() -> None:
+    """A connection failure, with no error answer to quote, keeps the generic advice to check
+    provider, network and credentials."""
     sdk = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key=KEY, max_retries=0)
     outcome = healjson.wrap(sdk).chat.completions.create(
         model="m", messages=[{"role": "user", "content": "hi"}], response_model=Answer
@@ -139,10 +147,12 @@ def test_a_connection_failure_keeps_the_generic_advice() -> None:
     ],
 )
 def test_every_status_gets_its_advice(status: int, body: Any, advice: str) -> None:
+    """Every HTTP status class gets its own advice (403, 404, 422, 429, 5xx, any other)."""
     assert fault_from_body(status, body).advice().startswith(advice)
 
 
 def test_gemini_and_anthropic_bodies_are_read_alike() -> None:
+    """Gemini's and Anthropic's error bodies are read into the same `ProviderFault` shape."""
     gemini = {"error": {"code": 404, "message": "models/x is not found", "status": "NOT_FOUND"}}
     assert fault_from_body(404, gemini) == ProviderFault(404, "NOT_FOUND", "models/x is not found")
     said = {"type": "error", "error": {"type": "authentication_error", "message": "bad key"}}
@@ -153,6 +163,8 @@ def test_gemini_and_anthropic_bodies_are_read_alike() -> None:
 
 
 def test_batch_result_lines_keep_the_fault_through_the_ledger() -> None:
+    """Batch result lines of OpenAI and Anthropic keep the provider's fault through the ledger's
+    JSON, and an older ledger row still reads."""
     line = {
         "custom_id": "row-1_r0",
         "response": {"status_code": 404, "body": {"error": {
@@ -194,6 +206,8 @@ def _rows(out: Path) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("case", CASES)
 def test_healjson_batch_names_the_most_common_provider_error(tmp_path: Path, case: str) -> None:
+    """`healjson batch` quotes the provider's error in every row and names the most common one,
+    with its fix, in its summary."""
     reply, quoted, fix = CASES[case]
     source, out = _input(tmp_path, 3), tmp_path / "out.jsonl"
     with ScriptedServer([reply()], repeat=True) as server:
@@ -212,6 +226,8 @@ def test_healjson_batch_names_the_most_common_provider_error(tmp_path: Path, cas
 
 @pytest.mark.parametrize("case", CASES)
 def test_batch_api_names_the_most_common_provider_error(tmp_path: Path, case: str) -> None:
+    """`healjson batch --batch-api` quotes the provider's error in every row and names the most
+    common one in its summary."""
     reply, quoted, fix = CASES[case]
     source, out = _input(tmp_path, 3), tmp_path / "out.jsonl"
     with ScriptedServer(batch_replies=lambda custom_id, body: reply()) as server:
@@ -228,6 +244,7 @@ def test_batch_api_names_the_most_common_provider_error(tmp_path: Path, case: st
 
 
 def test_run_batch_api_reports_the_provider_errors(tmp_path: Path) -> None:
+    """`run_batch_api`'s report counts the rows of each provider error."""
     from ticket_pack import Ticket
 
     reply, quoted, _ = CASES["404-model"]
@@ -245,6 +262,8 @@ def test_run_batch_api_reports_the_provider_errors(tmp_path: Path) -> None:
 
 
 def test_a_gemini_not_found_error_names_the_model() -> None:
+    """Gemini's 404 for an unknown model is quoted with its status and advice to check the model
+    name, with no key in the record."""
     from google import genai
     from google.genai import types as genai_types
 

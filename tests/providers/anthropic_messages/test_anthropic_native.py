@@ -195,6 +195,8 @@ def test_refused_tiers_step_down_in_one_call_and_are_remembered(
 
 
 def test_the_stepped_down_tier_is_remembered_per_client(scripted_server: ScriptedServer) -> None:
+    """An Anthropic tier stepped down after a refusal is remembered by the client, so the next
+    call starts on the forced tool."""
     scripted_server.extend([REFUSE_NATIVE, GOOD, GOOD])
     with anthropic.Anthropic(
         base_url=scripted_server.anthropic_base_url,
@@ -213,6 +215,8 @@ def test_the_stepped_down_tier_is_remembered_per_client(scripted_server: Scripte
 
 
 def test_an_unrelated_400_is_an_api_error(scripted_server: ScriptedServer) -> None:
+    """An Anthropic 400 about something else than the output format degrades as `api_error` after
+    one request, with no step down."""
     scripted_server.push(ScriptedReply.error(400, "max_tokens: must be at most 8192"))
 
     outcome = ask(scripted_server)
@@ -233,6 +237,8 @@ MALFORMED = {
 def test_local_heal_in_one_call(
     scripted_server: ScriptedServer, runner: str, streamed: bool, text: str
 ) -> None:
+    """Every malformation L1 repairs heals an Anthropic answer in one request, sync, async and
+    streamed."""
     scripted_server.push(text)
 
     outcome = ask(scripted_server, runner, streamed)
@@ -245,6 +251,8 @@ def test_local_heal_in_one_call(
 def test_truncation_is_repaired_with_a_raised_max_tokens(
     scripted_server: ScriptedServer, runner: str, streamed: bool
 ) -> None:
+    """A cut Anthropic answer is repaired with `max_tokens` doubled, never sending OpenAI's
+    `max_completion_tokens`."""
     scripted_server.extend([ScriptedReply('{"name": "An', finish_reason="length"), GOOD])
 
     policy = HealPolicy(on_truncation="raise_max_tokens")
@@ -261,6 +269,7 @@ def test_truncation_is_repaired_with_a_raised_max_tokens(
 def test_refusal_degrades_after_one_call(
     scripted_server: ScriptedServer, runner: str, streamed: bool
 ) -> None:
+    """An Anthropic refusal degrades with `refusal` after one request."""
     scripted_server.push(ScriptedReply(refusal="I can't help with that."))
 
     outcome = ask(scripted_server, runner, streamed)
@@ -273,6 +282,8 @@ def test_refusal_degrades_after_one_call(
 def test_usage_counts_cache_reads_and_writes(
     scripted_server: ScriptedServer, runner: str, streamed: bool
 ) -> None:
+    """Anthropic usage counts every input token, cache reads and writes included, and keeps those
+    buckets."""
     usage = {"prompt_tokens": 100, "completion_tokens": 9, "cached_tokens": 60,
              "cache_write_tokens": 20}  # fmt: skip
     scripted_server.push(ScriptedReply(GOOD, usage=usage))
@@ -287,6 +298,7 @@ def test_usage_counts_cache_reads_and_writes(
 
 
 def test_thinking_blocks_are_set_aside(scripted_server: ScriptedServer, streamed: bool) -> None:
+    """An Anthropic thinking block holding JSON is set aside, never taken as the answer."""
     scripted_server.push(ScriptedReply(GOOD, reasoning='Maybe {"name": "Bob"}?'))
 
     outcome = ask(scripted_server, streamed=streamed)
@@ -298,6 +310,8 @@ def test_thinking_blocks_are_set_aside(scripted_server: ScriptedServer, streamed
 def test_without_response_model_everything_passes_through(
     scripted_server: ScriptedServer,
 ) -> None:
+    """Without `response_model`, a wrapped Anthropic client returns the SDK's own `Message` and
+    sends no output format."""
     scripted_server.push("hello")
     with anthropic.Anthropic(
         base_url=scripted_server.anthropic_base_url,
@@ -343,6 +357,8 @@ def test_a_schema_outside_the_dialect_skips_to_a_plain_forced_tool(
 def test_with_options_and_copy_stay_healing_and_share_the_tier(
     scripted_server: ScriptedServer,
 ) -> None:
+    """A wrapped Anthropic client's `with_options` and `copy` still heal and share the tier
+    learned by the client."""
     scripted_server.extend([REFUSE_NATIVE, GOOD, GOOD])
     with anthropic.Anthropic(
         base_url=scripted_server.anthropic_base_url,
@@ -377,6 +393,8 @@ class Order(BaseModel):
 
 
 def test_the_dialect_keeps_structure_and_moves_the_rest_into_descriptions() -> None:
+    """Anthropic's schema dialect keeps the structure and property order and moves each
+    unsupported keyword into the description."""
     schema = anthropic_schema(Order.model_json_schema())
 
     assert ["zeta", "items", "kind", "when"] == list(schema["properties"])  # order kept
@@ -412,6 +430,8 @@ def test_the_dialect_keeps_structure_and_moves_the_rest_into_descriptions() -> N
 def test_a_replaced_tier_state_or_client_reshapes_the_next_call(
     scripted_server: ScriptedServer,
 ) -> None:
+    """Replacing a wrapped Anthropic client's tier state or inner client reshapes the next call
+    accordingly."""
     from healjson.adapters._format import FormatState
 
     scripted_server.extend([GOOD, GOOD, GOOD])

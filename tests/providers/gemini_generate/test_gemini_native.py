@@ -101,6 +101,8 @@ def config_of(server: ScriptedServer, index: int = 0) -> dict[str, Any]:
 def test_native_json_schema_tier(
     scripted_server: ScriptedServer, runner: str, streamed: bool
 ) -> None:
+    """A wrapped Gemini client first asks with the JSON mime type and the model's schema as
+    `responseJsonSchema`."""
     scripted_server.push(GOOD)
 
     outcome = ask(scripted_server, runner, streamed)
@@ -113,6 +115,8 @@ def test_native_json_schema_tier(
 
 
 def test_json_mime_and_prompt_tiers(scripted_server: ScriptedServer) -> None:
+    """Gemini's `json_object` tier sends the mime type with the schema in the system instruction,
+    and the prompt tier only the system instruction."""
     scripted_server.extend([GOOD, GOOD])
 
     assert isinstance(ask(scripted_server, json_mode="json_object"), Healed)
@@ -132,6 +136,8 @@ REFUSE_SCHEMA = ScriptedReply.error(400, "response_json_schema is not supported 
 def test_refused_tier_steps_down_in_one_call(
     scripted_server: ScriptedServer, runner: str, streamed: bool
 ) -> None:
+    """A Gemini endpoint that refuses `responseJsonSchema` is asked again with the mime type
+    alone, in the same attempt."""
     scripted_server.extend([REFUSE_SCHEMA, GOOD])
 
     outcome = ask(scripted_server, runner, streamed)
@@ -144,6 +150,8 @@ def test_refused_tier_steps_down_in_one_call(
 
 
 def test_callers_config_and_system_instruction_are_kept(scripted_server: ScriptedServer) -> None:
+    """The caller's Gemini config (system instruction, temperature, output tokens) is kept in the
+    request."""
     scripted_server.push(f"```json\n{GOOD}\n```")
     config = genai_types.GenerateContentConfig(
         system_instruction="You are terse.", temperature=0.0, max_output_tokens=64
@@ -159,6 +167,8 @@ def test_callers_config_and_system_instruction_are_kept(scripted_server: Scripte
 
 
 def test_repair_round_keeps_the_original_contents(scripted_server: ScriptedServer) -> None:
+    """A Gemini repair round keeps the original contents, then the model's answer, then the
+    repair message."""
     scripted_server.extend(['{"name": "Ann"}', GOOD])
     contents = [genai_types.Content(role="user", parts=[genai_types.Part(text=PROMPT)])]
 
@@ -174,6 +184,7 @@ def test_repair_round_keeps_the_original_contents(scripted_server: ScriptedServe
 def test_truncation_raises_max_output_tokens(
     scripted_server: ScriptedServer, runner: str, streamed: bool
 ) -> None:
+    """A cut Gemini answer is repaired with `max_output_tokens` doubled."""
     scripted_server.extend([ScriptedReply('{"name": "An', finish_reason="length"), GOOD])
 
     outcome = ask(
@@ -190,6 +201,7 @@ def test_truncation_raises_max_output_tokens(
 
 
 def test_safety_stop_degrades(scripted_server: ScriptedServer, runner: str) -> None:
+    """A Gemini safety stop degrades with `content_filter` after one request."""
     scripted_server.push(ScriptedReply('{"name": "An', finish_reason="content_filter"))
 
     outcome = ask(scripted_server, runner)
@@ -202,6 +214,7 @@ def test_safety_stop_degrades(scripted_server: ScriptedServer, runner: str) -> N
 def test_without_response_model_everything_passes_through(
     scripted_server: ScriptedServer,
 ) -> None:
+    """Without `response_model`, a wrapped Gemini client returns the SDK's own response."""
     scripted_server.push("hello")
     client = genai.Client(api_key="test-key", http_options=_options(scripted_server))
     try:
@@ -213,6 +226,7 @@ def test_without_response_model_everything_passes_through(
 
 
 def test_text_contents_reach_the_sdk_as_given(scripted_server: ScriptedServer) -> None:
+    """Text `contents` reach the SDK as the caller gave them on every call, repairs aside."""
     scripted_server.extend([GOOD, '{"name": "Ann"}', GOOD])
     client = genai.Client(api_key="test-key", http_options=_options(scripted_server))
     seen: list[Any] = []

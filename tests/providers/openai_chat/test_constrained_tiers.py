@@ -68,6 +68,8 @@ def test_constrained_sends_the_full_schema_non_strict() -> None:
 
 
 def test_structured_outputs_sends_vllms_json_and_choice() -> None:
+    """The `structured_outputs` tier sends vLLM's `json` schema for an object target and a
+    `choice` list for an enum or a `Literal`."""
     with ScriptedServer(['{"by_name": {}, "kind": "x"}', '"green"', '"b"']) as server:
         client = _client(server, json_mode="structured_outputs")
         first = client.chat.completions.create(model="m", messages=USER, response_model=Scores)
@@ -89,6 +91,7 @@ def test_structured_outputs_sends_vllms_json_and_choice() -> None:
 
 
 def test_structured_outputs_keeps_the_callers_extra_body() -> None:
+    """The `structured_outputs` tier keeps the other fields of the caller's `extra_body`."""
     with ScriptedServer(['"red"']) as server:
         client = _client(server, json_mode="structured_outputs")
         client.chat.completions.create(
@@ -100,6 +103,7 @@ def test_structured_outputs_keeps_the_callers_extra_body() -> None:
 
 
 def test_a_callers_own_server_format_is_sent_as_given() -> None:
+    """A caller's own `structured_outputs` in `extra_body` is sent as given, not replaced."""
     own = {"structured_outputs": {"regex": "[a-z]+"}}
     with ScriptedServer(['"red"']) as server:
         client = _client(server, json_mode="structured_outputs")
@@ -111,6 +115,8 @@ def test_a_callers_own_server_format_is_sent_as_given() -> None:
 
 
 def test_a_rejected_constrained_tier_steps_down_and_is_remembered() -> None:
+    """A rejected `constrained` tier steps down to JSON mode, and the client remembers it for the
+    next call."""
     rejected = ScriptedReply.error(400, "response_format json_schema is not supported")
     good = '{"by_name": {"a": 1}, "kind": 2}'
     with ScriptedServer([rejected, good, good]) as server:
@@ -127,6 +133,8 @@ def test_a_rejected_constrained_tier_steps_down_and_is_remembered() -> None:
 
 
 def test_a_rejected_structured_outputs_tier_steps_down_to_constrained() -> None:
+    """A server that rejects `structured_outputs` is asked again with a non-strict JSON schema,
+    the `constrained` tier."""
     rejected = ScriptedReply.error(400, "Unknown field: structured_outputs")
     with ScriptedServer([rejected, '"red"']) as server:
         client = _client(server, json_mode="structured_outputs")
@@ -141,6 +149,8 @@ def test_a_rejected_structured_outputs_tier_steps_down_to_constrained() -> None:
 
 
 def test_native_adapters_refuse_the_local_server_tiers() -> None:
+    """The Anthropic adapter refuses the local-server tiers with a message listing the modes it
+    takes."""
     import anthropic
 
     for mode in ("constrained", "structured_outputs"):
@@ -151,6 +161,8 @@ def test_native_adapters_refuse_the_local_server_tiers() -> None:
 
 
 def test_literal_values_reads_enums_consts_and_unions_of_them() -> None:
+    """`literal_values` reads an enum's or `Literal`'s values, and none for a nullable union or a
+    non-literal type."""
     assert literal_values(target_for(Color).json_schema) == ["red", "green"]
     assert literal_values(target_for(Literal[1, 2]).json_schema) == [1, 2]
     assert literal_values(target_for(Literal["a"] | None).json_schema) is None  # null: a type
@@ -159,6 +171,8 @@ def test_literal_values_reads_enums_consts_and_unions_of_them() -> None:
 
 
 def test_a_batch_line_carries_the_server_fields_flat() -> None:
+    """A Batch API line for the `structured_outputs` tier carries the server field at the top of
+    its JSON body."""
     body = batch_body("structured_outputs", target_for(Color), USER, {"model": "m"})
     assert body["structured_outputs"] == {"choice": ['"red"', '"green"']}
     assert "extra_body" not in body
@@ -192,6 +206,7 @@ def test_the_scripted_server_records_each_formats_constraint_and_can_honour_a_ch
 
 
 def test_the_command_line_offers_the_local_server_tiers() -> None:
+    """The command line's `--json-mode` offers `constrained` and `structured_outputs`."""
     from healjson._cli.options import JsonModeChoice
 
     assert {"constrained", "structured_outputs"} <= {choice.value for choice in JsonModeChoice}

@@ -70,6 +70,8 @@ def reply(content: str, **fields: Any) -> ScriptedReply:
 
 @pytest.mark.parametrize("runner", ["sync", "async"])
 def test_clean_stream_snapshots_then_healed_with_the_streams_usage(runner: str) -> None:
+    """A clean stream through the openai SDK yields snapshots, then `Healed` with the usage the
+    stream reported, sync and async."""
     text = json.dumps(GOOD)
     with ScriptedServer([reply(text)]) as server:
         if runner == "sync":
@@ -92,6 +94,7 @@ def test_clean_stream_snapshots_then_healed_with_the_streams_usage(runner: str) 
 
 
 def test_fenced_prose_wrapped_broken_stream_heals_with_no_extra_call() -> None:
+    """A fenced, prose-wrapped stream with a trailing comma heals through the SDK in one call."""
     text = "Sure:\n```json\n" + json.dumps(GOOD)[:-1] + ",}\n```\nDone."
     with ScriptedServer([reply(text, chunk_chars=4)]) as server, client(server) as wrapped:
         outcome = create(wrapped).finish()
@@ -103,6 +106,7 @@ def test_fenced_prose_wrapped_broken_stream_heals_with_no_extra_call() -> None:
 
 
 def test_cut_stream_is_repaired_in_two_calls() -> None:
+    """A stream cut by the token limit is repaired by a second, streamed call."""
     cut = ScriptedReply(content=json.dumps(GOOD)[:25], finish_reason="length", chunk_chars=5)
     with ScriptedServer([cut, reply(json.dumps(GOOD))]) as server, client(server) as wrapped:
         outcome = create(wrapped).finish()
@@ -114,6 +118,8 @@ def test_cut_stream_is_repaired_in_two_calls() -> None:
 
 
 def test_list_items_flow_and_one_repair_call_fixes_the_bad_one() -> None:
+    """A list's items flow through the SDK as they complete; one repair call fixes the bad item,
+    and the ones behind it wait for it."""
     items = [{"sku": s, "qty": 0 if s == "C" else 1} for s in "ABCDE"]
     fixed = [{"sku": s, "qty": 1} for s in "ABCDE"]
     with (
@@ -131,6 +137,8 @@ def test_list_items_flow_and_one_repair_call_fixes_the_bad_one() -> None:
 
 
 def test_early_abort_closes_the_connection_and_the_repair_succeeds() -> None:
+    """An early abort closes the HTTP connection long before the answer's end, and the repair
+    heals."""
     bad = {
         "customer": "Ada",
         "total": -1,
@@ -154,6 +162,8 @@ def test_early_abort_closes_the_connection_and_the_repair_succeeds() -> None:
 
 
 def test_mid_stream_http_error_degrades_with_api_error_and_partial_data() -> None:
+    """An error event mid-stream degrades with `api_error`, keeping the partial data and raw text
+    that arrived."""
     broken = ScriptedReply(content=json.dumps(GOOD), chunk_chars=5, stream_error_after_chars=30)
     with ScriptedServer([broken]) as server, client(server) as wrapped:
         stream = create(wrapped)
@@ -168,6 +178,7 @@ def test_mid_stream_http_error_degrades_with_api_error_and_partial_data() -> Non
 
 
 def test_dropped_connection_mid_stream_degrades_and_keeps_what_arrived() -> None:
+    """A connection dropped mid-stream degrades, keeping the partial data that arrived."""
     cut = ScriptedReply(content=json.dumps(GOOD), chunk_chars=5, cut_after_chars=20)
     with ScriptedServer([cut]) as server, client(server) as wrapped:
         outcome = create(wrapped).finish()
@@ -178,6 +189,7 @@ def test_dropped_connection_mid_stream_degrades_and_keeps_what_arrived() -> None
 
 
 def test_an_echoed_key_in_a_stream_error_is_redacted() -> None:
+    """An API key echoed in a stream's error event is redacted from the record and trace."""
     broken = ScriptedReply(
         content=json.dumps(GOOD),
         chunk_chars=5,
@@ -193,6 +205,8 @@ def test_an_echoed_key_in_a_stream_error_is_redacted() -> None:
 
 
 def test_instructor_create_partial_and_create_iterable_are_healed() -> None:
+    """instructor's `create_partial` and `create_iterable` through `wrap` are healed, the bad
+    item repaired."""
     items = [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 0}]
     fixed = [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 2}]
     script = [reply(json.dumps(GOOD)), reply(json.dumps(items)), reply(json.dumps(fixed))]

@@ -95,6 +95,8 @@ LOCAL = {
 def test_local_heals_take_one_call(
     scripted_server: ScriptedServer, mode: Mode, streamed: bool, case: str
 ) -> None:
+    """Every local heal of a Responses answer (fences, prose, reasoning items, commentary, ...)
+    takes one call on `/v1/responses`, sync, async and streamed."""
     scripted_server.push(LOCAL[case])
 
     outcome = heal(mode, scripted_server, streamed=streamed)
@@ -114,6 +116,8 @@ def test_local_heals_take_one_call(
 def test_the_first_request_keeps_the_callers_input_and_asks_strict_json(
     scripted_server: ScriptedServer, mode: Mode, streamed: bool
 ) -> None:
+    """The first Responses request keeps the caller's input items and instructions as written and
+    asks for strict JSON with the target's schema."""
     scripted_server.push(GOOD)
     items = [{"role": "user", "content": [{"type": "input_text", "text": "Invoice INV-1: 3"}]}]
 
@@ -166,6 +170,8 @@ def test_a_cut_value_is_repaired_statelessly_by_default(
 def test_an_invalid_answer_is_repaired_statelessly(
     scripted_server: ScriptedServer, mode: Mode, streamed: bool
 ) -> None:
+    """An invalid Responses answer is repaired statelessly: the next request repeats the input,
+    quotes the answer and adds the repair message."""
     scripted_server.extend(['{"number": "INV-1", "total": "many"}', GOOD])
 
     outcome = heal(mode, scripted_server, streamed=streamed, instructions="Extract.")
@@ -186,6 +192,8 @@ def test_an_invalid_answer_is_repaired_statelessly(
 def test_a_repair_via_previous_response_id_sends_only_the_repair_message(
     scripted_server: ScriptedServer, mode: Mode, streamed: bool
 ) -> None:
+    """With `repair_via="previous_response_id"` a repair chains to the stored response and sends
+    only the repair message."""
     scripted_server.extend(['{"number": "INV-1", "total": "many"}', GOOD])
 
     outcome = heal(
@@ -211,6 +219,8 @@ def test_a_repair_via_previous_response_id_sends_only_the_repair_message(
 def test_previous_response_id_repairs_need_stored_responses(
     scripted_server: ScriptedServer,
 ) -> None:
+    """`repair_via="previous_response_id"` without `store=True`, or an unknown `repair_via`, is
+    refused before any request."""
     with pytest.raises(ValueError, match="store=True"):
         heal("sync", scripted_server, repair_via="previous_response_id")
     with pytest.raises(ValueError, match="repair_via"):
@@ -222,6 +232,8 @@ def test_previous_response_id_repairs_need_stored_responses(
 def test_a_rejected_strict_format_steps_down_to_json_object(
     scripted_server: ScriptedServer, mode: Mode, streamed: bool
 ) -> None:
+    """A Responses endpoint that rejects the strict text format is asked again in JSON object
+    mode."""
     scripted_server.extend(
         [
             ScriptedReply.error(
@@ -259,6 +271,8 @@ ENDS = {
 def test_statuses_degrade_with_their_reasons(
     scripted_server: ScriptedServer, mode: Mode, streamed: bool, case: str
 ) -> None:
+    """Each Responses end status (failed, incomplete for length or content filter, refusal)
+    degrades with its own reason."""
     reply, reason = ENDS[case]
     scripted_server.push(reply)
 
@@ -274,6 +288,7 @@ def test_statuses_degrade_with_their_reasons(
 def test_a_cut_answer_without_attempts_left_is_token_truncated(
     scripted_server: ScriptedServer, mode: Mode, streamed: bool
 ) -> None:
+    """A cut Responses answer with no attempt left degrades as `token_truncated`."""
     scripted_server.push(ScriptedReply(content='{"number": "INV-1", "tot', finish_reason="length"))
 
     outcome = heal(mode, scripted_server, streamed=streamed, policy=HealPolicy(max_attempts=1))
@@ -286,6 +301,7 @@ def test_a_cut_answer_without_attempts_left_is_token_truncated(
 def test_usage_is_read_from_the_responses_counts(
     scripted_server: ScriptedServer, mode: Mode, streamed: bool
 ) -> None:
+    """The Responses API's token counts (input, output, cached, reasoning) are read into `Usage`."""
     counts = {"prompt_tokens": 50, "completion_tokens": 20, "total_tokens": 70,
               "cached_tokens": 10, "reasoning_tokens": 5}  # fmt: skip
     scripted_server.push(ScriptedReply(content=GOOD, usage=counts, reasoning="r"))
@@ -308,6 +324,7 @@ def test_usage_is_read_from_the_responses_counts(
 
 @pytest.mark.parametrize("mode", MODES)
 def test_parse_with_text_format_is_healed(scripted_server: ScriptedServer, mode: Mode) -> None:
+    """`responses.parse(text_format=M)` on a wrapped client heals a fenced answer."""
     scripted_server.push(f"```json\n{GOOD}\n```")
 
     outcome = heal(mode, scripted_server, method="parse")
@@ -320,6 +337,8 @@ def test_parse_with_text_format_is_healed(scripted_server: ScriptedServer, mode:
 def test_stream_with_text_format_is_a_healed_stream(
     scripted_server: ScriptedServer, mode: Mode
 ) -> None:
+    """`responses.stream(text_format=M)` on a wrapped client is a healed stream over a streamed
+    request."""
     scripted_server.push(ScriptedReply(content=GOOD, chunk_chars=4))
 
     outcome = heal(mode, scripted_server, method="stream", text_format=Invoice)
@@ -330,6 +349,7 @@ def test_stream_with_text_format_is_a_healed_stream(
 
 
 def test_a_healed_stream_gives_snapshots_and_items(scripted_server: ScriptedServer) -> None:
+    """A healed Responses stream of a list hands out each item as it completes."""
     scripted_server.push(
         ScriptedReply(
             content='[{"number": "A", "total": 1}, {"number": "B", "total": 2}]', chunk_chars=5
@@ -348,6 +368,8 @@ def test_a_healed_stream_gives_snapshots_and_items(scripted_server: ScriptedServ
 def test_without_response_model_the_sdks_own_response_comes_back(
     scripted_server: ScriptedServer, mode: Mode
 ) -> None:
+    """Without `response_model`, a wrapped client's `responses.create` and `parse` return the
+    SDK's own response."""
     scripted_server.extend([GOOD, GOOD])
 
     def calls(responses: Any) -> list[Any]:
@@ -374,6 +396,7 @@ def test_without_response_model_the_sdks_own_response_comes_back(
 
 
 def test_stream_without_text_format_is_the_sdks_own(scripted_server: ScriptedServer) -> None:
+    """Without `text_format`, `responses.stream` is the SDK's own stream manager."""
     scripted_server.push(GOOD)
     with (
         openai.OpenAI(base_url=scripted_server.base_url, api_key="test") as sdk,
@@ -385,6 +408,8 @@ def test_stream_without_text_format_is_the_sdks_own(scripted_server: ScriptedSer
 
 @pytest.mark.parametrize("mode", MODES)
 def test_chat_completions_parse_is_healed(scripted_server: ScriptedServer, mode: Mode) -> None:
+    """`chat.completions.parse(response_format=M)` on a wrapped client heals a prose-wrapped
+    answer, sync and async."""
     scripted_server.extend([f"Sure: {GOOD}"])
     messages = [{"role": "user", "content": "Extract."}]
     if mode == "sync":
@@ -418,6 +443,7 @@ def _response(scripted_server: ScriptedServer, reply: Any) -> Response:
 
 @pytest.mark.parametrize("as_dict", [False, True])
 def test_healer_run_reads_a_response(scripted_server: ScriptedServer, as_dict: bool) -> None:
+    """`Healer.run` and `arun` read a Responses API `Response`, or its dict dump, as a reply."""
     response = _response(scripted_server, ScriptedReply(content=f"```json\n{GOOD}\n```"))
     value = response.model_dump() if as_dict else response
     healer = Healer(Invoice)
@@ -429,6 +455,7 @@ def test_healer_run_reads_a_response(scripted_server: ScriptedServer, as_dict: b
 
 
 def test_function_calls_are_tool_calls(scripted_server: ScriptedServer) -> None:
+    """A Response's function calls are read as tool calls, and a call carrying the answer heals."""
     call = {"id": "c1", "type": "function", "function": {"name": "put", "arguments": GOOD}}
     response = _response(
         scripted_server, ScriptedReply(tool_calls=[call], finish_reason="tool_calls")
@@ -442,6 +469,8 @@ def test_function_calls_are_tool_calls(scripted_server: ScriptedServer) -> None:
 
 
 def test_a_failed_response_and_an_error_event_are_provider_failures() -> None:
+    """A failed Response and a Responses stream error event are provider failures, while an
+    Anthropic error event is not read as one."""
     failed = {"object": "response", "status": "failed", "output": [],
               "error": {"code": "server_error", "message": "It broke."}}  # fmt: skip
     with pytest.raises(ResponseFailed, match="It broke"):
@@ -454,6 +483,8 @@ def test_a_failed_response_and_an_error_event_are_provider_failures() -> None:
 
 
 def test_the_text_events_read_as_deltas() -> None:
+    """Each Responses stream text event (output text, refusal, function arguments, reasoning
+    summary, completion) is read as its delta field."""
     cases: list[tuple[dict[str, Any], Callable[[Any], Any], Any]] = [
         ({"type": "response.output_text.delta", "delta": "ab"}, lambda d: d.text, "ab"),
         ({"type": "response.refusal.delta", "delta": "no"}, lambda d: d.refusal, "no"),
@@ -546,6 +577,8 @@ def test_requests_keep_the_callers_instructions_and_input_as_written(
 def test_the_prompt_tier_sends_the_schema_as_an_input_message(
     scripted_server: ScriptedServer, mode: Mode
 ) -> None:
+    """The prompt tier of the Responses API sends the schema as a system input message before the
+    caller's input."""
     scripted_server.push(GOOD)
 
     outcome = heal(mode, scripted_server, json_mode="prompt", instructions="Extract.")

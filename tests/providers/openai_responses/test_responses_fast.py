@@ -86,10 +86,13 @@ def responses(draw: st.DrawFn) -> Response:
 @settings(max_examples=200, deadline=None)
 @given(responses())
 def test_the_fast_reader_reads_every_response_as_the_full_reader(response: Response) -> None:
+    """For any Responses API `Response`, the fast reader gives the full reader's `Reply`."""
     assert read_sdk_response(response) == read_response(response)
 
 
 def test_the_common_request_sends_the_callers_input_and_one_cached_format() -> None:
+    """A Responses request keeps the caller's instructions and input and sends one text format,
+    built once for equal calls."""
     strict = {"type": "json_schema", "json_schema": {"name": "M", "schema": {}, "strict": True}}
     messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
     sent = [
