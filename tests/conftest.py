@@ -221,18 +221,6 @@ def _expected_length(item: pytest.Item) -> int:
     return 1 if getattr(function, "is_hypothesis_test", False) else 2
 
 
-@pytest.fixture(autouse=True)
-def _structlog_left_as_found() -> Iterator[None]:
-    """A test that configures structlog (`structlog.testing.capture_logs` does, and leaves it
-    so) must not make healjson's events print in the tests after it."""
-    import structlog
-
-    configured = structlog.is_configured()
-    yield
-    if not configured and structlog.is_configured():
-        structlog.reset_defaults()
-
-
 RAY_KEY_VAR = "HEALJSON_RAY_TEST_API_KEY"
 RAY_SECRET = "sk-ray-test-4f9c2d7e1b8a6035"
 """The API key Ray's workers read from their environment (set before the cluster starts: a

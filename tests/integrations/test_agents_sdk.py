@@ -39,7 +39,6 @@ from agents import (  # noqa: E402
 )
 from agents.tool_context import ToolContext  # noqa: E402
 from openai import AsyncOpenAI, DefaultAsyncHttpxClient  # noqa: E402
-from structlog.testing import capture_logs  # noqa: E402
 
 import healjson  # noqa: E402
 from healjson import Diagnostic, Violation, contract  # noqa: E402
@@ -50,7 +49,12 @@ from healjson.agents import (  # noqa: E402
     heal_final_output,
     heal_tools,
 )
-from healjson.testing import ScriptedReply, ScriptedServer, corrupted  # noqa: E402
+from healjson.testing import (  # noqa: E402
+    ScriptedReply,
+    ScriptedServer,
+    capture_events,
+    corrupted,
+)
 from sdk_calls import TLS as _SSL  # noqa: E402
 
 agents.set_tracing_disabled(True)
@@ -724,7 +728,7 @@ def test_each_local_repair_is_a_healjson_event_with_its_flags() -> None:
     `healjson.local_repair` event with its flags."""
     turns = [Turn(HEALABLE_ARGS["trailing_comma"]), Turn(BROKEN_REPORTS["fenced"], tool=None)]
     handlers = {"invalid_final_output": heal_final_output()}
-    with capture_logs() as logs:
+    with capture_events() as logs:
         ran = run_agent(
             "async",
             healed(search_agent(Executed(), output_type=Report)),

@@ -32,7 +32,13 @@ from pydantic_ai.providers.openai import OpenAIProvider
 
 from healjson import Flag, Violation, contract
 from healjson.pydantic_ai import HealCapability, HealRecord
-from healjson.testing import RecordedRequest, ScriptedReply, ScriptedServer, corrupted
+from healjson.testing import (
+    RecordedRequest,
+    ScriptedReply,
+    ScriptedServer,
+    capture_events,
+    corrupted,
+)
 
 # ---------------------------------------------------------------------------------------------
 # The agent: one tool, one output model
@@ -539,13 +545,11 @@ def test_responses_model_tool_arguments_are_healed(server: ScriptedServer, mode:
 def test_records_are_kept_per_run_and_sent_as_events(server: ScriptedServer) -> None:
     """The capability keeps a record per healed step with its run's id, and sends each as a
     healjson event."""
-    import structlog
-
     capability: HealCapability[Any] = HealCapability()
     server.extend([search_call("{'query': 'red shoes', 'limit': 5}"), final()])
     server.extend([search_call(clean_args()), final()])
     made = setup(server, capability)
-    with structlog.testing.capture_logs() as logs, sync_loop() as loop:
+    with capture_events() as logs, sync_loop() as loop:
         try:
             first = made.agent.run_sync("Find.")
             second = made.agent.run_sync("Find again.")
@@ -637,8 +641,6 @@ def test_the_validation_context_reaches_the_repair(server: ScriptedServer, hits:
 def test_a_retry_is_one_event_of_its_own(server: ScriptedServer) -> None:
     """A retry healjson asks for is `healjson.pydantic_ai.retry` (with pydantic-ai's run id and
     the diagnostics), not a healjson run that degraded."""
-    import structlog
-
     capability: HealCapability[Any] = HealCapability()
     server.extend(
         [
@@ -648,7 +650,7 @@ def test_a_retry_is_one_event_of_its_own(server: ScriptedServer) -> None:
         ]
     )
     made = setup(server, capability)
-    with structlog.testing.capture_logs() as logs:
+    with capture_events() as logs:
         result = made.run("sync")
     assert [e["event"] for e in logs] == ["healjson.pydantic_ai.retry"]
     assert logs[0]["run_id"] == result.run_id

@@ -26,7 +26,6 @@ from google import genai
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
-from structlog.testing import capture_logs
 
 import healjson
 from healjson import Degraded, DegradedError, Healer, Reason
@@ -41,7 +40,7 @@ from healjson._core.redact import (
     redact_text,
     secrets_scope,
 )
-from healjson.testing import ScriptedModel
+from healjson.testing import ScriptedModel, capture_events
 from paths import CLI_FIXTURES
 from sdk_calls import TLS as _SSL
 
@@ -199,7 +198,7 @@ def test_an_echoed_api_key_appears_in_no_output(
     echo_server: EchoServer, mode: Mode, include_content: bool
 ) -> None:
     """A 401 body echoing every credential leaves none in the record, traces, events or rows."""
-    with capture_logs() as logs, healjson.set_logger(None, include_content=include_content):
+    with capture_events(include_content=include_content) as logs:
         outcome = _ask(mode, echo_server, **_call_kwargs())
 
     assert isinstance(outcome, Degraded)
@@ -237,7 +236,7 @@ def test_per_call_credentials_are_masked_in_the_stored_params(echo_server: EchoS
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_the_instructor_adapter_redacts_the_same_way(echo_server: EchoServer, mode: Mode) -> None:
     """Through `instructor.from_openai`, the echoed credentials are redacted as well."""
-    with capture_logs() as logs, healjson.set_logger(None, include_content=True):
+    with capture_events(include_content=True) as logs:
         outcome = _ask(mode, echo_server, through_instructor=True, **_call_kwargs())
 
     assert isinstance(outcome, Degraded)
@@ -269,7 +268,7 @@ def test_random_secrets_in_headers_query_and_body_never_reach_any_output(
     body_secret: str,
 ) -> None:
     """Whatever the secrets, placed in headers, query and body and echoed back, none leaks."""
-    with capture_logs() as logs, healjson.set_logger(None, include_content=True):
+    with capture_events(include_content=True) as logs:
         outcome = _ask(
             "sync",
             echo_server,
@@ -787,8 +786,7 @@ def test_a_key_the_model_echoes_through_a_wrapped_client_is_in_no_output(
 
     with (
         ScriptedServer(_scripts(key, form)[script]) as server,
-        capture_logs() as logs,
-        healjson.set_logger(None, include_content=True),
+        capture_events(include_content=True) as logs,
     ):
         options: dict[str, Any] = {"base_url": server.base_url, "api_key": key, "max_retries": 0}
         policy = healjson.HealPolicy(max_attempts=2)

@@ -16,6 +16,10 @@
   `valid(pack)`, `violating(pack, contract)`, `from_schema(model)` and `corrupted(value)`
   (renderings as a `Corruption`) are strategies; `check_pack(pack)` runs every check a contract
   pack should pass and returns a `PackReport`. Hypothesis is imported only when they are used.
+- `capture_events()`: a context manager yielding a list that collects healjson's events (each a
+  dict: `event`, `log_level`, `run_id` and its fields) while the block runs, in the current
+  thread or task only (structlog's `capture_logs` is the model; nothing is configured
+  process-wide).
 
 Nothing here needs a network or an API key.
 """
@@ -28,6 +32,7 @@ from ._scripted import Call, ScriptedModel, ScriptExhausted
 
 if TYPE_CHECKING:
     from ._batches import ScriptedBatch, ScriptedFile
+    from ._capture import capture_events
     from ._check_pack import PackReport, check_pack
     from ._corruptions import Corruption, corrupted
     from ._replies import RecordedRequest, ScriptedReply
@@ -46,6 +51,7 @@ __all__ = [
     "ScriptedModel",
     "ScriptedReply",
     "ScriptedServer",
+    "capture_events",
     "check_pack",
     "corrupted",
     "from_schema",
@@ -67,6 +73,7 @@ _LAZY = {
     "valid": "_strategies",
     "violating": "_strategies",
     "PackReport": "_check_pack",
+    "capture_events": "_capture",
     "check_pack": "_check_pack",
 }
 

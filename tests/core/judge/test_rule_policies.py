@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 import healjson
 from healjson import Degraded, Delta, Flag, Healed, Healer, HealPolicy, Reason, contract
-from healjson.testing import ScriptedModel
+from healjson.testing import ScriptedModel, capture_events
 
 
 class Line(BaseModel):
@@ -315,19 +315,11 @@ def test_stop_wins_over_reask_fix_and_warn() -> None:
 
 def test_the_healed_event_carries_warnings_dropped_and_fixed() -> None:
     """The `healjson.healed` event carries the warnings and the fixed rules of the run."""
-    seen: list[tuple[str, dict[str, Any]]] = []
-
-    class Logger:
-        def info(self, event: str, **fields: Any) -> None:
-            seen.append((event, fields))
-
-        debug = warning = error = info
-
-    with healjson.set_logger(Logger()):
+    with capture_events() as events:
         Healer(Order, contracts=[usual_qty, trimmed]).run(
             ScriptedModel([order(customer=" a ", qty=11)]), "x"
         )
-    [fields] = [fields for event, fields in seen if event == "healjson.healed"]
+    [fields] = [event for event in events if event["event"] == "healjson.healed"]
     assert fields["warnings"] == ["qty: qty is usually at most 10"]
     assert fields["fixed"] == ["trimmed"]
 

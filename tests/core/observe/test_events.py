@@ -7,13 +7,12 @@ from typing import Any
 
 import openai
 import structlog
-from structlog.testing import capture_logs
 
 import healjson
 from contract_cases import UrgentTicket as Ticket
 from contract_cases import urgent_needs_detail
 from healjson import Healer, Reply
-from healjson.testing import ScriptedModel, ScriptedServer
+from healjson.testing import ScriptedModel, ScriptedServer, capture_events
 
 SECRET = "sk-test-SECRET-0123456789"
 
@@ -48,7 +47,7 @@ def test_events_are_quiet_until_configured() -> None:
 
 def test_every_layer_emits_an_event_with_flat_fields() -> None:
     """Attempts, local repairs, diagnostics, the repair request and the outcome are events."""
-    with capture_logs() as logs:
+    with capture_events() as logs:
         outcome = _run(["```json\n" + SHORT + "\n```", GOOD])
     events = [log["event"] for log in logs]
     assert [
@@ -71,7 +70,7 @@ def test_every_layer_emits_an_event_with_flat_fields() -> None:
 
 def test_degradation_event_carries_the_reason() -> None:
     """A degraded run ends with a `healjson.degraded` event naming the reason."""
-    with capture_logs() as logs:
+    with capture_events() as logs:
         _run([Reply('{"urgency": 3, "summary": "cut', "length")] * 3)
     assert "healjson.degraded" == logs[-1]["event"]
     assert "token_truncated" == logs[-1]["reason"]
@@ -79,10 +78,10 @@ def test_degradation_event_carries_the_reason() -> None:
 
 def test_content_is_logged_only_when_asked() -> None:
     """Raw output and prompts appear in events only with include_content=True."""
-    with capture_logs() as logs:
+    with capture_events() as logs:
         _run([SHORT, GOOD])
     assert not any("Lost it" in json.dumps(log, default=str) for log in logs)
-    with capture_logs() as logs, healjson.set_logger(None, include_content=True):
+    with capture_events(include_content=True) as logs:
         _run([SHORT, GOOD])
     assert any("Lost it" in json.dumps(log, default=str) for log in logs)
 
@@ -93,7 +92,7 @@ def test_api_key_and_headers_never_reach_the_logs_or_the_record() -> None:
         client = healjson.wrap(
             openai.OpenAI(base_url=server.base_url, api_key=SECRET, max_retries=0)
         )
-        with capture_logs() as logs, healjson.set_logger(None, include_content=True):
+        with capture_events(include_content=True) as logs:
             outcome = client.chat.completions.create(
                 model="m",
                 messages=[{"role": "user", "content": "triage"}],

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 import healjson
 from healjson import Degraded, Healed, ProviderError, Reply
 from healjson._core.run import engine
+from healjson.testing import capture_events
 from outcomes import comparable
 
 
@@ -95,16 +96,6 @@ def scripted(fates: list[Any], log: list[Any]) -> Callable[..., Any]:
     return call
 
 
-class _Sink:
-    """A logger that hears every event (the loop announces each step to it)."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, dict[str, Any]]] = []
-
-    def info(self, event: str, **fields: Any) -> None:
-        self.events.append((event, fields))
-
-
 @settings(max_examples=150, deadline=None)
 @given(fates=st.lists(_FATES, min_size=1, max_size=3), attempts=st.integers(1, 3))
 def test_what_listens_changes_neither_the_outcome_nor_the_calls(
@@ -118,7 +109,7 @@ def test_what_listens_changes_neither_the_outcome_nor_the_calls(
     heard_calls: list[Any] = []
     timed_calls: list[Any] = []
     quiet = plain.run(scripted(fates, quiet_calls), MESSAGES, **PARAMS)
-    with healjson.set_logger(_Sink()):
+    with capture_events():  # a listener that hears every step
         heard = plain.run(scripted(fates, heard_calls), MESSAGES, **PARAMS)
     limited = timed.run(scripted(fates, timed_calls), MESSAGES, **PARAMS)
     assert comparable(quiet) == comparable(heard) == comparable(limited)
@@ -211,7 +202,7 @@ def test_every_driver_serves_a_clean_first_reply_by_the_first_step() -> None:
         with pytest.MonkeyPatch.context() as mp:
             built = _count_loop_states(mp)
             outcome = run()
-            with healjson.set_logger(_Sink()):
+            with capture_events():
                 heard = run()
         assert isinstance(outcome, Healed), name
         assert isinstance(heard, Healed), name
@@ -228,13 +219,12 @@ def _drained(stream: Any) -> Any:
 def test_a_listener_gets_every_event_of_a_run_healed_at_the_first_step() -> None:
     """A run healed at the first step still sends its attempt and healed events, with its run id,
     to a listening logger."""
-    sink = _Sink()
     healer = healjson.Healer(Item)
-    with healjson.set_logger(sink):
+    with capture_events() as events:
         outcome = healer.run(lambda m, **p: '{"name": "x", "qty": 1}', MESSAGES)
     assert isinstance(outcome, Healed)
-    assert ["healjson.attempt", "healjson.healed"] == [name for name, _ in sink.events]
-    assert {outcome.run_id} == {fields["run_id"] for _, fields in sink.events}
+    assert ["healjson.attempt", "healjson.healed"] == [event["event"] for event in events]
+    assert {outcome.run_id} == {event["run_id"] for event in events}
 
 
 def test_a_declined_first_reply_continues_in_the_loop_with_the_same_run_id() -> None:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from healjson import Degraded, Healed, Healer, HealPolicy, Reply, Violation, contract
 from healjson._core.run.replay import failed, replay, replied
 from healjson._core.wire.effects import ModelCall
+from healjson.testing import capture_events
 
 
 class Span(BaseModel):
@@ -108,23 +109,13 @@ def test_results_beyond_the_outcome_are_ignored() -> None:
 
 def test_a_replay_emits_no_events() -> None:
     """A replayed run sends no events, where the live run did."""
-    seen: list[Any] = []
-
-    class Logger:
-        def info(self, event: str, **fields: Any) -> None:
-            seen.append(event)
-
-        debug = warning = error = info
-
-    import healjson
-
-    with healjson.set_logger(Logger()):
-        healer = Healer(Span)
+    healer = Healer(Span)
+    with capture_events() as live:
         healer.run(lambda messages, **params: '{"low": 1, "high": 2}', "x")
-        assert seen  # the live run is observed
-        seen.clear()
+    with capture_events() as replayed:
         healer._replay("x", [replied('{"low": 1, "high": 2}')])
-        assert seen == []
+    assert live  # the live run is observed
+    assert [] == replayed
 
 
 def test_replay_closes_the_flow_it_stops() -> None:

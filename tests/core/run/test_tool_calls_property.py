@@ -19,7 +19,7 @@ from healjson._core.judge.contracts import ContractContext
 from healjson._core.run.drive import drive_sync
 from healjson._core.run.tools import Tool, ToolSpec, tools_flow
 from healjson._core.target.target import target_for
-from healjson.testing import Corruption, corrupted
+from healjson.testing import Corruption, capture_events, corrupted
 
 
 class Order(BaseModel):
@@ -124,31 +124,20 @@ def test_a_call_never_saved_degrades_with_every_call_as_sent(data: Any, order: O
 
 
 def test_a_tool_run_reports_its_attempts_and_outcome_to_the_logger() -> None:
-    """A tool-call run reports its attempts, repair request and outcome to the logger, each with
-    the run's id."""
-    import healjson
-
-    seen: list[tuple[str, Any]] = []
-
-    class Recorder:
-        def info(self, event: str, **fields: Any) -> None:
-            seen.append((event, fields.get("run_id")))
-
-        warning = info
-
+    """A tool-call run reports each attempt and its outcome as events, each with the run's id."""
     broken = ToolCall("order", '{"sku": "A", "qty": "x", "gift": false, "notes": []}', "c1")
     fixed = ToolCall("order", '{"sku": "A", "qty": 1, "gift": false, "notes": []}', "c2")
     replies = [
         Reply(None, "tool_calls", tool_calls=(broken,)),
         Reply(None, "tool_calls", tool_calls=(fixed,)),
     ]
-    with healjson.set_logger(Recorder()):
+    with capture_events() as seen:
         outcome, _ = run(replies, attempts=2)
     assert isinstance(outcome, Healed)
-    events = [event for event, _ in seen]
+    events = [event["event"] for event in seen]
     assert 2 == events.count("healjson.attempt")
     assert "healjson.healed" in events
-    assert {outcome.run_id} == {run_id for _, run_id in seen}
+    assert {outcome.run_id} == {event["run_id"] for event in seen}
 
 
 def test_empty_arguments_are_the_no_argument_object() -> None:
