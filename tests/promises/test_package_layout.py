@@ -193,21 +193,6 @@ def test_there_is_no_import_circle() -> None:
     assert [] == [" -> ".join(cycle) for cycle in cycles]
 
 
-def test_ci_runs_exactly_the_readme_test_command() -> None:
-    """CI and a new contributor run the same checks: the README's second command, linters
-    first, is what `.ci/run` executes."""
-    root = SRC.parent
-    readme = (root / "README.md").read_text(encoding="utf-8")
-    block = readme.split("```bash\n", 1)[1].split("```", 1)[0].strip().splitlines()
-    assert 2 == len(block)
-    test_command = block[1]
-    assert test_command.endswith(".venv/bin/python -m pytest")
-    for check in ("ruff check src", "ruff format --check src", "mypy src contracts tests/typing"):
-        assert check in test_command
-    ci = (root / ".ci" / "run").read_text(encoding="utf-8")
-    assert test_command in ci.splitlines()
-
-
 # what only a wire format may name: its parameters, response fields, stream events and SDK
 # packages (each lives in one module of `healjson._providers`)
 PROVIDER_NAMES = frozenset(

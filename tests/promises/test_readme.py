@@ -39,6 +39,9 @@ import _healjson_pytestplugin as plugin
 import healjson.testing.__main__ as testing_main
 from paths import ROOT
 
+# the README run, the `python -m healjson.testing` process and the profile probes: the slow lane
+pytestmark = pytest.mark.slow
+
 README = ROOT / "README.md"
 CONFTEST = ROOT / "tests" / "conftest.py"
 EXAMPLES: list[CodeExample] = list(find_examples(README))

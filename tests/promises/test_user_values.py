@@ -442,6 +442,7 @@ def test_a_diagnostic_with_any_value_describes_and_serialises(value: Any) -> Non
     assert isinstance(json.dumps(diagnostic.to_dict()), str)
 
 
+@pytest.mark.slow
 def test_short_repr_does_not_render_a_huge_value_in_full() -> None:
     """A 20 MB string is cut before it is rendered: the marker counts what was left out."""
     text = short_repr("x" * 20_000_000, 50)

@@ -320,6 +320,7 @@ def test_batch_missing_input_exits_2(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_killed_batch_resumes_with_one_row_per_id(tmp_path: Path, zygote: Any) -> None:
     """After SIGKILL mid-run and a re-run, OUT holds exactly one parseable row per input id.
     The victim is a real `healjson batch` process: a child forked from the session's warm

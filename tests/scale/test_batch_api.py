@@ -554,6 +554,7 @@ def test_the_command_line_runs_reports_and_shows_status(server: Any, tmp_path: P
 # a crash or an OOM kill looks like) the nth time the runner reports the phase
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 @pytest.mark.parametrize(
     ("phase", "nth"),

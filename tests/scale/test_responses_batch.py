@@ -182,6 +182,7 @@ def test_the_endpoint_option_goes_with_batch_api(tmp_path: Path) -> None:
 # end.
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 @pytest.mark.parametrize(
     ("phase", "nth"),

@@ -63,6 +63,7 @@ def assistant_turn(messages: Sequence[Mapping[str, Any]]) -> str:
 # --- the answer quoted back ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "wrap",
     [lambda raw: raw, lambda raw: '{"id": "' + raw + '", "summary": "s"}'],
