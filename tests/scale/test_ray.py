@@ -35,11 +35,11 @@ from ray.data.block import BlockAccessor
 from ray.data.expressions import col
 
 import healjson
-from conftest import RAY_KEY_VAR as KEY_VAR
-from conftest import RAY_SECRET as SECRET
 from healjson import HealPolicy, Violation, contract
 from healjson.ray import OUTCOME_COLUMN, REPAIR_COLUMNS, RESULT_COLUMNS, HealBatch, HealReplies
 from healjson.testing import ScriptedReply, ScriptedServer
+from ray_env import RAY_KEY_VAR as KEY_VAR
+from ray_env import RAY_SECRET as SECRET
 
 # Ray warns about its own settings when it builds its DataContext (not about healjson's use)
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")
