@@ -8,6 +8,7 @@ unset, the suite runs its fast default, `ci` (60 examples), which CI uses.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -176,3 +177,11 @@ def zygote() -> Iterator[Any]:
         yield started
     finally:
         started.close()
+
+
+@pytest.fixture
+def closing() -> Iterator[contextlib.ExitStack]:
+    """An exit stack a test enters what it opens into (`closing.enter_context(OpenAI(...))`):
+    each is closed when the test ends, the last opened first."""
+    with contextlib.ExitStack() as stack:
+        yield stack

@@ -1,9 +1,12 @@
-"""One healed `chat.completions.create` through the real openai SDK on the scripted server."""
+"""The real SDKs on the scripted server: one healed `chat.completions.create` through openai, a
+google-genai client closed on both its sides, and the one TLS context every client shares."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
+from collections.abc import Iterator
 from typing import Any, Literal
 
 import openai
@@ -34,3 +37,24 @@ def wrapped_create(server: ScriptedServer, mode: Literal["sync", "async"], **kwa
             return await healjson.wrap(sdk).chat.completions.create(**kwargs)
 
     return asyncio.run(main())
+
+
+@contextlib.contextmanager
+def gemini_client(**options: Any) -> Iterator[Any]:
+    """A `google.genai.Client(**options)`, both its sides closed on exit: `close()` closes its
+    sync HTTP client, and the async one it makes at once (used or not) needs
+    `await client.aio.aclose()` (run here on a loop of its own: call it outside one)."""
+    from google import genai
+
+    client = genai.Client(**options)
+    try:
+        yield client
+    finally:
+        close_gemini(client)
+
+
+def close_gemini(client: Any) -> None:
+    """Close a google-genai client's sync side and the async HTTP client it made with it (call
+    it outside a running event loop; inside one, `await client.aio.aclose()` and `close()`)."""
+    client.close()
+    asyncio.run(client.aio.aclose())

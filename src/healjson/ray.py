@@ -200,6 +200,7 @@ class HealBatch:
         self._examples = tuple(examples)
         self._params = {**params, "model": model}
         self._runner = _LoopThread()
+        client: Any = None
         try:
             client = self._runner.run(_build(client_factory))
             from ._wrap import wrap
@@ -215,6 +216,10 @@ class HealBatch:
                 response_model, self._contracts, None, None, self._examples
             )
         except BaseException:
+            closing = getattr(client, "close", None)  # the factory made it for us: ours to close
+            if callable(closing):
+                with contextlib.suppress(Exception):
+                    self._runner.run(_maybe_await(closing), _CLOSE_TIMEOUT_S)
             self._runner.stop()
             raise
 

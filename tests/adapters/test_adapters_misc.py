@@ -25,23 +25,25 @@ FENCED = '```json\n{"name": "Ada", "age": 36,}\n```'
 
 def test_wrapping_twice_does_not_stack_healing_layers() -> None:
     """`wrap(wrap(client))` is one healing layer over the same SDK client."""
-    sdk = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="t", max_retries=0)
-    once = healjson.wrap(sdk)
-    twice = healjson.wrap(once)
-    assert isinstance(twice, HealingClient)
-    assert sdk is twice.wrapped
-    ins = healjson.wrap(instructor.from_openai(sdk))
-    again = healjson.wrap(ins)
-    assert isinstance(again, InstructorClient)
-    assert ins.wrapped is again.wrapped
+    with openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="t", max_retries=0) as sdk:
+        once = healjson.wrap(sdk)
+        twice = healjson.wrap(once)
+        assert isinstance(twice, HealingClient)
+        assert sdk is twice.wrapped
+        ins = healjson.wrap(instructor.from_openai(sdk))
+        again = healjson.wrap(ins)
+        assert isinstance(again, InstructorClient)
+        assert ins.wrapped is again.wrapped
 
 
 def test_instructor_rejections_are_not_logged_as_errors_when_healjson_heals(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """instructor's ERROR records for an answer healjson heals locally are muted."""
-    with ScriptedServer([FENCED]) as server:
-        sdk = openai.OpenAI(base_url=server.base_url, api_key="t", max_retries=0)
+    with (
+        ScriptedServer([FENCED]) as server,
+        openai.OpenAI(base_url=server.base_url, api_key="t", max_retries=0) as sdk,
+    ):
         client = healjson.wrap(instructor.from_openai(sdk, mode=instructor.Mode.JSON))
         with caplog.at_level(logging.DEBUG, logger="instructor"):
             outcome = client.chat.completions.create(

@@ -14,7 +14,7 @@ import asyncio
 import json
 import sys
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -58,6 +58,16 @@ from healjson.testing import (  # noqa: E402
 from sdk_calls import TLS as _SSL  # noqa: E402
 
 agents.set_tracing_disabled(True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _sdk_trace_exporter_closed() -> Iterator[None]:
+    """The Agents SDK makes its trace exporter, and the HTTP client in it, on first use (here:
+    disabling tracing); it is closed once this module's tests are done."""
+    yield
+    from agents.tracing.processors import default_exporter
+
+    default_exporter().close()
 
 
 Mode = Literal["async", "sync"]

@@ -6,7 +6,9 @@ real `anthropic` and `google-genai` SDKs, against the scripted server's Messages
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -18,6 +20,7 @@ from pydantic import BaseModel, Field
 import healjson
 from healjson import Healed
 from healjson.testing import ScriptedReply, ScriptedServer
+from sdk_calls import close_gemini
 
 USER = [{"role": "system", "content": "You extract orders."}, {"role": "user", "content": "go"}]
 
@@ -35,17 +38,19 @@ class Order(BaseModel):
 ORDER = {"customer": "Ada", "items": [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 2}]}
 
 
-def client(server: ScriptedServer) -> Any:
-    raw = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="k", max_retries=0)
-    return healjson.wrap(instructor.from_anthropic(raw))
+@contextlib.contextmanager
+def client(server: ScriptedServer) -> Iterator[Any]:
+    """`wrap(instructor.from_anthropic(Anthropic(...)))` on `server`, its client closed after."""
+    with anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="k", max_retries=0) as raw:
+        yield healjson.wrap(instructor.from_anthropic(raw))
 
 
 def test_create_partial_streams_snapshots_then_heals_a_fenced_answer() -> None:
     """`create_partial` over `instructor.from_anthropic` streams snapshots and heals a fenced
     answer in one call."""
     fenced = ScriptedReply(content=f"```json\n{json.dumps(ORDER)}\n```", chunk_chars=7)
-    with ScriptedServer([fenced]) as server:
-        stream = client(server).create_partial(
+    with ScriptedServer([fenced]) as server, client(server) as wrapped:
+        stream = wrapped.create_partial(
             model="claude-x", messages=USER, response_model=Order, max_tokens=500
         )
         snapshots = list(stream)
@@ -70,10 +75,8 @@ def test_create_iterable_hands_out_items_and_repairs_the_bad_one_alone() -> None
     items = [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 0}, {"sku": "C", "qty": 2}]
     first = ScriptedReply(content=json.dumps(items), chunk_chars=5)
     fixed = ScriptedReply(content=json.dumps([{"sku": "B", "qty": 3}]), chunk_chars=5)
-    with ScriptedServer([first, fixed]) as server:
-        stream = client(server).create_iterable(
-            model="claude-x", messages=USER, response_model=Item
-        )
+    with ScriptedServer([first, fixed]) as server, client(server) as wrapped:
+        stream = wrapped.create_iterable(model="claude-x", messages=USER, response_model=Item)
         got = [item.sku for item in stream]
         bodies = [r.body for r in server.requests]
     assert got == ["A", "B", "C"]  # in index order: C waits for the repaired B
@@ -128,7 +131,7 @@ def test_gemini_create_iterable_streams_and_repairs_the_bad_item_alone() -> None
         )
         got = [item.sku for item in stream]
         requests = server.requests
-        raw.close()
+        close_gemini(raw)
     assert got == ["A", "B", "C"]  # in index order: C waits for the repaired B
     assert isinstance(stream.outcome, Healed)
     assert stream.outcome.calls == 2

@@ -33,7 +33,7 @@ from pydantic import BaseModel
 import healjson
 from healjson import Degraded, Healed, HealPolicy, Reason, Usage, Violation, contract
 from healjson.testing import RecordedRequest, ScriptedReply, ScriptedServer
-from sdk_calls import TLS
+from sdk_calls import TLS, gemini_client
 
 USER = [{"role": "user", "content": "Ann is 31. Extract the person as JSON."}]
 GOOD = '{"name": "Ann", "age": 31}'
@@ -116,11 +116,8 @@ def sync_client(
         ) as sdk:
             yield healjson.wrap(instructor.from_anthropic(sdk, mode=mode))
         return
-    client = genai.Client(api_key="test-key", http_options=_gemini_options(server, timeout))
-    try:
+    with gemini_client(api_key="test-key", http_options=_gemini_options(server, timeout)) as client:
         yield healjson.wrap(instructor.from_genai(client, mode=mode))
-    finally:
-        client.close()
 
 
 @contextlib.asynccontextmanager

@@ -34,6 +34,7 @@ from healjson.testing import RecordedRequest, ScriptedReply, ScriptedServer
 from healjson.testing._serve import load_replies
 from healjson.testing._wire import anthropic_messages, gemini_generate, openai_chat
 from healjson.testing._wire import usage as scripted_usage
+from sdk_calls import gemini_client
 
 # the `scripted_server` fixture comes from the plugin registered under the pytest11 entry point
 
@@ -548,11 +549,8 @@ def gemini(scripted_server: ScriptedServer) -> Iterator[genai.Client]:
         client_args={"verify": TLS},
         async_client_args={"ssl": TLS},
     )
-    client = genai.Client(api_key="test-key", http_options=options)
-    try:
+    with gemini_client(api_key="test-key", http_options=options) as client:
         yield client
-    finally:
-        client.close()
 
 
 def _claude(client: anthropic.Anthropic, **params: Any) -> anthropic.types.Message:

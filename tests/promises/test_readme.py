@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import os
@@ -149,8 +150,24 @@ def test_readme_runs_from_the_top(
             for name in sorted(shown):
                 namespace[name]()
     finally:
+        _close_clients(namespace)
         if "server" in namespace:
             namespace["server"].stop()
+
+
+def _close_clients(namespace: dict[str, Any]) -> None:
+    """Close the SDK clients the reader's session still holds at its end (a wrapped client, and
+    instructor's, through the client inside them)."""
+    for held in list(namespace.values()):
+        sdk = held
+        for _ in range(3):  # healjson.wrap(...) -> instructor -> the SDK's client
+            if isinstance(sdk, openai.OpenAI | openai.AsyncOpenAI):
+                break
+            sdk = getattr(sdk, "wrapped", None) or getattr(sdk, "client", None)
+        if isinstance(sdk, openai.OpenAI):
+            sdk.close()
+        elif isinstance(sdk, openai.AsyncOpenAI):
+            asyncio.run(sdk.close())
 
 
 def test_a_failing_block_fails_the_run(eval_example: EvalExample, tmp_path: Path) -> None:
@@ -198,10 +215,10 @@ def test_python_m_healjson_testing_serves_the_openai_sdk(tmp_path: Path) -> None
         line = _ready_line(process)
         match = re.fullmatch(r"READY (http://127\.0\.0\.1:\d+/v1)", line)
         assert match, line
-        client = openai.OpenAI(base_url=match.group(1), api_key="test", max_retries=0)
-        completion = client.chat.completions.create(
-            model="scripted", messages=[{"role": "user", "content": "Sizes?"}]
-        )
+        with openai.OpenAI(base_url=match.group(1), api_key="test", max_retries=0) as client:
+            completion = client.chat.completions.create(
+                model="scripted", messages=[{"role": "user", "content": "Sizes?"}]
+            )
         assert REPLY == completion.choices[0].message.content
         assert "stop" == completion.choices[0].finish_reason
         process.send_signal(signal.SIGTERM)

@@ -9,10 +9,11 @@ some gateways do. The unit tests pin the redactor's three rules down one by one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import string
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 from typing import Any, Literal
@@ -43,6 +44,7 @@ from healjson._core.redact import (
 from healjson.testing import ScriptedModel, capture_events
 from paths import CLI_FIXTURES
 from sdk_calls import TLS as _SSL
+from sdk_calls import close_gemini
 
 Mode = Literal["sync", "async"]
 
@@ -474,10 +476,10 @@ def test_secrets_found_in_call_params_are_known_in_the_scope() -> None:
 
 
 @pytest.mark.parametrize(
-    ("client", "expected"),
+    ("make", "expected"),
     [
         (
-            openai.OpenAI(
+            lambda: openai.OpenAI(
                 api_key="sk-openai-0123456789",
                 base_url="http://127.0.0.1:9/v1",
                 default_headers={"X-Api-Key": "hdr-openai-0123456789", "X-Trace": "visible-id"},
@@ -486,18 +488,21 @@ def test_secrets_found_in_call_params_are_known_in_the_scope() -> None:
             {"sk-openai-0123456789", "hdr-openai-0123456789", "qry-openai-0123456789"},
         ),
         (
-            openai.AzureOpenAI(
+            lambda: openai.AzureOpenAI(
                 azure_ad_token="aad-token-0123456789",
                 api_version="2024-06-01",
                 azure_endpoint="http://127.0.0.1:9",
             ),
             {"aad-token-0123456789"},
         ),
-        (anthropic.Anthropic(api_key="sk-ant-0123456789"), {"sk-ant-0123456789"}),
-        (anthropic.Anthropic(auth_token="ant-bearer-0123456789"), {"ant-bearer-0123456789"}),
-        (genai.Client(api_key="AIza-genai-0123456789"), {"AIza-genai-0123456789"}),
+        (lambda: anthropic.Anthropic(api_key="sk-ant-0123456789"), {"sk-ant-0123456789"}),
         (
-            instructor.from_openai(
+            lambda: anthropic.Anthropic(auth_token="ant-bearer-0123456789"),
+            {"ant-bearer-0123456789"},
+        ),
+        (lambda: genai.Client(api_key="AIza-genai-0123456789"), {"AIza-genai-0123456789"}),
+        (
+            lambda: instructor.from_openai(
                 openai.OpenAI(api_key="sk-instructor-0123456789", base_url="http://127.0.0.1:9")
             ),
             {"sk-instructor-0123456789"},
@@ -505,10 +510,19 @@ def test_secrets_found_in_call_params_are_known_in_the_scope() -> None:
     ],
     ids=["openai", "azure", "anthropic-key", "anthropic-token", "genai", "instructor"],
 )
-def test_each_provider_clients_credentials_are_known(client: Any, expected: set[str]) -> None:
+def test_each_provider_clients_credentials_are_known(
+    make: Callable[[], Any], expected: set[str]
+) -> None:
     """The scope finds where openai, Azure, anthropic, google-genai and instructor keep keys."""
-    with secrets_scope(client):
-        known = known_secrets()
+    client = make()
+    try:
+        with secrets_scope(client):
+            known = known_secrets()
+    finally:
+        if isinstance(client, genai.Client):
+            close_gemini(client)
+        else:  # an SDK client, or instructor's around one
+            getattr(client, "client", client).close()
     assert expected <= known
     assert "visible-id" not in known
 
@@ -656,6 +670,7 @@ def test_a_client_the_redactor_has_seen_can_still_be_collected() -> None:
         )
         with redact.secrets_scope(client, {"model": "m"}):
             assert redact.MARKER == redact.redact_text("sk-collectable-0123456789")
+        client.close()  # its connection pool, whether or not the client is then collected
         gone = weakref.ref(client)
         del client
         gc.collect()
@@ -664,13 +679,15 @@ def test_a_client_the_redactor_has_seen_can_still_be_collected() -> None:
         gc.unfreeze()
 
 
-def test_params_redacted_with_a_client_match_the_clients_scope() -> None:
+def test_params_redacted_with_a_client_match_the_clients_scope(
+    closing: contextlib.ExitStack,
+) -> None:
     """`redact_params(params, client=...)` (the adapters' first attempt, outside any scope) gives
     what the same call gives inside `secrets_scope(client, params)`, for flat and nested params."""
     from healjson._core import redact
 
     key = "sk-held-by-the-client-0123456789"
-    client = openai.OpenAI(api_key=key, base_url="http://127.0.0.1:9/v1")
+    client = closing.enter_context(openai.OpenAI(api_key=key, base_url="http://127.0.0.1:9/v1"))
     cases: list[dict[str, Any]] = [
         {"model": "gpt-4o-mini", "user": f"echo {key}"},
         {"model": "m", "extra_headers": {"X-Api-Key": "sk-per-call-secret-999"}, "note": key},
@@ -688,15 +705,19 @@ def test_params_redacted_with_a_client_match_the_clients_scope() -> None:
     assert {"a": redact.MARKER, "b": redact.MARKER} == mixed
 
 
-def test_a_remembered_clean_value_is_checked_again_for_another_key() -> None:
+def test_a_remembered_clean_value_is_checked_again_for_another_key(
+    closing: contextlib.ExitStack,
+) -> None:
     """Short values are remembered as redacted against one client's secrets: a value clean for
     one client is still redacted for a client whose key it contains, and after a key change."""
     from healjson._core import redact
 
     value = "sk-rotating-value-0123456789"
-    first = openai.OpenAI(api_key="sk-first-key-aaaaaaaaaa", base_url="http://127.0.0.1:9/v1")
+    first = closing.enter_context(
+        openai.OpenAI(api_key="sk-first-key-aaaaaaaaaa", base_url="http://127.0.0.1:9/v1")
+    )
     assert {"user": value} == redact.redact_params({"user": value}, client=first)
-    second = openai.OpenAI(api_key=value, base_url="http://127.0.0.1:9/v1")
+    second = closing.enter_context(openai.OpenAI(api_key=value, base_url="http://127.0.0.1:9/v1"))
     assert {"user": redact.MARKER} == redact.redact_params({"user": value}, client=second)
     first.api_key = value  # rotated to the very value: it is a secret now
     assert {"user": redact.MARKER} == redact.redact_params({"user": value}, client=first)
@@ -905,8 +926,10 @@ def test_the_batch_api_ledger_and_rows_hide_a_key_the_model_echoes(tmp_path: Any
     source.write_text('{"id": "t1", "prompt": "ticket 1"}\n{"id": "t2", "prompt": "ticket 2"}\n')
     out = tmp_path / "out.jsonl"
     answer = _numbered(key)
-    with ScriptedServer(batch_replies=lambda custom_id, body: answer(body)) as server:
-        client = openai.OpenAI(base_url=server.base_url, api_key=key, max_retries=0)
+    with (
+        ScriptedServer(batch_replies=lambda custom_id, body: answer(body)) as server,
+        openai.OpenAI(base_url=server.base_url, api_key=key, max_retries=0) as client,
+    ):
         run_batch_api(
             source,
             out,

@@ -505,11 +505,10 @@ def server() -> Iterator[ScriptedServer]:
 
 def test_wrap_create_with_a_fussy_serializer_returns_an_outcome(server: ScriptedServer) -> None:
     """`wrap(client).chat.completions.create(response_model=...)` builds its healer safely."""
-    client = healjson.wrap(openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0))
-
-    outcome = client.chat.completions.create(
-        model="m", messages=[{"role": "user", "content": PROMPT}], response_model=Fussy
-    )
+    with openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0) as sdk:
+        outcome = healjson.wrap(sdk).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": PROMPT}], response_model=Fussy
+        )
 
     assert isinstance(outcome, Healed)
     assert Fussy(count=2) == outcome.value

@@ -5,6 +5,7 @@ server on 127.0.0.1 where the server can send the shape, the SDK's own chunk obj
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -12,7 +13,6 @@ from typing import Any
 import anthropic
 import instructor
 import pytest
-from google import genai
 from google.genai import types as genai_types
 from openai.types.chat import ChatCompletionChunk
 from pydantic import BaseModel
@@ -20,6 +20,7 @@ from pydantic import BaseModel
 import healjson
 from healjson import Degraded, Healed, Healer, Reason
 from healjson.testing import ScriptedReply, ScriptedServer
+from sdk_calls import gemini_client
 
 USER = [{"role": "user", "content": "Extract it."}]
 
@@ -35,18 +36,20 @@ GOOD = '{"customer": "Ada", "total": 3.5}'
 # --- Anthropic: a refusal stop withdraws what was streamed ---------------------------------------
 
 
-def _anthropic_call(server: ScriptedServer, *, stream: bool) -> Any:
-    sdk = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="k", max_retries=0)
+@contextlib.contextmanager
+def _anthropic_call(server: ScriptedServer, *, stream: bool) -> Iterator[Any]:
+    """A model call through an anthropic client on `server`, the client closed after."""
+    with anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="k", max_retries=0) as sdk:
 
-    def call(messages: list[dict[str, Any]], **params: Any) -> Any:
-        return sdk.messages.create(
-            model="claude-x",
-            max_tokens=200,
-            messages=messages,
-            stream=stream,  # type: ignore[arg-type]
-        )
+        def call(messages: list[dict[str, Any]], **params: Any) -> Any:
+            return sdk.messages.create(
+                model="claude-x",
+                max_tokens=200,
+                messages=messages,
+                stream=stream,  # type: ignore[arg-type]
+            )
 
-    return call
+        yield call
 
 
 REFUSALS = {
@@ -63,10 +66,12 @@ def test_a_streamed_anthropic_refusal_degrades_as_the_unstreamed_one(name: str) 
     outcomes = []
     with ScriptedServer([reply, reply, GOOD, GOOD]) as server:
         healer = Healer(Order)
-        outcomes.append(healer.run(_anthropic_call(server, stream=False), USER))
-        stream = healer.stream(_anthropic_call(server, stream=True), USER)
-        list(stream)
-        outcomes.append(stream.outcome)
+        with _anthropic_call(server, stream=False) as call:
+            outcomes.append(healer.run(call, USER))
+        with _anthropic_call(server, stream=True) as call:
+            stream = healer.stream(call, USER)
+            list(stream)
+            outcomes.append(stream.outcome)
     for outcome in outcomes:
         assert isinstance(outcome, Degraded)
         assert Reason.REFUSAL == outcome.reason
@@ -90,8 +95,10 @@ def test_an_instructor_anthropic_stream_that_refuses_degrades_sync_and_async() -
         await raw.close()
         return stream.outcome
 
-    with ScriptedServer([reply, reply, GOOD, GOOD]) as server:
-        raw = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="k", max_retries=0)
+    with (
+        ScriptedServer([reply, reply, GOOD, GOOD]) as server,
+        anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="k", max_retries=0) as raw,
+    ):
         wrapped = healjson.wrap(instructor.from_anthropic(raw))
         stream = wrapped.create_partial(model="claude-x", messages=USER, response_model=Order)
         list(stream)
@@ -120,17 +127,19 @@ BLOCKED = {"promptFeedback": {"blockReason": "SAFETY"}, "modelVersion": "gemini-
 USAGE = {"promptTokenCount": 3, "candidatesTokenCount": 5, "totalTokenCount": 8}
 
 
-def _gemini_call(server: ScriptedServer, *, stream: bool) -> Any:
+@contextlib.contextmanager
+def _gemini_call(server: ScriptedServer, *, stream: bool) -> Iterator[Any]:
+    """A model call through a google-genai client on `server`, the client closed after."""
     options = genai_types.HttpOptions(base_url=server.gemini_base_url, timeout=10_000)
-    sdk = genai.Client(api_key="k", http_options=options)
+    with gemini_client(api_key="k", http_options=options) as sdk:
 
-    def call(messages: list[dict[str, Any]], **params: Any) -> Any:
-        contents = messages[-1]["content"]
-        if stream:
-            return sdk.models.generate_content_stream(model="gemini-x", contents=contents)
-        return sdk.models.generate_content(model="gemini-x", contents=contents)
+        def call(messages: list[dict[str, Any]], **params: Any) -> Any:
+            contents = messages[-1]["content"]
+            if stream:
+                return sdk.models.generate_content_stream(model="gemini-x", contents=contents)
+            return sdk.models.generate_content(model="gemini-x", contents=contents)
 
-    return call
+        yield call
 
 
 def _sse_reply(*payloads: dict[str, Any]) -> ScriptedReply:
@@ -142,9 +151,11 @@ def test_a_blocked_gemini_prompt_is_a_content_filter_streamed_or_not() -> None:
     script = [ScriptedReply(body=json.dumps(BLOCKED)), _sse_reply(BLOCKED)]
     with ScriptedServer(script) as server:
         healer = Healer(Order)
-        unstreamed = healer.run(_gemini_call(server, stream=False), USER)
-        stream = healer.stream(_gemini_call(server, stream=True), USER)
-        list(stream)
+        with _gemini_call(server, stream=False) as call:
+            unstreamed = healer.run(call, USER)
+        with _gemini_call(server, stream=True) as call:
+            stream = healer.stream(call, USER)
+            list(stream)
     for outcome in (unstreamed, stream.outcome):
         assert isinstance(outcome, Degraded)
         assert Reason.CONTENT_FILTER == outcome.reason
@@ -160,8 +171,8 @@ def test_gemini_metadata_only_pieces_do_not_spoil_a_good_stream() -> None:
         _gemini_piece('"total": 3.5}', "STOP"),
         {"usageMetadata": USAGE, "modelVersion": "gemini-x"},
     )
-    with ScriptedServer([_sse_reply(*pieces)]) as server:
-        stream = Healer(Order).stream(_gemini_call(server, stream=True), USER)
+    with ScriptedServer([_sse_reply(*pieces)]) as server, _gemini_call(server, stream=True) as call:
+        stream = Healer(Order).stream(call, USER)
         snapshots = list(stream)
     outcome = stream.outcome
     assert isinstance(outcome, Healed), outcome

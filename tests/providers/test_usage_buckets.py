@@ -35,7 +35,7 @@ from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
 from healjson.testing._wire import anthropic_messages, gemini_generate, openai_chat
 from healjson.testing._wire import usage as scripted_usage
 from healjson.testing._wire._sse import rendered
-from sdk_calls import TLS
+from sdk_calls import TLS, close_gemini
 
 USER: list[anthropic.types.MessageParam] = [
     {"role": "user", "content": "Ann is 31. Extract the person as JSON."}
@@ -118,7 +118,7 @@ def wrapped(server: ScriptedServer, provider: str) -> Iterator[Any]:
         try:
             yield healjson.wrap(instructor.from_genai(client, mode=instructor.Mode.JSON))
         finally:
-            client.close()
+            close_gemini(client)
 
 
 def heal(provider: str, script: list[Any], **kwargs: Any) -> tuple[Any, ScriptedServer]:
@@ -301,7 +301,7 @@ def test_gemini_stream_reports_every_bucket() -> None:
             for _ in stream:
                 pass
         finally:
-            client.close()
+            close_gemini(client)
 
     assert isinstance(stream.outcome, Healed)
     assert expected("gemini", CACHED) == stream.outcome.usage
@@ -509,7 +509,7 @@ def sdks(shared_server: ScriptedServer) -> Iterator[dict[str, Any]]:
         try:
             yield {"openai": oai, "anthropic": anth, "gemini": gem}
         finally:
-            gem.close()
+            close_gemini(gem)
 
 
 def raw_response(sdks: dict[str, Any], provider: str) -> Any:

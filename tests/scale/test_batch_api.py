@@ -8,6 +8,7 @@ the round (the `_rK` of the line's `custom_id`), so each row's fate is known in 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -113,14 +114,19 @@ def server() -> Any:
         yield running
 
 
-def openai_client(server: ScriptedServer) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
+def openai_client(server: ScriptedServer, closing: contextlib.ExitStack) -> openai.OpenAI:
+    """An openai client on `server`, closed when the test ends."""
+    return closing.enter_context(
+        openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
+    )
 
 
 POLICY = HealPolicy(max_attempts=3)
 
 
-def test_three_rounds_heal_repair_and_degrade_every_row(server: Any, tmp_path: Path) -> None:
+def test_three_rounds_heal_repair_and_degrade_every_row(
+    server: Any, tmp_path: Path, closing: contextlib.ExitStack
+) -> None:
     """Three Batch API rounds heal, repair and degrade every row, each row written once with its
     verdict, and the report counts them."""
     source = write_input(tmp_path / "in.jsonl", range(1, 11), broken=True)
@@ -128,7 +134,7 @@ def test_three_rounds_heal_repair_and_degrade_every_row(server: Any, tmp_path: P
     report = run_batch_api(
         source,
         out,
-        client=openai_client(server),
+        client=openai_client(server, closing),
         model="gpt-4o-mini",
         response_model=Ticket,
         contracts=[urgent_summary_explains],
@@ -187,7 +193,10 @@ def test_three_rounds_heal_repair_and_degrade_every_row(server: Any, tmp_path: P
 
 
 def test_each_result_is_read_once_per_round(
-    server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    closing: contextlib.ExitStack,
 ) -> None:
     """A result is read as a reply once in the round it arrives (its usage and the row's replay
     share that reading), and once in each later round the row is replayed: a row with k results
@@ -209,7 +218,7 @@ def test_each_result_is_read_once_per_round(
     report = run_batch_api(
         source,
         out,
-        client=openai_client(server),
+        client=openai_client(server, closing),
         model="gpt-4o-mini",
         response_model=Ticket,
         contracts=[urgent_summary_explains],
@@ -226,7 +235,9 @@ def test_each_result_is_read_once_per_round(
     assert report.tokens > 0
 
 
-def test_a_line_without_an_id_never_takes_a_later_rows_id(server: Any, tmp_path: Path) -> None:
+def test_a_line_without_an_id_never_takes_a_later_rows_id(
+    server: Any, tmp_path: Path, closing: contextlib.ExitStack
+) -> None:
     """Lines 1 and 2 give no id (or `null`); the rows with ids 1 and 2 still run, apart."""
     lines = [
         {"prompt": "ticket 1"},
@@ -240,8 +251,8 @@ def test_a_line_without_an_id_never_takes_a_later_rows_id(server: Any, tmp_path:
     out = tmp_path / "out.jsonl"
     common: dict[str, Any] = {"model": "m", "response_model": Ticket, "poll_interval_s": 0.0}
 
-    report = run_batch_api(source, out, client=openai_client(server), **common)
-    again = run_batch_api(source, out, client=openai_client(server), **common)
+    report = run_batch_api(source, out, client=openai_client(server, closing), **common)
+    again = run_batch_api(source, out, client=openai_client(server, closing), **common)
 
     written = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     found = {(row["id"], row.get("input_line")): row["value"]["orderId"] for row in written}
@@ -255,7 +266,9 @@ def test_a_line_without_an_id_never_takes_a_later_rows_id(server: Any, tmp_path:
     assert (again.written, len(server.batches)) == (0, 1)
 
 
-def test_an_older_ledger_of_lines_without_an_id_still_resumes(tmp_path: Path) -> None:
+def test_an_older_ledger_of_lines_without_an_id_still_resumes(
+    tmp_path: Path, closing: contextlib.ExitStack
+) -> None:
     """A ledger written before lines without an id had their own key holds line 1 under the
     key `1`: a run after the input grew takes the new line in, and line 1 runs once."""
     import sqlite3
@@ -265,12 +278,12 @@ def test_an_older_ledger_of_lines_without_an_id_still_resumes(tmp_path: Path) ->
     out = tmp_path / "out.jsonl"
     with ScriptedServer(batch_replies=Tickets(), batch_delay_s=30.0) as server:
         common: dict[str, Any] = {"model": "m", "response_model": Ticket, "poll_interval_s": 0.0}
-        run_batch_api(source, out, client=openai_client(server), wait=False, **common)
+        run_batch_api(source, out, client=openai_client(server, closing), wait=False, **common)
         with sqlite3.connect(default_ledger(out)) as db:  # as the older version keyed it
             db.execute("UPDATE rows SET key = '1' WHERE key = '#line-1'")
         with source.open("a", encoding="utf-8") as more:
             more.write(json.dumps({"id": "t9", "prompt": "ticket 9"}) + "\n")
-        run_batch_api(source, out, client=openai_client(server), wait=False, **common)
+        run_batch_api(source, out, client=openai_client(server, closing), wait=False, **common)
 
         assert [len(batch.custom_ids) for batch in server.batches] == [1, 1]
         assert sorted(_numbers(r for b in server.batches for r in b.requests)) == [1, 9]
@@ -290,16 +303,21 @@ class Crash(Exception):
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_a_batch_whose_create_answer_was_lost_is_found_not_sent_again(
-    server: Any, tmp_path: Path, provider: str
+    server: Any,
+    tmp_path: Path,
+    provider: str,
+    closing: contextlib.ExitStack,
 ) -> None:
     """A batch whose create answer was lost to a crash is found at the provider on the next run,
     never sent again, for OpenAI and Anthropic."""
     source = write_input(tmp_path / "in.jsonl", [1, 3, 9])
     out = tmp_path / "out.jsonl"
     if provider == "openai":
-        client: Any = openai_client(server)
+        client: Any = openai_client(server, closing)
     else:
-        client = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key=KEY)
+        client = closing.enter_context(
+            anthropic.Anthropic(base_url=server.anthropic_base_url, api_key=KEY)
+        )
 
     def crash_after_create(name: str, info: Any) -> None:
         if name == "created":
@@ -315,14 +333,16 @@ def test_a_batch_whose_create_answer_was_lost_is_found_not_sent_again(
     assert [len(batch.custom_ids) for batch in server.batches] == [3, 1]
 
 
-def test_a_batch_the_provider_refuses_degrades_its_rows_with_the_reason(tmp_path: Path) -> None:
+def test_a_batch_the_provider_refuses_degrades_its_rows_with_the_reason(
+    tmp_path: Path, closing: contextlib.ExitStack
+) -> None:
     """A batch the provider refuses degrades its rows with `api_error` and the provider's reason,
     without sending it again."""
     with ScriptedServer(batch_replies=Tickets(), batch_max_requests=2) as server:
         source = write_input(tmp_path / "in.jsonl", [1, 9, 10])
         out = tmp_path / "out.jsonl"
         report = run_batch_api(
-            source, out, client=openai_client(server), model="m", response_model=Ticket
+            source, out, client=openai_client(server, closing), model="m", response_model=Ticket
         )
         assert report.complete
         written = rows(out)
@@ -332,13 +352,15 @@ def test_a_batch_the_provider_refuses_degrades_its_rows_with_the_reason(tmp_path
         assert "3 requests" in message  # the provider's own words about its limit
 
 
-def test_rows_added_to_the_input_later_are_taken_in(server: Any, tmp_path: Path) -> None:
+def test_rows_added_to_the_input_later_are_taken_in(
+    server: Any, tmp_path: Path, closing: contextlib.ExitStack
+) -> None:
     """Rows added to the input after a finished run are taken in by the next run, and the old
     rows are not sent again."""
     source = write_input(tmp_path / "in.jsonl", [1, 9])
     out = tmp_path / "out.jsonl"
     common: dict[str, Any] = {
-        "client": openai_client(server),
+        "client": openai_client(server, closing),
         "model": "m",
         "response_model": Ticket,
         "poll_interval_s": 0,
@@ -351,14 +373,16 @@ def test_rows_added_to_the_input_later_are_taken_in(server: Any, tmp_path: Path)
     assert [len(batch.custom_ids) for batch in server.batches] == [2, 2]
 
 
-def test_full_rows_render_with_healjson_trace(server: Any, tmp_path: Path) -> None:
+def test_full_rows_render_with_healjson_trace(
+    server: Any, tmp_path: Path, closing: contextlib.ExitStack
+) -> None:
     """`full=True` rows hold the whole outcome, and `healjson trace` renders them."""
     source = write_input(tmp_path / "in.jsonl", [3, 5])
     out = tmp_path / "out.jsonl"
     run_batch_api(
         source,
         out,
-        client=openai_client(server),
+        client=openai_client(server, closing),
         model="m",
         response_model=Ticket,
         full=True,
@@ -371,7 +395,9 @@ def test_full_rows_render_with_healjson_trace(server: Any, tmp_path: Path) -> No
     assert "**Latency**: 0.0 ms" not in result.output  # a batch's turnaround, not zero
 
 
-def test_a_round_is_split_under_the_batch_limits(tmp_path: Path) -> None:
+def test_a_round_is_split_under_the_batch_limits(
+    tmp_path: Path, closing: contextlib.ExitStack
+) -> None:
     """A round with more rows than the request limit is split into several batches within it."""
     with ScriptedServer(batch_replies=Tickets(), batch_max_requests=4) as server:
         source = write_input(tmp_path / "in.jsonl", [1, 9, 10, 11, 12, 13, 14, 15, 16, 17])
@@ -379,7 +405,7 @@ def test_a_round_is_split_under_the_batch_limits(tmp_path: Path) -> None:
         report = run_batch_api(
             source,
             out,
-            client=openai_client(server),
+            client=openai_client(server, closing),
             model="m",
             response_model=Ticket,
             poll_interval_s=0.0,
@@ -390,7 +416,9 @@ def test_a_round_is_split_under_the_batch_limits(tmp_path: Path) -> None:
         assert len(rows(out)) == 10
 
 
-def test_a_round_is_split_under_a_byte_limit_too(tmp_path: Path) -> None:
+def test_a_round_is_split_under_a_byte_limit_too(
+    tmp_path: Path, closing: contextlib.ExitStack
+) -> None:
     """A round is split into batches within a byte limit too."""
     with ScriptedServer(batch_replies=Tickets()) as server:
         source = write_input(tmp_path / "in.jsonl", [1, 9, 10, 11, 12])
@@ -399,7 +427,7 @@ def test_a_round_is_split_under_a_byte_limit_too(tmp_path: Path) -> None:
         report = run_batch_api(
             source,
             out,
-            client=openai_client(server),
+            client=openai_client(server, closing),
             model="m",
             response_model=Ticket,
             poll_interval_s=0.0,
@@ -416,7 +444,9 @@ def test_a_round_is_split_under_a_byte_limit_too(tmp_path: Path) -> None:
         assert sum(len(batch.custom_ids) for batch in server.batches) == 5
 
 
-def test_wrapped_and_instructor_clients_reach_their_batch_api(server: Any) -> None:
+def test_wrapped_and_instructor_clients_reach_their_batch_api(
+    server: Any, closing: contextlib.ExitStack
+) -> None:
     """Wrapped and instructor clients reach the Batch API of the SDK client inside them, and
     anything else is refused naming what is taken."""
     import instructor
@@ -424,22 +454,26 @@ def test_wrapped_and_instructor_clients_reach_their_batch_api(server: Any) -> No
     import healjson
     from healjson.batch_api import provider_for
 
-    assert provider_for(healjson.wrap(openai_client(server))).name == "openai"
-    raw = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key=KEY)
+    assert provider_for(healjson.wrap(openai_client(server, closing))).name == "openai"
+    raw = closing.enter_context(
+        anthropic.Anthropic(base_url=server.anthropic_base_url, api_key=KEY)
+    )
     assert provider_for(instructor.from_anthropic(raw)).name == "anthropic"
-    assert provider_for(instructor.from_openai(openai_client(server))).name == "openai"
+    assert provider_for(instructor.from_openai(openai_client(server, closing))).name == "openai"
     with pytest.raises(TypeError, match=r"openai\.OpenAI or anthropic\.Anthropic"):
         provider_for(object())
 
 
-def test_no_wait_submits_then_a_later_run_collects(tmp_path: Path) -> None:
+def test_no_wait_submits_then_a_later_run_collects(
+    tmp_path: Path, closing: contextlib.ExitStack
+) -> None:
     """`wait=False` submits the batch and returns with the rows pending, and a later run collects
     them."""
     with ScriptedServer(batch_replies=Tickets(), batch_delay_s=0.3) as server:
         source = write_input(tmp_path / "in.jsonl", [1, 3, 9])
         out = tmp_path / "out.jsonl"
         common: dict[str, Any] = {
-            "client": openai_client(server),
+            "client": openai_client(server, closing),
             "model": "m",
             "response_model": Ticket,
         }
@@ -459,14 +493,16 @@ def test_no_wait_submits_then_a_later_run_collects(tmp_path: Path) -> None:
         assert len(server.batches) == 2  # round 0, and round 1 for the cut row
 
 
-def test_cancel_keeps_nothing_lost_and_the_next_run_finishes(tmp_path: Path) -> None:
+def test_cancel_keeps_nothing_lost_and_the_next_run_finishes(
+    tmp_path: Path, closing: contextlib.ExitStack
+) -> None:
     """`cancel_batch_api` cancels the pending batch losing nothing, and the next run finishes the
     rows."""
     with ScriptedServer(batch_replies=Tickets(), batch_delay_s=30.0) as server:
         source = write_input(tmp_path / "in.jsonl", [1, 9])
         out = tmp_path / "out.jsonl"
         common: dict[str, Any] = {
-            "client": openai_client(server),
+            "client": openai_client(server, closing),
             "model": "m",
             "response_model": Ticket,
         }
@@ -476,7 +512,7 @@ def test_cancel_keeps_nothing_lost_and_the_next_run_finishes(tmp_path: Path) -> 
         assert not cancelled.batch_ids
         assert server.batches[0].cancelled
     with ScriptedServer(batch_replies=Tickets()) as fresh:
-        common["client"] = openai_client(fresh)
+        common["client"] = openai_client(fresh, closing)
         with pytest.raises(LedgerError):  # another server is fine; another model is not
             run_batch_api(source, out, **{**common, "model": "other"})
         done = run_batch_api(source, out, poll_interval_s=0.0, **common)
@@ -484,11 +520,15 @@ def test_cancel_keeps_nothing_lost_and_the_next_run_finishes(tmp_path: Path) -> 
         assert set(rows(out)) == {"t1", "t9"}
 
 
-def test_anthropic_message_batches_through_the_same_runner(server: Any, tmp_path: Path) -> None:
+def test_anthropic_message_batches_through_the_same_runner(
+    server: Any, tmp_path: Path, closing: contextlib.ExitStack
+) -> None:
     """Anthropic Message Batches go through the same rounds, with Anthropic's request lines."""
     source = write_input(tmp_path / "in.jsonl", [1, 2, 3, 4, 5, 6])
     out = tmp_path / "out.jsonl"
-    client = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key=KEY, max_retries=0)
+    client = closing.enter_context(
+        anthropic.Anthropic(base_url=server.anthropic_base_url, api_key=KEY, max_retries=0)
+    )
     report = run_batch_api(
         source,
         out,
@@ -664,11 +704,14 @@ def test_any_mix_of_fates_ends_every_row_once_with_its_reason(
     work = tmp_path_factory.mktemp("fates")
     source = write_input(work / "in.jsonl", list(fates))
     out = work / "out.jsonl"
-    with ScriptedServer(batch_replies=Fated(fates)) as server:
+    with (
+        ScriptedServer(batch_replies=Fated(fates)) as server,
+        openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0) as client,
+    ):
         report = run_batch_api(
             source,
             out,
-            client=openai_client(server),
+            client=client,
             model="m",
             response_model=Ticket,
             contracts=[urgent_summary_explains],

@@ -10,6 +10,7 @@ heals, a contract violation that a repair call fixes, a refusal).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import pickle
@@ -432,12 +433,19 @@ def test_heal_batch_configuration_errors_raise_at_construction(
     """`HealBatch` refuses a client instead of a factory, a sync client, a bad concurrency or an
     empty model when built."""
     url = server[1].base_url
+    client = local_factory(url)()
     with pytest.raises(TypeError, match="not a client"):
-        HealBatch(healjson.wrap(local_factory(url)()), model="m", response_model=Extract)
+        HealBatch(healjson.wrap(client), model="m", response_model=Extract)
+    asyncio.run(client.close())
+    made: list[openai.OpenAI] = []
+
+    def sync_factory() -> openai.OpenAI:
+        made.append(openai.OpenAI(api_key="k", base_url=url))
+        return made[-1]
+
     with pytest.raises(TypeError, match="async client"):
-        HealBatch(
-            lambda: openai.OpenAI(api_key="k", base_url=url), model="m", response_model=Extract
-        )
+        HealBatch(sync_factory, model="m", response_model=Extract)
+    assert made[0].is_closed()  # the client the factory made for it is closed with it
     with pytest.raises(ValueError, match="concurrency"):
         HealBatch(local_factory(url), model="m", response_model=Extract, concurrency=0)
     with pytest.raises(TypeError, match="model"):

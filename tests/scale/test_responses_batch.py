@@ -5,6 +5,7 @@ server: lines name the endpoint, carry the row's messages as `input` and the JSO
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
@@ -76,7 +77,9 @@ def endpoints(server: ScriptedServer) -> list[str]:
     ]
 
 
-def test_a_responses_batch_heals_and_repairs_over_rounds(tmp_path: Path) -> None:
+def test_a_responses_batch_heals_and_repairs_over_rounds(
+    tmp_path: Path, closing: contextlib.ExitStack
+) -> None:
     """A Batch API run on `/v1/responses` heals and repairs its rows over rounds, every line a
     Responses request."""
     with ScriptedServer(batch_replies=answer) as server:
@@ -84,7 +87,9 @@ def test_a_responses_batch_heals_and_repairs_over_rounds(tmp_path: Path) -> None
         report = run_batch_api(
             write_input(tmp_path / "in.jsonl", [1, 2, 3, 4, 5]),
             out,
-            client=openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0),
+            client=closing.enter_context(
+                openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
+            ),
             model="gpt-test",
             response_model=Invoice,
             endpoint="responses",
@@ -108,13 +113,17 @@ def test_a_responses_batch_heals_and_repairs_over_rounds(tmp_path: Path) -> None
     assert KEY not in out.read_text(encoding="utf-8")
 
 
-def test_a_responses_batch_submitted_then_resumed(tmp_path: Path) -> None:
+def test_a_responses_batch_submitted_then_resumed(
+    tmp_path: Path, closing: contextlib.ExitStack
+) -> None:
     """A Responses batch submitted without waiting is collected by a later run."""
     with ScriptedServer(batch_replies=answer, batch_delay_s=0.3) as server:
         source = write_input(tmp_path / "in.jsonl", [1, 3])
         out = tmp_path / "out.jsonl"
         common: dict[str, Any] = {
-            "client": openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0),
+            "client": closing.enter_context(
+                openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
+            ),
             "model": "gpt-test",
             "response_model": Invoice,
             "endpoint": "responses",
@@ -128,11 +137,15 @@ def test_a_responses_batch_submitted_then_resumed(tmp_path: Path) -> None:
         assert ["/v1/responses"] * 2 == endpoints(server)
 
 
-def test_the_endpoint_is_checked_and_kept_by_the_ledger(tmp_path: Path) -> None:
+def test_the_endpoint_is_checked_and_kept_by_the_ledger(
+    tmp_path: Path, closing: contextlib.ExitStack
+) -> None:
     """An unknown endpoint is refused, and the ledger keeps the run's endpoint, refusing another
     one on resume."""
     with ScriptedServer(batch_replies=answer) as server:
-        client = openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
+        client = closing.enter_context(
+            openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
+        )
         source = write_input(tmp_path / "in.jsonl", [1])
         out = tmp_path / "out.jsonl"
         with pytest.raises(ValueError, match="endpoint"):

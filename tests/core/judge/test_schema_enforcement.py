@@ -21,7 +21,7 @@ from healjson import Degraded, Flag, Healed, Violation, contract
 from healjson._providers.anthropic_schema import anthropic_schema
 from healjson._providers.gemini_schema import gemini_schema
 from healjson.testing import ScriptedReply, ScriptedServer
-from sdk_calls import TLS
+from sdk_calls import TLS, close_gemini
 
 USER = [{"role": "user", "content": "Ann is 31."}]
 GOOD = '{"name": "Ann", "age": 31}'
@@ -235,7 +235,7 @@ def test_gemini_response_json_schema_is_judged() -> None:
                 model="g", contents="Ann is 31.", response_model=Person
             )
         finally:
-            client.close()
+            close_gemini(client)
         config = (server.requests[0].body or {}).get("generationConfig") or {}
         recorded = server.requests[0].structured_output
     assert "responseJsonSchema" in config

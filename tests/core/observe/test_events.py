@@ -88,10 +88,11 @@ def test_content_is_logged_only_when_asked() -> None:
 
 def test_api_key_and_headers_never_reach_the_logs_or_the_record() -> None:
     """A real client call with an API key and auth headers leaks neither into events nor traces."""
-    with ScriptedServer([SHORT, GOOD]) as server:
-        client = healjson.wrap(
-            openai.OpenAI(base_url=server.base_url, api_key=SECRET, max_retries=0)
-        )
+    with (
+        ScriptedServer([SHORT, GOOD]) as server,
+        openai.OpenAI(base_url=server.base_url, api_key=SECRET, max_retries=0) as sdk,
+    ):
+        client = healjson.wrap(sdk)
         with capture_events(include_content=True) as logs:
             outcome = client.chat.completions.create(
                 model="m",

@@ -14,7 +14,6 @@ from typing import Any, Literal
 
 import anthropic
 import pytest
-from google import genai
 from google.genai import types as genai_types
 from hypothesis import given
 from hypothesis import strategies as st
@@ -23,7 +22,7 @@ from pydantic import BaseModel
 import healjson
 from healjson import Degraded, Flag, Healed, Healer, HealPolicy, Reason, Reply, Source
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer, from_schema
-from sdk_calls import wrapped_create
+from sdk_calls import gemini_client, wrapped_create
 
 
 class Verdict(BaseModel):
@@ -264,15 +263,13 @@ def test_gemini_thought_parts_are_the_reasoning(scripted_server: ScriptedServer)
     """The real google-genai SDK over HTTP: a thought part with a draft, then the answer."""
     reasoning = f"Maybe {DRAFT_JSON}"
     scripted_server.push(ScriptedReply(content=ANSWER_JSON, reasoning=reasoning))
-    client = genai.Client(
-        api_key="test",
-        http_options=genai_types.HttpOptions(base_url=scripted_server.gemini_base_url),
-    )
+    options = genai_types.HttpOptions(base_url=scripted_server.gemini_base_url)
+    with gemini_client(api_key="test", http_options=options) as client:
 
-    def call(messages: list[dict[str, Any]], **params: Any) -> Any:
-        return client.models.generate_content(model="gemini-test", contents="Classify.")
+        def call(messages: list[dict[str, Any]], **params: Any) -> Any:
+            return client.models.generate_content(model="gemini-test", contents="Classify.")
 
-    outcome = Healer(Verdict).run(call, "Classify.")
+        outcome = Healer(Verdict).run(call, "Classify.")
     assert isinstance(outcome, Healed)
     assert ANSWER == outcome.value
     assert reasoning == outcome.attempts[0].reasoning

@@ -152,8 +152,10 @@ def test_a_streamed_list_hands_out_its_items_in_order_the_bad_one_once_repaired(
     per-item request."""
     first = ScriptedReply(content=json.dumps(lines(1, 0, 2, 3)), chunk_chars=6)
     fixed = ScriptedReply(content=json.dumps([{"sku": "B", "qty": 5}]), chunk_chars=6)
-    with ScriptedServer([first, fixed]) as server:
-        sdk = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+    with (
+        ScriptedServer([first, fixed]) as server,
+        openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0) as sdk,
+    ):
         stream = healjson.wrap(sdk).chat.completions.create(
             model="m", messages=[{"role": "user", "content": "lines"}], response_model=list[Line],
             stream=True,

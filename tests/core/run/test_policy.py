@@ -121,8 +121,10 @@ def test_a_target_naming_nothing_raises_at_construction(target: object) -> None:
         healjson.validate('{"name": "x"}', target)
     with pytest.raises(TypeError, match="healjson cannot validate against"):
         healjson.heal(target)(model)
-    with ScriptedServer(['{"name": "x"}']) as server:
-        client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+    with (
+        ScriptedServer(['{"name": "x"}']) as server,
+        openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0) as client,
+    ):
         with pytest.raises(TypeError, match="healjson cannot validate against"):
             healjson.wrap(client).chat.completions.create(
                 model="m", messages=[{"role": "user", "content": "?"}], response_model=target

@@ -29,6 +29,7 @@ from healjson import Degraded, Healed, Healer, HealPolicy, Reason
 from healjson.testing import ScriptedReply, ScriptedServer
 from outcomes import comparable
 from sdk_calls import TLS as _SSL
+from sdk_calls import close_gemini
 
 USER = [{"role": "user", "content": "Extract it."}]
 DEADLINE = 0.25  # far above the few ms the whole answer takes to arrive when nothing holds it
@@ -174,17 +175,17 @@ def test_anthropic_stream_with_pings_ends_at_the_deadline(name: str, mode: str) 
     with ScriptedServer([WIRES[name]]) as server:
         if mode == "sync":
             http = anthropic.DefaultHttpxClient(verify=_SSL)
-            sdk = anthropic.Anthropic(
+            with anthropic.Anthropic(
                 base_url=server.anthropic_base_url, api_key="k", http_client=http
-            )
+            ) as sdk:
 
-            def call(messages: Any, **params: Any) -> Any:
-                return sdk.messages.create(
-                    model="claude-x", max_tokens=100, messages=messages, stream=True
-                )
+                def call(messages: Any, **params: Any) -> Any:
+                    return sdk.messages.create(
+                        model="claude-x", max_tokens=100, messages=messages, stream=True
+                    )
 
-            outcome, elapsed = _timed_sync(healer.stream(call, USER))
-            assert _no_reader_left()
+                outcome, elapsed = _timed_sync(healer.stream(call, USER))
+                assert _no_reader_left()
         else:
 
             async def main() -> tuple[Any, float]:
@@ -229,7 +230,10 @@ def test_gemini_stream_with_a_slow_first_event_ends_at_the_deadline(mode: str) -
             def call(messages: Any, **params: Any) -> Any:
                 return sdk.models.generate_content_stream(model="g", contents="Extract it.")
 
-            outcome, elapsed = _timed_sync(healer.stream(call, USER))
+            try:
+                outcome, elapsed = _timed_sync(healer.stream(call, USER))
+            finally:
+                close_gemini(sdk)
         else:
 
             async def main() -> tuple[Any, float]:
@@ -242,7 +246,11 @@ def test_gemini_stream_with_a_slow_first_event_ends_at_the_deadline(mode: str) -
                             model="g", contents="Extract it."
                         )
 
-                    return await _timed_async(healer.astream(call, USER))
+                    try:
+                        return await _timed_async(healer.astream(call, USER))
+                    finally:
+                        await sdk.aio.aclose()
+                        sdk.close()
 
             outcome, elapsed = asyncio.run(main())
     _check(outcome, elapsed, "slow first event")

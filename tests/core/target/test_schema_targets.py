@@ -31,7 +31,7 @@ from healjson._core.target.target import JsonSchema, list_item_type, target_for
 from healjson._core.wire.delta import Delta
 from healjson._providers.openai_strict_schema import strict_json_schema
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
-from sdk_calls import TLS, wrapped_create
+from sdk_calls import TLS, close_gemini, wrapped_create
 
 PERSON: dict[str, Any] = {
     "title": "Person",
@@ -600,7 +600,7 @@ def test_wrapped_gemini_takes_a_schema() -> None:
                 model="gemini-test", contents="Who?", response_model=PERSON
             )
         finally:
-            client.close()
+            close_gemini(client)
     assert {"name": "Ada", "age": 36} == healed(outcome)
     config = (server.requests[0].body or {}).get("generationConfig") or {}
     assert "Address" in config["responseJsonSchema"]["$defs"]

@@ -24,6 +24,7 @@ from healjson._providers.openai_chat import batch_result as openai_result
 from healjson.batch_api import run_batch_api
 from healjson.testing import ScriptedReply, ScriptedServer
 from paths import CLI_FIXTURES
+from sdk_calls import close_gemini
 
 FIXTURES = CLI_FIXTURES
 sys.path.insert(0, str(FIXTURES))
@@ -126,10 +127,10 @@ def test_an_anthropic_not_found_error_names_the_model() -> None:
 def test_a_connection_failure_keeps_the_generic_advice() -> None:
     """A connection failure, with no error answer to quote, keeps the generic advice to check
     provider, network and credentials."""
-    sdk = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key=KEY, max_retries=0)
-    outcome = healjson.wrap(sdk).chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "hi"}], response_model=Answer
-    )
+    with openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key=KEY, max_retries=0) as sdk:
+        outcome = healjson.wrap(sdk).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], response_model=Answer
+        )
     diagnostic = _api_diagnostic(outcome)
     assert diagnostic.rule is None
     assert "Check the provider, network and credentials" in diagnostic.prescription
@@ -276,7 +277,7 @@ def test_a_gemini_not_found_error_names_the_model() -> None:
                 model="gemini-nope", contents="hi", response_model=Answer
             )
         finally:
-            client.close()
+            close_gemini(client)
     diagnostic = _api_diagnostic(outcome)
     assert "HTTP 404 (NOT_FOUND): models/gemini-nope is not found" in diagnostic.constraint
     assert diagnostic.prescription.startswith("Check the model name")

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 import healjson
 from healjson import Degraded, Healed, HealPolicy, Reason
 from healjson.testing import ScriptedReply, ScriptedServer
-from sdk_calls import TLS
+from sdk_calls import TLS, close_gemini
 
 GOOD = '{"name": "Ann", "age": 31}'
 PROMPT = "Ann is 31. Extract the person as JSON."
@@ -91,7 +91,7 @@ def ask(
             return stream.outcome
         return models.generate_content(**kwargs)
     finally:
-        client.close()
+        close_gemini(client)
 
 
 def config_of(server: ScriptedServer, index: int = 0) -> dict[str, Any]:
@@ -220,7 +220,7 @@ def test_without_response_model_everything_passes_through(
     try:
         response = healjson.wrap(client).models.generate_content(model="gemini-test", contents="hi")
     finally:
-        client.close()
+        close_gemini(client)
     assert isinstance(response, genai_types.GenerateContentResponse)
     assert "hello" == response.text
 
@@ -242,7 +242,7 @@ def test_text_contents_reach_the_sdk_as_given(scripted_server: ScriptedServer) -
         first = healed.generate_content(model="gemini-test", contents=PROMPT, response_model=Person)
         again = healed.generate_content(model="gemini-test", contents=PROMPT, response_model=Person)
     finally:
-        client.close()
+        close_gemini(client)
 
     assert isinstance(first, Healed)
     assert isinstance(again, Healed)

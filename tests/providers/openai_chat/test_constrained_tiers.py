@@ -6,8 +6,10 @@ openai SDK over real HTTP against `ScriptedServer`."""
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
+from collections.abc import Iterator
 from typing import Any, Literal
 
 import openai
@@ -38,9 +40,11 @@ class Color(enum.Enum):
     GREEN = "green"
 
 
-def _client(server: ScriptedServer, **wrap: Any) -> Any:
-    sdk = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
-    return healjson.wrap(sdk, **wrap)
+@contextlib.contextmanager
+def _client(server: ScriptedServer, **wrap: Any) -> Iterator[Any]:
+    """`healjson.wrap(OpenAI(...), **wrap)` on `server`, the SDK client closed after."""
+    with openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as sdk:
+        yield healjson.wrap(sdk, **wrap)
 
 
 def test_constrained_sends_the_full_schema_non_strict() -> None:
@@ -49,8 +53,7 @@ def test_constrained_sends_the_full_schema_non_strict() -> None:
         (Scores, '{"by_name": {"a": 1}, "kind": 2}'),
         (Tree, '{"name": "root", "children": [{"name": "leaf", "children": []}]}'),
     ):
-        with ScriptedServer([answer]) as server:
-            client = _client(server, json_mode="constrained")
+        with ScriptedServer([answer]) as server, _client(server, json_mode="constrained") as client:
             outcome = client.chat.completions.create(
                 model="m", messages=USER, response_model=target
             )
@@ -70,8 +73,10 @@ def test_constrained_sends_the_full_schema_non_strict() -> None:
 def test_structured_outputs_sends_vllms_json_and_choice() -> None:
     """The `structured_outputs` tier sends vLLM's `json` schema for an object target and a
     `choice` list for an enum or a `Literal`."""
-    with ScriptedServer(['{"by_name": {}, "kind": "x"}', '"green"', '"b"']) as server:
-        client = _client(server, json_mode="structured_outputs")
+    with (
+        ScriptedServer(['{"by_name": {}, "kind": "x"}', '"green"', '"b"']) as server,
+        _client(server, json_mode="structured_outputs") as client,
+    ):
         first = client.chat.completions.create(model="m", messages=USER, response_model=Scores)
         second = client.chat.completions.create(model="m", messages=USER, response_model=Color)
         third = client.chat.completions.create(
@@ -92,8 +97,10 @@ def test_structured_outputs_sends_vllms_json_and_choice() -> None:
 
 def test_structured_outputs_keeps_the_callers_extra_body() -> None:
     """The `structured_outputs` tier keeps the other fields of the caller's `extra_body`."""
-    with ScriptedServer(['"red"']) as server:
-        client = _client(server, json_mode="structured_outputs")
+    with (
+        ScriptedServer(['"red"']) as server,
+        _client(server, json_mode="structured_outputs") as client,
+    ):
         client.chat.completions.create(
             model="m", messages=USER, response_model=Color, extra_body={"top_k": 5}
         )
@@ -105,8 +112,10 @@ def test_structured_outputs_keeps_the_callers_extra_body() -> None:
 def test_a_callers_own_server_format_is_sent_as_given() -> None:
     """A caller's own `structured_outputs` in `extra_body` is sent as given, not replaced."""
     own = {"structured_outputs": {"regex": "[a-z]+"}}
-    with ScriptedServer(['"red"']) as server:
-        client = _client(server, json_mode="structured_outputs")
+    with (
+        ScriptedServer(['"red"']) as server,
+        _client(server, json_mode="structured_outputs") as client,
+    ):
         client.chat.completions.create(
             model="m", messages=USER, response_model=Color, extra_body=own
         )
@@ -119,8 +128,10 @@ def test_a_rejected_constrained_tier_steps_down_and_is_remembered() -> None:
     next call."""
     rejected = ScriptedReply.error(400, "response_format json_schema is not supported")
     good = '{"by_name": {"a": 1}, "kind": 2}'
-    with ScriptedServer([rejected, good, good]) as server:
-        client = _client(server, json_mode="constrained")
+    with (
+        ScriptedServer([rejected, good, good]) as server,
+        _client(server, json_mode="constrained") as client,
+    ):
         first = client.chat.completions.create(model="m", messages=USER, response_model=Scores)
         second = client.chat.completions.create(model="m", messages=USER, response_model=Scores)
         formats = [request.response_format for request in server.requests]
@@ -136,8 +147,10 @@ def test_a_rejected_structured_outputs_tier_steps_down_to_constrained() -> None:
     """A server that rejects `structured_outputs` is asked again with a non-strict JSON schema,
     the `constrained` tier."""
     rejected = ScriptedReply.error(400, "Unknown field: structured_outputs")
-    with ScriptedServer([rejected, '"red"']) as server:
-        client = _client(server, json_mode="structured_outputs")
+    with (
+        ScriptedServer([rejected, '"red"']) as server,
+        _client(server, json_mode="structured_outputs") as client,
+    ):
         outcome = client.chat.completions.create(model="m", messages=USER, response_model=Color)
         second = server.requests[1]
     assert isinstance(outcome, Healed)
@@ -154,10 +167,11 @@ def test_native_adapters_refuse_the_local_server_tiers() -> None:
     import anthropic
 
     for mode in ("constrained", "structured_outputs"):
-        with pytest.raises(ValueError, match="json_mode must be one of"):
-            healjson.wrap(
-                anthropic.Anthropic(api_key="k", base_url="http://127.0.0.1:9"), json_mode=mode
-            )
+        with (
+            anthropic.Anthropic(api_key="k", base_url="http://127.0.0.1:9") as sdk,
+            pytest.raises(ValueError, match="json_mode must be one of"),
+        ):
+            healjson.wrap(sdk, json_mode=mode)
 
 
 def test_literal_values_reads_enums_consts_and_unions_of_them() -> None:
@@ -186,10 +200,12 @@ def test_the_scripted_server_records_each_formats_constraint_and_can_honour_a_ch
     def first_choice(body: dict[str, Any]) -> str:
         return str(body["structured_outputs"]["choice"][0])
 
-    with ScriptedServer([first_choice, '{"by_name": {}, "kind": 1}', "{}"]) as server:
-        client = _client(server, json_mode="structured_outputs")
+    with (
+        ScriptedServer([first_choice, '{"by_name": {}, "kind": 1}', "{}"]) as server,
+        _client(server, json_mode="structured_outputs") as client,
+        _client(server, json_mode="constrained") as constrained,
+    ):
         picked = client.chat.completions.create(model="m", messages=USER, response_model=Color)
-        constrained = _client(server, json_mode="constrained")
         constrained.chat.completions.create(model="m", messages=USER, response_model=Scores)
         with openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as sdk:
             sdk.chat.completions.create(
