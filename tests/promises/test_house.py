@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,12 +28,18 @@ def _modules() -> list[Path]:
     return sorted(TESTS.rglob("test_*.py"))
 
 
+@functools.cache
+def _parsed() -> tuple[tuple[Path, ast.Module], ...]:
+    """Every test module's source tree, parsed once for the checks that read them all."""
+    return tuple((path, ast.parse(path.read_text(encoding="utf-8"))) for path in _modules())
+
+
 def test_every_test_function_has_a_docstring() -> None:
     """Every test function and test method in the suite has a docstring saying what it shows."""
     missing = [
         f"{path.relative_to(TESTS)}::{name}"
-        for path in _modules()
-        for name, node in _tests_of(ast.parse(path.read_text(encoding="utf-8")))
+        for path, tree in _parsed()
+        for name, node in _tests_of(tree)
         if not (ast.get_docstring(node) or "").strip()
     ]
     assert [] == missing
@@ -45,7 +52,7 @@ def test_the_check_sees_the_whole_suite() -> None:
         path.parent.relative_to(TESTS).parts[0] for path in _modules() if path.parent != TESTS
     }
     assert {"core", "providers", "adapters", "integrations", "scale", "kit", "cli"} <= folders
-    assert sum(1 for path in _modules() for _ in _tests_of(ast.parse(path.read_text()))) > 1000
+    assert sum(1 for _, tree in _parsed() for _ in _tests_of(tree)) > 1000
 
 
 def test_a_test_without_a_docstring_is_found() -> None:
