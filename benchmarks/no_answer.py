@@ -33,8 +33,8 @@ constrained `order_code` string (`ABC-1234`) appears in kinds 3-5, where the onl
 could satisfy it is a draft or a fragment.
 
 Each kind draws from its own `random.Random` seeded from `SEED` and the kind's name, so editing
-one kind leaves the other kinds' rows unchanged. `tests/benchmarks/test_no_answer_set.py` regenerates the
-file in memory and fails when the committed copy is stale.
+one kind leaves the other kinds' rows unchanged. `tests/benchmarks/test_no_answer_set.py`
+regenerates the file in memory and fails when the committed copy is stale.
 """
 
 from __future__ import annotations

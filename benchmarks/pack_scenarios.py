@@ -14,8 +14,8 @@ good value is left out (no `true`/`false`/`null` for `python_literals` to spell,
 
 Each row names its pack by its installed name (`"contracts": "support_ticket"`), which
 `healjson eval` loads from any directory, so the file also runs as
-`healjson eval benchmarks/scenarios/packs.jsonl`. `tests/benchmarks/test_pack_scenarios.py` regenerates the
-file in memory and fails when the committed copy is stale.
+`healjson eval benchmarks/scenarios/packs.jsonl`. `tests/benchmarks/test_pack_scenarios.py`
+regenerates the file in memory and fails when the committed copy is stale.
 """
 
 from __future__ import annotations

@@ -21,6 +21,6 @@ register by name the way any other package's packs do: as entry points of the
 Their source lives outside the engine, in the repository's `contracts/` folder (whose
 `README.md` explains how to write and load packs); the wheel ships them as the top-level package
 `healjson_contracts`, beside `healjson`. The engine never imports these modules, and they import
-only healjson's public names (`tests/promises/test_package_layout.py` checks both): they are examples,
-found by name only when asked for.
+only healjson's public names (`tests/promises/test_package_layout.py` checks both): they are
+examples, found by name only when asked for.
 """
