@@ -110,7 +110,7 @@ def test_the_demo_prints_every_title_once_and_plain_markdown_when_piped() -> Non
                                    BAD_REPLY])  # fmt: skip
 def test_heal_piped_prints_the_report_byte_for_byte(tmp_path: Path, reply: str) -> None:
     from healjson._cli.loading import load_setup
-    from healjson._core.run.engine import next_prompt
+    from healjson._core.run.answers import next_prompt
 
     file = tmp_path / "reply.txt"
     file.write_text(reply, encoding="utf-8")

@@ -18,15 +18,12 @@ from healjson import Healer, HealPolicy, Reply, Source
 from healjson._core.diagnostic import Diagnostic
 from healjson._core.repair.example import golden_example, synthesise
 from healjson._core.repair.prompt import (
-    MAX_ANSWER_CHARS,
     MAX_EXAMPLE_CHARS,
     MAX_REPAIR_EXTRA_CHARS,
     RepairPrompt,
     Strategy,
-    _periodic_tail,
-    _tail_loop,
-    quote_answer,
 )
+from healjson._core.repair.quote import MAX_ANSWER_CHARS, _periodic_tail, _tail_loop, quote_answer
 from healjson._core.target.target import target_for
 from healjson.testing import ScriptedModel
 

@@ -27,6 +27,7 @@ __all__ = [
     "ContractPack",
     "installed_packs",
     "load_contracts",
+    "load_file",
 ]
 
 ENTRY_POINT_GROUP = "healjson.contracts"
@@ -100,7 +101,7 @@ def load_contracts(spec: str | Path) -> ContractPack:
         attribute = text.split(":", 1)[1] if ".py:" in text else None
         if not path.is_file():
             raise LookupError(f"no contract pack file at {path} (resolved to {path.resolve()})")
-        return _pick(_load_file(path), attribute, f"file {path}")
+        return _pick(load_file(path), attribute, f"file {path}")
     module_name, _, attribute = text.partition(":")
     points = _entry_points()
     if text in points:
@@ -140,7 +141,7 @@ def _entry_points() -> dict[str, EntryPoint]:
     return found
 
 
-def _load_file(path: Path) -> ModuleType:
+def load_file(path: Path) -> ModuleType:
     name = f"healjson_pack_{path.stem}_{abs(hash(str(path.resolve())))}"
     if name in sys.modules:
         return sys.modules[name]

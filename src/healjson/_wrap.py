@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ._core.judge.contracts import Rule
     from ._core.outcome.calls import ToolCalls
     from ._core.outcome.outcome import Outcome
-    from ._core.run.streams import AsyncHealStream, HealStream
+    from ._core.run.streams import AsyncHealStream, AsyncToolCallStream, HealStream, ToolCallStream
     from ._wrap_providers import (
         AsyncHealingAnthropic,
         AsyncHealingFunction,
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
         HealingFunction,
         HealingInstructor,
     )
-    from .adapters._tool_stream import AsyncToolCallStream, ToolCallStream
 
 __all__ = ["wrap", "wrap_callable"]
 

@@ -15,8 +15,14 @@ if TYPE_CHECKING:
     from ._core.outcome.calls import ToolCalls
     from ._core.outcome.outcome import Outcome
     from ._core.run.policy import HealPolicy
-    from ._core.run.streams import AsyncHealStream, AsyncItemStream, HealStream, ItemStream
-    from .adapters._tool_stream import AsyncToolCallStream, ToolCallStream
+    from ._core.run.streams import (
+        AsyncHealStream,
+        AsyncItemStream,
+        AsyncToolCallStream,
+        HealStream,
+        ItemStream,
+        ToolCallStream,
+    )
 
 __all__ = [
     "AsyncHealingAnthropic",

@@ -47,10 +47,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 from ._core.diagnostic import ROOT, Diagnostic, Source
 from ._core.judge.contracts import Contract
 from ._core.outcome.outcome import Degraded, Healed, Outcome
-from ._core.repair.prompt import render_diagnostics
+from ._core.repair.quote import render_diagnostics
 from ._core.run.drive import drive_async
 from ._core.run.healer import Healer
 from ._core.run.policy import HealPolicy
+from ._core.wire.reply import Reply, Usage
 from ._extras import require_extra
 
 require_extra("agents", "agents", "openai-agents")
@@ -233,10 +234,16 @@ class _Judges:
         return found
 
 
+_NO_USAGE = Usage()
+
+
 async def _judge(
     healer: Healer[Any], text: str, messages: Any = (), context: Any = None
 ) -> Outcome[Any]:
-    return await drive_async(healer._judged(text, messages, context))
+    given = Reply(text, None, usage=_NO_USAGE)  # a reply in hand: no call, no tokens spent
+    run = healer.start(messages, context=context, given=given)
+    outcome: Outcome[Any] = await drive_async(run.flow)
+    return outcome
 
 
 def _run_context_data(wrapper: Any) -> Mapping[str, Any] | None:

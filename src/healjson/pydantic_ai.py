@@ -58,7 +58,7 @@ from ._core.judge.contracts import (
 from ._core.observe import events
 from ._core.parse.defaults import left_out
 from ._core.parse.shape import shape_of
-from ._core.repair.prompt import render_diagnostics
+from ._core.repair.quote import render_diagnostics
 from ._core.run.drive import drive_async, drive_sync
 from ._core.run.policy import HealPolicy
 from ._core.target.target import Target, target_for

@@ -28,8 +28,9 @@ from typing import Any
 
 from healjson._core.judge.contracts import Contract
 from healjson._core.judge.enforcement import Enforcement
+from healjson._core.redact import secrets_scope
+from healjson._core.run.drive import drive_async, drive_sync, is_stream
 from healjson._core.run.policy import HealPolicy
-from healjson._core.run.streams import is_stream
 from healjson._core.target.target import target_for
 from healjson._core.wire.effects import ModelCall
 from healjson._providers.anthropic_messages import (
@@ -144,11 +145,11 @@ class Messages:
         if kwargs.get("stream"):
             return owner._stream(healer, None, messages, context, kwargs)
         call, checked = owner._route(healer.target, response_model, kwargs)
+        run = healer.start(messages, context=context, params=kwargs, enforcement=checked)
+        scope = secrets_scope(core.wrapped, kwargs)
         if core.is_async:
-            return healer._arun_for(
-                core.wrapped, call, messages, context, kwargs, enforcement=checked
-            )
-        return healer._run_for(core.wrapped, call, messages, context, kwargs, enforcement=checked)
+            return drive_async(run.flow, call, scope)
+        return drive_sync(run.flow, call, scope)
 
     def _heal_tools(
         self,

@@ -9,7 +9,7 @@ runs here, on the same code path for a sync and an async client except the two d
 
 The call handed to the healer receives `(messages, **params)` and returns what the SDK returned
 (or raises); each healing call redacts as inside `secrets_scope(client, params)` — for an async
-client, in the awaiting task's context (`Healer._run_for` / `_arun_for`).
+client, in the awaiting task's context (`drive_sync` / `drive_async` with its `scope`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 from healjson._core.judge.contracts import Contract
 from healjson._core.judge.enforcement import Enforcement
 from healjson._core.redact import secrets_scope
+from healjson._core.run.drive import drive_async, drive_sync
 from healjson._core.run.healer import Healer
 from healjson._core.run.policy import HealPolicy
 from healjson._core.run.streams import AsyncHealStream, HealStream, stream_async, stream_sync
@@ -226,9 +227,8 @@ class Completions(CompletionsProxy):
             send = self._owner._sender(response_model, kwargs)
             call = _async_call(core.tiers, forced, healer.target, send)
             checked = self._owner._enforcement(healer.target, forced)
-            return healer._arun_for(
-                core.wrapped, call, messages, context, kwargs, enforcement=checked
-            )
+            run = healer.start(messages, context=context, params=kwargs, enforcement=checked)
+            return drive_async(run.flow, call, secrets_scope(core.wrapped, kwargs))
         route = (healer.target, forced)
         cached = core.sync_calls.get(route)
         if cached is None:
@@ -244,9 +244,8 @@ class Completions(CompletionsProxy):
         else:
             driver, enforcement = cached
         # what healjson stores or logs is redacted (the client's secrets scope)
-        return healer._run_for(
-            core.wrapped, driver, messages, context, kwargs, enforcement=enforcement
-        )
+        run = healer.start(messages, context=context, params=kwargs, enforcement=enforcement)
+        return drive_sync(run.flow, driver, secrets_scope(core.wrapped, kwargs))
 
 
 class HealingAdapter:
@@ -334,10 +333,11 @@ class HealingAdapter:
         enforcement = self._enforcement(healer.target, forced)
         driver = _async_call if self.is_async else _sync_call
         call = driver(tiers, forced, healer.target, send)
-        steps = healer._streaming(
-            call, messages, context, params, scope, json_mode=json_mode, enforcement=enforcement
-        )
-        return stream_async(*steps) if self.is_async else stream_sync(*steps)
+        run = healer.start(messages, context=context, params=params, enforcement=enforcement)
+        reader = healer.reader(run, json_mode)
+        if self.is_async:
+            return stream_async(run.flow, call, reader, scope)
+        return stream_sync(run.flow, call, reader, scope)
 
     def _one_value(
         self, target: Shapeable, forced: JsonMode | None, params: Mapping[str, Any]

@@ -3,7 +3,7 @@
 Building a `Healer` synthesises a golden example and runs every contract on it, so the cache
 keeps that expensive part per configuration — target, contracts, policy, examples — and treats
 the fallback as the cheap part: a call with its own `fallback=` gets a copy of the cached healer
-that differs only in the fallback (`Healer._with_fallback`), never a rebuild.
+that differs only in the fallback (`Healer.with_fallback`), never a rebuild.
 
 Keys say what makes two configurations the same:
 
@@ -107,7 +107,7 @@ class HealerCache:
                 if len(self._plain) >= _MAX_HEALERS:  # bounded like the table it shortcuts
                     self._plain.clear()
                 self._plain[(response_model, id(policy))] = (policy, healer)
-        return healer if fallback is None else healer._with_fallback(fallback)
+        return healer if fallback is None else healer.with_fallback(fallback)
 
 
 def _key(

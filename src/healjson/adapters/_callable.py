@@ -14,8 +14,8 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from healjson._core.run.drive import is_stream
 from healjson._core.run.policy import HealPolicy
-from healjson._core.run.streams import is_stream
 from healjson._core.wire.reply import SDK_COMPLETIONS
 
 from ._base import Exchange, Send, ShapeCheck

@@ -20,8 +20,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from healjson._core.redact import secrets_scope
+from healjson._core.run.drive import drive_async, drive_sync, is_stream
 from healjson._core.run.policy import HealPolicy
-from healjson._core.run.streams import is_stream, stream_async, stream_sync
+from healjson._core.run.streams import stream_async, stream_sync
 from healjson._core.target.target import Target
 from healjson._providers.gemini_generate import (
     chooses_format,
@@ -206,15 +207,15 @@ class HealingGemini(HealingAdapter):
             def json_mode() -> bool:
                 return not chose and state.mode in ("json_schema", "json_object")
 
-            parts = healer._streaming(
-                driver, messages, context, params, scope, json_mode=json_mode, enforcement=checked
-            )
-            return stream_async(*parts) if aio else stream_sync(*parts)
+            run = healer.start(messages, context=context, params=params, enforcement=checked)
+            chunks = healer.reader(run, json_mode)
+            if aio:
+                return stream_async(run.flow, driver, chunks, scope)
+            return stream_sync(run.flow, driver, chunks, scope)
+        run = healer.start(messages, context=context, params=params, enforcement=checked)
         if aio:
-            return healer._arun_for(
-                self.wrapped, driver, messages, context, params, enforcement=checked
-            )
-        return healer._run_for(self.wrapped, driver, messages, context, params, enforcement=checked)
+            return drive_async(run.flow, driver, secrets_scope(self.wrapped, params))
+        return drive_sync(run.flow, driver, secrets_scope(self.wrapped, params))
 
     @staticmethod
     def _schema_of(

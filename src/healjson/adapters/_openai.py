@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from healjson._core.run.drive import is_stream
 from healjson._core.run.policy import HealPolicy
-from healjson._core.run.streams import is_stream
 from healjson._core.wire.effects import ModelCall
 from healjson._core.wire.reply import SDK_COMPLETIONS
 

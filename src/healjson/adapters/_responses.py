@@ -27,8 +27,9 @@ from pydantic import BaseModel
 
 from healjson._core.judge.contracts import Contract
 from healjson._core.redact import secrets_scope
+from healjson._core.run.drive import drive_async, drive_sync, is_stream
 from healjson._core.run.policy import HealPolicy
-from healjson._core.run.streams import is_stream, stream_async, stream_sync
+from healjson._core.run.streams import stream_async, stream_sync
 from healjson._core.wire.effects import ModelCall
 from healjson._providers.openai_chat import enforced_schema
 from healjson._providers.openai_responses import (
@@ -190,17 +191,17 @@ class Responses:
 
             driver = _async_call if core.is_async else _sync_call
             call = driver(tiers, forced, healer.target, send)
-            steps = healer._streaming(
-                call, messages, context, kwargs, scope, json_mode=asks_json, enforcement=checked
-            )
-            return stream_async(*steps) if core.is_async else stream_sync(*steps)
+            run = healer.start(messages, context=context, params=kwargs, enforcement=checked)
+            reader = healer.reader(run, asks_json)
+            if core.is_async:
+                return stream_async(run.flow, call, reader, scope)
+            return stream_sync(run.flow, call, reader, scope)
+        run = healer.start(messages, context=context, params=kwargs, enforcement=checked)
         if core.is_async:
             call = _async_call(tiers, forced, healer.target, send)
-            return healer._arun_for(
-                core.wrapped, call, messages, context, kwargs, enforcement=checked
-            )
+            return drive_async(run.flow, call, secrets_scope(core.wrapped, kwargs))
         call = _sync_call(tiers, forced, healer.target, send)
-        return healer._run_for(core.wrapped, call, messages, context, kwargs, enforcement=checked)
+        return drive_sync(run.flow, call, secrets_scope(core.wrapped, kwargs))
 
     def parse(self, *args: Any, text_format: Any = UNSET, **kwargs: Any) -> Any:
         """`responses.parse`; with `text_format=M` it is `create(response_model=M, ...)`."""

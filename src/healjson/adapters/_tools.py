@@ -16,28 +16,30 @@ ones, custom tools) are passed on and their calls are not function calls.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from healjson._core.judge.contracts import ContractContext, as_contract, check_policies
+from healjson._core.judge.contracts import as_contract, check_policies
 from healjson._core.outcome.calls import ToolCalls
 from healjson._core.outcome.outcome import Outcome
 from healjson._core.redact import secrets_scope
 from healjson._core.run.drive import drive_async, drive_sync
-from healjson._core.run.messages import make_context, normalise_messages
 from healjson._core.run.policy import HealPolicy
-from healjson._core.run.tools import Tool, ToolSpec, tools_flow
+from healjson._core.run.streams import (
+    AsyncToolCallStream,
+    ToolCallStream,
+    caller_events,
+    caller_events_async,
+)
+from healjson._core.run.tools import Tool, ToolSpec, start_tools
+from healjson._core.stream.reading import CallsReader, Collector
 from healjson._core.target.target import Target, target_for
-from healjson._core.wire.effects import ModelCall
-
-from ._tool_stream import AsyncToolCallStream, Collector, ToolCallStream
+from healjson._core.wire.effects import ModelCall, new_model_call
 
 __all__ = ["check_tool_call", "heal_tool_calls", "stream_tool_calls", "tool_spec"]
 
-_NO_CONTRACTS = ContractContext()
 Style = Literal["chat", "responses", "anthropic"]
 
 
@@ -169,14 +171,6 @@ def _required(choice: Any) -> bool | str:
     return False
 
 
-def _context(
-    spec: ToolSpec, context: Mapping[str, Any] | None, original: tuple[dict[str, Any], ...]
-) -> ContractContext:
-    if context is not None or any(tool.contracts for tool in spec.tools.values()):
-        return make_context(context, original)
-    return _NO_CONTRACTS
-
-
 def heal_tool_calls(
     client: Any,
     call: Callable[..., Any],
@@ -187,21 +181,13 @@ def heal_tool_calls(
     is_async: bool,
     context: Mapping[str, Any] | None,
 ) -> Outcome[ToolCalls] | Any:
-    """The run (an awaitable of its outcome for an async client)."""
-    original = normalise_messages(messages)
-    ctx = _context(spec, context, original)
-    flow = tools_flow(spec, original, params, ctx, started=time.monotonic())
+    """The run (an awaitable of its outcome for an async client), driven inside the client's
+    secrets scope."""
+    run = start_tools(spec, messages, context=context, params=params)
+    scope = secrets_scope(client, params)
     if is_async:
-        return _arun(client, flow, call, params)
-    with secrets_scope(client, params):
-        return drive_sync(flow, call)
-
-
-async def _arun(
-    client: Any, flow: Any, call: Callable[..., Any], params: dict[str, Any]
-) -> Outcome[ToolCalls]:
-    with secrets_scope(client, params):
-        outcome: Outcome[ToolCalls] = await drive_async(flow, call)
+        return drive_async(run.flow, call, scope)
+    outcome: Outcome[ToolCalls] = drive_sync(run.flow, call, scope)
     return outcome
 
 
@@ -212,13 +198,18 @@ def stream_tool_calls(
     messages: Any,
     params: dict[str, Any],
     *,
-    collector: Collector,
+    collector: Callable[[], Collector],
     is_async: bool,
     context: Mapping[str, Any] | None,
 ) -> ToolCallStream | AsyncToolCallStream:
-    """The run with `stream=True`: a stream of the answer's text, then the outcome."""
-    original = normalise_messages(messages)
-    ctx = _context(spec, context, original)
-    flow = tools_flow(spec, original, params, ctx, started=time.monotonic())
-    kind = AsyncToolCallStream if is_async else ToolCallStream
-    return kind(flow, start, collector, client, params)
+    """The run with `stream=True`: the same drivers, given a reader of the provider's tool-call
+    stream (`collector`); a stream of the answer's text, then the outcome."""
+    run = start_tools(spec, messages, context=context, params=params)
+
+    def call(messages: list[dict[str, Any]], **params: Any) -> Any:
+        return start(new_model_call(0, tuple(messages), params))
+
+    reader, scope = CallsReader(collector), secrets_scope(client, params)
+    if is_async:
+        return AsyncToolCallStream(caller_events_async(run.flow, call, reader, scope))
+    return ToolCallStream(caller_events(run.flow, call, reader, scope))

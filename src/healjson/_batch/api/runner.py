@@ -483,7 +483,7 @@ class Runner:
         """The row's run rebuilt from its results: its next request as a batch line, or its
         outcome."""
         fresh = [self._fresh.pop((row.seq, index), None) for index in range(len(row.results))]
-        step = self.healer._replay(
+        step = self.healer.replay(
             row.messages,
             _attempts(row.results, self.resubmits, fresh),
             context=row.context,

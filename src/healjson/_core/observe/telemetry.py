@@ -139,7 +139,7 @@ class RunSpans:
         self._tracer = tracer
         self._instruments = instruments
         self._content = _capture_content()
-        target = getattr(getattr(spec, "target", None), "name", None) or "value"
+        target = getattr(spec, "target_name", None) or "value"
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "heal",
             "healjson.run_id": run_id,

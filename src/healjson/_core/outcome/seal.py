@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from healjson._core.diagnostic import Diagnostic
 from healjson._core.redact import found_in, scrub
+from healjson._core.repair.calls import CallsForm, CallState
 from healjson._core.repair.prompt import RepairPrompt
 from healjson._core.wire.reply import ToolCall
 
@@ -42,7 +43,7 @@ OutcomeT = TypeVar("OutcomeT", bound="Healed[Any] | Degraded[Any]")
 __all__ = ["seal"]
 
 _MAX_DEPTH: Final = 64
-_RECORDS: Final = frozenset({Attempt, Diagnostic, RepairPrompt, ToolCall})
+_RECORDS: Final = frozenset({Attempt, CallState, CallsForm, Diagnostic, RepairPrompt, ToolCall})
 # escapes that can spell any character (JSON's `\uXXXX` and `\/`, a lenient reader's `\x41`)
 _ESCAPES: Final = ("\\u", "\\U", "\\x", "\\/")
 _PLAIN_ESCAPED: Final = frozenset('"\\\b\f\n\r\t')  # what the other escapes spell
@@ -122,7 +123,7 @@ def _scrubbed(outcome: OutcomeT, forms: tuple[str, ...]) -> OutcomeT:
 
 def _clean(value: Any, forms: tuple[str, ...], depth: int) -> Any:
     """`scrub`, also through healjson's records (attempts, diagnostics, repair prompts, tool
-    calls): the same object when nothing changed."""
+    calls, a tool-call repair's calls): the same object when nothing changed."""
     if isinstance(value, str) or depth >= _MAX_DEPTH:
         return scrub(value, forms)
     if type(value) in _RECORDS:  # healjson's own: a caller's objects are never rebuilt

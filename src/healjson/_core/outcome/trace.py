@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 from healjson._core.diagnostic import Diagnostic, Source, jsonable, short_repr
 from healjson._core.flags import Flag
 from healjson._core.redact import redact_data, redact_text, secrets_scope
-from healjson._core.repair.prompt import elide
+from healjson._core.repair.quote import elide
 from healjson._core.wire.reply import Usage
 
 from .attempt import Attempt, Reason
@@ -72,9 +72,8 @@ def _markdown(outcome: Outcome[Any], title: str) -> str:
     lines = [f"### {_inline(title, 200)}", ""]
     lines += _header(outcome)
     lines += _request(outcome.attempts[0] if outcome.attempts else None)
-    sent_first = len(outcome.attempts[0].messages) if outcome.attempts else 0
     for attempt in outcome.attempts:
-        lines += _round(attempt, sent_first)
+        lines += _round(attempt)
     lines += _outcome(outcome)
     lines += _totals(outcome)
     return redact_text("\n".join(lines).rstrip("\n") + "\n")
@@ -184,15 +183,11 @@ def _request(first: Attempt | None) -> list[str]:
     return lines + render_messages(first.messages)
 
 
-def _round(attempt: Attempt, sent_first: int = 0) -> list[str]:
+def _round(attempt: Attempt) -> list[str]:
     lines = [f"#### Round {attempt.number} ({attempt.strategy})", ""]
     prompt = attempt.prompt.render() if attempt.prompt is not None else ""
     if prompt:
         lines += _block("Repair prompt sent", prompt, MAX_PROMPT_CHARS, count=False)
-    elif attempt.number > 1 and len(attempt.messages) > sent_first:
-        # a repair made of messages (a tool-call exchange), not of a `RepairPrompt`
-        lines += ["Repair messages sent after the request:", ""]
-        lines += render_messages(attempt.messages[sent_first:])
     elif attempt.number > 1:
         lines += ["_The original request, resent unchanged._", ""]
     if _no_call(attempt):

@@ -20,21 +20,22 @@ from healjson._core.judge.enforcement import Enforcement
 from healjson._core.outcome.outcome import Outcome
 from healjson._core.parse import check_ambiguity
 from healjson._core.parse.read import Ambiguity
-from healjson._core.redact import activate, deactivate, secrets_scope
 from healjson._core.repair.example import golden_example
+from healjson._core.stream.reading import JsonReader
 from healjson._core.stream.session import StreamSession
 from healjson._core.target.target import SpecialForm, Target, list_item_type, target_for
 from healjson._core.wire.effects import CallResult, ModelCall
 from healjson._core.wire.reply import Reply, Usage
 
+from .answers import HealSpec
 from .drive import drive_async, drive_sync
-from .engine import Flow, HealSpec, heal_flow
+from .engine import Run, heal_flow
 from .messages import make_context, normalise_messages
 from .policy import HealPolicy
 from .replay import replay
 from .streams import AsyncHealStream, HealStream, stream_async, stream_sync
 
-__all__ = ["Healer", "validate"]
+__all__ = ["Healer", "Run", "validate"]
 
 _NO_CONTRACTS = ContractContext()  # what a run without contracts hands L2 (which never reads it)
 
@@ -106,7 +107,7 @@ class Healer(Generic[T]):
         self.fallback = fallback
         self.examples = tuple(checked)
         every = (*rules, *(for_each_item(rule) for rule in per_item))
-        self._spec = HealSpec(
+        self.spec = HealSpec(
             target, every, policy, fallback, golden_example(target, checked, every)
         )
 
@@ -119,7 +120,9 @@ class Healer(Generic[T]):
         **params: Any,
     ) -> Outcome[T]:
         """Call the model through `call` and heal its answer (blocking)."""
-        return self._run_for(None, call, messages, context, params)
+        run = self.start(messages, context=context, params=params)
+        outcome: Outcome[T] = drive_sync(run.flow, call)
+        return outcome
 
     async def arun(
         self,
@@ -130,69 +133,9 @@ class Healer(Generic[T]):
         **params: Any,
     ) -> Outcome[T]:
         """Like `run`, awaiting `call` (and any async contracts) on the running loop."""
-        return await self._arun_for(None, call, messages, context, params)
-
-    def _judged(self, text: str, messages: Any = (), context: Any = None) -> Flow:
-        """This healer's run with `text` as its first reply, already in hand (no model call made,
-        no usage), as a flow for `drive_sync` / `drive_async` (which await async contracts). With
-        `max_attempts=1` the run ends on that reply: `Healed`, or `Degraded` with its
-        diagnostics; with more, it would ask for a model call (give the driver one)."""
-        original = normalise_messages(messages)
-        ctx = _run_context(self._spec, context, original)
-        return heal_flow(self._spec, original, {}, ctx, given=Reply(text, None, usage=_NO_USAGE))
-
-    def _run_for(
-        self,
-        client: Any,
-        call: Callable[..., Any],
-        messages: Any,
-        context: Mapping[str, Any] | None,
-        params: dict[str, Any],
-        *,
-        enforcement: Enforcement | None = None,
-    ) -> Outcome[T]:
-        """`run`, for an adapter with the wrapped `client`: its secrets are redacted from what
-        the run stores or emits (the run is driven inside `secrets_scope(client, params)`).
-        None: no client of its own (the caller's scope, if any, is in effect already).
-        `enforcement`: the schema the adapter's request asks the endpoint to enforce."""
-        original = normalise_messages(messages)
-        started = time.monotonic()
-        ctx = _run_context(self._spec, context, original)
-        flow = heal_flow(
-            self._spec, original, params, ctx, started=started, enforcement=enforcement
-        )
-        if client is None:
-            return drive_sync(flow, call)
-        token = activate(secrets_scope(client, params))  # `with`'s work, without its frames
-        try:
-            return drive_sync(flow, call)
-        finally:
-            deactivate(token)
-
-    async def _arun_for(
-        self,
-        client: Any,
-        call: Callable[..., Any],
-        messages: Any,
-        context: Mapping[str, Any] | None,
-        params: dict[str, Any],
-        *,
-        enforcement: Enforcement | None = None,
-    ) -> Outcome[T]:
-        """`arun`, as `_run_for` (the scope entered in the awaiting task's context)."""
-        original = normalise_messages(messages)
-        started = time.monotonic()
-        ctx = _run_context(self._spec, context, original)
-        flow = heal_flow(
-            self._spec, original, params, ctx, started=started, enforcement=enforcement
-        )
-        if client is None:
-            return await drive_async(flow, call)
-        token = activate(secrets_scope(client, params))
-        try:
-            return await drive_async(flow, call)
-        finally:
-            deactivate(token)
+        run = self.start(messages, context=context, params=params)
+        outcome: Outcome[T] = await drive_async(run.flow, call)
+        return outcome
 
     def stream(
         self,
@@ -206,7 +149,8 @@ class Healer(Generic[T]):
         of text pieces or chunks). Iterate the result for `Partial[T]` snapshots (or
         `.items()` for a list target), then read `.outcome`. Nothing is called until the
         iteration starts."""
-        return stream_sync(*self._streaming(call, messages, context, params))
+        run = self.start(messages, context=context, params=params)
+        return stream_sync(run.flow, call, self.reader(run))
 
     def astream(
         self,
@@ -218,41 +162,58 @@ class Healer(Generic[T]):
     ) -> AsyncHealStream[T]:
         """`stream` for async code: `call` may return an awaitable of the stream, and the
         stream may be async (`async for` over the result)."""
-        return stream_async(*self._streaming(call, messages, context, params))
+        run = self.start(messages, context=context, params=params)
+        return stream_async(run.flow, call, self.reader(run))
 
-    def _streaming(
+    # -- the hand-off to drivers: what adapters, runners and integrations call ----------------
+
+    def start(
         self,
-        call: Callable[..., Any],
         messages: Any,
-        context: Mapping[str, Any] | None,
-        params: dict[str, Any],
-        scope: Any = None,
         *,
-        json_mode: Callable[[], bool] | None = None,
+        context: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
         enforcement: Enforcement | None = None,
-    ) -> tuple[Any, Callable[..., Any], Callable[[ModelCall], StreamSession], bool, Any]:
-        """What a stream driver needs: the flow, the call, a session per streamed call, whether
-        to abort early, and the secrets scope to enter around each step (adapters).
-        `json_mode`: asked once a call has returned its stream, whether that call's request
-        constrained the output to one JSON value (an adapter's JSON-mode tier); `enforcement`:
-        the schema the adapter's request asks the endpoint to enforce."""
+        given: Reply | None = None,
+        observed: bool = True,
+    ) -> Run:
+        """A run of this healer on `messages`, not yet driven: its flow, for any driver
+        (`drive.drive_sync` / `drive_async`, the stream objects, `replay.replay`), and its
+        context. `params` go to every model call; `enforcement`: the schema the adapter's
+        request asks the endpoint to enforce; `given`: a reply already in hand, judged as the
+        first attempt (no model call for it); `observed=False`: no events, spans or metrics
+        (a run replayed from stored results: it would repeat them on every replay)."""
         original = normalise_messages(messages)
-        ctx = _run_context(self._spec, context, original)
+        ctx = _run_context(self.spec, context, original)
         flow = heal_flow(
-            self._spec, original, params, ctx, started=time.monotonic(), enforcement=enforcement
+            self.spec,
+            original,
+            {} if params is None else params,
+            ctx,
+            given=given,
+            started=time.monotonic(),
+            observed=observed,
+            enforcement=enforcement,
         )
+        return Run(flow, ctx)
+
+    def reader(self, run: Run, one_value: Callable[[], bool] | None = None) -> JsonReader:
+        """The reader a driver is given for `run`'s streamed calls: a session per call.
+        `one_value`: asked once a call has returned its stream, whether that call's request
+        constrained the output to one JSON value (an adapter's JSON-mode tier)."""
         target, rules, per_item = self.target, self.contracts, self.item_contracts
+        ctx = run.context
 
         def new_session(effect: ModelCall) -> StreamSession:
-            one = json_mode is not None and json_mode()
+            one = one_value is not None and one_value()
             return StreamSession(target, rules, per_item, ctx, one_value=one)
 
         # under on_truncation="degrade" a cut answer ends the run: a breach read before a cut
         # that may follow would repair instead, so nothing is stopped early
         abort = self.policy.stream_abort and self.policy.on_truncation != "degrade"
-        return flow, call, new_session, abort, scope
+        return JsonReader(new_session, abort)
 
-    def _replay(
+    def replay(
         self,
         messages: Any,
         results: Sequence[CallResult],
@@ -261,14 +222,13 @@ class Healer(Generic[T]):
         **params: Any,
     ) -> ModelCall | Outcome[T]:
         """The run on `messages` given the results of its first model calls: its outcome, or
-        the next model call it makes (see `replay`). For work whose calls are made elsewhere and
-        later: a provider batch round per call, a pipeline that calls the model itself. A
-        replayed run emits no events, spans or metrics (it would repeat them on every replay)."""
-        original = normalise_messages(messages)
-        ctx = _run_context(self._spec, context, original)
-        return replay(heal_flow(self._spec, original, params, ctx, observed=False), results)
+        the next model call it makes (see `replay.replay`). For work whose calls are made
+        elsewhere and later: a provider batch round per call, a pipeline that calls the model
+        itself. A replayed run emits no events, spans or metrics."""
+        run = self.start(messages, context=context, params=params, observed=False)
+        return replay(run.flow, results)
 
-    def _with_fallback(self, fallback: Any) -> Healer[T]:
+    def with_fallback(self, fallback: Any) -> Healer[T]:
         """A copy that differs only in its fallback: it shares the target, contracts, policy,
         examples and golden example, so it costs no synthesis and no contract checks."""
         import dataclasses
@@ -276,7 +236,7 @@ class Healer(Generic[T]):
         twin = object.__new__(type(self))  # a shallow copy, without copy.copy's generic path
         twin.__dict__.update(self.__dict__)
         twin.fallback = fallback
-        twin._spec = dataclasses.replace(self._spec, fallback=fallback)
+        twin.spec = dataclasses.replace(self.spec, fallback=fallback)
         return twin
 
     def __repr__(self) -> str:
@@ -376,7 +336,8 @@ def validate(
         # the outcome keeps the reply as text (`raw_text`), as for a model call's bytes
         text = bytes(text).decode("utf-8", "replace")
     given = Reply(text, finish_reason, usage=_NO_USAGE)  # no call was made: no tokens spent
-    return drive_sync(heal_flow(spec, ctx.messages, {}, ctx, given=given))
+    outcome: Outcome[Any] = drive_sync(heal_flow(spec, ctx.messages, {}, ctx, given=given))
+    return outcome
 
 
 # one attempt, judged under each ambiguity mode (built once: a policy checks its fields)

@@ -3,9 +3,10 @@
 A sync SDK stream blocks inside its HTTP read until bytes arrive: a slow first byte, keep-alive
 comments or `ping` events the SDK drops, a byte trickle or silence after the answer keep it
 waiting while no chunk reaches healjson, so no per-chunk check can end it on time. With a
-deadline the sync stream driver therefore makes the call and iterates its stream on a worker
-thread (`Pump`), taking each chunk from a queue with a timed wait: the caller's outcome comes
-at the deadline, whatever the wire does.
+deadline the sync driver therefore makes the call (streamed or not) and iterates its stream on
+a worker thread (`Pump`), taking each chunk from a queue with a timed wait: the caller's
+outcome comes at the deadline, whatever the wire does; an abandoned call finishes (or fails)
+in the background, since a blocking call cannot be interrupted from outside.
 
 At the end (the deadline, an early abort, the caller leaving the loop) the worker is told to
 stop and the stream is closed: a stream over an HTTP/1.x response (the openai and anthropic
@@ -23,8 +24,6 @@ import socket
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Final
-
-from healjson._core.wire.effects import ModelCall
 
 __all__ = ["CHUNK", "END", "ERROR", "STREAM", "VALUE", "Pump", "close_stream"]
 
@@ -49,14 +48,13 @@ def close_stream(stream: Any) -> None:
 
 
 class Pump:
-    """One model call and its stream, performed on a daemon worker thread in the caller's
-    context (its logger and redaction scopes); `get` takes what it produced, in order."""
+    """One model call (`make()`: the driver's call line) and its stream, performed on a daemon
+    worker thread in the caller's context (its logger and redaction scopes); `get` takes what
+    it produced, in order. Without a reader (`is_stream` None) whatever the call returned is
+    its value."""
 
-    def __init__(
-        self, call: Callable[..., Any], effect: ModelCall, is_stream: Callable[[Any], bool]
-    ) -> None:
-        self._call = call
-        self._effect = effect
+    def __init__(self, make: Callable[[], Any], is_stream: Callable[[Any], bool] | None) -> None:
+        self._make = make
         self._is_stream = is_stream
         self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self._stop = threading.Event()
@@ -86,13 +84,12 @@ class Pump:
                 _interrupt(self._stream)
 
     def _work(self) -> None:
-        effect = self._effect
         try:
-            value = self._call(list(map(dict, effect.messages)), **effect.params)
+            value = self._make()
         except Exception as exc:
             self._queue.put((ERROR, exc))
             return
-        if not self._is_stream(value):
+        if self._is_stream is None or not self._is_stream(value):
             self._queue.put((VALUE, value))
             return
         with self._lock:
