@@ -258,7 +258,8 @@ class HealAdapter(Adapter):  # type: ignore[misc]
             message=f"healjson could not heal the answer ({reason}): {described}",
         )
         error.outcome = outcome
-        return error
+        found: Exception = error
+        return found
 
 
 class _Run:

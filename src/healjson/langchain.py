@@ -288,9 +288,9 @@ class _Step:
         if ai is None:
             return None
         calls = [*ai.tool_calls, *ai.invalid_tool_calls]
-        if self.request.response_format is not None:
-            if not calls or any(call.get("name") in self.names for call in calls):
-                return "structured"
+        structured = not calls or any(call.get("name") in self.names for call in calls)
+        if self.request.response_format is not None and structured:
+            return "structured"
         if not calls or not self.declared:
             return None
         if self.opaque and any(call.get("name") not in self.declared for call in calls):
@@ -402,7 +402,9 @@ def _format(response_format: Any) -> tuple[frozenset[str], Any, str | None]:
         return names, response_format.schema, response_format.tool_message_content
     if isinstance(response_format, ProviderStrategy):
         return frozenset(), response_format.schema, None
-    schema = response_format.schema if isinstance(response_format, AutoStrategy) else response_format
+    schema = (
+        response_format.schema if isinstance(response_format, AutoStrategy) else response_format
+    )
     names = frozenset(spec.name for spec in ToolStrategy(schema).schema_specs)
     return names, schema, None
 

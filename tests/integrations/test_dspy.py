@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,10 +33,9 @@ MODES: tuple[Mode, ...] = ("sync", "async")
 
 
 @pytest.fixture(autouse=True)
-def _bundled_model_metadata(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _bundled_model_metadata(monkeypatch: pytest.MonkeyPatch) -> None:
     """DSPy reads LiteLLM's model map from the internet unless told to use its own copy."""
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    yield
 
 
 class Item(BaseModel):
@@ -232,7 +231,9 @@ def test_a_contract_breach_is_repaired_with_the_answer_as_the_assistant_turn(mod
 
 def test_a_repair_answered_as_json_is_read_too() -> None:
     """The repair asks for the corrected value; a JSON object answer is read like the format."""
-    ran = run([chat(total="40"), JSON_FAMILIES["fenced"]], HealAdapter(contracts=[total_is_the_sum]))
+    ran = run(
+        [chat(total="40"), JSON_FAMILIES["fenced"]], HealAdapter(contracts=[total_is_the_sum])
+    )
     assert ran.error is None
     assert 42.5 == ran.prediction.total
 

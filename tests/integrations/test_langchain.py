@@ -182,7 +182,8 @@ def test_a_broken_structured_tool_call_is_healed_without_another_call(
     ai, answer = ran.result["messages"][-2:]
     assert GOOD == ai.tool_calls[0]["args"]  # the history holds the healed call
     assert [] == ai.invalid_tool_calls
-    assert isinstance(answer, ToolMessage) and answer.tool_call_id == "call_r"
+    assert isinstance(answer, ToolMessage)
+    assert "call_r" == answer.tool_call_id
 
 
 CONTENT_FAMILIES = {
@@ -195,7 +196,7 @@ CONTENT_FAMILIES = {
 
 @pytest.mark.parametrize("family", sorted(CONTENT_FAMILIES))
 def test_a_broken_provider_strategy_answer_is_healed_where_langchain_raises(family: str) -> None:
-    """A provider-strategy answer LangChain cannot parse (it raises) is the response, in one call."""
+    """A provider-strategy answer LangChain cannot parse (it raises) is healed in one call."""
     text = CONTENT_FAMILIES[family]
     ran = run([text], response_format=ProviderStrategy(Report))
     assert 1 == ran.calls
@@ -280,7 +281,8 @@ def test_a_never_valid_answer_ends_the_run_as_degraded_without_raising(mode: Mod
     assert isinstance(ran.outcome, Degraded)
     assert Reason.MAX_RETRIES_EXCEEDED == ran.outcome.reason
     last = ran.result["messages"][-1]
-    assert isinstance(last, ToolMessage) and "error" == last.status  # the call is answered
+    assert isinstance(last, ToolMessage)
+    assert "error" == last.status  # the call is answered: the history stays valid
 
 
 def test_the_policy_bounds_the_calls() -> None:
@@ -299,7 +301,7 @@ def test_the_policy_bounds_the_calls() -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_the_runs_context_reaches_the_validators(mode: Mode) -> None:
-    """`agent.invoke(..., context=...)` is pydantic's validation context: 5 hits break a limit of 3."""
+    """`invoke(..., context=...)` is pydantic's validation context: 5 hits break a limit of 3."""
     three = json.dumps({**GOOD, "summary": "red shoes: 3", "hits": 3})
     ran = run(
         [report_call(GOOD_TEXT), report_call(three, "call_2")],

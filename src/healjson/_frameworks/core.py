@@ -23,15 +23,15 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
-from .._core.contracts import ContractContext, Rule, as_contract, check_policies
-from .._core.drive import drive_async, drive_sync
-from .._core.messages import make_context, normalise_messages
-from .._core.outcome import Outcome
-from .._core.policy import HealPolicy
-from .._core.repair import quote_answer, render_diagnostics
-from .._core.target import Target, target_for
-from .._core.tools import Tool, ToolCalls, ToolSpec, tools_flow
-from .._extras import missing_extra
+from healjson._core.contracts import ContractContext, Rule, as_contract, check_policies
+from healjson._core.drive import drive_async, drive_sync
+from healjson._core.messages import make_context, normalise_messages
+from healjson._core.outcome import Outcome
+from healjson._core.policy import HealPolicy
+from healjson._core.repair import quote_answer, render_diagnostics
+from healjson._core.target import Target, target_for
+from healjson._core.tools import Tool, ToolCalls, ToolSpec, tools_flow
+from healjson._extras import missing_extra
 
 __all__ = [
     "FirstFromHand",

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .. import parse
+from healjson import parse
 
 __all__ = ["HEADER", "read_fields"]
 
@@ -48,11 +48,11 @@ def read_fields(text: str, fields: Mapping[str, Any]) -> dict[str, Any] | None:
         by_key.setdefault(_key(name), []).append(name)
     out: dict[str, Any] = {}
     for header, lines in sections:
-        name = header if header in fields else _only(by_key.get(_key(header), ()))
-        if name is None or header in out or header == _DONE:
+        field = header if header in fields else _only(by_key.get(_key(header), ()))
+        if field is None or header in out or header == _DONE:
             continue
         body = "\n".join(lines).strip()
-        out[header] = _value(body, fields[name])
+        out[header] = _value(body, fields[field])
     return out
 
 

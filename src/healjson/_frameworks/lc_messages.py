@@ -11,6 +11,7 @@ from typing import Any
 
 from langchain_core.messages import (
     AIMessage,
+    AnyMessage,
     BaseMessage,
     HumanMessage,
     ToolMessage,
@@ -18,7 +19,7 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.tool import invalid_tool_call, tool_call
 
-from .. import Reply, ToolCall, Usage
+from healjson import Reply, ToolCall, Usage
 
 __all__ = ["as_dicts", "call_text", "reply_of", "turns"]
 
@@ -76,12 +77,12 @@ def _usage(ai: AIMessage) -> Usage:
     )
 
 
-def turns(extra: Sequence[Mapping[str, Any]]) -> list[BaseMessage]:
+def turns(extra: Sequence[Mapping[str, Any]]) -> list[AnyMessage]:
     """The messages a healjson repair request adds to the agent's own (the model's answer as
     an assistant turn, tool messages answering its calls, the repair prompt as a user turn),
     as LangChain messages. A call's arguments that are not a JSON object go as an invalid call:
     the chat model sends its text as it was."""
-    out: list[BaseMessage] = []
+    out: list[AnyMessage] = []
     for message in extra:
         role = message.get("role")
         content = message.get("content")
@@ -99,7 +100,8 @@ def _assistant(text: str, calls: Sequence[Mapping[str, Any]]) -> AIMessage:
     parsed, invalid = [], []
     for call in calls:
         function = call.get("function") or {}
-        name, arguments, id_ = function.get("name"), function.get("arguments"), call.get("id")
+        name = str(function.get("name") or "")
+        arguments, id_ = function.get("arguments"), call.get("id")
         try:
             args = json.loads(arguments) if isinstance(arguments, str) else None
         except ValueError:
