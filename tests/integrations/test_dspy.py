@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationInfo, field_validator
 
 pytest.importorskip("dspy")
@@ -25,6 +27,7 @@ from dspy.predict.predict import serialize_object
 from dspy.utils.exceptions import AdapterParseError
 
 from healjson import Degraded, Flag, Healed, HealPolicy, Reason, Violation, contract
+from healjson._frameworks.dspy_fields import read_fields
 from healjson.dspy import HealAdapter, HealReport, outcome_of
 from healjson.testing import ScriptedServer
 
@@ -320,3 +323,37 @@ def test_configuration_mistakes_raise_at_once() -> None:
         HealAdapter(policy={"max_attempts": 2})  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="context must be"):
         HealAdapter(context=3)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------
+# The field reader, over its input space
+# ---------------------------------------------------------------------------------------------
+
+READER_FIELDS = {"answer": str, "count": int, "tags": list[str]}
+
+
+@settings(derandomize=True, max_examples=200)
+@given(st.text())
+def test_the_field_reader_never_raises_on_any_text(text: str) -> None:
+    """Any answer text gives an object of known fields, or None (no header): never an error."""
+    found = read_fields(text, READER_FIELDS)
+    assert found is None or set(found) <= set(READER_FIELDS)
+
+
+@settings(derandomize=True, max_examples=200)
+@given(
+    st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), min_size=1).filter(
+        lambda s: s.strip() == s and "[[" not in s
+    ),
+    st.integers(-(10**6), 10**6),
+    st.lists(st.text(st.characters(categories=("L", "N")), min_size=1), max_size=4),
+)
+def test_the_field_reader_gives_back_what_the_chat_format_holds(
+    answer: str, count: int, tags: list[str]
+) -> None:
+    """Each field rendered under its header is read back as the value it holds."""
+    text = (
+        f"[[ ## answer ## ]]\n{answer}\n\n[[ ## count ## ]]\n{count}\n\n"
+        f"[[ ## tags ## ]]\n{json.dumps(tags)}\n\n[[ ## completed ## ]]"
+    )
+    assert {"answer": answer, "count": count, "tags": tags} == read_fields(text, READER_FIELDS)
