@@ -130,15 +130,24 @@ class HealAdapter(Adapter):  # type: ignore[misc]
     def __repr__(self) -> str:
         return f"HealAdapter({self.base!r}, contracts={len(self.contracts)})"
 
+    def __getstate__(self) -> dict[str, Any]:  # copied or pickled: the caches start anew
+        return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_models")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._models = {}
+        self._lock = threading.Lock()
+
     # -- the base writes the requests -------------------------------------------------------
 
     def format(self, signature: Any, demos: list[dict[str, Any]], inputs: dict[str, Any]) -> Any:
         return self.base.format(signature, demos, inputs)
 
     def __getattr__(self, name: str) -> Any:  # the base's other formatting helpers
-        if name.startswith("__") or name == "base":
+        base = self.__dict__.get("base")
+        if base is None or name.startswith("__"):
             raise AttributeError(name)
-        return getattr(self.__dict__["base"], name)
+        return getattr(base, name)
 
     # -- healjson reads the answers ---------------------------------------------------------
 

@@ -152,6 +152,14 @@ class HealMiddleware(AgentMiddleware[HealState, Any, Any]):
         self._kept: dict[tuple[str, int], tuple[Any, Any]] = {}
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, Any]:  # copied or pickled: the caches start anew
+        return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_kept")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._kept = {}
+        self._lock = threading.Lock()
+
     # -- the hooks ----------------------------------------------------------------------------
 
     def wrap_model_call(self, request: ModelRequest[Any], handler: Handler) -> Result:

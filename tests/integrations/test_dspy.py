@@ -357,3 +357,12 @@ def test_the_field_reader_gives_back_what_the_chat_format_holds(
         f"[[ ## tags ## ]]\n{json.dumps(tags)}\n\n[[ ## completed ## ]]"
     )
     assert {"answer": answer, "count": count, "tags": tags} == read_fields(text, READER_FIELDS)
+
+
+def test_a_copied_adapter_heals_as_the_original() -> None:
+    """A deep copy (as programs and settings are copied) keeps the base and heals one call."""
+    import copy
+
+    ran = run([CHAT_FAMILIES["header_case"]], copy.deepcopy(HealAdapter()))
+    assert 1 == ran.calls
+    assert EXPECTED_LINES == ran.prediction.lines

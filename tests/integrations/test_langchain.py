@@ -457,3 +457,17 @@ def test_configuration_mistakes_raise_at_once() -> None:
         HealMiddleware(tool_contracts={1: []})  # type: ignore[dict-item]
     with pytest.raises(TypeError, match="context must be"):
         HealMiddleware(context=42)  # type: ignore[arg-type]
+
+
+def test_a_copied_middleware_heals_as_the_original() -> None:
+    """A deep copy of the middleware keeps its configuration, its caches start anew."""
+    import copy
+
+    middleware = copy.deepcopy(HealMiddleware(contracts=[summary_counts_hits]))
+    ran = run(
+        [report_call(TOOL_FAMILIES["fenced"][0])],
+        response_format=ToolStrategy(Report),
+        middleware=[middleware],
+    )
+    assert 1 == ran.calls
+    assert EXPECTED == ran.result["structured_response"]
