@@ -298,6 +298,8 @@ def test_parse_alone_heals_a_field_and_raises_dspys_error_when_it_cannot() -> No
     adapter = HealAdapter()
     found = adapter.parse(Extract, CHAT_FAMILIES["prose_around"])
     assert EXPECTED_LINES == found["lines"]
+    judged = HealAdapter(contracts=[total_is_the_sum]).parse(Extract, GOOD)
+    assert 42.5 == judged["total"]
     with pytest.raises(AdapterParseError) as raised:
         adapter.parse(Extract, chat(total="a lot"))
     assert isinstance(raised.value.outcome, Degraded)  # type: ignore[attr-defined]
@@ -311,6 +313,7 @@ def test_the_report_saves_as_the_outcomes_data() -> None:
     data = serialize_object(report)
     assert ran.outcome.to_dict() == data
     assert isinstance(outcome_of({"healjson_outcome": data}), Healed)
+    assert outcome_of(dspy.Prediction()) is None
 
 
 def test_configuration_mistakes_raise_at_once() -> None:
@@ -363,6 +366,44 @@ def test_a_copied_adapter_heals_as_the_original() -> None:
     """A deep copy (as programs and settings are copied) keeps the base and heals one call."""
     import copy
 
-    ran = run([CHAT_FAMILIES["header_case"]], copy.deepcopy(HealAdapter()))
+    adapter = copy.deepcopy(HealAdapter())
+    assert callable(adapter.user_message_output_requirements)  # the base's helpers, delegated
+    ran = run([CHAT_FAMILIES["header_case"]], adapter)
     assert 1 == ran.calls
     assert EXPECTED_LINES == ran.prediction.lines
+
+
+def test_an_empty_answer_is_asked_again() -> None:
+    """An empty answer is no answer: the request goes again, then the answer is read."""
+    ran = run(["", GOOD])
+    assert 2 == ran.calls
+    assert 42.5 == ran.prediction.total
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_several_generations_are_read_by_the_healed_parse(mode: Mode) -> None:
+    """`n > 1`: each answer goes through the healed parse (no repair round)."""
+    chosen = HealAdapter()
+    with ScriptedServer([CHAT_FAMILIES["header_case"]], repeat=True) as server:
+        lm = dspy.LM(
+            "openai/scripted-model", api_base=server.base_url, api_key="sk-test", cache=False
+        )
+        predict = dspy.Predict(Extract)
+
+        async def go() -> Any:
+            try:
+                with dspy.context(lm=lm, adapter=chosen):
+                    return await predict.acall(text="Two shoes.", config={"n": 2})
+            finally:
+                await lm.aclose()
+
+        if mode == "async":
+            prediction = asyncio.run(go())
+        else:
+            try:
+                with dspy.context(lm=lm, adapter=chosen):
+                    prediction = predict(text="Two shoes.", config={"n": 2})
+            finally:
+                lm.close()
+    assert EXPECTED_LINES == prediction.lines
+    assert 2 == len(prediction.completions.lines)

@@ -195,10 +195,13 @@ CONTENT_FAMILIES = {
 
 
 @pytest.mark.parametrize("family", sorted(CONTENT_FAMILIES))
-def test_a_broken_provider_strategy_answer_is_healed_where_langchain_raises(family: str) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_a_broken_provider_strategy_answer_is_healed_where_langchain_raises(
+    family: str, mode: Mode
+) -> None:
     """A provider-strategy answer LangChain cannot parse (it raises) is healed in one call."""
     text = CONTENT_FAMILIES[family]
-    ran = run([text], response_format=ProviderStrategy(Report))
+    ran = run([text], response_format=ProviderStrategy(Report), mode=mode)
     assert 1 == ran.calls
     assert EXPECTED == ran.result["structured_response"]
     assert text == ran.result["messages"][-1].content  # the model's own text, kept
@@ -385,10 +388,8 @@ def test_only_the_broken_call_of_parallel_calls_is_asked_again() -> None:
         with_tools=True,
     )
     assert 3 == ran.calls
-    assert [
-        {"query": "red shoes", "limit": 5},
-        {"query": "blue shoes", "limit": 2},
-    ] == ran.executed
+    wanted = [{"query": "blue shoes", "limit": 2}, {"query": "red shoes", "limit": 5}]
+    assert wanted == sorted(ran.executed, key=lambda args: args["query"])  # run in parallel
     ask = ran.sent(2)[-1]["content"]
     assert "1 of your 2 tool calls was rejected" in ask
     assert "`search` (call_b)" in ask
@@ -471,3 +472,78 @@ def test_a_copied_middleware_heals_as_the_original() -> None:
     )
     assert 1 == ran.calls
     assert EXPECTED == ran.result["structured_response"]
+
+
+def test_a_json_schema_response_format_gives_its_data() -> None:
+    """A JSON Schema dict as the response format: the healed value is its JSON data."""
+    schema = {
+        "title": "Tally",
+        "type": "object",
+        "properties": {"count": {"type": "integer"}},
+        "required": ["count"],
+    }
+    ran = run(
+        [calls([("Tally", '{"Count": "4",}', "call_t")])], response_format=ToolStrategy(schema)
+    )
+    assert 1 == ran.calls
+    assert {"count": 4} == ran.result["structured_response"]
+
+
+def test_a_cut_tool_call_is_asked_again_with_its_text_quoted_back() -> None:
+    """Arguments cut by the token limit are asked again; the repair turn carries them as sent."""
+    cut = '{"query": "red sh'
+    ran = run(
+        [
+            ScriptedReply(
+                tool_calls=[
+                    {
+                        "id": "call_a",
+                        "type": "function",
+                        "function": {"name": "search", "arguments": cut},
+                    }
+                ],
+                finish_reason="length",
+            ),
+            calls([("search", '{"query": "red shoes", "limit": 5}', "call_b")]),
+            report_call(GOOD_TEXT),
+        ],
+        response_format=ToolStrategy(Report),
+        with_tools=True,
+    )
+    assert [{"query": "red shoes", "limit": 5}] == ran.executed
+    assert cut == ran.sent(2)[-3]["tool_calls"][0]["function"]["arguments"]
+
+
+@dataclass
+class RunLimits:
+    max_hits: int
+
+
+class ModelLimits(BaseModel):
+    max_hits: int
+
+
+@pytest.mark.parametrize("limits", [RunLimits(3), ModelLimits(max_hits=3)])
+def test_a_dataclass_or_model_context_is_read_field_by_field(limits: Any) -> None:
+    """A run context that is a dataclass or a pydantic model reaches the validators as fields."""
+    three = json.dumps({**GOOD, "summary": "red shoes: 3", "hits": 3})
+    ran = run(
+        [report_call(GOOD_TEXT), report_call(three, "call_2")],
+        response_format=ToolStrategy(Report),
+        context=limits,
+    )
+    assert 2 == ran.calls
+
+
+def test_a_context_callable_chooses_per_run_and_other_contexts_are_refused() -> None:
+    """`context=` may be a callable of the runtime; a context healjson cannot read says so."""
+    from types import SimpleNamespace
+
+    ran = run(
+        [report_call(GOOD_TEXT)] * 3,
+        response_format=ToolStrategy(Report),
+        middleware=[HealMiddleware(context=lambda runtime: {"max_hits": 0})],
+    )
+    assert isinstance(ran.outcome, Degraded)
+    with pytest.raises(TypeError, match="as a mapping"):
+        HealMiddleware()._context(SimpleNamespace(context=42))
