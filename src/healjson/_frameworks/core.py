@@ -1,36 +1,25 @@
 """healjson's internals as the framework integrations use them, imported in this one place.
 
-The integrations drive healjson's own loops: a JSON answer through `Healer.run` / `arun`
-(public), a set of tool calls through the core's tool-call flow, which has no public entry
-point over an arbitrary call yet. `heal_tool_calls` / `aheal_tool_calls` below are that entry
-point, kept as small as can be so that it can move into the core as it is.
-
-Moving to the core (what the integrations needed and did not find public):
-
-1. A tool-call run over any call, as `Healer.run` is for a JSON answer: the declared tools (a
-   name and a target each, and their contracts), the policy, the messages, the run's context
-   and a `call`, giving `Outcome[ToolCalls]` (`wrap(client)`'s `heal_tools=True` does this for
-   SDK clients only). Here: `tool_spec` + `heal_tool_calls` / `aheal_tool_calls`.
-2. A run whose first reply is already in hand (the framework made the call before healjson
-   could tell which answer kind it is) and whose later calls go through `call`: the engine's
-   `given=` reply, public. Here the integrations' `call` serves that first reply itself
-   (`FirstFromHand`).
+The integrations drive healjson's own loop: a JSON answer through `Healer.run` / `arun`, a set
+of tool calls through the same loop's tool-call answer kind (`start_tools`, driven by the
+core's drivers): `heal_tool_calls` / `aheal_tool_calls` below. A framework that made the first
+call before healjson could tell which answer kind it is hands that reply in as the run's first
+call (`FirstFromHand`), so the loop's judging, repairs and record are the ordinary ones.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
-from healjson._core.contracts import ContractContext, Rule, as_contract, check_policies
-from healjson._core.drive import drive_async, drive_sync
-from healjson._core.messages import make_context, normalise_messages
-from healjson._core.outcome import Outcome
-from healjson._core.policy import HealPolicy
-from healjson._core.repair import quote_answer, render_diagnostics
-from healjson._core.target import Target, target_for
-from healjson._core.tools import Tool, ToolCalls, ToolSpec, tools_flow
+from healjson._core.judge.contracts import Rule, as_contract, check_policies
+from healjson._core.outcome.calls import ToolCalls
+from healjson._core.outcome.outcome import Outcome
+from healjson._core.repair.quote import quote_answer, render_diagnostics
+from healjson._core.run.drive import drive_async, drive_sync
+from healjson._core.run.policy import HealPolicy
+from healjson._core.run.tools import Tool, ToolSpec, start_tools
+from healjson._core.target.target import Target, target_for
 from healjson._extras import missing_extra
 
 __all__ = [
@@ -79,19 +68,14 @@ def tool_spec(
     return ToolSpec(declared, policy)
 
 
-def _flow(spec: ToolSpec, messages: Any, context: Mapping[str, Any] | None) -> Any:
-    original = normalise_messages(messages)
-    contracts = any(tool.contracts for tool in spec.tools.values())
-    ctx = make_context(context, original) if context is not None or contracts else ContractContext()
-    return tools_flow(spec, original, {}, ctx, started=time.monotonic())
-
-
 def heal_tool_calls(
     spec: ToolSpec, call: Callable[..., Any], messages: Any, context: Mapping[str, Any] | None
 ) -> Outcome[ToolCalls]:
     """The tool-call loop over `call` (blocking): each call judged against its tool, the broken
     ones asked again alone (healjson's repair request), `Healed` or `Degraded`."""
-    outcome: Outcome[ToolCalls] = drive_sync(_flow(spec, messages, context), call)
+    outcome: Outcome[ToolCalls] = drive_sync(
+        start_tools(spec, messages, context=context).flow, call
+    )
     return outcome
 
 
@@ -102,7 +86,9 @@ async def aheal_tool_calls(
     context: Mapping[str, Any] | None,
 ) -> Outcome[ToolCalls]:
     """`heal_tool_calls`, awaiting `call` on the running loop."""
-    outcome: Outcome[ToolCalls] = await drive_async(_flow(spec, messages, context), call)
+    outcome: Outcome[ToolCalls] = await drive_async(
+        start_tools(spec, messages, context=context).flow, call
+    )
     return outcome
 
 
