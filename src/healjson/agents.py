@@ -52,6 +52,7 @@ from ._core.outcome import Degraded, Healed, Outcome
 from ._core.policy import HealPolicy
 from ._core.repair import render_diagnostics
 from ._extras import require_extra
+from ._mcp_frameworks import heal_agents_mcp as heal_mcp
 
 require_extra("agents", "agents", "openai-agents")
 
@@ -82,6 +83,7 @@ __all__ = [
     "HealLog",
     "contract_guardrail",
     "heal_final_output",
+    "heal_mcp",
     "heal_tools",
 ]
 

@@ -64,6 +64,7 @@ from ._core.repair import render_diagnostics
 from ._core.reply import Reply
 from ._core.target import Target, target_for
 from ._extras import missing_extra
+from ._mcp_frameworks import heal_pydantic_ai_mcp as heal_mcp
 
 try:
     from pydantic_ai import ModelRetry, RunContext, UserError
@@ -81,7 +82,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the extra is installed wherever tests run
     raise ImportError(missing_extra("pydantic-ai-slim", "pydantic-ai")) from exc
 
-__all__ = ["HealCapability", "HealRecord"]
+__all__ = ["HealCapability", "HealRecord", "heal_mcp"]
 
 _MAX_TARGETS = 256  # validators remembered as L1 targets (tools and outputs), per capability
 _NO_RETRY_POLICIES = frozenset({"warn"})  # violations that keep the value
