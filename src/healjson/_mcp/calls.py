@@ -90,7 +90,7 @@ class CallHealer:
         """`send(arguments)` makes the SDK's call; its result comes back healed."""
         rules = self.rules.get(name, ())
         if tool_contracts is not None:
-            rules = check_tool_contracts(tool_contracts).get(name, rules)
+            rules = check_tool_contracts(tool_contracts).get(name, ())
         schemas = await self.index.get(name)
         normalised = normalise_arguments(schemas, arguments, on_ambiguity=self.on_ambiguity)
         with bypassed():

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pydantic_core import to_json
+from pydantic_core import from_json, to_json
 
 from healjson import MISSING, Degraded, Flag, Healed, validate
 
@@ -88,8 +88,9 @@ def judge_result(
             first = validate(text, target, **kwargs)
             if first.ok:
                 return Verdict(first, first.value, changed=bool(first.flags))
-    if texts:
-        second = validate("\n".join(texts), target, **kwargs)
+    joined = "\n".join(texts)
+    if texts and not (first is not None and _same_value(joined, structured)):
+        second = validate(joined, target, **kwargs)
         if second.ok:
             flags = (*second.flags, Flag.STRUCTURED_FROM_TEXT)
             healed = dataclasses.replace(second, flags=flags)
@@ -100,6 +101,15 @@ def judge_result(
         first = validate("", target, **kwargs)
     assert isinstance(first, Degraded)
     return Verdict(first, error=error_text(name, first))
+
+
+def _same_value(text: str, structured: Any) -> bool:
+    """Whether the text is just the structured content as JSON (as servers send it beside the
+    structured content): judging it again would say the same."""
+    try:
+        return bool(from_json(text) == structured)
+    except ValueError:
+        return False
 
 
 def error_text(name: str, outcome: Degraded[Any]) -> str:

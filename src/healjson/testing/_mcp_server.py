@@ -233,10 +233,11 @@ class ScriptedMCPServer:
             name=str(data.get("name", "scripted-mcp")),
         )
 
-    def stdio_parameters(self, directory: str | os.PathLike[str]) -> Any:
+    def stdio_parameters(self, directory: str | os.PathLike[str], *, heal: bool = False) -> Any:
         """Write the script to `directory` and return the `mcp.StdioServerParameters` that
         start this server as a subprocess over stdio (`python -m healjson.testing mcp`); the
-        calls it receives are recorded in the directory too (`recorded_calls(directory)`)."""
+        calls it receives are recorded in the directory too (`recorded_calls(directory)`).
+        `heal=True`: the subprocess serves through `healjson.mcp.heal_tools`."""
         from mcp import StdioServerParameters
 
         folder = Path(directory)
@@ -245,6 +246,8 @@ class ScriptedMCPServer:
         calls = folder / CALLS_FILE
         calls.write_text("", encoding="utf-8")
         args = ["-m", "healjson.testing", "mcp", "--script", str(script), "--calls", str(calls)]
+        if heal:
+            args.append("--heal")
         return StdioServerParameters(command=sys.executable, args=args, cwd=str(folder))
 
     @staticmethod
