@@ -18,6 +18,7 @@ from pydantic_core import to_json
 
 from healjson import Degraded, Healed, validate
 
+from .results import conforms
 from .tools import ToolSchemas
 
 __all__ = ["Normalised", "normalise_arguments"]
@@ -41,6 +42,8 @@ def normalise_arguments(
     target: Any = None if schemas is None else schemas.input
     if target is None or arguments is None:
         return Normalised(arguments)
+    if not isinstance(arguments, str) and conforms(target, arguments):
+        return Normalised(arguments)  # valid as given: sent as given, no run
     if isinstance(arguments, str):  # the whole arguments object, sent as its JSON text
         text = arguments
     else:

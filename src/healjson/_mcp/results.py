@@ -6,9 +6,11 @@ The rules, in order:
 1. An error result (`isError`) is never judged against the success schema; a tool without a
    usable `outputSchema` has nothing to judge: both pass through (`Verdict.outcome` is None).
 2. Structured content, when the result has some (JSON `null` included: the spec allows any JSON
-   value), is one `healjson.validate` run on its JSON text: valid as it is (the value is kept),
-   or healed by L1's alignments (keys in another case, `"5"` for a number, one wrapping object
-   too many, a value JSON-encoded in a string, ...).
+   value), that is valid as it is passes with a clean outcome (`passed`: checked, nothing to
+   heal, so no run is recorded); otherwise it is one `healjson.validate` run on its JSON text
+   (a run that judges it again with the tool's contracts, when there are any), healed by L1's
+   alignments (keys in another case, `"5"` for a number, one wrapping object too many, a value
+   JSON-encoded in a string, ...).
 3. Structured content that is missing, or that could not be healed, is looked for in the
    result's text blocks (joined by newlines; L1 finds the JSON among prose or fences and keeps
    the candidate that fits): flag `structured_from_text`.
@@ -36,7 +38,7 @@ from healjson import MISSING, Degraded, Flag, Healed, validate
 from .internals import render_diagnostics
 from .tools import ToolSchemas
 
-__all__ = ["Verdict", "error_text", "judge_result"]
+__all__ = ["Verdict", "conforms", "error_text", "judge_result", "passed"]
 
 _HEADER: Final = (
     "The result of tool `{name}` does not match the tool's outputSchema, and it could not be "
@@ -75,6 +77,8 @@ def judge_result(
     target: Any = None if schemas is None else schemas.output
     if is_error or target is None:
         return _UNJUDGED
+    if structured is not MISSING and not rules and conforms(target, structured):
+        return Verdict(passed(target, structured), structured)  # no heal: no run to record
     kwargs: dict[str, Any] = {"contracts": rules, "on_ambiguity": on_ambiguity}
     if rules:
         kwargs["context"] = context
@@ -101,6 +105,22 @@ def judge_result(
         first = validate("", target, **kwargs)
     assert isinstance(first, Degraded)
     return Verdict(first, error=error_text(name, first))
+
+
+def conforms(target: Any, value: Any) -> bool:
+    """Whether `value` is valid for `target` as it is (the check a conforming result or set of
+    arguments costs: no run, no events; what fails it goes to a `validate` run)."""
+    try:
+        target.adapter.validate_python(value, strict=True)
+    except Exception:  # invalid, or not JSON data
+        return False
+    return True
+
+
+def passed(target: Any, value: Any) -> Healed[Any]:
+    """The outcome of a result that conformed as it came: its value, its JSON text, no flags,
+    no model call, no run (`run_id` empty: nothing was healed, so no run was recorded)."""
+    return Healed(value, to_json(value).decode(), target=target.name, max_attempts=1)
 
 
 def _same_value(text: str, structured: Any) -> bool:
