@@ -16,8 +16,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from healjson import Degraded, Healed, validate
-
+from .internals import Degraded, Healed, validate
 from .results import conforms
 from .tools import ToolSchemas
 

@@ -28,11 +28,18 @@ from typing import Any
 
 from mcp import types
 
-from healjson import MISSING, Flag, Healed, HealPolicy
 from healjson._attached import attach
 
 from .arguments import Normalised, normalise_arguments
-from .internals import as_contract, check_policies, integration_event
+from .internals import (
+    MISSING,
+    Flag,
+    Healed,
+    HealPolicy,
+    as_contract,
+    check_policies,
+    integration_event,
+)
 from .results import Verdict, judge_result
 from .seam import bypassed
 from .tools import ToolIndex, ToolSchemas

@@ -1,5 +1,7 @@
-"""The one place the MCP boundary imports healjson's core internals (everything else it uses is
-public: `healjson.validate`, `Flag`, `Healed`, `Degraded`, `MISSING`)."""
+"""The one place the MCP boundary imports healjson's core: the public names it uses
+(`validate`, `Flag`, `Healed`, `Degraded`, `HealPolicy`, `MISSING`), taken from their modules
+rather than from `healjson` (which imports `wrap`, which imports the MCP adapter), and the
+internals it needs (targets, contracts' checks, the diagnostics' renderer, the events' logger)."""
 
 from __future__ import annotations
 
@@ -7,16 +9,27 @@ from typing import Any
 
 from healjson._core import events as _events
 from healjson._core.contracts import as_contract, check_policies
+from healjson._core.flags import Flag
+from healjson._core.healer import validate
+from healjson._core.outcome import Degraded, Healed
+from healjson._core.policy import HealPolicy
 from healjson._core.repair import render_diagnostics
+from healjson._core.sentinels import MISSING
 from healjson._core.target import Target, target_for
 
 __all__ = [
+    "MISSING",
+    "Degraded",
+    "Flag",
+    "HealPolicy",
+    "Healed",
     "Target",
     "as_contract",
     "check_policies",
     "integration_event",
     "render_diagnostics",
     "target_for",
+    "validate",
 ]
 
 

@@ -33,9 +33,7 @@ from typing import Any, Final
 
 from pydantic_core import from_json, to_json
 
-from healjson import MISSING, Degraded, Flag, Healed, validate
-
-from .internals import render_diagnostics
+from .internals import MISSING, Degraded, Flag, Healed, render_diagnostics, validate
 from .tools import ToolSchemas
 
 __all__ = ["Verdict", "conforms", "error_text", "judge_result", "passed"]

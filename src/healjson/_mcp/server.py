@@ -30,7 +30,6 @@ from mcp.server import MCPServer, Server
 from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
-from healjson import HealPolicy
 from healjson._attached import attach
 
 from .arguments import Normalised, normalise_arguments
@@ -42,6 +41,7 @@ from .calls import (
     structured_of,
     texts_of,
 )
+from .internals import HealPolicy
 from .results import Verdict, judge_result
 from .tools import ToolIndex, ToolSchemas, schemas_of
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypeAlias
 
-from healjson import MISSING
+from healjson._core.sentinels import MISSING
 
 __all__ = [
     "RecordedToolCall",
