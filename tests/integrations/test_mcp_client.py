@@ -148,6 +148,25 @@ def test_an_error_result_keeps_the_content_the_server_sent_after_the_diagnostics
     assert "partial reading: Oslo" == blocks[1]
 
 
+def test_any_json_value_is_structured_content_on_the_2026_path() -> None:
+    """An array schema (the 2026-07-28 spec allows any JSON value): numbers as strings are
+    read as integers, a wrapping object is removed."""
+    schema = {"type": "array", "items": {"type": "integer"}}
+    sent = [
+        ScriptedToolResult(structured=["1", "2", "3"], text=()),
+        ScriptedToolResult(structured={"ids": [1, 2, 3]}, text=()),
+    ]
+    server = ScriptedMCPServer([ScriptedTool("ids", output_schema=schema)], {"ids": sent})
+
+    async def go() -> list[Any]:
+        async with connect("client", server.server) as session:
+            return [await session.call_tool("ids", {}) for _ in sent]
+
+    coerced, unwrapped = run(go)
+    assert [1, 2, 3] == coerced.structured_content == unwrapped.structured_content
+    assert Flag.UNWRAPPED in healjson.outcome_of(unwrapped).flags  # type: ignore[union-attr]
+
+
 # ---------------------------------------------------------------------------------------------
 # What passes through
 # ---------------------------------------------------------------------------------------------
