@@ -530,3 +530,60 @@ def test_over_stdio_every_family_is_healed_and_the_arguments_normalised(tmp_path
     assert (True, "down") == (results[-1].is_error, text_of(results[-1]))
     calls = ScriptedMCPServer.recorded_calls(tmp_path)
     assert [CLEAN_ARGS] * len(sent) == [call.arguments for call in calls]
+
+
+def test_arguments_sent_as_one_json_string_are_sent_as_the_object() -> None:
+    """The whole arguments object as its JSON text: parsed and sent as the object (the bare
+    SDK refuses a string for `arguments` before anything is sent)."""
+    server = weather_server(ScriptedToolResult(structured=GOOD))
+
+    async def go(heal: bool) -> Any:
+        async with connect("client", server.server, heal=heal) as session:
+            return await caught(session.call_tool("get_weather", '{"city": "Oslo"}'))
+
+    assert isinstance(run(lambda: go(False)), Exception)
+    result = run(lambda: go(True))
+    assert GOOD == result.structured_content
+    assert [{"city": "Oslo"}] == [call.arguments for call in server.calls]
+
+
+def test_an_output_schema_that_is_not_json_schema_leaves_the_result_as_sent() -> None:
+    """A server's broken `outputSchema`: the bare SDK raises, healjson cannot judge against it
+    and hands the result back as the server sent it (no outcome)."""
+    broken = {"type": "object", "properties": {"n": {"type": "whole number"}}}
+    sent = ScriptedToolResult(structured={"n": 1})
+    bare = ScriptedMCPServer([ScriptedTool("count", output_schema=broken)], {"count": [sent]})
+    healed = ScriptedMCPServer([ScriptedTool("count", output_schema=broken)], {"count": [sent]})
+
+    async def go(server: ScriptedMCPServer, heal: bool) -> Any:
+        async with connect("client", server.server, heal=heal) as session:
+            return await caught(session.call_tool("count", {}))
+
+    assert isinstance(run(lambda: go(bare, False)), RuntimeError)
+    result = run(lambda: go(healed, True))
+    assert {"n": 1} == result.structured_content
+    assert None is healjson.outcome_of(result)
+
+
+def test_the_scripted_server_says_what_is_wrong_with_its_script() -> None:
+    """Results for a tool it does not list, a script file with a function, an unknown key in
+    a script file: errors that name the problem."""
+    with pytest.raises(ValueError, match="does not list"):
+        ScriptedMCPServer([], {"nowhere": [ScriptedToolResult()]})
+    with pytest.raises(ValueError, match="holds a function"):
+        weather_server(lambda arguments: ScriptedToolResult()).script()
+    with pytest.raises(ValueError, match="unknown keys"):
+        ScriptedToolResult.from_dict({"structured": 1, "colour": "red"})
+
+
+def test_a_script_round_trips_through_its_file_data() -> None:
+    """`script()` and `from_script()` keep tools, results and options."""
+    server = weather_server(
+        ScriptedToolResult(structured=GOOD, delay_s=0.1),
+        ScriptedToolResult(text=("a", "b"), is_error=True),
+        repeat=True,
+        check_arguments=False,
+    )
+    again = ScriptedMCPServer.from_script(json.loads(json.dumps(server.script())))
+    assert server.script() == again.script()
+    assert ("a", "b") == again.results["get_weather"][1].texts()  # type: ignore[union-attr]

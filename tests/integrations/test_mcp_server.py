@@ -335,3 +335,21 @@ def test_over_stdio_a_healed_scripted_server_answers_the_bare_sdk(tmp_path: Any)
             assert family.value == result.structured_content
         else:
             assert f"`{family.error_field}`" in text_of(result)
+
+
+def test_a_direct_call_tool_without_a_request_keeps_the_sdks_conversion() -> None:
+    """`MCPServer.call_tool(name, arguments)` from code (no request context): the SDK's own
+    path, unhealed."""
+    app = weather_app([{"Temperature": 1, "city": "Oslo"}])
+
+    async def go() -> Any:
+        return await caught(app.call_tool("weather", {"city": "Oslo"}))
+
+    assert isinstance(run(go), Exception)
+
+
+def test_a_return_value_that_is_not_data_keeps_the_sdks_error() -> None:
+    """A value that cannot be read as JSON (an object): the SDK's own conversion error."""
+    result = run(lambda: call_app(weather_app([object()])))
+    assert True is result.is_error
+    assert "Error executing tool weather" in text_of(result)

@@ -27,6 +27,7 @@ from typing import Any, Final
 
 from mcp import types
 from mcp.server import MCPServer, Server
+from mcp.server.mcpserver.exceptions import UnexpectedToolError
 from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
@@ -195,7 +196,9 @@ class _ServerHealing:
         server.call_tool = call_tool  # type: ignore[method-assign]
 
     def converted(self, name: str, tool: Any, raw: Any, arguments: Any) -> Any:
-        """The SDK's conversion of a tool's return value; when it refuses, the value healed."""
+        """The SDK's conversion of a tool's return value; when it refuses, the value healed.
+        A conversion that still fails is the SDK's crash (`UnexpectedToolError`, its generic
+        message: nothing of the value reaches the client), as without healjson."""
         if isinstance(raw, types.InputRequiredResult):
             return raw
         metadata = tool.fn_metadata
@@ -203,16 +206,20 @@ class _ServerHealing:
             return metadata.convert_result(raw)
         except ValidationError:
             pass
+        try:
+            return self._healed_value(name, tool, raw, arguments)
+        except Exception as exc:  # not data, or refused again: the SDK's crash, as without us
+            raise UnexpectedToolError(f"Error executing tool {name}") from exc
+
+    def _healed_value(self, name: str, tool: Any, raw: Any, arguments: Any) -> Any:
+        metadata = tool.fn_metadata
         schemas = self.by_tool[name][1] if name in self.by_tool else None
         if schemas is None:
             schemas = schemas_of(name, tool.parameters, tool.output_schema)
         normalised = Normalised(arguments)
         if isinstance(raw, types.CallToolResult):
             return self.finish(name, schemas, raw, normalised)
-        try:
-            data = to_jsonable_python(raw, by_alias=True)
-        except Exception:  # not data: the SDK's own conversion error stands
-            return metadata.convert_result(raw)
+        data = to_jsonable_python(raw, by_alias=True)  # not data: raises (the SDK's error)
         structured = {"result": data} if metadata.wrap_output else data
         verdict = judge_result(
             name,
