@@ -9,6 +9,7 @@ from typing import Any
 
 # the wire formats, registered before any reply is read (the package imports no SDK)
 from . import _providers  # noqa: F401
+from ._attached import outcome_of
 from ._core.diagnostic import Diagnostic, Source
 from ._core.flags import Flag
 from ._core.judge.contracts import Contract, ContractContext, Violation, contract
@@ -73,6 +74,7 @@ __all__ = [
     "judge",
     "load_contracts",
     "outcome_from_dict",
+    "outcome_of",
     "parse",
     "set_logger",
     "validate",

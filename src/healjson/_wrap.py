@@ -652,6 +652,10 @@ def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | No
         from .adapters._anthropic import HealingAnthropic
 
         return HealingAnthropic(client, json_mode=json_mode, policy=policy)
+    if type(client).__module__.split(".")[0] == "mcp" or type(client).__name__ == "HealingSession":
+        from .adapters._mcp import wrap_session  # an MCP ClientSession / Client, or its wrapper
+
+        return wrap_session(client, policy=policy)
     if type(client).__module__.startswith("google.genai"):
         from .adapters._gemini import HealingGemini
 

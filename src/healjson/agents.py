@@ -53,6 +53,7 @@ from ._core.run.healer import Healer
 from ._core.run.policy import HealPolicy
 from ._core.wire.reply import Reply, Usage
 from ._extras import require_extra
+from ._mcp_frameworks import heal_agents_mcp as heal_mcp
 
 require_extra("agents", "agents", "openai-agents")
 
@@ -83,6 +84,7 @@ __all__ = [
     "HealLog",
     "contract_guardrail",
     "heal_final_output",
+    "heal_mcp",
     "heal_tools",
 ]
 

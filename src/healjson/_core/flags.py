@@ -71,3 +71,10 @@ class Flag(enum.StrEnum):
     the schema as sent: the endpoint accepts the request but does not enforce it (see
     `healjson._core.judge.enforcement`). Not a local repair: a note about the endpoint, on the first
     attempt (`outcome.attempts[0].flags`), and on `Healed.flags` when that answer healed."""
+    STRUCTURED_FROM_TEXT = "structured_from_text"
+    """An MCP tool result without structured content (or with structured content that could not
+    be healed) had it recovered from its text content, against the tool's `outputSchema`."""
+    ARGUMENTS_NORMALISED = "arguments_normalised"
+    """The arguments of an MCP tool call were normalised against the tool's `inputSchema`
+    before they were sent (a stringified object or array parsed, keys aligned, `"5"` read as a
+    number); the repairs themselves are the arguments' own run's flags (its events)."""

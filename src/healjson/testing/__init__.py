@@ -12,6 +12,11 @@
   its store shown as `ScriptedBatch` and `ScriptedFile` snapshots (`server.batches`,
   `server.files`). The pytest fixture `scripted_server` (registered automatically when
   healjson is installed) yields a started one.
+- `ScriptedMCPServer` (extra `mcp`): an MCP server whose tools answer what a test scripts
+  (`ScriptedTool`, `ScriptedToolResult`: JSON only in a text block, structured content off its
+  schema, error results, slow results), in memory (`Client(scripted.server)`) or over stdio
+  (`scripted.stdio_parameters(directory)`, `python -m healjson.testing mcp`), recording each
+  call (`RecordedToolCall`).
 - The hypothesis kit for property-based contract tests (`pip install 'healjson[testing]'`):
   `valid(pack)`, `violating(pack, contract)`, `from_schema(model)` and `corrupted(value)`
   (renderings as a `Corruption`) are strategies; `check_pack(pack)` runs every check a contract
@@ -30,6 +35,12 @@ if TYPE_CHECKING:
     from ._batches import ScriptedBatch, ScriptedFile
     from ._check_pack import PackReport, check_pack
     from ._corruptions import Corruption, corrupted
+    from ._mcp_server import (
+        RecordedToolCall,
+        ScriptedMCPServer,
+        ScriptedTool,
+        ScriptedToolResult,
+    )
     from ._replies import RecordedRequest, ScriptedReply
     from ._schema_data import from_schema
     from ._server import ScriptedServer
@@ -40,12 +51,16 @@ __all__ = [
     "Corruption",
     "PackReport",
     "RecordedRequest",
+    "RecordedToolCall",
     "ScriptExhausted",
     "ScriptedBatch",
     "ScriptedFile",
+    "ScriptedMCPServer",
     "ScriptedModel",
     "ScriptedReply",
     "ScriptedServer",
+    "ScriptedTool",
+    "ScriptedToolResult",
     "check_pack",
     "corrupted",
     "from_schema",
@@ -67,6 +82,10 @@ _LAZY = {
     "valid": "_strategies",
     "violating": "_strategies",
     "PackReport": "_check_pack",
+    "RecordedToolCall": "_mcp_server",
+    "ScriptedMCPServer": "_mcp_server",
+    "ScriptedTool": "_mcp_server",
+    "ScriptedToolResult": "_mcp_server",
     "check_pack": "_check_pack",
 }
 
