@@ -151,6 +151,8 @@ def _read(ctx: _Context, text: Any, depth: int) -> ParseResult:
         except Exception:  # ValidationError, or a surrogate pydantic-core cannot encode
             pass
         else:  # the JSON data is only decoded if someone reads it
+            if ctx.cut and _ends_bare(text):
+                return _truncated(text, ctx, NOTHING, ())  # `12` may have been `123`
             if not left_out(target, instance):
                 return ParseResult(instance=instance, lazy_text=text)
             return _settled(ctx, text, instance)
@@ -158,6 +160,8 @@ def _read(ctx: _Context, text: Any, depth: int) -> ParseResult:
         whole = from_json(text)
     except Exception:
         whole = NOTHING
+    if whole is not NOTHING and ctx.cut and _ends_bare(text):
+        return _truncated(text, ctx, NOTHING, ())  # a number or literal touching the cut
     if whole is not NOTHING and target is None:
         return ParseResult(whole)
     stripped = text.strip()
@@ -254,7 +258,7 @@ def _slow_path(ctx: _Context, text: str) -> ParseResult:
     def usable(item: _Parsed) -> bool:
         if open_at_end and cut_off is not None and item.candidate.start > cut_off.start:
             return False  # a span inside the cut-off structure is a fragment, not the answer
-        return not (ctx.cut and _unsafe_when_cut(item, residue))
+        return not (ctx.cut and _unsafe_when_cut(item, residue, len(text)))
 
     if target is not None:
         fits: list[tuple[_Parsed, Fit]] = []
@@ -266,6 +270,8 @@ def _slow_path(ctx: _Context, text: str) -> ParseResult:
             return _scalar_reply(ctx, text, fits, failures, candidates)
         if fits:
             return _choose(ctx, text, fits, several)
+        if ctx.cut and not parsed and cut_off is None and is_scalar(target):
+            return _truncated(text, ctx, NOTHING, ())  # the text, its reading, is cut
         if not open_at_end and not ctx.cut and failures:
             item, fitted = min(failures, key=lambda pair: len(pair[1].errors))
             return _failed(fitted, (*_context_flags(item.candidate, text), *item.flags))
@@ -437,11 +443,17 @@ def _last_residue(text: str) -> int:
     return last
 
 
-def _unsafe_when_cut(item: _Parsed, residue: int) -> bool:
+def _unsafe_when_cut(item: _Parsed, residue: int, end: int) -> bool:
     """In a reply cut by the token limit, a span is trusted only if it parsed strictly (a repair
-    could be closing a cut structure) and no JSON-looking text follows it (keys, brackets,
-    quotes: it would be a piece of a longer, unfinished answer)."""
-    return Flag.SYNTAX_REPAIRED in item.flags or residue >= item.candidate.end
+    could be closing a cut structure), no JSON-looking text follows it (keys, brackets,
+    quotes: it would be a piece of a longer, unfinished answer), and it does not run to the
+    cut with a bare number or literal (the body of a fence left open: `12` of `123`)."""
+    candidate = item.candidate
+    return (
+        Flag.SYNTAX_REPAIRED in item.flags
+        or residue >= candidate.end
+        or (candidate.end >= end and _ends_bare(candidate.text))
+    )
 
 
 def _partial(candidate: Candidate) -> Any:
@@ -451,6 +463,16 @@ def _partial(candidate: Candidate) -> Any:
     if value is NOTHING and candidate.string_start is not None:
         value = partial_loads(body[: candidate.string_start])  # a cut string: drop it
     return value
+
+
+def _ends_bare(text: str) -> bool:
+    """Whether valid JSON `text` ends with a number or a literal (not a closing quote or
+    bracket): in a cut reply, a token that may itself be cut (walked back over the trailing
+    whitespace only: no copy of the reply)."""
+    i = len(text) - 1
+    while i >= 0 and text[i] in " \t\r\n":
+        i -= 1
+    return i >= 0 and text[i] not in '"}]'
 
 
 def _trim_cut_token(text: str) -> str:
