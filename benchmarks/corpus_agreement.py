@@ -343,9 +343,12 @@ _CONTINUATION = (
     "(data loss flagged only as prose_around)"
 )
 _QUOTED_SCALAR = (
-    "BUG? (minor): an enum/literal answer inside a JSON string with extra text is not "
-    "searched, though the same text unquoted is (_parse._recover returns before "
-    "_scalar_from_text)"
+    "POLICY: a choice's name with other text after it (`ONE: the first`, `TWO!@#`); healjson "
+    "reads prose for no scalar kind and drops only markup and a final period around a value"
+)
+_PROSE_SCALAR = (
+    'POLICY: BAML reads a choice\'s name out of a sentence (`The answer is "TWO"`); healjson '
+    "reads prose for no scalar kind (the same reading takes `urgent` out of `not urgent`)"
 )
 _MULTI = "POLICY: several top-level values; healjson picks one instead of listing them"
 _STRICT = "POLICY: json_repair strict-mode error; healjson has no strict mode and repairs"
@@ -382,7 +385,8 @@ _BARE_TOKEN = (
 _NEW_STRUCTURE = (
     "POLICY: `expected` adds a container the text never opens or drops one it does (a missing "
     '`{` or `[` guessed, arrays merged, `["k": v]` as `[{"k": v}]`, a `{}` dropped); '
-    "healjson refuses a repair that changes the structure the model wrote"
+    "an empty container never closed (`[}` as `[]`); healjson refuses a repair that changes "
+    "the structure the model wrote"
 )
 
 REASONS: dict[str, str] = {
@@ -432,6 +436,7 @@ REASONS: dict[str, str] = {
     "jr_parse_object_L70_1": _NEW_STRUCTURE,
     "jr_parse_object_L74_1": _NEW_STRUCTURE,
     "jr_schema_parser_paths_L92_1": _NEW_STRUCTURE,
+    "jr_parse_object_L24_1": _NEW_STRUCTURE,
     "jr_schema_guided_parse_L28_5": _FALSE_TRUNC,
     "jr_schema_guided_parse_L163_1": _GAP_NESTED_ENCODED,
     "jr_schema_guided_parse_L214_1": _GAP_NESTED_ENCODED,
@@ -452,6 +457,14 @@ REASONS: dict[str, str] = {
     "baml_test_enum__from_string_with_extra_text_after_1": _QUOTED_SCALAR,
     "baml_test_literals__test_literal_string_with_special_characters": _QUOTED_SCALAR,
     "baml_test_enum__case_sensitive_non_ambiguous_match": _BAML_TEXT,
+    "baml_test_enum__from_string_and_case_mismatch_wrapped": _PROSE_SCALAR,
+    "baml_test_literals__test_literal_string_preceded_by_extra_text": _PROSE_SCALAR,
+    "baml_test_literals__test_literal_string_with_quotes_preceded_by_extra_text": _PROSE_SCALAR,
+    "baml_test_literals__test_literal_string_with_quotes_preceded_by_extra_text_case_mismatch": (
+        _PROSE_SCALAR
+    ),
+    "baml_test_literals__test_literal_string_with_quotes_followed_by_extra_text": _PROSE_SCALAR,
+    "baml_test_literals__test_literal_string_case_mismatch_upper": _PROSE_SCALAR,
     "baml_test_international__test_unaccented_literal_resume": _BAML_TEXT,
     "baml_test_international__test_unaccented_literal_senor": _BAML_TEXT,
 }
