@@ -19,8 +19,11 @@ token, and so is `1 2 3`). It is a value only when the whole token is one:
    - a token without a letter (`-`, `.`, `$`, `1..2`, `1:`, `12 345`, `2024-01-02`, and
      `1e5e`: an `e` right after a digit is an exponent's, not a letter): digits, signs and
      punctuation are a number in a form not read here, or nothing;
-   - a literal or an exponent cut short (`tru`, `nul`, `Non`, `n`, `no`, `1e`): it may be
-     that value, mistyped or cut;
+   - a literal or an exponent cut short: more than half of a literal's spelling that stops
+     short of it (`tru`, `fals`, `nul`, `Non`, `undef`), a number whose exponent has no digits
+     (`1e`, `2E+`): it may be that value, mistyped or cut. Less than that is too little of a
+     literal to say it was meant, and is the word it is (`no`, `in`, `t`: for a boolean,
+     pydantic reads `no` and `t` as it reads them quoted);
    - values side by side (`1 2 3`, `true false`) or a value fused with punctuation (`true.`,
      `null;`): every space-separated part, its edge punctuation aside, is a value or a piece
      of one;
@@ -55,8 +58,8 @@ LITERALS: Final = {
     "infinity": float("inf"),
     "-infinity": float("-inf"),
 }
-_CUT_LITERALS: Final = frozenset(
-    spelling[:end] for spelling in LITERALS for end in range(1, len(spelling))
+_CUT_LITERALS: Final = frozenset(  # more than half of a spelling, short of all of it
+    spelling[:end] for spelling in LITERALS for end in range(len(spelling) // 2 + 1, len(spelling))
 )
 REFUSED: Final = NOTHING
 """What `bare_value` returns for a token that is no value."""
