@@ -31,9 +31,9 @@ token, and so is `1 2 3`). It is a value only when the whole token is one:
    - a part that begins or ends with a quote (`rock 'n'`, `abc'`): quoted and bare text
      mixed.
 
-Anything else is refused: the reader gives the candidate up, and the engine asks again rather
-than keep a value the model did not write. Keys are names, not values: an unquoted key is
-its token as written.
+A token that is none of the three is refused: the reader gives the candidate up, and the engine
+asks again rather than keep a value the model did not write. Keys are names, not values: an
+unquoted key is its token as written.
 
 This is linear: a token is split once and each part checked against fixed-size patterns.
 """
