@@ -44,6 +44,7 @@ __all__ = ["PackReport", "check_pack"]
 
 _KIT_EXAMPLES = 25  # examples per property under hypothesis' own default settings
 _HYPOTHESIS_DEFAULT = 100
+_SAMPLE, _RARE = 20, 5  # valid(pack) keeping under 1 in 5 of 20+ draws: too few valid values
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,10 +98,11 @@ def check_pack(pack: ContractPack, *, max_examples: int | None = None) -> PackRe
        declared fields that exist, and — for a rule over several fields — a prescription that
        names every one of them. For a rule declared `on_fail="fix"`, its `fix` on each such
        instance gives a value that passes the schema and the rule. When no value breaks a rule
-       alone, the problem names the rules that broke along with it. When `valid(pack)` finds
-       too few values (tight rules and no golden example), that is one problem, and the
-       `violating` checks of rules without a strategy of their own, which start from such
-       values, do not run.
+       alone, the problem names the rules that broke along with it. When `valid(pack)` keeps
+       fewer than one in five of the values it draws (tight rules and no golden example),
+       that is one problem, whether hypothesis gave up this time or not, and the `violating`
+       checks of rules without a strategy of their own, which start from such values, do not
+       run.
 
     Each property runs `max_examples` hypothesis examples. By default that is the current
     hypothesis profile's count, except under hypothesis' own defaults (100 examples, a new seed
@@ -249,6 +251,10 @@ class _Run:
             valid_instances_pass_and_survive_corruption()
 
         self._run("valid(pack)", check, kind="valid")
+        counts = tally(self.live)
+        rare = counts.judged >= _SAMPLE and counts.kept * _RARE < counts.judged
+        if rare and "valid" not in self.live.strategies and "valid(pack)" not in self.scarce:
+            self.scarce.append("valid(pack)")  # it passed by luck: the next run may give up
 
     def check_violating(self, rule: Contract[Any]) -> None:
         if "valid(pack)" in self.scarce and rule.name not in self.pack.strategies:

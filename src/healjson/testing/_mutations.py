@@ -119,14 +119,14 @@ def mutations(
         if which is not None and (drawn_bases is None or draw(share) < _EXAMPLE_SHARE):
             plan = plans[draw(which)]  # (first: hypothesis starts from, and shrinks towards, 0)
             data = {**plan.base, **draw(rest)}
-            drawn = _drawn_edits(draw, plan)
-        else:  # a drawn base is fresh already: its fixed changes are tried, nothing more drawn
+            drawn = _drawn_edits(draw, plan, _DRAWN)
+        else:  # a drawn base is fresh already: one fresh change is enough
             assert drawn_bases is not None
             base = draw(drawn_bases)
             if not isinstance(base, dict):
                 return NOTHING
-            plan = space.plan(base, names, drawn=False)
-            data, drawn = base, []
+            plan = space.plan(base, names)
+            data, drawn = base, _drawn_edits(draw, plan, 1)
         fixed = _rotated(draw, plan.fixed)
         return _first_kept(target, data, _attempts(drawn, fixed), keep)
 
@@ -155,7 +155,7 @@ def variations(
     def draw_valid(draw: DrawFn) -> Any:
         plan = plans[draw(which)]
         data = {**plan.base, **draw(rest)}
-        tries: list[tuple[Edit, ...]] = [(edit,) for edit in _drawn_edits(draw, plan)]
+        tries: list[tuple[Edit, ...]] = [(edit,) for edit in _drawn_edits(draw, plan, _DRAWN)]
         if plan.fixed:
             tries.append((plan.fixed[draw(_below(len(plan.fixed)))],))
         tries.append(())  # the example as it is
@@ -193,13 +193,13 @@ def repairs(
 # --- one draw ------------------------------------------------------------------------------------
 
 
-def _drawn_edits(draw: DrawFn, plan: _Plan) -> list[Edit]:
-    """`_DRAWN` fresh changes, each at a site the draw picks (fewer when one changes nothing)."""
+def _drawn_edits(draw: DrawFn, plan: _Plan, count: int) -> list[Edit]:
+    """`count` fresh changes, each at a site the draw picks (fewer when one changes nothing)."""
     out: list[Edit] = []
     if not plan.fresh:
         return out
     pick = _below(len(plan.fresh))
-    for _ in range(_DRAWN):
+    for _ in range(count):
         site = plan.fresh[draw(pick)]
         assert site.fresh is not None
         edit = fresh_edit(site, draw(site.fresh))

@@ -219,14 +219,23 @@ def generation_finding(
 
 
 def scarcity_finding(whats: Sequence[str], valid_counts: Tally) -> Finding:
-    """Too few values pass every rule: `valid` gives up, and `violating` has little to change."""
+    """Too few values pass every rule: `valid` gives up (or passes by luck), and the
+    `violating` checks that start from such values have little to change."""
     rejected = ", ".join(f"`{r}` {n:,}" for r, n in valid_counts.rejected.most_common())
-    text = (
-        f"{', '.join(whats)}: hypothesis could not generate enough values: they are (or are "
-        f"made from) values that pass every rule, and valid(pack) kept "
-        f"{valid_counts.kept:,} of the {valid_counts.judged:,} value(s) it drew (rejected by "
-        f"{rejected or 'no rule'})"
+    kept = (
+        f"valid(pack) kept {valid_counts.kept:,} of the {valid_counts.judged:,} value(s) it "
+        f"drew (rejected by {rejected or 'no rule'})"
     )
+    others = [what for what in whats if what != "valid(pack)"]
+    if len(others) < len(whats):
+        text = f"valid(pack): too few values pass every rule: {kept}"
+        if others:
+            text += f"; {', '.join(others)} start from such values and did not run"
+    else:
+        text = (
+            f"{', '.join(others)}: hypothesis could not generate enough values: they start "
+            f"from values that pass every rule, and {kept}"
+        )
     fix = (
         "give the pack a golden example (ContractPack(examples=[...])), a value that passes "
         "every rule: the kit draws valid values around it and breaks each rule from it; or "

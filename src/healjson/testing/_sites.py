@@ -5,7 +5,8 @@ properties (`tasks`, `tasks[0]`, `tasks[0].title`). Each has *fixed* changes, wh
 to make and are tried on every draw, and may have a *fresh* change, a value drawn from its
 schema. The fixed changes are the ones that break or mend ordinary rules:
 
-- another value of a small enum, the other boolean, null, the field left out;
+- another value of a small enum, the other boolean, null, the field left out (and for a
+  field that is null or left out: the values of a small enum, a boolean, a number's bounds);
 - a number at each of its bounds (a multiple of its step);
 - an empty string;
 - for a list: emptied, shortened at either end, its first or last item repeated at the end, and
@@ -183,8 +184,30 @@ def _fixed(builder: _SchemaStrategies, schema: dict[str, Any], current: Any) -> 
     plain = not ({"pattern", "format", "enum", "minLength"} & set(schema))
     if kind == "string" and current and plain:
         out.append("")
+    if current is None or current is MISSING:
+        out.extend(value for value in _filled(builder, schema) if value not in out)
     if isinstance(current, list) and current:
         out.extend(_list_changes(builder.resolve(_branch(builder, schema, "array")), current))
+    return out
+
+
+def _filled(builder: _SchemaStrategies, schema: dict[str, Any]) -> list[Any]:
+    """Values for a field that is null or left out, where its type has a few obvious ones:
+    the values of a small enum, both booleans, a number's bounds (or 0 without any)."""
+    branches = [schema]
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            branches = [builder.resolve(branch) for branch in schema[key]]
+    out: list[Any] = []
+    for branch in branches:
+        kind = branch.get("type")
+        enum = branch.get("enum")
+        if isinstance(enum, list) and len(enum) <= _CHOICES + 1:
+            out.extend(enum)
+        elif kind == "boolean":
+            out.extend((True, False))
+        elif kind in ("integer", "number"):
+            out.extend(_bounds(branch, kind == "integer") or [0])
     return out
 
 
