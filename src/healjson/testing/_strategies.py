@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 from ._corruptions import KINDS, Corruption, corrupted
 from ._mutations import mutations, repairs, variations
-from ._schema_data import as_instance, from_schema, memo, require_hypothesis
+from ._schema_data import as_instance, from_schema, memo, require_hypothesis, small_instances
 
 _SCHEMA_SHARE = 4  # one candidate of `violating` in this many is drawn from the schema alone
 _EXAMPLE_SHARE = 2  # one candidate of `valid` in this many starts from the schema, with examples
@@ -147,10 +147,15 @@ def _something(instance: Any) -> bool:
 
 def _valid_candidates(pack: ContractPack) -> SearchStrategy[Any]:
     """`valid`'s draws before the filter: an instance, or NOTHING when a draw found none."""
-    return memo("valid_candidates", (pack,), lambda: _derived_valid(pack))
+    return memo("valid_candidates", (pack,), lambda: _derived_valid(pack, small=False))
 
 
-def _derived_valid(pack: ContractPack) -> SearchStrategy[Any]:
+def _valid_bases(pack: ContractPack) -> SearchStrategy[Any]:
+    """`_valid_candidates` with small lists: the values `violating` starts from."""
+    return memo("valid_bases", (pack,), lambda: _derived_valid(pack, small=True))
+
+
+def _derived_valid(pack: ContractPack, *, small: bool) -> SearchStrategy[Any]:
     from hypothesis import strategies as st
 
     target = target_for(pack.model)
@@ -161,7 +166,7 @@ def _derived_valid(pack: ContractPack) -> SearchStrategy[Any]:
 
     repaired = repairs(pack, target, passes)
     near = variations(pack, target, passes)
-    schema_made = from_schema(target)
+    schema_made = small_instances(target) if small else from_schema(target)
     arm = st.integers(0, _EXAMPLE_SHARE - 1)
 
     def candidate(draw: DrawFn) -> Any:
@@ -257,7 +262,7 @@ def _violating(
         return target.adapter.dump_python(instance, mode="json", by_alias=True)
 
     factory_valid = pack.strategies.get("valid")
-    valid_made = valid(pack) if factory_valid is not None else _valid_candidates(pack)
+    valid_made = valid(pack) if factory_valid is not None else _valid_bases(pack)
     bases = valid_made.map(as_base)
     schema_made = from_schema(target)
     built = mutations(pack, rule, target, breaks_only_this, drawn_bases=bases)
