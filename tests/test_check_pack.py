@@ -492,3 +492,87 @@ def test_a_chosen_profile_decides_the_count(pinned: None) -> None:
     """A profile the user loaded (here 60 examples) is used as it is."""
     report: PackReport = check_pack(ContractPack(Plan, PLAN_RULES, (PLAN_EXAMPLE,)))
     assert 60 == report.violating["unique_titles"]
+
+
+class Span(BaseModel):
+    low: int
+    high: int
+
+
+@contract(fields=("low", "high"))
+def ordered(span: Span) -> Violation | None:
+    """`low` does not exceed `high`."""
+    return Violation("low must not exceed high") if span.low > span.high else None
+
+
+def test_a_supplied_strategy_that_filters_too_much_is_told_to_build_its_values(
+    pinned: None,
+) -> None:
+    """The pack's own "valid" strategy keeping almost nothing of what it draws is named, with
+    the fix: build the values instead of filtering them."""
+    spans = st.builds(Span, low=st.integers(), high=st.integers())
+    pack = ContractPack(
+        Span,
+        (ordered,),
+        ({"low": 1, "high": 2},),
+        strategies={"valid": lambda: spans.filter(lambda s: s.high - s.low == 12_345)},
+    )
+    with pytest.raises(AssertionError) as failure:
+        check_pack(pack, max_examples=10)
+    message = str(failure.value)
+    assert "valid(pack): hypothesis could not generate enough values from the pack's " in message
+    assert "strategies['valid']" in message
+    assert "fix: build the values constructively instead of filtering them" in message
+
+
+def test_a_contract_returning_what_is_not_a_verdict_is_one_problem(pinned: None) -> None:
+    """A rule that returns a number is reported once, with what a contract may return."""
+
+    @contract(fields=("low",))
+    def counts_instead(span: Span) -> Any:
+        return span.low
+
+    pack = ContractPack(Span, (ordered, counts_instead), ({"low": 1, "high": 2},))
+    with pytest.raises(AssertionError) as failure:
+        check_pack(pack, max_examples=10)
+    message = str(failure.value)
+    assert "found 1 problem(s)" in message
+    assert "contract `counts_instead` returned 1" in message
+    assert "fix: a contract returns None, True / False, a message, a Violation" in message
+
+
+def test_a_supplied_strategy_drawing_what_the_model_refuses_is_named(pinned: None) -> None:
+    """A "valid" strategy that draws data the model rejects: the validation error, and the fix."""
+    pack = ContractPack(
+        Span,
+        (ordered,),
+        ({"low": 1, "high": 2},),
+        strategies={"valid": lambda: st.just({"low": "one", "high": 2})},
+    )
+    with pytest.raises(AssertionError) as failure:
+        check_pack(pack, max_examples=5)
+    message = str(failure.value)
+    assert "valid(pack): it drew a value that is not valid: ValidationError: low: " in message
+    assert "fix: make strategies['valid'] draw values that the model accepts" in message
+
+
+@pytest.mark.parametrize("kind", ["async", "generator"])
+def test_async_and_generator_contracts_that_raise_are_located_too(kind: str, pinned: None) -> None:
+    """The line a contract raised on is found for an async rule and for a rule that yields
+    its violations, as for a plain one."""
+
+    async def halves_async(span: Span) -> Violation | None:
+        return Violation("too wide") if span.high // span.low > 10 else None
+
+    def halves_yielding(span: Span) -> Iterator[Violation]:
+        if span.high // span.low > 10:
+            yield Violation("too wide")
+
+    rule = contract(fields=("low", "high"))(halves_async if kind == "async" else halves_yielding)
+    pack = ContractPack(Span, (rule,), ({"low": 1, "high": 2},))
+    with pytest.raises(AssertionError) as failure:
+        check_pack(pack, max_examples=10)
+    message = str(failure.value)
+    assert "raised ZeroDivisionError: integer division or modulo by zero" in message
+    assert f"at {__file__}:" in message
+    assert "span.high // span.low > 10" in message

@@ -165,6 +165,12 @@ def generation_finding(
             "you can",
         )
     key = rule or "valid"
+    if name == "FailedHealthCheck" and "filtering out" not in str(exc):  # too large, too slow
+        return Finding(
+            f"{what}: hypothesis' health check failed: {str(exc).strip().splitlines()[0]}",
+            "the values drawn are too large: give long lists and strings a max_length "
+            f"(Field(max_length=...)), or supply strategies[{key!r}] drawing smaller ones",
+        )
     if name not in ("Unsatisfiable", "FailedHealthCheck"):
         if callable(getattr(exc, "errors", None)):  # a strategy drew data the model rejects
             return Finding(
