@@ -576,3 +576,19 @@ def test_async_and_generator_contracts_that_raise_are_located_too(kind: str, pin
     assert "raised ZeroDivisionError: integer division or modulo by zero" in message
     assert f"at {__file__}:" in message
     assert "span.high // span.low > 10" in message
+
+
+def test_too_few_valid_values_despite_an_example_points_at_the_declarations() -> None:
+    """With a golden example, too few valid values means the rules read fields they do not
+    declare (those are drawn afresh): the fix says so instead of asking for an example."""
+    from healjson.testing._pack_problems import scarcity_finding
+    from healjson.testing._strategies import Tally
+
+    counts = Tally(judged=40, kept=3)
+    counts.rejected.update({"next_to_each_other": 37})
+    with_example = scarcity_finding(["valid(pack)"], counts, examples=True)
+    without = scarcity_finding(["valid(pack)"], counts, examples=False)
+    assert "valid(pack) kept 3 of the 40 value(s) it drew" in with_example.text
+    assert "`next_to_each_other` 37" in with_example.text
+    assert "declare every field each rule reads" in with_example.fix
+    assert "give the pack a golden example" in without.fix

@@ -257,7 +257,7 @@ class _Run:
             self.scarce.append("valid(pack)")  # it passed by luck: the next run may give up
 
     def check_violating(self, rule: Contract[Any]) -> None:
-        if "valid(pack)" in self.scarce and rule.name not in self.pack.strategies:
+        if "valid(pack)" in self.scarce and rule.name not in self.live.strategies:
             self.scarce.append(f"violating(pack, {rule.name!r})")  # it would start from them
             return
 
@@ -287,7 +287,9 @@ class _Run:
         """One finding for every strategy that gave up because too few values pass every
         rule (they share the cause, and the fix)."""
         if self.scarce:
-            self.findings.append(scarcity_finding(self.scarce, tally(self.live)))
+            examples = bool(self.pack.examples)
+            finding = scarcity_finding(self.scarce, tally(self.live), examples=examples)
+            self.findings.append(finding)
 
     def report(self) -> PackReport:
         return PackReport(

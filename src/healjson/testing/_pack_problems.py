@@ -224,9 +224,11 @@ def generation_finding(
     return Finding(text, fix)
 
 
-def scarcity_finding(whats: Sequence[str], valid_counts: Tally) -> Finding:
+def scarcity_finding(whats: Sequence[str], valid_counts: Tally, *, examples: bool) -> Finding:
     """Too few values pass every rule: `valid` gives up (or passes by luck), and the
-    `violating` checks that start from such values have little to change."""
+    `violating` checks that start from such values have little to change. With golden
+    `examples`, that means the rules read fields they do not declare (the examples' other
+    fields are drawn afresh)."""
     rejected = ", ".join(f"`{r}` {n:,}" for r, n in valid_counts.rejected.most_common())
     kept = (
         f"valid(pack) kept {valid_counts.kept:,} of the {valid_counts.judged:,} value(s) it "
@@ -242,11 +244,19 @@ def scarcity_finding(whats: Sequence[str], valid_counts: Tally) -> Finding:
             f"{', '.join(others)}: hypothesis could not generate enough values: they start "
             f"from values that pass every rule, and {kept}"
         )
-    fix = (
-        "give the pack a golden example (ContractPack(examples=[...])), a value that passes "
-        "every rule: the kit draws valid values around it and breaks each rule from it; or "
-        "supply " + _STRATEGY_FIX.format(key="valid", what="values that pass every rule")
-    )
+    strategy = _STRATEGY_FIX.format(key="valid", what="values that pass every rule")
+    if examples:
+        fix = (
+            "the golden examples, with the fields no rule declares drawn afresh, break the "
+            "rules: declare every field each rule reads (@contract(fields=...)); or supply "
+            + strategy
+        )
+    else:
+        fix = (
+            "give the pack a golden example (ContractPack(examples=[...])), a value that passes "
+            "every rule: the kit draws valid values around it and breaks each rule from it; or "
+            "supply " + strategy
+        )
     return Finding(text, fix)
 
 
