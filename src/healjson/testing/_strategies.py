@@ -128,10 +128,10 @@ def valid(pack: ContractPack) -> SearchStrategy[Any]:
     emptied list, a field left out) make every contract pass. A pack without examples whose
     rules are tight (`total == sum(lines)`) may draw few values, or give up with hypothesis'
     `filter_too_much` health check: give it a golden example, or a `"valid"` strategy.
-    Contracts see an empty `ContractContext`
-    unless `pack.extra["context"]` provides one (messages, a prompt or a mapping), as the pack
-    holds it when a value is drawn. The strategy is built once per pack (and `"valid"` function)
-    and shared: call `valid(pack)` wherever it reads best, `data.draw(valid(pack))` included.
+    Contracts see an empty `ContractContext` unless `pack.extra["context"]` provides one
+    (messages, a prompt or a mapping), as the pack holds it when a value is drawn. The strategy
+    is built once per pack (and `"valid"` function) and shared: call `valid(pack)` wherever it
+    reads best, `data.draw(valid(pack))` included.
     """
     require_hypothesis()
     factory = pack.strategies.get("valid")
