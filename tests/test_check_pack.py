@@ -400,7 +400,8 @@ def test_tight_rules_without_an_example_are_one_problem_asking_for_one(pinned: N
     message = str(failure.value)
     assert "found 1 problem(s)" in message
     assert "  1. valid(pack): too few values pass every rule: valid(pack) kept " in message
-    assert "rejected by `total_adds_up` " in message
+    assert "rejected by `" in message
+    assert "`total_adds_up` " in message
     assert "violating(pack, 'shipped_has_note') start from such values and did not run" in message
     assert "fix: give the pack a golden example (ContractPack(examples=[...]))" in message
 
@@ -409,10 +410,10 @@ def test_every_problem_comes_with_its_fix(pinned: None) -> None:
     """A golden example that breaks a rule, a field the model lacks, a path that does not
     exist: each problem is numbered and followed by its `fix:` line."""
 
-    @contract(fields=("lines", "colour"))
+    @contract(fields=("status", "colour"))
     def misplaced(order: Order) -> Violation | None:
-        empty_note = order.note == ""
-        return Violation("a note is not empty", path="remark") if empty_note else None
+        still_open = order.status == "open"
+        return Violation("an order is not left open", path="remark") if still_open else None
 
     broken = {**ORDER_EXAMPLE, "total": 99.0}
     pack = ContractPack(Order, (total_adds_up, misplaced), (ORDER_EXAMPLE, broken), name="mixed")
@@ -481,11 +482,11 @@ def test_hypothesis_defaults_give_25_examples_per_property_and_one_verdict(
     hypothesis_defaults: None,
 ) -> None:
     """Under hypothesis' own defaults (100 examples, a new seed each run) a pack is checked
-    with 25 examples per property and a fixed seed: the same report twice."""
+    with 25 examples per property and a fixed seed: the same counts twice."""
     pack = ContractPack(Plan, PLAN_RULES, (PLAN_EXAMPLE,), name="plans")
-    first = check_pack(pack)
+    first, second = check_pack(pack), check_pack(pack)
     assert {rule.name: 25 for rule in PLAN_RULES} == dict(first.violating)
-    assert first == check_pack(pack)
+    assert (first.violating, first.schema_inputs) == (second.violating, second.schema_inputs)
 
 
 def test_a_chosen_profile_decides_the_count(pinned: None) -> None:
@@ -515,7 +516,7 @@ def test_a_supplied_strategy_that_filters_too_much_is_told_to_build_its_values(
         Span,
         (ordered,),
         ({"low": 1, "high": 2},),
-        strategies={"valid": lambda: spans.filter(lambda s: s.high - s.low == 12_345)},
+        strategies={"valid": lambda: spans.filter(lambda s: s.high - s.low == 10**9 + 7)},
     )
     with pytest.raises(AssertionError) as failure:
         check_pack(pack, max_examples=10)

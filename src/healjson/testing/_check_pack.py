@@ -16,11 +16,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from healjson._core.contracts import Contract
-from healjson._core.target import Target, target_for
-from healjson._packs import ContractPack
-
 from ._corruptions import corrupted
+from ._internals import Contract, ContractPack, Target, target_for
 from ._pack_checks import check_fix, check_recovery, check_valid, check_violation, judged
 from ._pack_problems import (
     Crash,

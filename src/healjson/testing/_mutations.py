@@ -27,11 +27,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 from pydantic_core import to_json
 
-from healjson._core.contracts import Contract
-from healjson._core.sentinels import MISSING, NOTHING
-from healjson._core.target import Target
-from healjson._packs import ContractPack
-
+from ._internals import MISSING, NOTHING, Contract, ContractPack, Target
 from ._schema_data import _SchemaStrategies, as_instance, schema_strategies
 from ._sites import Edit, Path, Site, field_sites, fresh_edit
 

@@ -10,16 +10,23 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from healjson._core.contracts import Contract, ContractContext, run_contracts, value_at
-from healjson._core.diagnostic import ROOT, Diagnostic, Source, describe_exception
-from healjson._core.drive import drive_sync
-from healjson._core.events import set_logger
-from healjson._core.healer import validate
-from healjson._core.outcome import Reason
-from healjson._core.sentinels import MISSING
-from healjson._core.target import Target
-
 from ._corruptions import Corruption
+from ._internals import (
+    MISSING,
+    ROOT,
+    Contract,
+    ContractContext,
+    Diagnostic,
+    Reason,
+    Source,
+    Target,
+    describe_exception,
+    drive_sync,
+    run_contracts,
+    set_logger,
+    validate,
+    value_at,
+)
 from ._pack_problems import Crash, Problem, explain, list_rules, show, show_text
 
 __all__ = [

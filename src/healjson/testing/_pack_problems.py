@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from healjson._core.contracts import Contract, ContractContext
-from healjson._core.diagnostic import (
+from ._internals import (
+    Contract,
+    ContractContext,
     Diagnostic,
     Source,
     describe_exception,
     format_path,
+    run_awaitables_sync,
     short_repr,
 )
-from healjson._core.drive import run_awaitables_sync
-
 from ._strategies import Tally
 
 __all__ = [

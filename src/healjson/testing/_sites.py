@@ -28,8 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from healjson._core.sentinels import MISSING
-
+from ._internals import MISSING
 from ._schema_data import _SchemaStrategies, memo
 
 if TYPE_CHECKING:

@@ -15,18 +15,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from healjson._core.contracts import Contract, ContractContext, run_contracts
-from healjson._core.diagnostic import Diagnostic, Source
-from healjson._core.drive import drive_sync
-from healjson._core.messages import make_context
-from healjson._core.sentinels import NOTHING
-from healjson._core.target import Target, target_for
-from healjson._packs import ContractPack
-
 if TYPE_CHECKING:
     from hypothesis.strategies import DrawFn, SearchStrategy
 
 from ._corruptions import KINDS, Corruption, corrupted
+from ._internals import (
+    NOTHING,
+    Contract,
+    ContractContext,
+    ContractPack,
+    Diagnostic,
+    Source,
+    Target,
+    drive_sync,
+    make_context,
+    run_contracts,
+    target_for,
+)
 from ._mutations import mutations, repairs, variations
 from ._schema_data import as_instance, from_schema, memo, require_hypothesis, small_instances
 
