@@ -221,7 +221,7 @@ def test_a_streamed_tool_call_run_ends_at_its_deadline(mode: str) -> None:
         started = time.monotonic()
         if mode == "sync":
             with openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0) as sdk:
-                outcome = healjson.wrap(sdk).chat.completions.create(**kwargs).outcome
+                outcome = healjson.wrap(sdk).chat.completions.create(**kwargs).finish()
                 elapsed = time.monotonic() - started
         else:
 

@@ -62,6 +62,11 @@ answer (`repaired`), never valid (`held`: in no value; the outcome says why), or
 during a stream and then replaced, because a repair's answer rewrote the whole list
 (`retracted`: the final value's item at that index was handed out after it)."""
 
+_NOT_FINISHED = (
+    "the stream is not finished: iterate it to the end, or call `stream.finish()` to read the "
+    "rest (`await stream.finish()` for an async stream)"
+)
+
 # -- what the caller holds -----------------------------------------------------------------------
 
 
@@ -160,9 +165,10 @@ class HealStream(Generic[T]):
     """A healed stream: iterate it for `Partial[T]` snapshots (or `items()` for a list target's
     validated items); when it is exhausted, `.outcome` is the run's `Healed | Degraded`.
 
-    Iterate one of the two views (snapshots or items), once. Reading `.outcome` (or calling
-    `finish()`) before the end reads the rest of the stream first. `close()` (or leaving a
-    `with` block) abandons the stream and closes the connection.
+    Iterate one of the two views (snapshots or items), once. `.outcome` is there once the
+    stream is exhausted; `finish()` reads the rest first (reading `.outcome` before the end
+    raises `RuntimeError` rather than reading the stream behind your back). `close()` (or
+    leaving a `with` block) abandons the stream and closes the connection.
     """
 
     def __init__(self, events: Iterator[Event]) -> None:
@@ -199,8 +205,11 @@ class HealStream(Generic[T]):
 
     @property
     def outcome(self) -> Outcome[T]:
-        """The run's outcome (reads the rest of the stream first, if any)."""
-        return self.finish()
+        """The run's outcome, once the stream is exhausted (else RuntimeError: `finish()`
+        reads the rest first: a property never reads the network behind the caller's back)."""
+        if self._tracker.outcome is None:
+            raise RuntimeError(_NOT_FINISHED)
+        return self._tracker.outcome
 
     def finish(self) -> Outcome[T]:
         """Read the rest of the stream; the outcome."""
@@ -318,7 +327,11 @@ class ItemStream(Generic[T]):
 
     @property
     def outcome(self) -> Outcome[list[T]]:
-        """The run's outcome (reads the rest of the stream first, if any)."""
+        """The run's outcome, once the stream is exhausted (else RuntimeError)."""
+        return self.stream.outcome
+
+    def finish(self) -> Outcome[list[T]]:
+        """Read the rest of the stream; the outcome."""
         return self.stream.finish()
 
     @property
@@ -364,7 +377,7 @@ class ToolCallStream:
     """A healed tool-call run whose calls stream: iterate it for the answer's message text (the
     pieces of every call of the run: in practice the first), then read `.outcome`, the run's
     `Outcome[ToolCalls]` exactly as without `stream=True` (the calls are judged once each stream
-    is whole). Reading `.outcome` before the end reads the rest first; `close()` abandons the
+    is whole). `.outcome` is there once the stream is exhausted (`finish()` reads the rest first); `close()` abandons the
     stream."""
 
     def __init__(self, events: Iterator[Event]) -> None:
@@ -381,7 +394,14 @@ class ToolCallStream:
 
     @property
     def outcome(self) -> Outcome[ToolCalls]:
-        """The run's outcome (what is left of the streams is read first)."""
+        """The run's outcome, once the stream is exhausted (else RuntimeError: `finish()`
+        reads the rest first)."""
+        if self._outcome is None:
+            raise RuntimeError(_NOT_FINISHED)
+        return self._outcome
+
+    def finish(self) -> Outcome[ToolCalls]:
+        """Read the rest of the streams; the outcome."""
         for _ in self:
             pass
         if self._outcome is None:
