@@ -377,8 +377,8 @@ class ToolCallStream:
     """A healed tool-call run whose calls stream: iterate it for the answer's message text (the
     pieces of every call of the run: in practice the first), then read `.outcome`, the run's
     `Outcome[ToolCalls]` exactly as without `stream=True` (the calls are judged once each stream
-    is whole). `.outcome` is there once the stream is exhausted (`finish()` reads the rest first); `close()` abandons the
-    stream."""
+    is whole). `.outcome` is there once the stream is exhausted (`finish()` reads the rest
+    first); `close()` abandons the stream."""
 
     def __init__(self, events: Iterator[Event]) -> None:
         self._events = events
