@@ -13,6 +13,7 @@ Growth per 2x fields: the CPU ratio between two widths scaled to exactly 2x
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import statistics
@@ -38,15 +39,13 @@ _TYPES: tuple[tuple[Any, Any], ...] = (
     (str | None, None),
     (list[str], ["x", "y"]),
 )
-_MODELS = 0
+_NAMES = itertools.count(1)
 
 
 def wide_model(width: int) -> type[BaseModel]:
     """A new class of `width` fields (a new name each time: no cache knows it)."""
-    global _MODELS
-    _MODELS += 1
-    fields = {f"field_{i}": (_TYPES[i % len(_TYPES)][0], ...) for i in range(width)}
-    model: type[BaseModel] = create_model(f"Wide{width}_{_MODELS}", **fields)  # type: ignore[call-overload]
+    fields: dict[str, Any] = {f"field_{i}": (_TYPES[i % len(_TYPES)][0], ...) for i in range(width)}
+    model: type[BaseModel] = create_model(f"Wide{width}_{next(_NAMES)}", **fields)
     return model
 
 
@@ -99,7 +98,7 @@ def run_wide(repeats: int, header: list[str]) -> tuple[list[str], bool]:
     medians = {width: statistics.median(first[width]) for width in WIDTHS}
     growth = [
         (medians[b] / medians[a]) ** (math.log(2) / math.log(b / a))
-        for a, b in zip(WIDTHS, WIDTHS[1:], strict=False)
+        for a, b in itertools.pairwise(WIDTHS)
     ]
     met = all(g <= TARGET_PER_2X for g in growth)
     rows = [
