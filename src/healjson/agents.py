@@ -39,6 +39,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import inspect
+import json
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 from ._core.diagnostic import ROOT, Diagnostic, Source
 from ._core.judge.contracts import Contract
 from ._core.outcome.outcome import Degraded, Healed, Outcome
+from ._core.parse.read import parse
 from ._core.repair.prompt import render_diagnostics
 from ._core.run.drive import drive_async
 from ._core.run.healer import Healer
@@ -289,6 +291,21 @@ def _final_text(run_data: Any) -> str | None:
     return None
 
 
+def _inside_wrapper(schema: AgentOutputSchema, text: str) -> str:
+    """The answer inside the SDK's `{"response": ...}` wrapper when the SDK wraps the output
+    type and the model's text (read by L1) is that wrapper: the key is the SDK's, never data
+    (judged with the value, it could fit as data, or make two readings fit). Else `text`."""
+    if not getattr(schema, "_is_wrapped", False):
+        return text
+    found = parse(text).value
+    if isinstance(found, dict) and list(found) == [_WRAPPER_KEY]:
+        return json.dumps(found[_WRAPPER_KEY], ensure_ascii=False)
+    return text
+
+
+_WRAPPER_KEY = "response"  # the SDK's `agent_output._WRAPPER_DICT_KEY`
+
+
 def _as_sdk_output(schema: AgentOutputSchema, healer: Healer[Any], value: Any) -> tuple[Any, str]:
     """`value` as the SDK's own validation reads it (its strict mode, its `response` wrapper for
     a type that is not an object): `(final output, its JSON)`; `ModelBehaviorError` when the SDK
@@ -331,7 +348,10 @@ def heal_final_output(
             return None  # nothing to heal: the SDK goes on as without a handler
         healer = judges.for_type(schema.output_type)
         outcome = await _judge(
-            healer, text, _messages(run_data.input), _run_context_data(data.context)
+            healer,
+            _inside_wrapper(schema, text),
+            _messages(run_data.input),
+            _run_context_data(data.context),
         )
         name = str(getattr(agent, "name", "agent"))
         if not isinstance(outcome, Healed):
