@@ -426,20 +426,23 @@ def _answer_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
     return tool
 
 
-# words of a 400 that name each tier's feature
-_FEATURES: Final[dict[str, tuple[str, ...]]] = {
-    "json_schema": ("output_config", "output_format", "structured output", "json_schema", "schema"),
-    "json_object": ("tool", "strict", "input_schema"),
+# what a 400 says when it rejects a tier's own parameter (the one the tier adds to the caller's
+# request): native structured output's `output_config` (or the older `output_format`), the
+# forced tool's `tools.0` / `tool_choice` / strict tools. Not any 400 that mentions a schema or
+# a tool: the caller's messages hold tool results, their fields have schemas.
+_FEATURES: Final[dict[str, re.Pattern[str]]] = {
+    "json_schema": re.compile(r"\boutput_(?:config|format)\b|\bstructured outputs?\b"),
+    "json_object": re.compile(r"\btools\.0\b|\btool_choice\b|\bstrict tools?\b"),
 }
 
 
 def is_tier_rejection(exc: BaseException, mode: JsonMode | None) -> bool:
-    """True for an HTTP 400 whose message names tier `mode`'s feature (unsupported there)."""
-    words = _FEATURES.get(mode or "")
-    if not words or getattr(exc, "status_code", None) != 400:
+    """True for an HTTP 400 that rejects tier `mode`'s own parameter (unsupported there)."""
+    pattern = _FEATURES.get(mode or "")
+    if pattern is None or getattr(exc, "status_code", None) != 400:
         return False
     text = str(getattr(exc, "message", "") or exc).lower()
-    return any(word in text for word in words)
+    return pattern.search(text) is not None
 
 
 # --- Message Batches lines -----------------------------------------------------------------
