@@ -100,8 +100,7 @@ def _timed_out(what: str, pattern: str) -> Any:
     from jsonschema.exceptions import ValidationError
 
     return ValidationError(
-        f"{what} could not be checked against the pattern {pattern!r} within "
-        f"{PATTERN_BUDGET_S} s",
+        f"{what} could not be checked against the pattern {pattern!r} within {PATTERN_BUDGET_S} s",
         validator=TIMEOUT_KEYWORD,
         validator_value=pattern,
     )
