@@ -40,7 +40,7 @@ def test_a_backtracking_pattern_does_not_hold_the_run_past_its_deadline() -> Non
     outcome = Healer(schema_with(BACKTRACKING), policy=policy).run(ScriptedModel([answer] * 3), "x")
     elapsed = time.monotonic() - started
     assert isinstance(outcome, Degraded)
-    assert elapsed < 3.0, f"the run took {elapsed:.1f} s"
+    assert elapsed < 5.0, f"the run took {elapsed:.1f} s"
 
 
 def test_a_pattern_cut_short_is_a_diagnostic_that_names_it() -> None:
@@ -65,7 +65,7 @@ def test_property_names_are_matched_within_the_budget() -> None:
     started = time.monotonic()
     outcome = healjson.validate(json.dumps({SLOW_TEXT: 1}), schema)
     assert isinstance(outcome, Degraded)
-    assert time.monotonic() - started < 3.0
+    assert time.monotonic() - started < 5.0
     assert any("could not be checked" in error.constraint for error in outcome.errors)
 
 
