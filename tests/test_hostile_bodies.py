@@ -424,3 +424,25 @@ def test_the_stream_readers_size_is_counted_not_walked() -> None:
     assert time.process_time() - started < 0.1
     reader.feed("]" * 100_000 + "}")
     assert (True, 0) == (reader.done, reader.open_size())
+
+
+def test_a_batch_row_whose_healing_recursed_too_deep_is_written_degraded(tmp_path: Path) -> None:
+    """Whatever reader a row's answer still overflows, the batch writes that row, degraded
+    (`invalid_output`), with the others: never skipped."""
+    import asyncio
+
+    from healjson._batch.run import Batch
+
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text('{"id": 1, "prompt": "a"}\n{"id": 2, "prompt": "b"}\n', encoding="utf-8")
+
+    async def heal(job: Any) -> Any:
+        if job.id == 1:
+            raise RecursionError("maximum recursion depth exceeded")
+        return healjson.validate(TEXT, Answer)
+
+    with Batch.open(source, out) as batch:
+        stats = asyncio.run(batch.run(heal, concurrency=1))
+    rows = {row["id"]: row for row in map(json.loads, out.read_text().splitlines())}
+    assert (2, 0) == (stats.written, stats.failed)
+    assert ("invalid_output", True) == (rows[1]["reason"], rows[2]["ok"])
