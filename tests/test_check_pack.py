@@ -314,7 +314,7 @@ def test_list_sites_offer_repeats_a_reversal_and_a_neighbours_value() -> None:
 class Line(BaseModel):
     name: str = Field(min_length=1, max_length=40)
     qty: int = Field(ge=1, le=100)
-    unit_price: float = Field(ge=0, le=10_000)
+    unit_price: float = Field(gt=0, le=10_000)  # a positive price: more of a line costs more
 
 
 class Order(BaseModel):

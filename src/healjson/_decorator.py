@@ -17,7 +17,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, Generic, Literal, ParamSpec, Protocol, TypeVar, overload
 
-from ._core.judge.contracts import Contract, Rule
+from ._core.judge.contracts import Contract, Rule, as_contracts
 from ._core.outcome.outcome import Outcome
 from ._core.run.healer import Healer
 from ._core.run.messages import normalise_messages
@@ -250,7 +250,7 @@ def heal(
     """
     if client is not None and call is not None:
         raise TypeError("heal() takes client= or call=, not both")
-    rules = tuple(contracts)
+    rules = as_contracts(contracts)  # one rule alone, or one that cannot be called: refused
     shots = tuple(examples)
     healer = Healer(
         response_model, contracts=rules, policy=policy, fallback=fallback, examples=shots

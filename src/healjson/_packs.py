@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ._core.judge.contracts import Contract, as_contract
+from ._core.judge.contracts import Contract, as_contracts
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -52,7 +52,7 @@ class ContractPack:
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
-        rules = tuple(as_contract(rule) for rule in self.contracts)
+        rules = as_contracts(self.contracts)  # one rule alone is refused, saying how to fix it
         object.__setattr__(self, "contracts", rules)
         object.__setattr__(self, "examples", tuple(self.examples))
         unknown = set(self.strategies) - {"valid"} - {rule.name for rule in rules}
@@ -115,12 +115,17 @@ def load_contracts(spec: str | Path) -> ContractPack:
     tried.append(
         f"entry point {text!r} in group {ENTRY_POINT_GROUP!r} (the installed packs are {names})"
     )
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        tried.append(f"module {module_name!r} ({exc})")
+    if not all(part.isidentifier() for part in module_name.split(".")):
+        # `../x`, `.x`, `` are no module's absolute name (`import_module` would raise a
+        # TypeError or ValueError of its own): nothing to import, one more thing tried
+        tried.append(f"module {module_name!r} (not a module name: use package.module)")
     else:
-        return _pick(module, attribute or None, f"module {module_name}")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            tried.append(f"module {module_name!r} ({exc})")
+        else:
+            return _pick(module, attribute or None, f"module {module_name}")
     raise LookupError(f"could not load contract pack {text!r}; tried: " + "; ".join(tried))
 
 

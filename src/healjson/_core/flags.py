@@ -65,6 +65,9 @@ class Flag(enum.StrEnum):
     ITEMS_DROPPED = "items_dropped"
     """Items that broke an item contract with `on_fail="drop"` were removed from the list
     (listed on `Healed.dropped`); the list passed the schema and every rule again."""
+    PARSED_DATA = "parsed_data"
+    """The answer was given to `validate` already parsed (a dict or a list), not as text: it was
+    judged as data, with no text repair (the schema's alignments may still apply)."""
     SCHEMA_NOT_ENFORCED = "schema_not_enforced"
     """The request asked the endpoint to enforce the schema while decoding (a strict format, a
     server's constrained decoding, a strict tool), and its first answer was not JSON, or broke

@@ -28,7 +28,8 @@ from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage, remember_reader
 
 from ._batch_results import EXPIRED_MESSAGE, Result, unreadable
-from ._fields import _dumps, _get, _int, _opt_str, message_text
+from ._fields import _dumps, _get, _int, _listed, _opt_str, message_text
+from ._unreadable import unreadable_as_failure
 from .anthropic_schema import AnthropicSchemaUnsupported
 from .anthropic_schema import shared_anthropic_schema as anthropic_schema  # one per target
 from .openai_chat import JsonMode, Shapeable, shape_request  # the prompt tier's instruction
@@ -57,6 +58,7 @@ FINISH = {"max_tokens": "length", "model_context_window_exceeded": "length",
           "pause_turn": "stop"}  # fmt: skip
 
 
+@unreadable_as_failure
 def _anthropic(obj: Any) -> Reply:
     """An Anthropic `Message`: text blocks joined as the content, `tool_use` blocks as tool
     calls, `thinking` blocks as the reasoning; a `refusal` stop's message is
@@ -64,7 +66,7 @@ def _anthropic(obj: Any) -> Reply:
     `read_message` from now on."""
     if type(obj).__module__.startswith("anthropic.") and isinstance(obj, BaseModel):
         remember_reader(type(obj), read_message)
-    blocks = _get(obj, "content") or []
+    blocks = _listed(_get(obj, "content"))
     texts = [str(_get(b, "text") or "") for b in blocks if _get(b, "type") == "text"]
     content: str | None = "".join(texts) if texts else None
     thoughts = [str(_get(b, "thinking") or "") for b in blocks if _get(b, "type") == "thinking"]
@@ -157,6 +159,7 @@ def anthropic_usage(raw: Any, *, requests: int = 0, model: str | None = None) ->
     )
 
 
+@unreadable_as_failure
 def _anthropic_event(event: Any) -> Delta:
     kind = _get(event, "type")
     if kind == "content_block_delta":
@@ -423,20 +426,23 @@ def _answer_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
     return tool
 
 
-# words of a 400 that name each tier's feature
-_FEATURES: Final[dict[str, tuple[str, ...]]] = {
-    "json_schema": ("output_config", "output_format", "structured output", "json_schema", "schema"),
-    "json_object": ("tool", "strict", "input_schema"),
+# what a 400 says when it rejects a tier's own parameter (the one the tier adds to the caller's
+# request): native structured output's `output_config` (or the older `output_format`), the
+# forced tool's `tools.0` / `tool_choice` / strict tools. Not any 400 that mentions a schema or
+# a tool: the caller's messages hold tool results, their fields have schemas.
+_FEATURES: Final[dict[str, re.Pattern[str]]] = {
+    "json_schema": re.compile(r"\boutput_(?:config|format)\b|\bstructured outputs?\b"),
+    "json_object": re.compile(r"\btools\.0\b|\btool_choice\b|\bstrict tools?\b"),
 }
 
 
 def is_tier_rejection(exc: BaseException, mode: JsonMode | None) -> bool:
-    """True for an HTTP 400 whose message names tier `mode`'s feature (unsupported there)."""
-    words = _FEATURES.get(mode or "")
-    if not words or getattr(exc, "status_code", None) != 400:
+    """True for an HTTP 400 that rejects tier `mode`'s own parameter (unsupported there)."""
+    pattern = _FEATURES.get(mode or "")
+    if pattern is None or getattr(exc, "status_code", None) != 400:
         return False
     text = str(getattr(exc, "message", "") or exc).lower()
-    return any(word in text for word in words)
+    return pattern.search(text) is not None
 
 
 # --- Message Batches lines -----------------------------------------------------------------

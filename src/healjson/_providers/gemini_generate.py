@@ -30,11 +30,13 @@ from ._fields import (
     _get,
     _get_either,
     _int,
+    _listed,
     _opt_str,
     _output_token_limit,
     _with_output_token_limit,
     message_text,
 )
+from ._unreadable import unreadable_as_failure
 from .gemini_schema import GeminiSchemaUnsupported
 from .gemini_schema import shared_gemini_schema as gemini_schema  # one per target
 from .openai_chat import (  # the instruction of the weaker tiers is the chat one
@@ -63,6 +65,7 @@ _GEMINI_FILTERED = frozenset(
 )
 
 
+@unreadable_as_failure
 def _gemini(obj: Any) -> Reply:
     """A Gemini `GenerateContentResponse`: the first candidate's text parts as the content, its
     function calls as tool calls, its thought parts as the reasoning; a blocked prompt or a
@@ -93,8 +96,7 @@ def _gemini(obj: Any) -> Reply:
         feedback = _get_either(obj, "prompt_feedback", "promptFeedback") or {}
         blocked = _get_either(feedback, "block_reason", "blockReason")
         return new_reply(None, "content_filter" if blocked else None, None, usage, model)
-    parts = _get(_get(candidate, "content") or {}, "parts")
-    parts = parts if isinstance(parts, list | tuple) else []
+    parts = _listed(_get(_get(candidate, "content") or {}, "parts"))
     texts = [str(_get(p, "text")) for p in parts if _get(p, "text") and not _get(p, "thought")]
     thoughts = [str(_get(p, "text")) for p in parts if _get(p, "text") and _get(p, "thought")]
     content: str | None = "".join(texts) if texts else None
@@ -193,6 +195,7 @@ _GEMINI_PIECE = (
 )
 
 
+@unreadable_as_failure
 def _gemini_piece(chunk: Any) -> Delta:
     reply = _gemini(chunk)  # one piece reads like a whole response
     arguments = "".join(call.arguments for call in reply.tool_calls)
@@ -370,9 +373,13 @@ def _reads_dict(obj: Mapping[str, Any]) -> bool:
 
 
 def _reads_chunk(chunk: Any) -> bool:
-    return _get(chunk, "candidates") is not None or any(
+    """A Gemini stream piece: one with candidates or a field only pieces have, or
+    google-genai's own response object even with no field set (an empty piece: `data: {}`)."""
+    if _get(chunk, "candidates") is not None or any(
         _get(chunk, key) is not None for key in _GEMINI_PIECE
-    )
+    ):
+        return True
+    return type(chunk).__module__.startswith("google.genai.") and hasattr(chunk, "candidates")
 
 
 FORMAT = WireFormat(

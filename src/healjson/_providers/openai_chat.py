@@ -35,7 +35,8 @@ from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import SDK_COMPLETIONS, Reply, ToolCall, Usage, new_reply, new_usage
 
 from ._batch_results import EXPIRED_MESSAGE, Result, is_transient_status
-from ._fields import _dumps, _first, _get, _int, _opt_str, _text
+from ._fields import _dumps, _first, _get, _int, _listed, _opt_str, _text
+from ._unreadable import unreadable_as_failure
 
 __all__ = [
     "ENFORCING",
@@ -123,6 +124,7 @@ def read_completion(obj: Any) -> Reply:
     )
 
 
+@unreadable_as_failure
 def _completion(obj: Any) -> Reply:
     choice = _first(_get(obj, "choices"))
     model = _opt_str(_get(obj, "model"))
@@ -173,6 +175,7 @@ def _reads_message(obj: Mapping[str, Any]) -> bool:
     return "content" in obj or "refusal" in obj
 
 
+@unreadable_as_failure
 def _message(obj: Any) -> Reply:
     """A chat message dict (a reply already taken out of its completion)."""
     return new_reply(
@@ -224,6 +227,8 @@ def read_sdk_chunk(chunk: Any) -> Delta:
     try:
         choices = chunk.choices
         usage = chunk.usage
+        if type(choices) is not list:
+            return _openai(chunk)
         if not choices:
             return Delta(usage=None if usage is None else _usage(usage), model=chunk.model)
         choice = choices[0]
@@ -245,10 +250,11 @@ def read_sdk_chunk(chunk: Any) -> Delta:
     )
 
 
+@unreadable_as_failure
 def _openai(chunk: Any) -> Delta:
     usage = _usage(_get(chunk, "usage"))
     model = _opt_str(_get(chunk, "model"))
-    choice = _first_choice(_get(chunk, "choices") or [])
+    choice = _first_choice(_listed(_get(chunk, "choices")))
     if choice is None:
         return Delta(usage=usage, model=model)
     delta = _get(choice, "delta") or {}
@@ -264,7 +270,7 @@ def _openai(chunk: Any) -> Delta:
             break
     arguments = ""
     name: str | None = None
-    for call in _get(delta, "tool_calls") or []:
+    for call in _listed(_get(delta, "tool_calls")):
         function = _get(call, "function") or {}
         piece = _get(function, "arguments")
         if isinstance(piece, str):

@@ -14,7 +14,8 @@ from typing import Any
 
 from healjson._core.wire.reply import Reply, ToolCall, new_reply
 
-from ._fields import _get, _opt_str
+from ._fields import _get, _listed, _opt_str
+from ._unreadable import unreadable_as_failure
 from .anthropic_messages import FINISH, anthropic_usage
 from .openai_chat import _usage as chat_usage
 from .openai_responses import ResponseFailed, _error_text, read_response
@@ -36,13 +37,14 @@ class ChatCollector:
         self._model: str | None = None
         self._usage: Any = None
 
+    @unreadable_as_failure
     def feed(self, chunk: Any) -> str:
         """Take one chunk; the answer text it carries ("" for none)."""
         self._model = self._model or _opt_str(_get(chunk, "model"))
         usage = _get(chunk, "usage")
         if usage is not None:
             self._usage = usage
-        choices = _get(chunk, "choices") or []
+        choices = _listed(_get(chunk, "choices"))
         choice = next((c for c in choices if (_get(c, "index") or 0) == 0), None)
         if choice is None:
             return ""
@@ -53,7 +55,7 @@ class ChatCollector:
         refusal = _get(delta, "refusal")
         if isinstance(refusal, str):
             self._refusal.append(refusal)
-        for call in _get(delta, "tool_calls") or []:
+        for call in _listed(_get(delta, "tool_calls")):
             index = _get(call, "index")
             entry = self._calls.setdefault(index if isinstance(index, int) else 0, [None, "", []])
             entry[0] = entry[0] or _opt_str(_get(call, "id"))
@@ -95,6 +97,7 @@ class ResponsesCollector:
     def __init__(self) -> None:
         self._final: Reply | None = None
 
+    @unreadable_as_failure
     def feed(self, event: Any) -> str:
         """Take one event; the answer text it carries ("" for none)."""
         kind = _get(event, "type")
@@ -129,6 +132,7 @@ class AnthropicCollector:
         self._start: Any = None
         self._usage: Any = None
 
+    @unreadable_as_failure
     def feed(self, event: Any) -> str:
         """Take one event; the answer text it carries ("" for none)."""
         kind = _get(event, "type")

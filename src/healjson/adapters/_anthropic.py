@@ -49,7 +49,6 @@ from ._base import (
     Exchange,
     HealingAdapter,
     Send,
-    ShapeCheck,
     _async_call,
     _sync_call,
     is_async_client,
@@ -57,6 +56,7 @@ from ._base import (
 from ._format import NATIVE_MODES, Enforcing, FormatState, JsonMode, check_mode
 from ._steps import stepping
 from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
+from ._unreadable import ReadChecked, read_checked_call
 
 __all__ = ["AnthropicStreams", "HealingAnthropic"]
 
@@ -87,12 +87,12 @@ class AnthropicStreams(HealingAdapter):
 
 
 # the answer of `messages.create(stream=True)`: a stream of events (or a whole message)
-_READ_EVENTS = ShapeCheck(
+_READ_EVENTS = ReadChecked(
     lambda value: is_stream(value) or hasattr(value, "stop_reason"), "a stream of message events"
 )
 
 
-_READ_MESSAGE = ShapeCheck(lambda value: hasattr(value, "stop_reason"), "an Anthropic message")
+_READ_MESSAGE = ReadChecked(lambda value: hasattr(value, "stop_reason"), "an Anthropic message")
 _DEFAULT_POLICY = HealPolicy()
 _MAX_ROUTES = 256  # cached drivers per client (as many as healers)
 _NO_TARGET: Any = None  # a driver without a JSON tier never shapes a request for a target
@@ -166,6 +166,7 @@ class Messages:
         spec = tool_spec(params, tool_contracts, policy, style="anthropic")
         create = owner.wrapped.messages.create
         if params.get("stream"):
+            create = read_checked_call(create)
 
             def start(effect: ModelCall) -> Any:
                 sent = [dict(message) for message in effect.messages]

@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from healjson._core.judge.contracts import Contract
+from healjson._core.judge.contracts import Contract, check_rule_list
 from healjson._core.run.healer import Healer
 from healjson._core.run.policy import HealPolicy
 from healjson._core.target.json_schema import json_schema_of
@@ -83,6 +83,7 @@ class HealerCache:
             else:
                 if found is not None and found[0] is policy:
                     return found[1]
+        check_rule_list(contracts)  # one rule alone is refused, saying how to pass it
         rules = tuple(contracts)
         shots = tuple(examples)
         key, keep = _key(response_model, rules, policy, shots)

@@ -34,9 +34,10 @@ from healjson._providers.gemini_generate import (
     tier_request,
 )
 
-from ._base import UNSET, Exchange, HealingAdapter, Send, ShapeCheck, _async_call, _sync_call
+from ._base import UNSET, Exchange, HealingAdapter, Send, _async_call, _sync_call
 from ._format import NATIVE_MODES, Enforcing, FormatState, JsonMode, check_mode
 from ._steps import stepping
+from ._unreadable import ReadChecked
 
 __all__ = ["GeminiStreams", "HealingGemini", "gemini_request"]
 
@@ -73,13 +74,13 @@ class GeminiStreams(HealingAdapter):
 
 
 # the answer of `generate_content_stream`: an iterator of responses (an awaitable of one, async)
-_READ_CHUNKS = ShapeCheck(
+_READ_CHUNKS = ReadChecked(
     lambda value: is_stream(value) or hasattr(value, "__await__"), "a stream of responses"
 )
 
 
-_READ_RESPONSE = ShapeCheck(lambda value: hasattr(value, "candidates"), "a Gemini response")
-_READ_STREAM = ShapeCheck(is_stream, "a stream of responses")
+_READ_RESPONSE = ReadChecked(lambda value: hasattr(value, "candidates"), "a Gemini response")
+_READ_STREAM = ReadChecked(is_stream, "a stream of responses")
 
 
 class Models:

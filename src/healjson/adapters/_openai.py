@@ -31,11 +31,11 @@ from ._base import (
     HealingAdapter,
     NotACompletion,
     Send,
-    ShapeCheck,
     is_async_client,
 )
 from ._format import FormatState, check_mode
 from ._responses import Responses
+from ._unreadable import ReadChecked, read_checked_call
 
 __all__ = ["HealingClient", "NotACompletion"]
 
@@ -128,9 +128,11 @@ class HealingClient(HealingAdapter):
         self._stream_params(params)
         wrapped = self.wrapped
 
+        create = read_checked_call(wrapped.chat.completions.create)
+
         def start(effect: ModelCall) -> Any:
             messages = [dict(message) for message in effect.messages]
-            return wrapped.chat.completions.create(messages=messages, **effect.params)
+            return create(messages=messages, **effect.params)
 
         return start
 
@@ -139,13 +141,13 @@ class HealingClient(HealingAdapter):
         params.setdefault("stream_options", {"include_usage": True})
 
 
-_READ_COMPLETION = ShapeCheck(
+_READ_COMPLETION = ReadChecked(
     lambda value: not isinstance(value, str | bytes) and hasattr(value, "choices"),
     "a chat completion",
     SDK_COMPLETIONS,
 )
 # a streamed `create(**request)`: a stream of chunks (or a whole completion, from an endpoint
 # that does not stream)
-_READ_STREAM = ShapeCheck(
+_READ_STREAM = ReadChecked(
     lambda value: is_stream(value) or hasattr(value, "choices"), "a stream of chunks"
 )

@@ -30,12 +30,12 @@ from healjson._core.redact import secrets_scope
 from healjson._core.run.drive import drive_async, drive_sync, is_stream
 from healjson._core.run.policy import HealPolicy
 from healjson._core.run.streams import stream_async, stream_sync
-from healjson._core.wire.effects import ModelCall
+from healjson._core.wire.effects import ModelCall, ProviderError
+from healjson._providers._unreadable import sdk_reading_failure
 from healjson._providers.openai_chat import enforced_schema
 from healjson._providers.openai_responses import (
     SDK_RESPONSES,
     Conversation,
-    ResponseFailed,
     aset_commentary_aside,
     is_response,
     read_response,
@@ -47,6 +47,7 @@ from healjson._providers.tool_streams import ResponsesCollector
 from ._base import UNSET, Exchange, NotACompletion, _async_call, _sync_call
 from ._format import Enforcing, check_mode
 from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
+from ._unreadable import read_checked_call, read_checked_stream
 
 __all__ = ["REPAIRS", "Responses"]
 
@@ -68,17 +69,17 @@ class _Read(Exchange):
 
     def read(self, ok: bool, value: Any) -> tuple[bool, Any]:
         if not ok:
-            return ok, value
+            return ok, sdk_reading_failure(value)
         if type(value) in SDK_RESPONSES:  # the SDK's `Response`: read by attribute
             identity = getattr(value, "id", None)
             if isinstance(identity, str):
                 self.conversation.last_id = identity
             try:
                 return ok, read_sdk_response(value)
-            except ResponseFailed as exc:
+            except ProviderError as exc:  # failed, or unreadable
                 return False, exc
         if self.streamed and is_stream(value):
-            return ok, value
+            return ok, read_checked_stream(value)
         if not is_response(value):
             return False, NotACompletion(
                 f"the endpoint returned {type(value).__name__}, not a response: "
@@ -91,7 +92,7 @@ class _Read(Exchange):
             SDK_RESPONSES.add(type(value))  # few classes: the SDK's `Response` (and subclasses)
         try:
             return ok, read_response(value)
-        except ResponseFailed as exc:
+        except ProviderError as exc:
             return False, exc
 
 
@@ -220,9 +221,11 @@ class Responses:
 def _stream_start(wrapped: Any, conversation: Conversation) -> Callable[[ModelCall], Any]:
     """A streamed tool-call run's request, as the Responses API's (the SDK's own events)."""
 
+    create = read_checked_call(wrapped.responses.create)
+
     def start(effect: ModelCall) -> Any:
         chat = {"messages": [dict(m) for m in effect.messages], **effect.params}
-        return wrapped.responses.create(**conversation.request(chat))
+        return create(**conversation.request(chat))
 
     return start
 

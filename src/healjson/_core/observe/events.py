@@ -380,7 +380,9 @@ def _policies(outcome: Healed[Any]) -> dict[str, Any]:
     if outcome.warnings:
         found["warnings"] = [f"{d.path}: {d.constraint}" for d in outcome.warnings]
     if outcome.dropped:
-        found["dropped"] = [item.index for item in outcome.dropped]
+        found["dropped"] = [
+            item.where if item.list_path else item.index for item in outcome.dropped
+        ]
     if outcome.fixed:
         found["fixed"] = list(outcome.fixed)
     return found

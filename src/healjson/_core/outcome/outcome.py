@@ -99,7 +99,8 @@ class Healed(Generic[T]):
             if self.warnings:
                 parts.append(f"warnings={len(self.warnings)}")
             if self.dropped:
-                parts.append(f"dropped={[item.index for item in self.dropped]}")
+                places = [item.where if item.list_path else item.index for item in self.dropped]
+                parts.append(f"dropped={places}")
             return redact_text(f"Healed({', '.join(parts)})")
 
     def unwrap(self) -> T:

@@ -301,6 +301,7 @@ def _dropped_from(data: Mapping[str, Any]) -> Dropped:
         _int(data, "index", required=True),
         data.get("item"),
         tuple(_diagnostic_from(_object(d, "a diagnostic")) for d in _list(data, "diagnostics")),
+        _str(data, "list_path") or "",
     )
 
 

@@ -235,7 +235,7 @@ def _outcome(outcome: Outcome[Any]) -> list[str]:
         if outcome.dropped:
             lines.append(f"- **Items dropped**: {len(outcome.dropped)}")
             for item in outcome.dropped:
-                lines.append(f"  - item [{item.index}]")
+                lines.append(f"  - item {item.where}")
                 lines += _diagnostics(item.diagnostics, "    ")
         if outcome.warnings:
             lines.append(f"- **Warnings**: {len(outcome.warnings)}")

@@ -37,8 +37,9 @@ from healjson._core.wire.effects import AwaitAll
 from healjson._core.wire.reply import Reply
 
 from .budget import estimated_usage
-from .engine import RunState, new_healed, refusal_diagnostic
+from .engine import RunState, new_healed
 from .policy import HealPolicy
+from .stops import refusal_diagnostic
 
 __all__ = ["HealSpec", "JsonAnswers", "next_prompt"]
 

@@ -34,7 +34,6 @@ from healjson._core.observe import events as _events
 from healjson._core.outcome.attempt import Attempt, Reason, new_attempt
 from healjson._core.outcome.outcome import Degraded, Healed, Outcome
 from healjson._core.outcome.seal import seal
-from healjson._core.parse import ParseResult
 from healjson._core.redact import redact_params, redact_text, run_secrets
 from healjson._core.repair.prompt import RepairPrompt, Strategy, history_line
 from healjson._core.wire.effects import (
@@ -49,6 +48,7 @@ from healjson._core.wire.reply import Reply, Usage
 
 from .budget import deadline_passed, estimated_usage, more_tokens, over_budget
 from .policy import HealPolicy, time_left
+from .stops import aborted_evaluation, failure_diagnostic, provider_stop
 
 __all__ = [
     "AnswerSpec",
@@ -59,7 +59,6 @@ __all__ = [
     "heal_flow",
     "new_healed",
     "new_run_id",
-    "refusal_diagnostic",
 ]
 
 _NO_USAGE = Usage()
@@ -310,12 +309,12 @@ def _loop(
             usage=usage,
             model=reply.model or this_params.get("model"),
         )
-        halt = _provider_stop(reply, policy)
+        halt = provider_stop(reply, policy)
         if halt is not None:
             _record(run, new_attempt(**base, diagnostics=(halt[1],), reasoning=reply.reasoning))
             return (yield from _degrade(spec, run, answers, halt[0], [halt[1]], raw=raw))
         if result.aborted:
-            evaluation = _aborted_evaluation(result, raw)
+            evaluation = aborted_evaluation(result, raw)
         else:
             evaluation = yield from answers.judge(reply, number, this_params)
             run.usage = _contracts_spent(run.usage, run.context)
@@ -401,51 +400,12 @@ def _record(run: RunState, attempt: Attempt) -> None:
         run.events.attempt(attempt)
 
 
-def _provider_stop(reply: Reply, policy: HealPolicy) -> tuple[Reason, Diagnostic] | None:
-    if reply.finish_reason == "content_filter":
-        return Reason.CONTENT_FILTER, Diagnostic(
-            ROOT,
-            reply.content or "",
-            "the provider's content filter stopped the answer",
-            "Rephrase the request; the provider refused to complete it.",
-            Source.CONTENT_FILTER,
-        )
-    if reply.refusal and policy.on_refusal == "degrade":
-        return Reason.REFUSAL, refusal_diagnostic(reply.refusal)
-    return None
-
-
-def refusal_diagnostic(refusal: str, prescription: str | None = None) -> Diagnostic:
-    """A model's refusal as a diagnostic."""
-    return Diagnostic(
-        ROOT,
-        refusal,
-        "the model refused to answer",
-        prescription or "Answer the original request with the JSON value it asks for.",
-        Source.REFUSAL,
-    )
-
-
-def _aborted_evaluation(result: CallResult, raw: str | None) -> Evaluation:
-    """A stream closed early on violations more tokens could not fix: judged by them. (A
-    stream that ended with no finish reason in the middle of a value comes here too, with a
-    truncation diagnostic: it is judged as cut.)"""
-    diagnostics = result.aborted
-    if diagnostics[0].source is Source.TRUNCATION:
-        cut = ParseResult(result.partial, (Flag.TRUNCATED,), True, diagnostics[0], answer=raw)
-        return Evaluation(Verdict.TRUNCATED, cut, diagnostics, answer=raw)
-    contract = any(d.source is Source.CONTRACT for d in diagnostics)
-    parse = ParseResult(result.partial, (Flag.STREAM_ABORTED,), answer=raw)
-    verdict = Verdict.CONTRACT if contract else Verdict.SCHEMA
-    return Evaluation(verdict, parse, diagnostics, answer=raw)
-
-
 def _call_failed(
     spec: AnswerSpec, run: RunState, answers: Answers, base: dict[str, Any], failure: CallFailure
 ) -> Generator[AwaitAll, Any, Outcome[Any]]:
     reason = Reason(failure.kind)
     message = redact_text(failure.message)  # an error body may echo a credential
-    diagnostic = _failure_diagnostic(failure, message)
+    diagnostic = failure_diagnostic(failure, message)
     if failure.deadline:
         diagnostic = deadline_passed(run.policy, message)
     if failure.raw_text:  # a stream that failed part-way: what had arrived is kept
@@ -581,26 +541,3 @@ def _call_fallback(
             Source.FALLBACK,
         )
     return value, None
-
-
-def _failure_diagnostic(failure: CallFailure, message: str) -> Diagnostic:
-    """A failed call as a diagnostic: the provider's own error (status, code, message,
-    redacted) and the fix its status calls for, or, with no HTTP answer, the generic advice."""
-    fault = failure.fault
-    if fault is None:
-        return Diagnostic(
-            ROOT,
-            message,
-            f"the model call failed ({failure.kind})",
-            "Check the provider, network and credentials; healjson does not retry transport "
-            "errors (the client's own retry policy does).",
-            Source.API,
-        )
-    return Diagnostic(
-        ROOT,
-        message,
-        redact_text(f"the provider refused the call: {fault.said()}"),
-        redact_text(fault.advice()),
-        Source.API,
-        rule=redact_text(fault.label),
-    )

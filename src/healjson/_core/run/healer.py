@@ -12,7 +12,7 @@ from healjson._core.judge.contracts import (
     Contract,
     ContractContext,
     Rule,
-    as_contract,
+    as_contracts,
     check_policies,
     for_each_item,
 )
@@ -30,6 +30,7 @@ from healjson._core.wire.reply import Reply, Usage
 from .answers import HealSpec
 from .drive import drive_async, drive_sync
 from .engine import Run, heal_flow
+from .given import given_text, marked_as_data
 from .messages import make_context, normalise_messages
 from .policy import HealPolicy
 from .replay import replay
@@ -93,10 +94,10 @@ class Healer(Generic[T]):
         if not isinstance(policy, HealPolicy):
             raise TypeError(f"policy must be a healjson.HealPolicy, got {type(policy).__name__}")
         target = target_for(model)
-        rules = tuple(as_contract(rule) for rule in contracts)
+        rules = as_contracts(contracts)
         check_policies(rules, items=False)
         _check_fields(target, rules)
-        per_item = tuple(as_contract(rule) for rule in item_contracts)
+        per_item = as_contracts(item_contracts, "item_contracts")
         if per_item and list_item_type(target.type_) is None:
             raise TypeError(f"item_contracts need a list target (list[Item]), not {target.name}")
         checked = [_checked_example(target, index, ex) for index, ex in enumerate(examples)]
@@ -327,17 +328,15 @@ def validate(
     validation context then).
     """
     target = target_for(model)
-    rules = tuple(as_contract(rule) for rule in contracts)
+    rules = as_contracts(contracts)
     check_policies(rules, items=False)
     policy = _validate_policy(on_ambiguity)
     spec = HealSpec(target, rules, policy)
     ctx = _run_context(spec, context, ())
-    if not isinstance(text, str) and isinstance(text, bytes | bytearray | memoryview):
-        # the outcome keeps the reply as text (`raw_text`), as for a model call's bytes
-        text = bytes(text).decode("utf-8", "replace")
+    text, as_data = given_text(text)  # text, or an answer already parsed (judged as data)
     given = Reply(text, finish_reason, usage=_NO_USAGE)  # no call was made: no tokens spent
     outcome: Outcome[Any] = drive_sync(heal_flow(spec, ctx.messages, {}, ctx, given=given))
-    return outcome
+    return marked_as_data(outcome) if as_data else outcome
 
 
 # one attempt, judged under each ambiguity mode (built once: a policy checks its fields)

@@ -6,7 +6,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, NoReturn
+from typing import Final, Literal, NoReturn
 
 from healjson._core.diagnostic import safe_repr
 
@@ -31,8 +31,8 @@ class HealPolicy:
       known prices (the `prices` extra and a model genai-prices knows); while the cost cannot
       be known, this limit is not applied.
     - `on_truncation`: `compress` asks for a compact complete object; `raise_max_tokens` resends
-      with `max_tokens` multiplied by `max_tokens_growth` (capped at `max_tokens_cap`); `both`
-      does both; `degrade` stops with `token_truncated` at once.
+      with `max_tokens` multiplied by `max_tokens_growth` (1 to 100; capped at
+      `max_tokens_cap`); `both` does both; `degrade` stops with `token_truncated` at once.
     - `on_refusal`: `degrade` stops with `refusal`; `retry` re-asks like an invalid answer.
     - `escalate_model`: a stronger model for the final attempt (passed as the `model` param).
     - `history`: `compact` adds one line per earlier failed attempt to each repair prompt (stops
@@ -90,7 +90,13 @@ class HealPolicy:
             if getattr(self, name) is not None:
                 _count(name, getattr(self, name), " or None")
         _number("cost_budget", self.cost_budget, lambda x: x > 0, "a number of USD > 0 or None")
-        _number("max_tokens_growth", self.max_tokens_growth, lambda x: x >= 1, "a number >= 1")
+        _number(
+            "max_tokens_growth",
+            self.max_tokens_growth,
+            lambda x: 1 <= x <= MAX_TOKENS_GROWTH,
+            f"a number >= 1 and <= {MAX_TOKENS_GROWTH:g} (the factor a cut answer's token "
+            "limit is multiplied by; cap the limit itself with max_tokens_cap)",
+        )
         for name in ("deadline_s", "contract_timeout_s"):
             _number(name, getattr(self, name), lambda x: x > 0, "a number of seconds > 0 or None")
         for name, allowed in _CHOICES.items():
@@ -106,6 +112,10 @@ class HealPolicy:
         ):
             _bad("provider_errors", errors, "a tuple of exception types")
 
+
+MAX_TOKENS_GROWTH: Final = 100.0
+"""The largest `max_tokens_growth`: a limit grown further per repair says nothing more (and a
+factor like 1e308 would overflow the limit it multiplies)."""
 
 _CHOICES: dict[str, tuple[str, ...]] = {
     "on_truncation": ("compress", "raise_max_tokens", "both", "degrade"),
