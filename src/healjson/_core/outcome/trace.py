@@ -190,7 +190,9 @@ def _round(attempt: Attempt) -> list[str]:
         lines += _block("Repair prompt sent", prompt, MAX_PROMPT_CHARS, count=False)
     elif attempt.number > 1:
         lines += ["_The original request, resent unchanged._", ""]
-    if _no_call(attempt):
+    if attempt.cache_hit:
+        lines.append("- **Model call**: none (served from the response cache, judged again)")
+    elif _no_call(attempt):
         lines.append("- **Model call**: none (the reply was given, not requested)")
     else:
         if attempt.model:
@@ -222,7 +224,9 @@ def _round(attempt: Attempt) -> list[str]:
 
 def _outcome(outcome: Outcome[Any]) -> list[str]:
     lines = ["#### Outcome", ""]
-    if outcome.ok:
+    if outcome.ok and not outcome.calls and outcome.usage.cache_hits:
+        lines.append("- **Healed** from the response cache (no model call)")
+    elif outcome.ok:
         lines.append(f"- **Healed** in round {outcome.calls}")
         if outcome.flags:
             lines.append(f"- **Local repairs (L1)**: {', '.join(outcome.flags)}")

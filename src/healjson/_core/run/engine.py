@@ -437,6 +437,8 @@ def _aborted_evaluation(result: CallResult, raw: str | None) -> Evaluation:
     contract = any(d.source is Source.CONTRACT for d in diagnostics)
     parse = ParseResult(result.partial, (Flag.STREAM_ABORTED,), answer=raw)
     verdict = Verdict.CONTRACT if contract else Verdict.SCHEMA
+    if diagnostics[0].source is Source.DEGENERATE:  # the guard cut it (a whitespace run, a loop)
+        verdict = Verdict.DEGENERATE
     return Evaluation(verdict, parse, diagnostics, answer=raw)
 
 

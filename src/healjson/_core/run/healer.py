@@ -210,8 +210,9 @@ class Healer(Generic[T]):
 
         # under on_truncation="degrade" a cut answer ends the run: a breach read before a cut
         # that may follow would repair instead, so nothing is stopped early
-        abort = self.policy.stream_abort and self.policy.on_truncation != "degrade"
-        return JsonReader(new_session, abort)
+        policy = self.policy
+        abort = policy.stream_abort and policy.on_truncation != "degrade"
+        return JsonReader(new_session, abort, (policy.max_whitespace_run, policy.max_repeats))
 
     def replay(
         self,
