@@ -36,6 +36,7 @@ from ._core.wire.reply import Reply, ToolCall, Usage
 from ._decorator import heal
 from ._judge import judge
 from ._packs import ContractPack, load_contracts
+from ._response_cache import ResponseCache, ResponseStore
 from ._wrap import wrap, wrap_callable
 
 __all__ = [
@@ -62,6 +63,8 @@ __all__ = [
     "Reason",
     "RepairPrompt",
     "Reply",
+    "ResponseCache",
+    "ResponseStore",
     "Source",
     "Strategy",
     "ToolCall",

@@ -23,7 +23,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
-from healjson._core.diagnostic import ROOT, Diagnostic, Source, describe_exception
+from healjson._core.diagnostic import Diagnostic, Source
 from healjson._core.flags import Flag
 from healjson._core.frozen import builder
 from healjson._core.judge.check import Evaluation
@@ -39,6 +39,8 @@ from healjson._core.redact import redact_params, redact_text, run_secrets
 from healjson._core.repair.prompt import RepairPrompt, Strategy, history_line
 from healjson._core.wire.effects import (
     AwaitAll,
+    CacheGet,
+    CachePut,
     CallFailure,
     CallResult,
     ModelCall,
@@ -49,12 +51,14 @@ from healjson._core.wire.reply import Reply, Usage
 
 from .budget import deadline_passed, estimated_usage, more_tokens, over_budget
 from .policy import HealPolicy, time_left
+from .stops import call_fallback, failure_diagnostic, provider_stop, refusal_diagnostic
 
 __all__ = [
     "AnswerSpec",
     "Answers",
     "Flow",
     "Run",
+    "RunCache",
     "RunState",
     "heal_flow",
     "new_healed",
@@ -72,7 +76,22 @@ _RUN_COUNTER = itertools.count(1)
 new_run_id: Callable[[], str] = map(f"{_RUN_PREFIX}-{{:06d}}".format, _RUN_COUNTER).__next__
 """A fresh run id, e.g. `3f9a1c2b7d4e-000042` (one C-level call: no Python frame per run)."""
 
-Flow = Generator[ModelCall | AwaitAll, Any, Outcome[Any]]
+Flow = Generator[ModelCall | AwaitAll | CacheGet | CachePut, Any, Outcome[Any]]
+
+
+class RunCache(Protocol):
+    """A run's use of a response cache (`cache.CachedRun`): looked up before the first call,
+    written after a healed run."""
+
+    def lookup(
+        self, ctx: ContractContext, run_id: str, events: _events.RunEvents | None
+    ) -> Generator[Any, Any, Healed[Any] | None]:
+        """The run's outcome from a stored answer judged again; None: call the model."""
+        ...
+
+    def store(self, outcome: Healed[Any]) -> CachePut | None:
+        """The effect that stores a healed run's answer (None: nothing to store)."""
+        ...
 
 
 class Run:
@@ -213,14 +232,17 @@ def heal_flow(
     started: float | None = None,
     observed: bool = True,
     enforcement: Enforcement | None = None,
+    cache: RunCache | None = None,
 ) -> Flow:
     """The whole L1-L4 loop for one request, as a generator the drivers run. `given`: a reply
     already in hand, judged as the first attempt instead of calling the model (`validate`);
     `started`: when the run began (a `time.monotonic()`), for the deadline; `observed=False`:
     no events, spans or metrics (a run replayed from stored results); `enforcement`: the schema
     the adapter's request asked the endpoint to enforce (its first answer is judged against it:
-    `healjson._core.judge.enforcement`). The first reply goes to the kind's `first` before any
-    of the loop's state is built: a clean first answer is the run's `Healed` at once. However
+    `healjson._core.judge.enforcement`); `cache`: the run's response cache (`cache.py`: a hit
+    judged again is the outcome with no call; a healed run's answer is stored). The first reply
+    goes to the kind's `first` before any of the loop's state is built: a clean first answer is
+    the run's `Healed` at once. However
     the flow ends (an outcome, a driver that raised, a stream the caller abandoned), the run's
     telemetry context is released."""
     started = time.monotonic() if started is None else started
@@ -229,9 +251,17 @@ def heal_flow(
     events = _events.for_run(run_id, spec) if observed else None
     try:
         policy = spec.policy
+        healed: Healed[Any] | None = None
         if given is not None:
             result = new_call_result(given, None, 0.0)
         else:
+            if cache is not None:
+                healed = yield from cache.lookup(ctx, run_id, events)
+                if healed is not None:  # served from the cache, judged again: no call
+                    if events is not None:
+                        events.attempt(healed.attempts[0])
+                        events.healed(healed)
+                    return healed
             if events is not None:
                 events.call_started(1, params)
             left = time_left(policy, started)
@@ -245,14 +275,19 @@ def heal_flow(
                 run_id=run_id,
                 context=ctx,
             )
-            if healed is not None:
-                if events is not None:
-                    events.attempt(healed.attempts[0])
-                    events.healed(healed)
-                return healed
-        run = RunState(policy, messages, ctx, started=started, run_id=run_id, events=events)
-        answers = spec.answers(run, enforcement)
-        return (yield from _loop(spec, run, answers, result, params))
+            if healed is not None and events is not None:
+                events.attempt(healed.attempts[0])
+                events.healed(healed)
+        outcome: Outcome[Any] | None = healed
+        if outcome is None:
+            run = RunState(policy, messages, ctx, started=started, run_id=run_id, events=events)
+            answers = spec.answers(run, enforcement)
+            outcome = yield from _loop(spec, run, answers, result, params)
+        if cache is not None and isinstance(outcome, Healed):
+            put = cache.store(outcome)
+            if put is not None:
+                yield put
+        return outcome
     finally:
         if events is not None:
             events.release()
@@ -310,7 +345,7 @@ def _loop(
             usage=usage,
             model=reply.model or this_params.get("model"),
         )
-        halt = _provider_stop(reply, policy)
+        halt = provider_stop(reply, policy)
         if halt is not None:
             _record(run, new_attempt(**base, diagnostics=(halt[1],), reasoning=reply.reasoning))
             return (yield from _degrade(spec, run, answers, halt[0], [halt[1]], raw=raw))
@@ -401,31 +436,6 @@ def _record(run: RunState, attempt: Attempt) -> None:
         run.events.attempt(attempt)
 
 
-def _provider_stop(reply: Reply, policy: HealPolicy) -> tuple[Reason, Diagnostic] | None:
-    if reply.finish_reason == "content_filter":
-        return Reason.CONTENT_FILTER, Diagnostic(
-            ROOT,
-            reply.content or "",
-            "the provider's content filter stopped the answer",
-            "Rephrase the request; the provider refused to complete it.",
-            Source.CONTENT_FILTER,
-        )
-    if reply.refusal and policy.on_refusal == "degrade":
-        return Reason.REFUSAL, refusal_diagnostic(reply.refusal)
-    return None
-
-
-def refusal_diagnostic(refusal: str, prescription: str | None = None) -> Diagnostic:
-    """A model's refusal as a diagnostic."""
-    return Diagnostic(
-        ROOT,
-        refusal,
-        "the model refused to answer",
-        prescription or "Answer the original request with the JSON value it asks for.",
-        Source.REFUSAL,
-    )
-
-
 def _aborted_evaluation(result: CallResult, raw: str | None) -> Evaluation:
     """A stream closed early on violations more tokens could not fix: judged by them. (A
     stream that ended with no finish reason in the middle of a value comes here too, with a
@@ -447,7 +457,7 @@ def _call_failed(
 ) -> Generator[AwaitAll, Any, Outcome[Any]]:
     reason = Reason(failure.kind)
     message = redact_text(failure.message)  # an error body may echo a credential
-    diagnostic = _failure_diagnostic(failure, message)
+    diagnostic = failure_diagnostic(failure, message)
     if failure.deadline:
         diagnostic = deadline_passed(run.policy, message)
     if failure.raw_text:  # a stream that failed part-way: what had arrived is kept
@@ -543,7 +553,7 @@ def _degrade(
     fallback = spec.fallback
     if callable(fallback) and not isinstance(fallback, type):
         limit = run.policy.contract_timeout_s
-        fallback, failure = yield from _call_fallback(fallback, raw, errors, limit)
+        fallback, failure = yield from call_fallback(fallback, raw, errors, limit)
         if failure is not None:
             errors.append(failure)
     outcome: Degraded[Any] = Degraded(
@@ -563,46 +573,3 @@ def _degrade(
     if run.events is not None:
         run.events.degraded(outcome)
     return outcome
-
-
-def _call_fallback(
-    factory: Callable[..., Any], raw: str | None, errors: list[Diagnostic], limit: float | None
-) -> Generator[AwaitAll, Any, tuple[Any, Diagnostic | None]]:
-    try:
-        value = factory(raw, tuple(errors))
-        if hasattr(value, "__await__"):
-            (value,) = yield AwaitAll((value,), limit)
-            if isinstance(value, Exception):
-                raise value
-    except Exception as exc:
-        return None, Diagnostic(
-            ROOT,
-            describe_exception(exc),
-            "the fallback factory raised",
-            "Fix the fallback factory; the degradation carries no fallback value.",
-            Source.FALLBACK,
-        )
-    return value, None
-
-
-def _failure_diagnostic(failure: CallFailure, message: str) -> Diagnostic:
-    """A failed call as a diagnostic: the provider's own error (status, code, message,
-    redacted) and the fix its status calls for, or, with no HTTP answer, the generic advice."""
-    fault = failure.fault
-    if fault is None:
-        return Diagnostic(
-            ROOT,
-            message,
-            f"the model call failed ({failure.kind})",
-            "Check the provider, network and credentials; healjson does not retry transport "
-            "errors (the client's own retry policy does).",
-            Source.API,
-        )
-    return Diagnostic(
-        ROOT,
-        message,
-        redact_text(f"the provider refused the call: {fault.said()}"),
-        redact_text(fault.advice()),
-        Source.API,
-        rule=redact_text(fault.label),
-    )

@@ -24,10 +24,11 @@ from healjson._core.repair.example import golden_example
 from healjson._core.stream.reading import JsonReader
 from healjson._core.stream.session import StreamSession
 from healjson._core.target.target import SpecialForm, Target, list_item_type, target_for
-from healjson._core.wire.effects import CallResult, ModelCall
+from healjson._core.wire.effects import CacheStore, CallResult, ModelCall
 from healjson._core.wire.reply import Reply, Usage
 
 from .answers import HealSpec
+from .cache import CachedRuns
 from .drive import drive_async, drive_sync
 from .engine import Run, heal_flow
 from .messages import make_context, normalise_messages
@@ -55,6 +56,9 @@ class Healer(Generic[T]):
     (`info.context` in a validator) in every validation of the run, the very object passed.
     Whatever happens at call time, `run` returns `Healed` or `Degraded`. Mistakes in the
     configuration itself (an unknown contract field, an example that does not validate) raise here.
+    `cache=` (a `healjson.ResponseCache`, or any store with `get` / `put`): a request answered
+    before is served from it with no model call, once its answer passes today's schema and
+    contracts again (`healjson._core.run.cache`); each healed answer is stored.
     """
 
     @overload
@@ -67,6 +71,7 @@ class Healer(Generic[T]):
         fallback: Any = None,
         examples: Iterable[Any] = (),
         item_contracts: Iterable[Rule[Any]] = (),
+        cache: CacheStore | None = None,
     ) -> None: ...
     @overload
     def __init__(
@@ -78,6 +83,7 @@ class Healer(Generic[T]):
         fallback: Any = None,
         examples: Iterable[Any] = (),
         item_contracts: Iterable[Rule[Any]] = (),
+        cache: CacheStore | None = None,
     ) -> None: ...
     def __init__(
         self,
@@ -88,6 +94,7 @@ class Healer(Generic[T]):
         fallback: Any = None,
         examples: Iterable[Any] = (),
         item_contracts: Iterable[Contract[Any] | Callable[..., Any]] = (),
+        cache: CacheStore | None = None,
     ) -> None:
         policy = HealPolicy() if policy is None else policy
         if not isinstance(policy, HealPolicy):
@@ -110,6 +117,8 @@ class Healer(Generic[T]):
         self.spec = HealSpec(
             target, every, policy, fallback, golden_example(target, checked, every)
         )
+        self.cache = cache
+        self._cached = None if cache is None else _cached_runs(cache, self.spec)
 
     def run(
         self,
@@ -185,15 +194,18 @@ class Healer(Generic[T]):
         (a run replayed from stored results: it would repeat them on every replay)."""
         original = normalise_messages(messages)
         ctx = _run_context(self.spec, context, original)
+        params = {} if params is None else params
+        cached = self._cached
         flow = heal_flow(
             self.spec,
             original,
-            {} if params is None else params,
+            params,
             ctx,
             given=given,
             started=time.monotonic(),
             observed=observed,
             enforcement=enforcement,
+            cache=None if cached is None or given is not None else cached.run(original, params),
         )
         return Run(flow, ctx)
 
@@ -238,6 +250,8 @@ class Healer(Generic[T]):
         twin.__dict__.update(self.__dict__)
         twin.fallback = fallback
         twin.spec = dataclasses.replace(self.spec, fallback=fallback)
+        if self._cached is not None:
+            twin._cached = self._cached.for_spec(twin.spec)
         return twin
 
     def __repr__(self) -> str:
@@ -245,6 +259,16 @@ class Healer(Generic[T]):
             f"Healer({self.target.name}, contracts={len(self.contracts)}, "
             f"max_attempts={self.policy.max_attempts})"
         )
+
+
+def _cached_runs(cache: CacheStore, spec: HealSpec) -> CachedRuns:
+    """The healer's runs through `cache` (checked: a store needs `get` and `put`)."""
+    if not (callable(getattr(cache, "get", None)) and callable(getattr(cache, "put", None))):
+        raise TypeError(
+            f"cache must be a healjson.ResponseCache (or a store with get(key) and "
+            f"put(key, value)), got {type(cache).__name__}"
+        )
+    return CachedRuns(cache, spec)
 
 
 def _run_context(

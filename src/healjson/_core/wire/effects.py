@@ -3,14 +3,15 @@
 The engine is a generator that yields `ModelCall` (call the model) or `AwaitAll` (await async
 contracts or fallback factories) and receives results in its own types: a `CallResult` holding
 a `Reply` or a `CallFailure`, never a provider object or an SDK exception. The drivers
-(`drive.py`) translate.
+(`drive.py`) translate. A run with a response cache also yields `CacheGet` (the stored entry, or
+None, comes back) and `CachePut` (None comes back): the flow itself does no I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from healjson._core.diagnostic import Diagnostic
 from healjson._core.frozen import builder
@@ -20,6 +21,9 @@ from .reply import Reply
 
 __all__ = [
     "AwaitAll",
+    "CacheGet",
+    "CachePut",
+    "CacheStore",
     "CallFailure",
     "CallResult",
     "DeadlineExceeded",
@@ -58,6 +62,37 @@ class AwaitAll:
     timeout_s: float | None = None
     """Each awaitable still running after this many seconds is cancelled; its result is a
     `TimeoutError` (None: no limit)."""
+
+
+class CacheStore(Protocol):
+    """Where a response cache keeps its entries (`healjson.ResponseCache`, or any object with
+    these two methods): bytes or text under a key; `get` None when there is none."""
+
+    def get(self, key: str) -> bytes | str | None:
+        """The entry stored under `key`, or None."""
+        ...
+
+    def put(self, key: str, value: bytes) -> None:
+        """Store `value` under `key` (replacing any entry)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class CacheGet:
+    """Effect: read the entry under `key` from `store`; send back what `get` returned (None
+    when it failed: a cache that cannot be read is a miss)."""
+
+    store: CacheStore
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class CachePut:
+    """Effect: store `value` under `key` in `store` (a failure to write is only reported)."""
+
+    store: CacheStore
+    key: str
+    value: bytes
 
 
 class ProviderError(Exception):

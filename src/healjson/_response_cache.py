@@ -1,0 +1,142 @@
+"""`healjson.ResponseCache`: where healed answers are kept between runs (SQLite by default).
+
+The store only keeps bytes under keys; what a key and an entry mean, and why a hit is judged
+again before it is served, is the run's business (`healjson._core.run.cache`). Any object with
+`get(key) -> bytes | str | None` and `put(key, value)` can stand in for it (`ResponseStore`).
+
+SQLite in WAL mode: any number of threads and processes read and write one file at once (a
+connection per thread and process; a writer waits for the lock up to `timeout_s`); an entry
+written is there for the next process. `ResponseCache.memory()` keeps entries in this process
+only (a dict behind a lock), for tests and short-lived programs.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from ._core.wire.effects import CacheStore
+
+if TYPE_CHECKING:
+    import sqlite3
+
+__all__ = ["ResponseCache", "ResponseStore"]
+
+_SCHEMA: Final = (
+    "CREATE TABLE IF NOT EXISTS responses "
+    "(key TEXT PRIMARY KEY, value BLOB NOT NULL, stored_at REAL NOT NULL) WITHOUT ROWID"
+)
+
+
+ResponseStore = CacheStore
+"""What a response cache needs of its store: `get(key) -> bytes | str | None` and
+`put(key, value)` (bytes); `ResponseCache` is one, any object with the two methods another."""
+
+
+class ResponseCache:
+    """A response cache in a SQLite file (`ResponseCache(path)`) or in memory
+    (`ResponseCache.memory()`).
+
+    Give it to `Healer(..., cache=)`, `wrap(client, cache=)`, `@heal(..., cache=)` or the
+    command line's `--cache PATH`. Every entry is a healed answer (redacted), never a request:
+    the keys are hashes. `len()` counts the entries; `clear()` empties it; `close()` closes this
+    thread's connection (the others close with their threads' end or the process's).
+    """
+
+    blocking = True
+    """The async driver reads and writes a blocking store on a worker thread."""
+
+    def __init__(self, path: str | os.PathLike[str], *, timeout_s: float = 30.0) -> None:
+        self.path: Path | None = Path(path)
+        self.timeout_s = timeout_s
+        self._local = threading.local()
+        self._memory: dict[str, bytes] | None = None
+        self._lock = threading.Lock()
+        self._connection()  # the file and its table exist from here on: a bad path fails now
+
+    @classmethod
+    def memory(cls) -> ResponseCache:
+        """A cache in this process's memory only (safe across its threads)."""
+        cache = cls.__new__(cls)
+        cache.path = None
+        cache.timeout_s = 0.0
+        cache._local = threading.local()
+        cache._memory = {}
+        cache._lock = threading.Lock()
+        cache.blocking = False  # a dict lookup: no need for a worker thread
+        return cache
+
+    def get(self, key: str) -> bytes | None:
+        """The entry under `key`, or None."""
+        if self._memory is not None:
+            return self._memory.get(key)
+        row = (
+            self._connection()
+            .execute("SELECT value FROM responses WHERE key = ?", (key,))
+            .fetchone()
+        )
+        return None if row is None else bytes(row[0])
+
+    def put(self, key: str, value: bytes) -> None:
+        """Keep `value` under `key` (one autocommitted statement)."""
+        if self._memory is not None:
+            with self._lock:
+                self._memory[key] = bytes(value)
+            return
+        self._connection().execute(
+            "INSERT OR REPLACE INTO responses (key, value, stored_at) VALUES (?, ?, ?)",
+            (key, bytes(value), time.time()),
+        )
+
+    def __len__(self) -> int:
+        if self._memory is not None:
+            return len(self._memory)
+        (count,) = self._connection().execute("SELECT count(*) FROM responses").fetchone()
+        return int(count)
+
+    def clear(self) -> None:
+        """Remove every entry."""
+        if self._memory is not None:
+            with self._lock:
+                self._memory.clear()
+            return
+        self._connection().execute("DELETE FROM responses")
+
+    def close(self) -> None:
+        """Close this thread's connection (a later use opens another)."""
+        found = getattr(self._local, "connection", None)
+        if found is not None:
+            self._local.connection = None
+            found[1].close()
+
+    def __enter__(self) -> ResponseCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = "memory" if self.path is None else str(self.path)
+        return f"ResponseCache({where!r})"
+
+    def _connection(self) -> sqlite3.Connection:
+        """This thread's connection in this process (a forked child opens its own)."""
+        found: tuple[int, Any] | None = getattr(self._local, "connection", None)
+        pid = os.getpid()
+        if found is not None and found[0] == pid:
+            connection: sqlite3.Connection = found[1]
+            return connection
+        import sqlite3  # only a program that uses a file cache pays for the import
+
+        assert self.path is not None
+        connection = sqlite3.connect(
+            self.path, timeout=self.timeout_s, isolation_level=None, check_same_thread=False
+        )
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
+        connection.execute(_SCHEMA)
+        self._local.connection = (pid, connection)
+        return connection
