@@ -71,23 +71,37 @@ def spec_fingerprint(spec: HealSpec) -> str:
 
 
 def _code_of(rule: Contract[Any]) -> str:
-    """A fingerprint of a rule's code: bytecode, names and plain constants, nested code
-    included (no address, no line number: stable across processes and unrelated edits)."""
-    function = getattr(rule, "fn", None) or getattr(rule, "func", None) or rule
-    code = getattr(function, "__code__", None)
-    if code is None:
-        return ""
+    """A fingerprint of a rule's code: its check's (and fix's) bytecode, names and plain
+    constants, nested code and the functions its closure holds included (a per-item rule's
+    wrapper holds the rule); no address, no line number: stable across processes and edits
+    elsewhere in the file."""
     digest = hashlib.sha256()
-    stack = [code]
-    while stack:
-        current = stack.pop()
-        digest.update(current.co_code)
-        digest.update(repr(current.co_names).encode())
-        for const in current.co_consts:
-            if hasattr(const, "co_code"):
-                stack.append(const)
-            elif isinstance(const, str | bytes | int | float | bool | type(None)):
-                digest.update(repr(const).encode())
+    todo: list[tuple[Any, int]] = [(rule.check, 0), (rule.fix, 0)]
+    while todo:
+        function, depth = todo.pop()
+        inner = getattr(function, "check", None)  # a contract held in a closure
+        if inner is not None and depth < 4:
+            todo.append((inner, depth + 1))
+        code = getattr(function, "__code__", None)
+        if code is None:
+            continue
+        for cell in getattr(function, "__closure__", None) or ():
+            try:
+                held = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if depth < 4 and (hasattr(held, "__code__") or hasattr(held, "check")):
+                todo.append((held, depth + 1))
+        stack = [code]
+        while stack:
+            current = stack.pop()
+            digest.update(current.co_code)
+            digest.update(repr(current.co_names).encode())
+            for const in current.co_consts:
+                if hasattr(const, "co_code"):
+                    stack.append(const)
+                elif isinstance(const, str | bytes | int | float | bool | type(None)):
+                    digest.update(repr(const).encode())
     return digest.hexdigest()[:16]
 
 
