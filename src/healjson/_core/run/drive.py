@@ -58,6 +58,7 @@ from healjson._core.wire.effects import (
     FailureKind,
     ModelCall,
     ProviderError,
+    RequestMessages,
     new_call_result,
 )
 from healjson._core.wire.fault import fault_from_exception
@@ -130,8 +131,12 @@ async def drive_async(
 
 
 def perform(call: Callable[..., Any], effect: ModelCall) -> Any:
-    """The one call line: `call` with fresh copies of the effect's messages and its parameters."""
-    return call(list(map(dict, effect.messages)), **effect.params)
+    """The one call line: `call` with fresh copies of the effect's messages and its parameters
+    (a repair's as `RequestMessages`, which say how many open the original request)."""
+    messages = list(map(dict, effect.messages))
+    if effect.shared_prefix:
+        return call(RequestMessages(messages, effect.shared_prefix), **effect.params)
+    return call(messages, **effect.params)
 
 
 def is_stream(value: Any) -> bool:

@@ -321,7 +321,13 @@ def _loop(
             asked = prompt.items if prompt is not None else ()
             left = run.time_left()
             result = yield new_model_call(
-                number, sent, this_params, left, policy.provider_errors, items=asked
+                number,
+                sent,
+                this_params,
+                left,
+                policy.provider_errors,
+                items=asked,
+                shared_prefix=len(run.original),  # a repair opens with the original messages
             )
         base: dict[str, Any] = {
             "number": number,

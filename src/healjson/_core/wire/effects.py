@@ -30,6 +30,7 @@ __all__ = [
     "FailureKind",
     "ModelCall",
     "ProviderError",
+    "RequestMessages",
     "new_call_result",
     "new_model_call",
 ]
@@ -51,6 +52,22 @@ class ModelCall:
     items: tuple[int, ...] = ()
     """A per-item repair: the answer is a list of these items of the list being repaired (in
     this order), not the whole list."""
+    shared_prefix: int = 0
+    """A repair: its first `shared_prefix` messages are the original request's, byte-identical
+    (what a provider's prompt cache can read back); 0 for a first call."""
+
+
+class RequestMessages(list[dict[str, Any]]):
+    """The messages a driver hands a repair's call (a plain list to any code that reads it):
+    `shared_prefix` says how many of them open the original request, unchanged, so that a wire
+    format whose prompt cache needs an explicit mark (Anthropic's `cache_control`) sets it on
+    the last of them."""
+
+    __slots__ = ("shared_prefix",)
+
+    def __init__(self, messages: list[dict[str, Any]], shared_prefix: int) -> None:
+        super().__init__(messages)
+        self.shared_prefix = shared_prefix
 
 
 @dataclass(frozen=True, slots=True)
