@@ -234,10 +234,11 @@ def _with_messages(
 def shared_end(messages: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     """The last message (not a system one) of the original request a repair's messages open
     with (`RequestMessages.shared_prefix`); None for a first request."""
-    count = getattr(messages, "shared_prefix", 0)
-    for message in reversed(messages[:count]):
-        if message.get("role") != "system":
-            return message
+    count: int = getattr(messages, "shared_prefix", 0)
+    found: Mapping[str, Any]
+    for found in reversed(messages[:count]):
+        if found.get("role") != "system":
+            return found
     return None
 
 
