@@ -34,6 +34,7 @@ from ._core.wire.delta import Delta
 from ._core.wire.effects import ProviderError
 from ._core.wire.reply import Reply, ToolCall, Usage
 from ._decorator import heal
+from ._durable import RetryableError
 from ._judge import judge
 from ._packs import ContractPack, load_contracts
 from ._response_cache import ResponseCache, ResponseStore
@@ -65,6 +66,7 @@ __all__ = [
     "Reply",
     "ResponseCache",
     "ResponseStore",
+    "RetryableError",
     "Source",
     "Strategy",
     "ToolCall",
