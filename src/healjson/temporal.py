@@ -67,20 +67,23 @@ def healed_activity(
     temporal = require_extra("temporalio.activity", "temporal", "temporalio")
     if messages is not _FACTORY:
         if inspect.iscoroutinefunction(call):
-            return _arun(healer, call, messages, context, params, mode)
-        return _run(healer, call, messages, context, params, mode)
+            return _arun(healer, call, messages, context, params, mode=mode)
+        return _run(healer, call, messages, context, params, mode=mode)
     if inspect.iscoroutinefunction(call):
 
         async def heal_async(request: dict[str, Any]) -> dict[str, Any]:
             given = _request(request)
-            outcome = await _arun(healer, call, given[0], given[1], {**params, **given[2]}, mode)
+            outcome = await _arun(
+                healer, call, given[0], given[1], {**params, **given[2]}, mode=mode
+            )
             return outcome.to_dict()
 
         return temporal.defn(name=name)(heal_async)
 
     def heal(request: dict[str, Any]) -> dict[str, Any]:
         given = _request(request)
-        return _run(healer, call, given[0], given[1], {**params, **given[2]}, mode).to_dict()
+        outcome = _run(healer, call, given[0], given[1], {**params, **given[2]}, mode=mode)
+        return outcome.to_dict()
 
     return temporal.defn(name=name)(heal)
 
@@ -121,6 +124,7 @@ def _run(
     messages: Any,
     context: Mapping[str, Any] | None,
     params: dict[str, Any],
+    *,
     mode: str,
 ) -> Outcome[Any]:
     recorded = _Recorded()
@@ -141,6 +145,7 @@ async def _arun(
     messages: Any,
     context: Mapping[str, Any] | None,
     params: dict[str, Any],
+    *,
     mode: str,
 ) -> Outcome[Any]:
     recorded = _Recorded()
