@@ -132,14 +132,10 @@ def write_entry(text: str, finish_reason: str | None, model: str | None, usage: 
         "text": redact_text(text),
         "finish_reason": finish_reason,
         "model": None if model is None else redact_text(model),
-        "usage": {
-            "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "requests": usage.requests,
-        },
+        "usage": [usage.prompt_tokens, usage.completion_tokens, usage.requests],
         "stored_at": round(time.time(), 3),
     }
-    return json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode()
+    return to_json(entry)
 
 
 def read_entry(stored: bytes | str | None) -> Reply | str | None:
