@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,22 @@ def _wrapped(server: ScriptedServer, cache: Any, **client: Any) -> Any:
         http_client=http,
     )
     return healjson.wrap(sdk, cache=cache)
+
+
+def test_a_put_is_read_back_at_once_and_committed_in_batches(tmp_path: Path) -> None:
+    """This object reads an entry back at once; another one (another process's) sees it once
+    the writer thread has committed it, within moments."""
+    path = tmp_path / "cache.sqlite"
+    writer, reader = ResponseCache(path, flush_every_s=0.01), ResponseCache(path)
+    for index in range(50):
+        writer.put(f"k{index}", b"v")
+    assert b"v" == writer.get("k49")
+    deadline = time.monotonic() + 10
+    while reader.get("k49") is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+    assert b"v" == reader.get("k49")
+    assert 50 == len(reader)
 
 
 def test_a_cache_hit_costs_no_model_call(tmp_path: Path) -> None:
@@ -334,7 +351,8 @@ def test_the_decorator_takes_a_cache() -> None:
 def test_the_cache_survives_a_new_process(tmp_path: Path) -> None:
     """An answer stored by one process is served to the next one, with no model call."""
     path = tmp_path / "cache.sqlite"
-    healjson.Healer(Invoice, cache=ResponseCache(path)).run(ScriptedModel([GOOD]), USER)
+    with ResponseCache(path) as cache:  # leaving the block commits what is pending
+        healjson.Healer(Invoice, cache=cache).run(ScriptedModel([GOOD]), USER)
     code = f"""
 import json, sys
 sys.path.insert(0, {str(Path(__file__).parent)!r})
@@ -365,6 +383,7 @@ def _write_many(path: str, worker: int, count: int) -> None:
         thread.start()
     for thread in threads:
         thread.join()
+    cache.flush()
 
 
 def test_eight_threads_and_four_processes_writing_at_once_leave_it_whole(tmp_path: Path) -> None:
@@ -406,8 +425,9 @@ def test_no_secret_reaches_the_cache_file(tmp_path: Path) -> None:
     file (its WAL included): the answer is stored redacted, the request only as a hash."""
     path = tmp_path / "cache.sqlite"
     echoed = f'{{"number": "INV-{SECRET}", "total": 40}}'
+    cache = ResponseCache(path)
     with ScriptedServer([echoed]) as server:
-        client = _wrapped(server, ResponseCache(path), api_key=SECRET)
+        client = _wrapped(server, cache, api_key=SECRET)
         outcome = client.chat.completions.create(
             model="m",
             messages=[{"role": "user", "content": f"my key is {SECRET}"}],
@@ -416,6 +436,7 @@ def test_no_secret_reaches_the_cache_file(tmp_path: Path) -> None:
         )
 
     assert outcome.ok
+    cache.close()
     stored = b"".join(p.read_bytes() for p in tmp_path.iterdir())
     assert SECRET.encode() not in stored
     assert b"[redacted]" in stored

@@ -311,9 +311,13 @@ def batch(
                 examples=setup.examples,
                 policy=policy,
             )
-            return await runner.run(
-                healer, concurrency=concurrency, full=full, on_row=on_row, stop_after=stop_after
-            )
+            try:
+                return await runner.run(
+                    healer, concurrency=concurrency, full=full, on_row=on_row, stop_after=stop_after
+                )
+            finally:
+                if store is not None:
+                    store.close()  # the answers committed before the command ends
 
     with runner:
         try:
