@@ -194,3 +194,46 @@ def test_in_a_workflow_degraded_is_a_value_or_raised_and_calls_are_recorded(
     assert "invalid_output" == reason
     with pytest.raises(ValueError, match="on_degraded"):
         healed_step(healer, model, on_degraded="sometimes")
+
+
+def test_an_async_workflow_records_its_calls_too(tmp_path: Path) -> None:
+    """`healed_step_async` in an async workflow: run twice under one id, one set of calls."""
+    import asyncio
+
+    from dbos import DBOS, SetWorkflowID
+
+    from healjson.dbos import healed_step_async
+
+    model = ScriptedModel(['{"number": "A"}', '{"number": "A", "total": 5}'])
+    healer = healjson.Healer(Invoice)
+
+    async def call(messages: Any, **params: Any) -> Any:
+        return model(messages, **params)
+
+    @DBOS.workflow(name="healjson-test-async")
+    async def extract() -> int:
+        outcome = await healed_step_async(healer, call, "invoice A")
+        return int(outcome.value.total)
+
+    async def twice() -> list[int]:
+        results = []
+        for _ in range(2):
+            with SetWorkflowID("async-1"):
+                results.append(await extract())
+        return results
+
+    DBOS(
+        config={
+            "name": "healjson-async-test",
+            "system_database_url": f"sqlite:///{tmp_path / 'dbos.sqlite'}",
+            "log_level": "ERROR",
+        }
+    )
+    DBOS.launch()
+    try:
+        totals = asyncio.run(twice())
+    finally:
+        DBOS.destroy()
+
+    assert [5, 5] == totals
+    assert 2 == len(model.calls)

@@ -115,13 +115,14 @@ def cache_key(
     kept = {key: value for key, value in params.items() if key not in TRANSPORT}
     shown = redact_params(kept) if kept else kept
     request = to_json([messages, sorted(shown.items())], fallback=repr, serialize_unknown=True)
-    context = ctx.validation_context
-    extra = b"" if context is None else to_json(context, fallback=repr, serialize_unknown=True)
     digest = hashlib.sha256(fingerprint.encode())
     digest.update(b"\0")
     digest.update(redact_text(request.decode("utf-8", "replace")).encode())
-    digest.update(b"\0")
-    digest.update(redact_text(extra.decode("utf-8", "replace")).encode())
+    context = ctx.validation_context
+    if context is not None:
+        extra = to_json(context, fallback=repr, serialize_unknown=True)
+        digest.update(b"\0")
+        digest.update(redact_text(extra.decode("utf-8", "replace")).encode())
     return digest.hexdigest()
 
 
@@ -131,7 +132,7 @@ def write_entry(text: str, finish_reason: str | None, model: str | None, usage: 
         "v": 1,
         "text": redact_text(text),
         "finish_reason": finish_reason,
-        "model": None if model is None else redact_text(model),
+        "model": model,
         "usage": [usage.prompt_tokens, usage.completion_tokens, usage.requests],
         "stored_at": round(time.time(), 3),
     }
