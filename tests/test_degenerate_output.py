@@ -146,6 +146,15 @@ def test_a_valid_answer_holding_a_long_run_is_degenerate_read_whole_or_streamed(
     assert whole.reason == streamed.reason == Reason.DEGENERATE_OUTPUT
 
 
+def test_validate_judges_a_reply_in_hand_without_the_guard() -> None:
+    """`healjson.validate` makes no call, so there is nothing to save: a long repetitive answer
+    that validates is a value there."""
+    items = ",".join(['{"sku": "x", "qty": 1}'] * 1_000)
+    content = '{"number": "A-1", "items": [' + items + "]}"
+
+    assert isinstance(healjson.validate(content, Order), Healed)
+
+
 def test_the_guard_off_reads_the_whole_stream() -> None:
     """`max_whitespace_run=None, max_repeats=None`: nothing is cut (the answer is then cut by
     nothing but its end)."""

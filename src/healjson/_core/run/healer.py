@@ -345,7 +345,8 @@ def validate(
 
     The engine's own run, with `text` as the one reply it judges (one attempt, no repair):
     degrades with `invalid_output` (or, more precisely, `empty_output`, `token_truncated`,
-    `contract_error`), never raises on bad text. A bad `model`, contract or `on_ambiguity`
+    `contract_error`), never raises on bad text. The degenerate-output guard does not apply
+    (it bounds what a model call spends: a reply in hand cost what it cost). A bad `model`, contract or `on_ambiguity`
     raises at once: that is a programming error, not a runtime failure. `context`: a mapping
     of data (the contracts' `ctx.extra` and pydantic's validation context), a
     `ContractContext` (its `extra` is pydantic's), or the request's messages or prompt (no
@@ -365,9 +366,13 @@ def validate(
     return outcome
 
 
+# the degenerate-output guard bounds what a model call spends; a reply in hand (`validate`) cost
+# what it cost already, and a long repetitive answer that validates is a value there
+_NO_GUARD: dict[str, Any] = {"max_whitespace_run": None, "max_repeats": None}
 # one attempt, judged under each ambiguity mode (built once: a policy checks its fields)
 _VALIDATE_POLICIES: dict[str, HealPolicy] = {
-    mode: HealPolicy(max_attempts=1, on_ambiguity=mode) for mode in ("reask", "first", "last")
+    mode: HealPolicy(max_attempts=1, on_ambiguity=mode, **_NO_GUARD)
+    for mode in ("reask", "first", "last")
 }
 _NO_USAGE = Usage()
 
@@ -379,5 +384,5 @@ def _validate_policy(mode: Any) -> HealPolicy:
         found = None
     if found is None:
         check_ambiguity(mode)  # raises for anything that is not a mode
-        found = HealPolicy(max_attempts=1, on_ambiguity=mode)
+        found = HealPolicy(max_attempts=1, on_ambiguity=mode, **_NO_GUARD)
     return found
