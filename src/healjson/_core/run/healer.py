@@ -346,11 +346,11 @@ def validate(
     The engine's own run, with `text` as the one reply it judges (one attempt, no repair):
     degrades with `invalid_output` (or, more precisely, `empty_output`, `token_truncated`,
     `contract_error`), never raises on bad text. The degenerate-output guard does not apply
-    (it bounds what a model call spends: a reply in hand cost what it cost). A bad `model`, contract or `on_ambiguity`
-    raises at once: that is a programming error, not a runtime failure. `context`: a mapping
-    of data (the contracts' `ctx.extra` and pydantic's validation context), a
-    `ContractContext` (its `extra` is pydantic's), or the request's messages or prompt (no
-    validation context then).
+    (it bounds what a model call spends: a reply in hand cost what it cost). A bad `model`,
+    contract or `on_ambiguity` raises at once: that is a programming error, not a runtime
+    failure. `context`: a mapping of data (the contracts' `ctx.extra` and pydantic's
+    validation context), a `ContractContext` (its `extra` is pydantic's), or the request's
+    messages or prompt (no validation context then).
     """
     target = target_for(model)
     rules = tuple(as_contract(rule) for rule in contracts)
