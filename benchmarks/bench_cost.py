@@ -25,8 +25,10 @@ contenders alike). Contenders:
   alone; its recorded behaviour is the BAML rows' expected values (BAML produced them), so on its
   own rows it recovers every value by definition, and on json_repair's rows it is not measured.
 
-StructuredRAG's failed generations (the `structuredrag` benchmark's model outputs) are not in
-any package or store reachable offline here, so they are not included.
+StructuredRAG's failed generations are not included: its public repository (weaviate/
+structured-rag) keeps only aggregate scores for the 2024 trials the paper reports, and the full
+responses of two 2026 runs (AssessAnswerability on gpt-5.4-mini / nano) that parsed, so there is
+no set of failed outputs with expected values to read.
 
 Part 2: dollars to valid on `benchmarks/scenarios/packs.jsonl` (29 scenarios, every malformation
 class on the three contract packs; `bench_calls.py`'s runs: healjson against instructor
