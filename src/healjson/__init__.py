@@ -35,8 +35,10 @@ from ._core.wire.delta import Delta
 from ._core.wire.effects import ProviderError
 from ._core.wire.reply import Reply, ToolCall, Usage
 from ._decorator import heal
+from ._durable import RetryableError
 from ._judge import judge
 from ._packs import ContractPack, load_contracts
+from ._response_cache import ResponseCache, ResponseStore
 from ._wrap import wrap, wrap_callable
 
 __all__ = [
@@ -63,6 +65,9 @@ __all__ = [
     "Reason",
     "RepairPrompt",
     "Reply",
+    "ResponseCache",
+    "ResponseStore",
+    "RetryableError",
     "Source",
     "Strategy",
     "ToolCall",

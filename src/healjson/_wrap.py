@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ._core.outcome.calls import ToolCalls
     from ._core.outcome.outcome import Outcome
     from ._core.run.streams import AsyncHealStream, AsyncToolCallStream, HealStream, ToolCallStream
+    from ._response_cache import ResponseStore
     from ._wrap_providers import (
         AsyncHealingAnthropic,
         AsyncHealingFunction,
@@ -581,6 +582,7 @@ def wrap(  # type: ignore[overload-overlap]  # instructor's AsyncInstructor is a
     *,
     json_mode: str = ...,
     policy: HealPolicy | None = ...,
+    cache: ResponseStore | None = ...,
 ) -> AsyncHealingInstructor: ...
 @overload
 def wrap(
@@ -588,6 +590,7 @@ def wrap(
     *,
     json_mode: str = ...,
     policy: HealPolicy | None = ...,
+    cache: ResponseStore | None = ...,
 ) -> HealingInstructor: ...
 @overload
 def wrap(
@@ -595,6 +598,7 @@ def wrap(
     *,
     json_mode: str = ...,
     policy: HealPolicy | None = ...,
+    cache: ResponseStore | None = ...,
 ) -> AsyncHealingClient: ...
 @overload
 def wrap(
@@ -602,18 +606,39 @@ def wrap(
     *,
     json_mode: str = ...,
     policy: HealPolicy | None = ...,
+    cache: ResponseStore | None = ...,
 ) -> HealingClient: ...
 @overload
 def wrap(
-    client: anthropic.AsyncAnthropic, *, json_mode: str = ..., policy: HealPolicy | None = ...
+    client: anthropic.AsyncAnthropic,
+    *,
+    json_mode: str = ...,
+    policy: HealPolicy | None = ...,
+    cache: ResponseStore | None = ...,
 ) -> AsyncHealingAnthropic: ...
 @overload
 def wrap(
-    client: anthropic.Anthropic, *, json_mode: str = ..., policy: HealPolicy | None = ...
+    client: anthropic.Anthropic,
+    *,
+    json_mode: str = ...,
+    policy: HealPolicy | None = ...,
+    cache: ResponseStore | None = ...,
 ) -> HealingAnthropic: ...
 @overload
-def wrap(client: Any, *, json_mode: str = ..., policy: HealPolicy | None = ...) -> Any: ...
-def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | None = None) -> Any:
+def wrap(
+    client: Any,
+    *,
+    json_mode: str = ...,
+    policy: HealPolicy | None = ...,
+    cache: ResponseStore | None = ...,
+) -> Any: ...
+def wrap(
+    client: Any,
+    *,
+    json_mode: str = "json_schema",
+    policy: HealPolicy | None = None,
+    cache: ResponseStore | None = None,
+) -> Any:
     """Wrap an `openai.OpenAI` / `openai.AsyncOpenAI` client (or an instructor client, or an
     `anthropic.Anthropic` / `anthropic.AsyncAnthropic` client: its `messages.create` and
     `messages.stream` heal the same way, in Anthropic's tiers — native structured output, a
@@ -640,10 +665,17 @@ def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | No
     breaks the schema it was sent) is flagged `schema_not_enforced` on that attempt, and the
     client logs `healjson.schema_not_enforced` once.
     Wrapping a wrapped client wraps the client beneath it (one healing layer, the new settings).
+    `cache=` (a `healjson.ResponseCache`): healed answers are kept, and a request answered
+    before is served with no model call once its answer passes today's checks again.
     """
     from .adapters._base import unwrapped
 
     client = unwrapped(client)  # the adapter is chosen by the client beneath any healjson layer
+    return _with_cache(_adapter(client, json_mode, policy), cache)
+
+
+def _adapter(client: Any, json_mode: str, policy: HealPolicy | None) -> Any:
+    """The adapter for `client` (the client beneath any healjson layer)."""
     if type(client).__module__.split(".", 1)[0] == "instructor":
         from .adapters._instructor import InstructorClient
 
@@ -672,6 +704,7 @@ def wrap_callable(  # type: ignore[overload-overlap]  # a coroutine function is 
     async_: bool | None = ...,
     json_mode: str = ...,
     policy: HealPolicy | None = ...,
+    cache: ResponseStore | None = ...,
 ) -> AsyncHealingFunction[R]: ...
 @overload
 def wrap_callable(
@@ -680,6 +713,7 @@ def wrap_callable(
     async_: Literal[True],
     json_mode: str = ...,
     policy: HealPolicy | None = ...,
+    cache: ResponseStore | None = ...,
 ) -> AsyncHealingFunction[Any]: ...
 @overload
 def wrap_callable(
@@ -688,6 +722,7 @@ def wrap_callable(
     async_: Literal[False, None] = ...,
     json_mode: str = ...,
     policy: HealPolicy | None = ...,
+    cache: ResponseStore | None = ...,
 ) -> HealingFunction[R]: ...
 def wrap_callable(
     fn: Callable[..., Any],
@@ -695,6 +730,7 @@ def wrap_callable(
     async_: bool | None = None,
     json_mode: str = "json_schema",
     policy: HealPolicy | None = None,
+    cache: ResponseStore | None = None,
 ) -> Any:
     """Wrap a chat-completion function: one that takes OpenAI-style keyword arguments
     (`model=`, `messages=`, ...) and returns an OpenAI-shaped completion, object or dict (a
@@ -710,4 +746,13 @@ def wrap_callable(
     """
     from .adapters._callable import HealingCallable
 
-    return HealingCallable(fn, async_=async_, json_mode=json_mode, policy=policy)
+    return _with_cache(
+        HealingCallable(fn, async_=async_, json_mode=json_mode, policy=policy), cache
+    )
+
+
+def _with_cache(adapter: Any, cache: ResponseStore | None) -> Any:
+    """`adapter` with its response cache set (when one is given)."""
+    if cache is not None:
+        adapter.cache = cache
+    return adapter

@@ -33,6 +33,7 @@ from .options import (
     ProviderChoice,
     api_key_option,
     base_url_option,
+    cache_option,
     concurrency_option,
     contracts_option,
     endpoint_model_option,
@@ -92,6 +93,7 @@ def batch(
     json_mode: Annotated[JsonModeChoice, json_mode_option()] = JsonModeChoice.JSON_SCHEMA,
     timeout: Annotated[float | None, timeout_option()] = None,
     progress: Annotated[bool | None, progress_option()] = None,
+    cache: Annotated[Path | None, cache_option()] = None,
     retry_failed: Annotated[
         bool,
         typer.Option(
@@ -299,7 +301,8 @@ def batch(
         import healjson
 
         async with endpoint.async_client() as raw:
-            client = healjson.wrap(raw, json_mode=str(json_mode))
+            store = None if cache is None else healjson.ResponseCache(cache)
+            client = healjson.wrap(raw, json_mode=str(json_mode), cache=store)
             healer = openai_healer(
                 client,
                 model=model,
@@ -308,9 +311,13 @@ def batch(
                 examples=setup.examples,
                 policy=policy,
             )
-            return await runner.run(
-                healer, concurrency=concurrency, full=full, on_row=on_row, stop_after=stop_after
-            )
+            try:
+                return await runner.run(
+                    healer, concurrency=concurrency, full=full, on_row=on_row, stop_after=stop_after
+                )
+            finally:
+                if store is not None:
+                    store.close()  # the answers committed before the command ends
 
     with runner:
         try:
@@ -372,7 +379,7 @@ _BATCH_API_ONLY = (
     "resubmits",
     "batch_endpoint",
 )
-_DIRECT_ONLY = ("concurrency", "retry", "retry_failed", "stop_after")
+_DIRECT_ONLY = ("concurrency", "retry", "retry_failed", "stop_after", "cache")
 _GIVEN = frozenset({"COMMANDLINE", "ENVIRONMENT"})  # click's ParameterSource names
 
 

@@ -18,6 +18,7 @@ __all__ = [
     "ProviderChoice",
     "api_key_option",
     "base_url_option",
+    "cache_option",
     "concurrency_option",
     "contracts_option",
     "endpoint_model_option",
@@ -98,6 +99,19 @@ def progress_option() -> Any:
 def contracts_option(help: str) -> Any:
     """`--contracts` / `-c`: a contract pack spec."""
     return typer.Option("--contracts", "-c", help=help)
+
+
+def cache_option() -> Any:
+    """`--cache PATH`: a response cache file (SQLite): answers healed before are served again,
+    judged again, with no model call."""
+    return typer.Option(
+        "--cache",
+        metavar="PATH",
+        dir_okay=False,
+        help="A response cache (SQLite file, created if missing): a request answered before "
+        "is served from it with no model call once its answer passes the checks again; "
+        "every healed answer is stored.",
+    )
 
 
 def response_model_option(help: str) -> Any:

@@ -209,10 +209,17 @@ def anthropic_request(
     return _with_messages(messages, dict(params))
 
 
-def _with_messages(messages: Sequence[Mapping[str, Any]], body: dict[str, Any]) -> dict[str, Any]:
-    """`anthropic_request` into `body`, a fresh copy of the parameters."""
+def _with_messages(
+    messages: Sequence[Mapping[str, Any]], body: dict[str, Any], shared: Any = None
+) -> dict[str, Any]:
+    """`anthropic_request` into `body`, a fresh copy of the parameters. A repair's messages
+    (`RequestMessages`) open with the original request's: the last of those (`shared`, found
+    here when not given) gets a `cache_control` mark, so the repair writes the shared prefix to
+    Anthropic's prompt cache and the next repair reads it back."""
+    if shared is None:
+        shared = shared_end(messages)
     system = [message_text(m.get("content")) for m in messages if m.get("role") == "system"]
-    body["messages"] = _turns([m for m in messages if m.get("role") != "system"])
+    body["messages"] = _turns([m for m in messages if m.get("role") != "system"], shared)
     if "max_completion_tokens" in body:  # OpenAI's name (the truncation strategy may set it)
         body["max_tokens"] = body.pop("max_completion_tokens")
     if system:
@@ -227,7 +234,32 @@ def _with_messages(messages: Sequence[Mapping[str, Any]], body: dict[str, Any]) 
     return body
 
 
-def _turns(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def shared_end(messages: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The last message (not a system one) of the original request a repair's messages open
+    with (`RequestMessages.shared_prefix`); None for a first request."""
+    count: int = getattr(messages, "shared_prefix", 0)
+    found: Mapping[str, Any]
+    for found in reversed(messages[:count]):
+        if found.get("role") != "system":
+            return found
+    return None
+
+
+_CACHE_MARK: Final = {"type": "ephemeral"}
+
+
+def _marked(turn: dict[str, Any]) -> None:
+    """`turn`'s last content block marked for the prompt cache (a text content as one block)."""
+    content = turn.get("content")
+    if isinstance(content, str):
+        turn["content"] = [{"type": "text", "text": content, "cache_control": dict(_CACHE_MARK)}]
+    elif isinstance(content, list) and content and isinstance(content[-1], Mapping):
+        turn["content"] = [*content[:-1], {**content[-1], "cache_control": dict(_CACHE_MARK)}]
+
+
+def _turns(
+    messages: Sequence[Mapping[str, Any]], shared: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """Chat messages as Messages turns. The engine's tool-call exchange (an assistant turn with
     `tool_calls`, `tool` messages answering them) becomes Anthropic's: `tool_use` blocks in the
     assistant turn (the arguments as the `input` object; `{}` for text that is none), the
@@ -249,6 +281,8 @@ def _turns(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             _join_user(turns, [{"type": "text", "text": message_text(content)}])
         else:
             turns.append({"role": role, "content": content})
+        if message is shared and turns:
+            _marked(turns[-1])
     return turns
 
 
@@ -285,13 +319,13 @@ DEFAULT_MAX_TOKENS: Final = 4096
 
 
 def messages_request(
-    messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]
+    messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any], shared: Any = None
 ) -> dict[str, Any]:
     """A call in the prompt tier as `messages.create` keywords: no `response_format` (Anthropic
     has none), `max_tokens` as given or `DEFAULT_MAX_TOKENS`."""
     body = {key: value for key, value in params.items() if key != "response_format"}
     body.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
-    return _with_messages(messages, body)
+    return _with_messages(messages, body, shared)
 
 
 # --- requests: the structured-output tiers, strongest first ----------------------------------
@@ -331,13 +365,14 @@ def tier_request(
     """`messages.create` keywords asking for `target` in tier `mode`, and the tier really used
     (a tier the schema or the request rules out goes one weaker)."""
     schema = target.json_schema
+    shared = shared_end(messages)  # found before any copy of the list (a repair's mark)
     if mode == "json_schema":
         try:
             closed = anthropic_schema(schema)
         except AnthropicSchemaUnsupported:
             mode = "json_object"
         else:
-            body = messages_request(messages, params)
+            body = messages_request(messages, params, shared)
             config = params.get("output_config")
             config = dict(config) if isinstance(config, Mapping) else {}
             body["output_config"] = {**config, "format": {"type": "json_schema", "schema": closed}}
@@ -347,12 +382,12 @@ def tier_request(
         if thinking_on(params) or schema.get("type") != "object":
             mode = "prompt"
         else:
-            body = messages_request(messages, params)
+            body = messages_request(messages, params, shared)
             body["tools"] = [_answer_tool(schema)]
             body["tool_choice"] = {"type": "tool", "name": body["tools"][0]["name"]}
             return mode, body
     _, shaped, _ = shape_request("prompt", target, messages)
-    return "prompt", messages_request(shaped, params)
+    return "prompt", messages_request(shaped, params, shared)
 
 
 def used_tier(mode: JsonMode, target: Shapeable, params: Mapping[str, Any]) -> JsonMode | None:

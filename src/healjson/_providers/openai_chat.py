@@ -320,6 +320,7 @@ def _with_token_limit(params: Mapping[str, Any], n: int) -> dict[str, Any]:
 # - `structured_outputs` (vLLM >= 0.12): `extra_body={"structured_outputs": {"json": schema}}`,
 #   the full JSON schema; a target that is one of a few literal values (an enum, a `Literal`)
 #   asks `{"choice": [...]}` with each value as its JSON text, so the answer is still JSON;
+#   a schema asks `disable_any_whitespace` too (compact JSON: no whitespace loop);
 # - `constrained`: `response_format={"type": "json_schema", "json_schema": {"name", "schema",
 #   "strict": false}}` with the full JSON schema (maps, unions, recursion kept), which the local
 #   servers that decode under a grammar enforce as sent (vLLM, SGLang, llama.cpp's server,
@@ -421,7 +422,10 @@ def structured_outputs(target: Shapeable) -> dict[str, Any]:
     choices = literal_values(target.json_schema)
     if choices is not None and 0 < len(choices) <= _MAX_CHOICES:
         return {"choice": [json.dumps(value, ensure_ascii=False) for value in choices]}
-    return {"json": target.json_schema}
+    # compact JSON, no whitespace between tokens: a grammar that allows any whitespace is where
+    # local models loop on newlines until the token limit (vLLM's xgrammar and guidance
+    # backends honour it; llama.cpp's own JSON grammar already bounds whitespace)
+    return {"json": target.json_schema, "disable_any_whitespace": True}
 
 
 def literal_values(schema: Mapping[str, Any]) -> list[Any] | None:

@@ -25,7 +25,7 @@ from healjson._core.run.drive import drive_async, drive_sync
 from healjson._core.run.healer import Healer
 from healjson._core.run.policy import HealPolicy
 from healjson._core.run.streams import AsyncHealStream, HealStream, stream_async, stream_sync
-from healjson._core.wire.effects import ModelCall, ProviderError
+from healjson._core.wire.effects import CacheStore, ModelCall, ProviderError
 from healjson._providers.openai_chat import (
     ONE_VALUE,
     WEAKER,
@@ -280,6 +280,16 @@ class HealingAdapter:
     @is_async.setter
     def is_async(self, value: bool) -> None:
         self._core.is_async = value
+
+    @property
+    def cache(self) -> CacheStore | None:
+        """The client's response cache (`wrap(client, cache=...)`; None: none): a request
+        answered before is served from it once its answer passes today's checks again."""
+        return self._core.healers.cache
+
+    @cache.setter
+    def cache(self, cache: CacheStore | None) -> None:
+        self._core.healers = HealerCache(cache)  # healers built anew, each with the cache
 
     @property
     def policy(self) -> HealPolicy | None:

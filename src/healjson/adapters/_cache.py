@@ -34,6 +34,7 @@ from healjson._core.judge.contracts import Contract, check_rule_list
 from healjson._core.run.healer import Healer
 from healjson._core.run.policy import HealPolicy
 from healjson._core.target.json_schema import json_schema_of
+from healjson._core.wire.effects import CacheStore
 
 __all__ = ["HealerCache"]
 
@@ -54,7 +55,8 @@ class _Entry:
 class HealerCache:
     """Builds each configuration's `Healer` once; evicts the least recently used past 256."""
 
-    def __init__(self) -> None:
+    def __init__(self, cache: CacheStore | None = None) -> None:
+        self.cache = cache  # the client's response cache: every healer it builds uses it
         self._lock = threading.Lock()
         self._entries: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
         # (response_model, id(policy)) -> (policy, healer), for calls without contracts, examples
@@ -101,7 +103,11 @@ class HealerCache:
                 healer = entry.healer
                 if healer is None:  # a configuration error raises here, and again next time
                     healer = entry.healer = Healer(
-                        response_model, contracts=rules, policy=policy, examples=shots
+                        response_model,
+                        contracts=rules,
+                        policy=policy,
+                        examples=shots,
+                        cache=self.cache,
                     )
         if plain:
             with self._lock:

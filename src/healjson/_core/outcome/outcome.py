@@ -84,8 +84,8 @@ class Healed(Generic[T]):
 
     @property
     def calls(self) -> int:
-        """Model calls spent."""
-        return len(self.attempts)
+        """Model calls spent (an answer served from the response cache is none)."""
+        return _calls(self.attempts)
 
     def __repr__(self) -> str:
         # short on purpose: the whole record is `.trace()` / `.to_dict()`; redacted, as every
@@ -154,8 +154,8 @@ class Degraded(Generic[T]):
 
     @property
     def calls(self) -> int:
-        """Model calls spent."""
-        return len(self.attempts)
+        """Model calls spent (an answer served from the response cache is none)."""
+        return _calls(self.attempts)
 
     def __repr__(self) -> str:
         # short on purpose: the whole record is `.trace()` / `.to_dict()`; redacted
@@ -224,3 +224,8 @@ def outcome_from_dict(data: Mapping[str, Any], model: Any = None) -> Outcome[Any
         return Healed(**fields)
     except Exception as exc:  # RecursionError, OverflowError... from hostile data, too
         raise ValueError(f"not a healjson outcome record: {describe_exception(exc)}") from exc
+
+
+def _calls(attempts: tuple[Attempt, ...]) -> int:
+    """Model calls among `attempts`: a cache hit is only ever the one attempt of a run."""
+    return len(attempts) - (1 if attempts and attempts[0].cache_hit else 0)

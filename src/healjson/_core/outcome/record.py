@@ -150,6 +150,7 @@ def _attempt(attempt: Attempt) -> dict[str, Any]:
         "ok": attempt.ok,
         "reasoning": _text(attempt.reasoning),
         "tool_calls": [_tool_call(c) for c in attempt.tool_calls],
+        "cache_hit": attempt.cache_hit,
     }
 
 
@@ -249,6 +250,7 @@ def _attempt_from(data: Mapping[str, Any]) -> Attempt:
         tool_calls=tuple(
             _tool_call_from(_object(c, "a tool call")) for c in _list(data, "tool_calls")
         ),
+        cache_hit=_bool(data, "cache_hit"),
     )
 
 
@@ -319,6 +321,7 @@ def _usage_from(data: Mapping[str, Any], depth: int = 0) -> Usage:
         _int(data, "requests"),
         _str(data, "model"),
         tuple(_usage_from(_object(part, "`usage.parts[]`"), depth + 1) for part in parts),
+        _int(data, "cache_hits"),
     )
 
 

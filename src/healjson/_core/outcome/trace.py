@@ -140,7 +140,9 @@ def public_params(params: Mapping[str, Any]) -> dict[str, Any]:
 def _header(outcome: Outcome[Any]) -> list[str]:
     rounds = _count(outcome.calls, "round")
     allowed = f" of {outcome.max_attempts} allowed" if outcome.max_attempts else ""
-    if outcome.ok:
+    if outcome.ok and not outcome.calls and outcome.usage.cache_hits:
+        status = "**Healed** from the response cache: no model call (judged again)"
+    elif outcome.ok:
         repairs = _count(max(outcome.calls - 1, 0), "repair")
         status = f"**Healed** in {rounds}{allowed} ({repairs})"
     else:
@@ -190,7 +192,9 @@ def _round(attempt: Attempt) -> list[str]:
         lines += _block("Repair prompt sent", prompt, MAX_PROMPT_CHARS, count=False)
     elif attempt.number > 1:
         lines += ["_The original request, resent unchanged._", ""]
-    if _no_call(attempt):
+    if attempt.cache_hit:
+        lines.append("- **Model call**: none (served from the response cache, judged again)")
+    elif _no_call(attempt):
         lines.append("- **Model call**: none (the reply was given, not requested)")
     else:
         if attempt.model:
@@ -223,7 +227,10 @@ def _round(attempt: Attempt) -> list[str]:
 def _outcome(outcome: Outcome[Any]) -> list[str]:
     lines = ["#### Outcome", ""]
     if outcome.ok:
-        lines.append(f"- **Healed** in round {outcome.calls}")
+        if not outcome.calls and outcome.usage.cache_hits:
+            lines.append("- **Healed** from the response cache (no model call)")
+        else:
+            lines.append(f"- **Healed** in round {outcome.calls}")
         if outcome.flags:
             lines.append(f"- **Local repairs (L1)**: {', '.join(outcome.flags)}")
         if outcome.changed_fields:
@@ -254,9 +261,11 @@ def _outcome(outcome: Outcome[Any]) -> list[str]:
 
 
 def _totals(outcome: Outcome[Any]) -> list[str]:
-    calls = sum(not _no_call(attempt) for attempt in outcome.attempts)
+    calls = sum(not (_no_call(a) or a.cache_hit) for a in outcome.attempts)
     usage = outcome.usage
     lines = ["#### Totals", "", f"- **Model calls**: {calls or 'none'}"]
+    if usage.cache_hits:
+        lines.append(f"- **Response cache hits**: {usage.cache_hits}")
     if calls:
         lines.append(f"- **Tokens**: {_tokens(usage)}")
         cost = _cost(usage)

@@ -75,6 +75,9 @@ class Strategy(enum.StrEnum):
     """The answer was empty: resend the original request unchanged."""
     RESEND = "resend"
     """Resend the original request unchanged with other parameters (a larger `max_tokens`)."""
+    DEGENERATE = "degenerate"
+    """The answer turned into a run of whitespace or one passage repeated (cut off there): ask
+    for the complete value again, compactly, each value once."""
     ITEMS = "items"
     """Some items of a list failed, the others passed: ask for the failed items only (the
     others are named as accepted), and splice the answer back into the list."""
@@ -96,6 +99,15 @@ def _truncation_opening(size: int, diagnostics: tuple[Diagnostic, ...]) -> str:
     return (
         f"Your previous answer was cut off after {size} characters, before the JSON value was "
         "complete, so it was discarded."
+    )
+
+
+def _degenerate_opening(diagnostics: tuple[Diagnostic, ...]) -> str:
+    """What the degenerate answer turned into, as the guard found it."""
+    constraint = diagnostics[0].constraint if diagnostics else "degenerated"
+    return (
+        f"Your previous answer {clip(constraint, MAX_CONSTRAINT_CHARS)}, so it was cut off "
+        "there and discarded."
     )
 
 
@@ -131,6 +143,13 @@ class RepairPrompt:
             lines.append(
                 "Write the complete JSON value again, compactly: no indentation or spaces "
                 "between tokens, and every free-text field as short as the rules allow. "
+                "Include every field."
+            )
+        elif self.strategy is Strategy.DEGENERATE:
+            lines.append(_degenerate_opening(self.diagnostics))
+            lines.append(
+                "Write the complete JSON value again, compactly: no indentation or spaces "
+                "between tokens, each value written once, and stop after the closing bracket. "
                 "Include every field."
             )
         elif self.strategy is Strategy.SYNTAX:

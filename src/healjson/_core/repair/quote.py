@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from healjson._core.diagnostic import Diagnostic, Source, short_repr
+from healjson._core.parse.degenerate import tail_loop
 
 __all__ = [
     "MAX_ANSWER_CHARS",
@@ -40,8 +41,6 @@ _INVOLVED_VALUE_CHARS = 120
 _LOOP_MIN_REPEATS = 8
 _LOOP_MIN_CHARS = 2_000
 _LOOP_MAX_PERIOD = 4_000
-_LOOP_PROBE = 16  # characters of the tail searched for earlier copies
-_LOOP_CANDIDATES = 16  # earlier copies of the probe tried as the period
 
 
 def quote_answer(text: str) -> str:
@@ -73,51 +72,14 @@ def elide(text: str, cap: int) -> str:
 
 def _tail_loop(text: str) -> tuple[int, int] | None:
     """`(start, period)` when `text[start:]` is one passage of `period` characters repeated at
-    least `_LOOP_MIN_REPEATS` times over at least `_LOOP_MIN_CHARS` characters; else None.
-
-    Linear time, in C-level string operations: candidate periods are the distances back to
-    earlier copies of the last `_LOOP_PROBE` characters (nearest first, within
-    `_LOOP_MAX_PERIOD`); for each, the periodic tail is grown by doubling and then narrowed by
-    halving, comparing only the newly covered part each time.
-    """
-    n = len(text)
-    if n < _LOOP_MIN_CHARS:
-        return None
-    probe = text[n - _LOOP_PROBE :]
-    low = max(0, n - _LOOP_PROBE - _LOOP_MAX_PERIOD)
-    end = n - 1
-    for _ in range(_LOOP_CANDIDATES):
-        found = text.rfind(probe, low, end)
-        if found < 0:
-            return None
-        period = n - _LOOP_PROBE - found
-        covered = _periodic_tail(text, period)
-        if covered >= _LOOP_MIN_CHARS and covered >= _LOOP_MIN_REPEATS * period:
-            return n - covered, period
-        end = found + _LOOP_PROBE - 1
-    return None
-
-
-def _periodic_tail(text: str, period: int) -> int:
-    """The length of the longest suffix of `text` that has period `period`."""
-    n = len(text)
-
-    def extends(good: int, longer: int) -> bool:  # text[n-good:] is periodic; is text[n-longer:]?
-        return text[n - longer : n - good] == text[n - longer + period : n - good + period]
-
-    if n <= period:  # any string of at most `period` characters has that period
-        return n
-    good, longer = period, 2 * period
-    while longer <= n and extends(good, longer):
-        good, longer = longer, 2 * longer
-    longer = min(longer, n + 1)
-    while longer - good > 1:
-        middle = (good + longer) // 2
-        if extends(good, middle):
-            good = middle
-        else:
-            longer = middle
-    return good
+    least `_LOOP_MIN_REPEATS` times over at least `_LOOP_MIN_CHARS` characters; else None
+    (linear: `parse.degenerate.tail_loop`)."""
+    return tail_loop(
+        text,
+        min_repeats=_LOOP_MIN_REPEATS,
+        min_chars=_LOOP_MIN_CHARS,
+        max_period=_LOOP_MAX_PERIOD,
+    )
 
 
 def clip(text: str, limit: int) -> str:

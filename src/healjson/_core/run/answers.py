@@ -28,6 +28,7 @@ from healjson._core.outcome.outcome import Degraded, Healed, Outcome
 from healjson._core.outcome.seal import seal
 from healjson._core.parse import ParseResult
 from healjson._core.parse.align import stands
+from healjson._core.parse.degenerate import degenerate
 from healjson._core.redact import redact_params, run_secrets
 from healjson._core.repair.items import ItemRepair, failed_items, merge_items
 from healjson._core.repair.prompt import MAX_HISTORY_LINES, RepairPrompt, Strategy
@@ -93,6 +94,11 @@ class HealSpec:
             or reply.finish_reason in ("content_filter", "length")
         ):
             return None
+        size, policy = len(content), self.policy
+        if (size > _GUARD_FLOOR or size > (policy.max_whitespace_run or size)) and _degenerate(
+            content, policy
+        ) is not None:
+            return None  # the loop judges it degenerate, as a stream of it would be
         validation = context.validation_context
         try:
             instance = self.target.validate_json(content, strict=True, context=validation)
@@ -156,6 +162,11 @@ class JsonAnswers:
             evaluation = Evaluation(Verdict.REFUSAL, ParseResult(error=diagnostic), (diagnostic,))
             self._remember(evaluation)
             return evaluation
+        found = _degenerate(self.raw(reply), run.policy)
+        if found is not None:  # checked before parsing, as a stream is while it arrives
+            self.items = None
+            parse = ParseResult(error=found, answer=self.raw(reply))
+            return Evaluation(Verdict.DEGENERATE, parse, (found,), answer=self.raw(reply))
         merged = merge_items(reply, self.items) if self.items is not None else None
         self.items = None
         evaluation = yield from evaluate(
@@ -266,6 +277,18 @@ class JsonAnswers:
                 "breaks it: declare a weaker json_mode for this endpoint",
             )
         return True
+
+
+# the happy path's one length check: no answer this short holds a run past the default bound,
+# nor any loop; a policy with a smaller bound is checked on every answer (`_degenerate`)
+_GUARD_FLOOR = 2_048
+
+
+def _degenerate(text: str | None, policy: HealPolicy) -> Diagnostic | None:
+    """The degenerate-output guard's finding on an answer read whole (None: none)."""
+    if not text:
+        return None
+    return degenerate(text, policy.max_whitespace_run, policy.max_repeats)
 
 
 # verdicts of a reply read as it came (no repair flag) that passed the schema: judged no further

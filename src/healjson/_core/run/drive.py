@@ -1,7 +1,9 @@
 """The drivers of the sans-I/O loop: one sync, one async (and `replay`, for stored results).
 
-A flow (`engine.heal_flow`) yields effects — `ModelCall` (call the model) or `AwaitAll` (await
-async contracts or fallback factories) — and receives their results. All healing logic lives
+A flow (`engine.heal_flow`) yields effects — `ModelCall` (call the model), `AwaitAll` (await
+async contracts or fallback factories), `CacheGet` / `CachePut` (read or write the response
+cache: on a worker thread in the async driver, so the event loop is never blocked on disk) —
+and receives their results. All healing logic lives
 in the flow; a driver only performs the I/O and translates: what a call returned becomes a
 `Reply` (`to_reply` reads provider objects), what it raised a `CallFailure` (the provider's and
 the transport's failures; an exception from the caller's own code propagates, unchanged).
@@ -41,18 +43,22 @@ from typing import Any, Final, TypeVar
 from pydantic import BaseModel
 
 from healjson._core.diagnostic import describe_exception
+from healjson._core.observe import events as _events
 from healjson._core.redact import activate, deactivate, secrets_scope
 from healjson._core.stream.events import Done, Event
 from healjson._core.stream.reading import Reader
 from healjson._core.wire import formats as wire
 from healjson._core.wire.effects import (
     AwaitAll,
+    CacheGet,
+    CachePut,
     CallFailure,
     CallResult,
     DeadlineExceeded,
     FailureKind,
     ModelCall,
     ProviderError,
+    RequestMessages,
     new_call_result,
 )
 from healjson._core.wire.fault import fault_from_exception
@@ -74,6 +80,7 @@ __all__ = [
     "is_provider_error",
     "is_stream",
     "perform",
+    "perform_cache",
     "run_awaitables_sync",
     "settled",
     "sync_steps",
@@ -81,7 +88,7 @@ __all__ = [
 
 R = TypeVar("R")
 
-Effect = ModelCall | AwaitAll
+Effect = ModelCall | AwaitAll | CacheGet | CachePut
 Flow = Generator[Effect, Any, R]
 
 close_quietly = close_stream
@@ -124,8 +131,12 @@ async def drive_async(
 
 
 def perform(call: Callable[..., Any], effect: ModelCall) -> Any:
-    """The one call line: `call` with fresh copies of the effect's messages and its parameters."""
-    return call(list(map(dict, effect.messages)), **effect.params)
+    """The one call line: `call` with fresh copies of the effect's messages and its parameters
+    (a repair's as `RequestMessages`, which say how many open the original request)."""
+    messages = list(map(dict, effect.messages))
+    if effect.shared_prefix:
+        return call(RequestMessages(messages, effect.shared_prefix), **effect.params)
+    return call(messages, **effect.params)
 
 
 def is_stream(value: Any) -> bool:
@@ -151,8 +162,11 @@ def sync_steps(
         except StopIteration as stop:
             yield Done(stop.value)
             return
-        if isinstance(effect, AwaitAll):
-            sent = run_awaitables_sync(effect.awaitables, effect.timeout_s)
+        if type(effect) is not ModelCall:
+            if isinstance(effect, AwaitAll):
+                sent = run_awaitables_sync(effect.awaitables, effect.timeout_s)
+            elif isinstance(effect, CacheGet | CachePut):
+                sent = perform_cache(effect)
             continue
         if call is None:
             raise RuntimeError("this flow needs a model call but no callable was given")
@@ -252,8 +266,11 @@ async def async_steps(
         except StopIteration as stop:
             yield Done(stop.value)
             return
-        if isinstance(effect, AwaitAll):
-            sent = await gather(effect.awaitables, effect.timeout_s)
+        if type(effect) is not ModelCall:
+            if isinstance(effect, AwaitAll):
+                sent = await gather(effect.awaitables, effect.timeout_s)
+            elif isinstance(effect, CacheGet | CachePut):
+                sent = await _perform_cache_async(effect)
             continue
         if call is None:
             raise RuntimeError("this flow needs a model call but no callable was given")
@@ -382,6 +399,30 @@ def run_awaitables_sync(
         return asyncio.run(gather(awaitables, timeout_s))
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, gather(awaitables, timeout_s)).result()
+
+
+async def _perform_cache_async(effect: CacheGet | CachePut) -> Any:
+    """`perform_cache` for the async driver: a blocking store (a file) on a worker thread, so
+    the event loop is never blocked on disk; a store that says `blocking = False` in line."""
+    if not getattr(effect.store, "blocking", True):
+        return perform_cache(effect)
+    import asyncio
+
+    return await asyncio.to_thread(perform_cache, effect)
+
+
+def perform_cache(effect: CacheGet | CachePut) -> Any:
+    """A response-cache effect, performed: what `get` returned (`put`: None). A store that
+    fails is a miss (or an entry not written), reported as a `healjson.cache_error` event:
+    the run goes on to the model call either way."""
+    try:
+        if type(effect) is CacheGet:
+            return effect.store.get(effect.key)
+        effect.store.put(effect.key, effect.value)  # type: ignore[union-attr]
+    except Exception as exc:
+        operation = "get" if type(effect) is CacheGet else "put"
+        _events.warn("healjson.cache_error", operation=operation, error=describe_exception(exc))
+    return None
 
 
 # -- what a call returned or raised, as the flow sees it ---------------------------------------

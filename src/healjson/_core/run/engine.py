@@ -23,7 +23,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
-from healjson._core.diagnostic import ROOT, Diagnostic, Source, describe_exception
+from healjson._core.diagnostic import Diagnostic, Source
 from healjson._core.flags import Flag
 from healjson._core.frozen import builder
 from healjson._core.judge.check import Evaluation
@@ -38,6 +38,8 @@ from healjson._core.redact import redact_params, redact_text, run_secrets
 from healjson._core.repair.prompt import RepairPrompt, Strategy, history_line
 from healjson._core.wire.effects import (
     AwaitAll,
+    CacheGet,
+    CachePut,
     CallFailure,
     CallResult,
     ModelCall,
@@ -48,13 +50,19 @@ from healjson._core.wire.reply import Reply, Usage
 
 from .budget import deadline_passed, estimated_usage, more_tokens, over_budget
 from .policy import HealPolicy, time_left
-from .stops import aborted_evaluation, failure_diagnostic, provider_stop
+from .stops import (
+    aborted_evaluation,
+    call_fallback,
+    failure_diagnostic,
+    provider_stop,
+)
 
 __all__ = [
     "AnswerSpec",
     "Answers",
     "Flow",
     "Run",
+    "RunCache",
     "RunState",
     "heal_flow",
     "new_healed",
@@ -71,7 +79,22 @@ _RUN_COUNTER = itertools.count(1)
 new_run_id: Callable[[], str] = map(f"{_RUN_PREFIX}-{{:06d}}".format, _RUN_COUNTER).__next__
 """A fresh run id, e.g. `3f9a1c2b7d4e-000042` (one C-level call: no Python frame per run)."""
 
-Flow = Generator[ModelCall | AwaitAll, Any, Outcome[Any]]
+Flow = Generator[ModelCall | AwaitAll | CacheGet | CachePut, Any, Outcome[Any]]
+
+
+class RunCache(Protocol):
+    """A run's use of a response cache (`cache.CachedRun`): looked up before the first call,
+    written after a healed run."""
+
+    def lookup(
+        self, ctx: ContractContext, run_id: str, events: _events.RunEvents | None
+    ) -> Generator[Any, Any, Healed[Any] | None]:
+        """The run's outcome from a stored answer judged again; None: call the model."""
+        ...
+
+    def store(self, outcome: Healed[Any]) -> CachePut | None:
+        """The effect that stores a healed run's answer (None: nothing to store)."""
+        ...
 
 
 class Run:
@@ -212,14 +235,17 @@ def heal_flow(
     started: float | None = None,
     observed: bool = True,
     enforcement: Enforcement | None = None,
+    cache: RunCache | None = None,
 ) -> Flow:
     """The whole L1-L4 loop for one request, as a generator the drivers run. `given`: a reply
     already in hand, judged as the first attempt instead of calling the model (`validate`);
     `started`: when the run began (a `time.monotonic()`), for the deadline; `observed=False`:
     no events, spans or metrics (a run replayed from stored results); `enforcement`: the schema
     the adapter's request asked the endpoint to enforce (its first answer is judged against it:
-    `healjson._core.judge.enforcement`). The first reply goes to the kind's `first` before any
-    of the loop's state is built: a clean first answer is the run's `Healed` at once. However
+    `healjson._core.judge.enforcement`); `cache`: the run's response cache (`cache.py`: a hit
+    judged again is the outcome with no call; a healed run's answer is stored). The first reply
+    goes to the kind's `first` before any of the loop's state is built: a clean first answer is
+    the run's `Healed` at once. However
     the flow ends (an outcome, a driver that raised, a stream the caller abandoned), the run's
     telemetry context is released."""
     started = time.monotonic() if started is None else started
@@ -228,9 +254,17 @@ def heal_flow(
     events = _events.for_run(run_id, spec) if observed else None
     try:
         policy = spec.policy
+        healed: Healed[Any] | None = None
         if given is not None:
             result = new_call_result(given, None, 0.0)
         else:
+            if cache is not None:
+                healed = yield from cache.lookup(ctx, run_id, events)
+                if healed is not None:  # served from the cache, judged again: no call
+                    if events is not None:
+                        events.attempt(healed.attempts[0])
+                        events.healed(healed)
+                    return healed
             if events is not None:
                 events.call_started(1, params)
             left = time_left(policy, started)
@@ -244,14 +278,19 @@ def heal_flow(
                 run_id=run_id,
                 context=ctx,
             )
-            if healed is not None:
-                if events is not None:
-                    events.attempt(healed.attempts[0])
-                    events.healed(healed)
-                return healed
-        run = RunState(policy, messages, ctx, started=started, run_id=run_id, events=events)
-        answers = spec.answers(run, enforcement)
-        return (yield from _loop(spec, run, answers, result, params))
+            if healed is not None and events is not None:
+                events.attempt(healed.attempts[0])
+                events.healed(healed)
+        outcome: Outcome[Any] | None = healed
+        if outcome is None:
+            run = RunState(policy, messages, ctx, started=started, run_id=run_id, events=events)
+            answers = spec.answers(run, enforcement)
+            outcome = yield from _loop(spec, run, answers, result, params)
+        if cache is not None and isinstance(outcome, Healed):
+            put = cache.store(outcome)
+            if put is not None:
+                yield put
+        return outcome
     finally:
         if events is not None:
             events.release()
@@ -285,7 +324,13 @@ def _loop(
             asked = prompt.items if prompt is not None else ()
             left = run.time_left()
             result = yield new_model_call(
-                number, sent, this_params, left, policy.provider_errors, items=asked
+                number,
+                sent,
+                this_params,
+                left,
+                policy.provider_errors,
+                items=asked,
+                shared_prefix=len(run.original),  # a repair opens with the original messages
             )
         base: dict[str, Any] = {
             "number": number,
@@ -501,7 +546,7 @@ def _degrade(
     fallback = spec.fallback
     if callable(fallback) and not isinstance(fallback, type):
         limit = run.policy.contract_timeout_s
-        fallback, failure = yield from _call_fallback(fallback, raw, errors, limit)
+        fallback, failure = yield from call_fallback(fallback, raw, errors, limit)
         if failure is not None:
             errors.append(failure)
     outcome: Degraded[Any] = Degraded(
@@ -521,23 +566,3 @@ def _degrade(
     if run.events is not None:
         run.events.degraded(outcome)
     return outcome
-
-
-def _call_fallback(
-    factory: Callable[..., Any], raw: str | None, errors: list[Diagnostic], limit: float | None
-) -> Generator[AwaitAll, Any, tuple[Any, Diagnostic | None]]:
-    try:
-        value = factory(raw, tuple(errors))
-        if hasattr(value, "__await__"):
-            (value,) = yield AwaitAll((value,), limit)
-            if isinstance(value, Exception):
-                raise value
-    except Exception as exc:
-        return None, Diagnostic(
-            ROOT,
-            describe_exception(exc),
-            "the fallback factory raised",
-            "Fix the fallback factory; the degradation carries no fallback value.",
-            Source.FALLBACK,
-        )
-    return value, None

@@ -24,10 +24,11 @@ from healjson._core.repair.example import golden_example
 from healjson._core.stream.reading import JsonReader
 from healjson._core.stream.session import StreamSession
 from healjson._core.target.target import SpecialForm, Target, list_item_type, target_for
-from healjson._core.wire.effects import CallResult, ModelCall
+from healjson._core.wire.effects import CacheStore, CallResult, ModelCall
 from healjson._core.wire.reply import Reply, Usage
 
 from .answers import HealSpec
+from .cache import CachedRuns
 from .drive import drive_async, drive_sync
 from .engine import Run, heal_flow
 from .given import given_text, marked_as_data
@@ -56,6 +57,9 @@ class Healer(Generic[T]):
     (`info.context` in a validator) in every validation of the run, the very object passed.
     Whatever happens at call time, `run` returns `Healed` or `Degraded`. Mistakes in the
     configuration itself (an unknown contract field, an example that does not validate) raise here.
+    `cache=` (a `healjson.ResponseCache`, or any store with `get` / `put`): a request answered
+    before is served from it with no model call, once its answer passes today's schema and
+    contracts again (`healjson._core.run.cache`); each healed answer is stored.
     """
 
     @overload
@@ -68,6 +72,7 @@ class Healer(Generic[T]):
         fallback: Any = None,
         examples: Iterable[Any] = (),
         item_contracts: Iterable[Rule[Any]] = (),
+        cache: CacheStore | None = None,
     ) -> None: ...
     @overload
     def __init__(
@@ -79,6 +84,7 @@ class Healer(Generic[T]):
         fallback: Any = None,
         examples: Iterable[Any] = (),
         item_contracts: Iterable[Rule[Any]] = (),
+        cache: CacheStore | None = None,
     ) -> None: ...
     def __init__(
         self,
@@ -89,6 +95,7 @@ class Healer(Generic[T]):
         fallback: Any = None,
         examples: Iterable[Any] = (),
         item_contracts: Iterable[Contract[Any] | Callable[..., Any]] = (),
+        cache: CacheStore | None = None,
     ) -> None:
         policy = HealPolicy() if policy is None else policy
         if not isinstance(policy, HealPolicy):
@@ -111,6 +118,8 @@ class Healer(Generic[T]):
         self.spec = HealSpec(
             target, every, policy, fallback, golden_example(target, checked, every)
         )
+        self.cache = cache
+        self._cached = None if cache is None else _cached_runs(cache, self.spec)
 
     def run(
         self,
@@ -186,15 +195,18 @@ class Healer(Generic[T]):
         (a run replayed from stored results: it would repeat them on every replay)."""
         original = normalise_messages(messages)
         ctx = _run_context(self.spec, context, original)
+        params = {} if params is None else params
+        cached = self._cached
         flow = heal_flow(
             self.spec,
             original,
-            {} if params is None else params,
+            params,
             ctx,
             given=given,
             started=time.monotonic(),
             observed=observed,
             enforcement=enforcement,
+            cache=None if cached is None or given is not None else cached.run(original, params),
         )
         return Run(flow, ctx)
 
@@ -211,8 +223,9 @@ class Healer(Generic[T]):
 
         # under on_truncation="degrade" a cut answer ends the run: a breach read before a cut
         # that may follow would repair instead, so nothing is stopped early
-        abort = self.policy.stream_abort and self.policy.on_truncation != "degrade"
-        return JsonReader(new_session, abort)
+        policy = self.policy
+        abort = policy.stream_abort and policy.on_truncation != "degrade"
+        return JsonReader(new_session, abort, (policy.max_whitespace_run, policy.max_repeats))
 
     def replay(
         self,
@@ -238,6 +251,8 @@ class Healer(Generic[T]):
         twin.__dict__.update(self.__dict__)
         twin.fallback = fallback
         twin.spec = dataclasses.replace(self.spec, fallback=fallback)
+        if self._cached is not None:
+            twin._cached = self._cached.for_spec(twin.spec)
         return twin
 
     def __repr__(self) -> str:
@@ -245,6 +260,16 @@ class Healer(Generic[T]):
             f"Healer({self.target.name}, contracts={len(self.contracts)}, "
             f"max_attempts={self.policy.max_attempts})"
         )
+
+
+def _cached_runs(cache: CacheStore, spec: HealSpec) -> CachedRuns:
+    """The healer's runs through `cache` (checked: a store needs `get` and `put`)."""
+    if not (callable(getattr(cache, "get", None)) and callable(getattr(cache, "put", None))):
+        raise TypeError(
+            f"cache must be a healjson.ResponseCache (or a store with get(key) and "
+            f"put(key, value)), got {type(cache).__name__}"
+        )
+    return CachedRuns(cache, spec)
 
 
 def _run_context(
@@ -321,11 +346,12 @@ def validate(
 
     The engine's own run, with `text` as the one reply it judges (one attempt, no repair):
     degrades with `invalid_output` (or, more precisely, `empty_output`, `token_truncated`,
-    `contract_error`), never raises on bad text. A bad `model`, contract or `on_ambiguity`
-    raises at once: that is a programming error, not a runtime failure. `context`: a mapping
-    of data (the contracts' `ctx.extra` and pydantic's validation context), a
-    `ContractContext` (its `extra` is pydantic's), or the request's messages or prompt (no
-    validation context then).
+    `contract_error`), never raises on bad text. The degenerate-output guard does not apply
+    (it bounds what a model call spends: a reply in hand cost what it cost). A bad `model`,
+    contract or `on_ambiguity` raises at once: that is a programming error, not a runtime
+    failure. `context`: a mapping of data (the contracts' `ctx.extra` and pydantic's
+    validation context), a `ContractContext` (its `extra` is pydantic's), or the request's
+    messages or prompt (no validation context then).
     """
     target = target_for(model)
     rules = as_contracts(contracts)
@@ -339,9 +365,13 @@ def validate(
     return marked_as_data(outcome) if as_data else outcome
 
 
+# the degenerate-output guard bounds what a model call spends; a reply in hand (`validate`) cost
+# what it cost already, and a long repetitive answer that validates is a value there
+_NO_GUARD: dict[str, Any] = {"max_whitespace_run": None, "max_repeats": None}
 # one attempt, judged under each ambiguity mode (built once: a policy checks its fields)
 _VALIDATE_POLICIES: dict[str, HealPolicy] = {
-    mode: HealPolicy(max_attempts=1, on_ambiguity=mode) for mode in ("reask", "first", "last")
+    mode: HealPolicy(max_attempts=1, on_ambiguity=mode, **_NO_GUARD)
+    for mode in ("reask", "first", "last")
 }
 _NO_USAGE = Usage()
 
@@ -353,5 +383,5 @@ def _validate_policy(mode: Any) -> HealPolicy:
         found = None
     if found is None:
         check_ambiguity(mode)  # raises for anything that is not a mode
-        found = HealPolicy(max_attempts=1, on_ambiguity=mode)
+        found = HealPolicy(max_attempts=1, on_ambiguity=mode, **_NO_GUARD)
     return found

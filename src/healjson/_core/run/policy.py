@@ -63,6 +63,14 @@ class HealPolicy:
       and go straight to the repair, saving the rest of the answer's tokens (flag
       `stream_aborted`). False reads every stream to its end, and so does
       `on_truncation="degrade"` (a cut that may follow the breach would end the run instead).
+    - `max_whitespace_run`, `max_repeats`: the degenerate-output guard. An answer that turns
+      into more than `max_whitespace_run` whitespace characters in a row (default 2,048), or
+      into one passage (of up to 512 characters) repeated more than `max_repeats` times in a
+      row over at least 8,192 characters (default 64), is degenerate: a streamed one is cut
+      off at once (the rest is not read), one read whole is judged so before it is parsed,
+      and both are repaired like a cut answer (a compact rewrite; `Reason.DEGENERATE_OUTPUT`
+      when the attempts run out). None turns a check off. Local models under a grammar loop
+      on whitespace until the token limit; this saves those tokens and that time.
     """
 
     max_attempts: int = 3
@@ -80,13 +88,15 @@ class HealPolicy:
     contract_timeout_s: float | None = None
     provider_errors: tuple[type[BaseException], ...] = ()
     stream_abort: bool = True
+    max_whitespace_run: int | None = 2_048
+    max_repeats: int | None = 64
 
     def __post_init__(self) -> None:
         # every field checked, by kind: a bad value must fail here, naming the field and what
         # it accepts, not inside a run (a NaN growth on the first truncated reply) or never
         for name in ("max_attempts", "example_from_repair"):
             _count(name, getattr(self, name))
-        for name in ("token_budget", "max_tokens_cap"):
+        for name in ("token_budget", "max_tokens_cap", "max_whitespace_run", "max_repeats"):
             if getattr(self, name) is not None:
                 _count(name, getattr(self, name), " or None")
         _number("cost_budget", self.cost_budget, lambda x: x > 0, "a number of USD > 0 or None")

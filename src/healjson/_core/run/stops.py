@@ -1,25 +1,35 @@
-"""What a call that ended the attempt before any judging says: the provider's own stops (a
-content filter, a refusal under `on_refusal="degrade"`), a stream closed early, a failed call.
+"""Where an attempt ends before any judging, or a run without a repair: the provider's own stops
+(a content filter, a refusal under `on_refusal="degrade"`), a stream closed early, a failed
+call, and the fallback a degraded run carries.
 
-Every one is a `Diagnostic`; the loop (`engine`) records it on the attempt and degrades (or,
-for a stream closed early, judges the attempt by it).
+Every one is a `Diagnostic`; the loop (`engine`) decides when: it records it on the attempt and
+degrades (or, for a stream closed early, judges the attempt by it).
 """
 
 from __future__ import annotations
 
-from healjson._core.diagnostic import ROOT, Diagnostic, Source
+from collections.abc import Callable, Generator
+from typing import Any
+
+from healjson._core.diagnostic import ROOT, Diagnostic, Source, describe_exception
 from healjson._core.flags import Flag
 from healjson._core.judge.check import Evaluation
 from healjson._core.judge.verdict import Verdict
 from healjson._core.outcome.attempt import Reason
 from healjson._core.parse import ParseResult
 from healjson._core.redact import redact_text
-from healjson._core.wire.effects import CallFailure, CallResult
+from healjson._core.wire.effects import AwaitAll, CallFailure, CallResult
 from healjson._core.wire.reply import Reply
 
 from .policy import HealPolicy
 
-__all__ = ["aborted_evaluation", "failure_diagnostic", "provider_stop", "refusal_diagnostic"]
+__all__ = [
+    "aborted_evaluation",
+    "call_fallback",
+    "failure_diagnostic",
+    "provider_stop",
+    "refusal_diagnostic",
+]
 
 
 def provider_stop(reply: Reply, policy: HealPolicy) -> tuple[Reason, Diagnostic] | None:
@@ -58,6 +68,8 @@ def aborted_evaluation(result: CallResult, raw: str | None) -> Evaluation:
     contract = any(d.source is Source.CONTRACT for d in diagnostics)
     parse = ParseResult(result.partial, (Flag.STREAM_ABORTED,), answer=raw)
     verdict = Verdict.CONTRACT if contract else Verdict.SCHEMA
+    if diagnostics[0].source is Source.DEGENERATE:  # the guard cut it (a whitespace run, a loop)
+        verdict = Verdict.DEGENERATE
     return Evaluation(verdict, parse, diagnostics, answer=raw)
 
 
@@ -82,3 +94,25 @@ def failure_diagnostic(failure: CallFailure, message: str) -> Diagnostic:
         Source.API,
         rule=redact_text(fault.label),
     )
+
+
+def call_fallback(
+    factory: Callable[..., Any], raw: str | None, errors: list[Diagnostic], limit: float | None
+) -> Generator[AwaitAll, Any, tuple[Any, Diagnostic | None]]:
+    """A fallback factory's value (awaited through the driver when it is a coroutine), or the
+    diagnostic of its failure."""
+    try:
+        value = factory(raw, tuple(errors))
+        if hasattr(value, "__await__"):
+            (value,) = yield AwaitAll((value,), limit)
+            if isinstance(value, Exception):
+                raise value
+    except Exception as exc:
+        return None, Diagnostic(
+            ROOT,
+            describe_exception(exc),
+            "the fallback factory raised",
+            "Fix the fallback factory; the degradation carries no fallback value.",
+            Source.FALLBACK,
+        )
+    return value, None

@@ -10,7 +10,8 @@ tokens can save); what a stream that failed part-way had read is kept on its fai
 
 - `JsonReader`: one `StreamSession` per call (the incremental reader, early judgement,
   accepted or held items); a stream that ends with no finish reason in the middle of a value
-  is sent to the flow as cut.
+  is sent to the flow as cut; an answer that degenerates (a whitespace run, a loop: the
+  `parse.degenerate.Guard` of the policy's bounds) is cut off at once.
 - `CallsReader`: a provider's tool-call collector per call (the calls gathered whole, by
   index; the message text handed out as it arrives).
 """
@@ -22,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
-from healjson._core.diagnostic import describe_exception
+from healjson._core.diagnostic import Diagnostic, describe_exception
+from healjson._core.parse.degenerate import Guard
 from healjson._core.wire.delta import read_chunk, withdrawn
 from healjson._core.wire.effects import CallFailure, CallResult, ModelCall, new_call_result
 from healjson._core.wire.reply import Reply
@@ -68,31 +70,48 @@ def _failed(exc: Exception, start: float) -> CallResult:
 
 class JsonReader:
     """Streams of a JSON answer: a session per call (`new_session`); with `abort`, a breach no
-    later text can repair ends the stream at once."""
+    later text can repair ends the stream at once; `guard`: the degenerate-output bounds
+    (whitespace run, repeats; None turns one off), an answer past them is cut off at once."""
 
-    __slots__ = ("abort", "new_session")
+    __slots__ = ("abort", "guard", "new_session")
 
-    def __init__(self, new_session: Callable[[ModelCall], StreamSession], abort: bool) -> None:
+    def __init__(
+        self,
+        new_session: Callable[[ModelCall], StreamSession],
+        abort: bool,
+        guard: tuple[int | None, int | None] = (None, None),
+    ) -> None:
         self.new_session = new_session
         self.abort = abort
+        self.guard = guard
 
     def open(self, effect: ModelCall, start: float) -> JsonReading:
         """One call's reading."""
-        return JsonReading(effect, self.new_session(effect), start, self.abort)
+        guard = Guard(*self.guard)
+        return JsonReading(
+            effect, self.new_session(effect), start, self.abort, guard if guard.active else None
+        )
 
 
 class JsonReading:
-    """One streamed JSON answer being read: the session, the clock, the caller's events."""
+    """One streamed JSON answer being read: the session, the clock, the caller's events, the
+    degenerate-output guard."""
 
-    __slots__ = ("abort", "effect", "session", "start", "stop")
+    __slots__ = ("abort", "effect", "guard", "session", "start", "stop")
 
     def __init__(
-        self, effect: ModelCall, session: StreamSession, start: float, abort: bool
+        self,
+        effect: ModelCall,
+        session: StreamSession,
+        start: float,
+        abort: bool,
+        guard: Guard | None = None,
     ) -> None:
         self.effect = effect
         self.session = session
         self.start = start
         self.abort = abort
+        self.guard = guard
         self.stop: CallResult | None = None
 
     def feed(self, chunk: Any) -> list[Event]:
@@ -120,14 +139,20 @@ class JsonReading:
             events += [Item(number, index, HELD) for index in session.new_held]
             session.new_held.clear()
         if self.abort and session.abort:
-            self.stop = CallResult(
-                session.reply("aborted"),
-                None,
-                time.perf_counter() - self.start,
-                aborted=session.abort,
-                partial=session.data,
-            )
+            self.stop = self._cut(session.abort)
+        elif self.guard is not None:
+            found = self.guard.feed(delta.text or delta.tool_arguments)
+            if found is not None:  # degenerate: the rest of the stream is not read
+                self.stop = self._cut((found,))
         return events
+
+    def _cut(self, why: tuple[Diagnostic, ...]) -> CallResult:
+        """The stream ends here, for `why`: what had arrived, judged by it."""
+        session = self.session
+        elapsed = time.perf_counter() - self.start
+        return CallResult(
+            session.reply("aborted"), None, elapsed, aborted=why, partial=session.data
+        )
 
     def finished(self) -> CallResult:
         """The whole reply; one that stops mid-value with no finish reason is sent as cut."""

@@ -49,6 +49,8 @@ class Usage:
       Anthropic `output_tokens_details.thinking_tokens`).
     - `requests`: model calls counted; `estimated`: True when any count was estimated as
       characters / 4 (the provider reported none).
+    - `cache_hits`: answers served from healjson's response cache (`healjson.ResponseCache`)
+      instead of a model call (no request, no tokens).
     - `model`: the model the tokens were spent on (None: unknown, or several: then `parts`
       holds one `Usage` per model).
     - `cost` (a property): USD through `genai-prices` (extra `prices`), computed when read;
@@ -65,6 +67,7 @@ class Usage:
     requests: int = 0
     model: str | None = None
     parts: tuple[Usage, ...] = ()
+    cache_hits: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -79,9 +82,9 @@ class Usage:
         return cost_of(self)
 
     def __add__(self, other: Usage) -> Usage:
-        if not other.requests and not other.total_tokens:
+        if not other.requests and not other.total_tokens and not other.cache_hits:
             return self
-        if not self.requests and not self.total_tokens:
+        if not self.requests and not self.total_tokens and not self.cache_hits:
             return other
         same = self.model == other.model and not self.parts and not other.parts
         parts = () if same else (*(self.parts or (self,)), *(other.parts or (other,)))
@@ -95,6 +98,7 @@ class Usage:
             self.requests + other.requests,
             self.model if same else None,
             parts,
+            self.cache_hits + other.cache_hits,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -107,6 +111,7 @@ class Usage:
             "cache_read_tokens": self.cache_read_tokens,
             "cache_write_tokens": self.cache_write_tokens,
             "requests": self.requests,
+            "cache_hits": self.cache_hits,
             "estimated": self.estimated,
             "model": self.model,
             "cost": self.cost,
