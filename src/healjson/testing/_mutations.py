@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from pydantic_core import to_json
 
 from ._internals import MISSING, NOTHING, Contract, ContractPack, Target
-from ._schema_data import _SchemaStrategies, as_instance, schema_strategies
+from ._schema_data import SchemaStrategies, as_instance, schema_strategies
 from ._sites import Edit, Path, Site, field_sites, fresh_edit
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class _Plan:
 class _Space:
     """What the search needs to know about the target's top-level object."""
 
-    builder: _SchemaStrategies
+    builder: SchemaStrategies
     properties: dict[str, Any]
     required: frozenset[str]
     keys: Mapping[str, str]  # field name or alias -> the property the schema names it by

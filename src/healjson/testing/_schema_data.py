@@ -24,7 +24,14 @@ if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
     from pydantic import TypeAdapter
 
-__all__ = ["as_instance", "from_schema", "require_hypothesis"]
+__all__ = [
+    "SchemaStrategies",
+    "as_instance",
+    "from_schema",
+    "memo",
+    "require_hypothesis",
+    "schema_strategies",
+]
 
 _INSTALL_HINT = missing_extra("hypothesis", "testing")
 _MAX_DEPTH = 5  # past this depth, generation prefers leaves: null branches, empty lists
@@ -109,13 +116,13 @@ def memo(kind: str, inputs: tuple[Any, ...], build: Callable[[], S]) -> S:
     return built
 
 
-def schema_strategies(target: Target[Any], *, small: bool = False) -> _SchemaStrategies:
+def schema_strategies(target: Target[Any], *, small: bool = False) -> SchemaStrategies:
     """The (shared) strategy builder for the target's JSON schema (`small`: see
     `small_instances`)."""
     return memo(
         "small_builder" if small else "builder",
         (target,),
-        lambda: _SchemaStrategies(
+        lambda: SchemaStrategies(
             target.json_schema, zone_constraint(target), _SMALL_EXTRA if small else None
         ),
     )
@@ -124,7 +131,7 @@ def schema_strategies(target: Target[Any], *, small: bool = False) -> _SchemaStr
 # --- JSON schema to strategy ---------------------------------------------------------------------
 
 
-class _SchemaStrategies:
+class SchemaStrategies:
     """Builds a strategy of JSON data for a (pydantic-flavoured) JSON schema."""
 
     def __init__(

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._internals import MISSING
-from ._schema_data import _SchemaStrategies, memo
+from ._schema_data import SchemaStrategies, memo
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -56,7 +56,7 @@ class Site:
 
 
 def field_sites(
-    builder: _SchemaStrategies,
+    builder: SchemaStrategies,
     properties: dict[str, Any],
     required: set[str],
     names: Sequence[str],
@@ -93,7 +93,7 @@ def fresh_edit(site: Site, drawn: tuple[str, Any]) -> Edit | None:
 
 
 def _sites(
-    builder: _SchemaStrategies,
+    builder: SchemaStrategies,
     path: Path,
     raw: Any,
     current: Any,
@@ -167,7 +167,7 @@ def _all_fixed(schema: dict[str, Any]) -> bool:
     return small or "const" in schema or schema.get("type") == "boolean"
 
 
-def _fixed(builder: _SchemaStrategies, schema: dict[str, Any], current: Any) -> list[Any]:
+def _fixed(builder: SchemaStrategies, schema: dict[str, Any], current: Any) -> list[Any]:
     """The changes tried on every draw (see the module's docstring)."""
     out: list[Any] = []
     enum = schema.get("enum")
@@ -190,7 +190,7 @@ def _fixed(builder: _SchemaStrategies, schema: dict[str, Any], current: Any) -> 
     return out
 
 
-def _filled(builder: _SchemaStrategies, schema: dict[str, Any]) -> list[Any]:
+def _filled(builder: SchemaStrategies, schema: dict[str, Any]) -> list[Any]:
     """Values for a field that is null or left out, where its type has a few obvious ones:
     the values of a small enum, both booleans, a number's bounds (or 0 without any)."""
     branches = [schema]
@@ -262,7 +262,7 @@ def _number(value: Any) -> bool:
 
 
 def _fresh(
-    builder: _SchemaStrategies, raw: Any, schema: dict[str, Any], depth: int
+    builder: SchemaStrategies, raw: Any, schema: dict[str, Any], depth: int
 ) -> SearchStrategy[tuple[str, Any]]:
     """Another value of the schema at a site, built once per schema node and depth; for a list,
     also a fresh item to put in (`fresh_edit` makes the change)."""
@@ -270,7 +270,7 @@ def _fresh(
 
 
 def _make_fresh(
-    builder: _SchemaStrategies, raw: Any, schema: dict[str, Any], depth: int
+    builder: SchemaStrategies, raw: Any, schema: dict[str, Any], depth: int
 ) -> SearchStrategy[tuple[str, Any]]:
     from hypothesis import strategies as st
 
@@ -285,7 +285,7 @@ def _make_fresh(
     return fresh | added.map(lambda pair: (_INSERT, pair))
 
 
-def _branch(builder: _SchemaStrategies, schema: dict[str, Any], kind: str) -> dict[str, Any]:
+def _branch(builder: SchemaStrategies, schema: dict[str, Any], kind: str) -> dict[str, Any]:
     """The schema itself, or its `anyOf`/`oneOf` branch of that JSON type (`list[X] | None`)."""
     for key in ("anyOf", "oneOf"):
         branches = schema.get(key)
@@ -297,7 +297,7 @@ def _branch(builder: _SchemaStrategies, schema: dict[str, Any], kind: str) -> di
     return schema
 
 
-def _allows_null(builder: _SchemaStrategies, schema: dict[str, Any]) -> bool:
+def _allows_null(builder: SchemaStrategies, schema: dict[str, Any]) -> bool:
     kind = schema.get("type")
     if kind == "null" or (isinstance(kind, list) and "null" in kind):
         return True

@@ -140,12 +140,14 @@ def additional_properties_keyword(
 ) -> Iterator[Any]:
     """`additionalProperties`, its property names matched against `patternProperties` with the
     bound (without `patternProperties` it is `jsonschema`'s own)."""
-    from jsonschema import _keywords
     from jsonschema.exceptions import ValidationError
+    from jsonschema.validators import Draft202012Validator
 
     patterns = schema.get("patternProperties") if isinstance(schema, dict) else None
     if not isinstance(patterns, dict) or not validator.is_type(instance, "object"):
-        yield from _keywords.additionalProperties(validator, additional, instance, schema)
+        # jsonschema's own keyword (the same function in every draft's validator table)
+        own = Draft202012Validator.VALIDATORS["additionalProperties"]
+        yield from own(validator, additional, instance, schema)
         return
     known = schema.get("properties")
     names = known if isinstance(known, dict) else {}
