@@ -31,7 +31,7 @@ from ._batch_results import EXPIRED_MESSAGE, Result, unreadable
 from ._fields import _dumps, _get, _int, _opt_str, message_text
 from .anthropic_schema import AnthropicSchemaUnsupported
 from .anthropic_schema import shared_anthropic_schema as anthropic_schema  # one per target
-from .openai_chat import JsonMode, Shapeable, shape_request  # the prompt tier's instruction
+from .tiers import JsonMode, Shapeable, prompted
 
 __all__ = [
     "FINISH",
@@ -348,8 +348,7 @@ def tier_request(
             body["tools"] = [_answer_tool(schema)]
             body["tool_choice"] = {"type": "tool", "name": body["tools"][0]["name"]}
             return mode, body
-    _, shaped, _ = shape_request("prompt", target, messages)
-    return "prompt", messages_request(shaped, params)
+    return "prompt", messages_request(prompted(target, messages), params)
 
 
 def used_tier(mode: JsonMode, target: Shapeable, params: Mapping[str, Any]) -> JsonMode | None:
@@ -448,8 +447,7 @@ def batch_body(
     """A request as a Message Batches line's `params`: the schema in the system prompt whatever
     the `mode` (the prompt tier: Anthropic has no JSON response format), system messages moved
     to `system`."""
-    _, shaped, _ = shape_request("prompt", target, messages)
-    return anthropic_request(shaped, params)
+    return anthropic_request(prompted(target, messages), params)
 
 
 def batch_line(custom_id: str, body: Mapping[str, Any]) -> dict[str, Any]:

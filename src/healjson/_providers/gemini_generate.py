@@ -37,11 +37,7 @@ from ._fields import (
 )
 from .gemini_schema import GeminiSchemaUnsupported
 from .gemini_schema import shared_gemini_schema as gemini_schema  # one per target
-from .openai_chat import (  # the instruction of the weaker tiers is the chat one
-    JsonMode,
-    Shapeable,
-    shape_request,
-)
+from .tiers import JsonMode, Shapeable, prompted
 
 __all__ = [
     "FORMAT",
@@ -316,7 +312,7 @@ def tier_request(
     else:
         if mode == "json_schema":  # a structure the dialect cannot say
             mode = "json_object"
-        _, shaped, _ = shape_request(mode, target, messages)
+        shaped = prompted(target, messages)
         if mode == "json_object":
             extra = {"response_mime_type": "application/json"}
     body = gemini_request(shaped, {**params, **extra})

@@ -24,7 +24,7 @@ import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, Protocol
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -36,16 +36,11 @@ from healjson._core.wire.reply import SDK_COMPLETIONS, Reply, ToolCall, Usage, n
 
 from ._batch_results import EXPIRED_MESSAGE, Result, is_transient_status
 from ._fields import _dumps, _first, _get, _int, _opt_str, _text
+from .tiers import ENFORCING, JsonMode, Shapeable, prompted
 
 __all__ = [
-    "ENFORCING",
     "FORMAT",
     "MESSAGE",
-    "MODES",
-    "ONE_VALUE",
-    "WEAKER",
-    "JsonMode",
-    "Shapeable",
     "batch_body",
     "batch_line",
     "batch_result",
@@ -307,7 +302,7 @@ def _with_token_limit(params: Mapping[str, Any], n: int) -> dict[str, Any]:
     return {**params, key: n}
 
 
-# --- requests: JSON-mode tiers, strongest first ---------------------------------------------
+# --- requests: JSON-mode tiers, strongest first (`tiers`) -----------------------------------
 #
 # - `json_schema`: `response_format={"type": "json_schema", "strict": true, ...}` (the provider
 #   constrains decoding to the schema, in OpenAI's strict dialect);
@@ -322,42 +317,7 @@ def _with_token_limit(params: Mapping[str, Any], n: int) -> dict[str, Any]:
 # - `prompt`: the schema in a system message only (any chat endpoint).
 #
 # An endpoint that rejects a tier (HTTP 400 naming `response_format`, `structured_outputs`) is
-# stepped down once (`adapters._format.FormatState`) to the tier `WEAKER` names: OpenAI's strict
-# tier falls to `json_object` (a non-strict schema is not enforced there), vLLM's to the
-# `response_format` form of the same schema.
-
-JsonMode = Literal["json_schema", "structured_outputs", "constrained", "json_object", "prompt"]
-MODES: tuple[JsonMode, ...] = (
-    "json_schema",
-    "structured_outputs",
-    "constrained",
-    "json_object",
-    "prompt",
-)
-"""Every tier, strongest first (a client only ever steps down this order)."""
-WEAKER: dict[JsonMode, JsonMode | None] = {
-    "json_schema": "json_object",
-    "structured_outputs": "constrained",
-    "constrained": "json_object",
-    "json_object": "prompt",
-    "prompt": None,
-}
-"""The tier a rejected one steps down to."""
-ENFORCING: frozenset[JsonMode] = frozenset({"json_schema", "structured_outputs", "constrained"})
-"""The tiers whose request asks the endpoint to enforce a schema while decoding."""
-ONE_VALUE: frozenset[JsonMode] = ENFORCING | {"json_object"}
-"""The tiers whose request constrains the answer to one JSON value (a stream may be judged
-early)."""
-
-
-class Shapeable(Protocol):
-    """What `shape_request` reads of a healer's target (`healjson._core.target.target.Target`)."""
-
-    @property
-    def type_(self) -> Any: ...
-
-    @property
-    def json_schema(self) -> Any: ...
+# stepped down once (`adapters._format.FormatState`) to the tier `tiers.WEAKER` names.
 
 
 def shape_request(
@@ -384,17 +344,10 @@ def shape_request(
         return mode, shaped, {"response_format": constrained_format(target.json_schema)}
     if mode == "structured_outputs":
         return mode, shaped, {"extra_body": {"structured_outputs": structured_outputs(target)}}
-    instruction = {
-        "role": "system",
-        "content": (
-            "Reply with only a JSON value (no prose, no code fences) that conforms to this JSON "
-            f"schema: {json.dumps(target.json_schema, ensure_ascii=False, separators=(',', ':'))}"
-        ),
-    }
     extra: dict[str, Any] = {}
     if mode == "json_object":
         extra["response_format"] = {"type": "json_object"}
-    return mode, [instruction, *shaped], extra
+    return mode, prompted(target, shaped), extra
 
 
 def constrained_format(schema: Mapping[str, Any]) -> dict[str, Any]:

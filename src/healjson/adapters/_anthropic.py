@@ -40,7 +40,7 @@ from healjson._providers.anthropic_messages import (
     tier_request,
     used_tier,
 )
-from healjson._providers.openai_chat import Shapeable
+from healjson._providers.tiers import Shapeable
 from healjson._providers.tool_streams import AnthropicCollector
 
 from ._base import (

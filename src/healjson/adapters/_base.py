@@ -26,10 +26,6 @@ from healjson._core.run.policy import HealPolicy
 from healjson._core.run.streams import AsyncHealStream, HealStream, stream_async, stream_sync
 from healjson._core.wire.effects import ModelCall, ProviderError
 from healjson._providers.openai_chat import (
-    ONE_VALUE,
-    WEAKER,
-    JsonMode,
-    Shapeable,
     constrains_one_value,
     enforced_schema,
     is_format_rejection,
@@ -39,6 +35,7 @@ from healjson._providers.openai_chat import (
     with_extra,
 )
 from healjson._providers.openai_strict_schema import StrictSchemaUnsupported
+from healjson._providers.tiers import ONE_VALUE, WEAKER, JsonMode, Shapeable
 from healjson._providers.tool_streams import ChatCollector
 
 from ._cache import HealerCache

@@ -19,7 +19,7 @@ from typing import Any, Final
 from healjson._core.target.target import Target
 from healjson._core.wire.effects import ModelCall
 from healjson._providers import batch_lines
-from healjson._providers.openai_chat import JsonMode
+from healjson._providers.tiers import JsonMode
 
 __all__ = ["custom_id", "parse_custom_id", "request_body"]
 

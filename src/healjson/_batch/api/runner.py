@@ -46,7 +46,7 @@ from healjson._core.run.healer import Healer
 from healjson._core.run.replay import failed, replied
 from healjson._core.wire.effects import CallResult, ModelCall
 from healjson._core.wire.fault import ProviderFault
-from healjson.adapters._format import JsonMode
+from healjson._providers.tiers import JsonMode
 
 from .ledger import Ledger, NewRow, Part, Row
 from .patience import ProviderUnavailable, describe, is_transient, patiently
