@@ -8,11 +8,10 @@ thread (`Pump`), taking each chunk from a queue with a timed wait: the caller's 
 at the deadline, whatever the wire does.
 
 At the end (the deadline, an early abort, the caller leaving the loop) the worker is told to
-stop and the stream is closed: a stream over an HTTP/1.x response (the openai and anthropic
-SDKs' `Stream.response`) has its socket shut down, which wakes the blocked read at once, so
-the worker closes the response and ends. A stream that exposes no response (any other
-iterable) is closed by the worker as soon as its pending read returns: a blocking read cannot
-be interrupted from outside.
+stop and the stream is closed: a stream over an HTTP/1.x response (an SDK's `Stream.response`, when
+it has one) has its socket shut down, which wakes the blocked read at once, so the worker closes the
+response and ends. A stream that exposes no response (any other iterable) is closed by the worker as
+soon as its pending read returns: a blocking read cannot be interrupted from outside.
 """
 
 from __future__ import annotations
