@@ -90,7 +90,7 @@ elif provider == "openai":
             model="m", messages=MESSAGES, response_model=Order).value
 elif provider == "anthropic":
     import anthropic
-    from healjson._providers.anthropic_schema import anthropic_schema
+    from healjson._providers.anthropic_messages.schema import anthropic_schema
     client = anthropic.Anthropic(base_url=root, api_key="sk-bench", max_retries=0)
     system, turns = MESSAGES[0]["content"], MESSAGES[1:]
     config = {{"format": {{"type": "json_schema",
@@ -106,7 +106,7 @@ elif provider == "anthropic":
 else:
     from google import genai
     from google.genai import types
-    from healjson._providers.gemini_schema import gemini_schema
+    from healjson._providers.gemini_generate.schema import gemini_schema
     client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=root))
     system, text = MESSAGES[0]["content"], MESSAGES[1]["content"]
     config = {{"system_instruction": system, "response_mime_type": "application/json",

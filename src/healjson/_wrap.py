@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar, overload
 
 from ._core.run.policy import HealPolicy
 
@@ -642,24 +642,24 @@ def wrap(client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | No
     client logs `healjson.schema_not_enforced` once.
     Wrapping a wrapped client wraps the client beneath it (one healing layer, the new settings).
     """
+    from ._providers import PROVIDERS, resolve
     from .adapters._base import unwrapped
 
     client = unwrapped(client)  # the adapter is chosen by the client beneath any healjson layer
-    if type(client).__module__.split(".", 1)[0] == "instructor":
-        from .adapters._instructor import InstructorClient
+    module = type(client).__module__
+    for prefix, adapter in _CARRIERS.items():
+        if module.startswith(prefix):
+            return resolve(adapter)(client, json_mode=json_mode, policy=policy)
+    provider = PROVIDERS.for_client(client)  # by its SDK (the default: OpenAI-compatible)
+    if provider.adapter is None:
+        raise TypeError(
+            f"healjson cannot wrap a {type(client).__name__}: {provider.name} has no client"
+        )
+    return resolve(provider.adapter)(client, json_mode=json_mode, policy=policy)
 
-        return InstructorClient(client, json_mode=json_mode, policy=policy)
-    if type(client).__module__.split(".", 1)[0] == "anthropic":
-        from .adapters._anthropic import HealingAnthropic
 
-        return HealingAnthropic(client, json_mode=json_mode, policy=policy)
-    if type(client).__module__.startswith("google.genai"):
-        from .adapters._gemini import HealingGemini
-
-        return HealingGemini(client, json_mode=json_mode, policy=policy)
-    from .adapters._openai import HealingClient as OpenAIAdapter
-
-    return OpenAIAdapter(client, json_mode=json_mode, policy=policy)
+# libraries whose clients carry a provider's client inside: their adapters, by module prefix
+_CARRIERS: Final = {"instructor": "healjson.adapters._instructor:InstructorClient"}
 
 
 @overload

@@ -30,14 +30,15 @@ from .loading import load_setup
 from .options import (
     EndpointChoice,
     JsonModeChoice,
-    ProviderChoice,
     api_key_option,
     base_url_option,
     concurrency_option,
     contracts_option,
     endpoint_model_option,
     json_mode_option,
+    max_tokens_help,
     progress_option,
+    provider_option,
     response_model_option,
     timeout_option,
 )
@@ -128,14 +129,7 @@ def batch(
             rich_help_panel="Batch API",
         ),
     ] = False,
-    provider: Annotated[
-        ProviderChoice,
-        typer.Option(
-            "--provider",
-            help="--batch-api: whose Batch API (anthropic: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL).",
-            rich_help_panel="Batch API",
-        ),
-    ] = ProviderChoice.OPENAI,
+    provider: Annotated[str, provider_option()] = "openai",
     ledger: Annotated[
         Path | None,
         typer.Option(
@@ -184,7 +178,7 @@ def batch(
         typer.Option(
             "--max-tokens",
             min=1,
-            help="--batch-api: completion limit per request (anthropic default: 4096).",
+            help=max_tokens_help(),
             rich_help_panel="Batch API",
         ),
     ] = None,
@@ -252,7 +246,7 @@ def batch(
         raise typer.BadParameter(problem, param_hint="'INPUT.jsonl'")
     if batch_api:
         options = BatchApiOptions(
-            provider=provider.value,
+            provider=provider,
             model=model,
             base_url=base_url,
             api_key=api_key,

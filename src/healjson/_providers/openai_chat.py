@@ -36,11 +36,13 @@ from healjson._core.wire.reply import SDK_COMPLETIONS, Reply, ToolCall, Usage, n
 
 from ._batch_results import EXPIRED_MESSAGE, Result, is_transient_status
 from ._fields import _dumps, _first, _get, _int, _opt_str, _text
+from .provider import BatchApi, BatchLines, Provider
 from .tiers import ENFORCING, JsonMode, Shapeable, prompted
 
 __all__ = [
     "FORMAT",
     "MESSAGE",
+    "PROVIDER",
     "batch_body",
     "batch_line",
     "batch_result",
@@ -550,20 +552,27 @@ FORMAT = WireFormat(
     fast_chunk=read_sdk_chunk,
     token_limit=_token_limit,
     with_token_limit=_with_token_limit,
-    # `api_key`, `admin_api_key`, Azure's `_azure_ad_token`; the caller's default headers and
-    # query parameters
-    credential_attributes=(
-        "api_key",
-        "admin_api_key",
-        "_azure_ad_token",
-        "_custom_headers",
-        "_custom_query",
-    ),
-    sdk_creates=(
-        ("openai.resources.chat.completions.completions", ("Completions", "AsyncCompletions")),
-    ),
-    error_packages=frozenset({"openai"}),
 )
+"""(Its client's credentials, SDK methods and error package: its line in the registry.)"""
 
 # a chat message dict: tried after every format (an Anthropic message has `content` too)
 MESSAGE = WireFormat("openai_chat_message", lambda obj: False, _message, reads_dict=_reads_message)
+
+PROVIDER = Provider(
+    "openai",
+    formats=(FORMAT,),
+    catch_all=(MESSAGE,),
+    adapter="healjson.adapters._openai:HealingClient",
+    streams="healjson.adapters._openai:instructor_streams",
+    tools="healjson._providers.openai_tools:CHAT",
+    batch=BatchLines(batch_body, batch_line, batch_result),
+    batch_api=BatchApi(
+        client="healjson._providers.openai_batches:OpenAIBatches",
+        endpoints={"chat": "openai", "responses": "openai_responses"},
+        sdk="openai:OpenAI",
+        extra="openai",
+        api_key_env="OPENAI_API_KEY",
+        base_url_env="OPENAI_BASE_URL",
+    ),
+)
+"""OpenAI chat completions, and every OpenAI-compatible client (the registry's default)."""

@@ -30,8 +30,11 @@ from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usa
 
 from ._fields import _dumps, _opt_str, _output_token_limit, _with_output_token_limit
 from .openai_chat import batch_body as chat_batch_body
+from .openai_chat import batch_result
+from .provider import BatchLines, Provider
 
 __all__ = [
+    "PROVIDER",
     "SDK_RESPONSES",
     "Conversation",
     "ResponseFailed",
@@ -511,9 +514,8 @@ FORMAT = WireFormat(
     read_chunk=_read_chunk,
     token_limit=_output_token_limit,
     with_token_limit=_with_output_token_limit,
-    sdk_creates=(("openai.resources.responses.responses", ("Responses", "AsyncResponses")),),
-    error_packages=frozenset({"openai"}),
 )
+"""(Its SDK methods: its line in the registry.)"""
 
 
 # -- the Batch API's lines ----------------------------------------------------------------------
@@ -532,3 +534,13 @@ def batch_body(
 def batch_line(custom_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
     """One line of a Batch API input file for `/v1/responses`."""
     return {"custom_id": custom_id, "method": "POST", "url": BATCH_ENDPOINT, "body": body}
+
+
+PROVIDER = Provider(
+    "openai_responses",
+    formats=(FORMAT,),
+    tools="healjson._providers.openai_tools:RESPONSES",
+    # the same output and error file lines as chat's: a `response` (a Response as its body)
+    batch=BatchLines(batch_body, batch_line, batch_result),
+)
+"""OpenAI's Responses API (reached through an OpenAI client's `responses`)."""

@@ -35,8 +35,8 @@ from healjson._providers.openai_chat import (
     with_extra,
 )
 from healjson._providers.openai_strict_schema import StrictSchemaUnsupported
+from healjson._providers.openai_tools import ChatCollector
 from healjson._providers.tiers import ONE_VALUE, WEAKER, JsonMode, Shapeable
-from healjson._providers.tool_streams import ChatCollector
 
 from ._cache import HealerCache
 from ._format import Enforcing, FormatState, check_mode
@@ -140,7 +140,7 @@ Send = Callable[[dict[str, Any]], tuple[Callable[..., Any], dict[str, Any], Exch
 def is_async_client(client: Any, create: Callable[..., Any]) -> bool:
     """True for an async client: its `create` is a coroutine function (the SDKs wrap it in a
     decorator that hides `async def`: look beneath it), or its class is an `Async...` one
-    (`AsyncOpenAI`, `AsyncAzureOpenAI`, `AsyncAnthropic`, ...)."""
+    (`AsyncOpenAI`, `AsyncAzureOpenAI`, ...)."""
     if inspect.iscoroutinefunction(create) or inspect.iscoroutinefunction(inspect.unwrap(create)):
         return True
     return any(cls.__name__.startswith("Async") for cls in type(client).__mro__)

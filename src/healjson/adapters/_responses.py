@@ -41,7 +41,7 @@ from healjson._providers.openai_responses import (
     read_sdk_response,
     set_commentary_aside,
 )
-from healjson._providers.tool_streams import ResponsesCollector
+from healjson._providers.openai_tools import ResponsesCollector
 
 from ._base import UNSET, Exchange, NotACompletion, _async_call, _sync_call
 from ._format import Enforcing, check_mode

@@ -1,8 +1,8 @@
-"""One model call over a client whose JSON tiers the adapter shapes itself (Anthropic, Gemini):
+"""One model call over a client whose JSON tiers its adapter shapes itself (a provider module's):
 the request in the client's current tier, a refusal of that tier (an HTTP 400 naming its
 feature) stepped down within the same call and remembered in the client's `FormatState`.
 
-`prime`: a stream whose request is only sent on its first read (google-genai's) is read up to
+`prime`: a stream whose request is only sent on its first read (some SDKs') is read up to
 its first piece inside the call, so a refused tier is known there too.
 """
 

@@ -22,15 +22,12 @@ from healjson._core.run.drive import call_failed, gather, run_awaitables_sync
 from healjson._core.run.streams import is_stream
 from healjson._core.wire.effects import AwaitAll, CallResult, ModelCall, new_call_result
 from healjson._core.wire.reply import to_reply
-from healjson._providers.tool_streams import (
-    AnthropicCollector,
-    ChatCollector,
-    ResponsesCollector,
-)
+from healjson._providers.provider import Collector as Reading
 
 __all__ = ["AsyncToolCallStream", "Collector", "ToolCallStream"]
 
-Collector = type[ChatCollector] | type[ResponsesCollector] | type[AnthropicCollector]
+Collector = Callable[[], Reading]
+"""Makes a provider's reader of a streamed answer, call by call (its `ToolDialect.collector`)."""
 Start = Callable[[ModelCall], Any]
 """A model call's request made (what the client's method returned: a stream, or a whole answer
 from an endpoint that does not stream)."""

@@ -161,9 +161,14 @@ def load_for(obj: Any) -> bool:
             _CHECKED.add(kind)
     for provider in found:
         with _LOADING:
-            if provider in _PENDING:
+            if provider not in _PENDING:
+                continue  # loaded meanwhile
+            _PENDING.remove(provider)
+            try:
                 provider.load()
-                _PENDING.remove(provider)
+            except BaseException:
+                _PENDING.append(provider)
+                raise
     return bool(found)
 
 

@@ -1,25 +1,34 @@
-"""A streamed answer read whole, call by call: what a healed tool-call stream needs.
+"""OpenAI's tool dialects: function tools as chat completions and the Responses API write them
+(what `create(..., heal_tools=True)` reads), and their streams read call by call.
+
+A tool is read in the shapes the OpenAI SDK takes: chat's `{"type": "function", "function":
+{"name", "parameters", ...}}`, the Responses API's flat `{"type": "function", "name",
+"parameters", ...}`, the result of `openai.pydantic_function_tool(Model)` (its model is kept:
+the calls' arguments are validated as that model); a pydantic model class is sent as a strict
+function tool named after the class. Other tools (built-in ones, custom tools) are passed on.
 
 The core's chunk reader (`Delta`) joins the arguments of every tool call of a stream into one
 text (a streamed answer has one value); judging each call on its own needs them apart. A
-collector takes a stream's chunks (OpenAI chat) or events (the Responses API, Anthropic
-Messages) one by one, hands back the answer text each one carries, and at the end gives the
-whole answer as a `Reply`, with every call's id, name and arguments text as sent.
+collector takes a stream's chunks (chat) or events (the Responses API) one by one, hands back
+the answer text each one carries, and at the end gives the whole answer as a `Reply`, with
+every call's id, name and arguments text as sent.
 """
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Mapping
 from typing import Any
+
+from pydantic import BaseModel
 
 from healjson._core.wire.reply import Reply, ToolCall, new_reply
 
 from ._fields import _get, _opt_str
-from .anthropic_messages import FINISH, anthropic_usage
 from .openai_chat import _usage as chat_usage
 from .openai_responses import ResponseFailed, _error_text, read_response
+from .provider import ToolDialect
 
-__all__ = ["AnthropicCollector", "ChatCollector", "ResponsesCollector"]
+__all__ = ["CHAT", "RESPONSES", "ChatCollector", "ResponsesCollector"]
 
 
 class ChatCollector:
@@ -114,77 +123,72 @@ class ResponsesCollector:
         return self._final
 
 
-class AnthropicCollector:
-    """Messages stream events: text blocks joined, each `tool_use` block a call (its id and
-    name from `content_block_start`, its arguments the `input_json_delta` pieces as sent),
-    the stop reason and usage from `message_start` / `message_delta`; thinking is not kept."""
+# -- the tools -------------------------------------------------------------------------------
 
-    __slots__ = ("_blocks", "_finish", "_model", "_refusal", "_start", "_usage")
 
-    def __init__(self) -> None:
-        self._blocks: dict[int, list[Any]] = {}  # index -> [kind, id, name, pieces]
-        self._finish: str | None = None
-        self._refusal: str | None = None
-        self._model: str | None = None
-        self._start: Any = None
-        self._usage: Any = None
+def _read_chat(tool: Any) -> tuple[str, Any, Any] | None:
+    return _read(tool, flat=False)
 
-    def feed(self, event: Any) -> str:
-        """Take one event; the answer text it carries ("" for none)."""
-        kind = _get(event, "type")
-        index = _get(event, "index")
-        if kind == "content_block_start" and isinstance(index, int):
-            block = _get(event, "content_block") or {}
-            entry = [_get(block, "type"), _opt_str(_get(block, "id")), _get(block, "name"), []]
-            self._blocks[index] = entry
-        elif kind == "content_block_delta" and isinstance(index, int) and index in self._blocks:
-            delta = _get(event, "delta") or {}
-            piece = _get(delta, "type")
-            entry = self._blocks[index]
-            if piece == "text_delta" and entry[0] == "text":
-                text = str(_get(delta, "text") or "")
-                entry[3].append(text)
-                return text
-            if piece == "input_json_delta" and entry[0] == "tool_use":
-                entry[3].append(str(_get(delta, "partial_json") or ""))
-        elif kind == "message_start":
-            message = _get(event, "message") or {}
-            self._model = _opt_str(_get(message, "model"))
-            self._start = anthropic_usage(_get(message, "usage"), requests=1, model=self._model)
-        elif kind == "message_delta":
-            delta = _get(event, "delta") or {}
-            stop = _opt_str(_get(delta, "stop_reason"))
-            self._finish = None if stop is None else FINISH.get(stop, stop)
-            if stop == "refusal":
-                details = _get(delta, "stop_details") or _get(event, "stop_details") or {}
-                self._refusal = _opt_str(_get(details, "explanation")) or "refused"
-            self._usage = anthropic_usage(_get(event, "usage"), requests=1, model=self._model)
-        return ""
 
-    def reply(self) -> Reply:
-        """The whole answer read so far."""
-        ordered = [self._blocks[i] for i in sorted(self._blocks)]
-        texts = ["".join(pieces) for kind, _, _, pieces in ordered if kind == "text"]
-        calls = tuple(
-            ToolCall(str(name or ""), "".join(pieces), call_id)
-            for kind, call_id, name, pieces in ordered
-            if kind == "tool_use"
-        )
-        usage = self._usage or self._start
-        if usage is not None and self._start is not None and not usage.prompt_tokens:
-            usage = dataclasses.replace(
-                usage,
-                prompt_tokens=self._start.prompt_tokens,
-                cache_read_tokens=self._start.cache_read_tokens,
-                cache_write_tokens=self._start.cache_write_tokens,
-            )
-        content = "".join(texts) if texts else None
-        return new_reply(
-            None if self._refusal else content,
-            self._finish,
-            self._refusal,
-            usage,
-            self._model,
-            None,
-            calls,
-        )
+def _read_responses(tool: Any) -> tuple[str, Any, Any] | None:
+    return _read(tool, flat=True)
+
+
+def _read(tool: Any, *, flat: bool) -> tuple[str, Any, Any] | None:
+    """A function tool's name, its arguments' model or schema, and the tool as sent (chat's
+    shape on the Responses API is sent flat, as that API takes it and as the SDK's own
+    `responses.parse` sends `openai.pydantic_function_tool(M)`)."""
+    if not isinstance(tool, Mapping) or tool.get("type", "function") != "function":
+        return None
+    function = tool.get("function")
+    holder: Any = function if isinstance(function, Mapping) else tool
+    name = holder.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"tools: a function tool needs a name, got {tool!r}")
+    model = getattr(holder, "model", None) or getattr(tool, "model", None)
+    wire = {"type": "function", **holder} if flat and holder is not tool else tool
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return name, model, wire
+    return name, holder.get("parameters"), wire
+
+
+def _function(model: type[BaseModel]) -> dict[str, Any]:
+    """A model class as a function: strict when strict mode can express its schema."""
+    from .openai_strict_schema import StrictSchemaUnsupported, strict_json_schema
+
+    try:
+        parameters, strict = strict_json_schema(model).schema, True
+    except StrictSchemaUnsupported:
+        parameters, strict = model.model_json_schema(), False
+    function: dict[str, Any] = {"name": model.__name__, "parameters": parameters, "strict": strict}
+    doc = (model.__doc__ or "").strip()
+    if doc:
+        function["description"] = doc
+    return function
+
+
+def _wire_chat(model: type[BaseModel]) -> dict[str, Any]:
+    return {"type": "function", "function": _function(model)}
+
+
+def _wire_responses(model: type[BaseModel]) -> dict[str, Any]:
+    return {"type": "function", **_function(model)}
+
+
+def forced(choice: Any) -> bool | str:
+    """What `tool_choice` forces: `"required"` some call, a named function that one (chat's
+    `{"type": "function", "function": {"name"}}`, the Responses API's flat form)."""
+    if choice == "required":
+        return True
+    if isinstance(choice, Mapping) and choice.get("type") == "function":
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, Mapping) else choice.get("name")
+        if isinstance(name, str) and name:
+            return name
+    return False
+
+
+CHAT = ToolDialect("chat", _read_chat, _wire_chat, forced, ChatCollector)
+"""Chat completions' function tools."""
+RESPONSES = ToolDialect("responses", _read_responses, _wire_responses, forced, ResponsesCollector)
+"""The Responses API's function tools."""

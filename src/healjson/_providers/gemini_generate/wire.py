@@ -23,8 +23,7 @@ from pydantic import BaseModel
 from healjson._core.wire.delta import Delta
 from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import Reply, ToolCall, new_reply, new_usage, remember_reader
-
-from ._fields import (
+from healjson._providers._fields import (
     _dumps,
     _first,
     _get,
@@ -35,9 +34,10 @@ from ._fields import (
     _with_output_token_limit,
     message_text,
 )
-from .gemini_schema import GeminiSchemaUnsupported
-from .gemini_schema import shared_gemini_schema as gemini_schema  # one per target
-from .tiers import JsonMode, Shapeable, prompted
+from healjson._providers.tiers import JsonMode, Shapeable, prompted
+
+from .schema import GeminiSchemaUnsupported
+from .schema import shared_gemini_schema as gemini_schema  # one per target
 
 __all__ = [
     "FORMAT",
@@ -379,11 +379,7 @@ FORMAT = WireFormat(
     reads_chunk=_reads_chunk,
     read_chunk=_gemini_piece,
     fast_reply=read_response,
-    # the API client's `api_key`; `_http_options.headers` carries `x-goog-api-key`; Vertex
-    # credentials a token
-    credential_attributes=("api_key", "_http_options.headers", "_credentials.token"),
-    nested_clients=("_api_client",),
     token_limit=_output_token_limit,
     with_token_limit=_with_output_token_limit,
-    error_packages=frozenset({"google"}),
 )
+"""(Its client's credentials and error package: its line in the registry.)"""

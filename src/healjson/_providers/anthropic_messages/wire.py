@@ -26,12 +26,12 @@ from healjson._core.wire.delta import Delta
 from healjson._core.wire.fault import fault_from_body
 from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage, remember_reader
+from healjson._providers._batch_results import EXPIRED_MESSAGE, Result, unreadable
+from healjson._providers._fields import _dumps, _get, _int, _opt_str, message_text
+from healjson._providers.tiers import JsonMode, Shapeable, prompted
 
-from ._batch_results import EXPIRED_MESSAGE, Result, unreadable
-from ._fields import _dumps, _get, _int, _opt_str, message_text
-from .anthropic_schema import AnthropicSchemaUnsupported
-from .anthropic_schema import shared_anthropic_schema as anthropic_schema  # one per target
-from .tiers import JsonMode, Shapeable, prompted
+from .schema import AnthropicSchemaUnsupported
+from .schema import shared_anthropic_schema as anthropic_schema  # one per target
 
 __all__ = [
     "FINISH",
@@ -526,7 +526,5 @@ FORMAT = WireFormat(
     reads_chunk=_reads_chunk,
     read_chunk=_anthropic_event,
     fast_reply=read_message,
-    credential_attributes=("api_key", "auth_token", "_custom_headers", "_custom_query"),
-    sdk_creates=(("anthropic.resources.messages.messages", ("Messages", "AsyncMessages")),),
-    error_packages=frozenset({"anthropic"}),
 )
+"""(Its client's credentials, SDK methods and error package: its line in the registry.)"""
