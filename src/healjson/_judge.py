@@ -21,9 +21,9 @@ import inspect
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel
 from pydantic_core import to_json
 
 from ._core.diagnostic import describe_exception, short_repr
@@ -48,7 +48,11 @@ class JudgeError(Exception):
     verdict); the rule's `contract_error` says which."""
 
 
-class _Verdict(BaseModel):
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    """The judge's answer (a dataclass, validated by pydantic when first read: a model class
+    built at import would cost `import healjson` pydantic's plugin lookup, ~20 ms)."""
+
     verdict: Literal["yes", "no"]
     reason: str = ""
 

@@ -9,7 +9,6 @@ and `"itinerary"` register there the way any other package's pack does), or a
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -144,6 +143,8 @@ def _load_file(path: Path) -> ModuleType:
     name = f"healjson_pack_{path.stem}_{abs(hash(str(path.resolve())))}"
     if name in sys.modules:
         return sys.modules[name]
+    import importlib.util  # loading a pack from a file: not at `import healjson`
+
     module_spec = importlib.util.spec_from_file_location(name, path)
     if module_spec is None or module_spec.loader is None:
         raise LookupError(f"cannot import {path} as a Python module")

@@ -49,7 +49,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, Final
 
-from pydantic import BaseModel, RootModel, ValidationError, create_model
+from pydantic import BaseModel, ValidationError, create_model
 from pydantic_core import ErrorDetails, to_json
 
 from healjson._core.parse.align import Fit, align, settled
@@ -161,6 +161,8 @@ def _reshaped_after(model: type[BaseModel]) -> bool:
 def _probe(model: type[BaseModel], name: str) -> type[BaseModel] | None:
     """`model` with every field but `name` optional and untyped (the field keeps its type,
     validators and the model's config), or None when `name` cannot be judged alone."""
+    from pydantic import RootModel  # building its class costs `import healjson` ~30 ms
+
     if issubclass(model, RootModel):  # its one field is the whole value, not a member
         return None
     fields = model.model_fields

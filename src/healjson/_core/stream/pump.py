@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextvars
 import queue
-import socket
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -135,6 +134,8 @@ def _interrupt(stream: Any) -> None:
     network = extensions.get("network_stream")
     get_info = getattr(network, "get_extra_info", None)
     sock = get_info("socket") if callable(get_info) else None
+    import socket  # here: a stream that has one has imported it (`import healjson` need not)
+
     if isinstance(sock, socket.socket):
         try:
             socket.socket.shutdown(sock, socket.SHUT_RDWR)  # the raw socket, TLS or not
