@@ -20,8 +20,7 @@ import functools
 import importlib
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from healjson._core.wire.formats import Pending, expect, pending
 from healjson._core.wire.registry import register
@@ -31,8 +30,7 @@ from .provider import BatchLines, Provider, resolve
 __all__ = ["PROVIDERS", "BatchLines", "Line", "Provider", "Registry", "batch_lines", "resolve"]
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
+class Line(NamedTuple):
     """A provider's line in the registry: its module (in this package) and what must be known
     before the module is imported: the module prefixes of its SDK's client classes (`wrap`) and
     of its replies' and chunks' classes, the key sets of its replies and chunks as dicts, the

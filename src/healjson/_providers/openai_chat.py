@@ -24,7 +24,7 @@ import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -34,9 +34,11 @@ from healjson._core.wire.fault import fault_from_body
 from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import SDK_COMPLETIONS, Reply, ToolCall, Usage, new_reply, new_usage
 
-from ._batch_results import EXPIRED_MESSAGE, Result, is_transient_status
 from ._fields import _dumps, _first, _get, _int, _opt_str, _text
 from .provider import BatchApi, BatchLines, Provider
+
+if TYPE_CHECKING:
+    from ._batch_results import Result
 from .tiers import ENFORCING, JsonMode, Shapeable, prompted
 
 __all__ = [
@@ -518,6 +520,9 @@ def batch_line(custom_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
 def batch_result(line: Mapping[str, Any]) -> Result:
     """One line of an OpenAI batch's output or error file (`/v1/chat/completions` and
     `/v1/responses` lines alike) as a `Result`."""
+    # the batch results' module: loaded with the first batch (`import healjson` stays light)
+    from ._batch_results import EXPIRED_MESSAGE, Result, is_transient_status
+
     response = line.get("response")
     error = line.get("error")
     if isinstance(response, dict):

@@ -18,24 +18,76 @@ import functools
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from .tiers import MODES, JsonMode
 
 if TYPE_CHECKING:
+    from typing import Literal, TypedDict
+
     from healjson._core.wire.formats import WireFormat
     from healjson._core.wire.reply import Reply
 
     from ._batch_results import Result
 
+    # the typed face's table: rows are plain dicts (declared for type checkers only, as a
+    # TypedDict's class costs `import healjson` its annotations' compilation)
+
+    MethodKind = Literal["call", "stream", "parse", "with_completion", "iterable"]
+
+    class Method(TypedDict, total=False):
+        """One healed method of a client, as the typed face of `wrap` declares it (a row of the
+        table `healjson._typing.generate` reads; only `path` is required).
+
+        `kind`: `call` (the default) returns `Outcome[T]` (a healed stream with `stream=True`
+        unless `stream_kw` is False); `stream` always a healed stream; `parse` takes its target as
+        a type under another keyword and passes everything else through; `with_completion` returns
+        `(Outcome[T], completion)`; `iterable` an item stream. `target`: the keyword naming the
+        target (`response_model`); `needs`: keywords a healed call must give; `schema`: a JSON
+        Schema dict is a target too (default True); `tools`: `heal_tools=True` heals the caller's
+        tool calls; `options`: more healjson keywords and their types; `returns` and
+        `stream_returns`: the SDK's own result types without a target, for the sync and the async
+        client (the async ones as the SDK declares them: a coroutine where its method is `async
+        def`); `positional`: the passthrough takes positional arguments too."""
+
+        path: str
+        kind: MethodKind
+        target: str
+        needs: tuple[str, ...]
+        schema: bool
+        tools: bool
+        stream_kw: bool
+        options: tuple[tuple[str, str], ...]
+        returns: tuple[str, str]
+        stream_returns: tuple[str, str]
+        positional: bool
+
+    class TypingRow(TypedDict, total=False):
+        """A client family in the typed face: the protocols `wrap(client)` returns (only `name`
+        and `methods` are required).
+
+        `name` makes the protocols' names (`Healing<name>`, `AsyncHealing<name>`); `sync` and
+        `async_` are the SDK's client types (`module.Class`), `aio` the attribute holding a sync
+        client's async side when the SDK has no async client class; `imports` the modules the types
+        name; `summary` this client's paragraph of `wrap`'s docstring; `completion` the SDK's
+        response type (what an instructor client over it returns as its completion)."""
+
+        name: str
+        methods: tuple[Method, ...]
+        sync: str
+        async_: str
+        aio: str
+        imports: tuple[str, ...]
+        summary: str
+        completion: str
+
+
 __all__ = [
     "BatchApi",
     "BatchLines",
     "Collector",
-    "Method",
     "Provider",
     "ToolDialect",
-    "TypingRow",
     "resolve",
 ]
 
@@ -47,8 +99,7 @@ def resolve(reference: str) -> Any:
     return getattr(importlib.import_module(module), attribute)
 
 
-@dataclass(frozen=True, slots=True)
-class BatchLines:
+class BatchLines(NamedTuple):
     """A provider's batch lines: a request's body (JSON asked for in a tier, which a provider
     without tiers may ignore), the input line that carries it, and a result line (a JSON
     object) read as the request's `Result` (None: no result, the request runs again)."""
@@ -58,8 +109,7 @@ class BatchLines:
     result: Callable[[Mapping[str, Any]], Result | None]
 
 
-@dataclass(frozen=True, slots=True)
-class BatchApi:
+class BatchApi(NamedTuple):
     """A provider's Batch API, as `healjson batch --batch-api` and `run_batch_api` reach it."""
 
     client: str
@@ -92,8 +142,7 @@ class Collector(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class ToolDialect:
+class ToolDialect(NamedTuple):
     """How one provider writes function tools (what `create(..., heal_tools=True)` reads).
 
     `read(tool)` is a function tool's name, its arguments' schema (a pydantic model class, a
@@ -108,51 +157,6 @@ class ToolDialect:
     wire: Callable[[Any], dict[str, Any]]
     forced: Callable[[Any], bool | str]
     collector: Callable[[], Collector]
-
-
-MethodKind = Literal["call", "stream", "parse", "with_completion", "iterable"]
-
-
-@dataclass(frozen=True, slots=True)
-class Method:
-    """One healed method of a client, as the typed face of `wrap` declares it.
-
-    `kind`: `call` returns `Outcome[T]` (a healed stream with `stream=True` when `stream_kw`);
-    `stream` always a healed stream; `parse` takes its target as a type under another keyword
-    and passes everything else through; `with_completion` returns `(Outcome[T], completion)`;
-    `iterable` an item stream. `returns` and `stream_returns`: the SDK's own result types
-    without a target, for the sync and the async client (the async ones as the SDK declares
-    them: a coroutine where its method is `async def`)."""
-
-    path: str
-    kind: MethodKind = "call"
-    target: str = "response_model"
-    needs: tuple[str, ...] = ()
-    schema: bool = True
-    tools: bool = False
-    stream_kw: bool = True
-    options: tuple[tuple[str, str], ...] = ()
-    returns: tuple[str, str] = ("Any", "Any")
-    stream_returns: tuple[str, str] | None = None
-    positional: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class TypingRow:
-    """A client family in the typed face: the protocols `wrap(client)` returns.
-
-    `name` makes the protocols' names (`Healing<name>`, `AsyncHealing<name>`); `sync` and
-    `async_` are the SDK's client types (`module.Class`), `aio` the attribute holding a sync
-    client's async side (google-genai's `aio`) when the SDK has no async client class; `imports`
-    the modules the types name; `summary` this client's paragraph of `wrap`'s docstring."""
-
-    name: str
-    methods: tuple[Method, ...]
-    sync: str | None = None
-    async_: str | None = None
-    aio: str | None = None
-    imports: tuple[str, ...] = ()
-    summary: str = ""
 
 
 @dataclass(frozen=True, slots=True)
