@@ -192,6 +192,14 @@ PROVIDERS: Final = Registry(
         nested=("_api_client",),
         errors=frozenset({"google"}),
     ),
+    Line(
+        "ollama_chat",
+        clients=("ollama",),
+        classes=("ollama.",),
+        keys=_keys(("message", "done")),
+        credentials=("_client.headers",),  # an `OLLAMA_API_KEY` as `authorization`
+        errors=frozenset({"ollama"}),
+    ),
 )
 
 # the default provider: loaded with `healjson` (the core's fast readers are its)

@@ -9,7 +9,7 @@ function tool named after the class. Other tools (built-in ones, custom tools) a
 
 The core's chunk reader (`Delta`) joins the arguments of every tool call of a stream into one
 text (a streamed answer has one value); judging each call on its own needs them apart. A
-collector takes a stream's chunks (chat) or events (the Responses API) one by one, hands back
+collector takes a stream's chunks one by one, hands back
 the answer text each one carries, and at the end gives the whole answer as a `Reply`, with
 every call's id, name and arguments text as sent.
 """
@@ -25,10 +25,9 @@ from healjson._core.wire.reply import Reply, ToolCall, new_reply
 
 from ._fields import _get, _opt_str
 from .openai_chat import _usage as chat_usage
-from .openai_responses import ResponseFailed, _error_text, read_response
 from .provider import ToolDialect
 
-__all__ = ["CHAT", "RESPONSES", "ChatCollector", "ResponsesCollector"]
+__all__ = ["CHAT", "ChatCollector", "forced", "read_function_tool", "strict_function"]
 
 
 class ChatCollector:
@@ -94,47 +93,14 @@ class ChatCollector:
         )
 
 
-class ResponsesCollector:
-    """Responses API stream events: the text of `response.output_text.delta` events, and the
-    whole answer from the final `response.completed` / `response.incomplete` event (which holds
-    the response); `response.failed` and an `error` event raise `ResponseFailed`."""
-
-    __slots__ = ("_final",)
-
-    def __init__(self) -> None:
-        self._final: Reply | None = None
-
-    def feed(self, event: Any) -> str:
-        """Take one event; the answer text it carries ("" for none)."""
-        kind = _get(event, "type")
-        if kind == "response.output_text.delta":
-            piece = _get(event, "delta")
-            return piece if isinstance(piece, str) else ""
-        if kind in ("response.completed", "response.incomplete", "response.failed"):
-            self._final = read_response(_get(event, "response") or {})  # raises when failed
-        elif kind == "error":
-            raise ResponseFailed(_error_text(_get(event, "error") or event, "the stream failed"))
-        return ""
-
-    def reply(self) -> Reply:
-        """The whole answer (a stream that ended without its final event: none, an error)."""
-        if self._final is None:
-            raise ResponseFailed("the stream ended before the response was complete")
-        return self._final
-
-
 # -- the tools -------------------------------------------------------------------------------
 
 
 def _read_chat(tool: Any) -> tuple[str, Any, Any] | None:
-    return _read(tool, flat=False)
+    return read_function_tool(tool, flat=False)
 
 
-def _read_responses(tool: Any) -> tuple[str, Any, Any] | None:
-    return _read(tool, flat=True)
-
-
-def _read(tool: Any, *, flat: bool) -> tuple[str, Any, Any] | None:
+def read_function_tool(tool: Any, *, flat: bool) -> tuple[str, Any, Any] | None:
     """A function tool's name, its arguments' model or schema, and the tool as sent (chat's
     shape on the Responses API is sent flat, as that API takes it and as the SDK's own
     `responses.parse` sends `openai.pydantic_function_tool(M)`)."""
@@ -152,7 +118,7 @@ def _read(tool: Any, *, flat: bool) -> tuple[str, Any, Any] | None:
     return name, holder.get("parameters"), wire
 
 
-def _function(model: type[BaseModel]) -> dict[str, Any]:
+def strict_function(model: type[BaseModel]) -> dict[str, Any]:
     """A model class as a function: strict when strict mode can express its schema."""
     from .openai_strict_schema import StrictSchemaUnsupported, strict_json_schema
 
@@ -168,11 +134,7 @@ def _function(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def _wire_chat(model: type[BaseModel]) -> dict[str, Any]:
-    return {"type": "function", "function": _function(model)}
-
-
-def _wire_responses(model: type[BaseModel]) -> dict[str, Any]:
-    return {"type": "function", **_function(model)}
+    return {"type": "function", "function": strict_function(model)}
 
 
 def forced(choice: Any) -> bool | str:
@@ -189,6 +151,4 @@ def forced(choice: Any) -> bool | str:
 
 
 CHAT = ToolDialect("chat", _read_chat, _wire_chat, forced, ChatCollector)
-"""Chat completions' function tools."""
-RESPONSES = ToolDialect("responses", _read_responses, _wire_responses, forced, ResponsesCollector)
-"""The Responses API's function tools."""
+"""Chat completions' function tools (the Responses API's are `openai_responses.RESPONSES`)."""

@@ -35,13 +35,13 @@ from healjson._providers.openai_responses import (
     SDK_RESPONSES,
     Conversation,
     ResponseFailed,
+    ResponsesCollector,
     aset_commentary_aside,
     is_response,
     read_response,
     read_sdk_response,
     set_commentary_aside,
 )
-from healjson._providers.openai_tools import ResponsesCollector
 
 from ._base import UNSET, Exchange, NotACompletion, _async_call, _sync_call
 from ._format import Enforcing, check_mode

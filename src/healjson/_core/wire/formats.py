@@ -96,7 +96,7 @@ class Pending:
 
     load: Callable[[], object]
     classes: tuple[str, ...] = ()
-    """Module prefixes of its SDK's classes (`"ollama."`): a reply or chunk of one loads it."""
+    """Module prefixes of its SDK's classes (`"sdkname."`): a reply or chunk of one loads it."""
     keys: tuple[frozenset[str], ...] = ()
     """Key sets of its dicts: a dict holding every key of one of them loads it (a reply or a
     chunk as JSON data)."""
