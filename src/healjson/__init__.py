@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ._decorator import heal
     from ._judge import judge
     from ._packs import ContractPack, load_contracts
-    from ._wrap import wrap, wrap_callable
+    from ._typing.face import wrap, wrap_callable  # the generated typed face
 
 __all__ = [
     "MISSING",

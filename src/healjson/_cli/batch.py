@@ -291,9 +291,10 @@ def batch(
 
     async def run(on_row: Callable[[BatchStats], None] | None) -> BatchStats:
         import healjson
+        from healjson.adapters._format import check_mode
 
         async with endpoint.async_client() as raw:
-            client = healjson.wrap(raw, json_mode=str(json_mode))
+            client = healjson.wrap(raw, json_mode=check_mode(str(json_mode)))
             healer = openai_healer(
                 client,
                 model=model,

@@ -23,7 +23,7 @@ import inspect
 import json
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, create_model
 
@@ -53,7 +53,18 @@ from ._fields import _dumps, _get, _int, _opt_str, message_text
 from .provider import Provider, ToolDialect
 from .tiers import NATIVE_MODES, JsonMode, Shapeable, prompted
 
-__all__ = ["FORMAT", "OLLAMA", "PROVIDER", "HealingOllama", "OllamaCollector", "ollama_request"]
+if TYPE_CHECKING:
+    from .provider import TypingRow
+
+__all__ = [
+    "FORMAT",
+    "OLLAMA",
+    "PROVIDER",
+    "TYPING",
+    "HealingOllama",
+    "OllamaCollector",
+    "ollama_request",
+]
 
 # -- replies ---------------------------------------------------------------------------------
 
@@ -482,11 +493,36 @@ class HealingOllama(HealingAdapter):
         )
 
 
+_RESPONSE: Final = "ollama.ChatResponse"
+TYPING: Final[TypingRow] = {
+    "name": "Ollama",
+    "sync": "ollama.Client",
+    "async_": "ollama.AsyncClient",
+    "imports": ("ollama",),
+    "completion": _RESPONSE,
+    "summary": (
+        "`ollama.Client` / `ollama.AsyncClient`: `chat(response_model=M)` heals the same way, "
+        "in Ollama's tiers: `json_schema` (structured outputs, `format=<JSON Schema>`), "
+        '`json_object` (`format="json"`), `prompt`.'
+    ),
+    "methods": (
+        {
+            "path": "chat",
+            "needs": (("messages", "Iterable[Any]"),),
+            "tools": True,
+            "returns": (_RESPONSE, _RESPONSE),
+            "stream_returns": (f"Iterator[{_RESPONSE}]", f"AsyncIterator[{_RESPONSE}]"),
+        },
+    ),
+}
+"""`chat` of an Ollama client, in the typed face of `wrap`."""
+
 PROVIDER: Final = Provider(
     "ollama",
     formats=(FORMAT,),
     adapter=f"{__name__}:HealingOllama",
     tools=f"{__name__}:OLLAMA",
     tiers=NATIVE_MODES,
+    typing=f"{__name__}:TYPING",
 )
 """Ollama (the official `ollama` client)."""

@@ -20,7 +20,6 @@ the registry installs them as the core's fast readers, called for every class al
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -28,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from healjson._core.target.target import spelling
 from healjson._core.wire.delta import SDK_CHUNKS, Delta
 from healjson._core.wire.fault import fault_from_body
 from healjson._core.wire.formats import WireFormat
@@ -56,7 +54,6 @@ __all__ = [
     "read_completion",
     "read_sdk_chunk",
     "shape_request",
-    "strict_format",
     "structured_outputs",
     "with_extra",
 ]
@@ -306,22 +303,15 @@ def _with_token_limit(params: Mapping[str, Any], n: int) -> dict[str, Any]:
     return {**params, key: n}
 
 
-# --- requests: JSON-mode tiers, strongest first (`tiers`) -----------------------------------
+# --- requests: the JSON-mode tiers (`tiers`), as chat completions ask for each -----------------
 #
-# - `json_schema`: `response_format={"type": "json_schema", "strict": true, ...}` (the provider
-#   constrains decoding to the schema, in OpenAI's strict dialect);
-# - `structured_outputs` (vLLM >= 0.12): `extra_body={"structured_outputs": {"json": schema}}`,
-#   the full JSON schema; a target that is one of a few literal values (an enum, a `Literal`)
-#   asks `{"choice": [...]}` with each value as its JSON text, so the answer is still JSON;
-# - `constrained`: `response_format={"type": "json_schema", "json_schema": {"name", "schema",
-#   "strict": false}}` with the full JSON schema (maps, unions, recursion kept), which the local
-#   servers that decode under a grammar enforce as sent (vLLM, SGLang, llama.cpp's server,
-#   Ollama's OpenAI endpoint, LM Studio);
-# - `json_object`: `response_format={"type": "json_object"}` plus the schema in a system message;
-# - `prompt`: the schema in a system message only (any chat endpoint).
-#
-# An endpoint that rejects a tier (HTTP 400 naming `response_format`, `structured_outputs`) is
-# stepped down once (`adapters._format.FormatState`) to the tier `tiers.WEAKER` names.
+# `json_schema`: a strict `response_format` json_schema (OpenAI's dialect); `structured_outputs`
+# (vLLM >= 0.12): `extra_body={"structured_outputs": {"json": schema}}`, or `{"choice": [...]}`
+# for a few literal values (each as its JSON text); `constrained`: a non-strict json_schema
+# `response_format` with the full schema (maps, unions, recursion), which servers decoding under
+# a grammar enforce (vLLM, SGLang, llama.cpp, Ollama's OpenAI endpoint, LM Studio);
+# `json_object`: JSON mode plus the schema in a system message; `prompt`: the system message.
+# A rejected tier (HTTP 400 naming `response_format`, ...) steps down (`tiers.WEAKER`).
 
 
 def shape_request(
@@ -333,7 +323,7 @@ def shape_request(
     shaped = list(messages)
     if mode == "json_schema":
         # loaded with the first strict request (`import healjson` stays light)
-        from .openai_strict_schema import StrictSchemaUnsupported, strict_json_schema
+        from .openai_strict_schema import StrictSchemaUnsupported, strict_format, strict_json_schema
 
         try:
             try:
@@ -418,7 +408,7 @@ def enforced_schema(
     if mode is None or mode not in ENFORCING or names_format(params):
         return None
     if mode == "json_schema":
-        from .openai_strict_schema import StrictSchemaUnsupported
+        from .openai_strict_schema import StrictSchemaUnsupported, strict_format
 
         try:
             return strict_format(target.type_)["json_schema"]["schema"]  # type: ignore[no-any-return]
@@ -429,19 +419,6 @@ def enforced_schema(
         if "choice" in asked:
             return {"enum": [json.loads(choice) for choice in asked["choice"]]}
     return dict(target.json_schema)
-
-
-def strict_format(type_: Any) -> dict[str, Any]:
-    """The strict `response_format` for `type_`, built once per spelling of it and shared by
-    its requests (the SDK only reads it)."""
-    return _strict_format(type_, spelling(type_))
-
-
-@functools.lru_cache(maxsize=256)
-def _strict_format(type_: Any, spelled: str) -> dict[str, Any]:
-    from .openai_strict_schema import strict_json_schema  # loaded with the first strict request
-
-    return strict_json_schema(type_).response_format()
 
 
 # the servers' own output-format fields, sent in `extra_body`
@@ -579,5 +556,6 @@ PROVIDER = Provider(
         api_key_env="OPENAI_API_KEY",
         base_url_env="OPENAI_BASE_URL",
     ),
+    typing="healjson._providers.openai_typing:OPENAI",
 )
 """OpenAI chat completions, and every OpenAI-compatible client (the registry's default)."""

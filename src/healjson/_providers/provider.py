@@ -36,30 +36,32 @@ if TYPE_CHECKING:
     MethodKind = Literal["call", "stream", "parse", "with_completion", "iterable"]
 
     class Method(TypedDict, total=False):
-        """One healed method of a client, as the typed face of `wrap` declares it (a row of the
-        table `healjson._typing.generate` reads; only `path` is required).
+        """One healed method of a client, as the typed face of `wrap` declares it (only `path`
+        is required).
 
         `kind`: `call` (the default) returns `Outcome[T]` (a healed stream with `stream=True`
-        unless `stream_kw` is False); `stream` always a healed stream; `parse` takes its target as
-        a type under another keyword and passes everything else through; `with_completion` returns
-        `(Outcome[T], completion)`; `iterable` an item stream. `target`: the keyword naming the
-        target (`response_model`); `needs`: keywords a healed call must give; `schema`: a JSON
-        Schema dict is a target too (default True); `tools`: `heal_tools=True` heals the caller's
-        tool calls; `options`: more healjson keywords and their types; `returns` and
-        `stream_returns`: the SDK's own result types without a target, for the sync and the async
-        client (the async ones as the SDK declares them: a coroutine where its method is `async
-        def`); `positional`: the passthrough takes positional arguments too."""
+        when `stream_kw`, the default); `stream` always a healed stream; `parse` takes its
+        target as a type under its own keyword and passes everything else through;
+        `with_completion` returns `(Outcome[T], completion)`; `iterable` an item stream.
+        `target`: the keyword naming the target (default `response_model`); `needs`: keywords
+        (and their types) a healed call must give; `schema`: a JSON Schema dict is a target too
+        (default True); `tools`: `heal_tools=True` heals the caller's tool calls; `options`:
+        more healjson keywords (and their types); `returns` / `stream_returns`: the SDK's own
+        result types without a target (with `stream=True`), for the sync and the async client,
+        each wrapped in a coroutine for the async client when `awaits` (the default);
+        `positional`: the passthrough takes positional arguments too."""
 
         path: str
         kind: MethodKind
         target: str
-        needs: tuple[str, ...]
+        needs: tuple[tuple[str, str], ...]
         schema: bool
         tools: bool
         stream_kw: bool
         options: tuple[tuple[str, str], ...]
         returns: tuple[str, str]
         stream_returns: tuple[str, str]
+        awaits: bool
         positional: bool
 
     class TypingRow(TypedDict, total=False):
@@ -67,10 +69,11 @@ if TYPE_CHECKING:
         and `methods` are required).
 
         `name` makes the protocols' names (`Healing<name>`, `AsyncHealing<name>`); `sync` and
-        `async_` are the SDK's client types (`module.Class`), `aio` the attribute holding a sync
-        client's async side when the SDK has no async client class; `imports` the modules the types
-        name; `summary` this client's paragraph of `wrap`'s docstring; `completion` the SDK's
-        response type (what an instructor client over it returns as its completion)."""
+        `async_` are the SDK's client types (`module.Class`); `aio` the attribute holding a
+        sync client's async side when the SDK has no async client class; `imports` the modules
+        the types name;
+        `completion` the SDK's response type (an instructor client over it returns one with
+        its outcome); `summary` this client's paragraph of `wrap`'s docstring."""
 
         name: str
         methods: tuple[Method, ...]
@@ -78,8 +81,8 @@ if TYPE_CHECKING:
         async_: str
         aio: str
         imports: tuple[str, ...]
-        summary: str
         completion: str
+        summary: str
 
 
 __all__ = [
@@ -185,5 +188,6 @@ class Provider:
     """The role its messages give the model's turns (what instructor's client for it takes)."""
     catch_all: tuple[WireFormat, ...] = ()
     """Formats dispatched after every other (a shape any provider's object may have)."""
-    typing: TypingRow | None = None
-    """Its row of the generated typed face of `wrap`."""
+    typing: str | None = None
+    """`module:attribute` of its row of the typed face of `wrap` (a `TypingRow`: the
+    generator, `healjson._typing.generate`, reads it; nothing at run time does)."""

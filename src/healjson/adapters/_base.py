@@ -31,10 +31,9 @@ from healjson._providers.openai_chat import (
     is_format_rejection,
     names_format,
     shape_request,
-    strict_format,
     with_extra,
 )
-from healjson._providers.openai_strict_schema import StrictSchemaUnsupported
+from healjson._providers.openai_strict_schema import StrictSchemaUnsupported, strict_format
 from healjson._providers.openai_tools import ChatCollector
 from healjson._providers.tiers import ONE_VALUE, WEAKER, JsonMode, Shapeable
 

@@ -11,12 +11,55 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Final
+
 from healjson._providers.provider import BatchApi, BatchLines, Provider
 from healjson._providers.tiers import NATIVE_MODES
 
 from .wire import DEFAULT_MAX_TOKENS, FORMAT, batch_body, batch_line, batch_result
 
-__all__ = ["PROVIDER"]
+if TYPE_CHECKING:
+    from healjson._providers.provider import TypingRow
+
+__all__ = ["PROVIDER", "TYPING"]
+
+_MESSAGE: Final = "anthropic.types.Message"
+_EVENT: Final = "anthropic.types.RawMessageStreamEvent"
+_MESSAGES: Final = (("messages", "Iterable[Any]"),)
+
+TYPING: Final[TypingRow] = {
+    "name": "Anthropic",
+    "sync": "anthropic.Anthropic",
+    "async_": "anthropic.AsyncAnthropic",
+    "imports": ("anthropic", "anthropic.lib.streaming", "anthropic.types"),
+    "completion": _MESSAGE,
+    "summary": (
+        "`anthropic.Anthropic` / `anthropic.AsyncAnthropic`: `messages.create(response_model=M)` "
+        "and `messages.stream(response_model=M)` heal the same way, in Anthropic's tiers named "
+        "like the chat ones: `json_schema` (native structured output), `json_object` (a forced "
+        "strict tool), `prompt`."
+    ),
+    "methods": (
+        {
+            "path": "messages.create",
+            "needs": _MESSAGES,
+            "tools": True,
+            "returns": (_MESSAGE, _MESSAGE),
+            "stream_returns": (f"anthropic.Stream[{_EVENT}]", f"anthropic.AsyncStream[{_EVENT}]"),
+        },
+        {
+            "path": "messages.stream",
+            "kind": "stream",
+            "needs": _MESSAGES,
+            "awaits": False,
+            "returns": (
+                "anthropic.lib.streaming.MessageStreamManager[Any]",
+                "anthropic.lib.streaming.AsyncMessageStreamManager[Any]",
+            ),
+        },
+    ),
+}
+"""`messages` of an Anthropic client, in the typed face of `wrap`."""
 
 PROVIDER = Provider(
     "anthropic",
@@ -35,4 +78,5 @@ PROVIDER = Provider(
         max_tokens=DEFAULT_MAX_TOKENS,
     ),
     tiers=NATIVE_MODES,
+    typing=f"{__name__}:TYPING",
 )
