@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from healjson._core.wire.formats import formats, load_for, pending
+from healjson._core.wire.formats import checked, formats, load_for, pending
 from healjson._core.wire.reply import Reply, Usage
 
 __all__ = ["SDK_CHUNKS", "Delta", "read_chunk", "read_sdk_chunk", "withdrawn"]
@@ -38,6 +38,7 @@ class Delta:
 
 _FORMATS = formats()  # the registry's own list: formats registered later are in it too
 _PENDING = pending()  # the providers not imported yet (the registry's own list)
+_CHECKED = checked()  # classes already looked up among them
 
 
 def read_chunk(chunk: Any) -> Delta:
@@ -59,7 +60,7 @@ SDK_CHUNKS: set[type] = set()
 
 
 def _by_shape(chunk: Any) -> Delta:
-    if _PENDING:
+    if _PENDING and type(chunk) not in _CHECKED:
         load_for(chunk)  # a pending provider's chunk: its module first
     for fmt in _FORMATS:
         if fmt.read_chunk is not None and fmt.reads_chunk(chunk):

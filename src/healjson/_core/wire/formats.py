@@ -37,6 +37,7 @@ __all__ = [
     "Pending",
     "WireFormat",
     "add",
+    "checked",
     "error_packages",
     "expect",
     "formats",
@@ -143,18 +144,22 @@ def pending() -> list[Pending]:
     return _PENDING
 
 
+def checked() -> set[type]:
+    """The classes already looked up among the pending providers (the set itself: a reader
+    tests it before calling `load_for`, the common case being a class seen before)."""
+    return _CHECKED
+
+
 def load_for(obj: Any) -> bool:
     """Import the pending providers `obj` may belong to (a dict: by its keys; an object: by its
     class's module, each class looked up once); True when any was imported."""
-    if not _PENDING:
+    kind = type(obj)
+    if not _PENDING or kind in _CHECKED:
         return False
     if isinstance(obj, Mapping):
         keys = obj.keys()
         found = [p for p in _PENDING if any(wanted <= keys for wanted in p.keys)]
     else:
-        kind = type(obj)
-        if kind in _CHECKED:
-            return False
         module = kind.__module__
         found = [p for p in _PENDING if module.startswith(p.classes)]
         if len(_CHECKED) < _MAX_CHECKED:

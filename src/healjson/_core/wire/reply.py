@@ -15,10 +15,11 @@ from typing import Any, Final
 
 from healjson._core.frozen import builder
 
-from .formats import WireFormat, formats, load_for, pending
+from .formats import WireFormat, checked, formats, load_for, pending
 
 _FORMATS = formats()  # the registry's own list: formats registered later are in it too
 _PENDING = pending()  # the providers not imported yet (the registry's own list)
+_CHECKED = checked()  # classes already looked up among them
 
 __all__ = [
     "SDK_COMPLETIONS",
@@ -215,7 +216,7 @@ read_completion: Callable[[Any], Reply] = _by_shape
 def _format_of(obj: Any) -> WireFormat | None:
     """The format of a provider response object, chosen by its shape (None: not one); a
     pending provider whose SDK defines its class is imported first."""
-    if _PENDING:
+    if _PENDING and type(obj) not in _CHECKED:
         load_for(obj)
     for fmt in _FORMATS:
         if fmt.reads_reply(obj):
