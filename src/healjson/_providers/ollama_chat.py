@@ -201,6 +201,9 @@ def ollama_request(
     limit = next((params[key] for key in _LIMITS if key in params), None)
     if limit is not None:
         body["options"] = {**dict(body.get("options") or {}), "num_predict": limit}
+    if all(type(m.get("content")) is str and "tool_calls" not in m for m in messages):
+        body["messages"] = list(messages)  # the common request: text turns, sent as they are
+        return body
     names: dict[str, str] = {}
     turns: list[dict[str, Any]] = []
     for message in messages:
@@ -241,7 +244,7 @@ def tier_request(
     if chooses_format(params):
         return None, ollama_request(messages, params)
     if mode == "json_schema":
-        return mode, {**ollama_request(messages, params), "format": dict(target.json_schema)}
+        return mode, {**ollama_request(messages, params), "format": target.json_schema}
     body = ollama_request(prompted(target, messages), params)
     if mode == "json_object":
         body["format"] = "json"
@@ -343,6 +346,7 @@ OLLAMA: Final = ToolDialect("ollama", _read_tool, _wire_tool, lambda choice: Fal
 _READ_CHUNKS = ShapeCheck(lambda value: is_stream(value) or hasattr(value, "message"), "chunks")
 _READ_REPLY = ShapeCheck(lambda value: hasattr(value, "message"), "an Ollama chat response")
 _DEFAULT_POLICY = HealPolicy()
+_MAX_ROUTES = 256  # cached drivers per client (as many as healers)
 _NO_TARGET: Any = None  # a driver without a JSON tier never shapes a request for a target
 
 
@@ -387,13 +391,12 @@ class Chat:
             if not heal_tools:
                 raise TypeError("tool_contracts= needs heal_tools=True")
             return owner._tools(chosen, tool_contracts, messages, context, kwargs)
-        healer = owner._core.healers.get(response_model, contracts, chosen, fallback, examples)
+        core = owner._core  # a plain object: its attributes read fast (the adapter proxies)
+        healer = core.healers.get(response_model, contracts, chosen, fallback, examples)
         if kwargs.get("stream"):
             return owner._stream(healer, None, messages, context, kwargs)
-        send = owner._sender(response_model, kwargs)
-        call = (_async_call if owner.is_async else _sync_call)(None, None, healer.target, send)
-        checked = owner._enforcement(healer.target, None)
-        if owner.is_async:
+        call, checked = owner._route(healer.target, response_model, kwargs)
+        if core.is_async:
             return healer._arun_for(
                 owner.wrapped, call, messages, context, kwargs, enforcement=checked
             )
@@ -411,6 +414,9 @@ class HealingOllama(HealingAdapter):
         super().__init__(client, policy=policy)
         self.format = FormatState(check_mode(json_mode, NATIVE_MODES))
         self.chat = Chat(self)  # type: ignore[assignment]  # a method here, not a namespace
+        # (target, caller's own format, async) -> the driver and enforcement of a call that is
+        # not a stream, with the client and tier state they were built over (`_route`)
+        self._routes: dict[tuple[Any, bool, bool], tuple[Any, Any, Callable[..., Any], Any]] = {}
 
     def __repr__(self) -> str:
         return f"healjson.wrap({self.wrapped!r}, json_mode={self.format.mode!r})"
@@ -435,6 +441,26 @@ class HealingOllama(HealingAdapter):
         return Enforcing(
             self.format, None, lambda mode, params: enforced_schema(mode, target, params)
         )
+
+    def _route(
+        self, target: Any, response_model: Any, params: dict[str, Any]
+    ) -> tuple[Callable[..., Any], Enforcement | None]:
+        """The driver and enforcement check of a call that is not a stream, built once per
+        target and choice (the tiers, or the caller's own format: they read nothing else of a
+        call's parameters); rebuilt when the wrapped client or the tier state is replaced."""
+        core = self._core
+        key = (target, chooses_format(params), core.is_async)
+        found = self._routes.get(key)
+        wrapped, state = core.wrapped, self.format
+        if found is not None and found[0] is wrapped and found[1] is state:
+            return found[2], found[3]
+        send = self._sender(response_model, params)
+        call = (_async_call if core.is_async else _sync_call)(None, None, target, send)
+        checked = self._enforcement(target, None)
+        if len(self._routes) >= _MAX_ROUTES:
+            self._routes.clear()
+        self._routes[key] = (wrapped, state, call, checked)
+        return call, checked
 
     def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
         chat, state, is_async = self.wrapped.chat, self.format, self.is_async
