@@ -34,7 +34,15 @@ from healjson._core.run.streams import is_stream
 from healjson._core.target.target import target_for
 from healjson._core.wire.delta import Delta
 from healjson._core.wire.formats import WireFormat
-from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage, remember_reader
+from healjson._core.wire.reply import (
+    SDK_REPLIES,
+    Reply,
+    ToolCall,
+    Usage,
+    new_reply,
+    new_usage,
+    remember_reader,
+)
 from healjson.adapters._base import (
     UNSET,
     Exchange,
@@ -197,12 +205,18 @@ def ollama_request(
     Ollama's turns (an assistant turn's calls with object arguments, each answer a `tool` turn
     naming its tool), a content-parts message as its text, OpenAI's token limit as
     `options.num_predict`."""
-    body = {key: value for key, value in params.items() if key not in _LIMITS}
-    limit = next((params[key] for key in _LIMITS if key in params), None)
+    body = dict(params)
+    limit = None
+    for key in _LIMITS:
+        if key in body:
+            limit = body.pop(key)
     if limit is not None:
         body["options"] = {**dict(body.get("options") or {}), "num_predict": limit}
-    if all(type(m.get("content")) is str and "tool_calls" not in m for m in messages):
-        body["messages"] = list(messages)  # the common request: text turns, sent as they are
+    for message in messages:
+        if type(message.get("content")) is not str or "tool_calls" in message:
+            break
+    else:  # the common request: text turns, sent as they are
+        body["messages"] = list(messages)
         return body
     names: dict[str, str] = {}
     turns: list[dict[str, Any]] = []
@@ -237,11 +251,15 @@ def chooses_format(params: Mapping[str, Any]) -> bool:
 
 
 def tier_request(
-    mode: JsonMode, target: Shapeable, messages: Sequence[dict[str, Any]], params: Mapping[str, Any]
+    mode: JsonMode,
+    target: Shapeable,
+    messages: Sequence[dict[str, Any]],
+    params: Mapping[str, Any],
+    chose: bool | None = None,
 ) -> tuple[JsonMode | None, dict[str, Any]]:
     """`chat(...)` keywords asking for `target` in tier `mode`, and the tier used (None: the
-    caller's own format, sent as given)."""
-    if chooses_format(params):
+    caller's own format, sent as given; `chose`: whether the caller chose one, when known)."""
+    if chooses_format(params) if chose is None else chose:
         return None, ollama_request(messages, params)
     if mode == "json_schema":
         return mode, {**ollama_request(messages, params), "format": target.json_schema}
@@ -344,7 +362,10 @@ OLLAMA: Final = ToolDialect("ollama", _read_tool, _wire_tool, lambda choice: Fal
 
 
 _READ_CHUNKS = ShapeCheck(lambda value: is_stream(value) or hasattr(value, "message"), "chunks")
-_READ_REPLY = ShapeCheck(lambda value: hasattr(value, "message"), "an Ollama chat response")
+# the SDK's `ChatResponse` class, once read, needs no check (its fast reader is remembered)
+_READ_REPLY = ShapeCheck(
+    lambda value: hasattr(value, "message"), "an Ollama chat response", SDK_REPLIES
+)
 _DEFAULT_POLICY = HealPolicy()
 _MAX_ROUTES = 256  # cached drivers per client (as many as healers)
 _NO_TARGET: Any = None  # a driver without a JSON tier never shapes a request for a target
@@ -466,18 +487,18 @@ class HealingOllama(HealingAdapter):
         chat, state, is_async = self.wrapped.chat, self.format, self.is_async
         stream = bool(params.get("stream"))
         reader = _READ_CHUNKS if stream else _READ_REPLY
-        target = target_for(response_model)
+        target, chose = target_for(response_model), chooses_format(params)
+
+        def attempt(
+            mode: JsonMode, *, messages: Any, request: dict[str, Any]
+        ) -> tuple[JsonMode | None, dict[str, Any]]:
+            return tier_request(mode, target, messages, request, chose)
+
+        # one stepping call for every request (each request's messages and parameters given)
+        call = stepping(chat, state, attempt, is_tier_rejection, is_async=is_async, prime=stream)
 
         def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
-            messages = request.pop("messages")
-
-            def attempt(mode: JsonMode) -> tuple[JsonMode | None, dict[str, Any]]:
-                return tier_request(mode, target, messages, request)
-
-            call = stepping(
-                chat, state, attempt, is_tier_rejection, is_async=is_async, prime=stream
-            )
-            return call, {}, reader
+            return call, {"messages": request.pop("messages"), "request": request}, reader
 
         return send
 
