@@ -283,3 +283,84 @@ def test_an_in_stream_error_degrades(scripted_server: ScriptedServer, runner: st
 
     assert isinstance(outcome, Degraded)
     assert Reason.API_ERROR == outcome.reason
+
+
+def test_replies_and_chunks_as_dicts_are_read() -> None:
+    """Ollama's JSON as data (a response, a streamed chunk, the last chunk) reads as the SDK's
+    objects do: content, thinking, calls with ids by position, finish and usage."""
+    from healjson._core.wire.delta import read_chunk
+    from healjson._core.wire.reply import to_reply
+
+    reply = to_reply(
+        {
+            "model": "m",
+            "done": True,
+            "done_reason": "length",
+            "prompt_eval_count": 3,
+            "eval_count": 4,
+            "message": {
+                "role": "assistant",
+                "content": "",
+                "thinking": "hmm",
+                "tool_calls": [{"function": {"name": "f", "arguments": {"a": 1}}}],
+            },
+        }
+    )
+    assert (None, "length", "hmm", 7) == (
+        reply.content,
+        reply.finish_reason,
+        reply.reasoning,
+        reply.usage.total_tokens if reply.usage else None,
+    )
+    assert [("f", '{"a": 1}', "call_0")] == [(c.name, c.arguments, c.id) for c in reply.tool_calls]
+    piece = read_chunk({"model": "m", "done": False, "message": {"content": "{", "role": "x"}})
+    assert ("{", None, None) == (piece.text, piece.finish_reason, piece.usage)
+    last = read_chunk({"model": "m", "done": True, "done_reason": "stop", "eval_count": 2,
+                       "message": {"role": "assistant", "content": ""}})  # fmt: skip
+    assert ("stop", 2) == (last.finish_reason, last.usage.completion_tokens if last.usage else 0)
+
+
+def test_the_sdks_tool_object_is_read(scripted_server: ScriptedServer) -> None:
+    """An `ollama.Tool` is read as its dict (its parameters the schema its calls must fit)."""
+    tool = ollama.Tool(
+        function=ollama.Tool.Function(
+            name="weather",
+            parameters=ollama.Tool.Function.Parameters(
+                required=["city"],
+                properties={"city": ollama.Tool.Function.Parameters.Property(type="string")},
+            ),
+        )
+    )
+    scripted_server.extend(
+        [
+            ScriptedReply(content=None, tool_calls=[_call("weather", {"town": "Oslo"})]),
+            ScriptedReply(content=None, tool_calls=[_call("weather", {"city": "Oslo"})]),
+        ]
+    )
+
+    outcome = ask(scripted_server, tools=[tool], heal_tools=True)
+
+    assert isinstance(outcome, Healed)
+    assert {"city": "Oslo"} == outcome.value.calls[0].arguments
+    assert 2 == len(scripted_server.requests)
+
+
+def test_configuration_mistakes_raise_at_once(scripted_server: ScriptedServer) -> None:
+    """Positional arguments or no `messages` in a healing call, `tool_contracts` without
+    `heal_tools`, and a function tool without a name are refused before any request."""
+    raw = ollama.Client(host=scripted_server.ollama_host, verify=TLS)
+    try:
+        chat = healjson.wrap(raw).chat
+        with pytest.raises(TypeError, match="keyword arguments"):
+            chat("m", MESSAGES, response_model=Person)
+        with pytest.raises(TypeError, match="messages"):
+            chat(model="m", response_model=Person)
+        with pytest.raises(TypeError, match="heal_tools=True"):
+            chat(model="m", messages=MESSAGES, tools=[Search], tool_contracts={})
+        with pytest.raises(ValueError, match="a name"):
+            chat(model="m", messages=MESSAGES, tools=[{"function": {}}], heal_tools=True)
+        with pytest.raises(ValueError, match="json_mode"):
+            healjson.wrap(raw, json_mode="structured_outputs")
+    finally:
+        raw.close()
+    assert [] == scripted_server.requests
