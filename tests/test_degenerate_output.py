@@ -16,8 +16,8 @@ from pydantic import BaseModel
 
 import healjson
 from healjson import Degraded, Healed, HealPolicy, Reason, Source, Strategy
-from healjson._core.parse import degenerate as guard_module
-from healjson._core.parse.degenerate import CHECK_EVERY, MIN_LOOP_CHARS, Guard, degenerate
+from healjson._core.wire import degenerate as guard_module
+from healjson._core.wire.degenerate import CHECK_EVERY, MIN_LOOP_CHARS, Guard, degenerate
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
 from sdk_calls import TLS
 

@@ -16,7 +16,6 @@ from pydantic import BaseModel, Field
 
 from healjson import Healer, HealPolicy, Reply, Source
 from healjson._core.diagnostic import Diagnostic
-from healjson._core.parse.degenerate import _periodic_tail
 from healjson._core.repair.example import golden_example, synthesise
 from healjson._core.repair.prompt import (
     MAX_EXAMPLE_CHARS,
@@ -26,6 +25,7 @@ from healjson._core.repair.prompt import (
 )
 from healjson._core.repair.quote import MAX_ANSWER_CHARS, _tail_loop, quote_answer
 from healjson._core.target.target import target_for
+from healjson._core.wire.degenerate import _periodic_tail
 from healjson.testing import ScriptedModel
 
 

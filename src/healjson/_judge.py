@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import inspect
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel
 from pydantic_core import to_json
 
 from ._core.diagnostic import describe_exception, short_repr
@@ -53,7 +54,11 @@ class JudgeError(Exception):
     verdict); the rule's `contract_error` says which."""
 
 
-class _Verdict(BaseModel):
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    """The judge's answer (a dataclass, validated by pydantic when first read: a model class
+    built at import would cost `import healjson` pydantic's plugin lookup, ~20 ms)."""
+
     verdict: Literal["yes", "no"]
     reason: str = ""
 
@@ -110,7 +115,7 @@ class _Judge:
                 verdict = await self._verdict(params, ctx)
             except JudgeError as exc:
                 raise JudgeError(redact_text(str(exc))) from None
-            return verdict.model_copy(update={"reason": redact_text(verdict.reason)})
+            return dataclasses.replace(verdict, reason=redact_text(verdict.reason))
 
     async def _verdict(self, params: dict[str, Any], ctx: ContractContext) -> _Verdict:
         import asyncio  # here: importing healjson loads no event loop machinery

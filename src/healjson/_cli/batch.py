@@ -30,7 +30,6 @@ from .loading import load_setup
 from .options import (
     EndpointChoice,
     JsonModeChoice,
-    ProviderChoice,
     api_key_option,
     base_url_option,
     cache_option,
@@ -38,7 +37,9 @@ from .options import (
     contracts_option,
     endpoint_model_option,
     json_mode_option,
+    max_tokens_help,
     progress_option,
+    provider_option,
     response_model_option,
     timeout_option,
 )
@@ -130,14 +131,7 @@ def batch(
             rich_help_panel="Batch API",
         ),
     ] = False,
-    provider: Annotated[
-        ProviderChoice,
-        typer.Option(
-            "--provider",
-            help="--batch-api: whose Batch API (anthropic: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL).",
-            rich_help_panel="Batch API",
-        ),
-    ] = ProviderChoice.OPENAI,
+    provider: Annotated[str, provider_option()] = "openai",
     ledger: Annotated[
         Path | None,
         typer.Option(
@@ -186,7 +180,7 @@ def batch(
         typer.Option(
             "--max-tokens",
             min=1,
-            help="--batch-api: completion limit per request (anthropic default: 4096).",
+            help=max_tokens_help(),
             rich_help_panel="Batch API",
         ),
     ] = None,
@@ -254,7 +248,7 @@ def batch(
         raise typer.BadParameter(problem, param_hint="'INPUT.jsonl'")
     if batch_api:
         options = BatchApiOptions(
-            provider=provider.value,
+            provider=provider,
             model=model,
             base_url=base_url,
             api_key=api_key,
@@ -299,10 +293,11 @@ def batch(
 
     async def run(on_row: Callable[[BatchStats], None] | None) -> BatchStats:
         import healjson
+        from healjson.adapters._format import check_mode
 
         async with endpoint.async_client() as raw:
             store = None if cache is None else healjson.ResponseCache(cache)
-            client = healjson.wrap(raw, json_mode=str(json_mode), cache=store)
+            client = healjson.wrap(raw, json_mode=check_mode(str(json_mode)), cache=store)
             healer = openai_healer(
                 client,
                 model=model,

@@ -31,11 +31,17 @@ from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usa
 from ._fields import _dumps, _listed, _opt_str, _output_token_limit, _with_output_token_limit
 from ._unreadable import unreadable_as_failure
 from .openai_chat import batch_body as chat_batch_body
+from .openai_chat import batch_result
+from .openai_tools import forced, read_function_tool, strict_function
+from .provider import BatchLines, Provider, ToolDialect
 
 __all__ = [
+    "PROVIDER",
+    "RESPONSES",
     "SDK_RESPONSES",
     "Conversation",
     "ResponseFailed",
+    "ResponsesCollector",
     "is_response",
     "read_event",
     "read_response",
@@ -522,9 +528,8 @@ FORMAT = WireFormat(
     read_chunk=_read_chunk,
     token_limit=_output_token_limit,
     with_token_limit=_with_output_token_limit,
-    sdk_creates=(("openai.resources.responses.responses", ("Responses", "AsyncResponses")),),
-    error_packages=frozenset({"openai"}),
 )
+"""(Its SDK methods: its line in the registry.)"""
 
 
 # -- the Batch API's lines ----------------------------------------------------------------------
@@ -543,3 +548,58 @@ def batch_body(
 def batch_line(custom_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
     """One line of a Batch API input file for `/v1/responses`."""
     return {"custom_id": custom_id, "method": "POST", "url": BATCH_ENDPOINT, "body": body}
+
+
+# -- the tools (`heal_tools=True`) -----------------------------------------------------------
+
+
+class ResponsesCollector:
+    """Responses API stream events: the text of `response.output_text.delta` events, and the
+    whole answer from the final `response.completed` / `response.incomplete` event (which holds
+    the response); `response.failed` and an `error` event raise `ResponseFailed`."""
+
+    __slots__ = ("_final",)
+
+    def __init__(self) -> None:
+        self._final: Reply | None = None
+
+    @unreadable_as_failure
+    def feed(self, event: Any) -> str:
+        """Take one event; the answer text it carries ("" for none)."""
+        kind = _get(event, "type")
+        if kind == "response.output_text.delta":
+            piece = _get(event, "delta")
+            return piece if isinstance(piece, str) else ""
+        if kind in ("response.completed", "response.incomplete", "response.failed"):
+            self._final = read_response(_get(event, "response") or {})  # raises when failed
+        elif kind == "error":
+            raise ResponseFailed(_error_text(_get(event, "error") or event, "the stream failed"))
+        return ""
+
+    def reply(self) -> Reply:
+        """The whole answer (a stream that ended without its final event: none, an error)."""
+        if self._final is None:
+            raise ResponseFailed("the stream ended before the response was complete")
+        return self._final
+
+
+def _read_tool(tool: Any) -> tuple[str, Any, Any] | None:
+    return read_function_tool(tool, flat=True)
+
+
+def _wire_tool(model: type[BaseModel]) -> dict[str, Any]:
+    return {"type": "function", **strict_function(model)}
+
+
+RESPONSES: Final = ToolDialect("responses", _read_tool, _wire_tool, forced, ResponsesCollector)
+"""The Responses API's function tools (flat: `{"type": "function", "name", ...}`)."""
+
+
+PROVIDER = Provider(
+    "openai_responses",
+    formats=(FORMAT,),
+    tools=f"{__name__}:RESPONSES",
+    # the same output and error file lines as chat's: a `response` (a Response as its body)
+    batch=BatchLines(batch_body, batch_line, batch_result),
+)
+"""OpenAI's Responses API (reached through an OpenAI client's `responses`)."""

@@ -5,7 +5,7 @@ differs between clients: which clients it accepts (`_accept`), how one request r
 and how its answer is read (`_sender`, returning an `Exchange` per request), and — for clients
 whose JSON mode healjson chooses — the `FormatState` the negotiation steps down. Everything else
 runs here, on the same code path for a sync and an async client except the two drivers
-(`_sync_call`, `_async_call`), which differ only in awaiting the client's method.
+(`sync_call`, `async_call`), which differ only in awaiting the client's method.
 
 The call handed to the healer receives `(messages, **params)` and returns what the SDK returned
 (or raises); each healing call redacts as inside `secrets_scope(client, params)` — for an async
@@ -27,20 +27,16 @@ from healjson._core.run.policy import HealPolicy
 from healjson._core.run.streams import AsyncHealStream, HealStream, stream_async, stream_sync
 from healjson._core.wire.effects import CacheStore, ModelCall, ProviderError
 from healjson._providers.openai_chat import (
-    ONE_VALUE,
-    WEAKER,
-    JsonMode,
-    Shapeable,
     constrains_one_value,
     enforced_schema,
     is_format_rejection,
     names_format,
     shape_request,
-    strict_format,
     with_extra,
 )
-from healjson._providers.openai_strict_schema import StrictSchemaUnsupported
-from healjson._providers.tool_streams import ChatCollector
+from healjson._providers.openai_strict_schema import StrictSchemaUnsupported, strict_format
+from healjson._providers.openai_tools import ChatCollector
+from healjson._providers.tiers import ONE_VALUE, WEAKER, JsonMode, Shapeable
 
 from ._cache import HealerCache
 from ._format import Enforcing, FormatState, check_mode
@@ -55,9 +51,11 @@ __all__ = [
     "NotACompletion",
     "Send",
     "ShapeCheck",
+    "async_call",
     "build_request",
     "is_async_client",
     "retry_mode",
+    "sync_call",
     "unwrapped",
 ]
 
@@ -144,7 +142,7 @@ Send = Callable[[dict[str, Any]], tuple[Callable[..., Any], dict[str, Any], Exch
 def is_async_client(client: Any, create: Callable[..., Any]) -> bool:
     """True for an async client: its `create` is a coroutine function (the SDKs wrap it in a
     decorator that hides `async def`: look beneath it), or its class is an `Async...` one
-    (`AsyncOpenAI`, `AsyncAzureOpenAI`, `AsyncAnthropic`, ...)."""
+    (`AsyncOpenAI`, `AsyncAzureOpenAI`, ...)."""
     if inspect.iscoroutinefunction(create) or inspect.iscoroutinefunction(inspect.unwrap(create)):
         return True
     return any(cls.__name__.startswith("Async") for cls in type(client).__mro__)
@@ -225,7 +223,7 @@ class Completions(CompletionsProxy):
             return self._owner._stream(healer, forced, messages, context, kwargs)
         if core.is_async:
             send = self._owner._sender(response_model, kwargs)
-            call = _async_call(core.tiers, forced, healer.target, send)
+            call = async_call(core.tiers, forced, healer.target, send)
             checked = self._owner._enforcement(healer.target, forced)
             run = healer.start(messages, context=context, params=kwargs, enforcement=checked)
             return drive_async(run.flow, call, secrets_scope(core.wrapped, kwargs))
@@ -233,7 +231,7 @@ class Completions(CompletionsProxy):
         cached = core.sync_calls.get(route)
         if cached is None:
             owner: HealingAdapter = self._owner
-            driver = _sync_call(
+            driver = sync_call(
                 core.tiers, forced, healer.target, owner._sender(response_model, kwargs)
             )
             enforcement = owner._enforcement(healer.target, forced)
@@ -341,7 +339,7 @@ class HealingAdapter:
         tiers = self._tiers
         json_mode = self._one_value(healer.target, forced, params)
         enforcement = self._enforcement(healer.target, forced)
-        driver = _async_call if self.is_async else _sync_call
+        driver = async_call if self.is_async else sync_call
         call = driver(tiers, forced, healer.target, send)
         run = healer.start(messages, context=context, params=params, enforcement=enforcement)
         reader = healer.reader(run, json_mode)
@@ -399,7 +397,7 @@ class HealingAdapter:
                 is_async=self.is_async,
                 context=context,
             )
-        call = (_async_call if self.is_async else _sync_call)(
+        call = (async_call if self.is_async else sync_call)(
             None, None, _NO_TARGET, self._tool_sender(params)
         )
         return heal_tool_calls(
@@ -481,7 +479,7 @@ def retry_mode(
     return weaker
 
 
-def _sync_call(
+def sync_call(
     tiers: FormatState | None, forced: JsonMode | None, target: Shapeable, send: Send
 ) -> Callable[..., Any]:
     """The sync driver: the call `Healer.run` makes, one format negotiation per model call
@@ -512,10 +510,10 @@ def _sync_call(
     return call
 
 
-def _async_call(
+def async_call(
     tiers: FormatState | None, forced: JsonMode | None, target: Shapeable, send: Send
 ) -> Callable[..., Any]:
-    """The async driver: as `_sync_call`, awaiting the client's method (for `Healer.arun`)."""
+    """The async driver: as `sync_call`, awaiting the client's method (for `Healer.arun`)."""
 
     async def call(messages: list[dict[str, Any]], **params: Any) -> Any:
         mode, request = build_request(tiers, forced, target, messages, params)

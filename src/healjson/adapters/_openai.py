@@ -37,7 +37,7 @@ from ._format import FormatState, check_mode
 from ._responses import Responses
 from ._unreadable import ReadChecked, read_checked_call
 
-__all__ = ["HealingClient", "NotACompletion"]
+__all__ = ["HealingClient", "NotACompletion", "instructor_streams"]
 
 
 class OpenAICompletions(Completions):
@@ -139,6 +139,14 @@ class HealingClient(HealingAdapter):
     def _stream_params(self, params: dict[str, Any]) -> None:
         # the usage arrives in a last chunk only when asked for
         params.setdefault("stream_options", {"include_usage": True})
+
+
+def instructor_streams(
+    client: Any, *, is_async: bool, json_mode: str, policy: HealPolicy | None
+) -> HealingClient:
+    """The healed streams over the OpenAI client inside an instructor client (healjson's own
+    JSON tier, `json_mode`, not instructor's `Mode`)."""
+    return HealingClient(client, json_mode=json_mode, policy=policy)
 
 
 _READ_COMPLETION = ReadChecked(

@@ -36,15 +36,15 @@ from healjson._providers.openai_chat import enforced_schema
 from healjson._providers.openai_responses import (
     SDK_RESPONSES,
     Conversation,
+    ResponsesCollector,
     aset_commentary_aside,
     is_response,
     read_response,
     read_sdk_response,
     set_commentary_aside,
 )
-from healjson._providers.tool_streams import ResponsesCollector
 
-from ._base import UNSET, Exchange, NotACompletion, _async_call, _sync_call
+from ._base import UNSET, Exchange, NotACompletion, async_call, sync_call
 from ._format import Enforcing, check_mode
 from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 from ._unreadable import read_checked_call, read_checked_stream
@@ -162,7 +162,7 @@ class Responses:
                     is_async=core.is_async,
                     context=context,
                 )
-            driver = _async_call if core.is_async else _sync_call
+            driver = async_call if core.is_async else sync_call
             call = driver(None, None, _NO_TARGET, _sender(core, conversation, False))
             messages = conversation.messages
             return heal_tool_calls(
@@ -190,7 +190,7 @@ class Responses:
                     return str(text.get("format", {}).get("type")) in kinds
                 return tiers is not None and (forced or tiers.mode) in kinds
 
-            driver = _async_call if core.is_async else _sync_call
+            driver = async_call if core.is_async else sync_call
             call = driver(tiers, forced, healer.target, send)
             run = healer.start(messages, context=context, params=kwargs, enforcement=checked)
             reader = healer.reader(run, asks_json)
@@ -199,9 +199,9 @@ class Responses:
             return stream_sync(run.flow, call, reader, scope)
         run = healer.start(messages, context=context, params=kwargs, enforcement=checked)
         if core.is_async:
-            call = _async_call(tiers, forced, healer.target, send)
+            call = async_call(tiers, forced, healer.target, send)
             return drive_async(run.flow, call, secrets_scope(core.wrapped, kwargs))
-        call = _sync_call(tiers, forced, healer.target, send)
+        call = sync_call(tiers, forced, healer.target, send)
         return drive_sync(run.flow, call, secrets_scope(core.wrapped, kwargs))
 
     def parse(self, *args: Any, text_format: Any = UNSET, **kwargs: Any) -> Any:

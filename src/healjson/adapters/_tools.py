@@ -1,23 +1,23 @@
 """`create(..., tools=[...], heal_tools=True)`: the caller's own tool calls, healed.
 
-The tools are read from the request as the caller wrote them, in the shapes the OpenAI SDK
-takes: chat's `{"type": "function", "function": {"name", "parameters", ...}}`, the Responses
-API's flat `{"type": "function", "name", "parameters", ...}`, the result of
-`openai.pydantic_function_tool(Model)` (its model is kept: the calls' arguments are validated
-as that model), or a pydantic model class itself (sent as a strict function tool named after
-the class, its arguments validated as the model). A tool declared by a JSON schema has its
-calls validated against that schema (the arguments are the JSON value). Other tools (built-in
-ones, custom tools) are passed on and their calls are not function calls.
+The tools are read from the request as the caller wrote them, in the provider's tool dialect
+(`healjson._providers.provider.ToolDialect`: each provider's module has its own), or as a
+pydantic model class (sent as the dialect's tool named after the class, its arguments validated
+as the model). A tool declared with a model keeps it (the calls' arguments are validated as that
+model); one declared by a JSON schema has its calls validated against that schema (the
+arguments are the JSON value). Other tools (a provider's built-in ones) are passed on and their
+calls are not function calls.
 
-`tool_contracts={"name": [rules]}` are the contracts of that tool's arguments. `tool_choice`
-`"required"` or a named function forces a call (see `healjson._core.run.tools`). The run itself is
-`tools_flow`, driven here (sync or awaited) with the client's secrets scope around it.
+`tool_contracts={"name": [rules]}` are the contracts of that tool's arguments. A `tool_choice`
+that forces a call (as the dialect reads it) is kept to (see `healjson._core.run.tools`). The
+run is the one loop's (`start_tools`), driven here (sync or awaited, streamed through the
+provider's collector or not) with the client's secrets scope around it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -37,10 +37,19 @@ from healjson._core.run.tools import Tool, ToolSpec, start_tools
 from healjson._core.stream.reading import CallsReader, Collector
 from healjson._core.target.target import Target, target_for
 from healjson._core.wire.effects import ModelCall, new_model_call
+from healjson._providers import PROVIDERS, resolve
+from healjson._providers.provider import ToolDialect
 
-__all__ = ["check_tool_call", "heal_tool_calls", "stream_tool_calls", "tool_spec"]
+__all__ = [
+    "check_tool_call",
+    "heal_tool_calls",
+    "stream_tool_calls",
+    "tool_dialect",
+    "tool_spec",
+]
 
-Style = Literal["chat", "responses", "anthropic"]
+Style = str | ToolDialect
+"""A tool dialect, or its name (a provider's in the registry: `chat`, `responses`, ...)."""
 
 
 def check_tool_call(params: Mapping[str, Any], response_model: Any, unset: Any, where: str) -> None:
@@ -63,13 +72,13 @@ def tool_spec(
     style: Style,
 ) -> ToolSpec:
     """The healer's view of the request's tools (`params["tools"]` is rewritten in place:
-    pydantic model classes become wire tools, in `style`: OpenAI chat's, the Responses API's
-    flat shape, or Anthropic's)."""
+    pydantic model classes become wire tools, in the dialect `style` names)."""
+    dialect = style if isinstance(style, ToolDialect) else tool_dialect(style)
     declared: dict[str, Tool] = {}
     sent: list[Any] = []
     contracts = dict(tool_contracts or {})
     for tool in params["tools"]:
-        found = _read_tool(tool, style)
+        found = _read_tool(tool, dialect)
         if found is None:
             sent.append(tool)
             continue
@@ -84,40 +93,31 @@ def tool_spec(
         unknown = ", ".join(sorted(map(repr, contracts)))
         raise ValueError(f"tool_contracts names tools the request does not declare: {unknown}")
     params["tools"] = sent
-    return ToolSpec(declared, policy, _required(params.get("tool_choice")))
+    return ToolSpec(declared, policy, dialect.forced(params.get("tool_choice")))
 
 
-def _read_tool(tool: Any, style: Style) -> tuple[str, Target[Any], Any] | None:
+def tool_dialect(name: str) -> ToolDialect:
+    """The tool dialect called `name` (the providers' modules are read in registry order until
+    one has it)."""
+    for provider in PROVIDERS:
+        if provider.tools is not None:
+            dialect = resolve(provider.tools)
+            if isinstance(dialect, ToolDialect) and dialect.name == name:
+                return dialect
+    raise ValueError(f"no provider has a tool dialect called {name!r}")
+
+
+def _read_tool(tool: Any, dialect: ToolDialect) -> tuple[str, Target[Any], Any] | None:
     """A function tool's name, target and wire form (None: not a function tool)."""
     if isinstance(tool, type) and issubclass(tool, BaseModel):
-        return tool.__name__, target_for(tool), _wire_tool(tool, style)
-    if style == "anthropic":
-        return _anthropic_tool(tool)
-    if not isinstance(tool, Mapping) or tool.get("type", "function") != "function":
+        return tool.__name__, target_for(tool), dialect.wire(tool)
+    found = dialect.read(tool)
+    if found is None:
         return None
-    function = tool.get("function")
-    holder: Any = function if isinstance(function, Mapping) else tool
-    name = holder.get("name")
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"tools: a function tool needs a name, got {tool!r}")
-    model = getattr(holder, "model", None) or getattr(tool, "model", None)
-    # chat's shape on the Responses API (`openai.pydantic_function_tool(M)`'s): sent flat, as
-    # that API takes it (and as the SDK's own `responses.parse` sends it)
-    wire = {"type": "function", **holder} if style == "responses" and holder is not tool else tool
-    if isinstance(model, type) and issubclass(model, BaseModel):
-        return name, target_for(model), wire
-    return name, _schema_target(name, holder.get("parameters")), wire
-
-
-def _anthropic_tool(tool: Any) -> tuple[str, Target[Any], Any] | None:
-    """An Anthropic client tool (`{"name", "input_schema", ...}`, type absent or `custom`);
-    None for a server tool (`web_search_...`: its calls are not the caller's to check)."""
-    if not isinstance(tool, Mapping) or tool.get("type", "custom") != "custom":
-        return None
-    name = tool.get("name")
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"tools: a tool needs a name, got {tool!r}")
-    return name, _schema_target(name, tool.get("input_schema")), tool
+    name, parameters, wire = found
+    if isinstance(parameters, type) and issubclass(parameters, BaseModel):
+        return name, target_for(parameters), wire
+    return name, _schema_target(name, parameters), wire
 
 
 def _schema_target(name: str, parameters: Any) -> Target[Any]:
@@ -129,46 +129,6 @@ def _schema_target(name: str, parameters: Any) -> Target[Any]:
     schema = dict(parameters)
     schema.setdefault("title", name)  # the target's name in what the model is told
     return target_for(schema)
-
-
-def _wire_tool(model: type[BaseModel], style: Style) -> dict[str, Any]:
-    doc = (model.__doc__ or "").strip()
-    if style == "anthropic":
-        found: dict[str, Any] = {"name": model.__name__, "input_schema": model.model_json_schema()}
-        return {**found, "description": doc} if doc else found
-    from healjson._providers.openai_strict_schema import (
-        StrictSchemaUnsupported,
-        strict_json_schema,
-    )
-
-    try:
-        parameters, strict = strict_json_schema(model).schema, True
-    except StrictSchemaUnsupported:
-        parameters, strict = model.model_json_schema(), False
-    function: dict[str, Any] = {"name": model.__name__, "parameters": parameters, "strict": strict}
-    if doc:
-        function["description"] = doc
-    if style == "responses":
-        return {"type": "function", **function}
-    return {"type": "function", "function": function}
-
-
-def _required(choice: Any) -> bool | str:
-    """What `tool_choice` forces: nothing (False), some call (True) or the named tool (OpenAI's
-    `"required"` and named function; Anthropic's `any` and `tool`)."""
-    if choice == "required":
-        return True
-    if isinstance(choice, Mapping) and choice.get("type") == "any":
-        return True
-    if isinstance(choice, Mapping) and choice.get("type") == "tool":
-        name = choice.get("name")
-        return name if isinstance(name, str) and name else False
-    if isinstance(choice, Mapping) and choice.get("type") == "function":
-        function = choice.get("function")
-        name = function.get("name") if isinstance(function, Mapping) else choice.get("name")
-        if isinstance(name, str) and name:
-            return name
-    return False
 
 
 def heal_tool_calls(

@@ -6,8 +6,9 @@
   over real HTTP (content, tool calls, finish reasons, refusals, HTTP errors, non-JSON bodies,
   slow replies) and records every request. One script is served in the wire format of the route
   each request arrives on: OpenAI chat completions and the Responses API (`base_url`),
-  Anthropic Messages (`anthropic_base_url`) and Gemini `generateContent` (`gemini_base_url`),
-  so the real openai, anthropic and google-genai SDKs can all be pointed at it. It also serves
+  Anthropic Messages (`anthropic_base_url`), Gemini `generateContent` (`gemini_base_url`) and
+  Ollama's chat (`ollama_host`), so the real openai, anthropic, google-genai and ollama SDKs
+  can all be pointed at it. It also serves
   OpenAI's Batch API (files and batches) and Anthropic's Message Batches from the same script,
   its store shown as `ScriptedBatch` and `ScriptedFile` snapshots (`server.batches`,
   `server.files`). The pytest fixture `scripted_server` (registered automatically when

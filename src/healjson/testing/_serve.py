@@ -7,7 +7,7 @@ Started as::
 FILE.json is a JSON list of strings (assistant contents) or objects with `ScriptedReply` fields.
 The process prints exactly one line, `READY <base_url>`, once it listens, and serves until
 SIGTERM or SIGINT. `<base_url>` is the openai SDK's; without its trailing `/v1` it is the
-anthropic and google-genai SDKs' base URL.
+anthropic and google-genai SDKs' base URL, and the ollama client's host.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`ScriptedServer`: an HTTP server on 127.0.0.1 that answers model requests from a script.
 
 It exists so tests can drive the *real* provider SDKs (their HTTP clients, retries, error mapping,
-response parsers) against canned replies, over real sockets. One script is served in four wire
+response parsers) against canned replies, over real sockets. One script is served in five wire
 formats (`healjson.testing._wire`), whichever route a request arrives on:
 
 * OpenAI chat completions: `POST /v1/chat/completions` (also `/chat/completions`), streamed
@@ -14,7 +14,9 @@ formats (`healjson.testing._wire`), whichever route a request arrives on:
   (`message_start`, `content_block_*`, `message_delta`, `message_stop` events);
 * Gemini (google-genai): `POST /{v1,v1beta,v1alpha}/models/{model}:generateContent` (the version
   prefix is optional), and `:streamGenerateContent` streamed (`data: {GenerateContentResponse}`
-  events, SSE whatever `alt` says).
+  events, SSE whatever `alt` says);
+* Ollama (the `ollama` client): `POST /api/chat`, streamed unless `stream: false` (one
+  `ChatResponse` JSON object per line, `application/x-ndjson`).
 
 The same script answers the providers' batch APIs (routes in `_batch_routes`, the store and
 its lifecycle in `_batches`):
@@ -76,7 +78,7 @@ from ._batches import BatchReplies, BatchStore, ScriptedBatch, ScriptedFile
 from ._replies import RecordedRequest, ScriptedReply, ScriptFailure, ScriptItem, resolve_item
 from ._wire import JSON_TYPE, WIRE_FORMATS, UnservableReply, WireFormat, openai_chat, usage
 from ._wire._common import reply_error_message
-from ._wire._sse import SSE_TYPE, Planned, plan
+from ._wire._sse import Planned, plan
 
 __all__ = ["RecordedRequest", "ScriptedBatch", "ScriptedFile", "ScriptedReply", "ScriptedServer"]
 
@@ -90,10 +92,11 @@ _NO_RETRY: Final = {"x-should-retry": "false"}
 class ScriptedServer:
     """A model server on 127.0.0.1 that replays `items` in order, in the wire format of the route
     each request arrives on: OpenAI chat completions or the Responses API (`base_url`),
-    Anthropic Messages (`anthropic_base_url`) or Gemini `generateContent` (`gemini_base_url`).
+    Anthropic Messages (`anthropic_base_url`), Gemini `generateContent` (`gemini_base_url`) or
+    Ollama's chat (`ollama_host`).
 
     Each item is a `str` (assistant content, finish_reason "stop"), a `ScriptedReply`, or a
-    callable `(request_json) -> str | ScriptedReply`. Every model request, on any of the four
+    callable `(request_json) -> str | ScriptedReply`. Every model request, on any of the five
     routes, takes the next item (so one script can be replayed through any SDK); with
     `repeat=True` the script cycles forever. A model request arriving after the script is
     exhausted gets HTTP 500 whose message says so (a test-failure signal, with
@@ -226,6 +229,12 @@ class ScriptedServer:
         """`http://127.0.0.1:PORT`, for google-genai's
         `genai.Client(http_options=types.HttpOptions(base_url=...))` (which appends
         `/{api_version}/models/{model}:generateContent` itself)."""
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def ollama_host(self) -> str:
+        """`http://127.0.0.1:PORT`, for `ollama.Client(host=...)` (which posts to `/api/chat`
+        itself)."""
         return f"http://{HOST}:{self.port}"
 
     @property
@@ -579,7 +588,7 @@ class _Handler(BaseHTTPRequestHandler):
         closed the connection or the server stops. The request's record is then updated."""
         chunked = self.request_version != "HTTP/1.0"  # 1.0: the body ends with the connection
         self.send_response(reply.status)
-        self.send_header("Content-Type", SSE_TYPE)
+        self.send_header("Content-Type", planned.content_type)
         if chunked:
             self.send_header("Transfer-Encoding", "chunked")
         else:

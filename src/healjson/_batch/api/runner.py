@@ -46,7 +46,7 @@ from healjson._core.run.healer import Healer
 from healjson._core.run.replay import failed, replied
 from healjson._core.wire.effects import CallResult, ModelCall
 from healjson._core.wire.fault import ProviderFault
-from healjson.adapters._format import JsonMode
+from healjson._providers.tiers import JsonMode
 
 from .ledger import Ledger, NewRow, Part, Row
 from .patience import ProviderUnavailable, describe, is_transient, patiently
@@ -65,7 +65,7 @@ __all__ = [
 ]
 
 BATCH_DISCOUNT: Final = 0.5
-"""OpenAI's and Anthropic's batch price: half the listed price."""
+"""The providers' batch price: half the listed price."""
 DEFAULT_RESUBMITS: Final = 3
 """How many times a row's request is sent again after it expired or failed transiently."""
 _DECIDE_CHUNK: Final = 500  # rows replayed and written per step (one fsync, one transaction)

@@ -19,8 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar
 
-from pydantic import JsonValue
-
 from healjson._core.diagnostic import Diagnostic, describe_exception, short_repr
 from healjson._core.flags import Flag
 from healjson._core.judge.policies import Dropped
@@ -32,6 +30,8 @@ from . import record
 from .attempt import Attempt, Reason
 
 if TYPE_CHECKING:
+    from pydantic import JsonValue  # its module costs `import healjson` ~15 ms
+
     from .calls import ToolCalls
 
 __all__ = [

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from healjson._core.diagnostic import Diagnostic, Source, short_repr
-from healjson._core.parse.degenerate import tail_loop
+from healjson._core.wire.degenerate import tail_loop
 
 __all__ = [
     "MAX_ANSWER_CHARS",
@@ -73,7 +73,7 @@ def elide(text: str, cap: int) -> str:
 def _tail_loop(text: str) -> tuple[int, int] | None:
     """`(start, period)` when `text[start:]` is one passage of `period` characters repeated at
     least `_LOOP_MIN_REPEATS` times over at least `_LOOP_MIN_CHARS` characters; else None
-    (linear: `parse.degenerate.tail_loop`)."""
+    (linear: `wire.degenerate.tail_loop`)."""
     return tail_loop(
         text,
         min_repeats=_LOOP_MIN_REPEATS,

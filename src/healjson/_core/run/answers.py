@@ -28,12 +28,12 @@ from healjson._core.outcome.outcome import Degraded, Healed, Outcome
 from healjson._core.outcome.seal import seal
 from healjson._core.parse import ParseResult
 from healjson._core.parse.align import stands
-from healjson._core.parse.degenerate import degenerate
 from healjson._core.redact import redact_params, run_secrets
 from healjson._core.repair.items import ItemRepair, failed_items, merge_items
 from healjson._core.repair.prompt import MAX_HISTORY_LINES, RepairPrompt, Strategy
 from healjson._core.sentinels import NOTHING
 from healjson._core.target.target import Target
+from healjson._core.wire.degenerate import degenerate
 from healjson._core.wire.effects import AwaitAll
 from healjson._core.wire.reply import Reply
 

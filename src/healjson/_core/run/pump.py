@@ -9,18 +9,16 @@ outcome comes at the deadline, whatever the wire does; an abandoned call finishe
 in the background, since a blocking call cannot be interrupted from outside.
 
 At the end (the deadline, an early abort, the caller leaving the loop) the worker is told to
-stop and the stream is closed: a stream over an HTTP/1.x response (the openai and anthropic
-SDKs' `Stream.response`) has its socket shut down, which wakes the blocked read at once, so
-the worker closes the response and ends. A stream that exposes no response (any other
-iterable) is closed by the worker as soon as its pending read returns: a blocking read cannot
-be interrupted from outside.
+stop and the stream is closed: a stream over an HTTP/1.x response (an SDK's `Stream.response`, when
+it has one) has its socket shut down, which wakes the blocked read at once, so the worker closes the
+response and ends. A stream that exposes no response (any other iterable) is closed by the worker as
+soon as its pending read returns: a blocking read cannot be interrupted from outside.
 """
 
 from __future__ import annotations
 
 import contextvars
 import queue
-import socket
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -133,6 +131,8 @@ def _interrupt(stream: Any) -> None:
     network = extensions.get("network_stream")
     get_info = getattr(network, "get_extra_info", None)
     sock = get_info("socket") if callable(get_info) else None
+    import socket  # here: a stream that has one has imported it (`import healjson` need not)
+
     if isinstance(sock, socket.socket):
         try:
             socket.socket.shutdown(sock, socket.SHUT_RDWR)  # the raw socket, TLS or not

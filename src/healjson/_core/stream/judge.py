@@ -49,7 +49,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, Final
 
-from pydantic import BaseModel, RootModel, ValidationError, create_model
+from pydantic import BaseModel, ValidationError, create_model
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails, to_json
 
@@ -163,6 +163,8 @@ def _probe(model: type[BaseModel], name: str) -> type[BaseModel] | None:
     """The model that judges field `name` alone (`_optional_twin`: every field optional, each
     keeping its type, validators and the model's config; a member holding `name` alone is
     validated as the model validates it), or None when `name` cannot be judged alone."""
+    from pydantic import RootModel  # building its class costs `import healjson` ~30 ms
+
     if issubclass(model, RootModel):  # its one field is the whole value, not a member
         return None
     fields = model.model_fields

@@ -11,7 +11,7 @@ tokens can save); what a stream that failed part-way had read is kept on its fai
 - `JsonReader`: one `StreamSession` per call (the incremental reader, early judgement,
   accepted or held items); a stream that ends with no finish reason in the middle of a value
   is sent to the flow as cut; an answer that degenerates (a whitespace run, a loop: the
-  `parse.degenerate.Guard` of the policy's bounds) is cut off at once.
+  `wire.degenerate.Guard` of the policy's bounds) is cut off at once.
 - `CallsReader`: a provider's tool-call collector per call (the calls gathered whole, by
   index; the message text handed out as it arrives).
 """
@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from healjson._core.diagnostic import Diagnostic, describe_exception
-from healjson._core.parse.degenerate import Guard
+from healjson._core.wire.degenerate import Guard
 from healjson._core.wire.delta import read_chunk, withdrawn
 from healjson._core.wire.effects import CallFailure, CallResult, ModelCall, new_call_result
 from healjson._core.wire.reply import Reply

@@ -25,8 +25,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from healjson._core.target.schema_refs import defs_referenced
-
-from ._per_schema import PerSchema
+from healjson._providers._per_schema import PerSchema
 
 __all__ = ["GeminiSchemaUnsupported", "gemini_schema", "shared_gemini_schema"]
 

@@ -26,13 +26,13 @@ from healjson._core.wire.delta import Delta
 from healjson._core.wire.fault import fault_from_body
 from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage, remember_reader
+from healjson._providers._batch_results import EXPIRED_MESSAGE, Result, unreadable
+from healjson._providers._fields import _dumps, _get, _int, _listed, _opt_str, message_text
+from healjson._providers._unreadable import unreadable_as_failure
+from healjson._providers.tiers import JsonMode, Shapeable, prompted
 
-from ._batch_results import EXPIRED_MESSAGE, Result, unreadable
-from ._fields import _dumps, _get, _int, _listed, _opt_str, message_text
-from ._unreadable import unreadable_as_failure
-from .anthropic_schema import AnthropicSchemaUnsupported
-from .anthropic_schema import shared_anthropic_schema as anthropic_schema  # one per target
-from .openai_chat import JsonMode, Shapeable, shape_request  # the prompt tier's instruction
+from .schema import AnthropicSchemaUnsupported
+from .schema import shared_anthropic_schema as anthropic_schema  # one per target
 
 __all__ = [
     "FINISH",
@@ -386,8 +386,7 @@ def tier_request(
             body["tools"] = [_answer_tool(schema)]
             body["tool_choice"] = {"type": "tool", "name": body["tools"][0]["name"]}
             return mode, body
-    _, shaped, _ = shape_request("prompt", target, messages)
-    return "prompt", messages_request(shaped, params, shared)
+    return "prompt", messages_request(prompted(target, messages), params, shared)
 
 
 def used_tier(mode: JsonMode, target: Shapeable, params: Mapping[str, Any]) -> JsonMode | None:
@@ -489,8 +488,7 @@ def batch_body(
     """A request as a Message Batches line's `params`: the schema in the system prompt whatever
     the `mode` (the prompt tier: Anthropic has no JSON response format), system messages moved
     to `system`."""
-    _, shaped, _ = shape_request("prompt", target, messages)
-    return anthropic_request(shaped, params)
+    return anthropic_request(prompted(target, messages), params)
 
 
 def batch_line(custom_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -569,7 +567,5 @@ FORMAT = WireFormat(
     reads_chunk=_reads_chunk,
     read_chunk=_anthropic_event,
     fast_reply=read_message,
-    credential_attributes=("api_key", "auth_token", "_custom_headers", "_custom_query"),
-    sdk_creates=(("anthropic.resources.messages.messages", ("Messages", "AsyncMessages")),),
-    error_packages=frozenset({"anthropic"}),
 )
+"""(Its client's credentials, SDK methods and error package: its line in the registry.)"""

@@ -23,8 +23,7 @@ from pydantic import BaseModel
 from healjson._core.wire.delta import Delta
 from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import Reply, ToolCall, new_reply, new_usage, remember_reader
-
-from ._fields import (
+from healjson._providers._fields import (
     _dumps,
     _first,
     _get,
@@ -36,14 +35,11 @@ from ._fields import (
     _with_output_token_limit,
     message_text,
 )
-from ._unreadable import unreadable_as_failure
-from .gemini_schema import GeminiSchemaUnsupported
-from .gemini_schema import shared_gemini_schema as gemini_schema  # one per target
-from .openai_chat import (  # the instruction of the weaker tiers is the chat one
-    JsonMode,
-    Shapeable,
-    shape_request,
-)
+from healjson._providers._unreadable import unreadable_as_failure
+from healjson._providers.tiers import JsonMode, Shapeable, prompted
+
+from .schema import GeminiSchemaUnsupported
+from .schema import shared_gemini_schema as gemini_schema  # one per target
 
 __all__ = [
     "FORMAT",
@@ -319,7 +315,7 @@ def tier_request(
     else:
         if mode == "json_schema":  # a structure the dialect cannot say
             mode = "json_object"
-        _, shaped, _ = shape_request(mode, target, messages)
+        shaped = prompted(target, messages)
         if mode == "json_object":
             extra = {"response_mime_type": "application/json"}
     body = gemini_request(shaped, {**params, **extra})
@@ -390,11 +386,7 @@ FORMAT = WireFormat(
     reads_chunk=_reads_chunk,
     read_chunk=_gemini_piece,
     fast_reply=read_response,
-    # the API client's `api_key`; `_http_options.headers` carries `x-goog-api-key`; Vertex
-    # credentials a token
-    credential_attributes=("api_key", "_http_options.headers", "_credentials.token"),
-    nested_clients=("_api_client",),
     token_limit=_output_token_limit,
     with_token_limit=_with_output_token_limit,
-    error_packages=frozenset({"google"}),
 )
+"""(Its client's credentials and error package: its line in the registry.)"""

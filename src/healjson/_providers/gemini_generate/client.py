@@ -1,12 +1,12 @@
 """google-genai clients: `wrap(genai.Client())` (`HealingGemini`: `models.generate_content` and
 `generate_content_stream`, sync and through `aio`, heal given a `response_model`, in the tiers
-of `_providers.gemini_generate.tier_request`, stepped down on a 400 naming their feature), and
+of `wire.tier_request`, stepped down on a 400 naming their feature), and
 
 Healed streams over a google-genai client: what `wrap(instructor.from_genai(...))` uses for
 `create_partial`, `create_iterable` and `create(stream=True)`.
 
-As for Anthropic (`_anthropic`), a healed stream reads the provider's own chunks (each a
-`GenerateContentResponse`, read by `healjson._core.wire.delta`), so the request goes to the
+A healed stream reads the provider's own chunks (each a `GenerateContentResponse`, read by
+`wire`), so the request goes to the
 genai client itself (`models.generate_content_stream`, `aio.models.generate_content_stream`
 for an async instructor client), in the prompt tier: the schema in the system instruction. The
 chat messages become Gemini `contents` (`assistant` is `model`), the system messages the
@@ -24,7 +24,20 @@ from healjson._core.run.drive import drive_async, drive_sync, is_stream
 from healjson._core.run.policy import HealPolicy
 from healjson._core.run.streams import stream_async, stream_sync
 from healjson._core.target.target import Target
-from healjson._providers.gemini_generate import (
+from healjson._providers.tiers import NATIVE_MODES, JsonMode
+from healjson.adapters._base import (
+    UNSET,
+    Exchange,
+    HealingAdapter,
+    Send,
+    async_call,
+    sync_call,
+)
+from healjson.adapters._format import Enforcing, FormatState, check_mode
+from healjson.adapters._steps import stepping
+from healjson.adapters._unreadable import ReadChecked
+
+from .wire import (
     chooses_format,
     content_messages,
     content_text,
@@ -34,12 +47,7 @@ from healjson._providers.gemini_generate import (
     tier_request,
 )
 
-from ._base import UNSET, Exchange, HealingAdapter, Send, _async_call, _sync_call
-from ._format import NATIVE_MODES, Enforcing, FormatState, JsonMode, check_mode
-from ._steps import stepping
-from ._unreadable import ReadChecked
-
-__all__ = ["GeminiStreams", "HealingGemini", "gemini_request"]
+__all__ = ["GeminiStreams", "HealingGemini", "instructor_streams"]
 
 
 class GeminiStreams(HealingAdapter):
@@ -77,6 +85,14 @@ class GeminiStreams(HealingAdapter):
 _READ_CHUNKS = ReadChecked(
     lambda value: is_stream(value) or hasattr(value, "__await__"), "a stream of responses"
 )
+
+
+def instructor_streams(
+    client: Any, *, is_async: bool, json_mode: str, policy: HealPolicy | None
+) -> GeminiStreams:
+    """The healed streams over the client inside an instructor client (through `client.aio`
+    for an async one; always the prompt tier: see the module's docstring)."""
+    return GeminiStreams(client, use_async=is_async, policy=policy)
 
 
 _READ_RESPONSE = ReadChecked(lambda value: hasattr(value, "candidates"), "a Gemini response")
@@ -199,7 +215,7 @@ class HealingGemini(HealingAdapter):
             call = stepping(create, state, attempt, is_tier_rejection, is_async=aio, prime=stream)
             return call, {}, reader
 
-        driver = (_async_call if aio else _sync_call)(None, None, target, send)
+        driver = (async_call if aio else sync_call)(None, None, target, send)
         context = options["context"]
         checked = Enforcing(state, None, self._schema_of(target))
         if stream:

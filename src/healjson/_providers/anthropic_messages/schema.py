@@ -19,8 +19,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from healjson._core.target.schema_refs import defs_referenced
-
-from ._per_schema import PerSchema
+from healjson._providers._per_schema import PerSchema
 
 __all__ = ["AnthropicSchemaUnsupported", "anthropic_schema", "shared_anthropic_schema"]
 

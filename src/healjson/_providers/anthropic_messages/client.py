@@ -1,10 +1,10 @@
 """Anthropic clients: `wrap(Anthropic())` / `wrap(AsyncAnthropic())` (`HealingAnthropic`), and the
-healed streams of `wrap(instructor.from_anthropic(...))` (`AnthropicStreams`).
+healed streams of `wrap(instructor.from_anthropic(...))` (`AnthropicStreams`, `instructor_streams`).
 
 `HealingAnthropic`: `client.messages.create(..., response_model=M)` returns `Outcome[M]`
 (`stream=True`, or `client.messages.stream(..., response_model=M)`: a healed stream); without
 `response_model` everything passes through. The JSON is asked for in Anthropic's tiers
-(`_providers.anthropic_messages.tier_request`: native structured output, a forced strict tool,
+(`wire.tier_request`: native structured output, a forced strict tool,
 the schema in the system prompt), negotiated per client by a `FormatState`: a tier refused
 with an HTTP 400 naming its feature is stepped down, within the same model call, and remembered.
 
@@ -13,7 +13,7 @@ with an HTTP 400 naming its feature is stepped down, within the same model call,
 `create(stream=True)`.
 
 A healed stream reads the provider's own stream events (`message_start`, `content_block_delta`,
-... : `healjson._core.wire.delta` reads them), so the request goes to the Anthropic client
+... : `wire` reads them), so the request goes to the Anthropic client
 itself, not through instructor (whose partial parsing validates each snapshot and retries on its
 own). The JSON is asked for as for any client whose JSON mode healjson chooses, in the prompt
 tier: the schema in the system prompt (Anthropic has no JSON response format), the system
@@ -33,7 +33,23 @@ from healjson._core.run.drive import drive_async, drive_sync, is_stream
 from healjson._core.run.policy import HealPolicy
 from healjson._core.target.target import target_for
 from healjson._core.wire.effects import ModelCall
-from healjson._providers.anthropic_messages import (
+from healjson._providers.tiers import NATIVE_MODES, JsonMode, Shapeable
+from healjson.adapters._base import (
+    UNSET,
+    Exchange,
+    HealingAdapter,
+    Send,
+    async_call,
+    is_async_client,
+    sync_call,
+)
+from healjson.adapters._format import Enforcing, FormatState, check_mode
+from healjson.adapters._steps import stepping
+from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
+from healjson.adapters._unreadable import ReadChecked, read_checked_call
+
+from .tools import ANTHROPIC
+from .wire import (
     chooses_format,
     enforced_schema,
     is_tier_rejection,
@@ -41,24 +57,8 @@ from healjson._providers.anthropic_messages import (
     tier_request,
     used_tier,
 )
-from healjson._providers.openai_chat import Shapeable
-from healjson._providers.tool_streams import AnthropicCollector
 
-from ._base import (
-    UNSET,
-    Exchange,
-    HealingAdapter,
-    Send,
-    _async_call,
-    _sync_call,
-    is_async_client,
-)
-from ._format import NATIVE_MODES, Enforcing, FormatState, JsonMode, check_mode
-from ._steps import stepping
-from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
-from ._unreadable import ReadChecked, read_checked_call
-
-__all__ = ["AnthropicStreams", "HealingAnthropic"]
+__all__ = ["AnthropicStreams", "HealingAnthropic", "instructor_streams"]
 
 
 class AnthropicStreams(HealingAdapter):
@@ -90,6 +90,14 @@ class AnthropicStreams(HealingAdapter):
 _READ_EVENTS = ReadChecked(
     lambda value: is_stream(value) or hasattr(value, "stop_reason"), "a stream of message events"
 )
+
+
+def instructor_streams(
+    client: Any, *, is_async: bool, json_mode: str, policy: HealPolicy | None
+) -> AnthropicStreams:
+    """The healed streams over the client inside an instructor client (always the prompt
+    tier: see the module's docstring)."""
+    return AnthropicStreams(client, policy=policy)
 
 
 _READ_MESSAGE = ReadChecked(lambda value: hasattr(value, "stop_reason"), "an Anthropic message")
@@ -163,7 +171,7 @@ class Messages:
         request is the caller's, its messages as Anthropic turns (a repair's tool exchange as
         `tool_use` and `tool_result` blocks)."""
         owner = self._owner
-        spec = tool_spec(params, tool_contracts, policy, style="anthropic")
+        spec = tool_spec(params, tool_contracts, policy, style=ANTHROPIC)
         create = owner.wrapped.messages.create
         if params.get("stream"):
             create = read_checked_call(create)
@@ -178,7 +186,7 @@ class Messages:
                 spec,
                 messages,
                 params,
-                collector=AnthropicCollector,
+                collector=ANTHROPIC.collector,
                 is_async=owner.is_async,
                 context=context,
             )
@@ -187,7 +195,7 @@ class Messages:
             sent = request.pop("messages")
             return create, messages_request(sent, request), _READ_MESSAGE
 
-        driver = _async_call if owner.is_async else _sync_call
+        driver = async_call if owner.is_async else sync_call
         call = driver(None, None, _NO_TARGET, send)
         return heal_tool_calls(
             owner.wrapped, call, spec, messages, params, is_async=owner.is_async, context=context
@@ -272,7 +280,7 @@ class HealingAnthropic(HealingAdapter):
         if found is not None and found[0] is wrapped and found[1] is state:
             return found[2], found[3]
         send = self._sender(response_model, params)
-        driver = _async_call if core.is_async else _sync_call
+        driver = async_call if core.is_async else sync_call
         call, checked = driver(None, None, target, send), self._enforcement(target, None)
         if len(self._routes) >= _MAX_ROUTES:
             self._routes.clear()
