@@ -12,7 +12,8 @@ one, through a fresh `healjson.testing.ScriptedServer` per scenario and the real
 
 - OpenAI `wrap(OpenAI())` (strict `json_schema`), and `json_mode="constrained"`;
 - Anthropic `wrap(Anthropic()).messages.create` (native `output_config`);
-- Gemini `wrap(genai.Client()).models.generate_content` (`response_json_schema`).
+- Gemini `wrap(genai.Client()).models.generate_content` (`response_json_schema`);
+- Ollama `wrap(ollama.Client()).chat` (`format=<JSON Schema>`).
 
 The *floor* is the fewest calls any healer can make: 1 when the first reply holds the expected
 value (a valid answer, or one a local repair recovers), else 2 (the good answer needs a second
@@ -31,6 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import anthropic
+import ollama
 import openai
 from google import genai
 from google.genai import types as genai_types
@@ -93,11 +95,26 @@ def _gemini(server: ScriptedServer, case: Case) -> Any:
         client.close()
 
 
+def _ollama(server: ScriptedServer, case: Case) -> Any:
+    client = ollama.Client(host=server.ollama_host)
+    try:
+        return healjson.wrap(client).chat(
+            model="o",
+            messages=case.messages,
+            response_model=case.pack.model,
+            contracts=case.pack.contracts,
+            examples=case.pack.examples,
+        )
+    finally:
+        client.close()
+
+
 CONTENDERS: list[tuple[str, Callable[[ScriptedServer, Case], Any]]] = [
     ("OpenAI (strict `json_schema`)", _openai("json_schema")),
     ('OpenAI-compatible, `json_mode="constrained"`', _openai("constrained")),
     ("Anthropic (`output_config`)", _anthropic),
     ("Gemini (`response_json_schema`)", _gemini),
+    ("Ollama (`format=<JSON Schema>`)", _ollama),
 ]
 
 

@@ -23,14 +23,20 @@ the answer, against healjson with `response_model=Order`:
   `response_format` json_schema (the full schema);
 * Anthropic: `messages.create` with `output_config.format` (the schema in Anthropic's dialect);
 * Gemini: `models.generate_content` with `response_mime_type` and `response_json_schema` (the
-  schema in Gemini's dialect), the answer read from `response.text`.
+  schema in Gemini's dialect), the answer read from `response.text`;
+* Ollama: `chat` with `format=` the JSON schema (`stream=False`), the answer read from
+  `response.message.content`.
 
-Results are printed and written to `benchmarks/results/providers.md`.
+With `--cpu`, each provider's pair is also timed in CPU by interleaved pairs (outside valgrind:
+A and B call by call, which goes first alternating; the median of the per-pair ratios), the
+secondary figure (it moves with the machine's load). Results are printed and written to
+`benchmarks/results/providers.md`.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import subprocess
@@ -60,7 +66,6 @@ import ctypes, gc, sys
 sys.path.insert(0, {bench!r})
 import bench_overhead as b
 import healjson
-hooks = ctypes.CDLL({hooks!r})
 provider, port = sys.argv[1], sys.argv[2]
 root = f"http://127.0.0.1:{{port}}"
 Order, MESSAGES = b.Order, b.MESSAGES
@@ -90,7 +95,7 @@ elif provider == "openai":
             model="m", messages=MESSAGES, response_model=Order).value
 elif provider == "anthropic":
     import anthropic
-    from healjson._providers.anthropic_schema import anthropic_schema
+    from healjson._providers.anthropic_messages.schema import anthropic_schema
     client = anthropic.Anthropic(base_url=root, api_key="sk-bench", max_retries=0)
     system, turns = MESSAGES[0]["content"], MESSAGES[1:]
     config = {{"format": {{"type": "json_schema",
@@ -103,10 +108,20 @@ elif provider == "anthropic":
     def heal():
         return healed.messages.create(model="c", max_tokens=1024, system=system,
                                       messages=turns, response_model=Order).value
+elif provider == "ollama":
+    import ollama
+    client = ollama.Client(host=root)
+    schema = Order.model_json_schema()
+    def bare():
+        done = client.chat(model="o", messages=MESSAGES, format=schema, stream=False)
+        return Order.model_validate_json(done.message.content)
+    healed = healjson.wrap(client)
+    def heal():
+        return healed.chat(model="o", messages=MESSAGES, response_model=Order).value
 else:
     from google import genai
     from google.genai import types
-    from healjson._providers.gemini_schema import gemini_schema
+    from healjson._providers.gemini_generate.schema import gemini_schema
     client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=root))
     system, text = MESSAGES[0]["content"], MESSAGES[1]["content"]
     config = {{"system_instruction": system, "response_mime_type": "application/json",
@@ -123,6 +138,10 @@ contenders = {{"A": bare, "B": heal}}
 for run in contenders.values():
     for _ in range({warmup}):
         assert run() == b.EXPECTED
+"""
+# counted under callgrind: blocks of calls, each block's count dumped alone
+COUNT = """
+hooks = ctypes.CDLL({hooks!r})
 for block in range({blocks}):
     for kind, run in contenders.items():
         gc.collect()
@@ -131,12 +150,30 @@ for block in range({blocks}):
             run()
         hooks.cg_dump(f"{{kind}}-{{block}}".encode())
 """
+# timed (CPU): A and B call by call, which goes first alternating; the per-pair ratios
+TIME = """
+import json, statistics, time
+clock = time.process_time_ns
+times = {{"A": [], "B": []}}
+gc.collect()
+for index in range({pairs}):
+    for kind in ("A", "B") if index % 2 == 0 else ("B", "A"):
+        start = clock()
+        contenders[kind]()
+        times[kind].append(clock() - start)
+ratios = [b_ / a_ for a_, b_ in zip(times["A"], times["B"])]
+q1, median, q3 = statistics.quantiles(ratios, n=4)
+print(json.dumps({{"ratio": median, "q1": q1, "q3": q3,
+                   "A": statistics.median(times["A"]), "B": statistics.median(times["B"])}}))
+"""
+PAIRS = 600  # timed pairs per provider (`--cpu`)
 
 PROVIDERS = (
     ("openai-strict", "OpenAI, strict `json_schema` (the default)"),
     ("openai", "OpenAI-compatible, `json_mode='constrained'`"),
     ("anthropic", "Anthropic, `output_config` (native structured output)"),
     ("gemini", "Gemini, `response_json_schema`"),
+    ("ollama", "Ollama, `format=<JSON Schema>` (structured outputs)"),
 )
 
 
@@ -151,13 +188,8 @@ def hooks_library(workdir: Path) -> Path:
 def started(provider: str, port: str, workdir: Path, hooks: Path) -> subprocess.Popen[str]:
     """The client process of `provider` under callgrind (the providers run side by side: the
     counts do not depend on what else runs)."""
-    script = CHILD.format(
-        bench=str(Path(__file__).resolve().parent),
-        hooks=str(hooks),
-        warmup=WARMUP,
-        blocks=BLOCKS,
-        calls=CALLS,
-    )
+    script = CHILD.format(bench=str(Path(__file__).resolve().parent), warmup=WARMUP)
+    script += COUNT.format(hooks=str(hooks), blocks=BLOCKS, calls=CALLS)
     out = workdir / f"callgrind.{provider}"
     command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
     return subprocess.Popen(
@@ -187,10 +219,55 @@ def counted(provider: str, process: subprocess.Popen[str], workdir: Path) -> dic
     return totals
 
 
+def timed(provider: str, port: str) -> dict[str, float]:
+    """CPU per call of A and B, and the median of their per-pair ratios (with its IQR), in a
+    client process of `provider` (not under valgrind); the providers one after the other."""
+    script = CHILD.format(bench=str(Path(__file__).resolve().parent), warmup=WARMUP)
+    script += TIME.format(pairs=PAIRS)
+    done = subprocess.run(
+        [sys.executable, "-c", script, provider, port],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{provider} failed:\n{done.stderr[-3000:]}")
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def cpu_table(chosen: list[tuple[str, str]], port: str) -> list[str]:
+    """`--cpu`: the providers' CPU ratios by interleaved pairs, as a table."""
+    rows = []
+    for name, label in chosen:
+        found = timed(name, port)
+        rows.append(
+            [
+                label,
+                f"{found['A'] / 1e3:,.1f} µs",
+                f"{found['B'] / 1e3:,.1f} µs",
+                f"**{found['ratio']:.3f}x** ({found['q1']:.3f}-{found['q3']:.3f})",
+            ]
+        )
+        print(label, f"CPU {found['ratio']:.3f}x", flush=True)
+    with open("/proc/loadavg", encoding="utf-8") as loadavg:
+        load = loadavg.read().split()[:3]
+    return [
+        "",
+        f"CPU per call by interleaved pairs (`--cpu`): {PAIRS} pairs per provider, A and B call "
+        "by call, which goes first alternating, `time.process_time_ns()` around each call; "
+        f"B / A is the median of the per-pair ratios (IQR). Load average at the end: "
+        f"{', '.join(load)}.",
+        "",
+        *table(["provider and tier", "A CPU per call", "B CPU per call", "B / A (IQR)"], rows),
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--only", choices=[name for name, _ in PROVIDERS], action="append")
     parser.add_argument("--results", type=Path, default=RESULTS, help="the table's file")
+    parser.add_argument("--cpu", action="store_true", help="also time CPU by interleaved pairs")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         print("valgrind is not installed: nothing to count", file=sys.stderr)
@@ -221,6 +298,7 @@ def main() -> int:
                     ]
                 )
                 print(label, f"{ratio:.4f}x", flush=True)
+            cpu = cpu_table(chosen, port) if args.cpu else []
         finally:
             server.stop()
     lines = [
@@ -238,6 +316,7 @@ def main() -> int:
             ["provider and tier", "A per call", "B per call", "B - A", "B / A", "within target"],
             rows,
         ),
+        *cpu,
     ]
     publish(lines, args.results.resolve())
     return 0

@@ -41,7 +41,8 @@ from pydantic import BaseModel
 
 from _machine import processor, publish, stamp, table
 from healjson import Healer, Reply
-from healjson._core.repair.prompt import MAX_ANSWER_CHARS, MAX_REPAIR_EXTRA_CHARS
+from healjson._core.repair.prompt import MAX_REPAIR_EXTRA_CHARS
+from healjson._core.repair.quote import MAX_ANSWER_CHARS
 from healjson.testing import ScriptedModel
 
 ROOT = Path(__file__).resolve().parent.parent

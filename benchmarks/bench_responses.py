@@ -44,8 +44,8 @@ import healjson
 from _machine import machine, publish, stamp, table
 from bench_overhead import EXPECTED, MODEL_NAME, Order, ServerProcess
 from bench_stream import CHUNK_CHARS, ITEMS, LIST_LENGTHS, Item, items, per_8x
-from healjson._providers.openai_chat import strict_format
 from healjson._providers.openai_responses import text_format
+from healjson._providers.openai_strict_schema import strict_format
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "responses.md"

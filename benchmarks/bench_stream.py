@@ -60,6 +60,10 @@ list.
 
 Results are printed and written to `benchmarks/results/stream.md`; `--quick` (a smoke test of
 the script: 1-2 repeats everywhere) prints without writing.
+
+`--wide` runs only the wide-model mode (`stream_wide`): a model's first stream at 100, 300 and
+500 fields, CPU growth per 2x fields; its section of `stream.md` is replaced (the rest kept, and
+a full run keeps that section).
 """
 
 from __future__ import annotations
@@ -90,6 +94,7 @@ from pydantic import BaseModel, TypeAdapter
 import healjson
 from _machine import machine, publish, stamp, table
 from bench_overhead import ServerProcess, paired_iqr, rotations, sync_client
+from stream_wide import kept_section, run_wide, spliced
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "stream.md"
@@ -825,7 +830,10 @@ def verdict(ok: bool) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="smoke run; prints, does not write")
+    parser.add_argument("--wide", action="store_true", help="only the wide-model first streams")
     args = parser.parse_args()
+    if args.wide:
+        return main_wide(args.quick)
     reps = QUICK if args.quick else FULL
 
     started = time.perf_counter()
@@ -1026,7 +1034,21 @@ def main() -> int:
     if args.quick:
         print("\n".join(lines))
         return 0
-    publish(lines, RESULTS)
+    kept = kept_section(RESULTS.read_text(encoding="utf-8")) if RESULTS.exists() else ""
+    publish([*lines, "", kept] if kept else lines, RESULTS)
+    return 0
+
+
+def main_wide(quick: bool) -> int:
+    """`--wide`: the wide-model section alone, spliced into `stream.md`."""
+    section, _ = run_wide(1 if quick else 5, environment()[2:-1])
+    if quick:
+        print("\n".join(section))
+        return 0
+    report = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else ""
+    RESULTS.write_text(spliced(report, section), encoding="utf-8")
+    print("\n".join(section))
+    print(f"written to {RESULTS.relative_to(ROOT)}", file=sys.stderr)
     return 0
 
 

@@ -343,9 +343,12 @@ _CONTINUATION = (
     "(data loss flagged only as prose_around)"
 )
 _QUOTED_SCALAR = (
-    "BUG? (minor): an enum/literal answer inside a JSON string with extra text is not "
-    "searched, though the same text unquoted is (_parse._recover returns before "
-    "_scalar_from_text)"
+    "POLICY: a choice's name with other text after it (`ONE: the first`, `TWO!@#`); healjson "
+    "reads prose for no scalar kind and drops only markup and a final period around a value"
+)
+_PROSE_SCALAR = (
+    'POLICY: BAML reads a choice\'s name out of a sentence (`The answer is "TWO"`); healjson '
+    "reads prose for no scalar kind (the same reading takes `urgent` out of `not urgent`)"
 )
 _MULTI = "POLICY: several top-level values; healjson picks one instead of listing them"
 _STRICT = "POLICY: json_repair strict-mode error; healjson has no strict mode and repairs"
@@ -367,12 +370,24 @@ _GAP_QUOTES = (
     "GAP: triple-quoted or backtick-quoted string values; json_repair's reading is accepted "
     "(often silently wrong, e.g. an empty `code`)"
 )
-_GAP_TUPLE = "GAP: Python tuple syntax at top level"
+_GAP_TUPLE = "GAP: Python tuple syntax"
 _GAP_NESTED_ENCODED = (
     "GAP: JSON double-encoded in a nested string field is not decoded (_align.align decodes "
     "only a whole value that is a string)"
 )
 _AMBIGUOUS = "POLICY: ambiguous broken quoting; the two libraries pick different readings"
+_BARE_TOKEN = (
+    "POLICY: an unquoted token that is no value as a whole (an expression such as `1/3` or "
+    "`10-20`, a malformed number, a parenthesised group, a value running past its comma): "
+    "healjson refuses it (the bare-token rule, `_core/parse/tokens.py`), json_repair keeps a "
+    "string it was not written as"
+)
+_NEW_STRUCTURE = (
+    "POLICY: `expected` adds a container the text never opens or drops one it does (a missing "
+    '`{` or `[` guessed, arrays merged, `["k": v]` as `[{"k": v}]`, a `{}` dropped); '
+    "an empty container never closed (`[}` as `[]`); healjson refuses a repair that changes "
+    "the structure the model wrote"
+)
 
 REASONS: dict[str, str] = {
     # json_repair
@@ -382,7 +397,7 @@ REASONS: dict[str, str] = {
     "jr_parse_array_L55_1": _GAP_TUPLE,
     "jr_parse_array_L97_1": _FALSE_TRUNC,
     "jr_parse_object_L37_1": _FALSE_TRUNC,
-    "jr_parse_object_L48_1": _FALSE_TRUNC,
+    "jr_parse_object_L48_1": _BARE_TOKEN,
     "jr_parse_object_L68_1": _FALSE_TRUNC,
     "jr_parse_object_L69_1": _OPEN_STRING,
     "jr_parse_object_L113_1": _FALSE_TRUNC,
@@ -406,6 +421,22 @@ REASONS: dict[str, str] = {
     "jr_parse_string_L433_1": _FALSE_TRUNC,
     "jr_parse_string_L446_3": _FALSE_TRUNC,
     "jr_repair_json_from_file_L24_1": _TRUNC,
+    "jr_parse_number_L15_1": _BARE_TOKEN,
+    "jr_parse_number_L17_1": _BARE_TOKEN,
+    "jr_parse_number_L18_1": _BARE_TOKEN,
+    "jr_parse_number_L21_1": _BARE_TOKEN,
+    "jr_parse_number_L22_1": _BARE_TOKEN,
+    "jr_parse_number_L23_1": _BARE_TOKEN,
+    "jr_parse_array_L57_1": _GAP_TUPLE,
+    "jr_parse_array_L63_1": _BARE_TOKEN,
+    "jr_parse_array_L32_1": _NEW_STRUCTURE,
+    "jr_parse_array_L47_1": _NEW_STRUCTURE,
+    "jr_parse_array_L48_1": _NEW_STRUCTURE,
+    "jr_parse_object_L45_1": _NEW_STRUCTURE,
+    "jr_parse_object_L70_1": _NEW_STRUCTURE,
+    "jr_parse_object_L74_1": _NEW_STRUCTURE,
+    "jr_schema_parser_paths_L92_1": _NEW_STRUCTURE,
+    "jr_parse_object_L24_1": _NEW_STRUCTURE,
     "jr_schema_guided_parse_L28_5": _FALSE_TRUNC,
     "jr_schema_guided_parse_L163_1": _GAP_NESTED_ENCODED,
     "jr_schema_guided_parse_L214_1": _GAP_NESTED_ENCODED,
@@ -426,6 +457,14 @@ REASONS: dict[str, str] = {
     "baml_test_enum__from_string_with_extra_text_after_1": _QUOTED_SCALAR,
     "baml_test_literals__test_literal_string_with_special_characters": _QUOTED_SCALAR,
     "baml_test_enum__case_sensitive_non_ambiguous_match": _BAML_TEXT,
+    "baml_test_enum__from_string_and_case_mismatch_wrapped": _PROSE_SCALAR,
+    "baml_test_literals__test_literal_string_preceded_by_extra_text": _PROSE_SCALAR,
+    "baml_test_literals__test_literal_string_with_quotes_preceded_by_extra_text": _PROSE_SCALAR,
+    "baml_test_literals__test_literal_string_with_quotes_preceded_by_extra_text_case_mismatch": (
+        _PROSE_SCALAR
+    ),
+    "baml_test_literals__test_literal_string_with_quotes_followed_by_extra_text": _PROSE_SCALAR,
+    "baml_test_literals__test_literal_string_case_mismatch_upper": _PROSE_SCALAR,
     "baml_test_international__test_unaccented_literal_resume": _BAML_TEXT,
     "baml_test_international__test_unaccented_literal_senor": _BAML_TEXT,
 }

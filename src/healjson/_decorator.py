@@ -17,12 +17,13 @@ import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, Generic, Literal, ParamSpec, Protocol, TypeVar, overload
 
-from ._core.judge.contracts import Contract, Rule
+from ._core.judge.contracts import Contract, Rule, as_contracts
 from ._core.outcome.outcome import Outcome
 from ._core.run.healer import Healer
 from ._core.run.messages import normalise_messages
 from ._core.run.policy import HealPolicy
 from ._core.run.streams import AsyncHealStream, HealStream
+from ._response_cache import ResponseStore
 
 __all__ = ["heal"]
 
@@ -103,6 +104,7 @@ def heal(
     policy: HealPolicy | None = ...,
     fallback: Any = ...,
     examples: Iterable[Any] = ...,
+    cache: ResponseStore | None = ...,
     client: None = ...,
     call: None = ...,
     stream: Literal[True],
@@ -116,6 +118,7 @@ def heal(
     policy: HealPolicy | None = ...,
     fallback: Any = ...,
     examples: Iterable[Any] = ...,
+    cache: ResponseStore | None = ...,
     client: None = ...,
     call: None = ...,
     stream: Literal[True],
@@ -129,6 +132,7 @@ def heal(
     policy: HealPolicy | None = ...,
     fallback: Any = ...,
     examples: Iterable[Any] = ...,
+    cache: ResponseStore | None = ...,
     client: Any = ...,
     call: Callable[..., Any] | None = ...,
     stream: Literal[True],
@@ -142,6 +146,7 @@ def heal(
     policy: HealPolicy | None = ...,
     fallback: Any = ...,
     examples: Iterable[Any] = ...,
+    cache: ResponseStore | None = ...,
     client: Any = ...,
     call: Callable[..., Any] | None = ...,
     stream: Literal[True],
@@ -155,6 +160,7 @@ def heal(
     policy: HealPolicy | None = ...,
     fallback: Any = ...,
     examples: Iterable[Any] = ...,
+    cache: ResponseStore | None = ...,
     client: None = ...,
     call: None = ...,
     stream: Literal[False] = ...,
@@ -168,6 +174,7 @@ def heal(
     policy: HealPolicy | None = ...,
     fallback: Any = ...,
     examples: Iterable[Any] = ...,
+    cache: ResponseStore | None = ...,
     client: None = ...,
     call: None = ...,
     stream: Literal[False] = ...,
@@ -181,6 +188,7 @@ def heal(
     policy: HealPolicy | None = ...,
     fallback: Any = ...,
     examples: Iterable[Any] = ...,
+    cache: ResponseStore | None = ...,
     client: Any,
     call: None = ...,
     stream: Literal[False] = ...,
@@ -194,6 +202,7 @@ def heal(
     policy: HealPolicy | None = ...,
     fallback: Any = ...,
     examples: Iterable[Any] = ...,
+    cache: ResponseStore | None = ...,
     client: Any,
     call: None = ...,
     stream: Literal[False] = ...,
@@ -207,6 +216,7 @@ def heal(
     policy: HealPolicy | None = ...,
     fallback: Any = ...,
     examples: Iterable[Any] = ...,
+    cache: ResponseStore | None = ...,
     client: None = ...,
     call: Callable[..., Any],
     stream: Literal[False] = ...,
@@ -220,6 +230,7 @@ def heal(
     policy: HealPolicy | None = ...,
     fallback: Any = ...,
     examples: Iterable[Any] = ...,
+    cache: ResponseStore | None = ...,
     client: None = ...,
     call: Callable[..., Any],
     stream: Literal[False] = ...,
@@ -232,6 +243,7 @@ def heal(
     policy: HealPolicy | None = None,
     fallback: Any = None,
     examples: Iterable[Any] = (),
+    cache: ResponseStore | None = None,
     client: Any = None,
     call: Callable[..., Any] | None = None,
     stream: bool = False,
@@ -247,13 +259,21 @@ def heal(
     With `stream=True` the decorated function returns a `HealStream` (an `AsyncHealStream` for
     async code) instead of an outcome: the model call must stream (style a: return the SDK's
     stream or an iterable of text pieces; a `client=` is called with `stream=True`).
+
+    `cache=` (a `healjson.ResponseCache`): healed answers are kept, and a request answered
+    before is served with no model call once its answer passes today's checks again.
     """
     if client is not None and call is not None:
         raise TypeError("heal() takes client= or call=, not both")
-    rules = tuple(contracts)
+    rules = as_contracts(contracts)  # one rule alone, or one that cannot be called: refused
     shots = tuple(examples)
     healer = Healer(
-        response_model, contracts=rules, policy=policy, fallback=fallback, examples=shots
+        response_model,
+        contracts=rules,
+        policy=policy,
+        fallback=fallback,
+        examples=shots,
+        cache=cache,
     )
     if stream and client is None:
         return functools.partial(_streamed_style, healer, call, call_params)
@@ -262,7 +282,7 @@ def heal(
     if client is not None:
         from ._wrap import wrap
 
-        wrapped = wrap(client)
+        wrapped = wrap(client, cache=cache)
         options = {
             "response_model": response_model,
             "contracts": rules,

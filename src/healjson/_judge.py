@@ -7,8 +7,12 @@ with healjson's own L1 (`validate`). A "no" is a violation whose prescription is
 reason; a judge that fails (its call raises, it passes `timeout_s`, its answer is no verdict)
 raises, which the engine reports as the rule's `contract_error`: never a silent pass.
 
-Verdicts are cached per judge, by the value's JSON (the question is the judge's own): the same
-value is judged once (a replayed run asks no second time). What a judge's call spends is
+Verdicts are cached per judge, by everything its request holds (the model, the question, the
+request's user turns and the value's JSON): the same value for the same request is judged once
+(a replayed run asks no second time), a verdict for one request is never reused for another.
+Every text the judge's model or its provider wrote (the reason, an unreadable answer, a failed
+call's message) passes the redactor with the judge client's own credentials before the rule
+keeps it: a reason that echoes the judge's key is stored redacted. What a judge's call spends is
 counted in the run's usage (`ContractContext.record_usage`), and on the judge
 (`rule.check.usage`, `rule.check.calls`) over every run.
 """
@@ -17,17 +21,19 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import inspect
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel
 from pydantic_core import to_json
 
 from ._core.diagnostic import describe_exception, short_repr
 from ._core.judge.contracts import Contract, ContractContext, OnFail, Violation, contract
+from ._core.redact import redact_text, secrets_scope
 from ._core.run.healer import validate
 from ._core.wire.reply import Usage, to_reply
 
@@ -48,7 +54,11 @@ class JudgeError(Exception):
     verdict); the rule's `contract_error` says which."""
 
 
-class _Verdict(BaseModel):
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    """The judge's answer (a dataclass, validated by pydantic when first read: a model class
+    built at import would cost `import healjson` pydantic's plugin lookup, ~20 ms)."""
+
     verdict: Literal["yes", "no"]
     reason: str = ""
 
@@ -72,11 +82,12 @@ class _Judge:
         """Model calls the judge made (cached verdicts cost none)."""
 
     async def __call__(self, value: Any, ctx: ContractContext) -> Violation | None:
-        key = to_json(value, fallback=str)
+        messages = self._messages(to_json(value, fallback=str).decode(), ctx)
+        key = to_json([self.model, self.max_tokens, messages])  # all the request holds
         with self._lock:
             verdict = self._cache.get(key)
         if verdict is None:
-            verdict = await self._ask(key.decode(), ctx)
+            verdict = await self._ask(messages, ctx)
             with self._lock:
                 self._cache[key] = verdict
                 while len(self._cache) > _CACHE_SIZE:
@@ -88,16 +99,27 @@ class _Judge:
             prescription=verdict.reason or f"Change the answer so that: {self.question}",
         )
 
-    async def _ask(self, answer: str, ctx: ContractContext) -> _Verdict:
-        import asyncio  # here: importing healjson loads no event loop machinery
-
+    def _messages(self, answer: str, ctx: ContractContext) -> list[dict[str, str]]:
+        """The judge's request: the question, the request's user turns, the answer."""
         request = ctx.input_text
         prompt = f"Question: {self.question}\n\n"
         if request:
             prompt += f"The request:\n{request}\n\n"
         prompt += f"The answer (JSON):\n{answer}"
-        messages = [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}]
+        return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}]
+
+    async def _ask(self, messages: list[dict[str, str]], ctx: ContractContext) -> _Verdict:
         params = {"model": self.model, "messages": messages, "max_tokens": self.max_tokens}
+        with secrets_scope(self.client, params):  # the judge's own credentials are known
+            try:
+                verdict = await self._verdict(params, ctx)
+            except JudgeError as exc:
+                raise JudgeError(redact_text(str(exc))) from None
+            return dataclasses.replace(verdict, reason=redact_text(verdict.reason))
+
+    async def _verdict(self, params: dict[str, Any], ctx: ContractContext) -> _Verdict:
+        import asyncio  # here: importing healjson loads no event loop machinery
+
         create = self.client.chat.completions.create
         try:
             if inspect.iscoroutinefunction(create):

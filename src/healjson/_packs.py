@@ -9,32 +9,43 @@ and `"itinerary"` register there the way any other package's pack does), or a
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, overload
 
-from ._core.judge.contracts import Contract, as_contract
+from typing_extensions import TypeVar
+
+from ._core.judge.contracts import Contract, as_contracts
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from importlib.metadata import EntryPoint
+
+    from ._core.judge.contracts import Rule
+    from ._core.run.healer import Healer
+    from ._core.target.target import SpecialForm
+
+T = TypeVar("T", default=Any)  # a bare `ContractPack` is a `ContractPack[Any]`
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "ContractPack",
     "installed_packs",
     "load_contracts",
+    "load_file",
 ]
 
 ENTRY_POINT_GROUP = "healjson.contracts"
 
 
-@dataclass(frozen=True, slots=True)
-class ContractPack:
-    """A domain's model, business rules and golden examples, ready for a `Healer`.
+@dataclass(frozen=True, slots=True, init=False)
+class ContractPack(Generic[T]):
+    """A domain's model, business rules and golden examples, ready for a `Healer`: a
+    `ContractPack[M]` for a model class `M` (`ContractPack[Any]` for any other target: a
+    `list[...]`, a JSON Schema dict, or a pack loaded by name).
 
     `strategies` optionally maps `"valid"` and contract names to zero-argument functions that
     return hypothesis strategies: instances that pass every rule, and instances that break exactly
@@ -42,34 +53,79 @@ class ContractPack:
     functions so that importing a pack never imports hypothesis.
     """
 
-    model: Any
-    contracts: tuple[Contract[Any], ...] = ()
-    examples: tuple[Any, ...] = ()
-    name: str = ""
-    description: str = ""
-    strategies: Mapping[str, Callable[[], Any]] = field(default_factory=dict, compare=False)
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    model: type[T]
+    contracts: tuple[Contract[T], ...]
+    examples: tuple[Any, ...]
+    name: str
+    description: str
+    strategies: Mapping[str, Callable[[], Any]] = field(compare=False)
+    extra: dict[str, Any] = field(compare=False)
 
-    def __post_init__(self) -> None:
-        rules = tuple(as_contract(rule) for rule in self.contracts)
-        object.__setattr__(self, "contracts", rules)
-        object.__setattr__(self, "examples", tuple(self.examples))
-        unknown = set(self.strategies) - {"valid"} - {rule.name for rule in rules}
+    @overload
+    def __init__(
+        self: ContractPack[T],
+        model: type[T],
+        contracts: Iterable[Rule[T]] = (),
+        examples: Iterable[Any] = (),
+        *,
+        name: str = "",
+        description: str = "",
+        strategies: Mapping[str, Callable[[], Any]] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: ContractPack[Any],
+        model: SpecialForm | Mapping[str, Any],
+        contracts: Iterable[Rule[Any]] = (),
+        examples: Iterable[Any] = (),
+        *,
+        name: str = "",
+        description: str = "",
+        strategies: Mapping[str, Callable[[], Any]] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None: ...
+    def __init__(
+        self,
+        model: Any,
+        contracts: Iterable[Contract[Any] | Callable[..., Any]] = (),
+        examples: Iterable[Any] = (),
+        *,
+        name: str = "",
+        description: str = "",
+        strategies: Mapping[str, Callable[[], Any]] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        rules = as_contracts(contracts)  # one rule alone is refused, saying how to fix it
+        strategies = {} if strategies is None else strategies
+        unknown = set(strategies) - {"valid"} - {rule.name for rule in rules}
         if unknown:
             raise ValueError(
                 f"ContractPack strategies name no contract of this pack: {sorted(unknown)}; "
                 f"use 'valid' or one of {[rule.name for rule in rules]}"
             )
-        if not self.name:
-            object.__setattr__(self, "name", getattr(self.model, "__name__", "pack"))
+        values = {
+            "model": model,
+            "contracts": rules,
+            "examples": tuple(examples),
+            "name": name or getattr(model, "__name__", "pack"),
+            "description": description,
+            "strategies": strategies,
+            "extra": {} if extra is None else extra,
+        }
+        for key, value in values.items():
+            object.__setattr__(self, key, value)
 
-    def healer(self, **options: Any) -> Any:
+    def healer(self, **options: Any) -> Healer[T]:
         """A `Healer` for this pack (`policy=`, `fallback=` pass through)."""
         from ._core.run.healer import Healer
 
-        return Healer(self.model, contracts=self.contracts, examples=self.examples, **options)
+        found: Healer[T] = Healer(
+            self.model, contracts=self.contracts, examples=self.examples, **options
+        )
+        return found
 
-    def contract(self, name: str) -> Contract[Any]:
+    def contract(self, name: str) -> Contract[T]:
         """The pack's contract called `name` (KeyError lists the names there are)."""
         for rule in self.contracts:
             if rule.name == name:
@@ -79,7 +135,7 @@ class ContractPack:
         )
 
 
-def load_contracts(spec: str | Path) -> ContractPack:
+def load_contracts(spec: str | Path) -> ContractPack[Any]:
     """Load a `ContractPack`; `spec` is tried, in this order, as:
 
     1. a file path: a spec ending in `.py`, or `file.py:attribute` (relative to the working
@@ -100,7 +156,7 @@ def load_contracts(spec: str | Path) -> ContractPack:
         attribute = text.split(":", 1)[1] if ".py:" in text else None
         if not path.is_file():
             raise LookupError(f"no contract pack file at {path} (resolved to {path.resolve()})")
-        return _pick(_load_file(path), attribute, f"file {path}")
+        return _pick(load_file(path), attribute, f"file {path}")
     module_name, _, attribute = text.partition(":")
     points = _entry_points()
     if text in points:
@@ -114,12 +170,17 @@ def load_contracts(spec: str | Path) -> ContractPack:
     tried.append(
         f"entry point {text!r} in group {ENTRY_POINT_GROUP!r} (the installed packs are {names})"
     )
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        tried.append(f"module {module_name!r} ({exc})")
+    if not all(part.isidentifier() for part in module_name.split(".")):
+        # `../x`, `.x`, `` are no module's absolute name (`import_module` would raise a
+        # TypeError or ValueError of its own): nothing to import, one more thing tried
+        tried.append(f"module {module_name!r} (not a module name: use package.module)")
     else:
-        return _pick(module, attribute or None, f"module {module_name}")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            tried.append(f"module {module_name!r} ({exc})")
+        else:
+            return _pick(module, attribute or None, f"module {module_name}")
     raise LookupError(f"could not load contract pack {text!r}; tried: " + "; ".join(tried))
 
 
@@ -140,10 +201,12 @@ def _entry_points() -> dict[str, EntryPoint]:
     return found
 
 
-def _load_file(path: Path) -> ModuleType:
+def load_file(path: Path) -> ModuleType:
     name = f"healjson_pack_{path.stem}_{abs(hash(str(path.resolve())))}"
     if name in sys.modules:
         return sys.modules[name]
+    import importlib.util  # loading a pack from a file: not at `import healjson`
+
     module_spec = importlib.util.spec_from_file_location(name, path)
     if module_spec is None or module_spec.loader is None:
         raise LookupError(f"cannot import {path} as a Python module")
@@ -157,7 +220,7 @@ def _load_file(path: Path) -> ModuleType:
     return module
 
 
-def _pick(module: ModuleType, attribute: str | None, where: str) -> ContractPack:
+def _pick(module: ModuleType, attribute: str | None, where: str) -> ContractPack[Any]:
     if attribute:
         value = getattr(module, attribute, None)
         if value is None:
@@ -175,7 +238,7 @@ def _pick(module: ModuleType, attribute: str | None, where: str) -> ContractPack
     )
 
 
-def _as_pack(value: Any, where: str) -> ContractPack:
+def _as_pack(value: Any, where: str) -> ContractPack[Any]:
     if isinstance(value, ContractPack):
         return value
     if callable(value):

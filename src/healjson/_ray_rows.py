@@ -228,9 +228,10 @@ class History:
     replies: tuple[ReplyRecord, ...]
 
     def to_json(self) -> str:
-        """The history column's text."""
+        """The history column's text, through the redactor (the replies are model text; a
+        secret they echo is not carried to the next pass)."""
         data = {"messages": list(self.messages), "replies": [r.to_dict() for r in self.replies]}
-        return json.dumps(data, ensure_ascii=False, default=_text_of)
+        return json.dumps(_plain_data(data), ensure_ascii=False)
 
 
 def read_history(value: Any) -> tuple[History | None, str | None]:
@@ -299,8 +300,10 @@ def pending_row(history: History, messages: Sequence[Mapping[str, Any]], usage: 
         **_tokens(usage),
         "cost": usage.cost,
         "errors": None,
+        # the next request quotes the model's last answer: through the redactor, as every
+        # column that holds model text
         "repair_messages": json.dumps(
-            [dict(message) for message in messages], ensure_ascii=False, default=_text_of
+            _plain_data([dict(message) for message in messages]), ensure_ascii=False
         ),
         "history": history.to_json(),
     }
@@ -387,6 +390,12 @@ def _value_text(target: Target[Any], value: Any) -> str:
         return target.adapter.dump_json(value, by_alias=True).decode()
     except Exception:  # a type pydantic cannot serialise: healjson's safe rendering
         return json.dumps(jsonable(value), ensure_ascii=False)
+
+
+def _plain_data(data: Any) -> Any:
+    """`data` as JSON data (objects as their text), every string through the redactor (the
+    caller's keys kept: the columns are data, not records of credentials)."""
+    return redact_data(json.loads(json.dumps(data, default=_text_of)), by_name=False)
 
 
 def _record_text(data: Any) -> str:

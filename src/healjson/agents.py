@@ -39,19 +39,24 @@ from __future__ import annotations
 import copy
 import dataclasses
 import inspect
+import json
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from ._agents_log import AgentRepair, HealLog, entry
 from ._core.diagnostic import ROOT, Diagnostic, Source
 from ._core.judge.contracts import Contract
 from ._core.outcome.outcome import Degraded, Healed, Outcome
-from ._core.repair.prompt import render_diagnostics
+from ._core.parse.read import parse
+from ._core.repair.quote import render_diagnostics
 from ._core.run.drive import drive_async
 from ._core.run.healer import Healer
 from ._core.run.policy import HealPolicy
+from ._core.wire.reply import Reply, Usage
 from ._extras import require_extra
+from ._mcp_frameworks import heal_agents_mcp as heal_mcp
 
 require_extra("agents", "agents", "openai-agents")
 
@@ -82,6 +87,7 @@ __all__ = [
     "HealLog",
     "contract_guardrail",
     "heal_final_output",
+    "heal_mcp",
     "heal_tools",
 ]
 
@@ -89,113 +95,10 @@ TContext = TypeVar("TContext")
 Rules = Iterable[Contract[Any] | Any]
 """Contracts: `@healjson.contract` rules or plain `(value, ctx)` functions."""
 
-Where = Literal["final_output", "tool_arguments"]
 FinalOutputHandler = Callable[
     [RunErrorHandlerInput[Any]], Coroutine[Any, Any, RunErrorHandlerResult | None]
 ]
 """What `heal_final_output` returns: an async `invalid_final_output` handler."""
-
-_MAX_REPR = 300
-
-
-# ---------------------------------------------------------------------------------------------
-# The record: what was healed or refused
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class AgentRepair:
-    """One value healjson judged in an agent run and did not pass through untouched: a final
-    output or a tool call's arguments, healed locally (`healed=True`, the `flags` of the local
-    repairs, `value_json` = what the SDK was given) or refused (`diagnostics`: what the model
-    was told, or why the SDK raised as before). `run_id` is the healjson run's (its events)."""
-
-    where: Where
-    name: str
-    """The tool's name, or the agent's for a final output."""
-    call_id: str | None
-    """The tool call's id (None for a final output)."""
-    healed: bool
-    raw_text: str
-    value_json: str | None = None
-    flags: tuple[str, ...] = ()
-    diagnostics: tuple[Diagnostic, ...] = ()
-    run_id: str = ""
-
-    def __str__(self) -> str:
-        what = (
-            f"tool {self.name} call {self.call_id}"
-            if self.where == "tool_arguments"
-            else f"final output of {self.name}"
-        )
-        if self.healed:
-            value = _clip(self.value_json or "", _MAX_REPR)
-            return f"{what}: healed locally ({', '.join(self.flags) or 'contracts'}): {value}"
-        told = "; ".join(d.describe(max_value_chars=60) for d in self.diagnostics)
-        return f"{what}: not healed: {told or 'no usable value'}"
-
-
-class HealLog:
-    """A readable record of what healjson healed or refused in agent runs, shared by the
-    handler, the healed tools and the guardrail it is given to (thread-safe). Give a run its own
-    log for a per-run record; `print(log)` shows one line per value."""
-
-    def __init__(self) -> None:
-        self._entries: list[AgentRepair] = []
-        self._lock = threading.Lock()
-
-    def _add(self, entry: AgentRepair) -> None:
-        with self._lock:
-            self._entries.append(entry)
-
-    @property
-    def entries(self) -> tuple[AgentRepair, ...]:
-        """The entries so far, oldest first."""
-        with self._lock:
-            return tuple(self._entries)
-
-    @property
-    def healed(self) -> tuple[AgentRepair, ...]:
-        """The values healed locally (each one a model call the run did not spend)."""
-        return tuple(entry for entry in self.entries if entry.healed)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
-
-    def __iter__(self) -> Iterator[AgentRepair]:
-        return iter(self.entries)
-
-    def __str__(self) -> str:
-        return "\n".join(str(entry) for entry in self.entries)
-
-    def __repr__(self) -> str:
-        healed = len(self.healed)
-        return f"HealLog({len(self)} entries, {healed} healed)"
-
-
-def _entry(
-    where: Where,
-    name: str,
-    call_id: str | None,
-    raw: str,
-    outcome: Outcome[Any],
-    *,
-    value_json: str | None = None,
-    diagnostics: tuple[Diagnostic, ...] | None = None,
-) -> AgentRepair:
-    """A log entry: `outcome` healed (`value_json`: what the SDK was given), or refused with its
-    errors (`diagnostics`, when given, say why instead)."""
-    if isinstance(outcome, Healed) and diagnostics is None:
-        flags = tuple(str(flag) for flag in outcome.flags)
-        return AgentRepair(where, name, call_id, True, raw, value_json, flags, (), outcome.run_id)
-    why = diagnostics if diagnostics is not None else getattr(outcome, "errors", ())
-    return AgentRepair(where, name, call_id, False, raw, None, (), why, outcome.run_id)
-
 
 # ---------------------------------------------------------------------------------------------
 # Judging a text already in hand (no model call): one healer per target, one attempt
@@ -233,10 +136,16 @@ class _Judges:
         return found
 
 
+_NO_USAGE = Usage()
+
+
 async def _judge(
     healer: Healer[Any], text: str, messages: Any = (), context: Any = None
 ) -> Outcome[Any]:
-    return await drive_async(healer._judged(text, messages, context))
+    given = Reply(text, None, usage=_NO_USAGE)  # a reply in hand: no call, no tokens spent
+    run = healer.start(messages, context=context, given=given)
+    outcome: Outcome[Any] = await drive_async(run.flow)
+    return outcome
 
 
 def _run_context_data(wrapper: Any) -> Mapping[str, Any] | None:
@@ -289,6 +198,21 @@ def _final_text(run_data: Any) -> str | None:
     return None
 
 
+def _inside_wrapper(schema: AgentOutputSchema, text: str) -> str:
+    """The answer inside the SDK's `{"response": ...}` wrapper when the SDK wraps the output
+    type and the model's text (read by L1) is that wrapper: the key is the SDK's, never data
+    (judged with the value, it could fit as data, or make two readings fit). Else `text`."""
+    if not getattr(schema, "_is_wrapped", False):
+        return text
+    found = parse(text).value
+    if isinstance(found, dict) and list(found) == [_WRAPPER_KEY]:
+        return json.dumps(found[_WRAPPER_KEY], ensure_ascii=False)
+    return text
+
+
+_WRAPPER_KEY = "response"  # the SDK's `agent_output._WRAPPER_DICT_KEY`
+
+
 def _as_sdk_output(schema: AgentOutputSchema, healer: Healer[Any], value: Any) -> tuple[Any, str]:
     """`value` as the SDK's own validation reads it (its strict mode, its `response` wrapper for
     a type that is not an object): `(final output, its JSON)`; `ModelBehaviorError` when the SDK
@@ -331,12 +255,15 @@ def heal_final_output(
             return None  # nothing to heal: the SDK goes on as without a handler
         healer = judges.for_type(schema.output_type)
         outcome = await _judge(
-            healer, text, _messages(run_data.input), _run_context_data(data.context)
+            healer,
+            _inside_wrapper(schema, text),
+            _messages(run_data.input),
+            _run_context_data(data.context),
         )
         name = str(getattr(agent, "name", "agent"))
         if not isinstance(outcome, Healed):
             if log is not None:
-                log._add(_entry("final_output", name, None, text, outcome))
+                log.record(entry("final_output", name, None, text, outcome))
             return None
         try:
             final, value_json = _as_sdk_output(schema, healer, outcome.value)
@@ -349,10 +276,10 @@ def heal_final_output(
                 Source.SCHEMA,
             )
             if log is not None:
-                log._add(_entry("final_output", name, None, text, outcome, diagnostics=(why,)))
+                log.record(entry("final_output", name, None, text, outcome, diagnostics=(why,)))
             return None
         if log is not None:
-            log._add(_entry("final_output", name, None, text, outcome, value_json=value_json))
+            log.record(entry("final_output", name, None, text, outcome, value_json=value_json))
         return RunErrorHandlerResult(final_output=final)
 
     return heal_invalid_final_output
@@ -410,15 +337,15 @@ class _HealingInvoker:
                 return await self.inner(ctx, input)
             healed = self.healer.target.adapter.dump_json(outcome.value, by_alias=True).decode()
             if self.log is not None:
-                self.log._add(
-                    _entry(
+                self.log.record(
+                    entry(
                         "tool_arguments", self.tool.name, call_id, input, outcome, value_json=healed
                     )
                 )
             ctx.tool_arguments = healed
             return await self.inner(ctx, healed)
         if self.log is not None:
-            self.log._add(_entry("tool_arguments", self.tool.name, call_id, input, outcome))
+            self.log.record(entry("tool_arguments", self.tool.name, call_id, input, outcome))
         return await self._refuse(ctx, outcome)
 
     async def _refuse(self, ctx: ToolContext[Any], outcome: Degraded[Any]) -> Any:
@@ -596,15 +523,9 @@ def contract_guardrail(
         if not report.ok:
             name = str(getattr(agent, "name", "agent"))
             if log is not None:
-                log._add(
-                    _entry(
-                        "final_output", name, None, text, outcome, diagnostics=report.diagnostics
-                    )
+                log.record(
+                    entry("final_output", name, None, text, outcome, diagnostics=report.diagnostics)
                 )
         return GuardrailFunctionOutput(output_info=report, tripwire_triggered=not report.ok)
 
     return OutputGuardrail(guardrail_function=check_contracts, name=name)
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

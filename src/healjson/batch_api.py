@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ._batch.api.ledger import Ledger, LedgerError
-from ._batch.api.providers import Provider, anthropic_provider, openai_provider
+from ._batch.api.providers import Provider, batch_api_for
 from ._batch.api.runner import (
     BATCH_DISCOUNT,
     DEFAULT_RESUBMITS,
@@ -45,6 +45,7 @@ from ._batch.api.runner import (
 from ._batch.rows import BatchError
 from ._core.run.healer import Healer
 from ._core.run.policy import HealPolicy
+from ._providers import PROVIDERS
 from .adapters._format import check_mode
 
 __all__ = [
@@ -165,22 +166,7 @@ def batch_api_status(ledger: str | os.PathLike[str]) -> RunReport:
 def provider_for(client: Any, endpoint: str = "chat") -> Provider:
     """The Batch API behind `client`: OpenAI's or Anthropic's (also when wrapped); `endpoint`
     the OpenAI endpoint its lines name (`chat` or `responses`)."""
-    raw = client
-    for _ in range(3):  # healjson.wrap(...) -> instructor -> the SDK's client
-        package = type(raw).__module__.split(".", 1)[0]
-        if package == "openai":
-            return openai_provider(raw, endpoint)
-        if package == "anthropic":
-            if endpoint != "chat":
-                raise ValueError(f"endpoint={endpoint!r} is OpenAI's; Anthropic has one")
-            return anthropic_provider(raw)
-        raw = getattr(raw, "wrapped", None) or getattr(raw, "client", None)
-        if raw is None:
-            break
-    raise TypeError(
-        f"run_batch_api needs an openai.OpenAI or anthropic.Anthropic client, got "
-        f"{type(client).__name__}"
-    )
+    return batch_api_for(client, endpoint)
 
 
 def _runner(
@@ -211,8 +197,10 @@ def _runner(
         response_model, contracts=contracts, examples=examples, policy=policy
     )
     params: dict[str, Any] = {}
-    if max_tokens is not None or provider.name == "anthropic":
-        params["max_tokens"] = 4096 if max_tokens is None else max_tokens
+    required = PROVIDERS.named(provider.name).batch_api
+    default = None if required is None else required.max_tokens
+    if max_tokens is not None or default is not None:
+        params["max_tokens"] = default if max_tokens is None else max_tokens
     out_path = Path(out)
     ledger_path = default_ledger(out_path) if ledger is None else Path(ledger)
     opened = Ledger(ledger_path)

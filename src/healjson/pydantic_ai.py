@@ -58,12 +58,13 @@ from ._core.judge.contracts import (
 from ._core.observe import events
 from ._core.parse.defaults import left_out
 from ._core.parse.shape import shape_of
-from ._core.repair.prompt import render_diagnostics
+from ._core.repair.quote import render_diagnostics
 from ._core.run.drive import drive_async, drive_sync
 from ._core.run.policy import HealPolicy
 from ._core.target.target import Target, target_for
 from ._core.wire.reply import Reply
 from ._extras import missing_extra
+from ._mcp_frameworks import heal_pydantic_ai_mcp as heal_mcp
 
 try:
     from pydantic_ai import ModelRetry, RunContext, UserError
@@ -81,7 +82,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the extra is installed wherever tests run
     raise ImportError(missing_extra("pydantic-ai-slim", "pydantic-ai")) from exc
 
-__all__ = ["HealCapability", "HealRecord"]
+__all__ = ["HealCapability", "HealRecord", "heal_mcp"]
 
 _MAX_TARGETS = 256  # validators remembered as L1 targets (tools and outputs), per capability
 _NO_RETRY_POLICIES = frozenset({"warn"})  # violations that keep the value
@@ -250,21 +251,21 @@ class HealCapability(AbstractCapability[AgentDepsT]):
     def _record(self, record: HealRecord) -> None:
         with self._lock:
             self._records.append(record)
-        sink = events.for_run(record.run_id or uuid.uuid4().hex)
-        if sink is None:
-            return
+        run_id = record.run_id or uuid.uuid4().hex
         fields: dict[str, Any] = {
             "kind": record.kind,
             "name": record.name,
             "tool_call_id": record.tool_call_id,
             "flags": [str(flag) for flag in record.flags],
         }
+        # an event about a run already made: no span of its own (a run's spans are the run's)
         if record.action == "healed":
-            sink.event(logging.INFO, "healjson.pydantic_ai.healed", **fields)
+            events.about_run(run_id, logging.INFO, "healjson.pydantic_ai.healed", **fields)
         else:
             errors = [f"{d.path}: {d.constraint}" for d in record.diagnostics]
             level = logging.WARNING if record.action == "retry" else logging.INFO
-            sink.event(level, f"healjson.pydantic_ai.{record.action}", errors=errors, **fields)
+            event = f"healjson.pydantic_ai.{record.action}"
+            events.about_run(run_id, level, event, errors=errors, **fields)
 
 
 @dataclass(slots=True)

@@ -481,7 +481,7 @@ class HealReplies:
         history = History(earlier.messages, (*earlier.replies, reply))
         replies = [record.reply(self._model) for record in history.replies]
         results = [replied(reply) for reply in replies]
-        step = self._healer._replay(history.messages, results, context=context)
+        step = self._healer.replay(history.messages, results, context=context)
         if isinstance(step, ModelCall):
             spent = sum((reply.usage or Usage() for reply in replies), Usage())
             return pending_row(history, step.messages, spent)

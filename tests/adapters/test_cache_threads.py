@@ -237,8 +237,8 @@ def test_a_per_call_fallback_costs_a_copy_not_a_build(constructions: list[Any]) 
     assert fallbacks == [healer.fallback for healer in healers]
     assert None is base.fallback
     assert base is cache.get(Invoice, (total_is_five,), ONE_CALL, None, tuple(_example(0)))
-    assert all(healer._spec.example is base._spec.example for healer in healers)
-    assert all(healer._spec.fallback is healer.fallback for healer in healers)
+    assert all(healer.spec.example is base.spec.example for healer in healers)
+    assert all(healer.spec.fallback is healer.fallback for healer in healers)
 
 
 def test_different_examples_or_contracts_build_different_healers(constructions: list[Any]) -> None:

@@ -432,9 +432,9 @@ def test_the_record_and_the_trace_show_each_call_and_the_repair_exchange() -> No
     assert ["coerced"] == record["value"]["calls"][1]["flags"]  # per call
     assert "call_a" == record["attempts"][0]["tool_calls"][0]["id"]
     trace = outcome.trace()
-    assert "Repair messages sent after the request" in trace
-    assert "**tool** (answering call_b)" in trace
-    assert "Accepted" in trace
+    assert "Repair prompt sent" in trace  # the tool-call repair is a `RepairPrompt` too
+    assert "`Weather` (call_b): Accepted" in trace
+    assert "1 of your 2 tool calls was rejected: `Search` (call_a)" in trace
     assert "- **Tool call** `Search` (call_c)" in trace
     assert "resent unchanged" not in trace
 

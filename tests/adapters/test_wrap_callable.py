@@ -17,7 +17,7 @@ import pytest
 from pydantic import BaseModel
 
 import healjson
-from healjson import Degraded, Healed, Reason
+from healjson import Healed
 from healjson.testing import ScriptedServer
 from sdk_calls import TLS
 
@@ -115,14 +115,13 @@ def test_without_response_model_the_function_is_called_as_is() -> None:
     assert [{"model": "m", "messages": USER, "temperature": 0}] == fn.calls
 
 
-def test_a_function_returning_no_completion_degrades() -> None:
-    """A function returning something that is no completion degrades with `api_error`."""
+def test_a_function_returning_no_completion_is_the_callers_bug() -> None:
+    """A function that returns text instead of a completion is the caller's code gone wrong:
+    a `TypeError` saying what it must return, not the endpoint's `api_error`."""
     fn = Recorder("<html>bad gateway</html>")
 
-    outcome = healjson.wrap_callable(fn)(model="m", messages=USER, response_model=Person)
-
-    assert isinstance(outcome, Degraded)
-    assert Reason.API_ERROR == outcome.reason
+    with pytest.raises(TypeError, match="must return an OpenAI-shaped chat completion"):
+        healjson.wrap_callable(fn)(model="m", messages=USER, response_model=Person)
 
 
 def dict_chunks(text: str) -> Iterator[dict[str, Any]]:

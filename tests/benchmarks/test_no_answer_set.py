@@ -10,10 +10,11 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from paths import BENCHMARKS
+from pinned import pinned
 
 SET_FILE = BENCHMARKS / "scenarios" / "no_answer.jsonl"
 PROSE_KINDS = ("prose", "bracket_noise")
@@ -108,7 +109,7 @@ def test_half_the_cut_renderings_say_length() -> None:
     assert len(cuts) // 2 == sum(r["finish_reason"] == "length" for r in cuts)
 
 
-@settings(max_examples=15, deadline=None)
+@pinned(max_examples=15)
 @given(seed=st.integers(min_value=0, max_value=2**32))
 def test_any_seed_keeps_every_kind_free_of_an_answer(seed: int) -> None:
     """Whatever the seed, prose holds no JSON span and no reply is a whole JSON document."""

@@ -17,7 +17,7 @@ from healjson._cli.app import app
 from healjson._cli.demo_runs import GOOD, PROMPT, SupportTicket, demo_scenarios, run_demo
 from healjson._cli.heal import heal_report
 from healjson._cli.loading import SpecError, load_object
-from healjson._core.run.engine import next_prompt
+from healjson._core.run.answers import next_prompt
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
 from paths import CLI_FIXTURES
 

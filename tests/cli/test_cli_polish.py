@@ -115,7 +115,7 @@ def test_heal_piped_prints_the_report_byte_for_byte(tmp_path: Path, reply: str) 
     """`healjson heal` piped prints the plain Markdown report, byte for byte what the pieces
     render."""
     from healjson._cli.loading import load_setup
-    from healjson._core.run.engine import next_prompt
+    from healjson._core.run.answers import next_prompt
 
     file = tmp_path / "reply.txt"
     file.write_text(reply, encoding="utf-8")

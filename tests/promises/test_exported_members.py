@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import types
@@ -9,16 +10,17 @@ import types
 import pytest
 
 import healjson
+from healjson._providers import PROVIDERS
 
 
 def test_all_is_sorted_and_complete() -> None:
     """Every public name in the package namespace is listed in a sorted `__all__`."""
     public = {
         name
-        for name, value in vars(healjson).items()
+        for name in dir(healjson)  # the names read when first used included (`_LAZY`)
         if not name.startswith("_")
-        and name not in {"annotations", "Any"}
-        and not isinstance(value, types.ModuleType)
+        and name not in {"annotations", "Any", "Final", "TYPE_CHECKING"}
+        and not isinstance(getattr(healjson, name), types.ModuleType)
     }
 
     def isort_style(name: str) -> tuple[int, str]:
@@ -50,7 +52,7 @@ def test_unknown_attribute_raises_attribute_error() -> None:
 def test_import_does_not_load_heavy_optional_dependencies() -> None:
     """`import healjson` leaves openai, instructor, json_repair, structlog and rich unloaded."""
     code = (
-        "import sys, healjson; "
+        "import json, sys, healjson; "
         "print(','.join(m for m in ('openai','instructor','json_repair','structlog','rich',"
         "'typer','hypothesis','asyncio') if m in sys.modules))"
     )
@@ -58,6 +60,26 @@ def test_import_does_not_load_heavy_optional_dependencies() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert "" == loaded
+
+
+def test_import_leaves_the_engine_until_a_name_of_it_is_read() -> None:
+    """`import healjson` loads the outcome types but not the parser, the run loop or any
+    provider module but the default one; reading `healjson.Healer` loads the engine."""
+    code = (
+        "import json, sys, healjson; "
+        "before = {m for m in sys.modules if m.startswith('healjson')}; "
+        "healjson.Healer; "
+        "after = {m for m in sys.modules if m.startswith('healjson')}; "
+        "print(json.dumps([sorted(before), sorted(after - before)]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    before, added = json.loads(out.stdout)
+    assert "healjson._core.outcome.outcome" in before
+    engine = {"healjson._core.run.engine", "healjson._core.run.drive", "healjson._core.parse.read"}
+    assert set() == engine & set(before)
+    modules = {f"healjson._providers.{name}" for name in PROVIDERS.modules()}
+    assert {"healjson._providers.openai_chat"} == modules & set(before)
+    assert "healjson._core.run.engine" in added
 
 
 def test_the_tool_call_answer_types_are_public() -> None:

@@ -26,6 +26,7 @@ from healjson import (
     Violation,
 )
 from healjson.testing import ScriptedModel
+from pinned import pinned
 
 
 class Customer(BaseModel):
@@ -344,18 +345,21 @@ def _check_run(outcome: Any, model: ScriptedModel, policy: HealPolicy) -> None:
 # --- parse ---------------------------------------------------------------------------------------
 
 
+@pinned()
 @given(text=any_texts, finish_reason=FINISH_REASONS)
 def test_parse_never_raises_and_ok_agrees_with_error(text: str, finish_reason: str | None) -> None:
     """`parse` returns a self-consistent ParseResult for any text and finish reason."""
     _check_parse_result(healjson.parse(text, finish_reason=finish_reason))
 
 
+@pinned()
 @given(text=any_texts, finish_reason=FINISH_REASONS)
 def test_parse_with_a_schema_never_raises(text: str, finish_reason: str | None) -> None:
     """`parse` against a small pydantic model returns a self-consistent ParseResult."""
     _check_parse_result(healjson.parse(text, Ticket, finish_reason=finish_reason))
 
 
+@pinned()
 @given(text=any_texts, finish_reason=FINISH_REASONS, schema=st.sampled_from([None, Ticket, str]))
 def test_parse_never_falls_back_to_its_internal_crash_diagnostic(
     text: str, finish_reason: str | None, schema: Any
@@ -370,6 +374,7 @@ def test_parse_never_falls_back_to_its_internal_crash_diagnostic(
 # --- validate ------------------------------------------------------------------------------------
 
 
+@pinned()
 @given(text=any_texts, finish_reason=FINISH_REASONS)
 def test_validate_never_raises(text: str, finish_reason: str | None) -> None:
     """`validate` returns Healed (holding a model instance) or Degraded for any text."""
@@ -381,6 +386,7 @@ def test_validate_never_raises(text: str, finish_reason: str | None) -> None:
         assert outcome.reason in set(Reason)
 
 
+@pinned()
 @given(text=any_texts, finish_reason=FINISH_REASONS)
 def test_validate_degraded_always_says_why(text: str, finish_reason: str | None) -> None:
     """A Degraded from `validate` carries at least one diagnostic to repair from."""
@@ -410,18 +416,25 @@ def cut_replies(draw: st.DrawFn) -> tuple[Any, str, str, str]:
     return target, text, cut, prefix + cut
 
 
+@pinned()
 @given(case=cut_replies())
+@example(case=(int, "123", "12", "12"))  # a bare number at the cut was healed
+@example(case=(int, "-123", "-12", "Here is the JSON:\n-12"))
+@example(case=(int, "10", "1", "```json\n1"))  # a fence left open at the cut, a number in it
 def test_cut_reply_with_length_finish_reason_is_never_healed(
     case: tuple[Any, str, str, str],
 ) -> None:
     """JSON cut strictly inside itself at the token limit is never Healed, unless the cut text
-    is itself a complete valid value."""
+    is itself a complete valid value that ends with its closing quote or bracket: a number or
+    literal touching the cut may itself be cut (`12` of `123`), so it is never a value."""
     target, _, cut, reply = case
     outcome = healjson.validate(reply, target, finish_reason="length")
     if isinstance(outcome, Healed):
         assert _complete_valid(cut, TypeAdapter(target)), (reply, outcome.value)
+        assert cut.rstrip()[-1:] in ('"', "}", "]"), (reply, outcome.value)
 
 
+@pinned()
 @given(case=cut_replies())
 def test_cut_object_with_length_finish_reason_degrades_as_truncated(
     case: tuple[Any, str, str, str],
@@ -449,6 +462,7 @@ def wrapped_tickets(draw: st.DrawFn) -> tuple[Ticket, str]:
     return ticket, text
 
 
+@pinned()
 @given(case=wrapped_tickets(), finish_reason=st.sampled_from([None, "stop", "length"]))
 def test_valid_instance_round_trips_through_validate(
     case: tuple[Ticket, str], finish_reason: str | None
@@ -460,6 +474,7 @@ def test_valid_instance_round_trips_through_validate(
     assert ticket == outcome.value
 
 
+@pinned()
 @given(case=wrapped_tickets())
 def test_valid_instance_round_trips_through_untyped_parse(case: tuple[Ticket, str]) -> None:
     """Without a schema, the JSON of a valid Ticket (fenced or in prose) parses to its data."""

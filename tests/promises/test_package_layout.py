@@ -329,9 +329,9 @@ BATCH_RESULT_NAMES = frozenset(
 
 def test_the_batch_result_reader_names_no_line_shape() -> None:
     """The Batch API runner reads a result file generically (bounded lines, a `custom_id`);
-    what a line says is its wire format's `batch_result` (`healjson._providers.BATCH`)."""
+    what a line says is its provider's `batch_result` (`Provider.batch`)."""
     reader = PACKAGE / "_batch" / "api" / "result_lines.py"
     assert set() == named(reader) & BATCH_RESULT_NAMES
     shapes = named(PACKAGE / "_providers" / "openai_chat.py")
-    shapes |= named(PACKAGE / "_providers" / "anthropic_messages.py")
+    shapes |= named(PACKAGE / "_providers" / "anthropic_messages" / "wire.py")
     assert BATCH_RESULT_NAMES - {"status_code"} <= shapes

@@ -41,6 +41,7 @@ from healjson._core.redact import (
     redact_text,
     secrets_scope,
 )
+from healjson._core.run.drive import drive_sync
 from healjson.testing import ScriptedModel, capture_events
 from paths import CLI_FIXTURES
 from sdk_calls import TLS as _SSL
@@ -843,7 +844,7 @@ def test_a_healer_with_a_key_bearing_client_hides_the_echoed_key(form: str, scri
     healer = Healer(Ticket, policy=healjson.HealPolicy(max_attempts=2))
     model = ScriptedModel(_scripts(key, form)[script])
 
-    outcome = healer._run_for(client, model, USER, None, {})
+    outcome = drive_sync(healer.start(USER).flow, model, secrets_scope(client, {}))
 
     assert outcome.ok is (script != "degraded")
     stored = {"raw_text": outcome.raw_text or "", "attempts": repr(outcome.attempts)}
@@ -1008,7 +1009,8 @@ def test_the_callers_own_objects_are_kept_whole_and_rendered_redacted() -> None:
 
     healer = Healer(Ticket, contracts=[never], fallback=fallback)
     model = ScriptedModel([_good(key, "raw")] * 3)
-    outcome = healer._run_for(SimpleNamespace(api_key=key), model, USER, None, {})
+    scope = secrets_scope(SimpleNamespace(api_key=key), {})
+    outcome = drive_sync(healer.start(USER).flow, model, scope)
 
     assert isinstance(outcome, Degraded)
     assert outcome.fallback is fallback

@@ -131,7 +131,7 @@ def _parsed(ctx: Mapping[str, Any]) -> Outcome[Any]:
 
 
 def _replayed(healer: Healer[Any], ctx: Mapping[str, Any]) -> Outcome[Any]:
-    step = healer._replay(PROMPT, [replied(REPLY[0])] * POLICY.max_attempts, context=ctx)
+    step = healer.replay(PROMPT, [replied(REPLY[0])] * POLICY.max_attempts, context=ctx)
     assert isinstance(step, Healed | Degraded)  # every call it makes has its result
     return step
 

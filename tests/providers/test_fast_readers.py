@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from healjson._core.wire.reply import SDK_REPLIES, to_reply
-from healjson._providers import anthropic_messages, gemini_generate
+from healjson._providers.anthropic_messages import wire as anthropic_messages
+from healjson._providers.gemini_generate import wire as gemini_generate
 
 _counts = st.none() | st.integers(min_value=0, max_value=10**6)
 _texts = st.text(max_size=20)

@@ -36,8 +36,11 @@ from jsonschema import validators
 from pydantic import AnyUrl, BaseModel, Field, create_model
 
 import healjson
-from healjson._providers.anthropic_schema import AnthropicSchemaUnsupported, anthropic_schema
-from healjson._providers.gemini_schema import GeminiSchemaUnsupported, gemini_schema
+from healjson._providers.anthropic_messages.schema import (
+    AnthropicSchemaUnsupported,
+    anthropic_schema,
+)
+from healjson._providers.gemini_generate.schema import GeminiSchemaUnsupported, gemini_schema
 from healjson.testing._schema_data import from_schema
 
 # --- the documented rules, one checker per dialect ----------------------------------------------

@@ -292,6 +292,9 @@ def check_passthrough_is_the_sdks_own() -> None:
 
 def check_instructor() -> None:
     import instructor
+    from anthropic.types import Message
+    from google.genai.types import GenerateContentResponse
+    from openai.types.chat import ChatCompletion
 
     from healjson._core.run.streams import AsyncItemStream, ItemStream
 
@@ -310,7 +313,8 @@ def check_instructor() -> None:
     assert_type(client.chat.completions.create(response_model=Order, messages=[]), Outcome[Order])
     aclient = healjson.wrap(instructor.from_openai(openai.AsyncOpenAI(api_key="x")))
     pending = aclient.create_with_completion(response_model=Order, messages=[])
-    _ = assert_type(pending, Coroutine[Any, Any, tuple[Outcome[Order], Any]])
+    completion = ChatCompletion | Message | GenerateContentResponse | None  # the SDKs' own
+    _ = assert_type(pending, Coroutine[Any, Any, tuple[Outcome[Order], completion]])
     pending.close()
     assert_type(aclient.create_partial(response_model=Order, messages=[]), AsyncHealStream[Order])
     assert_type(aclient.create_iterable(response_model=Order, messages=[]), AsyncItemStream[Order])

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from healjson._core.diagnostic import Source
-from healjson._core.outcome.outcome import Outcome
+from healjson._core.diagnostic import Diagnostic, Source
+from healjson._core.outcome.attempt import Reason
+from healjson._core.outcome.outcome import Degraded, Outcome
 
 from .input_file import input_keys, select
 from .output_file import OutputFile
@@ -200,12 +201,14 @@ class Batch:
             return invalid_row(job), None
         try:
             outcome = await heal(job)
-            return outcome_row(job, outcome, full=full), outcome
+        except RecursionError:  # an answer nested past every reader: a row all the same
+            outcome = unreadable_outcome()
         except Exception as exc:  # healjson never raises at call time: this is a bug
             self.stats.failed += 1
             if self.stats.first_failure is None:
                 self.stats.first_failure = f"id {job.id!r}: {type(exc).__name__}: {exc}"
             return None
+        return outcome_row(job, outcome, full=full), outcome
 
     def _count(self, outcome: Outcome[Any] | None) -> None:
         stats = self.stats
@@ -230,6 +233,19 @@ class Batch:
         stats.tokens += outcome.usage.total_tokens
         cost = outcome.usage.cost
         stats.cost = None if cost is None or stats.cost is None else stats.cost + cost
+
+
+def unreadable_outcome() -> Outcome[Any]:
+    """The outcome of a row whose answer could not be read at all (nested past the readers'
+    bound): degraded as `invalid_output`, so its row is written like any other."""
+    problem = Diagnostic(
+        path="<root>",
+        value=None,
+        constraint="the answer nests too deep to be read",
+        prescription="Answer with the JSON value asked for, nested as its schema says.",
+        source=Source.SYNTAX,
+    )
+    return Degraded(reason=Reason.INVALID_OUTPUT, raw_text=None, errors=(problem,))
 
 
 def provider_error(outcome: Outcome[Any]) -> str | None:

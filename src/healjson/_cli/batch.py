@@ -30,14 +30,16 @@ from .loading import load_setup
 from .options import (
     EndpointChoice,
     JsonModeChoice,
-    ProviderChoice,
     api_key_option,
     base_url_option,
+    cache_option,
     concurrency_option,
     contracts_option,
     endpoint_model_option,
     json_mode_option,
+    max_tokens_help,
     progress_option,
+    provider_option,
     response_model_option,
     timeout_option,
 )
@@ -92,6 +94,7 @@ def batch(
     json_mode: Annotated[JsonModeChoice, json_mode_option()] = JsonModeChoice.JSON_SCHEMA,
     timeout: Annotated[float | None, timeout_option()] = None,
     progress: Annotated[bool | None, progress_option()] = None,
+    cache: Annotated[Path | None, cache_option()] = None,
     retry_failed: Annotated[
         bool,
         typer.Option(
@@ -128,14 +131,7 @@ def batch(
             rich_help_panel="Batch API",
         ),
     ] = False,
-    provider: Annotated[
-        ProviderChoice,
-        typer.Option(
-            "--provider",
-            help="--batch-api: whose Batch API (anthropic: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL).",
-            rich_help_panel="Batch API",
-        ),
-    ] = ProviderChoice.OPENAI,
+    provider: Annotated[str, provider_option()] = "openai",
     ledger: Annotated[
         Path | None,
         typer.Option(
@@ -184,7 +180,7 @@ def batch(
         typer.Option(
             "--max-tokens",
             min=1,
-            help="--batch-api: completion limit per request (anthropic default: 4096).",
+            help=max_tokens_help(),
             rich_help_panel="Batch API",
         ),
     ] = None,
@@ -252,7 +248,7 @@ def batch(
         raise typer.BadParameter(problem, param_hint="'INPUT.jsonl'")
     if batch_api:
         options = BatchApiOptions(
-            provider=provider.value,
+            provider=provider,
             model=model,
             base_url=base_url,
             api_key=api_key,
@@ -297,9 +293,11 @@ def batch(
 
     async def run(on_row: Callable[[BatchStats], None] | None) -> BatchStats:
         import healjson
+        from healjson.adapters._format import check_mode
 
         async with endpoint.async_client() as raw:
-            client = healjson.wrap(raw, json_mode=str(json_mode))
+            store = None if cache is None else healjson.ResponseCache(cache)
+            client = healjson.wrap(raw, json_mode=check_mode(str(json_mode)), cache=store)
             healer = openai_healer(
                 client,
                 model=model,
@@ -308,9 +306,13 @@ def batch(
                 examples=setup.examples,
                 policy=policy,
             )
-            return await runner.run(
-                healer, concurrency=concurrency, full=full, on_row=on_row, stop_after=stop_after
-            )
+            try:
+                return await runner.run(
+                    healer, concurrency=concurrency, full=full, on_row=on_row, stop_after=stop_after
+                )
+            finally:
+                if store is not None:
+                    store.close()  # the answers committed before the command ends
 
     with runner:
         try:
@@ -372,7 +374,7 @@ _BATCH_API_ONLY = (
     "resubmits",
     "batch_endpoint",
 )
-_DIRECT_ONLY = ("concurrency", "retry", "retry_failed", "stop_after")
+_DIRECT_ONLY = ("concurrency", "retry", "retry_failed", "stop_after", "cache")
 _GIVEN = frozenset({"COMMANDLINE", "ENVIRONMENT"})  # click's ParameterSource names
 
 

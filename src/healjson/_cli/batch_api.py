@@ -6,6 +6,7 @@ The command line's side only: build the client, call `healjson.batch_api`, print
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from collections import Counter
@@ -113,25 +114,32 @@ def batch_api_command(
 
 
 def _client(options: BatchApiOptions) -> Any:
-    timeout: dict[str, Any] = {} if options.timeout is None else {"timeout": options.timeout}
-    if options.provider == "anthropic":
-        try:
-            import anthropic
-        except ImportError as exc:
-            raise typer.BadParameter(
-                missing_extra("anthropic", "anthropic"),
-                param_hint="'--provider'",
-            ) from exc
-        key = options.api_key or os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            raise typer.BadParameter(
-                "no API key: pass --api-key or set ANTHROPIC_API_KEY", param_hint="'--api-key'"
-            )
-        base = options.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
-        return anthropic.Anthropic(api_key=key, base_url=base, **timeout)
-    from .endpoint import endpoint_from_options
+    """The `--provider`'s client: the default provider's is the command line's endpoint (the
+    OpenAI-compatible one every command talks to); another's is its SDK's client, built from
+    the options or the environment its Batch API names."""
+    from healjson._providers import PROVIDERS
 
-    return endpoint_from_options(options.base_url, options.api_key, options.timeout).client()
+    provider = PROVIDERS.named(options.provider)
+    api = provider.batch_api
+    if provider is PROVIDERS.default or api is None:
+        from .endpoint import endpoint_from_options
+
+        return endpoint_from_options(options.base_url, options.api_key, options.timeout).client()
+    module, _, name = api.sdk.partition(":")
+    try:
+        sdk = importlib.import_module(module)
+    except ImportError as exc:
+        raise typer.BadParameter(
+            missing_extra(module, api.extra), param_hint="'--provider'"
+        ) from exc
+    key = options.api_key or os.environ.get(api.api_key_env)
+    if not key:
+        raise typer.BadParameter(
+            f"no API key: pass --api-key or set {api.api_key_env}", param_hint="'--api-key'"
+        )
+    base = options.base_url or (os.environ.get(api.base_url_env) if api.base_url_env else None)
+    timeout: dict[str, Any] = {} if options.timeout is None else {"timeout": options.timeout}
+    return getattr(sdk, name)(api_key=key, base_url=base or None, **timeout)
 
 
 def report_text(report: Any, out: Path, ledger: Path) -> str:

@@ -64,6 +64,7 @@ def _live_demo(
 ) -> list[Any]:
     """The four runs through `healjson.wrap(openai.OpenAI(...))` at the endpoint."""
     import healjson
+    from healjson.adapters._format import check_mode
 
     from .demo_runs import run_live_demo
 
@@ -75,5 +76,5 @@ def _live_demo(
         err=True,
     )
     with endpoint.client() as raw:
-        client = healjson.wrap(raw, json_mode=str(json_mode))
+        client = healjson.wrap(raw, json_mode=check_mode(str(json_mode)))
         return run_live_demo(client, model)

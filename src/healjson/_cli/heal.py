@@ -73,7 +73,7 @@ def heal(
     then the exact repair request healjson would send next. Exit code 0 healed, 1 degraded, 2
     usage error.
     """
-    from healjson._core.run.engine import next_prompt
+    from healjson._core.run.answers import next_prompt
     from healjson._core.run.healer import validate
 
     setup = load_setup(contracts, model)

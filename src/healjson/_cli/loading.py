@@ -154,7 +154,7 @@ def _schema_file(text: str) -> dict[str, Any]:
 
 
 def _from_file(text: str) -> Any:
-    from healjson._packs import _load_file
+    from healjson._packs import load_file
 
     path_text, _, attribute = text.rpartition(":") if ".py:" in text else (text, "", "")
     if not attribute:
@@ -163,7 +163,7 @@ def _from_file(text: str) -> Any:
     if not path.is_file():
         raise SpecError(f"no Python file at {path_text} (resolved to {path.resolve()})")
     try:
-        module = _load_file(path)
+        module = load_file(path)
     except Exception as exc:
         raise SpecError(f"importing {path_text} raised {type(exc).__name__}: {exc}") from exc
     return _attribute(module, attribute, f"file {path_text}")

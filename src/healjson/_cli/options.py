@@ -15,15 +15,17 @@ import typer
 __all__ = [
     "EndpointChoice",
     "JsonModeChoice",
-    "ProviderChoice",
     "api_key_option",
     "base_url_option",
+    "cache_option",
     "concurrency_option",
     "contracts_option",
     "endpoint_model_option",
     "json_mode_option",
     "live_option",
+    "max_tokens_help",
     "progress_option",
+    "provider_option",
     "response_model_option",
     "timeout_option",
 ]
@@ -46,11 +48,45 @@ class EndpointChoice(enum.StrEnum):
     RESPONSES = "responses"
 
 
-class ProviderChoice(enum.StrEnum):
-    """`batch --batch-api --provider`: whose Batch API a run goes through."""
+def provider_option() -> Any:
+    """`batch --batch-api --provider`: whose Batch API a run goes through (the registry's
+    providers with one; each names the environment its client reads)."""
+    from healjson._providers import PROVIDERS
 
-    OPENAI = "openai"
-    ANTHROPIC = "anthropic"
+    names, needs = [], []
+    for provider in PROVIDERS:
+        api = provider.batch_api
+        if api is None:
+            continue
+        names.append(provider.name)
+        if provider is not PROVIDERS.default:
+            places = ", ".join(name for name in (api.api_key_env, api.base_url_env) if name)
+            needs.append(f"{provider.name}: {places}")
+
+    def known(value: str) -> str:
+        if value not in names:
+            raise typer.BadParameter(f"{value!r} is not one of {', '.join(names)}")
+        return value
+
+    return typer.Option(
+        "--provider",
+        parser=known,
+        metavar=f"[{'|'.join(names)}]",
+        help=f"--batch-api: whose Batch API ({'; '.join(needs)}).",
+        rich_help_panel="Batch API",
+    )
+
+
+def max_tokens_help() -> str:
+    """`batch --max-tokens`'s help: the defaults of the providers that require a limit."""
+    from healjson._providers import PROVIDERS
+
+    required = [
+        f"{provider.name} default: {provider.batch_api.max_tokens}"
+        for provider in PROVIDERS
+        if provider.batch_api is not None and provider.batch_api.max_tokens is not None
+    ]
+    return f"--batch-api: completion limit per request ({'; '.join(required)})."
 
 
 def live_option(help: str) -> Any:
@@ -98,6 +134,19 @@ def progress_option() -> Any:
 def contracts_option(help: str) -> Any:
     """`--contracts` / `-c`: a contract pack spec."""
     return typer.Option("--contracts", "-c", help=help)
+
+
+def cache_option() -> Any:
+    """`--cache PATH`: a response cache file (SQLite): answers healed before are served again,
+    judged again, with no model call."""
+    return typer.Option(
+        "--cache",
+        metavar="PATH",
+        dir_okay=False,
+        help="A response cache (SQLite file, created if missing): a request answered before "
+        "is served from it with no model call once its answer passes the checks again; "
+        "every healed answer is stored.",
+    )
 
 
 def response_model_option(help: str) -> Any:

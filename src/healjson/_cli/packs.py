@@ -82,6 +82,9 @@ def check(
     except typer.BadParameter as exc:
         typer.echo(f"cannot load pack {name!r}: {exc.message}", err=True)
         raise typer.Exit(2) from exc
+    except SystemExit as exc:  # the pack's own code exited: its failure, said as such
+        typer.echo(f"cannot load pack {name!r}: it called sys.exit({exc.code!r})", err=True)
+        raise typer.Exit(2) from None
     assert pack is not None  # a spec was given
     try:
         from healjson.testing import check_pack
@@ -93,6 +96,9 @@ def check(
     except AssertionError as exc:
         typer.echo(f"pack {name!r} FAILED check_pack:\n{exc}")
         raise typer.Exit(1) from exc
+    except SystemExit as exc:  # a rule (or a strategy) of the pack exited
+        typer.echo(f"pack {name!r} FAILED check_pack: its code called sys.exit({exc.code!r})")
+        raise typer.Exit(1) from None
     typer.echo(f"pack {name!r} passed check_pack: {report}")
 
 
@@ -105,6 +111,8 @@ def _describe(name: str, where: str) -> tuple[str, bool]:
         pack = load_contracts(name)
     except Exception as exc:  # a broken pack is reported, the others are still listed
         return f"{head}\n\n- fails to load: {type(exc).__name__}: {exc}", False
+    except SystemExit as exc:  # a pack that exits is that pack's failure, not the listing's
+        return f"{head}\n\n- fails to load: it called sys.exit({exc.code!r})", False
     model = getattr(pack.model, "__name__", repr(pack.model))
     lines = [
         head,

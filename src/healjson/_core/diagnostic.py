@@ -45,6 +45,7 @@ class Source(enum.StrEnum):
     API = "api"
     BUDGET = "budget"
     FALLBACK = "fallback"
+    DEGENERATE = "degenerate"
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,9 +65,19 @@ class Flag(enum.StrEnum):
     ITEMS_DROPPED = "items_dropped"
     """Items that broke an item contract with `on_fail="drop"` were removed from the list
     (listed on `Healed.dropped`); the list passed the schema and every rule again."""
+    PARSED_DATA = "parsed_data"
+    """The answer was given to `validate` already parsed (a dict or a list), not as text: it was
+    judged as data, with no text repair (the schema's alignments may still apply)."""
     SCHEMA_NOT_ENFORCED = "schema_not_enforced"
     """The request asked the endpoint to enforce the schema while decoding (a strict format, a
     server's constrained decoding, a strict tool), and its first answer was not JSON, or broke
     the schema as sent: the endpoint accepts the request but does not enforce it (see
     `healjson._core.judge.enforcement`). Not a local repair: a note about the endpoint, on the first
     attempt (`outcome.attempts[0].flags`), and on `Healed.flags` when that answer healed."""
+    STRUCTURED_FROM_TEXT = "structured_from_text"
+    """An MCP tool result without structured content (or with structured content that could not
+    be healed) had it recovered from its text content, against the tool's `outputSchema`."""
+    ARGUMENTS_NORMALISED = "arguments_normalised"
+    """The arguments of an MCP tool call were normalised against the tool's `inputSchema`
+    before they were sent (a stringified object or array parsed, keys aligned, `"5"` read as a
+    number); the repairs themselves are the arguments' own run's flags (its events)."""

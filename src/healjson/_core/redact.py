@@ -6,11 +6,12 @@ both traces and batch rows. Every one of those passes through this module, by co
 
 1. **Known secret values.** Inside `secrets_scope(client, params)` (the adapters enter it around
    each healing call) the exact credential values healjson can see are removed wherever they
-   occur: the wrapped client's API key or auth token (openai, anthropic, google-genai, and the
-   instructor clients built on them), the credential values of its default headers and default
-   query, and every string under a credential-like name in the call's parameters, together with
-   the URL-, JSON- and repr-escaped forms an error body may echo. Strings shorter than 8
-   characters are never treated as secret values: removing them would mangle ordinary text.
+   occur: the wrapped client's API key or auth token (where each provider's client keeps
+   them, as its wire format registers: `add_credential_places`; and the instructor clients
+   built on them), the credential values of its default headers and default query, and every
+   string under a credential-like name in the call's parameters, together with the URL-, JSON-
+   and repr-escaped forms an error body may echo. Strings shorter than 8 characters are never
+   treated as secret values: removing them would mangle ordinary text.
 2. **Credential-like names.** In mappings, at any depth, the value under a name such as
    `api_key`, `Authorization`, `x-goog-api-key`, `cookie`, or any name containing `token`,
    `secret`, `password` or `credential` (case-insensitive, `-`/`_`/`.`/space ignored) is

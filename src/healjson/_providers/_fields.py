@@ -9,6 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from healjson._core.wire.nesting import value_nests_deeper
+
 
 def _get(obj: Any, name: str) -> Any:
     # cheap checks first: the Mapping ABC check is slow for the SDK's pydantic objects
@@ -25,14 +27,29 @@ def _get_either(obj: Any, name: str, camel: str) -> Any:
     return _get(obj, camel) if value is None else value
 
 
+def _listed(value: Any) -> list[Any] | tuple[Any, ...]:
+    """`value` when it is a list or tuple, else no items (a hostile field of another type is
+    read as absent, never iterated)."""
+    return value if isinstance(value, list | tuple) else ()
+
+
 def _first(items: Any) -> Any:
     """The first element of a non-empty list or tuple, else None."""
     return items[0] if isinstance(items, list | tuple) and items else None
 
 
+UNREADABLE_ARGUMENTS = "<arguments nested too deep to be read>"
+"""The text of a call's arguments (a JSON object the provider sent) nested past the reader's
+bound: not JSON, so the call is judged broken and asked again, never read as a value."""
+
+
 def _dumps(value: Any) -> str:
+    if value_nests_deeper(value):
+        return UNREADABLE_ARGUMENTS
     try:
         return json.dumps(value, ensure_ascii=False)
+    except RecursionError:
+        return UNREADABLE_ARGUMENTS
     except (TypeError, ValueError):
         return str(value)
 

@@ -20,32 +20,30 @@ the registry installs them as the core's fast readers, called for every class al
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from healjson._core.target.target import spelling
 from healjson._core.wire.delta import SDK_CHUNKS, Delta
 from healjson._core.wire.fault import fault_from_body
 from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import SDK_COMPLETIONS, Reply, ToolCall, Usage, new_reply, new_usage
 
-from ._batch_results import EXPIRED_MESSAGE, Result, is_transient_status
-from ._fields import _dumps, _first, _get, _int, _opt_str, _text
+from ._fields import _dumps, _first, _get, _int, _listed, _opt_str, _text
+from ._unreadable import unreadable_as_failure
+from .provider import BatchApi, BatchLines, Provider
+
+if TYPE_CHECKING:
+    from ._batch_results import Result
+from .tiers import ENFORCING, JsonMode, Shapeable, prompted
 
 __all__ = [
-    "ENFORCING",
     "FORMAT",
     "MESSAGE",
-    "MODES",
-    "ONE_VALUE",
-    "WEAKER",
-    "JsonMode",
-    "Shapeable",
+    "PROVIDER",
     "batch_body",
     "batch_line",
     "batch_result",
@@ -57,7 +55,6 @@ __all__ = [
     "read_completion",
     "read_sdk_chunk",
     "shape_request",
-    "strict_format",
     "structured_outputs",
     "with_extra",
 ]
@@ -123,6 +120,7 @@ def read_completion(obj: Any) -> Reply:
     )
 
 
+@unreadable_as_failure
 def _completion(obj: Any) -> Reply:
     choice = _first(_get(obj, "choices"))
     model = _opt_str(_get(obj, "model"))
@@ -173,6 +171,7 @@ def _reads_message(obj: Mapping[str, Any]) -> bool:
     return "content" in obj or "refusal" in obj
 
 
+@unreadable_as_failure
 def _message(obj: Any) -> Reply:
     """A chat message dict (a reply already taken out of its completion)."""
     return new_reply(
@@ -224,6 +223,8 @@ def read_sdk_chunk(chunk: Any) -> Delta:
     try:
         choices = chunk.choices
         usage = chunk.usage
+        if type(choices) is not list:
+            return _openai(chunk)
         if not choices:
             return Delta(usage=None if usage is None else _usage(usage), model=chunk.model)
         choice = choices[0]
@@ -245,10 +246,11 @@ def read_sdk_chunk(chunk: Any) -> Delta:
     )
 
 
+@unreadable_as_failure
 def _openai(chunk: Any) -> Delta:
     usage = _usage(_get(chunk, "usage"))
     model = _opt_str(_get(chunk, "model"))
-    choice = _first_choice(_get(chunk, "choices") or [])
+    choice = _first_choice(_listed(_get(chunk, "choices")))
     if choice is None:
         return Delta(usage=usage, model=model)
     delta = _get(choice, "delta") or {}
@@ -264,7 +266,7 @@ def _openai(chunk: Any) -> Delta:
             break
     arguments = ""
     name: str | None = None
-    for call in _get(delta, "tool_calls") or []:
+    for call in _listed(_get(delta, "tool_calls")):
         function = _get(call, "function") or {}
         piece = _get(function, "arguments")
         if isinstance(piece, str):
@@ -307,57 +309,17 @@ def _with_token_limit(params: Mapping[str, Any], n: int) -> dict[str, Any]:
     return {**params, key: n}
 
 
-# --- requests: JSON-mode tiers, strongest first ---------------------------------------------
+# --- requests: the JSON-mode tiers (`tiers`), as chat completions ask for each -----------------
 #
-# - `json_schema`: `response_format={"type": "json_schema", "strict": true, ...}` (the provider
-#   constrains decoding to the schema, in OpenAI's strict dialect);
-# - `structured_outputs` (vLLM >= 0.12): `extra_body={"structured_outputs": {"json": schema}}`,
-#   the full JSON schema; a target that is one of a few literal values (an enum, a `Literal`)
-#   asks `{"choice": [...]}` with each value as its JSON text, so the answer is still JSON;
-# - `constrained`: `response_format={"type": "json_schema", "json_schema": {"name", "schema",
-#   "strict": false}}` with the full JSON schema (maps, unions, recursion kept), which the local
-#   servers that decode under a grammar enforce as sent (vLLM, SGLang, llama.cpp's server,
-#   Ollama's OpenAI endpoint, LM Studio);
-# - `json_object`: `response_format={"type": "json_object"}` plus the schema in a system message;
-# - `prompt`: the schema in a system message only (any chat endpoint).
-#
-# An endpoint that rejects a tier (HTTP 400 naming `response_format`, `structured_outputs`) is
-# stepped down once (`adapters._format.FormatState`) to the tier `WEAKER` names: OpenAI's strict
-# tier falls to `json_object` (a non-strict schema is not enforced there), vLLM's to the
-# `response_format` form of the same schema.
-
-JsonMode = Literal["json_schema", "structured_outputs", "constrained", "json_object", "prompt"]
-MODES: tuple[JsonMode, ...] = (
-    "json_schema",
-    "structured_outputs",
-    "constrained",
-    "json_object",
-    "prompt",
-)
-"""Every tier, strongest first (a client only ever steps down this order)."""
-WEAKER: dict[JsonMode, JsonMode | None] = {
-    "json_schema": "json_object",
-    "structured_outputs": "constrained",
-    "constrained": "json_object",
-    "json_object": "prompt",
-    "prompt": None,
-}
-"""The tier a rejected one steps down to."""
-ENFORCING: frozenset[JsonMode] = frozenset({"json_schema", "structured_outputs", "constrained"})
-"""The tiers whose request asks the endpoint to enforce a schema while decoding."""
-ONE_VALUE: frozenset[JsonMode] = ENFORCING | {"json_object"}
-"""The tiers whose request constrains the answer to one JSON value (a stream may be judged
-early)."""
-
-
-class Shapeable(Protocol):
-    """What `shape_request` reads of a healer's target (`healjson._core.target.target.Target`)."""
-
-    @property
-    def type_(self) -> Any: ...
-
-    @property
-    def json_schema(self) -> Any: ...
+# `json_schema`: a strict `response_format` json_schema (OpenAI's dialect); `structured_outputs`
+# (vLLM >= 0.12): `extra_body={"structured_outputs": {"json": schema}}`, or `{"choice": [...]}`
+# for a few literal values (each as its JSON text); `constrained`: a non-strict json_schema
+# `response_format` with the full schema (maps, unions, recursion), which servers decoding under
+# a grammar enforce (vLLM, SGLang, llama.cpp, Ollama's OpenAI endpoint, LM Studio);
+# `json_object`: JSON mode plus the schema in a system message; `prompt`: the system message.
+# `structured_outputs` with a schema asks `disable_any_whitespace` too (compact JSON: no
+# whitespace loop).
+# A rejected tier (HTTP 400 naming `response_format`, ...) steps down (`tiers.WEAKER`).
 
 
 def shape_request(
@@ -369,7 +331,7 @@ def shape_request(
     shaped = list(messages)
     if mode == "json_schema":
         # loaded with the first strict request (`import healjson` stays light)
-        from .openai_strict_schema import StrictSchemaUnsupported, strict_json_schema
+        from .openai_strict_schema import StrictSchemaUnsupported, strict_format, strict_json_schema
 
         try:
             try:
@@ -384,17 +346,10 @@ def shape_request(
         return mode, shaped, {"response_format": constrained_format(target.json_schema)}
     if mode == "structured_outputs":
         return mode, shaped, {"extra_body": {"structured_outputs": structured_outputs(target)}}
-    instruction = {
-        "role": "system",
-        "content": (
-            "Reply with only a JSON value (no prose, no code fences) that conforms to this JSON "
-            f"schema: {json.dumps(target.json_schema, ensure_ascii=False, separators=(',', ':'))}"
-        ),
-    }
     extra: dict[str, Any] = {}
     if mode == "json_object":
         extra["response_format"] = {"type": "json_object"}
-    return mode, [instruction, *shaped], extra
+    return mode, prompted(target, shaped), extra
 
 
 def constrained_format(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -415,7 +370,10 @@ def structured_outputs(target: Shapeable) -> dict[str, Any]:
     choices = literal_values(target.json_schema)
     if choices is not None and 0 < len(choices) <= _MAX_CHOICES:
         return {"choice": [json.dumps(value, ensure_ascii=False) for value in choices]}
-    return {"json": target.json_schema}
+    # compact JSON, no whitespace between tokens: a grammar that allows any whitespace is where
+    # local models loop on newlines until the token limit (vLLM's xgrammar and guidance
+    # backends honour it; llama.cpp's own JSON grammar already bounds whitespace)
+    return {"json": target.json_schema, "disable_any_whitespace": True}
 
 
 def literal_values(schema: Mapping[str, Any]) -> list[Any] | None:
@@ -461,7 +419,7 @@ def enforced_schema(
     if mode is None or mode not in ENFORCING or names_format(params):
         return None
     if mode == "json_schema":
-        from .openai_strict_schema import StrictSchemaUnsupported
+        from .openai_strict_schema import StrictSchemaUnsupported, strict_format
 
         try:
             return strict_format(target.type_)["json_schema"]["schema"]  # type: ignore[no-any-return]
@@ -472,19 +430,6 @@ def enforced_schema(
         if "choice" in asked:
             return {"enum": [json.loads(choice) for choice in asked["choice"]]}
     return dict(target.json_schema)
-
-
-def strict_format(type_: Any) -> dict[str, Any]:
-    """The strict `response_format` for `type_`, built once per spelling of it and shared by
-    its requests (the SDK only reads it)."""
-    return _strict_format(type_, spelling(type_))
-
-
-@functools.lru_cache(maxsize=256)
-def _strict_format(type_: Any, spelled: str) -> dict[str, Any]:
-    from .openai_strict_schema import strict_json_schema  # loaded with the first strict request
-
-    return strict_json_schema(type_).response_format()
 
 
 # the servers' own output-format fields, sent in `extra_body`
@@ -563,6 +508,9 @@ def batch_line(custom_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
 def batch_result(line: Mapping[str, Any]) -> Result:
     """One line of an OpenAI batch's output or error file (`/v1/chat/completions` and
     `/v1/responses` lines alike) as a `Result`."""
+    # the batch results' module: loaded with the first batch (`import healjson` stays light)
+    from ._batch_results import EXPIRED_MESSAGE, Result, is_transient_status
+
     response = line.get("response")
     error = line.get("error")
     if isinstance(response, dict):
@@ -597,20 +545,28 @@ FORMAT = WireFormat(
     fast_chunk=read_sdk_chunk,
     token_limit=_token_limit,
     with_token_limit=_with_token_limit,
-    # `api_key`, `admin_api_key`, Azure's `_azure_ad_token`; the caller's default headers and
-    # query parameters
-    credential_attributes=(
-        "api_key",
-        "admin_api_key",
-        "_azure_ad_token",
-        "_custom_headers",
-        "_custom_query",
-    ),
-    sdk_creates=(
-        ("openai.resources.chat.completions.completions", ("Completions", "AsyncCompletions")),
-    ),
-    error_packages=frozenset({"openai"}),
 )
+"""(Its client's credentials, SDK methods and error package: its line in the registry.)"""
 
 # a chat message dict: tried after every format (an Anthropic message has `content` too)
 MESSAGE = WireFormat("openai_chat_message", lambda obj: False, _message, reads_dict=_reads_message)
+
+PROVIDER = Provider(
+    "openai",
+    formats=(FORMAT,),
+    catch_all=(MESSAGE,),
+    adapter="healjson.adapters._openai:HealingClient",
+    streams="healjson.adapters._openai:instructor_streams",
+    tools="healjson._providers.openai_tools:CHAT",
+    batch=BatchLines(batch_body, batch_line, batch_result),
+    batch_api=BatchApi(
+        client="healjson._providers.openai_batches:OpenAIBatches",
+        endpoints={"chat": "openai", "responses": "openai_responses"},
+        sdk="openai:OpenAI",
+        extra="openai",
+        api_key_env="OPENAI_API_KEY",
+        base_url_env="OPENAI_BASE_URL",
+    ),
+    typing="healjson._providers.openai_typing:OPENAI",
+)
+"""OpenAI chat completions, and every OpenAI-compatible client (the registry's default)."""

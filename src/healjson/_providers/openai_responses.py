@@ -28,13 +28,20 @@ from healjson._core.wire.effects import ProviderError
 from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage
 
-from ._fields import _dumps, _opt_str, _output_token_limit, _with_output_token_limit
+from ._fields import _dumps, _listed, _opt_str, _output_token_limit, _with_output_token_limit
+from ._unreadable import unreadable_as_failure
 from .openai_chat import batch_body as chat_batch_body
+from .openai_chat import batch_result
+from .openai_tools import forced, read_function_tool, strict_function
+from .provider import BatchLines, Provider, ToolDialect
 
 __all__ = [
+    "PROVIDER",
+    "RESPONSES",
     "SDK_RESPONSES",
     "Conversation",
     "ResponseFailed",
+    "ResponsesCollector",
     "is_response",
     "read_event",
     "read_response",
@@ -137,14 +144,16 @@ def read_sdk_response(obj: Any) -> Reply:
     )
 
 
+@unreadable_as_failure
 def read_response(obj: Any) -> Reply:
     """A `Response` as a `Reply` (see the module's docstring); raises `ResponseFailed` for a
-    failed one."""
+    failed one (`UnreadableReply` for one it cannot read). A field of the wrong type is read as
+    absent: a list that is not one holds no items, a text that is not one is no text."""
     status = _opt_str(_get(obj, "status"))
     model = _opt_str(_get(obj, "model"))
     if status == "failed":
         raise ResponseFailed(_error_text(_get(obj, "error"), "the response failed"))
-    items = _get(obj, "output") or []
+    items = _listed(_get(obj, "output"))
     phased = any(_get(item, "phase") is not None for item in items)
     texts: list[str] = []
     refusals: list[str] = []
@@ -154,9 +163,10 @@ def read_response(obj: Any) -> Reply:
         kind = _get(item, "type")
         if kind == "message":
             aside = phased and _get(item, "phase") != "final_answer"
-            for part in _get(item, "content") or []:
+            for part in _listed(_get(item, "content")):
                 if _get(part, "type") == "refusal":
-                    refusals.append(str(_get(part, "refusal") or ""))
+                    refusal = _get(part, "refusal")
+                    refusals.append(refusal if isinstance(refusal, str) else "")
                 elif isinstance(text := _get(part, "text"), str):
                     (thoughts if aside else texts).append(text)
         elif kind == "reasoning":
@@ -179,8 +189,8 @@ def read_response(obj: Any) -> Reply:
 
 
 def _reasoning_texts(item: Any) -> list[str]:
-    parts = [*(_get(item, "summary") or []), *(_get(item, "content") or [])]
-    return [str(_get(part, "text")) for part in parts if _get(part, "text")]
+    parts = [*_listed(_get(item, "summary")), *_listed(_get(item, "content"))]
+    return [text for part in parts if isinstance(text := _get(part, "text"), str) and text]
 
 
 def _finish(status: str | None, details: Any, tool_calls: bool) -> str | None:
@@ -296,18 +306,24 @@ def _phased(event: Any, aside: set[Any], seen: Callable[[str], None] | None) -> 
         piece = _get(event, "delta")
         if not isinstance(piece, str):
             piece = None
-        if aside and kind == "response.output_text.delta" and _get(event, "item_id") in aside:
+        if aside and kind == "response.output_text.delta" and _text_id(event, "item_id") in aside:
             return Delta(reasoning=piece or "")
         return _EMPTY if piece is None else make(piece)
     if kind == "response.output_item.added":
         item = _get(event, "item")
         if _get(item, "phase") == "commentary":
-            aside.add(_get(item, "id"))
+            aside.add(_text_id(item, "id"))
     elif kind == "response.created" and seen is not None:
         identity = _get(_get(event, "response"), "id")
         if isinstance(identity, str):
             seen(identity)
     return event
+
+
+def _text_id(obj: Any, name: str) -> str | None:
+    """An item id (a string; any other type is no id: ids are compared in a set)."""
+    identity = _get(obj, name)
+    return identity if isinstance(identity, str) else None
 
 
 def _close(events: Any) -> None:
@@ -498,6 +514,7 @@ def _reads_chunk(chunk: Any) -> bool:
     )
 
 
+@unreadable_as_failure
 def _read_chunk(chunk: Any) -> Delta:
     return read_event(chunk, str(_get(chunk, "type"))) or _EMPTY
 
@@ -511,9 +528,8 @@ FORMAT = WireFormat(
     read_chunk=_read_chunk,
     token_limit=_output_token_limit,
     with_token_limit=_with_output_token_limit,
-    sdk_creates=(("openai.resources.responses.responses", ("Responses", "AsyncResponses")),),
-    error_packages=frozenset({"openai"}),
 )
+"""(Its SDK methods: its line in the registry.)"""
 
 
 # -- the Batch API's lines ----------------------------------------------------------------------
@@ -532,3 +548,58 @@ def batch_body(
 def batch_line(custom_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
     """One line of a Batch API input file for `/v1/responses`."""
     return {"custom_id": custom_id, "method": "POST", "url": BATCH_ENDPOINT, "body": body}
+
+
+# -- the tools (`heal_tools=True`) -----------------------------------------------------------
+
+
+class ResponsesCollector:
+    """Responses API stream events: the text of `response.output_text.delta` events, and the
+    whole answer from the final `response.completed` / `response.incomplete` event (which holds
+    the response); `response.failed` and an `error` event raise `ResponseFailed`."""
+
+    __slots__ = ("_final",)
+
+    def __init__(self) -> None:
+        self._final: Reply | None = None
+
+    @unreadable_as_failure
+    def feed(self, event: Any) -> str:
+        """Take one event; the answer text it carries ("" for none)."""
+        kind = _get(event, "type")
+        if kind == "response.output_text.delta":
+            piece = _get(event, "delta")
+            return piece if isinstance(piece, str) else ""
+        if kind in ("response.completed", "response.incomplete", "response.failed"):
+            self._final = read_response(_get(event, "response") or {})  # raises when failed
+        elif kind == "error":
+            raise ResponseFailed(_error_text(_get(event, "error") or event, "the stream failed"))
+        return ""
+
+    def reply(self) -> Reply:
+        """The whole answer (a stream that ended without its final event: none, an error)."""
+        if self._final is None:
+            raise ResponseFailed("the stream ended before the response was complete")
+        return self._final
+
+
+def _read_tool(tool: Any) -> tuple[str, Any, Any] | None:
+    return read_function_tool(tool, flat=True)
+
+
+def _wire_tool(model: type[BaseModel]) -> dict[str, Any]:
+    return {"type": "function", **strict_function(model)}
+
+
+RESPONSES: Final = ToolDialect("responses", _read_tool, _wire_tool, forced, ResponsesCollector)
+"""The Responses API's function tools (flat: `{"type": "function", "name", ...}`)."""
+
+
+PROVIDER = Provider(
+    "openai_responses",
+    formats=(FORMAT,),
+    tools=f"{__name__}:RESPONSES",
+    # the same output and error file lines as chat's: a `response` (a Response as its body)
+    batch=BatchLines(batch_body, batch_line, batch_result),
+)
+"""OpenAI's Responses API (reached through an OpenAI client's `responses`)."""

@@ -50,6 +50,7 @@ __all__ = [
     "SUPPORTED_FORMATS",
     "StrictSchema",
     "StrictSchemaUnsupported",
+    "strict_format",
     "strict_json_schema",
 ]
 
@@ -542,3 +543,14 @@ def _label(schema: dict[str, Any]) -> str:
     if isinstance(kind, list):
         return " or ".join(map(str, kind))
     return str(kind or "value")
+
+
+def strict_format(type_: Any) -> dict[str, Any]:
+    """The strict `response_format` for `type_`, built once per spelling of it and shared by
+    its requests (the SDK only reads it)."""
+    return _strict_format(type_, spelling(type_))
+
+
+@functools.lru_cache(maxsize=256)
+def _strict_format(type_: Any, spelled: str) -> dict[str, Any]:
+    return strict_json_schema(type_).response_format()

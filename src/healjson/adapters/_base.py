@@ -5,11 +5,11 @@ differs between clients: which clients it accepts (`_accept`), how one request r
 and how its answer is read (`_sender`, returning an `Exchange` per request), and — for clients
 whose JSON mode healjson chooses — the `FormatState` the negotiation steps down. Everything else
 runs here, on the same code path for a sync and an async client except the two drivers
-(`_sync_call`, `_async_call`), which differ only in awaiting the client's method.
+(`sync_call`, `async_call`), which differ only in awaiting the client's method.
 
 The call handed to the healer receives `(messages, **params)` and returns what the SDK returned
 (or raises); each healing call redacts as inside `secrets_scope(client, params)` — for an async
-client, in the awaiting task's context (`Healer._run_for` / `_arun_for`).
+client, in the awaiting task's context (`drive_sync` / `drive_async` with its `scope`).
 """
 
 from __future__ import annotations
@@ -21,25 +21,22 @@ from typing import Any
 from healjson._core.judge.contracts import Contract
 from healjson._core.judge.enforcement import Enforcement
 from healjson._core.redact import secrets_scope
+from healjson._core.run.drive import drive_async, drive_sync
 from healjson._core.run.healer import Healer
 from healjson._core.run.policy import HealPolicy
 from healjson._core.run.streams import AsyncHealStream, HealStream, stream_async, stream_sync
-from healjson._core.wire.effects import ModelCall, ProviderError
+from healjson._core.wire.effects import CacheStore, ModelCall, ProviderError
 from healjson._providers.openai_chat import (
-    ONE_VALUE,
-    WEAKER,
-    JsonMode,
-    Shapeable,
     constrains_one_value,
     enforced_schema,
     is_format_rejection,
     names_format,
     shape_request,
-    strict_format,
     with_extra,
 )
-from healjson._providers.openai_strict_schema import StrictSchemaUnsupported
-from healjson._providers.tool_streams import ChatCollector
+from healjson._providers.openai_strict_schema import StrictSchemaUnsupported, strict_format
+from healjson._providers.openai_tools import ChatCollector
+from healjson._providers.tiers import ONE_VALUE, WEAKER, JsonMode, Shapeable
 
 from ._cache import HealerCache
 from ._format import Enforcing, FormatState, check_mode
@@ -54,9 +51,11 @@ __all__ = [
     "NotACompletion",
     "Send",
     "ShapeCheck",
+    "async_call",
     "build_request",
     "is_async_client",
     "retry_mode",
+    "sync_call",
     "unwrapped",
 ]
 
@@ -143,7 +142,7 @@ Send = Callable[[dict[str, Any]], tuple[Callable[..., Any], dict[str, Any], Exch
 def is_async_client(client: Any, create: Callable[..., Any]) -> bool:
     """True for an async client: its `create` is a coroutine function (the SDKs wrap it in a
     decorator that hides `async def`: look beneath it), or its class is an `Async...` one
-    (`AsyncOpenAI`, `AsyncAzureOpenAI`, `AsyncAnthropic`, ...)."""
+    (`AsyncOpenAI`, `AsyncAzureOpenAI`, ...)."""
     if inspect.iscoroutinefunction(create) or inspect.iscoroutinefunction(inspect.unwrap(create)):
         return True
     return any(cls.__name__.startswith("Async") for cls in type(client).__mro__)
@@ -224,16 +223,15 @@ class Completions(CompletionsProxy):
             return self._owner._stream(healer, forced, messages, context, kwargs)
         if core.is_async:
             send = self._owner._sender(response_model, kwargs)
-            call = _async_call(core.tiers, forced, healer.target, send)
+            call = async_call(core.tiers, forced, healer.target, send)
             checked = self._owner._enforcement(healer.target, forced)
-            return healer._arun_for(
-                core.wrapped, call, messages, context, kwargs, enforcement=checked
-            )
+            run = healer.start(messages, context=context, params=kwargs, enforcement=checked)
+            return drive_async(run.flow, call, secrets_scope(core.wrapped, kwargs))
         route = (healer.target, forced)
         cached = core.sync_calls.get(route)
         if cached is None:
             owner: HealingAdapter = self._owner
-            driver = _sync_call(
+            driver = sync_call(
                 core.tiers, forced, healer.target, owner._sender(response_model, kwargs)
             )
             enforcement = owner._enforcement(healer.target, forced)
@@ -244,9 +242,8 @@ class Completions(CompletionsProxy):
         else:
             driver, enforcement = cached
         # what healjson stores or logs is redacted (the client's secrets scope)
-        return healer._run_for(
-            core.wrapped, driver, messages, context, kwargs, enforcement=enforcement
-        )
+        run = healer.start(messages, context=context, params=kwargs, enforcement=enforcement)
+        return drive_sync(run.flow, driver, secrets_scope(core.wrapped, kwargs))
 
 
 class HealingAdapter:
@@ -281,6 +278,16 @@ class HealingAdapter:
     @is_async.setter
     def is_async(self, value: bool) -> None:
         self._core.is_async = value
+
+    @property
+    def cache(self) -> CacheStore | None:
+        """The client's response cache (`wrap(client, cache=...)`; None: none): a request
+        answered before is served from it once its answer passes today's checks again."""
+        return self._core.healers.cache
+
+    @cache.setter
+    def cache(self, cache: CacheStore | None) -> None:
+        self._core.healers = HealerCache(cache)  # healers built anew, each with the cache
 
     @property
     def policy(self) -> HealPolicy | None:
@@ -332,12 +339,13 @@ class HealingAdapter:
         tiers = self._tiers
         json_mode = self._one_value(healer.target, forced, params)
         enforcement = self._enforcement(healer.target, forced)
-        driver = _async_call if self.is_async else _sync_call
+        driver = async_call if self.is_async else sync_call
         call = driver(tiers, forced, healer.target, send)
-        steps = healer._streaming(
-            call, messages, context, params, scope, json_mode=json_mode, enforcement=enforcement
-        )
-        return stream_async(*steps) if self.is_async else stream_sync(*steps)
+        run = healer.start(messages, context=context, params=params, enforcement=enforcement)
+        reader = healer.reader(run, json_mode)
+        if self.is_async:
+            return stream_async(run.flow, call, reader, scope)
+        return stream_sync(run.flow, call, reader, scope)
 
     def _one_value(
         self, target: Shapeable, forced: JsonMode | None, params: Mapping[str, Any]
@@ -389,7 +397,7 @@ class HealingAdapter:
                 is_async=self.is_async,
                 context=context,
             )
-        call = (_async_call if self.is_async else _sync_call)(
+        call = (async_call if self.is_async else sync_call)(
             None, None, _NO_TARGET, self._tool_sender(params)
         )
         return heal_tool_calls(
@@ -471,7 +479,7 @@ def retry_mode(
     return weaker
 
 
-def _sync_call(
+def sync_call(
     tiers: FormatState | None, forced: JsonMode | None, target: Shapeable, send: Send
 ) -> Callable[..., Any]:
     """The sync driver: the call `Healer.run` makes, one format negotiation per model call
@@ -502,10 +510,10 @@ def _sync_call(
     return call
 
 
-def _async_call(
+def async_call(
     tiers: FormatState | None, forced: JsonMode | None, target: Shapeable, send: Send
 ) -> Callable[..., Any]:
-    """The async driver: as `_sync_call`, awaiting the client's method (for `Healer.arun`)."""
+    """The async driver: as `sync_call`, awaiting the client's method (for `Healer.arun`)."""
 
     async def call(messages: list[dict[str, Any]], **params: Any) -> Any:
         mode, request = build_request(tiers, forced, target, messages, params)

@@ -3,7 +3,7 @@
 Building a `Healer` synthesises a golden example and runs every contract on it, so the cache
 keeps that expensive part per configuration — target, contracts, policy, examples — and treats
 the fallback as the cheap part: a call with its own `fallback=` gets a copy of the cached healer
-that differs only in the fallback (`Healer._with_fallback`), never a rebuild.
+that differs only in the fallback (`Healer.with_fallback`), never a rebuild.
 
 Keys say what makes two configurations the same:
 
@@ -30,10 +30,11 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from healjson._core.judge.contracts import Contract
+from healjson._core.judge.contracts import Contract, check_rule_list
 from healjson._core.run.healer import Healer
 from healjson._core.run.policy import HealPolicy
 from healjson._core.target.json_schema import json_schema_of
+from healjson._core.wire.effects import CacheStore
 
 __all__ = ["HealerCache"]
 
@@ -54,7 +55,8 @@ class _Entry:
 class HealerCache:
     """Builds each configuration's `Healer` once; evicts the least recently used past 256."""
 
-    def __init__(self) -> None:
+    def __init__(self, cache: CacheStore | None = None) -> None:
+        self.cache = cache  # the client's response cache: every healer it builds uses it
         self._lock = threading.Lock()
         self._entries: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
         # (response_model, id(policy)) -> (policy, healer), for calls without contracts, examples
@@ -83,6 +85,7 @@ class HealerCache:
             else:
                 if found is not None and found[0] is policy:
                     return found[1]
+        check_rule_list(contracts)  # one rule alone is refused, saying how to pass it
         rules = tuple(contracts)
         shots = tuple(examples)
         key, keep = _key(response_model, rules, policy, shots)
@@ -100,14 +103,18 @@ class HealerCache:
                 healer = entry.healer
                 if healer is None:  # a configuration error raises here, and again next time
                     healer = entry.healer = Healer(
-                        response_model, contracts=rules, policy=policy, examples=shots
+                        response_model,
+                        contracts=rules,
+                        policy=policy,
+                        examples=shots,
+                        cache=self.cache,
                     )
         if plain:
             with self._lock:
                 if len(self._plain) >= _MAX_HEALERS:  # bounded like the table it shortcuts
                     self._plain.clear()
                 self._plain[(response_model, id(policy))] = (policy, healer)
-        return healer if fallback is None else healer._with_fallback(fallback)
+        return healer if fallback is None else healer.with_fallback(fallback)
 
 
 def _key(

@@ -14,8 +14,8 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from healjson._core.run.drive import is_stream
 from healjson._core.run.policy import HealPolicy
-from healjson._core.run.streams import is_stream
 from healjson._core.wire.reply import SDK_COMPLETIONS
 
 from ._base import Exchange, Send, ShapeCheck
@@ -46,8 +46,42 @@ def _completion(value: Any) -> bool:
     return not isinstance(value, str | bytes) and hasattr(value, "choices")
 
 
-_READ_COMPLETION = ShapeCheck(_completion, "a chat completion", SDK_COMPLETIONS)
-_READ_STREAM = ShapeCheck(lambda value: is_stream(value) or _completion(value), "a stream")
+class _FunctionReturn(ShapeCheck):
+    """What the caller's function returned: a completion (or a stream), else the caller's bug,
+    raised as a `TypeError` that says what it must return (not the endpoint's `api_error`: the
+    function is the caller's code, whatever endpoint it talks to)."""
+
+    __slots__ = ()
+
+    def read(self, ok: bool, value: Any) -> tuple[bool, Any]:
+        if ok and not self.accepts(value):
+            raise TypeError(_wrong_return(value, self.what))
+        return ok, value
+
+
+def _wrong_return(value: Any, what: str) -> str:
+    must = (
+        f"the function given to wrap_callable must return {what} (an object or dict with "
+        "`choices`, as openai's `chat.completions.create` or LiteLLM's `completion` returns)"
+    )
+    if inspect.isawaitable(value):
+        close = getattr(value, "close", None)
+        if callable(close):
+            close()  # never awaited: closed here, so Python does not warn about it
+        return (
+            f"{must}; it returned {type(value).__name__}, an awaitable: pass an `async def` "
+            "function (or `async_=True`) and await the healed call"
+        )
+    if value is None:
+        return f"{must}; it returned None (a missing `return`?)"
+    return f"{must}; it returned {type(value).__name__}: {str(value)[:100]!r}"
+
+
+_READ_COMPLETION = _FunctionReturn(_completion, "an OpenAI-shaped chat completion", SDK_COMPLETIONS)
+_READ_STREAM = _FunctionReturn(
+    lambda value: is_stream(value) or _completion(value),
+    "an OpenAI-shaped chat completion, or with stream=True an iterable of its chunks",
+)
 
 
 class HealingCallable(HealingClient):

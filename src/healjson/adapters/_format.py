@@ -1,12 +1,10 @@
 """L1 on the request side: ask for JSON in the strongest mode the endpoint supports.
 
-The tiers and how a request asks for each are the wire format's (`healjson._providers`:
-`openai_chat.shape_request`, strongest first: a strict `json_schema`, vLLM's
-`structured_outputs`, a `constrained` non-strict schema, `json_object`, the schema in the
-prompt). What an adapter keeps is the negotiation: an endpoint that rejects a tier is stepped
-down once (`FormatState`, to the tier `WEAKER` names), and the wrapper remembers the tier that
-worked for the rest of its life — and whether it already warned that the endpoint does not
-enforce the schema it was asked to.
+The tiers are named in `healjson._providers.tiers`; how a request asks for each is its wire
+format's (`healjson._providers`: `openai_chat.shape_request`, ...). What an adapter keeps is the
+negotiation: an endpoint that rejects a tier is stepped down once (`FormatState`, to the tier
+`WEAKER` names), and the wrapper remembers the tier that worked for the rest of its life — and
+whether it already warned that the endpoint does not enforce the schema it was asked to.
 """
 
 from __future__ import annotations
@@ -16,12 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from healjson._providers.openai_chat import MODES, WEAKER, JsonMode
+from healjson._providers.tiers import MODES, NATIVE_MODES, WEAKER, JsonMode
 
 __all__ = ["MODES", "NATIVE_MODES", "Enforcing", "FormatState", "JsonMode", "check_mode"]
-
-NATIVE_MODES: tuple[JsonMode, ...] = ("json_schema", "json_object", "prompt")
-"""The tiers of the adapters that shape their own requests (Anthropic, Gemini)."""
 
 
 @dataclass

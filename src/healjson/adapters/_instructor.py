@@ -3,9 +3,9 @@
 The shared adapter base (`_base`) checks the arguments and drives the healer, sync or async; this
 module says only how one request reaches `create_with_completion` and how its answer is read.
 
-Verified with instructor 1.17.x (1.17.0) in `Mode.JSON` and `Mode.TOOLS`, over openai 3.x
-(`from_openai`), anthropic 0.119 and 2.14 (`from_anthropic`) and google-genai 1.65 and 3.6
-(`from_genai`).
+Verified with instructor 1.17.x (1.17.0) in `Mode.JSON` and `Mode.TOOLS`, over the provider
+SDKs the registry's providers name (`from_openai`, and instructor's constructors for the others'
+clients).
 
 Without `response_model` (or with `response_model=None`) `chat.completions.create(...)` — and its
 instructor alias `create(...)` — passes straight through to the instructor client, positional
@@ -43,26 +43,23 @@ and `validation_context=` is healjson's `context=`: the contracts' context and p
 validation context in every validation healjson makes; `context=` is not used for instructor's
 message templating. `create_with_completion` is healed too (it returns `(outcome, completion)`),
 on the client and on `chat.completions` alike. `create_partial` and `create_iterable` are healed
-streams over OpenAI
-and Anthropic clients (`instructor.from_openai`, `from_anthropic`): the request goes through
-healjson's own adapter on the provider client inside (healjson's JSON tier, not instructor's
-`Mode`; Anthropic: the schema in the system prompt, `_anthropic`), `create_partial` yields
-`Partial[M]` snapshots and `create_iterable` each valid item; `.outcome` is the run's. Gemini
-clients (`from_genai`) too, through `_gemini`. Over other providers, and for
-`create_generator`, they are refused with a message naming the healed call.
+streams over the provider client inside when the registry knows its provider (`Provider.streams`:
+the request goes through healjson's own adapter on that client, in healjson's JSON tier, not
+instructor's `Mode`), `create_partial` yields `Partial[M]` snapshots and `create_iterable` each
+valid item; `.outcome` is the run's. Over other clients, and for `create_generator`, they are
+refused with a message naming the healed call.
 For a `response_model` that is not a pydantic model (`int`, `list[Item]`, ...) instructor asks for
 a wrapper object (`{"content": ...}`, `{"tasks": [...]}`); L1 unwraps it. healjson reads the
-raw response by its shape: OpenAI's `ChatCompletion` (and every OpenAI-compatible provider),
-Anthropic's `Message` (text or `tool_use` blocks, `stop_reason`) and Gemini's
-`GenerateContentResponse` (text or function-call parts, `finish_reason`); a response of any other
-shape degrades with `api_error`. For a google-genai client (`instructor.from_genai`) the
-`assistant` role of the messages healjson sends (the failed answer in a repair request) is renamed
-`model`: instructor 1.17's genai handlers reject `assistant` with a ValueError.
+raw response by its shape, as every registered wire format reads its provider's responses; a
+response of any other shape degrades with `api_error`. The `assistant` role of the messages
+healjson sends (the failed answer in a repair request) is renamed as the provider names it
+(`Provider.assistant_role`): instructor 1.17's handlers for a provider that says `model` reject
+`assistant` with a ValueError.
 
 As with `healjson.wrap(openai_client)`, each healing call runs inside `secrets_scope`: the
-credentials of the provider client inside the instructor client (`client.client`: openai's or
-anthropic's `api_key`, google-genai's `_api_client.api_key`) and of the call's parameters are
-redacted from everything healjson stores or logs.
+credentials of the provider client inside the instructor client (`client.client`, where its
+provider's registry line says they are) and of the call's parameters are redacted from
+everything healjson stores or logs.
 """
 
 from __future__ import annotations
@@ -80,6 +77,7 @@ from healjson._core.run.policy import HealPolicy
 from healjson._core.run.streams import AsyncItemStream, ItemStream
 from healjson._core.target.json_schema import JsonSchema
 from healjson._core.wire.reply import is_response
+from healjson._providers import PROVIDERS, Provider, resolve
 
 from ._base import Completions, Exchange, HealingAdapter, NotACompletion, Send
 from ._format import check_mode
@@ -170,8 +168,8 @@ class InstructorClient(HealingAdapter):
         policy: HealPolicy | None = None,
     ) -> None:
         super().__init__(client, policy=policy)
-        provider = getattr(getattr(client, "provider", None), "value", None)
-        self._assistant_role = "model" if provider == "genai" else "assistant"
+        inner = _inner(self.wrapped)
+        self._assistant_role = "assistant" if inner is None else inner.assistant_role
         self.json_mode = check_mode(json_mode)
         _install_log_filter()
 
@@ -256,11 +254,11 @@ class InstructorClient(HealingAdapter):
         """`create(..., heal_tools=True)`: the request is the caller's own (their tools, no
         response model), so it goes to the provider client inside, healed by healjson's own
         adapter over it (OpenAI clients only: `instructor.from_openai`)."""
-        provider = getattr(getattr(self.wrapped, "provider", None), "value", None)
-        if provider not in ("openai", None):
+        inner = _inner(self.wrapped)
+        if inner is not None and inner is not PROVIDERS.default:
             raise TypeError(
                 "heal_tools=True heals the tool calls of OpenAI clients (instructor.from_openai), "
-                f"not {provider!r}"
+                f"not {inner.name!r}"
             )
         params.pop("hooks", None)  # instructor's hooks see instructor's own calls only
         inner = self._streaming_client("create(heal_tools=True)")
@@ -275,35 +273,26 @@ class InstructorClient(HealingAdapter):
         return kwargs
 
     def _streaming_client(self, method: str) -> Any:
-        """healjson's own adapter over the provider client inside (OpenAI's, or
-        `AnthropicStreams`): a healed stream reads the provider's own chunks (instructor's
+        """healjson's own adapter over the provider client inside (its provider's
+        `Provider.streams`): a healed stream reads the provider's own chunks (instructor's
         partial parsing would validate each snapshot; healjson shows snapshots and validates
         once, at the end)."""
         found = self.__dict__.get("_streams")
         if found is not None:
             return found
-        provider = getattr(getattr(self.wrapped, "provider", None), "value", None)
-        inner = getattr(self.wrapped, "client", None)
-        client: HealingAdapter
-        if provider == "anthropic" and inner is not None:
-            from ._anthropic import AnthropicStreams
-
-            client = AnthropicStreams(inner, policy=self.policy)
-        elif provider == "genai" and inner is not None:
-            from ._gemini import GeminiStreams
-
-            client = GeminiStreams(inner, use_async=self.is_async, policy=self.policy)
-        elif provider in ("openai", None) and inner is not None:
-            from ._openai import HealingClient
-
-            client = HealingClient(inner, json_mode=self.json_mode, policy=self.policy)
-        else:
+        raw = getattr(self.wrapped, "client", None)
+        inner = _inner(self.wrapped)
+        if inner is None or inner.streams is None:
+            named = getattr(getattr(self.wrapped, "provider", None), "value", None)
+            known = [p.name for p in PROVIDERS if p.streams is not None]
             raise TypeError(
-                f"healjson heals instructor's {method} over OpenAI, Anthropic and Gemini "
-                f"clients (instructor.from_openai, from_anthropic, from_genai), not "
-                f"{provider!r}: use "
-                f"the instructor client itself (wrapped.{method})"
+                f"healjson heals instructor's {method} over the clients of {', '.join(known)} "
+                f"(instructor's from_<provider> constructors), not {named!r}: use the "
+                f"instructor client itself (wrapped.{method})"
             )
+        client: HealingAdapter = resolve(inner.streams)(
+            raw, is_async=self.is_async, json_mode=self.json_mode, policy=self.policy
+        )
         self.__dict__["_streams"] = client
         return client
 
@@ -351,6 +340,22 @@ class InstructorClient(HealingAdapter):
             return create_with_completion, kwargs, attempt
 
         return send
+
+
+def _inner(client: Any) -> Provider | None:
+    """The provider of the SDK client inside an instructor client (None: none the registry
+    knows, or no client: instructor over a bare function)."""
+    raw = getattr(client, "client", None)
+    if raw is None:
+        return None
+    if PROVIDERS.claims(raw) or _chat_shaped(raw):  # an OpenAI-compatible client: the default's
+        return PROVIDERS.for_client(raw)
+    return None
+
+
+def _chat_shaped(client: Any) -> bool:
+    completions = getattr(getattr(client, "chat", None), "completions", None)
+    return callable(getattr(completions, "create", None))
 
 
 def _with_role(messages: list[dict[str, Any]], assistant_role: str) -> list[dict[str, Any]]:
@@ -449,7 +454,7 @@ def _original(exc: Exception) -> Exception:
 
 
 def _checked(value: Any) -> Any:
-    """The provider's raw response, if healjson can read its shape (OpenAI, Anthropic, Gemini)."""
+    """The provider's raw response, if healjson can read its shape (a registered format's)."""
     if not is_response(value):
         raise NotACompletion(
             f"the endpoint returned {type(value).__name__}, not a chat completion: "

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from healjson._core.run.drive import is_stream
 from healjson._core.run.policy import HealPolicy
-from healjson._core.run.streams import is_stream
 from healjson._core.wire.effects import ModelCall
 from healjson._core.wire.reply import SDK_COMPLETIONS
 
@@ -31,13 +31,13 @@ from ._base import (
     HealingAdapter,
     NotACompletion,
     Send,
-    ShapeCheck,
     is_async_client,
 )
 from ._format import FormatState, check_mode
 from ._responses import Responses
+from ._unreadable import ReadChecked, read_checked_call
 
-__all__ = ["HealingClient", "NotACompletion"]
+__all__ = ["HealingClient", "NotACompletion", "instructor_streams"]
 
 
 class OpenAICompletions(Completions):
@@ -128,9 +128,11 @@ class HealingClient(HealingAdapter):
         self._stream_params(params)
         wrapped = self.wrapped
 
+        create = read_checked_call(wrapped.chat.completions.create)
+
         def start(effect: ModelCall) -> Any:
             messages = [dict(message) for message in effect.messages]
-            return wrapped.chat.completions.create(messages=messages, **effect.params)
+            return create(messages=messages, **effect.params)
 
         return start
 
@@ -139,13 +141,21 @@ class HealingClient(HealingAdapter):
         params.setdefault("stream_options", {"include_usage": True})
 
 
-_READ_COMPLETION = ShapeCheck(
+def instructor_streams(
+    client: Any, *, is_async: bool, json_mode: str, policy: HealPolicy | None
+) -> HealingClient:
+    """The healed streams over the OpenAI client inside an instructor client (healjson's own
+    JSON tier, `json_mode`, not instructor's `Mode`)."""
+    return HealingClient(client, json_mode=json_mode, policy=policy)
+
+
+_READ_COMPLETION = ReadChecked(
     lambda value: not isinstance(value, str | bytes) and hasattr(value, "choices"),
     "a chat completion",
     SDK_COMPLETIONS,
 )
 # a streamed `create(**request)`: a stream of chunks (or a whole completion, from an endpoint
 # that does not stream)
-_READ_STREAM = ShapeCheck(
+_READ_STREAM = ReadChecked(
     lambda value: is_stream(value) or hasattr(value, "choices"), "a stream of chunks"
 )

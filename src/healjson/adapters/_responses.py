@@ -27,25 +27,27 @@ from pydantic import BaseModel
 
 from healjson._core.judge.contracts import Contract
 from healjson._core.redact import secrets_scope
+from healjson._core.run.drive import drive_async, drive_sync, is_stream
 from healjson._core.run.policy import HealPolicy
-from healjson._core.run.streams import is_stream, stream_async, stream_sync
-from healjson._core.wire.effects import ModelCall
+from healjson._core.run.streams import stream_async, stream_sync
+from healjson._core.wire.effects import ModelCall, ProviderError
+from healjson._providers._unreadable import sdk_reading_failure
 from healjson._providers.openai_chat import enforced_schema
 from healjson._providers.openai_responses import (
     SDK_RESPONSES,
     Conversation,
-    ResponseFailed,
+    ResponsesCollector,
     aset_commentary_aside,
     is_response,
     read_response,
     read_sdk_response,
     set_commentary_aside,
 )
-from healjson._providers.tool_streams import ResponsesCollector
 
-from ._base import UNSET, Exchange, NotACompletion, _async_call, _sync_call
+from ._base import UNSET, Exchange, NotACompletion, async_call, sync_call
 from ._format import Enforcing, check_mode
 from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
+from ._unreadable import read_checked_call, read_checked_stream
 
 __all__ = ["REPAIRS", "Responses"]
 
@@ -67,17 +69,17 @@ class _Read(Exchange):
 
     def read(self, ok: bool, value: Any) -> tuple[bool, Any]:
         if not ok:
-            return ok, value
+            return ok, sdk_reading_failure(value)
         if type(value) in SDK_RESPONSES:  # the SDK's `Response`: read by attribute
             identity = getattr(value, "id", None)
             if isinstance(identity, str):
                 self.conversation.last_id = identity
             try:
                 return ok, read_sdk_response(value)
-            except ResponseFailed as exc:
+            except ProviderError as exc:  # failed, or unreadable
                 return False, exc
         if self.streamed and is_stream(value):
-            return ok, value
+            return ok, read_checked_stream(value)
         if not is_response(value):
             return False, NotACompletion(
                 f"the endpoint returned {type(value).__name__}, not a response: "
@@ -90,7 +92,7 @@ class _Read(Exchange):
             SDK_RESPONSES.add(type(value))  # few classes: the SDK's `Response` (and subclasses)
         try:
             return ok, read_response(value)
-        except ResponseFailed as exc:
+        except ProviderError as exc:
             return False, exc
 
 
@@ -160,7 +162,7 @@ class Responses:
                     is_async=core.is_async,
                     context=context,
                 )
-            driver = _async_call if core.is_async else _sync_call
+            driver = async_call if core.is_async else sync_call
             call = driver(None, None, _NO_TARGET, _sender(core, conversation, False))
             messages = conversation.messages
             return heal_tool_calls(
@@ -188,19 +190,19 @@ class Responses:
                     return str(text.get("format", {}).get("type")) in kinds
                 return tiers is not None and (forced or tiers.mode) in kinds
 
-            driver = _async_call if core.is_async else _sync_call
+            driver = async_call if core.is_async else sync_call
             call = driver(tiers, forced, healer.target, send)
-            steps = healer._streaming(
-                call, messages, context, kwargs, scope, json_mode=asks_json, enforcement=checked
-            )
-            return stream_async(*steps) if core.is_async else stream_sync(*steps)
+            run = healer.start(messages, context=context, params=kwargs, enforcement=checked)
+            reader = healer.reader(run, asks_json)
+            if core.is_async:
+                return stream_async(run.flow, call, reader, scope)
+            return stream_sync(run.flow, call, reader, scope)
+        run = healer.start(messages, context=context, params=kwargs, enforcement=checked)
         if core.is_async:
-            call = _async_call(tiers, forced, healer.target, send)
-            return healer._arun_for(
-                core.wrapped, call, messages, context, kwargs, enforcement=checked
-            )
-        call = _sync_call(tiers, forced, healer.target, send)
-        return healer._run_for(core.wrapped, call, messages, context, kwargs, enforcement=checked)
+            call = async_call(tiers, forced, healer.target, send)
+            return drive_async(run.flow, call, secrets_scope(core.wrapped, kwargs))
+        call = sync_call(tiers, forced, healer.target, send)
+        return drive_sync(run.flow, call, secrets_scope(core.wrapped, kwargs))
 
     def parse(self, *args: Any, text_format: Any = UNSET, **kwargs: Any) -> Any:
         """`responses.parse`; with `text_format=M` it is `create(response_model=M, ...)`."""
@@ -219,9 +221,11 @@ class Responses:
 def _stream_start(wrapped: Any, conversation: Conversation) -> Callable[[ModelCall], Any]:
     """A streamed tool-call run's request, as the Responses API's (the SDK's own events)."""
 
+    create = read_checked_call(wrapped.responses.create)
+
     def start(effect: ModelCall) -> Any:
         chat = {"messages": [dict(m) for m in effect.messages], **effect.params}
-        return wrapped.responses.create(**conversation.request(chat))
+        return create(**conversation.request(chat))
 
     return start
 

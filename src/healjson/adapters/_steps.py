@@ -1,8 +1,8 @@
-"""One model call over a client whose JSON tiers the adapter shapes itself (Anthropic, Gemini):
+"""One model call over a client whose JSON tiers its adapter shapes itself (a provider module's):
 the request in the client's current tier, a refusal of that tier (an HTTP 400 naming its
 feature) stepped down within the same call and remembered in the client's `FormatState`.
 
-`prime`: a stream whose request is only sent on its first read (google-genai's) is read up to
+`prime`: a stream whose request is only sent on its first read (some SDKs') is read up to
 its first piece inside the call, so a refused tier is known there too.
 """
 
@@ -16,8 +16,9 @@ from ._format import FormatState, JsonMode
 
 __all__ = ["stepping"]
 
-Attempt = Callable[[JsonMode], tuple[JsonMode | None, dict[str, Any]]]
-"""A tier -> the tier really used (None: the caller's own format) and the method's keywords."""
+Attempt = Callable[..., tuple[JsonMode | None, dict[str, Any]]]
+"""A tier (and the call's keywords) -> the tier really used (None: the caller's own format) and
+the method's keywords."""
 Rejects = Callable[[BaseException, JsonMode | None], bool]
 """True when an exception refuses the tier used."""
 
@@ -30,9 +31,10 @@ def stepping(
     *,
     is_async: bool,
     prime: bool = False,
-) -> Callable[[], Any]:
+) -> Callable[..., Any]:
     """The call (a coroutine function when `is_async`): `create(**keywords)` in the current
-    tier, stepping down while a tier is refused."""
+    tier, stepping down while a tier is refused. The call's own keywords go to `attempt` with
+    the tier (one call built for many requests: `attempt(mode, **request)`)."""
 
     def weaker(used: JsonMode | None, exc: Exception) -> JsonMode:
         if used is None or not rejects(exc, used):
@@ -44,25 +46,25 @@ def stepping(
 
     if is_async:
 
-        async def acall() -> Any:
-            used, body = attempt(state.mode)
+        async def acall(**given: Any) -> Any:
+            used, body = attempt(state.mode, **given)
             while True:
                 try:
                     result = await create(**body)
                     return await _aprimed(result) if prime else result
                 except Exception as exc:
-                    used, body = attempt(weaker(used, exc))
+                    used, body = attempt(weaker(used, exc), **given)
 
         return acall
 
-    def call() -> Any:
-        used, body = attempt(state.mode)
+    def call(**given: Any) -> Any:
+        used, body = attempt(state.mode, **given)
         while True:
             try:
                 result = create(**body)
                 return _primed(result) if prime else result
             except Exception as exc:
-                used, body = attempt(weaker(used, exc))
+                used, body = attempt(weaker(used, exc), **given)
 
     return call
 

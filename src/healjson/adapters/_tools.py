@@ -1,44 +1,55 @@
 """`create(..., tools=[...], heal_tools=True)`: the caller's own tool calls, healed.
 
-The tools are read from the request as the caller wrote them, in the shapes the OpenAI SDK
-takes: chat's `{"type": "function", "function": {"name", "parameters", ...}}`, the Responses
-API's flat `{"type": "function", "name", "parameters", ...}`, the result of
-`openai.pydantic_function_tool(Model)` (its model is kept: the calls' arguments are validated
-as that model), or a pydantic model class itself (sent as a strict function tool named after
-the class, its arguments validated as the model). A tool declared by a JSON schema has its
-calls validated against that schema (the arguments are the JSON value). Other tools (built-in
-ones, custom tools) are passed on and their calls are not function calls.
+The tools are read from the request as the caller wrote them, in the provider's tool dialect
+(`healjson._providers.provider.ToolDialect`: each provider's module has its own), or as a
+pydantic model class (sent as the dialect's tool named after the class, its arguments validated
+as the model). A tool declared with a model keeps it (the calls' arguments are validated as that
+model); one declared by a JSON schema has its calls validated against that schema (the
+arguments are the JSON value). Other tools (a provider's built-in ones) are passed on and their
+calls are not function calls.
 
-`tool_contracts={"name": [rules]}` are the contracts of that tool's arguments. `tool_choice`
-`"required"` or a named function forces a call (see `healjson._core.run.tools`). The run itself is
-`tools_flow`, driven here (sync or awaited) with the client's secrets scope around it.
+`tool_contracts={"name": [rules]}` are the contracts of that tool's arguments. A `tool_choice`
+that forces a call (as the dialect reads it) is kept to (see `healjson._core.run.tools`). The
+run is the one loop's (`start_tools`), driven here (sync or awaited, streamed through the
+provider's collector or not) with the client's secrets scope around it.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
-from healjson._core.judge.contracts import ContractContext, as_contract, check_policies
+from healjson._core.judge.contracts import as_contract, check_policies
 from healjson._core.outcome.calls import ToolCalls
 from healjson._core.outcome.outcome import Outcome
 from healjson._core.redact import secrets_scope
 from healjson._core.run.drive import drive_async, drive_sync
-from healjson._core.run.messages import make_context, normalise_messages
 from healjson._core.run.policy import HealPolicy
-from healjson._core.run.tools import Tool, ToolSpec, tools_flow
+from healjson._core.run.streams import (
+    AsyncToolCallStream,
+    ToolCallStream,
+    caller_events,
+    caller_events_async,
+)
+from healjson._core.run.tools import Tool, ToolSpec, start_tools
+from healjson._core.stream.reading import CallsReader, Collector
 from healjson._core.target.target import Target, target_for
-from healjson._core.wire.effects import ModelCall
+from healjson._core.wire.effects import ModelCall, new_model_call
+from healjson._providers import PROVIDERS, resolve
+from healjson._providers.provider import ToolDialect
 
-from ._tool_stream import AsyncToolCallStream, Collector, ToolCallStream
+__all__ = [
+    "check_tool_call",
+    "heal_tool_calls",
+    "stream_tool_calls",
+    "tool_dialect",
+    "tool_spec",
+]
 
-__all__ = ["check_tool_call", "heal_tool_calls", "stream_tool_calls", "tool_spec"]
-
-_NO_CONTRACTS = ContractContext()
-Style = Literal["chat", "responses", "anthropic"]
+Style = str | ToolDialect
+"""A tool dialect, or its name (a provider's in the registry: `chat`, `responses`, ...)."""
 
 
 def check_tool_call(params: Mapping[str, Any], response_model: Any, unset: Any, where: str) -> None:
@@ -61,13 +72,13 @@ def tool_spec(
     style: Style,
 ) -> ToolSpec:
     """The healer's view of the request's tools (`params["tools"]` is rewritten in place:
-    pydantic model classes become wire tools, in `style`: OpenAI chat's, the Responses API's
-    flat shape, or Anthropic's)."""
+    pydantic model classes become wire tools, in the dialect `style` names)."""
+    dialect = style if isinstance(style, ToolDialect) else tool_dialect(style)
     declared: dict[str, Tool] = {}
     sent: list[Any] = []
     contracts = dict(tool_contracts or {})
     for tool in params["tools"]:
-        found = _read_tool(tool, style)
+        found = _read_tool(tool, dialect)
         if found is None:
             sent.append(tool)
             continue
@@ -82,40 +93,31 @@ def tool_spec(
         unknown = ", ".join(sorted(map(repr, contracts)))
         raise ValueError(f"tool_contracts names tools the request does not declare: {unknown}")
     params["tools"] = sent
-    return ToolSpec(declared, policy, _required(params.get("tool_choice")))
+    return ToolSpec(declared, policy, dialect.forced(params.get("tool_choice")))
 
 
-def _read_tool(tool: Any, style: Style) -> tuple[str, Target[Any], Any] | None:
+def tool_dialect(name: str) -> ToolDialect:
+    """The tool dialect called `name` (the providers' modules are read in registry order until
+    one has it)."""
+    for provider in PROVIDERS:
+        if provider.tools is not None:
+            dialect = resolve(provider.tools)
+            if isinstance(dialect, ToolDialect) and dialect.name == name:
+                return dialect
+    raise ValueError(f"no provider has a tool dialect called {name!r}")
+
+
+def _read_tool(tool: Any, dialect: ToolDialect) -> tuple[str, Target[Any], Any] | None:
     """A function tool's name, target and wire form (None: not a function tool)."""
     if isinstance(tool, type) and issubclass(tool, BaseModel):
-        return tool.__name__, target_for(tool), _wire_tool(tool, style)
-    if style == "anthropic":
-        return _anthropic_tool(tool)
-    if not isinstance(tool, Mapping) or tool.get("type", "function") != "function":
+        return tool.__name__, target_for(tool), dialect.wire(tool)
+    found = dialect.read(tool)
+    if found is None:
         return None
-    function = tool.get("function")
-    holder: Any = function if isinstance(function, Mapping) else tool
-    name = holder.get("name")
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"tools: a function tool needs a name, got {tool!r}")
-    model = getattr(holder, "model", None) or getattr(tool, "model", None)
-    # chat's shape on the Responses API (`openai.pydantic_function_tool(M)`'s): sent flat, as
-    # that API takes it (and as the SDK's own `responses.parse` sends it)
-    wire = {"type": "function", **holder} if style == "responses" and holder is not tool else tool
-    if isinstance(model, type) and issubclass(model, BaseModel):
-        return name, target_for(model), wire
-    return name, _schema_target(name, holder.get("parameters")), wire
-
-
-def _anthropic_tool(tool: Any) -> tuple[str, Target[Any], Any] | None:
-    """An Anthropic client tool (`{"name", "input_schema", ...}`, type absent or `custom`);
-    None for a server tool (`web_search_...`: its calls are not the caller's to check)."""
-    if not isinstance(tool, Mapping) or tool.get("type", "custom") != "custom":
-        return None
-    name = tool.get("name")
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"tools: a tool needs a name, got {tool!r}")
-    return name, _schema_target(name, tool.get("input_schema")), tool
+    name, parameters, wire = found
+    if isinstance(parameters, type) and issubclass(parameters, BaseModel):
+        return name, target_for(parameters), wire
+    return name, _schema_target(name, parameters), wire
 
 
 def _schema_target(name: str, parameters: Any) -> Target[Any]:
@@ -129,54 +131,6 @@ def _schema_target(name: str, parameters: Any) -> Target[Any]:
     return target_for(schema)
 
 
-def _wire_tool(model: type[BaseModel], style: Style) -> dict[str, Any]:
-    doc = (model.__doc__ or "").strip()
-    if style == "anthropic":
-        found: dict[str, Any] = {"name": model.__name__, "input_schema": model.model_json_schema()}
-        return {**found, "description": doc} if doc else found
-    from healjson._providers.openai_strict_schema import (
-        StrictSchemaUnsupported,
-        strict_json_schema,
-    )
-
-    try:
-        parameters, strict = strict_json_schema(model).schema, True
-    except StrictSchemaUnsupported:
-        parameters, strict = model.model_json_schema(), False
-    function: dict[str, Any] = {"name": model.__name__, "parameters": parameters, "strict": strict}
-    if doc:
-        function["description"] = doc
-    if style == "responses":
-        return {"type": "function", **function}
-    return {"type": "function", "function": function}
-
-
-def _required(choice: Any) -> bool | str:
-    """What `tool_choice` forces: nothing (False), some call (True) or the named tool (OpenAI's
-    `"required"` and named function; Anthropic's `any` and `tool`)."""
-    if choice == "required":
-        return True
-    if isinstance(choice, Mapping) and choice.get("type") == "any":
-        return True
-    if isinstance(choice, Mapping) and choice.get("type") == "tool":
-        name = choice.get("name")
-        return name if isinstance(name, str) and name else False
-    if isinstance(choice, Mapping) and choice.get("type") == "function":
-        function = choice.get("function")
-        name = function.get("name") if isinstance(function, Mapping) else choice.get("name")
-        if isinstance(name, str) and name:
-            return name
-    return False
-
-
-def _context(
-    spec: ToolSpec, context: Mapping[str, Any] | None, original: tuple[dict[str, Any], ...]
-) -> ContractContext:
-    if context is not None or any(tool.contracts for tool in spec.tools.values()):
-        return make_context(context, original)
-    return _NO_CONTRACTS
-
-
 def heal_tool_calls(
     client: Any,
     call: Callable[..., Any],
@@ -187,21 +141,13 @@ def heal_tool_calls(
     is_async: bool,
     context: Mapping[str, Any] | None,
 ) -> Outcome[ToolCalls] | Any:
-    """The run (an awaitable of its outcome for an async client)."""
-    original = normalise_messages(messages)
-    ctx = _context(spec, context, original)
-    flow = tools_flow(spec, original, params, ctx, started=time.monotonic())
+    """The run (an awaitable of its outcome for an async client), driven inside the client's
+    secrets scope."""
+    run = start_tools(spec, messages, context=context, params=params)
+    scope = secrets_scope(client, params)
     if is_async:
-        return _arun(client, flow, call, params)
-    with secrets_scope(client, params):
-        return drive_sync(flow, call)
-
-
-async def _arun(
-    client: Any, flow: Any, call: Callable[..., Any], params: dict[str, Any]
-) -> Outcome[ToolCalls]:
-    with secrets_scope(client, params):
-        outcome: Outcome[ToolCalls] = await drive_async(flow, call)
+        return drive_async(run.flow, call, scope)
+    outcome: Outcome[ToolCalls] = drive_sync(run.flow, call, scope)
     return outcome
 
 
@@ -212,13 +158,18 @@ def stream_tool_calls(
     messages: Any,
     params: dict[str, Any],
     *,
-    collector: Collector,
+    collector: Callable[[], Collector],
     is_async: bool,
     context: Mapping[str, Any] | None,
 ) -> ToolCallStream | AsyncToolCallStream:
-    """The run with `stream=True`: a stream of the answer's text, then the outcome."""
-    original = normalise_messages(messages)
-    ctx = _context(spec, context, original)
-    flow = tools_flow(spec, original, params, ctx, started=time.monotonic())
-    kind = AsyncToolCallStream if is_async else ToolCallStream
-    return kind(flow, start, collector, client, params)
+    """The run with `stream=True`: the same drivers, given a reader of the provider's tool-call
+    stream (`collector`); a stream of the answer's text, then the outcome."""
+    run = start_tools(spec, messages, context=context, params=params)
+
+    def call(messages: list[dict[str, Any]], **params: Any) -> Any:
+        return start(new_model_call(0, tuple(messages), params))
+
+    reader, scope = CallsReader(collector), secrets_scope(client, params)
+    if is_async:
+        return AsyncToolCallStream(caller_events_async(run.flow, call, reader, scope))
+    return ToolCallStream(caller_events(run.flow, call, reader, scope))

@@ -6,12 +6,18 @@
   over real HTTP (content, tool calls, finish reasons, refusals, HTTP errors, non-JSON bodies,
   slow replies) and records every request. One script is served in the wire format of the route
   each request arrives on: OpenAI chat completions and the Responses API (`base_url`),
-  Anthropic Messages (`anthropic_base_url`) and Gemini `generateContent` (`gemini_base_url`),
-  so the real openai, anthropic and google-genai SDKs can all be pointed at it. It also serves
+  Anthropic Messages (`anthropic_base_url`), Gemini `generateContent` (`gemini_base_url`) and
+  Ollama's chat (`ollama_host`), so the real openai, anthropic, google-genai and ollama SDKs
+  can all be pointed at it. It also serves
   OpenAI's Batch API (files and batches) and Anthropic's Message Batches from the same script,
   its store shown as `ScriptedBatch` and `ScriptedFile` snapshots (`server.batches`,
   `server.files`). The pytest fixture `scripted_server` (registered automatically when
   healjson is installed) yields a started one.
+- `ScriptedMCPServer` (extra `mcp`): an MCP server whose tools answer what a test scripts
+  (`ScriptedTool`, `ScriptedToolResult`: JSON only in a text block, structured content off its
+  schema, error results, slow results), in memory (`Client(scripted.server)`) or over stdio
+  (`scripted.stdio_parameters(directory)`, `python -m healjson.testing mcp`), recording each
+  call (`RecordedToolCall`).
 - The hypothesis kit for property-based contract tests (`pip install 'healjson[testing]'`):
   `valid(pack)`, `violating(pack, contract)`, `from_schema(model)` and `corrupted(value)`
   (renderings as a `Corruption`) are strategies; `check_pack(pack)` runs every check a contract
@@ -35,6 +41,12 @@ if TYPE_CHECKING:
     from ._capture import capture_events
     from ._check_pack import PackReport, check_pack
     from ._corruptions import Corruption, corrupted
+    from ._mcp_server import (
+        RecordedToolCall,
+        ScriptedMCPServer,
+        ScriptedTool,
+        ScriptedToolResult,
+    )
     from ._replies import RecordedRequest, ScriptedReply
     from ._schema_data import from_schema
     from ._server import ScriptedServer
@@ -45,12 +57,16 @@ __all__ = [
     "Corruption",
     "PackReport",
     "RecordedRequest",
+    "RecordedToolCall",
     "ScriptExhausted",
     "ScriptedBatch",
     "ScriptedFile",
+    "ScriptedMCPServer",
     "ScriptedModel",
     "ScriptedReply",
     "ScriptedServer",
+    "ScriptedTool",
+    "ScriptedToolResult",
     "capture_events",
     "check_pack",
     "corrupted",
@@ -73,6 +89,10 @@ _LAZY = {
     "valid": "_strategies",
     "violating": "_strategies",
     "PackReport": "_check_pack",
+    "RecordedToolCall": "_mcp_server",
+    "ScriptedMCPServer": "_mcp_server",
+    "ScriptedTool": "_mcp_server",
+    "ScriptedToolResult": "_mcp_server",
     "capture_events": "_capture",
     "check_pack": "_check_pack",
 }

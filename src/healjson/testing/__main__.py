@@ -8,6 +8,11 @@ The server listens on 127.0.0.1 only, prints one line, `READY <base_url>` (the o
 (`--repeat` cycles them), and runs until SIGTERM or SIGINT (Ctrl-C). Point any OpenAI-compatible
 client at it: `OPENAI_BASE_URL=<base_url> OPENAI_API_KEY=test`, or `--base-url` on the command
 line. The work is `healjson.testing._serve.main`.
+
+    python -m healjson.testing mcp --script FILE.json [--calls CALLS.jsonl]
+
+serves a scripted MCP server over stdio instead (`ScriptedMCPServer.stdio_parameters`, in
+`healjson.testing._mcp_serve`).
 """
 
 from __future__ import annotations

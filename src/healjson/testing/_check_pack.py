@@ -1,44 +1,47 @@
 """`check_pack`: every property a contract pack should have, checked in one call.
 
-Put `healjson.testing.check_pack(pack)` in a test. It checks the golden examples, the `valid` and
-`violating` strategies, that no contract raises on schema-valid input, and that L1 recovers
-corrupted renderings of valid instances (and refuses truncated ones). Problems are collected
-across all checks and reported together in one `AssertionError`.
+Put `healjson.testing.check_pack(pack)` in a test. It checks the golden examples, that no
+contract raises on schema-valid input, the `valid` and `violating` strategies, and that L1
+recovers corrupted renderings of valid instances (and refuses truncated ones). Problems are
+collected across all checks and reported together in one `AssertionError`, each with how to fix
+it; a contract that raises is reported once and left out of the checks that follow.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic_core import to_json
-
-from healjson._core.diagnostic import (
-    ROOT,
-    Diagnostic,
-    Source,
-    describe_exception,
-    format_path,
-    short_repr,
+from ._corruptions import corrupted
+from ._internals import Contract, ContractPack, Target, target_for
+from ._pack_checks import check_fix, check_recovery, check_valid, check_violation, judged
+from ._pack_problems import (
+    Crash,
+    Finding,
+    Problem,
+    crash_finding,
+    explain,
+    failure_message,
+    generation_finding,
+    list_rules,
+    scarcity_finding,
+    show,
 )
-from healjson._core.judge.contracts import Contract, ContractContext, run_contracts, value_at
-from healjson._core.outcome.outcome import Reason
-from healjson._core.run.drive import drive_sync
-from healjson._core.run.healer import validate
-from healjson._core.sentinels import MISSING
-from healjson._core.target.target import Target, target_for
-from healjson._packs import ContractPack
-
-from ._corruptions import Corruption, corrupted
 from ._schema_data import as_instance, from_schema, require_hypothesis
-from ._strategies import judge, pack_context, valid, violating
+from ._strategies import Tally, pack_context, tally, valid, violating
+
+if TYPE_CHECKING:
+    from hypothesis import settings as Settings
 
 __all__ = ["PackReport", "check_pack"]
 
-_SHOWN = 240  # characters of an instance or a reply quoted in a problem
+_KIT_EXAMPLES = 25  # examples per property under hypothesis' own default settings
+_HYPOTHESIS_DEFAULT = 100
+_SAMPLE, _RARE = 20, 5  # valid(pack) keeping under 1 in 5 of 20+ draws: too few valid values
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,42 +73,71 @@ class PackReport:
         )
 
 
-class _Problem(AssertionError):
-    """One thing wrong with the pack (raised inside hypothesis so that it shrinks the input)."""
-
-
 def check_pack(pack: ContractPack, *, max_examples: int | None = None) -> PackReport:
-    """Check a contract pack end to end; raise `AssertionError` listing every problem found.
+    """Check a contract pack end to end; raise `AssertionError` listing every problem found,
+    each with how to fix it.
 
     1. Every contract's declared fields exist in the model.
     2. Golden examples validate against the model and pass every contract.
-    3. `valid(pack)` instances are schema-valid and pass every contract.
-    4. For each contract, `violating(pack, contract)` instances are schema-valid and break that
+    3. No contract raises (or returns something that is not a verdict) on any schema-valid
+       input: `from_schema(model)` instances, contracts ignored. A contract that raises — here
+       or in any later check — is reported once, as the problem it is (its exception, the
+       input, the line it raised on), and the later checks run without it, so that its
+       exception is not reported again as every strategy's failure.
+    4. `valid(pack)` instances are schema-valid and pass every contract, and their `corrupted`
+       renderings are recovered by `healjson.validate` to an equal instance without a model
+       call (truncated ones refused: `Degraded` with reason `token_truncated`).
+    5. For each contract, `violating(pack, contract)` instances are schema-valid and break that
        contract and no other (judged under `pack.extra["contexts"][name]` when the pack gives
        the rule its own request, else under `pack.extra["context"]`), with well-formed
        diagnostics: a path that exists in the instance
        (`lines[2].line_total` is resolved against it), a non-empty constraint and prescription,
        declared fields that exist, and — for a rule over several fields — a prescription that
        names every one of them. For a rule declared `on_fail="fix"`, its `fix` on each such
-       instance gives a value that passes the schema and the rule.
-    5. No contract raises (or returns something that is not a verdict) on any schema-valid
-       input: `from_schema(model)` instances, contracts ignored.
-    6. `corrupted` renderings of `valid(pack)` instances: `healjson.validate` recovers each
-       recoverable one to an equal instance without a model call, and refuses each truncated one
-       (`Degraded` with reason `token_truncated`).
+       instance gives a value that passes the schema and the rule. When no value breaks a rule
+       alone, the problem names the rules that broke along with it. When `valid(pack)` keeps
+       fewer than one in five of the values it draws (tight rules and no golden example),
+       that is one problem, whether hypothesis gave up this time or not, and the `violating`
+       checks of rules without a strategy of their own, which start from such values, do not
+       run.
 
-    Each property runs `max_examples` hypothesis examples (default: the current hypothesis
-    profile's); shrunk counterexamples are quoted in the message. Returns a `PackReport` of what
-    was checked when everything passed.
+    Each property runs `max_examples` hypothesis examples. By default that is the current
+    hypothesis profile's count, except under hypothesis' own defaults (100 examples, a new seed
+    each run), where it is 25 with a fixed seed (`derandomize`): a small pack is checked in a
+    few seconds, with the same verdict on every run. `HEALJSON_HYPOTHESIS_PROFILE=
+    healjson-thorough` gives 1000. Shrunk counterexamples are quoted in the message. Returns a
+    `PackReport` of what was checked when everything passed.
     """
+    __tracebackhide__ = True  # pytest shows the test's line and the problems, not this frame
     require_hypothesis()
-    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-
     if not isinstance(pack, ContractPack):
         raise TypeError(f"check_pack needs a healjson.ContractPack, got {type(pack).__name__}")
-    examples = max_examples if max_examples is not None else settings().max_examples
-    config = settings(
-        max_examples=examples,
+    run = _Run(pack, _settings(max_examples))
+    run.check_fields()
+    run.check_examples()
+    run.check_no_crash()
+    run.check_valid()
+    for rule in pack.contracts:
+        run.check_violating(rule)
+    run.report_scarcity()
+    if run.findings:
+        raise AssertionError(failure_message(pack.name, run.findings))
+    return run.report()
+
+
+def _settings(max_examples: int | None) -> Settings:
+    """The settings of every property: the current profile's, except that under hypothesis'
+    own defaults (100 examples, a new seed each run) a pack is checked with `_KIT_EXAMPLES`
+    examples per property and a fixed seed: the same verdict on every run, in a few seconds."""
+    from hypothesis import HealthCheck, Phase, Verbosity, settings
+
+    current = settings()
+    defaults = current.max_examples == _HYPOTHESIS_DEFAULT
+    if max_examples is None:
+        max_examples = _KIT_EXAMPLES if defaults else current.max_examples
+    return settings(
+        max_examples=max_examples,
+        derandomize=True if defaults else current.derandomize,
         deadline=None,
         database=None,
         report_multiple_bugs=False,
@@ -113,335 +145,245 @@ def check_pack(pack: ContractPack, *, max_examples: int | None = None) -> PackRe
         phases=[phase for phase in Phase if phase is not Phase.explain],  # explaining is slow
         suppress_health_check=[HealthCheck.too_slow],
     )
-    target = target_for(pack.model)
-    ctx = pack_context(pack)
-    problems: list[str] = []
-    counts: Counter[str] = Counter()
 
-    def run(what: str, check: Callable[[], None]) -> None:
-        try:
-            check()
-        except _Problem as problem:
-            problems.append(str(problem))
-        except Exception as exc:  # a strategy that cannot be built or drawn from, a health check
-            problems.append(f"{what}: {_describe_failure(exc)}")
 
-    problems.extend(_field_problems(pack, target))
-    counts["examples"] = _check_examples(pack, target, ctx, problems)
+class _Run:
+    """One `check_pack` call: the findings so far, and the pack without the contracts that
+    raised (`live`), which every later check uses."""
 
-    def check_valid() -> None:
-        @config
-        @given(valid(pack))
-        def valid_instances_pass(instance: Any) -> None:
-            counts["valid"] += 1
-            where = f"valid(pack) produced {_show(instance)}"
-            _require_schema_valid(target, instance, where)
-            found = judge(pack, instance, ctx)
+    def __init__(self, pack: ContractPack, config: Settings) -> None:
+        self.pack = pack
+        self.config = config
+        self.target: Target[Any] = target_for(pack.model)
+        self.findings: list[Finding] = []
+        self.counts: Counter[str] = Counter()
+        self.crashed: set[str] = set()
+        self.live = pack
+        self.scarce: list[str] = []  # the strategies that gave up for want of valid values
+
+    # --- the checks ------------------------------------------------------------------------------
+
+    def check_fields(self) -> None:
+        names = self.target.field_names
+        if names is None:
+            return
+        for rule in self.pack.contracts:
+            for name in rule.fields:
+                if _head(name) not in names:
+                    self.findings.append(
+                        Finding(
+                            f"contract `{rule.name}` declares field {name!r}, which "
+                            f"{self.target.name} does not have (its fields: "
+                            f"{', '.join(sorted(names))})",
+                            f"declare the fields `{rule.name}` reads, by the model's names, in "
+                            "@contract(fields=...)",
+                        )
+                    )
+
+    def check_examples(self) -> None:
+        for index, example in enumerate(self.pack.examples):
+            where = f"golden example examples[{index}]"
+            try:
+                instance = as_instance(self.target, example)
+            except Exception as exc:
+                self.findings.append(
+                    Finding(
+                        f"{where} does not validate against {self.target.name}: {explain(exc)}",
+                        "correct the example so that the model accepts it",
+                    )
+                )
+                continue
+            found = self._judged_without_crashes(instance, where)
             if found:
-                raise _Problem(f"{where}, which breaks {_list_rules(found)}")
+                self.findings.append(
+                    Finding(
+                        f"{where} {show(instance)} breaks {list_rules(found)}",
+                        "a golden example passes every rule: correct the example (or the rule)",
+                    )
+                )
+        self.counts["examples"] = len(self.pack.examples)
 
-        valid_instances_pass()
+    def check_no_crash(self) -> None:
+        if not self.pack.contracts:
+            return
 
-    run("valid(pack)", check_valid)
+        def check() -> None:
+            from hypothesis import given
 
-    for rule in pack.contracts:
+            self.counts["schema_inputs"] = 0
+            live, ctx = self.live, pack_context(self.live)
 
-        def check_violating(rule: Contract[Any] = rule) -> None:
-            @config
-            @given(violating(pack, rule))
+            @self.config
+            @given(from_schema(self.target))
+            def contracts_never_raise(instance: Any) -> None:
+                self.counts["schema_inputs"] += 1
+                judged(live.contracts, instance, ctx, "the schema-valid input")
+
+            if live.contracts:
+                contracts_never_raise()
+
+        self._run("from_schema(model), on which every contract runs", check, kind="schema")
+
+    def check_valid(self) -> None:
+        def check() -> None:
+            from hypothesis import given
+            from hypothesis import strategies as st
+
+            live, ctx = self.live, pack_context(self.live)
+            supplied = "valid" in live.strategies
+            for key in ("valid", "recovered", "truncated"):
+                self.counts[key] = 0
+
+            @self.config
+            @given(valid(live), st.data())
+            def valid_instances_pass_and_survive_corruption(
+                instance: Any, data: st.DataObject
+            ) -> None:
+                self.counts["valid"] += 1
+                check_valid(self.target, live.contracts, instance, ctx, supplied=supplied)
+                corruption = data.draw(corrupted(instance, model=self.target))
+                recovered = check_recovery(self.target, live.contracts, ctx, instance, corruption)
+                self.counts["recovered" if recovered else "truncated"] += 1
+
+            valid_instances_pass_and_survive_corruption()
+
+        self._run("valid(pack)", check, kind="valid")
+        counts = tally(self.live)
+        rare = counts.judged >= _SAMPLE and counts.kept * _RARE < counts.judged
+        if rare and "valid" not in self.live.strategies and "valid(pack)" not in self.scarce:
+            self.scarce.append("valid(pack)")  # it passed by luck: the next run may give up
+
+    def check_violating(self, rule: Contract[Any]) -> None:
+        if "valid(pack)" in self.scarce and rule.name not in self.live.strategies:
+            self.scarce.append(f"violating(pack, {rule.name!r})")  # it would start from them
+            return
+
+        def check() -> None:
+            from hypothesis import given
+
+            live = self.live
+            mine = live.contract(rule.name)
+            ctx = pack_context(live, rule.name)
+            supplied = rule.name in live.strategies
+            key = f"violating:{rule.name}"
+            self.counts[key] = 0
+
+            @self.config
+            @given(violating(live, mine))
             def violating_instances_break_the_rule(instance: Any) -> None:
-                counts[f"violating:{rule.name}"] += 1
-                rule_ctx = pack_context(pack, rule.name)
-                _check_violation(pack, target, rule, instance, rule_ctx)
-                if rule.fix is not None:
-                    counts[f"fixed:{rule.name}"] += 1
-                    _check_fix(target, rule, instance, rule_ctx)
+                self.counts[key] += 1
+                check_violation(self.target, live.contracts, mine, instance, ctx, supplied=supplied)
+                if mine.fix is not None:
+                    check_fix(self.target, mine, instance, ctx)
 
             violating_instances_break_the_rule()
 
-        run(f"violating(pack, {rule.name!r})", check_violating)
+        self._run(f"violating(pack, {rule.name!r})", check, kind="violating", rule=rule)
 
-    def check_no_crash() -> None:
-        @config
-        @given(from_schema(target))
-        def contracts_never_raise(instance: Any) -> None:
-            counts["schema_inputs"] += 1
-            crashed = [d for d in judge(pack, instance, ctx) if d.source is Source.CONTRACT_ERROR]
-            if crashed:
-                raise _Problem(
-                    f"contract `{crashed[0].rule}` raised on the schema-valid input "
-                    f"{_show(instance)}: {crashed[0].constraint}"
+    def report_scarcity(self) -> None:
+        """One finding for every strategy that gave up because too few values pass every
+        rule (they share the cause, and the fix)."""
+        if self.scarce:
+            examples = bool(self.pack.examples)
+            finding = scarcity_finding(self.scarce, tally(self.live), examples=examples)
+            self.findings.append(finding)
+
+    def report(self) -> PackReport:
+        return PackReport(
+            pack=self.pack.name,
+            contracts=len(self.pack.contracts),
+            examples=self.counts["examples"],
+            valid=self.counts["valid"],
+            violating=MappingProxyType(
+                {rule.name: self.counts[f"violating:{rule.name}"] for rule in self.pack.contracts}
+            ),
+            schema_inputs=self.counts["schema_inputs"],
+            recovered=self.counts["recovered"],
+            truncated=self.counts["truncated"],
+        )
+
+    # --- running a check -------------------------------------------------------------------------
+
+    def _run(
+        self,
+        what: str,
+        check: Callable[[], None],
+        *,
+        kind: str,
+        rule: Contract[Any] | None = None,
+    ) -> None:
+        """Run one check; again without a contract it found raising (reported once)."""
+        for _ in range(len(self.pack.contracts) + 1):
+            if rule is not None and rule.name in self.crashed:
+                return  # its crash is the problem; a strategy for it would only repeat it
+            counts = self._tally(kind, rule)
+            try:
+                check()
+                return
+            except Crash as crash:
+                self._leave_out(crash)
+            except Problem as problem:
+                self.findings.append(problem.finding)
+                return
+            except Exception as exc:  # a strategy that gave up or raised, a health check
+                live = self._live_names()
+                seen = [c for name, c in (counts.crashes if counts else {}).items() if name in live]
+                if seen:  # it gave up because a contract raised on what it drew
+                    diagnostic, instance = seen[0]
+                    self._leave_out(Crash(diagnostic, instance, "a value the kit drew,"))
+                    continue
+                supplied = (rule.name if rule else "valid") in self.live.strategies
+                finding = generation_finding(
+                    what,
+                    exc,
+                    kind=kind,
+                    rule=rule.name if rule else None,
+                    supplied=supplied,
+                    counts=counts or Tally(),
+                    reads={r.name: frozenset(map(_head, r.fields)) for r in self.live.contracts},
                 )
+                if finding is None:
+                    self.scarce.append(what)
+                else:
+                    self.findings.append(finding)
+                return
 
-        contracts_never_raise()
-
-    if pack.contracts:
-        run("contracts on schema-valid input", check_no_crash)
-
-    def check_corruptions() -> None:
-        pairs = valid(pack).flatmap(
-            lambda instance: corrupted(instance, model=target).map(lambda c: (instance, c))
-        )
-
-        @config
-        @given(pairs)
-        def corruptions_are_recovered(pair: tuple[Any, Corruption]) -> None:
-            instance, corruption = pair
-            _check_recovery(
-                pack,
-                target=target,
-                ctx=ctx,
-                instance=instance,
-                corruption=corruption,
-                counts=counts,
-            )
-
-        corruptions_are_recovered()
-
-    run("corrupted(valid instance)", check_corruptions)
-
-    if problems:
-        numbered = "\n".join(
-            f"  {index}. " + problem.replace("\n", "\n     ")
-            for index, problem in enumerate(problems, 1)
-        )
-        raise AssertionError(
-            f"healjson.testing.check_pack({pack.name!r}) found {len(problems)} problem(s):\n"
-            f"{numbered}"
-        )
-    return PackReport(
-        pack=pack.name,
-        contracts=len(pack.contracts),
-        examples=counts["examples"],
-        valid=counts["valid"],
-        violating=MappingProxyType(
-            {rule.name: counts[f"violating:{rule.name}"] for rule in pack.contracts}
-        ),
-        schema_inputs=counts["schema_inputs"],
-        recovered=counts["recovered"],
-        truncated=counts["truncated"],
-    )
-
-
-def _field_problems(pack: ContractPack, target: Target[Any]) -> list[str]:
-    names = target.field_names
-    if names is None:
-        return []
-    out: list[str] = []
-    for rule in pack.contracts:
-        for name in rule.fields:
-            head = name.split(".", 1)[0].split("[", 1)[0]
-            if head not in names:
-                out.append(
-                    f"contract `{rule.name}` declares field {name!r}, which {target.name} does "
-                    f"not have (its fields: {', '.join(sorted(names))})"
-                )
-    return out
-
-
-def _check_examples(
-    pack: ContractPack, target: Target[Any], ctx: ContractContext, problems: list[str]
-) -> int:
-    for index, example in enumerate(pack.examples):
-        try:
-            instance = as_instance(target, example)
-        except Exception as exc:
-            problems.append(
-                f"golden example examples[{index}] does not validate against {target.name}: "
-                f"{_explain(exc)}"
-            )
-            continue
-        found = judge(pack, instance, ctx)
-        if found:
-            problems.append(
-                f"golden example examples[{index}] {_show(instance)} breaks {_list_rules(found)}"
-            )
-    return len(pack.examples)
-
-
-def _require_schema_valid(target: Target[Any], instance: Any, where: str) -> None:
-    """The instance survives the round trip L1 makes: dumped to JSON and validated again."""
-    try:
-        data = target.adapter.dump_python(instance, mode="json", by_alias=True)
-        target.adapter.validate_json(to_json(data))
-    except Exception as exc:
-        raise _Problem(f"{where}, which is not a valid {target.name}: {_explain(exc)}") from None
-
-
-def _check_violation(
-    pack: ContractPack,
-    target: Target[Any],
-    rule: Contract[Any],
-    instance: Any,
-    ctx: ContractContext,
-) -> None:
-    where = f"violating(pack, {rule.name!r}) produced {_show(instance)}"
-    _require_schema_valid(target, instance, where)
-    found = judge(pack, instance, ctx)
-    crashed = [d for d in found if d.source is Source.CONTRACT_ERROR]
-    if crashed:
-        raise _Problem(
-            f"{where}, on which contract `{crashed[0].rule}` raised: {crashed[0].constraint}"
-        )
-    mine = [d for d in found if d.rule == rule.name]
-    others = [d for d in found if d.rule != rule.name]
-    if not mine:
-        broken = f"; it breaks {_list_rules(others)} instead" if others else ""
-        raise _Problem(f"{where}, which does not break `{rule.name}`{broken}")
-    if others:
-        raise _Problem(f"{where}, which also breaks {_list_rules(others)}")
-    for diagnostic in mine:
-        issue = _malformed(target, instance, diagnostic)
-        if issue:
-            raise _Problem(
-                f"contract `{rule.name}` gave a malformed diagnostic on {_show(instance)}: "
-                f"{issue} (diagnostic: {diagnostic.describe(max_value_chars=80)})"
-            )
-
-
-def _check_fix(
-    target: Target[Any], rule: Contract[Any], instance: Any, ctx: ContractContext
-) -> None:
-    """A rule declared `on_fail="fix"`: its fix, on a value the rule rejects, gives a value
-    that passes the schema and the rule (the engine re-asks the model otherwise)."""
-    assert rule.fix is not None
-    where = f"the fix of `{rule.name}` on {_show(instance)}"
-    try:
-        fixed = rule.fix(instance)
-        data = target.adapter.dump_python(fixed, mode="json", by_alias=True, warnings=False)
-    except Exception as exc:
-        raise _Problem(f"{where} raised {describe_exception(exc)}") from None
-    try:
-        again = target.adapter.validate_python(data, context=ctx.validation_context)
-    except Exception as exc:
-        raise _Problem(
-            f"{where} gave {_show(data)}, which fails the schema: {describe_exception(exc)}"
-        ) from None
-    still = [d for d in drive_sync(run_contracts((rule,), again, ctx)) if d.rule == rule.name]
-    if still:
-        raise _Problem(
-            f"{where} gave {_show(again)}, which still breaks `{rule.name}`: {still[0].constraint}"
-        )
-
-
-def _malformed(target: Target[Any], instance: Any, diagnostic: Diagnostic) -> str | None:
-    if diagnostic.path != ROOT and value_at(instance, diagnostic.path) is MISSING:
-        return f"its path {diagnostic.path!r} does not exist in the {target.name} instance"
-    if not diagnostic.constraint.strip():
-        return "its constraint is empty"
-    if not diagnostic.prescription.strip():
-        return "its prescription is empty"
-    names = target.field_names
-    for name in diagnostic.fields:
-        head = name.split(".", 1)[0].split("[", 1)[0]
-        if names is not None and head not in names:
-            return f"it names field {name!r}, which {target.name} does not have"
-    if len(diagnostic.fields) > 1:
-        unnamed = [name for name in diagnostic.fields if name not in diagnostic.prescription]
-        if unnamed:
-            return f"its prescription does not name the field(s) {unnamed} of this multi-field rule"
-    return None
-
-
-def _check_recovery(
-    pack: ContractPack,
-    *,
-    target: Target[Any],
-    ctx: ContractContext,
-    instance: Any,
-    corruption: Corruption,
-    counts: Counter[str],
-) -> None:
-    outcome = validate(
-        corruption.text,
-        target.type_,
-        contracts=pack.contracts,
-        context=ctx,
-        finish_reason=corruption.finish_reason,
-    )
-    shown = (
-        f"{'+'.join(corruption.kinds)} rendering of {_show(instance)}\n"
-        f"reply (finish_reason={corruption.finish_reason!r}): {_show_text(corruption.text)}"
-    )
-    if not corruption.recoverable:
-        if outcome.ok:
-            raise _Problem(f"L1 accepted a truncated reply, {shown}\ngot {_show(outcome.value)}")
-        if outcome.reason is not Reason.TOKEN_TRUNCATED:
-            raise _Problem(
-                f"L1 did not report truncation ({outcome.reason}) for the {shown}"
-                f"{_first_error(outcome.errors)}"
-            )
-        counts["truncated"] += 1
-        return
-    if not outcome.ok:
-        raise _Problem(
-            f"L1 did not recover the {shown}\ndegraded with {outcome.reason}"
-            f"{_first_error(outcome.errors)}"
-        )
-    if outcome.value != instance:
-        raise _Problem(
-            f"L1 recovered a different value from the {shown}\ngot {_show(outcome.value)}"
-        )
-    counts["recovered"] += 1
-
-
-def _first_error(errors: tuple[Diagnostic, ...]) -> str:
-    return f": {errors[0].describe(max_value_chars=120)}" if errors else ""
-
-
-def _list_rules(found: list[Diagnostic]) -> str:
-    parts: list[str] = []
-    for diagnostic in found:
-        if diagnostic.source is Source.CONTRACT_ERROR:
-            parts.append(f"`{diagnostic.rule}` (it raised: {diagnostic.constraint})")
+    def _tally(self, kind: str, rule: Contract[Any] | None) -> Tally | None:
+        if kind == "schema":
+            return None
+        if kind == "violating" and rule is not None:
+            counts = tally(self.live, rule.name)
         else:
-            parts.append(f"`{diagnostic.rule}` ({diagnostic.describe(max_value_chars=80)})")
-    return ", ".join(dict.fromkeys(parts))
+            counts = tally(self.live)
+        counts.clear()
+        return counts
 
+    def _live_names(self) -> set[str]:
+        return {rule.name for rule in self.live.contracts}
 
-def _show(value: Any) -> str:
-    """`Range(low=5, high=1)` for a model instance, JSON-ish for data; cut to a readable size."""
-    try:
-        shown = repr(value) if hasattr(type(value), "model_fields") else short_repr(value, _SHOWN)
-    except Exception:  # a hostile __repr__ must not hide the problem being reported
-        shown = short_repr(value, _SHOWN)
-    return _cut(shown)
+    def _judged_without_crashes(self, instance: Any, where: str) -> list[Any]:
+        ctx = pack_context(self.pack)
+        for _ in range(len(self.pack.contracts)):
+            try:
+                return judged(self.live.contracts, instance, ctx, where)
+            except Crash as crash:
+                self._leave_out(crash)
+        return []
 
-
-def _show_text(text: str) -> str:
-    return _cut(repr(text))
-
-
-def _cut(shown: str) -> str:
-    if len(shown) <= _SHOWN:
-        return shown
-    return f"{shown[: _SHOWN - 12]}…(+{len(shown) - _SHOWN + 12} chars)"
-
-
-def _explain(exc: BaseException) -> str:
-    """A validation error as `loc: message; ...` on one line; other errors as `Type: message`."""
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        try:
-            parts = [
-                f"{format_path(tuple(e.get('loc', ())))}: {e.get('msg', '')}" for e in errors()
-            ]
-        except Exception:
-            parts = []
-        if parts:
-            return "; ".join(parts)
-    return describe_exception(exc).splitlines()[0]
-
-
-def _describe_failure(exc: BaseException) -> str:
-    name = type(exc).__name__
-    text = describe_exception(exc)
-    if name in ("Unsatisfiable", "FailedHealthCheck"):
-        return (
-            f"hypothesis could not generate enough examples ({text.splitlines()[0]}); "
-            "when a rule is tight, supply a strategy in ContractPack.strategies "
-            "(see healjson.testing.valid)"
+    def _leave_out(self, crash: Crash) -> None:
+        """Report the contract that raised, once, and go on without it."""
+        name = crash.diagnostic.rule or ""
+        if name in self.crashed:
+            return
+        self.crashed.add(name)
+        rule = next((r for r in self.pack.contracts if r.name == name), None)
+        self.findings.append(crash_finding(crash, rule, pack_context(self.pack, name)))
+        self.live = dataclasses.replace(
+            self.pack,
+            contracts=tuple(r for r in self.pack.contracts if r.name not in self.crashed),
+            strategies={k: v for k, v in self.pack.strategies.items() if k not in self.crashed},
         )
-    if callable(getattr(exc, "errors", None)):  # a strategy drew data the model rejects
-        return f"it drew a value that is not valid: {name}: {_explain(exc)}"
-    return text
+
+
+def _head(name: str) -> str:
+    return name.split(".", 1)[0].split("[", 1)[0]

@@ -1,21 +1,17 @@
-"""`violating`'s constructive half: golden examples changed where a rule reads them.
+"""The search behind `violating` and `valid`: values changed where the rules read them.
 
 A rule breaks when the values it reads stop agreeing, so candidates are looked for where that
-happens: in a golden example (valid by the pack's own checks) with one or two of those values
-changed. The places a change can go — *sites* — are the rule's top-level fields and, inside a
-list or an object, each item and each property (`lines`, `lines[0]`, `lines[0].qty`). Each
-site has changes tried on every draw, which cost nothing to make: the other values of a small
-enum, the other boolean, null, the bounds of a number, an empty or shorter list, a field left
-out. And each can draw a fresh value of its schema (for a list, also the list with a fresh item
-added), which costs a hypothesis draw.
+happens: in a value that passes every rule — a golden example, or one `valid(pack)` draws —
+with one or two of the values the rule reads changed (the sites and their changes: `_sites`).
 
-Each draw takes an example, draws afresh the fields that no contract reads (so that the values
-found are many and varied while every rule stays as the example kept it), draws two fresh
-changes at sites it picks, and then tries single changes (the drawn ones first), then pairs of
-changes, until the rule breaks and no other rule does. Trying a change is a validation and a
-run of the contracts, far cheaper than drawing one, so a draw tries up to `_TRIED` of them
-before it gives up. Every change differs from the example's value: a change that gives the
-example back cannot break anything.
+Each draw takes a base: a golden example with the fields that no contract reads drawn afresh
+(so the values found are many and varied while every rule stays as the example kept it), or a
+valid value drawn whole. It draws two fresh changes at sites it picks, and then tries single
+changes (the drawn ones first), then pairs of changes, until `keep` accepts the result. Trying
+a change is a validation and a run of the contracts, far cheaper than drawing one, so a draw
+tries up to `_TRIED` of them before it gives up. `valid`'s side (`variations`) changes a golden
+example the same way where any rule reads it, keeping a change every rule passes (or the
+example itself), and `repairs` mends a schema value some rules reject with the fixed changes.
 
 Hypothesis is imported when a strategy is built, never when this module is imported.
 """
@@ -24,54 +20,66 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 from pydantic_core import to_json
 
-from healjson._core.judge.contracts import Contract
-from healjson._core.sentinels import MISSING, NOTHING
-from healjson._core.target.target import Target
-from healjson._packs import ContractPack
-
-from ._schema_data import _SchemaStrategies, as_instance, schema_strategies
+from ._internals import MISSING, NOTHING, Contract, ContractPack, Target
+from ._schema_data import SchemaStrategies, as_instance, schema_strategies
+from ._sites import Edit, Path, Site, field_sites, fresh_edit
 
 if TYPE_CHECKING:
     from hypothesis.strategies import DrawFn, SearchStrategy
 
-__all__ = ["mutations"]
+__all__ = ["mutations", "repairs", "variations"]
 
 _DRAWN = 2  # fresh changes drawn per draw, each at a site the draw picks
 _TRIED = 32  # changes (a validation and a run of the contracts each) tried per draw
-_NESTING = 3  # sites reach this many levels below a top-level field (`lines[1].price`)
-_ITEMS = 8  # a list's first this many items are sites of their own
-_CHOICES = 8  # an enum of at most this many values has each other value tried on every draw
-
-Path = tuple[str | int, ...]
-Edit = tuple[Path, Any]  # the value at that path in the example's data (MISSING: left out)
-
-
-@dataclass(frozen=True, slots=True)
-class _Site:
-    """One place a change can go in one example."""
-
-    path: Path
-    fixed: tuple[Any, ...]  # tried on every draw
-    fresh: SearchStrategy[Any] | None  # drawn: another value of the schema there
+_EXAMPLE_SHARE = 4  # with drawn bases too, this many draws in five start from a golden example
 
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
-    """One example and the changes that can be made to it."""
+    """One base and the changes that can be made to it."""
 
     base: dict[str, Any]
     fixed: tuple[Edit, ...]
-    fresh: tuple[_Site, ...]
-    pick: SearchStrategy[int] | None  # which site of `fresh` a drawn change goes to
-    turn: SearchStrategy[int]  # where in `fixed` a draw starts trying
+    fresh: tuple[Site, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Space:
+    """What the search needs to know about the target's top-level object."""
+
+    builder: SchemaStrategies
+    properties: dict[str, Any]
+    required: frozenset[str]
+    keys: Mapping[str, str]  # field name or alias -> the property the schema names it by
+
+    def names(self, fields: Iterable[str]) -> list[str]:
+        """The top-level properties that these declared fields (`lines[0].qty`) are in."""
+        return [key for key in dict.fromkeys(self.keys.get(_head(f)) for f in fields) if key]
+
+    def plan(self, base: dict[str, Any], names: Sequence[str], *, drawn: bool = True) -> _Plan:
+        sites = field_sites(
+            self.builder, self.properties, set(self.required), names, base, drawn=drawn
+        )
+        fixed = tuple((site.path, value) for site in sites for value in site.fixed)
+        fresh = tuple(site for site in sites if site.fresh is not None)
+        return _Plan(base, fixed, fresh)
+
+
+def _space(target: Target[Any]) -> _Space | None:
+    builder = schema_strategies(target)
+    root = builder.resolve(target.json_schema)
+    properties = root.get("properties")
+    if not isinstance(properties, dict):
+        return None
+    keys = _schema_keys(target, properties)
+    return _Space(builder, properties, frozenset(root.get("required", ())), keys)
 
 
 def mutations(
@@ -79,53 +87,77 @@ def mutations(
     rule: Contract[Any],
     target: Target[Any],
     keep: Callable[[Any], bool],
+    *,
+    drawn_bases: SearchStrategy[Any] | None = None,
 ) -> SearchStrategy[Any] | None:
-    """Instances built from the pack's golden examples with one or two of the values `rule`
-    reads changed, each one `keep` accepts; NOTHING when a draw found none. None when the pack
-    has no example that validates, or the rule names no top-level field of the schema (or none
-    that can change)."""
+    """Instances with one or two of the values `rule` reads changed, each one `keep` accepts;
+    NOTHING when a draw found none. The bases are the pack's golden examples and, with
+    `drawn_bases` (a strategy of JSON objects, NOTHING for none), values drawn from it: one draw
+    in five when there are examples, every draw when there are none. None when the target is
+    not an object, the rule names none of its fields, or there is no base to start from."""
     from hypothesis import strategies as st
 
-    builder = schema_strategies(target)
-    root = builder.resolve(target.json_schema)
-    properties = root.get("properties")
-    bases = _bases(pack, target)
-    if not bases or not isinstance(properties, dict):
+    space = _space(target)
+    if space is None:
         return None
-    keys = _schema_keys(target, properties)
-    names = [key for key in dict.fromkeys(keys.get(_head(f)) for f in rule.fields) if key]
-    required = set(root.get("required", ()))
-    plans: list[_Plan] = []
-    for base in bases:
-        sites = _field_sites(builder, properties, required, names, base)
-        fixed = tuple((site.path, value) for site in sites for value in site.fixed)
-        fresh = tuple(site for site in sites if site.fresh is not None)
-        if fixed or fresh:
-            pick = st.integers(0, len(fresh) - 1) if fresh else None
-            turn = st.integers(0, max(len(fixed) - 1, 0))
-            plans.append(_Plan(base, fixed, fresh, pick, turn))
-    if not plans:
+    names = space.names(rule.fields)
+    if not names:
         return None
-    free = _free_fields(pack, keys, properties)
-    rest = st.fixed_dictionaries(
-        {}, optional={name: builder.build(properties[name], 1) for name in free}
-    )
-    which = st.integers(0, len(plans) - 1)
+    plans = [space.plan(base, names) for base in _bases(pack, target)]
+    plans = [plan for plan in plans if plan.fixed or plan.fresh]
+    if not plans and drawn_bases is None:
+        return None
+    rest = _rest(pack, space)
+    which = _below(len(plans)) if plans else None
+    share = _below(_EXAMPLE_SHARE + 1)
 
     def draw_candidate(draw: DrawFn) -> Any:
-        plan = plans[draw(which)]
-        data = {**plan.base, **draw(rest)}
-        drawn: list[Edit] = []
-        if plan.pick is not None:
-            for _ in range(_DRAWN):
-                site = plan.fresh[draw(plan.pick)]
-                assert site.fresh is not None
-                drawn.append((site.path, draw(site.fresh)))
-        start = draw(plan.turn)
-        fixed = [*plan.fixed[start:], *plan.fixed[:start]]
+        if which is not None and (drawn_bases is None or draw(share) < _EXAMPLE_SHARE):
+            plan = plans[draw(which)]  # (first: hypothesis starts from, and shrinks towards, 0)
+            data = {**plan.base, **draw(rest)}
+            drawn = _drawn_edits(draw, plan, _DRAWN)
+        else:  # a drawn base is fresh already: one fresh change is enough
+            assert drawn_bases is not None
+            base = draw(drawn_bases)
+            if not isinstance(base, dict):
+                return NOTHING
+            plan = space.plan(base, names)
+            data, drawn = base, _drawn_edits(draw, plan, 1)
+        fixed = _rotated(draw, plan.fixed)
         return _first_kept(target, data, _attempts(drawn, fixed), keep)
 
     return st.composite(draw_candidate)()
+
+
+def variations(
+    pack: ContractPack, target: Target[Any], passes: Callable[[Any], bool]
+) -> SearchStrategy[Any] | None:
+    """For `valid`: the golden examples with the fields no contract reads drawn afresh, and one
+    of the values the rules read changed where every rule still `passes` (else the example as
+    it is); NOTHING when even that fails (a rule reading a field it does not declare). None
+    when the pack has no golden example that validates as an object."""
+    from hypothesis import strategies as st
+
+    space = _space(target)
+    bases = _bases(pack, target)
+    if space is None or not bases:
+        return None
+    declared = all(rule.fields for rule in pack.contracts)
+    names = space.names(f for rule in pack.contracts for f in rule.fields) if declared else []
+    plans = [space.plan(base, names) for base in bases]
+    rest = _rest(pack, space)
+    which = _below(len(plans))
+
+    def draw_valid(draw: DrawFn) -> Any:
+        plan = plans[draw(which)]
+        data = {**plan.base, **draw(rest)}
+        tries: list[tuple[Edit, ...]] = [(edit,) for edit in _drawn_edits(draw, plan, _DRAWN)]
+        if plan.fixed:
+            tries.append((plan.fixed[draw(_below(len(plan.fixed)))],))
+        tries.append(())  # the example as it is
+        return _first_kept(target, data, iter(tries), passes)
+
+    return st.composite(draw_valid)()
 
 
 def repairs(
@@ -136,52 +168,55 @@ def repairs(
     — the cheapest changes there are: another value of a small enum, a bound, null, an emptied
     or shorter list, a field left out — with which it `passes`; NOTHING when none of the first
     `_TRIED` does. Far cheaper than drawing another instance."""
-    builder = schema_strategies(target)
-    root = builder.resolve(target.json_schema)
-    properties = root.get("properties")
-    properties = properties if isinstance(properties, dict) else {}
-    keys = _schema_keys(target, properties)
-    required = set(root.get("required", ()))
+    space = _space(target)
     fields = {rule.name: rule.fields for rule in pack.contracts}
 
     def repaired(instance: Any, rules: Sequence[str]) -> Any:
-        heads = (keys.get(_head(f)) for rule in rules for f in fields.get(rule, ()))
-        names = [name for name in dict.fromkeys(heads) if name]
+        if space is None:
+            return NOTHING
+        names = space.names(f for rule in rules for f in fields.get(rule, ()))
         if not names:
             return NOTHING
         data = target.adapter.dump_python(instance, mode="json", by_alias=True)
         if not isinstance(data, dict):
             return NOTHING
-        sites = _field_sites(builder, properties, required, names, data, drawn=False)
-        fixed = [(site.path, value) for site in sites for value in site.fixed]
-        return _first_kept(target, data, _attempts((), fixed), passes)
+        plan = space.plan(data, names, drawn=False)
+        return _first_kept(target, data, _attempts((), plan.fixed), passes)
 
     return repaired
 
 
-def _field_sites(
-    builder: _SchemaStrategies,
-    properties: dict[str, Any],
-    required: set[str],
-    names: Sequence[str],
-    data: dict[str, Any],
-    *,
-    drawn: bool = True,
-) -> list[_Site]:
-    """The sites of the top-level fields `names` of `data` (see `_sites`)."""
-    return [
-        site
-        for name in names
-        for site in _sites(
-            builder,
-            (name,),
-            properties[name],
-            data.get(name, MISSING),
-            depth=1,
-            required=name in required,
-            drawn=drawn,
-        )
-    ]
+# --- one draw ------------------------------------------------------------------------------------
+
+
+def _drawn_edits(draw: DrawFn, plan: _Plan, count: int) -> list[Edit]:
+    """`count` fresh changes, each at a site the draw picks (fewer when one changes nothing)."""
+    out: list[Edit] = []
+    if not plan.fresh:
+        return out
+    pick = _below(len(plan.fresh))
+    for _ in range(count):
+        site = plan.fresh[draw(pick)]
+        assert site.fresh is not None
+        edit = fresh_edit(site, draw(site.fresh))
+        if edit is not None:
+            out.append(edit)
+    return out
+
+
+def _rotated(draw: DrawFn, fixed: tuple[Edit, ...]) -> list[Edit]:
+    """The fixed changes, starting at a drawn place (each draw tries them in another order)."""
+    if len(fixed) < 2:
+        return list(fixed)
+    start = draw(_below(len(fixed)))
+    return [*fixed[start:], *fixed[:start]]
+
+
+@functools.cache
+def _below(count: int) -> SearchStrategy[int]:
+    from hypothesis import strategies as st
+
+    return st.integers(0, max(count - 1, 0))
 
 
 def _first_kept(
@@ -242,182 +277,6 @@ def _set(node: Any, path: Path, value: Any) -> Any:
     return copy
 
 
-# --- sites ---------------------------------------------------------------------------------------
-
-
-def _sites(
-    builder: _SchemaStrategies,
-    path: Path,
-    raw: Any,
-    current: Any,
-    *,
-    depth: int,
-    required: bool,
-    drawn: bool = True,
-) -> list[_Site]:
-    """The site at `path` (where the example holds `current`) and, inside a list or an object,
-    the sites of its items and properties; with `drawn=False`, their fixed changes only."""
-    schema = builder.resolve(raw)
-    fixed = _fixed(builder, schema, current)
-    if not required and current is not MISSING:
-        fixed.append(MISSING)
-    fresh = None
-    if drawn and not _all_fixed(schema):
-        fresh = _fresh(builder, raw, schema, current, depth)
-    out = [_Site(path, tuple(fixed), fresh)] if fixed or fresh is not None else []
-    if depth > _NESTING:
-        return out
-    inner: list[tuple[str | int, Any, Any, bool]] = []  # key, schema, value, required
-    if isinstance(current, list):
-        items = _branch(builder, schema, "array").get("items")
-        if isinstance(items, dict):
-            inner = [(index, items, item, True) for index, item in enumerate(current[:_ITEMS])]
-    elif isinstance(current, dict):
-        obj = _branch(builder, schema, "object")
-        props = obj.get("properties")
-        if isinstance(props, dict):
-            wanted = set(obj.get("required", ()))
-            inner = [
-                (name, sub, current.get(name, MISSING), name in wanted)
-                for name, sub in props.items()
-            ]
-    for key, sub, value, needed in inner:
-        out.extend(
-            _sites(
-                builder,
-                (*path, key),
-                sub,
-                value,
-                depth=depth + 1,
-                required=needed,
-                drawn=drawn,
-            )
-        )
-    return out
-
-
-def _all_fixed(schema: dict[str, Any]) -> bool:
-    """Every other value is among the fixed changes (a small enum, a boolean, a constant)."""
-    enum = schema.get("enum")
-    small = isinstance(enum, list) and len(enum) <= _CHOICES + 1
-    return small or "const" in schema or schema.get("type") == "boolean"
-
-
-def _fixed(builder: _SchemaStrategies, schema: dict[str, Any], current: Any) -> list[Any]:
-    """The changes tried on every draw: the other values of a small enum, the other boolean,
-    null, the bounds of a number, an empty string, an empty or shorter list."""
-    out: list[Any] = []
-    enum = schema.get("enum")
-    if isinstance(enum, list) and len(enum) <= _CHOICES + 1:
-        out.extend(value for value in enum if value != current)
-    kind = schema.get("type")
-    if kind == "boolean" and isinstance(current, bool):
-        out.append(not current)
-    if current is not None and _allows_null(builder, schema):
-        out.append(None)
-    if kind in ("integer", "number") and isinstance(current, int | float):
-        out.extend(bound for bound in _bounds(schema, kind == "integer") if bound != current)
-    plain = not ({"pattern", "format", "enum", "minLength"} & set(schema))
-    if kind == "string" and current and plain:
-        out.append("")
-    if isinstance(current, list) and current:
-        array = _branch(builder, schema, "array")
-        low = array.get("minItems")
-        low = low if isinstance(low, int) else 0
-        if low == 0:
-            out.append([])
-        if len(current) > max(low, 1):
-            out.extend((current[:-1], current[1:]))
-    return out
-
-
-def _bounds(schema: dict[str, Any], integer: bool) -> list[int | float]:
-    """The smallest and the largest value the schema allows, where it sets them."""
-    low, high = schema.get("minimum"), schema.get("maximum")
-    step = schema.get("multipleOf")
-    if not integer:
-        bounds = [b for b in (low, high) if isinstance(b, int | float) and not isinstance(b, bool)]
-        return [] if step is not None else bounds
-    first = _edge(low, schema.get("exclusiveMinimum"), 1)
-    last = _edge(high, schema.get("exclusiveMaximum"), -1)
-    if isinstance(step, int) and step > 0:
-        first = None if first is None else -(-first // step) * step
-        last = None if last is None else last // step * step
-    elif step is not None:
-        return []
-    return [bound for bound in (first, last) if bound is not None]
-
-
-def _edge(inclusive: Any, exclusive: Any, inward: int) -> int | None:
-    """An integer bound: the inclusive one rounded inwards, else next to the exclusive one."""
-    if _number(inclusive):
-        return int(math.ceil(inclusive) if inward > 0 else math.floor(inclusive))
-    if _number(exclusive):
-        return int(math.floor(exclusive) + 1 if inward > 0 else math.ceil(exclusive) - 1)
-    return None
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _fresh(
-    builder: _SchemaStrategies, raw: Any, schema: dict[str, Any], current: Any, depth: int
-) -> SearchStrategy[Any] | None:
-    """Another value of the schema at a site (for a list, also the list with a fresh item)."""
-    from hypothesis import strategies as st
-
-    enum = schema.get("enum")
-    if isinstance(enum, list):
-        others = [value for value in enum if value != current]
-        return st.sampled_from(others) if others else None
-    fresh = builder.build(raw, depth).filter(functools.partial(_differs, current))
-    if not isinstance(current, list):
-        return fresh
-    array = _branch(builder, schema, "array")
-    items, high = array.get("items"), array.get("maxItems")
-    if not isinstance(items, dict) or (isinstance(high, int) and len(current) >= high):
-        return fresh
-    added = st.tuples(st.integers(0, len(current)), builder.build(items, depth + 1))
-    return fresh | added.map(functools.partial(_with_item, current))
-
-
-def _differs(current: Any, value: Any) -> bool:
-    return bool(value != current)
-
-
-def _with_item(items: list[Any], added: tuple[int, Any]) -> list[Any]:
-    index, item = added
-    return [*items[:index], item, *items[index:]]
-
-
-def _branch(builder: _SchemaStrategies, schema: dict[str, Any], kind: str) -> dict[str, Any]:
-    """The schema itself, or its `anyOf`/`oneOf` branch of that JSON type (`list[X] | None`)."""
-    for key in ("anyOf", "oneOf"):
-        branches = schema.get(key)
-        if isinstance(branches, list):
-            for branch in branches:
-                resolved = builder.resolve(branch)
-                if resolved.get("type") == kind:
-                    return resolved
-    return schema
-
-
-def _allows_null(builder: _SchemaStrategies, schema: dict[str, Any]) -> bool:
-    kind = schema.get("type")
-    if kind == "null" or (isinstance(kind, list) and "null" in kind):
-        return True
-    if schema.get("nullable") is True:
-        return True
-    for key in ("anyOf", "oneOf"):
-        branches = schema.get(key)
-        if isinstance(branches, list) and any(
-            builder.resolve(branch).get("type") == "null" for branch in branches
-        ):
-            return True
-    return False
-
-
 # --- examples and fields -------------------------------------------------------------------------
 
 
@@ -435,6 +294,21 @@ def _bases(pack: ContractPack, target: Target[Any]) -> list[dict[str, Any]]:
     return bases
 
 
+def _rest(pack: ContractPack, space: _Space) -> SearchStrategy[dict[str, Any]]:
+    """The top-level fields no contract of the pack declares, drawn afresh (each may be left
+    out: the example's value stays); none when a contract declares no fields at all (it may
+    read any of them)."""
+    from hypothesis import strategies as st
+
+    if any(not rule.fields for rule in pack.contracts):
+        free: list[str] = []
+    else:
+        read = {space.keys.get(_head(name)) for rule in pack.contracts for name in rule.fields}
+        free = [name for name in space.properties if name not in read]
+    optional = {name: space.builder.build(space.properties[name], 1) for name in free}
+    return st.fixed_dictionaries({}, optional=optional)
+
+
 def _schema_keys(target: Target[Any], properties: Mapping[str, Any]) -> dict[str, str]:
     """Field name or alias -> the property the schema names it by."""
     keys = {name: name for name in properties}
@@ -444,17 +318,6 @@ def _schema_keys(target: Target[Any], properties: Mapping[str, Any]) -> dict[str
             if isinstance(info.alias, str) and info.alias in properties:
                 keys.setdefault(name, info.alias)
     return keys
-
-
-def _free_fields(
-    pack: ContractPack, keys: Mapping[str, str], properties: Mapping[str, Any]
-) -> list[str]:
-    """The top-level fields no contract of the pack declares (none when a contract declares no
-    fields at all: it may read any of them)."""
-    if any(not rule.fields for rule in pack.contracts):
-        return []
-    read = {keys.get(_head(name)) for rule in pack.contracts for name in rule.fields}
-    return [name for name in properties if name not in read]
 
 
 def _head(path: str) -> str:

@@ -47,6 +47,10 @@ class ScriptedReply:
       (google-genai warns about a value its `FinishReason` enum does not know).
       Gemini has no refusal: a `refusal` is served as a `SAFETY` stop without any content (it
       reads as a content filter, reasoning included).
+    * Ollama: a `ChatResponse` whose message has `thinking` for `reasoning`, `content`, and
+      `tool_calls` (each `arguments` = the parsed arguments, an object); `stop` and
+      `tool_calls` -> `done_reason: "stop"`, `length` -> `"length"`, any other value as given.
+      Ollama has no refusal: a `refusal` is served as the message's text.
 
     Tool calls (`tool_calls`): a list of calls in OpenAI's chat shape, `{"id": ..., "type":
     "function", "function": {"name": ..., "arguments": ...}}` (`id` optional: each route makes

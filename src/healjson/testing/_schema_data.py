@@ -24,11 +24,19 @@ if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
     from pydantic import TypeAdapter
 
-__all__ = ["as_instance", "from_schema", "require_hypothesis"]
+__all__ = [
+    "SchemaStrategies",
+    "as_instance",
+    "from_schema",
+    "memo",
+    "require_hypothesis",
+    "schema_strategies",
+]
 
 _INSTALL_HINT = missing_extra("hypothesis", "testing")
 _MAX_DEPTH = 5  # past this depth, generation prefers leaves: null branches, empty lists
 _EXTRA_ITEMS = 5  # lists without maxItems get at most minItems + this many items
+_SMALL_EXTRA = 2  # `small_instances`: any list or map at most minItems + this many
 _MEMO_SIZE = 256  # strategies remembered per kind (kept alive with what they were built from)
 
 S = TypeVar("S")
@@ -61,9 +69,17 @@ def from_schema(model: Any) -> SearchStrategy[Any]:
     return memo("from_schema", (target,), lambda: _instances(target))
 
 
-def _instances(target: Target[Any]) -> SearchStrategy[Any]:
+def small_instances(model: Any) -> SearchStrategy[Any]:
+    """`from_schema(model)` with every list and map holding at most `_SMALL_EXTRA` items more
+    than its minimum: the values `violating` starts from and changes, which need to be valid
+    more than big (each item costs draws, and adds places to try changes at)."""
+    target = target_for(model)
+    return memo("small_instances", (target,), lambda: _instances(target, small=True))
+
+
+def _instances(target: Target[Any], *, small: bool = False) -> SearchStrategy[Any]:
     schema = target.json_schema
-    data = schema_strategies(target).build(schema, 0)
+    data = schema_strategies(target, small=small).build(schema, 0)
 
     def validated(value: Any) -> Any:
         try:
@@ -100,24 +116,30 @@ def memo(kind: str, inputs: tuple[Any, ...], build: Callable[[], S]) -> S:
     return built
 
 
-def schema_strategies(target: Target[Any]) -> _SchemaStrategies:
-    """The (shared) strategy builder for the target's JSON schema."""
+def schema_strategies(target: Target[Any], *, small: bool = False) -> SchemaStrategies:
+    """The (shared) strategy builder for the target's JSON schema (`small`: see
+    `small_instances`)."""
     return memo(
-        "builder",
+        "small_builder" if small else "builder",
         (target,),
-        lambda: _SchemaStrategies(target.json_schema, zone_constraint(target)),
+        lambda: SchemaStrategies(
+            target.json_schema, zone_constraint(target), _SMALL_EXTRA if small else None
+        ),
     )
 
 
 # --- JSON schema to strategy ---------------------------------------------------------------------
 
 
-class _SchemaStrategies:
+class SchemaStrategies:
     """Builds a strategy of JSON data for a (pydantic-flavoured) JSON schema."""
 
-    def __init__(self, root: dict[str, Any], zones: str | None = None) -> None:
+    def __init__(
+        self, root: dict[str, Any], zones: str | None = None, most: int | None = None
+    ) -> None:
         self.root = root
         self.zones = zones  # "aware" / "naive": the offset every date-time has / lacks
+        self.most = most  # at most this many items over a list's (or map's) minimum
         # (id(node), depth) -> (node, strategy): each node of the schema is built once per depth
         self._built: dict[tuple[int, int], tuple[Any, SearchStrategy[Any]]] = {}
 
@@ -233,6 +255,8 @@ class _SchemaStrategies:
         high = schema.get("maxProperties")
         if not isinstance(high, int):
             high = low if depth >= _MAX_DEPTH else low + _EXTRA_ITEMS
+        if self.most is not None:
+            high = min(high, low + self.most)
         return st.dictionaries(keys, self.build(extra, depth + 1), min_size=low, max_size=high)
 
     def _array(self, schema: dict[str, Any], depth: int) -> SearchStrategy[Any]:
@@ -250,6 +274,8 @@ class _SchemaStrategies:
         high = schema.get("maxItems")
         if not isinstance(high, int):
             high = low if depth >= _MAX_DEPTH else low + _EXTRA_ITEMS
+        if self.most is not None:
+            high = min(high, low + self.most)
         element = self.build(schema.get("items", {}), depth + 1)
         if schema.get("uniqueItems"):
             return st.lists(element, min_size=low, max_size=high, unique_by=_canonical)

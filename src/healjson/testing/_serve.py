@@ -7,7 +7,7 @@ Started as::
 FILE.json is a JSON list of strings (assistant contents) or objects with `ScriptedReply` fields.
 The process prints exactly one line, `READY <base_url>`, once it listens, and serves until
 SIGTERM or SIGINT. `<base_url>` is the openai SDK's; without its trailing `/v1` it is the
-anthropic and google-genai SDKs' base URL.
+anthropic and google-genai SDKs' base URL, and the ollama client's host.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import fields
@@ -56,7 +57,13 @@ def load_replies(path: str) -> list[ScriptItem]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Serve a reply file until SIGTERM/SIGINT, after printing `READY <base_url>`."""
+    """Serve a reply file until SIGTERM/SIGINT, after printing `READY <base_url>`
+    (`mcp ...` as the first arguments: the scripted MCP server over stdio, `_mcp_serve`)."""
+    given = sys.argv[1:] if argv is None else list(argv)
+    if given[:1] == ["mcp"]:
+        from ._mcp_serve import main as serve_mcp
+
+        return serve_mcp(given[1:])
     parser = argparse.ArgumentParser(
         prog="python -m healjson.testing",
         description="OpenAI-compatible scripted chat-completions server (for benchmarks).",
@@ -65,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", action="store_true", help="cycle the script forever")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free)")
     parser.add_argument("--model", default="scripted-model", help="default model name")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(given)
 
     server = ScriptedServer(
         load_replies(args.replies), repeat=args.repeat, model=args.model, port=args.port

@@ -1,7 +1,7 @@
 """`ScriptedServer`: an HTTP server on 127.0.0.1 that answers model requests from a script.
 
 It exists so tests can drive the *real* provider SDKs (their HTTP clients, retries, error mapping,
-response parsers) against canned replies, over real sockets. One script is served in four wire
+response parsers) against canned replies, over real sockets. One script is served in five wire
 formats (`healjson.testing._wire`), whichever route a request arrives on:
 
 * OpenAI chat completions: `POST /v1/chat/completions` (also `/chat/completions`), streamed
@@ -14,7 +14,9 @@ formats (`healjson.testing._wire`), whichever route a request arrives on:
   (`message_start`, `content_block_*`, `message_delta`, `message_stop` events);
 * Gemini (google-genai): `POST /{v1,v1beta,v1alpha}/models/{model}:generateContent` (the version
   prefix is optional), and `:streamGenerateContent` streamed (`data: {GenerateContentResponse}`
-  events, SSE whatever `alt` says).
+  events, SSE whatever `alt` says);
+* Ollama (the `ollama` client): `POST /api/chat`, streamed unless `stream: false` (one
+  `ChatResponse` JSON object per line, `application/x-ndjson`).
 
 The same script answers the providers' batch APIs (routes in `_batch_routes`, the store and
 its lifecycle in `_batches`):
@@ -57,15 +59,10 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import select
-import selectors
 import socket
-import sys
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -73,10 +70,12 @@ from ._batch_routes import ROUTES as BATCH_ROUTES
 from ._batch_routes import Answer as BatchAnswer
 from ._batch_routes import BatchRoute
 from ._batches import BatchReplies, BatchStore, ScriptedBatch, ScriptedFile
+from ._http import LoopbackHTTPServer, QuietHandler
+from ._pacing import Pacer
 from ._replies import RecordedRequest, ScriptedReply, ScriptFailure, ScriptItem, resolve_item
 from ._wire import JSON_TYPE, WIRE_FORMATS, UnservableReply, WireFormat, openai_chat, usage
 from ._wire._common import reply_error_message
-from ._wire._sse import SSE_TYPE, Planned, plan
+from ._wire._sse import Planned, plan
 
 __all__ = ["RecordedRequest", "ScriptedBatch", "ScriptedFile", "ScriptedReply", "ScriptedServer"]
 
@@ -90,10 +89,11 @@ _NO_RETRY: Final = {"x-should-retry": "false"}
 class ScriptedServer:
     """A model server on 127.0.0.1 that replays `items` in order, in the wire format of the route
     each request arrives on: OpenAI chat completions or the Responses API (`base_url`),
-    Anthropic Messages (`anthropic_base_url`) or Gemini `generateContent` (`gemini_base_url`).
+    Anthropic Messages (`anthropic_base_url`), Gemini `generateContent` (`gemini_base_url`) or
+    Ollama's chat (`ollama_host`).
 
     Each item is a `str` (assistant content, finish_reason "stop"), a `ScriptedReply`, or a
-    callable `(request_json) -> str | ScriptedReply`. Every model request, on any of the four
+    callable `(request_json) -> str | ScriptedReply`. Every model request, on any of the five
     routes, takes the next item (so one script can be replayed through any SDK); with
     `repeat=True` the script cycles forever. A model request arriving after the script is
     exhausted gets HTTP 500 whose message says so (a test-failure signal, with
@@ -148,7 +148,7 @@ class ScriptedServer:
         self._idle = threading.Condition(self._lock)
         self._active = 0  # requests being answered
         self._stopping = threading.Event()
-        self._httpd: _HTTPServer | None = None
+        self._httpd: LoopbackHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._batches = BatchStore(
             self._lock,
@@ -169,7 +169,7 @@ class ScriptedServer:
             raise RuntimeError("a stopped ScriptedServer cannot be restarted; create a new one")
         if self._httpd is not None:
             return self
-        httpd = _HTTPServer((HOST, self._port), _Handler, self)
+        httpd = LoopbackHTTPServer((HOST, self._port), _Handler, self)
         self._httpd = httpd
         self._thread = threading.Thread(
             target=httpd.serve_until_stopped,
@@ -227,6 +227,17 @@ class ScriptedServer:
         `genai.Client(http_options=types.HttpOptions(base_url=...))` (which appends
         `/{api_version}/models/{model}:generateContent` itself)."""
         return f"http://{HOST}:{self.port}"
+
+    @property
+    def ollama_host(self) -> str:
+        """`http://127.0.0.1:PORT`, for `ollama.Client(host=...)` (which posts to `/api/chat`
+        itself)."""
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def stopping(self) -> threading.Event:
+        """Set once `stop()` has begun: a reply waiting or writing slowly ends at once."""
+        return self._stopping
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -334,112 +345,14 @@ class ScriptedServer:
         return resolve_item(item, request_body, f"script item #{number}"), number
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    # the default 5 drops connections at concurrency 50; 128 did at 200 on a loaded machine (a
-    # dropped SYN is retried after 1 s, then 3 s: past the SDK's 5 s connect timeout)
-    request_queue_size = 1024
-    daemon_threads = True
-    allow_reuse_address = True
-    timeout = 0  # `handle_request` is called once the listening socket is readable: no wait
-
-    def __init__(
-        self,
-        address: tuple[str, int],
-        handler: type[BaseHTTPRequestHandler],
-        scripted: ScriptedServer,
-    ) -> None:
-        self.scripted = scripted
-        self._connections: set[socket.socket] = set()
-        self._connections_lock = threading.Lock()
-        super().__init__(address, handler)
-        self._stopped = False
-        self._wake, self._waker = socket.socketpair()
-
-    def serve_until_stopped(self) -> None:
-        """Accept connections until `stop_serving`, which wakes the wait at once."""
-        with selectors.DefaultSelector() as selector:
-            selector.register(self, selectors.EVENT_READ)
-            selector.register(self._wake, selectors.EVENT_READ)
-            while not self._stopped:
-                ready = selector.select()
-                if self._stopped:
-                    break
-                if any(key.fileobj is self for key, _ in ready):
-                    self.handle_request()
-                self.service_actions()
-
-    def stop_serving(self) -> None:
-        """End `serve_until_stopped` (it returns promptly; join its thread)."""
-        self._stopped = True
-        with contextlib.suppress(OSError):
-            self._waker.send(b"\0")
-
-    def server_close(self) -> None:
-        super().server_close()
-        self._wake.close()
-        self._waker.close()
-
-    def track(self, connection: socket.socket, *, open_: bool) -> None:
-        with self._connections_lock:
-            if open_:
-                self._connections.add(connection)
-            else:
-                self._connections.discard(connection)
-
-    def close_connections(self) -> None:
-        """Shut down open keep-alive connections so their handler threads end now."""
-        with self._connections_lock:
-            connections = list(self._connections)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """Stay quiet when a client went away mid-reply (e.g. after its own timeout)."""
-        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
-            return
-        super().handle_error(request, client_address)  # a bug in the handler: show it
-
-
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     """One connection's requests: each is recorded, then answered by the route it matches."""
 
-    protocol_version = "HTTP/1.1"
-    server_version = "healjson-scripted/1"
-    sys_version = ""
-    disable_nagle_algorithm = True
-    server: _HTTPServer
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.track(self.connection, open_=True)
-
-    def finish(self) -> None:
-        self.server.track(self.connection, open_=False)
-        with contextlib.suppress(OSError):  # the client may already be gone
-            super().finish()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Log nothing: tests and benchmarks want a quiet stderr."""
-
-    def do_GET(self) -> None:
-        self._dispatch()
-
-    def do_POST(self) -> None:
-        self._dispatch()
-
-    def do_PUT(self) -> None:
-        self._dispatch()
-
-    def do_PATCH(self) -> None:
-        self._dispatch()
-
-    def do_DELETE(self) -> None:
-        self._dispatch()
+    server: LoopbackHTTPServer
 
     # -- routing ---------------------------------------------------------------------------
 
-    def _dispatch(self) -> None:
+    def dispatch(self) -> None:
         """Record the request, then answer it with the first route of `_ROUTES` it matches."""
         with self.server.scripted._answering():
             self._answer()
@@ -517,7 +430,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ScriptFailure as failure:
             self._send_error(wire, 500, str(failure), _NO_RETRY, code=failure.code)
             return
-        if reply.delay_s and self._pause(reply.delay_s):
+        if reply.delay_s and self._pacer().pause(reply.delay_s):
             self.close_connection = True  # stopping, or the client left: drop the request
             return
         self._send_reply(wire, reply, number, request, match)
@@ -579,7 +492,7 @@ class _Handler(BaseHTTPRequestHandler):
         closed the connection or the server stops. The request's record is then updated."""
         chunked = self.request_version != "HTTP/1.0"  # 1.0: the body ends with the connection
         self.send_response(reply.status)
-        self.send_header("Content-Type", SSE_TYPE)
+        self.send_header("Content-Type", planned.content_type)
         if chunked:
             self.send_header("Transfer-Encoding", "chunked")
         else:
@@ -589,14 +502,15 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in headers.items():
             self.send_header(name, value)
         sent, completed = 0, False
+        pacer = self._pacer()
         try:
             self.end_headers()
-            sent, completed = self._write_events(reply, planned, chunked=chunked)
+            sent, completed = pacer.write_events(reply, planned, chunked=chunked)
             # every event written (and waited for): the script is played, even if the client,
             # done reading, closes the connection before the end of the body
             if completed and planned.cut:
                 self.connection.shutdown(socket.SHUT_RDWR)  # no end of the chunked body
-            elif completed and chunked and not self._client_gone():
+            elif completed and chunked and not pacer.client_gone():
                 self.wfile.write(b"0\r\n\r\n")
         except OSError:  # the client went away (BrokenPipeError, ConnectionResetError, ...)
             pass
@@ -606,86 +520,9 @@ class _Handler(BaseHTTPRequestHandler):
             update = replace(request, streamed=True, events_sent=sent, stream_completed=completed)
             self.server.scripted._update(request, update)
 
-    def _write_events(
-        self, reply: ScriptedReply, planned: Planned, *, chunked: bool
-    ) -> tuple[int, bool]:
-        """Write each frame (as one chunk when `chunked`, byte by byte with `byte_delay_s`),
-        after the reply's wait before it (`first_event_delay_s`, `chunk_delay_s`, and
-        `hold_open_s` before the stream's end); the number written before the client went away
-        or the server stopped, and whether all was written and waited for (`OSError` from a
-        write propagates)."""
-        frames = planned.frames
-        for sent, frame in enumerate(frames):
-            wait = reply.first_event_delay_s if sent == 0 else reply.chunk_delay_s
-            if sent == planned.events:
-                wait += reply.hold_open_s
-            if self._wait(reply, planned, wait, chunked=chunked) or self._client_gone():
-                return sent, False
-            if not self._write_frame(frame, reply.byte_delay_s, chunked=chunked):
-                return sent, False
-        held = planned.events == len(frames) and reply.hold_open_s
-        if held and self._wait(reply, planned, reply.hold_open_s, chunked=chunked):
-            return len(frames), False
-        return len(frames), True
-
-    def _wait(
-        self, reply: ScriptedReply, planned: Planned, seconds: float, *, chunked: bool
-    ) -> bool:
-        """Wait `seconds` (sending `planned.keepalive` every `keepalive_every_s`, if both are
-        set); True when the server is stopping or the client went away meanwhile."""
-        every = reply.keepalive_every_s if planned.keepalive else None
-        if every is None:
-            return self._pause(seconds)
-        end = time.monotonic() + seconds
-        while (left := end - time.monotonic()) > 0:
-            if self._pause(min(every, left)):
-                return True
-            if end - time.monotonic() > 0:
-                self._write(planned.keepalive, chunked=chunked)
-        return False
-
-    def _pause(self, seconds: float) -> bool:
-        """Wait `seconds`, watching whether the client goes away (a quiet server notices it no
-        other way) and, every 50 ms, whether the server is stopping; True when either did."""
-        stopping = self.server.scripted._stopping
-        end = time.monotonic() + seconds
-        while (left := end - time.monotonic()) > 0:
-            if stopping.is_set() or self._client_gone(within=min(left, _POLL_S)):
-                return True
-        return False
-
-    def _write_frame(self, frame: bytes, byte_delay_s: float, *, chunked: bool) -> bool:
-        """Write one frame, at once or byte by byte; False when stopped part-way."""
-        if not byte_delay_s:
-            self._write(frame, chunked=chunked)
-            return True
-        stopping = self.server.scripted._stopping
-        for index in range(len(frame)):
-            if index and stopping.wait(byte_delay_s):
-                return False
-            self._write(frame[index : index + 1], chunked=chunked)
-        return True
-
-    def _write(self, data: bytes, *, chunked: bool) -> None:
-        self.wfile.write(b"%x\r\n%b\r\n" % (len(data), data) if chunked else data)
-
-    def _client_gone(self, within: float = 0.0) -> bool:
-        """True when the client has closed the connection (waiting up to `within` seconds for
-        that): the socket is readable and holds no data (its FIN), as a client waiting for the
-        rest of a reply sends nothing. `stop()` shuts the socket down, which reads the same."""
-        try:
-            if select.select([self.connection], [], [], within)[0]:
-                if self.connection.recv(1, socket.MSG_PEEK) == b"":
-                    return True
-            else:
-                return False
-        except ValueError:  # a descriptor select cannot watch: rely on write errors
-            pass
-        except OSError:
-            return True
-        if within:  # bytes are waiting (not a FIN) or nothing to watch: wait without spinning
-            self.server.scripted._stopping.wait(within)
-        return False
+    def _pacer(self) -> Pacer:
+        """Paced writes and waits on this connection, watching the server's stop."""
+        return Pacer(self.connection, self.wfile, self.server.scripted.stopping)
 
     def _batch_request(
         self, answer: BatchAnswer, request: RecordedRequest, match: re.Match[str]
@@ -715,24 +552,6 @@ class _Handler(BaseHTTPRequestHandler):
     ) -> None:
         body = wire.error_body(status, message, type, param, code)
         self._send(status, body, JSON_TYPE, headers)
-
-    def _request_id(self) -> str:
-        return f"req_scripted_{id(self):x}_{time.monotonic_ns()}"
-
-    def _send_json(self, status: int, payload: Mapping[str, Any]) -> None:
-        self._send(status, json.dumps(payload).encode(), JSON_TYPE, {})
-
-    def _send(
-        self, status: int, body: bytes, content_type: str, headers: Mapping[str, str]
-    ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("x-request-id", self._request_id())
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
 
 
 # (HTTP method, path pattern matched in full, answer): the first match answers, else a 404

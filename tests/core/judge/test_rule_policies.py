@@ -1,7 +1,7 @@
 """Per-rule failure policies: `@contract(on_fail="reask" | "fix" | "warn" | "drop" | "stop")`.
 
 Each policy through every entry point: `validate`, `Healer.run` / `arun`, `wrap(OpenAI())` over
-the scripted server, `Healer.stream`, and `Healer._replay` (the batch runners' driver), which
+the scripted server, `Healer.stream`, and `Healer.replay` (the batch runners' driver), which
 must decide exactly as the live run. A property over generated values and rule mixes: warn
 rules never change the verdict, a drop never leaves a failing item, a fix's result passes every
 rule or is re-asked.
@@ -473,7 +473,7 @@ def test_a_replayed_row_decides_as_the_live_run(healer: Healer[Any], replies: li
     from healjson._core.wire.effects import ModelCall
 
     live = healer.run(ScriptedModel(replies), "x", model="m")
-    final = healer._replay("x", [replied(r) for r in replies[: live.calls]], model="m")
+    final = healer.replay("x", [replied(r) for r in replies[: live.calls]], model="m")
     assert not isinstance(final, ModelCall)
     assert type(final) is type(live)
     if isinstance(live, Healed):

@@ -18,8 +18,8 @@ from pydantic import BaseModel, Field
 
 import healjson
 from healjson import Degraded, Flag, Healed, Violation, contract
-from healjson._providers.anthropic_schema import anthropic_schema
-from healjson._providers.gemini_schema import gemini_schema
+from healjson._providers.anthropic_messages.schema import anthropic_schema
+from healjson._providers.gemini_generate.schema import gemini_schema
 from healjson.testing import ScriptedReply, ScriptedServer
 from sdk_calls import TLS, close_gemini
 

@@ -19,7 +19,7 @@ from itertools import count
 from typing import Any, Literal
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, TypeAdapter, create_model
 
@@ -27,6 +27,7 @@ import healjson
 from healjson import Degraded, Flag, Healed, Source
 from healjson._core.parse import meter
 from healjson._core.parse.shape import key_form
+from pinned import pinned
 
 _WORDS = ("answer", "city", "total", "label", "score", "owner", "level", "ticket", "amount")
 _WORDS += ("region", "weight", "price", "note", "due", "size", "color", "rank", "step")
@@ -242,7 +243,7 @@ def misaligned_replies(draw: st.DrawFn) -> tuple[Any, Any, str, set[Flag]]:
     return build(spec), value, json.dumps(reply), flags
 
 
-@settings(max_examples=150, deadline=None)
+@pinned(max_examples=150)
 @given(case=misaligned_replies())
 def test_misalignments_at_any_depth_heal_to_the_original_value(
     case: tuple[Any, Any, str, set[Flag]],
@@ -362,7 +363,7 @@ def key_two_members_could_mean(draw: st.DrawFn) -> tuple[Any, str]:
     return target, json.dumps(data)
 
 
-@settings(max_examples=40, deadline=None)
+@pinned(max_examples=40)
 @given(case=st.one_of(wrapper_or_item(), key_two_members_could_mean()))
 def test_when_two_readings_fit_nothing_is_chosen(case: tuple[Any, str]) -> None:
     """Two different readings fit, at whatever depth: no value, the schema failure reported."""
@@ -387,7 +388,7 @@ class _Node(BaseModel):
     leaves: list[_Leaf]
 
 
-@settings(max_examples=20, deadline=None)
+@pinned(max_examples=20)
 @given(
     width=st.integers(min_value=1, max_value=400),
     depth=st.integers(min_value=1, max_value=12),

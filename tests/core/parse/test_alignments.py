@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 import healjson
 from healjson import Degraded, Flag, Healed
 from healjson.testing import ScriptedServer, from_schema
+from pinned import pinned
 from sdk_calls import wrapped_create
 
 
@@ -136,6 +137,7 @@ def test_the_number_words_cover_zero_to_one_hundred() -> None:
 _KEY_STYLES = st.sampled_from([str.upper, str.title, str.capitalize, lambda k: f" {k} "])
 
 
+@pinned()
 @given(value=from_schema(Answer), restyle=_KEY_STYLES)
 def test_any_key_restyling_heals_to_the_same_value(value: Answer, restyle: Any) -> None:
     """For any valid value, its keys in another case (or padded) heal back to it."""
@@ -145,6 +147,7 @@ def test_any_key_restyling_heals_to_the_same_value(value: Answer, restyle: Any) 
     assert value == outcome.value
 
 
+@pinned()
 @given(items=st.lists(from_schema(Item), min_size=1, max_size=4))
 def test_any_list_heals_in_and_out_of_its_wrapper(items: list[Item]) -> None:
     """A list for `Basket` is wrapped, a `Basket` for `list[Item]` unwrapped: same items."""

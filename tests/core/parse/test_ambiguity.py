@@ -19,6 +19,7 @@ from pydantic import BaseModel
 import healjson
 from healjson import Degraded, Flag, Healed, Healer, HealPolicy, Reason, Source
 from healjson.testing import ScriptedModel, ScriptedServer, from_schema
+from pinned import pinned
 from sdk_calls import wrapped_create
 
 
@@ -110,6 +111,7 @@ def test_an_unknown_ambiguity_mode_is_a_configuration_error() -> None:
         healjson.parse("{}", on_ambiguity="latest")  # type: ignore[arg-type]
 
 
+@pinned()
 @given(a=from_schema(Ticket), b=from_schema(Ticket))
 def test_any_two_different_answers_are_ambiguous_and_identical_ones_are_not(
     a: Ticket, b: Ticket
@@ -124,6 +126,7 @@ def test_any_two_different_answers_are_ambiguous_and_identical_ones_are_not(
         assert b == healjson.parse(text, Ticket, on_ambiguity="last").instance
 
 
+@pinned()
 @given(a=from_schema(Ticket), b=from_schema(Ticket))
 def test_an_ambiguous_reply_is_never_healed_in_one_call(a: Ticket, b: Ticket) -> None:
     """Whatever the two values, the default policy spends a call rather than guess."""

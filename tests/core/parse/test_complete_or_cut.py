@@ -21,6 +21,7 @@ import healjson
 from healjson import Degraded, Flag, Healed, Healer, HealPolicy, Reason, Reply, Source
 from healjson._core.wire.reply import ToolCall
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer, from_schema
+from pinned import pinned
 from sdk_calls import wrapped_create
 
 
@@ -60,6 +61,7 @@ def test_encoded_json_is_decoded_never_called_truncated(text: str) -> None:
     assert Flag.TRUNCATED not in outcome.flags
 
 
+@pinned()
 @given(value=from_schema(Point), levels=st.integers(1, 3), prose=st.booleans())
 @example(value=Point(x=0, label="\\"), levels=1, prose=True)  # a backslash before the close
 @example(value=Point(x=0, label='\\"'), levels=2, prose=False)
@@ -179,3 +181,78 @@ def test_wrap_never_validates_another_tools_call(
     assert 2 == outcome.calls
     assert Source.TOOL_CALL == outcome.attempts[0].diagnostics[0].source
     assert "get_weather" == outcome.attempts[0].tool_calls[0].name
+
+
+# --- a cut scalar is never a value -------------------------------------------------------------
+
+
+class Counted(BaseModel):
+    name: str
+    count: int
+
+
+@pytest.mark.parametrize(
+    "text", ["12", "-3.5", "true", "null", " 42 \n", "<think>x</think>42", "1e5"]
+)
+def test_a_bare_scalar_at_the_end_of_a_cut_reply_is_never_a_value(text: str) -> None:
+    """A number or literal that the token limit cut the reply after may itself be cut (`12` of
+    `123`): `parse` keeps no value and reports the truncation."""
+    result = healjson.parse(text, finish_reason="length")
+    assert not result.ok
+    assert None is result.value
+    assert True is result.truncated
+    assert Source.TRUNCATION is result.error.source
+
+
+@pytest.mark.parametrize(
+    ("text", "target", "partial"),
+    [
+        ("42", int, None),
+        ("3.5", float, None),
+        ("true", bool, None),
+        ("12", list[int], None),
+        ("Hello wor", str, None),
+        ("[1, 2, 12", list[int], [1, 2]),
+        ('{"name": "x", "count": 12', Counted, {"name": "x"}),
+    ],
+)
+def test_a_cut_scalar_degrades_as_truncated_keeping_only_what_closed(
+    text: str, target: Any, partial: Any
+) -> None:
+    """Whatever the target, a cut reply whose last token is a bare scalar (or, for a scalar
+    target, text) is `token_truncated`; the partial value keeps the members complete before it."""
+    outcome = healjson.validate(text, target, finish_reason="length")
+    assert isinstance(outcome, Degraded), (text, outcome)
+    assert Reason.TOKEN_TRUNCATED == outcome.reason
+    assert partial == outcome.partial
+
+
+@pytest.mark.parametrize(
+    ("text", "target"),
+    [('"abc"', str), ('{"name": "x", "count": 12}', Counted), ("```\n42\n```", int)],
+)
+def test_a_cut_reply_whose_last_token_closed_still_heals(text: str, target: Any) -> None:
+    """A closing quote, bracket or fence after the value ends it before the cut: it heals,
+    flagged `truncated`."""
+    outcome = healjson.validate(text, target, finish_reason="length")
+    assert isinstance(outcome, Healed), (text, outcome)
+    assert Flag.TRUNCATED in outcome.flags
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_cut_number_is_asked_again_over_http(
+    scripted_server: ScriptedServer, mode: Literal["sync", "async"]
+) -> None:
+    """Over HTTP with the real openai SDK: a reply cut after `12` is not healed as 12; the
+    engine asks again and the complete answer is the value."""
+    scripted_server.extend([ScriptedReply("12", finish_reason="length"), "123"])
+    kwargs: dict[str, Any] = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "How many?"}],
+        "response_model": int,
+    }
+    outcome = wrapped_create(scripted_server, mode, **kwargs)
+    assert isinstance(outcome, Healed)
+    assert 123 == outcome.value
+    assert 2 == outcome.calls
+    assert Source.TRUNCATION == outcome.attempts[0].diagnostics[0].source

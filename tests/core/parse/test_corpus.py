@@ -19,7 +19,7 @@ import pytest
 from pydantic import BaseModel, TypeAdapter
 
 import healjson
-from healjson import Flag, Source
+from healjson import Degraded, Flag, Source
 from paths import CORPUS
 
 _FILES = {"baml_": "baml_dev.jsonl", "jr_": "json_repair_dev.jsonl"}
@@ -581,28 +581,44 @@ def test_must_fail_cases_give_no_value(case_id: str, target: Any) -> None:
 
 
 def test_ambiguous_enum_text_fails_validation() -> None:
-    """An answer naming two enum members (BAML must-fail) is ambiguous: no value, both
-    readings listed (baml_test_enum__from_string_with_extra_text_after_3)."""
-    _, result = _recovered("baml_test_enum__from_string_with_extra_text_after_3", Category)
-    assert not result.ok
-    assert result.error is not None
-    assert Source.AMBIGUITY is result.error.source
-    assert ("ONE", "TWO") == result.candidates
+    """An answer naming two enum members in prose (BAML must-fail) gives no value: prose is read
+    for no scalar kind (baml_test_enum__from_string_with_extra_text_after_3)."""
+    row, result = _recovered("baml_test_enum__from_string_with_extra_text_after_3", Category)
+    assert not result.valid
+    assert result.instance is None
+    assert not healjson.validate(row["input"], Category).ok
 
 
 # --- enum and literal answers read from text --------------------------------------------------
 
 ENUM_TEXT_TYPED = typed(
     ("baml_test_enum__case_insensitive", Category),
-    ("baml_test_enum__from_string_and_case_mismatch_wrapped", Category),
-    ("baml_test_literals__test_literal_string_preceded_by_extra_text", Literal["TWO"]),
-    ("baml_test_literals__test_literal_string_with_quotes_followed_by_extra_text", Literal["TWO"]),
     ("baml_test_literals__test_literal_string_lowercase", Literal["TWO"]),
 )
 
 
 @pytest.mark.parametrize(("case_id", "target"), ENUM_TEXT_TYPED)
 def test_enum_read_from_text(case_id: str, target: Any) -> None:
-    """An enum or literal answer written as plain text (any case, with prose) is recovered."""
+    """An enum or literal answer written as plain text, in any case, is recovered."""
     result = _agrees(case_id, target)
     assert Flag.TEXT_AS_VALUE in result.flags
+
+
+ENUM_IN_PROSE_TYPED = typed(
+    ("baml_test_enum__from_string_and_case_mismatch_wrapped", Category),
+    ("baml_test_literals__test_literal_string_preceded_by_extra_text", Literal["TWO"]),
+    ("baml_test_literals__test_literal_string_with_quotes_followed_by_extra_text", Literal["TWO"]),
+)
+
+
+@pytest.mark.parametrize(("case_id", "target"), ENUM_IN_PROSE_TYPED)
+def test_an_enum_named_in_prose_is_not_read(case_id: str, target: Any) -> None:
+    """BAML reads a choice's name out of a sentence (`The answer is TWO`); healjson reads prose
+    for no scalar kind, since the same reading takes `urgent` out of `not urgent` and `1` out of
+    `page 1 of the report`: no value, and the diagnostic asks for the choice alone."""
+    row, result = _recovered(case_id, target)
+    assert not result.valid
+    assert result.instance is None
+    outcome = healjson.validate(row["input"], target)
+    assert isinstance(outcome, Degraded)
+    assert "Reply with only one of" in outcome.errors[0].prescription

@@ -12,7 +12,7 @@ import json
 from typing import Any, Literal
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
@@ -20,6 +20,7 @@ import healjson
 from healjson import Degraded, Healer, HealPolicy, Reason
 from healjson._core.parse import meter
 from healjson.testing import ScriptedModel
+from pinned import pinned
 
 
 class Item(BaseModel):
@@ -44,6 +45,7 @@ _NO_JSON_SYNTAX = st.text(
 )
 
 
+@pinned()
 @given(text=_NO_JSON_SYNTAX, finish_reason=st.sampled_from([None, "stop", "length"]))
 def test_text_with_no_json_looking_span_never_yields_a_value(
     text: str, finish_reason: str | None
@@ -59,6 +61,7 @@ def test_text_with_no_json_looking_span_never_yields_a_value(
         assert not healjson.parse(text, finish_reason=finish_reason).ok
 
 
+@pinned()
 @given(
     text=st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40),
     cut=st.integers(min_value=0, max_value=10_000),
@@ -88,6 +91,7 @@ def test_a_json_string_cut_anywhere_is_a_truncation_never_a_value(
 _FRAGMENT_TARGET = Item(id=7, name="seven")
 
 
+@pinned()
 @given(cut=st.integers(min_value=1, max_value=len(_FRAGMENT_TARGET.model_dump_json()) - 1))
 def test_a_valid_answer_cut_anywhere_is_never_a_value(cut: int) -> None:
     """Any prefix of a valid answer is a truncation with partial data, never healed."""
@@ -127,7 +131,7 @@ _BUDGET_PER_CHAR = 30
 _BUDGET_FIXED = 20_000
 
 
-@settings(max_examples=40, deadline=None)
+@pinned(max_examples=40)
 @given(
     unit=st.sampled_from(sorted(_UNITS)),
     wrap=st.sampled_from(sorted(_WRAPS)),
@@ -195,17 +199,27 @@ def test_each_attempt_reads_its_reply_once(monkeypatch: pytest.MonkeyPatch) -> N
 
 # --- the tolerant reader never invents -------------------------------------------------------
 
-_JSONISH = st.text(alphabet="{}[]:,\"' \nabc123.-_tTnN/", max_size=60)
+_JSONISH = st.text(alphabet="{}[]:,\"' \nabc123.-_tTnN/$e+()", max_size=60)
 
 
-@settings(max_examples=300, deadline=None)
+@pinned(max_examples=300)
 @given(text=_JSONISH)
 @example(text="//1\n1")  # a digit inside a comment is not where the value was written
 @example(text='["//1", 1]')
 @example(text="'\n'")  # a string that is only a raw line break keeps it (it is not layout)
+@example(text="[1:]")  # found by this property when it ran random: `1:` was kept as a string
+@example(text="[1:, 2]")
+@example(text='{"a": :0}')  # a doubled colon: json-repair dropped it
+@example(text="[{]")  # an opener with nothing after it read as `{}` (or dropped: `[]`)
+@example(text='{"a": [}')
+@example(text="[tru, 1]")
+@example(text="{,}")  # an empty object with a stray comma is `{}`: the comma is dropped
+@example(text="[1 2 3]")
 def test_the_tolerant_reader_only_returns_what_the_text_holds(text: str) -> None:
     """Whatever it is given, a value from the tolerant reader accounts for the text: every key
-    and scalar is written there, in order, with only punctuation and comments between."""
+    and scalar is written there, in order (a bare one as a whole token the bare-token rule
+    reads as it), with only punctuation and comments between that writes the value's structure
+    (`grounded`, the test json-repair's readings must pass too)."""
     from healjson._core.parse.lenient import _GiveUp, _Reader, grounded
     from healjson._core.sentinels import NOTHING
 

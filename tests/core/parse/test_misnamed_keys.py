@@ -16,7 +16,7 @@ from typing import Any, NotRequired
 
 import openai
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from typing_extensions import TypedDict
@@ -28,6 +28,7 @@ from healjson._core.parse.defaults import left_out
 from healjson._core.parse.shape import key_form
 from healjson._core.target.target import target_for
 from healjson.testing import ScriptedReply, ScriptedServer
+from pinned import pinned
 
 MESSAGES = [{"role": "user", "content": "Search."}]
 KEY = "sk-misnamed-0123456789abcdef"
@@ -433,7 +434,7 @@ def _respelled(draw: Any, data: Any) -> Any:
     return out
 
 
-@settings(max_examples=120, deadline=None)
+@pinned(max_examples=120)
 @given(st.data())
 def test_a_respelled_key_never_gives_way_to_the_default(data: st.DataObject) -> None:
     """For generated models, a healed value holds every value the text wrote under any respelling

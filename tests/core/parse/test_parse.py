@@ -334,21 +334,25 @@ def test_str_target_takes_the_prose_itself() -> None:
     assert result.ok
 
 
-def test_literal_target_is_found_in_a_sentence() -> None:
-    """A Literal target finds the one choice mentioned in a sentence, ignoring case."""
-    result = parse("The category is Refund.", Literal["refund", "billing", "other"])
+def test_literal_target_is_read_from_the_text_without_its_markup() -> None:
+    """A Literal target reads a reply that is the choice alone, its markup and final period
+    dropped, in any case."""
+    result = parse("**Refund**.", Literal["refund", "billing", "other"])
     assert "refund" == result.value
-    assert Flag.TEXT_AS_VALUE in result.flags
+    assert {Flag.TEXT_AS_VALUE, Flag.SYNTAX_REPAIRED, Flag.ENUM_CASE} <= set(result.flags)
     assert result.ok
 
 
-def test_literal_target_with_two_choices_mentioned_is_not_guessed() -> None:
-    """When a sentence mentions two choices, none is picked: the reply is ambiguous, and the
-    diagnostic lists both readings."""
-    result = parse("It is either refund or billing.", Literal["refund", "billing", "other"])
+@pytest.mark.parametrize(
+    "text", ["The category is Refund.", "It is either refund or billing.", "Not a refund."]
+)
+def test_literal_target_is_not_picked_out_of_a_sentence(text: str) -> None:
+    """A sentence naming one choice, two, or one it denies gives no value: prose is read for no
+    scalar kind, and the diagnostic asks for the choice alone."""
+    result = parse(text, Literal["refund", "billing", "other"])
     assert None is result.value
-    assert Source.AMBIGUITY == result.error.source
-    assert ("refund", "billing") == result.candidates
+    assert Source.SYNTAX == result.error.source
+    assert result.error.prescription.startswith("Reply with only one of")
     assert not result.ok
 
 

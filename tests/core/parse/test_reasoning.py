@@ -22,6 +22,7 @@ from pydantic import BaseModel
 import healjson
 from healjson import Degraded, Flag, Healed, Healer, HealPolicy, Reason, Reply, Source
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer, from_schema
+from pinned import pinned
 from sdk_calls import gemini_client, wrapped_create
 
 
@@ -120,6 +121,7 @@ def reasoning_text(draw: st.DrawFn) -> str:
     return "\n".join(pieces)
 
 
+@pinned()
 @given(
     value=from_schema(Verdict),
     reasoning=reasoning_text(),

@@ -18,16 +18,14 @@ from healjson import Healer, HealPolicy, Reply, Source
 from healjson._core.diagnostic import Diagnostic
 from healjson._core.repair.example import golden_example, synthesise
 from healjson._core.repair.prompt import (
-    MAX_ANSWER_CHARS,
     MAX_EXAMPLE_CHARS,
     MAX_REPAIR_EXTRA_CHARS,
     RepairPrompt,
     Strategy,
-    _periodic_tail,
-    _tail_loop,
-    quote_answer,
 )
+from healjson._core.repair.quote import MAX_ANSWER_CHARS, _tail_loop, quote_answer
 from healjson._core.target.target import target_for
+from healjson._core.wire.degenerate import _periodic_tail
 from healjson.testing import ScriptedModel
 
 
@@ -165,7 +163,7 @@ def test_periodic_tail_agrees_with_the_definition(text: str, period: int) -> Non
         if all(text[i] == text[i + period] for i in range(n - length, n - period))
     )
 
-    assert expected == _periodic_tail(text, period)
+    assert expected == _periodic_tail(text, n, period, 0)
 
 
 # --- every other part of the request -------------------------------------------------------------

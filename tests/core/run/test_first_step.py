@@ -142,15 +142,15 @@ def test_the_async_driver_reaches_the_sync_drivers_outcome(fates: list[Any]) -> 
 
 
 def _count_loop_states(mp: pytest.MonkeyPatch) -> list[Any]:
-    """The loop states (`engine._Run`) built from now on."""
+    """The loop states (`engine.RunState`) built from now on."""
     built: list[Any] = []
-    real = engine._Run
+    real = engine.RunState
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         built.append(args)
         return real(*args, **kwargs)
 
-    mp.setattr(engine, "_Run", counting)
+    mp.setattr(engine, "RunState", counting)
     return built
 
 

@@ -64,11 +64,11 @@ def test_a_replayed_run_asks_what_the_live_run_sent_and_ends_the_same(
     results = [replied(reply) for reply in replies[: len(sent)]]
     results += [replied('{"low": 0, "high": 0}')] * (len(sent) - len(results))
     for number, messages in enumerate(sent):
-        step = healer._replay("give me a span", results[:number], model="m")
+        step = healer.replay("give me a span", results[:number], model="m")
         assert isinstance(step, ModelCall)
         assert step.number == number + 1
         assert [dict(m) for m in step.messages] == messages
-    final = healer._replay("give me a span", results, model="m")
+    final = healer.replay("give me a span", results, model="m")
     assert not isinstance(final, ModelCall)
     assert type(final) is type(live)
     assert final.calls == live.calls == len(sent)
@@ -84,7 +84,7 @@ def test_a_replayed_run_asks_what_the_live_run_sent_and_ends_the_same(
 def test_a_failed_call_is_a_degraded_run_with_its_reason() -> None:
     """A stored failed call replays as a degraded run with that failure's reason and message."""
     healer = Healer(Span)
-    outcome = healer._replay("x", [failed("timeout", "the batch window ended")])
+    outcome = healer.replay("x", [failed("timeout", "the batch window ended")])
     assert isinstance(outcome, Degraded)
     assert str(outcome.reason) == "timeout"
     assert "batch window" in outcome.attempts[0].error
@@ -102,7 +102,7 @@ def test_results_beyond_the_outcome_are_ignored() -> None:
     """Stored results after the one that decides the outcome are ignored."""
     healer = Healer(Span)
     ok = replied('{"low": 1, "high": 2}')
-    outcome = healer._replay("x", [ok, replied("junk"), ok])
+    outcome = healer.replay("x", [ok, replied("junk"), ok])
     assert isinstance(outcome, Healed)
     assert outcome.calls == 1
 
@@ -113,7 +113,7 @@ def test_a_replay_emits_no_events() -> None:
     with capture_events() as live:
         healer.run(lambda messages, **params: '{"low": 1, "high": 2}', "x")
     with capture_events() as replayed:
-        healer._replay("x", [replied('{"low": 1, "high": 2}')])
+        healer.replay("x", [replied('{"low": 1, "high": 2}')])
     assert live  # the live run is observed
     assert [] == replayed
 

@@ -15,9 +15,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from healjson import Degraded, Healed, HealPolicy, Reason, Reply, ToolCall, ToolCalls
-from healjson._core.judge.contracts import ContractContext
 from healjson._core.run.drive import drive_sync
-from healjson._core.run.tools import Tool, ToolSpec, tools_flow
+from healjson._core.run.tools import Tool, ToolSpec, start_tools
 from healjson._core.target.target import target_for
 from healjson.testing import Corruption, capture_events, corrupted
 
@@ -59,7 +58,7 @@ def run(replies: list[Reply], attempts: int) -> tuple[Any, list[Any]]:
         sent.append(messages)
         return replies[min(len(sent), len(replies)) - 1]
 
-    flow = tools_flow(spec(attempts), USER, {}, ContractContext())
+    flow = start_tools(spec(attempts), USER).flow
     return drive_sync(flow, call), sent
 
 
@@ -148,7 +147,7 @@ def test_empty_arguments_are_the_no_argument_object() -> None:
 
     tools = {"now": Tool("now", target_for(NoArgs))}
     replies = [Reply(None, "tool_calls", tool_calls=(ToolCall("now", "", "c1"),))]
-    flow = tools_flow(ToolSpec(tools), USER, {}, ContractContext())
+    flow = start_tools(ToolSpec(tools), USER).flow
     outcome = drive_sync(flow, lambda messages, **params: replies[0])
     assert isinstance(outcome, Healed)
     assert NoArgs() == outcome.value.calls[0].arguments
@@ -173,7 +172,7 @@ def test_a_refusal_degrades_or_is_asked_again_as_the_policy_says() -> None:
         asked.append(messages)
         return next(replies)
 
-    healed = drive_sync(tools_flow(retry, USER, {}, ContractContext()), call)
+    healed = drive_sync(start_tools(retry, USER).flow, call)
     assert isinstance(healed, Healed)
     assert [list(USER), list(USER)] == asked  # the same request, again
 
@@ -209,7 +208,7 @@ def test_a_call_to_another_tool_than_the_forced_one_is_broken() -> None:
     call."""
     tools = {"order": Tool("order", target_for(Order)), "ping": Tool("ping", target_for(Ping))}
     forced = ToolSpec(tools, HealPolicy(max_attempts=1), required="order")
-    flow = tools_flow(forced, USER, {}, ContractContext())
+    flow = start_tools(forced, USER).flow
     outcome = drive_sync(
         flow, lambda messages, **params: Reply(None, "tool_calls", tool_calls=(PING,))
     )
@@ -221,7 +220,7 @@ def test_a_call_to_another_tool_than_the_forced_one_is_broken() -> None:
 def test_repair_requests_are_bounded_and_do_not_grow_with_the_rounds() -> None:
     """A tool run's repair requests quote text and arguments within their caps and do not grow
     with the rounds."""
-    from healjson._core.repair.prompt import MAX_ANSWER_CHARS
+    from healjson._core.repair.quote import MAX_ANSWER_CHARS
 
     huge = "x" * 40_000
     bad = ToolCall("order", '{"sku": "' + huge + '", "qty": "many"}', "c1")

@@ -385,11 +385,23 @@ def test_closing_the_stream_early_closes_the_model_stream() -> None:
 
 
 def test_nothing_is_called_before_the_iteration_starts() -> None:
-    """Creating a stream calls nothing; reading `outcome` runs it."""
+    """Building the stream calls nothing; `finish()` reads it to its outcome."""
     script = Script(chunked(json.dumps(GOOD)))
     stream = Healer(Order).stream(script, "go")
     assert [] == script.calls
-    assert isinstance(stream.outcome, Healed)
+    assert isinstance(stream.finish(), Healed)
+
+
+def test_reading_the_outcome_before_the_end_says_how_to_get_it() -> None:
+    """`.outcome` never reads the stream behind the caller's back: before the end it raises,
+    naming `finish()`; afterwards it is the outcome `finish()` gave."""
+    script = Script(chunked(json.dumps(GOOD)))
+    stream = Healer(Order).stream(script, "go")
+    with pytest.raises(RuntimeError, match="finish"):
+        _ = stream.outcome
+    assert [] == script.calls  # nothing was read to raise that
+    finished = stream.finish()
+    assert finished is stream.outcome
 
 
 # --- async --------------------------------------------------------------------------------------

@@ -289,8 +289,8 @@ def test_healer_repairs_with_the_jsonschema_diagnostic() -> None:
     assert "`age`" in repair
     assert "at least 0" in repair
     # the golden example is synthesised from the schema and is valid
-    assert Healer(PERSON)._spec.example is not None
-    assert isinstance(healjson.validate(Healer(PERSON)._spec.example, PERSON), Healed)
+    assert Healer(PERSON).spec.example is not None
+    assert isinstance(healjson.validate(Healer(PERSON).spec.example, PERSON), Healed)
 
 
 def test_contracts_receive_the_plain_json_value() -> None:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 import healjson
 from healjson import Degraded, Flag, Healed
 from healjson._core.target.target import target_for
-from healjson._providers.openai_chat import strict_format
+from healjson._providers.openai_strict_schema import strict_format
 
 
 def _frozen_schema() -> Any:

@@ -11,13 +11,15 @@ from healjson._core.wire import formats as wire
 from healjson._core.wire import reply
 from healjson._core.wire.delta import Delta, read_chunk
 from healjson._core.wire.registry import register
-from healjson._providers import FORMATS, openai_chat
+from healjson._providers import PROVIDERS, openai_chat
 
 
-def test_healjson_registers_its_formats_in_order_and_binds_the_fast_readers() -> None:
-    """Importing healjson registers every format of `_providers` in `FORMATS` order, and the
-    drivers' fast path calls the chat format's reader itself (no lookup on the hot path)."""
-    assert list(FORMATS) == wire.formats()[: len(FORMATS)]
+def test_healjson_registers_its_default_format_and_binds_the_fast_readers() -> None:
+    """Importing healjson registers the default provider's formats (its catch-all last) and
+    the drivers' fast path calls the chat format's reader itself (no lookup on the hot path)."""
+    assert openai_chat.FORMAT is wire.formats()[0]
+    assert openai_chat.MESSAGE is PROVIDERS.default.catch_all[0]
+    assert wire.formats().index(openai_chat.MESSAGE) > wire.formats().index(openai_chat.FORMAT)
     assert drive.read_completion is openai_chat.read_completion
     assert reply.read_completion is openai_chat.read_completion
     assert chunks.read_sdk_chunk is openai_chat.read_sdk_chunk

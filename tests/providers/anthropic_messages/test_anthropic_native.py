@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 import healjson
 from healjson import Degraded, Healed, HealPolicy, HealStream, Reason
-from healjson._providers.anthropic_schema import anthropic_schema
+from healjson._providers.anthropic_messages.schema import anthropic_schema
 from healjson.testing import ScriptedReply, ScriptedServer
 from sdk_calls import TLS
 

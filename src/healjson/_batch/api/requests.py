@@ -3,12 +3,12 @@
 `custom_id` is `row-<seq>_r<round>`: the row's number in the ledger and the round of the
 request (the number of results the row has: 0 for the first call, then one more for each
 repair or resubmission), so a result names the row and the request it answers (a late or
-repeated line for an older round is ignored). The form fits both providers (Anthropic allows
-only `[a-zA-Z0-9_-]{1,64}`).
+repeated line for an older round is ignored). The form fits every provider's custom ids (the
+strictest allows only `[a-zA-Z0-9_-]{1,64}`).
 
-The body asks for JSON as `healjson.wrap` does, as the provider's wire format writes it
-(`healjson._providers.BATCH`): OpenAI in the configured tier (strict `json_schema` by default,
-`json_object` or `prompt`); Anthropic with the schema in the system prompt.
+The body asks for JSON as `healjson.wrap` does, as the provider's batch lines write it
+(`Provider.batch`: in the configured tier where the provider has tiers in its batches, else
+with the schema in the system prompt).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any, Final
 from healjson._core.target.target import Target
 from healjson._core.wire.effects import ModelCall
 from healjson._providers import batch_lines
-from healjson._providers.openai_chat import JsonMode
+from healjson._providers.tiers import JsonMode
 
 __all__ = ["custom_id", "parse_custom_id", "request_body"]
 

@@ -15,16 +15,24 @@ format's `batch_result`), as is which failures a later round resubmits (`Result.
 request the batch's window closed on, and one the provider failed with a transient HTTP status
 (`TRANSIENT_STATUSES`: 408, 409, 429, 5xx) or error type. Any other failure is final. Nothing
 here knows a provider's line shape.
+
+A result is kept in the ledger redacted (`redacted`), and a row's results become the engine's
+model calls when its run is replayed (`attempts`, `call_result`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
 from healjson._batch.request import deeper_than
+from healjson._core.redact import redact_data, redact_text
+from healjson._core.run.replay import failed, replied
+from healjson._core.wire.effects import CallResult
+from healjson._core.wire.fault import ProviderFault
 from healjson._providers._batch_results import (
     EXPIRED_MESSAGE,
     TRANSIENT_STATUSES,
@@ -39,9 +47,12 @@ __all__ = [
     "MAX_RESULT_LINE_BYTES",
     "TRANSIENT_STATUSES",
     "Result",
+    "attempts",
     "bounded_lines",
+    "call_result",
     "is_transient_status",
     "read_result_line",
+    "redacted",
     "unreadable",
 ]
 
@@ -112,3 +123,66 @@ def read_result_line(line: bytes, too_long: bool = False) -> tuple[str | None, A
     if deeper_than(data, MAX_RESULT_DEPTH):
         return custom_id, None, f"nests deeper than {MAX_RESULT_DEPTH} levels"
     return custom_id, data, None
+
+
+# -- results as the ledger keeps them, and as the engine replays them ----------------------
+
+
+def attempts(
+    results: Sequence[Result], resubmits: int, read: Sequence[CallResult | None] = ()
+) -> list[CallResult]:
+    """A row's results as the engine's model calls: the first `resubmits` transient failures
+    left out (their requests were sent again as they were); a later one is a failed call that
+    says how often it was resubmitted. `read[i]`, when set, is result `i` already read."""
+    calls: list[CallResult] = []
+    spent = 0
+    for index, result in enumerate(results):
+        known = read[index] if index < len(read) else None
+        if known is not None and result.body is not None:
+            calls.append(known)
+            continue
+        final = result
+        if result.body is None and result.retry:
+            if spent < resubmits:
+                spent += 1
+                continue
+            if resubmits:
+                note = f" (resubmitted {spent} time(s), the most allowed: resubmits={resubmits})"
+                final = dataclasses.replace(result, message=result.message + note)
+        calls.append(call_result(final))
+    return calls
+
+
+def call_result(result: Result) -> CallResult:
+    if result.body is not None:
+        return replied(dict(result.body), result.elapsed_s)
+    if result.failure == "timeout":
+        return failed("timeout", result.message, result.elapsed_s)
+    return failed("api_error", result.message, result.elapsed_s, result.fault)
+
+
+def redacted(result: Result, elapsed_s: float) -> Result:
+    """A result as the ledger stores it (and the rows are replayed from): every string through
+    the redactor, the model's text included (a key it echoed is stored redacted)."""
+    if result.body is not None:
+        body = redact_data(result.body, by_name=False)  # the body's own names are the provider's
+        return Result(body=body, elapsed_s=elapsed_s)
+    message = redact_text(result.message)
+    fault = _redacted_fault(result.fault)
+    return Result(
+        failure=result.failure,
+        message=message,
+        elapsed_s=elapsed_s,
+        retry=result.retry,
+        fault=fault,
+    )
+
+
+def _redacted_fault(fault: ProviderFault | None) -> ProviderFault | None:
+    if fault is None:
+        return None
+    code, message, param = (
+        None if text is None else redact_text(text)
+        for text in (fault.code, fault.message, fault.param)
+    )
+    return dataclasses.replace(fault, code=code, message=message, param=param)

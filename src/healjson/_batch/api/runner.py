@@ -29,9 +29,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -41,18 +39,17 @@ from healjson._batch.output_file import OutputFile
 from healjson._batch.rows import Job, id_key, invalid_row, line_key, outcome_row, row_key
 from healjson._batch.run import provider_error
 from healjson._core.outcome.outcome import Outcome
-from healjson._core.redact import redact_data, redact_text, secrets_scope
+from healjson._core.redact import redact_text, secrets_scope
 from healjson._core.run.healer import Healer
-from healjson._core.run.replay import failed, replied
 from healjson._core.wire.effects import CallResult, ModelCall
-from healjson._core.wire.fault import ProviderFault
-from healjson.adapters._format import JsonMode
+from healjson._providers.tiers import JsonMode
 
 from .ledger import Ledger, NewRow, Part, Row
 from .patience import ProviderUnavailable, describe, is_transient, patiently
 from .providers import Provider
+from .report import RoundSummary, RunReport, ledger_report
 from .requests import custom_id, parse_custom_id, request_body
-from .result_lines import EXPIRED_MESSAGE, Result
+from .result_lines import EXPIRED_MESSAGE, Result, attempts, call_result, redacted
 
 __all__ = [
     "BATCH_DISCOUNT",
@@ -65,7 +62,7 @@ __all__ = [
 ]
 
 BATCH_DISCOUNT: Final = 0.5
-"""OpenAI's and Anthropic's batch price: half the listed price."""
+"""The providers' batch price: half the listed price."""
 DEFAULT_RESUBMITS: Final = 3
 """How many times a row's request is sent again after it expired or failed transiently."""
 _DECIDE_CHUNK: Final = 500  # rows replayed and written per step (one fsync, one transaction)
@@ -76,63 +73,6 @@ Event = Callable[[str, Mapping[str, Any]], None]
 """`on_event(name, info)`: each step of the run as it happens (`uploading`, `submitting`,
 `submitted`, `polled`, `retrying`, `collected`, `writing`, `written`, ...), and at each poll
 `progress` (the rows decided and waiting)."""
-
-
-@dataclass
-class RoundSummary:
-    """One round: its batches, requests, answers and spend."""
-
-    round: int
-    batches: int = 0
-    requests: int = 0
-    answered: int = 0
-    failed: int = 0
-    in_flight: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = 0.0
-
-
-@dataclass
-class RunReport:
-    """Where a Batch API run stands (after `run`, or read from the ledger by `status`)."""
-
-    total: int = 0
-    done: int = 0
-    pending: int = 0
-    written: int = 0
-    """Rows written to the output by this call."""
-    healed: int = 0
-    degraded: int = 0
-    invalid: int = 0
-    already_done: int = 0
-    duplicates: int = 0
-    resubmitted: int = 0
-    """Requests this call sent again because they expired or failed transiently."""
-    stopped: str | None = None
-    """Why this call stopped early: the provider kept failing (run it again to resume)."""
-    provider_errors: Counter[str] = field(default_factory=Counter)
-    """The provider's error answers the rows this call degraded with (`provider_error`)."""
-    rounds: list[RoundSummary] = field(default_factory=list)
-    batch_ids: list[str] = field(default_factory=list)
-    """The batches still in flight (submitted, not ended)."""
-
-    @property
-    def complete(self) -> bool:
-        return self.pending == 0
-
-    @property
-    def calls(self) -> int:
-        return sum(r.requests for r in self.rounds)
-
-    @property
-    def tokens(self) -> int:
-        return sum(r.prompt_tokens + r.completion_tokens for r in self.rounds)
-
-    @property
-    def cost(self) -> float | None:
-        costs = [r.cost for r in self.rounds]
-        return None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
 
 
 class Runner:
@@ -409,7 +349,7 @@ class Runner:
                 found = parse_custom_id(name)
                 if found is None or found[0] not in members or found[1] != part.round:
                     continue
-                results[found[0]] = _redacted(result, took)
+                results[found[0]] = redacted(result, took)
             return results
 
         results = self._patiently(download, f"reading the results of batch {batch_id}")
@@ -424,7 +364,7 @@ class Runner:
             for seq in members - results.keys():
                 results[seq] = dataclasses.replace(missing, elapsed_s=took)
         calls = {
-            seq: _call_result(result) for seq, result in results.items() if result.body is not None
+            seq: call_result(result) for seq, result in results.items() if result.body is not None
         }
         usage = _usage(calls.values())
         state = "cancelled" if stopped else "collected"
@@ -483,9 +423,9 @@ class Runner:
         """The row's run rebuilt from its results: its next request as a batch line, or its
         outcome."""
         fresh = [self._fresh.pop((row.seq, index), None) for index in range(len(row.results))]
-        step = self.healer._replay(
+        step = self.healer.replay(
             row.messages,
-            _attempts(row.results, self.resubmits, fresh),
+            attempts(row.results, self.resubmits, fresh),
             context=row.context,
             **{**self.params, **row.params},
         )
@@ -530,34 +470,6 @@ class Runner:
     def _event(self, name: str, **info: Any) -> None:
         if self.on_event is not None:
             self.on_event(name, info)
-
-
-def ledger_report(ledger: Ledger, report: RunReport | None = None) -> RunReport:
-    """Where a run stands, from its ledger alone (no provider call); `report`: the counts of
-    the current call, completed here."""
-    report = RunReport() if report is None else report
-    counts = ledger.counts()
-    report.done, report.pending = counts.get("done", 0), counts.get("pending", 0)
-    report.total = report.done + report.pending
-    rounds: dict[int, RoundSummary] = {}
-    report.batch_ids = []
-    for part in ledger.parts():
-        summary = rounds.setdefault(part.round, RoundSummary(part.round))
-        if part.batch_id is not None:
-            summary.batches += 1
-        summary.requests += part.requests if part.state != "cancelled" else part.answered
-        summary.answered += part.answered
-        summary.failed += part.failed
-        summary.prompt_tokens += part.prompt_tokens
-        summary.completion_tokens += part.completion_tokens
-        if part.state in ("submitting", "submitted", "ended"):
-            summary.in_flight += 1
-            if part.batch_id:
-                report.batch_ids.append(part.batch_id)
-        if summary.cost is not None and part.state in ("collected", "cancelled"):
-            summary.cost = None if part.cost is None else summary.cost + part.cost
-    report.rounds = [rounds[key] for key in sorted(rounds)]
-    return report
 
 
 class _Filling:
@@ -620,66 +532,6 @@ def _count_provider_error(report: RunReport, outcome: Outcome[Any]) -> None:
 
 def _key_of(row: Mapping[str, Any]) -> str:
     return row_key(row) or ""
-
-
-def _attempts(
-    results: Sequence[Result], resubmits: int, read: Sequence[CallResult | None] = ()
-) -> list[CallResult]:
-    """A row's results as the engine's model calls: the first `resubmits` transient failures
-    left out (their requests were sent again as they were); a later one is a failed call that
-    says how often it was resubmitted. `read[i]`, when set, is result `i` already read."""
-    calls: list[CallResult] = []
-    spent = 0
-    for index, result in enumerate(results):
-        known = read[index] if index < len(read) else None
-        if known is not None and result.body is not None:
-            calls.append(known)
-            continue
-        final = result
-        if result.body is None and result.retry:
-            if spent < resubmits:
-                spent += 1
-                continue
-            if resubmits:
-                note = f" (resubmitted {spent} time(s), the most allowed: resubmits={resubmits})"
-                final = dataclasses.replace(result, message=result.message + note)
-        calls.append(_call_result(final))
-    return calls
-
-
-def _call_result(result: Result) -> CallResult:
-    if result.body is not None:
-        return replied(dict(result.body), result.elapsed_s)
-    if result.failure == "timeout":
-        return failed("timeout", result.message, result.elapsed_s)
-    return failed("api_error", result.message, result.elapsed_s, result.fault)
-
-
-def _redacted(result: Result, elapsed_s: float) -> Result:
-    """A result as the ledger stores it (and the rows are replayed from): every string through
-    the redactor, the model's text included (a key it echoed is stored redacted)."""
-    if result.body is not None:
-        body = redact_data(result.body, by_name=False)  # the body's own names are the provider's
-        return Result(body=body, elapsed_s=elapsed_s)
-    message = redact_text(result.message)
-    fault = _redacted_fault(result.fault)
-    return Result(
-        failure=result.failure,
-        message=message,
-        elapsed_s=elapsed_s,
-        retry=result.retry,
-        fault=fault,
-    )
-
-
-def _redacted_fault(fault: ProviderFault | None) -> ProviderFault | None:
-    if fault is None:
-        return None
-    code, message, param = (
-        None if text is None else redact_text(text)
-        for text in (fault.code, fault.message, fault.param)
-    )
-    return dataclasses.replace(fault, code=code, message=message, param=param)
 
 
 def _usage(calls: Iterable[CallResult]) -> tuple[int, int, float | None]:

@@ -20,8 +20,7 @@ import inspect
 import re
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from dataclasses import dataclass
 from typing import Any, Final, Generic, Literal, Protocol, TypeAlias, TypeVar, get_args, overload
 
 from healjson._core.diagnostic import (
@@ -29,12 +28,17 @@ from healjson._core.diagnostic import (
     Diagnostic,
     Source,
     describe_exception,
-    safe_repr,
     short_repr,
     type_name,
 )
 from healjson._core.sentinels import MISSING
 from healjson._core.wire.effects import AwaitAll
+
+from .context import ContractContext
+from .item_rules import list_path, read_at
+from .signatures import arity, check_callable
+from .violation import UNSET as _UNSET
+from .violation import Violation, malformation
 
 __all__ = [
     "AwaitAll",
@@ -44,12 +48,13 @@ __all__ = [
     "Rule",
     "Violation",
     "as_contract",
+    "as_contracts",
+    "check_rule_list",
     "contract",
     "for_each_item",
     "run_contracts",
 ]
 
-_UNSET: Any = object()
 OnFail: TypeAlias = Literal["reask", "fix", "warn", "drop", "stop"]
 """What a broken rule does: re-ask the model (the default), fix the value locally (`fix=`),
 keep the value with a warning, drop the failing items (an item contract), or stop the run."""
@@ -63,123 +68,6 @@ _MAX_NESTING = 4
 """Iterables of violations may nest this deep (a list of generators of lists...), no deeper."""
 _NOT_VIOLATIONS = (str, Mapping, bytes, bytearray, memoryview)
 """Iterable results that are not collections of violations: a mapping's keys, bytes' numbers."""
-
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    """A broken rule: what must hold (`constraint`), and optionally where and how to fix it.
-
-    `fields` defaults to the contract's declared fields, `path` to the first of them, `value` to
-    the value found there, and `prescription` to an instruction that names every field involved.
-
-    The constructor raises TypeError for wrong attribute types (`constraint`, `path` and
-    `prescription` must be strings, `fields` a sequence of strings): a misuse fails where it is
-    written, and inside a contract that becomes a `contract_error` naming it. The engine checks
-    again what a contract returns, since a Violation can be altered past these checks (a
-    subclass, `object.__setattr__`); a malformed one becomes a `contract_error` too.
-    """
-
-    constraint: str
-    fields: tuple[str, ...] = ()
-    path: str | None = None
-    value: Any = _UNSET
-    prescription: str | None = None
-
-    def __post_init__(self) -> None:
-        if isinstance(self.fields, str):
-            raise TypeError(
-                f"Violation.fields must be a sequence of names, e.g. ({self.fields!r},)"
-            )
-        try:
-            fields = tuple(self.fields)
-        except TypeError:
-            raise TypeError(
-                f"Violation.fields must be a sequence of names, got {type_name(self.fields)}"
-            ) from None
-        object.__setattr__(self, "fields", fields)
-        problem = malformation(self)
-        if problem is not None:
-            raise TypeError(problem)
-
-    def __repr__(self) -> str:
-        # every attribute through the safe renderer: asyncio and pytest repr results, and a
-        # value may be unprintable, cyclic or (a shared structure) exponentially long to print
-        value = "<unset>" if self.value is _UNSET else short_repr(self.value, 200)
-        return (
-            f"Violation(constraint={safe_repr(self.constraint, 200)}, "
-            f"fields={safe_repr(self.fields, 200)}, path={safe_repr(self.path, 200)}, "
-            f"value={value}, prescription={safe_repr(self.prescription, 200)})"
-        )
-
-
-def malformation(violation: Violation) -> str | None:
-    """What is wrong with a Violation's attribute types (None when nothing is)."""
-    constraint, fields = violation.constraint, violation.fields
-    if not isinstance(constraint, str):
-        return f"Violation.constraint must be a string, got {type_name(constraint)}"
-    if isinstance(fields, str) or not isinstance(fields, tuple | list):
-        return f"Violation.fields must be a sequence of names, got {type_name(fields)}"
-    for name in fields:
-        if not isinstance(name, str):
-            return f"Violation.fields must hold names (strings), got {short_repr(name, 40)}"
-    for attribute in ("path", "prescription"):
-        value = getattr(violation, attribute)
-        if value is not None and not isinstance(value, str):
-            return f"Violation.{attribute} must be a string or None, got {type_name(value)}"
-    return None
-
-
-_NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
-"""The `extra` of a context the caller gave no data for (shared, read-only)."""
-
-
-def _no_extra() -> Mapping[str, Any]:
-    return _NO_EXTRA
-
-
-@dataclass(frozen=True, slots=True)
-class ContractContext:
-    """What a contract may read besides the value: the original request and caller data.
-
-    `extra` is the caller's `context=` mapping itself (not a copy); the same object is
-    pydantic's validation context (`info.context` in a validator) in every validation of the
-    run: see `validation_context`."""
-
-    messages: tuple[Mapping[str, Any], ...] = ()
-    extra: Mapping[str, Any] = field(default_factory=_no_extra)
-    raw_text: str = ""
-    spent: list[Any] = field(default_factory=list, repr=False, compare=False)
-    """Model calls the contracts made during the run (`record_usage`), not yet counted in it."""
-
-    def record_usage(self, usage: Any) -> None:
-        """Count what a contract's own model call spent (a `Usage`, e.g. `healjson.judge`'s)
-        in the run's usage: the run adds it after the contracts ran."""
-        self.spent.append(usage)
-
-    @property
-    def validation_context(self) -> Any:
-        """pydantic's validation context for the run: `extra` (the caller's `context=`
-        mapping, the very object), or None when the caller gave no data."""
-        extra = self.extra
-        return None if extra is _NO_EXTRA else extra
-
-    @property
-    def input_text(self) -> str:
-        """The text of the user turns of the original messages, joined by blank lines."""
-        parts: list[str] = []
-        for message in self.messages:
-            if message.get("role", "user") != "user":
-                continue
-            content = message.get("content")
-            if isinstance(content, str):
-                parts.append(content)
-            elif isinstance(content, list):
-                parts.extend(
-                    str(part.get("text", ""))
-                    for part in content
-                    if isinstance(part, Mapping) and part.get("type") == "text"
-                )
-        return "\n\n".join(parts)
 
 
 T_contra = TypeVar("T_contra", contravariant=True)
@@ -205,7 +93,10 @@ class Contract(Generic[T_contra]):
     fix: Callable[[Any], Any] | None = None
     """With `on_fail="fix"`: the value (the item, for an item contract) -> the corrected value."""
     item: bool = False
-    """A rule over each item of a list, run on the whole list (`for_each_item`)."""
+    """A rule over each item of a list, run on the whole value (`item_rules.for_each_item`)."""
+    items: str = ""
+    """With `item`: where that list is in the value (`"lines"`, `"order.lines"`; "": the value
+    is the list)."""
 
     def __call__(self, value: T_contra, ctx: ContractContext | None = None) -> Any:
         """Run the rule (returns its raw result, which may be awaitable)."""
@@ -240,6 +131,7 @@ def contract(
     description: str | None = None,
     on_fail: OnFail = "reask",
     fix: Callable[[Any], Any] | None = None,
+    items: str | None = None,
 ) -> _ContractDecorator: ...
 def contract(
     check: Callable[..., Any] | None = None,
@@ -250,6 +142,7 @@ def contract(
     description: str | None = None,
     on_fail: OnFail = "reask",
     fix: Callable[[Any], Any] | None = None,
+    items: str | None = None,
 ) -> Any:
     """Declare a business rule: `@contract(fields=("urgency", "summary"))` on
     `def rule(value, ctx) -> Violation | Iterable[Violation] | None` (sync or async).
@@ -261,7 +154,18 @@ def contract(
     fails), `"warn"` (keep the value; the violation is on `Healed.warnings`), `"drop"` (an item
     contract only: remove the failing items, listed on `Healed.dropped`; the list is checked
     again) or `"stop"` (no re-ask: the run degrades with `contract_error`).
+
+    `items` makes it a rule over each item of a list inside the value: `items="lines"` on
+    `def rule(line: Line)` runs it on every item of the value's `lines` (a dotted path reaches
+    deeper: `"order.lines"`), each item judged alone, its violations located under the item
+    (`lines[3].qty`); `fields` then names the item's fields. It goes in `contracts=` like any
+    rule, and every `on_fail` applies per item: `"drop"` removes the items that break it from
+    their list (on `Healed.dropped`, with the list's path), `"fix"` corrects each such item
+    (`fix`: the item -> the corrected item). Calling the rule runs it over the whole value;
+    its function over one item is `rule.check.__wrapped__`. A sync rule only.
     """
+    if items is not None:
+        list_path(items)  # a name or a dotted path, checked where it is written
     if on_fail not in ON_FAIL:
         raise TypeError(f"on_fail must be one of {sorted(ON_FAIL)}, got {short_repr(on_fail, 40)}")
     if on_fail == "fix" and not callable(fix):
@@ -278,15 +182,19 @@ def contract(
     def build(fn: Callable[..., Any]) -> Contract[Any]:
         if not callable(fn):
             raise TypeError(f"@contract needs a function, got {fn!r}")
-        return Contract(
+        rule_name = name or str(getattr(fn, "__name__", "contract"))
+        takes_context = arity(fn) >= 2
+        check_callable(fn, rule_name, takes_context)
+        rule: Contract[Any] = Contract(
             check=fn,
             fields=tuple(fields),
-            name=name or str(getattr(fn, "__name__", "contract")),
+            name=rule_name,
             description=description or inspect.getdoc(fn) or "",
-            takes_context=_arity(fn) >= 2,
+            takes_context=takes_context,
             on_fail=on_fail,
             fix=fix,
         )
+        return rule if items is None else for_each_item(rule, items)
 
     return build(check) if check is not None else build
 
@@ -297,16 +205,50 @@ def as_contract(rule: Any) -> Contract[Any]:
         return rule
     if callable(rule):
         return contract(rule)
-    raise TypeError(f"contracts must be functions or @contract rules, got {rule!r}")
+    raise TypeError(f"contracts must be functions or @contract rules, got {short_repr(rule, 80)}")
 
 
-def for_each_item(rule: Contract[Any]) -> Contract[Any]:
-    """A rule over one item, as a rule over a whole list: it runs on every item, and what it
-    finds is located under the item (`[3].qty`). A sync rule only (`item_contracts`)."""
+def as_contracts(rules: Any, keyword: str = "contracts") -> tuple[Contract[Any], ...]:
+    """The rules of a `contracts=` argument (`keyword` names it in the error): a list (any
+    iterable) of `@contract` rules or functions. One rule given alone, a string or a mapping is
+    refused with a message that says how to pass it (`check_rule_list`), as is a rule whose
+    signature cannot be called with the value (and the context)."""
+    check_rule_list(rules, keyword)
+    return tuple(as_contract(rule) for rule in rules)
+
+
+def check_rule_list(rules: Any, keyword: str = "contracts") -> None:
+    """A TypeError, saying how to pass them, unless `rules` is a list (an iterable) of rules:
+    one rule alone, a string, a mapping or a non-iterable is refused."""
+    if isinstance(rules, Contract) or callable(rules):
+        shown = getattr(rules, "name", None) or getattr(rules, "__name__", None) or "rule"
+        raise TypeError(
+            f"{keyword}= takes a list of rules, got one rule ({shown}) alone: pass "
+            f"{keyword}=[{shown}]"
+        )
+    if isinstance(rules, str | bytes | Mapping) or not isinstance(rules, Iterable):
+        raise TypeError(
+            f"{keyword}= takes a list of rules (@contract rules or functions), got "
+            f"{type_name(rules)}: pass {keyword}=[rule, ...]"
+        )
+
+
+def for_each_item(rule: Contract[Any], at: str = "") -> Contract[Any]:
+    """`rule` (over one item) as a rule over the whole value: run on every item of the list at
+    `at` ("": the value is the list; `item_rules`), each violation located under its item
+    (`[3].qty`, `lines[3].qty`). A sync rule only."""
     if inspect.iscoroutinefunction(rule.check):
         raise TypeError(f"item contract {rule.name!r} must be a sync function")
+    if rule.item:
+        where = f"the items at {rule.items!r}" if rule.items else "items"
+        raise TypeError(
+            f"contract {rule.name!r} judges {where} already: give it in contracts=, not "
+            "item_contracts="
+        )
+    parts = list_path(at) if at else ()
 
-    def each(items: Any, ctx: ContractContext) -> list[Violation | _ContractBug]:
+    def each(value: Any, ctx: ContractContext) -> list[Violation | _ContractBug]:
+        items = read_at(value, parts)
         found: list[Violation | _ContractBug] = []
         for index, item in enumerate(items if isinstance(items, list | tuple) else ()):
             try:
@@ -315,19 +257,46 @@ def for_each_item(rule: Contract[Any]) -> Contract[Any]:
                 diagnostics = [_crashed(rule, exc)]
             for diagnostic in diagnostics:
                 if diagnostic.source is Source.CONTRACT_ERROR:  # the caller's bug, not the model's
-                    return [_ContractBug(_diagnostic_under(index, diagnostic))]
-                found.append(_violation_under(index, diagnostic))
+                    return [_ContractBug(_diagnostic_under(at, index, diagnostic))]
+                found.append(_violation_under(at, index, diagnostic))
         return found
 
+    each.__wrapped__ = rule.check  # type: ignore[attr-defined]  # the rule over one item
     return Contract(
         check=each,
-        fields=tuple(f"[*].{name}" for name in rule.fields),
+        fields=tuple(f"{at}[*].{name}" for name in rule.fields) or ((at,) if at else ()),
         name=rule.name,
         description=rule.description,
         takes_context=True,
         on_fail=rule.on_fail,
         fix=rule.fix,
         item=True,
+        items=at,
+    )
+
+
+def _under(at: str, index: int, path: str) -> str:
+    if path in ("", ROOT):
+        return f"{at}[{index}]"
+    return f"{at}[{index}]{path}" if path.startswith("[") else f"{at}[{index}].{path}"
+
+
+def _violation_under(at: str, index: int, diagnostic: Diagnostic) -> Violation:
+    return Violation(
+        diagnostic.constraint,
+        fields=tuple(_under(at, index, name) for name in diagnostic.fields),
+        path=_under(at, index, diagnostic.path),
+        value=diagnostic.value,
+        prescription=diagnostic.prescription,
+    )
+
+
+def _diagnostic_under(at: str, index: int, diagnostic: Diagnostic) -> Diagnostic:
+    return dataclasses.replace(
+        diagnostic,
+        path=_under(at, index, diagnostic.path),
+        fields=tuple(_under(at, index, name) for name in diagnostic.fields),
+        constraint=f"{diagnostic.constraint} (on item {at}[{index}])",
     )
 
 
@@ -339,7 +308,8 @@ def check_policies(rules: Sequence[Contract[Any]], *, items: bool) -> None:
         if rule.on_fail == "drop" and not rule.item:
             raise TypeError(
                 f'contract {rule.name!r}: on_fail="drop" removes failing items of a list, so it '
-                "is for item contracts (item_contracts=), not for a whole-value rule"
+                "is for item contracts: item_contracts= on a list target, or "
+                '@contract(..., items="lines") for the list at `lines` inside the value'
             )
 
 
@@ -349,46 +319,6 @@ class _ContractBug:
     the list contract's result: read as that diagnostic, never as a violation."""
 
     diagnostic: Diagnostic
-
-
-def _under(index: int, path: str) -> str:
-    if path in ("", ROOT):
-        return f"[{index}]"
-    return f"[{index}]{path}" if path.startswith("[") else f"[{index}].{path}"
-
-
-def _violation_under(index: int, diagnostic: Diagnostic) -> Violation:
-    return Violation(
-        diagnostic.constraint,
-        fields=tuple(_under(index, name) for name in diagnostic.fields),
-        path=_under(index, diagnostic.path),
-        value=diagnostic.value,
-        prescription=diagnostic.prescription,
-    )
-
-
-def _diagnostic_under(index: int, diagnostic: Diagnostic) -> Diagnostic:
-    return dataclasses.replace(
-        diagnostic,
-        path=_under(index, diagnostic.path),
-        fields=tuple(_under(index, name) for name in diagnostic.fields),
-        constraint=f"{diagnostic.constraint} (on item [{index}])",
-    )
-
-
-def _arity(fn: Callable[..., Any]) -> int:
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return 2
-    positional = [
-        p
-        for p in params
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
-    ]
-    if any(p.kind is p.VAR_POSITIONAL for p in positional):
-        return 2
-    return len(positional)
 
 
 def run_contracts(

@@ -4,8 +4,9 @@ Given each contract's violations of a value (`run_contract_groups`), `settle` de
 
 - a `"stop"` violation ends the run (`Settled.stopped`): no re-ask, `contract_error`;
 - `"fix"` and `"drop"` violations are settled locally: the items that broke a drop rule are
-  removed (a fix does not save them), item fixes correct the items kept, then whole-value
-  fixes run in declaration order. The result is validated
+  removed from their list (the answer, or the list inside it that the rule judges the items
+  of: `@contract(items="lines")`; a fix does not save them), item fixes correct the items
+  kept, then whole-value fixes run in declaration order. The result is validated
   again (the schema: a length bound still holds after a drop) and every contract runs again on
   it (a list-level rule judges the list without its dropped items). It is accepted when only
   warnings remain; anything else (a fix that breaks another rule, or still breaks its own, a
@@ -19,10 +20,9 @@ A `fix` that raises is a bug in the caller's code, as a contract that raises: `c
 
 from __future__ import annotations
 
-import re
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from healjson._core.diagnostic import (
     ROOT,
@@ -38,29 +38,37 @@ from healjson._core.target.target import Target
 from healjson._core.wire.effects import AwaitAll
 
 from .contracts import Contract, ContractContext, run_contract_groups
+from .item_rules import item_index, read_at, replaced_at
 
 __all__ = ["Dropped", "Settled", "settle"]
 
 
 @dataclass(frozen=True, slots=True)
 class Dropped:
-    """An item an item contract with `on_fail="drop"` removed from a list answer: its index in
-    the answer, the item (as JSON data) and why (the violations it had)."""
+    """An item a rule over items with `on_fail="drop"` removed from a list: its index in that
+    list as answered, the item (as JSON data), why (the violations it had), and where the list
+    is (`list_path`: "" when the answer is the list, else its path in the answer, `lines`)."""
 
     index: int
     item: Any
     diagnostics: tuple[Diagnostic, ...] = ()
+    list_path: str = ""
+
+    @property
+    def where(self) -> str:
+        """The item's place: `[3]` in the answer, `lines[3]` in a list inside it."""
+        return f"{self.list_path}[{self.index}]"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data (the item rendered safely, as a diagnostic's value is)."""
-        return {
+        data = {
             "index": self.index,
             "item": jsonable(self.item),
             "diagnostics": [d.to_dict() for d in self.diagnostics],
         }
-
-
-_ITEM: Final = re.compile(r"\[(\d{1,9})\]")
+        if self.list_path:
+            data["list_path"] = self.list_path
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +119,8 @@ def settle(
         value, dropped, fixed = _remedy(instance, by_policy)
     except _FixFailed as failed:
         return Settled(error=(failed.diagnostic,))
+    except TypeError:  # a list inside a value healjson cannot copy: the model is asked instead
+        return Settled(blocking=blocking)
     try:
         data = target.adapter.dump_python(value, mode="json", by_alias=True, warnings=False)
         again = target.adapter.validate_python(data, context=ctx.validation_context)
@@ -143,31 +153,39 @@ class _FixFailed(Exception):
 def _remedy(
     instance: Any, by_policy: dict[str, list[tuple[Contract[Any], Sequence[Diagnostic]]]]
 ) -> tuple[Any, tuple[Dropped, ...], tuple[str, ...]]:
-    """Drops (of the items as answered), then item fixes on the items kept, then whole-value
-    fixes in declaration order."""
+    """Per list that rules over items judged (the answer, or a list inside it): drops (of the
+    items as answered), then item fixes on the items kept; then whole-value fixes in
+    declaration order."""
     value = instance
     fixes = by_policy.get("fix", [])
     fixed: list[str] = []
-    drops: dict[int, list[Diagnostic]] = {}
-    for _, group in by_policy.get("drop", []):
+    drops: dict[str, dict[int, list[Diagnostic]]] = {}
+    for rule, group in by_policy.get("drop", []):
         for diagnostic in group:
-            match = _ITEM.match(diagnostic.path)
-            if match is not None:
-                drops.setdefault(int(match[1]), []).append(diagnostic)
-    item_fixes = [(rule, _indices(group)) for rule, group in fixes if rule.item]
+            index = item_index(diagnostic.path, rule.items)
+            if index is not None:
+                drops.setdefault(rule.items, {}).setdefault(index, []).append(diagnostic)
+    item_fixes: dict[str, list[tuple[Contract[Any], set[int]]]] = {}
+    for rule, group in fixes:
+        if rule.item:
+            item_fixes.setdefault(rule.items, []).append((rule, _indices(group, rule.items)))
     dropped: list[Dropped] = []
-    if drops or item_fixes:
-        items = list(value)
-        drops = {index: found for index, found in drops.items() if index < len(items)}
-        dropped = [Dropped(i, jsonable(items[i]), tuple(drops[i])) for i in sorted(drops)]
-        for rule, indices in item_fixes:
-            mended = [index for index in sorted(indices - drops.keys()) if index < len(items)]
+    for at in sorted(drops.keys() | item_fixes.keys()):
+        parts = tuple(at.split(".")) if at else ()
+        found = read_at(value, parts)
+        if not isinstance(found, list | tuple):
+            continue  # the list is not there (the schema would have said so): nothing to do
+        items = list(found)
+        gone = {i: why for i, why in drops.get(at, {}).items() if i < len(items)}
+        dropped += [Dropped(i, jsonable(items[i]), tuple(gone[i]), at) for i in sorted(gone)]
+        for rule, indices in item_fixes.get(at, []):
+            mended = [index for index in sorted(indices - gone.keys()) if index < len(items)]
             for index in mended:
                 items[index] = _fixed(rule, items[index])
             if mended:
                 fixed.append(rule.name)
-        kept = [item for index, item in enumerate(items) if index not in drops]
-        value = tuple(kept) if isinstance(value, tuple) else kept
+        kept = [item for index, item in enumerate(items) if index not in gone]
+        value = replaced_at(value, parts, tuple(kept) if isinstance(found, tuple) else kept)
     for rule, _ in fixes:
         if not rule.item:
             value = _fixed(rule, value)
@@ -175,8 +193,8 @@ def _remedy(
     return value, tuple(dropped), tuple(fixed)
 
 
-def _indices(group: Sequence[Diagnostic]) -> set[int]:
-    return {int(m[1]) for d in group if (m := _ITEM.match(d.path)) is not None}
+def _indices(group: Sequence[Diagnostic], at: str) -> set[int]:
+    return {index for d in group if (index := item_index(d.path, at)) is not None}
 
 
 def _fixed(rule: Contract[Any], value: Any) -> Any:

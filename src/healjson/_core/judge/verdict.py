@@ -25,6 +25,7 @@ class Verdict(enum.StrEnum):
     CONTRACT = "contract"
     CONTRACT_ERROR = "contract_error"
     REFUSAL = "refusal"
+    DEGENERATE = "degenerate"
 
 
 # the verdict on a reply whose failure L1 found, by the diagnostic's source (the rest: SYNTAX)
@@ -34,6 +35,7 @@ _BY_SOURCE: dict[Source, Verdict] = {
     Source.REFUSAL: Verdict.REFUSAL,
     Source.AMBIGUITY: Verdict.AMBIGUOUS,
     Source.CONTRACT_ERROR: Verdict.CONTRACT_ERROR,
+    Source.DEGENERATE: Verdict.DEGENERATE,
 }
 
 

@@ -177,6 +177,17 @@ def for_run(run_id: str, spec: Any = None) -> RunEvents | None:
     return RunEvents(run_id, logger, settings.include_content, spans, floor)
 
 
+def about_run(run_id: str, level: int, event: str, **fields: Any) -> None:
+    """An event of an integration about a run that already happened (its own events and spans
+    were sent by the run): to the logger that run's events would go to, with its `run_id`, and
+    no span (`for_run` would open one for a run starting now). `level` is a `logging` level."""
+    settings = _SCOPED.get() or _Default.settings
+    logger, floor = _logger(settings)
+    if logger is None or level < floor:
+        return
+    RunEvents(run_id, logger, settings.include_content, None, floor).event(level, event, **fields)
+
+
 def warn(event: str, **fields: Any) -> None:
     """One WARNING event outside a run's (a client's once-only notice): to the logger a run
     would use (`set_logger`, structlog's `healjson` logger, the stdlib `healjson` logger when it
@@ -369,7 +380,9 @@ def _policies(outcome: Healed[Any]) -> dict[str, Any]:
     if outcome.warnings:
         found["warnings"] = [f"{d.path}: {d.constraint}" for d in outcome.warnings]
     if outcome.dropped:
-        found["dropped"] = [item.index for item in outcome.dropped]
+        found["dropped"] = [
+            item.where if item.list_path else item.index for item in outcome.dropped
+        ]
     if outcome.fixed:
         found["fixed"] = list(outcome.fixed)
     return found

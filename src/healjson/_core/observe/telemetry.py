@@ -11,7 +11,7 @@ attributed by the OpenTelemetry GenAI semantic conventions (`chat <model>`, kind
 healjson's own attributes under `healjson.*` (run id, attempt, strategy, flags, diagnostics,
 outcome, reason, layer, changed fields, tokens saved by local healing, cost). While a model
 call runs, its span is the current span, so an instrumented SDK nests its own span under it
-instead of beside it. When an instrumentation of the openai or anthropic SDK is active (the
+instead of beside it. When an instrumentation of a provider's SDK is active (the
 official `opentelemetry-instrumentation-openai-v2`, OpenLLMetry, OpenInference: each wraps the
 SDK's `create`), that SDK span is the GenAI client span, and healjson's call span does not
 repeat it: it is `healjson.attempt N` (kind INTERNAL) with its token counts as
@@ -72,7 +72,7 @@ def for_run(run_id: str, spec: Any) -> RunSpans | None:
 
 
 def sdk_instrumented() -> bool:
-    """True when an OpenTelemetry instrumentation of the openai or anthropic SDK is active:
+    """True when an OpenTelemetry instrumentation of a registered provider's SDK is active:
     the SDK class's own `create` is then a wrapper object (instrumentations patch it with
     `wrapt`; such a proxy passes `isinstance` for a function, its `type` does not) instead of
     the plain function the SDK defines. Checked per call: `instrument()` and `uninstrument()`
@@ -139,7 +139,7 @@ class RunSpans:
         self._tracer = tracer
         self._instruments = instruments
         self._content = _capture_content()
-        target = getattr(getattr(spec, "target", None), "name", None) or "value"
+        target = getattr(spec, "target_name", None) or "value"
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "heal",
             "healjson.run_id": run_id,

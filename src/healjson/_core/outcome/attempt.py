@@ -32,6 +32,9 @@ class Reason(enum.StrEnum):
     CONTRACT_ERROR = "contract_error"
     TOOL_CALL_MISSING = "tool_call_missing"
     """The request forced a tool call (`tool_choice`) and the answers made none."""
+    DEGENERATE_OUTPUT = "degenerate_output"
+    """The answer turned into a run of whitespace or one passage repeated past the policy's
+    bounds (`HealPolicy.max_whitespace_run`, `max_repeats`), however it was repaired."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +44,8 @@ class Attempt:
     `raw_text` is the reply as received (a tool call's arguments when the reply was only tool
     calls; every call is in `tool_calls`); `reasoning` is the model's reasoning, set aside and
     never read as the answer (the provider's reasoning field and any inline `<think>` blocks).
+    `cache_hit` is True for an answer served from the response cache (no model call: its
+    usage counts no request and no token, `Usage.cache_hits` one), judged again as any reply.
     """
 
     number: int
@@ -59,6 +64,7 @@ class Attempt:
     ok: bool = False
     reasoning: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
+    cache_hit: bool = False
 
     def __repr__(self) -> str:
         # the dataclass's repr, through the redactor: printed model text is redacted too

@@ -25,6 +25,7 @@ class _Decision(NamedTuple):
 
 # in priority order: the first source found among a reply's diagnostics decides
 _TABLE: dict[Source, _Decision] = {
+    Source.DEGENERATE: _Decision(Strategy.DEGENERATE, Reason.DEGENERATE_OUTPUT),
     Source.TRUNCATION: _Decision(Strategy.TRUNCATION, Reason.TOKEN_TRUNCATED),
     Source.EMPTY: _Decision(Strategy.EMPTY_RETRY, Reason.EMPTY_OUTPUT),
     Source.REFUSAL: _Decision(None, Reason.REFUSAL),
@@ -35,7 +36,8 @@ _TABLE: dict[Source, _Decision] = {
 
 def strategy_for(diagnostics: Sequence[Diagnostic]) -> Strategy:
     """The repair strategy a failed answer calls for: a clean retry for an empty answer, a
-    compact rewrite for a cut one, a syntax prompt when no JSON was recovered, else a repair."""
+    compact rewrite for a cut or a degenerate one (a whitespace run, a loop), a syntax prompt
+    when no JSON was recovered, else a repair."""
     for diagnostic in diagnostics:
         decision = _TABLE.get(diagnostic.source)
         if decision is not None and decision.strategy is not None:

@@ -19,8 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar
 
-from pydantic import JsonValue
-
 from healjson._core.diagnostic import Diagnostic, describe_exception, short_repr
 from healjson._core.flags import Flag
 from healjson._core.judge.policies import Dropped
@@ -32,6 +30,8 @@ from . import record
 from .attempt import Attempt, Reason
 
 if TYPE_CHECKING:
+    from pydantic import JsonValue  # its module costs `import healjson` ~15 ms
+
     from .calls import ToolCalls
 
 __all__ = [
@@ -84,8 +84,8 @@ class Healed(Generic[T]):
 
     @property
     def calls(self) -> int:
-        """Model calls spent."""
-        return len(self.attempts)
+        """Model calls spent (an answer served from the response cache is none)."""
+        return _calls(self.attempts)
 
     def __repr__(self) -> str:
         # short on purpose: the whole record is `.trace()` / `.to_dict()`; redacted, as every
@@ -99,7 +99,8 @@ class Healed(Generic[T]):
             if self.warnings:
                 parts.append(f"warnings={len(self.warnings)}")
             if self.dropped:
-                parts.append(f"dropped={[item.index for item in self.dropped]}")
+                places = [item.where if item.list_path else item.index for item in self.dropped]
+                parts.append(f"dropped={places}")
             return redact_text(f"Healed({', '.join(parts)})")
 
     def unwrap(self) -> T:
@@ -153,8 +154,8 @@ class Degraded(Generic[T]):
 
     @property
     def calls(self) -> int:
-        """Model calls spent."""
-        return len(self.attempts)
+        """Model calls spent (an answer served from the response cache is none)."""
+        return _calls(self.attempts)
 
     def __repr__(self) -> str:
         # short on purpose: the whole record is `.trace()` / `.to_dict()`; redacted
@@ -223,3 +224,8 @@ def outcome_from_dict(data: Mapping[str, Any], model: Any = None) -> Outcome[Any
         return Healed(**fields)
     except Exception as exc:  # RecursionError, OverflowError... from hostile data, too
         raise ValueError(f"not a healjson outcome record: {describe_exception(exc)}") from exc
+
+
+def _calls(attempts: tuple[Attempt, ...]) -> int:
+    """Model calls among `attempts`: a cache hit is only ever the one attempt of a run."""
+    return len(attempts) - (1 if attempts and attempts[0].cache_hit else 0)

@@ -23,6 +23,7 @@ from healjson._core.diagnostic import Diagnostic, Source, jsonable, short_repr, 
 from healjson._core.flags import Flag
 from healjson._core.judge.policies import Dropped
 from healjson._core.redact import redact_data
+from healjson._core.repair.calls import CallsForm, CallState
 from healjson._core.repair.prompt import RepairPrompt, Strategy
 from healjson._core.sentinels import MISSING
 from healjson._core.wire.reply import ToolCall, Usage
@@ -149,6 +150,7 @@ def _attempt(attempt: Attempt) -> dict[str, Any]:
         "ok": attempt.ok,
         "reasoning": _text(attempt.reasoning),
         "tool_calls": [_tool_call(c) for c in attempt.tool_calls],
+        "cache_hit": attempt.cache_hit,
     }
 
 
@@ -174,8 +176,52 @@ def _prompt(prompt: RepairPrompt | None) -> dict[str, Any] | None:
         "example": prompt.example,
         "schema": prompt.schema,
         **({"items": list(prompt.items), "item_count": prompt.item_count} if prompt.items else {}),
+        **({"calls": _calls_form(prompt.calls)} if prompt.calls is not None else {}),
         "rendered": prompt.render(),
     }
+
+
+def _calls_form(form: CallsForm) -> dict[str, Any]:
+    return {
+        "text": form.text,
+        "calls": [
+            {
+                "id": call.id,
+                "name": call.name,
+                "arguments": call.arguments,
+                "problems": [d.to_dict() for d in call.problems],
+            }
+            for call in form.calls
+        ],
+        "pending": list(form.pending),
+        "missing": form.missing,
+        "forced": form.forced,
+        "declared": list(form.declared),
+    }
+
+
+def _calls_form_from(data: Mapping[str, Any]) -> CallsForm:
+    forced = data.get("forced", False)
+    if not isinstance(forced, bool | str):
+        raise TypeError(f"`forced` must be a string or a boolean, got {type_name(forced)}")
+    return CallsForm(
+        text=_str(data, "text"),
+        calls=tuple(
+            CallState(
+                _required_str(call, "id"),
+                _required_str(call, "name"),
+                _required_str(call, "arguments"),
+                tuple(
+                    _diagnostic_from(_object(d, "a diagnostic")) for d in _list(call, "problems")
+                ),
+            )
+            for call in (_object(c, "a call") for c in _list(data, "calls"))
+        ),
+        pending=tuple(_int({"call": i}, "call", required=True) for i in _list(data, "pending")),
+        missing=_bool(data, "missing"),
+        forced=forced,
+        declared=tuple(_names(data, "declared")),
+    )
 
 
 def _attempt_from(data: Mapping[str, Any]) -> Attempt:
@@ -204,6 +250,7 @@ def _attempt_from(data: Mapping[str, Any]) -> Attempt:
         tool_calls=tuple(
             _tool_call_from(_object(c, "a tool call")) for c in _list(data, "tool_calls")
         ),
+        cache_hit=_bool(data, "cache_hit"),
     )
 
 
@@ -230,6 +277,9 @@ def _prompt_from(data: Mapping[str, Any]) -> RepairPrompt:
         schema=_str(data, "schema"),
         items=tuple(_int({"item": i}, "item", required=True) for i in _list(data, "items")),
         item_count=_int(data, "item_count"),
+        calls=None
+        if data.get("calls") is None
+        else _calls_form_from(_object(data["calls"], "`calls`")),
     )
 
 
@@ -253,6 +303,7 @@ def _dropped_from(data: Mapping[str, Any]) -> Dropped:
         _int(data, "index", required=True),
         data.get("item"),
         tuple(_diagnostic_from(_object(d, "a diagnostic")) for d in _list(data, "diagnostics")),
+        _str(data, "list_path") or "",
     )
 
 
@@ -270,6 +321,7 @@ def _usage_from(data: Mapping[str, Any], depth: int = 0) -> Usage:
         _int(data, "requests"),
         _str(data, "model"),
         tuple(_usage_from(_object(part, "`usage.parts[]`"), depth + 1) for part in parts),
+        _int(data, "cache_hits"),
     )
 
 

@@ -23,26 +23,27 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import Any, Final, TypeVar
 
 from healjson._core.diagnostic import Diagnostic
+from healjson._core.judge.policies import Dropped
 from healjson._core.redact import found_in, scrub
+from healjson._core.repair.calls import CallsForm, CallState
 from healjson._core.repair.prompt import RepairPrompt
 from healjson._core.wire.reply import ToolCall
 
 from .attempt import Attempt
-from .outcome import Degraded
+from .outcome import Degraded, Healed
 from .record import outcome_data
-
-if TYPE_CHECKING:
-    from .outcome import Healed
 
 OutcomeT = TypeVar("OutcomeT", bound="Healed[Any] | Degraded[Any]")
 
 __all__ = ["seal"]
 
 _MAX_DEPTH: Final = 64
-_RECORDS: Final = frozenset({Attempt, Diagnostic, RepairPrompt, ToolCall})
+_RECORDS: Final = frozenset(
+    {Attempt, CallState, CallsForm, Diagnostic, Dropped, RepairPrompt, ToolCall}
+)
 # escapes that can spell any character (JSON's `\uXXXX` and `\/`, a lenient reader's `\x41`)
 _ESCAPES: Final = ("\\u", "\\U", "\\x", "\\/")
 _PLAIN_ESCAPED: Final = frozenset('"\\\b\f\n\r\t')  # what the other escapes spell
@@ -62,7 +63,9 @@ def seal(outcome: OutcomeT, forms: tuple[str, ...]) -> OutcomeT:
             and not first.reasoning
             and not first.tool_calls
             and not first.error
+            and not first.diagnostics
             and not (isinstance(outcome, Degraded) and outcome.fallback is not None)
+            and not (isinstance(outcome, Healed) and (outcome.warnings or outcome.dropped))
         ):
             for form in forms:
                 if form in raw:
@@ -88,13 +91,29 @@ def _found(outcome: Healed[Any] | Degraded[Any], forms: tuple[str, ...]) -> tupl
 
 
 def _texts_show(outcome: Healed[Any] | Degraded[Any], forms: tuple[str, ...]) -> tuple[bool, bool]:
-    """Whether a secret form occurs in the model's texts of the run, and whether one of them
-    has an escape that could spell one."""
+    """Whether a secret form occurs in the texts the model and the provider wrote in the run
+    (answers, reasoning, tool calls, errors, and every diagnostic: a refusal's text, a judge's
+    reason, a provider's error message), and whether one of them has an escape that could spell
+    one (or a diagnostic holds data, not text: then the rendering is searched)."""
     escaped = False
     texts: list[str | None] = [outcome.raw_text]
+    diagnostics: list[Diagnostic] = []
     for attempt in outcome.attempts:
         texts += (attempt.raw_text, attempt.reasoning, attempt.error)
         texts += [call.arguments for call in attempt.tool_calls]
+        diagnostics += attempt.diagnostics
+    if isinstance(outcome, Degraded):
+        diagnostics += outcome.errors
+    else:
+        diagnostics += outcome.warnings
+        diagnostics += [d for dropped in outcome.dropped for d in dropped.diagnostics]
+        escaped = bool(outcome.dropped)  # the dropped items are data: their rendering is read
+    for diagnostic in diagnostics:
+        texts += (diagnostic.constraint, diagnostic.prescription, diagnostic.path)
+        if isinstance(diagnostic.value, str):
+            texts.append(diagnostic.value)
+        elif diagnostic.value is not None or diagnostic.extra:
+            escaped = True
     for text in texts:
         if not text or not isinstance(text, str):
             continue
@@ -117,12 +136,15 @@ def _scrubbed(outcome: OutcomeT, forms: tuple[str, ...]) -> OutcomeT:
     }
     if isinstance(outcome, Degraded):
         changes["errors"] = _clean(outcome.errors, forms, 0)
+    else:
+        changes["warnings"] = _clean(outcome.warnings, forms, 0)
+        changes["dropped"] = _clean(outcome.dropped, forms, 0)
     return dataclasses.replace(outcome, **changes)
 
 
 def _clean(value: Any, forms: tuple[str, ...], depth: int) -> Any:
     """`scrub`, also through healjson's records (attempts, diagnostics, repair prompts, tool
-    calls): the same object when nothing changed."""
+    calls, a tool-call repair's calls): the same object when nothing changed."""
     if isinstance(value, str) or depth >= _MAX_DEPTH:
         return scrub(value, forms)
     if type(value) in _RECORDS:  # healjson's own: a caller's objects are never rebuilt

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 from healjson._core.diagnostic import Diagnostic, Source, jsonable, short_repr
 from healjson._core.flags import Flag
 from healjson._core.redact import redact_data, redact_text, secrets_scope
-from healjson._core.repair.prompt import elide
+from healjson._core.repair.quote import elide
 from healjson._core.wire.reply import Usage
 
 from .attempt import Attempt, Reason
@@ -72,9 +72,8 @@ def _markdown(outcome: Outcome[Any], title: str) -> str:
     lines = [f"### {_inline(title, 200)}", ""]
     lines += _header(outcome)
     lines += _request(outcome.attempts[0] if outcome.attempts else None)
-    sent_first = len(outcome.attempts[0].messages) if outcome.attempts else 0
     for attempt in outcome.attempts:
-        lines += _round(attempt, sent_first)
+        lines += _round(attempt)
     lines += _outcome(outcome)
     lines += _totals(outcome)
     return redact_text("\n".join(lines).rstrip("\n") + "\n")
@@ -141,7 +140,9 @@ def public_params(params: Mapping[str, Any]) -> dict[str, Any]:
 def _header(outcome: Outcome[Any]) -> list[str]:
     rounds = _count(outcome.calls, "round")
     allowed = f" of {outcome.max_attempts} allowed" if outcome.max_attempts else ""
-    if outcome.ok:
+    if outcome.ok and not outcome.calls and outcome.usage.cache_hits:
+        status = "**Healed** from the response cache: no model call (judged again)"
+    elif outcome.ok:
         repairs = _count(max(outcome.calls - 1, 0), "repair")
         status = f"**Healed** in {rounds}{allowed} ({repairs})"
     else:
@@ -184,18 +185,16 @@ def _request(first: Attempt | None) -> list[str]:
     return lines + render_messages(first.messages)
 
 
-def _round(attempt: Attempt, sent_first: int = 0) -> list[str]:
+def _round(attempt: Attempt) -> list[str]:
     lines = [f"#### Round {attempt.number} ({attempt.strategy})", ""]
     prompt = attempt.prompt.render() if attempt.prompt is not None else ""
     if prompt:
         lines += _block("Repair prompt sent", prompt, MAX_PROMPT_CHARS, count=False)
-    elif attempt.number > 1 and len(attempt.messages) > sent_first:
-        # a repair made of messages (a tool-call exchange), not of a `RepairPrompt`
-        lines += ["Repair messages sent after the request:", ""]
-        lines += render_messages(attempt.messages[sent_first:])
     elif attempt.number > 1:
         lines += ["_The original request, resent unchanged._", ""]
-    if _no_call(attempt):
+    if attempt.cache_hit:
+        lines.append("- **Model call**: none (served from the response cache, judged again)")
+    elif _no_call(attempt):
         lines.append("- **Model call**: none (the reply was given, not requested)")
     else:
         if attempt.model:
@@ -228,7 +227,10 @@ def _round(attempt: Attempt, sent_first: int = 0) -> list[str]:
 def _outcome(outcome: Outcome[Any]) -> list[str]:
     lines = ["#### Outcome", ""]
     if outcome.ok:
-        lines.append(f"- **Healed** in round {outcome.calls}")
+        if not outcome.calls and outcome.usage.cache_hits:
+            lines.append("- **Healed** from the response cache (no model call)")
+        else:
+            lines.append(f"- **Healed** in round {outcome.calls}")
         if outcome.flags:
             lines.append(f"- **Local repairs (L1)**: {', '.join(outcome.flags)}")
         if outcome.changed_fields:
@@ -240,7 +242,7 @@ def _outcome(outcome: Outcome[Any]) -> list[str]:
         if outcome.dropped:
             lines.append(f"- **Items dropped**: {len(outcome.dropped)}")
             for item in outcome.dropped:
-                lines.append(f"  - item [{item.index}]")
+                lines.append(f"  - item {item.where}")
                 lines += _diagnostics(item.diagnostics, "    ")
         if outcome.warnings:
             lines.append(f"- **Warnings**: {len(outcome.warnings)}")
@@ -259,9 +261,11 @@ def _outcome(outcome: Outcome[Any]) -> list[str]:
 
 
 def _totals(outcome: Outcome[Any]) -> list[str]:
-    calls = sum(not _no_call(attempt) for attempt in outcome.attempts)
+    calls = sum(not (_no_call(a) or a.cache_hit) for a in outcome.attempts)
     usage = outcome.usage
     lines = ["#### Totals", "", f"- **Model calls**: {calls or 'none'}"]
+    if usage.cache_hits:
+        lines.append(f"- **Response cache hits**: {usage.cache_hits}")
     if calls:
         lines.append(f"- **Tokens**: {_tokens(usage)}")
         cost = _cost(usage)

@@ -7,23 +7,35 @@ happy path. It reads what JSON, Python and JavaScript writers produce by mistake
   characters inside them; `\\'` and other stray escapes; a quote inside a
   string that the model forgot to escape (a quote closes a string only when what follows it is
   a comma, colon, closing bracket, another quote, a line break or the end);
-- unquoted keys (`{name: "x"}`) and unquoted values up to the next comma, bracket or line
-  break (`{"city": New York}`), read as numbers or literals when they spell one (`.25`, `TRUE`,
-  `None`, `undefined`: any case);
-- missing and trailing commas, `//`, `/* */` and line-start `#` comments, a closing bracket
-  that also closes the containers still open inside it.
+- unquoted keys (`{name: "x"}`), and unquoted values (*bare tokens*: up to the next comma,
+  bracket, quote, comment or line break; spaces do not end one) read by one rule
+  (`tokens.py`): a bare token is a value only when the whole token is one — a literal spelled
+  whole (`true`, `None`, `undefined`, `NaN`: any case), a number as JSON, Python or
+  JavaScript writes it (`-1.5e3`, `.25`, `82_461_110`), or a word (`{"city": New York}`:
+  the string `New York`) that no value could have been meant by. Punctuation (`-`, `.`, `$`),
+  malformed or grouped numbers (`1.`, `1e`, `1..2`, `007`, `12 345`), literals cut short
+  (`tru`, `nul`), values side by side on one line (`1 2 3`) or fused with punctuation (`1:`,
+  `true.`) are no value: the candidate is given up, wherever the token stands (alone in
+  brackets, beside a comma, in an object);
+- missing commas between values whose ends are plain (a closing quote or bracket, a line
+  break: `[1\n2\n3]` is three numbers, `[1 2 3]` one token that is none), trailing commas,
+  `//`, `/* */` and line-start `#` comments, a closing bracket that also closes the
+  containers still open inside it (when they hold something: `[{]` is a stray `{`, not
+  `[{}]`).
 
 **Never invent.** Every key and every scalar of the result is a token of the text; what is
 dropped is only punctuation and comments. Anything the reader cannot account for that way — a
-key without a colon or without a value (`{"a": }`), a value where a key belongs (`["k": 1]`),
-an ellipsis standing for elided items (`[1, 2, ...]`), text after the value — makes it give
-up (`NOTHING`): healjson then asks the model again rather than guess. A span with no quote, no
+bare token that is no value (above), a key without a colon or without a value (`{"a": }`), a
+value where a key belongs (`["k": 1]`), an ellipsis standing for elided items (`[1, 2, ...]`),
+text after the value — makes it give up (`NOTHING`): healjson then asks the model again rather
+than guess. A span with no quote, no
 `key:`, no comma and no comment is prose in brackets (`[this page]`, `{name}`, `[^2]`), not
 JSON, and is not read at all.
 
 The last resort, json-repair, is super-linear (36 KB of unquoted values took 10 s; 1 KB of
 prose in brackets 0.12 s), so it only sees candidates up to `MAX_JSON_REPAIR_CHARS`, at most
-`JSON_REPAIR_CHARS_PER_REPLY` per reply, and its reading is kept only when `grounded`.
+`JSON_REPAIR_CHARS_PER_REPLY` per reply, and its reading is kept only when `grounded`: every
+bare token it read is one by the same rule, so it never keeps what this reader refuses.
 
 `partial=True` reads a structure cut off at the end (the partial data of a truncated reply,
 never a result): containers still open are closed, and a string, key or bare token touching the
@@ -45,6 +57,7 @@ from typing import Any, Final
 from healjson._core.sentinels import NOTHING
 
 from .meter import charge
+from .tokens import REFUSED, bare_value, is_number_or_literal
 
 __all__ = [
     "MAX_DEPTH",
@@ -75,22 +88,9 @@ _BARE_VALUE: Final = re.compile(r"(?:[^,{}\[\]\n\"\u201c/]++|/(?![/*]))*+")
 _BARE_KEY: Final = re.compile(r"(?:[^:,{}\[\]\n\"'\u201c\u2018/]++|/(?![/*]))*+")
 _BRACKETS: Final = re.compile(r"[{}\[\]]")
 _ELLIPSIS: Final = re.compile(r"(?:\.{2,}|\u2026)")
-_NUMBER: Final = re.compile(r"-?(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?")
-_WRITTEN_NUMBER: Final = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 # a span worth reading: it holds a quote, a `key:`, a comma or a comment (`[this page]`,
 # `{name}` and `[^2]` are prose in brackets)
 _JSON_LOOKING: Final = re.compile(r"[\"'\u201c\u2018`,]|[{,]\s*+[\w$]++\s*+:|//|/\*")
-_LITERALS: Final = {
-    "true": True,
-    "false": False,
-    "null": None,
-    "none": None,
-    "nil": None,
-    "undefined": None,
-    "nan": float("nan"),
-    "infinity": float("inf"),
-    "-infinity": float("-inf"),
-}
 _ESCAPES: Final = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", "\\": "\\"}
 _CLOSES_AFTER: Final = frozenset(",:}]\n") | frozenset(_QUOTES)
 _COMMENTS: Final = ("//", "/*")
@@ -144,15 +144,25 @@ def _json_repair(text: str) -> Any:
 
 def grounded(value: Any, text: str) -> bool:
     """True when `value` accounts for `text` exactly: every key and scalar is written there, in
-    reading order, and what lies between them is only punctuation (brackets, commas, colons,
-    quotes, whitespace, comments). A repair that filled a gap (a scalar not in the text) or
-    dropped the model's words (prose read as structure: `[^2]` as `[2]`) is not grounded."""
+    reading order (a bare one as a whole token that reads as it: `tokens.py`), and what lies
+    between them is only punctuation (brackets, commas, colons, quotes, whitespace, comments)
+    that writes the value's structure: a bracket opened per container, an empty one written
+    with its closer (`[]`, `[,]`), a colon per key. A repair that filled a gap (a scalar not in
+    the text), dropped the model's words (prose read as structure: `[^2]` as `[2]`), made up or
+    dropped a container (`[{]` as `[]` or `[{}]`, `["k": 1]` as `[{"k": 1}]`) or dropped a
+    colon (`{"a": :1}`, `[1:, 2]`) is not grounded."""
     charge(len(text))
     cursor = 0
+    wanted = _Marks()  # what the value's structure writes
+    written = _Marks()  # what the text's punctuation writes
     stack: list[Any] = [value]
     while stack:
         node = stack.pop()
+        if isinstance(node, dict | list):
+            wanted.openers += 1
+            wanted.empty += not node
         if isinstance(node, dict):
+            wanted.colons += len(node)
             for key, item in reversed(list(node.items())):
                 stack.append(item)
                 stack.append(_Key(key))
@@ -160,11 +170,45 @@ def grounded(value: Any, text: str) -> bool:
         if isinstance(node, list):
             stack.extend(reversed(node))
             continue
-        found = _next_leaf(text, cursor, node.name if isinstance(node, _Key) else node)
-        if found < 0:
+        found = _next_leaf(text, cursor, node)
+        if found is None:
             return False
-        cursor = found
-    return _PUNCTUATION.match(text, cursor).end() == len(text)  # type: ignore[union-attr]
+        start, end = found
+        written.count(text, cursor, start)
+        cursor = end
+    if _PUNCTUATION.match(text, cursor).end() != len(text):  # type: ignore[union-attr]
+        return False
+    written.count(text, cursor, len(text))
+    return (wanted.openers, wanted.colons) == (written.openers, written.colons) and (
+        wanted.empty <= written.empty
+    )
+
+
+class _Marks:
+    """Openers (`{`, `[`), colons and empty containers (`[]`, `{}`), counted."""
+
+    __slots__ = ("colons", "empty", "openers")
+
+    def __init__(self) -> None:
+        self.openers = self.colons = self.empty = 0
+
+    def count(self, text: str, start: int, end: int) -> None:
+        """Add those the punctuation in `text[start:end]` writes (comments looked through)."""
+        i, last = start, ""
+        while i < end:
+            if text.startswith("//", i):
+                newline = text.find("\n", i, end)
+                i = end if newline < 0 else newline
+            elif text.startswith("/*", i):
+                close = text.find("*/", i + 2, end)
+                i = end if close < 0 else close + 2
+            else:
+                char = text[i]
+                self.openers += char in "{["
+                self.colons += char == ":"
+                self.empty += (last, char) in (("[", "]"), ("{", "}"))
+                last = last if char in " \t\r\n," else char  # `[,]` is `[]`, a comma dropped
+                i += 1
 
 
 class _Key:
@@ -179,34 +223,49 @@ class _Key:
 _PUNCTUATION: Final = re.compile(
     r"""(?:[\s{}\[\](),:"'`\u201c\u201d\u2018\u2019]++|//[^\n]*+|/\*(?:[^*]++|\*(?!/))*+(?:\*/)?)*+"""
 )
-_EDGE_PUNCTUATION: Final = re.compile(r"^[,:{}\[\]]|[,:{}\[\]]$")
-_SPELLINGS: Final = {True: ("true",), False: ("false",), None: ("null", "none", "undefined", "nil")}
+_BOUNDARY: Final = frozenset(" \t\r\n,:{}[]")
 
 
-def _next_leaf(text: str, cursor: int, scalar: Any) -> int:
-    """The offset just past `scalar` when it is written after only punctuation from `cursor`,
-    else -1."""
+def _next_leaf(text: str, cursor: int, leaf: Any) -> tuple[int, int] | None:
+    """Where `leaf` (a scalar or a `_Key`) is written after only punctuation from `cursor`
+    (its start and the offset just past it), else None. A quoted string is found as written
+    (or escaped); any other leaf must be a whole bare token that reads as it (`tokens.py`), as
+    the tolerant reader reads it: a string or number cut out of a longer token is not there."""
     content = _PUNCTUATION.match(text, cursor).end()  # type: ignore[union-attr]
-    starts = _starts(text, cursor, content)
-    if isinstance(scalar, int | float) and not isinstance(scalar, bool) and math.isfinite(scalar):
-        for start in starts:  # `.25`, `1e5`, `-0`, `01`: as written
-            number = _WRITTEN_NUMBER.match(text, start)
-            if number is not None and _same_number(number.group(), scalar):
-                return number.end()
-        return -1
-    folded = scalar is None or isinstance(scalar, bool)
-    forms = _forms(scalar)
-    for start in starts:
-        for form in forms:
-            if folded:
-                if text[start : start + len(form)].casefold() == form:
-                    return start + len(form)
-            elif text.startswith(form, start):
-                quoted = start > 0 and text[start - 1] in _QUOTES
-                if isinstance(scalar, str) and not quoted and _EDGE_PUNCTUATION.search(form):
-                    return -1  # an unquoted "value" that swallowed a comma or a bracket
-                return start + len(form)
-    return -1
+    as_key = isinstance(leaf, _Key)
+    scalar = leaf.name if isinstance(leaf, _Key) else leaf
+    for start in _starts(text, cursor, content):
+        if isinstance(scalar, str):
+            if not scalar:
+                if text.startswith(('""', "''"), start):
+                    return start, start + 2
+                continue
+            if start > 0 and text[start - 1] in _QUOTES:
+                for form in _forms(scalar):
+                    if text.startswith(form, start):
+                        return start, start + len(form)
+                continue
+        if start > 0 and text[start - 1] not in _BOUNDARY and not text.startswith("*/", start - 2):
+            continue  # not where a bare token begins
+        end = (_BARE_KEY if as_key else _BARE_VALUE).match(text, start).end()  # type: ignore[union-attr]
+        token = text[start:end].rstrip()
+        if token and token[0] not in " \t" and _reads_as(token, scalar, as_key=as_key):
+            return start, start + len(token)
+    return None
+
+
+def _reads_as(token: str, scalar: Any, *, as_key: bool) -> bool:
+    """Whether a bare token is `scalar`: a key as written, a value by the bare-token rule."""
+    if as_key:
+        return bool(token == scalar)
+    value = bare_value(token)
+    if value is REFUSED or isinstance(value, bool) != isinstance(scalar, bool):
+        return False
+    if isinstance(value, str) != isinstance(scalar, str) or value is None or scalar is None:
+        return value is scalar
+    if isinstance(value, float) and math.isnan(value):
+        return isinstance(scalar, float) and math.isnan(scalar)
+    return bool(value == scalar)
 
 
 def _starts(text: str, cursor: int, content: int) -> list[int]:
@@ -227,35 +286,10 @@ def _starts(text: str, cursor: int, content: int) -> list[int]:
     return out
 
 
-def _same_number(written: str, scalar: float) -> bool:
-    try:
-        if isinstance(scalar, int) and written.lstrip("+-").isdigit():
-            return int(written) == scalar
-        return float(written) == scalar
-    except ValueError:  # more digits than Python converts
-        return False
-
-
-def _forms(scalar: Any) -> list[str]:
-    if scalar is None or isinstance(scalar, bool):
-        return list(_SPELLINGS[scalar])
-    if isinstance(scalar, str):
-        if not scalar:
-            return ['""', "''"]
-        escaped = json.dumps(scalar, ensure_ascii=False)[1:-1]
-        return list(dict.fromkeys((scalar, escaped, json.dumps(scalar)[1:-1])))
-    if isinstance(scalar, float):  # not finite (finite numbers are matched as written)
-        return ["NaN", "Infinity", "-Infinity", "nan", "inf", "-inf"]
-    return [str(scalar)]
-    if isinstance(scalar, float):
-        if not math.isfinite(scalar):
-            return ["NaN", "Infinity", "-Infinity", "nan", "inf", "-inf"]
-        shown = repr(scalar)
-        forms = [shown, shown.replace("0.", ".", 1)]  # `.25` as the model may write 0.25
-        if scalar.is_integer():
-            forms.insert(0, str(int(scalar)))
-        return list(dict.fromkeys(forms))
-    return [str(scalar)]
+def _forms(scalar: str) -> list[str]:
+    """How a non-empty string may be written between quotes: as is, or JSON-escaped."""
+    escaped = json.dumps(scalar, ensure_ascii=False)[1:-1]
+    return list(dict.fromkeys((scalar, escaped, json.dumps(scalar)[1:-1])))
 
 
 def partial_loads(text: str) -> Any:
@@ -349,6 +383,8 @@ class _Reader:
             frame = self.stack.pop()
             if frame.key is not None or (frame.wants == "value" and isinstance(frame.value, dict)):
                 raise _GiveUp  # `{"a": }`: a key with no value
+            if frame.closer != char and not frame.value:
+                raise _GiveUp  # `[{]`: an opener with nothing after it is a stray, not `{}`
             self._put_closed(frame.value)
             if frame.closer == char:
                 return pos + 1
@@ -482,7 +518,9 @@ class _Reader:
             return end  # touching the cut: it may itself be cut
         if not token or _ELLIPSIS.fullmatch(token):
             raise _GiveUp  # a character no reading accounts for, or `...` for elided items
-        scalar = token if as_key else _scalar(token)
+        scalar = token if as_key else bare_value(token)
+        if scalar is REFUSED:
+            raise _GiveUp  # no value as a whole (`tokens.py`): not ours to guess which
         if frame is None and isinstance(scalar, str):
             raise _GiveUp  # an unquoted word on its own is prose, not a JSON value
         self._put(scalar, frame, quoted=False)
@@ -499,7 +537,7 @@ def _prose_in_brackets(text: str) -> bool:
     if _JSON_LOOKING.search(text):
         return False
     words = _BRACKETS.sub(" ", text).split()
-    return any(isinstance(_scalar(word), str) for word in words)
+    return any(not is_number_or_literal(word) for word in words)
 
 
 def _comma_before(text: str, start: int, at: int) -> int:
@@ -508,19 +546,3 @@ def _comma_before(text: str, start: int, at: int) -> int:
     while j >= start and text[j] in " \t":
         j -= 1
     return j if j >= start and text[j] == "," else -1
-
-
-def _scalar(token: str) -> Any:
-    """A bare token as the number or literal it spells, else as the string it is."""
-    literal = token.casefold()
-    if literal in _LITERALS:
-        return _LITERALS[literal]
-    if _NUMBER.fullmatch(token):
-        try:
-            number = float(token)
-        except ValueError:
-            return token
-        if number.is_integer() and "." not in token and "e" not in literal:
-            return int(token)
-        return number
-    return token

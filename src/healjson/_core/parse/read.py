@@ -25,6 +25,7 @@ from healjson._core.target.target import Target, target_for
 
 from .align import Fit, align, answer_key, settled
 from .defaults import left_out
+from .diagnostics import ambiguity, empty, no_json, only_reasoning, truncation_diagnostic
 from .lenient import MAX_REPAIR_CHARS, RepairBudget, lenient_loads, partial_loads
 from .meter import charge
 from .result import ParseResult
@@ -32,7 +33,7 @@ from .scalar import Reading, decide, fence_text_reading, is_scalar, not_found, t
 from .scan import Candidate, cut_string, find_candidates, strip_fences
 from .segment import split_reasoning
 
-__all__ = ["Ambiguity", "parse", "read", "truncation_diagnostic"]
+__all__ = ["Ambiguity", "check_ambiguity", "parse", "read"]
 
 Ambiguity = Literal["reask", "first", "last"]
 AMBIGUITY_MODES: tuple[Ambiguity, ...] = ("reask", "first", "last")
@@ -151,6 +152,8 @@ def _read(ctx: _Context, text: Any, depth: int) -> ParseResult:
         except Exception:  # ValidationError, or a surrogate pydantic-core cannot encode
             pass
         else:  # the JSON data is only decoded if someone reads it
+            if ctx.cut and _ends_bare(text):
+                return _truncated(text, ctx, NOTHING, ())  # `12` may have been `123`
             if not left_out(target, instance):
                 return ParseResult(instance=instance, lazy_text=text)
             return _settled(ctx, text, instance)
@@ -158,13 +161,15 @@ def _read(ctx: _Context, text: Any, depth: int) -> ParseResult:
         whole = from_json(text)
     except Exception:
         whole = NOTHING
+    if whole is not NOTHING and ctx.cut and _ends_bare(text):
+        return _truncated(text, ctx, NOTHING, ())  # a number or literal touching the cut
     if whole is not NOTHING and target is None:
         return ParseResult(whole)
     stripped = text.strip()
     if not stripped:
         if ctx.cut or ctx.reasoning_elsewhere:  # reasoning spent the budget, or never ended
             return _truncated(text, ctx, NOTHING, (Flag.TRUNCATED,), reasoning_only=True)
-        return ParseResult(error=_empty())
+        return ParseResult(error=empty())
     if whole is not NOTHING and target is not None:
         fitted = align(target, whole, ctx.validation)
         if fitted.ok:
@@ -254,7 +259,7 @@ def _slow_path(ctx: _Context, text: str) -> ParseResult:
     def usable(item: _Parsed) -> bool:
         if open_at_end and cut_off is not None and item.candidate.start > cut_off.start:
             return False  # a span inside the cut-off structure is a fragment, not the answer
-        return not (ctx.cut and _unsafe_when_cut(item, residue))
+        return not (ctx.cut and _unsafe_when_cut(item, residue, len(text)))
 
     if target is not None:
         fits: list[tuple[_Parsed, Fit]] = []
@@ -266,6 +271,8 @@ def _slow_path(ctx: _Context, text: str) -> ParseResult:
             return _scalar_reply(ctx, text, fits, failures, candidates)
         if fits:
             return _choose(ctx, text, fits, several)
+        if ctx.cut and not parsed and cut_off is None and is_scalar(target):
+            return _truncated(text, ctx, NOTHING, ())  # the text, its reading, is cut
         if not open_at_end and not ctx.cut and failures:
             item, fitted = min(failures, key=lambda pair: len(pair[1].errors))
             return _failed(fitted, (*_context_flags(item.candidate, text), *item.flags))
@@ -281,7 +288,7 @@ def _slow_path(ctx: _Context, text: str) -> ParseResult:
     if cut_off is not None:
         flags = _context_flags(cut_off, text)
         return _truncated(text, ctx, _partial(cut_off), flags)
-    return ParseResult(error=_no_json(text, candidates))
+    return ParseResult(error=no_json(text, candidates))
 
 
 # -- choosing the answer -----------------------------------------------------------------------
@@ -303,7 +310,7 @@ def _choose(
         values = [_decoded(key) for key in distinct]
         return ParseResult(
             flags=several,
-            error=_ambiguity(values, typed=True),
+            error=ambiguity(values, typed=True),
             candidates=tuple(values),
         )
     item, fitted = fits[0] if ctx.on_ambiguity == "first" else fits[-1]
@@ -326,7 +333,7 @@ def _choose_untyped(
     if len(distinct) > 1 and ctx.on_ambiguity == "reask":
         values = [answers[keys.index(key)].value for key in distinct]
         return ParseResult(
-            flags=several, error=_ambiguity(values, typed=False), candidates=tuple(values)
+            flags=several, error=ambiguity(values, typed=False), candidates=tuple(values)
         )
     if len(distinct) == 1:
         item = _best_reading(list(answers))
@@ -437,11 +444,17 @@ def _last_residue(text: str) -> int:
     return last
 
 
-def _unsafe_when_cut(item: _Parsed, residue: int) -> bool:
+def _unsafe_when_cut(item: _Parsed, residue: int, end: int) -> bool:
     """In a reply cut by the token limit, a span is trusted only if it parsed strictly (a repair
-    could be closing a cut structure) and no JSON-looking text follows it (keys, brackets,
-    quotes: it would be a piece of a longer, unfinished answer)."""
-    return Flag.SYNTAX_REPAIRED in item.flags or residue >= item.candidate.end
+    could be closing a cut structure), no JSON-looking text follows it (keys, brackets,
+    quotes: it would be a piece of a longer, unfinished answer), and it does not run to the
+    cut with a bare number or literal (the body of a fence left open: `12` of `123`)."""
+    candidate = item.candidate
+    return (
+        Flag.SYNTAX_REPAIRED in item.flags
+        or residue >= candidate.end
+        or (candidate.end >= end and _ends_bare(candidate.text))
+    )
 
 
 def _partial(candidate: Candidate) -> Any:
@@ -451,6 +464,16 @@ def _partial(candidate: Candidate) -> Any:
     if value is NOTHING and candidate.string_start is not None:
         value = partial_loads(body[: candidate.string_start])  # a cut string: drop it
     return value
+
+
+def _ends_bare(text: str) -> bool:
+    """Whether valid JSON `text` ends with a number or a literal (not a closing quote or
+    bracket): in a cut reply, a token that may itself be cut (walked back over the trailing
+    whitespace only: no copy of the reply)."""
+    i = len(text) - 1
+    while i >= 0 and text[i] in " \t\r\n":
+        i -= 1
+    return i >= 0 and text[i] not in '"}]'
 
 
 def _trim_cut_token(text: str) -> str:
@@ -514,7 +537,7 @@ def _scalar_reply(
         item, fitted = min(failures, key=lambda pair: len(pair[1].errors))
         return _failed(fitted, (*_context_flags(item.candidate, text), *item.flags))
     if len(text) > MAX_REPAIR_CHARS and candidates:
-        return ParseResult(error=_no_json(text, candidates))
+        return ParseResult(error=no_json(text, candidates))
     return ParseResult(error=not_found(target, text))
 
 
@@ -555,105 +578,13 @@ def _truncated(
     answer: str | None = None,
 ) -> ParseResult:
     diagnostic = (
-        _reasoning_only(text, ctx.cut)
+        only_reasoning(text, ctx.cut)
         if reasoning_only
         else truncation_diagnostic(text, ctx.cut, ctx.reply_chars)
     )
     return ParseResult(
         partial, (*flags, Flag.TRUNCATED), True, diagnostic, reasoning=reasoning, answer=answer
     )
-
-
-def _empty() -> Diagnostic:
-    return Diagnostic(
-        path=ROOT,
-        value="",
-        constraint="must contain a JSON value (the reply was empty)",
-        prescription="Answer again with the complete JSON value.",
-        source=Source.EMPTY,
-    )
-
-
-def truncation_diagnostic(text: str, cut: bool, reply_chars: int = 0) -> Diagnostic:
-    """The diagnostic for a reply cut off by the token limit (`cut`) or ending mid-structure;
-    `reply_chars`: the whole reply's length (`text` may be the answer without its whitespace or
-    reasoning)."""
-    why = "the token limit was reached (finish_reason=length)" if cut else "it ends mid-structure"
-    chars = max(reply_chars, len(text))
-    return Diagnostic(
-        path=ROOT,
-        value=text[-120:],
-        constraint=f"must be complete; the reply was cut off after {chars} characters: {why}",
-        prescription=(
-            "Write the complete JSON value again, compactly: no whitespace between tokens and "
-            "free-text fields as short as the rules allow."
-        ),
-        source=Source.TRUNCATION,
-        extra={"cause": "token_limit" if cut else "mid_structure"},
-    )
-
-
-def _reasoning_only(text: str, cut: bool) -> Diagnostic:
-    why = (
-        "the token limit was reached before the answer was written"
-        if cut
-        else "the reasoning never finished and no answer followed it"
-    )
-    return Diagnostic(
-        path=ROOT,
-        value=text[-120:],
-        constraint=f"must contain the answer; the reply holds only reasoning ({why})",
-        prescription=(
-            "Keep the reasoning short and finish it, then write the complete JSON value."
-        ),
-        source=Source.TRUNCATION,
-        extra={"cause": "reasoning_only"},
-    )
-
-
-def _ambiguity(values: Sequence[Any], *, typed: bool) -> Diagnostic:
-    fits = "each fit the schema" if typed else "are each valid JSON"
-    return Diagnostic(
-        path=ROOT,
-        value=list(values),
-        constraint=(
-            f"must hold exactly one answer; the reply held {len(values)} different values that "
-            f"{fits}"
-        ),
-        prescription=(
-            "Reply with exactly one JSON value — your final answer — with no examples, drafts, "
-            "corrections or alternatives beside it."
-        ),
-        source=Source.AMBIGUITY,
-        extra={"candidates": tuple(values)},
-    )
-
-
-def _no_json(text: str, candidates: list[Candidate]) -> Diagnostic:
-    if len(text) > MAX_REPAIR_CHARS:
-        detail = f"the reply is {len(text)} characters, too large to repair locally"
-    elif candidates:
-        detail = _strict_error(candidates[0].text)
-    else:
-        detail = "no JSON object or array was found"
-    return Diagnostic(
-        path=ROOT,
-        value=text,
-        constraint=f"must be valid JSON ({detail})",
-        prescription=(
-            "Reply with only the JSON value: no prose, no code fences, double-quoted keys and "
-            "strings, balanced brackets."
-        ),
-        source=Source.SYNTAX,
-    )
-
-
-def _strict_error(text: str) -> str:
-    try:
-        from_json(text)
-    except Exception as exc:
-        return str(exc)
-    return "it could not be read as the expected value"
 
 
 def _failure(text: Any, constraint: str, prescription: str) -> ParseResult:

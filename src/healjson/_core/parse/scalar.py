@@ -6,25 +6,33 @@ and its readings are:
 
 - the text as a whole (stripped; a fence that is all of the reply: its body) read as the
   scalar: `hello world` for a `str`, `seven` for an `int`, `Red` for an Enum, `2024-01-02` for
-  a date;
+  a date; when it does not fit as written, the same text with the markup and punctuation
+  around it dropped, as for any reply (flag `syntax_repaired`): inline-code backticks, bold
+  and italic markers, quotes, a trailing period (`` `42` ``, `**42**`, `42.`, `"High"`,
+  `*true*`). A `str` fits as written, so its text keeps them;
 - each JSON value found in it (`find_candidates`: fence bodies, bracketed spans), fitted, and
-  each code fence that holds text (not JSON), its text read as the scalar;
-- when the whole text does not fit and is prose (no JSON structure in it), each mention of one
-  of the target's named choices (the strings of an Enum or a Literal: whole words, any case).
-  Prose is not searched for numbers, dates or yes / no: such a word may be about anything
-  (`I only received page 1 of the report` holds no count), and reading it would invent a value.
+  each code fence that holds text (not JSON), its text read as the scalar (as above).
+
+**Prose is read for no scalar kind.** A sentence is not searched for a number, a date, a
+yes / no or a choice's name: the sentence may be about something else (`I only received page 1
+of the report` holds no count, `This is not urgent` names the wrong choice, `Priority: high`
+is a label and a value, and no rule tells a label from an answer). Reading words out of prose
+for one kind and not for another would be two rules; reading them for every kind would invent
+values. A reply in prose gets a diagnostic asking for the value alone, and the engine asks
+again.
 
 Every reading that validates gives a value; readings of the same value are one. Exactly one
 value: it is the answer, flagged with how it was read (`text_as_value`, `prose_around`,
 `code_fence`, `unwrapped`, ...). Several: the reply is ambiguous (no value, a diagnostic listing
 them, unless `on_ambiguity` picks the first or the last). None: a diagnostic naming the scalar
-expected. Each choice is looked for once (linear in the text for a given target).
+expected. Linear in the text for a given target: the markup is dropped in a bounded number of
+steps from each end.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -35,12 +43,10 @@ from healjson._core.flags import Flag
 from healjson._core.target.target import Target, resolve_ref
 
 from .align import Fit, align, answer_key
-from .lenient import MAX_REPAIR_CHARS
 from .meter import charge
 from .result import ParseResult
 
 __all__ = [
-    "MAX_WORDS_CHARS",
     "Reading",
     "decide",
     "expected",
@@ -48,13 +54,11 @@ __all__ = [
     "is_scalar",
     "not_found",
     "text_readings",
+    "unmarked",
 ]
 
 _SCALAR_KINDS: Final = frozenset({"string", "number", "integer", "boolean", "null"})
-_WORD: Final = re.compile(r"[A-Za-z0-9_]")
 _STRUCTURE: Final = re.compile(r"[{}\[\]]|\"\s*+:")
-MAX_WORDS_CHARS: Final = MAX_REPAIR_CHARS
-"""The longest text searched for mentions."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,17 +85,14 @@ def is_scalar(target: Target[Any]) -> bool:
 
 
 def text_readings(target: Target[Any], text: str, body: str, context: Any) -> list[Reading]:
-    """The readings of a reply that is text (not one JSON value): `body` (the text, or the body
-    of the one fence that is the whole reply) as a whole, then — when it does not fit and is
-    prose — its words."""
+    """The reading of a reply that is text (not one JSON value): `body` (the text, or the body
+    of the one fence that is the whole reply) as a whole, as written or without its markup."""
     charge(len(body))
     fenced = (Flag.CODE_FENCE,) if body != text.strip() else ()
-    whole = align(target, body, context)
-    if whole.ok:
-        return [Reading("the whole text", 0, whole, (*fenced, Flag.TEXT_AS_VALUE))]
-    if len(body) > MAX_WORDS_CHARS or _STRUCTURE.search(body):
+    fit, flags = _text_fit(target, body, context)
+    if fit is None:
         return []
-    return list(_word_readings(target, body, context))
+    return [Reading("the whole text", 0, fit, (*fenced, Flag.TEXT_AS_VALUE, *flags))]
 
 
 def fence_text_reading(target: Target[Any], body: str, context: Any) -> Reading | None:
@@ -104,37 +105,58 @@ def fence_text_reading(target: Target[Any], body: str, context: Any) -> Reading 
     try:
         from_json(stripped)
     except ValueError:
-        fit = align(target, stripped, context)
-        return Reading("the code fence's text", 0, fit, (Flag.TEXT_AS_VALUE,), 1)
+        fit, flags = _text_fit(target, stripped, context)
+        if fit is None:
+            fit, flags = align(target, stripped, context), ()
+        return Reading("the code fence's text", 0, fit, (Flag.TEXT_AS_VALUE, *flags), 1)
     return None
 
 
-def _word_readings(target: Target[Any], text: str, context: Any) -> Iterator[Reading]:
-    """The mentions of the target's named choices (Enum and Literal strings) in prose."""
-    flags = (Flag.TEXT_AS_VALUE, Flag.PROSE_AROUND)
-    lowered = text.casefold()
-    for choice in target.choices_at(()):
-        if not isinstance(choice, str):
-            continue
-        charge(len(lowered))
-        at = _mention(lowered, choice.casefold())
-        if at >= 0:
-            fit = align(target, choice, context)
-            if fit.ok:
-                yield Reading(f"the word {short_repr(choice, 40)}", at, fit, flags, 2)
+def _text_fit(target: Target[Any], text: str, context: Any) -> tuple[Fit | None, tuple[Flag, ...]]:
+    """`text` fitted as written, else without the markup around it (flag `syntax_repaired`);
+    None when neither fits."""
+    whole = align(target, text, context)
+    if whole.ok:
+        return whole, ()
+    bare = unmarked(text)
+    if bare and bare != text:
+        fit = align(target, bare, context)
+        if fit.ok:
+            return fit, (Flag.SYNTAX_REPAIRED,)
+    return None, ()
 
 
-def _mention(text: str, word: str) -> int:
-    """The offset of the first whole-word occurrence of `word` in `text`, or -1."""
-    start = text.find(word)
-    while start >= 0:
-        end = start + len(word)
-        before = text[start - 1] if start else " "
-        after = text[end] if end < len(text) else " "
-        if not _WORD.match(before) and not _WORD.match(after):
-            return start
-        start = text.find(word, start + 1)
-    return -1
+_MARKUP: Final = (
+    ("**", "**"),
+    ("__", "__"),
+    ("*", "*"),
+    ("_", "_"),
+    ("`", "`"),
+    ('"', '"'),
+    ("'", "'"),
+    ("\u201c", "\u201d"),
+    ("\u2018", "\u2019"),
+)
+_MARKUP_ROUNDS: Final = 4
+
+
+def unmarked(text: str) -> str:
+    """`text` without the markup and punctuation around it: pairs of backticks, bold or italic
+    markers and quotes that enclose all of it, and one trailing period (`**42**.` → `42`; an
+    ellipsis is not a period). At most a few layers: each is a constant-size step."""
+    out = text.strip()
+    for _ in range(_MARKUP_ROUNDS):
+        before = out
+        if out.endswith(".") and not out.endswith(".."):
+            out = out[:-1].rstrip()
+        for opener, closer in _MARKUP:
+            enclosed = out.startswith(opener) and out.endswith(closer)
+            if enclosed and len(out) > len(opener) + len(closer):
+                out = out[len(opener) : -len(closer)].strip()
+                break
+        if out == before:
+            break
+    return out
 
 
 def decide(
@@ -205,12 +227,8 @@ def not_found(target: Target[Any], text: str) -> Diagnostic:
         path=ROOT,
         value=text,
         constraint=(
-            f"must be {want}; the reply is not, as a whole, and holds no JSON value that is"
-            + (
-                ""
-                if target.choices_at(())
-                else f" ({want} in prose is not read: it may be about something else)"
-            )
+            f"must be {want}; the reply is not, as a whole, and holds no JSON value that is "
+            "(a value in prose is not read: the sentence may be about something else)"
         ),
         prescription=f"Reply with only {want}: no sentence or label around it.",
         source=Source.SYNTAX,

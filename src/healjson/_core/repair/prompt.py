@@ -35,45 +35,30 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from healjson._core.diagnostic import Diagnostic, Source, short_repr
+from healjson._core.diagnostic import Diagnostic
+
+from .calls import CallsForm
+from .quote import MAX_CONSTRAINT_CHARS, clip, quote_answer, render_diagnostics
 
 __all__ = [
-    "MAX_ANSWER_CHARS",
+    "MAX_EXAMPLE_CHARS",
+    "MAX_HISTORY_LINES",
     "MAX_REPAIR_EXTRA_CHARS",
+    "MAX_SCHEMA_CHARS",
     "RepairPrompt",
     "Strategy",
-    "elide",
     "history_line",
-    "quote_answer",
-    "render_diagnostic",
-    "render_diagnostics",
 ]
 
 MAX_REPAIR_EXTRA_CHARS: Final = 72_000
 """Characters of message content a repair request adds to the original messages, at most."""
-MAX_ANSWER_CHARS: Final = 16_000
-"""The raw answer quoted back in the assistant turn is cut (head and tail kept) beyond this."""
 MAX_HISTORY_LINES: Final = 4
-MAX_DIAGNOSTICS: Final = 20  # keeps a repair prompt bounded when every item of a long list is wrong
-MAX_DIAGNOSTICS_CHARS: Final = 12_000
 MAX_EXAMPLE_CHARS: Final = 8_000
 """A golden example longer than this is not used (`_example` does not even build one)."""
 MAX_SCHEMA_CHARS: Final = 32_000
 _HISTORY_LINE_CHARS = 200
 _HISTORY_DIAGNOSTICS = 5  # a history line describes at most this many diagnostics
-_PATH_CHARS = 200
-_VALUE_CHARS = 300
-_CONSTRAINT_CHARS = 400
-_PRESCRIPTION_CHARS = 800
-_INVOLVED = 6
-_NAME_CHARS = 80
-_INVOLVED_VALUE_CHARS = 120
 _INDEX_RUNS = 40  # runs of item indices named in a per-item repair
-_LOOP_MIN_REPEATS = 8
-_LOOP_MIN_CHARS = 2_000
-_LOOP_MAX_PERIOD = 4_000
-_LOOP_PROBE = 16  # characters of the tail searched for earlier copies
-_LOOP_CANDIDATES = 16  # earlier copies of the probe tried as the period
 
 
 class Strategy(enum.StrEnum):
@@ -90,6 +75,9 @@ class Strategy(enum.StrEnum):
     """The answer was empty: resend the original request unchanged."""
     RESEND = "resend"
     """Resend the original request unchanged with other parameters (a larger `max_tokens`)."""
+    DEGENERATE = "degenerate"
+    """The answer turned into a run of whitespace or one passage repeated (cut off there): ask
+    for the complete value again, compactly, each value once."""
     ITEMS = "items"
     """Some items of a list failed, the others passed: ask for the failed items only (the
     others are named as accepted), and splice the answer back into the list."""
@@ -114,6 +102,15 @@ def _truncation_opening(size: int, diagnostics: tuple[Diagnostic, ...]) -> str:
     )
 
 
+def _degenerate_opening(diagnostics: tuple[Diagnostic, ...]) -> str:
+    """What the degenerate answer turned into, as the guard found it."""
+    constraint = diagnostics[0].constraint if diagnostics else "degenerated"
+    return (
+        f"Your previous answer {clip(constraint, MAX_CONSTRAINT_CHARS)}, so it was cut off "
+        "there and discarded."
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class RepairPrompt:
     """Everything the next request adds to the original messages."""
@@ -129,11 +126,17 @@ class RepairPrompt:
     """`Strategy.ITEMS`: the indices of the list's failed items, the ones asked for."""
     item_count: int = 0
     """`Strategy.ITEMS`: how many items the list has."""
+    calls: CallsForm | None = None
+    """A repair of the caller's own tool calls: the answer's calls as they stand and the ones
+    asked for again (`repair.calls`); its rendering is this prompt's."""
 
     def render(self) -> str:
-        """The user turn that follows the model's last output ("" for a clean retry)."""
+        """The user turn that follows the model's last output ("" for a clean retry); for a
+        tool-call repair, each rejected call's problems and the calls to make again."""
         if self.strategy in (Strategy.EMPTY_RETRY, Strategy.RESEND):
             return ""
+        if self.calls is not None:
+            return self.calls.render()
         lines: list[str] = []
         if self.strategy is Strategy.TRUNCATION:
             lines.append(_truncation_opening(len(self.raw_output or ""), self.diagnostics))
@@ -142,9 +145,16 @@ class RepairPrompt:
                 "between tokens, and every free-text field as short as the rules allow. "
                 "Include every field."
             )
+        elif self.strategy is Strategy.DEGENERATE:
+            lines.append(_degenerate_opening(self.diagnostics))
+            lines.append(
+                "Write the complete JSON value again, compactly: no indentation or spaces "
+                "between tokens, each value written once, and stop after the closing bracket. "
+                "Include every field."
+            )
         elif self.strategy is Strategy.SYNTAX:
             problem = (
-                _clip(self.diagnostics[0].constraint, _CONSTRAINT_CHARS)
+                clip(self.diagnostics[0].constraint, MAX_CONSTRAINT_CHARS)
                 if self.diagnostics
                 else "is not valid JSON"
             )
@@ -169,7 +179,7 @@ class RepairPrompt:
         if history:
             lines.append("")
             lines.append("Earlier attempts failed like this; do not repeat them:")
-            lines.extend(f"- {_clip(line, _HISTORY_LINE_CHARS)}" for line in history)
+            lines.extend(f"- {clip(line, _HISTORY_LINE_CHARS)}" for line in history)
         if self.example is not None and len(self.example) <= MAX_EXAMPLE_CHARS:
             lines.append("")
             lines.append(
@@ -202,88 +212,14 @@ class RepairPrompt:
     def messages(self, original: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """The full request: original messages, then the raw output (quoted back within
         `MAX_ANSWER_CHARS`, see `quote_answer`) and this prompt."""
-        out = [dict(message) for message in original]
         if self.strategy in (Strategy.EMPTY_RETRY, Strategy.RESEND):
-            return out
+            return [dict(message) for message in original]
+        if self.calls is not None:
+            return self.calls.messages(original)
+        out = [dict(message) for message in original]
         out.append({"role": "assistant", "content": quote_answer(self.raw_output or "")})
         out.append({"role": "user", "content": self.render()})
         return out
-
-
-def quote_answer(text: str) -> str:
-    """The answer as the repair's assistant turn: unchanged up to `MAX_ANSWER_CHARS`; a longer
-    one keeps its head and tail around a marker counting what was left out; one that ends in a
-    repetition loop is sent up to the loop's first passage plus a line summarising the repeats."""
-    loop = _tail_loop(text)
-    if loop is None:
-        return elide(text, MAX_ANSWER_CHARS)
-    start, period = loop
-    length = len(text) - start
-    return (
-        elide(text[: start + period], MAX_ANSWER_CHARS)
-        + f"\n[… from here the same {period}-character passage repeated {length // period} "
-        f"times ({length} characters in all); the repeats are left out …]"
-    )
-
-
-def elide(text: str, cap: int) -> str:
-    """`text` if it fits in `cap` characters, else its first and last halves of `cap` around a
-    marker that says how many characters were left out."""
-    if len(text) <= cap:
-        return text
-    head = cap // 2
-    tail = cap - head
-    omitted = len(text) - head - tail
-    return f"{text[:head]}\n[… {omitted} characters left out …]\n{text[len(text) - tail :]}"
-
-
-def _tail_loop(text: str) -> tuple[int, int] | None:
-    """`(start, period)` when `text[start:]` is one passage of `period` characters repeated at
-    least `_LOOP_MIN_REPEATS` times over at least `_LOOP_MIN_CHARS` characters; else None.
-
-    Linear time, in C-level string operations: candidate periods are the distances back to
-    earlier copies of the last `_LOOP_PROBE` characters (nearest first, within
-    `_LOOP_MAX_PERIOD`); for each, the periodic tail is grown by doubling and then narrowed by
-    halving, comparing only the newly covered part each time.
-    """
-    n = len(text)
-    if n < _LOOP_MIN_CHARS:
-        return None
-    probe = text[n - _LOOP_PROBE :]
-    low = max(0, n - _LOOP_PROBE - _LOOP_MAX_PERIOD)
-    end = n - 1
-    for _ in range(_LOOP_CANDIDATES):
-        found = text.rfind(probe, low, end)
-        if found < 0:
-            return None
-        period = n - _LOOP_PROBE - found
-        covered = _periodic_tail(text, period)
-        if covered >= _LOOP_MIN_CHARS and covered >= _LOOP_MIN_REPEATS * period:
-            return n - covered, period
-        end = found + _LOOP_PROBE - 1
-    return None
-
-
-def _periodic_tail(text: str, period: int) -> int:
-    """The length of the longest suffix of `text` that has period `period`."""
-    n = len(text)
-
-    def extends(good: int, longer: int) -> bool:  # text[n-good:] is periodic; is text[n-longer:]?
-        return text[n - longer : n - good] == text[n - longer + period : n - good + period]
-
-    if n <= period:  # any string of at most `period` characters has that period
-        return n
-    good, longer = period, 2 * period
-    while longer <= n and extends(good, longer):
-        good, longer = longer, 2 * longer
-    longer = min(longer, n + 1)
-    while longer - good > 1:
-        middle = (good + longer) // 2
-        if extends(good, middle):
-            good = middle
-        else:
-            longer = middle
-    return good
 
 
 def _indices(indices: tuple[int, ...]) -> str:
@@ -298,52 +234,6 @@ def _indices(indices: tuple[int, ...]) -> str:
     if len(runs) > _INDEX_RUNS:
         shown.append(f"… ({len(indices)} in all)")
     return ", ".join(shown)
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def render_diagnostics(diagnostics: Sequence[Diagnostic]) -> list[str]:
-    """The diagnostics as numbered blocks (the value, its rule, the fix), bounded: at most
-    `MAX_DIAGNOSTICS` of them in at most `MAX_DIAGNOSTICS_CHARS` characters (the first always),
-    then a line counting the rest."""
-    lines: list[str] = []
-    shown, used = 0, 0
-    for diagnostic in diagnostics[:MAX_DIAGNOSTICS]:
-        block = render_diagnostic(shown + 1, diagnostic)
-        size = sum(len(line) + 1 for line in block)
-        if shown and used + size > MAX_DIAGNOSTICS_CHARS:
-            break
-        lines.extend(block)
-        shown, used = shown + 1, used + size
-    if len(diagnostics) > shown:
-        lines.append(f"... and {len(diagnostics) - shown} more problems of the same kinds.")
-    return lines
-
-
-def render_diagnostic(number: int, diagnostic: Diagnostic) -> list[str]:
-    shown = "<missing>" if diagnostic.is_missing else short_repr(diagnostic.value, _VALUE_CHARS)
-    path = _clip(diagnostic.path, _PATH_CHARS)
-    lines = [
-        f"{number}. `{path}` = {shown}",
-        f"   rule: {_clip(diagnostic.constraint, _CONSTRAINT_CHARS)}",
-    ]
-    values = diagnostic.extra.get("values") if diagnostic.source is Source.CONTRACT else None
-    if isinstance(values, Mapping):
-        others: list[str] = []
-        for name, value in values.items():
-            if name == diagnostic.path or not isinstance(name, str):
-                continue
-            if len(others) == _INVOLVED:
-                others.append("…")
-                break
-            shown_value = short_repr(value, _INVOLVED_VALUE_CHARS)
-            others.append(f"`{_clip(name, _NAME_CHARS)}` = {shown_value}")
-        if others:
-            lines.append(f"   also involved: {', '.join(others)}")
-    lines.append(f"   fix: {_clip(diagnostic.prescription, _PRESCRIPTION_CHARS)}")
-    return lines
 
 
 def history_line(number: int, verdict: str, diagnostics: Sequence[Diagnostic]) -> str:

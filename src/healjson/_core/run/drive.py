@@ -1,106 +1,232 @@
-"""The two thin drivers of the sans-I/O engine: one sync, one async.
+"""The drivers of the sans-I/O loop: one sync, one async (and `replay`, for stored results).
 
-The engine is a generator that yields effects — `ModelCall` (call the model) or `AwaitAll`
-(await async contracts or fallback factories) — and receives their results. All healing logic
-lives in the generator; these drivers only perform the I/O and translate: what a call returned
-becomes a `Reply` (`to_reply` reads provider objects), what it raised a `CallFailure`.
+A flow (`engine.heal_flow`) yields effects — `ModelCall` (call the model), `AwaitAll` (await
+async contracts or fallback factories), `CacheGet` / `CachePut` (read or write the response
+cache: on a worker thread in the async driver, so the event loop is never blocked on disk) —
+and receives their results. All healing logic lives
+in the flow; a driver only performs the I/O and translates: what a call returned becomes a
+`Reply` (`to_reply` reads provider objects), what it raised a `CallFailure` (the provider's and
+the transport's failures; an exception from the caller's own code propagates, unchanged).
 
-Time limits: an effect may carry `timeout_s`. The async driver cancels what runs past it
-(`asyncio.wait_for`). The sync driver runs a time-limited model call on a worker thread and
-stops waiting at the limit: the caller gets its outcome on time, while the abandoned call
-finishes (or fails) in the background — a blocking call cannot be interrupted from outside.
+Each driver makes every call the same way (`perform`: the one call line). A run whose calls
+stream is given a *reader* (`stream.reading`): when a call returns a stream, the driver feeds
+its chunks to a reading of it, hands the caller the events it makes, and sends the flow the
+whole reply; a stream is always closed (`close_quietly`), and a failing close never hides the
+outcome. `sync_steps` / `async_steps` yield those events and end with `Done(outcome)`;
+`drive_sync` / `drive_async` run a flow to its outcome when nothing streams.
+
+Time limits: an effect may carry `timeout_s` (the time left before the run's deadline). The
+async driver cancels what runs past it: the call, each pull of its stream. The sync driver
+makes a time-limited call on a worker thread (`Pump`) and takes what it produces (the value,
+or each chunk) with a timed wait: the caller gets its outcome on time whatever the wire does,
+while the abandoned call finishes (or fails) in the background — a blocking call cannot be
+interrupted from outside.
 """
 
 from __future__ import annotations
 
-import contextvars
 import inspect
 import json
 import time
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Sequence,
+)
 from typing import Any, Final, TypeVar
 
+from pydantic import BaseModel
+
 from healjson._core.diagnostic import describe_exception
+from healjson._core.observe import events as _events
+from healjson._core.redact import activate, deactivate, secrets_scope
+from healjson._core.stream.events import Done, Event
+from healjson._core.stream.reading import Reader
 from healjson._core.wire import formats as wire
 from healjson._core.wire.effects import (
     AwaitAll,
+    CacheGet,
+    CachePut,
     CallFailure,
     CallResult,
     DeadlineExceeded,
     FailureKind,
     ModelCall,
     ProviderError,
+    RequestMessages,
     new_call_result,
 )
 from healjson._core.wire.fault import fault_from_exception
 from healjson._core.wire.reply import SDK_COMPLETIONS, Reply, read_completion, to_reply
 
+from .pump import CHUNK, END, ERROR, STREAM, VALUE, Pump, close_stream
+
 __all__ = [
     "PROVIDER_PACKAGES",
-    "call_async",
+    "aclose_quietly",
+    "async_steps",
     "call_failed",
     "call_returned",
-    "call_sync",
+    "close_quietly",
     "drive_async",
     "drive_sync",
     "exception_kind",
     "gather",
     "is_provider_error",
+    "is_stream",
+    "perform",
+    "perform_cache",
     "run_awaitables_sync",
     "settled",
+    "sync_steps",
 ]
 
 R = TypeVar("R")
 
-
-Effect = ModelCall | AwaitAll
+Effect = ModelCall | AwaitAll | CacheGet | CachePut
 Flow = Generator[Effect, Any, R]
 
+close_quietly = close_stream
+"""Close a stream (its `close()`, if any); a failing close never hides the run's outcome."""
 
-def drive_sync(flow: Flow[R], call: Callable[..., Any] | None = None) -> R:
-    """Run a flow to completion, performing its effects synchronously."""
-    sent: Any = None
+
+def drive_sync(
+    flow: Flow[R], call: Callable[..., Any] | None = None, scope: secrets_scope | None = None
+) -> R:
+    """Run a flow to completion with the sync driver (its calls read whole); with `scope` (a
+    wrapped client's secrets), the run is driven inside it: what it stores or emits is
+    redacted."""
+    last: Any = None
+    token = None if scope is None else activate(scope)  # `with`'s work, without its frames
     try:
-        while True:
+        for last in sync_steps(flow, call):  # noqa: B007  (the last event is the outcome)
+            pass
+    finally:
+        if token is not None:
+            deactivate(token)
+    result: R = last.outcome
+    return result
+
+
+async def drive_async(
+    flow: Flow[R], call: Callable[..., Any] | None = None, scope: secrets_scope | None = None
+) -> R:
+    """Run a flow to completion on the running event loop (its calls read whole); with
+    `scope`, inside it (entered in the awaiting task's context)."""
+    last: Any = None
+    token = None if scope is None else activate(scope)
+    try:
+        async for last in async_steps(flow, call):  # noqa: B007
+            pass
+    finally:
+        if token is not None:
+            deactivate(token)
+    result: R = last.outcome
+    return result
+
+
+def perform(call: Callable[..., Any], effect: ModelCall) -> Any:
+    """The one call line: `call` with fresh copies of the effect's messages and its parameters
+    (a repair's as `RequestMessages`, which say how many open the original request)."""
+    messages = list(map(dict, effect.messages))
+    if effect.shared_prefix:
+        return call(RequestMessages(messages, effect.shared_prefix), **effect.params)
+    return call(messages, **effect.params)
+
+
+def is_stream(value: Any) -> bool:
+    """True for what a streamed call returns: iterable, but not a text, a mapping, a pydantic
+    object (a completion) or a `Reply`."""
+    if isinstance(value, str | bytes | bytearray | dict | Reply | BaseModel):
+        return False
+    return hasattr(value, "__iter__") or hasattr(value, "__aiter__")
+
+
+# -- the sync driver ---------------------------------------------------------------------------
+
+
+def sync_steps(
+    flow: Flow[Any], call: Callable[..., Any] | None = None, reader: Reader | None = None
+) -> Iterator[Event]:
+    """The sync driver: perform the flow's effects, yield the events a `reader` makes of each
+    streamed call, and end with `Done(outcome)`."""
+    sent: Any = None
+    while True:
+        try:
             effect = flow.send(sent)
+        except StopIteration as stop:
+            yield Done(stop.value)
+            return
+        if type(effect) is not ModelCall:
             if isinstance(effect, AwaitAll):
                 sent = run_awaitables_sync(effect.awaitables, effect.timeout_s)
-            elif call is None:
-                raise RuntimeError("this flow needs a model call but no callable was given")
-            else:
-                sent = call_sync(call, effect)
-    except StopIteration as stop:
-        result: R = stop.value
-        return result
+            elif isinstance(effect, CacheGet | CachePut):
+                sent = perform_cache(effect)
+            continue
+        if call is None:
+            raise RuntimeError("this flow needs a model call but no callable was given")
+        start = time.perf_counter()
+        if effect.timeout_s is not None:  # made (and read) on a worker: the deadline holds
+            sent = yield from _limited(call, effect, reader, start)
+            continue
+        try:
+            value = settled(perform(call, effect))
+        except Exception as exc:
+            sent = call_failed(exc, start, effect)
+            continue
+        if reader is None or not is_stream(value):
+            sent = call_returned(value, start)
+            continue
+        reading = reader.open(effect, start)
+        try:
+            for chunk in value:
+                yield from reading.feed(chunk)
+                if reading.stop is not None:
+                    break
+        except Exception as exc:
+            reading.stop = reading.salvage(call_failed(exc, start, effect))
+        finally:
+            close_quietly(value)
+        sent = reading.stop or reading.finished()
 
 
-async def drive_async(flow: Flow[R], call: Callable[..., Any] | None = None) -> R:
-    """Run a flow to completion on the running event loop."""
-    sent: Any = None
+def _limited(
+    call: Callable[..., Any], effect: ModelCall, reader: Reader | None, start: float
+) -> Generator[Event, None, CallResult]:
+    """One call under the run's deadline: made (and its stream read) on a `Pump` worker, each
+    thing it produces taken with a timed wait, so the deadline ends the call whatever the wire
+    does (a slow first byte, keep-alives, a trickle, silence); what had arrived is kept."""
+    deadline = start + max(effect.timeout_s or 0.0, 0.0)
+    pump = Pump(lambda: settled(perform(call, effect)), None if reader is None else is_stream)
+    reading = None
     try:
         while True:
-            effect = flow.send(sent)
-            if isinstance(effect, AwaitAll):
-                sent = await gather(effect.awaitables, effect.timeout_s)
-            elif call is None:
-                raise RuntimeError("this flow needs a model call but no callable was given")
-            else:
-                sent = await call_async(call, effect)
-    except StopIteration as stop:
-        result: R = stop.value
-        return result
-
-
-def call_sync(call: Callable[..., Any], effect: ModelCall) -> CallResult:
-    """Perform one `ModelCall` (fresh copies of its messages); the value or the exception."""
-    start = time.perf_counter()
-    if effect.timeout_s is not None:
-        return _call_sync_limited(call, effect, start)
-    try:
-        value = settled(call(list(map(dict, effect.messages)), **effect.params))
-    except Exception as exc:
-        return call_failed(exc, start, effect)
-    return call_returned(value, start)
+            got = pump.get(deadline - time.perf_counter())
+            if got is None:
+                where = "the model call" if reading is None else "the streamed answer"
+                got = ERROR, DeadlineExceeded(f"the run's deadline passed during {where}")
+            kind, payload = got
+            if kind == CHUNK and reading is not None:
+                yield from reading.feed(payload)
+                if reading.stop is not None:
+                    return reading.stop
+            elif kind == STREAM and reader is not None:
+                reading = reader.open(effect, start)
+            elif kind == END and reading is not None:
+                return reading.finished()
+            elif kind == VALUE:
+                return call_returned(payload, start)
+            elif reading is None:  # ERROR: the call failed, or ran past the deadline
+                return call_failed(payload, start, effect)
+            else:  # ERROR: the stream failed part-way
+                return reading.salvage(call_failed(payload, start, effect))
+    finally:
+        pump.stop()
 
 
 def settled(value: Any) -> Any:
@@ -123,6 +249,183 @@ def _awaitable(value: Any) -> bool:
     if len(_NOT_AWAITABLE) < 64:  # bounded: a program makes few reply classes
         _NOT_AWAITABLE.add(type(value))
     return False
+
+
+# -- the async driver --------------------------------------------------------------------------
+
+
+async def async_steps(
+    flow: Flow[Any], call: Callable[..., Any] | None = None, reader: Reader | None = None
+) -> AsyncIterator[Event]:
+    """The async driver: as `sync_steps`, on the running event loop (the call and each pull of
+    its stream cancelled at the run's deadline)."""
+    sent: Any = None
+    while True:
+        try:
+            effect = flow.send(sent)
+        except StopIteration as stop:
+            yield Done(stop.value)
+            return
+        if type(effect) is not ModelCall:
+            if isinstance(effect, AwaitAll):
+                sent = await gather(effect.awaitables, effect.timeout_s)
+            elif isinstance(effect, CacheGet | CachePut):
+                sent = await _perform_cache_async(effect)
+            continue
+        if call is None:
+            raise RuntimeError("this flow needs a model call but no callable was given")
+        start = time.perf_counter()
+        deadline = None if effect.timeout_s is None else start + effect.timeout_s
+        try:
+            value = perform(call, effect)
+            if inspect.isawaitable(value):
+                value = await (value if deadline is None else _within(value, deadline))
+        except Exception as exc:
+            sent = call_failed(exc, start, effect)
+            continue
+        if reader is None or not is_stream(value):
+            sent = call_returned(value, start)
+            continue
+        reading = reader.open(effect, start)
+        chunks = value if hasattr(value, "__aiter__") else _each_turn(value)
+        if deadline is not None:
+            chunks = _until(chunks, deadline)
+        try:
+            async for chunk in chunks:
+                for event in reading.feed(chunk):
+                    yield event
+                if reading.stop is not None:
+                    break
+        except Exception as exc:
+            reading.stop = reading.salvage(call_failed(exc, start, effect))
+        finally:
+            await aclose_quietly(value)
+        sent = reading.stop or reading.finished()
+
+
+async def aclose_quietly(stream: Any) -> None:
+    """Close an async (or sync) stream (`aclose()`, else `close()`); a failing close never
+    hides the run's outcome."""
+    close = getattr(stream, "aclose", None) or getattr(stream, "close", None)
+    if callable(close):
+        try:
+            result = close()
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            return
+
+
+async def _within(awaitable: Any, deadline: float) -> Any:
+    """`awaitable`, cancelled at `deadline` (a `time.perf_counter()`): `DeadlineExceeded`."""
+    import asyncio
+
+    left = deadline - time.perf_counter()
+    try:
+        async with asyncio.timeout(max(left, 0.0)):
+            return await awaitable
+    except TimeoutError:
+        raise DeadlineExceeded("the run's deadline passed during the model call") from None
+
+
+async def _until(chunks: AsyncIterable[Any], deadline: float) -> AsyncIterator[Any]:
+    """`chunks` until `deadline`: each pull of the stream is cancelled when the deadline
+    passes (however the wire keeps the connection busy), and ends the stream with
+    `DeadlineExceeded`. The wait covers only the pull, never the caller's loop body."""
+    import asyncio
+
+    iterator = aiter(chunks)
+    while True:
+        left = deadline - time.perf_counter()
+        try:
+            async with asyncio.timeout(max(left, 0.0)) as limit:
+                chunk = await anext(iterator)
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            if not limit.expired():
+                raise
+            error = "the run's deadline passed during the streamed answer"
+            raise DeadlineExceeded(error) from None
+        yield chunk
+
+
+async def _each_turn(chunks: Iterable[Any]) -> AsyncIterator[Any]:
+    """A plain iterable of chunks read on the event loop, yielding to other tasks after each."""
+    import asyncio
+
+    for chunk in chunks:
+        yield chunk
+        await asyncio.sleep(0)
+
+
+async def _await(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+async def gather(awaitables: Sequence[Awaitable[Any]], timeout_s: float | None = None) -> list[Any]:
+    """Await every awaitable (each cut at `timeout_s`: a `TimeoutError`); the results, each a
+    value or the exception it raised."""
+    import asyncio
+
+    def one(awaitable: Awaitable[Any]) -> Awaitable[Any]:
+        if timeout_s is None:
+            return _await(awaitable)
+        return _cut(awaitable, timeout_s)
+
+    return list(await asyncio.gather(*(one(a) for a in awaitables), return_exceptions=True))
+
+
+async def _cut(awaitable: Awaitable[Any], timeout_s: float) -> Any:
+    import asyncio
+
+    timeout = max(timeout_s, 0.0)
+    try:
+        return await asyncio.wait_for(_await(awaitable), timeout)
+    except TimeoutError:
+        raise DeadlineExceeded(f"did not finish in time, limit ({timeout:.3g} s)") from None
+
+
+def run_awaitables_sync(
+    awaitables: Sequence[Awaitable[Any]], timeout_s: float | None = None
+) -> list[Any]:
+    """Await from sync code: on a fresh loop, or on a worker thread when a loop is running."""
+    import asyncio  # lazily: only async contracts and fallbacks need an event loop here
+    from concurrent.futures import ThreadPoolExecutor
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(gather(awaitables, timeout_s))
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, gather(awaitables, timeout_s)).result()
+
+
+async def _perform_cache_async(effect: CacheGet | CachePut) -> Any:
+    """`perform_cache` for the async driver: a blocking store (a file) on a worker thread, so
+    the event loop is never blocked on disk; a store that says `blocking = False` in line."""
+    if not getattr(effect.store, "blocking", True):
+        return perform_cache(effect)
+    import asyncio
+
+    return await asyncio.to_thread(perform_cache, effect)
+
+
+def perform_cache(effect: CacheGet | CachePut) -> Any:
+    """A response-cache effect, performed: what `get` returned (`put`: None). A store that
+    fails is a miss (or an entry not written), reported as a `healjson.cache_error` event:
+    the run goes on to the model call either way."""
+    try:
+        if type(effect) is CacheGet:
+            return effect.store.get(effect.key)
+        effect.store.put(effect.key, effect.value)  # type: ignore[union-attr]
+    except Exception as exc:
+        operation = "get" if type(effect) is CacheGet else "put"
+        _events.warn("healjson.cache_error", operation=operation, error=describe_exception(exc))
+    return None
+
+
+# -- what a call returned or raised, as the flow sees it ---------------------------------------
 
 
 def call_returned(value: Any, start: float) -> CallResult:
@@ -151,97 +454,8 @@ def call_failed(exc: Exception, start: float, effect: ModelCall | None) -> CallR
     return new_call_result(None, failure, time.perf_counter() - start)
 
 
-def _call_now(call: Callable[..., Any], effect: ModelCall) -> Any:
-    value = call(list(map(dict, effect.messages)), **effect.params)
-    if inspect.isawaitable(value):  # the ABC caches its verdict per class
-        (value,) = run_awaitables_sync((value,))
-        if isinstance(value, BaseException):
-            raise value
-    return value
-
-
-def _call_sync_limited(call: Callable[..., Any], effect: ModelCall, start: float) -> CallResult:
-    from concurrent.futures import ThreadPoolExecutor
-    from concurrent.futures import TimeoutError as FutureTimeout
-
-    timeout = max(effect.timeout_s or 0.0, 0.0)
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="healjson-call")
-    context = contextvars.copy_context()  # the caller's logger and redaction scopes
-    future = pool.submit(context.run, _call_now, call, effect)
-    pool.shutdown(wait=False)
-    try:
-        value = future.result(timeout=timeout)
-    except FutureTimeout:
-        error = DeadlineExceeded(
-            f"the run's deadline passed during the model call ({timeout:.3g} s left)"
-        )
-        return call_failed(error, start, effect)
-    except Exception as exc:
-        return call_failed(exc, start, effect)
-    return call_returned(value, start)
-
-
-async def call_async(call: Callable[..., Any], effect: ModelCall) -> CallResult:
-    """`call_sync` on the running loop (awaiting what the call returns, if awaitable); a call
-    past `effect.timeout_s` is cancelled."""
-
-    start = time.perf_counter()
-    try:
-        value = call(list(map(dict, effect.messages)), **effect.params)
-        if inspect.isawaitable(value):
-            if effect.timeout_s is None:
-                value = await value
-            else:
-                value = await _limited(
-                    value, effect.timeout_s, "the run's deadline passed during the model call"
-                )
-    except Exception as exc:
-        return call_failed(exc, start, effect)
-    return call_returned(value, start)
-
-
-async def _limited(awaitable: Awaitable[Any], timeout_s: float, what: str) -> Any:
-    import asyncio
-
-    timeout = max(timeout_s, 0.0)
-    try:
-        return await asyncio.wait_for(_await(awaitable), timeout)
-    except TimeoutError:
-        raise DeadlineExceeded(f"{what} ({timeout:.3g} s)") from None
-
-
-async def _await(awaitable: Awaitable[Any]) -> Any:
-    return await awaitable
-
-
-async def gather(awaitables: Sequence[Awaitable[Any]], timeout_s: float | None = None) -> list[Any]:
-    import asyncio
-
-    def one(awaitable: Awaitable[Any]) -> Awaitable[Any]:
-        if timeout_s is None:
-            return _await(awaitable)
-        return _limited(awaitable, timeout_s, "did not finish in time, limit")
-
-    return list(await asyncio.gather(*(one(a) for a in awaitables), return_exceptions=True))
-
-
-def run_awaitables_sync(
-    awaitables: Sequence[Awaitable[Any]], timeout_s: float | None = None
-) -> list[Any]:
-    """Await from sync code: on a fresh loop, or on a worker thread when a loop is running."""
-    import asyncio  # lazily: only async contracts and fallbacks need an event loop here
-    from concurrent.futures import ThreadPoolExecutor
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(gather(awaitables, timeout_s))
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, gather(awaitables, timeout_s)).result()
-
-
 # Packages whose exceptions are the provider's or the transport's: the provider SDKs healjson
-# wraps (each wire format names its own, `wire.WireFormat.error_packages`) or meets through
+# wraps (each wire format names its own, `WireFormat.error_packages`) or meets through
 # instructor, and the HTTP stacks under them. Matched by the top-level package of any class in
 # the exception's MRO, so no SDK is imported. The registry's own set: formats registered later
 # are in it too.

@@ -12,7 +12,7 @@ from healjson._core.judge.contracts import (
     Contract,
     ContractContext,
     Rule,
-    as_contract,
+    as_contracts,
     check_policies,
     for_each_item,
 )
@@ -20,21 +20,24 @@ from healjson._core.judge.enforcement import Enforcement
 from healjson._core.outcome.outcome import Outcome
 from healjson._core.parse import check_ambiguity
 from healjson._core.parse.read import Ambiguity
-from healjson._core.redact import activate, deactivate, secrets_scope
 from healjson._core.repair.example import golden_example
+from healjson._core.stream.reading import JsonReader
 from healjson._core.stream.session import StreamSession
 from healjson._core.target.target import SpecialForm, Target, list_item_type, target_for
-from healjson._core.wire.effects import CallResult, ModelCall
+from healjson._core.wire.effects import CacheStore, CallResult, ModelCall
 from healjson._core.wire.reply import Reply, Usage
 
+from .answers import HealSpec
+from .cache import CachedRuns
 from .drive import drive_async, drive_sync
-from .engine import Flow, HealSpec, heal_flow
+from .engine import Run, heal_flow
+from .given import given_text, marked_as_data
 from .messages import make_context, normalise_messages
 from .policy import HealPolicy
 from .replay import replay
 from .streams import AsyncHealStream, HealStream, stream_async, stream_sync
 
-__all__ = ["Healer", "validate"]
+__all__ = ["Healer", "Run", "validate"]
 
 _NO_CONTRACTS = ContractContext()  # what a run without contracts hands L2 (which never reads it)
 
@@ -54,6 +57,9 @@ class Healer(Generic[T]):
     (`info.context` in a validator) in every validation of the run, the very object passed.
     Whatever happens at call time, `run` returns `Healed` or `Degraded`. Mistakes in the
     configuration itself (an unknown contract field, an example that does not validate) raise here.
+    `cache=` (a `healjson.ResponseCache`, or any store with `get` / `put`): a request answered
+    before is served from it with no model call, once its answer passes today's schema and
+    contracts again (`healjson._core.run.cache`); each healed answer is stored.
     """
 
     @overload
@@ -66,6 +72,7 @@ class Healer(Generic[T]):
         fallback: Any = None,
         examples: Iterable[Any] = (),
         item_contracts: Iterable[Rule[Any]] = (),
+        cache: CacheStore | None = None,
     ) -> None: ...
     @overload
     def __init__(
@@ -77,6 +84,7 @@ class Healer(Generic[T]):
         fallback: Any = None,
         examples: Iterable[Any] = (),
         item_contracts: Iterable[Rule[Any]] = (),
+        cache: CacheStore | None = None,
     ) -> None: ...
     def __init__(
         self,
@@ -87,15 +95,16 @@ class Healer(Generic[T]):
         fallback: Any = None,
         examples: Iterable[Any] = (),
         item_contracts: Iterable[Contract[Any] | Callable[..., Any]] = (),
+        cache: CacheStore | None = None,
     ) -> None:
         policy = HealPolicy() if policy is None else policy
         if not isinstance(policy, HealPolicy):
             raise TypeError(f"policy must be a healjson.HealPolicy, got {type(policy).__name__}")
         target = target_for(model)
-        rules = tuple(as_contract(rule) for rule in contracts)
+        rules = as_contracts(contracts)
         check_policies(rules, items=False)
         _check_fields(target, rules)
-        per_item = tuple(as_contract(rule) for rule in item_contracts)
+        per_item = as_contracts(item_contracts, "item_contracts")
         if per_item and list_item_type(target.type_) is None:
             raise TypeError(f"item_contracts need a list target (list[Item]), not {target.name}")
         checked = [_checked_example(target, index, ex) for index, ex in enumerate(examples)]
@@ -106,9 +115,11 @@ class Healer(Generic[T]):
         self.fallback = fallback
         self.examples = tuple(checked)
         every = (*rules, *(for_each_item(rule) for rule in per_item))
-        self._spec = HealSpec(
+        self.spec = HealSpec(
             target, every, policy, fallback, golden_example(target, checked, every)
         )
+        self.cache = cache
+        self._cached = None if cache is None else _cached_runs(cache, self.spec)
 
     def run(
         self,
@@ -119,7 +130,9 @@ class Healer(Generic[T]):
         **params: Any,
     ) -> Outcome[T]:
         """Call the model through `call` and heal its answer (blocking)."""
-        return self._run_for(None, call, messages, context, params)
+        run = self.start(messages, context=context, params=params)
+        outcome: Outcome[T] = drive_sync(run.flow, call)
+        return outcome
 
     async def arun(
         self,
@@ -130,69 +143,9 @@ class Healer(Generic[T]):
         **params: Any,
     ) -> Outcome[T]:
         """Like `run`, awaiting `call` (and any async contracts) on the running loop."""
-        return await self._arun_for(None, call, messages, context, params)
-
-    def _judged(self, text: str, messages: Any = (), context: Any = None) -> Flow:
-        """This healer's run with `text` as its first reply, already in hand (no model call made,
-        no usage), as a flow for `drive_sync` / `drive_async` (which await async contracts). With
-        `max_attempts=1` the run ends on that reply: `Healed`, or `Degraded` with its
-        diagnostics; with more, it would ask for a model call (give the driver one)."""
-        original = normalise_messages(messages)
-        ctx = _run_context(self._spec, context, original)
-        return heal_flow(self._spec, original, {}, ctx, given=Reply(text, None, usage=_NO_USAGE))
-
-    def _run_for(
-        self,
-        client: Any,
-        call: Callable[..., Any],
-        messages: Any,
-        context: Mapping[str, Any] | None,
-        params: dict[str, Any],
-        *,
-        enforcement: Enforcement | None = None,
-    ) -> Outcome[T]:
-        """`run`, for an adapter with the wrapped `client`: its secrets are redacted from what
-        the run stores or emits (the run is driven inside `secrets_scope(client, params)`).
-        None: no client of its own (the caller's scope, if any, is in effect already).
-        `enforcement`: the schema the adapter's request asks the endpoint to enforce."""
-        original = normalise_messages(messages)
-        started = time.monotonic()
-        ctx = _run_context(self._spec, context, original)
-        flow = heal_flow(
-            self._spec, original, params, ctx, started=started, enforcement=enforcement
-        )
-        if client is None:
-            return drive_sync(flow, call)
-        token = activate(secrets_scope(client, params))  # `with`'s work, without its frames
-        try:
-            return drive_sync(flow, call)
-        finally:
-            deactivate(token)
-
-    async def _arun_for(
-        self,
-        client: Any,
-        call: Callable[..., Any],
-        messages: Any,
-        context: Mapping[str, Any] | None,
-        params: dict[str, Any],
-        *,
-        enforcement: Enforcement | None = None,
-    ) -> Outcome[T]:
-        """`arun`, as `_run_for` (the scope entered in the awaiting task's context)."""
-        original = normalise_messages(messages)
-        started = time.monotonic()
-        ctx = _run_context(self._spec, context, original)
-        flow = heal_flow(
-            self._spec, original, params, ctx, started=started, enforcement=enforcement
-        )
-        if client is None:
-            return await drive_async(flow, call)
-        token = activate(secrets_scope(client, params))
-        try:
-            return await drive_async(flow, call)
-        finally:
-            deactivate(token)
+        run = self.start(messages, context=context, params=params)
+        outcome: Outcome[T] = await drive_async(run.flow, call)
+        return outcome
 
     def stream(
         self,
@@ -206,7 +159,8 @@ class Healer(Generic[T]):
         of text pieces or chunks). Iterate the result for `Partial[T]` snapshots (or
         `.items()` for a list target), then read `.outcome`. Nothing is called until the
         iteration starts."""
-        return stream_sync(*self._streaming(call, messages, context, params))
+        run = self.start(messages, context=context, params=params)
+        return stream_sync(run.flow, call, self.reader(run))
 
     def astream(
         self,
@@ -218,41 +172,62 @@ class Healer(Generic[T]):
     ) -> AsyncHealStream[T]:
         """`stream` for async code: `call` may return an awaitable of the stream, and the
         stream may be async (`async for` over the result)."""
-        return stream_async(*self._streaming(call, messages, context, params))
+        run = self.start(messages, context=context, params=params)
+        return stream_async(run.flow, call, self.reader(run))
 
-    def _streaming(
+    # -- the hand-off to drivers: what adapters, runners and integrations call ----------------
+
+    def start(
         self,
-        call: Callable[..., Any],
         messages: Any,
-        context: Mapping[str, Any] | None,
-        params: dict[str, Any],
-        scope: Any = None,
         *,
-        json_mode: Callable[[], bool] | None = None,
+        context: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
         enforcement: Enforcement | None = None,
-    ) -> tuple[Any, Callable[..., Any], Callable[[ModelCall], StreamSession], bool, Any]:
-        """What a stream driver needs: the flow, the call, a session per streamed call, whether
-        to abort early, and the secrets scope to enter around each step (adapters).
-        `json_mode`: asked once a call has returned its stream, whether that call's request
-        constrained the output to one JSON value (an adapter's JSON-mode tier); `enforcement`:
-        the schema the adapter's request asks the endpoint to enforce."""
+        given: Reply | None = None,
+        observed: bool = True,
+    ) -> Run:
+        """A run of this healer on `messages`, not yet driven: its flow, for any driver
+        (`drive.drive_sync` / `drive_async`, the stream objects, `replay.replay`), and its
+        context. `params` go to every model call; `enforcement`: the schema the adapter's
+        request asks the endpoint to enforce; `given`: a reply already in hand, judged as the
+        first attempt (no model call for it); `observed=False`: no events, spans or metrics
+        (a run replayed from stored results: it would repeat them on every replay)."""
         original = normalise_messages(messages)
-        ctx = _run_context(self._spec, context, original)
+        ctx = _run_context(self.spec, context, original)
+        params = {} if params is None else params
+        cached = self._cached
         flow = heal_flow(
-            self._spec, original, params, ctx, started=time.monotonic(), enforcement=enforcement
+            self.spec,
+            original,
+            params,
+            ctx,
+            given=given,
+            started=time.monotonic(),
+            observed=observed,
+            enforcement=enforcement,
+            cache=None if cached is None or given is not None else cached.run(original, params),
         )
+        return Run(flow, ctx)
+
+    def reader(self, run: Run, one_value: Callable[[], bool] | None = None) -> JsonReader:
+        """The reader a driver is given for `run`'s streamed calls: a session per call.
+        `one_value`: asked once a call has returned its stream, whether that call's request
+        constrained the output to one JSON value (an adapter's JSON-mode tier)."""
         target, rules, per_item = self.target, self.contracts, self.item_contracts
+        ctx = run.context
 
         def new_session(effect: ModelCall) -> StreamSession:
-            one = json_mode is not None and json_mode()
+            one = one_value is not None and one_value()
             return StreamSession(target, rules, per_item, ctx, one_value=one)
 
         # under on_truncation="degrade" a cut answer ends the run: a breach read before a cut
         # that may follow would repair instead, so nothing is stopped early
-        abort = self.policy.stream_abort and self.policy.on_truncation != "degrade"
-        return flow, call, new_session, abort, scope
+        policy = self.policy
+        abort = policy.stream_abort and policy.on_truncation != "degrade"
+        return JsonReader(new_session, abort, (policy.max_whitespace_run, policy.max_repeats))
 
-    def _replay(
+    def replay(
         self,
         messages: Any,
         results: Sequence[CallResult],
@@ -261,14 +236,13 @@ class Healer(Generic[T]):
         **params: Any,
     ) -> ModelCall | Outcome[T]:
         """The run on `messages` given the results of its first model calls: its outcome, or
-        the next model call it makes (see `replay`). For work whose calls are made elsewhere and
-        later: a provider batch round per call, a pipeline that calls the model itself. A
-        replayed run emits no events, spans or metrics (it would repeat them on every replay)."""
-        original = normalise_messages(messages)
-        ctx = _run_context(self._spec, context, original)
-        return replay(heal_flow(self._spec, original, params, ctx, observed=False), results)
+        the next model call it makes (see `replay.replay`). For work whose calls are made
+        elsewhere and later: a provider batch round per call, a pipeline that calls the model
+        itself. A replayed run emits no events, spans or metrics."""
+        run = self.start(messages, context=context, params=params, observed=False)
+        return replay(run.flow, results)
 
-    def _with_fallback(self, fallback: Any) -> Healer[T]:
+    def with_fallback(self, fallback: Any) -> Healer[T]:
         """A copy that differs only in its fallback: it shares the target, contracts, policy,
         examples and golden example, so it costs no synthesis and no contract checks."""
         import dataclasses
@@ -276,7 +250,9 @@ class Healer(Generic[T]):
         twin = object.__new__(type(self))  # a shallow copy, without copy.copy's generic path
         twin.__dict__.update(self.__dict__)
         twin.fallback = fallback
-        twin._spec = dataclasses.replace(self._spec, fallback=fallback)
+        twin.spec = dataclasses.replace(self.spec, fallback=fallback)
+        if self._cached is not None:
+            twin._cached = self._cached.for_spec(twin.spec)
         return twin
 
     def __repr__(self) -> str:
@@ -284,6 +260,16 @@ class Healer(Generic[T]):
             f"Healer({self.target.name}, contracts={len(self.contracts)}, "
             f"max_attempts={self.policy.max_attempts})"
         )
+
+
+def _cached_runs(cache: CacheStore, spec: HealSpec) -> CachedRuns:
+    """The healer's runs through `cache` (checked: a store needs `get` and `put`)."""
+    if not (callable(getattr(cache, "get", None)) and callable(getattr(cache, "put", None))):
+        raise TypeError(
+            f"cache must be a healjson.ResponseCache (or a store with get(key) and "
+            f"put(key, value)), got {type(cache).__name__}"
+        )
+    return CachedRuns(cache, spec)
 
 
 def _run_context(
@@ -360,28 +346,32 @@ def validate(
 
     The engine's own run, with `text` as the one reply it judges (one attempt, no repair):
     degrades with `invalid_output` (or, more precisely, `empty_output`, `token_truncated`,
-    `contract_error`), never raises on bad text. A bad `model`, contract or `on_ambiguity`
-    raises at once: that is a programming error, not a runtime failure. `context`: a mapping
-    of data (the contracts' `ctx.extra` and pydantic's validation context), a
-    `ContractContext` (its `extra` is pydantic's), or the request's messages or prompt (no
-    validation context then).
+    `contract_error`), never raises on bad text. The degenerate-output guard does not apply
+    (it bounds what a model call spends: a reply in hand cost what it cost). A bad `model`,
+    contract or `on_ambiguity` raises at once: that is a programming error, not a runtime
+    failure. `context`: a mapping of data (the contracts' `ctx.extra` and pydantic's
+    validation context), a `ContractContext` (its `extra` is pydantic's), or the request's
+    messages or prompt (no validation context then).
     """
     target = target_for(model)
-    rules = tuple(as_contract(rule) for rule in contracts)
+    rules = as_contracts(contracts)
     check_policies(rules, items=False)
     policy = _validate_policy(on_ambiguity)
     spec = HealSpec(target, rules, policy)
     ctx = _run_context(spec, context, ())
-    if not isinstance(text, str) and isinstance(text, bytes | bytearray | memoryview):
-        # the outcome keeps the reply as text (`raw_text`), as for a model call's bytes
-        text = bytes(text).decode("utf-8", "replace")
+    text, as_data = given_text(text)  # text, or an answer already parsed (judged as data)
     given = Reply(text, finish_reason, usage=_NO_USAGE)  # no call was made: no tokens spent
-    return drive_sync(heal_flow(spec, ctx.messages, {}, ctx, given=given))
+    outcome: Outcome[Any] = drive_sync(heal_flow(spec, ctx.messages, {}, ctx, given=given))
+    return marked_as_data(outcome) if as_data else outcome
 
 
+# the degenerate-output guard bounds what a model call spends; a reply in hand (`validate`) cost
+# what it cost already, and a long repetitive answer that validates is a value there
+_NO_GUARD: dict[str, Any] = {"max_whitespace_run": None, "max_repeats": None}
 # one attempt, judged under each ambiguity mode (built once: a policy checks its fields)
 _VALIDATE_POLICIES: dict[str, HealPolicy] = {
-    mode: HealPolicy(max_attempts=1, on_ambiguity=mode) for mode in ("reask", "first", "last")
+    mode: HealPolicy(max_attempts=1, on_ambiguity=mode, **_NO_GUARD)
+    for mode in ("reask", "first", "last")
 }
 _NO_USAGE = Usage()
 
@@ -393,5 +383,5 @@ def _validate_policy(mode: Any) -> HealPolicy:
         found = None
     if found is None:
         check_ambiguity(mode)  # raises for anything that is not a mode
-        found = HealPolicy(max_attempts=1, on_ambiguity=mode)
+        found = HealPolicy(max_attempts=1, on_ambiguity=mode, **_NO_GUARD)
     return found

@@ -6,7 +6,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, NoReturn
+from typing import Final, Literal, NoReturn
 
 from healjson._core.diagnostic import safe_repr
 
@@ -31,8 +31,8 @@ class HealPolicy:
       known prices (the `prices` extra and a model genai-prices knows); while the cost cannot
       be known, this limit is not applied.
     - `on_truncation`: `compress` asks for a compact complete object; `raise_max_tokens` resends
-      with `max_tokens` multiplied by `max_tokens_growth` (capped at `max_tokens_cap`); `both`
-      does both; `degrade` stops with `token_truncated` at once.
+      with `max_tokens` multiplied by `max_tokens_growth` (1 to 100; capped at
+      `max_tokens_cap`); `both` does both; `degrade` stops with `token_truncated` at once.
     - `on_refusal`: `degrade` stops with `refusal`; `retry` re-asks like an invalid answer.
     - `escalate_model`: a stronger model for the final attempt (passed as the `model` param).
     - `history`: `compact` adds one line per earlier failed attempt to each repair prompt (stops
@@ -63,6 +63,14 @@ class HealPolicy:
       and go straight to the repair, saving the rest of the answer's tokens (flag
       `stream_aborted`). False reads every stream to its end, and so does
       `on_truncation="degrade"` (a cut that may follow the breach would end the run instead).
+    - `max_whitespace_run`, `max_repeats`: the degenerate-output guard. An answer that turns
+      into more than `max_whitespace_run` whitespace characters in a row (default 2,048), or
+      into one passage (of up to 512 characters) repeated more than `max_repeats` times in a
+      row over at least 8,192 characters (default 64), is degenerate: a streamed one is cut
+      off at once (the rest is not read), one read whole is judged so before it is parsed,
+      and both are repaired like a cut answer (a compact rewrite; `Reason.DEGENERATE_OUTPUT`
+      when the attempts run out). None turns a check off. Local models under a grammar loop
+      on whitespace until the token limit; this saves those tokens and that time.
     """
 
     max_attempts: int = 3
@@ -80,17 +88,25 @@ class HealPolicy:
     contract_timeout_s: float | None = None
     provider_errors: tuple[type[BaseException], ...] = ()
     stream_abort: bool = True
+    max_whitespace_run: int | None = 2_048
+    max_repeats: int | None = 64
 
     def __post_init__(self) -> None:
         # every field checked, by kind: a bad value must fail here, naming the field and what
         # it accepts, not inside a run (a NaN growth on the first truncated reply) or never
         for name in ("max_attempts", "example_from_repair"):
             _count(name, getattr(self, name))
-        for name in ("token_budget", "max_tokens_cap"):
+        for name in ("token_budget", "max_tokens_cap", "max_whitespace_run", "max_repeats"):
             if getattr(self, name) is not None:
                 _count(name, getattr(self, name), " or None")
         _number("cost_budget", self.cost_budget, lambda x: x > 0, "a number of USD > 0 or None")
-        _number("max_tokens_growth", self.max_tokens_growth, lambda x: x >= 1, "a number >= 1")
+        _number(
+            "max_tokens_growth",
+            self.max_tokens_growth,
+            lambda x: 1 <= x <= MAX_TOKENS_GROWTH,
+            f"a number >= 1 and <= {MAX_TOKENS_GROWTH:g} (the factor a cut answer's token "
+            "limit is multiplied by; cap the limit itself with max_tokens_cap)",
+        )
         for name in ("deadline_s", "contract_timeout_s"):
             _number(name, getattr(self, name), lambda x: x > 0, "a number of seconds > 0 or None")
         for name, allowed in _CHOICES.items():
@@ -106,6 +122,10 @@ class HealPolicy:
         ):
             _bad("provider_errors", errors, "a tuple of exception types")
 
+
+MAX_TOKENS_GROWTH: Final = 100.0
+"""The largest `max_tokens_growth`: a limit grown further per repair says nothing more (and a
+factor like 1e308 would overflow the limit it multiplies)."""
 
 _CHOICES: dict[str, tuple[str, ...]] = {
     "on_truncation": ("compress", "raise_max_tokens", "both", "degrade"),

@@ -7,7 +7,8 @@ This is how work spread over time and processes heals: a provider Batch API roun
 (whose results are stored in a ledger between rounds), or a pipeline that calls the model
 itself and hands healjson each reply (`healjson.ray`).
 
-`AwaitAll` effects (async contracts, fallback factories) are awaited as the sync driver does.
+`AwaitAll` effects (async contracts, fallback factories) are awaited as the sync driver does;
+a response cache is not read or written on a replay (each `CacheGet` is a miss).
 Contracts run again on each replay of an attempt, so they should not have side effects (the same
 rule as for the property tests).
 """
@@ -18,7 +19,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from healjson._core.outcome.outcome import Outcome
-from healjson._core.wire.effects import AwaitAll, CallFailure, CallResult, FailureKind, ModelCall
+from healjson._core.wire.effects import (
+    AwaitAll,
+    CacheGet,
+    CachePut,
+    CallFailure,
+    CallResult,
+    FailureKind,
+    ModelCall,
+)
 from healjson._core.wire.fault import ProviderFault
 from healjson._core.wire.reply import Reply, to_reply
 
@@ -38,6 +47,8 @@ def replay(flow: Flow[Outcome[Any]], results: Sequence[CallResult]) -> ModelCall
             effect = flow.send(sent)
             if isinstance(effect, AwaitAll):
                 sent = run_awaitables_sync(effect.awaitables, effect.timeout_s)
+            elif isinstance(effect, CacheGet | CachePut):
+                sent = None  # a replayed run neither reads nor writes the cache
             elif used < len(results):
                 sent = results[used]
                 used += 1

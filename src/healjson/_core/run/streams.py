@@ -1,10 +1,10 @@
-"""Streamed healing runs: the stream drivers and the objects a caller iterates.
+"""Streamed healing runs: the objects a caller iterates.
 
-The engine's flow (`heal_flow`) is the same as for any run: it yields `ModelCall`s and receives
-`CallResult`s. The stream drivers differ from `drive_sync` / `drive_async` in one thing: when a
-call returns a stream (an SDK `Stream`, any iterable of chunks), they read it chunk by chunk
-through a `StreamSession` and hand the caller each snapshot (and each accepted list item) on
-the way, then send the flow the whole reply. A call that returns a plain completion (a repair
+The engine's flow (`heal_flow`) is the same as for any run, and so are its drivers
+(`drive.sync_steps`, `drive.async_steps`): given a reader (`stream.reading`), a driver reads a
+call's stream chunk by chunk and hands the caller each event on the way — a JSON answer's
+snapshots and accepted list items (`HealStream`), a tool-call answer's text (`ToolCallStream`)
+— then sends the flow the whole reply. A call that returns a plain completion (a repair
 made without streaming) is read as usual. So the caller's iterator continues through repairs
 until the final outcome, and every attempt, flag and usage is on `.outcome` as for a run
 without streaming.
@@ -19,6 +19,7 @@ The run's deadline ends a streamed call on time whatever the wire does (a slow f
 keep-alives the SDK drops, a trickle, silence after the answer): the async driver cancels the
 call and each pull of the stream at the deadline; the sync driver makes the call and reads its
 stream on a worker thread (`pump`), waiting for each chunk no longer than the deadline.
+A tool-call stream keeps the deadline the same way: it is the same driver.
 
 Each step runs in the stream's own `contextvars.Context`: what healjson makes current while it
 works (the attempt's OpenTelemetry span) is never current in the caller's loop body.
@@ -26,41 +27,30 @@ works (the attempt's OpenTelemetry span) is never current in the caller's loop b
 
 from __future__ import annotations
 
-import contextvars
 import re
-import time
-from collections.abc import (
-    AsyncIterable,
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Generator,
-    Iterable,
-    Iterator,
-)
-from dataclasses import replace
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel
-
+from healjson._core.outcome.calls import ToolCalls
 from healjson._core.outcome.outcome import Healed, Outcome
-from healjson._core.redact import activate, deactivate, secrets_scope
-from healjson._core.run.drive import call_failed, call_returned, gather, run_awaitables_sync
-from healjson._core.run.engine import Flow
+from healjson._core.redact import secrets_scope
+from healjson._core.stream.events import HELD, Done, Event, Item, Snapshot, Text
 from healjson._core.stream.partial import Partial
-from healjson._core.stream.pump import CHUNK, END, ERROR, STREAM, VALUE, Pump
-from healjson._core.stream.session import StreamSession
-from healjson._core.wire.delta import read_chunk, withdrawn
-from healjson._core.wire.effects import AwaitAll, CallResult, DeadlineExceeded, ModelCall
-from healjson._core.wire.reply import Reply
+from healjson._core.stream.reading import Reader
+
+from .contexts import aown_context, ascoped, own_context, scoped
+from .drive import Flow, async_steps, sync_steps
 
 __all__ = [
     "AsyncHealStream",
     "AsyncItemStream",
+    "AsyncToolCallStream",
     "HealStream",
     "ItemStatus",
     "ItemStream",
-    "is_stream",
+    "ToolCallStream",
+    "stream_async",
+    "stream_sync",
 ]
 
 T = TypeVar("T")
@@ -72,303 +62,10 @@ answer (`repaired`), never valid (`held`: in no value; the outcome says why), or
 during a stream and then replaced, because a repair's answer rewrote the whole list
 (`retracted`: the final value's item at that index was handed out after it)."""
 
-NewSession = Callable[[ModelCall], StreamSession]
-
-
-class _Snapshot:
-    __slots__ = ("attempt", "partial")
-
-    def __init__(self, attempt: int, partial: Partial[Any]) -> None:
-        self.attempt = attempt
-        self.partial = partial
-
-
-class _Item:
-    __slots__ = ("attempt", "index", "value")
-
-    def __init__(self, attempt: int, index: int, value: Any) -> None:
-        self.attempt = attempt
-        self.index = index
-        self.value = value
-
-
-class _Done:
-    __slots__ = ("outcome",)
-
-    def __init__(self, outcome: Outcome[Any]) -> None:
-        self.outcome = outcome
-
-
-Event = _Snapshot | _Item | _Done
-
-HELD: Any = object()
-"""The value of an `_Item` event for an item that failed its checks (held, not handed out)."""
-
-
-def is_stream(value: Any) -> bool:
-    """True for what a streamed call returns: iterable, but not a text, a mapping, a pydantic
-    object (a completion) or a `Reply`."""
-    if isinstance(value, str | bytes | bytearray | dict | Reply | BaseModel):
-        return False
-    return hasattr(value, "__iter__") or hasattr(value, "__aiter__")
-
-
-# -- the per-chunk step both drivers share -------------------------------------------------------
-
-
-class _Reading:
-    """One streamed call being read: the session, the clock and what to hand the caller."""
-
-    __slots__ = ("effect", "session", "start", "stop")
-
-    def __init__(self, effect: ModelCall, session: StreamSession, start: float) -> None:
-        self.effect = effect
-        self.session = session
-        self.start = start
-        self.stop: CallResult | None = None
-
-    def step(self, chunk: Any, abort: bool) -> list[Event]:
-        """Read one chunk; `self.stop` is set when the stream must end here."""
-        session = self.session
-        try:
-            delta = read_chunk(chunk)
-        except TypeError as exc:  # a chunk of no known shape: the call failed (as for a reply)
-            self.stop = self.failed(exc, provider=False)
-            return []
-        snapshot = session.feed(delta)
-        number = self.effect.number
-        events: list[Event] = []
-        if snapshot is not None:
-            events.append(_Snapshot(number, snapshot))
-        if self.effect.items:
-            # a per-item repair's answer: which items of the list its items stand for is known
-            # only at its end (it may be the list again); its repaired items come after it
-            session.new_items.clear()
-            session.new_held.clear()
-        if session.new_items:
-            events += [_Item(number, index, value) for index, value in session.new_items]
-            session.new_items.clear()
-        if session.new_held:
-            events += [_Item(number, index, HELD) for index in session.new_held]
-            session.new_held.clear()
-        if abort and session.abort:
-            self.stop = CallResult(
-                session.reply("aborted"),
-                None,
-                time.perf_counter() - self.start,
-                aborted=session.abort,
-                partial=session.data,
-            )
-        elif self.effect.timeout_s is not None and (
-            time.perf_counter() - self.start > self.effect.timeout_s
-        ):
-            error = DeadlineExceeded("the run's deadline passed during the streamed answer")
-            self.stop = self.failed(error)
-        return events
-
-    def failed(self, exc: Exception, *, provider: bool = True) -> CallResult:
-        """The stream failed part-way (`call_failed` raises again what is not a provider's,
-        unless `provider` is False: healjson's own finding, always a failed call)."""
-        result = call_failed(exc, self.start, self.effect if provider else None)
-        session = self.session
-        if result.failure is not None and session.chars:
-            failure = replace(result.failure, raw_text=session.text, partial=session.data)
-            result = replace(result, failure=failure)
-        return result
-
-    def finished(self) -> CallResult:
-        session = self.session
-        elapsed = time.perf_counter() - self.start
-        reply = withdrawn(session.reply())  # a refusal stop withdraws the text before it
-        cut = session.cut_unknown()
-        if cut is not None:  # no finish reason, and the text stops mid-value: maybe cut short
-            return CallResult(reply, None, elapsed, aborted=(cut,), partial=session.data)
-        return CallResult(reply, None, elapsed)
-
-
-def _close(stream: Any) -> None:
-    close = getattr(stream, "close", None)
-    if callable(close):
-        try:
-            close()
-        except Exception:  # closing a broken stream must not hide its outcome
-            return
-
-
-async def _aclose(stream: Any) -> None:
-    close = getattr(stream, "aclose", None) or getattr(stream, "close", None)
-    if callable(close):
-        try:
-            result = close()
-            if hasattr(result, "__await__"):
-                await result
-        except Exception:
-            return
-
-
-# -- the sync driver -----------------------------------------------------------------------------
-
-
-def _drive_stream_sync(
-    flow: Flow, call: Callable[..., Any], new_session: NewSession, abort: bool
-) -> Iterator[Event]:
-    sent: Any = None
-    while True:
-        try:
-            effect = flow.send(sent)
-        except StopIteration as stop:
-            yield _Done(stop.value)
-            return
-        if isinstance(effect, AwaitAll):
-            sent = run_awaitables_sync(effect.awaitables, effect.timeout_s)
-            continue
-        start = time.perf_counter()
-        if effect.timeout_s is not None:  # read on a worker, so the deadline holds
-            sent = yield from _read_limited(effect, call, new_session, abort, start)
-            continue
-        try:
-            value = call(list(map(dict, effect.messages)), **effect.params)
-        except Exception as exc:
-            sent = call_failed(exc, start, effect)
-            continue
-        if not is_stream(value):
-            sent = call_returned(value, start)
-            continue
-        reading = _Reading(effect, new_session(effect), start)
-        try:
-            for chunk in value:
-                yield from reading.step(chunk, abort)
-                if reading.stop is not None:
-                    break
-        except Exception as exc:
-            reading.stop = reading.failed(exc)
-        finally:
-            _close(value)
-        sent = reading.stop or reading.finished()
-
-
-def _read_limited(
-    effect: ModelCall,
-    call: Callable[..., Any],
-    new_session: NewSession,
-    abort: bool,
-    start: float,
-) -> Generator[Event, None, CallResult]:
-    """One call under the run's deadline: made and read on a `Pump` worker, each chunk taken
-    with a timed wait, so the deadline ends the call whatever the wire does (a slow first
-    byte, keep-alives, a trickle, silence); what had arrived is kept."""
-    deadline = start + (effect.timeout_s or 0.0)
-    pump = Pump(call, effect, is_stream)
-    reading: _Reading | None = None
-    try:
-        while True:
-            got = pump.get(deadline - time.perf_counter())
-            if got is None:
-                where = "the model call" if reading is None else "the streamed answer"
-                got = ERROR, DeadlineExceeded(f"the run's deadline passed during {where}")
-            kind, payload = got
-            if kind == CHUNK and reading is not None:
-                yield from reading.step(payload, abort)
-                if reading.stop is not None:
-                    return reading.stop
-            elif kind == STREAM:
-                reading = _Reading(effect, new_session(effect), start)
-            elif kind == END and reading is not None:
-                return reading.finished()
-            elif kind == VALUE:
-                return call_returned(payload, start)
-            elif reading is None:  # ERROR: the call failed, or ran past the deadline
-                return call_failed(payload, start, effect)
-            else:  # ERROR: the stream failed part-way
-                return reading.failed(payload)
-    finally:
-        pump.stop()
-
-
-async def _drive_stream_async(
-    flow: Flow, call: Callable[..., Any], new_session: NewSession, abort: bool
-) -> AsyncIterator[Event]:
-    sent: Any = None
-    while True:
-        try:
-            effect = flow.send(sent)
-        except StopIteration as stop:
-            yield _Done(stop.value)
-            return
-        if isinstance(effect, AwaitAll):
-            sent = await gather(effect.awaitables, effect.timeout_s)
-            continue
-        start = time.perf_counter()
-        deadline = None if effect.timeout_s is None else start + effect.timeout_s
-        try:
-            value = call(list(map(dict, effect.messages)), **effect.params)
-            if hasattr(value, "__await__"):
-                value = await (value if deadline is None else _within(value, deadline))
-        except Exception as exc:
-            sent = call_failed(exc, start, effect)
-            continue
-        if not is_stream(value):
-            sent = call_returned(value, start)
-            continue
-        reading = _Reading(effect, new_session(effect), start)
-        chunks = value if hasattr(value, "__aiter__") else _each_turn(value)
-        if deadline is not None:
-            chunks = _until(chunks, deadline)
-        try:
-            async for chunk in chunks:
-                for event in reading.step(chunk, abort):
-                    yield event
-                if reading.stop is not None:
-                    break
-        except Exception as exc:
-            reading.stop = reading.failed(exc)
-        finally:
-            await _aclose(value)
-        sent = reading.stop or reading.finished()
-
-
-async def _within(awaitable: Any, deadline: float) -> Any:
-    """`awaitable`, cancelled at `deadline` (a `time.perf_counter()`): `DeadlineExceeded`."""
-    import asyncio
-
-    left = deadline - time.perf_counter()
-    try:
-        async with asyncio.timeout(max(left, 0.0)):
-            return await awaitable
-    except TimeoutError:
-        raise DeadlineExceeded("the run's deadline passed during the model call") from None
-
-
-async def _until(chunks: AsyncIterable[Any], deadline: float) -> AsyncIterator[Any]:
-    """`chunks` until `deadline`: each pull of the stream is cancelled when the deadline
-    passes (however the wire keeps the connection busy), and ends the stream with
-    `DeadlineExceeded`. The wait covers only the pull, never the caller's loop body."""
-    import asyncio
-
-    iterator = aiter(chunks)
-    while True:
-        left = deadline - time.perf_counter()
-        try:
-            async with asyncio.timeout(max(left, 0.0)) as limit:
-                chunk = await anext(iterator)
-        except StopAsyncIteration:
-            return
-        except TimeoutError:
-            if not limit.expired():
-                raise
-            error = "the run's deadline passed during the streamed answer"
-            raise DeadlineExceeded(error) from None
-        yield chunk
-
-
-async def _each_turn(chunks: Iterable[Any]) -> AsyncIterator[Any]:
-    """A plain iterable of chunks read on the event loop, yielding to other tasks after each."""
-    import asyncio
-
-    for chunk in chunks:
-        yield chunk
-        await asyncio.sleep(0)
-
+_NOT_FINISHED = (
+    "the stream is not finished: iterate it to the end, or call `stream.finish()` to read the "
+    "rest (`await stream.finish()` for an async stream)"
+)
 
 # -- what the caller holds -----------------------------------------------------------------------
 
@@ -419,7 +116,7 @@ class _Tracker:
                 self.item_status[index] = "retracted" if index < len(self.given) else "held"
         return rest
 
-    def took(self, event: _Item) -> list[Any]:
+    def took(self, event: Item) -> list[Any]:
         """Note a streamed item; the items it lets out, in index order (none while an earlier
         one is missing, and none after a held one in the same answer)."""
         index, attempt = event.index, event.attempt
@@ -468,9 +165,10 @@ class HealStream(Generic[T]):
     """A healed stream: iterate it for `Partial[T]` snapshots (or `items()` for a list target's
     validated items); when it is exhausted, `.outcome` is the run's `Healed | Degraded`.
 
-    Iterate one of the two views (snapshots or items), once. Reading `.outcome` (or calling
-    `finish()`) before the end reads the rest of the stream first. `close()` (or leaving a
-    `with` block) abandons the stream and closes the connection.
+    Iterate one of the two views (snapshots or items), once. `.outcome` is there once the
+    stream is exhausted; `finish()` reads the rest first (reading `.outcome` before the end
+    raises `RuntimeError` rather than reading the stream behind your back). `close()` (or
+    leaving a `with` block) abandons the stream and closes the connection.
     """
 
     def __init__(self, events: Iterator[Event]) -> None:
@@ -479,16 +177,16 @@ class HealStream(Generic[T]):
 
     def _next_events(self) -> Iterator[Event]:
         for event in self._events:
-            if isinstance(event, _Done):
+            if isinstance(event, Done):
                 self._tracker.outcome = event.outcome
                 return
             yield event
 
     def __iter__(self) -> Iterator[Partial[T]]:
         for event in self._next_events():
-            if isinstance(event, _Snapshot):
+            if isinstance(event, Snapshot):
                 yield event.partial
-            elif isinstance(event, _Item):
+            elif isinstance(event, Item):
                 self._tracker.took(event)
 
     def items(self) -> Iterator[Any]:
@@ -501,19 +199,22 @@ class HealStream(Generic[T]):
         answer is judged, from the final value."""
         tracker = self._tracker
         for event in self._next_events():
-            if isinstance(event, _Item):
+            if isinstance(event, Item):
                 yield from tracker.took(event)
         yield from tracker.final_items()
 
     @property
     def outcome(self) -> Outcome[T]:
-        """The run's outcome (reads the rest of the stream first, if any)."""
-        return self.finish()
+        """The run's outcome, once the stream is exhausted (else RuntimeError: `finish()`
+        reads the rest first: a property never reads the network behind the caller's back)."""
+        if self._tracker.outcome is None:
+            raise RuntimeError(_NOT_FINISHED)
+        return self._tracker.outcome
 
     def finish(self) -> Outcome[T]:
         """Read the rest of the stream; the outcome."""
         for event in self._next_events():
-            if isinstance(event, _Item):
+            if isinstance(event, Item):
                 self._tracker.took(event)
         if self._tracker.outcome is None:  # closed before the end
             raise RuntimeError("this stream was closed before its outcome was known")
@@ -555,23 +256,23 @@ class AsyncHealStream(Generic[T]):
 
     async def _next_events(self) -> AsyncIterator[Event]:
         async for event in self._events:
-            if isinstance(event, _Done):
+            if isinstance(event, Done):
                 self._tracker.outcome = event.outcome
                 return
             yield event
 
     async def __aiter__(self) -> AsyncIterator[Partial[T]]:
         async for event in self._next_events():
-            if isinstance(event, _Snapshot):
+            if isinstance(event, Snapshot):
                 yield event.partial
-            elif isinstance(event, _Item):
+            elif isinstance(event, Item):
                 self._tracker.took(event)
 
     async def items(self) -> AsyncIterator[Any]:
         """As `HealStream.items`."""
         tracker = self._tracker
         async for event in self._next_events():
-            if isinstance(event, _Item):
+            if isinstance(event, Item):
                 for item in tracker.took(event):
                     yield item
         for item in tracker.final_items():
@@ -588,7 +289,7 @@ class AsyncHealStream(Generic[T]):
     async def finish(self) -> Outcome[T]:
         """Read the rest of the stream; the outcome."""
         async for event in self._next_events():
-            if isinstance(event, _Item):
+            if isinstance(event, Item):
                 self._tracker.took(event)
         if self._tracker.outcome is None:
             raise RuntimeError("this stream was closed before its outcome was known")
@@ -626,7 +327,11 @@ class ItemStream(Generic[T]):
 
     @property
     def outcome(self) -> Outcome[list[T]]:
-        """The run's outcome (reads the rest of the stream first, if any)."""
+        """The run's outcome, once the stream is exhausted (else RuntimeError)."""
+        return self.stream.outcome
+
+    def finish(self) -> Outcome[list[T]]:
+        """Read the rest of the stream; the outcome."""
         return self.stream.finish()
 
     @property
@@ -668,137 +373,140 @@ class AsyncItemStream(Generic[T]):
         return self.stream.item_status
 
 
-def stream_sync(
-    flow: Flow,
+class ToolCallStream:
+    """A healed tool-call run whose calls stream: iterate it for the answer's message text (the
+    pieces of every call of the run: in practice the first), then read `.outcome`, the run's
+    `Outcome[ToolCalls]` exactly as without `stream=True` (the calls are judged once each stream
+    is whole). `.outcome` is there once the stream is exhausted (`finish()` reads the rest
+    first); `close()` abandons the stream."""
+
+    def __init__(self, events: Iterator[Event]) -> None:
+        self._events = events
+        self._outcome: Outcome[ToolCalls] | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        for event in self._events:
+            if isinstance(event, Done):
+                self._outcome = event.outcome
+                return
+            if isinstance(event, Text):
+                yield event.text
+
+    @property
+    def outcome(self) -> Outcome[ToolCalls]:
+        """The run's outcome, once the stream is exhausted (else RuntimeError: `finish()`
+        reads the rest first)."""
+        if self._outcome is None:
+            raise RuntimeError(_NOT_FINISHED)
+        return self._outcome
+
+    def finish(self) -> Outcome[ToolCalls]:
+        """Read the rest of the streams; the outcome."""
+        for _ in self:
+            pass
+        if self._outcome is None:
+            raise RuntimeError("this stream was closed before its outcome was known")
+        return self._outcome
+
+    def close(self) -> None:
+        """Abandon the stream (the connection is closed)."""
+        close = getattr(self._events, "close", None)
+        if callable(close):
+            close()
+
+    def __enter__(self) -> ToolCallStream:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class AsyncToolCallStream:
+    """`ToolCallStream` for an async client: `async for` the text, then `.outcome` (once the
+    stream is exhausted) or `await stream.finish()`. Awaiting the stream gives it back."""
+
+    def __init__(self, events: AsyncIterator[Event]) -> None:
+        self._events = events
+        self._outcome: Outcome[ToolCalls] | None = None
+
+    def __await__(self) -> Generator[Any, None, AsyncToolCallStream]:
+        if False:  # pragma: no cover - makes this a generator
+            yield
+        return self
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        async for event in self._events:
+            if isinstance(event, Done):
+                self._outcome = event.outcome
+                return
+            if isinstance(event, Text):
+                yield event.text
+
+    @property
+    def outcome(self) -> Outcome[ToolCalls]:
+        """The run's outcome, once the stream is exhausted (else RuntimeError: `await
+        stream.finish()` reads the rest first)."""
+        if self._outcome is None:
+            raise RuntimeError("the stream is not finished: use `await stream.finish()`")
+        return self._outcome
+
+    async def finish(self) -> Outcome[ToolCalls]:
+        """Read the rest of the streams; the outcome."""
+        async for _ in self:
+            pass
+        return self.outcome
+
+    async def aclose(self) -> None:
+        """Abandon the stream (the connection is closed)."""
+        close = getattr(self._events, "aclose", None)
+        if callable(close):
+            await close()
+
+    async def __aenter__(self) -> AsyncToolCallStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def caller_events(
+    flow: Flow[Any],
     call: Callable[..., Any],
-    new_session: NewSession,
-    abort: bool,
+    reader: Reader,
+    scope: secrets_scope | None = None,
+) -> Iterator[Event]:
+    """The sync driver's events for a caller's stream object: each step in the stream's own
+    context, and inside `scope` (a client's secrets) when one is given."""
+    events = sync_steps(flow, call, reader)
+    return own_context(events if scope is None else scoped(events, scope))
+
+
+def caller_events_async(
+    flow: Flow[Any],
+    call: Callable[..., Any],
+    reader: Reader,
+    scope: secrets_scope | None = None,
+) -> AsyncIterator[Event]:
+    """`caller_events` with the async driver."""
+    events = async_steps(flow, call, reader)
+    return aown_context(events if scope is None else ascoped(events, scope))
+
+
+def stream_sync(
+    flow: Flow[Any],
+    call: Callable[..., Any],
+    reader: Reader,
     scope: secrets_scope | None = None,
 ) -> HealStream[Any]:
     """The caller's `HealStream` over a flow; with `scope`, each step runs inside it."""
-    events = _drive_stream_sync(flow, call, new_session, abort)
-    return HealStream(_own_context(events if scope is None else _scoped(events, scope)))
+    return HealStream(caller_events(flow, call, reader, scope))
 
 
 def stream_async(
-    flow: Flow,
+    flow: Flow[Any],
     call: Callable[..., Any],
-    new_session: NewSession,
-    abort: bool,
+    reader: Reader,
     scope: secrets_scope | None = None,
 ) -> AsyncHealStream[Any]:
     """The caller's `AsyncHealStream` over a flow; with `scope`, each step runs inside it."""
-    events = _drive_stream_async(flow, call, new_session, abort)
-    return AsyncHealStream(_aown_context(events if scope is None else _ascoped(events, scope)))
-
-
-def _own_context(events: Iterator[Event]) -> Iterator[Event]:
-    """`events`, each step run in the stream's own `contextvars.Context` (a copy of the
-    caller's when the iteration starts): what healjson makes current while it works (the
-    attempt's OpenTelemetry span, which an instrumented SDK nests its span under) stays current
-    from one step to the next, and never in the caller's loop body, whose own spans are not
-    healjson's children."""
-    context: contextvars.Context | None = None
-    try:
-        while True:
-            context = context or contextvars.copy_context()
-            try:
-                event = context.run(next, events)
-            except StopIteration:
-                return
-            yield event
-    finally:
-        close = getattr(events, "close", None)
-        if callable(close):
-            (context or contextvars.copy_context()).run(close)
-
-
-async def _aown_context(events: AsyncIterator[Event]) -> AsyncIterator[Event]:
-    """`_own_context` for an async stream: each step's coroutine is run in the context."""
-    context: contextvars.Context | None = None
-    try:
-        while True:
-            context = context or contextvars.copy_context()
-            try:
-                event = await _InContext(events.__anext__(), context)
-            except StopAsyncIteration:
-                return
-            yield event
-    finally:
-        close = getattr(events, "aclose", None)
-        if callable(close):
-            await _InContext(close(), context or contextvars.copy_context())
-
-
-class _InContext:
-    """Await `awaitable` with each of its steps run in `context` (asyncio runs a task's steps
-    in the task's own context; this keeps one awaitable's changes apart from it)."""
-
-    __slots__ = ("awaitable", "context")
-
-    def __init__(self, awaitable: Awaitable[Any], context: contextvars.Context) -> None:
-        self.awaitable = awaitable
-        self.context = context
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        coroutine, run = self.awaitable.__await__(), self.context.run
-        sent: Any = None
-        thrown: BaseException | None = None
-        while True:
-            try:
-                if thrown is None:
-                    waited = run(coroutine.send, sent)
-                else:
-                    waited = run(coroutine.throw, thrown)
-            except StopIteration as stop:
-                return stop.value
-            try:
-                sent, thrown = (yield waited), None
-            except BaseException as exc:  # a cancellation, delivered to the coroutine
-                sent, thrown = None, exc
-
-
-def _scoped(events: Iterator[Event], scope: secrets_scope) -> Iterator[Event]:
-    """`events`, each step inside `scope`: a stream is read in the caller's loop, step by step,
-    and the scope must hold exactly while healjson's code runs (not in the caller's loop body,
-    which may even run in another thread or task)."""
-    try:
-        while True:
-            token = activate(scope)
-            try:
-                event = next(events)
-            except StopIteration:
-                return
-            finally:
-                deactivate(token)
-            yield event
-    finally:
-        token = activate(scope)
-        try:
-            close = getattr(events, "close", None)
-            if callable(close):
-                close()
-        finally:
-            deactivate(token)
-
-
-async def _ascoped(events: AsyncIterator[Event], scope: secrets_scope) -> AsyncIterator[Event]:
-    """`_scoped` for an async stream."""
-    try:
-        while True:
-            token = activate(scope)
-            try:
-                event = await events.__anext__()
-            except StopAsyncIteration:
-                return
-            finally:
-                deactivate(token)
-            yield event
-    finally:
-        token = activate(scope)
-        try:
-            close = getattr(events, "aclose", None)
-            if callable(close):
-                await close()
-        finally:
-            deactivate(token)
+    return AsyncHealStream(caller_events_async(flow, call, reader, scope))

@@ -1,16 +1,18 @@
-"""The caller's own tool calls healed: each call checked against its tool, broken ones asked again.
+"""The tool-call answer kind: the caller's own tool calls, each checked against its tool.
 
 A request that declares tools (the caller's, not healjson's) may be answered with text, with
-calls, or with both. `tools_flow` judges every call of a reply on its own, against the tool it
+calls, or with both. `CallAnswers` judges every call of a reply on its own, against the tool it
 names: L1 on its arguments text (with the tool's target: the local repairs, flagged per call)
 and L2 (the target's schema, then the tool's contracts). A call that passes is kept as it is. A
 call to a tool the request did not declare, arguments no local repair can save, a contract
-breach or a cut call make one repair request that asks again for *the broken calls only*: the
-model's turn is sent back with every call, each call answered by a tool message (a kept one
-"accepted, not yet run", a broken one its diagnostics), then a user message naming the calls
-to make again. The calls of the answer take the broken ones' places (the kept ones keep their
-place and id); a repair answer with any other number of calls is judged as a new set. Each
-repair request is the original messages plus that one exchange: it does not grow with the
+breach or a cut call make one repair request that asks again for *the broken calls only*
+(`RepairPrompt.calls`, a `repair.calls.CallsForm`: the model's turn sent back, each call
+answered by a tool message, then a user message naming the calls to make again; bounded
+whatever the number of calls). The calls of the answer take the broken ones' places, in order
+(the kept ones keep their place and id); a call made again to another tool than the one whose
+arguments failed is itself a broken call (a call to an undeclared tool may be made again to
+any declared one); a repair answer with any other number of calls is judged as a new set.
+Each repair request is the original messages plus that one exchange: it does not grow with the
 rounds.
 
 A request that forces a call (`ToolSpec.required`) answered without one is asked once more
@@ -18,8 +20,9 @@ A request that forces a call (`ToolSpec.required`) answered without one is asked
 calls were optional is a valid answer with no calls. A refusal degrades with `refusal`
 (`HealPolicy(on_refusal="retry")`: the request is sent again as it was); a content filter with
 `content_filter`. When the attempts are spent, `Degraded` keeps every call as the model sent it
-(`partial`). The policy's budgets (attempts, tokens, cost, deadline), `on_truncation` and
-`escalate_model` apply as to any run.
+(`partial`). Rules declared `warn` or `fix` leave their trace on the outcome as for a JSON
+answer (`warnings`, `fixed`, paths under `calls[i]`). The policy's budgets, deadline,
+`on_truncation` and `escalate_model` apply as to any run: this is the one loop's answer kind.
 
 The messages here are the core's neutral chat shape (an assistant turn's `tool_calls`, `tool`
 messages answering them by `tool_call_id`); each wire format's request builder turns them into
@@ -28,7 +31,6 @@ its own.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
@@ -37,36 +39,29 @@ from healjson._core.diagnostic import ROOT, Diagnostic, Source
 from healjson._core.flags import Flag
 from healjson._core.judge.check import Evaluation, evaluate
 from healjson._core.judge.contracts import Contract, ContractContext
-from healjson._core.observe import events as _events
+from healjson._core.judge.enforcement import Enforcement
+from healjson._core.judge.verdict import Verdict
+from healjson._core.outcome.attempt import Reason
 from healjson._core.outcome.calls import HealedCall, ToolCalls
-from healjson._core.outcome.outcome import Attempt, Degraded, Healed, Outcome, Reason
-from healjson._core.outcome.seal import seal
-from healjson._core.redact import redact_params, redact_text, run_secrets
-from healjson._core.repair.prompt import Strategy, quote_answer, render_diagnostic
+from healjson._core.outcome.outcome import Healed
+from healjson._core.parse import ParseResult
+from healjson._core.repair.calls import CallsForm, CallState
+from healjson._core.repair.prompt import RepairPrompt, Strategy
 from healjson._core.target.target import Target
-from healjson._core.wire.effects import AwaitAll, CallResult, ModelCall
-from healjson._core.wire.reply import Reply, ToolCall, Usage
+from healjson._core.wire.effects import AwaitAll
+from healjson._core.wire.reply import Reply, ToolCall
 
-from .engine import (
-    _budget,
-    _contracts_spent,
-    _cost_budget,
-    _deadline,
-    _estimate,
-    _estimated_usage,
-    _more_tokens,
-    _projected_cost,
-    new_run_id,
-)
-from .policy import HealPolicy, time_left
+from .engine import Run, RunState, heal_flow
+from .messages import make_context, normalise_messages
+from .policy import HealPolicy
+from .stops import refusal_diagnostic
 
-__all__ = ["Tool", "ToolSpec", "tools_flow"]
+__all__ = ["TARGET", "CallAnswers", "Tool", "ToolSpec", "start_tools"]
+
+_NO_CONTRACTS = ContractContext()  # what a run without contracts or context hands L2
 
 TARGET: Final = "ToolCalls"
 """The target name a tool-call outcome carries."""
-ACCEPTED: Final = "Accepted: this call passed every check; it has not been run yet."
-_MAX_SHOWN = 10  # diagnostics rendered in one call's tool message
-_NO_USAGE = Usage()
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,11 +82,57 @@ class ToolSpec:
     tools: Mapping[str, Tool]
     policy: HealPolicy = field(default_factory=HealPolicy)
     required: bool | str = False
+    fallback: Any = None
+    target_name: str = TARGET
 
     @property
     def contract_names(self) -> tuple[str, ...]:
         """Every tool's contracts' names, tool by tool."""
         return tuple(rule.name for tool in self.tools.values() for rule in tool.contracts)
+
+    @property
+    def has_contracts(self) -> bool:
+        """True when some tool has contracts (the run's context is then read)."""
+        return any(tool.contracts for tool in self.tools.values())
+
+    def first(
+        self,
+        reply: Reply,
+        *,
+        original: tuple[Mapping[str, Any], ...],
+        params: Mapping[str, Any],
+        elapsed_s: float,
+        run_id: str,
+        context: ContractContext,
+    ) -> Healed[Any] | None:
+        """No shortcut: every call is judged by the loop."""
+        return None
+
+    def answers(self, run: RunState, enforcement: Enforcement | None) -> CallAnswers:
+        """The judge and repairer of one run."""
+        return CallAnswers(self, run)
+
+
+def start_tools(
+    spec: ToolSpec,
+    messages: Any,
+    *,
+    context: Mapping[str, Any] | None = None,
+    params: Mapping[str, Any] | None = None,
+) -> Run:
+    """A run healing the calls of a request with the caller's `spec.tools`, not yet driven:
+    its flow, for any driver (the calls read whole, or streamed through a `CallsReader`)."""
+    import time
+
+    original = normalise_messages(messages)
+    if context is not None or spec.has_contracts:
+        ctx = make_context(context, original)
+    else:
+        ctx = _NO_CONTRACTS
+    flow = heal_flow(
+        spec, original, {} if params is None else params, ctx, started=time.monotonic()
+    )
+    return Run(flow, ctx)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,216 +152,216 @@ class _Slot:
         return () if self.evaluation is None else self.evaluation.parse.flags
 
 
-@dataclass(frozen=True, slots=True)
-class _Named:
-    name: str
+class CallAnswers:
+    """One run's tool-call answers: the calls as they stand (`slots`), judged call by call,
+    the broken ones asked for again."""
 
+    __slots__ = ("changed", "missing", "pending", "run", "slots", "spec", "text")
 
-@dataclass(frozen=True, slots=True)
-class _Described:
-    """What the run's events and spans read of what is being healed."""
-
-    target: _Named
-    contract_names: tuple[str, ...]
-
-
-class _Run:
-    __slots__ = (
-        "attempts",
-        "changed",
-        "events",
-        "run_id",
-        "slots",
-        "spec",
-        "started",
-        "text",
-        "usage",
-    )
-
-    def __init__(self, spec: ToolSpec, started: float | None) -> None:
+    def __init__(self, spec: ToolSpec, run: RunState) -> None:
         self.spec = spec
-        self.started = time.monotonic() if started is None else started
-        self.run_id = new_run_id()
-        described = _Described(_Named(TARGET), spec.contract_names)
-        self.events = _events.for_run(self.run_id, described)  # None: nothing listens
-        self.attempts: list[Attempt] = []
-        self.usage = _NO_USAGE
+        self.run = run
         self.slots: list[_Slot] = []
         self.text: str | None = None
         self.changed: set[int] = set()  # slots a repair replaced
+        self.pending: tuple[int, ...] = ()  # the slots the last request asked for again
+        self.missing = 0  # replies in a row that made no call where one was required
 
-    def time_left(self) -> float | None:
-        return time_left(self.spec.policy, self.started)
+    def raw(self, reply: Reply) -> str | None:
+        """The message text (None for a reply that is only calls: they are on the attempt)."""
+        return reply.content if reply.content or not reply.tool_calls else None
 
-
-Flow = Generator[ModelCall | AwaitAll, Any, Outcome[ToolCalls]]
-
-
-def tools_flow(
-    spec: ToolSpec,
-    messages: tuple[Mapping[str, Any], ...],
-    params: Mapping[str, Any],
-    ctx: ContractContext,
-    *,
-    started: float | None = None,
-) -> Flow:
-    """The healing loop of a request with the caller's tools (see the module's docstring), as
-    a generator the drivers (`drive.drive_sync` / `drive_async`) run. However it ends, the
-    run's telemetry context is released."""
-    run = _Run(spec, started)
-    try:
-        return (yield from _loop(run, messages, params, ctx))
-    finally:
-        if run.events is not None:
-            run.events.release()
-
-
-def _loop(
-    run: _Run,
-    messages: tuple[Mapping[str, Any], ...],
-    params: Mapping[str, Any],
-    ctx: ContractContext,
-) -> Flow:
-    spec = run.spec
-    policy = spec.policy
-    call_params = dict(params)
-    sent: tuple[Mapping[str, Any], ...] = messages
-    pending: tuple[int, ...] = ()  # the slots the last request asked for again
-    missing = False  # the last reply made no call where one was required
-    for number in range(1, policy.max_attempts + 1):
-        this_params = dict(call_params)
-        if number == policy.max_attempts and number > 1 and policy.escalate_model:
-            this_params["model"] = policy.escalate_model
-        if number > 1:
-            if policy.token_budget is not None:
-                projected = run.usage.total_tokens + _estimate(sent)
-                if projected > policy.token_budget:
-                    return _degrade(run, Reason.BUDGET_EXCEEDED, [_budget(projected)])
-            if policy.cost_budget is not None:
-                cost = _projected_cost(run.usage, sent)
-                if cost is not None and cost > policy.cost_budget:
-                    diagnostic = _cost_budget(cost, policy.cost_budget)
-                    return _degrade(run, Reason.BUDGET_EXCEEDED, [diagnostic])
-            left = run.time_left()
-            if left is not None and left <= 0:
-                return _degrade(run, Reason.TIMEOUT, [_deadline(policy)])
-        left = run.time_left()
-        strategy = Strategy.INITIAL if number == 1 else _strategy(run, pending)
-        if run.events is not None:
-            run.events.call_started(number, this_params)
-        result: CallResult = yield ModelCall(
-            number, sent, this_params, left, policy.provider_errors
+    def judge(
+        self, reply: Reply, number: int, params: Mapping[str, Any]
+    ) -> Generator[AwaitAll, Any, Evaluation]:
+        """Take the reply's calls into the answer, judge the new ones; the answer's verdict."""
+        if reply.refusal:
+            diagnostic = refusal_diagnostic(reply.refusal, "Answer the original request.")
+            return Evaluation(Verdict.REFUSAL, ParseResult(error=diagnostic), (diagnostic,))
+        judged = yield from self._judge(reply, number)
+        spec = self.spec
+        if not self.slots and spec.required is not False:
+            self.missing += 1
+            missing = _missing(spec, reply.content)
+            return Evaluation(Verdict.SYNTAX, ParseResult(error=missing), (missing,))
+        self.missing = 0
+        flags = tuple(dict.fromkeys(f for i in judged for f in self.slots[i].flags))
+        found = tuple(
+            _under(index, d)
+            for index, slot in enumerate(self.slots)
+            if not slot.ok
+            for d in slot.diagnostics
         )
-        base: dict[str, Any] = {
-            "number": number,
-            "strategy": strategy,
-            "messages": sent,
-            "params": redact_params(this_params),
-            "latency_s": result.elapsed_s,
-        }
-        reply = result.reply
-        if reply is None:
-            return _failed(run, base, result)
-        raw = reply.content if reply.content or not reply.tool_calls else None
-        usage = reply.usage or _estimated_usage(sent, _reply_chars(reply))
-        run.usage = run.usage + usage
-        base.update(
-            raw_text=raw,
-            tool_calls=reply.tool_calls,
-            finish_reason=reply.finish_reason,
-            usage=usage,
-            model=reply.model or this_params.get("model"),
-            reasoning=reply.reasoning,
-        )
-        stop = _provider_stop(reply)
-        if stop is not None:
-            reason, diagnostic = stop
-            _record(run, Attempt(**base, diagnostics=(diagnostic,)))
-            if reason is Reason.REFUSAL and policy.on_refusal == "retry":
-                sent = messages  # asked again as it was: a refusal is no answer to repair
-                continue
-            return _degrade(run, reason, [diagnostic])
-        judged = yield from _judge(run, reply, pending, ctx)
-        run.usage = _contracts_spent(run.usage, ctx)
-        missing = not run.slots and spec.required is not False
-        found = _found(run) if not missing else (_missing(spec, reply.content),)
-        flags = tuple(dict.fromkeys(f for i in judged for f in run.slots[i].flags))
-        _record(run, Attempt(**base, flags=flags, diagnostics=found, ok=not found))
+        parse = ParseResult(flags=flags)
         if not found:
-            return _healed(run)
-        if any(d.source is Source.CONTRACT_ERROR for d in found) or _stopped(run):
-            return _degrade(run, Reason.CONTRACT_ERROR, found)
-        truncated = any(d.source is Source.TRUNCATION for d in found)
-        if truncated and policy.on_truncation == "degrade":
-            return _degrade(run, Reason.TOKEN_TRUNCATED, found)
-        if truncated and policy.on_truncation in ("raise_max_tokens", "both"):
-            call_params = _more_tokens(call_params, usage, policy)
-        pending = () if missing else tuple(i for i, slot in enumerate(run.slots) if not slot.ok)
-        sent = _repair_messages(messages, run, pending, missing, spec)
-    last = run.attempts[-1]
-    reason = _final_reason(last.diagnostics, missing, policy)
-    return _degrade(run, reason, last.diagnostics)
+            return Evaluation(
+                Verdict.OK,
+                parse,
+                (),
+                self._value(),
+                warnings=self._gathered("warnings"),
+                fixed=tuple(dict.fromkeys(name for s in self.slots for name in _fixed(s))),
+            )
+        stopped = any(s.evaluation is not None and s.evaluation.stopped for s in self._broken())
+        return Evaluation(_verdict(found), parse, found, stopped=stopped)
+
+    def ends(self, evaluation: Evaluation) -> Reason | None:
+        """A forced call missing from two replies in a row: `tool_call_missing`."""
+        return Reason.TOOL_CALL_MISSING if self.missing >= 2 else None
+
+    def prompt(self, evaluation: Evaluation, number: int) -> RepairPrompt:
+        """The broken calls asked for again in one exchange (or the forced call asked for); a
+        refusal (under `on_refusal="retry"`) sends the request again as it was."""
+        if evaluation.verdict is Verdict.REFUSAL:
+            self.pending = ()
+            return RepairPrompt(Strategy.RESEND, number, None, evaluation.diagnostics)
+        spec = self.spec
+        if self.missing:
+            self.pending = ()
+            form = CallsForm(
+                self.text, missing=True, forced=spec.required, declared=tuple(spec.tools)
+            )
+            return RepairPrompt(
+                Strategy.REPAIR, number, self.text, evaluation.diagnostics, calls=form
+            )
+        self.pending = tuple(i for i, slot in enumerate(self.slots) if not slot.ok)
+        calls = tuple(
+            CallState(slot.call.id or "", slot.call.name, slot.call.arguments, slot.diagnostics)
+            for slot in self.slots
+        )
+        strategy = Strategy.ITEMS if len(self.pending) < len(self.slots) else Strategy.REPAIR
+        form = CallsForm(self.text, calls, self.pending)
+        raw = self.run.attempts[-1].raw_text if self.run.attempts else None
+        return RepairPrompt(strategy, number, raw, evaluation.diagnostics, calls=form)
+
+    def value(self, evaluation: Evaluation) -> tuple[Any, str, tuple[Flag, ...], tuple[str, ...]]:
+        """The calls, the last raw text, every call's flags and the calls a repair replaced."""
+        flags = tuple(dict.fromkeys(f for slot in self.slots for f in slot.flags))
+        changed = tuple(f"calls[{i}]" for i in sorted(self.changed) if i < len(self.slots))
+        raw = self.run.attempts[-1].raw_text or ""
+        return self._value(), raw, flags, changed
+
+    def partial(self) -> Any:
+        """Every call as the model sent it, each marked `ok` or not (None: no answer yet)."""
+        return self._value() if self.slots or self.text is not None else None
+
+    def final_reason(self, diagnostics: Sequence[Diagnostic]) -> Reason:
+        """`tool_call_missing`, `refusal` or `token_truncated` when every problem is one,
+        else `max_retries_exceeded` (`invalid_output` with one attempt)."""
+        if self.missing:
+            return Reason.TOOL_CALL_MISSING
+        if diagnostics and all(d.source is Source.REFUSAL for d in diagnostics):
+            return Reason.REFUSAL
+        if diagnostics and all(d.source is Source.TRUNCATION for d in diagnostics):
+            return Reason.TOKEN_TRUNCATED
+        one = self.run.policy.max_attempts == 1
+        return Reason.INVALID_OUTPUT if one else Reason.MAX_RETRIES_EXCEEDED
+
+    # -- taking a reply's calls in ---------------------------------------------------------
+
+    def _judge(self, reply: Reply, number: int) -> Generator[AwaitAll, Any, tuple[int, ...]]:
+        """Take the reply's calls into the answer and judge the new ones; the slots judged."""
+        calls, pending = reply.tool_calls, self.pending
+        if pending and calls and len(calls) == len(pending):  # the broken calls, made again
+            kept = {self.slots[i].call.id for i in range(len(self.slots)) if i not in pending}
+            targets = pending
+            fresh = [
+                _with_id(call, self.slots[at].call.id or f"call_{at}", kept)
+                for call, at in zip(calls, pending, strict=True)
+            ]
+            self.changed.update(pending)
+            # a call that was judged by its tool is made again to that tool (one that named no
+            # tool the request allows is made again to whichever tool is right)
+            wanted = {
+                at: self.slots[at].call.name
+                for at in pending
+                if self.slots[at].evaluation is not None
+            }
+        elif pending and not calls:  # a repair answered without any call: the broken ones stay
+            return ()
+        else:  # a first answer, or a repair that answered with a new set of calls
+            if number > 1:
+                self.changed.update(range(max(len(calls), len(self.slots))))
+            if number == 1 or reply.content is not None:
+                self.text = reply.content
+            self.slots = [_Slot(call, None) for call in calls]
+            targets = tuple(range(len(calls)))
+            fresh = [_with_id(call, f"call_{i}", set()) for i, call in enumerate(calls)]
+            wanted = {}
+        ids = {self.slots[i].call.id for i in range(len(self.slots)) if i not in targets}
+        last = len(calls) - 1
+        for position, (at, made) in enumerate(zip(targets, fresh, strict=True)):
+            # two calls of one answer with one id: the later one renamed
+            one = replace(made, id=f"{made.id}_{at}") if made.id in ids else made
+            ids.add(one.id)
+            # only the last call of a cut reply can have been cut
+            finish = reply.finish_reason if position == last else None
+            self.slots[at] = yield from self._judge_call(one, finish, wanted.get(at))
+        return targets
+
+    def _judge_call(
+        self, call: ToolCall, finish: str | None, wanted: str | None
+    ) -> Generator[AwaitAll, Any, _Slot]:
+        spec = self.spec
+        if wanted is not None and call.name != wanted:
+            return _Slot(call, None, (_not_again(wanted, call),))
+        tool = spec.tools.get(call.name)
+        if tool is None:
+            return _Slot(call, None, (_unknown(spec, call),))
+        forced = spec.required
+        if isinstance(forced, str) and not isinstance(forced, bool) and call.name != forced:
+            return _Slot(call, None, (_not_forced(forced, call),))
+        # no arguments at all: the no-argument object (some servers send "" for `{}`)
+        arguments = call.arguments if call.arguments.strip() else "{}"
+        evaluation = yield from evaluate(
+            tool.target,
+            tool.contracts,
+            Reply(None, finish, tool_calls=(ToolCall(tool.target.name, arguments),)),
+            self.run.context,
+            on_ambiguity=spec.policy.on_ambiguity,
+            contract_timeout_s=self.run.contract_limit(),
+        )
+        return _Slot(call, evaluation, evaluation.diagnostics)
+
+    def _broken(self) -> list[_Slot]:
+        return [slot for slot in self.slots if not slot.ok]
+
+    def _gathered(self, name: str) -> tuple[Diagnostic, ...]:
+        """Every call's `warnings`, their paths under `calls[i]`."""
+        return tuple(
+            _under(index, d)
+            for index, slot in enumerate(self.slots)
+            if slot.evaluation is not None
+            for d in getattr(slot.evaluation, name)
+        )
+
+    def _value(self) -> ToolCalls:
+        calls = []
+        for slot in self.slots:
+            call = slot.call
+            value = slot.evaluation.instance if slot.ok and slot.evaluation else call.arguments
+            calls.append(
+                HealedCall(call.id or "", call.name, value, call.arguments, slot.ok, slot.flags)
+            )
+        return ToolCalls(self.text, tuple(calls))
 
 
-def _judge(
-    run: _Run, reply: Reply, pending: tuple[int, ...], ctx: ContractContext
-) -> Generator[AwaitAll, Any, tuple[int, ...]]:
-    """Take the reply's calls into the answer and judge the new ones; the slots judged."""
-    calls = reply.tool_calls
-    if pending and calls and len(calls) == len(pending):  # the broken calls, made again
-        kept = {run.slots[i].call.id for i in range(len(run.slots)) if i not in pending}
-        targets = pending
-        fresh = [
-            _with_id(call, run.slots[at].call.id or f"call_{at}", kept)
-            for call, at in zip(calls, pending, strict=True)
-        ]
-        run.changed.update(pending)
-    elif pending and not calls:  # a repair answered without any call: the broken ones stay
-        return ()
-    else:  # a first answer, or a repair that answered with a new set of calls
-        if run.attempts:
-            run.changed.update(range(max(len(calls), len(run.slots))))
-        if not run.attempts or reply.content is not None:
-            run.text = reply.content
-        run.slots = [_Slot(call, None) for call in calls]
-        targets = tuple(range(len(calls)))
-        fresh = [_with_id(call, f"call_{i}", set()) for i, call in enumerate(calls)]
-    ids = {run.slots[i].call.id for i in range(len(run.slots)) if i not in targets}
-    last = len(calls) - 1
-    for position, (at, made) in enumerate(zip(targets, fresh, strict=True)):
-        # two calls of one answer with one id: the later one renamed
-        one = replace(made, id=f"{made.id}_{at}") if made.id in ids else made
-        ids.add(one.id)
-        # only the last call of a cut reply can have been cut
-        finish = reply.finish_reason if position == last else None
-        run.slots[at] = yield from _judge_call(run.spec, one, finish, ctx, run)
-    return targets
+def _fixed(slot: _Slot) -> tuple[str, ...]:
+    return () if slot.evaluation is None else slot.evaluation.fixed
 
 
-def _judge_call(
-    spec: ToolSpec, call: ToolCall, finish: str | None, ctx: ContractContext, run: _Run
-) -> Generator[AwaitAll, Any, _Slot]:
-    tool = spec.tools.get(call.name)
-    if tool is None:
-        return _Slot(call, None, (_unknown(spec, call),))
-    forced = spec.required
-    if isinstance(forced, str) and not isinstance(forced, bool) and call.name != forced:
-        return _Slot(call, None, (_not_forced(forced, call),))
-    limit = spec.policy.contract_timeout_s
-    left = run.time_left()
-    if left is not None:
-        limit = max(min(left, limit) if limit is not None else left, 0.0)
-    # no arguments at all: the no-argument object (some servers send "" for `{}`)
-    arguments = call.arguments if call.arguments.strip() else "{}"
-    evaluation = yield from evaluate(
-        tool.target,
-        tool.contracts,
-        Reply(None, finish, tool_calls=(ToolCall(tool.target.name, arguments),)),
-        ctx,
-        on_ambiguity=spec.policy.on_ambiguity,
-        contract_timeout_s=limit,
-    )
-    return _Slot(call, evaluation, evaluation.diagnostics)
+def _verdict(found: Sequence[Diagnostic]) -> Verdict:
+    """The answer's verdict from its broken calls' problems (the gravest first)."""
+    sources = {d.source for d in found}
+    if Source.CONTRACT_ERROR in sources:
+        return Verdict.CONTRACT_ERROR
+    if Source.TRUNCATION in sources:
+        return Verdict.TRUNCATED
+    if Source.CONTRACT in sources:
+        return Verdict.CONTRACT
+    if Source.SCHEMA in sources:
+        return Verdict.SCHEMA
+    return Verdict.SYNTAX
 
 
 def _with_id(call: ToolCall, default: str, taken: set[str | None]) -> ToolCall:
@@ -328,16 +369,6 @@ def _with_id(call: ToolCall, default: str, taken: set[str | None]) -> ToolCall:
     if call.id and call.id not in taken:
         return call
     return replace(call, id=default)
-
-
-def _found(run: _Run) -> tuple[Diagnostic, ...]:
-    """The diagnostics of every broken call, their paths under `calls[i]`."""
-    return tuple(
-        _under(index, d)
-        for index, slot in enumerate(run.slots)
-        if not slot.ok
-        for d in slot.diagnostics
-    )
 
 
 def _under(index: int, diagnostic: Diagnostic) -> Diagnostic:
@@ -349,115 +380,6 @@ def _under(index: int, diagnostic: Diagnostic) -> Diagnostic:
     else:
         inner = f".{path}"
     return replace(diagnostic, path=f"calls[{index}]{inner}")
-
-
-def _stopped(run: _Run) -> bool:
-    return any(s.evaluation is not None and s.evaluation.stopped for s in run.slots if not s.ok)
-
-
-def _strategy(run: _Run, pending: tuple[int, ...]) -> Strategy:
-    if not pending:
-        return Strategy.REPAIR
-    return Strategy.ITEMS if len(pending) < len(run.slots) else Strategy.REPAIR
-
-
-def _final_reason(found: Sequence[Diagnostic], missing: bool, policy: HealPolicy) -> Reason:
-    if missing:
-        return Reason.TOOL_CALL_MISSING
-    if found and all(d.source is Source.REFUSAL for d in found):
-        return Reason.REFUSAL
-    if found and all(d.source is Source.TRUNCATION for d in found):
-        return Reason.TOKEN_TRUNCATED
-    return Reason.INVALID_OUTPUT if policy.max_attempts == 1 else Reason.MAX_RETRIES_EXCEEDED
-
-
-# -- the repair request ------------------------------------------------------------------------
-
-
-def _repair_messages(
-    original: tuple[Mapping[str, Any], ...],
-    run: _Run,
-    pending: tuple[int, ...],
-    missing: bool,
-    spec: ToolSpec,
-) -> tuple[dict[str, Any], ...]:
-    """The original messages and one exchange: the answer as it stands (every call, the broken
-    ones as last sent), a tool message per call, and what to do now."""
-    out = [dict(message) for message in original]
-    text = run.text
-    if missing:
-        out.append({"role": "assistant", "content": quote_answer(text or "")})
-        out.append({"role": "user", "content": _ask_for_call(spec)})
-        return tuple(out)
-    calls = [
-        {
-            "id": slot.call.id,
-            "type": "function",
-            "function": {"name": slot.call.name, "arguments": quote_answer(slot.call.arguments)},
-        }
-        for slot in run.slots
-    ]
-    shown = quote_answer(text) if text else text
-    out.append({"role": "assistant", "content": shown, "tool_calls": calls})
-    for slot in run.slots:
-        content = ACCEPTED if slot.ok else _call_problems(slot)
-        out.append({"role": "tool", "tool_call_id": slot.call.id, "content": content})
-    out.append({"role": "user", "content": _ask_again(run, pending)})
-    return tuple(out)
-
-
-def _call_problems(slot: _Slot) -> str:
-    diagnostics = slot.diagnostics
-    count = len(diagnostics)
-    lines = [
-        f"Rejected: this call of `{slot.call.name}` failed {count} check{'s' if count != 1 else ''}"
-        " and was not run:"
-    ]
-    for number, diagnostic in enumerate(diagnostics[:_MAX_SHOWN], 1):
-        lines.extend(render_diagnostic(number, diagnostic))
-    if count > _MAX_SHOWN:
-        lines.append(f"... and {count - _MAX_SHOWN} more problems of the same kinds.")
-    return "\n".join(lines)
-
-
-def _ask_again(run: _Run, pending: tuple[int, ...]) -> str:
-    broken = [run.slots[i].call for i in pending]
-    named = ", ".join(f"`{call.name}` ({call.id})" for call in broken)
-    count, total = len(broken), len(run.slots)
-    kept = total - count
-    calls = "call" if count == 1 else "calls"
-    lines = [
-        f"Your tool call was rejected: {named}."
-        if total == 1
-        else f"{count} of your {total} tool calls {'was' if count == 1 else 'were'} rejected: "
-        f"{named}."
-    ]
-    if kept:
-        lines.append(
-            "The other call was accepted as it is: do not make it again."
-            if kept == 1
-            else f"The other {kept} calls were accepted as they are: do not make them again."
-        )
-    lines.append(
-        f"Make the rejected {calls} again{' in this order' if count > 1 else ''}, corrected as "
-        "the tool messages above say, and no other call: each call complete (every argument, as "
-        "a JSON object matching the tool's parameters), to a declared tool."
-    )
-    return "\n".join(lines)
-
-
-def _ask_for_call(spec: ToolSpec) -> str:
-    if isinstance(spec.required, str) and not isinstance(spec.required, bool):
-        return (
-            f"This request requires a call to the tool `{spec.required}`, and your answer made "
-            "none. Call it now, with its arguments as a JSON object matching its parameters."
-        )
-    names = ", ".join(f"`{name}`" for name in spec.tools)
-    return (
-        "This request requires a tool call, and your answer made none. Call one of the "
-        f"declared tools ({names}) now, with its arguments as a JSON object matching its "
-        "parameters."
-    )
 
 
 # -- the diagnostics of calls no tool judges ---------------------------------------------------
@@ -484,6 +406,17 @@ def _not_forced(forced: str, call: ToolCall) -> Diagnostic:
     )
 
 
+def _not_again(wanted: str, call: ToolCall) -> Diagnostic:
+    return Diagnostic(
+        ROOT,
+        call.name,
+        f"must be the call to `{wanted}` made again (the call it replaces); "
+        f"`{call.name}` is another tool",
+        f"Make the rejected call to `{wanted}` again, corrected; make no other call.",
+        Source.TOOL_CALL,
+    )
+
+
 def _missing(spec: ToolSpec, text: str | None) -> Diagnostic:
     wanted = (
         f"a call to `{spec.required}`"
@@ -498,108 +431,3 @@ def _missing(spec: ToolSpec, text: str | None) -> Diagnostic:
         Source.TOOL_CALL,
         extra={"cause": "tool_call_missing"},
     )
-
-
-def _provider_stop(reply: Reply) -> tuple[Reason, Diagnostic] | None:
-    if reply.finish_reason == "content_filter":
-        return Reason.CONTENT_FILTER, Diagnostic(
-            ROOT,
-            reply.content or "",
-            "the provider's content filter stopped the answer",
-            "Rephrase the request; the provider refused to complete it.",
-            Source.CONTENT_FILTER,
-        )
-    if reply.refusal:
-        return Reason.REFUSAL, Diagnostic(
-            ROOT,
-            reply.refusal,
-            "the model refused to answer",
-            "Answer the original request.",
-            Source.REFUSAL,
-        )
-    return None
-
-
-def _reply_chars(reply: Reply) -> str:
-    return (reply.content or "") + "".join(call.arguments for call in reply.tool_calls)
-
-
-# -- the outcomes ------------------------------------------------------------------------------
-
-
-def _value(run: _Run) -> ToolCalls:
-    calls = []
-    for slot in run.slots:
-        call = slot.call
-        value = slot.evaluation.instance if slot.ok and slot.evaluation else call.arguments
-        calls.append(
-            HealedCall(call.id or "", call.name, value, call.arguments, slot.ok, slot.flags)
-        )
-    return ToolCalls(run.text, tuple(calls))
-
-
-def _healed(run: _Run) -> Outcome[ToolCalls]:
-    flags = tuple(dict.fromkeys(f for slot in run.slots for f in slot.flags))
-    last = run.attempts[-1]
-    outcome: Healed[ToolCalls] = Healed(
-        value=_value(run),
-        raw_text=last.raw_text or "",
-        attempts=tuple(run.attempts),
-        usage=run.usage,
-        flags=flags,
-        changed_fields=tuple(f"calls[{i}]" for i in sorted(run.changed) if i < len(run.slots)),
-        max_attempts=run.spec.policy.max_attempts,
-        run_id=run.run_id,
-        target=TARGET,
-        contracts=run.spec.contract_names,
-    )
-    outcome = seal(outcome, run_secrets())
-    if run.events is not None:
-        run.events.healed(outcome)
-    return outcome
-
-
-def _degrade(run: _Run, reason: Reason, errors: Sequence[Diagnostic]) -> Outcome[ToolCalls]:
-    raw = run.attempts[-1].raw_text if run.attempts else None
-    outcome: Degraded[ToolCalls] = Degraded(
-        reason=reason,
-        raw_text=raw,
-        errors=tuple(errors),
-        partial=_value(run) if run.slots or run.text is not None else None,
-        attempts=tuple(run.attempts),
-        usage=run.usage,
-        max_attempts=run.spec.policy.max_attempts,
-        run_id=run.run_id,
-        target=TARGET,
-        contracts=run.spec.contract_names,
-    )
-    outcome = seal(outcome, run_secrets())
-    if run.events is not None:
-        run.events.degraded(outcome)
-    return outcome
-
-
-def _failed(run: _Run, base: dict[str, Any], result: CallResult) -> Outcome[ToolCalls]:
-    failure = result.failure
-    kind = failure.kind if failure is not None else "api_error"
-    message = redact_text(failure.message if failure is not None else "no reply")
-    reason = Reason(kind)
-    if failure is not None and failure.deadline:
-        diagnostic = _deadline(run.spec.policy, message)
-    else:
-        diagnostic = Diagnostic(
-            ROOT,
-            message,
-            f"the model call failed ({reason})",
-            "Check the provider, network and credentials; healjson does not retry transport "
-            "errors (the client's own retry policy does).",
-            Source.API,
-        )
-    _record(run, Attempt(**base, diagnostics=(diagnostic,), error=message))
-    return _degrade(run, reason, [diagnostic])
-
-
-def _record(run: _Run, attempt: Attempt) -> None:
-    run.attempts.append(attempt)
-    if run.events is not None:
-        run.events.attempt(attempt)

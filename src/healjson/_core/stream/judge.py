@@ -49,7 +49,8 @@ import typing
 from collections.abc import Callable
 from typing import Any, Final
 
-from pydantic import BaseModel, RootModel, ValidationError, create_model
+from pydantic import BaseModel, ValidationError, create_model
+from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails, to_json
 
 from healjson._core.parse.align import Fit, align, settled
@@ -159,8 +160,11 @@ def _reshaped_after(model: type[BaseModel]) -> bool:
 
 @functools.lru_cache(maxsize=1024)
 def _probe(model: type[BaseModel], name: str) -> type[BaseModel] | None:
-    """`model` with every field but `name` optional and untyped (the field keeps its type,
-    validators and the model's config), or None when `name` cannot be judged alone."""
+    """The model that judges field `name` alone (`_optional_twin`: every field optional, each
+    keeping its type, validators and the model's config; a member holding `name` alone is
+    validated as the model validates it), or None when `name` cannot be judged alone."""
+    from pydantic import RootModel  # building its class costs `import healjson` ~30 ms
+
     if issubclass(model, RootModel):  # its one field is the whole value, not a member
         return None
     fields = model.model_fields
@@ -180,11 +184,30 @@ def _probe(model: type[BaseModel], name: str) -> type[BaseModel] | None:
             return None
     if not _self_contained(info.metadata) or not _self_contained_type(info.annotation):
         return None
-    others: dict[str, Any] = {other: (Any, None) for other in fields if other != name}
+    return _optional_twin(model)
+
+
+@functools.lru_cache(maxsize=256)
+def _optional_twin(model: type[BaseModel]) -> type[BaseModel] | None:
+    """`model` with every field optional (default None, never validated: a field the member
+    leaves out is neither checked nor reported), each keeping its type, validators and the
+    model's config; None for a model that cannot be subclassed this way. One per model, built
+    in time linear in its fields: every field of a wide model is judged by it, so a stream's
+    first answer costs no more per field than its next ones (a twin per field made each
+    field's verdict cost the whole model)."""
+    optional: dict[str, Any] = {
+        field: (info.annotation, FieldInfo.merge_field_infos(
+            info, default=None, default_factory=None, validate_default=False
+        ))
+        for field, info in model.model_fields.items()
+    }  # fmt: skip
     try:
-        return create_model(f"{model.__name__}Probe", __base__=model, **others)
+        twin = create_model(f"{model.__name__}Probe", __base__=model, **optional)
     except Exception:  # a model that cannot be subclassed this way: not judged
         return None
+    if twin.model_config.get("validate_default"):  # the defaults stand in for absent fields
+        return None
+    return twin
 
 
 def _self_contained(metadata: Any) -> bool:

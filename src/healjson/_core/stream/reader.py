@@ -59,6 +59,7 @@ class JsonStream:
         "_in_think",
         "_lookback",
         "_number",
+        "_open_members",
         "_stack",
         "_string",
         "_string_chars",
@@ -73,6 +74,7 @@ class JsonStream:
 
     def __init__(self) -> None:
         self._stack: list[_Frame] = []
+        self._open_members = 0  # members of the open containers, kept as they change
         self._string: list[str] | None = None  # the raw (undecoded) pieces of an open string
         self._string_is_key = False
         self._string_escape = False  # the last piece ended inside an escape (`\`)
@@ -152,9 +154,12 @@ class JsonStream:
         if type(container) is dict:
             key = frame.key
             assert key is not None  # a value in an object always follows its key and colon
+            if key not in container:  # a repeated key replaces its value: no member more
+                self._open_members += 1
             container[key] = value
         else:
             container.append(value)  # type: ignore[union-attr]
+            self._open_members += 1
         frame.expect = _COMMA
 
     def _member_done(self, frame: _Frame) -> None:
@@ -277,7 +282,7 @@ class JsonStream:
 
     def _close(self) -> None:
         self.version += 1
-        self._stack.pop()
+        self._open_members -= len(self._stack.pop().container)
         if not self._stack:
             self.done = True
             return
@@ -289,6 +294,7 @@ class JsonStream:
         """Not JSON after all (prose with a bracket, or a slip L1 may repair): start over."""
         self.version += 1
         self._stack.clear()
+        self._open_members = 0
         self._string = self._number = None
         self.root = None
         self.completed.clear()
@@ -322,8 +328,9 @@ class JsonStream:
         return raw
 
     def open_size(self) -> int:
-        """Members of the open containers: what a snapshot copies."""
-        return sum(len(frame.container) for frame in self._stack)
+        """Members of the open containers: what a snapshot copies (counted as they change: a
+        stream nested deep asks this at every piece)."""
+        return self._open_members
 
     def snapshot(self, with_open_string: bool = True) -> Any:
         """The value read so far (None before it starts); see the module docstring."""

@@ -335,8 +335,8 @@ class StreamSession:
 
 
 def _merge_usage(known: Usage | None, new: Usage) -> Usage:
-    """Providers send running or final totals, some in pieces (Anthropic: the prompt first, the
-    output at the end): the larger count of each kind wins."""
+    """Providers send running or final totals, some in pieces (the prompt first, the output
+    at the end): the larger count of each kind wins."""
     if known is None:
         return new
     return Usage(

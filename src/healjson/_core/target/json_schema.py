@@ -7,8 +7,12 @@ a stand-in for pydantic's `TypeAdapter` with the methods healjson calls on it:
 - validation by the maintained `jsonschema` package (with the `fast` extra, `jsonschema-rs`
   says "valid" first, meaning the same: `json_schema_fast`): the draft the schema's `$schema` names,
   Draft 2020-12 without one; the schema itself is checked when the target is built (a schema
-  that is not valid JSON Schema, an unknown `$schema`, a `$ref` to anything outside the schema:
-  `ValueError`, the caller's bug). `format` is an annotation, as the 2020-12 default says (a
+  that is not valid JSON Schema, an unknown `$schema`, a `$ref` to anything outside the schema,
+  relative ones under a remote `$id` included: `ValueError` naming it, the caller's bug; no
+  schema is ever fetched, and a reference that still resolves to nothing while validating is
+  the value's error, `json_schema_ref`). Patterns (`pattern`, `patternProperties`) run within a
+  time budget per validation (`patterns`): one cut short is the value's error,
+  `json_schema_pattern_timeout`. `format` is an annotation, as the 2020-12 default says (a
   check that depends on which optional packages are installed would make a schema mean
   different things on different machines): use `pattern` or a contract to enforce one;
 - the value of a valid answer is the plain JSON value (dict, list, str, ...);
@@ -25,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
@@ -34,7 +37,8 @@ from pydantic_core import PydanticSerializationError, ValidationError, from_json
 from .json_schema_errors import line_errors
 from .json_schema_fast import fast_is_valid
 from .json_schema_lax import lax
-from .schema_refs import pointer, resolve_ref
+from .patterns import BOUNDED_KEYWORDS, pattern_budget
+from .schema_refs import pointer, remote_refs, resolve_ref
 
 __all__ = ["JsonSchema", "SchemaAdapter", "json_schema_of", "resolve_ref"]
 
@@ -48,7 +52,6 @@ _BASE_CHANGERS: Final = frozenset(
     {"$id", "$anchor", "$dynamicAnchor", "$dynamicRef", "$recursiveRef", "$recursiveAnchor"}
 )
 _LOCAL_DEFS: Final = ("#/$defs/", "#/definitions/")
-_REMOTE: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 _TITLE_CHARS: Final = 64
 
 
@@ -197,6 +200,17 @@ class SchemaAdapter:
         return True
 
     def _checked(self, value: Any, strict: bool | None) -> Any:
+        """`value` when valid; every pattern of the check within one budget (`patterns`), a
+        reference that cannot be resolved an error of its own (never fetched)."""
+        from referencing.exceptions import Unresolvable
+
+        with pattern_budget():
+            try:
+                return self._judged(value, strict)
+            except Unresolvable as exc:
+                raise _error("json_schema_ref", (), value, {"error": _unresolved(exc)}) from None
+
+    def _judged(self, value: Any, strict: bool | None) -> Any:
         fast = self._fast
         if fast is not None:
             try:
@@ -224,10 +238,23 @@ def _error(kind: str, loc: tuple[str | int, ...], value: Any, ctx: dict[str, Any
 
     if kind == "json_invalid":
         line: Any = {"type": kind, "loc": loc, "input": value, "ctx": ctx}
+    elif kind == "json_schema_ref":
+        message = "Input cannot be checked: {error}"
+        line = {"type": PydanticCustomError(kind, message, ctx), "loc": loc, "input": value}
     else:
         message = "Input should be JSON data ({error})"
         line = {"type": PydanticCustomError(kind, message, ctx), "loc": loc, "input": value}
     return ValidationError.from_exception_data("JSON Schema", [line])
+
+
+def _unresolved(exc: Exception) -> str:
+    """Which reference could not be resolved (`jsonschema` wraps `referencing`'s error)."""
+    cause = getattr(exc, "_wrapped", exc)
+    ref, anchor = getattr(cause, "ref", None), getattr(cause, "anchor", None)
+    if isinstance(anchor, str):
+        ref = f"{ref or ''}#{anchor}"
+    said = f"$ref {ref!r}" if isinstance(ref, str) and ref else "a $ref"
+    return f"{said} of the schema cannot be resolved inside it (healjson never fetches a schema)"
 
 
 def _shown(data: Any) -> Any:
@@ -253,23 +280,48 @@ def _validator(schema: dict[str, Any]) -> Any:
     except exceptions.SchemaError as exc:
         where = "/".join(str(part) for part in exc.absolute_path) or "<root>"
         raise ValueError(f"not a valid JSON Schema at {where}: {exc.message}") from None
-    _check_refs(schema)
-    return cls(schema)
+    _check_refs(schema, "id" if cls.__name__ in _ID_DRAFTS else "$id")
+    bounded: Any = validators.extend(cls, BOUNDED_KEYWORDS)
+    bounded.__name__ = bounded.__qualname__ = cls.__name__  # the draft `json_schema_fast` reads
+    return bounded(schema, registry=_offline_registry())
 
 
-def _check_refs(schema: dict[str, Any]) -> None:
-    """Every `$ref` must resolve inside the schema: healjson never fetches a schema."""
-    ids = {value for key, value in _keywords(schema) if key == "$id" and isinstance(value, str)}
+_ID_DRAFTS: Final = frozenset({"Draft3Validator", "Draft4Validator"})
+
+
+@functools.cache
+def _offline_registry() -> Any:
+    """A `referencing` registry that refuses every retrieval: a reference to a document the
+    schema does not hold is `Unresolvable`, never fetched (`jsonschema`'s default would fetch
+    it over HTTP)."""
+    import referencing
+    import referencing.exceptions
+
+    missing: Any = referencing.exceptions.NoSuchResource  # attrs classes: no keyword stubs
+    registry: Any = referencing.Registry
+
+    def refuse(uri: str) -> Any:
+        raise missing(ref=uri)
+
+    return registry(retrieve=refuse)
+
+
+def _check_refs(schema: dict[str, Any], id_key: str = "$id") -> None:
+    """Every reference must resolve inside the schema: healjson never fetches a schema. A
+    reference that leads outside it (an absolute URI, or a relative one under a remote `$id`)
+    is refused, named with the document it would fetch."""
+    remote = remote_refs(schema, id_key)
+    if remote:
+        shown = "; ".join(f"{ref!r} (would fetch {target})" for ref, target in remote[:5])
+        more = f" and {len(remote) - 5} more" if len(remote) > 5 else ""
+        raise ValueError(
+            f"$ref {shown}{more} points outside the schema; healjson never fetches a schema "
+            "and resolves only references inside it (put the definition under $defs)"
+        )
     nested_ids = any(key in _BASE_CHANGERS for key, _ in _keywords(schema))
     for key, ref in _keywords(schema):
         if key != "$ref" or not isinstance(ref, str):
             continue
-        base = ref.split("#", 1)[0]
-        if base and base not in ids and _REMOTE.match(ref) is not None:
-            raise ValueError(
-                f"$ref {ref!r} points outside the schema; healjson resolves only references "
-                "inside it (put the definition under $defs)"
-            )
         if ref.startswith("#/") and not nested_ids and pointer(schema, ref) is None:
             raise ValueError(f"$ref {ref!r} does not resolve inside the schema")
 

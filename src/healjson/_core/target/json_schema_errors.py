@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 from collections.abc import Iterator
 from typing import Any, Final
 
 from pydantic_core import PydanticCustomError
 
 from healjson._core.diagnostic import short_repr
+
+from .patterns import PATTERN_BUDGET_S, TIMEOUT_KEYWORD, search
 
 __all__ = ["MAX_ERRORS", "line_errors"]
 
@@ -130,6 +131,12 @@ def _line(keyword: Any, loc: tuple[Any, ...], want: Any, got: Any, error: Any) -
         ctx = {"field_type": "List", bound: want, "actual_length": len(got)}
         kind = "too_short" if keyword == "minItems" else "too_long"
         return {"type": kind, "loc": loc, "input": got, "ctx": ctx}
+    if keyword == TIMEOUT_KEYWORD:
+        rule = (
+            f"match the pattern {_json(want)}, which could not be checked within "
+            f"{PATTERN_BUDGET_S} s (the pattern backtracks: the schema should use a simpler one)"
+        )
+        return _custom("json_schema_pattern_timeout", loc, got, rule)
     if keyword == "pattern":
         return {
             "type": "string_pattern_mismatch",
@@ -243,10 +250,9 @@ def _extra_keys(schema: Any, data: dict[str, Any]) -> list[str]:
 
 
 def _search(pattern: str, key: str) -> bool:
-    try:
-        return re.search(pattern, key) is not None
-    except re.error:
-        return False
+    """Whether `pattern` names `key` (one the bounded search could not check is not called an
+    extra property: its own error says it was not checked)."""
+    return search(pattern, key) is not False
 
 
 def _choices(values: list[Any]) -> str:

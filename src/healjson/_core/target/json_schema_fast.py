@@ -7,9 +7,10 @@ Both mean the same thing, because the compiled validator is only asked where the
   the validator class (never detected again); drafts 3 and 4 keep `jsonschema` alone (their
   `integer` refuses `1.0` there, accepts it in `jsonschema-rs`);
 - `format` is an annotation (`validate_formats=False`), nothing is ever fetched (`offline`);
-- `pattern` and `multipleOf` run `jsonschema`'s own keyword functions (Python's `re.search`,
-  its float arithmetic: Rust's regex and decimal rules differ, e.g. `$` before a final newline,
-  `0.3` as a multiple of `0.1`);
+- `pattern` and `multipleOf` run the keyword functions `jsonschema` runs (the bounded search of
+  `patterns`, Python `re`'s meaning; its float arithmetic: Rust's regex and decimal rules
+  differ, e.g. `$` before a final newline, `0.3` as a multiple of `0.1`); a pattern the budget
+  cut short is "invalid" here, and `jsonschema` reports it;
 - a schema with a keyword whose meaning depends on the regex engine or on an evaluation the two
   implement differently (`patternProperties`, `unevaluated*`, `$id` and the dynamic
   references) keeps `jsonschema` alone, as does a schema `jsonschema-rs` cannot compile;
@@ -23,10 +24,10 @@ Both mean the same thing, because the compiled validator is only asked where the
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any, Final
 
+from .patterns import search
 from .schema_refs import pointer
 
 __all__ = ["fast_is_valid"]
@@ -80,19 +81,19 @@ def fast_is_valid(schema: dict[str, Any], checker: Any) -> Callable[[Any], bool]
 
 def _delegate(checker: Any, keyword: str) -> type:
     """A `jsonschema-rs` keyword that runs `jsonschema`'s own function for `keyword`
-    (`pattern`: the same `re.search` on a string, its regex compiled once)."""
+    (`pattern`: the same bounded search on a string, `patterns.search`)."""
     function = type(checker).VALIDATORS[keyword]
 
     class Delegated:
         def __init__(self, parent: dict[str, Any], value: Any, _path: Any) -> None:
             self.parent = parent
             self.value = value
-            self.search = re.compile(value).search if keyword == "pattern" else None
+            self.pattern = value if keyword == "pattern" and isinstance(value, str) else None
 
         def validate(self, instance: Any) -> None:
-            if self.search is not None:
-                if isinstance(instance, str) and self.search(instance) is None:
-                    raise ValueError("pattern fails")
+            if self.pattern is not None:
+                if isinstance(instance, str) and not search(self.pattern, instance):
+                    raise ValueError("pattern fails (or was not checked within its budget)")
                 return
             errors = function(checker, self.value, instance, self.parent)
             if errors is not None and next(iter(errors), None) is not None:

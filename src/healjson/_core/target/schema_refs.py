@@ -1,11 +1,15 @@
-"""Local references in a JSON schema (`#/$defs/...`), followed the way every reader here does."""
+"""Local references in a JSON schema (`#/$defs/...`), followed the way every reader here does,
+and the references that lead outside it (`remote_refs`): healjson never fetches a schema."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
+from urllib.parse import urldefrag, urljoin
 
-__all__ = ["defs_referenced", "pointer", "resolve_ref"]
+__all__ = ["defs_referenced", "pointer", "remote_refs", "resolve_ref"]
+
+_REFERENCES: Final = ("$ref", "$dynamicRef", "$recursiveRef")
 
 
 def resolve_ref(root: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
@@ -53,3 +57,41 @@ def defs_referenced(node: Any) -> set[str]:
         elif isinstance(item, list):
             stack.extend(item)
     return found
+
+
+def remote_refs(schema: Any, id_key: str = "$id") -> list[tuple[str, str]]:
+    """`(reference, where it leads)` for every reference of `schema` that resolves to a
+    document the schema does not hold: an absolute URI, or a relative one (`item.json`)
+    resolved against the `$id` of the schema around it (`https://example.com/root.json` makes
+    it `https://example.com/item.json`). The documents the schema holds are its root and every
+    subschema with an `id_key` (`$id`; draft 3 and 4 say `id`). Iterative: no depth limit."""
+    root_id = _own_id(schema, id_key)
+    root = urldefrag(urljoin("", root_id)).url if root_id else ""
+    held = {root}
+    refs: list[tuple[str, str]] = []
+    stack: list[tuple[Any, str]] = [(schema, root)]
+    while stack:
+        node, base = stack.pop()
+        if isinstance(node, list):
+            stack.extend((item, base) for item in node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        own = _own_id(node, id_key)
+        if own and node is not schema:
+            base = urldefrag(urljoin(base, own)).url
+            held.add(base)
+        for key, value in node.items():
+            if key in _REFERENCES and isinstance(value, str):
+                refs.append((value, urljoin(base, value)))
+            elif isinstance(value, dict | list):
+                stack.append((value, base))
+    return [(ref, target) for ref, target in refs if urldefrag(target).url not in held]
+
+
+def _own_id(node: dict[str, Any], id_key: str) -> str | None:
+    """A subschema's identifier (a plain-name `#anchor` moves no base: None)."""
+    value = node.get(id_key)
+    if isinstance(value, str) and value and not value.startswith("#"):
+        return value
+    return None

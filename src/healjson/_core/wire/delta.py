@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from healjson._core.wire.formats import formats
+from healjson._core.wire.formats import checked, formats, load_for, pending
 from healjson._core.wire.reply import Reply, Usage
 
 __all__ = ["SDK_CHUNKS", "Delta", "read_chunk", "read_sdk_chunk", "withdrawn"]
@@ -37,6 +37,8 @@ class Delta:
 
 
 _FORMATS = formats()  # the registry's own list: formats registered later are in it too
+_PENDING = pending()  # the providers not imported yet (the registry's own list)
+_CHECKED = checked()  # classes already looked up among them
 
 
 def read_chunk(chunk: Any) -> Delta:
@@ -58,6 +60,8 @@ SDK_CHUNKS: set[type] = set()
 
 
 def _by_shape(chunk: Any) -> Delta:
+    if _PENDING and type(chunk) not in _CHECKED:
+        load_for(chunk)  # a pending provider's chunk: its module first
     for fmt in _FORMATS:
         if fmt.read_chunk is not None and fmt.reads_chunk(chunk):
             return fmt.read_chunk(chunk)
@@ -70,7 +74,7 @@ read_sdk_chunk: Callable[[Any], Delta] = _by_shape
 
 
 def withdrawn(reply: Reply) -> Reply:
-    """A streamed reply as its unstreamed one reads: a `refusal` stop (Anthropic's) withdraws
+    """A streamed reply as its unstreamed one reads: a `refusal` stop (a provider's own) withdraws
     the answer text streamed before it, which becomes the refusal when the stop gave none."""
     if reply.finish_reason != "refusal":
         return reply

@@ -3,14 +3,15 @@
 The engine is a generator that yields `ModelCall` (call the model) or `AwaitAll` (await async
 contracts or fallback factories) and receives results in its own types: a `CallResult` holding
 a `Reply` or a `CallFailure`, never a provider object or an SDK exception. The drivers
-(`drive.py`) translate.
+(`drive.py`) translate. A run with a response cache also yields `CacheGet` (the stored entry, or
+None, comes back) and `CachePut` (None comes back): the flow itself does no I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from healjson._core.diagnostic import Diagnostic
 from healjson._core.frozen import builder
@@ -20,12 +21,16 @@ from .reply import Reply
 
 __all__ = [
     "AwaitAll",
+    "CacheGet",
+    "CachePut",
+    "CacheStore",
     "CallFailure",
     "CallResult",
     "DeadlineExceeded",
     "FailureKind",
     "ModelCall",
     "ProviderError",
+    "RequestMessages",
     "new_call_result",
     "new_model_call",
 ]
@@ -47,6 +52,22 @@ class ModelCall:
     items: tuple[int, ...] = ()
     """A per-item repair: the answer is a list of these items of the list being repaired (in
     this order), not the whole list."""
+    shared_prefix: int = 0
+    """A repair: its first `shared_prefix` messages are the original request's, byte-identical
+    (what a provider's prompt cache can read back); 0 for a first call."""
+
+
+class RequestMessages(list[dict[str, Any]]):
+    """The messages a driver hands a repair's call (a plain list to any code that reads it):
+    `shared_prefix` says how many of them open the original request, unchanged, so that a wire
+    format whose prompt cache needs an explicit mark (Anthropic's `cache_control`) sets it on
+    the last of them."""
+
+    __slots__ = ("shared_prefix",)
+
+    def __init__(self, messages: list[dict[str, Any]], shared_prefix: int) -> None:
+        super().__init__(messages)
+        self.shared_prefix = shared_prefix
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +79,37 @@ class AwaitAll:
     timeout_s: float | None = None
     """Each awaitable still running after this many seconds is cancelled; its result is a
     `TimeoutError` (None: no limit)."""
+
+
+class CacheStore(Protocol):
+    """Where a response cache keeps its entries (`healjson.ResponseCache`, or any object with
+    these two methods): bytes or text under a key; `get` None when there is none."""
+
+    def get(self, key: str) -> bytes | str | None:
+        """The entry stored under `key`, or None."""
+        ...
+
+    def put(self, key: str, value: bytes) -> None:
+        """Store `value` under `key` (replacing any entry)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class CacheGet:
+    """Effect: read the entry under `key` from `store`; send back what `get` returned (None
+    when it failed: a cache that cannot be read is a miss)."""
+
+    store: CacheStore
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class CachePut:
+    """Effect: store `value` under `key` in `store` (a failure to write is only reported)."""
+
+    store: CacheStore
+    key: str
+    value: bytes
 
 
 class ProviderError(Exception):

@@ -4,7 +4,7 @@ fix that status calls for.
 Read from any SDK's exception or any provider's error body without importing an SDK: the status
 is the first integer among the exception's `status_code`, `code` and `status`; the body (its
 `body` or `details`) is a mapping whose `error` member, when it is one, holds the error
-(OpenAI-compatible servers, Anthropic, Gemini all nest it there); in it `message`, `code` (a
+(the providers healjson reads all nest it there); in it `message`, `code` (a
 string; else `type`, else `status`) and `param` are read. Nothing here is redacted: the engine
 redacts what it stores.
 """

@@ -15,9 +15,11 @@ from typing import Any, Final
 
 from healjson._core.frozen import builder
 
-from .formats import WireFormat, formats
+from .formats import WireFormat, checked, formats, load_for, pending
 
 _FORMATS = formats()  # the registry's own list: formats registered later are in it too
+_PENDING = pending()  # the providers not imported yet (the registry's own list)
+_CHECKED = checked()  # classes already looked up among them
 
 __all__ = [
     "SDK_COMPLETIONS",
@@ -38,17 +40,16 @@ __all__ = [
 class Usage:
     """What calls spent: tokens by bucket, requests, and the cost in USD when it can be known.
 
-    - `prompt_tokens`: every input token, cached ones included (as OpenAI and Gemini count them;
-      Anthropic's uncached `input_tokens` plus its cache reads and writes);
+    - `prompt_tokens`: every input token, cached ones included (a provider that counts its
+      uncached input apart has its cache reads and writes added back);
       `cache_read_tokens` / `cache_write_tokens`: the parts read from / written to the
-      provider's prompt cache (OpenAI `prompt_tokens_details.cached_tokens`, Anthropic
-      `cache_read_input_tokens` / `cache_creation_input_tokens`, Gemini
-      `cachedContentTokenCount`).
-    - `completion_tokens`: every output token; `reasoning_tokens` the part spent reasoning
-      (OpenAI `completion_tokens_details.reasoning_tokens`, Gemini `thoughtsTokenCount`,
-      Anthropic `output_tokens_details.thinking_tokens`).
+      provider's prompt cache.
+    - `completion_tokens`: every output token; `reasoning_tokens` the part spent reasoning.
+    (Each wire format of `healjson._providers` says which of its provider's fields fill them.)
     - `requests`: model calls counted; `estimated`: True when any count was estimated as
       characters / 4 (the provider reported none).
+    - `cache_hits`: answers served from healjson's response cache (`healjson.ResponseCache`)
+      instead of a model call (no request, no tokens).
     - `model`: the model the tokens were spent on (None: unknown, or several: then `parts`
       holds one `Usage` per model).
     - `cost` (a property): USD through `genai-prices` (extra `prices`), computed when read;
@@ -65,6 +66,7 @@ class Usage:
     requests: int = 0
     model: str | None = None
     parts: tuple[Usage, ...] = ()
+    cache_hits: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -79,9 +81,9 @@ class Usage:
         return cost_of(self)
 
     def __add__(self, other: Usage) -> Usage:
-        if not other.requests and not other.total_tokens:
+        if not other.requests and not other.total_tokens and not other.cache_hits:
             return self
-        if not self.requests and not self.total_tokens:
+        if not self.requests and not self.total_tokens and not self.cache_hits:
             return other
         same = self.model == other.model and not self.parts and not other.parts
         parts = () if same else (*(self.parts or (self,)), *(other.parts or (other,)))
@@ -95,6 +97,7 @@ class Usage:
             self.requests + other.requests,
             self.model if same else None,
             parts,
+            self.cache_hits + other.cache_hits,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -107,6 +110,7 @@ class Usage:
             "cache_read_tokens": self.cache_read_tokens,
             "cache_write_tokens": self.cache_write_tokens,
             "requests": self.requests,
+            "cache_hits": self.cache_hits,
             "estimated": self.estimated,
             "model": self.model,
             "cost": self.cost,
@@ -119,9 +123,9 @@ class Usage:
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """A function (tool) call in a reply: its name, its arguments as JSON text (as the model
-    sent them), and its id (the one the next turn answers it by: OpenAI chat's `id`, the
-    Responses API's `call_id`, Anthropic's `tool_use` id; a format without ids, Gemini's,
-    gets `call_<i>`, its position in the reply; None: the reply gave none)."""
+    sent them), and its id (the one the next turn answers it by, as the provider names it;
+    a format without ids gets `call_<i>`, its position in the reply; None: the reply gave
+    none)."""
 
     name: str
     arguments: str
@@ -138,8 +142,8 @@ class Reply:
     usage: Usage | None = None
     model: str | None = None
     reasoning: str | None = None
-    """The model's reasoning, when the provider returns it beside the answer (OpenAI-compatible
-    `reasoning_content` / `reasoning`, Anthropic thinking blocks, Gemini thought parts)."""
+    """The model's reasoning, when the provider returns it beside the answer (a reasoning field
+    or block of its own, read by its wire format)."""
     tool_calls: tuple[ToolCall, ...] = ()
 
 
@@ -169,6 +173,8 @@ def to_reply(obj: Any) -> Reply:
     if isinstance(obj, bytes | bytearray):
         return Reply(bytes(obj).decode("utf-8", "replace"))
     if isinstance(obj, Mapping):
+        if _PENDING:
+            load_for(obj)  # a pending provider's dict: its module first
         for fmt in _FORMATS:
             if fmt.reads_dict(obj):
                 return fmt.read_reply(obj)
@@ -193,9 +199,9 @@ def _by_shape(obj: Any) -> Reply:
     return fmt.read_reply(obj)
 
 
-# other SDKs' response classes (Anthropic's `Message`, google-genai's `GenerateContentResponse`)
-# and the fast reader of each, added by a format's generic reader when it first reads one
-# (`remember_reader`): `to_reply` reads them with one lookup by the exact class, no dispatch
+# other SDKs' response classes and the fast reader of each, added by a format's generic reader #
+# when it first reads one (`remember_reader`): `to_reply` reads them with one lookup by the exact
+# class, no dispatch
 SDK_REPLIES: dict[type, Callable[[Any], Reply]] = {}
 _MAX_REPLY_CLASSES: Final = 64  # a program makes few response classes: bounded all the same
 
@@ -213,7 +219,10 @@ read_completion: Callable[[Any], Reply] = _by_shape
 
 
 def _format_of(obj: Any) -> WireFormat | None:
-    """The format of a provider response object, chosen by its shape (None: not one)."""
+    """The format of a provider response object, chosen by its shape (None: not one); a
+    pending provider whose SDK defines its class is imported first."""
+    if _PENDING and type(obj) not in _CHECKED:
+        load_for(obj)
     for fmt in _FORMATS:
         if fmt.reads_reply(obj):
             return fmt

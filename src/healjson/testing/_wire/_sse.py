@@ -46,7 +46,8 @@ class SseStream:
     `done` is written after the last event of a stream that runs to its end (empty: none);
     the first `opening` events come before any text (a stopped stream sends them all);
     `keepalive` is the frame the format sends to keep a quiet connection open (an SSE comment
-    by default; empty: the format has none).
+    by default; empty: the format has none); `content_type` the stream's (a format that streams
+    lines of JSON rather than server-sent events says so).
     """
 
     events: list[Event]
@@ -55,6 +56,7 @@ class SseStream:
     done: bytes = b""
     opening: int = 0
     keepalive: bytes = KEEPALIVE_COMMENT
+    content_type: str = SSE_TYPE
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,7 @@ class Planned:
     cut: bool = False
     answer: int = -1
     keepalive: bytes = b""
+    content_type: str = SSE_TYPE
 
     @property
     def events(self) -> int:
@@ -102,8 +105,13 @@ def plan(stream: SseStream, reply: ScriptedReply) -> Planned:
     if limit is None:
         frames = [stream.encode(payload) for payload in rendered(stream.events)]
         if stream.done:
-            return Planned([*frames, stream.done], answer=len(frames), keepalive=stream.keepalive)
-        return Planned(frames, keepalive=stream.keepalive)
+            return Planned(
+                [*frames, stream.done],
+                answer=len(frames),
+                keepalive=stream.keepalive,
+                content_type=stream.content_type,
+            )
+        return Planned(frames, keepalive=stream.keepalive, content_type=stream.content_type)
     deltas = [index for index, event in enumerate(stream.events) if isinstance(event, Text)]
     frames = [stream.encode(payload) for payload in rendered(stream.events[: stream.opening])]
     sent = 0
@@ -117,9 +125,11 @@ def plan(stream: SseStream, reply: ScriptedReply) -> Planned:
         if sent >= limit:
             break
     if reply.cut_after_chars is not None:
-        return Planned(frames, cut=True, keepalive=stream.keepalive)
+        return Planned(
+            frames, cut=True, keepalive=stream.keepalive, content_type=stream.content_type
+        )
     error = stream.encode(stream.error(reply.stream_error, sent))
-    return Planned([*frames, error], keepalive=stream.keepalive)
+    return Planned([*frames, error], keepalive=stream.keepalive, content_type=stream.content_type)
 
 
 def error_message(stream_error: str, sent_chars: int) -> str:

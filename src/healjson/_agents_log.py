@@ -1,0 +1,117 @@
+"""What `healjson.agents` healed or refused in an agent run: one `AgentRepair` per value, kept
+in a `HealLog` the handler, the healed tools and the guardrail share."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ._core.diagnostic import Diagnostic
+from ._core.outcome.outcome import Healed, Outcome
+
+__all__ = ["AgentRepair", "HealLog", "Where", "clip", "entry"]
+
+Where = Literal["final_output", "tool_arguments"]
+_MAX_REPR = 300
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRepair:
+    """One value healjson judged in an agent run and did not pass through untouched: a final
+    output or a tool call's arguments, healed locally (`healed=True`, the `flags` of the local
+    repairs, `value_json` = what the SDK was given) or refused (`diagnostics`: what the model
+    was told, or why the SDK raised as before). `run_id` is the healjson run's (its events)."""
+
+    where: Where
+    name: str
+    """The tool's name, or the agent's for a final output."""
+    call_id: str | None
+    """The tool call's id (None for a final output)."""
+    healed: bool
+    raw_text: str
+    value_json: str | None = None
+    flags: tuple[str, ...] = ()
+    diagnostics: tuple[Diagnostic, ...] = ()
+    run_id: str = ""
+
+    def __str__(self) -> str:
+        what = (
+            f"tool {self.name} call {self.call_id}"
+            if self.where == "tool_arguments"
+            else f"final output of {self.name}"
+        )
+        if self.healed:
+            value = clip(self.value_json or "", _MAX_REPR)
+            return f"{what}: healed locally ({', '.join(self.flags) or 'contracts'}): {value}"
+        told = "; ".join(d.describe(max_value_chars=60) for d in self.diagnostics)
+        return f"{what}: not healed: {told or 'no usable value'}"
+
+
+class HealLog:
+    """A readable record of what healjson healed or refused in agent runs, shared by the
+    handler, the healed tools and the guardrail it is given to (thread-safe). Give a run its own
+    log for a per-run record; `print(log)` shows one line per value."""
+
+    def __init__(self) -> None:
+        self._entries: list[AgentRepair] = []
+        self._lock = threading.Lock()
+
+    def record(self, entry: AgentRepair) -> None:
+        """Add one entry (healjson's handler, tools and guardrail do)."""
+        with self._lock:
+            self._entries.append(entry)
+
+    @property
+    def entries(self) -> tuple[AgentRepair, ...]:
+        """The entries so far, oldest first."""
+        with self._lock:
+            return tuple(self._entries)
+
+    @property
+    def healed(self) -> tuple[AgentRepair, ...]:
+        """The values healed locally (each one a model call the run did not spend)."""
+        return tuple(entry for entry in self.entries if entry.healed)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def __iter__(self) -> Iterator[AgentRepair]:
+        return iter(self.entries)
+
+    def __str__(self) -> str:
+        return "\n".join(str(entry) for entry in self.entries)
+
+    def __repr__(self) -> str:
+        healed = len(self.healed)
+        return f"HealLog({len(self)} entries, {healed} healed)"
+
+
+def entry(
+    where: Where,
+    name: str,
+    call_id: str | None,
+    raw: str,
+    outcome: Outcome[Any],
+    *,
+    value_json: str | None = None,
+    diagnostics: tuple[Diagnostic, ...] | None = None,
+) -> AgentRepair:
+    """A log entry: `outcome` healed (`value_json`: what the SDK was given), or refused with its
+    errors (`diagnostics`, when given, say why instead)."""
+    if isinstance(outcome, Healed) and diagnostics is None:
+        flags = tuple(str(flag) for flag in outcome.flags)
+        return AgentRepair(where, name, call_id, True, raw, value_json, flags, (), outcome.run_id)
+    why = diagnostics if diagnostics is not None else getattr(outcome, "errors", ())
+    return AgentRepair(where, name, call_id, False, raw, None, (), why, outcome.run_id)
+
+
+def clip(text: str, limit: int) -> str:
+    """`text`, cut to `limit` characters with an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,225 @@
+"""The form of a tool-call repair: the answer's calls as they stand, and what to make again.
+
+A request with the caller's own tools is repaired by one exchange after the original messages:
+the model's turn sent back with its calls, each call answered by a tool message (an accepted
+call "accepted, not yet run", a rejected one its problems), then a user message naming the
+calls to make again. An answer that made no call where the request forces one gets its text
+back and a user message asking for the call. `CallsForm` holds that exchange as data;
+`RepairPrompt` carries it (`RepairPrompt.calls`), so the request, the attempt record, the
+events and the trace all read the one rendering.
+
+Bounded like every repair (`MAX_REPAIR_EXTRA_CHARS`), whatever the number or size of calls:
+
+- at most `MAX_SHOWN_REJECTED` (20) rejected calls are sent back with their arguments and
+  problems, each call's arguments within an equal share of `MAX_REJECTED_CHARS` (20,000) and
+  its problems within a share of `MAX_PROBLEM_CHARS` (10,000); the others are named in the
+  request by tool and id (at most `MAX_NAMED` of them);
+- accepted calls are sent back while their count fits in `MAX_SHOWN_CALLS` (60), their
+  arguments as sent while they fit in `MAX_ACCEPTED_CHARS` (12,000) in all, past that a short
+  JSON placeholder saying how long they were; the rest are counted in one line;
+- the message text within `MAX_TEXT_CHARS` (6,000).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from healjson._core.diagnostic import Diagnostic
+
+from .quote import elide, quote_answer, render_diagnostic
+
+__all__ = [
+    "ACCEPTED",
+    "MAX_ACCEPTED_CHARS",
+    "MAX_PROBLEM_CHARS",
+    "MAX_REJECTED_CHARS",
+    "MAX_SHOWN_CALLS",
+    "MAX_SHOWN_REJECTED",
+    "CallState",
+    "CallsForm",
+]
+
+ACCEPTED: Final = "Accepted: this call passed every check; it has not been run yet."
+MAX_SHOWN_REJECTED: Final = 20
+MAX_SHOWN_CALLS: Final = 60
+MAX_REJECTED_CHARS: Final = 20_000
+MAX_ACCEPTED_CHARS: Final = 12_000
+MAX_PROBLEM_CHARS: Final = 10_000
+MAX_TEXT_CHARS: Final = 6_000
+MAX_NAMED: Final = 40
+_MIN_SHARE: Final = 600  # a call's arguments or problems are never cut below this
+
+
+@dataclass(frozen=True, slots=True)
+class CallState:
+    """One call of the answer being repaired: its id, tool name and arguments text as the
+    model sent them, and its problems (none: the call was accepted)."""
+
+    id: str
+    name: str
+    arguments: str
+    problems: tuple[Diagnostic, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True for an accepted call."""
+        return not self.problems
+
+
+@dataclass(frozen=True, slots=True)
+class CallsForm:
+    """A tool-call repair: the answer's `text` and `calls`, the indices of the calls to make
+    again (`pending`), or — when the request forces a call and the answer made none —
+    `missing` set, with `forced` (the tool it must call, True for any) and the `declared`
+    tools."""
+
+    text: str | None
+    calls: tuple[CallState, ...] = ()
+    pending: tuple[int, ...] = ()
+    missing: bool = False
+    forced: str | bool = False
+    declared: tuple[str, ...] = ()
+
+    def render(self) -> str:
+        """The repair as the model reads it after its turn: the tool message answering each
+        call sent back (accepted, or its problems), then what to do now — the text the
+        record, the events and the trace show."""
+        if self.missing:
+            return self.ask()
+        blocks = [
+            f"`{self.calls[index].name}` ({self.calls[index].id}): {self.tool_message(index)}"
+            for index, _ in self._shown()
+        ]
+        return "\n\n".join([*blocks, self.ask()])
+
+    def messages(self, original: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The repair request: the original messages and the exchange (see the module)."""
+        out = [dict(message) for message in original]
+        text = elide(quote_answer(self.text), MAX_TEXT_CHARS) if self.text else self.text
+        if self.missing:
+            out.append({"role": "assistant", "content": text or ""})
+            out.append({"role": "user", "content": self.ask()})
+            return out
+        shown = self._shown()
+        calls = [
+            {
+                "id": self.calls[index].id,
+                "type": "function",
+                "function": {"name": self.calls[index].name, "arguments": arguments},
+            }
+            for index, arguments in shown
+        ]
+        out.append({"role": "assistant", "content": text, "tool_calls": calls})
+        for index, _ in shown:
+            call = self.calls[index]
+            out.append(
+                {"role": "tool", "tool_call_id": call.id, "content": self.tool_message(index)}
+            )
+        out.append({"role": "user", "content": self.ask()})
+        return out
+
+    def tool_message(self, index: int) -> str:
+        """The tool message answering call `index`: accepted, or its problems (bounded)."""
+        call = self.calls[index]
+        if call.ok:
+            return ACCEPTED
+        count = len(call.problems)
+        lines = [
+            f"Rejected: this call of `{call.name}` failed {count} "
+            f"check{'s' if count != 1 else ''} and was not run:"
+        ]
+        budget = self._problem_share()
+        used = 0
+        for number, diagnostic in enumerate(call.problems, 1):
+            block = render_diagnostic(number, diagnostic)
+            size = sum(len(line) + 1 for line in block)
+            if number > 1 and used + size > budget:
+                lines.append(f"... and {count - number + 1} more problems of the same kinds.")
+                break
+            lines.extend(block)
+            used += size
+        return elide("\n".join(lines), budget)
+
+    def ask(self) -> str:
+        """The user turn: the calls to make again (or the call to make), and nothing else."""
+        if self.missing:
+            return _ask_for_call(self.forced, self.declared)
+        broken = [self.calls[i] for i in self.pending]
+        count, total = len(broken), len(self.calls)
+        named = ", ".join(f"`{call.name}` ({call.id})" for call in broken[:MAX_NAMED])
+        if count > MAX_NAMED:
+            named += f" and {count - MAX_NAMED} more"
+        calls = "call" if count == 1 else "calls"
+        lines = [
+            f"Your tool call was rejected: {named}."
+            if total == 1
+            else f"{count} of your {total} tool calls {'was' if count == 1 else 'were'} "
+            f"rejected: {named}."
+        ]
+        kept = total - count
+        if kept:
+            lines.append(
+                "The other call was accepted as it is: do not make it again."
+                if kept == 1
+                else f"The other {kept} calls were accepted as they are: do not make them again."
+            )
+        hidden = len(self.calls) - len(self._shown())
+        if hidden:
+            lines.append(
+                f"({hidden} of the calls are not repeated above, to keep this message short.)"
+            )
+        lines.append(
+            f"Make the rejected {calls} again{' in this order' if count > 1 else ''}, corrected "
+            "as the tool messages above say, and no other call: each call complete (every "
+            "argument, as a JSON object matching the tool's parameters), to the same tool."
+        )
+        return "\n".join(lines)
+
+    def _shown_rejected(self) -> list[tuple[int, CallState]]:
+        return [(i, self.calls[i]) for i in self.pending[:MAX_SHOWN_REJECTED]]
+
+    def _problem_share(self) -> int:
+        shown = max(min(len(self.pending), MAX_SHOWN_REJECTED), 1)
+        return max(MAX_PROBLEM_CHARS // shown, _MIN_SHARE)
+
+    def _shown(self) -> list[tuple[int, str]]:
+        """The calls sent back, in the answer's order, each with its arguments as sent back:
+        the shown rejected calls (within their share), then accepted calls while they fit."""
+        rejected = {i for i, _ in self._shown_rejected()}
+        share = max(MAX_REJECTED_CHARS // max(len(rejected), 1), _MIN_SHARE)
+        room, count = MAX_ACCEPTED_CHARS, len(rejected)
+        out: list[tuple[int, str]] = []
+        for index, call in enumerate(self.calls):
+            if index in rejected:
+                out.append((index, elide(call.arguments, share)))
+            elif call.ok and count < MAX_SHOWN_CALLS:
+                count += 1
+                if len(call.arguments) <= room:
+                    room -= len(call.arguments)
+                    out.append((index, call.arguments))
+                else:
+                    out.append((index, _placeholder(len(call.arguments))))
+        return out
+
+
+def _placeholder(size: int) -> str:
+    """Accepted arguments left out of a repair request: still a JSON object (some APIs read
+    the arguments of a call sent back as one)."""
+    return json.dumps({"omitted": f"{size} characters of accepted arguments, not repeated"})
+
+
+def _ask_for_call(forced: str | bool, declared: tuple[str, ...]) -> str:
+    if isinstance(forced, str) and not isinstance(forced, bool):
+        return (
+            f"This request requires a call to the tool `{forced}`, and your answer made "
+            "none. Call it now, with its arguments as a JSON object matching its parameters."
+        )
+    names = ", ".join(f"`{name}`" for name in declared[:MAX_NAMED])
+    return (
+        "This request requires a tool call, and your answer made none. Call one of the "
+        f"declared tools ({names}) now, with its arguments as a JSON object matching its "
+        "parameters."
+    )

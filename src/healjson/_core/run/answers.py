@@ -1,0 +1,396 @@
+"""The JSON answer kind: one value of a target, judged by L1 + L2, repaired whole or by item.
+
+`HealSpec` is what a `Healer` was configured with (target, contracts, policy, fallback, golden
+example); `JsonAnswers` is its judge and repairer for one run of the loop (`engine`): the first
+clean answer taken at once (`HealSpec.first`), a reply's `Evaluation` (a refusal, a per-item
+repair's answer spliced into the list, the endpoint's enforcement of the schema checked on the
+first reply), the next `RepairPrompt` (a syntax prompt, a compact rewrite, a per-item repair, a
+clean retry; the golden example and schema from `example_from_repair` on), and which fields a
+repair changed. `next_prompt` gives the repair the loop would send after an outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from healjson._core.diagnostic import Diagnostic, format_path
+from healjson._core.flags import Flag
+from healjson._core.judge.check import Evaluation, evaluate
+from healjson._core.judge.contracts import Contract, ContractContext
+from healjson._core.judge.enforcement import Enforcement, conforms
+from healjson._core.judge.verdict import Verdict
+from healjson._core.observe import events as _events
+from healjson._core.outcome.attempt import Reason, new_attempt
+from healjson._core.outcome.decisions import final_reason, strategy_for
+from healjson._core.outcome.outcome import Degraded, Healed, Outcome
+from healjson._core.outcome.seal import seal
+from healjson._core.parse import ParseResult
+from healjson._core.parse.align import stands
+from healjson._core.redact import redact_params, run_secrets
+from healjson._core.repair.items import ItemRepair, failed_items, merge_items
+from healjson._core.repair.prompt import MAX_HISTORY_LINES, RepairPrompt, Strategy
+from healjson._core.sentinels import NOTHING
+from healjson._core.target.target import Target
+from healjson._core.wire.degenerate import degenerate
+from healjson._core.wire.effects import AwaitAll
+from healjson._core.wire.reply import Reply
+
+from .budget import estimated_usage
+from .engine import RunState, new_healed
+from .policy import HealPolicy
+from .stops import refusal_diagnostic
+
+__all__ = ["HealSpec", "JsonAnswers", "next_prompt"]
+
+_MAX_CHANGED_PATHS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class HealSpec:
+    """The constant part of a healing run (what a `Healer` was configured with)."""
+
+    target: Target[Any]
+    contracts: tuple[Contract[Any], ...] = ()
+    policy: HealPolicy = field(default_factory=HealPolicy)
+    fallback: Any = None
+    example: str | None = None
+    contract_names: tuple[str, ...] = ()
+    """The contracts' names (set from `contracts` when not given)."""
+    target_name: str = ""
+    """The target's name (set from `target` when not given)."""
+
+    def __post_init__(self) -> None:
+        if self.contracts and not self.contract_names:
+            names = tuple(rule.name for rule in self.contracts)
+            object.__setattr__(self, "contract_names", names)
+        if not self.target_name:
+            object.__setattr__(self, "target_name", self.target.name)
+
+    def first(
+        self,
+        reply: Reply,
+        *,
+        original: tuple[Mapping[str, Any], ...],
+        params: Mapping[str, Any],
+        elapsed_s: float,
+        run_id: str,
+        context: ContractContext,
+    ) -> Healed[Any] | None:
+        """The outcome of a first reply (a whole one, not what an aborted stream left) that
+        needs no L1: strictly valid data, finished normally, with no contracts to run and
+        nothing else to read (no tool calls, no refusal). None in every other case: the loop
+        then judges the reply as its first attempt, with L1 and L2 as for any reply. The
+        parameters and the outcome are redacted with the current scope's secrets; pydantic's
+        validation context is the run's, as in every validation."""
+        if self.contracts:
+            return None
+        content = reply.content
+        if (
+            not content
+            or reply.refusal
+            or reply.tool_calls
+            or reply.finish_reason in ("content_filter", "length")
+        ):
+            return None
+        size, policy = len(content), self.policy
+        if (size > _GUARD_FLOOR or size > (policy.max_whitespace_run or size)) and _degenerate(
+            content, policy
+        ) is not None:
+            return None  # the loop judges it degenerate, as a stream of it would be
+        validation = context.validation_context
+        try:
+            instance = self.target.validate_json(content, strict=True, context=validation)
+        except Exception:  # ValidationError, or text pydantic-core cannot read: L1 decides
+            return None
+        if not stands(self.target, content, instance, validation):  # a key spells a field
+            return None  # left at its default: L1 aligns it, or says why it cannot
+        usage = reply.usage or estimated_usage(original, content)
+        attempt = new_attempt(
+            number=1,
+            strategy=Strategy.INITIAL,
+            messages=original,
+            params=redact_params(params),  # stored redacted; the call got the real ones
+            raw_text=content,
+            finish_reason=reply.finish_reason,
+            usage=usage,
+            model=reply.model or params.get("model"),
+            latency_s=elapsed_s,
+            ok=True,
+            reasoning=reply.reasoning,
+        )
+        healed = new_healed(
+            self, instance, content, (attempt,), flags=(), usage=usage, changed=(), run_id=run_id
+        )
+        return seal(healed, run_secrets())
+
+    def answers(self, run: RunState, enforcement: Enforcement | None) -> JsonAnswers:
+        """The judge and repairer of one run."""
+        return JsonAnswers(self, run, enforcement)
+
+
+class JsonAnswers:
+    """One run's JSON answers: judged, remembered (the first data, for `changed_fields`; the
+    last, for `partial`), repaired."""
+
+    __slots__ = ("enforcement", "first_data", "items", "run", "spec")
+
+    def __init__(self, spec: HealSpec, run: RunState, enforcement: Enforcement | None) -> None:
+        self.spec = spec
+        self.run = run
+        self.enforcement = enforcement  # what the first request asked the endpoint to enforce
+        self.items: ItemRepair | None = None  # a per-item repair in progress
+        self.first_data: Any = NOTHING
+
+    def raw(self, reply: Reply) -> str | None:
+        """The content, or — when the reply is only tool calls — the first call's arguments
+        (every call is kept in `Attempt.tool_calls`)."""
+        if reply.content or not reply.tool_calls:
+            return reply.content
+        return reply.tool_calls[0].arguments
+
+    def judge(
+        self, reply: Reply, number: int, params: Mapping[str, Any]
+    ) -> Generator[AwaitAll, Any, Evaluation]:
+        """L1 + L2 on one reply: a refusal is judged as one; a per-item repair's answer is
+        spliced into the list first (flag `items_merged`); the first reply of a request that
+        asked the endpoint to enforce the schema is checked against it."""
+        spec, run = self.spec, self.run
+        if reply.refusal:
+            diagnostic = refusal_diagnostic(reply.refusal)
+            evaluation = Evaluation(Verdict.REFUSAL, ParseResult(error=diagnostic), (diagnostic,))
+            self._remember(evaluation)
+            return evaluation
+        found = _degenerate(self.raw(reply), run.policy)
+        if found is not None:  # checked before parsing, as a stream is while it arrives
+            self.items = None
+            parse = ParseResult(error=found, answer=self.raw(reply))
+            return Evaluation(Verdict.DEGENERATE, parse, (found,), answer=self.raw(reply))
+        merged = merge_items(reply, self.items) if self.items is not None else None
+        self.items = None
+        evaluation = yield from evaluate(
+            spec.target,
+            spec.contracts,
+            reply if merged is None else merged,
+            run.context,
+            on_ambiguity=run.policy.on_ambiguity,
+            caller_tools="tools" in params,
+            contract_timeout_s=run.contract_limit(),
+        )
+        if merged is not None:
+            flags = (*evaluation.parse.flags, Flag.ITEMS_MERGED)
+            evaluation = replace(evaluation, parse=evaluation.parse.replace(flags=flags))
+        if (
+            number == 1
+            and self.enforcement is not None
+            and (evaluation.parse.flags or evaluation.verdict not in _SCHEMA_KEPT)
+            and self._unenforced(reply, self.raw(reply), params)
+        ):
+            flags = (*evaluation.parse.flags, Flag.SCHEMA_NOT_ENFORCED)
+            evaluation = replace(evaluation, parse=evaluation.parse.replace(flags=flags))
+        if not evaluation.ok:
+            self._remember(evaluation)
+        return evaluation
+
+    def ends(self, evaluation: Evaluation) -> Reason | None:
+        """Nothing beyond the loop's own ends."""
+        return None
+
+    def prompt(self, evaluation: Evaluation, number: int) -> RepairPrompt:
+        """The repair after attempt `number`: its strategy by the failure (a per-item repair
+        when only items failed and some passed), the golden example and the schema from
+        `example_from_repair` on."""
+        spec, run = self.spec, self.run
+        strategy = strategy_for(evaluation.diagnostics)
+        if strategy is Strategy.REPAIR:
+            self.items = failed_items(spec.target, evaluation)
+            if self.items is not None:
+                strategy = Strategy.ITEMS
+        rich = number >= spec.policy.example_from_repair  # the schema text is built lazily
+        schema = spec.target.json_schema_text if rich and spec.target.json_schema else None
+        prompt = _prompt(
+            spec.policy,
+            strategy,
+            number,
+            evaluation.answer,
+            evaluation.diagnostics,
+            history=tuple(run.history[-MAX_HISTORY_LINES:]),
+            example=spec.example,
+            schema=schema,
+        )
+        if self.items is None:
+            return prompt
+        # the example shows a whole list: a per-item repair asks for an array of items instead
+        items, count = self.items.failed, len(self.items.data)
+        return replace(prompt, items=items, item_count=count, example=None)
+
+    def value(self, evaluation: Evaluation) -> tuple[Any, str, tuple[Flag, ...], tuple[str, ...]]:
+        """The validated instance, the last raw text, L1's flags and the paths a repair
+        changed relative to the first answer read."""
+        run = self.run
+        changed: tuple[str, ...] = ()
+        if len(run.attempts) > 1 and self.first_data is not NOTHING:
+            final = _as_data(self.spec.target, evaluation)
+            changed = tuple(_diff(self.first_data, final, ()))[:_MAX_CHANGED_PATHS]
+        raw = run.attempts[-1].raw_text or ""
+        return evaluation.instance, raw, evaluation.parse.flags, changed
+
+    def partial(self) -> Any:
+        """The data of the last failed answer L1 read (or of a stream that failed part-way)."""
+        return self.run.partial
+
+    def final_reason(self, diagnostics: Sequence[Diagnostic]) -> Reason:
+        """By the decision table (`outcome.decisions`)."""
+        return final_reason(diagnostics, self.run.policy.max_attempts)
+
+    def _remember(self, evaluation: Evaluation) -> None:
+        """Keep the best-effort data of a failed attempt (for `partial` and change tracking);
+        L1's result decodes it lazily, so nothing is parsed twice."""
+        data = evaluation.data
+        if data is NOTHING or data is None:
+            return
+        self.run.partial = data
+        if evaluation.verdict is not Verdict.TRUNCATED and self.first_data is NOTHING:
+            self.first_data = data
+
+    def _unenforced(self, reply: Reply, raw: str | None, params: Mapping[str, Any]) -> bool:
+        """True when the first reply shows that the endpoint did not enforce the schema the
+        request asked it to: its answer is not JSON, or breaks the schema as sent. A cut by the
+        token limit says nothing, nor a call of one of the caller's tools; the client warns
+        once."""
+        enforcement = self.enforcement
+        if enforcement is None or reply.finish_reason == "length":
+            return False
+        if reply.tool_calls and "tools" in params:  # a call of the caller's tool: no answer
+            return False
+        schema = enforcement.schema(params)
+        if schema is None or conforms(raw, schema):
+            return False
+        if enforcement.first_breach():
+            _events.warn(
+                "healjson.schema_not_enforced",
+                run_id=self.run.run_id,
+                target=self.spec.target_name,
+                model=reply.model,
+                hint="the endpoint accepted a request to enforce the schema but its answer "
+                "breaks it: declare a weaker json_mode for this endpoint",
+            )
+        return True
+
+
+# the happy path's one length check: no answer this short holds a run past the default bound,
+# nor any loop; a policy with a smaller bound is checked on every answer (`_degenerate`)
+_GUARD_FLOOR = 2_048
+
+
+def _degenerate(text: str | None, policy: HealPolicy) -> Diagnostic | None:
+    """The degenerate-output guard's finding on an answer read whole (None: none)."""
+    if not text:
+        return None
+    return degenerate(text, policy.max_whitespace_run, policy.max_repeats)
+
+
+# verdicts of a reply read as it came (no repair flag) that passed the schema: judged no further
+_SCHEMA_KEPT = frozenset({Verdict.OK, Verdict.CONTRACT, Verdict.CONTRACT_ERROR, Verdict.TRUNCATED})
+
+
+def _prompt(
+    policy: HealPolicy,
+    strategy: Strategy,
+    repair_round: int,
+    raw: str | None,
+    diagnostics: tuple[Diagnostic, ...],
+    *,
+    history: tuple[str, ...],
+    example: str | None,
+    schema: str | None,
+) -> RepairPrompt:
+    """The repair request after attempt `repair_round` (the request after attempt N is repair
+    round N): the golden example and the schema join from `policy.example_from_repair` on."""
+    rich = repair_round >= policy.example_from_repair and strategy is not Strategy.EMPTY_RETRY
+    resend = strategy is Strategy.TRUNCATION and policy.on_truncation == "raise_max_tokens"
+    return RepairPrompt(
+        strategy=Strategy.RESEND if resend else strategy,
+        round=repair_round,
+        raw_output=raw,
+        diagnostics=diagnostics,
+        history=history,
+        example=example if rich else None,
+        schema=schema if rich else None,
+    )
+
+
+_FINAL_REASONS = frozenset(
+    {
+        Reason.CONTRACT_ERROR,  # a bug in code: another model call cannot fix it
+        Reason.REFUSAL,
+        Reason.CONTENT_FILTER,
+        Reason.API_ERROR,
+        Reason.TIMEOUT,
+        Reason.BUDGET_EXCEEDED,
+    }
+)
+
+
+def next_prompt(
+    outcome: Outcome[Any],
+    policy: HealPolicy | None = None,
+    *,
+    example: str | None = None,
+    schema: str | None = None,
+) -> RepairPrompt | None:
+    """The repair request the loop sends after `outcome`'s last attempt, by the loop's own
+    rules (`policy`, default `HealPolicy()`); None when the loop would stop there: the value
+    healed, or the failure is one another model call cannot fix. `example` / `schema`: the
+    golden example and schema text, included from `policy.example_from_repair` on."""
+    policy = policy or HealPolicy()
+    if not isinstance(outcome, Degraded) or outcome.reason in _FINAL_REASONS:
+        return None
+    if outcome.reason is Reason.TOKEN_TRUNCATED and policy.on_truncation == "degrade":
+        return None
+    diagnostics = tuple(outcome.errors)
+    repair_round = max(len(outcome.attempts), 1)
+    strategy = strategy_for(diagnostics)
+    return _prompt(
+        policy,
+        strategy,
+        repair_round,
+        outcome.raw_text,
+        diagnostics,
+        history=(),
+        example=example,
+        schema=schema,
+    )
+
+
+def _as_data(target: Target[Any], evaluation: Evaluation) -> Any:
+    """The healed value as JSON data, fields under their wire names: what `changed_fields` is
+    computed over (the fields the answer set, whatever else the first answer held)."""
+    try:
+        return target.adapter.dump_python(
+            evaluation.instance, mode="json", by_alias=True, exclude_unset=True
+        )
+    except Exception:  # a serializer that fails: the data L1 read is the next best view
+        return evaluation.data
+
+
+def _diff(before: Any, after: Any, loc: tuple[str | int, ...]) -> list[str]:
+    """The paths of `after` (the healed value) whose value `before` does not have: a key only
+    `before` holds is not one of the target's fields, and is not a change."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        out: list[str] = []
+        for key in after:
+            if key not in before:
+                out.append(format_path((*loc, key)))
+            else:
+                out.extend(_diff(before[key], after[key], (*loc, key)))
+        return out
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        out = []
+        for index, (old, new) in enumerate(zip(before, after, strict=True)):
+            out.extend(_diff(old, new, (*loc, index)))
+        return out
+    if before == after and type(before) is type(after):
+        return []
+    return [format_path(loc)]

@@ -1,0 +1,223 @@
+"""Readers a driver is given for a streamed call: chunk by chunk into events, then the reply.
+
+A driver (`run.drive`) makes each model call the same way whether the answer streams or not.
+When the call returns a stream and the run was given a reader, the driver opens one `Reading`
+per call and feeds it each chunk: the reading hands back the events for the caller (snapshots
+and items of a JSON answer, text pieces of a tool-call answer) and, at the end, the whole
+reply as the flow's `CallResult`. A reading may end a stream early (`stop`: an answer no more
+tokens can save); what a stream that failed part-way had read is kept on its failure
+(`salvage`). Deadlines, closing the stream and the call itself are the driver's.
+
+- `JsonReader`: one `StreamSession` per call (the incremental reader, early judgement,
+  accepted or held items); a stream that ends with no finish reason in the middle of a value
+  is sent to the flow as cut; an answer that degenerates (a whitespace run, a loop: the
+  `wire.degenerate.Guard` of the policy's bounds) is cut off at once.
+- `CallsReader`: a provider's tool-call collector per call (the calls gathered whole, by
+  index; the message text handed out as it arrives).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, Protocol
+
+from healjson._core.diagnostic import Diagnostic, describe_exception
+from healjson._core.wire.degenerate import Guard
+from healjson._core.wire.delta import read_chunk, withdrawn
+from healjson._core.wire.effects import CallFailure, CallResult, ModelCall, new_call_result
+from healjson._core.wire.reply import Reply
+
+from .events import HELD, Event, Item, Snapshot, Text
+from .session import StreamSession
+
+__all__ = ["CallsReader", "Collector", "JsonReader", "Reader", "Reading"]
+
+
+class Reading(Protocol):
+    """One streamed call being read."""
+
+    stop: CallResult | None
+    """Set when the stream must end here (the result the flow gets)."""
+
+    def feed(self, chunk: Any) -> list[Event]:
+        """Read one chunk; the events it makes for the caller."""
+        ...
+
+    def finished(self) -> CallResult:
+        """The stream ended: the whole reply."""
+        ...
+
+    def salvage(self, result: CallResult) -> CallResult:
+        """A failed call's result, with what had arrived kept on its failure."""
+        ...
+
+
+class Reader(Protocol):
+    """What a driver is given for a run whose calls stream: a `Reading` per call."""
+
+    def open(self, effect: ModelCall, start: float) -> Reading:
+        """Start reading the stream of `effect`'s call (made at `start`, a `perf_counter`)."""
+        ...
+
+
+def _failed(exc: Exception, start: float) -> CallResult:
+    """A chunk no format reads: healjson's own finding, a failed call (`api_error`)."""
+    failure = CallFailure("api_error", describe_exception(exc))
+    return new_call_result(None, failure, time.perf_counter() - start)
+
+
+class JsonReader:
+    """Streams of a JSON answer: a session per call (`new_session`); with `abort`, a breach no
+    later text can repair ends the stream at once; `guard`: the degenerate-output bounds
+    (whitespace run, repeats; None turns one off), an answer past them is cut off at once."""
+
+    __slots__ = ("abort", "guard", "new_session")
+
+    def __init__(
+        self,
+        new_session: Callable[[ModelCall], StreamSession],
+        abort: bool,
+        guard: tuple[int | None, int | None] = (None, None),
+    ) -> None:
+        self.new_session = new_session
+        self.abort = abort
+        self.guard = guard
+
+    def open(self, effect: ModelCall, start: float) -> JsonReading:
+        """One call's reading."""
+        guard = Guard(*self.guard)
+        return JsonReading(
+            effect, self.new_session(effect), start, self.abort, guard if guard.active else None
+        )
+
+
+class JsonReading:
+    """One streamed JSON answer being read: the session, the clock, the caller's events, the
+    degenerate-output guard."""
+
+    __slots__ = ("abort", "effect", "guard", "session", "start", "stop")
+
+    def __init__(
+        self,
+        effect: ModelCall,
+        session: StreamSession,
+        start: float,
+        abort: bool,
+        guard: Guard | None = None,
+    ) -> None:
+        self.effect = effect
+        self.session = session
+        self.start = start
+        self.abort = abort
+        self.guard = guard
+        self.stop: CallResult | None = None
+
+    def feed(self, chunk: Any) -> list[Event]:
+        """Read one chunk: a snapshot when the answer grew, items accepted or held."""
+        session = self.session
+        try:
+            delta = read_chunk(chunk)
+        except TypeError as exc:  # a chunk of no known shape: the call failed (as for a reply)
+            self.stop = self.salvage(_failed(exc, self.start))
+            return []
+        snapshot = session.feed(delta)
+        number = self.effect.number
+        events: list[Event] = []
+        if snapshot is not None:
+            events.append(Snapshot(number, snapshot))
+        if self.effect.items:
+            # a per-item repair's answer: which items of the list its items stand for is known
+            # only at its end (it may be the list again); its repaired items come after it
+            session.new_items.clear()
+            session.new_held.clear()
+        if session.new_items:
+            events += [Item(number, index, value) for index, value in session.new_items]
+            session.new_items.clear()
+        if session.new_held:
+            events += [Item(number, index, HELD) for index in session.new_held]
+            session.new_held.clear()
+        if self.abort and session.abort:
+            self.stop = self._cut(session.abort)
+        elif self.guard is not None:
+            found = self.guard.feed(delta.text or delta.tool_arguments)
+            if found is not None:  # degenerate: the rest of the stream is not read
+                self.stop = self._cut((found,))
+        return events
+
+    def _cut(self, why: tuple[Diagnostic, ...]) -> CallResult:
+        """The stream ends here, for `why`: what had arrived, judged by it."""
+        session = self.session
+        elapsed = time.perf_counter() - self.start
+        return CallResult(
+            session.reply("aborted"), None, elapsed, aborted=why, partial=session.data
+        )
+
+    def finished(self) -> CallResult:
+        """The whole reply; one that stops mid-value with no finish reason is sent as cut."""
+        session = self.session
+        elapsed = time.perf_counter() - self.start
+        reply = withdrawn(session.reply())  # a refusal stop withdraws the text before it
+        cut = session.cut_unknown()
+        if cut is not None:  # no finish reason, and the text stops mid-value: maybe cut short
+            return CallResult(reply, None, elapsed, aborted=(cut,), partial=session.data)
+        return CallResult(reply, None, elapsed)
+
+    def salvage(self, result: CallResult) -> CallResult:
+        """What had arrived (its text and the data read from it) kept on the failure."""
+        session = self.session
+        if result.failure is not None and session.chars:
+            failure = replace(result.failure, raw_text=session.text, partial=session.data)
+            result = replace(result, failure=failure)
+        return result
+
+
+class Collector(Protocol):
+    """A provider's tool-call stream collector (`healjson._providers.tool_streams`)."""
+
+    def feed(self, chunk: Any) -> str:
+        """Take one chunk; the answer text it carries ("" for none)."""
+        ...
+
+    def reply(self) -> Reply:
+        """The whole answer read so far."""
+        ...
+
+
+class CallsReader:
+    """Streams of a tool-call answer: a collector per call (`collector()`), the message text
+    handed out piece by piece; the calls are judged once each stream is whole."""
+
+    __slots__ = ("collector",)
+
+    def __init__(self, collector: Callable[[], Collector]) -> None:
+        self.collector = collector
+
+    def open(self, effect: ModelCall, start: float) -> CallsReading:
+        """One call's reading."""
+        return CallsReading(self.collector(), start)
+
+
+class CallsReading:
+    """One streamed tool-call answer being read."""
+
+    __slots__ = ("collector", "start", "stop")
+
+    def __init__(self, collector: Collector, start: float) -> None:
+        self.collector = collector
+        self.start = start
+        self.stop: CallResult | None = None
+
+    def feed(self, chunk: Any) -> list[Event]:
+        """Take one chunk; its text, if any."""
+        piece = self.collector.feed(chunk)
+        return [Text(piece)] if piece else []
+
+    def finished(self) -> CallResult:
+        """The whole answer: the text and every call."""
+        return new_call_result(self.collector.reply(), None, time.perf_counter() - self.start)
+
+    def salvage(self, result: CallResult) -> CallResult:
+        """A failed tool-call stream keeps nothing more than its failure."""
+        return result

@@ -1,0 +1,244 @@
+"""Server side: `heal_tools(server)` for the SDK's `MCPServer` and low-level `Server`.
+
+The server's `tools/call` handler is wrapped (the SDK's own way to wrap it, as its extensions'
+interceptors are: `Server.add_request_handler`), so what it returns is judged before the SDK
+shapes it for the wire, whatever the transport:
+
+- incoming arguments are normalised against the tool's input schema before the handler reads
+  them (`arguments`): a stringified object or array where the schema says object or array, keys
+  in another case, `"5"` for an integer;
+- a success result is judged against the tool's output schema and healed (`results`): sent with
+  conforming structured content, or as an error result whose text is the diagnostics instead of
+  the protocol error or the generic "Error executing tool" the SDK would send;
+- for an `MCPServer`, the tool function's own return value is what gets healed: its
+  `call_tool` runs the tool, tries the SDK's own conversion, and only when that refuses the
+  value heals it against the tool's output schema and converts the healed value (so a tool
+  that returns a JSON string, a dict with a key in another case, or `"5"` for a number still
+  answers with conforming structured content).
+
+Schemas: an `MCPServer`'s come from its tools, read on each call; a low-level `Server`'s from
+its own `tools/list` handler, listed once and again when a call names a tool not yet seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
+
+from mcp import types
+from mcp.server import MCPServer, Server
+from mcp.server.mcpserver.exceptions import UnexpectedToolError
+from pydantic import ValidationError
+from pydantic_core import to_jsonable_python
+
+from healjson._attached import attach
+
+from .arguments import Normalised, normalise_arguments
+from .calls import (
+    check_tool_contracts,
+    combined_outcome,
+    healed_result,
+    report,
+    structured_of,
+    texts_of,
+)
+from .internals import HealPolicy
+from .results import Verdict, judge_result
+from .tools import ToolIndex, ToolSchemas, schemas_of
+
+__all__ = ["heal_tools"]
+
+_MARK: Final = "_healjson_heals_tools"
+_NOT_JUDGED: Final = Verdict(None)  # an `MCPServer`'s results: judged in its `call_tool`
+
+
+def heal_tools(
+    server: Any,
+    *,
+    tool_contracts: Mapping[str, Iterable[Any]] | None = None,
+    policy: HealPolicy | None = None,
+) -> Any:
+    """Make `server` (an `MCPServer` or a low-level `Server`) answer `tools/call` with
+    conforming structured content or an error result with diagnostics, and accept arguments
+    that fit its input schemas once normalised (see the module's documentation). Returns the
+    server. Calling it again replaces the rules and policy (one healing layer)."""
+    if isinstance(server, MCPServer):
+        lowlevel = server._lowlevel_server  # the SDK's own clients and transports reach it so
+    elif isinstance(server, Server):
+        lowlevel = server
+    else:
+        raise TypeError(
+            "heal_tools takes an mcp.server.MCPServer or an mcp.server.Server, "
+            f"got {type(server).__name__}"
+        )
+    entry = lowlevel.get_request_handler("tools/call")
+    if entry is None:
+        raise ValueError(
+            "the server has no tools/call handler: give Server(on_call_tool=...) (or add tools "
+            "to the MCPServer) before heal_tools(server)"
+        )
+    if policy is not None and not isinstance(policy, HealPolicy):
+        raise TypeError(f"policy must be a healjson.HealPolicy, got {type(policy).__name__}")
+    healing = _ServerHealing(
+        server if isinstance(server, MCPServer) else None,
+        lowlevel,
+        check_tool_contracts(tool_contracts),
+        "reask" if policy is None else policy.on_ambiguity,
+    )
+    inner = getattr(entry.handler, _MARK, entry.handler)  # healed again: the handler beneath
+    handler = healing.handler(inner)
+    setattr(handler, _MARK, inner)
+    lowlevel.add_request_handler("tools/call", entry.params_type, handler)
+    if isinstance(server, MCPServer):
+        healing.heal_return_values(server)
+    return server
+
+
+class _ServerHealing:
+    """One server's healing: where its schemas come from, its rules, its ambiguity mode."""
+
+    def __init__(
+        self,
+        mcp_server: MCPServer[Any] | None,
+        lowlevel: Server[Any],
+        rules: dict[str, tuple[Any, ...]],
+        on_ambiguity: Any,
+    ) -> None:
+        self.mcp_server = mcp_server
+        self.lowlevel = lowlevel
+        self.rules = rules
+        self.on_ambiguity = on_ambiguity
+        self.listed: ToolIndex | None = None
+        self.by_tool: dict[str, tuple[Any, ToolSchemas]] = {}
+
+    def handler(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """The healed `tools/call` handler around `original`."""
+
+        async def healed_call_tool(ctx: Any, params: Any) -> Any:
+            schemas = await self.schemas(ctx, params.name)
+            normalised = normalise_arguments(
+                schemas, params.arguments, on_ambiguity=self.on_ambiguity
+            )
+            if normalised.changed:
+                params = params.model_copy(update={"arguments": normalised.arguments})
+            result = await original(ctx, params)
+            if self.mcp_server is not None:  # its return values were healed in `call_tool`
+                report(params.name, _NOT_JUDGED, normalised, side="server")
+                return result
+            return self.finish(params.name, schemas, result, normalised)
+
+        return healed_call_tool
+
+    def finish(
+        self, name: str, schemas: ToolSchemas | None, result: Any, normalised: Normalised
+    ) -> Any:
+        """A handler's `CallToolResult` judged and healed (anything else passes)."""
+        if not isinstance(result, types.CallToolResult):
+            return result
+        verdict = judge_result(
+            name,
+            schemas,
+            structured=structured_of(result),
+            texts=texts_of(result),
+            is_error=result.is_error,
+            rules=self.rules.get(name, ()),
+            context={"tool": name, "arguments": normalised.arguments},
+            on_ambiguity=self.on_ambiguity,
+        )
+        healed = healed_result(result, verdict)
+        outcome = combined_outcome(verdict, normalised)
+        if outcome is not None:
+            attach(healed, outcome)
+        report(name, verdict, normalised, side="server")
+        return healed
+
+    async def schemas(self, ctx: Any, name: str) -> ToolSchemas | None:
+        """The tool's schemas: an `MCPServer`'s own tool, or the low-level server's listing."""
+        if self.mcp_server is not None:
+            tool = self.mcp_server._tool_manager.get_tool(name)
+            if tool is None:
+                return None
+            known = self.by_tool.get(name)
+            if known is None or known[0] is not tool:
+                known = (tool, schemas_of(name, tool.parameters, tool.output_schema))
+                self.by_tool[name] = known
+            return known[1]
+        if self.listed is None:
+            self.listed = ToolIndex(self._lister(ctx))
+        return await self.listed.get(name)
+
+    def _lister(self, first_ctx: Any) -> Any:
+        entry = self.lowlevel.get_request_handler("tools/list")
+
+        async def list_page(cursor: str | None) -> tuple[list[Any], str | None]:
+            if entry is None:
+                return [], None
+            page: Any = await entry.handler(first_ctx, types.PaginatedRequestParams(cursor=cursor))
+            if isinstance(page, Mapping):
+                page = types.ListToolsResult.model_validate(page)
+            return list(page.tools), page.next_cursor
+
+        return list_page
+
+    def heal_return_values(self, server: MCPServer[Any]) -> None:
+        """An `MCPServer`'s `call_tool`: the tool's return value healed before conversion."""
+        original = getattr(server.call_tool, _MARK, server.call_tool)
+        manager = server._tool_manager
+
+        async def call_tool(name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            tool = manager.get_tool(name)
+            if context is None or tool is None or tool.output_schema is None:
+                return await original(name, arguments, context)
+            raw = await manager.call_tool(name, arguments, context, convert_result=False)
+            return self.converted(name, tool, raw, arguments)
+
+        setattr(call_tool, _MARK, original)
+        server.call_tool = call_tool  # type: ignore[method-assign]
+
+    def converted(self, name: str, tool: Any, raw: Any, arguments: Any) -> Any:
+        """The SDK's conversion of a tool's return value; when it refuses, the value healed.
+        A conversion that still fails is the SDK's crash (`UnexpectedToolError`, its generic
+        message: nothing of the value reaches the client), as without healjson."""
+        if isinstance(raw, types.InputRequiredResult):
+            return raw
+        metadata = tool.fn_metadata
+        try:
+            return metadata.convert_result(raw)
+        except ValidationError:
+            pass
+        try:
+            return self._healed_value(name, tool, raw, arguments)
+        except Exception as exc:  # not data, or refused again: the SDK's crash, as without us
+            raise UnexpectedToolError(f"Error executing tool {name}") from exc
+
+    def _healed_value(self, name: str, tool: Any, raw: Any, arguments: Any) -> Any:
+        metadata = tool.fn_metadata
+        schemas = self.by_tool[name][1] if name in self.by_tool else None
+        if schemas is None:
+            schemas = schemas_of(name, tool.parameters, tool.output_schema)
+        normalised = Normalised(arguments)
+        if isinstance(raw, types.CallToolResult):
+            return self.finish(name, schemas, raw, normalised)
+        data = to_jsonable_python(raw, by_alias=True)  # not data: raises (the SDK's error)
+        structured = {"result": data} if metadata.wrap_output else data
+        verdict = judge_result(
+            name,
+            schemas,
+            structured=structured,
+            texts=(),
+            is_error=False,
+            rules=self.rules.get(name, ()),
+            context={"tool": name, "arguments": arguments},
+            on_ambiguity=self.on_ambiguity,
+        )
+        report(name, verdict, normalised, side="server")
+        if verdict.error is not None:
+            result = healed_result(types.CallToolResult(content=[]), verdict)
+        else:
+            value = verdict.value
+            if metadata.wrap_output:  # the schema's `{"result": ...}`: the function's value
+                value = value["result"]
+            result = metadata.convert_result(value)
+        if verdict.outcome is not None:
+            attach(result, verdict.outcome)
+        return result

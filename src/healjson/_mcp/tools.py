@@ -1,0 +1,107 @@
+"""A tool's schemas as healjson targets (`ToolSchemas`), and a session's tools listed once
+(`ToolIndex`): the first call of a tool lists the server's tools (every page); later calls
+read the index. A name the listing does not hold is listed again once, then left unhealed
+until the next listing (a tool the server does not list has no schema to heal against)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .internals import Target, target_for
+
+__all__ = ["Lister", "ToolIndex", "ToolSchemas", "schemas_of"]
+
+MAX_PAGES: Final = 100
+"""Pages of `tools/list` read at most in one listing (a server whose cursors never end)."""
+
+Lister = Callable[[str | None], Awaitable[tuple[Iterable[Any], str | None]]]
+"""Lists one page of tools: a cursor (None: the first page) -> (the page's tools, the next
+cursor or None). A tool is any object with `name`, `input_schema` and `output_schema` (the
+SDK's `Tool`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSchemas:
+    """One tool's schemas as targets. `input` / `output`: None when the tool declares none, or
+    one that is not a usable JSON Schema (`problem` says why: that side is then not healed)."""
+
+    name: str
+    input: Target[Any] | None = None
+    output: Target[Any] | None = None
+    problem: str | None = None
+
+
+def schemas_of(name: str, input_schema: Any, output_schema: Any) -> ToolSchemas:
+    """The targets for a tool's `inputSchema` and `outputSchema` (a schema that is not JSON
+    Schema, or refers outside itself, is not used: the server's mistake, noted in `problem`)."""
+    problems: list[str] = []
+    inputs = _target(input_schema, "inputSchema", problems)
+    outputs = _target(output_schema, "outputSchema", problems)
+    return ToolSchemas(name, inputs, outputs, "; ".join(problems) or None)
+
+
+def _target(schema: Any, what: str, problems: list[str]) -> Target[Any] | None:
+    if not isinstance(schema, Mapping):
+        return None
+    try:
+        return target_for(dict(schema))
+    except (TypeError, ValueError) as exc:
+        problems.append(f"{what} is not used: {exc}")
+        return None
+
+
+class ToolIndex:
+    """A session's tools, by name, listed on first need through `lister` (one listing at a
+    time, however many calls wait on it)."""
+
+    def __init__(self, lister: Lister) -> None:
+        self._lister = lister
+        self._tools: dict[str, ToolSchemas] = {}
+        self._absent: set[str] = set()
+        self._lock: Any = None  # an anyio.Lock, made on first use (inside the event loop)
+
+    async def get(self, name: str) -> ToolSchemas | None:
+        """The tool's schemas, listing the tools when `name` has not been seen (None: the
+        server does not list it)."""
+        found = self._tools.get(name)
+        if found is not None or name in self._absent:
+            return found
+        if self._lock is None:
+            import anyio
+
+            self._lock = anyio.Lock()
+        async with self._lock:
+            if name not in self._tools and name not in self._absent:
+                await self._list()
+                if name not in self._tools:
+                    self._absent.add(name)
+        return self._tools.get(name)
+
+    def absorb(self, tools: Iterable[Any]) -> None:
+        """Take in a listing made elsewhere (the caller's own `list_tools`): its tools replace
+        what the index held for their names, and names seen absent are looked up again."""
+        for tool in tools:
+            self._remember(tool)
+        self._absent.clear()
+
+    async def _list(self) -> None:
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            page, cursor = await self._lister(cursor)
+            for tool in page:
+                self._remember(tool)
+            if cursor is None:
+                break
+        self._absent.clear()
+
+    def _remember(self, tool: Any) -> None:
+        name = getattr(tool, "name", None)
+        if not isinstance(name, str):
+            return
+        # rebuilt on every listing: `target_for` finds an unchanged schema's target by its
+        # rendering, so a re-listing costs a lookup per tool
+        self._tools[name] = schemas_of(
+            name, getattr(tool, "input_schema", None), getattr(tool, "output_schema", None)
+        )

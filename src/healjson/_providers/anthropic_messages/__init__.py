@@ -1,0 +1,82 @@
+"""Anthropic: the Messages API (`POST /v1/messages`) and the `anthropic` SDK's clients.
+
+- `wire`: the wire format (requests in Anthropic's tiers, messages and stream events read,
+  Message Batches lines);
+- `schema`: a JSON schema in Anthropic's structured-output dialect;
+- `tools`: client tools and a stream read call by call (`heal_tools=True`);
+- `client`: `wrap(Anthropic())` / `wrap(AsyncAnthropic())`, and the healed streams under an
+  instructor client;
+- `batches`: Message Batches as the rounds runner uses it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from healjson._providers.provider import BatchApi, BatchLines, Provider
+from healjson._providers.tiers import NATIVE_MODES
+
+from .wire import DEFAULT_MAX_TOKENS, FORMAT, batch_body, batch_line, batch_result
+
+if TYPE_CHECKING:
+    from healjson._providers.provider import TypingRow
+
+__all__ = ["PROVIDER", "TYPING"]
+
+_MESSAGE: Final = "anthropic.types.Message"
+_EVENT: Final = "anthropic.types.RawMessageStreamEvent"
+_MESSAGES: Final = (("messages", "Iterable[Any]"),)
+
+TYPING: Final[TypingRow] = {
+    "name": "Anthropic",
+    "sync": "anthropic.Anthropic",
+    "async_": "anthropic.AsyncAnthropic",
+    "imports": ("anthropic", "anthropic.lib.streaming", "anthropic.types"),
+    "completion": _MESSAGE,
+    "summary": (
+        "`anthropic.Anthropic` / `anthropic.AsyncAnthropic`: `messages.create(response_model=M)` "
+        "and `messages.stream(response_model=M)` heal the same way, in Anthropic's tiers named "
+        "like the chat ones: `json_schema` (native structured output), `json_object` (a forced "
+        "strict tool), `prompt`."
+    ),
+    "methods": (
+        {
+            "path": "messages.create",
+            "needs": _MESSAGES,
+            "tools": True,
+            "returns": (_MESSAGE, _MESSAGE),
+            "stream_returns": (f"anthropic.Stream[{_EVENT}]", f"anthropic.AsyncStream[{_EVENT}]"),
+        },
+        {
+            "path": "messages.stream",
+            "kind": "stream",
+            "needs": _MESSAGES,
+            "awaits": False,
+            "returns": (
+                "anthropic.lib.streaming.MessageStreamManager[Any]",
+                "anthropic.lib.streaming.AsyncMessageStreamManager[Any]",
+            ),
+        },
+    ),
+}
+"""`messages` of an Anthropic client, in the typed face of `wrap`."""
+
+PROVIDER = Provider(
+    "anthropic",
+    formats=(FORMAT,),
+    adapter=f"{__name__}.client:HealingAnthropic",
+    streams=f"{__name__}.client:instructor_streams",
+    tools=f"{__name__}.tools:ANTHROPIC",
+    batch=BatchLines(batch_body, batch_line, batch_result),
+    batch_api=BatchApi(
+        client=f"{__name__}.batches:MessageBatches",
+        endpoints={"chat": "anthropic"},
+        sdk="anthropic:Anthropic",
+        extra="anthropic",
+        api_key_env="ANTHROPIC_API_KEY",
+        base_url_env="ANTHROPIC_BASE_URL",
+        max_tokens=DEFAULT_MAX_TOKENS,
+    ),
+    tiers=NATIVE_MODES,
+    typing=f"{__name__}:TYPING",
+)

@@ -1,0 +1,316 @@
+"""Anthropic clients: `wrap(Anthropic())` / `wrap(AsyncAnthropic())` (`HealingAnthropic`), and the
+healed streams of `wrap(instructor.from_anthropic(...))` (`AnthropicStreams`, `instructor_streams`).
+
+`HealingAnthropic`: `client.messages.create(..., response_model=M)` returns `Outcome[M]`
+(`stream=True`, or `client.messages.stream(..., response_model=M)`: a healed stream); without
+`response_model` everything passes through. The JSON is asked for in Anthropic's tiers
+(`wire.tier_request`: native structured output, a forced strict tool,
+the schema in the system prompt), negotiated per client by a `FormatState`: a tier refused
+with an HTTP 400 naming its feature is stepped down, within the same model call, and remembered.
+
+`AnthropicStreams`: healed streams over an Anthropic client, what
+`wrap(instructor.from_anthropic(...))` uses for `create_partial`, `create_iterable` and
+`create(stream=True)`.
+
+A healed stream reads the provider's own stream events (`message_start`, `content_block_delta`,
+... : `wire` reads them), so the request goes to the Anthropic client
+itself, not through instructor (whose partial parsing validates each snapshot and retries on its
+own). The JSON is asked for as for any client whose JSON mode healjson chooses, in the prompt
+tier: the schema in the system prompt (Anthropic has no JSON response format), the system
+messages moved to the top-level `system`. Anthropic requires `max_tokens`: 4096 when the call
+gives none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from healjson._core.judge.contracts import Contract
+from healjson._core.judge.enforcement import Enforcement
+from healjson._core.redact import secrets_scope
+from healjson._core.run.drive import drive_async, drive_sync, is_stream
+from healjson._core.run.policy import HealPolicy
+from healjson._core.target.target import target_for
+from healjson._core.wire.effects import ModelCall
+from healjson._providers.tiers import NATIVE_MODES, JsonMode, Shapeable
+from healjson.adapters._base import (
+    UNSET,
+    Exchange,
+    HealingAdapter,
+    Send,
+    async_call,
+    is_async_client,
+    sync_call,
+)
+from healjson.adapters._format import Enforcing, FormatState, check_mode
+from healjson.adapters._steps import stepping
+from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
+from healjson.adapters._unreadable import ReadChecked, read_checked_call
+
+from .tools import ANTHROPIC
+from .wire import (
+    chooses_format,
+    enforced_schema,
+    is_tier_rejection,
+    messages_request,
+    tier_request,
+    used_tier,
+)
+
+__all__ = ["AnthropicStreams", "HealingAnthropic", "instructor_streams"]
+
+
+class AnthropicStreams(HealingAdapter):
+    """Wraps `anthropic.Anthropic` or `anthropic.AsyncAnthropic` for healed streams."""
+
+    def __init__(self, client: Any, *, policy: HealPolicy | None = None) -> None:
+        super().__init__(client, policy=policy)
+        self._tiers = FormatState("prompt")
+
+    def _accept(self, client: Any) -> bool:
+        create = getattr(getattr(client, "messages", None), "create", None)
+        if not callable(create):
+            raise TypeError(
+                f"an Anthropic client with messages.create is needed; got {type(client).__name__}"
+            )
+        return is_async_client(client, create)
+
+    def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
+        create = self.wrapped.messages.create
+
+        def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
+            messages = request.pop("messages")
+            return create, messages_request(messages, request), _READ_EVENTS
+
+        return send
+
+
+# the answer of `messages.create(stream=True)`: a stream of events (or a whole message)
+_READ_EVENTS = ReadChecked(
+    lambda value: is_stream(value) or hasattr(value, "stop_reason"), "a stream of message events"
+)
+
+
+def instructor_streams(
+    client: Any, *, is_async: bool, json_mode: str, policy: HealPolicy | None
+) -> AnthropicStreams:
+    """The healed streams over the client inside an instructor client (always the prompt
+    tier: see the module's docstring)."""
+    return AnthropicStreams(client, policy=policy)
+
+
+_READ_MESSAGE = ReadChecked(lambda value: hasattr(value, "stop_reason"), "an Anthropic message")
+_DEFAULT_POLICY = HealPolicy()
+_MAX_ROUTES = 256  # cached drivers per client (as many as healers)
+_NO_TARGET: Any = None  # a driver without a JSON tier never shapes a request for a target
+
+
+class Messages:
+    """`wrap(Anthropic()).messages`: healjson's `create` and `stream` when given a
+    `response_model`; everything else is the wrapped client's `messages`."""
+
+    def __init__(self, owner: HealingAnthropic) -> None:
+        self._owner = owner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._owner.wrapped.messages, name)
+
+    def create(
+        self,
+        *args: Any,
+        response_model: Any = UNSET,
+        contracts: Iterable[Contract[Any] | Callable[..., Any]] = (),
+        policy: HealPolicy | None = None,
+        fallback: Any = None,
+        examples: Iterable[Any] = (),
+        context: Mapping[str, Any] | None = None,
+        heal_tools: bool = False,
+        tool_contracts: Mapping[str, Iterable[Any]] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`messages.create`; with `response_model=M` it returns `Outcome[M]` (an awaitable of
+        it for an async client; with `stream=True` a `HealStream[M]` / `AsyncHealStream[M]`);
+        with `heal_tools=True` (and the caller's `tools=`) `Outcome[ToolCalls]` (`_tools`)."""
+        owner = self._owner
+        tools = heal_tools or tool_contracts is not None
+        if response_model is UNSET and not tools:
+            return owner.wrapped.messages.create(*args, **kwargs)
+        if args:
+            raise TypeError("messages.create takes keyword arguments only")
+        messages = kwargs.pop("messages", UNSET)
+        if messages is UNSET:
+            raise TypeError("messages.create needs messages=[...]")
+        if tools:
+            check_tool_call(kwargs, response_model, UNSET, "messages.create")
+            if not heal_tools:
+                raise TypeError("tool_contracts= needs heal_tools=True")
+            chosen = policy or owner.policy or _DEFAULT_POLICY
+            return self._heal_tools(chosen, tool_contracts, messages, context, kwargs)
+        core = owner._core  # a plain object: its attributes read fast (the adapter proxies)
+        chosen = policy or core.policy or _DEFAULT_POLICY
+        healer = core.healers.get(response_model, contracts, chosen, fallback, examples)
+        if kwargs.get("stream"):
+            return owner._stream(healer, None, messages, context, kwargs)
+        call, checked = owner._route(healer.target, response_model, kwargs)
+        run = healer.start(messages, context=context, params=kwargs, enforcement=checked)
+        scope = secrets_scope(core.wrapped, kwargs)
+        if core.is_async:
+            return drive_async(run.flow, call, scope)
+        return drive_sync(run.flow, call, scope)
+
+    def _heal_tools(
+        self,
+        policy: HealPolicy,
+        tool_contracts: Mapping[str, Iterable[Any]] | None,
+        messages: Any,
+        context: Mapping[str, Any] | None,
+        params: dict[str, Any],
+    ) -> Any:
+        """`create(..., heal_tools=True)`: the caller's own tool calls healed (`_tools`); each
+        request is the caller's, its messages as Anthropic turns (a repair's tool exchange as
+        `tool_use` and `tool_result` blocks)."""
+        owner = self._owner
+        spec = tool_spec(params, tool_contracts, policy, style=ANTHROPIC)
+        create = owner.wrapped.messages.create
+        if params.get("stream"):
+            create = read_checked_call(create)
+
+            def start(effect: ModelCall) -> Any:
+                sent = [dict(message) for message in effect.messages]
+                return create(**messages_request(sent, dict(effect.params)))
+
+            return stream_tool_calls(
+                owner.wrapped,
+                start,
+                spec,
+                messages,
+                params,
+                collector=ANTHROPIC.collector,
+                is_async=owner.is_async,
+                context=context,
+            )
+
+        def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
+            sent = request.pop("messages")
+            return create, messages_request(sent, request), _READ_MESSAGE
+
+        driver = async_call if owner.is_async else sync_call
+        call = driver(None, None, _NO_TARGET, send)
+        return heal_tool_calls(
+            owner.wrapped, call, spec, messages, params, is_async=owner.is_async, context=context
+        )
+
+    def stream(self, *args: Any, response_model: Any = UNSET, **kwargs: Any) -> Any:
+        """`messages.stream`; with `response_model=M` the healed stream of
+        `create(..., stream=True)` (a context manager too)."""
+        if response_model is UNSET:
+            return self._owner.wrapped.messages.stream(*args, **kwargs)
+        return self.create(*args, response_model=response_model, stream=True, **kwargs)
+
+
+class HealingAnthropic(HealingAdapter):
+    """Wraps `anthropic.Anthropic` or `anthropic.AsyncAnthropic`; see `healjson.wrap`.
+
+    `json_mode` names the strongest tier the endpoint supports, in the chat tiers' names:
+    `json_schema` (native structured output), `json_object` (a forced tool), `prompt`."""
+
+    def __init__(
+        self, client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | None = None
+    ) -> None:
+        super().__init__(client, policy=policy)
+        self.format = FormatState(check_mode(json_mode, NATIVE_MODES))
+        self.messages = Messages(self)
+        # (target, caller's own format, async) -> the driver and enforcement of a call that is not a
+        # stream, with the client and tier state they were built over (see `_route`)
+        self._routes: dict[tuple[Any, bool, bool], tuple[Any, Any, Callable[..., Any], Any]] = {}
+
+    def __repr__(self) -> str:
+        return f"healjson.wrap({self.wrapped!r}, json_mode={self.format.mode!r})"
+
+    def with_options(self, **options: Any) -> HealingAnthropic:
+        """The wrapped client's `with_options(...)`, still healing (and sharing the tier)."""
+        return self._rewrap(self.wrapped.with_options(**options))
+
+    def copy(self, **options: Any) -> HealingAnthropic:
+        """The wrapped client's `copy(...)`, still healing (and sharing the tier)."""
+        return self._rewrap(self.wrapped.copy(**options))
+
+    def _rewrap(self, client: Any) -> HealingAnthropic:
+        twin = HealingAnthropic(client, json_mode=self.format.mode, policy=self.policy)
+        twin.format = self.format  # one endpoint: what it refused stays refused
+        return twin
+
+    def _accept(self, client: Any) -> bool:
+        create = getattr(getattr(client, "messages", None), "create", None)
+        if not callable(create):
+            raise TypeError(
+                f"an Anthropic client with messages.create is needed; got {type(client).__name__}"
+            )
+        return is_async_client(client, create)
+
+    def _one_value(
+        self, target: Shapeable, forced: JsonMode | None, params: Mapping[str, Any]
+    ) -> Callable[[], bool]:
+        """Native structured output and a forced tool (whose input is the answer) constrain the
+        answer to one JSON value; the prompt tier (where thinking sends a tool's) does not."""
+        state = self.format
+
+        def json_mode() -> bool:  # the tier the call used (a refused one was stepped down)
+            return used_tier(state.mode, target, params) in ("json_schema", "json_object")
+
+        return json_mode
+
+    def _enforcement(self, target: Shapeable, forced: JsonMode | None) -> Enforcement | None:
+        return Enforcing(
+            self.format, None, lambda mode, params: enforced_schema(mode, target, params)
+        )
+
+    def _route(
+        self, target: Any, response_model: Any, params: dict[str, Any]
+    ) -> tuple[Callable[..., Any], Enforcement | None]:
+        """The driver and enforcement check of a call that is not a stream: built once per
+        target and choice (healjson's tiers, or the caller's own format), as they read nothing
+        else of a call's parameters; rebuilt when the wrapped client or the tier state is
+        replaced."""
+        core = self._core
+        key = (target, chooses_format(params), core.is_async)
+        found = self._routes.get(key)
+        wrapped, state = core.wrapped, self.format
+        if found is not None and found[0] is wrapped and found[1] is state:
+            return found[2], found[3]
+        send = self._sender(response_model, params)
+        driver = async_call if core.is_async else sync_call
+        call, checked = driver(None, None, target, send), self._enforcement(target, None)
+        if len(self._routes) >= _MAX_ROUTES:
+            self._routes.clear()
+        self._routes[key] = (wrapped, state, call, checked)
+        return call, checked
+
+    def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
+        create = self.wrapped.messages.create
+        reader = _READ_EVENTS if params.get("stream") else _READ_MESSAGE
+        if chooses_format(params):  # the caller's own output format or tools: sent as given
+
+            def given(
+                request: dict[str, Any],
+            ) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
+                messages = request.pop("messages")
+                return create, messages_request(messages, request), reader
+
+            return given
+        target, state, is_async = target_for(response_model), self.format, self.is_async
+
+        def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
+            messages = request.pop("messages")
+
+            def attempt(mode: JsonMode) -> tuple[JsonMode, dict[str, Any]]:
+                return tier_request(mode, target, messages, request)
+
+            return (
+                stepping(create, state, attempt, is_tier_rejection, is_async=is_async),
+                {},
+                reader,
+            )
+
+        return send

@@ -1,0 +1,131 @@
+"""Anthropic's tool dialect: client tools as the Messages API writes them (what
+`messages.create(..., heal_tools=True)` reads), and a stream's events read call by call.
+
+A client tool is `{"name", "input_schema", ...}` (type absent or `custom`); a server tool
+(`web_search_...`) is passed on, its calls not the caller's to check. A pydantic model class is
+sent as a tool named after the class. `tool_choice` `{"type": "any"}` forces some call,
+`{"type": "tool", "name"}` that one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from healjson._core.wire.reply import Reply, ToolCall, new_reply
+from healjson._providers._fields import _get, _opt_str
+from healjson._providers._unreadable import unreadable_as_failure
+from healjson._providers.provider import ToolDialect
+
+from .wire import FINISH, anthropic_usage
+
+__all__ = ["ANTHROPIC", "AnthropicCollector"]
+
+
+class AnthropicCollector:
+    """Messages stream events: text blocks joined, each `tool_use` block a call (its id and
+    name from `content_block_start`, its arguments the `input_json_delta` pieces as sent),
+    the stop reason and usage from `message_start` / `message_delta`; thinking is not kept."""
+
+    __slots__ = ("_blocks", "_finish", "_model", "_refusal", "_start", "_usage")
+
+    def __init__(self) -> None:
+        self._blocks: dict[int, list[Any]] = {}  # index -> [kind, id, name, pieces]
+        self._finish: str | None = None
+        self._refusal: str | None = None
+        self._model: str | None = None
+        self._start: Any = None
+        self._usage: Any = None
+
+    @unreadable_as_failure
+    def feed(self, event: Any) -> str:
+        """Take one event; the answer text it carries ("" for none)."""
+        kind = _get(event, "type")
+        index = _get(event, "index")
+        if kind == "content_block_start" and isinstance(index, int):
+            block = _get(event, "content_block") or {}
+            entry = [_get(block, "type"), _opt_str(_get(block, "id")), _get(block, "name"), []]
+            self._blocks[index] = entry
+        elif kind == "content_block_delta" and isinstance(index, int) and index in self._blocks:
+            delta = _get(event, "delta") or {}
+            piece = _get(delta, "type")
+            entry = self._blocks[index]
+            if piece == "text_delta" and entry[0] == "text":
+                text = str(_get(delta, "text") or "")
+                entry[3].append(text)
+                return text
+            if piece == "input_json_delta" and entry[0] == "tool_use":
+                entry[3].append(str(_get(delta, "partial_json") or ""))
+        elif kind == "message_start":
+            message = _get(event, "message") or {}
+            self._model = _opt_str(_get(message, "model"))
+            self._start = anthropic_usage(_get(message, "usage"), requests=1, model=self._model)
+        elif kind == "message_delta":
+            delta = _get(event, "delta") or {}
+            stop = _opt_str(_get(delta, "stop_reason"))
+            self._finish = None if stop is None else FINISH.get(stop, stop)
+            if stop == "refusal":
+                details = _get(delta, "stop_details") or _get(event, "stop_details") or {}
+                self._refusal = _opt_str(_get(details, "explanation")) or "refused"
+            self._usage = anthropic_usage(_get(event, "usage"), requests=1, model=self._model)
+        return ""
+
+    def reply(self) -> Reply:
+        """The whole answer read so far."""
+        ordered = [self._blocks[i] for i in sorted(self._blocks)]
+        texts = ["".join(pieces) for kind, _, _, pieces in ordered if kind == "text"]
+        calls = tuple(
+            ToolCall(str(name or ""), "".join(pieces), call_id)
+            for kind, call_id, name, pieces in ordered
+            if kind == "tool_use"
+        )
+        usage = self._usage or self._start
+        if usage is not None and self._start is not None and not usage.prompt_tokens:
+            usage = dataclasses.replace(
+                usage,
+                prompt_tokens=self._start.prompt_tokens,
+                cache_read_tokens=self._start.cache_read_tokens,
+                cache_write_tokens=self._start.cache_write_tokens,
+            )
+        content = "".join(texts) if texts else None
+        return new_reply(
+            None if self._refusal else content,
+            self._finish,
+            self._refusal,
+            usage,
+            self._model,
+            None,
+            calls,
+        )
+
+
+def _read(tool: Any) -> tuple[str, Any, Any] | None:
+    """A client tool's name, input schema and the tool as sent; None for a server tool."""
+    if not isinstance(tool, Mapping) or tool.get("type", "custom") != "custom":
+        return None
+    name = tool.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"tools: a tool needs a name, got {tool!r}")
+    return name, tool.get("input_schema"), tool
+
+
+def _wire(model: type[BaseModel]) -> dict[str, Any]:
+    found: dict[str, Any] = {"name": model.__name__, "input_schema": model.model_json_schema()}
+    doc = (model.__doc__ or "").strip()
+    return {**found, "description": doc} if doc else found
+
+
+def _forced(choice: Any) -> bool | str:
+    if isinstance(choice, Mapping) and choice.get("type") == "any":
+        return True
+    if isinstance(choice, Mapping) and choice.get("type") == "tool":
+        name = choice.get("name")
+        return name if isinstance(name, str) and name else False
+    return False
+
+
+ANTHROPIC = ToolDialect("anthropic", _read, _wire, _forced, AnthropicCollector)
+"""The Messages API's client tools."""

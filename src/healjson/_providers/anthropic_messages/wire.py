@@ -1,0 +1,571 @@
+"""Anthropic messages (`POST /v1/messages`): everything this wire format means to healjson.
+
+- Reading: a `Message` (object or dict: `content` blocks and `stop_reason`) as a `Reply` — text
+  blocks joined as the content, `tool_use` blocks as tool calls, `thinking` blocks as the
+  reasoning, a `refusal` stop as the refusal; stop reasons mapped onto OpenAI's finish reasons
+  (`length` for a token cut); usage with the prompt cache's reads and writes counted in the
+  prompt. A stream event (`message_start`, `content_block_delta`, `message_delta`) as a `Delta`.
+- Requests: chat messages and parameters as a Messages request (`anthropic_request`: system
+  messages to the top-level `system`, `max_tokens` for OpenAI's `max_completion_tokens`), and as
+  a Message Batches line (`batch_body`); a Message Batches result line (`batch_result`:
+  `succeeded`, `errored`, `expired`, `canceled`) as a `Result`.
+- Where the `anthropic` client keeps its credentials, which of its methods an instrumentation
+  wraps, and that `anthropic`'s exceptions are the provider's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from pydantic import BaseModel
+
+from healjson._core.wire.delta import Delta
+from healjson._core.wire.fault import fault_from_body
+from healjson._core.wire.formats import WireFormat
+from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage, remember_reader
+from healjson._providers._batch_results import EXPIRED_MESSAGE, Result, unreadable
+from healjson._providers._fields import _dumps, _get, _int, _listed, _opt_str, message_text
+from healjson._providers._unreadable import unreadable_as_failure
+from healjson._providers.tiers import JsonMode, Shapeable, prompted
+
+from .schema import AnthropicSchemaUnsupported
+from .schema import shared_anthropic_schema as anthropic_schema  # one per target
+
+__all__ = [
+    "FINISH",
+    "FORMAT",
+    "anthropic_request",
+    "anthropic_usage",
+    "batch_body",
+    "batch_line",
+    "batch_result",
+    "chooses_format",
+    "enforced_schema",
+    "is_tier_rejection",
+    "messages_request",
+    "read_message",
+    "thinking_on",
+    "tier_request",
+    "used_tier",
+]
+
+# stop reasons as OpenAI's finish reasons (a reason not listed is kept as it is)
+FINISH = {"max_tokens": "length", "model_context_window_exceeded": "length",
+          "end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls",
+          "pause_turn": "stop"}  # fmt: skip
+
+
+@unreadable_as_failure
+def _anthropic(obj: Any) -> Reply:
+    """An Anthropic `Message`: text blocks joined as the content, `tool_use` blocks as tool
+    calls, `thinking` blocks as the reasoning; a `refusal` stop's message is
+    `stop_details.explanation`, else the text. The `anthropic` SDK's own class is read by
+    `read_message` from now on."""
+    if type(obj).__module__.startswith("anthropic.") and isinstance(obj, BaseModel):
+        remember_reader(type(obj), read_message)
+    blocks = _listed(_get(obj, "content"))
+    texts = [str(_get(b, "text") or "") for b in blocks if _get(b, "type") == "text"]
+    content: str | None = "".join(texts) if texts else None
+    thoughts = [str(_get(b, "thinking") or "") for b in blocks if _get(b, "type") == "thinking"]
+    calls = tuple(
+        ToolCall(str(_get(b, "name") or ""), _dumps(_get(b, "input")), _opt_str(_get(b, "id")))
+        for b in blocks
+        if _get(b, "type") == "tool_use"
+    )
+    stop = _opt_str(_get(obj, "stop_reason"))
+    refusal = None
+    if stop == "refusal":
+        explanation = _get(_get(obj, "stop_details") or {}, "explanation")
+        refusal = _opt_str(explanation) or content or "refused"
+    model = _opt_str(_get(obj, "model"))
+    usage = anthropic_usage(_get(obj, "usage"), requests=1, model=model)
+    finish = None if stop is None else FINISH.get(stop, stop)
+    return new_reply(
+        None if refusal else content,
+        finish,
+        refusal,
+        usage,
+        model,
+        "\n\n".join(t for t in thoughts if t) or None,
+        calls,
+    )
+
+
+def read_message(obj: Any) -> Reply:
+    """The `anthropic` SDK's `Message` with one text block (native structured output's answer),
+    read by plain attribute access; anything else goes to the generic reader (`_anthropic`),
+    with which it agrees on every message."""
+    try:
+        blocks, stop, usage, model = obj.content, obj.stop_reason, obj.usage, obj.model
+        if type(blocks) is not list or len(blocks) != 1 or type(model) is not str:
+            return _anthropic(obj)
+        block = blocks[0]
+        text = block.text if block.type == "text" else None
+        prompt, completion = usage.input_tokens, usage.output_tokens
+        read, written = usage.cache_read_input_tokens, usage.cache_creation_input_tokens
+        details = usage.output_tokens_details
+    except AttributeError:
+        return _anthropic(obj)
+    if (
+        type(text) is not str
+        or type(stop) is not str
+        or stop == "refusal"
+        or type(prompt) is not int
+        or type(completion) is not int
+        or details is not None
+    ):
+        return _anthropic(obj)
+    if read is None:
+        read = 0
+    elif type(read) is not int:
+        return _anthropic(obj)
+    if written is None:
+        written = 0
+    elif type(written) is not int:
+        return _anthropic(obj)
+    return new_reply(
+        text,
+        FINISH.get(stop, stop),
+        None,
+        new_usage(prompt + read + written, completion, False, 0, read, written, 1, model),
+        model,
+    )
+
+
+def anthropic_usage(raw: Any, *, requests: int = 0, model: str | None = None) -> Usage | None:
+    """Anthropic's usage (a message's, or a stream event's running one), None without counts.
+    Its `input_tokens` leave out the cached input, which healjson counts in `prompt_tokens`
+    (the cache reads and writes are parts of it)."""
+    if raw is None:
+        return None
+    prompt, completion = _get(raw, "input_tokens"), _get(raw, "output_tokens")
+    if not isinstance(prompt, int) and not isinstance(completion, int):
+        return None
+    read = _int(_get(raw, "cache_read_input_tokens"))
+    written = _int(_get(raw, "cache_creation_input_tokens"))
+    details = _get(raw, "output_tokens_details")
+    thinking = _get(details, "thinking_tokens") if details is not None else None
+    return new_usage(
+        _int(prompt) + read + written,
+        _int(completion),
+        reasoning_tokens=_int(thinking),
+        cache_read_tokens=read,
+        cache_write_tokens=written,
+        requests=requests,
+        model=model,
+    )
+
+
+@unreadable_as_failure
+def _anthropic_event(event: Any) -> Delta:
+    kind = _get(event, "type")
+    if kind == "content_block_delta":
+        delta = _get(event, "delta") or {}
+        piece = _get(delta, "type")
+        if piece == "text_delta":
+            return Delta(text=str(_get(delta, "text") or ""))
+        if piece == "thinking_delta":
+            return Delta(reasoning=str(_get(delta, "thinking") or ""))
+        if piece == "input_json_delta":
+            return Delta(tool_arguments=str(_get(delta, "partial_json") or ""))
+        return _EMPTY
+    if kind == "content_block_start":
+        block = _get(event, "content_block") or {}
+        if _get(block, "type") == "tool_use":
+            return Delta(tool_name=_opt_str(_get(block, "name")))
+        return _EMPTY
+    if kind == "message_start":
+        message = _get(event, "message") or {}
+        return Delta(
+            usage=anthropic_usage(_get(message, "usage")),
+            model=_opt_str(_get(message, "model")),
+        )
+    if kind == "message_delta":
+        delta = _get(event, "delta") or {}
+        stop = _opt_str(_get(delta, "stop_reason"))
+        refusal = ""
+        if stop == "refusal":  # the text streamed so far is withdrawn: see `withdrawn`
+            details = _get(delta, "stop_details") or _get(event, "stop_details") or {}
+            refusal = _opt_str(_get(details, "explanation")) or ""
+        return Delta(
+            refusal=refusal,
+            finish_reason=None if stop is None else FINISH.get(stop, stop),
+            usage=anthropic_usage(_get(event, "usage")),
+        )
+    return _EMPTY
+
+
+# --- requests -----------------------------------------------------------------------------
+
+
+def anthropic_request(
+    messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Chat messages and parameters as an Anthropic Messages request: the system messages joined
+    into the top-level `system`, OpenAI's `max_completion_tokens` named `max_tokens`."""
+    return _with_messages(messages, dict(params))
+
+
+def _with_messages(
+    messages: Sequence[Mapping[str, Any]], body: dict[str, Any], shared: Any = None
+) -> dict[str, Any]:
+    """`anthropic_request` into `body`, a fresh copy of the parameters. A repair's messages
+    (`RequestMessages`) open with the original request's: the last of those (`shared`, found
+    here when not given) gets a `cache_control` mark, so the repair writes the shared prefix to
+    Anthropic's prompt cache and the next repair reads it back."""
+    if shared is None:
+        shared = shared_end(messages)
+    system = [message_text(m.get("content")) for m in messages if m.get("role") == "system"]
+    body["messages"] = _turns([m for m in messages if m.get("role") != "system"], shared)
+    if "max_completion_tokens" in body:  # OpenAI's name (the truncation strategy may set it)
+        body["max_tokens"] = body.pop("max_completion_tokens")
+    if system:
+        ours = "\n\n".join(system)
+        given = body.get("system")
+        if isinstance(given, str) and given:  # the caller's own system prompt comes first
+            body["system"] = f"{given}\n\n{ours}"
+        elif isinstance(given, list | tuple) and given:  # text blocks (cache control kept)
+            body["system"] = [*given, {"type": "text", "text": ours}]
+        else:
+            body["system"] = ours
+    return body
+
+
+def shared_end(messages: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The last message (not a system one) of the original request a repair's messages open
+    with (`RequestMessages.shared_prefix`); None for a first request."""
+    count: int = getattr(messages, "shared_prefix", 0)
+    found: Mapping[str, Any]
+    for found in reversed(messages[:count]):
+        if found.get("role") != "system":
+            return found
+    return None
+
+
+_CACHE_MARK: Final = {"type": "ephemeral"}
+
+
+def _marked(turn: dict[str, Any]) -> None:
+    """`turn`'s last content block marked for the prompt cache (a text content as one block)."""
+    content = turn.get("content")
+    if isinstance(content, str):
+        turn["content"] = [{"type": "text", "text": content, "cache_control": dict(_CACHE_MARK)}]
+    elif isinstance(content, list) and content and isinstance(content[-1], Mapping):
+        turn["content"] = [*content[:-1], {**content[-1], "cache_control": dict(_CACHE_MARK)}]
+
+
+def _turns(
+    messages: Sequence[Mapping[str, Any]], shared: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Chat messages as Messages turns. The engine's tool-call exchange (an assistant turn with
+    `tool_calls`, `tool` messages answering them) becomes Anthropic's: `tool_use` blocks in the
+    assistant turn (the arguments as the `input` object; `{}` for text that is none), the
+    answers `tool_result` blocks of one user turn, the user message after them in that turn
+    too. Any other message is kept as it is (role and content)."""
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        role, content = message.get("role"), message.get("content")
+        calls = message.get("tool_calls")
+        if role == "assistant" and calls:
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": content}] if content else []
+            blocks += (_tool_use(call) for call in calls)
+            turns.append({"role": "assistant", "content": blocks})
+        elif role == "tool" and message.get("tool_call_id") is not None:
+            result = {"type": "tool_result", "tool_use_id": message["tool_call_id"],
+                      "content": message_text(content)}  # fmt: skip
+            _join_user(turns, [result])
+        elif role == "user" and turns and _holds_results(turns[-1]):
+            _join_user(turns, [{"type": "text", "text": message_text(content)}])
+        else:
+            turns.append({"role": role, "content": content})
+        if message is shared and turns:
+            _marked(turns[-1])
+    return turns
+
+
+def _tool_use(call: Mapping[str, Any]) -> dict[str, Any]:
+    function = _get(call, "function") or {}
+    arguments = _get(function, "arguments")
+    try:
+        found = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        found = None
+    return {"type": "tool_use", "id": str(_get(call, "id") or ""),
+            "name": str(_get(function, "name") or ""),
+            "input": found if isinstance(found, dict) else {}}  # fmt: skip
+
+
+def _holds_results(turn: Mapping[str, Any]) -> bool:
+    content = turn.get("content")
+    return (
+        turn.get("role") == "user"
+        and isinstance(content, list)
+        and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    )
+
+
+def _join_user(turns: list[dict[str, Any]], blocks: list[dict[str, Any]]) -> None:
+    if turns and _holds_results(turns[-1]):
+        turns[-1]["content"].extend(blocks)
+    else:
+        turns.append({"role": "user", "content": blocks})
+
+
+DEFAULT_MAX_TOKENS: Final = 4096
+"""Anthropic requires `max_tokens`: this when a call gives none."""
+
+
+def messages_request(
+    messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any], shared: Any = None
+) -> dict[str, Any]:
+    """A call in the prompt tier as `messages.create` keywords: no `response_format` (Anthropic
+    has none), `max_tokens` as given or `DEFAULT_MAX_TOKENS`."""
+    body = {key: value for key, value in params.items() if key != "response_format"}
+    body.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
+    return _with_messages(messages, body, shared)
+
+
+# --- requests: the structured-output tiers, strongest first ----------------------------------
+#
+# Anthropic's three tiers sit in the places of the chat format's (`JsonMode`), so one
+# `FormatState` negotiates them:
+# - `json_schema`: native structured output, `output_config={"format": {"type": "json_schema",
+#   "schema": ...}}` with the schema in Anthropic's dialect (`anthropic_schema`);
+# - `json_object`: a forced tool whose input is the answer (`tools=[{"name", "input_schema",
+#   "strict": true}]`, `tool_choice={"type": "tool", ...}`; not strict when the dialect cannot
+#   express the schema); skipped with extended thinking on (Anthropic refuses a forced tool then)
+#   and for an answer that is not an object (a tool's input is one);
+# - `prompt`: the schema in the system prompt.
+# An HTTP 400 naming a tier's feature steps it down (`is_tier_rejection`).
+
+ANSWER_TOOL: Final = "answer"
+"""The forced tool's name when the schema has no usable title."""
+
+
+def chooses_format(params: Mapping[str, Any]) -> bool:
+    """True when the caller's parameters choose the output themselves (an `output_config`
+    format, or tools): healjson shapes nothing then."""
+    config = params.get("output_config")
+    return bool(isinstance(config, Mapping) and config.get("format")) or bool(params.get("tools"))
+
+
+def thinking_on(params: Mapping[str, Any]) -> bool:
+    """True when the request turns extended thinking on (`enabled` or `adaptive`)."""
+    thinking = params.get("thinking")
+    kind = thinking.get("type") if isinstance(thinking, Mapping) else None
+    return kind is not None and kind != "disabled"
+
+
+def tier_request(
+    mode: JsonMode, target: Shapeable, messages: Sequence[dict[str, Any]], params: Mapping[str, Any]
+) -> tuple[JsonMode, dict[str, Any]]:
+    """`messages.create` keywords asking for `target` in tier `mode`, and the tier really used
+    (a tier the schema or the request rules out goes one weaker)."""
+    schema = target.json_schema
+    shared = shared_end(messages)  # found before any copy of the list (a repair's mark)
+    if mode == "json_schema":
+        try:
+            closed = anthropic_schema(schema)
+        except AnthropicSchemaUnsupported:
+            mode = "json_object"
+        else:
+            body = messages_request(messages, params, shared)
+            config = params.get("output_config")
+            config = dict(config) if isinstance(config, Mapping) else {}
+            body["output_config"] = {**config, "format": {"type": "json_schema", "schema": closed}}
+            return mode, body
+    if mode == "json_object":
+        schema = _inline_root(schema)
+        if thinking_on(params) or schema.get("type") != "object":
+            mode = "prompt"
+        else:
+            body = messages_request(messages, params, shared)
+            body["tools"] = [_answer_tool(schema)]
+            body["tool_choice"] = {"type": "tool", "name": body["tools"][0]["name"]}
+            return mode, body
+    return "prompt", messages_request(prompted(target, messages), params, shared)
+
+
+def used_tier(mode: JsonMode, target: Shapeable, params: Mapping[str, Any]) -> JsonMode | None:
+    """The tier a request in tier `mode` really uses for `target` (as `tier_request` shapes
+    it), None for the caller's own format."""
+    if chooses_format(params):
+        return None
+    if mode == "json_schema":
+        try:
+            anthropic_schema(target.json_schema)
+        except AnthropicSchemaUnsupported:
+            mode = "json_object"
+        else:
+            return mode
+    if mode == "json_object":
+        schema = _inline_root(target.json_schema)
+        if not thinking_on(params) and schema.get("type") == "object":
+            return mode
+    return "prompt"
+
+
+def enforced_schema(
+    mode: JsonMode, target: Shapeable, params: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The schema a request in tier `mode` asks Anthropic to enforce, as sent (native structured
+    output's, or the strict tool's input schema), None when it asks none: the prompt tier, a
+    tool that cannot be strict, the caller's own format."""
+    if chooses_format(params):
+        return None
+    schema = target.json_schema
+    if mode == "json_schema":
+        try:
+            return anthropic_schema(schema)
+        except AnthropicSchemaUnsupported:
+            mode = "json_object"
+    if mode == "json_object":
+        schema = _inline_root(schema)
+        if thinking_on(params) or schema.get("type") != "object":
+            return None
+        try:
+            return anthropic_schema(schema)
+        except AnthropicSchemaUnsupported:
+            return None  # a tool that is not strict: nothing enforced
+    return None
+
+
+def _inline_root(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A root `$ref` into `$defs` (a recursive model's schema) replaced by its definition, the
+    definitions kept: a tool's `input_schema` must be an object at its root."""
+    ref = schema.get("$ref")
+    defs = schema.get("$defs")
+    if not isinstance(ref, str) or not isinstance(defs, Mapping):
+        return schema
+    found = defs.get(ref.removeprefix("#/$defs/"))
+    return {**found, "$defs": defs} if isinstance(found, Mapping) else schema
+
+
+def _answer_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
+    title = schema.get("title")
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", title)[:64] if isinstance(title, str) else ""
+    tool: dict[str, Any] = {"name": name or ANSWER_TOOL}
+    description = schema.get("description")
+    tool["description"] = (
+        description if isinstance(description, str) and description else "Record the answer."
+    )
+    try:
+        tool["input_schema"] = anthropic_schema(schema)
+        tool["strict"] = True
+    except AnthropicSchemaUnsupported:
+        tool["input_schema"] = dict(schema)
+    return tool
+
+
+# what a 400 says when it rejects a tier's own parameter (the one the tier adds to the caller's
+# request): native structured output's `output_config` (or the older `output_format`), the
+# forced tool's `tools.0` / `tool_choice` / strict tools. Not any 400 that mentions a schema or
+# a tool: the caller's messages hold tool results, their fields have schemas.
+_FEATURES: Final[dict[str, re.Pattern[str]]] = {
+    "json_schema": re.compile(r"\boutput_(?:config|format)\b|\bstructured outputs?\b"),
+    "json_object": re.compile(r"\btools\.0\b|\btool_choice\b|\bstrict tools?\b"),
+}
+
+
+def is_tier_rejection(exc: BaseException, mode: JsonMode | None) -> bool:
+    """True for an HTTP 400 that rejects tier `mode`'s own parameter (unsupported there)."""
+    pattern = _FEATURES.get(mode or "")
+    if pattern is None or getattr(exc, "status_code", None) != 400:
+        return False
+    text = str(getattr(exc, "message", "") or exc).lower()
+    return pattern.search(text) is not None
+
+
+# --- Message Batches lines -----------------------------------------------------------------
+
+
+def batch_body(
+    mode: Any, target: Any, messages: Sequence[dict[str, Any]], params: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A request as a Message Batches line's `params`: the schema in the system prompt whatever
+    the `mode` (the prompt tier: Anthropic has no JSON response format), system messages moved
+    to `system`."""
+    return anthropic_request(prompted(target, messages), params)
+
+
+def batch_line(custom_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """One request of a Message Batches `create`."""
+    return {"custom_id": custom_id, "params": body}
+
+
+_TRANSIENT: Final = frozenset(
+    {"api_error", "overloaded_error", "rate_limit_error", "timeout_error"}
+)
+"""The error types of an `errored` Message Batches result worth sending again."""
+# a Message Batch names an errored request's HTTP status by its error type
+_STATUS: Final = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+
+def batch_result(line: Mapping[str, Any]) -> Result | None:
+    """One line of a Message Batch's results as a `Result` (None: `canceled`, no result)."""
+    result = line.get("result")
+    kind = result.get("type") if isinstance(result, dict) else None
+    if kind == "succeeded":
+        assert isinstance(result, dict)
+        message = result.get("message")
+        if isinstance(message, dict):
+            return Result(body=message)
+        return unreadable("holds no message")
+    if kind == "errored":
+        assert isinstance(result, dict)
+        error = result.get("error")
+        inner = error.get("error", error) if isinstance(error, dict) else error
+        if not isinstance(inner, dict):
+            return Result(failure="api_error", message=str(inner))
+        said = inner.get("message")
+        text = str(said) if said else json.dumps(inner, ensure_ascii=False)[:500]
+        retry = inner.get("type") in _TRANSIENT
+        status = _STATUS.get(str(inner.get("type")))
+        fault = fault_from_body(status, inner) if status is not None else None
+        return Result(failure="api_error", message=text, retry=retry, fault=fault)
+    if kind == "expired":
+        return Result(failure="timeout", message=EXPIRED_MESSAGE, retry=True)
+    if kind == "canceled":
+        return None  # the row runs again in a later batch
+    return unreadable(f"has an unknown result type {str(kind)[:100]!r}")
+
+
+_EMPTY = Delta()
+
+
+def _reads_reply(obj: Any) -> bool:
+    return hasattr(obj, "stop_reason") and isinstance(getattr(obj, "content", None), list)
+
+
+def _reads_dict(obj: Mapping[str, Any]) -> bool:
+    return "stop_reason" in obj and isinstance(obj.get("content"), list)
+
+
+def _reads_chunk(chunk: Any) -> bool:
+    return isinstance(_get(chunk, "type"), str)
+
+
+FORMAT = WireFormat(
+    "anthropic_messages",
+    _reads_reply,
+    _anthropic,
+    reads_dict=_reads_dict,
+    reads_chunk=_reads_chunk,
+    read_chunk=_anthropic_event,
+    fast_reply=read_message,
+)
+"""(Its client's credentials, SDK methods and error package: its line in the registry.)"""

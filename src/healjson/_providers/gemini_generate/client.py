@@ -1,0 +1,244 @@
+"""google-genai clients: `wrap(genai.Client())` (`HealingGemini`: `models.generate_content` and
+`generate_content_stream`, sync and through `aio`, heal given a `response_model`, in the tiers
+of `wire.tier_request`, stepped down on a 400 naming their feature), and
+
+Healed streams over a google-genai client: what `wrap(instructor.from_genai(...))` uses for
+`create_partial`, `create_iterable` and `create(stream=True)`.
+
+A healed stream reads the provider's own chunks (each a `GenerateContentResponse`, read by
+`wire`), so the request goes to the
+genai client itself (`models.generate_content_stream`, `aio.models.generate_content_stream`
+for an async instructor client), in the prompt tier: the schema in the system instruction. The
+chat messages become Gemini `contents` (`assistant` is `model`), the system messages the
+`system_instruction`; OpenAI's parameter names are mapped (`max_tokens` to
+`max_output_tokens`, `stop` to `stop_sequences`), any other goes into the config as given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from healjson._core.redact import secrets_scope
+from healjson._core.run.drive import drive_async, drive_sync, is_stream
+from healjson._core.run.policy import HealPolicy
+from healjson._core.run.streams import stream_async, stream_sync
+from healjson._core.target.target import Target
+from healjson._providers.tiers import NATIVE_MODES, JsonMode
+from healjson.adapters._base import (
+    UNSET,
+    Exchange,
+    HealingAdapter,
+    Send,
+    async_call,
+    sync_call,
+)
+from healjson.adapters._format import Enforcing, FormatState, check_mode
+from healjson.adapters._steps import stepping
+from healjson.adapters._unreadable import ReadChecked
+
+from .wire import (
+    chooses_format,
+    content_messages,
+    content_text,
+    enforced_schema,
+    gemini_request,
+    is_tier_rejection,
+    tier_request,
+)
+
+__all__ = ["GeminiStreams", "HealingGemini", "instructor_streams"]
+
+
+class GeminiStreams(HealingAdapter):
+    """Wraps a `google.genai.Client` for healed streams (`use_async`: through `client.aio`)."""
+
+    def __init__(
+        self, client: Any, *, use_async: bool = False, policy: HealPolicy | None = None
+    ) -> None:
+        self._use_async = use_async
+        super().__init__(client, policy=policy)
+        self._tiers = FormatState("prompt")
+
+    def _accept(self, client: Any) -> bool:
+        models = getattr(client, "aio", client) if self._use_async else client
+        stream = getattr(getattr(models, "models", None), "generate_content_stream", None)
+        if not callable(stream):
+            raise TypeError(
+                "a google-genai client with models.generate_content_stream is needed; got "
+                f"{type(client).__name__}"
+            )
+        return self._use_async
+
+    def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
+        models = self.wrapped.aio.models if self._use_async else self.wrapped.models
+        stream = models.generate_content_stream
+
+        def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
+            messages = request.pop("messages")
+            return stream, gemini_request(messages, request), _READ_CHUNKS
+
+        return send
+
+
+# the answer of `generate_content_stream`: an iterator of responses (an awaitable of one, async)
+_READ_CHUNKS = ReadChecked(
+    lambda value: is_stream(value) or hasattr(value, "__await__"), "a stream of responses"
+)
+
+
+def instructor_streams(
+    client: Any, *, is_async: bool, json_mode: str, policy: HealPolicy | None
+) -> GeminiStreams:
+    """The healed streams over the client inside an instructor client (through `client.aio`
+    for an async one; always the prompt tier: see the module's docstring)."""
+    return GeminiStreams(client, use_async=is_async, policy=policy)
+
+
+_READ_RESPONSE = ReadChecked(lambda value: hasattr(value, "candidates"), "a Gemini response")
+_READ_STREAM = ReadChecked(is_stream, "a stream of responses")
+
+
+class Models:
+    """`wrap(genai.Client()).models` (and `.aio.models`): `generate_content` and
+    `generate_content_stream` heal when given a `response_model`; everything else is the
+    wrapped client's."""
+
+    def __init__(self, owner: HealingGemini, aio: bool) -> None:
+        self._owner = owner
+        self._aio = aio
+
+    def _models(self) -> Any:
+        client = self._owner.wrapped
+        return client.aio.models if self._aio else client.models
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._models(), name)
+
+    def generate_content(self, *args: Any, response_model: Any = UNSET, **kwargs: Any) -> Any:
+        """With `response_model=M`: `Outcome[M]` (awaitable through `aio`)."""
+        if response_model is UNSET:
+            return self._models().generate_content(*args, **kwargs)
+        return self._owner._heal(self._aio, False, args, response_model, kwargs)
+
+    def generate_content_stream(
+        self, *args: Any, response_model: Any = UNSET, **kwargs: Any
+    ) -> Any:
+        """With `response_model=M`: a `HealStream[M]` (`AsyncHealStream[M]` through `aio`)."""
+        if response_model is UNSET:
+            return self._models().generate_content_stream(*args, **kwargs)
+        return self._owner._heal(self._aio, True, args, response_model, kwargs)
+
+
+class Aio:
+    """`wrap(genai.Client()).aio`: healing `models`, the rest the wrapped client's `aio`."""
+
+    def __init__(self, owner: HealingGemini) -> None:
+        self._owner = owner
+        self.models = Models(owner, aio=True)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._owner.wrapped.aio, name)
+
+
+class HealingGemini(HealingAdapter):
+    """Wraps a `google.genai.Client`; see `healjson.wrap`. Tiers, in the chat tiers' names:
+    `json_schema` (`response_json_schema`), `json_object` (`response_mime_type` JSON, the schema
+    in the instruction), `prompt`."""
+
+    def __init__(
+        self, client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | None = None
+    ) -> None:
+        super().__init__(client, policy=policy)
+        self.format = FormatState(check_mode(json_mode, NATIVE_MODES))
+        self.models = Models(self, aio=False)
+        self.aio = Aio(self)
+
+    def __repr__(self) -> str:
+        return f"healjson.wrap({self.wrapped!r}, json_mode={self.format.mode!r})"
+
+    def _accept(self, client: Any) -> bool:
+        if not callable(getattr(getattr(client, "models", None), "generate_content", None)):
+            raise TypeError(
+                f"a google-genai client with models.generate_content is needed; got "
+                f"{type(client).__name__}"
+            )
+        return False  # its async side is `client.aio`
+
+    def _heal(
+        self,
+        aio: bool,
+        stream: bool,
+        args: tuple[Any, ...],
+        response_model: Any,
+        kwargs: dict[str, Any],
+    ) -> Any:
+        if args:
+            raise TypeError("generate_content takes keyword arguments only")
+        options: dict[str, Any] = {
+            name: kwargs.pop(name, default)
+            for name, default in (("contracts", ()), ("policy", None), ("fallback", None),
+                                  ("examples", ()), ("context", None))
+        }  # fmt: skip
+        if "contents" not in kwargs:
+            raise TypeError("generate_content needs contents=...")
+        contents = kwargs.pop("contents")
+        text = contents if type(contents) is str else None  # sent as given when alone
+        originals, messages = content_messages(contents)
+        config = kwargs.pop("config", None)
+        if hasattr(config, "model_dump"):
+            config = config.model_dump(exclude_none=True)
+        params: dict[str, Any] = {**kwargs, **(dict(config) if config else {})}
+        system = params.pop("system_instruction", None)
+        if system is not None:
+            messages = [{"role": "system", "content": content_text(system)}, *messages]
+        healer = self.healer(
+            response_model,
+            options["contracts"],
+            options["policy"],
+            options["fallback"],
+            options["examples"],
+        )
+        models = self.wrapped.aio.models if aio else self.wrapped.models
+        create = models.generate_content_stream if stream else models.generate_content
+        reader = _READ_STREAM if stream else _READ_RESPONSE
+        chose, state, target = chooses_format(params), self.format, healer.target
+
+        def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
+            turns = request.pop("messages")
+
+            def attempt(mode: JsonMode) -> tuple[JsonMode | None, dict[str, Any]]:
+                return tier_request(
+                    None if chose else mode, target, turns, request, originals, text=text
+                )
+
+            call = stepping(create, state, attempt, is_tier_rejection, is_async=aio, prime=stream)
+            return call, {}, reader
+
+        driver = (async_call if aio else sync_call)(None, None, target, send)
+        context = options["context"]
+        checked = Enforcing(state, None, self._schema_of(target))
+        if stream:
+            scope = secrets_scope(self.wrapped, params)
+
+            def json_mode() -> bool:
+                return not chose and state.mode in ("json_schema", "json_object")
+
+            run = healer.start(messages, context=context, params=params, enforcement=checked)
+            chunks = healer.reader(run, json_mode)
+            if aio:
+                return stream_async(run.flow, driver, chunks, scope)
+            return stream_sync(run.flow, driver, chunks, scope)
+        run = healer.start(messages, context=context, params=params, enforcement=checked)
+        if aio:
+            return drive_async(run.flow, driver, secrets_scope(self.wrapped, params))
+        return drive_sync(run.flow, driver, secrets_scope(self.wrapped, params))
+
+    @staticmethod
+    def _schema_of(
+        target: Target[Any],
+    ) -> Callable[[JsonMode, Mapping[str, Any]], dict[str, Any] | None]:
+        def schema_of(mode: JsonMode, params: Mapping[str, Any]) -> dict[str, Any] | None:
+            return enforced_schema(mode, target, params)
+
+        return schema_of

@@ -1,0 +1,578 @@
+"""Ollama's chat API (`POST /api/chat`) and the official `ollama` SDK's clients: the provider.
+
+- Reading: a `ChatResponse` (object or dict: `message` and `done`) as a `Reply`: the message's
+  content, its `thinking` as the reasoning, its `tool_calls` (arguments an object, sent here as
+  JSON text; no ids: each call gets `call_<i>`, its position), `done_reason` as the finish
+  reason (`length` for a token cut), `prompt_eval_count` / `eval_count` as the usage. A
+  streamed chunk is a `ChatResponse` too (`done` false until the last), read as a `Delta`.
+- Requests: chat messages and parameters as `chat(...)` keywords (the engine's tool-call
+  exchange as Ollama's turns; OpenAI's `max_tokens` as `options.num_predict`), in Ollama's
+  tiers: `json_schema` (structured outputs: `format=<JSON Schema>`), `json_object`
+  (`format="json"`, the schema in the prompt), `prompt`; an HTTP 400 naming `format` steps a
+  tier down.
+- Tools (`heal_tools=True`): function tools as dicts (`{"type": "function", "function":
+  {...}}`), the SDK's `Tool`, a pydantic model class, or a Python function (the SDK reads its
+  signature; its arguments are validated against it); a stream's chunks read call by call.
+- `HealingOllama`: `wrap(ollama.Client())` / `wrap(ollama.AsyncClient())`, whose `chat(...,
+  response_model=M)` returns `Outcome[M]` (a healed stream with `stream=True`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from pydantic import BaseModel, create_model
+
+from healjson._core.judge.contracts import Contract
+from healjson._core.judge.enforcement import Enforcement
+from healjson._core.redact import secrets_scope
+from healjson._core.run.drive import drive_async, drive_sync, is_stream
+from healjson._core.run.policy import HealPolicy
+from healjson._core.target.target import target_for
+from healjson._core.wire.delta import Delta
+from healjson._core.wire.formats import WireFormat
+from healjson._core.wire.reply import (
+    SDK_REPLIES,
+    Reply,
+    ToolCall,
+    Usage,
+    new_reply,
+    new_usage,
+    remember_reader,
+)
+from healjson.adapters._base import (
+    UNSET,
+    Exchange,
+    HealingAdapter,
+    Send,
+    ShapeCheck,
+    async_call,
+    is_async_client,
+    sync_call,
+)
+from healjson.adapters._format import Enforcing, FormatState, check_mode
+from healjson.adapters._steps import stepping
+from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
+
+from ._fields import _dumps, _get, _int, _listed, _opt_str, message_text
+from ._unreadable import unreadable_as_failure
+from .provider import Provider, ToolDialect
+from .tiers import NATIVE_MODES, JsonMode, Shapeable, prompted
+
+if TYPE_CHECKING:
+    from .provider import TypingRow
+
+__all__ = [
+    "FORMAT",
+    "OLLAMA",
+    "PROVIDER",
+    "TYPING",
+    "HealingOllama",
+    "OllamaCollector",
+    "ollama_request",
+]
+
+# -- replies ---------------------------------------------------------------------------------
+
+
+def _usage(obj: Any, model: str | None) -> Usage | None:
+    prompt, completion = _get(obj, "prompt_eval_count"), _get(obj, "eval_count")
+    if not isinstance(prompt, int) and not isinstance(completion, int):
+        return None
+    return new_usage(_int(prompt), _int(completion), requests=1, model=model)
+
+
+def _calls(raw: Any) -> tuple[ToolCall, ...]:
+    """Ollama's tool calls (arguments an object; ids only from newer servers)."""
+    if not isinstance(raw, list | tuple):
+        return ()
+    calls = []
+    for index, call in enumerate(raw):
+        function = _get(call, "function") or {}
+        arguments = _get(function, "arguments")
+        text = arguments if isinstance(arguments, str) else _dumps(dict(arguments or {}))
+        name = str(_get(function, "name") or "")
+        calls.append(ToolCall(name, text, _opt_str(_get(call, "id")) or f"call_{index}"))
+    return tuple(calls)
+
+
+def _chat(obj: Any) -> Reply:
+    """A `ChatResponse`; the SDK's own class is read by `read_chat` from now on."""
+    if type(obj).__module__.startswith("ollama.") and isinstance(obj, BaseModel):
+        remember_reader(type(obj), read_chat)
+    message = _get(obj, "message") or {}
+    model = _opt_str(_get(obj, "model"))
+    calls = _calls(_get(message, "tool_calls"))
+    content = _get(message, "content")
+    text = None if content is None or (content == "" and calls) else str(content)
+    return new_reply(
+        text,
+        _opt_str(_get(obj, "done_reason")),
+        None,
+        _usage(obj, model),
+        model,
+        _get(message, "thinking") or None,
+        calls,
+    )
+
+
+def read_chat(obj: Any) -> Reply:
+    """The SDK's `ChatResponse` with a text answer, by plain attribute access; anything else goes
+    to the generic reader (`_chat`), with which it agrees on every response."""
+    try:
+        message, finish, model = obj.message, obj.done_reason, obj.model
+        content, calls, thinking = message.content, message.tool_calls, message.thinking
+        prompt, completion = obj.prompt_eval_count, obj.eval_count
+    except AttributeError:
+        return _chat(obj)
+    if (
+        type(content) is not str
+        or not content
+        or calls
+        or thinking
+        or type(model) is not str
+        or type(prompt) is not int
+        or type(completion) is not int
+    ):
+        return _chat(obj)
+    usage = new_usage(prompt, completion, False, 0, 0, 0, 1, model)
+    return new_reply(content, None if finish is None else str(finish), None, usage, model)
+
+
+def _read_chunk(chunk: Any) -> Delta:
+    message = _get(chunk, "message") or {}
+    model = _opt_str(_get(chunk, "model"))
+    calls = _calls(_get(message, "tool_calls"))
+    done = _get(chunk, "done") is True
+    return Delta(
+        text=str(_get(message, "content") or ""),
+        reasoning=str(_get(message, "thinking") or ""),
+        tool_arguments="".join(call.arguments for call in calls),
+        tool_name=calls[0].name if calls else None,
+        finish_reason=_opt_str(_get(chunk, "done_reason")) if done else None,
+        usage=_usage(chunk, model) if done else None,
+        model=model,
+    )
+
+
+def _reads_reply(obj: Any) -> bool:
+    return hasattr(obj, "message") and hasattr(obj, "done_reason")
+
+
+def _reads_dict(obj: Mapping[str, Any]) -> bool:
+    return "message" in obj and "done" in obj
+
+
+def _reads_chunk(chunk: Any) -> bool:
+    return _get(chunk, "message") is not None and _get(chunk, "done") is not None
+
+
+def _token_limit(params: Mapping[str, Any]) -> tuple[str, Any] | None:
+    options = params.get("options")
+    if isinstance(options, Mapping) and "num_predict" in options:
+        return "num_predict", options["num_predict"]
+    return None
+
+
+def _with_token_limit(params: Mapping[str, Any], n: int) -> dict[str, Any]:
+    return {**params, "options": {**dict(params.get("options") or {}), "num_predict": n}}
+
+
+FORMAT: Final = WireFormat(
+    "ollama_chat",
+    _reads_reply,
+    _chat,
+    reads_dict=_reads_dict,
+    reads_chunk=_reads_chunk,
+    read_chunk=_read_chunk,
+    fast_reply=read_chat,
+    token_limit=_token_limit,
+    with_token_limit=_with_token_limit,
+)
+"""(Its client's credentials and error package: its line in the registry.)"""
+
+# -- requests ----------------------------------------------------------------------------------
+
+_LIMITS: Final = ("max_completion_tokens", "max_tokens")  # OpenAI's names, as the engine sets
+
+
+def ollama_request(
+    messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Chat messages and parameters as `chat(...)` keywords: the engine's tool-call exchange as
+    Ollama's turns (an assistant turn's calls with object arguments, each answer a `tool` turn
+    naming its tool), a content-parts message as its text, OpenAI's token limit as
+    `options.num_predict`."""
+    body = dict(params)
+    limit = None
+    for key in _LIMITS:
+        if key in body:
+            limit = body.pop(key)
+    if limit is not None:
+        body["options"] = {**dict(body.get("options") or {}), "num_predict": limit}
+    for message in messages:
+        if type(message.get("content")) is not str or "tool_calls" in message:
+            break
+    else:  # the common request: text turns, sent as they are
+        body["messages"] = list(messages)
+        return body
+    names: dict[str, str] = {}
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        turn = {**message, "content": message_text(message.get("content"))}
+        calls = turn.pop("tool_calls", None)
+        if turn.get("role") == "assistant" and calls:
+            turn["tool_calls"] = [_ollama_call(call, names) for call in calls]
+        answered = turn.pop("tool_call_id", None)
+        if turn.get("role") == "tool" and answered is not None:
+            turn.setdefault("tool_name", names.get(str(answered), ""))
+        turns.append(turn)
+    body["messages"] = turns
+    return body
+
+
+def _ollama_call(call: Mapping[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    function = _get(call, "function") or {}
+    name = str(_get(function, "name") or "")
+    names[str(_get(call, "id") or "")] = name
+    arguments = _get(function, "arguments")
+    try:
+        found = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        found = None
+    return {"function": {"name": name, "arguments": found if isinstance(found, dict) else {}}}
+
+
+def chooses_format(params: Mapping[str, Any]) -> bool:
+    """True when the caller's parameters choose the output themselves (`format`, or tools)."""
+    return bool(params.get("format")) or bool(params.get("tools"))
+
+
+def tier_request(
+    mode: JsonMode,
+    target: Shapeable,
+    messages: Sequence[dict[str, Any]],
+    params: Mapping[str, Any],
+    chose: bool | None = None,
+) -> tuple[JsonMode | None, dict[str, Any]]:
+    """`chat(...)` keywords asking for `target` in tier `mode`, and the tier used (None: the
+    caller's own format, sent as given; `chose`: whether the caller chose one, when known)."""
+    if chooses_format(params) if chose is None else chose:
+        return None, ollama_request(messages, params)
+    if mode == "json_schema":
+        return mode, {**ollama_request(messages, params), "format": target.json_schema}
+    body = ollama_request(prompted(target, messages), params)
+    if mode == "json_object":
+        body["format"] = "json"
+        return mode, body
+    return "prompt", body
+
+
+def enforced_schema(
+    mode: JsonMode, target: Shapeable, params: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The schema a request in tier `mode` asks Ollama to enforce (structured outputs'), None
+    for the weaker tiers and the caller's own format."""
+    if mode != "json_schema" or chooses_format(params):
+        return None
+    return dict(target.json_schema)
+
+
+def is_tier_rejection(exc: BaseException, mode: JsonMode | None) -> bool:
+    """True for an HTTP 400 whose message names the `format` a tier asked for."""
+    if mode not in ("json_schema", "json_object") or getattr(exc, "status_code", None) != 400:
+        return False
+    text = str(getattr(exc, "error", "") or exc).lower()
+    return any(word in text for word in ("format", "schema", "grammar"))
+
+
+# -- tools -------------------------------------------------------------------------------------
+
+
+def _read_tool(tool: Any) -> tuple[str, Any, Any] | None:
+    """A function tool's name, its arguments' model or schema, and the tool as sent."""
+    if callable(tool) and not isinstance(tool, type | Mapping | BaseModel):
+        return tool.__name__, _signature_model(tool), tool  # the SDK writes its tool itself
+    if isinstance(tool, BaseModel):  # the SDK's `Tool`
+        tool = tool.model_dump(exclude_none=True, by_alias=True)
+    if not isinstance(tool, Mapping) or tool.get("type", "function") != "function":
+        return None
+    function = tool.get("function")
+    if not isinstance(function, Mapping) or not function.get("name"):
+        raise ValueError(f"tools: a function tool needs a function with a name, got {tool!r}")
+    return str(function["name"]), function.get("parameters"), tool
+
+
+def _signature_model(func: Callable[..., Any]) -> type[BaseModel]:
+    """A Python function's parameters as a model its calls' arguments are validated as."""
+    hints = typing.get_type_hints(func)
+    fields: dict[str, Any] = {}
+    for name, parameter in inspect.signature(func).parameters.items():
+        default = ... if parameter.default is parameter.empty else parameter.default
+        fields[name] = (hints.get(name, Any), default)
+    return create_model(func.__name__, **fields)
+
+
+def _wire_tool(model: type[BaseModel]) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": model.__name__, "parameters": model.model_json_schema()}
+    doc = (model.__doc__ or "").strip()
+    if doc:
+        function["description"] = doc
+    return {"type": "function", "function": function}
+
+
+class OllamaCollector:
+    """Streamed chunks read whole: the text pieces joined, each call as sent (Ollama streams a
+    call whole, in one chunk), the finish and usage from the last chunk; thinking not kept."""
+
+    __slots__ = ("_calls", "_last", "_text")
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._calls: list[Any] = []
+        self._last: Any = None
+
+    @unreadable_as_failure
+    def feed(self, chunk: Any) -> str:
+        """Take one chunk; the answer text it carries ("" for none)."""
+        message = _get(chunk, "message") or {}
+        self._calls.extend(_listed(_get(message, "tool_calls")))
+        if _get(chunk, "done") is True:
+            self._last = chunk
+        text = _get(message, "content")
+        if isinstance(text, str) and text:
+            self._text.append(text)
+            return text
+        return ""
+
+    def reply(self) -> Reply:
+        """The whole answer read so far."""
+        last, calls = self._last or {}, _calls(self._calls)
+        model = _opt_str(_get(last, "model"))
+        text = "".join(self._text) if self._text else None
+        finish = _opt_str(_get(last, "done_reason"))
+        return new_reply(text, finish, None, _usage(last, model), model, None, calls)
+
+
+OLLAMA: Final = ToolDialect("ollama", _read_tool, _wire_tool, lambda choice: False, OllamaCollector)
+"""Ollama's function tools (it has no `tool_choice`: nothing is forced)."""
+
+# -- the client adapter --------------------------------------------------------------------
+
+
+_READ_CHUNKS = ShapeCheck(lambda value: is_stream(value) or hasattr(value, "message"), "chunks")
+# the SDK's `ChatResponse` class, once read, needs no check (its fast reader is remembered)
+_READ_REPLY = ShapeCheck(
+    lambda value: hasattr(value, "message"), "an Ollama chat response", SDK_REPLIES
+)
+_DEFAULT_POLICY = HealPolicy()
+_MAX_ROUTES = 256  # cached drivers per client (as many as healers)
+_NO_TARGET: Any = None  # a driver without a JSON tier never shapes a request for a target
+
+
+class Chat:
+    """`wrap(ollama.Client()).chat`: healjson's when given a `response_model` (or
+    `heal_tools=True`); the client's own `chat` otherwise."""
+
+    def __init__(self, owner: HealingOllama) -> None:
+        self._owner = owner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._owner.wrapped.chat, name)
+
+    def __call__(
+        self,
+        *args: Any,
+        response_model: Any = UNSET,
+        contracts: Iterable[Contract[Any] | Callable[..., Any]] = (),
+        policy: HealPolicy | None = None,
+        fallback: Any = None,
+        examples: Iterable[Any] = (),
+        context: Mapping[str, Any] | None = None,
+        heal_tools: bool = False,
+        tool_contracts: Mapping[str, Iterable[Any]] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`chat`; with `response_model=M` it returns `Outcome[M]` (an awaitable of it for an
+        async client; with `stream=True` a `HealStream[M]` / `AsyncHealStream[M]`); with
+        `heal_tools=True` (and the caller's `tools=`) `Outcome[ToolCalls]`."""
+        owner = self._owner
+        tools = heal_tools or tool_contracts is not None
+        if response_model is UNSET and not tools:
+            return owner.wrapped.chat(*args, **kwargs)
+        if args:
+            raise TypeError("chat takes keyword arguments only when it heals")
+        messages = kwargs.pop("messages", UNSET)
+        if messages is UNSET:
+            raise TypeError("chat needs messages=[...]")
+        chosen = policy or owner.policy or _DEFAULT_POLICY
+        if tools:
+            check_tool_call(kwargs, response_model, UNSET, "chat")
+            if not heal_tools:
+                raise TypeError("tool_contracts= needs heal_tools=True")
+            return owner._tools(chosen, tool_contracts, messages, context, kwargs)
+        core = owner._core  # a plain object: its attributes read fast (the adapter proxies)
+        healer = core.healers.get(response_model, contracts, chosen, fallback, examples)
+        if kwargs.get("stream"):
+            return owner._stream(healer, None, messages, context, kwargs)
+        call, checked = owner._route(healer.target, response_model, kwargs)
+        run = healer.start(messages, context=context, params=kwargs, enforcement=checked)
+        scope = secrets_scope(owner.wrapped, kwargs)
+        if core.is_async:
+            return drive_async(run.flow, call, scope)
+        return drive_sync(run.flow, call, scope)
+
+
+class HealingOllama(HealingAdapter):
+    """Wraps `ollama.Client` or `ollama.AsyncClient`; see `healjson.wrap`. Tiers, in the chat
+    tiers' names: `json_schema` (`format=<schema>`), `json_object` (`format="json"`, the schema
+    in the prompt), `prompt`."""
+
+    def __init__(
+        self, client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | None = None
+    ) -> None:
+        super().__init__(client, policy=policy)
+        self.format = FormatState(check_mode(json_mode, NATIVE_MODES))
+        self.chat = Chat(self)  # type: ignore[assignment]  # a method here, not a namespace
+        # (target, caller's own format, async) -> the driver and enforcement of a call that is
+        # not a stream, with the client and tier state they were built over (`_route`)
+        self._routes: dict[tuple[Any, bool, bool], tuple[Any, Any, Callable[..., Any], Any]] = {}
+
+    def __repr__(self) -> str:
+        return f"healjson.wrap({self.wrapped!r}, json_mode={self.format.mode!r})"
+
+    def _accept(self, client: Any) -> bool:
+        chat = getattr(client, "chat", None)
+        if not callable(chat):
+            raise TypeError(f"an Ollama client with chat is needed; got {type(client).__name__}")
+        return is_async_client(client, chat)
+
+    def _one_value(
+        self, target: Shapeable, forced: JsonMode | None, params: Mapping[str, Any]
+    ) -> Callable[[], bool]:
+        state = self.format
+
+        def json_mode() -> bool:  # the tier in use (a refused one was stepped down)
+            return not chooses_format(params) and state.mode in ("json_schema", "json_object")
+
+        return json_mode
+
+    def _enforcement(self, target: Shapeable, forced: JsonMode | None) -> Enforcement | None:
+        return Enforcing(
+            self.format, None, lambda mode, params: enforced_schema(mode, target, params)
+        )
+
+    def _route(
+        self, target: Any, response_model: Any, params: dict[str, Any]
+    ) -> tuple[Callable[..., Any], Enforcement | None]:
+        """The driver and enforcement check of a call that is not a stream, built once per
+        target and choice (the tiers, or the caller's own format: they read nothing else of a
+        call's parameters); rebuilt when the wrapped client or the tier state is replaced."""
+        core = self._core
+        key = (target, chooses_format(params), core.is_async)
+        found = self._routes.get(key)
+        wrapped, state = core.wrapped, self.format
+        if found is not None and found[0] is wrapped and found[1] is state:
+            return found[2], found[3]
+        send = self._sender(response_model, params)
+        call = (async_call if core.is_async else sync_call)(None, None, target, send)
+        checked = self._enforcement(target, None)
+        if len(self._routes) >= _MAX_ROUTES:
+            self._routes.clear()
+        self._routes[key] = (wrapped, state, call, checked)
+        return call, checked
+
+    def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
+        chat, state, is_async = self.wrapped.chat, self.format, self.is_async
+        stream = bool(params.get("stream"))
+        reader = _READ_CHUNKS if stream else _READ_REPLY
+        target, chose = target_for(response_model), chooses_format(params)
+
+        def attempt(
+            mode: JsonMode, *, messages: Any, request: dict[str, Any]
+        ) -> tuple[JsonMode | None, dict[str, Any]]:
+            return tier_request(mode, target, messages, request, chose)
+
+        # one stepping call for every request (each request's messages and parameters given)
+        call = stepping(chat, state, attempt, is_tier_rejection, is_async=is_async, prime=stream)
+
+        def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
+            return call, {"messages": request.pop("messages"), "request": request}, reader
+
+        return send
+
+    def _tools(
+        self,
+        policy: HealPolicy,
+        tool_contracts: Mapping[str, Iterable[Any]] | None,
+        messages: Any,
+        context: Mapping[str, Any] | None,
+        params: dict[str, Any],
+    ) -> Any:
+        """`chat(..., heal_tools=True)`: the caller's own tool calls healed (each request the
+        caller's, its messages as Ollama's turns)."""
+        spec = tool_spec(params, tool_contracts, policy, style=OLLAMA)
+        chat = self.wrapped.chat
+        if params.get("stream"):
+
+            def start(effect: Any) -> Any:
+                return chat(**ollama_request(effect.messages, dict(effect.params)))
+
+            return stream_tool_calls(
+                self.wrapped,
+                start,
+                spec,
+                messages,
+                params,
+                collector=OLLAMA.collector,
+                is_async=self.is_async,
+                context=context,
+            )
+
+        def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
+            sent = request.pop("messages")
+            return chat, ollama_request(sent, request), _READ_REPLY
+
+        call = (async_call if self.is_async else sync_call)(None, None, _NO_TARGET, send)
+        return heal_tool_calls(
+            self.wrapped, call, spec, messages, params, is_async=self.is_async, context=context
+        )
+
+
+_RESPONSE: Final = "ollama.ChatResponse"
+TYPING: Final[TypingRow] = {
+    "name": "Ollama",
+    "sync": "ollama.Client",
+    "async_": "ollama.AsyncClient",
+    "imports": ("ollama",),
+    "completion": _RESPONSE,
+    "summary": (
+        "`ollama.Client` / `ollama.AsyncClient`: `chat(response_model=M)` heals the same way, "
+        "in Ollama's tiers: `json_schema` (structured outputs, `format=<JSON Schema>`), "
+        '`json_object` (`format="json"`), `prompt`.'
+    ),
+    "methods": (
+        {
+            "path": "chat",
+            "needs": (("messages", "Iterable[Any]"),),
+            "tools": True,
+            "returns": (_RESPONSE, _RESPONSE),
+            "stream_returns": (f"Iterator[{_RESPONSE}]", f"AsyncIterator[{_RESPONSE}]"),
+        },
+    ),
+}
+"""`chat` of an Ollama client, in the typed face of `wrap`."""
+
+PROVIDER: Final = Provider(
+    "ollama",
+    formats=(FORMAT,),
+    adapter=f"{__name__}:HealingOllama",
+    tools=f"{__name__}:OLLAMA",
+    tiers=NATIVE_MODES,
+    typing=f"{__name__}:TYPING",
+)
+"""Ollama (the official `ollama` client)."""

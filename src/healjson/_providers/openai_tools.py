@@ -1,0 +1,156 @@
+"""OpenAI's tool dialects: function tools as chat completions and the Responses API write them
+(what `create(..., heal_tools=True)` reads), and their streams read call by call.
+
+A tool is read in the shapes the OpenAI SDK takes: chat's `{"type": "function", "function":
+{"name", "parameters", ...}}`, the Responses API's flat `{"type": "function", "name",
+"parameters", ...}`, the result of `openai.pydantic_function_tool(Model)` (its model is kept:
+the calls' arguments are validated as that model); a pydantic model class is sent as a strict
+function tool named after the class. Other tools (built-in ones, custom tools) are passed on.
+
+The core's chunk reader (`Delta`) joins the arguments of every tool call of a stream into one
+text (a streamed answer has one value); judging each call on its own needs them apart. A
+collector takes a stream's chunks one by one, hands back
+the answer text each one carries, and at the end gives the whole answer as a `Reply`, with
+every call's id, name and arguments text as sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from healjson._core.wire.reply import Reply, ToolCall, new_reply
+
+from ._fields import _get, _listed, _opt_str
+from ._unreadable import unreadable_as_failure
+from .openai_chat import _usage as chat_usage
+from .provider import ToolDialect
+
+__all__ = ["CHAT", "ChatCollector", "forced", "read_function_tool", "strict_function"]
+
+
+class ChatCollector:
+    """`chat.completion.chunk`s (SDK objects or dicts): content, refusal, reasoning is not
+    kept, each call gathered by its `index` (its id and name from its first delta)."""
+
+    __slots__ = ("_calls", "_finish", "_model", "_refusal", "_text", "_usage")
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._refusal: list[str] = []
+        self._calls: dict[int, list[Any]] = {}  # index -> [id, name, argument pieces]
+        self._finish: str | None = None
+        self._model: str | None = None
+        self._usage: Any = None
+
+    @unreadable_as_failure
+    def feed(self, chunk: Any) -> str:
+        """Take one chunk; the answer text it carries ("" for none)."""
+        self._model = self._model or _opt_str(_get(chunk, "model"))
+        usage = _get(chunk, "usage")
+        if usage is not None:
+            self._usage = usage
+        choices = _listed(_get(chunk, "choices"))
+        choice = next((c for c in choices if (_get(c, "index") or 0) == 0), None)
+        if choice is None:
+            return ""
+        finish = _get(choice, "finish_reason")
+        if finish is not None:
+            self._finish = str(finish)
+        delta = _get(choice, "delta") or {}
+        refusal = _get(delta, "refusal")
+        if isinstance(refusal, str):
+            self._refusal.append(refusal)
+        for call in _listed(_get(delta, "tool_calls")):
+            index = _get(call, "index")
+            entry = self._calls.setdefault(index if isinstance(index, int) else 0, [None, "", []])
+            entry[0] = entry[0] or _opt_str(_get(call, "id"))
+            function = _get(call, "function") or {}
+            entry[1] = entry[1] or (_opt_str(_get(function, "name")) or "")
+            piece = _get(function, "arguments")
+            if isinstance(piece, str):
+                entry[2].append(piece)
+        text = _get(delta, "content")
+        if isinstance(text, str) and text:
+            self._text.append(text)
+            return text
+        return ""
+
+    def reply(self) -> Reply:
+        """The whole answer read so far."""
+        calls = tuple(
+            ToolCall(name, "".join(pieces), call_id)
+            for _, (call_id, name, pieces) in sorted(self._calls.items())
+        )
+        return new_reply(
+            "".join(self._text) if self._text else None,
+            self._finish,
+            "".join(self._refusal) or None,
+            None if self._usage is None else chat_usage(self._usage, self._model),
+            self._model,
+            None,
+            calls,
+        )
+
+
+# -- the tools -------------------------------------------------------------------------------
+
+
+def _read_chat(tool: Any) -> tuple[str, Any, Any] | None:
+    return read_function_tool(tool, flat=False)
+
+
+def read_function_tool(tool: Any, *, flat: bool) -> tuple[str, Any, Any] | None:
+    """A function tool's name, its arguments' model or schema, and the tool as sent (chat's
+    shape on the Responses API is sent flat, as that API takes it and as the SDK's own
+    `responses.parse` sends `openai.pydantic_function_tool(M)`)."""
+    if not isinstance(tool, Mapping) or tool.get("type", "function") != "function":
+        return None
+    function = tool.get("function")
+    holder: Any = function if isinstance(function, Mapping) else tool
+    name = holder.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"tools: a function tool needs a name, got {tool!r}")
+    model = getattr(holder, "model", None) or getattr(tool, "model", None)
+    wire = {"type": "function", **holder} if flat and holder is not tool else tool
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return name, model, wire
+    return name, holder.get("parameters"), wire
+
+
+def strict_function(model: type[BaseModel]) -> dict[str, Any]:
+    """A model class as a function: strict when strict mode can express its schema."""
+    from .openai_strict_schema import StrictSchemaUnsupported, strict_json_schema
+
+    try:
+        parameters, strict = strict_json_schema(model).schema, True
+    except StrictSchemaUnsupported:
+        parameters, strict = model.model_json_schema(), False
+    function: dict[str, Any] = {"name": model.__name__, "parameters": parameters, "strict": strict}
+    doc = (model.__doc__ or "").strip()
+    if doc:
+        function["description"] = doc
+    return function
+
+
+def _wire_chat(model: type[BaseModel]) -> dict[str, Any]:
+    return {"type": "function", "function": strict_function(model)}
+
+
+def forced(choice: Any) -> bool | str:
+    """What `tool_choice` forces: `"required"` some call, a named function that one (chat's
+    `{"type": "function", "function": {"name"}}`, the Responses API's flat form)."""
+    if choice == "required":
+        return True
+    if isinstance(choice, Mapping) and choice.get("type") == "function":
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, Mapping) else choice.get("name")
+        if isinstance(name, str) and name:
+            return name
+    return False
+
+
+CHAT = ToolDialect("chat", _read_chat, _wire_chat, forced, ChatCollector)
+"""Chat completions' function tools (the Responses API's are `openai_responses.RESPONSES`)."""

@@ -1,0 +1,252 @@
+"""`healjson.ResponseCache`: where healed answers are kept between runs (SQLite by default).
+
+The store only keeps bytes under keys; what a key and an entry mean, and why a hit is judged
+again before it is served, is the run's business (`healjson._core.run.cache`). Any object with
+`get(key) -> bytes | str | None` and `put(key, value)` can stand in for it (`ResponseStore`).
+
+SQLite in WAL mode: any number of threads and processes read and write one file at once (a
+connection per thread and process; a writer waits for the lock up to `timeout_s`); an entry
+written is there for the next process. Writes are not synced to the disk (`synchronous=OFF`):
+a power cut may lose the last entries (later misses), never the file's soundness.
+`ResponseCache.memory()` keeps entries in this process only (a dict behind a lock), for tests
+and short-lived programs.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from ._core.wire.effects import CacheStore
+
+if TYPE_CHECKING:
+    import sqlite3
+
+__all__ = ["ResponseCache", "ResponseStore"]
+
+_SCHEMA: Final = (
+    "CREATE TABLE IF NOT EXISTS responses "
+    "(key TEXT PRIMARY KEY, value BLOB NOT NULL, stored_at REAL NOT NULL) WITHOUT ROWID"
+)
+
+
+ResponseStore = CacheStore
+"""What a response cache needs of its store: `get(key) -> bytes | str | None` and
+`put(key, value)` (bytes); `ResponseCache` is one, any object with the two methods another."""
+
+
+class ResponseCache:
+    """A response cache in a SQLite file (`ResponseCache(path)`) or in memory
+    (`ResponseCache.memory()`).
+
+    Give it to `Healer(..., cache=)`, `wrap(client, cache=)`, `@heal(..., cache=)` or the
+    command line's `--cache PATH`. Every entry is a healed answer (redacted), never a request:
+    the keys are hashes.
+
+    A `put` is seen at once by this object's `get` (in any thread); a writer thread commits the
+    entries in batches, `flush_every_s` (0.05) after the first of each batch, so another
+    process sees them after that, after `flush()` or `close()`, and at this process's exit (a
+    child made with `os.fork` that ends with `os._exit` should `flush()` first). `len()` counts
+    the entries; `clear()` empties the cache; `close()` writes what is pending and closes this
+    thread's connection.
+    """
+
+    blocking = True
+    """The async driver reads and writes a blocking store on a worker thread."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        timeout_s: float = 30.0,
+        flush_every_s: float = 0.05,
+    ) -> None:
+        self.path: Path | None = Path(path)
+        self.timeout_s = timeout_s
+        self.flush_every_s = flush_every_s
+        self._local = threading.local()
+        self._memory: dict[str, bytes] | None = None
+        self._lock = threading.Lock()
+        self._pending: dict[str, bytes] = {}
+        self._wake: threading.Event | None = None
+        self._pid = os.getpid()
+        self._connection()  # the file and its table exist from here on: a bad path fails now
+        _LIVE.add(self)
+
+    @classmethod
+    def memory(cls) -> ResponseCache:
+        """A cache in this process's memory only (safe across its threads)."""
+        cache = cls.__new__(cls)
+        cache.path = None
+        cache.timeout_s = cache.flush_every_s = 0.0
+        cache._local = threading.local()
+        cache._memory = {}
+        cache._lock = threading.Lock()
+        cache._pending = {}
+        cache._wake = None
+        cache._pid = os.getpid()
+        cache.blocking = False  # a dict lookup: no need for a worker thread
+        return cache
+
+    def get(self, key: str) -> bytes | None:
+        """The entry under `key`, or None."""
+        if self._memory is not None:
+            return self._memory.get(key)
+        found = self._pending.get(key)  # written here, not yet committed (a dict read is atomic)
+        if found is not None and self._pid == os.getpid():
+            return found
+        row = (
+            self._connection()
+            .execute("SELECT value FROM responses WHERE key = ?", (key,))
+            .fetchone()
+        )
+        return None if row is None else bytes(row[0])
+
+    def put(self, key: str, value: bytes) -> None:
+        """Keep `value` under `key` (committed by the writer thread, in a batch)."""
+        if self._memory is not None:
+            with self._lock:
+                self._memory[key] = bytes(value)
+            return
+        if self._pid != os.getpid():  # a forked child: the parent's pending entries are its own
+            self._forked()
+        with self._lock:
+            self._pending[key] = bytes(value)
+            wake = self._wake
+            if wake is None:
+                wake = self._wake = _start_writer(self)
+        wake.set()
+
+    def flush(self) -> None:
+        """Commit every pending entry now."""
+        if self._memory is not None or self._pid != os.getpid():
+            return
+        with self._lock:
+            items = list(self._pending.items())
+        if not items:
+            return
+        connection = self._connection()
+        now = time.time()
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            connection.executemany(
+                "INSERT OR REPLACE INTO responses (key, value, stored_at) VALUES (?, ?, ?)",
+                [(key, value, now) for key, value in items],
+            )
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+        with self._lock:
+            for key, value in items:
+                if self._pending.get(key) is value:
+                    del self._pending[key]
+
+    def __len__(self) -> int:
+        if self._memory is not None:
+            return len(self._memory)
+        self.flush()
+        (count,) = self._connection().execute("SELECT count(*) FROM responses").fetchone()
+        return int(count)
+
+    def clear(self) -> None:
+        """Remove every entry."""
+        with self._lock:
+            (self._memory if self._memory is not None else self._pending).clear()
+        if self._memory is None:
+            self._connection().execute("DELETE FROM responses")
+
+    def close(self) -> None:
+        """Commit what is pending and close this thread's connection (a later use opens
+        another)."""
+        self.flush()
+        found = getattr(self._local, "connection", None)
+        if found is not None:
+            self._local.connection = None
+            found[1].close()
+
+    def __enter__(self) -> ResponseCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = "memory" if self.path is None else str(self.path)
+        return f"ResponseCache({where!r})"
+
+    def _forked(self) -> None:
+        """Start afresh in a forked child: its own lock, no pending entry, no writer yet."""
+        self._lock = threading.Lock()
+        self._pending = {}
+        self._wake = None
+        self._pid = os.getpid()
+
+    def _connection(self) -> sqlite3.Connection:
+        """This thread's connection in this process (a forked child opens its own)."""
+        found: tuple[int, Any] | None = getattr(self._local, "connection", None)
+        pid = os.getpid()
+        if found is not None and found[0] == pid:
+            connection: sqlite3.Connection = found[1]
+            return connection
+        import sqlite3  # only a program that uses a file cache pays for the import
+
+        assert self.path is not None
+        connection = sqlite3.connect(
+            self.path, timeout=self.timeout_s, isolation_level=None, check_same_thread=False
+        )
+        connection.execute("PRAGMA journal_mode=WAL")
+        # a cache: an entry a power cut loses is a miss later, never a wrong answer (WAL keeps
+        # the file sound either way); no fsync on the happy path
+        connection.execute("PRAGMA synchronous=OFF")
+        connection.execute(_SCHEMA)
+        self._local.connection = (pid, connection)
+        return connection
+
+
+_LIVE: weakref.WeakSet[ResponseCache] = weakref.WeakSet()
+
+
+def _start_writer(cache: ResponseCache) -> threading.Event:
+    """The cache's writer thread: woken by a `put`, it waits `flush_every_s` for more, then
+    commits them all in one transaction. It holds the cache weakly (and ends with it)."""
+    wake = threading.Event()
+    ref = weakref.ref(cache)
+
+    def work() -> None:
+        while True:
+            wake.wait()
+            found = ref()
+            if found is None:
+                return
+            delay = found.flush_every_s
+            del found
+            time.sleep(delay)
+            wake.clear()
+            found = ref()
+            if found is None:
+                return
+            try:
+                found.flush()
+            except Exception:  # a locked or full disk: the entries stay pending, tried again
+                wake.set()
+                time.sleep(0.5)
+            del found
+
+    threading.Thread(target=work, name="healjson-cache-writer", daemon=True).start()
+    return wake
+
+
+@atexit.register
+def _flush_all() -> None:
+    """At exit, every live cache's pending entries are committed."""
+    for cache in list(_LIVE):
+        try:
+            cache.flush()
+        except Exception:  # exiting: a cache that cannot be written loses only misses
+            continue

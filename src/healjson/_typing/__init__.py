@@ -1,0 +1,1 @@
+"""The typed face of `healjson.wrap`: `face.pyi`, generated from one table by `generate`."""

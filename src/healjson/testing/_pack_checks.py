@@ -1,0 +1,259 @@
+"""The checks `check_pack` makes on one instance, each raising `Problem` (or `Crash`).
+
+They run inside hypothesis properties, so the input a problem quotes is the shrunk one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic_core import to_json
+
+from ._corruptions import Corruption
+from ._internals import (
+    MISSING,
+    ROOT,
+    Contract,
+    ContractContext,
+    Diagnostic,
+    Reason,
+    Source,
+    Target,
+    describe_exception,
+    drive_sync,
+    run_contracts,
+    set_logger,
+    validate,
+    value_at,
+)
+from ._pack_problems import Crash, Problem, explain, list_rules, show, show_text
+
+__all__ = [
+    "check_fix",
+    "check_recovery",
+    "check_valid",
+    "check_violation",
+    "judged",
+    "require_schema_valid",
+]
+
+_SUPPLIED_VALID = "make strategies['valid'] draw values that pass the schema and every rule"
+_UNSTABLE = (
+    "the kit kept this value because the rules judged it otherwise a moment before: make each "
+    "rule depend on its value and context only (not on time, randomness or state)"
+)
+_ROUND_TRIP = (
+    "the model does not accept what it dumps (L1 reads the JSON a model writes): make its "
+    "validators and serializers agree"
+)
+
+
+def judged(
+    contracts: Sequence[Contract[Any]], instance: Any, ctx: ContractContext, where: str
+) -> list[Diagnostic]:
+    """The contracts' diagnostics on `instance`; `Crash` when one of them raised."""
+    found = drive_sync(run_contracts(contracts, instance, ctx))
+    crashed = [d for d in found if d.source is Source.CONTRACT_ERROR]
+    if crashed:
+        raise Crash(crashed[0], instance, where)
+    return found
+
+
+def require_schema_valid(target: Target[Any], instance: Any, where: str, fix: str) -> None:
+    """The instance survives the round trip L1 makes: dumped to JSON and validated again."""
+    try:
+        data = target.adapter.dump_python(instance, mode="json", by_alias=True)
+        target.adapter.validate_json(to_json(data))
+    except Exception as exc:
+        raise Problem(f"{where}, which is not a valid {target.name}: {explain(exc)}", fix) from None
+
+
+def check_valid(
+    target: Target[Any],
+    contracts: Sequence[Contract[Any]],
+    instance: Any,
+    ctx: ContractContext,
+    *,
+    supplied: bool,
+) -> None:
+    """A value `valid(pack)` drew (from the pack's own strategy when `supplied`) passes the
+    schema and every rule."""
+    where = f"valid(pack) produced {show(instance)}"
+    require_schema_valid(target, instance, where, _SUPPLIED_VALID if supplied else _ROUND_TRIP)
+    found = judged(contracts, instance, ctx, "a value valid(pack) drew,")
+    if found:
+        fix = _SUPPLIED_VALID if supplied else _UNSTABLE
+        raise Problem(f"{where}, which breaks {list_rules(found)}", fix)
+
+
+def check_violation(
+    target: Target[Any],
+    contracts: Sequence[Contract[Any]],
+    rule: Contract[Any],
+    instance: Any,
+    ctx: ContractContext,
+    *,
+    supplied: bool,
+) -> None:
+    """A value `violating(pack, rule)` drew (from the pack's own strategy when `supplied`)
+    passes the schema, breaks `rule` and no other, with well-formed diagnostics."""
+    where = f"violating(pack, {rule.name!r}) produced {show(instance)}"
+    fix = (
+        f"make strategies[{rule.name!r}] draw values that pass the schema and break "
+        f"`{rule.name}` and no other rule"
+        if supplied
+        else _UNSTABLE
+    )
+    require_schema_valid(target, instance, where, fix if supplied else _ROUND_TRIP)
+    found = judged(contracts, instance, ctx, f"a value violating(pack, {rule.name!r}) drew,")
+    mine = [d for d in found if d.rule == rule.name]
+    others = [d for d in found if d.rule != rule.name]
+    if not mine:
+        broken = f"; it breaks {list_rules(others)} instead" if others else ""
+        raise Problem(f"{where}, which does not break `{rule.name}`{broken}", fix)
+    if others:
+        raise Problem(f"{where}, which also breaks {list_rules(others)}", fix)
+    for diagnostic in mine:
+        issue = malformed(target, instance, diagnostic)
+        if issue:
+            message, fix = issue
+            raise Problem(
+                f"contract `{rule.name}` gave a malformed diagnostic on {show(instance)}: "
+                f"{message} (diagnostic: {diagnostic.describe(max_value_chars=80)})",
+                fix,
+            )
+
+
+def malformed(target: Target[Any], instance: Any, diagnostic: Diagnostic) -> tuple[str, str] | None:
+    """What is wrong with a contract's diagnostic, and how to fix it; None when nothing is."""
+    if diagnostic.path != ROOT and value_at(instance, diagnostic.path) is MISSING:
+        return (
+            f"its path {diagnostic.path!r} does not exist in the {target.name} instance",
+            "give Violation(path=...) a path that exists in the value (such as "
+            "`lines[0].qty`, with the model's field names), or leave it out",
+        )
+    if not diagnostic.constraint.strip():
+        return (
+            "its constraint is empty",
+            "give the Violation a message saying what the rule requires",
+        )
+    if not diagnostic.prescription.strip():
+        return (
+            "its prescription is empty",
+            "give Violation(prescription=...) a text, or leave it out: healjson writes one",
+        )
+    names = target.field_names
+    for name in diagnostic.fields:
+        head = name.split(".", 1)[0].split("[", 1)[0]
+        if names is not None and head not in names:
+            return (
+                f"it names field {name!r}, which {target.name} does not have",
+                "name only the model's fields in Violation(fields=...) and @contract(fields=...)",
+            )
+    if len(diagnostic.fields) > 1:
+        unnamed = [name for name in diagnostic.fields if name not in diagnostic.prescription]
+        if unnamed:
+            return (
+                f"its prescription does not name the field(s) {unnamed} of this multi-field rule",
+                "name every field the rule spans in its prescription (a repair may change any "
+                "of them), or leave prescription out: healjson writes one that does",
+            )
+    return None
+
+
+def check_fix(
+    target: Target[Any], rule: Contract[Any], instance: Any, ctx: ContractContext
+) -> None:
+    """A rule declared `on_fail="fix"`: its fix, on a value the rule rejects, gives a value
+    that passes the schema and the rule (the engine re-asks the model otherwise)."""
+    assert rule.fix is not None
+    where = f"the fix of `{rule.name}` on {show(instance)}"
+    fix = (
+        f"make the fix of `{rule.name}` return a value that passes the schema and the rule, or "
+        'declare the rule on_fail="reask"'
+    )
+    try:
+        fixed = rule.fix(instance)
+        data = target.adapter.dump_python(fixed, mode="json", by_alias=True, warnings=False)
+    except Exception as exc:
+        raise Problem(f"{where} raised {describe_exception(exc)}", fix) from None
+    try:
+        again = target.adapter.validate_python(data, context=ctx.validation_context)
+    except Exception as exc:
+        raise Problem(
+            f"{where} gave {show(data)}, which fails the schema: {describe_exception(exc)}", fix
+        ) from None
+    still = [d for d in drive_sync(run_contracts((rule,), again, ctx)) if d.rule == rule.name]
+    if still:
+        raise Problem(
+            f"{where} gave {show(again)}, which still breaks `{rule.name}`: {still[0].constraint}",
+            fix,
+        )
+
+
+def check_recovery(
+    target: Target[Any],
+    contracts: Sequence[Contract[Any]],
+    ctx: ContractContext,
+    instance: Any,
+    corruption: Corruption,
+) -> bool:
+    """L1 recovers a recoverable rendering of a valid instance to that instance, and refuses a
+    truncated one as `token_truncated`; True for a recovered rendering."""
+    with set_logger(_QUIET):  # a refused truncation is what is checked, not news for the log
+        outcome = validate(
+            corruption.text,
+            target.type_,
+            contracts=contracts,
+            context=ctx,
+            finish_reason=corruption.finish_reason,
+        )
+    shown = (
+        f"{'+'.join(corruption.kinds)} rendering of {show(instance)}\n"
+        f"reply (finish_reason={corruption.finish_reason!r}): {show_text(corruption.text)}"
+    )
+    report = "this is a bug in healjson's L1, not in the pack: please report it with this reply"
+    if not corruption.recoverable:
+        if outcome.ok:
+            raise Problem(
+                f"L1 accepted a truncated reply, {shown}\ngot {show(outcome.value)}", report
+            )
+        if outcome.reason is not Reason.TOKEN_TRUNCATED:
+            raise Problem(
+                f"L1 did not report truncation ({outcome.reason}) for the {shown}"
+                f"{_first_error(outcome.errors)}",
+                report,
+            )
+        return False
+    if not outcome.ok:
+        raise Problem(
+            f"L1 did not recover the {shown}\ndegraded with {outcome.reason}"
+            f"{_first_error(outcome.errors)}",
+            report,
+        )
+    if outcome.value != instance:
+        raise Problem(
+            f"L1 recovered a different value from the {shown}\ngot {show(outcome.value)}", report
+        )
+    return True
+
+
+class _Quiet:
+    """A logger for healjson's events that keeps none of them."""
+
+    def debug(self, event: str, **fields: Any) -> None:
+        pass
+
+    def info(self, event: str, **fields: Any) -> None:
+        pass
+
+    def warning(self, event: str, **fields: Any) -> None:
+        pass
+
+
+_QUIET = _Quiet()
+
+
+def _first_error(errors: tuple[Diagnostic, ...]) -> str:
+    return f": {errors[0].describe(max_value_chars=120)}" if errors else ""

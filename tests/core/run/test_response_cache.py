@@ -1,0 +1,502 @@
+"""The response cache: a hit costs no model call and is judged again against today's checks; the
+key holds the request, the schema, the contracts and the context; the SQLite file survives a
+new process and many writers, and holds no secret."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+from pydantic import BaseModel
+
+import healjson
+from healjson import Healed, HealPolicy, ResponseCache, contract
+from healjson._core.judge.contracts import ContractContext
+from healjson._core.run.answers import HealSpec
+from healjson._core.run.cache import cache_key, read_entry, spec_fingerprint
+from healjson._core.target.target import target_for
+from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
+from sdk_calls import TLS
+
+SECRET = "sk-test-0123456789abcdefSECRET"
+
+
+class Invoice(BaseModel):
+    number: str
+    total: int
+
+
+class Receipt(BaseModel):
+    number: str
+    total: int
+    currency: str = "EUR"
+
+
+GOOD = '{"number": "INV-1", "total": 40}'
+USER = [{"role": "user", "content": "Extract the invoice: INV-1, total 40."}]
+
+
+class Events:
+    """A structlog-style sink that keeps every event."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, dict[str, Any]]] = []
+
+    def debug(self, event: str, **fields: Any) -> None:
+        self.seen.append((event, fields))
+
+    info = warning = debug
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        return [fields for event, fields in self.seen if event == name]
+
+
+def _wrapped(server: ScriptedServer, cache: Any, **client: Any) -> Any:
+    http = openai.DefaultHttpxClient(verify=TLS)
+    sdk = openai.OpenAI(
+        base_url=server.base_url,
+        api_key=client.pop("api_key", "test"),
+        max_retries=0,
+        http_client=http,
+    )
+    return healjson.wrap(sdk, cache=cache)
+
+
+def test_a_put_is_read_back_at_once_and_committed_in_batches(tmp_path: Path) -> None:
+    """This object reads an entry back at once; another one (another process's) sees it once
+    the writer thread has committed it, within moments."""
+    path = tmp_path / "cache.sqlite"
+    writer, reader = ResponseCache(path, flush_every_s=0.01), ResponseCache(path)
+    for index in range(50):
+        writer.put(f"k{index}", b"v")
+    assert b"v" == writer.get("k49")
+    deadline = time.monotonic() + 10
+    while reader.get("k49") is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+    assert b"v" == reader.get("k49")
+    assert 50 == len(reader)
+
+
+def test_a_cache_hit_costs_no_model_call(tmp_path: Path) -> None:
+    """The second identical request is served from the cache: no HTTP request, no tokens."""
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    with ScriptedServer([GOOD, GOOD]) as server:
+        client = _wrapped(server, cache)
+        first = client.chat.completions.create(model="m", messages=USER, response_model=Invoice)
+        second = client.chat.completions.create(model="m", messages=USER, response_model=Invoice)
+        requests = len(server.requests)
+
+    assert 1 == requests
+    assert isinstance(first, Healed)
+    assert isinstance(second, Healed)
+    assert first.value == second.value
+    assert (1, 0) == (first.calls, second.calls)
+    assert (0, 1) == (first.usage.cache_hits, second.usage.cache_hits)
+    assert 0 == second.usage.requests
+    assert 0 == second.usage.total_tokens
+    assert second.attempts[0].cache_hit
+    assert not first.attempts[0].cache_hit
+    assert 1 == len(cache)
+
+
+def test_a_hit_is_healed_locally_again_with_the_same_flags() -> None:
+    """A stored answer that needed L1 is read by L1 again: the same value and flags."""
+    cache = ResponseCache.memory()
+    healer = healjson.Healer(Invoice, cache=cache)
+    model = ScriptedModel([f"Sure:\n```json\n{GOOD}\n```"])
+
+    first = healer.run(model, USER)
+    second = healer.run(model, USER)
+
+    assert 1 == len(model.calls)
+    assert first.flags == second.flags
+    assert first.value == second.value
+    assert second.attempts[0].cache_hit
+
+
+def test_a_tightened_contract_turns_a_stale_hit_into_a_miss_and_says_why() -> None:
+    """The same rule, now stricter (its code unchanged: it reads a limit that moved): the stored
+    answer fails it, the event says so, and the model is called."""
+    limit = {"max": 100}
+
+    @contract(fields=("total",))
+    def within_limit(value: Invoice, ctx: Any) -> Any:
+        if value.total > limit["max"]:
+            return healjson.Violation(f"total must be at most {limit['max']}")
+        return None
+
+    cache = ResponseCache.memory()
+    healer = healjson.Healer(Invoice, contracts=[within_limit], cache=cache)
+    model = ScriptedModel([GOOD, '{"number": "INV-1", "total": 10}'])
+    events = Events()
+
+    first = healer.run(model, USER)
+    limit["max"] = 20
+    with healjson.set_logger(events):
+        second = healer.run(model, USER)
+
+    assert isinstance(first, Healed)
+    assert isinstance(second, Healed)
+    assert 10 == second.value.total
+    assert 2 == len(model.calls)
+    assert 1 == second.calls
+    assert not second.attempts[0].cache_hit
+    (miss,) = events.named("healjson.cache_miss")
+    assert "fails today's checks" in miss["why"]
+    assert "total must be at most 20" in miss["why"]
+
+
+def test_a_stale_hit_is_replaced_by_the_answer_that_passes() -> None:
+    """After a stale hit the new healed answer is stored: the third run is a hit again."""
+    limit = {"max": 100}
+
+    @contract(fields=("total",))
+    def small(value: Invoice, ctx: Any) -> Any:
+        return None if value.total <= limit["max"] else healjson.Violation("too large")
+
+    cache = ResponseCache.memory()
+    healer = healjson.Healer(Invoice, contracts=[small], cache=cache)
+    model = ScriptedModel([GOOD, '{"number": "INV-1", "total": 10}'])
+
+    healer.run(model, USER)
+    limit["max"] = 20
+    healer.run(model, USER)
+    third = healer.run(model, USER)
+
+    assert 2 == len(model.calls)
+    assert third.attempts[0].cache_hit
+    assert 10 == third.value.total
+
+
+def test_another_context_or_another_schema_misses() -> None:
+    """The validation context and the target's schema are part of the key."""
+    cache = ResponseCache.memory()
+    model = ScriptedModel([GOOD] * 4)
+    invoices = healjson.Healer(Invoice, cache=cache)
+    receipts = healjson.Healer(Receipt, cache=cache)
+
+    invoices.run(model, USER, context={"tenant": "a"})
+    invoices.run(model, USER, context={"tenant": "b"})
+    receipts.run(model, USER, context={"tenant": "a"})
+    again = invoices.run(model, USER, context={"tenant": "a"})
+
+    assert 3 == len(model.calls)
+    assert again.attempts[0].cache_hit
+
+
+def test_other_messages_or_parameters_miss_and_transport_parameters_do_not_count() -> None:
+    """The messages and the model's parameters make the key; a timeout or extra headers do not."""
+    cache = ResponseCache.memory()
+    model = ScriptedModel([GOOD] * 4)
+    healer = healjson.Healer(Invoice, cache=cache)
+
+    healer.run(model, USER, model="m", temperature=0)
+    healer.run(model, USER, model="m", temperature=0.5)
+    healer.run(model, [{"role": "user", "content": "another"}], model="m", temperature=0)
+    hit = healer.run(model, USER, temperature=0, model="m", timeout=3, extra_headers={"a": "b"})
+
+    assert 3 == len(model.calls)
+    assert hit.attempts[0].cache_hit
+
+
+def test_an_edited_contract_is_another_key() -> None:
+    """A rule's code is part of its fingerprint: an edited rule of the same name misses."""
+
+    def make(bound: int) -> Any:
+        if bound > 50:
+
+            @contract(fields=("total",), name="bounded")
+            def loose(value: Invoice, ctx: Any) -> Any:
+                return None if value.total <= 1000 else healjson.Violation("too large")
+
+            return loose
+
+        @contract(fields=("total",), name="bounded")
+        def tight(value: Invoice, ctx: Any) -> Any:
+            return None if value.total < 999 and value.total >= 0 else healjson.Violation("no")
+
+        return tight
+
+    one = spec_fingerprint(HealSpec(target_for(Invoice), (make(100),)))
+    two = spec_fingerprint(HealSpec(target_for(Invoice), (make(1),)))
+    same = spec_fingerprint(HealSpec(target_for(Invoice), (make(100),)))
+
+    assert one != two
+    assert one == same
+
+
+def test_a_degraded_run_stores_nothing() -> None:
+    """Only a healed answer is kept."""
+    cache = ResponseCache.memory()
+    healer = healjson.Healer(Invoice, cache=cache, policy=HealPolicy(max_attempts=1))
+
+    outcome = healer.run(ScriptedModel(["no JSON here"]), USER)
+
+    assert not outcome.ok
+    assert 0 == len(cache)
+
+
+def test_an_unreadable_entry_is_a_miss_and_says_why() -> None:
+    """A corrupt entry (another version's, a broken write) is not served; the model is called."""
+    cache = ResponseCache.memory()
+    healer = healjson.Healer(Invoice, cache=cache)
+    model = ScriptedModel([GOOD, GOOD])
+    healer.run(model, USER)
+    (key,) = cache._memory or {}
+    cache.put(key, b"{not json")
+    events = Events()
+
+    with healjson.set_logger(events):
+        outcome = healer.run(model, USER)
+
+    assert 2 == len(model.calls)
+    assert outcome.ok
+    assert ["the entry is not JSON"] == [e["why"] for e in events.named("healjson.cache_miss")]
+    assert "the entry is not one this version reads" == read_entry(b'{"v": 9}')
+
+
+def test_a_store_that_fails_is_a_miss_and_the_run_goes_on() -> None:
+    """A cache that raises on read or write never breaks a run: a `healjson.cache_error` event."""
+
+    class Broken:
+        def get(self, key: str) -> bytes:
+            raise OSError("disk gone")
+
+        def put(self, key: str, value: bytes) -> None:
+            raise OSError("disk gone")
+
+    events = Events()
+    healer = healjson.Healer(Invoice, cache=Broken())
+    with healjson.set_logger(events):
+        outcome = healer.run(ScriptedModel([GOOD]), USER)
+
+    assert outcome.ok
+    assert ["get", "put"] == [e["operation"] for e in events.named("healjson.cache_error")]
+
+
+def test_a_cache_that_is_not_a_store_fails_at_construction() -> None:
+    """A configuration mistake raises at once, saying what a cache must be."""
+    with pytest.raises(TypeError, match="ResponseCache"):
+        healjson.Healer(Invoice, cache="cache.sqlite")  # type: ignore[arg-type]
+
+
+def test_the_async_driver_reads_and_writes_the_cache(tmp_path: Path) -> None:
+    """`AsyncOpenAI` through the cache: the second call is a hit, read off the event loop."""
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+
+    async def main(server: ScriptedServer) -> list[Any]:
+        http = openai.DefaultAsyncHttpxClient(verify=TLS)
+        async with openai.AsyncOpenAI(
+            base_url=server.base_url, api_key="test", max_retries=0, http_client=http
+        ) as sdk:
+            client = healjson.wrap(sdk, cache=cache)
+            return [
+                await client.chat.completions.create(
+                    model="m", messages=USER, response_model=Invoice
+                )
+                for _ in range(2)
+            ]
+
+    with ScriptedServer([GOOD, GOOD]) as server:
+        first, second = asyncio.run(main(server))
+        requests = len(server.requests)
+
+    assert 1 == requests
+    assert second.attempts[0].cache_hit
+    assert first.value == second.value
+
+
+def test_a_replayed_run_neither_reads_nor_writes_the_cache() -> None:
+    """`Healer.replay` treats every lookup as a miss and stores nothing."""
+    cache = ResponseCache.memory()
+    healer = healjson.Healer(Invoice, cache=cache)
+    healer.run(ScriptedModel([GOOD]), USER)
+    from healjson._core.run.replay import replied
+
+    outcome = healer.replay(USER, [replied('{"number": "INV-2", "total": 1}')])
+
+    assert isinstance(outcome, Healed)
+    assert "INV-2" == outcome.value.number
+    assert 1 == len(cache)
+
+
+def test_the_decorator_takes_a_cache() -> None:
+    """`@heal(..., cache=...)`: the decorated call is not made again for the same messages."""
+    calls: list[Any] = []
+
+    @healjson.heal(Invoice, cache=ResponseCache.memory())
+    def extract(messages: Any, **params: Any) -> str:
+        calls.append(messages)
+        return GOOD
+
+    first = extract(USER)
+    second = extract(USER)
+
+    assert 1 == len(calls)
+    assert first.value == second.value
+    assert second.attempts[0].cache_hit
+
+
+def test_the_cache_survives_a_new_process(tmp_path: Path) -> None:
+    """An answer stored by one process is served to the next one, with no model call."""
+    path = tmp_path / "cache.sqlite"
+    with ResponseCache(path) as cache:  # leaving the block commits what is pending
+        healjson.Healer(Invoice, cache=cache).run(ScriptedModel([GOOD]), USER)
+    code = f"""
+import json, sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+import healjson
+from test_response_cache import Invoice, USER
+def call(messages, **params):
+    raise AssertionError("the model was called")
+outcome = healjson.Healer(Invoice, cache=healjson.ResponseCache({str(path)!r})).run(call, USER)
+print(json.dumps([outcome.ok, outcome.calls, outcome.usage.cache_hits, outcome.value.total]))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+
+    assert [True, 0, 1, 40] == json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _write_many(path: str, worker: int, count: int) -> None:
+    """Write `count` entries from 2 threads of this process."""
+    cache = ResponseCache(path)
+
+    def write(thread: int) -> None:
+        for index in range(count // 2):
+            cache.put(f"{worker}-{thread}-{index}", json.dumps([worker, thread, index]).encode())
+
+    threads = [threading.Thread(target=write, args=(thread,)) for thread in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    cache.flush()
+
+
+def test_eight_threads_and_four_processes_writing_at_once_leave_it_whole(tmp_path: Path) -> None:
+    """8 threads here and 4 processes (2 threads each) write to one file at once: every entry is
+    there, readable, and SQLite finds the file sound."""
+    path = tmp_path / "cache.sqlite"
+    cache = ResponseCache(path)
+    per_worker = 200
+    context = multiprocessing.get_context("spawn")
+    processes = [
+        context.Process(target=_write_many, args=(str(path), worker, per_worker))
+        for worker in range(4)
+    ]
+
+    def local(thread: int) -> None:
+        for index in range(per_worker):
+            cache.put(f"local-{thread}-{index}", json.dumps([thread, index]).encode())
+            assert cache.get(f"local-{thread}-{index}") is not None
+
+    threads = [threading.Thread(target=local, args=(thread,)) for thread in range(8)]
+    for process in processes:
+        process.start()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for process in processes:
+        process.join(timeout=120)
+
+    assert [0, 0, 0, 0] == [process.exitcode for process in processes]
+    assert 8 * per_worker + 4 * per_worker == len(cache)
+    assert [3, 1, 5] == json.loads(cache.get("3-1-5") or b"null")
+    with sqlite3.connect(path) as check:
+        assert [("ok",)] == check.execute("PRAGMA integrity_check").fetchall()
+
+
+def test_no_secret_reaches_the_cache_file(tmp_path: Path) -> None:
+    """The client's key, a key passed per call and a key the model echoes are nowhere in the
+    file (its WAL included): the answer is stored redacted, the request only as a hash."""
+    path = tmp_path / "cache.sqlite"
+    echoed = f'{{"number": "INV-{SECRET}", "total": 40}}'
+    cache = ResponseCache(path)
+    with ScriptedServer([echoed]) as server:
+        client = _wrapped(server, cache, api_key=SECRET)
+        outcome = client.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": f"my key is {SECRET}"}],
+            response_model=Invoice,
+            extra_query={"api_key": SECRET},
+        )
+
+    assert outcome.ok
+    cache.close()
+    stored = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert SECRET.encode() not in stored
+    assert b"[redacted]" in stored
+
+
+def test_the_key_is_the_same_across_processes_and_hides_the_request() -> None:
+    """A key is a hex SHA-256: stable for the same request, different for another."""
+    fingerprint = spec_fingerprint(HealSpec(target_for(Invoice)))
+    ctx = ContractContext()
+    one = cache_key(fingerprint, tuple(USER), {"model": "m"}, ctx)
+    two = cache_key(fingerprint, tuple(USER), {"model": "m"}, ctx)
+    three = cache_key(fingerprint, tuple(USER), {"model": "n"}, ctx)
+
+    assert one == two
+    assert one != three
+    assert 64 == len(one)
+    assert "INV-1" not in one
+
+
+def test_the_command_line_batch_serves_repeated_prompts_from_the_cache(tmp_path: Path) -> None:
+    """`healjson batch --cache PATH`: a second run over the same prompts makes no model call."""
+    from typer.testing import CliRunner
+
+    from healjson._cli.app import app
+
+    rows = tmp_path / "in.jsonl"
+    rows.write_text(
+        "".join(json.dumps({"id": str(i), "prompt": f"invoice {i}"}) + "\n" for i in range(3))
+    )
+
+    def answer(body: dict[str, Any]) -> ScriptedReply:
+        row = str(body["messages"][-1]["content"])[-1]
+        return ScriptedReply(content=f'{{"number": "INV-{row}", "total": {row}}}')
+
+    with ScriptedServer([answer], repeat=True) as server:
+        for out in ("a.jsonl", "b.jsonl"):
+            result = CliRunner().invoke(
+                app,
+                [
+                    "batch",
+                    str(rows),
+                    "--out",
+                    str(tmp_path / out),
+                    "--model",
+                    "m",
+                    "--response-model",
+                    f"{Path(__file__).resolve()}:Invoice",
+                    "--base-url",
+                    server.base_url,
+                    "--api-key",
+                    "k",
+                    "--cache",
+                    str(tmp_path / "cache.sqlite"),
+                    "--no-progress",
+                ],
+            )
+            assert 0 == result.exit_code, result.output
+        requests = len(server.requests)
+
+    assert 3 == requests
+    second = [json.loads(line) for line in (tmp_path / "b.jsonl").read_text().splitlines()]
+    assert 3 == len(second)
+    assert all(row.get("ok") for row in second)

@@ -1,0 +1,69 @@
+"""Every page of `docs/` runs as written, for a user who copies it from the top.
+
+Each page's ```python blocks run in order in one namespace (a reader's session), with
+pytest-examples: a block that raises fails the page, and every `#>` line must be what the
+`print` above it prints. Pages bring their own model: healjson's scripted server on 127.0.0.1
+(`healjson.testing.ScriptedServer`), so nothing reaches the internet and no key is needed. A
+page whose integration's extra is not installed is skipped with the extra named.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pytest_examples import CodeExample, EvalExample, find_examples
+
+from paths import ROOT
+
+DOCS = ROOT / "docs"
+PAGES = sorted(DOCS.glob("*.md"))
+_IMPORT = re.compile(r"^(?:from|import) +([A-Za-z_][\w]*)", re.MULTILINE)
+
+
+def blocks(page: Path) -> list[CodeExample]:
+    return [example for example in find_examples(page) if example.prefix == "python"]
+
+
+def missing_packages(page: Path) -> list[str]:
+    """The top-level packages a page imports that are not installed."""
+    found = {name for example in blocks(page) for name in _IMPORT.findall(example.source)}
+    return sorted(name for name in found if importlib.util.find_spec(name) is None)
+
+
+def test_there_are_pages_and_each_has_a_runnable_block() -> None:
+    """The docs folder is read (a test that found no page would pass vacuously)."""
+    assert PAGES
+    for page in PAGES:
+        for example in blocks(page):
+            compile(example.source, f"{page.name}:{example.start_line}", "exec")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_each_page_runs_from_the_top(
+    page: Path, eval_example: EvalExample, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each block of the page runs after the ones above it, as printed; `#>` lines are checked
+    output."""
+    missing = missing_packages(page)
+    if missing:
+        pytest.skip(f"{page.name} needs {', '.join(missing)}")
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # DSPy: no model list download
+    # pytest-examples runs each block as `__main__`: pytest's own is put back afterwards
+    monkeypatch.setitem(sys.modules, "__main__", sys.modules["__main__"])
+    eval_example.set_config(line_length=100)
+    namespace: dict[str, Any] = {}
+    try:
+        for example in blocks(page):
+            namespace = eval_example.run_print_check(example, module_globals=namespace)
+    finally:
+        server = namespace.get("server")
+        stop = getattr(server, "stop", None)
+        if callable(stop):
+            stop()
