@@ -6,6 +6,7 @@ model calls that had finished (recorded in its heartbeats) instead of making the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from typing import Any
 
@@ -31,24 +32,28 @@ REQUEST = {"messages": [{"role": "user", "content": "invoice A"}], "params": {"m
 GOOD = '{"number": "A", "total": 3}'
 
 
-def _sdk_call(server: ScriptedServer) -> Any:
-    sdk = openai.OpenAI(
-        base_url=server.base_url,
-        api_key="test",
-        max_retries=0,
-        http_client=openai.DefaultHttpxClient(verify=TLS),
+def _sdk_call(stack: Any, server: ScriptedServer) -> Any:
+    sdk = stack.enter_context(
+        openai.OpenAI(
+            base_url=server.base_url,
+            api_key="test",
+            max_retries=0,
+            http_client=openai.DefaultHttpxClient(verify=TLS),
+        )
     )
     return lambda messages, **params: sdk.chat.completions.create(messages=messages, **params)
 
 
-def test_a_healed_activity_returns_the_outcome_as_data_and_heartbeats_each_call() -> None:
+def test_a_healed_activity_returns_the_outcome_as_data_and_heartbeats_each_call(
+    closing: contextlib.ExitStack,
+) -> None:
     """The activity heals (here with one repair) and returns `Outcome.to_dict()`; each finished
     model call is in a heartbeat."""
     beats: list[Any] = []
     env = ActivityEnvironment()
     env.on_heartbeat = lambda *details: beats.append(details)
     with ScriptedServer(['{"number": "A"}', GOOD]) as server:
-        activity = healed_activity(healjson.Healer(Invoice), _sdk_call(server))
+        activity = healed_activity(healjson.Healer(Invoice), _sdk_call(closing, server))
         data = env.run(activity, REQUEST)
 
     outcome = healjson.outcome_from_dict(data, Invoice)
@@ -58,10 +63,12 @@ def test_a_healed_activity_returns_the_outcome_as_data_and_heartbeats_each_call(
 
 
 @pytest.mark.parametrize("status", [429, 503])
-def test_a_transient_provider_failure_raises_the_retryable_error(status: int) -> None:
+def test_a_transient_provider_failure_raises_the_retryable_error(
+    status: int, closing: contextlib.ExitStack
+) -> None:
     """HTTP 429 or 503: `RetryableError` (not an `ApplicationError`: Temporal retries it)."""
     with ScriptedServer([ScriptedReply.error(status, "try later")]) as server:
-        activity = healed_activity(healjson.Healer(Invoice), _sdk_call(server))
+        activity = healed_activity(healjson.Healer(Invoice), _sdk_call(closing, server))
         with pytest.raises(RetryableError) as raised:
             ActivityEnvironment().run(activity, REQUEST)
 
@@ -69,12 +76,14 @@ def test_a_transient_provider_failure_raises_the_retryable_error(status: int) ->
     assert not isinstance(raised.value, ApplicationError)
 
 
-def test_a_terminal_failure_or_degraded_outcome_is_a_value_never_a_retry() -> None:
+def test_a_terminal_failure_or_degraded_outcome_is_a_value_never_a_retry(
+    closing: contextlib.ExitStack,
+) -> None:
     """HTTP 400 degrades with `api_error`; a refusal with `refusal`: returned as data."""
     with ScriptedServer(
         [ScriptedReply.error(400, "bad request"), ScriptedReply(refusal="no")]
     ) as server:
-        activity = healed_activity(healjson.Healer(Invoice), _sdk_call(server))
+        activity = healed_activity(healjson.Healer(Invoice), _sdk_call(closing, server))
         first = ActivityEnvironment().run(activity, REQUEST)
         second = ActivityEnvironment().run(activity, REQUEST)
 
@@ -82,7 +91,9 @@ def test_a_terminal_failure_or_degraded_outcome_is_a_value_never_a_retry() -> No
     assert (False, "refusal") == (second["ok"], second["reason"])
 
 
-def test_on_degraded_raise_is_a_non_retryable_application_error() -> None:
+def test_on_degraded_raise_is_a_non_retryable_application_error(
+    closing: contextlib.ExitStack,
+) -> None:
     """`on_degraded="raise"`: the `Degraded` is a non-retryable `ApplicationError` carrying the
     outcome's data."""
     activity = healed_activity(
@@ -98,7 +109,7 @@ def test_on_degraded_raise_is_a_non_retryable_application_error() -> None:
     assert "invalid_output" == raised.value.details[0]["reason"]
 
 
-def test_a_retried_attempt_repeats_no_finished_model_call() -> None:
+def test_a_retried_attempt_repeats_no_finished_model_call(closing: contextlib.ExitStack) -> None:
     """Attempt 1 makes the first call, then its repair fails transiently; attempt 2 (given the
     heartbeat details) reads the first call back and makes only the repair."""
     beats: list[Any] = []
@@ -106,7 +117,7 @@ def test_a_retried_attempt_repeats_no_finished_model_call() -> None:
     first_env.on_heartbeat = lambda *details: beats.append(details)
     replies = ['{"number": "A"}', ScriptedReply.error(503, "busy"), GOOD]
     with ScriptedServer(replies) as server:
-        activity = healed_activity(healjson.Healer(Invoice), _sdk_call(server))
+        activity = healed_activity(healjson.Healer(Invoice), _sdk_call(closing, server))
         with pytest.raises(RetryableError):
             first_env.run(activity, REQUEST)
         retry_env = ActivityEnvironment()

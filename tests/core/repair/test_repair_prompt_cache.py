@@ -5,20 +5,20 @@ marks the shared prefix with `cache_control`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
 import anthropic
 import openai
 import pytest
-from google import genai
 from google.genai import types as genai_types
 from pydantic import BaseModel
 
 import healjson
 from healjson import Healed
 from healjson.testing import RecordedRequest, ScriptedReply, ScriptedServer
-from sdk_calls import TLS
+from sdk_calls import TLS, gemini_client
 
 
 class Person(BaseModel):
@@ -56,15 +56,19 @@ def _check(outcome: Any, server: ScriptedServer) -> list[RecordedRequest]:
     return list(server.requests)
 
 
-def test_an_openai_chat_repair_opens_with_the_first_messages_byte_for_byte() -> None:
+def test_an_openai_chat_repair_opens_with_the_first_messages_byte_for_byte(
+    closing: contextlib.ExitStack,
+) -> None:
     """OpenAI chat: the repair's `messages` array opens with the first request's, as sent."""
     replies = [BAD, ScriptedReply(content=GOOD, usage=CACHED)]
     with ScriptedServer(replies) as server:
-        sdk = openai.OpenAI(
-            base_url=server.base_url,
-            api_key="test",
-            max_retries=0,
-            http_client=openai.DefaultHttpxClient(verify=TLS),
+        sdk = closing.enter_context(
+            openai.OpenAI(
+                base_url=server.base_url,
+                api_key="test",
+                max_retries=0,
+                http_client=openai.DefaultHttpxClient(verify=TLS),
+            )
         )
         outcome = healjson.wrap(sdk).chat.completions.create(
             model="m",
@@ -79,16 +83,20 @@ def test_an_openai_chat_repair_opens_with_the_first_messages_byte_for_byte() -> 
     assert first.body["messages"] == repair.body["messages"][:2]
 
 
-def test_a_responses_repair_opens_with_the_first_input_byte_for_byte() -> None:
+def test_a_responses_repair_opens_with_the_first_input_byte_for_byte(
+    closing: contextlib.ExitStack,
+) -> None:
     """The Responses API: the repair's `input` opens with the first request's items, as sent,
     and its `instructions` are the same."""
     replies = [BAD, ScriptedReply(content=GOOD, usage=CACHED)]
     with ScriptedServer(replies) as server:
-        sdk = openai.OpenAI(
-            base_url=server.base_url,
-            api_key="test",
-            max_retries=0,
-            http_client=openai.DefaultHttpxClient(verify=TLS),
+        sdk = closing.enter_context(
+            openai.OpenAI(
+                base_url=server.base_url,
+                api_key="test",
+                max_retries=0,
+                http_client=openai.DefaultHttpxClient(verify=TLS),
+            )
         )
         outcome = healjson.wrap(sdk).responses.create(
             model="m",
@@ -104,16 +112,20 @@ def test_a_responses_repair_opens_with_the_first_input_byte_for_byte() -> None:
     assert first.body.get("instructions") == repair.body.get("instructions")
 
 
-def test_a_gemini_repair_opens_with_the_first_contents_byte_for_byte() -> None:
+def test_a_gemini_repair_opens_with_the_first_contents_byte_for_byte(
+    closing: contextlib.ExitStack,
+) -> None:
     """Gemini: the repair's `contents` open with the first request's, as sent, and its system
     instruction is the same."""
     replies = [BAD, ScriptedReply(content=GOOD, usage=CACHED)]
     with ScriptedServer(replies) as server:
-        client = genai.Client(
-            api_key="test-key",
-            http_options=genai_types.HttpOptions(
-                base_url=server.gemini_base_url, timeout=10_000, client_args={"verify": TLS}
-            ),
+        client = closing.enter_context(
+            gemini_client(
+                api_key="test-key",
+                http_options=genai_types.HttpOptions(
+                    base_url=server.gemini_base_url, timeout=10_000, client_args={"verify": TLS}
+                ),
+            )
         )
         outcome = healjson.wrap(client).models.generate_content(
             model="gemini-test",
@@ -144,7 +156,7 @@ def _plain(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("json_mode", ["json_schema", "prompt"])
 def test_an_anthropic_repair_opens_with_the_first_messages_and_marks_the_prefix(
-    json_mode: str,
+    json_mode: str, closing: contextlib.ExitStack
 ) -> None:
     """Anthropic: the repair's system prompt is the first request's byte for byte; its messages
     open with the first request's (the same blocks), and the last of those carries the one
@@ -152,8 +164,10 @@ def test_an_anthropic_repair_opens_with_the_first_messages_and_marks_the_prefix(
     later repair reads it; the first request carries no mark."""
     replies = [BAD, BAD, ScriptedReply(content=GOOD, usage=CACHED)]
     with ScriptedServer(replies) as server:
-        sdk = anthropic.Anthropic(
-            base_url=server.anthropic_base_url, api_key="sk-test", max_retries=0, timeout=10.0
+        sdk = closing.enter_context(
+            anthropic.Anthropic(
+                base_url=server.anthropic_base_url, api_key="sk-test", max_retries=0, timeout=10.0
+            )
         )
         outcome = healjson.wrap(sdk, json_mode=json_mode).messages.create(
             model="claude-test",

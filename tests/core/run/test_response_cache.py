@@ -5,6 +5,7 @@ new process and many writers, and holds no secret."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import sqlite3
@@ -26,6 +27,7 @@ from healjson._core.run.answers import HealSpec
 from healjson._core.run.cache import cache_key, read_entry, spec_fingerprint
 from healjson._core.target.target import target_for
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
+from paths import TESTS
 from sdk_calls import TLS
 
 SECRET = "sk-test-0123456789abcdefSECRET"
@@ -61,13 +63,15 @@ class Events:
         return [fields for event, fields in self.seen if event == name]
 
 
-def _wrapped(server: ScriptedServer, cache: Any, **client: Any) -> Any:
+def _wrapped(stack: Any, server: ScriptedServer, cache: Any, **client: Any) -> Any:
     http = openai.DefaultHttpxClient(verify=TLS)
-    sdk = openai.OpenAI(
-        base_url=server.base_url,
-        api_key=client.pop("api_key", "test"),
-        max_retries=0,
-        http_client=http,
+    sdk = stack.enter_context(
+        openai.OpenAI(
+            base_url=server.base_url,
+            api_key=client.pop("api_key", "test"),
+            max_retries=0,
+            http_client=http,
+        )
     )
     return healjson.wrap(sdk, cache=cache)
 
@@ -88,11 +92,11 @@ def test_a_put_is_read_back_at_once_and_committed_in_batches(tmp_path: Path) -> 
     assert 50 == len(reader)
 
 
-def test_a_cache_hit_costs_no_model_call(tmp_path: Path) -> None:
+def test_a_cache_hit_costs_no_model_call(tmp_path: Path, closing: contextlib.ExitStack) -> None:
     """The second identical request is served from the cache: no HTTP request, no tokens."""
     cache = ResponseCache(tmp_path / "cache.sqlite")
     with ScriptedServer([GOOD, GOOD]) as server:
-        client = _wrapped(server, cache)
+        client = _wrapped(closing, server, cache)
         first = client.chat.completions.create(model="m", messages=USER, response_model=Invoice)
         second = client.chat.completions.create(model="m", messages=USER, response_model=Invoice)
         requests = len(server.requests)
@@ -355,7 +359,7 @@ def test_the_cache_survives_a_new_process(tmp_path: Path) -> None:
         healjson.Healer(Invoice, cache=cache).run(ScriptedModel([GOOD]), USER)
     code = f"""
 import json, sys
-sys.path.insert(0, {str(Path(__file__).parent)!r})
+sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(TESTS)!r}]
 import healjson
 from test_response_cache import Invoice, USER
 def call(messages, **params):
@@ -420,14 +424,14 @@ def test_eight_threads_and_four_processes_writing_at_once_leave_it_whole(tmp_pat
         assert [("ok",)] == check.execute("PRAGMA integrity_check").fetchall()
 
 
-def test_no_secret_reaches_the_cache_file(tmp_path: Path) -> None:
+def test_no_secret_reaches_the_cache_file(tmp_path: Path, closing: contextlib.ExitStack) -> None:
     """The client's key, a key passed per call and a key the model echoes are nowhere in the
     file (its WAL included): the answer is stored redacted, the request only as a hash."""
     path = tmp_path / "cache.sqlite"
     echoed = f'{{"number": "INV-{SECRET}", "total": 40}}'
     cache = ResponseCache(path)
     with ScriptedServer([echoed]) as server:
-        client = _wrapped(server, cache, api_key=SECRET)
+        client = _wrapped(closing, server, cache, api_key=SECRET)
         outcome = client.chat.completions.create(
             model="m",
             messages=[{"role": "user", "content": f"my key is {SECRET}"}],
