@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from healjson._core.wire.nesting import value_nests_deeper
 
 
-def _get(obj: Any, name: str) -> Any:
+def get_field(obj: Any, name: str) -> Any:
     # cheap checks first: the Mapping ABC check is slow for the SDK's pydantic objects
     if type(obj) is dict:
         return obj.get(name)
@@ -21,19 +21,19 @@ def _get(obj: Any, name: str) -> Any:
     return obj.get(name)
 
 
-def _get_either(obj: Any, name: str, camel: str) -> Any:
+def get_field_either(obj: Any, name: str, camel: str) -> Any:
     """A field by its snake_case name (SDK objects, `model_dump()`) or its camelCase wire name."""
-    value = _get(obj, name)
-    return _get(obj, camel) if value is None else value
+    value = get_field(obj, name)
+    return get_field(obj, camel) if value is None else value
 
 
-def _listed(value: Any) -> list[Any] | tuple[Any, ...]:
+def as_list(value: Any) -> list[Any] | tuple[Any, ...]:
     """`value` when it is a list or tuple, else no items (a hostile field of another type is
     read as absent, never iterated)."""
     return value if isinstance(value, list | tuple) else ()
 
 
-def _first(items: Any) -> Any:
+def first_item(items: Any) -> Any:
     """The first element of a non-empty list or tuple, else None."""
     return items[0] if isinstance(items, list | tuple) and items else None
 
@@ -43,7 +43,7 @@ UNREADABLE_ARGUMENTS = "<arguments nested too deep to be read>"
 bound: not JSON, so the call is judged broken and asked again, never read as a value."""
 
 
-def _dumps(value: Any) -> str:
+def json_text(value: Any) -> str:
     if value_nests_deeper(value):
         return UNREADABLE_ARGUMENTS
     try:
@@ -54,19 +54,19 @@ def _dumps(value: Any) -> str:
         return str(value)
 
 
-def _int(value: Any) -> int:
+def as_int(value: Any) -> int:
     return value if isinstance(value, int) else 0
 
 
-def _text(content: Any) -> str | None:
+def text_content(content: Any) -> str | None:
     if content is None or isinstance(content, str):
         return content
     if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}]
-        return "".join(str(_get(part, "text") or "") for part in content)
+        return "".join(str(get_field(part, "text") or "") for part in content)
     return str(content)
 
 
-def _opt_str(value: Any) -> str | None:
+def opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
@@ -79,7 +79,7 @@ def message_text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def _output_token_limit(params: Mapping[str, Any]) -> tuple[str, Any] | None:
+def output_token_limit(params: Mapping[str, Any]) -> tuple[str, Any] | None:
     """The request's token limit where it is named `max_output_tokens` (Responses, Gemini)."""
     return (
         ("max_output_tokens", params["max_output_tokens"])
@@ -88,5 +88,5 @@ def _output_token_limit(params: Mapping[str, Any]) -> tuple[str, Any] | None:
     )
 
 
-def _with_output_token_limit(params: Mapping[str, Any], n: int) -> dict[str, Any]:
+def with_output_token_limit(params: Mapping[str, Any], n: int) -> dict[str, Any]:
     return {**params, "max_output_tokens": n}

@@ -58,7 +58,7 @@ from healjson.adapters._format import Enforcing, FormatState, check_mode
 from healjson.adapters._steps import stepping
 from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 
-from ._fields import _dumps, _get, _int, _listed, _opt_str, message_text
+from ._fields import as_int, as_list, get_field, json_text, message_text, opt_str
 from ._unreadable import unreadable_as_failure
 from .provider import Provider, ToolDialect
 from .tiers import NATIVE_MODES, JsonMode, Shapeable, prompted
@@ -80,10 +80,10 @@ __all__ = [
 
 
 def _usage(obj: Any, model: str | None) -> Usage | None:
-    prompt, completion = _get(obj, "prompt_eval_count"), _get(obj, "eval_count")
+    prompt, completion = get_field(obj, "prompt_eval_count"), get_field(obj, "eval_count")
     if not isinstance(prompt, int) and not isinstance(completion, int):
         return None
-    return new_usage(_int(prompt), _int(completion), requests=1, model=model)
+    return new_usage(as_int(prompt), as_int(completion), requests=1, model=model)
 
 
 def _calls(raw: Any) -> tuple[ToolCall, ...]:
@@ -92,11 +92,11 @@ def _calls(raw: Any) -> tuple[ToolCall, ...]:
         return ()
     calls = []
     for index, call in enumerate(raw):
-        function = _get(call, "function") or {}
-        arguments = _get(function, "arguments")
-        text = arguments if isinstance(arguments, str) else _dumps(dict(arguments or {}))
-        name = str(_get(function, "name") or "")
-        calls.append(ToolCall(name, text, _opt_str(_get(call, "id")) or f"call_{index}"))
+        function = get_field(call, "function") or {}
+        arguments = get_field(function, "arguments")
+        text = arguments if isinstance(arguments, str) else json_text(dict(arguments or {}))
+        name = str(get_field(function, "name") or "")
+        calls.append(ToolCall(name, text, opt_str(get_field(call, "id")) or f"call_{index}"))
     return tuple(calls)
 
 
@@ -104,18 +104,18 @@ def _chat(obj: Any) -> Reply:
     """A `ChatResponse`; the SDK's own class is read by `read_chat` from now on."""
     if type(obj).__module__.startswith("ollama.") and isinstance(obj, BaseModel):
         remember_reader(type(obj), read_chat)
-    message = _get(obj, "message") or {}
-    model = _opt_str(_get(obj, "model"))
-    calls = _calls(_get(message, "tool_calls"))
-    content = _get(message, "content")
+    message = get_field(obj, "message") or {}
+    model = opt_str(get_field(obj, "model"))
+    calls = _calls(get_field(message, "tool_calls"))
+    content = get_field(message, "content")
     text = None if content is None or (content == "" and calls) else str(content)
     return new_reply(
         text,
-        _opt_str(_get(obj, "done_reason")),
+        opt_str(get_field(obj, "done_reason")),
         None,
         _usage(obj, model),
         model,
-        _get(message, "thinking") or None,
+        get_field(message, "thinking") or None,
         calls,
     )
 
@@ -144,16 +144,16 @@ def read_chat(obj: Any) -> Reply:
 
 
 def _read_chunk(chunk: Any) -> Delta:
-    message = _get(chunk, "message") or {}
-    model = _opt_str(_get(chunk, "model"))
-    calls = _calls(_get(message, "tool_calls"))
-    done = _get(chunk, "done") is True
+    message = get_field(chunk, "message") or {}
+    model = opt_str(get_field(chunk, "model"))
+    calls = _calls(get_field(message, "tool_calls"))
+    done = get_field(chunk, "done") is True
     return Delta(
-        text=str(_get(message, "content") or ""),
-        reasoning=str(_get(message, "thinking") or ""),
+        text=str(get_field(message, "content") or ""),
+        reasoning=str(get_field(message, "thinking") or ""),
         tool_arguments="".join(call.arguments for call in calls),
         tool_name=calls[0].name if calls else None,
-        finish_reason=_opt_str(_get(chunk, "done_reason")) if done else None,
+        finish_reason=opt_str(get_field(chunk, "done_reason")) if done else None,
         usage=_usage(chunk, model) if done else None,
         model=model,
     )
@@ -168,7 +168,7 @@ def _reads_dict(obj: Mapping[str, Any]) -> bool:
 
 
 def _reads_chunk(chunk: Any) -> bool:
-    return _get(chunk, "message") is not None and _get(chunk, "done") is not None
+    return get_field(chunk, "message") is not None and get_field(chunk, "done") is not None
 
 
 def _token_limit(params: Mapping[str, Any]) -> tuple[str, Any] | None:
@@ -236,10 +236,10 @@ def ollama_request(
 
 
 def _ollama_call(call: Mapping[str, Any], names: dict[str, str]) -> dict[str, Any]:
-    function = _get(call, "function") or {}
-    name = str(_get(function, "name") or "")
-    names[str(_get(call, "id") or "")] = name
-    arguments = _get(function, "arguments")
+    function = get_field(call, "function") or {}
+    name = str(get_field(function, "name") or "")
+    names[str(get_field(call, "id") or "")] = name
+    arguments = get_field(function, "arguments")
     try:
         found = json.loads(arguments) if isinstance(arguments, str) else arguments
     except ValueError:
@@ -339,11 +339,11 @@ class OllamaCollector:
     @unreadable_as_failure
     def feed(self, chunk: Any) -> str:
         """Take one chunk; the answer text it carries ("" for none)."""
-        message = _get(chunk, "message") or {}
-        self._calls.extend(_listed(_get(message, "tool_calls")))
-        if _get(chunk, "done") is True:
+        message = get_field(chunk, "message") or {}
+        self._calls.extend(as_list(get_field(message, "tool_calls")))
+        if get_field(chunk, "done") is True:
             self._last = chunk
-        text = _get(message, "content")
+        text = get_field(message, "content")
         if isinstance(text, str) and text:
             self._text.append(text)
             return text
@@ -352,9 +352,9 @@ class OllamaCollector:
     def reply(self) -> Reply:
         """The whole answer read so far."""
         last, calls = self._last or {}, _calls(self._calls)
-        model = _opt_str(_get(last, "model"))
+        model = opt_str(get_field(last, "model"))
         text = "".join(self._text) if self._text else None
-        finish = _opt_str(_get(last, "done_reason"))
+        finish = opt_str(get_field(last, "done_reason"))
         return new_reply(text, finish, None, _usage(last, model), model, None, calls)
 
 

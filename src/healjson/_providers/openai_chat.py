@@ -32,7 +32,7 @@ from healjson._core.wire.fault import fault_from_body
 from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import SDK_COMPLETIONS, Reply, ToolCall, Usage, new_reply, new_usage
 
-from ._fields import _dumps, _first, _get, _int, _listed, _opt_str, _text
+from ._fields import as_int, as_list, first_item, get_field, json_text, opt_str, text_content
 from ._unreadable import unreadable_as_failure
 from .provider import BatchApi, BatchLines, Provider
 
@@ -122,20 +122,20 @@ def read_completion(obj: Any) -> Reply:
 
 @unreadable_as_failure
 def _completion(obj: Any) -> Reply:
-    choice = _first(_get(obj, "choices"))
-    model = _opt_str(_get(obj, "model"))
-    usage = _usage(_get(obj, "usage"), model)
+    choice = first_item(get_field(obj, "choices"))
+    model = opt_str(get_field(obj, "model"))
+    usage = chat_usage(get_field(obj, "usage"), model)
     if choice is None:
         return new_reply(None, None, None, usage, model)
-    message = _get(choice, "message") or {}
+    message = get_field(choice, "message") or {}
     return new_reply(
-        _text(_get(message, "content")),
-        _opt_str(_get(choice, "finish_reason")),
-        _opt_str(_get(message, "refusal")),
+        text_content(get_field(message, "content")),
+        opt_str(get_field(choice, "finish_reason")),
+        opt_str(get_field(message, "refusal")),
         usage,
         model,
         _reasoning_field(message),
-        _tool_calls(_get(message, "tool_calls")),
+        _tool_calls(get_field(message, "tool_calls")),
     )
 
 
@@ -143,12 +143,12 @@ def _reasoning_field(message: Any) -> str | None:
     """OpenAI-compatible reasoning beside the content: `reasoning_content` (DeepSeek, vLLM,
     Qwen) or `reasoning` (OpenRouter, Ollama, newer vLLM). The SDK keeps unknown fields in
     `model_extra`."""
-    extra = _get(message, "model_extra") if isinstance(message, BaseModel) else None
+    extra = get_field(message, "model_extra") if isinstance(message, BaseModel) else None
     for source in (message, extra):
         if source is None:
             continue
         for name in ("reasoning_content", "reasoning"):
-            value = _get(source, name)
+            value = get_field(source, name)
             if isinstance(value, str) and value:
                 return value
     return None
@@ -159,11 +159,11 @@ def _tool_calls(raw: Any) -> tuple[ToolCall, ...]:
         return ()
     calls: list[ToolCall] = []
     for call in raw:
-        function = _get(call, "function") or {}
-        name = _opt_str(_get(function, "name")) or ""
-        arguments = _get(function, "arguments")
-        text = arguments if isinstance(arguments, str) else _dumps(arguments)
-        calls.append(ToolCall(name, text, _opt_str(_get(call, "id"))))
+        function = get_field(call, "function") or {}
+        name = opt_str(get_field(function, "name")) or ""
+        arguments = get_field(function, "arguments")
+        text = arguments if isinstance(arguments, str) else json_text(arguments)
+        calls.append(ToolCall(name, text, opt_str(get_field(call, "id"))))
     return tuple(calls)
 
 
@@ -175,40 +175,43 @@ def _reads_message(obj: Mapping[str, Any]) -> bool:
 def _message(obj: Any) -> Reply:
     """A chat message dict (a reply already taken out of its completion)."""
     return new_reply(
-        _text(obj.get("content")),
-        _opt_str(obj.get("finish_reason")),
-        _opt_str(obj.get("refusal")),
-        _usage(obj.get("usage"), _opt_str(obj.get("model"))),
-        _opt_str(obj.get("model")),
+        text_content(obj.get("content")),
+        opt_str(obj.get("finish_reason")),
+        opt_str(obj.get("refusal")),
+        chat_usage(obj.get("usage"), opt_str(obj.get("model"))),
+        opt_str(obj.get("model")),
         _reasoning_field(obj),
         _tool_calls(obj.get("tool_calls")),
     )
 
 
-def _usage(raw: Any, model: str | None = None) -> Usage | None:
+def chat_usage(raw: Any, model: str | None = None) -> Usage | None:
     """OpenAI-style usage (also OpenAI-compatible servers): cached prompt tokens included."""
     if raw is None:
         return None
-    prompt = _get(raw, "prompt_tokens")
-    completion = _get(raw, "completion_tokens")
+    prompt = get_field(raw, "prompt_tokens")
+    completion = get_field(raw, "completion_tokens")
     if not isinstance(prompt, int) and not isinstance(completion, int):
         return None
-    details = _get(raw, "completion_tokens_details")
-    reasoning = _get(details, "reasoning_tokens") if details is not None else None
-    prompt_details = _get(raw, "prompt_tokens_details")
-    cached = _get(prompt_details, "cached_tokens") if prompt_details is not None else None
+    details = get_field(raw, "completion_tokens_details")
+    reasoning = get_field(details, "reasoning_tokens") if details is not None else None
+    prompt_details = get_field(raw, "prompt_tokens_details")
+    cached = get_field(prompt_details, "cached_tokens") if prompt_details is not None else None
     return new_usage(
         prompt if isinstance(prompt, int) else 0,
         completion if isinstance(completion, int) else 0,
-        reasoning_tokens=_int(reasoning),
-        cache_read_tokens=_int(cached),
+        reasoning_tokens=as_int(reasoning),
+        cache_read_tokens=as_int(cached),
         requests=1,
         model=model,
     )
 
 
 def _reads_chunk(chunk: Any) -> bool:
-    return _get(chunk, "choices") is not None or _get(chunk, "object") == "chat.completion.chunk"
+    return (
+        get_field(chunk, "choices") is not None
+        or get_field(chunk, "object") == "chat.completion.chunk"
+    )
 
 
 def _read_chunk(chunk: Any) -> Delta:
@@ -226,7 +229,7 @@ def read_sdk_chunk(chunk: Any) -> Delta:
         if type(choices) is not list:
             return _openai(chunk)
         if not choices:
-            return Delta(usage=None if usage is None else _usage(usage), model=chunk.model)
+            return Delta(usage=None if usage is None else chat_usage(usage), model=chunk.model)
         choice = choices[0]
         if choice.index != 0 or len(choices) > 1:
             return _openai(chunk)  # interleaved choices (`n` > 1): the full reader
@@ -248,17 +251,17 @@ def read_sdk_chunk(chunk: Any) -> Delta:
 
 @unreadable_as_failure
 def _openai(chunk: Any) -> Delta:
-    usage = _usage(_get(chunk, "usage"))
-    model = _opt_str(_get(chunk, "model"))
-    choice = _first_choice(_listed(_get(chunk, "choices")))
+    usage = chat_usage(get_field(chunk, "usage"))
+    model = opt_str(get_field(chunk, "model"))
+    choice = _first_choice(as_list(get_field(chunk, "choices")))
     if choice is None:
         return Delta(usage=usage, model=model)
-    delta = _get(choice, "delta") or {}
+    delta = get_field(choice, "delta") or {}
     extra = getattr(delta, "model_extra", None) or {}
     reasoning = ""
     for source in (delta, extra):
         for field in ("reasoning_content", "reasoning"):
-            value = _get(source, field)
+            value = get_field(source, field)
             if isinstance(value, str) and value:
                 reasoning = value
                 break
@@ -266,21 +269,21 @@ def _openai(chunk: Any) -> Delta:
             break
     arguments = ""
     name: str | None = None
-    for call in _listed(_get(delta, "tool_calls")):
-        function = _get(call, "function") or {}
-        piece = _get(function, "arguments")
+    for call in as_list(get_field(delta, "tool_calls")):
+        function = get_field(call, "function") or {}
+        piece = get_field(function, "arguments")
         if isinstance(piece, str):
             arguments += piece
-        name = name or _opt_str(_get(function, "name"))
-    text = _get(delta, "content")
-    refusal = _get(delta, "refusal")
+        name = name or opt_str(get_field(function, "name"))
+    text = get_field(delta, "content")
+    refusal = get_field(delta, "refusal")
     return Delta(
         text=text if isinstance(text, str) else "",
         reasoning=reasoning,
         tool_arguments=arguments,
         tool_name=name,
         refusal=refusal if isinstance(refusal, str) else "",
-        finish_reason=_opt_str(_get(choice, "finish_reason")),
+        finish_reason=opt_str(get_field(choice, "finish_reason")),
         usage=usage,
         model=model,
     )
@@ -290,7 +293,7 @@ def _first_choice(choices: Any) -> Any:
     """Choice 0 of a chunk (a choice without an index is choice 0); None when the chunk carries
     only other choices, as with `n` > 1, whose text is not the answer."""
     for choice in choices:
-        index = _get(choice, "index")
+        index = get_field(choice, "index")
         if index is None or index == 0:
             return choice
     return None

@@ -28,7 +28,7 @@ from healjson._core.wire.effects import ProviderError
 from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage
 
-from ._fields import _dumps, _listed, _opt_str, _output_token_limit, _with_output_token_limit
+from ._fields import as_list, json_text, opt_str, output_token_limit, with_output_token_limit
 from ._unreadable import unreadable_as_failure
 from .openai_chat import batch_body as chat_batch_body
 from .openai_chat import batch_result
@@ -64,7 +64,7 @@ class ResponseFailed(ProviderError, TypeError):
 _MODELS: set[type] = set()
 
 
-def _get(obj: Any, name: str) -> Any:
+def get_field(obj: Any, name: str) -> Any:
     kind = type(obj)
     if kind is dict:
         return obj.get(name)
@@ -79,15 +79,17 @@ def _get(obj: Any, name: str) -> Any:
     return obj.get(name)
 
 
-def _int(value: Any) -> int:
+def as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def is_response(obj: Any) -> bool:
     """True for a Responses API `response` (object or mapping)."""
-    if _get(obj, "object") == "response":
+    if get_field(obj, "object") == "response":
         return True
-    return isinstance(_get(obj, "output"), list | tuple) and _get(obj, "status") is not None
+    return (
+        isinstance(get_field(obj, "output"), list | tuple) and get_field(obj, "status") is not None
+    )
 
 
 # -- the reply -------------------------------------------------------------------------------
@@ -149,39 +151,39 @@ def read_response(obj: Any) -> Reply:
     """A `Response` as a `Reply` (see the module's docstring); raises `ResponseFailed` for a
     failed one (`UnreadableReply` for one it cannot read). A field of the wrong type is read as
     absent: a list that is not one holds no items, a text that is not one is no text."""
-    status = _opt_str(_get(obj, "status"))
-    model = _opt_str(_get(obj, "model"))
+    status = opt_str(get_field(obj, "status"))
+    model = opt_str(get_field(obj, "model"))
     if status == "failed":
-        raise ResponseFailed(_error_text(_get(obj, "error"), "the response failed"))
-    items = _listed(_get(obj, "output"))
-    phased = any(_get(item, "phase") is not None for item in items)
+        raise ResponseFailed(_error_text(get_field(obj, "error"), "the response failed"))
+    items = as_list(get_field(obj, "output"))
+    phased = any(get_field(item, "phase") is not None for item in items)
     texts: list[str] = []
     refusals: list[str] = []
     thoughts: list[str] = []
     calls: list[ToolCall] = []
     for item in items:
-        kind = _get(item, "type")
+        kind = get_field(item, "type")
         if kind == "message":
-            aside = phased and _get(item, "phase") != "final_answer"
-            for part in _listed(_get(item, "content")):
-                if _get(part, "type") == "refusal":
-                    refusal = _get(part, "refusal")
+            aside = phased and get_field(item, "phase") != "final_answer"
+            for part in as_list(get_field(item, "content")):
+                if get_field(part, "type") == "refusal":
+                    refusal = get_field(part, "refusal")
                     refusals.append(refusal if isinstance(refusal, str) else "")
-                elif isinstance(text := _get(part, "text"), str):
+                elif isinstance(text := get_field(part, "text"), str):
                     (thoughts if aside else texts).append(text)
         elif kind == "reasoning":
             thoughts += _reasoning_texts(item)
         elif kind == "function_call":
-            arguments = _get(item, "arguments")
-            name = str(_get(item, "name") or "")
-            text = arguments if isinstance(arguments, str) else _dumps(arguments)
-            calls.append(ToolCall(name, text, _opt_str(_get(item, "call_id"))))
+            arguments = get_field(item, "arguments")
+            name = str(get_field(item, "name") or "")
+            text = arguments if isinstance(arguments, str) else json_text(arguments)
+            calls.append(ToolCall(name, text, opt_str(get_field(item, "call_id"))))
     refusal = "".join(refusals) if refusals else None
     return new_reply(
         "".join(texts) if texts else None,
-        _finish(status, _get(obj, "incomplete_details"), bool(calls) and not texts),
+        _finish(status, get_field(obj, "incomplete_details"), bool(calls) and not texts),
         refusal,
-        usage(_get(obj, "usage"), model),
+        usage(get_field(obj, "usage"), model),
         model,
         "\n\n".join(t for t in thoughts if t) or None,
         tuple(calls),
@@ -189,22 +191,22 @@ def read_response(obj: Any) -> Reply:
 
 
 def _reasoning_texts(item: Any) -> list[str]:
-    parts = [*_listed(_get(item, "summary")), *_listed(_get(item, "content"))]
-    return [text for part in parts if isinstance(text := _get(part, "text"), str) and text]
+    parts = [*as_list(get_field(item, "summary")), *as_list(get_field(item, "content"))]
+    return [text for part in parts if isinstance(text := get_field(part, "text"), str) and text]
 
 
 def _finish(status: str | None, details: Any, tool_calls: bool) -> str | None:
     if status == "completed":
         return "tool_calls" if tool_calls else "stop"
     if status == "incomplete":
-        reason = _opt_str(_get(details, "reason")) if details is not None else None
+        reason = opt_str(get_field(details, "reason")) if details is not None else None
         return _INCOMPLETE.get(reason or "", reason or "length")
     return status
 
 
 def _error_text(error: Any, default: str) -> str:
-    message = _opt_str(_get(error, "message")) if error is not None else None
-    code = _opt_str(_get(error, "code")) if error is not None else None
+    message = opt_str(get_field(error, "message")) if error is not None else None
+    code = opt_str(get_field(error, "code")) if error is not None else None
     text = message or default
     return f"{code}: {text}" if code else text
 
@@ -213,17 +215,21 @@ def usage(raw: Any, model: str | None = None, *, requests: int = 1) -> Usage | N
     """The Responses API's usage (input and output tokens, with their details)."""
     if raw is None:
         return None
-    prompt, completion = _get(raw, "input_tokens"), _get(raw, "output_tokens")
+    prompt, completion = get_field(raw, "input_tokens"), get_field(raw, "output_tokens")
     if not isinstance(prompt, int) and not isinstance(completion, int):
         return None
-    inputs = _get(raw, "input_tokens_details")
-    outputs = _get(raw, "output_tokens_details")
+    inputs = get_field(raw, "input_tokens_details")
+    outputs = get_field(raw, "output_tokens_details")
     return new_usage(
-        _int(prompt),
-        _int(completion),
-        reasoning_tokens=_int(_get(outputs, "reasoning_tokens")) if outputs is not None else 0,
-        cache_read_tokens=_int(_get(inputs, "cached_tokens")) if inputs is not None else 0,
-        cache_write_tokens=_int(_get(inputs, "cache_write_tokens")) if inputs is not None else 0,
+        as_int(prompt),
+        as_int(completion),
+        reasoning_tokens=as_int(get_field(outputs, "reasoning_tokens"))
+        if outputs is not None
+        else 0,
+        cache_read_tokens=as_int(get_field(inputs, "cached_tokens")) if inputs is not None else 0,
+        cache_write_tokens=as_int(get_field(inputs, "cache_write_tokens"))
+        if inputs is not None
+        else 0,
         requests=requests,
         model=model,
     )
@@ -247,24 +253,27 @@ def read_event(event: Any, kind: str) -> Delta | None:
     them apart, keeping the items' phases)."""
     make = _TEXT_DELTAS.get(kind)
     if make is not None:
-        piece = _get(event, "delta")
+        piece = get_field(event, "delta")
         return make(piece) if isinstance(piece, str) else _EMPTY
     if not kind.startswith("response."):
         if kind == "error" and (
-            _get(event, "sequence_number") is not None or isinstance(_get(event, "message"), str)
+            get_field(event, "sequence_number") is not None
+            or isinstance(get_field(event, "message"), str)
         ):
-            raise ResponseFailed(_error_text(_get(event, "error") or event, "the stream failed"))
+            raise ResponseFailed(
+                _error_text(get_field(event, "error") or event, "the stream failed")
+            )
         return None
     if kind == "response.output_item.added":
-        item = _get(event, "item")
-        if _get(item, "type") == "function_call":
-            return Delta(tool_name=_opt_str(_get(item, "name")))
+        item = get_field(event, "item")
+        if get_field(item, "type") == "function_call":
+            return Delta(tool_name=opt_str(get_field(item, "name")))
         return _EMPTY
     if kind in _ENDS:
-        reply = read_response(_get(event, "response") or {})
+        reply = read_response(get_field(event, "response") or {})
         return Delta(finish_reason=reply.finish_reason, usage=reply.usage, model=reply.model)
     if kind == "response.created":
-        return Delta(model=_opt_str(_get(_get(event, "response"), "model")))
+        return Delta(model=opt_str(get_field(get_field(event, "response"), "model")))
     return _EMPTY
 
 
@@ -300,21 +309,21 @@ async def aset_commentary_aside(
 def _phased(event: Any, aside: set[Any], seen: Callable[[str], None] | None) -> Any:
     """The event, or its `Delta` when it is a text piece (most of a stream's events: read here
     as `read_event` reads them, the core's lookup by shape skipped)."""
-    kind = _get(event, "type")
+    kind = get_field(event, "type")
     make = _TEXT_DELTAS.get(kind) if type(kind) is str else None
     if make is not None:
-        piece = _get(event, "delta")
+        piece = get_field(event, "delta")
         if not isinstance(piece, str):
             piece = None
         if aside and kind == "response.output_text.delta" and _text_id(event, "item_id") in aside:
             return Delta(reasoning=piece or "")
         return _EMPTY if piece is None else make(piece)
     if kind == "response.output_item.added":
-        item = _get(event, "item")
-        if _get(item, "phase") == "commentary":
+        item = get_field(event, "item")
+        if get_field(item, "phase") == "commentary":
             aside.add(_text_id(item, "id"))
     elif kind == "response.created" and seen is not None:
-        identity = _get(_get(event, "response"), "id")
+        identity = get_field(get_field(event, "response"), "id")
         if isinstance(identity, str):
             seen(identity)
     return event
@@ -322,7 +331,7 @@ def _phased(event: Any, aside: set[Any], seen: Callable[[str], None] | None) -> 
 
 def _text_id(obj: Any, name: str) -> str | None:
     """An item id (a string; any other type is no id: ids are compared in a set)."""
-    identity = _get(obj, name)
+    identity = get_field(obj, name)
     return identity if isinstance(identity, str) else None
 
 
@@ -349,9 +358,9 @@ def _formats(response_format: Any) -> tuple[Any, dict[str, Any], dict[str, Any]]
     cached = _FORMATS.get(id(response_format))
     if cached is not None and cached[0] is response_format:
         return cached
-    kind = _get(response_format, "type")
+    kind = get_field(response_format, "type")
     if kind == "json_schema":
-        found = {"type": "json_schema", **dict(_get(response_format, "json_schema") or {})}
+        found = {"type": "json_schema", **dict(get_field(response_format, "json_schema") or {})}
     else:
         found = {"type": str(kind or "text")}
     if len(_FORMATS) >= 256:
@@ -363,12 +372,15 @@ def _formats(response_format: Any) -> tuple[Any, dict[str, Any], dict[str, Any]]
 
 def _item_message(item: Any) -> dict[str, Any]:
     """An input item as the chat-style message the healer sees (for its sizes and traces)."""
-    kind = _get(item, "type") or "message"
+    kind = get_field(item, "type") or "message"
     if kind == "message":
-        return {"role": str(_get(item, "role") or "user"), "content": _get(item, "content")}
+        return {
+            "role": str(get_field(item, "role") or "user"),
+            "content": get_field(item, "content"),
+        }
     role = "tool" if str(kind).endswith("_output") else "assistant"
     fields = item.model_dump(exclude_none=True) if isinstance(item, BaseModel) else item
-    return {"role": role, "content": _dumps(fields)}
+    return {"role": role, "content": json_text(fields)}
 
 
 _CHAT_LIMITS: Final = ("max_completion_tokens", "max_tokens")
@@ -467,19 +479,19 @@ def _items(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     if role == "tool" and message.get("tool_call_id") is not None:
         output = message.get("content")
         return [{"type": "function_call_output", "call_id": message["tool_call_id"],
-                 "output": output if isinstance(output, str) else _dumps(output)}]  # fmt: skip
+                 "output": output if isinstance(output, str) else json_text(output)}]  # fmt: skip
     if role != "assistant" or not calls:
         return [_message(message)]
     found = [_message(message)] if message.get("content") else []
     for call in calls:
-        function = _get(call, "function") or {}
-        arguments = _get(function, "arguments")
+        function = get_field(call, "function") or {}
+        arguments = get_field(function, "arguments")
         found.append(
             {
                 "type": "function_call",
-                "call_id": str(_get(call, "id") or ""),
-                "name": str(_get(function, "name") or ""),
-                "arguments": arguments if isinstance(arguments, str) else _dumps(arguments),
+                "call_id": str(get_field(call, "id") or ""),
+                "name": str(get_field(function, "name") or ""),
+                "arguments": arguments if isinstance(arguments, str) else json_text(arguments),
             }
         )
     return found
@@ -504,19 +516,20 @@ def _reads_dict(obj: Mapping[str, Any]) -> bool:
 
 
 def _reads_chunk(chunk: Any) -> bool:
-    kind = _get(chunk, "type")
+    kind = get_field(chunk, "type")
     if not isinstance(kind, str):
         return False
     if kind.startswith("response."):
         return True
     return kind == "error" and (
-        _get(chunk, "sequence_number") is not None or isinstance(_get(chunk, "message"), str)
+        get_field(chunk, "sequence_number") is not None
+        or isinstance(get_field(chunk, "message"), str)
     )
 
 
 @unreadable_as_failure
 def _read_chunk(chunk: Any) -> Delta:
-    return read_event(chunk, str(_get(chunk, "type"))) or _EMPTY
+    return read_event(chunk, str(get_field(chunk, "type"))) or _EMPTY
 
 
 FORMAT = WireFormat(
@@ -526,8 +539,8 @@ FORMAT = WireFormat(
     reads_dict=_reads_dict,
     reads_chunk=_reads_chunk,
     read_chunk=_read_chunk,
-    token_limit=_output_token_limit,
-    with_token_limit=_with_output_token_limit,
+    token_limit=output_token_limit,
+    with_token_limit=with_output_token_limit,
 )
 """(Its SDK methods: its line in the registry.)"""
 
@@ -566,14 +579,16 @@ class ResponsesCollector:
     @unreadable_as_failure
     def feed(self, event: Any) -> str:
         """Take one event; the answer text it carries ("" for none)."""
-        kind = _get(event, "type")
+        kind = get_field(event, "type")
         if kind == "response.output_text.delta":
-            piece = _get(event, "delta")
+            piece = get_field(event, "delta")
             return piece if isinstance(piece, str) else ""
         if kind in ("response.completed", "response.incomplete", "response.failed"):
-            self._final = read_response(_get(event, "response") or {})  # raises when failed
+            self._final = read_response(get_field(event, "response") or {})  # raises when failed
         elif kind == "error":
-            raise ResponseFailed(_error_text(_get(event, "error") or event, "the stream failed"))
+            raise ResponseFailed(
+                _error_text(get_field(event, "error") or event, "the stream failed")
+            )
         return ""
 
     def reply(self) -> Reply:

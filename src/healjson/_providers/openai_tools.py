@@ -23,9 +23,9 @@ from pydantic import BaseModel
 
 from healjson._core.wire.reply import Reply, ToolCall, new_reply
 
-from ._fields import _get, _listed, _opt_str
+from ._fields import as_list, get_field, opt_str
 from ._unreadable import unreadable_as_failure
-from .openai_chat import _usage as chat_usage
+from .openai_chat import chat_usage
 from .provider import ToolDialect
 
 __all__ = ["CHAT", "ChatCollector", "forced", "read_function_tool", "strict_function"]
@@ -48,31 +48,31 @@ class ChatCollector:
     @unreadable_as_failure
     def feed(self, chunk: Any) -> str:
         """Take one chunk; the answer text it carries ("" for none)."""
-        self._model = self._model or _opt_str(_get(chunk, "model"))
-        usage = _get(chunk, "usage")
+        self._model = self._model or opt_str(get_field(chunk, "model"))
+        usage = get_field(chunk, "usage")
         if usage is not None:
             self._usage = usage
-        choices = _listed(_get(chunk, "choices"))
-        choice = next((c for c in choices if (_get(c, "index") or 0) == 0), None)
+        choices = as_list(get_field(chunk, "choices"))
+        choice = next((c for c in choices if (get_field(c, "index") or 0) == 0), None)
         if choice is None:
             return ""
-        finish = _get(choice, "finish_reason")
+        finish = get_field(choice, "finish_reason")
         if finish is not None:
             self._finish = str(finish)
-        delta = _get(choice, "delta") or {}
-        refusal = _get(delta, "refusal")
+        delta = get_field(choice, "delta") or {}
+        refusal = get_field(delta, "refusal")
         if isinstance(refusal, str):
             self._refusal.append(refusal)
-        for call in _listed(_get(delta, "tool_calls")):
-            index = _get(call, "index")
+        for call in as_list(get_field(delta, "tool_calls")):
+            index = get_field(call, "index")
             entry = self._calls.setdefault(index if isinstance(index, int) else 0, [None, "", []])
-            entry[0] = entry[0] or _opt_str(_get(call, "id"))
-            function = _get(call, "function") or {}
-            entry[1] = entry[1] or (_opt_str(_get(function, "name")) or "")
-            piece = _get(function, "arguments")
+            entry[0] = entry[0] or opt_str(get_field(call, "id"))
+            function = get_field(call, "function") or {}
+            entry[1] = entry[1] or (opt_str(get_field(function, "name")) or "")
+            piece = get_field(function, "arguments")
             if isinstance(piece, str):
                 entry[2].append(piece)
-        text = _get(delta, "content")
+        text = get_field(delta, "content")
         if isinstance(text, str) and text:
             self._text.append(text)
             return text

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from healjson._core.wire.reply import Reply, ToolCall, new_reply
-from healjson._providers._fields import _get, _opt_str
+from healjson._providers._fields import get_field, opt_str
 from healjson._providers._unreadable import unreadable_as_failure
 from healjson._providers.provider import ToolDialect
 
@@ -43,34 +43,41 @@ class AnthropicCollector:
     @unreadable_as_failure
     def feed(self, event: Any) -> str:
         """Take one event; the answer text it carries ("" for none)."""
-        kind = _get(event, "type")
-        index = _get(event, "index")
+        kind = get_field(event, "type")
+        index = get_field(event, "index")
         if kind == "content_block_start" and isinstance(index, int):
-            block = _get(event, "content_block") or {}
-            entry = [_get(block, "type"), _opt_str(_get(block, "id")), _get(block, "name"), []]
+            block = get_field(event, "content_block") or {}
+            entry = [
+                get_field(block, "type"),
+                opt_str(get_field(block, "id")),
+                get_field(block, "name"),
+                [],
+            ]
             self._blocks[index] = entry
         elif kind == "content_block_delta" and isinstance(index, int) and index in self._blocks:
-            delta = _get(event, "delta") or {}
-            piece = _get(delta, "type")
+            delta = get_field(event, "delta") or {}
+            piece = get_field(delta, "type")
             entry = self._blocks[index]
             if piece == "text_delta" and entry[0] == "text":
-                text = str(_get(delta, "text") or "")
+                text = str(get_field(delta, "text") or "")
                 entry[3].append(text)
                 return text
             if piece == "input_json_delta" and entry[0] == "tool_use":
-                entry[3].append(str(_get(delta, "partial_json") or ""))
+                entry[3].append(str(get_field(delta, "partial_json") or ""))
         elif kind == "message_start":
-            message = _get(event, "message") or {}
-            self._model = _opt_str(_get(message, "model"))
-            self._start = anthropic_usage(_get(message, "usage"), requests=1, model=self._model)
+            message = get_field(event, "message") or {}
+            self._model = opt_str(get_field(message, "model"))
+            self._start = anthropic_usage(
+                get_field(message, "usage"), requests=1, model=self._model
+            )
         elif kind == "message_delta":
-            delta = _get(event, "delta") or {}
-            stop = _opt_str(_get(delta, "stop_reason"))
+            delta = get_field(event, "delta") or {}
+            stop = opt_str(get_field(delta, "stop_reason"))
             self._finish = None if stop is None else FINISH.get(stop, stop)
             if stop == "refusal":
-                details = _get(delta, "stop_details") or _get(event, "stop_details") or {}
-                self._refusal = _opt_str(_get(details, "explanation")) or "refused"
-            self._usage = anthropic_usage(_get(event, "usage"), requests=1, model=self._model)
+                details = get_field(delta, "stop_details") or get_field(event, "stop_details") or {}
+                self._refusal = opt_str(get_field(details, "explanation")) or "refused"
+            self._usage = anthropic_usage(get_field(event, "usage"), requests=1, model=self._model)
         return ""
 
     def reply(self) -> Reply:

@@ -27,7 +27,7 @@ from healjson._core.wire.fault import fault_from_body
 from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage, remember_reader
 from healjson._providers._batch_results import EXPIRED_MESSAGE, Result, unreadable
-from healjson._providers._fields import _dumps, _get, _int, _listed, _opt_str, message_text
+from healjson._providers._fields import as_int, as_list, get_field, json_text, message_text, opt_str
 from healjson._providers._unreadable import unreadable_as_failure
 from healjson._providers.tiers import JsonMode, Shapeable, prompted
 
@@ -66,22 +66,28 @@ def _anthropic(obj: Any) -> Reply:
     `read_message` from now on."""
     if type(obj).__module__.startswith("anthropic.") and isinstance(obj, BaseModel):
         remember_reader(type(obj), read_message)
-    blocks = _listed(_get(obj, "content"))
-    texts = [str(_get(b, "text") or "") for b in blocks if _get(b, "type") == "text"]
+    blocks = as_list(get_field(obj, "content"))
+    texts = [str(get_field(b, "text") or "") for b in blocks if get_field(b, "type") == "text"]
     content: str | None = "".join(texts) if texts else None
-    thoughts = [str(_get(b, "thinking") or "") for b in blocks if _get(b, "type") == "thinking"]
+    thoughts = [
+        str(get_field(b, "thinking") or "") for b in blocks if get_field(b, "type") == "thinking"
+    ]
     calls = tuple(
-        ToolCall(str(_get(b, "name") or ""), _dumps(_get(b, "input")), _opt_str(_get(b, "id")))
+        ToolCall(
+            str(get_field(b, "name") or ""),
+            json_text(get_field(b, "input")),
+            opt_str(get_field(b, "id")),
+        )
         for b in blocks
-        if _get(b, "type") == "tool_use"
+        if get_field(b, "type") == "tool_use"
     )
-    stop = _opt_str(_get(obj, "stop_reason"))
+    stop = opt_str(get_field(obj, "stop_reason"))
     refusal = None
     if stop == "refusal":
-        explanation = _get(_get(obj, "stop_details") or {}, "explanation")
-        refusal = _opt_str(explanation) or content or "refused"
-    model = _opt_str(_get(obj, "model"))
-    usage = anthropic_usage(_get(obj, "usage"), requests=1, model=model)
+        explanation = get_field(get_field(obj, "stop_details") or {}, "explanation")
+        refusal = opt_str(explanation) or content or "refused"
+    model = opt_str(get_field(obj, "model"))
+    usage = anthropic_usage(get_field(obj, "usage"), requests=1, model=model)
     finish = None if stop is None else FINISH.get(stop, stop)
     return new_reply(
         None if refusal else content,
@@ -141,17 +147,17 @@ def anthropic_usage(raw: Any, *, requests: int = 0, model: str | None = None) ->
     (the cache reads and writes are parts of it)."""
     if raw is None:
         return None
-    prompt, completion = _get(raw, "input_tokens"), _get(raw, "output_tokens")
+    prompt, completion = get_field(raw, "input_tokens"), get_field(raw, "output_tokens")
     if not isinstance(prompt, int) and not isinstance(completion, int):
         return None
-    read = _int(_get(raw, "cache_read_input_tokens"))
-    written = _int(_get(raw, "cache_creation_input_tokens"))
-    details = _get(raw, "output_tokens_details")
-    thinking = _get(details, "thinking_tokens") if details is not None else None
+    read = as_int(get_field(raw, "cache_read_input_tokens"))
+    written = as_int(get_field(raw, "cache_creation_input_tokens"))
+    details = get_field(raw, "output_tokens_details")
+    thinking = get_field(details, "thinking_tokens") if details is not None else None
     return new_usage(
-        _int(prompt) + read + written,
-        _int(completion),
-        reasoning_tokens=_int(thinking),
+        as_int(prompt) + read + written,
+        as_int(completion),
+        reasoning_tokens=as_int(thinking),
         cache_read_tokens=read,
         cache_write_tokens=written,
         requests=requests,
@@ -161,39 +167,39 @@ def anthropic_usage(raw: Any, *, requests: int = 0, model: str | None = None) ->
 
 @unreadable_as_failure
 def _anthropic_event(event: Any) -> Delta:
-    kind = _get(event, "type")
+    kind = get_field(event, "type")
     if kind == "content_block_delta":
-        delta = _get(event, "delta") or {}
-        piece = _get(delta, "type")
+        delta = get_field(event, "delta") or {}
+        piece = get_field(delta, "type")
         if piece == "text_delta":
-            return Delta(text=str(_get(delta, "text") or ""))
+            return Delta(text=str(get_field(delta, "text") or ""))
         if piece == "thinking_delta":
-            return Delta(reasoning=str(_get(delta, "thinking") or ""))
+            return Delta(reasoning=str(get_field(delta, "thinking") or ""))
         if piece == "input_json_delta":
-            return Delta(tool_arguments=str(_get(delta, "partial_json") or ""))
+            return Delta(tool_arguments=str(get_field(delta, "partial_json") or ""))
         return _EMPTY
     if kind == "content_block_start":
-        block = _get(event, "content_block") or {}
-        if _get(block, "type") == "tool_use":
-            return Delta(tool_name=_opt_str(_get(block, "name")))
+        block = get_field(event, "content_block") or {}
+        if get_field(block, "type") == "tool_use":
+            return Delta(tool_name=opt_str(get_field(block, "name")))
         return _EMPTY
     if kind == "message_start":
-        message = _get(event, "message") or {}
+        message = get_field(event, "message") or {}
         return Delta(
-            usage=anthropic_usage(_get(message, "usage")),
-            model=_opt_str(_get(message, "model")),
+            usage=anthropic_usage(get_field(message, "usage")),
+            model=opt_str(get_field(message, "model")),
         )
     if kind == "message_delta":
-        delta = _get(event, "delta") or {}
-        stop = _opt_str(_get(delta, "stop_reason"))
+        delta = get_field(event, "delta") or {}
+        stop = opt_str(get_field(delta, "stop_reason"))
         refusal = ""
         if stop == "refusal":  # the text streamed so far is withdrawn: see `withdrawn`
-            details = _get(delta, "stop_details") or _get(event, "stop_details") or {}
-            refusal = _opt_str(_get(details, "explanation")) or ""
+            details = get_field(delta, "stop_details") or get_field(event, "stop_details") or {}
+            refusal = opt_str(get_field(details, "explanation")) or ""
         return Delta(
             refusal=refusal,
             finish_reason=None if stop is None else FINISH.get(stop, stop),
-            usage=anthropic_usage(_get(event, "usage")),
+            usage=anthropic_usage(get_field(event, "usage")),
         )
     return _EMPTY
 
@@ -287,14 +293,14 @@ def _turns(
 
 
 def _tool_use(call: Mapping[str, Any]) -> dict[str, Any]:
-    function = _get(call, "function") or {}
-    arguments = _get(function, "arguments")
+    function = get_field(call, "function") or {}
+    arguments = get_field(function, "arguments")
     try:
         found = json.loads(arguments) if isinstance(arguments, str) else arguments
     except ValueError:
         found = None
-    return {"type": "tool_use", "id": str(_get(call, "id") or ""),
-            "name": str(_get(function, "name") or ""),
+    return {"type": "tool_use", "id": str(get_field(call, "id") or ""),
+            "name": str(get_field(function, "name") or ""),
             "input": found if isinstance(found, dict) else {}}  # fmt: skip
 
 
@@ -556,7 +562,7 @@ def _reads_dict(obj: Mapping[str, Any]) -> bool:
 
 
 def _reads_chunk(chunk: Any) -> bool:
-    return isinstance(_get(chunk, "type"), str)
+    return isinstance(get_field(chunk, "type"), str)
 
 
 FORMAT = WireFormat(

@@ -24,16 +24,16 @@ from healjson._core.wire.delta import Delta
 from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import Reply, ToolCall, new_reply, new_usage, remember_reader
 from healjson._providers._fields import (
-    _dumps,
-    _first,
-    _get,
-    _get_either,
-    _int,
-    _listed,
-    _opt_str,
-    _output_token_limit,
-    _with_output_token_limit,
+    as_int,
+    as_list,
+    first_item,
+    get_field,
+    get_field_either,
+    json_text,
     message_text,
+    opt_str,
+    output_token_limit,
+    with_output_token_limit,
 )
 from healjson._providers._unreadable import unreadable_as_failure
 from healjson._providers.tiers import JsonMode, Shapeable, prompted
@@ -69,43 +69,51 @@ def _gemini(obj: Any) -> Reply:
     now on."""
     if type(obj).__module__.startswith("google.genai.") and isinstance(obj, BaseModel):
         remember_reader(type(obj), read_response)
-    meta = _get_either(obj, "usage_metadata", "usageMetadata")
-    model = _opt_str(_get_either(obj, "model_version", "modelVersion"))
+    meta = get_field_either(obj, "usage_metadata", "usageMetadata")
+    model = opt_str(get_field_either(obj, "model_version", "modelVersion"))
     usage = None
     if meta is not None:
-        prompt = _get_either(meta, "prompt_token_count", "promptTokenCount")
-        completion = _get_either(meta, "candidates_token_count", "candidatesTokenCount")
-        thinking = _int(_get_either(meta, "thoughts_token_count", "thoughtsTokenCount"))
-        cached = _int(_get_either(meta, "cached_content_token_count", "cachedContentTokenCount"))
+        prompt = get_field_either(meta, "prompt_token_count", "promptTokenCount")
+        completion = get_field_either(meta, "candidates_token_count", "candidatesTokenCount")
+        thinking = as_int(get_field_either(meta, "thoughts_token_count", "thoughtsTokenCount"))
+        cached = as_int(
+            get_field_either(meta, "cached_content_token_count", "cachedContentTokenCount")
+        )
         if isinstance(prompt, int) or isinstance(completion, int):
             # Gemini counts thoughts apart from the candidates; both are output tokens
             usage = new_usage(
-                _int(prompt),
-                _int(completion) + thinking,
+                as_int(prompt),
+                as_int(completion) + thinking,
                 reasoning_tokens=thinking,
                 cache_read_tokens=cached,
                 requests=1,
                 model=model,
             )
-    candidate = _first(_get(obj, "candidates"))
+    candidate = first_item(get_field(obj, "candidates"))
     if candidate is None:
-        feedback = _get_either(obj, "prompt_feedback", "promptFeedback") or {}
-        blocked = _get_either(feedback, "block_reason", "blockReason")
+        feedback = get_field_either(obj, "prompt_feedback", "promptFeedback") or {}
+        blocked = get_field_either(feedback, "block_reason", "blockReason")
         return new_reply(None, "content_filter" if blocked else None, None, usage, model)
-    parts = _listed(_get(_get(candidate, "content") or {}, "parts"))
-    texts = [str(_get(p, "text")) for p in parts if _get(p, "text") and not _get(p, "thought")]
-    thoughts = [str(_get(p, "text")) for p in parts if _get(p, "text") and _get(p, "thought")]
+    parts = as_list(get_field(get_field(candidate, "content") or {}, "parts"))
+    texts = [
+        str(get_field(p, "text"))
+        for p in parts
+        if get_field(p, "text") and not get_field(p, "thought")
+    ]
+    thoughts = [
+        str(get_field(p, "text")) for p in parts if get_field(p, "text") and get_field(p, "thought")
+    ]
     content: str | None = "".join(texts) if texts else None
-    functions = [f for p in parts if (f := _get_either(p, "function_call", "functionCall"))]
+    functions = [f for p in parts if (f := get_field_either(p, "function_call", "functionCall"))]
     calls = tuple(  # Gemini's calls have no ids (or only some do): each gets its position's
         ToolCall(
-            str(_get(f, "name") or ""),
-            _dumps(_get(f, "args")),
-            _opt_str(_get(f, "id")) or f"call_{index}",
+            str(get_field(f, "name") or ""),
+            json_text(get_field(f, "args")),
+            opt_str(get_field(f, "id")) or f"call_{index}",
         )
         for index, f in enumerate(functions)
     )
-    finish = _finish(_get_either(candidate, "finish_reason", "finishReason"))
+    finish = _finish(get_field_either(candidate, "finish_reason", "finishReason"))
     reasoning = "\n\n".join(thoughts) or None
     return new_reply(content, finish, None, usage, model, reasoning, calls)
 
@@ -272,7 +280,7 @@ def content_messages(contents: Any) -> tuple[list[Any], list[dict[str, Any]]]:
         items = [{"role": "user", "parts": parts}]
     messages = [
         {
-            "role": "assistant" if _get(item, "role") == "model" else "user",
+            "role": "assistant" if get_field(item, "role") == "model" else "user",
             "content": content_text(item),
         }
         for item in items
@@ -281,15 +289,15 @@ def content_messages(contents: Any) -> tuple[list[Any], list[dict[str, Any]]]:
 
 
 def _is_content(item: Any) -> bool:
-    return not isinstance(item, str) and _get(item, "parts") is not None
+    return not isinstance(item, str) and get_field(item, "parts") is not None
 
 
 def content_text(item: Any) -> str:
     """The text parts of a `Content` (object or dict) joined, or a text as it is."""
     if isinstance(item, str):
         return item
-    parts = _get(item, "parts") or []
-    return "".join(str(_get(part, "text") or "") for part in parts)
+    parts = get_field(item, "parts") or []
+    return "".join(str(get_field(part, "text") or "") for part in parts)
 
 
 def tier_request(
@@ -371,8 +379,8 @@ def _reads_dict(obj: Mapping[str, Any]) -> bool:
 def _reads_chunk(chunk: Any) -> bool:
     """A Gemini stream piece: one with candidates or a field only pieces have, or
     google-genai's own response object even with no field set (an empty piece: `data: {}`)."""
-    if _get(chunk, "candidates") is not None or any(
-        _get(chunk, key) is not None for key in _GEMINI_PIECE
+    if get_field(chunk, "candidates") is not None or any(
+        get_field(chunk, key) is not None for key in _GEMINI_PIECE
     ):
         return True
     return type(chunk).__module__.startswith("google.genai.") and hasattr(chunk, "candidates")
@@ -386,7 +394,7 @@ FORMAT = WireFormat(
     reads_chunk=_reads_chunk,
     read_chunk=_gemini_piece,
     fast_reply=read_response,
-    token_limit=_output_token_limit,
-    with_token_limit=_with_output_token_limit,
+    token_limit=output_token_limit,
+    with_token_limit=with_output_token_limit,
 )
 """(Its client's credentials and error package: its line in the registry.)"""
