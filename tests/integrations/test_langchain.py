@@ -18,7 +18,8 @@ from typing import Any, Literal
 import httpx
 import pytest
 from pydantic import BaseModel, ValidationInfo, field_validator
-from structlog.testing import capture_logs
+
+from healjson.testing import capture_events
 
 pytest.importorskip("langchain")
 
@@ -329,7 +330,7 @@ def test_a_context_given_to_the_middleware_wins() -> None:
 
 def test_each_structured_response_is_a_healjson_run_in_the_events() -> None:
     """The local repair and the outcome are healjson's structured events."""
-    with capture_logs() as logs:
+    with capture_events() as logs:
         run([report_call(TOOL_FAMILIES["fenced"][0])], response_format=ToolStrategy(Report))
     repairs = [log for log in logs if log["event"] == "healjson.local_repair"]
     assert ["code_fence"] == [str(flag) for flag in repairs[0]["flags"]]

@@ -15,6 +15,11 @@ import anyio
 import pytest
 from mcp import ClientSession, MCPError, types
 from mcp.client.stdio import stdio_client
+
+import healjson
+from healjson import Flag, Violation, contract
+from healjson.adapters._mcp import HealingSession
+from healjson.testing import ScriptedMCPServer, ScriptedTool, ScriptedToolResult, capture_events
 from mcp_kit import (
     CONNECTIONS,
     FAMILIES,
@@ -25,12 +30,6 @@ from mcp_kit import (
     run,
     weather_server,
 )
-from structlog.testing import capture_logs
-
-import healjson
-from healjson import Flag, Violation, contract
-from healjson.adapters._mcp import HealingSession
-from healjson.testing import ScriptedMCPServer, ScriptedTool, ScriptedToolResult
 
 ARGS = {"city": "Oslo"}
 
@@ -409,7 +408,7 @@ def test_each_heal_is_a_run_with_events_and_a_trace() -> None:
                 await session.call_tool("get_weather", ARGS),
             )
 
-    with capture_logs() as logs:
+    with capture_events() as logs:
         healed, _failed = run(go)
     events = [log["event"] for log in logs]
     assert {"healjson.healed", "healjson.degraded"} <= set(events)

@@ -13,13 +13,13 @@ import pytest
 from mcp import Client, ClientSession, MCPError, types
 from mcp.client.stdio import stdio_client
 from mcp.server import MCPServer, Server
-from mcp_kit import CONNECTIONS, FAMILIES, GOOD, Family, caught, connect, run, weather_server
 from pydantic import BaseModel
 
 import healjson
 from healjson import Flag, Violation, contract
 from healjson.mcp import heal_tools
 from healjson.testing import ScriptedToolResult
+from mcp_kit import CONNECTIONS, FAMILIES, GOOD, Family, caught, connect, run, weather_server
 
 
 class Weather(BaseModel):
@@ -301,7 +301,7 @@ def test_heal_tools_refuses_what_it_cannot_heal() -> None:
 
 def test_server_side_events_name_the_tool_and_the_side() -> None:
     """A heal on the server is an event like a client's, with `side="server"`."""
-    from structlog.testing import capture_logs
+    from healjson.testing import capture_events
 
     server = weather_server(FAMILIES[1].sent)
     heal_tools(server.server)
@@ -310,7 +310,7 @@ def test_server_side_events_name_the_tool_and_the_side() -> None:
         async with connect("client", server.server, heal=False) as session:
             return await session.call_tool("get_weather", {"city": "Oslo"})
 
-    with capture_logs() as logs:
+    with capture_events() as logs:
         run(go)
     healed = [log for log in logs if log["event"] == "healjson.mcp.healed"]
     assert [("get_weather", "server")] == [(log["tool"], log["side"]) for log in healed]

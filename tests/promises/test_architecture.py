@@ -1,7 +1,7 @@
 """The house the code lives in, checked on the source: `_core/` reads as the layers, folder by
 folder, with no import circle between folders (type-only imports included); nobody outside the
-`Healer` calls its private methods; one sync, one async and one replay driver send results to a
-flow."""
+`Healer` calls its private methods, and no module takes another's private names; one sync, one
+async and one replay driver send results to a flow; no module is over 600 lines."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import ast
 import functools
 from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from paths import ROOT
 
@@ -169,3 +171,80 @@ def test_there_are_three_flow_drivers() -> None:
         "healjson._core.run.drive.sync_steps",
         "healjson._core.run.replay.replay",
     ] == flow_senders()
+
+
+def private_reach(path: Path) -> list[str]:
+    """healjson's private names `path` takes from another of its modules: `from m import _x`,
+    or `m._x` on a healjson module it imported."""
+    own = module_name(path)
+    found = [
+        f"{module}.{name}"
+        for module, names in every_import(path)
+        if module != own and module.startswith("healjson")
+        for name in names
+        if name.startswith("_") and not name.startswith("__")
+    ]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    modules: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(
+                alias.asname or alias.name.split(".")[0]
+                for alias in node.names
+                if alias.name.startswith("healjson")
+            )
+        elif isinstance(node, ast.ImportFrom) and (
+            node.level or (node.module or "").startswith("healjson")
+        ):
+            base = node.module or ""
+            modules.update(
+                alias.asname or alias.name
+                for alias in node.names
+                if (PACKAGE.parent / f"{base}.{alias.name}".replace(".", "/"))
+                .with_suffix(".py")
+                .exists()
+                or (node.level and alias.name.islower())
+            )
+    found.extend(
+        f"{node.value.id}.{node.attr}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in modules
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+    )
+    return found
+
+
+@pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_takes_another_modules_private_names(path: Path) -> None:
+    """A module's private names are its own: the others use its public ones."""
+    assert [] == private_reach(path)
+
+
+def test_the_private_reach_check_sees_offences() -> None:
+    """The check is not vacuous: a private name imported, or read off an imported module."""
+    module = PACKAGE / "_probe_for_the_house_test.py"
+    module.write_text(
+        "from healjson._core.run import drive\nfrom healjson._core.redact import _walk\n"
+        "x = drive._awaitable\n",
+        encoding="utf-8",
+    )
+    try:
+        assert {"healjson._core.redact._walk", "drive._awaitable"} == set(private_reach(module))
+    finally:
+        module.unlink()
+
+
+GENERATED = {PACKAGE / "_typing" / "face.pyi"}
+
+
+def test_no_module_is_over_600_lines() -> None:
+    """Small modules named for what they do: none over 600 lines, generated files aside."""
+    sizes = {
+        str(path.relative_to(PACKAGE)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in [*sources(), *PACKAGE.rglob("*.pyi")]
+        if path not in GENERATED
+    }
+    assert {} == {name: lines for name, lines in sizes.items() if lines > 600}

@@ -75,3 +75,55 @@ def helper():
 '''
     found = {name for name, node in _tests_of(ast.parse(source)) if not ast.get_docstring(node)}
     assert {"test_bare", "TestGroup.test_method"} == found
+
+
+# the modules that test logger routing itself (`set_logger`, structlog's own configuration)
+LOGGER_TESTS = {
+    "test_logger_scope.py",
+    "test_events.py",
+    "test_observability.py",
+    "test_first_day.py",
+}
+
+
+def hand_rolled_sinks(tree: ast.Module) -> list[str]:
+    """Where a module collects events by hand instead of with `capture_events()`: structlog's
+    `capture_logs` (it leaves structlog configured for the tests after it) or a logger passed to
+    `healjson.set_logger`."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "structlog.testing":
+            found.extend(f"line {node.lineno}: structlog.testing.{a.name}" for a in node.names)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "set_logger"
+            and node.args
+            and not (isinstance(node.args[0], ast.Constant) and node.args[0].value is None)
+        ):
+            found.append(f"line {node.lineno}: set_logger(...)")
+    return found
+
+
+def test_events_are_captured_with_capture_events() -> None:
+    """Tests see healjson's events through `healjson.testing.capture_events()`, not a sink of
+    their own (the modules that test logger routing aside)."""
+    offences = {
+        str(path.relative_to(TESTS)): sinks
+        for path, tree in _parsed()
+        if path.name not in LOGGER_TESTS and path.name != "test_capture_events.py"
+        if (sinks := hand_rolled_sinks(tree))
+    }
+    assert {} == offences
+
+
+def test_the_sink_check_sees_both_kinds() -> None:
+    """structlog's `capture_logs` and a logger given to `set_logger` are both found."""
+    tree = ast.parse(
+        "from structlog.testing import capture_logs\n"
+        "with healjson.set_logger(Sink()):\n    pass\n"
+        "healjson.set_logger(None)\n"
+    )
+    assert ["line 1: structlog.testing.capture_logs", "line 2: set_logger(...)"] == (
+        hand_rolled_sinks(tree)
+    )

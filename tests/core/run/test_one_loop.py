@@ -23,7 +23,7 @@ from healjson._core.repair.prompt import MAX_REPAIR_EXTRA_CHARS, RepairPrompt
 from healjson._core.run.drive import drive_sync
 from healjson._core.run.tools import Tool, ToolSpec, start_tools
 from healjson._core.target.target import target_for
-from healjson.testing import ScriptedReply, ScriptedServer
+from healjson.testing import ScriptedReply, ScriptedServer, capture_events
 
 USER = ({"role": "user", "content": "Do the things."},)
 
@@ -70,23 +70,13 @@ def added_chars(messages: list[dict[str, Any]]) -> int:
     return size
 
 
-class Events(list[dict[str, Any]]):
-    """A logger for `healjson.set_logger` that keeps every event as a dict."""
-
-    def _keep(self, event: str, **fields: Any) -> None:
-        self.append({"event": event, **fields})
-
-    debug = info = warning = _keep
-
-
 def test_a_tool_call_repair_is_a_repair_prompt_recorded_announced_and_traced() -> None:
     """The attempt after a broken call carries its `RepairPrompt`, the record stores it, a repair
     event is sent for it, and the trace shows its rendering."""
     spec = ToolSpec(tools(), HealPolicy(max_attempts=2))
     broken = calls(ToolCall("order", '{"sku": "A", "qty": "many"}', "c1"))
     fixed = calls(ToolCall("order", '{"sku": "A", "qty": 2}', "c2"))
-    events = Events()
-    with healjson.set_logger(events):
+    with capture_events() as events:
         outcome, _ = run(spec, [broken, fixed])
     assert isinstance(outcome, Healed)
     prompt = outcome.attempts[1].prompt

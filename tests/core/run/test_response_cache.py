@@ -26,7 +26,7 @@ from healjson._core.judge.contracts import ContractContext
 from healjson._core.run.answers import HealSpec
 from healjson._core.run.cache import cache_key, read_entry, spec_fingerprint
 from healjson._core.target.target import target_for
-from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
+from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer, capture_events
 from paths import TESTS
 from sdk_calls import TLS
 
@@ -48,19 +48,9 @@ GOOD = '{"number": "INV-1", "total": 40}'
 USER = [{"role": "user", "content": "Extract the invoice: INV-1, total 40."}]
 
 
-class Events:
-    """A structlog-style sink that keeps every event."""
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[str, dict[str, Any]]] = []
-
-    def debug(self, event: str, **fields: Any) -> None:
-        self.seen.append((event, fields))
-
-    info = warning = debug
-
-    def named(self, name: str) -> list[dict[str, Any]]:
-        return [fields for event, fields in self.seen if event == name]
+def named(events: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """The events called `name`."""
+    return [event for event in events if event["event"] == name]
 
 
 def _wrapped(stack: Any, server: ScriptedServer, cache: Any, **client: Any) -> Any:
@@ -143,11 +133,10 @@ def test_a_tightened_contract_turns_a_stale_hit_into_a_miss_and_says_why() -> No
     cache = ResponseCache.memory()
     healer = healjson.Healer(Invoice, contracts=[within_limit], cache=cache)
     model = ScriptedModel([GOOD, '{"number": "INV-1", "total": 10}'])
-    events = Events()
 
     first = healer.run(model, USER)
     limit["max"] = 20
-    with healjson.set_logger(events):
+    with capture_events() as events:
         second = healer.run(model, USER)
 
     assert isinstance(first, Healed)
@@ -156,7 +145,7 @@ def test_a_tightened_contract_turns_a_stale_hit_into_a_miss_and_says_why() -> No
     assert 2 == len(model.calls)
     assert 1 == second.calls
     assert not second.attempts[0].cache_hit
-    (miss,) = events.named("healjson.cache_miss")
+    (miss,) = named(events, "healjson.cache_miss")
     assert "fails today's checks" in miss["why"]
     assert "total must be at most 20" in miss["why"]
 
@@ -259,14 +248,13 @@ def test_an_unreadable_entry_is_a_miss_and_says_why() -> None:
     healer.run(model, USER)
     (key,) = cache._memory or {}
     cache.put(key, b"{not json")
-    events = Events()
 
-    with healjson.set_logger(events):
+    with capture_events() as events:
         outcome = healer.run(model, USER)
 
     assert 2 == len(model.calls)
     assert outcome.ok
-    assert ["the entry is not JSON"] == [e["why"] for e in events.named("healjson.cache_miss")]
+    assert ["the entry is not JSON"] == [e["why"] for e in named(events, "healjson.cache_miss")]
     assert "the entry is not one this version reads" == read_entry(b'{"v": 9}')
 
 
@@ -280,13 +268,12 @@ def test_a_store_that_fails_is_a_miss_and_the_run_goes_on() -> None:
         def put(self, key: str, value: bytes) -> None:
             raise OSError("disk gone")
 
-    events = Events()
     healer = healjson.Healer(Invoice, cache=Broken())
-    with healjson.set_logger(events):
+    with capture_events() as events:
         outcome = healer.run(ScriptedModel([GOOD]), USER)
 
     assert outcome.ok
-    assert ["get", "put"] == [e["operation"] for e in events.named("healjson.cache_error")]
+    assert ["get", "put"] == [e["operation"] for e in named(events, "healjson.cache_error")]
 
 
 def test_a_cache_that_is_not_a_store_fails_at_construction() -> None:
