@@ -11,9 +11,8 @@ raised as `ResponseFailed` (the run degrades with `api_error`, the API's message
 `cache_write_tokens`), `output_tokens` (reasoning included:
 `output_tokens_details.reasoning_tokens`).
 
-The healer works on chat-style messages: `Conversation` turns a call's `instructions` and
-`input` into them, and each request the engine makes back into a Responses request, keeping the
-caller's `instructions` and `input` as written (see `Conversation.request`).
+The healer works on chat-style messages: `Conversation` (its requests, in `openai_conversation`)
+turns a call's `instructions` and `input` into them and each request back into a Responses one.
 """
 
 from __future__ import annotations
@@ -32,6 +31,7 @@ from ._fields import as_list, json_text, opt_str, output_token_limit, with_outpu
 from ._unreadable import unreadable_as_failure
 from .openai_chat import batch_body as chat_batch_body
 from .openai_chat import batch_result
+from .openai_conversation import Conversation, text_format
 from .openai_tools import forced, read_function_tool, strict_function
 from .provider import BatchLines, Provider, ToolDialect
 
@@ -64,7 +64,7 @@ class ResponseFailed(ProviderError, TypeError):
 _MODELS: set[type] = set()
 
 
-def get_field(obj: Any, name: str) -> Any:
+def _field(obj: Any, name: str) -> Any:
     kind = type(obj)
     if kind is dict:
         return obj.get(name)
@@ -79,17 +79,15 @@ def get_field(obj: Any, name: str) -> Any:
     return obj.get(name)
 
 
-def as_int(value: Any) -> int:
+def _as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def is_response(obj: Any) -> bool:
     """True for a Responses API `response` (object or mapping)."""
-    if get_field(obj, "object") == "response":
+    if _field(obj, "object") == "response":
         return True
-    return (
-        isinstance(get_field(obj, "output"), list | tuple) and get_field(obj, "status") is not None
-    )
+    return isinstance(_field(obj, "output"), list | tuple) and _field(obj, "status") is not None
 
 
 # -- the reply -------------------------------------------------------------------------------
@@ -151,39 +149,39 @@ def read_response(obj: Any) -> Reply:
     """A `Response` as a `Reply` (see the module's docstring); raises `ResponseFailed` for a
     failed one (`UnreadableReply` for one it cannot read). A field of the wrong type is read as
     absent: a list that is not one holds no items, a text that is not one is no text."""
-    status = opt_str(get_field(obj, "status"))
-    model = opt_str(get_field(obj, "model"))
+    status = opt_str(_field(obj, "status"))
+    model = opt_str(_field(obj, "model"))
     if status == "failed":
-        raise ResponseFailed(_error_text(get_field(obj, "error"), "the response failed"))
-    items = as_list(get_field(obj, "output"))
-    phased = any(get_field(item, "phase") is not None for item in items)
+        raise ResponseFailed(_error_text(_field(obj, "error"), "the response failed"))
+    items = as_list(_field(obj, "output"))
+    phased = any(_field(item, "phase") is not None for item in items)
     texts: list[str] = []
     refusals: list[str] = []
     thoughts: list[str] = []
     calls: list[ToolCall] = []
     for item in items:
-        kind = get_field(item, "type")
+        kind = _field(item, "type")
         if kind == "message":
-            aside = phased and get_field(item, "phase") != "final_answer"
-            for part in as_list(get_field(item, "content")):
-                if get_field(part, "type") == "refusal":
-                    refusal = get_field(part, "refusal")
+            aside = phased and _field(item, "phase") != "final_answer"
+            for part in as_list(_field(item, "content")):
+                if _field(part, "type") == "refusal":
+                    refusal = _field(part, "refusal")
                     refusals.append(refusal if isinstance(refusal, str) else "")
-                elif isinstance(text := get_field(part, "text"), str):
+                elif isinstance(text := _field(part, "text"), str):
                     (thoughts if aside else texts).append(text)
         elif kind == "reasoning":
             thoughts += _reasoning_texts(item)
         elif kind == "function_call":
-            arguments = get_field(item, "arguments")
-            name = str(get_field(item, "name") or "")
+            arguments = _field(item, "arguments")
+            name = str(_field(item, "name") or "")
             text = arguments if isinstance(arguments, str) else json_text(arguments)
-            calls.append(ToolCall(name, text, opt_str(get_field(item, "call_id"))))
+            calls.append(ToolCall(name, text, opt_str(_field(item, "call_id"))))
     refusal = "".join(refusals) if refusals else None
     return new_reply(
         "".join(texts) if texts else None,
-        _finish(status, get_field(obj, "incomplete_details"), bool(calls) and not texts),
+        _finish(status, _field(obj, "incomplete_details"), bool(calls) and not texts),
         refusal,
-        usage(get_field(obj, "usage"), model),
+        usage(_field(obj, "usage"), model),
         model,
         "\n\n".join(t for t in thoughts if t) or None,
         tuple(calls),
@@ -191,22 +189,22 @@ def read_response(obj: Any) -> Reply:
 
 
 def _reasoning_texts(item: Any) -> list[str]:
-    parts = [*as_list(get_field(item, "summary")), *as_list(get_field(item, "content"))]
-    return [text for part in parts if isinstance(text := get_field(part, "text"), str) and text]
+    parts = [*as_list(_field(item, "summary")), *as_list(_field(item, "content"))]
+    return [text for part in parts if isinstance(text := _field(part, "text"), str) and text]
 
 
 def _finish(status: str | None, details: Any, tool_calls: bool) -> str | None:
     if status == "completed":
         return "tool_calls" if tool_calls else "stop"
     if status == "incomplete":
-        reason = opt_str(get_field(details, "reason")) if details is not None else None
+        reason = opt_str(_field(details, "reason")) if details is not None else None
         return _INCOMPLETE.get(reason or "", reason or "length")
     return status
 
 
 def _error_text(error: Any, default: str) -> str:
-    message = opt_str(get_field(error, "message")) if error is not None else None
-    code = opt_str(get_field(error, "code")) if error is not None else None
+    message = opt_str(_field(error, "message")) if error is not None else None
+    code = opt_str(_field(error, "code")) if error is not None else None
     text = message or default
     return f"{code}: {text}" if code else text
 
@@ -215,19 +213,17 @@ def usage(raw: Any, model: str | None = None, *, requests: int = 1) -> Usage | N
     """The Responses API's usage (input and output tokens, with their details)."""
     if raw is None:
         return None
-    prompt, completion = get_field(raw, "input_tokens"), get_field(raw, "output_tokens")
+    prompt, completion = _field(raw, "input_tokens"), _field(raw, "output_tokens")
     if not isinstance(prompt, int) and not isinstance(completion, int):
         return None
-    inputs = get_field(raw, "input_tokens_details")
-    outputs = get_field(raw, "output_tokens_details")
+    inputs = _field(raw, "input_tokens_details")
+    outputs = _field(raw, "output_tokens_details")
     return new_usage(
-        as_int(prompt),
-        as_int(completion),
-        reasoning_tokens=as_int(get_field(outputs, "reasoning_tokens"))
-        if outputs is not None
-        else 0,
-        cache_read_tokens=as_int(get_field(inputs, "cached_tokens")) if inputs is not None else 0,
-        cache_write_tokens=as_int(get_field(inputs, "cache_write_tokens"))
+        _as_int(prompt),
+        _as_int(completion),
+        reasoning_tokens=_as_int(_field(outputs, "reasoning_tokens")) if outputs is not None else 0,
+        cache_read_tokens=_as_int(_field(inputs, "cached_tokens")) if inputs is not None else 0,
+        cache_write_tokens=_as_int(_field(inputs, "cache_write_tokens"))
         if inputs is not None
         else 0,
         requests=requests,
@@ -253,27 +249,25 @@ def read_event(event: Any, kind: str) -> Delta | None:
     them apart, keeping the items' phases)."""
     make = _TEXT_DELTAS.get(kind)
     if make is not None:
-        piece = get_field(event, "delta")
+        piece = _field(event, "delta")
         return make(piece) if isinstance(piece, str) else _EMPTY
     if not kind.startswith("response."):
         if kind == "error" and (
-            get_field(event, "sequence_number") is not None
-            or isinstance(get_field(event, "message"), str)
+            _field(event, "sequence_number") is not None
+            or isinstance(_field(event, "message"), str)
         ):
-            raise ResponseFailed(
-                _error_text(get_field(event, "error") or event, "the stream failed")
-            )
+            raise ResponseFailed(_error_text(_field(event, "error") or event, "the stream failed"))
         return None
     if kind == "response.output_item.added":
-        item = get_field(event, "item")
-        if get_field(item, "type") == "function_call":
-            return Delta(tool_name=opt_str(get_field(item, "name")))
+        item = _field(event, "item")
+        if _field(item, "type") == "function_call":
+            return Delta(tool_name=opt_str(_field(item, "name")))
         return _EMPTY
     if kind in _ENDS:
-        reply = read_response(get_field(event, "response") or {})
+        reply = read_response(_field(event, "response") or {})
         return Delta(finish_reason=reply.finish_reason, usage=reply.usage, model=reply.model)
     if kind == "response.created":
-        return Delta(model=opt_str(get_field(get_field(event, "response"), "model")))
+        return Delta(model=opt_str(_field(_field(event, "response"), "model")))
     return _EMPTY
 
 
@@ -309,21 +303,21 @@ async def aset_commentary_aside(
 def _phased(event: Any, aside: set[Any], seen: Callable[[str], None] | None) -> Any:
     """The event, or its `Delta` when it is a text piece (most of a stream's events: read here
     as `read_event` reads them, the core's lookup by shape skipped)."""
-    kind = get_field(event, "type")
+    kind = _field(event, "type")
     make = _TEXT_DELTAS.get(kind) if type(kind) is str else None
     if make is not None:
-        piece = get_field(event, "delta")
+        piece = _field(event, "delta")
         if not isinstance(piece, str):
             piece = None
         if aside and kind == "response.output_text.delta" and _text_id(event, "item_id") in aside:
             return Delta(reasoning=piece or "")
         return _EMPTY if piece is None else make(piece)
     if kind == "response.output_item.added":
-        item = get_field(event, "item")
-        if get_field(item, "phase") == "commentary":
+        item = _field(event, "item")
+        if _field(item, "phase") == "commentary":
             aside.add(_text_id(item, "id"))
     elif kind == "response.created" and seen is not None:
-        identity = get_field(get_field(event, "response"), "id")
+        identity = _field(_field(event, "response"), "id")
         if isinstance(identity, str):
             seen(identity)
     return event
@@ -331,7 +325,7 @@ def _phased(event: Any, aside: set[Any], seen: Callable[[str], None] | None) -> 
 
 def _text_id(obj: Any, name: str) -> str | None:
     """An item id (a string; any other type is no id: ids are compared in a set)."""
-    identity = get_field(obj, name)
+    identity = _field(obj, name)
     return identity if isinstance(identity, str) else None
 
 
@@ -341,195 +335,24 @@ def _close(events: Any) -> None:
         close()
 
 
-# -- the request -----------------------------------------------------------------------------
-
-# id(response_format) -> (it, its `text.format`, `{"format": <that>}`): `strict_format` hands
-# out one cached format per target, so the common request translates nothing
-_FORMATS: dict[int, tuple[Any, dict[str, Any], dict[str, Any]]] = {}
-
-
-def text_format(response_format: Any) -> dict[str, Any]:
-    """A chat `response_format` as the Responses API's `text.format` (`json_schema` with its
-    `name`, `schema`, `strict` at the top; `json_object`; `text`)."""
-    return _formats(response_format)[1]
-
-
-def _formats(response_format: Any) -> tuple[Any, dict[str, Any], dict[str, Any]]:
-    cached = _FORMATS.get(id(response_format))
-    if cached is not None and cached[0] is response_format:
-        return cached
-    kind = get_field(response_format, "type")
-    if kind == "json_schema":
-        found = {"type": "json_schema", **dict(get_field(response_format, "json_schema") or {})}
-    else:
-        found = {"type": str(kind or "text")}
-    if len(_FORMATS) >= 256:
-        _FORMATS.clear()
-    entry = (response_format, found, {"format": found})
-    _FORMATS[id(response_format)] = entry
-    return entry
-
-
-def _item_message(item: Any) -> dict[str, Any]:
-    """An input item as the chat-style message the healer sees (for its sizes and traces)."""
-    kind = get_field(item, "type") or "message"
-    if kind == "message":
-        return {
-            "role": str(get_field(item, "role") or "user"),
-            "content": get_field(item, "content"),
-        }
-    role = "tool" if str(kind).endswith("_output") else "assistant"
-    fields = item.model_dump(exclude_none=True) if isinstance(item, BaseModel) else item
-    return {"role": role, "content": json_text(fields)}
-
-
-_CHAT_LIMITS: Final = ("max_completion_tokens", "max_tokens")
-
-
-class Conversation:
-    """One healed Responses call: the caller's `instructions` and `input` as written, the
-    chat-style `messages` the healer works on, and the requests it makes as Responses ones.
-
-    `previous`: repair through `previous_response_id` (the call must store its responses): a
-    repair request then sends only the messages after the previous answer, chained to the
-    response that gave it; otherwise (the default) every request is stateless, the caller's
-    input followed by the previous answer and the repair message, as on chat.
-    """
-
-    __slots__ = ("input", "instructions", "last_id", "messages", "previous", "text")
-
-    def __init__(
-        self, instructions: Any, input: Any, text: Any = None, *, previous: bool = False
-    ) -> None:
-        self.instructions = instructions
-        self.input = input
-        self.text = text
-        self.previous = previous
-        self.last_id: str | None = None
-        found: list[dict[str, Any]] = []
-        if isinstance(instructions, str) and instructions:
-            found.append({"role": "system", "content": instructions})
-        if isinstance(input, str):
-            found.append({"role": "user", "content": input})
-        elif input is not None:
-            found += (_item_message(item) for item in input)
-        self.messages = found
-
-    def seen(self, response_id: str) -> None:
-        """The id of the response the last request got (for `previous_response_id`)."""
-        self.last_id = response_id
-
-    def request(self, chat: dict[str, Any]) -> dict[str, Any]:
-        """The Responses request for the chat-shaped `chat` (the engine's messages and
-        parameters, `response_format` from the JSON tier; taken apart). The caller's messages
-        are sent as the caller wrote them; messages before them (the JSON tier's instruction)
-        and after them (a repair's previous answer and message) become input messages around
-        them; `max_completion_tokens` / `max_tokens` (the truncation strategy raises one)
-        become `max_output_tokens`."""
-        sent: list[dict[str, Any]] = chat.pop("messages")
-        response_format = chat.pop("response_format", None)
-        for name in _CHAT_LIMITS:
-            if name in chat:
-                limit = chat.pop(name)
-                chat.setdefault("max_output_tokens", limit)
-        if response_format is not None:
-            _, found, alone = _formats(response_format)
-            chat["text"] = {**self.text, "format": found} if self.text else alone
-        elif self.text is not None:
-            chat["text"] = self.text
-        if self.instructions is not None:
-            chat["instructions"] = self.instructions
-        own = self.messages
-        at = _find(sent, own)
-        if at is None:  # the messages were rewritten: all of them, as messages
-            chat.pop("instructions", None)
-            chat["input"] = [item for m in sent for item in _items(m)]
-            return chat
-        if at == 0 and len(sent) == len(own):  # the common request: the caller's input alone
-            chat["input"] = self.input
-            return chat
-        before, after = sent[:at], sent[at + len(own) :]
-        if self.previous and self.last_id is not None:
-            answered = [i for i, m in enumerate(after) if m.get("role") == "assistant"]
-            if answered:
-                chat["previous_response_id"] = self.last_id
-                chat["input"] = [item for m in after[answered[-1] + 1 :] for item in _items(m)]
-                return chat
-        given = self.input
-        items = (
-            [{"role": "user", "content": given}] if isinstance(given, str) else list(given or ())
-        )
-        later = [item for m in after for item in _items(m)]
-        chat["input"] = [*map(_message, before), *items, *later]
-        return chat
-
-
-def _message(message: Mapping[str, Any]) -> dict[str, Any]:
-    role = message.get("role")
-    return {"role": role if role in ("user", "assistant", "system", "developer") else "user",
-            "content": message.get("content") or ""}  # fmt: skip
-
-
-def _items(message: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A chat-style message of the engine's as Responses input items: an assistant turn with
-    `tool_calls` as its text (if any) and a `function_call` item per call, a `tool` message as
-    a `function_call_output` item, any other as a message."""
-    calls = message.get("tool_calls")
-    role = message.get("role")
-    if role == "tool" and message.get("tool_call_id") is not None:
-        output = message.get("content")
-        return [{"type": "function_call_output", "call_id": message["tool_call_id"],
-                 "output": output if isinstance(output, str) else json_text(output)}]  # fmt: skip
-    if role != "assistant" or not calls:
-        return [_message(message)]
-    found = [_message(message)] if message.get("content") else []
-    for call in calls:
-        function = get_field(call, "function") or {}
-        arguments = get_field(function, "arguments")
-        found.append(
-            {
-                "type": "function_call",
-                "call_id": str(get_field(call, "id") or ""),
-                "name": str(get_field(function, "name") or ""),
-                "arguments": arguments if isinstance(arguments, str) else json_text(arguments),
-            }
-        )
-    return found
-
-
-def _find(sent: Sequence[Mapping[str, Any]], own: Sequence[Mapping[str, Any]]) -> int | None:
-    """Where `own` stands in `sent`, as a run of equal messages (None: it does not)."""
-    width = len(own)
-    if len(sent) == width:  # the common request: the caller's messages alone
-        return 0 if list(sent) == list(own) else None
-    for at in range(len(sent) - width + 1):
-        if all(sent[at + i] == own[i] for i in range(width)):
-            return at
-    return None
-
-
-# -- the format, as the core's registry sees it -----------------------------------------------
-
-
 def _reads_dict(obj: Mapping[str, Any]) -> bool:
     return is_response(obj)
 
 
 def _reads_chunk(chunk: Any) -> bool:
-    kind = get_field(chunk, "type")
+    kind = _field(chunk, "type")
     if not isinstance(kind, str):
         return False
     if kind.startswith("response."):
         return True
     return kind == "error" and (
-        get_field(chunk, "sequence_number") is not None
-        or isinstance(get_field(chunk, "message"), str)
+        _field(chunk, "sequence_number") is not None or isinstance(_field(chunk, "message"), str)
     )
 
 
 @unreadable_as_failure
 def _read_chunk(chunk: Any) -> Delta:
-    return read_event(chunk, str(get_field(chunk, "type"))) or _EMPTY
+    return read_event(chunk, str(_field(chunk, "type"))) or _EMPTY
 
 
 FORMAT = WireFormat(
@@ -579,16 +402,14 @@ class ResponsesCollector:
     @unreadable_as_failure
     def feed(self, event: Any) -> str:
         """Take one event; the answer text it carries ("" for none)."""
-        kind = get_field(event, "type")
+        kind = _field(event, "type")
         if kind == "response.output_text.delta":
-            piece = get_field(event, "delta")
+            piece = _field(event, "delta")
             return piece if isinstance(piece, str) else ""
         if kind in ("response.completed", "response.incomplete", "response.failed"):
-            self._final = read_response(get_field(event, "response") or {})  # raises when failed
+            self._final = read_response(_field(event, "response") or {})  # raises when failed
         elif kind == "error":
-            raise ResponseFailed(
-                _error_text(get_field(event, "error") or event, "the stream failed")
-            )
+            raise ResponseFailed(_error_text(_field(event, "error") or event, "the stream failed"))
         return ""
 
     def reply(self) -> Reply:
