@@ -205,7 +205,7 @@ def test_an_unknown_name_lists_the_installed_packs(tmp_path: Path) -> None:
 def test_the_command_line_takes_an_installed_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`healjson heal reply.txt --contracts support_ticket`, as the README shows it, from a
+    """`healjson heal reply.txt --contracts support_ticket`, as docs/cli.md shows it, from a
     directory with no pack in it: the pack's model is the target and its rules run."""
     monkeypatch.chdir(tmp_path)
     ticket = {

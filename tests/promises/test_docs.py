@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from pytest_examples import CodeExample, EvalExample, find_examples
 
+from page_blocks import run_block
 from paths import ROOT
 
 DOCS = ROOT / "docs"
@@ -53,7 +54,8 @@ def test_each_page_runs_from_the_top(
     if missing:
         pytest.skip(f"{page.name} needs {', '.join(missing)}")
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
-        monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(name, "")  # recorded first, so what the page sets is undone after
+        monkeypatch.delenv(name)
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # DSPy: no model list download
     # pytest-examples runs each block as `__main__`: pytest's own is put back afterwards
     monkeypatch.setitem(sys.modules, "__main__", sys.modules["__main__"])
@@ -61,9 +63,25 @@ def test_each_page_runs_from_the_top(
     namespace: dict[str, Any] = {}
     try:
         for example in blocks(page):
-            namespace = eval_example.run_print_check(example, module_globals=namespace)
+            namespace = run_block(eval_example, example, namespace)
     finally:
         server = namespace.get("server")
         stop = getattr(server, "stop", None)
         if callable(stop):
             stop()
+
+
+def test_a_failing_block_fails_the_page(eval_example: EvalExample, tmp_path: Path) -> None:
+    """The checks bite: a block that raises, and a `#>` line that is not what prints, fail."""
+    broken = tmp_path / "broken.md"
+    broken.write_text(
+        "```python\nprint(undefined_name)\n```\n\n```python\nprint(1 + 1)\n#> 3\n```\n",
+        encoding="utf-8",
+    )
+    raising, misprinted = blocks(broken)
+    with pytest.raises(NameError, match="undefined_name"):
+        eval_example.run_print_check(raising)
+    with pytest.raises(pytest.fail.Exception, match=r"line 1 raised at line 2: NameError"):
+        run_block(eval_example, raising, {})
+    with pytest.raises(pytest.fail.Exception, match="Print output changed"):
+        eval_example.run_print_check(misprinted)

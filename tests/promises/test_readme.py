@@ -5,9 +5,11 @@
   `print` above it prints. The README provides its own model: its second block starts the
   scripted server (`healjson.testing.ScriptedServer`, 127.0.0.1) and points the openai SDK at it
   through `OPENAI_BASE_URL` / `OPENAI_API_KEY`, so nothing reaches the internet and no key is
-  needed. The test functions the README shows are then called, and must pass.
-- `python -m healjson.testing`, which the README's testing section documents, serves a reply file
-  to the real openai SDK.
+  needed. (The pages of `docs/` run the same way: `test_docs.py`.)
+- The README is the short path: at most 300 lines, a guide for every page of `docs/`, and every
+  guide it links exists.
+- `python -m healjson.testing`, which docs/contracts.md documents, serves a reply file to the
+  real openai SDK.
 - `HEALJSON_HYPOTHESIS_PROFILE` is the one hypothesis profile variable, for users and for this
   suite.
 """
@@ -24,9 +26,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+import tomllib
 import types
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from pytest_examples import run_code as examples_run_code
 
 import _healjson_pytestplugin as plugin
 import healjson.testing.__main__ as testing_main
+from page_blocks import run_block
 from paths import ROOT
 
 # the README run, the `python -m healjson.testing` process and the profile probes: the slow lane
@@ -47,27 +49,11 @@ README = ROOT / "README.md"
 CONFTEST = ROOT / "tests" / "conftest.py"
 EXAMPLES: list[CodeExample] = list(find_examples(README))
 
-# the README's quick start scripts a (broken answer, repaired answer) pair for each of these
-# (the quick start's five, and the Ray section's `HealBatch` row)
-MODEL_CALLS_IN_THE_STORY = 6 * 2
-README_TESTS = {
-    "test_support_ticket_pack_is_consistent",
-    "test_valid_tickets_pass",
-    "test_refunds_must_be_urgent",
-    "test_sloppy_json_heals_without_a_model_call",
-}
-
-
-@contextmanager
-def hypothesis_examples(count: int) -> Iterator[None]:
-    """Hypothesis runs `count` examples per property inside; the suite's profile afterwards."""
-    previous = settings.get_current_profile_name()
-    settings.register_profile("readme", max_examples=count, deadline=None)
-    settings.load_profile("readme")
-    try:
-        yield
-    finally:
-        settings.load_profile(previous)
+# the README's quick start scripts one (broken answer, repaired answer) pair: its one model call
+# is healed in two
+MODEL_CALLS_IN_THE_STORY = 2
+README_LINES_AT_MOST = 300
+DOCS = ROOT / "docs"
 
 
 class _FramesOnlyInspect(types.ModuleType):
@@ -114,7 +100,7 @@ def test_every_python_block_is_collected() -> None:
     """No ```python block escapes the run: pytest-examples finds each, whole (a fence inside a
     string would end a block early, so the README's code never contains one)."""
     text = README.read_text(encoding="utf-8")
-    assert text.count("```python\n") == len(EXAMPLES) >= 8
+    assert text.count("```python\n") == len(EXAMPLES) >= 4
     for example in EXAMPLES:
         assert "python" == example.prefix
         compile(example.source, f"README.md:{example.start_line}", "exec")  # whole statements
@@ -135,20 +121,13 @@ def test_readme_runs_from_the_top(
     namespace: dict[str, Any] = {}
     try:
         for example in EXAMPLES:
-            namespace = eval_example.run_print_check(example, module_globals=namespace)
+            namespace = run_block(eval_example, example, namespace)
         server = namespace["server"]
         assert server.base_url == os.environ["OPENAI_BASE_URL"]
         assert server.base_url.startswith("http://127.0.0.1:")
-        chat = [r for r in server.requests if r.path.endswith("/chat/completions")]
-        assert MODEL_CALLS_IN_THE_STORY == len(chat)  # the rest: the Batch API example's
-        responses = [r for r in server.requests if r.path.endswith("/v1/responses")]
-        assert 2 == len(responses)  # the Responses API example's pair
-        assert [len(batch.custom_ids) for batch in server.batches] == [1, 1]
-        shown = {name for name in namespace if name.startswith("test_")}
-        assert README_TESTS == shown
-        with hypothesis_examples(10):
-            for name in sorted(shown):
-                namespace[name]()
+        assert [r.path for r in server.requests] == ["/v1/chat/completions"] * (
+            MODEL_CALLS_IN_THE_STORY
+        )
     finally:
         _close_clients(namespace)
         if "server" in namespace:
@@ -168,6 +147,36 @@ def _close_clients(namespace: dict[str, Any]) -> None:
             sdk.close()
         elif isinstance(sdk, openai.AsyncOpenAI):
             asyncio.run(sdk.close())
+
+
+def test_the_readme_is_short_and_links_every_guide() -> None:
+    """The README stays a short path (at most 300 lines) with a table row for every page of
+    `docs/`, and every `docs/` page it links exists, save the one a sibling change adds."""
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= README_LINES_AT_MOST
+    linked = set(re.findall(r"\(docs/([\w.-]+\.md)[)#]", text))
+    pages = {page.name for page in DOCS.glob("*.md")}
+    assert pages <= linked, f"pages without a guide row: {sorted(pages - linked)}"
+    assert linked - pages <= {"openai_parse.md"}, sorted(linked - pages)
+
+
+def test_the_supported_sdk_ranges_are_pyprojects() -> None:
+    """Each row of the README's "Supported SDKs" table gives the range pyproject.toml declares
+    for that package (an extra's requirement, or the base dependency, or `[dev]`'s)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared: dict[str, set[str]] = {}
+    for requirement in [
+        *project["dependencies"],
+        *(r for extra in project["optional-dependencies"].values() for r in extra),
+    ]:
+        match = re.fullmatch(r"([A-Za-z0-9_.\-]+(?:\[[\w,]+\])?)(.*)", requirement.strip())
+        assert match, requirement
+        declared.setdefault(match.group(1), set()).add(match.group(2).strip())
+    section = README.read_text(encoding="utf-8").split("## Supported SDKs", 1)[1].split("\n## ")[0]
+    rows = re.findall(r"^\| `([^`]+)` \| [^|]+ \| `([^`]+)` \|$", section, re.MULTILINE)
+    assert len(rows) >= 10
+    for package, supported in rows:
+        assert supported in declared.get(package, set()), (package, supported)
 
 
 def test_a_failing_block_fails_the_run(eval_example: EvalExample, tmp_path: Path) -> None:
