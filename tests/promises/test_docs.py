@@ -23,6 +23,15 @@ from paths import ROOT
 
 DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
+# pages whose own module runs them and then the tests they show (with a bounded example count)
+OWN_MODULES = {"testing.md": "test_docs_testing.py", "contracts.md": "test_docs_contracts.py"}
+# pages that start Ray, a stdio server process or a durable engine: the slow lane
+SLOW_PAGES = {"batch.md", "durable.md", "mcp.md"}
+RUN = [
+    pytest.param(page, marks=pytest.mark.slow) if page.name in SLOW_PAGES else page
+    for page in PAGES
+    if page.name not in OWN_MODULES
+]
 _IMPORT = re.compile(r"^(?:from|import) +([A-Za-z_][\w]*)", re.MULTILINE)
 
 
@@ -44,7 +53,7 @@ def test_there_are_pages_and_each_has_a_runnable_block() -> None:
             compile(example.source, f"{page.name}:{example.start_line}", "exec")
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+@pytest.mark.parametrize("page", RUN, ids=lambda page: page.name)
 def test_each_page_runs_from_the_top(
     page: Path, eval_example: EvalExample, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -85,3 +94,9 @@ def test_a_failing_block_fails_the_page(eval_example: EvalExample, tmp_path: Pat
         run_block(eval_example, raising, {})
     with pytest.raises(pytest.fail.Exception, match="Print output changed"):
         eval_example.run_print_check(misprinted)
+
+
+def test_the_pages_run_elsewhere_have_their_module() -> None:
+    """A page left out of the run above is run by a module of its own."""
+    assert all((ROOT / "tests" / "promises" / module).exists() for module in OWN_MODULES.values())
+    assert set(OWN_MODULES) | SLOW_PAGES <= {page.name for page in PAGES}
