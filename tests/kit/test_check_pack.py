@@ -429,6 +429,7 @@ def test_every_problem_comes_with_its_fix(pinned: None) -> None:
     assert "give Violation(path=...) a path that exists in the value" in fixes[2]
 
 
+@pytest.mark.slow  # fresh interpreters
 def test_pytest_shows_the_problems_not_the_kits_source(tmp_path: Path) -> None:
     """A failing `check_pack` in a user's test prints the test's line and the numbered
     problems with their fixes: no frame of the kit, no log lines from its own checks."""

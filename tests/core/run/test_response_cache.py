@@ -377,6 +377,7 @@ def _write_many(path: str, worker: int, count: int) -> None:
     cache.flush()
 
 
+@pytest.mark.slow  # fresh interpreters
 def test_eight_threads_and_four_processes_writing_at_once_leave_it_whole(tmp_path: Path) -> None:
     """8 threads here and 4 processes (2 threads each) write to one file at once: every entry is
     there, readable, and SQLite finds the file sound."""
