@@ -235,16 +235,17 @@ def test_each_result_is_read_once_per_round(
     assert report.tokens > 0
 
 
-def test_a_line_without_an_id_never_takes_a_later_rows_id(
+def test_a_line_without_an_id_is_known_by_its_line(
     server: Any, tmp_path: Path, closing: contextlib.ExitStack
 ) -> None:
-    """Lines 1 and 2 give no id (or `null`); the rows with ids 1 and 2 still run, apart."""
+    """Lines 1 and 2 give no id (or `null`) and get their line numbers; the string id `"1"`
+    is another id and runs apart; only the true repeat of id 7 is skipped."""
     lines = [
         {"prompt": "ticket 1"},
         {"id": None, "prompt": "ticket 9"},
-        {"id": 1, "prompt": "ticket 10"},
-        {"id": 2, "prompt": "ticket 11"},
-        {"id": 2, "prompt": "ticket 12"},  # a true repeat: skipped
+        {"id": "1", "prompt": "ticket 10"},
+        {"id": 7, "prompt": "ticket 11"},
+        {"id": 7, "prompt": "ticket 12"},  # a true repeat: skipped
     ]
     source = tmp_path / "in.jsonl"
     source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
@@ -259,8 +260,8 @@ def test_a_line_without_an_id_never_takes_a_later_rows_id(
     assert found == {
         (1, 1): "ORD-000001",
         (2, 2): "ORD-000009",
-        (1, None): "ORD-000010",
-        (2, None): "ORD-000011",
+        ("1", None): "ORD-000010",
+        (7, None): "ORD-000011",
     }
     assert (report.complete, report.duplicates, report.written) == (True, 1, 4)
     assert (again.written, len(server.batches)) == (0, 1)

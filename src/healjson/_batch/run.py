@@ -21,7 +21,7 @@ from healjson._core.diagnostic import Diagnostic, Source
 from healjson._core.outcome.attempt import Reason
 from healjson._core.outcome.outcome import Degraded, Outcome
 
-from .input_file import input_keys, select
+from .input_file import check_ids, input_keys, select
 from .output_file import OutputFile
 from .rows import BatchError, Job, invalid_row, outcome_row
 
@@ -107,9 +107,11 @@ class Batch:
         cls, input_path: Path, out_path: Path, *, retry: frozenset[str] = frozenset()
     ) -> Batch:
         """Lock and recover the output, take out the rows to `retry` (degraded reasons), then
-        count the input (raises `BatchError`)."""
+        count the input (raises `BatchError`, before the output is touched when two input lines
+        would give rows the same id)."""
         if not input_path.is_file():
             raise BatchError(f"no input file at {input_path}")
+        check_ids(input_path)
         wanted = input_keys(input_path) if retry else frozenset()
         output = OutputFile(out_path, retry, wanted)
         batch = cls(input_path, out_path, _output=output, _done=set(output.recovered.keys))

@@ -219,13 +219,15 @@ def batch(
 
     Every distinct id gets exactly one output line, written and fsync'd as it finishes; a
     re-run skips the ids OUT already has, so an interrupted batch resumes where it stopped.
-    A line that cannot be read gets an `invalid_input` row with the id `#line-N`.
+    A line that cannot be read gets an `invalid_input` row with the id `#line-N`; a line
+    without an id gets its line number. An input where such an id equals another line's
+    explicit id is refused (exit 2), naming both lines.
 
     Exit code 0 when every row was written (degraded rows included); 1 when some were not,
     when every row sent failed on the endpoint, or when --stop-after stopped the run; 2 on
     usage errors.
     """
-    from healjson._batch.input_file import not_json_lines
+    from healjson._batch.input_file import id_clash, not_json_lines
     from healjson._batch.rows import BatchError
     from healjson._batch.run import Batch, openai_healer
     from healjson._core.run.healer import Healer
@@ -241,7 +243,7 @@ def batch(
         ) from exc
     _check_mode(ctx, batch_api)
     try:
-        problem = not_json_lines(input_path)
+        problem = not_json_lines(input_path) or id_clash(input_path)
     except BatchError as exc:
         raise typer.BadParameter(str(exc), param_hint="'INPUT.jsonl'") from exc
     if problem is not None:
