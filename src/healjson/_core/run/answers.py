@@ -108,6 +108,8 @@ class HealSpec:
         if not stands(self.target, content, instance, validation):  # a key spells a field
             return None  # left at its default: L1 aligns it, or says why it cannot
         usage = reply.usage or estimated_usage(original, content)
+        # reasoning in the provider's own field is set aside here as L1 would (`parse.read`)
+        flags = (Flag.REASONING_SET_ASIDE,) if reply.reasoning and reply.reasoning.strip() else ()
         attempt = new_attempt(
             number=1,
             strategy=Strategy.INITIAL,
@@ -120,9 +122,10 @@ class HealSpec:
             latency_s=elapsed_s,
             ok=True,
             reasoning=reply.reasoning,
+            flags=flags,
         )
         healed = new_healed(
-            self, instance, content, (attempt,), flags=(), usage=usage, changed=(), run_id=run_id
+            self, instance, content, (attempt,), flags=flags, usage=usage, changed=(), run_id=run_id
         )
         return seal(healed, run_secrets())
 
