@@ -32,6 +32,7 @@ from .options import (
     JsonModeChoice,
     api_key_option,
     base_url_option,
+    choice,
     cache_option,
     concurrency_option,
     contracts_option,
@@ -207,9 +208,10 @@ def batch(
     ] = 3,
     batch_endpoint: Annotated[
         EndpointChoice,
-        typer.Option(
-            "--endpoint",
-            help="--batch-api (openai): the endpoint the batch's lines name: chat "
+        choice(
+            ("--endpoint",),
+            EndpointChoice,
+            "--batch-api (openai): the endpoint the batch's lines name: chat "
             "(/v1/chat/completions) or responses (/v1/responses).",
             rich_help_panel="Batch API",
         ),
@@ -391,11 +393,16 @@ def _check_mode(ctx: typer.Context, batch_api: bool) -> None:
             given.append("/".join([*param.opts, *param.secondary_opts]))
     if not given:
         return
+    # named after the options given: `--batch-api` may not have been given at all
+    named = ", ".join(given)
     if batch_api:
-        said = f"{', '.join(given)}: only for runs without --batch-api (drop --batch-api or them)"
+        said = f"{named}: only for runs without --batch-api (drop --batch-api, or {named})"
     else:
-        said = f"{', '.join(given)}: only for --batch-api runs (add --batch-api or drop them)"
-    raise typer.BadParameter(said, param_hint="'--batch-api'")
+        said = f"{named}: only for --batch-api runs (add --batch-api, or drop {named})"
+    # a usage error of its own (exit 2), not "Invalid value for '--batch-api'"
+    typer.echo(f"{ctx.get_usage()}\nTry '{ctx.command_path} --help' for help.\n", err=True)
+    typer.echo(f"Error: {said}", err=True)
+    raise typer.Exit(2)
 
 
 def _os_error(exc: BaseException) -> OSError | None:
