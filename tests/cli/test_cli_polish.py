@@ -182,7 +182,8 @@ def _any_run(text: str) -> str:
         ),
         (
             ["batch", "in.jsonl", "--out", "o", "--model", "m", "--json-mode", "yaml"],
-            "'yaml' is not one of json_schema, structured_outputs, constrained, json_object, prompt",
+            "'yaml' is not one of json_schema, structured_outputs, constrained, json_object,"
+            " prompt",
         ),
         (
             ["batch", "in.jsonl", "--out", "o", "--model", "m", "--endpoint", "chats"],

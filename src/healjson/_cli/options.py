@@ -15,10 +15,10 @@ import typer
 __all__ = [
     "EndpointChoice",
     "JsonModeChoice",
-    "choice",
     "api_key_option",
     "base_url_option",
     "cache_option",
+    "choice",
     "concurrency_option",
     "contracts_option",
     "endpoint_model_option",
