@@ -589,6 +589,32 @@ def test_the_command_line_runs_reports_and_shows_status(server: Any, tmp_path: P
     assert misuse.exit_code == 2
 
 
+def test_status_says_unpriced_for_a_model_without_a_price(server: Any, tmp_path: Path) -> None:
+    """`--status` of a run on a model no price list knows never shows `$0.0000`: nothing while
+    its batch is in flight, `unpriced` once results are read; a priced model shows dollars."""
+    source = write_input(tmp_path / "in.jsonl", [1, 9])
+
+    def said(model: str, *more: str) -> str:
+        args = ["batch", str(source), "--out", str(tmp_path / f"{model}.jsonl"), "--batch-api"]
+        args += ["--model", model, "--response-model", f"{FIXTURES / 'ticket_pack.py'}:Ticket"]
+        args += ["--base-url", server.base_url, "--api-key", KEY, "--poll-interval", "0"]
+        result = CliRunner().invoke(app, [*args, *more])
+        assert result.exit_code in (0, 1), result.output
+        return result.output
+
+    in_flight = said("local-model", "--no-wait")
+    said("local-model")
+    done = said("local-model", "--status")
+    priced = said("gpt-4o-mini")
+
+    assert "$" not in in_flight
+    assert "round 0: 1 batch(es), 2 request(s), 2 answered (0 failed)" in done
+    assert "token(s), unpriced" in done
+    assert "$" not in done
+    assert ", unpriced" not in priced
+    assert "at batch prices" in priced
+
+
 # -- killed at every phase, then resumed --------------------------------------------------------
 
 # each run is a child forked from the session's warm process (`zygote`), killed with SIGKILL (what
