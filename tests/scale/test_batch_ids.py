@@ -417,6 +417,54 @@ def test_some_endpoint_failures_among_answers_exit_zero(tmp_path: Path) -> None:
     assert "1 row(s) failed on the endpoint" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("refusal", "quoted", "fix"),
+    [
+        (
+            ScriptedReply.error(404, "The model `m` does not exist.", code="model_not_found"),
+            "HTTP 404 (model_not_found): The model `m` does not exist.",
+            "Check the model name",
+        ),
+        (
+            ScriptedReply.error(401, "Incorrect API key provided.", code="invalid_api_key"),
+            "HTTP 401 (invalid_api_key): Incorrect API key provided.",
+            "Check the API key",
+        ),
+    ],
+    ids=["model_not_found", "invalid_api_key"],
+)
+@pytest.mark.parametrize("concurrency", ["1", "4"])
+def test_a_provider_error_every_row_would_get_stops_sending_and_a_re_run_resumes(
+    tmp_path: Path,
+    server: ScriptedServer,
+    refusal: ScriptedReply,
+    quoted: str,
+    fix: str,
+    concurrency: str,
+) -> None:
+    """A 404 `model_not_found` or a 401 stops the batch at the first row that gets it: no more
+    requests than were in flight, no row written, exit 1 with the provider's words and the
+    fix; the same command against a working endpoint then writes every row."""
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join(ticket(f"t{n}", n) for n in range(1, 21)) + "\n", "utf-8")
+    out = tmp_path / "out.jsonl"
+
+    with ScriptedServer([refusal], repeat=True) as refusing:
+        stopped = run_batch(refusing.base_url, source, out, "-j", concurrency)
+        sent = len(refusing.requests)
+    resumed = run_batch(server.base_url, source, out)
+
+    assert 1 == stopped.exit_code, stopped.output
+    assert 1 <= sent <= int(concurrency)
+    said = " ".join(stopped.stderr.split())
+    assert f"batch stopped: the provider answered {quoted} - {fix}" in said
+    assert "so 20 row(s) were not sent or not written" in said
+    assert "re-run the same command to resume" in said
+    assert 0 == resumed.exit_code, resumed.output
+    assert 20 == len(rows(out))
+    assert all(row["ok"] for row in rows(out))
+
+
 def test_stop_after_stops_and_a_re_run_resumes(
     tmp_path: Path, dead_url: str, server: ScriptedServer
 ) -> None:

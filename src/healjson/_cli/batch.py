@@ -226,8 +226,9 @@ def batch(
     explicit id is refused (exit 2), naming both lines.
 
     Exit code 0 when every row was written (degraded rows included); 1 when some were not,
-    when every row sent failed on the endpoint, or when --stop-after stopped the run; 2 on
-    usage errors.
+    when every row sent failed on the endpoint, or when --stop-after stopped the run, or the
+    provider refused the key or did not find the model (no more rows are sent then: re-run
+    after the fix to resume); 2 on usage errors.
     """
     from healjson._batch.input_file import id_clash, not_json_lines
     from healjson._batch.rows import BatchError
@@ -341,6 +342,15 @@ def _finish(stats: BatchStats, out: Path, stop_after: int | None) -> None:
     failed on the endpoint, or when some rows were not written. A function of its own:
     coverage.py does not record the lines that follow the run in `batch`'s own frame."""
     typer.echo(_summary(stats, out), err=True)
+    if stats.stopped_by is not None:
+        left = stats.total - stats.written
+        typer.echo(
+            f"batch stopped: the provider answered {stats.stopped_by}. Every row would get "
+            f"the same answer, so {left} row(s) were not sent or not written; fix it and "
+            "re-run the same command to resume",
+            err=True,
+        )
+        raise typer.Exit(1)
     if stats.stopped:
         typer.echo(
             f"batch stopped: {stats.failing_in_a_row} row(s) in a row failed on the endpoint "
