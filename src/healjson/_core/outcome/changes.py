@@ -59,7 +59,7 @@ def same_value(before: Any, after: Any) -> bool:
     if isinstance(before, dict | list) or isinstance(after, dict | list) or after is None:
         return False
     if kind is str and isinstance(before, int | float) and not isinstance(before, bool):
-        return json.dumps(before) == after
+        return bool(json.dumps(before) == after)
     adapter = _LEAF_ADAPTERS.get(kind)
     if adapter is None or before is None:
         return False
