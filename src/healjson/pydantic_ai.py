@@ -385,9 +385,12 @@ class _Step:
         return value
 
     def _message(self, diagnostics: Sequence[Diagnostic]) -> str:
-        what = f"the arguments of tool `{self.name}`" if self.kind == "tool" else "the output"
+        if self.kind == "tool":
+            what = f"the arguments of tool `{self.name}` need"
+        else:
+            what = "the output needs"
         count = len(diagnostics)
-        head = f"healjson: {what} need a fix ({count} problem{'s' if count != 1 else ''}):"
+        head = f"healjson: {what} a fix ({count} problem{'s' if count != 1 else ''}):"
         return "\n".join((head, *render_diagnostics(diagnostics)))
 
 

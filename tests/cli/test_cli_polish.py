@@ -171,3 +171,66 @@ def _any_run(text: str) -> str:
     """`text` with every trace's run id and latency lines made the same (each run draws a new
     id and takes its own time)."""
     return RUN_FACTS.sub(r"\1(this run's)", text)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ["heal", "-", "--contracts", "support_ticket", "-f", "yaml"],
+            "'yaml' is not one of md, json",
+        ),
+        (
+            ["batch", "in.jsonl", "--out", "o", "--model", "m", "--json-mode", "yaml"],
+            "'yaml' is not one of json_schema, structured_outputs, constrained, json_object,"
+            " prompt",
+        ),
+        (
+            ["batch", "in.jsonl", "--out", "o", "--model", "m", "--endpoint", "chats"],
+            "'chats' is not one of chat, responses",
+        ),
+    ],
+)
+def test_an_unknown_choice_says_which_ones_there_are_without_pydantics_words(
+    args: list[str], said: str
+) -> None:
+    """A value that is not one of an option's choices is refused naming them, without
+    pydantic's "Value error," prefix."""
+    result = CliRunner().invoke(app, args, input="{}")
+
+    assert 2 == result.exit_code
+    output = " ".join(result.output.replace("│", " ").split())
+    assert said in output
+    assert "Value error" not in output
+
+
+def test_an_option_of_the_other_mode_is_not_blamed_on_batch_api(tmp_path: Path) -> None:
+    """`batch --provider ...` without `--batch-api` names `--provider`, not an invalid
+    `--batch-api` value (it was never given)."""
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": 1, "prompt": "a"}\n', encoding="utf-8")
+    args = ["batch", str(source), "--out", str(tmp_path / "o"), "--model", "m"]
+    args += ["--contracts", "support_ticket", "--provider", "openai"]
+
+    result = CliRunner().invoke(app, args)
+
+    assert 2 == result.exit_code
+    output = " ".join(result.output.split())
+    assert "Error: --provider: only for --batch-api runs (add --batch-api, or drop --provider)" in (
+        output
+    )
+    assert "Invalid value for '--batch-api'" not in output
+
+
+def test_the_testing_server_help_says_what_it_is_for(capsys: pytest.CaptureFixture[str]) -> None:
+    """`python -m healjson.testing --help` says it is a scripted server for testing code that
+    calls a model, not a benchmark tool."""
+    from healjson.testing.__main__ import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+
+    assert 0 == exited.value.code
+    said = " ".join(capsys.readouterr().out.split())
+    assert "for testing code that calls a model with no API key and no network" in said
+    assert "for benchmarks" not in said

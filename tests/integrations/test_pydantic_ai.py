@@ -311,6 +311,7 @@ def test_a_tool_contract_breach_is_a_retry_naming_the_breach(
     (retry,) = tool_messages(server.requests[1])
     assert "limit must be between 1 and 50, got 500" in retry
     assert "`limit` = 500" in retry
+    assert "the arguments of tool `search_tool` need a fix (1 problem)" in retry
     (record,) = capability.records()
     assert (record.action, record.diagnostics[0].rule) == ("retry", "limit_in_range")
 
@@ -467,6 +468,7 @@ def test_an_output_contract_breach_is_a_retry(server: ScriptedServer, mode: str)
     assert len(server.requests) == 2
     (retry,) = tool_messages(server.requests[1])
     assert "the summary must state the number of hits" in retry
+    assert "healjson: the output needs a fix (1 problem):" in retry
 
 
 def test_an_unsaveable_output_is_a_retry_with_the_diagnostic(server: ScriptedServer) -> None:

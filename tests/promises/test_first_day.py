@@ -333,6 +333,7 @@ def test_batch_refuses_an_option_of_the_other_mode(
     said = " ".join(result.output.replace("│", " ").split())
     assert named in said
     assert mode in said
+    assert "Invalid value for '--batch-api'" not in said
 
 
 @pytest.mark.parametrize(

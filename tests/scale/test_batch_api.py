@@ -235,16 +235,17 @@ def test_each_result_is_read_once_per_round(
     assert report.tokens > 0
 
 
-def test_a_line_without_an_id_never_takes_a_later_rows_id(
+def test_a_line_without_an_id_is_known_by_its_line(
     server: Any, tmp_path: Path, closing: contextlib.ExitStack
 ) -> None:
-    """Lines 1 and 2 give no id (or `null`); the rows with ids 1 and 2 still run, apart."""
+    """Lines 1 and 2 give no id (or `null`) and get their line numbers; the string id `"1"`
+    is another id and runs apart; only the true repeat of id 7 is skipped."""
     lines = [
         {"prompt": "ticket 1"},
         {"id": None, "prompt": "ticket 9"},
-        {"id": 1, "prompt": "ticket 10"},
-        {"id": 2, "prompt": "ticket 11"},
-        {"id": 2, "prompt": "ticket 12"},  # a true repeat: skipped
+        {"id": "1", "prompt": "ticket 10"},
+        {"id": 7, "prompt": "ticket 11"},
+        {"id": 7, "prompt": "ticket 12"},  # a true repeat: skipped
     ]
     source = tmp_path / "in.jsonl"
     source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
@@ -259,8 +260,8 @@ def test_a_line_without_an_id_never_takes_a_later_rows_id(
     assert found == {
         (1, 1): "ORD-000001",
         (2, 2): "ORD-000009",
-        (1, None): "ORD-000010",
-        (2, None): "ORD-000011",
+        ("1", None): "ORD-000010",
+        (7, None): "ORD-000011",
     }
     assert (report.complete, report.duplicates, report.written) == (True, 1, 4)
     assert (again.written, len(server.batches)) == (0, 1)
@@ -586,6 +587,32 @@ def test_the_command_line_runs_reports_and_shows_status(server: Any, tmp_path: P
     assert len(rows(out)) == 3
     misuse = CliRunner().invoke(app, [a for a in args if a != "--batch-api"] + ["--status"])
     assert misuse.exit_code == 2
+
+
+def test_status_says_unpriced_for_a_model_without_a_price(server: Any, tmp_path: Path) -> None:
+    """`--status` of a run on a model no price list knows never shows `$0.0000`: nothing while
+    its batch is in flight, `unpriced` once results are read; a priced model shows dollars."""
+    source = write_input(tmp_path / "in.jsonl", [1, 9])
+
+    def said(model: str, *more: str) -> str:
+        args = ["batch", str(source), "--out", str(tmp_path / f"{model}.jsonl"), "--batch-api"]
+        args += ["--model", model, "--response-model", f"{FIXTURES / 'ticket_pack.py'}:Ticket"]
+        args += ["--base-url", server.base_url, "--api-key", KEY, "--poll-interval", "0"]
+        result = CliRunner().invoke(app, [*args, *more])
+        assert result.exit_code in (0, 1), result.output
+        return result.output
+
+    in_flight = said("local-model", "--no-wait")
+    said("local-model")
+    done = said("local-model", "--status")
+    priced = said("gpt-4o-mini")
+
+    assert "$" not in in_flight
+    assert "round 0: 1 batch(es), 2 request(s), 2 answered (0 failed)" in done
+    assert "token(s), unpriced" in done
+    assert "$" not in done
+    assert ", unpriced" not in priced
+    assert "at batch prices" in priced
 
 
 # -- killed at every phase, then resumed --------------------------------------------------------

@@ -17,7 +17,9 @@ given id's key is its JSON text (`"7"` is `"\"7\""`, `7` is `"7"`), which always
 a digit or `-`; a line's key (no id, or no usable id) is `#line-N`, bare, which starts with `#`.
 So no explicit id can ever have a line's key — not `7`, not `"7"`, not even the string
 `"#line-N"` — and no valid row is ever skipped as the duplicate of a line without an id (or
-the other way round). An output row is read back as a line's row only with a matching
+the other way round). Still, a reader of the output would see the same `id` twice (line N
+without an id and a line with `"id": N`), so such an input is refused before it runs
+(`input_file.id_clash`). An output row is read back as a line's row only with a matching
 `input_line`; a row without one is an explicit id's (`row_key`).
 """
 

@@ -6,6 +6,11 @@ output: the command line passes a callback for its progress bar.
 `stop_after=N` ends a run once N rows in a row (in the order they finish) failed on the endpoint
 (`ENDPOINT_FAILURES`): the rows in flight are cancelled and the rest never start, so none of
 them is written and a re-run picks them up.
+
+A provider error that every row would get as well (`every_row_error`: the key refused, HTTP 401
+or 403; the model or the endpoint not found, HTTP 404) ends a run at the first row that gets it,
+`stop_after` or not: that row is not written either, so every row the run did not finish is one
+a re-run sends (`stats.stopped_by` says what the provider answered).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from healjson._core.diagnostic import Diagnostic, Source
 from healjson._core.outcome.attempt import Reason
 from healjson._core.outcome.outcome import Degraded, Outcome
 
-from .input_file import input_keys, select
+from .input_file import check_ids, input_keys, select
 from .output_file import OutputFile
 from .rows import BatchError, Job, invalid_row, outcome_row
 
@@ -30,6 +35,7 @@ __all__ = [
     "Batch",
     "BatchStats",
     "Heal",
+    "every_row_error",
     "most_common_provider_error",
     "openai_healer",
     "provider_error",
@@ -72,7 +78,9 @@ class BatchStats:
     failing_in_a_row: int = 0
     """Endpoint failures since the last row the endpoint answered."""
     stopped: bool = False
-    """True when `stop_after` ended the run early."""
+    """True when `stop_after` ended the run early, or a provider error every row would get."""
+    stopped_by: str | None = None
+    """The provider's error (with its fix) that every row would get, when it ended the run."""
     provider_errors: Counter[str] = field(default_factory=Counter)
     """The provider's error answers the written rows degraded with (`provider_error`)."""
 
@@ -107,9 +115,11 @@ class Batch:
         cls, input_path: Path, out_path: Path, *, retry: frozenset[str] = frozenset()
     ) -> Batch:
         """Lock and recover the output, take out the rows to `retry` (degraded reasons), then
-        count the input (raises `BatchError`)."""
+        count the input (raises `BatchError`, before the output is touched when two input lines
+        would give rows the same id)."""
         if not input_path.is_file():
             raise BatchError(f"no input file at {input_path}")
+        check_ids(input_path)
         wanted = input_keys(input_path) if retry else frozenset()
         output = OutputFile(out_path, retry, wanted)
         batch = cls(input_path, out_path, _output=output, _done=set(output.recovered.keys))
@@ -164,7 +174,13 @@ class Batch:
 
         async def work() -> None:
             for job in jobs:  # one shared iterator: each job goes to exactly one worker
+                if self.stats.stopped:
+                    return
                 row = await self._row(job, heal, full)
+                said = None if row is None or row[1] is None else every_row_error(row[1])
+                if said is not None:  # every other row would get it too: send no more
+                    self.stats.stopped, self.stats.stopped_by = True, said
+                    return  # not written: a re-run after the fix sends it again
                 if row is not None:
                     await queue.put(row)
 
@@ -258,6 +274,22 @@ def provider_error(outcome: Outcome[Any]) -> str | None:
         if diagnostic.source is Source.API and diagnostic.rule:
             said = diagnostic.constraint.removeprefix("the provider refused the call: ")
             return f"{said} - {diagnostic.prescription}"
+    return None
+
+
+_EVERY_ROW_STATUSES = frozenset({401, 403, 404})
+"""HTTP statuses about the key, the model or the endpoint, not the row: every row gets them."""
+
+
+def every_row_error(outcome: Outcome[Any]) -> str | None:
+    """The provider's error (as `provider_error` says it) when the outcome's last call got
+    an answer every other row would get too: the key refused (401, 403), the model or the
+    endpoint not found (404); else None."""
+    for diagnostic in getattr(outcome, "errors", ()):
+        if diagnostic.source is Source.API and diagnostic.rule:
+            status = diagnostic.rule.removeprefix("HTTP ").split(" ", 1)[0]
+            if status.isdigit() and int(status) in _EVERY_ROW_STATUSES:
+                return provider_error(outcome)
     return None
 
 

@@ -33,6 +33,7 @@ from .options import (
     api_key_option,
     base_url_option,
     cache_option,
+    choice,
     concurrency_option,
     contracts_option,
     endpoint_model_option,
@@ -207,9 +208,10 @@ def batch(
     ] = 3,
     batch_endpoint: Annotated[
         EndpointChoice,
-        typer.Option(
-            "--endpoint",
-            help="--batch-api (openai): the endpoint the batch's lines name: chat "
+        choice(
+            ("--endpoint",),
+            EndpointChoice,
+            "--batch-api (openai): the endpoint the batch's lines name: chat "
             "(/v1/chat/completions) or responses (/v1/responses).",
             rich_help_panel="Batch API",
         ),
@@ -219,13 +221,16 @@ def batch(
 
     Every distinct id gets exactly one output line, written and fsync'd as it finishes; a
     re-run skips the ids OUT already has, so an interrupted batch resumes where it stopped.
-    A line that cannot be read gets an `invalid_input` row with the id `#line-N`.
+    A line that cannot be read gets an `invalid_input` row with the id `#line-N`; a line
+    without an id gets its line number. An input where such an id equals another line's
+    explicit id is refused (exit 2), naming both lines.
 
     Exit code 0 when every row was written (degraded rows included); 1 when some were not,
-    when every row sent failed on the endpoint, or when --stop-after stopped the run; 2 on
-    usage errors.
+    when every row sent failed on the endpoint, or when --stop-after stopped the run, or the
+    provider refused the key or did not find the model (no more rows are sent then: re-run
+    after the fix to resume); 2 on usage errors.
     """
-    from healjson._batch.input_file import not_json_lines
+    from healjson._batch.input_file import id_clash, not_json_lines
     from healjson._batch.rows import BatchError
     from healjson._batch.run import Batch, openai_healer
     from healjson._core.run.healer import Healer
@@ -241,7 +246,7 @@ def batch(
         ) from exc
     _check_mode(ctx, batch_api)
     try:
-        problem = not_json_lines(input_path)
+        problem = not_json_lines(input_path) or id_clash(input_path)
     except BatchError as exc:
         raise typer.BadParameter(str(exc), param_hint="'INPUT.jsonl'") from exc
     if problem is not None:
@@ -337,6 +342,15 @@ def _finish(stats: BatchStats, out: Path, stop_after: int | None) -> None:
     failed on the endpoint, or when some rows were not written. A function of its own:
     coverage.py does not record the lines that follow the run in `batch`'s own frame."""
     typer.echo(_summary(stats, out), err=True)
+    if stats.stopped_by is not None:
+        left = stats.total - stats.written
+        typer.echo(
+            f"batch stopped: the provider answered {stats.stopped_by}. Every row would get "
+            f"the same answer, so {left} row(s) were not sent or not written; fix it and "
+            "re-run the same command to resume",
+            err=True,
+        )
+        raise typer.Exit(1)
     if stats.stopped:
         typer.echo(
             f"batch stopped: {stats.failing_in_a_row} row(s) in a row failed on the endpoint "
@@ -389,11 +403,16 @@ def _check_mode(ctx: typer.Context, batch_api: bool) -> None:
             given.append("/".join([*param.opts, *param.secondary_opts]))
     if not given:
         return
+    # named after the options given: `--batch-api` may not have been given at all
+    named = ", ".join(given)
     if batch_api:
-        said = f"{', '.join(given)}: only for runs without --batch-api (drop --batch-api or them)"
+        said = f"{named}: only for runs without --batch-api (drop --batch-api, or {named})"
     else:
-        said = f"{', '.join(given)}: only for --batch-api runs (add --batch-api or drop them)"
-    raise typer.BadParameter(said, param_hint="'--batch-api'")
+        said = f"{named}: only for --batch-api runs (add --batch-api, or drop {named})"
+    # a usage error of its own (exit 2), not "Invalid value for '--batch-api'"
+    typer.echo(f"{ctx.get_usage()}\nTry '{ctx.command_path} --help' for help.\n", err=True)
+    typer.echo(f"Error: {said}", err=True)
+    raise typer.Exit(2)
 
 
 def _os_error(exc: BaseException) -> OSError | None:

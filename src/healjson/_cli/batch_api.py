@@ -142,6 +142,17 @@ def _client(options: BatchApiOptions) -> Any:
     return getattr(sdk, name)(api_key=key, base_url=base or None, **timeout)
 
 
+def _cost(cost: float | None, collected: int, prices: str) -> str:
+    """A cost as the summary shows it: nothing before any result is read (a batch in flight
+    has cost nothing yet that healjson could know), `unpriced` when the model has no known
+    price (never `$0.0000`), else dollars."""
+    if not collected:
+        return ""
+    if cost is None:
+        return ", unpriced"
+    return f", ${cost:.4f}{prices}"
+
+
 def report_text(report: Any, out: Path, ledger: Path) -> str:
     """The run's summary for stderr: rows, then one line per round, then what to do next."""
     head = (
@@ -158,7 +169,7 @@ def report_text(report: Any, out: Path, ledger: Path) -> str:
     if said is not None:
         lines.append(said)
     for summary in report.rounds:
-        cost = "" if summary.cost is None else f", ${summary.cost:.4f} at batch prices"
+        cost = _cost(summary.cost, summary.collected, " at batch prices")
         flying = f", {summary.in_flight} batch(es) in flight" if summary.in_flight else ""
         lines.append(
             f"  round {summary.round}: {summary.batches} batch(es), {summary.requests} "
@@ -166,7 +177,7 @@ def report_text(report: Any, out: Path, ledger: Path) -> str:
             f"{summary.prompt_tokens + summary.completion_tokens} token(s){cost}{flying}"
         )
     if report.rounds:
-        total = "" if report.cost is None else f", ${report.cost:.4f}"
+        total = _cost(report.cost, sum(r.collected for r in report.rounds), "")
         lines.append(f"  total: {report.calls} call(s), {report.tokens} token(s){total}")
     if report.batch_ids:
         lines.append("  in flight: " + ", ".join(report.batch_ids))

@@ -19,7 +19,7 @@ from healjson._core.repair.prompt import RepairPrompt, Strategy
 
 from .loading import load_setup
 from .markdown_out import echo_markdown
-from .options import contracts_option
+from .options import choice, contracts_option
 
 __all__ = ["OutputFormat", "heal", "heal_report"]
 
@@ -50,7 +50,8 @@ def heal(
         contracts_option("A contract pack: file.py[:name], pkg.mod:name or an entry-point name."),
     ] = None,
     output_format: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="md: the trace; json: the outcome.")
+        OutputFormat,
+        choice(("--format", "-f"), OutputFormat, "md: the trace; json: the outcome."),
     ] = OutputFormat.MD,
     finish_reason: Annotated[
         str | None,

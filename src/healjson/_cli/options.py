@@ -18,6 +18,7 @@ __all__ = [
     "api_key_option",
     "base_url_option",
     "cache_option",
+    "choice",
     "concurrency_option",
     "contracts_option",
     "endpoint_model_option",
@@ -109,9 +110,26 @@ def endpoint_model_option(help: str = "The endpoint's model name.") -> Any:
     return typer.Option("--model", help=help)
 
 
+def choice(names: tuple[str, ...], choices: type[enum.StrEnum], help: str, **more: Any) -> Any:
+    """An option whose value is one of `choices`: a value that is not says which ones are,
+    in the command line's words (typer's own check reads "Value error, ... is not one of")."""
+    allowed = [str(member) for member in choices]
+
+    def one_of(value: Any) -> Any:
+        if isinstance(value, choices):
+            return value
+        try:
+            return choices(value)
+        except ValueError:
+            raise typer.BadParameter(f"{value!r} is not one of {', '.join(allowed)}") from None
+
+    metavar = f"[{'|'.join(allowed)}]"
+    return typer.Option(*names, parser=one_of, metavar=metavar, help=help, **more)
+
+
 def json_mode_option(help: str = "Strongest JSON mode the endpoint supports.") -> Any:
     """`--json-mode`: a `JsonModeChoice`."""
-    return typer.Option("--json-mode", help=help)
+    return choice(("--json-mode",), JsonModeChoice, help)
 
 
 def timeout_option() -> Any:

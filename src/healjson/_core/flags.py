@@ -15,8 +15,9 @@ class Flag(enum.StrEnum):
     PROSE_AROUND = "prose_around"
     """Text before or after the JSON was dropped."""
     REASONING_SET_ASIDE = "reasoning_set_aside"
-    """The reply held the model's reasoning (`<think>…</think>` and kin); it was set aside
-    (kept on the attempt) and never read as the answer."""
+    """The reply held the model's reasoning (`<think>…</think>` and kin inline, or a reasoning
+    field or part of the provider's own, as its module reads it); it was set aside (kept on the
+    attempt) and never read as the answer."""
     MULTIPLE_CANDIDATES = "multiple_candidates"
     """The reply held several JSON values; one answer was kept (the only one that fits the
     schema, or identical repeats of one answer)."""

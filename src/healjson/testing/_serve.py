@@ -1,4 +1,5 @@
-"""The scripted server as a separate process (for benchmarks): serve a reply file until signalled.
+"""The scripted server as a separate process: serve a reply file until signalled (for a program
+that is not Python, a test in another process, a demo, or a benchmark).
 
 Started as::
 
@@ -66,7 +67,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve_mcp(given[1:])
     parser = argparse.ArgumentParser(
         prog="python -m healjson.testing",
-        description="OpenAI-compatible scripted chat-completions server (for benchmarks).",
+        description=(
+            "A scripted LLM server on 127.0.0.1 that answers from a reply file, for testing "
+            "code that calls a model with no API key and no network: OpenAI chat and "
+            "Responses, Anthropic, Gemini and Ollama routes. Prints READY <base_url>; "
+            "`mcp ...` serves the scripted MCP server over stdio instead."
+        ),
     )
     parser.add_argument("--replies", required=True, help="JSON list of strings or reply objects")
     parser.add_argument("--repeat", action="store_true", help="cycle the script forever")

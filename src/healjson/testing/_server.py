@@ -50,8 +50,8 @@ forgotten keep-alive connection) never makes `stop()` hang. The accepting thread
 listening socket and on a wake-up socket `stop()` writes to, so `stop()` returns at once (where
 `serve_forever` would look for its shutdown request only every poll interval).
 
-Run it in a separate process (for benchmarks) with
-`python -m healjson.testing._serve --replies FILE.json [--repeat] [--port 0]`.
+Run it in a separate process (for a program that is not Python, a test in another process, a
+demo or a benchmark) with `python -m healjson.testing --replies FILE.json [--repeat] [--port 0]`.
 """
 
 from __future__ import annotations

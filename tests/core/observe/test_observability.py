@@ -134,6 +134,27 @@ def test_healed_in_two_gives_one_run_span_with_two_chat_spans(otel: Telemetry) -
     assert 1 == run_attributes["healjson.changed_fields"]
 
 
+def test_the_run_span_carries_token_totals_under_healjson_names_only(otel: Telemetry) -> None:
+    """`gen_ai.usage.*` is on each call's span only; the run span carries the run's totals as
+    `healjson.usage.*`, equal to the sum over its call spans."""
+    healer = Healer(Ticket, contracts=[urgent_explains])
+    outcome = healer.run(scripted(SHORT, GOOD), "My order is stuck", model="gpt-4o-mini")
+
+    [run] = otel.runs()
+    run_attributes = dict(run.attributes or {})
+    chats = [dict(s.attributes or {}) for s in otel.children(run)]
+    assert [] == [key for key in run_attributes if key.startswith("gen_ai.usage")]
+    assert (
+        sum(c["gen_ai.usage.input_tokens"] for c in chats)
+        == run_attributes["healjson.usage.input_tokens"]
+    )
+    assert (
+        sum(c["gen_ai.usage.output_tokens"] for c in chats)
+        == run_attributes["healjson.usage.output_tokens"]
+    )
+    assert outcome.usage.completion_tokens == run_attributes["healjson.usage.output_tokens"]
+
+
 def test_a_degraded_run_span_is_an_error_with_its_reason(otel: Telemetry) -> None:
     """A degraded run's span has error status and carries the outcome, the reason and layer L4."""
     healer = Healer(Ticket, policy=HealPolicy(max_attempts=2))

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 import healjson
 from healjson import Degraded, Flag, Healed, Healer, HealPolicy, Reason, Reply, Source
+from healjson._core.outcome.savings import tokens_saved
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer, from_schema
 from pinned import pinned
 from sdk_calls import gemini_client, wrapped_create
@@ -155,6 +156,8 @@ def test_a_provider_reasoning_field_is_kept_apart_through_the_healer(mode: Mode)
     assert isinstance(outcome, Healed)
     assert ANSWER == outcome.value
     assert f"Draft {DRAFT_JSON}" == outcome.attempts[0].reasoning
+    assert (Flag.REASONING_SET_ASIDE,) == outcome.flags
+    assert 0 == tokens_saved(outcome)  # a clean answer beside the reasoning: nothing mended
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -216,6 +219,7 @@ def test_openai_reasoning_fields_are_set_aside_and_counted(
     assert 1 == outcome.calls
     assert reasoning == outcome.attempts[0].reasoning
     assert len(reasoning) // 4 == outcome.usage.reasoning_tokens
+    assert (Flag.REASONING_SET_ASIDE,) == outcome.flags
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -259,6 +263,7 @@ def test_anthropic_thinking_blocks_are_the_reasoning(scripted_server: ScriptedSe
     assert isinstance(outcome, Healed)
     assert ANSWER == outcome.value
     assert f"Maybe {DRAFT_JSON}" == outcome.attempts[0].reasoning
+    assert (Flag.REASONING_SET_ASIDE,) == outcome.flags
 
 
 def test_gemini_thought_parts_are_the_reasoning(scripted_server: ScriptedServer) -> None:
@@ -276,6 +281,7 @@ def test_gemini_thought_parts_are_the_reasoning(scripted_server: ScriptedServer)
     assert ANSWER == outcome.value
     assert reasoning == outcome.attempts[0].reasoning
     assert len(reasoning) // 4 == outcome.usage.reasoning_tokens
+    assert (Flag.REASONING_SET_ASIDE,) == outcome.flags
 
 
 def test_reasoning_appears_in_both_traces() -> None:

@@ -205,10 +205,11 @@ def _rows(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", ["400-param"])
 def test_healjson_batch_names_the_most_common_provider_error(tmp_path: Path, case: str) -> None:
     """`healjson batch` quotes the provider's error in every row and names the most common one,
-    with its fix, in its summary."""
+    with its fix, in its summary (an error every row would get stops the run instead:
+    `tests/scale/test_batch_ids.py`)."""
     reply, quoted, fix = CASES[case]
     source, out = _input(tmp_path, 3), tmp_path / "out.jsonl"
     with ScriptedServer([reply()], repeat=True) as server:

@@ -16,7 +16,7 @@ import pytest
 from pydantic import BaseModel
 
 import healjson
-from healjson import Degraded, Healed, HealPolicy, Reason
+from healjson import Degraded, Flag, Healed, HealPolicy, Reason
 from healjson.testing import ScriptedReply, ScriptedServer
 from sdk_calls import TLS
 
@@ -213,6 +213,7 @@ def test_usage_and_thinking_are_read(scripted_server: ScriptedServer, streamed: 
     assert isinstance(outcome, Healed)
     assert (12, 7) == (outcome.usage.prompt_tokens, outcome.usage.completion_tokens)
     assert "Ann, 31." == outcome.attempts[0].reasoning
+    assert Flag.REASONING_SET_ASIDE in outcome.flags
 
 
 def test_without_response_model_the_call_is_the_sdks(scripted_server: ScriptedServer) -> None:

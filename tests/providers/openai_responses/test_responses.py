@@ -16,7 +16,7 @@ from openai.types.responses import ParsedResponse, Response
 from pydantic import BaseModel
 
 import healjson
-from healjson import Degraded, Healed, Healer, HealPolicy, Reason
+from healjson import Degraded, Flag, Healed, Healer, HealPolicy, Reason
 from healjson._core.wire.delta import read_chunk
 from healjson._core.wire.reply import to_reply
 from healjson._providers.openai_responses import Conversation, ResponseFailed
@@ -108,6 +108,7 @@ def test_local_heals_take_one_call(
     if case in ("reasoning item", "commentary"):
         reasoning = outcome.attempts[0].reasoning or ""
         assert reasoning.startswith("The total" if case == "reasoning item" else "r")
+        assert Flag.REASONING_SET_ASIDE in outcome.flags
         if case == "commentary":  # set aside with the reasoning, never read as the answer
             assert 'Looking: {"number": "X"' in reasoning
 

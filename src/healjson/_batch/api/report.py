@@ -25,6 +25,9 @@ class RoundSummary:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float | None = 0.0
+    """USD at batch prices of the parts collected so far; None when a model is not priced."""
+    collected: int = 0
+    """The parts whose results were read (or that were cancelled): the ones `cost` covers."""
 
 
 @dataclass
@@ -91,7 +94,9 @@ def ledger_report(ledger: Ledger, report: RunReport | None = None) -> RunReport:
             summary.in_flight += 1
             if part.batch_id:
                 report.batch_ids.append(part.batch_id)
-        if summary.cost is not None and part.state in ("collected", "cancelled"):
-            summary.cost = None if part.cost is None else summary.cost + part.cost
+        if part.state in ("collected", "cancelled"):
+            summary.collected += 1
+            if summary.cost is not None:
+                summary.cost = None if part.cost is None else summary.cost + part.cost
     report.rounds = [rounds[key] for key in sorted(rounds)]
     return report

@@ -34,7 +34,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from healjson._batch.input_file import select
+from healjson._batch.input_file import check_ids, select
 from healjson._batch.output_file import OutputFile
 from healjson._batch.rows import Job, id_key, invalid_row, line_key, outcome_row, row_key
 from healjson._batch.run import provider_error
@@ -183,6 +183,7 @@ class Runner:
         version = f"{stat.st_size}:{stat.st_mtime_ns}"
         if self.ledger.meta("intake") == version:
             return
+        check_ids(self.input_path)
         known = self.ledger.keys()
         batch: list[NewRow] = []
         invalid: list[dict[str, Any]] = []

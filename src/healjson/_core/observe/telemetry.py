@@ -9,7 +9,8 @@ attributed by the OpenTelemetry GenAI semantic conventions (`chat <model>`, kind
 `gen_ai.operation.name`, `gen_ai.request.model`, `gen_ai.response.model`,
 `gen_ai.usage.input_tokens` / `output_tokens`, `gen_ai.response.finish_reasons`), plus
 healjson's own attributes under `healjson.*` (run id, attempt, strategy, flags, diagnostics,
-outcome, reason, layer, changed fields, tokens saved by local healing, cost). While a model
+outcome, reason, layer, changed fields, tokens saved by local healing, cost, and the run's
+token totals as `healjson.usage.*`: `gen_ai.usage.*` is only on the call spans). While a model
 call runs, its span is the current span, so an instrumented SDK nests its own span under it
 instead of beside it. When an instrumentation of a provider's SDK is active (the
 official `opentelemetry-instrumentation-openai-v2`, OpenLLMetry, OpenInference: each wraps the
@@ -244,10 +245,16 @@ class RunSpans:
             "healjson.outcome": "healed" if outcome.ok else "degraded",
             "healjson.calls": outcome.calls,
             "healjson.layer": _layer(outcome),
-            "gen_ai.usage.input_tokens": usage.prompt_tokens,
-            "gen_ai.usage.output_tokens": usage.completion_tokens,
+            # the run's totals under healjson's names only: each call's span reports its own
+            # `gen_ai.usage.*`, and a backend summing those must not count the run again
+            "healjson.usage.input_tokens": usage.prompt_tokens,
+            "healjson.usage.output_tokens": usage.completion_tokens,
             "healjson.tokens_saved": tokens_saved(outcome),
         }
+        if usage.cache_read_tokens:
+            attributes["healjson.usage.cache_read.input_tokens"] = usage.cache_read_tokens
+        if usage.reasoning_tokens:
+            attributes["healjson.usage.reasoning_tokens"] = usage.reasoning_tokens
         if outcome.ok:
             attributes["healjson.flags"] = [str(flag) for flag in outcome.flags]
             attributes["healjson.changed_fields"] = len(outcome.changed_fields)

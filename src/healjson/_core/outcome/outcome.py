@@ -54,8 +54,12 @@ class Healed(Generic[T]):
     """A value that passed the schema and every contract (a rule declared `on_fail="warn"`
     may have left `warnings`; `fixed` / `dropped` say what rules settled locally).
 
-    `changed_fields` lists the paths whose values differ between the first parsed answer and
-    this one — a repair that "fixed" a rule by quietly changing another field shows up here.
+    `changed_fields` lists the fields whose value differs from what the model's first answer
+    said, so a repair that "fixed" a rule by quietly changing another field shows up here. A
+    value compared as the target reads it: a coercion of the same value (`"5"` read as `5`) is
+    not a change; a field the first answer left out and a repair supplied is one; a key only
+    the first answer held (not a field the value keeps) is not listed. Empty when the first
+    answer was accepted. (With tool calls: `calls[i]` for each call a repair replaced.)
     """
 
     value: T

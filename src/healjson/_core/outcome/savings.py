@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic_core import to_json
+from pydantic_core import from_json, to_json
 
 from healjson._core.flags import Flag
 
@@ -33,7 +33,7 @@ def tokens_saved(outcome: Outcome[Any]) -> int:
         return 0
     first = outcome.attempts[0]
     if outcome.calls == 1:
-        return first.usage.total_tokens if outcome.flags else 0
+        return first.usage.total_tokens if _healed_locally(first, outcome.flags) else 0
     aborted = [a for a in outcome.attempts if Flag.STREAM_ABORTED in a.flags]
     if not aborted:
         return 0
@@ -42,3 +42,16 @@ def tokens_saved(outcome: Outcome[Any]) -> int:
     except Exception:  # a value its own serializer refuses: no estimate
         return 0
     return sum(max(full - a.usage.completion_tokens, 0) for a in aborted)
+
+
+def _healed_locally(first: Any, flags: tuple[Flag, ...]) -> bool:
+    """True when L1 mended the first reply. Reasoning set aside from the provider's own field
+    (the flag alone, and the reply's text JSON as it came) mended nothing: no plain reader
+    would have needed a repair call for it."""
+    if set(flags) != {Flag.REASONING_SET_ASIDE}:
+        return bool(flags)
+    try:
+        from_json(first.raw_text or "")
+    except ValueError:
+        return True  # the reasoning was inline: a plain reader would have failed
+    return False

@@ -101,11 +101,10 @@ def read(
     from_tool: bool = False,
     context: Any = None,
 ) -> ParseResult:
-    """L1 on one reply, for the engine: `reasoning` is the provider's separate reasoning field
-    (it is never read for candidates; a reply with only reasoning is a truncation); `from_tool`
-    marks text taken from a tool call's arguments (cut by the token limit, those are truncated
-    even when they parse: the provider may have closed them); `context`: pydantic's validation
-    context, in every validation."""
+    """L1 on one reply, for the engine: `reasoning`, the provider's reasoning field (never read
+    for candidates; only reasoning is a truncation; set aside, it is flagged); `from_tool`: text
+    from a tool call's arguments (cut by the token limit, truncated even when they parse: the
+    provider may have closed them); `context`: pydantic's validation context, everywhere."""
     cut = finish_reason == "length"
     chars = len(text) if isinstance(text, str) else 0
     elsewhere = bool(reasoning and reasoning.strip())
@@ -120,6 +119,8 @@ def read(
             f"could not be parsed ({describe_exception(exc)})",
             "Reply with only the JSON value, no prose or code fences.",
         )
+    if elsewhere and Flag.REASONING_SET_ASIDE not in result.flags:  # as a `<think>` block is
+        result = result.replace(flags=(Flag.REASONING_SET_ASIDE, *result.flags))
     if cut and result.ok:
         if from_tool:
             return ParseResult(

@@ -15,7 +15,7 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from healjson._core.diagnostic import Diagnostic, format_path
+from healjson._core.diagnostic import Diagnostic
 from healjson._core.flags import Flag
 from healjson._core.judge.check import Evaluation, evaluate
 from healjson._core.judge.contracts import Contract, ContractContext
@@ -23,6 +23,7 @@ from healjson._core.judge.enforcement import Enforcement, conforms
 from healjson._core.judge.verdict import Verdict
 from healjson._core.observe import events as _events
 from healjson._core.outcome.attempt import Reason, new_attempt
+from healjson._core.outcome.changes import changed_paths
 from healjson._core.outcome.decisions import final_reason, strategy_for
 from healjson._core.outcome.outcome import Degraded, Healed, Outcome
 from healjson._core.outcome.seal import seal
@@ -107,6 +108,8 @@ class HealSpec:
         if not stands(self.target, content, instance, validation):  # a key spells a field
             return None  # left at its default: L1 aligns it, or says why it cannot
         usage = reply.usage or estimated_usage(original, content)
+        # reasoning in the provider's own field is set aside here as L1 would (`parse.read`)
+        flags = (Flag.REASONING_SET_ASIDE,) if reply.reasoning and reply.reasoning.strip() else ()
         attempt = new_attempt(
             number=1,
             strategy=Strategy.INITIAL,
@@ -119,9 +122,10 @@ class HealSpec:
             latency_s=elapsed_s,
             ok=True,
             reasoning=reply.reasoning,
+            flags=flags,
         )
         healed = new_healed(
-            self, instance, content, (attempt,), flags=(), usage=usage, changed=(), run_id=run_id
+            self, instance, content, (attempt,), flags=flags, usage=usage, changed=(), run_id=run_id
         )
         return seal(healed, run_secrets())
 
@@ -232,7 +236,7 @@ class JsonAnswers:
         changed: tuple[str, ...] = ()
         if len(run.attempts) > 1 and self.first_data is not NOTHING:
             final = _as_data(self.spec.target, evaluation)
-            changed = tuple(_diff(self.first_data, final, ()))[:_MAX_CHANGED_PATHS]
+            changed = tuple(changed_paths(self.first_data, final))[:_MAX_CHANGED_PATHS]
         raw = run.attempts[-1].raw_text or ""
         return evaluation.instance, raw, evaluation.parse.flags, changed
 
@@ -373,24 +377,3 @@ def _as_data(target: Target[Any], evaluation: Evaluation) -> Any:
         )
     except Exception:  # a serializer that fails: the data L1 read is the next best view
         return evaluation.data
-
-
-def _diff(before: Any, after: Any, loc: tuple[str | int, ...]) -> list[str]:
-    """The paths of `after` (the healed value) whose value `before` does not have: a key only
-    `before` holds is not one of the target's fields, and is not a change."""
-    if isinstance(before, dict) and isinstance(after, dict):
-        out: list[str] = []
-        for key in after:
-            if key not in before:
-                out.append(format_path((*loc, key)))
-            else:
-                out.extend(_diff(before[key], after[key], (*loc, key)))
-        return out
-    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
-        out = []
-        for index, (old, new) in enumerate(zip(before, after, strict=True)):
-            out.extend(_diff(old, new, (*loc, index)))
-        return out
-    if before == after and type(before) is type(after):
-        return []
-    return [format_path(loc)]

@@ -66,6 +66,11 @@ _NOT_FINISHED = (
     "the stream is not finished: iterate it to the end, or call `stream.finish()` to read the "
     "rest (`await stream.finish()` for an async stream)"
 )
+_NOT_FINISHED_ASYNC = (
+    "the stream is not finished: iterate it to the end (`async for`), or `await "
+    "stream.finish()` to read the rest; `.outcome` never reads the stream itself"
+)
+_CLOSED = "this stream was closed before its outcome was known"
 
 # -- what the caller holds -----------------------------------------------------------------------
 
@@ -217,7 +222,7 @@ class HealStream(Generic[T]):
             if isinstance(event, Item):
                 self._tracker.took(event)
         if self._tracker.outcome is None:  # closed before the end
-            raise RuntimeError("this stream was closed before its outcome was known")
+            raise RuntimeError(_CLOSED)
         self._tracker.final_items()
         return self._tracker.outcome
 
@@ -283,7 +288,7 @@ class AsyncHealStream(Generic[T]):
         """The run's outcome, once the stream is exhausted (else RuntimeError: `await
         stream.finish()` reads the rest first)."""
         if self._tracker.outcome is None:
-            raise RuntimeError("the stream is not finished: use `await stream.finish()`")
+            raise RuntimeError(_NOT_FINISHED_ASYNC)
         return self._tracker.outcome
 
     async def finish(self) -> Outcome[T]:
@@ -292,7 +297,7 @@ class AsyncHealStream(Generic[T]):
             if isinstance(event, Item):
                 self._tracker.took(event)
         if self._tracker.outcome is None:
-            raise RuntimeError("this stream was closed before its outcome was known")
+            raise RuntimeError(_CLOSED)
         self._tracker.final_items()
         return self._tracker.outcome
 
@@ -405,7 +410,7 @@ class ToolCallStream:
         for _ in self:
             pass
         if self._outcome is None:
-            raise RuntimeError("this stream was closed before its outcome was known")
+            raise RuntimeError(_CLOSED)
         return self._outcome
 
     def close(self) -> None:
@@ -447,14 +452,16 @@ class AsyncToolCallStream:
         """The run's outcome, once the stream is exhausted (else RuntimeError: `await
         stream.finish()` reads the rest first)."""
         if self._outcome is None:
-            raise RuntimeError("the stream is not finished: use `await stream.finish()`")
+            raise RuntimeError(_NOT_FINISHED_ASYNC)
         return self._outcome
 
     async def finish(self) -> Outcome[ToolCalls]:
         """Read the rest of the streams; the outcome."""
         async for _ in self:
             pass
-        return self.outcome
+        if self._outcome is None:
+            raise RuntimeError(_CLOSED)
+        return self._outcome
 
     async def aclose(self) -> None:
         """Abandon the stream (the connection is closed)."""
