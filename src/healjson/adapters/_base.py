@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Container, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from healjson._core.judge.contracts import Contract
 from healjson._core.judge.enforcement import Enforcement
@@ -42,6 +42,9 @@ from ._cache import HealerCache
 from ._format import Enforcing, FormatState, check_mode
 from ._proxy import ChatProxy, CompletionsProxy
 from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
+
+if TYPE_CHECKING:
+    from ._parsed import Received
 
 __all__ = [
     "UNSET",
@@ -346,6 +349,32 @@ class HealingAdapter:
         if self.is_async:
             return stream_async(run.flow, call, reader, scope)
         return stream_sync(run.flow, call, reader, scope)
+
+    def heal_recorded(
+        self,
+        healer: Healer[Any],
+        forced: JsonMode | None,
+        messages: Any,
+        *,
+        context: Mapping[str, Any] | None,
+        params: dict[str, Any],
+        received: Received,
+        first: Any = None,
+    ) -> Any:
+        """One healing run as `create(response_model=...)` makes it, its model calls' answers
+        noted in `received`; with `first`, an answer already received is the run's first (only
+        its repairs are calls). The outcome (an awaitable of it for an async client)."""
+        core = self._core
+        send = received.recording(self._sender(healer.target.type_, params), core.is_async)
+        call = (async_call if core.is_async else sync_call)(core.tiers, forced, healer.target, send)
+        if first is not None:
+            call = received.first(call, first, core.is_async)
+        enforcement = self._enforcement(healer.target, forced)
+        run = healer.start(messages, context=context, params=params, enforcement=enforcement)
+        scope = secrets_scope(core.wrapped, params)
+        if core.is_async:
+            return drive_async(run.flow, call, scope)
+        return drive_sync(run.flow, call, scope)
 
     def _one_value(
         self, target: Shapeable, forced: JsonMode | None, params: Mapping[str, Any]
