@@ -230,8 +230,8 @@ def test_a_stream_yields_the_sdks_events_and_heals_the_final_completion(
     bare, _, _ = run(scripted_server, mode, stream_events(mode), wrap=False)
     healed, _, manager = run(scripted_server, mode, stream_events(mode))
     assert bare == healed
-    sdk_manager = ChatCompletionStreamManager if mode == "sync" else AsyncChatCompletionStreamManager
-    assert isinstance(manager, sdk_manager)
+    managers = {"sync": ChatCompletionStreamManager, "async": AsyncChatCompletionStreamManager}
+    assert isinstance(manager, managers[mode])
 
     scripted_server.push(ScriptedReply(content=f"Here you go:\n{GOOD}", chunk_chars=6))
     _, final, _ = run(scripted_server, mode, stream_events(mode))
@@ -247,7 +247,7 @@ def test_the_bare_stream_raises_on_a_prose_wrapped_answer(scripted_server: Scrip
     """What was fixed: the unwrapped SDK's stream raises on a prose-wrapped answer."""
     scripted_server.push(ScriptedReply(content=f"Here you go:\n{GOOD}", chunk_chars=6))
 
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="Invalid JSON|EOF|expected"):
         run(scripted_server, "sync", stream_events("sync"), wrap=False)
 
 
