@@ -247,7 +247,7 @@ def test_the_bare_stream_raises_on_a_prose_wrapped_answer(scripted_server: Scrip
     """What was fixed: the unwrapped SDK's stream raises on a prose-wrapped answer."""
     scripted_server.push(ScriptedReply(content=f"Here you go:\n{GOOD}", chunk_chars=6))
 
-    with pytest.raises(ValueError, match="Invalid JSON|EOF|expected"):
+    with pytest.raises(ValueError, match=r"Invalid JSON|EOF|expected"):
         run(scripted_server, "sync", stream_events("sync"), wrap=False)
 
 
