@@ -1,8 +1,9 @@
 """`wrap(OpenAI()).responses`: the Responses API, healed.
 
-`create(..., response_model=M)` and `parse(..., text_format=M)` return `Outcome[M]`;
-`create(..., response_model=M, stream=True)` and `stream(..., text_format=M)` a `HealStream[M]`
-(`AsyncHealStream[M]` for an async client); without `response_model` / `text_format` each call
+`create(..., response_model=M)` returns `Outcome[M]`; `create(..., response_model=M,
+stream=True)` a `HealStream[M]` (`AsyncHealStream[M]` for an async client); `parse(...,
+text_format=M)` and `stream(..., text_format=M)` the SDK's own `ParsedResponse` and stream
+manager, the parsed value healed (`_parsed`); without `response_model` / `text_format` each call
 passes through to the wrapped client. The JSON tiers are chat's, as `text.format` (strict
 `json_schema`, `json_object`, the schema in the prompt), stepped down on an HTTP 400 naming it.
 
