@@ -231,6 +231,10 @@ def check_wrap_anthropic_and_functions() -> None:
         client.messages.stream(model="m", max_tokens=64, messages=[], response_model=Order),
         HealStream[Order],
     )
+    assert_type(
+        client.messages.parse(model="m", max_tokens=64, messages=[], output_format=Order),
+        anthropic.types.ParsedMessage[Order],
+    )
     aclient = healjson.wrap(anthropic.AsyncAnthropic(api_key="x"))
     pending = aclient.messages.create(model="m", max_tokens=64, messages=[], response_model=Order)
     _ = assert_type(pending, Coroutine[Any, Any, Outcome[Order]])

@@ -1135,6 +1135,20 @@ class _HealingAnthropicMessages(Protocol):
         **kwargs: Any,
     ) -> anthropic.types.Message | anthropic.Stream[anthropic.types.RawMessageStreamEvent]: ...
     @overload
+    def parse(
+        self,
+        *,
+        output_format: type[T],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> anthropic.types.ParsedMessage[T]: ...
+    @overload
+    def parse(self, **kwargs: Any) -> Any: ...
+    @overload
     def stream(
         self,
         *,
@@ -1285,6 +1299,20 @@ class _AsyncHealingAnthropicMessages(Protocol):
         stream: bool,
         **kwargs: Any,
     ) -> Coroutine[Any, Any, anthropic.types.Message | anthropic.AsyncStream[anthropic.types.RawMessageStreamEvent]]: ...
+    @overload
+    def parse(
+        self,
+        *,
+        output_format: type[T],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, anthropic.types.ParsedMessage[T]]: ...
+    @overload
+    def parse(self, **kwargs: Any) -> Any: ...
     @overload
     def stream(
         self,
@@ -1951,7 +1979,8 @@ def wrap(client: Any, *, json_mode: JsonMode = ..., policy: HealPolicy | None = 
     `anthropic.Anthropic` / `anthropic.AsyncAnthropic`: `messages.create(response_model=M)` and
     `messages.stream(response_model=M)` heal the same way, in Anthropic's tiers named like the
     chat ones: `json_schema` (native structured output), `json_object` (a forced strict tool),
-    `prompt`.
+    `prompt`. The SDK's own `messages.parse(output_format=M)` returns its `ParsedMessage`,
+    `parsed_output` healed (`healjson.outcome_of`).
 
     `google.genai.Client`: `models.generate_content(response_model=M)` and
     `generate_content_stream(response_model=M)`, also through `aio`, in Gemini's tiers:

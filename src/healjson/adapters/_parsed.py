@@ -28,7 +28,14 @@ if TYPE_CHECKING:
 
     from healjson._core.outcome.outcome import Outcome
 
-__all__ = ["Received", "afinish", "finish", "parsed_completion", "parsed_response"]
+__all__ = [
+    "Received",
+    "afinish",
+    "finish",
+    "parsed_completion",
+    "parsed_message",
+    "parsed_response",
+]
 
 Send = Callable[[dict[str, Any]], tuple[Callable[..., Any], dict[str, Any], Any]]
 
@@ -129,14 +136,14 @@ def _with_request_id(parsed: Any, answer: Any) -> Any:
     return parsed
 
 
-def _type_parameter(name: str, model: type[Any]) -> Any:
+def _type_parameter(name: str, model: type[Any], *modules: str) -> Any:
     """The type parameter the SDK's own parse puts on its parsed types (its type variable: the
     bare SDK returns `ParsedChatCompletion[ResponseFormatT]`, whatever the model), so the
     wrapped call's object is of the very class the bare call's is; `model` where the SDK has
     none."""
     import importlib
 
-    for module in ("openai.lib._parsing", "openai.lib._parsing._responses"):
+    for module in modules:
         try:
             found = getattr(importlib.import_module(module), name, None)
         except ImportError:  # pragma: no cover - an SDK that moved them
@@ -156,7 +163,7 @@ def parsed_completion(model: type[Any]) -> Callable[[Any, Any], Any]:
         ParsedChoice,
     )
 
-    param = _type_parameter("ResponseFormatT", model)
+    param = _type_parameter("ResponseFormatT", model, "openai.lib._parsing")
     generics: tuple[Any, ...] = (ParsedChatCompletion, ParsedChoice, ParsedChatCompletionMessage)
     completion_type, choice_type, message_type = (generic[param] for generic in generics)
 
@@ -187,7 +194,7 @@ def parsed_response(model: type[Any]) -> Callable[[Any, Any], Any]:
         ParsedResponseOutputText,
     )
 
-    param = _type_parameter("TextFormatT", model)
+    param = _type_parameter("TextFormatT", model, "openai.lib._parsing._responses")
     generics: tuple[Any, ...] = (
         ParsedResponse,
         ParsedResponseOutputMessage,
@@ -215,6 +222,35 @@ def parsed_response(model: type[Any]) -> Callable[[Any, Any], Any]:
             items.append(message_type.construct(**{**_fields(item), "content": content}))
         return _with_request_id(
             response_type.construct(**{**_fields(response), "output": items}), response
+        )
+
+    return build
+
+
+def parsed_message(model: type[Any]) -> Callable[[Any, Any], Any]:
+    """`build(message, value)`: Anthropic's `ParsedMessage[model]` of a message, `value` as the
+    `parsed_output` of its last text block (so the message's `parsed_output` is it); every
+    other text block's is None."""
+    from anthropic.types import ParsedMessage, ParsedTextBlock
+
+    param = _type_parameter("ResponseFormatT", model, "anthropic.lib._parse._response")
+    generics: tuple[Any, ...] = (ParsedMessage, ParsedTextBlock)
+    message_type, text_type = (generic[param] for generic in generics)
+
+    def build(message: Any, value: Any) -> Any:
+        content = list(message.content or ())
+        texts = [i for i, block in enumerate(content) if block.type == "text"]
+        answer = texts[-1] if texts else -1
+        blocks = [
+            text_type.construct(
+                **{**_fields(block), "parsed_output": value if index == answer else None}
+            )
+            if block.type == "text"
+            else block
+            for index, block in enumerate(content)
+        ]
+        return _with_request_id(
+            message_type.construct(**{**_fields(message), "content": blocks}), message
         )
 
     return build
