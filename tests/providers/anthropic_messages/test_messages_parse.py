@@ -59,7 +59,7 @@ def run(server: ScriptedServer, mode: Mode, call: Callable[[Any], Any], wrap: bo
 
 
 def parse(**kwargs: Any) -> Callable[[Any], Any]:
-    """A user's `client.messages.parse(model=..., max_tokens=..., messages=..., output_format=M)`."""
+    """A user's `client.messages.parse(model=..., messages=..., output_format=M)`."""
     kwargs.setdefault("output_format", Invoice)
     return lambda client: client.messages.parse(
         model="claude-test", max_tokens=256, messages=MESSAGES, **kwargs
