@@ -5,8 +5,9 @@ type, streaming included); every other attribute delegates to it. With `response
 `chat.completions.create` returns `Outcome[M]` and never raises at call time; `responses` heals
 the Responses API the same way (`_responses`). The SDK's own `chat.completions.parse` /
 `.stream(response_format=M)` return the SDK's own types, the parsed value healed (`_parsed`).
-Sync and async clients share one engine (`Healer`), one format negotiation and one adapter (`_base`); this
-module says only how a request reaches `chat.completions.create` and how its answer is read.
+Sync and async clients share one engine (`Healer`), one format negotiation and one adapter
+(`_base`); this module says only how a request reaches `chat.completions.create` and how its
+answer is read.
 
 Each healing call runs inside `secrets_scope(client, params)`: the client's API key, the
 credential values of its default headers and query, and credential-named values of the call's
