@@ -18,7 +18,7 @@ raise). `healjson.outcome_of(obj)` returns the run's `Outcome`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from healjson._attached import attach
 from healjson._core.outcome.outcome import Healed
@@ -37,7 +37,8 @@ __all__ = [
     "parsed_response",
 ]
 
-Send = Callable[[dict[str, Any]], tuple[Callable[..., Any], dict[str, Any], Any]]
+E = TypeVar("E")
+Send = Callable[[dict[str, Any]], tuple[Callable[..., Any], dict[str, Any], E]]
 
 
 class Received:
@@ -50,10 +51,10 @@ class Received:
         self.last: Any = None
         self.error: BaseException | None = None
 
-    def recording(self, send: Send, is_async: bool) -> Send:
+    def recording(self, send: Send[E], is_async: bool) -> Send[E]:
         """`send` whose client method notes what it returned (or raised) here."""
 
-        def recorded(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Any]:
+        def recorded(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], E]:
             method, kwargs, exchange = send(request)
             return (self._async(method) if is_async else self._sync(method)), kwargs, exchange
 

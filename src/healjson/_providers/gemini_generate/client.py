@@ -231,9 +231,10 @@ class HealingGemini(HealingAdapter):
             call = stepping(create, state, attempt, is_tier_rejection, is_async=aio, prime=stream)
             return call, {}, reader
 
+        sender: Send = send
         if received is not None:  # the SDK's own structured call: its answers kept
-            send = received.recording(send, aio)
-        driver = (async_call if aio else sync_call)(None, None, target, send)
+            sender = received.recording(send, aio)
+        driver = (async_call if aio else sync_call)(None, None, target, sender)
         context = options["context"]
         checked = Enforcing(state, None, self._schema_of(target))
         if stream:
