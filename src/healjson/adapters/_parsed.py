@@ -10,7 +10,8 @@ raise). `healjson.outcome_of(obj)` returns the run's `Outcome`.
 - `Received` records what a run's model calls returned (the last answer, the last error), and
   can hand a run an answer it already has as its first (a stream read by the SDK's own stream
   object): the repairs are the run's own calls.
-- `parsed_completion` / `parsed_response`: the SDK's parsed types from a plain answer.
+- `parsed_completion` / `parsed_response`: the SDK's parsed types from a plain answer (another
+  SDK's builder, in its provider's module, uses `fields_of`, `with_request_id`, `type_parameter`).
 - `finish`: the run's outcome and its last answer made into the SDK's object (or, when no
   answer ever came, the provider's error raised as the bare SDK raises it).
 """
@@ -31,10 +32,12 @@ if TYPE_CHECKING:
 __all__ = [
     "Received",
     "afinish",
+    "fields_of",
     "finish",
     "parsed_completion",
-    "parsed_message",
     "parsed_response",
+    "type_parameter",
+    "with_request_id",
 ]
 
 E = TypeVar("E")
@@ -124,12 +127,12 @@ async def afinish(
     return finish(await outcome, received, build)
 
 
-def _fields(model: Any) -> dict[str, Any]:
+def fields_of(model: Any) -> dict[str, Any]:
     """A pydantic object's fields and extra fields, shallow (its nested objects as they are)."""
     return dict(model)
 
 
-def _with_request_id(parsed: Any, answer: Any) -> Any:
+def with_request_id(parsed: Any, answer: Any) -> Any:
     """`parsed` with the request id the SDK noted on `answer` (its documented `_request_id`)."""
     request_id = getattr(answer, "_request_id", None)
     if request_id is not None:
@@ -137,7 +140,7 @@ def _with_request_id(parsed: Any, answer: Any) -> Any:
     return parsed
 
 
-def _type_parameter(name: str, model: type[Any], *modules: str) -> Any:
+def type_parameter(name: str, model: type[Any], *modules: str) -> Any:
     """The type parameter the SDK's own parse puts on its parsed types (its type variable: the
     bare SDK returns `ParsedChatCompletion[ResponseFormatT]`, whatever the model), so the
     wrapped call's object is of the very class the bare call's is; `model` where the SDK has
@@ -164,22 +167,22 @@ def parsed_completion(model: type[Any]) -> Callable[[Any, Any], Any]:
         ParsedChoice,
     )
 
-    param = _type_parameter("ResponseFormatT", model, "openai.lib._parsing")
+    param = type_parameter("ResponseFormatT", model, "openai.lib._parsing")
     generics: tuple[Any, ...] = (ParsedChatCompletion, ParsedChoice, ParsedChatCompletionMessage)
     completion_type, choice_type, message_type = (generic[param] for generic in generics)
 
     def build(completion: Any, value: Any) -> Any:
         choices = []
         for index, choice in enumerate(completion.choices):
-            message = {**_fields(choice.message), "parsed": value if index == 0 else None}
+            message = {**fields_of(choice.message), "parsed": value if index == 0 else None}
             message["tool_calls"] = message.get("tool_calls") or None  # as the SDK has it
             choices.append(
                 choice_type.construct(
-                    **{**_fields(choice), "message": message_type.construct(**message)}
+                    **{**fields_of(choice), "message": message_type.construct(**message)}
                 )
             )
-        return _with_request_id(
-            completion_type.construct(**{**_fields(completion), "choices": choices}), completion
+        return with_request_id(
+            completion_type.construct(**{**fields_of(completion), "choices": choices}), completion
         )
 
     return build
@@ -195,7 +198,7 @@ def parsed_response(model: type[Any]) -> Callable[[Any, Any], Any]:
         ParsedResponseOutputText,
     )
 
-    param = _type_parameter("TextFormatT", model, "openai.lib._parsing._responses")
+    param = type_parameter("TextFormatT", model, "openai.lib._parsing._responses")
     generics: tuple[Any, ...] = (
         ParsedResponse,
         ParsedResponseOutputMessage,
@@ -214,44 +217,15 @@ def parsed_response(model: type[Any]) -> Callable[[Any, Any], Any]:
                 continue
             content = [
                 text_type.construct(
-                    **{**_fields(part), "parsed": value if index == answer else None}
+                    **{**fields_of(part), "parsed": value if index == answer else None}
                 )
                 if part.type == "output_text"
                 else part
                 for part in item.content
             ]
-            items.append(message_type.construct(**{**_fields(item), "content": content}))
-        return _with_request_id(
-            response_type.construct(**{**_fields(response), "output": items}), response
-        )
-
-    return build
-
-
-def parsed_message(model: type[Any]) -> Callable[[Any, Any], Any]:
-    """`build(message, value)`: Anthropic's `ParsedMessage[model]` of a message, `value` as the
-    `parsed_output` of its last text block (so the message's `parsed_output` is it); every
-    other text block's is None."""
-    from anthropic.types import ParsedMessage, ParsedTextBlock
-
-    param = _type_parameter("ResponseFormatT", model, "anthropic.lib._parse._response")
-    generics: tuple[Any, ...] = (ParsedMessage, ParsedTextBlock)
-    message_type, text_type = (generic[param] for generic in generics)
-
-    def build(message: Any, value: Any) -> Any:
-        content = list(message.content or ())
-        texts = [i for i, block in enumerate(content) if block.type == "text"]
-        answer = texts[-1] if texts else -1
-        blocks = [
-            text_type.construct(
-                **{**_fields(block), "parsed_output": value if index == answer else None}
-            )
-            if block.type == "text"
-            else block
-            for index, block in enumerate(content)
-        ]
-        return _with_request_id(
-            message_type.construct(**{**_fields(message), "content": blocks}), message
+            items.append(message_type.construct(**{**fields_of(item), "content": content}))
+        return with_request_id(
+            response_type.construct(**{**fields_of(response), "output": items}), response
         )
 
     return build

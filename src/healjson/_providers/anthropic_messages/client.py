@@ -44,7 +44,14 @@ from healjson.adapters._base import (
     sync_call,
 )
 from healjson.adapters._format import Enforcing, FormatState, check_mode
-from healjson.adapters._parsed import Received, afinish, finish, parsed_message
+from healjson.adapters._parsed import (
+    Received,
+    afinish,
+    fields_of,
+    finish,
+    type_parameter,
+    with_request_id,
+)
 from healjson.adapters._steps import stepping
 from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 from healjson.adapters._unreadable import ReadChecked, read_checked_call
@@ -349,3 +356,32 @@ class HealingAnthropic(HealingAdapter):
             )
 
         return send
+
+
+def parsed_message(model: type[Any]) -> Callable[[Any, Any], Any]:
+    """`build(message, value)`: Anthropic's `ParsedMessage[model]` of a message, `value` as the
+    `parsed_output` of its last text block (so the message's `parsed_output` is it); every
+    other text block's is None."""
+    from anthropic.types import ParsedMessage, ParsedTextBlock
+
+    param = type_parameter("ResponseFormatT", model, "anthropic.lib._parse._response")
+    generics: tuple[Any, ...] = (ParsedMessage, ParsedTextBlock)
+    message_type, text_type = (generic[param] for generic in generics)
+
+    def build(message: Any, value: Any) -> Any:
+        content = list(message.content or ())
+        texts = [i for i, block in enumerate(content) if block.type == "text"]
+        answer = texts[-1] if texts else -1
+        blocks = [
+            text_type.construct(
+                **{**fields_of(block), "parsed_output": value if index == answer else None}
+            )
+            if block.type == "text"
+            else block
+            for index, block in enumerate(content)
+        ]
+        return with_request_id(
+            message_type.construct(**{**fields_of(message), "content": blocks}), message
+        )
+
+    return build
