@@ -161,13 +161,17 @@ class _Core:
     attributes on to the wrapped client (`__getattr__`), and on such a class every attribute
     read takes Python's slow generic path; the hot path reads these instead."""
 
-    __slots__ = ("healers", "is_async", "policy", "sync_calls", "tiers", "wrapped")
+    __slots__ = ("healers", "is_async", "policy", "sync_calls", "tiers", "uncached", "wrapped")
 
     def __init__(self, wrapped: Any, is_async: bool, policy: HealPolicy | None) -> None:
         self.wrapped = wrapped
         self.is_async = is_async
         self.policy = policy
         self.healers = HealerCache()
+        # the healers of the SDK's own structured calls (`adapters._parsed`): they return the
+        # SDK's object built from the answer a model call gave, so no answer comes from the
+        # response cache
+        self.uncached = HealerCache()
         self.tiers: FormatState | None = None
         # (target, forced JSON mode) -> the sync driver for it (with `static_sender`); emptied
         # whenever `tiers` is replaced, which the drivers hold
@@ -349,6 +353,19 @@ class HealingAdapter:
         if self.is_async:
             return stream_async(run.flow, call, reader, scope)
         return stream_sync(run.flow, call, reader, scope)
+
+    def sdk_healer(
+        self,
+        response_model: Any,
+        contracts: Iterable[Contract[Any] | Callable[..., Any]],
+        policy: HealPolicy | None,
+        examples: Iterable[Any],
+    ) -> Healer[Any]:
+        """The cached `Healer` of one of the SDK's own structured calls (`.parse`): as `healer`,
+        without the response cache (the call returns the SDK's object of a model call's answer)
+        and without a fallback (its parsed value is None when the run degrades)."""
+        chosen = policy or self.policy or _DEFAULT_POLICY
+        return self._core.uncached.get(response_model, contracts, chosen, None, examples)
 
     def heal_recorded(
         self,

@@ -150,7 +150,7 @@ class OpenAICompletions(Completions):
         if messages is UNSET:
             raise TypeError("chat.completions.parse needs messages=[...]")
         forced = check_mode(json_mode) if json_mode is not None else None
-        healer = self._owner.healer(response_format, contracts, policy, None, examples)
+        healer = self._owner.sdk_healer(response_format, contracts, policy, examples)
         return healer, forced, messages
 
 

@@ -192,7 +192,9 @@ class Responses:
         own = text is not None and isinstance(text, Mapping) and "format" in text
         tiers = None if own else core.tiers
         chosen = policy or core.policy or _DEFAULT_POLICY
-        healer = core.healers.get(response_model, contracts, chosen, fallback, examples)
+        # the SDK's own `parse` / `stream` (`received`): no cached answers (`adapters._parsed`)
+        healers = core.healers if received is None else core.uncached
+        healer = healers.get(response_model, contracts, chosen, fallback, examples)
         send = _sender(core, conversation, streamed)
         if received is not None:
             send = received.recording(send, core.is_async)
@@ -288,7 +290,7 @@ class Responses:
         conversation, text = _conversation(kwargs, "input")
         forced = check_mode(json_mode) if json_mode is not None else None
         own = text is not None and isinstance(text, Mapping) and "format" in text
-        target = core.healers.get(
+        target = core.uncached.get(
             text_format, contracts, policy or core.policy or _DEFAULT_POLICY, None, examples
         ).target
         fresh = [dict(message) for message in conversation.messages]

@@ -324,3 +324,32 @@ def test_a_valid_answer_parses_exactly_as_the_bare_sdk(
     assert {k: v for k, v in vars(bare).items() if k not in same} == {
         k: v for k, v in vars(healed).items() if k not in same
     }
+
+
+def test_parse_on_a_client_with_a_cache_asks_the_model_each_time(
+    scripted_server: ScriptedServer,
+) -> None:
+    """The SDK's own `parse` returns the SDK's object of a model call's answer: on a client
+    with a response cache, each call is sent (and `create(response_model=...)` still hits)."""
+    scripted_server.extend([GOOD, GOOD, GOOD])
+
+    def calls(client: Any) -> list[Any]:
+        cached = healjson.wrap(client, cache=healjson.ResponseCache.memory())
+        made = [
+            cached.chat.completions.parse(model="m", messages=MESSAGES, response_format=Invoice)
+        ]
+        made.append(
+            cached.chat.completions.parse(model="m", messages=MESSAGES, response_format=Invoice)
+        )
+        for _ in range(2):
+            made.append(
+                cached.chat.completions.create(model="m", messages=MESSAGES, response_model=Invoice)
+            )
+        return made
+
+    first, second, created, hit = run(scripted_server, "sync", calls, wrap=False)
+
+    assert EXPECTED == first.choices[0].message.parsed == second.choices[0].message.parsed
+    assert "chatcmpl-scripted-2" == second.id
+    assert 0 == hit.calls
+    assert 3 == len(scripted_server.requests)

@@ -233,7 +233,7 @@ class Messages:
         messages = kwargs.pop("messages", UNSET)
         if messages is UNSET:
             raise TypeError("messages.parse needs messages=[...]")
-        healer = owner.healer(output_format, contracts, policy, None, examples)
+        healer = owner.sdk_healer(output_format, contracts, policy, examples)
         received = Received()
         run = owner.heal_recorded(
             healer, None, messages, context=context, params=kwargs, received=received

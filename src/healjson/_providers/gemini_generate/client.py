@@ -208,13 +208,18 @@ class HealingGemini(HealingAdapter):
         system = params.pop("system_instruction", None)
         if system is not None:
             messages = [{"role": "system", "content": content_text(system)}, *messages]
-        healer = self.healer(
-            response_model,
-            options["contracts"],
-            options["policy"],
-            options["fallback"],
-            options["examples"],
-        )
+        if received is None:
+            healer = self.healer(
+                response_model,
+                options["contracts"],
+                options["policy"],
+                options["fallback"],
+                options["examples"],
+            )
+        else:  # the SDK's own structured call: no cached answers, no fallback
+            healer = self.sdk_healer(
+                response_model, options["contracts"], options["policy"], options["examples"]
+            )
         models = self.wrapped.aio.models if aio else self.wrapped.models
         create = models.generate_content_stream if stream else models.generate_content
         reader = _READ_STREAM if stream else _READ_RESPONSE
