@@ -335,19 +335,13 @@ def test_parse_on_a_client_with_a_cache_asks_the_model_each_time(
 
     def calls(client: Any) -> list[Any]:
         cached = healjson.wrap(client, cache=healjson.ResponseCache.memory())
-        made = [
-            cached.chat.completions.parse(model="m", messages=MESSAGES, response_format=Invoice)
-        ]
-        made.append(
-            cached.chat.completions.parse(model="m", messages=MESSAGES, response_format=Invoice)
-        )
-        for _ in range(2):
-            made.append(
-                cached.chat.completions.create(model="m", messages=MESSAGES, response_model=Invoice)
-            )
-        return made
+        completions = cached.chat.completions
+        parse_kwargs = {"model": "m", "messages": MESSAGES, "response_format": Invoice}
+        create_kwargs = {"model": "m", "messages": MESSAGES, "response_model": Invoice}
+        parsed = [completions.parse(**parse_kwargs) for _ in range(2)]
+        return parsed + [completions.create(**create_kwargs) for _ in range(2)]
 
-    first, second, created, hit = run(scripted_server, "sync", calls, wrap=False)
+    first, second, _, hit = run(scripted_server, "sync", calls, wrap=False)
 
     assert EXPECTED == first.choices[0].message.parsed == second.choices[0].message.parsed
     assert "chatcmpl-scripted-2" == second.id
