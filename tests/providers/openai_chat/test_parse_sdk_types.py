@@ -347,3 +347,19 @@ def test_parse_on_a_client_with_a_cache_asks_the_model_each_time(
     assert "chatcmpl-scripted-2" == second.id
     assert 0 == hit.calls
     assert 3 == len(scripted_server.requests)
+
+
+def test_a_length_cut_stream_does_not_raise(scripted_server: ScriptedServer) -> None:
+    """Where the bare SDK's stream raises `LengthFinishReasonError`, the wrapped stream ends and
+    its final completion has `.parsed` None and a degraded outcome."""
+    cut = ScriptedReply(content='{"number": "INV-1", "to', finish_reason="length", chunk_chars=6)
+    scripted_server.push(cut)
+    scripted_server.repeat = True
+    with pytest.raises(openai.LengthFinishReasonError):
+        run(scripted_server, "sync", stream_events("sync"), wrap=False)
+
+    _, final, _ = run(scripted_server, "sync", stream_events("sync"))
+
+    assert "length" == final.choices[0].finish_reason
+    assert final.choices[0].message.parsed is None
+    assert isinstance(healjson.outcome_of(final), Degraded)
