@@ -35,7 +35,10 @@ def wrap(
     """Wrap an SDK client so that its calls heal when given a target (`response_model=M`): they
     return `Outcome[M]` (awaitable for an async client; with `stream=True` a healed stream of
     `Partial[M]` snapshots whose `.outcome` is the run's) and never raise for what the provider
-    or the model does; without a target every call is the SDK's own, unchanged. The clients
+    or the model does; without a target every call is the SDK's own, returning the SDK's own
+    types (an OpenAI client's `chat.completions.parse` / `.stream(response_format=M)` and
+    `responses.parse` / `.stream(text_format=M)` too, their parsed value healed in place and
+    `healjson.outcome_of(result)` the outcome: see `adapters._parsed`). The clients
     healjson knows are its providers' (`healjson._providers.PROVIDERS`: each provider's page in
     the docs says which calls heal) and instructor's; any other client is taken for an
     OpenAI-compatible one (`chat.completions.create`).

@@ -189,22 +189,33 @@ def check_responses() -> None:
     assert_type(
         client.responses.create(model="m", input="total?", response_model=Order), Outcome[Order]
     )
-    assert_type(client.responses.parse(model="m", input="x", text_format=Order), Outcome[Order])
+    assert_type(
+        client.responses.parse(model="m", input="x", text_format=Order),
+        openai.types.responses.ParsedResponse[Order],
+    )
     assert_type(
         client.responses.create(model="m", input="x", response_model=Order, stream=True),
         HealStream[Order],
     )
-    assert_type(client.responses.stream(model="m", input="x", text_format=Order), HealStream[Order])
+    assert_type(
+        client.responses.stream(model="m", input="x", text_format=Order),
+        openai.lib.streaming.responses.ResponseStreamManager[Order],
+    )
     assert_type(
         client.chat.completions.parse(model="m", messages=[], response_format=Order),
-        Outcome[Order],
+        openai.types.chat.ParsedChatCompletion[Order],
+    )
+    assert_type(
+        client.chat.completions.stream(model="m", messages=[], response_format=Order),
+        openai.lib.streaming.chat.ChatCompletionStreamManager[Order],
     )
     aclient = healjson.wrap(openai.AsyncOpenAI(api_key="x"))
     pending = aclient.responses.create(model="m", input="x", response_model=Order)
     _ = assert_type(pending, Coroutine[Any, Any, Outcome[Order]])
     pending.close()
     assert_type(
-        aclient.responses.stream(model="m", input="x", text_format=Order), AsyncHealStream[Order]
+        aclient.responses.stream(model="m", input="x", text_format=Order),
+        openai.lib.streaming.responses.AsyncResponseStreamManager[Order],
     )
 
 
@@ -219,6 +230,10 @@ def check_wrap_anthropic_and_functions() -> None:
     assert_type(
         client.messages.stream(model="m", max_tokens=64, messages=[], response_model=Order),
         HealStream[Order],
+    )
+    assert_type(
+        client.messages.parse(model="m", max_tokens=64, messages=[], output_format=Order),
+        anthropic.types.ParsedMessage[Order],
     )
     aclient = healjson.wrap(anthropic.AsyncAnthropic(api_key="x"))
     pending = aclient.messages.create(model="m", max_tokens=64, messages=[], response_model=Order)

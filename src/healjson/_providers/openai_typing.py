@@ -18,20 +18,29 @@ _COMPLETION: Final = "openai.types.chat.ChatCompletion"
 _CHUNK: Final = "openai.types.chat.ChatCompletionChunk"
 _RESPONSE: Final = "openai.types.responses.Response"
 _EVENT: Final = "openai.types.responses.ResponseStreamEvent"
+_CHAT_STREAM: Final = "openai.lib.streaming.chat"
+_RESPONSE_STREAM: Final = "openai.lib.streaming.responses"
 
 OPENAI: Final[TypingRow] = {
     "name": "OpenAI",
     "sync": "openai.OpenAI",
     "async_": "openai.AsyncOpenAI",
-    "imports": ("openai", "openai.types.chat", "openai.types.responses"),
+    "imports": (
+        "openai",
+        "openai.types.chat",
+        "openai.types.responses",
+        _CHAT_STREAM,
+        _RESPONSE_STREAM,
+    ),
     "completion": _COMPLETION,
     "summary": (
         "`openai.OpenAI` / `openai.AsyncOpenAI` (and any OpenAI-compatible client): "
         "`chat.completions.create(response_model=M)` is `Outcome[M]` (awaitable for an async "
         "client; with `stream=True` a healed stream of `Partial[M]` snapshots; with "
-        "`heal_tools=True` the caller's tool calls healed), `chat.completions.parse("
-        "response_format=M)` likewise, and `responses` heals the Responses API alike "
-        "(`create`, `parse(text_format=M)`, `stream(text_format=M)`). `json_mode`: "
+        "`heal_tools=True` the caller's tool calls healed), and `responses.create` heals the "
+        "Responses API alike; the SDK's own `chat.completions.parse` / `.stream("
+        "response_format=M)` and `responses.parse` / `.stream(text_format=M)` return the SDK's "
+        "own types, the parsed value healed (`healjson.outcome_of`). `json_mode`: "
         "`json_schema` (strict structured outputs, the default), `structured_outputs` (vLLM), "
         "`constrained` (the full schema, non-strict), `json_object`, `prompt`."
     ),
@@ -46,10 +55,23 @@ OPENAI: Final[TypingRow] = {
         },
         {
             "path": "chat.completions.parse",
-            "kind": "parse",
+            "kind": "sdk_parse",
             "target": "response_format",
             "needs": _MESSAGES,
             "options": _MODE,
+            "parsed": ("openai.types.chat.ParsedChatCompletion[T]",) * 2,
+        },
+        {
+            "path": "chat.completions.stream",
+            "kind": "sdk_parse",
+            "target": "response_format",
+            "needs": _MESSAGES,
+            "options": _MODE,
+            "awaits": False,
+            "parsed": (
+                f"{_CHAT_STREAM}.ChatCompletionStreamManager[T]",
+                f"{_CHAT_STREAM}.AsyncChatCompletionStreamManager[T]",
+            ),
         },
         {
             "path": "responses.create",
@@ -60,17 +82,21 @@ OPENAI: Final[TypingRow] = {
         },
         {
             "path": "responses.parse",
-            "kind": "parse",
+            "kind": "sdk_parse",
             "target": "text_format",
             "options": _RESPONSES,
+            "parsed": ("openai.types.responses.ParsedResponse[T]",) * 2,
         },
         {
             "path": "responses.stream",
-            "kind": "stream",
+            "kind": "sdk_parse",
             "target": "text_format",
-            "schema": False,
-            "options": _RESPONSES,
+            "options": _MODE,
             "awaits": False,
+            "parsed": (
+                f"{_RESPONSE_STREAM}.ResponseStreamManager[T]",
+                f"{_RESPONSE_STREAM}.AsyncResponseStreamManager[T]",
+            ),
         },
     ),
 }

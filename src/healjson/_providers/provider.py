@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     # the typed face's table: rows are plain dicts (declared for type checkers only, as a
     # TypedDict's class costs `import healjson` its annotations' compilation)
 
-    MethodKind = Literal["call", "stream", "parse", "with_completion", "iterable"]
+    MethodKind = Literal["call", "stream", "parse", "sdk_parse", "with_completion", "iterable"]
 
     class Method(TypedDict, total=False):
         """One healed method of a client, as the typed face of `wrap` declares it (only `path`
@@ -42,7 +42,9 @@ if TYPE_CHECKING:
         `kind`: `call` (the default) returns `Outcome[T]` (a healed stream with `stream=True`
         when `stream_kw`, the default); `stream` always a healed stream; `parse` takes its
         target as a type under its own keyword and passes everything else through;
-        `with_completion` returns `(Outcome[T], completion)`; `iterable` an item stream.
+        `with_completion` returns `(Outcome[T], completion)`; `iterable` an item stream;
+        `sdk_parse` is the SDK's own structured call, its own result types (`parsed`: for the
+        sync and the async client, over `T`; no `fallback=`).
         `target`: the keyword naming the target (default `response_model`); `needs`: keywords
         (and their types) a healed call must give; `schema`: a JSON Schema dict is a target too
         (default True); `tools`: `heal_tools=True` heals the caller's tool calls; `options`:
@@ -63,6 +65,7 @@ if TYPE_CHECKING:
         stream_returns: tuple[str, str]
         awaits: bool
         positional: bool
+        parsed: tuple[str, str]
 
     class TypingRow(TypedDict, total=False):
         """A client family in the typed face: the protocols `wrap(client)` returns (only `name`

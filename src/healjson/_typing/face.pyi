@@ -14,6 +14,8 @@ import google.genai.types
 import instructor
 import ollama
 import openai
+import openai.lib.streaming.chat
+import openai.lib.streaming.responses
 import openai.types.chat
 import openai.types.responses
 
@@ -524,14 +526,28 @@ class _HealingOpenAIChatCompletions(Protocol):
         messages: Iterable[Any],
         contracts: Iterable[Rule[T]] = ...,
         policy: HealPolicy | None = ...,
-        fallback: Any = ...,
         examples: Iterable[Any] = ...,
         context: Mapping[str, Any] | None = ...,
         json_mode: JsonMode | None = ...,
         **kwargs: Any,
-    ) -> Outcome[T]: ...
+    ) -> openai.types.chat.ParsedChatCompletion[T]: ...
     @overload
     def parse(self, **kwargs: Any) -> Any: ...
+    @overload
+    def stream(
+        self,
+        *,
+        response_format: type[T],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: JsonMode | None = ...,
+        **kwargs: Any,
+    ) -> openai.lib.streaming.chat.ChatCompletionStreamManager[T]: ...
+    @overload
+    def stream(self, **kwargs: Any) -> Any: ...
     def __getattr__(self, name: str) -> Any: ...
 
 class _HealingOpenAIChat(Protocol):
@@ -666,13 +682,12 @@ class _HealingOpenAIResponses(Protocol):
         text_format: type[T],
         contracts: Iterable[Rule[T]] = ...,
         policy: HealPolicy | None = ...,
-        fallback: Any = ...,
         examples: Iterable[Any] = ...,
         context: Mapping[str, Any] | None = ...,
         json_mode: JsonMode | None = ...,
         repair_via: Literal["input", "previous_response_id"] = ...,
         **kwargs: Any,
-    ) -> Outcome[T]: ...
+    ) -> openai.types.responses.ParsedResponse[T]: ...
     @overload
     def parse(self, **kwargs: Any) -> Any: ...
     @overload
@@ -682,15 +697,13 @@ class _HealingOpenAIResponses(Protocol):
         text_format: type[T],
         contracts: Iterable[Rule[T]] = ...,
         policy: HealPolicy | None = ...,
-        fallback: Any = ...,
         examples: Iterable[Any] = ...,
         context: Mapping[str, Any] | None = ...,
         json_mode: JsonMode | None = ...,
-        repair_via: Literal["input", "previous_response_id"] = ...,
         **kwargs: Any,
-    ) -> HealStream[T]: ...
+    ) -> openai.lib.streaming.responses.ResponseStreamManager[T]: ...
     @overload
-    def stream(self, *, text_format: None = ..., **kwargs: Any) -> Any: ...
+    def stream(self, **kwargs: Any) -> Any: ...
     def __getattr__(self, name: str) -> Any: ...
 
 class HealingOpenAI(Protocol):
@@ -823,14 +836,28 @@ class _AsyncHealingOpenAIChatCompletions(Protocol):
         messages: Iterable[Any],
         contracts: Iterable[Rule[T]] = ...,
         policy: HealPolicy | None = ...,
-        fallback: Any = ...,
         examples: Iterable[Any] = ...,
         context: Mapping[str, Any] | None = ...,
         json_mode: JsonMode | None = ...,
         **kwargs: Any,
-    ) -> Coroutine[Any, Any, Outcome[T]]: ...
+    ) -> Coroutine[Any, Any, openai.types.chat.ParsedChatCompletion[T]]: ...
     @overload
     def parse(self, **kwargs: Any) -> Any: ...
+    @overload
+    def stream(
+        self,
+        *,
+        response_format: type[T],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        json_mode: JsonMode | None = ...,
+        **kwargs: Any,
+    ) -> openai.lib.streaming.chat.AsyncChatCompletionStreamManager[T]: ...
+    @overload
+    def stream(self, **kwargs: Any) -> Any: ...
     def __getattr__(self, name: str) -> Any: ...
 
 class _AsyncHealingOpenAIChat(Protocol):
@@ -965,13 +992,12 @@ class _AsyncHealingOpenAIResponses(Protocol):
         text_format: type[T],
         contracts: Iterable[Rule[T]] = ...,
         policy: HealPolicy | None = ...,
-        fallback: Any = ...,
         examples: Iterable[Any] = ...,
         context: Mapping[str, Any] | None = ...,
         json_mode: JsonMode | None = ...,
         repair_via: Literal["input", "previous_response_id"] = ...,
         **kwargs: Any,
-    ) -> Coroutine[Any, Any, Outcome[T]]: ...
+    ) -> Coroutine[Any, Any, openai.types.responses.ParsedResponse[T]]: ...
     @overload
     def parse(self, **kwargs: Any) -> Any: ...
     @overload
@@ -981,15 +1007,13 @@ class _AsyncHealingOpenAIResponses(Protocol):
         text_format: type[T],
         contracts: Iterable[Rule[T]] = ...,
         policy: HealPolicy | None = ...,
-        fallback: Any = ...,
         examples: Iterable[Any] = ...,
         context: Mapping[str, Any] | None = ...,
         json_mode: JsonMode | None = ...,
-        repair_via: Literal["input", "previous_response_id"] = ...,
         **kwargs: Any,
-    ) -> AsyncHealStream[T]: ...
+    ) -> openai.lib.streaming.responses.AsyncResponseStreamManager[T]: ...
     @overload
-    def stream(self, *, text_format: None = ..., **kwargs: Any) -> Any: ...
+    def stream(self, **kwargs: Any) -> Any: ...
     def __getattr__(self, name: str) -> Any: ...
 
 class AsyncHealingOpenAI(Protocol):
@@ -1110,6 +1134,20 @@ class _HealingAnthropicMessages(Protocol):
         stream: bool,
         **kwargs: Any,
     ) -> anthropic.types.Message | anthropic.Stream[anthropic.types.RawMessageStreamEvent]: ...
+    @overload
+    def parse(
+        self,
+        *,
+        output_format: type[T],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> anthropic.types.ParsedMessage[T]: ...
+    @overload
+    def parse(self, **kwargs: Any) -> Any: ...
     @overload
     def stream(
         self,
@@ -1261,6 +1299,20 @@ class _AsyncHealingAnthropicMessages(Protocol):
         stream: bool,
         **kwargs: Any,
     ) -> Coroutine[Any, Any, anthropic.types.Message | anthropic.AsyncStream[anthropic.types.RawMessageStreamEvent]]: ...
+    @overload
+    def parse(
+        self,
+        *,
+        output_format: type[T],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, anthropic.types.ParsedMessage[T]]: ...
+    @overload
+    def parse(self, **kwargs: Any) -> Any: ...
     @overload
     def stream(
         self,
@@ -1917,16 +1969,18 @@ def wrap(client: Any, *, json_mode: JsonMode = ..., policy: HealPolicy | None = 
     `openai.OpenAI` / `openai.AsyncOpenAI` (and any OpenAI-compatible client):
     `chat.completions.create(response_model=M)` is `Outcome[M]` (awaitable for an async client;
     with `stream=True` a healed stream of `Partial[M]` snapshots; with `heal_tools=True` the
-    caller's tool calls healed), `chat.completions.parse(response_format=M)` likewise, and
-    `responses` heals the Responses API alike (`create`, `parse(text_format=M)`,
-    `stream(text_format=M)`). `json_mode`: `json_schema` (strict structured outputs, the
+    caller's tool calls healed), and `responses.create` heals the Responses API alike; the SDK's
+    own `chat.completions.parse` / `.stream(response_format=M)` and `responses.parse` /
+    `.stream(text_format=M)` return the SDK's own types, the parsed value healed
+    (`healjson.outcome_of`). `json_mode`: `json_schema` (strict structured outputs, the
     default), `structured_outputs` (vLLM), `constrained` (the full schema, non-strict),
     `json_object`, `prompt`.
 
     `anthropic.Anthropic` / `anthropic.AsyncAnthropic`: `messages.create(response_model=M)` and
     `messages.stream(response_model=M)` heal the same way, in Anthropic's tiers named like the
     chat ones: `json_schema` (native structured output), `json_object` (a forced strict tool),
-    `prompt`.
+    `prompt`. The SDK's own `messages.parse(output_format=M)` returns its `ParsedMessage`,
+    `parsed_output` healed (`healjson.outcome_of`).
 
     `google.genai.Client`: `models.generate_content(response_model=M)` and
     `generate_content_stream(response_model=M)`, also through `aio`, in Gemini's tiers:

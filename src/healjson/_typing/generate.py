@@ -101,7 +101,8 @@ def _literal(modes: Sequence[str]) -> str:
 
 
 def _healing(method: Method, target_type: str, rule: str, stream: str | None) -> list[str]:
-    """The keyword parameters of a healing overload."""
+    """The keyword parameters of a healing overload (no `fallback` for the SDK's own parse:
+    its parsed value is None when the run degrades)."""
     lines = ["self", "*", f"{method.get('target', 'response_model')}: {target_type}"]
     lines += [f"{name}: {kind}" for name, kind in method.get("needs", ())]
     if stream is not None:
@@ -109,7 +110,7 @@ def _healing(method: Method, target_type: str, rule: str, stream: str | None) ->
     lines += [
         f"contracts: Iterable[Rule[{rule}]] = ...",
         "policy: HealPolicy | None = ...",
-        "fallback: Any = ...",
+        *(["fallback: Any = ..."] if method.get("kind") != "sdk_parse" else []),
         "examples: Iterable[Any] = ...",
         "context: Mapping[str, Any] | None = ...",
     ]
@@ -201,6 +202,11 @@ def _method(method: Method, name: str, side: _Kinds) -> list[str]:
         out += _overload(name, passthrough, side.awaited(returns, awaits))
     elif kind == "parse":
         out += _overload(name, _healing(method, "type[T]", "T", None), side.awaited("Outcome[T]"))
+        out += _overload(name, ["self", "**kwargs: Any"], "Any")
+    elif kind == "sdk_parse":
+        parsed = method.get("parsed", ("Any", "Any"))[index]
+        params = _healing(method, "type[T]", "T", None)
+        out += _overload(name, params, side.awaited(parsed, awaits))
         out += _overload(name, ["self", "**kwargs: Any"], "Any")
     elif kind == "with_completion":
         pair = "tuple[Outcome[T], Completion | None]"

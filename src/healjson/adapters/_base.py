@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Container, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from healjson._core.judge.contracts import Contract
 from healjson._core.judge.enforcement import Enforcement
@@ -42,6 +42,9 @@ from ._cache import HealerCache
 from ._format import Enforcing, FormatState, check_mode
 from ._proxy import ChatProxy, CompletionsProxy
 from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
+
+if TYPE_CHECKING:
+    from ._parsed import Received
 
 __all__ = [
     "UNSET",
@@ -158,13 +161,17 @@ class _Core:
     attributes on to the wrapped client (`__getattr__`), and on such a class every attribute
     read takes Python's slow generic path; the hot path reads these instead."""
 
-    __slots__ = ("healers", "is_async", "policy", "sync_calls", "tiers", "wrapped")
+    __slots__ = ("healers", "is_async", "policy", "sync_calls", "tiers", "uncached", "wrapped")
 
     def __init__(self, wrapped: Any, is_async: bool, policy: HealPolicy | None) -> None:
         self.wrapped = wrapped
         self.is_async = is_async
         self.policy = policy
         self.healers = HealerCache()
+        # the healers of the SDK's own structured calls (`adapters._parsed`): they return the
+        # SDK's object built from the answer a model call gave, so no answer comes from the
+        # response cache
+        self.uncached = HealerCache()
         self.tiers: FormatState | None = None
         # (target, forced JSON mode) -> the sync driver for it (with `static_sender`); emptied
         # whenever `tiers` is replaced, which the drivers hold
@@ -346,6 +353,45 @@ class HealingAdapter:
         if self.is_async:
             return stream_async(run.flow, call, reader, scope)
         return stream_sync(run.flow, call, reader, scope)
+
+    def sdk_healer(
+        self,
+        response_model: Any,
+        contracts: Iterable[Contract[Any] | Callable[..., Any]],
+        policy: HealPolicy | None,
+        examples: Iterable[Any],
+    ) -> Healer[Any]:
+        """The cached `Healer` of one of the SDK's own structured calls (`.parse`): as `healer`,
+        without the response cache (the call returns the SDK's object of a model call's answer)
+        and without a fallback (its parsed value is None when the run degrades)."""
+        chosen = policy or self.policy or _DEFAULT_POLICY
+        return self._core.uncached.get(response_model, contracts, chosen, None, examples)
+
+    def heal_recorded(
+        self,
+        healer: Healer[Any],
+        forced: JsonMode | None,
+        messages: Any,
+        *,
+        context: Mapping[str, Any] | None,
+        params: dict[str, Any],
+        received: Received,
+        first: Any = None,
+    ) -> Any:
+        """One healing run as `create(response_model=...)` makes it, its model calls' answers
+        noted in `received`; with `first`, an answer already received is the run's first (only
+        its repairs are calls). The outcome (an awaitable of it for an async client)."""
+        core = self._core
+        send = received.recording(self._sender(healer.target.type_, params), core.is_async)
+        call = (async_call if core.is_async else sync_call)(core.tiers, forced, healer.target, send)
+        if first is not None:
+            call = received.first(call, first, core.is_async)
+        enforcement = self._enforcement(healer.target, forced)
+        run = healer.start(messages, context=context, params=params, enforcement=enforcement)
+        scope = secrets_scope(core.wrapped, params)
+        if core.is_async:
+            return drive_async(run.flow, call, scope)
+        return drive_sync(run.flow, call, scope)
 
     def _one_value(
         self, target: Shapeable, forced: JsonMode | None, params: Mapping[str, Any]

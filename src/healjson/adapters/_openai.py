@@ -2,11 +2,12 @@
 
 Without `response_model` every call passes straight through to the wrapped client (same return
 type, streaming included); every other attribute delegates to it. With `response_model=M`,
-`chat.completions.create` (and `chat.completions.parse(response_format=M)`) returns
-`Outcome[M]` and never raises at call time; `responses` heals the Responses API the same way
-(`_responses`). Sync and async
-clients share one engine (`Healer`), one format negotiation and one adapter (`_base`); this
-module says only how a request reaches `chat.completions.create` and how its answer is read.
+`chat.completions.create` returns `Outcome[M]` and never raises at call time; `responses` heals
+the Responses API the same way (`_responses`). The SDK's own `chat.completions.parse` /
+`.stream(response_format=M)` return the SDK's own types, the parsed value healed (`_parsed`).
+Sync and async clients share one engine (`Healer`), one format negotiation and one adapter
+(`_base`); this module says only how a request reaches `chat.completions.create` and how its
+answer is read.
 
 Each healing call runs inside `secrets_scope(client, params)`: the client's API key, the
 credential values of its default headers and query, and credential-named values of the call's
@@ -16,9 +17,10 @@ trace of them in the outcome, its traces or the events.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from healjson._core.judge.contracts import Contract
 from healjson._core.run.drive import is_stream
 from healjson._core.run.policy import HealPolicy
 from healjson._core.wire.effects import ModelCall
@@ -31,9 +33,12 @@ from ._base import (
     HealingAdapter,
     NotACompletion,
     Send,
+    build_request,
     is_async_client,
 )
 from ._format import FormatState, check_mode
+from ._parsed import Received, afinish, finish, parsed_completion
+from ._parsed_streams import chat_stream_manager
 from ._responses import Responses
 from ._unreadable import ReadChecked, read_checked_call
 
@@ -41,16 +46,112 @@ __all__ = ["HealingClient", "NotACompletion", "instructor_streams"]
 
 
 class OpenAICompletions(Completions):
-    """`chat.completions` of a wrapped OpenAI client: `create` and `parse` heal."""
+    """`chat.completions` of a wrapped OpenAI client: `create` heals with `response_model=M`;
+    `parse` and `stream` with a type as `response_format` return the SDK's own types, healed."""
 
-    def parse(self, *args: Any, response_format: Any = UNSET, **kwargs: Any) -> Any:
+    def parse(
+        self,
+        *args: Any,
+        response_format: Any = UNSET,
+        contracts: Iterable[Contract[Any] | Callable[..., Any]] = (),
+        policy: HealPolicy | None = None,
+        examples: Iterable[Any] = (),
+        context: Mapping[str, Any] | None = None,
+        json_mode: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
         """`chat.completions.parse`; with a type as `response_format` (a pydantic model, ...)
-        it is `create(response_model=response_format, ...)`: `Outcome[M]`, healed."""
+        the answer is healed as `create(response_model=...)` heals it (L1, `contracts`,
+        repairs), and the SDK's own `ParsedChatCompletion[M]` comes back (awaitable for an
+        async client): `choices[0].message.parsed` the healed value, or None when the run
+        degraded (no `LengthFinishReasonError` or validation error is raised for what the
+        model answered); the completion is the run's last answer (a repair's, when one was
+        needed). `healjson.outcome_of(completion)` is the run's `Outcome`."""
         if response_format is UNSET or isinstance(response_format, dict):
             if response_format is not UNSET:
                 kwargs["response_format"] = response_format
             return self._core.wrapped.chat.completions.parse(*args, **kwargs)
-        return self.create(*args, response_model=response_format, **kwargs)
+        healer, forced, messages = self._prepare(
+            args, response_format, kwargs, contracts=contracts, policy=policy,
+            examples=examples, json_mode=json_mode,
+        )  # fmt: skip
+        received = Received()
+        owner: HealingClient = self._owner
+        run = owner.heal_recorded(
+            healer, forced, messages, context=context, params=kwargs, received=received
+        )
+        build = parsed_completion(response_format)
+        if self._core.is_async:
+            return afinish(run, received, build)
+        return finish(run, received, build)
+
+    def stream(
+        self,
+        *args: Any,
+        response_format: Any = UNSET,
+        contracts: Iterable[Contract[Any] | Callable[..., Any]] = (),
+        policy: HealPolicy | None = None,
+        examples: Iterable[Any] = (),
+        context: Mapping[str, Any] | None = None,
+        json_mode: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`chat.completions.stream`; with a type as `response_format` the SDK's own stream
+        manager, whose stream yields the SDK's own events as they arrive (the SDK parses
+        nothing on the way, so a prose-wrapped answer raises nothing); its
+        `get_final_completion()` is a `ParsedChatCompletion[M]` with the healed value as
+        `choices[0].message.parsed` (None when the run degraded), `healjson.outcome_of(...)`
+        its outcome. When the streamed answer needs a repair, the repair is a plain
+        (non-streamed) call and the final completion is the repaired call's."""
+        if response_format is UNSET or isinstance(response_format, dict):
+            if response_format is not UNSET:
+                kwargs["response_format"] = response_format
+            return self._core.wrapped.chat.completions.stream(*args, **kwargs)
+        healer, forced, messages = self._prepare(
+            args, response_format, kwargs, contracts=contracts, policy=policy,
+            examples=examples, json_mode=json_mode,
+        )  # fmt: skip
+        core = self._core
+        owner: HealingClient = self._owner
+        fresh = [dict(message) for message in messages]
+        _, request = build_request(core.tiers, forced, healer.target, fresh, kwargs)
+        build = parsed_completion(response_format)
+
+        def heal(snapshot: Any) -> Any:
+            received = Received()
+            first = build(snapshot, None)
+            run = owner.heal_recorded(
+                healer, forced, messages, context=context, params=dict(kwargs),
+                received=received, first=first,
+            )  # fmt: skip
+            if core.is_async:
+                return afinish(run, received, build)
+            return finish(run, received, build)
+
+        inner = core.wrapped.chat.completions.stream(**request)
+        return chat_stream_manager(inner, heal, core.is_async)
+
+    def _prepare(
+        self,
+        args: tuple[Any, ...],
+        response_format: Any,
+        kwargs: dict[str, Any],
+        *,
+        contracts: Iterable[Contract[Any] | Callable[..., Any]],
+        policy: HealPolicy | None,
+        examples: Iterable[Any],
+        json_mode: str | None,
+    ) -> tuple[Any, Any, Any]:
+        """The healer, the forced JSON tier and the messages of a `parse` / `stream` call (the
+        messages taken out of `kwargs`); a configuration mistake raises here."""
+        if args:
+            raise TypeError("chat.completions.parse takes keyword arguments only")
+        messages = kwargs.pop("messages", UNSET)
+        if messages is UNSET:
+            raise TypeError("chat.completions.parse needs messages=[...]")
+        forced = check_mode(json_mode) if json_mode is not None else None
+        healer = self._owner.sdk_healer(response_format, contracts, policy, examples)
+        return healer, forced, messages
 
 
 class HealingClient(HealingAdapter):

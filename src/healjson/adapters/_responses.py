@@ -1,8 +1,9 @@
 """`wrap(OpenAI()).responses`: the Responses API, healed.
 
-`create(..., response_model=M)` and `parse(..., text_format=M)` return `Outcome[M]`;
-`create(..., response_model=M, stream=True)` and `stream(..., text_format=M)` a `HealStream[M]`
-(`AsyncHealStream[M]` for an async client); without `response_model` / `text_format` each call
+`create(..., response_model=M)` returns `Outcome[M]`; `create(..., response_model=M,
+stream=True)` a `HealStream[M]` (`AsyncHealStream[M]` for an async client); `parse(...,
+text_format=M)` and `stream(..., text_format=M)` the SDK's own `ParsedResponse` and stream
+manager, the parsed value healed (`_parsed`); without `response_model` / `text_format` each call
 passes through to the wrapped client. The JSON tiers are chat's, as `text.format` (strict
 `json_schema`, `json_object`, the schema in the prompt), stepped down on an HTTP 400 naming it.
 
@@ -44,8 +45,10 @@ from healjson._providers.openai_responses import (
     set_commentary_aside,
 )
 
-from ._base import UNSET, Exchange, NotACompletion, async_call, sync_call
+from ._base import UNSET, Exchange, NotACompletion, async_call, build_request, sync_call
 from ._format import Enforcing, check_mode
+from ._parsed import Received, afinish, finish, parsed_response
+from ._parsed_streams import response_stream_manager
 from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 from ._unreadable import read_checked_call, read_checked_stream
 
@@ -136,17 +139,7 @@ class Responses:
             check_tool_call(kwargs, response_model, UNSET, "responses.create")
             if not heal_tools:
                 raise TypeError("tool_contracts= needs heal_tools=True")
-        previous = repair_via != "input"
-        if previous and repair_via not in REPAIRS:
-            raise ValueError(f"repair_via must be one of {', '.join(REPAIRS)}; got {repair_via!r}")
-        if previous and kwargs.get("store") is not True:
-            raise ValueError('repair_via="previous_response_id" needs store=True')
-        instructions = kwargs.pop("instructions", None)
-        given = kwargs.pop("input", None)
-        if given is None and instructions is None:
-            raise TypeError("responses.create needs input=...")
-        text = kwargs.pop("text", None)
-        conversation = Conversation(instructions, given, text, previous=previous)
+        conversation, text = _conversation(kwargs, repair_via)
         streamed = bool(kwargs.get("stream"))
         if tools:
             chosen = policy or core.policy or _DEFAULT_POLICY
@@ -168,12 +161,43 @@ class Responses:
             return heal_tool_calls(
                 core.wrapped, call, spec, messages, kwargs, is_async=core.is_async, context=context
             )
+        return self.heal_text(
+            response_model, conversation, kwargs, text=text, contracts=contracts, policy=policy,
+            fallback=fallback, examples=examples, context=context, json_mode=json_mode,
+        )  # fmt: skip
+
+    def heal_text(
+        self,
+        response_model: Any,
+        conversation: Conversation,
+        kwargs: dict[str, Any],
+        *,
+        text: Any,
+        contracts: Iterable[Contract[Any] | Callable[..., Any]],
+        policy: HealPolicy | None,
+        fallback: Any,
+        examples: Iterable[Any],
+        context: Mapping[str, Any] | None,
+        json_mode: str | None,
+        received: Received | None = None,
+        first: Any = None,
+    ) -> Any:
+        """The run of `create(response_model=M, ...)` once its conversation is read: its
+        outcome (awaitable for an async client) or, with `stream=True`, its healed stream.
+        With `received`, the run's answers are noted there; with `first`, an answer already
+        received is its first (only its repairs are calls)."""
+        core = self._owner._core
+        streamed = bool(kwargs.get("stream"))
         forced = check_mode(json_mode) if json_mode is not None else None
         own = text is not None and isinstance(text, Mapping) and "format" in text
         tiers = None if own else core.tiers
         chosen = policy or core.policy or _DEFAULT_POLICY
-        healer = core.healers.get(response_model, contracts, chosen, fallback, examples)
+        # the SDK's own `parse` / `stream` (`received`): no cached answers (`adapters._parsed`)
+        healers = core.healers if received is None else core.uncached
+        healer = healers.get(response_model, contracts, chosen, fallback, examples)
         send = _sender(core, conversation, streamed)
+        if received is not None:
+            send = received.recording(send, core.is_async)
         messages = conversation.messages
         target = healer.target
         checked = None
@@ -198,24 +222,111 @@ class Responses:
                 return stream_async(run.flow, call, reader, scope)
             return stream_sync(run.flow, call, reader, scope)
         run = healer.start(messages, context=context, params=kwargs, enforcement=checked)
-        if core.is_async:
-            call = async_call(tiers, forced, healer.target, send)
-            return drive_async(run.flow, call, secrets_scope(core.wrapped, kwargs))
-        call = sync_call(tiers, forced, healer.target, send)
-        return drive_sync(run.flow, call, secrets_scope(core.wrapped, kwargs))
+        call = (async_call if core.is_async else sync_call)(tiers, forced, healer.target, send)
+        if received is not None and first is not None:
+            call = received.first(call, first, core.is_async)
+        drive = drive_async if core.is_async else drive_sync
+        return drive(run.flow, call, secrets_scope(core.wrapped, kwargs))
 
-    def parse(self, *args: Any, text_format: Any = UNSET, **kwargs: Any) -> Any:
-        """`responses.parse`; with `text_format=M` it is `create(response_model=M, ...)`."""
+    def parse(
+        self,
+        *args: Any,
+        text_format: Any = UNSET,
+        contracts: Iterable[Contract[Any] | Callable[..., Any]] = (),
+        policy: HealPolicy | None = None,
+        examples: Iterable[Any] = (),
+        context: Mapping[str, Any] | None = None,
+        json_mode: str | None = None,
+        repair_via: str = "input",
+        **kwargs: Any,
+    ) -> Any:
+        """`responses.parse`; with `text_format=M` the answer is healed as
+        `create(response_model=M)` heals it (L1, `contracts`, repairs) and the SDK's own
+        `ParsedResponse[M]` comes back (awaitable for an async client): `output_parsed` (the
+        `parsed` of the answer's output text) the healed value, or None when the run degraded
+        (nothing is raised for what the model answered); the response is the run's last
+        answer (a repair's, when one was needed). `healjson.outcome_of(response)` is the run's
+        `Outcome`."""
         if text_format is UNSET:
             return self._owner.wrapped.responses.parse(*args, **kwargs)
-        return self.create(*args, response_model=text_format, **kwargs)
+        if args:
+            raise TypeError("responses.parse takes keyword arguments only")
+        core = self._owner._core
+        conversation, text = _conversation(kwargs, repair_via)
+        received = Received()
+        run = self.heal_text(
+            text_format, conversation, kwargs, text=text, contracts=contracts, policy=policy,
+            fallback=None, examples=examples, context=context, json_mode=json_mode,
+            received=received,
+        )  # fmt: skip
+        build = parsed_response(text_format)
+        if core.is_async:
+            return afinish(run, received, build)
+        return finish(run, received, build)
 
-    def stream(self, *args: Any, text_format: Any = UNSET, **kwargs: Any) -> Any:
-        """`responses.stream`; with `text_format=M` it is `create(response_model=M,
-        stream=True, ...)`: a healed stream."""
+    def stream(
+        self,
+        *args: Any,
+        text_format: Any = UNSET,
+        contracts: Iterable[Contract[Any] | Callable[..., Any]] = (),
+        policy: HealPolicy | None = None,
+        examples: Iterable[Any] = (),
+        context: Mapping[str, Any] | None = None,
+        json_mode: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`responses.stream`; with `text_format=M` the SDK's own stream manager, whose stream
+        yields the SDK's own events as they arrive (the SDK parses nothing on the way, so a
+        prose-wrapped answer raises nothing); its `get_final_response()` is a
+        `ParsedResponse[M]` whose `output_parsed` is the healed value (None when the run
+        degraded), `healjson.outcome_of(...)` its outcome. When the streamed answer needs a
+        repair, the repair is a plain (non-streamed) call and the final response is the
+        repaired call's."""
         if text_format is UNSET:
             return self._owner.wrapped.responses.stream(*args, **kwargs)
-        return self.create(*args, response_model=text_format, stream=True, **kwargs)
+        if args:
+            raise TypeError("responses.stream takes keyword arguments only")
+        core = self._owner._core
+        conversation, text = _conversation(kwargs, "input")
+        forced = check_mode(json_mode) if json_mode is not None else None
+        own = text is not None and isinstance(text, Mapping) and "format" in text
+        target = core.uncached.get(
+            text_format, contracts, policy or core.policy or _DEFAULT_POLICY, None, examples
+        ).target
+        fresh = [dict(message) for message in conversation.messages]
+        _, chat = build_request(None if own else core.tiers, forced, target, fresh, kwargs)
+        build = parsed_response(text_format)
+
+        def heal(response: Any) -> Any:
+            received = Received()
+            again = Conversation(conversation.instructions, conversation.input, text)
+            run = self.heal_text(
+                text_format, again, dict(kwargs), text=text, contracts=contracts,
+                policy=policy, fallback=None, examples=examples, context=context,
+                json_mode=json_mode, received=received, first=build(response, None),
+            )  # fmt: skip
+            if core.is_async:
+                return afinish(run, received, build)
+            return finish(run, received, build)
+
+        inner = core.wrapped.responses.stream(**conversation.request(chat))
+        return response_stream_manager(inner, heal, core.is_async)
+
+
+def _conversation(kwargs: dict[str, Any], repair_via: str) -> tuple[Conversation, Any]:
+    """The conversation of a Responses call (its `instructions`, `input` and `text` taken out
+    of `kwargs`) and its `text`; a configuration mistake raises here."""
+    previous = repair_via != "input"
+    if previous and repair_via not in REPAIRS:
+        raise ValueError(f"repair_via must be one of {', '.join(REPAIRS)}; got {repair_via!r}")
+    if previous and kwargs.get("store") is not True:
+        raise ValueError('repair_via="previous_response_id" needs store=True')
+    instructions = kwargs.pop("instructions", None)
+    given = kwargs.pop("input", None)
+    if given is None and instructions is None:
+        raise TypeError("responses.create needs input=...")
+    text = kwargs.pop("text", None)
+    return Conversation(instructions, given, text, previous=previous), text
 
 
 def _stream_start(wrapped: Any, conversation: Conversation) -> Callable[[ModelCall], Any]:

@@ -1,6 +1,7 @@
 """The Responses API healed: `wrap(OpenAI()).responses` (`create`, `parse`, `stream`) with the
 real openai SDK over HTTP against the scripted server, sync and async, streamed and not; the
-reply and event readers; `Healer.run` on a `Response`; `chat.completions.parse` healed."""
+reply and event readers; `Healer.run` on a `Response` (`parse` and `stream` with a type:
+test_responses_parse.py)."""
 
 from __future__ import annotations
 
@@ -323,32 +324,6 @@ def test_usage_is_read_from_the_responses_counts(
 # -- parse, stream, passthrough ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_parse_with_text_format_is_healed(scripted_server: ScriptedServer, mode: Mode) -> None:
-    """`responses.parse(text_format=M)` on a wrapped client heals a fenced answer."""
-    scripted_server.push(f"```json\n{GOOD}\n```")
-
-    outcome = heal(mode, scripted_server, method="parse")
-
-    assert isinstance(outcome, Healed)
-    assert EXPECTED == outcome.value
-
-
-@pytest.mark.parametrize("mode", MODES)
-def test_stream_with_text_format_is_a_healed_stream(
-    scripted_server: ScriptedServer, mode: Mode
-) -> None:
-    """`responses.stream(text_format=M)` on a wrapped client is a healed stream over a streamed
-    request."""
-    scripted_server.push(ScriptedReply(content=GOOD, chunk_chars=4))
-
-    outcome = heal(mode, scripted_server, method="stream", text_format=Invoice)
-
-    assert isinstance(outcome, Healed)
-    assert EXPECTED == outcome.value
-    assert scripted_server.requests[0].body["stream"] is True
-
-
 def test_a_healed_stream_gives_snapshots_and_items(scripted_server: ScriptedServer) -> None:
     """A healed Responses stream of a list hands out each item as it completes."""
     scripted_server.push(
@@ -405,32 +380,6 @@ def test_stream_without_text_format_is_the_sdks_own(scripted_server: ScriptedSer
     ):
         final = stream.get_final_response()
     assert GOOD == final.output_text
-
-
-@pytest.mark.parametrize("mode", MODES)
-def test_chat_completions_parse_is_healed(scripted_server: ScriptedServer, mode: Mode) -> None:
-    """`chat.completions.parse(response_format=M)` on a wrapped client heals a prose-wrapped
-    answer, sync and async."""
-    scripted_server.extend([f"Sure: {GOOD}"])
-    messages = [{"role": "user", "content": "Extract."}]
-    if mode == "sync":
-        with openai.OpenAI(base_url=scripted_server.base_url, api_key="test") as sdk:
-            outcome = healjson.wrap(sdk).chat.completions.parse(
-                model="gpt-test", messages=messages, response_format=Invoice
-            )
-    else:
-
-        async def main() -> Any:
-            async with openai.AsyncOpenAI(base_url=scripted_server.base_url, api_key="t") as sdk:
-                return await healjson.wrap(sdk).chat.completions.parse(
-                    model="gpt-test", messages=messages, response_format=Invoice
-                )
-
-        outcome = asyncio.run(main())
-    assert isinstance(outcome, Healed)
-    assert EXPECTED == outcome.value
-    assert "/v1/chat/completions" == scripted_server.requests[0].path
-    assert "json_schema" == scripted_server.requests[0].body["response_format"]["type"]
 
 
 # -- Healer.run on a Response, and the readers ------------------------------------------------

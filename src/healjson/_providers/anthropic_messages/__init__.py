@@ -37,7 +37,8 @@ TYPING: Final[TypingRow] = {
         "`anthropic.Anthropic` / `anthropic.AsyncAnthropic`: `messages.create(response_model=M)` "
         "and `messages.stream(response_model=M)` heal the same way, in Anthropic's tiers named "
         "like the chat ones: `json_schema` (native structured output), `json_object` (a forced "
-        "strict tool), `prompt`."
+        "strict tool), `prompt`. The SDK's own `messages.parse(output_format=M)` returns its "
+        "`ParsedMessage`, `parsed_output` healed (`healjson.outcome_of`)."
     ),
     "methods": (
         {
@@ -46,6 +47,13 @@ TYPING: Final[TypingRow] = {
             "tools": True,
             "returns": (_MESSAGE, _MESSAGE),
             "stream_returns": (f"anthropic.Stream[{_EVENT}]", f"anthropic.AsyncStream[{_EVENT}]"),
+        },
+        {
+            "path": "messages.parse",
+            "kind": "sdk_parse",
+            "target": "output_format",
+            "needs": _MESSAGES,
+            "parsed": ("anthropic.types.ParsedMessage[T]",) * 2,
         },
         {
             "path": "messages.stream",

@@ -44,6 +44,14 @@ from healjson.adapters._base import (
     sync_call,
 )
 from healjson.adapters._format import Enforcing, FormatState, check_mode
+from healjson.adapters._parsed import (
+    Received,
+    afinish,
+    fields_of,
+    finish,
+    type_parameter,
+    with_request_id,
+)
 from healjson.adapters._steps import stepping
 from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 from healjson.adapters._unreadable import ReadChecked, read_checked_call
@@ -201,6 +209,40 @@ class Messages:
             owner.wrapped, call, spec, messages, params, is_async=owner.is_async, context=context
         )
 
+    def parse(
+        self,
+        *args: Any,
+        output_format: Any = None,
+        contracts: Iterable[Contract[Any] | Callable[..., Any]] = (),
+        policy: HealPolicy | None = None,
+        examples: Iterable[Any] = (),
+        context: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`messages.parse`; with a type as `output_format` the answer is healed as
+        `create(response_model=M)` heals it (L1, `contracts`, repairs) and the SDK's own
+        `ParsedMessage[M]` comes back (awaitable for an async client): `parsed_output` the
+        healed value, or None when the run degraded (nothing is raised for what the model
+        answered); the message is the run's last answer (a repair's, when one was needed).
+        `healjson.outcome_of(message)` is the run's `Outcome`."""
+        owner = self._owner
+        if output_format is None:
+            return owner.wrapped.messages.parse(*args, **kwargs)
+        if args:
+            raise TypeError("messages.parse takes keyword arguments only")
+        messages = kwargs.pop("messages", UNSET)
+        if messages is UNSET:
+            raise TypeError("messages.parse needs messages=[...]")
+        healer = owner.sdk_healer(output_format, contracts, policy, examples)
+        received = Received()
+        run = owner.heal_recorded(
+            healer, None, messages, context=context, params=kwargs, received=received
+        )
+        build = parsed_message(output_format)
+        if owner.is_async:
+            return afinish(run, received, build)
+        return finish(run, received, build)
+
     def stream(self, *args: Any, response_model: Any = UNSET, **kwargs: Any) -> Any:
         """`messages.stream`; with `response_model=M` the healed stream of
         `create(..., stream=True)` (a context manager too)."""
@@ -314,3 +356,32 @@ class HealingAnthropic(HealingAdapter):
             )
 
         return send
+
+
+def parsed_message(model: type[Any]) -> Callable[[Any, Any], Any]:
+    """`build(message, value)`: Anthropic's `ParsedMessage[model]` of a message, `value` as the
+    `parsed_output` of its last text block (so the message's `parsed_output` is it); every
+    other text block's is None."""
+    from anthropic.types import ParsedMessage, ParsedTextBlock
+
+    param = type_parameter("ResponseFormatT", model, "anthropic.lib._parse._response")
+    generics: tuple[Any, ...] = (ParsedMessage, ParsedTextBlock)
+    message_type, text_type = (generic[param] for generic in generics)
+
+    def build(message: Any, value: Any) -> Any:
+        content = list(message.content or ())
+        texts = [i for i, block in enumerate(content) if block.type == "text"]
+        answer = texts[-1] if texts else -1
+        blocks = [
+            text_type.construct(
+                **{**fields_of(block), "parsed_output": value if index == answer else None}
+            )
+            if block.type == "text"
+            else block
+            for index, block in enumerate(content)
+        ]
+        return with_request_id(
+            message_type.construct(**{**fields_of(message), "content": blocks}), message
+        )
+
+    return build

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pydantic import BaseModel
+
 from healjson._core.redact import secrets_scope
 from healjson._core.run.drive import drive_async, drive_sync, is_stream
 from healjson._core.run.policy import HealPolicy
@@ -34,6 +36,7 @@ from healjson.adapters._base import (
     sync_call,
 )
 from healjson.adapters._format import Enforcing, FormatState, check_mode
+from healjson.adapters._parsed import Received, afinish, finish
 from healjson.adapters._steps import stepping
 from healjson.adapters._unreadable import ReadChecked
 
@@ -116,9 +119,20 @@ class Models:
         return getattr(self._models(), name)
 
     def generate_content(self, *args: Any, response_model: Any = UNSET, **kwargs: Any) -> Any:
-        """With `response_model=M`: `Outcome[M]` (awaitable through `aio`)."""
+        """With `response_model=M`: `Outcome[M]` (awaitable through `aio`). Without it, a
+        pydantic model as the config's `response_schema` is the SDK's own structured call: the
+        request is the caller's, and the SDK's own `GenerateContentResponse` comes back with
+        `.parsed` the healed value (None when the run degraded), `healjson.outcome_of(...)` its
+        outcome; the response is the run's last answer (a repair's, when one was needed)."""
         if response_model is UNSET:
-            return self._models().generate_content(*args, **kwargs)
+            schema = _response_schema(kwargs.get("config"))
+            if schema is None:
+                return self._models().generate_content(*args, **kwargs)
+            received = Received()
+            run = self._owner._heal(self._aio, False, args, schema, kwargs, received=received)
+            if self._aio:
+                return afinish(run, received, _with_parsed)
+            return finish(run, received, _with_parsed)
         return self._owner._heal(self._aio, False, args, response_model, kwargs)
 
     def generate_content_stream(
@@ -172,6 +186,8 @@ class HealingGemini(HealingAdapter):
         args: tuple[Any, ...],
         response_model: Any,
         kwargs: dict[str, Any],
+        *,
+        received: Received | None = None,
     ) -> Any:
         if args:
             raise TypeError("generate_content takes keyword arguments only")
@@ -192,13 +208,18 @@ class HealingGemini(HealingAdapter):
         system = params.pop("system_instruction", None)
         if system is not None:
             messages = [{"role": "system", "content": content_text(system)}, *messages]
-        healer = self.healer(
-            response_model,
-            options["contracts"],
-            options["policy"],
-            options["fallback"],
-            options["examples"],
-        )
+        if received is None:
+            healer = self.healer(
+                response_model,
+                options["contracts"],
+                options["policy"],
+                options["fallback"],
+                options["examples"],
+            )
+        else:  # the SDK's own structured call: no cached answers, no fallback
+            healer = self.sdk_healer(
+                response_model, options["contracts"], options["policy"], options["examples"]
+            )
         models = self.wrapped.aio.models if aio else self.wrapped.models
         create = models.generate_content_stream if stream else models.generate_content
         reader = _READ_STREAM if stream else _READ_RESPONSE
@@ -215,7 +236,10 @@ class HealingGemini(HealingAdapter):
             call = stepping(create, state, attempt, is_tier_rejection, is_async=aio, prime=stream)
             return call, {}, reader
 
-        driver = (async_call if aio else sync_call)(None, None, target, send)
+        sender: Send = send
+        if received is not None:  # the SDK's own structured call: its answers kept
+            sender = received.recording(send, aio)
+        driver = (async_call if aio else sync_call)(None, None, target, sender)
         context = options["context"]
         checked = Enforcing(state, None, self._schema_of(target))
         if stream:
@@ -242,3 +266,22 @@ class HealingGemini(HealingAdapter):
             return enforced_schema(mode, target, params)
 
         return schema_of
+
+
+def _response_schema(config: Any) -> Any:
+    """The pydantic model a `generate_content` config names as its `response_schema` (the
+    SDK's own structured call, whose `.parsed` healjson heals), else None."""
+    if config is None:
+        return None
+    schema = config.get("response_schema") if isinstance(config, Mapping) else None
+    if schema is None and not isinstance(config, Mapping):
+        schema = getattr(config, "response_schema", None)
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return schema
+    return None
+
+
+def _with_parsed(response: Any, value: Any) -> Any:
+    """The SDK's response, its `.parsed` the healed value (None: the run degraded)."""
+    response.parsed = value
+    return response
