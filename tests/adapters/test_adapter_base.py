@@ -3,10 +3,15 @@ for sync and async clients, and what each adapter sends to (or passes through to
 
 from __future__ import annotations
 
+import pytest
+
+from lanes import INSTRUCTOR_ONLY
+
+pytest.importorskip("instructor", reason=INSTRUCTOR_ONLY)
+
 import asyncio
 from typing import Any
 
-import pytest
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 

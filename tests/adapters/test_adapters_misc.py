@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
+from lanes import INSTRUCTOR_ONLY
+
+pytest.importorskip("instructor", reason=INSTRUCTOR_ONLY)
+
 import logging
 
 import instructor
 import openai
-import pytest
 from pydantic import BaseModel
 
 import healjson

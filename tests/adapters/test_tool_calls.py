@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 import healjson
 from healjson import Degraded, Flag, Healed, HealPolicy, Reason, ToolCalls, Violation, contract
 from healjson.testing import ScriptedReply, ScriptedServer
+from lanes import INSTRUCTOR_ONLY
 
 Mode = Literal["sync", "async"]
 Api = Literal["chat", "responses"]
@@ -442,7 +443,7 @@ def test_the_record_and_the_trace_show_each_call_and_the_repair_exchange() -> No
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_wrapped_instructor_client_heals_the_callers_own_tool_calls(mode: Mode) -> None:
     """A wrapped instructor client heals the caller's own tool calls, sync and async."""
-    import instructor
+    instructor = pytest.importorskip("instructor", reason=INSTRUCTOR_ONLY)
 
     script = [
         calls(

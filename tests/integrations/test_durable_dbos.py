@@ -92,7 +92,7 @@ def test_a_workflow_killed_mid_run_resumes_repeating_no_finished_call(tmp_path: 
     with ScriptedServer([script], repeat=True) as server:
         first = _worker("start", database, server, out)
         script.pid = first.pid
-        first.communicate(timeout=180)  # reads and closes its pipes
+        first.communicate(timeout=180)  # reads its pipes to the end, and closes them
         killed = first.returncode
         resumed = _worker("resume", database, server, out)
         _, errors = resumed.communicate(timeout=180)

@@ -8,12 +8,17 @@ clients use `max_retries=0` so the server's request count is exactly healjson's 
 
 from __future__ import annotations
 
+import pytest
+
+from lanes import INSTRUCTOR_ONLY
+
+pytest.importorskip("instructor", reason=INSTRUCTOR_ONLY)
+
 import asyncio
 from typing import Any
 
 import instructor
 import openai
-import pytest
 from instructor.core import Hooks
 from pydantic import BaseModel
 

@@ -5,6 +5,12 @@ real `anthropic` and `google-genai` SDKs, against the scripted server's Messages
 
 from __future__ import annotations
 
+import pytest
+
+from lanes import INSTRUCTOR_ONLY
+
+pytest.importorskip("instructor", reason=INSTRUCTOR_ONLY)
+
 import asyncio
 import contextlib
 import json

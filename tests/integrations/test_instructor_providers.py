@@ -17,6 +17,12 @@ valid answer, truncation, contract repair and the provider stops.
 
 from __future__ import annotations
 
+import pytest
+
+from lanes import INSTRUCTOR_ONLY
+
+pytest.importorskip("instructor", reason=INSTRUCTOR_ONLY)
+
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator
@@ -25,7 +31,6 @@ from typing import Any
 import aiohttp
 import anthropic
 import instructor
-import pytest
 from google import genai
 from google.genai import types as genai_types
 from pydantic import BaseModel

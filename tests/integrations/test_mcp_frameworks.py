@@ -23,7 +23,6 @@ from fastmcp import Client as FastMCPClient
 from fastmcp.client.transports import ClientTransport
 from fastmcp.client.transports.base import TransportOptions
 from mcp.shared.memory import create_client_server_memory_streams
-from mcp_kit import FAMILIES, GOOD, Family, run, weather_server
 from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai.mcp import MCPToolset
@@ -42,6 +41,7 @@ import healjson.agents
 import healjson.pydantic_ai
 from healjson import Violation
 from healjson.testing import ScriptedReply, ScriptedServer
+from mcp_kit import FAMILIES, GOOD, Family, run, weather_server
 from sdk_calls import TLS
 
 agents.set_tracing_disabled(True)
@@ -84,9 +84,12 @@ def weather_model(seen: list[list[ModelMessage]], arguments: dict[str, Any]) -> 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         seen.append(messages)
         for part in messages[-1].parts:
-            if isinstance(part, ToolReturnPart):
+            # pydantic-ai 2.38 made a tool error a `RetryPromptPart`; 2.68 a `ToolReturnPart`
+            # whose `outcome` says it (`retried`, or `failed`)
+            failed = getattr(part, "outcome", "success") in {"retried", "failed"}
+            if isinstance(part, ToolReturnPart) and not failed:
                 return ModelResponse(parts=[TextPart(f"weather: {json.dumps(part.content)}")])
-            if isinstance(part, RetryPromptPart):
+            if isinstance(part, RetryPromptPart | ToolReturnPart):
                 return ModelResponse(parts=[TextPart(f"tool failed: {part.content}")])
         return ModelResponse(parts=[ToolCallPart("get_weather", arguments)])
 

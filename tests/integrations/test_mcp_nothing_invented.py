@@ -20,10 +20,10 @@ import jsonschema
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from mcp import Client
-from mcp_kit import WEATHER, run, weather_server
 
 import healjson
 from healjson.testing import ScriptedToolResult, from_schema
+from mcp_kit import WEATHER, run, weather_server
 
 _WORDS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,

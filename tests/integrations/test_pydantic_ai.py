@@ -151,7 +151,23 @@ def setup(
 
 
 def tool_messages(request: RecordedRequest) -> list[str]:
-    return [str(m.get("content")) for m in request.messages if m.get("role") == "tool"]
+    """The text of each tool message of `request` (pydantic-ai 2.68 sends a retry's text as
+    `{"error": text}`, 2.38 as the text itself)."""
+    return [_tool_text(str(m.get("content"))) for m in request.messages if m.get("role") == "tool"]
+
+
+def _tool_text(content: str) -> str:
+    try:
+        decoded = json.loads(content)
+    except ValueError:
+        return content
+    if (
+        isinstance(decoded, dict)
+        and set(decoded) == {"error"}
+        and isinstance(decoded["error"], str)
+    ):
+        return decoded["error"]
+    return content
 
 
 def clean_args() -> str:

@@ -3,10 +3,11 @@ over real HTTP on 127.0.0.1: chunking, reasoning before content, incremental del
 connection, an in-stream error, a client closing early, and the pure stream planning behind them.
 
 What each SDK raises, as observed here: a cut (the server drops the connection in the middle of
-the chunked body) raises `httpx2.RemoteProtocolError` from the iteration of all three SDKs (none
-wraps it); a scripted in-stream error raises `openai.APIError` (not an `APIStatusError`: the
-HTTP status was 200), `anthropic.APIStatusError` with `status_code` 200, and google-genai's
-`errors.ServerError` (code 500, status `INTERNAL`).
+the chunked body) raises `httpx2.RemoteProtocolError` from the iteration of all three SDKs
+(openai 3.60 raises its `APIConnectionError` from it, 3.0 does not wrap it); a scripted
+in-stream error raises `openai.APIError` (not an `APIStatusError`: the HTTP status was 200),
+`anthropic.APIStatusError` with `status_code` 200, and google-genai's `errors.ServerError` (code
+500, status `INTERNAL`).
 """
 
 # ruff: noqa: F811 (tests take the fixtures imported from test_server as arguments)
@@ -22,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
-import httpx2
 import openai
 import pytest
 from google import genai
@@ -36,6 +36,7 @@ from healjson.testing._wire import anthropic_messages, gemini_generate, openai_c
 from healjson.testing._wire import usage as scripted_usage
 from healjson.testing._wire._sse import Text, plan
 from kit.test_server import USER, claude, client, gemini  # noqa: F401 (fixtures, reused)
+from sdk_calls import DROPPED, dropped_cause
 
 CONTENT = '{"total": 42, "currency": "EUR"}'  # 32 chars: 7 deltas of 5
 REASONING = "Sum the lines: 42 EUR."  # 22 chars
@@ -187,8 +188,9 @@ def test_cut_raises_remote_protocol_error_after_the_partial_content(
     scripted_server.push(ScriptedReply(CONTENT, chunk_chars=5, cut_after_chars=12))
     received: list[str] = []
 
-    with pytest.raises(httpx2.RemoteProtocolError, match="incomplete chunked read"):
+    with pytest.raises(DROPPED) as raised:
         received.extend(text for _, text in deltas())
+    assert "incomplete chunked read" in str(dropped_cause(raised.value))
 
     assert [CONTENT[:5], CONTENT[5:10], CONTENT[10:12]] == received
     scripted_server.wait_idle()
@@ -201,8 +203,9 @@ def test_cut_inside_the_reasoning(scripted_server: ScriptedServer, client: opena
     scripted_server.push(ScriptedReply(CONTENT, reasoning=REASONING, cut_after_chars=7))
     received: list[tuple[str, str]] = []
 
-    with pytest.raises(httpx2.RemoteProtocolError):
+    with pytest.raises(DROPPED) as raised:
         received.extend(_openai_deltas(client))
+    dropped_cause(raised.value)
 
     assert REASONING[:7] == "".join(text for kind, text in received if kind == "reasoning")
     assert [] == [text for kind, text in received if kind == "content"]
@@ -327,8 +330,9 @@ def test_stop_interrupts_a_slow_stream() -> None:
         started = time.monotonic()
         server.stop()
         assert time.monotonic() - started < 5.0  # the stream would take 30 s more
-        with pytest.raises(httpx2.RemoteProtocolError):
+        with pytest.raises(DROPPED) as raised:
             list(stream)
+        dropped_cause(raised.value)
         [request] = server.requests
         assert (True, 1, False) == (request.streamed, request.events_sent, request.stream_completed)
     finally:

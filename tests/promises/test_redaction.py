@@ -20,7 +20,6 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 import anthropic
-import instructor
 import openai
 import pytest
 from google import genai
@@ -43,6 +42,7 @@ from healjson._core.redact import (
 )
 from healjson._core.run.drive import drive_sync
 from healjson.testing import ScriptedModel, capture_events
+from lanes import INSTRUCTOR_ONLY, needs_instructor
 from paths import CLI_FIXTURES
 from sdk_calls import TLS as _SSL
 from sdk_calls import close_gemini
@@ -161,7 +161,11 @@ def _ask(
     }
 
     def wrapped(sdk: Any) -> Any:
-        return healjson.wrap(instructor.from_openai(sdk) if through_instructor else sdk)
+        if not through_instructor:
+            return healjson.wrap(sdk)
+        import instructor
+
+        return healjson.wrap(instructor.from_openai(sdk))
 
     if mode == "sync":
         with openai.OpenAI(**options, http_client=openai.DefaultHttpxClient(verify=_SSL)) as sdk:
@@ -239,6 +243,7 @@ def test_per_call_credentials_are_masked_in_the_stored_params(echo_server: EchoS
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_the_instructor_adapter_redacts_the_same_way(echo_server: EchoServer, mode: Mode) -> None:
     """Through `instructor.from_openai`, the echoed credentials are redacted as well."""
+    pytest.importorskip("instructor", reason=INSTRUCTOR_ONLY)
     with capture_events(include_content=True) as logs:
         outcome = _ask(mode, echo_server, through_instructor=True, **_call_kwargs())
 
@@ -476,6 +481,12 @@ def test_secrets_found_in_call_params_are_known_in_the_scope() -> None:
         )
 
 
+def _instructor_client(sdk: openai.OpenAI) -> Any:
+    import instructor
+
+    return instructor.from_openai(sdk)
+
+
 @pytest.mark.parametrize(
     ("make", "expected"),
     [
@@ -502,11 +513,12 @@ def test_secrets_found_in_call_params_are_known_in_the_scope() -> None:
             {"ant-bearer-0123456789"},
         ),
         (lambda: genai.Client(api_key="AIza-genai-0123456789"), {"AIza-genai-0123456789"}),
-        (
-            lambda: instructor.from_openai(
+        pytest.param(
+            lambda: _instructor_client(
                 openai.OpenAI(api_key="sk-instructor-0123456789", base_url="http://127.0.0.1:9")
             ),
             {"sk-instructor-0123456789"},
+            marks=needs_instructor,
         ),
     ],
     ids=["openai", "azure", "anthropic-key", "anthropic-token", "genai", "instructor"],

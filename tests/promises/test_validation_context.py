@@ -21,6 +21,7 @@ import healjson
 from healjson import ContractContext, Degraded, Healed, Healer, HealPolicy, Outcome
 from healjson._core.run.replay import replied
 from healjson.testing import ScriptedServer
+from lanes import INSTRUCTOR_ONLY
 from sdk_calls import TLS as _SSL
 
 SEEN: list[Any] = []
@@ -359,7 +360,7 @@ def test_a_wrapped_instructor_client_validates_under_the_callers_context(
 ) -> None:
     """instructor's own parse of each reply runs without it (healjson gives instructor no
     context: instructor would template the messages with it); healjson's verdict does."""
-    import instructor
+    instructor = pytest.importorskip("instructor", reason=INSTRUCTOR_ONLY)
 
     source = {"source": "to be or not to be"}
     sdk = openai.OpenAI(

@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from healjson._core.wire.reply import Reply, ToolCall, Usage, to_reply
-from healjson.adapters._instructor import _checked
 from healjson.adapters._openai import NotACompletion
+from lanes import INSTRUCTOR_ONLY
 
 # ---------------------------------------------------------------------------------------------
 # Anthropic `Message`
@@ -232,6 +232,9 @@ def test_plain_message_dict_with_usage_metadata_is_not_gemini() -> None:
 
 def test_instructor_adapter_accepts_provider_responses() -> None:
     """`_checked` passes Anthropic and Gemini responses on and rejects what no reader knows."""
+    pytest.importorskip("instructor", reason=INSTRUCTOR_ONLY)
+    from healjson.adapters._instructor import _checked
+
     claude, gemini = message(text("{}")), response(gt.Part(text="{}"))
 
     assert claude is _checked(claude)

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import anthropic
-import instructor
 import pytest
 from google.genai import types as genai_types
 from openai.types.chat import ChatCompletionChunk
@@ -20,6 +19,7 @@ from pydantic import BaseModel
 import healjson
 from healjson import Degraded, Healed, Healer, Reason
 from healjson.testing import ScriptedReply, ScriptedServer
+from lanes import INSTRUCTOR_ONLY
 from sdk_calls import gemini_client
 
 USER = [{"role": "user", "content": "Extract it."}]
@@ -83,6 +83,7 @@ def test_a_streamed_anthropic_refusal_degrades_as_the_unstreamed_one(name: str) 
 
 def test_an_instructor_anthropic_stream_that_refuses_degrades_sync_and_async() -> None:
     """The same through `wrap(instructor.from_anthropic(...))`, sync and async."""
+    instructor = pytest.importorskip("instructor", reason=INSTRUCTOR_ONLY)
     reply = REFUSALS["after text"]
 
     async def main(server: ScriptedServer) -> Any:

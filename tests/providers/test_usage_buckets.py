@@ -19,7 +19,6 @@ from typing import Any
 
 import anthropic
 import genai_prices
-import instructor
 import openai
 import pytest
 from google import genai
@@ -35,6 +34,7 @@ from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
 from healjson.testing._wire import anthropic_messages, gemini_generate, openai_chat
 from healjson.testing._wire import usage as scripted_usage
 from healjson.testing._wire._sse import rendered
+from lanes import needs_instructor
 from sdk_calls import TLS, close_gemini
 
 USER: list[anthropic.types.MessageParam] = [
@@ -110,7 +110,10 @@ def wrapped(server: ScriptedServer, provider: str) -> Iterator[Any]:
     if provider == "openai":
         with openai_sdk(server) as sdk:
             yield healjson.wrap(sdk)
-    elif provider == "anthropic":
+        return
+    import instructor
+
+    if provider == "anthropic":
         with anthropic_sdk(server) as sdk:
             yield healjson.wrap(instructor.from_anthropic(sdk, mode=instructor.Mode.JSON))
     else:
@@ -148,7 +151,13 @@ def price(model: str, prompt: int, completion: int, read: int = 0, written: int 
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(params=PROVIDERS)
+@pytest.fixture(
+    params=[
+        "openai",
+        pytest.param("anthropic", marks=needs_instructor),
+        pytest.param("gemini", marks=needs_instructor),
+    ]
+)
 def provider(request: pytest.FixtureRequest) -> str:
     """Which SDK healjson drives: openai, anthropic (instructor) or gemini (instructor)."""
     return request.param  # type: ignore[no-any-return]

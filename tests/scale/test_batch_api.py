@@ -35,6 +35,7 @@ from healjson.batch_api import (
     run_batch_api,
 )
 from healjson.testing import ScriptedReply, ScriptedServer
+from lanes import INSTRUCTOR_ONLY
 from paths import CLI_FIXTURES
 
 FIXTURES = CLI_FIXTURES
@@ -450,7 +451,7 @@ def test_wrapped_and_instructor_clients_reach_their_batch_api(
 ) -> None:
     """Wrapped and instructor clients reach the Batch API of the SDK client inside them, and
     anything else is refused naming what is taken."""
-    import instructor
+    instructor = pytest.importorskip("instructor", reason=INSTRUCTOR_ONLY)
 
     import healjson
     from healjson.batch_api import provider_for

@@ -133,7 +133,8 @@ class ScriptedReply:
       trickle: each read returns well within any read timeout, the stream takes long).
     * `cut_after_chars`: once this many characters of streamed text have been sent, the server
       drops the connection: no finish event, no end of the chunked body (the SDK's iteration
-      raises its HTTP library's `RemoteProtocolError`).
+      raises its HTTP library's `RemoteProtocolError`; openai 3.60 raises its
+      `APIConnectionError` from it).
     * `stream_error_after_chars`: once this many characters have been sent, the stream ends with
       the route's in-stream error event (OpenAI `data: {"error": {...}}`, the Responses API's
       `event: error` with the fields flat and under `error`, Anthropic `event: error`, Gemini

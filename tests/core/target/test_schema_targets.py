@@ -31,6 +31,7 @@ from healjson._core.target.target import JsonSchema, list_item_type, target_for
 from healjson._core.wire.delta import Delta
 from healjson._providers.openai_strict_schema import strict_json_schema
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
+from lanes import INSTRUCTOR_ONLY
 from sdk_calls import TLS, close_gemini, wrapped_create
 
 PERSON: dict[str, Any] = {
@@ -839,7 +840,7 @@ def test_cli_batch_takes_a_json_schema_file(tmp_path: Path) -> None:
 
 def test_a_wrapped_instructor_client_refuses_a_schema_dict_clearly() -> None:
     """instructor validates with pydantic: a dict is the caller's mistake, said at the call."""
-    import instructor
+    instructor = pytest.importorskip("instructor", reason=INSTRUCTOR_ONLY)
 
     with (
         ScriptedServer([GOOD]) as server,

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import instructor
 import openai
 import pytest
 from pydantic import BaseModel, Field
@@ -17,6 +16,7 @@ from pydantic import BaseModel, Field
 import healjson
 from healjson import AsyncHealStream, Degraded, Flag, Healed, HealStream, Reason
 from healjson.testing import ScriptedReply, ScriptedServer
+from lanes import INSTRUCTOR_ONLY
 
 USER = [{"role": "user", "content": "Extract it."}]
 KEY = "sk-stream-0123456789abcdef"
@@ -207,6 +207,7 @@ def test_an_echoed_key_in_a_stream_error_is_redacted() -> None:
 def test_instructor_create_partial_and_create_iterable_are_healed() -> None:
     """instructor's `create_partial` and `create_iterable` through `wrap` are healed, the bad
     item repaired."""
+    instructor = pytest.importorskip("instructor", reason=INSTRUCTOR_ONLY)
     items = [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 0}]
     fixed = [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 2}]
     script = [reply(json.dumps(GOOD)), reply(json.dumps(items)), reply(json.dumps(fixed))]
@@ -228,6 +229,7 @@ def test_instructor_create_partial_and_create_iterable_are_healed() -> None:
 
 def test_instructor_chat_completions_spelling_is_healed_too() -> None:
     """`client.chat.completions.create_iterable(...)`, the spelling instructor's docs use."""
+    instructor = pytest.importorskip("instructor", reason=INSTRUCTOR_ONLY)
     items = [{"sku": "A", "qty": 1}]
     with ScriptedServer([reply(json.dumps(items)), reply(json.dumps(GOOD))]) as server:
         sdk = openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0, timeout=10)
