@@ -85,7 +85,6 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Literal
 
-import instructor
 import openai
 import pydantic
 import pydantic_core
@@ -323,6 +322,8 @@ def _healjson(case: Case) -> Callable[[], Any]:
 
 
 def _instructor(case: Case) -> Callable[[], Any]:
+    import instructor  # only its contenders need it: the floor venv has it
+
     client = instructor.from_openai(sync_client(case.url), mode=instructor.Mode.JSON)
 
     def run_instructor() -> Any:
@@ -338,6 +339,8 @@ def _instructor(case: Case) -> Callable[[], Any]:
 
 
 def _healed_instructor(case: Case) -> Callable[[], Any]:
+    import instructor  # only its contenders need it: the floor venv has it
+
     client = healjson.wrap(instructor.from_openai(sync_client(case.url), mode=instructor.Mode.JSON))
 
     def run_healed_instructor() -> Any:
@@ -383,6 +386,8 @@ def check_requests() -> tuple[list[str], str]:
                                      f"stream_options={body.get('stream_options')!r}")  # fmt: skip
             shape = (body.get("response_format") or {}).get("type", "none")
             notes.append(f"{name} {len(request.raw):,} bytes, `response_format` {shape}")
+        import instructor
+
         wrapped = healjson.wrap(
             instructor.from_openai(sync_client(server.base_url), mode=instructor.Mode.JSON)
         )
@@ -619,6 +624,8 @@ def ttfi_fns(case: Case) -> dict[str, Callable[[], tuple[int, int]]]:
     chunk), closing the stream right after."""
     bare = sync_client(case.url)
     healed = healjson.wrap(sync_client(case.url))
+    import instructor
+
     ins = instructor.from_openai(sync_client(case.url), mode=instructor.Mode.JSON)
 
     def first_chunk() -> tuple[int, int]:

@@ -188,23 +188,66 @@ def parsed_completion(model: type[Any]) -> Callable[[Any, Any], Any]:
     return build
 
 
-def parsed_response(model: type[Any]) -> Callable[[Any, Any], Any]:
-    """`build(response, value)`: the SDK's `ParsedResponse[model]` of a response, `value` as
-    the `parsed` of the last message's output texts (so `output_parsed` is it); every other
-    output text's `parsed` is None."""
+def sdk_response_types() -> tuple[Any, Any, Any]:
+    """The classes the SDK's own `responses.parse` builds (response, message, output text):
+    found once by running its own builder on a one-message response with no format, since
+    releases differ (older ones build `ParsedResponse[TextFormatT]`, newer ones the bare
+    `ParsedResponse`); the type-variable form where the SDK's builder has moved."""
+    global _RESPONSE_TYPES
+    if _RESPONSE_TYPES is None:
+        _RESPONSE_TYPES = _probe_response_types()
+    return _RESPONSE_TYPES
+
+
+_RESPONSE_TYPES: tuple[Any, Any, Any] | None = None
+
+
+def _probe_response_types() -> tuple[Any, Any, Any]:
     from openai.types.responses import (
         ParsedResponse,
         ParsedResponseOutputMessage,
         ParsedResponseOutputText,
+        Response,
     )
 
-    param = type_parameter("TextFormatT", model, "openai.lib._parsing._responses")
-    generics: tuple[Any, ...] = (
-        ParsedResponse,
-        ParsedResponseOutputMessage,
-        ParsedResponseOutputText,
-    )
-    response_type, message_type, text_type = (generic[param] for generic in generics)
+    try:
+        from openai.lib._parsing._responses import parse_response
+
+        text = {"type": "output_text", "text": "", "annotations": []}
+        message = {"type": "message", "id": "m", "role": "assistant", "status": "completed"}
+        response = Response.model_validate(
+            {
+                "id": "r",
+                "object": "response",
+                "created_at": 0,
+                "model": "m",
+                "parallel_tool_calls": False,
+                "tool_choice": "auto",
+                "tools": [],
+                "output": [{**message, "content": [text]}],
+            }
+        )
+        parsed = parse_response(text_format=_omitted(), input_tools=None, response=response)
+        item = parsed.output[0]
+        return type(parsed), type(item), type(item.content[0])
+    except Exception:  # pragma: no cover - an SDK whose builder moved or changed its shape
+        param = type_parameter("TextFormatT", Any, "openai.lib._parsing._responses")
+        generics = (ParsedResponse, ParsedResponseOutputMessage, ParsedResponseOutputText)
+        first, second, third = (generic[param] for generic in generics)
+        return first, second, third
+
+
+def _omitted() -> Any:
+    import openai
+
+    return getattr(openai, "omit", None) or openai.NOT_GIVEN
+
+
+def parsed_response(model: type[Any]) -> Callable[[Any, Any], Any]:
+    """`build(response, value)`: the SDK's parsed response of a response (of the very classes
+    the bare `responses.parse` returns), `value` as the `parsed` of the last message's output
+    texts (so `output_parsed` is it); every other output text's `parsed` is None."""
+    response_type, message_type, text_type = sdk_response_types()
 
     def build(response: Any, value: Any) -> Any:
         output = list(response.output or ())
