@@ -18,6 +18,7 @@ raise). `healjson.outcome_of(obj)` returns the run's `Outcome`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -188,21 +189,12 @@ def parsed_completion(model: type[Any]) -> Callable[[Any, Any], Any]:
     return build
 
 
+@functools.cache
 def sdk_response_types() -> tuple[Any, Any, Any]:
     """The classes the SDK's own `responses.parse` builds (response, message, output text):
     found once by running its own builder on a one-message response with no format, since
     releases differ (older ones build `ParsedResponse[TextFormatT]`, newer ones the bare
     `ParsedResponse`); the type-variable form where the SDK's builder has moved."""
-    global _RESPONSE_TYPES
-    if _RESPONSE_TYPES is None:
-        _RESPONSE_TYPES = _probe_response_types()
-    return _RESPONSE_TYPES
-
-
-_RESPONSE_TYPES: tuple[Any, Any, Any] | None = None
-
-
-def _probe_response_types() -> tuple[Any, Any, Any]:
     from openai.types.responses import (
         ParsedResponse,
         ParsedResponseOutputMessage,
@@ -227,7 +219,7 @@ def _probe_response_types() -> tuple[Any, Any, Any]:
                 "output": [{**message, "content": [text]}],
             }
         )
-        parsed = parse_response(text_format=_omitted(), input_tools=None, response=response)
+        parsed: Any = parse_response(text_format=_omitted(), input_tools=None, response=response)
         item = parsed.output[0]
         return type(parsed), type(item), type(item.content[0])
     except Exception:  # pragma: no cover - an SDK whose builder moved or changed its shape
