@@ -59,7 +59,6 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-import instructor
 import openai
 import pydantic
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -327,6 +326,8 @@ def run_healjson(
 def run_instructor(
     case: Case, script: Sequence[Item], max_retries: int = MAX_CALLS - 1, mode: str = "JSON"
 ) -> Run:
+    import instructor  # its contenders only: instructor is installed in the floor venv
+
     run = Run()
     with ScriptedServer(script) as server:
         client = instructor.from_openai(

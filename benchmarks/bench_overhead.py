@@ -42,8 +42,8 @@ concurrency under `tracemalloc` (traced peak above the starting level).
 Part 3 (only when B misses the target, or with `--profile`): cProfile over PROFILE_CALLS calls of
 A and of B over HTTP in this process; where healjson's own time goes, per call.
 
-The scripted server is started as `python -c` around `healjson.testing._serve.main()` with its
-listen backlog raised from socketserver's default of 5 (see SERVER_LAUNCH).
+The scripted server is started as `python -c` around `healjson.testing._serve.main()` (see
+SERVER_LAUNCH).
 
 Results are printed and written to `benchmarks/results/overhead.md`.
 """
@@ -162,13 +162,9 @@ INSTR_TOOLS = "D. instructor `Mode.TOOLS`"
 # --- scripted servers in separate processes ----------------------------------------------------
 
 
-# `python -m healjson.testing._serve`, with one change: socketserver's default listen backlog
-# (`request_queue_size = 5`) overflows when 50 async clients connect at once (the kernel drops
-# the handshakes and the SDK sees `ReadError`/`APIConnectionError` after retransmit timeouts).
-SERVER_LAUNCH = (
-    "import sys, healjson.testing._server as s, healjson.testing._serve as p; "
-    "s._HTTPServer.request_queue_size = 128; sys.exit(p.main())"
-)
+# `python -m healjson.testing._serve` (its server's listen backlog is 1,024: socketserver's
+# default of 5 overflows when 50 async clients connect at once, the kernel dropping handshakes)
+SERVER_LAUNCH = "import sys, healjson.testing._serve as p; sys.exit(p.main())"
 
 
 class ServerProcess:

@@ -279,12 +279,12 @@ class _Stop(Exception):
 def serve(args: argparse.Namespace) -> int:
     """`--serve`: a ScriptedServer answering by content until SIGTERM; prints READY, then its
     counts as one JSON line when it stops."""
-    import healjson.testing._server as server_module
+    import healjson.testing._http as http_module
     from healjson.testing import ScriptedServer
 
     _raise_file_limit()
-    # socketserver's listen backlog (the library's 128) would drop handshakes at 2,000 at once
-    server_module._HTTPServer.request_queue_size = 4096
+    # the library's listen backlog (1,024) would drop handshakes at 2,000 at once
+    http_module.LoopbackHTTPServer.request_queue_size = 4096
     script = Script(args.rows, args.serve, args.barrier, args.expired_as)
     server = ScriptedServer(
         [script.answer_chat],
