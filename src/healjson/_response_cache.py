@@ -29,9 +29,12 @@ if TYPE_CHECKING:
 
 __all__ = ["ResponseCache", "ResponseStore"]
 
+# a rowid table: an entry (an answer, a kilobyte or more) is appended, and only its key goes into
+# the key's index at a random place (a `WITHOUT ROWID` table, which earlier files have and which
+# still work, rewrote a random page of whole entries per insert)
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS responses "
-    "(key TEXT PRIMARY KEY, value BLOB NOT NULL, stored_at REAL NOT NULL) WITHOUT ROWID"
+    "(key TEXT PRIMARY KEY, value BLOB NOT NULL, stored_at REAL NOT NULL)"
 )
 
 

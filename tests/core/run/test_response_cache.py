@@ -82,6 +82,27 @@ def test_a_put_is_read_back_at_once_and_committed_in_batches(tmp_path: Path) -> 
     assert 50 == len(reader)
 
 
+def test_a_file_of_the_earlier_table_layout_is_read_and_written(tmp_path: Path) -> None:
+    """A cache file whose table an earlier release made (`WITHOUT ROWID`) keeps its entries
+    and takes new ones: the layout changed, not the columns."""
+    path = tmp_path / "cache.sqlite"
+    with contextlib.closing(sqlite3.connect(path)) as old:
+        old.execute(
+            "CREATE TABLE responses (key TEXT PRIMARY KEY, value BLOB NOT NULL, "
+            "stored_at REAL NOT NULL) WITHOUT ROWID"
+        )
+        old.execute("INSERT INTO responses VALUES ('old', x'6f6c64', 0)")
+        old.commit()
+    with ResponseCache(path) as cache:
+        cache.put("new", b"new")
+        cache.put("old", b"replaced")
+        cache.flush()
+
+    with ResponseCache(path) as reader:
+        assert b"new" == reader.get("new")
+        assert b"replaced" == reader.get("old")
+
+
 def test_a_cache_hit_costs_no_model_call(tmp_path: Path, closing: contextlib.ExitStack) -> None:
     """The second identical request is served from the cache: no HTTP request, no tokens."""
     cache = ResponseCache(tmp_path / "cache.sqlite")
