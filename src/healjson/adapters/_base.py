@@ -394,13 +394,11 @@ class HealingAdapter:
         return drive_sync(run.flow, call, scope)
 
     def _sdk_sender(self, response_model: Any, params: dict[str, Any]) -> Send:
-        """How the requests of the SDK's own structured calls (`heal_recorded`) reach the
-        client: as `_sender`'s, unless the adapter's SDK needs its answer in another shape."""
+        """`_sender` for the SDK's own structured calls (`heal_recorded`); an adapter may differ."""
         return self._sender(response_model, params)
 
     def _sdk_enforcement(self, target: Shapeable, forced: JsonMode | None) -> Enforcement | None:
-        """The enforcement check of the SDK's own structured calls: `_enforcement`'s, unless
-        the adapter's `_sdk_sender` differs."""
+        """`_enforcement` for the SDK's own structured calls, as `_sdk_sender` asks them."""
         return self._enforcement(target, forced)
 
     def _one_value(

@@ -172,7 +172,7 @@ def test_a_hopeless_answer_gives_parsed_none_and_a_degraded_outcome(
     assert isinstance(healjson.outcome_of(chunks[-1]), Degraded)
 
 
-def test_a_stream_cut_before_its_end_passes_through(scripted_server: ScriptedServer) -> None:
+def test_a_stream_left_early_is_closed_and_passes_through(scripted_server: ScriptedServer) -> None:
     """A stream left early by the caller is closed, and what it yielded is the bare SDK's."""
     reply = ScriptedReply(content=GOOD, chunk_chars=4)
     scripted_server.extend([reply, reply])
