@@ -235,10 +235,18 @@ def check_wrap_anthropic_and_functions() -> None:
         client.messages.parse(model="m", max_tokens=64, messages=[], output_format=Order),
         anthropic.types.ParsedMessage[Order],
     )
+    assert_type(
+        client.messages.stream(model="m", max_tokens=64, messages=[], output_format=Order),
+        anthropic.lib.streaming.MessageStreamManager[Order],
+    )
     aclient = healjson.wrap(anthropic.AsyncAnthropic(api_key="x"))
     pending = aclient.messages.create(model="m", max_tokens=64, messages=[], response_model=Order)
     _ = assert_type(pending, Coroutine[Any, Any, Outcome[Order]])
     pending.close()
+    assert_type(
+        aclient.messages.stream(model="m", max_tokens=64, messages=[], output_format=Order),
+        anthropic.lib.streaming.AsyncMessageStreamManager[Order],
+    )
 
     def completion(**kwargs: Any) -> dict[str, Any]:
         return {}

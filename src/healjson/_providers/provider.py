@@ -51,7 +51,9 @@ if TYPE_CHECKING:
         more healjson keywords (and their types); `returns` / `stream_returns`: the SDK's own
         result types without a target (with `stream=True`), for the sync and the async client,
         each wrapped in a coroutine for the async client when `awaits` (the default);
-        `positional`: the passthrough takes positional arguments too."""
+        `positional`: the passthrough takes positional arguments too; `sdk_target`: on a
+        `stream`, the keyword under which the SDK's own structured stream takes its type, that
+        call returning `parsed` (an `sdk_parse` overload beside the healed streams)."""
 
         path: str
         kind: MethodKind
@@ -66,6 +68,7 @@ if TYPE_CHECKING:
         awaits: bool
         positional: bool
         parsed: tuple[str, str]
+        sdk_target: str
 
     class TypingRow(TypedDict, total=False):
         """A client family in the typed face: the protocols `wrap(client)` returns (only `name`

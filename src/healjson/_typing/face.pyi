@@ -1178,6 +1178,18 @@ class _HealingAnthropicMessages(Protocol):
     def stream(
         self,
         *,
+        output_format: type[T],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> anthropic.lib.streaming.MessageStreamManager[T]: ...
+    @overload
+    def stream(
+        self,
+        *,
         response_model: None = ...,
         **kwargs: Any,
     ) -> anthropic.lib.streaming.MessageStreamManager[Any]: ...
@@ -1339,6 +1351,18 @@ class _AsyncHealingAnthropicMessages(Protocol):
         context: Mapping[str, Any] | None = ...,
         **kwargs: Any,
     ) -> AsyncHealStream[Any]: ...
+    @overload
+    def stream(
+        self,
+        *,
+        output_format: type[T],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> anthropic.lib.streaming.AsyncMessageStreamManager[T]: ...
     @overload
     def stream(
         self,
@@ -1980,7 +2004,8 @@ def wrap(client: Any, *, json_mode: JsonMode = ..., policy: HealPolicy | None = 
     `messages.stream(response_model=M)` heal the same way, in Anthropic's tiers named like the
     chat ones: `json_schema` (native structured output), `json_object` (a forced strict tool),
     `prompt`. The SDK's own `messages.parse(output_format=M)` returns its `ParsedMessage`,
-    `parsed_output` healed (`healjson.outcome_of`).
+    `parsed_output` healed, and `messages.stream(output_format=M)` its stream manager, the final
+    message's `parsed_output` healed (`healjson.outcome_of`).
 
     `google.genai.Client`: `models.generate_content(response_model=M)` and
     `generate_content_stream(response_model=M)`, also through `aio`, in Gemini's tiers:

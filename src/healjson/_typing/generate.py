@@ -199,6 +199,13 @@ def _method(method: Method, name: str, side: _Kinds) -> list[str]:
     elif kind == "stream":
         for typed, rule in targets:
             out += _overload(name, _healing(method, typed, rule, None), f"{side.stream}[{rule}]")
+        sdk_target = method.get("sdk_target")
+        if sdk_target is not None:  # the SDK's own structured stream under its own keyword
+            own: Method = {**method, "kind": "sdk_parse", "target": sdk_target}
+            parsed = method.get("parsed", ("Any", "Any"))[index]
+            out += _overload(
+                name, _healing(own, "type[T]", "T", None), side.awaited(parsed, awaits)
+            )
         out += _overload(name, passthrough, side.awaited(returns, awaits))
     elif kind == "parse":
         out += _overload(name, _healing(method, "type[T]", "T", None), side.awaited("Outcome[T]"))

@@ -382,16 +382,24 @@ class HealingAdapter:
         noted in `received`; with `first`, an answer already received is the run's first (only
         its repairs are calls). The outcome (an awaitable of it for an async client)."""
         core = self._core
-        send = received.recording(self._sender(healer.target.type_, params), core.is_async)
+        send = received.recording(self._sdk_sender(healer.target.type_, params), core.is_async)
         call = (async_call if core.is_async else sync_call)(core.tiers, forced, healer.target, send)
         if first is not None:
             call = received.first(call, first, core.is_async)
-        enforcement = self._enforcement(healer.target, forced)
+        enforcement = self._sdk_enforcement(healer.target, forced)
         run = healer.start(messages, context=context, params=params, enforcement=enforcement)
         scope = secrets_scope(core.wrapped, params)
         if core.is_async:
             return drive_async(run.flow, call, scope)
         return drive_sync(run.flow, call, scope)
+
+    def _sdk_sender(self, response_model: Any, params: dict[str, Any]) -> Send:
+        """`_sender` for the SDK's own structured calls (`heal_recorded`); an adapter may differ."""
+        return self._sender(response_model, params)
+
+    def _sdk_enforcement(self, target: Shapeable, forced: JsonMode | None) -> Enforcement | None:
+        """`_enforcement` for the SDK's own structured calls, as `_sdk_sender` asks them."""
+        return self._enforcement(target, forced)
 
     def _one_value(
         self, target: Shapeable, forced: JsonMode | None, params: Mapping[str, Any]

@@ -39,6 +39,7 @@ from ._base import (
 from ._format import FormatState, check_mode
 from ._parsed import Received, afinish, finish, parsed_completion
 from ._parsed_streams import chat_stream_manager
+from ._proxy import BetaProxy
 from ._responses import Responses
 from ._unreadable import ReadChecked, read_checked_call
 
@@ -169,6 +170,13 @@ class HealingClient(HealingAdapter):
         super().__init__(client, policy=policy)
         self._tiers = FormatState(check_mode(json_mode))
         self.responses = Responses(self)
+
+    @property
+    def beta(self) -> Any:
+        """The wrapped client's `beta`, its `chat` this client's healing one (`BetaProxy`)."""
+        if not hasattr(self.wrapped, "beta"):
+            raise AttributeError(f"{type(self.wrapped).__name__} has no attribute 'beta'")
+        return BetaProxy(self)
 
     @property
     def format(self) -> FormatState:

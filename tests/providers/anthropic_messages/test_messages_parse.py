@@ -148,3 +148,22 @@ def test_a_valid_answer_parses_exactly_as_the_bare_sdk(
     assert invoice == bare.parsed_output
     assert bare.parsed_output == healed.parsed_output
     assert bare.content == healed.content
+
+
+def test_parse_asks_for_text_where_the_client_would_force_a_tool(
+    scripted_server: ScriptedServer,
+) -> None:
+    """On a client whose tier is the forced tool (`json_mode="json_object"`), `parse` asks for
+    the answer as text, the schema in the system prompt: its `ParsedMessage` carries the
+    parsed value on a text block, which a tool's answer has none of."""
+    scripted_server.push(GOOD)
+    options = {"base_url": scripted_server.anthropic_base_url, "api_key": "test"}
+    with anthropic.Anthropic(**options, max_retries=0) as sdk:
+        client = healjson.wrap(sdk, json_mode="json_object")
+        message = parse()(client)
+
+    assert EXPECTED == message.parsed_output
+    body = scripted_server.requests[0].body
+    assert "tools" not in body
+    assert "output_config" not in body
+    assert "number" in str(body["system"])

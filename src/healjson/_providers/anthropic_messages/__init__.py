@@ -38,7 +38,8 @@ TYPING: Final[TypingRow] = {
         "and `messages.stream(response_model=M)` heal the same way, in Anthropic's tiers named "
         "like the chat ones: `json_schema` (native structured output), `json_object` (a forced "
         "strict tool), `prompt`. The SDK's own `messages.parse(output_format=M)` returns its "
-        "`ParsedMessage`, `parsed_output` healed (`healjson.outcome_of`)."
+        "`ParsedMessage`, `parsed_output` healed, and `messages.stream(output_format=M)` its "
+        "stream manager, the final message's `parsed_output` healed (`healjson.outcome_of`)."
     ),
     "methods": (
         {
@@ -63,6 +64,11 @@ TYPING: Final[TypingRow] = {
             "returns": (
                 "anthropic.lib.streaming.MessageStreamManager[Any]",
                 "anthropic.lib.streaming.AsyncMessageStreamManager[Any]",
+            ),
+            "sdk_target": "output_format",
+            "parsed": (
+                "anthropic.lib.streaming.MessageStreamManager[T]",
+                "anthropic.lib.streaming.AsyncMessageStreamManager[T]",
             ),
         },
     ),

@@ -3,7 +3,10 @@ healed streams of `wrap(instructor.from_anthropic(...))` (`AnthropicStreams`, `i
 
 `HealingAnthropic`: `client.messages.create(..., response_model=M)` returns `Outcome[M]`
 (`stream=True`, or `client.messages.stream(..., response_model=M)`: a healed stream); without
-`response_model` everything passes through. The JSON is asked for in Anthropic's tiers
+`response_model` everything passes through, but for the SDK's own structured calls,
+`messages.parse(output_format=M)` and `messages.stream(output_format=M)`, which return the
+SDK's own types with the healed value in place (`parsed`; asked for in a tier that answers in
+text). The JSON is asked for in Anthropic's tiers
 (`wire.tier_request`: native structured output, a forced strict tool,
 the schema in the system prompt), negotiated per client by a `FormatState`: a tier refused
 with an HTTP 400 naming its feature is stepped down, within the same model call, and remembered.
@@ -44,18 +47,12 @@ from healjson.adapters._base import (
     sync_call,
 )
 from healjson.adapters._format import Enforcing, FormatState, check_mode
-from healjson.adapters._parsed import (
-    Received,
-    afinish,
-    fields_of,
-    finish,
-    type_parameter,
-    with_request_id,
-)
+from healjson.adapters._parsed import Received, afinish, finish
 from healjson.adapters._steps import stepping
 from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 from healjson.adapters._unreadable import ReadChecked, read_checked_call
 
+from .parsed import message_stream_manager, parsed_message, stream_opener, streamed_message
 from .tools import ANTHROPIC
 from .wire import (
     chooses_format,
@@ -243,12 +240,61 @@ class Messages:
             return afinish(run, received, build)
         return finish(run, received, build)
 
-    def stream(self, *args: Any, response_model: Any = UNSET, **kwargs: Any) -> Any:
+    def stream(
+        self, *args: Any, response_model: Any = UNSET, output_format: Any = None, **kwargs: Any
+    ) -> Any:
         """`messages.stream`; with `response_model=M` the healed stream of
-        `create(..., stream=True)` (a context manager too)."""
-        if response_model is UNSET:
+        `create(..., stream=True)` (a context manager too). With a type as `output_format` the
+        SDK's own stream manager (`parsed`): its stream yields the SDK's own events as they
+        arrive (the SDK parses nothing on the way, so a prose-wrapped answer raises nothing);
+        its `get_final_message()` is a `ParsedMessage[M]` whose `parsed_output` is the healed
+        value (None when the run degraded), `healjson.outcome_of(...)` its outcome. When the
+        streamed answer needs a repair, the repair is a plain (non-streamed) call and the final
+        message is the repaired call's. `contracts`, `policy`, `examples` and `context` as for
+        `parse`."""
+        if response_model is not UNSET:
+            if output_format is not None:
+                raise TypeError("messages.stream takes response_model= or output_format=, not both")
+            return self.create(*args, response_model=response_model, stream=True, **kwargs)
+        if output_format is None:
             return self._owner.wrapped.messages.stream(*args, **kwargs)
-        return self.create(*args, response_model=response_model, stream=True, **kwargs)
+        return self._parsed_stream(args, output_format, **kwargs)
+
+    def _parsed_stream(
+        self,
+        args: tuple[Any, ...],
+        output_format: Any,
+        *,
+        contracts: Iterable[Contract[Any] | Callable[..., Any]] = (),
+        policy: HealPolicy | None = None,
+        examples: Iterable[Any] = (),
+        context: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        owner = self._owner
+        if args:
+            raise TypeError("messages.stream takes keyword arguments only")
+        messages = kwargs.pop("messages", UNSET)
+        if messages is UNSET:
+            raise TypeError("messages.stream needs messages=[...]")
+        healer = owner.sdk_healer(output_format, contracts, policy, examples)
+        is_async = owner.is_async
+
+        def heal(snapshot: Any) -> Any:
+            received = Received()
+            run = owner.heal_recorded(
+                healer, None, messages, context=context, params=dict(kwargs),
+                received=received, first=snapshot,
+            )  # fmt: skip
+            build = streamed_message(snapshot)
+            return afinish(run, received, build) if is_async else finish(run, received, build)
+
+        fresh = [dict(message) for message in messages]
+        stream = owner.wrapped.messages.stream
+        opener = stream_opener(
+            stream, owner.format, healer.target, fresh, kwargs, is_async=is_async
+        )
+        return message_stream_manager(opener, heal, is_async)
 
 
 class HealingAnthropic(HealingAdapter):
@@ -303,10 +349,21 @@ class HealingAnthropic(HealingAdapter):
 
         return json_mode
 
-    def _enforcement(self, target: Shapeable, forced: JsonMode | None) -> Enforcement | None:
-        return Enforcing(
-            self.format, None, lambda mode, params: enforced_schema(mode, target, params)
-        )
+    def _enforcement(
+        self, target: Shapeable, forced: JsonMode | None, *, text_only: bool = False
+    ) -> Enforcement | None:
+        def schema_of(mode: JsonMode, params: Mapping[str, Any]) -> dict[str, Any] | None:
+            return enforced_schema(mode, target, params, text_only=text_only)
+
+        return Enforcing(self.format, None, schema_of)
+
+    def _sdk_enforcement(self, target: Shapeable, forced: JsonMode | None) -> Enforcement | None:
+        return self._enforcement(target, forced, text_only=True)
+
+    def _sdk_sender(self, response_model: Any, params: dict[str, Any]) -> Send:
+        """The SDK's own `parse` / `stream(output_format=M)` read their value off a text block:
+        their requests skip the forced tool's tier (`wire.tier_request`'s `text_only`)."""
+        return self._sender(response_model, params, text_only=True)
 
     def _route(
         self, target: Any, response_model: Any, params: dict[str, Any]
@@ -329,7 +386,9 @@ class HealingAnthropic(HealingAdapter):
         self._routes[key] = (wrapped, state, call, checked)
         return call, checked
 
-    def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
+    def _sender(
+        self, response_model: Any, params: dict[str, Any], *, text_only: bool = False
+    ) -> Send:
         create = self.wrapped.messages.create
         reader = _READ_EVENTS if params.get("stream") else _READ_MESSAGE
         if chooses_format(params):  # the caller's own output format or tools: sent as given
@@ -347,7 +406,7 @@ class HealingAnthropic(HealingAdapter):
             messages = request.pop("messages")
 
             def attempt(mode: JsonMode) -> tuple[JsonMode, dict[str, Any]]:
-                return tier_request(mode, target, messages, request)
+                return tier_request(mode, target, messages, request, text_only=text_only)
 
             return (
                 stepping(create, state, attempt, is_tier_rejection, is_async=is_async),
@@ -356,32 +415,3 @@ class HealingAnthropic(HealingAdapter):
             )
 
         return send
-
-
-def parsed_message(model: type[Any]) -> Callable[[Any, Any], Any]:
-    """`build(message, value)`: Anthropic's `ParsedMessage[model]` of a message, `value` as the
-    `parsed_output` of its last text block (so the message's `parsed_output` is it); every
-    other text block's is None."""
-    from anthropic.types import ParsedMessage, ParsedTextBlock
-
-    param = type_parameter("ResponseFormatT", model, "anthropic.lib._parse._response")
-    generics: tuple[Any, ...] = (ParsedMessage, ParsedTextBlock)
-    message_type, text_type = (generic[param] for generic in generics)
-
-    def build(message: Any, value: Any) -> Any:
-        content = list(message.content or ())
-        texts = [i for i, block in enumerate(content) if block.type == "text"]
-        answer = texts[-1] if texts else -1
-        blocks = [
-            text_type.construct(
-                **{**fields_of(block), "parsed_output": value if index == answer else None}
-            )
-            if block.type == "text"
-            else block
-            for index, block in enumerate(content)
-        ]
-        return with_request_id(
-            message_type.construct(**{**fields_of(message), "content": blocks}), message
-        )
-
-    return build

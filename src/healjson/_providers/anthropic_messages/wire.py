@@ -366,10 +366,17 @@ def thinking_on(params: Mapping[str, Any]) -> bool:
 
 
 def tier_request(
-    mode: JsonMode, target: Shapeable, messages: Sequence[dict[str, Any]], params: Mapping[str, Any]
+    mode: JsonMode,
+    target: Shapeable,
+    messages: Sequence[dict[str, Any]],
+    params: Mapping[str, Any],
+    *,
+    text_only: bool = False,
 ) -> tuple[JsonMode, dict[str, Any]]:
     """`messages.create` keywords asking for `target` in tier `mode`, and the tier really used
-    (a tier the schema or the request rules out goes one weaker)."""
+    (a tier the schema or the request rules out goes one weaker). `text_only`: the answer must
+    be a text block (the SDK's own `parse` / `stream(output_format=M)`, whose `ParsedMessage`
+    carries its value on one), so the forced tool's tier is skipped."""
     schema = target.json_schema
     shared = shared_end(messages)  # found before any copy of the list (a repair's mark)
     if mode == "json_schema":
@@ -383,7 +390,7 @@ def tier_request(
             config = dict(config) if isinstance(config, Mapping) else {}
             body["output_config"] = {**config, "format": {"type": "json_schema", "schema": closed}}
             return mode, body
-    if mode == "json_object":
+    if mode == "json_object" and not text_only:
         schema = _inline_root(schema)
         if thinking_on(params) or schema.get("type") != "object":
             mode = "prompt"
@@ -415,11 +422,11 @@ def used_tier(mode: JsonMode, target: Shapeable, params: Mapping[str, Any]) -> J
 
 
 def enforced_schema(
-    mode: JsonMode, target: Shapeable, params: Mapping[str, Any]
+    mode: JsonMode, target: Shapeable, params: Mapping[str, Any], *, text_only: bool = False
 ) -> dict[str, Any] | None:
     """The schema a request in tier `mode` asks Anthropic to enforce, as sent (native structured
     output's, or the strict tool's input schema), None when it asks none: the prompt tier, a
-    tool that cannot be strict, the caller's own format."""
+    tool that cannot be strict, the caller's own format (`text_only` as for `tier_request`)."""
     if chooses_format(params):
         return None
     schema = target.json_schema
@@ -428,7 +435,7 @@ def enforced_schema(
             return anthropic_schema(schema)
         except AnthropicSchemaUnsupported:
             mode = "json_object"
-    if mode == "json_object":
+    if mode == "json_object" and not text_only:
         schema = _inline_root(schema)
         if thinking_on(params) or schema.get("type") != "object":
             return None

@@ -17,7 +17,7 @@ chat messages become Gemini `contents` (`assistant` is `model`), the system mess
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel
 
@@ -40,6 +40,7 @@ from healjson.adapters._parsed import Received, afinish, finish
 from healjson.adapters._steps import stepping
 from healjson.adapters._unreadable import ReadChecked
 
+from .parsed import aparsed_chunks, parsed_chunks
 from .wire import (
     chooses_format,
     content_messages,
@@ -138,9 +139,17 @@ class Models:
     def generate_content_stream(
         self, *args: Any, response_model: Any = UNSET, **kwargs: Any
     ) -> Any:
-        """With `response_model=M`: a `HealStream[M]` (`AsyncHealStream[M]` through `aio`)."""
+        """With `response_model=M`: a `HealStream[M]` (`AsyncHealStream[M]` through `aio`).
+        Without it, a pydantic model as the config's `response_schema` is the SDK's own
+        structured stream: the request is the caller's, its chunks the SDK's as they arrive,
+        and the chunk that ends the answer comes once the stream has ended, its `.parsed` the
+        healed value of the whole answer (None when the run degraded), `healjson.outcome_of`
+        its outcome (`parsed`); a repair is a plain `generate_content` call."""
         if response_model is UNSET:
-            return self._models().generate_content_stream(*args, **kwargs)
+            schema = _response_schema(kwargs.get("config"))
+            if schema is None:
+                return self._models().generate_content_stream(*args, **kwargs)
+            return self._owner._parsed_stream(self._aio, args, schema, kwargs)
         return self._owner._heal(self._aio, True, args, response_model, kwargs)
 
 
@@ -188,14 +197,13 @@ class HealingGemini(HealingAdapter):
         kwargs: dict[str, Any],
         *,
         received: Received | None = None,
+        first: Any = None,
     ) -> Any:
         if args:
             raise TypeError("generate_content takes keyword arguments only")
         options: dict[str, Any] = {
-            name: kwargs.pop(name, default)
-            for name, default in (("contracts", ()), ("policy", None), ("fallback", None),
-                                  ("examples", ()), ("context", None))
-        }  # fmt: skip
+            name: kwargs.pop(name, default) for name, default in _OPTIONS.items()
+        }
         if "contents" not in kwargs:
             raise TypeError("generate_content needs contents=...")
         contents = kwargs.pop("contents")
@@ -240,6 +248,8 @@ class HealingGemini(HealingAdapter):
         if received is not None:  # the SDK's own structured call: its answers kept
             sender = received.recording(send, aio)
         driver = (async_call if aio else sync_call)(None, None, target, sender)
+        if received is not None and first is not None:  # a streamed answer, already read
+            driver = received.first(driver, first, aio)
         context = options["context"]
         checked = Enforcing(state, None, self._schema_of(target))
         if stream:
@@ -258,6 +268,36 @@ class HealingGemini(HealingAdapter):
             return drive_async(run.flow, driver, secrets_scope(self.wrapped, params))
         return drive_sync(run.flow, driver, secrets_scope(self.wrapped, params))
 
+    def _parsed_stream(
+        self, aio: bool, args: tuple[Any, ...], schema: type[Any], kwargs: dict[str, Any]
+    ) -> Any:
+        """`generate_content_stream` with `response_schema=M` in its config (see `parsed`): the
+        SDK's stream of the caller's request, its last chunk's `.parsed` healed (an awaitable
+        of the stream through `aio`, as the SDK's)."""
+        if args:
+            raise TypeError("generate_content_stream takes keyword arguments only")
+        options = {name: kwargs.pop(name) for name in _OPTIONS if name in kwargs}
+        request = dict(kwargs)
+        models = self.wrapped.aio.models if aio else self.wrapped.models
+
+        def heal(whole: Any, last: Any) -> Any:
+            received = Received()
+            given = {**request, **options}
+            run = self._heal(aio, False, (), schema, given, received=received, first=whole)
+
+            def build(answer: Any, value: Any) -> Any:
+                return _with_parsed(last, value)
+
+            return afinish(run, received, build) if aio else finish(run, received, build)
+
+        if aio:
+
+            async def opened() -> Any:
+                return aparsed_chunks(await models.generate_content_stream(**request), heal)
+
+            return opened()
+        return parsed_chunks(models.generate_content_stream(**request), heal)
+
     @staticmethod
     def _schema_of(
         target: Target[Any],
@@ -266,6 +306,16 @@ class HealingGemini(HealingAdapter):
             return enforced_schema(mode, target, params)
 
         return schema_of
+
+
+# healjson's keywords of a healing call, and their defaults
+_OPTIONS: Final = {
+    "contracts": (),
+    "policy": None,
+    "fallback": None,
+    "examples": (),
+    "context": None,
+}
 
 
 def _response_schema(config: Any) -> Any:

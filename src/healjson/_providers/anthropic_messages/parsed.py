@@ -1,0 +1,204 @@
+"""The SDK's own structured calls on a wrapped Anthropic client, healed in place:
+`messages.parse(output_format=M)` and `messages.stream(output_format=M)`.
+
+- `parsed_message(M)`: the `ParsedMessage[M]` that the SDK's `parse` returns, built from a
+  message and a healed value (`parse`'s builder).
+- `message_stream_manager(open, heal, is_async)`: the SDK's stream manager (a subclass of
+  `MessageStreamManager` / `AsyncMessageStreamManager`, built on first use so `import healjson`
+  does not import anthropic). Entering it opens the SDK's own `messages.stream(...)`, asked for
+  the schema as a plain `output_config` JSON schema format (no `output_format`), so the SDK
+  parses nothing on the way: its events are the SDK's, passed through as they arrive, and a
+  prose-wrapped answer raises nothing (the bare SDK validates a text block at its
+  `content_block_stop` and raises there). The stream is the SDK's `MessageStream` (its class
+  made a subclass of the SDK's, so `isinstance` holds) whose `get_final_message()` is healed:
+  the streamed message, read to its end, is the first answer of a healing run (`heal`), which
+  may make repair calls (plain, not streamed); the final message is a `ParsedMessage` of the
+  classes the SDK's stream builds, made from the run's last answer, `parsed_output` the healed
+  value (None when the run degraded), `healjson.outcome_of(...)` its outcome. Once healed,
+  `current_message_snapshot` is that message too, and `get_final_text()` its text, as on the
+  bare SDK's stream once it has ended. The events keep what the SDK streamed: a
+  `content_block_stop` or `message_stop` event carries no parsed value.
+- `stream_opener`: how the manager opens the SDK's stream, in the client's JSON tier (stepped
+  down, and remembered, when the endpoint refuses it), or the caller's own format as given.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from healjson._providers.tiers import JsonMode, Shapeable
+from healjson.adapters._format import FormatState
+from healjson.adapters._parsed import fields_of, type_parameter, with_request_id
+from healjson.adapters._steps import stepping
+
+from .wire import chooses_format, is_tier_rejection, messages_request, tier_request
+
+__all__ = ["message_stream_manager", "parsed_message", "stream_opener", "streamed_message"]
+
+Build = Callable[[Any, Any], Any]
+"""`build(message, value)`: the SDK's parsed message of `message`, `value` its parsed output."""
+Heal = Callable[[Any], Any]
+"""The streamed message -> the final parsed message (an awaitable of it for an async client)."""
+Open = Callable[[], Any]
+"""() -> (the SDK's stream manager, its stream entered) (an awaitable of them, async)."""
+
+
+def _builder(message_type: Any, text_type: Any) -> Build:
+    def build(message: Any, value: Any) -> Any:
+        content = list(message.content or ())
+        texts = [i for i, block in enumerate(content) if block.type == "text"]
+        answer = texts[-1] if texts else -1
+        blocks = [
+            text_type.construct(
+                **{**fields_of(block), "parsed_output": value if index == answer else None}
+            )
+            if block.type == "text"
+            else block
+            for index, block in enumerate(content)
+        ]
+        return with_request_id(
+            message_type.construct(**{**fields_of(message), "content": blocks}), message
+        )
+
+    return build
+
+
+def parsed_message(model: type[Any]) -> Build:
+    """`build(message, value)`: Anthropic's `ParsedMessage[model]` of a message, `value` as the
+    `parsed_output` of its last text block (so the message's `parsed_output` is it); every
+    other text block's is None."""
+    from anthropic.types import ParsedMessage, ParsedTextBlock
+
+    param = type_parameter("ResponseFormatT", model, "anthropic.lib._parse._response")
+    generics: tuple[Any, ...] = (ParsedMessage, ParsedTextBlock)
+    message_type, text_type = (generic[param] for generic in generics)
+    return _builder(message_type, text_type)
+
+
+def streamed_message(snapshot: Any) -> Build:
+    """`parsed_message` for a stream's final message: of the classes the SDK's stream built
+    `snapshot` (its accumulated message) with, as the bare stream's final message is."""
+    from anthropic.types import ParsedTextBlock
+
+    texts = [type(block) for block in snapshot.content or () if block.type == "text"]
+    return _builder(type(snapshot), texts[0] if texts else ParsedTextBlock)
+
+
+def stream_opener(
+    stream: Callable[..., Any],
+    state: FormatState,
+    target: Shapeable,
+    messages: Sequence[dict[str, Any]],
+    params: Mapping[str, Any],
+    *,
+    is_async: bool,
+) -> Open:
+    """How a manager opens `stream` (the SDK's `messages.stream`): asked for `target` in the
+    client's tier (`wire.tier_request`; never the forced tool's, whose answer is no text block),
+    a tier the endpoint refuses (an HTTP 400 raised as the stream opens) stepped down and
+    remembered in `state`; the caller's own `output_config` format or tools sent as given."""
+
+    def enter(**body: Any) -> tuple[Any, Any]:
+        inner = stream(**body)
+        return inner, inner.__enter__()
+
+    async def aenter(**body: Any) -> tuple[Any, Any]:
+        inner = stream(**body)
+        return inner, await inner.__aenter__()
+
+    opened = aenter if is_async else enter
+    if chooses_format(params):
+        return functools.partial(opened, **messages_request(messages, params))
+
+    def attempt(mode: JsonMode) -> tuple[JsonMode, dict[str, Any]]:
+        return tier_request(mode, target, messages, params, text_only=True)
+
+    return stepping(opened, state, attempt, is_tier_rejection, is_async=is_async)
+
+
+def message_stream_manager(open_stream: Open, heal: Heal, is_async: bool) -> Any:
+    """The SDK's stream manager over `open_stream`, its stream's final message `heal`ed."""
+    return _classes()["async" if is_async else "sync"](open_stream, heal)
+
+
+def _healing(stream: Any, heal: Heal, is_async: bool) -> Any:
+    """The SDK's entered `stream`, made the healing subclass of its own class."""
+    stream._healjson_heal = heal
+    stream._healjson_final = []
+    own: Any = type(stream)
+    stream.__class__ = _healing_class(own, is_async)
+    return stream
+
+
+@functools.cache
+def _healing_class(base: type, is_async: bool) -> type:
+    """The SDK's stream class `base` with a healed final message (see the module's
+    docstring); its events, text stream and everything else are `base`'s."""
+    snapshot = base.current_message_snapshot  # type: ignore[attr-defined]
+
+    def current_message_snapshot(self: Any) -> Any:
+        done = self._healjson_final
+        return done[0] if done else snapshot.__get__(self, base)
+
+    def get_final_message(self: Any) -> Any:
+        done = self._healjson_final
+        if not done:
+            healed = self._healjson_heal(base.get_final_message(self))  # type: ignore[attr-defined]
+            if not done:
+                done.append(healed)
+        return done[0]
+
+    async def aget_final_message(self: Any) -> Any:
+        done = self._healjson_final
+        if not done:
+            streamed = await base.get_final_message(self)  # type: ignore[attr-defined]
+            healed = await self._healjson_heal(streamed)
+            if not done:
+                done.append(healed)
+        return done[0]
+
+    namespace = {
+        "__doc__": base.__doc__,
+        "current_message_snapshot": property(current_message_snapshot),
+        "get_final_message": aget_final_message if is_async else get_final_message,
+    }
+    return type(f"Healing{base.__name__}", (base,), namespace)
+
+
+@functools.cache
+def _classes() -> dict[str, type]:
+    """The managers, built once on first use (anthropic imported then, never by `import
+    healjson`)."""
+    from anthropic.lib.streaming import AsyncMessageStreamManager, MessageStreamManager
+
+    def __init__(self: Any, open_stream: Open, heal: Heal) -> None:
+        self._healjson_open = open_stream
+        self._healjson_heal = heal
+        self._healjson_inner = None
+
+    def __enter__(self: Any) -> Any:
+        self._healjson_inner, stream = self._healjson_open()
+        return _healing(stream, self._healjson_heal, False)
+
+    def __exit__(self: Any, *exc: Any) -> Any:
+        inner = self._healjson_inner
+        return None if inner is None else inner.__exit__(*exc)
+
+    async def __aenter__(self: Any) -> Any:
+        self._healjson_inner, stream = await self._healjson_open()
+        return _healing(stream, self._healjson_heal, True)
+
+    async def __aexit__(self: Any, *exc: Any) -> Any:
+        inner = self._healjson_inner
+        return None if inner is None else await inner.__aexit__(*exc)
+
+    sync = {"__init__": __init__, "__enter__": __enter__, "__exit__": __exit__}
+    asynchronous = {"__init__": __init__, "__aenter__": __aenter__, "__aexit__": __aexit__}
+    return {
+        "sync": type("HealingMessageStreamManager", (MessageStreamManager,), sync),
+        "async": type(
+            "HealingAsyncMessageStreamManager", (AsyncMessageStreamManager,), asynchronous
+        ),
+    }
