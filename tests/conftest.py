@@ -40,7 +40,9 @@ def _one_default_tls_context() -> None:
 _one_default_tls_context()
 
 
-settings.register_profile("ci", max_examples=60, deadline=None)
+# every property of the default suite is derandomized: a run is red or green by the code, never
+# by the draw (a property's own `derandomize=False` aside); the randomized lane is `pinned.py`'s
+settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True)
 if not os.environ.get(PROFILE_ENV, "").strip():  # otherwise the plugin loads the one named
     settings.load_profile("ci")
 
