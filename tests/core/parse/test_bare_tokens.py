@@ -77,6 +77,11 @@ REFUSED_REPLIES = [
     '{"a": (1)}',
     '{"a": Non}',
     '{"a": 12 345}',
+    '{"a": 0x10}',
+    "[0x1F, 1]",
+    '{"a": -0o17}',
+    '{"a": 0b101}',
+    '{"a": 0xDEAD_BEEF}',
 ]
 
 
@@ -105,6 +110,7 @@ def test_a_broken_token_gives_no_value(text: str) -> None:
         ('{"a": {"k": 1:}}', Mapped),
         ('{"a": {"k": 1e, "j": 2}}', Mapped),
         ('{"a": {"k": [{]}}', Mapped),
+        ('{"a": {"k": 0x10}}', Mapped),
     ],
 )
 def test_a_broken_token_is_never_healed_into_a_string_field(text: str, target: Any) -> None:

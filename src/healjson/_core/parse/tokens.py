@@ -19,6 +19,8 @@ token, and so is `1 2 3`). It is a value only when the whole token is one:
    - a token without a letter (`-`, `.`, `$`, `1..2`, `1:`, `12 345`, `2024-01-02`, and
      `1e5e`: an `e` right after a digit is an exponent's, not a letter): digits, signs and
      punctuation are a number in a form not read here, or nothing;
+   - an integer in a base other than ten as Python and JavaScript write it (`0x1F`, `0o17`,
+     `0b101`): a number in a form not read here, whose letters are not a word's;
    - a literal or an exponent cut short: more than half of a literal's spelling that stops
      short of it (`tru`, `fals`, `nul`, `Non`, `undef`), a number whose exponent has no digits
      (`1e`, `2E+`): it may be that value, mistyped or cut. Less than that is too little of a
@@ -69,6 +71,9 @@ _NUMBER: Final = re.compile(
     rf"[+-]?(?:(?:0|[1-9]\d*+(?:_\d+)*+)(?:\.{_DIGITS})?|\.{_DIGITS})(?:[eE][+-]?\d++)?"
 )
 _CUT_EXPONENT: Final = re.compile(r"[+-]?(?:\d++(?:\.\d*+)?|\.\d++)[eE][+-]?")
+_PREFIXED: Final = re.compile(
+    r"[+-]?0(?:[xX][0-9a-fA-F]++(?:_[0-9a-fA-F]++)*+|[oO][0-7]++(?:_[0-7]++)*+|[bB][01]++(?:_[01]++)*+)"
+)
 _QUOTES: Final = "\"'`\u201c\u201d\u2018\u2019"
 
 
@@ -126,6 +131,7 @@ def _value_like(part: str) -> bool:
         or folded in _CUT_LITERALS
         or number(part) is not None
         or _CUT_EXPONENT.fullmatch(part) is not None
+        or _PREFIXED.fullmatch(part) is not None
         or not _has_letter(part)
     )
 
