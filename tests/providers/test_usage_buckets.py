@@ -506,12 +506,6 @@ def bucket_usages(draw: st.DrawFn) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def shared_server() -> Iterator[ScriptedServer]:
-    with ScriptedServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def sdks(shared_server: ScriptedServer) -> Iterator[dict[str, Any]]:
     with openai_sdk(shared_server) as oai, anthropic_sdk(shared_server) as anth:
         gem = genai_sdk(shared_server)

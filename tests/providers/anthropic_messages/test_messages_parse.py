@@ -6,41 +6,21 @@ raises."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any
 
 import anthropic
 import pydantic
 import pytest
 from anthropic.types import ParsedMessage
 from hypothesis import given, settings
-from hypothesis import strategies as st
-from pydantic import BaseModel
 
 import healjson
-from healjson import Degraded, Healed, Violation, contract
+from drop_in import EXPECTED, GOOD, INVOICES, MODES, Invoice, Mode, total_positive
+from healjson import Degraded, Healed
 from healjson.testing import ScriptedServer
 
-Mode = Literal["sync", "async"]
-MODES: tuple[Mode, ...] = ("sync", "async")
 MESSAGES = [{"role": "user", "content": "Extract the invoice."}]
-GOOD = '{"number": "INV-1", "total": 3}'
-
-
-class Invoice(BaseModel):
-    number: str
-    total: int
-
-
-EXPECTED = Invoice(number="INV-1", total=3)
-
-
-@contract
-def total_positive(invoice: Invoice) -> Violation | None:
-    """The total is above zero."""
-    if invoice.total <= 0:
-        return Violation("the total must be above zero: give the invoice's real total")
-    return None
 
 
 def run(server: ScriptedServer, mode: Mode, call: Callable[[Any], Any], wrap: bool = True) -> Any:
@@ -119,20 +99,8 @@ def test_a_hopeless_answer_gives_parsed_none_and_a_degraded_outcome(
     assert isinstance(healjson.outcome_of(message), Degraded)
 
 
-ORDERS = st.builds(
-    Invoice, number=st.text(max_size=12), total=st.integers(min_value=-(2**40), max_value=2**40)
-)
-
-
-@pytest.fixture(scope="module")
-def shared_server() -> Iterator[ScriptedServer]:
-    """One scripted server for every example of the property."""
-    with ScriptedServer() as server:
-        yield server
-
-
 @settings(max_examples=20, derandomize=True, deadline=None)
-@given(invoice=ORDERS)
+@given(invoice=INVOICES)
 def test_a_valid_answer_parses_exactly_as_the_bare_sdk(
     shared_server: ScriptedServer, invoice: Invoice
 ) -> None:

@@ -7,8 +7,8 @@ slipped."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any
 
 import anthropic
 import pydantic
@@ -21,35 +21,15 @@ from anthropic.lib.streaming import (
 )
 from anthropic.types import ParsedMessage
 from hypothesis import given, settings
-from hypothesis import strategies as st
-from pydantic import BaseModel
 
 import healjson
-from healjson import Degraded, Healed, Violation, contract
+from drop_in import EXPECTED, GOOD, INVOICES, MODES, Invoice, Mode, total_positive
+from healjson import Degraded, Healed
 from healjson.testing import ScriptedReply, ScriptedServer
 
-Mode = Literal["sync", "async"]
-MODES: tuple[Mode, ...] = ("sync", "async")
 MESSAGES = [{"role": "user", "content": "Extract the invoice."}]
-GOOD = '{"number": "INV-1", "total": 3}'
 MANAGERS = {"sync": MessageStreamManager, "async": AsyncMessageStreamManager}
 STREAMS = {"sync": MessageStream, "async": AsyncMessageStream}
-
-
-class Invoice(BaseModel):
-    number: str
-    total: int
-
-
-EXPECTED = Invoice(number="INV-1", total=3)
-
-
-@contract
-def total_positive(invoice: Invoice) -> Violation | None:
-    """The total is above zero."""
-    if invoice.total <= 0:
-        return Violation("the total must be above zero: give the invoice's real total")
-    return None
 
 
 class Read:
@@ -260,20 +240,8 @@ def test_a_refused_tier_is_stepped_down_as_the_stream_opens(
     assert isinstance(healjson.outcome_of(healed.final), Healed)
 
 
-ORDERS = st.builds(
-    Invoice, number=st.text(max_size=12), total=st.integers(min_value=-(2**40), max_value=2**40)
-)
-
-
-@pytest.fixture(scope="module")
-def shared_server() -> Iterator[ScriptedServer]:
-    """One scripted server for every example of the property."""
-    with ScriptedServer() as server:
-        yield server
-
-
 @settings(max_examples=15, derandomize=True, deadline=None)
-@given(invoice=ORDERS)
+@given(invoice=INVOICES)
 def test_a_valid_stream_parses_exactly_as_the_bare_sdk(
     shared_server: ScriptedServer, invoice: Invoice
 ) -> None:

@@ -5,38 +5,18 @@ user's script against the scripted server, with the real SDK over real HTTP."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+from typing import Any
 
 import aiohttp
 import pytest
 from google import genai
 from google.genai import types as genai_types
-from pydantic import BaseModel
 
 import healjson
-from healjson import Degraded, Healed, Violation, contract
+from drop_in import EXPECTED, GOOD, MODES, Invoice, Mode, total_positive
+from healjson import Degraded, Healed
 from healjson.testing import ScriptedServer
 from sdk_calls import TLS, close_gemini
-
-Mode = Literal["sync", "async"]
-MODES: tuple[Mode, ...] = ("sync", "async")
-GOOD = '{"number": "INV-1", "total": 3}'
-
-
-class Invoice(BaseModel):
-    number: str
-    total: int
-
-
-EXPECTED = Invoice(number="INV-1", total=3)
-
-
-@contract
-def total_positive(invoice: Invoice) -> Violation | None:
-    """The total is above zero."""
-    if invoice.total <= 0:
-        return Violation("the total must be above zero: give the invoice's real total")
-    return None
 
 
 def generate(server: ScriptedServer, mode: Mode, wrap: bool = True, **kwargs: Any) -> Any:

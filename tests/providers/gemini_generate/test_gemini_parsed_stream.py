@@ -6,41 +6,19 @@ user's script against the scripted server, with the real SDK over real HTTP."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any
 
 import aiohttp
 import pytest
 from google import genai
 from google.genai import types as genai_types
 from hypothesis import given, settings
-from hypothesis import strategies as st
-from pydantic import BaseModel
 
 import healjson
-from healjson import Degraded, Healed, Violation, contract
+from drop_in import EXPECTED, GOOD, INVOICES, MODES, Invoice, Mode, total_positive
+from healjson import Degraded, Healed
 from healjson.testing import ScriptedReply, ScriptedServer
 from sdk_calls import TLS, close_gemini
-
-Mode = Literal["sync", "async"]
-MODES: tuple[Mode, ...] = ("sync", "async")
-GOOD = '{"number": "INV-1", "total": 3}'
-
-
-class Invoice(BaseModel):
-    number: str
-    total: int
-
-
-EXPECTED = Invoice(number="INV-1", total=3)
-
-
-@contract
-def total_positive(invoice: Invoice) -> Violation | None:
-    """The total is above zero."""
-    if invoice.total <= 0:
-        return Violation("the total must be above zero: give the invoice's real total")
-    return None
 
 
 def stream(server: ScriptedServer, mode: Mode, wrap: bool = True, **kwargs: Any) -> list[Any]:
@@ -195,20 +173,8 @@ def test_a_stream_left_early_is_closed_and_passes_through(scripted_server: Scrip
     assert texts[0] == texts[1] == ['{"nu', "mber"]
 
 
-ORDERS = st.builds(
-    Invoice, number=st.text(max_size=12), total=st.integers(min_value=-(2**40), max_value=2**40)
-)
-
-
-@pytest.fixture(scope="module")
-def shared_server() -> Iterator[ScriptedServer]:
-    """One scripted server for every example of the property."""
-    with ScriptedServer() as server:
-        yield server
-
-
 @settings(max_examples=15, derandomize=True, deadline=None)
-@given(invoice=ORDERS)
+@given(invoice=INVOICES)
 def test_a_valid_answer_parses_exactly_as_the_bare_sdk(
     shared_server: ScriptedServer, invoice: Invoice
 ) -> None:

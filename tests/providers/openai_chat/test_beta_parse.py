@@ -4,52 +4,20 @@ script against the scripted server, with the real SDK over real HTTP."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 import openai
 import pytest
-from pydantic import BaseModel
 
 import healjson
+from drop_in import EXPECTED, GOOD, MODES, Invoice, Mode
+from drop_in import run_openai as run
 from healjson import Healed
 from healjson.testing import ScriptedReply, ScriptedServer
-from sdk_calls import TLS
 
-Mode = Literal["sync", "async"]
-MODES: tuple[Mode, ...] = ("sync", "async")
 MESSAGES = [{"role": "user", "content": "Extract the invoice."}]
-GOOD = '{"number": "INV-1", "total": 3}'
 PROSE = f"Sure! Here it is: {GOOD}"
-
-
-class Invoice(BaseModel):
-    number: str
-    total: int
-
-
-EXPECTED = Invoice(number="INV-1", total=3)
-
-
-def run(server: ScriptedServer, mode: Mode, call: Callable[[Any], Any], wrap: bool = True) -> Any:
-    """`call(client)` on an OpenAI client (wrapped unless `wrap=False`) for `server`, sync or
-    async (an awaitable result awaited), the client closed after."""
-    if mode == "sync":
-        http = openai.DefaultHttpxClient(verify=TLS)
-        with openai.OpenAI(
-            base_url=server.base_url, api_key="test", max_retries=0, http_client=http
-        ) as sdk:
-            return call(healjson.wrap(sdk) if wrap else sdk)
-
-    async def main() -> Any:
-        http = openai.DefaultAsyncHttpxClient(verify=TLS)
-        async with openai.AsyncOpenAI(
-            base_url=server.base_url, api_key="test", max_retries=0, http_client=http
-        ) as sdk:
-            return await call(healjson.wrap(sdk) if wrap else sdk)
-
-    return asyncio.run(main())
 
 
 def beta_parse(client: Any) -> Any:

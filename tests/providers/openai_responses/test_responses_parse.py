@@ -5,62 +5,19 @@ as `output_parsed`; the bare client on the same script raises."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Iterator
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any
 
-import openai
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 from openai.lib.streaming.responses import AsyncResponseStreamManager, ResponseStreamManager
 from openai.types.responses import ParsedResponse
-from pydantic import BaseModel
 
 import healjson
-from healjson import Degraded, Healed, Violation, contract
+from drop_in import EXPECTED, GOOD, MODES, ORDERS, Invoice, Mode, Order, total_positive
+from drop_in import run_openai as run
+from healjson import Degraded, Healed
 from healjson.testing import ScriptedReply, ScriptedServer
-from sdk_calls import TLS
-
-Mode = Literal["sync", "async"]
-MODES: tuple[Mode, ...] = ("sync", "async")
-GOOD = '{"number": "INV-1", "total": 3}'
-
-
-class Invoice(BaseModel):
-    number: str
-    total: int
-
-
-EXPECTED = Invoice(number="INV-1", total=3)
-
-
-@contract
-def total_positive(invoice: Invoice) -> Violation | None:
-    """The total is above zero."""
-    if invoice.total <= 0:
-        return Violation("the total must be above zero: give the invoice's real total")
-    return None
-
-
-def run(server: ScriptedServer, mode: Mode, call: Callable[[Any], Any], wrap: bool = True) -> Any:
-    """`call(client)` on an OpenAI client (wrapped unless `wrap=False`) for `server`, sync or
-    async (an awaitable result awaited), the client closed after."""
-    if mode == "sync":
-        http = openai.DefaultHttpxClient(verify=TLS)
-        with openai.OpenAI(
-            base_url=server.base_url, api_key="test", max_retries=0, http_client=http
-        ) as sdk:
-            return call(healjson.wrap(sdk) if wrap else sdk)
-
-    async def main() -> Any:
-        http = openai.DefaultAsyncHttpxClient(verify=TLS)
-        async with openai.AsyncOpenAI(
-            base_url=server.base_url, api_key="test", max_retries=0, http_client=http
-        ) as sdk:
-            return await call(healjson.wrap(sdk) if wrap else sdk)
-
-    return asyncio.run(main())
 
 
 def parse(**kwargs: Any) -> Callable[[Any], Any]:
@@ -214,34 +171,6 @@ def test_a_stream_repaired_ends_with_the_repaired_calls_response(
     assert isinstance(outcome, Healed)
     assert 2 == outcome.calls
     assert "stream" not in scripted_server.requests[1].body
-
-
-class Line(BaseModel):
-    sku: str
-    qty: int
-
-
-class Order(BaseModel):
-    order_id: str
-    paid: bool
-    lines: list[Line]
-    note: str | None
-
-
-ORDERS = st.builds(
-    Order,
-    order_id=st.text(max_size=12),
-    paid=st.booleans(),
-    lines=st.lists(st.builds(Line, sku=st.text(max_size=6), qty=st.integers()), max_size=3),
-    note=st.none() | st.text(max_size=20),
-)
-
-
-@pytest.fixture(scope="module")
-def shared_server() -> Iterator[ScriptedServer]:
-    """One scripted server for every example of the property."""
-    with ScriptedServer() as server:
-        yield server
 
 
 @settings(max_examples=25, derandomize=True, deadline=None)
