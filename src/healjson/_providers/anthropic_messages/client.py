@@ -26,6 +26,7 @@ gives none.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -52,7 +53,7 @@ from healjson.adapters._steps import stepping
 from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 from healjson.adapters._unreadable import ReadChecked, read_checked_call
 
-from .parsed import message_stream_manager, parsed_message, stream_opener, streamed_message
+from .parsed import message_stream_manager, parsed_message, stream_entering, streamed_message
 from .tools import ANTHROPIC
 from .wire import (
     chooses_format,
@@ -225,12 +226,10 @@ class Messages:
         owner = self._owner
         if output_format is None:
             return owner.wrapped.messages.parse(*args, **kwargs)
-        if args:
-            raise TypeError("messages.parse takes keyword arguments only")
-        messages = kwargs.pop("messages", UNSET)
-        if messages is UNSET:
-            raise TypeError("messages.parse needs messages=[...]")
-        healer = owner.sdk_healer(output_format, contracts, policy, examples)
+        healer, messages = self._sdk_call(
+            "parse", args, kwargs, output_format, contracts=contracts, policy=policy,
+            examples=examples,
+        )  # fmt: skip
         received = Received()
         run = owner.heal_recorded(
             healer, None, messages, context=context, params=kwargs, received=received
@@ -272,12 +271,10 @@ class Messages:
         **kwargs: Any,
     ) -> Any:
         owner = self._owner
-        if args:
-            raise TypeError("messages.stream takes keyword arguments only")
-        messages = kwargs.pop("messages", UNSET)
-        if messages is UNSET:
-            raise TypeError("messages.stream needs messages=[...]")
-        healer = owner.sdk_healer(output_format, contracts, policy, examples)
+        healer, messages = self._sdk_call(
+            "stream", args, kwargs, output_format, contracts=contracts, policy=policy,
+            examples=examples,
+        )  # fmt: skip
         is_async = owner.is_async
 
         def heal(snapshot: Any) -> Any:
@@ -289,12 +286,31 @@ class Messages:
             build = streamed_message(snapshot)
             return afinish(run, received, build) if is_async else finish(run, received, build)
 
-        fresh = [dict(message) for message in messages]
-        stream = owner.wrapped.messages.stream
-        opener = stream_opener(
-            stream, owner.format, healer.target, fresh, kwargs, is_async=is_async
-        )
-        return message_stream_manager(opener, heal, is_async)
+        # the SDK's stream opened as `create` is called: in the client's tier, stepped down
+        enter = stream_entering(owner.wrapped.messages.stream, is_async=is_async)
+        send = owner._sender(output_format, kwargs, text_only=True, method=enter)
+        method, body, _ = send({"messages": [dict(message) for message in messages], **kwargs})
+        return message_stream_manager(functools.partial(method, **body), heal, is_async)
+
+    def _sdk_call(
+        self,
+        name: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        output_format: Any,
+        *,
+        contracts: Iterable[Contract[Any] | Callable[..., Any]],
+        policy: HealPolicy | None,
+        examples: Iterable[Any],
+    ) -> tuple[Any, Any]:
+        """The healer of the SDK's own `messages.<name>(output_format=M)` and the call's
+        messages (taken out of `kwargs`); a call the SDK's method would not take is refused."""
+        if args:
+            raise TypeError(f"messages.{name} takes keyword arguments only")
+        messages = kwargs.pop("messages", UNSET)
+        if messages is UNSET:
+            raise TypeError(f"messages.{name} needs messages=[...]")
+        return self._owner.sdk_healer(output_format, contracts, policy, examples), messages
 
 
 class HealingAnthropic(HealingAdapter):
@@ -387,9 +403,18 @@ class HealingAnthropic(HealingAdapter):
         return call, checked
 
     def _sender(
-        self, response_model: Any, params: dict[str, Any], *, text_only: bool = False
+        self,
+        response_model: Any,
+        params: dict[str, Any],
+        *,
+        text_only: bool = False,
+        method: Callable[..., Any] | None = None,
     ) -> Send:
-        create = self.wrapped.messages.create
+        """How a request is sent: `messages.create` (or `method`, which takes its keywords:
+        the SDK's stream opened, `parsed.stream_entering`) in the client's JSON tier, stepped
+        down and remembered when the endpoint refuses it (`text_only`: never the forced tool's
+        tier), or the caller's own format or tools as given."""
+        create = self.wrapped.messages.create if method is None else method
         reader = _READ_EVENTS if params.get("stream") else _READ_MESSAGE
         if chooses_format(params):  # the caller's own output format or tools: sent as given
 

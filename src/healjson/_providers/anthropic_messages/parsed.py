@@ -18,24 +18,20 @@
   `current_message_snapshot` is that message too, and `get_final_text()` its text, as on the
   bare SDK's stream once it has ended. The events keep what the SDK streamed: a
   `content_block_stop` or `message_stop` event carries no parsed value.
-- `stream_opener`: how the manager opens the SDK's stream, in the client's JSON tier (stepped
-  down, and remembered, when the endpoint refuses it), or the caller's own format as given.
+- `stream_entering`: the SDK's `messages.stream` as a call that opens it, which the client's
+  sender steps through its JSON tiers as it does `messages.create` (never the forced tool's,
+  whose answer is no text block), or sends the caller's own format as given.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from healjson._providers.tiers import JsonMode, Shapeable
-from healjson.adapters._format import FormatState
 from healjson.adapters._parsed import fields_of, type_parameter, with_request_id
-from healjson.adapters._steps import stepping
 
-from .wire import chooses_format, is_tier_rejection, messages_request, tier_request
-
-__all__ = ["message_stream_manager", "parsed_message", "stream_opener", "streamed_message"]
+__all__ = ["message_stream_manager", "parsed_message", "stream_entering", "streamed_message"]
 
 Build = Callable[[Any, Any], Any]
 """`build(message, value)`: the SDK's parsed message of `message`, `value` its parsed output."""
@@ -86,19 +82,12 @@ def streamed_message(snapshot: Any) -> Build:
     return _builder(type(snapshot), texts[0] if texts else ParsedTextBlock)
 
 
-def stream_opener(
-    stream: Callable[..., Any],
-    state: FormatState,
-    target: Shapeable,
-    messages: Sequence[dict[str, Any]],
-    params: Mapping[str, Any],
-    *,
-    is_async: bool,
-) -> Open:
-    """How a manager opens `stream` (the SDK's `messages.stream`): asked for `target` in the
-    client's tier (`wire.tier_request`; never the forced tool's, whose answer is no text block),
-    a tier the endpoint refuses (an HTTP 400 raised as the stream opens) stepped down and
-    remembered in `state`; the caller's own `output_config` format or tools sent as given."""
+def stream_entering(stream: Callable[..., Any], *, is_async: bool) -> Callable[..., Any]:
+    """`stream` (the SDK's `messages.stream`) as a call that opens it: `(**request)` -> (the
+    SDK's manager, its stream entered), awaitable for an async client. The client's sender
+    (`HealingAnthropic._sender`) asks it for the target in the client's tier as it asks
+    `messages.create` (a tier the endpoint refuses, with an HTTP 400 raised as the stream
+    opens, stepped down and remembered), or sends the caller's own format as given."""
 
     def enter(**body: Any) -> tuple[Any, Any]:
         inner = stream(**body)
@@ -108,14 +97,7 @@ def stream_opener(
         inner = stream(**body)
         return inner, await inner.__aenter__()
 
-    opened = aenter if is_async else enter
-    if chooses_format(params):
-        return functools.partial(opened, **messages_request(messages, params))
-
-    def attempt(mode: JsonMode) -> tuple[JsonMode, dict[str, Any]]:
-        return tier_request(mode, target, messages, params, text_only=True)
-
-    return stepping(opened, state, attempt, is_tier_rejection, is_async=is_async)
+    return aenter if is_async else enter
 
 
 def message_stream_manager(open_stream: Open, heal: Heal, is_async: bool) -> Any:
