@@ -84,3 +84,40 @@ def run_openai(
             return await call(healjson.wrap(sdk) if wrap else sdk)
 
     return asyncio.run(main())
+
+
+def run_anthropic(
+    server: ScriptedServer, mode: Mode, call: Callable[[Any], Any], wrap: bool = True
+) -> Any:
+    """`call(client)` on an Anthropic client (wrapped unless `wrap=False`) for `server`, sync
+    or async (an awaitable result awaited), the client closed after."""
+    import anthropic
+
+    options = {"base_url": server.anthropic_base_url, "api_key": "test", "max_retries": 0}
+    if mode == "sync":
+        with anthropic.Anthropic(**options) as sdk:
+            return call(healjson.wrap(sdk) if wrap else sdk)
+
+    async def main() -> Any:
+        async with anthropic.AsyncAnthropic(**options) as sdk:
+            return await call(healjson.wrap(sdk) if wrap else sdk)
+
+    return asyncio.run(main())
+
+
+def gemini_call(server: ScriptedServer, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A user's google-genai structured call for `server`: its request (`response_schema`
+    `Invoice`, `kwargs` on top) and the client's `HttpOptions` keywords."""
+    request = {
+        "model": "gemini-test",
+        "contents": "Extract the invoice.",
+        "config": {"response_mime_type": "application/json", "response_schema": Invoice},
+        **kwargs,
+    }
+    options: dict[str, Any] = {
+        "base_url": server.gemini_base_url,
+        "timeout": 10_000,
+        "client_args": {"verify": TLS},
+        "async_client_args": {"ssl": TLS},
+    }
+    return request, options

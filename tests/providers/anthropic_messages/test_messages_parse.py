@@ -5,7 +5,6 @@ raises."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -17,25 +16,11 @@ from hypothesis import given, settings
 
 import healjson
 from drop_in import EXPECTED, GOOD, INVOICES, MODES, Invoice, Mode, total_positive
+from drop_in import run_anthropic as run
 from healjson import Degraded, Healed
 from healjson.testing import ScriptedServer
 
 MESSAGES = [{"role": "user", "content": "Extract the invoice."}]
-
-
-def run(server: ScriptedServer, mode: Mode, call: Callable[[Any], Any], wrap: bool = True) -> Any:
-    """`call(client)` on an Anthropic client (wrapped unless `wrap=False`) for `server`, sync
-    or async (an awaitable result awaited), the client closed after."""
-    options = {"base_url": server.anthropic_base_url, "api_key": "test", "max_retries": 0}
-    if mode == "sync":
-        with anthropic.Anthropic(**options) as sdk:
-            return call(healjson.wrap(sdk) if wrap else sdk)
-
-    async def main() -> Any:
-        async with anthropic.AsyncAnthropic(**options) as sdk:
-            return await call(healjson.wrap(sdk) if wrap else sdk)
-
-    return asyncio.run(main())
 
 
 def parse(**kwargs: Any) -> Callable[[Any], Any]:

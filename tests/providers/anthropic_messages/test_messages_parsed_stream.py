@@ -24,6 +24,7 @@ from hypothesis import given, settings
 
 import healjson
 from drop_in import EXPECTED, GOOD, INVOICES, MODES, Invoice, Mode, total_positive
+from drop_in import run_anthropic as run
 from healjson import Degraded, Healed
 from healjson.testing import ScriptedReply, ScriptedServer
 
@@ -69,21 +70,6 @@ def read(mode: Mode, **kwargs: Any) -> Callable[[Any], Any]:
         return seen
 
     return asynchronous if mode == "async" else sync
-
-
-def run(server: ScriptedServer, mode: Mode, call: Callable[[Any], Any], wrap: bool = True) -> Any:
-    """`call(client)` on an Anthropic client (wrapped unless `wrap=False`) for `server`, sync
-    or async (an awaitable result awaited), the client closed after."""
-    options = {"base_url": server.anthropic_base_url, "api_key": "test", "max_retries": 0}
-    if mode == "sync":
-        with anthropic.Anthropic(**options) as sdk:
-            return call(healjson.wrap(sdk) if wrap else sdk)
-
-    async def main() -> Any:
-        async with anthropic.AsyncAnthropic(**options) as sdk:
-            return await call(healjson.wrap(sdk) if wrap else sdk)
-
-    return asyncio.run(main())
 
 
 @pytest.mark.parametrize("mode", MODES)

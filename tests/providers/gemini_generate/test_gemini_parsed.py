@@ -13,27 +13,16 @@ from google import genai
 from google.genai import types as genai_types
 
 import healjson
-from drop_in import EXPECTED, GOOD, MODES, Invoice, Mode, total_positive
+from drop_in import EXPECTED, GOOD, MODES, Mode, gemini_call, total_positive
 from healjson import Degraded, Healed
 from healjson.testing import ScriptedServer
-from sdk_calls import TLS, close_gemini
+from sdk_calls import close_gemini
 
 
 def generate(server: ScriptedServer, mode: Mode, wrap: bool = True, **kwargs: Any) -> Any:
     """A user's `client.models.generate_content(model=..., contents=..., config={
     "response_schema": Invoice})` (through `client.aio` for `async`), the client closed after."""
-    request = {
-        "model": "gemini-test",
-        "contents": "Extract the invoice.",
-        "config": {"response_mime_type": "application/json", "response_schema": Invoice},
-        **kwargs,
-    }
-    options: dict[str, Any] = {
-        "base_url": server.gemini_base_url,
-        "timeout": 10_000,
-        "client_args": {"verify": TLS},
-        "async_client_args": {"ssl": TLS},
-    }
+    request, options = gemini_call(server, **kwargs)
     if mode == "async":
 
         async def go() -> Any:

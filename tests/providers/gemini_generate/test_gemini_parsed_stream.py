@@ -15,7 +15,7 @@ from google.genai import types as genai_types
 from hypothesis import given, settings
 
 import healjson
-from drop_in import EXPECTED, GOOD, INVOICES, MODES, Invoice, Mode, total_positive
+from drop_in import EXPECTED, GOOD, INVOICES, MODES, Invoice, Mode, gemini_call, total_positive
 from healjson import Degraded, Healed
 from healjson.testing import ScriptedReply, ScriptedServer
 from sdk_calls import TLS, close_gemini
@@ -25,18 +25,7 @@ def stream(server: ScriptedServer, mode: Mode, wrap: bool = True, **kwargs: Any)
     """A user's `for chunk in client.models.generate_content_stream(model=..., contents=...,
     config={"response_schema": Invoice})` (through `client.aio` for `async`), every chunk kept,
     the client closed after."""
-    request = {
-        "model": "gemini-test",
-        "contents": "Extract the invoice.",
-        "config": {"response_mime_type": "application/json", "response_schema": Invoice},
-        **kwargs,
-    }
-    options: dict[str, Any] = {
-        "base_url": server.gemini_base_url,
-        "timeout": 10_000,
-        "client_args": {"verify": TLS},
-        "async_client_args": {"ssl": TLS},
-    }
+    request, options = gemini_call(server, **kwargs)
     if mode == "async":
 
         async def go() -> list[Any]:
