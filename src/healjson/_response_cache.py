@@ -10,6 +10,11 @@ written is there for the next process. Writes are not synced to the disk (`synch
 a power cut may lose the last entries (later misses), never the file's soundness.
 `ResponseCache.memory()` keeps entries in this process only (a dict behind a lock), for tests
 and short-lived programs.
+
+A lookup that misses costs no SQLite statement: each cache object keeps the keys the file holds
+in memory (`_KeyIndex`: their hashes, read once and then only the rows added since, at most every
+`flush_every_s`), and asks the file only for a key it holds. A statement takes the file's locks
+(system calls), and on the happy path every lookup misses.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from ._core.wire.effects import CacheStore
@@ -38,9 +44,93 @@ _SCHEMA: Final = (
 )
 
 
+_MAX_INDEXED: Final = 200_000
+"""Keys a cache object keeps in memory (about 70 bytes each); past this many in the file, every
+lookup asks the file."""
+
+# rows per INSERT statement: one statement steps once, so the writer thread gives up Python's
+# lock once per batch, not once per row (3 bound values a row, under SQLite's oldest limit of 999)
+_ROWS_PER_INSERT: Final = 300
+
+
+class _Process:
+    """This process's id, kept up to date across `os.fork` (read per call: `os.getpid()` is a
+    system call)."""
+
+    pid = os.getpid()
+
+    @classmethod
+    def forked(cls) -> None:
+        cls.pid = os.getpid()
+        for cache in list(_LIVE):  # a lock another thread held at the fork is never released
+            cache._forked()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX: a child learns its own id once, at the fork
+    os.register_at_fork(after_in_child=_Process.forked)
+
+
 ResponseStore = CacheStore
 """What a response cache needs of its store: `get(key) -> bytes | str | None` and
 `put(key, value)` (bytes); `ResponseCache` is one, any object with the two methods another."""
+
+
+class _KeyIndex:
+    """The keys a cache file holds, as their hashes in a set: a key not in it is a miss without
+    a statement. Read whole at the first lookup, then only the rows added since the last read
+    (a rowid table appends), at most every `every_s`; a key this object puts is added at once.
+    Its only error is a stale "no" for up to `every_s` after another process commits (a miss
+    then: one more model call, never a wrong answer); a "yes" is checked in the file. Off
+    (`hashes` None: every lookup asks the file) for a file of the earlier `WITHOUT ROWID` layout
+    or one of more than `_MAX_INDEXED` entries."""
+
+    __slots__ = ("due", "every_s", "hashes", "last", "lock", "rowid")
+
+    def __init__(self, every_s: float) -> None:
+        self.every_s = every_s
+        self.hashes: set[int] | None = set()
+        self.rowid = 0  # the last row read, and its key's hash
+        self.last = 0
+        self.due = 0.0  # when to read the rows added since (`time.monotonic()`)
+        self.lock = threading.Lock()
+
+    def may_hold(self, key: str, connection: Callable[[], sqlite3.Connection]) -> bool:
+        """False when the file cannot hold `key`; True when it may (or the index is off)."""
+        if time.monotonic() >= self.due:
+            self._read(connection())
+        hashes = self.hashes
+        return hashes is None or hash(key) in hashes
+
+    def add(self, key: str) -> None:
+        hashes = self.hashes
+        if hashes is not None:
+            hashes.add(hash(key))
+
+    def _read(self, connection: sqlite3.Connection) -> None:
+        with self.lock:
+            if self.hashes is None or time.monotonic() < self.due:
+                return  # off, or read by another thread meanwhile
+            try:
+                if self.rowid:  # the last row read is gone or another: rows went, read afresh
+                    row = connection.execute(
+                        "SELECT key FROM responses WHERE rowid = ?", (self.rowid,)
+                    ).fetchone()
+                    if row is None or hash(row[0]) != self.last:
+                        self.hashes, self.rowid = set(), 0
+                rows = connection.execute(
+                    "SELECT rowid, key FROM responses WHERE rowid > ? ORDER BY rowid",
+                    (self.rowid,),
+                )
+                hashes = self.hashes
+                for rowid, key in rows:
+                    self.last = hash(key)
+                    hashes.add(self.last)
+                    self.rowid = rowid
+                if len(hashes) > _MAX_INDEXED:
+                    self.hashes = None
+            except Exception:  # no rowid (the earlier layout), or a file in trouble: ask it
+                self.hashes = None
+            self.due = time.monotonic() + self.every_s
 
 
 class ResponseCache:
@@ -54,7 +144,9 @@ class ResponseCache:
     A `put` is seen at once by this object's `get` (in any thread); a writer thread commits the
     entries in batches, `flush_every_s` (0.05) after the first of each batch, so another
     process sees them after that, after `flush()` or `close()`, and at this process's exit (a
-    child made with `os.fork` that ends with `os._exit` should `flush()` first). `len()` counts
+    child made with `os.fork` that ends with `os._exit` should `flush()` first). A cache object
+    reads which keys the file holds at most every `flush_every_s` (a miss asks the file
+    nothing), so an entry another process committed reaches it within that much more. `len()` counts
     the entries; `clear()` empties the cache; `close()` writes what is pending and closes this
     thread's connection.
     """
@@ -75,9 +167,11 @@ class ResponseCache:
         self._local = threading.local()
         self._memory: dict[str, bytes] | None = None
         self._lock = threading.Lock()
+        self._flushing = threading.Lock()
         self._pending: dict[str, bytes] = {}
         self._wake: threading.Event | None = None
-        self._pid = os.getpid()
+        self._pid = _Process.pid
+        self._index: _KeyIndex | None = _KeyIndex(flush_every_s)
         self._connection()  # the file and its table exist from here on: a bad path fails now
         _LIVE.add(self)
 
@@ -90,9 +184,11 @@ class ResponseCache:
         cache._local = threading.local()
         cache._memory = {}
         cache._lock = threading.Lock()
+        cache._flushing = threading.Lock()
         cache._pending = {}
         cache._wake = None
-        cache._pid = os.getpid()
+        cache._pid = _Process.pid
+        cache._index = None
         cache.blocking = False  # a dict lookup: no need for a worker thread
         return cache
 
@@ -101,8 +197,11 @@ class ResponseCache:
         if self._memory is not None:
             return self._memory.get(key)
         found = self._pending.get(key)  # written here, not yet committed (a dict read is atomic)
-        if found is not None and self._pid == os.getpid():
+        if found is not None and self._pid == _Process.pid:
             return found
+        index = self._index
+        if index is not None and not index.may_hold(key, self._connection):
+            return None
         row = (
             self._connection()
             .execute("SELECT value FROM responses WHERE key = ?", (key,))
@@ -116,39 +215,47 @@ class ResponseCache:
             with self._lock:
                 self._memory[key] = bytes(value)
             return
-        if self._pid != os.getpid():  # a forked child: the parent's pending entries are its own
+        if self._pid != _Process.pid:  # a forked child: the parent's pending entries are its own
             self._forked()
         with self._lock:
             self._pending[key] = bytes(value)
+            if self._index is not None:
+                self._index.add(key)
             wake = self._wake
             if wake is None:
                 wake = self._wake = _start_writer(self)
-        wake.set()
+        if not wake.is_set():  # set already: the writer has not taken the batch yet
+            wake.set()
 
     def flush(self) -> None:
         """Commit every pending entry now."""
-        if self._memory is not None or self._pid != os.getpid():
+        if self._memory is not None or self._pid != _Process.pid:
             return
-        with self._lock:
-            items = list(self._pending.items())
-        if not items:
-            return
-        connection = self._connection()
-        now = time.time()
-        connection.execute("BEGIN IMMEDIATE")
-        try:
-            connection.executemany(
-                "INSERT OR REPLACE INTO responses (key, value, stored_at) VALUES (?, ?, ?)",
-                [(key, value, now) for key, value in items],
-            )
-        except BaseException:
-            connection.execute("ROLLBACK")
-            raise
-        connection.execute("COMMIT")
-        with self._lock:
-            for key, value in items:
-                if self._pending.get(key) is value:
-                    del self._pending[key]
+        with self._flushing:  # one batch at a time: an older one never lands after a newer one
+            with self._lock:
+                items = list(self._pending.items())
+            if not items:
+                return
+            connection = self._connection()
+            now = time.time()
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                for start in range(0, len(items), _ROWS_PER_INSERT):
+                    chunk = items[start : start + _ROWS_PER_INSERT]
+                    rows = ", ".join(["(?, ?, ?)"] * len(chunk))
+                    values = [part for key, value in chunk for part in (key, value, now)]
+                    connection.execute(
+                        f"INSERT OR REPLACE INTO responses (key, value, stored_at) VALUES {rows}",
+                        values,
+                    )
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+            with self._lock:
+                for key, value in items:
+                    if self._pending.get(key) is value:
+                        del self._pending[key]
 
     def __len__(self) -> int:
         if self._memory is not None:
@@ -159,10 +266,12 @@ class ResponseCache:
 
     def clear(self) -> None:
         """Remove every entry."""
-        with self._lock:
-            (self._memory if self._memory is not None else self._pending).clear()
-        if self._memory is None:
-            self._connection().execute("DELETE FROM responses")
+        with self._flushing:  # no batch taken before the clear is written after it
+            with self._lock:
+                (self._memory if self._memory is not None else self._pending).clear()
+            if self._memory is None:
+                self._connection().execute("DELETE FROM responses")
+                self._index = _KeyIndex(self.flush_every_s)
 
     def close(self) -> None:
         """Commit what is pending and close this thread's connection (a later use opens
@@ -186,14 +295,17 @@ class ResponseCache:
     def _forked(self) -> None:
         """Start afresh in a forked child: its own lock, no pending entry, no writer yet."""
         self._lock = threading.Lock()
+        self._flushing = threading.Lock()
         self._pending = {}
         self._wake = None
-        self._pid = os.getpid()
+        self._pid = _Process.pid
+        if self._index is not None:  # its keys are the file's still; its lock is new
+            self._index.lock = threading.Lock()
 
     def _connection(self) -> sqlite3.Connection:
         """This thread's connection in this process (a forked child opens its own)."""
         found: tuple[int, Any] | None = getattr(self._local, "connection", None)
-        pid = os.getpid()
+        pid = _Process.pid
         if found is not None and found[0] == pid:
             connection: sqlite3.Connection = found[1]
             return connection

@@ -50,6 +50,7 @@ __all__ = [
     "redact_data",
     "redact_params",
     "redact_text",
+    "redact_with",
     "run_secrets",
     "scrub",
     "secrets_scope",
@@ -122,6 +123,12 @@ def is_credential_name(name: str) -> bool:
 def redact_text(text: str) -> str:
     """`text` with known secret values and credential shapes replaced by the marker."""
     return _redact_text(text, _known_forms())
+
+
+def redact_with(text: str, forms: tuple[str, ...]) -> str:
+    """`redact_text` with the secret forms known already (`run_secrets()`): for code that
+    redacts several texts of one run."""
+    return _redact_text(text, forms)
 
 
 def redact_data(value: Any, *, by_name: bool = True) -> Any:

@@ -32,6 +32,7 @@ from healjson._core.run.drive import drive_async, drive_sync, is_stream
 from healjson._core.run.policy import HealPolicy
 from healjson._core.run.streams import stream_async, stream_sync
 from healjson._core.wire.effects import ModelCall, ProviderError
+from healjson._providers import PROVIDERS
 from healjson._providers._unreadable import sdk_reading_failure
 from healjson._providers.openai_chat import enforced_schema
 from healjson._providers.openai_responses import (
@@ -55,6 +56,12 @@ from ._unreadable import read_checked_call, read_checked_stream
 __all__ = ["REPAIRS", "Responses"]
 
 REPAIRS: Final = ("input", "previous_response_id")
+
+# the provider's formats registered with its module, as `wrap` does for a provider it names: the
+# core reads a Responses request's `max_output_tokens` (spans, a larger limit after a cut) from
+# them, and this namespace reads its replies itself, so no reply would register them
+PROVIDERS.load("openai_responses")
+
 _NO_TARGET: Any = None  # a driver without a JSON tier never shapes a request for a target
 _DEFAULT_POLICY = HealPolicy()
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import multiprocessing
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -18,7 +20,10 @@ from typing import Any
 
 import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
+from pydantic_core import to_json
 
 import healjson
 from healjson import Healed, HealPolicy, ResponseCache, contract
@@ -80,6 +85,92 @@ def test_a_put_is_read_back_at_once_and_committed_in_batches(tmp_path: Path) -> 
 
     assert b"v" == reader.get("k49")
     assert 50 == len(reader)
+
+
+def _statements(cache: ResponseCache) -> list[str]:
+    """The SQL statements this thread's connection of `cache` runs from now on."""
+    seen: list[str] = []
+    cache._connection().set_trace_callback(seen.append)
+    return seen
+
+
+def test_a_lookup_that_misses_asks_the_file_nothing(tmp_path: Path) -> None:
+    """Once a cache object has read which keys the file holds, a key it does not hold is a miss
+    with no statement (a statement takes the file's locks); a key it holds is read from the
+    file."""
+    path = tmp_path / "cache.sqlite"
+    with ResponseCache(path) as writer:
+        for index in range(20):
+            writer.put(f"k{index}", b"v%d" % index)
+    reader = ResponseCache(path, flush_every_s=60.0)
+    assert reader.get("absent-0") is None  # the first lookup reads the keys
+    seen = _statements(reader)
+
+    assert [None] * 100 == [reader.get(f"absent-{index}") for index in range(1, 101)]
+    assert [] == seen
+    assert b"v7" == reader.get("k7")
+    assert 1 == len(seen)
+    reader.close()
+
+
+@pytest.mark.parametrize("written", [1, 30, 45])
+def test_an_entry_another_object_commits_after_a_clear_is_found(
+    tmp_path: Path, written: int
+) -> None:
+    """Another cache object (another process) empties the file and writes new entries, fewer
+    or more than the file held: this object, which had read the old keys, finds every new one
+    once it reads the file again (the rows it had read are gone: it reads afresh)."""
+    path = tmp_path / "cache.sqlite"
+    reader, other = ResponseCache(path, flush_every_s=0.0), ResponseCache(path)
+    for index in range(30):
+        other.put(f"old{index}", b"o")
+    other.flush()
+    assert b"o" == reader.get("old29")
+    other.clear()
+    for index in range(written):
+        other.put(f"new{index}", b"n")
+    other.flush()
+
+    assert reader.get("old29") is None
+    assert [b"n"] * written == [reader.get(f"new{index}") for index in range(written)]
+    reader.close()
+    other.close()
+
+
+_OPS = st.lists(
+    st.tuples(
+        st.integers(0, 1),
+        st.sampled_from(["put", "put", "put", "clear"]),
+        st.sampled_from(["a", "b", "c", "d", "e"]),
+        st.binary(min_size=1, max_size=4),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(ops=_OPS)
+def test_two_objects_on_one_file_agree_with_a_dict_at_every_step(ops: list[Any]) -> None:
+    """Any interleaving of committed puts and clears by two cache objects on one file (two
+    processes' worth), each reading the file's keys at every lookup: after every operation,
+    every lookup of either object agrees with a plain dict that saw the same operations (the
+    key index never hides an entry the file holds, whatever was cleared and written since)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "cache.sqlite"
+        caches = [ResponseCache(path, flush_every_s=0.0), ResponseCache(path, flush_every_s=0.0)]
+        model: dict[str, bytes] = {}
+        for who, op, key, value in ops:
+            if op == "put":
+                caches[who].put(key, value)
+                caches[who].flush()
+                model[key] = value
+            else:
+                caches[who].clear()
+                model.clear()
+            for cache in caches:
+                assert {k: model.get(k) for k in "abcde"} == {k: cache.get(k) for k in "abcde"}
+        for cache in caches:
+            cache.close()
 
 
 def test_a_file_of_the_earlier_table_layout_is_read_and_written(tmp_path: Path) -> None:
@@ -467,6 +558,25 @@ def test_the_key_is_the_same_across_processes_and_hides_the_request() -> None:
     assert one != three
     assert 64 == len(one)
     assert "INV-1" not in one
+
+
+def test_the_key_is_the_documented_hash_so_files_written_before_still_hit() -> None:
+    """With nothing to redact, a key is SHA-256 over the fingerprint, a zero byte, the request
+    as JSON (messages, sorted parameters) and, with a context, a zero byte and the context: the
+    formula every release has used, so a file written by an earlier one keeps its hits."""
+    fingerprint = spec_fingerprint(HealSpec(target_for(Invoice)))
+    request = to_json([tuple(USER), sorted({"model": "m", "seed": 7}.items())])
+    context = {"tenant": "acme"}
+    plain = hashlib.sha256(fingerprint.encode() + b"\0" + request).hexdigest()
+    with_context = hashlib.sha256(
+        fingerprint.encode() + b"\0" + request + b"\0" + to_json(context)
+    ).hexdigest()
+
+    params = {"model": "m", "seed": 7, "timeout": 3}
+    assert plain == cache_key(fingerprint, tuple(USER), params, ContractContext())
+    assert with_context == cache_key(
+        fingerprint, tuple(USER), params, ContractContext(extra=context)
+    )
 
 
 def test_the_command_line_batch_serves_repeated_prompts_from_the_cache(tmp_path: Path) -> None:

@@ -6,6 +6,8 @@ test_responses_parse.py)."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -166,6 +168,34 @@ def test_a_cut_value_is_repaired_statelessly_by_default(
     assert 80 == second["max_output_tokens"]
     assert "Extract." == second["instructions"]
     assert "previous_response_id" not in second
+
+
+def test_a_fresh_process_raises_the_responses_token_limit_after_a_cut() -> None:
+    """In a fresh interpreter whose first run is a Responses one (its replies read by the
+    namespace itself, so no reply registers the provider), a cut answer's repair raises
+    `max_output_tokens`, not a chat completion's limit the Responses API does not take."""
+    script = """
+import healjson, openai
+from healjson import HealPolicy
+from healjson.testing import ScriptedReply, ScriptedServer
+from pydantic import BaseModel
+class Invoice(BaseModel):
+    number: str
+    total: int
+cut = ScriptedReply(content='{"number": "INV-1", "tot', finish_reason="length")
+with ScriptedServer([cut, '{"number": "INV-1", "total": 40}']) as server:
+    client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+    outcome = healjson.wrap(client).responses.create(
+        model="m", input="Extract.", response_model=Invoice, max_output_tokens=40,
+        policy=HealPolicy(on_truncation="raise_max_tokens"))
+    second = server.requests[1].body
+print(outcome.ok, second.get("max_output_tokens"), "max_completion_tokens" in second)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+
+    assert "True 80 False" == done.stdout.strip(), done.stderr[-2000:]
 
 
 @pytest.mark.parametrize(("mode", "streamed"), WAYS)

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from healjson._core.diagnostic import short_repr
 from healjson._core.redact import redact_data
@@ -157,6 +157,8 @@ def _log(level: int, event: str, fields: dict[str, Any]) -> None:
 
 
 _STDLIB = logging.getLogger(LOGGER_NAME)
+_MODULES: Final = sys.modules.keys()
+_LISTENERS: Final = frozenset({"structlog", "opentelemetry"})  # imported: their checks run
 _STDLIB_SINK = _StdlibSink()
 
 
@@ -168,6 +170,10 @@ def for_run(run_id: str, spec: Any = None) -> RunEvents | None:
     last-resort stderr) and is enabled for WARNING. OpenTelemetry spans and metrics are sent
     when an OpenTelemetry SDK is configured (`telemetry`)."""
     settings = _SCOPED.get() or _Default.settings
+    if settings.logger is None and not _STDLIB.handlers and _MODULES.isdisjoint(_LISTENERS):
+        parent = _STDLIB.parent  # the root logger: without a handler, nothing listens
+        if parent is None or (not parent.handlers and parent.parent is None):
+            return None  # the common run, decided in line (what `_logger` finds, cheaper)
     logger, floor = _logger(settings)
     spans = None
     if "opentelemetry" in sys.modules:  # never imported here: an application that uses it has

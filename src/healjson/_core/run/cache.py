@@ -41,7 +41,7 @@ from healjson._core.judge.contracts import Contract, ContractContext
 from healjson._core.observe import events as _events
 from healjson._core.outcome.outcome import Healed, Outcome
 from healjson._core.outcome.seal import seal
-from healjson._core.redact import redact_params, redact_text, run_secrets
+from healjson._core.redact import redact_params, redact_with, run_secrets
 from healjson._core.wire.effects import AwaitAll, CacheGet, CachePut, CacheStore, ModelCall
 from healjson._core.wire.reply import Reply, Usage
 
@@ -110,27 +110,59 @@ def cache_key(
     messages: tuple[Mapping[str, Any], ...],
     params: Mapping[str, Any],
     ctx: ContractContext,
+    forms: tuple[str, ...] | None = None,
 ) -> str:
-    """The key of a request (see the module docstring): redacted first, then hashed."""
+    """The key of a request (see the module docstring): redacted first, then hashed. `forms`:
+    the run's secrets (`run_secrets()`), when known already."""
+    if forms is None:
+        forms = run_secrets()
     kept = {key: value for key, value in params.items() if key not in TRANSPORT}
     shown = redact_params(kept) if kept else kept
     request = to_json([messages, sorted(shown.items())], fallback=repr, serialize_unknown=True)
-    digest = hashlib.sha256(fingerprint.encode())
-    digest.update(b"\0")
-    digest.update(redact_text(request.decode("utf-8", "replace")).encode())
+    digest = _prefix(fingerprint).copy()
+    digest.update(_redacted(request, forms))
     context = ctx.validation_context
     if context is not None:
         extra = to_json(context, fallback=repr, serialize_unknown=True)
         digest.update(b"\0")
-        digest.update(redact_text(extra.decode("utf-8", "replace")).encode())
+        digest.update(_redacted(extra, forms))
     return digest.hexdigest()
 
 
-def write_entry(text: str, finish_reason: str | None, model: str | None, usage: Usage) -> bytes:
-    """An entry as stored: the answer redacted, with its finish reason, model and usage."""
+_PREFIXES: dict[str, Any] = {}
+_MAX_PREFIXES: Final = 256
+
+
+def _prefix(fingerprint: str) -> Any:
+    """The hash after `fingerprint` and its separator (a healer's fingerprint holds its whole
+    schema: hashed once, copied per key)."""
+    found = _PREFIXES.get(fingerprint)
+    if found is None:
+        found = hashlib.sha256(fingerprint.encode())
+        found.update(b"\0")
+        if len(_PREFIXES) >= _MAX_PREFIXES:
+            _PREFIXES.clear()
+        _PREFIXES[fingerprint] = found
+    return found
+
+
+def _redacted(text: bytes, forms: tuple[str, ...]) -> bytes:
+    """JSON text as `redact_text` leaves it (`forms`: the run's secrets), as bytes again."""
+    return redact_with(text.decode("utf-8", "replace"), forms).encode()
+
+
+def write_entry(
+    text: str,
+    finish_reason: str | None,
+    model: str | None,
+    usage: Usage,
+    forms: tuple[str, ...] | None = None,
+) -> bytes:
+    """An entry as stored: the answer redacted (`forms`: the run's secrets, when known
+    already), with its finish reason, model and usage."""
     entry = {
         "v": 1,
-        "text": redact_text(text),
+        "text": redact_with(text, run_secrets() if forms is None else forms),
         "finish_reason": finish_reason,
         "model": model,
         "usage": [usage.prompt_tokens, usage.completion_tokens, usage.requests],
@@ -192,7 +224,7 @@ class CachedRun:
     """One run's lookup (`lookup`, before its first call) and store (`store`, after it healed):
     what `engine.heal_flow` is given as its `cache`."""
 
-    __slots__ = ("key", "messages", "owner", "params")
+    __slots__ = ("forms", "key", "messages", "owner", "params")
 
     def __init__(
         self, owner: CachedRuns, messages: tuple[Mapping[str, Any], ...], params: Mapping[str, Any]
@@ -201,6 +233,7 @@ class CachedRun:
         self.messages = messages
         self.params = params
         self.key: str | None = None
+        self.forms: tuple[str, ...] = ()  # the run's secrets, read once for the key and entry
 
     def lookup(
         self, ctx: ContractContext, run_id: str, events: _events.RunEvents | None
@@ -208,7 +241,8 @@ class CachedRun:
         """The run's outcome from a stored answer that passes today's judge; None: a miss (the
         model is called)."""
         owner = self.owner
-        self.key = key = cache_key(owner.fingerprint, self.messages, self.params, ctx)
+        self.forms = forms = run_secrets()
+        self.key = key = cache_key(owner.fingerprint, self.messages, self.params, ctx, forms)
         found = read_entry((yield CacheGet(owner.store, key)))
         if found is None:
             return None
@@ -251,7 +285,7 @@ class CachedRun:
             text = spec.target.adapter.dump_json(outcome.value, by_alias=True).decode()
         if not text:
             return None
-        value = write_entry(text, last.finish_reason, last.model, outcome.usage)
+        value = write_entry(text, last.finish_reason, last.model, outcome.usage, self.forms)
         return CachePut(self.owner.store, self.key, value)
 
 
