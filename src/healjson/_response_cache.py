@@ -24,8 +24,8 @@ import os
 import threading
 import time
 import weakref
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from ._core.wire.effects import CacheStore

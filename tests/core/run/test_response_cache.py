@@ -28,6 +28,7 @@ from pydantic_core import to_json
 import healjson
 from healjson import Healed, HealPolicy, ResponseCache, contract
 from healjson._core.judge.contracts import ContractContext
+from healjson._core.redact import redact_params, redact_text, secrets_scope
 from healjson._core.run.answers import HealSpec
 from healjson._core.run.cache import cache_key, read_entry, spec_fingerprint
 from healjson._core.target.target import target_for
@@ -577,6 +578,45 @@ def test_the_key_is_the_documented_hash_so_files_written_before_still_hit() -> N
     assert with_context == cache_key(
         fingerprint, tuple(USER), params, ContractContext(extra=context)
     )
+
+
+class _Keyed:
+    """A client holding a key, for a secrets scope."""
+
+    api_key = SECRET
+
+
+_PARAM_VALUES = st.one_of(
+    st.none(),
+    st.integers(-5, 5),
+    st.booleans(),
+    st.text(max_size=12),
+    st.builds(lambda a, b: a + SECRET + b, st.text(max_size=4), st.text(max_size=4)),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    params=st.dictionaries(st.sampled_from(["model", "user", "seed", "note"]), _PARAM_VALUES),
+    content=st.one_of(st.text(max_size=20), st.just(f"my key is {SECRET}")),
+)
+def test_a_key_redacts_plain_parameters_as_redacting_each_one_first_would(
+    params: dict[str, Any], content: str
+) -> None:
+    """Inside a client's secrets scope, the key of a request with plain parameters (some
+    holding the client's key) is the key of the same request with each parameter redacted
+    first: a secret in a parameter never reaches the hash, and keys written before still
+    match."""
+    fingerprint = spec_fingerprint(HealSpec(target_for(Invoice)))
+    messages = ({"role": "user", "content": content},)
+    with secrets_scope(_Keyed(), params):
+        redacted = redact_params(params)
+        expected = hashlib.sha256(
+            fingerprint.encode()
+            + b"\0"
+            + redact_text(to_json([messages, sorted(redacted.items())]).decode()).encode()
+        ).hexdigest()
+        assert expected == cache_key(fingerprint, messages, params, ContractContext())
 
 
 def test_the_command_line_batch_serves_repeated_prompts_from_the_cache(tmp_path: Path) -> None:

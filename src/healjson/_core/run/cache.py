@@ -41,7 +41,7 @@ from healjson._core.judge.contracts import Contract, ContractContext
 from healjson._core.observe import events as _events
 from healjson._core.outcome.outcome import Healed, Outcome
 from healjson._core.outcome.seal import seal
-from healjson._core.redact import redact_params, redact_with, run_secrets
+from healjson._core.redact import is_credential_name, redact_params, redact_with, run_secrets
 from healjson._core.wire.effects import AwaitAll, CacheGet, CachePut, CacheStore, ModelCall
 from healjson._core.wire.reply import Reply, Usage
 
@@ -117,7 +117,9 @@ def cache_key(
     if forms is None:
         forms = run_secrets()
     kept = {key: value for key, value in params.items() if key not in TRANSPORT}
-    shown = redact_params(kept) if kept else kept
+    # flat parameters of plain values under no credential name: their secrets are removed from
+    # the request's text below, as `redact_params` would remove them from each value
+    shown = kept if _plain(kept) else redact_params(kept)
     request = to_json([messages, sorted(shown.items())], fallback=repr, serialize_unknown=True)
     digest = _prefix(fingerprint).copy()
     digest.update(_redacted(request, forms))
@@ -126,14 +128,26 @@ def cache_key(
         extra = to_json(context, fallback=repr, serialize_unknown=True)
         digest.update(b"\0")
         digest.update(_redacted(extra, forms))
-    return digest.hexdigest()
+    key: str = digest.hexdigest()
+    return key
 
 
-_PREFIXES: dict[str, Any] = {}
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain(params: Mapping[str, Any]) -> bool:
+    """True when every parameter is a plain value under a name that is not a credential's."""
+    for key, value in params.items():
+        if type(value) not in _SCALARS or type(key) is not str or is_credential_name(key):
+            return False
+    return True
+
+
+_PREFIXES: dict[str, hashlib._Hash] = {}
 _MAX_PREFIXES: Final = 256
 
 
-def _prefix(fingerprint: str) -> Any:
+def _prefix(fingerprint: str) -> hashlib._Hash:
     """The hash after `fingerprint` and its separator (a healer's fingerprint holds its whole
     schema: hashed once, copied per key)."""
     found = _PREFIXES.get(fingerprint)
