@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import json
 import multiprocessing
+import os
 import sqlite3
 import subprocess
 import sys
@@ -172,6 +173,35 @@ def test_two_objects_on_one_file_agree_with_a_dict_at_every_step(ops: list[Any])
                 assert {k: model.get(k) for k in "abcde"} == {k: cache.get(k) for k in "abcde"}
         for cache in caches:
             cache.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX's")
+def test_a_forked_child_uses_the_cache_on_its_own(tmp_path: Path) -> None:
+    """A child made with `os.fork` while the parent holds an entry not yet written: the child
+    does not serve or write the parent's pending entry, its own entries reach the file, and
+    the parent then finds them and writes its own."""
+    path = tmp_path / "cache.sqlite"
+    cache = ResponseCache(path, flush_every_s=60.0)
+    cache.put("parent", b"p")
+    assert b"p" == cache.get("parent")
+    child = os.fork()
+    if child == 0:  # pragma: no cover  (the child's report is its exit code)
+        code = 1
+        try:
+            ok = cache.get("parent") is None
+            cache.put("child", b"c")
+            cache.flush()
+            code = 0 if ok and b"c" == cache.get("child") else 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+
+    assert 0 == os.waitstatus_to_exitcode(status)
+    cache.flush()
+    reader = ResponseCache(path)
+    assert (b"p", b"c") == (reader.get("parent"), reader.get("child"))
+    reader.close()
+    cache.close()
 
 
 def test_a_file_of_the_earlier_table_layout_is_read_and_written(tmp_path: Path) -> None:
