@@ -16,9 +16,10 @@ new one (its user message numbered: every lookup misses, every healed answer is 
 The verdict is B / A call by call: PAIRS pairs of one A call and one B call (the order
 alternating per pair), the median of the per-pair ratios of the client process's CPU
 (`time.process_time_ns`), target <= 1.05 — the finest alternation, as `bench_overhead.py`'s
-verdict; REPEATS such runs, the verdict their median (one run moves by a point or two). Before it, rounds of CALLS calls per contender (the order rotating and reversing between
-rounds), A, B and C, their medians and paired ratios. Then the
-same three against a stub client that returns a prebuilt `ChatCompletion` (no HTTP, no SDK):
+verdict; REPEATS such runs, the verdict their median (one run moves by a point or two).
+Before it, rounds of CALLS calls per contender (the order rotating and reversing between
+rounds), A, B and C, their medians and paired ratios. Then the same three against a stub
+client that returns a prebuilt `ChatCompletion` (no HTTP, no SDK):
 healjson's own CPU per call and what the cache adds to it in microseconds. Last, a hit: the
 same request again, served from the file with no model call (and judged again), against the
 call it replaces.
