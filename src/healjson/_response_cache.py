@@ -20,6 +20,7 @@ in memory (`_KeyIndex`: their hashes, read once and then only the rows added sin
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import threading
 import time
@@ -111,26 +112,37 @@ class _KeyIndex:
             if self.hashes is None or time.monotonic() < self.due:
                 return  # off, or read by another thread meanwhile
             try:
-                if self.rowid:  # the last row read is gone or another: rows went, read afresh
-                    row = connection.execute(
-                        "SELECT key FROM responses WHERE rowid = ?", (self.rowid,)
-                    ).fetchone()
-                    if row is None or hash(row[0]) != self.last:
-                        self.hashes, self.rowid = set(), 0
-                rows = connection.execute(
-                    "SELECT rowid, key FROM responses WHERE rowid > ? ORDER BY rowid",
-                    (self.rowid,),
-                )
-                hashes = self.hashes
-                for rowid, key in rows:
-                    self.last = hash(key)
-                    hashes.add(self.last)
-                    self.rowid = rowid
-                if len(hashes) > _MAX_INDEXED:
-                    self.hashes = None
+                self.hashes = self._rows_since(connection)
             except Exception:  # no rowid (the earlier layout), or a file in trouble: ask it
                 self.hashes = None
-            self.due = time.monotonic() + self.every_s
+            # off for good: never read again (every lookup asks the file)
+            self.due = math.inf if self.hashes is None else time.monotonic() + self.every_s
+
+    def _rows_since(self, connection: sqlite3.Connection) -> set[int] | None:
+        """The hashes with the rows added since the last read (None: past the bound)."""
+        hashes = self.hashes
+        if self.rowid:  # the last row read is gone or another: rows went, read afresh
+            row = connection.execute(
+                "SELECT key FROM responses WHERE rowid = ?", (self.rowid,)
+            ).fetchone()
+            if row is None or hash(row[0]) != self.last:
+                hashes, self.rowid = set(), 0
+        if not self.rowid:  # a first read: a file past the bound is not read at all
+            (top,) = connection.execute("SELECT max(rowid) FROM responses").fetchone()
+            if (top or 0) > _MAX_INDEXED:
+                return None
+        if hashes is None:
+            return None
+        rows = connection.execute(
+            "SELECT rowid, key FROM responses WHERE rowid > ? ORDER BY rowid", (self.rowid,)
+        )
+        for rowid, key in rows:
+            self.last = hash(key)
+            hashes.add(self.last)
+            self.rowid = rowid
+            if len(hashes) > _MAX_INDEXED:  # grown past the bound
+                return None
+        return hashes
 
 
 class ResponseCache:
@@ -190,6 +202,7 @@ class ResponseCache:
         cache._pid = _Process.pid
         cache._index = None
         cache.blocking = False  # a dict lookup: no need for a worker thread
+        _LIVE.add(cache)  # for a fork: a lock another thread held is replaced in the child
         return cache
 
     def get(self, key: str) -> bytes | None:

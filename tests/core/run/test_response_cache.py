@@ -28,6 +28,7 @@ from pydantic_core import to_json
 
 import healjson
 from healjson import Healed, HealPolicy, ResponseCache, contract
+from healjson import _response_cache as response_cache
 from healjson._core.judge.contracts import ContractContext
 from healjson._core.redact import redact_params, redact_text, secrets_scope
 from healjson._core.run.answers import HealSpec
@@ -113,6 +114,33 @@ def test_a_lookup_that_misses_asks_the_file_nothing(tmp_path: Path) -> None:
     assert b"v7" == reader.get("k7")
     assert 1 == len(seen)
     reader.close()
+
+
+@pytest.mark.parametrize("before", [5, 20])
+def test_past_the_index_bound_every_lookup_asks_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: int
+) -> None:
+    """A file with more entries than the key index holds (found at the first read, or grown
+    past it later) is asked at every lookup, and every entry is still found."""
+    monkeypatch.setattr(response_cache, "_MAX_INDEXED", 10)
+    path = tmp_path / "cache.sqlite"
+    writer = ResponseCache(path)
+    for index in range(before):
+        writer.put(f"k{index}", b"v")
+    writer.flush()
+    reader = ResponseCache(path, flush_every_s=0.0)
+    assert reader.get("absent") is None
+    for index in range(before, 20):
+        writer.put(f"k{index}", b"v")
+    writer.flush()
+    assert reader.get("absent") is None  # the read that finds the file past the bound
+    seen = _statements(reader)
+
+    assert [b"v"] * 20 == [reader.get(f"k{index}") for index in range(20)]
+    assert reader.get("absent") is None
+    assert 21 == len(seen)  # one SELECT per lookup, no read of the keys
+    reader.close()
+    writer.close()
 
 
 @pytest.mark.parametrize("written", [1, 30, 45])
