@@ -82,6 +82,10 @@ REFUSED_REPLIES = [
     '{"a": -0o17}',
     '{"a": 0b101}',
     '{"a": 0xDEAD_BEEF}',
+    '{"a": truee}',
+    '{"a": Flase, "b": 1}',
+    "[nulll, 1]",
+    '{"a": "x", "b": ture}',
 ]
 
 
@@ -199,6 +203,14 @@ def test_json_repair_is_held_to_the_same_rule() -> None:
         ("2024-01-02", REFUSED),
         ("null;", REFUSED),
         ("tru 1", REFUSED),
+        ("truee", REFUSED),
+        ("FLASE", REFUSED),
+        ("nlul", REFUSED),
+        ("undefiend", REFUSED),
+        ("tree", "tree"),
+        ("full", "full"),
+        ("noone", "noone"),
+        ("treu story", "treu story"),
         ("abc:", REFUSED),
         ("rock 'n'", REFUSED),
     ],
@@ -217,6 +229,15 @@ _WORDS = ("alpha", "beta", "gamma", "lamp", "red", "York", "New", "Ada", "ok", "
 _KEYS = ("id", "name", "city", "tags", "size", "a_b", "Note")
 _LITERAL_TEXT = {True: "true", False: "false", None: "null"}
 _CUT_LITERALS = ("tru", "Tru", "fal", "fals", "nul", "Nul", "Non", "ni", "undef", "Infin", "Na")
+
+
+def _slipped(spelled: str, at: int, swap: bool) -> str:
+    """`spelled` mistyped by one slip of a key at `at`: two neighbours swapped, or a letter
+    doubled (a swap of two equal letters, which changes nothing, doubles instead)."""
+    at %= len(spelled)
+    if swap and at + 1 < len(spelled) and spelled[at] != spelled[at + 1]:
+        return spelled[:at] + spelled[at + 1] + spelled[at] + spelled[at + 2 :]
+    return spelled[: at + 1] + spelled[at:]
 _LONE_PUNCTUATION = ("-", ".", "$", "..", "...", "?", "*", "+", "--", "\u2026")
 _PUNCTUATION_SUFFIXES = (":", ".", ";", "%", "!", "-", "$", "..")
 _WORD_SUFFIXES_READ = (".", "!")  # a word with these is still a word: the string as written
@@ -309,11 +330,12 @@ def broken_replies(draw: st.DrawFn) -> tuple[str, Any]:
         piece = pieces[index]
         how = draw(st.integers(0, 3))
         if piece.kind == "literal":
-            piece.text = (
-                draw(st.sampled_from(_CUT_LITERALS))
-                if how < 2
-                else piece.text + draw(st.sampled_from(_PUNCTUATION_SUFFIXES))
-            )
+            if how == 3:  # one slip of a key: `truee`, `Flase`
+                piece.text = _slipped(piece.text, draw(st.integers(0, 8)), draw(st.booleans()))
+            elif how < 2:
+                piece.text = draw(st.sampled_from(_CUT_LITERALS))
+            else:
+                piece.text += draw(st.sampled_from(_PUNCTUATION_SUFFIXES))
             piece.kind = "broken"
         elif piece.kind == "number":
             digits = piece.text.lstrip("-")
@@ -381,13 +403,15 @@ def _tagged(value: Any) -> Any:
 @example(case=("[{]", None))
 @example(case=("[tru]", None))
 @example(case=("[tru, 1]", None))
+@example(case=('{"id": truee}', None))
+@example(case=("[Flase, 1]", None))
 @example(
     case=('{Note: ok!, "id": [alpha beta\ntrue]}', {"Note": "ok!", "id": ["alpha beta", True]})
 )
 def test_broken_tokens_never_become_data(case: tuple[str, Any]) -> None:
     """For any JSON value rendered with bare tokens (unquoted keys, words, numbers, literals)
-    and up to three broken-token corruptions (a literal cut short or fused with punctuation, a
-    number fused with punctuation, a malformed exponent or point, a grouped number, two values
+    and up to three broken-token corruptions (a literal cut short, mistyped by one slip of a
+    key or fused with punctuation, a number fused with punctuation, a malformed exponent or point, a grouped number, two values
     on one line, lone punctuation as an item, a word fused with a colon), `parse` gives exactly
     the principled reading — the value, with the corruptions that leave a token whole read as
     written (`ok!`, `1_000`, a comma lost at a line break) — and gives no value at all when a

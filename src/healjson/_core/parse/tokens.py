@@ -26,6 +26,10 @@ token, and so is `1 2 3`). It is a value only when the whole token is one:
      (`1e`, `2E+`): it may be that value, mistyped or cut. Less than that is too little of a
      literal to say it was meant, and is the word it is (`no`, `in`, `t`: for a boolean,
      pydantic reads `no` and `t` as it reads them quoted);
+   - a literal of four letters or more mistyped by one slip of a key, in any case: a letter
+     doubled (`truee`, `nulll`, `ffalse`) or two neighbours swapped (`Flase`, `ture`,
+     `nlul`). No word is spelled so (`None` is left out: `noone` is one), and keeping it as
+     the string it spells would keep a value the model did not mean;
    - values side by side (`1 2 3`, `true false`) or a value fused with punctuation (`true.`,
      `null;`): every space-separated part, its edge punctuation aside, is a value or a piece
      of one;
@@ -62,6 +66,22 @@ LITERALS: Final = {
 }
 _CUT_LITERALS: Final = frozenset(  # more than half of a spelling, short of all of it
     spelling[:end] for spelling in LITERALS for end in range(len(spelling) // 2 + 1, len(spelling))
+)
+# JSON's and JavaScript's literals of four letters or more, a letter doubled or two neighbours
+# swapped (what one slip of a key makes of them); not Python's `None` (`noone` is a word)
+_SLIPPED_FROM: Final = ("true", "false", "null", "undefined", "infinity", "-infinity")
+_SLIPPED: Final = (
+    frozenset(
+        slip
+        for spelling in _SLIPPED_FROM
+        for i in range(len(spelling))
+        for slip in (
+            spelling[: i + 1] + spelling[i:],  # the letter at i doubled
+            spelling[:i] + spelling[i + 1 : i + 2] + spelling[i] + spelling[i + 2 :],  # swapped
+        )
+    )
+    - LITERALS.keys()
+    - {spelling[:end] for spelling in LITERALS for end in range(len(spelling))}
 )
 REFUSED: Final = NOTHING
 """What `bare_value` returns for a token that is no value."""
@@ -129,6 +149,7 @@ def _value_like(part: str) -> bool:
         not part
         or folded in LITERALS
         or folded in _CUT_LITERALS
+        or folded in _SLIPPED
         or number(part) is not None
         or _CUT_EXPONENT.fullmatch(part) is not None
         or _PREFIXED.fullmatch(part) is not None
