@@ -247,6 +247,23 @@ def check_wrap_anthropic_and_functions() -> None:
         aclient.messages.stream(model="m", max_tokens=64, messages=[], output_format=Order),
         anthropic.lib.streaming.AsyncMessageStreamManager[Order],
     )
+    beta = client.beta.messages
+    assert_type(
+        beta.create(model="m", max_tokens=64, messages=[], response_model=Order, betas=["b"]),
+        Outcome[Order],
+    )
+    assert_type(
+        beta.parse(model="m", max_tokens=64, messages=[], output_format=Order),
+        anthropic.types.beta.parsed_beta_message.ParsedBetaMessage[Order],
+    )
+    assert_type(
+        beta.stream(model="m", max_tokens=64, messages=[], output_format=Order),
+        anthropic.lib.streaming.BetaMessageStreamManager[Order],
+    )
+    assert_type(
+        aclient.beta.messages.stream(model="m", max_tokens=64, messages=[], output_format=Order),
+        anthropic.lib.streaming.BetaAsyncMessageStreamManager[Order],
+    )
 
     def completion(**kwargs: Any) -> dict[str, Any]:
         return {}

@@ -9,6 +9,8 @@ from typing import Any, Literal, Protocol, TypeVar, overload
 import anthropic
 import anthropic.lib.streaming
 import anthropic.types
+import anthropic.types.beta
+import anthropic.types.beta.parsed_beta_message
 import google.genai
 import google.genai.types
 import instructor
@@ -1027,9 +1029,191 @@ class AsyncHealingOpenAI(Protocol):
     def is_async(self) -> bool: ...
     def __getattr__(self, name: str) -> Any: ...
 
+class _HealingAnthropicBetaMessages(Protocol):
+    """`wrap(...)`.beta.messages of Anthropic's client."""
+
+    @overload
+    def create(
+        self,
+        *,
+        response_model: type[T],
+        messages: Iterable[Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> HealStream[T]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> HealStream[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: type[T],
+        messages: Iterable[Any],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Outcome[T]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Outcome[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        stream: Literal[True],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> ToolCallStream: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Outcome[ToolCalls]: ...
+    # without a target: the SDK's own call, its own types
+    @overload
+    def create(
+        self,
+        *,
+        response_model: None = ...,
+        stream: Literal[True],
+        **kwargs: Any,
+    ) -> anthropic.Stream[anthropic.types.beta.BetaRawMessageStreamEvent]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: None = ...,
+        stream: Literal[False] = ...,
+        **kwargs: Any,
+    ) -> anthropic.types.beta.BetaMessage: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: None = ...,
+        stream: bool,
+        **kwargs: Any,
+    ) -> anthropic.types.beta.BetaMessage | anthropic.Stream[anthropic.types.beta.BetaRawMessageStreamEvent]: ...
+    @overload
+    def parse(
+        self,
+        *,
+        output_format: type[T],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> anthropic.types.beta.parsed_beta_message.ParsedBetaMessage[T]: ...
+    @overload
+    def parse(self, **kwargs: Any) -> Any: ...
+    @overload
+    def stream(
+        self,
+        *,
+        response_model: type[T],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> HealStream[T]: ...
+    @overload
+    def stream(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> HealStream[Any]: ...
+    @overload
+    def stream(
+        self,
+        *,
+        output_format: type[T],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> anthropic.lib.streaming.BetaMessageStreamManager[T]: ...
+    @overload
+    def stream(
+        self,
+        *,
+        response_model: None = ...,
+        **kwargs: Any,
+    ) -> anthropic.lib.streaming.BetaMessageStreamManager[Any]: ...
+    def __getattr__(self, name: str) -> Any: ...
+
+class _HealingAnthropicBeta(Protocol):
+    """`wrap(...)`.beta of Anthropic's client."""
+
+    @property
+    def messages(self) -> _HealingAnthropicBetaMessages: ...
+    def __getattr__(self, name: str) -> Any: ...
+
+class _HealingAnthropicMessagesMessages(Protocol):
+    """`wrap(...)`.messages.messages of Anthropic's client."""
+
+    def __getattr__(self, name: str) -> Any: ...
+
 class _HealingAnthropicMessages(Protocol):
     """`wrap(...)`.messages of Anthropic's client."""
 
+    @property
+    def messages(self) -> _HealingAnthropicMessagesMessages: ...
     @overload
     def create(
         self,
@@ -1199,14 +1383,198 @@ class HealingAnthropic(Protocol):
     """`wrap(...)` of Anthropic's client."""
 
     @property
+    def beta(self) -> _HealingAnthropicBeta: ...
+    @property
     def messages(self) -> _HealingAnthropicMessages: ...
     @property
     def is_async(self) -> bool: ...
     def __getattr__(self, name: str) -> Any: ...
 
+class _AsyncHealingAnthropicBetaMessages(Protocol):
+    """`wrap(...)`.beta.messages of Anthropic's client."""
+
+    @overload
+    def create(
+        self,
+        *,
+        response_model: type[T],
+        messages: Iterable[Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> AsyncHealStream[T]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        stream: Literal[True],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> AsyncHealStream[Any]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: type[T],
+        messages: Iterable[Any],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Outcome[T]]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        stream: Literal[False] = ...,
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Outcome[Any]]: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        stream: Literal[True],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> AsyncToolCallStream: ...
+    @overload
+    def create(
+        self,
+        *,
+        heal_tools: Literal[True],
+        tools: Iterable[Any],
+        tool_contracts: Mapping[str, Iterable[Rule[Any]]] | None = ...,
+        policy: HealPolicy | None = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, Outcome[ToolCalls]]: ...
+    # without a target: the SDK's own call, its own types
+    @overload
+    def create(
+        self,
+        *,
+        response_model: None = ...,
+        stream: Literal[True],
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, anthropic.AsyncStream[anthropic.types.beta.BetaRawMessageStreamEvent]]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: None = ...,
+        stream: Literal[False] = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, anthropic.types.beta.BetaMessage]: ...
+    @overload
+    def create(
+        self,
+        *,
+        response_model: None = ...,
+        stream: bool,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, anthropic.types.beta.BetaMessage | anthropic.AsyncStream[anthropic.types.beta.BetaRawMessageStreamEvent]]: ...
+    @overload
+    def parse(
+        self,
+        *,
+        output_format: type[T],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, anthropic.types.beta.parsed_beta_message.ParsedBetaMessage[T]]: ...
+    @overload
+    def parse(self, **kwargs: Any) -> Any: ...
+    @overload
+    def stream(
+        self,
+        *,
+        response_model: type[T],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> AsyncHealStream[T]: ...
+    @overload
+    def stream(
+        self,
+        *,
+        response_model: Mapping[str, Any],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[Any]] = ...,
+        policy: HealPolicy | None = ...,
+        fallback: Any = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> AsyncHealStream[Any]: ...
+    @overload
+    def stream(
+        self,
+        *,
+        output_format: type[T],
+        messages: Iterable[Any],
+        contracts: Iterable[Rule[T]] = ...,
+        policy: HealPolicy | None = ...,
+        examples: Iterable[Any] = ...,
+        context: Mapping[str, Any] | None = ...,
+        **kwargs: Any,
+    ) -> anthropic.lib.streaming.BetaAsyncMessageStreamManager[T]: ...
+    @overload
+    def stream(
+        self,
+        *,
+        response_model: None = ...,
+        **kwargs: Any,
+    ) -> anthropic.lib.streaming.BetaAsyncMessageStreamManager[Any]: ...
+    def __getattr__(self, name: str) -> Any: ...
+
+class _AsyncHealingAnthropicBeta(Protocol):
+    """`wrap(...)`.beta of Anthropic's client."""
+
+    @property
+    def messages(self) -> _AsyncHealingAnthropicBetaMessages: ...
+    def __getattr__(self, name: str) -> Any: ...
+
+class _AsyncHealingAnthropicMessagesMessages(Protocol):
+    """`wrap(...)`.messages.messages of Anthropic's client."""
+
+    def __getattr__(self, name: str) -> Any: ...
+
 class _AsyncHealingAnthropicMessages(Protocol):
     """`wrap(...)`.messages of Anthropic's client."""
 
+    @property
+    def messages(self) -> _AsyncHealingAnthropicMessagesMessages: ...
     @overload
     def create(
         self,
@@ -1375,6 +1743,8 @@ class _AsyncHealingAnthropicMessages(Protocol):
 class AsyncHealingAnthropic(Protocol):
     """`wrap(...)` of Anthropic's client."""
 
+    @property
+    def beta(self) -> _AsyncHealingAnthropicBeta: ...
     @property
     def messages(self) -> _AsyncHealingAnthropicMessages: ...
     @property
@@ -2005,7 +2375,8 @@ def wrap(client: Any, *, json_mode: JsonMode = ..., policy: HealPolicy | None = 
     chat ones: `json_schema` (native structured output), `json_object` (a forced strict tool),
     `prompt`. The SDK's own `messages.parse(output_format=M)` returns its `ParsedMessage`,
     `parsed_output` healed, and `messages.stream(output_format=M)` its stream manager, the final
-    message's `parsed_output` healed (`healjson.outcome_of`).
+    message's `parsed_output` healed (`healjson.outcome_of`). `beta.messages` heals the same way
+    on the beta API (`betas=[...]`, the SDK's beta types).
 
     `google.genai.Client`: `models.generate_content(response_model=M)` and
     `generate_content_stream(response_model=M)`, also through `aio`, in Gemini's tiers:

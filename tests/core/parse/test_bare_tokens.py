@@ -238,6 +238,8 @@ def _slipped(spelled: str, at: int, swap: bool) -> str:
     if swap and at + 1 < len(spelled) and spelled[at] != spelled[at + 1]:
         return spelled[:at] + spelled[at + 1] + spelled[at] + spelled[at + 2 :]
     return spelled[: at + 1] + spelled[at:]
+
+
 _LONE_PUNCTUATION = ("-", ".", "$", "..", "...", "?", "*", "+", "--", "\u2026")
 _PUNCTUATION_SUFFIXES = (":", ".", ";", "%", "!", "-", "$", "..")
 _WORD_SUFFIXES_READ = (".", "!")  # a word with these is still a word: the string as written
@@ -411,12 +413,13 @@ def _tagged(value: Any) -> Any:
 def test_broken_tokens_never_become_data(case: tuple[str, Any]) -> None:
     """For any JSON value rendered with bare tokens (unquoted keys, words, numbers, literals)
     and up to three broken-token corruptions (a literal cut short, mistyped by one slip of a
-    key or fused with punctuation, a number fused with punctuation, a malformed exponent or point, a grouped number, two values
-    on one line, lone punctuation as an item, a word fused with a colon), `parse` gives exactly
-    the principled reading — the value, with the corruptions that leave a token whole read as
-    written (`ok!`, `1_000`, a comma lost at a line break) — and gives no value at all when a
-    token is broken. So no string, number or literal it returns is anything but a whole token
-    the reply wrote (or a quoted string), read by the rule."""
+    key or fused with punctuation, a number fused with punctuation, a malformed exponent or
+    point, a grouped number, two values on one line, lone punctuation as an item, a word fused
+    with a colon), `parse` gives exactly the principled reading — the value, with the
+    corruptions that leave a token whole read as written (`ok!`, `1_000`, a comma lost at a
+    line break) — and gives no value at all when a token is broken. So no string, number or
+    literal it returns is anything but a whole token the reply wrote (or a quoted string),
+    read by the rule."""
     reply, expected = case
     result = healjson.parse(reply)
     target = dict[str, Any] if reply.startswith("{") else list[Any]

@@ -26,12 +26,20 @@ __all__ = ["PROVIDER", "TYPING"]
 _MESSAGE: Final = "anthropic.types.Message"
 _EVENT: Final = "anthropic.types.RawMessageStreamEvent"
 _MESSAGES: Final = (("messages", "Iterable[Any]"),)
+_BETA_MESSAGE: Final = "anthropic.types.beta.BetaMessage"
+_BETA_EVENT: Final = "anthropic.types.beta.BetaRawMessageStreamEvent"
 
 TYPING: Final[TypingRow] = {
     "name": "Anthropic",
     "sync": "anthropic.Anthropic",
     "async_": "anthropic.AsyncAnthropic",
-    "imports": ("anthropic", "anthropic.lib.streaming", "anthropic.types"),
+    "imports": (
+        "anthropic",
+        "anthropic.lib.streaming",
+        "anthropic.types",
+        "anthropic.types.beta",
+        "anthropic.types.beta.parsed_beta_message",
+    ),
     "completion": _MESSAGE,
     "summary": (
         "`anthropic.Anthropic` / `anthropic.AsyncAnthropic`: `messages.create(response_model=M)` "
@@ -39,7 +47,8 @@ TYPING: Final[TypingRow] = {
         "like the chat ones: `json_schema` (native structured output), `json_object` (a forced "
         "strict tool), `prompt`. The SDK's own `messages.parse(output_format=M)` returns its "
         "`ParsedMessage`, `parsed_output` healed, and `messages.stream(output_format=M)` its "
-        "stream manager, the final message's `parsed_output` healed (`healjson.outcome_of`)."
+        "stream manager, the final message's `parsed_output` healed (`healjson.outcome_of`). "
+        "`beta.messages` heals the same way on the beta API (`betas=[...]`, the SDK's beta types)."
     ),
     "methods": (
         {
@@ -69,6 +78,38 @@ TYPING: Final[TypingRow] = {
             "parsed": (
                 "anthropic.lib.streaming.MessageStreamManager[T]",
                 "anthropic.lib.streaming.AsyncMessageStreamManager[T]",
+            ),
+        },
+        {
+            "path": "beta.messages.create",
+            "needs": _MESSAGES,
+            "tools": True,
+            "returns": (_BETA_MESSAGE, _BETA_MESSAGE),
+            "stream_returns": (
+                f"anthropic.Stream[{_BETA_EVENT}]",
+                f"anthropic.AsyncStream[{_BETA_EVENT}]",
+            ),
+        },
+        {
+            "path": "beta.messages.parse",
+            "kind": "sdk_parse",
+            "target": "output_format",
+            "needs": _MESSAGES,
+            "parsed": ("anthropic.types.beta.parsed_beta_message.ParsedBetaMessage[T]",) * 2,
+        },
+        {
+            "path": "beta.messages.stream",
+            "kind": "stream",
+            "needs": _MESSAGES,
+            "awaits": False,
+            "returns": (
+                "anthropic.lib.streaming.BetaMessageStreamManager[Any]",
+                "anthropic.lib.streaming.BetaAsyncMessageStreamManager[Any]",
+            ),
+            "sdk_target": "output_format",
+            "parsed": (
+                "anthropic.lib.streaming.BetaMessageStreamManager[T]",
+                "anthropic.lib.streaming.BetaAsyncMessageStreamManager[T]",
             ),
         },
     ),

@@ -120,7 +120,7 @@ class Messages:
         self._owner = owner
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._owner.wrapped.messages, name)
+        return getattr(self._owner.sdk_messages(), name)
 
     def create(
         self,
@@ -141,7 +141,7 @@ class Messages:
         owner = self._owner
         tools = heal_tools or tool_contracts is not None
         if response_model is UNSET and not tools:
-            return owner.wrapped.messages.create(*args, **kwargs)
+            return owner.sdk_messages().create(*args, **kwargs)
         if args:
             raise TypeError("messages.create takes keyword arguments only")
         messages = kwargs.pop("messages", UNSET)
@@ -178,7 +178,7 @@ class Messages:
         `tool_use` and `tool_result` blocks)."""
         owner = self._owner
         spec = tool_spec(params, tool_contracts, policy, style=ANTHROPIC)
-        create = owner.wrapped.messages.create
+        create = owner.sdk_messages().create
         if params.get("stream"):
             create = read_checked_call(create)
 
@@ -225,7 +225,7 @@ class Messages:
         `healjson.outcome_of(message)` is the run's `Outcome`."""
         owner = self._owner
         if output_format is None:
-            return owner.wrapped.messages.parse(*args, **kwargs)
+            return owner.sdk_messages().parse(*args, **kwargs)
         healer, messages = self._sdk_call(
             "parse", args, kwargs, output_format, contracts=contracts, policy=policy,
             examples=examples,
@@ -234,7 +234,7 @@ class Messages:
         run = owner.heal_recorded(
             healer, None, messages, context=context, params=kwargs, received=received
         )
-        build = parsed_message(output_format)
+        build = parsed_message(output_format, beta=owner.beta_api)
         if owner.is_async:
             return afinish(run, received, build)
         return finish(run, received, build)
@@ -256,7 +256,7 @@ class Messages:
                 raise TypeError("messages.stream takes response_model= or output_format=, not both")
             return self.create(*args, response_model=response_model, stream=True, **kwargs)
         if output_format is None:
-            return self._owner.wrapped.messages.stream(*args, **kwargs)
+            return self._owner.sdk_messages().stream(*args, **kwargs)
         return self._parsed_stream(args, output_format, **kwargs)
 
     def _parsed_stream(
@@ -287,10 +287,11 @@ class Messages:
             return afinish(run, received, build) if is_async else finish(run, received, build)
 
         # the SDK's stream opened as `create` is called: in the client's tier, stepped down
-        enter = stream_entering(owner.wrapped.messages.stream, is_async=is_async)
+        enter = stream_entering(owner.sdk_messages().stream, is_async=is_async)
         send = owner._sender(output_format, kwargs, text_only=True, method=enter)
         method, body, _ = send({"messages": [dict(message) for message in messages], **kwargs})
-        return message_stream_manager(functools.partial(method, **body), heal, is_async)
+        opened = functools.partial(method, **body)
+        return message_stream_manager(opened, heal, is_async, beta=owner.beta_api)
 
     def _sdk_call(
         self,
@@ -313,11 +314,33 @@ class Messages:
         return self._owner.sdk_healer(output_format, contracts, policy, examples), messages
 
 
+class Beta:
+    """`wrap(Anthropic()).beta`: its `messages` healed as the client's own `messages` are, on the
+    SDK's beta API (`betas=[...]` sent as given, the SDK's `BetaMessage` read, `parse` and
+    `stream(output_format=M)` returning the SDK's beta types); everything else is the wrapped
+    client's `beta`."""
+
+    def __init__(self, owner: HealingAnthropic) -> None:
+        self._owner = owner
+        twin = object.__new__(type(owner))  # one client, one tier state and healer cache
+        twin.__dict__.update(owner.__dict__)
+        twin.beta_api = True
+        twin._routes = {}  # its drivers send to the beta resource
+        twin.messages = Messages(twin)
+        self.messages = twin.messages
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._owner.wrapped.beta, name)
+
+
 class HealingAnthropic(HealingAdapter):
     """Wraps `anthropic.Anthropic` or `anthropic.AsyncAnthropic`; see `healjson.wrap`.
 
     `json_mode` names the strongest tier the endpoint supports, in the chat tiers' names:
     `json_schema` (native structured output), `json_object` (a forced tool), `prompt`."""
+
+    beta_api = False
+    """True for the view `beta` keeps: its calls go to the SDK's `beta.messages`."""
 
     def __init__(
         self, client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | None = None
@@ -328,6 +351,13 @@ class HealingAnthropic(HealingAdapter):
         # (target, caller's own format, async) -> the driver and enforcement of a call that is not a
         # stream, with the client and tier state they were built over (see `_route`)
         self._routes: dict[tuple[Any, bool, bool], tuple[Any, Any, Callable[..., Any], Any]] = {}
+        self.beta = Beta(self)
+
+    def sdk_messages(self) -> Any:
+        """The SDK's messages resource this adapter sends to: the client's `messages`, or its
+        `beta.messages` for the view `beta` keeps."""
+        wrapped = self.wrapped
+        return wrapped.beta.messages if self.beta_api else wrapped.messages
 
     def __repr__(self) -> str:
         return f"healjson.wrap({self.wrapped!r}, json_mode={self.format.mode!r})"
@@ -343,6 +373,7 @@ class HealingAnthropic(HealingAdapter):
     def _rewrap(self, client: Any) -> HealingAnthropic:
         twin = HealingAnthropic(client, json_mode=self.format.mode, policy=self.policy)
         twin.format = self.format  # one endpoint: what it refused stays refused
+        twin.beta = Beta(twin)  # its view shares that tier state too
         return twin
 
     def _accept(self, client: Any) -> bool:
@@ -414,7 +445,7 @@ class HealingAnthropic(HealingAdapter):
         the SDK's stream opened, `parsed.stream_entering`) in the client's JSON tier, stepped
         down and remembered when the endpoint refuses it (`text_only`: never the forced tool's
         tier), or the caller's own format or tools as given."""
-        create = self.wrapped.messages.create if method is None else method
+        create = self.sdk_messages().create if method is None else method
         reader = _READ_EVENTS if params.get("stream") else _READ_MESSAGE
         if chooses_format(params):  # the caller's own output format or tools: sent as given
 

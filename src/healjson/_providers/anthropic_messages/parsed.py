@@ -61,25 +61,34 @@ def _builder(message_type: Any, text_type: Any) -> Build:
     return build
 
 
-def parsed_message(model: type[Any]) -> Build:
-    """`build(message, value)`: Anthropic's `ParsedMessage[model]` of a message, `value` as the
-    `parsed_output` of its last text block (so the message's `parsed_output` is it); every
-    other text block's is None."""
+def parsed_message(model: type[Any], *, beta: bool = False) -> Build:
+    """`build(message, value)`: Anthropic's `ParsedMessage[model]` of a message (with `beta`,
+    the beta API's `ParsedBetaMessage[model]`), `value` as the `parsed_output` of its last
+    text block (so the message's `parsed_output` is it); every other text block's is None."""
+    param = type_parameter("ResponseFormatT", model, "anthropic.lib._parse._response")
+    message_type, text_type = (generic[param] for generic in _parsed_types(beta))
+    return _builder(message_type, text_type)
+
+
+def _parsed_types(beta: bool) -> tuple[Any, Any]:
+    """The SDK's parsed message and text block classes (the beta API's with `beta`)."""
+    if beta:
+        from anthropic.types.beta.parsed_beta_message import ParsedBetaMessage, ParsedBetaTextBlock
+
+        return ParsedBetaMessage, ParsedBetaTextBlock
     from anthropic.types import ParsedMessage, ParsedTextBlock
 
-    param = type_parameter("ResponseFormatT", model, "anthropic.lib._parse._response")
-    generics: tuple[Any, ...] = (ParsedMessage, ParsedTextBlock)
-    message_type, text_type = (generic[param] for generic in generics)
-    return _builder(message_type, text_type)
+    return ParsedMessage, ParsedTextBlock
 
 
 def streamed_message(snapshot: Any) -> Build:
     """`parsed_message` for a stream's final message: of the classes the SDK's stream built
     `snapshot` (its accumulated message) with, as the bare stream's final message is."""
-    from anthropic.types import ParsedTextBlock
-
     texts = [type(block) for block in snapshot.content or () if block.type == "text"]
-    return _builder(type(snapshot), texts[0] if texts else ParsedTextBlock)
+    if texts:
+        return _builder(type(snapshot), texts[0])
+    beta = ".beta." in type(snapshot).__module__
+    return _builder(type(snapshot), _parsed_types(beta)[1])
 
 
 def stream_entering(stream: Callable[..., Any], *, is_async: bool) -> Callable[..., Any]:
@@ -100,9 +109,12 @@ def stream_entering(stream: Callable[..., Any], *, is_async: bool) -> Callable[.
     return aenter if is_async else enter
 
 
-def message_stream_manager(open_stream: Open, heal: Heal, is_async: bool) -> Any:
-    """The SDK's stream manager over `open_stream`, its stream's final message `heal`ed."""
-    return _classes()["async" if is_async else "sync"](open_stream, heal)
+def message_stream_manager(
+    open_stream: Open, heal: Heal, is_async: bool, *, beta: bool = False
+) -> Any:
+    """The SDK's stream manager over `open_stream` (the beta API's with `beta`), its stream's
+    final message `heal`ed."""
+    return _classes(beta)["async" if is_async else "sync"](open_stream, heal)
 
 
 def _healing(stream: Any, heal: Heal, is_async: bool) -> Any:
@@ -150,10 +162,14 @@ def _healing_class(base: type, is_async: bool) -> type:
 
 
 @functools.cache
-def _classes() -> dict[str, type]:
+def _classes(beta: bool) -> dict[str, type]:
     """The managers, built once on first use (anthropic imported then, never by `import
-    healjson`)."""
-    from anthropic.lib.streaming import AsyncMessageStreamManager, MessageStreamManager
+    healjson`): subclasses of the SDK's own (the beta API's with `beta`)."""
+    from anthropic.lib import streaming
+
+    prefix = "Beta" if beta else ""
+    sync_base: type = getattr(streaming, f"{prefix}MessageStreamManager")
+    async_base: type = getattr(streaming, f"{prefix}AsyncMessageStreamManager")
 
     def __init__(self: Any, open_stream: Open, heal: Heal) -> None:
         self._healjson_open = open_stream
@@ -179,8 +195,6 @@ def _classes() -> dict[str, type]:
     sync = {"__init__": __init__, "__enter__": __enter__, "__exit__": __exit__}
     asynchronous = {"__init__": __init__, "__aenter__": __aenter__, "__aexit__": __aexit__}
     return {
-        "sync": type("HealingMessageStreamManager", (MessageStreamManager,), sync),
-        "async": type(
-            "HealingAsyncMessageStreamManager", (AsyncMessageStreamManager,), asynchronous
-        ),
+        "sync": type(f"Healing{sync_base.__name__}", (sync_base,), sync),
+        "async": type(f"Healing{async_base.__name__}", (async_base,), asynchronous),
     }
