@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -491,3 +493,56 @@ def test_the_run_span_counts_warnings_and_dropped_items(otel: Telemetry) -> None
     [run] = otel.runs()
     attributes = dict(run.attributes or {})
     assert (1, 0) == (attributes["healjson.warnings"], attributes["healjson.dropped"])
+
+
+def test_a_provider_set_after_runs_without_one_gets_the_next_runs_spans() -> None:
+    """In a fresh interpreter that imports OpenTelemetry without configuring it (as Anthropic's
+    SDK does), a run sends no span; once the application sets a tracer provider, through the
+    API's own `set_tracer_provider`, the next run's spans reach it."""
+    script = """
+import os, sys
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+import healjson
+from healjson import Healer
+from pydantic import BaseModel
+class Ticket(BaseModel):
+    summary: str
+healer = Healer(Ticket)
+before = healer.run(lambda messages: '{"summary": "a"}', [{"role": "user", "content": "x"}])
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+after = healer.run(lambda messages: '{"summary": "b"}', [{"role": "user", "content": "x"}])
+names = sorted({span.name.split()[0] for span in exporter.get_finished_spans()})
+print(before.ok, after.ok, names)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+
+    assert "True True ['chat', 'healjson.heal']" == done.stdout.strip(), done.stderr[-2000:]
+
+
+def test_no_provider_set_means_no_spans_and_no_lookup_per_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the API's lookup as imported and no provider set (none in the environment), a run
+    decides it has no spans without calling the lookup."""
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
+    monkeypatch.setattr(telemetry._Unconfigured, "named", False)
+    calls: list[int] = []
+    real = trace.get_tracer_provider
+
+    def counted() -> Any:
+        calls.append(1)
+        return real()
+
+    assert telemetry.for_run("r", None) is None
+    monkeypatch.setattr(trace, "get_tracer_provider", counted)
+    assert telemetry.for_run("r", None) is None  # a replaced lookup is asked
+
+    assert [1] == calls

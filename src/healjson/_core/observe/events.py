@@ -158,7 +158,6 @@ def _log(level: int, event: str, fields: dict[str, Any]) -> None:
 
 _STDLIB = logging.getLogger(LOGGER_NAME)
 _MODULES: Final = sys.modules.keys()
-_LISTENERS: Final = frozenset({"structlog", "opentelemetry"})  # imported: their checks run
 _STDLIB_SINK = _StdlibSink()
 
 
@@ -170,13 +169,18 @@ def for_run(run_id: str, spec: Any = None) -> RunEvents | None:
     last-resort stderr) and is enabled for WARNING. OpenTelemetry spans and metrics are sent
     when an OpenTelemetry SDK is configured (`telemetry`)."""
     settings = _SCOPED.get() or _Default.settings
-    if settings.logger is None and not _STDLIB.handlers and _MODULES.isdisjoint(_LISTENERS):
-        parent = _STDLIB.parent  # the root logger: without a handler, nothing listens
-        if parent is None or (not parent.handlers and parent.parent is None):
-            return None  # the common run, decided in line (what `_logger` finds, cheaper)
-    logger, floor = _logger(settings)
+    logger: Any = None
+    floor = logging.NOTSET
+    parent = _STDLIB.parent  # the root logger
+    if (
+        settings.logger is not None
+        or _STDLIB.handlers
+        or "structlog" in _MODULES
+        or not (parent is None or (not parent.handlers and parent.parent is None))
+    ):  # else no handler anywhere: no logger (what `_logger` finds, decided in line)
+        logger, floor = _logger(settings)
     spans = None
-    if "opentelemetry" in sys.modules:  # never imported here: an application that uses it has
+    if "opentelemetry" in _MODULES:  # never imported here: an application that uses it has
         spans = (_Telemetry.module or _Telemetry.load()).for_run(run_id, spec)
     if logger is None and spans is None:
         return None

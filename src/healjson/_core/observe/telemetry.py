@@ -2,7 +2,8 @@
 
 Only `opentelemetry-api` is used, and only when the application has configured an SDK: with
 the API's default (proxy or no-op) tracer and meter providers, `for_run` returns None and a run
-pays nothing more than one look at `sys.modules` (done in `events`).
+pays one look at `sys.modules` (done in `events`) and, once OpenTelemetry is imported, one at
+the API's provider slot (`for_run`).
 
 One span per run (`healjson.heal <Target>`), one child span per model call, named and
 attributed by the OpenTelemetry GenAI semantic conventions (`chat <model>`, kind CLIENT,
@@ -40,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
+from opentelemetry.environment_variables import OTEL_PYTHON_TRACER_PROVIDER
 
 from healjson._core.outcome.savings import tokens_saved
 from healjson._core.redact import redact_text
@@ -56,13 +58,27 @@ _MAX_CONTENT_CHARS = 16_000
 
 
 class _Unconfigured:
-    """The last provider seen to be the API's default (one identity check per run after)."""
+    """The last provider seen to be the API's default (one identity check per run after), and
+    what tells, without asking the API, that no provider is set: the API's own lookup as
+    imported (a replaced one is always asked), and whether the environment named a provider
+    when this module was loaded (the API then builds it on its first lookup)."""
 
     provider: Any = None
+    lookup: Any = trace.get_tracer_provider
+    named: bool = OTEL_PYTHON_TRACER_PROVIDER in os.environ
 
 
 def for_run(run_id: str, spec: Any) -> RunSpans | None:
-    """The spans of a run that starts now, or None when no OpenTelemetry SDK is configured."""
+    """The spans of a run that starts now, or None when no OpenTelemetry SDK is configured.
+    Without a provider set in code or named by the environment, the API's lookup is not asked:
+    it reads the environment on every call while none is set (SDKs that import OpenTelemetry
+    without configuring it, Anthropic's among them, would pay that on every run)."""
+    if (
+        trace.get_tracer_provider is _Unconfigured.lookup
+        and not _Unconfigured.named
+        and trace.__dict__.get("_TRACER_PROVIDER", trace) is None
+    ):
+        return None
     provider = trace.get_tracer_provider()
     if provider is _Unconfigured.provider:
         return None
