@@ -49,10 +49,6 @@ _MAX_INDEXED: Final = 200_000
 """Keys a cache object keeps in memory (about 70 bytes each); past this many in the file, every
 lookup asks the file."""
 
-# rows per INSERT statement: one statement steps once, so the writer thread gives up Python's
-# lock once per batch, not once per row (3 bound values a row, under SQLite's oldest limit of 999)
-_ROWS_PER_INSERT: Final = 300
-
 
 class _Process:
     """This process's id, kept up to date across `os.fork` (read per call: `os.getpid()` is a
@@ -253,14 +249,10 @@ class ResponseCache:
             now = time.time()
             connection.execute("BEGIN IMMEDIATE")
             try:
-                for start in range(0, len(items), _ROWS_PER_INSERT):
-                    chunk = items[start : start + _ROWS_PER_INSERT]
-                    rows = ", ".join(["(?, ?, ?)"] * len(chunk))
-                    values = [part for key, value in chunk for part in (key, value, now)]
-                    connection.execute(
-                        f"INSERT OR REPLACE INTO responses (key, value, stored_at) VALUES {rows}",
-                        values,
-                    )
+                connection.executemany(
+                    "INSERT OR REPLACE INTO responses (key, value, stored_at) VALUES (?, ?, ?)",
+                    [(key, value, now) for key, value in items],
+                )
             except BaseException:
                 connection.execute("ROLLBACK")
                 raise
