@@ -9,6 +9,7 @@ import ssl
 from collections.abc import Iterator
 from typing import Any, Literal
 
+import anthropic
 import httpx2
 import openai
 
@@ -19,15 +20,17 @@ from healjson.testing import ScriptedServer
 # HTTP to 127.0.0.1, so every test module's clients share this one
 TLS = ssl.create_default_context()
 
-DROPPED = (httpx2.RemoteProtocolError, openai.APIConnectionError)
+DROPPED = (httpx2.RemoteProtocolError, openai.APIConnectionError, anthropic.APIConnectionError)
 """What iterating a stream raises when the server drops the connection mid-body: httpx2's
-`RemoteProtocolError`, which openai 3.60 (not 3.0) wraps in `APIConnectionError`, raised from it."""
+`RemoteProtocolError`, which openai 3.60 (not 3.0) and anthropic 2.17 (not 2.16) wrap in their
+`APIConnectionError`, raised from it."""
 
 
 def dropped_cause(exc: BaseException) -> httpx2.RemoteProtocolError:
     """The `RemoteProtocolError` of a dropped connection: `exc` itself, or the error the
     SDK's `APIConnectionError` was raised from."""
-    cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) else exc
+    wrapped = isinstance(exc, openai.APIConnectionError | anthropic.APIConnectionError)
+    cause = exc.__cause__ if wrapped else exc
     assert isinstance(cause, httpx2.RemoteProtocolError), repr(exc)
     return cause
 

@@ -72,7 +72,7 @@ def for_run(run_id: str, spec: Any) -> RunSpans | None:
     """The spans of a run that starts now, or None when no OpenTelemetry SDK is configured.
     Without a provider set in code or named by the environment, the API's lookup is not asked:
     it reads the environment on every call while none is set (SDKs that import OpenTelemetry
-    without configuring it, Anthropic's among them, would pay that on every run)."""
+    without configuring it, a provider's among them, would pay that on every run)."""
     if (
         trace.get_tracer_provider is _Unconfigured.lookup
         and not _Unconfigured.named

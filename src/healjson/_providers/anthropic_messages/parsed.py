@@ -62,23 +62,49 @@ def _builder(message_type: Any, text_type: Any) -> Build:
 
 
 def parsed_message(model: type[Any], *, beta: bool = False) -> Build:
-    """`build(message, value)`: Anthropic's `ParsedMessage[model]` of a message (with `beta`,
-    the beta API's `ParsedBetaMessage[model]`), `value` as the `parsed_output` of its last
-    text block (so the message's `parsed_output` is it); every other text block's is None."""
-    param = type_parameter("ResponseFormatT", model, "anthropic.lib._parse._response")
-    message_type, text_type = (generic[param] for generic in _parsed_types(beta))
-    return _builder(message_type, text_type)
+    """`build(message, value)`: the SDK's `ParsedMessage` of a message (with `beta`, the beta
+    API's `ParsedBetaMessage`), of the very classes its own `parse` builds, `value` as the
+    `parsed_output` of its last text block (so the message's `parsed_output` is it); every
+    other text block's is None."""
+    return _builder(*_parsed_types(beta))
 
 
+@functools.cache
 def _parsed_types(beta: bool) -> tuple[Any, Any]:
-    """The SDK's parsed message and text block classes (the beta API's with `beta`)."""
-    if beta:
-        from anthropic.types.beta.parsed_beta_message import ParsedBetaMessage, ParsedBetaTextBlock
+    """The classes the SDK's own `parse` builds (message, text block; the beta API's with
+    `beta`): found once by running its own builder on a one-block message with no format, since
+    releases differ (2.16 builds `ParsedMessage[ResponseFormatT]`, 2.17 the bare
+    `ParsedMessage`); the type-variable form where the SDK's builder has moved."""
+    import importlib
 
-        return ParsedBetaMessage, ParsedBetaTextBlock
-    from anthropic.types import ParsedMessage, ParsedTextBlock
+    prefix, where = ("Beta", "anthropic.types.beta") if beta else ("", "anthropic.types")
+    types: Any = importlib.import_module(where)
+    parsed_types: Any = importlib.import_module(f"{where}.parsed_{'beta_' if beta else ''}message")
+    message_type = getattr(types, f"{prefix}Message")
+    parsed_message_type = getattr(parsed_types, f"Parsed{prefix}Message")
+    text_type = getattr(parsed_types, f"Parsed{prefix}TextBlock")
+    try:
+        import anthropic
+        from anthropic.lib._parse import _response
 
-    return ParsedMessage, ParsedTextBlock
+        build: Any = _response.parse_beta_response if beta else _response.parse_response
+        message = message_type.model_validate(
+            {
+                "id": "m",
+                "type": "message",
+                "role": "assistant",
+                "model": "m",
+                "content": [{"type": "text", "text": ""}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 0, "output_tokens": 0},
+            }
+        )
+        parsed: Any = build(output_format=anthropic.NOT_GIVEN, response=message)
+        return type(parsed), type(parsed.content[0])
+    except Exception:  # pragma: no cover - an SDK whose builder moved or changed its shape
+        param = type_parameter("ResponseFormatT", Any, "anthropic.lib._parse._response")
+        return parsed_message_type[param], text_type[param]
 
 
 def streamed_message(snapshot: Any) -> Build:
