@@ -169,15 +169,18 @@ def for_run(run_id: str, spec: Any = None) -> RunEvents | None:
     last-resort stderr) and is enabled for WARNING. OpenTelemetry spans and metrics are sent
     when an OpenTelemetry SDK is configured (`telemetry`)."""
     settings = _SCOPED.get() or _Default.settings
-    logger: Any = None
-    floor = logging.NOTSET
     parent = _STDLIB.parent  # the root logger
     if (
-        settings.logger is not None
-        or _STDLIB.handlers
-        or "structlog" in _MODULES
-        or not (parent is None or (not parent.handlers and parent.parent is None))
-    ):  # else no handler anywhere: no logger (what `_logger` finds, decided in line)
+        settings.logger is None
+        and not _STDLIB.handlers
+        and "structlog" not in _MODULES
+        and (parent is None or (not parent.handlers and parent.parent is None))
+    ):  # no handler anywhere: no logger (what `_logger` finds, decided in line)
+        if "opentelemetry" not in _MODULES:
+            return None  # the common run: nothing listens
+        logger: Any = None
+        floor = logging.NOTSET
+    else:
         logger, floor = _logger(settings)
     spans = None
     if "opentelemetry" in _MODULES:  # never imported here: an application that uses it has
