@@ -108,15 +108,14 @@ class _KeyIndex:
             if self.hashes is None or time.monotonic() < self.due:
                 return  # off, or read by another thread meanwhile
             try:
-                self.hashes = self._rows_since(connection)
+                self.hashes = self._rows_since(connection, self.hashes)
             except Exception:  # no rowid (the earlier layout), or a file in trouble: ask it
                 self.hashes = None
             # off for good: never read again (every lookup asks the file)
             self.due = math.inf if self.hashes is None else time.monotonic() + self.every_s
 
-    def _rows_since(self, connection: sqlite3.Connection) -> set[int] | None:
-        """The hashes with the rows added since the last read (None: past the bound)."""
-        hashes = self.hashes
+    def _rows_since(self, connection: sqlite3.Connection, hashes: set[int]) -> set[int] | None:
+        """`hashes` with the rows added since the last read (None: past the bound)."""
         if self.rowid:  # the last row read is gone or another: rows went, read afresh
             row = connection.execute(
                 "SELECT key FROM responses WHERE rowid = ?", (self.rowid,)
@@ -127,8 +126,6 @@ class _KeyIndex:
             (top,) = connection.execute("SELECT max(rowid) FROM responses").fetchone()
             if (top or 0) > _MAX_INDEXED:
                 return None
-        if hashes is None:
-            return None
         rows = connection.execute(
             "SELECT rowid, key FROM responses WHERE rowid > ? ORDER BY rowid", (self.rowid,)
         )

@@ -116,17 +116,8 @@ def credential_places() -> tuple[list[str], list[str]]:
 @functools.lru_cache(maxsize=2048)
 def is_credential_name(name: str) -> bool:
     """True for a mapping key whose value is a credential (`X-Api-Key`, `access_token`...)."""
-    found = _NAME_VERDICTS.get(name)
-    if found is None:
-        flat = name.lower().translate(_SEPARATORS)
-        found = flat in _NAMES or any(part in flat for part in _NAME_PARTS)
-        if len(_NAME_VERDICTS) < _MAX_NAME_VERDICTS:  # a program uses few parameter names
-            _NAME_VERDICTS[name] = found
-    return found
-
-
-_NAME_VERDICTS: dict[str, bool] = {}
-_MAX_NAME_VERDICTS: Final = 4096
+    flat = name.lower().translate(_SEPARATORS)
+    return flat in _NAMES or any(part in flat for part in _NAME_PARTS)
 
 
 def redact_text(text: str) -> str:

@@ -75,14 +75,17 @@ def _parsed_types(beta: bool) -> tuple[Any, Any]:
     `beta`): found once by running its own builder on a one-block message with no format, since
     releases differ (2.16 builds `ParsedMessage[ResponseFormatT]`, 2.17 the bare
     `ParsedMessage`); the type-variable form where the SDK's builder has moved."""
-    import importlib
+    found: tuple[Any, ...]
+    if beta:
+        from anthropic.types.beta import BetaMessage
+        from anthropic.types.beta.parsed_beta_message import ParsedBetaMessage, ParsedBetaTextBlock
 
-    prefix, where = ("Beta", "anthropic.types.beta") if beta else ("", "anthropic.types")
-    types: Any = importlib.import_module(where)
-    parsed_types: Any = importlib.import_module(f"{where}.parsed_{'beta_' if beta else ''}message")
-    message_type = getattr(types, f"{prefix}Message")
-    parsed_message_type = getattr(parsed_types, f"Parsed{prefix}Message")
-    text_type = getattr(parsed_types, f"Parsed{prefix}TextBlock")
+        found = (BetaMessage, ParsedBetaMessage, ParsedBetaTextBlock)
+    else:
+        from anthropic.types import Message, ParsedMessage, ParsedTextBlock
+
+        found = (Message, ParsedMessage, ParsedTextBlock)
+    message_type, parsed_message_type, text_type = found
     try:
         import anthropic
         from anthropic.lib._parse import _response
