@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -55,11 +54,15 @@ def test_the_lanes_run_the_whole_suite_and_check_coverage_on_all() -> None:
     ] == [step.split(" --cov-fail-under")[0] for step in pytest_steps]
     assert pytest_steps[-1].endswith("--cov-fail-under=93")
     assert pytest_steps[-1] == steps[-1]
-    floor = steps.index(pytest_steps[1])
+    # the floor's venv is installed in the background beside the dev extras, and waited for
+    # (its exit status) before the first check runs
     assert [
+        "python3 -m venv .venv",
         "python3 -m venv .venv-floor",
-        ".venv-floor/bin/pip install -q -e '.[dev-floor]'",
-    ] == steps[floor - 2 : floor]
+        "{ .venv-floor/bin/pip install -q -e '.[dev-floor]' & }",
+        ".venv/bin/pip install -q -e '.[dev]'",
+        "wait $!",
+    ] == steps[:5]
 
 
 def _floor_entries() -> list[str]:
@@ -96,28 +99,12 @@ def test_every_instructor_test_runs_in_the_floor_lane() -> None:
                     assert line[4:].split("(")[0] in named, f"{path}: {line}"
 
 
-@pytest.mark.parametrize("failing", [0, 1, 2])
-@pytest.mark.parametrize("code", [1, 5])
-def test_a_failing_lane_or_one_that_collects_nothing_fails_the_run(
-    tmp_path: Path, failing: int, code: int
-) -> None:
-    """`.ci/run` with its tools stubbed: a lane whose pytest exits 1 (a failing test) or 5 (no
-    test collected) ends the run with that code, and a failing lane skips the ones after it."""
+def _stubbed_run(tmp_path: Path, stub_body: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """`.ci/run` with every tool it calls replaced by a script of `stub_body` (which may read
+    `$LOG`, where each call's arguments are written); the run, and that log."""
     log = tmp_path / "ran.txt"
     stub = tmp_path / "stub"
-    stub.write_text(
-        textwrap.dedent(
-            f"""\
-            #!/usr/bin/env bash
-            echo "$*" >> {log}
-            case "$*" in
-              *"-m pytest"*)
-                [ "$(grep -c -- "-m pytest" {log})" -eq {failing + 1} ] && exit {code} ;;
-            esac
-            exit 0
-            """
-        )
-    )
+    stub.write_text(f'#!/usr/bin/env bash\nLOG={log}\necho "$*" >> $LOG\n{stub_body}\nexit 0\n')
     stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
     script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     script = script.replace('cd "$(dirname "$0")/.."', "")
@@ -132,8 +119,38 @@ def test_a_failing_lane_or_one_that_collects_nothing_fails_the_run(
     ):
         script = script.replace(f"{tool} ", f"{stub} ")
     result = subprocess.run(
-        ["bash", "-c", script], cwd=tmp_path, env=dict(os.environ), capture_output=True, check=False
+        ["bash", "-c", script],
+        cwd=tmp_path,
+        env=dict(os.environ),
+        capture_output=True,
+        check=False,
+        text=True,
     )
+    return result, log
+
+
+def test_a_failed_floor_install_in_the_background_fails_the_run(tmp_path: Path) -> None:
+    """The floor venv's install runs in the background; when it fails, the run ends with its
+    code before any check or lane runs."""
+    result, log = _stubbed_run(tmp_path, 'case "$*" in *dev-floor*) sleep 0.2; exit 7 ;; esac')
+    assert 7 == result.returncode
+    ran = log.read_text()
+    assert "-m pytest" not in ran
+    assert "ruff" not in ran
+
+
+@pytest.mark.parametrize("failing", [0, 1, 2])
+@pytest.mark.parametrize("code", [1, 5])
+def test_a_failing_lane_or_one_that_collects_nothing_fails_the_run(
+    tmp_path: Path, failing: int, code: int
+) -> None:
+    """`.ci/run` with its tools stubbed: a lane whose pytest exits 1 (a failing test) or 5 (no
+    test collected) ends the run with that code, and a failing lane skips the ones after it."""
+    body = (
+        'case "$*" in *"-m pytest"*) '
+        f'[ "$(grep -c -- "-m pytest" $LOG)" -eq {failing + 1} ] && exit {code} ;; esac'
+    )
+    result, log = _stubbed_run(tmp_path, body)
     assert code == result.returncode
     lanes = [line for line in log.read_text().splitlines() if "-m pytest" in line]
     assert failing + 1 == len(lanes)  # a lane runs only after the ones before it passed

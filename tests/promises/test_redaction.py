@@ -1031,3 +1031,39 @@ def test_the_callers_own_objects_are_kept_whole_and_rendered_redacted() -> None:
     del shown["errors"]  # `repr(outcome.errors)` prints the caller's object as it is, on its own
     _assert_hidden(key, {**shown, "raw_text": outcome.raw_text or ""})
     assert MARKER in (outcome.attempts[0].raw_text or "")  # the model's text: stored redacted
+
+
+_PARAM_VALUES = st.one_of(
+    st.none(),
+    st.integers(),
+    st.booleans(),
+    st.sampled_from(["m", "gpt-4o-mini", "sk-held-by-the-client-0123456789", "Bearer abcdefghij"]),
+    text_st,
+    st.lists(text_st, max_size=2),
+    st.dictionaries(st.sampled_from(["X-Api-Key", "note", "token"]), text_st, max_size=2),
+)
+
+
+@given(
+    params=st.dictionaries(
+        st.sampled_from(["model", "user", "api_key", "max_tokens", "note", "extra_body"]),
+        _PARAM_VALUES,
+        max_size=5,
+    ),
+    scoped=st.booleans(),
+)
+def test_params_redacted_with_the_scopes_forms_given_match_the_scopes_own(
+    params: dict[str, Any], scoped: bool
+) -> None:
+    """`redact_params(params, forms=run_secrets())` (a run that knows its forms already) gives
+    exactly what `redact_params(params)` gives, in a client's scope or in none."""
+    from healjson._core import redact
+
+    client = SimpleNamespace(api_key="sk-held-by-the-client-0123456789")
+    with contextlib.ExitStack() as stack:
+        if scoped:
+            stack.enter_context(redact.secrets_scope(client, params))
+        given = redact.redact_params(params, forms=redact.run_secrets())
+        assert redact.redact_params(params) == given
+    if scoped:
+        assert "sk-held-by-the-client-0123456789" not in json.dumps(given, default=str)

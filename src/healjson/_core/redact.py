@@ -138,11 +138,16 @@ def redact_data(value: Any, *, by_name: bool = True) -> Any:
     return _walk(value, _known_forms(), by_name, 0)
 
 
-def redact_params(params: Mapping[str, Any], *, client: Any = None) -> dict[str, Any]:
+def redact_params(
+    params: Mapping[str, Any], *, client: Any = None, forms: tuple[str, ...] | None = None
+) -> dict[str, Any]:
     """Call parameters as they may be stored: credential-named values masked at any depth,
     known secrets removed from every string. Other objects are kept as they are. `client`: the
     wrapped client, for code that holds it instead of having entered its `secrets_scope`
-    (the same result as inside `secrets_scope(client, params)`)."""
+    (the same result as inside `secrets_scope(client, params)`); `forms`: the current scope's
+    secret forms, known already (`run_secrets()`)."""
+    if forms is not None and client is None:
+        return _given_forms(params, forms)
     scope = _SCOPE.get()
     given = client is not None
     if given:
@@ -153,7 +158,7 @@ def redact_params(params: Mapping[str, Any], *, client: Any = None) -> dict[str,
     if plain and type(params) is dict:
         # the common call: flat parameters of plain values, none under a credential name, in
         # one scope; only the client's own secrets can be in them (one pass, no walk)
-        forms: tuple[str, ...] | None = None
+        own: tuple[str, ...] | None = None
         out: dict[str, Any] = {}
         for key, item in params.items():
             kind = type(item)
@@ -164,16 +169,37 @@ def redact_params(params: Mapping[str, Any], *, client: Any = None) -> dict[str,
             elif len(item) < MIN_SECRET_CHARS:
                 out[key] = item
             else:
-                if forms is None:  # the client's own secrets (the params hold none)
-                    forms = () if client is None else _ClientForms.current(client)
-                found = _VALUES.get((item, forms))
-                out[key] = _redacted_value(item, forms) if found is None else found
+                if own is None:  # the client's own secrets (the params hold none)
+                    own = () if client is None else _ClientForms.current(client)
+                found = _VALUES.get((item, own))
+                out[key] = _redacted_value(item, own) if found is None else found
         else:
             return out
     if given:  # the general path reads the scope: enter the client's
         with secrets_scope(client, params):
             return _mapping(params, _known_forms(), True, 0)
     return _mapping(params, _known_forms(), True, 0)
+
+
+def _given_forms(params: Mapping[str, Any], forms: tuple[str, ...]) -> dict[str, Any]:
+    """`redact_params` with the scope's secret forms given: flat parameters of plain values in
+    one pass, anything else walked."""
+    if type(params) is dict:
+        out: dict[str, Any] = {}
+        for key, item in params.items():
+            kind = type(item)
+            if item is None or kind is int or kind is float or kind is bool:
+                out[key] = item
+            elif kind is not str or type(key) is not str or is_credential_name(key):
+                break
+            elif len(item) < MIN_SECRET_CHARS:
+                out[key] = item
+            else:
+                found = _VALUES.get((item, forms))
+                out[key] = _redacted_value(item, forms) if found is None else found
+        else:
+            return out
+    return _mapping(params, forms, True, 0)
 
 
 # short parameter values already redacted against a set of secret forms: a model name or a

@@ -423,8 +423,8 @@ class Chat:
         run = healer.start(messages, context=context, params=kwargs, enforcement=checked)
         scope = secrets_scope(owner.wrapped, kwargs)
         if core.is_async:
-            return drive_async(run.flow, call, scope)
-        return drive_sync(run.flow, call, scope)
+            return drive_async(run, call, scope)
+        return drive_sync(run, call, scope)
 
 
 class HealingOllama(HealingAdapter):

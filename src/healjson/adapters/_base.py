@@ -233,7 +233,7 @@ class Completions(CompletionsProxy):
             call = async_call(core.tiers, forced, healer.target, send)
             checked = self._owner._enforcement(healer.target, forced)
             run = healer.start(messages, context=context, params=kwargs, enforcement=checked)
-            return drive_async(run.flow, call, secrets_scope(core.wrapped, kwargs))
+            return drive_async(run, call, secrets_scope(core.wrapped, kwargs))
         route = (healer.target, forced)
         cached = core.sync_calls.get(route)
         if cached is None:
@@ -250,7 +250,7 @@ class Completions(CompletionsProxy):
             driver, enforcement = cached
         # what healjson stores or logs is redacted (the client's secrets scope)
         run = healer.start(messages, context=context, params=kwargs, enforcement=enforcement)
-        return drive_sync(run.flow, driver, secrets_scope(core.wrapped, kwargs))
+        return drive_sync(run, driver, secrets_scope(core.wrapped, kwargs))
 
 
 class HealingAdapter:
@@ -390,8 +390,8 @@ class HealingAdapter:
         run = healer.start(messages, context=context, params=params, enforcement=enforcement)
         scope = secrets_scope(core.wrapped, params)
         if core.is_async:
-            return drive_async(run.flow, call, scope)
-        return drive_sync(run.flow, call, scope)
+            return drive_async(run, call, scope)
+        return drive_sync(run, call, scope)
 
     def _sdk_sender(self, response_model: Any, params: dict[str, Any]) -> Send:
         """`_sender` for the SDK's own structured calls (`heal_recorded`); an adapter may differ."""

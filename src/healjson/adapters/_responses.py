@@ -233,7 +233,7 @@ class Responses:
         if received is not None and first is not None:
             call = received.first(call, first, core.is_async)
         drive = drive_async if core.is_async else drive_sync
-        return drive(run.flow, call, secrets_scope(core.wrapped, kwargs))
+        return drive(run, call, secrets_scope(core.wrapped, kwargs))
 
     def parse(
         self,

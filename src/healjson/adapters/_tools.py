@@ -146,8 +146,8 @@ def heal_tool_calls(
     run = start_tools(spec, messages, context=context, params=params)
     scope = secrets_scope(client, params)
     if is_async:
-        return drive_async(run.flow, call, scope)
-    outcome: Outcome[ToolCalls] = drive_sync(run.flow, call, scope)
+        return drive_async(run, call, scope)
+    outcome: Outcome[ToolCalls] = drive_sync(run, call, scope)
     return outcome
 
 

@@ -1,7 +1,9 @@
 """One path for the first reply: every run's first step (`engine.heal_flow`, whichever driver
 runs it) serves a strictly valid first reply as `Healed` before any loop state is built, and
 hands any other first result to the loop, which never calls the model again for it. Whatever
-listens (a logger, a deadline) the run reaches the same outcome with the same calls."""
+listens (a logger, a deadline) the run reaches the same outcome with the same calls. A run with
+nothing listening, no cache and no deadline starts quick: the driver makes its first call and
+builds the flow only for an answer the first step declines."""
 
 from __future__ import annotations
 
@@ -21,8 +23,10 @@ from pydantic import BaseModel
 
 import healjson
 from healjson import Degraded, Healed, ProviderError, Reply
-from healjson._core.run import engine
+from healjson._core.observe import events as run_events
+from healjson._core.run import engine, start
 from healjson.testing import capture_events
+from listening import nothing_listens
 from outcomes import comparable
 
 
@@ -101,14 +105,15 @@ def scripted(fates: list[Any], log: list[Any]) -> Callable[..., Any]:
 def test_what_listens_changes_neither_the_outcome_nor_the_calls(
     fates: list[Any], attempts: int
 ) -> None:
-    """A run with nothing listening, one with a logger that follows every step and one under a
-    deadline take the one path: the same outcome from the same calls."""
+    """A run with nothing listening (started quick), one with a logger that follows every step
+    and one under a deadline reach the same outcome from the same calls."""
     plain = healjson.Healer(Item, policy=healjson.HealPolicy(max_attempts=attempts))
     timed = healjson.Healer(Item, policy=healjson.HealPolicy(max_attempts=attempts, deadline_s=60))
     quiet_calls: list[Any] = []
     heard_calls: list[Any] = []
     timed_calls: list[Any] = []
-    quiet = plain.run(scripted(fates, quiet_calls), MESSAGES, **PARAMS)
+    with nothing_listens():  # the driver's quick start
+        quiet = plain.run(scripted(fates, quiet_calls), MESSAGES, **PARAMS)
     with capture_events():  # a listener that hears every step
         heard = plain.run(scripted(fates, heard_calls), MESSAGES, **PARAMS)
     limited = timed.run(scripted(fates, timed_calls), MESSAGES, **PARAMS)
@@ -120,8 +125,8 @@ def test_what_listens_changes_neither_the_outcome_nor_the_calls(
 @settings(max_examples=60, deadline=None)
 @given(fates=st.lists(_FATES, min_size=1, max_size=3))
 def test_the_async_driver_reaches_the_sync_drivers_outcome(fates: list[Any]) -> None:
-    """For any sequence of replies and failures, the async driver makes the same calls and
-    reaches the same outcome as the sync driver."""
+    """For any sequence of replies and failures, the async driver (heard, or started quick)
+    makes the same calls and reaches the same outcome as the sync driver."""
     healer = healjson.Healer(Item)
 
     def async_call(log: list[Any]) -> Callable[..., Any]:
@@ -137,7 +142,11 @@ def test_the_async_driver_reaches_the_sync_drivers_outcome(fates: list[Any]) -> 
     async_calls: list[Any] = []
     sync = healer.run(scripted(fates, sync_calls), MESSAGES, **PARAMS)
     awaited = asyncio.run(healer.arun(async_call(async_calls), MESSAGES, **PARAMS))
-    assert comparable(sync) == comparable(awaited)
+    with nothing_listens():  # both drivers' quick start
+        quick_calls: list[Any] = []
+        quick = asyncio.run(healer.arun(async_call(quick_calls), MESSAGES, **PARAMS))
+    assert comparable(sync) == comparable(awaited) == comparable(quick)
+    assert quick_calls == sync_calls
     assert sync_calls == async_calls
 
 
@@ -282,3 +291,92 @@ def test_a_deadline_takes_the_loop_and_still_limits_the_first_call() -> None:
     assert time.monotonic() - started < 2.0  # far from the call's 3 s, whatever the load
     assert isinstance(outcome, Degraded)
     assert "timeout" == outcome.reason
+
+
+def _count_flows(mp: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The keywords of every flow a quick start builds from now on."""
+    built: list[dict[str, Any]] = []
+    real = start.heal_flow
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        built.append(kwargs)
+        return real(*args, **kwargs)
+
+    mp.setattr(start, "heal_flow", counting)
+    return built
+
+
+def test_a_quiet_run_builds_a_flow_only_for_a_declined_first_answer() -> None:
+    """With nothing listening, a clean first answer is healed by the driver's quick start with
+    no flow built; a declined answer, or a failed call, is handed as the first call's result
+    to one flow, which never makes that call again."""
+    healer = healjson.Healer(Item)
+    for fates, flows, calls_made, kind in (
+        (['{"name": "x", "qty": 1}'], 0, 1, Healed),
+        (['{"name": "x"}', '{"name": "x", "qty": 2}'], 1, 2, Healed),
+        (["raise-provider", '{"name": "x", "qty": 2}'], 1, 1, Degraded),
+    ):
+        calls: list[Any] = []
+        with pytest.MonkeyPatch.context() as mp, nothing_listens():
+            built = _count_flows(mp)
+            run = healer.start(MESSAGES, params=PARAMS)
+            assert run.quick is not None
+            outcome = healjson_drive(run, scripted(fates, calls))
+        assert isinstance(outcome, kind), fates
+        assert flows == len(built), fates
+        assert all(kwargs["made"] is not None for kwargs in built)
+        assert calls_made == len(calls) == outcome.calls
+
+
+def healjson_drive(run: Any, call: Callable[..., Any]) -> Any:
+    from healjson._core.run.drive import drive_sync
+
+    return drive_sync(run, call)
+
+
+def test_a_run_that_is_heard_timed_or_cached_does_not_start_quick() -> None:
+    """A listener, a deadline or a response cache takes the flow from the start (its first
+    call announced, limited or looked up); a run whose flow was read (a stream's) starts no
+    quick call either."""
+    plain = healjson.Healer(Item)
+    timed = healjson.Healer(Item, policy=healjson.HealPolicy(deadline_s=60))
+    cached = healjson.Healer(Item, cache=healjson.ResponseCache(":memory:"))
+    with nothing_listens():
+        assert plain.start(MESSAGES).quick is not None
+        with capture_events():
+            assert plain.start(MESSAGES).quick is None
+        assert timed.start(MESSAGES).quick is None
+        assert cached.start(MESSAGES).quick is None
+        run = plain.start(MESSAGES)
+        flow = run.flow
+        assert run.quick is None
+        assert run.flow is flow
+
+
+def test_quiet_agrees_with_what_a_run_would_send() -> None:
+    """`events.quiet()` is True exactly when a run starting now would have no events."""
+    import logging
+
+    def agrees() -> bool:
+        heard = run_events.for_run("r")
+        if heard is not None:
+            heard.release()
+        return run_events.quiet() == (heard is None)
+
+    assert agrees()  # pytest's log capture listens
+    with nothing_listens():
+        assert agrees()
+        assert run_events.quiet()
+        with capture_events():
+            assert agrees()
+            assert not run_events.quiet()
+        logger = logging.getLogger("healjson")
+        handler = logging.NullHandler()
+        logger.addHandler(handler)
+        try:
+            assert agrees()
+            assert not run_events.quiet()
+        finally:
+            logger.removeHandler(handler)
+        assert agrees()
+        assert run_events.quiet()

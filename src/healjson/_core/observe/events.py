@@ -161,6 +161,24 @@ _MODULES: Final = sys.modules.keys()
 _STDLIB_SINK = _StdlibSink()
 
 
+def quiet() -> bool:
+    """True when a run starting now would have no events (`for_run` would return None): no
+    logger that would take them, and no OpenTelemetry SDK configured."""
+    settings = _SCOPED.get() or _Default.settings
+    parent = _STDLIB.parent
+    if (
+        not (
+            settings.logger is None
+            and not _STDLIB.handlers
+            and "structlog" not in _MODULES
+            and (parent is None or (not parent.handlers and parent.parent is None))
+        )
+        and _logger(settings)[0] is not None
+    ):
+        return False
+    return "opentelemetry" not in _MODULES or (_Telemetry.module or _Telemetry.load()).idle()
+
+
 def for_run(run_id: str, spec: Any = None) -> RunEvents | None:
     """The events of a run that starts now, or None when nothing would receive them (then the
     run checks nothing more: one look per run, at its start). A logger set with `set_logger`

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from healjson._core.outcome.attempt import Attempt
     from healjson._core.outcome.outcome import Outcome
 
-__all__ = ["RunSpans", "for_run", "sdk_instrumented"]
+__all__ = ["RunSpans", "for_run", "idle", "sdk_instrumented"]
 
 _CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 _MAX_CONTENT_CHARS = 16_000
@@ -69,23 +69,31 @@ class _Unconfigured:
 
 
 def for_run(run_id: str, spec: Any) -> RunSpans | None:
-    """The spans of a run that starts now, or None when no OpenTelemetry SDK is configured.
-    Without a provider set in code or named by the environment, the API's lookup is not asked:
-    it reads the environment on every call while none is set (SDKs that import OpenTelemetry
-    without configuring it, a provider's among them, would pay that on every run)."""
+    """The spans of a run that starts now, or None when no OpenTelemetry SDK is configured
+    (`idle`)."""
+    if idle():
+        return None
+    return RunSpans(_tracer(trace.get_tracer_provider()), run_id, spec, _instruments())
+
+
+def idle() -> bool:
+    """True when no OpenTelemetry SDK is configured: a run sends no spans or metrics. Without a
+    provider set in code or named by the environment, the API's lookup is not asked: it reads
+    the environment on every call while none is set (SDKs that import OpenTelemetry without
+    configuring it, a provider's among them, would pay that on every run)."""
     if (
         trace.get_tracer_provider is _Unconfigured.lookup
         and not _Unconfigured.named
         and trace.__dict__.get("_TRACER_PROVIDER", trace) is None
     ):
-        return None
+        return True
     provider = trace.get_tracer_provider()
     if provider is _Unconfigured.provider:
-        return None
+        return True
     if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
         _Unconfigured.provider = provider
-        return None
-    return RunSpans(_tracer(provider), run_id, spec, _instruments())
+        return True
+    return False
 
 
 def sdk_instrumented() -> bool:

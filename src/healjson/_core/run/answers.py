@@ -110,11 +110,14 @@ class HealSpec:
         usage = reply.usage or estimated_usage(original, content)
         # reasoning in the provider's own field is set aside here as L1 would (`parse.read`)
         flags = (Flag.REASONING_SET_ASIDE,) if reply.reasoning and reply.reasoning.strip() else ()
+        forms = run_secrets()
         attempt = new_attempt(
             number=1,
             strategy=Strategy.INITIAL,
             messages=original,
-            params=redact_params(params),  # stored redacted; the call got the real ones
+            params=redact_params(
+                params, forms=forms
+            ),  # stored redacted; the call got the real ones
             raw_text=content,
             finish_reason=reply.finish_reason,
             usage=usage,
@@ -127,7 +130,7 @@ class HealSpec:
         healed = new_healed(
             self, instance, content, (attempt,), flags=flags, usage=usage, changed=(), run_id=run_id
         )
-        return seal(healed, run_secrets())
+        return seal(healed, forms)
 
     def answers(self, run: RunState, enforcement: Enforcement | None) -> JsonAnswers:
         """The judge and repairer of one run."""

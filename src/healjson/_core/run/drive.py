@@ -65,6 +65,7 @@ from healjson._core.wire.fault import fault_from_exception
 from healjson._core.wire.reply import SDK_COMPLETIONS, Reply, read_completion, to_reply
 
 from .pump import CHUNK, END, ERROR, STREAM, VALUE, Pump, close_stream
+from .start import Run
 
 __all__ = [
     "PROVIDER_PACKAGES",
@@ -96,38 +97,80 @@ close_quietly = close_stream
 
 
 def drive_sync(
-    flow: Flow[R], call: Callable[..., Any] | None = None, scope: secrets_scope | None = None
+    flow: Flow[R] | Run,
+    call: Callable[..., Any] | None = None,
+    scope: secrets_scope | None = None,
 ) -> R:
-    """Run a flow to completion with the sync driver (its calls read whole); with `scope` (a
-    wrapped client's secrets), the run is driven inside it: what it stores or emits is
-    redacted."""
+    """Run a flow (or a `Run`: see its quick start) to completion with the sync driver (its
+    calls read whole); with `scope` (a wrapped client's secrets), the run is driven inside it:
+    what it stores or emits is redacted."""
     last: Any = None
     token = None if scope is None else activate(scope)  # `with`'s work, without its frames
     try:
-        for last in sync_steps(flow, call):  # noqa: B007  (the last event is the outcome)
+        steps: Flow[Any]
+        if not isinstance(flow, Run):
+            steps = flow
+        elif flow.quick is None or call is None:
+            steps = flow.flow
+        else:  # the run's first call, made here: a clean answer needs no flow at all
+            quick = flow.quick
+            start = time.perf_counter()
+            try:
+                value = settled(perform(call, quick.effect))
+            except Exception as exc:
+                result = call_failed(exc, start, quick.effect)
+            else:
+                result = call_returned(value, start)
+            healed: Any = quick.first(result)
+            if healed is not None:
+                return healed  # type: ignore[no-any-return]
+            steps = quick.flow(result)
+        for last in sync_steps(steps, call):  # noqa: B007  (the last event is the outcome)
             pass
     finally:
         if token is not None:
             deactivate(token)
-    result: R = last.outcome
-    return result
+    outcome: R = last.outcome
+    return outcome
 
 
 async def drive_async(
-    flow: Flow[R], call: Callable[..., Any] | None = None, scope: secrets_scope | None = None
+    flow: Flow[R] | Run,
+    call: Callable[..., Any] | None = None,
+    scope: secrets_scope | None = None,
 ) -> R:
-    """Run a flow to completion on the running event loop (its calls read whole); with
-    `scope`, inside it (entered in the awaiting task's context)."""
+    """Run a flow (or a `Run`) to completion on the running event loop (its calls read whole);
+    with `scope`, inside it (entered in the awaiting task's context)."""
     last: Any = None
     token = None if scope is None else activate(scope)
     try:
-        async for last in async_steps(flow, call):  # noqa: B007
+        steps: Flow[Any]
+        if not isinstance(flow, Run):
+            steps = flow
+        elif flow.quick is None or call is None:
+            steps = flow.flow
+        else:  # as `drive_sync`'s quick start
+            quick = flow.quick
+            start = time.perf_counter()
+            try:
+                value = perform(call, quick.effect)
+                if inspect.isawaitable(value):
+                    value = await value
+            except Exception as exc:
+                result = call_failed(exc, start, quick.effect)
+            else:
+                result = call_returned(value, start)
+            healed: Any = quick.first(result)
+            if healed is not None:
+                return healed  # type: ignore[no-any-return]
+            steps = quick.flow(result)
+        async for last in async_steps(steps, call):  # noqa: B007
             pass
     finally:
         if token is not None:
             deactivate(token)
-    result: R = last.outcome
-    return result
+    outcome: R = last.outcome
+    return outcome
 
 
 def perform(call: Callable[..., Any], effect: ModelCall) -> Any:

@@ -61,7 +61,6 @@ __all__ = [
     "AnswerSpec",
     "Answers",
     "Flow",
-    "Run",
     "RunCache",
     "RunState",
     "heal_flow",
@@ -95,17 +94,6 @@ class RunCache(Protocol):
     def store(self, outcome: Healed[Any]) -> CachePut | None:
         """The effect that stores a healed run's answer (None: nothing to store)."""
         ...
-
-
-class Run:
-    """A run not yet driven (`Healer.start`): its `flow`, for a driver, and its `context`
-    (what its contracts and pydantic's validators read; a stream's reader reads it too)."""
-
-    __slots__ = ("context", "flow")
-
-    def __init__(self, flow: Flow, context: ContractContext) -> None:
-        self.flow = flow
-        self.context = context
 
 
 class RunState:
@@ -236,6 +224,8 @@ def heal_flow(
     observed: bool = True,
     enforcement: Enforcement | None = None,
     cache: RunCache | None = None,
+    made: CallResult | None = None,
+    run_id: str | None = None,
 ) -> Flow:
     """The whole L1-L4 loop for one request, as a generator the drivers run. `given`: a reply
     already in hand, judged as the first attempt instead of calling the model (`validate`);
@@ -243,19 +233,23 @@ def heal_flow(
     no events, spans or metrics (a run replayed from stored results); `enforcement`: the schema
     the adapter's request asked the endpoint to enforce (its first answer is judged against it:
     `healjson._core.judge.enforcement`); `cache`: the run's response cache (`cache.py`: a hit
-    judged again is the outcome with no call; a healed run's answer is stored). The first reply
-    goes to the kind's `first` before any of the loop's state is built: a clean first answer is
-    the run's `Healed` at once. However
+    judged again is the outcome with no call; a healed run's answer is stored); `made`: the result
+    of the run's first call, made by a driver's quick start (`Quick`), whose answer the kind's
+    `first` did not accept (the loop judges it as its first attempt); `run_id`: the run's id,
+    given by that start. The first reply goes to the kind's `first` before any of the loop's
+    state is built: a clean first answer is the run's `Healed` at once. However
     the flow ends (an outcome, a driver that raised, a stream the caller abandoned), the run's
     telemetry context is released."""
     started = time.monotonic() if started is None else started
-    run_id = new_run_id()
+    run_id = new_run_id() if run_id is None else run_id
     # None: nothing listens (or a replayed run, whose calls were observed when made)
     events = _events.for_run(run_id, spec) if observed else None
     try:
         policy = spec.policy
         healed: Healed[Any] | None = None
-        if given is not None:
+        if made is not None:
+            result = made
+        elif given is not None:
             result = new_call_result(given, None, 0.0)
         else:
             if cache is not None:
@@ -269,7 +263,7 @@ def heal_flow(
                 events.call_started(1, params)
             left = time_left(policy, started)
             result = yield new_model_call(1, messages, params, left, policy.provider_errors)
-        if result.reply is not None and not result.aborted:
+        if made is None and result.reply is not None and not result.aborted:
             healed = spec.first(
                 result.reply,
                 original=messages,

@@ -51,9 +51,10 @@ from healjson._core.target.target import Target
 from healjson._core.wire.effects import AwaitAll
 from healjson._core.wire.reply import Reply, ToolCall
 
-from .engine import Run, RunState, heal_flow
+from .engine import RunState, heal_flow
 from .messages import make_context, normalise_messages
 from .policy import HealPolicy
+from .start import Run
 from .stops import refusal_diagnostic
 
 __all__ = ["TARGET", "CallAnswers", "Tool", "ToolSpec", "start_tools"]

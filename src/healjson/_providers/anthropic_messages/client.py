@@ -162,8 +162,8 @@ class Messages:
         run = healer.start(messages, context=context, params=kwargs, enforcement=checked)
         scope = secrets_scope(core.wrapped, kwargs)
         if core.is_async:
-            return drive_async(run.flow, call, scope)
-        return drive_sync(run.flow, call, scope)
+            return drive_async(run, call, scope)
+        return drive_sync(run, call, scope)
 
     def _heal_tools(
         self,

@@ -224,8 +224,22 @@ def _with_messages(
     Anthropic's prompt cache and the next repair reads it back."""
     if shared is None:
         shared = shared_end(messages)
-    system = [message_text(m.get("content")) for m in messages if m.get("role") == "system"]
-    body["messages"] = _turns([m for m in messages if m.get("role") != "system"], shared)
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+    if shared is None:  # the common request: user and assistant text turns, kept as they are
+        for message in messages:
+            role, content = message.get("role"), message.get("content")
+            if role not in ("user", "assistant") or type(content) is not str:
+                break
+            if "tool_calls" in message:
+                break
+            turns.append({"role": role, "content": content})
+        else:
+            messages = ()
+    if messages:
+        system = [message_text(m.get("content")) for m in messages if m.get("role") == "system"]
+        turns = _turns([m for m in messages if m.get("role") != "system"], shared)
+    body["messages"] = turns
     if "max_completion_tokens" in body:  # OpenAI's name (the truncation strategy may set it)
         body["max_tokens"] = body.pop("max_completion_tokens")
     if system:

@@ -265,8 +265,8 @@ class HealingGemini(HealingAdapter):
             return stream_sync(run.flow, driver, chunks, scope)
         run = healer.start(messages, context=context, params=params, enforcement=checked)
         if aio:
-            return drive_async(run.flow, driver, secrets_scope(self.wrapped, params))
-        return drive_sync(run.flow, driver, secrets_scope(self.wrapped, params))
+            return drive_async(run, driver, secrets_scope(self.wrapped, params))
+        return drive_sync(run, driver, secrets_scope(self.wrapped, params))
 
     def _parsed_stream(
         self, aio: bool, args: tuple[Any, ...], schema: type[Any], kwargs: dict[str, Any]
