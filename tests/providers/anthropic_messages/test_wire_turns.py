@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from healjson._providers.anthropic_messages.wire import anthropic_request
 from healjson._providers.anthropic_messages.wire import _with_messages as with_messages
+from healjson._providers.anthropic_messages.wire import anthropic_request
 from pinned import pinned
 
 _CONTENT = st.one_of(
