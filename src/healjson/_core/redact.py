@@ -146,8 +146,9 @@ def redact_params(
     wrapped client, for code that holds it instead of having entered its `secrets_scope`
     (the same result as inside `secrets_scope(client, params)`); `forms`: the current scope's
     secret forms, known already (`run_secrets()`)."""
-    if forms is not None and client is None:
-        return _given_forms(params, forms)
+    if forms is not None and client is None:  # the scope's forms, known already
+        flat = _flat(params, forms, None) if type(params) is dict else None
+        return _mapping(params, forms, True, 0) if flat is None else flat
     scope = _SCOPE.get()
     given = client is not None
     if given:
@@ -156,50 +157,38 @@ def redact_params(
         plain = scope is not None and scope._outer is None
         client = scope._client if scope is not None else None
     if plain and type(params) is dict:
-        # the common call: flat parameters of plain values, none under a credential name, in
-        # one scope; only the client's own secrets can be in them (one pass, no walk)
-        own: tuple[str, ...] | None = None
-        out: dict[str, Any] = {}
-        for key, item in params.items():
-            kind = type(item)
-            if item is None or kind is int or kind is float or kind is bool:
-                out[key] = item
-            elif kind is not str or type(key) is not str or is_credential_name(key):
-                break
-            elif len(item) < MIN_SECRET_CHARS:
-                out[key] = item
-            else:
-                if own is None:  # the client's own secrets (the params hold none)
-                    own = () if client is None else _ClientForms.current(client)
-                found = _VALUES.get((item, own))
-                out[key] = _redacted_value(item, own) if found is None else found
-        else:
-            return out
+        # the common call: flat parameters, in one scope; only the client's own secrets can be
+        # in them (the params hold none)
+        flat = _flat(params, None, client)
+        if flat is not None:
+            return flat
     if given:  # the general path reads the scope: enter the client's
         with secrets_scope(client, params):
             return _mapping(params, _known_forms(), True, 0)
     return _mapping(params, _known_forms(), True, 0)
 
 
-def _given_forms(params: Mapping[str, Any], forms: tuple[str, ...]) -> dict[str, Any]:
-    """`redact_params` with the scope's secret forms given: flat parameters of plain values in
-    one pass, anything else walked."""
-    if type(params) is dict:
-        out: dict[str, Any] = {}
-        for key, item in params.items():
-            kind = type(item)
-            if item is None or kind is int or kind is float or kind is bool:
-                out[key] = item
-            elif kind is not str or type(key) is not str or is_credential_name(key):
-                break
-            elif len(item) < MIN_SECRET_CHARS:
-                out[key] = item
-            else:
-                found = _VALUES.get((item, forms))
-                out[key] = _redacted_value(item, forms) if found is None else found
+def _flat(
+    params: dict[str, Any], forms: tuple[str, ...] | None, client: Any
+) -> dict[str, Any] | None:
+    """Flat parameters of plain values, none under a credential name, redacted in one pass
+    (`forms` None: the client's own, read at the first string long enough to hold one); None
+    for any other parameters."""
+    out: dict[str, Any] = {}
+    for key, item in params.items():
+        kind = type(item)
+        if item is None or kind is int or kind is float or kind is bool:
+            out[key] = item
+        elif kind is not str or type(key) is not str or is_credential_name(key):
+            return None
+        elif len(item) < MIN_SECRET_CHARS:
+            out[key] = item
         else:
-            return out
-    return _mapping(params, forms, True, 0)
+            if forms is None:
+                forms = () if client is None else _ClientForms.current(client)
+            found = _VALUES.get((item, forms))
+            out[key] = _redacted_value(item, forms) if found is None else found
+    return out
 
 
 # short parameter values already redacted against a set of secret forms: a model name or a
