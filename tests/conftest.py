@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import sys
 import warnings
@@ -187,3 +188,56 @@ def closing() -> Iterator[contextlib.ExitStack]:
     each is closed when the test ends, the last opened first."""
     with contextlib.ExitStack() as stack:
         yield stack
+
+
+class LogRecords(logging.Handler):
+    """The log records a test's code sent (what pytest's `caplog` gave: its logging plugin is
+    off, `-p no:logging`, so that a run sees what an application without logging set up sees:
+    nothing listens, and runs take the drivers' quick start unless a test listens)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.NOTSET)
+        self.records: list[logging.LogRecord] = []
+        self._levels: dict[str, int] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def clear(self) -> None:
+        """Forget the records so far."""
+        self.records.clear()
+
+    def set_level(self, level: int, logger: str | None = None) -> None:
+        """`logger` (the root when None) at `level` until the test ends."""
+        target = logging.getLogger(logger)
+        self._levels.setdefault(target.name, target.level)
+        target.setLevel(level)
+
+    @contextlib.contextmanager
+    def at_level(self, level: int, logger: str | None = None) -> Iterator[None]:
+        """`logger` at `level` for the block."""
+        target = logging.getLogger(logger)
+        before = target.level
+        target.setLevel(level)
+        try:
+            yield
+        finally:
+            target.setLevel(before)
+
+    def restore(self) -> None:
+        for name, level in self._levels.items():
+            logging.getLogger(None if name == "root" else name).setLevel(level)
+
+
+@pytest.fixture
+def caplog() -> Iterator[LogRecords]:
+    """Every record logged during the test, by a handler on the root logger (`.records`,
+    `.set_level`, `.at_level`, `.clear`, as pytest's own fixture of that name)."""
+    handler = LogRecords()
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
+        handler.restore()
