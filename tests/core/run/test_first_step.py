@@ -150,17 +150,22 @@ def test_the_async_driver_reaches_the_sync_drivers_outcome(fates: list[Any]) -> 
     assert sync_calls == async_calls
 
 
-def _count_loop_states(mp: pytest.MonkeyPatch) -> list[Any]:
-    """The loop states (`engine.RunState`) built from now on."""
-    built: list[Any] = []
-    real = engine.RunState
+def _counted(mp: pytest.MonkeyPatch, module: Any, name: str) -> list[tuple[Any, Any]]:
+    """The arguments (positional, keywords) of every call of `module.name` from now on."""
+    made: list[tuple[Any, Any]] = []
+    real = getattr(module, name)
 
     def counting(*args: Any, **kwargs: Any) -> Any:
-        built.append(args)
+        made.append((args, kwargs))
         return real(*args, **kwargs)
 
-    mp.setattr(engine, "RunState", counting)
-    return built
+    mp.setattr(module, name, counting)
+    return made
+
+
+def _count_loop_states(mp: pytest.MonkeyPatch) -> list[tuple[Any, Any]]:
+    """The loop states (`engine.RunState`) built from now on."""
+    return _counted(mp, engine, "RunState")
 
 
 def test_a_clean_sdk_completion_is_healed_in_one_call_without_the_loop() -> None:
@@ -293,19 +298,6 @@ def test_a_deadline_takes_the_loop_and_still_limits_the_first_call() -> None:
     assert "timeout" == outcome.reason
 
 
-def _count_flows(mp: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """The keywords of every flow a quick start builds from now on."""
-    built: list[dict[str, Any]] = []
-    real = start.heal_flow
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        built.append(kwargs)
-        return real(*args, **kwargs)
-
-    mp.setattr(start, "heal_flow", counting)
-    return built
-
-
 def test_a_quiet_run_builds_a_flow_only_for_a_declined_first_answer() -> None:
     """With nothing listening, a clean first answer is healed by the driver's quick start with
     no flow built; a declined answer, or a failed call, is handed as the first call's result
@@ -318,13 +310,13 @@ def test_a_quiet_run_builds_a_flow_only_for_a_declined_first_answer() -> None:
     ):
         calls: list[Any] = []
         with pytest.MonkeyPatch.context() as mp, nothing_listens():
-            built = _count_flows(mp)
+            built = _counted(mp, start, "heal_flow")
             run = healer.start(MESSAGES, params=PARAMS)
             assert run.quick is not None
             outcome = healjson_drive(run, scripted(fates, calls))
         assert isinstance(outcome, kind), fates
         assert flows == len(built), fates
-        assert all(kwargs["made"] is not None for kwargs in built)
+        assert all(kwargs["made"] is not None for _, kwargs in built)
         assert calls_made == len(calls) == outcome.calls
 
 
