@@ -161,20 +161,23 @@ _MODULES: Final = sys.modules.keys()
 _STDLIB_SINK = _StdlibSink()
 
 
+def _unhandled(settings: _Settings) -> bool:
+    """True when no logger could take a run's events: none set, no handler on the `healjson`
+    logger or the root, structlog not imported (what `_logger` would find, without its work)."""
+    parent = _STDLIB.parent  # the root logger
+    return (
+        settings.logger is None
+        and not _STDLIB.handlers
+        and "structlog" not in _MODULES
+        and (parent is None or (not parent.handlers and parent.parent is None))
+    )
+
+
 def quiet() -> bool:
     """True when a run starting now would have no events (`for_run` would return None): no
     logger that would take them, and no OpenTelemetry SDK configured."""
     settings = _SCOPED.get() or _Default.settings
-    parent = _STDLIB.parent
-    if (
-        not (
-            settings.logger is None
-            and not _STDLIB.handlers
-            and "structlog" not in _MODULES
-            and (parent is None or (not parent.handlers and parent.parent is None))
-        )
-        and _logger(settings)[0] is not None
-    ):
+    if not _unhandled(settings) and _logger(settings)[0] is not None:
         return False
     return "opentelemetry" not in _MODULES or (_Telemetry.module or _Telemetry.load()).idle()
 
@@ -187,13 +190,7 @@ def for_run(run_id: str, spec: Any = None) -> RunEvents | None:
     last-resort stderr) and is enabled for WARNING. OpenTelemetry spans and metrics are sent
     when an OpenTelemetry SDK is configured (`telemetry`)."""
     settings = _SCOPED.get() or _Default.settings
-    parent = _STDLIB.parent  # the root logger
-    if (
-        settings.logger is None
-        and not _STDLIB.handlers
-        and "structlog" not in _MODULES
-        and (parent is None or (not parent.handlers and parent.parent is None))
-    ):  # no handler anywhere: no logger (what `_logger` finds, decided in line)
+    if _unhandled(settings):  # no handler anywhere: no logger
         if "opentelemetry" not in _MODULES:
             return None  # the common run: nothing listens
         logger: Any = None

@@ -110,14 +110,12 @@ class HealSpec:
         usage = reply.usage or estimated_usage(original, content)
         # reasoning in the provider's own field is set aside here as L1 would (`parse.read`)
         flags = (Flag.REASONING_SET_ASIDE,) if reply.reasoning and reply.reasoning.strip() else ()
-        forms = run_secrets()
+        forms = run_secrets()  # read once: the stored params and the outcome are redacted
         attempt = new_attempt(
             number=1,
             strategy=Strategy.INITIAL,
             messages=original,
-            params=redact_params(
-                params, forms=forms
-            ),  # stored redacted; the call got the real ones
+            params=redact_params(params, forms=forms),  # the call got the real ones
             raw_text=content,
             finish_reason=reply.finish_reason,
             usage=usage,

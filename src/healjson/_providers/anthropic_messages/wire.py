@@ -224,19 +224,9 @@ def _with_messages(
     Anthropic's prompt cache and the next repair reads it back."""
     if shared is None:
         shared = shared_end(messages)
+    turns = _text_turns(messages) if shared is None else None
     system: list[str] = []
-    turns: list[dict[str, Any]] = []
-    if shared is None:  # the common request: user and assistant text turns, kept as they are
-        for message in messages:
-            role, content = message.get("role"), message.get("content")
-            if role not in ("user", "assistant") or type(content) is not str:
-                break
-            if "tool_calls" in message:
-                break
-            turns.append({"role": role, "content": content})
-        else:
-            messages = ()
-    if messages:
+    if turns is None:
         system = [message_text(m.get("content")) for m in messages if m.get("role") == "system"]
         turns = _turns([m for m in messages if m.get("role") != "system"], shared)
     body["messages"] = turns
@@ -252,6 +242,18 @@ def _with_messages(
         else:
             body["system"] = ours
     return body
+
+
+def _text_turns(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
+    """The common request's turns: user and assistant text messages, kept as they are (what
+    `_turns` makes of them, without its checks); None when any other message is there."""
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        role, content = message.get("role"), message.get("content")
+        if role not in ("user", "assistant") or type(content) is not str or "tool_calls" in message:
+            return None
+        turns.append({"role": role, "content": content})
+    return turns
 
 
 def shared_end(messages: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
