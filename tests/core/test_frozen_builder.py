@@ -13,10 +13,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from healjson import Attempt, Healed, Reply, Usage
+from healjson import Attempt, Healed, HealPolicy, Reply, Usage
+from healjson._core.flags import Flag
 from healjson._core.frozen import builder
-from healjson._core.outcome.attempt import new_attempt
+from healjson._core.outcome.attempt import first_attempt, new_attempt
 from healjson._core.repair.prompt import Strategy
+from healjson._core.run.answers import HealSpec
+from healjson._core.run.engine import new_healed
+from healjson._core.target.target import target_for
 from healjson._core.wire.effects import CallResult, ModelCall, new_call_result, new_model_call
 from healjson._core.wire.reply import new_reply, new_usage
 
@@ -93,8 +97,8 @@ def test_the_run_records_built_cheaply_equal_their_constructors(
     finish: str | None,
     latency: float,
 ) -> None:
-    """The run's records built cheaply (usage, reply, attempt, call, result) equal those their
-    constructors build, for any values."""
+    """The run's records built cheaply (usage, reply, attempt, call, result, a first attempt, an
+    outcome) equal those their constructors build, for any values."""
     usage = new_usage(prompt, completion, estimated, requests=1, model=model)
     _same(usage, Usage(prompt, completion, estimated, requests=1, model=model))
     assert hash(usage) == hash(Usage(prompt, completion, estimated, requests=1, model=model))
@@ -121,6 +125,43 @@ def test_the_run_records_built_cheaply_equal_their_constructors(
     _same(healed, expected)
     assert healed.ok is True  # a field outside `__init__` keeps its default
     assert healed.to_dict() == expected.to_dict()
+    flags = (Flag.REASONING_SET_ASIDE,) if finish else ()
+    first = first_attempt(
+        messages, {"model": model}, content or "", finish, flags, usage, model, latency, model
+    )
+    _same(
+        first,
+        Attempt(
+            number=1,
+            strategy=Strategy.INITIAL,
+            messages=messages,
+            params={"model": model},
+            raw_text=content or "",
+            finish_reason=finish,
+            flags=flags,
+            usage=usage,
+            model=model,
+            latency_s=latency,
+            ok=True,
+            reasoning=model,
+        ),
+    )
+    spec = HealSpec(target_for(str), policy=HealPolicy(max_attempts=2))
+    run_id = model or "r"
+    _same(
+        new_healed(spec, content, content or "", (first,), flags, usage, ("a",), run_id),
+        Healed(
+            value=content,
+            raw_text=content or "",
+            attempts=(first,),
+            usage=usage,
+            flags=flags,
+            changed_fields=("a",),
+            max_attempts=2,
+            run_id=run_id,
+            target=spec.target_name,
+        ),
+    )
 
 
 @dataclass(frozen=True)

@@ -1051,19 +1051,28 @@ _PARAM_VALUES = st.one_of(
         max_size=5,
     ),
     scoped=st.booleans(),
+    outer=st.booleans(),
+    own=st.booleans(),
 )
 def test_params_redacted_with_the_scopes_forms_given_match_the_scopes_own(
-    params: dict[str, Any], scoped: bool
+    params: dict[str, Any], scoped: bool, outer: bool, own: bool
 ) -> None:
     """`redact_params(params, forms=run_secrets())` (a run that knows its forms already) gives
-    exactly what `redact_params(params)` gives, in a client's scope or in none."""
+    exactly what `redact_params(params)` gives, and `run_params(params)` both in one step, in a
+    client's scope (with the call's own params or others, inside another scope or not) or in
+    none."""
     from healjson._core import redact
 
     client = SimpleNamespace(api_key="sk-held-by-the-client-0123456789")
     with contextlib.ExitStack() as stack:
+        if outer:
+            other = SimpleNamespace(api_key="sk-outer-scope-secret-abcdefgh")
+            stack.enter_context(redact.secrets_scope(other, {}))
         if scoped:
-            stack.enter_context(redact.secrets_scope(client, params))
-        given = redact.redact_params(params, forms=redact.run_secrets())
+            stack.enter_context(redact.secrets_scope(client, params if own else dict(params)))
+        forms = redact.run_secrets()
+        given = redact.redact_params(params, forms=forms)
         assert redact.redact_params(params) == given
+        assert (forms, given) == redact.run_params(params)
     if scoped:
         assert "sk-held-by-the-client-0123456789" not in json.dumps(given, default=str)

@@ -279,3 +279,30 @@ def test_an_async_run_seals_an_echoed_refusal(server: ScriptedServer) -> None:
 
     outcome = asyncio.run(main())
     assert [] == leaks(kept(outcome), KEY)
+
+
+@given(
+    raw=st.lists(
+        st.sampled_from(['{"note": "', KEY, json.dumps(KEY)[1:-1], "\\u0073k", "x", '"}', "\\"]),
+        max_size=6,
+    ).map("".join),
+    known=st.booleans(),
+)
+def test_a_first_answer_is_sealed_as_any_outcome(raw: str, known: bool) -> None:
+    """`seal_first` (a first reply's outcome, sealed in one look at its text) gives what `seal`
+    gives, secrets remembered included, for any text and any known secrets."""
+    from healjson._core.outcome.attempt import first_attempt
+    from healjson._core.outcome.seal import seal, seal_first
+    from healjson._core.redact import secrets_scope
+
+    with secrets_scope(type("Client", (), {"api_key": KEY})(), {}):
+        from healjson._core.redact import run_secrets
+
+        secrets = run_secrets() if known else ()
+    usage = healjson.Usage(prompt_tokens=1, completion_tokens=1)
+    attempt = first_attempt(tuple(USER), {"model": "m"}, raw, "stop", (), usage, "m", 0.1, None)
+    outcome = healjson.Healed(value=raw, raw_text=raw, attempts=(attempt,), usage=usage)
+    quick, general = seal_first(outcome, secrets), seal(outcome, secrets)
+    assert quick == general
+    assert quick._secrets == general._secrets
+    assert (quick is outcome) == (general is outcome)

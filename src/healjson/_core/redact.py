@@ -49,10 +49,11 @@ __all__ = [
     "is_credential_name",
     "redact_data",
     "redact_params",
+    "redact_params_with",
     "redact_text",
     "redact_with",
+    "run_params",
     "run_secrets",
-    "scrub",
     "secrets_scope",
 ]
 
@@ -147,8 +148,7 @@ def redact_params(
     (the same result as inside `secrets_scope(client, params)`); `forms`: the current scope's
     secret forms, known already (`run_secrets()`)."""
     if forms is not None and client is None:  # the scope's forms, known already
-        flat = _flat(params, forms, None) if type(params) is dict else None
-        return _mapping(params, forms, True, 0) if flat is None else flat
+        return redact_params_with(params, forms)
     scope = _SCOPE.get()
     given = client is not None
     if given:
@@ -166,6 +166,34 @@ def redact_params(
         with secrets_scope(client, params):
             return _mapping(params, _known_forms(), True, 0)
     return _mapping(params, _known_forms(), True, 0)
+
+
+def redact_params_with(params: Mapping[str, Any], forms: tuple[str, ...], /) -> dict[str, Any]:
+    """`redact_params(params, forms=forms)`, by position."""
+    flat = _flat(params, forms, None) if type(params) is dict else None
+    return _mapping(params, forms, True, 0) if flat is None else flat
+
+
+def run_params(params: Mapping[str, Any], /) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """`(forms, redact_params(params, forms=forms))` with `forms = run_secrets()`: a run's
+    secret forms and its call parameters as they may be stored. In one pass in the common case
+    (`params` the very parameters of the one scope's call, flat and plain, none under a
+    credential name: the scope's secrets are then its client's alone)."""
+    scope = _SCOPE.get()
+    if (
+        scope is not None
+        and scope._params is params
+        and type(params) is dict
+        and scope._outer is None
+        and not scope._forms
+        and scope._client is not None
+    ):
+        forms = _ClientForms.current(scope._client)
+        flat = _flat(params, forms, None)
+        if flat is not None:
+            return forms, flat
+    forms = _known_forms()
+    return forms, redact_params_with(params, forms)
 
 
 def _flat(
@@ -407,41 +435,6 @@ def run_secrets(client: Any = None, params: Mapping[str, Any] | None = None) -> 
     if not forms and not named:
         return own
     return _longest_first({*forms, *own, *named})
-
-
-def found_in(text: str, forms: tuple[str, ...]) -> bool:
-    """True when one of the secret `forms` occurs in `text`."""
-    return any(form in text for form in forms)
-
-
-def scrub(value: Any, forms: tuple[str, ...]) -> Any:
-    """`value` with the secret `forms` removed from every string in it (in str, list, tuple and
-    dict, at any depth up to the walk's limit; other objects are kept): the very same object
-    when nothing was removed, so a caller can tell by identity. Only the known values: the
-    credential shapes are left to the renderers (they need no run to be known)."""
-    return _scrub(value, forms, 0)
-
-
-def _scrub(value: Any, forms: tuple[str, ...], depth: int) -> Any:
-    if isinstance(value, str):
-        for form in forms:
-            if form in value:
-                value = value.replace(form, MARKER)
-        return value
-    kind = type(value)
-    if depth >= _MAX_DEPTH or not (kind is list or kind is tuple or kind is dict):
-        return value  # other types (subclasses too) are kept whole: a copy could change them
-    if kind is dict:
-        changed = {}
-        for key, item in value.items():
-            new = _scrub(item, forms, depth + 1)
-            if new is not item:
-                changed[key] = new
-        return {**value, **changed} if changed else value
-    items = [_scrub(item, forms, depth + 1) for item in value]
-    if all(new is old for new, old in zip(items, value, strict=True)):
-        return value
-    return tuple(items) if kind is tuple else items
 
 
 # -- internals -----------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from healjson._core.redact import redact_text
 from healjson._core.repair.prompt import RepairPrompt, Strategy
 from healjson._core.wire.reply import ToolCall, Usage
 
-__all__ = ["Attempt", "Reason", "new_attempt"]
+__all__ = ["Attempt", "Reason", "first_attempt", "new_attempt"]
 
 
 class Reason(enum.StrEnum):
@@ -74,3 +74,37 @@ class Attempt:
 
 new_attempt = builder(Attempt)
 """`Attempt(...)` for the engine (`frozen.builder`: the same object, built cheaper)."""
+
+
+def first_attempt(  # noqa: PLR0917  (called by position: every run's hot path)
+    messages: tuple[Mapping[str, Any], ...],
+    params: Mapping[str, Any],
+    raw_text: str,
+    finish_reason: str | None,
+    flags: tuple[Flag, ...],
+    usage: Usage,
+    model: str | None,
+    latency_s: float,
+    reasoning: str | None,
+    /,
+) -> Attempt:
+    """The record of a run's first call whose answer stood as it came (`Attempt(number=1,
+    strategy=INITIAL, ok=True, ...)`, nothing else set), built by position in the field order
+    (a keyword call's binding costs as much as the record)."""
+    return new_attempt(
+        1,
+        Strategy.INITIAL,
+        messages,
+        params,
+        raw_text,
+        finish_reason,
+        flags,
+        (),
+        usage,
+        model,
+        latency_s,
+        None,
+        None,
+        True,
+        reasoning,
+    )

@@ -27,7 +27,7 @@ from typing import Any, Final, TypeVar
 
 from healjson._core.diagnostic import Diagnostic
 from healjson._core.judge.policies import Dropped
-from healjson._core.redact import found_in, scrub
+from healjson._core.redact import MARKER
 from healjson._core.repair.calls import CallsForm, CallState
 from healjson._core.repair.prompt import RepairPrompt
 from healjson._core.wire.reply import ToolCall
@@ -37,8 +37,9 @@ from .outcome import Degraded, Healed
 from .record import outcome_data
 
 OutcomeT = TypeVar("OutcomeT", bound="Healed[Any] | Degraded[Any]")
+HealedT = TypeVar("HealedT", bound="Healed[Any]")
 
-__all__ = ["seal"]
+__all__ = ["seal", "seal_first"]
 
 _MAX_DEPTH: Final = 64
 _RECORDS: Final = frozenset(
@@ -47,6 +48,23 @@ _RECORDS: Final = frozenset(
 # escapes that can spell any character (JSON's `\uXXXX` and `\/`, a lenient reader's `\x41`)
 _ESCAPES: Final = ("\\u", "\\U", "\\x", "\\/")
 _PLAIN_ESCAPED: Final = frozenset('"\\\b\f\n\r\t')  # what the other escapes spell
+
+
+def seal_first(outcome: HealedT, forms: tuple[str, ...]) -> HealedT:
+    """`seal` of a first reply's outcome whose one attempt keeps only the outcome's own raw
+    text (no reasoning, tool calls, error, diagnostics, warnings or drops: `HealSpec.first`'s,
+    without reasoning): the same outcome when no secret form occurs in that text and it has no
+    escape, without reading the records again; else `seal`."""
+    if not forms:
+        return outcome
+    raw = outcome.raw_text
+    if "\\" not in raw:
+        for form in forms:
+            if form in raw:
+                break
+        else:
+            return outcome
+    return seal(outcome, forms)
 
 
 def seal(outcome: OutcomeT, forms: tuple[str, ...]) -> OutcomeT:
@@ -170,3 +188,41 @@ def _clean(value: Any, forms: tuple[str, ...], depth: int) -> Any:
             return value
         return tuple(items) if kind is tuple else items
     return value  # other objects are kept whole; what they show is found and redacted later
+
+
+# -- the known values removed (`redact` keeps the names and shapes) ----------------------------
+
+
+def found_in(text: str, forms: tuple[str, ...]) -> bool:
+    """True when one of the secret `forms` occurs in `text`."""
+    return any(form in text for form in forms)
+
+
+def scrub(value: Any, forms: tuple[str, ...]) -> Any:
+    """`value` with the secret `forms` removed from every string in it (in str, list, tuple and
+    dict, at any depth up to the walk's limit; other objects are kept): the very same object
+    when nothing was removed, so a caller can tell by identity. Only the known values: the
+    credential shapes are left to the renderers (they need no run to be known)."""
+    return _scrub_walk(value, forms, 0)
+
+
+def _scrub_walk(value: Any, forms: tuple[str, ...], depth: int) -> Any:
+    if isinstance(value, str):
+        for form in forms:
+            if form in value:
+                value = value.replace(form, MARKER)
+        return value
+    kind = type(value)
+    if depth >= _MAX_DEPTH or not (kind is list or kind is tuple or kind is dict):
+        return value  # other types (subclasses too) are kept whole: a copy could change them
+    if kind is dict:
+        changed = {}
+        for key, item in value.items():
+            new = _scrub_walk(item, forms, depth + 1)
+            if new is not item:
+                changed[key] = new
+        return {**value, **changed} if changed else value
+    items = [_scrub_walk(item, forms, depth + 1) for item in value]
+    if all(new is old for new, old in zip(items, value, strict=True)):
+        return value
+    return tuple(items) if kind is tuple else items

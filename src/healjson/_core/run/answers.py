@@ -22,14 +22,14 @@ from healjson._core.judge.contracts import Contract, ContractContext
 from healjson._core.judge.enforcement import Enforcement, conforms
 from healjson._core.judge.verdict import Verdict
 from healjson._core.observe import events as _events
-from healjson._core.outcome.attempt import Reason, new_attempt
+from healjson._core.outcome.attempt import Reason, first_attempt
 from healjson._core.outcome.changes import changed_paths
 from healjson._core.outcome.decisions import final_reason, strategy_for
 from healjson._core.outcome.outcome import Degraded, Healed, Outcome
-from healjson._core.outcome.seal import seal
+from healjson._core.outcome.seal import seal, seal_first
 from healjson._core.parse import ParseResult
 from healjson._core.parse.align import stands
-from healjson._core.redact import redact_params, run_secrets
+from healjson._core.redact import run_params
 from healjson._core.repair.items import ItemRepair, failed_items, merge_items
 from healjson._core.repair.prompt import MAX_HISTORY_LINES, RepairPrompt, Strategy
 from healjson._core.sentinels import NOTHING
@@ -69,15 +69,15 @@ class HealSpec:
         if not self.target_name:
             object.__setattr__(self, "target_name", self.target.name)
 
-    def first(
+    def first(  # noqa: PLR0917  (called by position: every run's hot path)
         self,
         reply: Reply,
-        *,
         original: tuple[Mapping[str, Any], ...],
         params: Mapping[str, Any],
         elapsed_s: float,
         run_id: str,
         context: ContractContext,
+        /,
     ) -> Healed[Any] | None:
         """The outcome of a first reply (a whole one, not what an aborted stream left) that
         needs no L1: strictly valid data, finished normally, with no contracts to run and
@@ -110,25 +110,20 @@ class HealSpec:
         usage = reply.usage or estimated_usage(original, content)
         # reasoning in the provider's own field is set aside here as L1 would (`parse.read`)
         flags = (Flag.REASONING_SET_ASIDE,) if reply.reasoning and reply.reasoning.strip() else ()
-        forms = run_secrets()  # read once: the stored params and the outcome are redacted
-        attempt = new_attempt(
-            number=1,
-            strategy=Strategy.INITIAL,
-            messages=original,
-            params=redact_params(params, forms=forms),  # the call got the real ones
-            raw_text=content,
-            finish_reason=reply.finish_reason,
-            usage=usage,
-            model=reply.model or params.get("model"),
-            latency_s=elapsed_s,
-            ok=True,
-            reasoning=reply.reasoning,
-            flags=flags,
+        forms, stored = run_params(params)  # the run's secrets; the params as stored
+        attempt = first_attempt(
+            original,
+            stored,  # the call got the real ones
+            content,
+            reply.finish_reason,
+            flags,
+            usage,
+            reply.model or params.get("model"),
+            elapsed_s,
+            reply.reasoning,
         )
-        healed = new_healed(
-            self, instance, content, (attempt,), flags=flags, usage=usage, changed=(), run_id=run_id
-        )
-        return seal(healed, forms)
+        healed = new_healed(self, instance, content, (attempt,), flags, usage, (), run_id)
+        return seal(healed, forms) if reply.reasoning else seal_first(healed, forms)
 
     def answers(self, run: RunState, enforcement: Enforcement | None) -> JsonAnswers:
         """The judge and repairer of one run."""

@@ -44,6 +44,7 @@ from pydantic import BaseModel
 
 from healjson._core.diagnostic import describe_exception
 from healjson._core.observe import events as _events
+from healjson._core.outcome.outcome import Healed
 from healjson._core.redact import activate, deactivate, secrets_scope
 from healjson._core.stream.events import Done, Event
 from healjson._core.stream.reading import Reader
@@ -65,7 +66,7 @@ from healjson._core.wire.fault import fault_from_exception
 from healjson._core.wire.reply import SDK_COMPLETIONS, Reply, read_completion, to_reply
 
 from .pump import CHUNK, END, ERROR, STREAM, VALUE, Pump, close_stream
-from .start import Run
+from .start import Quick, Run
 
 __all__ = [
     "PROVIDER_PACKAGES",
@@ -116,15 +117,14 @@ def drive_sync(
             quick = flow.quick
             start = time.perf_counter()
             try:
-                value = settled(perform(call, quick.effect))
+                value = settled(perform(call, quick))
             except Exception as exc:
-                result = call_failed(exc, start, quick.effect)
+                taken: Any = call_failed(exc, start, quick)
             else:
-                result = call_returned(value, start)
-            healed: Any = quick.first(result)
-            if healed is not None:
-                return healed  # type: ignore[no-any-return]
-            steps = quick.flow(result)
+                taken = quick_taken(quick, value, start)
+            if type(taken) is not CallResult:
+                return taken  # type: ignore[no-any-return]
+            steps = quick.flow(taken)
         for last in sync_steps(steps, call):  # noqa: B007  (the last event is the outcome)
             pass
     finally:
@@ -153,17 +153,16 @@ async def drive_async(
             quick = flow.quick
             start = time.perf_counter()
             try:
-                value = perform(call, quick.effect)
+                value = perform(call, quick)
                 if inspect.isawaitable(value):
                     value = await value
             except Exception as exc:
-                result = call_failed(exc, start, quick.effect)
+                taken: Any = call_failed(exc, start, quick)
             else:
-                result = call_returned(value, start)
-            healed: Any = quick.first(result)
-            if healed is not None:
-                return healed  # type: ignore[no-any-return]
-            steps = quick.flow(result)
+                taken = quick_taken(quick, value, start)
+            if type(taken) is not CallResult:
+                return taken  # type: ignore[no-any-return]
+            steps = quick.flow(taken)
         async for last in async_steps(steps, call):  # noqa: B007
             pass
     finally:
@@ -173,7 +172,7 @@ async def drive_async(
     return outcome
 
 
-def perform(call: Callable[..., Any], effect: ModelCall) -> Any:
+def perform(call: Callable[..., Any], effect: ModelCall | Quick) -> Any:
     """The one call line: `call` with fresh copies of the effect's messages and its parameters
     (a repair's as `RequestMessages`, which say how many open the original request)."""
     messages = list(map(dict, effect.messages))
@@ -474,17 +473,37 @@ def perform_cache(effect: CacheGet | CachePut) -> Any:
 def call_returned(value: Any, start: float) -> CallResult:
     """The engine's view of what a call returned: a `Reply` (a shape `to_reply` does not know
     is a failed call, with the reason in its message)."""
-    kind = type(value)
-    if kind is Reply:  # an adapter's reply, read already (the Responses one)
-        return new_call_result(value, None, time.perf_counter() - start)
     try:
-        reply = read_completion(value) if kind in SDK_COMPLETIONS else to_reply(value)
+        reply = _read(value)
     except TypeError as exc:
         return call_failed(exc, start, None)
     return new_call_result(reply, None, time.perf_counter() - start)
 
 
-def call_failed(exc: Exception, start: float, effect: ModelCall | None) -> CallResult:
+def _read(value: Any) -> Reply:
+    """A call's return value as a `Reply` (an adapter's, read already: the Responses one, as
+    it is); TypeError for a shape `to_reply` does not know."""
+    kind = type(value)
+    if kind is Reply:
+        return value  # type: ignore[no-any-return]
+    return read_completion(value) if kind in SDK_COMPLETIONS else to_reply(value)
+
+
+def quick_taken(quick: Quick, value: Any, start: float) -> Healed[Any] | CallResult:
+    """What a quick start's first call returned (`value`, the call begun at `start`), read as
+    `call_returned` reads it: the run's outcome when its answer kind accepts the reply as it
+    stands (`Quick.first`), else the call's result for the flow. No result is built for an
+    answer taken."""
+    try:
+        reply = _read(value)
+    except TypeError as exc:
+        return call_failed(exc, start, None)
+    elapsed = time.perf_counter() - start
+    healed = quick.first(reply, elapsed)
+    return new_call_result(reply, None, elapsed) if healed is None else healed
+
+
+def call_failed(exc: Exception, start: float, effect: ModelCall | Quick | None) -> CallResult:
     """A call that raised: the provider's or the transport's failure becomes a `CallFailure`
     the engine degrades on; any other exception is a bug in the caller's code and is raised
     again, unchanged (`effect` None: healjson's own error, always a failure)."""

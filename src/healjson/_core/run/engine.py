@@ -193,15 +193,15 @@ class AnswerSpec(Protocol):
     def target_name(self) -> str: ...
     @property
     def contract_names(self) -> tuple[str, ...]: ...
-    def first(
+    def first(  # noqa: PLR0917  (called by position: every run's hot path)
         self,
         reply: Reply,
-        *,
         original: tuple[Mapping[str, Any], ...],
         params: Mapping[str, Any],
         elapsed_s: float,
         run_id: str,
         context: ContractContext,
+        /,
     ) -> Healed[Any] | None:
         """The run's `Healed` at once when its first reply needs no L1 and nothing else to
         check (its attempt recorded as the loop records one; no event sent), before any of the
@@ -264,14 +264,7 @@ def heal_flow(
             left = time_left(policy, started)
             result = yield new_model_call(1, messages, params, left, policy.provider_errors)
         if made is None and result.reply is not None and not result.aborted:
-            healed = spec.first(
-                result.reply,
-                original=messages,
-                params=params,
-                elapsed_s=result.elapsed_s,
-                run_id=run_id,
-                context=ctx,
-            )
+            healed = spec.first(result.reply, messages, params, result.elapsed_s, run_id, ctx)
             if healed is not None and events is not None:
                 events.attempt(healed.attempts[0])
                 events.healed(healed)
@@ -473,16 +466,8 @@ def _healed(
 ) -> Outcome[Any]:
     """A loop's `Healed` (built by `new_healed`), announced."""
     value, raw, flags, changed = answers.value(evaluation)
-    outcome = new_healed(
-        spec,
-        value,
-        raw,
-        tuple(run.attempts),
-        flags=flags,
-        usage=run.usage,
-        changed=changed,
-        run_id=run.run_id,
-    )
+    attempts = tuple(run.attempts)
+    outcome = new_healed(spec, value, raw, attempts, flags, run.usage, changed, run.run_id)
     if evaluation.warnings or evaluation.dropped or evaluation.fixed:
         outcome = replace(
             outcome,
@@ -499,29 +484,31 @@ def _healed(
 _build_healed = builder(Healed)  # `Healed(...)`, built cheaper (`frozen.builder`)
 
 
-def new_healed(
+def new_healed(  # noqa: PLR0917  (called by position: every run's hot path)
     spec: AnswerSpec,
     value: Any,
     raw: str,
     attempts: tuple[Attempt, ...],
-    *,
     flags: tuple[Flag, ...],
     usage: Usage,
     changed: tuple[str, ...],
     run_id: str,
+    /,
 ) -> Healed[Any]:
-    """The one place a `Healed` is built."""
+    """The one place a `Healed` is built (by position, in `Healed`'s field order: a keyword
+    call's binding costs as much as the record itself)."""
+    policy = spec.policy
     return _build_healed(
-        value=value,
-        raw_text=raw,
-        attempts=attempts,
-        usage=usage,
-        flags=flags,
-        changed_fields=changed,
-        max_attempts=spec.policy.max_attempts,
-        run_id=run_id,
-        target=spec.target_name,
-        contracts=spec.contract_names,
+        value,
+        raw,
+        attempts,
+        usage,
+        flags,
+        changed,
+        policy.max_attempts,
+        run_id,
+        spec.target_name,
+        spec.contract_names,
     )
 
 

@@ -8,7 +8,8 @@ from typing import Any
 from healjson._core.judge.contracts import ContractContext
 from healjson._core.judge.enforcement import Enforcement
 from healjson._core.outcome.outcome import Healed
-from healjson._core.wire.effects import CallResult, new_model_call
+from healjson._core.wire.effects import CallResult
+from healjson._core.wire.reply import Reply
 
 from .engine import AnswerSpec, Flow, heal_flow, new_run_id
 
@@ -21,10 +22,11 @@ class Run:
 
     A run that may start quick (`quick`: nothing listens, no response cache, no deadline, a
     model call to make) has no flow until one is asked for: the sync and async drivers make
-    its first call themselves (`quick.effect`, the flow's own first call), and a first answer
-    its answer kind accepts as it stands is the outcome at once (`quick.first`), with no flow
-    built; any other first result is handed to the flow (`quick.flow(result)`), which goes on
-    from there exactly as if it had made that call."""
+    its first call themselves (`quick` describes it as a `ModelCall` would: the flow's own
+    first call), and a first answer its answer kind accepts as it stands is the outcome at
+    once (`quick.first`), with no flow built and no record of the call's effect or result;
+    any other first result is handed to the flow (`quick.flow(result)`), which goes on from
+    there exactly as if it had made that call."""
 
     __slots__ = ("_flow", "context", "quick")
 
@@ -46,9 +48,12 @@ class Run:
 
 
 class Quick:
-    """What a quick start needs (see `Run`): the first call's effect, and the run's pieces."""
+    """What a quick start needs (see `Run`): the run's pieces, and its first call as the drivers
+    read a `ModelCall` (`messages`, `params`, `shared_prefix`, `provider_errors`)."""
 
-    __slots__ = ("context", "effect", "enforcement", "messages", "params", "run_id", "spec")
+    __slots__ = ("context", "enforcement", "messages", "params", "run_id", "spec")
+
+    shared_prefix = 0  # a first call: no repair's prefix
 
     def __init__(
         self,
@@ -64,21 +69,18 @@ class Quick:
         self.context = context
         self.enforcement = enforcement
         self.run_id = new_run_id()
-        self.effect = new_model_call(1, messages, params, None, spec.policy.provider_errors)
 
-    def first(self, result: CallResult) -> Healed[Any] | None:
-        """The run's outcome when its first call's `result` is an answer its kind accepts as
-        it stands (`AnswerSpec.first`); None: the flow judges it (`flow(result)`)."""
-        reply = result.reply
-        if reply is None or result.aborted:
-            return None
+    @property
+    def provider_errors(self) -> tuple[type[BaseException], ...]:
+        """The exception types the caller counts as the provider's (read when a call fails)."""
+        return self.spec.policy.provider_errors
+
+    def first(self, reply: Reply, elapsed_s: float) -> Healed[Any] | None:
+        """The run's outcome when its first call's whole `reply` (read in `elapsed_s`) is an
+        answer its kind accepts as it stands (`AnswerSpec.first`); None: the flow judges it
+        (`flow(result)`)."""
         return self.spec.first(
-            reply,
-            original=self.messages,
-            params=self.params,
-            elapsed_s=result.elapsed_s,
-            run_id=self.run_id,
-            context=self.context,
+            reply, self.messages, self.params, elapsed_s, self.run_id, self.context
         )
 
     def flow(self, first: CallResult | None) -> Flow:

@@ -96,15 +96,15 @@ class ToolSpec:
         """True when some tool has contracts (the run's context is then read)."""
         return any(tool.contracts for tool in self.tools.values())
 
-    def first(
+    def first(  # noqa: PLR0917  (called by position: every run's hot path)
         self,
         reply: Reply,
-        *,
         original: tuple[Mapping[str, Any], ...],
         params: Mapping[str, Any],
         elapsed_s: float,
         run_id: str,
         context: ContractContext,
+        /,
     ) -> Healed[Any] | None:
         """No shortcut: every call is judged by the loop."""
         return None

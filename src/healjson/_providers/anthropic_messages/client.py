@@ -37,6 +37,7 @@ from healjson._core.run.drive import drive_async, drive_sync, is_stream
 from healjson._core.run.policy import HealPolicy
 from healjson._core.target.target import target_for
 from healjson._core.wire.effects import ModelCall
+from healjson._core.wire.reply import SDK_REPLIES
 from healjson._providers.tiers import NATIVE_MODES, JsonMode, Shapeable
 from healjson.adapters._base import (
     UNSET,
@@ -106,7 +107,10 @@ def instructor_streams(
     return AnthropicStreams(client, policy=policy)
 
 
-_READ_MESSAGE = ReadChecked(lambda value: hasattr(value, "stop_reason"), "an Anthropic message")
+# the SDK's `Message` class, once read, needs no check (its fast reader is remembered)
+_READ_MESSAGE = ReadChecked(
+    lambda value: hasattr(value, "stop_reason"), "an Anthropic message", SDK_REPLIES
+)
 _DEFAULT_POLICY = HealPolicy()
 _MAX_ROUTES = 256  # cached drivers per client (as many as healers)
 _NO_TARGET: Any = None  # a driver without a JSON tier never shapes a request for a target
@@ -458,16 +462,15 @@ class HealingAnthropic(HealingAdapter):
             return given
         target, state, is_async = target_for(response_model), self.format, self.is_async
 
+        def attempt(
+            mode: JsonMode, *, messages: Any, request: dict[str, Any]
+        ) -> tuple[JsonMode, dict[str, Any]]:
+            return tier_request(mode, target, messages, request, text_only=text_only)
+
+        # one stepping call for every request (each request's messages and parameters given)
+        call = stepping(create, state, attempt, is_tier_rejection, is_async=is_async)
+
         def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
-            messages = request.pop("messages")
-
-            def attempt(mode: JsonMode) -> tuple[JsonMode, dict[str, Any]]:
-                return tier_request(mode, target, messages, request, text_only=text_only)
-
-            return (
-                stepping(create, state, attempt, is_tier_rejection, is_async=is_async),
-                {},
-                reader,
-            )
+            return call, {"messages": request.pop("messages"), "request": request}, reader
 
         return send
