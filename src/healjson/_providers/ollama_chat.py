@@ -55,7 +55,7 @@ from healjson.adapters._base import (
     sync_call,
 )
 from healjson.adapters._format import Enforcing, FormatState, check_mode
-from healjson.adapters._steps import stepping
+from healjson.adapters._steps import stepped, stepping
 from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 
 from ._fields import as_int, as_list, get_field, json_text, message_text, opt_str
@@ -478,13 +478,32 @@ class HealingOllama(HealingAdapter):
         wrapped, state = core.wrapped, self.format
         if found is not None and found[0] is wrapped and found[1] is state:
             return found[2], found[3]
-        send = self._sender(response_model, params)
-        call = (async_call if core.is_async else sync_call)(None, None, target, send)
-        checked = self._enforcement(target, None)
+        call, checked = self._whole(response_model, params), self._enforcement(target, None)
         if len(self._routes) >= _MAX_ROUTES:
             self._routes.clear()
         self._routes[key] = (wrapped, state, call, checked)
         return call, checked
+
+    def _whole(self, response_model: Any, params: dict[str, Any]) -> Callable[..., Any]:
+        """The call of a request for one whole answer: `chat` in the client's tier, stepped
+        down and remembered when the server refuses it, or the caller's own format as given
+        (`_sender`'s requests, in one frame)."""
+        target = target_for(response_model)
+
+        def shape(mode: JsonMode | None, messages: Any, request: dict[str, Any]) -> Any:
+            return tier_request(mode or "prompt", target, messages, request, mode is None)
+
+        own = chooses_format(params)
+        call = self.wrapped.chat
+        return stepped(
+            call,
+            self.format,
+            shape,
+            is_tier_rejection,
+            _READ_REPLY,
+            is_async=self.is_async,
+            own=own,
+        )
 
     def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
         chat, state, is_async = self.wrapped.chat, self.format, self.is_async

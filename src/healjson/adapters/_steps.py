@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._format import FormatState, JsonMode
 
-__all__ = ["stepping"]
+if TYPE_CHECKING:
+    from ._base import Exchange
+
+__all__ = ["stepped", "stepping"]
 
 Attempt = Callable[..., tuple[JsonMode | None, dict[str, Any]]]
 """A tier (and the call's keywords) -> the tier really used (None: the caller's own format) and
@@ -65,6 +68,89 @@ def stepping(
                 return _primed(result) if prime else result
             except Exception as exc:
                 used, body = attempt(weaker(used, exc), **given)
+
+    return call
+
+
+Shape = Callable[[JsonMode | None, Any, dict[str, Any]], tuple[JsonMode | None, dict[str, Any]]]
+"""A tier (None: the caller's own format), a call's messages and its other keywords -> the tier
+really used and the method's keywords."""
+
+
+def stepped(
+    create: Callable[..., Any],
+    state: FormatState,
+    shape: Shape,
+    rejects: Rejects,
+    exchange: Exchange,
+    *,
+    is_async: bool,
+    own: bool = False,
+) -> Callable[..., Any]:
+    """The call a driver makes for one whole answer (`call(messages, **params)`, a coroutine
+    function when `is_async`): `create` with `shape`'s keywords in the client's current tier
+    (`own`: the caller's own format, no tier), stepped down while a tier is refused, the answer
+    taken through `exchange` as the adapters' `sync_call` takes it (a class it knows as it is;
+    anything else read, a shape it does not accept the provider's failure). What `stepping`
+    inside `sync_call` does, in one frame: no request is copied between layers."""
+
+    def lower(used: JsonMode | None, exc: Exception) -> JsonMode:
+        weaker = None if used is None or not rejects(exc, used) else state.step_down(used)
+        if weaker is None:
+            raise exc
+        return weaker
+
+    if is_async:
+
+        async def acall(messages: Any, **params: Any) -> Any:
+            wraps = exchange.wraps_call
+            if wraps:
+                exchange.open()
+            try:
+                used, body = shape(None if own else state.mode, messages, params)
+                while True:
+                    try:
+                        ok, value = True, await create(**body)
+                        break
+                    except Exception as exc:
+                        used, body = shape(lower(used, exc), messages, params)
+            except Exception as exc:
+                ok, value = False, exc
+            finally:
+                if wraps:
+                    exchange.close()
+            if ok and type(value) in exchange.known:
+                return value
+            ok, value = exchange.read(ok, value)
+            if ok:
+                return value
+            raise value
+
+        return acall
+
+    def call(messages: Any, **params: Any) -> Any:
+        wraps = exchange.wraps_call
+        if wraps:
+            exchange.open()
+        try:
+            used, body = shape(None if own else state.mode, messages, params)
+            while True:
+                try:
+                    ok, value = True, create(**body)
+                    break
+                except Exception as exc:
+                    used, body = shape(lower(used, exc), messages, params)
+        except Exception as exc:
+            ok, value = False, exc
+        finally:
+            if wraps:
+                exchange.close()
+        if ok and type(value) in exchange.known:
+            return value
+        ok, value = exchange.read(ok, value)
+        if ok:
+            return value
+        raise value
 
     return call
 

@@ -50,7 +50,7 @@ from healjson.adapters._base import (
 )
 from healjson.adapters._format import Enforcing, FormatState, check_mode
 from healjson.adapters._parsed import Received, afinish, finish
-from healjson.adapters._steps import stepping
+from healjson.adapters._steps import stepped, stepping
 from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 from healjson.adapters._unreadable import ReadChecked, read_checked_call
 
@@ -429,13 +429,33 @@ class HealingAnthropic(HealingAdapter):
         wrapped, state = core.wrapped, self.format
         if found is not None and found[0] is wrapped and found[1] is state:
             return found[2], found[3]
-        send = self._sender(response_model, params)
-        driver = async_call if core.is_async else sync_call
-        call, checked = driver(None, None, target, send), self._enforcement(target, None)
+        call, checked = self._whole(response_model, params), self._enforcement(target, None)
         if len(self._routes) >= _MAX_ROUTES:
             self._routes.clear()
         self._routes[key] = (wrapped, state, call, checked)
         return call, checked
+
+    def _whole(self, response_model: Any, params: dict[str, Any]) -> Callable[..., Any]:
+        """The call of a request for one whole answer: `messages.create` in the client's JSON
+        tier, stepped down and remembered when the endpoint refuses it, or the caller's own
+        format or tools as given (`_sender`'s requests, in one frame)."""
+        target = target_for(response_model)
+
+        def shape(mode: JsonMode | None, messages: Any, request: dict[str, Any]) -> Any:
+            if mode is None:  # the caller's own output format or tools: sent as given
+                return None, messages_request(messages, request)
+            return tier_request(mode, target, messages, request)
+
+        create, own = self.sdk_messages().create, chooses_format(params)
+        return stepped(
+            create,
+            self.format,
+            shape,
+            is_tier_rejection,
+            _READ_MESSAGE,
+            is_async=self.is_async,
+            own=own,
+        )
 
     def _sender(
         self,

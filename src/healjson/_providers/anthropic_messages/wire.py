@@ -207,6 +207,9 @@ def _anthropic_event(event: Any) -> Delta:
 # --- requests -----------------------------------------------------------------------------
 
 
+_UNKNOWN: Any = object()  # `shared` not given: found from the messages
+
+
 def anthropic_request(
     messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -216,13 +219,13 @@ def anthropic_request(
 
 
 def _with_messages(
-    messages: Sequence[Mapping[str, Any]], body: dict[str, Any], shared: Any = None
+    messages: Sequence[Mapping[str, Any]], body: dict[str, Any], shared: Any = _UNKNOWN
 ) -> dict[str, Any]:
     """`anthropic_request` into `body`, a fresh copy of the parameters. A repair's messages
     (`RequestMessages`) open with the original request's: the last of those (`shared`, found
     here when not given) gets a `cache_control` mark, so the repair writes the shared prefix to
     Anthropic's prompt cache and the next repair reads it back."""
-    if shared is None:
+    if shared is _UNKNOWN:
         shared = shared_end(messages)
     turns = _text_turns(messages) if shared is None else None
     system: list[str] = []
@@ -259,6 +262,8 @@ def _text_turns(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] |
 def shared_end(messages: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     """The last message (not a system one) of the original request a repair's messages open
     with (`RequestMessages.shared_prefix`); None for a first request."""
+    if type(messages) is list or type(messages) is tuple:  # not a repair's `RequestMessages`
+        return None
     count: int = getattr(messages, "shared_prefix", 0)
     found: Mapping[str, Any]
     for found in reversed(messages[:count]):
@@ -341,7 +346,7 @@ DEFAULT_MAX_TOKENS: Final = 4096
 
 
 def messages_request(
-    messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any], shared: Any = None
+    messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any], shared: Any = _UNKNOWN
 ) -> dict[str, Any]:
     """A call in the prompt tier as `messages.create` keywords: no `response_format` (Anthropic
     has none), `max_tokens` as given or `DEFAULT_MAX_TOKENS`."""
@@ -370,8 +375,10 @@ ANSWER_TOOL: Final = "answer"
 def chooses_format(params: Mapping[str, Any]) -> bool:
     """True when the caller's parameters choose the output themselves (an `output_config`
     format, or tools): healjson shapes nothing then."""
-    config = params.get("output_config")
-    return bool(isinstance(config, Mapping) and config.get("format")) or bool(params.get("tools"))
+    config = params.get("output_config")  # None first: an ABC check is slow
+    if config is not None and isinstance(config, Mapping) and config.get("format"):
+        return True
+    return bool(params.get("tools"))
 
 
 def thinking_on(params: Mapping[str, Any]) -> bool:
@@ -402,9 +409,9 @@ def tier_request(
             mode = "json_object"
         else:
             body = messages_request(messages, params, shared)
-            config = params.get("output_config")
-            config = dict(config) if isinstance(config, Mapping) else {}
-            body["output_config"] = {**config, "format": {"type": "json_schema", "schema": closed}}
+            config = params.get("output_config")  # None first: an ABC check is slow
+            kept = {} if config is None or not isinstance(config, Mapping) else config
+            body["output_config"] = {**kept, "format": {"type": "json_schema", "schema": closed}}
             return mode, body
     if mode == "json_object" and not text_only:
         schema = _inline_root(schema)
