@@ -333,5 +333,5 @@ def test_the_batch_result_reader_names_no_line_shape() -> None:
     reader = PACKAGE / "_batch" / "api" / "result_lines.py"
     assert set() == named(reader) & BATCH_RESULT_NAMES
     shapes = named(PACKAGE / "_providers" / "openai_chat.py")
-    shapes |= named(PACKAGE / "_providers" / "anthropic_messages" / "wire.py")
+    shapes |= named(PACKAGE / "_providers" / "anthropic_messages" / "batch_lines.py")
     assert BATCH_RESULT_NAMES - {"status_code"} <= shapes

@@ -19,7 +19,7 @@ from healjson import Degraded, Healer, HealPolicy
 from healjson._batch.api.result_lines import Result
 from healjson._cli.app import app
 from healjson._core.wire.fault import ProviderFault, fault_from_body
-from healjson._providers.anthropic_messages.wire import batch_result as anthropic_result
+from healjson._providers.anthropic_messages.batch_lines import batch_result as anthropic_result
 from healjson._providers.openai_chat import batch_result as openai_result
 from healjson.batch_api import run_batch_api
 from healjson.testing import ScriptedReply, ScriptedServer

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Final
 from healjson._providers.provider import BatchApi, BatchLines, Provider
 from healjson._providers.tiers import NATIVE_MODES
 
-from .wire import DEFAULT_MAX_TOKENS, FORMAT, batch_body, batch_line, batch_result
+from .batch_lines import batch_body, batch_line, batch_result
+from .wire import DEFAULT_MAX_TOKENS, FORMAT
 
 if TYPE_CHECKING:
     from healjson._providers.provider import TypingRow
