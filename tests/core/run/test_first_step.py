@@ -312,7 +312,7 @@ def test_a_quiet_run_builds_a_flow_only_for_a_declined_first_answer() -> None:
         with pytest.MonkeyPatch.context() as mp, nothing_listens():
             built = _counted(mp, start, "heal_flow")
             run = healer.start(MESSAGES, params=PARAMS)
-            assert run.quick is not None
+            assert run.starts_quick
             outcome = healjson_drive(run, scripted(fates, calls))
         assert isinstance(outcome, kind), fates
         assert flows == len(built), fates
@@ -334,14 +334,14 @@ def test_a_run_that_is_heard_timed_or_cached_does_not_start_quick() -> None:
     timed = healjson.Healer(Item, policy=healjson.HealPolicy(deadline_s=60))
     cached = healjson.Healer(Item, cache=healjson.ResponseCache(":memory:"))
     with nothing_listens():
-        assert plain.start(MESSAGES).quick is not None
+        assert plain.start(MESSAGES).starts_quick
         with capture_events():
-            assert plain.start(MESSAGES).quick is None
-        assert timed.start(MESSAGES).quick is None
-        assert cached.start(MESSAGES).quick is None
+            assert plain.start(MESSAGES).starts_quick is False
+        assert timed.start(MESSAGES).starts_quick is False
+        assert cached.start(MESSAGES).starts_quick is False
         run = plain.start(MESSAGES)
         flow = run.flow
-        assert run.quick is None
+        assert not run.starts_quick
         assert run.flow is flow
 
 

@@ -109,12 +109,10 @@ def drive_sync(
     token = None if scope is None else activate(scope)  # `with`'s work, without its frames
     try:
         steps: Flow[Any]
-        if not isinstance(flow, Run):
-            steps = flow
-        elif flow.quick is None or call is None:
-            steps = flow.flow
+        if type(flow) is not Quick or flow.built is not None or call is None:
+            steps = flow.flow if isinstance(flow, Run) else flow
         else:  # the run's first call, made here: a clean answer needs no flow at all
-            quick = flow.quick
+            quick = flow
             start = time.perf_counter()
             try:
                 value = settled(perform(call, quick))
@@ -124,7 +122,7 @@ def drive_sync(
                 taken = quick_taken(quick, value, start)
             if type(taken) is not CallResult:
                 return taken  # type: ignore[no-any-return]
-            steps = quick.flow(taken)
+            steps = quick.flow_after(taken)
         for last in sync_steps(steps, call):  # noqa: B007  (the last event is the outcome)
             pass
     finally:
@@ -145,12 +143,10 @@ async def drive_async(
     token = None if scope is None else activate(scope)
     try:
         steps: Flow[Any]
-        if not isinstance(flow, Run):
-            steps = flow
-        elif flow.quick is None or call is None:
-            steps = flow.flow
+        if type(flow) is not Quick or flow.built is not None or call is None:
+            steps = flow.flow if isinstance(flow, Run) else flow
         else:  # as `drive_sync`'s quick start
-            quick = flow.quick
+            quick = flow
             start = time.perf_counter()
             try:
                 value = perform(call, quick)
@@ -162,7 +158,7 @@ async def drive_async(
                 taken = quick_taken(quick, value, start)
             if type(taken) is not CallResult:
                 return taken  # type: ignore[no-any-return]
-            steps = quick.flow(taken)
+            steps = quick.flow_after(taken)
         async for last in async_steps(steps, call):  # noqa: B007
             pass
     finally:
@@ -492,14 +488,16 @@ def _read(value: Any) -> Reply:
 def quick_taken(quick: Quick, value: Any, start: float) -> Healed[Any] | CallResult:
     """What a quick start's first call returned (`value`, the call begun at `start`), read as
     `call_returned` reads it: the run's outcome when its answer kind accepts the reply as it
-    stands (`Quick.first`), else the call's result for the flow. No result is built for an
+    stands (`AnswerSpec.first`), else the call's result for the flow. No result is built for an
     answer taken."""
     try:
         reply = _read(value)
     except TypeError as exc:
         return call_failed(exc, start, None)
     elapsed = time.perf_counter() - start
-    healed = quick.first(reply, elapsed)
+    healed = quick.spec.first(
+        reply, quick.messages, quick.params, elapsed, quick.run_id, quick.context
+    )
     return new_call_result(reply, None, elapsed) if healed is None else healed
 
 

@@ -206,7 +206,7 @@ class Healer(Generic[T]):
             and self.policy.deadline_s is None
             and _events.quiet()
         ):  # nothing listens, no cache, no deadline: the driver may make the first call itself
-            return Run(None, ctx, Quick(self.spec, original, params, ctx, enforcement))
+            return Quick(self.spec, original, params, ctx, enforcement)
         flow = heal_flow(
             self.spec,
             original,
