@@ -344,7 +344,8 @@ def messages_request(
 ) -> dict[str, Any]:
     """A call in the prompt tier as `messages.create` keywords: no `response_format` (Anthropic
     has none), `max_tokens` as given or `DEFAULT_MAX_TOKENS`."""
-    body = {key: value for key, value in params.items() if key != "response_format"}
+    body = dict(params)
+    body.pop("response_format", None)
     body.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
     return _with_messages(messages, body, shared)
 
