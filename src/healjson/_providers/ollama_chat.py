@@ -264,7 +264,9 @@ def tier_request(
     if chooses_format(params) if chose is None else chose:
         return None, ollama_request(messages, params)
     if mode == "json_schema":
-        return mode, {**ollama_request(messages, params), "format": target.json_schema}
+        body = ollama_request(messages, params)  # a fresh dict: the format set in it
+        body["format"] = target.json_schema
+        return mode, body
     body = ollama_request(prompted(target, messages), params)
     if mode == "json_object":
         body["format"] = "json"
@@ -409,19 +411,19 @@ class Chat:
         messages = kwargs.pop("messages", UNSET)
         if messages is UNSET:
             raise TypeError("chat needs messages=[...]")
-        chosen = policy or owner.policy or _DEFAULT_POLICY
+        core = owner._core  # a plain object: its attributes read fast (the adapter proxies)
+        chosen = policy or core.policy or _DEFAULT_POLICY
         if tools:
             check_tool_call(kwargs, response_model, UNSET, "chat")
             if not heal_tools:
                 raise TypeError("tool_contracts= needs heal_tools=True")
             return owner._tools(chosen, tool_contracts, messages, context, kwargs)
-        core = owner._core  # a plain object: its attributes read fast (the adapter proxies)
         healer = core.healers.get(response_model, contracts, chosen, fallback, examples)
         if kwargs.get("stream"):
             return owner._stream(healer, None, messages, context, kwargs)
         call, checked = owner._route(healer.target, response_model, kwargs)
         run = healer.start(messages, context=context, params=kwargs, enforcement=checked)
-        scope = secrets_scope(owner.wrapped, kwargs)
+        scope = secrets_scope(core.wrapped, kwargs)
         if core.is_async:
             return drive_async(run, call, scope)
         return drive_sync(run, call, scope)
