@@ -25,9 +25,10 @@ from healjson._core.diagnostic import format_path
 
 __all__ = ["changed_paths", "same_value"]
 
-_LEAF_ADAPTERS: dict[type, TypeAdapter[Any]] = {
-    kind: TypeAdapter(kind) for kind in (bool, int, float, str)
-}
+_LEAF_KINDS = (bool, int, float, str)
+# built at first use: a TypeAdapter costs milliseconds, and the first one in a process makes
+# pydantic look up its plugins (`importlib.metadata`), which `import healjson` should not pay
+_LEAF_ADAPTERS: dict[type, TypeAdapter[Any]] = {}
 
 
 def changed_paths(before: Any, after: Any, loc: tuple[str | int, ...] = ()) -> list[str]:
@@ -60,9 +61,11 @@ def same_value(before: Any, after: Any) -> bool:
         return False
     if kind is str and isinstance(before, int | float) and not isinstance(before, bool):
         return bool(json.dumps(before) == after)
-    adapter = _LEAF_ADAPTERS.get(kind)
-    if adapter is None or before is None:
+    if kind not in _LEAF_KINDS or before is None:
         return False
+    adapter = _LEAF_ADAPTERS.get(kind)
+    if adapter is None:  # two threads may both build it: the same adapter either way
+        adapter = _LEAF_ADAPTERS[kind] = TypeAdapter(kind)
     try:
         read = adapter.validate_python(before)
     except ValidationError:

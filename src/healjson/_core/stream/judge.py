@@ -50,7 +50,6 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from pydantic import BaseModel, ValidationError, create_model
-from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails, to_json
 
 from healjson._core.parse.align import Fit, align, settled
@@ -195,6 +194,8 @@ def _optional_twin(model: type[BaseModel]) -> type[BaseModel] | None:
     in time linear in its fields: every field of a wide model is judged by it, so a stream's
     first answer costs no more per field than its next ones (a twin per field made each
     field's verdict cost the whole model)."""
+    from pydantic.fields import FieldInfo  # here: its import costs `import healjson` ~25 ms
+
     optional: dict[str, Any] = {
         field: (info.annotation, FieldInfo.merge_field_infos(
             info, default=None, default_factory=None, validate_default=False
