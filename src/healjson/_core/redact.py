@@ -49,7 +49,6 @@ __all__ = [
     "is_credential_name",
     "redact_data",
     "redact_params",
-    "redact_params_with",
     "redact_text",
     "redact_with",
     "run_params",
@@ -148,7 +147,7 @@ def redact_params(
     (the same result as inside `secrets_scope(client, params)`); `forms`: the current scope's
     secret forms, known already (`run_secrets()`)."""
     if forms is not None and client is None:  # the scope's forms, known already
-        return redact_params_with(params, forms)
+        return _with_forms(params, forms)
     scope = _SCOPE.get()
     given = client is not None
     if given:
@@ -168,8 +167,8 @@ def redact_params(
     return _mapping(params, _known_forms(), True, 0)
 
 
-def redact_params_with(params: Mapping[str, Any], forms: tuple[str, ...], /) -> dict[str, Any]:
-    """`redact_params(params, forms=forms)`, by position."""
+def _with_forms(params: Mapping[str, Any], forms: tuple[str, ...]) -> dict[str, Any]:
+    """`redact_params(params, forms=forms)`."""
     flat = _flat(params, forms, None) if type(params) is dict else None
     return _mapping(params, forms, True, 0) if flat is None else flat
 
@@ -193,7 +192,7 @@ def run_params(params: Mapping[str, Any], /) -> tuple[tuple[str, ...], dict[str,
         if flat is not None:
             return forms, flat
     forms = _known_forms()
-    return forms, redact_params_with(params, forms)
+    return forms, _with_forms(params, forms)
 
 
 def _flat(

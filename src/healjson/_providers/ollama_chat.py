@@ -480,20 +480,21 @@ class HealingOllama(HealingAdapter):
         wrapped, state = core.wrapped, self.format
         if found is not None and found[0] is wrapped and found[1] is state:
             return found[2], found[3]
-        call, checked = self._whole(response_model, params), self._enforcement(target, None)
+        call, checked = self._whole(target, params), self._enforcement(target, None)
         if len(self._routes) >= _MAX_ROUTES:
             self._routes.clear()
         self._routes[key] = (wrapped, state, call, checked)
         return call, checked
 
-    def _whole(self, response_model: Any, params: dict[str, Any]) -> Callable[..., Any]:
+    def _whole(self, target: Shapeable, params: dict[str, Any]) -> Callable[..., Any]:
         """The call of a request for one whole answer: `chat` in the client's tier, stepped
         down and remembered when the server refuses it, or the caller's own format as given
         (`_sender`'s requests, in one frame)."""
-        target = target_for(response_model)
 
         def shape(mode: JsonMode | None, messages: Any, request: dict[str, Any]) -> Any:
-            return tier_request(mode or "prompt", target, messages, request, mode is None)
+            if mode is None:  # the caller's own format: sent as given
+                return None, ollama_request(messages, request)
+            return tier_request(mode, target, messages, request, False)
 
         own = chooses_format(params)
         call = self.wrapped.chat

@@ -55,16 +55,14 @@ def seal_first(outcome: HealedT, forms: tuple[str, ...]) -> HealedT:
     text (no reasoning, tool calls, error, diagnostics, warnings or drops: `HealSpec.first`'s,
     without reasoning): the same outcome when no secret form occurs in that text and it has no
     escape, without reading the records again; else `seal`."""
-    if not forms:
+    if not forms or _plain(outcome.raw_text, forms):
         return outcome
-    raw = outcome.raw_text
-    if "\\" not in raw:
-        for form in forms:
-            if form in raw:
-                break
-        else:
-            return outcome
     return seal(outcome, forms)
+
+
+def _plain(text: str, forms: tuple[str, ...]) -> bool:
+    """True when `text` holds none of the secret `forms` and no escape that could spell one."""
+    return "\\" not in text and not found_in(text, forms)
 
 
 def seal(outcome: OutcomeT, forms: tuple[str, ...]) -> OutcomeT:
@@ -73,7 +71,7 @@ def seal(outcome: OutcomeT, forms: tuple[str, ...]) -> OutcomeT:
     if not forms:
         return outcome
     raw = outcome.raw_text
-    if type(raw) is str and "\\" not in raw and len(outcome.attempts) == 1:
+    if type(raw) is str and len(outcome.attempts) == 1 and _plain(raw, forms):
         # the common end, a first reply: one text to search (the attempt's own, or none)
         first = outcome.attempts[0]
         if (
@@ -85,11 +83,7 @@ def seal(outcome: OutcomeT, forms: tuple[str, ...]) -> OutcomeT:
             and not (isinstance(outcome, Degraded) and outcome.fallback is not None)
             and not (isinstance(outcome, Healed) and (outcome.warnings or outcome.dropped))
         ):
-            for form in forms:
-                if form in raw:
-                    break
-            else:
-                return outcome
+            return outcome
     shown, escaped = _texts_show(outcome, forms)
     if not shown and not escaped:
         return outcome  # the caller's objects come from these texts: nothing to find in them

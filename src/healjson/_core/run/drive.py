@@ -63,13 +63,7 @@ from healjson._core.wire.effects import (
     new_call_result,
 )
 from healjson._core.wire.fault import fault_from_exception
-from healjson._core.wire.reply import (
-    SDK_COMPLETIONS,
-    SDK_REPLIES,
-    Reply,
-    read_completion,
-    to_reply,
-)
+from healjson._core.wire.reply import SDK_COMPLETIONS, Reply, read_completion, to_reply
 
 from .pump import CHUNK, END, ERROR, STREAM, VALUE, Pump, close_stream
 from .start import Quick, Run
@@ -488,10 +482,7 @@ def _read(value: Any) -> Reply:
     kind = type(value)
     if kind is Reply:
         return value  # type: ignore[no-any-return]
-    if kind in SDK_COMPLETIONS:
-        return read_completion(value)
-    fast = SDK_REPLIES.get(kind)  # another SDK's class, read before: as `to_reply` reads it
-    return to_reply(value) if fast is None else fast(value)
+    return read_completion(value) if kind in SDK_COMPLETIONS else to_reply(value)
 
 
 def quick_taken(quick: Quick, value: Any, start: float) -> Healed[Any] | CallResult:

@@ -71,10 +71,7 @@ class Quick(Run):
     @property
     def flow(self) -> Flow:
         """The run's flow, built at the first read (it then makes its first call itself)."""
-        flow = self.built
-        if flow is None:
-            flow = self.built = self.flow_after(None)
-        return flow
+        return self.flow_after(None) if self.built is None else self.built
 
     @property
     def starts_quick(self) -> bool:
