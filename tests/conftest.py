@@ -41,6 +41,20 @@ def _one_default_tls_context() -> None:
 _one_default_tls_context()
 
 
+def _share_compiled_modules() -> None:
+    """The suite's processes share their compiled modules: each xdist worker, each lane of
+    `.ci/run` and each Python process a test starts (the CLI, a fresh process reading the
+    cache, the README run) would otherwise compile healjson and assertion-rewrite every test
+    module again, where `PYTHONDONTWRITEBYTECODE` is set (some CI images and containers set
+    it): about 8 s of CPU per process, from a clean clone. The `__pycache__` folders written
+    are git-ignored. Set here, in the process that starts the workers, before it starts them."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
+
+
+_share_compiled_modules()
+
+
 # every property of the default suite is derandomized: a run is red or green by the code, never
 # by the draw (a property's own `derandomize=False` aside); the randomized lane is `pinned.py`'s
 settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True)

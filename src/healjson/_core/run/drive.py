@@ -115,7 +115,9 @@ def drive_sync(
             quick = flow
             start = time.perf_counter()
             try:
-                value = settled(perform(call, quick))
+                value = perform(call, quick)
+                if type(value) not in _NOT_AWAITABLE:  # a class not seen before, or awaitable
+                    value = settled(value)
             except Exception as exc:
                 taken: Any = call_failed(exc, start, quick)
             else:
