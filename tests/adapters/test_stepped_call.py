@@ -1,18 +1,21 @@
-"""`adapters._steps.stepped`, a whole answer's call in one frame, does what the layered call it
-replaces does (`sync_call` over a sender whose `stepping` call shapes each tier): the same
-requests sent, the same tiers remembered, the same answer or the same exception, sync and
-async, for any pattern of refused tiers, failures and answers."""
+"""`adapters._steps.stepped`, the one call a provider module's adapter makes (a whole answer, a
+stream, the SDK's own structured calls), does what its docstring says for any pattern of refused
+tiers, failures and answers, sync and async: each request in the tier the client is at (none
+for the caller's own format), a refused tier stepped down within the call and remembered, any
+other failure raised, the answer taken through the exchange; with `prime`, a stream read up to
+its first piece inside the call, so a tier refused at that read is stepped down too."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from healjson.adapters._base import ShapeCheck, async_call, sync_call
+from healjson.adapters._base import NotACompletion, ShapeCheck
 from healjson.adapters._format import FormatState
-from healjson.adapters._steps import stepped, stepping
+from healjson.adapters._steps import stepped
 
 
 class Refused(Exception):
@@ -42,7 +45,34 @@ class Known(Answer):
     """A class the exchange knows: taken without a read."""
 
 
-_FATES = st.sampled_from(["refused", "broken", "answer", "unreadable", "known"])
+class Stream:
+    """A streamed answer whose request is sent at its first read: it raises its fate there."""
+
+    def __init__(self, fate: str, chunks: list[str]) -> None:
+        self.fate = fate
+        self.chunks = chunks
+        self.ok = True
+
+    def __iter__(self) -> Iterator[str]:
+        if self.fate == "refused_at_read":
+            raise Refused("at the first read")
+        if self.fate == "broken_at_read":
+            raise Broken("down at the first read")
+        yield from self.chunks
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        for chunk in self:
+            yield chunk
+
+
+_WHOLE = ["refused", "broken", "answer", "unreadable", "known"]
+_STREAMED = ["refused", "broken", "refused_at_read", "broken_at_read", "stream"]
+_CHUNKS = ["a", "b", "c"]
+EXCHANGE = ShapeCheck(lambda value: getattr(value, "ok", False), "an answer", {Known})
+STREAMS = ShapeCheck(
+    lambda value: hasattr(value, "__iter__") or hasattr(value, "__aiter__"), "a stream"
+)
+MESSAGES = [{"role": "user", "content": "x"}]
 
 
 def _client(fates: list[str], sent: list[dict[str, Any]]) -> Any:
@@ -55,6 +85,8 @@ def _client(fates: list[str], sent: list[dict[str, Any]]) -> Any:
             raise Refused(body["mode"])
         if fate == "broken":
             raise Broken("down")
+        if fate in ("stream", "refused_at_read", "broken_at_read"):
+            return Stream(fate, list(_CHUNKS))
         return Known(True) if fate == "known" else Answer(fate == "answer")
 
     return create
@@ -75,55 +107,98 @@ def _rejects(exc: BaseException, mode: Any) -> bool:
     return isinstance(exc, Refused)
 
 
-EXCHANGE = ShapeCheck(lambda value: getattr(value, "ok", False), "an answer", {Known})
+def _expected(fates: list[str], own: bool, prime: bool) -> tuple[Any, list[Any], Any]:
+    """What the docstring promises: the outcome, the tiers the requests were sent in, and the
+    tier the client is left at."""
+    state = FormatState("json_schema")
+    mode = None if own else state.mode
+    tiers: list[Any] = []
+    while True:
+        tiers.append(mode)
+        fate = fates[min(len(tiers) - 1, len(fates) - 1)]
+        refused = fate == "refused" or (prime and fate == "refused_at_read")
+        if refused:
+            weaker = None if mode is None else state.step_down(mode)
+            if weaker is None:
+                message = "at the first read" if fate == "refused_at_read" else str(mode)
+                return ("Refused", message), tiers, state.mode
+            mode = weaker
+            continue
+        if fate == "broken" or (prime and fate == "broken_at_read"):
+            message = "down at the first read" if fate == "broken_at_read" else "down"
+            return ("Broken", message), tiers, state.mode
+        if fate == "unreadable":
+            return ("NotACompletion", None), tiers, state.mode
+        if fate in ("stream", "refused_at_read", "broken_at_read"):
+            return ("stream", fate), tiers, state.mode
+        return ("value", Known(True) if fate == "known" else Answer(True)), tiers, state.mode
 
 
-def _layered(create: Any, state: FormatState, own: bool, is_async: bool) -> Any:
-    """The composition `stepped` replaces: a sender whose `stepping` call shapes each tier."""
-
-    def attempt(mode: Any, *, messages: Any, request: dict[str, Any]) -> Any:
-        return _shape(None if own else mode, messages, request)
-
-    call = stepping(create, state, attempt, _rejects, is_async=is_async)
-
-    def send(request: dict[str, Any]) -> Any:
-        return call, {"messages": request.pop("messages"), "request": request}, EXCHANGE
-
-    return (async_call if is_async else sync_call)(None, None, None, send)
-
-
-def _outcome(call: Any, is_async: bool) -> Any:
-    """The call's answer, or its exception's class and message (an async call is run to its end
-    at once: nothing in it waits)."""
-    messages = [{"role": "user", "content": "x"}]
+def _outcome(call: Any, is_async: bool, prime: bool) -> Any:
+    """The call's answer (a primed stream's pieces read), or its exception's class and message
+    (an async call is run to its end at once: nothing in it waits)."""
     try:
         if not is_async:
-            return "value", call(messages, model="m", n=1)
-        coroutine = call(messages, model="m", n=1)
-        try:
-            coroutine.send(None)
-        except StopIteration as done:
-            return "value", done.value
-        raise AssertionError("the call waited")
+            value = call(MESSAGES, model="m", n=1)
+        else:
+            coroutine = call(MESSAGES, model="m", n=1)
+            try:
+                coroutine.send(None)
+            except StopIteration as done:
+                value = done.value
+            else:
+                raise AssertionError("the call waited")
+    except NotACompletion:
+        return "NotACompletion", None
     except Exception as exc:
         return type(exc).__name__, str(exc)
+    if isinstance(value, Stream):
+        return "stream", value.fate
+    if prime:
+        return "pieces", _read(value, is_async)
+    return "value", value
 
 
-@settings(max_examples=40)
-@given(fates=st.lists(_FATES, min_size=1, max_size=4), own=st.booleans(), aio=st.booleans())
-def test_one_frame_does_what_the_layers_do(fates: list[str], own: bool, aio: bool) -> None:
-    """For any fates of the calls, `stepped` sends the same bodies, leaves the same tier, and
-    ends with the same answer or the same exception as the layered call."""
-    results = []
-    for build in ("layers", "frame"):
-        sent: list[dict[str, Any]] = []
-        state = FormatState("json_schema")
-        create = _client(fates, sent)
-        if aio:
-            create = _awaited(create)
-        if build == "layers":
-            call = _layered(create, state, own, aio)
-        else:
-            call = stepped(create, state, _shape, _rejects, EXCHANGE, is_async=aio, own=own)
-        results.append((_outcome(call, aio), sent, state.mode))
-    assert results[0] == results[1]
+def _read(stream: Any, is_async: bool) -> list[str]:
+    if not is_async:
+        return list(stream)
+
+    async def collect() -> list[str]:
+        return [piece async for piece in stream]
+
+    coroutine = collect()
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return list(done.value)
+    raise AssertionError("the stream waited")
+
+
+@settings(max_examples=300)
+@given(
+    data=st.data(),
+    own=st.booleans(),
+    aio=st.booleans(),
+    prime=st.booleans(),
+)
+def test_stepped_keeps_its_promise(data: st.DataObject, own: bool, aio: bool, prime: bool) -> None:
+    """For any fates of the calls, `stepped` sends each request in the promised tier, leaves the
+    client at the promised tier, and ends with the promised answer or exception; a primed
+    stream comes back whole (its first piece read, none lost)."""
+    kinds = _STREAMED if prime else _WHOLE
+    fates = data.draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=5), label="fates")
+    sent: list[dict[str, Any]] = []
+    state = FormatState("json_schema")
+    create = _client(fates, sent)
+    if aio:
+        create = _awaited(create)
+    exchange = STREAMS if prime else EXCHANGE
+    call = stepped(create, state, _shape, _rejects, exchange, is_async=aio, own=own, prime=prime)
+    outcome = _outcome(call, aio, prime)
+    expected, tiers, left_at = _expected(fates, own, prime)
+    if prime and expected[0] == "stream":
+        expected = ("pieces", _CHUNKS)
+    assert outcome == expected
+    assert [body["mode"] for body in sent] == tiers
+    assert all(body["messages"] == MESSAGES and body["model"] == "m" for body in sent)
+    assert state.mode == left_at

@@ -32,7 +32,6 @@ from healjson._core.judge.enforcement import Enforcement
 from healjson._core.redact import secrets_scope
 from healjson._core.run.drive import drive_async, drive_sync, is_stream
 from healjson._core.run.policy import HealPolicy
-from healjson._core.target.target import target_for
 from healjson._core.wire.delta import Delta
 from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import (
@@ -48,14 +47,13 @@ from healjson.adapters._base import (
     UNSET,
     Exchange,
     HealingAdapter,
-    Send,
     ShapeCheck,
     async_call,
     is_async_client,
     sync_call,
 )
 from healjson.adapters._format import Enforcing, FormatState, check_mode
-from healjson.adapters._steps import stepped, stepping
+from healjson.adapters._steps import stepped
 from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 
 from ._fields import as_int, as_list, get_field, json_text, message_text, opt_str
@@ -64,6 +62,8 @@ from .provider import Provider, ToolDialect
 from .tiers import NATIVE_MODES, JsonMode, Shapeable, prompted
 
 if TYPE_CHECKING:
+    from healjson.adapters._parsed import Received
+
     from .provider import TypingRow
 
 __all__ = [
@@ -487,45 +487,42 @@ class HealingOllama(HealingAdapter):
         return call, checked
 
     def _whole(self, target: Shapeable, params: dict[str, Any]) -> Callable[..., Any]:
-        """The call of a request for one whole answer: `chat` in the client's tier, stepped
-        down and remembered when the server refuses it, or the caller's own format as given
-        (`_sender`'s requests, in one frame)."""
+        """The call of a request for one whole answer (`_route`'s)."""
+        return self._stepped(target, params, _READ_REPLY, stream=False)
+
+    def _run_call(
+        self,
+        target: Shapeable,
+        forced: JsonMode | None,
+        params: dict[str, Any],
+        received: Received | None = None,
+    ) -> Callable[..., Any]:
+        """A stream's call (`chat(stream=True)`, its chunks read: its request is sent when the
+        stream is first read, inside the call)."""
+        stream = bool(params.get("stream"))
+        return self._stepped(target, params, _READ_CHUNKS if stream else _READ_REPLY, stream=stream)
+
+    def _stepped(
+        self, target: Shapeable, params: dict[str, Any], exchange: Exchange, *, stream: bool
+    ) -> Callable[..., Any]:
+        """`chat` in the client's tier, stepped down and remembered when the server refuses it,
+        or the caller's own format as given; its answer taken through `exchange`."""
 
         def shape(mode: JsonMode | None, messages: Any, request: dict[str, Any]) -> Any:
             if mode is None:  # the caller's own format: sent as given
                 return None, ollama_request(messages, request)
             return tier_request(mode, target, messages, request, False)
 
-        own = chooses_format(params)
-        call = self.wrapped.chat
         return stepped(
-            call,
+            self.wrapped.chat,
             self.format,
             shape,
             is_tier_rejection,
-            _READ_REPLY,
+            exchange,
             is_async=self.is_async,
-            own=own,
+            own=chooses_format(params),
+            prime=stream,
         )
-
-    def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
-        chat, state, is_async = self.wrapped.chat, self.format, self.is_async
-        stream = bool(params.get("stream"))
-        reader = _READ_CHUNKS if stream else _READ_REPLY
-        target, chose = target_for(response_model), chooses_format(params)
-
-        def attempt(
-            mode: JsonMode, *, messages: Any, request: dict[str, Any]
-        ) -> tuple[JsonMode | None, dict[str, Any]]:
-            return tier_request(mode, target, messages, request, chose)
-
-        # one stepping call for every request (each request's messages and parameters given)
-        call = stepping(chat, state, attempt, is_tier_rejection, is_async=is_async, prime=stream)
-
-        def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
-            return call, {"messages": request.pop("messages"), "request": request}, reader
-
-        return send
 
     def _tools(
         self,

@@ -5,7 +5,9 @@ differs between clients: which clients it accepts (`_accept`), how one request r
 and how its answer is read (`_sender`, returning an `Exchange` per request), and — for clients
 whose JSON mode healjson chooses — the `FormatState` the negotiation steps down. Everything else
 runs here, on the same code path for a sync and an async client except the two drivers
-(`sync_call`, `async_call`), which differ only in awaiting the client's method.
+(`sync_call`, `async_call`), which differ only in awaiting the client's method. A provider
+module's adapter, whose client shapes its own tiers, makes every call through
+`adapters._steps.stepped` instead (`_run_call`, and its whole-answer route).
 
 The call handed to the healer receives `(messages, **params)` and returns what the SDK returned
 (or raises); each healing call redacts as inside `secrets_scope(client, params)` — for an async
@@ -29,16 +31,13 @@ from healjson._core.wire.effects import CacheStore, ModelCall, ProviderError
 from healjson._providers.openai_chat import (
     constrains_one_value,
     enforced_schema,
-    is_format_rejection,
     names_format,
-    shape_request,
-    with_extra,
 )
-from healjson._providers.openai_strict_schema import StrictSchemaUnsupported, strict_format
 from healjson._providers.openai_tools import ChatCollector
-from healjson._providers.tiers import ONE_VALUE, WEAKER, JsonMode, Shapeable
+from healjson._providers.tiers import ONE_VALUE, JsonMode, Shapeable
 
 from ._cache import HealerCache
+from ._chat_tiers import build_request, retry_mode
 from ._format import Enforcing, FormatState, check_mode
 from ._proxy import ChatProxy, CompletionsProxy
 from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
@@ -55,9 +54,7 @@ __all__ = [
     "Send",
     "ShapeCheck",
     "async_call",
-    "build_request",
     "is_async_client",
-    "retry_mode",
     "sync_call",
     "unwrapped",
 ]
@@ -341,13 +338,10 @@ class HealingAdapter:
         """`create(..., stream=True)`: every call of the run streams (repairs too), read by the
         stream drivers; the secrets scope holds around each step of the caller's iteration."""
         self._stream_params(params)
-        send = self._sender(healer.target.type_, params)
+        call = self._run_call(healer.target, forced, params)
         scope = secrets_scope(self.wrapped, params)
-        tiers = self._tiers
         json_mode = self._one_value(healer.target, forced, params)
         enforcement = self._enforcement(healer.target, forced)
-        driver = async_call if self.is_async else sync_call
-        call = driver(tiers, forced, healer.target, send)
         run = healer.start(messages, context=context, params=params, enforcement=enforcement)
         reader = healer.reader(run, json_mode)
         if self.is_async:
@@ -382,8 +376,7 @@ class HealingAdapter:
         noted in `received`; with `first`, an answer already received is the run's first (only
         its repairs are calls). The outcome (an awaitable of it for an async client)."""
         core = self._core
-        send = received.recording(self._sdk_sender(healer.target.type_, params), core.is_async)
-        call = (async_call if core.is_async else sync_call)(core.tiers, forced, healer.target, send)
+        call = self._run_call(healer.target, forced, params, received)
         if first is not None:
             call = received.first(call, first, core.is_async)
         enforcement = self._sdk_enforcement(healer.target, forced)
@@ -393,12 +386,24 @@ class HealingAdapter:
             return drive_async(run, call, scope)
         return drive_sync(run, call, scope)
 
-    def _sdk_sender(self, response_model: Any, params: dict[str, Any]) -> Send:
-        """`_sender` for the SDK's own structured calls (`heal_recorded`); an adapter may differ."""
-        return self._sender(response_model, params)
+    def _run_call(
+        self,
+        target: Shapeable,
+        forced: JsonMode | None,
+        params: dict[str, Any],
+        received: Received | None = None,
+    ) -> Callable[..., Any]:
+        """The model call of a run that streams (`_stream`) or of one of the SDK's own
+        structured calls (`received`: what its calls got back, noted there): `_sender`'s
+        requests through the driver of the client's tiers. An adapter whose client shapes its
+        own tiers gives its own (a provider module's: `adapters._steps.stepped`)."""
+        send = self._sender(target.type_, params)
+        if received is not None:
+            send = received.recording(send, self.is_async)
+        return (async_call if self.is_async else sync_call)(self._tiers, forced, target, send)
 
     def _sdk_enforcement(self, target: Shapeable, forced: JsonMode | None) -> Enforcement | None:
-        """`_enforcement` for the SDK's own structured calls, as `_sdk_sender` asks them."""
+        """`_enforcement` for the SDK's own structured calls, as `_run_call` asks them."""
         return self._enforcement(target, forced)
 
     def _one_value(
@@ -484,54 +489,6 @@ class HealingAdapter:
 _MAX_CALLS = 256  # cached sync drivers per adapter (as many as healers)
 _NO_TARGET: Any = None  # a driver without a JSON tier never shapes a request for a target
 
-_FIRST: Any = object()
-"""`build_request`'s `mode` for a call's first request: the tier the client (or `forced`) says."""
-
-
-def build_request(
-    tiers: FormatState | None,
-    forced: JsonMode | None,
-    target: Shapeable,
-    messages: list[dict[str, Any]],
-    params: Mapping[str, Any],
-    *,
-    mode: JsonMode | None = _FIRST,
-) -> tuple[JsonMode | None, dict[str, Any]]:
-    """The request for `mode`, and the tier it really uses (a target strict mode cannot express
-    goes one tier weaker). Without `mode` it is the first request: at `forced` or the client's
-    tier, or as given (None) when the client shapes it or the caller chose its own
-    `response_format`. `messages` are the driver's fresh copies."""
-    if mode is _FIRST:
-        mode = None if tiers is None or names_format(params) else forced or tiers.mode
-    if mode is None:
-        return None, {"messages": messages, **params}
-    if mode == "json_schema":  # the common request: the cached strict format, nothing copied
-        try:
-            response_format = strict_format(target.type_)
-        except (TypeError, StrictSchemaUnsupported):
-            pass  # an unhashable type, or one strict mode cannot express: `shape_request` says
-        else:
-            return mode, {"messages": messages, **params, "response_format": response_format}
-    used, shaped, extra = shape_request(mode, target, messages)
-    return used, {"messages": shaped, **with_extra(params, extra)}
-
-
-def retry_mode(
-    tiers: FormatState | None, forced: JsonMode | None, used: JsonMode | None, error: Exception
-) -> JsonMode:
-    """The tier to try after `error` (an HTTP 400 rejecting tier `used`: one weaker, remembered
-    in `tiers` unless forced); raises `error` when there is none."""
-    if used is None or tiers is None or not is_format_rejection(error):
-        raise error
-    if forced:
-        tiers.refused.add(used)  # what the run's enforcement check reads
-        weaker = _weaker(used)
-    else:
-        weaker = tiers.step_down(used)
-    if weaker is None:
-        raise error
-    return weaker
-
 
 def sync_call(
     tiers: FormatState | None, forced: JsonMode | None, target: Shapeable, send: Send
@@ -592,7 +549,3 @@ def async_call(
             mode, request = build_request(tiers, forced, target, messages, params, mode=weaker)
 
     return call
-
-
-def _weaker(mode: JsonMode) -> JsonMode | None:
-    return WEAKER[mode]

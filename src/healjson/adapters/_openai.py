@@ -33,9 +33,9 @@ from ._base import (
     HealingAdapter,
     NotACompletion,
     Send,
-    build_request,
     is_async_client,
 )
+from ._chat_tiers import build_request
 from ._format import FormatState, check_mode
 from ._parsed import Received, afinish, finish, parsed_completion
 from ._parsed_streams import chat_stream_manager

@@ -60,9 +60,13 @@ class Received:
 
         def recorded(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], E]:
             method, kwargs, exchange = send(request)
-            return (self._async(method) if is_async else self._sync(method)), kwargs, exchange
+            return self.recorded(method, is_async), kwargs, exchange
 
         return recorded
+
+    def recorded(self, method: Callable[..., Any], is_async: bool) -> Callable[..., Any]:
+        """`method` (a client's, taking keywords) noting what it returns (or raises) here."""
+        return self._async(method) if is_async else self._sync(method)
 
     def _sync(self, method: Callable[..., Any]) -> Callable[..., Any]:
         def call(**kwargs: Any) -> Any:

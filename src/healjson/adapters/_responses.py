@@ -46,7 +46,8 @@ from healjson._providers.openai_responses import (
     set_commentary_aside,
 )
 
-from ._base import UNSET, Exchange, NotACompletion, async_call, build_request, sync_call
+from ._base import UNSET, Exchange, NotACompletion, async_call, sync_call
+from ._chat_tiers import build_request
 from ._format import Enforcing, check_mode
 from ._parsed import Received, afinish, finish, parsed_response
 from ._parsed_streams import response_stream_manager

@@ -1,6 +1,8 @@
 """One model call over a client whose JSON tiers its adapter shapes itself (a provider module's):
 the request in the client's current tier, a refusal of that tier (an HTTP 400 naming its
-feature) stepped down within the same call and remembered in the client's `FormatState`.
+feature) stepped down within the same call and remembered in the client's `FormatState`, the
+answer taken through the request's `Exchange`. Every call of such a client is one (`stepped`):
+a whole answer, a stream, the SDK's own structured calls.
 
 `prime`: a stream whose request is only sent on its first read (some SDKs') is read up to
 its first piece inside the call, so a refused tier is known there too.
@@ -17,59 +19,10 @@ from ._format import FormatState, JsonMode
 if TYPE_CHECKING:
     from ._base import Exchange
 
-__all__ = ["stepped", "stepping"]
+__all__ = ["stepped"]
 
-Attempt = Callable[..., tuple[JsonMode | None, dict[str, Any]]]
-"""A tier (and the call's keywords) -> the tier really used (None: the caller's own format) and
-the method's keywords."""
 Rejects = Callable[[BaseException, JsonMode | None], bool]
 """True when an exception refuses the tier used."""
-
-
-def stepping(
-    create: Callable[..., Any],
-    state: FormatState,
-    attempt: Attempt,
-    rejects: Rejects,
-    *,
-    is_async: bool,
-    prime: bool = False,
-) -> Callable[..., Any]:
-    """The call (a coroutine function when `is_async`): `create(**keywords)` in the current
-    tier, stepping down while a tier is refused. The call's own keywords go to `attempt` with
-    the tier (one call built for many requests: `attempt(mode, **request)`)."""
-
-    def weaker(used: JsonMode | None, exc: Exception) -> JsonMode:
-        if used is None or not rejects(exc, used):
-            raise exc
-        lower = state.step_down(used)
-        if lower is None:
-            raise exc
-        return lower
-
-    if is_async:
-
-        async def acall(**given: Any) -> Any:
-            used, body = attempt(state.mode, **given)
-            while True:
-                try:
-                    result = await create(**body)
-                    return await _aprimed(result) if prime else result
-                except Exception as exc:
-                    used, body = attempt(weaker(used, exc), **given)
-
-        return acall
-
-    def call(**given: Any) -> Any:
-        used, body = attempt(state.mode, **given)
-        while True:
-            try:
-                result = create(**body)
-                return _primed(result) if prime else result
-            except Exception as exc:
-                used, body = attempt(weaker(used, exc), **given)
-
-    return call
 
 
 Shape = Callable[[JsonMode | None, Any, dict[str, Any]], tuple[JsonMode | None, dict[str, Any]]]
@@ -86,13 +39,15 @@ def stepped(
     *,
     is_async: bool,
     own: bool = False,
+    prime: bool = False,
 ) -> Callable[..., Any]:
-    """The call a driver makes for one whole answer (`call(messages, **params)`, a coroutine
-    function when `is_async`): `create` with `shape`'s keywords in the client's current tier
-    (`own`: the caller's own format, no tier), stepped down while a tier is refused, the answer
-    taken through `exchange` as the adapters' `sync_call` takes it (a class it knows as it is;
-    anything else read, a shape it does not accept the provider's failure). What `stepping`
-    inside `sync_call` does, in one frame: no request is copied between layers."""
+    """The call a driver makes (`call(messages, **params)`, a coroutine function when
+    `is_async`): `create` with `shape`'s keywords in the client's current tier (`own`: the
+    caller's own format, no tier), stepped down while a tier is refused, the answer taken
+    through `exchange` as the adapters' `sync_call` takes it (a class it knows as it is;
+    anything else read, a shape it does not accept the provider's failure). `prime`: the
+    answer is a stream, read up to its first piece before it counts as sent (see the module
+    docstring). In one frame: no request is copied between layers."""
 
     def lower(used: JsonMode | None, exc: Exception) -> JsonMode:
         weaker = None if used is None or not rejects(exc, used) else state.step_down(used)
@@ -110,7 +65,8 @@ def stepped(
                 used, body = shape(None if own else state.mode, messages, params)
                 while True:
                     try:
-                        ok, value = True, await create(**body)
+                        value = await create(**body)
+                        ok, value = True, await _aprimed(value) if prime else value
                         break
                     except Exception as exc:
                         used, body = shape(lower(used, exc), messages, params)
@@ -136,7 +92,8 @@ def stepped(
             used, body = shape(None if own else state.mode, messages, params)
             while True:
                 try:
-                    ok, value = True, create(**body)
+                    value = create(**body)
+                    ok, value = True, _primed(value) if prime else value
                     break
                 except Exception as exc:
                     used, body = shape(lower(used, exc), messages, params)

@@ -35,7 +35,6 @@ from healjson._core.judge.enforcement import Enforcement
 from healjson._core.redact import secrets_scope
 from healjson._core.run.drive import drive_async, drive_sync, is_stream
 from healjson._core.run.policy import HealPolicy
-from healjson._core.target.target import target_for
 from healjson._core.wire.effects import ModelCall
 from healjson._core.wire.reply import SDK_REPLIES
 from healjson._providers.tiers import NATIVE_MODES, JsonMode, Shapeable
@@ -50,7 +49,7 @@ from healjson.adapters._base import (
 )
 from healjson.adapters._format import Enforcing, FormatState, check_mode
 from healjson.adapters._parsed import Received, afinish, finish
-from healjson.adapters._steps import stepped, stepping
+from healjson.adapters._steps import stepped
 from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 from healjson.adapters._unreadable import ReadChecked, read_checked_call
 
@@ -111,6 +110,7 @@ def instructor_streams(
 _READ_MESSAGE = ReadChecked(
     lambda value: hasattr(value, "stop_reason"), "an Anthropic message", SDK_REPLIES
 )
+_OPENED = Exchange()  # the SDK's stream manager, opened: the SDK reads its events itself
 _DEFAULT_POLICY = HealPolicy()
 _MAX_ROUTES = 256  # cached drivers per client (as many as healers)
 _NO_TARGET: Any = None  # a driver without a JSON tier never shapes a request for a target
@@ -292,9 +292,8 @@ class Messages:
 
         # the SDK's stream opened as `create` is called: in the client's tier, stepped down
         enter = stream_entering(owner.sdk_messages().stream, is_async=is_async)
-        send = owner._sender(output_format, kwargs, text_only=True, method=enter)
-        method, body, _ = send({"messages": [dict(message) for message in messages], **kwargs})
-        opened = functools.partial(method, **body)
+        call = owner._stepped(enter, healer.target, kwargs, _OPENED, text_only=True)
+        opened = functools.partial(call, [dict(message) for message in messages], **kwargs)
         return message_stream_manager(opened, heal, is_async, beta=owner.beta_api)
 
     def _sdk_call(
@@ -411,11 +410,6 @@ class HealingAnthropic(HealingAdapter):
     def _sdk_enforcement(self, target: Shapeable, forced: JsonMode | None) -> Enforcement | None:
         return self._enforcement(target, forced, text_only=True)
 
-    def _sdk_sender(self, response_model: Any, params: dict[str, Any]) -> Send:
-        """The SDK's own `parse` / `stream(output_format=M)` read their value off a text block:
-        their requests skip the forced tool's tier (`wire.tier_request`'s `text_only`)."""
-        return self._sender(response_model, params, text_only=True)
-
     def _route(
         self, target: Any, response_model: Any, params: dict[str, Any]
     ) -> tuple[Callable[..., Any], Enforcement | None]:
@@ -436,60 +430,51 @@ class HealingAnthropic(HealingAdapter):
         return call, checked
 
     def _whole(self, target: Shapeable, params: dict[str, Any]) -> Callable[..., Any]:
-        """The call of a request for one whole answer: `messages.create` in the client's JSON
-        tier, stepped down and remembered when the endpoint refuses it, or the caller's own
-        format or tools as given (`_sender`'s requests, in one frame)."""
+        """The call of a request for one whole answer (`_route`'s)."""
+        return self._stepped(self.sdk_messages().create, target, params, _READ_MESSAGE)
+
+    def _run_call(
+        self,
+        target: Shapeable,
+        forced: JsonMode | None,
+        params: dict[str, Any],
+        received: Received | None = None,
+    ) -> Callable[..., Any]:
+        """A stream's call (`create(stream=True)`, its events read), or the call of the SDK's
+        own `parse` (`received`: its answers noted there), which reads its value off a text
+        block: its requests skip the forced tool's tier (`wire.tier_request`'s `text_only`)."""
+        create = self.sdk_messages().create
+        exchange = _READ_EVENTS if params.get("stream") else _READ_MESSAGE
+        if received is None:
+            return self._stepped(create, target, params, exchange)
+        create = received.recorded(create, self.is_async)
+        return self._stepped(create, target, params, exchange, text_only=True)
+
+    def _stepped(
+        self,
+        create: Callable[..., Any],
+        target: Shapeable,
+        params: dict[str, Any],
+        exchange: Exchange,
+        *,
+        text_only: bool = False,
+    ) -> Callable[..., Any]:
+        """`create` (`messages.create`, or a method taking its keywords: the SDK's stream opened,
+        `parsed.stream_entering`) in the client's JSON tier, stepped down and remembered when
+        the endpoint refuses it (`text_only`: never the forced tool's tier), or the caller's
+        own format or tools as given; its answer taken through `exchange`."""
 
         def shape(mode: JsonMode | None, messages: Any, request: dict[str, Any]) -> Any:
             if mode is None:  # the caller's own output format or tools: sent as given
                 return None, messages_request(messages, request)
-            return tier_request(mode, target, messages, request)
+            return tier_request(mode, target, messages, request, text_only=text_only)
 
-        create, own = self.sdk_messages().create, chooses_format(params)
         return stepped(
             create,
             self.format,
             shape,
             is_tier_rejection,
-            _READ_MESSAGE,
+            exchange,
             is_async=self.is_async,
-            own=own,
+            own=chooses_format(params),
         )
-
-    def _sender(
-        self,
-        response_model: Any,
-        params: dict[str, Any],
-        *,
-        text_only: bool = False,
-        method: Callable[..., Any] | None = None,
-    ) -> Send:
-        """How a request is sent: `messages.create` (or `method`, which takes its keywords:
-        the SDK's stream opened, `parsed.stream_entering`) in the client's JSON tier, stepped
-        down and remembered when the endpoint refuses it (`text_only`: never the forced tool's
-        tier), or the caller's own format or tools as given."""
-        create = self.sdk_messages().create if method is None else method
-        reader = _READ_EVENTS if params.get("stream") else _READ_MESSAGE
-        if chooses_format(params):  # the caller's own output format or tools: sent as given
-
-            def given(
-                request: dict[str, Any],
-            ) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
-                messages = request.pop("messages")
-                return create, messages_request(messages, request), reader
-
-            return given
-        target, state, is_async = target_for(response_model), self.format, self.is_async
-
-        def attempt(
-            mode: JsonMode, *, messages: Any, request: dict[str, Any]
-        ) -> tuple[JsonMode, dict[str, Any]]:
-            return tier_request(mode, target, messages, request, text_only=text_only)
-
-        # one stepping call for every request (each request's messages and parameters given)
-        call = stepping(create, state, attempt, is_tier_rejection, is_async=is_async)
-
-        def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
-            return call, {"messages": request.pop("messages"), "request": request}, reader
-
-        return send

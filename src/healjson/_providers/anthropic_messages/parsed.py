@@ -122,8 +122,8 @@ def streamed_message(snapshot: Any) -> Build:
 
 def stream_entering(stream: Callable[..., Any], *, is_async: bool) -> Callable[..., Any]:
     """`stream` (the SDK's `messages.stream`) as a call that opens it: `(**request)` -> (the
-    SDK's manager, its stream entered), awaitable for an async client. The client's sender
-    (`HealingAnthropic._sender`) asks it for the target in the client's tier as it asks
+    SDK's manager, its stream entered), awaitable for an async client. The client's call
+    (`HealingAnthropic._stepped`) asks it for the target in the client's tier as it asks
     `messages.create` (a tier the endpoint refuses, with an HTTP 400 raised as the stream
     opens, stepped down and remembered), or sends the caller's own format as given."""
 

@@ -32,12 +32,10 @@ from healjson.adapters._base import (
     Exchange,
     HealingAdapter,
     Send,
-    async_call,
-    sync_call,
 )
 from healjson.adapters._format import Enforcing, FormatState, check_mode
 from healjson.adapters._parsed import Received, afinish, finish
-from healjson.adapters._steps import stepping
+from healjson.adapters._steps import stepped
 from healjson.adapters._unreadable import ReadChecked
 
 from .parsed import aparsed_chunks, parsed_chunks
@@ -233,21 +231,22 @@ class HealingGemini(HealingAdapter):
         reader = _READ_STREAM if stream else _READ_RESPONSE
         chose, state, target = chooses_format(params), self.format, healer.target
 
-        def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
-            turns = request.pop("messages")
-
-            def attempt(mode: JsonMode) -> tuple[JsonMode | None, dict[str, Any]]:
-                return tier_request(
-                    None if chose else mode, target, turns, request, originals, text=text
-                )
-
-            call = stepping(create, state, attempt, is_tier_rejection, is_async=aio, prime=stream)
-            return call, {}, reader
-
-        sender: Send = send
         if received is not None:  # the SDK's own structured call: its answers kept
-            sender = received.recording(send, aio)
-        driver = (async_call if aio else sync_call)(None, None, target, sender)
+            create = received.recorded(create, aio)
+
+        def shape(mode: JsonMode | None, turns: Any, request: dict[str, Any]) -> Any:
+            return tier_request(mode, target, turns, request, originals, text=text)
+
+        driver = stepped(
+            create,
+            state,
+            shape,
+            is_tier_rejection,
+            reader,
+            is_async=aio,
+            own=chose,
+            prime=stream,
+        )
         if received is not None and first is not None:  # a streamed answer, already read
             driver = received.first(driver, first, aio)
         context = options["context"]
