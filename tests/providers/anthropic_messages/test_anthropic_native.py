@@ -194,6 +194,26 @@ def test_refused_tiers_step_down_in_one_call_and_are_remembered(
     assert "output_config" not in third
 
 
+def test_the_callers_own_output_format_is_sent_as_given_and_never_stepped_down(
+    scripted_server: ScriptedServer, runner: str, streamed: bool
+) -> None:
+    """A call that names its own `output_config.format` gets no tier of healjson's: the
+    format goes as the caller wrote it, its answer is healed, and a 400 naming it is the
+    provider's error (no weaker tier is tried for a format healjson did not choose)."""
+    own = {"format": {"type": "json_schema", "schema": {"type": "object"}}, "effort": "low"}
+    scripted_server.extend(["Here: " + GOOD, REFUSE_NATIVE])
+
+    healed = ask(scripted_server, runner, streamed, output_config=own)
+    refused = ask(scripted_server, runner, streamed, output_config=own)
+
+    assert isinstance(healed, Healed)
+    assert Person(name="Ann", age=31) == healed.value
+    assert isinstance(refused, Degraded)
+    assert Reason.API_ERROR == refused.reason
+    assert [own, own] == [(r.body or {})["output_config"] for r in scripted_server.requests]
+    assert all("tools" not in (r.body or {}) for r in scripted_server.requests)
+
+
 def test_the_stepped_down_tier_is_remembered_per_client(scripted_server: ScriptedServer) -> None:
     """An Anthropic tier stepped down after a refusal is remembered by the client, so the next
     call starts on the forced tool."""

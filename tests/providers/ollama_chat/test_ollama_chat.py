@@ -164,6 +164,25 @@ def test_a_refused_format_steps_down_to_json_mode(
     assert "JSON schema" in body_of(scripted_server, 1)["messages"][0]["content"]
 
 
+def test_the_callers_own_format_is_sent_as_given_and_never_stepped_down(
+    scripted_server: ScriptedServer, runner: str, streamed: bool
+) -> None:
+    """A call that names its own `format` gets no tier of healjson's: the format goes as the
+    caller wrote it, its answer is healed, and a 400 naming it is the provider's error (no
+    weaker tier is tried for a format healjson did not choose)."""
+    refused = ScriptedReply.error(400, "invalid format: json schema not supported")
+    scripted_server.extend(["Here: " + GOOD, refused])
+
+    healed = ask(scripted_server, runner, streamed, format="json")
+    failed = ask(scripted_server, runner, streamed, format="json")
+
+    assert isinstance(healed, Healed)
+    assert Person(name="Ann", age=31) == healed.value
+    assert isinstance(failed, Degraded)
+    assert Reason.API_ERROR == failed.reason
+    assert ["json", "json"] == [body_of(scripted_server, i)["format"] for i in range(2)]
+
+
 def test_another_400_degrades_with_the_providers_message(
     scripted_server: ScriptedServer, runner: str
 ) -> None:
