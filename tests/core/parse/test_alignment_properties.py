@@ -4,10 +4,10 @@ A schema is generated (models made with `pydantic.create_model`: nested models, 
 dicts of models, unions of two models, `Optional` fields, int / float / str / bool / `Literal`
 fields, snake_case and camelCase field names), then a value that validates, then misalignments
 at random depths: keys restyled (case, separators), a list in a one-key wrapper, a lone item for
-a one-item list, a value in a one-item list, an int as a numeric string or a number word, a
-float as a numeric string, a literal in another case. The reply heals in one call to the
-original value, its flags naming each step. When two readings fit (built on purpose), nothing
-is chosen. The alignment's work stays linear.
+a one-item list, a value in a one-item list, a list or object sent as a JSON string, an int as a
+numeric string or a number word, a float as a numeric string, a literal in another case. The
+reply heals in one call to the original value, its flags naming each step. When two readings
+fit (built on purpose), nothing is chosen. The alignment's work stays linear.
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ _KEY_STYLES: tuple[Callable[[str], str], ...] = (
 
 
 _KEY_STYLE = st.sampled_from(_KEY_STYLES)
-_RESHAPE = st.sampled_from(["none", "none", "in_a_list", "wrapper", "lone_item"])
+_RESHAPE = st.sampled_from(["none", "none", "in_a_list", "wrapper", "lone_item", "encoded"])
 _WRAPPER_KEY = st.sampled_from(_WRAPPER_KEYS)
 _LIT_SPELLING: st.SearchStrategy[Callable[[str], str]] = st.sampled_from(
     [str.upper, lambda v: v.replace("_", " ").title()]
@@ -206,6 +206,9 @@ def misalign(draw: st.DrawFn, spec: Spec, value: Any, flags: set[Flag]) -> Any:
     if reshape == "lone_item" and spec.kind == "list" and len(value) == 1 and _lone(value[0]):
         flags.add(Flag.LISTED)
         return value[0]
+    if reshape == "encoded" and spec.kind in ("list", "dict", "model"):
+        flags.add(Flag.DOUBLE_ENCODED)  # the list or object sent as a JSON string
+        return json.dumps(value)
     return value
 
 
@@ -255,6 +258,39 @@ def test_misalignments_at_any_depth_heal_to_the_original_value(
     assert isinstance(outcome, Healed), (reply, outcome)
     assert TypeAdapter(target).validate_python(value) == outcome.value
     assert flags == set(outcome.flags), reply
+
+
+class _Tagged(BaseModel):
+    tags: list[str]
+    counts: list[int] = []
+
+
+_ITEMS = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)
+
+
+@pinned(max_examples=100)
+@given(
+    tags=st.lists(_ITEMS, max_size=4),
+    counts=st.lists(st.integers(-5, 500), max_size=3),
+    where=st.sampled_from(["field", "root"]),
+)
+def test_a_list_sent_as_its_json_text_heals_to_the_list(
+    tags: list[str], counts: list[int], where: str
+) -> None:
+    """A list that arrived as its own JSON text (a model's or a tool's double-encoded field),
+    empty, one item or more, of strings that may look like anything: the list it encodes, once,
+    flagged `double_encoded`, never a one-item list of that text."""
+    if where == "root":
+        target: Any = list[str]
+        reply, expected = json.dumps(json.dumps(tags)), tags
+    else:
+        target = _Tagged
+        reply = json.dumps({"tags": json.dumps(tags), "counts": json.dumps(counts)})
+        expected = _Tagged(tags=tags, counts=counts)
+    outcome = healjson.validate(reply, target)
+    assert isinstance(outcome, Healed), (reply, outcome)
+    assert expected == outcome.value
+    assert Flag.DOUBLE_ENCODED in outcome.flags
 
 
 class _Region(BaseModel):

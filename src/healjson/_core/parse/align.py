@@ -14,7 +14,8 @@ data is *shaped or spelled*, never what it says:
   a property (as written or aligned) or a dict entry whose value fits, wherever the object is
   read — as the node itself, as another member of its union, or after another reshape; a
   single value where a list is expected (`listed`; a string that holds a list separator is not
-  wrapped, since splitting it is another reading); a one-item list where a single value is
+  wrapped, since splitting it is another reading, nor one that holds a JSON array: it is that
+  array, encoded); a one-item list where a single value is
   expected (`unlisted`); a bare list for an object whose only required field is that list
   (`wrapped`).
 
@@ -422,18 +423,20 @@ class _Aligner:
     def _reshaped(self, shape: Shape, data: Any) -> Iterator[_Reading]:
         """The other readings of a node that does not fit as written."""
         wants_array, wants_object = "array" in shape.kinds, "object" in shape.kinds
+        encoded: Any = NOTHING
         if isinstance(data, str) and (wants_array or wants_object):
-            inner = self.decoded.get(id(data), NOTHING)
-            if inner is NOTHING:
-                inner = self.decoded[id(data)] = _decoded(data)
-            if inner is not NOTHING:
-                yield _prefixed(Flag.DOUBLE_ENCODED, self.read(shape, inner))
+            encoded = self.decoded.get(id(data), NOTHING)
+            if encoded is NOTHING:
+                encoded = self.decoded[id(data)] = _decoded(data)
+            if encoded is not NOTHING:
+                yield _prefixed(Flag.DOUBLE_ENCODED, self.read(shape, encoded))
         if isinstance(data, dict) and len(data) == 1:
             (inner,) = data.values()
             if id(data) not in self.taken and (isinstance(inner, dict | list) or not wants_object):
                 self.unwrapped.add(id(data))
                 yield _prefixed(Flag.UNWRAPPED, self.read(shape, inner, False))
-        if wants_array and _listable(data):
+        # a string holding an encoded array is that array (read above), not a list's one item
+        if wants_array and _listable(data) and not isinstance(encoded, list):
             item = shape.items or (shape.prefix[0] if len(shape.prefix) == 1 else None)
             reading = self.read(item, data, False) if item is not None else _Reading(data)
             yield _Reading([reading.value], _flags((Flag.LISTED,), reading.flags), reading.count)
