@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
 from healjson._core.diagnostic import Diagnostic
@@ -169,19 +170,25 @@ def _clean(value: Any, forms: tuple[str, ...], depth: int) -> Any:
                     changes[field.name] = new
         return dataclasses.replace(value, **changes) if changes else value
     kind = type(value)
+    if kind is dict or kind is list or kind is tuple:
+        return _rebuilt(value, kind, lambda item: _clean(item, forms, depth + 1))
+    return value  # other objects are kept whole; what they show is found and redacted later
+
+
+def _rebuilt(value: Any, kind: type, each: Callable[[Any], Any]) -> Any:
+    """A dict, list or tuple (`kind`: its exact type) with `each` applied to its items: the very
+    same object when no item changed (a dict keeps its unchanged entries as they are)."""
     if kind is dict:
         changed = {}
         for key, item in value.items():
-            new = _clean(item, forms, depth + 1)
+            new = each(item)
             if new is not item:
                 changed[key] = new
         return {**value, **changed} if changed else value
-    if kind is list or kind is tuple:
-        items = [_clean(item, forms, depth + 1) for item in value]
-        if all(new is old for new, old in zip(items, value, strict=True)):
-            return value
-        return tuple(items) if kind is tuple else items
-    return value  # other objects are kept whole; what they show is found and redacted later
+    items = [each(item) for item in value]
+    if all(new is old for new, old in zip(items, value, strict=True)):
+        return value
+    return tuple(items) if kind is tuple else items
 
 
 # -- the known values removed (`redact` keeps the names and shapes) ----------------------------
@@ -209,14 +216,4 @@ def _scrub_walk(value: Any, forms: tuple[str, ...], depth: int) -> Any:
     kind = type(value)
     if depth >= _MAX_DEPTH or not (kind is list or kind is tuple or kind is dict):
         return value  # other types (subclasses too) are kept whole: a copy could change them
-    if kind is dict:
-        changed = {}
-        for key, item in value.items():
-            new = _scrub_walk(item, forms, depth + 1)
-            if new is not item:
-                changed[key] = new
-        return {**value, **changed} if changed else value
-    items = [_scrub_walk(item, forms, depth + 1) for item in value]
-    if all(new is old for new, old in zip(items, value, strict=True)):
-        return value
-    return tuple(items) if kind is tuple else items
+    return _rebuilt(value, kind, lambda item: _scrub_walk(item, forms, depth + 1))
