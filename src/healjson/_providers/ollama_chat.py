@@ -253,15 +253,14 @@ def chooses_format(params: Mapping[str, Any]) -> bool:
 
 
 def tier_request(
-    mode: JsonMode,
+    mode: JsonMode | None,
     target: Shapeable,
     messages: Sequence[dict[str, Any]],
     params: Mapping[str, Any],
-    chose: bool | None = None,
 ) -> tuple[JsonMode | None, dict[str, Any]]:
-    """`chat(...)` keywords asking for `target` in tier `mode`, and the tier used (None: the
-    caller's own format, sent as given; `chose`: whether the caller chose one, when known)."""
-    if chooses_format(params) if chose is None else chose:
+    """`chat(...)` keywords asking for `target` in tier `mode`, and the tier used (`mode` None:
+    the caller's own format, sent as given)."""
+    if mode is None:
         return None, ollama_request(messages, params)
     if mode == "json_schema":
         body = ollama_request(messages, params)  # a fresh dict: the format set in it
@@ -480,15 +479,12 @@ class HealingOllama(HealingAdapter):
         wrapped, state = core.wrapped, self.format
         if found is not None and found[0] is wrapped and found[1] is state:
             return found[2], found[3]
-        call, checked = self._whole(target, params), self._enforcement(target, None)
+        call = self._stepped(wrapped.chat, target, params, _READ_REPLY, stream=False)
+        checked = self._enforcement(target, None)
         if len(self._routes) >= _MAX_ROUTES:
             self._routes.clear()
         self._routes[key] = (wrapped, state, call, checked)
         return call, checked
-
-    def _whole(self, target: Shapeable, params: dict[str, Any]) -> Callable[..., Any]:
-        """The call of a request for one whole answer (`_route`'s)."""
-        return self._stepped(target, params, _READ_REPLY, stream=False)
 
     def _run_call(
         self,
@@ -499,22 +495,29 @@ class HealingOllama(HealingAdapter):
     ) -> Callable[..., Any]:
         """A stream's call (`chat(stream=True)`, its chunks read: its request is sent when the
         stream is first read, inside the call)."""
-        stream = bool(params.get("stream"))
-        return self._stepped(target, params, _READ_CHUNKS if stream else _READ_REPLY, stream=stream)
+        chat, stream = self.wrapped.chat, bool(params.get("stream"))
+        if received is not None:  # a structured call's answers, noted
+            chat = received.recorded(chat, self.is_async)
+        exchange = _READ_CHUNKS if stream else _READ_REPLY
+        return self._stepped(chat, target, params, exchange, stream=stream)
 
     def _stepped(
-        self, target: Shapeable, params: dict[str, Any], exchange: Exchange, *, stream: bool
+        self,
+        chat: Callable[..., Any],
+        target: Shapeable,
+        params: dict[str, Any],
+        exchange: Exchange,
+        *,
+        stream: bool,
     ) -> Callable[..., Any]:
         """`chat` in the client's tier, stepped down and remembered when the server refuses it,
         or the caller's own format as given; its answer taken through `exchange`."""
 
         def shape(mode: JsonMode | None, messages: Any, request: dict[str, Any]) -> Any:
-            if mode is None:  # the caller's own format: sent as given
-                return None, ollama_request(messages, request)
-            return tier_request(mode, target, messages, request, False)
+            return tier_request(mode, target, messages, request)
 
         return stepped(
-            self.wrapped.chat,
+            chat,
             self.format,
             shape,
             is_tier_rejection,

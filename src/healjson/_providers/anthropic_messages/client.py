@@ -423,15 +423,12 @@ class HealingAnthropic(HealingAdapter):
         wrapped, state = core.wrapped, self.format
         if found is not None and found[0] is wrapped and found[1] is state:
             return found[2], found[3]
-        call, checked = self._whole(target, params), self._enforcement(target, None)
+        call = self._stepped(self.sdk_messages().create, target, params, _READ_MESSAGE)
+        checked = self._enforcement(target, None)
         if len(self._routes) >= _MAX_ROUTES:
             self._routes.clear()
         self._routes[key] = (wrapped, state, call, checked)
         return call, checked
-
-    def _whole(self, target: Shapeable, params: dict[str, Any]) -> Callable[..., Any]:
-        """The call of a request for one whole answer (`_route`'s)."""
-        return self._stepped(self.sdk_messages().create, target, params, _READ_MESSAGE)
 
     def _run_call(
         self,
@@ -465,8 +462,6 @@ class HealingAnthropic(HealingAdapter):
         own format or tools as given; its answer taken through `exchange`."""
 
         def shape(mode: JsonMode | None, messages: Any, request: dict[str, Any]) -> Any:
-            if mode is None:  # the caller's own output format or tools: sent as given
-                return None, messages_request(messages, request)
             return tier_request(mode, target, messages, request, text_only=text_only)
 
         return stepped(

@@ -384,19 +384,22 @@ def thinking_on(params: Mapping[str, Any]) -> bool:
 
 
 def tier_request(
-    mode: JsonMode,
+    mode: JsonMode | None,
     target: Shapeable,
     messages: Sequence[dict[str, Any]],
     params: Mapping[str, Any],
     *,
     text_only: bool = False,
-) -> tuple[JsonMode, dict[str, Any]]:
+) -> tuple[JsonMode | None, dict[str, Any]]:
     """`messages.create` keywords asking for `target` in tier `mode`, and the tier really used
-    (a tier the schema or the request rules out goes one weaker). `text_only`: the answer must
-    be a text block (the SDK's own `parse` / `stream(output_format=M)`, whose `ParsedMessage`
-    carries its value on one), so the forced tool's tier is skipped."""
-    schema = target.json_schema
+    (a tier the schema or the request rules out goes one weaker; `mode` None: the caller's own
+    output format or tools, sent as given). `text_only`: the answer must be a text block (the
+    SDK's own `parse` / `stream(output_format=M)`, whose `ParsedMessage` carries its value on
+    one), so the forced tool's tier is skipped."""
     shared = shared_end(messages)  # found before any copy of the list (a repair's mark)
+    if mode is None:
+        return None, messages_request(messages, params, shared)
+    schema = target.json_schema
     if mode == "json_schema":
         try:
             closed = anthropic_schema(schema)
