@@ -189,6 +189,51 @@ def test_a_result_line_names_its_request_even_when_unreadable() -> None:
     assert "deeper than" in str(found[2])
 
 
+def completion_line(custom_id: str, content: str) -> bytes:
+    """An OpenAI Batch API result line answering `custom_id` with `content`."""
+    body = {
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }  # fmt: skip
+    response = {"status_code": 200, "request_id": "req-1", "body": body}
+    return json.dumps({"id": "line", "custom_id": custom_id, "response": response}).encode()
+
+
+class Twice:
+    """Answers ticket N with two result lines: the same ticket twice for N in `same`, else two
+    different tickets."""
+
+    def __init__(self, same: set[int]) -> None:
+        self.same = same
+
+    def __call__(self, custom_id: str, body: dict[str, Any]) -> bytes:
+        number = number_of(body)
+        second = number if number in self.same else number + 1000
+        return (
+            completion_line(custom_id, ticket(number))
+            + b"\n"
+            + completion_line(custom_id, ticket(second))
+        )
+
+
+def test_two_different_results_for_one_request_are_its_rows_api_error(tmp_path: Path) -> None:
+    """A results file holding two different results for one request takes neither (the row
+    degrades with `api_error` saying so); the same result twice is that result."""
+    source = write_input(tmp_path / "in.jsonl", 2)
+    out = tmp_path / "out.jsonl"
+    with ScriptedServer(batch_replies=Twice(same={1})) as server:
+        report = run("openai", server, source, out)
+    assert report.complete
+    written = rows(out)
+    assert written["t1"]["ok"]
+    assert written["t1"]["value"]["orderId"] == "ORD-000001"
+    assert written["t2"]["ok"] is False
+    assert written["t2"]["reason"] == "api_error"
+    assert "two different results" in written["t2"]["errors"][0]["value"]
+
+
 # -- expired and transient lines are resubmitted -------------------------------------------------
 
 

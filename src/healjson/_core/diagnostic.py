@@ -11,10 +11,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from pydantic_core import to_jsonable_python
+
 from .redact import redact_text
 from .sentinels import MISSING
 
 __all__ = [
+    "MISSING_MARK",
     "ROOT",
     "Diagnostic",
     "Source",
@@ -24,9 +27,12 @@ __all__ = [
     "safe_repr",
     "short_repr",
     "type_name",
+    "value_data",
 ]
 
 ROOT: Final = "<root>"
+MISSING_MARK: Final = "<missing>"
+"""How a record writes `MISSING` (a diagnostic's `missing` key says which it is)."""
 
 
 class Source(enum.StrEnum):
@@ -88,15 +94,20 @@ class Diagnostic:
         return f"{self.path} = {shown}: {self.constraint}"
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (the missing marker becomes the string `<missing>`); the value and
-        the involved values are rendered safely, at most `_DIAGNOSTIC_NODES` values each."""
+        """A JSON-ready dict (the missing marker becomes the string `<missing>`, with `missing`
+        true; a value that is that very string has `missing` false, so a reader tells the two
+        apart); the value and the involved values are rendered safely, at most
+        `_DIAGNOSTIC_NODES` values each."""
+        value = MISSING_MARK if self.is_missing else jsonable(self.value, _DIAGNOSTIC_NODES)
         data: dict[str, Any] = {
             "path": self.path,
-            "value": "<missing>" if self.is_missing else jsonable(self.value, _DIAGNOSTIC_NODES),
+            "value": value,
             "constraint": self.constraint,
             "prescription": self.prescription,
             "source": str(self.source),
         }
+        if value == MISSING_MARK:
+            data["missing"] = self.is_missing
         if self.fields:
             data["fields"] = list(self.fields)
         if self.rule:
@@ -210,6 +221,27 @@ def jsonable(value: Any, max_nodes: int = _MAX_NODES) -> Any:
         return _plain(value, _Walk(nodes=max_nodes), _MAX_DEPTH)
     except Exception:  # pragma: no cover - _plain catches per value; this is the last guard
         return f"<unprintable {type_name(value)}>"
+
+
+def value_data(value: Any) -> Any:
+    """A validated value as the JSON data its type validates back to an equal value, never
+    raising: pydantic's own JSON-mode serialization by alias (models, dataclasses, dates, UUIDs,
+    decimals, enums; a field a model excludes from serialization is left out, as pydantic leaves
+    it out), a model's computed fields left out (validation derives them again; pydantic 2.12
+    on), within `jsonable`'s bounds. What pydantic cannot serialize renders as `jsonable` renders
+    it."""
+    try:
+        dump = getattr(value, "model_dump", None)
+        if not callable(dump):
+            data = to_jsonable_python(value, by_alias=True)
+        else:
+            try:
+                data = dump(mode="json", by_alias=True, exclude_computed_fields=True)
+            except TypeError:  # a pydantic without `exclude_computed_fields`
+                data = dump(mode="json", by_alias=True)
+    except Exception:  # a type pydantic cannot serialize, a serializer that raises
+        return jsonable(value)
+    return jsonable(data)
 
 
 def _plain(value: Any, walk: _Walk, depth: int) -> Any:

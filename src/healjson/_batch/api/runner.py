@@ -65,6 +65,9 @@ BATCH_DISCOUNT: Final = 0.5
 """The providers' batch price: half the listed price."""
 DEFAULT_RESUBMITS: Final = 3
 """How many times a row's request is sent again after it expired or failed transiently."""
+_TWO_RESULTS: Final = (
+    "the batch's results held two different results for this request: neither was taken"
+)
 _DECIDE_CHUNK: Final = 500  # rows replayed and written per step (one fsync, one transaction)
 
 T = TypeVar("T")
@@ -346,11 +349,17 @@ class Runner:
 
         def download() -> dict[int, Result]:
             results: dict[int, Result] = {}
+            differing: set[int] = set()
             for name, result in self.provider.results(batch_id):
                 found = parse_custom_id(name)
                 if found is None or found[0] not in members or found[1] != part.round:
                     continue
-                results[found[0]] = redacted(result, took)
+                seq, kept = found[0], redacted(result, took)
+                if results.get(seq, kept) != kept:
+                    differing.add(seq)
+                results[seq] = kept
+            for seq in differing:  # neither is the request's result more than the other
+                results[seq] = Result(failure="api_error", message=_TWO_RESULTS, elapsed_s=took)
             return results
 
         results = self._patiently(download, f"reading the results of batch {batch_id}")

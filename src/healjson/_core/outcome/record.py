@@ -19,7 +19,15 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from healjson._core.diagnostic import Diagnostic, Source, jsonable, short_repr, type_name
+from healjson._core.diagnostic import (
+    MISSING_MARK,
+    Diagnostic,
+    Source,
+    jsonable,
+    short_repr,
+    type_name,
+    value_data,
+)
 from healjson._core.flags import Flag
 from healjson._core.judge.policies import Dropped
 from healjson._core.redact import redact_data
@@ -70,7 +78,7 @@ def outcome_data(outcome: Outcome[Any]) -> dict[str, Any]:
         "contracts": list(outcome.contracts),
     }
     if outcome.ok:
-        data["value"] = jsonable(outcome.value)
+        data["value"] = value_data(outcome.value)
         data["flags"] = [str(f) for f in outcome.flags]
         data["changed_fields"] = list(outcome.changed_fields)
         # the policies' keys only when used: records of runs without them are unchanged
@@ -286,9 +294,13 @@ def _prompt_from(data: Mapping[str, Any]) -> RepairPrompt:
 def _diagnostic_from(data: Mapping[str, Any]) -> Diagnostic:
     value = data.get("value")
     involved = data.get("involved")
+    if data.get("missing") is None:  # a record that does not say: the marker is the absence
+        missing = isinstance(value, str) and value == MISSING_MARK
+    else:
+        missing = _bool(data, "missing")
     return Diagnostic(
         path=_required_str(data, "path"),
-        value=MISSING if isinstance(value, str) and value == "<missing>" else value,
+        value=MISSING if missing else value,
         constraint=_required_str(data, "constraint"),
         prescription=_required_str(data, "prescription"),
         source=Source(_required_str(data, "source")),

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Final
 
-from healjson._core.diagnostic import Diagnostic, Source, jsonable, short_repr
+from healjson._core.diagnostic import Diagnostic, Source, jsonable, short_repr, value_data
 from healjson._core.flags import Flag
 from healjson._core.redact import redact_data, redact_text, secrets_scope
 from healjson._core.repair.quote import elide
@@ -247,7 +247,7 @@ def _outcome(outcome: Outcome[Any]) -> list[str]:
         if outcome.warnings:
             lines.append(f"- **Warnings**: {len(outcome.warnings)}")
             lines += _diagnostics(outcome.warnings, "  ")
-        value = json.dumps(jsonable(outcome.value), indent=2, ensure_ascii=False)
+        value = json.dumps(value_data(outcome.value), indent=2, ensure_ascii=False)
         return [*lines, "", *_block("Value", value, MAX_RAW_CHARS, count=False, info="json")]
     lines.append(f"- **Degraded**: `{outcome.reason}`{_why(outcome)}")
     if outcome.errors:
