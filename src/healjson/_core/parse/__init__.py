@@ -1,11 +1,12 @@
 """L1: recover the answer's JSON from a model's reply, locally (no model call).
 
 Modules, in the order a reply meets them: `segment` (reasoning set aside), `scan` (candidates:
-fence bodies and bracketed spans), `lenient` (the tolerant reader for the slips models make, and
-the partial data of a cut reply), `tokens` (when an unquoted token is a value), `align` (fitting
-data to the target type, along the schema compiled by `shape`), `scalar` (scalar targets),
-`read` (the pipeline), `diagnostics` (what it says when it recovers no value), `result`
-(`ParseResult`), `meter` (the work count tests read).
+fence bodies and bracketed spans, and the structure left open at the end), `lenient` (the
+tolerant reader for the slips models make, and the partial data of a cut reply), `strings` (a
+string's text: escapes, surrogate pairs; the stream reader reads strings by it too), `tokens`
+(when an unquoted token is a value), `align` (fitting data to the target type, along the schema
+compiled by `shape`), `scalar` (scalar targets), `read` (the pipeline), `diagnostics` (what it
+says when it recovers no value), `result` (`ParseResult`), `meter` (the work count tests read).
 
 The rules, each stated for any reply (none is fitted to a test case):
 
@@ -26,10 +27,12 @@ The rules, each stated for any reply (none is fitted to a test case):
    (`scalar`). Truncated fragments give `partial` data, never a result.
 4. **Complete or cut, decided right.** A structure still open at the end, or a reply whose finish
    reason is `length`, is truncated (so is an opening quote with no closing one: a cut string,
-   never text); a cut reply's value is accepted only when its JSON closed, parsed strictly and
-   nothing JSON-looking follows it, and then it carries the `truncated` flag. A bare number or
-   literal (or a scalar target's text) that runs to the cut is never a value: `12` may have been
-   `123`.
+   never text), whatever came before it: a complete span inside the open structure is a piece
+   of the cut answer, never an answer of its own (`{"name": "a"}` of a tree cut in its second
+   child, behind a citation `[1]` or not). A cut reply's value is accepted only when its JSON
+   closed, parsed strictly and nothing JSON-looking follows it, and then it carries the
+   `truncated` flag. A bare number or literal (or a scalar target's text) that runs to the cut
+   is never a value: `12` may have been `123`.
    Escaped JSON met outside a string (`"{\\"a\\": 1}"`) is encoded JSON: decoded, never "cut".
 5. **Linear time.** Every pass walks the reply once (or a bounded number of times); regexes on
    unbounded text are possessive or anchored, with no nested quantifiers; the tolerant reader is

@@ -4,9 +4,11 @@ Only reached when the strict Rust parser has already said no, so its cost never 
 happy path. It reads what JSON, Python and JavaScript writers produce by mistake:
 
 - strings in double, single, curly, triple (`\"\"\"…\"\"\"`) or backtick quotes; raw control
-  characters inside them; `\\'` and other stray escapes; a quote inside a
-  string that the model forgot to escape (a quote closes a string only when what follows it is
-  a comma, colon, closing bracket, another quote, a line break or the end);
+  characters inside them; `\\'` and other stray escapes (a string's text is read by
+  `strings.py`, the rule the stream reader shares: a surrogate pair's two escapes are one
+  character); a quote inside a string that the model forgot to escape
+  (a quote closes a string only when what follows it is a comma, colon, closing bracket,
+  another quote, a line break or the end);
 - unquoted keys (`{name: "x"}`), and unquoted values (*bare tokens*: up to the next comma,
   bracket, quote, comment or line break; spaces do not end one) read by one rule
   (`tokens.py`): a bare token is a value only when the whole token is one — a literal spelled
@@ -19,9 +21,10 @@ happy path. It reads what JSON, Python and JavaScript writers produce by mistake
   brackets, beside a comma, in an object);
 - missing commas between values whose ends are plain (a closing quote or bracket, a line
   break: `[1\n2\n3]` is three numbers, `[1 2 3]` one token that is none), trailing commas,
-  `//`, `/* */` and line-start `#` comments, a closing bracket that also closes the
-  containers still open inside it (when they hold something: `[{]` is a stray `{`, not
-  `[{}]`).
+  `//`, `/* */` and `#` comments (a `#` followed by a space, a tab, another `#` or the line's
+  end: `#python` and `#ff0000` are words a value may be, read by the bare-token rule, never
+  dropped), a closing bracket that also closes the containers still open inside it (when they
+  hold something: `[{]` is a stray `{`, not `[{}]`).
 
 **Never invent.** Every key and every scalar of the result is a token of the text; what is
 dropped is only punctuation and comments. Anything the reader cannot account for that way — a
@@ -57,6 +60,7 @@ from typing import Any, Final
 from healjson._core.sentinels import NOTHING
 
 from .meter import charge
+from .strings import string_text
 from .tokens import REFUSED, bare_value, is_number_or_literal
 
 __all__ = [
@@ -91,7 +95,6 @@ _ELLIPSIS: Final = re.compile(r"(?:\.{2,}|\u2026)")
 # a span worth reading: it holds a quote, a `key:`, a comma or a comment (`[this page]`,
 # `{name}` and `[^2]` are prose in brackets)
 _JSON_LOOKING: Final = re.compile(r"[\"'\u201c\u2018`,]|[{,]\s*+[\w$]++\s*+:|//|/\*")
-_ESCAPES: Final = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", "\\": "\\"}
 _CLOSES_AFTER: Final = frozenset(",:}]\n") | frozenset(_QUOTES)
 _COMMENTS: Final = ("//", "/*")
 _NEXT_KEY: Final = re.compile(r'"[^"\\\n]{1,100}+"[ \t]*+:')
@@ -138,6 +141,10 @@ def _json_repair(text: str) -> Any:
     except Exception:  # json-repair raises ValueError on deep nesting; any failure means "no"
         return NOTHING
     if value == "" and text.strip() not in ('""', "''"):
+        return NOTHING
+    try:  # a surrogate (a pair's escapes read as two halves, not one character): refused
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (UnicodeEncodeError, ValueError, TypeError):
         return NOTHING
     return value
 
@@ -439,14 +446,15 @@ class _Reader:
             elif text.startswith("/*", pos):
                 end = _BLOCK_END.search(text, pos + 2)
                 pos = n if end is None else end.end()
-            elif text[pos] == "#" and (pos == 0 or text[pos - 1] in "\n\r \t,{["):
+            elif text[pos] == "#" and _hash_comment(text, pos):
                 newline = text.find("\n", pos)
                 pos = n if newline < 0 else newline
             else:
                 return pos
 
     def _string(self, pos: int) -> tuple[str, int, bool]:
-        """The string opened at `pos`: (value, end, complete)."""
+        """The string opened at `pos`: (value, end, complete). This finds where it closes; its
+        text is read by `strings.string_text`, as the stream reader reads it."""
         text = self.text
         opener = text[pos]
         if text.startswith(opener * 3, pos) and opener in "\"'":
@@ -456,56 +464,31 @@ class _Reader:
             return text[pos + 3 : close], close + 3, True
         closer = _QUOTES[opener]
         special = re.compile(re.escape(closer) + r"|\\")
-        parts: list[str] = []
         start = pos + 1
         while True:
             found = special.search(text, start)
             if found is None:
                 return self._cut_string()
             at = found.start()
-            parts.append(text[start:at])
             if text[at] == "\\":
                 if at + 1 >= self.n:
                     return self._cut_string()
-                escaped, start = self._escape(at)
-                parts.append(escaped)
+                start = at + 2  # an escape: what it writes is `string_text`'s to read
                 continue
             comma = _comma_before(text, start, at)
             if opener == '"' and comma >= 0 and _NEXT_KEY.match(text, at):
                 # `"New York, "gender": "male"`: a quoted key after a comma means this string's
                 # closing quote was forgotten before the comma
-                value = "".join(parts)
-                return value[: value.rindex(",")].rstrip(), comma, True
+                return string_text(text[pos + 1 : comma]).rstrip(), comma, True
             after = _INLINE_SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
             if after >= self.n or text[after] in _CLOSES_AFTER or text.startswith(_COMMENTS, after):
-                raw_tail = parts[-1]
-                # a raw line break before the closing quote is layout, unless it is all the
-                # string holds (then it is the string's text: `"\n"` written raw)
-                if raw_tail.rstrip(" \t").endswith(("\n", "\r")) and "".join(parts).strip():
-                    parts[-1] = raw_tail.rstrip(" \t\r\n")
-                return "".join(parts), at + 1, True
-            parts.append(closer)  # a quote the model forgot to escape: part of the text
-            start = at + 1
+                return string_text(text[pos + 1 : at]), at + 1, True
+            start = at + 1  # a quote the model forgot to escape: part of the text
 
     def _cut_string(self) -> tuple[str, int, bool]:
         if not self.partial:
             raise _GiveUp
         return "", self.n, False
-
-    def _escape(self, at: int) -> tuple[str, int]:
-        text = self.text
-        code = text[at + 1]
-        if code in _ESCAPES:
-            return _ESCAPES[code], at + 2
-        if code == "u" and at + 6 <= self.n:
-            digits = text[at + 2 : at + 6]
-            try:
-                return chr(int(digits, 16)), at + 6
-            except ValueError:
-                pass
-        if code in "\"'`\u201d\u2019":
-            return code, at + 2
-        return "\\" + code, at + 2  # an escape JSON does not know: kept as written
 
     def _bare(self, pos: int, frame: _Frame | None) -> int:
         """An unquoted key, number, literal or string value."""
@@ -538,6 +521,17 @@ def _prose_in_brackets(text: str) -> bool:
         return False
     words = _BRACKETS.sub(" ", text).split()
     return any(not is_number_or_literal(word) for word in words)
+
+
+def _hash_comment(text: str, pos: int) -> bool:
+    """Whether the `#` at `pos` opens a comment: one written as YAML and Python comments are (a
+    space, a tab, another `#` or the line's end after it), where a comment may stand (the
+    text's start, or after a space, a comma or an opener). `#python`, `#ff0000` are words a
+    value may be (a hashtag, a colour), read by the bare-token rule, never dropped."""
+    if pos > 0 and text[pos - 1] not in "\n\r \t,{[":
+        return False
+    follower = text[pos + 1 : pos + 2]
+    return follower in ("", " ", "\t", "\r", "\n", "#")
 
 
 def _comma_before(text: str, start: int, at: int) -> int:

@@ -30,7 +30,14 @@ from .lenient import MAX_REPAIR_CHARS, RepairBudget, lenient_loads, partial_load
 from .meter import charge
 from .result import ParseResult
 from .scalar import Reading, decide, fence_text_reading, is_scalar, not_found, text_readings
-from .scan import Candidate, cut_string, find_candidates, strip_fences
+from .scan import (
+    Candidate,
+    closed_despite_quotes,
+    cut_string,
+    find_candidates,
+    left_open,
+    strip_fences,
+)
 from .segment import split_reasoning
 
 __all__ = ["Ambiguity", "check_ambiguity", "parse", "read"]
@@ -234,7 +241,7 @@ def _slow_path(ctx: _Context, text: str) -> ParseResult:
     budget = RepairBudget()
     for found in candidates:
         broken = not (found.complete or ctx.cut or found.fenced)  # a fence may be mis-paired
-        candidate = (_closed_despite_quotes(found) if broken else None) or found
+        candidate = (closed_despite_quotes(found) if broken else None) or found
         if candidate.complete:
             complete.append(candidate)
             value, flags = _parse_candidate(candidate, budget)
@@ -242,25 +249,18 @@ def _slow_path(ctx: _Context, text: str) -> ParseResult:
                 parsed.append(_Parsed(candidate, value, flags))
         else:
             still_open.append(candidate)
-    # an open span that starts where a complete one does is the same structure misread (a ```
-    # inside a string value closed the fence early): it is not a truncation
-    closed_starts = {item.candidate.start for item in parsed}
-    cut_off: Candidate | None = None
-    for candidate in sorted(still_open, key=lambda c: c.start):  # the outermost open structure
-        if candidate.start not in closed_starts:
-            cut_off = candidate
-            break
+    cut_off = left_open(still_open, [(item.candidate.start, item.candidate.end) for item in parsed])
     parsed = sorted(_outermost(parsed, complete), key=lambda item: item.candidate.start)
     several = (Flag.MULTIPLE_CANDIDATES,) if len(parsed) > 1 else ()
-    open_at_end = cut_off is not None and (
-        ctx.cut or not any(item.candidate.start < cut_off.start for item in parsed)
-    )
+    # A structure left open at the end makes the reply cut, whatever came before it: a span
+    # inside it is a piece of the cut answer (`{"name": "a"}` of a cut tree), never an answer
+    # of its own, and a span before it is no answer either (the reply went on into JSON that
+    # never closed), as in a reply cut by the token limit (`_unsafe_when_cut`)
+    open_at_end = cut_off is not None
     residue = _last_residue(text) if ctx.cut else -1
 
     def usable(item: _Parsed) -> bool:
-        if open_at_end and cut_off is not None and item.candidate.start > cut_off.start:
-            return False  # a span inside the cut-off structure is a fragment, not the answer
-        return not (ctx.cut and _unsafe_when_cut(item, residue, len(text)))
+        return not (open_at_end or (ctx.cut and _unsafe_when_cut(item, residue, len(text))))
 
     if target is not None:
         fits: list[tuple[_Parsed, Fit]] = []
@@ -405,19 +405,6 @@ def _decode_escaped(body: str) -> Any:
         except Exception:
             body = decoded
     return NOTHING
-
-
-def _closed_despite_quotes(candidate: Candidate) -> Candidate | None:
-    """A span that "never closes" only because of a stray quote (`"New York, "gender": ...}`)
-    still ends with its closer and has balanced brackets: it is broken, not truncated."""
-    body = candidate.text.rstrip()
-    closer = {"{": "}", "[": "]"}.get(body[:1])
-    if closer is None or len(body) < 2 or not body.endswith(closer):
-        return None
-    charge(len(body))
-    if body.count("{") != body.count("}") or body.count("[") != body.count("]"):
-        return None
-    return Candidate(body, candidate.start, candidate.fenced, complete=True)
 
 
 def _outermost(parsed: list[_Parsed], complete: list[Candidate]) -> list[_Parsed]:

@@ -6,10 +6,13 @@ and its readings are:
 
 - the text as a whole (stripped; a fence that is all of the reply: its body) read as the
   scalar: `hello world` for a `str`, `seven` for an `int`, `Red` for an Enum, `2024-01-02` for
-  a date; when it does not fit as written, the same text with the markup and punctuation
-  around it dropped, as for any reply (flag `syntax_repaired`): inline-code backticks, bold
-  and italic markers, quotes, a trailing period (`` `42` ``, `**42**`, `42.`, `"High"`,
-  `*true*`). A `str` fits as written, so its text keeps them;
+  a date; when it does not fit as written, the literal it spells as a whole (`None`, `nil`,
+  `undefined`, `True`: any case, `tokens.LITERALS`), read as the tolerant reader reads it in
+  an object and flagged as it is there (`syntax_repaired`): `None` for an `Optional[int]` is
+  null; then the same text with the markup and punctuation around it dropped, as for any
+  reply (flag `syntax_repaired`): inline-code backticks, bold and italic markers, quotes, a
+  trailing period (`` `42` ``, `**42**`, `42.`, `"High"`, `*true*`). A `str` fits as written,
+  so its text keeps them (`None` for a `str` is the word);
 - each JSON value found in it (`find_candidates`: fence bodies, bracketed spans), fitted, and
   each code fence that holds text (not JSON), its text read as the scalar (as above).
 
@@ -32,7 +35,7 @@ steps from each end.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -40,11 +43,13 @@ from pydantic_core import from_json
 
 from healjson._core.diagnostic import ROOT, Diagnostic, Source, short_repr
 from healjson._core.flags import Flag
+from healjson._core.sentinels import NOTHING
 from healjson._core.target.target import Target, resolve_ref
 
 from .align import Fit, align, answer_key
 from .meter import charge
 from .result import ParseResult
+from .tokens import LITERALS
 
 __all__ = [
     "Reading",
@@ -59,6 +64,7 @@ __all__ = [
 
 _SCALAR_KINDS: Final = frozenset({"string", "number", "integer", "boolean", "null"})
 _STRUCTURE: Final = re.compile(r"[{}\[\]]|\"\s*+:")
+_LONGEST_LITERAL: Final = max(map(len, LITERALS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +98,7 @@ def text_readings(target: Target[Any], text: str, body: str, context: Any) -> li
     fit, flags = _text_fit(target, body, context)
     if fit is None:
         return []
-    return [Reading("the whole text", 0, fit, (*fenced, Flag.TEXT_AS_VALUE, *flags))]
+    return [Reading("the whole text", 0, fit, (*fenced, *flags))]
 
 
 def fence_text_reading(target: Target[Any], body: str, context: Any) -> Reading | None:
@@ -107,23 +113,45 @@ def fence_text_reading(target: Target[Any], body: str, context: Any) -> Reading 
     except ValueError:
         fit, flags = _text_fit(target, stripped, context)
         if fit is None:
-            fit, flags = align(target, stripped, context), ()
-        return Reading("the code fence's text", 0, fit, (Flag.TEXT_AS_VALUE, *flags), 1)
+            fit, flags = align(target, stripped, context), (Flag.TEXT_AS_VALUE,)
+        return Reading("the code fence's text", 0, fit, flags, 1)
     return None
 
 
 def _text_fit(target: Target[Any], text: str, context: Any) -> tuple[Fit | None, tuple[Flag, ...]]:
-    """`text` fitted as written, else without the markup around it (flag `syntax_repaired`);
-    None when neither fits."""
-    whole = align(target, text, context)
-    if whole.ok:
-        return whole, ()
+    """`text` fitted as written (flag `text_as_value`), else as the literal it spells (`None`
+    for a null: flag `syntax_repaired`, as the tolerant reader flags a literal in an object);
+    then the same without the markup around it (`syntax_repaired` too); None when none fits."""
+    for written in _as_written_then_unmarked(text):
+        repaired = (Flag.SYNTAX_REPAIRED,) if written != text else ()
+        fit = align(target, written, context)
+        if fit.ok:
+            return fit, (Flag.TEXT_AS_VALUE, *repaired)
+        literal = _literal_fit(target, written, context)
+        if literal is not None:
+            return literal, (Flag.SYNTAX_REPAIRED,)
+    return None, ()
+
+
+def _as_written_then_unmarked(text: str) -> Iterator[str]:
+    """`text`, then (only if asked for) the same without its markup, when that differs."""
+    yield text
     bare = unmarked(text)
     if bare and bare != text:
-        fit = align(target, bare, context)
-        if fit.ok:
-            return fit, (Flag.SYNTAX_REPAIRED,)
-    return None, ()
+        yield bare
+
+
+def _literal_fit(target: Target[Any], text: str, context: Any) -> Fit | None:
+    """`text` read as the literal it spells as a whole (`None`, `True`, `undefined`, any case:
+    `tokens.LITERALS`), as the tolerant reader reads a bare literal inside an object; None when
+    it spells none, or when the literal does not fit."""
+    if len(text) > _LONGEST_LITERAL:
+        return None
+    value = LITERALS.get(text.casefold(), NOTHING)
+    if value is NOTHING:
+        return None
+    fit = align(target, value, context)
+    return fit if fit.ok else None
 
 
 _MARKUP: Final = (

@@ -21,7 +21,14 @@ from dataclasses import dataclass
 
 from .meter import charge
 
-__all__ = ["Candidate", "cut_string", "find_candidates", "strip_fences"]
+__all__ = [
+    "Candidate",
+    "closed_despite_quotes",
+    "cut_string",
+    "find_candidates",
+    "left_open",
+    "strip_fences",
+]
 
 _SPECIAL = re.compile(r"[{}\[\]\"'\\/\u201c]")
 _FENCE = re.compile(r"(?m)(`{3,}|~{3,})")
@@ -116,6 +123,30 @@ def _fence_bodies(text: str) -> list[tuple[str, int, bool]]:
         bodies.append((text[body_start : found.start()], body_start, True))
         pos = found.end()
     return bodies
+
+
+def closed_despite_quotes(candidate: Candidate) -> Candidate | None:
+    """A span that "never closes" only because of a stray quote (`"New York, "gender": ...}`)
+    still ends with its closer and has balanced brackets: it is broken, not truncated."""
+    body = candidate.text.rstrip()
+    closer = _OPEN.get(body[:1])
+    if closer is None or len(body) < 2 or not body.endswith(closer):
+        return None
+    charge(len(body))
+    if body.count("{") != body.count("}") or body.count("[") != body.count("]"):
+        return None
+    return Candidate(body, candidate.start, candidate.fenced, complete=True)
+
+
+def left_open(still_open: list[Candidate], read_whole: list[tuple[int, int]]) -> Candidate | None:
+    """The structure left open at the end of the reply: the outermost open span that does not
+    start inside a span read whole (`read_whole`: (start, end) pairs). One that does is that
+    structure misread (a ``` inside a string value closed a fence early, a stray quote made a
+    string look unclosed), not a truncation."""
+    for candidate in sorted(still_open, key=lambda c: c.start):
+        if not any(start <= candidate.start < end for start, end in read_whole):
+            return candidate
+    return None
 
 
 def cut_string(text: str) -> bool:

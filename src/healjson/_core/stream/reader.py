@@ -12,6 +12,10 @@ when it closes. A partial string at the tip is included in a snapshot (as far as
 decoded); the caller decides how often to take snapshots (`StreamSession` bounds the cost of a
 long growing string).
 
+A string's text is read as L1's tolerant reader reads it (`parse.strings`: escapes, a surrogate
+pair as one character, raw control characters kept, a layout line break before the closing
+quote dropped), so a member complete early is the member of the final value.
+
 What this reader does not do is heal: text before the value (prose, a code fence, a `<think>`
 block) is skipped, the first `{` or `[` outside a think block starts the value, and anything
 after the value is ignored. A syntax error drops the value read so far and looks for a new
@@ -24,6 +28,8 @@ from __future__ import annotations
 import json
 import re
 from typing import Any, Final
+
+from healjson._core.parse.strings import open_string_text, string_text
 
 __all__ = ["JsonStream"]
 
@@ -250,11 +256,11 @@ class JsonStream:
             return stop + 1
 
     def _close_string(self, raw: str) -> None:
+        """Put the string that closed in: its text read as L1 reads it (`string_text`: escapes,
+        raw control characters, a surrogate pair), so a member handed out early is the member
+        of the final value."""
         self._string = None
-        try:
-            value = json.loads(f'"{raw}"') if "\\" in raw else raw
-        except ValueError:  # a bad escape or a control character: keep the text as written
-            value = raw
+        value = string_text(raw)
         frame = self._stack[-1]
         if self._string_is_key:
             frame.key = value
@@ -315,17 +321,7 @@ class JsonStream:
         raw = "".join(self._string)
         if "\\" not in raw:
             return raw
-        if self._string_escape:
-            raw = raw[:-1]
-        for cut in range(6):  # an escape still arriving (`\u00`) is left out
-            try:
-                decoded: str = json.loads(f'"{raw[: len(raw) - cut]}"')
-            except ValueError:
-                continue
-            if decoded and "\ud800" <= decoded[-1] <= "\udbff":  # half a surrogate pair
-                decoded = decoded[:-1]
-            return decoded
-        return raw
+        return open_string_text(raw)  # an escape still arriving (`\u00`) is left out
 
     def open_size(self) -> int:
         """Members of the open containers: what a snapshot copies (counted as they change: a
