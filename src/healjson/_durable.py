@@ -23,28 +23,58 @@ Failures, decided once here:
 A `Degraded` outcome (a refusal, a content filter, a spent budget, an answer still invalid after
 the last attempt) is the healed step's return value, or with `on_degraded="raise"` a
 `healjson.DegradedError` the framework does not retry.
+
+What a unit records, the framework keeps (DBOS's system database, Temporal's heartbeats and
+history), so it passes the redactor first, and the run is given the recorded data, never what
+the call returned before it was recorded: the first run and a recovery see the same thing.
+
+- A failure's message and a `RetryableError`'s text are diagnostics: redacted (the provider's
+  exception is not chained to the `RetryableError`: a framework records the chain).
+- A reply's reasoning, refusal and model are recorded redacted (the run's value depends on none
+  of their text).
+- A reply's answer (its content, its tool calls) is the value's source: redacting it would hand
+  the run an answer the model did not give. An answer the redactor would change (the client's
+  key, a credential name or shape in it) is recorded redacted and marked, and the run degrades
+  with `api_error` saying why — on the first run and on a recovery alike — rather than return a
+  value altered by the redaction (or keep the secret in the record).
+- A response-cache lookup (`lookup_as_data`) is recorded as the entry found, or a miss: the
+  recovered run is served from the cache exactly when the first run was. An entry the redactor
+  would change is recorded as a miss.
+
+`request_id` names a healed request in the units' names, so that a recovery which would hand
+one request another's recorded results is refused by the framework (DBOS checks a step's
+recorded name), never served.
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 
+from pydantic_core import to_json
+
 from ._core.diagnostic import describe_exception
+from ._core.redact import redact_text, redact_with, run_secrets
 from ._core.run.drive import exception_kind, is_provider_error, settled
 from ._core.wire.effects import DeadlineExceeded, ProviderError
 from ._core.wire.fault import fault_from_exception
 from ._core.wire.reply import Reply, ToolCall, Usage, to_reply
 
 __all__ = [
+    "CacheLookupFailed",
     "OnDegraded",
     "RetryableError",
     "acall_as_data",
     "call_as_data",
     "check_on_degraded",
+    "entry_from_data",
     "is_transient",
+    "lookup_as_data",
     "reply_from_data",
+    "request_id",
 ]
 
 OnDegraded = Literal["value", "raise"]
@@ -55,9 +85,11 @@ TRANSIENT_STATUS: Final = frozenset({408, 409, 429})
 class RetryableError(Exception):
     """A transient provider failure in a durable step or activity (HTTP 408, 409, 429, 5xx, a
     connection failure, a timeout): raised so that the durable framework retries the unit. A
-    plain run never raises it (its failures degrade); `status` is the HTTP status, if any."""
+    plain run never raises it (its failures degrade); `status` is the HTTP status, if any. Its
+    message is redacted (a framework records it)."""
 
     def __init__(self, message: str, status: int | None = None) -> None:
+        message = redact_text(str(message))
         super().__init__(message)
         self.message = message
         self.status = status
@@ -74,6 +106,18 @@ class RecordedFailure(ProviderError):
 
 class RecordedTimeout(RecordedFailure, TimeoutError):
     """A terminal timeout read back (the run degrades with `timeout`)."""
+
+
+class CacheLookupFailed(Exception):
+    """A recorded response-cache lookup whose store failed (a miss, reported as
+    `healjson.cache_error`)."""
+
+
+ALTERED: Final = (
+    "the model's answer held what healjson never records (the client's key, or a credential "
+    "name or shape); a durable step records it redacted, and the run degrades rather than "
+    "heal an answer the redaction changed"
+)
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -125,45 +169,60 @@ async def acall_as_data(
 
 def _failed(exc: Exception, provider_errors: tuple[type[BaseException], ...]) -> dict[str, Any]:
     """A call's exception: a terminal failure as data, `RetryableError` for a transient one, a
-    bug raised unchanged."""
+    bug raised unchanged. What is recorded is redacted; the provider's exception is not chained
+    to the `RetryableError` (a framework records the chain: Temporal's failure, DBOS's log)."""
     if not is_provider_error(exc, provider_errors):
         raise exc
+    message = redact_text(describe_exception(exc))
     if is_transient(exc):
         fault = fault_from_exception(exc)
-        raise RetryableError(describe_exception(exc), fault.status if fault else None) from exc
-    return {"failure": {"kind": exception_kind(exc), "message": describe_exception(exc)}}
+        raise RetryableError(message, fault.status if fault else None) from None
+    return {"failure": {"kind": exception_kind(exc), "message": message}}
 
 
 def reply_as_data(value: Any) -> dict[str, Any]:
-    """What a call returned, read (`to_reply`) and kept as data; a shape no format reads is a
-    terminal failure."""
+    """What a call returned, read (`to_reply`) and kept as data, redacted (see the module
+    docstring: an answer the redaction changes is marked `altered`); a shape no format reads is
+    a terminal failure."""
     try:
         reply = value if type(value) is Reply else to_reply(value)
     except TypeError as exc:
-        return {"failure": {"kind": "api_error", "message": str(exc)}}
+        return {"failure": {"kind": "api_error", "message": redact_text(str(exc))}}
+    forms = run_secrets()
+
+    def shown(text: str | None) -> str | None:
+        return text if text is None else redact_with(text, forms)
+
+    content = shown(reply.content)
+    calls = [[shown(call.name), shown(call.arguments), shown(call.id)] for call in reply.tool_calls]
+    answer = [
+        reply.content,
+        *(part for c in reply.tool_calls for part in (c.name, c.arguments, c.id)),
+    ]
     usage = reply.usage
-    return {
-        "reply": {
-            "content": reply.content,
-            "finish_reason": reply.finish_reason,
-            "refusal": reply.refusal,
-            "model": reply.model,
-            "reasoning": reply.reasoning,
-            "tool_calls": [[call.name, call.arguments, call.id] for call in reply.tool_calls],
-            "usage": None
-            if usage is None
-            else {
-                "prompt_tokens": usage.prompt_tokens,
-                "completion_tokens": usage.completion_tokens,
-                "estimated": usage.estimated,
-                "reasoning_tokens": usage.reasoning_tokens,
-                "cache_read_tokens": usage.cache_read_tokens,
-                "cache_write_tokens": usage.cache_write_tokens,
-                "requests": usage.requests,
-                "model": usage.model,
-            },
-        }
+    data: dict[str, Any] = {
+        "content": content,
+        "finish_reason": shown(reply.finish_reason),
+        "refusal": shown(reply.refusal),
+        "model": shown(reply.model),
+        "reasoning": shown(reply.reasoning),
+        "tool_calls": calls,
+        "usage": None
+        if usage is None
+        else {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "estimated": usage.estimated,
+            "reasoning_tokens": usage.reasoning_tokens,
+            "cache_read_tokens": usage.cache_read_tokens,
+            "cache_write_tokens": usage.cache_write_tokens,
+            "requests": usage.requests,
+            "model": shown(usage.model),
+        },
     }
+    if [content, *(part for call in calls for part in call)] != answer:
+        data["altered"] = True
+    return {"reply": data}
 
 
 def reply_from_data(data: Mapping[str, Any]) -> Reply:
@@ -174,6 +233,8 @@ def reply_from_data(data: Mapping[str, Any]) -> Reply:
         kind = RecordedTimeout if failure.get("kind") == "timeout" else RecordedFailure
         raise kind(str(failure.get("message", "the model call failed")))
     reply = data["reply"]
+    if reply.get("altered"):
+        raise RecordedFailure(ALTERED)
     usage = reply.get("usage")
     return Reply(
         reply.get("content"),
@@ -184,6 +245,49 @@ def reply_from_data(data: Mapping[str, Any]) -> Reply:
         reply.get("reasoning"),
         tuple(ToolCall(name, arguments, ident) for name, arguments, ident in reply["tool_calls"]),
     )
+
+
+def lookup_as_data(store: Any, key: str) -> dict[str, Any]:
+    """One response-cache lookup as a durable unit records it: `{"entry": ...}` (None: a miss;
+    an entry the redactor would change is recorded as a miss, so no secret is) or
+    `{"error": ...}` (the store failed; redacted)."""
+    try:
+        found = store.get(key)
+    except Exception as exc:
+        return {"error": redact_text(describe_exception(exc))}
+    if isinstance(found, bytearray | memoryview):
+        found = bytes(found)
+    if not isinstance(found, bytes | str):
+        return {"entry": None}
+    text = found.decode("utf-8", "replace") if isinstance(found, bytes) else found
+    return {"entry": found if redact_with(text, run_secrets()) == text else None}
+
+
+def entry_from_data(data: Mapping[str, Any]) -> bytes | str | None:
+    """A recorded lookup back as what the store's `get` returned (`CacheLookupFailed` for a
+    store that failed)."""
+    error = data.get("error")
+    if error is not None:
+        raise CacheLookupFailed(str(error))
+    entry: bytes | str | None = data.get("entry")
+    return entry
+
+
+def request_id(messages: Any, params: Mapping[str, Any]) -> str:
+    """A healed request's name in its durable units' names: 12 hex digits of a SHA-256 over its
+    messages and parameters as JSON (an object JSON cannot hold counts by its type's name, so
+    the name is the same in every process). One-way: it shows nothing of the request."""
+    request = [messages, sorted(params.items(), key=lambda item: str(item[0]))]
+    try:
+        text = to_json(request, fallback=_type_name, serialize_unknown=True)
+    except ValueError:  # text pydantic cannot write as UTF-8 (a lone surrogate)
+        text = json.dumps(request, default=_type_name, ensure_ascii=True).encode()
+    return hashlib.sha256(text).hexdigest()[:12]
+
+
+def _type_name(value: Any) -> str:
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
 
 
 def check_on_degraded(on_degraded: Any) -> OnDegraded:

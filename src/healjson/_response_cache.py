@@ -143,8 +143,8 @@ class ResponseCache:
     (`ResponseCache.memory()`).
 
     Give it to `Healer(..., cache=)`, `wrap(client, cache=)`, `@heal(..., cache=)` or the
-    command line's `--cache PATH`. Every entry is a healed answer (redacted), never a request:
-    the keys are hashes.
+    command line's `--cache PATH`. Every entry is a healed answer as the model gave it (an
+    answer the redactor would change is not kept), never a request: the keys are hashes.
 
     A `put` is seen at once by this object's `get` (in any thread); a writer thread commits the
     entries in batches, `flush_every_s` (0.05) after the first of each batch, so another

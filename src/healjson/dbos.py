@@ -14,7 +14,20 @@ A workflow recovered after a crash re-runs its code: the calls that finished ret
 recorded results, so no finished model call is made again — not even the first call of a row
 whose repair was in flight — and the healing, deterministic given those results, reaches the
 same point. Each step is keyed by the workflow's id and its position in it (DBOS's own key),
-and named `healjson call N` (`name=` changes the prefix).
+and named `healjson call N <request>` (`name=` changes the prefix; `<request>`, 12 hex digits
+of a hash of the messages and parameters): DBOS checks a step's recorded name on a recovery, so
+a workflow whose steps would shift (a step more or fewer before them) stops with DBOS's
+`DBOSUnexpectedStepError` instead of handing one request another's reply.
+
+A healer with a response cache (`Healer(..., cache=...)`): its lookup is a DBOS step too
+(`healjson cache <key>`), recording the entry found or a miss, so a recovered workflow is
+served from the cache exactly where the first run was (a lookup that found an entry only on the
+recovery would leave out that row's steps and shift every later one). Healed answers are still
+stored as in any run.
+
+What a step records passes the redactor (`healjson._durable`): a failure's message, a
+`RetryableError`'s text; an answer the redaction would change degrades the run with
+`api_error` instead of being healed altered.
 
 Failures (`healjson._durable`): a transient provider failure (HTTP 408, 409, 429, 5xx, a dropped
 connection, a timeout) raises `healjson.RetryableError` inside the step, which DBOS retries
@@ -33,7 +46,7 @@ be deterministic (they are in any healjson run that can be replayed).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from ._core.outcome.outcome import DegradedError, Outcome
 from ._core.run.healer import Healer
@@ -42,7 +55,10 @@ from ._durable import (
     acall_as_data,
     call_as_data,
     check_on_degraded,
+    entry_from_data,
+    lookup_as_data,
     reply_from_data,
+    request_id,
 )
 from ._extras import require_extra
 
@@ -70,17 +86,20 @@ def healed_step(
     mode = check_on_degraded(on_degraded)
     dbos = require_extra("dbos", "dbos").DBOS
     options = _options(retries, retry_interval_s)
+    stepped = _recorded_cache(healer, dbos, name)
 
     def step(messages: Any, *, context: Mapping[str, Any] | None = None, **more: Any) -> Any:
         counter = iter(range(1, 1_000_000))
+        given = {**params, **more}
+        request = request_id(messages, given)
 
         def durable(sent: list[dict[str, Any]], **kwargs: Any) -> Any:
-            named = {**options, "name": f"{name} {next(counter)}"}
+            named = {**options, "name": f"{name} {next(counter)} {request}"}
             errors = healer.policy.provider_errors
             data = dbos.run_step(named, call_as_data, call, list(sent), kwargs, errors)
             return reply_from_data(data)
 
-        outcome: Outcome[Any] = healer.run(durable, messages, context=context, **{**params, **more})
+        outcome: Outcome[Any] = stepped.run(durable, messages, context=context, **given)
         return _settle(outcome, mode)
 
     if messages is _FACTORY:
@@ -106,16 +125,56 @@ async def healed_step_async(
     dbos = require_extra("dbos", "dbos").DBOS
     options = _options(retries, retry_interval_s)
     counter = iter(range(1, 1_000_000))
+    request = request_id(messages, params)
 
     async def durable(sent: list[dict[str, Any]], **kwargs: Any) -> Any:
-        named = {**options, "name": f"{name} {next(counter)}"}
+        named = {**options, "name": f"{name} {next(counter)} {request}"}
         errors = healer.policy.provider_errors
         data = await dbos.run_step_async(named, acall_as_data, call, list(sent), kwargs, errors)
         return reply_from_data(data)
 
-    outcome: Outcome[Any] = await healer.arun(durable, messages, context=context, **params)
+    stepped = _recorded_cache(healer, dbos, name)
+    outcome: Outcome[Any] = await stepped.arun(durable, messages, context=context, **params)
     settled: Outcome[Any] = _settle(outcome, mode)
     return settled
+
+
+class _StepCache:
+    """A healer's response cache inside a workflow: each lookup a DBOS step that records the
+    entry found (or a miss, or the store's failure), read back on a recovery; a write goes to
+    the store as in any run. The async driver calls it on a worker thread (`blocking`), where
+    a sync step may run."""
+
+    blocking = True
+
+    def __init__(self, store: Any, dbos: Any, name: str) -> None:
+        self.store = store
+        self.dbos = dbos
+        self.name = name
+
+    def get(self, key: str) -> bytes | str | None:
+        named = {"name": f"{self.name} cache {key[:12]}"}
+        return entry_from_data(self.dbos.run_step(named, lookup_as_data, self.store, key))
+
+    def put(self, key: str, value: bytes) -> None:
+        self.store.put(key, value)
+
+
+def _recorded_cache(healer: Healer[Any], dbos: Any, name: str) -> Healer[Any]:
+    """`healer`, or when it has a response cache a copy of it (the same target, rules, policy,
+    fallback and examples: the same cache keys) whose lookups are DBOS steps."""
+    if healer.cache is None:
+        return healer
+    twin: Healer[Any] = Healer(
+        cast(Any, healer.target),
+        contracts=healer.contracts,
+        policy=healer.policy,
+        fallback=healer.fallback,
+        examples=healer.examples,
+        item_contracts=healer.item_contracts,
+        cache=_StepCache(healer.cache, dbos, name),
+    )
+    return twin
 
 
 def _options(retries: int, retry_interval_s: float) -> dict[str, Any]:

@@ -13,9 +13,16 @@
 
 The activity heals the request with the ordinary driver and returns the outcome as data
 (`Outcome.to_dict()`, which `healjson.outcome_from_dict` reads back). Each model call that
-finishes is recorded in the activity's heartbeat details (the reply as data); an attempt that
-Temporal retries reads them back and makes only the calls that never finished — the engine is
-deterministic given its calls' results, so the run reaches the same point.
+finishes is recorded in the activity's heartbeat details (the reply as data, redacted as
+`healjson._durable` says), under the request's name (`request_id`); an attempt that Temporal
+retries reads them back and makes only the calls that never finished — the engine is
+deterministic given its calls' results, so the run reaches the same point. Calls recorded for
+another request (an activity of your own that heals several: the details hold the last one's)
+are never handed to this one: its calls are made again.
+
+A healer's response cache is looked up as in any run: an activity's attempt is its own run, a
+lookup happens only before its first call and a hit ends it, so a hit on a retried attempt
+serves this request's stored answer and leaves the recorded calls unread (never another's).
 
 Failures (`healjson._durable`): a transient provider failure (HTTP 408, 409, 429, 5xx, a dropped
 connection, a timeout) raises `healjson.RetryableError`, which Temporal's retry policy retries; a
@@ -42,6 +49,7 @@ from ._durable import (
     call_as_data,
     check_on_degraded,
     reply_from_data,
+    request_id,
 )
 from ._extras import require_extra
 
@@ -49,6 +57,7 @@ __all__ = ["RetryableError", "healed_activity"]
 
 _FACTORY: Final[Any] = object()
 _KEY: Final = "healjson_calls"
+_REQUEST: Final = "healjson_request"
 
 
 def healed_activity(
@@ -96,15 +105,18 @@ def _request(request: Mapping[str, Any]) -> tuple[Any, Mapping[str, Any] | None,
 
 
 class _Recorded:
-    """The model calls of this activity's earlier attempts (its heartbeat details), handed back
-    in order; each call that finishes now is recorded with a heartbeat."""
+    """The model calls of this activity's earlier attempts for this request (its heartbeat
+    details, when they name it), handed back in order; each call that finishes now is recorded
+    with a heartbeat, under the request's name."""
 
-    def __init__(self) -> None:
+    def __init__(self, request: str) -> None:
         activity = require_extra("temporalio.activity", "temporal", "temporalio")
         self.activity = activity
+        self.request = request
         details = activity.info().heartbeat_details
         found = details[-1] if details else None
-        calls = found.get(_KEY) if isinstance(found, Mapping) else None
+        ours = isinstance(found, Mapping) and found.get(_REQUEST) == request
+        calls = found.get(_KEY) if ours and isinstance(found, Mapping) else None
         self.earlier: list[Any] = list(calls) if isinstance(calls, list) else []
         self.done: list[Any] = []
 
@@ -114,7 +126,8 @@ class _Recorded:
 
     def record(self, data: Any) -> Any:
         self.done.append(data)
-        self.activity.heartbeat({_KEY: list(self.done)})  # a snapshot: the list grows
+        # a snapshot (the list grows), named for its request
+        self.activity.heartbeat({_REQUEST: self.request, _KEY: list(self.done)})
         return reply_from_data(data)
 
 
@@ -127,7 +140,7 @@ def _run(
     *,
     mode: str,
 ) -> Outcome[Any]:
-    recorded = _Recorded()
+    recorded = _Recorded(request_id(messages, params))
     errors = healer.policy.provider_errors
 
     def durable(sent: list[dict[str, Any]], **kwargs: Any) -> Any:
@@ -148,7 +161,7 @@ async def _arun(
     *,
     mode: str,
 ) -> Outcome[Any]:
-    recorded = _Recorded()
+    recorded = _Recorded(request_id(messages, params))
     errors = healer.policy.provider_errors
 
     async def durable(sent: list[dict[str, Any]], **kwargs: Any) -> Any:

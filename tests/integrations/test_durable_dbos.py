@@ -23,6 +23,7 @@ from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
 from paths import TESTS
 
 WORKER = TESTS / "dbos_worker.py"
+CACHE_WORKER = TESTS / "dbos_cache_worker.py"
 KILL_AT = 12  # the 12th request is row 9's first repair: its first call had finished
 
 
@@ -228,3 +229,241 @@ def test_an_async_workflow_records_its_calls_too(tmp_path: Path) -> None:
 
     assert [5, 5] == totals
     assert 2 == len(model.calls)
+
+
+class Row(BaseModel):
+    row: str
+    value: int
+
+
+def _launch(tmp_path: Path, name: str) -> Any:
+    """DBOS on a SQLite system database in `tmp_path`, launched (the caller destroys it)."""
+    from dbos import DBOS
+
+    DBOS(
+        config={
+            "name": name,
+            "system_database_url": f"sqlite:///{tmp_path / 'dbos.sqlite'}",
+            "log_level": "ERROR",
+        }
+    )
+    DBOS.launch()
+    return DBOS
+
+
+class RowAnswers:
+    """The model: row A answers at once; row B never gives its `value` (it degrades after its
+    repair). `calls` records each call's row."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __call__(self, messages: list[dict[str, Any]], **params: Any) -> str:
+        row = messages[0]["content"]
+        self.calls.append(row)
+        return '{"row": "A", "value": 1}' if row == "A" else '{"row": "B"}'
+
+
+def test_a_recovered_workflow_sees_the_cache_lookups_the_first_run_saw(tmp_path: Path) -> None:
+    """Rows A and B through a healer with a response cache: A's answer is stored, B degrades.
+    The workflow re-run from its recorded steps (a fork: what a recovery does) gets A's lookup
+    back as the miss it was, so B is never handed A's recorded reply; no model call is made
+    again."""
+    from dbos import SetWorkflowID
+
+    from healjson.dbos import healed_step
+
+    model = RowAnswers()
+    policy = healjson.HealPolicy(max_attempts=2)
+    healer = healjson.Healer(Row, cache=healjson.ResponseCache.memory(), policy=policy)
+    step = healed_step(healer, model, retries=1)
+
+    dbos = _launch(tmp_path, "healjson-cache-fork-test")
+    try:
+
+        @dbos.workflow(name="healjson-test-cached-rows")
+        def rows() -> list[list[Any]]:
+            found = []
+            for row in ("A", "B"):
+                outcome = step([{"role": "user", "content": row}], model="m")
+                value = outcome.value.model_dump() if outcome.ok else str(outcome.reason)
+                found.append([row, value, outcome.calls])
+            return found
+
+        with SetWorkflowID("cached-rows-1"):
+            first = rows()
+        calls = len(model.calls)
+        again = dbos.fork_workflow("cached-rows-1", 100).get_result()
+    finally:
+        dbos.destroy()
+
+    assert [["A", {"row": "A", "value": 1}, 1], ["B", "max_retries_exceeded", 2]] == first
+    assert first == again
+    assert calls == len(model.calls)
+
+
+def test_a_step_that_would_be_handed_another_requests_reply_stops_the_workflow(
+    tmp_path: Path,
+) -> None:
+    """Each step is named for its request: a re-run whose steps shift by one (row A skipped)
+    is refused by DBOS's name check, never given row A's recorded reply for row B."""
+    from dbos import SetWorkflowID
+    from dbos._error import DBOSUnexpectedStepError
+
+    from healjson.dbos import healed_step
+
+    model = ScriptedModel(['{"row": "A", "value": 1}', '{"row": "B", "value": 2}'])
+    step = healed_step(healjson.Healer(Row), model, retries=1)
+    skip = {"A": False, "B": False}
+
+    dbos = _launch(tmp_path, "healjson-step-names-test")
+    try:
+
+        @dbos.workflow(name="healjson-test-named-rows")
+        def rows() -> list[Any]:
+            wanted = [row for row in ("A", "B") if not skip[row]]
+            return [step([{"role": "user", "content": row}]).value.row for row in wanted]
+
+        with SetWorkflowID("named-rows-1"):
+            first = rows()
+        skip["A"] = True  # the code no longer makes row A's step: B's is at A's position
+        with pytest.raises(DBOSUnexpectedStepError, match="healjson call 1"):
+            dbos.fork_workflow("named-rows-1", 100).get_result()
+    finally:
+        dbos.destroy()
+
+    assert ["A", "B"] == first
+    assert 2 == len(model.calls)
+
+
+@pytest.mark.slow
+def test_a_workflow_with_a_cache_killed_mid_repair_gives_each_row_its_own_answer(
+    tmp_path: Path,
+) -> None:
+    """A process heals row A (its answer committed to the response cache), then dies while row
+    B's repair is in flight; a new process recovers the workflow: A's lookup is read back as
+    the miss it was, so B gets its own answer (not A's recorded reply), and only the killed
+    call is made again."""
+    database, cache, out = tmp_path / "dbos.sqlite", tmp_path / "cache.sqlite", tmp_path / "out"
+    results = []
+    for mode in ("start", "resume"):
+        worker = subprocess.run(
+            [sys.executable, str(CACHE_WORKER), mode, str(database), str(cache), str(out)],
+            cwd=CACHE_WORKER.parent,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+        results.append(worker.returncode)
+
+    assert [9, 0] == results
+    rows = json.loads(out.read_text())
+    assert [["A", True, {"row": "A", "value": 1}], ["B", True, {"row": "B", "value": 2}]] == rows
+    calls = Path(f"{out}.calls").read_text().splitlines()
+    assert ["start A first", "start B first", "start B repair", "resume B repair"] == calls
+
+
+SECRET = "sk-live-0123456789abcdefSECRET"
+
+
+def test_what_a_step_records_holds_no_secret_and_an_altered_answer_degrades(
+    tmp_path: Path, closing: Any
+) -> None:
+    """A provider error body and a model answer that hold a bearer token: the steps' records
+    hold neither (the error's message redacted; the answer recorded redacted), and the answer
+    the redaction changed degrades the run with `api_error` rather than heal it; a re-run from
+    the records ends the same, with no new call."""
+    import openai
+    from dbos import SetWorkflowID
+
+    from healjson.dbos import healed_step
+    from sdk_calls import TLS
+
+    echoed = f'{{"number": "A", "total": 1, "note": "Authorization: Bearer {SECRET}"}}'
+    error = ScriptedReply.error(400, f"invalid header Authorization: Bearer {SECRET}")
+    with ScriptedServer([echoed, error]) as server:
+        sdk = closing.enter_context(
+            openai.OpenAI(
+                base_url=server.base_url,
+                api_key=SECRET,
+                max_retries=0,
+                http_client=openai.DefaultHttpxClient(verify=TLS),
+            )
+        )
+
+        def call(messages: Any, **params: Any) -> Any:
+            return sdk.chat.completions.create(messages=messages, **params)
+
+        healer = healjson.Healer(Invoice)
+        dbos = _launch(tmp_path, "healjson-secret-steps-test")
+        try:
+
+            @dbos.workflow(name="healjson-test-secret-steps")
+            def heal() -> list[Any]:
+                found = []
+                for text in ("invoice A", "invoice B"):
+                    outcome = healed_step(healer, call, text, model="m")
+                    found.append([outcome.reason, outcome.attempts[-1].error])
+                return found
+
+            with SetWorkflowID("secret-steps-1"):
+                first = heal()
+            again = dbos.fork_workflow("secret-steps-1", 100).get_result()
+            steps = dbos.list_workflow_steps("secret-steps-1")
+        finally:
+            dbos.destroy()
+        requests = len(server.requests)
+
+    assert first == again
+    assert 2 == requests
+    (answered, answer_error), (failed, failure) = first
+    assert ("api_error", "api_error") == (answered, failed)
+    assert "credential" in answer_error
+    assert "invalid header Authorization: [redacted]" in failure
+    recorded = repr([(step["function_name"], step["output"], step["error"]) for step in steps])
+    assert SECRET not in recorded
+    assert "Authorization: [redacted]" in recorded
+
+
+def test_an_async_workflow_records_its_cache_lookups_too(tmp_path: Path) -> None:
+    """`healed_step_async` with a response cache: a re-run from the records (a fork) sees the
+    first run's lookups, so each row keeps its own outcome and no call is made again."""
+    import asyncio
+
+    from dbos import SetWorkflowID
+
+    from healjson.dbos import healed_step_async
+
+    model = RowAnswers()
+    policy = healjson.HealPolicy(max_attempts=2)
+    healer = healjson.Healer(Row, cache=healjson.ResponseCache.memory(), policy=policy)
+
+    async def call(messages: Any, **params: Any) -> Any:
+        return model(messages, **params)
+
+    dbos = _launch(tmp_path, "healjson-async-cache-test")
+    try:
+
+        @dbos.workflow(name="healjson-test-async-cached-rows")
+        async def rows() -> list[list[Any]]:
+            found = []
+            for row in ("A", "B"):
+                outcome = await healed_step_async(healer, call, row, model="m")
+                value = outcome.value.model_dump() if outcome.ok else str(outcome.reason)
+                found.append([row, value, outcome.calls])
+            return found
+
+        async def first_run() -> list[list[Any]]:
+            with SetWorkflowID("async-cached-rows-1"):
+                return await rows()
+
+        first = asyncio.run(first_run())
+        calls = len(model.calls)
+        again = dbos.fork_workflow("async-cached-rows-1", 100).get_result()
+    finally:
+        dbos.destroy()
+
+    assert [["A", {"row": "A", "value": 1}, 1], ["B", "max_retries_exceeded", 2]] == first
+    assert first == again
+    assert calls == len(model.calls)

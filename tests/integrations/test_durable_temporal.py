@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 from typing import Any
 
 import openai
@@ -142,3 +143,109 @@ def test_an_async_call_makes_an_async_activity() -> None:
     data = asyncio.run(ActivityEnvironment().run(activity, REQUEST))
 
     assert data["ok"]
+
+
+class Row(BaseModel):
+    row: str
+    value: int
+
+
+def test_calls_recorded_for_another_request_are_never_handed_to_this_one() -> None:
+    """An activity of your own heals rows A and B, then fails; its retry heals A again: the
+    heartbeat details (row B's calls, named for B) are not handed to A, so each row gets its
+    own answer."""
+    from temporalio import activity
+
+    def call(messages: Any, **params: Any) -> str:
+        row = messages[0]["content"]
+        return json.dumps({"row": row, "value": ord(row)})
+
+    healer = healjson.Healer(Row)
+    fail = {"later": True}
+
+    @activity.defn(name="healjson-test-rows")
+    def rows() -> list[Any]:
+        found = [healed_activity(healer, call, row, model="m").value.row for row in ("A", "B")]
+        if fail["later"]:
+            raise RuntimeError("a later step of the activity failed")
+        return found
+
+    beats: list[Any] = []
+    first_env = ActivityEnvironment()
+    first_env.on_heartbeat = lambda *details: beats.append(details)
+    with pytest.raises(RuntimeError):
+        first_env.run(rows)
+    fail["later"] = False
+    retry_env = ActivityEnvironment()
+    retry_env.info = dataclasses.replace(
+        ActivityEnvironment.default_info(), attempt=2, heartbeat_details=list(beats[-1])
+    )
+
+    assert ["A", "B"] == retry_env.run(rows)
+
+
+SECRET = "sk-live-0123456789abcdefSECRET"
+
+
+def test_no_secret_reaches_the_heartbeats_or_a_retryable_error(
+    closing: contextlib.ExitStack,
+) -> None:
+    """A model answer, a terminal error body and a transient one that hold a bearer token: the
+    heartbeats hold none of it, the answer the redaction changed degrades the run
+    (`api_error`), and the `RetryableError` Temporal records says nothing of it, with no
+    provider exception chained to it."""
+    echoed = f'{{"number": "A", "total": 1, "note": "Authorization: Bearer {SECRET}"}}'
+    replies = [
+        echoed,
+        ScriptedReply.error(400, f"bad header Authorization: Bearer {SECRET}"),
+        ScriptedReply.error(503, f"bad gateway for Authorization: Bearer {SECRET}"),
+    ]
+    beats: list[Any] = []
+    env = ActivityEnvironment()
+    env.on_heartbeat = lambda *details: beats.append(details)
+    with ScriptedServer(replies) as server:
+        activity = healed_activity(healjson.Healer(Invoice), _sdk_call(closing, server))
+        answered = env.run(activity, REQUEST)
+        failed = env.run(activity, REQUEST)
+        with pytest.raises(RetryableError) as raised:
+            env.run(activity, REQUEST)
+
+    assert ("api_error", "api_error") == (answered["reason"], failed["reason"])
+    assert "credential" in answered["attempts"][0]["error"]
+    recorded = json.dumps(beats)
+    assert SECRET not in recorded
+    assert "Authorization: [redacted]" in recorded
+    assert SECRET not in str(raised.value)
+    assert "Authorization: [redacted]" in str(raised.value)
+    assert raised.value.__cause__ is None
+    assert raised.value.__suppress_context__
+
+
+class Login(BaseModel):
+    user: str
+    password: str
+
+
+def test_an_answer_the_redaction_would_change_degrades_on_a_retried_attempt_too() -> None:
+    """A `password` field is a credential shape: the answer is recorded redacted, so the run
+    degrades (never a value with `[redacted]` in it), and a retried attempt given the
+    heartbeats ends the same with no new call."""
+    model = ScriptedModel(['{"user": "alice", "password": "hunter22"}'])
+    activity = healed_activity(healjson.Healer(Login), model)
+    beats: list[Any] = []
+    first_env = ActivityEnvironment()
+    first_env.on_heartbeat = lambda *details: beats.append(details)
+    first = first_env.run(activity, REQUEST)
+    retry_env = ActivityEnvironment()
+    retry_env.info = dataclasses.replace(
+        ActivityEnvironment.default_info(), attempt=2, heartbeat_details=list(beats[-1])
+    )
+    again = retry_env.run(activity, REQUEST)
+
+    assert (False, "api_error") == (first["ok"], first["reason"])
+    assert (first["reason"], first["attempts"][0]["error"]) == (
+        again["reason"],
+        again["attempts"][0]["error"],
+    )
+    assert 1 == len(model.calls)
+    assert "hunter22" not in json.dumps(beats)

@@ -30,10 +30,11 @@ import healjson
 from healjson import Healed, HealPolicy, ResponseCache, contract
 from healjson import _response_cache as response_cache
 from healjson._core.judge.contracts import ContractContext
-from healjson._core.redact import redact_params, redact_text, secrets_scope
+from healjson._core.redact import redact_text, secrets_scope
 from healjson._core.run.answers import HealSpec
-from healjson._core.run.cache import cache_key, read_entry, spec_fingerprint
+from healjson._core.run.cache import VERSION, cache_key, read_entry, spec_fingerprint, write_entry
 from healjson._core.target.target import target_for
+from healjson._core.wire.reply import Reply, Usage
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer, capture_events
 from paths import TESTS
 from sdk_calls import TLS
@@ -585,24 +586,134 @@ def test_eight_threads_and_four_processes_writing_at_once_leave_it_whole(tmp_pat
 
 def test_no_secret_reaches_the_cache_file(tmp_path: Path, closing: contextlib.ExitStack) -> None:
     """The client's key, a key passed per call and a key the model echoes are nowhere in the
-    file (its WAL included): the answer is stored redacted, the request only as a hash."""
+    file (its WAL included): an answer holding the key is not stored at all, and a request is
+    kept only as a hash."""
     path = tmp_path / "cache.sqlite"
     echoed = f'{{"number": "INV-{SECRET}", "total": 40}}'
     cache = ResponseCache(path)
-    with ScriptedServer([echoed]) as server:
+    with ScriptedServer([echoed, GOOD]) as server:
         client = _wrapped(closing, server, cache, api_key=SECRET)
-        outcome = client.chat.completions.create(
-            model="m",
-            messages=[{"role": "user", "content": f"my key is {SECRET}"}],
-            response_model=Invoice,
-            extra_query={"api_key": SECRET},
-        )
+        outcomes = [
+            client.chat.completions.create(
+                model="m",
+                messages=[{"role": "user", "content": f"my key is {SECRET}, invoice {n}"}],
+                response_model=Invoice,
+                extra_query={"api_key": SECRET},
+            )
+            for n in (1, 2)
+        ]
 
-    assert outcome.ok
+    assert all(outcome.ok for outcome in outcomes)
+    assert 1 == len(cache)  # the clean answer only
     cache.close()
     stored = b"".join(p.read_bytes() for p in tmp_path.iterdir())
     assert SECRET.encode() not in stored
-    assert b"[redacted]" in stored
+    assert b"[redacted]" not in stored
+    assert GOOD.encode().replace(b'"', b'\\"') in stored
+
+
+def test_requests_that_differ_inside_a_credential_span_get_their_own_answers() -> None:
+    """Two requests that differ only inside a credential-shaped span (`password=...`) have
+    their own keys: the second is not served the first's answer."""
+    cache = ResponseCache.memory()
+    healer = healjson.Healer(Invoice, cache=cache)
+    model = ScriptedModel(['{"number": "weak", "total": 1}', '{"number": "strong", "total": 2}'])
+
+    def rate(password: str) -> Any:
+        line = f"Rate this config line: password={password}"
+        return healer.run(model, [{"role": "user", "content": line}])
+
+    weak, strong = rate("hunter22"), rate("Xk9#Lq2!vP_77zz")
+    again = rate("hunter22")
+
+    assert ("weak", "strong", "weak") == (
+        weak.value.number,
+        strong.value.number,
+        again.value.number,
+    )
+    assert 2 == len(model.calls)
+    assert (False, True) == (strong.attempts[0].cache_hit, again.attempts[0].cache_hit)
+
+
+class Login(BaseModel):
+    user: str
+    password: str
+
+
+def test_an_answer_the_redactor_would_change_is_not_stored_so_never_served_altered() -> None:
+    """An answer holding a credential shape is healed as the model gave it and not stored: the
+    same request is a miss next time (the model is called), never a hit with `[redacted]`."""
+    cache = ResponseCache.memory()
+    healer = healjson.Healer(Login, cache=cache)
+    answer = '{"user": "alice", "password": "hunter22"}'
+    model = ScriptedModel([answer, answer])
+    request = [{"role": "user", "content": "Extract: user=alice password=hunter22"}]
+
+    first, second = healer.run(model, request), healer.run(model, request)
+
+    assert 0 == len(cache)
+    assert 2 == len(model.calls)
+    assert ["hunter22", "hunter22"] == [first.value.password, second.value.password]
+    assert not second.attempts[0].cache_hit
+
+
+def test_an_entry_written_under_the_earlier_key_scheme_is_never_found() -> None:
+    """The key scheme's version is in every key: an entry an earlier release wrote under the
+    key of the redacted request (its text redacted) is not served to the request as sent."""
+    cache = ResponseCache.memory()
+    healer = healjson.Healer(Login, cache=cache)
+    request = ({"role": "user", "content": "Extract: user=alice password=hunter22"},)
+    fingerprint = spec_fingerprint(healer.spec).replace(VERSION, "healjson-response-cache/1")
+    redacted = redact_text(to_json([request, []]).decode())
+    earlier = hashlib.sha256(fingerprint.encode() + b"\0" + redacted.encode()).hexdigest()
+    text = '{"user": "alice", "password": "[redacted]"}'
+    cache.put(earlier, json.dumps({"v": 1, "text": text, "usage": [0, 0, 1]}).encode())
+    model = ScriptedModel(['{"user": "alice", "password": "hunter22"}'])
+
+    outcome = healer.run(model, list(request))
+
+    assert 1 == len(model.calls)
+    assert "hunter22" == outcome.value.password
+
+
+def test_a_deeply_nested_entry_is_a_miss_not_an_exception(tmp_path: Path) -> None:
+    """An entry nested past Python's recursion limit (a corrupt file, a hostile shared store)
+    is a miss that says why, in the sync and the async driver; the model is called."""
+    path = tmp_path / "cache.sqlite"
+    with ResponseCache(path) as cache:
+        healjson.Healer(Invoice, cache=cache).run(ScriptedModel([GOOD]), USER)
+    deep = b"[" * 100_000 + b"]" * 100_000
+    model = ScriptedModel([GOOD, GOOD])
+    with capture_events() as events:
+        outcomes = []
+        for run in (
+            lambda healer: healer.run(model, USER),
+            lambda healer: asyncio.run(healer.arun(model, USER)),
+        ):
+            with sqlite3.connect(path) as db:  # the file's one entry overwritten
+                db.execute("UPDATE responses SET value = ?", (deep,))
+            db.close()
+            with ResponseCache(path) as cache:
+                outcomes.append(run(healjson.Healer(Invoice, cache=cache)))
+
+    assert [True, True] == [outcome.ok for outcome in outcomes]
+    assert 2 == len(model.calls)
+    whys = [event["why"] for event in named(events, "healjson.cache_miss")]
+    assert ["the entry nests too deeply to read"] * 2 == whys
+
+
+def test_a_request_pydantic_cannot_write_as_utf8_is_keyed_not_raised() -> None:
+    """A message holding a lone surrogate (no UTF-8 spelling) still has a key of its own: the
+    run with a cache heals it as a run without one does."""
+    healer = healjson.Healer(Invoice, cache=ResponseCache.memory())
+    model = ScriptedModel([GOOD, GOOD])
+
+    one = healer.run(model, [{"role": "user", "content": "invoice \ud800"}])
+    two = healer.run(model, [{"role": "user", "content": "invoice \\ud800"}])
+
+    assert one.ok
+    assert two.ok
+    assert 2 == len(model.calls)
 
 
 def test_the_key_is_the_same_across_processes_and_hides_the_request() -> None:
@@ -619,10 +730,10 @@ def test_the_key_is_the_same_across_processes_and_hides_the_request() -> None:
     assert "INV-1" not in one
 
 
-def test_the_key_is_the_documented_hash_so_files_written_before_still_hit() -> None:
-    """With nothing to redact, a key is SHA-256 over the fingerprint, a zero byte, the request
-    as JSON (messages, sorted parameters) and, with a context, a zero byte and the context: the
-    formula every release has used, so a file written by an earlier one keeps its hits."""
+def test_the_key_is_the_documented_hash_of_the_request_as_sent() -> None:
+    """A key is SHA-256 over the fingerprint (the key scheme's version in it), a zero byte, the
+    request as JSON (messages, sorted parameters, transport ones left out) and, with a
+    context, a zero byte and the context: the formula `docs/caching.md` states."""
     fingerprint = spec_fingerprint(HealSpec(target_for(Invoice)))
     request = to_json([tuple(USER), sorted({"model": "m", "seed": 7}.items())])
     context = {"tenant": "acme"}
@@ -651,30 +762,62 @@ _PARAM_VALUES = st.one_of(
     st.text(max_size=12),
     st.builds(lambda a, b: a + SECRET + b, st.text(max_size=4), st.text(max_size=4)),
 )
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    params=st.dictionaries(st.sampled_from(["model", "user", "seed", "note"]), _PARAM_VALUES),
-    content=st.one_of(st.text(max_size=20), st.just(f"my key is {SECRET}")),
+_PARAMS = st.dictionaries(
+    st.sampled_from(["model", "user", "seed", "note", "api_key", "timeout"]), _PARAM_VALUES
 )
-def test_a_key_redacts_plain_parameters_as_redacting_each_one_first_would(
-    params: dict[str, Any], content: str
+_SPANS = st.sampled_from(["password=", "Authorization: Bearer ", "api_key=", "my key is ", ""])
+_SECRETS = st.one_of(st.text(max_size=16), st.just(SECRET), st.just("[redacted]"))
+
+
+def _as_sent(params: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """Parameters as they are sent (transport ones left out), each value with its JSON type."""
+    return sorted((k, type(v).__name__, v) for k, v in params.items() if k != "timeout")
+
+
+@settings(max_examples=80, deadline=None)
+@given(span=_SPANS, one=_SECRETS, two=_SECRETS, params=_PARAMS, other=_PARAMS)
+def test_two_requests_that_differ_anywhere_never_share_a_key(
+    span: str, one: str, two: str, params: dict[str, Any], other: dict[str, Any]
 ) -> None:
-    """Inside a client's secrets scope, the key of a request with plain parameters (some
-    holding the client's key) is the key of the same request with each parameter redacted
-    first: a secret in a parameter never reaches the hash, and keys written before still
-    match."""
+    """Inside a client's secrets scope, two requests share a key exactly when they are the
+    same as sent: a difference inside a credential-shaped span, or in a parameter holding the
+    client's key, is another key."""
     fingerprint = spec_fingerprint(HealSpec(target_for(Invoice)))
-    messages = ({"role": "user", "content": content},)
+    first = ({"role": "user", "content": f"Rate this: {span}{one}"},)
+    second = ({"role": "user", "content": f"Rate this: {span}{two}"},)
     with secrets_scope(_Keyed(), params):
-        redacted = redact_params(params)
-        expected = hashlib.sha256(
-            fingerprint.encode()
-            + b"\0"
-            + redact_text(to_json([messages, sorted(redacted.items())]).decode()).encode()
-        ).hexdigest()
-        assert expected == cache_key(fingerprint, messages, params, ContractContext())
+        a = cache_key(fingerprint, first, params, ContractContext())
+        b = cache_key(fingerprint, second, other, ContractContext())
+
+    assert (a == b) == (one == two and _as_sent(params) == _as_sent(other))
+
+
+_ANSWERS = st.builds(
+    lambda head, span, value: f'{{"note": "{head}{span}{value}"}}',
+    st.text(max_size=8),
+    st.sampled_from(["", "password=", "Bearer ", "Authorization: ", "my key is "]),
+    st.one_of(st.text(max_size=16), st.just(SECRET)),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(text=_ANSWERS)
+def test_an_entry_is_the_answer_verbatim_or_nothing(text: str) -> None:
+    """Inside a client's secrets scope, an entry is written only when the redactor would leave
+    it as it is, and then it reads back as the very answer; one the redactor would change is
+    not written at all."""
+    with secrets_scope(_Keyed(), {}):
+        stored = write_entry(text, "stop", "m", Usage())
+        untouched = redact_text(text) == text
+        clean = stored is None or redact_text(stored.decode()) == stored.decode()
+
+    assert clean
+    if not untouched:
+        assert stored is None
+    if stored is not None:
+        found = read_entry(stored)
+        assert isinstance(found, Reply)
+        assert text == found.content
 
 
 def test_the_command_line_batch_serves_repeated_prompts_from_the_cache(tmp_path: Path) -> None:

@@ -11,17 +11,24 @@ with the reason, and the model is called as if nothing were stored.
 
 The key is a SHA-256 over:
 
-- the request: the messages and the parameters as the caller passed them (transport-only ones —
-  `timeout`, `extra_headers`, `extra_query`, `max_retries`, `stream`, `stream_options` — left
-  out), after redaction (the client's secrets scope, credential-named values, credential
-  shapes): no secret reaches the key, so none can be read back from it;
+- the request as sent: the messages and the parameters as the caller passed them
+  (transport-only ones — `timeout`, `extra_headers`, `extra_query`, `max_retries`, `stream`,
+  `stream_options` — left out), as JSON, nothing redacted: two requests that differ anywhere
+  (inside a credential-shaped span too) never share a key. A hash is one-way: nothing of the
+  request, a secret in it included, is stored or can be read back from the key;
 - the target's JSON schema, and the contracts' names with a fingerprint of each one's code
   (its bytecode, names and constants: an edited rule is another key);
-- the validation context (the caller's `context=`), redacted alike.
+- the validation context (the caller's `context=`).
 
-An entry holds the final answer's text (its reasoning left out; a list whose items a per-item
-repair replaced, as the merged list), redacted, with its finish reason, model and usage: never
-the messages, never a parameter.
+`VERSION` is part of every key: a change of what a key is made of bumps it, so the entries an
+earlier scheme wrote are never found (misses), never served to another request.
+
+An entry holds the final answer's text exactly as the model gave it (its reasoning left out; a
+list whose items a per-item repair replaced, as the merged list), with its finish reason, model
+and usage: never the messages, never a parameter. An answer the redactor would change (the
+client's key, a credential name or shape in it) is not stored at all: the cache never keeps a
+secret, and never serves an answer other than the one the model gave (a redacted one would be).
+The request with such an answer is a miss next time.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from healjson._core.judge.contracts import Contract, ContractContext
 from healjson._core.observe import events as _events
 from healjson._core.outcome.outcome import Healed, Outcome
 from healjson._core.outcome.seal import seal
-from healjson._core.redact import is_credential_name, redact_params, redact_with, run_secrets
+from healjson._core.redact import MARKER, redact_with, run_secrets
 from healjson._core.wire.effects import AwaitAll, CacheGet, CachePut, CacheStore, ModelCall
 from healjson._core.wire.reply import Reply, Usage
 
@@ -50,7 +57,8 @@ from .engine import heal_flow
 
 __all__ = ["CachedRuns", "cache_key", "read_entry", "spec_fingerprint", "write_entry"]
 
-VERSION: Final = "healjson-response-cache/1"
+VERSION: Final = "healjson-response-cache/2"
+"""Part of every key (in the fingerprint): /2 hashes the request as sent (/1 hashed it redacted)."""
 TRANSPORT: Final = frozenset(
     {"timeout", "extra_headers", "extra_query", "max_retries", "stream", "stream_options"}
 )
@@ -110,37 +118,27 @@ def cache_key(
     messages: tuple[Mapping[str, Any], ...],
     params: Mapping[str, Any],
     ctx: ContractContext,
-    forms: tuple[str, ...] | None = None,
 ) -> str:
-    """The key of a request (see the module docstring): redacted first, then hashed. `forms`:
-    the run's secrets (`run_secrets()`), when known already."""
-    if forms is None:
-        forms = run_secrets()
+    """The key of a request (see the module docstring): a SHA-256 over the healer's
+    fingerprint and the request as sent, nothing redacted."""
     kept = {key: value for key, value in params.items() if key not in TRANSPORT}
-    # flat parameters of plain values under no credential name: their secrets are removed from
-    # the request's text below, as `redact_params` would remove them from each value
-    shown = kept if _plain(kept) else redact_params(kept)
-    request = to_json([messages, sorted(shown.items())], fallback=repr, serialize_unknown=True)
     digest = _prefix(fingerprint).copy()
-    digest.update(_redacted(request, forms))
+    digest.update(_json([messages, sorted(kept.items())]))
     context = ctx.validation_context
     if context is not None:
-        extra = to_json(context, fallback=repr, serialize_unknown=True)
         digest.update(b"\0")
-        digest.update(_redacted(extra, forms))
+        digest.update(_json(context))
     key: str = digest.hexdigest()
     return key
 
 
-_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
-
-
-def _plain(params: Mapping[str, Any]) -> bool:
-    """True when every parameter is a plain value under a name that is not a credential's."""
-    for key, value in params.items():
-        if type(value) not in _SCALARS or type(key) is not str or is_credential_name(key):
-            return False
-    return True
+def _json(value: Any) -> bytes:
+    """`value` as JSON bytes; a value pydantic cannot write as UTF-8 (a lone surrogate) as
+    ASCII-escaped JSON after a byte no JSON text holds, so it is keyed apart from every other."""
+    try:
+        return to_json(value, fallback=repr, serialize_unknown=True)
+    except ValueError:  # pydantic's serialization error
+        return b"\1" + json.dumps(value, default=repr, ensure_ascii=True).encode()
 
 
 _PREFIXES: dict[str, hashlib._Hash] = {}
@@ -160,40 +158,46 @@ def _prefix(fingerprint: str) -> hashlib._Hash:
     return found
 
 
-def _redacted(text: bytes, forms: tuple[str, ...]) -> bytes:
-    """JSON text as `redact_text` leaves it (`forms`: the run's secrets), as bytes again."""
-    return redact_with(text.decode("utf-8", "replace"), forms).encode()
-
-
 def write_entry(
     text: str,
     finish_reason: str | None,
     model: str | None,
     usage: Usage,
     forms: tuple[str, ...] | None = None,
-) -> bytes:
-    """An entry as stored: the answer redacted (`forms`: the run's secrets, when known
-    already), with its finish reason, model and usage."""
+) -> bytes | None:
+    """An entry as stored: the answer as the model gave it, with its finish reason, model and
+    usage; None when the redactor (`forms`: the run's secrets, when known already) would change
+    any of it, as it is or as the entry's JSON holds it: such an answer is not stored."""
+    forms = run_secrets() if forms is None else forms
+    for field in (text, finish_reason, model):
+        if field is not None and redact_with(field, forms) != field:
+            return None
     entry = {
         "v": 1,
-        "text": redact_with(text, run_secrets() if forms is None else forms),
+        "text": text,
         "finish_reason": finish_reason,
         "model": model,
         "usage": [usage.prompt_tokens, usage.completion_tokens, usage.requests],
         "stored_at": round(time.time(), 3),
     }
-    return to_json(entry)
+    stored = to_json(entry)
+    shown = stored.decode()
+    return stored if redact_with(shown, forms) == shown else None
 
 
 def read_entry(stored: bytes | str | None) -> Reply | str | None:
     """A stored entry as the reply it stands for; None when there is none; a text saying why
-    when it cannot be read (then it is a miss)."""
+    when it cannot be read, whatever the reading meets (then it is a miss)."""
     if stored is None:
         return None
     try:
         data = json.loads(stored)
     except (ValueError, TypeError):
         return "the entry is not JSON"
+    except RecursionError:  # a deep entry: a corrupt file, a hostile shared store
+        return "the entry nests too deeply to read"
+    except MemoryError:  # the entry's own parse, unwound and freed: nothing else is hurt
+        return "the entry is too large to read"
     if not isinstance(data, dict) or data.get("v") != 1 or not isinstance(data.get("text"), str):
         return "the entry is not one this version reads"
     finish = data.get("finish_reason")
@@ -247,7 +251,7 @@ class CachedRun:
         self.messages = messages
         self.params = params
         self.key: str | None = None
-        self.forms: tuple[str, ...] = ()  # the run's secrets, read once for the key and entry
+        self.forms: tuple[str, ...] = ()  # the run's secrets, read once for the entry
 
     def lookup(
         self, ctx: ContractContext, run_id: str, events: _events.RunEvents | None
@@ -255,8 +259,8 @@ class CachedRun:
         """The run's outcome from a stored answer that passes today's judge; None: a miss (the
         model is called)."""
         owner = self.owner
-        self.forms = forms = run_secrets()
-        self.key = key = cache_key(owner.fingerprint, self.messages, self.params, ctx, forms)
+        self.forms = run_secrets()
+        self.key = key = cache_key(owner.fingerprint, self.messages, self.params, ctx)
         found = read_entry((yield CacheGet(owner.store, key)))
         if found is None:
             return None
@@ -293,13 +297,20 @@ class CachedRun:
         last = outcome.attempts[-1]
         if last.cache_hit:
             return None
+        try:  # the value as the caller has it: a secret the text spells in escapes shows here
+            shown = self.owner.spec.target.adapter.dump_json(outcome.value, by_alias=True).decode()
+        except Exception:  # a value that cannot be written: not stored
+            return None
         text = outcome.raw_text
         if Flag.ITEMS_MERGED in outcome.flags:  # the last answer held only the repaired items
-            spec = self.owner.spec
-            text = spec.target.adapter.dump_json(outcome.value, by_alias=True).decode()
-        if not text:
+            text = shown
+        # the run's text is sealed (a known secret replaced: not the model's answer), or the
+        # redactor would change the value: not stored (a miss next time, never an altered hit)
+        if not text or MARKER in text or redact_with(shown, self.forms) != shown:
             return None
         value = write_entry(text, last.finish_reason, last.model, outcome.usage, self.forms)
+        if value is None:  # the redactor would change it: not stored
+            return None
         return CachePut(self.owner.store, self.key, value)
 
 
