@@ -23,12 +23,24 @@ call (the middleware's `handler`) as the call:
   LangChain's error message, and within `policy.max_attempts` calls in all. The value is the
   state's `structured_response`; a run that cannot be healed ends (`jump_to` end) with
   `structured_response` None and the `Degraded` outcome in the state: never a wrong value,
-  never an exception for what the model did.
+  never an exception for what the model did. A union (`ToolStrategy(A | B)`, each member its
+  own tool): the value is the member whose tool the model called, healed against that member
+  alone (its repair offers that tool alone; a contract naming fields judges the members that
+  have them).
 * **Tool calls** (the agent's own tools, `invalid_tool_calls` included): before the tools run,
   each call's arguments are judged against its tool's schema (`tool_call_schema`) and the
   tool's `tool_contracts`: a local repair is applied to the call the tool gets; calls that
   cannot be saved (and calls to tools the agent lacks) are asked again alone, the valid ones
   kept. Calls that still fail end the run with the `Degraded` outcome in the state.
+
+Every model call of a step is made by healjson's driver, the first one included: the step's
+first call is made in the run its request calls for (the structured response's when there is
+one, else the tools'), and an answer that belongs to another run (the agent's tools, another
+member of a union) is handed on to it as its first call (`_frameworks.core.handed_over`), with
+the time it took and the step's deadline. A provider's failure on any call (LangChain's
+`ModelError`s included) ends the step `Degraded` with its reason, and `policy.deadline_s`
+bounds the whole step. The run's parameters reach the request as model settings (LangChain
+binds them to the chat model's call): `escalate_model`'s `model` on the last attempt.
 
 `context=`: pydantic's validation context (and the contracts' `ctx.extra`) in every validation
 of the run; by default the run's own context (`agent.invoke(..., context=...)`) when it is a
@@ -39,30 +51,37 @@ The state (`HealState`) holds `healjson_outcome` (the outcome of the last struct
 or the `Degraded` outcome that ended the run) and `healjson_tool_outcome` (that of the last
 step's tool calls). Every run is a healjson run: its events (`healjson.set_logger`) and, with
 the `otel` extra, its spans carry each attempt, repair and outcome. The outcomes are Python
-objects: an agent with a checkpointer stores them as it stores other state values.
+objects, in the state `invoke` / `ainvoke` / `stream` return; LangGraph's checkpoint serializer
+cannot rebuild them (it calls a dataclass with every field, derived ones included), so a state
+read back from a checkpointer (`get_state`, a resumed thread) holds a dict of the outcome's
+fields there: keep `outcome.to_dict()` (`healjson.outcome_from_dict` rebuilds it) to keep an
+outcome past the run.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Annotated, Any, Literal, NamedTuple, NotRequired
 
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from . import Degraded, Healed, Healer, HealPolicy, Outcome, Reply
 from ._frameworks.core import (
-    FirstFromHand,
+    Run,
     Target,
     ToolCalls,
-    aheal_tool_calls,
     checked_policy,
-    heal_tool_calls,
+    drive_async,
+    drive_sync,
+    handed_over,
     missing_extra,
     render_diagnostics,
     rules_of,
+    start_tools,
     target_for,
     tool_spec,
 )
@@ -76,12 +95,8 @@ try:
         ModelResponse,
         OmitFromSchema,
     )
-    from langchain.agents.structured_output import (
-        AutoStrategy,
-        ProviderStrategy,
-        StructuredOutputError,
-        ToolStrategy,
-    )
+    from langchain.agents.structured_output import StructuredOutputError
+    from langchain_core.exceptions import ModelError, ModelRefusalError
     from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
     from langchain_core.messages.tool import tool_call
     from langchain_core.tools import BaseTool
@@ -89,7 +104,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the extra is installed wherever tests run
     raise ImportError(missing_extra("langchain", "langchain")) from exc
 
-from ._frameworks.lc_messages import as_dicts, call_text, reply_of, turns
+from ._frameworks.lc_messages import StructuredFormat, as_dicts, call_text, reply_of, turns
 
 __all__ = ["OUTCOME_KEY", "TOOL_OUTCOME_KEY", "HealMiddleware", "HealState"]
 
@@ -136,6 +151,10 @@ class HealMiddleware(AgentMiddleware[HealState, Any, Any]):
     ) -> None:
         super().__init__()
         self.policy = checked_policy(policy)
+        # LangChain's model errors (`ModelError`: a chat model's HTTP, connection, timeout and
+        # refusal failures, whatever its provider) are the provider's: the run degrades on them
+        errors = (*self.policy.provider_errors, ModelError)
+        self._policy = dataclasses.replace(self.policy, provider_errors=errors)
         self.contracts = rules_of(contracts)
         self.tool_contracts: dict[str, tuple[Any, ...]] = {}
         for name, rules in (tool_contracts or {}).items():
@@ -164,39 +183,35 @@ class HealMiddleware(AgentMiddleware[HealState, Any, Any]):
 
     def wrap_model_call(self, request: ModelRequest[Any], handler: Handler) -> Result:
         step = _Step(self, request)
-        turn = _ask(handler, request)
-        kind = step.kind(turn.ai)
-        if kind is None:
-            return turn.response if turn.response is not None else _bare(turn.ai)
-        step.first = step.last = turn.ai
-
-        def ask(extra: list[dict[str, Any]]) -> Reply:
-            return step.read(_ask(handler, step.again(extra)).ai, kind)
-
-        call = FirstFromHand(step.read(turn.ai, kind), len(step.original), ask)
-        if kind == "structured":
-            healer = self._healer(step.schema)
-            return step.structured(healer.run(call, step.original, context=step.context))
-        spec = step.tool_spec()
-        return step.tool_calls(heal_tool_calls(spec, call, step.original, step.context))
+        if not step.heals:
+            return handler(request)
+        owner = step.default()
+        try:
+            outcome: Outcome[Any] = drive_sync(step.start(owner), _Calls(step, handler, owner))
+        except _HandOver as moved:
+            if moved.owner is None:
+                return moved.passed()
+            owner = moved.owner
+            run = step.handed(owner, moved)
+            outcome = drive_sync(run, _Calls(step, handler, owner, made=1))
+        return step.result(owner, outcome)
 
     async def awrap_model_call(self, request: ModelRequest[Any], handler: AsyncHandler) -> Result:
         step = _Step(self, request)
-        turn = await _aask(handler, request)
-        kind = step.kind(turn.ai)
-        if kind is None:
-            return turn.response if turn.response is not None else _bare(turn.ai)
-        step.first = step.last = turn.ai
-
-        async def ask(extra: list[dict[str, Any]]) -> Reply:
-            return step.read((await _aask(handler, step.again(extra))).ai, kind)
-
-        call = FirstFromHand(step.read(turn.ai, kind), len(step.original), ask)
-        if kind == "structured":
-            healer = self._healer(step.schema)
-            return step.structured(await healer.arun(call, step.original, context=step.context))
-        spec = step.tool_spec()
-        return step.tool_calls(await aheal_tool_calls(spec, call, step.original, step.context))
+        if not step.heals:
+            return await handler(request)
+        owner = step.default()
+        try:
+            outcome: Outcome[Any] = await drive_async(
+                step.start(owner), _AsyncCalls(step, handler, owner)
+            )
+        except _HandOver as moved:
+            if moved.owner is None:
+                return moved.passed()
+            owner = moved.owner
+            run = step.handed(owner, moved)
+            outcome = await drive_async(run, _AsyncCalls(step, handler, owner, made=1))
+        return step.result(owner, outcome)
 
     # -- what is kept between steps -----------------------------------------------------------
 
@@ -214,9 +229,14 @@ class HealMiddleware(AgentMiddleware[HealState, Any, Any]):
             self._kept[slot] = (key, made)
         return made
 
-    def _healer(self, schema: Any) -> Healer[Any]:
+    def _healer(self, schema: Any, fmt: StructuredFormat) -> Healer[Any]:
+        """The healer of `schema`: the response format's, or one member's of a union (whose
+        contracts are those whose fields it has)."""
+        rules = self.contracts
+        if schema is not fmt.schema:
+            rules = self._keep("rules", fmt, lambda: fmt.rules_by_member(self.contracts))[schema]
         healer: Healer[Any] = self._keep(
-            "healer", schema, lambda: Healer(schema, contracts=self.contracts, policy=self.policy)
+            "healer", schema, lambda: Healer(schema, contracts=rules, policy=self._policy)
         )
         return healer
 
@@ -232,6 +252,15 @@ class HealMiddleware(AgentMiddleware[HealState, Any, Any]):
         return _as_mapping(found)
 
 
+class _Owner(NamedTuple):
+    """The run a model turn belongs to: the structured response (`member`: the structured
+    tool the turn called, a union's member; None: the whole response format, for a text
+    answer or an answer not yet seen) or the agent's tools."""
+
+    kind: Literal["structured", "tools"]
+    member: str | None = None
+
+
 class _Turn:
     """One model call of the agent: LangChain's response (None: it raised its structured-output
     error) and the model's message."""
@@ -243,11 +272,68 @@ class _Turn:
         self.ai = ai
 
 
+class _HandOver(Exception):
+    """The first answer of a step's run belongs to another run (`owner`; None: to none, the
+    turn passes through untouched): raised out of the driver, which re-raises what is not the
+    provider's, so the step hands the answer on."""
+
+    def __init__(self, owner: _Owner | None, turn: _Turn, elapsed_s: float) -> None:
+        super().__init__("handed over")
+        self.owner = owner
+        self.turn = turn
+        self.elapsed_s = elapsed_s
+
+    def passed(self) -> Result:
+        turn = self.turn
+        return turn.response if turn.response is not None else _bare(turn.ai)
+
+
+class _Calls:
+    """A run's `call`: each model call of the run made by the driver through the agent's
+    handler (the messages healjson added and the run's parameters applied to the request);
+    `made`: the step's calls already made (a handed-over run's first one)."""
+
+    __slots__ = ("handler", "made", "owner", "step")
+
+    def __init__(self, step: _Step, handler: Any, owner: _Owner, made: int = 0) -> None:
+        self.step = step
+        self.handler = handler
+        self.owner = owner
+        self.made = made
+
+    def request(self, messages: list[dict[str, Any]], params: Mapping[str, Any]) -> Any:
+        return self.step.again(messages[len(self.step.original) :], params, self.owner)
+
+    def answered(self, turn: _Turn, started: float) -> Reply:
+        """The turn as this run judges it; the step's first turn may belong to another."""
+        self.made += 1
+        if self.made == 1:
+            found = self.step.owner_of(turn.ai)
+            if found != self.owner:
+                raise _HandOver(found, turn, time.perf_counter() - started)
+        return self.step.read(turn.ai, self.owner)
+
+    def __call__(self, messages: list[dict[str, Any]], **params: Any) -> Reply:
+        started = time.perf_counter()
+        return self.answered(_ask(self.handler, self.request(messages, params)), started)
+
+
+class _AsyncCalls(_Calls):
+    __slots__ = ()
+
+    async def __call__(self, messages: list[dict[str, Any]], **params: Any) -> Reply:  # type: ignore[override]
+        started = time.perf_counter()
+        turn = await _aask(self.handler, self.request(messages, params))
+        return self.answered(turn, started)
+
+
 def _ask(handler: Handler, request: ModelRequest[Any]) -> _Turn:
     try:
         response = handler(request)
     except StructuredOutputError as exc:  # its message is about the answer healjson judges
         return _Turn(None, exc.ai_message)
+    except ModelRefusalError as exc:
+        return _refused(exc)
     return _Turn(response, _ai_of(response))
 
 
@@ -256,7 +342,22 @@ async def _aask(handler: AsyncHandler, request: ModelRequest[Any]) -> _Turn:
         response = await handler(request)
     except StructuredOutputError as exc:
         return _Turn(None, exc.ai_message)
+    except ModelRefusalError as exc:
+        return _refused(exc)
     return _Turn(response, _ai_of(response))
+
+
+def _refused(exc: ModelRefusalError) -> _Turn:
+    """A refusal LangChain raised on (its `ModelRefusalMiddleware`, a chat model's structured
+    path): the model's message, read as the refusal it is (the policy's `on_refusal`); without
+    the message, the provider's failure it reports."""
+    ai = exc.raw_message
+    if not isinstance(ai, AIMessage):
+        raise exc
+    if not ai.additional_kwargs.get("refusal"):
+        kwargs = {**ai.additional_kwargs, "refusal": str(exc)}
+        ai = ai.model_copy(update={"additional_kwargs": kwargs})
+    return _Turn(None, ai)
 
 
 def _ai_of(response: Any) -> AIMessage | None:
@@ -273,14 +374,15 @@ def _bare(ai: AIMessage | None) -> ModelResponse[Any]:
 
 
 class _Step:
-    """One model step: what the request declares, and the outcome turned into the step's
-    result (messages, structured response, state update)."""
+    """One model step: what the request declares, the runs its turns belong to, and the
+    outcome turned into the step's result (messages, structured response, state update)."""
 
     def __init__(self, owner: HealMiddleware, request: ModelRequest[Any]) -> None:
+        self.started = time.monotonic()  # the policy's deadline covers the whole step
         self.owner = owner
         self.request = request
-        self.names, self.schema, self.tool_message = owner._keep(
-            "format", request.response_format, lambda: _format(request.response_format)
+        self.format: StructuredFormat = owner._keep(
+            "format", request.response_format, lambda: StructuredFormat(request.response_format)
         )
         system = [request.system_message] if request.system_message is not None else []
         self.original = as_dicts([*system, *request.messages])
@@ -290,64 +392,121 @@ class _Step:
         self.first: AIMessage | None = None
         self.last: AIMessage | None = None
 
-    def kind(self, ai: AIMessage | None) -> Literal["structured", "tools"] | None:
-        """What this turn answers: the structured response (a structured call, or a text
-        answer where a response format is declared), the agent's tools, or neither."""
+    @property
+    def heals(self) -> bool:
+        """A structured response or tools of the agent's own: anything for healjson to judge."""
+        return self.request.response_format is not None or bool(self.declared)
+
+    def default(self) -> _Owner:
+        """The run the step's first call is made in, before its answer tells whose it is."""
+        if self.request.response_format is not None:
+            return _Owner("structured", self.format.sole)
+        return _Owner("tools")
+
+    def owner_of(self, ai: AIMessage | None) -> _Owner | None:
+        """The run a turn belongs to: the structured response (a structured call, or a text
+        answer where a response format is declared), the agent's tools, or none."""
         if ai is None:
-            return None
+            return self.default()
         calls = [*ai.tool_calls, *ai.invalid_tool_calls]
-        structured = not calls or any(call.get("name") in self.names for call in calls)
-        if self.request.response_format is not None and structured:
-            return "structured"
+        members = self.format.members
+        if self.request.response_format is not None:
+            named = [call.get("name") for call in calls if call.get("name") in members]
+            if named:  # the member whose tool the model called
+                return _Owner("structured", named[0])
+            if not calls:
+                return _Owner("structured", self.format.sole)
         if not calls or not self.declared:
             return None
         if self.opaque and any(call.get("name") not in self.declared for call in calls):
             return None  # a provider tool's call: not the agent's to judge
-        return "tools"
+        return _Owner("tools")
 
-    def again(self, extra: list[dict[str, Any]]) -> ModelRequest[Any]:
-        """The request of a repair: the agent's messages, then healjson's repair turns."""
+    def start(self, owner: _Owner) -> Run:
+        """The run `owner` names, not yet driven: its first call is the driver's."""
+        if owner.kind == "tools":
+            return start_tools(self.tool_spec(), self.original, context=self.context)
+        return self.healer(owner).start(self.original, context=self.context)
+
+    def handed(self, owner: _Owner, moved: _HandOver) -> Run:
+        """The run `owner` names, going on from the first call another run made."""
+        self.first = moved.turn.ai
+        first = self.read(moved.turn.ai, owner)
+        spec = self.tool_spec() if owner.kind == "tools" else self.healer(owner).spec
+        elapsed, started = moved.elapsed_s, self.started
+        return handed_over(
+            spec, self.original, self.context, first, elapsed_s=elapsed, started=started
+        )
+
+    def healer(self, owner: _Owner) -> Healer[Any]:
+        fmt = self.format
+        schema = fmt.schema if owner.member is None else fmt.members[owner.member]
+        return self.owner._healer(schema, fmt)
+
+    def again(
+        self, extra: list[dict[str, Any]], params: Mapping[str, Any], owner: _Owner
+    ) -> ModelRequest[Any]:
+        """The request of one call of a run: the agent's messages, then healjson's repair turns;
+        the run's parameters (`escalate_model`'s `model`) as model settings (LangChain binds
+        them to the chat model's call); a repair of a union member's answer offers that
+        member's tool alone."""
         request = self.request
-        return request.override(messages=[*request.messages, *turns(extra)])
+        changes: dict[str, Any] = {}
+        if extra:
+            changes["messages"] = [*request.messages, *turns(extra)]
+            narrowed = self.format.narrowed.get(owner.member)
+            if narrowed is not None:
+                changes["response_format"] = narrowed
+        if params:
+            changes["model_settings"] = {**request.model_settings, **params}
+        return request.override(**changes) if changes else request
 
-    def read(self, ai: AIMessage | None, kind: str) -> Reply:
-        """One turn as healjson judges it."""
-        if ai is not None:
-            self.last = ai
+    def read(self, ai: AIMessage | None, owner: _Owner) -> Reply:
+        """One turn as the run of `owner` judges it."""
         if ai is None:
             return Reply(None)
-        if kind == "tools":
+        self.last = ai
+        if self.first is None:
+            self.first = ai
+        if owner.kind == "tools":
             return reply_of(ai, ai.text or None, [*ai.tool_calls, *ai.invalid_tool_calls])
-        calls = self._structured_calls(ai)
+        calls = self._structured_calls(ai, owner)
         text = "\n".join(call_text(call) for call in calls) if calls else ai.text
         return reply_of(ai, text)
 
-    def _structured_calls(self, ai: AIMessage | None) -> list[Any]:
+    def _structured_calls(self, ai: AIMessage | None, owner: _Owner) -> list[Any]:
+        """The turn's structured calls: to `owner`'s member only, when it names one."""
         if ai is None:
             return []
-        calls = [*ai.tool_calls, *ai.invalid_tool_calls]
-        return [call for call in calls if call.get("name") in self.names]
+        names = self.format.members if owner.member is None else (owner.member,)
+        return [c for c in [*ai.tool_calls, *ai.invalid_tool_calls] if c.get("name") in names]
 
     def tool_spec(self) -> Any:
         owner = self.owner
         targets = {name: owner._tool_target(tool) for name, tool in self.declared.items()}
-        return tool_spec(targets, owner.tool_contracts, owner.policy)
+        return tool_spec(targets, owner.tool_contracts, owner._policy)
 
     # -- the step's result --------------------------------------------------------------------
 
-    def structured(self, outcome: Outcome[Any]) -> ExtendedModelResponse[Any]:
+    def result(self, owner: _Owner, outcome: Outcome[Any]) -> ExtendedModelResponse[Any]:
+        if owner.kind == "tools":
+            return self.tool_calls(outcome)
+        return self.structured(outcome, owner)
+
+    def structured(self, outcome: Outcome[Any], owner: _Owner) -> ExtendedModelResponse[Any]:
         ai = self.last
-        calls = self._structured_calls(ai)
+        calls = self._structured_calls(ai, owner)
         if isinstance(outcome, Healed) and ai is not None:
             value = outcome.value
             messages: list[BaseMessage] = [ai]
             if calls:
                 call = calls[0]
+                names = self.format.members
                 healed = tool_call(name=call["name"], args=_data(value), id=call.get("id"))
-                others = [c for c in ai.tool_calls if c.get("name") not in self.names]
-                invalid = [c for c in ai.invalid_tool_calls if c.get("name") not in self.names]
+                others = [c for c in ai.tool_calls if c.get("name") not in names]
+                invalid = [c for c in ai.invalid_tool_calls if c.get("name") not in names]
                 update = {"tool_calls": [healed, *others], "invalid_tool_calls": invalid}
-                content = self.tool_message or f"Returning structured response: {value}"
+                content = self.format.tool_message or f"Returning structured response: {value}"
                 messages = [
                     ai.model_copy(update=update),
                     ToolMessage(content=content, tool_call_id=call.get("id"), name=call["name"]),
@@ -382,7 +541,9 @@ class _Step:
         update: dict[str, Any],
     ) -> ExtendedModelResponse[Any]:
         """The run ends here: the model's last message, each of its calls answered with why
-        nothing was run (the history stays one a model accepts), the outcome in the state."""
+        nothing was run (the history stays one a model accepts), the outcome in the state.
+        A step whose model call gave no message (the provider failed, the deadline passed)
+        ends with healjson's note as its message."""
         note = _note(outcome)
         messages: list[BaseMessage] = [ai if ai is not None else _failed_turn(note)]
         messages.extend(
@@ -398,23 +559,6 @@ class _Step:
             model_response=ModelResponse(result=messages),
             command=Command(update={**update, "jump_to": "end"}),
         )
-
-
-def _format(response_format: Any) -> tuple[frozenset[str], Any, str | None]:
-    """The structured-output tool names, the schema and the tool message of a response
-    format (a bare schema is LangChain's `AutoStrategy`: a tool or the provider's format)."""
-    if response_format is None:
-        return frozenset(), None, None
-    if isinstance(response_format, ToolStrategy):
-        names = frozenset(spec.name for spec in response_format.schema_specs)
-        return names, response_format.schema, response_format.tool_message_content
-    if isinstance(response_format, ProviderStrategy):
-        return frozenset(), response_format.schema, None
-    schema = (
-        response_format.schema if isinstance(response_format, AutoStrategy) else response_format
-    )
-    names = frozenset(spec.name for spec in ToolStrategy(schema).schema_specs)
-    return names, schema, None
 
 
 def _data(value: Any) -> Any:

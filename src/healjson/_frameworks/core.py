@@ -1,39 +1,50 @@
 """healjson's internals as the framework integrations use them, imported in this one place.
 
-The integrations drive healjson's own loop: a JSON answer through `Healer.run` / `arun`, a set
-of tool calls through the same loop's tool-call answer kind (`start_tools`, driven by the
-core's drivers): `heal_tool_calls` / `aheal_tool_calls` below. A framework that made the first
-call before healjson could tell which answer kind it is hands that reply in as the run's first
-call (`FirstFromHand`), so the loop's judging, repairs and record are the ordinary ones.
+The integrations drive healjson's own loop through the core's drivers (`drive_sync` /
+`drive_async`): a JSON answer as a `Healer`'s run (`Healer.start`), a set of tool calls as the
+same loop's tool-call answer kind (`start_tools`). Every model call of a run, the first one
+included, is made by the driver (its deadline, its failures told from the caller's bugs). A
+framework that can tell which run a first answer belongs to only once it has it (LangChain:
+the structured response or the agent's tools, and which member of a union) hands that answer
+on to the run it belongs to (`handed_over`): the first call was made by a driver already, and
+the run goes on from its result, its deadline counted from when the step began.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from healjson._core.judge.contracts import Rule, as_contract, check_policies
 from healjson._core.outcome.calls import ToolCalls
-from healjson._core.outcome.outcome import Outcome
 from healjson._core.repair.quote import quote_answer, render_diagnostics
+from healjson._core.run.answers import HealSpec
 from healjson._core.run.drive import drive_async, drive_sync
+from healjson._core.run.engine import heal_flow
+from healjson._core.run.messages import make_context, normalise_messages
 from healjson._core.run.policy import HealPolicy
+from healjson._core.run.start import Run
 from healjson._core.run.tools import Tool, ToolSpec, start_tools
 from healjson._core.target.target import Target, target_for
+from healjson._core.wire.effects import new_call_result
+from healjson._core.wire.reply import Reply
 from healjson._extras import missing_extra
 
 __all__ = [
-    "FirstFromHand",
+    "HealSpec",
+    "Run",
     "Target",
     "ToolCalls",
     "ToolSpec",
-    "aheal_tool_calls",
     "checked_policy",
-    "heal_tool_calls",
+    "drive_async",
+    "drive_sync",
+    "handed_over",
     "missing_extra",
     "quote_answer",
     "render_diagnostics",
     "rules_of",
+    "start_tools",
     "target_for",
     "tool_spec",
 ]
@@ -68,45 +79,21 @@ def tool_spec(
     return ToolSpec(declared, policy)
 
 
-def heal_tool_calls(
-    spec: ToolSpec, call: Callable[..., Any], messages: Any, context: Mapping[str, Any] | None
-) -> Outcome[ToolCalls]:
-    """The tool-call loop over `call` (blocking): each call judged against its tool, the broken
-    ones asked again alone (healjson's repair request), `Healed` or `Degraded`."""
-    outcome: Outcome[ToolCalls] = drive_sync(
-        start_tools(spec, messages, context=context).flow, call
-    )
-    return outcome
-
-
-async def aheal_tool_calls(
-    spec: ToolSpec,
-    call: Callable[..., Awaitable[Any]],
+def handed_over(
+    spec: HealSpec | ToolSpec,
     messages: Any,
     context: Mapping[str, Any] | None,
-) -> Outcome[ToolCalls]:
-    """`heal_tool_calls`, awaiting `call` on the running loop."""
-    outcome: Outcome[ToolCalls] = await drive_async(
-        start_tools(spec, messages, context=context).flow, call
-    )
-    return outcome
-
-
-class FirstFromHand:
-    """A run's `call` whose first model call is the reply already in hand: the framework made
-    it before healjson could judge it. Later calls go to `ask(messages)`, with the messages the
-    loop added past `prefix` (the request's own messages)."""
-
-    __slots__ = ("_ask", "_first", "_prefix", "calls")
-
-    def __init__(self, first: Any, prefix: int, ask: Callable[[list[dict[str, Any]]], Any]):
-        self._first = first
-        self._prefix = prefix
-        self._ask = ask
-        self.calls = 0
-
-    def __call__(self, messages: list[dict[str, Any]], **params: Any) -> Any:
-        self.calls += 1
-        if self.calls == 1:
-            return self._first
-        return self._ask(messages[self._prefix :])
+    first: Reply,
+    *,
+    elapsed_s: float,
+    started: float,
+) -> Run:
+    """A run (of a `Healer`'s `spec`, or of a tool-call `spec`) whose first model call a driver
+    made already, for another run of the same step: `first` is its reply, `elapsed_s` the time
+    it took; the loop judges it as the run's first attempt (recorded with that latency) and
+    goes on from there. `started` (a `time.monotonic()`): when the step began, so the policy's
+    deadline covers the call already made."""
+    original = normalise_messages(messages)
+    ctx = make_context(context, original)
+    made = new_call_result(first, None, elapsed_s)
+    return Run(heal_flow(spec, original, {}, ctx, started=started, made=made), ctx)

@@ -1,14 +1,17 @@
-"""LangChain messages as healjson reads them, and healjson's repair turns as LangChain messages.
+"""LangChain messages as healjson reads them, and healjson's repair turns as LangChain messages;
+an agent's response format as the structured response's runs read it (`StructuredFormat`).
 
-Needs `langchain-core` (the `langchain` extra); imported by `healjson.langchain` only.
+Needs `langchain` and `langchain-core` (the `langchain` extra); imported by `healjson.langchain`
+only.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from langchain.agents.structured_output import AutoStrategy, ProviderStrategy, ToolStrategy
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
@@ -21,7 +24,9 @@ from langchain_core.messages.tool import invalid_tool_call, tool_call
 
 from healjson import Reply, ToolCall, Usage
 
-__all__ = ["as_dicts", "call_text", "reply_of", "turns"]
+from .core import target_for
+
+__all__ = ["StructuredFormat", "as_dicts", "call_text", "reply_of", "turns"]
 
 
 def as_dicts(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
@@ -111,3 +116,59 @@ def _assistant(text: str, calls: Sequence[Mapping[str, Any]]) -> AIMessage:
         else:
             invalid.append(invalid_tool_call(name=name, args=arguments, id=id_, error=None))
     return AIMessage(content=text, tool_calls=parsed, invalid_tool_calls=invalid)
+
+
+class StructuredFormat:
+    """A response format as the step reads it: the schema a text answer is judged by, the
+    structured tools by name (each its own member of a union), the response format that
+    offers one member's tool alone (a union's), and the tool message of a structured call."""
+
+    __slots__ = ("members", "narrowed", "schema", "sole", "tool_message")
+
+    def __init__(self, response_format: Any) -> None:
+        self.tool_message: str | None = None
+        self.schema: Any
+        self.narrowed: dict[str | None, ToolStrategy[Any]] = {}
+        if response_format is None or isinstance(response_format, ProviderStrategy):
+            specs = []
+            self.schema = None if response_format is None else response_format.schema
+        elif isinstance(response_format, ToolStrategy):
+            specs = response_format.schema_specs
+            self.schema = response_format.schema
+            self.tool_message = response_format.tool_message_content
+        else:  # a bare schema (LangChain's `AutoStrategy`): a tool, or the provider's format
+            auto = isinstance(response_format, AutoStrategy)
+            self.schema = response_format.schema if auto else response_format
+            specs = ToolStrategy(self.schema).schema_specs
+        self.members: dict[str | None, Any] = {spec.name: spec.schema for spec in specs}
+        # a text answer is judged by the whole schema, which is the member's when there is one
+        self.sole = specs[0].name if len(specs) == 1 else None
+        if len(specs) > 1 and isinstance(response_format, ToolStrategy):
+            for spec in specs:
+                self.narrowed[spec.name] = ToolStrategy(
+                    spec.schema,
+                    tool_message_content=response_format.tool_message_content,
+                    handle_errors=response_format.handle_errors,
+                )
+
+    def rules_by_member(self, rules: tuple[Any, ...]) -> dict[Any, tuple[Any, ...]]:
+        """A union's contracts, member by member: those whose fields the member has (a rule
+        naming no field is every member's); a rule no member can take is a mistake."""
+        found: dict[Any, tuple[Any, ...]] = {}
+        taken: set[int] = set()
+        for schema in self.members.values():
+            names = target_for(schema).field_names
+            fits = tuple(rule for rule in rules if names is None or _fits(rule, names))
+            taken.update(map(id, fits))
+            found[schema] = fits
+        for rule in rules:
+            if id(rule) not in taken:
+                raise ValueError(
+                    f"contract {rule.name!r} names fields no member of the response format has: "
+                    f"{', '.join(rule.fields)}"
+                )
+        return found
+
+
+def _fits(rule: Any, names: Iterable[str]) -> bool:
+    return all(name.split(".", 1)[0].split("[", 1)[0] in names for name in rule.fields)
