@@ -11,10 +11,18 @@ request (`format`: the same prompts, demos and history); healjson reads the answ
 * **Parsing** runs L1 and the alignments on each output field: a field under a header in
   another case, a typed field's value (a pydantic model, a list, a literal, a number) in a code
   fence, with prose around it, with a trailing comma, as a JSON string, with keys in another
-  case, or wrapped in an object; a JSON answer with the same slips, or wrapped. Then the fields
-  as one object are judged by a `healjson.Healer` built from the signature's output fields: the
-  schema, the `contracts` (healjson rules over that object, a pydantic model with one attribute
-  per output field), pydantic's validators with `context=`.
+  case, or wrapped in an object; a JSON answer with the same slips, or wrapped. A text field
+  (`str`, `Optional[str]`) is the model's text, as DSPy's chat adapter reads it. Then the
+  fields as one object are judged by a `healjson.Healer` built from the signature's output
+  fields: the schema, the `contracts` (healjson rules over that object, a pydantic model with
+  one attribute per output field), pydantic's validators with `context=`. Each field's local
+  repairs are on the outcome's and the attempt's `flags` (and the trace), `raw_text` is the
+  model's text; a field given twice with different values is several answers
+  (`policy.on_ambiguity`: asked again by default).
+* **The LM's response** is read whole, from DSPy's record of the call (its history): the
+  finish reason (a cut answer), a refusal, the usage the provider reported (the budgets'). The
+  run's parameters reach the LM: `policy.escalate_model` is a copy of the LM with that model
+  (`lm.copy(model=...)`), the truncation strategy's larger token limit its `max_tokens`.
 * **Repair**: an answer that still fails is asked again with healjson's bounded repair request
   (the request's messages, the model's answer as the assistant turn, its diagnostics), not by
   re-issuing the whole generation (the chat adapter's JSON fallback), within
@@ -31,21 +39,32 @@ that asks for several generations (`n > 1`), uses native tool calls or native re
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, create_model, model_serializer
-from pydantic_core import to_json
 
-from . import Degraded, Healed, Healer, HealPolicy, Outcome, Reply, outcome_from_dict, validate
+from . import (
+    Degraded,
+    Healed,
+    Healer,
+    HealPolicy,
+    Outcome,
+    Reply,
+    Usage,
+    outcome_from_dict,
+    validate,
+)
 from ._frameworks.core import checked_policy, missing_extra, quote_answer, rules_of
-from ._frameworks.dspy_fields import read_fields
+from ._frameworks.dspy_fields import Answer, read_answer, shown
 
 try:
     from dspy.adapters.base import Adapter
     from dspy.adapters.chat_adapter import ChatAdapter
     from dspy.clients._deprecation import adapter_message_call
+    from dspy.clients.base_lm import GLOBAL_HISTORY
     from dspy.utils.exceptions import AdapterParseError
 except ImportError as exc:  # pragma: no cover - the extra is installed wherever tests run
     raise ImportError(missing_extra("dspy", "dspy")) from exc
@@ -153,22 +172,25 @@ class HealAdapter(Adapter):  # type: ignore[misc]
 
     def parse(self, signature: Any, completion: str) -> dict[str, Any]:
         """The output fields of one answer: the base's parse when it succeeds (and there are
-        no contracts), else healjson's L1 and alignments per field, then the schema and the
-        contracts; `AdapterParseError` (with `outcome`) when the answer cannot be healed."""
-        if not self.contracts:
+        no contracts, nor a field given twice with different values), else healjson's L1 and
+        alignments per field, then the schema and the contracts; `AdapterParseError` (with
+        `outcome`) when the answer cannot be healed."""
+        fields = _fields(signature)
+        answer = read_answer(completion, fields)
+        if not self.contracts and (answer is None or not answer.ambiguous):
             try:
                 found: dict[str, Any] = self.base.parse(signature, completion)
             except AdapterParseError:
                 pass
             else:
                 return found
-        fields = _fields(signature)
         outcome = validate(
-            self._answer_text(completion, fields),
+            completion if answer is None else answer.text(),
             self._model(signature),
             contracts=self.contracts,
             context=self._context_of(None),
         )
+        outcome = shown(outcome, {1: (completion, answer)})
         if isinstance(outcome, Healed):
             return _values(outcome.value, fields)
         raise self._failure(signature, completion, outcome)
@@ -185,16 +207,17 @@ class HealAdapter(Adapter):  # type: ignore[misc]
         if not _repairable(processed, signature, lm_kwargs):
             return super().__call__(lm, lm_kwargs, signature, demos, inputs)  # type: ignore[no-any-return]
         messages = self.format(processed, demos, inputs)
-        run = _Run(self, processed, messages)
+        run = _Run(self, processed, messages, lm, lm_kwargs)
 
-        def call(sent: list[dict[str, Any]]) -> Reply:
-            request = run.request(sent)
-            with adapter_message_call(lm, request):
-                outputs = lm(messages=request, **lm_kwargs)
-            return run.read(outputs)
+        def call(sent: list[dict[str, Any]], **params: Any) -> Reply:
+            number, request = run.request(sent)
+            model, kwargs = run.lm_for(params)
+            with adapter_message_call(model, request):
+                outputs = model(messages=request, **kwargs)
+            return run.read(number, model, outputs)
 
         healer = self._healer(processed)
-        outcome = healer.run(call, messages, context=self._context_of(inputs))
+        outcome = healer.run(call, messages, context=self._context_of(inputs), **run.params)
         return run.result(outcome, signature)
 
     async def acall(
@@ -209,25 +232,20 @@ class HealAdapter(Adapter):  # type: ignore[misc]
         if not _repairable(processed, signature, lm_kwargs):
             return await super().acall(lm, lm_kwargs, signature, demos, inputs)  # type: ignore[no-any-return]
         messages = self.format(processed, demos, inputs)
-        run = _Run(self, processed, messages)
+        run = _Run(self, processed, messages, lm, lm_kwargs)
 
-        async def call(sent: list[dict[str, Any]]) -> Reply:
-            request = run.request(sent)
-            with adapter_message_call(lm, request):
-                outputs = await lm.acall(messages=request, **lm_kwargs)
-            return run.read(outputs)
+        async def call(sent: list[dict[str, Any]], **params: Any) -> Reply:
+            number, request = run.request(sent)
+            model, kwargs = run.lm_for(params)
+            with adapter_message_call(model, request):
+                outputs = await model.acall(messages=request, **kwargs)
+            return run.read(number, model, outputs)
 
         healer = self._healer(processed)
-        outcome = await healer.arun(call, messages, context=self._context_of(inputs))
+        outcome = await healer.arun(call, messages, context=self._context_of(inputs), **run.params)
         return run.result(outcome, signature)
 
     # -- helpers ----------------------------------------------------------------------------
-
-    def _answer_text(self, completion: str, fields: Mapping[str, Any]) -> str:
-        """The answer as the text healjson judges: the chat format's sections as one JSON
-        object (each field read by L1), or the completion itself (a JSON answer)."""
-        found = read_fields(completion, fields)
-        return completion if found is None else to_json(found, fallback=str).decode()
 
     def _model(self, signature: Any) -> Any:
         """The output fields as one pydantic model (built once per signature)."""
@@ -272,37 +290,101 @@ class HealAdapter(Adapter):  # type: ignore[misc]
 
 
 class _Run:
-    """One prediction's calls: the request's messages (the base's), the model's answers as
-    DSPy returned them, and the answers as healjson judges them."""
+    """One prediction's calls: the request's messages (the base's), the LM and its keyword
+    arguments, the model's answers as DSPy returned them (with the response DSPy recorded for
+    each) and as healjson judges them."""
 
-    __slots__ = ("adapter", "fields", "messages", "outputs", "signature", "texts")
+    __slots__ = (
+        "adapter",
+        "escalated",
+        "fields",
+        "limit",
+        "lm",
+        "lm_kwargs",
+        "messages",
+        "numbers",
+        "outputs",
+        "params",
+        "reads",
+        "signature",
+        "texts",
+    )
 
-    def __init__(self, adapter: HealAdapter, signature: Any, messages: list[Any]) -> None:
+    def __init__(
+        self,
+        adapter: HealAdapter,
+        signature: Any,
+        messages: list[Any],
+        lm: Any,
+        lm_kwargs: Mapping[str, Any],
+    ) -> None:
         self.adapter = adapter
         self.signature = signature
         self.fields = _fields(signature)
         self.messages = messages
+        self.lm = lm
+        self.lm_kwargs = dict(lm_kwargs)
         self.outputs: list[Any] = []
         self.texts: list[str] = []
+        self.reads: dict[int, tuple[str | None, Answer | None]] = {}
+        self.numbers = itertools.count(1)
+        self.escalated: dict[str, Any] = {}
+        # the LM's output-token limit, as the run's parameter: the truncation strategy grows it
+        self.limit, current = _token_limit(lm, self.lm_kwargs)
+        self.params: dict[str, Any] = {} if current is None else {self.limit: current}
 
-    def request(self, sent: list[dict[str, Any]]) -> list[Any]:
-        """The messages of a call: the base's own, then a repair's turns, the assistant turn
-        being the model's answer as it was (healjson quoted the object it judged)."""
+    def request(self, sent: list[dict[str, Any]]) -> tuple[int, list[Any]]:
+        """The number of a call and its messages: the base's own, then a repair's turns, the
+        assistant turn being the model's answer as it was (healjson quoted the object it
+        judged)."""
+        number = next(self.numbers)
         extra = [dict(message) for message in sent[len(self.messages) :]]
         if extra and extra[0].get("role") == "assistant" and self.texts:
             extra[0]["content"] = quote_answer(self.texts[-1])
-        return [*self.messages, *extra]
+        return number, [*self.messages, *extra]
 
-    def read(self, outputs: Any) -> Reply:
+    def lm_for(self, params: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """The LM a call goes to and its keyword arguments, with the run's parameters: `model`
+        (`HealPolicy.escalate_model`) is a copy of the LM with that model; an output-token
+        limit (the truncation strategy's) is set under the name the LM uses; any other
+        parameter is passed on."""
+        kwargs = dict(self.lm_kwargs)
+        limits = [params[name] for name in _LIMITS if params.get(name) is not None]
+        kwargs.update(
+            (name, value)
+            for name, value in params.items()
+            if name != "model" and name not in _LIMITS
+        )
+        if limits:
+            for name in _LIMITS:
+                kwargs.pop(name, None)
+            kwargs[self.limit] = max(limits)
+        model = params.get("model")
+        if not isinstance(model, str) or not model or model == self.lm.model:
+            return self.lm, kwargs
+        name = _model_name(self.lm.model, model)
+        found = self.escalated.get(name)
+        if found is None:
+            found = self.escalated[name] = self.lm.copy(model=name)
+        return found, kwargs
+
+    def read(self, number: int, lm: Any, outputs: Any) -> Reply:
+        """Call `number`'s answer as healjson judges it: the fields as one JSON object (or the
+        text, a JSON answer), with the finish reason, refusal and usage the LM's response
+        reported (DSPy's record of the call)."""
         output = outputs[0] if isinstance(outputs, list) and outputs else None
         text = output.get("text") if isinstance(output, dict) else output
         self.outputs.append(output)
         self.texts.append(text if isinstance(text, str) else "")
-        if not isinstance(text, str) or not text:
-            return Reply(None)
-        return Reply(self.adapter._answer_text(text, self.fields))
+        text = text if isinstance(text, str) and text else None
+        answer = None if text is None else read_answer(text, self.fields)
+        self.reads[number] = (text, answer)
+        content = text if answer is None else answer.text()
+        reasoning = output.get("reasoning_content") if isinstance(output, dict) else None
+        return _reply(content, _recorded(lm, outputs), reasoning)
 
     def result(self, outcome: Outcome[Any], signature: Any) -> list[dict[str, Any]]:
+        outcome = shown(outcome, self.reads)
         last = self.texts[-1] if self.texts else ""
         if not isinstance(outcome, Healed):
             assert isinstance(outcome, Degraded)
@@ -315,6 +397,122 @@ class _Run:
             value["logprobs"] = output["logprobs"]
         value[OUTCOME_KEY] = HealReport(outcome=outcome)
         return [value]
+
+
+# -- what DSPy recorded of a call: the LM's response ----------------------------------------
+
+# the names an output-token limit goes by (DSPy's LM uses the first two; the truncation
+# strategy names the limit as the request's wire format does)
+_LIMITS: Final = ("max_completion_tokens", "max_tokens", "max_output_tokens")
+_SEARCHED = 256  # history entries looked through for a call's own, newest first
+
+
+def _token_limit(lm: Any, lm_kwargs: Mapping[str, Any]) -> tuple[str, int | None]:
+    """The name the LM gives its output-token limit, and the limit a call has (None: none)."""
+    own = getattr(lm, "kwargs", None)
+    defaults: Mapping[str, Any] = own if isinstance(own, Mapping) else {}
+    for source in (lm_kwargs, defaults):
+        for name in _LIMITS[:2]:
+            value = source.get(name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return name, value
+    return ("max_completion_tokens" if "max_completion_tokens" in defaults else "max_tokens"), None
+
+
+def _model_name(current: Any, model: str) -> str:
+    """The escalated model as DSPy names it: a bare name takes the LM's provider prefix
+    (`openai/gpt-4o-mini` escalated to `gpt-4o`: `openai/gpt-4o`)."""
+    prefix, slash, _ = str(current).partition("/")
+    return f"{prefix}/{model}" if slash and "/" not in model else model
+
+
+def _recorded(lm: Any, outputs: Any) -> Mapping[str, Any] | None:
+    """DSPy's history entry of the call that returned `outputs` (the same list object), from
+    the LM's history or DSPy's global one; None when DSPy keeps no history."""
+    for history in (getattr(lm, "history", None), GLOBAL_HISTORY):
+        if not isinstance(history, list):
+            continue
+        for entry in reversed(history[-_SEARCHED:]):
+            if isinstance(entry, Mapping) and entry.get("outputs") is outputs:
+                return entry
+    return None
+
+
+def _reply(content: str | None, entry: Mapping[str, Any] | None, reasoning: Any) -> Reply:
+    """The healer's `Reply`: `content`, and what the response reported (finish reason,
+    refusal, usage, model), read as healjson reads a chat completion."""
+    thought = reasoning if isinstance(reasoning, str) and reasoning else None
+    if entry is None:
+        return Reply(content, reasoning=thought)
+    response = entry.get("response")
+    if isinstance(response, list | tuple):
+        response = response[0] if response else None
+    model = _text(entry.get("response_model")) or _text(_get(response, "model"))
+    finish, refusal = _stops(response)
+    return Reply(
+        content,
+        finish_reason=finish,
+        refusal=refusal,
+        usage=_usage(entry.get("usage"), model),
+        model=model,
+        reasoning=thought,
+    )
+
+
+def _stops(response: Any) -> tuple[str | None, str | None]:
+    """The finish reason (OpenAI's names) and the refusal of an LM response: DSPy's own
+    (`lm15.Response`: a refusal part) or a chat completion (LiteLLM's: the refusal among its
+    provider-specific fields; a legacy LM's)."""
+    message = _get(response, "message")
+    if message is not None and _get(message, "parts") is not None:
+        refused = [
+            _text(_get(part, "text")) or ""
+            for part in _get(message, "parts") or ()
+            if _get(part, "type") == "refusal"
+        ]
+        finish = _text(_get(response, "finish_reason"))
+        finish = "tool_calls" if finish == "tool_call" else finish
+        return finish, "\n".join(refused) if refused else None
+    choices = _get(response, "choices")
+    choice = choices[0] if isinstance(choices, list | tuple) and choices else None
+    message = _get(choice, "message")
+    refusal = _get(message, "refusal") or _get(_get(message, "provider_specific_fields"), "refusal")
+    return _text(_get(choice, "finish_reason")), _text(refusal)  # LiteLLM keeps it apart
+
+
+def _usage(raw: Any, model: str | None) -> Usage | None:
+    """The tokens the response reported (DSPy's record of the call, OpenAI's names: cached
+    prompt tokens and reasoning tokens within the counts); None when it reported none."""
+    prompt, completion = _count(raw, "prompt_tokens"), _count(raw, "completion_tokens")
+    if prompt is None and completion is None:
+        return None
+    asked, said = _get(raw, "prompt_tokens_details"), _get(raw, "completion_tokens_details")
+    return Usage(
+        prompt or 0,
+        completion or 0,
+        reasoning_tokens=_count(said, "reasoning_tokens") or 0,
+        cache_read_tokens=_count(asked, "cached_tokens") or 0,
+        cache_write_tokens=_count(asked, "cache_creation_tokens") or 0,
+        requests=1,
+        model=model,
+    )
+
+
+def _get(obj: Any, name: str) -> Any:
+    if obj is None:
+        return None
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _count(obj: Any, name: str) -> int | None:
+    value = _get(obj, name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _fields(signature: Any) -> dict[str, Any]:

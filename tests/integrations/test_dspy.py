@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import pytest
@@ -26,13 +25,11 @@ import dspy
 from dspy.predict.predict import serialize_object
 from dspy.utils.exceptions import AdapterParseError
 
+from dspy_kit import MODES, Mode, Ran, predict
 from healjson import Degraded, Flag, Healed, HealPolicy, Reason, Violation, contract
 from healjson._frameworks.dspy_fields import read_fields
 from healjson.dspy import HealAdapter, HealReport, outcome_of
 from healjson.testing import ScriptedServer
-
-Mode = Literal["sync", "async"]
-MODES: tuple[Mode, ...] = ("sync", "async")
 
 
 @pytest.fixture(autouse=True)
@@ -81,59 +78,9 @@ def chat(
 GOOD = chat()
 
 
-@dataclass
-class Ran:
-    prediction: Any
-    error: AdapterParseError | None
-    requests: list[Any]
-
-    @property
-    def calls(self) -> int:
-        return len(self.requests)
-
-    @property
-    def outcome(self) -> Any:
-        if self.error is not None:
-            return getattr(self.error, "outcome", None)
-        return outcome_of(self.prediction)
-
-    def sent(self, number: int) -> list[dict[str, Any]]:
-        return self.requests[number - 1].messages
-
-
 def run(script: Sequence[Any], adapter: Any = None, *, mode: Mode = "sync") -> Ran:
     """`dspy.Predict(Extract)` on `script` (with `HealAdapter()` unless `adapter` is given)."""
-    chosen = HealAdapter() if adapter is None else adapter
-    with ScriptedServer(script) as server:
-        lm = dspy.LM(
-            "openai/scripted-model",
-            api_base=server.base_url,
-            api_key="sk-test",
-            cache=False,
-            num_retries=0,
-        )
-        predict = dspy.Predict(Extract)
-        prediction, error = None, None
-        try:
-            if mode == "sync":
-                try:
-                    with dspy.context(lm=lm, adapter=chosen):
-                        prediction = predict(text="Two shoes and socks.")
-                finally:
-                    lm.close()
-            else:
-
-                async def go() -> Any:
-                    try:
-                        with dspy.context(lm=lm, adapter=chosen):
-                            return await predict.acall(text="Two shoes and socks.")
-                    finally:
-                        await lm.aclose()
-
-                prediction = asyncio.run(go())
-        except AdapterParseError as exc:
-            error = exc
-        return Ran(prediction, error, server.requests)
+    return predict(Extract, script, adapter, mode=mode, text="Two shoes and socks.")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,37 +1,137 @@
 """A DSPy answer read field by field, before healjson judges it as one JSON object.
 
 DSPy's chat format puts each output field under a header line (`[[ ## answer ## ]]`); a JSON
-answer (the JSON adapter's, or a repair's) is one object. `read_fields` turns the first kind
+answer (the JSON adapter's, or a repair's) is one object. `read_answer` turns the first kind
 into that object: each section under the field it names (a header in another case or with
 other separators is the one field it can mean; the header is kept as written, so the core's
 key alignment names it), a text field's section as its text, a typed field's section read by
 L1 against the field's type (a code fence, prose around, a trailing comma, a JSON string,
 keys in another case; `healjson.parse`). A section L1 cannot read stays as its text: the
 field's validation then says why. A field no header names is left out (never invented).
+
+A text field is what DSPy's own chat adapter reads as text: a `str` field, or a union that
+holds `str` and `None` (`Optional[str]`); its section is the model's text, kept as written (a
+code fence in it is part of the text, as in stock DSPy). The local repairs L1 applied to each
+typed section are the answer's `flags`, as `healjson.parse` reports them for that section.
+
+A field given twice is one answer when both sections read as the same value (flag
+`multiple_candidates`); with different values the answer holds several: `objects` then has one
+object per reading (the first values, ..., the last ones), and healjson judges them as it
+judges any reply with several answers (`HealPolicy.on_ambiguity`: asked again by default).
 """
 
 from __future__ import annotations
 
+import copy
 import re
-from collections.abc import Mapping
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from healjson import parse
+from pydantic_core import to_json
 
-__all__ = ["HEADER", "read_fields"]
+from healjson import Degraded, Flag, Healed, Outcome, parse
+
+__all__ = [
+    "HEADER",
+    "Answer",
+    "is_text_field",
+    "merge_flags",
+    "read_answer",
+    "read_fields",
+    "shown",
+]
 
 HEADER: Final = re.compile(r"\[\[ ?## ?(\w+) ?## ?\]\]")
 """A field's header line (matched at the start of a stripped line: linear, no backtracking)."""
 _DONE: Final = "completed"  # the chat format's closing marker
 
 
-def _key(name: str) -> str:
-    return name.replace("_", "").replace("-", "").lower()
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """An answer in the chat format, read: `objects` (one object of output fields; several when
+    a field was given more than once with different values), the local repairs applied to its
+    sections (`flags`) and the fields given with different values (`repeated`)."""
+
+    objects: tuple[dict[str, Any], ...]
+    flags: tuple[Flag, ...] = ()
+    repeated: tuple[str, ...] = ()
+
+    @property
+    def ambiguous(self) -> bool:
+        """True when a field was given more than once with different values."""
+        return len(self.objects) > 1
+
+    def text(self) -> str:
+        """The answer as the text healjson judges: the object, or the objects one a line (a
+        reply holding several answers)."""
+        return "\n".join(_json(found) for found in self.objects)
+
+
+def is_text_field(annotation: Any) -> bool:
+    """Whether DSPy's chat adapter keeps a field's section as its text: `str`, or a union of
+    `str` and `None` (DSPy validates the text itself against it)."""
+    if annotation is str:
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = typing.get_args(annotation)
+        return str in members and type(None) in members
+    return False
+
+
+def merge_flags(*groups: Iterable[Flag]) -> tuple[Flag, ...]:
+    """The flags of `groups`, each once, in the order first seen."""
+    return tuple(dict.fromkeys(flag for group in groups for flag in group))
 
 
 def read_fields(text: str, fields: Mapping[str, Any]) -> dict[str, Any] | None:
     """The answer as one object of output fields (`fields`: name -> annotation), or None when
-    it has no field header (then the text itself is the answer L1 reads)."""
+    it has no field header (then the text itself is the answer L1 reads). A field given with
+    different values is read as its first value here (`read_answer` keeps every one)."""
+    found = read_answer(text, fields)
+    return None if found is None else found.objects[0]
+
+
+def read_answer(text: str, fields: Mapping[str, Any]) -> Answer | None:
+    """The chat format's sections of `text` read against `fields` (name -> annotation); None
+    when it has no field header (then the text itself is the answer L1 reads)."""
+    sections = _sections(text)
+    if sections is None:
+        return None
+    by_key: dict[str, list[str]] = {}
+    for name in fields:
+        by_key.setdefault(_key(name), []).append(name)
+    headers: dict[str, str] = {}  # field -> its first header, as written
+    readings: dict[str, list[tuple[bytes, Any]]] = {}  # field -> its different values
+    flags: list[Flag] = []
+    for header, lines in sections:
+        field = header if header in fields else _only(by_key.get(_key(header), ()))
+        if field is None or header == _DONE:
+            continue
+        value, found = _value("\n".join(lines).strip(), fields[field])
+        flags.extend(found)
+        seen = readings.setdefault(field, [])
+        headers.setdefault(field, header)
+        key = _json(value).encode()
+        if any(key == known for known, _ in seen):
+            flags.append(Flag.MULTIPLE_CANDIDATES)  # the same value again: one answer
+            continue
+        seen.append((key, value))
+    count = max((len(values) for values in readings.values()), default=1)
+    objects = tuple(
+        {
+            headers[field]: values[min(index, len(values) - 1)][1]
+            for field, values in readings.items()
+        }
+        for index in range(count)
+    )
+    repeated = tuple(field for field, values in readings.items() if len(values) > 1)
+    return Answer(objects, merge_flags(flags), repeated)
+
+
+def _sections(text: str) -> list[tuple[str, list[str]]] | None:
     sections: list[tuple[str, list[str]]] = []
     for line in text.splitlines():
         found = HEADER.match(line.strip())
@@ -41,27 +141,71 @@ def read_fields(text: str, fields: Mapping[str, Any]) -> dict[str, Any] | None:
             continue
         rest = line.strip()[found.end() :].strip()
         sections.append((found.group(1), [rest] if rest else []))
-    if not sections:
-        return None
-    by_key: dict[str, list[str]] = {}
-    for name in fields:
-        by_key.setdefault(_key(name), []).append(name)
-    out: dict[str, Any] = {}
-    for header, lines in sections:
-        field = header if header in fields else _only(by_key.get(_key(header), ()))
-        if field is None or header in out or header == _DONE:
-            continue
-        body = "\n".join(lines).strip()
-        out[header] = _value(body, fields[field])
-    return out
+    return sections or None
+
+
+def _key(name: str) -> str:
+    return name.replace("_", "").replace("-", "").lower()
 
 
 def _only(names: Any) -> str | None:
     return names[0] if len(names) == 1 else None
 
 
-def _value(body: str, annotation: Any) -> Any:
-    if annotation is str:
-        return body
+def _json(value: Any) -> str:
+    return to_json(value, fallback=str).decode()
+
+
+def _value(body: str, annotation: Any) -> tuple[Any, tuple[Flag, ...]]:
+    """A section's value and the local repairs L1 applied to read it (a text field's section
+    is its text, as written; a section L1 cannot read stays as its text, unflagged)."""
+    if is_text_field(annotation):
+        return body, ()
     found = parse(body, annotation)
-    return body if found.error is not None else found.value
+    if found.error is not None:
+        return body, ()
+    return found.value, tuple(found.flags)
+
+
+def shown(
+    outcome: Outcome[Any], reads: Mapping[int, tuple[str | None, Answer | None]]
+) -> Outcome[Any]:
+    """`outcome` as the model answered: healjson judged each chat-format answer as the object
+    its sections make (`reads`: a call's number -> the model's text and its sections read), so
+    each attempt's `raw_text` (and the outcome's) becomes the model's text, and its flags
+    gain the local repairs made to the sections (first, as L1 reports a section's before the
+    answer's), as if L1 had read the text itself. A reply of several answers was judged as
+    objects one a line: the `prose_around` that reading flags is not the model's."""
+    if not reads or not outcome.attempts:
+        return outcome
+    attempts = tuple(
+        _attempt_shown(attempt, reads.get(attempt.number)) for attempt in outcome.attempts
+    )
+    text, answer = reads.get(outcome.attempts[-1].number, (None, None))
+    changes: dict[str, Any] = {"attempts": attempts}
+    if text is not None:
+        changes["raw_text"] = text
+    if isinstance(outcome, Healed):
+        changes["flags"] = _flags(outcome.flags, answer)
+    else:
+        assert isinstance(outcome, Degraded)
+    shown_outcome = copy.copy(outcome)  # every field kept (the run's sealed secrets too)
+    for name, value in changes.items():
+        object.__setattr__(shown_outcome, name, value)
+    return shown_outcome
+
+
+def _attempt_shown(attempt: Any, read: tuple[str | None, Answer | None] | None) -> Any:
+    if read is None:
+        return attempt
+    text, answer = read
+    raw = attempt.raw_text if text is None else text
+    return replace(attempt, raw_text=raw, flags=_flags(attempt.flags, answer))
+
+
+def _flags(judged: tuple[Flag, ...], answer: Answer | None) -> tuple[Flag, ...]:
+    if answer is None:
+        return judged
+    if answer.ambiguous:
+        judged = tuple(flag for flag in judged if flag is not Flag.PROSE_AROUND)
+    return merge_flags(answer.flags, judged)
