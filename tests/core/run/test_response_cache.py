@@ -448,6 +448,46 @@ def test_a_store_that_fails_is_a_miss_and_the_run_goes_on() -> None:
     assert ["get", "put"] == [e["operation"] for e in named(events, "healjson.cache_error")]
 
 
+@pytest.mark.parametrize("blocking", ["raises", "unreadable as a bool"])
+def test_a_store_whose_blocking_flag_cannot_be_read_is_used_from_a_worker_thread(
+    blocking: str,
+) -> None:
+    """An async run with a store whose `blocking` raises when read (or when read as a bool)
+    heals, the store used from a worker thread as any blocking store is."""
+
+    class Flag:
+        def __bool__(self) -> bool:
+            raise RuntimeError("no truth value")
+
+    class Hostile:
+        def __init__(self) -> None:
+            self.threads: set[int] = set()
+
+        @property
+        def blocking(self) -> Any:
+            if blocking == "raises":
+                raise RuntimeError("no such flag")
+            return Flag()
+
+        def get(self, key: str) -> bytes | None:
+            self.threads.add(threading.get_ident())
+            return None
+
+        def put(self, key: str, value: bytes) -> None:
+            self.threads.add(threading.get_ident())
+
+    store = Hostile()
+    healer = healjson.Healer(Invoice, cache=store)
+
+    async def main() -> Any:
+        return await healer.arun(ScriptedModel([GOOD]), USER), threading.get_ident()
+
+    outcome, loop_thread = asyncio.run(main())
+    assert outcome.ok
+    assert store.threads
+    assert loop_thread not in store.threads
+
+
 def test_a_cache_that_is_not_a_store_fails_at_construction() -> None:
     """A configuration mistake raises at once, saying what a cache must be."""
     with pytest.raises(TypeError, match="ResponseCache"):

@@ -443,8 +443,13 @@ def run_awaitables_sync(
 
 async def _perform_cache_async(effect: CacheGet | CachePut) -> Any:
     """`perform_cache` for the async driver: a blocking store (a file) on a worker thread, so
-    the event loop is never blocked on disk; a store that says `blocking = False` in line."""
-    if not getattr(effect.store, "blocking", True):
+    the event loop is never blocked on disk; a store that says `blocking = False` in line (a
+    `blocking` that cannot be read, or read as true or false, counts as blocking)."""
+    try:
+        blocking = bool(getattr(effect.store, "blocking", True))
+    except Exception:  # a hostile store: the worker thread is the safe place for it
+        blocking = True
+    if not blocking:
         return perform_cache(effect)
     import asyncio
 
