@@ -111,8 +111,9 @@ REPAIRED = chat(**{name: body for name, (body, _) in BODIES.items()})
 
 @pytest.mark.parametrize("mode", MODES)
 def test_each_fields_local_repairs_are_on_the_outcome_its_attempt_and_trace(mode: Mode) -> None:
-    """The flags `healjson.parse` reports for each field's section are the outcome's and the
-    attempt's, the trace lists them, and `raw_text` is the model's text."""
+    """The flags `healjson.parse` reports for each field's section (but `text_as_value`: the
+    chat format writes every value as text) are the outcome's and the attempt's, the trace
+    lists them, and `raw_text` is the model's text."""
     ran = run(Ticket, [REPAIRED], mode=mode)
     assert ("bug", 2, ["ui", "crash"]) == (
         ran.prediction.kind,
@@ -120,13 +121,30 @@ def test_each_fields_local_repairs_are_on_the_outcome_its_attempt_and_trace(mode
         ran.prediction.tags,
     )
     outcome = ran.outcome
-    expected = [flag for body, kind in BODIES.values() for flag in healjson.parse(body, kind).flags]
+    expected = [
+        flag
+        for body, kind in BODIES.values()
+        for flag in healjson.parse(body, kind).flags
+        if flag is not Flag.TEXT_AS_VALUE
+    ]
     assert set(expected) <= set(outcome.flags)
     assert list(dict.fromkeys(expected)) == list(outcome.flags[: len(set(expected))])
     assert outcome.flags == outcome.attempts[0].flags
     assert REPAIRED == outcome.raw_text == outcome.attempts[0].raw_text
     repairs = next(line for line in outcome.trace().splitlines() if "L1 local repairs" in line)
     assert all(str(flag) in repairs for flag in expected)
+
+
+def test_a_clean_chat_answer_carries_no_flag() -> None:
+    """An answer in the chat format with nothing to repair (a literal, a number, a JSON list,
+    each written as a section's text) heals with no flag."""
+    ran = run(Ticket, [chat(kind="bug", count="2", tags='["ui", "crash"]')])
+    assert ("bug", 2, ["ui", "crash"]) == (
+        ran.prediction.kind,
+        ran.prediction.count,
+        ran.prediction.tags,
+    )
+    assert () == ran.outcome.flags
 
 
 def test_a_repaired_attempts_flags_and_text_are_its_own() -> None:

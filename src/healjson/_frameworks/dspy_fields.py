@@ -158,13 +158,15 @@ def _json(value: Any) -> str:
 
 def _value(body: str, annotation: Any) -> tuple[Any, tuple[Flag, ...]]:
     """A section's value and the local repairs L1 applied to read it (a text field's section
-    is its text, as written; a section L1 cannot read stays as its text, unflagged)."""
+    is its text, as written; a section L1 cannot read stays as its text, unflagged). The chat
+    format writes every value as text: reading a section's text as its value
+    (`text_as_value`) is the format, not a repair."""
     if is_text_field(annotation):
         return body, ()
     found = parse(body, annotation)
     if found.error is not None:
         return body, ()
-    return found.value, tuple(found.flags)
+    return found.value, tuple(flag for flag in found.flags if flag is not Flag.TEXT_AS_VALUE)
 
 
 def shown(
