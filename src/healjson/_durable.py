@@ -88,16 +88,18 @@ class RetryableError(Exception):
     plain run never raises it (its failures degrade); `status` is the HTTP status, if any. Its
     message is redacted (a framework records it)."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None, kind: str = "api_error") -> None:
         message = redact_text(str(message))
         super().__init__(message)
         self.message = message
         self.status = status
+        self.kind = kind
+        """The failure's kind, as a run would degrade with it (`timeout`, `api_error`)."""
 
     def __reduce__(
         self,
     ) -> tuple[Any, ...]:  # recorded by a framework, read back in another process
-        return (type(self), (self.message, self.status))
+        return (type(self), (self.message, self.status, self.kind))
 
 
 class RecordedFailure(ProviderError):
@@ -176,7 +178,8 @@ def _failed(exc: Exception, provider_errors: tuple[type[BaseException], ...]) ->
     message = redact_text(describe_exception(exc))
     if is_transient(exc):
         fault = fault_from_exception(exc)
-        raise RetryableError(message, fault.status if fault else None) from None
+        kind = exception_kind(exc)
+        raise RetryableError(message, fault.status if fault else None, kind) from None
     return {"failure": {"kind": exception_kind(exc), "message": message}}
 
 
@@ -223,6 +226,21 @@ def reply_as_data(value: Any) -> dict[str, Any]:
     if [content, *(part for call in calls for part in call)] != answer:
         data["altered"] = True
     return {"reply": data}
+
+
+def out_of_retries(exc: BaseException, attempts: int) -> RecordedFailure | None:
+    """A durable framework's "this unit failed on every attempt" (its errors, the
+    `RetryableError`s the unit raised, on it as `errors`) as the terminal failure the run
+    degrades with: the last failure's kind (`timeout` or `api_error`) and message. None for
+    any other exception."""
+    errors = getattr(exc, "errors", None)
+    if not isinstance(errors, list | tuple) or not errors:
+        return None
+    last = errors[-1]
+    if not isinstance(last, RetryableError):
+        return None
+    kind = RecordedTimeout if last.kind == "timeout" else RecordedFailure
+    return kind(f"the provider still failed after {attempts} attempts: {last.message}")
 
 
 def reply_from_data(data: Mapping[str, Any]) -> Reply:

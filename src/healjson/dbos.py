@@ -31,8 +31,9 @@ What a step records passes the redactor (`healjson._durable`): a failure's messa
 
 Failures (`healjson._durable`): a transient provider failure (HTTP 408, 409, 429, 5xx, a dropped
 connection, a timeout) raises `healjson.RetryableError` inside the step, which DBOS retries
-(`retries` attempts, `retry_interval_s` apart, doubling); a terminal one (HTTP 400, 401, 404,
-...) is recorded and the run degrades with `api_error`. A `Degraded` outcome — a refusal, a
+(`retries` attempts, `retry_interval_s` apart, doubling; a call that fails on every one
+degrades the run with its last failure, `api_error` or `timeout`, and the workflow goes on); a
+terminal one (HTTP 400, 401, 404, ...) is recorded and the run degrades with `api_error`. A `Degraded` outcome — a refusal, a
 content filter, a spent budget, an answer still invalid after the last attempt — is returned as a
 value and retries nothing; with `on_degraded="raise"` it raises `healjson.DegradedError`
 instead (DBOS records the workflow's error; it does not retry it).
@@ -57,6 +58,7 @@ from ._durable import (
     check_on_degraded,
     entry_from_data,
     lookup_as_data,
+    out_of_retries,
     reply_from_data,
     request_id,
 )
@@ -96,7 +98,13 @@ def healed_step(
         def durable(sent: list[dict[str, Any]], **kwargs: Any) -> Any:
             named = {**options, "name": f"{name} {next(counter)} {request}"}
             errors = healer.policy.provider_errors
-            data = dbos.run_step(named, call_as_data, call, list(sent), kwargs, errors)
+            try:
+                data = dbos.run_step(named, call_as_data, call, list(sent), kwargs, errors)
+            except Exception as exc:
+                spent = _spent(exc, retries)
+                if spent is None:
+                    raise
+                raise spent from None
             return reply_from_data(data)
 
         outcome: Outcome[Any] = stepped.run(durable, messages, context=context, **given)
@@ -130,7 +138,13 @@ async def healed_step_async(
     async def durable(sent: list[dict[str, Any]], **kwargs: Any) -> Any:
         named = {**options, "name": f"{name} {next(counter)} {request}"}
         errors = healer.policy.provider_errors
-        data = await dbos.run_step_async(named, acall_as_data, call, list(sent), kwargs, errors)
+        try:
+            data = await dbos.run_step_async(named, acall_as_data, call, list(sent), kwargs, errors)
+        except Exception as exc:
+            spent = _spent(exc, retries)
+            if spent is None:
+                raise
+            raise spent from None
         return reply_from_data(data)
 
     stepped = _recorded_cache(healer, dbos, name)
@@ -194,6 +208,16 @@ def _options(retries: int, retry_interval_s: float) -> dict[str, Any]:
 
 def _retryable(error: BaseException) -> bool:
     return isinstance(error, RetryableError)
+
+
+def _spent(exc: Exception, attempts: int) -> Exception | None:
+    """DBOS's "the step was retried `attempts` times without success"
+    (`DBOSMaxStepRetriesExceeded`, known by name: no private module of DBOS is imported) as the
+    provider's failure the run degrades with (its last `RetryableError`'s kind and message);
+    None for any other exception (raised as it is)."""
+    if not any(cls.__name__ == "DBOSMaxStepRetriesExceeded" for cls in type(exc).__mro__):
+        return None
+    return out_of_retries(exc, attempts)
 
 
 def _settle(outcome: Outcome[Any], mode: str) -> Outcome[Any]:

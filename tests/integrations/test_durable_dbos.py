@@ -188,6 +188,57 @@ def test_in_a_workflow_degraded_is_a_value_or_raised_and_calls_are_recorded(
         healed_step(healer, model, on_degraded="sometimes")
 
 
+def test_a_step_that_fails_on_every_retry_degrades_the_row_not_the_workflow(
+    tmp_path: Path,
+) -> None:
+    """A provider failing on every attempt DBOS makes (HTTP 503; a timeout) degrades that row
+    with the last failure's kind and message (`api_error`, `timeout`), the workflow goes on to
+    the next row, and running the workflow again under its id makes no call."""
+    import openai
+    from dbos import SetWorkflowID
+
+    from healjson.dbos import healed_step
+
+    calls: list[str] = []
+
+    def slow(messages: Any, **params: Any) -> Any:
+        calls.append("slow")
+        raise TimeoutError("the model did not answer in time")
+
+    with ScriptedServer([ScriptedReply.error(503, "overloaded")], repeat=True) as server:
+        sdk = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+
+        def busy(messages: Any, **params: Any) -> Any:
+            calls.append("busy")
+            return sdk.chat.completions.create(messages=messages, model="m")
+
+        healer = healjson.Healer(Invoice)
+        dbos = _launch(tmp_path, "healjson-retries-test")
+        try:
+
+            @dbos.workflow(name="healjson-test-retries")
+            def rows() -> list[Any]:
+                out = []
+                for call in (busy, slow):
+                    outcome = healed_step(healer, call, "invoice", retries=2, retry_interval_s=0)
+                    out.append(outcome)
+                return out
+
+            with SetWorkflowID("retries-1"):
+                first = rows()
+            made = len(calls)
+            with SetWorkflowID("retries-1"):
+                again = rows()
+        finally:
+            dbos.destroy()
+
+    assert ["api_error", "timeout"] == [str(outcome.reason) for outcome in first]
+    assert all("still failed after 2 attempts" in o.errors[0].value for o in first)
+    assert ["busy", "busy", "slow", "slow"] == calls[:made]
+    assert made == len(calls)  # the second run read the recorded steps back
+    assert [str(o.reason) for o in first] == [str(o.reason) for o in again]
+
+
 def test_an_async_workflow_records_its_calls_too(tmp_path: Path) -> None:
     """`healed_step_async` in an async workflow: run twice under one id, one set of calls."""
     import asyncio
