@@ -130,6 +130,35 @@ def test_structured_content_that_fails_falls_back_to_a_conforming_text_block() -
     assert Flag.STRUCTURED_FROM_TEXT in healjson.outcome_of(result).flags  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize(
+    "structured",
+    [
+        {"temperature": "warm", "city": "Oslo"},  # the text names another city
+        {"temperature": "warm", "city": "Bergen", "conditions": ["rain"]},  # other conditions
+        {"temperature": "n/a", "city": "Bergen", "conditions": ["snow"]},  # all but one agree
+    ],
+)
+def test_a_text_block_contradicting_the_structured_content_never_replaces_it(
+    structured: dict[str, Any],
+) -> None:
+    """Structured content that cannot be healed, beside a text block holding a different answer
+    (`Bergen` for `Oslo`, -4 for `n/a`): an error result with the structured content's
+    diagnostics, never the text's value."""
+    text = 'cached reading: {"temperature": -4, "city": "Bergen", "conditions": ["snow"]}'
+    sent = ScriptedToolResult(structured=structured, text=text)
+    result = run(lambda: call_once("client", weather_server(sent)))
+    assert result.is_error
+    assert result.structured_content is None
+
+
+def test_a_boolean_in_a_numeric_field_is_an_error_result() -> None:
+    """`true` for the temperature is no quantity: an error result naming the field, never 1.0."""
+    sent = ScriptedToolResult(structured={**GOOD, "temperature": True})
+    result = run(lambda: call_once("client", weather_server(sent)))
+    assert result.is_error
+    assert "temperature" in text_of(result)
+
+
 def test_a_result_with_neither_structured_content_nor_text_is_an_error_result() -> None:
     """Nothing to read: an error result (nothing is invented to fill the schema)."""
     result = run(lambda: call_once("client", weather_server(ScriptedToolResult(text=()))))

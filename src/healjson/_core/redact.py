@@ -46,6 +46,7 @@ __all__ = [
     "MARKER",
     "add_credential_places",
     "credential_places",
+    "is_credential_field",
     "is_credential_name",
     "redact_data",
     "redact_params",
@@ -131,11 +132,27 @@ def redact_with(text: str, forms: tuple[str, ...]) -> str:
     return _redact_text(text, forms)
 
 
-def redact_data(value: Any, *, by_name: bool = True) -> Any:
+def redact_data(value: Any, *, by_name: bool = True, fields: bool = False) -> Any:
     """A copy of `value` with every string redacted; mappings become dicts and lists and tuples
     keep their type. With `by_name` (the default) values under credential-like keys are masked
-    too; `by_name=False` leaves keys alone (for records whose values are the caller's data)."""
-    return _walk(value, _known_forms(), by_name, 0)
+    too; `by_name=False` leaves keys alone (for records whose values are the caller's data),
+    except, with `fields`, a string under a credential field's name (`is_credential_field`):
+    the data as the text redactor leaves its JSON text."""
+    named = is_credential_name if by_name else is_credential_field if fields else None
+    return _walk(value, _known_forms(), named, 0)
+
+
+_FIELD_NAME: Final = re.compile(
+    r"(?i)(?:(?:proxy-)?authorization|(?:api|access|refresh|auth|id)[-_]?(?:key|token)"
+    r"|(?:client|api)[-_]?secret|secret[-_]?key|password|passwd)$"
+)
+
+
+def is_credential_field(name: str) -> bool:
+    """True for a key the text redactor masks the value of in a `"name": "value"` pair
+    (`api_key`, `x-api-key`, `db_password`, `authorization`; not `key` or `tokens`, which a
+    caller's own data uses for other things)."""
+    return _FIELD_NAME.search(name) is not None
 
 
 def redact_params(
@@ -163,14 +180,14 @@ def redact_params(
             return flat
     if given:  # the general path reads the scope: enter the client's
         with secrets_scope(client, params):
-            return _mapping(params, _known_forms(), True, 0)
-    return _mapping(params, _known_forms(), True, 0)
+            return _mapping(params, _known_forms(), is_credential_name, 0)
+    return _mapping(params, _known_forms(), is_credential_name, 0)
 
 
 def _with_forms(params: Mapping[str, Any], forms: tuple[str, ...]) -> dict[str, Any]:
     """`redact_params(params, forms=forms)`."""
     flat = _flat(params, forms, None) if type(params) is dict else None
-    return _mapping(params, forms, True, 0) if flat is None else flat
+    return _mapping(params, forms, is_credential_name, 0) if flat is None else flat
 
 
 def run_params(params: Mapping[str, Any], /) -> tuple[tuple[str, ...], dict[str, Any]]:
@@ -471,7 +488,9 @@ def _scheme_then_marker(match: re.Match[str]) -> str:
     return f"{match.group(1)} {MARKER}"
 
 
-def _walk(value: Any, secrets: tuple[str, ...], by_name: bool, depth: int) -> Any:
+def _walk(
+    value: Any, secrets: tuple[str, ...], named: Callable[[str], bool] | None, depth: int
+) -> Any:
     # exact types first, ABC checks (Mapping) last: they are slow, and most values are plain
     kind = type(value)
     if kind is str:
@@ -482,36 +501,39 @@ def _walk(value: Any, secrets: tuple[str, ...], by_name: bool, depth: int) -> An
     if container and depth >= _MAX_DEPTH:
         return MARKER
     if kind is dict:
-        return _mapping(value, secrets, by_name, depth)
+        return _mapping(value, secrets, named, depth)
     if kind is list:
-        return [_walk(item, secrets, by_name, depth + 1) for item in value]
+        return [_walk(item, secrets, named, depth + 1) for item in value]
     if kind is tuple:
-        return tuple(_walk(item, secrets, by_name, depth + 1) for item in value)
+        return tuple(_walk(item, secrets, named, depth + 1) for item in value)
     if isinstance(value, Mapping):
-        return _mapping(value, secrets, by_name, depth)
+        return _mapping(value, secrets, named, depth)
     if isinstance(value, str):  # subclasses of the types above
         return _redact_text(value, secrets)
     if isinstance(value, list):
-        return [_walk(item, secrets, by_name, depth + 1) for item in value]
+        return [_walk(item, secrets, named, depth + 1) for item in value]
     if isinstance(value, tuple):
-        return tuple(_walk(item, secrets, by_name, depth + 1) for item in value)
+        return tuple(_walk(item, secrets, named, depth + 1) for item in value)
     return value
 
 
 def _mapping(
-    value: Mapping[Any, Any], secrets: tuple[str, ...], by_name: bool, depth: int
+    value: Mapping[Any, Any],
+    secrets: tuple[str, ...],
+    named: Callable[[str], bool] | None,
+    depth: int,
 ) -> dict[Any, Any]:
     out: dict[Any, Any] = {}
     for key, item in value.items():
         kind = type(item)
         if item is None or kind is int or kind is float or kind is bool:
             out[key] = item  # a number under a credential name is a count (`max_tokens`)
-        elif by_name and isinstance(key, str) and is_credential_name(key):
+        elif named is not None and isinstance(key, str) and named(key):
             out[key] = MARKER
         elif kind is str:
             out[key] = _redact_text(item, secrets)
         else:
-            out[key] = _walk(item, secrets, by_name, depth + 1)
+            out[key] = _walk(item, secrets, named, depth + 1)
     return out
 
 

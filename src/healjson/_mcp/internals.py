@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from healjson._core.diagnostic import value_data
 from healjson._core.flags import Flag
 from healjson._core.judge.contracts import as_contract, check_policies
 from healjson._core.observe.events import about_run
@@ -30,6 +31,7 @@ __all__ = [
     "render_diagnostics",
     "target_for",
     "validate",
+    "value_data",
 ]
 
 

@@ -13,7 +13,11 @@ The rules, in order:
    JSON-encoded in a string, ...).
 3. Structured content that is missing, or that could not be healed, is looked for in the
    result's text blocks (joined by newlines; L1 finds the JSON among prose or fences and keeps
-   the candidate that fits): flag `structured_from_text`.
+   the candidate that fits): flag `structured_from_text`. A text block stands in for
+   structured content that could not be healed only when it holds everything that content
+   says (each of its values, a string, a number or a boolean, is among the text's): the text
+   completes it (`{"temp": 21.5}` beside the whole answer) and contradicts none of it; a text
+   saying something else (`"Bergen"` beside `"Oslo"`) is another answer, never a replacement.
 4. Nothing else. What cannot be read from the result stays missing, and the verdict is an error
    result whose text is the diagnostics (for each problem: where, what was received, the rule,
    the fix) — what a model can act on. The diagnostics are those of the structured content when
@@ -27,13 +31,13 @@ error result). Their `ctx.extra` is `{"tool": name, "arguments": ...}`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pydantic_core import from_json, to_json
+from pydantic_core import to_json
 
-from .internals import MISSING, Degraded, Flag, Healed, render_diagnostics, validate
+from .internals import MISSING, Degraded, Flag, Healed, render_diagnostics, validate, value_data
 from .tools import ToolSchemas
 
 __all__ = ["Verdict", "conforms", "error_text", "judge_result", "passed"]
@@ -90,10 +94,9 @@ def judge_result(
             first = validate(text, target, **kwargs)
             if first.ok:
                 return Verdict(first, first.value, changed=bool(first.flags))
-    joined = "\n".join(texts)
-    if texts and not (first is not None and _same_value(joined, structured)):
-        second = validate(joined, target, **kwargs)
-        if second.ok:
+    if texts:
+        second = validate("\n".join(texts), target, **kwargs)
+        if second.ok and (first is None or _completes(structured, second.value)):
             flags = (*second.flags, Flag.STRUCTURED_FROM_TEXT)
             healed = dataclasses.replace(second, flags=flags)
             return Verdict(healed, healed.value, changed=True)
@@ -121,13 +124,33 @@ def passed(target: Any, value: Any) -> Healed[Any]:
     return Healed(value, to_json(value).decode(), target=target.name, max_attempts=1)
 
 
-def _same_value(text: str, structured: Any) -> bool:
-    """Whether the text is just the structured content as JSON (as servers send it beside the
-    structured content): judging it again would say the same."""
-    try:
-        return bool(from_json(text) == structured)
-    except ValueError:
-        return False
+def _completes(structured: Any, value: Any) -> bool:
+    """Whether `value` (read from the text) says everything `structured` says: each of the
+    structured content's values (strings, numbers, booleans, at any depth) is among the value's
+    (a number and its decimal text count as one)."""
+    said = set(_leaves(value_data(value)))
+    return all(leaf in said for leaf in _leaves(structured))
+
+
+def _leaves(data: Any) -> Iterator[str]:
+    """The scalar values in JSON data, at any depth, as comparable text (`None` left out: a
+    null says nothing the text must repeat)."""
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        elif isinstance(item, bool):
+            yield "true" if item else "false"
+        elif isinstance(item, int | float):
+            yield repr(float(item))
+        elif isinstance(item, str):
+            try:
+                yield repr(float(item)) if item.strip() else item
+            except ValueError:
+                yield item
 
 
 def error_text(name: str, outcome: Degraded[Any]) -> str:

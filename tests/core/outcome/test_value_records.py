@@ -119,3 +119,26 @@ def test_an_older_record_without_the_missing_key_reads_the_marker_as_missing() -
     data = healjson.validate("{}", Status).to_dict()
     del data["errors"][0]["missing"]
     assert outcome_from_dict(data).errors[0].is_missing
+
+
+class Login(BaseModel):
+    user: str
+    key: str
+    api_key: str
+    db_password: str
+
+
+def test_a_string_under_a_credential_field_is_redacted_in_every_rendering_alike() -> None:
+    """`api_key` and `db_password` are `[redacted]` in `to_dict`, the JSON trace and the
+    Markdown trace alike; `key` (a caller's own word) and the value itself are kept."""
+    data = {"user": "ada", "key": "color", "api_key": "abc123def456", "db_password": "hunter22"}
+    outcome = healjson.validate(json.dumps(data), Login)
+    assert outcome.ok
+    assert data == outcome.value.model_dump()
+    record = outcome.to_dict()["value"]
+    assert {**data, "api_key": "[redacted]", "db_password": "[redacted]"} == record
+    assert record == json.loads(outcome.trace("json"))["value"]
+    markdown = outcome.trace()
+    assert "abc123def456" not in markdown
+    assert "hunter22" not in markdown
+    assert '"key": "color"' in markdown

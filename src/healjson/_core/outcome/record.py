@@ -59,8 +59,10 @@ def outcome_to_dict(outcome: Outcome[Any]) -> dict[str, Any]:
     """JSON-ready data for an outcome, every string through the redactor (credentials in call
     parameters, known secrets and credential shapes anywhere, the value's strings included)."""
     with revealing(outcome):
-        # strings only: the record's keys are healjson's and its values the caller's data
-        redacted: dict[str, Any] = redact_data(outcome_data(outcome), by_name=False)
+        # the record's keys are healjson's and its values the caller's data: every string, and
+        # a string under a credential field's name (`api_key`, `password`), as the Markdown
+        # trace's redactor leaves its JSON text; not every credential-like name (`key`)
+        redacted: dict[str, Any] = redact_data(outcome_data(outcome), by_name=False, fields=True)
     return redacted
 
 

@@ -9,8 +9,11 @@ be read as, the conversions pydantic's lax JSON mode makes:
 
 - a numeric string to an integer (`"5"`, `" 5 "`, `"5.0"`) or a number (`"2.5"`);
 - `"true"` / `"yes"` / `"on"` / `"1"` ... (and their opposites) to a boolean;
-- a boolean to an integer or a number; `0` / `1` to a boolean;
 - a numeric string to the one number among an `enum` / `const`'s values.
+
+A boolean is never read as a number, nor a number as a boolean (pydantic's lax mode reads
+`true` as `1` and `0` as `false`): a boolean carries no quantity and a number no truth value,
+and JSON Schema keeps the two apart, so `{"temperature": true}` for a number is refused.
 
 A node that several types could take the value as (`"1"` where an integer or a boolean is
 allowed), or a union whose branches read it differently, leaves it as written; a value that
@@ -170,13 +173,6 @@ def _readings(data: Any, kinds: set[Any]) -> list[Any]:
         word = text.casefold()
         if "boolean" in kinds and (word in _TRUE or word in _FALSE):
             out.append(word in _TRUE)
-    elif isinstance(data, bool):
-        if "integer" in kinds:
-            out.append(int(data))
-        elif "number" in kinds:
-            out.append(float(data))
-    elif isinstance(data, int | float) and "boolean" in kinds and data in (0, 1):
-        out.append(bool(data))
     return out
 
 
