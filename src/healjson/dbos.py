@@ -33,10 +33,11 @@ Failures (`healjson._durable`): a transient provider failure (HTTP 408, 409, 429
 connection, a timeout) raises `healjson.RetryableError` inside the step, which DBOS retries
 (`retries` attempts, `retry_interval_s` apart, doubling; a call that fails on every one
 degrades the run with its last failure, `api_error` or `timeout`, and the workflow goes on); a
-terminal one (HTTP 400, 401, 404, ...) is recorded and the run degrades with `api_error`. A `Degraded` outcome — a refusal, a
-content filter, a spent budget, an answer still invalid after the last attempt — is returned as a
-value and retries nothing; with `on_degraded="raise"` it raises `healjson.DegradedError`
-instead (DBOS records the workflow's error; it does not retry it).
+terminal one (HTTP 400, 401, 404, ...) is recorded and the run degrades with `api_error`. A
+`Degraded` outcome — a refusal, a content filter, a spent budget, an answer still invalid after
+the last attempt — is returned as a value and retries nothing; with `on_degraded="raise"` it
+raises `healjson.DegradedError` instead (DBOS records the workflow's error; it does not retry
+it).
 
 `healed_step(healer, call)` without messages returns the step function, `step(messages,
 **params)`, to call inside workflows. `healed_step_async` is the same for async workflows

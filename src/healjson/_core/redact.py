@@ -83,11 +83,14 @@ _AUTH_FIELD: Final = re.compile(
     r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)"
     r"(?:[a-z][\w-]*[ \t]+)?(?:\[redacted\]|[^\s\"',;{}\[\]]+)"
 )
-# `api_key=x` in an echoed URL, `"x-api-key": "x"`, `client_secret: x` in an echoed body.
-_KEY_FIELD: Final = re.compile(
-    r"(?i)((?:api|access|refresh|auth|id)[-_]?(?:key|token)|(?:client|api)[-_]?secret"
-    r"|secret[-_]?key|password|passwd)([\"']?\s*[:=]\s*[\"']?)[^\s\"'&,;{}\[\]]+"
+# `api_key=x` in an echoed URL, `"x-api-key": "x"`, `client_secret: x` in an echoed body
+_FIELDS: Final = (
+    r"(?:api|access|refresh|auth|id)[-_]?(?:key|token)|(?:client|api)[-_]?secret"
+    r"|secret[-_]?key|password|passwd"
 )
+_KEY_FIELD: Final = re.compile(rf"(?i)({_FIELDS})([\"']?\s*[:=]\s*[\"']?)[^\s\"'&,;{{}}\[\]]+")
+_FIELD_NAME: Final = re.compile(rf"(?i)(?:(?:proxy-)?authorization|{_FIELDS})$")  # a key, whole
+_Named = Callable[[str], bool] | None  # which keys' string values are masked
 _BEARER: Final = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/=]{8,}")
 _SCHEME: Final = re.compile(r"(?i)^(?:bearer|basic|token|apikey)\s+(\S+)$")
 
@@ -135,23 +138,15 @@ def redact_with(text: str, forms: tuple[str, ...]) -> str:
 def redact_data(value: Any, *, by_name: bool = True, fields: bool = False) -> Any:
     """A copy of `value` with every string redacted; mappings become dicts and lists and tuples
     keep their type. With `by_name` (the default) values under credential-like keys are masked
-    too; `by_name=False` leaves keys alone (for records whose values are the caller's data),
-    except, with `fields`, a string under a credential field's name (`is_credential_field`):
-    the data as the text redactor leaves its JSON text."""
+    too; with `fields` instead, only strings under a credential field's name (a record of the
+    caller's data, as the text redactor leaves its JSON text); else keys are left alone."""
     named = is_credential_name if by_name else is_credential_field if fields else None
     return _walk(value, _known_forms(), named, 0)
 
 
-_FIELD_NAME: Final = re.compile(
-    r"(?i)(?:(?:proxy-)?authorization|(?:api|access|refresh|auth|id)[-_]?(?:key|token)"
-    r"|(?:client|api)[-_]?secret|secret[-_]?key|password|passwd)$"
-)
-
-
 def is_credential_field(name: str) -> bool:
-    """True for a key the text redactor masks the value of in a `"name": "value"` pair
-    (`api_key`, `x-api-key`, `db_password`, `authorization`; not `key` or `tokens`, which a
-    caller's own data uses for other things)."""
+    """True for a key whose `"name": "value"` pair the text redactor masks (`api_key`,
+    `db_password`, `authorization`; not `key` or `tokens`, a caller's data's own words)."""
     return _FIELD_NAME.search(name) is not None
 
 
@@ -488,9 +483,7 @@ def _scheme_then_marker(match: re.Match[str]) -> str:
     return f"{match.group(1)} {MARKER}"
 
 
-def _walk(
-    value: Any, secrets: tuple[str, ...], named: Callable[[str], bool] | None, depth: int
-) -> Any:
+def _walk(value: Any, secrets: tuple[str, ...], named: _Named, depth: int) -> Any:
     # exact types first, ABC checks (Mapping) last: they are slow, and most values are plain
     kind = type(value)
     if kind is str:
@@ -518,10 +511,7 @@ def _walk(
 
 
 def _mapping(
-    value: Mapping[Any, Any],
-    secrets: tuple[str, ...],
-    named: Callable[[str], bool] | None,
-    depth: int,
+    value: Mapping[Any, Any], secrets: tuple[str, ...], named: _Named, depth: int
 ) -> dict[Any, Any]:
     out: dict[Any, Any] = {}
     for key, item in value.items():
