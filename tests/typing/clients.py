@@ -117,3 +117,27 @@ def check_packs_are_generic() -> None:
     loaded = healjson.load_contracts("invoice")
     assert_type(loaded, ContractPack[Any])
     assert_type(ContractPack({"type": "object"}), ContractPack[Any])
+
+
+def check_context_managers() -> None:
+    with healjson.wrap(openai.OpenAI(api_key="x")) as chat:
+        assert_type(
+            chat.chat.completions.create(model="m", messages=[], response_model=Order),
+            Outcome[Order],
+        )
+    with healjson.wrap(anthropic.Anthropic(api_key="x")) as claude:
+        assert_type(
+            claude.messages.create(model="m", max_tokens=1, messages=[], response_model=Order),
+            Outcome[Order],
+        )
+    with healjson.wrap(openai.AsyncOpenAI(api_key="x")):  # type: ignore[attr-defined]
+        pass
+
+
+async def check_async_context_managers() -> None:
+    async with healjson.wrap(openai.AsyncOpenAI(api_key="x")) as chat:
+        pending = chat.chat.completions.create(model="m", messages=[], response_model=Order)
+        _ = assert_type(pending, Coroutine[Any, Any, Outcome[Order]])
+    async with healjson.wrap(ollama.AsyncClient()) as local:
+        answer = local.chat(model="m", messages=[], response_model=Order)
+        _ = assert_type(answer, Coroutine[Any, Any, Outcome[Order]])

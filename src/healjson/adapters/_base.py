@@ -39,7 +39,7 @@ from healjson._providers.tiers import ONE_VALUE, JsonMode, Shapeable
 from ._cache import HealerCache
 from ._chat_tiers import build_request, retry_mode
 from ._format import Enforcing, FormatState, check_mode
-from ._proxy import ChatProxy, CompletionsProxy
+from ._proxy import ChatProxy, CompletionsProxy, ContextPassthrough
 from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 
 if TYPE_CHECKING:
@@ -250,9 +250,10 @@ class Completions(CompletionsProxy):
         return drive_sync(run, driver, secrets_scope(core.wrapped, kwargs))
 
 
-class HealingAdapter:
+class HealingAdapter(ContextPassthrough):
     """A wrapped client: healjson's `chat.completions.create`, the wrapped client's everything
-    else (`__getattr__`); see `healjson.wrap`."""
+    else (`__getattr__`; `with` / `async with` where the wrapped client has them, binding this
+    client: `ContextPassthrough`); see `healjson.wrap`."""
 
     completions_type: type[Completions] = Completions
     static_sender = False

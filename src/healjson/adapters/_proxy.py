@@ -1,16 +1,30 @@
 """Attribute passthrough for a wrapped client's `chat` and `chat.completions` namespaces, and
-an OpenAI client's `beta`.
+an OpenAI client's `beta`; a wrapped client's context-manager protocols.
 
 An adapter's `chat.completions` has healjson's `create` (`_base.Completions`); every other
 attribute of `client.chat` and `client.chat.completions` is the wrapped client's. An OpenAI
 client's `beta.chat` is the wrapped client's `chat`, healed the same (`BetaProxy`).
+
+Python looks `__enter__` / `__exit__` / `__aenter__` / `__aexit__` up on the type, never through
+`__getattr__`, so a wrapper supports `with` / `async with` only by defining them
+(`ContextPassthrough`): each is the wrapped client's, where its type has it (what it returns
+bound to the wrapper when it is the wrapped client itself, so the block heals), and where it
+has none, reading it raises what Python raises for the bare client (`NoContextProtocol`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Final
 
-__all__ = ["BetaProxy", "ChatProxy", "CompletionsProxy"]
+__all__ = [
+    "BetaProxy",
+    "ChatProxy",
+    "CompletionsProxy",
+    "ContextPassthrough",
+    "NoContextProtocol",
+    "special_method",
+]
 
 
 class CompletionsProxy:
@@ -52,3 +66,83 @@ class BetaProxy:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._owner.wrapped.beta, name)
+
+
+_NONE: Final[Any] = object()
+
+# what `with` / `async with` say of an object whose type lacks the method (CPython 3.11+)
+_UNSUPPORTED: Final = {
+    "__enter__": "the context manager protocol",
+    "__exit__": "the context manager protocol (missed __exit__ method)",
+    "__aenter__": "the asynchronous context manager protocol",
+    "__aexit__": "the asynchronous context manager protocol (missed __aexit__ method)",
+}
+
+
+class NoContextProtocol(TypeError, AttributeError):
+    """A wrapper's context-manager method where the wrapped object's type has none: the
+    TypeError (and its message) `with` / `async with` raise for the bare object, and an
+    AttributeError, so that `hasattr(wrapper, "__enter__")` is what it is for the bare object."""
+
+
+def special_method(obj: Any, name: str) -> Any:
+    """`obj`'s special method `name`, bound to it, found as `with` finds it: on its type's MRO
+    (not the instance, not `__getattr__`); `None` when its type has none."""
+    for klass in type(obj).__mro__:
+        found = vars(klass).get(name, _NONE)
+        if found is not _NONE:
+            bind = getattr(type(found), "__get__", None)
+            return found if bind is None else bind(found, obj, type(obj))
+    return None
+
+
+class _Passed:
+    """One context-manager method of a wrapper (`ContextPassthrough`): the wrapped object's."""
+
+    def __init__(self, enters: bool, awaits: bool) -> None:
+        self.enters = enters
+        self.awaits = awaits
+        self.name = ""
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self.name = name
+
+    def __get__(self, wrapper: Any, owner: type[Any] | None = None) -> Callable[..., Any]:
+        if wrapper is None:  # read on the class (`ExitStack.enter_context` does): a function
+            return self._unbound
+        client = wrapper.wrapped
+        method = special_method(client, self.name)
+        if method is None:
+            raise NoContextProtocol(
+                f"'{type(client).__name__}' object does not support {_UNSUPPORTED[self.name]}"
+            )
+        if not self.enters:  # the exit: the wrapped client's own, its arguments and result
+            return method  # type: ignore[no-any-return]
+        if self.awaits:
+
+            async def aenter() -> Any:
+                entered = await method()
+                return wrapper if entered is client else entered
+
+            return aenter
+
+        def enter() -> Any:
+            entered = method()
+            return wrapper if entered is client else entered
+
+        return enter
+
+    def _unbound(self, wrapper: Any, *args: Any, **kwargs: Any) -> Any:
+        return self.__get__(wrapper, type(wrapper))(*args, **kwargs)
+
+
+class ContextPassthrough:
+    """A wrapper (of `wrapped`) that is a context manager exactly where `wrapped` is one:
+    `with` binds the wrapper (where the wrapped client's `__enter__` returns itself, as every
+    SDK client's does) and exits as the wrapped client does (closing it); `async with` alike.
+    Where `wrapped` lacks a protocol, the wrapper raises what Python raises for it."""
+
+    __enter__ = _Passed(enters=True, awaits=False)
+    __exit__ = _Passed(enters=False, awaits=False)
+    __aenter__ = _Passed(enters=True, awaits=True)
+    __aexit__ = _Passed(enters=False, awaits=True)
