@@ -14,6 +14,7 @@ from importlib.util import find_spec
 from types import SimpleNamespace, TracebackType
 from typing import Any
 
+import aiohttp
 import anthropic
 import openai
 import pytest
@@ -124,6 +125,41 @@ ASYNC = {
         lambda bare: bare._client.is_closed,
     ),
 }
+
+
+def test_async_with_on_the_wrapped_gemini_aio_binds_it_and_closes_the_sdk_aio(
+    scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`async with wrap(genai.Client()).aio as aio:` binds the healing `aio`, which heals inside
+    the block, and exits as a bare `async with client.aio` does (its `aclose`)."""
+    from google.genai.client import AsyncClient
+
+    closed: list[Any] = []
+
+    async def aclose(self: Any) -> None:
+        closed.append(self)
+
+    monkeypatch.setattr(AsyncClient, "aclose", aclose)
+
+    async def main() -> tuple[Any, Any]:
+        async with aiohttp.ClientSession() as session:
+            options = genai_types.HttpOptions(
+                base_url=scripted_server.gemini_base_url, aiohttp_client=session
+            )
+            bare = genai.Client(api_key="test-key", http_options=options)
+            wrapped = healjson.wrap(bare)
+            async with wrapped.aio as aio:
+                assert aio is wrapped.aio
+                assert not closed
+                outcome = await aio.models.generate_content(**GEMINI)
+            bare.close()
+            return outcome, bare.aio
+
+    scripted_server.push(PROSE)
+    outcome, bare_aio = asyncio.run(main())
+    assert [bare_aio] == closed
+    assert isinstance(outcome, Healed)
+    assert Person(name="Ann", age=31) == outcome.value
 
 
 def _kinds(kinds: dict[str, Kind]) -> list[Any]:

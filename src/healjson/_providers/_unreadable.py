@@ -5,13 +5,22 @@ readers, `unreadable_as_failure`) and the provider SDK, which decodes the body b
 sees it (`sdk_reading_failure`). Hostile bodies make both fail in ways of their own: a body
 nested past the decoder's recursion limit (`RecursionError`), a field of a type the reader does
 not expect (`TypeError`, `AttributeError`, ...), a body the SDK's models refuse (pydantic's
-`ValidationError`, raised by google-genai while it reads a response). Each becomes
+`ValidationError`, raised by google-genai and ollama while they read a response). Each becomes
 `UnreadableReply`: a `ProviderError` (the run degrades with `api_error`, the reader's words
 kept) and a `TypeError` (what the readers' callers already treat as a call without a reply).
+
+Which SDK failures are the provider's is one rule for every provider: each declares the
+functions of its SDK that read an answer (`Provider.reads`) and those its readers call to build
+their own request (`Provider.builds`); an exception raised beneath a reader, and neither beneath
+one of those builders nor beneath the HTTP client sending a request, was raised reading the
+answer. Anything else the SDK raises (the caller's arguments refused before a request is sent,
+a request that cannot be encoded) and anything the caller's own code raises (a transport, a
+hook) is not, and propagates as it is.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import re
 from collections.abc import Callable
@@ -35,12 +44,10 @@ _READING_ERRORS: Final = (
     OverflowError,
 )
 
-# the SDK functions that turn a response body into the SDK's objects (every other SDK frame
-# builds a request, whose failures are the caller's): google-genai's generated converters
-# (`_GenerateContentResponse_from_mldev`, `_Candidate_from_vertex`, ...) and its models'
-# `_from_response`
-_SDK_READERS: Final = re.compile(r"(?:_from_response|_from_mldev|_from_vertex)\Z")
-_SDK_PACKAGES: Final = frozenset({"google", "anthropic", "openai"})
+# the modules of the HTTP clients the SDKs use that build and send a request (the caller's
+# arguments encoded, the caller's transport and hooks run): what fails beneath them, even inside
+# a reader that sends its own request (ollama's streams, google-genai's), read no answer
+_SENDING: Final = frozenset({"httpx._client", "aiohttp.client"})
 _MAX_WORDS: Final = 200
 
 
@@ -97,14 +104,41 @@ def sdk_reading_failure(exc: BaseException) -> BaseException:
     return exc
 
 
+@functools.cache
+def _sdk_readers() -> tuple[re.Pattern[str], re.Pattern[str], frozenset[str]]:
+    """Every provider's SDK readers and request builders (`Provider.reads`, `Provider.builds`),
+    each as one pattern over `module:qualname`, and the SDKs' top packages (read once: the
+    registry is fixed when healjson is imported)."""
+    from healjson._providers import PROVIDERS  # here: the registry loads modules that use this
+
+    providers = list(PROVIDERS)
+    readers = [reader for provider in providers for reader in provider.reads]
+    builders = [builder for provider in providers for builder in provider.builds]
+    packages = frozenset(name.partition(".")[0] for name in (*readers, *builders))
+    return _either(readers), _either(builders), packages
+
+
+def _either(patterns: list[str]) -> re.Pattern[str]:
+    return re.compile("|".join(fnmatch.translate(pattern) for pattern in patterns) or r"(?!)")
+
+
 def _raised_reading(exc: BaseException) -> bool:
-    """True when `exc` was raised inside a provider SDK's response reader."""
+    """True when `exc` was raised beneath a provider SDK's reader, and neither beneath one of
+    its request builders nor beneath an HTTP client sending a request (see the module)."""
+    readers, builders, packages = _sdk_readers()
+    reading = False
     trace = exc.__traceback__
-    while trace is not None:
-        code = trace.tb_frame.f_code
-        if _SDK_READERS.search(code.co_name):
-            module = trace.tb_frame.f_globals.get("__name__", "")
-            if isinstance(module, str) and module.partition(".")[0] in _SDK_PACKAGES:
-                return True
+    while trace is not None:  # outermost first
+        frame = trace.tb_frame
+        module = frame.f_globals.get("__name__", "")
+        if isinstance(module, str):
+            if module.partition(".")[0] in packages:
+                name = f"{module}:{frame.f_code.co_qualname}"
+                if readers.match(name):
+                    reading = True
+                elif builders.match(name):
+                    reading = False
+            elif module in _SENDING:
+                reading = False
         trace = trace.tb_next
-    return False
+    return reading

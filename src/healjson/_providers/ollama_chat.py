@@ -47,7 +47,6 @@ from healjson.adapters._base import (
     UNSET,
     Exchange,
     HealingAdapter,
-    ShapeCheck,
     async_call,
     is_async_client,
     sync_call,
@@ -55,6 +54,7 @@ from healjson.adapters._base import (
 from healjson.adapters._format import Enforcing, FormatState, check_mode
 from healjson.adapters._steps import stepped
 from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
+from healjson.adapters._unreadable import ReadChecked
 
 from ._fields import as_int, as_list, get_field, json_text, message_text, opt_str
 from ._unreadable import unreadable_as_failure
@@ -365,11 +365,9 @@ OLLAMA: Final = ToolDialect("ollama", _read_tool, _wire_tool, lambda choice: Fal
 # -- the client adapter --------------------------------------------------------------------
 
 
-_READ_CHUNKS = ShapeCheck(lambda value: is_stream(value) or hasattr(value, "message"), "chunks")
+_READ_CHUNKS = ReadChecked(lambda value: is_stream(value) or hasattr(value, "message"), "chunks")
 # the SDK's `ChatResponse` class, once read, needs no check (its fast reader is remembered)
-_READ_REPLY = ShapeCheck(
-    lambda value: hasattr(value, "message"), "an Ollama chat response", SDK_REPLIES
-)
+_READ_REPLY = ReadChecked(lambda v: hasattr(v, "message"), "an Ollama chat response", SDK_REPLIES)
 _DEFAULT_POLICY = HealPolicy()
 _MAX_ROUTES = 256  # cached drivers per client (as many as healers)
 _NO_TARGET: Any = None  # a driver without a JSON tier never shapes a request for a target
@@ -596,5 +594,6 @@ PROVIDER: Final = Provider(
     tools=f"{__name__}:OLLAMA",
     tiers=NATIVE_MODES,
     typing=f"{__name__}:TYPING",
+    reads=("ollama._client:*._request*", "ollama._types:ResponseError.*"),  # an answer, an error
 )
 """Ollama (the official `ollama` client)."""

@@ -197,3 +197,13 @@ class Provider:
     typing: str | None = None
     """`module:attribute` of its row of the typed face of `wrap` (a `TypingRow`: the
     generator, `healjson._typing.generate`, reads it; nothing at run time does)."""
+    reads: tuple[str, ...] = ()
+    """The functions of its SDK that read the provider's answer, as `module:qualname` patterns
+    (`fnmatch`'s: `"ollama._client:*Client._request"`): what is raised beneath one of them is
+    the provider's failure, the answer it could not read (`healjson._providers._unreadable`),
+    unless it was raised building or sending the request (beneath the HTTP client's sending,
+    or one of `builds`)."""
+    builds: tuple[str, ...] = ()
+    """The functions of its SDK that build a request, called by a function of `reads` (one
+    that sends its own request before it reads), as `module:qualname` patterns: what they
+    raise is the caller's (arguments refused), not the provider's."""

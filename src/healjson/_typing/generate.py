@@ -70,12 +70,14 @@ CONTEXTS: Final[Mapping[str, tuple[str, ...]]] = {
     "anthropic.Anthropic": ("with",),
     "anthropic.AsyncAnthropic": ("async with",),
     "google.genai.Client": ("with",),
+    "google.genai.Client.aio": ("async with",),
     "ollama.Client": ("with", "async with"),
     "ollama.AsyncClient": ("with", "async with"),
 }
-"""The SDK client types (a row's `sync` / `async_`) that are context managers, and which: the
-wrapped client is the same ones (binding itself, closing the SDK's client on exit). A type not
-here is none (an instructor client's)."""
+"""The SDK client types (a row's `sync` / `async_`, or `<sync>.<aio>` for the async side under an
+attribute of the sync client) that are context managers, and which: the wrapped client is the
+same ones (binding itself, closing the SDK's client on exit). A type not here is none (an
+instructor client's)."""
 
 _CONTEXT_METHODS: Final = {
     "with": [
@@ -280,11 +282,14 @@ def _tree(
         lines += ["    @property", f"    def {part}(self) -> {children[part]}: ..."]
     for path, method, is_async in here:
         lines += _method(method, path[-1], _Kinds(is_async))
+    client = None
     if top:
         lines += ["    @property", "    def is_async(self) -> bool: ..."]
         client = row.get("async_", "") if name.startswith("Async") else row.get("sync", "")
-        for protocol in CONTEXTS.get(client, ()):
-            lines += _CONTEXT_METHODS[protocol]
+    elif prefix and prefix == [row.get("aio")]:
+        client = f"{row.get('sync', '')}.{prefix[0]}"
+    for protocol in CONTEXTS.get(client or "", ()):
+        lines += _CONTEXT_METHODS[protocol]
     lines.append("    def __getattr__(self, name: str) -> Any: ...")
     yield "\n".join(lines) + "\n"
 

@@ -135,4 +135,11 @@ PROVIDER = Provider(
     ),
     tiers=NATIVE_MODES,
     typing=f"{__name__}:TYPING",
+    # the SDK's stream decoding and its responses' parsing
+    reads=(
+        "anthropic._streaming:*",
+        "anthropic._decoders.*:*",
+        "anthropic._response:*._parse",
+        "anthropic._legacy_response:*._parse",
+    ),
 )

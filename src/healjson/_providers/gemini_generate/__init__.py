@@ -60,4 +60,14 @@ PROVIDER = Provider(
     tiers=NATIVE_MODES,
     assistant_role="model",
     typing=f"{__name__}:TYPING",
+    # google-genai's generated converters of a response (`_Candidate_from_mldev`, ...), its
+    # models' `_from_response`, a response's body (`HttpResponse`) and a stream's chunks
+    reads=(
+        "google.genai.*:*_from_mldev",
+        "google.genai.*:*_from_vertex",
+        "google.genai.*:*_from_response",
+        "google.genai._api_client:HttpResponse.*",
+        "google.genai._api_client:*request_streamed*",
+    ),
+    builds=("google.genai._api_client:*._build_request",),  # a stream's request, built
 )

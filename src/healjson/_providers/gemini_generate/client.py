@@ -35,6 +35,7 @@ from healjson.adapters._base import (
 )
 from healjson.adapters._format import Enforcing, FormatState, check_mode
 from healjson.adapters._parsed import Received, afinish, finish
+from healjson.adapters._proxy import ContextPassthrough
 from healjson.adapters._steps import stepped
 from healjson.adapters._unreadable import ReadChecked
 
@@ -151,12 +152,18 @@ class Models:
         return self._owner._heal(self._aio, True, args, response_model, kwargs)
 
 
-class Aio:
-    """`wrap(genai.Client()).aio`: healing `models`, the rest the wrapped client's `aio`."""
+class Aio(ContextPassthrough):
+    """`wrap(genai.Client()).aio`: healing `models`, the rest the wrapped client's `aio` (an
+    `async with` as the SDK's `aio` is one)."""
 
     def __init__(self, owner: HealingGemini) -> None:
         self._owner = owner
         self.models = Models(owner, aio=True)
+
+    @property
+    def wrapped(self) -> Any:
+        """The SDK client's `aio`."""
+        return self._owner.wrapped.aio
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._owner.wrapped.aio, name)
