@@ -388,7 +388,7 @@ def _sdk_class(path: str) -> Any:
 
 
 def test_the_typed_face_is_a_context_manager_where_the_sdk_client_is_one() -> None:
-    """The generator's table names each SDK client type's context-manager protocols as the
+    """Each provider's typing row names its SDK client types' context-manager protocols as the
     installed SDK has them, and each client protocol of the face declares exactly those."""
     text = generate.face()
     for provider in PROVIDERS:
@@ -400,7 +400,7 @@ def test_the_typed_face_is_a_context_manager_where_the_sdk_client_is_one() -> No
             if path is None:
                 continue
             block = text.split(f"class {prefix}{row['name']}(Protocol):")[1].split("\nclass ")[0]
-            named = generate.CONTEXTS.get(path, ())
+            named = row.get("contexts", {}).get(side, ())
             assert ("def __enter__(self) -> Self" in block) == ("with" in named), path
             assert ("def __aenter__(self) -> Self" in block) == ("async with" in named), path
             cls = _sdk_class(path)

@@ -568,6 +568,7 @@ TYPING: Final[TypingRow] = {
     "name": "Ollama",
     "sync": "ollama.Client",
     "async_": "ollama.AsyncClient",
+    "contexts": {"sync": ("with", "async with"), "async_": ("with", "async with")},
     "imports": ("ollama",),
     "completion": _RESPONSE,
     "summary": (

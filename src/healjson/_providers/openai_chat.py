@@ -20,6 +20,7 @@ the registry installs them as the core's fast readers, called for every class al
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -277,13 +278,16 @@ def _openai(chunk: Any) -> Delta:
         name = name or opt_str(get_field(function, "name"))
     text = get_field(delta, "content")
     refusal = get_field(delta, "refusal")
+    finish = opt_str(get_field(choice, "finish_reason"))
+    if usage is not None and finish is None:  # a running count (vLLM's continuous usage stats)
+        usage = dataclasses.replace(usage, estimated=True)
     return Delta(
         text=text if isinstance(text, str) else "",
         reasoning=reasoning,
         tool_arguments=arguments,
         tool_name=name,
         refusal=refusal if isinstance(refusal, str) else "",
-        finish_reason=opt_str(get_field(choice, "finish_reason")),
+        finish_reason=finish,
         usage=usage,
         model=model,
     )
@@ -571,5 +575,7 @@ PROVIDER = Provider(
         base_url_env="OPENAI_BASE_URL",
     ),
     typing="healjson._providers.openai_typing:OPENAI",
+    # the SDK's stream decoding and its responses' parsing (the Responses API's too)
+    reads=("openai._streaming:*", "openai._response:*._parse", "openai._legacy_response:*._parse"),
 )
 """OpenAI chat completions, and every OpenAI-compatible client (the registry's default)."""

@@ -25,6 +25,7 @@ OPENAI: Final[TypingRow] = {
     "name": "OpenAI",
     "sync": "openai.OpenAI",
     "async_": "openai.AsyncOpenAI",
+    "contexts": {"sync": ("with",), "async_": ("async with",)},
     "imports": (
         "openai",
         "openai.types.chat",

@@ -79,7 +79,9 @@ if TYPE_CHECKING:
         sync client's async side when the SDK has no async client class; `imports` the modules
         the types name;
         `completion` the SDK's response type (an instructor client over it returns one with
-        its outcome); `summary` this client's paragraph of `wrap`'s docstring."""
+        its outcome); `summary` this client's paragraph of `wrap`'s docstring; `contexts` the
+        context-manager protocols (`"with"`, `"async with"`) of the SDK's `sync`, `async_` and
+        `aio` sides (the wrapped client is the same ones: none where a side is not named)."""
 
         name: str
         methods: tuple[Method, ...]
@@ -89,6 +91,7 @@ if TYPE_CHECKING:
         imports: tuple[str, ...]
         completion: str
         summary: str
+        contexts: Mapping[str, tuple[str, ...]]
 
 
 __all__ = [

@@ -10,7 +10,7 @@ table: client (sync / async) x method kind (plain, a healed stream, tool calls) 
 SDK's own call returns without a target. From it come one `Protocol` per client and namespace,
 and the overloads of `wrap` and `wrap_callable` (a stub: type checkers read it, nothing imports
 it at run time). The `json_mode` of each client is a `Literal` of its provider's tiers. A client
-protocol is a context manager where the SDK's client is one (`CONTEXTS`).
+protocol is a context manager where the SDK's client is one (its row's `contexts`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -28,7 +28,7 @@ from healjson._providers.tiers import MODES
 if TYPE_CHECKING:
     from healjson._providers.provider import Method, TypingRow
 
-__all__ = ["CONTEXTS", "FACE", "INSTRUCTOR", "face", "main"]
+__all__ = ["FACE", "INSTRUCTOR", "face", "main"]
 
 FACE: Final = Path(__file__).with_name("face.pyi")
 
@@ -63,21 +63,6 @@ INSTRUCTOR: Final[TypingRow] = {
     ),
 }
 """An instructor client's healed calls, on the client and on `chat.completions` alike."""
-
-CONTEXTS: Final[Mapping[str, tuple[str, ...]]] = {
-    "openai.OpenAI": ("with",),
-    "openai.AsyncOpenAI": ("async with",),
-    "anthropic.Anthropic": ("with",),
-    "anthropic.AsyncAnthropic": ("async with",),
-    "google.genai.Client": ("with",),
-    "google.genai.Client.aio": ("async with",),
-    "ollama.Client": ("with", "async with"),
-    "ollama.AsyncClient": ("with", "async with"),
-}
-"""The SDK client types (a row's `sync` / `async_`, or `<sync>.<aio>` for the async side under an
-attribute of the sync client) that are context managers, and which: the wrapped client is the
-same ones (binding itself, closing the SDK's client on exit). A type not here is none (an
-instructor client's)."""
 
 _CONTEXT_METHODS: Final = {
     "with": [
@@ -282,13 +267,13 @@ def _tree(
         lines += ["    @property", f"    def {part}(self) -> {children[part]}: ..."]
     for path, method, is_async in here:
         lines += _method(method, path[-1], _Kinds(is_async))
-    client = None
+    side = None
     if top:
         lines += ["    @property", "    def is_async(self) -> bool: ..."]
-        client = row.get("async_", "") if name.startswith("Async") else row.get("sync", "")
+        side = "async_" if name.startswith("Async") else "sync"
     elif prefix and prefix == [row.get("aio")]:
-        client = f"{row.get('sync', '')}.{prefix[0]}"
-    for protocol in CONTEXTS.get(client or "", ()):
+        side = "aio"
+    for protocol in row.get("contexts", {}).get(side or "", ()):
         lines += _CONTEXT_METHODS[protocol]
     lines.append("    def __getattr__(self, name: str) -> Any: ...")
     yield "\n".join(lines) + "\n"

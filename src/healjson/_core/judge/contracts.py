@@ -35,7 +35,7 @@ from healjson._core.sentinels import MISSING
 from healjson._core.wire.effects import AwaitAll
 
 from .context import ContractContext
-from .item_rules import list_path, read_at
+from .item_rules import attribute_name, list_path, lists_at, place
 from .signatures import arity, check_callable
 from .violation import UNSET as _UNSET
 from .violation import Violation, malformation
@@ -156,13 +156,17 @@ def contract(
     again) or `"stop"` (no re-ask: the run degrades with `contract_error`).
 
     `items` makes it a rule over each item of a list inside the value: `items="lines"` on
-    `def rule(line: Line)` runs it on every item of the value's `lines` (a dotted path reaches
-    deeper: `"order.lines"`), each item judged alone, its violations located under the item
-    (`lines[3].qty`); `fields` then names the item's fields. It goes in `contracts=` like any
-    rule, and every `on_fail` applies per item: `"drop"` removes the items that break it from
-    their list (on `Healed.dropped`, with the list's path), `"fix"` corrects each such item
-    (`fix`: the item -> the corrected item). Calling the rule runs it over the whole value;
-    its function over one item is `rule.check.__wrapped__`. A sync rule only.
+    `def rule(line: Line)` runs it on every item of the value's `lines` (a dotted path of field
+    names reaches deeper: `"order.lines"`; a segment that reaches a list goes on in each of its
+    items, so `"invoices.lines"` judges every line of every invoice), each item judged alone,
+    its violations located under the item (`lines[3].qty`, `invoices[0].lines[1].qty`);
+    `fields` then names the item's fields. It goes in `contracts=` like any rule, and every
+    `on_fail` applies per item: `"drop"` removes the items that break it from their list (on
+    `Healed.dropped`, with the list's place), `"fix"` corrects each such item (`fix`: the item
+    -> the corrected item). A path that names no field of the target is refused where the
+    `Healer` (or `validate`) is built. Calling the rule runs it over the whole value; its
+    function over one item is `rule.check.__wrapped__`. A sync rule only, and a sync `fix`
+    (an async one raises TypeError here).
     """
     if items is not None:
         list_path(items)  # a name or a dotted path, checked where it is written
@@ -172,6 +176,12 @@ def contract(
         raise TypeError('on_fail="fix" needs fix=, a function: the value -> the corrected value')
     if on_fail != "fix" and fix is not None:
         raise TypeError(f'fix= is only used with on_fail="fix", not on_fail={on_fail!r}')
+    if fix is not None and _is_async(fix):
+        shown = getattr(fix, "__name__", None) or type_name(fix)
+        raise TypeError(
+            f"fix= must be a plain function (the value -> the corrected value), not an async "
+            f"one ({shown}): nothing awaits a fix; do the async work in the rule, or re-ask"
+        )
     if isinstance(fields, str):
         raise TypeError(f"contract fields must be a sequence of names, e.g. ({fields!r},)")
     fields = tuple(fields)
@@ -197,6 +207,14 @@ def contract(
         return rule if items is None else for_each_item(rule, items)
 
     return build(check) if check is not None else build
+
+
+def _is_async(fn: Any) -> bool:
+    """A coroutine (or async generator) function, or an object whose `__call__` is one."""
+    return any(
+        inspect.iscoroutinefunction(f) or inspect.isasyncgenfunction(f)
+        for f in (fn, getattr(fn, "__call__", None))  # noqa: B004  (the call of an object)
+    )
 
 
 def as_contract(rule: Any) -> Contract[Any]:
@@ -234,9 +252,10 @@ def check_rule_list(rules: Any, keyword: str = "contracts") -> None:
 
 
 def for_each_item(rule: Contract[Any], at: str = "") -> Contract[Any]:
-    """`rule` (over one item) as a rule over the whole value: run on every item of the list at
-    `at` ("": the value is the list; `item_rules`), each violation located under its item
-    (`[3].qty`, `lines[3].qty`). A sync rule only."""
+    """`rule` (over one item) as a rule over the whole value: run on every item of every list
+    the path `at` reaches ("": the value is the list; a segment that reaches a list goes on in
+    each of its items: `item_rules`), each violation located under its item (`[3].qty`,
+    `lines[3].qty`, `invoices[0].lines[3].qty`). A sync rule only."""
     if inspect.iscoroutinefunction(rule.check):
         raise TypeError(f"item contract {rule.name!r} must be a sync function")
     if rule.item:
@@ -248,17 +267,18 @@ def for_each_item(rule: Contract[Any], at: str = "") -> Contract[Any]:
     parts = list_path(at) if at else ()
 
     def each(value: Any, ctx: ContractContext) -> list[Violation | _ContractBug]:
-        items = read_at(value, parts)
         found: list[Violation | _ContractBug] = []
-        for index, item in enumerate(items if isinstance(items, list | tuple) else ()):
-            try:
-                diagnostics = _diagnose(rule, item, rule(item, ctx))
-            except Exception as exc:
-                diagnostics = [_crashed(rule, exc)]
-            for diagnostic in diagnostics:
-                if diagnostic.source is Source.CONTRACT_ERROR:  # the caller's bug, not the model's
-                    return [_ContractBug(_diagnostic_under(at, index, diagnostic))]
-                found.append(_violation_under(at, index, diagnostic))
+        for loc, items in lists_at(value, parts):
+            where = place(loc)
+            for index, item in enumerate(items):
+                try:
+                    diagnostics = _diagnose(rule, item, rule(item, ctx))
+                except Exception as exc:
+                    diagnostics = [_crashed(rule, exc)]
+                for diagnostic in diagnostics:
+                    if diagnostic.source is Source.CONTRACT_ERROR:  # the caller's bug
+                        return [_ContractBug(_diagnostic_under(where, index, diagnostic))]
+                    found.append(_violation_under(where, index, diagnostic))
         return found
 
     each.__wrapped__ = rule.check  # type: ignore[attr-defined]  # the rule over one item
@@ -523,17 +543,7 @@ def value_at(value: Any, path: str) -> Any:
             elif isinstance(node, Mapping):
                 node = node[key]
             else:
-                node = getattr(node, _attribute_name(node, key))
+                node = getattr(node, attribute_name(node, key))
         except Exception:  # absent, or a property / __getitem__ that raises: not readable here
             return MISSING
     return node
-
-
-def _attribute_name(node: Any, key: str) -> str:
-    """The Python attribute for `key`, which may be a field's alias (`orderId` for `order_id`)."""
-    fields = getattr(type(node), "model_fields", None)
-    if isinstance(fields, Mapping) and key not in fields:
-        for name, info in fields.items():
-            if key in (getattr(info, "alias", None), getattr(info, "validation_alias", None)):
-                return str(name)
-    return key

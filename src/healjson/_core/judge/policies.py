@@ -20,6 +20,7 @@ A `fix` that raises is a bug in the caller's code, as a contract that raises: `c
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +39,7 @@ from healjson._core.target.target import Target
 from healjson._core.wire.effects import AwaitAll
 
 from .contracts import Contract, ContractContext, run_contract_groups
-from .item_rules import item_index, read_at, replaced_at
+from .item_rules import Loc, item_place, lists_at, place, read_at, replaced_at
 
 __all__ = ["Dropped", "Settled", "settle"]
 
@@ -122,7 +123,10 @@ def settle(
     except TypeError:  # a list inside a value healjson cannot copy: the model is asked instead
         return Settled(blocking=blocking)
     try:
-        data = target.adapter.dump_python(value, mode="json", by_alias=True, warnings=False)
+        # the fields the answer set (and those a fix set): a default stays one, as answered
+        data = target.adapter.dump_python(
+            value, mode="json", by_alias=True, exclude_unset=True, warnings=False
+        )
         again = target.adapter.validate_python(data, context=ctx.validation_context)
     except Exception:  # the corrected value fails the schema: the model is asked instead
         return Settled(blocking=blocking)
@@ -153,54 +157,80 @@ class _FixFailed(Exception):
 def _remedy(
     instance: Any, by_policy: dict[str, list[tuple[Contract[Any], Sequence[Diagnostic]]]]
 ) -> tuple[Any, tuple[Dropped, ...], tuple[str, ...]]:
-    """Per list that rules over items judged (the answer, or a list inside it): drops (of the
-    items as answered), then item fixes on the items kept; then whole-value fixes in
-    declaration order."""
+    """Per list that rules over items judged (the answer, or each list inside it a path
+    reaches: `invoices[0].lines`): drops (of the items as answered), then item fixes on the
+    items kept, the deepest lists first (so the places of the lists around them still hold);
+    then whole-value fixes in declaration order."""
     value = instance
     fixes = by_policy.get("fix", [])
     fixed: list[str] = []
+    places: dict[str, Loc] = {}
     drops: dict[str, dict[int, list[Diagnostic]]] = {}
-    for rule, group in by_policy.get("drop", []):
-        for diagnostic in group:
-            index = item_index(diagnostic.path, rule.items)
-            if index is not None:
-                drops.setdefault(rule.items, {}).setdefault(index, []).append(diagnostic)
     item_fixes: dict[str, list[tuple[Contract[Any], set[int]]]] = {}
+    for rule, group in by_policy.get("drop", []):
+        for diagnostic, (at, index) in _located(instance, rule, group, places):
+            drops.setdefault(at, {}).setdefault(index, []).append(diagnostic)
     for rule, group in fixes:
         if rule.item:
-            item_fixes.setdefault(rule.items, []).append((rule, _indices(group, rule.items)))
+            for _, (at, index) in _located(instance, rule, group, places):
+                rules = item_fixes.setdefault(at, [])
+                if not rules or rules[-1][0] is not rule:
+                    rules.append((rule, set()))
+                rules[-1][1].add(index)
     dropped: list[Dropped] = []
-    for at in sorted(drops.keys() | item_fixes.keys()):
-        parts = tuple(at.split(".")) if at else ()
-        found = read_at(value, parts)
+    mended: set[str] = set()
+    for at in sorted(drops.keys() | item_fixes.keys(), key=lambda at: (-len(places[at]), at)):
+        loc = places[at]
+        found = read_at(value, loc)
         if not isinstance(found, list | tuple):
             continue  # the list is not there (the schema would have said so): nothing to do
         items = list(found)
         gone = {i: why for i, why in drops.get(at, {}).items() if i < len(items)}
-        dropped += [Dropped(i, jsonable(items[i]), tuple(gone[i]), at) for i in sorted(gone)]
+        answered = read_at(instance, loc)  # the list as answered: its places still hold
+        dropped += [Dropped(i, jsonable(answered[i]), tuple(gone[i]), at) for i in sorted(gone)]
         for rule, indices in item_fixes.get(at, []):
-            mended = [index for index in sorted(indices - gone.keys()) if index < len(items)]
-            for index in mended:
-                items[index] = _fixed(rule, items[index])
-            if mended:
-                fixed.append(rule.name)
+            for index in sorted(indices - gone.keys()):
+                if index < len(items):
+                    items[index] = _fixed(rule, items[index])
+                    mended.add(rule.name)
         kept = [item for index, item in enumerate(items) if index not in gone]
-        value = replaced_at(value, parts, tuple(kept) if isinstance(found, tuple) else kept)
+        value = replaced_at(value, loc, tuple(kept) if isinstance(found, tuple) else kept)
+    fixed += [rule.name for rule, _ in fixes if rule.item and rule.name in mended]
     for rule, _ in fixes:
         if not rule.item:
             value = _fixed(rule, value)
             fixed.append(rule.name)
-    return value, tuple(dropped), tuple(fixed)
+    order = {at: number for number, at in enumerate(places)}  # the lists in answer order
+    dropped.sort(key=lambda item: (order[item.list_path], item.index))
+    return value, tuple(dropped), tuple(dict.fromkeys(fixed))
 
 
-def _indices(group: Sequence[Diagnostic], at: str) -> set[int]:
-    return {index for d in group if (index := item_index(d.path, at)) is not None}
+def _located(
+    instance: Any, rule: Contract[Any], group: Sequence[Diagnostic], places: dict[str, Loc]
+) -> list[tuple[Diagnostic, tuple[str, int]]]:
+    """Each of a rule over items' diagnostics with the list (its place) and the index of the
+    item it lies under; the lists the rule's path reaches are added to `places`."""
+    parts = tuple(rule.items.split(".")) if rule.items else ()
+    reached = {place(loc): loc for loc, _ in lists_at(instance, parts)}
+    places.update(reached)
+    out: list[tuple[Diagnostic, tuple[str, int]]] = []
+    for diagnostic in group:
+        found = item_place(diagnostic.path, reached)
+        if found is not None:
+            out.append((diagnostic, found))
+    return out
 
 
 def _fixed(rule: Contract[Any], value: Any) -> Any:
     assert rule.fix is not None  # `@contract(on_fail="fix")` requires it
     try:
-        return rule.fix(value)
+        fixed = rule.fix(value)
+        if inspect.isawaitable(fixed):  # `@contract` refuses an async fix; a Contract built
+            close = getattr(fixed, "close", None)  # by hand may still hold one
+            if callable(close):
+                close()  # never awaited: closed, so no "never awaited" warning
+            raise TypeError("a fix must return the corrected value, not an awaitable")
+        return fixed
     except Exception as exc:
         raise _FixFailed(
             Diagnostic(

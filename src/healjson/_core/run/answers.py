@@ -226,13 +226,18 @@ class JsonAnswers:
         return replace(prompt, items=items, item_count=count, example=None)
 
     def value(self, evaluation: Evaluation) -> tuple[Any, str, tuple[Flag, ...], tuple[str, ...]]:
-        """The validated instance, the last raw text, L1's flags and the paths a repair
-        changed relative to the first answer read."""
+        """The validated instance, the last raw text, L1's flags and the paths where it differs
+        from the first answer read: computed whenever the value is not that answer as it stood
+        (a repair, or a fix or a drop of the rules' policies, on the first answer too); a first
+        answer accepted as it stands changes nothing and costs nothing."""
         run = self.run
         changed: tuple[str, ...] = ()
-        if len(run.attempts) > 1 and self.first_data is not NOTHING:
+        first = self.first_data
+        if len(run.attempts) == 1:  # the first answer: changed only by a fix or a drop
+            first = evaluation.data if evaluation.fixed or evaluation.dropped else NOTHING
+        if first is not NOTHING:
             final = _as_data(self.spec.target, evaluation)
-            changed = tuple(changed_paths(self.first_data, final))[:_MAX_CHANGED_PATHS]
+            changed = tuple(changed_paths(first, final))[:_MAX_CHANGED_PATHS]
         raw = run.attempts[-1].raw_text or ""
         return evaluation.instance, raw, evaluation.parse.flags, changed
 

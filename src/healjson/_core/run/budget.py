@@ -2,7 +2,8 @@
 
 The loop asks these before each repair call (`engine.heal_flow`); each limit that stops a run
 is a `Diagnostic` of source `budget` that names the policy setting to change. Usage a provider
-did not report is estimated as characters / 4 (`estimated_usage`).
+did not report is estimated as characters / 4 (`estimated_usage`; the rule for any call made,
+answered or not, is `wire.reply.call_usage`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from healjson._core.diagnostic import ROOT, Diagnostic, Source
 from healjson._core.wire import formats as wire
-from healjson._core.wire.reply import Usage
+from healjson._core.wire.reply import Usage, call_usage, estimate_tokens
 
 from .policy import HealPolicy
 
@@ -28,14 +29,13 @@ __all__ = [
 ]
 
 
-def estimate(messages: Sequence[Mapping[str, Any]]) -> int:
-    """The tokens of a request's messages, estimated (characters / 4, and 4 per message)."""
-    return sum(len(str(m.get("content") or "")) for m in messages) // 4 + 4 * len(messages)
+estimate = estimate_tokens
+"""The tokens of a request's messages, estimated (characters / 4, and 4 per message)."""
 
 
 def estimated_usage(messages: Sequence[Mapping[str, Any]], content: str | None) -> Usage:
     """The usage of a call whose provider reported none: the request and the answer estimated."""
-    return Usage(estimate(messages), len(content or "") // 4, estimated=True, requests=1)
+    return call_usage(None, messages, len(content or ""))
 
 
 def over_budget(

@@ -63,7 +63,14 @@ from healjson._core.wire.effects import (
     new_call_result,
 )
 from healjson._core.wire.fault import fault_from_exception
-from healjson._core.wire.reply import SDK_COMPLETIONS, Reply, read_completion, to_reply
+from healjson._core.wire.reply import (
+    SDK_COMPLETIONS,
+    Reply,
+    Usage,
+    call_usage,
+    read_completion,
+    to_reply,
+)
 
 from .pump import CHUNK, END, ERROR, STREAM, VALUE, Pump, close_stream
 from .start import Quick, Run
@@ -220,7 +227,7 @@ def sync_steps(
             sent = call_failed(exc, start, effect)
             continue
         if reader is None or not is_stream(value):
-            sent = call_returned(value, start)
+            sent = call_returned(value, start, effect)
             continue
         reading = reader.open(effect, start)
         try:
@@ -260,7 +267,7 @@ def _limited(
             elif kind == END and reading is not None:
                 return reading.finished()
             elif kind == VALUE:
-                return call_returned(payload, start)
+                return call_returned(payload, start, effect)
             elif reading is None:  # ERROR: the call failed, or ran past the deadline
                 return call_failed(payload, start, effect)
             else:  # ERROR: the stream failed part-way
@@ -324,7 +331,7 @@ async def async_steps(
             sent = call_failed(exc, start, effect)
             continue
         if reader is None or not is_stream(value):
-            sent = call_returned(value, start)
+            sent = call_returned(value, start, effect)
             continue
         reading = reader.open(effect, start)
         chunks = value if hasattr(value, "__aiter__") else _each_turn(value)
@@ -473,13 +480,13 @@ def perform_cache(effect: CacheGet | CachePut) -> Any:
 # -- what a call returned or raised, as the flow sees it ---------------------------------------
 
 
-def call_returned(value: Any, start: float) -> CallResult:
-    """The engine's view of what a call returned: a `Reply` (a shape `to_reply` does not know
-    is a failed call, with the reason in its message)."""
+def call_returned(value: Any, start: float, effect: ModelCall | None = None) -> CallResult:
+    """The engine's view of what `effect`'s call returned: a `Reply` (a shape `to_reply` does
+    not know is a failed call, with the reason in its message)."""
     try:
         reply = _read(value)
     except TypeError as exc:
-        return call_failed(exc, start, None)
+        return call_failed(exc, start, None, effect)
     return new_call_result(reply, None, time.perf_counter() - start)
 
 
@@ -500,7 +507,7 @@ def quick_taken(quick: Quick, value: Any, start: float) -> Healed[Any] | CallRes
     try:
         reply = _read(value)
     except TypeError as exc:
-        return call_failed(exc, start, None)
+        return call_failed(exc, start, None, quick)
     elapsed = time.perf_counter() - start
     healed = quick.spec.first(
         reply, quick.messages, quick.params, elapsed, quick.run_id, quick.context
@@ -508,16 +515,35 @@ def quick_taken(quick: Quick, value: Any, start: float) -> Healed[Any] | CallRes
     return new_call_result(reply, None, elapsed) if healed is None else healed
 
 
-def call_failed(exc: Exception, start: float, effect: ModelCall | Quick | None) -> CallResult:
+_ERROR_ANSWERED: Final = Usage(requests=1)
+
+
+def call_failed(
+    exc: Exception,
+    start: float,
+    effect: ModelCall | Quick | None,
+    sent: ModelCall | Quick | None = None,
+) -> CallResult:
     """A call that raised: the provider's or the transport's failure becomes a `CallFailure`
     the engine degrades on; any other exception is a bug in the caller's code and is raised
-    again, unchanged (`effect` None: healjson's own error, always a failure)."""
+    again, unchanged (`effect` None: healjson's own error, always a failure). The call was
+    made, so it counts one request: no token when the provider answered with an error (it
+    bills none), else (no answer: a timeout, a dropped connection, a body it could not read)
+    the request's tokens estimated and none received (a stream's reading replaces that with
+    what had arrived); `sent`: the call, when `effect` is None."""
     if effect is not None and not is_provider_error(exc, effect.provider_errors):
         raise exc
     kind = exception_kind(exc)
     deadline = isinstance(exc, DeadlineExceeded)
     fault = fault_from_exception(exc)
-    failure = CallFailure(kind, describe_exception(exc), deadline, fault=fault)
+    made = effect if effect is not None else sent
+    if made is None:
+        usage = None
+    elif fault is not None and fault.status >= 400:  # an error answer: billed nothing
+        usage = _ERROR_ANSWERED
+    else:
+        usage = call_usage(None, made.messages, 0)
+    failure = CallFailure(kind, describe_exception(exc), deadline, fault=fault, usage=usage)
     return new_call_result(None, failure, time.perf_counter() - start)
 
 

@@ -42,6 +42,7 @@ from healjson._core.wire.effects import (
     CachePut,
     CallFailure,
     CallResult,
+    DeadlineExceeded,
     ModelCall,
     new_call_result,
     new_model_call,
@@ -445,6 +446,9 @@ def _call_failed(
         base = {**base, "raw_text": redact_text(failure.raw_text)}
         if failure.partial is not None:
             run.partial = failure.partial
+    if failure.usage is not None:  # the call was made: what it spent counts
+        run.usage = run.usage + failure.usage
+        base = {**base, "usage": failure.usage}
     _record(run, new_attempt(**base, diagnostics=(diagnostic,), error=message))
     return (yield from _degrade(spec, run, answers, reason, [diagnostic]))
 
@@ -527,10 +531,12 @@ def _degrade(
     errors = list(errors)
     fallback = spec.fallback
     if callable(fallback) and not isinstance(fallback, type):
-        limit = run.policy.contract_timeout_s
+        # what is left of the deadline (and contract_timeout_s): an async factory is cancelled
+        # past it (a sync one cannot be interrupted), so deadline_s bounds the whole run
+        limit = run.contract_limit()
         fallback, failure = yield from call_fallback(fallback, raw, errors, limit)
         if failure is not None:
-            errors.append(failure)
+            errors.append(_fallback_late(run, limit, failure))
     outcome: Degraded[Any] = Degraded(
         reason=reason,
         raw_text=raw,
@@ -548,3 +554,20 @@ def _degrade(
     if run.events is not None:
         run.events.degraded(outcome)
     return outcome
+
+
+def _fallback_late(run: RunState, limit: float | None, failure: Diagnostic) -> Diagnostic:
+    """A fallback factory's failure, said as a time limit when the driver cancelled it there."""
+    if limit is None or not str(failure.value).startswith(f"{DeadlineExceeded.__name__}:"):
+        return failure
+    policy = run.policy
+    deadline = policy.contract_timeout_s is None or limit < policy.contract_timeout_s
+    which = "what was left of HealPolicy.deadline_s" if deadline else "contract_timeout_s"
+    return replace(
+        failure,
+        value=f"{limit:.3g} s",
+        constraint=f"the fallback factory must return within {limit:.3g} s ({which}); it was "
+        "cancelled",
+        prescription="Make the fallback factory faster, or raise HealPolicy.deadline_s / "
+        "contract_timeout_s; the degradation carries no fallback value.",
+    )

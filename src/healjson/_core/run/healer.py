@@ -17,6 +17,7 @@ from healjson._core.judge.contracts import (
     for_each_item,
 )
 from healjson._core.judge.enforcement import Enforcement
+from healjson._core.judge.item_rules import path_problem
 from healjson._core.observe import events as _events
 from healjson._core.outcome.outcome import Outcome
 from healjson._core.parse import check_ambiguity
@@ -105,10 +106,11 @@ class Healer(Generic[T]):
         target = target_for(model)
         rules = as_contracts(contracts)
         check_policies(rules, items=False)
-        _check_fields(target, rules)
         per_item = as_contracts(item_contracts, "item_contracts")
         if per_item and list_item_type(target.type_) is None:
             raise TypeError(f"item_contracts need a list target (list[Item]), not {target.name}")
+        every = (*rules, *(for_each_item(rule) for rule in per_item))
+        _check_fields(target, every)
         checked = [_checked_example(target, index, ex) for index, ex in enumerate(examples)]
         self.target: Target[T] = target
         self.contracts = rules
@@ -116,7 +118,6 @@ class Healer(Generic[T]):
         self.policy = policy
         self.fallback = fallback
         self.examples = tuple(checked)
-        every = (*rules, *(for_each_item(rule) for rule in per_item))
         self.spec = HealSpec(
             target, every, policy, fallback, golden_example(target, checked, every)
         )
@@ -294,11 +295,22 @@ def _run_context(
     return _NO_CONTRACTS
 
 
-def _check_fields(target: Target[Any], rules: tuple[Contract[Any], ...]) -> None:
+def _check_fields(target: Target[Any], rules: Iterable[Contract[Any]]) -> None:
+    """A ValueError for a rule that names what the target does not have: a field (its first
+    name) of a whole-value rule, or, for a rule over items, a segment of its `items=` path
+    (each checked against what the path reaches: `item_rules.path_problem`), a path that
+    reaches no list, or a field of the items."""
     names = target.field_names
-    if names is None:
-        return
     for rule in rules:
+        if rule.item:
+            prefix = f"{rule.items}[*]."
+            own = tuple(name[len(prefix) :] for name in rule.fields if name.startswith(prefix))
+            problem = path_problem(target, rule.items, own)
+            if problem is not None:
+                raise ValueError(f"contract {rule.name!r} {problem}")
+            continue
+        if names is None:
+            continue
         for name in rule.fields:
             head = name.split(".", 1)[0].split("[", 1)[0]
             if head not in names:
@@ -366,6 +378,8 @@ def validate(
     target = target_for(model)
     rules = as_contracts(contracts)
     check_policies(rules, items=False)
+    if rules:  # the paths of rules over items; a whole-value rule's fields are judged per run
+        _check_fields(target, [rule for rule in rules if rule.item])
     policy = _validate_policy(on_ambiguity)
     spec = HealSpec(target, rules, policy)
     ctx = _run_context(spec, context, ())

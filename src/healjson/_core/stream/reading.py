@@ -8,6 +8,11 @@ reply as the flow's `CallResult`. A reading may end a stream early (`stop`: an a
 tokens can save); what a stream that failed part-way had read is kept on its failure
 (`salvage`). Deadlines, closing the stream and the call itself are the driver's.
 
+Every way a streamed call ends (whole, stopped early, failed) gets its usage here, by one rule
+(`wire.reply.call_usage`): the call counts as a request; the counts the provider reported as
+final are kept exact; else what it reported is kept and the rest estimated from the request
+and what arrived, marked `estimated`.
+
 - `JsonReader`: one `StreamSession` per call (the incremental reader, early judgement,
   accepted or held items); a stream that ends with no finish reason in the middle of a value
   is sent to the flow as cut; an answer that degenerates (a whitespace run, a loop: the
@@ -27,7 +32,7 @@ from healjson._core.diagnostic import Diagnostic, describe_exception
 from healjson._core.wire.degenerate import Guard
 from healjson._core.wire.delta import read_chunk, withdrawn
 from healjson._core.wire.effects import CallFailure, CallResult, ModelCall, new_call_result
-from healjson._core.wire.reply import Reply
+from healjson._core.wire.reply import Reply, Usage, call_usage
 
 from .events import HELD, Event, Item, Snapshot, Text
 from .session import StreamSession
@@ -150,27 +155,33 @@ class JsonReading:
         """The stream ends here, for `why`: what had arrived, judged by it."""
         session = self.session
         elapsed = time.perf_counter() - self.start
-        return CallResult(
-            session.reply("aborted"), None, elapsed, aborted=why, partial=session.data
-        )
+        reply = session.reply("aborted", session.spent(self.effect.messages))
+        return CallResult(reply, None, elapsed, aborted=why, partial=session.data)
 
     def finished(self) -> CallResult:
         """The whole reply; one that stops mid-value with no finish reason is sent as cut."""
         session = self.session
         elapsed = time.perf_counter() - self.start
-        reply = withdrawn(session.reply())  # a refusal stop withdraws the text before it
+        # a refusal stop withdraws the text before it
+        reply = withdrawn(session.reply(None, session.spent(self.effect.messages)))
         cut = session.cut_unknown()
         if cut is not None:  # no finish reason, and the text stops mid-value: maybe cut short
             return CallResult(reply, None, elapsed, aborted=(cut,), partial=session.data)
         return CallResult(reply, None, elapsed)
 
     def salvage(self, result: CallResult) -> CallResult:
-        """What had arrived (its text and the data read from it) kept on the failure."""
+        """What had arrived (its text and the data read from it) and what the call spent kept
+        on the failure."""
+        failure = result.failure
+        if failure is None:
+            return result
         session = self.session
-        if result.failure is not None and session.chars:
-            failure = replace(result.failure, raw_text=session.text, partial=session.data)
-            result = replace(result, failure=failure)
-        return result
+        usage = session.spent(self.effect.messages)
+        if session.chars:
+            failure = replace(failure, raw_text=session.text, partial=session.data, usage=usage)
+        else:
+            failure = replace(failure, usage=usage)
+        return replace(result, failure=failure)
 
 
 class Collector(Protocol):
@@ -196,17 +207,18 @@ class CallsReader:
 
     def open(self, effect: ModelCall, start: float) -> CallsReading:
         """One call's reading."""
-        return CallsReading(self.collector(), start)
+        return CallsReading(self.collector(), start, effect)
 
 
 class CallsReading:
     """One streamed tool-call answer being read."""
 
-    __slots__ = ("collector", "start", "stop")
+    __slots__ = ("collector", "effect", "start", "stop")
 
-    def __init__(self, collector: Collector, start: float) -> None:
+    def __init__(self, collector: Collector, start: float, effect: ModelCall) -> None:
         self.collector = collector
         self.start = start
+        self.effect = effect
         self.stop: CallResult | None = None
 
     def feed(self, chunk: Any) -> list[Event]:
@@ -215,9 +227,28 @@ class CallsReading:
         return [Text(piece)] if piece else []
 
     def finished(self) -> CallResult:
-        """The whole answer: the text and every call."""
-        return new_call_result(self.collector.reply(), None, time.perf_counter() - self.start)
+        """The whole answer: the text and every call, and what the call spent."""
+        reply = self.collector.reply()
+        reply = replace(reply, usage=_spent(reply, self.effect))
+        return new_call_result(reply, None, time.perf_counter() - self.start)
 
     def salvage(self, result: CallResult) -> CallResult:
-        """A failed tool-call stream keeps nothing more than its failure."""
-        return result
+        """A failed tool-call stream keeps its failure and what the call spent."""
+        if result.failure is None:
+            return result
+        try:
+            usage = _spent(self.collector.reply(), self.effect)
+        except Exception:  # a collector that cannot say what it read: the request alone
+            usage = call_usage(None, self.effect.messages, 0)
+        return replace(result, failure=replace(result.failure, usage=usage))
+
+
+def _spent(reply: Reply, effect: ModelCall) -> Usage:
+    """What a streamed call whose answer so far is `reply` spent (`call_usage`)."""
+    usage = reply.usage
+    if usage is not None and not usage.estimated:
+        return call_usage(usage, effect.messages, 0, reply.model)
+    texts = (reply.content, reply.refusal, reply.reasoning)
+    received = sum(len(text) for text in texts if text)
+    received += sum(len(call.arguments) for call in reply.tool_calls)
+    return call_usage(usage, effect.messages, received, reply.model)

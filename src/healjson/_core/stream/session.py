@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from pydantic import BaseModel, ValidationError
@@ -44,7 +44,7 @@ from healjson._core.parse import truncation_diagnostic
 from healjson._core.parse.align import Fit, settled
 from healjson._core.target.target import JsonSchema, Target, list_item_type, target_for
 from healjson._core.wire.delta import Delta
-from healjson._core.wire.reply import Reply, ToolCall, Usage
+from healjson._core.wire.reply import Reply, ToolCall, Usage, call_usage
 
 from .judge import Stand, judge_field, judge_schema_field
 from .partial import Partial
@@ -308,16 +308,29 @@ class StreamSession:
         """The answer text received so far."""
         return "".join(self._text) or "".join(self._tool_text)
 
-    def reply(self, finish_reason: str | None = None) -> Reply:
-        """The call's `Reply`, as a non-streamed call would have returned it."""
+    def spent(self, sent: Sequence[Mapping[str, Any]]) -> Usage:
+        """What this call spent, however its stream ended (`call_usage`, the one rule): the
+        provider's final counts as they are; else the counts it reported kept and the rest
+        estimated from the request's messages (`sent`) and every character received (answer,
+        tool arguments, reasoning, refusal), marked `estimated`."""
+        usage = self.usage
+        if usage is not None and not usage.estimated:
+            return call_usage(usage, sent, 0, self.model)
+        pieces = (self._text, self._tool_text, self._reasoning, self._refusal)
+        received = sum(len(piece) for part in pieces for piece in part)
+        return call_usage(usage, sent, received, self.model)
+
+    def reply(self, finish_reason: str | None = None, usage: Usage | None = None) -> Reply:
+        """The call's `Reply`, as a non-streamed call would have returned it (`usage`: what the
+        call spent, `spent`; None: the counts the provider reported, if any)."""
         tool_calls: tuple[ToolCall, ...] = ()
         content: str | None = "".join(self._text) or None
         if self._tool_text:
             tool_calls = (ToolCall(self._tool_name or "", "".join(self._tool_text)),)
         refusal = "".join(self._refusal) or None
-        usage = self.usage
-        if usage is not None:  # one request, on the stream's model
-            usage = dataclasses.replace(usage, requests=1, model=self.model or usage.model)
+        known = self.usage
+        if usage is None and known is not None:  # one request, on the stream's model
+            usage = dataclasses.replace(known, requests=1, model=self.model or known.model)
         return Reply(
             content,
             finish_reason or self.finish_reason,

@@ -23,8 +23,10 @@ __all__ = ["SDK_CHUNKS", "Delta", "read_chunk", "read_sdk_chunk", "withdrawn"]
 
 @dataclass(frozen=True, slots=True)
 class Delta:
-    """One piece of a streamed answer. Every field is optional; `usage` replaces the usage
-    known so far (providers send running or final totals), the rest are appended or set."""
+    """One piece of a streamed answer. Every field is optional; `usage` updates the usage
+    known so far (providers send running or final totals: a format's reader marks a running
+    one, which the provider may still revise, `estimated`; the call's usage is exact only once
+    a final one came), the rest are appended or set."""
 
     text: str = ""
     reasoning: str = ""

@@ -17,7 +17,7 @@ from healjson._core.diagnostic import Diagnostic
 from healjson._core.frozen import builder
 
 from .fault import ProviderFault
-from .reply import Reply
+from .reply import Reply, Usage
 
 __all__ = [
     "AwaitAll",
@@ -137,6 +137,8 @@ class CallFailure:
     """The JSON data read from `raw_text`, if any."""
     fault: ProviderFault | None = None
     """The provider's HTTP error answer (status, code, message), when the call got one."""
+    usage: Usage | None = None
+    """What the call spent (`reply.call_usage`: it was made, so it counts), None when unknown."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ imports a provider SDK or names a provider's fields.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -27,6 +27,8 @@ __all__ = [
     "Reply",
     "ToolCall",
     "Usage",
+    "call_usage",
+    "estimate_tokens",
     "is_response",
     "new_reply",
     "new_usage",
@@ -46,8 +48,10 @@ class Usage:
       provider's prompt cache.
     - `completion_tokens`: every output token; `reasoning_tokens` the part spent reasoning.
     (Each wire format of `healjson._providers` says which of its provider's fields fill them.)
-    - `requests`: model calls counted; `estimated`: True when any count was estimated as
-      characters / 4 (the provider reported none).
+    - `requests`: model calls counted (a call made counts, whatever became of it);
+      `estimated`: True when any count was estimated as characters / 4, what the provider did
+      not report as final (`call_usage`). A provider's stream reader marks a running count it
+      may still revise (a stream's opening count, say) `estimated` until a final one comes.
     - `cache_hits`: answers served from healjson's response cache (`healjson.ResponseCache`)
       instead of a model call (no request, no tokens).
     - `model`: the model the tokens were spent on (None: unknown, or several: then `parts`
@@ -145,6 +149,51 @@ class Reply:
     """The model's reasoning, when the provider returns it beside the answer (a reasoning field
     or block of its own, read by its wire format)."""
     tool_calls: tuple[ToolCall, ...] = ()
+
+
+def estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
+    """The tokens of a request's messages, estimated (characters / 4, and 4 per message)."""
+    return sum(len(str(m.get("content") or "")) for m in messages) // 4 + 4 * len(messages)
+
+
+def call_usage(
+    reported: Usage | None,
+    sent: Sequence[Mapping[str, Any]],
+    received: int,
+    model: str | None = None,
+) -> Usage:
+    """What one model call that was made spent, whatever became of it (whole or streamed,
+    answered, aborted, cut or failed): one request; the counts its provider reported as final,
+    as they are (exact); else the counts it reported kept (`reported`: none, or running ones
+    marked `estimated`) and the rest estimated from the request's messages (`sent`) and the
+    characters received, characters / 4 (a running output count is at least as large as it
+    said), the whole marked `estimated` (its `cost` is None; budgets count the estimate)."""
+    if reported is None:
+        return Usage(estimate_tokens(sent), received // 4, True, requests=1, model=model)
+    model = model or reported.model
+    if not reported.estimated:  # the provider's final counts
+        if reported.requests == 1 and reported.model == model:
+            return reported
+        return Usage(
+            reported.prompt_tokens,
+            reported.completion_tokens,
+            False,
+            reported.reasoning_tokens,
+            reported.cache_read_tokens,
+            reported.cache_write_tokens,
+            1,
+            model,
+        )
+    return Usage(
+        reported.prompt_tokens or estimate_tokens(sent),
+        max(reported.completion_tokens, received // 4),
+        True,
+        reported.reasoning_tokens,
+        reported.cache_read_tokens,
+        reported.cache_write_tokens,
+        1,
+        model,
+    )
 
 
 new_usage: Final = builder(Usage)

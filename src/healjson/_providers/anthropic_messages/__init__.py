@@ -34,6 +34,7 @@ TYPING: Final[TypingRow] = {
     "name": "Anthropic",
     "sync": "anthropic.Anthropic",
     "async_": "anthropic.AsyncAnthropic",
+    "contexts": {"sync": ("with",), "async_": ("async with",)},
     "imports": (
         "anthropic",
         "anthropic.lib.streaming",

@@ -67,8 +67,8 @@ class AnthropicCollector:
         elif kind == "message_start":
             message = get_field(event, "message") or {}
             self._model = opt_str(get_field(message, "model"))
-            self._start = anthropic_usage(
-                get_field(message, "usage"), requests=1, model=self._model
+            self._start = anthropic_usage(  # running counts: `message_delta` has the final
+                get_field(message, "usage"), requests=1, model=self._model, running=True
             )
         elif kind == "message_delta":
             delta = get_field(event, "delta") or {}

@@ -135,10 +135,14 @@ def read_message(obj: Any) -> Reply:
     )
 
 
-def anthropic_usage(raw: Any, *, requests: int = 0, model: str | None = None) -> Usage | None:
+def anthropic_usage(
+    raw: Any, *, requests: int = 0, model: str | None = None, running: bool = False
+) -> Usage | None:
     """Anthropic's usage (a message's, or a stream event's running one), None without counts.
     Its `input_tokens` leave out the cached input, which healjson counts in `prompt_tokens`
-    (the cache reads and writes are parts of it)."""
+    (the cache reads and writes are parts of it). `running`: counts the stream will revise
+    (`message_start`'s: its `output_tokens` a placeholder until `message_delta`), marked
+    `estimated`, so a stream that ends before the final counts is not taken as exact."""
     if raw is None:
         return None
     prompt, completion = get_field(raw, "input_tokens"), get_field(raw, "output_tokens")
@@ -151,6 +155,7 @@ def anthropic_usage(raw: Any, *, requests: int = 0, model: str | None = None) ->
     return new_usage(
         as_int(prompt) + read + written,
         as_int(completion),
+        running,
         reasoning_tokens=as_int(thinking),
         cache_read_tokens=read,
         cache_write_tokens=written,
@@ -179,8 +184,8 @@ def _anthropic_event(event: Any) -> Delta:
         return _EMPTY
     if kind == "message_start":
         message = get_field(event, "message") or {}
-        return Delta(
-            usage=anthropic_usage(get_field(message, "usage")),
+        return Delta(  # its counts are running ones: `message_delta` gives the final
+            usage=anthropic_usage(get_field(message, "usage"), running=True),
             model=opt_str(get_field(message, "model")),
         )
     if kind == "message_delta":

@@ -28,6 +28,7 @@ TYPING: Final[TypingRow] = {
     "name": "Gemini",
     "sync": "google.genai.Client",
     "aio": "aio",
+    "contexts": {"sync": ("with",), "aio": ("async with",)},
     "imports": ("google.genai", "google.genai.types"),
     "completion": _RESPONSE,
     "summary": (

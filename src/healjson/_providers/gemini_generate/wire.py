@@ -15,6 +15,7 @@ form): everything this wire format means to healjson.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -203,15 +204,24 @@ _GEMINI_PIECE = (
 def _gemini_piece(chunk: Any) -> Delta:
     reply = _gemini(chunk)  # one piece reads like a whole response
     arguments = "".join(call.arguments for call in reply.tool_calls)
+    usage = reply.usage
+    if usage is not None and reply.finish_reason is None and _candidate(chunk):
+        # a piece of the answer before its end: a running count (the last piece's is final)
+        usage = dataclasses.replace(usage, estimated=True)
     return Delta(
         text=reply.content or "",
         reasoning=reply.reasoning or "",
         tool_arguments=arguments,
         tool_name=reply.tool_calls[0].name if reply.tool_calls else None,
         finish_reason=reply.finish_reason,
-        usage=reply.usage,
+        usage=usage,
         model=reply.model,
     )
+
+
+def _candidate(chunk: Any) -> bool:
+    """Whether a stream piece carries a candidate (a piece of the answer, not only metadata)."""
+    return first_item(get_field(chunk, "candidates")) is not None
 
 
 # --- requests -----------------------------------------------------------------------------
