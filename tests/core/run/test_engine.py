@@ -35,6 +35,7 @@ from healjson import (
     Violation,
     contract,
 )
+from healjson._core.run.budget import estimate
 from healjson.testing import ScriptedModel
 
 # ---------------------------------------------------------------------------------------------
@@ -481,6 +482,26 @@ def test_token_budget_large_enough_lets_the_repair_run(heal: Callable[..., Any])
 
     assert isinstance(out, Healed)
     assert 2 == out.calls
+
+
+@pytest.mark.parametrize("answer_tokens", [1, 500, 5_000])
+def test_token_budget_projects_the_repairs_answer_as_the_last_answers_size(
+    heal: Callable[..., Any], answer_tokens: int
+) -> None:
+    """A repair asks for the answer again: it is projected to cost its prompt and an answer the
+    last answer's size, so a budget the prompt alone fits but the answer would pass stops it,
+    and one a token larger lets it run."""
+    usage = Usage(prompt_tokens=40, completion_tokens=answer_tokens)
+    probe = ScriptedModel([Reply(BAD_URGENCY, "stop", usage=usage), GOOD])
+    measured = heal(Healer(Ticket, policy=HealPolicy(token_budget=10**9)), probe)
+    repair_prompt = estimate(measured.attempts[1].messages)
+    projected = 40 + answer_tokens + repair_prompt + answer_tokens
+
+    for budget, stops in ((projected - 1, True), (projected, False)):
+        model = ScriptedModel([Reply(BAD_URGENCY, "stop", usage=usage), GOOD])
+        out = heal(Healer(Ticket, policy=HealPolicy(token_budget=budget)), model)
+        assert (Reason.BUDGET_EXCEEDED == getattr(out, "reason", None)) is stops, budget
+        assert (1 if stops else 2) == len(model.calls)
 
 
 def test_raise_max_tokens_doubles_max_tokens_and_resends(heal: Callable[..., Any]) -> None:

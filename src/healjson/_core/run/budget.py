@@ -39,29 +39,31 @@ def estimated_usage(messages: Sequence[Mapping[str, Any]], content: str | None) 
 
 
 def over_budget(
-    policy: HealPolicy, spent: Usage, sent: Sequence[Mapping[str, Any]]
+    policy: HealPolicy, spent: Usage, sent: Sequence[Mapping[str, Any]], answer: int = 0
 ) -> Diagnostic | None:
     """Why the next call (`sent`) may not be made under the policy's token and cost budgets,
-    or None when it may."""
+    or None when it may: the run's spending, plus the call's prompt (estimated) and its answer
+    (`answer` tokens: a repair asks for the answer again, so the last answer's size)."""
     if policy.token_budget is not None:
-        projected = spent.total_tokens + estimate(sent)
+        projected = spent.total_tokens + estimate(sent) + answer
         if projected > policy.token_budget:
             return budget_spent(projected)
     if policy.cost_budget is not None:
-        cost = _projected_cost(spent, sent)
+        cost = _projected_cost(spent, sent, answer)
         if cost is not None and cost > policy.cost_budget:
             return cost_spent(cost, policy.cost_budget)
     return None
 
 
-def _projected_cost(spent: Usage, sent: Sequence[Mapping[str, Any]]) -> float | None:
-    """What the run will have cost once the next request's input is paid (its prompt estimated
-    as characters / 4, priced on the model of the last call); None when a price is unknown."""
+def _projected_cost(spent: Usage, sent: Sequence[Mapping[str, Any]], answer: int) -> float | None:
+    """What the run will have cost once the next call is paid (its prompt estimated as
+    characters / 4, its answer `answer` tokens, priced on the model of the last call); None
+    when a price is unknown."""
     so_far = spent.cost
     model = spent.model or (spent.parts[-1].model if spent.parts else None)
     if so_far is None or model is None:
         return None
-    nxt = Usage(estimate(sent), 0, requests=1, model=model).cost
+    nxt = Usage(estimate(sent), answer, requests=1, model=model).cost
     return None if nxt is None else so_far + nxt
 
 

@@ -376,9 +376,11 @@ def _loop(
 def _may_not_call(
     run: RunState, sent: Sequence[Mapping[str, Any]]
 ) -> tuple[Reason, Diagnostic] | None:
-    """Why the next call (`sent`) may not be made: the token or cost budget it would pass, or
-    the deadline already passed; None when it may."""
-    spent = over_budget(run.policy, run.usage, sent)
+    """Why the next call (`sent`) may not be made: the token or cost budget it would pass (its
+    answer projected as the last one's size), or the deadline already passed; None when it
+    may."""
+    answer = run.attempts[-1].usage.completion_tokens if run.attempts else 0
+    spent = over_budget(run.policy, run.usage, sent, answer)
     if spent is not None:
         return Reason.BUDGET_EXCEEDED, spent
     left = run.time_left()
