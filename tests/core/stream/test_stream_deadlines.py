@@ -406,3 +406,31 @@ def test_leaving_the_loop_early_stops_the_reader() -> None:
         server.wait_idle()
         assert not server.requests[-1].stream_completed
         sdk.close()
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["call", "stream"])
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
+def test_an_interrupt_under_a_deadline_is_raised_at_once_as_without_one(
+    streamed: bool, interrupt: type[BaseException]
+) -> None:
+    """An interrupt the call or its stream raises (`KeyboardInterrupt`, `SystemExit`) is raised
+    at once in the caller's thread under a deadline too: never waited out into a timeout."""
+
+    def chunks() -> Iterator[str]:
+        yield '{"sku": '
+        raise interrupt
+
+    def call(messages: Any, **params: Any) -> Any:
+        if streamed:
+            return chunks()
+        raise interrupt
+
+    healer = Healer(Order, policy=HealPolicy(deadline_s=LONG))
+
+    def heal() -> Any:
+        return healer.stream(call, "order?").finish() if streamed else healer.run(call, "order?")
+
+    started = time.monotonic()
+    with pytest.raises(interrupt):
+        heal()
+    assert time.monotonic() - started < LONG / 2

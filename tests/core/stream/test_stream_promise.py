@@ -445,6 +445,48 @@ def test_a_repair_that_rewrites_the_whole_list_reports_the_item_it_replaced() ->
     assert ["P", "Q"] == [line.sku for line in stream.outcome.value]
 
 
+@pytest.mark.parametrize(
+    "script",
+    [
+        lambda: StreamScript(chunks_of(lines(1, 0, 3), [5, 20, 40]), lines(2, sku="P"), tool=True),
+        lambda: StreamScript(chunks_of(lines(1, 0), [5, 20, 30]), lines(2, 2, sku="PQ"), tool=True),
+        lambda: StreamScript(chunks_of(lines(1, 2, 3), [4, 11, 30]), tool=True),
+    ],
+    ids=["an-item-repaired", "the-list-rewritten", "one-call"],
+)
+def test_item_status_is_the_same_whichever_view_read_the_stream(script: Any) -> None:
+    """Snapshots, items or `finish()`: once the stream is read to its end, `item_status` is the
+    same final account of each item."""
+    views = []
+    for read in ("snapshots", "items", "finish"):
+        stream = Healer(list[Line]).stream(script(), "lines?")
+        if read == "snapshots":
+            for _ in stream:
+                pass
+        elif read == "items":
+            list(stream.items())
+        else:
+            stream.finish()
+        views.append(stream.item_status)
+    assert views[0] == views[1] == views[2]
+    assert views[0]
+
+
+def test_items_handed_out_in_a_run_that_degrades_are_in_no_value() -> None:
+    """Items handed out during a run that ends `Degraded` are reported `held` (in no value), not
+    `streamed`."""
+    cut = lines(1, 2, 3)[:-12]  # the third item cut short, every answer
+    policy = healjson.HealPolicy(max_attempts=1)
+    stream = Healer(list[Line], policy=policy).stream(
+        StreamScript(chunks_of(cut, [5, 20, 30, len(cut)]), tool=True), "lines?"
+    )
+    given = list(stream.items())
+    assert given
+    assert isinstance(stream.outcome, Degraded)
+    assert {"held"} == set(stream.item_status.values())
+    assert set(range(len(given))) <= set(stream.item_status)
+
+
 # --- an ending the stream does not know ----------------------------------------------------------
 
 

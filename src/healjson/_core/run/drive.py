@@ -258,6 +258,8 @@ def _limited(
                 where = "the model call" if reading is None else "the streamed answer"
                 got = ERROR, DeadlineExceeded(f"the run's deadline passed during {where}")
             kind, payload = got
+            if kind == ERROR and not isinstance(payload, Exception):
+                raise payload  # an interrupt: raised where the call would have raised it
             if kind == CHUNK and reading is not None:
                 yield from reading.feed(payload)
                 if reading.stop is not None:

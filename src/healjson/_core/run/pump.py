@@ -29,7 +29,9 @@ VALUE: Final = "value"  # the call returned something else than a stream (the pa
 STREAM: Final = "stream"  # the call returned a stream; its chunks follow
 CHUNK: Final = "chunk"  # one chunk of the stream (the payload)
 END: Final = "end"  # the stream ended
-ERROR: Final = "error"  # the call or the stream raised (the payload: the exception)
+ERROR: Final = (
+    "error"  # the call or the stream raised (the payload: the exception, an interrupt too)
+)
 
 THREAD_NAME: Final = "healjson-stream"
 
@@ -82,9 +84,11 @@ class Pump:
                 _interrupt(self._stream)
 
     def _work(self) -> None:
+        # an interrupt (`KeyboardInterrupt`, `SystemExit`) is queued too, as any exception: the
+        # driver raises it again in the caller's thread, where it would have been raised
         try:
             value = self._make()
-        except Exception as exc:
+        except BaseException as exc:
             self._queue.put((ERROR, exc))
             return
         if self._is_stream is None or not self._is_stream(value):
@@ -97,7 +101,7 @@ class Pump:
             if not self._stop.is_set():  # else the caller gave up while the call was made
                 self._queue.put((STREAM, None))
                 last = self._read(value)
-        except Exception as exc:
+        except BaseException as exc:
             last = (ERROR, exc)
         finally:
             with self._lock:

@@ -58,7 +58,8 @@ T = TypeVar("T")
 ItemStatus = Literal["streamed", "repaired", "held", "retracted"]
 """What became of one item of a streamed list: in the final value as the first answer had it
 (`streamed`: as it arrived, or healed locally without another call), valid only in a repaired
-answer (`repaired`), never valid (`held`: in no value; the outcome says why), or handed out
+answer (`repaired`), in no value (`held`: never valid, or the outcome is `Degraded`: even an
+item handed out; the outcome says why), or handed out
 during a stream and then replaced, because a repair's answer rewrote the whole list
 (`retracted`: the final value's item at that index was handed out after it)."""
 
@@ -99,8 +100,8 @@ class _Tracker:
         outcome = self.outcome
         self.ready.clear()
         if not isinstance(outcome, Healed) or not isinstance(outcome.value, list | tuple):
-            for index in self.item_status:
-                if index >= len(self.given):
+            for index in self.item_status:  # a degraded run: no item is in a value
+                if index >= len(self.given) or not isinstance(outcome, Healed):
                     self.item_status[index] = "held"
             return []
         first = _first_failures(outcome)
@@ -193,6 +194,8 @@ class HealStream(Generic[T]):
                 yield event.partial
             elif isinstance(event, Item):
                 self._tracker.took(event)
+        if self._tracker.outcome is not None:  # the end: `item_status` final, as in `items()`
+            self._tracker.final_items()
 
     def items(self) -> Iterator[Any]:
         """Each item of a list target, in index order, each one final: an item handed out is in
@@ -272,6 +275,8 @@ class AsyncHealStream(Generic[T]):
                 yield event.partial
             elif isinstance(event, Item):
                 self._tracker.took(event)
+        if self._tracker.outcome is not None:  # the end: `item_status` final, as in `items()`
+            self._tracker.final_items()
 
     async def items(self) -> AsyncIterator[Any]:
         """As `HealStream.items`."""
