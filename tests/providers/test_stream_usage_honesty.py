@@ -11,6 +11,8 @@ against `ScriptedServer` (loopback): OpenAI chat and Responses (openai), Anthrop
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -51,142 +53,75 @@ class Person(BaseModel):
     age: int
 
 
-def _stream(server: ScriptedServer, provider: str, policy: HealPolicy) -> Outcome[Any]:
-    """One streamed run of `Person` through `provider`'s real sync SDK, read to its end."""
-    text = [{"role": "user", "content": "Ann is 31"}]
+@contextlib.contextmanager
+def _sdk(server: ScriptedServer, provider: str) -> Iterator[Any]:
+    """`provider`'s real sync SDK client against `server`, closed after use."""
+    client: Any
     if provider in ("chat", "responses"):
-        sdk = openai.OpenAI(
-            base_url=server.base_url,
-            api_key="sk-test",
-            max_retries=0,
-            http_client=openai.DefaultHttpxClient(verify=TLS),
-        )
-        with sdk:
-            client = healjson.wrap(sdk)
-            if provider == "chat":
-                stream = client.chat.completions.create(
-                    model=MODEL[provider],
-                    messages=text,
-                    response_model=Person,
-                    policy=policy,
-                    stream=True,
-                )
-            else:
-                stream = client.responses.create(
-                    model=MODEL[provider],
-                    input="Ann is 31",
-                    response_model=Person,
-                    policy=policy,
-                    stream=True,
-                )
-            for _ in stream:
-                pass
-            return stream.outcome
-    if provider == "anthropic":
-        with anthropic.Anthropic(
-            base_url=server.anthropic_base_url,
-            api_key="sk-test",
-            max_retries=0,
-            http_client=anthropic.DefaultHttpxClient(verify=TLS),
-        ) as sdk:
-            stream = healjson.wrap(sdk).messages.create(
-                model=MODEL[provider],
-                max_tokens=512,
-                messages=text,
-                response_model=Person,
-                policy=policy,
-                stream=True,
-            )
-            for _ in stream:
-                pass
-            return stream.outcome
-    if provider == "gemini":
-        options = genai_types.HttpOptions(
-            base_url=server.gemini_base_url, client_args={"verify": TLS}, timeout=10_000
-        )
-        gemini = genai.Client(api_key="test-key", http_options=options)
-        try:
-            models = healjson.wrap(gemini).models
-            with models.generate_content_stream(
-                model=MODEL[provider], contents="Ann is 31", response_model=Person, policy=policy
-            ) as stream:
-                for _ in stream:
-                    pass
-            return stream.outcome
-        finally:
-            gemini.close()
-    raw = ollama.Client(host=server.ollama_host)
-    try:
-        stream = healjson.wrap(raw).chat(
-            model=MODEL[provider],
-            messages=text,
-            response_model=Person,
-            policy=policy,
-            stream=True,
-        )
-        for _ in stream:
-            pass
-        return stream.outcome
-    finally:
-        raw.close()
-
-
-def _whole(server: ScriptedServer, provider: str) -> Outcome[Any]:
-    """One run of `Person` through `provider`'s real sync SDK, its answer read whole."""
-    text = [{"role": "user", "content": "Ann is 31"}]
-    policy = HealPolicy(max_attempts=1)
-    answer: Any
-    if provider in ("chat", "responses"):
-        with openai.OpenAI(
-            base_url=server.base_url,
-            api_key="sk-test",
-            max_retries=0,
-            http_client=openai.DefaultHttpxClient(verify=TLS),
-        ) as sdk:
-            client = healjson.wrap(sdk)
-            if provider == "chat":
-                answer = client.chat.completions.create(
-                    model=MODEL[provider], messages=text, response_model=Person, policy=policy
-                )
-            else:
-                answer = client.responses.create(
-                    model=MODEL[provider], input="Ann is 31", response_model=Person, policy=policy
-                )
+        http = openai.DefaultHttpxClient(verify=TLS)
+        client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0,
+                               http_client=http)  # fmt: skip
     elif provider == "anthropic":
-        with anthropic.Anthropic(
-            base_url=server.anthropic_base_url,
-            api_key="sk-test",
-            max_retries=0,
-            http_client=anthropic.DefaultHttpxClient(verify=TLS),
-        ) as sdk:
-            answer = healjson.wrap(sdk).messages.create(
-                model=MODEL[provider],
-                max_tokens=512,
-                messages=text,
-                response_model=Person,
-                policy=policy,
-            )
+        http = anthropic.DefaultHttpxClient(verify=TLS)
+        client = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="sk-test",
+                                     max_retries=0, http_client=http)  # fmt: skip
     elif provider == "gemini":
         options = genai_types.HttpOptions(
             base_url=server.gemini_base_url, client_args={"verify": TLS}, timeout=10_000
         )
-        gemini = genai.Client(api_key="test-key", http_options=options)
-        try:
-            answer = healjson.wrap(gemini).models.generate_content(
-                model=MODEL[provider], contents="Ann is 31", response_model=Person, policy=policy
-            )
-        finally:
-            gemini.close()
+        client = genai.Client(api_key="test-key", http_options=options)
     else:
-        raw = ollama.Client(host=server.ollama_host)
-        try:
-            answer = healjson.wrap(raw).chat(
-                model=MODEL[provider], messages=text, response_model=Person, policy=policy
+        client = ollama.Client(host=server.ollama_host)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def _call(server: ScriptedServer, provider: str, policy: HealPolicy, *, stream: bool) -> Any:
+    """One run of `Person` through `provider`'s real sync SDK: its outcome (a stream read to
+    its end)."""
+    text = [{"role": "user", "content": "Ann is 31"}]
+    asked: dict[str, Any] = {"response_model": Person, "policy": policy}
+    with _sdk(server, provider) as sdk:
+        client = healjson.wrap(sdk)
+        if provider == "chat":
+            answer = client.chat.completions.create(
+                model=MODEL[provider], messages=text, stream=stream, **asked
             )
-        finally:
-            raw.close()
+        elif provider == "responses":
+            answer = client.responses.create(
+                model=MODEL[provider], input="Ann is 31", stream=stream, **asked
+            )
+        elif provider == "anthropic":
+            answer = client.messages.create(
+                model=MODEL[provider], max_tokens=512, messages=text, stream=stream, **asked
+            )
+        elif provider == "gemini":
+            models = client.models
+            call = models.generate_content_stream if stream else models.generate_content
+            answer = call(model=MODEL[provider], contents="Ann is 31", **asked)
+        else:
+            answer = client.chat(model=MODEL[provider], messages=text, stream=stream, **asked)
+        if stream:
+            with answer:
+                for _ in answer:
+                    pass
+            return answer.outcome
     outcome = answer if isinstance(answer, Healed | Degraded) else healjson.outcome_of(answer)
     assert outcome is not None
+    return outcome
+
+
+def _stream(server: ScriptedServer, provider: str, policy: HealPolicy) -> Outcome[Any]:
+    """One streamed run of `Person` through `provider`'s real sync SDK, read to its end."""
+    outcome: Outcome[Any] = _call(server, provider, policy, stream=True)
+    return outcome
+
+
+def _whole(server: ScriptedServer, provider: str) -> Outcome[Any]:
+    """One run of `Person` through `provider`'s real sync SDK, its answer read whole."""
+    outcome: Outcome[Any] = _call(server, provider, HealPolicy(max_attempts=1), stream=False)
     return outcome
 
 
