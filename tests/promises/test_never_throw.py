@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any, Literal
@@ -338,7 +339,9 @@ def _complete_valid(text: str, adapter: TypeAdapter[Any]) -> bool:
 
 def _check_run(outcome: Any, model: ScriptedModel, policy: HealPolicy) -> None:
     assert isinstance(outcome, Healed | Degraded)
-    assert 1 <= len(model.calls) <= policy.max_attempts
+    # no call only when the first one would pass the token budget
+    unsent = isinstance(outcome, Degraded) and outcome.reason is Reason.BUDGET_EXCEEDED
+    assert (0 if unsent else 1) <= len(model.calls) <= policy.max_attempts
     assert len(model.calls) == outcome.calls
 
 
@@ -532,7 +535,8 @@ def test_raising_contract_never_escapes_arun(ticket: Ticket, contract: Callable[
 def test_run_never_raises_and_counts_calls(
     script: list[Any], policy: HealPolicy, contracts: list[Any], params: dict[str, Any]
 ) -> None:
-    """`Healer.run` returns Healed or Degraded after 1..max_attempts calls, all counted."""
+    """`Healer.run` returns Healed or Degraded after 1..max_attempts calls, all counted (none
+    when the first call would pass the token budget)."""
     model = ScriptedModel(script)
     healer = Healer(Ticket, contracts=contracts, policy=policy)
     outcome = healer.run(model, "Classify this ticket.", **params)
@@ -553,7 +557,8 @@ def test_arun_never_raises_and_counts_calls(
     params: dict[str, Any],
     use_acall: bool,
 ) -> None:
-    """`Healer.arun` returns Healed or Degraded after 1..max_attempts calls, all counted."""
+    """`Healer.arun` returns Healed or Degraded after 1..max_attempts calls, all counted (none
+    when the first call would pass the token budget)."""
     model = ScriptedModel(script)
     healer = Healer(Ticket, contracts=contracts, policy=policy)
     call = model.acall if use_acall else model
@@ -577,8 +582,10 @@ def test_run_with_a_fallback_factory_never_raises(
 
 @given(exc=exceptions, policy=policies)
 def test_first_call_raising_degrades_after_one_call(exc: Exception, policy: HealPolicy) -> None:
-    """A call that raises ends the run at once: one call, no retry, a transport reason."""
+    """A call that raises ends the run at once: one call, no retry, a transport reason (under
+    a token budget the first call fits)."""
     model = ScriptedModel([exc, '{"id": 1, "category": "refund", "summary": "s"}'])
+    policy = dataclasses.replace(policy, token_budget=None)
     outcome = Healer(Ticket, policy=policy).run(model, "Classify this ticket.")
     assert isinstance(outcome, Degraded)
     assert outcome.reason in {Reason.API_ERROR, Reason.TIMEOUT}

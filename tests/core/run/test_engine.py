@@ -484,6 +484,27 @@ def test_token_budget_large_enough_lets_the_repair_run(heal: Callable[..., Any])
     assert 2 == out.calls
 
 
+def test_a_first_call_whose_prompt_passes_the_token_budget_is_not_made(
+    heal: Callable[..., Any],
+) -> None:
+    """A request whose prompt alone passes the token budget is not sent: the run degrades with
+    `budget_exceeded` after no call, its diagnostic naming the projected tokens."""
+    model = ScriptedModel([GOOD])
+    prompt = estimate([{"role": "user", "content": "x " * 400}])
+
+    out = heal(Healer(Ticket, policy=HealPolicy(token_budget=prompt - 1)), model, "x " * 400)
+
+    assert isinstance(out, Degraded)
+    assert Reason.BUDGET_EXCEEDED == out.reason
+    assert 0 == out.calls
+    assert [] == model.calls
+    assert prompt == out.errors[0].value
+    fits = heal(
+        Healer(Ticket, policy=HealPolicy(token_budget=prompt)), ScriptedModel([GOOD]), "x " * 400
+    )
+    assert isinstance(fits, Healed)
+
+
 @pytest.mark.parametrize("answer_tokens", [1, 500, 5_000])
 def test_token_budget_projects_the_repairs_answer_as_the_last_answers_size(
     heal: Callable[..., Any], answer_tokens: int

@@ -1,6 +1,7 @@
 """What a run may still spend: tokens, dollars, time, and a larger token limit after a cut.
 
-The loop asks these before each repair call (`engine.heal_flow`); each limit that stops a run
+The loop asks these before each call (`engine.heal_flow`: the first one's prompt against the
+token budget too; a run with a token budget never starts quick); each limit that stops a run
 is a `Diagnostic` of source `budget` that names the policy setting to change. Usage a provider
 did not report is estimated as characters / 4 (`estimated_usage`; the rule for any call made,
 answered or not, is `wire.reply.call_usage`).

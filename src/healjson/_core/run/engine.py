@@ -261,6 +261,12 @@ def heal_flow(
                         events.attempt(healed.attempts[0])
                         events.healed(healed)
                     return healed
+            spent = over_budget(policy, Usage(), messages)  # a first call past the budget
+            if spent is not None:
+                run = RunState(policy, messages, ctx, started=started, run_id=run_id, events=events)
+                answers = spec.answers(run, enforcement)
+                reason = Reason.BUDGET_EXCEEDED
+                return (yield from _degrade(spec, run, answers, reason, [spent]))
             if events is not None:
                 events.call_started(1, params)
             left = time_left(policy, started)

@@ -205,6 +205,7 @@ class Healer(Generic[T]):
             and cached is None
             and observed
             and self.policy.deadline_s is None
+            and self.policy.token_budget is None  # a budget is checked before the first call
             and _events.quiet()
         ):  # nothing listens, no cache, no deadline: the driver may make the first call itself
             return Quick(self.spec, original, params, ctx, enforcement)
