@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 import healjson
 from healjson import Healed, Healer
-from healjson._core.run.streams import AsyncItemStream
+from healjson._core.run.streams import AsyncItemStream, ItemStream
 from healjson.testing import ScriptedReply, ScriptedServer
 from sdk_calls import TLS
 
@@ -140,3 +140,37 @@ def test_an_async_item_stream_raises_before_it_is_read() -> None:
     assert "`async for`" in said
     assert ["A-1", "B-2"] == [item.sku for item in items]
     assert isinstance(outcome, Healed)
+
+
+def test_item_streams_close_like_the_streams_they_read() -> None:
+    """`ItemStream` and `AsyncItemStream` close (`close()` / `aclose()`, or leaving a `with` /
+    `async with` block) the stream they read: its chunks are read no further and `finish()`
+    says it was closed."""
+    text = json.dumps([{"sku": "A-1", "qty": 2}, {"sku": "B-2", "qty": 1}])
+    read: list[str] = []
+
+    def sync_chunks() -> Any:
+        for start in range(0, len(text), 5):
+            read.append("sync")
+            yield text[start : start + 5]
+
+    async def async_chunks() -> AsyncIterator[str]:
+        for start in range(0, len(text), 5):
+            read.append("async")
+            yield text[start : start + 5]
+
+    healer = Healer(list[Order])
+    with ItemStream(healer.stream(lambda messages, **params: sync_chunks(), "go")) as sync_items:
+        pass
+    with pytest.raises(RuntimeError, match="closed"):
+        sync_items.finish()
+
+    async def main() -> None:
+        stream = healer.astream(lambda messages, **params: async_chunks(), "go")
+        async with AsyncItemStream(stream) as items:
+            pass
+        with pytest.raises(RuntimeError, match="closed"):
+            await items.finish()
+
+    asyncio.run(main())
+    assert len(read) < 2 * len(range(0, len(text), 5))

@@ -353,6 +353,12 @@ class ItemStream(Generic[T]):
         """Abandon the stream."""
         self.stream.close()
 
+    def __enter__(self) -> ItemStream[T]:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
 
 class AsyncItemStream(Generic[T]):
     """`ItemStream` for async code (`async for item in ...`)."""
@@ -381,6 +387,16 @@ class AsyncItemStream(Generic[T]):
     def item_status(self) -> dict[int, ItemStatus]:
         """What became of each item, by index."""
         return self.stream.item_status
+
+    async def aclose(self) -> None:
+        """Abandon the stream (the connection is closed)."""
+        await self.stream.aclose()
+
+    async def __aenter__(self) -> AsyncItemStream[T]:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
 class ToolCallStream:
