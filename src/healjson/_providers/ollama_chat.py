@@ -46,13 +46,12 @@ from healjson._core.wire.reply import (
 from healjson.adapters._base import (
     UNSET,
     Exchange,
-    HealingAdapter,
     async_call,
     is_async_client,
     sync_call,
 )
-from healjson.adapters._format import Enforcing, FormatState, check_mode
-from healjson.adapters._steps import stepped
+from healjson.adapters._format import Enforcing
+from healjson.adapters._steps import SteppedAdapter, stepped
 from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 from healjson.adapters._unreadable import ReadChecked
 
@@ -369,7 +368,6 @@ _READ_CHUNKS = ReadChecked(lambda value: is_stream(value) or hasattr(value, "mes
 # the SDK's `ChatResponse` class, once read, needs no check (its fast reader is remembered)
 _READ_REPLY = ReadChecked(lambda v: hasattr(v, "message"), "an Ollama chat response", SDK_REPLIES)
 _DEFAULT_POLICY = HealPolicy()
-_MAX_ROUTES = 256  # cached drivers per client (as many as healers)
 _NO_TARGET: Any = None  # a driver without a JSON tier never shapes a request for a target
 
 
@@ -426,20 +424,18 @@ class Chat:
         return drive_sync(run, call, scope)
 
 
-class HealingOllama(HealingAdapter):
+class HealingOllama(SteppedAdapter):
     """Wraps `ollama.Client` or `ollama.AsyncClient`; see `healjson.wrap`. Tiers, in the chat
     tiers' names: `json_schema` (`format=<schema>`), `json_object` (`format="json"`, the schema
     in the prompt), `prompt`."""
 
+    _chooses_format = staticmethod(chooses_format)
+
     def __init__(
         self, client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | None = None
     ) -> None:
-        super().__init__(client, policy=policy)
-        self.format = FormatState(check_mode(json_mode, NATIVE_MODES))
+        super().__init__(client, json_mode=json_mode, policy=policy)
         self.chat = Chat(self)  # type: ignore[assignment]  # a method here, not a namespace
-        # (target, caller's own format, async) -> the driver and enforcement of a call that is
-        # not a stream, with the client and tier state they were built over (`_route`)
-        self._routes: dict[tuple[Any, bool, bool], tuple[Any, Any, Callable[..., Any], Any]] = {}
 
     def __repr__(self) -> str:
         return f"healjson.wrap({self.wrapped!r}, json_mode={self.format.mode!r})"
@@ -465,24 +461,8 @@ class HealingOllama(HealingAdapter):
             self.format, None, lambda mode, params: enforced_schema(mode, target, params)
         )
 
-    def _route(
-        self, target: Any, response_model: Any, params: dict[str, Any]
-    ) -> tuple[Callable[..., Any], Enforcement | None]:
-        """The driver and enforcement check of a call that is not a stream, built once per
-        target and choice (the tiers, or the caller's own format: they read nothing else of a
-        call's parameters); rebuilt when the wrapped client or the tier state is replaced."""
-        core = self._core
-        key = (target, chooses_format(params), core.is_async)
-        found = self._routes.get(key)
-        wrapped, state = core.wrapped, self.format
-        if found is not None and found[0] is wrapped and found[1] is state:
-            return found[2], found[3]
-        call = self._stepped(wrapped.chat, target, params, _READ_REPLY, stream=False)
-        checked = self._enforcement(target, None)
-        if len(self._routes) >= _MAX_ROUTES:
-            self._routes.clear()
-        self._routes[key] = (wrapped, state, call, checked)
-        return call, checked
+    def _whole_call(self, target: Shapeable, params: dict[str, Any]) -> Callable[..., Any]:
+        return self._stepped(self.wrapped.chat, target, params, _READ_REPLY, stream=False)
 
     def _run_call(
         self,

@@ -37,7 +37,7 @@ from healjson._core.run.drive import drive_async, drive_sync, is_stream
 from healjson._core.run.policy import HealPolicy
 from healjson._core.wire.effects import ModelCall
 from healjson._core.wire.reply import SDK_REPLIES
-from healjson._providers.tiers import NATIVE_MODES, JsonMode, Shapeable
+from healjson._providers.tiers import JsonMode, Shapeable
 from healjson.adapters._base import (
     UNSET,
     Exchange,
@@ -47,9 +47,9 @@ from healjson.adapters._base import (
     is_async_client,
     sync_call,
 )
-from healjson.adapters._format import Enforcing, FormatState, check_mode
+from healjson.adapters._format import Enforcing, FormatState
 from healjson.adapters._parsed import Received, afinish, finish
-from healjson.adapters._steps import stepped
+from healjson.adapters._steps import SteppedAdapter, stepped
 from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 from healjson.adapters._unreadable import ReadChecked, read_checked_call
 
@@ -112,7 +112,6 @@ _READ_MESSAGE = ReadChecked(
 )
 _OPENED = Exchange()  # the SDK's stream manager, opened: the SDK reads its events itself
 _DEFAULT_POLICY = HealPolicy()
-_MAX_ROUTES = 256  # cached drivers per client (as many as healers)
 _NO_TARGET: Any = None  # a driver without a JSON tier never shapes a request for a target
 
 
@@ -336,7 +335,7 @@ class Beta:
         return getattr(self._owner.wrapped.beta, name)
 
 
-class HealingAnthropic(HealingAdapter):
+class HealingAnthropic(SteppedAdapter):
     """Wraps `anthropic.Anthropic` or `anthropic.AsyncAnthropic`; see `healjson.wrap`.
 
     `json_mode` names the strongest tier the endpoint supports, in the chat tiers' names:
@@ -345,15 +344,13 @@ class HealingAnthropic(HealingAdapter):
     beta_api = False
     """True for the view `beta` keeps: its calls go to the SDK's `beta.messages`."""
 
+    _chooses_format = staticmethod(chooses_format)
+
     def __init__(
         self, client: Any, *, json_mode: str = "json_schema", policy: HealPolicy | None = None
     ) -> None:
-        super().__init__(client, policy=policy)
-        self.format = FormatState(check_mode(json_mode, NATIVE_MODES))
+        super().__init__(client, json_mode=json_mode, policy=policy)
         self.messages = Messages(self)
-        # (target, caller's own format, async) -> the driver and enforcement of a call that is not a
-        # stream, with the client and tier state they were built over (see `_route`)
-        self._routes: dict[tuple[Any, bool, bool], tuple[Any, Any, Callable[..., Any], Any]] = {}
         self.beta = Beta(self)
 
     def sdk_messages(self) -> Any:
@@ -410,25 +407,8 @@ class HealingAnthropic(HealingAdapter):
     def _sdk_enforcement(self, target: Shapeable, forced: JsonMode | None) -> Enforcement | None:
         return self._enforcement(target, forced, text_only=True)
 
-    def _route(
-        self, target: Any, response_model: Any, params: dict[str, Any]
-    ) -> tuple[Callable[..., Any], Enforcement | None]:
-        """The driver and enforcement check of a call that is not a stream: built once per
-        target and choice (healjson's tiers, or the caller's own format), as they read nothing
-        else of a call's parameters; rebuilt when the wrapped client or the tier state is
-        replaced."""
-        core = self._core
-        key = (target, chooses_format(params), core.is_async)
-        found = self._routes.get(key)
-        wrapped, state = core.wrapped, self.format
-        if found is not None and found[0] is wrapped and found[1] is state:
-            return found[2], found[3]
-        call = self._stepped(self.sdk_messages().create, target, params, _READ_MESSAGE)
-        checked = self._enforcement(target, None)
-        if len(self._routes) >= _MAX_ROUTES:
-            self._routes.clear()
-        self._routes[key] = (wrapped, state, call, checked)
-        return call, checked
+    def _whole_call(self, target: Shapeable, params: dict[str, Any]) -> Callable[..., Any]:
+        return self._stepped(self.sdk_messages().create, target, params, _READ_MESSAGE)
 
     def _run_call(
         self,
