@@ -14,7 +14,7 @@ from dspy.utils.exceptions import AdapterParseError
 from healjson.dspy import HealAdapter, outcome_of
 from healjson.testing import ScriptedServer
 
-__all__ = ["MODES", "Mode", "Ran", "predict"]
+__all__ = ["MODES", "Mode", "Ran", "predict", "scripted_lm"]
 
 Mode = Literal["sync", "async"]
 MODES: tuple[Mode, ...] = ("sync", "async")
@@ -42,6 +42,18 @@ class Ran:
         return self.requests[number - 1].messages  # type: ignore[no-any-return]
 
 
+def scripted_lm(server: ScriptedServer, **options: Any) -> Any:
+    """A `dspy.LM("openai/scripted-model")` talking to `server`: no cache, no retry."""
+    return dspy.LM(
+        "openai/scripted-model",
+        api_base=server.base_url,
+        api_key="sk-test",
+        cache=False,
+        num_retries=0,
+        **options,
+    )
+
+
 def predict(
     signature: Any,
     script: Sequence[Any],
@@ -55,14 +67,7 @@ def predict(
     `HealAdapter()` unless `adapter` is given; `lm_options` go to `dspy.LM`."""
     chosen = HealAdapter() if adapter is None else adapter
     with ScriptedServer(script) as server:
-        lm = dspy.LM(
-            "openai/scripted-model",
-            api_base=server.base_url,
-            api_key="sk-test",
-            cache=False,
-            num_retries=0,
-            **lm_options,
-        )
+        lm = scripted_lm(server, **lm_options)
         program = dspy.Predict(signature)
         inputs = dict.fromkeys(signature.input_fields, text)
         prediction, error = None, None

@@ -25,7 +25,7 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 import healjson
-from dspy_kit import MODES, Mode
+from dspy_kit import MODES, Mode, scripted_lm
 from dspy_kit import predict as run
 from healjson import Flag, Healed, HealPolicy, Reason, Source
 from healjson._frameworks.dspy_fields import read_answer
@@ -345,13 +345,7 @@ def test_a_repeated_field_is_never_resolved_silently_over_http() -> None:
         return answers.pop(0)
 
     with ScriptedServer([reply], repeat=True) as server:
-        lm = dspy.LM(
-            "openai/scripted-model",
-            api_base=server.base_url,
-            api_key="sk-test",
-            cache=False,
-            num_retries=0,
-        )
+        lm = scripted_lm(server)
 
         @settings(max_examples=25, deadline=None)
         @given(st.integers(-(10**6), 10**6), st.integers(-(10**6), 10**6), st.booleans())
