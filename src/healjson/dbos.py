@@ -47,6 +47,7 @@ be deterministic (they are in any healjson run that can be replayed).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Final, cast
 
@@ -175,11 +176,22 @@ class _StepCache:
         self.store.put(key, value)
 
 
+# a healer with a cache -> (its store, the steps' name, the twin whose lookups are steps): built
+# once, not per row (a `Healer` synthesizes its golden example and runs its rules on it)
+_TWINS: weakref.WeakKeyDictionary[Healer[Any], tuple[Any, str, Healer[Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def _recorded_cache(healer: Healer[Any], dbos: Any, name: str) -> Healer[Any]:
     """`healer`, or when it has a response cache a copy of it (the same target, rules, policy,
     fallback and examples: the same cache keys) whose lookups are DBOS steps."""
-    if healer.cache is None:
+    store = healer.cache
+    if store is None:
         return healer
+    found = _TWINS.get(healer)
+    if found is not None and found[0] is store and found[1] == name:
+        return found[2]
     twin: Healer[Any] = Healer(
         cast(Any, healer.target),
         contracts=healer.contracts,
@@ -187,8 +199,9 @@ def _recorded_cache(healer: Healer[Any], dbos: Any, name: str) -> Healer[Any]:
         fallback=healer.fallback,
         examples=healer.examples,
         item_contracts=healer.item_contracts,
-        cache=_StepCache(healer.cache, dbos, name),
+        cache=_StepCache(store, dbos, name),
     )
+    _TWINS[healer] = (store, name, twin)
     return twin
 
 

@@ -353,6 +353,39 @@ def test_a_recovered_workflow_sees_the_cache_lookups_the_first_run_saw(tmp_path:
     assert calls == len(model.calls)
 
 
+def test_healing_row_by_row_with_a_cache_builds_the_step_healer_once(tmp_path: Path) -> None:
+    """`healed_step(healer, call, messages)` called for each row of a healer with a response
+    cache builds its copy whose lookups are steps once, not per row: the rules run on the
+    synthesized example once for it, then once per row's answer."""
+    from dbos import SetWorkflowID
+
+    from healjson.dbos import healed_step
+
+    judged: list[str] = []
+
+    @healjson.contract(fields=("value",))
+    def counted(row: Row) -> None:
+        judged.append(row.row)
+
+    model = ScriptedModel([f'{{"row": "{n}", "value": {n}}}' for n in range(3)])
+    healer = healjson.Healer(Row, contracts=[counted], cache=healjson.ResponseCache.memory())
+    built = len(judged)  # the healer's own example
+    dbos = _launch(tmp_path, "healjson-cache-twin-test")
+    try:
+
+        @dbos.workflow(name="healjson-test-twin-rows")
+        def rows() -> list[bool]:
+            return [healed_step(healer, model, f"row {n}").ok for n in range(3)]
+
+        with SetWorkflowID("twin-rows-1"):
+            healed = rows()
+    finally:
+        dbos.destroy()
+
+    assert [True, True, True] == healed
+    assert built + 1 + 3 == len(judged)  # the copy's example once, then each row's answer
+
+
 def test_a_step_that_would_be_handed_another_requests_reply_stops_the_workflow(
     tmp_path: Path,
 ) -> None:
