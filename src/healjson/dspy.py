@@ -39,6 +39,7 @@ that asks for several generations (`n > 1`), uses native tool calls or native re
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -57,7 +58,14 @@ from . import (
     outcome_from_dict,
     validate,
 )
-from ._frameworks.core import checked_policy, missing_extra, quote_answer, rules_of
+from ._frameworks.core import (
+    chat_usage,
+    checked_policy,
+    get_field,
+    missing_extra,
+    quote_answer,
+    rules_of,
+)
 from ._frameworks.dspy_fields import Answer, read_answer, shown
 
 try:
@@ -447,7 +455,7 @@ def _reply(content: str | None, entry: Mapping[str, Any] | None, reasoning: Any)
     response = entry.get("response")
     if isinstance(response, list | tuple):
         response = response[0] if response else None
-    model = _text(entry.get("response_model")) or _text(_get(response, "model"))
+    model = _text(entry.get("response_model")) or _text(get_field(response, "model"))
     finish, refusal = _stops(response)
     return Reply(
         content,
@@ -463,52 +471,34 @@ def _stops(response: Any) -> tuple[str | None, str | None]:
     """The finish reason (OpenAI's names) and the refusal of an LM response: DSPy's own
     (`lm15.Response`: a refusal part) or a chat completion (LiteLLM's: the refusal among its
     provider-specific fields; a legacy LM's)."""
-    message = _get(response, "message")
-    if message is not None and _get(message, "parts") is not None:
+    message = get_field(response, "message")
+    if message is not None and get_field(message, "parts") is not None:
         refused = [
-            _text(_get(part, "text")) or ""
-            for part in _get(message, "parts") or ()
-            if _get(part, "type") == "refusal"
+            _text(get_field(part, "text")) or ""
+            for part in get_field(message, "parts") or ()
+            if get_field(part, "type") == "refusal"
         ]
-        finish = _text(_get(response, "finish_reason"))
+        finish = _text(get_field(response, "finish_reason"))
         finish = "tool_calls" if finish == "tool_call" else finish
         return finish, "\n".join(refused) if refused else None
-    choices = _get(response, "choices")
+    choices = get_field(response, "choices")
     choice = choices[0] if isinstance(choices, list | tuple) and choices else None
-    message = _get(choice, "message")
-    refusal = _get(message, "refusal") or _get(_get(message, "provider_specific_fields"), "refusal")
-    return _text(_get(choice, "finish_reason")), _text(refusal)  # LiteLLM keeps it apart
+    message = get_field(choice, "message")
+    refusal = get_field(message, "refusal") or get_field(
+        get_field(message, "provider_specific_fields"), "refusal"
+    )
+    return _text(get_field(choice, "finish_reason")), _text(refusal)  # LiteLLM keeps it apart
 
 
 def _usage(raw: Any, model: str | None) -> Usage | None:
-    """The tokens the response reported (DSPy's record of the call, OpenAI's names: cached
-    prompt tokens and reasoning tokens within the counts); None when it reported none."""
-    prompt, completion = _count(raw, "prompt_tokens"), _count(raw, "completion_tokens")
-    if prompt is None and completion is None:
-        return None
-    asked, said = _get(raw, "prompt_tokens_details"), _get(raw, "completion_tokens_details")
-    return Usage(
-        prompt or 0,
-        completion or 0,
-        reasoning_tokens=_count(said, "reasoning_tokens") or 0,
-        cache_read_tokens=_count(asked, "cached_tokens") or 0,
-        cache_write_tokens=_count(asked, "cache_creation_tokens") or 0,
-        requests=1,
-        model=model,
-    )
-
-
-def _get(obj: Any, name: str) -> Any:
-    if obj is None:
-        return None
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    return getattr(obj, name, None)
-
-
-def _count(obj: Any, name: str) -> int | None:
-    value = _get(obj, name)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """The tokens the response reported (DSPy's record of the call), read as a chat
+    completion's usage (`chat_usage`), with the cache writes LiteLLM reports among the prompt's
+    details; None when it reported none."""
+    usage = chat_usage(raw, model)
+    written = get_field(get_field(raw, "prompt_tokens_details"), "cache_creation_tokens")
+    if usage is None or type(written) is not int or not written:
+        return usage
+    return dataclasses.replace(usage, cache_write_tokens=written)
 
 
 def _text(value: Any) -> str | None:

@@ -29,6 +29,8 @@ from healjson._core.target.target import Target, target_for
 from healjson._core.wire.effects import new_call_result
 from healjson._core.wire.reply import Reply
 from healjson._extras import missing_extra
+from healjson._providers._fields import get_field
+from healjson._providers.openai_chat import chat_usage
 
 __all__ = [
     "HealSpec",
@@ -36,9 +38,11 @@ __all__ = [
     "Target",
     "ToolCalls",
     "ToolSpec",
+    "chat_usage",
     "checked_policy",
     "drive_async",
     "drive_sync",
+    "get_field",
     "handed_over",
     "missing_extra",
     "quote_answer",
