@@ -287,6 +287,126 @@ def test_a_spent_budget_degrades_keeping_every_call_as_sent(api: Api, mode: Mode
     assert all(d.path.startswith("calls[0]") for d in outcome.errors)
 
 
+# -- an accepted call is never lost or renamed by a repair ---------------------------------------
+
+BROKEN_SEARCH = '{"query": "red shoes", "limit": 80}'  # out of bounds: asked again
+OSLO = '{"city": "Oslo", "days": 2}'
+
+
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+def test_a_call_split_in_two_by_the_repair_keeps_the_accepted_call(api: Api, mode: Mode) -> None:
+    """A rejected call made again as two calls puts both at its place, and the accepted call
+    stays with its id."""
+    script = [
+        calls(call("Search", BROKEN_SEARCH, "call_a"), call("Weather", OSLO, "call_b")),
+        calls(
+            call("Search", '{"query": "red shoes", "limit": 50}', "call_c"),
+            call("Search", '{"query": "red shoes page 2", "limit": 30}', "call_d"),
+        ),
+    ]
+    with ScriptedServer(script) as server:
+        outcome = heal(api, mode, server)
+    answer = value(outcome)
+    assert [("call_c", "Search"), ("call_d", "Search"), ("call_b", "Weather")] == [
+        (c.id, c.name) for c in answer.calls
+    ]
+    assert Weather(city="Oslo", days=2) == answer.calls[2].arguments
+    assert [50, 30] == [c.arguments.limit for c in answer.calls[:2]]
+    assert ("calls[0]", "calls[1]") == outcome.changed_fields
+    assert 2 == len(server.requests)
+
+
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+def test_an_accepted_call_sent_again_keeps_its_id_and_place(api: Api, mode: Mode) -> None:
+    """An accepted call the repair sends again (other spacing, other key order, a new id) is the
+    accepted call: kept once, at its place, with its first id."""
+    script = [
+        calls(call("Weather", OSLO, "call_a"), call("Search", BROKEN_SEARCH, "call_b")),
+        calls(
+            call("Weather", '{ "days":2,\n  "city":"Oslo" }', "call_c"),
+            call("Search", '{"query": "red shoes", "limit": 20}', "call_d"),
+        ),
+    ]
+    with ScriptedServer(script) as server:
+        outcome = heal(api, mode, server)
+    answer = value(outcome)
+    assert [("call_a", "Weather"), ("call_d", "Search")] == [(c.id, c.name) for c in answer.calls]
+    assert OSLO == answer.calls[0].raw  # as first sent
+    assert ("calls[1]",) == outcome.changed_fields
+
+
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+def test_an_accepted_call_sent_again_changed_is_a_new_call_beside_it(api: Api, mode: Mode) -> None:
+    """An accepted call the repair sends again with other arguments is a new call placed with
+    the replacement, and named changed; the accepted one keeps its arguments and id."""
+    script = [
+        calls(call("Search", BROKEN_SEARCH, "call_a"), call("Weather", OSLO, "call_b")),
+        calls(
+            call("Search", '{"query": "red shoes", "limit": 20}', "call_c"),
+            call("Weather", '{"city": "Bergen", "days": 2}', "call_b"),  # its id, reused
+        ),
+    ]
+    with ScriptedServer(script) as server:
+        outcome = heal(api, mode, server)
+    answer = value(outcome)
+    assert [
+        ("call_c", Search(query="red shoes", limit=20)),
+        ("call_a_2", Weather(city="Bergen", days=2)),
+        ("call_b", Weather(city="Oslo", days=2)),
+    ] == [(c.id, c.arguments) for c in answer.calls]
+    assert ("calls[0]", "calls[1]") == outcome.changed_fields
+
+
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+def test_a_call_to_a_tool_never_called_before_is_added_at_the_replaced_place(
+    api: Api, mode: Mode
+) -> None:
+    """A repair that adds a call to a tool not called before keeps it, judged on its own, at
+    the place of the call it came with."""
+    script = [
+        calls(
+            call("Search", BROKEN_SEARCH, "call_a"), call("Search", '{"query": "x", "limit": 1}')
+        ),
+        calls(
+            call("Weather", '{"city": "Oslo", "days": "3"}', "call_w"),
+            call("Search", '{"query": "red shoes", "limit": 20}', "call_c"),
+        ),
+    ]
+    with ScriptedServer(script) as server:
+        outcome = heal(api, mode, server)
+    answer = value(outcome)
+    assert [("call_w", "Weather"), ("call_c", "Search"), ("call_Search_0", "Search")] == [
+        (c.id, c.name) for c in answer.calls
+    ]
+    assert Weather(city="Oslo", days=3) == answer.calls[0].arguments
+    assert Flag.COERCED in answer.calls[0].flags
+    assert ("calls[0]", "calls[1]") == outcome.changed_fields
+
+
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+def test_a_rejected_call_the_repair_leaves_out_is_asked_again_alone(api: Api, mode: Mode) -> None:
+    """A rejected call the repair makes no call for stays rejected and is asked again alone,
+    while the other calls stand."""
+    script = [
+        calls(
+            call("Search", BROKEN_SEARCH, "call_a"),
+            call("Weather", OSLO, "call_b"),
+            call("Weather", '{"city": "Rome", "days": "many"}', "call_c"),
+        ),
+        calls(call("Weather", OSLO, "call_x"), call("Search", '{"query": "shoes", "limit": 5}')),
+        calls(call("Weather", '{"city": "Rome", "days": 4}', "call_y")),
+    ]
+    with ScriptedServer(script) as server:
+        outcome = heal(api, mode, server)
+    answer = value(outcome)
+    assert [("call_Search_0", "Search"), ("call_b", "Weather"), ("call_y", "Weather")] == [
+        (c.id, c.name) for c in answer.calls
+    ]
+    assert ("calls[0]", "calls[2]") == outcome.changed_fields
+    third = server.requests[2].messages[-1]["content"]
+    assert "1 of your 3 tool calls was rejected: `Weather` (call_c)" in third
+
+
 # -- forced calls ------------------------------------------------------------------------------
 
 
@@ -563,6 +683,38 @@ def test_a_streamed_cut_call_and_a_dropped_stream(api: Api, mode: Mode) -> None:
     assert isinstance(outcome, Degraded)
     assert Reason.API_ERROR == outcome.reason
     assert "truncation" == outcome.attempts[0].diagnostics[0].source
+
+
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+def test_a_streamed_repair_split_in_two_keeps_the_accepted_call(api: Api, mode: Mode) -> None:
+    """Streamed, a rejected call made again as two calls puts both at its place, and the
+    accepted call stays with its id."""
+    script = [
+        ScriptedReply(
+            content="Both.",
+            tool_calls=[call("Search", BROKEN_SEARCH, "call_a"), call("Weather", OSLO, "call_b")],
+            finish_reason="tool_calls",
+            chunk_chars=5,
+        ),
+        ScriptedReply(
+            tool_calls=[
+                call("Search", '{"query": "red shoes", "limit": 50}', "call_c"),
+                call("Weather", OSLO, "call_d"),  # the accepted call, sent again
+                call("Search", '{"query": "red shoes page 2", "limit": 30}', "call_e"),
+            ],
+            finish_reason="tool_calls",
+            chunk_chars=5,
+        ),
+    ]
+    with ScriptedServer(script) as server:
+        pieces, outcome = heal_streamed(api, mode, server)
+    assert "Both." == "".join(pieces)
+    answer = value(outcome)
+    assert [("call_c", "Search"), ("call_e", "Search"), ("call_b", "Weather")] == [
+        (c.id, c.name) for c in answer.calls
+    ]
+    assert ("calls[0]", "calls[1]") == outcome.changed_fields
+    assert all(request.streamed for request in server.requests)
 
 
 # -- Anthropic ---------------------------------------------------------------------------------

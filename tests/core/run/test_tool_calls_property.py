@@ -19,6 +19,7 @@ from healjson._core.run.drive import drive_sync
 from healjson._core.run.tools import Tool, ToolSpec, start_tools
 from healjson._core.target.target import target_for
 from healjson.testing import Corruption, capture_events, corrupted
+from pinned import pinned
 
 
 class Order(BaseModel):
@@ -177,20 +178,179 @@ def test_a_refusal_degrades_or_is_asked_again_as_the_policy_says() -> None:
     assert [list(USER), list(USER)] == asked  # the same request, again
 
 
-def test_a_repair_with_the_whole_set_again_is_judged_as_a_new_set() -> None:
-    """A repair answered with the whole set of calls again is judged as a new set, keeping the
-    first answer's text."""
+def test_a_repair_with_the_whole_set_again_keeps_the_accepted_call() -> None:
+    """A repair answered with the whole set again, the accepted call changed, keeps the accepted
+    call with its id and place, the changed one a new call beside the replacement."""
     bad = ToolCall("order", '{"sku": "A", "qty": "x", "gift": false, "notes": []}', "c1")
     good = ToolCall("order", '{"sku": "A", "qty": 2, "gift": false, "notes": []}', "c3")
     first = Reply("Both.", "tool_calls", tool_calls=(PING, bad))
-    again = Reply(None, "tool_calls", tool_calls=(ToolCall("ping", '{"host": "b"}', "c2"), good))
+    again = Reply(
+        "Again.", "tool_calls", tool_calls=(ToolCall("ping", '{"host": "b"}', "c2"), good)
+    )
     outcome, _ = run([first, again], attempts=2)
     assert isinstance(outcome, Healed)
-    assert [("c2", Ping(host="b")), ("c3", 2)] == [
+    assert [("call_ping", Ping(host="a.example")), ("c2", Ping(host="b")), ("c3", 2)] == [
         (c.id, c.arguments if c.name == "ping" else c.arguments.qty) for c in outcome.value.calls
     ]
     assert "Both." == outcome.value.text  # the text of the answer stays
-    assert ("calls[0]", "calls[1]") == outcome.changed_fields
+    assert ("calls[1]", "calls[2]") == outcome.changed_fields
+
+
+def test_new_calls_never_take_an_id_a_call_that_stays_has() -> None:
+    """A new call keeps its own id unless a call that stays has it; then it takes the replaced
+    call's id, suffixed for the calls after the first."""
+    bad = ToolCall("order", '{"sku": "A", "qty": "x", "gift": false, "notes": []}', "c1")
+    fixed = '{"sku": "A", "qty": 1, "gift": false, "notes": []}'
+    first = Reply(None, "tool_calls", tool_calls=(PING, bad))
+    again = Reply(
+        None,
+        "tool_calls",
+        tool_calls=(
+            ToolCall("order", fixed, "call_ping"),  # an accepted call's id
+            ToolCall("order", fixed.replace("1", "2")),  # none
+            ToolCall("order", fixed.replace("1", "3"), "c1"),  # the replaced call's: free
+        ),
+    )
+    outcome, _ = run([first, again], attempts=2)
+    assert isinstance(outcome, Healed)
+    assert ["call_ping", "c1", "c1_2", "c1_3"] == [c.id for c in outcome.value.calls]
+    assert [1, 2, 3] == [c.arguments.qty for c in outcome.value.calls[1:]]
+
+
+def test_the_answer_after_a_refused_repair_keeps_the_accepted_calls() -> None:
+    """After a refused repair, the request sent again is answered by replacements too: the
+    accepted call keeps its id and place."""
+    bad = ToolCall("order", '{"sku": "A", "qty": "x", "gift": false, "notes": []}', "c1")
+    fixed = ToolCall("order", '{"sku": "A", "qty": 1, "gift": false, "notes": []}', "c9")
+    ping = ToolCall("ping", '{"host":"a.example"}', "c8")  # the accepted call, made again
+    replies = iter(
+        [
+            Reply(None, "tool_calls", tool_calls=(PING, bad)),
+            Reply(None, "stop", refusal="No."),
+            Reply(None, "tool_calls", tool_calls=(ping, fixed)),
+        ]
+    )
+    tools = {"order": Tool("order", target_for(Order)), "ping": Tool("ping", target_for(Ping))}
+    policy = HealPolicy(max_attempts=3, on_refusal="retry")
+    flow = start_tools(ToolSpec(tools, policy), USER).flow
+    outcome = drive_sync(flow, lambda messages, **params: next(replies))
+    assert isinstance(outcome, Healed)
+    assert [("call_ping", "ping"), ("c9", "order")] == [(c.id, c.name) for c in outcome.value.calls]
+    assert ("calls[1]",) == outcome.changed_fields
+
+
+# -- the property: whatever a repair answers, the accepted calls stand ----------------------------
+
+BROKEN_ARGS = {"order": '{"sku": "x", "qty": "many", "gift": false, "notes": []}', "ping": "{}"}
+
+
+def good_args(tool: str, tag: str) -> str:
+    """Valid arguments of `tool`, told apart by `tag`."""
+    if tool == "ping":
+        return json.dumps({"host": f"{tag}.example"})
+    return json.dumps({"sku": tag, "qty": 1, "gift": False, "notes": []})
+
+
+def resent(data: Any, arguments: str) -> str:
+    """The same arguments as data, written another way."""
+    indent = data.draw(st.sampled_from([None, 0, 2]), label="indent")
+    keys = data.draw(st.booleans(), label="sort_keys")
+    return json.dumps(json.loads(arguments), indent=indent, sort_keys=keys, separators=(",", ": "))
+
+
+def answer(
+    data: Any,
+    groups: list[list[ToolCall]],
+    accepted: list[ToolCall],
+    extra: list[ToolCall] | None = None,
+) -> Reply:
+    """A repair's answer: the calls of `groups` in order, with accepted calls sent again (the
+    same arguments written another way, any id) and the `extra` calls inserted anywhere."""
+    made = [call for group in groups for call in group]
+    again = data.draw(st.lists(st.sampled_from(accepted), max_size=3)) if accepted else []
+    for n, call in enumerate(again):
+        ident = data.draw(st.sampled_from([call.id, f"again_{n}", None]), label="id")
+        copy = ToolCall(call.name, resent(data, call.arguments), ident)
+        made.insert(data.draw(st.integers(0, len(made)), label="at"), copy)
+    for call in extra or ():
+        made.insert(data.draw(st.integers(0, len(made)), label="at"), call)
+    return Reply(None, "tool_calls", tool_calls=tuple(made))
+
+
+def gaps_of(kinds: list[tuple[str, bool]]) -> list[set[str]]:
+    """The tools of the rejected calls between each two accepted calls (and before the first,
+    after the last)."""
+    gaps: list[set[str]] = [set()]
+    for tool, ok in kinds:
+        if ok:
+            gaps.append(set())
+        else:
+            gaps[-1].add(tool)
+    return gaps
+
+
+@pinned(max_examples=150)
+@given(data=st.data())
+def test_a_repair_never_loses_renames_or_moves_an_accepted_call(data: Any) -> None:
+    """Whatever a repair answers (replacements, calls split in several, accepted calls sent
+    again or changed, rejected calls left out then made), every accepted call stays with its id,
+    arguments and order, and `changed_fields` names exactly the places a repair made."""
+    tools = st.sampled_from(["order", "ping"])
+    kinds = data.draw(st.lists(st.tuples(tools, st.booleans()), min_size=1, max_size=6))
+    kinds[data.draw(st.integers(0, len(kinds) - 1))] = (data.draw(tools), False)  # one broken
+    first = [
+        ToolCall(tool, good_args(tool, f"g{i}") if ok else BROKEN_ARGS[tool], f"c{i}")
+        for i, (tool, ok) in enumerate(kinds)
+    ]
+    accepted = [call for call, (_, ok) in zip(first, kinds, strict=True) if ok]
+    broken = [(i, tool) for i, (tool, ok) in enumerate(kinds) if not ok]
+    skipped = data.draw(st.sampled_from([None, "order", "ping"]))  # left out of the repair
+    later = any(tool == skipped for _, tool in broken)
+
+    def group(i: int, tool: str, rnd: int) -> list[ToolCall]:
+        """The calls made for rejected call `i` in round `rnd`: one, or it split in several."""
+        calls = []
+        for n in range(data.draw(st.integers(1, 3), label="calls")):
+            pick = data.draw(st.sampled_from(["own", "c0", "none"]), label="id")
+            ident = {"own": f"r{rnd}-{i}-{n}", "c0": "c0", "none": None}[pick]
+            calls.append(ToolCall(tool, good_args(tool, f"f{rnd}-{i}-{n}"), ident))
+        return calls
+
+    second = [[] if tool == skipped else group(i, tool, 2) for i, tool in broken]
+    # accepted calls sent again with other arguments: new calls (only when none is left out:
+    # such a call to a left-out call's tool would be its replacement)
+    some = accepted and not later
+    changed = data.draw(st.lists(st.sampled_from(accepted), max_size=2)) if some else []
+    revised = [ToolCall(c.name, good_args(c.name, f"v{n}"), c.id) for n, c in enumerate(changed)]
+    replies = [Reply(None, "tool_calls", tool_calls=tuple(first))]
+    replies.append(answer(data, second, accepted, revised))
+    made = [c for g in second for c in g] + revised
+    if later:  # the calls left out, made in a third answer
+        third = [group(i, tool, 3) for i, tool in broken if tool == skipped]
+        replies.append(answer(data, third, accepted + made))
+        made += [c for g in third for c in g]
+    outcome, sent = run(replies, attempts=3)
+
+    assert isinstance(outcome, Healed), outcome
+    assert len(sent) == (3 if later else 2)
+    calls = outcome.value.calls
+    first_ids = {c.id for c in accepted}
+    kept = [(c.id, c.name, c.raw) for c in calls if c.id in first_ids]
+    assert [(c.id, c.name, c.arguments) for c in accepted] == kept  # in order, as they were
+    assert len({c.id for c in calls}) == len(calls)  # no id twice
+    places = tuple(f"calls[{i}]" for i, c in enumerate(calls) if c.id not in first_ids)
+    assert places == outcome.changed_fields
+    new = sorted((c.name, c.raw) for c in calls if c.id not in first_ids)
+    assert sorted((c.name, c.arguments) for c in made) == new  # each call a repair made, once
+    # each new call sits where a rejected call was (one of its tool, unless a changed accepted
+    # call): between the accepted calls that were around it
+    gaps, gap, changes = gaps_of(kinds), 0, {c.arguments for c in revised}
+    for c in calls:
+        if c.id in first_ids:
+            gap += 1
+            continue
+        assert gaps[gap], (gap, c)
+        assert c.name in gaps[gap] or c.raw in changes, (gap, c)
 
 
 def test_calls_without_ids_or_with_one_id_get_distinct_ids() -> None:

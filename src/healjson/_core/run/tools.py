@@ -8,12 +8,33 @@ call to a tool the request did not declare, arguments no local repair can save, 
 breach or a cut call make one repair request that asks again for *the broken calls only*
 (`RepairPrompt.calls`, a `repair.calls.CallsForm`: the model's turn sent back, each call
 answered by a tool message, then a user message naming the calls to make again; bounded
-whatever the number of calls). The calls of the answer take the broken ones' places, in order
-(the kept ones keep their place and id); a call made again to another tool than the one whose
-arguments failed is itself a broken call (a call to an undeclared tool may be made again to
-any declared one); a repair answer with any other number of calls is judged as a new set.
-Each repair request is the original messages plus that one exchange: it does not grow with the
-rounds.
+whatever the number of calls).
+
+An accepted call is never lost or renamed by a repair. The answer to a repair (or to the
+request sent again after a refusal) is read as replacements for the pending calls — the
+broken ones the request named — never as a new set of calls:
+
+- an answer call identical to an accepted call (same tool, same arguments as data) *is* that
+  call: it stays once, where it was, with its id;
+- each pending call judged by a tool takes the answer's first other call to that tool; one
+  still without a call then takes the next call to a tool no pending call was judged by (the
+  replacement of a call that named no declared tool; for any other, itself a broken call: a
+  call made again must be to the tool whose arguments failed);
+- every other call of the answer is an extra call, judged against its own tool: a second page
+  of a split call, a call to another tool, or an accepted call sent again with *changed*
+  arguments (a new call: the accepted one keeps its arguments and id). It goes with the
+  replacement of its own tool before it in the answer, else with the replacement just before
+  it, else with the answer's first replacement;
+- a pending call's replacement and its extra calls take its place, in answer order (several
+  replacing one are placed together at its place); the accepted calls keep their ids and their
+  order; a pending call the answer made no call for stays, as it was (asked again, or the run
+  degrades);
+- a new call's id is its own, unless it has none or a call that stays or is placed before it
+  has it: then the replaced call's id (`<id>_2`, `<id>_3`, ... for the calls after the first).
+
+`changed_fields` names exactly the places (`calls[i]`) of the answer that hold a call a repair
+made; the answer's message text is the first answer's. Each repair request is the original
+messages plus that one exchange: it does not grow with the rounds.
 
 A request that forces a call (`ToolSpec.required`) answered without one is asked once more
 (the budget allowing), then degrades with `tool_call_missing`; a reply with no call where
@@ -31,6 +52,7 @@ its own.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
@@ -143,6 +165,7 @@ class _Slot:
     call: ToolCall  # its id set
     evaluation: Evaluation | None  # None: no tool to judge it by
     diagnostics: tuple[Diagnostic, ...] = ()
+    repaired: bool = False  # made by an answer to a repair (its place is a changed field)
 
     @property
     def ok(self) -> bool:
@@ -157,14 +180,13 @@ class CallAnswers:
     """One run's tool-call answers: the calls as they stand (`slots`), judged call by call,
     the broken ones asked for again."""
 
-    __slots__ = ("changed", "missing", "pending", "run", "slots", "spec", "text")
+    __slots__ = ("missing", "pending", "run", "slots", "spec", "text")
 
     def __init__(self, spec: ToolSpec, run: RunState) -> None:
         self.spec = spec
         self.run = run
         self.slots: list[_Slot] = []
         self.text: str | None = None
-        self.changed: set[int] = set()  # slots a repair replaced
         self.pending: tuple[int, ...] = ()  # the slots the last request asked for again
         self.missing = 0  # replies in a row that made no call where one was required
 
@@ -213,8 +235,8 @@ class CallAnswers:
     def prompt(self, evaluation: Evaluation, number: int) -> RepairPrompt:
         """The broken calls asked for again in one exchange (or the forced call asked for); a
         refusal (under `on_refusal="retry"`) sends the request again as it was."""
-        if evaluation.verdict is Verdict.REFUSAL:
-            self.pending = ()
+        if evaluation.verdict is Verdict.REFUSAL:  # the calls so far stand: an answer replaces
+            self.pending = tuple(i for i, slot in enumerate(self.slots) if not slot.ok)
             return RepairPrompt(Strategy.RESEND, number, None, evaluation.diagnostics)
         spec = self.spec
         if self.missing:
@@ -236,9 +258,9 @@ class CallAnswers:
         return RepairPrompt(strategy, number, raw, evaluation.diagnostics, calls=form)
 
     def value(self, evaluation: Evaluation) -> tuple[Any, str, tuple[Flag, ...], tuple[str, ...]]:
-        """The calls, the last raw text, every call's flags and the calls a repair replaced."""
+        """The calls, the last raw text, every call's flags and the places a repair made."""
         flags = tuple(dict.fromkeys(f for slot in self.slots for f in slot.flags))
-        changed = tuple(f"calls[{i}]" for i in sorted(self.changed) if i < len(self.slots))
+        changed = tuple(f"calls[{i}]" for i, slot in enumerate(self.slots) if slot.repaired)
         raw = self.run.attempts[-1].raw_text or ""
         return self._value(), raw, flags, changed
 
@@ -262,43 +284,63 @@ class CallAnswers:
 
     def _judge(self, reply: Reply, number: int) -> Generator[AwaitAll, Any, tuple[int, ...]]:
         """Take the reply's calls into the answer and judge the new ones; the slots judged."""
-        calls, pending = reply.tool_calls, self.pending
-        if pending and calls and len(calls) == len(pending):  # the broken calls, made again
-            kept = {self.slots[i].call.id for i in range(len(self.slots)) if i not in pending}
-            targets = pending
-            fresh = [
-                _with_id(call, self.slots[at].call.id or f"call_{at}", kept)
-                for call, at in zip(calls, pending, strict=True)
-            ]
-            self.changed.update(pending)
-            # a call that was judged by its tool is made again to that tool (one that named no
-            # tool the request allows is made again to whichever tool is right)
-            wanted = {
-                at: self.slots[at].call.name
-                for at in pending
-                if self.slots[at].evaluation is not None
-            }
-        elif pending and not calls:  # a repair answered without any call: the broken ones stay
-            return ()
-        else:  # a first answer, or a repair that answered with a new set of calls
-            if number > 1:
-                self.changed.update(range(max(len(calls), len(self.slots))))
-            if number == 1 or reply.content is not None:
-                self.text = reply.content
-            self.slots = [_Slot(call, None) for call in calls]
-            targets = tuple(range(len(calls)))
-            fresh = [_with_id(call, f"call_{i}", set()) for i, call in enumerate(calls)]
-            wanted = {}
-        ids = {self.slots[i].call.id for i in range(len(self.slots)) if i not in targets}
+        if self.pending:  # an answer to a repair: replacements for the pending calls
+            return (yield from self._replace(reply))
+        # a first answer (or one after a repair that had no call to keep: a call asked for)
+        calls, repaired = reply.tool_calls, number > 1
+        if number == 1 or reply.content is not None:
+            self.text = reply.content
+        self.slots = [_Slot(call, None, (), repaired) for call in calls]
+        ids: set[str | None] = set()
         last = len(calls) - 1
-        for position, (at, made) in enumerate(zip(targets, fresh, strict=True)):
+        for at, call in enumerate(calls):
+            made = _with_id(call, f"call_{at}", set())
             # two calls of one answer with one id: the later one renamed
             one = replace(made, id=f"{made.id}_{at}") if made.id in ids else made
             ids.add(one.id)
             # only the last call of a cut reply can have been cut
-            finish = reply.finish_reason if position == last else None
-            self.slots[at] = yield from self._judge_call(one, finish, wanted.get(at))
-        return targets
+            finish = reply.finish_reason if at == last else None
+            slot = yield from self._judge_call(one, finish, None)
+            self.slots[at] = replace(slot, repaired=True) if repaired else slot
+        return tuple(range(len(calls)))
+
+    def _replace(self, reply: Reply) -> Generator[AwaitAll, Any, tuple[int, ...]]:
+        """A repair's answer read as replacements for the pending calls (see the module): the
+        accepted calls kept, each pending call's replacements placed at its place, judged."""
+        calls, slots, pending = reply.tool_calls, self.slots, self.pending
+        where = {at: k for k, at in enumerate(pending)}
+        accepted = [slot for at, slot in enumerate(slots) if at not in where]
+        fresh = _not_accepted(calls, accepted)
+        wanted = [
+            slots[at].call.name if slots[at].evaluation is not None else None for at in pending
+        ]
+        first, blocks = _assign(calls, fresh, wanted)
+        taken = {
+            slot.call.id
+            for at, slot in enumerate(slots)
+            if at not in where or not blocks[where[at]]
+        }
+        out: list[_Slot] = []
+        todo: list[tuple[int, ToolCall, str | None, str | None]] = []
+        last = len(calls) - 1
+        for at, slot in enumerate(slots):
+            k = where.get(at)
+            if k is None or not blocks[k]:  # accepted, or pending with no call made: as it was
+                out.append(slot)
+                continue
+            base = slot.call.id or f"call_{at}"
+            for n, i in enumerate(blocks[k]):
+                own = calls[i]
+                made = replace(own, id=_fresh_id(own.id, f"{base}_{n + 1}" if n else base, taken))
+                # only the last call of a cut reply can have been cut
+                finish = reply.finish_reason if i == last else None
+                todo.append((len(out), made, finish, wanted[k] if i == first[k] else None))
+                out.append(_Slot(made, None, (), True))
+        self.slots = out
+        for place, made, finish, want in todo:
+            judged = yield from self._judge_call(made, finish, want)
+            out[place] = replace(judged, repaired=True)
+        return tuple(place for place, _, _, _ in todo)
 
     def _judge_call(
         self, call: ToolCall, finish: str | None, wanted: str | None
@@ -363,6 +405,99 @@ def _verdict(found: Sequence[Diagnostic]) -> Verdict:
     if Source.SCHEMA in sources:
         return Verdict.SCHEMA
     return Verdict.SYNTAX
+
+
+def _not_accepted(calls: Sequence[ToolCall], accepted: Sequence[_Slot]) -> list[int]:
+    """The answer's calls (their indices) that are not an accepted call sent again: the same
+    tool with the same arguments as data (or as sent, for arguments that are not JSON)."""
+    names = {slot.call.name for slot in accepted}
+    if not any(call.name in names for call in calls):
+        return list(range(len(calls)))
+    same: set[tuple[str, str]] = set()
+    for slot in accepted:
+        same.add((slot.call.name, _data(slot.call.arguments)))
+        if slot.evaluation is not None and slot.evaluation.parse.value is not None:
+            same.add((slot.call.name, _canonical(slot.evaluation.parse.value)))
+    return [
+        i
+        for i, call in enumerate(calls)
+        if call.name not in names or (call.name, _data(call.arguments)) not in same
+    ]
+
+
+def _data(arguments: str) -> str:
+    """Arguments as data (canonical JSON), or as sent when they are not JSON."""
+    text = arguments.strip() or "{}"  # no arguments: the no-argument object
+    try:
+        return _canonical(json.loads(text))
+    except (ValueError, RecursionError):
+        return text
+
+
+def _canonical(value: Any) -> str:
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):  # not JSON data: never the same as any
+        return f"\x00{id(value)}"
+
+
+def _assign(
+    calls: Sequence[ToolCall], fresh: Sequence[int], wanted: Sequence[str | None]
+) -> tuple[list[int | None], list[list[int]]]:
+    """Which answer calls (`fresh`, indices into `calls`) replace which pending call (each
+    wants a call to its tool; None: any), as the module says: per pending call, the index of
+    its replacement proper (None: the answer made it no call), and the calls placed at its
+    place, in answer order."""
+    first: list[int | None] = [None] * len(wanted)
+    owner: dict[int, int] = {}
+    by_tool: dict[str, list[int]] = {}
+    for i in reversed(fresh):  # each tool's calls, the first last (popped first)
+        by_tool.setdefault(calls[i].name, []).append(i)
+    for k, name in enumerate(wanted):  # each pending call: the first free call to its tool
+        free = by_tool.get(name) if name is not None else None
+        if free:
+            first[k] = i = free.pop()
+            owner[i] = k
+    named = {name for name in wanted if name is not None}
+    others = iter([i for i in fresh if calls[i].name not in named])
+    for k in range(len(wanted)):  # still none: the next call to a tool no one was judged by
+        if first[k] is None:
+            i = next(others, -1)
+            if i < 0:
+                break
+            first[k], owner[i] = i, k
+    blocks: list[list[int]] = [[] for _ in wanted]
+    latest: dict[str, int] = {}  # a tool's latest replacement so far
+    before: int | None = None  # the latest replacement so far
+    early: list[int] = []  # extra calls before every replacement
+    for i in fresh:
+        at = owner.get(i)
+        if at is not None:
+            latest[calls[i].name] = before = at
+            blocks[at].extend(early)  # extra calls before it go with the first replacement
+            early = []
+        else:
+            at = latest.get(calls[i].name, before)
+        if at is None:
+            early.append(i)
+        else:
+            blocks[at].append(i)
+    if early and blocks:  # never: some pending call takes one of the calls left
+        blocks[0].extend(early)
+    return first, blocks
+
+
+def _fresh_id(own: str | None, default: str, taken: set[str | None]) -> str:
+    """A new call's id: its own unless it has none or it is `taken`, else `default` (with a
+    suffix while that is taken); the id is taken from then on."""
+    name = own if own and own not in taken else default
+    if name in taken:
+        n = 2
+        while f"{name}_{n}" in taken:
+            n += 1
+        name = f"{name}_{n}"
+    taken.add(name)
+    return name
 
 
 def _with_id(call: ToolCall, default: str, taken: set[str | None]) -> ToolCall:
