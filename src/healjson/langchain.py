@@ -37,10 +37,12 @@ Every model call of a step is made by healjson's driver, the first one included:
 first call is made in the run its request calls for (the structured response's when there is
 one, else the tools'), and an answer that belongs to another run (the agent's tools, another
 member of a union) is handed on to it as its first call (`_frameworks.core.handed_over`), with
-the time it took and the step's deadline. A provider's failure on any call (LangChain's
-`ModelError`s included) ends the step `Degraded` with its reason, and `policy.deadline_s`
-bounds the whole step. The run's parameters reach the request as model settings (LangChain
-binds them to the chat model's call): `escalate_model`'s `model` on the last attempt.
+the time it took and the step's deadline; the run that made the call ends there, handing its
+spans on (`events.handed_on`): the step has the spans of one run, the answer's. A provider's
+failure on any call (LangChain's `ModelError`s included) ends the step `Degraded` with its
+reason, and `policy.deadline_s` bounds the whole step. The run's parameters reach the request
+as model settings (LangChain binds them to the chat model's call): `escalate_model`'s `model`
+on the last attempt.
 
 `context=`: pydantic's validation context (and the contracts' `ctx.extra`) in every validation
 of the run; by default the run's own context (`agent.invoke(..., context=...)`) when it is a
@@ -70,6 +72,7 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from . import Degraded, Healed, Healer, HealPolicy, Outcome, Reply
+from ._core.observe.events import handed_on
 from ._frameworks.core import (
     Run,
     Target,
@@ -186,14 +189,16 @@ class HealMiddleware(AgentMiddleware[HealState, Any, Any]):
         if not step.heals:
             return handler(request)
         owner = step.default()
+        run = step.start(owner)
         try:
-            outcome: Outcome[Any] = drive_sync(step.start(owner), _Calls(step, handler, owner))
+            outcome: Outcome[Any] = drive_sync(run, _Calls(step, handler, owner))
         except _HandOver as moved:
-            if moved.owner is None:
-                return moved.passed()
-            owner = moved.owner
-            run = step.handed(owner, moved)
-            outcome = drive_sync(run, _Calls(step, handler, owner, made=1))
+            with handed_on(run.built):  # the run the answer is handed to goes on in its spans
+                if moved.owner is None:
+                    return moved.passed()
+                owner = moved.owner
+                run = step.handed(owner, moved)
+                outcome = drive_sync(run, _Calls(step, handler, owner, made=1))
         return step.result(owner, outcome)
 
     async def awrap_model_call(self, request: ModelRequest[Any], handler: AsyncHandler) -> Result:
@@ -201,16 +206,16 @@ class HealMiddleware(AgentMiddleware[HealState, Any, Any]):
         if not step.heals:
             return await handler(request)
         owner = step.default()
+        run = step.start(owner)
         try:
-            outcome: Outcome[Any] = await drive_async(
-                step.start(owner), _AsyncCalls(step, handler, owner)
-            )
+            outcome: Outcome[Any] = await drive_async(run, _AsyncCalls(step, handler, owner))
         except _HandOver as moved:
-            if moved.owner is None:
-                return moved.passed()
-            owner = moved.owner
-            run = step.handed(owner, moved)
-            outcome = await drive_async(run, _AsyncCalls(step, handler, owner, made=1))
+            with handed_on(run.built):
+                if moved.owner is None:
+                    return moved.passed()
+                owner = moved.owner
+                run = step.handed(owner, moved)
+                outcome = await drive_async(run, _AsyncCalls(step, handler, owner, made=1))
         return step.result(owner, outcome)
 
     # -- what is kept between steps -----------------------------------------------------------
@@ -284,8 +289,10 @@ class _HandOver(Exception):
         self.elapsed_s = elapsed_s
 
     def passed(self) -> Result:
-        turn = self.turn
-        return turn.response if turn.response is not None else _bare(turn.ai)
+        turn, ai = self.turn, self.turn.ai
+        if turn.response is not None:
+            return turn.response
+        return ModelResponse(result=[ai] if ai is not None else [])
 
 
 class _Calls:
@@ -367,10 +374,6 @@ def _ai_of(response: Any) -> AIMessage | None:
         if isinstance(message, AIMessage):
             return message
     return None
-
-
-def _bare(ai: AIMessage | None) -> ModelResponse[Any]:
-    return ModelResponse(result=[ai] if ai is not None else [])
 
 
 class _Step:
@@ -545,7 +548,7 @@ class _Step:
         A step whose model call gave no message (the provider failed, the deadline passed)
         ends with healjson's note as its message."""
         note = _note(outcome)
-        messages: list[BaseMessage] = [ai if ai is not None else _failed_turn(note)]
+        messages: list[BaseMessage] = [ai if ai is not None else AIMessage(content=note)]
         messages.extend(
             ToolMessage(
                 content=note,
@@ -578,10 +581,6 @@ def _note(outcome: Outcome[Any]) -> str:
         *render_diagnostics(outcome.errors),
     ]
     return "\n".join(lines)
-
-
-def _failed_turn(note: str) -> AIMessage:
-    return AIMessage(content=note)
 
 
 def _as_mapping(found: Any) -> Mapping[str, Any] | None:

@@ -5,14 +5,15 @@ A real LangChain v1 agent (`create_agent`) with `ChatOpenAI` over real HTTP to
 `ScriptedServer`: a provider's failure or a cut answer on the agent's first call degrades as on
 a repair, the policy's deadline covers it, the run's parameters (`escalate_model`) reach the
 request, and a union `ToolStrategy`'s structured response is the member whose tool the model
-called, healed against that member alone.
+called, healed against that member alone; with OpenTelemetry on, a step whose first answer is
+handed on has the spans of one run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -27,8 +28,14 @@ from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
 
 from healjson import Degraded, Healed, HealPolicy, Reason
+from healjson._core.observe import telemetry
 from healjson.langchain import OUTCOME_KEY, TOOL_OUTCOME_KEY, HealMiddleware
 from healjson.testing import ScriptedReply, ScriptedServer
 
@@ -336,3 +343,121 @@ def test_a_contract_of_a_union_applies_to_the_members_with_its_fields() -> None:
         middleware=HealMiddleware(contracts=[positive]),
     )
     assert Ship(order_id="A1") == ship.result["structured_response"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Spans: a step whose first answer is handed on has the spans of one run
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
+    """A configured OpenTelemetry SDK (the real one, exporting to memory), as an application
+    would set one up."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(telemetry.trace, "get_tracer_provider", lambda: provider)
+    yield exporter
+    provider.shutdown()
+
+
+def step_spans(exporter: InMemorySpanExporter) -> list[tuple[str, Any, list[tuple[str, Any]]]]:
+    """Each run span as `(name, outcome, [(call span name, its ok), ...])`, in start order;
+    asserts every span is a run span or a call span of one, ended without error unless its
+    run degraded, and that nothing is left as the current span."""
+    found = list(exporter.get_finished_spans())
+    runs = sorted(
+        (s for s in found if s.name.startswith("healjson.heal")), key=lambda s: s.start_time or 0
+    )
+    ids = {run.context.span_id for run in runs if run.context is not None}
+    calls = [s for s in found if s not in runs]
+    assert all(s.parent is not None and s.parent.span_id in ids for s in calls)
+    assert all(run.parent is None for run in runs)  # none nested under another's call
+    out = []
+    for run in runs:
+        attributes = dict(run.attributes or {})
+        assert run.context is not None
+        mine = sorted(
+            (s for s in calls if s.parent is not None and s.parent.span_id == run.context.span_id),
+            key=lambda s: s.start_time or 0,
+        )
+        assert all(s.status.status_code is StatusCode.UNSET for s in mine)
+        failed = attributes.get("healjson.outcome") == "degraded"
+        assert (run.status.status_code is StatusCode.ERROR) == failed
+        shown = [(s.name, dict(s.attributes or {}).get("healjson.ok")) for s in mine]
+        out.append((run.name, attributes.get("healjson.outcome"), shown))
+    assert not trace.get_current_span().get_span_context().is_valid
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_union_members_step_has_the_spans_of_one_run(
+    spans: InMemorySpanExporter, mode: Mode
+) -> None:
+    """A first answer calling one member's tool (made in the union's run, handed on to the
+    member's) gives one run span, the member's, with its outcome and id, and one call span per
+    model call: as a plain run of that member does."""
+    script = [
+        call("Refund", '{"order_id": "A1"}', "c1"),
+        call("Refund", '{"order_id": "A1", "amount": 12.5}', "c2"),
+    ]
+    ran = run(script, response_format=ToolStrategy(Ship | Refund), mode=mode)
+    assert isinstance(ran.outcome, Healed)
+    handed = step_spans(spans)
+    assert [("healjson.heal Refund", "healed", [("chat", False), ("chat", True)])] == handed
+    [span] = [s for s in spans.get_finished_spans() if s.name.startswith("healjson.heal")]
+    attributes = dict(span.attributes or {})
+    assert (ran.outcome.run_id, "Refund") == (
+        attributes["healjson.run_id"],
+        attributes["healjson.target"],
+    )
+
+    spans.clear()
+    plain = run(script, response_format=ToolStrategy(Refund), mode=mode)
+    assert isinstance(plain.outcome, Healed)
+    assert handed == step_spans(spans)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_first_answer_handed_to_the_tool_calls_run_has_its_spans(
+    spans: InMemorySpanExporter, mode: Mode
+) -> None:
+    """A first answer calling the agent's tools (made in the structured response's run) is the
+    tool calls' run's first call span: two runs in all, each with its outcome and its calls,
+    none left without an outcome."""
+    script = [
+        call("search", '{"query": "shoes"}', "call_a"),
+        call("search", '{"query": "shoes", "limit": 2}', "call_b"),
+        call("Report", GOOD),
+    ]
+    ran = run(script, response_format=ToolStrategy(Report), with_tools=True, mode=mode)
+    assert isinstance(ran.result[TOOL_OUTCOME_KEY], Healed)
+    assert isinstance(ran.outcome, Healed)
+    assert [
+        ("healjson.heal ToolCalls", "healed", [("chat", False), ("chat", True)]),
+        ("healjson.heal Report", "healed", [("chat", True)]),
+    ] == step_spans(spans)
+
+
+def test_a_handed_over_run_that_degrades_has_one_failed_run_span(
+    spans: InMemorySpanExporter,
+) -> None:
+    """A union member's run handed its first answer that never heals ends as one degraded run
+    span (its error the run's reason) over its call spans, as a plain run does."""
+    never = call("Refund", '{"order_id": "A1"}', "c1")
+    ran = run([never] * 3, response_format=ToolStrategy(Ship | Refund))
+    assert isinstance(ran.outcome, Degraded)
+    assert [
+        ("healjson.heal Refund", "degraded", [("chat", False), ("chat", False), ("chat", False)])
+    ] == step_spans(spans)
+
+
+def test_a_passed_through_answer_ends_its_spans_without_an_outcome(
+    spans: InMemorySpanExporter,
+) -> None:
+    """A plain answer of an agent with tools (no run's to judge) passes through untouched: the
+    spans of its call end, said `passed`, with no error, and nothing is left open."""
+    ran = run(["Hello."], with_tools=True)
+    assert "Hello." == ran.result["messages"][-1].content
+    assert [("healjson.heal ToolCalls", "passed", [("chat", None)])] == step_spans(spans)

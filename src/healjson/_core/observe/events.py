@@ -19,11 +19,13 @@ Events: `healjson.attempt`, `healjson.local_repair`, `healjson.diagnostic`,
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
+from contextlib import AbstractContextManager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from types import TracebackType
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
     from healjson._core.outcome.outcome import Attempt, Degraded, Healed
     from healjson._core.repair.prompt import RepairPrompt
 
-__all__ = ["RunEvents", "for_run", "set_logger", "warn"]
+__all__ = ["RunEvents", "for_run", "handed_on", "set_logger", "warn"]
 
 LOGGER_NAME = "healjson"
 
@@ -203,6 +205,20 @@ def for_run(run_id: str, spec: Any = None) -> RunEvents | None:
     if logger is None and spans is None:
         return None
     return RunEvents(run_id, logger, settings.include_content, spans, floor)
+
+
+def handed_on(flow: Generator[Any, Any, Any] | None) -> AbstractContextManager[None]:
+    """A block in which a run hands its first model call's answer on to another run of the
+    same step (an integration's hand-over): the run of `flow` (suspended at that call; None: a
+    quick start's, which built no flow) ends here, and the next run started inside the block
+    goes on in its spans, when it has any (`telemetry.handed_on`)."""
+    telemetry = _Telemetry.module  # not loaded: no run has spans to hand on
+    if telemetry is not None:
+        found: AbstractContextManager[None] = telemetry.handed_on(flow)
+        return found
+    if flow is not None:
+        flow.close()
+    return contextlib.nullcontext()
 
 
 def about_run(run_id: str, level: int, event: str, **fields: Any) -> None:

@@ -20,6 +20,13 @@ repeat it: it is `healjson.attempt N` (kind INTERNAL) with its token counts as
 `healjson.usage.*`, so a backend that sums `gen_ai.usage.*` over client spans counts each call
 once.
 
+A run whose first model call answered for another run of the same step (an integration's
+hand-over: LangChain's first answer of a step belongs to the agent's tools, or to one member of
+a union) hands its spans on (`handed_on`): the run that takes the answer up goes on in them (the
+run's span renamed for it, the call's span ended by its first attempt), so the step has the
+spans of a plain run, none left open or failed; spans no run takes up (the answer was no run's
+to judge) end with `healjson.outcome` `passed` and no error.
+
 Content (the request's messages, the model's output) is recorded only when the user opts in
 as the conventions say: `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`. Every string
 attribute passes the redactor.
@@ -35,9 +42,11 @@ import functools
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Generator, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from types import FunctionType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
@@ -51,7 +60,7 @@ if TYPE_CHECKING:
     from healjson._core.outcome.attempt import Attempt
     from healjson._core.outcome.outcome import Outcome
 
-__all__ = ["RunSpans", "for_run", "idle", "sdk_instrumented"]
+__all__ = ["RunSpans", "for_run", "handed_on", "idle", "sdk_instrumented"]
 
 _CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 _MAX_CONTENT_CHARS = 16_000
@@ -68,12 +77,49 @@ class _Unconfigured:
     named: bool = OTEL_PYTHON_TRACER_PROVIDER in os.environ
 
 
+# The spans a run handed on (`handed_on`), for the next run started in this context to take up;
+# `_HANDING` while that run's flow closes (its release then parks its spans here).
+_HANDED: ContextVar[Any] = ContextVar("healjson_handed_spans", default=None)
+_HANDING: Final = object()
+
+
 def for_run(run_id: str, spec: Any) -> RunSpans | None:
-    """The spans of a run that starts now, or None when no OpenTelemetry SDK is configured
-    (`idle`)."""
+    """The spans of a run that starts now (those a run handed on to it, `handed_on`), or None
+    when no OpenTelemetry SDK is configured (`idle`)."""
     if idle():
         return None
+    handed = _HANDED.get()
+    if isinstance(handed, RunSpans):
+        _HANDED.set(None)
+        return handed.taken_up(run_id, spec)
     return RunSpans(_tracer(trace.get_tracer_provider()), run_id, spec, _instruments())
+
+
+@contextmanager
+def handed_on(flow: Generator[Any, Any, Any] | None) -> Iterator[None]:
+    """End the run of `flow`, suspended at a model call whose answer belongs to another run of
+    the same step, by handing that answer on: the flow is closed and its spans stay open, and
+    the next run started in this context, inside the block, takes them up (`for_run`) as if it
+    had made the call. Spans no run took up end at the block's end: with `healjson.outcome`
+    `passed` (the answer was no run's to judge), or as a run that did not finish when the block
+    raised. No flow: nothing to hand on."""
+    token = _HANDED.set(_HANDING)
+    try:
+        if flow is not None:
+            flow.close()  # its run's release parks its spans (`RunSpans.release`)
+        if _HANDED.get() is _HANDING:  # no call in flight: nothing was parked
+            _HANDED.set(None)
+        yield
+    except BaseException:
+        left = _HANDED.get()
+        _HANDED.reset(token)
+        if isinstance(left, RunSpans):
+            left.release()
+        raise
+    left = _HANDED.get()
+    _HANDED.reset(token)
+    if isinstance(left, RunSpans):
+        left.passed()
 
 
 def idle() -> bool:
@@ -164,18 +210,30 @@ class RunSpans:
         self._tracer = tracer
         self._instruments = instruments
         self._content = _capture_content()
-        target = getattr(spec, "target_name", None) or "value"
-        attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "heal",
-            "healjson.run_id": run_id,
-            "healjson.target": target,
-        }
-        names = getattr(spec, "contract_names", ())
-        if names:
-            attributes["healjson.contracts"] = list(names)
-        self._run = tracer.start_span(f"healjson.heal {target}", attributes=attributes)
+        name, attributes = _run_span(run_id, spec)
+        attributes["gen_ai.operation.name"] = "heal"
+        self._run = tracer.start_span(name, attributes=attributes)
         self._attempt: trace.Span | None = None
         self._token: object | None = None
+
+    def taken_up(self, run_id: str, spec: Any) -> RunSpans:
+        """These spans, handed on (`handed_on`), as those of the run `run_id` of `spec` that
+        takes up the answer: the run's span named and attributed for it (its call's span stays
+        open for its first attempt)."""
+        name, attributes = _run_span(run_id, spec)
+        given = getattr(self._run, "attributes", None) or {}
+        if "healjson.contracts" in given and "healjson.contracts" not in attributes:
+            attributes["healjson.contracts"] = []
+        self._run.update_name(name)
+        self._run.set_attributes(attributes)
+        return self
+
+    def passed(self) -> None:
+        """Spans handed on that no run took up: the answer was no run's to judge (an
+        integration passed it through untouched). They end, with no outcome and no error."""
+        self._end_attempt()
+        self._run.set_attribute("healjson.outcome", "passed")
+        self._run.end()
 
     def call_started(self, number: int, params: Mapping[str, Any]) -> None:
         """A model call starts: its span, current until the call's attempt is recorded."""
@@ -301,7 +359,13 @@ class RunSpans:
             instruments.per_run.record(outcome.calls, {"ok": outcome.ok})
 
     def release(self) -> None:
-        """However the run ended: no span left open, the caller's context restored."""
+        """However the run ended: no span left open, the caller's context restored. A run
+        released while it hands its answer on (`handed_on`: its flow closed at a call in
+        flight) leaves its spans open, parked for the run that takes the answer up."""
+        if self._attempt is not None and _HANDED.get() is _HANDING:
+            self._detach()
+            _HANDED.set(self)
+            return
         self._end_attempt()
         if self._run.is_recording():
             self._run.set_status(trace.Status(trace.StatusCode.ERROR, "the run did not finish"))
@@ -322,6 +386,16 @@ class RunSpans:
                 otel_context.detach(token)  # type: ignore[arg-type]
             except Exception:  # released from another context (a collected generator): no-op
                 return
+
+
+def _run_span(run_id: str, spec: Any) -> tuple[str, dict[str, Any]]:
+    """The name and the attributes of the span of the run `run_id` of `spec`."""
+    target = getattr(spec, "target_name", None) or "value"
+    attributes: dict[str, Any] = {"healjson.run_id": run_id, "healjson.target": target}
+    names = getattr(spec, "contract_names", ())
+    if names:
+        attributes["healjson.contracts"] = list(names)
+    return f"healjson.heal {target}", attributes
 
 
 def _layer(outcome: Outcome[Any]) -> str:
