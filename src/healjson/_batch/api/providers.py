@@ -24,7 +24,7 @@ from typing import Any, Final, Protocol
 
 from healjson._providers import PROVIDERS, batch_lines, resolve
 
-from .result_lines import Result, bounded_lines, read_result_line, unreadable
+from .result_lines import Result, bounded_lines, not_run, read_result_line, unreadable
 
 __all__ = [
     "CLOCK_SKEW_S",
@@ -86,15 +86,20 @@ class Provider(Protocol):
     def retrieve(self, batch_id: str) -> BatchState: ...
 
     def results(self, batch_id: str) -> Iterator[tuple[str, Result]]:
-        """Every answered request of an ended batch: `(custom_id, result)`."""
+        """Every request of an ended batch with a result line: `(custom_id, result)`."""
         ...
 
     def cancel(self, batch_id: str) -> None: ...
 
 
+_CANCELED: Final = not_run("the batch was cancelled before this request ran (canceled)")
+
+
 def read_results(chunks: Iterable[bytes], result_of: Any) -> Iterator[tuple[str, Result]]:
     """Each result line of a stream as `(custom_id, result)`; a line that cannot be read is its
-    request's `api_error` (when it names one), and `result_of` makes the rest `Result`s."""
+    request's `api_error` (when it names one), and `result_of` makes the rest `Result`s (a line
+    it reads as no result, a request the batch did not run, is `not_run`: the runner sends it
+    again after its own cancel, and degrades it, at no cost, after anyone else's)."""
     for line, too_long in bounded_lines(chunks):
         custom_id, data, problem = read_result_line(line, too_long)
         if custom_id is None:
@@ -103,8 +108,7 @@ def read_results(chunks: Iterable[bytes], result_of: Any) -> Iterator[tuple[str,
             yield custom_id, unreadable(problem)
             continue
         result = result_of(data)
-        if result is not None:
-            yield custom_id, result
+        yield custom_id, _CANCELED if result is None else result
 
 
 def encoded(line: Mapping[str, Any]) -> bytes:

@@ -18,6 +18,16 @@ here knows a provider's line shape.
 
 A result is kept in the ledger redacted (`redacted`), and a row's results become the engine's
 model calls when its run is replayed (`attempts`, `call_result`).
+
+What a failed request cost (`spent`), by the rule the live path's calls follow
+(`drive.call_failed`): an error answer from the provider (its `fault`: an HTTP status of 400 or
+more, as its result line gives it or names it by an error type) is one request and no token
+(the providers bill none); a request its batch never ran (it expired, `NOT_RUN`: canceled
+before it ran, or in a batch that failed as a whole) is no request at all; any other failure
+(no answer, or none that can be read or told apart) may have run: one request, its prompt's
+tokens estimated from its request (`estimated`), marked `estimated`. A request resubmitted as
+it was is no model attempt and counts nothing, as an SDK's own retries count nothing on the
+live path.
 """
 
 from __future__ import annotations
@@ -25,14 +35,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from healjson._batch.request import deeper_than
 from healjson._core.redact import redact_data, redact_text
-from healjson._core.run.replay import failed, replied
-from healjson._core.wire.effects import CallResult
+from healjson._core.run.replay import replied
+from healjson._core.wire.effects import CallFailure, CallResult, FailureKind
 from healjson._core.wire.fault import ProviderFault
+from healjson._core.wire.reply import Usage, call_usage
 from healjson._providers._batch_results import (
     EXPIRED_MESSAGE,
     TRANSIENT_STATUSES,
@@ -45,14 +56,18 @@ __all__ = [
     "EXPIRED_MESSAGE",
     "MAX_RESULT_DEPTH",
     "MAX_RESULT_LINE_BYTES",
+    "NOT_RUN",
     "TRANSIENT_STATUSES",
     "Result",
     "attempts",
     "bounded_lines",
     "call_result",
+    "estimated",
     "is_transient_status",
+    "not_run",
     "read_result_line",
     "redacted",
+    "spent",
     "unreadable",
 ]
 
@@ -60,6 +75,9 @@ MAX_RESULT_LINE_BYTES = 32 * 1024 * 1024
 """Longest result line read (a model's answer is far shorter); a longer one is an `api_error`."""
 MAX_RESULT_DEPTH: Final = 128
 """Deepest nesting accepted in a result line (a response needs about 10 levels)."""
+NOT_RUN: Final = "not_run"
+"""The `Result.failure` of a request its batch never ran (canceled before it ran, or in a batch
+that failed as a whole): the row degrades with `api_error`, and the request counts nothing."""
 _HEAD_BYTES: Final = 4096
 _CUSTOM_ID: Final = re.compile(rb'"custom_id"\s*:\s*"(row-\d{1,18}_r\d{1,6})"')
 
@@ -153,12 +171,44 @@ def attempts(
     return calls
 
 
+def not_run(message: str) -> Result:
+    """The result of a request its batch never ran (see `NOT_RUN`)."""
+    return Result(failure=NOT_RUN, message=message)
+
+
+_ERROR_ANSWER: Final = Usage(requests=1)
+_NOTHING: Final = Usage()
+
+
+def spent(result: Result) -> Usage | None:
+    """What a failed request cost (see the module docstring): one request and no token for an
+    error answer, nothing for a request never run; None when it may have run without an answer
+    (`estimated` makes its usage from its request)."""
+    fault = result.fault
+    if fault is not None and fault.status >= 400:
+        return _ERROR_ANSWER
+    if result.failure in ("timeout", NOT_RUN):  # expired, canceled: never sent to the model
+        return _NOTHING
+    return None
+
+
 def call_result(result: Result) -> CallResult:
+    """A result as the engine's model call: the reply, or the failure with what it cost (None
+    when that is to be estimated from the request: `estimated`)."""
     if result.body is not None:
         return replied(dict(result.body), result.elapsed_s)
-    if result.failure == "timeout":
-        return failed("timeout", result.message, result.elapsed_s)
-    return failed("api_error", result.message, result.elapsed_s, result.fault)
+    kind: FailureKind = "timeout" if result.failure == "timeout" else "api_error"
+    failure = CallFailure(kind, result.message, fault=result.fault, usage=spent(result))
+    return CallResult(None, failure, result.elapsed_s)
+
+
+def estimated(call: CallResult, sent: Sequence[Mapping[str, Any]]) -> CallResult:
+    """A failed call that may have run without an answer, costing what the live path counts
+    for one (`call_usage`): one request, the prompt of `sent` (its request's messages)
+    estimated, nothing received, marked `estimated`."""
+    assert call.failure is not None
+    usage = call_usage(None, sent, 0)
+    return dataclasses.replace(call, failure=dataclasses.replace(call.failure, usage=usage))
 
 
 def redacted(result: Result, elapsed_s: float) -> Result:

@@ -49,7 +49,16 @@ from .patience import ProviderUnavailable, describe, is_transient, patiently
 from .providers import Provider
 from .report import RoundSummary, RunReport, ledger_report
 from .requests import custom_id, parse_custom_id, request_body
-from .result_lines import EXPIRED_MESSAGE, Result, attempts, call_result, redacted
+from .result_lines import (
+    EXPIRED_MESSAGE,
+    NOT_RUN,
+    Result,
+    attempts,
+    call_result,
+    estimated,
+    not_run,
+    redacted,
+)
 
 __all__ = [
     "BATCH_DISCOUNT",
@@ -355,8 +364,12 @@ class Runner:
                 if found is None or found[0] not in members or found[1] != part.round:
                     continue
                 seq, kept = found[0], redacted(result, took)
-                if results.get(seq, kept) != kept:
-                    differing.add(seq)
+                known = results.get(seq)
+                if known is not None and known != kept:
+                    if kept.failure == NOT_RUN:  # a request's result outweighs its not-run line
+                        continue
+                    if known.failure != NOT_RUN:
+                        differing.add(seq)
                 results[seq] = kept
             for seq in differing:  # neither is the request's result more than the other
                 results[seq] = Result(failure="api_error", message=_TWO_RESULTS, elapsed_s=took)
@@ -365,11 +378,15 @@ class Runner:
         results = self._patiently(download, f"reading the results of batch {batch_id}")
         status = part.status or ""
         stopped = cancelled or status in ("cancelled", "canceled", "cancelling", "canceling")
-        if not stopped:
+        if stopped:  # the requests it did not run go into a later part
+            results = {seq: r for seq, r in results.items() if r.failure != NOT_RUN}
+        else:
             if status == "expired" and error is None:  # the window closed on these requests
                 missing = Result(failure="timeout", message=EXPIRED_MESSAGE, retry=True)
+            elif error is not None:  # the batch failed as a whole (its file refused): none ran
+                missing = not_run(redact_text(error))
             else:
-                why = error or f"the batch ended ({status}) without a result for this request"
+                why = f"the batch ended ({status}) without a result for this request"
                 missing = Result(failure="api_error", message=redact_text(why))
             for seq in members - results.keys():
                 results[seq] = dataclasses.replace(missing, elapsed_s=took)
@@ -433,17 +450,24 @@ class Runner:
         """The row's run rebuilt from its results: its next request as a batch line, or its
         outcome."""
         fresh = [self._fresh.pop((row.seq, index), None) for index in range(len(row.results))]
-        step = self.healer.replay(
-            row.messages,
-            attempts(row.results, self.resubmits, fresh),
-            context=row.context,
-            **{**self.params, **row.params},
-        )
+        calls = attempts(row.results, self.resubmits, fresh)
+        last = calls[-1].failure if calls else None
+        if last is not None and last.usage is None:  # it may have run: its request estimated
+            sent = self._replay(row, calls[:-1])
+            if isinstance(sent, ModelCall):
+                calls[-1] = estimated(calls[-1], sent.messages)
+        step = self._replay(row, calls)
         if not isinstance(step, ModelCall):
             return step
         endpoint = getattr(self.provider, "endpoint", None)
         body = request_body(self.provider.name, step, self.healer.target, self.json_mode, endpoint)
         return self.provider.request_line(custom_id(row.seq, row.round), body)
+
+    def _replay(self, row: Row, calls: Sequence[CallResult]) -> ModelCall | Outcome[Any]:
+        """The row's run given the results of its first calls: its outcome, or its next call."""
+        return self.healer.replay(
+            row.messages, calls, context=row.context, **{**self.params, **row.params}
+        )
 
     def _metadata(self, part: Part) -> dict[str, str]:
         return {"healjson_run": part.token, "healjson_part": str(part.id)}
