@@ -4,6 +4,7 @@ them for those classes once one was read."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import anthropic.types as at
@@ -11,7 +12,8 @@ from google.genai import types as gt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from healjson._core.wire.reply import SDK_REPLIES, to_reply
+from healjson._core.wire.reply import SDK_REPLIES, Reply, to_reply
+from healjson._providers._unreadable import UnreadableReply
 from healjson._providers.anthropic_messages import wire as anthropic_messages
 from healjson._providers.gemini_generate import wire as gemini_generate
 
@@ -161,11 +163,21 @@ def test_gemini_fast_reader_agrees_with_the_generic_one(
     response: gt.GenerateContentResponse,
 ) -> None:
     """For any Gemini response, the fast reader (and again, with its finish reason remembered)
-    and `to_reply` give the generic reader's `Reply`."""
-    generic = gemini_generate._gemini(response)
-    assert gemini_generate.read_response(response) == generic
-    assert gemini_generate.read_response(response) == generic  # a finish reason remembered
-    assert to_reply(response) == generic
+    and `to_reply` give the generic reader's `Reply`, or fail as it does (no candidates and no
+    blocked prompt: no response)."""
+    generic = verdict(gemini_generate._gemini, response)
+    assert verdict(gemini_generate.read_response, response) == generic
+    assert verdict(gemini_generate.read_response, response) == generic  # a finish remembered
+    assert verdict(to_reply, response) == generic
+
+
+def verdict(reader: Callable[[Any], Reply], response: Any) -> Reply | str:
+    """What `reader` makes of `response`: its `Reply`, or the message of the `UnreadableReply`
+    it raised (the provider's failure)."""
+    try:
+        return reader(response)
+    except UnreadableReply as exc:
+        return str(exc)
 
 
 def test_to_reply_reads_gemini_responses_by_the_fast_reader() -> None:

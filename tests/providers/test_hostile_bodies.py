@@ -1,10 +1,20 @@
-"""A 200 body that is no reply, over real HTTP to every wrapped provider SDK: never an exception.
+"""A 200 body that is no reply, over real HTTP to every wrapped provider SDK: `api_error`.
 
 What an SDK raises while it reads the answer (ollama's and google-genai's models refusing it, a
 stream chunk of the wrong type) is the provider's failure: the run degrades with `api_error`.
-Some bodies the SDKs read without complaint (OpenAI's and Anthropic's streams skip what is not
-an event, google-genai builds an empty response): healjson's readers judge those, and that
-verdict is not yet `api_error` everywhere (`GAPS`, strict xfails).
+Some bodies the SDKs read without complaint, and healjson's readers judge those by two rules:
+
+- a whole response lacking its format's defining part (chat: a `choices` list whose first
+  choice holds a `message`; Responses: an `output` list; Anthropic: a `content` list; Gemini:
+  `candidates`, or a blocked prompt's feedback; Ollama: a `message`), or whose text is not a
+  string, is no reply: the provider's failure, whether or not the SDK's response class was read
+  before (its fast reader defers to the generic one, which applies the rule);
+- a stream that carried nothing of a reply (no event at all: OpenAI's and Anthropic's SDKs skip
+  what is not an event; or only empty ones: google-genai reads a JSON body as one empty
+  response) is the provider's failure too.
+
+A well-formed answer keeps its own verdict beside them: an empty text is `empty_output`, a
+refusal a refusal, a content filter a content filter, a cut `token_truncated`.
 """
 
 from __future__ import annotations
@@ -23,12 +33,12 @@ import openai
 import pytest
 from google import genai
 from google.genai import types as gt
-from hypothesis import example, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
 import healjson
-from healjson import Degraded, HealPolicy, Reason
+from healjson import Degraded, Healed, HealPolicy, Reason
 from healjson.testing import ScriptedReply, ScriptedServer
 from pinned import pinned
 
@@ -59,36 +69,6 @@ BODIES: dict[str, Callable[[str], str]] = {
     "error": lambda provider: '{"error": "model \\"m\\" not found"}',
 }
 PROVIDERS = ("chat", "responses", "anthropic", "gemini", "ollama")
-
-_OPENAI_STREAM_GAPS = {
-    (provider, runner, True, body)
-    for provider in ("chat", "responses", "anthropic")
-    for runner in ("sync", "async")
-    for body in BODIES
-}
-GAPS = _OPENAI_STREAM_GAPS | {
-    (provider, runner, streamed, body)
-    for runner in ("sync", "async")
-    for provider, streamed, body in [
-        ("chat", False, "object"),
-        ("chat", False, "error"),
-        ("chat", False, "wrong-type"),
-        ("anthropic", False, "wrong-type"),
-        *[("gemini", s, b) for s in (False, True) for b in ("object", "array", "null", "string")],
-        ("gemini", False, "error"),
-    ]
-}
-"""Bodies an SDK reads without raising, judged by healjson's readers as another failure
-(`empty_output`, `invalid_output`): degraded, but not yet with `api_error`."""
-UNSETTLED = {
-    (provider, runner, False, body)
-    for provider in ("responses", "anthropic")
-    for runner in ("sync", "async")
-    for body in ("object", "wrong-type", "error")
-}
-"""Whole Responses and Anthropic messages: `api_error` until the SDK's response class is
-remembered as read (one read before, in this process), then another verdict (its shape no longer
-checked): order-dependent, so not strict."""
 
 
 async def _drain(stream: Any) -> Any:
@@ -224,33 +204,101 @@ def _id(cell: tuple[str, str, bool, str]) -> str:
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=[_id(c) for c in CELLS])
-def test_a_hostile_200_body_degrades_and_never_raises(
-    shared_server: ScriptedServer, cell: tuple[str, str, bool, str]
-) -> None:
-    """A 200 body that is no reply ends the run `Degraded` on every provider and mode."""
-    provider, runner, streamed, body = cell
-    outcome = served(shared_server, BODIES[body](provider), provider, runner, streamed)
-
-    assert isinstance(outcome, Degraded)
-
-
-def _marked(cell: tuple[str, str, bool, str]) -> Any:
-    if cell in GAPS or cell in UNSETTLED:
-        strict = cell not in UNSETTLED
-        mark = pytest.mark.xfail(strict=strict, reason="read without complaint: not api_error yet")
-        return pytest.param(cell, marks=mark, id=_id(cell))
-    return pytest.param(cell, id=_id(cell))
-
-
-@pytest.mark.parametrize("cell", [_marked(c) for c in CELLS])
 def test_a_hostile_200_body_degrades_with_api_error(
     shared_server: ScriptedServer, cell: tuple[str, str, bool, str]
 ) -> None:
-    """A 200 body the provider's SDK cannot read is the provider's failure: `api_error`."""
+    """A 200 body that is no reply is the provider's failure on every provider and mode:
+    `Degraded` with `api_error`, never an exception."""
     provider, runner, streamed, body = cell
     outcome = served(shared_server, BODIES[body](provider), provider, runner, streamed)
 
     assert (Degraded, Reason.API_ERROR) == (type(outcome), outcome.reason)
+
+
+ANSWER = '{"name": "Ann", "age": 31}'
+WHOLE_CELLS = [
+    (provider, runner, body)
+    for provider in PROVIDERS
+    for runner in ("sync", "async")
+    for body in BODIES
+]
+
+
+@pytest.mark.parametrize("cell", WHOLE_CELLS, ids=[f"{p}-{r}-{b}" for p, r, b in WHOLE_CELLS])
+def test_a_hostile_body_is_api_error_after_a_good_reply_too(
+    shared_server: ScriptedServer, cell: tuple[str, str, str]
+) -> None:
+    """Once the SDK's response class was read (its fast reader remembered), a whole body that
+    is no reply is still `api_error`: the verdict does not depend on what was read before."""
+    provider, runner, body = cell
+    shared_server.extend([ScriptedReply(content=ANSWER)])
+    assert isinstance(ask(shared_server, provider, runner, False), Healed)
+
+    outcome = served(shared_server, BODIES[body](provider), provider, runner, False)
+
+    assert (Degraded, Reason.API_ERROR) == (type(outcome), outcome.reason)
+
+
+# well-formed answers of each format, beside the bodies that are none: the verdict each keeps
+NEIGHBOURS: dict[str, dict[str, Any]] = {
+    "answer": {"content": ANSWER},
+    "empty-text": {"content": ""},
+    "no-text": {"content": None},
+    "refusal": {"refusal": "I can't help with that"},
+    "filtered": {"content": None, "finish_reason": "content_filter"},
+    "filtered-part-way": {"content": '{"name": "Ann"', "finish_reason": "content_filter"},
+    "cut": {"content": '{"name": "An', "finish_reason": "length"},
+}
+
+
+def kept_verdict(kind: str, provider: str) -> Reason | None:
+    """The verdict a well-formed answer of `kind` keeps on `provider` (None: healed). Gemini
+    has no refusal (the scripted server sends a safety stop), Ollama neither (it sends the
+    refusal as the text); Anthropic's content filter is its refusal stop."""
+    if kind == "answer":
+        return None
+    if kind in ("empty-text", "no-text"):
+        return Reason.EMPTY_OUTPUT
+    if kind == "refusal":
+        return {"gemini": Reason.CONTENT_FILTER, "ollama": Reason.INVALID_OUTPUT}.get(
+            provider, Reason.REFUSAL
+        )
+    if kind.startswith("filtered"):
+        return Reason.REFUSAL if provider == "anthropic" else Reason.CONTENT_FILTER
+    return Reason.TOKEN_TRUNCATED
+
+
+NEIGHBOUR_CELLS = [
+    (provider, runner, streamed, kind)
+    for provider in PROVIDERS
+    for runner in ("sync", "async")
+    for streamed in (False, True)
+    for kind in NEIGHBOURS
+]
+
+
+@pytest.mark.parametrize(
+    "cell",
+    NEIGHBOUR_CELLS,
+    ids=[f"{p}-{r}-{'stream' if s else 'whole'}-{k}" for p, r, s, k in NEIGHBOUR_CELLS],
+)
+def test_a_well_formed_answer_keeps_its_verdict(
+    shared_server: ScriptedServer, cell: tuple[str, str, bool, str]
+) -> None:
+    """An empty text stays `empty_output`, a refusal a refusal, a content filter a content
+    filter and a cut `token_truncated`: the rules for bodies that are no reply take none."""
+    provider, runner, streamed, kind = cell
+    shared_server.extend([ScriptedReply(**NEIGHBOURS[kind])])
+    try:
+        outcome = ask(shared_server, provider, runner, streamed)
+    except Exception as exc:  # the promise broken: say which call raised what
+        pytest.fail(f"{cell} raised {type(exc).__name__}: {exc}")
+
+    expected = kept_verdict(kind, provider)
+    if expected is None:
+        assert isinstance(outcome, Healed)
+    else:
+        assert (Degraded, expected) == (type(outcome), outcome.reason)
 
 
 json_values = st.recursive(
@@ -277,3 +325,82 @@ def test_any_json_body_never_raises(
     outcome = served(shared_server, json.dumps(value), provider, "sync", streamed)
 
     assert outcome.ok or outcome.reason is not None
+
+
+# the members the wire formats define, mixed into bodies
+PARTS = ["choices", "output", "content", "candidates", "message", "error", "model", "done",
+         "status", "object", "stop_reason", "type", "role"]  # fmt: skip
+parted = st.dictionaries(st.sampled_from(PARTS), json_values, max_size=4)
+DEFINING: dict[str, tuple[str, type]] = {
+    "chat": ("choices", list),
+    "responses": ("output", list),
+    "anthropic": ("content", list),
+    "gemini": ("candidates", object),
+    "ollama": ("message", dict),
+}
+"""Each format's defining member and its type (any value of Gemini's: google-genai refuses a
+`candidates` that is not a list)."""
+
+
+def holds_its_part(provider: str, value: Any) -> bool:
+    """Whether `value` holds `provider`'s defining member (a body that may be a reply)."""
+    member, kind = DEFINING[provider]
+    return isinstance(value, dict) and member in value and isinstance(value[member], kind)
+
+
+@pinned(max_examples=80)
+@given(
+    value=json_values | parted,
+    provider=st.sampled_from(PROVIDERS),
+    runner=st.sampled_from(["sync", "async"]),
+    streamed=st.booleans(),
+)
+@example(value={"choices": []}, provider="responses", runner="sync", streamed=False)
+@example(value={"object": "response"}, provider="responses", runner="sync", streamed=False)
+@example(value={"content": 5, "stop_reason": "end_turn"}, provider="anthropic", runner="async",
+         streamed=False)  # fmt: skip
+@example(value={"model": "m", "done": True}, provider="ollama", runner="sync", streamed=False)
+@example(value={"choices": 3}, provider="chat", runner="sync", streamed=False)
+def test_a_body_without_its_formats_part_degrades_with_api_error(
+    shared_server: ScriptedServer, value: Any, provider: str, runner: str, streamed: bool
+) -> None:
+    """Any JSON body lacking its format's defining member, whole or streamed, sync or async, is
+    the provider's failure: `api_error`."""
+    assume(not holds_its_part(provider, value))
+    outcome = served(shared_server, json.dumps(value), provider, runner, streamed)
+
+    assert (Degraded, Reason.API_ERROR) == (type(outcome), outcome.reason)
+
+
+texts = st.text(st.characters(codec="utf-8"), max_size=12)
+
+
+@pinned(max_examples=60)
+@given(
+    provider=st.sampled_from(PROVIDERS),
+    streamed=st.booleans(),
+    content=st.none() | st.sampled_from([ANSWER, "", " ", "{}"]) | texts,
+    refusal=st.none() | texts,
+    finish=st.sampled_from(["stop", "length", "content_filter"]),
+)
+@example(provider="chat", streamed=True, content=None, refusal=None, finish="stop")
+@example(provider="gemini", streamed=True, content="", refusal=None, finish="stop")
+def test_a_well_formed_reply_is_never_a_provider_failure(
+    shared_server: ScriptedServer,
+    provider: str,
+    streamed: bool,
+    content: str | None,
+    refusal: str | None,
+    finish: str,
+) -> None:
+    """A reply of its format, whatever its text (none, empty, blank, prose), refusal or finish,
+    whole or streamed, is never `api_error`: the rules for bodies that are no reply take no
+    answer of the model's."""
+    reply = ScriptedReply(content=content, refusal=refusal, finish_reason=finish)
+    shared_server.extend([reply])
+    try:
+        outcome = ask(shared_server, provider, "sync", streamed)
+    except Exception as exc:  # the promise broken: say which call raised what
+        pytest.fail(f"{provider} raised {type(exc).__name__}: {exc}")
+
+    assert isinstance(outcome, Healed) or outcome.reason is not Reason.API_ERROR

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from healjson._core.wire.reply import Reply, ToolCall, Usage, to_reply
+from healjson._providers._unreadable import UnreadableReply
 from healjson.adapters._openai import NotACompletion
 from lanes import INSTRUCTOR_ONLY
 
@@ -182,7 +183,10 @@ GEMINI = {
         ),
         Reply(None, "content_filter"),
     ),
-    "no_candidates": (response(candidates=False), Reply(None, None)),
+    "empty_candidates": (
+        response(candidates=False).model_copy(update={"candidates": []}),
+        Reply(None, None),
+    ),
 }
 
 
@@ -199,6 +203,17 @@ def test_gemini_response(sdk: gt.GenerateContentResponse, expected: Reply) -> No
     assert full == to_reply(sdk)
     assert full == to_reply(sdk.model_dump())
     assert full == to_reply(wire)
+
+
+def test_gemini_response_without_candidates_is_no_response() -> None:
+    """A response with no `candidates` and no blocked prompt (google-genai's reading of an
+    error body) is the provider's failure, in every shape: not an empty answer."""
+    sdk = response(candidates=False)
+    wire = sdk.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    for shape in (sdk, sdk.model_dump(), wire):
+        with pytest.raises(UnreadableReply, match="not a Gemini response: no `candidates`"):
+            to_reply(shape)
 
 
 def test_gemini_finish_reason_as_plain_strings() -> None:

@@ -11,6 +11,8 @@ from pydantic import BaseModel
 
 from healjson._core.wire.nesting import value_nests_deeper
 
+from ._unreadable import wrong_text
+
 
 def get_field(obj: Any, name: str) -> Any:
     # cheap checks first: the Mapping ABC check is slow for the SDK's pydantic objects
@@ -25,6 +27,12 @@ def get_field_either(obj: Any, name: str, camel: str) -> Any:
     """A field by its snake_case name (SDK objects, `model_dump()`) or its camelCase wire name."""
     value = get_field(obj, name)
     return get_field(obj, camel) if value is None else value
+
+
+def is_record(value: Any) -> bool:
+    """True for what holds a format's fields: a JSON object or an SDK object (not None, a
+    scalar, a text or a list)."""
+    return value is not None and not isinstance(value, str | bytes | int | float | list | tuple)
 
 
 def as_list(value: Any) -> list[Any] | tuple[Any, ...]:
@@ -59,11 +67,23 @@ def as_int(value: Any) -> int:
 
 
 def text_content(content: Any) -> str | None:
+    """A chat message's `content`: a text, none, or content parts (`[{"type": "text", "text":
+    ...}]`, their texts joined); any other type, a part that is no object or a part's text that
+    is not a string, is no reply (`wrong_text`)."""
     if content is None or isinstance(content, str):
         return content
-    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}]
-        return "".join(str(get_field(part, "text") or "") for part in content)
-    return str(content)
+    if not isinstance(content, list):
+        raise wrong_text(content)
+    texts: list[str] = []
+    for part in content:
+        if not is_record(part):
+            raise wrong_text(part)
+        text = get_field(part, "text")
+        if isinstance(text, str):
+            texts.append(text)
+        elif text is not None:
+            raise wrong_text(text)
+    return "".join(texts)
 
 
 def opt_str(value: Any) -> str | None:

@@ -9,6 +9,16 @@ not expect (`TypeError`, `AttributeError`, ...), a body the SDK's models refuse 
 `UnreadableReply`: a `ProviderError` (the run degrades with `api_error`, the reader's words
 kept) and a `TypeError` (what the readers' callers already treat as a call without a reply).
 
+A body the SDK reads without complaint may still be no reply of its format (an HTTP 200 whose
+JSON is `{"error": ...}`, `{}`, a list): each format's whole-reply reader asks for its format's
+defining part (chat: a `choices` list, its first choice if any holding a `message`;
+Responses: an `output` list; Anthropic: a `content` list; Gemini: a `candidates` list, or a
+blocked prompt's feedback; Ollama: a `message`) and for its text as a string, and raises
+`not_a_reply` / `wrong_text` (an `UnreadableReply`) when either is not there: the provider's
+failure, never an empty answer of the model's (an empty list is one: a reply with no answer).
+The formats' fast readers hand anything unusual to their generic reader, so the rule holds
+whether or not a response class was read before.
+
 Which SDK failures are the provider's is one rule for every provider: each declares the
 functions of its SDK that read an answer (`Provider.reads`) and those its readers call to build
 their own request (`Provider.builds`); an exception raised beneath a reader, and neither beneath
@@ -24,11 +34,17 @@ import fnmatch
 import functools
 import re
 from collections.abc import Callable
-from typing import Final, ParamSpec, TypeVar
+from typing import Any, Final, ParamSpec, TypeVar
 
 from healjson._core.wire.effects import ProviderError
 
-__all__ = ["UnreadableReply", "sdk_reading_failure", "unreadable_as_failure"]
+__all__ = [
+    "UnreadableReply",
+    "not_a_reply",
+    "sdk_reading_failure",
+    "unreadable_as_failure",
+    "wrong_text",
+]
 
 _R = TypeVar("_R")
 _P = ParamSpec("_P")
@@ -52,7 +68,39 @@ _MAX_WORDS: Final = 200
 
 
 class UnreadableReply(ProviderError, TypeError):
-    """The provider's answer could not be read (too deep, or a field of the wrong type)."""
+    """The provider's answer could not be read (too deep, a field of the wrong type, or no
+    reply of its format at all)."""
+
+
+def not_a_reply(kind: str, missing: str, body: Any = None) -> UnreadableReply:
+    """A whole answer lacking its format's defining part (`missing`): not `kind` (a reply of
+    that format), the provider's failure; the `error` the body holds, if any, is quoted."""
+    said = _error_said(body)
+    return UnreadableReply(
+        f"the provider's answer is not {kind}: {missing}" + (f" (error: {said})" if said else "")
+    )
+
+
+def wrong_text(value: Any) -> UnreadableReply:
+    """An answer whose text field holds `value`, not a string: no reply of its format."""
+    return UnreadableReply(
+        f"the provider's answer is not a reply: its text is {type(value).__name__}, not a string"
+    )
+
+
+def _error_said(body: Any) -> str:
+    """The `error` member of a body that is no reply (a text, or an object's `message`)."""
+    if body is None or isinstance(body, str | bytes | int | float | list | tuple):
+        return ""
+    try:
+        error = body.get("error") if isinstance(body, dict) else getattr(body, "error", None)
+        if error is not None and not isinstance(error, str):
+            error = error.get("message") if isinstance(error, dict) else None
+    except Exception:  # a hostile body: its error is not worth a crash
+        return ""
+    if not isinstance(error, str) or not error:
+        return ""
+    return error if len(error) <= _MAX_WORDS else error[:_MAX_WORDS] + "…"
 
 
 def _described(exc: BaseException) -> str:

@@ -55,8 +55,8 @@ from healjson.adapters._steps import SteppedAdapter, stepped
 from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 from healjson.adapters._unreadable import ReadChecked
 
-from ._fields import as_int, as_list, get_field, json_text, message_text, opt_str
-from ._unreadable import unreadable_as_failure
+from ._fields import as_int, as_list, get_field, is_record, json_text, message_text, opt_str
+from ._unreadable import not_a_reply, unreadable_as_failure, wrong_text
 from .provider import Provider, ToolDialect
 from .tiers import NATIVE_MODES, JsonMode, Shapeable, prompted
 
@@ -99,15 +99,22 @@ def _calls(raw: Any) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
+@unreadable_as_failure
 def _chat(obj: Any) -> Reply:
-    """A `ChatResponse`; the SDK's own class is read by `read_chat` from now on."""
+    """A `ChatResponse`; the SDK's own class is read by `read_chat` from now on. One with no
+    `message` (an error body, `{}`), or whose content is not a string, is no chat response
+    (`UnreadableReply`)."""
     if type(obj).__module__.startswith("ollama.") and isinstance(obj, BaseModel):
         remember_reader(type(obj), read_chat)
-    message = get_field(obj, "message") or {}
+    message = get_field(obj, "message")
+    if not is_record(message):
+        raise not_a_reply("an Ollama chat response", "no `message`", obj)
     model = opt_str(get_field(obj, "model"))
     calls = _calls(get_field(message, "tool_calls"))
     content = get_field(message, "content")
-    text = None if content is None or (content == "" and calls) else str(content)
+    if content is not None and not isinstance(content, str):
+        raise wrong_text(content)
+    text = None if content is None or (content == "" and calls) else content
     return new_reply(
         text,
         opt_str(get_field(obj, "done_reason")),

@@ -33,8 +33,8 @@ from healjson._core.wire.fault import fault_from_body
 from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import SDK_COMPLETIONS, Reply, ToolCall, Usage, new_reply, new_usage
 
-from ._fields import as_int, as_list, first_item, get_field, json_text, opt_str, text_content
-from ._unreadable import unreadable_as_failure
+from ._fields import as_int, as_list, get_field, is_record, json_text, opt_str, text_content
+from ._unreadable import not_a_reply, unreadable_as_failure
 from .provider import BatchApi, BatchLines, Provider
 
 if TYPE_CHECKING:
@@ -59,6 +59,9 @@ __all__ = [
     "structured_outputs",
     "with_extra",
 ]
+
+
+_COMPLETION = "a chat completion"
 
 
 def _reads_reply(obj: Any) -> bool:
@@ -123,12 +126,20 @@ def read_completion(obj: Any) -> Reply:
 
 @unreadable_as_failure
 def _completion(obj: Any) -> Reply:
-    choice = first_item(get_field(obj, "choices"))
+    """A completion (object or dict) as a `Reply`: one without a `choices` list (an error body,
+    `{}`), or whose first choice holds no `message`, is no completion (`not_a_reply`); an empty
+    list is a completion with no answer."""
+    choices = get_field(obj, "choices")
+    if not isinstance(choices, list | tuple):
+        raise not_a_reply(_COMPLETION, "no `choices` list", obj)
     model = opt_str(get_field(obj, "model"))
     usage = chat_usage(get_field(obj, "usage"), model)
-    if choice is None:
+    if not choices:
         return new_reply(None, None, None, usage, model)
-    message = get_field(choice, "message") or {}
+    choice = choices[0]
+    message = get_field(choice, "message") if is_record(choice) else None
+    if not is_record(message):
+        raise not_a_reply(_COMPLETION, "its first choice holds no `message`", obj)
     return new_reply(
         text_content(get_field(message, "content")),
         opt_str(get_field(choice, "finish_reason")),

@@ -28,7 +28,7 @@ from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage
 
 from ._fields import as_list, json_text, opt_str, output_token_limit, with_output_token_limit
-from ._unreadable import unreadable_as_failure
+from ._unreadable import not_a_reply, unreadable_as_failure, wrong_text
 from .openai_chat import batch_body as chat_batch_body
 from .openai_chat import batch_result
 from .openai_conversation import Conversation, text_format
@@ -146,14 +146,24 @@ def read_sdk_response(obj: Any) -> Reply:
 
 @unreadable_as_failure
 def read_response(obj: Any) -> Reply:
-    """A `Response` as a `Reply` (see the module's docstring); raises `ResponseFailed` for a
-    failed one (`UnreadableReply` for one it cannot read). A field of the wrong type is read as
-    absent: a list that is not one holds no items, a text that is not one is no text."""
+    """A whole `Response` as a `Reply` (see the module's docstring); raises `ResponseFailed`
+    for a failed one, `UnreadableReply` for one it cannot read or that is no response: no
+    `output` list (an error body, `{}`), a message's text that is not a string."""
+    return _response(obj, True)
+
+
+def _response(obj: Any, whole: bool) -> Reply:
+    """`read_response`; not `whole` (the response a stream's last event repeats, its text
+    already streamed): a field of the wrong type is read as absent (a list that is not one
+    holds no items, a text that is not one is no text)."""
     status = opt_str(_field(obj, "status"))
     model = opt_str(_field(obj, "model"))
     if status == "failed":
         raise ResponseFailed(_error_text(_field(obj, "error"), "the response failed"))
-    items = as_list(_field(obj, "output"))
+    output = _field(obj, "output")
+    if whole and not isinstance(output, list | tuple):
+        raise not_a_reply("a Responses API response", "no `output` list", obj)
+    items = as_list(output)
     phased = any(_field(item, "phase") is not None for item in items)
     texts: list[str] = []
     refusals: list[str] = []
@@ -169,6 +179,8 @@ def read_response(obj: Any) -> Reply:
                     refusals.append(refusal if isinstance(refusal, str) else "")
                 elif isinstance(text := _field(part, "text"), str):
                     (thoughts if aside else texts).append(text)
+                elif whole and (text is not None or _field(part, "type") == "output_text"):
+                    raise wrong_text(text)
         elif kind == "reasoning":
             thoughts += _reasoning_texts(item)
         elif kind == "function_call":
@@ -263,8 +275,8 @@ def read_event(event: Any, kind: str) -> Delta | None:
         if _field(item, "type") == "function_call":
             return Delta(tool_name=opt_str(_field(item, "name")))
         return _EMPTY
-    if kind in _ENDS:
-        reply = read_response(_field(event, "response") or {})
+    if kind in _ENDS:  # its text came in deltas: read for its status and usage
+        reply = _response(_field(event, "response") or {}, False)
         return Delta(finish_reason=reply.finish_reason, usage=reply.usage, model=reply.model)
     if kind == "response.created":
         return Delta(model=opt_str(_field(_field(event, "response"), "model")))

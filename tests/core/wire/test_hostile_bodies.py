@@ -3,9 +3,9 @@
 huge arrays, through the real openai, anthropic and google-genai SDKs on the scripted server.
 
 Each call ends in an outcome (`Healed` or `Degraded`), which is what the properties check. The
-reasons, as they stand: a body a reader fails on is the provider's failure (`api_error`); a body
-whose answer member is of another type (a Responses `output` that is a number) is read as one
-with no answer (`empty_output`, asked again); what the model wrote that cannot be read is
+reasons, as they stand: a body a reader fails on, or one whose answer member is of another type
+(a Responses `output` that is a number), is the provider's failure (`api_error`); what the model
+wrote that cannot be read is
 `invalid_output` (or a repair's last verdict), except a non-streamed Gemini answer nested past
 the decoder's limit, which google-genai itself fails to decode (`json.loads` in its response
 reader) before healjson sees the text: `api_error`.

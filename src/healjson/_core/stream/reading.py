@@ -31,13 +31,27 @@ from typing import Any, Protocol
 from healjson._core.diagnostic import Diagnostic, describe_exception
 from healjson._core.wire.degenerate import Guard
 from healjson._core.wire.delta import read_chunk, withdrawn
-from healjson._core.wire.effects import CallFailure, CallResult, ModelCall, new_call_result
+from healjson._core.wire.effects import (
+    CallFailure,
+    CallResult,
+    ModelCall,
+    ProviderError,
+    new_call_result,
+)
 from healjson._core.wire.reply import Reply, Usage, call_usage
 
 from .events import HELD, Event, Item, Snapshot, Text
 from .session import StreamSession
 
-__all__ = ["CallsReader", "Collector", "JsonReader", "Reader", "Reading"]
+__all__ = [
+    "NO_EVENT",
+    "CallsReader",
+    "Collector",
+    "JsonReader",
+    "Reader",
+    "Reading",
+    "carried_nothing",
+]
 
 
 class Reading(Protocol):
@@ -70,6 +84,36 @@ class Reader(Protocol):
 def _failed(exc: Exception, start: float) -> CallResult:
     """A chunk no format reads: healjson's own finding, a failed call (`api_error`)."""
     failure = CallFailure("api_error", describe_exception(exc))
+    return new_call_result(None, failure, time.perf_counter() - start)
+
+
+NO_EVENT = (
+    "the stream carried no event (no text, tool call, refusal, reasoning, finish reason, usage "
+    "or model): no reply"
+)
+"""Why a stream that carried nothing failed (see `carried_nothing`)."""
+
+
+def carried_nothing(reply: Reply, reported: Usage | None) -> bool:
+    """True for a stream that ended with nothing of a reply in it: no chunk at all (an SDK that
+    skips body lines that are no event reads a plain JSON body as an empty stream), or only
+    chunks carrying nothing (an SDK may read such a body as one empty chunk): no text, tool
+    call, refusal, reasoning, finish reason, usage (`reported`) or model. A provider's stream
+    names at least its model or its finish, so this is the provider's failure (`api_error`),
+    never an empty answer of the model's (checked once, at the stream's end)."""
+    return (
+        reported is None
+        and reply.model is None
+        and reply.finish_reason is None
+        and not reply.content
+        and not reply.tool_calls
+        and not reply.refusal
+        and not reply.reasoning
+    )
+
+
+def _no_event(start: float) -> CallResult:
+    failure = CallFailure("api_error", NO_EVENT)
     return new_call_result(None, failure, time.perf_counter() - start)
 
 
@@ -159,11 +203,14 @@ class JsonReading:
         return CallResult(reply, None, elapsed, aborted=why, partial=session.data)
 
     def finished(self) -> CallResult:
-        """The whole reply; one that stops mid-value with no finish reason is sent as cut."""
+        """The whole reply; one that stops mid-value with no finish reason is sent as cut, a
+        stream that carried nothing as the provider's failure (`carried_nothing`)."""
         session = self.session
         elapsed = time.perf_counter() - self.start
         # a refusal stop withdraws the text before it
         reply = withdrawn(session.reply(None, session.spent(self.effect.messages)))
+        if carried_nothing(reply, session.usage):
+            return self.salvage(_no_event(self.start))
         cut = session.cut_unknown()
         if cut is not None:  # no finish reason, and the text stops mid-value: maybe cut short
             return CallResult(reply, None, elapsed, aborted=(cut,), partial=session.data)
@@ -227,8 +274,14 @@ class CallsReading:
         return [Text(piece)] if piece else []
 
     def finished(self) -> CallResult:
-        """The whole answer: the text and every call, and what the call spent."""
-        reply = self.collector.reply()
+        """The whole answer: the text and every call, and what the call spent (a stream that
+        carried nothing: the provider's failure, `carried_nothing`)."""
+        try:
+            reply = self.collector.reply()
+        except ProviderError as exc:  # a stream that ended before its answer was whole
+            return self.salvage(_failed(exc, self.start))
+        if carried_nothing(reply, reply.usage):
+            return self.salvage(_no_event(self.start))
         reply = replace(reply, usage=_spent(reply, self.effect))
         return new_call_result(reply, None, time.perf_counter() - self.start)
 

@@ -24,8 +24,8 @@ from pydantic import BaseModel
 from healjson._core.wire.delta import Delta
 from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage, remember_reader
-from healjson._providers._fields import as_int, as_list, get_field, json_text, message_text, opt_str
-from healjson._providers._unreadable import unreadable_as_failure
+from healjson._providers._fields import as_int, get_field, json_text, message_text, opt_str
+from healjson._providers._unreadable import not_a_reply, unreadable_as_failure, wrong_text
 from healjson._providers.tiers import JsonMode, Shapeable, prompted
 
 from .schema import AnthropicSchemaUnsupported
@@ -57,11 +57,20 @@ def _anthropic(obj: Any) -> Reply:
     """An Anthropic `Message`: text blocks joined as the content, `tool_use` blocks as tool
     calls, `thinking` blocks as the reasoning; a `refusal` stop's message is
     `stop_details.explanation`, else the text. The `anthropic` SDK's own class is read by
-    `read_message` from now on."""
+    `read_message` from now on. A message with no `content` list (an error body, `{}`), or a
+    text block whose text is not a string, is no message (`UnreadableReply`)."""
     if type(obj).__module__.startswith("anthropic.") and isinstance(obj, BaseModel):
         remember_reader(type(obj), read_message)
-    blocks = as_list(get_field(obj, "content"))
-    texts = [str(get_field(b, "text") or "") for b in blocks if get_field(b, "type") == "text"]
+    blocks = get_field(obj, "content")
+    if not isinstance(blocks, list | tuple):
+        raise not_a_reply("an Anthropic message", "no `content` list", obj)
+    texts: list[str] = []
+    for block in blocks:
+        if get_field(block, "type") == "text":
+            text = get_field(block, "text")
+            if not isinstance(text, str):
+                raise wrong_text(text)
+            texts.append(text)
     content: str | None = "".join(texts) if texts else None
     thoughts = [
         str(get_field(b, "thinking") or "") for b in blocks if get_field(b, "type") == "thinking"

@@ -30,13 +30,14 @@ from healjson._providers._fields import (
     first_item,
     get_field,
     get_field_either,
+    is_record,
     json_text,
     message_text,
     opt_str,
     output_token_limit,
     with_output_token_limit,
 )
-from healjson._providers._unreadable import unreadable_as_failure
+from healjson._providers._unreadable import not_a_reply, unreadable_as_failure, wrong_text
 from healjson._providers.tiers import JsonMode, Shapeable, prompted
 
 from .schema import GeminiSchemaUnsupported
@@ -67,7 +68,15 @@ def _gemini(obj: Any) -> Reply:
     """A Gemini `GenerateContentResponse`: the first candidate's text parts as the content, its
     function calls as tool calls, its thought parts as the reasoning; a blocked prompt or a
     safety stop is a content filter. google-genai's own class is read by `read_response` from
-    now on."""
+    now on. A response with no `candidates` list and no blocked prompt (an error body, `{}`:
+    google-genai builds an empty response of it), or a part whose text is not a string, is no
+    response (`UnreadableReply`); an empty list is a response with no answer."""
+    return _read(obj, True)
+
+
+def _read(obj: Any, whole: bool) -> Reply:
+    """`_gemini`; not `whole` (a stream piece): a piece without a candidate is one (its usage,
+    or nothing at all)."""
     if type(obj).__module__.startswith("google.genai.") and isinstance(obj, BaseModel):
         remember_reader(type(obj), read_response)
     meta = get_field_either(obj, "usage_metadata", "usageMetadata")
@@ -90,20 +99,26 @@ def _gemini(obj: Any) -> Reply:
                 requests=1,
                 model=model,
             )
-    candidate = first_item(get_field(obj, "candidates"))
+    candidates = get_field(obj, "candidates")
+    candidate = first_item(candidates)
     if candidate is None:
         feedback = get_field_either(obj, "prompt_feedback", "promptFeedback") or {}
         blocked = get_field_either(feedback, "block_reason", "blockReason")
+        if whole and not blocked and not isinstance(candidates, list | tuple):
+            raise not_a_reply("a Gemini response", "no `candidates` and no blocked prompt", obj)
         return new_reply(None, "content_filter" if blocked else None, None, usage, model)
+    if not is_record(candidate):
+        raise not_a_reply("a Gemini response", "its first candidate is no object", obj)
     parts = as_list(get_field(get_field(candidate, "content") or {}, "parts"))
-    texts = [
-        str(get_field(p, "text"))
-        for p in parts
-        if get_field(p, "text") and not get_field(p, "thought")
-    ]
-    thoughts = [
-        str(get_field(p, "text")) for p in parts if get_field(p, "text") and get_field(p, "thought")
-    ]
+    texts: list[str] = []
+    thoughts: list[str] = []
+    for part in parts:
+        text = get_field(part, "text")
+        if text is None or text == "":
+            continue
+        if not isinstance(text, str):
+            raise wrong_text(text)
+        (thoughts if get_field(part, "thought") else texts).append(text)
     content: str | None = "".join(texts) if texts else None
     functions = [f for p in parts if (f := get_field_either(p, "function_call", "functionCall"))]
     calls = tuple(  # Gemini's calls have no ids (or only some do): each gets its position's
@@ -202,7 +217,7 @@ _GEMINI_PIECE = (
 
 @unreadable_as_failure
 def _gemini_piece(chunk: Any) -> Delta:
-    reply = _gemini(chunk)  # one piece reads like a whole response
+    reply = _read(chunk, False)  # one piece reads like a whole response
     arguments = "".join(call.arguments for call in reply.tool_calls)
     usage = reply.usage
     if usage is not None and reply.finish_reason is None and _candidate(chunk):
