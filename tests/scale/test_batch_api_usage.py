@@ -53,6 +53,9 @@ ANTHROPIC_ERRORS = (
     "api_error",
     "timeout_error",
     "overloaded_error",
+    "conflict_error",
+    "memory_path_conflict_error",
+    "memory_precondition_failed_error",
 )
 HTTP_ERRORS = (400, 401, 403, 404, 408, 409, 413, 422, 429, 500, 502, 503, 504)
 
@@ -150,6 +153,10 @@ KINDS: dict[tuple[str, str], tuple[Any, tuple[Any, ...], str, str]] = {
     ("openai", "expired"): (
         lambda cid, _: openai_line(cid, error={"code": "batch_expired", "message": "late"}),
         NONE, "timeout", NOT_RUN,
+    ),
+    ("openai", "canceled"): (  # the batch was cancelled before this request ran
+        lambda cid, _: openai_line(cid, error={"code": "batch_cancelled", "message": "gone"}),
+        NONE, "api_error", NOT_RUN,
     ),
     ("openai", "error_without_status"): (
         lambda cid, code: openai_line(cid, error={"code": code, "message": "no answer"}),

@@ -523,9 +523,10 @@ def batch_line(custom_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
     return {"custom_id": custom_id, "method": "POST", "url": BATCH_ENDPOINT, "body": body}
 
 
-def batch_result(line: Mapping[str, Any]) -> Result:
+def batch_result(line: Mapping[str, Any]) -> Result | None:
     """One line of an OpenAI batch's output or error file (`/v1/chat/completions` and
-    `/v1/responses` lines alike) as a `Result`."""
+    `/v1/responses` lines alike) as a `Result` (None: `batch_cancelled`, the request never
+    ran: it runs again in a later batch, as an Anthropic `canceled` result does)."""
     # the batch results' module: loaded with the first batch (`import healjson` stays light)
     from ._batch_results import EXPIRED_MESSAGE, Result, is_transient_status
 
@@ -540,10 +541,15 @@ def batch_result(line: Mapping[str, Any]) -> Result:
         fault = fault_from_body(status, body) if type(status) is int else None
         retry = is_transient_status(status)
         return Result(failure="api_error", message=message, retry=retry, fault=fault)
-    if isinstance(error, dict) and error.get("code") == "batch_expired":
+    code = error.get("code") if isinstance(error, dict) else None
+    if code == "batch_expired":
         return Result(failure="timeout", message=EXPIRED_MESSAGE, retry=True)
+    if code == "batch_cancelled":
+        return None
     said = error.get("message") if isinstance(error, dict) else None
-    return Result(failure="api_error", message=str(said or "no response"))
+    # `request_timeout`: the model call timed out (sent, no answer): worth sending again
+    retry = code == "request_timeout"
+    return Result(failure="api_error", message=str(said or code or "no response"), retry=retry)
 
 
 def _http_message(status: Any, body: Any) -> str:

@@ -47,6 +47,9 @@ _STATUS: Final = {
     "api_error": 500,
     "timeout_error": 504,
     "overloaded_error": 529,
+    "conflict_error": 409,
+    "memory_path_conflict_error": 409,
+    "memory_precondition_failed_error": 412,
 }
 
 
