@@ -54,6 +54,7 @@ __all__ = [
     "Send",
     "ShapeCheck",
     "async_call",
+    "check_one_answer",
     "is_async_client",
     "sync_call",
     "unwrapped",
@@ -73,6 +74,18 @@ def _retry_keyword(name: str) -> str:
         f"{name}= is not a keyword of create(response_model=...): healjson does the retrying; "
         "pass policy=HealPolicy(max_attempts=...) (a first attempt and its repairs)"
     )
+
+
+def check_one_answer(params: Mapping[str, Any], name: str, where: str) -> None:
+    """Raise TypeError for a healed call that asks for several answers (`n=`, Gemini's
+    `candidate_count=`): an outcome is one answer, and the others would be dropped unread."""
+    count = params.get(name)
+    if count is not None and count != 1:
+        raise TypeError(
+            f"{where}: {name}={count!r} asks for several answers in one call; healjson heals "
+            f"one answer per call (response_model= or heal_tools=), so the others would be "
+            f"dropped unread. Leave {name} out and call once per answer you want."
+        )
 
 
 class NotACompletion(ProviderError):
@@ -206,6 +219,7 @@ class Completions(CompletionsProxy):
             if args:
                 raise TypeError("chat.completions.create takes keyword arguments only")
             check_tool_call(kwargs, response_model, UNSET, "chat.completions.create")
+            check_one_answer(kwargs, "n", "chat.completions.create")
             if not heal_tools:
                 raise TypeError("tool_contracts= needs heal_tools=True")
             chosen = policy or core.policy or _DEFAULT_POLICY
@@ -220,6 +234,8 @@ class Completions(CompletionsProxy):
         for name in _RETRY_KEYWORDS:
             if name in kwargs:
                 raise TypeError(_retry_keyword(name))
+        if "n" in kwargs:
+            check_one_answer(kwargs, "n", "chat.completions.create")
         forced = check_mode(json_mode) if json_mode is not None else None
         chosen = policy or core.policy or _DEFAULT_POLICY
         healer = core.healers.get(response_model, contracts, chosen, fallback, examples)

@@ -32,6 +32,7 @@ from healjson.adapters._base import (
     Exchange,
     HealingAdapter,
     Send,
+    check_one_answer,
 )
 from healjson.adapters._format import Enforcing, FormatState, check_mode
 from healjson.adapters._parsed import Received, afinish, finish
@@ -218,6 +219,8 @@ class HealingGemini(HealingAdapter):
         if hasattr(config, "model_dump"):
             config = config.model_dump(exclude_none=True)
         params: dict[str, Any] = {**kwargs, **(dict(config) if config else {})}
+        if "candidate_count" in params:
+            check_one_answer(params, "candidate_count", "generate_content")
         system = params.pop("system_instruction", None)
         if system is not None:
             messages = [{"role": "system", "content": content_text(system)}, *messages]
