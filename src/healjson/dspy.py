@@ -15,9 +15,11 @@ request (`format`: the same prompts, demos and history); healjson reads the answ
   (`str`, `Optional[str]`) is the model's text, as DSPy's chat adapter reads it. Then the
   fields as one object are judged by a `healjson.Healer` built from the signature's output
   fields: the schema, the `contracts` (healjson rules over that object, a pydantic model with
-  one attribute per output field), pydantic's validators with `context=`. Each field's local
-  repairs are on the outcome's and the attempt's `flags` (and the trace), `raw_text` is the
-  model's text; a field given twice with different values is several answers
+  one attribute per output field), pydantic's validators with `context=`. The healer reads
+  each answer itself (its reply reader, `dspy_fields.chat_reader`): each field's local repairs
+  are on the outcome's and the attempt's `flags` (and the trace), and the model's text is the
+  answer everywhere the run shows one (`raw_text`, the events, the OpenTelemetry spans, the
+  repair's assistant turn); a field given twice with different values is several answers
   (`policy.on_ambiguity`: asked again by default).
 * **The LM's response** is read whole, from DSPy's record of the call (its history): the
   finish reason (a cut answer), a refusal, the usage the provider reported (the budgets'). The
@@ -40,7 +42,6 @@ that asks for several generations (`n > 1`), uses native tool calls or native re
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
@@ -56,17 +57,16 @@ from . import (
     Reply,
     Usage,
     outcome_from_dict,
-    validate,
 )
 from ._frameworks.core import (
     chat_usage,
     checked_policy,
+    drive_sync,
     get_field,
     missing_extra,
-    quote_answer,
     rules_of,
 )
-from ._frameworks.dspy_fields import Answer, read_answer, shown
+from ._frameworks.dspy_fields import chat_reader, read_answer
 
 try:
     from dspy.adapters.base import Adapter
@@ -83,6 +83,10 @@ OUTCOME_KEY = "healjson_outcome"
 """The prediction key that holds the answer's `HealReport`."""
 
 _MAX_KEPT = 256  # output models remembered per adapter (one per signature)
+# `parse` judges one answer in hand, as `healjson.validate` does: one attempt, ambiguity asked
+# about, no degenerate-output guard (the answer cost what it cost)
+_PARSE_POLICY: Final = HealPolicy(max_attempts=1, max_whitespace_run=None, max_repeats=None)
+_NO_USAGE: Final = Usage()
 
 ContextArg = Mapping[str, Any] | Callable[[dict[str, Any]], Mapping[str, Any] | None] | None
 
@@ -192,13 +196,10 @@ class HealAdapter(Adapter):  # type: ignore[misc]
                 pass
             else:
                 return found
-        outcome = validate(
-            completion if answer is None else answer.text(),
-            self._model(signature),
-            contracts=self.contracts,
-            context=self._context_of(None),
-        )
-        outcome = shown(outcome, {1: (completion, answer)})
+        healer = self._healer(signature, _PARSE_POLICY)
+        given = Reply(completion, usage=_NO_USAGE)  # a reply in hand: no call, no tokens spent
+        run = healer.start((), context=self._context_of(None), given=given)
+        outcome: Outcome[Any] = drive_sync(run)
         if isinstance(outcome, Healed):
             return _values(outcome.value, fields)
         raise self._failure(signature, completion, outcome)
@@ -218,13 +219,13 @@ class HealAdapter(Adapter):  # type: ignore[misc]
         run = _Run(self, processed, messages, lm, lm_kwargs)
 
         def call(sent: list[dict[str, Any]], **params: Any) -> Reply:
-            number, request = run.request(sent)
+            request = run.request(sent)
             model, kwargs = run.lm_for(params)
             with adapter_message_call(model, request):
                 outputs = model(messages=request, **kwargs)
-            return run.read(number, model, outputs)
+            return run.read(model, outputs)
 
-        healer = self._healer(processed)
+        healer = self._healer(processed, self.policy)
         outcome = healer.run(call, messages, context=self._context_of(inputs), **run.params)
         return run.result(outcome, signature)
 
@@ -243,13 +244,13 @@ class HealAdapter(Adapter):  # type: ignore[misc]
         run = _Run(self, processed, messages, lm, lm_kwargs)
 
         async def call(sent: list[dict[str, Any]], **params: Any) -> Reply:
-            number, request = run.request(sent)
+            request = run.request(sent)
             model, kwargs = run.lm_for(params)
             with adapter_message_call(model, request):
                 outputs = await model.acall(messages=request, **kwargs)
-            return run.read(number, model, outputs)
+            return run.read(model, outputs)
 
-        healer = self._healer(processed)
+        healer = self._healer(processed, self.policy)
         outcome = await healer.arun(call, messages, context=self._context_of(inputs), **run.params)
         return run.result(outcome, signature)
 
@@ -273,8 +274,11 @@ class HealAdapter(Adapter):  # type: ignore[misc]
             self._models[slot] = (signature, made)
         return made
 
-    def _healer(self, signature: Any) -> Healer[Any]:
-        return Healer(self._model(signature), contracts=self.contracts, policy=self.policy)
+    def _healer(self, signature: Any, policy: HealPolicy) -> Healer[Any]:
+        """The signature's healer: its output fields as one model, the contracts, `policy`,
+        each answer read in the chat format (`chat_reader`) before it is judged."""
+        healer = Healer(self._model(signature), contracts=self.contracts, policy=policy)
+        return healer.with_reply_reader(chat_reader(_fields(signature)))
 
     def _context_of(self, inputs: dict[str, Any] | None) -> Mapping[str, Any] | None:
         given = self.context
@@ -300,22 +304,20 @@ class HealAdapter(Adapter):  # type: ignore[misc]
 class _Run:
     """One prediction's calls: the request's messages (the base's), the LM and its keyword
     arguments, the model's answers as DSPy returned them (with the response DSPy recorded for
-    each) and as healjson judges them."""
+    each)."""
 
     __slots__ = (
         "adapter",
         "escalated",
         "fields",
+        "last",
         "limit",
         "lm",
         "lm_kwargs",
         "messages",
-        "numbers",
         "outputs",
         "params",
-        "reads",
         "signature",
-        "texts",
     )
 
     def __init__(
@@ -333,23 +335,16 @@ class _Run:
         self.lm = lm
         self.lm_kwargs = dict(lm_kwargs)
         self.outputs: list[Any] = []
-        self.texts: list[str] = []
-        self.reads: dict[int, tuple[str | None, Answer | None]] = {}
-        self.numbers = itertools.count(1)
+        self.last = ""  # the model's last text
         self.escalated: dict[str, Any] = {}
         # the LM's output-token limit, as the run's parameter: the truncation strategy grows it
         self.limit, current = _token_limit(lm, self.lm_kwargs)
         self.params: dict[str, Any] = {} if current is None else {self.limit: current}
 
-    def request(self, sent: list[dict[str, Any]]) -> tuple[int, list[Any]]:
-        """The number of a call and its messages: the base's own, then a repair's turns, the
-        assistant turn being the model's answer as it was (healjson quoted the object it
-        judged)."""
-        number = next(self.numbers)
-        extra = [dict(message) for message in sent[len(self.messages) :]]
-        if extra and extra[0].get("role") == "assistant" and self.texts:
-            extra[0]["content"] = quote_answer(self.texts[-1])
-        return number, [*self.messages, *extra]
+    def request(self, sent: list[dict[str, Any]]) -> list[Any]:
+        """A call's messages: the base's own (as it wrote them), then a repair's turns (the
+        assistant turn quotes the model's text: the healer reads the chat format itself)."""
+        return [*self.messages, *(dict(message) for message in sent[len(self.messages) :])]
 
     def lm_for(self, params: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
         """The LM a call goes to and its keyword arguments, with the run's parameters: `model`
@@ -376,27 +371,20 @@ class _Run:
             found = self.escalated[name] = self.lm.copy(model=name)
         return found, kwargs
 
-    def read(self, number: int, lm: Any, outputs: Any) -> Reply:
-        """Call `number`'s answer as healjson judges it: the fields as one JSON object (or the
-        text, a JSON answer), with the finish reason, refusal and usage the LM's response
-        reported (DSPy's record of the call)."""
+    def read(self, lm: Any, outputs: Any) -> Reply:
+        """A call's answer: the model's text (the healer reads its sections), with the finish
+        reason, refusal and usage the LM's response reported (DSPy's record of the call)."""
         output = outputs[0] if isinstance(outputs, list) and outputs else None
         text = output.get("text") if isinstance(output, dict) else output
         self.outputs.append(output)
-        self.texts.append(text if isinstance(text, str) else "")
-        text = text if isinstance(text, str) and text else None
-        answer = None if text is None else read_answer(text, self.fields)
-        self.reads[number] = (text, answer)
-        content = text if answer is None else answer.text()
+        self.last = text if isinstance(text, str) else ""
         reasoning = output.get("reasoning_content") if isinstance(output, dict) else None
-        return _reply(content, _recorded(lm, outputs), reasoning)
+        return _reply(self.last or None, _recorded(lm, outputs), reasoning)
 
     def result(self, outcome: Outcome[Any], signature: Any) -> list[dict[str, Any]]:
-        outcome = shown(outcome, self.reads)
-        last = self.texts[-1] if self.texts else ""
         if not isinstance(outcome, Healed):
             assert isinstance(outcome, Degraded)
-            raise self.adapter._failure(signature, last, outcome)
+            raise self.adapter._failure(signature, self.last, outcome)
         value = _values(outcome.value, self.fields)
         for name in signature.output_fields:
             value.setdefault(name, None)

@@ -7,7 +7,10 @@ included, is made by the driver (its deadline, its failures told from the caller
 framework that can tell which run a first answer belongs to only once it has it (LangChain:
 the structured response or the agent's tools, and which member of a union) hands that answer
 on to the run it belongs to (`handed_over`): the first call was made by a driver already, and
-the run goes on from its result, its deadline counted from when the step began.
+the run goes on from its result, its deadline counted from when the step began. A framework
+whose model answers in a text format of its own (DSPy's sections) gives the healer a reply
+reader (`Healer.with_reply_reader`: a `ReplyReader` returning a `ReadReply`): the run judges what
+it reads and keeps the model's text as the reply everywhere.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 from healjson._core.judge.contracts import Rule, as_contract, check_policies
 from healjson._core.outcome.calls import ToolCalls
 from healjson._core.repair.quote import quote_answer, render_diagnostics
-from healjson._core.run.answers import HealSpec
+from healjson._core.run.answers import HealSpec, ReadReply, ReplyReader
 from healjson._core.run.drive import drive_async, drive_sync
 from healjson._core.run.engine import heal_flow
 from healjson._core.run.messages import make_context, normalise_messages
@@ -34,6 +37,8 @@ from healjson._providers.openai_chat import chat_usage
 
 __all__ = [
     "HealSpec",
+    "ReadReply",
+    "ReplyReader",
     "Run",
     "Target",
     "ToolCalls",

@@ -18,30 +18,34 @@ A field given twice is one answer when both sections read as the same value (fla
 `multiple_candidates`); with different values the answer holds several: `objects` then has one
 object per reading (the first values, ..., the last ones), and healjson judges them as it
 judges any reply with several answers (`HealPolicy.on_ambiguity`: asked again by default).
+
+`chat_reader` is the healer's reply reader (`Healer.with_reply_reader`): the run judges the
+objects an answer's sections make, with their local repairs as the attempt's flags, and keeps
+the model's text as the answer everywhere (attempts, events, spans, trace, repairs).
 """
 
 from __future__ import annotations
 
-import copy
 import re
 import types
 import typing
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Final
 
 from pydantic_core import to_json
 
-from healjson import Degraded, Flag, Healed, Outcome, parse
+from healjson import Flag, parse
+from healjson._frameworks.core import ReadReply, ReplyReader
 
 __all__ = [
     "HEADER",
     "Answer",
+    "chat_reader",
     "is_text_field",
     "merge_flags",
     "read_answer",
     "read_fields",
-    "shown",
 ]
 
 HEADER: Final = re.compile(r"\[\[ ?## ?(\w+) ?## ?\]\]")
@@ -67,7 +71,11 @@ class Answer:
     def text(self) -> str:
         """The answer as the text healjson judges: the object, or the objects one a line (a
         reply holding several answers)."""
-        return "\n".join(_json(found) for found in self.objects)
+        return "\n".join(self.answers())
+
+    def answers(self) -> tuple[str, ...]:
+        """Each object as JSON text."""
+        return tuple(_json(found) for found in self.objects)
 
 
 def is_text_field(annotation: Any) -> bool:
@@ -92,6 +100,18 @@ def read_fields(text: str, fields: Mapping[str, Any]) -> dict[str, Any] | None:
     different values is read as its first value here (`read_answer` keeps every one)."""
     found = read_answer(text, fields)
     return None if found is None else found.objects[0]
+
+
+def chat_reader(fields: Mapping[str, Any]) -> ReplyReader:
+    """The reply reader of a signature's output fields (`fields`: name -> annotation): an
+    answer in the chat format read as its objects (`ReadReply`, with its sections' local
+    repairs); None for a text with no field header (a JSON answer: L1 reads it as it came)."""
+
+    def read(text: str) -> ReadReply | None:
+        found = read_answer(text, fields)
+        return None if found is None else ReadReply(found.answers(), found.flags)
+
+    return read
 
 
 def read_answer(text: str, fields: Mapping[str, Any]) -> Answer | None:
@@ -167,47 +187,3 @@ def _value(body: str, annotation: Any) -> tuple[Any, tuple[Flag, ...]]:
     if found.error is not None:
         return body, ()
     return found.value, tuple(flag for flag in found.flags if flag is not Flag.TEXT_AS_VALUE)
-
-
-def shown(
-    outcome: Outcome[Any], reads: Mapping[int, tuple[str | None, Answer | None]]
-) -> Outcome[Any]:
-    """`outcome` as the model answered: healjson judged each chat-format answer as the object
-    its sections make (`reads`: a call's number -> the model's text and its sections read), so
-    each attempt's `raw_text` (and the outcome's) becomes the model's text, and its flags
-    gain the local repairs made to the sections (first, as L1 reports a section's before the
-    answer's), as if L1 had read the text itself. A reply of several answers was judged as
-    objects one a line: the `prose_around` that reading flags is not the model's."""
-    if not reads or not outcome.attempts:
-        return outcome
-    attempts = tuple(
-        _attempt_shown(attempt, reads.get(attempt.number)) for attempt in outcome.attempts
-    )
-    text, answer = reads.get(outcome.attempts[-1].number, (None, None))
-    changes: dict[str, Any] = {"attempts": attempts}
-    if text is not None:
-        changes["raw_text"] = text
-    if isinstance(outcome, Healed):
-        changes["flags"] = _flags(outcome.flags, answer)
-    else:
-        assert isinstance(outcome, Degraded)
-    shown_outcome = copy.copy(outcome)  # every field kept (the run's sealed secrets too)
-    for name, value in changes.items():
-        object.__setattr__(shown_outcome, name, value)
-    return shown_outcome
-
-
-def _attempt_shown(attempt: Any, read: tuple[str | None, Answer | None] | None) -> Any:
-    if read is None:
-        return attempt
-    text, answer = read
-    raw = attempt.raw_text if text is None else text
-    return replace(attempt, raw_text=raw, flags=_flags(attempt.flags, answer))
-
-
-def _flags(judged: tuple[Flag, ...], answer: Answer | None) -> tuple[Flag, ...]:
-    if answer is None:
-        return judged
-    if answer.ambiguous:
-        judged = tuple(flag for flag in judged if flag is not Flag.PROSE_AROUND)
-    return merge_flags(answer.flags, judged)

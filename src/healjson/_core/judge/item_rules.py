@@ -19,6 +19,7 @@ cannot be known (`Any`, a mapping's keys, an open JSON Schema object) leaves the
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import re
@@ -152,9 +153,10 @@ def _each_item(nodes: list[tuple[Loc, Any]]) -> list[tuple[Loc, Any]]:
 
 
 def replaced_at(value: Any, loc: Loc, new: Any) -> Any:
-    """A copy of `value` whose place `loc` holds `new` (models copied with the change, not
-    validated: the caller validates the result again); TypeError for a container it cannot
-    copy."""
+    """A copy of `value` whose place `loc` holds `new`, nothing in it validated again: models
+    copied with the change (`model_copy`), dataclasses copied and the field set (their
+    `__init__` would validate a pydantic dataclass's fields again, and run `__post_init__`),
+    mappings and lists copied; TypeError for a container it cannot copy."""
     if not loc:
         return new
     head, rest = loc[0], loc[1:]
@@ -166,11 +168,13 @@ def replaced_at(value: Any, loc: Loc, new: Any) -> Any:
     if isinstance(head, str):
         if isinstance(value, Mapping):
             return {**value, head: child}
-        copy = getattr(value, "model_copy", None)
-        if callable(copy):
-            return copy(update={attribute_name(value, head): child})
+        model_copy = getattr(value, "model_copy", None)
+        if callable(model_copy):
+            return model_copy(update={attribute_name(value, head): child})
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            return dataclasses.replace(value, **{head: child})
+            copied = copy.copy(value)
+            object.__setattr__(copied, head, child)  # a frozen dataclass's too
+            return copied
     raise TypeError(f"cannot replace {head!r} in a {type(value).__name__}")
 
 

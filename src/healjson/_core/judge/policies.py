@@ -6,24 +6,45 @@ Given each contract's violations of a value (`run_contract_groups`), `settle` de
 - `"fix"` and `"drop"` violations are settled locally: the items that broke a drop rule are
   removed from their list (the answer, or the list inside it that the rule judges the items
   of: `@contract(items="lines")`; a fix does not save them), item fixes correct the items
-  kept, then whole-value fixes run in declaration order. The result is validated
-  again (the schema: a length bound still holds after a drop) and every contract runs again on
-  it (a list-level rule judges the list without its dropped items). It is accepted when only
+  kept, then whole-value fixes run in declaration order. The result is checked against the
+  schema (a length bound still holds after a drop) and every contract runs again on it (a
+  list-level rule judges the list without its dropped items). It is accepted when only
   warnings remain; anything else (a fix that breaks another rule, or still breaks its own, a
-  list too short after a drop) is re-asked with the first value's violations;
+  list too short after a drop, a fix whose value is not of the schema's types) is re-asked
+  with the first value's violations;
 - `"reask"` violations (and the cases above) ask the model again, with every violation of the
   answer that is not a warning;
 - `"warn"` violations never change the verdict: the accepted value's are kept as `warnings`.
 
 A `fix` that raises is a bug in the caller's code, as a contract that raises: `contract_error`.
+
+A value healjson validated is never validated a second time: pydantic's validators need not be
+idempotent (a `BeforeValidator` that turns dollars into cents would run twice), and a dump is
+no faithful copy of a value (a `SecretStr` dumps as `**********`, a `Field(exclude=True)` field
+not at all). So the accepted value is the corrected value itself: the fix's own object (what
+`model_copy(update=...)` gives, fields set as the fix set them), the list without its dropped
+items holding the very item objects kept, the models around a list copied with it replaced
+(`model_copy`, a dataclass copied without running its `__init__`). A fix may also return data
+of another kind than the value it was given (a `dict` for a model, a `list` for a tuple):
+that data is validated once, as an answer would be (the target's schema for the whole value,
+the item's class for an item), and the validation is the value. The corrected value is then
+checked, never changed: dumped as the answer's JSON with pydantic's type check on (a value of
+another type than its field's, `5.0` for an `int` or a `dict` for a model, fails: lax
+validation would coerce it on a round trip that the accepted value never makes) and that dump
+validated (bounds, validators), the result thrown away; for a JSON Schema target (plain JSON
+values) the dump is validated strictly (no lax conversion: `"5"` is no integer).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel, TypeAdapter
 
 from healjson._core.diagnostic import (
     ROOT,
@@ -35,13 +56,14 @@ from healjson._core.diagnostic import (
 )
 from healjson._core.flags import Flag
 from healjson._core.sentinels import NOTHING
+from healjson._core.target.json_schema import JsonSchema
 from healjson._core.target.target import Target
 from healjson._core.wire.effects import AwaitAll
 
 from .contracts import Contract, ContractContext, run_contract_groups
 from .item_rules import Loc, item_place, lists_at, place, read_at, replaced_at
 
-__all__ = ["Dropped", "Settled", "settle"]
+__all__ = ["Dropped", "Settled", "as_answer_kind", "holds", "settle"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,20 +139,16 @@ def settle(
     if "fix" not in by_policy and "drop" not in by_policy:
         return Settled(blocking=blocking)
     try:
-        value, dropped, fixed = _remedy(instance, by_policy)
+        value, dropped, fixed = _remedy(target, instance, by_policy, ctx)
     except _FixFailed as failed:
         return Settled(error=(failed.diagnostic,))
+    except _Unfit:  # a fix's data fails the schema: the model is asked instead
+        return Settled(blocking=blocking)
     except TypeError:  # a list inside a value healjson cannot copy: the model is asked instead
         return Settled(blocking=blocking)
-    try:
-        # the fields the answer set (and those a fix set): a default stays one, as answered
-        data = target.adapter.dump_python(
-            value, mode="json", by_alias=True, exclude_unset=True, warnings=False
-        )
-        again = target.adapter.validate_python(data, context=ctx.validation_context)
-    except Exception:  # the corrected value fails the schema: the model is asked instead
+    if not holds(target, value, ctx, instance):  # it fails the schema: the model is asked
         return Settled(blocking=blocking)
-    regroups = yield from run_contract_groups(contracts, again, ctx, timeout_s=timeout_s)
+    regroups = yield from run_contract_groups(contracts, value, ctx, timeout_s=timeout_s)
     errors = tuple(d for group in regroups for d in group if d.source is Source.CONTRACT_ERROR)
     if errors:
         return Settled(error=errors)
@@ -145,7 +163,100 @@ def settle(
         for d in group
     )
     flags = ((Flag.CONTRACT_FIXED,) if fixed else ()) + ((Flag.ITEMS_DROPPED,) if dropped else ())
-    return Settled(again, warnings=warnings, dropped=dropped, fixed=fixed, flags=flags)
+    return Settled(value, warnings=warnings, dropped=dropped, fixed=fixed, flags=flags)
+
+
+def holds(target: Target[Any], value: Any, ctx: ContractContext, answer: Any = NOTHING) -> bool:
+    """Whether `value`, a value of the target's kind that healjson did not validate as it
+    stands (a fix's, a list after a drop), is valid as it stands: dumped as the answer's JSON
+    (the fields it set, a default left one) with pydantic's type check on, so a part of another
+    type than its place declares fails (unless the `answer` it came from, as validated, fails
+    that check too: a validator of the caller's that returns another type; then the dump alone
+    is judged), and that dump valid (strictly, for a JSON Schema target). The validation is a
+    check only: its result is thrown away (see the module docstring)."""
+    adapter = target.adapter
+    try:
+        data = _dumped(target, value, typed=True)
+    except Exception:  # a part of another type than declared, or a serializer that raises
+        if answer is NOTHING or _typed(target, answer):
+            return False
+        try:
+            data = _dumped(target, value, typed=False)
+        except Exception:
+            return False
+    strict = True if isinstance(target.type_, JsonSchema) else None
+    try:
+        adapter.validate_python(data, strict=strict, context=ctx.validation_context)
+    except Exception:  # a validator that raises: not a valid value either
+        return False
+    return True
+
+
+def _dumped(target: Target[Any], value: Any, *, typed: bool) -> Any:
+    """`value` as the answer's JSON data; `typed`: a part of another type than its place
+    declares raises (pydantic's serializer warnings as errors: `5.0` in an `int` field)."""
+    return target.adapter.dump_python(
+        value,
+        mode="json",
+        by_alias=True,
+        exclude_unset=True,
+        round_trip=True,  # a `Json[...]` field dumps as the JSON text it validates from
+        warnings="error" if typed else False,
+    )
+
+
+def _typed(target: Target[Any], answer: Any) -> bool:
+    """Whether the answer as validated passes the serializer's type check."""
+    try:
+        _dumped(target, answer, typed=True)
+    except Exception:
+        return False
+    return True
+
+
+def as_answer_kind(target: Target[Any], answer: Any, fixed: Any, ctx: ContractContext) -> Any:
+    """A whole-value fix's result as the accepted value: itself when it is of the answer's
+    kind (its type, or a model or dataclass instance: what validation gives, never validated
+    again), else data (a dict for a model) validated once by the target (`_Unfit` when that
+    fails)."""
+    if not _is_data(answer, fixed):
+        return fixed
+    try:
+        return target.adapter.validate_python(fixed, context=ctx.validation_context)
+    except Exception as exc:
+        raise _Unfit from exc
+
+
+def _as_item_kind(item: Any, fixed: Any, ctx: ContractContext) -> Any:
+    """An item fix's result: itself when it is of the item's kind, else data validated once by
+    the item's class (a dict for a model item; `_Unfit` when that fails); the list's own
+    declarations (a bound on the item) are the check's (`holds`)."""
+    if not _is_data(item, fixed):
+        return fixed
+    kind: Any = type(item)
+    adapter = _adapter(kind)
+    if adapter is None:
+        return fixed  # a class pydantic cannot validate: the check decides
+    try:
+        return adapter.validate_python(fixed, context=ctx.validation_context)
+    except Exception as exc:
+        raise _Unfit from exc
+
+
+def _is_data(given: Any, fixed: Any) -> bool:
+    """Whether a fix's result is data of another kind than the value it was `given`."""
+    if type(fixed) is type(given) or isinstance(fixed, BaseModel):
+        return False
+    return not (dataclasses.is_dataclass(fixed) and not isinstance(fixed, type))
+
+
+@functools.lru_cache(maxsize=128)
+def _adapter(kind: Any) -> TypeAdapter[Any] | None:
+    """pydantic's adapter for an item's class (None: a class it cannot validate)."""
+    try:
+        return TypeAdapter(kind)
+    except Exception:  # not a type pydantic validates
+        return None
 
 
 class _FixFailed(Exception):
@@ -154,13 +265,21 @@ class _FixFailed(Exception):
         self.diagnostic = diagnostic
 
 
+class _Unfit(Exception):
+    """A fix returned data of another kind that fails the schema."""
+
+
 def _remedy(
-    instance: Any, by_policy: dict[str, list[tuple[Contract[Any], Sequence[Diagnostic]]]]
+    target: Target[Any],
+    instance: Any,
+    by_policy: dict[str, list[tuple[Contract[Any], Sequence[Diagnostic]]]],
+    ctx: ContractContext,
 ) -> tuple[Any, tuple[Dropped, ...], tuple[str, ...]]:
     """Per list that rules over items judged (the answer, or each list inside it a path
     reaches: `invoices[0].lines`): drops (of the items as answered), then item fixes on the
     items kept, the deepest lists first (so the places of the lists around them still hold);
-    then whole-value fixes in declaration order."""
+    then whole-value fixes in declaration order. Each fix's result is taken as the value of
+    its kind (`as_answer_kind`, `_as_item_kind`): the next fix gets it so."""
     value = instance
     fixes = by_policy.get("fix", [])
     fixed: list[str] = []
@@ -191,14 +310,14 @@ def _remedy(
         for rule, indices in item_fixes.get(at, []):
             for index in sorted(indices - gone.keys()):
                 if index < len(items):
-                    items[index] = _fixed(rule, items[index])
+                    items[index] = _as_item_kind(items[index], _fixed(rule, items[index]), ctx)
                     mended.add(rule.name)
         kept = [item for index, item in enumerate(items) if index not in gone]
         value = replaced_at(value, loc, tuple(kept) if isinstance(found, tuple) else kept)
     fixed += [rule.name for rule, _ in fixes if rule.item and rule.name in mended]
     for rule, _ in fixes:
         if not rule.item:
-            value = _fixed(rule, value)
+            value = as_answer_kind(target, instance, _fixed(rule, value), ctx)
             fixed.append(rule.name)
     order = {at: number for number, at in enumerate(places)}  # the lists in answer order
     dropped.sort(key=lambda item: (order[item.list_path], item.index))

@@ -4,10 +4,24 @@ When some items of a list answer fail their checks and the rest pass, re-asking 
 list wastes the tokens of every good item and risks breaking one of them. So when every
 diagnostic of a failed list answer lies inside an item (its path starts with `[i]`: the item's
 schema or an item contract), and at least one item passed, the repair names the good items as
-accepted and asks for a JSON array of the failed ones only (`Strategy.ITEMS`). The next reply,
-if it is an array of exactly that many items, is spliced into the list in their places and the
-whole list is checked again (list-level contracts included), flagged `items_merged`; any other
-reply is judged as it is (a model that sends the whole list again is fine too).
+accepted and asks for a JSON array of the failed ones only (`Strategy.ITEMS`).
+
+The answer to that request is read as any answer to the request would be: by L1 against the
+list target (`merge_items`), so the text around it, a code fence, reasoning, a tool call's
+arguments, the envelope the request forced (a list target is sent as `{"value": [...]}` under a
+strict schema; `{"items": [...]}` is what a JSON-object mode allows), a lone object for a
+request of one item (the alignment's `unwrapped` and `listed`) are read as they are for a whole
+answer, and flagged so. When the items inside still fail their schema, no reading validates, so
+the request's own shape is read from the data: a one-key object around an array is that array
+(`unwrapped`), and for one item asked, any other value is that item (`listed`). Then:
+
+- an array of exactly the items asked for is spliced into the list in their places, and the
+  whole list is checked again (list-level contracts included), flagged `items_merged`;
+- an array as long as the whole list is the model sending the whole list again: judged as it
+  came (as that array, when it came in an envelope);
+- anything else (no JSON in it, another number of items) never replaces the accepted items:
+  the list as it stood is judged again, with a diagnostic on the first item asked for that says
+  what the answer was, so the same items are asked for again.
 
 A failure outside the items (a list-level contract, a length limit, an answer that is no list)
 keeps the ordinary whole-value repair.
@@ -20,22 +34,48 @@ import json
 import re
 from typing import Any, Final
 
-from healjson._core.judge.check import Evaluation
-from healjson._core.parse import parse
+from healjson._core.diagnostic import Diagnostic, Source
+from healjson._core.flags import Flag
+from healjson._core.judge.check import Evaluation, answer_text
+from healjson._core.parse import ParseResult, read
+from healjson._core.parse.read import Ambiguity
 from healjson._core.target.target import Target, list_item_type
 from healjson._core.wire.reply import Reply
 
-__all__ = ["ItemRepair", "failed_items", "merge_items"]
+__all__ = ["ItemRepair", "Merged", "failed_items", "merge_items"]
 
 _ITEM_PATH: Final = re.compile(r"\[(\d{1,9})\]")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ItemRepair:
-    """A list answer whose items `failed` (indices, ascending) are being repaired."""
+    """A list answer whose items `failed` (indices, ascending) are being repaired; `target` is
+    the list's (what the answer to the repair is read against)."""
 
     data: tuple[Any, ...]
     failed: tuple[int, ...]
+    target: Target[Any]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Merged:
+    """The answer to a per-item repair, made the reply judged in its place: `reply` holds the
+    whole list (the answer's items spliced in, or the list as it stood when they could not be);
+    `flags` are how the answer was read (L1's, then `items_merged` when spliced); `note` says
+    why nothing was spliced."""
+
+    reply: Reply
+    flags: tuple[Flag, ...] = ()
+    note: Diagnostic | None = None
+
+    def judged(self, evaluation: Evaluation) -> Evaluation:
+        """The evaluation of `reply` with the answer's flags first and, when it failed, the
+        note first among its diagnostics."""
+        parse = evaluation.parse.replace(flags=(*self.flags, *evaluation.parse.flags))
+        if self.note is None or evaluation.ok:
+            return dataclasses.replace(evaluation, parse=parse)
+        diagnostics = (self.note, *evaluation.diagnostics)
+        return dataclasses.replace(evaluation, parse=parse, diagnostics=diagnostics)
 
 
 def failed_items(target: Target[Any], evaluation: Evaluation) -> ItemRepair | None:
@@ -51,19 +91,92 @@ def failed_items(target: Target[Any], evaluation: Evaluation) -> ItemRepair | No
         failed.add(int(match[1]))
     if not failed or len(failed) == len(data):
         return None
-    return ItemRepair(tuple(data), tuple(sorted(failed)))
+    return ItemRepair(tuple(data), tuple(sorted(failed)), target)
 
 
-def merge_items(reply: Reply, repair: ItemRepair) -> Reply | None:
-    """`reply` with the repaired items spliced into the list (as its content), or None when
-    the reply is not an array of exactly the items asked for."""
-    if not reply.content or reply.tool_calls:
-        return None
-    found = parse(reply.content, finish_reason=reply.finish_reason)
-    items = found.value
-    if not found.ok or not isinstance(items, list) or len(items) != len(repair.failed):
-        return None
+def merge_items(
+    reply: Reply,
+    repair: ItemRepair,
+    context: Any = None,
+    *,
+    on_ambiguity: Ambiguity = "reask",
+    caller_tools: bool = False,
+) -> Merged | None:
+    """The reply judged for `reply`, the answer to the per-item `repair` (the module docstring
+    says how it is read); None when it is the whole list again (judged as it came). `context`,
+    `on_ambiguity` and `caller_tools` are the run's, as for any answer."""
+    target, asked = repair.target, len(repair.failed)
+    text, from_tool, others = answer_text(reply, target, caller_tools)
+    found: ParseResult | None = None
+    if not others or (text or "").strip():
+        found = read(
+            text,
+            target,
+            finish_reason=reply.finish_reason,
+            on_ambiguity=on_ambiguity,
+            reasoning=reply.reasoning,
+            from_tool=from_tool,
+            context=context,
+        )
+    items, flags = _items(found, asked)
     merged = list(repair.data)
-    for index, item in zip(repair.failed, items, strict=True):
-        merged[index] = item
-    return dataclasses.replace(reply, content=json.dumps(merged, ensure_ascii=False))
+    if items is not None and len(items) == asked:
+        for index, item in zip(repair.failed, items, strict=True):
+            merged[index] = item
+        return Merged(_listed(reply, merged), (*flags, Flag.ITEMS_MERGED))
+    if found is not None and items is not None and len(items) == len(merged):
+        if items is found.value:
+            return None  # the whole list again: judged as it came
+        return Merged(_listed(reply, items), flags)  # in the envelope, an item still failing
+    note = _not_spliced(repair, found, items, text)
+    return Merged(_listed(reply, merged), note=note)
+
+
+def _items(found: ParseResult | None, asked: int) -> tuple[list[Any] | None, tuple[Flag, ...]]:
+    """The items an answer holds, read as L1 read it (`found`), and its flags; None: none."""
+    if found is None or not found.ok:
+        return None, ()
+    value = found.value
+    if isinstance(value, list):
+        return value, found.flags
+    # no reading validated (an item still fails its schema): the shape the request asked for
+    if isinstance(value, dict) and len(value) == 1:
+        (inner,) = value.values()
+        if isinstance(inner, list):
+            return inner, (*found.flags, Flag.UNWRAPPED)
+    if asked == 1:
+        return [value], (*found.flags, Flag.LISTED)
+    return None, ()
+
+
+def _listed(reply: Reply, items: list[Any]) -> Reply:
+    """`reply` holding the list `items` as its content (tool calls read already)."""
+    content = json.dumps(items, ensure_ascii=False)
+    return dataclasses.replace(reply, content=content, tool_calls=())
+
+
+def _not_spliced(
+    repair: ItemRepair, found: ParseResult | None, items: list[Any] | None, text: str | None
+) -> Diagnostic:
+    """Why an answer to a per-item repair was not spliced, on the first item asked for."""
+    asked = len(repair.failed)
+    places = ", ".join(f"[{index}]" for index in repair.failed[:10])
+    if len(repair.failed) > 10:
+        places += ", …"
+    if items is not None:
+        what = f"held {len(items)} item{'s' if len(items) != 1 else ''}"
+    elif found is not None and found.error is not None:
+        what = f"could not be read: it {found.error.constraint}"
+    else:
+        what = "held no JSON array"
+    shown = found.value if found is not None and found.ok else text
+    return Diagnostic(
+        f"[{repair.failed[0]}]",
+        shown,
+        f"must be answered with a JSON array of the {asked} corrected "
+        f"item{'s' if asked != 1 else ''} asked for ({places}); the answer {what}, so nothing "
+        "in the list was replaced",
+        f"Reply with only a JSON array of exactly {asked} item{'s' if asked != 1 else ''}: "
+        f"the corrected {places}, in that order.",
+        Source.SCHEMA,
+    )

@@ -1,21 +1,29 @@
 """The JSON answer kind: one value of a target, judged by L1 + L2, repaired whole or by item.
 
 `HealSpec` is what a `Healer` was configured with (target, contracts, policy, fallback, golden
-example); `JsonAnswers` is its judge and repairer for one run of the loop (`engine`): the first
-clean answer taken at once (`HealSpec.first`), a reply's `Evaluation` (a refusal, a per-item
-repair's answer spliced into the list, the endpoint's enforcement of the schema checked on the
-first reply), the next `RepairPrompt` (a syntax prompt, a compact rewrite, a per-item repair, a
-clean retry; the golden example and schema from `example_from_repair` on), and which fields a
-repair changed. `next_prompt` gives the repair the loop would send after an outcome.
+example, reply reader); `JsonAnswers` is its judge and repairer for one run of the loop
+(`engine`): the first clean answer taken at once (`HealSpec.first`), a reply's `Evaluation` (a
+refusal, a reply in a reader's format read first, a per-item repair's answer spliced into the
+list, the endpoint's enforcement of the schema checked on the first reply), the next
+`RepairPrompt` (a syntax prompt, a compact rewrite, a per-item repair, a clean retry; the
+golden example and schema from `example_from_repair` on), and which fields a repair changed.
+`next_prompt` gives the repair the loop would send after an outcome.
+
+A reply reader (`HealSpec.reply_reader`, a `ReplyReader`) is how an integration whose model
+writes another text format (DSPy's `[[ ## field ## ]]` sections, XML tags) has its replies
+judged: it turns the model's text into the JSON text L1 and L2 judge (`ReadReply`: the answers
+it found, the local repairs it made), and the run keeps the model's text as the reply's
+everywhere else: each attempt's `raw_text` (so the events, spans, trace and records), the
+outcome's, the answer a repair quotes back. Its repairs are the attempt's flags, before L1's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeAlias
 
-from healjson._core.diagnostic import Diagnostic
+from healjson._core.diagnostic import ROOT, Diagnostic, Source, describe_exception
 from healjson._core.flags import Flag
 from healjson._core.judge.check import Evaluation, evaluate
 from healjson._core.judge.contracts import Contract, ContractContext
@@ -43,9 +51,27 @@ from .engine import RunState, new_healed
 from .policy import HealPolicy
 from .stops import refusal_diagnostic
 
-__all__ = ["HealSpec", "JsonAnswers", "next_prompt"]
+__all__ = ["HealSpec", "JsonAnswers", "ReadReply", "ReplyReader", "next_prompt"]
 
 _MAX_CHANGED_PATHS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class ReadReply:
+    """A reply's text as a `ReplyReader` read it: `answers`, the JSON text of each answer it
+    found (one; several when the reply holds several different answers: judged as L1 judges a
+    reply of several JSON values, under `HealPolicy.on_ambiguity`, the lines between them being
+    the reader's, not prose), and `flags`, the local repairs it made to read them (the
+    attempt's flags, before L1's)."""
+
+    answers: tuple[str, ...]
+    flags: tuple[Flag, ...] = ()
+
+
+ReplyReader: TypeAlias = Callable[[str], ReadReply | None]
+"""Reads a reply's text (never empty) in an integration's own format: its `ReadReply`, or None
+when the text holds nothing of that format (then L1 reads the text as it came). It should not
+raise: one that does is a bug in code, and the run degrades with `contract_error`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +87,9 @@ class HealSpec:
     """The contracts' names (set from `contracts` when not given)."""
     target_name: str = ""
     """The target's name (set from `target` when not given)."""
+    reply_reader: ReplyReader | None = None
+    """Reads each reply's text into the JSON text judged (see the module docstring); None: the
+    text is judged as it came."""
 
     def __post_init__(self) -> None:
         if self.contracts and not self.contract_names:
@@ -84,8 +113,9 @@ class HealSpec:
         nothing else to read (no tool calls, no refusal). None in every other case: the loop
         then judges the reply as its first attempt, with L1 and L2 as for any reply. The
         parameters and the outcome are redacted with the current scope's secrets; pydantic's
-        validation context is the run's, as in every validation."""
-        if self.contracts:
+        validation context is the run's, as in every validation. A reply reader's run is judged
+        by the loop (its reply is read first)."""
+        if self.contracts or self.reply_reader is not None:
             return None
         content = reply.content
         if (
@@ -153,9 +183,11 @@ class JsonAnswers:
     def judge(
         self, reply: Reply, number: int, params: Mapping[str, Any]
     ) -> Generator[AwaitAll, Any, Evaluation]:
-        """L1 + L2 on one reply: a refusal is judged as one; a per-item repair's answer is
-        spliced into the list first (flag `items_merged`); the first reply of a request that
-        asked the endpoint to enforce the schema is checked against it."""
+        """L1 + L2 on one reply: a refusal is judged as one; a reply reader's reply is read
+        first (L1 and L2 judge what it read; its flags come first, and the answer a repair
+        quotes is the model's text); a per-item repair's answer is spliced into the list first
+        (flag `items_merged`); the first reply of a request that asked the endpoint to enforce
+        the schema is checked against it."""
         spec, run = self.spec, self.run
         if reply.refusal:
             diagnostic = refusal_diagnostic(reply.refusal)
@@ -164,31 +196,47 @@ class JsonAnswers:
             return evaluation
         found = _degenerate(self.raw(reply), run.policy)
         if found is not None:  # checked before parsing, as a stream is while it arrives
-            self.items = None
+            # a per-item repair stays in progress: the next answer is read as its items
             parse = ParseResult(error=found, answer=self.raw(reply))
             return Evaluation(Verdict.DEGENERATE, parse, (found,), answer=self.raw(reply))
-        merged = merge_items(reply, self.items) if self.items is not None else None
+        read: ReadReply | None = None
+        if spec.reply_reader is not None and reply.content:
+            try:
+                read = spec.reply_reader(reply.content)
+            except Exception as exc:  # a bug in the reader's code, not in the model's answer
+                return _reader_failed(exc, reply.content)
+        judged = reply if read is None else replace(reply, content="\n".join(read.answers))
+        merged = None
+        if self.items is not None:  # read as any answer: the run's context, ambiguity, tools
+            merged = merge_items(
+                judged,
+                self.items,
+                run.context.validation_context,
+                on_ambiguity=run.policy.on_ambiguity,
+                caller_tools="tools" in params,
+            )
         self.items = None
         evaluation = yield from evaluate(
             spec.target,
             spec.contracts,
-            reply if merged is None else merged,
+            judged if merged is None else merged.reply,
             run.context,
             on_ambiguity=run.policy.on_ambiguity,
             caller_tools="tools" in params,
             contract_timeout_s=run.contract_limit(),
         )
-        if merged is not None:
-            flags = (*evaluation.parse.flags, Flag.ITEMS_MERGED)
-            evaluation = replace(evaluation, parse=evaluation.parse.replace(flags=flags))
+        if merged is not None:  # the answer's flags (`items_merged`), a note when not spliced
+            evaluation = merged.judged(evaluation)
         if (
             number == 1
             and self.enforcement is not None
             and (evaluation.parse.flags or evaluation.verdict not in _SCHEMA_KEPT)
-            and self._unenforced(reply, self.raw(reply), params)
+            and self._unenforced(reply, self.raw(judged), params)
         ):
             flags = (*evaluation.parse.flags, Flag.SCHEMA_NOT_ENFORCED)
             evaluation = replace(evaluation, parse=evaluation.parse.replace(flags=flags))
+        if spec.reply_reader is not None:  # the model's text is the answer a repair quotes
+            evaluation = _as_read(evaluation, read, reply.content)
         if not evaluation.ok:
             self._remember(evaluation)
         return evaluation
@@ -282,6 +330,34 @@ class JsonAnswers:
                 "breaks it: declare a weaker json_mode for this endpoint",
             )
         return True
+
+
+def _reader_failed(exc: Exception, text: str) -> Evaluation:
+    """A reply reader that raised on `text`: a bug in code, which another model call cannot
+    fix (`contract_error`: the run ends)."""
+    diagnostic = Diagnostic(
+        ROOT,
+        type(exc).__name__,
+        f"the reply's reader raised {describe_exception(exc)}",
+        "This is a bug in the reply reader's code, not in the model's answer: fix the reader "
+        "(it returns None for a text that holds nothing of its format).",
+        Source.CONTRACT_ERROR,
+    )
+    parse = ParseResult(error=diagnostic, answer=text)
+    return Evaluation(Verdict.CONTRACT_ERROR, parse, (diagnostic,), answer=text)
+
+
+def _as_read(evaluation: Evaluation, read: ReadReply | None, text: str | None) -> Evaluation:
+    """The evaluation of a reply reader's reply: the answer is the model's `text` (what a
+    repair quotes back); the reader's flags come first (several answers read: what L1 saw
+    around one is the reader's joins, not prose)."""
+    if read is None:
+        return replace(evaluation, answer=text)
+    judged = evaluation.parse.flags
+    if len(read.answers) > 1:
+        judged = tuple(flag for flag in judged if flag is not Flag.PROSE_AROUND)
+    flags = tuple(dict.fromkeys((*read.flags, *judged)))
+    return replace(evaluation, parse=evaluation.parse.replace(flags=flags), answer=text)
 
 
 # the happy path's one length check: no answer this short holds a run past the default bound,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, TypeVar, overload
@@ -29,7 +30,7 @@ from healjson._core.target.target import SpecialForm, Target, list_item_type, ta
 from healjson._core.wire.effects import CacheStore, CallResult, ModelCall
 from healjson._core.wire.reply import Reply, Usage
 
-from .answers import HealSpec
+from .answers import HealSpec, ReplyReader
 from .cache import CachedRuns
 from .drive import drive_async, drive_sync
 from .engine import heal_flow
@@ -234,9 +235,14 @@ class Healer(Generic[T]):
             return StreamSession(target, rules, per_item, ctx, one_value=one)
 
         # under on_truncation="degrade" a cut answer ends the run: a breach read before a cut
-        # that may follow would repair instead, so nothing is stopped early
+        # that may follow would repair instead, so nothing is stopped early; nor is a reply
+        # reader's text, which is judged only once read whole
         policy = self.policy
-        abort = policy.stream_abort and policy.on_truncation != "degrade"
+        abort = (
+            policy.stream_abort
+            and policy.on_truncation != "degrade"
+            and self.spec.reply_reader is None
+        )
         return JsonReader(new_session, abort, (policy.max_whitespace_run, policy.max_repeats))
 
     def replay(
@@ -257,14 +263,30 @@ class Healer(Generic[T]):
     def with_fallback(self, fallback: Any) -> Healer[T]:
         """A copy that differs only in its fallback: it shares the target, contracts, policy,
         examples and golden example, so it costs no synthesis and no contract checks."""
-        import dataclasses
-
-        twin = object.__new__(type(self))  # a shallow copy, without copy.copy's generic path
-        twin.__dict__.update(self.__dict__)
+        twin = self._twin(dataclasses.replace(self.spec, fallback=fallback))
         twin.fallback = fallback
-        twin.spec = dataclasses.replace(self.spec, fallback=fallback)
         if self._cached is not None:
             twin._cached = self._cached.for_spec(twin.spec)
+        return twin
+
+    def with_reply_reader(self, reader: ReplyReader | None) -> Healer[T]:
+        """A copy whose runs read each reply's text with `reader` before judging it: for an
+        integration whose model answers in a text format of its own (DSPy's `[[ ## field ## ]]`
+        sections, XML tags), turned into the JSON text L1 and L2 judge (`answers.ReadReply`:
+        the answers found, the local repairs made). The model's text stays the reply's
+        everywhere else: the attempts' and the outcome's `raw_text`, the events, spans and
+        trace, the answer a repair quotes, what a response cache stores. It shares the target,
+        contracts, policy, examples and golden example; None: replies judged as they come."""
+        twin = self._twin(dataclasses.replace(self.spec, reply_reader=reader))
+        if self.cache is not None:  # a hit is judged again: with the reader too
+            twin._cached = _cached_runs(self.cache, twin.spec)
+        return twin
+
+    def _twin(self, spec: HealSpec) -> Healer[T]:
+        """A shallow copy (without copy.copy's generic path) with `spec`."""
+        twin = object.__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        twin.spec = spec
         return twin
 
     def __repr__(self) -> str:

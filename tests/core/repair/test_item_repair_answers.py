@@ -1,0 +1,184 @@
+"""The answer to a per-item repair is read as any answer to that request would be (L1 against
+the list target: the envelope the request forced, a lone object for one item, a fence, a tool
+call's arguments), then spliced back into the list; an answer that cannot be spliced never
+replaces the accepted items: the list as it stood is judged again and the same items asked for
+again, saying what the answer was."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import example, given
+from hypothesis import strategies as st
+from pydantic import BaseModel, Field
+
+from healjson import Flag, Healed, Healer, HealPolicy, Strategy, Violation, contract
+from healjson._core.wire.reply import Reply, ToolCall
+from healjson.testing import ScriptedModel
+from pinned import pinned
+
+
+class Line(BaseModel):
+    sku: str
+    qty: int = Field(ge=1)
+
+
+def lines(*qtys: int) -> list[dict[str, Any]]:
+    return [{"sku": chr(ord("A") + i), "qty": q} for i, q in enumerate(qtys)]
+
+
+def healed(outcome: Any) -> Healed[Any]:
+    assert isinstance(outcome, Healed), outcome
+    return outcome
+
+
+def skus(outcome: Any) -> list[tuple[str, int]]:
+    return [(line.sku, line.qty) for line in healed(outcome).value]
+
+
+FIXED_B = {"sku": "B", "qty": 2}
+
+
+def test_the_envelope_and_a_lone_object_are_spliced_into_the_list() -> None:
+    """The strict format's `{"value": [...]}`, a `{"items": [...]}` wrapper, a lone object for
+    the one item asked for and a fenced array each repair item [1] in place, A and C kept."""
+    answers = {
+        json.dumps({"value": [FIXED_B]}): Flag.UNWRAPPED,
+        json.dumps({"items": [FIXED_B]}): Flag.UNWRAPPED,
+        json.dumps(FIXED_B): Flag.LISTED,
+        f"Here it is:\n```json\n{json.dumps([FIXED_B])}\n```": Flag.CODE_FENCE,
+    }
+    for answer, flag in answers.items():
+        model = ScriptedModel([json.dumps(lines(1, 0, 3)), answer])
+        outcome = Healer(list[Line]).run(model, "lines")
+        assert [("A", 1), ("B", 2), ("C", 3)] == skus(outcome), answer
+        repair = outcome.attempts[1]
+        assert Strategy.ITEMS is repair.strategy
+        assert {flag, Flag.ITEMS_MERGED} <= set(repair.flags), answer
+        assert ("[1].qty",) == outcome.changed_fields
+
+
+def test_a_tool_calls_arguments_are_read_as_the_answer() -> None:
+    """An answer in healjson's own tool call (its arguments in the envelope) is spliced too."""
+    answers = [json.dumps(lines(1, 0, 3)), json.dumps({"value": [FIXED_B]})]
+    replies = [
+        Reply(None, "tool_calls", tool_calls=(ToolCall("list_Line", arguments),))
+        for arguments in answers
+    ]
+    outcome = Healer(list[Line]).run(lambda messages, **_: replies.pop(0), "lines")
+    assert [("A", 1), ("B", 2), ("C", 3)] == skus(outcome)
+
+
+def test_an_item_still_failing_in_an_envelope_is_spliced_and_asked_for_again() -> None:
+    """An envelope around an item that still fails its schema is read as the request's shape:
+    spliced in place, and that item alone is asked for again."""
+    still = json.dumps({"items": [{"sku": "B", "qty": "many"}]})
+    model = ScriptedModel([json.dumps(lines(1, 0, 3)), still, json.dumps([FIXED_B])])
+    outcome = Healer(list[Line], policy=HealPolicy(max_attempts=3)).run(model, "lines")
+    assert [("A", 1), ("B", 2), ("C", 3)] == skus(outcome)
+    second = outcome.attempts[1]
+    assert {Flag.UNWRAPPED, Flag.ITEMS_MERGED} <= set(second.flags)
+    assert ["[1].qty"] == [d.path for d in second.diagnostics]
+    asked = model.calls[2].messages[-1]["content"]
+    assert "1 of them ([1]) failed" in asked
+    assert json.loads(model.calls[2].messages[-2]["content"])[0] == {"sku": "A", "qty": 1}
+
+
+def test_an_answer_that_cannot_be_spliced_never_replaces_the_accepted_items() -> None:
+    """An array of another length than asked (not the whole list) and an answer with no JSON
+    replace nothing: the list as it stood is judged again, with a diagnostic on the first item
+    asked for saying what the answer was, and the same items are asked for again."""
+    for wrong, said in (
+        (json.dumps([FIXED_B]), "held 1 item"),
+        ("sorry, I cannot", "could not be read"),
+    ):
+        fixed = json.dumps([FIXED_B, {"sku": "D", "qty": 4}])
+        model = ScriptedModel([json.dumps(lines(1, 0, 3, 0)), wrong, fixed])
+        outcome = Healer(list[Line], policy=HealPolicy(max_attempts=3)).run(model, "lines")
+        assert [("A", 1), ("B", 2), ("C", 3), ("D", 4)] == skus(outcome), wrong
+        second = outcome.attempts[1]
+        assert Flag.ITEMS_MERGED not in second.flags
+        note = second.diagnostics[0]
+        assert "[1]" == note.path
+        assert said in note.constraint
+        assert "nothing in the list was replaced" in note.constraint
+        asked = model.calls[2].messages[-1]["content"]
+        assert "2 of them ([1], [3]) failed" in asked
+        assert said in asked
+        assert len(json.loads(model.calls[2].messages[-2]["content"])) == 4  # the list quoted
+
+
+def test_an_answer_that_cannot_be_spliced_on_the_last_attempt_degrades_with_the_list() -> None:
+    """When the attempts run out on an answer that cannot be spliced, the outcome degrades
+    with the list as it stood as its partial data, never the answer alone."""
+    model = ScriptedModel([json.dumps(lines(1, 0, 3)), json.dumps([FIXED_B, FIXED_B])])
+    outcome = Healer(list[Line], policy=HealPolicy(max_attempts=2)).run(model, "lines")
+    assert not outcome.ok
+    assert lines(1, 0, 3) == outcome.partial  # type: ignore[union-attr]
+
+
+def test_the_whole_list_again_in_an_envelope_is_judged_as_the_list() -> None:
+    """An envelope holding as many items as the whole list is the whole list again, read as the
+    list (an item still wrong in it is asked for alone)."""
+    again = json.dumps({"value": lines(1, 2, 0)})
+    model = ScriptedModel([json.dumps(lines(1, 0, 3)), again, json.dumps([{"sku": "C", "qty": 3}])])
+    outcome = Healer(list[Line], policy=HealPolicy(max_attempts=3)).run(model, "lines")
+    assert [("A", 1), ("B", 2), ("C", 3)] == skus(outcome)
+    assert ["[2].qty"] == [d.path for d in outcome.attempts[1].diagnostics]
+    assert Strategy.ITEMS is outcome.attempts[2].strategy
+
+
+def test_a_degenerate_answer_keeps_the_item_repair_in_progress() -> None:
+    """An answer to a per-item repair cut off as degenerate keeps the repair in progress: the
+    next answer, the one item, is spliced, not taken for the whole list."""
+    run = "[" + " " * 3_000  # past the default whitespace bound (2,048)
+    model = ScriptedModel([json.dumps(lines(1, 0, 3)), run, json.dumps([FIXED_B])])
+    outcome = Healer(list[Line], policy=HealPolicy(max_attempts=3)).run(model, "lines")
+    assert [("A", 1), ("B", 2), ("C", 3)] == skus(outcome)
+    assert Strategy.DEGENERATE is outcome.attempts[2].strategy
+
+
+@contract(fields=("sku",))
+def real_sku(line: Line) -> Violation | None:
+    """A placeholder sku is refused."""
+    return Violation("sku must be a real sku, not X") if line.sku == "X" else None
+
+
+def _shaped(items: list[dict[str, Any]], shape: str, key: str) -> str:
+    """The repair answer `items` in one of the shapes a model sends."""
+    if shape == "bare":
+        return json.dumps(items)
+    if shape == "envelope":
+        return json.dumps({key: items})
+    if shape == "lone":
+        return json.dumps(items[0])
+    if shape == "fenced":
+        return f"Corrected:\n```json\n{json.dumps(items)}\n```\nDone."
+    return f"<think>only [1] is wrong</think>\n{json.dumps({key: items})}"
+
+
+@pinned(max_examples=80)
+@given(
+    qtys=st.lists(st.integers(1, 9), min_size=2, max_size=8),
+    data=st.data(),
+    shape=st.sampled_from(["bare", "envelope", "lone", "fenced", "reasoning"]),
+    key=st.sampled_from(["value", "items", "lines", "result"]),
+    by_contract=st.booleans(),
+)
+@example(qtys=[1, 2, 3], data=None, shape="envelope", key="value", by_contract=False)
+def test_every_accepted_item_stays_in_place_whatever_the_answers_shape(
+    qtys: list[int], data: Any, shape: str, key: str, by_contract: bool
+) -> None:
+    """For any list with one bad item (its schema or an item contract) and any shape of answer
+    to the per-item repair (a bare array, an envelope, a lone object, a fence, reasoning
+    first), every accepted item is in the healed list at its index and the bad one repaired."""
+    bad = data.draw(st.integers(0, len(qtys) - 1), label="bad") if data is not None else 1
+    first = [{"sku": f"S{i}", "qty": q} for i, q in enumerate(qtys)]
+    first[bad] = {"sku": "X", "qty": qtys[bad]} if by_contract else {"sku": f"S{bad}", "qty": 0}
+    repaired = {"sku": f"S{bad}", "qty": qtys[bad]}
+    model = ScriptedModel([json.dumps(first), _shaped([repaired], shape, key)])
+    rules = [real_sku] if by_contract else []
+    outcome = Healer(list[Line], item_contracts=rules).run(model, "lines")
+    assert [(f"S{i}", q) for i, q in enumerate(qtys)] == skus(outcome)
+    assert Flag.ITEMS_MERGED in outcome.attempts[1].flags
