@@ -120,7 +120,8 @@ def test_one_answer_asked_heals_as_usual(shared_server: ScriptedServer, n: int |
 
     outcome = _chat(shared_server, response_model=Person, **extra)
 
-    assert isinstance(outcome, Healed) and outcome.value == Person(name="Ann", age=31)
+    assert isinstance(outcome, Healed)
+    assert outcome.value == Person(name="Ann", age=31)
     assert shared_server.requests[-1].body.get("n") == n
 
 
@@ -136,7 +137,7 @@ def test_gemini_refuses_several_candidates_before_any_request(
     sends nothing."""
     before = len(shared_server.requests)
 
-    with pytest.raises(TypeError, match="candidate_count=.*one answer per call"):
+    with pytest.raises(TypeError, match=r"candidate_count=.*one answer per call"):
         _gemini(shared_server, config)
 
     assert len(shared_server.requests) == before
@@ -148,4 +149,5 @@ def test_gemini_one_candidate_heals(shared_server: ScriptedServer) -> None:
 
     outcome = _gemini(shared_server, {"candidate_count": 1})
 
-    assert isinstance(outcome, Healed) and outcome.value.age == 31
+    assert isinstance(outcome, Healed)
+    assert outcome.value.age == 31
