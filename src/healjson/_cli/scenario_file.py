@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,27 @@ from .scenarios import EvalScenario, ScenarioError
 
 __all__ = ["load_scenarios"]
 
-_REPLY_KEYS = {"content", "finish_reason", "refusal", "tool_calls", "status", "body", "delay_s"}
+_TEXT, _NUMBER = "a string or null", "a number >= 0"
+_REPLY_FIELDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    # key: (what it must be, in words; whether a value is that)
+    "content": (_TEXT, lambda v: v is None or isinstance(v, str)),
+    "finish_reason": (_TEXT, lambda v: v is None or isinstance(v, str)),
+    "refusal": (_TEXT, lambda v: v is None or isinstance(v, str)),
+    "tool_calls": (
+        "a list of objects or null",
+        lambda v: v is None or (isinstance(v, list) and all(isinstance(c, dict) for c in v)),
+    ),
+    "status": (
+        "an HTTP status code (an integer 100-599)",
+        lambda v: type(v) is int and 100 <= v <= 599,
+    ),
+    "body": (_TEXT, lambda v: v is None or isinstance(v, str)),
+    "delay_s": (
+        _NUMBER,
+        lambda v: type(v) in (int, float) and 0 <= v < math.inf,
+    ),
+}
+_REPLY_KEYS = set(_REPLY_FIELDS)
 
 
 def load_scenarios(path: Path) -> list[EvalScenario]:
@@ -48,6 +70,28 @@ def load_scenarios(path: Path) -> list[EvalScenario]:
     return scenarios
 
 
+def _reply_problem(reply: dict[str, Any]) -> str | None:
+    """What is wrong with a reply object, after `replies[i]`: a field of the wrong type
+    (`.content must be a string or null, got 5`), or a value the scripted reply refuses (its
+    tool calls' shape...); None when it can be served."""
+    from healjson.testing import ScriptedReply
+
+    for key, value in reply.items():
+        expected, fits = _REPLY_FIELDS[key]
+        if not fits(value):
+            return f".{key} must be {expected}, got {_shown(value)}"
+    try:
+        ScriptedReply(**reply)
+    except (TypeError, ValueError) as exc:
+        return f": {exc}"
+    return None
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else f"{text[:57]}..."
+
+
 def _scenario(row: dict[str, Any], where: str, folder: Path, number: int) -> EvalScenario:
     request = read_request({name: row.get(name) for name in ("messages", "prompt", "system")})
     if isinstance(request, Unusable):
@@ -57,15 +101,19 @@ def _scenario(row: dict[str, Any], where: str, folder: Path, number: int) -> Eva
     replies = row.get("replies", [])
     if not isinstance(replies, list):
         raise ScenarioError(f"{where}: `replies` must be a list")
-    for reply in replies:
+    scenario_id = str(row.get("id", number))
+    for index, reply in enumerate(replies):
         if isinstance(reply, dict):
             bad = set(reply) - _REPLY_KEYS
             if bad:
                 raise ScenarioError(f"{where}: unknown reply key(s) {', '.join(sorted(bad))}")
+            problem = _reply_problem(reply)
+            if problem is not None:
+                raise ScenarioError(f"{where}: scenario {scenario_id!r}: replies[{index}]{problem}")
         elif not isinstance(reply, str):
             raise ScenarioError(f"{where}: a reply is a string or an object")
     return EvalScenario(
-        id=str(row.get("id", number)),
+        id=scenario_id,
         messages=request.messages,
         replies=tuple(replies),
         expected=row.get("expected"),

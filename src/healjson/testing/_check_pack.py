@@ -23,6 +23,7 @@ from ._pack_problems import (
     Crash,
     Finding,
     Problem,
+    changed,
     crash_finding,
     explain,
     failure_message,
@@ -78,12 +79,14 @@ def check_pack(pack: ContractPack, *, max_examples: int | None = None) -> PackRe
     each with how to fix it.
 
     1. Every contract's declared fields exist in the model.
-    2. Golden examples validate against the model and pass every contract.
-    3. No contract raises (or returns something that is not a verdict) on any schema-valid
-       input: `from_schema(model)` instances, contracts ignored. A contract that raises — here
-       or in any later check — is reported once, as the problem it is (its exception, the
-       input, the line it raised on), and the later checks run without it, so that its
-       exception is not reported again as every strategy's failure.
+    2. Golden examples validate against the model and pass every contract, judged as a run
+       judges a value (`judge_value`): a contract that changes the value it checks is the
+       `contract_error` a run degrades with, reported (and left out) as a crash is.
+    3. No contract raises (or returns something that is not a verdict, or changes the value)
+       on any schema-valid input: `from_schema(model)` instances, contracts ignored. A
+       contract that raises — here or in any later check — is reported once, as the problem
+       it is (its exception, the input, the line it raised on), and the later checks run
+       without it, so that its exception is not reported again as every strategy's failure.
     4. `valid(pack)` instances are schema-valid and pass every contract, and their `corrupted`
        renderings are recovered by `healjson.validate` to an equal instance without a model
        call (truncated ones refused: `Degraded` with reason `token_truncated`).
@@ -217,7 +220,7 @@ class _Run:
             @given(from_schema(self.target))
             def contracts_never_raise(instance: Any) -> None:
                 self.counts["schema_inputs"] += 1
-                judged(live.contracts, instance, ctx, "the schema-valid input")
+                judged(self.target, live.contracts, instance, ctx, "the schema-valid input")
 
             if live.contracts:
                 contracts_never_raise()
@@ -365,17 +368,19 @@ class _Run:
         ctx = pack_context(self.pack)
         for _ in range(len(self.pack.contracts)):
             try:
-                return judged(self.live.contracts, instance, ctx, where)
+                return judged(self.target, self.live.contracts, instance, ctx, where)
             except Crash as crash:
                 self._leave_out(crash)
         return []
 
     def _leave_out(self, crash: Crash) -> None:
-        """Report the contract that raised, once, and go on without it."""
-        name = crash.diagnostic.rule or ""
-        if name in self.crashed:
+        """Report the contract that raised (or changed the value it checks: the contracts
+        that may have, when async ones ran together), once, and go on without it."""
+        names = changed(crash.diagnostic) or (crash.diagnostic.rule or "",)
+        if all(name in self.crashed for name in names):
             return
-        self.crashed.add(name)
+        self.crashed.update(names)
+        name = names[0]
         rule = next((r for r in self.pack.contracts if r.name == name), None)
         self.findings.append(crash_finding(crash, rule, pack_context(self.pack, name)))
         self.live = dataclasses.replace(

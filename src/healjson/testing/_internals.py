@@ -1,7 +1,8 @@
 """The healjson internals the contract-pack kit uses, imported in this one place.
 
 `check_pack`, `valid`, `violating` and their helpers need a few of the core's own pieces (the
-contract runner, the diagnostic shape, the sync driver, the target cache); when the core's
+engine's judging of a value, `judge_value`, so that the kit gives every verdict a run would;
+the contract runner, the diagnostic shape, the sync driver, the target cache); when the core's
 layout moves, this is the module to follow it.
 """
 
@@ -16,6 +17,7 @@ from healjson._core.diagnostic import (
     short_repr,
 )
 from healjson._core.judge.contracts import Contract, ContractContext, run_contracts, value_at
+from healjson._core.judge.judging import CHANGED_BY, judge_value
 from healjson._core.observe.events import set_logger
 from healjson._core.outcome.outcome import Reason
 from healjson._core.run.drive import drive_sync, run_awaitables_sync
@@ -26,6 +28,7 @@ from healjson._core.target.target import Target, target_for
 from healjson._packs import ContractPack
 
 __all__ = [
+    "CHANGED_BY",
     "MISSING",
     "NOTHING",
     "ROOT",
@@ -39,6 +42,7 @@ __all__ = [
     "describe_exception",
     "drive_sync",
     "format_path",
+    "judge_value",
     "make_context",
     "run_awaitables_sync",
     "run_contracts",

@@ -74,7 +74,7 @@ class _Space:
 
 def _space(target: Target[Any]) -> _Space | None:
     builder = schema_strategies(target)
-    root = builder.resolve(target.json_schema)
+    root = builder.resolve(builder.root)
     properties = root.get("properties")
     if not isinstance(properties, dict):
         return None

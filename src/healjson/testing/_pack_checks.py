@@ -22,6 +22,7 @@ from ._internals import (
     Target,
     describe_exception,
     drive_sync,
+    judge_value,
     run_contracts,
     set_logger,
     validate,
@@ -50,10 +51,17 @@ _ROUND_TRIP = (
 
 
 def judged(
-    contracts: Sequence[Contract[Any]], instance: Any, ctx: ContractContext, where: str
+    target: Target[Any],
+    contracts: Sequence[Contract[Any]],
+    instance: Any,
+    ctx: ContractContext,
+    where: str,
 ) -> list[Diagnostic]:
-    """The contracts' diagnostics on `instance`; `Crash` when one of them raised."""
-    found = drive_sync(run_contracts(contracts, instance, ctx))
+    """The contracts' diagnostics on `instance`, judged as a run judges it (`judge_value`);
+    `Crash` when one of them is a `contract_error`: it raised, returned what is not a verdict,
+    or changed the value it checks."""
+    groups = drive_sync(judge_value(target, contracts, instance, ctx, each=True))
+    found = [diagnostic for group in groups for diagnostic in group]
     crashed = [d for d in found if d.source is Source.CONTRACT_ERROR]
     if crashed:
         raise Crash(crashed[0], instance, where)
@@ -81,7 +89,7 @@ def check_valid(
     schema and every rule."""
     where = f"valid(pack) produced {show(instance)}"
     require_schema_valid(target, instance, where, _SUPPLIED_VALID if supplied else _ROUND_TRIP)
-    found = judged(contracts, instance, ctx, "a value valid(pack) drew,")
+    found = judged(target, contracts, instance, ctx, "a value valid(pack) drew,")
     if found:
         fix = _SUPPLIED_VALID if supplied else _UNSTABLE
         raise Problem(f"{where}, which breaks {list_rules(found)}", fix)
@@ -106,7 +114,9 @@ def check_violation(
         else _UNSTABLE
     )
     require_schema_valid(target, instance, where, fix if supplied else _ROUND_TRIP)
-    found = judged(contracts, instance, ctx, f"a value violating(pack, {rule.name!r}) drew,")
+    found = judged(
+        target, contracts, instance, ctx, f"a value violating(pack, {rule.name!r}) drew,"
+    )
     mine = [d for d in found if d.rule == rule.name]
     others = [d for d in found if d.rule != rule.name]
     if not mine:
@@ -184,6 +194,7 @@ def check_fix(
         raise Problem(
             f"{where} gave {show(data)}, which fails the schema: {describe_exception(exc)}", fix
         ) from None
+    # the rule run again on the fixed value, as the engine's `settle` re-judges it
     still = [d for d in drive_sync(run_contracts((rule,), again, ctx)) if d.rule == rule.name]
     if still:
         raise Problem(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ._internals import (
+    CHANGED_BY,
     Contract,
     ContractContext,
     Diagnostic,
@@ -30,6 +31,7 @@ __all__ = [
     "Crash",
     "Finding",
     "Problem",
+    "changed",
     "crash_finding",
     "failure_message",
     "generation_finding",
@@ -93,6 +95,18 @@ def failure_message(pack_name: str, findings: Sequence[Finding]) -> str:
 def crash_finding(crash: Crash, rule: Contract[Any] | None, ctx: ContractContext) -> Finding:
     """The crash as one finding: the contract, what it raised, the input, the line it raised
     on (the contract is run again on the input to find it), and what to do."""
+    changed_by = changed(crash.diagnostic)
+    if changed_by:  # it changed the value: quote the value as it was, before the change
+        names = " / ".join(f"`{name}`" for name in changed_by)
+        text = f"{crash.diagnostic.constraint}\non {crash.where} {show(crash.diagnostic.value)}"
+        return Finding(
+            text,
+            "a contract only reads the value it checks (a run degrades with contract_error "
+            "otherwise): copy it before changing anything (`value.model_copy(update=...)`, "
+            "`copy.deepcopy(value)`), or normalise the value in the model (a validator) "
+            f"instead. {names} {'was' if len(changed_by) == 1 else 'were'} left out of the "
+            "other checks.",
+        )
     name = crash.diagnostic.rule or "?"
     text = f"{crash.diagnostic.constraint}\non {crash.where} {show(crash.instance)}"
     site = _raise_site(rule, crash.instance, ctx) if rule is not None else None
@@ -109,6 +123,13 @@ def crash_finding(crash: Crash, rule: Contract[Any] | None, ctx: ContractContext
             f"them. `{name}` was left out of the other checks."
         )
     return Finding(text, fix)
+
+
+def changed(diagnostic: Diagnostic) -> tuple[str, ...]:
+    """The contract(s) a `contract_error` says changed the value they checked (none for
+    another contract_error)."""
+    names = diagnostic.extra.get(CHANGED_BY)
+    return tuple(names) if isinstance(names, tuple | list) else ()
 
 
 def _raise_site(rule: Contract[Any], instance: Any, ctx: ContractContext) -> str | None:
@@ -278,7 +299,9 @@ def _report_it() -> str:
 def list_rules(found: Sequence[Diagnostic]) -> str:
     parts: list[str] = []
     for diagnostic in found:
-        if diagnostic.source is Source.CONTRACT_ERROR:
+        if diagnostic.source is Source.CONTRACT_ERROR and changed(diagnostic):
+            parts.append(f"`{diagnostic.rule}` ({diagnostic.constraint})")
+        elif diagnostic.source is Source.CONTRACT_ERROR:
             parts.append(f"`{diagnostic.rule}` (it raised: {diagnostic.constraint})")
         else:
             parts.append(f"`{diagnostic.rule}` ({diagnostic.describe(max_value_chars=80)})")

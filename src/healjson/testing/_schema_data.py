@@ -20,6 +20,8 @@ from healjson._core.sentinels import NOTHING
 from healjson._core.target.target import Target, target_for
 from healjson._extras import missing_extra
 
+from ._numbers import DECIMAL, kit_json_schema, numbers
+
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
     from pydantic import TypeAdapter
@@ -28,6 +30,7 @@ __all__ = [
     "SchemaStrategies",
     "as_instance",
     "from_schema",
+    "kit_schema",
     "memo",
     "require_hypothesis",
     "schema_strategies",
@@ -55,9 +58,12 @@ def from_schema(model: Any) -> SearchStrategy[Any]:
 
     Understands objects (required and optional properties, `additionalProperties`), strings
     (`minLength`, `maxLength`, `pattern`, the `date`, `date-time`, `time`, `duration`, `uuid`,
-    `email`, `uri` and `ipv4`/`ipv6` formats), integers and numbers with bounds and `multipleOf`,
-    `enum` and `const`, arrays with `minItems`/`maxItems`/`uniqueItems` and `prefixItems`,
-    `anyOf`/`oneOf`/`allOf`, `$ref`/`$defs` (recursive models too) and nullable fields. Each
+    `email`, `uri` and `ipv4`/`ipv6` formats), integers and numbers with bounds and `multipleOf`
+    (a number with a step is drawn as a multiple of it, `k·m` within the bounds), `Decimal`s
+    with `decimal_places` and `max_digits` (which pydantic leaves out of the JSON schema: the
+    kit reads them from the model), `enum` and `const`, arrays with `minItems`/`maxItems`/
+    `uniqueItems` and `prefixItems`, `anyOf`/`oneOf`/`allOf`, `$ref`/`$defs` (recursive models
+    too) and nullable fields. Each
     generated JSON value is validated with the model's `TypeAdapter`; values pydantic rejects
     (validators, constraints the schema cannot express) are filtered out — though `date-time`
     values already carry an offset when the model requires one (`AwareDatetime`) and none when
@@ -78,8 +84,8 @@ def small_instances(model: Any) -> SearchStrategy[Any]:
 
 
 def _instances(target: Target[Any], *, small: bool = False) -> SearchStrategy[Any]:
-    schema = target.json_schema
-    data = schema_strategies(target, small=small).build(schema, 0)
+    builder = schema_strategies(target, small=small)
+    data = builder.build(builder.root, 0)
 
     def validated(value: Any) -> Any:
         try:
@@ -116,14 +122,20 @@ def memo(kind: str, inputs: tuple[Any, ...], build: Callable[[], S]) -> S:
     return built
 
 
+def kit_schema(target: Target[Any]) -> dict[str, Any]:
+    """The (shared) JSON schema the kit draws the target's values from: pydantic's, with the
+    constraints of each `Decimal` it leaves out noted (`_numbers.kit_json_schema`)."""
+    return memo("kit_schema", (target,), lambda: kit_json_schema(target))
+
+
 def schema_strategies(target: Target[Any], *, small: bool = False) -> SchemaStrategies:
     """The (shared) strategy builder for the target's JSON schema (`small`: see
-    `small_instances`)."""
+    `small_instances`); its `root` is `kit_schema(target)`."""
     return memo(
         "small_builder" if small else "builder",
         (target,),
         lambda: SchemaStrategies(
-            target.json_schema, zone_constraint(target), _SMALL_EXTRA if small else None
+            kit_schema(target), zone_constraint(target), _SMALL_EXTRA if small else None
         ),
     )
 
@@ -289,6 +301,8 @@ def _canonical(value: Any) -> str:
 def _string(schema: dict[str, Any], zones: str | None) -> SearchStrategy[Any]:
     from hypothesis import strategies as st
 
+    if DECIMAL in schema:  # a Decimal's string branch: the numbers it allows, as strings
+        return cast("SearchStrategy[Any]", numbers(schema, text=True))
     low = int(schema.get("minLength", 0) or 0)
     high = schema.get("maxLength")
     high = high if isinstance(high, int) else None
@@ -468,8 +482,13 @@ def _integer(schema: dict[str, Any]) -> SearchStrategy[Any]:
 
 
 def _number(schema: dict[str, Any]) -> SearchStrategy[Any]:
+    """Numbers within the bounds; on the grid of a `multipleOf` (or of a `Decimal`'s
+    `decimal_places`) when there is one (`_numbers`)."""
     from hypothesis import strategies as st
 
+    on_grid = numbers(schema)
+    if on_grid is not None:
+        return on_grid
     low, high = _bounds(schema)
     return st.floats(
         min_value=None if low is None else low[0],

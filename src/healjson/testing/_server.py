@@ -73,8 +73,8 @@ from ._batches import BatchReplies, BatchStore, ScriptedBatch, ScriptedFile
 from ._http import LoopbackHTTPServer, QuietHandler
 from ._pacing import Pacer
 from ._replies import RecordedRequest, ScriptedReply, ScriptFailure, ScriptItem, resolve_item
-from ._wire import JSON_TYPE, WIRE_FORMATS, UnservableReply, WireFormat, openai_chat, usage
-from ._wire._common import reply_error_message
+from ._wire import JSON_TYPE, WIRE_FORMATS, WireFormat, openai_chat, usage
+from ._wire._common import reply_error_message, unservable
 from ._wire._sse import Planned, plan
 
 __all__ = ["RecordedRequest", "ScriptedBatch", "ScriptedFile", "ScriptedReply", "ScriptedServer"]
@@ -464,15 +464,15 @@ class _Handler(QuietHandler):
             return
         model = wire.requested_model(body, match)
         model = model if isinstance(model, str) and model else self.server.scripted.model
-        counts = usage(reply, wire.prompt_chars(body))
         streamed = wire.streams(body, match)
         try:
+            counts = usage(reply, wire.prompt_chars(body))
             if streamed:
                 planned = plan(wire.stream(number, model, reply, counts, body), reply)
             else:
                 payload, content_type = wire.reply_body(number, model, reply, counts, body)
-        except UnservableReply as exc:
-            problem = f"ScriptedServer script item #{number}: {exc}"
+        except Exception as exc:  # a reply the route cannot render: the client is told why
+            problem = f"ScriptedServer script item #{number}: {unservable(exc)}"
             self._send_error(wire, 500, problem, _NO_RETRY, code="script_error")
             return
         if streamed:

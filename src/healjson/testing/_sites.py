@@ -7,7 +7,8 @@ schema. The fixed changes are the ones that break or mend ordinary rules:
 
 - another value of a small enum, the other boolean, null, the field left out (and for a
   field that is null or left out: the values of a small enum, a boolean, a number's bounds);
-- a number at each of its bounds (a multiple of its step);
+- a number at each of its bounds (a multiple of its step, for a float or a `Decimal` too: the
+  first and the last multiple within them);
 - an empty string;
 - for a list: emptied, shortened at either end, its first or last item repeated at the end, and
   reversed (so rules of emptiness, counts, uniqueness and order are reached);
@@ -26,9 +27,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 from ._internals import MISSING
+from ._numbers import DECIMAL, number_bounds
 from ._schema_data import SchemaStrategies, memo
 
 if TYPE_CHECKING:
@@ -178,8 +181,10 @@ def _fixed(builder: SchemaStrategies, schema: dict[str, Any], current: Any) -> l
         out.append(not current)
     if current is not None and _allows_null(builder, schema):
         out.append(None)
-    if kind in ("integer", "number") and isinstance(current, int | float):
-        out.extend(bound for bound in _bounds(schema, kind == "integer") if bound != current)
+    numeric = _numeric(builder, schema)
+    if numeric is not None and _is_number(current, numeric):
+        integer = numeric.get("type") == "integer"
+        out.extend(bound for bound in _bounds(numeric, integer) if not _same(bound, current))
     plain = not ({"pattern", "format", "enum", "minLength"} & set(schema))
     if kind == "string" and current and plain:
         out.append("")
@@ -231,13 +236,41 @@ def _list_changes(array: dict[str, Any], current: list[Any]) -> list[list[Any]]:
     return out
 
 
+def _numeric(builder: SchemaStrategies, schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The schema, or its `anyOf`/`oneOf` branch, of a number (`float | None`, a `Decimal`)."""
+    for kind in ("integer", "number"):
+        branch = _branch(builder, schema, kind)
+        if branch.get("type") == kind:
+            return branch
+    return None
+
+
+def _is_number(current: Any, numeric: dict[str, Any]) -> bool:
+    """The value is a number, or a `Decimal` written as a string (as its JSON dump has it)."""
+    if isinstance(current, bool):
+        return False
+    if isinstance(current, int | float):
+        return True
+    return isinstance(current, str) and DECIMAL in numeric
+
+
+def _same(bound: float, current: Any) -> bool:
+    try:
+        return Decimal(repr(bound)) == Decimal(str(current))
+    except (InvalidOperation, ValueError):
+        return False
+
+
 def _bounds(schema: dict[str, Any], integer: bool) -> list[int | float]:
-    """The smallest and the largest value the schema allows, where it sets them."""
+    """The smallest and the largest value the schema allows, where it sets them (for a number
+    with a step, or a `Decimal` with places: the first and the last multiple within them)."""
     low, high = schema.get("minimum"), schema.get("maximum")
     step = schema.get("multipleOf")
     if not integer:
-        bounds = [b for b in (low, high) if isinstance(b, int | float) and not isinstance(b, bool)]
-        return [] if step is not None else bounds
+        on_grid = number_bounds(schema)
+        if on_grid is not None or step is not None:
+            return on_grid or []
+        return [b for b in (low, high) if isinstance(b, int | float) and not isinstance(b, bool)]
     first = _edge(low, schema.get("exclusiveMinimum"), 1)
     last = _edge(high, schema.get("exclusiveMaximum"), -1)
     if isinstance(step, int) and step > 0:

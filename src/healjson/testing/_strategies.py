@@ -28,8 +28,8 @@ from ._internals import (
     Source,
     Target,
     drive_sync,
+    judge_value,
     make_context,
-    run_contracts,
     target_for,
 )
 from ._mutations import mutations, repairs, variations
@@ -65,9 +65,13 @@ def pack_context(pack: ContractPack, rule: str | None = None) -> ContractContext
 def judge(
     pack: ContractPack, instance: Any, ctx: ContractContext | None = None
 ) -> list[Diagnostic]:
-    """Every diagnostic the pack's contracts give `instance` (async contracts are awaited)."""
+    """Every diagnostic the pack's contracts give `instance` (async contracts are awaited),
+    judged as a run judges it (`judge_value`: a contract that changes the value it checks is
+    a `contract_error`)."""
     context = pack_context(pack) if ctx is None else ctx
-    return drive_sync(run_contracts(pack.contracts, instance, context))
+    target = target_for(pack.model)
+    groups = drive_sync(judge_value(target, pack.contracts, instance, context, each=True))
+    return [diagnostic for group in groups for diagnostic in group]
 
 
 def _resolve_rule(pack: ContractPack, contract: str | Contract[Any]) -> Contract[Any]:

@@ -47,6 +47,7 @@ __all__ = [
     "OnFail",
     "Rule",
     "Violation",
+    "Watch",
     "as_contract",
     "as_contracts",
     "check_rule_list",
@@ -353,19 +354,28 @@ def run_contracts(
     return [diagnostic for group in found for diagnostic in group]
 
 
+Watch: TypeAlias = Callable[[Sequence[Contract[Any]]], Diagnostic | None]
+"""Called by `run_contract_groups` each time contracts have run on the value, with the ones
+that just ran: a `contract_error` diagnostic when they did something a contract must not (the
+judge's `judge_value` watches for a changed value), else None."""
+
+
 def run_contract_groups(
     contracts: Sequence[Contract[Any]],
     value: Any,
     ctx: ContractContext,
     *,
     timeout_s: float | None = None,
+    watch: Watch | None = None,
 ) -> Generator[AwaitAll, list[Any], list[list[Diagnostic]]]:
     """Run every contract on `value`, each one's diagnostics in its own list (in declaration
     order); async ones are handed to the driver in one batch.
 
     With `timeout_s`, an async contract still running after it is cancelled by the driver, and
     a sync one that returns after it (it cannot be interrupted) is a `contract_error` too: a
-    verdict that came too late is not trusted, whatever it says."""
+    verdict that came too late is not trusted, whatever it says. With `watch`, it is called
+    after each contract is called (and its result read), and after the async batch with the
+    contracts in it; what it returns goes in the list of the (first) contract it was given."""
     found: list[list[Diagnostic]] = [[] for _ in contracts]  # kept in declaration order
     pending: list[tuple[int, Awaitable[Any]]] = []
     for index, rule in enumerate(contracts):
@@ -374,15 +384,18 @@ def run_contract_groups(
             result = rule(value, ctx)
         except Exception as exc:
             found[index].append(_crashed(rule, exc))
+            _watched(watch, (rule,), found[index])
             continue
         if inspect.isawaitable(result):
             pending.append((index, result))
+            _watched(watch, (rule,), found[index])  # its sync part has run
             continue
         elapsed = time.perf_counter() - started
         if timeout_s is not None and elapsed > timeout_s:
             found[index].append(_late(rule, elapsed, timeout_s))
         else:
             found[index].extend(_diagnose(rule, value, result))
+        _watched(watch, (rule,), found[index])
     if pending:
         results = yield AwaitAll(tuple(awaitable for _, awaitable in pending), timeout_s)
         for (index, _), result in zip(pending, results, strict=True):
@@ -391,7 +404,16 @@ def run_contract_groups(
                 found[index].append(_crashed(rule, result))
             else:
                 found[index].extend(_diagnose(rule, value, result))
+        ran = tuple(contracts[index] for index, _ in pending)
+        _watched(watch, ran, found[pending[0][0]])
     return found
+
+
+def _watched(watch: Watch | None, ran: Sequence[Contract[Any]], into: list[Diagnostic]) -> None:
+    if watch is not None:
+        diagnostic = watch(ran)
+        if diagnostic is not None:
+            into.append(diagnostic)
 
 
 def _diagnose(rule: Contract[Any], value: Any, result: Any) -> list[Diagnostic]:

@@ -84,12 +84,39 @@ def messages_chars(body: Mapping[str, Any]) -> int:
     return sum(len(content_text(m.get("content"))) for m in messages if isinstance(m, dict))
 
 
+def unservable(exc: Exception) -> str:
+    """Why a scripted reply was not served, for the HTTP 500 the client gets instead of a
+    traceback on the server's stderr: an `UnservableReply`'s message, or what rendering the
+    reply raised (a field of the wrong type, in a reply no type checker saw)."""
+    if isinstance(exc, UnservableReply):
+        return str(exc)
+    return (
+        f"this reply cannot be rendered ({type(exc).__name__}: {exc}): check the types of its "
+        "fields (texts are strings, tool_calls a list of OpenAI-shaped calls)"
+    )
+
+
+_TEXTS: Final = ("content", "refusal", "reasoning", "redacted_thinking", "finish_reason")
+
+
+def check_texts(reply: ScriptedReply) -> None:
+    """`UnservableReply` for a text field of the reply that is not a string (or None): a reply
+    built from a file, or without a type checker, can hold anything."""
+    for name in _TEXTS:
+        value = getattr(reply, name)
+        if value is not None and not isinstance(value, str):
+            raise UnservableReply(
+                f"{name} must be a string or None, got {type(value).__name__} {value!r:.80}"
+            )
+
+
 def usage(reply: ScriptedReply, prompt_chars: int) -> dict[str, int]:
     """The reply's usage in OpenAI's flat names, `reasoning_tokens` only when the reply has
     `reasoning` or its explicit `usage` names them, `cached_tokens` / `cache_write_tokens` only
     when its explicit `usage` names them (an estimate has no cache); each payload builder maps
     it onto its route's fields, so a reply without reasoning or cache is sent exactly as
-    before."""
+    before. `UnservableReply` for a reply whose texts are not strings (`check_texts`)."""
+    check_texts(reply)
     if reply.usage is not None:
         counts = dict(reply.usage)
         counts.setdefault("prompt_tokens", 0)
