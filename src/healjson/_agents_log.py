@@ -4,25 +4,57 @@ in a `HealLog` the handler, the healed tools and the guardrail share."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._core.diagnostic import Diagnostic
+from ._core.diagnostic import ROOT, Diagnostic, Source
 from ._core.outcome.outcome import Healed, Outcome
+from ._core.repair.quote import render_diagnostics
 
-__all__ = ["AgentRepair", "HealLog", "Where", "clip", "entry"]
+__all__ = [
+    "AgentRepair",
+    "ContractReport",
+    "HealLog",
+    "Where",
+    "clip",
+    "entry",
+    "refusal_text",
+    "rules_broken",
+]
 
 Where = Literal["final_output", "tool_arguments"]
 _MAX_REPR = 300
 
 
 @dataclass(frozen=True, slots=True)
+class ContractReport:
+    """What `contract_guardrail` found: `ok` (no blocking rule broken), the `diagnostics` of the
+    rules broken (value, rule, fix), the `warnings` of `"warn"` rules, and `fixed_value`: the
+    output as `"fix"` / `"drop"` rules would settle it (None when none applied)."""
+
+    ok: bool
+    diagnostics: tuple[Diagnostic, ...] = ()
+    warnings: tuple[Diagnostic, ...] = ()
+    fixed_value: Any = None
+
+    def __str__(self) -> str:
+        if self.ok:
+            return "the output passed every contract"
+        return "the output breaks its contracts:\n" + "\n".join(
+            render_diagnostics(self.diagnostics)
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class AgentRepair:
     """One value healjson judged in an agent run and did not pass through untouched: a final
     output or a tool call's arguments, healed locally (`healed=True`, the `flags` of the local
-    repairs, `value_json` = what the SDK was given) or refused (`diagnostics`: what the model
-    was told, or why the SDK raised as before). `run_id` is the healjson run's (its events)."""
+    repairs, `value_json` = what the SDK was given: the arguments text the tool's invoker
+    received, the JSON data L1 read, which the SDK validates once into the tool's values; the
+    final output's JSON) or refused (`diagnostics`: what the model was told, or why the SDK
+    raised as before, or why a contract's failure ended the run). `run_id` is the healjson
+    run's (its events)."""
 
     where: Where
     name: str
@@ -115,3 +147,25 @@ def entry(
 def clip(text: str, limit: int) -> str:
     """`text`, cut to `limit` characters with an ellipsis."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def rules_broken(outcome: Healed[Any], value: Any, fix: str) -> tuple[Diagnostic, ...]:
+    """The rules a value broke that `"drop"` or `"fix"` rules settled (`fix`: the prescription,
+    `{rule}` standing for the rule's name), as diagnostics about `value`."""
+    broken = [d for dropped in outcome.dropped for d in dropped.diagnostics]
+    broken += [
+        Diagnostic(
+            ROOT, value, f"breaks rule `{rule}`", fix.format(rule=rule), Source.CONTRACT, rule=rule
+        )
+        for rule in outcome.fixed
+    ]
+    return tuple(broken)
+
+
+def refusal_text(name: str, diagnostics: Sequence[Diagnostic]) -> str:
+    """What the model reads when a call's arguments cannot be used: each diagnostic (value,
+    rule, fix), then what to do."""
+    lines = [f"The arguments of this `{name}` call were not used: they fail these checks."]
+    lines.append("\n".join(render_diagnostics(diagnostics)) or "No JSON object could be read.")
+    lines.append(f"Call `{name}` again with the arguments corrected (one JSON object).")
+    return "\n".join(lines)

@@ -10,28 +10,33 @@ Three pieces, each on a hook the SDK offers for it (nothing of the SDK is replac
   key in the wrong case, a number sent as a string, the answer without the SDK's `response`
   wrapper, ... become the validated output (the contracts checked too), with no model call. A
   reply that cannot be healed without inventing data (cut, a field missing) or that breaks a
-  contract gives `None`: the SDK raises as it would have.
+  contract gives `None`: the SDK raises as it would have. The SDK validates a handler's output
+  once more, from its JSON: the value is handed on only when that gives it back (not for a
+  validator that changes a valid value, dollars to cents: then `None` too).
 * `heal_tools(agent_or_tools, tool_contracts)`: function tools whose arguments are healed
   before the SDK validates them. Each `FunctionTool` is copied (its public `copy`) with an
   `on_invoke_tool` that runs L1 + L2 on the model's arguments text, against the tool's own
   parameter model (rebuilt with the SDK's `function_schema` from the function `@function_tool`
   wrapped; a `FunctionTool` built by hand is read as a JSON object) and that tool's contracts,
-  then hands the tool's own invoker the healed JSON (or the model's text, untouched, when it
-  needed nothing). Arguments that cannot be healed are not run: the model gets healjson's
-  diagnostics (the value, the rule, the fix) as the tool's error result, the way the SDK reports
-  a tool's failure, where the SDK alone would send "An error occurred while running the tool.
-  Please try again." — so the model's retry is informed. A tool built with
-  `failure_error_function=None` (failures end the run) raises `ModelBehaviorError` with the
-  diagnostics instead; a custom `failure_error_function` is given them as its error.
+  then hands the tool's own invoker the JSON data L1 read (repaired, not validated: the SDK's
+  validation is the only one the tool's value gets, as for clean arguments), or the model's
+  text, untouched, when it needed nothing. Arguments that cannot be healed are not run: the
+  model gets healjson's diagnostics (the value, the rule, the fix) as the tool's error result,
+  the way the SDK reports a tool's failure, where the SDK alone would send "An error occurred
+  while running the tool. Please try again." — so the model's retry is informed. A tool built
+  with `failure_error_function=None` (failures end the run) raises `ModelBehaviorError` with
+  the diagnostics instead; a custom `failure_error_function` is given them as its error.
 * `contract_guardrail(contracts)`: an `OutputGuardrail` that runs healjson contracts on the
-  final output; its tripwire fires on a breach, the `ContractReport` (the diagnostics) as its
-  `output_info`.
+  final output itself (never validated again); its tripwire fires on a breach, the
+  `ContractReport` (the diagnostics) as its `output_info`.
 
-What was repaired is visible: every value judged is a healjson run (its structured events:
-`healjson.local_repair` with the flags, `healjson.healed` / `healjson.degraded`), and with
-`log=HealLog()` each value healed or refused is one readable `AgentRepair` (`print(log)`).
-A tool input guardrail still sees the model's own text (`ToolContext.tool_arguments` is set to
-the healed JSON only once the tool runs).
+A contract that fails as code (raises, runs past `contract_timeout_s`, changes the value it
+judges) is the caller's bug, not the model's: each piece raises the SDK's `UserError`, which
+ends the run, as an exception from a tool's own code does. What was repaired is visible: every
+value healed or refused is a healjson run (its events: `healjson.local_repair` with the flags,
+`healjson.healed` / `healjson.degraded`), and with `log=HealLog()` each value healed or refused
+is one readable `AgentRepair` (`print(log)`). A tool input guardrail still sees the model's own
+text (`ToolContext.tool_arguments` is set to the healed JSON only once the tool runs).
 """
 
 from __future__ import annotations
@@ -42,18 +47,23 @@ import inspect
 import json
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from ._agents_log import AgentRepair, HealLog, entry
+from pydantic_core import to_json
+
+from ._agents_log import AgentRepair, ContractReport, HealLog, entry, refusal_text, rules_broken
 from ._core.diagnostic import ROOT, Diagnostic, Source
-from ._core.judge.contracts import Contract
-from ._core.outcome.outcome import Degraded, Healed, Outcome
+from ._core.judge.check import accepted_evaluations
+from ._core.judge.contracts import Contract, ContractContext, run_contract_groups
+from ._core.judge.policies import settle
+from ._core.outcome.outcome import Healed, Outcome
+from ._core.parse.align import answer_key
 from ._core.parse.read import parse
-from ._core.repair.quote import render_diagnostics
+from ._core.redact import redact_text
 from ._core.run.drive import drive_async
 from ._core.run.healer import Healer
 from ._core.run.policy import HealPolicy
+from ._core.sentinels import NOTHING
 from ._core.wire.reply import Reply, Usage
 from ._extras import require_extra
 from ._mcp_frameworks import heal_agents_mcp as heal_mcp
@@ -72,6 +82,7 @@ from agents import (  # noqa: E402  (after the check: the one missing-extra mess
     RunContextWrapper,
     RunErrorHandlerInput,
     RunErrorHandlerResult,
+    UserError,
     default_tool_error_function,
 )
 from agents.function_schema import function_schema  # noqa: E402
@@ -141,11 +152,31 @@ _NO_USAGE = Usage()
 
 async def _judge(
     healer: Healer[Any], text: str, messages: Any = (), context: Any = None
-) -> Outcome[Any]:
+) -> tuple[Outcome[Any], Any]:
+    """healjson's verdict on a reply in hand, and the JSON data L1 read that a healed value is
+    the validation of (NOTHING when none is: a `"fix"` or `"drop"` rule made the value)."""
     given = Reply(text, None, usage=_NO_USAGE)  # a reply in hand: no call, no tokens spent
     run = healer.start(messages, context=context, given=given)
-    outcome: Outcome[Any] = await drive_async(run.flow)
-    return outcome
+    with accepted_evaluations() as accepted:
+        outcome: Outcome[Any] = await drive_async(run.flow)
+    if isinstance(outcome, Healed) and not (outcome.fixed or outcome.dropped):
+        for evaluation in reversed(accepted):
+            if evaluation.instance is outcome.value and not evaluation.fixed:
+                return outcome, evaluation.data
+    return outcome, NOTHING
+
+
+def _contract_failed(what: str, found: Sequence[Diagnostic]) -> UserError | None:
+    """The SDK's error for a mistake in the caller's code (`UserError`: it ends the run, as an
+    exception from a tool's own code does) when a contract failed as code on `what` (it
+    raised, ran past its time, changed the value it judged): never the model's to correct.
+    None when `found` holds no such failure (a `"stop"` rule's violation is the model's)."""
+    bug = next((d for d in found if d.source is Source.CONTRACT_ERROR), None)
+    if bug is None:
+        return None
+    return UserError(
+        redact_text(f"healjson: a contract on {what} failed: {bug.constraint}. {bug.prescription}")
+    )
 
 
 def _run_context_data(wrapper: Any) -> Mapping[str, Any] | None:
@@ -213,16 +244,32 @@ def _inside_wrapper(schema: AgentOutputSchema, text: str) -> str:
 _WRAPPER_KEY = "response"  # the SDK's `agent_output._WRAPPER_DICT_KEY`
 
 
-def _as_sdk_output(schema: AgentOutputSchema, healer: Healer[Any], value: Any) -> tuple[Any, str]:
-    """`value` as the SDK's own validation reads it (its strict mode, its `response` wrapper for
-    a type that is not an object): `(final output, its JSON)`; `ModelBehaviorError` when the SDK
-    would refuse it."""
-    text = healer.target.adapter.dump_json(value, by_alias=True).decode()
+def _as_sdk_output(agent: Any, schema: AgentOutputSchema, adapter: Any, value: Any) -> str | None:
+    """The JSON of `value` as the final output the SDK takes from a handler, when the SDK's
+    reading of it gives `value` back; None when it would refuse or change it.
+
+    The SDK validates a handler's final output again (its `validate_handler_final_output`:
+    the output type's JSON dump, in its `response` wrapper for a type that is not an object,
+    validated in its strict mode), and takes an object only (the L1 data is no value of the
+    output type). So that reading is run here first, as a check whose result is thrown away:
+    a validator that changes a valid value (dollars to cents) would change the value the
+    contracts judged, which is never handed on. `adapter`: the output type's (its dump is the
+    SDK's: the type's own aliases)."""
+    from agents.run_internal import error_handlers
+
+    reads = getattr(error_handlers, "validate_handler_final_output", None)
     try:
-        return schema.validate_json(text), text
-    except ModelBehaviorError:
-        wrapped = '{"response": ' + text + "}"
-        return schema.validate_json(wrapped), text
+        text = adapter.dump_json(value)
+        if reads is not None:
+            again = reads(agent, value)
+        else:  # pragma: no cover - another SDK release: the same reading, as documented
+            shown = text.decode()
+            wrapped = getattr(schema, "_is_wrapped", False)
+            again = schema.validate_json(f'{{"response": {shown}}}' if wrapped else shown)
+        same = adapter.dump_json(again) == text
+    except Exception:  # the SDK's UserError / ModelBehaviorError, a serializer that fails
+        return None
+    return text.decode() if same else None
 
 
 def heal_final_output(
@@ -235,7 +282,9 @@ def heal_final_output(
     `Runner.run_sync` runs it too): the model's final output healed locally against the agent's
     `output_type` and checked against `contracts`, returned as the run's final output; `None`
     (the SDK raises its `ModelBehaviorError` as before) when it cannot be healed without
-    inventing data, breaks a contract, or the output type is a custom `AgentOutputSchemaBase`.
+    inventing data, breaks a contract, would be changed by the SDK's own validation of the
+    handler's output (the value's validators are not idempotent), or the output type is a
+    custom `AgentOutputSchemaBase`. A contract that fails as code raises `UserError`.
 
     The contracts see the run's input as `ctx.messages` and, when the run's context object is a
     mapping, that mapping as `ctx.extra`. `policy`: a `HealPolicy` for what applies to one reply
@@ -254,7 +303,7 @@ def heal_final_output(
         if schema is None or text is None or not text.strip():
             return None  # nothing to heal: the SDK goes on as without a handler
         healer = judges.for_type(schema.output_type)
-        outcome = await _judge(
+        outcome, _ = await _judge(
             healer,
             _inside_wrapper(schema, text),
             _messages(run_data.input),
@@ -264,14 +313,18 @@ def heal_final_output(
         if not isinstance(outcome, Healed):
             if log is not None:
                 log.record(entry("final_output", name, None, text, outcome))
+            bug = _contract_failed(f"the final output of agent `{name}`", outcome.errors)
+            if bug is not None:  # the caller's bug: raised as one, not the model's error
+                raise bug
             return None
-        try:
-            final, value_json = _as_sdk_output(schema, healer, outcome.value)
-        except ModelBehaviorError:
+        value_json = _as_sdk_output(agent, schema, healer.target.adapter, outcome.value)
+        if value_json is None:
             why = Diagnostic(
                 ROOT,
                 outcome.value,
-                "the healed value does not pass the SDK's own validation of the output type",
+                "the SDK validates a final output a handler returns once more, and that "
+                "validation refuses or changes this value (a validator that changes a valid "
+                "value, such as a unit conversion): it is not handed on",
                 "Reply with a value of the output type.",
                 Source.SCHEMA,
             )
@@ -280,7 +333,7 @@ def heal_final_output(
             return None
         if log is not None:
             log.record(entry("final_output", name, None, text, outcome, value_json=value_json))
-        return RunErrorHandlerResult(final_output=final)
+        return RunErrorHandlerResult(final_output=outcome.value)
 
     return heal_invalid_final_output
 
@@ -330,27 +383,53 @@ class _HealingInvoker:
     async def __call__(self, ctx: ToolContext[Any], input: str) -> Any:
         if not input.strip():  # the SDK reads no arguments as `{}`: its own rule
             return await self.inner(ctx, input)
-        outcome = await _judge(self.healer, input, (), _run_context_data(ctx))
+        outcome, data = await _judge(self.healer, input, (), _run_context_data(ctx))
         call_id = getattr(ctx, "tool_call_id", None)
+        name = self.tool.name
         if isinstance(outcome, Healed):
             if not outcome.flags:  # nothing repaired: the model's own text, untouched
                 return await self.inner(ctx, input)
-            healed = self.healer.target.adapter.dump_json(outcome.value, by_alias=True).decode()
+            healed = self._handed(outcome, data)
+            if healed is not None:
+                if self.log is not None:
+                    self.log.record(
+                        entry("tool_arguments", name, call_id, input, outcome, value_json=healed)
+                    )
+                ctx.tool_arguments = healed
+                return await self.inner(ctx, healed)
+            why = rules_broken(outcome, input, "Send arguments that satisfy rule `{rule}`.")
             if self.log is not None:
                 self.log.record(
-                    entry(
-                        "tool_arguments", self.tool.name, call_id, input, outcome, value_json=healed
-                    )
+                    entry("tool_arguments", name, call_id, input, outcome, diagnostics=why)
                 )
-            ctx.tool_arguments = healed
-            return await self.inner(ctx, healed)
+            return await self._refuse(ctx, why)
         if self.log is not None:
-            self.log.record(entry("tool_arguments", self.tool.name, call_id, input, outcome))
-        return await self._refuse(ctx, outcome)
+            self.log.record(entry("tool_arguments", name, call_id, input, outcome))
+        bug = _contract_failed(f"the arguments of tool `{name}`", outcome.errors)
+        if bug is not None:  # the caller's bug: raised as one, never told to the model
+            raise bug
+        return await self._refuse(ctx, outcome.errors)
 
-    async def _refuse(self, ctx: ToolContext[Any], outcome: Degraded[Any]) -> Any:
+    def _handed(self, outcome: Healed[Any], data: Any) -> str | None:
+        """The arguments text the tool's own invoker is handed (and validates: the SDK takes
+        text only). The JSON data L1 read, which `outcome.value` is healjson's validation of:
+        the SDK's validation of it is the only one that reaches the tool, as for clean
+        arguments. A value a `"fix"` or `"drop"` rule made has no such data: its JSON, when the
+        SDK's reading of it (a check, thrown away) gives the value back; else None."""
+        if data is not NOTHING:
+            return to_json(data, inf_nan_mode="constants").decode()
+        adapter = self.healer.target.adapter
+        try:
+            text = adapter.dump_json(outcome.value, by_alias=True)
+            again = adapter.validate_python(json.loads(text))  # as the SDK reads arguments
+            same = adapter.dump_json(again, by_alias=True) == text
+        except Exception:  # a serializer or a validator that raises: not handed on either
+            return None
+        return text.decode() if same else None
+
+    async def _refuse(self, ctx: ToolContext[Any], diagnostics: Sequence[Diagnostic]) -> Any:
         """The SDK's way with a tool failure, healjson's diagnostics as the error."""
-        message = _tool_error_text(self.tool.name, outcome.errors)
+        message = refusal_text(self.tool.name, diagnostics)
         error = ModelBehaviorError(message)
         formatter = _failure_formatter(self.tool, ctx)
         if formatter is None:  # the tool's failures end the run
@@ -369,15 +448,6 @@ def _failure_formatter(tool: FunctionTool, ctx: Any) -> Any:
     if resolve is None:
         return default_tool_error_function
     return resolve(tool, ctx)
-
-
-def _tool_error_text(name: str, diagnostics: Sequence[Diagnostic]) -> str:
-    """What the model reads when a call's arguments cannot be used: each diagnostic (value,
-    rule, fix), then what to do."""
-    lines = [f"The arguments of this `{name}` call were not used: they fail these checks."]
-    lines.append("\n".join(render_diagnostics(diagnostics)) or "No JSON object could be read.")
-    lines.append(f"Call `{name}` again with the arguments corrected (one JSON object).")
-    return "\n".join(lines)
 
 
 def _healing_tool(
@@ -454,43 +524,33 @@ def heal_tools(
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ContractReport:
-    """What `contract_guardrail` found: `ok` (no blocking rule broken), the `diagnostics` of the
-    rules broken (value, rule, fix), the `warnings` of `"warn"` rules, and `fixed_value`: the
-    output as `"fix"` / `"drop"` rules would settle it (None when none applied)."""
-
-    ok: bool
-    diagnostics: tuple[Diagnostic, ...] = ()
-    warnings: tuple[Diagnostic, ...] = ()
-    fixed_value: Any = None
-
-    def __str__(self) -> str:
-        if self.ok:
-            return "the output passed every contract"
-        return "the output breaks its contracts:\n" + "\n".join(
-            render_diagnostics(self.diagnostics)
-        )
-
-
-def _report(outcome: Outcome[Any]) -> ContractReport:
-    if not isinstance(outcome, Healed):
-        return ContractReport(False, outcome.errors)
-    if not (outcome.fixed or outcome.dropped):
-        return ContractReport(True, (), outcome.warnings)
-    broken = [d for dropped in outcome.dropped for d in dropped.diagnostics]
-    broken += [
-        Diagnostic(
-            ROOT,
-            outcome.value,
-            f"breaks rule {rule!r}",
-            f"Apply rule {rule!r}'s fix: the value it gives is in `fixed_value`.",
-            Source.CONTRACT,
-            rule=rule,
-        )
-        for rule in outcome.fixed
-    ]
-    return ContractReport(False, tuple(broken), outcome.warnings, outcome.value)
+async def _judged(healer: Healer[Any], value: Any, extra: Mapping[str, Any] | None) -> Any:
+    """The contracts (and their `on_fail` policies) on `value` itself, the output the SDK
+    validated: never validated again (its JSON read back could be another value, a validator
+    that is not idempotent running twice), as a run judges a reply's value."""
+    rules, target = healer.contracts, healer.target
+    ctx = ContractContext() if extra is None else ContractContext(extra=extra)
+    timeout = healer.policy.contract_timeout_s
+    before = answer_key(target, value)
+    groups = await drive_async(run_contract_groups(rules, value, ctx, timeout_s=timeout))
+    found = [d for group in groups for d in group]
+    if answer_key(target, value) != before:  # a contract changed the value it was judging
+        names = ", ".join(f"`{rule.name}`" for rule in rules)
+        changed = f"contracts must not change the value they check; one of {names} did"
+        fix = "This is a bug in a contract, not in the output: copy the value to change it."
+        found.append(Diagnostic(ROOT, names, changed, fix, Source.CONTRACT_ERROR))
+    if any(d.source is Source.CONTRACT_ERROR for d in found):
+        return ContractReport(False, tuple(found))
+    rule_of = [(rule, d) for rule, group in zip(rules, groups, strict=True) for d in group]
+    warned = tuple(d for rule, d in rule_of if rule.on_fail == "warn")
+    blocking = tuple(d for rule, d in rule_of if rule.on_fail != "warn")
+    if not blocking:
+        return ContractReport(True, (), warned)
+    settled = await drive_async(settle(target, rules, groups, value, ctx, timeout_s=timeout))
+    if settled.error:
+        return ContractReport(False, settled.error)
+    fixed = None if settled.instance is NOTHING else settled.instance
+    return ContractReport(False, blocking, warned, fixed)
 
 
 def contract_guardrail(
@@ -504,8 +564,8 @@ def contract_guardrail(
     on the final output: the tripwire fires when a blocking rule is broken (a `"fix"` or
     `"drop"` rule that would change the output counts: a guardrail cannot change it), with a
     `ContractReport` as `output_info`; `"warn"` rules are reported and let it pass. The contracts
-    see the output as the agent's `output_type` (the text for a plain-text agent), the run's
-    context as `ctx.extra` when it is a mapping.
+    judge the output itself, the value the SDK validated (the text for a plain-text agent), the
+    run's context as `ctx.extra` when it is a mapping; one that fails as code raises `UserError`.
     """
     rules = tuple(contracts)
     if not rules:
@@ -517,15 +577,16 @@ def contract_guardrail(
     ) -> GuardrailFunctionOutput:
         schema = _output_schema(agent)
         healer = judges.for_type(str if schema is None else schema.output_type)
-        text = healer.target.adapter.dump_json(output, by_alias=True).decode()
-        outcome = await _judge(healer, text, (), _run_context_data(context))
-        report = _report(outcome)
+        report = await _judged(healer, output, _run_context_data(context))
         if not report.ok:
             name = str(getattr(agent, "name", "agent"))
             if log is not None:
-                log.record(
-                    entry("final_output", name, None, text, outcome, diagnostics=report.diagnostics)
-                )
+                text = healer.target.adapter.dump_json(output, by_alias=True).decode()
+                found = report.diagnostics
+                log.record(AgentRepair("final_output", name, None, False, text, diagnostics=found))
+            bug = _contract_failed(f"the final output of agent `{name}`", report.diagnostics)
+            if bug is not None:  # the caller's bug, not a breach by the output
+                raise bug
         return GuardrailFunctionOutput(output_info=report, tripwire_triggered=not report.ok)
 
     return OutputGuardrail(guardrail_function=check_contracts, name=name)

@@ -9,12 +9,15 @@ arguments, and the final output, go to pydantic-ai's own validation first. Only 
 does healjson's L1 read the text the model sent, against the tool's (or the output's) own
 validator and JSON schema: a code fence, single quotes, a trailing comma, a key in the wrong
 case, `"5"` for an integer are repaired locally, and pydantic-ai validates the repaired
-arguments, so no model call is spent on them. A value pydantic-ai accepts is read once more
-where the text left out a field that has a default: pydantic-ai fills it with the default and
-ignores an unknown key, so a key that spells the field (`LIMIT` for `limit`) is aligned to it
-and pydantic-ai validates the aligned value (two keys for the field: a retry). What L1 cannot
-save (a string cut by the token limit, a value the schema rejects) becomes pydantic-ai's retry,
-its message carrying healjson's diagnostics (for each problem the value, the rule and the fix).
+arguments, so no model call is spent on them. It is handed the JSON data L1 read (the text
+repaired, keys aligned), never the value healjson validated from it: pydantic-ai's validation
+is the only one the value gets (a validator that turns dollars into cents runs once). A value
+pydantic-ai accepts is read once more where the text left out a field that has a default:
+pydantic-ai fills it with the default and ignores an unknown key, so a key that spells the
+field (`LIMIT` for `limit`) is aligned to it and pydantic-ai validates the aligned data (two
+keys for the field: a retry). What L1 cannot save (a string cut by the token limit, a value
+the schema rejects) becomes pydantic-ai's retry, its message carrying healjson's diagnostics
+(for each problem the value, the rule and the fix).
 Contracts (`contracts=` for the output, `tool_contracts={name: [...]}` per tool; healjson
 `@contract` rules) judge the value pydantic-ai validated; a violation is a retry (`ModelRetry`)
 naming the breach, except a rule declared `on_fail="warn"`, which keeps the value and is
@@ -92,12 +95,12 @@ _NO_RETRY_POLICIES = frozenset({"warn"})  # violations that keep the value
 class HealRecord:
     """What healjson did to one tool call or output of a pydantic-ai run.
 
-    `action`: `"healed"` (a local repair: pydantic-ai was handed `value` instead of `raw`, and
-    validated it), `"retry"` (healjson could not save it: pydantic-ai asked the model again with
-    `diagnostics` in its retry prompt) or `"warned"` (a contract with `on_fail="warn"` broke; the
-    value was kept). `kind`: `"tool"` (its `name` is the tool's) or `"output"` (the output's
-    name). `flags`: the local repairs (`healjson.Flag`). `run_id`: pydantic-ai's run id
-    (`result.run_id`)."""
+    `action`: `"healed"` (a local repair: pydantic-ai was handed `value`, the JSON data L1
+    read, instead of `raw`, and validated it), `"retry"` (healjson could not save it:
+    pydantic-ai asked the model again with `diagnostics` in its retry prompt) or `"warned"` (a
+    contract with `on_fail="warn"` broke; the value was kept). `kind`: `"tool"` (its `name`
+    is the tool's) or `"output"` (the output's name). `flags`: the local repairs
+    (`healjson.Flag`). `run_id`: pydantic-ai's run id (`result.run_id`)."""
 
     action: Literal["healed", "retry", "warned"]
     kind: Literal["tool", "output"]
@@ -296,18 +299,19 @@ class _Step:
         handler: Callable[[Any], Awaitable[Any]],
         failure: ValidationError,
     ) -> Any:
-        """pydantic-ai rejected the raw value: L1 on its text, the repaired data validated by
-        pydantic-ai again; a `ModelRetry` with healjson's diagnostics when nothing is saved."""
+        """pydantic-ai rejected the raw value: L1 on its text, the repaired data (L1's, not
+        the value healjson validated from it) validated by pydantic-ai; a `ModelRetry` with
+        healjson's diagnostics when nothing is saved."""
         if target is None:
             raise failure
         found = self._evaluate(target)
         if not found.ok:
             self._note("retry", diagnostics=found.diagnostics)
             raise ModelRetry(self._message(found.diagnostics)) from failure
-        data = _json_data(target, found.instance)
+        data = found.data
         # pydantic-ai, the validator of record, on the repair: what it rejects there (its
         # validation context may see more than healjson's) is its retry, about the value
-        validated = await handler(data)
+        validated = await handler(_json_text(data))
         self._note("healed", flags=found.parse.flags, value=data)
         return validated
 
@@ -338,8 +342,8 @@ class _Step:
             return validated  # a failure of healjson's own: pydantic-ai's verdict stands
         if Flag.KEYS_ALIGNED not in found.parse.flags:
             return validated
-        data = _json_data(target, found.instance)
-        validated = await handler(data)
+        data = found.data
+        validated = await handler(_json_text(data))
         self._note("healed", flags=found.parse.flags, value=data)
         return validated
 
@@ -435,9 +439,12 @@ def _cut(ctx: RunContext[Any]) -> bool:
     return False
 
 
-def _json_data(target: Target[Any], value: Any) -> Any:
-    """The healed value as JSON data, as the model should have sent it (by alias)."""
-    return target.adapter.dump_python(value, mode="json", by_alias=True, warnings=False)
+def _json_text(data: Any) -> str:
+    """The JSON data L1 read (repaired, keys aligned: what the model meant), as the JSON text
+    healjson validated it from; pydantic-ai validates it, in the same JSON mode, with the same
+    validator and context. Never the value healjson validated from it: a value is validated
+    once (a validator that turns dollars into cents would run twice)."""
+    return to_json(data, inf_nan_mode="constants").decode()
 
 
 def _mapping(context: Any) -> Mapping[str, Any] | None:

@@ -1,30 +1,35 @@
 """L1 + L2 for one reply: recover the JSON, validate it, run the contracts.
 
 `evaluate` is a generator so that async contracts can be awaited by whichever driver runs it;
-`validate` is the public no-model-call entry point built on it.
+`validate` is the public no-model-call entry point built on it. `accepted_evaluations` lets an
+integration see the evaluations that accepted a value in a block: the JSON data L1 read for
+it (`Evaluation.data`), which a framework that validates data itself is handed instead of the
+validated value (a value healjson validated is never validated again).
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from healjson._core.diagnostic import ROOT, Diagnostic, Source
 from healjson._core.parse import ParseResult, read, truncation_diagnostic
-from healjson._core.parse.align import answer_key
 from healjson._core.parse.read import Ambiguity
 from healjson._core.sentinels import NOTHING
 from healjson._core.target.target import Target
 from healjson._core.wire.effects import AwaitAll
 from healjson._core.wire.reply import Reply, ToolCall
 
-from .contracts import Contract, ContractContext, run_contract_groups
+from .contracts import Contract, ContractContext
+from .judging import judge_value
 from .policies import Dropped, settle
 from .schema_errors import schema_diagnostics
 from .verdict import Verdict, verdict_for
 
-__all__ = ["Evaluation", "Verdict", "answer_text", "evaluate"]
+__all__ = ["Evaluation", "Verdict", "accepted_evaluations", "answer_text", "evaluate"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,9 +59,37 @@ class Evaluation:
 
     @property
     def data(self) -> Any:
-        """The JSON data L1 recovered (partial data for a cut reply), or NOTHING."""
+        """The JSON data L1 recovered (partial data for a cut reply), or NOTHING. When the
+        reply passed and no `"fix"` or `"drop"` rule changed the value (`fixed` and `dropped`
+        empty), it is the data `instance` is the validation of (repaired, keys aligned, not
+        validated)."""
         value = self.parse.value
         return NOTHING if value is None and not self.parse.ok else value
+
+
+_ACCEPTED: ContextVar[list[Evaluation] | None] = ContextVar("healjson_accepted", default=None)
+
+
+@contextmanager
+def accepted_evaluations() -> Iterator[list[Evaluation]]:
+    """A list of the evaluations that accept a value (`ok`) while the block runs, in this
+    thread or asyncio task, in order: for an integration whose framework validates the JSON
+    data itself, the data the accepted value is the validation of (`Evaluation.data`, matched
+    by `instance is outcome.value`), so the framework's validation is the value's only one."""
+    seen: list[Evaluation] = []
+    token = _ACCEPTED.set(seen)
+    try:
+        yield seen
+    finally:
+        _ACCEPTED.reset(token)
+
+
+def _accepted(evaluation: Evaluation) -> Evaluation:
+    """`evaluation` (an accepted one), kept for the enclosing `accepted_evaluations` block."""
+    seen = _ACCEPTED.get()
+    if seen is not None:
+        seen.append(evaluation)
+    return evaluation
 
 
 def answer_text(
@@ -118,17 +151,14 @@ def evaluate(
         if finish_reason == "length":
             return _cut(text, result, diagnostics, answer)
         return Evaluation(Verdict.SCHEMA, result, tuple(diagnostics), answer=answer)
-    before = answer_key(target, result.instance) if contracts else b""
-    groups = yield from run_contract_groups(
-        contracts, result.instance, ctx, timeout_s=contract_timeout_s
+    groups = yield from judge_value(
+        target, contracts, result.instance, ctx, timeout_s=contract_timeout_s
     )
     found = [diagnostic for group in groups for diagnostic in group]
-    if contracts and answer_key(target, result.instance) != before:
-        found = [*found, _mutated(contracts)]  # a contract changed the value it was judging
     if any(d.source is Source.CONTRACT_ERROR for d in found):
         return Evaluation(Verdict.CONTRACT_ERROR, result, tuple(found), answer=answer)
     if not found:
-        return Evaluation(Verdict.OK, result, (), result.instance, answer=answer)
+        return _accepted(Evaluation(Verdict.OK, result, (), result.instance, answer=answer))
     blocking = [
         d
         for rule, group in zip(contracts, groups, strict=True)
@@ -147,27 +177,17 @@ def evaluate(
         return Evaluation(verdict, result, settled.blocking, answer=answer, stopped=stopped)
     if settled.flags:
         result = result.replace(flags=(*result.flags, *settled.flags))
-    return Evaluation(
-        Verdict.OK,
-        result,
-        (),
-        settled.instance,
-        answer=answer,
-        warnings=settled.warnings,
-        dropped=settled.dropped,
-        fixed=settled.fixed,
-    )
-
-
-def _mutated(contracts: Sequence[Contract[Any]]) -> Diagnostic:
-    names = ", ".join(f"`{rule.name}`" for rule in contracts)
-    return Diagnostic(
-        ROOT,
-        names,
-        f"contracts must not change the value they check; one of {names} did",
-        "This is a bug in a contract, not in the model's answer: contracts must only read the "
-        "value (copy it before changing anything).",
-        Source.CONTRACT_ERROR,
+    return _accepted(
+        Evaluation(
+            Verdict.OK,
+            result,
+            (),
+            settled.instance,
+            answer=answer,
+            warnings=settled.warnings,
+            dropped=settled.dropped,
+            fixed=settled.fixed,
+        )
     )
 
 
