@@ -72,7 +72,6 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from . import Degraded, Healed, Healer, HealPolicy, Outcome, Reply
-from ._core.observe.events import handed_on
 from ._frameworks.core import (
     Run,
     Target,
@@ -80,6 +79,7 @@ from ._frameworks.core import (
     checked_policy,
     drive_async,
     drive_sync,
+    handed_on,
     handed_over,
     missing_extra,
     render_diagnostics,

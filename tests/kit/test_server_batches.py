@@ -986,3 +986,19 @@ def _check_anthropic(
     outcomes = [OUTCOMES[kind] for kind in kinds]
     want = (0, *(outcomes.count(name) for name in ("succeeded", "errored", "canceled", "expired")))
     assert want == got
+
+
+def test_a_batch_reply_whose_text_is_not_a_string_is_an_errored_line(
+    scripted_server: ScriptedServer, client: openai.OpenAI, claude: anthropic.Anthropic
+) -> None:
+    """A batch line whose scripted reply has text of the wrong type is errored as the route's
+    500 script error naming the field, on both providers; the batch itself completes."""
+    scripted_server.extend([ScriptedReply(content=5), ScriptedReply(content=[1])])  # type: ignore[arg-type]
+    batch = client.batches.retrieve(_submit(client, [_line("five")]).id)
+    [line] = _file_lines(client, batch.error_file_id)  # a failed request: the error file
+    assert 500 == line["response"]["status_code"]
+    assert "content must be a string or None" in json.dumps(line["response"]["body"])
+    message_batch = claude.messages.batches.create(requests=_requests(1))
+    [result] = list(claude.messages.batches.results(message_batch.id))
+    assert "errored" == result.result.type
+    assert "content must be a string or None" in result.result.error.error.message

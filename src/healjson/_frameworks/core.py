@@ -7,7 +7,8 @@ included, is made by the driver (its deadline, its failures told from the caller
 framework that can tell which run a first answer belongs to only once it has it (LangChain:
 the structured response or the agent's tools, and which member of a union) hands that answer
 on to the run it belongs to (`handed_over`): the first call was made by a driver already, and
-the run goes on from its result, its deadline counted from when the step began. A framework
+the run goes on from its result, its deadline counted from when the step began; the run that
+made the call hands its spans on to it (`handed_on`). A framework
 whose model answers in a text format of its own (DSPy's sections) gives the healer a reply
 reader (`Healer.with_reply_reader`: a `ReplyReader` returning a `ReadReply`): the run judges what
 it reads and keeps the model's text as the reply everywhere.
@@ -19,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from healjson._core.judge.contracts import Rule, as_contract, check_policies
+from healjson._core.observe.events import handed_on
 from healjson._core.outcome.calls import ToolCalls
 from healjson._core.repair.quote import quote_answer, render_diagnostics
 from healjson._core.run.answers import HealSpec, ReadReply, ReplyReader
@@ -48,6 +50,7 @@ __all__ = [
     "drive_async",
     "drive_sync",
     "get_field",
+    "handed_on",
     "handed_over",
     "missing_extra",
     "quote_answer",

@@ -31,7 +31,7 @@ from healjson import Healed, HealPolicy, ResponseCache, contract
 from healjson import _response_cache as response_cache
 from healjson._core.judge.contracts import ContractContext
 from healjson._core.redact import redact_text, secrets_scope
-from healjson._core.run.answers import HealSpec
+from healjson._core.run.answers import HealSpec, ReadReply
 from healjson._core.run.cache import VERSION, cache_key, read_entry, spec_fingerprint, write_entry
 from healjson._core.target.target import target_for
 from healjson._core.wire.reply import Reply, Usage
@@ -399,6 +399,29 @@ def test_an_edited_contract_is_another_key() -> None:
 
     assert one != two
     assert one == same
+
+
+def tagged(text: str) -> ReadReply | None:
+    """A reply reader of `<answer>` tags (for the fingerprint test)."""
+    start, end = text.find("<answer>"), text.find("</answer>")
+    return None if start < 0 or end < 0 else ReadReply((text[start + 8 : end],))
+
+
+def fenced(text: str) -> ReadReply | None:
+    """Another reply reader (for the fingerprint test)."""
+    return None
+
+
+def test_a_reply_reader_is_part_of_the_fingerprint_and_none_keeps_the_old_key() -> None:
+    """Healers that read replies differently never share an answer's key; a healer without a
+    reader keeps the key it had before readers existed."""
+    plain = spec_fingerprint(HealSpec(target_for(Invoice)))
+    one = spec_fingerprint(HealSpec(target_for(Invoice), reply_reader=tagged))
+    other = spec_fingerprint(HealSpec(target_for(Invoice), reply_reader=fenced))
+
+    assert len({plain, one, other}) == 3
+    assert spec_fingerprint(HealSpec(target_for(Invoice), reply_reader=tagged)) == one
+    assert "reader" not in plain
 
 
 def test_a_degraded_run_stores_nothing() -> None:

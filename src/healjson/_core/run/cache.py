@@ -68,14 +68,20 @@ Effect = ModelCall | AwaitAll | CacheGet | CachePut
 
 
 def spec_fingerprint(spec: HealSpec) -> str:
-    """What of a healer's configuration an answer depends on: the target's JSON schema and each
-    contract's name and code (computed once per healer)."""
+    """What of a healer's configuration an answer depends on: the target's JSON schema, each
+    contract's name and code, and the reply reader that reads its replies, if any (its name:
+    a healer without one keeps the key it had) (computed once per healer)."""
     try:
         schema = spec.target.json_schema_text
     except Exception:  # a type pydantic cannot make a schema of: its name stands for it
         schema = spec.target.name
     rules = [[rule.name, _code_of(rule)] for rule in spec.contracts]
-    return json.dumps([VERSION, schema, rules], ensure_ascii=False, separators=(",", ":"))
+    parts: list[Any] = [VERSION, schema, rules]
+    reader = spec.reply_reader
+    if reader is not None:
+        name = getattr(reader, "__qualname__", None) or type(reader).__qualname__
+        parts.append(["reader", f"{getattr(reader, '__module__', '')}.{name}"])
+    return json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
 
 
 def _code_of(rule: Contract[Any]) -> str:

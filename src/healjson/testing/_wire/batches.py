@@ -99,8 +99,8 @@ def answer(
         return Answer(reply.status, body)
     requested = request.get("model")
     model = requested if isinstance(requested, str) and requested else model
-    counts = usage(reply, wire.prompt_chars(request))
     try:
+        counts = usage(reply, wire.prompt_chars(request))  # a reply of the wrong types: raises
         payload, _ = wire.reply_body(number, model, reply, counts, request)
     except UnservableReply as exc:
         return failure(wire, f"ScriptedServer script item #{number}: {exc}", "script_error")
