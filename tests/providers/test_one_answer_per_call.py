@@ -84,6 +84,31 @@ def test_streams_and_tool_calls_refuse_several_answers_too(
         _chat(shared_server, n=3, **extra)
 
 
+@pytest.mark.parametrize("method", ["parse", "stream"])
+@pytest.mark.parametrize(
+    "asked", [{"n": 3}, {"extra_body": {"n": 2}}, {"n": True}], ids=["n", "extra_body", "bool"]
+)
+def test_every_healed_chat_method_refuses_several_answers_however_asked(
+    shared_server: ScriptedServer, method: str, asked: dict[str, Any]
+) -> None:
+    """The SDK's own `parse` and `stream` with a type, and `n` given in `extra_body` or as
+    `True`, are refused as `create(n=3)` is, before any request."""
+    before = len(shared_server.requests)
+
+    with openai.OpenAI(base_url=shared_server.base_url, api_key="k", max_retries=0) as client:
+        call = getattr(healjson.wrap(client).chat.completions, method)
+        with pytest.raises(TypeError, match="one answer per call"):
+            call(model="m", messages=SAID, response_format=Person, **asked)
+
+    assert len(shared_server.requests) == before
+
+
+def test_create_refuses_n_in_extra_body(shared_server: ScriptedServer) -> None:
+    """`extra_body={"n": 2}` on `create(response_model=...)` is refused too."""
+    with pytest.raises(TypeError, match="n=2"):
+        _chat(shared_server, response_model=Person, extra_body={"n": 2})
+
+
 def test_an_async_client_refuses_several_answers(shared_server: ScriptedServer) -> None:
     """`AsyncOpenAI` refuses `n=2` at the call, as the sync client does."""
 
@@ -127,8 +152,12 @@ def test_one_answer_asked_heals_as_usual(shared_server: ScriptedServer, n: int |
 
 @pytest.mark.parametrize(
     "config",
-    [{"candidate_count": 2}, genai_types.GenerateContentConfig(candidate_count=4)],
-    ids=["dict", "config"],
+    [
+        {"candidate_count": 2},
+        {"candidateCount": 3},
+        genai_types.GenerateContentConfig(candidate_count=4),
+    ],
+    ids=["dict", "camel", "config"],
 )
 def test_gemini_refuses_several_candidates_before_any_request(
     shared_server: ScriptedServer, config: Any
@@ -137,7 +166,7 @@ def test_gemini_refuses_several_candidates_before_any_request(
     sends nothing."""
     before = len(shared_server.requests)
 
-    with pytest.raises(TypeError, match=r"candidate_count=.*one answer per call"):
+    with pytest.raises(TypeError, match=r"candidate_?[cC]ount=.*one answer per call"):
         _gemini(shared_server, config)
 
     assert len(shared_server.requests) == before

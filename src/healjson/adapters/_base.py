@@ -76,16 +76,23 @@ def _retry_keyword(name: str) -> str:
     )
 
 
-def check_one_answer(params: Mapping[str, Any], name: str, where: str) -> None:
+def check_one_answer(params: Mapping[str, Any], name: str, where: str, *spellings: str) -> None:
     """Raise TypeError for a healed call that asks for several answers (`n=`, Gemini's
-    `candidate_count=`): an outcome is one answer, and the others would be dropped unread."""
-    count = params.get(name)
-    if count is not None and count != 1:
-        raise TypeError(
-            f"{where}: {name}={count!r} asks for several answers in one call; healjson heals "
-            f"one answer per call (response_model= or heal_tools=), so the others would be "
-            f"dropped unread. Leave {name} out and call once per answer you want."
-        )
+    `candidate_count=`, under `name` or another of its `spellings`, or in `extra_body`): an
+    outcome is one answer, and the others would be dropped unread. Only the number 1 (or
+    nothing) is one answer."""
+    extra = params.get("extra_body")
+    places = (params, extra) if isinstance(extra, Mapping) else (params,)
+    for place in places:
+        for key in (name, *spellings):
+            count = place.get(key)
+            if count is not None and (type(count) is not int or count != 1):
+                raise TypeError(
+                    f"{where}: {key}={count!r} asks for several answers in one call; healjson "
+                    f"heals one answer per call (response_model= or heal_tools=), so the others "
+                    f"would be dropped unread. Leave {key} out and call once per answer you "
+                    f"want."
+                )
 
 
 class NotACompletion(ProviderError):
@@ -234,7 +241,7 @@ class Completions(CompletionsProxy):
         for name in _RETRY_KEYWORDS:
             if name in kwargs:
                 raise TypeError(_retry_keyword(name))
-        if "n" in kwargs:
+        if "n" in kwargs or "extra_body" in kwargs:
             check_one_answer(kwargs, "n", "chat.completions.create")
         forced = check_mode(json_mode) if json_mode is not None else None
         chosen = policy or core.policy or _DEFAULT_POLICY

@@ -33,6 +33,7 @@ from ._base import (
     HealingAdapter,
     NotACompletion,
     Send,
+    check_one_answer,
     is_async_client,
 )
 from ._chat_tiers import build_request
@@ -150,6 +151,7 @@ class OpenAICompletions(Completions):
         messages = kwargs.pop("messages", UNSET)
         if messages is UNSET:
             raise TypeError("chat.completions.parse needs messages=[...]")
+        check_one_answer(kwargs, "n", "chat.completions.parse")
         forced = check_mode(json_mode) if json_mode is not None else None
         healer = self._owner.sdk_healer(response_format, contracts, policy, examples)
         return healer, forced, messages

@@ -219,8 +219,8 @@ class HealingGemini(HealingAdapter):
         if hasattr(config, "model_dump"):
             config = config.model_dump(exclude_none=True)
         params: dict[str, Any] = {**kwargs, **(dict(config) if config else {})}
-        if "candidate_count" in params:
-            check_one_answer(params, "candidate_count", "generate_content")
+        if "candidate_count" in params or "candidateCount" in params:
+            check_one_answer(params, "candidate_count", "generate_content", "candidateCount")
         system = params.pop("system_instruction", None)
         if system is not None:
             messages = [{"role": "system", "content": content_text(system)}, *messages]
