@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from ._core.diagnostic import ROOT, Diagnostic, Source
 from ._core.outcome.outcome import Healed, Outcome
+from ._core.redact import redact_text
 from ._core.repair.quote import render_diagnostics
 
 __all__ = [
@@ -17,14 +18,17 @@ __all__ = [
     "ContractReport",
     "HealLog",
     "Where",
+    "bug_text",
     "clip",
     "entry",
     "refusal_text",
     "rules_broken",
+    "stop_text",
 ]
 
 Where = Literal["final_output", "tool_arguments"]
 _MAX_REPR = 300
+_MAX_SHOWN = 5  # diagnostics a stop's message shows
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,3 +173,29 @@ def refusal_text(name: str, diagnostics: Sequence[Diagnostic]) -> str:
     lines.append("\n".join(render_diagnostics(diagnostics)) or "No JSON object could be read.")
     lines.append(f"Call `{name}` again with the arguments corrected (one JSON object).")
     return "\n".join(lines)
+
+
+def stop_text(name: str, diagnostics: Sequence[Diagnostic]) -> str:
+    """The message of the `ModelBehaviorError` that ends a run whose call of tool `name` broke
+    a rule declared `on_fail="stop"`: the rule(s), what broke them (each value and rule), and
+    that the tool was not run and the model is not asked again."""
+    rules = ", ".join(dict.fromkeys(f"`{d.rule}`" for d in diagnostics if d.rule)) or "a rule"
+    found = "; ".join(d.describe(max_value_chars=80) for d in diagnostics[:_MAX_SHOWN])
+    more = len(diagnostics) - _MAX_SHOWN
+    return redact_text(
+        f'healjson: the arguments of tool `{name}` break {rules} (on_fail="stop"): {found}'
+        f"{f'; and {more} more' if more > 0 else ''}. The tool was not run, and the model is "
+        "not asked again."
+    )
+
+
+def bug_text(what: str, found: Sequence[Diagnostic]) -> str | None:
+    """The message of the `UserError` that ends a run when a contract failed as code on `what`
+    (the first `contract_error` of `found`: it raised, ran past its time, changed the value it
+    judged); None when `found` holds none."""
+    bug = next((d for d in found if d.source is Source.CONTRACT_ERROR), None)
+    if bug is None:
+        return None
+    return redact_text(
+        f"healjson: a contract on {what} failed: {bug.constraint}. {bug.prescription}"
+    )

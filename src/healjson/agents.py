@@ -26,6 +26,9 @@ Three pieces, each on a hook the SDK offers for it (nothing of the SDK is replac
   while running the tool. Please try again." — so the model's retry is informed. A tool built
   with `failure_error_function=None` (failures end the run) raises `ModelBehaviorError` with
   the diagnostics instead; a custom `failure_error_function` is given them as its error.
+  Arguments that break a rule declared `on_fail="stop"` are not run either, and the model is
+  not asked again, whatever the tool's failure policy: the run ends with `ContractStopped` (a
+  `ModelBehaviorError`) naming the rule and the tool.
 * `contract_guardrail(contracts)`: an `OutputGuardrail` that runs healjson contracts on the
   final output itself (never validated again); its tripwire fires on a breach, the
   `ContractReport` (the diagnostics) as its `output_info`.
@@ -42,29 +45,32 @@ text (`ToolContext.tool_arguments` is set to the healed JSON only once the tool 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import inspect
 import json
-import threading
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from pydantic_core import to_json
 
-from ._agents_log import AgentRepair, ContractReport, HealLog, entry, refusal_text, rules_broken
+from ._agents_judge import Judges, judge, judge_output, messages, one_attempt, run_context_data
+from ._agents_log import (
+    AgentRepair,
+    ContractReport,
+    HealLog,
+    bug_text,
+    entry,
+    refusal_text,
+    rules_broken,
+    stop_text,
+)
 from ._core.diagnostic import ROOT, Diagnostic, Source
-from ._core.judge.check import accepted_evaluations
-from ._core.judge.contracts import Contract, ContractContext, run_contract_groups
-from ._core.judge.policies import settle
-from ._core.outcome.outcome import Healed, Outcome
-from ._core.parse.align import answer_key
+from ._core.judge.contracts import Contract
+from ._core.outcome.attempt import Reason
+from ._core.outcome.outcome import Healed
 from ._core.parse.read import parse
-from ._core.redact import redact_text
-from ._core.run.drive import drive_async
 from ._core.run.healer import Healer
 from ._core.run.policy import HealPolicy
 from ._core.sentinels import NOTHING
-from ._core.wire.reply import Reply, Usage
 from ._extras import require_extra
 from ._mcp_frameworks import heal_agents_mcp as heal_mcp
 
@@ -94,6 +100,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentRepair",
     "ContractReport",
+    "ContractStopped",
     "FinalOutputHandler",
     "HealLog",
     "contract_guardrail",
@@ -111,59 +118,20 @@ FinalOutputHandler = Callable[
 ]
 """What `heal_final_output` returns: an async `invalid_final_output` handler."""
 
-# ---------------------------------------------------------------------------------------------
-# Judging a text already in hand (no model call): one healer per target, one attempt
-# ---------------------------------------------------------------------------------------------
 
+class ContractStopped(ModelBehaviorError):
+    """The run ended on a rule declared `on_fail="stop"` that a tool call's arguments broke: the
+    tool was not run, and the model is not asked again (whatever the tool's failure policy).
+    `diagnostics`: what broke (the value, the rule); `rules`: the rules' names. The SDK's
+    `ModelBehaviorError`, as for a final output no handler could heal."""
 
-def _one_attempt(policy: HealPolicy | None) -> HealPolicy:
-    if policy is None:
-        return HealPolicy(max_attempts=1)
-    if not isinstance(policy, HealPolicy):
-        raise TypeError(f"policy must be a healjson.HealPolicy, got {type(policy).__name__}")
-    return dataclasses.replace(policy, max_attempts=1)  # the model is the SDK's to call
+    def __init__(self, message: str, diagnostics: Sequence[Diagnostic] = ()) -> None:
+        super().__init__(message)
+        self.diagnostics = tuple(diagnostics)
+        self.rules = tuple(dict.fromkeys(d.rule for d in self.diagnostics if d.rule))
 
-
-class _Judges:
-    """The healers of one configuration, by target type (built once each; a target that cannot
-    be hashed gets a fresh one)."""
-
-    def __init__(self, contracts: tuple[Any, ...], policy: HealPolicy) -> None:
-        self.contracts = contracts
-        self.policy = policy
-        self._by_type: dict[Any, Healer[Any]] = {}
-        self._lock = threading.Lock()
-
-    def for_type(self, target: Any) -> Healer[Any]:
-        try:
-            with self._lock:
-                found = self._by_type.get(target)
-        except TypeError:  # unhashable
-            return Healer(target, contracts=self.contracts, policy=self.policy)
-        if found is None:
-            found = Healer(target, contracts=self.contracts, policy=self.policy)
-            with self._lock:
-                self._by_type[target] = found
-        return found
-
-
-_NO_USAGE = Usage()
-
-
-async def _judge(
-    healer: Healer[Any], text: str, messages: Any = (), context: Any = None
-) -> tuple[Outcome[Any], Any]:
-    """healjson's verdict on a reply in hand, and the JSON data L1 read that a healed value is
-    the validation of (NOTHING when none is: a `"fix"` or `"drop"` rule made the value)."""
-    given = Reply(text, None, usage=_NO_USAGE)  # a reply in hand: no call, no tokens spent
-    run = healer.start(messages, context=context, given=given)
-    with accepted_evaluations() as accepted:
-        outcome: Outcome[Any] = await drive_async(run.flow)
-    if isinstance(outcome, Healed) and not (outcome.fixed or outcome.dropped):
-        for evaluation in reversed(accepted):
-            if evaluation.instance is outcome.value and not evaluation.fixed:
-                return outcome, evaluation.data
-    return outcome, NOTHING
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.message, self.diagnostics)
 
 
 def _contract_failed(what: str, found: Sequence[Diagnostic]) -> UserError | None:
@@ -171,33 +139,8 @@ def _contract_failed(what: str, found: Sequence[Diagnostic]) -> UserError | None
     exception from a tool's own code does) when a contract failed as code on `what` (it
     raised, ran past its time, changed the value it judged): never the model's to correct.
     None when `found` holds no such failure (a `"stop"` rule's violation is the model's)."""
-    bug = next((d for d in found if d.source is Source.CONTRACT_ERROR), None)
-    if bug is None:
-        return None
-    return UserError(
-        redact_text(f"healjson: a contract on {what} failed: {bug.constraint}. {bug.prescription}")
-    )
-
-
-def _run_context_data(wrapper: Any) -> Mapping[str, Any] | None:
-    """The run's own context, for the contracts' `ctx.extra` (and pydantic's validation
-    context), when it is a mapping."""
-    data = getattr(wrapper, "context", None)
-    return data if isinstance(data, Mapping) else None
-
-
-def _messages(run_input: Any) -> tuple[dict[str, Any], ...]:
-    """The run's input as chat messages for the contracts' `ctx.messages`: a prompt string, or
-    its items that are messages with text content (tool calls and outputs left out)."""
-    if isinstance(run_input, str):
-        return ({"role": "user", "content": run_input},)
-    out = []
-    for item in run_input if isinstance(run_input, list) else ():
-        if isinstance(item, Mapping) and isinstance(item.get("role"), str):
-            content = item.get("content")
-            if isinstance(content, str):
-                out.append({"role": item["role"], "content": content})
-    return tuple(out)
+    message = bug_text(what, found)
+    return None if message is None else UserError(message)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -291,7 +234,7 @@ def heal_final_output(
     (`on_ambiguity`, `contract_timeout_s`, ...); it never makes a model call (the SDK owns
     those). `log`: a `HealLog` to record each output healed or refused.
     """
-    judges = _Judges(tuple(contracts or ()), _one_attempt(policy))
+    judges = Judges(tuple(contracts or ()), one_attempt(policy))
 
     async def heal_invalid_final_output(
         data: RunErrorHandlerInput[Any],
@@ -303,11 +246,11 @@ def heal_final_output(
         if schema is None or text is None or not text.strip():
             return None  # nothing to heal: the SDK goes on as without a handler
         healer = judges.for_type(schema.output_type)
-        outcome, _ = await _judge(
+        outcome, _ = await judge(
             healer,
             _inside_wrapper(schema, text),
-            _messages(run_data.input),
-            _run_context_data(data.context),
+            messages(run_data.input),
+            run_context_data(data.context),
         )
         name = str(getattr(agent, "name", "agent"))
         if not isinstance(outcome, Healed):
@@ -383,7 +326,7 @@ class _HealingInvoker:
     async def __call__(self, ctx: ToolContext[Any], input: str) -> Any:
         if not input.strip():  # the SDK reads no arguments as `{}`: its own rule
             return await self.inner(ctx, input)
-        outcome, data = await _judge(self.healer, input, (), _run_context_data(ctx))
+        outcome, data = await judge(self.healer, input, (), run_context_data(ctx))
         call_id = getattr(ctx, "tool_call_id", None)
         name = self.tool.name
         if isinstance(outcome, Healed):
@@ -408,6 +351,8 @@ class _HealingInvoker:
         bug = _contract_failed(f"the arguments of tool `{name}`", outcome.errors)
         if bug is not None:  # the caller's bug: raised as one, never told to the model
             raise bug
+        if outcome.reason is Reason.CONTRACT_ERROR:  # a `"stop"` rule: never asked again
+            raise ContractStopped(stop_text(name, outcome.errors), outcome.errors)
         return await self._refuse(ctx, outcome.errors)
 
     def _handed(self, outcome: Healed[Any], data: Any) -> str | None:
@@ -500,7 +445,7 @@ def heal_tools(
     `HealLog` recording each call healed or refused.
     """
     rules_by_tool = dict(tool_contracts or {})
-    one = _one_attempt(policy)
+    one = one_attempt(policy)
     is_agent = isinstance(agent_or_tools, Agent)
     tools = list(agent_or_tools.tools if is_agent else agent_or_tools)
     names = {tool.name for tool in tools if isinstance(tool, FunctionTool)}
@@ -524,35 +469,6 @@ def heal_tools(
 # ---------------------------------------------------------------------------------------------
 
 
-async def _judged(healer: Healer[Any], value: Any, extra: Mapping[str, Any] | None) -> Any:
-    """The contracts (and their `on_fail` policies) on `value` itself, the output the SDK
-    validated: never validated again (its JSON read back could be another value, a validator
-    that is not idempotent running twice), as a run judges a reply's value."""
-    rules, target = healer.contracts, healer.target
-    ctx = ContractContext() if extra is None else ContractContext(extra=extra)
-    timeout = healer.policy.contract_timeout_s
-    before = answer_key(target, value)
-    groups = await drive_async(run_contract_groups(rules, value, ctx, timeout_s=timeout))
-    found = [d for group in groups for d in group]
-    if answer_key(target, value) != before:  # a contract changed the value it was judging
-        names = ", ".join(f"`{rule.name}`" for rule in rules)
-        changed = f"contracts must not change the value they check; one of {names} did"
-        fix = "This is a bug in a contract, not in the output: copy the value to change it."
-        found.append(Diagnostic(ROOT, names, changed, fix, Source.CONTRACT_ERROR))
-    if any(d.source is Source.CONTRACT_ERROR for d in found):
-        return ContractReport(False, tuple(found))
-    rule_of = [(rule, d) for rule, group in zip(rules, groups, strict=True) for d in group]
-    warned = tuple(d for rule, d in rule_of if rule.on_fail == "warn")
-    blocking = tuple(d for rule, d in rule_of if rule.on_fail != "warn")
-    if not blocking:
-        return ContractReport(True, (), warned)
-    settled = await drive_async(settle(target, rules, groups, value, ctx, timeout_s=timeout))
-    if settled.error:
-        return ContractReport(False, settled.error)
-    fixed = None if settled.instance is NOTHING else settled.instance
-    return ContractReport(False, blocking, warned, fixed)
-
-
 def contract_guardrail(
     contracts: Rules,
     *,
@@ -570,14 +486,14 @@ def contract_guardrail(
     rules = tuple(contracts)
     if not rules:
         raise ValueError("contract_guardrail needs at least one contract")
-    judges = _Judges(rules, _one_attempt(policy))
+    judges = Judges(rules, one_attempt(policy))
 
     async def check_contracts(
         context: RunContextWrapper[Any], agent: Agent[Any], output: Any
     ) -> GuardrailFunctionOutput:
         schema = _output_schema(agent)
         healer = judges.for_type(str if schema is None else schema.output_type)
-        report = await _judged(healer, output, _run_context_data(context))
+        report = await judge_output(healer, output, run_context_data(context))
         if not report.ok:
             name = str(getattr(agent, "name", "agent"))
             if log is not None:

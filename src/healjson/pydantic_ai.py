@@ -21,13 +21,15 @@ the schema rejects) becomes pydantic-ai's retry, its message carrying healjson's
 Contracts (`contracts=` for the output, `tool_contracts={name: [...]}` per tool; healjson
 `@contract` rules) judge the value pydantic-ai validated; a violation is a retry (`ModelRetry`)
 naming the breach, except a rule declared `on_fail="warn"`, which keeps the value and is
-recorded; a contract that raises is a bug of the contract, and stops the run with pydantic-ai's
-`UserError`. Nothing is ever passed on that pydantic-ai did not validate, or that a contract did
-not judge.
+recorded, and one declared `on_fail="stop"`, which ends the run with `ContractStopped` (a
+pydantic-ai `AgentRunError`) naming it: no retry, and a tool is not run. A contract that
+raises, runs past `contract_timeout_s` or changes the value it judges is a bug of the
+contract, and stops the run with pydantic-ai's `UserError`. Nothing is ever passed on that
+pydantic-ai did not validate, or that a contract did not judge.
 
 Every local repair and every retry healjson asked for is a `HealRecord` on the capability
 (`records(run_id)`: those of one run, by pydantic-ai's `result.run_id`) and a structured event
-(`healjson.pydantic_ai.healed` at INFO, `healjson.pydantic_ai.retry` at WARNING; see
+(`healjson.pydantic_ai.healed` at INFO, `.retry` and `.stopped` at WARNING; see
 `healjson.set_logger`). While pydantic-ai streams output (`run_stream`), partial outputs are
 left to pydantic-ai's own partial reading; the final output is healed.
 """
@@ -50,17 +52,12 @@ from typing_extensions import TypedDict, is_typeddict
 from ._core.diagnostic import Diagnostic, Source
 from ._core.flags import Flag
 from ._core.judge.check import Evaluation, evaluate
-from ._core.judge.contracts import (
-    Contract,
-    ContractContext,
-    Rule,
-    as_contract,
-    check_policies,
-    run_contract_groups,
-)
+from ._core.judge.contracts import Contract, ContractContext, Rule, as_contract, check_policies
+from ._core.judge.judging import judge_value
 from ._core.observe import events
 from ._core.parse.defaults import left_out
 from ._core.parse.shape import shape_of
+from ._core.redact import redact_text
 from ._core.repair.quote import render_diagnostics
 from ._core.run.drive import drive_async, drive_sync
 from ._core.run.policy import HealPolicy
@@ -70,7 +67,7 @@ from ._extras import missing_extra
 from ._mcp_frameworks import heal_pydantic_ai_mcp as heal_mcp
 
 try:
-    from pydantic_ai import ModelRetry, RunContext, UserError
+    from pydantic_ai import AgentRunError, ModelRetry, RunContext, UserError
     from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.capabilities.abstract import (
         RawOutput,
@@ -85,10 +82,29 @@ try:
 except ImportError as exc:  # pragma: no cover - the extra is installed wherever tests run
     raise ImportError(missing_extra("pydantic-ai-slim", "pydantic-ai")) from exc
 
-__all__ = ["HealCapability", "HealRecord", "heal_mcp"]
+__all__ = ["ContractStopped", "HealCapability", "HealRecord", "heal_mcp"]
 
 _MAX_TARGETS = 256  # validators remembered as L1 targets (tools and outputs), per capability
 _NO_RETRY_POLICIES = frozenset({"warn"})  # violations that keep the value
+_ANY: Target[Any] = target_for(Any)
+"""What the contracts' value is dumped as, to see whether a contract changed it (the value
+pydantic-ai validated: a tool's arguments dict, an output of any type)."""
+
+
+class ContractStopped(AgentRunError):
+    """The run ended on a rule declared `on_fail="stop"`: a tool's arguments (the tool was not
+    run) or the output broke it, and the model is not asked again. `diagnostics`: what broke
+    (the value, the rule); `rules`: the rules' names. pydantic-ai's `AgentRunError`, not its
+    `UnexpectedModelBehavior`, which pydantic-ai reports as "Exceeded maximum output retries"
+    when it is raised while an output is validated (no retry was made)."""
+
+    def __init__(self, message: str, diagnostics: Sequence[Diagnostic] = ()) -> None:
+        super().__init__(message)
+        self.diagnostics = tuple(diagnostics)
+        self.rules = tuple(dict.fromkeys(d.rule for d in self.diagnostics if d.rule))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.message, self.diagnostics)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,12 +113,13 @@ class HealRecord:
 
     `action`: `"healed"` (a local repair: pydantic-ai was handed `value`, the JSON data L1
     read, instead of `raw`, and validated it), `"retry"` (healjson could not save it:
-    pydantic-ai asked the model again with `diagnostics` in its retry prompt) or `"warned"` (a
-    contract with `on_fail="warn"` broke; the value was kept). `kind`: `"tool"` (its `name`
-    is the tool's) or `"output"` (the output's name). `flags`: the local repairs
+    pydantic-ai asked the model again with `diagnostics` in its retry prompt), `"warned"` (a
+    contract with `on_fail="warn"` broke; the value was kept) or `"stopped"` (a contract with
+    `on_fail="stop"` broke: the run ended with `ContractStopped`). `kind`: `"tool"`
+    (its `name` is the tool's) or `"output"` (the output's name). `flags`: the local repairs
     (`healjson.Flag`). `run_id`: pydantic-ai's run id (`result.run_id`)."""
 
-    action: Literal["healed", "retry", "warned"]
+    action: Literal["healed", "retry", "warned", "stopped"]
     kind: Literal["tool", "output"]
     name: str
     run_id: str | None
@@ -266,7 +283,7 @@ class HealCapability(AbstractCapability[AgentDepsT]):
             events.about_run(run_id, logging.INFO, "healjson.pydantic_ai.healed", **fields)
         else:
             errors = [f"{d.path}: {d.constraint}" for d in record.diagnostics]
-            level = logging.WARNING if record.action == "retry" else logging.INFO
+            level = logging.INFO if record.action == "warned" else logging.WARNING
             event = f"healjson.pydantic_ai.{record.action}"
             events.about_run(run_id, level, event, errors=errors, **fields)
 
@@ -287,7 +304,7 @@ class _Step:
         raw = self.raw
         return raw if isinstance(raw, str) else to_json(raw).decode()
 
-    def _note(self, action: Literal["healed", "retry", "warned"], **fields: Any) -> None:
+    def _note(self, action: Literal["healed", "retry", "warned", "stopped"], **fields: Any) -> None:
         run_id = self.ctx.run_id
         self.owner._record(
             HealRecord(action, self.kind, self.name, run_id, self.tool_call_id, self.text, **fields)
@@ -363,30 +380,56 @@ class _Step:
         )
 
     async def judge(self, rules: Sequence[Contract[Any]], value: Any) -> Any:
-        """The contracts on pydantic-ai's validated value: a retry naming every breach that is
-        not `on_fail="warn"` (those are recorded, the value kept). A contract that raises (or
-        runs past `contract_timeout_s`) is a bug of the contract, not the model's: `UserError`,
-        never a value passed on unjudged."""
+        """The contracts on pydantic-ai's validated value, judged as a run judges one
+        (`judge_value`): a retry naming every breach that is not `on_fail="warn"` (those are
+        recorded, the value kept). A breach of an `on_fail="stop"` rule ends the run with
+        `ContractStopped` naming it (no retry; the tool is not run). A contract that
+        raises, runs past `contract_timeout_s` or changes the value it judges is a bug of the
+        contract, not the model's: `UserError`, never a value passed on unjudged."""
         if not rules:
             return value
         policy = self.owner.policy or HealPolicy()
         context = ContractContext(extra=_mapping(self.ctx.validation_context) or {})
         groups = await drive_async(
-            run_contract_groups(rules, value, context, timeout_s=policy.contract_timeout_s)
+            judge_value(_ANY, rules, value, context, timeout_s=policy.contract_timeout_s)
         )
         broken = [d for group in groups for d in group if d.source is Source.CONTRACT_ERROR]
         if broken:
-            raise UserError(f"healjson: a contract failed: {broken[0].describe()}")
+            raise UserError(redact_text(f"healjson: a contract failed: {broken[0].describe()}"))
         blocking: list[Diagnostic] = []
         warned: list[Diagnostic] = []
+        stopped: list[Diagnostic] = []
         for rule, group in zip(rules, groups, strict=True):
             (warned if rule.on_fail in _NO_RETRY_POLICIES else blocking).extend(group)
+            if rule.on_fail == "stop":
+                stopped.extend(group)
         if warned:
             self._note("warned", value=value, diagnostics=tuple(warned))
+        if stopped:
+            self._note("stopped", value=value, diagnostics=tuple(stopped))
+            raise ContractStopped(redact_text(self._stop_message(stopped)), stopped)
         if blocking:
             self._note("retry", value=value, diagnostics=tuple(blocking))
             raise ModelRetry(self._message(blocking))
         return value
+
+    def _stop_message(self, diagnostics: Sequence[Diagnostic]) -> str:
+        """What `ContractStopped` says: the rule(s) broken, each value and rule, and that the
+        model is not asked again (nor the tool run)."""
+        rules = ", ".join(dict.fromkeys(f"`{d.rule}`" for d in diagnostics if d.rule))
+        found = "; ".join(d.describe(max_value_chars=80) for d in diagnostics[:5])
+        more = f"; and {len(diagnostics) - 5} more" if len(diagnostics) > 5 else ""
+        if self.kind == "tool":
+            what, after = (
+                f"the arguments of tool `{self.name}` break",
+                "The tool was not run, and the",
+            )
+        else:
+            what, after = f"the output `{self.name}` breaks", "The"
+        return (
+            f'healjson: {what} {rules or "a rule"} (on_fail="stop"): {found}{more}. {after} '
+            "model is not asked again."
+        )
 
     def _message(self, diagnostics: Sequence[Diagnostic]) -> str:
         if self.kind == "tool":

@@ -41,7 +41,13 @@ from agents.tool_context import ToolContext  # noqa: E402
 from openai import AsyncOpenAI, DefaultAsyncHttpxClient  # noqa: E402
 
 from healjson import Violation, contract  # noqa: E402
-from healjson.agents import HealLog, contract_guardrail, heal_final_output, heal_tools  # noqa: E402
+from healjson.agents import (  # noqa: E402
+    ContractStopped,
+    HealLog,
+    contract_guardrail,
+    heal_final_output,
+    heal_tools,
+)
 from healjson.testing import ScriptedReply, ScriptedServer, corrupted  # noqa: E402
 from sdk_calls import TLS  # noqa: E402
 
@@ -400,10 +406,61 @@ def no_bulk(order: Any) -> Violation | None:
     return Violation("qty must be at most 10") if order.qty > 10 else None
 
 
-def test_a_stop_rule_broken_by_the_model_is_no_user_error() -> None:
-    """A `"stop"` rule the model's arguments break is the model's doing, not a bug: no
-    `UserError`; the model reads the rule."""
+@pytest.mark.parametrize("failure", sorted(FAILURE_FUNCTIONS))
+@pytest.mark.parametrize(
+    "arguments",
+    ['{"customer": "Ada", "qty": 50}', "{'customer': 'Ada', 'qty': 50,}"],
+    ids=["clean", "sloppy"],
+)
+def test_a_stop_rule_broken_by_the_tool_arguments_ends_the_run(
+    failure: str, arguments: str
+) -> None:
+    """A `"stop"` rule the model's arguments break ends the run with `ContractStopped` (the
+    SDK's `ModelBehaviorError`) naming the rule and the tool, whatever the tool's failure
+    policy: the tool never runs and the model is never asked again."""
+    log = HealLog()
     ran_with: list[int] = []
+
+    @function_tool(**FAILURE_FUNCTIONS[failure])
+    def order(customer: str, qty: int) -> str:
+        """Order."""
+        ran_with.append(qty)
+        return "ok"
+
+    ran = run(
+        lambda model: heal_tools(
+            Agent(name="orders", tools=[order], model=model), {"order": [no_bulk]}, log=log
+        ),
+        [
+            tool_call(arguments, name="order"),
+            tool_call('{"customer": "Ada", "qty": 5}', "call_2", name="order"),
+            "done",
+        ],
+    )
+    assert isinstance(ran.error, ContractStopped)
+    assert isinstance(ran.error, ModelBehaviorError)
+    assert not isinstance(ran.error, UserError)
+    assert ran.error.rules == ("no_bulk",)
+    assert [d.value for d in ran.error.diagnostics] == [50]
+    assert "`no_bulk`" in str(ran.error)
+    assert 'on_fail="stop"' in str(ran.error)
+    assert "tool `order`" in str(ran.error)
+    assert "qty must be at most 10" in str(ran.error)
+    assert ran_with == []
+    assert len(ran.requests) == 1  # never asked again
+    [entry] = log.entries
+    assert not entry.healed
+    assert [d.rule for d in entry.diagnostics] == ["no_bulk"]
+
+
+def test_a_reask_rule_broken_by_the_tool_arguments_is_told_to_the_model() -> None:
+    """A `"reask"` rule (the default) the model's arguments break is the model's to correct:
+    it reads the rule as the tool's result and the corrected call runs."""
+    ran_with: list[int] = []
+
+    @contract(fields=("qty",))
+    def at_most_ten(order: Any) -> Violation | None:
+        return Violation("qty must be at most 10") if order.qty > 10 else None
 
     @function_tool
     def order(customer: str, qty: int) -> str:
@@ -413,7 +470,7 @@ def test_a_stop_rule_broken_by_the_model_is_no_user_error() -> None:
 
     ran = run(
         lambda model: heal_tools(
-            Agent(name="orders", tools=[order], model=model), {"order": [no_bulk]}
+            Agent(name="orders", tools=[order], model=model), {"order": [at_most_ten]}
         ),
         [
             tool_call("{'customer': 'Ada', 'qty': 50,}", name="order"),
@@ -425,6 +482,37 @@ def test_a_stop_rule_broken_by_the_model_is_no_user_error() -> None:
     assert ran_with == [5]
     [told] = tool_results(ran.requests[1])
     assert "qty must be at most 10" in told
+
+
+def test_a_stop_rule_broken_by_the_final_output_ends_the_run() -> None:
+    """`heal_final_output`: a healed final output that breaks a `"stop"` rule is not handed on;
+    the run ends with the SDK's `ModelBehaviorError` after one model call."""
+    log = HealLog()
+    ran = run(
+        lambda model: Agent(name="orders", model=model, output_type=Order),
+        ['```json\n{"customer": "Ada", "qty": 50}\n```', '{"customer": "Ada", "qty": 5}'],
+        error_handlers={"invalid_final_output": heal_final_output([no_bulk], log=log)},
+    )
+    assert isinstance(ran.error, ModelBehaviorError)
+    assert len(ran.requests) == 1
+    [entry] = log.entries
+    assert [d.rule for d in entry.diagnostics] == ["no_bulk"]
+
+
+def test_the_guardrail_trips_on_a_stop_rule() -> None:
+    """`contract_guardrail`: a `"stop"` rule the final output breaks trips the guardrail, the
+    rule in its report."""
+    guard = contract_guardrail([no_bulk])
+    ran = run(
+        lambda model: Agent(
+            name="orders", model=model, output_type=Order, output_guardrails=[guard]
+        ),
+        ['{"customer": "Ada", "qty": 50}', '{"customer": "Ada", "qty": 5}'],
+    )
+    assert isinstance(ran.error, OutputGuardrailTripwireTriggered)
+    report = ran.error.guardrail_result.output.output_info
+    assert [d.rule for d in report.diagnostics] == ["no_bulk"]
+    assert len(ran.requests) == 1
 
 
 @contract(fields=("qty",))
@@ -460,6 +548,38 @@ def test_a_guardrail_contract_that_raises_ends_the_run_with_a_user_error() -> No
     )
     assert isinstance(ran.error, UserError)
     assert "contract `order_bug`" in str(ran.error)
+
+
+@contract(fields=("qty",))
+def rounds_the_order(order: Order) -> Violation | None:
+    """A contract with a bug: it changes the output it judges."""
+    order.qty = 10
+    return None
+
+
+def test_a_guardrail_contract_that_changes_the_output_ends_the_run_with_a_user_error() -> None:
+    """`contract_guardrail`: a contract that changes the output it judges is the caller's bug,
+    raised as `UserError` naming that contract, not a tripwire blaming the output."""
+    log = HealLog()
+    guard = contract_guardrail([rounds_the_order], log=log)
+    ran = run(
+        lambda model: Agent(
+            name="orders", model=model, output_type=Order, output_guardrails=[guard]
+        ),
+        ['{"customer": "Ada", "qty": 3}'],
+    )
+    assert isinstance(ran.error, UserError)
+    assert "contract `rounds_the_order` changed the value it checks" in str(ran.error)
+    [entry] = log.entries
+    [found] = entry.diagnostics
+    assert (found.source, found.rule, found.value) == (
+        "contract_error",
+        "rounds_the_order",
+        {
+            "customer": "Ada",
+            "qty": 3,
+        },
+    )
 
 
 # ---------------------------------------------------------------------------------------------

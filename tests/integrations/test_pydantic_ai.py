@@ -26,12 +26,12 @@ from pydantic import BaseModel, ValidationInfo, field_validator
 pytest.importorskip("pydantic_ai")
 
 from openai import AsyncOpenAI
-from pydantic_ai import Agent, NativeOutput, UserError
+from pydantic_ai import Agent, NativeOutput, UnexpectedModelBehavior, UserError
 from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from healjson import Flag, Violation, contract
-from healjson.pydantic_ai import HealCapability, HealRecord
+from healjson.pydantic_ai import ContractStopped, HealCapability, HealRecord
 from healjson.testing import (
     RecordedRequest,
     ScriptedReply,
@@ -415,6 +415,106 @@ def test_each_rule_keeps_its_own_policy(server: ScriptedServer) -> None:
     assert "limit above 50" in retry
     assert "limit above 3" not in retry
     assert [r.action for r in capability.records()] == ["warned", "retry", "warned"]
+
+
+@contract(fields=("limit",))
+def caps_the_limit(args: dict[str, Any]) -> Violation | None:
+    """A contract with a bug: it changes the arguments it judges."""
+    args["limit"] = min(args["limit"], 3)
+    return None
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("arguments", [clean_args(), MALFORMED_ARGS["single_quotes"]])
+def test_a_tool_contract_that_changes_the_arguments_stops_the_run(
+    server: ScriptedServer, mode: str, arguments: str
+) -> None:
+    """A tool contract that changes the arguments it judges is a bug of the contract, judged as
+    a run judges: pydantic-ai's `UserError` naming it, the tool never run, no retry."""
+    capability: HealCapability[Any] = HealCapability(
+        tool_contracts={"search_tool": [caps_the_limit]}
+    )
+    server.extend([search_call(arguments), search_call(clean_args(), call_id="c2"), final()])
+    made = setup(server, capability)
+    with pytest.raises(UserError, match="contract `caps_the_limit` changed the value it checks"):
+        made.run(mode)
+    assert made.executed == []
+    assert len(server.requests) == 1
+    assert [r.action for r in capability.records()] == (
+        [] if arguments == clean_args() else ["healed"]
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_output_contract_that_changes_the_output_stops_the_run(
+    server: ScriptedServer, mode: str
+) -> None:
+    """An output contract that changes the output it judges is a bug of the contract:
+    pydantic-ai's `UserError` naming it, never a run that returns the changed value."""
+
+    @contract(fields=("hits",))
+    def rounds_hits(report: Report) -> Violation | None:
+        report.hits = 10
+        return None
+
+    capability: HealCapability[Any] = HealCapability(contracts=[rounds_hits])
+    server.extend([final(), final(call_id="call_10")])
+    with pytest.raises(UserError, match="contract `rounds_hits` changed the value it checks"):
+        setup(server, capability).run(mode)
+    assert len(server.requests) == 1
+
+
+@contract(fields=("limit",), on_fail="stop")
+def never_bulk(args: dict[str, Any]) -> Violation | None:
+    """More than 50 results is never asked for again."""
+    return Violation("limit must be at most 50") if args["limit"] > 50 else None
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "arguments", ['{"query": "red shoes", "limit": 500}', "{'query': 'red shoes', 'limit': 500}"]
+)
+def test_a_stop_rule_broken_by_tool_arguments_ends_the_run(
+    server: ScriptedServer, mode: str, arguments: str
+) -> None:
+    """A `"stop"` rule the tool's arguments break ends the run with `ContractStopped` (a
+    pydantic-ai `AgentRunError`) naming the rule: the tool never runs, the model is never asked
+    again, and the stop is recorded and sent as an event."""
+    capability: HealCapability[Any] = HealCapability(tool_contracts={"search_tool": [never_bulk]})
+    server.extend([search_call(arguments), search_call(clean_args(), call_id="c2"), final()])
+    made = setup(server, capability)
+    with capture_events() as logs, pytest.raises(ContractStopped) as raised:
+        made.run(mode)
+    assert not isinstance(raised.value, UserError | UnexpectedModelBehavior)
+    assert raised.value.rules == ("never_bulk",)
+    assert [d.value for d in raised.value.diagnostics] == [500]
+    assert "`never_bulk`" in str(raised.value)
+    assert 'on_fail="stop"' in str(raised.value)
+    assert "tool `search_tool`" in str(raised.value)
+    assert "limit must be at most 50" in str(raised.value)
+    assert made.executed == []
+    assert len(server.requests) == 1
+    stopped = capability.records()[-1]
+    assert (stopped.action, stopped.diagnostics[0].rule) == ("stopped", "never_bulk")
+    assert logs[-1]["event"] == "healjson.pydantic_ai.stopped"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_stop_rule_broken_by_the_output_ends_the_run(server: ScriptedServer, mode: str) -> None:
+    """A `"stop"` rule the output breaks ends the run with `ContractStopped` naming the rule (not
+    pydantic-ai's "Exceeded maximum output retries"), with no retry."""
+
+    @contract(fields=("hits",), on_fail="stop")
+    def at_most_ten_hits(report: Report) -> Violation | None:
+        return Violation("at most 10 hits") if report.hits > 10 else None
+
+    capability: HealCapability[Any] = HealCapability(contracts=[at_most_ten_hits])
+    server.extend([final('{"summary": "50 hits", "hits": 50}'), final(call_id="call_10")])
+    with pytest.raises(ContractStopped, match="`at_most_ten_hits`"):
+        setup(server, capability).run(mode)
+    assert len(server.requests) == 1
+    [stopped] = capability.records()
+    assert (stopped.action, stopped.kind) == ("stopped", "output")
 
 
 # ---------------------------------------------------------------------------------------------
