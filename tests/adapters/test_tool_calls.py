@@ -407,6 +407,82 @@ def test_a_rejected_call_the_repair_leaves_out_is_asked_again_alone(api: Api, mo
     assert "1 of your 3 tool calls was rejected: `Weather` (call_c)" in third
 
 
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+def test_a_call_made_again_to_another_tool_never_takes_the_rejected_calls_place(
+    api: Api, mode: Mode
+) -> None:
+    """A rejected call made again to another tool, round after round, is rejected each time and
+    asked for by its own tool, until a valid call to that tool takes its place."""
+    script = [
+        calls(call("Search", '{"query": "a", "limit": 5}', "call_a"), call("Weather", "{}")),
+        calls(call("Search", '{"query": "b", "limit": 5}', "call_c")),
+        calls(call("Search", '{"query": "b", "limit": 5}', "call_d")),  # the same again
+        calls(call("Weather", OSLO, "call_e")),
+    ]
+    with ScriptedServer(script) as server:
+        outcome = heal(api, mode, server, policy=HealPolicy(max_attempts=4))
+    answer = value(outcome)
+    assert 4 == len(server.requests)
+    assert [("call_a", Search(query="a", limit=5)), ("call_e", Weather(city="Oslo", days=2))] == [
+        (c.id, c.arguments) for c in answer.calls
+    ]
+    assert ("calls[1]",) == outcome.changed_fields
+    for n, made in ((2, "call_c"), (3, "call_d")):
+        asked = server.requests[n].messages[-1]["content"]
+        assert f"`Weather` ({made}, which called `Search` instead)" in asked
+        assert "`Search` (call_" not in asked
+    rejected = outcome.attempts[2].diagnostics[0]
+    assert "must be the call to `Weather` made again" in rejected.constraint
+
+
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+def test_a_call_never_made_again_to_its_tool_degrades(api: Api, mode: Mode) -> None:
+    """A rejected call the model only ever makes again to another tool degrades when the
+    attempts are spent: never healed by the other tool's call."""
+    script = [
+        calls(call("Search", '{"query": "a", "limit": 5}', "call_a"), call("Weather", "{}")),
+        calls(call("Search", '{"query": "b", "limit": 5}', "call_c")),
+        calls(call("Search", '{"query": "b", "limit": 5}', "call_d")),
+    ]
+    with ScriptedServer(script) as server:
+        outcome = heal(api, mode, server, policy=HealPolicy(max_attempts=3))
+    assert isinstance(outcome, Degraded)
+    assert Reason.MAX_RETRIES_EXCEEDED == outcome.reason
+    assert 3 == len(server.requests)
+    partial = outcome.partial
+    assert isinstance(partial, ToolCalls)
+    assert [("call_a", True), ("call_d", False)] == [(c.id, c.ok) for c in partial.calls]
+    assert ["calls[1]"] == [d.path for d in outcome.errors]
+    assert "must be the call to `Weather` made again" in outcome.errors[0].constraint
+
+
+@pytest.mark.parametrize(("api", "mode"), WAYS)
+def test_an_accepted_call_sent_again_as_equal_json_is_kept_once(api: Api, mode: Mode) -> None:
+    """An accepted call sent again with JSON-equal arguments (`5.0` for `5`, other key order) is
+    the accepted call, kept once; `true` for `1` is other arguments, a new call."""
+    script = [
+        calls(
+            call("Search", '{"query": "red shoes", "limit": 5}', "call_a"),
+            call("Weather", '{"city": "Oslo", "days": 1}', "call_b"),
+            call("Search", BROKEN_SEARCH, "call_c"),
+        ),
+        calls(
+            call("Search", '{"limit": 5.0, "query": "red shoes"}', "call_x"),  # call_a
+            call("Weather", '{"city": "Oslo", "days": true}', "call_y"),  # not call_b
+            call("Search", '{"query": "red shoes", "limit": 20}', "call_z"),
+        ),
+    ]
+    with ScriptedServer(script) as server:
+        outcome = heal(api, mode, server)
+    answer = value(outcome)
+    assert 2 == len(server.requests)
+    assert ["call_a", "call_b", "call_y", "call_z"] == [c.id for c in answer.calls]
+    assert '{"query": "red shoes", "limit": 5}' == answer.calls[0].raw  # as first sent
+    assert '{"city": "Oslo", "days": true}' == answer.calls[2].raw
+    assert 20 == answer.calls[3].arguments.limit
+    assert ("calls[2]", "calls[3]") == outcome.changed_fields
+
+
 # -- forced calls ------------------------------------------------------------------------------
 
 

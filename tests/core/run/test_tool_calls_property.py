@@ -34,6 +34,10 @@ class Ping(BaseModel):
     host: str
 
 
+class Stamp(BaseModel):
+    mark: str
+
+
 PING = ToolCall("ping", '{"host": "a.example"}', "call_ping")
 USER = ({"role": "user", "content": "Order it and ping."},)
 
@@ -48,7 +52,11 @@ orders = st.builds(
 
 
 def spec(attempts: int) -> ToolSpec:
-    tools = {"order": Tool("order", target_for(Order)), "ping": Tool("ping", target_for(Ping))}
+    tools = {
+        "order": Tool("order", target_for(Order)),
+        "ping": Tool("ping", target_for(Ping)),
+        "stamp": Tool("stamp", target_for(Stamp)),
+    }
     return ToolSpec(tools, HealPolicy(max_attempts=attempts))
 
 
@@ -248,14 +256,53 @@ def good_args(tool: str, tag: str) -> str:
     """Valid arguments of `tool`, told apart by `tag`."""
     if tool == "ping":
         return json.dumps({"host": f"{tag}.example"})
+    if tool == "stamp":
+        return json.dumps({"mark": tag})
     return json.dumps({"sku": tag, "qty": 1, "gift": False, "notes": []})
 
 
+def as_floats(value: Any) -> Any:
+    """`value` with every number a float (`1` as `1.0`; bools stay bools)."""
+    if isinstance(value, dict):
+        return {key: as_floats(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [as_floats(item) for item in value]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def as_data(name: str, raw: str) -> tuple[str, str]:
+    """A call as JSON data: its tool and its arguments with integral numbers as ints (bools
+    apart), keys sorted."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: plain(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [plain(item) for item in value]
+        return int(value) if isinstance(value, float) and value.is_integer() else value
+
+    return name, json.dumps(plain(json.loads(raw)), sort_keys=True)
+
+
 def resent(data: Any, arguments: str) -> str:
-    """The same arguments as data, written another way."""
+    """The same arguments as data, written another way (spacing, key order, `1.0` for `1`)."""
     indent = data.draw(st.sampled_from([None, 0, 2]), label="indent")
     keys = data.draw(st.booleans(), label="sort_keys")
-    return json.dumps(json.loads(arguments), indent=indent, sort_keys=keys, separators=(",", ": "))
+    value = json.loads(arguments)
+    if data.draw(st.booleans(), label="floats"):
+        value = as_floats(value)
+    return json.dumps(value, indent=indent, sort_keys=keys, separators=(",", ": "))
+
+
+def twin(arguments: str) -> str:
+    """Other arguments, though Python's `==` finds them equal to `arguments` once parsed: an
+    order's `"qty": 1, "gift": false` as `true` and `0`; a ping's host in other case."""
+    value = json.loads(arguments)
+    if "host" in value:
+        return json.dumps({**value, "host": value["host"].upper()})
+    return json.dumps({**value, "qty": True, "gift": 0})
 
 
 def answer(
@@ -289,12 +336,14 @@ def gaps_of(kinds: list[tuple[str, bool]]) -> list[set[str]]:
     return gaps
 
 
-@pinned(max_examples=150)
+@pinned(max_examples=200)
 @given(data=st.data())
 def test_a_repair_never_loses_renames_or_moves_an_accepted_call(data: Any) -> None:
     """Whatever a repair answers (replacements, calls split in several, accepted calls sent
-    again or changed, rejected calls left out then made), every accepted call stays with its id,
-    arguments and order, and `changed_fields` names exactly the places a repair made."""
+    again as JSON-equal data or changed, rejected calls left out then made, a call made again to
+    another tool round after round), every accepted call stays once with its id, arguments and
+    order, only a call to a rejected call's own tool fills its place, and `changed_fields` names
+    exactly the places a repair made."""
     tools = st.sampled_from(["order", "ping"])
     kinds = data.draw(st.lists(st.tuples(tools, st.booleans()), min_size=1, max_size=6))
     kinds[data.draw(st.integers(0, len(kinds) - 1))] = (data.draw(tools), False)  # one broken
@@ -304,39 +353,73 @@ def test_a_repair_never_loses_renames_or_moves_an_accepted_call(data: Any) -> No
     ]
     accepted = [call for call, (_, ok) in zip(first, kinds, strict=True) if ok]
     broken = [(i, tool) for i, (tool, ok) in enumerate(kinds) if not ok]
-    skipped = data.draw(st.sampled_from([None, "order", "ping"]))  # left out of the repair
+    mode = data.draw(st.sampled_from(["plain", "skip", "wrong"]), label="mode")
+    # left out of the repair, made in a third answer
+    skipped = data.draw(st.sampled_from(["order", "ping"])) if mode == "skip" else None
     later = any(tool == skipped for _, tool in broken)
+    # "wrong": one rejected call made again to another tool, twice, then to its own tool (the
+    # other rejected calls made again as one call each, so that the wrong call is a
+    # replacement, never an extra call)
+    wrong_at, wrong = -1, None
+    if mode == "wrong":
+        wrong_at, wanted = broken[data.draw(st.integers(0, len(broken) - 1), label="wrong")]
+        others = [t for t in ("order", "ping", "stamp") if t not in {t for _, t in broken}]
+        other = data.draw(st.sampled_from(others), label="other tool")
+        wrong = ToolCall(other, good_args(other, "w"), "w2")
 
     def group(i: int, tool: str, rnd: int) -> list[ToolCall]:
         """The calls made for rejected call `i` in round `rnd`: one, or it split in several."""
         calls = []
-        for n in range(data.draw(st.integers(1, 3), label="calls")):
+        most = 1 if wrong is not None and rnd == 2 else 3
+        for n in range(data.draw(st.integers(1, most), label="calls")):
             pick = data.draw(st.sampled_from(["own", "c0", "none"]), label="id")
             ident = {"own": f"r{rnd}-{i}-{n}", "c0": "c0", "none": None}[pick]
             calls.append(ToolCall(tool, good_args(tool, f"f{rnd}-{i}-{n}"), ident))
         return calls
 
-    second = [[] if tool == skipped else group(i, tool, 2) for i, tool in broken]
-    # accepted calls sent again with other arguments: new calls (only when none is left out:
-    # such a call to a left-out call's tool would be its replacement)
-    some = accepted and not later
+    second = [
+        [] if tool == skipped else [wrong] if i == wrong_at and wrong else group(i, tool, 2)
+        for i, tool in broken
+    ]
+    # accepted calls sent again with other arguments (even ones Python's `==` finds equal):
+    # new calls (only when none is left out or made to another tool: such a call to a
+    # left-out call's tool would be its replacement)
+    some = accepted and not later and wrong is None
     changed = data.draw(st.lists(st.sampled_from(accepted), max_size=2)) if some else []
-    revised = [ToolCall(c.name, good_args(c.name, f"v{n}"), c.id) for n, c in enumerate(changed)]
+    twins = [data.draw(st.booleans(), label="twin") for _ in changed]
+    revised = [
+        ToolCall(c.name, twin(c.arguments) if two else good_args(c.name, f"v{n}"), c.id)
+        for n, (c, two) in enumerate(zip(changed, twins, strict=True))
+    ]
     replies = [Reply(None, "tool_calls", tool_calls=tuple(first))]
     replies.append(answer(data, second, accepted, revised))
-    made = [c for g in second for c in g] + revised
+    made = [c for g in second for c in g if c is not wrong] + revised
     if later:  # the calls left out, made in a third answer
         third = [group(i, tool, 3) for i, tool in broken if tool == skipped]
         replies.append(answer(data, third, accepted + made))
         made += [c for g in third for c in g]
-    outcome, sent = run(replies, attempts=3)
+    if wrong is not None:  # the other tool again (as it was, any id), then its own tool
+        ident = data.draw(st.sampled_from(["w2", "w3", None]), label="id")
+        again = ToolCall(wrong.name, wrong.arguments, ident)
+        replies.append(answer(data, [[again]], accepted + made))
+        fourth = group(wrong_at, wanted, 4)
+        replies.append(answer(data, [fourth], accepted + made))
+        made += fourth
+    outcome, sent = run(replies, attempts=4)
 
     assert isinstance(outcome, Healed), outcome
-    assert len(sent) == (3 if later else 2)
+    assert len(sent) == (4 if wrong else 3 if later else 2)
     calls = outcome.value.calls
     first_ids = {c.id for c in accepted}
     kept = [(c.id, c.name, c.raw) for c in calls if c.id in first_ids]
     assert [(c.id, c.name, c.arguments) for c in accepted] == kept  # in order, as they were
+    seen = [as_data(c.name, c.raw) for c in calls]
+    assert all(1 == seen.count(as_data(c.name, c.arguments)) for c in accepted)  # never twice
+    if wrong is not None:  # never in the place of a call to another tool; asked for by its tool
+        assert wrong.arguments not in {c.raw for c in calls}
+        for asked in sent[2:]:
+            assert f"`{wanted}` (" in asked[-1]["content"]
+            assert f"which called `{wrong.name}` instead" in asked[-1]["content"]
     assert len({c.id for c in calls}) == len(calls)  # no id twice
     places = tuple(f"calls[{i}]" for i, c in enumerate(calls) if c.id not in first_ids)
     assert places == outcome.changed_fields

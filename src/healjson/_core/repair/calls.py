@@ -56,12 +56,14 @@ _MIN_SHARE: Final = 600  # a call's arguments or problems are never cut below th
 @dataclass(frozen=True, slots=True)
 class CallState:
     """One call of the answer being repaired: its id, tool name and arguments text as the
-    model sent them, and its problems (none: the call was accepted)."""
+    model sent them, its problems (none: the call was accepted), and `tool`, the tool it must
+    be made again to when that is not the one it called (a call made again to another tool)."""
 
     id: str
     name: str
     arguments: str
     problems: tuple[Diagnostic, ...] = ()
+    tool: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -149,7 +151,7 @@ class CallsForm:
             return _ask_for_call(self.forced, self.declared)
         broken = [self.calls[i] for i in self.pending]
         count, total = len(broken), len(self.calls)
-        named = ", ".join(f"`{call.name}` ({call.id})" for call in broken[:MAX_NAMED])
+        named = ", ".join(_named(call) for call in broken[:MAX_NAMED])
         if count > MAX_NAMED:
             named += f" and {count - MAX_NAMED} more"
         calls = "call" if count == 1 else "calls"
@@ -171,10 +173,11 @@ class CallsForm:
             lines.append(
                 f"({hidden} of the calls are not repeated above, to keep this message short.)"
             )
+        same = "the tool named here" if any(call.tool for call in broken) else "the same tool"
         lines.append(
             f"Make the rejected {calls} again{' in this order' if count > 1 else ''}, corrected "
             "as the tool messages above say, and no other call: each call complete (every "
-            "argument, as a JSON object matching the tool's parameters), to the same tool."
+            f"argument, as a JSON object matching the tool's parameters), to {same}."
         )
         return "\n".join(lines)
 
@@ -203,6 +206,13 @@ class CallsForm:
                 else:
                     out.append((index, _placeholder(len(call.arguments))))
         return out
+
+
+def _named(call: CallState) -> str:
+    """A rejected call as the request names it: the tool to call again, and its id."""
+    if call.tool is None or call.tool == call.name:
+        return f"`{call.name}` ({call.id})"
+    return f"`{call.tool}` ({call.id}, which called `{call.name}` instead)"
 
 
 def _placeholder(size: int) -> str:

@@ -14,12 +14,15 @@ An accepted call is never lost or renamed by a repair. The answer to a repair (o
 request sent again after a refusal) is read as replacements for the pending calls — the
 broken ones the request named — never as a new set of calls:
 
-- an answer call identical to an accepted call (same tool, same arguments as data) *is* that
-  call: it stays once, where it was, with its id;
-- each pending call judged by a tool takes the answer's first other call to that tool; one
-  still without a call then takes the next call to a tool no pending call was judged by (the
-  replacement of a call that named no declared tool; for any other, itself a broken call: a
-  call made again must be to the tool whose arguments failed);
+- an answer call identical to an accepted call (same tool, same arguments as data: equal as
+  JSON values, `tool_calls_match`) *is* that call: it stays once, where it was, with its id;
+- a pending call keeps the tool it must be made to — the tool whose arguments first failed at
+  its place (the forced tool for a call to another), through every round until a valid call
+  to that tool replaces it — and takes the answer's first other call to that tool; one still
+  without a call then takes the next call to a tool no pending call wants (the replacement of
+  a call that named no declared tool in the first place; for any other, itself a broken call
+  that keeps the tool its place wants: a call made again must be to the tool whose arguments
+  failed, and the repair request names that tool);
 - every other call of the answer is an extra call, judged against its own tool: a second page
   of a split call, a call to another tool, or an accepted call sent again with *changed*
   arguments (a new call: the accepted one keeps its arguments and id). It goes with the
@@ -52,7 +55,6 @@ its own.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
@@ -78,6 +80,7 @@ from .messages import make_context, normalise_messages
 from .policy import HealPolicy
 from .start import Run
 from .stops import refusal_diagnostic
+from .tool_calls_match import arguments_key, value_key
 
 __all__ = ["TARGET", "CallAnswers", "Tool", "ToolSpec", "start_tools"]
 
@@ -166,6 +169,9 @@ class _Slot:
     evaluation: Evaluation | None  # None: no tool to judge it by
     diagnostics: tuple[Diagnostic, ...] = ()
     repaired: bool = False  # made by an answer to a repair (its place is a changed field)
+    # the tool a call made again in its place must call: the tool whose arguments first
+    # failed there, kept until a valid call replaces it (None: the call named no declared tool)
+    tool: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -249,7 +255,13 @@ class CallAnswers:
             )
         self.pending = tuple(i for i, slot in enumerate(self.slots) if not slot.ok)
         calls = tuple(
-            CallState(slot.call.id or "", slot.call.name, slot.call.arguments, slot.diagnostics)
+            CallState(
+                slot.call.id or "",
+                slot.call.name,
+                slot.call.arguments,
+                slot.diagnostics,
+                None if slot.ok or slot.tool == slot.call.name else slot.tool,
+            )
             for slot in self.slots
         )
         strategy = Strategy.ITEMS if len(self.pending) < len(self.slots) else Strategy.REPAIR
@@ -311,9 +323,7 @@ class CallAnswers:
         where = {at: k for k, at in enumerate(pending)}
         accepted = [slot for at, slot in enumerate(slots) if at not in where]
         fresh = _not_accepted(calls, accepted)
-        wanted = [
-            slots[at].call.name if slots[at].evaluation is not None else None for at in pending
-        ]
+        wanted = [slots[at].tool for at in pending]
         first, blocks = _assign(calls, fresh, wanted)
         taken = {
             slot.call.id
@@ -346,14 +356,14 @@ class CallAnswers:
         self, call: ToolCall, finish: str | None, wanted: str | None
     ) -> Generator[AwaitAll, Any, _Slot]:
         spec = self.spec
-        if wanted is not None and call.name != wanted:
-            return _Slot(call, None, (_not_again(wanted, call),))
+        if wanted is not None and call.name != wanted:  # its place keeps the tool it wants
+            return _Slot(call, None, (_not_again(wanted, call),), tool=wanted)
         tool = spec.tools.get(call.name)
         if tool is None:
             return _Slot(call, None, (_unknown(spec, call),))
         forced = spec.required
         if isinstance(forced, str) and not isinstance(forced, bool) and call.name != forced:
-            return _Slot(call, None, (_not_forced(forced, call),))
+            return _Slot(call, None, (_not_forced(forced, call),), tool=forced)
         # no arguments at all: the no-argument object (some servers send "" for `{}`)
         arguments = call.arguments if call.arguments.strip() else "{}"
         evaluation = yield from evaluate(
@@ -364,7 +374,7 @@ class CallAnswers:
             on_ambiguity=spec.policy.on_ambiguity,
             contract_timeout_s=self.run.contract_limit(),
         )
-        return _Slot(call, evaluation, evaluation.diagnostics)
+        return _Slot(call, evaluation, evaluation.diagnostics, tool=call.name)
 
     def _broken(self) -> list[_Slot]:
         return [slot for slot in self.slots if not slot.ok]
@@ -415,30 +425,14 @@ def _not_accepted(calls: Sequence[ToolCall], accepted: Sequence[_Slot]) -> list[
         return list(range(len(calls)))
     same: set[tuple[str, str]] = set()
     for slot in accepted:
-        same.add((slot.call.name, _data(slot.call.arguments)))
+        same.add((slot.call.name, arguments_key(slot.call.arguments)))
         if slot.evaluation is not None and slot.evaluation.parse.value is not None:
-            same.add((slot.call.name, _canonical(slot.evaluation.parse.value)))
+            same.add((slot.call.name, value_key(slot.evaluation.parse.value)))
     return [
         i
         for i, call in enumerate(calls)
-        if call.name not in names or (call.name, _data(call.arguments)) not in same
+        if call.name not in names or (call.name, arguments_key(call.arguments)) not in same
     ]
-
-
-def _data(arguments: str) -> str:
-    """Arguments as data (canonical JSON), or as sent when they are not JSON."""
-    text = arguments.strip() or "{}"  # no arguments: the no-argument object
-    try:
-        return _canonical(json.loads(text))
-    except (ValueError, RecursionError):
-        return text
-
-
-def _canonical(value: Any) -> str:
-    try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):  # not JSON data: never the same as any
-        return f"\x00{id(value)}"
 
 
 def _assign(
