@@ -16,6 +16,11 @@ Responses: an `output` list; Anthropic: a `content` list; Gemini: a `candidates`
 blocked prompt's feedback; Ollama: a `message`) and for its text as a string, and raises
 `not_a_reply` / `wrong_text` (an `UnreadableReply`) when either is not there: the provider's
 failure, never an empty answer of the model's (an empty list is one: a reply with no answer).
+A stream chunk is held to the same rule: one whose text member (chat `delta.content`,
+Anthropic `text_delta.text`, Gemini `parts[i].text`, Ollama `message.content`, a Responses
+text event's `delta`, ...) is present and not a string raises `wrong_chunk_text`, naming the
+member and its type, so the streamed call fails as the provider's (`api_error`) instead of
+losing that piece of the answer.
 The formats' fast readers hand anything unusual to their generic reader, so the rule holds
 whether or not a response class was read before.
 
@@ -40,9 +45,11 @@ from healjson._core.wire.effects import ProviderError
 
 __all__ = [
     "UnreadableReply",
+    "chunk_text",
     "not_a_reply",
     "sdk_reading_failure",
     "unreadable_as_failure",
+    "wrong_chunk_text",
     "wrong_text",
 ]
 
@@ -86,6 +93,25 @@ def wrong_text(value: Any) -> UnreadableReply:
     return UnreadableReply(
         f"the provider's answer is not a reply: its text is {type(value).__name__}, not a string"
     )
+
+
+def wrong_chunk_text(member: str, value: Any) -> UnreadableReply:
+    """A stream chunk whose text `member` is present and holds `value`, not a string: no chunk
+    of a reply (as a whole answer with such text is none), never a piece read as empty."""
+    return UnreadableReply(
+        f"the provider's stream chunk is not a reply's: its {member} is "
+        f"{type(value).__name__}, not a string"
+    )
+
+
+def chunk_text(value: Any, member: str) -> str:
+    """A stream chunk's text `member`, read as `value`: itself when a string, "" when absent
+    (None); any other type is no chunk of a reply (`wrong_chunk_text`, naming `member`)."""
+    if isinstance(value, str):
+        return value
+    if value is not None:
+        raise wrong_chunk_text(member, value)
+    return ""
 
 
 def _error_said(body: Any) -> str:

@@ -56,7 +56,7 @@ from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_to
 from healjson.adapters._unreadable import ReadChecked
 
 from ._fields import as_int, as_list, get_field, is_record, json_text, message_text, opt_str
-from ._unreadable import not_a_reply, unreadable_as_failure, wrong_text
+from ._unreadable import chunk_text, not_a_reply, unreadable_as_failure, wrong_text
 from .provider import Provider, ToolDialect
 from .tiers import NATIVE_MODES, JsonMode, Shapeable, prompted
 
@@ -155,7 +155,7 @@ def _read_chunk(chunk: Any) -> Delta:
     calls = _calls(get_field(message, "tool_calls"))
     done = get_field(chunk, "done") is True
     return Delta(
-        text=str(get_field(message, "content") or ""),
+        text=chunk_text(get_field(message, "content"), "message.content"),
         reasoning=str(get_field(message, "thinking") or ""),
         tool_arguments="".join(call.arguments for call in calls),
         tool_name=calls[0].name if calls else None,
@@ -350,8 +350,8 @@ class OllamaCollector:
         self._calls.extend(as_list(get_field(message, "tool_calls")))
         if get_field(chunk, "done") is True:
             self._last = chunk
-        text = get_field(message, "content")
-        if isinstance(text, str) and text:
+        text = chunk_text(get_field(message, "content"), "message.content")
+        if text:
             self._text.append(text)
             return text
         return ""

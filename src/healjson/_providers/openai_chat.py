@@ -34,7 +34,7 @@ from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import SDK_COMPLETIONS, Reply, ToolCall, Usage, new_reply, new_usage
 
 from ._fields import as_int, as_list, get_field, is_record, json_text, opt_str, text_content
-from ._unreadable import not_a_reply, unreadable_as_failure
+from ._unreadable import chunk_text, not_a_reply, unreadable_as_failure
 from .provider import BatchApi, BatchLines, Provider
 
 if TYPE_CHECKING:
@@ -253,12 +253,12 @@ def read_sdk_chunk(chunk: Any) -> Delta:
         return _openai(chunk)
     if calls or extra or usage is not None:
         return _openai(chunk)  # tool calls, reasoning fields, usage: the full reader
-    return Delta(
-        text=text if type(text) is str else "",
-        refusal=refusal if type(refusal) is str else "",
-        finish_reason=None if finish is None else str(finish),
-        model=chunk.model,
-    )
+    if type(text) is not str:  # absent; any other type: no chunk of a reply (`chunk_text`)
+        text = chunk_text(text, "choices[0].delta.content")
+    if type(refusal) is not str:
+        refusal = chunk_text(refusal, "choices[0].delta.refusal")
+    finish = None if finish is None else str(finish)
+    return Delta(text=text, refusal=refusal, finish_reason=finish, model=chunk.model)
 
 
 @unreadable_as_failure
@@ -284,20 +284,19 @@ def _openai(chunk: Any) -> Delta:
     for call in as_list(get_field(delta, "tool_calls")):
         function = get_field(call, "function") or {}
         piece = get_field(function, "arguments")
-        if isinstance(piece, str):
-            arguments += piece
+        arguments += chunk_text(piece, "choices[0].delta.tool_calls[].function.arguments")
         name = name or opt_str(get_field(function, "name"))
-    text = get_field(delta, "content")
-    refusal = get_field(delta, "refusal")
+    text = chunk_text(get_field(delta, "content"), "choices[0].delta.content")
+    refusal = chunk_text(get_field(delta, "refusal"), "choices[0].delta.refusal")
     finish = opt_str(get_field(choice, "finish_reason"))
     if usage is not None and finish is None:  # a running count (vLLM's continuous usage stats)
         usage = dataclasses.replace(usage, estimated=True)
     return Delta(
-        text=text if isinstance(text, str) else "",
+        text=text,
         reasoning=reasoning,
         tool_arguments=arguments,
         tool_name=name,
-        refusal=refusal if isinstance(refusal, str) else "",
+        refusal=refusal,
         finish_reason=finish,
         usage=usage,
         model=model,

@@ -28,7 +28,7 @@ from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage
 
 from ._fields import as_list, json_text, opt_str, output_token_limit, with_output_token_limit
-from ._unreadable import not_a_reply, unreadable_as_failure, wrong_text
+from ._unreadable import chunk_text, not_a_reply, unreadable_as_failure, wrong_text
 from .openai_chat import batch_body as chat_batch_body
 from .openai_chat import batch_result
 from .openai_conversation import Conversation, text_format
@@ -260,9 +260,9 @@ def read_event(event: Any, kind: str) -> Delta | None:
     (the text of commentary items is read as answer text here: `set_commentary_aside` tells
     them apart, keeping the items' phases)."""
     make = _TEXT_DELTAS.get(kind)
-    if make is not None:
+    if make is not None:  # a `delta` of another type: no event of a reply (`chunk_text`)
         piece = _field(event, "delta")
-        return make(piece) if isinstance(piece, str) else _EMPTY
+        return _EMPTY if piece is None else make(chunk_text(piece, f"delta (of {kind})"))
     if not kind.startswith("response."):
         if kind == "error" and (
             _field(event, "sequence_number") is not None
@@ -319,11 +319,11 @@ def _phased(event: Any, aside: set[Any], seen: Callable[[str], None] | None) -> 
     make = _TEXT_DELTAS.get(kind) if type(kind) is str else None
     if make is not None:
         piece = _field(event, "delta")
-        if not isinstance(piece, str):
-            piece = None
+        if type(piece) is not str:  # none: nothing; another type: `read_event` refuses it
+            return _EMPTY if piece is None else event
         if aside and kind == "response.output_text.delta" and _text_id(event, "item_id") in aside:
-            return Delta(reasoning=piece or "")
-        return _EMPTY if piece is None else make(piece)
+            return Delta(reasoning=piece)
+        return make(piece)
     if kind == "response.output_item.added":
         item = _field(event, "item")
         if _field(item, "phase") == "commentary":
@@ -416,8 +416,7 @@ class ResponsesCollector:
         """Take one event; the answer text it carries ("" for none)."""
         kind = _field(event, "type")
         if kind == "response.output_text.delta":
-            piece = _field(event, "delta")
-            return piece if isinstance(piece, str) else ""
+            return chunk_text(_field(event, "delta"), f"delta (of {kind})")
         if kind in ("response.completed", "response.incomplete", "response.failed"):
             self._final = read_response(_field(event, "response") or {})  # raises when failed
         elif kind == "error":

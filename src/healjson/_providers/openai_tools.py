@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from healjson._core.wire.reply import Reply, ToolCall, new_reply
 
 from ._fields import as_list, get_field, opt_str
-from ._unreadable import unreadable_as_failure
+from ._unreadable import chunk_text, unreadable_as_failure
 from .openai_chat import chat_usage
 from .provider import ToolDialect
 
@@ -60,8 +60,8 @@ class ChatCollector:
         if finish is not None:
             self._finish = str(finish)
         delta = get_field(choice, "delta") or {}
-        refusal = get_field(delta, "refusal")
-        if isinstance(refusal, str):
+        refusal = chunk_text(get_field(delta, "refusal"), "choices[0].delta.refusal")
+        if refusal:
             self._refusal.append(refusal)
         for call in as_list(get_field(delta, "tool_calls")):
             index = get_field(call, "index")
@@ -70,10 +70,9 @@ class ChatCollector:
             function = get_field(call, "function") or {}
             entry[1] = entry[1] or (opt_str(get_field(function, "name")) or "")
             piece = get_field(function, "arguments")
-            if isinstance(piece, str):
-                entry[2].append(piece)
-        text = get_field(delta, "content")
-        if isinstance(text, str) and text:
+            entry[2].append(chunk_text(piece, "choices[0].delta.tool_calls[].function.arguments"))
+        text = chunk_text(get_field(delta, "content"), "choices[0].delta.content")
+        if text:
             self._text.append(text)
             return text
         return ""

@@ -27,14 +27,14 @@ works (the attempt's OpenTelemetry span) is never current in the caller's loop b
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, TypeVar
 
 from healjson._core.outcome.calls import ToolCalls
-from healjson._core.outcome.outcome import Healed, Outcome
+from healjson._core.outcome.outcome import Outcome
 from healjson._core.redact import secrets_scope
-from healjson._core.stream.events import HELD, Done, Event, Item, Snapshot, Text
+from healjson._core.stream.events import Done, Event, Item, Snapshot, Text
+from healjson._core.stream.items import ItemStatus, Tracker
 from healjson._core.stream.partial import Partial
 from healjson._core.stream.reading import Reader
 
@@ -55,14 +55,6 @@ __all__ = [
 
 T = TypeVar("T")
 
-ItemStatus = Literal["streamed", "repaired", "held", "retracted"]
-"""What became of one item of a streamed list: in the final value as the first answer had it
-(`streamed`: as it arrived, or healed locally without another call), valid only in a repaired
-answer (`repaired`), in no value (`held`: never valid, or the outcome is `Degraded`: even an
-item handed out; the outcome says why), or handed out
-during a stream and then replaced, because a repair's answer rewrote the whole list
-(`retracted`: the final value's item at that index was handed out after it)."""
-
 _NOT_FINISHED = (
     "the stream is not finished: iterate it to the end, or call `stream.finish()` to read the "
     "rest (`await stream.finish()` for an async stream)"
@@ -72,99 +64,6 @@ _NOT_FINISHED_ASYNC = (
     "stream.finish()` to read the rest; `.outcome` never reads the stream itself"
 )
 _CLOSED = "this stream was closed before its outcome was known"
-
-# -- what the caller holds -----------------------------------------------------------------------
-
-
-class _Tracker:
-    """The caller-side state both stream objects share: the outcome and the items' fate.
-
-    Items are handed out in index order: an item waits for every item before it, and a held
-    item stops the rest of that answer's items (they come after the run, from the final value).
-    """
-
-    __slots__ = ("given", "item_status", "outcome", "ready", "stopped")
-
-    def __init__(self) -> None:
-        self.outcome: Outcome[Any] | None = None
-        self.given: list[Any] = []
-        """The items handed out, by index."""
-        self.ready: dict[int, Any] = {}
-        self.stopped: set[int] = set()
-        """Attempts in which an item was held: the rest of their items wait for the end."""
-        self.item_status: dict[int, ItemStatus] = {}
-
-    def final_items(self) -> list[Any]:
-        """At the end: the items of the final value not yet handed out, and the replacements
-        of items a whole-list repair rewrote (those handed out are marked `retracted`)."""
-        outcome = self.outcome
-        self.ready.clear()
-        if not isinstance(outcome, Healed) or not isinstance(outcome.value, list | tuple):
-            for index in self.item_status:  # a degraded run: no item is in a value
-                if index >= len(self.given) or not isinstance(outcome, Healed):
-                    self.item_status[index] = "held"
-            return []
-        first = _first_failures(outcome)
-        rest = []
-        for index, item in enumerate(outcome.value):
-            if index < len(self.given):
-                if self.given[index] != item:
-                    self.item_status[index] = "retracted"
-                    self.given[index] = item
-                    rest.append(item)
-                continue
-            self.given.append(item)
-            repaired = first is None or index in first
-            self.item_status[index] = "repaired" if outcome.calls > 1 and repaired else "streamed"
-            rest.append(item)
-        for index in self.item_status:  # beyond the final list: in no value
-            if index >= len(outcome.value):
-                self.item_status[index] = "retracted" if index < len(self.given) else "held"
-        return rest
-
-    def took(self, event: Item) -> list[Any]:
-        """Note a streamed item; the items it lets out, in index order (none while an earlier
-        one is missing, and none after a held one in the same answer)."""
-        index, attempt = event.index, event.attempt
-        if any(number != attempt for number, _ in self.ready.values()):
-            self.ready.clear()  # an earlier answer's items, still waiting: never handed out
-        if event.value is HELD:
-            self.stopped.add(attempt)
-            self.ready.clear()
-            if index >= len(self.given):
-                self.item_status.setdefault(index, "held")
-            return []
-        if index < len(self.given):
-            if event.value != self.given[index]:  # this answer replaces one handed out: the
-                self.stopped.add(attempt)  # rest of it comes at the end, after the replacement
-                self.ready.clear()
-            return []
-        self.item_status.setdefault(index, "held")  # until it is handed out
-        if attempt in self.stopped:
-            return []
-        self.ready[index] = (attempt, event.value)
-        out = []
-        while len(self.given) in self.ready:
-            number, value = self.ready.pop(len(self.given))
-            self.item_status[len(self.given)] = "streamed" if number == 1 else "repaired"
-            self.given.append(value)
-            out.append(value)
-        return out
-
-
-def _first_failures(outcome: Outcome[Any]) -> set[int] | None:
-    """The items the first answer got wrong (by index), or None when its failure was not
-    only in items (the whole list was repaired)."""
-    found: set[int] = set()
-    for diagnostic in outcome.attempts[0].diagnostics if outcome.attempts else ():
-        match = _ITEM_PATH.match(diagnostic.path)
-        if match is None:
-            return None
-        found.add(int(match.group(1)))
-    return found
-
-
-_ITEM_PATH = re.compile(r"\[(\d{1,9})\]")
 
 
 class HealStream(Generic[T]):
@@ -179,7 +78,7 @@ class HealStream(Generic[T]):
 
     def __init__(self, events: Iterator[Event]) -> None:
         self._events = events
-        self._tracker = _Tracker()
+        self._tracker = Tracker()
 
     def _next_events(self) -> Iterator[Event]:
         for event in self._events:
@@ -255,7 +154,7 @@ class AsyncHealStream(Generic[T]):
 
     def __init__(self, events: AsyncIterator[Event]) -> None:
         self._events = events
-        self._tracker = _Tracker()
+        self._tracker = Tracker()
 
     def __await__(self) -> Generator[Any, None, AsyncHealStream[T]]:
         if False:  # pragma: no cover - makes this a generator

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from healjson._core.wire.reply import Reply, ToolCall, new_reply
 from healjson._providers._fields import get_field, opt_str
-from healjson._providers._unreadable import unreadable_as_failure
+from healjson._providers._unreadable import chunk_text, unreadable_as_failure
 from healjson._providers.provider import ToolDialect
 
 from .wire import FINISH, anthropic_usage
@@ -59,11 +59,12 @@ class AnthropicCollector:
             piece = get_field(delta, "type")
             entry = self._blocks[index]
             if piece == "text_delta" and entry[0] == "text":
-                text = str(get_field(delta, "text") or "")
+                text = chunk_text(get_field(delta, "text"), "text_delta.text")
                 entry[3].append(text)
                 return text
             if piece == "input_json_delta" and entry[0] == "tool_use":
-                entry[3].append(str(get_field(delta, "partial_json") or ""))
+                json_piece = get_field(delta, "partial_json")
+                entry[3].append(chunk_text(json_piece, "input_json_delta.partial_json"))
         elif kind == "message_start":
             message = get_field(event, "message") or {}
             self._model = opt_str(get_field(message, "model"))

@@ -25,7 +25,12 @@ from healjson._core.wire.delta import Delta
 from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage, remember_reader
 from healjson._providers._fields import as_int, get_field, json_text, message_text, opt_str
-from healjson._providers._unreadable import not_a_reply, unreadable_as_failure, wrong_text
+from healjson._providers._unreadable import (
+    chunk_text,
+    not_a_reply,
+    unreadable_as_failure,
+    wrong_text,
+)
 from healjson._providers.tiers import JsonMode, Shapeable, prompted
 
 from .schema import AnthropicSchemaUnsupported
@@ -173,18 +178,23 @@ def anthropic_usage(
     )
 
 
+_THINKING = "thinking_delta.thinking"
+_JSON = "input_json_delta.partial_json"
+
+
 @unreadable_as_failure
 def _anthropic_event(event: Any) -> Delta:
     kind = get_field(event, "type")
     if kind == "content_block_delta":
         delta = get_field(event, "delta") or {}
         piece = get_field(delta, "type")
+        # a delta's text of another type is no event of a reply (`chunk_text`)
         if piece == "text_delta":
-            return Delta(text=str(get_field(delta, "text") or ""))
+            return Delta(text=chunk_text(get_field(delta, "text"), "text_delta.text"))
         if piece == "thinking_delta":
-            return Delta(reasoning=str(get_field(delta, "thinking") or ""))
+            return Delta(reasoning=chunk_text(get_field(delta, "thinking"), _THINKING))
         if piece == "input_json_delta":
-            return Delta(tool_arguments=str(get_field(delta, "partial_json") or ""))
+            return Delta(tool_arguments=chunk_text(get_field(delta, "partial_json"), _JSON))
         return _EMPTY
     if kind == "content_block_start":
         block = get_field(event, "content_block") or {}

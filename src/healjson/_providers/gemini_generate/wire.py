@@ -37,7 +37,12 @@ from healjson._providers._fields import (
     output_token_limit,
     with_output_token_limit,
 )
-from healjson._providers._unreadable import not_a_reply, unreadable_as_failure, wrong_text
+from healjson._providers._unreadable import (
+    not_a_reply,
+    unreadable_as_failure,
+    wrong_chunk_text,
+    wrong_text,
+)
 from healjson._providers.tiers import JsonMode, Shapeable, prompted
 
 from .schema import GeminiSchemaUnsupported
@@ -112,12 +117,13 @@ def _read(obj: Any, whole: bool) -> Reply:
     parts = as_list(get_field(get_field(candidate, "content") or {}, "parts"))
     texts: list[str] = []
     thoughts: list[str] = []
-    for part in parts:
+    for index, part in enumerate(parts):
         text = get_field(part, "text")
         if text is None or text == "":
             continue
-        if not isinstance(text, str):
-            raise wrong_text(text)
+        if not isinstance(text, str):  # a stream piece's: no chunk of a reply, the part named
+            at = f"candidates[0].content.parts[{index}].text"
+            raise wrong_text(text) if whole else wrong_chunk_text(at, text)
         (thoughts if get_field(part, "thought") else texts).append(text)
     content: str | None = "".join(texts) if texts else None
     functions = [f for p in parts if (f := get_field_either(p, "function_call", "functionCall"))]
