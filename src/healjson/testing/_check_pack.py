@@ -97,7 +97,9 @@ def check_pack(pack: ContractPack, *, max_examples: int | None = None) -> PackRe
        (`lines[2].line_total` is resolved against it), a non-empty constraint and prescription,
        declared fields that exist, and — for a rule over several fields — a prescription that
        names every one of them. For a rule declared `on_fail="fix"`, its `fix` on each such
-       instance gives a value that passes the schema and the rule. When no value breaks a rule
+       instance gives a value that passes the schema and the rule, judged as a run's `settle`
+       judges it (the same function: the fix's own value checked as it stands, never
+       validated again; a rule over items fixed item by item). When no value breaks a rule
        alone, the problem names the rules that broke along with it. When `valid(pack)` keeps
        fewer than one in five of the values it draws (tight rules and no golden example),
        that is one problem, whether hypothesis gave up this time or not, and the `violating`

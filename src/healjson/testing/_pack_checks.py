@@ -10,9 +10,12 @@ from typing import Any
 
 from pydantic_core import to_json
 
+from healjson._core.judge.policies import correct
+
 from ._corruptions import Corruption
 from ._internals import (
     MISSING,
+    NOTHING,
     ROOT,
     Contract,
     ContractContext,
@@ -20,10 +23,8 @@ from ._internals import (
     Reason,
     Source,
     Target,
-    describe_exception,
     drive_sync,
     judge_value,
-    run_contracts,
     set_logger,
     validate,
     value_at,
@@ -176,29 +177,33 @@ def check_fix(
     target: Target[Any], rule: Contract[Any], instance: Any, ctx: ContractContext
 ) -> None:
     """A rule declared `on_fail="fix"`: its fix, on a value the rule rejects, gives a value
-    that passes the schema and the rule (the engine re-asks the model otherwise)."""
+    that passes the schema and the rule (the engine re-asks the model otherwise), judged by
+    the very function a run's `settle` judges it by (`policies.correct`): the fix's own value
+    checked as it stands, never dumped and validated again (a validator need not be
+    idempotent), and the rule run on it as a run judges (one that changes it is reported)."""
     assert rule.fix is not None
     where = f"the fix of `{rule.name}` on {show(instance)}"
     fix = (
         f"make the fix of `{rule.name}` return a value that passes the schema and the rule, or "
         'declare the rule on_fail="reask"'
     )
-    try:
-        fixed = rule.fix(instance)
-        data = target.adapter.dump_python(fixed, mode="json", by_alias=True, warnings=False)
-    except Exception as exc:
-        raise Problem(f"{where} raised {describe_exception(exc)}", fix) from None
-    try:
-        again = target.adapter.validate_python(data, context=ctx.validation_context)
-    except Exception as exc:
-        raise Problem(
-            f"{where} gave {show(data)}, which fails the schema: {describe_exception(exc)}", fix
-        ) from None
-    # the rule run again on the fixed value, as the engine's `settle` re-judges it
-    still = [d for d in drive_sync(run_contracts((rule,), again, ctx)) if d.rule == rule.name]
+    groups = drive_sync(judge_value(target, (rule,), instance, ctx))
+    made = drive_sync(correct(target, (rule,), groups, instance, ctx))
+    if made.error:
+        problem = made.error[0]
+        if problem.rule == rule.name and "the fix of" in problem.constraint:
+            text = problem.constraint.replace(f"the fix of contract `{rule.name}`", where, 1)
+        else:  # the rule raised on the fixed value, or changed it
+            text = f"{where} gave {show(made.value)}, on which {problem.constraint}"
+        raise Problem(text, fix)
+    if made.unfit is not None:
+        gave = "data that" if made.value is NOTHING else show(made.value) + ", which"
+        raise Problem(f"{where} gave {gave} fails the schema: {made.unfit}", fix)
+    still = [d for group in made.groups for d in group if d.rule == rule.name]
     if still:
         raise Problem(
-            f"{where} gave {show(again)}, which still breaks `{rule.name}`: {still[0].constraint}",
+            f"{where} gave {show(made.value)}, which still breaks `{rule.name}`: "
+            f"{still[0].constraint}",
             fix,
         )
 

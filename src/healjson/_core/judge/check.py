@@ -51,6 +51,10 @@ class Evaluation:
     """The `"fix"` rules whose fix the accepted value is the result of."""
     stopped: bool = False
     """A `"stop"` rule was broken: no re-ask (the run degrades with `contract_error`)."""
+    before_rules: Any = NOTHING
+    """When a `"fix"` or `"drop"` rule changed the accepted value: that value as validated,
+    before the rules ran, as JSON data (`policies.answer_data`; NOTHING otherwise): what the
+    rules changed is judged against it (`changed_fields`), never against `data`."""
 
     @property
     def ok(self) -> bool:
@@ -187,6 +191,7 @@ def evaluate(
             warnings=settled.warnings,
             dropped=settled.dropped,
             fixed=settled.fixed,
+            before_rules=settled.before_rules,
         )
     )
 

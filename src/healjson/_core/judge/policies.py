@@ -1,22 +1,29 @@
 """What a broken rule does (`@contract(on_fail=...)`), for one schema-valid value.
 
-Given each contract's violations of a value (`run_contract_groups`), `settle` decides:
+Given each contract's violations of a value (`judge_value`), `settle` decides:
 
 - a `"stop"` violation ends the run (`Settled.stopped`): no re-ask, `contract_error`;
 - `"fix"` and `"drop"` violations are settled locally: the items that broke a drop rule are
   removed from their list (the answer, or the list inside it that the rule judges the items
   of: `@contract(items="lines")`; a fix does not save them), item fixes correct the items
-  kept, then whole-value fixes run in declaration order. The result is checked against the
-  schema (a length bound still holds after a drop) and every contract runs again on it (a
-  list-level rule judges the list without its dropped items). It is accepted when only
-  warnings remain; anything else (a fix that breaks another rule, or still breaks its own, a
-  list too short after a drop, a fix whose value is not of the schema's types) is re-asked
-  with the first value's violations;
+  kept, then whole-value fixes run in declaration order (`correct`). The result is checked
+  against the schema (a length bound still holds after a drop) and judged again as a run's
+  first judging judges a value (`judge_value`: every contract, a list-level rule judging the
+  list without its dropped items, and a contract that changes the value it checks is a
+  `contract_error`). It is accepted when only warnings remain; anything else (a fix that
+  breaks another rule, or still breaks its own, a list too short after a drop, a fix whose
+  value is not of the schema's types) is re-asked with the first value's violations;
 - `"reask"` violations (and the cases above) ask the model again, with every violation of the
   answer that is not a warning;
 - `"warn"` violations never change the verdict: the accepted value's are kept as `warnings`.
 
 A `fix` that raises is a bug in the caller's code, as a contract that raises: `contract_error`.
+
+What the rules changed (`changed_fields`) is judged between the value as validated and the
+accepted one, both as the same JSON dump (`answer_data`): the first is taken before any fix
+runs (a fix may change the value it is given in place), and only when a fix or a drop rule
+was broken (`Settled.before_rules`); never the JSON the model wrote, which a validator may
+have turned into another value (dollars into cents) or a dump shows otherwise (`SecretStr`).
 
 A value healjson validated is never validated a second time: pydantic's validators need not be
 idempotent (a `BeforeValidator` that turns dollars into cents would run twice), and a dump is
@@ -60,10 +67,20 @@ from healjson._core.target.json_schema import JsonSchema
 from healjson._core.target.target import Target
 from healjson._core.wire.effects import AwaitAll
 
-from .contracts import Contract, ContractContext, run_contract_groups
+from .contracts import Contract, ContractContext
 from .item_rules import Loc, item_place, lists_at, place, read_at, replaced_at
 
-__all__ = ["Dropped", "Settled", "as_answer_kind", "holds", "settle"]
+__all__ = [
+    "Correction",
+    "Dropped",
+    "Settled",
+    "answer_data",
+    "as_answer_kind",
+    "correct",
+    "holds",
+    "settle",
+    "unheld",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,11 +122,15 @@ class Settled:
     stopped: bool = False
     error: tuple[Diagnostic, ...] = ()
     """A `contract_error` found while settling (a fix that raised, a rule that raised on the
-    corrected value)."""
+    corrected value or changed it)."""
     warnings: tuple[Diagnostic, ...] = ()
     dropped: tuple[Dropped, ...] = ()
     fixed: tuple[str, ...] = ()
     flags: tuple[Flag, ...] = ()
+    before_rules: Any = NOTHING
+    """The accepted value as validated, before any fix or drop ran, as JSON data
+    (`answer_data`): what `changed_fields` compares the accepted value's dump with (NOTHING:
+    no fix or drop ran, or a serializer raised)."""
 
 
 def settle(
@@ -122,10 +143,7 @@ def settle(
     timeout_s: float | None = None,
 ) -> Generator[AwaitAll, list[Any], Settled]:
     """Apply each rule's `on_fail` to its violations of `instance` (see the module docstring)."""
-    by_policy: dict[str, list[tuple[Contract[Any], Sequence[Diagnostic]]]] = {}
-    for rule, group in zip(contracts, groups, strict=True):
-        if group:
-            by_policy.setdefault(rule.on_fail, []).append((rule, group))
+    by_policy = _by_policy(contracts, groups)
     if "stop" in by_policy:
         return Settled(blocking=_flat(by_policy["stop"]), stopped=True)
     blocking = tuple(
@@ -138,58 +156,147 @@ def settle(
         return Settled(instance, warnings=_flat(by_policy.get("warn", [])))
     if "fix" not in by_policy and "drop" not in by_policy:
         return Settled(blocking=blocking)
-    try:
-        value, dropped, fixed = _remedy(target, instance, by_policy, ctx)
-    except _FixFailed as failed:
-        return Settled(error=(failed.diagnostic,))
-    except _Unfit:  # a fix's data fails the schema: the model is asked instead
-        return Settled(blocking=blocking)
-    except TypeError:  # a list inside a value healjson cannot copy: the model is asked instead
-        return Settled(blocking=blocking)
-    if not holds(target, value, ctx, instance):  # it fails the schema: the model is asked
-        return Settled(blocking=blocking)
-    regroups = yield from run_contract_groups(contracts, value, ctx, timeout_s=timeout_s)
-    errors = tuple(d for group in regroups for d in group if d.source is Source.CONTRACT_ERROR)
-    if errors:
-        return Settled(error=errors)
-    if any(
-        group and rule.on_fail != "warn" for rule, group in zip(contracts, regroups, strict=True)
-    ):
+    before = answer_data(target, instance)  # before any fix: one may change it in place
+    made = yield from correct(target, contracts, groups, instance, ctx, timeout_s=timeout_s)
+    if made.error:
+        return Settled(error=made.error)
+    if not made.accepted:  # it fails the schema, or a rule: the model is asked instead
         return Settled(blocking=blocking)
     warnings = tuple(
         d
-        for rule, group in zip(contracts, regroups, strict=True)
+        for rule, group in zip(contracts, made.groups, strict=True)
         if rule.on_fail == "warn"
         for d in group
     )
+    fixed, dropped = made.fixed, made.dropped
     flags = ((Flag.CONTRACT_FIXED,) if fixed else ()) + ((Flag.ITEMS_DROPPED,) if dropped else ())
-    return Settled(value, warnings=warnings, dropped=dropped, fixed=fixed, flags=flags)
+    return Settled(
+        made.value,
+        warnings=warnings,
+        dropped=dropped,
+        fixed=fixed,
+        flags=flags,
+        before_rules=before,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Correction:
+    """What the `"fix"` and `"drop"` rules made of a value (`correct`), and its verdict."""
+
+    value: Any = NOTHING
+    """The corrected value (NOTHING: none: a fix raised, or gave data the schema refuses, or
+    the value holds a list healjson cannot copy)."""
+    unfit: str | None = None
+    """Why the corrected value (or a fix's data) fails the schema (None: it holds)."""
+    groups: tuple[tuple[Diagnostic, ...], ...] = ()
+    """Each contract's diagnostics on the corrected value (`judge_value`), when it holds."""
+    error: tuple[Diagnostic, ...] = ()
+    """A `contract_error`: a fix that raised, a rule that raised on (or changed) the value."""
+    dropped: tuple[Dropped, ...] = ()
+    fixed: tuple[str, ...] = ()
+    contracts: tuple[Contract[Any], ...] = ()
+
+    @property
+    def accepted(self) -> bool:
+        """The corrected value holds, and breaks no rule but `"warn"` ones."""
+        return (
+            self.value is not NOTHING
+            and self.unfit is None
+            and not self.error
+            and not any(
+                group and rule.on_fail != "warn"
+                for rule, group in zip(self.contracts, self.groups, strict=True)
+            )
+        )
+
+
+def correct(
+    target: Target[Any],
+    contracts: Sequence[Contract[Any]],
+    groups: Sequence[Sequence[Diagnostic]],
+    instance: Any,
+    ctx: ContractContext,
+    *,
+    timeout_s: float | None = None,
+) -> Generator[AwaitAll, list[Any], Correction]:
+    """The `"fix"` and `"drop"` rules applied to `instance` (each contract's violations of it
+    in `groups`), the result checked against the schema (`holds`) and judged again
+    (`judge_value`): what `settle` accepts or re-asks for, and what the testing kit's
+    `check_fix` judges a fix by (the two cannot differ)."""
+    # imported here: `import healjson` loads this module (for `Dropped`), not the parser
+    # `judging` reads values with
+    from .judging import judge_value
+
+    rules = tuple(contracts)
+    try:
+        value, dropped, fixed = _remedy(target, instance, _by_policy(rules, groups), ctx)
+    except _FixFailed as failed:
+        return Correction(error=(failed.diagnostic,), contracts=rules)
+    except _Unfit as refused:  # a fix's data fails the schema
+        return Correction(unfit=refused.reason, contracts=rules)
+    except TypeError as exc:  # a list inside a value healjson cannot copy
+        return Correction(unfit=describe_exception(exc), contracts=rules)
+    made = Correction(value, dropped=dropped, fixed=fixed, contracts=rules)
+    unfit = unheld(target, value, ctx, instance)
+    if unfit is not None:
+        return dataclasses.replace(made, unfit=unfit)
+    regroups = yield from judge_value(target, rules, value, ctx, timeout_s=timeout_s)
+    errors = tuple(d for group in regroups for d in group if d.source is Source.CONTRACT_ERROR)
+    return dataclasses.replace(made, groups=tuple(map(tuple, regroups)), error=errors)
+
+
+def answer_data(target: Target[Any], value: Any) -> Any:
+    """`value` (of the target's kind) as JSON data, fields under their wire names, the fields
+    it set: the form `changed_fields` compares (NOTHING: a serializer that raises)."""
+    try:
+        return target.adapter.dump_python(value, mode="json", by_alias=True, exclude_unset=True)
+    except Exception:  # a serializer of the caller's that fails on this value
+        return NOTHING
+
+
+def _by_policy(
+    contracts: Sequence[Contract[Any]], groups: Sequence[Sequence[Diagnostic]]
+) -> dict[str, list[tuple[Contract[Any], Sequence[Diagnostic]]]]:
+    """The rules with violations, with them, by their `on_fail`."""
+    by_policy: dict[str, list[tuple[Contract[Any], Sequence[Diagnostic]]]] = {}
+    for rule, group in zip(contracts, groups, strict=True):
+        if group:
+            by_policy.setdefault(rule.on_fail, []).append((rule, group))
+    return by_policy
 
 
 def holds(target: Target[Any], value: Any, ctx: ContractContext, answer: Any = NOTHING) -> bool:
     """Whether `value`, a value of the target's kind that healjson did not validate as it
-    stands (a fix's, a list after a drop), is valid as it stands: dumped as the answer's JSON
-    (the fields it set, a default left one) with pydantic's type check on, so a part of another
-    type than its place declares fails (unless the `answer` it came from, as validated, fails
-    that check too: a validator of the caller's that returns another type; then the dump alone
-    is judged), and that dump valid (strictly, for a JSON Schema target). The validation is a
-    check only: its result is thrown away (see the module docstring)."""
+    stands (a fix's, a list after a drop), is valid as it stands (`unheld` is None)."""
+    return unheld(target, value, ctx, answer) is None
+
+
+def unheld(
+    target: Target[Any], value: Any, ctx: ContractContext, answer: Any = NOTHING
+) -> str | None:
+    """Why `value` (see `holds`) is not valid as it stands, None when it is: dumped as the
+    answer's JSON (the fields it set, a default left one) with pydantic's type check on, so a
+    part of another type than its place declares fails (unless the `answer` it came from, as
+    validated, fails that check too: a validator of the caller's that returns another type;
+    then the dump alone is judged), and that dump valid (strictly, for a JSON Schema target).
+    The validation is a check only: its result is thrown away (see the module docstring)."""
     adapter = target.adapter
     try:
         data = _dumped(target, value, typed=True)
-    except Exception:  # a part of another type than declared, or a serializer that raises
+    except Exception as exc:  # a part of another type than declared, or a serializer that raises
         if answer is NOTHING or _typed(target, answer):
-            return False
+            return describe_exception(exc)
         try:
             data = _dumped(target, value, typed=False)
-        except Exception:
-            return False
+        except Exception as again:
+            return describe_exception(again)
     strict = True if isinstance(target.type_, JsonSchema) else None
     try:
         adapter.validate_python(data, strict=strict, context=ctx.validation_context)
-    except Exception:  # a validator that raises: not a valid value either
-        return False
-    return True
+    except Exception as exc:  # a validator that raises: not a valid value either
+        return describe_exception(exc)
+    return None
 
 
 def _dumped(target: Target[Any], value: Any, *, typed: bool) -> Any:
@@ -224,7 +331,7 @@ def as_answer_kind(target: Target[Any], answer: Any, fixed: Any, ctx: ContractCo
     try:
         return target.adapter.validate_python(fixed, context=ctx.validation_context)
     except Exception as exc:
-        raise _Unfit from exc
+        raise _Unfit(exc) from exc
 
 
 def _as_item_kind(item: Any, fixed: Any, ctx: ContractContext) -> Any:
@@ -240,7 +347,7 @@ def _as_item_kind(item: Any, fixed: Any, ctx: ContractContext) -> Any:
     try:
         return adapter.validate_python(fixed, context=ctx.validation_context)
     except Exception as exc:
-        raise _Unfit from exc
+        raise _Unfit(exc) from exc
 
 
 def _is_data(given: Any, fixed: Any) -> bool:
@@ -267,6 +374,10 @@ class _FixFailed(Exception):
 
 class _Unfit(Exception):
     """A fix returned data of another kind that fails the schema."""
+
+    def __init__(self, exc: Exception) -> None:
+        super().__init__(describe_exception(exc))
+        self.reason = describe_exception(exc)
 
 
 def _remedy(

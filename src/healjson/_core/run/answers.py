@@ -19,6 +19,7 @@ outcome's, the answer a repair quotes back. Its repairs are the attempt's flags,
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
@@ -26,8 +27,9 @@ from typing import Any, TypeAlias
 from healjson._core.diagnostic import ROOT, Diagnostic, Source, describe_exception
 from healjson._core.flags import Flag
 from healjson._core.judge.check import Evaluation, evaluate
-from healjson._core.judge.contracts import Contract, ContractContext
+from healjson._core.judge.contracts import Contract, ContractContext, value_at
 from healjson._core.judge.enforcement import Enforcement, conforms
+from healjson._core.judge.policies import answer_data
 from healjson._core.judge.verdict import Verdict
 from healjson._core.observe import events as _events
 from healjson._core.outcome.attempt import Reason, first_attempt
@@ -40,7 +42,7 @@ from healjson._core.parse.align import stands
 from healjson._core.redact import run_params
 from healjson._core.repair.items import ItemRepair, failed_items, merge_items
 from healjson._core.repair.prompt import MAX_HISTORY_LINES, RepairPrompt, Strategy
-from healjson._core.sentinels import NOTHING
+from healjson._core.sentinels import MISSING, NOTHING
 from healjson._core.target.target import Target
 from healjson._core.wire.degenerate import degenerate
 from healjson._core.wire.effects import AwaitAll
@@ -277,17 +279,20 @@ class JsonAnswers:
         """The validated instance, the last raw text, L1's flags and the paths where it differs
         from the first answer read: computed whenever the value is not that answer as it stood
         (a repair, or a fix or a drop of the rules' policies, on the first answer too); a first
-        answer accepted as it stands changes nothing and costs nothing."""
-        run = self.run
-        changed: tuple[str, ...] = ()
-        first = self.first_data
+        answer accepted as it stands changes nothing and costs nothing. What a fix or a drop
+        on the first answer changed is judged between that answer's value as validated, before
+        the rules ran, and the accepted value, both dumped alike (`Evaluation.before_rules`):
+        a field a validator transformed (dollars into cents, a `SecretStr`) is no change."""
+        run, target = self.run, self.spec.target
+        changed: list[str] = []
         if len(run.attempts) == 1:  # the first answer: changed only by a fix or a drop
-            first = evaluation.data if evaluation.fixed or evaluation.dropped else NOTHING
-        if first is not NOTHING:
-            final = _as_data(self.spec.target, evaluation)
-            changed = tuple(changed_paths(first, final))[:_MAX_CHANGED_PATHS]
+            if evaluation.fixed or evaluation.dropped:
+                changed = _changed_by_rules(target, evaluation)
+        elif self.first_data is not NOTHING:
+            changed = _changed_by_repair(target, self.first_data, evaluation)
+        changed = changed[:_MAX_CHANGED_PATHS]
         raw = run.attempts[-1].raw_text or ""
-        return evaluation.instance, raw, evaluation.parse.flags, changed
+        return evaluation.instance, raw, evaluation.parse.flags, tuple(changed)
 
     def partial(self) -> Any:
         """The data of the last failed answer L1 read (or of a stream that failed part-way)."""
@@ -445,12 +450,55 @@ def next_prompt(
     )
 
 
+def _changed_by_rules(target: Target[Any], evaluation: Evaluation) -> list[str]:
+    """The paths a fix or a drop changed in an answer: its value as validated before the rules
+    ran against the accepted value, dumped alike (L1's data against the accepted value's dump
+    when a serializer raises on either)."""
+    before = evaluation.before_rules
+    after = NOTHING if before is NOTHING else answer_data(target, evaluation.instance)
+    if after is NOTHING:
+        return changed_paths(evaluation.data, _as_data(target, evaluation))
+    return changed_paths(before, after)
+
+
+def _changed_by_repair(target: Target[Any], first: Any, evaluation: Evaluation) -> list[str]:
+    """The paths where the value a repair gave differs from the first answer's JSON (`first`):
+    the first answer's data against the accepted value's dump, less the paths where the final
+    answer said, as JSON, just what the first one said (the dump of a field a validator
+    transformed, dollars into cents, or a `SecretStr`, is no change the model made), unless a
+    fix or a drop on the final answer changed them."""
+    paths = changed_paths(first, _as_data(target, evaluation))
+    if not paths:
+        return paths
+    said = evaluation.data  # the final answer as L1 read it (spliced, for a per-item repair)
+    ruled = _changed_by_rules(target, evaluation) if evaluation.fixed or evaluation.dropped else []
+    return [
+        path
+        for path in paths
+        if any(_related(path, other) for other in ruled) or not _said_alike(first, said, path)
+    ]
+
+
+def _said_alike(first: Any, said: Any, path: str) -> bool:
+    """Both answers hold the same JSON at `path` (False when either has nothing there)."""
+    before, after = value_at(first, path), value_at(said, path)
+    if before is MISSING or after is MISSING:
+        return False
+    try:  # as JSON text: `1` and `1.0`, `true` and `1` are said otherwise
+        return json.dumps(before, sort_keys=True) == json.dumps(after, sort_keys=True)
+    except (TypeError, ValueError):  # not plain JSON data: not known to be alike
+        return False
+
+
+def _related(path: str, other: str) -> bool:
+    """`path` and `other` are one place, or one lies inside the other."""
+    short, long = sorted((path, other), key=len)
+    return long == short or long.startswith((f"{short}.", f"{short}["))
+
+
 def _as_data(target: Target[Any], evaluation: Evaluation) -> Any:
     """The healed value as JSON data, fields under their wire names: what `changed_fields` is
     computed over (the fields the answer set, whatever else the first answer held)."""
-    try:
-        return target.adapter.dump_python(
-            evaluation.instance, mode="json", by_alias=True, exclude_unset=True
-        )
-    except Exception:  # a serializer that fails: the data L1 read is the next best view
-        return evaluation.data
+    data = answer_data(target, evaluation.instance)
+    # a serializer that fails: the data L1 read is the next best view
+    return evaluation.data if data is NOTHING else data
