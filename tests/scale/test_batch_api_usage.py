@@ -26,6 +26,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from healjson import HealPolicy
 from healjson._core.wire.reply import estimate_tokens
 from healjson.batch_api import run_batch_api
 from healjson.testing import ScriptedReply, ScriptedServer
@@ -365,3 +366,38 @@ def test_a_canceled_line_of_a_batch_healjson_cancelled_is_sent_again(tmp_path: P
     assert row["ok"], row
     assert row["usage"]["requests"] == 1
     assert not row["usage"]["estimated"]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_result_body_that_is_no_reply_costs_the_usage_it_reported(
+    tmp_path: Path, provider: str
+) -> None:
+    """A succeeded result line whose body is no reply of its format but carries its usage
+    costs exactly that usage (one request, not estimated); one without usage is estimated."""
+    if provider == "anthropic":
+        body: dict[str, Any] = {**message("x"), "content": [{"type": "text", "text": 5}]}
+        bare = {key: value for key, value in body.items() if key != "usage"}
+
+        def line(custom_id: str, body: dict[str, Any]) -> bytes:
+            return anthropic_line(custom_id, {"type": "succeeded", "message": body})
+    else:
+        body = {**completion("x"), "choices": None}
+        bare = {key: value for key, value in body.items() if key != "usage"}
+
+        def line(custom_id: str, body: dict[str, Any]) -> bytes:
+            return openai_line(custom_id, {"status_code": 200, "body": body})
+
+    plans = {1: [lambda cid: line(cid, body)], 2: [lambda cid: line(cid, bare)]}
+    source = write_input(tmp_path / "in.jsonl", 2)
+    out = tmp_path / "out.jsonl"
+    with ScriptedServer(batch_replies=Rounds(provider, plans)) as server:
+        run(provider, server, source, out, policy=HealPolicy(max_attempts=1))
+
+    written = rows(out)
+    reported, bare_row = written["t1"], written["t2"]
+    assert (reported["reason"], bare_row["reason"]) == ("api_error", "api_error")
+    usage = reported["usage"]
+    assert (usage["requests"], usage["prompt_tokens"], usage["completion_tokens"]) == (1, 7, 5)
+    assert not usage["estimated"]
+    assert reported["outcome"]["attempts"][0]["usage"] == usage
+    assert_cost(bare_row, ESTIMATED)

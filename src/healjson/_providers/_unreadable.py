@@ -21,6 +21,12 @@ Anthropic `text_delta.text`, Gemini `parts[i].text`, Ollama `message.content`, a
 text event's `delta`, ...) is present and not a string raises `wrong_chunk_text`, naming the
 member and its type, so the streamed call fails as the provider's (`api_error`) instead of
 losing that piece of the answer.
+A body that is no reply may still say what the call cost, in its format's usage member (chat
+and Responses: `usage`, Anthropic: `usage`, Gemini: `usageMetadata`, Ollama:
+`prompt_eval_count` / `eval_count`): each format's whole-reply reader is wrapped by
+`unreadable_reply`, which reads that member with the format's own usage reader, on the failure
+path only, into the `UnreadableReply`'s `reported_usage` (`wire.effects.reported_usage`), so
+the failed call counts what the provider reported, not an estimate.
 The formats' fast readers hand anything unusual to their generic reader, so the rule holds
 whether or not a response class was read before.
 
@@ -42,6 +48,7 @@ from collections.abc import Callable
 from typing import Any, Final, ParamSpec, TypeVar
 
 from healjson._core.wire.effects import ProviderError
+from healjson._core.wire.reply import Reply, Usage
 
 __all__ = [
     "UnreadableReply",
@@ -49,6 +56,7 @@ __all__ = [
     "not_a_reply",
     "sdk_reading_failure",
     "unreadable_as_failure",
+    "unreadable_reply",
     "wrong_chunk_text",
     "wrong_text",
 ]
@@ -76,7 +84,10 @@ _MAX_WORDS: Final = 200
 
 class UnreadableReply(ProviderError, TypeError):
     """The provider's answer could not be read (too deep, a field of the wrong type, or no
-    reply of its format at all)."""
+    reply of its format at all). `reported_usage`: what the body said the call cost, when it
+    said so in its format's usage member (set by `unreadable_reply`)."""
+
+    reported_usage: Usage | None = None
 
 
 def not_a_reply(kind: str, missing: str, body: Any = None) -> UnreadableReply:
@@ -163,6 +174,46 @@ def unreadable_as_failure(reader: Callable[_P, _R]) -> Callable[_P, _R]:
             raise unreadable(exc) from exc
 
     return read
+
+
+def unreadable_reply(
+    usage_of: Callable[[Any], Usage | None],
+) -> Callable[[Callable[_P, Reply]], Callable[_P, Reply]]:
+    """`unreadable_as_failure` for a format's whole-reply reader (its body the first argument):
+    the `UnreadableReply` it raises carries the usage the body reported (`usage_of(body)`, the
+    format's usage reader; none when the body reports none or it cannot be read). Read on the
+    failure path only."""
+
+    def wrap(reader: Callable[_P, Reply]) -> Callable[_P, Reply]:
+        @functools.wraps(reader)
+        def read(*args: _P.args, **kwargs: _P.kwargs) -> Reply:
+            try:
+                return reader(*args, **kwargs)
+            except UnreadableReply as exc:
+                _report(exc, usage_of, args[0])
+                raise
+            except ProviderError:
+                raise
+            except _READING_ERRORS as exc:
+                error = unreadable(exc)
+                _report(error, usage_of, args[0])
+                raise error from exc
+
+        return read
+
+    return wrap
+
+
+def _report(error: UnreadableReply, usage_of: Callable[[Any], Usage | None], body: Any) -> None:
+    """`error` made to carry the usage `body` reported (one it carries already is kept)."""
+    if error.reported_usage is not None:
+        return
+    try:
+        usage = usage_of(body)
+    except Exception:  # a hostile usage member: none reported
+        return
+    if isinstance(usage, Usage) and not usage.estimated:
+        error.reported_usage = usage
 
 
 def sdk_reading_failure(exc: BaseException) -> BaseException:

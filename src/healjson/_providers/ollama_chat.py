@@ -56,7 +56,13 @@ from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_to
 from healjson.adapters._unreadable import ReadChecked
 
 from ._fields import as_int, as_list, get_field, is_record, json_text, message_text, opt_str
-from ._unreadable import chunk_text, not_a_reply, unreadable_as_failure, wrong_text
+from ._unreadable import (
+    chunk_text,
+    not_a_reply,
+    unreadable_as_failure,
+    unreadable_reply,
+    wrong_text,
+)
 from .provider import Provider, ToolDialect
 from .tiers import NATIVE_MODES, JsonMode, Shapeable, prompted
 
@@ -99,7 +105,7 @@ def _calls(raw: Any) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
-@unreadable_as_failure
+@unreadable_reply(lambda obj: _usage(obj, opt_str(get_field(obj, "model"))))
 def _chat(obj: Any) -> Reply:
     """A `ChatResponse`; the SDK's own class is read by `read_chat` from now on. One with no
     `message` (an error body, `{}`), or whose content is not a string, is no chat response

@@ -34,7 +34,7 @@ from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import SDK_COMPLETIONS, Reply, ToolCall, Usage, new_reply, new_usage
 
 from ._fields import as_int, as_list, get_field, is_record, json_text, opt_str, text_content
-from ._unreadable import chunk_text, not_a_reply, unreadable_as_failure
+from ._unreadable import chunk_text, not_a_reply, unreadable_as_failure, unreadable_reply
 from .provider import BatchApi, BatchLines, Provider
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ def read_completion(obj: Any) -> Reply:
     )
 
 
-@unreadable_as_failure
+@unreadable_reply(lambda obj: chat_usage(get_field(obj, "usage"), opt_str(get_field(obj, "model"))))
 def _completion(obj: Any) -> Reply:
     """A completion (object or dict) as a `Reply`: one without a `choices` list (an error body,
     `{}`), or whose first choice holds no `message`, is no completion (`not_a_reply`); an empty
@@ -183,7 +183,7 @@ def _reads_message(obj: Mapping[str, Any]) -> bool:
     return "content" in obj or "refusal" in obj
 
 
-@unreadable_as_failure
+@unreadable_reply(lambda obj: chat_usage(obj.get("usage"), opt_str(obj.get("model"))))
 def _message(obj: Any) -> Reply:
     """A chat message dict (a reply already taken out of its completion)."""
     return new_reply(

@@ -28,7 +28,13 @@ from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage
 
 from ._fields import as_list, json_text, opt_str, output_token_limit, with_output_token_limit
-from ._unreadable import chunk_text, not_a_reply, unreadable_as_failure, wrong_text
+from ._unreadable import (
+    chunk_text,
+    not_a_reply,
+    unreadable_as_failure,
+    unreadable_reply,
+    wrong_text,
+)
 from .openai_chat import batch_body as chat_batch_body
 from .openai_chat import batch_result
 from .openai_conversation import Conversation, text_format
@@ -144,7 +150,7 @@ def read_sdk_response(obj: Any) -> Reply:
     )
 
 
-@unreadable_as_failure
+@unreadable_reply(lambda obj: usage(_field(obj, "usage"), opt_str(_field(obj, "model"))))
 def read_response(obj: Any) -> Reply:
     """A whole `Response` as a `Reply` (see the module's docstring); raises `ResponseFailed`
     for a failed one, `UnreadableReply` for one it cannot read or that is no response: no

@@ -23,9 +23,11 @@ What a failed request cost (`spent`), by the rule the live path's calls follow
 (`drive.call_failed`): an error answer from the provider (its `fault`: an HTTP status of 400 or
 more, as its result line gives it or names it by an error type) is one request and no token
 (the providers bill none); a request its batch never ran (it expired, `NOT_RUN`: canceled
-before it ran, or in a batch that failed as a whole) is no request at all; any other failure
-(no answer, or none that can be read or told apart) may have run: one request, its prompt's
-tokens estimated from its request (`estimated`), marked `estimated`. A request resubmitted as
+before it ran, or in a batch that failed as a whole) is no request at all; a body that is no
+reply of its format but says what it cost in its format's usage member is one request of that
+usage, as the provider reported it (`call_result`); any other failure (no answer, or none that
+can be read or told apart) may have run: one request, its prompt's tokens estimated from its
+request (`estimated`), marked `estimated`. A request resubmitted as
 it was is no model attempt and counts nothing, as an SDK's own retries count nothing on the
 live path.
 """
@@ -41,9 +43,9 @@ from typing import Any, Final
 from healjson._batch.request import deeper_than
 from healjson._core.redact import redact_data, redact_text
 from healjson._core.run.replay import replied
-from healjson._core.wire.effects import CallFailure, CallResult, FailureKind
+from healjson._core.wire.effects import CallFailure, CallResult, FailureKind, reported_usage
 from healjson._core.wire.fault import ProviderFault
-from healjson._core.wire.reply import Usage, call_usage
+from healjson._core.wire.reply import Usage, call_usage, to_reply
 from healjson._providers._batch_results import (
     EXPIRED_MESSAGE,
     TRANSIENT_STATUSES,
@@ -194,12 +196,29 @@ def spent(result: Result) -> Usage | None:
 
 def call_result(result: Result) -> CallResult:
     """A result as the engine's model call: the reply, or the failure with what it cost (None
-    when that is to be estimated from the request: `estimated`)."""
+    when that is to be estimated from the request: `estimated`); a body that is no reply
+    costs the usage it reported, if any (as `drive.call_failed` counts it)."""
     if result.body is not None:
-        return replied(dict(result.body), result.elapsed_s)
+        call = replied(dict(result.body), result.elapsed_s)
+        if call.failure is None:
+            return call
+        usage = _reported(result.body)  # the failure path only: read again for what it said
+        if usage is None:
+            return call
+        return dataclasses.replace(call, failure=dataclasses.replace(call.failure, usage=usage))
     kind: FailureKind = "timeout" if result.failure == "timeout" else "api_error"
     failure = CallFailure(kind, result.message, fault=result.fault, usage=spent(result))
     return CallResult(None, failure, result.elapsed_s)
+
+
+def _reported(body: Mapping[str, Any]) -> Usage | None:
+    """What a body that is no reply said it cost (its format's usage member), if it said."""
+    try:
+        to_reply(dict(body))
+    except TypeError as exc:
+        usage = reported_usage(exc)
+        return None if usage is None else call_usage(usage, (), 0)
+    return None
 
 
 def estimated(call: CallResult, sent: Sequence[Mapping[str, Any]]) -> CallResult:

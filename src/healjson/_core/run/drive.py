@@ -61,6 +61,7 @@ from healjson._core.wire.effects import (
     ProviderError,
     RequestMessages,
     new_call_result,
+    reported_usage,
 )
 from healjson._core.wire.fault import fault_from_exception
 from healjson._core.wire.reply import (
@@ -531,8 +532,9 @@ def call_failed(
     again, unchanged (`effect` None: healjson's own error, always a failure). The call was
     made, so it counts one request: no token when the provider answered with an error (it
     bills none), else (no answer: a timeout, a dropped connection, a body it could not read)
-    the request's tokens estimated and none received (a stream's reading replaces that with
-    what had arrived); `sent`: the call, when `effect` is None."""
+    what a body that is no reply reported it cost (`reported_usage`), or the request's tokens
+    estimated and none received (a stream's reading replaces that with what had arrived);
+    `sent`: the call, when `effect` is None."""
     if effect is not None and not is_provider_error(exc, effect.provider_errors):
         raise exc
     kind = exception_kind(exc)
@@ -544,7 +546,7 @@ def call_failed(
     elif fault is not None and fault.status >= 400:  # an error answer: billed nothing
         usage = _ERROR_ANSWERED
     else:
-        usage = call_usage(None, made.messages, 0)
+        usage = call_usage(reported_usage(exc), made.messages, 0)
     failure = CallFailure(kind, describe_exception(exc), deadline, fault=fault, usage=usage)
     return new_call_result(None, failure, time.perf_counter() - start)
 

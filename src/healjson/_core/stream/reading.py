@@ -286,13 +286,15 @@ class CallsReading:
         return new_call_result(reply, None, time.perf_counter() - self.start)
 
     def salvage(self, result: CallResult) -> CallResult:
-        """A failed tool-call stream keeps its failure and what the call spent."""
+        """A failed tool-call stream keeps its failure and what the call spent (a collector
+        that cannot say: the failure's own count, e.g. the usage a final event that is no reply
+        reported, else the request alone)."""
         if result.failure is None:
             return result
         try:
             usage = _spent(self.collector.reply(), self.effect)
-        except Exception:  # a collector that cannot say what it read: the request alone
-            usage = call_usage(None, self.effect.messages, 0)
+        except Exception:  # a collector that cannot say what it read
+            usage = result.failure.usage or call_usage(None, self.effect.messages, 0)
         return replace(result, failure=replace(result.failure, usage=usage))
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "RequestMessages",
     "new_call_result",
     "new_model_call",
+    "reported_usage",
 ]
 
 FailureKind = Literal["api_error", "timeout", "content_filter", "token_truncated"]
@@ -116,6 +117,13 @@ class ProviderError(Exception):
     """Raise it (or subclass it) in a model call for a failure of the provider or the transport
     that healjson cannot recognise by its type (a gateway's own error, a body that is no
     reply): the run degrades with `api_error` instead of the exception propagating."""
+
+
+def reported_usage(exc: BaseException) -> Usage | None:
+    """What a provider's answer that is no reply said the call cost (its format's usage member,
+    read into the `ProviderError` raised for it: `reported_usage`), None when it said nothing."""
+    usage = getattr(exc, "reported_usage", None) if isinstance(exc, ProviderError) else None
+    return usage if isinstance(usage, Usage) and not usage.estimated else None
 
 
 class DeadlineExceeded(TimeoutError):

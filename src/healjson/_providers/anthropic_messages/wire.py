@@ -29,6 +29,7 @@ from healjson._providers._unreadable import (
     chunk_text,
     not_a_reply,
     unreadable_as_failure,
+    unreadable_reply,
     wrong_text,
 )
 from healjson._providers.tiers import JsonMode, Shapeable, prompted
@@ -57,7 +58,11 @@ FINISH = {"max_tokens": "length", "model_context_window_exceeded": "length",
           "pause_turn": "stop"}  # fmt: skip
 
 
-@unreadable_as_failure
+@unreadable_reply(
+    lambda obj: anthropic_usage(
+        get_field(obj, "usage"), requests=1, model=opt_str(get_field(obj, "model"))
+    )
+)
 def _anthropic(obj: Any) -> Reply:
     """An Anthropic `Message`: text blocks joined as the content, `tool_use` blocks as tool
     calls, `thinking` blocks as the reasoning; a `refusal` stop's message is

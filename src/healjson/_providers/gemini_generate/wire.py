@@ -23,7 +23,14 @@ from pydantic import BaseModel
 
 from healjson._core.wire.delta import Delta
 from healjson._core.wire.formats import WireFormat
-from healjson._core.wire.reply import Reply, ToolCall, new_reply, new_usage, remember_reader
+from healjson._core.wire.reply import (
+    Reply,
+    ToolCall,
+    Usage,
+    new_reply,
+    new_usage,
+    remember_reader,
+)
 from healjson._providers._fields import (
     as_int,
     as_list,
@@ -40,6 +47,7 @@ from healjson._providers._fields import (
 from healjson._providers._unreadable import (
     not_a_reply,
     unreadable_as_failure,
+    unreadable_reply,
     wrong_chunk_text,
     wrong_text,
 )
@@ -68,7 +76,10 @@ _GEMINI_FILTERED = frozenset(
 )
 
 
-@unreadable_as_failure
+_MODEL: Final = ("model_version", "modelVersion")
+
+
+@unreadable_reply(lambda obj: _usage(obj, opt_str(get_field_either(obj, *_MODEL))))
 def _gemini(obj: Any) -> Reply:
     """A Gemini `GenerateContentResponse`: the first candidate's text parts as the content, its
     function calls as tool calls, its thought parts as the reasoning; a blocked prompt or a
@@ -84,26 +95,8 @@ def _read(obj: Any, whole: bool) -> Reply:
     or nothing at all)."""
     if type(obj).__module__.startswith("google.genai.") and isinstance(obj, BaseModel):
         remember_reader(type(obj), read_response)
-    meta = get_field_either(obj, "usage_metadata", "usageMetadata")
-    model = opt_str(get_field_either(obj, "model_version", "modelVersion"))
-    usage = None
-    if meta is not None:
-        prompt = get_field_either(meta, "prompt_token_count", "promptTokenCount")
-        completion = get_field_either(meta, "candidates_token_count", "candidatesTokenCount")
-        thinking = as_int(get_field_either(meta, "thoughts_token_count", "thoughtsTokenCount"))
-        cached = as_int(
-            get_field_either(meta, "cached_content_token_count", "cachedContentTokenCount")
-        )
-        if isinstance(prompt, int) or isinstance(completion, int):
-            # Gemini counts thoughts apart from the candidates; both are output tokens
-            usage = new_usage(
-                as_int(prompt),
-                as_int(completion) + thinking,
-                reasoning_tokens=thinking,
-                cache_read_tokens=cached,
-                requests=1,
-                model=model,
-            )
+    model = opt_str(get_field_either(obj, *_MODEL))
+    usage = _usage(obj, model)
     candidates = get_field(obj, "candidates")
     candidate = first_item(candidates)
     if candidate is None:
@@ -138,6 +131,28 @@ def _read(obj: Any, whole: bool) -> Reply:
     finish = _finish(get_field_either(candidate, "finish_reason", "finishReason"))
     reasoning = "\n\n".join(thoughts) or None
     return new_reply(content, finish, None, usage, model, reasoning, calls)
+
+
+def _usage(obj: Any, model: str | None) -> Usage | None:
+    """A response's `usageMetadata` (also a stream piece's), None without counts."""
+    meta = get_field_either(obj, "usage_metadata", "usageMetadata")
+    if meta is None:
+        return None
+    prompt = get_field_either(meta, "prompt_token_count", "promptTokenCount")
+    completion = get_field_either(meta, "candidates_token_count", "candidatesTokenCount")
+    if not isinstance(prompt, int) and not isinstance(completion, int):
+        return None
+    thinking = as_int(get_field_either(meta, "thoughts_token_count", "thoughtsTokenCount"))
+    cached = as_int(get_field_either(meta, "cached_content_token_count", "cachedContentTokenCount"))
+    # Gemini counts thoughts apart from the candidates; both are output tokens
+    return new_usage(
+        as_int(prompt),
+        as_int(completion) + thinking,
+        reasoning_tokens=thinking,
+        cache_read_tokens=cached,
+        requests=1,
+        model=model,
+    )
 
 
 def _finish(raw_finish: Any) -> str | None:
