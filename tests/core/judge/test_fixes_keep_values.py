@@ -391,3 +391,115 @@ def test_untouched_fields_keep_their_values_exactly(
         if not (mode == "drop" and q <= 0)
     ]
     assert expected_lines == [(line.sku, line.qty) for line in value.lines]
+
+
+class Person(BaseModel):
+    name: str
+    age: int
+
+
+class Lookalike(BaseModel):
+    name: str
+    age: int
+
+
+class Household(BaseModel):
+    head: Person
+
+
+def untrimmed(value: Any) -> bool:
+    """Whether the name a rule judges has surrounding spaces (a `Person` or a `Household`)."""
+    person = value.head if isinstance(value, Household) else value
+    return bool(person.name != person.name.strip())
+
+
+def fix_rule(fix: Any) -> Any:
+    """A whole-value rule on a name's surrounding spaces, with `fix`."""
+
+    @contract(on_fail="fix", fix=fix)
+    def trimmed(value: Any) -> Violation | None:
+        return Violation("the name has no surrounding spaces") if untrimmed(value) else None
+
+    return trimmed
+
+
+def test_a_fix_returning_a_model_of_another_class_is_validated_as_data() -> None:
+    """A fix returning a look-alike model of another class is validated once into the target's
+    class, never accepted as the look-alike itself."""
+    rule = fix_rule(lambda p: Lookalike(name=p.name.strip(), age=p.age))
+    outcome = only(healjson.validate('{"name": " Ann", "age": 31}', Person, contracts=[rule]))
+    assert type(outcome.value) is Person
+    assert outcome.value == Person(name="Ann", age=31)
+
+
+def test_a_nested_model_of_another_class_is_not_accepted() -> None:
+    """A fix that puts a look-alike model in a field declaring another class is re-asked."""
+    rule = fix_rule(lambda h: h.model_copy(update={"head": Lookalike(name="Ann", age=31)}))
+    outcome = healjson.validate(
+        '{"head": {"name": " Ann", "age": 31}}', Household, contracts=[rule]
+    )
+    assert isinstance(outcome, Degraded)
+
+
+class Choice(BaseModel):
+    x: int | str
+    counts: dict[str, int] = {}
+
+
+WRONG_TYPED: list[tuple[Any, str, Any]] = [
+    (
+        Person,
+        '{"name": " Ann", "age": 31}',
+        lambda p: p.model_copy(update={"name": "Ann", "age": True}),
+    ),
+    (Choice, '{"x": " s"}', lambda c: c.model_copy(update={"x": True})),
+    (Choice, '{"x": " s"}', lambda c: c.model_copy(update={"x": "s", "counts": {"a": False}})),
+    (dict[str, int], '{" a": 1}', lambda d: {"a": True}),
+    (Person, '{"name": " Ann", "age": 31}', lambda p: Lookalike(name="Ann", age=True)),
+]
+
+
+def spaced(value: Any) -> bool:
+    """Whether a value's name (or `x`, or a key) has surrounding spaces."""
+    if isinstance(value, dict):
+        return any(key != key.strip() for key in value)
+    text = value.name if isinstance(value, Person) else value.x
+    return isinstance(text, str) and text != text.strip()
+
+
+@pinned(max_examples=60)
+@given(case=st.sampled_from(WRONG_TYPED), extra=st.integers(0, 3))
+def test_a_fix_of_wrong_types_is_never_healed_with_them(case: Any, extra: int) -> None:
+    """A fix that sets a bool where an `int` is declared (in a model, a union, a dict), or
+    returns a look-alike model holding one, never ends `Healed` with a value that fails a
+    strict type check of its target."""
+    target, text, fix = case
+
+    @contract(on_fail="fix", fix=fix)
+    def tidy(value: Any) -> Violation | None:
+        return Violation("no surrounding spaces") if spaced(value) else None
+
+    outcome = healjson.validate(text, target, contracts=[tidy])
+    if isinstance(outcome, Healed):
+        adapter = pydantic.TypeAdapter(target)
+        adapter.validate_python(adapter.dump_python(outcome.value, round_trip=True), strict=True)
+        assert not isinstance(outcome.value, Lookalike)
+    else:
+        assert isinstance(outcome, Degraded)
+
+
+class SplitAlias(BaseModel):
+    name: str = Field(validation_alias="in_name", serialization_alias="out_name")
+
+
+def test_a_fix_is_accepted_when_serialization_and_validation_aliases_differ() -> None:
+    """A valid fix of a field whose serialization alias differs from its validation alias is
+    accepted (the check validates its dump by field name)."""
+
+    @contract(on_fail="fix", fix=lambda a: a.model_copy(update={"name": a.name.strip()}))
+    def trimmed(value: SplitAlias) -> Violation | None:
+        return Violation("trimmed") if value.name != value.name.strip() else None
+
+    outcome = only(healjson.validate('{"in_name": " a"}', SplitAlias, contracts=[trimmed]))
+    assert outcome.value.name == "a"
+    assert Flag.CONTRACT_FIXED in outcome.flags

@@ -182,3 +182,88 @@ def test_every_accepted_item_stays_in_place_whatever_the_answers_shape(
     outcome = Healer(list[Line], item_contracts=rules).run(model, "lines")
     assert [(f"S{i}", q) for i, q in enumerate(qtys)] == skus(outcome)
     assert Flag.ITEMS_MERGED in outcome.attempts[1].flags
+
+
+class Sku(BaseModel):
+    sku: str
+    qty: int
+
+
+@contract(fields=("qty",))
+def qty_positive(item: Sku) -> Violation | None:
+    """A re-ask rule: the quantity is positive."""
+    return Violation("qty must be positive") if item.qty <= 0 else None
+
+
+@contract(fields=("sku",), on_fail="drop")
+def no_x(item: Sku) -> Violation | None:
+    """A drop rule: an item whose sku is `X` is removed."""
+    return Violation("sku X is dropped") if item.sku == "X" else None
+
+
+def test_an_item_a_drop_rule_removes_is_never_asked_for() -> None:
+    """With a drop rule and a re-ask rule broken by different items, only the re-ask rule's
+    item is asked for, and the dropped item is dropped from the healed list."""
+    answer = '[{"sku":"X","qty":1},{"sku":"A","qty":1},{"sku":"B","qty":0},{"sku":"C","qty":2}]'
+    model = ScriptedModel([answer, '[{"sku":"B","qty":5}]'])
+    outcome = Healer(list[Sku], item_contracts=[no_x, qty_positive]).run(model, "go")
+    assert isinstance(outcome, Healed), outcome
+    assert [item.sku for item in outcome.value] == ["A", "B", "C"]
+    assert [(d.index, d.item["sku"]) for d in outcome.dropped] == [(0, "X")]
+    request = model.calls[1].messages[-1]["content"]
+    assert "1 corrected items, in this order: [2];" in request
+    assert "sku X is dropped" not in request
+
+
+@pinned(max_examples=60)
+@given(kinds=st.lists(st.sampled_from(["ok", "drop", "reask", "both"]), min_size=2, max_size=7))
+def test_no_dropped_item_is_ever_asked_for_or_healed(kinds: list[str]) -> None:
+    """Whatever items break a drop rule or a re-ask rule, no item a drop rule removes is in a
+    repair request's failed items or in the healed value."""
+    items = [
+        {
+            "sku": "X" if kind in ("drop", "both") else f"S{i}",
+            "qty": 0 if kind in ("reask", "both") else 1,
+        }
+        for i, kind in enumerate(kinds)
+    ]
+    fixed = [
+        {"sku": item["sku"], "qty": 5} for item in items if item["sku"] != "X" and item["qty"] == 0
+    ]
+    model = ScriptedModel([json.dumps(items), json.dumps(fixed), json.dumps(fixed)])
+    healer = Healer(
+        list[Sku], item_contracts=[no_x, qty_positive], policy=HealPolicy(max_attempts=3)
+    )
+    outcome = healer.run(model, "go")
+    for call in model.calls[1:]:
+        assert "sku X is dropped" not in call.messages[-1]["content"]
+    if isinstance(outcome, Healed):
+        assert all(item.sku != "X" and item.qty > 0 for item in outcome.value)
+        assert len(outcome.dropped) == sum(kind in ("drop", "both") for kind in kinds)
+
+
+def test_an_envelope_with_other_keys_beside_its_list_is_read_as_the_envelope() -> None:
+    """A `{"value": [...], "note": ...}` answer to a request of one item is the envelope around
+    that item, not the item itself."""
+    answer = json.dumps({"value": [FIXED_B], "note": "fixed qty"})
+    model = ScriptedModel([json.dumps(lines(1, 0, 3)), answer])
+    outcome = Healer(list[Line]).run(model, "lines")
+    assert [("A", 1), ("B", 2), ("C", 3)] == skus(outcome)
+    assert {Flag.UNWRAPPED, Flag.ITEMS_MERGED} <= set(outcome.attempts[1].flags)
+
+
+class Basket(BaseModel):
+    items: list[str] = Field(min_length=1)
+
+
+def test_one_item_asked_whose_list_is_as_long_as_the_whole_list_is_that_item() -> None:
+    """With one item asked, an object whose only list is as long as the whole list is read as
+    the item when its keys are the item's fields (not as the whole list again), even while it
+    still fails its schema."""
+    first = [{"items": ["x"]}, {"items": []}]
+    still_failing = {"items": ["y", 5]}
+    item = {"items": ["y", "z"]}
+    model = ScriptedModel([json.dumps(first), json.dumps(still_failing), json.dumps(item)])
+    outcome = healed(Healer(list[Basket]).run(model, "baskets"))
+    assert [basket.items for basket in outcome.value] == [["x"], ["y", "z"]]
+    assert Flag.ITEMS_MERGED in outcome.attempts[1].flags

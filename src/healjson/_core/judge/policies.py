@@ -12,7 +12,11 @@ Given each contract's violations of a value (`judge_value`), `settle` decides:
   list without its dropped items, and a contract that changes the value it checks is a
   `contract_error`). It is accepted when only warnings remain; anything else (a fix that
   breaks another rule, or still breaks its own, a list too short after a drop, a fix whose
-  value is not of the schema's types) is re-asked with the first value's violations;
+  value is not of the schema's types) is re-asked with the first value's violations but those
+  of the items a drop rule removes (its own and any other rule's inside them): they are never
+  re-asked (nor, in a per-item repair, asked for), the next answer's judging drops them again
+  (only when nothing but drops was broken, and the list without them fails the schema, are
+  they asked for, with their violations);
 - `"reask"` violations (and the cases above) ask the model again, with every violation of the
   answer that is not a warning;
 - `"warn"` violations never change the verdict: the accepted value's are kept as `warnings`.
@@ -35,11 +39,15 @@ items holding the very item objects kept, the models around a list copied with i
 of another kind than the value it was given (a `dict` for a model, a `list` for a tuple):
 that data is validated once, as an answer would be (the target's schema for the whole value,
 the item's class for an item), and the validation is the value. The corrected value is then
-checked, never changed: dumped as the answer's JSON with pydantic's type check on (a value of
-another type than its field's, `5.0` for an `int` or a `dict` for a model, fails: lax
-validation would coerce it on a round trip that the accepted value never makes) and that dump
-validated (bounds, validators), the result thrown away; for a JSON Schema target (plain JSON
-values) the dump is validated strictly (no lax conversion: `"5"` is no integer).
+checked, never changed: every model in it is of a class its place declares (a model of
+another class with the same fields is not: as a whole-value fix's result it is data, validated
+once by its attributes), dumped by field name (a serialization alias may differ from the
+validation alias) with pydantic's type check on (`5.0` for an `int` or a `dict` for a model
+fails: lax validation would coerce it on a round trip that the accepted value never makes) and
+that dump validated strictly (pydantic's strict rules: `True` is no `int`, `"5"` no integer;
+bounds, validators), the result thrown away. An answer whose validated value fails that strict
+check itself (a validator of the caller's that returns another type) has its fixes checked as
+before strict mode: the JSON dump validated laxly (strictly for a JSON Schema target).
 """
 
 from __future__ import annotations
@@ -47,9 +55,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import types
+import typing
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -161,7 +171,7 @@ def settle(
     if made.error:
         return Settled(error=made.error)
     if not made.accepted:  # it fails the schema, or a rule: the model is asked instead
-        return Settled(blocking=blocking)
+        return Settled(blocking=_left(instance, contracts, groups, by_policy) or blocking)
     warnings = tuple(
         d
         for rule, group in zip(contracts, made.groups, strict=True)
@@ -178,6 +188,37 @@ def settle(
         flags=flags,
         before_rules=before,
     )
+
+
+def _left(
+    instance: Any,
+    contracts: Sequence[Contract[Any]],
+    groups: Sequence[Sequence[Diagnostic]],
+    by_policy: dict[str, list[tuple[Contract[Any], Sequence[Diagnostic]]]],
+) -> tuple[Diagnostic, ...]:
+    """The violations a re-ask names when the corrected value is not accepted: every blocking
+    one but those of the items a drop rule removes (a drop rule's own, and any other rule's
+    inside a dropped item), which the next judging drops again (empty: only drops were broken,
+    and the value without them fails the schema, a `min_length`: the model is then asked for
+    the dropped items, with their violations)."""
+    places: dict[str, Loc] = {}
+    gone = {
+        f"{at}[{index}]"
+        for rule, group in by_policy.get("drop", [])
+        for _, (at, index) in _located(instance, rule, group, places)
+    }
+    return tuple(
+        d
+        for rule, group in zip(contracts, groups, strict=True)
+        if rule.on_fail not in ("warn", "drop")
+        for d in group
+        if not any(_under(d.path, where) for where in gone)
+    )
+
+
+def _under(path: str, where: str) -> bool:
+    """Whether a diagnostic's `path` lies at or inside the item at `where` (`lines[3]`)."""
+    return path == where or (path.startswith(where) and path[len(where)] in ".[")
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,86 +316,152 @@ def holds(target: Target[Any], value: Any, ctx: ContractContext, answer: Any = N
 def unheld(
     target: Target[Any], value: Any, ctx: ContractContext, answer: Any = NOTHING
 ) -> str | None:
-    """Why `value` (see `holds`) is not valid as it stands, None when it is: dumped as the
-    answer's JSON (the fields it set, a default left one) with pydantic's type check on, so a
-    part of another type than its place declares fails (unless the `answer` it came from, as
-    validated, fails that check too: a validator of the caller's that returns another type;
-    then the dump alone is judged), and that dump valid (strictly, for a JSON Schema target).
-    The validation is a check only: its result is thrown away (see the module docstring)."""
-    adapter = target.adapter
+    """Why `value` (see `holds`) is not valid as it stands, None when it is: every model in it
+    of a class its place declares (`_misplaced`: a model of another class with the same fields
+    is not of the schema's types), dumped (the fields it set, a default left one, under the
+    names validation reads) with pydantic's type check on, and that dump valid under pydantic's
+    strict rules (`True` is no `int`, `5.0` no `int`, `"5"` no integer), unless the `answer`
+    it came from, as validated, fails that check too (a validator of the caller's that returns
+    another type, `use_enum_values`: then the JSON dump is validated as an answer is, strictly
+    for a JSON Schema target). The validation is a check only: its result is thrown away."""
+    misplaced = _misplaced(value, target.type_, "the value")
+    if misplaced is not None:
+        return misplaced
+    strict = answer is NOTHING or _checked(target, answer, ctx, strict=True) is None
+    return _checked(target, value, ctx, strict=strict)
+
+
+def _checked(target: Target[Any], value: Any, ctx: ContractContext, *, strict: bool) -> str | None:
+    """Why `value`'s dump fails the check (`unheld`), None when it passes; `strict`: the Python
+    dump, typed, validated strictly (a bool stays a bool there: the JSON dump makes it `1`),
+    else the JSON dump, untyped, validated laxly (strictly for a JSON Schema target)."""
     try:
-        data = _dumped(target, value, typed=True)
+        data = _dumped(target, value, typed=strict)
     except Exception as exc:  # a part of another type than declared, or a serializer that raises
-        if answer is NOTHING or _typed(target, answer):
-            return describe_exception(exc)
-        try:
-            data = _dumped(target, value, typed=False)
-        except Exception as again:
-            return describe_exception(again)
-    strict = True if isinstance(target.type_, JsonSchema) else None
+        return describe_exception(exc)
+    exact = True if strict or isinstance(target.type_, JsonSchema) else None
     try:
-        adapter.validate_python(data, strict=strict, context=ctx.validation_context)
+        target.adapter.validate_python(
+            data, strict=exact, context=ctx.validation_context, by_alias=False, by_name=True
+        )
     except Exception as exc:  # a validator that raises: not a valid value either
         return describe_exception(exc)
     return None
 
 
 def _dumped(target: Target[Any], value: Any, *, typed: bool) -> Any:
-    """`value` as the answer's JSON data; `typed`: a part of another type than its place
-    declares raises (pydantic's serializer warnings as errors: `5.0` in an `int` field)."""
+    """`value` as data, fields under their names (validated by name: a field's serialization
+    alias may differ from its validation alias); `typed`: as Python data, a part of another
+    type than its place declares raising (the serializer's warnings as errors), else as JSON."""
     return target.adapter.dump_python(
         value,
-        mode="json",
-        by_alias=True,
+        mode="python" if typed else "json",
+        by_alias=False,
         exclude_unset=True,
         round_trip=True,  # a `Json[...]` field dumps as the JSON text it validates from
         warnings="error" if typed else False,
     )
 
 
-def _typed(target: Target[Any], answer: Any) -> bool:
-    """Whether the answer as validated passes the serializer's type check."""
-    try:
-        _dumped(target, answer, typed=True)
-    except Exception:
-        return False
-    return True
+def _misplaced(value: Any, declared: Any, where: str) -> str | None:
+    """Where `value` holds a model (pydantic model or dataclass) of a class its place does not
+    declare (None: nowhere): the serializer dumps a model of another class with the same
+    fields without a warning, so the dump's check alone would take it for the declared one."""
+    declared = _bare(declared)
+    origin, args = typing.get_origin(declared), typing.get_args(declared)
+    if origin in (Union, types.UnionType):
+        found = [_misplaced(value, member, where) for member in args]
+        return None if any(f is None for f in found) else found[0]
+    if isinstance(declared, type) and _is_model(value):
+        if not isinstance(value, declared):
+            return f"{where} is a {type(value).__name__}, not the {declared.__name__} declared"
+        for name, field in getattr(type(value), "__pydantic_fields__", {}).items():
+            inner = _misplaced(getattr(value, name, None), field.annotation, f"{where}.{name}")
+            if inner is not None:
+                return inner
+        return None
+    if origin is tuple and isinstance(value, tuple) and args:
+        kinds = [args[0]] * len(value) if len(args) == 2 and args[1] is ... else list(args)
+    elif origin in (list, set, frozenset, Sequence) and len(args) == 1:
+        if not isinstance(value, list | tuple | set | frozenset):
+            return None
+        kinds = [args[0]] * len(value)
+    elif origin is dict and isinstance(value, dict) and len(args) == 2:
+        return next(
+            (m for k, v in value.items() if (m := _misplaced(v, args[1], f"{where}.{k}"))), None
+        )
+    else:
+        return None
+    for index, (item, kind) in enumerate(zip(value, kinds, strict=False)):
+        inner = _misplaced(item, kind, f"{where}[{index}]")
+        if inner is not None:
+            return inner
+    return None
+
+
+def _bare(declared: Any) -> Any:
+    """A declared type without its `Annotated` metadata."""
+    while typing.get_origin(declared) is typing.Annotated:
+        declared = typing.get_args(declared)[0]
+    return declared
+
+
+def _is_model(value: Any) -> bool:
+    """Whether `value` is a model instance: a pydantic model's or a dataclass's."""
+    return isinstance(value, BaseModel) or (
+        dataclasses.is_dataclass(value) and not isinstance(value, type)
+    )
 
 
 def as_answer_kind(target: Target[Any], answer: Any, fixed: Any, ctx: ContractContext) -> Any:
     """A whole-value fix's result as the accepted value: itself when it is of the answer's
-    kind (its type, or a model or dataclass instance: what validation gives, never validated
-    again), else data (a dict for a model) validated once by the target (`_Unfit` when that
+    kind (its type, or an instance of a model or dataclass class the target declares: what
+    validation gives, never validated again), else data (a dict for a model, a model of
+    another class with the same fields) validated once by the target (`_Unfit` when that
     fails)."""
-    if not _is_data(answer, fixed):
+    if not _is_data(answer, fixed, (target.type_,)):
         return fixed
-    try:
-        return target.adapter.validate_python(fixed, context=ctx.validation_context)
-    except Exception as exc:
-        raise _Unfit(exc) from exc
+    return _validated(target.adapter, fixed, ctx)
 
 
 def _as_item_kind(item: Any, fixed: Any, ctx: ContractContext) -> Any:
-    """An item fix's result: itself when it is of the item's kind, else data validated once by
-    the item's class (a dict for a model item; `_Unfit` when that fails); the list's own
-    declarations (a bound on the item) are the check's (`holds`)."""
-    if not _is_data(item, fixed):
-        return fixed
+    """An item fix's result: itself when it is of the item's kind (its class or a subclass),
+    else data validated once by the item's class (a dict, or a model of another class, for a
+    model item; `_Unfit` when that fails); the list's own declarations (a bound on the item)
+    are the check's (`holds`)."""
     kind: Any = type(item)
+    if not _is_data(item, fixed, (kind,)):
+        return fixed
     adapter = _adapter(kind)
     if adapter is None:
         return fixed  # a class pydantic cannot validate: the check decides
+    return _validated(adapter, fixed, ctx)
+
+
+def _validated(adapter: TypeAdapter[Any], fixed: Any, ctx: ContractContext) -> Any:
+    """A fix's data validated once (a model of another class read by its attributes)."""
     try:
-        return adapter.validate_python(fixed, context=ctx.validation_context)
+        return adapter.validate_python(
+            fixed, context=ctx.validation_context, from_attributes=_is_model(fixed) or None
+        )
     except Exception as exc:
         raise _Unfit(exc) from exc
 
 
-def _is_data(given: Any, fixed: Any) -> bool:
-    """Whether a fix's result is data of another kind than the value it was `given`."""
-    if type(fixed) is type(given) or isinstance(fixed, BaseModel):
+def _is_data(given: Any, fixed: Any, declared: tuple[Any, ...]) -> bool:
+    """Whether a fix's result is data of another kind than the value it was `given`: not of
+    its type, nor a model instance of a class `declared` (a union's member included)."""
+    if type(fixed) is type(given):
         return False
-    return not (dataclasses.is_dataclass(fixed) and not isinstance(fixed, type))
+    return not (_is_model(fixed) and any(_declares(kind, fixed) for kind in declared))
+
+
+def _declares(declared: Any, value: Any) -> bool:
+    """Whether `declared` (a type, a union) has a class `value` is an instance of."""
+    declared = _bare(declared)
+    if typing.get_origin(declared) in (Union, types.UnionType):
+        return any(_declares(member, value) for member in typing.get_args(declared))
+    return isinstance(declared, type) and isinstance(value, declared)
 
 
 @functools.lru_cache(maxsize=128)

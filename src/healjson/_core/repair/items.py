@@ -12,8 +12,11 @@ arguments, the envelope the request forced (a list target is sent as `{"value": 
 strict schema; `{"items": [...]}` is what a JSON-object mode allows), a lone object for a
 request of one item (the alignment's `unwrapped` and `listed`) are read as they are for a whole
 answer, and flagged so. When the items inside still fail their schema, no reading validates, so
-the request's own shape is read from the data: a one-key object around an array is that array
-(`unwrapped`), and for one item asked, any other value is that item (`listed`). Then:
+the request's own shape is read from the data: an object around an array is that array
+(`unwrapped`) when the array is its only key, or its only list and under the request's envelope
+key (`value`, `items`) whatever keys stand beside it; for one item asked, any other value is
+that item (`listed`), and so is an object whose keys are all the item's fields when its array
+is as long as the whole list (otherwise taken for the whole list again). Then:
 
 - an array of exactly the items asked for is spliced into the list in their places, and the
   whole list is checked again (list-level contracts included), flagged `items_merged`;
@@ -118,7 +121,7 @@ def merge_items(
             from_tool=from_tool,
             context=context,
         )
-    items, flags = _items(found, asked)
+    items, flags = _items(found, asked, len(repair.data), _item_keys(target))
     merged = list(repair.data)
     if items is not None and len(items) == asked:
         for index, item in zip(repair.failed, items, strict=True):
@@ -132,21 +135,63 @@ def merge_items(
     return Merged(_listed(reply, merged), note=note)
 
 
-def _items(found: ParseResult | None, asked: int) -> tuple[list[Any] | None, tuple[Flag, ...]]:
-    """The items an answer holds, read as L1 read it (`found`), and its flags; None: none."""
+_ENVELOPES: Final = ("value", "items")
+"""The keys a request's envelope has: `{"value": [...]}` (what a strict format forces for a
+list target) and `{"items": [...]}` (what a JSON-object mode allows)."""
+
+
+def _items(
+    found: ParseResult | None, asked: int, total: int, item_keys: frozenset[str]
+) -> tuple[list[Any] | None, tuple[Flag, ...]]:
+    """The items an answer holds, read as L1 read it (`found`), and its flags; None: none.
+    When no reading validated (an item still fails its schema), the request's shape is read
+    from the data: an object is an envelope around its one list member when that member is
+    its only key, or stands under an envelope key (`value`, `items`) whatever keys stand beside
+    it; and for one item asked, any other value is that item (`listed`). One exception, for one
+    item asked: an envelope whose list is as long as the whole list (which `merge_items` would
+    take for the whole list again) is that item when every key of it is a field of the item."""
     if found is None or not found.ok:
         return None, ()
     value = found.value
     if isinstance(value, list):
         return value, found.flags
-    # no reading validated (an item still fails its schema): the shape the request asked for
-    if isinstance(value, dict) and len(value) == 1:
-        (inner,) = value.values()
-        if isinstance(inner, list):
+    if isinstance(value, dict):
+        inner = _enveloped(value)
+        whole = inner is not None and len(inner) == total and total != asked
+        if inner is not None and not (asked == 1 and whole and set(value) <= item_keys):
             return inner, (*found.flags, Flag.UNWRAPPED)
     if asked == 1:
         return [value], (*found.flags, Flag.LISTED)
     return None, ()
+
+
+def _enveloped(value: dict[str, Any]) -> list[Any] | None:
+    """The list an object is an envelope around (see `_items`), None: it is none."""
+    lists = [(key, inner) for key, inner in value.items() if isinstance(inner, list)]
+    if len(lists) != 1:
+        return None
+    key, inner = lists[0]
+    return inner if len(value) == 1 or key in _ENVELOPES else None
+
+
+def _item_keys(target: Target[Any]) -> frozenset[str]:
+    """The keys an item of the list target has (fields, under their names and aliases), for a
+    model, a dataclass or a TypedDict item; empty for any other."""
+    kind = list_item_type(target.type_)
+    fields = getattr(kind, "__pydantic_fields__", None)
+    if isinstance(fields, dict):
+        names = {*fields, *(f.alias for f in fields.values() if isinstance(f.alias, str))}
+        return frozenset(
+            names
+            | {f.validation_alias for f in fields.values() if isinstance(f.validation_alias, str)}
+        )
+    if dataclasses.is_dataclass(kind):
+        return frozenset(field.name for field in dataclasses.fields(kind))
+    return frozenset(
+        getattr(kind, "__annotations__", {})
+        if (isinstance(kind, type) and issubclass(kind, dict) and hasattr(kind, "__total__"))
+        else ()
+    )
 
 
 def _listed(reply: Reply, items: list[Any]) -> Reply:
