@@ -45,7 +45,11 @@ from healjson._core.parse.read import Ambiguity
 from healjson._core.target.target import Target, list_item_type
 from healjson._core.wire.reply import Reply
 
-__all__ = ["ItemRepair", "Merged", "failed_items", "merge_items"]
+__all__ = ["NOT_SPLICED", "ItemRepair", "Merged", "failed_items", "merge_items"]
+
+NOT_SPLICED: Final = "items_not_spliced"
+"""The `extra` key of the note an item repair's answer is judged with when it was not spliced
+(the list as it stood judged again): what a stream's `item_status` reads."""
 
 _ITEM_PATH: Final = re.compile(r"\[(\d{1,9})\]")
 
@@ -224,4 +228,5 @@ def _not_spliced(
         f"Reply with only a JSON array of exactly {asked} item{'s' if asked != 1 else ''}: "
         f"the corrected {places}, in that order.",
         Source.SCHEMA,
+        extra={NOT_SPLICED: True},
     )

@@ -32,6 +32,7 @@ from pydantic import BaseModel
 from healjson._core.flags import Flag
 from healjson._core.outcome.attempt import Attempt
 from healjson._core.outcome.outcome import Healed, Outcome
+from healjson._core.repair.items import NOT_SPLICED
 from healjson._core.repair.prompt import Strategy
 
 from .events import HELD, Item
@@ -48,9 +49,6 @@ it has one, was handed out after it). In a run that ends `Degraded` every item i
 one handed out (the outcome says why)."""
 
 _ITEM_PATH: Final = re.compile(r"\[(\d{1,9})\]")
-# the words of the note an item repair's answer is judged with when it was not spliced
-# (`repair.items`): the list as it stood was judged again
-_NOT_SPLICED: Final = "nothing in the list was replaced"
 _UNKNOWN: Any = object()
 
 
@@ -177,7 +175,7 @@ def _kept(attempt: Attempt) -> bool:
     """An item repair whose answer was not spliced: the list as it stood was judged again."""
     if attempt.strategy is not Strategy.ITEMS or not attempt.diagnostics:
         return False
-    return _NOT_SPLICED in attempt.diagnostics[0].constraint
+    return attempt.diagnostics[0].extra.get(NOT_SPLICED) is True
 
 
 def _failed_items(attempt: Attempt) -> tuple[int, ...]:
