@@ -67,7 +67,7 @@ NOT_REPLIES: dict[str, tuple[Any, str]] = {
         {"choices": [{"message": {"content": [{"type": "text", "text": ["a"]}]}}]},
         "its text is list",
     ),
-    "chat-part-a-number": ({"choices": [{"message": {"content": ["a", 5]}}]}, "its text is str"),
+    "chat-part-a-number": ({"choices": [{"message": {"content": ["a", 5]}}]}, "its text is list"),
     "chat-message-dict-text-a-number": ({"content": 1.5}, "its text is float"),
     "responses-no-output": (
         {"object": "response", "status": "completed"},

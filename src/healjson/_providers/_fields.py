@@ -76,8 +76,8 @@ def text_content(content: Any) -> str | None:
         raise wrong_text(content)
     texts: list[str] = []
     for part in content:
-        if not is_record(part):
-            raise wrong_text(part)
+        if not is_record(part):  # a list of anything but parts: the list is the wrong type
+            raise wrong_text(content)
         text = get_field(part, "text")
         if isinstance(text, str):
             texts.append(text)

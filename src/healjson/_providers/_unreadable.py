@@ -44,8 +44,10 @@ from __future__ import annotations
 import fnmatch
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final, ParamSpec, TypeVar
+
+from pydantic import BaseModel
 
 from healjson._core.wire.effects import ProviderError
 from healjson._core.wire.reply import Reply, Usage
@@ -115,14 +117,31 @@ def wrong_chunk_text(member: str, value: Any) -> UnreadableReply:
     )
 
 
-def chunk_text(value: Any, member: str) -> str:
+def chunk_text(value: Any, member: str, parts: bool = False) -> str:
     """A stream chunk's text `member`, read as `value`: itself when a string, "" when absent
-    (None); any other type is no chunk of a reply (`wrong_chunk_text`, naming `member`)."""
+    (None); with `parts` (a chat delta's `content`), content parts too (`[{"type": "text",
+    "text": ...}]`: their texts joined, as a message's are; a part without a text, such as a
+    reasoning part, adds none); any other type is no chunk of a reply (`wrong_chunk_text`,
+    naming `member`)."""
     if isinstance(value, str):
         return value
-    if value is not None:
+    if value is None:
+        return ""
+    if not parts or not isinstance(value, list):
         raise wrong_chunk_text(member, value)
-    return ""
+    texts: list[str] = []
+    for part in value:
+        if isinstance(part, Mapping):
+            text = part.get("text")
+        elif isinstance(part, BaseModel):
+            text = getattr(part, "text", None)
+        else:  # a list of anything but parts (texts among them): the list is the wrong type
+            raise wrong_chunk_text(member, value)
+        if isinstance(text, str):
+            texts.append(text)
+        elif text is not None:
+            raise wrong_chunk_text(f"{member}[].text", text)
+    return "".join(texts)
 
 
 def _error_said(body: Any) -> str:

@@ -254,7 +254,7 @@ def read_sdk_chunk(chunk: Any) -> Delta:
     if calls or extra or usage is not None:
         return _openai(chunk)  # tool calls, reasoning fields, usage: the full reader
     if type(text) is not str:  # absent; any other type: no chunk of a reply (`chunk_text`)
-        text = chunk_text(text, "choices[0].delta.content")
+        text = chunk_text(text, "choices[0].delta.content", parts=True)
     if type(refusal) is not str:
         refusal = chunk_text(refusal, "choices[0].delta.refusal")
     finish = None if finish is None else str(finish)
@@ -286,7 +286,7 @@ def _openai(chunk: Any) -> Delta:
         piece = get_field(function, "arguments")
         arguments += chunk_text(piece, "choices[0].delta.tool_calls[].function.arguments")
         name = name or opt_str(get_field(function, "name"))
-    text = chunk_text(get_field(delta, "content"), "choices[0].delta.content")
+    text = chunk_text(get_field(delta, "content"), "choices[0].delta.content", parts=True)
     refusal = chunk_text(get_field(delta, "refusal"), "choices[0].delta.refusal")
     finish = opt_str(get_field(choice, "finish_reason"))
     if usage is not None and finish is None:  # a running count (vLLM's continuous usage stats)

@@ -71,7 +71,7 @@ class ChatCollector:
             entry[1] = entry[1] or (opt_str(get_field(function, "name")) or "")
             piece = get_field(function, "arguments")
             entry[2].append(chunk_text(piece, "choices[0].delta.tool_calls[].function.arguments"))
-        text = chunk_text(get_field(delta, "content"), "choices[0].delta.content")
+        text = chunk_text(get_field(delta, "content"), "choices[0].delta.content", parts=True)
         if text:
             self._text.append(text)
             return text
