@@ -35,6 +35,7 @@ from ._core.wire.reply import Reply, ToolCall, Usage
 
 if TYPE_CHECKING:
     from ._core.parse import ParseResult, parse
+    from ._core.run.answers import ReadReply
     from ._core.run.healer import Healer, validate
     from ._core.run.streams import AsyncHealStream, HealStream
     from ._decorator import heal
@@ -65,6 +66,7 @@ __all__ = [
     "ParseResult",
     "Partial",
     "ProviderError",
+    "ReadReply",
     "Reason",
     "RepairPrompt",
     "Reply",
@@ -100,6 +102,7 @@ _LAZY: Final = {
     "HealStream": "._core.run.streams",
     "Healer": "._core.run.healer",
     "ParseResult": "._core.parse",
+    "ReadReply": "._core.run.answers",
     "ResponseCache": "._response_cache",
     "ResponseStore": "._response_cache",
     "RetryableError": "._durable",
