@@ -10,8 +10,6 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from healjson._core.judge.policies import correct
-
 from ._corruptions import Corruption
 from ._internals import (
     MISSING,
@@ -23,6 +21,7 @@ from ._internals import (
     Reason,
     Source,
     Target,
+    correct,
     drive_sync,
     judge_value,
     set_logger,
