@@ -72,6 +72,7 @@ from ._core.run.healer import Healer
 from ._core.run.policy import HealPolicy
 from ._core.sentinels import NOTHING
 from ._extras import require_extra
+from ._frameworks.core import StoppedByRules
 from ._mcp_frameworks import heal_agents_mcp as heal_mcp
 
 require_extra("agents", "agents", "openai-agents")
@@ -119,19 +120,11 @@ FinalOutputHandler = Callable[
 """What `heal_final_output` returns: an async `invalid_final_output` handler."""
 
 
-class ContractStopped(ModelBehaviorError):
+class ContractStopped(StoppedByRules, ModelBehaviorError):
     """The run ended on a rule declared `on_fail="stop"` that a tool call's arguments broke: the
     tool was not run, and the model is not asked again (whatever the tool's failure policy).
     `diagnostics`: what broke (the value, the rule); `rules`: the rules' names. The SDK's
     `ModelBehaviorError`, as for a final output no handler could heal."""
-
-    def __init__(self, message: str, diagnostics: Sequence[Diagnostic] = ()) -> None:
-        super().__init__(message)
-        self.diagnostics = tuple(diagnostics)
-        self.rules = tuple(dict.fromkeys(d.rule for d in self.diagnostics if d.rule))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return type(self), (self.message, self.diagnostics)
 
 
 def _contract_failed(what: str, found: Sequence[Diagnostic]) -> UserError | None:

@@ -64,6 +64,7 @@ from ._core.run.policy import HealPolicy
 from ._core.target.target import Target, target_for
 from ._core.wire.reply import Reply
 from ._extras import missing_extra
+from ._frameworks.core import StoppedByRules
 from ._mcp_frameworks import heal_pydantic_ai_mcp as heal_mcp
 
 try:
@@ -91,20 +92,12 @@ _ANY: Target[Any] = target_for(Any)
 pydantic-ai validated: a tool's arguments dict, an output of any type)."""
 
 
-class ContractStopped(AgentRunError):
+class ContractStopped(StoppedByRules, AgentRunError):
     """The run ended on a rule declared `on_fail="stop"`: a tool's arguments (the tool was not
     run) or the output broke it, and the model is not asked again. `diagnostics`: what broke
     (the value, the rule); `rules`: the rules' names. pydantic-ai's `AgentRunError`, not its
     `UnexpectedModelBehavior`, which pydantic-ai reports as "Exceeded maximum output retries"
     when it is raised while an output is validated (no retry was made)."""
-
-    def __init__(self, message: str, diagnostics: Sequence[Diagnostic] = ()) -> None:
-        super().__init__(message)
-        self.diagnostics = tuple(diagnostics)
-        self.rules = tuple(dict.fromkeys(d.rule for d in self.diagnostics if d.rule))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return type(self), (self.message, self.diagnostics)
 
 
 @dataclass(frozen=True, slots=True)

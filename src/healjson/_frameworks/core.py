@@ -16,9 +16,10 @@ it reads and keeps the model's text as the reply everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from healjson._core.diagnostic import Diagnostic
 from healjson._core.judge.contracts import Rule, as_contract, check_policies
 from healjson._core.observe.events import handed_on
 from healjson._core.outcome.calls import ToolCalls
@@ -42,6 +43,7 @@ __all__ = [
     "ReadReply",
     "ReplyReader",
     "Run",
+    "StoppedByRules",
     "Target",
     "ToolCalls",
     "ToolSpec",
@@ -60,6 +62,24 @@ __all__ = [
     "target_for",
     "tool_spec",
 ]
+
+
+class StoppedByRules:
+    """What an integration's exception for a broken `on_fail="stop"` rule carries, mixed into
+    its framework's own error class (listed first, before it): `diagnostics`, what broke (the
+    value, the rule), and `rules`, the rules' names; it pickles as the framework's error does
+    (its `message` and the diagnostics)."""
+
+    message: str
+
+    def __init__(self, message: str, diagnostics: Sequence[Diagnostic] = ()) -> None:
+        # the framework's error class, after this one in the subclass's bases, takes it
+        super().__init__(message)  # type: ignore[call-arg]
+        self.diagnostics = tuple(diagnostics)
+        self.rules = tuple(dict.fromkeys(d.rule for d in self.diagnostics if d.rule))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.message, self.diagnostics)
 
 
 def checked_policy(policy: HealPolicy | None) -> HealPolicy:
