@@ -16,30 +16,19 @@ text of one chunk replaced: served as raw bodies to every wrapped SDK, sync and 
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import inspect
 import itertools
 import json
-import ssl
 from collections.abc import Callable
 from typing import Any
 
-import aiohttp
-import anthropic
 import httpx
-import ollama
-import openai
 import pytest
-from google import genai
-from google.genai import types as gt
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionChunk
-from pydantic import BaseModel
 
-import healjson
-from healjson import Degraded, Healed, HealPolicy, Reason
+from healjson import Degraded, Healed, Reason
 from healjson._core.wire.delta import read_chunk, read_sdk_chunk
 from healjson._providers._unreadable import UnreadableReply
 from healjson._providers.anthropic_messages.tools import AnthropicCollector
@@ -48,17 +37,10 @@ from healjson._providers.openai_responses import ResponsesCollector, set_comment
 from healjson._providers.openai_tools import ChatCollector
 from healjson.testing import ScriptedReply, ScriptedServer
 from pinned import pinned
+from wrapped_calls import Person, ask
 
-TLS = ssl.create_default_context()
-KEY = "sk-test-key"
-POLICY = HealPolicy(max_attempts=1)
 ANSWER = '{"name": "Ann", "age": 31}'
 PROVIDERS = ("chat", "responses", "anthropic", "gemini", "ollama")
-
-
-class Person(BaseModel):
-    name: str
-    age: int
 
 
 # --- the streams: the scripted server's own, one chunk's text replaced ------------------------
@@ -159,100 +141,11 @@ def stream_body(provider: str, texts: list[Any]) -> ScriptedReply:
 # --- the wrapped clients ------------------------------------------------------------------------
 
 
-def ask(server: ScriptedServer, provider: str, runner: str) -> Any:
-    """One healed streamed call of `provider`'s wrapped client (sync or async): its outcome."""
-    if provider == "gemini":
-        return _ask_gemini(server, runner == "async")
-    said = [{"role": "user", "content": "Ann is 31"}]
-    keywords: dict[str, Any] = {"response_model": Person, "policy": POLICY, "stream": True}
-    if provider == "chat":
-        keywords |= {"model": "gpt-test", "messages": said}
-        method: Callable[[Any], Any] = lambda c: c.chat.completions.create  # noqa: E731
-    elif provider == "responses":
-        keywords |= {"model": "gpt-test", "input": "Ann is 31"}
-        method = lambda c: c.responses.create  # noqa: E731
-    elif provider == "anthropic":
-        keywords |= {"model": "claude-test", "messages": said, "max_tokens": 256}
-        method = lambda c: c.messages.create  # noqa: E731
-    else:
-        keywords |= {"model": "llama3.2", "messages": said}
-        method = lambda c: c.chat  # noqa: E731
-    is_async = runner == "async"
-
-    def sdk() -> Any:
-        if provider == "anthropic":
-            kind = anthropic.AsyncAnthropic if is_async else anthropic.Anthropic
-            return kind(base_url=server.anthropic_base_url, api_key=KEY, max_retries=0)
-        if provider == "ollama":
-            return (ollama.AsyncClient if is_async else ollama.Client)(
-                host=server.ollama_host, verify=TLS
-            )
-        kind = openai.AsyncOpenAI if is_async else openai.OpenAI
-        return kind(base_url=server.base_url, api_key=KEY, max_retries=0)
-
-    if not is_async:
-        client = sdk()
-        try:
-            stream = method(healjson.wrap(client))(**keywords)
-            for _ in stream:
-                pass
-            return stream.outcome
-        finally:
-            client.close()
-
-    async def go() -> Any:
-        client = sdk()
-        try:
-            stream = method(healjson.wrap(client))(**keywords)
-            if inspect.isawaitable(stream):
-                stream = await stream
-            async for _ in stream:
-                pass
-            return stream.outcome
-        finally:
-            await client.close()
-
-    return asyncio.run(go())
-
-
-def _ask_gemini(server: ScriptedServer, is_async: bool) -> Any:
-    keywords: dict[str, Any] = {"model": "gemini-test", "contents": "Ann is 31"}
-    keywords |= {"response_model": Person, "policy": POLICY}
-    if not is_async:
-        options = gt.HttpOptions(base_url=server.gemini_base_url, timeout=10_000)
-        client = genai.Client(api_key=KEY, http_options=options)
-        try:
-            with healjson.wrap(client).models.generate_content_stream(**keywords) as stream:
-                for _ in stream:
-                    pass
-            return stream.outcome
-        finally:
-            client.close()
-
-    async def go() -> Any:
-        async with aiohttp.ClientSession() as session:
-            options = gt.HttpOptions(
-                base_url=server.gemini_base_url, timeout=10_000, aiohttp_client=session
-            )
-            client = genai.Client(api_key=KEY, http_options=options)
-            try:
-                models = healjson.wrap(client).aio.models
-                async with models.generate_content_stream(**keywords) as stream:
-                    async for _ in stream:
-                        pass
-                return stream.outcome
-            finally:
-                await client.aio.aclose()
-                client.close()
-
-    return asyncio.run(go())
-
-
 def served(server: ScriptedServer, provider: str, runner: str, texts: list[Any]) -> Any:
     """The outcome of one streamed call whose text chunks are `texts`; any exception fails."""
     server.extend([stream_body(provider, texts)])
     try:
-        return ask(server, provider, runner)
+        return ask(server, provider, runner, True)
     except Exception as exc:  # the promise broken: say which call raised what
         pytest.fail(f"{provider}-{runner} raised {type(exc).__name__}: {exc}")
 
