@@ -7,13 +7,23 @@ again, saying what the answer was."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from hypothesis import example, given
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
-from healjson import Flag, Healed, Healer, HealPolicy, Strategy, Violation, contract
+from healjson import (
+    Flag,
+    Healed,
+    Healer,
+    HealPolicy,
+    Strategy,
+    Violation,
+    contract,
+    outcome_from_dict,
+)
 from healjson._core.wire.reply import Reply, ToolCall
 from healjson.testing import ScriptedModel
 from pinned import pinned
@@ -213,6 +223,31 @@ def test_an_item_a_drop_rule_removes_is_never_asked_for() -> None:
     request = model.calls[1].messages[-1]["content"]
     assert "1 corrected items, in this order: [2];" in request
     assert "sku X is dropped" not in request
+    assert "1 item ([0]) breaks a rule that removes it from the list" in request
+    assert "The other 2 items ([1], [3]) passed every check" in request
+
+
+def _named(line: str) -> set[int]:
+    """The item indices a prompt line names, its runs (`[1], [3]-[5]`) expanded."""
+    found: set[int] = set()
+    for run in re.findall(r"\[(\d+)\](?:-\[(\d+)\])?", line):
+        first = int(run[0])
+        found.update(range(first, int(run[1] or first) + 1))
+    return found
+
+
+def test_the_items_a_drop_rule_removes_are_kept_in_the_record() -> None:
+    """The repair prompt's removed items survive `to_dict()` and `outcome_from_dict`."""
+    answer = '[{"sku":"A","qty":1},{"sku":"X","qty":1},{"sku":"B","qty":0}]'
+    model = ScriptedModel([answer, '[{"sku":"B","qty":5}]'])
+    outcome = Healer(list[Sku], item_contracts=[no_x, qty_positive]).run(model, "go")
+    data = outcome.to_dict()
+    assert [1] == data["attempts"][1]["prompt"]["removed_items"]
+    again = outcome_from_dict(data, list[Sku])
+    prompt = again.attempts[1].prompt
+    assert prompt is not None
+    assert (1,) == prompt.removed_items
+    assert prompt.render() == outcome.attempts[1].prompt.render()  # type: ignore[union-attr]
 
 
 @pinned(max_examples=60)
@@ -235,8 +270,16 @@ def test_no_dropped_item_is_ever_asked_for_or_healed(kinds: list[str]) -> None:
         list[Sku], item_contracts=[no_x, qty_positive], policy=HealPolicy(max_attempts=3)
     )
     outcome = healer.run(model, "go")
+    removed = {i for i, kind in enumerate(kinds) if kind in ("drop", "both")}
     for call in model.calls[1:]:
-        assert "sku X is dropped" not in call.messages[-1]["content"]
+        request = call.messages[-1]["content"]
+        assert "sku X is dropped" not in request
+        for line in request.splitlines():  # no item to be removed is called accepted
+            if "passed every check" in line:
+                assert not _named(line) & removed, line
+    for attempt in outcome.attempts:
+        if attempt.prompt is not None and attempt.prompt.strategy is Strategy.ITEMS:
+            assert removed == set(attempt.prompt.removed_items)
     if isinstance(outcome, Healed):
         assert all(item.sku != "X" and item.qty > 0 for item in outcome.value)
         assert len(outcome.dropped) == sum(kind in ("drop", "both") for kind in kinds)

@@ -55,6 +55,10 @@ class Evaluation:
     """When a `"fix"` or `"drop"` rule changed the accepted value: that value as validated,
     before the rules ran, as JSON data (`policies.answer_data`; NOTHING otherwise): what the
     rules changed is judged against it (`changed_fields`), never against `data`."""
+    removing: tuple[str, ...] = ()
+    """A failed reply's items a `"drop"` rule removes (their places: `[3]`, `lines[0]`),
+    which its diagnostics do not name: a repair neither asks for them nor calls them
+    accepted (`Settled.removing`)."""
 
     @property
     def ok(self) -> bool:
@@ -177,8 +181,10 @@ def evaluate(
     if settled.error:
         return Evaluation(Verdict.CONTRACT_ERROR, result, settled.error, answer=answer)
     if settled.instance is NOTHING:
-        verdict, stopped = Verdict.CONTRACT, settled.stopped
-        return Evaluation(verdict, result, settled.blocking, answer=answer, stopped=stopped)
+        verdict, stopped, removing = Verdict.CONTRACT, settled.stopped, settled.removing
+        return Evaluation(
+            verdict, result, settled.blocking, answer=answer, stopped=stopped, removing=removing
+        )
     if settled.flags:
         result = result.replace(flags=(*result.flags, *settled.flags))
     return _accepted(

@@ -141,6 +141,9 @@ class Settled:
     """The accepted value as validated, before any fix or drop ran, as JSON data
     (`answer_data`): what `changed_fields` compares the accepted value's dump with (NOTHING:
     no fix or drop ran, or a serializer raised)."""
+    removing: tuple[str, ...] = ()
+    """With `blocking` (re-asked, not stopped): the places (`lines[3]`, `[0]`) of the items a
+    drop rule removes, which the re-ask does not name: the next judging drops them again."""
 
 
 def settle(
@@ -171,7 +174,10 @@ def settle(
     if made.error:
         return Settled(error=made.error)
     if not made.accepted:  # it fails the schema, or a rule: the model is asked instead
-        return Settled(blocking=_left(instance, contracts, groups, by_policy) or blocking)
+        left, gone = _left(instance, contracts, groups, by_policy)
+        if not left:
+            return Settled(blocking=blocking)
+        return Settled(blocking=left, removing=gone)
     warnings = tuple(
         d
         for rule, group in zip(contracts, made.groups, strict=True)
@@ -195,25 +201,32 @@ def _left(
     contracts: Sequence[Contract[Any]],
     groups: Sequence[Sequence[Diagnostic]],
     by_policy: dict[str, list[tuple[Contract[Any], Sequence[Diagnostic]]]],
-) -> tuple[Diagnostic, ...]:
+) -> tuple[tuple[Diagnostic, ...], tuple[str, ...]]:
     """The violations a re-ask names when the corrected value is not accepted: every blocking
     one but those of the items a drop rule removes (a drop rule's own, and any other rule's
     inside a dropped item), which the next judging drops again (empty: only drops were broken,
     and the value without them fails the schema, a `min_length`: the model is then asked for
-    the dropped items, with their violations)."""
+    the dropped items, with their violations); and the places of those items, in order."""
     places: dict[str, Loc] = {}
     gone = {
         f"{at}[{index}]"
         for rule, group in by_policy.get("drop", [])
         for _, (at, index) in _located(instance, rule, group, places)
     }
-    return tuple(
+    left = tuple(
         d
         for rule, group in zip(contracts, groups, strict=True)
         if rule.on_fail not in ("warn", "drop")
         for d in group
         if not any(_under(d.path, where) for where in gone)
     )
+    return left, tuple(sorted(gone, key=_place_order))
+
+
+def _place_order(place: str) -> tuple[str, int]:
+    """`lines[3]` as `("lines", 3)`: places of one list in index order."""
+    at, _, index = place[:-1].rpartition("[")
+    return at, int(index)
 
 
 def _under(path: str, where: str) -> bool:

@@ -186,6 +186,7 @@ def _prompt(prompt: RepairPrompt | None) -> dict[str, Any] | None:
         "example": prompt.example,
         "schema": prompt.schema,
         **({"items": list(prompt.items), "item_count": prompt.item_count} if prompt.items else {}),
+        **({"removed_items": list(prompt.removed_items)} if prompt.removed_items else {}),
         **({"calls": _calls_form(prompt.calls)} if prompt.calls is not None else {}),
         "rendered": prompt.render(),
     }
@@ -287,6 +288,9 @@ def _prompt_from(data: Mapping[str, Any]) -> RepairPrompt:
         schema=_str(data, "schema"),
         items=tuple(_int({"item": i}, "item", required=True) for i in _list(data, "items")),
         item_count=_int(data, "item_count"),
+        removed_items=tuple(
+            _int({"item": i}, "item", required=True) for i in _list(data, "removed_items")
+        ),
         calls=None
         if data.get("calls") is None
         else _calls_form_from(_object(data["calls"], "`calls`")),

@@ -62,6 +62,9 @@ class ItemRepair:
     data: tuple[Any, ...]
     failed: tuple[int, ...]
     target: Target[Any]
+    removed: tuple[int, ...] = ()
+    """The indices of the items a `"drop"` rule removes (`Evaluation.removing`): not asked
+    for, and not accepted either."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -98,7 +101,9 @@ def failed_items(target: Target[Any], evaluation: Evaluation) -> ItemRepair | No
         failed.add(int(match[1]))
     if not failed or len(failed) == len(data):
         return None
-    return ItemRepair(tuple(data), tuple(sorted(failed)), target)
+    removed = (_ITEM_PATH.fullmatch(place) for place in evaluation.removing)
+    dropped = tuple(int(match[1]) for match in removed if match is not None)
+    return ItemRepair(tuple(data), tuple(sorted(failed)), target, dropped)
 
 
 def merge_items(

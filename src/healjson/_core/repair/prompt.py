@@ -126,6 +126,9 @@ class RepairPrompt:
     """`Strategy.ITEMS`: the indices of the list's failed items, the ones asked for."""
     item_count: int = 0
     """`Strategy.ITEMS`: how many items the list has."""
+    removed_items: tuple[int, ...] = ()
+    """`Strategy.ITEMS`: the indices of the items a `"drop"` rule removes: neither asked for
+    nor accepted (the answer's judging removes them again)."""
     calls: CallsForm | None = None
     """A repair of the caller's own tool calls: the answer's calls as they stand and the ones
     asked for again (`repair.calls`); its rendering is this prompt's."""
@@ -196,12 +199,22 @@ class RepairPrompt:
                 "makes all the rules hold."
             )
         elif self.strategy is Strategy.ITEMS:
-            accepted = [i for i in range(self.item_count) if i not in set(self.items)]
+            settled = {*self.items, *self.removed_items}
+            accepted = tuple(i for i in range(self.item_count) if i not in settled)
             lines.append("")
-            lines.append(
-                f"The other {len(accepted)} items ({_indices(tuple(accepted))}) passed every "
-                "check and are accepted as they are: do not send them again."
-            )
+            if self.removed_items:
+                count = len(self.removed_items)
+                lines.append(
+                    f"{count} item{'s' if count != 1 else ''} ({_indices(self.removed_items)}) "
+                    f"break{'s' if count == 1 else ''} a rule that removes "
+                    f"{'it' if count == 1 else 'them'} from the list: do not send "
+                    f"{'it' if count == 1 else 'them'} again."
+                )
+            if accepted:
+                lines.append(
+                    f"The other {len(accepted)} items ({_indices(accepted)}) passed every "
+                    "check and are accepted as they are: do not send them again."
+                )
             lines.append(
                 f"Reply with only a JSON array of the {len(self.items)} corrected items, in this "
                 f"order: {_indices(self.items)}; each item complete (every field, not just the "

@@ -273,7 +273,8 @@ class JsonAnswers:
             return prompt
         # the example shows a whole list: a per-item repair asks for an array of items instead
         items, count = self.items.failed, len(self.items.data)
-        return replace(prompt, items=items, item_count=count, example=None)
+        removed = self.items.removed
+        return replace(prompt, items=items, item_count=count, removed_items=removed, example=None)
 
     def value(self, evaluation: Evaluation) -> tuple[Any, str, tuple[Flag, ...], tuple[str, ...]]:
         """The validated instance, the last raw text, L1's flags and the paths where it differs
