@@ -107,6 +107,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the extra is installed wherever tests run
     raise ImportError(missing_extra("langchain", "langchain")) from exc
 
+from ._frameworks.lc_bodies import aread_through, read_through
 from ._frameworks.lc_messages import StructuredFormat, as_dicts, call_text, reply_of, turns
 
 __all__ = ["OUTCOME_KEY", "TOOL_OUTCOME_KEY", "HealMiddleware", "HealState"]
@@ -335,8 +336,8 @@ class _AsyncCalls(_Calls):
 
 
 def _ask(handler: Handler, request: ModelRequest[Any]) -> _Turn:
-    try:
-        response = handler(request)
+    try:  # a 2xx body that is no reply, whatever the chat model raised on it: the provider's
+        response = read_through(handler, request, (ModelError,))
     except StructuredOutputError as exc:  # its message is about the answer healjson judges
         return _Turn(None, exc.ai_message)
     except ModelRefusalError as exc:
@@ -346,7 +347,7 @@ def _ask(handler: Handler, request: ModelRequest[Any]) -> _Turn:
 
 async def _aask(handler: AsyncHandler, request: ModelRequest[Any]) -> _Turn:
     try:
-        response = await handler(request)
+        response = await aread_through(handler, request, (ModelError,))
     except StructuredOutputError as exc:
         return _Turn(None, exc.ai_message)
     except ModelRefusalError as exc:

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 pytest.importorskip("langchain")
 
 from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
@@ -210,6 +211,79 @@ def test_a_first_call_failure_of_an_agent_with_tools_only_degrades_its_tool_call
     assert isinstance(outcome, Degraded)
     assert Reason.API_ERROR == outcome.reason
     assert outcome is ran.outcome
+
+
+NO_REPLY_BODIES = {
+    "html_page": ("<html><body>Sign in to the proxy</body></html>", "text/html"),
+    "empty": ("", "text/html"),
+    "json_list": ("[1, 2]", "application/json"),
+    "json_string": ('"ok"', "application/json"),
+    "object_without_choices": ('{"unexpected": 1}', "application/json"),
+}
+STRATEGIES = {"tool": ToolStrategy(Report), "provider": ProviderStrategy(Report)}
+
+
+@pytest.mark.parametrize("body", sorted(NO_REPLY_BODIES))
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+@pytest.mark.parametrize("mode", MODES)
+def test_a_200_body_that_is_no_reply_is_the_providers_failure(
+    body: str, strategy: str, mode: Mode
+) -> None:
+    """An HTTP 200 whose body is no chat completion (a proxy's HTML page, an empty body, JSON of
+    another shape) ends the step `Degraded` with `api_error`, whatever the chat model raised."""
+    text, content_type = NO_REPLY_BODIES[body]
+    page = ScriptedReply(status=200, body=text, content_type=content_type)
+    ran = run([page], response_format=STRATEGIES[strategy], mode=mode)
+    assert ran.result.get("structured_response") is None
+    assert isinstance(ran.outcome, Degraded)
+    assert Reason.API_ERROR == ran.outcome.reason
+    assert 1 == ran.outcome.calls
+    assert "HTTP 200" in str(ran.outcome.attempts[0].error)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_200_page_on_a_repair_call_degrades_after_it(mode: Mode) -> None:
+    """A proxy page answered to a repair call is that call's failure: `api_error` after two
+    calls, never an exception."""
+    page = ScriptedReply(status=200, body="<html>proxy</html>", content_type="text/html")
+    ran = run([call("Report", '{"summary": "x"}'), page], response_format=ToolStrategy(Report))
+    assert isinstance(ran.outcome, Degraded)
+    assert Reason.API_ERROR == ran.outcome.reason
+    assert 2 == ran.outcome.calls
+
+
+class Buggy(AgentMiddleware):  # type: ignore[type-arg]
+    """A middleware inside healjson's with a bug of its own: it raises `ValueError`, before or
+    after the model call."""
+
+    def __init__(self, after: bool) -> None:
+        super().__init__()
+        self.after = after
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        if self.after:
+            handler(request)
+        raise ValueError("a bug in the caller's middleware")
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        if self.after:
+            await handler(request)
+        raise ValueError("a bug in the caller's middleware")
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["before-the-call", "after-a-reply"])
+@pytest.mark.parametrize("mode", MODES)
+def test_the_callers_own_value_error_still_propagates(after: bool, mode: Mode) -> None:
+    """A `ValueError` raised by the caller's own code in the model call (a middleware inside
+    healjson's) propagates unchanged, whether the provider answered a reply or a proxy page."""
+    for reply in (call("Report", GOOD), ScriptedReply(status=200, body="<html>x</html>")):
+        with pytest.raises(ValueError, match="a bug in the caller's middleware"):
+            run(
+                [reply],
+                response_format=ToolStrategy(Report),
+                middleware=[HealMiddleware(), Buggy(after and reply.status != 200)],
+                mode=mode,
+            )
 
 
 @pytest.mark.parametrize("mode", MODES)

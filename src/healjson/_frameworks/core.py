@@ -19,13 +19,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from healjson._core.diagnostic import Diagnostic
+from healjson._core.diagnostic import Diagnostic, describe_exception
 from healjson._core.judge.contracts import Rule, as_contract, check_policies
 from healjson._core.observe.events import handed_on
 from healjson._core.outcome.calls import ToolCalls
 from healjson._core.repair.quote import quote_answer, render_diagnostics
 from healjson._core.run.answers import HealSpec, ReadReply, ReplyReader
-from healjson._core.run.drive import drive_async, drive_sync
+from healjson._core.run.drive import PROVIDER_PACKAGES, drive_async, drive_sync, is_provider_error
 from healjson._core.run.engine import heal_flow
 from healjson._core.run.messages import make_context, normalise_messages
 from healjson._core.run.policy import HealPolicy
@@ -33,12 +33,13 @@ from healjson._core.run.start import Run
 from healjson._core.run.tools import Tool, ToolSpec, start_tools
 from healjson._core.target.target import Target, target_for
 from healjson._core.wire.effects import new_call_result
-from healjson._core.wire.reply import Reply
+from healjson._core.wire.reply import Reply, to_reply
 from healjson._extras import missing_extra
 from healjson._providers._fields import get_field
 from healjson._providers.openai_chat import chat_usage
 
 __all__ = [
+    "PROVIDER_PACKAGES",
     "HealSpec",
     "ReadReply",
     "ReplyReader",
@@ -49,17 +50,20 @@ __all__ = [
     "ToolSpec",
     "chat_usage",
     "checked_policy",
+    "describe_exception",
     "drive_async",
     "drive_sync",
     "get_field",
     "handed_on",
     "handed_over",
+    "is_provider_error",
     "missing_extra",
     "quote_answer",
     "render_diagnostics",
     "rules_of",
     "start_tools",
     "target_for",
+    "to_reply",
     "tool_spec",
 ]
 

@@ -32,7 +32,9 @@ plain value by key: none is run early.)
 A contract is run early only on such fields, when every field it declares has arrived, on a
 stand-in that holds those fields alone: reading any other attribute (a defaulted or undeclared
 field, a method) means it cannot be judged yet. A violation it returns is final; a contract that
-raises is never a reason to stop (the final check reports it as the unstreamed call does).
+raises, or changes the fields it reads, is never a reason to stop, and after one no later breach
+stops the answer either (the final check ends on its `contract_error`, as the unstreamed call
+does).
 
 What a stop changes, then, is only what the stream did not read: the run makes the repair call
 the unstreamed run makes (its prompt names the breach found, perhaps not every other problem

@@ -7,8 +7,9 @@ whether there is a new snapshot to show. It also judges early what no later text
 construction — a tool call's arguments, a JSON-mode request — from its first character):
 
 * a plain list target (`list[Item]`, no list-level rule): each item, once complete, is validated
-  as the final check validates it (and by the item contracts): a valid item is `accepted` at
-  once, a bad one `held` with its diagnostics while the rest keep flowing;
+  as the final check validates it, and judged by the item contracts as the final check judges
+  it (`judge_value`: a contract that raises or changes the item is a `contract_error`): a valid
+  item is `accepted` at once, a bad one `held` with its diagnostics while the rest keep flowing;
 * an object target: each top-level field that can be judged alone, once complete, is validated
   by the model (an object JSON Schema: by a schema holding that property alone); each sync
   contract whose declared fields have all arrived runs on them. A breach no later text can
@@ -31,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any, Final
 
 from pydantic import BaseModel, ValidationError
@@ -39,11 +40,13 @@ from pydantic_core import ErrorDetails, to_json
 
 from healjson._core.diagnostic import Diagnostic, Source
 from healjson._core.judge.contracts import BLOCKING, Contract, ContractContext, run_contracts
+from healjson._core.judge.judging import judge_value
 from healjson._core.judge.schema_errors import schema_diagnostics
 from healjson._core.parse import truncation_diagnostic
 from healjson._core.parse.align import Fit, settled
 from healjson._core.target.target import JsonSchema, Target, list_item_type, target_for
 from healjson._core.wire.delta import Delta
+from healjson._core.wire.effects import AwaitAll
 from healjson._core.wire.reply import Reply, ToolCall, Usage, call_usage
 
 from .judge import Stand, judge_field, judge_schema_field
@@ -81,9 +84,14 @@ class StreamSession:
         one too: set when they arrive)."""
         self._first: str | None = None  # the answer's first non-whitespace character
         self._seen: set[str] = set()
-        # an item is held (not handed out) when it breaks a rule that keeps it out of the value
-        # as streamed: any but a warning (a fix changes it, a drop removes it)
-        self._item_contracts = tuple(rule for rule in item_contracts if rule.on_fail != "warn")
+        # an item is judged as the final check judges it (`judge_value`, every rule: a warning's
+        # rule that raises or changes the item is a contract error there too); it is held (not
+        # handed out) when it breaks a rule that keeps it out of the value as streamed: any but
+        # a warning (a fix changes it, a drop removes it), or when a rule has a bug
+        self._item_contracts = tuple(item_contracts)
+        self._contract_bug = False
+        """An early contract raised or changed what it checks: the final check ends on a
+        `contract_error`, so no later breach stops this answer early."""
         self._ctx = ctx or ContractContext()
         self._judge = judge_early
         self._reader = JsonStream()
@@ -229,7 +237,7 @@ class StreamSession:
             return
         item = fit.instance
         if self._item_contracts:
-            found = _sync_contracts(self._item_contracts, item, self._ctx)
+            found = self._item_breaches(item)
             if found is None:  # an async contract: judged at the end
                 return
             if found:
@@ -238,6 +246,22 @@ class StreamSession:
                 return
         self.accepted[index] = item
         self.new_items.append((index, item))
+
+    def _item_breaches(self, item: Any) -> list[Diagnostic] | None:
+        """What keeps a valid item out of the value, judged as the final check judges it
+        (`judge_value`, each rule on the item alone, as `for_each_item` runs it: a rule that
+        raised or changed the item is a `contract_error`): a contract error, or a violation of
+        a rule that is not a warning; None when a rule must wait for the end (async)."""
+        rules = self._item_contracts
+        groups = _now(judge_value(target_for(self._item_type), rules, item, self._ctx))
+        if groups is None:
+            return None
+        return [
+            diagnostic
+            for rule, group in zip(rules, groups, strict=True)
+            for diagnostic in group
+            if rule.on_fail != "warn" or diagnostic.source is Source.CONTRACT_ERROR
+        ]
 
     def _hold(self, index: int, errors: Sequence[ErrorDetails]) -> None:
         moved = _relocated(errors, index)
@@ -260,21 +284,30 @@ class StreamSession:
 
     def _judge_contracts(self) -> None:
         for number, rule in enumerate(self._contracts):
-            if number in self._ran:
+            if number in self._ran or self._contract_bug:
                 continue
             heads = {field.split(".", 1)[0].split("[", 1)[0] for field in rule.fields}
             if not heads <= self._fields_ok.keys():
                 continue
             self._ran.add(number)
-            stand = Stand({head: self._fields_ok[head] for head in heads})
-            found = _sync_contracts((rule,), stand, self._ctx)
-            if stand.touched or not found:
-                continue  # it read what has not arrived (or may change), or it passed
-            # a contract that raised is no reason to stop: the final check reports it, as
-            # without streaming (a `contract_error` after this call)
-            if all(d.source is Source.CONTRACT for d in found):
-                self.abort = tuple(found)
+            fields = {head: self._fields_ok[head] for head in heads}
+            before = _dump(fields)
+            stand = Stand(fields)
+            found = _now(run_contracts((rule,), stand, self._ctx))
+            if stand.touched:
+                continue  # it read what has not arrived (or may change)
+            if _dump(fields) != before:  # it changed the fields it checks: a bug in it, which
+                self._contract_bug = True  # the final check reports (`judge_value`)
                 return
+            if not found:
+                continue  # it passed (or is async: the final check runs it)
+            # a contract that raised is no reason to stop: the final check reports it, as
+            # without streaming (a `contract_error` after this call), whatever else breaks
+            if any(d.source is Source.CONTRACT_ERROR for d in found):
+                self._contract_bug = True
+                return
+            self.abort = tuple(found)
+            return
 
     def cut_unknown(self) -> Diagnostic | None:
         """At the end of a stream: the truncation diagnostic when no finish reason came and the
@@ -362,15 +395,16 @@ def _merge_usage(known: Usage | None, new: Usage) -> Usage:
     )
 
 
-def _sync_contracts(
-    rules: Sequence[Contract[Any]], value: Any, ctx: ContractContext
-) -> list[Diagnostic] | None:
-    """Run contracts now, without awaiting; None when one is async (the final check runs it)."""
-    flow = run_contracts(rules, value, ctx)
+_Found = typing.TypeVar("_Found")
+
+
+def _now(flow: Generator[AwaitAll, list[Any], _Found]) -> _Found | None:
+    """A contracts' flow (`run_contracts`, `judge_value`) run now, without awaiting: its result;
+    None when a contract is async (the final check runs it)."""
     try:
         effect = next(flow)
     except StopIteration as stop:
-        found: list[Diagnostic] = stop.value
+        found: _Found = stop.value
         return found
     for awaitable in effect.awaitables:  # not awaited here: close them, the final check runs
         close = getattr(awaitable, "close", None)
@@ -378,6 +412,14 @@ def _sync_contracts(
             close()
     flow.close()
     return None
+
+
+def _dump(fields: dict[str, Any]) -> bytes:
+    """The fields' JSON dump (their repr when they have none): what a contract must not change."""
+    try:
+        return to_json(fields, inf_nan_mode="constants")
+    except Exception:  # a value with no JSON dump
+        return repr(fields).encode("utf-8", "replace")
 
 
 def _plain_list(type_: Any) -> bool:
