@@ -11,8 +11,13 @@ Three pieces, each on a hook the SDK offers for it (nothing of the SDK is replac
   wrapper, ... become the validated output (the contracts checked too), with no model call. A
   reply that cannot be healed without inventing data (cut, a field missing) or that breaks a
   contract gives `None`: the SDK raises as it would have. The SDK validates a handler's output
-  once more, from its JSON: the value is handed on only when that gives it back (not for a
-  validator that changes a valid value, dollars to cents: then `None` too).
+  once more (`validate_handler_final_output`: the output schema's `validate_json` on its JSON
+  dump; `RunErrorHandlerResult` has no "already validated" form). Under
+  `output_type=HealedOutputSchema(T)` (the SDK's `AgentOutputSchema`, whose `validate_json`
+  takes the value the handler just returned as it is) the healed value is the final output,
+  validated once, by healjson. Under a plain `output_type` it is handed on only when that
+  second validation gives it back (equal, and the same JSON): not for a validator that changes
+  a valid value (dollars to cents) nor a `SecretStr` (dumped as its mask): then `None` too.
 * `heal_tools(agent_or_tools, tool_contracts)`: function tools whose arguments are healed
   before the SDK validates them. Each `FunctionTool` is copied (its public `copy`) with an
   `on_invoke_tool` that runs L1 + L2 on the model's arguments text, against the tool's own
@@ -20,10 +25,15 @@ Three pieces, each on a hook the SDK offers for it (nothing of the SDK is replac
   wrapped; a `FunctionTool` built by hand is read as a JSON object) and that tool's contracts,
   then hands the tool's own invoker the JSON data L1 read (repaired, not validated: the SDK's
   validation is the only one the tool's value gets, as for clean arguments), or the model's
-  text, untouched, when it needed nothing. Arguments that cannot be healed are not run: the
-  model gets healjson's diagnostics (the value, the rule, the fix) as the tool's error result,
-  the way the SDK reports a tool's failure, where the SDK alone would send "An error occurred
-  while running the tool. Please try again." — so the model's retry is informed. A tool built
+  text, untouched, when it needed nothing. When the run's context is a mapping, healjson's L2
+  reads the JSON with it as pydantic's validation context, while the SDK reads
+  `Model(**json.loads(text))`, lax, without one: then the text handed on is first read the
+  SDK's way (a check, thrown away), and is not run when that refuses it, or gives another
+  value that breaks the contracts (which then judge it, the value the tool would get).
+  Arguments that cannot be healed are not run: the model gets healjson's diagnostics (the
+  value, the rule, the fix) as the tool's error result, the way the SDK reports a tool's
+  failure, where the SDK alone would send "An error occurred while running the tool. Please
+  try again." — so the model's retry is informed. A tool built
   with `failure_error_function=None` (failures end the run) raises `ModelBehaviorError` with
   the diagnostics instead; a custom `failure_error_function` is given them as its error.
   Arguments that break a rule declared `on_fail="stop"` are not run either, and the model is
@@ -50,6 +60,7 @@ import json
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
 from ._agents_judge import Judges, judge, judge_output, messages, one_attempt, run_context_data
@@ -65,6 +76,7 @@ from ._agents_log import (
 )
 from ._core.diagnostic import ROOT, Diagnostic, Source
 from ._core.judge.contracts import Contract
+from ._core.judge.schema_errors import schema_diagnostics
 from ._core.outcome.attempt import Reason
 from ._core.outcome.outcome import Healed
 from ._core.parse.read import parse
@@ -94,6 +106,8 @@ from agents import (  # noqa: E402  (after the check: the one missing-extra mess
 )
 from agents.function_schema import function_schema  # noqa: E402
 
+from ._agents_output import HealedOutputSchema, hand_over  # noqa: E402
+
 if TYPE_CHECKING:
     from agents import Tool
     from agents.tool_context import ToolContext
@@ -104,6 +118,7 @@ __all__ = [
     "ContractStopped",
     "FinalOutputHandler",
     "HealLog",
+    "HealedOutputSchema",
     "contract_guardrail",
     "heal_final_output",
     "heal_mcp",
@@ -202,10 +217,21 @@ def _as_sdk_output(agent: Any, schema: AgentOutputSchema, adapter: Any, value: A
             shown = text.decode()
             wrapped = getattr(schema, "_is_wrapped", False)
             again = schema.validate_json(f'{{"response": {shown}}}' if wrapped else shown)
-        same = adapter.dump_json(again) == text
+        # both: a JSON that hides what changed (a `SecretStr` dumps as its mask) is no proof
+        same = adapter.dump_json(again) == text and bool(again == value)
     except Exception:  # the SDK's UserError / ModelBehaviorError, a serializer that fails
         return None
     return text.decode() if same else None
+
+
+def _handed_over(schema: HealedOutputSchema, adapter: Any, value: Any) -> str | None:
+    """The JSON of `value`, handed over to `schema` (its `validate_json` returns `value` itself
+    for the SDK's JSON of it: no second validation); None when the SDK could not dump it."""
+    try:
+        text = adapter.dump_json(value).decode()
+    except Exception:  # a serializer that fails: the SDK would refuse the value too
+        return None
+    return text if hand_over(schema, value) else None
 
 
 def heal_final_output(
@@ -219,8 +245,10 @@ def heal_final_output(
     `output_type` and checked against `contracts`, returned as the run's final output; `None`
     (the SDK raises its `ModelBehaviorError` as before) when it cannot be healed without
     inventing data, breaks a contract, would be changed by the SDK's own validation of the
-    handler's output (the value's validators are not idempotent), or the output type is a
-    custom `AgentOutputSchemaBase`. A contract that fails as code raises `UserError`.
+    handler's output (the value's validators are not idempotent; never under
+    `output_type=HealedOutputSchema(T)`, which takes the healed value as it is), or the output
+    type is another custom `AgentOutputSchemaBase`. A contract that fails as code raises
+    `UserError`.
 
     The contracts see the run's input as `ctx.messages` and, when the run's context object is a
     mapping, that mapping as `ctx.extra`. `policy`: a `HealPolicy` for what applies to one reply
@@ -253,14 +281,18 @@ def heal_final_output(
             if bug is not None:  # the caller's bug: raised as one, not the model's error
                 raise bug
             return None
-        value_json = _as_sdk_output(agent, schema, healer.target.adapter, outcome.value)
+        if isinstance(schema, HealedOutputSchema):  # taken as it is: validated once, by healjson
+            value_json = _handed_over(schema, healer.target.adapter, outcome.value)
+        else:
+            value_json = _as_sdk_output(agent, schema, healer.target.adapter, outcome.value)
         if value_json is None:
             why = Diagnostic(
                 ROOT,
                 outcome.value,
                 "the SDK validates a final output a handler returns once more, and that "
                 "validation refuses or changes this value (a validator that changes a valid "
-                "value, such as a unit conversion): it is not handed on",
+                "value, such as a unit conversion): it is not handed on (an output type "
+                "declared as `HealedOutputSchema(...)` takes it as healjson validated it)",
                 "Reply with a value of the output type.",
                 Source.SCHEMA,
             )
@@ -302,6 +334,17 @@ def _params_type(tool: FunctionTool) -> Any:
     return model
 
 
+def _not_the_sdks(text: str) -> Diagnostic:
+    """The SDK refuses arguments that are not a JSON object of the tool's parameters."""
+    return Diagnostic(
+        ROOT,
+        text,
+        "must be a JSON object of the tool's parameters",
+        "Send the arguments as one JSON object.",
+        Source.SCHEMA,
+    )
+
+
 class _HealingInvoker:
     """A function tool's `on_invoke_tool`: heal the arguments text, then call the tool's own
     invoker (its failure handling, timeouts and tracing stay the SDK's)."""
@@ -319,21 +362,28 @@ class _HealingInvoker:
     async def __call__(self, ctx: ToolContext[Any], input: str) -> Any:
         if not input.strip():  # the SDK reads no arguments as `{}`: its own rule
             return await self.inner(ctx, input)
-        outcome, data = await judge(self.healer, input, (), run_context_data(ctx))
+        extra = run_context_data(ctx)
+        outcome, data = await judge(self.healer, input, (), extra)
         call_id = getattr(ctx, "tool_call_id", None)
         name = self.tool.name
         if isinstance(outcome, Healed):
-            if not outcome.flags:  # nothing repaired: the model's own text, untouched
-                return await self.inner(ctx, input)
-            healed = self._handed(outcome, data)
-            if healed is not None:
-                if self.log is not None:
-                    self.log.record(
-                        entry("tool_arguments", name, call_id, input, outcome, value_json=healed)
-                    )
-                ctx.tool_arguments = healed
-                return await self.inner(ctx, healed)
-            why = rules_broken(outcome, input, "Send arguments that satisfy rule `{rule}`.")
+            # no flags (nothing repaired): the model's own text, untouched
+            handed = self._handed(outcome, data) if outcome.flags else input
+            if handed is None:
+                why = rules_broken(outcome, input, "Send arguments that satisfy rule `{rule}`.")
+            elif extra is None:  # validated as the SDK will (lax, no context) but from JSON
+                why = ()
+            else:  # the run's context was pydantic's validation context: the SDK gives none
+                why = await self._as_the_sdk_reads(handed, outcome.value, extra)
+            if handed is not None and not why:
+                if outcome.flags:
+                    if self.log is not None:
+                        record = entry(
+                            "tool_arguments", name, call_id, input, outcome, value_json=handed
+                        )
+                        self.log.record(record)
+                    ctx.tool_arguments = handed
+                return await self.inner(ctx, handed)
             if self.log is not None:
                 self.log.record(
                     entry("tool_arguments", name, call_id, input, outcome, diagnostics=why)
@@ -348,6 +398,49 @@ class _HealingInvoker:
             raise ContractStopped(stop_text(name, outcome.errors), outcome.errors)
         return await self._refuse(ctx, outcome.errors)
 
+    async def _as_the_sdk_reads(
+        self, text: str, value: Any, extra: Mapping[str, Any] | None
+    ) -> tuple[Diagnostic, ...]:
+        """Why the SDK's own validation of the arguments text `text` (the tool's parameter
+        model, `Model(**json.loads(text))`: lax, from Python data, with no validation context)
+        refuses it, or gives a value the contracts did not judge (healjson's L2 reads the JSON,
+        with the run's context as pydantic's validation context: a validator reading that
+        context, or a union, may read it otherwise) that breaks them; () when the tool may run.
+        The value read here is thrown away: the SDK's validation is the only one the tool gets.
+        A value the contracts judged, or a tool built by hand (its invoker reads the text), ()."""
+        model = self.healer.target.type_
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return ()
+        data: Any = text
+        try:
+            data = json.loads(text)
+            read = model(**data) if data else model()
+        except ValidationError as exc:
+            return tuple(schema_diagnostics(exc.errors(), data)) or (_not_the_sdks(text),)
+        except Exception:  # not a JSON object: the SDK refuses it
+            return (_not_the_sdks(text),)
+        adapter = self.healer.target.adapter
+        try:
+            dumps = adapter.dump_json(read, by_alias=True) == adapter.dump_json(
+                value, by_alias=True
+            )
+            same = dumps and bool(read == value)
+        except Exception:  # a serializer that raises: judge the SDK's value itself
+            same = False
+        if same or not self.healer.contracts:
+            return ()
+        report = await judge_output(self.healer, read, extra)
+        if report.ok:
+            return ()
+        name = self.tool.name
+        bug = _contract_failed(f"the arguments of tool `{name}`", report.diagnostics)
+        if bug is not None:  # the caller's bug: raised as one, never told to the model
+            raise bug
+        stops = {rule.name for rule in self.healer.contracts if rule.on_fail == "stop"}
+        if any(d.rule in stops for d in report.diagnostics):  # never asked again
+            raise ContractStopped(stop_text(name, report.diagnostics), report.diagnostics)
+        return tuple(report.diagnostics)
+
     def _handed(self, outcome: Healed[Any], data: Any) -> str | None:
         """The arguments text the tool's own invoker is handed (and validates: the SDK takes
         text only). The JSON data L1 read, which `outcome.value` is healjson's validation of:
@@ -360,7 +453,7 @@ class _HealingInvoker:
         try:
             text = adapter.dump_json(outcome.value, by_alias=True)
             again = adapter.validate_python(json.loads(text))  # as the SDK reads arguments
-            same = adapter.dump_json(again, by_alias=True) == text
+            same = adapter.dump_json(again, by_alias=True) == text and bool(again == outcome.value)
         except Exception:  # a serializer or a validator that raises: not handed on either
             return None
         return text.decode() if same else None
