@@ -51,6 +51,7 @@ from healjson.adapters._base import (
     sync_call,
 )
 from healjson.adapters._format import Enforcing
+from healjson.adapters._proxy import Forwarding
 from healjson.adapters._steps import SteppedAdapter, stepped
 from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 from healjson.adapters._unreadable import ReadChecked
@@ -384,15 +385,15 @@ _DEFAULT_POLICY = HealPolicy()
 _NO_TARGET: Any = None  # a driver without a JSON tier never shapes a request for a target
 
 
-class Chat:
+class Chat(Forwarding):
     """`wrap(ollama.Client()).chat`: healjson's when given a `response_model` (or
     `heal_tools=True`); the client's own `chat` otherwise."""
 
     def __init__(self, owner: HealingOllama) -> None:
         self._owner = owner
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._owner.wrapped.chat, name)
+    def forwarded(self) -> Any:
+        return self._owner.wrapped.chat
 
     def __call__(
         self,

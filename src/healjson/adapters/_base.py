@@ -39,7 +39,7 @@ from healjson._providers.tiers import ONE_VALUE, JsonMode, Shapeable
 from ._cache import HealerCache
 from ._chat_tiers import build_request, retry_mode
 from ._format import Enforcing, FormatState, check_mode
-from ._proxy import ChatProxy, CompletionsProxy, ContextPassthrough
+from ._proxy import ChatProxy, CompletionsProxy, ContextPassthrough, Forwarding
 from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 
 if TYPE_CHECKING:
@@ -273,7 +273,7 @@ class Completions(CompletionsProxy):
         return drive_sync(run, driver, secrets_scope(core.wrapped, kwargs))
 
 
-class HealingAdapter(ContextPassthrough):
+class HealingAdapter(Forwarding, ContextPassthrough):
     """A wrapped client: healjson's `chat.completions.create`, the wrapped client's everything
     else (`__getattr__`; `with` / `async with` where the wrapped client has them, binding this
     client: `ContextPassthrough`); see `healjson.wrap`."""
@@ -340,8 +340,10 @@ class HealingAdapter(ContextPassthrough):
     def _healers(self) -> HealerCache:
         return self._core.healers
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.wrapped, name)
+    state = "_core"
+
+    def forwarded(self) -> Any:
+        return self._core.wrapped
 
     def _accept(self, client: Any) -> bool:
         """Raise TypeError unless this adapter can wrap `client`; True if it is async."""

@@ -297,13 +297,13 @@ class InstructorClient(HealingAdapter):
         return client
 
     def __getattr__(self, name: str) -> Any:
-        if name in _NOT_HEALED:
+        if name in _NOT_HEALED and "_core" in self.__dict__:
             raise AttributeError(
                 f"healjson does not heal instructor's {name} ({_NOT_HEALED[name]}) yet: use "
                 "chat.completions.create(response_model=M, ...) for a healed Outcome[M], or "
                 f"the instructor client itself (wrapped.{name}) for instructor's own behaviour"
             )
-        return getattr(self.wrapped, name)
+        return super().__getattr__(name)
 
     def _accept(self, client: Any) -> bool:
         create_with_completion = getattr(client, "create_with_completion", None)

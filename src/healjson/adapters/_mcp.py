@@ -31,10 +31,12 @@ from healjson._mcp import seam
 from healjson._mcp.calls import CallHealer
 from healjson._mcp.tools import ToolIndex
 
+from ._proxy import Forwarding
+
 __all__ = ["HealingSession", "wrap_session"]
 
 
-class HealingSession:
+class HealingSession(Forwarding):
     """A `ClientSession` or `Client` whose `call_tool` heals (see the module's documentation).
 
     `tool_contracts={name: [rules]}`: healjson rules over each tool's (validated) structured
@@ -115,8 +117,10 @@ class HealingSession:
             page = await self.wrapped.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
         return page.tools, page.next_cursor
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.wrapped, name)
+    state = "wrapped"
+
+    def forwarded(self) -> Any:
+        return self.wrapped
 
     def __repr__(self) -> str:
         return f"HealingSession({self.wrapped!r})"

@@ -15,40 +15,73 @@ has none, reading it raises what Python raises for the bare client (`NoContextPr
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 __all__ = [
     "BetaProxy",
     "ChatProxy",
     "CompletionsProxy",
     "ContextPassthrough",
+    "Forwarding",
     "NoContextProtocol",
     "special_method",
 ]
 
 
-class CompletionsProxy:
+class Forwarding:
+    """A wrapper whose other attributes are another object's (`forwarded()`, read through the
+    wrapper's own attribute `state`). The wrapper is read as the object it forwards to is:
+    `dir()` lists that object's attributes beside its own. An instance made without
+    `__init__` (as `copy.copy`, `copy.deepcopy` and `pickle` make one) forwards nothing until
+    its state is set: its attributes are missing (AttributeError), never looked up through
+    the state it lacks, which would recurse."""
+
+    __slots__ = ()
+    state: ClassVar[str] = "_owner"
+
+    def forwarded(self) -> Any:
+        """The object this wrapper's other attributes are read from."""
+        raise NotImplementedError
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            object.__getattribute__(self, self.state)
+        except AttributeError:
+            raise AttributeError(name) from None  # not set up (a copy being made)
+        return getattr(self.forwarded(), name)
+
+    def __dir__(self) -> list[str]:
+        names = set(object.__dir__(self))
+        try:
+            object.__getattribute__(self, self.state)
+            names.update(dir(self.forwarded()))
+        except Exception:  # a wrapper not set up, or a client whose attributes fail: its own
+            pass
+        return sorted(names)
+
+
+class CompletionsProxy(Forwarding):
     """Base of an adapter's `chat.completions`: unknown attributes go to the wrapped client's."""
 
     def __init__(self, owner: Any) -> None:
         self._owner = owner
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._owner.wrapped.chat.completions, name)
+    def forwarded(self) -> Any:
+        return self._owner.wrapped.chat.completions
 
 
-class ChatProxy:
+class ChatProxy(Forwarding):
     """`client.chat`: healjson's `completions`; other attributes go to the wrapped client's."""
 
     def __init__(self, owner: Any, completions: CompletionsProxy) -> None:
         self._owner = owner
         self.completions = completions
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._owner.wrapped.chat, name)
+    def forwarded(self) -> Any:
+        return self._owner.wrapped.chat
 
 
-class BetaProxy:
+class BetaProxy(Forwarding):
     """`client.beta` of a wrapped OpenAI client: its `chat` is the wrapped client's healing
     `chat` (the SDK's `beta.chat.completions` is its `chat.completions`: `parse` and `stream`
     with a type as `response_format` return the SDK's types, healed); other attributes go to
@@ -64,8 +97,8 @@ class BetaProxy:
             raise AttributeError("the wrapped client's beta has no attribute 'chat'")
         return self._owner.chat
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._owner.wrapped.beta, name)
+    def forwarded(self) -> Any:
+        return self._owner.wrapped.beta
 
 
 _NONE: Final[Any] = object()

@@ -51,6 +51,7 @@ from ._chat_tiers import build_request
 from ._format import Enforcing, check_mode
 from ._parsed import Received, afinish, finish, parsed_response
 from ._parsed_streams import response_stream_manager
+from ._proxy import Forwarding
 from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 from ._unreadable import read_checked_call, read_checked_stream
 
@@ -107,15 +108,15 @@ class _Read(Exchange):
             return False, exc
 
 
-class Responses:
+class Responses(Forwarding):
     """An adapter's `responses`: healed `create`, `parse` and `stream`; every other attribute
     is the wrapped client's."""
 
     def __init__(self, owner: Any) -> None:
         self._owner = owner
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._owner.wrapped.responses, name)
+    def forwarded(self) -> Any:
+        return self._owner.wrapped.responses
 
     def create(
         self,

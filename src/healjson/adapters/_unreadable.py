@@ -16,6 +16,7 @@ from healjson._core.run.drive import is_stream
 from healjson._providers._unreadable import sdk_reading_failure
 
 from ._base import ShapeCheck
+from ._proxy import Forwarding
 
 __all__ = ["ReadChecked", "read_checked_call", "read_checked_stream"]
 
@@ -35,11 +36,12 @@ class ReadChecked(ShapeCheck):
         return ok, value
 
 
-class _CheckedStream:
+class _CheckedStream(Forwarding):
     """A stream whose iteration raises `UnreadableReply` where the SDK failed to read a chunk;
     everything else (closing, the SDK's attributes) is the stream's own."""
 
     __slots__ = ("_stream",)
+    state = "_stream"
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
@@ -77,8 +79,8 @@ class _CheckedStream:
         close = getattr(self._stream, "aclose", None) or getattr(self._stream, "close", None)
         return close() if callable(close) else None
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
+    def forwarded(self) -> Any:
+        return self._stream
 
 
 def _raise_read(exc: Exception) -> NoReturn:

@@ -49,6 +49,7 @@ from healjson.adapters._base import (
 )
 from healjson.adapters._format import Enforcing, FormatState
 from healjson.adapters._parsed import Received, afinish, finish
+from healjson.adapters._proxy import Forwarding
 from healjson.adapters._steps import SteppedAdapter, stepped
 from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 from healjson.adapters._unreadable import ReadChecked, read_checked_call
@@ -115,15 +116,15 @@ _DEFAULT_POLICY = HealPolicy()
 _NO_TARGET: Any = None  # a driver without a JSON tier never shapes a request for a target
 
 
-class Messages:
+class Messages(Forwarding):
     """`wrap(Anthropic()).messages`: healjson's `create` and `stream` when given a
     `response_model`; everything else is the wrapped client's `messages`."""
 
     def __init__(self, owner: HealingAnthropic) -> None:
         self._owner = owner
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._owner.sdk_messages(), name)
+    def forwarded(self) -> Any:
+        return self._owner.sdk_messages()
 
     def create(
         self,
@@ -316,7 +317,7 @@ class Messages:
         return self._owner.sdk_healer(output_format, contracts, policy, examples), messages
 
 
-class Beta:
+class Beta(Forwarding):
     """`wrap(Anthropic()).beta`: its `messages` healed as the client's own `messages` are, on the
     SDK's beta API (`betas=[...]` sent as given, the SDK's `BetaMessage` read, `parse` and
     `stream(output_format=M)` returning the SDK's beta types); everything else is the wrapped
@@ -331,8 +332,8 @@ class Beta:
         twin.messages = Messages(twin)
         self.messages = twin.messages
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._owner.wrapped.beta, name)
+    def forwarded(self) -> Any:
+        return self._owner.wrapped.beta
 
 
 class HealingAnthropic(SteppedAdapter):
