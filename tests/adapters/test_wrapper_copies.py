@@ -53,7 +53,7 @@ PATHS: dict[str, tuple[str, ...]] = {
     "anthropic-async": ("", "messages"),
     "ollama": ("", "chat"),
     "ollama-async": ("", "chat"),
-    "gemini": ("",),
+    "gemini": ("", "models", "aio", "aio.models"),
 }
 CASES = [(name, path) for name, paths in PATHS.items() for path in paths]
 

@@ -36,15 +36,16 @@ from healjson.adapters._base import (
 )
 from healjson.adapters._format import Enforcing, FormatState, check_mode
 from healjson.adapters._parsed import Received, afinish, finish
-from healjson.adapters._proxy import ContextPassthrough
+from healjson.adapters._proxy import ContextPassthrough, Forwarding
 from healjson.adapters._steps import stepped
 from healjson.adapters._unreadable import ReadChecked
 
+from .calls import check_call
 from .parsed import aparsed_chunks, parsed_chunks
+from .system import system_text
 from .wire import (
     chooses_format,
     content_messages,
-    content_text,
     enforced_schema,
     gemini_request,
     is_tier_rejection,
@@ -103,7 +104,7 @@ _READ_RESPONSE = ReadChecked(lambda value: hasattr(value, "candidates"), "a Gemi
 _READ_STREAM = ReadChecked(is_stream, "a stream of responses")
 
 
-class Models:
+class Models(Forwarding):
     """`wrap(genai.Client()).models` (and `.aio.models`): `generate_content` and
     `generate_content_stream` heal when given a `response_model`; everything else is the
     wrapped client's."""
@@ -116,8 +117,8 @@ class Models:
         client = self._owner.wrapped
         return client.aio.models if self._aio else client.models
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._models(), name)
+    def forwarded(self) -> Any:
+        return self._models()
 
     def generate_content(self, *args: Any, response_model: Any = UNSET, **kwargs: Any) -> Any:
         """With `response_model=M`: `Outcome[M]` (awaitable through `aio`). Without it, a
@@ -153,7 +154,7 @@ class Models:
         return self._owner._heal(self._aio, True, args, response_model, kwargs)
 
 
-class Aio(ContextPassthrough):
+class Aio(Forwarding, ContextPassthrough):
     """`wrap(genai.Client()).aio`: healing `models`, the rest the wrapped client's `aio` (an
     `async with` as the SDK's `aio` is one)."""
 
@@ -166,8 +167,8 @@ class Aio(ContextPassthrough):
         """The SDK client's `aio`."""
         return self._owner.wrapped.aio
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._owner.wrapped.aio, name)
+    def forwarded(self) -> Any:
+        return self._owner.wrapped.aio
 
 
 class HealingGemini(HealingAdapter):
@@ -205,25 +206,32 @@ class HealingGemini(HealingAdapter):
         received: Received | None = None,
         first: Any = None,
     ) -> Any:
-        if args:
-            raise TypeError("generate_content takes keyword arguments only")
         options: dict[str, Any] = {
             name: kwargs.pop(name, default) for name, default in _OPTIONS.items()
         }
+        models = self.wrapped.aio.models if aio else self.wrapped.models
+        create = models.generate_content_stream if stream else models.generate_content
+        check_call(create, args, kwargs)  # the SDK's own TypeError for what it does not take
+        if args:  # a method that takes them anyway (not google-genai's)
+            raise TypeError("generate_content takes keyword arguments only")
         if "contents" not in kwargs:
             raise TypeError("generate_content needs contents=...")
         contents = kwargs.pop("contents")
         text = contents if type(contents) is str else None  # sent as given when alone
         originals, messages = content_messages(contents)
         config = kwargs.pop("config", None)
+        system = getattr(config, "system_instruction", None)  # the caller's own object
         if hasattr(config, "model_dump"):
             config = config.model_dump(exclude_none=True)
+        # the method's other keywords (none but `model` in google-genai today) stay its own
+        own = {name: kwargs.pop(name) for name in list(kwargs) if name != "model"}
         params: dict[str, Any] = {**kwargs, **(dict(config) if config else {})}
         if "candidate_count" in params or "candidateCount" in params:
             check_one_answer(params, "candidate_count", "generate_content", "candidateCount")
-        system = params.pop("system_instruction", None)
-        if system is not None:
-            messages = [{"role": "system", "content": content_text(system)}, *messages]
+        given = params.pop("system_instruction", None)
+        system = given if system is None else system
+        if system is not None:  # kept as a rendering; the caller's own is sent (`tier_request`)
+            messages = [{"role": "system", "content": system_text(system)}, *messages]
         if received is None:
             healer = self.healer(
                 response_model,
@@ -236,8 +244,6 @@ class HealingGemini(HealingAdapter):
             healer = self.sdk_healer(
                 response_model, options["contracts"], options["policy"], options["examples"]
             )
-        models = self.wrapped.aio.models if aio else self.wrapped.models
-        create = models.generate_content_stream if stream else models.generate_content
         reader = _READ_STREAM if stream else _READ_RESPONSE
         chose, state, target = chooses_format(params), self.format, healer.target
 
@@ -245,7 +251,10 @@ class HealingGemini(HealingAdapter):
             create = received.recorded(create, aio)
 
         def shape(mode: JsonMode | None, turns: Any, request: dict[str, Any]) -> Any:
-            return tier_request(mode, target, turns, request, originals, text=text)
+            used, body = tier_request(
+                mode, target, turns, request, originals, text=text, system=system
+            )
+            return used, {**body, **own} if own else body
 
         driver = stepped(
             create,

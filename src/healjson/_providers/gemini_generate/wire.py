@@ -55,6 +55,7 @@ from healjson._providers.tiers import JsonMode, Shapeable, prompted
 
 from .schema import GeminiSchemaUnsupported
 from .schema import shared_gemini_schema as gemini_schema  # one per target
+from .system import with_instruction
 
 __all__ = [
     "FORMAT",
@@ -354,12 +355,18 @@ def tier_request(
     originals: Sequence[Any] = (),
     *,
     text: str | None = None,
+    system: Any = None,
 ) -> tuple[JsonMode | None, dict[str, Any]]:
     """`generate_content` keywords asking for `target` in tier `mode` (`json_schema`,
     `json_object`, `prompt`), and the tier used. `originals`: the caller's own contents, sent
     as given in place of the first messages (their text renditions), so no part is lost.
     `text`: the caller's `contents` when they are one text (`originals` its user content), sent
-    as it is when the request holds nothing more (google-genai reads a text as that content)."""
+    as it is when the request holds nothing more (google-genai reads a text as that content).
+    `system`: the caller's `system_instruction` (the first message its rendering,
+    `system.system_text`), sent as given; a tier's own instruction a text part beside its
+    parts (`system.with_instruction`)."""
+    if system is not None and messages and messages[0].get("role") == "system":
+        messages = messages[1:]  # the rendering: the caller's own is sent
     extra: dict[str, Any] = {}
     if mode is None:  # the caller's own format
         shaped = list(messages)
@@ -373,6 +380,11 @@ def tier_request(
         if mode == "json_object":
             extra = {"response_mime_type": "application/json"}
     body = gemini_request(shaped, {**params, **extra})
+    if system is not None:
+        config = body["config"] or {}
+        added = config.get("system_instruction")
+        config["system_instruction"] = system if added is None else with_instruction(system, added)
+        body["config"] = config
     if text is not None and len(originals) == len(body["contents"]) == 1:
         body["contents"] = text
     elif originals:
