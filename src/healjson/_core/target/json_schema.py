@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from pydantic_core import PydanticSerializationError, ValidationError, from_json, to_json
 
-from .json_schema_errors import line_errors
+from .json_schema_errors import holds_infinity, line_errors, overflow_lines
 from .json_schema_fast import fast_is_valid
 from .json_schema_lax import lax
 from .patterns import BOUNDED_KEYWORDS, pattern_budget
@@ -53,6 +54,11 @@ _BASE_CHANGERS: Final = frozenset(
 )
 _LOCAL_DEFS: Final = ("#/$defs/", "#/definitions/")
 _TITLE_CHARS: Final = 64
+_BIG_NUMBER: Final = r"[eE]\+?0*[1-9][0-9]{2}|[0-9]{200}"
+_BIG_TEXT: Final = re.compile(_BIG_NUMBER)
+_BIG_BYTES: Final = re.compile(_BIG_NUMBER.encode())
+"""Where a JSON text may hold a number a 64-bit float cannot (at least 1e308): an exponent of
+three digits, or 200 digits in a row. Only a text with one is searched for an overflow."""
 
 
 class JsonSchema:
@@ -173,6 +179,11 @@ class SchemaAdapter:
             value = from_json(data, allow_inf_nan=False)  # NaN and Infinity are not JSON
         except ValueError as exc:
             raise _error("json_invalid", (), _shown(data), {"error": str(exc)}) from None
+        big = _BIG_TEXT.search(data) if isinstance(data, str) else _BIG_BYTES.search(data)
+        if big and holds_infinity(value):
+            # a number too large for a float is read as infinity, which is not JSON
+            lines = overflow_lines(data, value)
+            raise ValidationError.from_exception_data(self.type_.__name__, lines)
         return self._checked(value, strict)
 
     def validate_python(self, value: Any, /, *, strict: bool | None = None, **_: Any) -> Any:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -29,7 +30,7 @@ from healjson._core.diagnostic import short_repr
 
 from .patterns import PATTERN_BUDGET_S, TIMEOUT_KEYWORD, search
 
-__all__ = ["MAX_ERRORS", "line_errors"]
+__all__ = ["MAX_ERRORS", "holds_infinity", "line_errors", "overflow_lines"]
 
 MAX_ERRORS: Final = 100
 
@@ -79,6 +80,52 @@ def line_errors(validator: Any, value: Any) -> list[Any]:
     if not out:  # a validator that reports nothing it can name: still a failure
         out.append(_custom("json_schema", (), value, "satisfy the schema"))
     return out[:MAX_ERRORS]
+
+
+def holds_infinity(value: Any) -> bool:
+    """Whether JSON data holds an infinite float at any depth (iteratively: no depth limit)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if math.isinf(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+class _Written(str):
+    """A number literal of the JSON text that a 64-bit float cannot hold, as it was written."""
+
+
+def _float_or_written(literal: str) -> Any:
+    number = float(literal)
+    return _Written(literal) if math.isinf(number) else number
+
+
+def overflow_lines(data: str | bytes | bytearray, value: Any) -> list[Any]:
+    """One error per number of the JSON text `data` (parsed as `value`) too large for a 64-bit
+    float (`1e400`, read as infinity), at its place, quoting the number as written."""
+    try:  # the literals: the standard parser hands each decimal number over as written
+        written: Any = json.loads(data, parse_float=_float_or_written)
+    except (ValueError, RecursionError):  # parsed above, but too deep or too long for it
+        written = value
+    out: list[Any] = []
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), written)]
+    while stack and len(out) < MAX_ERRORS:
+        loc, item = stack.pop()
+        if isinstance(item, _Written) or (isinstance(item, float) and math.isinf(item)):
+            shown = str.__str__(item) if isinstance(item, _Written) else item
+            rule = f"be a number within range ({shown} is out of range for a 64-bit float)"
+            out.append(_custom("json_schema_number_range", loc, shown, rule))
+        elif isinstance(item, dict):
+            stack.extend(((*loc, key), sub) for key, sub in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend(((*loc, index), sub) for index, sub in reversed(list(enumerate(item))))
+    return out
 
 
 _RANKS: Final = {"enum": 0, "const": 0, "type": 1}

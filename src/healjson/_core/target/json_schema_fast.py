@@ -10,7 +10,8 @@ Both mean the same thing, because the compiled validator is only asked where the
 - `pattern` and `multipleOf` run the keyword functions `jsonschema` runs (the bounded search of
   `patterns`, Python `re`'s meaning; its float arithmetic: Rust's regex and decimal rules
   differ, e.g. `$` before a final newline, `0.3` as a multiple of `0.1`); a pattern the budget
-  cut short is "invalid" here, and `jsonschema` reports it;
+  cut short anywhere in the value (under `not` too, which would call the value valid) makes the
+  answer "invalid", and `jsonschema` reports the timeout;
 - a schema with a keyword whose meaning depends on the regex engine or on an evaluation the two
   implement differently (`patternProperties`, `unevaluated*`, `$id` and the dynamic
   references) keeps `jsonschema` alone, as does a schema `jsonschema-rs` cannot compile;
@@ -27,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from .patterns import search
+from .patterns import cut_short_count, search
 from .schema_refs import pointer
 
 __all__ = ["fast_is_valid"]
@@ -75,7 +76,12 @@ def fast_is_valid(schema: dict[str, Any], checker: Any) -> Callable[[Any], bool]
         )
     except Exception:  # a schema `jsonschema` accepts and it cannot compile: `jsonschema` alone
         return None
-    is_valid: Callable[[Any], bool] = validator.is_valid
+    judge: Callable[[Any], bool] = validator.is_valid
+
+    def is_valid(value: Any) -> bool:
+        before = cut_short_count()
+        return judge(value) and cut_short_count() == before
+
     return is_valid
 
 

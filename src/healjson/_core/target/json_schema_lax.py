@@ -7,7 +7,9 @@ schema (properties, `additionalProperties`, items, `prefixItems`, `allOf`, local
 scalar that fits none of the JSON types its node allows is converted to the one type it can
 be read as, the conversions pydantic's lax JSON mode makes:
 
-- a numeric string to an integer (`"5"`, `" 5 "`, `"5.0"`) or a number (`"2.5"`);
+- a numeric string to an integer (`"5"`, `" 5 "`, `"5.0"`) or a number (`"2.5"`): the
+  number the same digits are when written bare (an integer literal an exact int, every digit
+  kept; a decimal one a float, as JSON reads it);
 - `"true"` / `"yes"` / `"on"` / `"1"` ... (and their opposites) to a boolean;
 - a numeric string to the one number among an `enum` / `const`'s values.
 
@@ -42,6 +44,7 @@ _TRUE: Final = frozenset({"1", "on", "t", "true", "y", "yes"})
 _FALSE: Final = frozenset({"0", "off", "f", "false", "n", "no"})
 _INTEGER: Final = re.compile(r"[+-]?\d{1,100}(?:\.0*)?")
 _NUMBER: Final = re.compile(r"[+-]?(?:\d{1,100}(?:\.\d{0,100})?|\.\d{1,100})(?:[eE][+-]?\d{1,4})?")
+_WHOLE: Final = re.compile(r"[+-]?\d{1,100}")
 _MAX_DEPTH: Final = 200
 
 
@@ -166,8 +169,12 @@ def _readings(data: Any, kinds: set[Any]) -> list[Any]:
         text = data.strip()
         number = _numeric(text)
         if number is not None:
-            if "integer" in kinds and number.is_integer() and _INTEGER.fullmatch(text):
-                out.append(int(number) if abs(number) < 2**53 else int(text.split(".")[0]))
+            whole = isinstance(number, int) or number.is_integer()
+            if "integer" in kinds and whole and _INTEGER.fullmatch(text):
+                # the value the same digits have written bare (`5.0` as `5`, the same value)
+                out.append(
+                    number if isinstance(number, int) or abs(number) >= 2**53 else int(number)
+                )
             elif "number" in kinds:
                 out.append(number)
         word = text.casefold()
@@ -195,9 +202,14 @@ def _same(a: Any, b: Any) -> bool:
     return isinstance(a, bool) == isinstance(b, bool) and type(a) is not dict and a == b
 
 
-def _numeric(text: str) -> float | None:
+def _numeric(text: str) -> int | float | None:
+    """The number a numeric string's digits are when written bare, as JSON reads them: an
+    integer literal an exact int (`"12345678901234567891"` keeps every digit), a decimal one
+    a float; None for any other text, or a number too large for a float."""
     if not _NUMBER.fullmatch(text):
         return None
+    if _WHOLE.fullmatch(text):
+        return int(text)
     number = float(text)
     return number if math.isfinite(number) else None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, Final
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import unquote, urldefrag, urljoin
 
 __all__ = ["defs_referenced", "pointer", "remote_refs", "resolve_ref"]
 
@@ -19,19 +19,18 @@ def resolve_ref(root: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
         ref = schema.get("$ref")
         if not (isinstance(ref, str) and ref.startswith("#/")):
             break
-        node: Any = root
-        for part in ref[2:].split("/"):
-            node = node.get(part, {}) if isinstance(node, dict) else {}
+        node = pointer(root, ref)
         referenced = node if isinstance(node, dict) else {}
         schema = {**referenced, **{k: v for k, v in schema.items() if k != "$ref"}}
     return schema
 
 
 def pointer(root: Any, ref: str) -> Any:
-    """The node a local reference (`#`, `#/$defs/Item`, `#/properties/a~1b`) names in `root`,
-    or None when it names nothing."""
+    """The node a local reference (`#`, `#/$defs/Item`, `#/properties/a~1b`, `#/$defs/a%20b`)
+    names in `root`, or None when it names nothing. The fragment of a URI reference is
+    percent-encoded: it is decoded first, then read as a JSON Pointer (`~1` is `/`, `~0` `~`)."""
     node = root
-    for raw in ref[2:].split("/") if ref != "#" else ():
+    for raw in unquote(ref[2:]).split("/") if ref != "#" else ():
         part = raw.replace("~1", "/").replace("~0", "~")
         if isinstance(node, dict) and part in node:
             node = node[part]
@@ -52,7 +51,8 @@ def defs_referenced(node: Any) -> set[str]:
         if isinstance(item, Mapping):
             ref = item.get("$ref")
             if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                found.add(ref.removeprefix("#/$defs/"))
+                name = unquote(ref.removeprefix("#/$defs/"))
+                found.add(name.replace("~1", "/").replace("~0", "~"))
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
