@@ -272,9 +272,12 @@ def tier_request(
     params: Mapping[str, Any],
 ) -> tuple[JsonMode | None, dict[str, Any]]:
     """`chat(...)` keywords asking for `target` in tier `mode`, and the tier used (`mode` None:
-    the caller's own format, sent as given)."""
+    the caller's own format, sent as given; the schema stated as in the `json_object` tier
+    unless that format names one: `format="json"`, or the caller's tools, which a `format`
+    would keep the model from calling)."""
     if mode is None:
-        return None, ollama_request(messages, params)
+        named = isinstance(params.get("format"), Mapping)
+        return None, ollama_request(messages if named else prompted(target, messages), params)
     if mode == "json_schema":
         body = ollama_request(messages, params)  # a fresh dict: the format set in it
         body["format"] = target.json_schema

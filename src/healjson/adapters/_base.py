@@ -38,6 +38,7 @@ from healjson._providers.tiers import ONE_VALUE, JsonMode, Shapeable
 
 from ._cache import HealerCache
 from ._chat_tiers import build_request, retry_mode
+from ._choices import check_tool_choice
 from ._format import Enforcing, FormatState, check_mode
 from ._proxy import ChatProxy, CompletionsProxy, ContextPassthrough, Forwarding
 from ._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
@@ -243,6 +244,8 @@ class Completions(CompletionsProxy):
                 raise TypeError(_retry_keyword(name))
         if "n" in kwargs or "extra_body" in kwargs:
             check_one_answer(kwargs, "n", "chat.completions.create")
+        if "tool_choice" in kwargs and core.tiers is not None:  # (an instructor client's mode
+            check_tool_choice(kwargs, "chat.completions.create")  # sets its own tool_choice)
         forced = check_mode(json_mode) if json_mode is not None else None
         chosen = policy or core.policy or _DEFAULT_POLICY
         healer = core.healers.get(response_model, contracts, chosen, fallback, examples)

@@ -37,6 +37,7 @@ from ._base import (
     is_async_client,
 )
 from ._chat_tiers import build_request
+from ._choices import check_tool_choice
 from ._format import FormatState, check_mode
 from ._parsed import Received, afinish, finish, parsed_completion
 from ._parsed_streams import chat_stream_manager
@@ -152,6 +153,8 @@ class OpenAICompletions(Completions):
         if messages is UNSET:
             raise TypeError("chat.completions.parse needs messages=[...]")
         check_one_answer(kwargs, "n", "chat.completions.parse")
+        if "tool_choice" in kwargs:
+            check_tool_choice(kwargs, "chat.completions.parse", model="response_format")
         forced = check_mode(json_mode) if json_mode is not None else None
         healer = self._owner.sdk_healer(response_format, contracts, policy, examples)
         return healer, forced, messages

@@ -34,6 +34,7 @@ from healjson._core.run.streams import stream_async, stream_sync
 from healjson._core.wire.effects import ModelCall, ProviderError
 from healjson._providers import PROVIDERS
 from healjson._providers._unreadable import sdk_reading_failure
+from healjson._providers.caller_choices import responses_names_schema
 from healjson._providers.openai_chat import enforced_schema
 from healjson._providers.openai_responses import (
     SDK_RESPONSES,
@@ -45,9 +46,11 @@ from healjson._providers.openai_responses import (
     read_sdk_response,
     set_commentary_aside,
 )
+from healjson._providers.tiers import Shapeable, prompted
 
-from ._base import UNSET, Exchange, NotACompletion, async_call, sync_call
+from ._base import UNSET, Exchange, NotACompletion, Send, async_call, sync_call
 from ._chat_tiers import build_request
+from ._choices import check_tool_choice
 from ._format import Enforcing, check_mode
 from ._parsed import Received, afinish, finish, parsed_response
 from ._parsed_streams import response_stream_manager
@@ -148,6 +151,8 @@ class Responses(Forwarding):
             check_tool_call(kwargs, response_model, UNSET, "responses.create")
             if not heal_tools:
                 raise TypeError("tool_contracts= needs heal_tools=True")
+        elif "tool_choice" in kwargs:
+            check_tool_choice(kwargs, "responses.create")
         conversation, text = _conversation(kwargs, repair_via)
         streamed = bool(kwargs.get("stream"))
         if tools:
@@ -205,10 +210,12 @@ class Responses(Forwarding):
         healers = core.healers if received is None else core.uncached
         healer = healers.get(response_model, contracts, chosen, fallback, examples)
         send = _sender(core, conversation, streamed)
+        target = healer.target
+        if own and not responses_names_schema(text):  # the schema stated, as `json_object`'s
+            send = _prompting(send, target)
         if received is not None:
             send = received.recording(send, core.is_async)
         messages = conversation.messages
-        target = healer.target
         checked = None
         if tiers is not None:  # judged against the schema its tier sends
             checked = Enforcing(
@@ -260,6 +267,8 @@ class Responses(Forwarding):
             return self._owner.wrapped.responses.parse(*args, **kwargs)
         if args:
             raise TypeError("responses.parse takes keyword arguments only")
+        if "tool_choice" in kwargs:
+            check_tool_choice(kwargs, "responses.parse", model="text_format")
         core = self._owner._core
         conversation, text = _conversation(kwargs, repair_via)
         received = Received()
@@ -295,6 +304,8 @@ class Responses(Forwarding):
             return self._owner.wrapped.responses.stream(*args, **kwargs)
         if args:
             raise TypeError("responses.stream takes keyword arguments only")
+        if "tool_choice" in kwargs:
+            check_tool_choice(kwargs, "responses.stream", model="text_format")
         core = self._owner._core
         conversation, text = _conversation(kwargs, "input")
         forced = check_mode(json_mode) if json_mode is not None else None
@@ -303,6 +314,8 @@ class Responses(Forwarding):
             text_format, contracts, policy or core.policy or _DEFAULT_POLICY, None, examples
         ).target
         fresh = [dict(message) for message in conversation.messages]
+        if own and not responses_names_schema(text):  # the schema stated, as `json_object`'s
+            fresh = prompted(target, fresh)
         _, chat = build_request(None if own else core.tiers, forced, target, fresh, kwargs)
         build = parsed_response(text_format)
 
@@ -348,6 +361,18 @@ def _stream_start(wrapped: Any, conversation: Conversation) -> Callable[[ModelCa
         return create(**conversation.request(chat))
 
     return start
+
+
+def _prompting(send: Send, target: Shapeable) -> Send:
+    """`send` with the answer's schema stated first in each request's messages, as the
+    `json_object` tier states it (`tiers.prompted`): the caller's own `text.format` names
+    none."""
+
+    def prompting(params: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
+        params["messages"] = prompted(target, params["messages"])
+        return send(params)
+
+    return prompting
 
 
 def _sender(

@@ -47,6 +47,7 @@ from healjson.adapters._base import (
     is_async_client,
     sync_call,
 )
+from healjson.adapters._choices import check_tool_choice
 from healjson.adapters._format import Enforcing, FormatState
 from healjson.adapters._parsed import Received, afinish, finish
 from healjson.adapters._proxy import Forwarding
@@ -55,7 +56,7 @@ from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_to
 from healjson.adapters._unreadable import ReadChecked, read_checked_call
 
 from .parsed import message_stream_manager, parsed_message, stream_entering, streamed_message
-from .tools import ANTHROPIC
+from .tools import ANTHROPIC, forces_call
 from .wire import (
     chooses_format,
     enforced_schema,
@@ -157,6 +158,8 @@ class Messages(Forwarding):
                 raise TypeError("tool_contracts= needs heal_tools=True")
             chosen = policy or owner.policy or _DEFAULT_POLICY
             return self._heal_tools(chosen, tool_contracts, messages, context, kwargs)
+        if "tool_choice" in kwargs:
+            check_tool_choice(kwargs, "messages.create", forces_call)
         core = owner._core  # a plain object: its attributes read fast (the adapter proxies)
         chosen = policy or core.policy or _DEFAULT_POLICY
         healer = core.healers.get(response_model, contracts, chosen, fallback, examples)
@@ -314,6 +317,8 @@ class Messages(Forwarding):
         messages = kwargs.pop("messages", UNSET)
         if messages is UNSET:
             raise TypeError(f"messages.{name} needs messages=[...]")
+        if "tool_choice" in kwargs:
+            check_tool_choice(kwargs, f"messages.{name}", forces_call, "output_format")
         return self._owner.sdk_healer(output_format, contracts, policy, examples), messages
 
 
@@ -440,7 +445,7 @@ class HealingAnthropic(SteppedAdapter):
         """`create` (`messages.create`, or a method taking its keywords: the SDK's stream opened,
         `parsed.stream_entering`) in the client's JSON tier, stepped down and remembered when
         the endpoint refuses it (`text_only`: never the forced tool's tier), or the caller's
-        own format or tools as given; its answer taken through `exchange`."""
+        own format as given; its answer taken through `exchange`."""
 
         def shape(mode: JsonMode | None, messages: Any, request: dict[str, Any]) -> Any:
             return tier_request(mode, target, messages, request, text_only=text_only)

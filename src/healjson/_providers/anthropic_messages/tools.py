@@ -22,7 +22,7 @@ from healjson._providers.provider import ToolDialect
 
 from .wire import FINISH, anthropic_usage
 
-__all__ = ["ANTHROPIC", "AnthropicCollector"]
+__all__ = ["ANTHROPIC", "AnthropicCollector", "forces_call"]
 
 
 class AnthropicCollector:
@@ -133,6 +133,12 @@ def _forced(choice: Any) -> bool | str:
         name = choice.get("name")
         return name if isinstance(name, str) and name else False
     return False
+
+
+def forces_call(choice: Any) -> bool:
+    """True when a `tool_choice` forces a tool call (`{"type": "any"}`, or `{"type": "tool",
+    "name": ...}`, named or not); `auto` and `none` leave the model free to answer in text."""
+    return get_field(choice, "type") in ("any", "tool")
 
 
 ANTHROPIC = ToolDialect("anthropic", _read, _wire, _forced, AnthropicCollector)

@@ -387,8 +387,9 @@ def messages_request(
 #   "schema": ...}}` with the schema in Anthropic's dialect (`anthropic_schema`);
 # - `json_object`: a forced tool whose input is the answer (`tools=[{"name", "input_schema",
 #   "strict": true}]`, `tool_choice={"type": "tool", ...}`; not strict when the dialect cannot
-#   express the schema); skipped with extended thinking on (Anthropic refuses a forced tool then)
-#   and for an answer that is not an object (a tool's input is one);
+#   express the schema); skipped with extended thinking on (Anthropic refuses a forced tool then),
+#   with the caller's own tools (forcing ours would override their tool choice) and for an
+#   answer that is not an object (a tool's input is one);
 # - `prompt`: the schema in the system prompt.
 # An HTTP 400 naming a tier's feature steps it down (`is_tier_rejection`).
 
@@ -398,11 +399,17 @@ ANSWER_TOOL: Final = "answer"
 
 def chooses_format(params: Mapping[str, Any]) -> bool:
     """True when the caller's parameters choose the output themselves (an `output_config`
-    format, or tools): healjson shapes nothing then."""
+    format): healjson shapes nothing then. The caller's tools choose nothing: native structured
+    output is sent beside them, and the forced tool's tier is skipped (`tier_request`)."""
     config = params.get("output_config")  # None first: an ABC check is slow
-    if config is not None and isinstance(config, Mapping) and config.get("format"):
-        return True
-    return bool(params.get("tools"))
+    return config is not None and isinstance(config, Mapping) and bool(config.get("format"))
+
+
+def _no_answer_tool(params: Mapping[str, Any]) -> bool:
+    """True when the forced answer tool cannot be sent: extended thinking is on (Anthropic
+    refuses a forced tool then), or the caller gave tools of its own (forcing ours would
+    override the caller's tool choice)."""
+    return thinking_on(params) or bool(params.get("tools"))
 
 
 def thinking_on(params: Mapping[str, Any]) -> bool:
@@ -422,9 +429,10 @@ def tier_request(
 ) -> tuple[JsonMode | None, dict[str, Any]]:
     """`messages.create` keywords asking for `target` in tier `mode`, and the tier really used
     (a tier the schema or the request rules out goes one weaker; `mode` None: the caller's own
-    output format or tools, sent as given). `text_only`: the answer must be a text block (the
-    SDK's own `parse` / `stream(output_format=M)`, whose `ParsedMessage` carries its value on
-    one), so the forced tool's tier is skipped."""
+    `output_config` format, sent as given). The caller's tools are sent beside the tier's
+    format. `text_only`: the answer must be a text block (the SDK's own `parse` /
+    `stream(output_format=M)`, whose `ParsedMessage` carries its value on one), so the forced
+    tool's tier is skipped."""
     shared = shared_end(messages)  # found before any copy of the list (a repair's mark)
     if mode is None:
         return None, messages_request(messages, params, shared)
@@ -442,7 +450,7 @@ def tier_request(
             return mode, body
     if mode == "json_object" and not text_only:
         schema = _inline_root(schema)
-        if thinking_on(params) or schema.get("type") != "object":
+        if _no_answer_tool(params) or schema.get("type") != "object":
             mode = "prompt"
         else:
             body = messages_request(messages, params, shared)
@@ -466,7 +474,7 @@ def used_tier(mode: JsonMode, target: Shapeable, params: Mapping[str, Any]) -> J
             return mode
     if mode == "json_object":
         schema = _inline_root(target.json_schema)
-        if not thinking_on(params) and schema.get("type") == "object":
+        if not _no_answer_tool(params) and schema.get("type") == "object":
             return mode
     return "prompt"
 
@@ -487,7 +495,7 @@ def enforced_schema(
             mode = "json_object"
     if mode == "json_object" and not text_only:
         schema = _inline_root(schema)
-        if thinking_on(params) or schema.get("type") != "object":
+        if _no_answer_tool(params) or schema.get("type") != "object":
             return None
         try:
             return anthropic_schema(schema)
