@@ -298,6 +298,12 @@ def _flags(*groups: Sequence[Flag]) -> tuple[Flag, ...]:
     return tuple(dict.fromkeys(flag for group in groups for flag in group))
 
 
+_ENVELOPE_KEYS: Final = frozenset(
+    {"value", "values", "result", "results", "answer", "data", "output", "response", "content"}
+)
+"""Keys (as `key_form`s) that say nothing of the plain value a one-key object wraps."""
+
+
 class _Aligner:
     """One alignment: each (schema node, data node) pair is read once, whatever the number of
     readings that reach it."""
@@ -311,6 +317,7 @@ class _Aligner:
         # their id, and a second reading finds the same objects
         self.taken: set[int] = set()  # one-key objects whose key some reading takes
         self.unwrapped: set[int] = set()  # one-key objects some reading unwrapped
+        self.named: dict[int, str] = {}  # one-key objects in an object → its key; in a list → ""
 
     def align(self, shape: Shape, data: Any) -> _Reading:
         """`data` read against `shape`; read again when a one-key object was unwrapped in one
@@ -391,6 +398,8 @@ class _Aligner:
                     count = _NONE
                 out[name] = value
                 continue
+            if type(value) is dict and len(value) == 1:
+                self.named[id(value)] = name  # what a wrapper of a value may be named
             reading = self.read(sub, value)
             count = _combine(count, reading.count)
             changed = changed or reading.value is not value
@@ -413,12 +422,30 @@ class _Aligner:
             if sub is None:
                 out.append(value)
                 continue
+            if type(value) is dict and len(value) == 1:
+                self.named[id(value)] = ""  # an item: no name of its own
             reading = self.read(sub, value)
             count = _combine(count, reading.count)
             changed = changed or reading.value is not value
             flags.extend(reading.flags)
             out.append(reading.value)
         return _Reading(out if changed else data, _flags(flags), count)
+
+    def _names_the_value(self, key: Any, node: int) -> bool:
+        """Whether a one-key object's `key` says no more of the plain value it wraps than
+        "the value". The whole answer's: any key (a JSON object mode makes a model wrap a
+        plain answer in an object, under a key of its choosing). Inside the answer: an
+        envelope word (`value`, `result`, ...) or the name of the field it is the value of;
+        any other key there says something of the value (a unit, a bound, a negation, a former
+        value: `{"fahrenheit": 70}`, `{"min": 5}`, `{"not": "cats"}`), which the value alone
+        would drop, so such an object is not read as its value."""
+        field = self.named.get(node)
+        if field is None:  # the whole answer
+            return True
+        if not isinstance(key, str):
+            return False
+        form = key_form(key)
+        return form in _ENVELOPE_KEYS or (bool(field) and form == key_form(field))
 
     def _reshaped(self, shape: Shape, data: Any) -> Iterator[_Reading]:
         """The other readings of a node that does not fit as written."""
@@ -431,8 +458,11 @@ class _Aligner:
             if encoded is not NOTHING:
                 yield _prefixed(Flag.DOUBLE_ENCODED, self.read(shape, encoded))
         if isinstance(data, dict) and len(data) == 1:
-            (inner,) = data.values()
-            if id(data) not in self.taken and (isinstance(inner, dict | list) or not wants_object):
+            ((key, inner),) = data.items()
+            if id(data) not in self.taken and (
+                isinstance(inner, dict | list)
+                or (not wants_object and self._names_the_value(key, id(data)))
+            ):
                 self.unwrapped.add(id(data))
                 yield _prefixed(Flag.UNWRAPPED, self.read(shape, inner, False))
         # a string holding an encoded array is that array (read above), not a list's one item
