@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, Final, NamedTuple
 
-__all__ = ["check_call"]
+__all__ = ["check_call", "forces_call"]
 
 
 class _Keywords(NamedTuple):
@@ -91,3 +91,19 @@ def _binds_as_signed(method: Callable[..., Any]) -> bool:
         and not hasattr(function, "__wrapped__")
         and "__signature__" not in vars(function)
     )
+
+
+def forces_call(tool_config: Any) -> bool:
+    """True when a `tool_config` forces a function call (its `function_calling_config` in
+    mode `ANY`, with or without `allowed_function_names`): the model cannot give a JSON answer
+    then. A dict or the SDK's `ToolConfig`; a mode as a string (any case) or the SDK's enum."""
+    calling = _field(tool_config, "function_calling_config")
+    mode = _field(calling, "mode")
+    value = getattr(mode, "value", mode)
+    return isinstance(value, str) and value.upper() == "ANY"
+
+
+def _field(value: Any, name: str) -> Any:
+    if isinstance(value, Mapping):
+        return value.get(name)
+    return getattr(value, name, None)

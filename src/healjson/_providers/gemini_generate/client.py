@@ -40,7 +40,7 @@ from healjson.adapters._proxy import ContextPassthrough, Forwarding
 from healjson.adapters._steps import stepped
 from healjson.adapters._unreadable import ReadChecked
 
-from .calls import check_call
+from .calls import check_call, forces_call
 from .parsed import aparsed_chunks, parsed_chunks
 from .system import system_text
 from .wire import (
@@ -228,6 +228,12 @@ class HealingGemini(HealingAdapter):
         params: dict[str, Any] = {**kwargs, **(dict(config) if config else {})}
         if "candidate_count" in params or "candidateCount" in params:
             check_one_answer(params, "candidate_count", "generate_content", "candidateCount")
+        if "tool_config" in params and forces_call(params["tool_config"]):
+            raise TypeError(
+                f"generate_content: tool_config={params['tool_config']!r} forces a function "
+                "call (mode ANY), so the model cannot give the JSON answer response_model= "
+                "asks for. Drop the mode (or use AUTO) to heal the answer."
+            )
         given = params.pop("system_instruction", None)
         system = given if system is None else system
         if system is not None:  # kept as a rendering; the caller's own is sent (`tier_request`)

@@ -305,6 +305,7 @@ def gemini_request(
 # - `prompt`: the schema in the system instruction only.
 
 _FORMAT_KEYS: Final = ("response_mime_type", "response_schema", "response_json_schema")
+_SCHEMA_KEYS: Final = ("response_schema", "response_json_schema")
 
 
 def chooses_format(params: Mapping[str, Any]) -> bool:
@@ -368,8 +369,9 @@ def tier_request(
     if system is not None and messages and messages[0].get("role") == "system":
         messages = messages[1:]  # the rendering: the caller's own is sent
     extra: dict[str, Any] = {}
-    if mode is None:  # the caller's own format
-        shaped = list(messages)
+    if mode is None:  # the caller's own format; the schema stated when it names none
+        named = any(params.get(key) is not None for key in _SCHEMA_KEYS)
+        shaped = list(messages) if named else prompted(target, messages)
     elif mode == "json_schema" and (schema := _dialect(target)) is not None:
         shaped = list(messages)
         extra = {"response_mime_type": "application/json", "response_json_schema": schema}
