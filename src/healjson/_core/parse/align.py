@@ -68,6 +68,7 @@ from healjson._core.target.target import Target
 from .defaults import left_out, misspelled
 from .meter import charge
 from .shape import Shape, key_form, shape_of
+from .wrappers import names_the_value
 
 __all__ = ["Fit", "align", "answer_key", "number_word", "settled", "stands"]
 
@@ -298,12 +299,6 @@ def _flags(*groups: Sequence[Flag]) -> tuple[Flag, ...]:
     return tuple(dict.fromkeys(flag for group in groups for flag in group))
 
 
-_ENVELOPE_KEYS: Final = frozenset(
-    {"value", "values", "result", "results", "answer", "data", "output", "response", "content"}
-)
-"""Keys (as `key_form`s) that say nothing of the plain value a one-key object wraps."""
-
-
 class _Aligner:
     """One alignment: each (schema node, data node) pair is read once, whatever the number of
     readings that reach it."""
@@ -431,22 +426,6 @@ class _Aligner:
             out.append(reading.value)
         return _Reading(out if changed else data, _flags(flags), count)
 
-    def _names_the_value(self, key: Any, node: int) -> bool:
-        """Whether a one-key object's `key` says no more of the plain value it wraps than
-        "the value". The whole answer's: any key (a JSON object mode makes a model wrap a
-        plain answer in an object, under a key of its choosing). Inside the answer: an
-        envelope word (`value`, `result`, ...) or the name of the field it is the value of;
-        any other key there says something of the value (a unit, a bound, a negation, a former
-        value: `{"fahrenheit": 70}`, `{"min": 5}`, `{"not": "cats"}`), which the value alone
-        would drop, so such an object is not read as its value."""
-        field = self.named.get(node)
-        if field is None:  # the whole answer
-            return True
-        if not isinstance(key, str):
-            return False
-        form = key_form(key)
-        return form in _ENVELOPE_KEYS or (bool(field) and form == key_form(field))
-
     def _reshaped(self, shape: Shape, data: Any) -> Iterator[_Reading]:
         """The other readings of a node that does not fit as written."""
         wants_array, wants_object = "array" in shape.kinds, "object" in shape.kinds
@@ -461,7 +440,7 @@ class _Aligner:
             ((key, inner),) = data.items()
             if id(data) not in self.taken and (
                 isinstance(inner, dict | list)
-                or (not wants_object and self._names_the_value(key, id(data)))
+                or (not wants_object and names_the_value(key, self.named.get(id(data))))
             ):
                 self.unwrapped.add(id(data))
                 yield _prefixed(Flag.UNWRAPPED, self.read(shape, inner, False))
