@@ -123,8 +123,9 @@ def test_json_among_prose_in_a_text_block_is_recovered() -> None:
 
 
 def test_structured_content_that_fails_falls_back_to_a_conforming_text_block() -> None:
-    """Broken structured content beside a conforming JSON text block: the text's value."""
-    sent = ScriptedToolResult(structured={"temp": 21.5}, text=json.dumps(GOOD))
+    """Broken structured content (a required field missing) beside a conforming JSON text block
+    that holds each of its values in its place: the text's value."""
+    sent = ScriptedToolResult(structured={"temperature": 21.5}, text=json.dumps(GOOD))
     result = run(lambda: call_once("client", weather_server(sent)))
     assert GOOD == result.structured_content
     assert Flag.STRUCTURED_FROM_TEXT in healjson.outcome_of(result).flags  # type: ignore[union-attr]
@@ -167,13 +168,15 @@ def test_a_result_with_neither_structured_content_nor_text_is_an_error_result() 
 
 
 def test_an_error_result_keeps_the_content_the_server_sent_after_the_diagnostics() -> None:
-    """The diagnostics come first; the server's own blocks follow, nothing dropped."""
+    """The diagnostics come first; the server's own blocks follow, then its structured
+    content as JSON text: nothing dropped."""
     sent = ScriptedToolResult(structured={"city": "Oslo"}, text="partial reading: Oslo")
     result = run(lambda: call_once("client", weather_server(sent)))
     blocks = [b.text for b in result.content if isinstance(b, types.TextContent)]
-    assert 2 == len(blocks)
+    assert 3 == len(blocks)
     assert "`temperature`" in blocks[0]
     assert "partial reading: Oslo" == blocks[1]
+    assert {"city": "Oslo"} == json.loads(blocks[2])
 
 
 def test_any_json_value_is_structured_content_on_the_2026_path() -> None:

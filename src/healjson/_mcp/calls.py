@@ -9,8 +9,13 @@ handed back as the SDK's type:
   SDK returned;
 - healed: a copy whose `structured_content` is the healed value (its `content` unchanged);
 - not healable: `is_error=True`, its first text block the diagnostics, then the result's own
-  content blocks (its structured content, which broke the schema, is left out: consumers show
-  an error's text, and the raw text stays on the outcome).
+  content blocks as they were, then its structured content as a JSON text block (unless a
+  block already holds it): nothing the tool gave is dropped. It does not stay structured
+  content: a healed result's structured content is one that conforms to the tool's
+  `outputSchema`, and the one it had did not.
+- the tools cannot be listed (no `tools/list`, or it fails): no schema is known, so the call
+  is sent and its result returned as the bare SDK returns them (the SDK's own checks
+  included): not healed, nothing raised that the bare call would not raise.
 
 `healjson.outcome_of(result)` is the run that judged the result (flag `structured_from_text`
 when it was read from text; `arguments_normalised` when the arguments sent were not those
@@ -27,6 +32,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from mcp import types
+from pydantic_core import from_json, to_json
 
 from healjson._attached import attach
 
@@ -98,7 +104,10 @@ class CallHealer:
         rules = self.rules.get(name, ())
         if tool_contracts is not None:
             rules = check_tool_contracts(tool_contracts).get(name, ())
-        schemas = await self.index.get(name)
+        try:
+            schemas = await self.index.get(name)
+        except Exception:  # the tools cannot be listed: no schema known, the bare SDK's call
+            return await send(arguments)
         normalised = normalise_arguments(schemas, arguments, on_ambiguity=self.on_ambiguity)
         with bypassed():
             result = await send(normalised.arguments)
@@ -151,16 +160,37 @@ def healed_result(result: Any, verdict: Verdict) -> Any:
     """The SDK's `CallToolResult` the verdict calls for (the same object when unchanged)."""
     if verdict.error is not None:
         diagnostics = types.TextContent(type="text", text=verdict.error)
+        kept = [diagnostics, *result.content]
+        structured = structured_of(result)
+        if structured is not MISSING and not _held(structured, result.content):
+            kept.append(types.TextContent(type="text", text=_json_text(structured)))
         return result.model_copy(
-            update={
-                "content": [diagnostics, *result.content],
-                "structured_content": None,
-                "is_error": True,
-            }
+            update={"content": kept, "structured_content": None, "is_error": True}
         )
     if verdict.changed:
         return result.model_copy(update={"structured_content": verdict.value})
     return result
+
+
+def _json_text(value: Any) -> str:
+    """`value` as JSON text (its `repr` when it is not JSON data: nothing is dropped)."""
+    try:
+        return to_json(value).decode()
+    except Exception:
+        return repr(value)
+
+
+def _held(value: Any, blocks: Iterable[Any]) -> bool:
+    """Whether a text block among `blocks` is `value`'s JSON text already (what the spec asks
+    a tool to send beside its structured content)."""
+    for block in blocks:
+        if isinstance(block, types.TextContent):
+            try:
+                if from_json(block.text) == value:
+                    return True
+            except ValueError:
+                continue
+    return False
 
 
 def combined_outcome(verdict: Verdict, normalised: Normalised) -> Any:

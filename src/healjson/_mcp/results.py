@@ -15,10 +15,17 @@ The rules, in order:
    result's text blocks (joined by newlines; L1 finds the JSON among prose or fences and keeps
    the candidate that fits): flag `structured_from_text`. A text block stands in for
    structured content that could not be healed only when it holds everything that content
-   says (each of its values, a string, a number or a boolean, is among the text's): the text
-   completes it (`{"temp": 21.5}` beside the whole answer) and contradicts none of it; a text
-   saying something else (`"Bergen"` beside `"Oslo"`) is another answer, never a replacement.
-4. Nothing else. What cannot be read from the result stays missing, and the verdict is an error
+   says, each in its place: for each value the structured content holds (a string, a number,
+   a boolean, at any depth; a `null` says nothing), the text's reading, aligned to the schema,
+   holds an equal value at the same path (keys matched as L1 matches them: case and `_`/`-`
+   aside; a number and its decimal text are one value, `1` and `true` are two). The text then
+   completes it (`{"temperature": 21.5}` beside the whole answer) and contradicts none of it;
+   a text saying something else (`"Bergen"` beside `"Oslo"`, `low` and `high` swapped) is
+   another answer, never a replacement.
+4. A result healjson cannot judge (structured content, or text, nested deeper than its
+   validator reads) passes through as given, with no outcome: never an error result with a
+   diagnostic about something else.
+5. Nothing else. What cannot be read from the result stays missing, and the verdict is an error
    result whose text is the diagnostics (for each problem: where, what was received, the rule,
    the fix) — what a model can act on. The diagnostics are those of the structured content when
    it had some, else those of the text.
@@ -31,10 +38,11 @@ error result). Their `ctx.extra` is `{"tool": name, "arguments": ...}`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from pydantic import ValidationError
 from pydantic_core import to_json
 
 from .internals import MISSING, Degraded, Flag, Healed, render_diagnostics, validate, value_data
@@ -79,8 +87,12 @@ def judge_result(
     target: Any = None if schemas is None else schemas.output
     if is_error or target is None:
         return _UNJUDGED
-    if structured is not MISSING and not rules and conforms(target, structured):
-        return Verdict(passed(target, structured), structured)  # no heal: no run to record
+    if structured is not MISSING:
+        valid = _checked(target, structured)
+        if valid is None:
+            return _UNJUDGED  # deeper than the validator reads: as given, no claim
+        if valid and not rules:
+            return Verdict(passed(target, structured), structured)  # no heal: no run to record
     kwargs: dict[str, Any] = {"contracts": rules, "on_ambiguity": on_ambiguity}
     if rules:
         kwargs["context"] = context
@@ -105,15 +117,25 @@ def judge_result(
     if first is None:  # neither structured content nor text: nothing to read
         first = validate("", target, **kwargs)
     assert isinstance(first, Degraded)
+    if _refused_depth(first.errors):
+        return _UNJUDGED  # the text is deeper than the validator reads: as given, no claim
     return Verdict(first, error=error_text(name, first))
 
 
 def conforms(target: Any, value: Any) -> bool:
     """Whether `value` is valid for `target` as it is (the check a conforming result or set of
     arguments costs: no run, no events; what fails it goes to a `validate` run)."""
+    return bool(_checked(target, value))
+
+
+def _checked(target: Any, value: Any) -> bool | None:
+    """`conforms`, and None when the validator refuses `value` for its depth alone (nested
+    deeper than it reads: healjson cannot judge it)."""
     try:
         target.adapter.validate_python(value, strict=True)
-    except Exception:  # invalid, or not JSON data
+    except ValidationError as exc:
+        return None if _refused_depth(exc.errors(include_input=False)) else False
+    except Exception:  # not JSON data
         return False
     return True
 
@@ -124,33 +146,74 @@ def passed(target: Any, value: Any) -> Healed[Any]:
     return Healed(value, to_json(value).decode(), target=target.name, max_attempts=1)
 
 
+def _refused_depth(errors: Sequence[Any]) -> bool:
+    """Whether a validator's errors (pydantic's or healjson's diagnostics) are its depth limit."""
+    for error in errors:
+        text = error.get("msg", "") if isinstance(error, dict) else getattr(error, "constraint", "")
+        if _DEPTH in str(text):
+            return True
+    return False
+
+
+_DEPTH: Final = "recursion limit exceeded"
+
+
 def _completes(structured: Any, value: Any) -> bool:
-    """Whether `value` (read from the text) says everything `structured` says: each of the
-    structured content's values (strings, numbers, booleans, at any depth) is among the value's
-    (a number and its decimal text count as one)."""
-    said = set(_leaves(value_data(value)))
-    return all(leaf in said for leaf in _leaves(structured))
-
-
-def _leaves(data: Any) -> Iterator[str]:
-    """The scalar values in JSON data, at any depth, as comparable text (`None` left out: a
-    null says nothing the text must repeat)."""
-    stack = [data]
+    """Whether `value` (read from the text, aligned to the schema) says everything
+    `structured` says, each in its place: at each path where the structured content holds a
+    string, a number or a boolean, the value holds an equal one (see the module's rule 3)."""
+    read = value_data(value)
+    stack: list[tuple[Any, Any]] = [(structured, read)]
     while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-        elif isinstance(item, bool):
-            yield "true" if item else "false"
-        elif isinstance(item, int | float):
-            yield repr(float(item))
-        elif isinstance(item, str):
-            try:
-                yield repr(float(item)) if item.strip() else item
-            except ValueError:
-                yield item
+        said, found = stack.pop()
+        if said is None:
+            continue  # a null says nothing the text must repeat
+        if isinstance(said, dict):
+            if not isinstance(found, dict):
+                return False
+            for key, item in said.items():
+                place = _place(found, key)
+                if place is MISSING:
+                    if item is None or item in ({}, []):
+                        continue
+                    return False
+                stack.append((item, place))
+        elif isinstance(said, list | tuple):
+            if said and not (isinstance(found, list | tuple) and len(found) == len(said)):
+                return False
+            stack.extend(zip(said, found, strict=False))
+        elif _scalar(said) is None or _scalar(said) != _scalar(found):
+            return False
+    return True
+
+
+def _place(found: dict[str, Any], key: Any) -> Any:
+    """The value under `key` in `found`: the key itself, else the one key that matches it with
+    case and separators aside (as L1 aligns keys); `MISSING` when there is none."""
+    if key in found:
+        return found[key]
+    wanted = _folded(key)
+    matches = [item for name, item in found.items() if _folded(name) == wanted]
+    return matches[0] if len(matches) == 1 else MISSING
+
+
+def _folded(key: Any) -> str:
+    return str(key).casefold().replace("_", "").replace("-", "").replace(" ", "")
+
+
+def _scalar(item: Any) -> tuple[str, Any] | None:
+    """A scalar as a comparable JSON value: a boolean is never a number (`1` is not `true`); a
+    number and its decimal text are one number; None for what is not a scalar."""
+    if isinstance(item, bool):
+        return ("boolean", item)
+    if isinstance(item, int | float):
+        return ("number", float(item))
+    if isinstance(item, str):
+        try:
+            return ("number", float(item)) if item.strip() else ("string", item)
+        except ValueError:
+            return ("string", item)
+    return None
 
 
 def error_text(name: str, outcome: Degraded[Any]) -> str:

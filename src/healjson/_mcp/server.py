@@ -17,7 +17,10 @@ shapes it for the wire, whatever the transport:
   answers with conforming structured content).
 
 Schemas: an `MCPServer`'s come from its tools, read on each call; a low-level `Server`'s from
-its own `tools/list` handler, listed once and again when a call names a tool not yet seen.
+its own `tools/list` handler, called for each `tools/call` with that call's own context (so a
+result is judged against the schema the server lists now, after a `listChanged` too). A
+listing that fails (or a server without one) means no schema is known: the call runs and its
+result goes out as the handler returned it.
 """
 
 from __future__ import annotations
@@ -108,7 +111,6 @@ class _ServerHealing:
         self.lowlevel = lowlevel
         self.rules = rules
         self.on_ambiguity = on_ambiguity
-        self.listed: ToolIndex | None = None
         self.by_tool: dict[str, tuple[Any, ToolSchemas]] = {}
 
     def handler(self, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -163,17 +165,17 @@ class _ServerHealing:
                 known = (tool, schemas_of(name, tool.parameters, tool.output_schema))
                 self.by_tool[name] = known
             return known[1]
-        if self.listed is None:
-            self.listed = ToolIndex(self._lister(ctx))
-        return await self.listed.get(name)
-
-    def _lister(self, first_ctx: Any) -> Any:
         entry = self.lowlevel.get_request_handler("tools/list")
+        if entry is None:
+            return None
+        try:  # listed now, with this call's context (a listed schema may have changed)
+            return await ToolIndex(self._lister(entry, ctx)).get(name)
+        except Exception:  # the listing fails: no schema is known, the call runs unhealed
+            return None
 
+    def _lister(self, entry: Any, ctx: Any) -> Any:
         async def list_page(cursor: str | None) -> tuple[list[Any], str | None]:
-            if entry is None:
-                return [], None
-            page: Any = await entry.handler(first_ctx, types.PaginatedRequestParams(cursor=cursor))
+            page: Any = await entry.handler(ctx, types.PaginatedRequestParams(cursor=cursor))
             if isinstance(page, Mapping):
                 page = types.ListToolsResult.model_validate(page)
             return list(page.tools), page.next_cursor
@@ -232,8 +234,9 @@ class _ServerHealing:
             on_ambiguity=self.on_ambiguity,
         )
         report(name, verdict, normalised, side="server")
-        if verdict.error is not None:
-            result = healed_result(types.CallToolResult(content=[]), verdict)
+        if verdict.error is not None:  # the value is kept, as a JSON text block
+            kept = types.CallToolResult(content=[], structured_content=data)
+            result = healed_result(kept, verdict)
         else:
             value = verdict.value
             if metadata.wrap_output:  # the schema's `{"result": ...}`: the function's value

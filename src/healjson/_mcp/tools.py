@@ -1,7 +1,8 @@
 """A tool's schemas as healjson targets (`ToolSchemas`), and a session's tools listed once
 (`ToolIndex`): the first call of a tool lists the server's tools (every page); later calls
-read the index. A name the listing does not hold is listed again once, then left unhealed
-until the next listing (a tool the server does not list has no schema to heal against)."""
+read the index. A name the index does not hold is listed again on each call that names it
+(the server may list it now; until it does, it has no schema to heal against), and a listing
+made elsewhere (the caller's own `list_tools`) replaces what the index holds."""
 
 from __future__ import annotations
 
@@ -59,32 +60,28 @@ class ToolIndex:
     def __init__(self, lister: Lister) -> None:
         self._lister = lister
         self._tools: dict[str, ToolSchemas] = {}
-        self._absent: set[str] = set()
         self._lock: Any = None  # an anyio.Lock, made on first use (inside the event loop)
 
     async def get(self, name: str) -> ToolSchemas | None:
-        """The tool's schemas, listing the tools when `name` has not been seen (None: the
-        server does not list it)."""
+        """The tool's schemas, listing the tools when the index does not hold `name` (None:
+        the server does not list it). A listing that fails raises, and nothing is recorded."""
         found = self._tools.get(name)
-        if found is not None or name in self._absent:
+        if found is not None:
             return found
         if self._lock is None:
             import anyio
 
             self._lock = anyio.Lock()
         async with self._lock:
-            if name not in self._tools and name not in self._absent:
+            if name not in self._tools:
                 await self._list()
-                if name not in self._tools:
-                    self._absent.add(name)
         return self._tools.get(name)
 
     def absorb(self, tools: Iterable[Any]) -> None:
         """Take in a listing made elsewhere (the caller's own `list_tools`): its tools replace
-        what the index held for their names, and names seen absent are looked up again."""
+        what the index held for their names."""
         for tool in tools:
             self._remember(tool)
-        self._absent.clear()
 
     async def _list(self) -> None:
         cursor: str | None = None
@@ -94,7 +91,6 @@ class ToolIndex:
                 self._remember(tool)
             if cursor is None:
                 break
-        self._absent.clear()
 
     def _remember(self, tool: Any) -> None:
         name = getattr(tool, "name", None)
