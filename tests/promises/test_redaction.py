@@ -895,8 +895,8 @@ def _numbered(key: str) -> Any:
 
 
 def test_healjson_batch_rows_and_trace_hide_a_key_the_model_echoes(tmp_path: Any) -> None:
-    """`healjson batch --full` rows (a healed value holding the key is redacted in its row) and
-    `healjson trace` on them show no echoed key."""
+    """`healjson batch --full` rows (a healed value holding the key cannot be written as it is:
+    its row degrades with `api_error`) and `healjson trace` on them show no echoed key."""
     from typer.testing import CliRunner
 
     from healjson._cli.app import app
@@ -914,9 +914,11 @@ def test_healjson_batch_rows_and_trace_hide_a_key_the_model_echoes(tmp_path: Any
     assert result.exit_code == 0, result.output
     written = out.read_text(encoding="utf-8")
     rows = {row["id"]: row for row in map(json.loads, written.splitlines())}
-    assert rows["t1"]["ok"] is True
+    assert rows["t1"]["ok"] is False  # a value the redactor would change is never written ok
+    assert "api_error" == rows["t1"]["reason"]
+    assert "redaction" == rows["t1"]["errors"][0]["source"]
     assert rows["t2"]["ok"] is False
-    assert MARKER in rows["t1"]["value"]["summary"]  # redacted in the row, said so in the docs
+    assert "healed 0, degraded 2" in result.output  # the totals count each row as it says
     traced = CliRunner().invoke(app, ["trace", str(out), "--all"])
     assert traced.exit_code == 0, traced.output
     _assert_hidden(key, {"rows": written, "trace": traced.output, "stdout": result.output})
@@ -955,7 +957,8 @@ def test_the_batch_api_ledger_and_rows_hide_a_key_the_model_echoes(tmp_path: Any
         )
     written = out.read_text(encoding="utf-8")
     rows = {row["id"]: row for row in map(json.loads, written.splitlines())}
-    assert rows["t1"]["ok"] is True
+    assert rows["t1"]["ok"] is False  # a value the redactor would change is never written ok
+    assert "api_error" == rows["t1"]["reason"]
     assert rows["t2"]["ok"] is False
     with sqlite3.connect(default_ledger(out)) as db:
         ledger = "\n".join(db.iterdump())

@@ -198,7 +198,7 @@ class Batch:
                     continue  # finished after the stop: not written, a re-run does it
                 row, outcome = item
                 await asyncio.to_thread(output.write, row)
-                self._count(outcome)
+                self._count(outcome, row.get("ok") is True)
                 if on_row is not None:
                     on_row(self.stats)
                 if stop_after is not None and self.stats.failing_in_a_row >= stop_after:
@@ -226,13 +226,15 @@ class Batch:
             return None
         return outcome_row(job, outcome, full=full), outcome
 
-    def _count(self, outcome: Outcome[Any] | None) -> None:
+    def _count(self, outcome: Outcome[Any] | None, ok: bool) -> None:
+        """Count a written row: healed when the row is `ok` (a healed value that could not be
+        written as it is counts as degraded, as its row says)."""
         stats = self.stats
         stats.written += 1
         if outcome is None:
             stats.invalid += 1
             return
-        if outcome.ok:
+        if ok:
             stats.healed += 1
             stats.failing_in_a_row = 0
         else:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .result_lines import is_transient_status
 
@@ -22,6 +22,7 @@ __all__ = [
     "MOST_DELAY_S",
     "RETRY_FOR_S",
     "ProviderUnavailable",
+    "Stoppable",
     "is_transient",
     "patiently",
 ]
@@ -88,3 +89,20 @@ def describe(exc: BaseException) -> str:
     head = f"HTTP {status} " if isinstance(status, int) else ""
     text = " ".join(str(exc).split())[:300]
     return f"{head}{type(exc).__name__}: {text}" if text else f"{head}{type(exc).__name__}"
+
+
+class Stoppable:
+    """Turns `ProviderUnavailable` into `report.stopped` (a `RunReport`): the call ends
+    cleanly."""
+
+    def __init__(self, report: Any) -> None:
+        self.report = report
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: object, exc: object, traceback: object) -> bool:
+        if isinstance(exc, ProviderUnavailable):
+            self.report.stopped = str(exc)
+            return True
+        return False

@@ -17,7 +17,12 @@ request the batch's window closed on, and one the provider failed with a transie
 here knows a provider's line shape.
 
 A result is kept in the ledger redacted (`redacted`), and a row's results become the engine's
-model calls when its run is replayed (`attempts`, `call_result`).
+model calls when its run is replayed (`attempts`, `call_result`): the run is judged on what the
+ledger keeps, on the first run and after a resume alike. A reply's answer (its text, its tool
+calls) is the value's source, so an answer the redactor would change (the client's key, a
+credential name or shape in it) cannot be kept as the model gave it: it is kept redacted and
+marked (`ALTERED_KEY`), and replayed as an `api_error` saying so (`ALTERED`), costing what the
+reply reported, never judged on text the model did not send (the rule of `healjson._durable`).
 
 What a failed request cost (`spent`), by the rule the live path's calls follow
 (`drive.call_failed`): an error answer from the provider (its `fault`: an HTTP status of 400 or
@@ -55,6 +60,8 @@ from healjson._providers._batch_results import (
 )
 
 __all__ = [
+    "ALTERED",
+    "ALTERED_KEY",
     "EXPIRED_MESSAGE",
     "MAX_RESULT_DEPTH",
     "MAX_RESULT_LINE_BYTES",
@@ -80,6 +87,14 @@ MAX_RESULT_DEPTH: Final = 128
 NOT_RUN: Final = "not_run"
 """The `Result.failure` of a request its batch never ran (canceled before it ran, or in a batch
 that failed as a whole): the row degrades with `api_error`, and the request counts nothing."""
+ALTERED: Final = (
+    "the model's answer held what healjson never records (the client's key, or a credential "
+    "name or shape); the Batch API ledger keeps it redacted, and the row degrades rather than "
+    "heal an answer the redaction changed"
+)
+"""The failure of a reply whose answer the redactor changed (see the module docstring)."""
+ALTERED_KEY: Final = "healjson_altered"
+"""The member marking a kept body whose answer the redactor changed."""
 _HEAD_BYTES: Final = 4096
 _CUSTOM_ID: Final = re.compile(rb'"custom_id"\s*:\s*"(row-\d{1,18}_r\d{1,6})"')
 
@@ -199,10 +214,16 @@ def call_result(result: Result) -> CallResult:
     when that is to be estimated from the request: `estimated`); a body that is no reply
     costs the usage it reported, if any (as `drive.call_failed` counts it)."""
     if result.body is not None:
-        call = replied(dict(result.body), result.elapsed_s)
+        body = dict(result.body)
+        altered = body.pop(ALTERED_KEY, None) is True
+        call = replied(body, result.elapsed_s)
         if call.failure is None:
+            if altered:  # judged on the model's answer or not at all: its reported cost counts
+                assert call.reply is not None
+                failure = CallFailure("api_error", ALTERED, usage=call.reply.usage)
+                return CallResult(None, failure, result.elapsed_s)
             return call
-        usage = _reported(result.body)  # the failure path only: read again for what it said
+        usage = _reported(body)  # the failure path only: read again for what it said
         if usage is None:
             return call
         return dataclasses.replace(call, failure=dataclasses.replace(call.failure, usage=usage))
@@ -232,9 +253,13 @@ def estimated(call: CallResult, sent: Sequence[Mapping[str, Any]]) -> CallResult
 
 def redacted(result: Result, elapsed_s: float) -> Result:
     """A result as the ledger stores it (and the rows are replayed from): every string through
-    the redactor, the model's text included (a key it echoed is stored redacted)."""
+    the redactor, the model's text included (a key it echoed is stored redacted); a body whose
+    answer that changed is marked `ALTERED_KEY` (replayed as a failure: see the module
+    docstring)."""
     if result.body is not None:
         body = redact_data(result.body, by_name=False)  # the body's own names are the provider's
+        if isinstance(body, dict) and _answer(body) != _answer(result.body):
+            body = {**body, ALTERED_KEY: True}
         return Result(body=body, elapsed_s=elapsed_s)
     message = redact_text(result.message)
     fault = _redacted_fault(result.fault)
@@ -245,6 +270,17 @@ def redacted(result: Result, elapsed_s: float) -> Result:
         retry=result.retry,
         fault=fault,
     )
+
+
+def _answer(body: Mapping[str, Any]) -> list[str | None] | None:
+    """The answer a body holds (its text and its tool calls), None for a body that is no reply."""
+    body = {key: value for key, value in body.items() if key != ALTERED_KEY}
+    try:
+        reply = to_reply(body)
+    except TypeError:
+        return None
+    calls = (part for call in reply.tool_calls for part in (call.name, call.arguments, call.id))
+    return [reply.content, *calls]
 
 
 def _redacted_fault(fault: ProviderFault | None) -> ProviderFault | None:

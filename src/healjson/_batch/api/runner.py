@@ -42,10 +42,11 @@ from healjson._core.outcome.outcome import Outcome
 from healjson._core.redact import redact_text, secrets_scope
 from healjson._core.run.healer import Healer
 from healjson._core.wire.effects import CallResult, ModelCall
+from healjson._core.wire.reply import Usage
 from healjson._providers.tiers import JsonMode
 
 from .ledger import Ledger, NewRow, Part, Row
-from .patience import ProviderUnavailable, describe, is_transient, patiently
+from .patience import ProviderUnavailable, Stoppable, describe, is_transient, patiently
 from .providers import Provider
 from .report import RoundSummary, RunReport, ledger_report
 from .requests import custom_id, parse_custom_id, request_body
@@ -59,6 +60,7 @@ from .result_lines import (
     not_run,
     redacted,
 )
+from .spend import BATCH_DISCOUNT, added, part_usage
 
 __all__ = [
     "BATCH_DISCOUNT",
@@ -70,8 +72,6 @@ __all__ = [
     "ledger_report",
 ]
 
-BATCH_DISCOUNT: Final = 0.5
-"""The providers' batch price: half the listed price."""
 DEFAULT_RESUBMITS: Final = 3
 """How many times a row's request is sent again after it expired or failed transiently."""
 _TWO_RESULTS: Final = (
@@ -157,7 +157,8 @@ class Runner:
         """Cancel the batches in flight and keep what they answered; the rows they did not
         answer run again on the next `run`."""
         with secrets_scope(self.secrets_of), self._opened(), self._stoppable():
-            for flying in self.ledger.in_flight():
+            failed: list[Exception] = []  # every part's cancel is attempted, then the first
+            for flying in self.ledger.in_flight():  # failure is raised
                 part = flying
                 if part.state in ("planned", "uploaded"):
                     self.ledger.collect(part, {}, (0, 0, 0.0), state="cancelled")
@@ -170,7 +171,12 @@ class Runner:
                     part = self._submitted(part, found)
                 if part.state == "submitted" and part.batch_id is not None:
                     self._event("cancelling", part=part.id, batch_id=part.batch_id)
-                    self._cancel(part.batch_id)
+                    try:
+                        self._cancel(part.batch_id)
+                    except Exception as exc:
+                        failed.append(exc)
+            if failed:
+                raise failed[0]
             while waiting := [p for p in self.ledger.in_flight() if p.state == "submitted"]:
                 if not self._poll(waiting, cancelled=True):
                     self.sleep(poll_interval_s)
@@ -270,7 +276,7 @@ class Runner:
                 continue
             job = Job(row.ident, row.line, implicit=row.key == line_key(row.line))
             rows_out.append(outcome_row(job, outcome, full=self.full))
-            if outcome.ok:
+            if rows_out[-1]["ok"]:  # a value the redactor would change is written degraded
                 self.report.healed += 1
             else:
                 self.report.degraded += 1
@@ -393,11 +399,29 @@ class Runner:
         calls = {
             seq: call_result(result) for seq, result in results.items() if result.body is not None
         }
-        usage = _usage(calls.values())
+        usage = part_usage(self._spent(part, results, calls))
         state = "cancelled" if stopped else "collected"
         self.ledger.collect(part, results, usage, state=state)
         self._fresh.update(((seq, part.round), call) for seq, call in calls.items())
         self._event("collected", part=part.id, round=part.round, results=len(results))
+
+    def _spent(
+        self, part: Part, results: Mapping[int, Result], read: Mapping[int, CallResult]
+    ) -> Iterable[Usage]:
+        """What each of a part's results adds to its row's usage (`spend.added`): the part's
+        spend is its rows' (the report counts what the rows count)."""
+        for row in self.ledger.rows("part = ?", (part.id,)):
+            result = results.get(row.seq)
+            if result is None or row.round != part.round:  # as `Ledger.collect` stores them
+                continue
+
+            def sent(calls: Sequence[CallResult], row: Row = row) -> Any:
+                step = self._replay(row, calls)
+                return step.messages if isinstance(step, ModelCall) else None
+
+            usage = added(row.results, result, self.resubmits, sent, read.get(row.seq))
+            if usage is not None:
+                yield usage
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -419,19 +443,26 @@ class Runner:
             raise
 
     def _cancel(self, batch_id: str) -> None:
-        """Ask the provider to cancel `batch_id`; a conflict (HTTP 409: it ended meanwhile)
-        is no failure, the poll that follows collects it."""
+        """Ask the provider to cancel `batch_id`. A batch that already ended is no failure,
+        whatever the provider answers for it (a conflict, HTTP 409, or another refusal): a
+        refused cancel of a batch the provider reports ended is taken as done, and the poll
+        that follows collects it."""
         try:
             self.provider.cancel(batch_id)
         except Exception as exc:
-            if getattr(exc, "status_code", None) == 409:
+            status = getattr(exc, "status_code", None)
+            if status == 409:
                 return
             if is_transient(exc):
                 raise ProviderUnavailable(f"cancelling failed with {describe(exc)}") from exc
+            if type(status) is int and 400 <= status < 500:
+                retrieve = partial(self.provider.retrieve, batch_id)
+                if self._patiently(retrieve, f"checking batch {batch_id}").ended:
+                    return
             raise
 
-    def _stoppable(self) -> _Stoppable:
-        return _Stoppable(self.report)
+    def _stoppable(self) -> Stoppable:
+        return Stoppable(self.report)
 
     def _part_lines(self, part: Part) -> list[bytes]:
         lines = self._lines.get(part.id)
@@ -522,22 +553,6 @@ class _Filling:
         self.size += len(line)
 
 
-class _Stoppable:
-    """Turns `ProviderUnavailable` into `RunReport.stopped`: the call ends cleanly."""
-
-    def __init__(self, report: RunReport) -> None:
-        self.report = report
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type: object, exc: object, traceback: object) -> bool:
-        if isinstance(exc, ProviderUnavailable):
-            self.report.stopped = str(exc)
-            return True
-        return False
-
-
 class _Opened:
     """The output file, locked and recovered, for the length of a run."""
 
@@ -566,19 +581,3 @@ def _count_provider_error(report: RunReport, outcome: Outcome[Any]) -> None:
 
 def _key_of(row: Mapping[str, Any]) -> str:
     return row_key(row) or ""
-
-
-def _usage(calls: Iterable[CallResult]) -> tuple[int, int, float | None]:
-    """The tokens and cost of a part's answered calls."""
-    prompt = completion = 0
-    cost: float | None = 0.0
-    for call in calls:
-        reply = call.reply
-        if reply is None or reply.usage is None:
-            cost = None
-            continue
-        prompt += reply.usage.prompt_tokens
-        completion += reply.usage.completion_tokens
-        spent = reply.usage.cost
-        cost = None if spent is None or cost is None else cost + spent * BATCH_DISCOUNT
-    return prompt, completion, cost
