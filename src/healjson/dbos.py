@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from ._core.outcome.outcome import DegradedError, Outcome
 from ._core.run.healer import Healer
@@ -184,23 +184,15 @@ _TWINS: weakref.WeakKeyDictionary[Healer[Any], tuple[Any, str, Healer[Any]]] = (
 
 
 def _recorded_cache(healer: Healer[Any], dbos: Any, name: str) -> Healer[Any]:
-    """`healer`, or when it has a response cache a copy of it (the same target, rules, policy,
-    fallback and examples: the same cache keys) whose lookups are DBOS steps."""
+    """`healer`, or when it has a response cache a copy of it (`Healer.with_cache`: all it
+    has, its reply reader included, so the same cache keys) whose lookups are DBOS steps."""
     store = healer.cache
     if store is None:
         return healer
     found = _TWINS.get(healer)
     if found is not None and found[0] is store and found[1] == name:
         return found[2]
-    twin: Healer[Any] = Healer(
-        cast(Any, healer.target),
-        contracts=healer.contracts,
-        policy=healer.policy,
-        fallback=healer.fallback,
-        examples=healer.examples,
-        item_contracts=healer.item_contracts,
-        cache=_StepCache(store, dbos, name),
-    )
+    twin = healer.with_cache(_StepCache(store, dbos, name))
     _TWINS[healer] = (store, name, twin)
     return twin
 

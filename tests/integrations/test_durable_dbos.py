@@ -355,8 +355,8 @@ def test_a_recovered_workflow_sees_the_cache_lookups_the_first_run_saw(tmp_path:
 
 def test_healing_row_by_row_with_a_cache_builds_the_step_healer_once(tmp_path: Path) -> None:
     """`healed_step(healer, call, messages)` called for each row of a healer with a response
-    cache builds its copy whose lookups are steps once, not per row: the rules run on the
-    synthesized example once for it, then once per row's answer."""
+    cache builds its copy whose lookups are steps once, not per row, sharing the healer's
+    golden example: the rules run once per row's answer, never on a new example."""
     from dbos import SetWorkflowID
 
     from healjson.dbos import healed_step
@@ -383,7 +383,7 @@ def test_healing_row_by_row_with_a_cache_builds_the_step_healer_once(tmp_path: P
         dbos.destroy()
 
     assert [True, True, True] == healed
-    assert built + 1 + 3 == len(judged)  # the copy's example once, then each row's answer
+    assert built + 3 == len(judged)  # the copy shares the example: each row's answer only
 
 
 def test_a_step_that_would_be_handed_another_requests_reply_stops_the_workflow(

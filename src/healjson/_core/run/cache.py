@@ -24,10 +24,13 @@ The key is a SHA-256 over:
 earlier scheme wrote are never found (misses), never served to another request.
 
 An entry holds the final answer's text exactly as the model gave it (its reasoning left out; a
-list whose items a per-item repair replaced, as the merged list), with its finish reason, model
-and usage: never the messages, never a parameter. An answer the redactor would change (the
-client's key, a credential name or shape in it) is not stored at all: the cache never keeps a
-secret, and never serves an answer other than the one the model gave (a redacted one would be).
+list whose items a per-item repair replaced, as the merged list L1 read and the run validated:
+the first answer's accepted items with the repair's items spliced in, as JSON data, never a dump
+of the validated value, so a hit validates the data the live run validated, once, into an
+equal value), with its finish reason, model and usage: never the messages, never a parameter.
+An answer the redactor would change (the client's key, a credential name or shape in it) is not
+stored at all: the cache never keeps a secret, and never serves an answer other than the one the
+model gave (a redacted one would be).
 The request with such an answer is a miss next time.
 """
 
@@ -44,16 +47,20 @@ from typing import Any, Final
 from pydantic_core import to_json
 
 from healjson._core.flags import Flag
+from healjson._core.judge.check import Evaluation
 from healjson._core.judge.contracts import Contract, ContractContext
+from healjson._core.judge.enforcement import Enforcement
 from healjson._core.observe import events as _events
 from healjson._core.outcome.outcome import Healed, Outcome
 from healjson._core.outcome.seal import seal
 from healjson._core.redact import MARKER, redact_with, run_secrets
+from healjson._core.sentinels import NOTHING
 from healjson._core.wire.effects import AwaitAll, CacheGet, CachePut, CacheStore, ModelCall
 from healjson._core.wire.reply import Reply, Usage
 
-from .answers import HealSpec
-from .engine import heal_flow
+from .answers import HealSpec, JsonAnswers
+from .engine import RunState, heal_flow
+from .policy import HealPolicy
 
 __all__ = ["CachedRuns", "cache_key", "read_entry", "spec_fingerprint", "write_entry"]
 
@@ -246,9 +253,11 @@ class CachedRuns:
 
 class CachedRun:
     """One run's lookup (`lookup`, before its first call) and store (`store`, after it healed):
-    what `engine.heal_flow` is given as its `cache`."""
+    what `engine.heal_flow` is given as its `cache`; and the spec the run's flow is given
+    (`engine.AnswerSpec`): the healer's own, whose answers remember the data of the answer the
+    run accepted (`accepted`: what a per-item repair's merged list is stored as)."""
 
-    __slots__ = ("forms", "key", "messages", "owner", "params")
+    __slots__ = ("accepted", "forms", "key", "messages", "owner", "params")
 
     def __init__(
         self, owner: CachedRuns, messages: tuple[Mapping[str, Any], ...], params: Mapping[str, Any]
@@ -258,6 +267,46 @@ class CachedRun:
         self.params = params
         self.key: str | None = None
         self.forms: tuple[str, ...] = ()  # the run's secrets, read once for the entry
+        self.accepted: Any = NOTHING  # the JSON data of the answer the run accepted
+
+    # -- the spec the run's flow is given: the healer's, its answers remembering -------------
+
+    @property
+    def policy(self) -> HealPolicy:
+        """The healer's policy."""
+        return self.owner.spec.policy
+
+    @property
+    def fallback(self) -> Any:
+        """The healer's fallback."""
+        return self.owner.spec.fallback
+
+    @property
+    def target_name(self) -> str:
+        """The healer's target's name."""
+        return self.owner.spec.target_name
+
+    @property
+    def contract_names(self) -> tuple[str, ...]:
+        """The healer's contracts' names."""
+        return self.owner.spec.contract_names
+
+    def first(  # noqa: PLR0917  (the spec's signature)
+        self,
+        reply: Reply,
+        original: tuple[Mapping[str, Any], ...],
+        params: Mapping[str, Any],
+        elapsed_s: float,
+        run_id: str,
+        context: ContractContext,
+        /,
+    ) -> Healed[Any] | None:
+        """The healer's spec's `first` (an answer accepted there is stored as it came)."""
+        return self.owner.spec.first(reply, original, params, elapsed_s, run_id, context)
+
+    def answers(self, run: RunState, enforcement: Enforcement | None) -> JsonAnswers:
+        """The healer's answers for `run`, remembering the data of the answer accepted."""
+        return _Remembering(self.owner.spec, run, enforcement, self)
 
     def lookup(
         self, ctx: ContractContext, run_id: str, events: _events.RunEvents | None
@@ -307,9 +356,9 @@ class CachedRun:
             shown = self.owner.spec.target.adapter.dump_json(outcome.value, by_alias=True).decode()
         except Exception:  # a value that cannot be written: not stored
             return None
-        text = outcome.raw_text
+        text: str | None = outcome.raw_text
         if Flag.ITEMS_MERGED in outcome.flags:  # the last answer held only the repaired items
-            text = shown
+            text = _merged_text(self.accepted)  # the list L1 read, never the value's dump
         # the run's text is sealed (a known secret replaced: not the model's answer), or the
         # redactor would change the value: not stored (a miss next time, never an altered hit)
         if not text or MARKER in text or redact_with(shown, self.forms) != shown:
@@ -318,6 +367,35 @@ class CachedRun:
         if value is None:  # the redactor would change it: not stored
             return None
         return CachePut(self.owner.store, self.key, value)
+
+
+class _Remembering(JsonAnswers):
+    """A cached run's answers: the healer's, remembering on the run's `CachedRun` the JSON
+    data of the answer it accepts (`Evaluation.data`)."""
+
+    __slots__ = ("cached",)
+
+    def __init__(
+        self, spec: HealSpec, run: RunState, enforcement: Enforcement | None, cached: CachedRun
+    ) -> None:
+        JsonAnswers.__init__(self, spec, run, enforcement)
+        self.cached = cached
+
+    def value(self, evaluation: Evaluation) -> tuple[Any, str, tuple[Flag, ...], tuple[str, ...]]:
+        """`JsonAnswers.value`, the accepted answer's data remembered."""
+        self.cached.accepted = evaluation.data
+        return JsonAnswers.value(self, evaluation)
+
+
+def _merged_text(data: Any) -> str | None:
+    """The merged list a per-item repair's run accepted, as the JSON text L1 reads back into
+    the same data (as `repair.items` wrote it to be judged); None: none, or none to write."""
+    if data is NOTHING or not isinstance(data, list):
+        return None
+    try:
+        return json.dumps(data, ensure_ascii=False)
+    except (TypeError, ValueError):  # never for data L1 read; not stored if ever
+        return None
 
 
 def _miss(events: _events.RunEvents | None, why: str) -> None:

@@ -23,6 +23,7 @@ from healjson._core.observe import events as _events
 from healjson._core.outcome.outcome import Outcome
 from healjson._core.parse import check_ambiguity
 from healjson._core.parse.read import Ambiguity
+from healjson._core.redact import secrets_scope
 from healjson._core.repair.example import golden_example
 from healjson._core.stream.reading import JsonReader
 from healjson._core.stream.session import StreamSession
@@ -133,9 +134,11 @@ class Healer(Generic[T]):
         context: Mapping[str, Any] | None = None,
         **params: Any,
     ) -> Outcome[T]:
-        """Call the model through `call` and heal its answer (blocking)."""
+        """Call the model through `call` and heal its answer (blocking). The credentials in
+        `params` are known to the run (`redact.secrets_scope`): nothing it stores, emits or
+        returns holds them."""
         run = self.start(messages, context=context, params=params)
-        outcome: Outcome[T] = drive_sync(run, call)
+        outcome: Outcome[T] = drive_sync(run, call, _params_scope(params))
         return outcome
 
     async def arun(
@@ -148,7 +151,7 @@ class Healer(Generic[T]):
     ) -> Outcome[T]:
         """Like `run`, awaiting `call` (and any async contracts) on the running loop."""
         run = self.start(messages, context=context, params=params)
-        outcome: Outcome[T] = await drive_async(run, call)
+        outcome: Outcome[T] = await drive_async(run, call, _params_scope(params))
         return outcome
 
     def stream(
@@ -210,8 +213,11 @@ class Healer(Generic[T]):
             and _events.quiet()
         ):  # nothing listens, no cache, no deadline: the driver may make the first call itself
             return Quick(self.spec, original, params, ctx, enforcement)
+        # a cached run's flow runs by its `CachedRun`: the healer's spec, remembering the
+        # data of the answer it accepts (what a per-item repair's merged list is stored as)
+        cache = None if cached is None or given is not None else cached.run(original, params)
         flow = heal_flow(
-            self.spec,
+            self.spec if cache is None else cache,
             original,
             params,
             ctx,
@@ -219,7 +225,7 @@ class Healer(Generic[T]):
             started=time.monotonic(),
             observed=observed,
             enforcement=enforcement,
-            cache=None if cached is None or given is not None else cached.run(original, params),
+            cache=cache,
         )
         return Run(flow, ctx)
 
@@ -282,6 +288,16 @@ class Healer(Generic[T]):
             twin._cached = _cached_runs(self.cache, twin.spec)
         return twin
 
+    def with_cache(self, cache: CacheStore | None) -> Healer[T]:
+        """A copy that differs only in its response cache (`cache=`, as the constructor takes
+        it; None: none): the same target, contracts, policy, fallback, examples, golden example
+        and reply reader, so the same cache keys (an integration that routes a healer's lookups
+        through its own steps keeps everything else the caller configured)."""
+        twin = self._twin(self.spec)
+        twin.cache = cache
+        twin._cached = None if cache is None else _cached_runs(cache, twin.spec)
+        return twin
+
     def _twin(self, spec: HealSpec) -> Healer[T]:
         """A shallow copy (without copy.copy's generic path) with `spec`."""
         twin = object.__new__(type(self))
@@ -294,6 +310,14 @@ class Healer(Generic[T]):
             f"Healer({self.target.name}, contracts={len(self.contracts)}, "
             f"max_attempts={self.policy.max_attempts})"
         )
+
+
+def _params_scope(params: Mapping[str, Any]) -> secrets_scope | None:
+    """The scope a `run` / `arun` is driven in: its call's parameters' credentials known (a
+    key in `extra_headers`, an `api_key=`), added to any scope around it (a nested scope adds
+    to the outer one); None for a call without parameters (nothing to know). The wrapped
+    clients drive their runs in their own scope, never through here."""
+    return secrets_scope(None, params) if params else None
 
 
 def _cached_runs(cache: CacheStore, spec: HealSpec) -> CachedRuns:
