@@ -84,6 +84,28 @@ def test_an_async_run_never_returns_the_key_its_own_parameters_carry() -> None:
     assert KEY not in _shown(outcome)
 
 
+def test_a_stream_never_returns_the_key_its_own_parameters_carry() -> None:
+    """`Healer.stream` / `astream`, a call failing with the key in its message: not in the
+    outcome."""
+
+    def call(messages: Any, **params: Any) -> Any:
+        raise _auth_error(params["extra_headers"]["x-api-key"])
+
+    async def acall(messages: Any, **params: Any) -> Any:
+        raise _auth_error(params["extra_headers"]["x-api-key"])
+
+    healer = healjson.Healer(Row)
+    stream = healer.stream(call, "x", model="m", extra_headers=HEADERS)
+    outcome = stream.finish()
+
+    async def drained() -> Any:
+        return await healer.astream(acall, "x", model="m", extra_headers=HEADERS).finish()
+
+    for each in (outcome, asyncio.run(drained())):
+        assert not each.ok
+        assert KEY not in _shown(each)
+
+
 def _auth_error(key: str) -> openai.AuthenticationError:
     request = httpx.Request("POST", "http://x/v1/chat/completions")
     body = {"error": {"message": f"Incorrect API key provided: {key}"}}

@@ -167,7 +167,7 @@ class Healer(Generic[T]):
         `.items()` for a list target), then read `.outcome`. Nothing is called until the
         iteration starts."""
         run = self.start(messages, context=context, params=params)
-        return stream_sync(run.flow, call, self.reader(run))
+        return stream_sync(run.flow, call, self.reader(run), _params_scope(params))
 
     def astream(
         self,
@@ -180,7 +180,7 @@ class Healer(Generic[T]):
         """`stream` for async code: `call` may return an awaitable of the stream, and the
         stream may be async (`async for` over the result)."""
         run = self.start(messages, context=context, params=params)
-        return stream_async(run.flow, call, self.reader(run))
+        return stream_async(run.flow, call, self.reader(run), _params_scope(params))
 
     # -- the hand-off to drivers: what adapters, runners and integrations call ----------------
 
