@@ -39,9 +39,9 @@ class Flag(enum.StrEnum):
     `answer_text` → `answerText`), at any depth: in a nested model, a list item, a dict value."""
     UNWRAPPED = "unwrapped"
     """The answer, or a value in it, was wrapped in a single-key object (`{"ticket": {...}}`,
-    `{"items": [...]}` where a list is expected) and was unwrapped. A plain value (a number, a
-    string) inside the answer is unwrapped only from under an envelope word (`value`,
-    `result`, ...) or its own field's name: another key (`{"fahrenheit": 70}`) qualifies it."""
+    `{"items": [...]}` where a list is expected) and was unwrapped. Inside the answer only from
+    under a word that can name the value (`parse.wrappers`): another key (`{"fahrenheit": 70}`,
+    `{"not": [1, 2]}`) qualifies it."""
     WRAPPED = "wrapped"
     """A bare list was placed in the only required field, a list, of the object expected
     there (the target or a nested model)."""

@@ -1,8 +1,10 @@
-"""A one-key object stands for the plain value it wraps only when its key says nothing more of
-that value: the whole answer under any key (a JSON object mode makes a model wrap a plain
-answer), a value inside the answer under an envelope word (`value`, `result`, ...) or its own
-field's name. Any other key there qualifies the value (a unit, a bound, a negation, a former
-value), so the object is not read as the value: the model is asked again instead."""
+"""A one-key object stands for the value it wraps only when its key says nothing more of that
+value: the whole answer under any key (a JSON object mode makes a model wrap a plain answer),
+unless the target is a map; inside the answer (and for a map), under an envelope word
+(`value`, `result`, `items`, ...), a name of its field (property key, title, a list field's
+name or singular for its items), any plural word for a list, the type's name for an object.
+Any other key there qualifies the value (a unit, a bound, a negation, a former value), so the
+object is not read as the value: the model is asked again instead."""
 
 from __future__ import annotations
 
@@ -92,3 +94,55 @@ def test_a_field_value_is_unwrapped_exactly_when_its_key_names_the_value(
         assert value == getattr(outcome.value, field)
     else:
         assert isinstance(outcome, Degraded), outcome
+
+
+class Readings(BaseModel):
+    readings: dict[str, int]
+
+
+class Loc(BaseModel):
+    city: str
+
+
+class Trip(BaseModel):
+    destination: Loc
+    exclude_ids: list[int]
+
+
+class Tagged(BaseModel):
+    tags: list[str]
+
+
+def test_a_map_entry_is_never_replaced_by_its_qualifier() -> None:
+    """`{"temperature": {"fahrenheit": 70}}` in a `dict[str, int]` (nested, at the root, or an
+    object schema of `additionalProperties`) is not the entry `fahrenheit: 70`."""
+    nested = json.dumps({"readings": {"temperature": {"fahrenheit": 70}}})
+    assert isinstance(healjson.validate(nested, Readings), Degraded)
+    root = json.dumps({"temperature": {"fahrenheit": 70}})
+    assert isinstance(healjson.validate(root, dict[str, int]), Degraded)
+    schema = {"type": "object", "additionalProperties": {"type": "integer"}}
+    assert isinstance(healjson.validate(json.dumps({"max_results": {"min": 5}}), schema), Degraded)
+
+
+def test_a_qualifier_over_a_list_or_an_object_is_never_dropped() -> None:
+    """`{"not": [1, 2]}` is not the list `[1, 2]`, nor `{"not": {...}}` the object."""
+    answer = {"destination": {"not": {"city": "Paris"}}, "exclude_ids": [3]}
+    assert isinstance(healjson.validate(json.dumps(answer), Trip), Degraded)
+    answer = {"destination": {"city": "Oslo"}, "exclude_ids": {"not": [1, 2]}}
+    assert isinstance(healjson.validate(json.dumps(answer), Trip), Degraded)
+
+
+def test_a_plural_over_a_list_and_the_type_over_an_object_are_unwrapped() -> None:
+    """`{"numbers": [1, 2]}` is the list and `{"Loc": {...}}` the object they wrap."""
+    answer = {"destination": {"Loc": {"city": "Oslo"}}, "exclude_ids": {"numbers": [1, 2]}}
+    outcome = healjson.validate(json.dumps(answer), Trip)
+    assert isinstance(outcome, Healed), outcome
+    assert Trip(destination=Loc(city="Oslo"), exclude_ids=[1, 2]) == outcome.value
+
+
+def test_a_list_item_answers_to_the_list_fields_name_and_its_singular() -> None:
+    """Items of `tags` wrapped as `{"tags": ...}` or `{"tag": ...}` are those items."""
+    for key in ("tags", "tag"):
+        outcome = healjson.validate(json.dumps({"tags": [{key: "a"}, {key: "b"}]}), Tagged)
+        assert isinstance(outcome, Healed), (key, outcome)
+        assert ["a", "b"] == outcome.value.tags

@@ -68,7 +68,7 @@ from healjson._core.target.target import Target
 from .defaults import left_out, misspelled
 from .meter import charge
 from .shape import Shape, key_form, shape_of
-from .wrappers import names_the_value
+from .wrappers import item_names, names_the_value
 
 __all__ = ["Fit", "align", "answer_key", "number_word", "settled", "stands"]
 
@@ -312,7 +312,8 @@ class _Aligner:
         # their id, and a second reading finds the same objects
         self.taken: set[int] = set()  # one-key objects whose key some reading takes
         self.unwrapped: set[int] = set()  # one-key objects some reading unwrapped
-        self.named: dict[int, str] = {}  # one-key objects in an object → its key; in a list → ""
+        self.named: dict[int, frozenset[str]] = {}  # an object's or a list's node in the answer
+        # → the key forms of the field it is the value of (`wrappers`); none: the whole answer
 
     def align(self, shape: Shape, data: Any) -> _Reading:
         """`data` read against `shape`; read again when a one-key object was unwrapped in one
@@ -393,8 +394,10 @@ class _Aligner:
                     count = _NONE
                 out[name] = value
                 continue
-            if type(value) is dict and len(value) == 1:
-                self.named[id(value)] = name  # what a wrapper of a value may be named
+            if type(value) is dict or type(value) is list:  # what a wrapper in it may be named
+                title = shape.titles.get(name)
+                form = key_form(name)
+                self.named[id(value)] = frozenset((form, title) if title else (form,))
             reading = self.read(sub, value)
             count = _combine(count, reading.count)
             changed = changed or reading.value is not value
@@ -417,8 +420,8 @@ class _Aligner:
             if sub is None:
                 out.append(value)
                 continue
-            if type(value) is dict and len(value) == 1:
-                self.named[id(value)] = ""  # an item: no name of its own
+            if type(value) is dict or type(value) is list:  # an item: its list field's names
+                self.named[id(value)] = item_names(self.named.get(id(data)))
             reading = self.read(sub, value)
             count = _combine(count, reading.count)
             changed = changed or reading.value is not value
@@ -438,9 +441,11 @@ class _Aligner:
                 yield _prefixed(Flag.DOUBLE_ENCODED, self.read(shape, encoded))
         if isinstance(data, dict) and len(data) == 1:
             ((key, inner),) = data.items()
-            if id(data) not in self.taken and (
-                isinstance(inner, dict | list)
-                or (not wants_object and names_the_value(key, self.named.get(id(data))))
+            is_map = shape.extra is not None and not shape.props
+            if (
+                id(data) not in self.taken
+                and (isinstance(inner, dict | list) or not wants_object)
+                and names_the_value(key, self.named.get(id(data)), is_map, inner, shape.title)
             ):
                 self.unwrapped.add(id(data))
                 yield _prefixed(Flag.UNWRAPPED, self.read(shape, inner, False))

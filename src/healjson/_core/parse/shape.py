@@ -49,6 +49,8 @@ class Shape:
     optional: bool = False  # an object whose property may be left out, other keys not banned
     defaults: bool = False  # this node or one below it is `optional`
     deep: tuple[tuple[str, Shape], ...] = ()  # the properties whose shapes have `defaults`
+    titles: dict[str, str] = field(default_factory=dict)  # property → its title's key form
+    title: str = ""  # an object's own title, as a key form (its type's name: `Ticket`)
 
     @property
     def free(self) -> bool:
@@ -136,7 +138,14 @@ def _fill(
     props = schema.get("properties")
     if isinstance(props, dict):
         kinds.add("object")
+        title = schema.get("title")
+        node.title = key_form(title) if isinstance(title, str) else ""
         node.props = {str(name): _compile(root, sub, refs) for name, sub in props.items()}
+        node.titles = {  # a field's other name (pydantic's title of its Python name)
+            str(name): key_form(sub["title"])
+            for name, sub in props.items()
+            if isinstance(sub, dict) and isinstance(sub.get("title"), str)
+        }
         required = schema.get("required")
         node.required = frozenset(required) if isinstance(required, list) else frozenset()
         node.forms = _forms(node.props)

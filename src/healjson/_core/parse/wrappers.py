@@ -1,11 +1,22 @@
-"""Which one-key objects stand for the plain value they wrap (the alignment's `unwrapped`).
+"""Which one-key objects stand for the value they wrap (the alignment's `unwrapped`).
 
-The whole answer stands for its value under any key: a JSON object mode makes a model wrap a
-plain answer in an object, under a key of its choosing. Inside the answer, a one-key object
-stands for its value only under an envelope word (`value`, `result`, ...) or the name of the
-field it is the value of (an item of a list has none); any other key there says something of
-the value (a unit, a bound, a negation, a former value: `{"fahrenheit": 70}`, `{"min": 5}`,
-`{"not": "cats"}`), which the value alone would drop, so such an object is not read as it.
+A one-key object `{key: value}` where the schema wants no such object is read as `value` only
+when `key` says nothing more of it than "the value":
+
+- the whole answer, under any key, unless the target is itself a map (a `dict[str, X]`, an
+  object schema with only `additionalProperties`), where the key may be an entry's: a JSON
+  object mode makes a model wrap a plain answer (`{"count": 5}`), or name the answer's type
+  (`{"ticket": {...}}`);
+- anywhere inside the answer, only under a word that can name the value: an envelope word
+  (`value`, `result`, `items`, ...); a name of the field the object is the value of (its
+  property key or title, a map entry's key; for a list's item, the list field's name or its
+  singular, `tags` → `tag`); for a list, any plural word (a collection's name:
+  `{"nodes": [...]}`); for an object, its type's name (the schema's title:
+  `{"address": {"Address": {...}}}`).
+
+Any other key says something of the value (a unit, a bound, a negation, a former value:
+`{"fahrenheit": 70}`, `{"min": 5}`, `{"not": [1, 2]}`), which the value alone would drop, so
+the object is not read as its value, whatever the value is (a number, a list, an object).
 """
 
 from __future__ import annotations
@@ -14,21 +25,42 @@ from typing import Any, Final
 
 from .shape import key_form
 
-__all__ = ["names_the_value"]
+__all__ = ["item_names", "names_the_value"]
 
 _ENVELOPE_KEYS: Final = frozenset(
     {"value", "values", "result", "results", "answer", "data", "output", "response", "content"}
+    | {"items", "list"}
 )
-"""Keys (as `key_form`s) that say nothing of the plain value a one-key object wraps."""
+"""Keys (as `key_form`s) that say nothing of the value a one-key object wraps."""
 
 
-def names_the_value(key: Any, field: str | None) -> bool:
-    """Whether a one-key object's `key` says no more of the plain value it wraps than "the
-    value"; `field`: the name of the field the object is the value of ("" for a list's item,
-    None for the whole answer)."""
-    if field is None:
+def names_the_value(
+    key: Any, names: frozenset[str] | None, is_map: bool, inner: Any, title: str = ""
+) -> bool:
+    """Whether a one-key object's `key` says no more of the value it wraps (`inner`) than "the
+    value". `names`: the key forms of the field the object is the value of (None: the whole
+    answer); `is_map`: the schema there is a map, whose entries' keys are data; `title`: the
+    key form of the type the schema there wants, when it wants an object."""
+    if names is None and not is_map:
         return True
     if not isinstance(key, str):
         return False
     form = key_form(key)
-    return form in _ENVELOPE_KEYS or (bool(field) and form == key_form(field))
+    if form in _ENVELOPE_KEYS or (names is not None and form in names):
+        return True
+    if isinstance(inner, list):
+        return len(form) > 2 and form.endswith("s")
+    return isinstance(inner, dict) and bool(title) and form == title
+
+
+def item_names(names: frozenset[str] | None) -> frozenset[str]:
+    """The names an item of a list field answers to: the field's, and their singulars."""
+    if not names:
+        return frozenset()
+    found = set(names)
+    for name in names:
+        if name.endswith("es") and len(name) > 3:
+            found.add(name[:-2])
+        if name.endswith("s") and len(name) > 2:
+            found.add(name[:-1])
+    return frozenset(found)
