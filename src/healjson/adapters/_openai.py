@@ -112,7 +112,7 @@ class OpenAICompletions(Completions):
             return self._core.wrapped.chat.completions.stream(*args, **kwargs)
         healer, forced, messages = self._prepare(
             args, response_format, kwargs, contracts=contracts, policy=policy,
-            examples=examples, json_mode=json_mode,
+            examples=examples, json_mode=json_mode, where="chat.completions.stream",
         )  # fmt: skip
         core = self._core
         owner: HealingClient = self._owner
@@ -144,17 +144,19 @@ class OpenAICompletions(Completions):
         policy: HealPolicy | None,
         examples: Iterable[Any],
         json_mode: str | None,
+        where: str = "chat.completions.parse",
     ) -> tuple[Any, Any, Any]:
         """The healer, the forced JSON tier and the messages of a `parse` / `stream` call (the
-        messages taken out of `kwargs`); a configuration mistake raises here."""
+        messages taken out of `kwargs`; `where`: the method, as messages name it); a
+        configuration mistake raises here."""
         if args:
-            raise TypeError("chat.completions.parse takes keyword arguments only")
+            raise TypeError(f"{where} takes keyword arguments only")
         messages = kwargs.pop("messages", UNSET)
         if messages is UNSET:
-            raise TypeError("chat.completions.parse needs messages=[...]")
-        check_one_answer(kwargs, "n", "chat.completions.parse")
+            raise TypeError(f"{where} needs messages=[...]")
+        check_one_answer(kwargs, "n", where)
         if "tool_choice" in kwargs:
-            check_tool_choice(kwargs, "chat.completions.parse", model="response_format")
+            check_tool_choice(kwargs, where, model="response_format")
         forced = check_mode(json_mode) if json_mode is not None else None
         healer = self._owner.sdk_healer(response_format, contracts, policy, examples)
         return healer, forced, messages

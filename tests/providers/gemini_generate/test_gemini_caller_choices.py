@@ -5,6 +5,7 @@ function call (mode `ANY`) is refused at the call. The real SDK over real HTTP."
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -120,3 +121,18 @@ def test_a_tool_config_is_refused_exactly_when_it_forces_a_call(
                 assert isinstance(outcome, Healed)
         finally:
             close_gemini(bare)
+
+
+def test_a_camel_case_config_is_read_as_the_sdk_reads_it() -> None:
+    """A dict config in the SDK's camelCase (`systemInstruction`, `responseMimeType`,
+    `toolConfig`) is read as its snake_case twin: the instruction is sent beside the tier's,
+    the mime type is the caller's own format, and a forcing `toolConfig` is refused."""
+    config = {"systemInstruction": "Be terse.", "responseMimeType": "application/json"}
+    outcome, body = _sent(config, json_mode="json_object")
+    assert isinstance(outcome, Healed)
+    assert "application/json" == _mime(body)
+    assert "Be terse." in json.dumps(_system(body))
+    assert "JSON schema" in json.dumps(_system(body))
+    forcing = {"toolConfig": {"functionCallingConfig": {"mode": "ANY"}}}
+    with pytest.raises(TypeError, match="forces a function call"):
+        _sent(forcing)

@@ -211,9 +211,13 @@ class RepairPrompt:
                     f"{'it' if count == 1 else 'them'} again."
                 )
             if accepted:
+                one = len(accepted) == 1
                 lines.append(
-                    f"The other {len(accepted)} items ({_indices(accepted)}) passed every "
-                    "check and are accepted as they are: do not send them again."
+                    f"The other {'item' if one else f'{len(accepted)} items'} "
+                    f"({_indices(accepted)}) passed every check and "
+                    f"{'is' if one else 'are'} accepted as "
+                    f"{'it is' if one else 'they are'}: do not send "
+                    f"{'it' if one else 'them'} again."
                 )
             lines.append(
                 f"Reply with only a JSON array of the {len(self.items)} corrected items, in this "

@@ -171,6 +171,13 @@ class Aio(Forwarding, ContextPassthrough):
         return self._owner.wrapped.aio
 
 
+def config_type() -> Any:
+    """google-genai's `GenerateContentConfig` (imported when a config dict is first read)."""
+    from google.genai import types
+
+    return types.GenerateContentConfig
+
+
 class HealingGemini(HealingAdapter):
     """Wraps a `google.genai.Client`; see `healjson.wrap`. Tiers, in the chat tiers' names:
     `json_schema` (`response_json_schema`), `json_object` (`response_mime_type` JSON, the schema
@@ -220,6 +227,8 @@ class HealingGemini(HealingAdapter):
         text = contents if type(contents) is str else None  # sent as given when alone
         originals, messages = content_messages(contents)
         config = kwargs.pop("config", None)
+        if isinstance(config, Mapping):  # read as the SDK reads it: its camelCase keys too
+            config = config_type().model_validate(config)
         system = getattr(config, "system_instruction", None)  # the caller's own object
         if hasattr(config, "model_dump"):
             config = config.model_dump(exclude_none=True)
