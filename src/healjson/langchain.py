@@ -26,7 +26,8 @@ call (the middleware's `handler`) as the call:
   never an exception for what the model did. A union (`ToolStrategy(A | B)`, each member its
   own tool): the value is the member whose tool the model called, healed against that member
   alone (its repair offers that tool alone; a contract naming fields judges the members that
-  have them).
+  have them). A turn of several different structured calls (two members, or one with other
+  arguments) is asked again (rule `one_structured_response`); the same call twice is one.
 * **Tool calls** (the agent's own tools, `invalid_tool_calls` included): before the tools run,
   each call's arguments are judged against its tool's schema (`tool_call_schema`) and the
   tool's `tool_contracts`: a local repair is applied to the call the tool gets; calls that
@@ -107,6 +108,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the extra is installed wherever tests run
     raise ImportError(missing_extra("langchain", "langchain")) from exc
 
+from ._frameworks.lc_answers import note_answers, one_answer
 from ._frameworks.lc_bodies import aread_through, read_through
 from ._frameworks.lc_messages import StructuredFormat, as_dicts, call_text, reply_of, turns
 
@@ -241,9 +243,8 @@ class HealMiddleware(AgentMiddleware[HealState, Any, Any]):
         rules = self.contracts
         if schema is not fmt.schema:
             rules = self._keep("rules", fmt, lambda: fmt.rules_by_member(self.contracts))[schema]
-        healer: Healer[Any] = self._keep(
-            "healer", schema, lambda: Healer(schema, contracts=rules, policy=self._policy)
-        )
+        made = lambda: Healer(schema, contracts=(*rules, one_answer), policy=self._policy)  # noqa: E731
+        healer: Healer[Any] = self._keep("healer", schema, made)
         return healer
 
     def _tool_target(self, tool: BaseTool) -> Target[Any]:
@@ -415,9 +416,9 @@ class _Step:
         calls = [*ai.tool_calls, *ai.invalid_tool_calls]
         members = self.format.members
         if self.request.response_format is not None:
-            named = [call.get("name") for call in calls if call.get("name") in members]
-            if named:  # the member whose tool the model called
-                return _Owner("structured", named[0])
+            named = {call.get("name"): 0 for call in calls if call.get("name") in members}
+            if named:  # the member whose tool the model called (of several: the whole format)
+                return _Owner("structured", next(iter(named)) if len(named) == 1 else None)
             if not calls:
                 return _Owner("structured", self.format.sole)
         if not calls or not self.declared:
@@ -474,6 +475,7 @@ class _Step:
             self.first = ai
         if owner.kind == "tools":
             return reply_of(ai, ai.text or None, [*ai.tool_calls, *ai.invalid_tool_calls])
+        note_answers(self._structured_calls(ai, _Owner("structured")))  # every member's
         calls = self._structured_calls(ai, owner)
         text = "\n".join(call_text(call) for call in calls) if calls else ai.text
         return reply_of(ai, text)
