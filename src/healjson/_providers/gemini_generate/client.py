@@ -227,7 +227,9 @@ class HealingGemini(HealingAdapter):
         text = contents if type(contents) is str else None  # sent as given when alone
         originals, messages = content_messages(contents)
         config = kwargs.pop("config", None)
-        if isinstance(config, Mapping):  # read as the SDK reads it: its camelCase keys too
+        if isinstance(config, Mapping) and any(
+            isinstance(key, str) and not key.islower() for key in config
+        ):  # a camelCase key: the dict read as the SDK reads it (snake_case ones as they are)
             config = config_type().model_validate(config)
         system = getattr(config, "system_instruction", None)  # the caller's own object
         if hasattr(config, "model_dump"):
