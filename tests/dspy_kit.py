@@ -43,15 +43,10 @@ class Ran:
 
 
 def scripted_lm(server: ScriptedServer, **options: Any) -> Any:
-    """A `dspy.LM("openai/scripted-model")` talking to `server`: no cache, no retry."""
-    return dspy.LM(
-        "openai/scripted-model",
-        api_base=server.base_url,
-        api_key="sk-test",
-        cache=False,
-        num_retries=0,
-        **options,
-    )
+    """A `dspy.LM("openai/scripted-model")` talking to `server`: no cache, no retry, unless
+    `options` say otherwise (`cache=True`)."""
+    chosen: dict[str, Any] = {"cache": False, "num_retries": 0, **options}
+    return dspy.LM("openai/scripted-model", api_base=server.base_url, api_key="sk-test", **chosen)
 
 
 def predict(

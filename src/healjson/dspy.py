@@ -42,6 +42,7 @@ that asks for several generations (`n > 1`), uses native tool calls or native re
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
@@ -66,7 +67,7 @@ from ._frameworks.core import (
     missing_extra,
     rules_of,
 )
-from ._frameworks.dspy_fields import chat_reader, read_answer
+from ._frameworks.dspy_fields import LastRead, chat_reader, one_value_per_field, read_answer
 
 try:
     from dspy.adapters.base import Adapter
@@ -174,11 +175,17 @@ class HealAdapter(Adapter):  # type: ignore[misc]
     def format(self, signature: Any, demos: list[dict[str, Any]], inputs: dict[str, Any]) -> Any:
         return self.base.format(signature, demos, inputs)
 
-    def __getattr__(self, name: str) -> Any:  # the base's other formatting helpers
+    def __getattr__(self, name: str) -> Any:  # the base's other helpers (its own methods)
         base = self.__dict__.get("base")
         if base is None or name.startswith("__"):
             raise AttributeError(name)
         return getattr(base, name)
+
+    def _call_postprocess(self, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        """DSPy's reading of a call's outputs (several generations, native tool calls), with
+        this adapter's `parse`: healjson reads the answers."""
+        found: list[dict[str, Any]] = Adapter._call_postprocess(self, *args, **kwargs)
+        return found
 
     # -- healjson reads the answers ---------------------------------------------------------
 
@@ -212,10 +219,13 @@ class HealAdapter(Adapter):  # type: ignore[misc]
         demos: list[dict[str, Any]],
         inputs: dict[str, Any],
     ) -> list[dict[str, Any]]:
+        _plan_request(self.base, lm, lm_kwargs, signature)
         processed = self._call_preprocess(lm, lm_kwargs, signature, inputs)
         if not _repairable(processed, signature, lm_kwargs):
             return super().__call__(lm, lm_kwargs, signature, demos, inputs)  # type: ignore[no-any-return]
         messages = self.format(processed, demos, inputs)
+        if lm_kwargs.get("parallel_tool_calls") is not None:  # as `Adapter.__call__` asks
+            lm_kwargs.setdefault("tool_choice", "auto")
         run = _Run(self, processed, messages, lm, lm_kwargs)
 
         def call(sent: list[dict[str, Any]], **params: Any) -> Reply:
@@ -237,10 +247,13 @@ class HealAdapter(Adapter):  # type: ignore[misc]
         demos: list[dict[str, Any]],
         inputs: dict[str, Any],
     ) -> list[dict[str, Any]]:
+        _plan_request(self.base, lm, lm_kwargs, signature)
         processed = self._call_preprocess(lm, lm_kwargs, signature, inputs)
         if not _repairable(processed, signature, lm_kwargs):
             return await super().acall(lm, lm_kwargs, signature, demos, inputs)  # type: ignore[no-any-return]
         messages = self.format(processed, demos, inputs)
+        if lm_kwargs.get("parallel_tool_calls") is not None:  # as `Adapter.__call__` asks
+            lm_kwargs.setdefault("tool_choice", "auto")
         run = _Run(self, processed, messages, lm, lm_kwargs)
 
         async def call(sent: list[dict[str, Any]], **params: Any) -> Reply:
@@ -277,8 +290,12 @@ class HealAdapter(Adapter):  # type: ignore[misc]
     def _healer(self, signature: Any, policy: HealPolicy) -> Healer[Any]:
         """The signature's healer: its output fields as one model, the contracts, `policy`,
         each answer read in the chat format (`chat_reader`) before it is judged."""
-        healer = Healer(self._model(signature), contracts=self.contracts, policy=policy)
-        return healer.with_reply_reader(chat_reader(_fields(signature)))
+        last = LastRead()
+        contracts = self.contracts
+        if policy.on_ambiguity == "reask":  # a field said two ways is asked again, valid or not
+            contracts = (*contracts, one_value_per_field(last))
+        healer = Healer(self._model(signature), contracts=contracts, policy=policy)
+        return healer.with_reply_reader(chat_reader(_fields(signature), last))
 
     def _context_of(self, inputs: dict[str, Any] | None) -> Mapping[str, Any] | None:
         given = self.context
@@ -299,6 +316,48 @@ class HealAdapter(Adapter):  # type: ignore[misc]
         error.outcome = outcome
         found: Exception = error
         return found
+
+
+def _forwarded(name: str) -> Callable[..., Any]:
+    """`Adapter.<name>` as the wrapped adapter's own (`HealAdapter.base`)."""
+
+    def method(self: HealAdapter, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.base, name)(*args, **kwargs)
+
+    method.__name__ = name
+    method.__qualname__ = f"HealAdapter.{name}"
+    method.__doc__ = f"The wrapped adapter's `{name}`."
+    return method
+
+
+# Every method of DSPy's `Adapter` that `HealAdapter` does not implement itself is the wrapped
+# adapter's (its formatting helpers: `format_user_message_content`, ...; the call's planning,
+# `_call_preprocess`), read from the installed DSPy: a method a release adds is forwarded too.
+# `__getattr__` alone would never reach them: `HealAdapter` inherits the base class's stubs.
+_FORWARDED: Final = tuple(
+    name
+    for name, member in vars(Adapter).items()
+    if callable(member) and not name.startswith("__") and name not in vars(HealAdapter)
+)
+for _name in _FORWARDED:
+    setattr(HealAdapter, _name, _forwarded(_name))
+del _name
+
+
+def _plan_request(base: Any, lm: Any, lm_kwargs: dict[str, Any], signature: Any) -> None:
+    """What the wrapped adapter's own `__call__` sets on a request before its pipeline runs,
+    so that it is sent as the adapter alone would send it: DSPy's JSON adapter asks for
+    structured output (`response_format`: the signature's JSON schema, or JSON mode). The one
+    place HealAdapter reads a DSPy internal (`_prepare_response_format(lm, lm_kwargs,
+    signature)`); a DSPy release without it (or with another signature) sets nothing here."""
+    prepare = getattr(base, "_prepare_response_format", None)
+    if not callable(prepare):
+        return
+    try:
+        bound = inspect.signature(prepare).bind(lm, lm_kwargs, signature)
+    except (TypeError, ValueError):  # another shape than this DSPy's: not ours to guess
+        return
+    prepare(*bound.args, **bound.kwargs)
 
 
 class _Run:
@@ -382,6 +441,7 @@ class _Run:
         return _reply(self.last or None, _recorded(lm, outputs), reasoning)
 
     def result(self, outcome: Outcome[Any], signature: Any) -> list[dict[str, Any]]:
+        outcome = _cache_hits_marked(outcome)
         if not isinstance(outcome, Healed):
             assert isinstance(outcome, Degraded)
             raise self.adapter._failure(signature, self.last, outcome)
@@ -445,14 +505,45 @@ def _reply(content: str | None, entry: Mapping[str, Any] | None, reasoning: Any)
         response = response[0] if response else None
     model = _text(entry.get("response_model")) or _text(get_field(response, "model"))
     finish, refusal = _stops(response)
+    cached = _cache_hit(entry, response)
     return Reply(
         content,
         finish_reason=finish,
         refusal=refusal,
-        usage=_usage(entry.get("usage"), model),
+        usage=Usage(cache_hits=1, model=model) if cached else _usage(entry.get("usage"), model),
         model=model,
         reasoning=thought,
     )
+
+
+def _cache_hit(entry: Mapping[str, Any], response: Any) -> bool:
+    """Whether DSPy served the call's answer from its cache (no request, no token): the
+    response says so (`cache_hit`, LiteLLM's path), or DSPy recorded no usage for a response
+    that reports some (DSPy clears the usage of a cached answer: it bills nothing)."""
+    if get_field(response, "cache_hit") is True:
+        return True
+    recorded = entry.get("usage")
+    if not (isinstance(recorded, Mapping) and not recorded):
+        return False
+    reported = get_field(response, "usage")
+    return any(
+        type(get_field(reported, name)) is int and get_field(reported, name) > 0
+        for name in ("input_tokens", "output_tokens", "prompt_tokens", "completion_tokens")
+    )
+
+
+def _cache_hits_marked(outcome: Outcome[Any]) -> Outcome[Any]:
+    """`outcome` with each attempt DSPy answered from its cache marked `cache_hit` (its usage
+    is a cache hit's: no request, no token), as healjson's own response cache marks one."""
+    if not outcome.usage.cache_hits:
+        return outcome
+    attempts = tuple(
+        dataclasses.replace(attempt, cache_hit=True)
+        if attempt.usage.cache_hits and not attempt.usage.requests
+        else attempt
+        for attempt in outcome.attempts
+    )
+    return dataclasses.replace(outcome, attempts=attempts)
 
 
 def _stops(response: Any) -> tuple[str | None, str | None]:

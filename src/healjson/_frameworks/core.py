@@ -23,6 +23,8 @@ from healjson._core.diagnostic import Diagnostic, describe_exception
 from healjson._core.judge.contracts import Rule, as_contract, check_policies
 from healjson._core.observe.events import handed_on
 from healjson._core.outcome.calls import ToolCalls
+from healjson._core.parse.shape import key_form
+from healjson._core.parse.wrappers import names_the_value
 from healjson._core.repair.quote import quote_answer, render_diagnostics
 from healjson._core.run.answers import HealSpec, ReadReply, ReplyReader
 from healjson._core.run.drive import PROVIDER_PACKAGES, drive_async, drive_sync, is_provider_error
@@ -57,7 +59,9 @@ __all__ = [
     "handed_on",
     "handed_over",
     "is_provider_error",
+    "key_form",
     "missing_extra",
+    "names_the_value",
     "quote_answer",
     "render_diagnostics",
     "rules_of",

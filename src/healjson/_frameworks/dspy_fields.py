@@ -31,19 +31,23 @@ import types
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any, Final
 
+from pydantic import BaseModel
 from pydantic_core import to_json
 
-from healjson import Flag, parse
-from healjson._frameworks.core import ReadReply, ReplyReader
+from healjson import Contract, Flag, Violation, contract, parse
+from healjson._frameworks.core import ReadReply, ReplyReader, key_form, names_the_value
 
 __all__ = [
     "HEADER",
     "Answer",
+    "LastRead",
     "chat_reader",
     "is_text_field",
     "merge_flags",
+    "one_value_per_field",
     "read_answer",
     "read_fields",
 ]
@@ -62,6 +66,8 @@ class Answer:
     objects: tuple[dict[str, Any], ...]
     flags: tuple[Flag, ...] = ()
     repeated: tuple[str, ...] = ()
+    values: Mapping[str, tuple[Any, ...]] = dataclass_field(default_factory=dict)
+    """Each field in `repeated` and its different values, in order."""
 
     @property
     def ambiguous(self) -> bool:
@@ -102,16 +108,56 @@ def read_fields(text: str, fields: Mapping[str, Any]) -> dict[str, Any] | None:
     return None if found is None else found.objects[0]
 
 
-def chat_reader(fields: Mapping[str, Any]) -> ReplyReader:
+class LastRead:
+    """What a `chat_reader` read last (`answer`: None for a text with no field header), for
+    the rule that judges the same answer after it (`one_value_per_field`)."""
+
+    __slots__ = ("answer",)
+
+    def __init__(self) -> None:
+        self.answer: Answer | None = None
+
+
+def chat_reader(fields: Mapping[str, Any], last: LastRead | None = None) -> ReplyReader:
     """The reply reader of a signature's output fields (`fields`: name -> annotation): an
     answer in the chat format read as its objects (`ReadReply`, with its sections' local
-    repairs); None for a text with no field header (a JSON answer: L1 reads it as it came)."""
+    repairs); None for a text with no field header (a JSON answer: L1 reads it as it came).
+    `last` (if given) keeps each answer it reads."""
 
     def read(text: str) -> ReadReply | None:
         found = read_answer(text, fields)
+        if last is not None:
+            last.answer = found
         return None if found is None else ReadReply(found.answers(), found.flags)
 
     return read
+
+
+def one_value_per_field(last: LastRead) -> Contract[Any]:
+    """The rule that a field given more than once says one thing: an answer whose sections
+    give a field different values is asked again, whether or not each value would validate
+    (the core judges several answers among those that fit the schema: a value that does not
+    would be dropped, and the other taken silently). `last`: the answer's reading, kept by
+    the healer's `chat_reader`."""
+
+    @contract(name="one_value_per_field", description="each output field is given one value")
+    def rule(_: Any) -> list[Violation]:
+        found = last.answer
+        if found is None:
+            return []
+        return [
+            Violation(
+                f"must be given once: the answer gave it {len(values)} different values "
+                f"({'; '.join(_shown(value) for value in values)})",
+                fields=(field,),
+                path=field,
+                value=list(values),
+                prescription=f"Give `{field}` once, with its one final value.",
+            )
+            for field, values in found.values.items()
+        ]
+
+    return rule
 
 
 def read_answer(text: str, fields: Mapping[str, Any]) -> Answer | None:
@@ -130,7 +176,7 @@ def read_answer(text: str, fields: Mapping[str, Any]) -> Answer | None:
         field = header if header in fields else _only(by_key.get(_key(header), ()))
         if field is None or header == _DONE:
             continue
-        value, found = _value("\n".join(lines).strip(), fields[field])
+        value, found = _value("\n".join(lines).strip(), fields[field], field)
         flags.extend(found)
         seen = readings.setdefault(field, [])
         headers.setdefault(field, header)
@@ -147,8 +193,12 @@ def read_answer(text: str, fields: Mapping[str, Any]) -> Answer | None:
         }
         for index in range(count)
     )
-    repeated = tuple(field for field, values in readings.items() if len(values) > 1)
-    return Answer(objects, merge_flags(flags), repeated)
+    different = {
+        field: tuple(value for _, value in values)
+        for field, values in readings.items()
+        if len(values) > 1
+    }
+    return Answer(objects, merge_flags(flags), tuple(different), different)
 
 
 def _sections(text: str) -> list[tuple[str, list[str]]] | None:
@@ -172,18 +222,59 @@ def _only(names: Any) -> str | None:
     return names[0] if len(names) == 1 else None
 
 
+def _shown(value: Any) -> str:
+    text = value if isinstance(value, str) else _json(value)
+    return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
 def _json(value: Any) -> str:
     return to_json(value, fallback=str).decode()
 
 
-def _value(body: str, annotation: Any) -> tuple[Any, tuple[Flag, ...]]:
+def _value(body: str, annotation: Any, name: str) -> tuple[Any, tuple[Flag, ...]]:
     """A section's value and the local repairs L1 applied to read it (a text field's section
     is its text, as written; a section L1 cannot read stays as its text, unflagged). The chat
     format writes every value as text: reading a section's text as its value
-    (`text_as_value`) is the format, not a repair."""
+    (`text_as_value`) is the format, not a repair.
+
+    A section is the value of the field `name`, not a whole answer: a one-key object in it
+    stands for the value it wraps only under the rule the core applies inside an answer (an
+    envelope word, the field's own name, ...: `names_the_value`). Under any other key
+    (`{"b": 2}` in section `a`: the model gave another field's value, or said more of it) the
+    section is the object as written, which the field's validation then judges."""
     if is_text_field(annotation):
         return body, ()
     found = parse(body, annotation)
     if found.error is not None:
         return body, ()
-    return found.value, tuple(flag for flag in found.flags if flag is not Flag.TEXT_AS_VALUE)
+    if Flag.UNWRAPPED in found.flags:
+        kept = _wrapper_kept(body, annotation, name, found.value)
+        if kept is not None:
+            return kept
+    return found.value, _local(found.flags)
+
+
+def _wrapper_kept(
+    body: str, annotation: Any, name: str, value: Any
+) -> tuple[Any, tuple[Flag, ...]] | None:
+    """The section as the object it holds when L1 read it as the value a one-key object wraps
+    whose key does not name the field's value (None: the unwrapping stands, or was deeper)."""
+    plain = parse(body)
+    if plain.error is not None or not isinstance(plain.value, dict) or len(plain.value) != 1:
+        return None
+    ((key, inner),) = plain.value.items()
+    title = annotation.__name__ if _is_model(annotation) else ""
+    if names_the_value(key, frozenset({key_form(name)}), False, inner, key_form(title)):
+        return None
+    unwrapped = parse(_json(inner), annotation)  # the top-level object was the one unwrapped
+    if unwrapped.error is not None or unwrapped.value != value:
+        return None
+    return plain.value, _local(plain.flags)
+
+
+def _local(flags: Iterable[Flag]) -> tuple[Flag, ...]:
+    return tuple(flag for flag in flags if flag is not Flag.TEXT_AS_VALUE)
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
