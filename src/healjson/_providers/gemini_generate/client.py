@@ -171,6 +171,14 @@ class Aio(Forwarding, ContextPassthrough):
         return self._owner.wrapped.aio
 
 
+def _snake_case(config: Mapping[Any, Any]) -> bool:
+    """Whether a config dict's keys are all snake_case (one C-level check: the common call)."""
+    try:
+        return "".join(config).islower()
+    except TypeError:  # a key that is no string: the SDK's model says what is wrong
+        return False
+
+
 def config_type() -> Any:
     """google-genai's `GenerateContentConfig` (imported when a config dict is first read)."""
     from google.genai import types
@@ -227,10 +235,8 @@ class HealingGemini(HealingAdapter):
         text = contents if type(contents) is str else None  # sent as given when alone
         originals, messages = content_messages(contents)
         config = kwargs.pop("config", None)
-        if isinstance(config, Mapping) and any(
-            isinstance(key, str) and not key.islower() for key in config
-        ):  # a camelCase key: the dict read as the SDK reads it (snake_case ones as they are)
-            config = config_type().model_validate(config)
+        if isinstance(config, Mapping) and not _snake_case(config):
+            config = config_type().model_validate(config)  # read as the SDK reads camelCase
         system = getattr(config, "system_instruction", None)  # the caller's own object
         if hasattr(config, "model_dump"):
             config = config.model_dump(exclude_none=True)
