@@ -176,7 +176,8 @@ def test_a_forced_mode_steps_down_without_being_remembered(is_async: bool) -> No
 
 @pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
 def test_a_caller_response_format_is_sent_as_given(is_async: bool) -> None:
-    """A caller's own `response_format` is sent as given, with the other parameters."""
+    """A caller's own `response_format` is sent as given, with the other parameters; one that
+    names no schema (`json_object`) gets the answer's schema stated first, as the tier does."""
     sdk = StubClient(is_async=is_async)
     own = {"type": "json_object"}
 
@@ -184,7 +185,12 @@ def test_a_caller_response_format_is_sent_as_given(is_async: bool) -> None:
 
     assert isinstance(outcome, Healed)
     [request] = sdk.requests
-    assert {"messages": USER, "response_format": own, "temperature": 0} == request
+    assert own == request["response_format"]
+    assert 0 == request["temperature"]
+    system, *said = request["messages"]
+    assert USER == said
+    assert "system" == system["role"]
+    assert "JSON schema" in system["content"]
 
 
 # --- what reaches the client -------------------------------------------------------------------

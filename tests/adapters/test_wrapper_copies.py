@@ -11,20 +11,22 @@ import pickle
 from collections.abc import Callable
 from typing import Any
 
-import anthropic
-import ollama
-import openai
 import pytest
-from google import genai
-from hypothesis import given
-from hypothesis import strategies as st
-from pydantic import BaseModel
 
-import healjson
-from healjson import Healed
-from healjson.adapters._proxy import Forwarding
-from healjson.testing import ScriptedServer
-from pinned import pinned
+anthropic = pytest.importorskip("anthropic")  # the floor lane has the OpenAI SDK alone
+ollama = pytest.importorskip("ollama")
+genai = pytest.importorskip("google.genai")
+
+import openai  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from pydantic import BaseModel  # noqa: E402
+
+import healjson  # noqa: E402
+from healjson import Healed  # noqa: E402
+from healjson.adapters._proxy import Forwarding  # noqa: E402
+from healjson.testing import ScriptedServer  # noqa: E402
+from pinned import pinned  # noqa: E402
 
 LOOPBACK = "http://127.0.0.1:9"
 
