@@ -22,6 +22,8 @@ import healjson
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
 from paths import TESTS
 
+pytestmark = pytest.mark.slow  # a real DBOS launched per test (about 2 s each): the slow lane
+
 WORKER = TESTS / "dbos_worker.py"
 CACHE_WORKER = TESTS / "dbos_cache_worker.py"
 KILL_AT = 12  # the 12th request is row 9's first repair: its first call had finished

@@ -153,6 +153,7 @@ def _launch(tmp_path: Path, name: str) -> Any:
     return DBOS
 
 
+@pytest.mark.slow  # a real DBOS launched: the slow lane
 def test_a_dbos_step_never_records_the_key_its_call_carries(
     tmp_path: Path, closing: contextlib.ExitStack
 ) -> None:
@@ -276,6 +277,7 @@ def test_with_cache_keeps_every_public_setting_of_the_healer() -> None:
     assert healer.with_cache(None).cache is None
 
 
+@pytest.mark.slow  # a real DBOS launched: the slow lane
 def test_a_dbos_step_keeps_the_reply_reader_and_the_keys_of_a_cached_healer(tmp_path: Path) -> None:
     """A healer with a reply reader and a cache heals its reader's format inside a DBOS step,
     and the answer stored outside DBOS is found inside it (the same cache key: no call)."""
