@@ -24,6 +24,8 @@ from healjson.testing import PackReport, check_pack, valid, violating
 from healjson.testing._sites import field_sites
 from healjson.testing._strategies import judge
 
+pytestmark = pytest.mark.slow  # hypothesis over a whole pack per check: the slow lane
+
 
 @pytest.fixture
 def pinned() -> Iterator[None]:

@@ -31,6 +31,8 @@ from outcomes import comparable
 from sdk_calls import TLS as _SSL
 from sdk_calls import close_gemini
 
+pytestmark = pytest.mark.slow  # each waits out a real deadline: the slow lane
+
 USER = [{"role": "user", "content": "Extract it."}]
 DEADLINE = 0.25  # far above the few ms the whole answer takes to arrive when nothing holds it
 SLACK = 0.5  # the outcome comes within DEADLINE + SLACK (the wire would take seconds more)
