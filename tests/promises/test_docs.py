@@ -26,8 +26,8 @@ DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
 # pages whose own module runs them and then the tests they show (with a bounded example count)
 OWN_MODULES = {"testing.md": "test_docs_testing.py", "contracts.md": "test_docs_contracts.py"}
-# pages that start Ray, a stdio server process or a durable engine, and the longest: the slow lane
-SLOW_PAGES = {"batch.md", "durable.md", "mcp.md", "openai_parse.md", "openai.md", "healer.md"}
+# pages that start Ray, a stdio server process or a durable engine: the slow lane
+SLOW_PAGES = {"batch.md", "durable.md", "mcp.md"}
 RUN = [
     pytest.param(page, marks=pytest.mark.slow) if page.name in SLOW_PAGES else page
     for page in PAGES

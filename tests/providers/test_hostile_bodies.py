@@ -32,8 +32,6 @@ from healjson.testing import ScriptedReply, ScriptedServer
 from pinned import pinned
 from wrapped_calls import ask
 
-pytestmark = pytest.mark.slow  # a real HTTP call per provider, mode and body shape: the slow lane
-
 # each provider's answer whose text is a number (the shape right, a field's type wrong)
 WRONG_TYPE = {
     "chat": {"choices": [{"index": 0, "message": {"role": "assistant", "content": 5}}]},
