@@ -167,13 +167,21 @@ def runner(request: pytest.FixtureRequest) -> str:
     return request.param  # type: ignore[no-any-return]
 
 
-@pytest.fixture(params=[False, True], ids=["whole", "streamed"])
-def streamed(request: pytest.FixtureRequest) -> bool:
-    return request.param  # type: ignore[no-any-return]
+# every form through the sync whole call; each other way of calling (async, streamed: the same
+# request shaping) with the forms that differ most (a text, parts with an image, a `Content`)
+_CROSSED = ("text", "texts and an image", "Content with image")
+CALLS = [(form, "sync", False) for form in FORMS] + [
+    (form, runner, streamed)
+    for form in _CROSSED
+    for runner, streamed in (("sync", True), ("async", False), ("async", True))
+]
+CALL_IDS = [
+    f"{form}-{runner}-{'streamed' if streamed else 'whole'}" for form, runner, streamed in CALLS
+]
 
 
 @pytest.mark.parametrize("kind", ["dict", "object"])
-@pytest.mark.parametrize("form", list(FORMS))
+@pytest.mark.parametrize(("form", "runner", "streamed"), CALLS, ids=CALL_IDS)
 def test_system_instruction_is_sent_as_the_bare_sdk_sends_it(
     scripted_server: ScriptedServer, runner: str, streamed: bool, form: str, kind: str
 ) -> None:
@@ -196,7 +204,7 @@ def test_system_instruction_is_sent_as_the_bare_sdk_sends_it(
 
 
 @pytest.mark.parametrize("json_mode", ["json_object", "prompt"])
-@pytest.mark.parametrize("form", list(FORMS))
+@pytest.mark.parametrize(("form", "runner", "streamed"), CALLS, ids=CALL_IDS)
 def test_schema_instruction_is_a_part_beside_the_callers(
     scripted_server: ScriptedServer, runner: str, streamed: bool, form: str, json_mode: str
 ) -> None:
