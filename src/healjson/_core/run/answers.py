@@ -285,6 +285,7 @@ class JsonAnswers:
         the rules ran, and the accepted value, both dumped alike (`Evaluation.before_rules`):
         a field a validator transformed (dollars into cents, a `SecretStr`) is no change."""
         run, target = self.run, self.spec.target
+        run.accepted = evaluation.data  # what a response cache stores of a merged list
         changed: list[str] = []
         if len(run.attempts) == 1:  # the first answer: changed only by a fix or a drop
             if evaluation.fixed or evaluation.dropped:

@@ -47,9 +47,7 @@ from typing import Any, Final
 from pydantic_core import to_json
 
 from healjson._core.flags import Flag
-from healjson._core.judge.check import Evaluation
 from healjson._core.judge.contracts import Contract, ContractContext
-from healjson._core.judge.enforcement import Enforcement
 from healjson._core.observe import events as _events
 from healjson._core.outcome.outcome import Healed, Outcome
 from healjson._core.outcome.seal import seal
@@ -58,9 +56,8 @@ from healjson._core.sentinels import NOTHING
 from healjson._core.wire.effects import AwaitAll, CacheGet, CachePut, CacheStore, ModelCall
 from healjson._core.wire.reply import Reply, Usage
 
-from .answers import HealSpec, JsonAnswers
-from .engine import RunState, heal_flow
-from .policy import HealPolicy
+from .answers import HealSpec
+from .engine import heal_flow
 
 __all__ = ["CachedRuns", "cache_key", "read_entry", "spec_fingerprint", "write_entry"]
 
@@ -253,11 +250,9 @@ class CachedRuns:
 
 class CachedRun:
     """One run's lookup (`lookup`, before its first call) and store (`store`, after it healed):
-    what `engine.heal_flow` is given as its `cache`; and the spec the run's flow is given
-    (`engine.AnswerSpec`): the healer's own, whose answers remember the data of the answer the
-    run accepted (`accepted`: what a per-item repair's merged list is stored as)."""
+    what `engine.heal_flow` is given as its `cache`."""
 
-    __slots__ = ("accepted", "forms", "key", "messages", "owner", "params")
+    __slots__ = ("forms", "key", "messages", "owner", "params")
 
     def __init__(
         self, owner: CachedRuns, messages: tuple[Mapping[str, Any], ...], params: Mapping[str, Any]
@@ -267,46 +262,6 @@ class CachedRun:
         self.params = params
         self.key: str | None = None
         self.forms: tuple[str, ...] = ()  # the run's secrets, read once for the entry
-        self.accepted: Any = NOTHING  # the JSON data of the answer the run accepted
-
-    # -- the spec the run's flow is given: the healer's, its answers remembering -------------
-
-    @property
-    def policy(self) -> HealPolicy:
-        """The healer's policy."""
-        return self.owner.spec.policy
-
-    @property
-    def fallback(self) -> Any:
-        """The healer's fallback."""
-        return self.owner.spec.fallback
-
-    @property
-    def target_name(self) -> str:
-        """The healer's target's name."""
-        return self.owner.spec.target_name
-
-    @property
-    def contract_names(self) -> tuple[str, ...]:
-        """The healer's contracts' names."""
-        return self.owner.spec.contract_names
-
-    def first(  # noqa: PLR0917  (the spec's signature)
-        self,
-        reply: Reply,
-        original: tuple[Mapping[str, Any], ...],
-        params: Mapping[str, Any],
-        elapsed_s: float,
-        run_id: str,
-        context: ContractContext,
-        /,
-    ) -> Healed[Any] | None:
-        """The healer's spec's `first` (an answer accepted there is stored as it came)."""
-        return self.owner.spec.first(reply, original, params, elapsed_s, run_id, context)
-
-    def answers(self, run: RunState, enforcement: Enforcement | None) -> JsonAnswers:
-        """The healer's answers for `run`, remembering the data of the answer accepted."""
-        return _Remembering(self.owner.spec, run, enforcement, self)
 
     def lookup(
         self, ctx: ContractContext, run_id: str, events: _events.RunEvents | None
@@ -345,8 +300,9 @@ class CachedRun:
         )
         return seal(healed, run_secrets())
 
-    def store(self, outcome: Healed[Any]) -> CachePut | None:
-        """The effect that stores a healed run's final answer (None: nothing to store)."""
+    def store(self, outcome: Healed[Any], accepted: Any) -> CachePut | None:
+        """The effect that stores a healed run's final answer (None: nothing to store);
+        `accepted`: the JSON data of the answer the run accepted (`RunState.accepted`)."""
         if self.key is None or not outcome.attempts:
             return None
         last = outcome.attempts[-1]
@@ -358,7 +314,7 @@ class CachedRun:
             return None
         text: str | None = outcome.raw_text
         if Flag.ITEMS_MERGED in outcome.flags:  # the last answer held only the repaired items
-            text = _merged_text(self.accepted)  # the list L1 read, never the value's dump
+            text = _merged_text(accepted)  # the list L1 read, never the value's dump
         # the run's text is sealed (a known secret replaced: not the model's answer), or the
         # redactor would change the value: not stored (a miss next time, never an altered hit)
         if not text or MARKER in text or redact_with(shown, self.forms) != shown:
@@ -367,24 +323,6 @@ class CachedRun:
         if value is None:  # the redactor would change it: not stored
             return None
         return CachePut(self.owner.store, self.key, value)
-
-
-class _Remembering(JsonAnswers):
-    """A cached run's answers: the healer's, remembering on the run's `CachedRun` the JSON
-    data of the answer it accepts (`Evaluation.data`)."""
-
-    __slots__ = ("cached",)
-
-    def __init__(
-        self, spec: HealSpec, run: RunState, enforcement: Enforcement | None, cached: CachedRun
-    ) -> None:
-        JsonAnswers.__init__(self, spec, run, enforcement)
-        self.cached = cached
-
-    def value(self, evaluation: Evaluation) -> tuple[Any, str, tuple[Flag, ...], tuple[str, ...]]:
-        """`JsonAnswers.value`, the accepted answer's data remembered."""
-        self.cached.accepted = evaluation.data
-        return JsonAnswers.value(self, evaluation)
 
 
 def _merged_text(data: Any) -> str | None:

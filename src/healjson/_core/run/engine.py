@@ -36,6 +36,7 @@ from healjson._core.outcome.outcome import Degraded, Healed, Outcome
 from healjson._core.outcome.seal import seal
 from healjson._core.redact import redact_params, redact_text, run_secrets
 from healjson._core.repair.prompt import RepairPrompt, Strategy, history_line
+from healjson._core.sentinels import NOTHING
 from healjson._core.wire.effects import (
     AwaitAll,
     CacheGet,
@@ -93,8 +94,9 @@ class RunCache(Protocol):
         """The run's outcome from a stored answer judged again; None: call the model."""
         ...
 
-    def store(self, outcome: Healed[Any]) -> CachePut | None:
-        """The effect that stores a healed run's answer (None: nothing to store)."""
+    def store(self, outcome: Healed[Any], accepted: Any) -> CachePut | None:
+        """The effect that stores a healed run's answer (None: nothing to store); `accepted`:
+        the JSON data of the answer the run accepted (`RunState.accepted`)."""
         ...
 
 
@@ -103,6 +105,7 @@ class RunState:
     own): the attempts so far, the usage, the history lines, the clock and the events."""
 
     __slots__ = (
+        "accepted",
         "attempts",
         "context",
         "events",
@@ -132,6 +135,7 @@ class RunState:
         self.usage: Usage = _NO_USAGE
         self.history: list[str] = []
         self.partial: Any = None  # what a stream that failed part-way had read
+        self.accepted: Any = NOTHING  # the JSON data of the answer accepted (its kind's value)
         self.started = started
         self.run_id = run_id
         self.events = events
@@ -277,12 +281,14 @@ def heal_flow(
                 events.attempt(healed.attempts[0])
                 events.healed(healed)
         outcome: Outcome[Any] | None = healed
+        accepted: Any = NOTHING  # a first reply accepted at once is stored as it came
         if outcome is None:
             run = RunState(policy, messages, ctx, started=started, run_id=run_id, events=events)
             answers = spec.answers(run, enforcement)
             outcome = yield from _loop(spec, run, answers, result, params)
+            accepted = run.accepted
         if cache is not None and isinstance(outcome, Healed):
-            put = cache.store(outcome)
+            put = cache.store(outcome, accepted)
             if put is not None:
                 yield put
         return outcome

@@ -213,11 +213,8 @@ class Healer(Generic[T]):
             and _events.quiet()
         ):  # nothing listens, no cache, no deadline: the driver may make the first call itself
             return Quick(self.spec, original, params, ctx, enforcement)
-        # a cached run's flow runs by its `CachedRun`: the healer's spec, remembering the
-        # data of the answer it accepts (what a per-item repair's merged list is stored as)
-        cache = None if cached is None or given is not None else cached.run(original, params)
         flow = heal_flow(
-            self.spec if cache is None else cache,
+            self.spec,
             original,
             params,
             ctx,
@@ -225,7 +222,7 @@ class Healer(Generic[T]):
             started=time.monotonic(),
             observed=observed,
             enforcement=enforcement,
-            cache=cache,
+            cache=None if cached is None or given is not None else cached.run(original, params),
         )
         return Run(flow, ctx)
 
