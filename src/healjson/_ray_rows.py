@@ -24,6 +24,7 @@ from healjson._batch.request import ROW_FIELDS, missing, read_messages
 from healjson._core.diagnostic import jsonable, short_repr
 from healjson._core.outcome.outcome import Outcome
 from healjson._core.outcome.record import revealing
+from healjson._core.outcome.written import as_written
 from healjson._core.redact import redact_data, redact_text
 from healjson._core.target.target import Target
 from healjson._core.wire.reply import Reply, Usage
@@ -272,8 +273,11 @@ def read_history(value: Any) -> tuple[History | None, str | None]:
 
 def outcome_row(outcome: Outcome[Any], target: Target[Any], *, full: bool = False) -> Row:
     """The result columns of a finished run (`full`: with the `outcome` column). Every text
-    passes the redactor, with the secrets the run found in the value: a healed value that holds
-    a key the model echoed is written with the key redacted (the outcome's value is not)."""
+    passes the redactor, with the secrets the run found in the value; a healed value the
+    redactor would change (a key the model echoed, a credential name or shape) is never written
+    altered as `ok`: the row degrades with `api_error` saying why (`as_written`), its attempts
+    and usage kept."""
+    outcome = as_written(outcome)
     usage = outcome.usage
     with revealing(outcome):
         row: Row = {

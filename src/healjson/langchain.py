@@ -115,8 +115,7 @@ from ._frameworks.lc_messages import StructuredFormat, as_dicts, call_text, repl
 __all__ = ["OUTCOME_KEY", "TOOL_OUTCOME_KEY", "HealMiddleware", "HealState"]
 
 OUTCOME_KEY = "healjson_outcome"
-"""The state key of the last structured response's outcome (or of the `Degraded` that ended
-the run)."""
+"""The state key of the last structured response's outcome (or the `Degraded` ending a run)."""
 TOOL_OUTCOME_KEY = "healjson_tool_outcome"
 """The state key of the outcome of the last step's tool calls."""
 
@@ -260,9 +259,9 @@ class HealMiddleware(AgentMiddleware[HealState, Any, Any]):
 
 
 class _Owner(NamedTuple):
-    """The run a model turn belongs to: the structured response (`member`: the structured
-    tool the turn called, a union's member; None: the whole response format, for a text
-    answer or an answer not yet seen) or the agent's tools."""
+    """The run a model turn belongs to: the structured response (`member`: the structured tool
+    the turn called, a union's member; None: the whole format, for a text answer or one not
+    yet seen) or the agent's tools."""
 
     kind: Literal["structured", "tools"]
     member: str | None = None
@@ -502,6 +501,7 @@ class _Step:
     def structured(self, outcome: Outcome[Any], owner: _Owner) -> ExtendedModelResponse[Any]:
         ai = self.last
         calls = self._structured_calls(ai, owner)
+        outcome = self.format.marked(outcome, calls)  # a recovery from text says so
         if isinstance(outcome, Healed) and ai is not None:
             value = outcome.value
             messages: list[BaseMessage] = [ai]

@@ -295,6 +295,29 @@ def test_an_answer_from_dspys_cache_costs_nothing(mode: Mode) -> None:
     assert 0 == hit.calls
 
 
+def test_a_repair_answered_from_dspys_cache_costs_nothing_either() -> None:
+    """A prediction that needed a repair, made again with `dspy.LM(cache=True)`: both of its
+    calls are served from DSPy's cache, so its outcome counts no request, two cache hits, and
+    each attempt a cache hit."""
+    inputs = {"question": f"2+3 {uuid.uuid4()}"}
+    with ScriptedServer([chat(answer="five-ish"), chat(answer="5")]) as server:
+        lm = scripted_lm(server, cache=True)
+        outcomes = []
+        try:
+            for _ in range(2):
+                with dspy.context(lm=lm, adapter=HealAdapter()):
+                    outcomes.append(outcome_of(dspy.Predict(Sum)(**inputs)))
+        finally:
+            lm.close()
+        assert 2 == len(server.requests)
+    first, again = outcomes
+    assert (2, 0, 2) == (first.usage.requests, first.usage.cache_hits, first.calls)
+    assert (again.ok, again.value.answer) == (True, first.value.answer)
+    assert (0, 0, 2) == (again.usage.requests, again.usage.total_tokens, again.usage.cache_hits)
+    assert [True, True] == [a.cache_hit for a in again.attempts]
+    assert 0 == again.calls
+
+
 # ---------------------------------------------------------------------------------------------
 # 5. The wrapped adapter writes every request
 # ---------------------------------------------------------------------------------------------

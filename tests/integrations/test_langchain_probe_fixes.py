@@ -1,6 +1,7 @@
 """`healjson.langchain`: a turn that calls the structured-response tools with several different
 answers (two members of a union, or one member with other arguments) is asked again, never a
-silent pick; the same call twice is one answer.
+silent pick; the same call twice is one answer. A `ToolStrategy` answer read from the message's
+text instead of a call says so (`structured_from_text`).
 
 A real LangChain v1 agent (`create_agent`) with `ChatOpenAI` over real HTTP to
 `ScriptedServer`.
@@ -23,7 +24,7 @@ from langchain.agents import create_agent
 from langchain.agents.structured_output import ToolStrategy
 from langchain_openai import ChatOpenAI
 
-from healjson import Healed
+from healjson import Flag, Healed
 from healjson.langchain import OUTCOME_KEY, HealMiddleware
 from healjson.testing import ScriptedReply, ScriptedServer
 from pinned import pinned
@@ -47,8 +48,12 @@ def turn(*made: tuple[str, dict[str, Any]]) -> ScriptedReply:
     return ScriptedReply(tool_calls=calls, finish_reason="tool_calls")
 
 
-def run(script: list[ScriptedReply]) -> tuple[dict[str, Any], list[Any]]:
-    """The agent (`ToolStrategy(Ship | Refund)`, healed) on `script`: its result and requests."""
+def run(
+    script: list[ScriptedReply], response_format: Any = None
+) -> tuple[dict[str, Any], list[Any]]:
+    """The agent (`ToolStrategy(Ship | Refund)` unless `response_format` says otherwise, healed)
+    on `script`: its result and requests."""
+    response_format = response_format or ToolStrategy(Ship | Refund)
     message = {"messages": [{"role": "user", "content": "Handle order A1."}]}
     with ScriptedServer(script) as server, httpx.Client() as http:
         model = ChatOpenAI(
@@ -58,9 +63,7 @@ def run(script: list[ScriptedReply]) -> tuple[dict[str, Any], list[Any]]:
             max_retries=0,
             http_client=http,
         )
-        agent = create_agent(
-            model, response_format=ToolStrategy(Ship | Refund), middleware=[HealMiddleware()]
-        )
+        agent = create_agent(model, response_format=response_format, middleware=[HealMiddleware()])
         return agent.invoke(message), list(server.requests)
 
 
@@ -122,3 +125,18 @@ def test_a_turn_is_one_answer_only_when_its_calls_agree(made: list[Any]) -> None
         expected = (Ship if again == "Ship" else Refund)(**FINAL[again])
     assert expected == result["structured_response"]
     assert type(expected) is type(result["structured_response"])
+
+
+@pytest.mark.parametrize("strategy", ["tool", "bare schema"])
+def test_a_tool_strategy_answer_given_as_text_is_flagged_as_read_from_text(strategy: str) -> None:
+    """Under `ToolStrategy` a JSON answer in the text heals flagged `structured_from_text`; a
+    bare schema, where the text may be LangChain's own provider format, is not flagged."""
+    response_format = ToolStrategy(Ship) if strategy == "tool" else Ship
+    text = ScriptedReply(content='Here you go: {"order_id": "A1"}')
+    result, requests = run([text], response_format)
+    outcome = result[OUTCOME_KEY]
+    assert isinstance(outcome, Healed)
+    assert outcome.value == Ship(order_id="A1")
+    assert len(requests) == 1
+    assert (Flag.STRUCTURED_FROM_TEXT in outcome.flags) is (strategy == "tool")
+    assert Flag.PROSE_AROUND in outcome.flags

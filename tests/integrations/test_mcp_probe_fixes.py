@@ -11,6 +11,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -395,3 +396,44 @@ def test_a_result_deeper_than_the_validator_reads_passes_as_given(kind: str, sid
     assert False is result.is_error
     assert deep == result.structured_content
     assert healjson.outcome_of(result) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. The server's listChanged notification: the next call lists the tools again
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_tool_whose_schema_changed_is_judged_by_the_new_one_after_list_changed() -> None:
+    """A server changes a tool's `outputSchema` and sends `notifications/tools/list_changed`
+    (a `ClientSession`, 2025-11-25): the healed client's next call is judged (and healed)
+    against the new schema, with no listing of the caller's own."""
+    tools = [tool("t", CELSIUS), tool("switch", None)]
+    answers = iter([{"celsius": 1}, {"Kelvin": "274"}])
+    listings: list[int] = []
+
+    async def on_list(ctx: Any, params: Any) -> types.ListToolsResult:
+        listings.append(len(listings))
+        return types.ListToolsResult(tools=list(tools))
+
+    async def on_call(ctx: Any, params: Any) -> types.CallToolResult:
+        if params.name == "switch":
+            tools[0] = tool("t", KELVIN)
+            await ctx.session.send_tool_list_changed()
+            return types.CallToolResult(content=[])
+        return types.CallToolResult(content=[], structured_content=next(answers))
+
+    server = Server("probe", on_list_tools=on_list, on_call_tool=on_call)
+
+    async def go() -> tuple[Any, Any]:
+        async with connect("session", server) as session:
+            first = await session.call_tool("t", {})
+            await session.call_tool("switch", {})
+            for _ in range(5):  # the notification is handled beside the call's answer
+                await anyio.sleep(0)
+            return first, await session.call_tool("t", {})
+
+    first, second = run(go)
+    assert {"celsius": 1} == first.structured_content
+    assert False is second.is_error, texts(second)
+    assert {"kelvin": 274} == second.structured_content
+    assert 2 == len(listings)  # listed once, then once more after the change

@@ -967,8 +967,8 @@ def test_the_batch_api_ledger_and_rows_hide_a_key_the_model_echoes(tmp_path: Any
 
 
 def test_ray_heal_batch_columns_hide_a_key_the_model_echoes() -> None:
-    """`healjson.ray.HealBatch` (called directly, no Ray start): the `value`, `errors` and
-    `outcome` columns hold no echoed key."""
+    """`healjson.ray.HealBatch` (called directly, no Ray start): the `errors` and `outcome`
+    columns hold no echoed key, and a value holding it is not written."""
     pytest.importorskip("ray")
     import pandas as pd
 
@@ -993,8 +993,10 @@ def test_ray_heal_batch_columns_hide_a_key_the_model_echoes() -> None:
         ) as heal:
             table = heal(pd.DataFrame({"id": [1, 2], "prompt": ["row 1", "row 2"]}))
     columns = table.to_pydict()
-    assert columns["ok"] == [True, False]
-    assert MARKER in columns["value"][0]
+    # a healed value holding the key is never written altered as `ok`: the row degrades
+    assert columns["ok"] == [False, False]
+    assert (columns["reason"][0], columns["value"][0]) == ("api_error", None)
+    assert "redaction" in columns["errors"][0]
     _assert_hidden(key, {name: json.dumps(columns[name]) for name in columns})
 
 

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
-from healjson import HealPolicy
+from healjson import HealPolicy, outcome_from_dict
 from healjson.batch_api import cancel_batch_api, default_ledger, run_batch_api
 from healjson.testing import ScriptedReply, ScriptedServer
 from pinned import pinned
@@ -132,10 +132,15 @@ def test_an_answer_echoing_the_client_key_is_never_healed_redacted(tmp_path: Pat
 def test_a_value_the_redactor_would_change_is_not_written_ok(tmp_path: Path) -> None:
     """A value whose key hides behind a JSON escape in the answer is written degraded, not `ok`."""
     hidden = KEY.replace("-", "\\u002d", 1)
-    out = run_answers(tmp_path, "openai", ['{"snippet": "' + hidden + '"}'], response_model=Doc)
+    answer = '{"snippet": "' + hidden + '"}'
+    out = run_answers(tmp_path, "openai", [answer], response_model=Doc, full=True)
     (row,) = rows_of(out)
     assert (row["ok"], row["reason"]) == (False, "api_error")
     assert "value" not in row
+    # the row's `outcome` member says what the row says, and reads back as that outcome
+    assert (row["outcome"]["ok"], row["outcome"]["reason"]) == (False, "api_error")
+    assert row["outcome"]["errors"] == row["errors"]
+    assert not outcome_from_dict(row["outcome"]).ok
     assert KEY not in out.read_text()
 
 

@@ -131,3 +131,22 @@ def test_heal_batch_heals_each_row_under_its_context(server: ScriptedServer) -> 
     assert "invalid_input" == rows[4]["reason"]
     assert 2 == len(TENANTS)  # rows 1 and 3, each under its own context
     assert {"a", None} == set(TENANTS)
+
+
+def test_heal_replies_never_writes_a_value_the_redactor_changed() -> None:
+    """A healed value holding a credential shape is written as an `api_error` row (its `outcome`
+    column saying the same), a plain one as it is."""
+    shaped = "Bearer abcdefghijklmnopqrstuvwxyz0123456789"
+    table = pa.table(
+        {
+            "id": [1, 2],
+            "prompt": ["Quote row 1.", "Quote row 2."],
+            "generated_text": [json.dumps({"quote": shaped}), json.dumps({"quote": "plain"})],
+        }
+    )
+    rows = _rows(HealReplies(Quote, include_outcome=True)(table))
+    assert (rows[1]["ok"], rows[1]["reason"], rows[1]["value"]) == (False, "api_error", None)
+    assert "redaction" in rows[1]["errors"]
+    assert json.loads(rows[1]["outcome"])["ok"] is False
+    assert "abcdefghijklmnop" not in json.dumps(rows[1])
+    assert (rows[2]["ok"], json.loads(rows[2]["value"])) == (True, {"quote": "plain"})

@@ -29,8 +29,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from healjson._core.diagnostic import value_data
 from healjson._core.outcome.outcome import Outcome
+from healjson._core.outcome.written import VALUE_ALTERED, as_written
 
 from .request import Request
 
@@ -155,31 +155,16 @@ def row_key(row: Any) -> str | None:
     return id_key(ident)
 
 
-VALUE_ALTERED = (
-    "the healed value held what healjson never writes (the client's key, or a credential name "
-    "or shape); it cannot be written as it is, so the row degrades rather than give a value "
-    "the redaction changed"
-)
-"""The `api_error` of a healed row whose value the redactor would change."""
-
-
 def outcome_row(job: Job, outcome: Outcome[Any], *, full: bool = False) -> dict[str, Any]:
     """The output row for a job that ran: `outcome.to_dict()`'s data, so every string in it has
     passed the redactor. A healed value the redactor would change (a key the model echoed, a
     credential name or shape) is never written altered as `ok`: the row degrades with
-    `api_error` saying why (`VALUE_ALTERED`), its usage and attempts kept."""
+    `api_error` saying why (`VALUE_ALTERED`), its usage and attempts kept (`as_written`: its
+    `outcome` member says so too)."""
+    outcome = as_written(outcome)
     data = outcome.to_dict()
     row: dict[str, Any] = _head(job) | {"ok": outcome.ok}
-    if outcome.ok and data["value"] != value_data(outcome.value):
-        error = {
-            "path": "<root>",
-            "value": None,
-            "constraint": VALUE_ALTERED,
-            "prescription": "Ask for output that holds no credential, or redact it yourself.",
-            "source": "redaction",
-        }
-        row.update(ok=False, reason="api_error", raw_text=data["raw_text"], errors=[error])
-    elif outcome.ok:
+    if outcome.ok:
         row["value"] = data["value"]
     else:
         row.update(reason=data["reason"], raw_text=data["raw_text"], errors=data["errors"])

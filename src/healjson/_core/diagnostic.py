@@ -52,6 +52,9 @@ class Source(enum.StrEnum):
     BUDGET = "budget"
     FALLBACK = "fallback"
     DEGENERATE = "degenerate"
+    REDACTION = "redaction"
+    """A healed value that a store keeping no secret (a batch or dataset row) cannot hold as
+    it is: the redactor would change it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,8 +78,11 @@ class Flag(enum.StrEnum):
     `healjson._core.judge.enforcement`). Not a local repair: a note about the endpoint, on the first
     attempt (`outcome.attempts[0].flags`), and on `Healed.flags` when that answer healed."""
     STRUCTURED_FROM_TEXT = "structured_from_text"
-    """An MCP tool result without structured content (or with structured content that could not
-    be healed) had it recovered from its text content, against the tool's `outputSchema`."""
+    """The answer was asked for in a structured channel and came as text: it was read from the
+    text. An MCP tool result without structured content (or with structured content that could
+    not be healed) had it recovered from its text content, against the tool's `outputSchema`;
+    a LangChain agent's `ToolStrategy` answer came as the message's text, not as a call of its
+    structured-response tool."""
     ARGUMENTS_NORMALISED = "arguments_normalised"
     """The arguments of an MCP tool call were normalised against the tool's `inputSchema`
     before they were sent (a stringified object or array parsed, keys aligned, `"5"` read as a

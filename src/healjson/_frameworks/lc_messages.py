@@ -7,6 +7,7 @@ only.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -22,7 +23,7 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.tool import invalid_tool_call, tool_call
 
-from healjson import Reply, ToolCall, Usage
+from healjson import Flag, Healed, Outcome, Reply, ToolCall, Usage
 
 from .core import target_for
 
@@ -123,10 +124,12 @@ class StructuredFormat:
     structured tools by name (each its own member of a union), the response format that
     offers one member's tool alone (a union's), and the tool message of a structured call."""
 
-    __slots__ = ("members", "narrowed", "schema", "sole", "tool_message")
+    __slots__ = ("calls_only", "members", "narrowed", "schema", "sole", "tool_message")
 
     def __init__(self, response_format: Any) -> None:
         self.tool_message: str | None = None
+        # a `ToolStrategy` asks for a call of its tool: an answer in the text is a recovery
+        self.calls_only = isinstance(response_format, ToolStrategy)
         self.schema: Any
         self.narrowed: dict[str | None, ToolStrategy[Any]] = {}
         if response_format is None or isinstance(response_format, ProviderStrategy):
@@ -150,6 +153,14 @@ class StructuredFormat:
                     tool_message_content=response_format.tool_message_content,
                     handle_errors=response_format.handle_errors,
                 )
+
+    def marked(self, outcome: Outcome[Any], calls: Sequence[Any]) -> Outcome[Any]:
+        """`outcome` of a turn whose structured calls were `calls`: flagged
+        `structured_from_text` when it healed from the message's text where the format asks
+        for a call of its tool."""
+        if not self.calls_only or calls or not isinstance(outcome, Healed):
+            return outcome
+        return dataclasses.replace(outcome, flags=(*outcome.flags, Flag.STRUCTURED_FROM_TEXT))
 
     def rules_by_member(self, rules: tuple[Any, ...]) -> dict[Any, tuple[Any, ...]]:
         """A union's contracts, member by member: those whose fields the member has (a rule

@@ -7,19 +7,30 @@ judges that result itself, and must receive it: `install(session)` puts, on that
 object, a `validate_tool_result` that does nothing while `bypassed()` is in effect (a
 `contextvars` flag, so only the calls healjson makes, in their own task, skip it) and is the
 SDK's own check otherwise: code that calls the session directly keeps the SDK's behaviour.
+
+`listen(session, index)` has a session's tool index forget its tools when the server says they
+changed (`notifications/tools/list_changed`): the next call lists them again. It goes before the
+session's own message handler, which still gets every message.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
-__all__ = ["bypassed", "install"]
+__all__ = ["bypassed", "install", "listen"]
 
 _BYPASS: ContextVar[bool] = ContextVar("healjson_mcp_result_check", default=False)
 _MARK: Final = "_healjson_checks_for_itself"
+_LISTENERS: Final = "_healjson_tool_indexes"
+_TOOLS_CHANGED: Final = "notifications/tools/list_changed"
+
+
+class Forgetting(Protocol):
+    def forget(self) -> None: ...
 
 
 def install(session: Any) -> None:
@@ -46,3 +57,28 @@ def bypassed() -> Iterator[None]:
         yield
     finally:
         _BYPASS.reset(token)
+
+
+def listen(session: Any, index: Forgetting) -> None:
+    """Have `index.forget()` called whenever `session` receives the server's
+    `notifications/tools/list_changed` (several indexes, one handler per session; an index is
+    held weakly). A session without the SDK's message handler attribute is left as it is: its
+    changed tools are then seen at a name the index does not hold, or a listing of the
+    caller's own."""
+    listeners: weakref.WeakSet[Any] | None = getattr(session, _LISTENERS, None)
+    if listeners is None:
+        handler = getattr(session, "_message_handler", None)
+        if handler is None:
+            return
+        listeners = weakref.WeakSet()
+        heard = listeners
+
+        async def message_handler(message: Any) -> None:
+            if getattr(message, "method", None) == _TOOLS_CHANGED:
+                for listening in list(heard):
+                    listening.forget()
+            await handler(message)
+
+        session._message_handler = message_handler
+        setattr(session, _LISTENERS, listeners)
+    listeners.add(index)

@@ -1,8 +1,9 @@
 """A tool's schemas as healjson targets (`ToolSchemas`), and a session's tools listed once
 (`ToolIndex`): the first call of a tool lists the server's tools (every page); later calls
 read the index. A name the index does not hold is listed again on each call that names it
-(the server may list it now; until it does, it has no schema to heal against), and a listing
-made elsewhere (the caller's own `list_tools`) replaces what the index holds."""
+(the server may list it now; until it does, it has no schema to heal against), a listing
+made elsewhere (the caller's own `list_tools`) replaces what the index holds, and the server's
+`listChanged` notification empties it (`forget`: every tool is listed again at its next call)."""
 
 from __future__ import annotations
 
@@ -76,6 +77,10 @@ class ToolIndex:
             if name not in self._tools:
                 await self._list()
         return self._tools.get(name)
+
+    def forget(self) -> None:
+        """The server's tools changed: the next call of any tool lists them again."""
+        self._tools = {}
 
     def absorb(self, tools: Iterable[Any]) -> None:
         """Take in a listing made elsewhere (the caller's own `list_tools`): its tools replace

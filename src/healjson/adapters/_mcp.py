@@ -63,9 +63,12 @@ class HealingSession(Forwarding):
         )
         if not self._client:
             seam.install(session)
+            seam.listen(session, self._healer.index)
 
     async def __aenter__(self) -> HealingSession:
         await self.wrapped.__aenter__()
+        if self._client:  # its session exists now: heard from before the first call
+            seam.listen(self.wrapped.session, self._healer.index)
         return self
 
     async def __aexit__(
@@ -89,8 +92,9 @@ class HealingSession(Forwarding):
     ) -> types.CallToolResult:
         """The wrapped `call_tool(name, arguments, ...)`, healed; `tool_contracts=` here
         replaces the wrapper's rules for this call. Every other keyword is the SDK's."""
-        if self._client:
-            seam.install(self.wrapped.session)  # the Client's session exists once entered
+        if self._client:  # the Client's session exists once entered
+            seam.install(self.wrapped.session)
+            seam.listen(self.wrapped.session, self._healer.index)
 
         async def send(sent: Any) -> Any:
             return await self.wrapped.call_tool(

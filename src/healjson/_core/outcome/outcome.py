@@ -82,9 +82,10 @@ class Healed(Generic[T]):
     fixed: tuple[str, ...] = ()
     """The rules declared `on_fail="fix"` whose fix made this value (flag `contract_fixed`)."""
     ok: Literal[True] = field(default=True, init=False)
-    _secrets: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
+    _secrets: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
     # the run's known secrets that `value`'s rendering shows (see `seal`): every rendering
-    # removes them; the value itself is the caller's, unaltered
+    # removes them; the value itself is the caller's, unaltered. An init field, so that
+    # `dataclasses.replace` carries it: a changed copy renders as safely as the outcome
 
     @property
     def calls(self) -> int:
@@ -153,8 +154,9 @@ class Degraded(Generic[T]):
     contracts: tuple[str, ...] = ()
     """The names of the contracts the run checked."""
     ok: Literal[False] = field(default=False, init=False)
-    _secrets: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
-    # the run's known secrets that `partial`'s or `fallback`'s rendering shows (see `seal`)
+    _secrets: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+    # the run's known secrets that `partial`'s or `fallback`'s rendering shows (see `seal`);
+    # an init field, so that `dataclasses.replace` carries it
 
     @property
     def calls(self) -> int:
@@ -231,5 +233,6 @@ def outcome_from_dict(data: Mapping[str, Any], model: Any = None) -> Outcome[Any
 
 
 def _calls(attempts: tuple[Attempt, ...]) -> int:
-    """Model calls among `attempts`: a cache hit is only ever the one attempt of a run."""
-    return len(attempts) - (1 if attempts and attempts[0].cache_hit else 0)
+    """Model calls among `attempts`: those no cache answered (healjson's response cache answers
+    only a run's first; a framework's own, DSPy's, may answer a repair too)."""
+    return sum(not attempt.cache_hit for attempt in attempts)

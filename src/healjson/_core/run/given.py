@@ -55,6 +55,4 @@ def marked_as_data(outcome: _OutcomeT) -> _OutcomeT:
     changes: dict[str, Any] = {"attempts": attempts}
     if isinstance(outcome, Healed):
         changes["flags"] = (Flag.PARSED_DATA, *outcome.flags)
-    marked = dataclasses.replace(outcome, **changes)
-    object.__setattr__(marked, "_secrets", outcome._secrets)  # not an init field: carried
-    return marked
+    return dataclasses.replace(outcome, **changes)
