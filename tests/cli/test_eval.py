@@ -404,6 +404,24 @@ def test_eval_command_runs_the_builtin_set_offline(tmp_path: Path) -> None:
     assert data["configs"][1]["passed"] == data["configs"][1]["runs"]
 
 
+def test_eval_redacts_credential_params_in_config_descriptions(tmp_path: Path) -> None:
+    """A configuration's credential-named params and credential shapes are masked in its
+    description, on stdout and in the `--json` report."""
+    spec = json.dumps(
+        {"name": "x", "params": {"api_key": "sk-zzzzzzzzzzzzzzzz",
+                                 "note": "Bearer abcdefghijklmnop",
+                                 "extra_headers": {"Authorization": "Basic qwertyuiopasdf"}}}
+    )  # fmt: skip
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(app, ["eval", "--a", spec, "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    described = json.loads(out.read_text(encoding="utf-8"))["configs"][0]["description"]
+    for text in (result.stdout, out.read_text(encoding="utf-8")):
+        assert all(s not in text for s in ("zzzzzzzz", "abcdefghijkl", "qwertyuiop"))
+    assert "api_key='[redacted]'" in described
+    assert "{'Authorization': '[redacted]'}" in described
+
+
 PACK = """
 from pydantic import BaseModel
 from healjson import ContractPack, Violation, contract

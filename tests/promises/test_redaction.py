@@ -846,6 +846,45 @@ def test_a_key_the_model_echoes_through_a_wrapped_client_is_in_no_output(
     _assert_hidden(key, {**_printed(outcome, logs), **stored})  # stored model text: redacted
 
 
+def _quoting(key: str, where: str) -> list[dict[str, Any]]:
+    """The caller's messages, holding the client's key in the place `where` names."""
+    if where == "system":
+        return [{"role": "system", "content": f"Use key {key} for lookups."}, *USER]
+    if where == "parts":
+        parts = [{"type": "text", "text": "Triage:"}, {"type": "text", "text": f"key={key}"}]
+        return [{"role": "user", "content": parts}]
+    return [{"role": "user", "content": f"Triage: the parcel is lost. My key is {key}"}]
+
+
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(
+    key=secrets_st,
+    where=st.sampled_from(["system", "user", "parts"]),
+    script=st.sampled_from(["healed", "repaired", "degraded"]),
+)
+def test_the_clients_key_quoted_in_the_callers_messages_is_in_no_output(
+    key: str, where: str, script: str
+) -> None:
+    """wrap(OpenAI(api_key=key)) over real HTTP, the caller's own messages quoting the key (a
+    system prompt, a user turn, a content part): the request as stored, every repr, record,
+    trace and row show no key, the quick first answer included."""
+    from healjson.testing import ScriptedServer
+
+    replies = {"healed": [_good("x", "raw")], "repaired": [_bad("x", "raw"), _good("x", "raw")]}
+    script_replies = replies.get(script, [_bad("x", "raw"), _bad("x", "raw")])
+    with ScriptedServer(script_replies) as server:
+        options: dict[str, Any] = {"base_url": server.base_url, "api_key": key, "max_retries": 0}
+        with openai.OpenAI(**options) as sdk:
+            wrapped = healjson.wrap(sdk, policy=healjson.HealPolicy(max_attempts=2))
+            outcome = wrapped.chat.completions.create(
+                model="m", messages=_quoting(key, where), response_model=Ticket
+            )
+        assert key in json.dumps(server.requests[0].body)  # the provider got the caller's text
+    assert outcome.ok is (script != "degraded")
+    stored = {"messages": json.dumps(outcome.attempts[0].messages)}
+    _assert_hidden(key, {**_printed(outcome), **stored})
+
+
 @pytest.mark.parametrize("form", _ECHO_FORMS)
 @pytest.mark.parametrize("script", ["healed", "repaired", "degraded"])
 def test_a_healer_with_a_key_bearing_client_hides_the_echoed_key(form: str, script: str) -> None:

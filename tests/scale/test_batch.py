@@ -315,6 +315,32 @@ def test_batch_missing_input_exits_2(tmp_path: Path) -> None:
     assert 2 == result.exit_code
 
 
+@pytest.mark.parametrize("mode", [[], ["--batch-api"]], ids=["direct", "batch-api"])
+@pytest.mark.parametrize("spelling", ["same", "dotted", "symlink", "hardlink"])
+def test_out_naming_the_input_file_is_a_usage_error(
+    tmp_path: Path, spelling: str, mode: list[str]
+) -> None:
+    """`--out` that is the input file (same path, another spelling, a symlink or a hard link
+    to it) exits 2 naming it, with the input left as it was."""
+    source = write_input(tmp_path / "in.jsonl", [1], extra=['{"prompt": "no id line"}'])
+    before = source.read_bytes()
+    (tmp_path / "sub").mkdir()
+    out = {"same": source, "dotted": tmp_path / "sub" / ".." / "in.jsonl"}.get(spelling)
+    if out is None:
+        out = tmp_path / "alias.jsonl"
+        link = out.symlink_to if spelling == "symlink" else out.hardlink_to
+        link(source)
+    args = ["batch", str(source), "--out", str(out), "--model", "m", "--contracts", PACK]
+    result = CliRunner().invoke(
+        app, [*args, "--api-key", "k", "--base-url", "http://127.0.0.1:9/v1", *mode]
+    )
+    assert 2 == result.exit_code, result.output
+    assert "is the input file itself" in " ".join(result.stderr.replace("│", " ").split())
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert before == source.read_bytes()
+    assert not list(tmp_path.glob("*.sqlite"))
+
+
 # ---------------------------------------------------------------------------------------------
 # the kill test: SIGKILL a real batch process mid-run, re-run, nothing lost or doubled
 # ---------------------------------------------------------------------------------------------

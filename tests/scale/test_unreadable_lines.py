@@ -1,6 +1,8 @@
 """Unreadable lines never crash `healjson batch` or `healjson trace`: deep nesting (which makes
 the JSON parser raise RecursionError), invalid UTF-8, over-long lines and non-rows become
-`invalid_input` rows on the input side and skipped, reported lines on the output side."""
+`invalid_input` rows on the input side and skipped, reported lines on the output side. A
+request holding a string that cannot be encoded as UTF-8 is `invalid_input` too, in every mode;
+hostile row fields (a reason with a newline, a negative count) never break `trace`'s totals."""
 
 from __future__ import annotations
 
@@ -8,9 +10,12 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from tempfile import TemporaryDirectory
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from healjson._batch import json_lines
@@ -20,6 +25,7 @@ from healjson._batch.output_file import read_rows, recover_output
 from healjson._cli.app import app
 from healjson.testing import ScriptedReply, ScriptedServer
 from paths import CLI_FIXTURES
+from pinned import pinned
 
 PACK = str(CLI_FIXTURES / "ticket_pack.py")
 
@@ -181,6 +187,69 @@ def test_batch_writes_invalid_input_rows_for_hostile_lines(
     assert "invalid input 3" in result.stderr
 
 
+# a lone surrogate anywhere in a request's strings: JSON's `"\\ud83d"` without its pair
+LONE = st.builds(
+    lambda head, surrogate, tail: head + surrogate + tail,
+    st.text(max_size=8),
+    st.integers(0xD800, 0xDFFF).map(chr),
+    st.text(max_size=8),
+)
+PLACES = {
+    "prompt": lambda s: {"prompt": s},
+    "system": lambda s: {"prompt": "p", "system": s},
+    "content": lambda s: {"messages": [{"role": "user", "content": s}]},
+    "role": lambda s: {"messages": [{"role": s, "content": "p"}]},
+    "part": lambda s: {"messages": [{"role": "user", "content": [{"type": "text", "text": s}]}]},
+    "member": lambda s: {"messages": [{"role": "user", "content": "p", "name": s}]},
+    "key": lambda s: {"messages": [{"role": "user", "content": "p", s: 1}]},
+    "later": lambda s: {"messages": [{"role": "user", "content": "p"},
+                                     {"role": "user", "content": s}]},
+    "json-text": lambda s: {"messages": json.dumps([{"role": "user", "content": s}])},
+    "context": lambda s: {"prompt": "p", "context": {"k": [1, {"v": s}]}},
+    "context-key": lambda s: {"prompt": "p", "context": {s: 1}},
+    "context-text": lambda s: {"prompt": "p", "context": json.dumps({"k": s})},
+}  # fmt: skip
+
+
+@given(text=LONE, place=st.sampled_from(sorted(PLACES)))
+@pinned(max_examples=60)
+def test_any_string_not_encodable_as_utf8_makes_the_line_unusable(text: str, place: str) -> None:
+    """A lone surrogate in any string of a line's request makes the line a job with a problem
+    (an `invalid_input` row for every runner), never a request to send."""
+    with TemporaryDirectory() as folder:
+        line = json.dumps({"id": "s", **PLACES[place](text)}).encode()
+        source = write_lines(Path(folder) / "in.jsonl", [prompt_line(1), line])
+        first, bad = read_jobs(source)
+    assert (first.problem, bad.request) == (None, None)
+    assert "not encodable as UTF-8" in (bad.problem or "")
+    bad.problem.encode("utf-8")  # the row that names the problem can be written
+
+
+SURROGATE = b'{"id": "s", "prompt": "broken emoji \\ud83d here"}'
+
+
+@pytest.mark.parametrize(
+    "mode", [[], ["--batch-api", "--poll-interval", "0"]], ids=["direct", "batch-api"]
+)
+def test_a_lone_surrogate_is_invalid_input_not_an_endpoint_failure(
+    tmp_path: Path, mode: list[str]
+) -> None:
+    """A prompt holding a lone surrogate is an `invalid_input` row in either mode; nothing of it
+    is sent and the rest of the batch heals."""
+    source = write_lines(tmp_path / "in.jsonl", [prompt_line(1), SURROGATE])
+    out = tmp_path / "out.jsonl"
+    with ScriptedServer([answer], repeat=True, batch_replies=lambda _id, body: answer(body)) as srv:
+        result = run_batch(srv, source, out, *mode)
+        sent = json.dumps([srv.requests, srv.files], default=str)
+    assert 0 == result.exit_code, result.output
+    by_id = parsed_rows(out)
+    assert by_id["t1"]["ok"] is True
+    assert "invalid_input" == by_id["s"]["reason"]
+    assert "not encodable as UTF-8" in by_id["s"]["errors"][0]["constraint"]
+    assert "broken emoji" not in sent
+    assert "failed on the endpoint" not in result.stderr
+
+
 # --- output side ---------------------------------------------------------------------------------
 
 
@@ -296,3 +365,37 @@ def test_trace_renders_the_other_rows_and_reports_hostile_lines(
         (6, "is not a row"),
     ]:
         assert f"out.jsonl:{number}: {problem}" in result.stderr
+
+
+COUNTS = st.one_of(
+    st.integers(-(10**30), 10**30),
+    st.none(),
+    st.booleans(),
+    st.floats(allow_nan=False),
+    st.text(max_size=3),
+)
+
+
+@given(reason=st.text(max_size=20), attempts=st.lists(COUNTS, min_size=2, max_size=5))
+@pinned(max_examples=60)
+def test_trace_totals_escape_the_reason_and_count_only_valid_attempts(
+    reason: str, attempts: list[Any]
+) -> None:
+    """The totals line escapes a hostile reason as the table does (one line, pipes escaped) and
+    sums only the `attempts` that are non-negative integers, counting the others as unknown."""
+    rows = [{"id": n, "ok": False, "reason": reason, "attempts": a} for n, a in enumerate(attempts)]
+    with TemporaryDirectory() as folder:
+        out = write_lines(Path(folder) / "out.jsonl", [json.dumps(row).encode() for row in rows])
+        result = CliRunner().invoke(app, ["trace", str(out)])
+    assert 0 == result.exit_code, result.output
+    lines = result.stdout.rstrip("\n").splitlines()
+    assert len(rows) + 6 == len(lines)  # header, rule, one line per row, totals, the hint
+    totals = lines[-3]
+    assert totals.startswith(f"**{len(rows)} rows**: 0 healed, {len(rows)} degraded (")
+    assert re.search(r"(?<!\\)\|", totals) is None
+    valid = [a for a in attempts if type(a) is int and a >= 0]
+    unknown = len(attempts) - len(valid)
+    calls = f"; {sum(valid)} call(s)" + (
+        f" ({unknown} row(s) without a call count)" if unknown else ""
+    )
+    assert f"{calls}, 0 token(s)." in totals

@@ -14,6 +14,10 @@ A row is a set of named fields (a JSON object of an input line, or a Ray Data ro
 * `temperature`, `top_p` (numbers, sent as floats) and `max_tokens` (a positive integer):
   the row's own parameters, over the run's.
 
+Every string of the request (a message's content or any other member, a key, the system text,
+a context's keys and values) must be encodable as UTF-8: a lone surrogate (JSON's `"\\ud83d"`
+without its pair) cannot be sent, so a row holding one is unusable, not an endpoint failure.
+
 A field whose value is null (JSON `null`, an Arrow null, pandas' NaN or `NA`) is absent: Arrow
 gives every row the union of the fields (and struct keys) of all rows, the absent ones as
 nulls. For the same reason a null-valued key inside a message or a context object is dropped,
@@ -40,6 +44,7 @@ __all__ = [
     "Unusable",
     "deeper_than",
     "missing",
+    "not_utf8",
     "read_context",
     "read_messages",
     "read_request",
@@ -93,6 +98,8 @@ def read_request(row: Mapping[str, Any]) -> Request | Unusable:
     if not missing(system):
         if not isinstance(system, str) or not system.strip():
             return Unusable("`system` must be a non-empty string", "system")
+        if not_utf8(system):
+            return Unusable(_not_utf8_problem("`system`"), "system")
         messages = ({"role": "system", "content": system}, *messages)
     context, problem = read_context(row.get("context"))
     if problem is not None:
@@ -134,6 +141,8 @@ def read_messages(value: Any) -> tuple[Messages, str | None]:
         content = kept.get("content")
         if content is not None and not isinstance(content, str | list):
             return (), f"`messages[{index}].content` must be a string or a list of parts"
+        if not_utf8(kept):
+            return (), _not_utf8_problem(f"`messages[{index}]`")
         out.append(kept)
     return tuple(out), None
 
@@ -151,8 +160,10 @@ def read_context(value: Any) -> tuple[dict[str, Any] | None, str | None]:
     elif isinstance(value, Mapping):
         if deeper_than(value, MAX_DEPTH):
             return None, f"`context` nests deeper than {MAX_DEPTH} levels"
-        return _without_nulls(value), None
+        value = _without_nulls(value)
     if isinstance(value, dict):
+        if not_utf8(value):
+            return None, _not_utf8_problem("`context`")
         return value, None
     return None, "`context` must be an object (or its JSON text): the run's context="
 
@@ -182,8 +193,37 @@ def deeper_than(value: Any, limit: int) -> bool:
     return False
 
 
+def not_utf8(value: Any) -> bool:
+    """True when a string in `value` (a string, or lists / tuples / objects of them, keys
+    included) cannot be encoded as UTF-8: it holds a lone surrogate. Iterative: no recursion."""
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if not node.isascii():
+                try:
+                    node.encode("utf-8")
+                except UnicodeEncodeError:
+                    return True
+        elif isinstance(node, Mapping):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
+    return False
+
+
+def _not_utf8_problem(where: str) -> str:
+    return (
+        f"{where} holds text that is not encodable as UTF-8 (a lone surrogate, such as "
+        "`\\ud83d` without its pair): it cannot be sent"
+    )
+
+
 def _read_prompt(value: Any) -> tuple[Messages, str | None]:
     if isinstance(value, str) and value.strip():
+        if not_utf8(value):
+            return (), _not_utf8_problem("`prompt`")
         return ({"role": "user", "content": value},), None
     return (), "`prompt` must be a non-empty string"
 

@@ -13,6 +13,7 @@ same rows go through the provider's Batch API in rounds (`batch_api`).
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -236,6 +237,12 @@ def batch(
     from healjson._core.run.healer import Healer
     from healjson._core.run.policy import HealPolicy
 
+    if _same_file(input_path, out):  # before anything is read or written
+        raise typer.BadParameter(
+            f"{out} is the input file itself ({input_path}): the rows would be appended to it "
+            "and its lines taken for finished rows; give --out another file",
+            param_hint="'--out'",
+        )
     setup = load_setup(contracts, response_model, option="'--response-model'")
     policy = HealPolicy(max_attempts=max_attempts)
     try:
@@ -413,6 +420,17 @@ def _check_mode(ctx: typer.Context, batch_api: bool) -> None:
     typer.echo(f"{ctx.get_usage()}\nTry '{ctx.command_path} --help' for help.\n", err=True)
     typer.echo(f"Error: {said}", err=True)
     raise typer.Exit(2)
+
+
+def _same_file(input_path: Path, out: Path) -> bool:
+    """True when OUT is INPUT: the same file (through any path, a symlink, a hard link) when
+    OUT exists, else the same resolved path."""
+    try:
+        if out.exists():
+            return os.path.samefile(input_path, out)
+        return input_path.resolve() == out.resolve()
+    except (OSError, RuntimeError):  # unreadable, or a symlink loop: the run reports it
+        return False
 
 
 def _os_error(exc: BaseException) -> OSError | None:

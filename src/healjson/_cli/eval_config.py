@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from healjson._core.redact import redact_params, redact_text
 from healjson._core.run.policy import HealPolicy
 
 from .scenarios import ScenarioError
@@ -51,8 +52,11 @@ class EvalConfig:
             text = f"healjson, up to {self.policy.max_attempts} calls (L1-L4)"
         extras = [f"model `{self.model}`"] if self.model else []
         extras += [f"json_mode `{self.json_mode}`"] if self.json_mode else []
-        extras += [f"{k}={v!r}" for k, v in self.params.items()]
-        return text + (f"; {', '.join(extras)}" if extras else "")
+        # the params as the per-run records store them: credential-named values masked, then
+        # credential shapes (`Bearer ...`, `api_key=...`) in the text as a whole
+        params = redact_params(self.params)
+        extras += [f"{k}={v!r}" for k, v in params.items()]
+        return redact_text(text + (f"; {', '.join(extras)}" if extras else ""))
 
 
 PRESETS: dict[str, EvalConfig] = {

@@ -74,23 +74,21 @@ def _traces(rows: Iterator[dict[str, Any]], row_id: str | None) -> bool:
     return found
 
 
-# one index line: id, healed, calls, reason ("" when healed), tokens
-_Entry = tuple[str, bool, int, str, int]
+# one index line: id, healed, calls (None: unknown), reason ("" when healed), tokens
+_Entry = tuple[str, bool, int | None, str, int]
 
 
 def _entry(row: Mapping[str, Any]) -> _Entry:
-    calls = row.get("attempts")
     usage = row.get("usage")
-    tokens = usage.get("total_tokens") if isinstance(usage, Mapping) else None
+    tokens = _count(usage.get("total_tokens") if isinstance(usage, Mapping) else None)
     healed = row.get("ok") is True
     reason = "" if healed else _shown(row.get("reason") or "unknown")
-    return (
-        _shown(row.get("id")),
-        healed,
-        calls if type(calls) is int else 0,
-        reason,
-        tokens if type(tokens) is int else 0,
-    )
+    return (_shown(row.get("id")), healed, _count(row.get("attempts")), reason, tokens or 0)
+
+
+def _count(value: Any) -> int | None:
+    """A row's count (`attempts`, tokens) when it is one, a non-negative integer; else None."""
+    return value if type(value) is int and value >= 0 else None
 
 
 def _index(entries: list[_Entry], out: Path, every: bool) -> str:
@@ -98,18 +96,24 @@ def _index(entries: list[_Entry], out: Path, every: bool) -> str:
     lines = ["| id | verdict | calls | reason |", "|---|---|---|---|"]
     for key, healed, calls, reason, _ in entries:
         verdict = "healed" if healed else "degraded"
-        cells = (_cell(key), verdict, str(calls), f"`{_cell(reason)}`" if reason else "")
+        shown = "?" if calls is None else str(calls)
+        cells = (_cell(key), verdict, shown, f"`{_cell(reason)}`" if reason else "")
         lines.append(f"| {' | '.join(cells)} |")
     healed_count = sum(1 for entry in entries if entry[1])
     reasons = Counter(entry[3] for entry in entries if not entry[1])
-    why = ", ".join(f"{reason} {count}" for reason, count in reasons.most_common())
-    calls = sum(entry[2] for entry in entries)
+    # the reasons escaped as the table's cells are: on one line, pipes escaped
+    why = ", ".join(f"{_cell(reason)} {count}" for reason, count in reasons.most_common())
+    counted = [entry[2] for entry in entries if entry[2] is not None]
+    unknown = len(entries) - len(counted)
+    spent = f"{sum(counted)} call(s)" + (
+        f" ({unknown} row(s) without a call count)" if unknown else ""
+    )
     tokens = sum(entry[4] for entry in entries)
     lines += [
         "",
         f"**{len(entries)} rows**: {healed_count} healed, {len(entries) - healed_count} degraded"
         + (f" ({why})" if why else "")
-        + f"; {calls} call(s), {tokens} token(s).",
+        + f"; {spent}, {tokens} token(s).",
     ]
     if not every:
         lines += ["", f"One row's full trace: `healjson trace {out} --id ID` (every row: `--all`)."]

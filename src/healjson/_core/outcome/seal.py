@@ -55,8 +55,11 @@ def seal_first(outcome: HealedT, forms: tuple[str, ...]) -> HealedT:
     """`seal` of a first reply's outcome whose one attempt keeps only the outcome's own raw
     text (no reasoning, tool calls, error, diagnostics, warnings or drops: `HealSpec.first`'s,
     without reasoning): the same outcome when no secret form occurs in that text and it has no
-    escape, without reading the records again; else `seal`."""
-    if not forms or _plain(outcome.raw_text, forms):
+    escape, and none in the request's messages (the caller may quote a key in a prompt),
+    without reading the records again; else `seal`."""
+    if not forms or (
+        _plain(outcome.raw_text, forms) and not _asked(outcome.attempts[0].messages, forms)
+    ):
         return outcome
     return seal(outcome, forms)
 
@@ -83,6 +86,7 @@ def seal(outcome: OutcomeT, forms: tuple[str, ...]) -> OutcomeT:
             and not first.diagnostics
             and not (isinstance(outcome, Degraded) and outcome.fallback is not None)
             and not (isinstance(outcome, Healed) and (outcome.warnings or outcome.dropped))
+            and not _asked(first.messages, forms)
         ):
             return outcome
     shown, escaped = _texts_show(outcome, forms)
@@ -112,6 +116,8 @@ def _texts_show(outcome: Healed[Any] | Degraded[Any], forms: tuple[str, ...]) ->
     texts: list[str | None] = [outcome.raw_text]
     diagnostics: list[Diagnostic] = []
     for attempt in outcome.attempts:
+        if _asked(attempt.messages, forms):  # the request: the caller's own text too
+            return True, True
         texts += (attempt.raw_text, attempt.reasoning, attempt.error)
         texts += [call.arguments for call in attempt.tool_calls]
         diagnostics += attempt.diagnostics
@@ -192,6 +198,43 @@ def _rebuilt(value: Any, kind: type, each: Callable[[Any], Any]) -> Any:
 
 
 # -- the known values removed (`redact` keeps the names and shapes) ----------------------------
+
+
+def _asked(messages: tuple[Any, ...], forms: tuple[str, ...]) -> bool:
+    """True when a secret form occurs in the request's `messages` (`_shown_in`, with a message
+    of plain strings read in this one call: every first answer of a client holding a key)."""
+    for message in messages:
+        if type(message) is not dict:
+            if _shown_in(message, forms, 1):
+                return True
+            continue
+        for item in message.values():
+            if type(item) is str:
+                for form in forms:
+                    if form in item:
+                        return True
+            elif item is not None and _shown_in(item, forms, 2):
+                return True
+    return False
+
+
+def _shown_in(value: Any, forms: tuple[str, ...], depth: int) -> bool:
+    """True when a secret form occurs in a string of `value` (the request's messages: dicts,
+    lists and tuples of them, at any depth up to the walk's limit; an object of another kind
+    is rendered by the record as text, and searched as that text)."""
+    kind = type(value)
+    if kind is str:
+        return found_in(value, forms)
+    if kind is dict or kind is list or kind is tuple:
+        if depth >= _MAX_DEPTH:
+            return True  # deeper than the walk: the record's rendering is searched
+        for item in value.values() if kind is dict else value:
+            if item is not None and _shown_in(item, forms, depth + 1):
+                return True
+        return False
+    if kind is int or kind is float or kind is bool:
+        return False
+    return found_in(str(value), forms)
 
 
 def found_in(text: str, forms: tuple[str, ...]) -> bool:
