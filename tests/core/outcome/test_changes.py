@@ -1,7 +1,8 @@
 """`changed_fields` means the fields whose value differs from what the model's first answer said.
 
 A coercion of the same value (`"5"` read as `5`) is no change; a field the first answer left out
-and a repair supplied is one; a key only the first answer held is not listed.
+and a repair supplied is one; an extra key only the first answer held is not listed (a field
+the healed value left at its default: `test_changes_defaults.py`).
 """
 
 from __future__ import annotations

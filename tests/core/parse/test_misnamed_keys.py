@@ -516,3 +516,31 @@ def test_pydantic_ai_two_keys_for_one_field_are_a_retry() -> None:
     assert [7] == limits  # the tool never ran with the default
     assert "retry" == records[0].action
     assert 3 == calls
+
+
+SPELLINGS = st.sampled_from(["A_B", "aB", "AB", "a-b", "A B", "a__b", "Ab"])
+
+
+@given(key=SPELLINGS, value=st.integers(-99, 99), given_ab=st.booleans())
+@pinned(max_examples=40)
+def test_a_key_spelling_two_fields_alike_is_never_dropped_silently(
+    key: str, value: int, given_ab: bool
+) -> None:
+    """A key that is no field but spells two fields alike (`a_b`, `ab`), one of them left out,
+    is a diagnostic naming both, never a value with the key's data dropped for the defaults."""
+    model = create_model("Alike", a_b=(int, 0), ab=(int, 0))
+    data = {"ab": 3, key: value} if given_ab else {key: value}
+    outcome = healjson.validate(json.dumps(data), model)
+    assert isinstance(outcome, Degraded)
+    (error,) = [e for e in outcome.errors if e.path == key]
+    assert "`a_b`" in error.constraint
+    assert "`ab`" in error.constraint
+
+
+def test_a_key_spelling_two_fields_both_given_is_an_extra_key() -> None:
+    """With both fields alike written under their own names, a third spelling is an extra key
+    (pydantic ignores it) and the value stands as written."""
+    model = create_model("Alike", a_b=(int, 0), ab=(int, 0))
+    outcome = healjson.validate('{"ab": 3, "a_b": 4, "AB": 9}', model)
+    assert isinstance(outcome, Healed)
+    assert (outcome.value.a_b, outcome.value.ab) == (4, 3)

@@ -5,8 +5,10 @@ engine's (`check.evaluate`) and the testing kit's (`healjson.testing.check_pack`
 strategies), so that the kit reports any verdict a run would give. Besides the contracts' own
 diagnostics, it gives a `contract_error` when a contract changed the value it was judging (a
 contract only reads the value: one that normalises it in place would hand the caller a value
-no rule, nor the schema, accepted). A run compares the value once, after every contract; the
-kit compares it after each (`each=True`), to name the contract in its report.
+no rule, nor the schema, accepted). The value is compared by its `snapshot` (every field's own
+value: an excluded one, one a serializer rewrites, a secret), not by its JSON dump, which
+cannot see those. A run compares the value once, after every contract; the kit compares it
+after each (`each=True`), to name the contract in its report.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from healjson._core.target.target import Target
 from healjson._core.wire.effects import AwaitAll
 
 from .contracts import Contract, ContractContext, run_contract_groups
+from .snapshot import same_snapshot, snapshot
 
 __all__ = ["CHANGED_BY", "judge_value"]
 
@@ -40,24 +43,27 @@ def judge_value(
     """Every contract on `value` (a valid `target`): each one's diagnostics in its own list, in
     declaration order (`run_contract_groups`, each contract limited to `timeout_s`).
 
-    A contract that changed the value gets a `contract_error`: the value's JSON dump
-    (`answer_key`) is compared before the contracts run and after. Its constraint names the
-    contract(s) and says that contracts must not change the value they check, its value is
-    the value as it was before the change, and its `extra[CHANGED_BY]` holds the name(s).
-    By default (a run) the dump is compared once, after every contract ran, and the diagnostic
-    names the one contract, or all of them when several ran (it closes the last one's list).
-    With `each` (the testing kit, which reports the rule), it is compared after each contract
-    (after the async ones, which run together, once), and the diagnostic, in the list of the
-    contract that did it, names that contract alone."""
+    A contract that changed the value gets a `contract_error`: the value's `snapshot` (every
+    field's real value, excluded, serialized and secret ones too) is compared before the
+    contracts run and after (`same_snapshot`). Its constraint names the contract(s) and says
+    that contracts must not change the value they check, its value is the value as it was
+    before the change (its JSON dump, `answer_key`: a secret stays masked), and its
+    `extra[CHANGED_BY]` holds the name(s). By default (a run) the snapshot is compared once,
+    after every contract ran, and the diagnostic names the one contract, or all of them when
+    several ran (it closes the last one's list). With `each` (the testing kit, which reports
+    the rule), it is compared after each contract (after the async ones, which run together,
+    once), and the diagnostic, in the list of the contract that did it, names that contract
+    alone."""
     if not contracts:
         return []
-    last = [answer_key(target, value)]
+    last = [(snapshot(value), answer_key(target, value))]
 
     def watch(ran: Sequence[Contract[Any]]) -> Diagnostic | None:
-        key = answer_key(target, value)
-        if key == last[0]:
+        now = snapshot(value)
+        if same_snapshot(now, last[0][0]):
             return None
-        before, last[0] = last[0], key
+        before = last[0][1]
+        last[0] = (now, answer_key(target, value) if each else before)
         return _changed(ran, before)
 
     groups = yield from run_contract_groups(

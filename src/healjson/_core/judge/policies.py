@@ -78,6 +78,7 @@ from healjson._core.target.target import Target
 from healjson._core.wire.effects import AwaitAll
 
 from .contracts import Contract, ContractContext
+from .dumps import answer_data
 from .item_rules import Loc, item_place, lists_at, place, read_at, replaced_at
 
 __all__ = [
@@ -298,15 +299,6 @@ def correct(
     regroups = yield from judge_value(target, rules, value, ctx, timeout_s=timeout_s)
     errors = tuple(d for group in regroups for d in group if d.source is Source.CONTRACT_ERROR)
     return dataclasses.replace(made, groups=tuple(map(tuple, regroups)), error=errors)
-
-
-def answer_data(target: Target[Any], value: Any) -> Any:
-    """`value` (of the target's kind) as JSON data, fields under their wire names, the fields
-    it set: the form `changed_fields` compares (NOTHING: a serializer that raises)."""
-    try:
-        return target.adapter.dump_python(value, mode="json", by_alias=True, exclude_unset=True)
-    except Exception:  # a serializer of the caller's that fails on this value
-        return NOTHING
 
 
 def _by_policy(

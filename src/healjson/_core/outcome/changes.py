@@ -5,13 +5,16 @@ A path is changed when the first answer gave it a different value, or gave it no
 - a value compared as the target reads it: `"5"` where the healed value has `5`, `"true"` for
   `true`, `5` for `5.0` or for `"5"` is the same value (L1's or pydantic's coercion is no
   change), while `"6"` for `5` is;
-- a field the first answer left out and the healed value holds is changed (a repair supplied
+- a field the first answer left out and the healed value set is changed (a repair supplied
   it: the model's first answer did not say it);
-- a key only the first answer holds is not listed: the healed value is dumped with the fields
-  it set, so such a key is one the target does not keep (an extra key, or an unset optional
-  field), and there is no path in the healed value to name;
+- a field the healed value left at its default (the healed value is dumped with every field,
+  those it did not set marked `Default`: `judge.dumps.answer_data`) is changed where the first
+  answer said something else (a repair that left out `discount_pct: 30` reset it to its
+  default `0`), and is no change where the first answer left it out too, or said its default;
+- a key that only the first answer holds and the healed value has no field for (an extra key)
+  is not listed: there is no path in the healed value to name;
 - lists are compared item by item when both have the same length, else the list's own path is
-  changed.
+  changed; this holds at any depth, inside a defaulted field too.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from healjson._core.diagnostic import format_path
+from healjson._core.judge.dumps import Default
 
 __all__ = ["changed_paths", "same_value"]
 
@@ -31,22 +35,34 @@ _LEAF_KINDS = (bool, int, float, str)
 _LEAF_ADAPTERS: dict[type, TypeAdapter[Any]] = {}
 
 
-def changed_paths(before: Any, after: Any, loc: tuple[str | int, ...] = ()) -> list[str]:
-    """The paths of `after` (the healed value as JSON data) where `before` (the first answer's
-    JSON data) says something else (see the module's rules)."""
+def changed_paths(
+    before: Any, after: Any, loc: tuple[str | int, ...] = (), *, defaulted: bool = False
+) -> list[str]:
+    """The paths of `after` (the healed value as JSON data, its unset fields `Default`) where
+    `before` (the first answer's JSON data, or a dump alike) says something else (see the
+    module's rules). `defaulted`: `after` is a default, which says nothing where `before`
+    holds nothing."""
+    if isinstance(before, Default):  # a dump's field at its default: its value
+        before = before.value
     if isinstance(before, dict) and isinstance(after, dict):
         out: list[str] = []
-        for key in after:
-            if key not in before:
-                out.append(format_path((*loc, key)))
+        for key, new in after.items():
+            if isinstance(new, Default):
+                if key in before:
+                    out.extend(changed_paths(before[key], new.value, (*loc, key), defaulted=True))
+            elif key not in before:
+                if not defaulted:
+                    out.append(format_path((*loc, key)))
             else:
-                out.extend(changed_paths(before[key], after[key], (*loc, key)))
+                out.extend(changed_paths(before[key], new, (*loc, key), defaulted=defaulted))
         return out
     if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
         out = []
         for index, (old, new) in enumerate(zip(before, after, strict=True)):
-            out.extend(changed_paths(old, new, (*loc, index)))
+            out.extend(changed_paths(old, new, (*loc, index), defaulted=defaulted))
         return out
+    if isinstance(after, Default):  # a root or an item marked so: its value
+        return changed_paths(before, after.value, loc, defaulted=True)
     return [] if same_value(before, after) else [format_path(loc)]
 
 

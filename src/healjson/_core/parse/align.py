@@ -65,7 +65,7 @@ from healjson._core.flags import Flag
 from healjson._core.sentinels import NOTHING
 from healjson._core.target.target import Target
 
-from .defaults import left_out, misspelled
+from .defaults import Clash, clash_errors, left_out, misspelled, shared_key
 from .meter import charge
 from .shape import Shape, key_form, shape_of
 from .wrappers import item_names, names_the_value
@@ -170,7 +170,7 @@ def settled(target: Target[Any], data: Any, fit: Fit, context: Any = None) -> Fi
     except RecursionError:
         return fit
     if reading.count == _MANY or aligner.clashes:
-        return Fit(NOTHING, data, fit.flags, _clashes(data, aligner.clashes))
+        return Fit(NOTHING, data, fit.flags, clash_errors(data, aligner.clashes))
     if reading.value is data or Flag.KEYS_ALIGNED not in reading.flags:
         return fit
     trial = _validate(target, reading.value, _flags(fit.flags, reading.flags), context)
@@ -220,50 +220,6 @@ def _validate(
     return Fit(instance, data, tuple(dict.fromkeys((*flags, Flag.COERCED))))
 
 
-def _clashes(
-    data: Any, clashes: dict[int, tuple[str, tuple[str, ...]]]
-) -> tuple[ErrorDetails, ...]:
-    """The errors of a reading that cannot be settled: for each object where several keys spell
-    one field left at its default, that field (located by a walk of the data: linear)."""
-    errors: list[ErrorDetails] = []
-    stack: list[tuple[tuple[str | int, ...], Any]] = [((), data)]
-    while stack and len(errors) < len(clashes):
-        loc, node = stack.pop()
-        charge(1)
-        if isinstance(node, dict):
-            clash = clashes.get(id(node))
-            if clash is not None:
-                name, keys = clash
-                errors.append(_clash(loc, node, name, keys))
-            stack.extend(((*loc, key), value) for key, value in node.items())
-        elif isinstance(node, list):
-            stack.extend(((*loc, index), value) for index, value in enumerate(node))
-    if not errors:  # several readings of a union renamed different keys
-        errors.append(
-            {
-                "type": "misnamed_keys",
-                "loc": (),
-                "msg": "holds keys that are not fields but spell fields left out, in more than "
-                "one way the schema allows",
-                "input": data,
-            }
-        )
-    return tuple(errors)
-
-
-def _clash(
-    loc: tuple[str | int, ...], node: dict[str, Any], name: str, keys: tuple[str, ...]
-) -> ErrorDetails:
-    named = ", ".join(f"`{key}`" for key in keys)
-    return {
-        "type": "misnamed_keys",
-        "loc": (*loc, name),
-        "msg": f"is written under several keys that are not its name ({named})",
-        "input": {key: node[key] for key in keys},
-        "ctx": {"keys": keys, "field": name},
-    }
-
-
 def _crash(exc: Exception) -> ErrorDetails:
     return {
         "type": "value_error",
@@ -306,7 +262,7 @@ class _Aligner:
     def __init__(self, *, keys_only: bool = False) -> None:
         self.keys_only = keys_only  # after a validation that succeeded: keys aligned, nothing
         # reshaped, and two keys claiming one field make the reading ambiguous
-        self.clashes: dict[int, tuple[str, tuple[str, ...]]] = {}  # object id → field, keys
+        self.clashes: dict[int, Clash] = {}  # object id → its keys that settle nothing
         self.memo: dict[tuple[int, int, bool], _Reading] = {}
         self.decoded: dict[int, Any] = {}  # decoded values stay alive, so no other node takes
         # their id, and a second reading finds the same objects
@@ -384,8 +340,13 @@ class _Aligner:
         count, changed = _ONE, bool(renames)
         if self.keys_only and len(renames) < len(claims):
             name, keys = next((name, keys) for name, keys in claims.items() if len(keys) > 1)
-            self.clashes[id(data)] = (name, tuple(keys))
+            self.clashes[id(data)] = Clash(name, tuple(keys))
             count = _MANY
+        elif self.keys_only and shape.shared:  # a key spelling several fields, one left out
+            found = shared_key(shape, data)
+            if found is not None:
+                self.clashes[id(data)] = found
+                count = _MANY
         for key, value in data.items():
             name = renames.get(key, key)
             sub = props.get(name, shape.extra)

@@ -23,12 +23,14 @@ from __future__ import annotations
 from typing import Any, Final, NamedTuple
 
 from pydantic import BaseModel
+from pydantic_core import ErrorDetails
 
 from healjson._core.target.target import Target
 
+from .meter import charge
 from .shape import Shape, key_form, shape_of
 
-__all__ = ["left_out", "misspelled"]
+__all__ = ["Clash", "clash_errors", "left_out", "misspelled", "shared_key"]
 
 
 def left_out(target: Target[Any], instance: Any) -> bool:
@@ -93,8 +95,11 @@ def misspelled(shape: Shape, data: Any) -> bool:
             if shape.optional:
                 for key in data:
                     if key not in props and isinstance(key, str):
-                        name = shape.forms.get(key_form(key))
+                        form = key_form(key)
+                        name = shape.forms.get(form)
                         if name is not None and name not in data:
+                            return True
+                        if form in shape.shared and not data.keys() >= set(shape.shared[form]):
                             return True
             for name, sub in shape.deep:
                 if name in data and misspelled(sub, data[name]):
@@ -166,3 +171,78 @@ def _model_left_out(shape: Shape, value: Any, model: _Model) -> bool:
         if _left_out(sub, getattr(value, attribute)):
             return True
     return False
+
+
+# -- keys that settle nothing ------------------------------------------------------------------
+
+
+class Clash(NamedTuple):
+    """An object's keys that settle nothing: several keys spelling one `field` left at its
+    default (`keys`), or one key (`keys`, alone) spelling several fields (`fields`), one of
+    them left out: which field it is cannot be told."""
+
+    field: str
+    keys: tuple[str, ...]
+    fields: tuple[str, ...] = ()
+
+
+def shared_key(shape: Shape, data: dict[str, Any]) -> Clash | None:
+    """The first key of `data` that is not a property but spells several of `shape`'s
+    properties (`Shape.shared`), one of which `data` leaves out; else None."""
+    props = shape.props or {}
+    for key in data:
+        if key not in props and isinstance(key, str):
+            names = shape.shared.get(key_form(key))
+            if names is not None and not data.keys() >= set(names):
+                return Clash("", (key,), names)
+    return None
+
+
+def clash_errors(data: Any, clashes: dict[int, Clash]) -> tuple[ErrorDetails, ...]:
+    """The errors of a reading that cannot be settled, one per object of `clashes` (located by
+    a walk of the data: linear)."""
+    errors: list[ErrorDetails] = []
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), data)]
+    while stack and len(errors) < len(clashes):
+        loc, node = stack.pop()
+        charge(1)
+        if isinstance(node, dict):
+            clash = clashes.get(id(node))
+            if clash is not None:
+                errors.append(_clash(loc, node, clash))
+            stack.extend(((*loc, key), value) for key, value in node.items())
+        elif isinstance(node, list):
+            stack.extend(((*loc, index), value) for index, value in enumerate(node))
+    if not errors:  # several readings of a union renamed different keys
+        errors.append(
+            {
+                "type": "misnamed_keys",
+                "loc": (),
+                "msg": "holds keys that are not fields but spell fields left out, in more than "
+                "one way the schema allows",
+                "input": data,
+            }
+        )
+    return tuple(errors)
+
+
+def _clash(loc: tuple[str | int, ...], node: dict[str, Any], clash: Clash) -> ErrorDetails:
+    if clash.fields:
+        (key,) = clash.keys
+        named = ", ".join(f"`{name}`" for name in clash.fields)
+        return {
+            "type": "misnamed_keys",
+            "loc": (*loc, key),
+            "msg": f"is not a field, and spells several fields alike ({named}): which one it "
+            "is cannot be told, so none is taken",
+            "input": node[key],
+            "ctx": {"keys": clash.keys, "fields": clash.fields},
+        }
+    named = ", ".join(f"`{key}`" for key in clash.keys)
+    return {
+        "type": "misnamed_keys",
+        "loc": (*loc, clash.field),
+        "msg": f"is written under several keys that are not its name ({named})",
+        "input": {key: node[key] for key in clash.keys},
+        "ctx": {"keys": clash.keys, "field": clash.field},
+    }

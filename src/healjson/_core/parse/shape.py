@@ -45,6 +45,7 @@ class Shape:
     prefix: tuple[Shape, ...] = ()
     branches: tuple[Shape, ...] = ()
     forms: dict[str, str] = field(default_factory=dict)  # key form → the one property with it
+    shared: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a form several hold
     list_field: str | None = None  # the one array property, when every other is optional
     optional: bool = False  # an object whose property may be left out, other keys not banned
     defaults: bool = False  # this node or one below it is `optional`
@@ -148,7 +149,7 @@ def _fill(
         }
         required = schema.get("required")
         node.required = frozenset(required) if isinstance(required, list) else frozenset()
-        node.forms = _forms(node.props)
+        node.forms, node.shared = _forms(node.props)
         node.list_field = _list_field(node.props, node.required)
     extra = schema.get("additionalProperties")
     node.closed = extra is False
@@ -166,12 +167,14 @@ def _fill(
     node.kinds = frozenset(str(k) for k in kinds)
 
 
-def _forms(props: dict[str, Shape]) -> dict[str, str]:
-    """Key forms held by exactly one property (two properties spelled alike claim none)."""
+def _forms(props: dict[str, Shape]) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+    """Key forms held by exactly one property, and those several properties hold (spelled
+    alike: a key of that form is none of them, and says so)."""
     seen: dict[str, list[str]] = {}
     for name in props:
         seen.setdefault(key_form(name), []).append(name)
-    return {form: names[0] for form, names in seen.items() if len(names) == 1}
+    one = {form: names[0] for form, names in seen.items() if len(names) == 1}
+    return one, {form: tuple(names) for form, names in seen.items() if len(names) > 1}
 
 
 def _list_field(props: dict[str, Shape], required: frozenset[str]) -> str | None:
