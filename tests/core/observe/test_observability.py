@@ -100,7 +100,7 @@ def scripted(*replies: str) -> Any:
 
 def test_healed_in_two_gives_one_run_span_with_two_chat_spans(otel: Telemetry) -> None:
     """A run healed in two calls gives one run span with two `chat <model>` client spans carrying
-    the GenAI and healjson attributes of each attempt."""
+    the GenAI and healjson attributes of each attempt, the run's id on every span."""
     healer = Healer(Ticket, contracts=[urgent_explains])
     outcome = healer.run(scripted(SHORT, GOOD), "My order is stuck", model="gpt-4o-mini")
 
@@ -134,6 +134,7 @@ def test_healed_in_two_gives_one_run_span_with_two_chat_spans(otel: Telemetry) -
     )
     assert ("urgent_explains",) == tuple(run_attributes["healjson.contracts"])
     assert 1 == run_attributes["healjson.changed_fields"]
+    assert [outcome.run_id] * 2 == [s.attributes["healjson.run_id"] for s in chats]  # type: ignore[index]
 
 
 def test_the_run_span_carries_token_totals_under_healjson_names_only(otel: Telemetry) -> None:

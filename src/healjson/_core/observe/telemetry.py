@@ -202,7 +202,7 @@ def _capture_content() -> bool:
 class RunSpans:
     """One run's span and its attempts' child spans (see the module docstring)."""
 
-    __slots__ = ("_attempt", "_content", "_instruments", "_run", "_token", "_tracer")
+    __slots__ = ("_attempt", "_content", "_instruments", "_run", "_run_id", "_token", "_tracer")
 
     def __init__(
         self, tracer: trace.Tracer, run_id: str, spec: Any, instruments: _Instruments | None
@@ -210,6 +210,7 @@ class RunSpans:
         self._tracer = tracer
         self._instruments = instruments
         self._content = _capture_content()
+        self._run_id = run_id  # on every span of the run, its calls' too
         name, attributes = _run_span(run_id, spec)
         attributes["gen_ai.operation.name"] = "heal"
         self._run = tracer.start_span(name, attributes=attributes)
@@ -226,6 +227,9 @@ class RunSpans:
             attributes["healjson.contracts"] = []
         self._run.update_name(name)
         self._run.set_attributes(attributes)
+        self._run_id = run_id
+        if self._attempt is not None:
+            self._attempt.set_attribute("healjson.run_id", run_id)
         return self
 
     def passed(self) -> None:
@@ -241,6 +245,7 @@ class RunSpans:
         model = params.get("model")
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
+            "healjson.run_id": self._run_id,
             "healjson.attempt": number,
         }
         if isinstance(model, str):
@@ -272,7 +277,8 @@ class RunSpans:
             parent = trace.set_span_in_context(self._run)
             span = self._tracer.start_span(
                 "chat", context=parent, kind=trace.SpanKind.CLIENT,
-                attributes={"gen_ai.operation.name": "chat", "healjson.attempt": record.number},
+                attributes={"gen_ai.operation.name": "chat", "healjson.run_id": self._run_id,
+                            "healjson.attempt": record.number},
             )  # fmt: skip
         self._detach()
         usage = record.usage

@@ -1,7 +1,10 @@
 """Golden examples for repair prompts: the caller's own, or one synthesised from the JSON schema.
 
 A synthesised example is kept only if it validates against the target and passes the synchronous
-contracts — an exemplar that breaks the rules would teach the model the wrong thing.
+contracts — an exemplar that breaks the rules would teach the model the wrong thing. That check
+runs the caller's contracts on a made-up value, so a healer finds its example at its first use
+(`Golden`: a run's first repair prompt), never when it is built: a healer whose runs never repair
+never runs its contracts on anything but the model's answers.
 
 Building an example never raises and never builds anything large: any exception (a schema the
 synthesiser cannot read, a field serializer or contract that fails on the synthesised value)
@@ -56,36 +59,83 @@ class _Budget:
             raise _TooLarge
 
 
+class Golden:
+    """A healer's golden example: the caller's first checked example that fits, else one
+    synthesised from the schema and validated, both found when the healer is built; the
+    synthesised one's contract check waits for its first use (`text`), then the answer is kept
+    (a race checks twice, alike)."""
+
+    __slots__ = ("_contracts", "_found", "_instance", "_text")
+
+    def __init__(
+        self, target: Target[Any], examples: Sequence[Any], contracts: Sequence[Contract[Any]]
+    ) -> None:
+        self._contracts = tuple(contracts)
+        self._instance: Any = None  # a synthesised instance whose contracts are still to run
+        self._found = True
+        for example in examples:
+            self._text = _fitting(target, example)
+            if self._text is not None:
+                return
+        self._instance = _candidate(target)
+        self._text = None if self._instance is None else _fitting(target, self._instance)
+        self._found = self._text is None or not self._contracts
+
+    @property
+    def text(self) -> str | None:
+        """The example's JSON text, or None (no example fits, or a synthesised one breaks a
+        synchronous contract), its contracts run with an empty context."""
+        return self.text_for(ContractContext())
+
+    def text_for(self, ctx: ContractContext) -> str | None:
+        """`text`, a synthesised example's contracts run (at its first use) with `ctx`: the
+        run's own, so that what they validate sees the caller's validation context."""
+        if not self._found:
+            if not _passes(self._instance, self._contracts, ctx):
+                self._text = None
+            self._found = True
+        return self._text
+
+
 def golden_example(
     target: Target[Any], examples: Sequence[Any], contracts: Sequence[Contract[Any]]
 ) -> str | None:
     """JSON text of the caller's first (already checked) example that can be dumped within
     `MAX_EXAMPLE_CHARS`, else a synthesised one, else None — never an exception."""
-    for example in examples:
-        text = _fitting(target, example)
-        if text is not None:
-            return text
-    return synthesise(target, contracts)
+    return Golden(target, examples, contracts).text
 
 
 def synthesise(target: Target[Any], contracts: Sequence[Contract[Any]] = ()) -> str | None:
     """Build a small instance from the schema that validates and passes the sync contracts."""
+    return Golden(target, (), contracts).text
+
+
+def _candidate(target: Target[Any]) -> Any:
+    """A small instance built from the schema that validates, or None."""
     try:
         schema = target.json_schema
         if not schema:
             return None
         data = _value(schema, schema, 0, _Budget(MAX_EXAMPLE_CHARS))
-        instance = target.adapter.validate_json(json.dumps(data))
+        return target.adapter.validate_json(json.dumps(data))
+    except Exception:  # synthesis is best effort: no example is better than a wrong one
+        return None
+
+
+def _passes(instance: Any, contracts: Sequence[Contract[Any]], ctx: ContractContext) -> bool:
+    """Whether the synchronous `contracts` accept `instance` (an async one is not awaited:
+    it is closed, and counts as passing); any exception means no."""
+    try:
         for rule in contracts:
-            result = rule(instance, ContractContext())
+            result = rule(instance, ctx)
             if hasattr(result, "__await__"):
                 result.close() if hasattr(result, "close") else None
                 continue
             if result is not None and result is not True and result != []:
-                return None
-        return _fitting(target, instance)
-    except Exception:  # synthesis is best effort: no example is better than a wrong one
-        return None
+                return False
+    except Exception:  # a contract failing on the made-up value: no example
+        return False
+    return True
 
 
 def _fitting(target: Target[Any], value: Any) -> str | None:

@@ -40,6 +40,7 @@ from healjson._core.outcome.seal import seal, seal_first
 from healjson._core.parse import ParseResult
 from healjson._core.parse.align import stands
 from healjson._core.redact import run_params
+from healjson._core.repair.example import Golden
 from healjson._core.repair.items import ItemRepair, failed_items, merge_items
 from healjson._core.repair.prompt import MAX_HISTORY_LINES, RepairPrompt, Strategy
 from healjson._core.sentinels import MISSING, NOTHING
@@ -84,7 +85,8 @@ class HealSpec:
     contracts: tuple[Contract[Any], ...] = ()
     policy: HealPolicy = field(default_factory=HealPolicy)
     fallback: Any = None
-    example: str | None = None
+    golden: Golden | str | None = None
+    """The golden example, or what finds it at its first use (`example`)."""
     contract_names: tuple[str, ...] = ()
     """The contracts' names (set from `contracts` when not given)."""
     target_name: str = ""
@@ -99,6 +101,17 @@ class HealSpec:
             object.__setattr__(self, "contract_names", names)
         if not self.target_name:
             object.__setattr__(self, "target_name", self.target.name)
+
+    @property
+    def example(self) -> str | None:
+        """The golden example's JSON text (`example_for` with an empty context)."""
+        return self.example_for(ContractContext())
+
+    def example_for(self, ctx: ContractContext) -> str | None:
+        """The golden example's JSON text, found at the first repair prompt that shows it (a
+        synthesised example's contracts run then, with that run's context)."""
+        golden = self.golden
+        return golden.text_for(ctx) if isinstance(golden, Golden) else golden
 
     def first(  # noqa: PLR0917  (called by position: every run's hot path)
         self,
@@ -266,7 +279,7 @@ class JsonAnswers:
             evaluation.answer,
             evaluation.diagnostics,
             history=tuple(run.history[-MAX_HISTORY_LINES:]),
-            example=spec.example,
+            example=spec.example_for(run.context) if rich and self.items is None else None,
             schema=schema,
         )
         if self.items is None:

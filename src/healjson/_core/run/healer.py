@@ -24,7 +24,7 @@ from healjson._core.outcome.outcome import Outcome
 from healjson._core.parse import check_ambiguity
 from healjson._core.parse.read import Ambiguity
 from healjson._core.redact import secrets_scope
-from healjson._core.repair.example import golden_example
+from healjson._core.repair.example import Golden
 from healjson._core.stream.reading import JsonReader
 from healjson._core.stream.session import StreamSession
 from healjson._core.target.target import SpecialForm, Target, list_item_type, target_for
@@ -120,9 +120,7 @@ class Healer(Generic[T]):
         self.policy = policy
         self.fallback = fallback
         self.examples = tuple(checked)
-        self.spec = HealSpec(
-            target, every, policy, fallback, golden_example(target, checked, every)
-        )
+        self.spec = HealSpec(target, every, policy, fallback, Golden(target, checked, every))
         self.cache = cache
         self._cached = None if cache is None else _cached_runs(cache, self.spec)
 
