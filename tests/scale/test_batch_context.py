@@ -75,8 +75,9 @@ def _check(rows: dict[str, dict[str, Any]]) -> None:
     assert rows["r3"]["ok"]
     assert "invalid_input" == rows["r4"]["reason"]
     assert "`context` must be an object" in rows["r4"]["errors"][0]["constraint"]
-    # the contracts ran on the rows that passed the schema, each under its own row's context
-    assert {"a", None} == {extra.get("tenant") for extra in EXTRAS}
+    # the contracts ran on the rows that passed the schema, each under its own row's context,
+    # and once on the golden example, at the first repair prompt (r2's), under r2's context
+    assert {"a", None, "b"} == {extra.get("tenant") for extra in EXTRAS}
 
 
 def test_healjson_batch_heals_each_row_under_its_context(tmp_path: Path) -> None:

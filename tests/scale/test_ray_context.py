@@ -70,7 +70,6 @@ def test_heal_replies_judges_each_row_under_its_context(as_text: bool) -> None:
         }
     )
     post = HealReplies(Quote, contracts=[_tenant], policy=HealPolicy(max_attempts=2))
-    TENANTS.clear()  # building the healer checked its golden example: no row's context
     rows = _rows(post(table))
     assert rows[1]["ok"]
     assert rows[2]["ok"] is None  # the invented quote is not healed: it needs a repair
@@ -122,15 +121,16 @@ def test_heal_batch_heals_each_row_under_its_context(server: ScriptedServer) -> 
         contracts=[_tenant],
         policy=HealPolicy(max_attempts=2),
     ) as heal:
-        TENANTS.clear()  # building the healer checked its golden example: no row's context
         rows = _rows(heal(table))
     assert rows[1]["ok"]
     assert (False, "max_retries_exceeded") == (rows[2]["ok"], rows[2]["reason"])
     assert 2 == rows[2]["attempts"]
     assert rows[3]["ok"]
     assert "invalid_input" == rows[4]["reason"]
-    assert 2 == len(TENANTS)  # rows 1 and 3, each under its own context
-    assert {"a", None} == set(TENANTS)
+    # rows 1 and 3, each under its own context; and the golden example, checked once at the
+    # first repair prompt (row 2's), under that row's context
+    assert 3 == len(TENANTS)
+    assert {"a", None, "b"} == set(TENANTS)
 
 
 def test_heal_replies_never_writes_a_value_the_redactor_changed() -> None:
