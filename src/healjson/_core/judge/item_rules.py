@@ -361,6 +361,8 @@ class _SchemaWalk:
             return props[name]
         if isinstance(extra, dict):
             return extra
+        if extra is True:  # other keys allowed: any name may be one
+            return _OPEN
         if isinstance(props, dict):
             return set(props)
         kind = shape.get("type")

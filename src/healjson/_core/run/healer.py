@@ -420,8 +420,8 @@ def validate(
     target = target_for(model)
     rules = as_contracts(contracts)
     check_policies(rules, items=False)
-    if rules:  # the paths of rules over items; a whole-value rule's fields are judged per run
-        _check_fields(target, [rule for rule in rules if rule.item])
+    if rules:  # what each rule names must be the target's, as a `Healer` checks
+        _check_fields(target, rules)
     policy = _validate_policy(on_ambiguity)
     spec = HealSpec(target, rules, policy)
     ctx = _run_context(spec, context, ())

@@ -74,15 +74,28 @@ class Target(Generic[T]):
 
     @functools.cached_property
     def field_names(self) -> frozenset[str] | None:
-        """Top-level field names when the target is an object type, else None."""
-        if isinstance(self.type_, type) and issubclass(self.type_, BaseModel):
-            names = set(self.type_.model_fields)
-            for info in self.type_.model_fields.values():
+        """The names a rule may read at the top of the value, when the target is an object
+        type whose names are known, else None (any name): a model's fields, their aliases, its
+        computed fields and properties; a JSON Schema object's properties, unless its
+        `additionalProperties` allows other keys (`true` or a schema)."""
+        cls = self.type_
+        if isinstance(cls, type) and issubclass(cls, BaseModel):
+            names = set(cls.model_fields) | set(cls.model_computed_fields)
+            for info in cls.model_fields.values():
                 if isinstance(info.alias, str):
                     names.add(info.alias)
+            names.update(
+                name
+                for klass in cls.__mro__
+                if klass not in (BaseModel, object)
+                for name, member in vars(klass).items()
+                if isinstance(member, property | functools.cached_property)
+            )
             return frozenset(names)
-        props = self.json_schema.get("properties")
-        if isinstance(props, dict) and self.json_schema.get("type") == "object":
+        schema = self.json_schema
+        props = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        if isinstance(props, dict) and schema.get("type") == "object" and not _allows(extra):
             return frozenset(props)
         return None
 
@@ -271,3 +284,8 @@ def list_item_type(type_: Any) -> Any:
     if sequence and args and (origin is not tuple or (len(args) == 2 and args[1] is Ellipsis)):
         return args[0]
     return type_.items if isinstance(type_, JsonSchema) else None
+
+
+def _allows(extra: Any) -> bool:
+    """Whether an `additionalProperties` value allows keys besides the properties."""
+    return extra is True or isinstance(extra, dict)
