@@ -3,6 +3,7 @@ they are) agrees with the general conversion on every list of messages."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import given
@@ -41,3 +42,34 @@ def test_the_short_way_agrees_with_the_general_conversion(
     params = {} if system is None else {"system": system}
     general = with_messages(messages, dict(params), {"role": "none"})
     assert general == anthropic_request(messages, params)
+
+
+def _tool_input(arguments: str) -> Any:
+    """The `input` of the `tool_use` block a chat call with `arguments` becomes."""
+    call = {"id": "t1", "type": "function", "function": {"name": "f", "arguments": arguments}}
+    asked = [{"role": "assistant", "content": None, "tool_calls": [call]}]
+    turns = with_messages(asked, {})["messages"]
+    (block,) = [b for t in turns for b in t["content"] if b.get("type") == "tool_use"]
+    return block["input"]
+
+
+@pinned()
+@given(
+    data=st.dictionaries(
+        st.sampled_from(["city", "days", "unit"]),
+        st.one_of(st.integers(-9, 9), st.sampled_from(["Oslo", "C", "it's"])),
+        min_size=1,
+    )
+)
+def test_a_call_quoted_back_keeps_every_argument_l1_can_read(data: dict[str, Any]) -> None:
+    """A call's arguments quoted back in a repair are the object they spell: as JSON, or as L1
+    reads them when they are not JSON (Python quotes), never an empty object."""
+    assert data == _tool_input(json.dumps(data))
+    assert data == _tool_input(repr(data))
+
+
+def test_arguments_with_no_object_in_them_are_an_empty_input() -> None:
+    """Arguments that hold no object (empty, a bare word) are quoted back as an empty input,
+    the one form the API accepts."""
+    assert {} == _tool_input("")
+    assert {} == _tool_input("nonsense")

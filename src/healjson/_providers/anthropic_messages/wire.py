@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
+from healjson._core.parse import read
 from healjson._core.wire.delta import Delta
 from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage, remember_reader
@@ -337,12 +338,15 @@ def _turns(
 
 
 def _tool_use(call: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat tool call as a `tool_use` block, whose `input` must be an object: the arguments
+    as JSON, else as L1 reads them (a repair quotes a broken call back as the model can read
+    it: `{'days': 0}` as `{"days": 0}`), else empty (nothing of an object in them)."""
     function = get_field(call, "function") or {}
     arguments = get_field(function, "arguments")
     try:
         found = json.loads(arguments) if isinstance(arguments, str) else arguments
     except ValueError:
-        found = None
+        found = read(arguments, None, from_tool=True).value
     return {"type": "tool_use", "id": str(get_field(call, "id") or ""),
             "name": str(get_field(function, "name") or ""),
             "input": found if isinstance(found, dict) else {}}  # fmt: skip
