@@ -110,13 +110,27 @@ def _mention(found: re.Match[str]) -> str:
     return word.rstrip() if word else "the order"
 
 
+def _pointer(found: re.Match[str]) -> str:
+    return f"{_mention(found)} (see orderId)"
+
+
+def _without_number(summary: str, mention: Any) -> str:
+    while ORDER_NUMBER.search(summary):  # each pass removes every number: none comes back
+        summary = _ORDER_MENTION.sub(mention, summary)
+    return _SPACES.sub(" ", summary).strip()
+
+
 def _strip_order_number(ticket: SupportTicket) -> SupportTicket:
     """`summary_omits_order_number`'s fix: "order ORD-123456" becomes "order" and a bare
-    "ORD-123456" becomes "the order" (the number stays in `orderId`)."""
-    summary = ticket.summary
-    while ORDER_NUMBER.search(summary):  # each pass shortens it: "the order" < "ORD-nnnnnn"
-        summary = _ORDER_MENTION.sub(_mention, summary)
-    summary = _SPACES.sub(" ", summary).strip()
+    "ORD-123456" becomes "the order" (the number stays in `orderId`). It never breaks
+    `urgent_summary_explains`, which the summary the model wrote passed: an urgent ticket's
+    summary that this would cut under 15 characters points to the number instead, "Order
+    ORD-123456 is lost" becoming "Order (see orderId) is lost" (a summary already too short
+    stays too short, and the model is asked for one that explains)."""
+    summary = _without_number(ticket.summary, _mention)
+    urgent = ticket.urgency >= URGENT and len(ticket.summary) >= URGENT_SUMMARY_MIN
+    if urgent and len(summary) < URGENT_SUMMARY_MIN:
+        summary = _without_number(ticket.summary, _pointer)
     return ticket.model_copy(update={"summary": summary})
 
 

@@ -124,6 +124,7 @@ def check_pack(pack: ContractPack, *, max_examples: int | None = None) -> PackRe
     run.check_valid()
     for rule in pack.contracts:
         run.check_violating(rule)
+    run.recheck_violating()
     run.report_scarcity()
     if run.findings:
         raise AssertionError(failure_message(pack.name, run.findings))
@@ -165,6 +166,9 @@ class _Run:
         self.crashed: set[str] = set()
         self.live = pack
         self.scarce: list[str] = []  # the strategies that gave up for want of valid values
+        # per rule: the rules left out when its violating check ran, and what that check found
+        self.violated: dict[str, tuple[int, list[Finding]]] = {}
+        self.crashes: list[Finding] = []  # the findings of rules left out (never checked again)
 
     # --- the checks ------------------------------------------------------------------------------
 
@@ -279,11 +283,24 @@ class _Run:
                 self.counts[key] += 1
                 check_violation(self.target, live.contracts, mine, instance, ctx, supplied=supplied)
                 if mine.fix is not None:
-                    check_fix(self.target, mine, instance, ctx)
+                    check_fix(self.target, live.contracts, mine, instance, ctx)
 
             violating_instances_break_the_rule()
 
+        left_out, before = len(self.crashed), len(self.findings)
         self._run(f"violating(pack, {rule.name!r})", check, kind="violating", rule=rule)
+        mine = [f for f in self.findings[before:] if all(f is not g for g in self.crashes)]
+        self.violated[rule.name] = (left_out, mine)
+
+    def recheck_violating(self) -> None:
+        """A rule's violating check that found a problem while a rule left out later was still
+        live (which may have hidden it: no value broke the rule alone) runs again without it;
+        what it finds now replaces what it found then."""
+        for rule in self.pack.contracts:
+            left_out, found = self.violated.get(rule.name, (0, []))
+            if found and left_out < len(self.crashed) and rule.name not in self.crashed:
+                self.findings = [f for f in self.findings if all(f is not g for g in found)]
+                self.check_violating(rule)
 
     def report_scarcity(self) -> None:
         """One finding for every strategy that gave up because too few values pass every
@@ -384,7 +401,8 @@ class _Run:
         self.crashed.update(names)
         name = names[0]
         rule = next((r for r in self.pack.contracts if r.name == name), None)
-        self.findings.append(crash_finding(crash, rule, pack_context(self.pack, name)))
+        self.crashes.append(crash_finding(crash, rule, pack_context(self.pack, name)))
+        self.findings.append(self.crashes[-1])
         self.live = dataclasses.replace(
             self.pack,
             contracts=tuple(r for r in self.pack.contracts if r.name not in self.crashed),

@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from healjson._core.target.target import target_for
+from healjson._core.target.target import Target, target_for
 
 if TYPE_CHECKING:
     from hypothesis.strategies import DrawFn, SearchStrategy
 
 from ._schema_data import as_instance, require_hypothesis
+from ._written import written
 
-__all__ = ["KINDS", "Corruption", "corrupted"]
+__all__ = ["KINDS", "Corruption", "corrupted", "model_data"]
 
 KINDS: tuple[str, ...] = (
     "fence",
@@ -89,6 +90,9 @@ def corrupted(value: Any, *, model: Any = None) -> SearchStrategy[Corruption]:
     truncation: the reply cut strictly inside the JSON value, with `finish_reason="length"` and
     `recoverable=False`. A top-level scalar is only ever fenced. `model` (a pydantic model or any
     type pydantic validates) serialises `value` the way L1 will read it: with field aliases.
+    The JSON is what a model writes for `value`: every field, a `SecretStr` as its secret
+    value, a `Field(exclude=True)` field included (pydantic's own dump masks the one and
+    leaves out the other).
     Raises at once if `value` cannot be turned into JSON data.
     """
     require_hypothesis()
@@ -179,13 +183,18 @@ def _json_data(value: Any, model: Any) -> Any:
     if model is None and isinstance(value, BaseModel):
         model = type(value)
     if model is None:
-        data = to_jsonable_python(value)
+        data = written(value, to_jsonable_python(value))
     else:
         target = target_for(model)
-        instance = as_instance(target, value)
-        data = target.adapter.dump_python(instance, mode="json", by_alias=True)
+        data = model_data(target, as_instance(target, value))
     json.dumps(data, allow_nan=True)  # fail now, not inside a strategy, on data JSON cannot hold
     return data
+
+
+def model_data(target: Target[Any], instance: Any) -> Any:
+    """The JSON data a model writes for `instance` (`written`): the target's dump by alias, every
+    secret with its value and every excluded field put back."""
+    return written(instance, target.adapter.dump_python(instance, mode="json", by_alias=True))
 
 
 def _applicable(data: Any) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from ._corruptions import Corruption
+from ._corruptions import Corruption, model_data
 from ._internals import (
     MISSING,
     NOTHING,
@@ -29,6 +29,7 @@ from ._internals import (
     value_at,
 )
 from ._pack_problems import Crash, Problem, explain, list_rules, show, show_text
+from ._written import same_where_written
 
 __all__ = [
     "check_fix",
@@ -69,10 +70,10 @@ def judged(
 
 
 def require_schema_valid(target: Target[Any], instance: Any, where: str, fix: str) -> None:
-    """The instance survives the round trip L1 makes: dumped to JSON and validated again."""
+    """The instance survives the round trip L1 makes: the JSON a model writes for it
+    (`model_data`: every field, secrets by their value) validated again."""
     try:
-        data = target.adapter.dump_python(instance, mode="json", by_alias=True)
-        target.adapter.validate_json(to_json(data))
+        target.adapter.validate_json(to_json(model_data(target, instance)))
     except Exception as exc:
         raise Problem(f"{where}, which is not a valid {target.name}: {explain(exc)}", fix) from None
 
@@ -173,36 +174,54 @@ def malformed(target: Target[Any], instance: Any, diagnostic: Diagnostic) -> tup
 
 
 def check_fix(
-    target: Target[Any], rule: Contract[Any], instance: Any, ctx: ContractContext
+    target: Target[Any],
+    contracts: Sequence[Contract[Any]],
+    rule: Contract[Any],
+    instance: Any,
+    ctx: ContractContext,
 ) -> None:
-    """A rule declared `on_fail="fix"`: its fix, on a value the rule rejects, gives a value
-    that passes the schema and the rule (the engine re-asks the model otherwise), judged by
-    the very function a run's `settle` judges it by (`policies.correct`): the fix's own value
-    checked as it stands, never dumped and validated again (a validator need not be
-    idempotent), and the rule run on it as a run judges (one that changes it is reported)."""
+    """A rule declared `on_fail="fix"`: its fix, on a value the rule rejects (and no other rule
+    of the pack does), gives a value that passes the schema and every rule of the pack but
+    `"warn"` ones (the engine re-asks the model otherwise), judged by the very function a run's
+    `settle` judges it by (`policies.correct`, with every contract of the pack): the fix's own
+    value checked as it stands, never dumped and validated again (a validator need not be
+    idempotent), and every rule run on it as a run judges (one that changes it is reported)."""
     assert rule.fix is not None
     where = f"the fix of `{rule.name}` on {show(instance)}"
     fix = (
-        f"make the fix of `{rule.name}` return a value that passes the schema and the rule, or "
-        'declare the rule on_fail="reask"'
+        f"make the fix of `{rule.name}` return a value that passes the schema and every rule of "
+        'the pack, or declare the rule on_fail="reask"'
     )
-    groups = drive_sync(judge_value(target, (rule,), instance, ctx))
-    made = drive_sync(correct(target, (rule,), groups, instance, ctx))
+    rules = tuple(contracts) if any(r.name == rule.name for r in contracts) else (*contracts, rule)
+    groups = drive_sync(judge_value(target, rules, instance, ctx))
+    made = drive_sync(correct(target, rules, groups, instance, ctx))
     if made.error:
         problem = made.error[0]
         if problem.rule == rule.name and "the fix of" in problem.constraint:
             text = problem.constraint.replace(f"the fix of contract `{rule.name}`", where, 1)
-        else:  # the rule raised on the fixed value, or changed it
+        else:  # a rule raised on the fixed value, or changed it
             text = f"{where} gave {show(made.value)}, on which {problem.constraint}"
         raise Problem(text, fix)
     if made.unfit is not None:
         gave = "data that" if made.value is NOTHING else show(made.value) + ", which"
         raise Problem(f"{where} gave {gave} fails the schema: {made.unfit}", fix)
-    still = [d for group in made.groups for d in group if d.rule == rule.name]
+    refused = [
+        d
+        for other, group in zip(made.contracts, made.groups, strict=True)
+        if other.on_fail != "warn"
+        for d in group
+    ]
+    still = [d for d in refused if d.rule == rule.name]
     if still:
         raise Problem(
             f"{where} gave {show(made.value)}, which still breaks `{rule.name}`: "
             f"{still[0].constraint}",
+            fix,
+        )
+    if refused:
+        raise Problem(
+            f"{where} gave {show(made.value)}, which breaks {list_rules(refused)}: a run "
+            f"refuses the fix of `{rule.name}` there and asks the model again",
             fix,
         )
 
@@ -216,6 +235,9 @@ def check_recovery(
 ) -> bool:
     """L1 recovers a recoverable rendering of a valid instance to that instance, and refuses a
     truncated one as `token_truncated`; True for a recovered rendering."""
+    names = target.field_names  # a rule naming what the model lacks is reported on its own
+    if names is not None:
+        contracts = [r for r in contracts if r.item or all(_head(f) in names for f in r.fields)]
     with set_logger(_QUIET):  # a refused truncation is what is checked, not news for the log
         outcome = validate(
             corruption.text,
@@ -247,11 +269,20 @@ def check_recovery(
             f"{_first_error(outcome.errors)}",
             report,
         )
-    if outcome.value != instance:
+    if outcome.value != instance and not _same_where_written(target, instance, outcome.value):
         raise Problem(
             f"L1 recovered a different value from the {shown}\ngot {show(outcome.value)}", report
         )
     return True
+
+
+def _same_where_written(target: Target[Any], instance: Any, got: Any) -> bool:
+    """`got` equals `instance` in all that was written of it (a field whose real value cannot
+    be written as JSON, such as a secret JSON cannot hold, is compared as written)."""
+    try:
+        return same_where_written(model_data(target, instance), model_data(target, got))
+    except Exception:  # a value the kit cannot dump: compared as it stands only
+        return False
 
 
 class _Quiet:
@@ -272,3 +303,8 @@ _QUIET = _Quiet()
 
 def _first_error(errors: tuple[Diagnostic, ...]) -> str:
     return f": {errors[0].describe(max_value_chars=120)}" if errors else ""
+
+
+def _head(name: str) -> str:
+    """A field path's first name (`lines[*].sku` -> `lines`)."""
+    return name.split(".", 1)[0].split("[", 1)[0]

@@ -35,14 +35,19 @@ def _rule(*fields: str, items: str | None = None) -> Any:
     return rule
 
 
+def _build(build: str, rules: list[Any]) -> Any:
+    """A healer of `Order` with `rules` (`Healer`), or one answer judged with them."""
+    if build == "healer":
+        return Healer(Order, contracts=rules)
+    return healjson.validate('{"qty": 1, "unitPrice": 2}', Order, contracts=rules)
+
+
 @pytest.mark.parametrize("build", ["healer", "validate"])
 def test_a_rule_naming_an_unknown_field_is_refused_by_every_entry(build: str) -> None:
     """A whole-value rule naming no field, property or alias raises `ValueError` at once."""
+    rules = [_rule("nope")]
     with pytest.raises(ValueError, match="names field 'nope'"):
-        if build == "healer":
-            Healer(Order, contracts=[_rule("nope")])
-        else:
-            healjson.validate('{"qty": 1, "unitPrice": 2}', Order, contracts=[_rule("nope")])
+        _build(build, rules)
 
 
 @pytest.mark.parametrize("name", ["qty", "unitPrice", "unit_price", "total", "bulk"])

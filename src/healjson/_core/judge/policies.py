@@ -12,7 +12,10 @@ Given each contract's violations of a value (`judge_value`), `settle` decides:
   list without its dropped items, and a contract that changes the value it checks is a
   `contract_error`). It is accepted when only warnings remain; anything else (a fix that
   breaks another rule, or still breaks its own, a list too short after a drop, a fix whose
-  value is not of the schema's types) is re-asked with the first value's violations but those
+  value is not of the schema's types) is re-asked: item fixes are judged per item (an item
+  whose fixed form holds keeps its fix and is not named, one whose fixed form breaks a rule
+  is named with those violations too, and what the corrected value still breaks elsewhere is
+  named, `_reasked`; after a whole-value fix, the first value's violations), never with those
   of the items a drop rule removes (its own and any other rule's inside them): they are never
   re-asked (nor, in a per-item repair, asked for), the next answer's judging drops them again
   (only when nothing but drops was broken, and the list without them fails the schema, are
@@ -53,33 +56,31 @@ before strict mode: the JSON dump validated laxly (strictly for a JSON Schema ta
 from __future__ import annotations
 
 import dataclasses
-import functools
-import inspect
-import types
-import typing
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
-from pydantic import BaseModel, TypeAdapter
-
-from healjson._core.diagnostic import (
-    ROOT,
-    Diagnostic,
-    Source,
-    describe_exception,
-    jsonable,
-    short_repr,
-)
+from healjson._core.diagnostic import Diagnostic, Source, describe_exception
 from healjson._core.flags import Flag
 from healjson._core.sentinels import NOTHING
-from healjson._core.target.json_schema import JsonSchema
 from healjson._core.target.target import Target
 from healjson._core.wire.effects import AwaitAll
 
 from .contracts import Contract, ContractContext
 from .dumps import answer_data
-from .item_rules import Loc, item_place, lists_at, place, read_at, replaced_at
+from .fit import Unfit, as_answer_kind, holds, unheld
+from .item_rules import Loc
+from .remedy import (
+    Dropped,
+    FixFailed,
+    answered,
+    located,
+    plan_of,
+    refusal,
+    remedy,
+    under,
+    without_unfit,
+)
 
 __all__ = [
     "Correction",
@@ -92,34 +93,6 @@ __all__ = [
     "settle",
     "unheld",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Dropped:
-    """An item a rule over items with `on_fail="drop"` removed from a list: its index in that
-    list as answered, the item (as JSON data), why (the violations it had), and where the list
-    is (`list_path`: "" when the answer is the list, else its path in the answer, `lines`)."""
-
-    index: int
-    item: Any
-    diagnostics: tuple[Diagnostic, ...] = ()
-    list_path: str = ""
-
-    @property
-    def where(self) -> str:
-        """The item's place: `[3]` in the answer, `lines[3]` in a list inside it."""
-        return f"{self.list_path}[{self.index}]"
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready data (the item rendered safely, as a diagnostic's value is)."""
-        data = {
-            "index": self.index,
-            "item": jsonable(self.item),
-            "diagnostics": [d.to_dict() for d in self.diagnostics],
-        }
-        if self.list_path:
-            data["list_path"] = self.list_path
-        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +149,8 @@ def settle(
         return Settled(error=made.error)
     if not made.accepted:  # it fails the schema, or a rule: the model is asked instead
         left, gone = _left(instance, contracts, groups, by_policy)
+        if made.per_item:  # what the corrected value still breaks, the fixes that held kept
+            left = _reasked(left, made)
         if not left:
             return Settled(blocking=blocking)
         return Settled(blocking=left, removing=gone)
@@ -212,14 +187,14 @@ def _left(
     gone = {
         f"{at}[{index}]"
         for rule, group in by_policy.get("drop", [])
-        for _, (at, index) in _located(instance, rule, group, places)
+        for _, (at, index) in located(instance, rule, group, places)
     }
     left = tuple(
         d
         for rule, group in zip(contracts, groups, strict=True)
         if rule.on_fail not in ("warn", "drop")
         for d in group
-        if not any(_under(d.path, where) for where in gone)
+        if not any(under(d.path, where) for where in gone)
     )
     return left, tuple(sorted(gone, key=_place_order))
 
@@ -228,11 +203,6 @@ def _place_order(place: str) -> tuple[str, int]:
     """`lines[3]` as `("lines", 3)`: places of one list in index order."""
     at, _, index = place[:-1].rpartition("[")
     return at, int(index)
-
-
-def _under(path: str, where: str) -> bool:
-    """Whether a diagnostic's `path` lies at or inside the item at `where` (`lines[3]`)."""
-    return path == where or (path.startswith(where) and path[len(where)] in ".[")
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +221,25 @@ class Correction:
     dropped: tuple[Dropped, ...] = ()
     fixed: tuple[str, ...] = ()
     contracts: tuple[Contract[Any], ...] = ()
+    refused: tuple[tuple[str, tuple[Diagnostic, ...]], ...] = ()
+    """The items whose fixed form is refused (their places, `lines[2]`, as answered), each
+    with the blocking violations of its fixed form (none: the fix gave the schema's types
+    another value): re-asked, as answered; the other items keep their fixes."""
+    mended: tuple[str, ...] = ()
+    """The places (as answered) of the items an item fix corrected, the refused ones too."""
+    kept: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    """Each list a drop shortened (its place) with its kept items' indices as answered."""
+    whole: bool = False
+    """A whole-value fix ran."""
+
+    @property
+    def per_item(self) -> bool:
+        """The corrected value holds, the rules judged it (`groups`), and no whole-value fix
+        ran: what it still breaks is the answer's, item by item (a whole-value fix's result
+        that breaks a rule is re-asked with the answer's own violations)."""
+        return (
+            self.value is not NOTHING and self.unfit is None and not self.error and not self.whole
+        )
 
     @property
     def accepted(self) -> bool:
@@ -259,6 +248,7 @@ class Correction:
             self.value is not NOTHING
             and self.unfit is None
             and not self.error
+            and not self.refused
             and not any(
                 group and rule.on_fail != "warn"
                 for rule, group in zip(self.contracts, self.groups, strict=True)
@@ -284,21 +274,75 @@ def correct(
     from .judging import judge_value
 
     rules = tuple(contracts)
+    plan = plan_of(instance, _by_policy(rules, groups))
+    calls: dict[tuple[int, str], tuple[Any, Any]] = {}
     try:
-        value, dropped, fixed = _remedy(target, instance, _by_policy(rules, groups), ctx)
-    except _FixFailed as failed:
+        made = remedy(target, instance, plan, ctx, calls=calls)
+        unfit = unheld(target, made.value, ctx, instance)
+        if unfit is not None and made.mended and not plan.whole:
+            made, unfit = without_unfit(target, instance, plan, ctx, made, unfit=unfit, calls=calls)
+    except FixFailed as failed:
         return Correction(error=(failed.diagnostic,), contracts=rules)
-    except _Unfit as refused:  # a fix's data fails the schema
-        return Correction(unfit=refused.reason, contracts=rules)
+    except Unfit as bad:  # a fix's data fails the schema
+        return Correction(unfit=bad.reason, contracts=rules)
     except TypeError as exc:  # a list inside a value healjson cannot copy
         return Correction(unfit=describe_exception(exc), contracts=rules)
-    made = Correction(value, dropped=dropped, fixed=fixed, contracts=rules)
-    unfit = unheld(target, value, ctx, instance)
+    value = made.value
+    result = Correction(
+        value, dropped=made.dropped, fixed=made.fixed, contracts=rules, whole=bool(plan.whole)
+    )
     if unfit is not None:
-        return dataclasses.replace(made, unfit=unfit)
+        return dataclasses.replace(result, unfit=unfit)
     regroups = yield from judge_value(target, rules, value, ctx, timeout_s=timeout_s)
     errors = tuple(d for group in regroups for d in group if d.source is Source.CONTRACT_ERROR)
-    return dataclasses.replace(made, groups=tuple(map(tuple, regroups)), error=errors)
+    if errors:
+        return dataclasses.replace(result, groups=tuple(map(tuple, regroups)), error=errors)
+    kept = tuple(made.kept.items())
+    refused: dict[str, list[Diagnostic]] = {where: [] for where in made.unfit}
+    for rule, group in zip(rules, regroups, strict=True):
+        for d in group if rule.on_fail != "warn" else ():
+            path = answered(d.path, made.kept)
+            where = next((w for w in made.mended if under(path, w)), None)
+            if where is not None:  # an item whose fixed form breaks a rule: it is re-asked
+                refused.setdefault(where, []).append(refusal(d, path, plan, where))
+    return dataclasses.replace(
+        result,
+        groups=tuple(map(tuple, regroups)),
+        refused=tuple((where, tuple(why)) for where, why in refused.items()),
+        mended=made.mended,
+        kept=kept,
+    )
+
+
+def _reasked(left: tuple[Diagnostic, ...], made: Correction) -> tuple[Diagnostic, ...]:
+    """What a re-ask names when the corrected value was judged and not accepted: the answer's
+    blocking violations (`left`) but those of the items whose fix held (they keep it: the next
+    judging fixes them again), then each refused item's fixed form's, then what the corrected
+    value still breaks elsewhere (a list-level rule judging the list without its dropped
+    items, an item no fix is for), at their places as answered."""
+    refused = [where for where, _ in made.refused]
+    held = [where for where in made.mended if where not in refused]
+    kept = dict(made.kept)
+    still: list[Diagnostic] = []
+    for rule, group in zip(made.contracts, made.groups, strict=True):
+        for d in group if rule.on_fail != "warn" else ():
+            path = answered(d.path, kept)
+            if not any(under(path, where) for where in refused):
+                still.append(d if path == d.path else dataclasses.replace(d, path=path))
+    judged = {(d.path, d.rule) for d in still}  # the corrected value's, not the answer's
+    found = [
+        d
+        for d in left
+        if (d.path, d.rule) not in judged and not any(under(d.path, w) for w in held)
+    ]
+    found += [d for _, why in made.refused for d in why] + still
+    seen: set[tuple[str, str | None, str]] = set()
+    out: list[Diagnostic] = []
+    for d in found:
+        if (d.path, d.rule, d.constraint) not in seen:
+            seen.add((d.path, d.rule, d.constraint))
+            out.append(d)
+    return tuple(out)
 
 
 def _by_policy(
@@ -310,281 +354,6 @@ def _by_policy(
         if group:
             by_policy.setdefault(rule.on_fail, []).append((rule, group))
     return by_policy
-
-
-def holds(target: Target[Any], value: Any, ctx: ContractContext, answer: Any = NOTHING) -> bool:
-    """Whether `value`, a value of the target's kind that healjson did not validate as it
-    stands (a fix's, a list after a drop), is valid as it stands (`unheld` is None)."""
-    return unheld(target, value, ctx, answer) is None
-
-
-def unheld(
-    target: Target[Any], value: Any, ctx: ContractContext, answer: Any = NOTHING
-) -> str | None:
-    """Why `value` (see `holds`) is not valid as it stands, None when it is: every model in it
-    of a class its place declares (`_misplaced`: a model of another class with the same fields
-    is not of the schema's types), dumped (the fields it set, a default left one, under the
-    names validation reads) with pydantic's type check on, and that dump valid under pydantic's
-    strict rules (`True` is no `int`, `5.0` no `int`, `"5"` no integer), unless the `answer`
-    it came from, as validated, fails that check too (a validator of the caller's that returns
-    another type, `use_enum_values`: then the JSON dump is validated as an answer is, strictly
-    for a JSON Schema target). The validation is a check only: its result is thrown away."""
-    misplaced = _misplaced(value, target.type_, "the value")
-    if misplaced is not None:
-        return misplaced
-    strict = answer is NOTHING or _checked(target, answer, ctx, strict=True) is None
-    return _checked(target, value, ctx, strict=strict)
-
-
-def _checked(target: Target[Any], value: Any, ctx: ContractContext, *, strict: bool) -> str | None:
-    """Why `value`'s dump fails the check (`unheld`), None when it passes; `strict`: the Python
-    dump, typed, validated strictly (a bool stays a bool there: the JSON dump makes it `1`),
-    else the JSON dump, untyped, validated laxly (strictly for a JSON Schema target)."""
-    try:
-        data = _dumped(target, value, typed=strict)
-    except Exception as exc:  # a part of another type than declared, or a serializer that raises
-        return describe_exception(exc)
-    exact = True if strict or isinstance(target.type_, JsonSchema) else None
-    try:
-        target.adapter.validate_python(
-            data, strict=exact, context=ctx.validation_context, by_alias=False, by_name=True
-        )
-    except Exception as exc:  # a validator that raises: not a valid value either
-        return describe_exception(exc)
-    return None
-
-
-def _dumped(target: Target[Any], value: Any, *, typed: bool) -> Any:
-    """`value` as data, fields under their names (validated by name: a field's serialization
-    alias may differ from its validation alias); `typed`: as Python data, a part of another
-    type than its place declares raising (the serializer's warnings as errors), else as JSON."""
-    return target.adapter.dump_python(
-        value,
-        mode="python" if typed else "json",
-        by_alias=False,
-        exclude_unset=True,
-        round_trip=True,  # a `Json[...]` field dumps as the JSON text it validates from
-        warnings="error" if typed else False,
-    )
-
-
-def _misplaced(value: Any, declared: Any, where: str) -> str | None:
-    """Where `value` holds a model (pydantic model or dataclass) of a class its place does not
-    declare (None: nowhere): the serializer dumps a model of another class with the same
-    fields without a warning, so the dump's check alone would take it for the declared one."""
-    declared = _bare(declared)
-    origin, args = typing.get_origin(declared), typing.get_args(declared)
-    if origin in (Union, types.UnionType):
-        found = [_misplaced(value, member, where) for member in args]
-        return None if any(f is None for f in found) else found[0]
-    if isinstance(declared, type) and _is_model(value):
-        if not isinstance(value, declared):
-            return f"{where} is a {type(value).__name__}, not the {declared.__name__} declared"
-        for name, field in getattr(type(value), "__pydantic_fields__", {}).items():
-            inner = _misplaced(getattr(value, name, None), field.annotation, f"{where}.{name}")
-            if inner is not None:
-                return inner
-        return None
-    if origin is tuple and isinstance(value, tuple) and args:
-        kinds = [args[0]] * len(value) if len(args) == 2 and args[1] is ... else list(args)
-    elif origin in (list, set, frozenset, Sequence) and len(args) == 1:
-        if not isinstance(value, list | tuple | set | frozenset):
-            return None
-        kinds = [args[0]] * len(value)
-    elif origin is dict and isinstance(value, dict) and len(args) == 2:
-        return next(
-            (m for k, v in value.items() if (m := _misplaced(v, args[1], f"{where}.{k}"))), None
-        )
-    else:
-        return None
-    for index, (item, kind) in enumerate(zip(value, kinds, strict=False)):
-        inner = _misplaced(item, kind, f"{where}[{index}]")
-        if inner is not None:
-            return inner
-    return None
-
-
-def _bare(declared: Any) -> Any:
-    """A declared type without its `Annotated` metadata."""
-    while typing.get_origin(declared) is typing.Annotated:
-        declared = typing.get_args(declared)[0]
-    return declared
-
-
-def _is_model(value: Any) -> bool:
-    """Whether `value` is a model instance: a pydantic model's or a dataclass's."""
-    return isinstance(value, BaseModel) or (
-        dataclasses.is_dataclass(value) and not isinstance(value, type)
-    )
-
-
-def as_answer_kind(target: Target[Any], answer: Any, fixed: Any, ctx: ContractContext) -> Any:
-    """A whole-value fix's result as the accepted value: itself when it is of the answer's
-    kind (its type, or an instance of a model or dataclass class the target declares: what
-    validation gives, never validated again), else data (a dict for a model, a model of
-    another class with the same fields) validated once by the target (`_Unfit` when that
-    fails)."""
-    if not _is_data(answer, fixed, (target.type_,)):
-        return fixed
-    return _validated(target.adapter, fixed, ctx)
-
-
-def _as_item_kind(item: Any, fixed: Any, ctx: ContractContext) -> Any:
-    """An item fix's result: itself when it is of the item's kind (its class or a subclass),
-    else data validated once by the item's class (a dict, or a model of another class, for a
-    model item; `_Unfit` when that fails); the list's own declarations (a bound on the item)
-    are the check's (`holds`)."""
-    kind: Any = type(item)
-    if not _is_data(item, fixed, (kind,)):
-        return fixed
-    adapter = _adapter(kind)
-    if adapter is None:
-        return fixed  # a class pydantic cannot validate: the check decides
-    return _validated(adapter, fixed, ctx)
-
-
-def _validated(adapter: TypeAdapter[Any], fixed: Any, ctx: ContractContext) -> Any:
-    """A fix's data validated once (a model of another class read by its attributes)."""
-    try:
-        return adapter.validate_python(
-            fixed, context=ctx.validation_context, from_attributes=_is_model(fixed) or None
-        )
-    except Exception as exc:
-        raise _Unfit(exc) from exc
-
-
-def _is_data(given: Any, fixed: Any, declared: tuple[Any, ...]) -> bool:
-    """Whether a fix's result is data of another kind than the value it was `given`: not of
-    its type, nor a model instance of a class `declared` (a union's member included)."""
-    if type(fixed) is type(given):
-        return False
-    return not (_is_model(fixed) and any(_declares(kind, fixed) for kind in declared))
-
-
-def _declares(declared: Any, value: Any) -> bool:
-    """Whether `declared` (a type, a union) has a class `value` is an instance of."""
-    declared = _bare(declared)
-    if typing.get_origin(declared) in (Union, types.UnionType):
-        return any(_declares(member, value) for member in typing.get_args(declared))
-    return isinstance(declared, type) and isinstance(value, declared)
-
-
-@functools.lru_cache(maxsize=128)
-def _adapter(kind: Any) -> TypeAdapter[Any] | None:
-    """pydantic's adapter for an item's class (None: a class it cannot validate)."""
-    try:
-        return TypeAdapter(kind)
-    except Exception:  # not a type pydantic validates
-        return None
-
-
-class _FixFailed(Exception):
-    def __init__(self, diagnostic: Diagnostic) -> None:
-        super().__init__(diagnostic.constraint)
-        self.diagnostic = diagnostic
-
-
-class _Unfit(Exception):
-    """A fix returned data of another kind that fails the schema."""
-
-    def __init__(self, exc: Exception) -> None:
-        super().__init__(describe_exception(exc))
-        self.reason = describe_exception(exc)
-
-
-def _remedy(
-    target: Target[Any],
-    instance: Any,
-    by_policy: dict[str, list[tuple[Contract[Any], Sequence[Diagnostic]]]],
-    ctx: ContractContext,
-) -> tuple[Any, tuple[Dropped, ...], tuple[str, ...]]:
-    """Per list that rules over items judged (the answer, or each list inside it a path
-    reaches: `invoices[0].lines`): drops (of the items as answered), then item fixes on the
-    items kept, the deepest lists first (so the places of the lists around them still hold);
-    then whole-value fixes in declaration order. Each fix's result is taken as the value of
-    its kind (`as_answer_kind`, `_as_item_kind`): the next fix gets it so."""
-    value = instance
-    fixes = by_policy.get("fix", [])
-    fixed: list[str] = []
-    places: dict[str, Loc] = {}
-    drops: dict[str, dict[int, list[Diagnostic]]] = {}
-    item_fixes: dict[str, list[tuple[Contract[Any], set[int]]]] = {}
-    for rule, group in by_policy.get("drop", []):
-        for diagnostic, (at, index) in _located(instance, rule, group, places):
-            drops.setdefault(at, {}).setdefault(index, []).append(diagnostic)
-    for rule, group in fixes:
-        if rule.item:
-            for _, (at, index) in _located(instance, rule, group, places):
-                rules = item_fixes.setdefault(at, [])
-                if not rules or rules[-1][0] is not rule:
-                    rules.append((rule, set()))
-                rules[-1][1].add(index)
-    dropped: list[Dropped] = []
-    mended: set[str] = set()
-    for at in sorted(drops.keys() | item_fixes.keys(), key=lambda at: (-len(places[at]), at)):
-        loc = places[at]
-        found = read_at(value, loc)
-        if not isinstance(found, list | tuple):
-            continue  # the list is not there (the schema would have said so): nothing to do
-        items = list(found)
-        gone = {i: why for i, why in drops.get(at, {}).items() if i < len(items)}
-        answered = read_at(instance, loc)  # the list as answered: its places still hold
-        dropped += [Dropped(i, jsonable(answered[i]), tuple(gone[i]), at) for i in sorted(gone)]
-        for rule, indices in item_fixes.get(at, []):
-            for index in sorted(indices - gone.keys()):
-                if index < len(items):
-                    items[index] = _as_item_kind(items[index], _fixed(rule, items[index]), ctx)
-                    mended.add(rule.name)
-        kept = [item for index, item in enumerate(items) if index not in gone]
-        value = replaced_at(value, loc, tuple(kept) if isinstance(found, tuple) else kept)
-    fixed += [rule.name for rule, _ in fixes if rule.item and rule.name in mended]
-    for rule, _ in fixes:
-        if not rule.item:
-            value = as_answer_kind(target, instance, _fixed(rule, value), ctx)
-            fixed.append(rule.name)
-    order = {at: number for number, at in enumerate(places)}  # the lists in answer order
-    dropped.sort(key=lambda item: (order[item.list_path], item.index))
-    return value, tuple(dropped), tuple(dict.fromkeys(fixed))
-
-
-def _located(
-    instance: Any, rule: Contract[Any], group: Sequence[Diagnostic], places: dict[str, Loc]
-) -> list[tuple[Diagnostic, tuple[str, int]]]:
-    """Each of a rule over items' diagnostics with the list (its place) and the index of the
-    item it lies under; the lists the rule's path reaches are added to `places`."""
-    parts = tuple(rule.items.split(".")) if rule.items else ()
-    reached = {place(loc): loc for loc, _ in lists_at(instance, parts)}
-    places.update(reached)
-    out: list[tuple[Diagnostic, tuple[str, int]]] = []
-    for diagnostic in group:
-        found = item_place(diagnostic.path, reached)
-        if found is not None:
-            out.append((diagnostic, found))
-    return out
-
-
-def _fixed(rule: Contract[Any], value: Any) -> Any:
-    assert rule.fix is not None  # `@contract(on_fail="fix")` requires it
-    try:
-        fixed = rule.fix(value)
-        if inspect.isawaitable(fixed):  # `@contract` refuses an async fix; a Contract built
-            close = getattr(fixed, "close", None)  # by hand may still hold one
-            if callable(close):
-                close()  # never awaited: closed, so no "never awaited" warning
-            raise TypeError("a fix must return the corrected value, not an awaitable")
-        return fixed
-    except Exception as exc:
-        raise _FixFailed(
-            Diagnostic(
-                ROOT,
-                short_repr(describe_exception(exc), 300),
-                f"the fix of contract `{rule.name}` raised {describe_exception(exc)}",
-                "This is a bug in the contract's fix, not in the model's answer: fix the fix.",
-                Source.CONTRACT_ERROR,
-                fields=rule.fields,
-                rule=rule.name,
-            )
-        ) from exc
 
 
 def _flat(groups: list[tuple[Contract[Any], Sequence[Diagnostic]]]) -> tuple[Diagnostic, ...]:

@@ -129,6 +129,9 @@ class RepairPrompt:
     removed_items: tuple[int, ...] = ()
     """`Strategy.ITEMS`: the indices of the items a `"drop"` rule removes: neither asked for
     nor accepted (the answer's judging removes them again)."""
+    removed: tuple[str, ...] = ()
+    """`Strategy.REPAIR`: the places (`[3]`, `lines[0]`) of the items a `"drop"` rule removes
+    from the answer quoted back (the answer's judging removes them again)."""
     calls: CallsForm | None = None
     """A repair of the caller's own tool calls: the answer's calls as they stand and the ones
     asked for again (`repair.calls`); its rendering is this prompt's."""
@@ -193,6 +196,18 @@ class RepairPrompt:
             lines.append(f"JSON schema of the answer: {self.schema}")
         if self.strategy is Strategy.REPAIR:
             lines.append("")
+            if self.removed:
+                one = len(self.removed) == 1
+                places = ", ".join(self.removed[:_INDEX_RUNS])
+                if len(self.removed) > _INDEX_RUNS:
+                    places += f", … ({len(self.removed)} in all)"
+                lines.append(
+                    f"The {'item' if one else 'items'} at {places} "
+                    f"break{'s' if one else ''} a rule that removes "
+                    f"{'it' if one else 'them'} from the list: "
+                    f"{'it is' if one else 'they are'} not part of the value: leave "
+                    f"{'it' if one else 'them'} out."
+                )
             lines.append(
                 "Reply with the complete corrected JSON value only — every field, not just the "
                 "ones listed. Any field may change, including ones that passed, if that is what "

@@ -282,8 +282,8 @@ class JsonAnswers:
             example=spec.example_for(run.context) if rich and self.items is None else None,
             schema=schema,
         )
-        if self.items is None:
-            return prompt
+        if self.items is None:  # a whole-value repair says which items a drop rule removes
+            return replace(prompt, removed=evaluation.removing) if evaluation.removing else prompt
         # the example shows a whole list: a per-item repair asks for an array of items instead
         items, count = self.items.failed, len(self.items.data)
         removed = self.items.removed
