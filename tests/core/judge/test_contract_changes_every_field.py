@@ -210,3 +210,50 @@ def test_a_snapshot_sees_shared_and_cyclic_parts_and_objects_it_cannot_walk() ->
     before = snapshot(value)
     shared.append(3)
     assert not same_snapshot(before, snapshot(value))
+
+
+def test_the_dump_stands_for_the_snapshot_only_where_it_shows_every_field() -> None:
+    """A plain model (nested in a list too) and a JSON Schema target compare by their dump; a
+    model with an excluded field, a secret, a serializer of its own, a private attribute, an
+    `Any` or an arbitrary object anywhere in it is walked."""
+    from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer
+
+    from healjson._core.judge.snapshot import dump_shows_all
+    from healjson._core.target.target import target_for
+
+    class Plain(BaseModel):
+        a: int
+        tags: list[str] = []
+
+    class Excluded(BaseModel):
+        a: int = Field(0, exclude=True)
+
+    class Secret(BaseModel):
+        s: SecretStr
+
+    class Serialized(BaseModel):
+        a: int
+
+        @field_serializer("a")
+        def _a(self, a: int) -> int:
+            return a + 1
+
+    class Private(BaseModel):
+        _p: int = PrivateAttr(0)
+
+    class Loose(BaseModel):
+        a: Any
+
+    class Thing:
+        pass
+
+    class Arbitrary(BaseModel):
+        model_config = ConfigDict(arbitrary_types_allowed=True)
+        t: Thing
+
+    assert dump_shows_all(target_for(Plain))
+    assert dump_shows_all(target_for(list[Plain]))
+    assert dump_shows_all(target_for({"type": "object", "properties": {"a": {"type": "integer"}}}))
+    for model in (Excluded, Secret, Serialized, Private, Loose, Arbitrary):
+        assert not dump_shows_all(target_for(model)), model.__name__
+        assert not dump_shows_all(target_for(list[model])), model.__name__  # type: ignore[valid-type]
