@@ -301,9 +301,12 @@ def test_no_secret_in_spans_or_log_records(
     )
     assert "[redacted]" in dumped
     assert KEY not in dumped
-    assert caplog.records
     assert all(KEY not in record.getMessage() for record in caplog.records)
-    assert all(KEY not in json.dumps(record.healjson, default=str) for record in caplog.records)
+    # healjson's own records carry its fields; another library's (a warning another test's
+    # SDK logs while this one runs) has none to check
+    ours = [record for record in caplog.records if hasattr(record, "healjson")]
+    assert ours
+    assert all(KEY not in json.dumps(record.healjson, default=str) for record in ours)
 
 
 def test_stdlib_logging_gets_the_events_with_the_run_id(caplog: pytest.LogCaptureFixture) -> None:

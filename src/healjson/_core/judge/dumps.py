@@ -1,14 +1,19 @@
 """A value as the JSON data `changed_fields` compares (`answer_data`): every field, those the
-value left at their default marked `Default` (`outcome.changes.changed_paths` reads them)."""
+value left at their default marked `Default`, and each object whose keys are data (`Keys`: a
+map, a JSON Schema target's object) marked so that a key it no longer holds is a change
+(`outcome.changes.changed_paths` reads both)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from healjson._core.sentinels import NOTHING
 from healjson._core.target.target import Target
 
-__all__ = ["Default", "answer_data", "with_defaults"]
+if TYPE_CHECKING:
+    from healjson._core.parse.shape import Shape
+
+__all__ = ["Default", "Keys", "answer_data", "with_defaults"]
 
 
 def answer_data(target: Target[Any], value: Any) -> Any:
@@ -22,7 +27,48 @@ def answer_data(target: Target[Any], value: Any) -> Any:
         full = dump(value, mode="json", by_alias=True)
     except Exception:  # a serializer of the caller's that fails on this value
         return NOTHING
-    return with_defaults(set_only, full)
+    from healjson._core.parse.shape import shape_of  # the parser, not at `import healjson`
+
+    plain = type(target.adapter).__name__ == "SchemaAdapter"  # JSON data: every key is kept
+    return _keyed(shape_of(target), with_defaults(set_only, full), plain, 0)
+
+
+class Keys(dict[str, Any]):
+    """An object of a dump whose keys are data (a map's, or any object of a JSON Schema
+    target's value, which keeps the keys it was given): a key it lacks was removed. A model's
+    object is a plain dict: a key only an earlier answer had was an extra key, ignored."""
+
+    __slots__ = ()
+
+
+_MAX_DEPTH = 200
+
+
+def _keyed(shape: Shape | None, data: Any, plain: bool, depth: int) -> Any:
+    """`data` with its objects whose keys are data marked `Keys`, along `shape`."""
+    if depth > _MAX_DEPTH:
+        return data
+    if isinstance(data, Default):
+        return Default(_keyed(shape, data.value, plain, depth + 1))
+    if shape is None or shape.branches or (isinstance(data, dict) and shape.free):
+        # no schema here, or a union's branch that cannot be told: only JSON data's own
+        # objects (a JSON Schema target's) are known to keep their keys
+        return _all_keys(data, depth) if plain else data
+    if isinstance(data, dict):
+        props = shape.props or {}
+        if not props and shape.extra is None:
+            return _all_keys(data, depth) if plain else data
+        out = {
+            key: _keyed(props.get(key, shape.extra), value, plain, depth + 1)
+            for key, value in data.items()
+        }
+        return Keys(out) if plain or not props else out
+    if isinstance(data, list):
+        return [
+            _keyed(shape.prefix[i] if i < len(shape.prefix) else shape.items, v, plain, depth + 1)
+            for i, v in enumerate(data)
+        ]
+    return data
 
 
 class Default:
@@ -57,3 +103,14 @@ def with_defaults(set_only: Any, full: Any) -> Any:
     if isinstance(set_only, list) and isinstance(full, list) and len(set_only) == len(full):
         return [with_defaults(old, new) for old, new in zip(set_only, full, strict=True)]
     return set_only
+
+
+def _all_keys(data: Any, depth: int) -> Any:
+    """JSON data with every object marked `Keys`."""
+    if depth > _MAX_DEPTH:
+        return data
+    if isinstance(data, dict):
+        return Keys({key: _all_keys(value, depth + 1) for key, value in data.items()})
+    if isinstance(data, list):
+        return [_all_keys(value, depth + 1) for value in data]
+    return data

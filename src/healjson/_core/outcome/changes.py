@@ -11,8 +11,10 @@ A path is changed when the first answer gave it a different value, or gave it no
   those it did not set marked `Default`: `judge.dumps.answer_data`) is changed where the first
   answer said something else (a repair that left out `discount_pct: 30` reset it to its
   default `0`), and is no change where the first answer left it out too, or said its default;
-- a key that only the first answer holds and the healed value has no field for (an extra key)
-  is not listed: there is no path in the healed value to name;
+- a key that only the first answer holds and the healed value has no field for (an extra key
+  of a model, which pydantic ignores) is not listed; in an object whose keys are data (a map,
+  or any object of a JSON Schema target's value: `judge.dumps.Keys`) such a key was removed,
+  and its path is listed;
 - lists are compared item by item when both have the same length, else the list's own path is
   changed; this holds at any depth, inside a defaulted field too.
 """
@@ -25,7 +27,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from healjson._core.diagnostic import format_path
-from healjson._core.judge.dumps import Default
+from healjson._core.judge.dumps import Default, Keys
 
 __all__ = ["changed_paths", "same_value"]
 
@@ -55,6 +57,8 @@ def changed_paths(
                     out.append(format_path((*loc, key)))
             else:
                 out.extend(changed_paths(before[key], new, (*loc, key), defaulted=defaulted))
+        if isinstance(after, Keys):  # its keys are data: one it no longer holds was removed
+            out.extend(format_path((*loc, key)) for key in before if key not in after)
         return out
     if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
         out = []
