@@ -848,6 +848,8 @@ def test_a_key_the_model_echoes_through_a_wrapped_client_is_in_no_output(
 
 def _quoting(key: str, where: str) -> list[dict[str, Any]]:
     """The caller's messages, holding the client's key in the place `where` names."""
+    if where == "part key":  # a key of a content part's mapping
+        return [{"role": "user", "content": [{"type": "text", "text": "Triage:", key: 1}]}]
     if where == "system":
         return [{"role": "system", "content": f"Use key {key} for lookups."}, *USER]
     if where == "parts":
@@ -859,7 +861,7 @@ def _quoting(key: str, where: str) -> list[dict[str, Any]]:
 @settings(max_examples=10, deadline=None, derandomize=True)
 @given(
     key=secrets_st,
-    where=st.sampled_from(["system", "user", "parts"]),
+    where=st.sampled_from(["system", "user", "parts", "part key"]),
     script=st.sampled_from(["healed", "repaired", "degraded"]),
 )
 def test_the_clients_key_quoted_in_the_callers_messages_is_in_no_output(

@@ -4,24 +4,20 @@ An endpoint or gateway that echoes the `Authorization` header in its error body,
 per call in `extra_query`, would otherwise reach the attempt record, the diagnostic, the events,
 both traces and batch rows. Every one of those passes through this module, by construction:
 
-1. **Known secret values.** Inside `secrets_scope(client, params)` (the adapters enter it around
-   each healing call) the exact credential values healjson can see are removed wherever they
-   occur: the wrapped client's API key or auth token (where each provider's client keeps
-   them, as its wire format registers: `add_credential_places`; and the instructor clients
-   built on them), the credential values of its default headers and default query, and every
-   string under a credential-like name in the call's parameters, together with the URL-, JSON-
-   and repr-escaped forms an error body may echo. Strings shorter than 8 characters are never
-   treated as secret values: removing them would mangle ordinary text.
+1. **Known secret values.** Inside `secrets_scope(client, params)` (around each healing call)
+   the credential values healjson can see are removed wherever they occur, a mapping's keys
+   included: the client's API key or token (where its wire format says:
+   `add_credential_places`), its default headers' and query's credentials, every string under
+   a credential-like name in the call's parameters, and their URL-, JSON- and repr-escaped
+   forms. Strings shorter than 8 characters are never secret values (ordinary text).
 2. **Credential-like names.** In mappings, at any depth, the value under a name such as
    `api_key`, `Authorization`, `x-goog-api-key`, `cookie`, or any name containing `token`,
-   `secret`, `password` or `credential` (case-insensitive, `-`/`_`/`.`/space ignored) is
-   replaced. Numbers, booleans and None are kept: under such names they are counts or switches
-   (`max_tokens`, `prompt_tokens`), not credentials.
+   `secret`, `password` or `credential` (case and separators ignored) is replaced; numbers,
+   booleans and None are kept (`max_tokens`: counts, not credentials).
 3. **Credential shapes in free text**: `Bearer <token>`, `Authorization: <value>` and
    `api_key=<value>`-style pairs.
 
-Each match becomes `[redacted]`. Redaction is idempotent, and every pattern is linear: no nested
-quantifier runs over unbounded text.
+Each match becomes `[redacted]`. Redaction is idempotent, and every pattern is linear.
 
 Model text included: a model can echo a key (a proxy that reflects headers, a prompt-injected
 reply). When a run ends inside a scope, `seal` removes the known secrets from what its outcome
@@ -136,10 +132,10 @@ def redact_with(text: str, forms: tuple[str, ...]) -> str:
 
 
 def redact_data(value: Any, *, by_name: bool = True, fields: bool = False) -> Any:
-    """A copy of `value` with every string redacted; mappings become dicts and lists and tuples
-    keep their type. With `by_name` (the default) values under credential-like keys are masked
-    too; with `fields` instead, only strings under a credential field's name (a record of the
-    caller's data, as the text redactor leaves its JSON text); else keys are left alone."""
+    """A copy of `value` with every string redacted, keys too; mappings become dicts, lists
+    and tuples keep their type. With `by_name` (the default) values under credential-like keys
+    are masked; with `fields`, only those under a credential field's name (a record of the
+    caller's data, as the text redactor leaves its JSON text)."""
     named = is_credential_name if by_name else is_credential_field if fields else None
     return _walk(value, _known_forms(), named, 0)
 
@@ -510,15 +506,22 @@ def _walk(value: Any, secrets: tuple[str, ...], named: _Named, depth: int) -> An
     return value
 
 
+def found_in(text: str, forms: tuple[str, ...]) -> bool:
+    """True when one of the secret `forms` occurs in `text` (none: at once)."""
+    return bool(forms) and any(form in text for form in forms)
+
+
 def _mapping(
     value: Mapping[Any, Any], secrets: tuple[str, ...], named: _Named, depth: int
 ) -> dict[Any, Any]:
     out: dict[Any, Any] = {}
-    for key, item in value.items():
-        kind = type(item)
+    for given, item in value.items():
+        kind, key = type(item), given
+        if type(given) is str and (len(given) >= 24 or found_in(given, secrets)):
+            key = _redact_text(given, secrets)  # a known secret, or a long key of its shape
         if item is None or kind is int or kind is float or kind is bool:
             out[key] = item  # a number under a credential name is a count (`max_tokens`)
-        elif named is not None and isinstance(key, str) and named(key):
+        elif named is not None and isinstance(given, str) and named(given):
             out[key] = MARKER
         elif kind is str:
             out[key] = _redact_text(item, secrets)

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+import healjson
 from healjson import Flag, Healer, outcome_from_dict
 from healjson._core.diagnostic import Source
 from healjson._core.outcome.written import VALUE_ALTERED, as_written
@@ -99,3 +100,21 @@ def test_a_degraded_outcome_is_written_as_it_is() -> None:
     outcome = Healer(Doc).run(ScriptedModel(["no json", "still none", "none"]), "p")
     assert not outcome.ok
     assert as_written(outcome) is outcome
+
+
+def test_a_nan_value_is_written_as_it_is() -> None:
+    """A healed NaN (a float target reads `NaN`) is no value the redactor changed."""
+    outcome = healjson.validate("NaN", float)
+    assert outcome.ok
+    assert as_written(outcome) is outcome
+
+
+def test_a_key_the_model_uses_as_a_mapping_key_is_hidden() -> None:
+    """A secret the run knows, as a key of a mapping the caller's request holds, is in no
+    rendering of the record."""
+    with secrets_scope(forms=(KEY,)):
+        messages = [{"role": "user", "content": [{"type": "text", "text": "x", KEY: 1}]}]
+        model = ScriptedModel(['{"snippet": "plain"}'])
+        outcome = Healer(Doc).run(model, messages)
+    assert outcome.ok
+    assert KEY not in _shown(outcome)

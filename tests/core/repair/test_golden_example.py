@@ -52,15 +52,26 @@ def test_a_run_that_never_repairs_judges_only_the_models_answers() -> None:
     assert [("A-1", None)] == SEEN
 
 
-def test_the_example_is_checked_once_at_the_first_repair_with_the_runs_context() -> None:
-    """A repair shows a synthesised example the contract accepted, checked once (at the first
-    repair, with the run's context) for all the healer's runs."""
+@contract(fields=("amount",))
+def within_limit(value: Order, ctx: ContractContext) -> Violation | None:
+    """The amount must be within the caller's limit (read from the run's context)."""
+    return None if value.amount <= ctx.extra["limit"] else Violation("amount over the limit")
+
+
+def test_the_example_is_checked_at_each_repair_with_that_runs_context() -> None:
+    """Runs of one healer with different contexts: each repair shows the synthesised example
+    exactly when the contracts accept it under that run's own context."""
     SEEN.clear()
-    healer = Healer(Order, contracts=[audited], policy=HealPolicy(example_from_repair=1))
-    for _ in range(2):
-        outcome = healer.run(ScriptedModel([BAD, GOOD]), "p", context={"tenant": "t1"})
-        assert outcome.ok
-        assert outcome.attempts[1].prompt is not None
-        assert outcome.attempts[1].prompt.example is not None
-    made_up = [seen for seen in SEEN if seen[0] != "A-1"]
-    assert [(made_up[0][0], "t1")] == made_up  # one check, with the first repairing run's context
+    healer = Healer(
+        Order, contracts=[audited, within_limit], policy=HealPolicy(example_from_repair=1)
+    )
+    shown = []
+    for tenant, limit in (("t1", 1000), ("t2", -1000), ("t3", 1000)):
+        context = {"tenant": tenant, "limit": limit}
+        outcome = healer.run(ScriptedModel([BAD, BAD]), "p", context=context)
+        prompt = outcome.attempts[1].prompt
+        assert prompt is not None
+        shown.append(prompt.example is not None)
+    assert [True, False, True] == shown
+    made_up = {tenant for order_id, tenant in SEEN if order_id != "A-1"}
+    assert {"t1", "t2", "t3"} == made_up  # each run's check, under its own context

@@ -23,7 +23,7 @@ from healjson._core.target.target import Target
 from healjson._core.wire.effects import AwaitAll
 
 from .contracts import Contract, ContractContext, run_contract_groups
-from .snapshot import dump_shows_all, same_snapshot, snapshot
+from .snapshot import same_snapshot, snapshot
 
 __all__ = ["CHANGED_BY", "judge_value"]
 
@@ -56,21 +56,14 @@ def judge_value(
     alone."""
     if not contracts:
         return []
-    shown = dump_shows_all(target)  # the dump is the snapshot (pydantic-core's speed)
-    key = answer_key(target, value)
-    last: list[tuple[Any, bytes]] = [(key if shown else snapshot(value), key)]
+    last = [(snapshot(value), answer_key(target, value))]
 
     def watch(ran: Sequence[Contract[Any]]) -> Diagnostic | None:
-        if shown:
-            now: Any = answer_key(target, value)
-            if now == last[0][0]:
-                return None
-        else:
-            now = snapshot(value)
-            if same_snapshot(now, last[0][0]):
-                return None
+        now = snapshot(value)
+        if same_snapshot(now, last[0][0]):
+            return None
         before = last[0][1]
-        last[0] = (now, (now if shown else answer_key(target, value)) if each else before)
+        last[0] = (now, answer_key(target, value) if each else before)
         return _changed(ran, before)
 
     groups = yield from run_contract_groups(

@@ -28,7 +28,7 @@ from typing import Any, Final, TypeVar
 
 from healjson._core.diagnostic import Diagnostic
 from healjson._core.judge.policies import Dropped
-from healjson._core.redact import MARKER
+from healjson._core.redact import MARKER, found_in
 from healjson._core.repair.calls import CallsForm, CallState
 from healjson._core.repair.prompt import RepairPrompt
 from healjson._core.wire.reply import ToolCall
@@ -184,13 +184,13 @@ def _clean(value: Any, forms: tuple[str, ...], depth: int) -> Any:
 def _rebuilt(value: Any, kind: type, each: Callable[[Any], Any]) -> Any:
     """A dict, list or tuple (`kind`: its exact type) with `each` applied to its items: the very
     same object when no item changed (a dict keeps its unchanged entries as they are)."""
-    if kind is dict:
-        changed = {}
+    if kind is dict:  # its keys too: a key can be a secret as well as a value
+        rebuilt, changed = {}, False
         for key, item in value.items():
-            new = each(item)
-            if new is not item:
-                changed[key] = new
-        return {**value, **changed} if changed else value
+            new_key, new = each(key) if type(key) is str else key, each(item)
+            changed = changed or new_key is not key or new is not item
+            rebuilt[new_key] = new
+        return rebuilt if changed else value
     items = [each(item) for item in value]
     if all(new is old for new, old in zip(items, value, strict=True)):
         return value
@@ -231,15 +231,10 @@ def _shown_in(value: Any, forms: tuple[str, ...], depth: int) -> bool:
         for item in value.values() if kind is dict else value:
             if item is not None and _shown_in(item, forms, depth + 1):
                 return True
-        return False
+        return kind is dict and any(_shown_in(key, forms, depth + 1) for key in value)
     if kind is int or kind is float or kind is bool:
         return False
     return found_in(str(value), forms)
-
-
-def found_in(text: str, forms: tuple[str, ...]) -> bool:
-    """True when one of the secret `forms` occurs in `text`."""
-    return any(form in text for form in forms)
 
 
 def scrub(value: Any, forms: tuple[str, ...]) -> Any:

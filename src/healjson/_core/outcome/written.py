@@ -3,6 +3,7 @@ row, a Ray Data row): never a healed value the redactor changed."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Final
 
 from healjson._core.diagnostic import ROOT, Diagnostic, Source, value_data
@@ -34,7 +35,8 @@ def as_written(outcome: Outcome[Any]) -> Outcome[Any]:
         return outcome
     with revealing(outcome):
         data = value_data(outcome.value)
-        if redact_data(data, by_name=False, fields=True) == data:
+        redacted = redact_data(data, by_name=False, fields=True)
+        if redacted == data or _text(redacted) == _text(data):  # a NaN is no change either
             return outcome
     error = Diagnostic(ROOT, None, VALUE_ALTERED, _PRESCRIPTION, Source.REDACTION)
     degraded: Degraded[Any] = Degraded(
@@ -50,3 +52,8 @@ def as_written(outcome: Outcome[Any]) -> Outcome[Any]:
         _secrets=outcome._secrets,  # what its run found in the caller's objects: still hidden
     )
     return degraded
+
+
+def _text(data: Any) -> str:
+    """JSON data as text, to compare where `==` cannot (a NaN is not equal to itself)."""
+    return json.dumps(data, ensure_ascii=False, default=repr)

@@ -2,9 +2,9 @@
 
 A synthesised example is kept only if it validates against the target and passes the synchronous
 contracts — an exemplar that breaks the rules would teach the model the wrong thing. That check
-runs the caller's contracts on a made-up value, so a healer finds its example at its first use
-(`Golden`: a run's first repair prompt), never when it is built: a healer whose runs never repair
-never runs its contracts on anything but the model's answers.
+runs the caller's contracts on a made-up value, so it runs when a repair prompt would show the
+example (`Golden`), with that run's context, never when a healer is built: a healer whose runs
+never repair never runs its contracts on anything but the model's answers.
 
 Building an example never raises and never builds anything large: any exception (a schema the
 synthesiser cannot read, a field serializer or contract that fails on the synthesised value)
@@ -62,24 +62,23 @@ class _Budget:
 class Golden:
     """A healer's golden example: the caller's first checked example that fits, else one
     synthesised from the schema and validated, both found when the healer is built; the
-    synthesised one's contract check waits for its first use (`text`), then the answer is kept
-    (a race checks twice, alike)."""
+    synthesised one's contract check runs at each use (`text_for`), with that run's context."""
 
-    __slots__ = ("_contracts", "_found", "_instance", "_text")
+    __slots__ = ("_contracts", "_instance", "_settled", "_text")
 
     def __init__(
         self, target: Target[Any], examples: Sequence[Any], contracts: Sequence[Contract[Any]]
     ) -> None:
         self._contracts = tuple(contracts)
         self._instance: Any = None  # a synthesised instance whose contracts are still to run
-        self._found = True
+        self._settled = True
         for example in examples:
             self._text = _fitting(target, example)
             if self._text is not None:
                 return
         self._instance = _candidate(target)
         self._text = None if self._instance is None else _fitting(target, self._instance)
-        self._found = self._text is None or not self._contracts
+        self._settled = self._text is None or not self._contracts
 
     @property
     def text(self) -> str | None:
@@ -88,13 +87,13 @@ class Golden:
         return self.text_for(ContractContext())
 
     def text_for(self, ctx: ContractContext) -> str | None:
-        """`text`, a synthesised example's contracts run (at its first use) with `ctx`: the
-        run's own, so that what they validate sees the caller's validation context."""
-        if not self._found:
-            if not _passes(self._instance, self._contracts, ctx):
-                self._text = None
-            self._found = True
-        return self._text
+        """`text`, a synthesised example's contracts run with `ctx`: the run's own, so that
+        what they read and validate is the caller's context. Run at each use (a repair prompt
+        that shows it), not kept: runs of one healer may have contexts the example passes and
+        contexts it breaks."""
+        if self._settled:
+            return self._text
+        return self._text if _passes(self._instance, self._contracts, ctx) else None
 
 
 def golden_example(
