@@ -135,3 +135,32 @@ def test_fixes_exactly_the_fixable_items_and_reasks_exactly_the_refused(kinds: l
     assert {f"[{index}].sku" for index in refused} == {
         d.path for d in diagnostics if d.rule == "not_x"
     }
+
+
+class Line(BaseModel):
+    sku: str
+    qty: int
+
+
+@contract(fields=("qty",), on_fail="drop")
+def not_bulk(line: Line) -> str | None:
+    """A bulk line is dropped."""
+    return "bulk lines are dropped" if line.qty >= 100 else None
+
+
+@contract(fields=("qty",))
+def positive_qty(line: Line) -> str | None:
+    """A line's quantity must be positive (asked again)."""
+    return None if line.qty > 0 else "qty must be positive"
+
+
+def test_after_a_drop_a_reasked_items_values_are_named_at_their_places_as_answered() -> None:
+    """A dropped item before a refused one: the repair names the refused item's field at its
+    place in the answer, with its own value, never another item's path beside it."""
+    healer = Healer(list[Line], item_contracts=[not_bulk, positive_qty])
+    first = '[{"sku": "A", "qty": 500}, {"sku": "B", "qty": 0}]'
+    outcome = healer.run(ScriptedModel([first, '[{"sku": "B", "qty": 3}]']), "p")
+    assert outcome.ok
+    text = outcome.attempts[1].prompt.render()  # type: ignore[union-attr]
+    assert "`[1].qty` = 0" in text
+    assert "also involved" not in text  # `[0].qty` = 0 was the corrected list's path

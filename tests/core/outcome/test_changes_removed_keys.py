@@ -69,3 +69,16 @@ def test_a_json_schema_objects_removed_property_is_listed() -> None:
     was removed, and is listed."""
     outcome = _healed(SCHEMA, {"note": "n", "tag": "x"}, {"note": "N"})
     assert {"note", "tag"} == set(outcome.changed_fields)
+
+
+class Maybe(BaseModel):
+    meta: dict[str, int] | None = None
+    note: str
+
+
+def test_a_map_behind_optional_lists_its_removed_key() -> None:
+    """A map field declared `X | None` lists a removed key as a plain map field does."""
+    outcome = _healed(
+        Maybe, {"meta": {"a": 1, "b": 2}, "note": "n"}, {"meta": {"a": 1}, "note": "N"}
+    )
+    assert {"meta.b", "note"} == set(outcome.changed_fields)

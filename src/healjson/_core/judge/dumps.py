@@ -50,6 +50,10 @@ def _keyed(shape: Shape | None, data: Any, plain: bool, depth: int) -> Any:
         return data
     if isinstance(data, Default):
         return Default(_keyed(shape, data.value, plain, depth + 1))
+    if shape is not None and shape.branches and isinstance(data, dict | list):
+        kind = "object" if isinstance(data, dict) else "array"  # `X | None`, `dict | list`
+        fits = [branch for branch in shape.branches if kind in branch.kinds]
+        shape = fits[0] if len(fits) == 1 else shape
     if shape is None or shape.branches or (isinstance(data, dict) and shape.free):
         # no schema here, or a union's branch that cannot be told: only JSON data's own
         # objects (a JSON Schema target's) are known to keep their keys

@@ -56,7 +56,7 @@ before strict mode: the JSON dump validated laxly (strictly for a JSON Schema ta
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -328,7 +328,7 @@ def _reasked(left: tuple[Diagnostic, ...], made: Correction) -> tuple[Diagnostic
         for d in group if rule.on_fail != "warn" else ():
             path = answered(d.path, kept)
             if not any(under(path, where) for where in refused):
-                still.append(d if path == d.path else dataclasses.replace(d, path=path))
+                still.append(d if path == d.path else _renumbered(d, path, kept))
     judged = {(d.path, d.rule) for d in still}  # the corrected value's, not the answer's
     found = [
         d
@@ -343,6 +343,18 @@ def _reasked(left: tuple[Diagnostic, ...], made: Correction) -> tuple[Diagnostic
             seen.add((d.path, d.rule, d.constraint))
             out.append(d)
     return tuple(out)
+
+
+def _renumbered(d: Diagnostic, path: str, kept: dict[str, Any]) -> Diagnostic:
+    """`d` of the corrected value at its place as answered (`path`), the paths of the values
+    it names (`extra["values"]`: "also involved") renumbered alike."""
+    extra = dict(d.extra)
+    values = extra.get("values")
+    if isinstance(values, Mapping):
+        extra["values"] = {
+            answered(k, kept) if isinstance(k, str) else k: v for k, v in values.items()
+        }
+    return dataclasses.replace(d, path=path, extra=extra)
 
 
 def _by_policy(
