@@ -164,3 +164,31 @@ def test_after_a_drop_a_reasked_items_values_are_named_at_their_places_as_answer
     text = outcome.attempts[1].prompt.render()  # type: ignore[union-attr]
     assert "`[1].qty` = 0" in text
     assert "also involved" not in text  # `[0].qty` = 0 was the corrected list's path
+
+
+@contract(
+    fields=("sku",),
+    on_fail="fix",
+    fix=lambda line: line.model_copy(update={"sku": line.sku.upper()}),
+)
+def upper_sku(line: Line) -> str | None:
+    """A lower-case sku is fixed to upper case."""
+    return "sku must be upper case" if line.sku != line.sku.upper() else None
+
+
+@contract(fields=("sku",))
+def not_retired(line: Line) -> str | None:
+    """The sku X is retired (asked again)."""
+    return "sku X is retired" if line.sku == "X" else None
+
+
+def test_after_a_drop_a_refused_fix_is_named_at_its_place_as_answered() -> None:
+    """A dropped item before an item whose fix another rule refuses: the refusal names the
+    item's field at its place in the answer, never the corrected list's path beside it."""
+    healer = Healer(list[Line], item_contracts=[not_bulk, upper_sku, not_retired])
+    first = '[{"sku": "A", "qty": 500}, {"sku": "x", "qty": 1}]'
+    outcome = healer.run(ScriptedModel([first, '[{"sku": "B", "qty": 1}]']), "p")
+    assert outcome.ok
+    text = outcome.attempts[1].prompt.render()  # type: ignore[union-attr]
+    assert "`[1].sku`" in text
+    assert "`[0].sku`" not in text

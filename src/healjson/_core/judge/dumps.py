@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from healjson._core.sentinels import NOTHING
+from healjson._core.target.json_schema import JsonSchema
 from healjson._core.target.target import Target
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ def answer_data(target: Target[Any], value: Any) -> Any:
         return NOTHING
     from healjson._core.parse.shape import shape_of  # the parser, not at `import healjson`
 
-    plain = type(target.adapter).__name__ == "SchemaAdapter"  # JSON data: every key is kept
+    plain = isinstance(target.type_, JsonSchema)  # JSON data: every key is kept
     return _keyed(shape_of(target), with_defaults(set_only, full), plain, 0)
 
 

@@ -56,7 +56,7 @@ before strict mode: the JSON dump validated laxly (strictly for a JSON Schema ta
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +74,7 @@ from .remedy import (
     Dropped,
     FixFailed,
     answered,
+    as_answered,
     located,
     plan_of,
     refusal,
@@ -304,7 +305,7 @@ def correct(
             path = answered(d.path, made.kept)
             where = next((w for w in made.mended if under(path, w)), None)
             if where is not None:  # an item whose fixed form breaks a rule: it is re-asked
-                refused.setdefault(where, []).append(refusal(d, path, plan, where))
+                refused.setdefault(where, []).append(refusal(d, path, made.kept, plan, where))
     return dataclasses.replace(
         result,
         groups=tuple(map(tuple, regroups)),
@@ -328,7 +329,7 @@ def _reasked(left: tuple[Diagnostic, ...], made: Correction) -> tuple[Diagnostic
         for d in group if rule.on_fail != "warn" else ():
             path = answered(d.path, kept)
             if not any(under(path, where) for where in refused):
-                still.append(d if path == d.path else _renumbered(d, path, kept))
+                still.append(as_answered(d, path, kept))
     judged = {(d.path, d.rule) for d in still}  # the corrected value's, not the answer's
     found = [
         d
@@ -343,18 +344,6 @@ def _reasked(left: tuple[Diagnostic, ...], made: Correction) -> tuple[Diagnostic
             seen.add((d.path, d.rule, d.constraint))
             out.append(d)
     return tuple(out)
-
-
-def _renumbered(d: Diagnostic, path: str, kept: dict[str, Any]) -> Diagnostic:
-    """`d` of the corrected value at its place as answered (`path`), the paths of the values
-    it names (`extra["values"]`: "also involved") renumbered alike."""
-    extra = dict(d.extra)
-    values = extra.get("values")
-    if isinstance(values, Mapping):
-        extra["values"] = {
-            answered(k, kept) if isinstance(k, str) else k: v for k, v in values.items()
-        }
-    return dataclasses.replace(d, path=path, extra=extra)
 
 
 def _by_policy(

@@ -32,6 +32,7 @@ __all__ = [
     "Made",
     "Plan",
     "answered",
+    "as_answered",
     "located",
     "plan_of",
     "refusal",
@@ -113,13 +114,30 @@ def without_unfit(
     return dataclasses.replace(again, unfit=(*again.unfit, *culprits)), None
 
 
-def refusal(diagnostic: Diagnostic, path: str, plan: Plan, where: str) -> Diagnostic:
-    """A violation of an item's fixed form, at its place as answered, saying it is the fixed
-    form's (the value shown is the fix's, not the answer's)."""
+def refusal(
+    diagnostic: Diagnostic, path: str, kept: Mapping[str, Sequence[int]], plan: Plan, where: str
+) -> Diagnostic:
+    """A violation of an item's fixed form, at its place as answered (`as_answered`), saying
+    it is the fixed form's (the value shown is the fix's, not the answer's)."""
     at, _, index = where[:-1].rpartition("[")
     names = ", ".join(f"`{rule.name}`" for rule in plan.item_fixes[at][int(index)])
     constraint = f"{diagnostic.constraint} (as the fix of {names} corrected it)"
-    return dataclasses.replace(diagnostic, path=path, constraint=constraint)
+    return dataclasses.replace(as_answered(diagnostic, path, kept), constraint=constraint)
+
+
+def as_answered(diagnostic: Diagnostic, path: str, kept: Mapping[str, Sequence[int]]) -> Diagnostic:
+    """A diagnostic of the corrected value at its place as answered (`path`: `answered` of its
+    own), the paths of the values it names (`extra["values"]`, "also involved") read alike."""
+    if path == diagnostic.path:
+        return diagnostic
+    extra = dict(diagnostic.extra)
+    values = extra.get("values")
+    if isinstance(values, Mapping):
+        extra["values"] = {
+            answered(key, kept) if isinstance(key, str) else key: value
+            for key, value in values.items()
+        }
+    return dataclasses.replace(diagnostic, path=path, extra=extra)
 
 
 def answered(path: str, kept: Mapping[str, Sequence[int]]) -> str:

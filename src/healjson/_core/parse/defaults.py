@@ -95,12 +95,11 @@ def misspelled(shape: Shape, data: Any) -> bool:
             if shape.optional:
                 for key in data:
                     if key not in props and isinstance(key, str):
-                        form = key_form(key)
-                        name = shape.forms.get(form)
+                        name = shape.forms.get(key_form(key))
                         if name is not None and name not in data:
                             return True
-                        if form in shape.shared and not data.keys() >= set(shape.shared[form]):
-                            return True
+                if shape.shared and shared_key(shape, data) is not None:
+                    return True
             for name, sub in shape.deep:
                 if name in data and misspelled(sub, data[name]):
                     return True
