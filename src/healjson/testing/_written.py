@@ -16,23 +16,18 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, SecretBytes, SecretStr
+from pydantic import AliasChoices, BaseModel
 from pydantic_core import to_jsonable_python
 
-try:  # pydantic >= 2.7
-    from pydantic import Secret as _Secret
-except ImportError:  # pragma: no cover - an older pydantic has no generic `Secret`
-    _Secret = SecretStr  # type: ignore[misc,assignment]
+from healjson._core.judge.snapshot import SECRET_TYPES
 
 __all__ = ["same_where_written", "written"]
-
-_SECRETS = (SecretStr, SecretBytes, _Secret)
 
 
 def written(value: Any, dumped: Any) -> Any:
     """`dumped` (pydantic's JSON-mode dump of `value`, by alias) with what that dump hides put
     back: each secret's real value, each excluded field that holds a value (see the module)."""
-    if isinstance(value, _SECRETS):
+    if isinstance(value, SECRET_TYPES):
         try:
             return to_jsonable_python(value.get_secret_value())
         except Exception:  # a secret JSON cannot hold: the dump's mask is what is written

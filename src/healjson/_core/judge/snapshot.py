@@ -39,7 +39,7 @@ import pathlib
 import uuid
 from collections import deque
 from functools import cached_property
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, SecretBytes, SecretStr
 from pydantic_core import MultiHostUrl, Url, to_json
@@ -49,7 +49,7 @@ try:  # pydantic >= 2.7
 except ImportError:  # pragma: no cover - an older pydantic has no generic `Secret`
     _Secret = SecretStr  # type: ignore[misc,assignment]
 
-__all__ = ["same_snapshot", "snapshot"]
+__all__ = ["SECRET_TYPES", "same_snapshot", "snapshot"]
 
 _EXACT = frozenset({str, bytes, int, bool, type(None), range})
 _VALUES = (
@@ -68,7 +68,8 @@ _VALUES = (
     Url,
     MultiHostUrl,
 )
-_SECRETS = (SecretStr, SecretBytes, _Secret)
+SECRET_TYPES: Final = (SecretStr, SecretBytes, _Secret)
+"""pydantic's secret types: a value a JSON dump masks (`get_secret_value()` reads it)."""
 _CONTAINERS = frozenset({dict, list, tuple})
 """The kinds met most, which go to the container walk with no other check."""
 _END = object()
@@ -197,7 +198,7 @@ def _leaf(node: Any, kind: type, out: list[Any], stack: list[Any]) -> bool:
         out.append(kind)
         out.append(node.isoformat())
         return True
-    if isinstance(node, _SECRETS):
+    if isinstance(node, SECRET_TYPES):
         out.append(kind)
         stack.append(node.get_secret_value())
         return True
