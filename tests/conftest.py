@@ -8,13 +8,15 @@ unset, the suite runs its fast default, `ci` (60 examples), which CI uses.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
-import functools
 import logging
 import os
 import sys
+import tempfile
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,22 +25,31 @@ from hypothesis import settings
 from _healjson_pytestplugin import PROFILE_ENV
 
 
-def _one_default_tls_context() -> None:
-    """The provider SDKs (openai, anthropic, google-genai, pydantic-ai, the Agents SDK) build
-    each client's HTTP transport through `httpx2`, which builds a default TLS context for it,
-    and each context loads the system's CA bundle: about 50 ms, for each of the suite's
-    thousands of clients (they talk plain HTTP to the loopback servers). Here a context is
-    built once per setting and shared, as an application that shares one `http_client` does."""
+def _trust_one_certificate() -> None:
+    """Every SDK's HTTP stack (httpx and httpx2 under openai, anthropic, pydantic-ai and the
+    Agents SDK; httpx under ollama and google-genai, which also builds a context of its own)
+    builds a default TLS context for each client, and each loads the CA bundle that
+    `SSL_CERT_FILE` names (certifi's or the system's otherwise): 20-50 ms, for each of the
+    suite's thousands of clients, which all talk plain HTTP to loopback servers. The suite's
+    processes trust one certificate instead (the first of certifi's bundle), through the
+    variable they all read; the processes a test starts inherit it. Set here, in the process
+    that starts the workers, before it starts them, and again in each worker."""
     try:
-        import httpcore2
-    except ImportError:  # an SDK release on plain httpx: nothing to share
+        import certifi
+    except ImportError:  # no SDK that loads a bundle is installed
         return
-    build = getattr(httpcore2, "default_ssl_context", None)
-    if callable(build) and not hasattr(build, "cache_info"):
-        httpcore2.default_ssl_context = functools.lru_cache(maxsize=None)(build)
+    bundle = Path(certifi.where()).read_text(encoding="ascii")
+    end_marker = "-----END CERTIFICATE-----"
+    first = bundle[bundle.index("-----BEGIN CERTIFICATE-----") : bundle.index(end_marker)]
+    handle, path = tempfile.mkstemp(prefix="healjson-tests-", suffix=".pem")
+    with os.fdopen(handle, "w", encoding="ascii") as file:
+        file.write(first + end_marker + "\n")
+    atexit.register(os.unlink, path)
+    os.environ["SSL_CERT_FILE"] = path
+    os.environ.pop("SSL_CERT_DIR", None)
 
 
-_one_default_tls_context()
+_trust_one_certificate()
 
 
 def _share_compiled_modules() -> None:
