@@ -107,14 +107,30 @@ def answer_text(
 
     A tool call is the answer only when the request's tools were healjson's own (or the
     instructor client's it drives): never when the caller passed `tools=` of their own — then
-    every call is another tool's, reported and never validated. Of several calls, the one named
-    after the target wins, else the first.
+    every call is another tool's, reported and never validated. Without the caller's tools, a
+    call named after the target (`answer_tool_name`) is the answer; without one, a reply that
+    says something beside its calls answers in its text (a request whose answer tool was
+    forced gets no text beside the call: the calls are another tool's, never the value), and
+    a reply of calls alone answers with its first.
     """
     calls = reply.tool_calls
     if not calls or caller_tools:
         return reply.content, False, calls
-    named = [c for c in calls if c.name.casefold() == target.name.casefold()]
-    return (named or list(calls))[0].arguments, True, ()
+    name = answer_tool_name(target.name)
+    named = [c for c in calls if answer_tool_name(c.name) == name]
+    if named:
+        return named[0].arguments, True, ()
+    content = reply.content
+    if content and not content.isspace():
+        return content, False, calls
+    return calls[0].arguments, True, ()
+
+
+def answer_tool_name(name: str) -> str:
+    """`name` compared as a tool's name: its letters and digits, casefolded (an answer tool is
+    named after the target in the characters a provider accepts: `Page_Item_` for
+    `Page[Item]`)."""
+    return "".join(char for char in name.casefold() if char.isalnum())
 
 
 def evaluate(
