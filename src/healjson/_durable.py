@@ -52,16 +52,22 @@ import hashlib
 import inspect
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Literal
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic_core import to_json
 
 from ._core.diagnostic import describe_exception
-from ._core.redact import redact_text, redact_with, run_secrets
+from ._core.redact import redact_text, redact_with, run_secrets, secrets_scope
+from ._core.run.cache import spec_fingerprint
 from ._core.run.drive import exception_kind, is_provider_error, settled
+from ._core.run.owner import call_client
 from ._core.wire.effects import DeadlineExceeded, ProviderError
 from ._core.wire.fault import fault_from_exception
 from ._core.wire.reply import Reply, ToolCall, Usage, to_reply
+
+if TYPE_CHECKING:
+    from ._core.run.healer import Healer
 
 __all__ = [
     "CacheLookupFailed",
@@ -70,6 +76,7 @@ __all__ = [
     "acall_as_data",
     "call_as_data",
     "check_on_degraded",
+    "durable_scope",
     "entry_from_data",
     "is_transient",
     "lookup_as_data",
@@ -291,16 +298,38 @@ def entry_from_data(data: Mapping[str, Any]) -> bytes | str | None:
     return entry
 
 
-def request_id(messages: Any, params: Mapping[str, Any]) -> str:
-    """A healed request's name in its durable units' names: 12 hex digits of a SHA-256 over its
-    messages and parameters as JSON (an object JSON cannot hold counts by its type's name, so
-    the name is the same in every process). One-way: it shows nothing of the request."""
-    request = [messages, sorted(params.items(), key=lambda item: str(item[0]))]
+def request_id(
+    messages: Any,
+    params: Mapping[str, Any],
+    healer: Healer[Any] | None = None,
+    context: Mapping[str, Any] | None = None,
+) -> str:
+    """A healed request's name in its durable units' names: 12 hex digits of a SHA-256 over
+    what shapes its conversation: its messages and parameters as JSON (an object JSON cannot
+    hold counts by its type's name, so the name is the same in every process), and the
+    healer's fingerprint (schema, contracts, reply reader: `spec_fingerprint`) and the run's
+    `context` when given, so that two healers (or two contexts) healing the same request never
+    share recorded calls. One-way: it shows nothing of the request."""
+    request: list[Any] = [messages, sorted(params.items(), key=lambda item: str(item[0]))]
+    if healer is not None:
+        request.append(spec_fingerprint(healer.spec))
+    if context is not None:
+        request.append(context)
     try:
         text = to_json(request, fallback=_type_name, serialize_unknown=True)
     except ValueError:  # text pydantic cannot write as UTF-8 (a lone surrogate)
         text = json.dumps(request, default=_type_name, ensure_ascii=True).encode()
     return hashlib.sha256(text).hexdigest()[:12]
+
+
+def durable_scope(client: Any, call: Any, params: Mapping[str, Any]) -> AbstractContextManager[Any]:
+    """The secrets scope a durable run is driven in: the SDK client its call uses known (`client`
+    as the caller names it, else the client `call` belongs to when it is one of the client's
+    own methods: `call_client`), so that what a unit records never holds the client's key (the
+    run's own scope, around the units' wrapper, cannot see the call); nothing more when
+    neither names one."""
+    known = client if client is not None else call_client(call)
+    return nullcontext() if known is None else secrets_scope(known, params)
 
 
 def _type_name(value: Any) -> str:

@@ -15,7 +15,8 @@ recorded results, so no finished model call is made again — not even the first
 whose repair was in flight — and the healing, deterministic given those results, reaches the
 same point. Each step is keyed by the workflow's id and its position in it (DBOS's own key),
 and named `healjson call N <request>` (`name=` changes the prefix; `<request>`, 12 hex digits
-of a hash of the messages and parameters): DBOS checks a step's recorded name on a recovery, so
+of a hash of the messages and parameters, the healer's fingerprint and the run's context):
+DBOS checks a step's recorded name on a recovery, so
 a workflow whose steps would shift (a step more or fewer before them) stops with DBOS's
 `DBOSUnexpectedStepError` instead of handing one request another's reply.
 
@@ -39,7 +40,9 @@ the last attempt — is returned as a value and retries nothing; with `on_degrad
 raises `healjson.DegradedError` instead (DBOS records the workflow's error; it does not retry
 it).
 
-`healed_step(healer, call)` without messages returns the step function, `step(messages,
+`client=`: the SDK client `call` uses, whose key the steps' redactor then knows (a `call` that
+is one of its own methods names it already). `healed_step(healer, call)` without messages
+returns the step function, `step(messages,
 **params)`, to call inside workflows. `healed_step_async` is the same for async workflows
 (`await`; the call may be async). The healer's contracts run again on a recovery, so they must
 be deterministic (they are in any healjson run that can be replayed).
@@ -58,6 +61,7 @@ from ._durable import (
     acall_as_data,
     call_as_data,
     check_on_degraded,
+    durable_scope,
     entry_from_data,
     lookup_as_data,
     out_of_retries,
@@ -78,6 +82,7 @@ def healed_step(
     messages: Any = _FACTORY,
     *,
     context: Mapping[str, Any] | None = None,
+    client: Any = None,
     name: str = NAME,
     retries: int = 5,
     retry_interval_s: float = 1.0,
@@ -95,7 +100,7 @@ def healed_step(
     def step(messages: Any, *, context: Mapping[str, Any] | None = None, **more: Any) -> Any:
         counter = iter(range(1, 1_000_000))
         given = {**params, **more}
-        request = request_id(messages, given)
+        request = request_id(messages, given, healer, context)
 
         def durable(sent: list[dict[str, Any]], **kwargs: Any) -> Any:
             named = {**options, "name": f"{name} {next(counter)} {request}"}
@@ -109,7 +114,8 @@ def healed_step(
                 raise spent from None
             return reply_from_data(data)
 
-        outcome: Outcome[Any] = stepped.run(durable, messages, context=context, **given)
+        with durable_scope(client, call, given):
+            outcome: Outcome[Any] = stepped.run(durable, messages, context=context, **given)
         return _settle(outcome, mode)
 
     if messages is _FACTORY:
@@ -123,6 +129,7 @@ async def healed_step_async(
     messages: Any,
     *,
     context: Mapping[str, Any] | None = None,
+    client: Any = None,
     name: str = NAME,
     retries: int = 5,
     retry_interval_s: float = 1.0,
@@ -135,7 +142,7 @@ async def healed_step_async(
     dbos = require_extra("dbos", "dbos").DBOS
     options = _options(retries, retry_interval_s)
     counter = iter(range(1, 1_000_000))
-    request = request_id(messages, params)
+    request = request_id(messages, params, healer, context)
 
     async def durable(sent: list[dict[str, Any]], **kwargs: Any) -> Any:
         named = {**options, "name": f"{name} {next(counter)} {request}"}
@@ -150,7 +157,8 @@ async def healed_step_async(
         return reply_from_data(data)
 
     stepped = _recorded_cache(healer, dbos, name)
-    outcome: Outcome[Any] = await stepped.arun(durable, messages, context=context, **params)
+    with durable_scope(client, call, params):
+        outcome: Outcome[Any] = await stepped.arun(durable, messages, context=context, **params)
     settled: Outcome[Any] = _settle(outcome, mode)
     return settled
 

@@ -14,7 +14,8 @@
 The activity heals the request with the ordinary driver and returns the outcome as data
 (`Outcome.to_dict()`, which `healjson.outcome_from_dict` reads back). Each model call that
 finishes is recorded in the activity's heartbeat details (the reply as data, redacted as
-`healjson._durable` says), under the request's name (`request_id`); an attempt that Temporal
+`healjson._durable` says), under the request's name (`request_id`: its messages and parameters,
+the healer's fingerprint and the run's context); an attempt that Temporal
 retries reads them back and makes only the calls that never finished — the engine is
 deterministic given its calls' results, so the run reaches the same point. Calls recorded for
 another request (an activity of your own that heals several: the details hold the last one's)
@@ -31,7 +32,9 @@ a refusal, a content filter, a spent budget, an answer still invalid after the l
 is returned as data and consumes no retry; with `on_degraded="raise"` it raises a non-retryable
 `ApplicationError` (type `healjson.Degraded`, the outcome's data as its detail).
 
-`healed_activity(healer, call, messages, **params)` with messages runs the same inside an
+`client=`: the SDK client `call` uses, whose key the redactor then knows (a `call` that is one
+of its own methods names it already). `healed_activity(healer, call, messages, **params)` with
+messages runs the same inside an
 activity of your own and returns the `Outcome` (raising as above).
 """
 
@@ -48,6 +51,7 @@ from ._durable import (
     acall_as_data,
     call_as_data,
     check_on_degraded,
+    durable_scope,
     reply_from_data,
     request_id,
 )
@@ -66,6 +70,7 @@ def healed_activity(
     messages: Any = _FACTORY,
     *,
     context: Mapping[str, Any] | None = None,
+    client: Any = None,
     name: str = "healjson_heal",
     on_degraded: str = "value",
     **params: Any,
@@ -76,14 +81,20 @@ def healed_activity(
     temporal = require_extra("temporalio.activity", "temporal", "temporalio")
     if messages is not _FACTORY:
         if inspect.iscoroutinefunction(call):
-            return _arun(healer, call, messages, context, params, mode=mode)
-        return _run(healer, call, messages, context, params, mode=mode)
+            return _arun(healer, call, messages, context, params, mode=mode, client=client)
+        return _run(healer, call, messages, context, params, mode=mode, client=client)
     if inspect.iscoroutinefunction(call):
 
         async def heal_async(request: dict[str, Any]) -> dict[str, Any]:
             given = _request(request)
             outcome = await _arun(
-                healer, call, given[0], given[1], {**params, **given[2]}, mode=mode
+                healer,
+                call,
+                given[0],
+                given[1],
+                {**params, **given[2]},
+                mode=mode,
+                client=client,
             )
             return outcome.to_dict()
 
@@ -91,7 +102,9 @@ def healed_activity(
 
     def heal(request: dict[str, Any]) -> dict[str, Any]:
         given = _request(request)
-        outcome = _run(healer, call, given[0], given[1], {**params, **given[2]}, mode=mode)
+        outcome = _run(
+            healer, call, given[0], given[1], {**params, **given[2]}, mode=mode, client=client
+        )
         return outcome.to_dict()
 
     return temporal.defn(name=name)(heal)
@@ -139,8 +152,9 @@ def _run(
     params: dict[str, Any],
     *,
     mode: str,
+    client: Any,
 ) -> Outcome[Any]:
-    recorded = _Recorded(request_id(messages, params))
+    recorded = _Recorded(request_id(messages, params, healer, context))
     errors = healer.policy.provider_errors
 
     def durable(sent: list[dict[str, Any]], **kwargs: Any) -> Any:
@@ -149,7 +163,9 @@ def _run(
             data = call_as_data(call, sent, kwargs, errors)
         return recorded.record(data)
 
-    return _settle(healer.run(durable, messages, context=context, **params), mode)
+    with durable_scope(client, call, params):
+        outcome = healer.run(durable, messages, context=context, **params)
+    return _settle(outcome, mode)
 
 
 async def _arun(
@@ -160,8 +176,9 @@ async def _arun(
     params: dict[str, Any],
     *,
     mode: str,
+    client: Any,
 ) -> Outcome[Any]:
-    recorded = _Recorded(request_id(messages, params))
+    recorded = _Recorded(request_id(messages, params, healer, context))
     errors = healer.policy.provider_errors
 
     async def durable(sent: list[dict[str, Any]], **kwargs: Any) -> Any:
@@ -170,7 +187,9 @@ async def _arun(
             data = await acall_as_data(call, sent, kwargs, errors)
         return recorded.record(data)
 
-    return _settle(await healer.arun(durable, messages, context=context, **params), mode)
+    with durable_scope(client, call, params):
+        outcome = await healer.arun(durable, messages, context=context, **params)
+    return _settle(outcome, mode)
 
 
 def _settle(outcome: Outcome[Any], mode: str) -> Outcome[Any]:
