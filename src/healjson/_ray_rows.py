@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from healjson._batch.request import ROW_FIELDS, missing, read_messages
 from healjson._core.diagnostic import jsonable, short_repr
+from healjson._core.outcome.json_text import strict_dumps
 from healjson._core.outcome.outcome import Outcome
 from healjson._core.outcome.record import revealing
 from healjson._core.outcome.written import as_written
@@ -232,7 +233,7 @@ class History:
         """The history column's text, through the redactor (the replies are model text; a
         secret they echo is not carried to the next pass)."""
         data = {"messages": list(self.messages), "replies": [r.to_dict() for r in self.replies]}
-        return json.dumps(_plain_data(data), ensure_ascii=False)
+        return strict_dumps(_plain_data(data), ensure_ascii=False)
 
 
 def read_history(value: Any) -> tuple[History | None, str | None]:
@@ -290,7 +291,7 @@ def outcome_row(outcome: Outcome[Any], target: Target[Any], *, full: bool = Fals
             "errors": "[]" if outcome.ok else _record_text([d.to_dict() for d in outcome.errors]),
         }
     if full:
-        row[OUTCOME_COLUMN] = json.dumps(outcome.to_dict(), ensure_ascii=False)
+        row[OUTCOME_COLUMN] = strict_dumps(outcome.to_dict(), ensure_ascii=False)
     return row
 
 
@@ -393,7 +394,7 @@ def _value_text(target: Target[Any], value: Any) -> str:
     try:
         return target.adapter.dump_json(value, by_alias=True).decode()
     except Exception:  # a type pydantic cannot serialise: healjson's safe rendering
-        return json.dumps(jsonable(value), ensure_ascii=False)
+        return strict_dumps(jsonable(value), ensure_ascii=False)
 
 
 def _plain_data(data: Any) -> Any:
@@ -405,7 +406,7 @@ def _plain_data(data: Any) -> Any:
 def _record_text(data: Any) -> str:
     """Record data (diagnostics, an outcome) as JSON text, every string passed through the
     redactor as `outcome.trace("json")` does."""
-    return json.dumps(redact_data(data, by_name=False), ensure_ascii=False)
+    return strict_dumps(redact_data(data, by_name=False), ensure_ascii=False)
 
 
 def _text_of(value: Any) -> Any:

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from healjson._core.outcome.json_text import strict_dumps
+
 from .json_lines import CHUNK_BYTES, Line, parse_line, read_lines
 from .rows import BatchError, row_id, row_key
 
@@ -202,9 +204,9 @@ class OutputFile:
 
 def _line(row: Mapping[str, Any]) -> bytes:
     try:
-        return (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
+        return (strict_dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate from the endpoint: escape everything
-        return (json.dumps(row, ensure_ascii=True) + "\n").encode("ascii")
+        return (strict_dumps(row, ensure_ascii=True) + "\n").encode("ascii")
 
 
 def _copy_except(source: IO[bytes], target: IO[bytes], dropped: list[tuple[int, int]]) -> None:

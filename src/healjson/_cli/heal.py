@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from healjson._core.outcome.json_text import strict_dumps
 from healjson._core.outcome.outcome import Degraded, Outcome
 from healjson._core.outcome.trace import render_messages
 from healjson._core.redact import redact_text
@@ -95,7 +96,7 @@ def heal(
         data = outcome.to_dict()
         if isinstance(outcome, Degraded):
             data["repair_request"] = _request_data(prompt, original)
-        typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        typer.echo(strict_dumps(data, ensure_ascii=False, indent=2))
     else:
         echo_markdown(heal_report(outcome, prompt, original), nl=False)
     if not outcome.ok:

@@ -15,7 +15,6 @@ never altered. This module and
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +36,7 @@ from healjson._core.sentinels import MISSING
 from healjson._core.wire.reply import ToolCall, Usage
 
 from .attempt import Attempt, Reason
+from .json_text import strict_dumps
 from .trace import public_params, render_markdown, revealing
 
 if TYPE_CHECKING:
@@ -420,7 +420,7 @@ def _bool(data: Mapping[str, Any], key: str) -> bool:
 def render_trace(outcome: Outcome[Any], format: str = "markdown") -> str:
     """`markdown` (the self-healing log) or `json` (the round-trippable record)."""
     if format == "json":
-        return json.dumps(outcome_to_dict(outcome), ensure_ascii=False, indent=2)
+        return strict_dumps(outcome_to_dict(outcome), ensure_ascii=False, indent=2)
     if format in ("markdown", "md"):
         return render_markdown(outcome)
     raise ValueError(f"trace format must be 'markdown' or 'json', got {format!r}")
