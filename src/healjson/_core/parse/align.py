@@ -54,7 +54,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from pydantic import ValidationError
@@ -132,13 +132,31 @@ def align(target: Target[Any], data: Any, context: Any = None) -> Fit:
     except RecursionError:  # nested deeper than the reader goes: pydantic's errors stand
         return fitted
     if reading.count == _MANY or reading.value is data:
-        return fitted
+        return _with_clashes(target, fitted, data)
     trial = _validate(target, reading.value, reading.flags, context)
     if trial.ok:
         return settled(target, reading.value, trial, context)
     if len(trial.errors) < len(fitted.errors):
-        return trial
-    return fitted
+        return _with_clashes(target, trial, data)
+    return _with_clashes(target, fitted, data)
+
+
+def _with_clashes(target: Target[Any], failed: Fit, data: Any) -> Fit:
+    """`failed` with the keys of `data` that settle no field (`misnamed_keys`: a key spelling
+    several fields, a field under several keys) among its errors, as `settled` reports them
+    for data that validates: a repair then asks for every fix at once, not the keys only after
+    the rest is fixed. Only keys are read (`defaults.misspelled` first: cheap when none is)."""
+    shape = shape_of(target)
+    aligner = _Aligner(keys_only=True)
+    try:
+        if not misspelled(shape, data):
+            return failed
+        aligner.align(shape, data)
+    except RecursionError:
+        return failed
+    if not aligner.clashes:
+        return failed
+    return replace(failed, errors=(*failed.errors, *clash_errors(data, aligner.clashes)))
 
 
 def stands(target: Target[Any], text: str, instance: Any, context: Any = None) -> bool:
