@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, fields
+from typing import Any, Final, Literal
 
 from ._core.diagnostic import ROOT, Diagnostic, Source
 from ._core.outcome.outcome import Healed, Outcome
@@ -72,6 +72,17 @@ class AgentRepair:
     diagnostics: tuple[Diagnostic, ...] = ()
     run_id: str = ""
 
+    def __post_init__(self) -> None:
+        # kept as healjson keeps every record of model text: through the redactor (the tool
+        # and the SDK were handed the real text before the entry was made)
+        object.__setattr__(self, "raw_text", redact_text(self.raw_text))
+        if self.value_json is not None:
+            object.__setattr__(self, "value_json", redact_text(self.value_json))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _ENTRY_FIELDS)
+        return redact_text(f"AgentRepair({shown})")
+
     def __str__(self) -> str:
         what = (
             f"tool {self.name} call {self.call_id}"
@@ -83,6 +94,9 @@ class AgentRepair:
             return f"{what}: healed locally ({', '.join(self.flags) or 'contracts'}): {value}"
         told = "; ".join(d.describe(max_value_chars=60) for d in self.diagnostics)
         return f"{what}: not healed: {told or 'no usable value'}"
+
+
+_ENTRY_FIELDS: Final = tuple(f.name for f in fields(AgentRepair))
 
 
 class HealLog:

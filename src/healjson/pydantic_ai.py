@@ -42,8 +42,9 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, is_dataclass
+from dataclasses import fields as dataclass_fields
 from types import SimpleNamespace
-from typing import Any, Literal, cast
+from typing import Any, Final, Literal, cast
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import SchemaValidator, from_json, to_json, to_jsonable_python
@@ -57,7 +58,7 @@ from ._core.judge.judging import judge_value
 from ._core.observe import events
 from ._core.parse.defaults import left_out
 from ._core.parse.shape import shape_of
-from ._core.redact import redact_text
+from ._core.redact import redact_data, redact_text
 from ._core.repair.quote import render_diagnostics
 from ._core.run.drive import drive_async, drive_sync
 from ._core.run.policy import HealPolicy
@@ -110,7 +111,11 @@ class HealRecord:
     contract with `on_fail="warn"` broke; the value was kept) or `"stopped"` (a contract with
     `on_fail="stop"` broke: the run ended with `ContractStopped`). `kind`: `"tool"`
     (its `name` is the tool's) or `"output"` (the output's name). `flags`: the local repairs
-    (`healjson.Flag`). `run_id`: pydantic-ai's run id (`result.run_id`)."""
+    (`healjson.Flag`). `run_id`: pydantic-ai's run id (`result.run_id`).
+
+    Kept as healjson keeps every record: `raw`, and `value` when it is JSON data (a dict,
+    list or string: a copy, the tool still gets the real value), pass the redactor
+    (credential shapes, values under a credential field's name); `repr` too."""
 
     action: Literal["healed", "retry", "warned", "stopped"]
     kind: Literal["tool", "output"]
@@ -121,6 +126,18 @@ class HealRecord:
     flags: tuple[Flag, ...] = ()
     value: Any = None
     diagnostics: tuple[Diagnostic, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "raw", redact_text(self.raw))
+        # as an outcome's records keep the caller's data (`record.outcome_to_dict`)
+        object.__setattr__(self, "value", redact_data(self.value, by_name=False, fields=True))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _RECORD_FIELDS)
+        return redact_text(f"HealRecord({shown})")
+
+
+_RECORD_FIELDS: Final = tuple(f.name for f in dataclass_fields(HealRecord))
 
 
 @dataclass

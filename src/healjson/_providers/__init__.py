@@ -140,19 +140,30 @@ def _keys(*sets: tuple[str, ...]) -> tuple[frozenset[str], ...]:
     return tuple(frozenset(keys) for keys in sets)
 
 
+# where an SDK's httpx client (`_client`) holds a credential: its default headers and query,
+# its `auth` (a `BasicAuth`, `DigestAuth`...) and its base URL's userinfo
+_HTTP_PLACES: Final = ("headers", "params", "auth", "base_url")
+_HTTP_CLIENT: Final = tuple(f"_client.{place}" for place in _HTTP_PLACES)
+_GENAI_HTTP: Final = ("_httpx_client", "_async_httpx_client")
+
 # dispatch order: the first format whose test matches an object reads it
 PROVIDERS: Final = Registry(
     Line(
         "openai_chat",
         clients=("openai",),
-        # `api_key`, `admin_api_key`, Azure's `_azure_ad_token`; the caller's default headers
-        # and query parameters
+        # `api_key`, `admin_api_key`, Azure's `_azure_ad_token`, the webhook secret; the
+        # caller's default headers and query parameters; the base URLs' userinfo and query;
+        # the HTTP client's own headers, query, auth (`http_client=httpx.Client(auth=...)`)
         credentials=(
             "api_key",
             "admin_api_key",
             "_azure_ad_token",
+            "webhook_secret",
             "_custom_headers",
             "_custom_query",
+            "_base_url",
+            "websocket_base_url",
+            *_HTTP_CLIENT,
         ),
         creates=(
             ("openai.resources.chat.completions.completions", ("Completions", "AsyncCompletions")),
@@ -171,7 +182,18 @@ PROVIDERS: Final = Registry(
         clients=("anthropic",),
         classes=("anthropic.",),
         keys=_keys(("stop_reason", "content"), ("type",)),
-        credentials=("api_key", "auth_token", "_custom_headers", "_custom_query"),
+        # its key and token, the webhook key, a credentials profile's headers, the caller's
+        # default headers and query, the base URL's userinfo and query, the HTTP client's own
+        credentials=(
+            "api_key",
+            "auth_token",
+            "webhook_key",
+            "_credential_headers",
+            "_custom_headers",
+            "_custom_query",
+            "_base_url",
+            *_HTTP_CLIENT,
+        ),
         creates=(("anthropic.resources.messages.messages", ("Messages", "AsyncMessages")),),
         errors=frozenset({"anthropic"}),
     ),
@@ -187,8 +209,18 @@ PROVIDERS: Final = Registry(
             ("usage_metadata",),
         ),
         # the API client's `api_key`; `_http_options.headers` carries `x-goog-api-key`; Vertex
-        # credentials a token
-        credentials=("api_key", "_http_options.headers", "_credentials.token"),
+        # credentials a token; the base URL's userinfo and query; the HTTP clients' arguments
+        # (`client_args`: auth, params, headers) and the HTTP clients themselves
+        credentials=(
+            "api_key",
+            "_http_options.headers",
+            "_credentials.token",
+            "custom_base_url",
+            "_http_options.base_url",
+            "_http_options.client_args",
+            "_http_options.async_client_args",
+            *(f"{client}.{place}" for client in _GENAI_HTTP for place in _HTTP_PLACES),
+        ),
         nested=("_api_client",),
         errors=frozenset({"google"}),
     ),
@@ -197,7 +229,9 @@ PROVIDERS: Final = Registry(
         clients=("ollama",),
         classes=("ollama.",),
         keys=_keys(("message", "done")),
-        credentials=("_client.headers",),  # an `OLLAMA_API_KEY` as `authorization`
+        # its httpx client: headers (an `OLLAMA_API_KEY` as `authorization`), the default
+        # query (`params=`), `auth=` and the base URL (the SDK drops a host's userinfo)
+        credentials=_HTTP_CLIENT,
         errors=frozenset({"ollama"}),
     ),
 )

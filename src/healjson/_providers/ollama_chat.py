@@ -344,12 +344,13 @@ def _wire_tool(model: type[BaseModel]) -> dict[str, Any]:
 
 class OllamaCollector:
     """Streamed chunks read whole: the text pieces joined, each call as sent (Ollama streams a
-    call whole, in one chunk), the finish and usage from the last chunk; thinking not kept."""
+    call whole, in one chunk), the finish and usage from the last chunk, `thinking` joined."""
 
-    __slots__ = ("_calls", "_last", "_text")
+    __slots__ = ("_calls", "_last", "_text", "_thinking")
 
     def __init__(self) -> None:
         self._text: list[str] = []
+        self._thinking: list[str] = []
         self._calls: list[Any] = []
         self._last: Any = None
 
@@ -360,6 +361,8 @@ class OllamaCollector:
         self._calls.extend(as_list(get_field(message, "tool_calls")))
         if get_field(chunk, "done") is True:
             self._last = chunk
+        if isinstance(thinking := get_field(message, "thinking"), str) and thinking:
+            self._thinking.append(thinking)  # the reasoning, as the whole reply's reader keeps it
         text = chunk_text(get_field(message, "content"), "message.content")
         if text:
             self._text.append(text)
@@ -369,10 +372,9 @@ class OllamaCollector:
     def reply(self) -> Reply:
         """The whole answer read so far."""
         last, calls = self._last or {}, _calls(self._calls)
-        model = opt_str(get_field(last, "model"))
-        text = "".join(self._text) if self._text else None
-        finish = opt_str(get_field(last, "done_reason"))
-        return new_reply(text, finish, None, _usage(last, model), model, None, calls)
+        model, finish = opt_str(get_field(last, "model")), opt_str(get_field(last, "done_reason"))
+        text, thinking = "".join(self._text) or None, "".join(self._thinking) or None
+        return new_reply(text, finish, None, _usage(last, model), model, thinking, calls)
 
 
 OLLAMA: Final = ToolDialect("ollama", _read_tool, _wire_tool, lambda choice: False, OllamaCollector)

@@ -32,13 +32,15 @@ __all__ = ["CHAT", "ChatCollector", "forced", "read_function_tool", "strict_func
 
 
 class ChatCollector:
-    """`chat.completion.chunk`s (SDK objects or dicts): content, refusal, reasoning is not
-    kept, each call gathered by its `index` (its id and name from its first delta)."""
+    """`chat.completion.chunk`s (SDK objects or dicts): content, refusal, the OpenAI-compatible
+    reasoning pieces (`reasoning_content` / `reasoning`, as the whole reply's reader keeps
+    them), each call gathered by its `index` (its id and name from its first delta)."""
 
-    __slots__ = ("_calls", "_finish", "_model", "_refusal", "_text", "_usage")
+    __slots__ = ("_calls", "_finish", "_model", "_reasoning", "_refusal", "_text", "_usage")
 
     def __init__(self) -> None:
         self._text: list[str] = []
+        self._reasoning: list[str] = []
         self._refusal: list[str] = []
         self._calls: dict[int, list[Any]] = {}  # index -> [id, name, argument pieces]
         self._finish: str | None = None
@@ -63,6 +65,9 @@ class ChatCollector:
         refusal = chunk_text(get_field(delta, "refusal"), "choices[0].delta.refusal")
         if refusal:
             self._refusal.append(refusal)
+        reasoning = _reasoning_piece(delta)
+        if reasoning:
+            self._reasoning.append(reasoning)
         for call in as_list(get_field(delta, "tool_calls")):
             index = get_field(call, "index")
             entry = self._calls.setdefault(index if isinstance(index, int) else 0, [None, "", []])
@@ -89,9 +94,23 @@ class ChatCollector:
             "".join(self._refusal) or None,
             None if self._usage is None else chat_usage(self._usage, self._model),
             self._model,
-            None,
+            "".join(self._reasoning) or None,
             calls,
         )
+
+
+def _reasoning_piece(delta: Any) -> str:
+    """A chat delta's reasoning piece: `reasoning_content` (DeepSeek, vLLM, Qwen) or `reasoning`
+    (OpenRouter, Ollama, newer vLLM), on the delta or in the SDK's `model_extra`; "" for none."""
+    extra = getattr(delta, "model_extra", None) if isinstance(delta, BaseModel) else None
+    for source in (delta, extra):
+        if source is None:
+            continue
+        for name in ("reasoning_content", "reasoning"):
+            value = get_field(source, name)
+            if isinstance(value, str) and value:
+                return value
+    return ""
 
 
 # -- the tools -------------------------------------------------------------------------------

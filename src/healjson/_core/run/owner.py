@@ -1,12 +1,12 @@
 """The SDK client a model call belongs to, when the call is one of the client's own methods.
 
-`Healer.run(client.chat.completions.create, ...)`, a durable step or activity given
-`client.messages.create`: the call is a bound method of an SDK resource, and the resource holds
-its client (`_client`, the attribute the OpenAI and Anthropic SDKs' resources keep it under;
-google-genai's `Models` holds its API client as a nested client the redactor already follows;
-an Ollama `Client`'s methods are the client's own). Knowing the client, the run's redactor
-knows its key, as inside `wrap(client)`. A function of the caller's own that calls a client is
-opaque: no client is found, and only credential names and shapes are redacted.
+`Healer.run` or a durable step given `client.chat.completions.create`: the call is a bound
+method of an SDK resource, and the resource holds its client under `_client` (where the SDKs
+built on a generated client keep it); a client whose methods are its own is the owner itself,
+and a resource that holds its API client under another name is kept (the redactor follows the
+nested clients the providers register). Knowing the client, the run's redactor knows its key,
+as inside `wrap(client)`. A function of the caller's own that calls a client is opaque: no
+client is found, and only credential names and shapes are redacted.
 """
 
 from __future__ import annotations

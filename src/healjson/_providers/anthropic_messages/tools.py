@@ -28,7 +28,9 @@ __all__ = ["ANTHROPIC", "AnthropicCollector", "forces_call"]
 class AnthropicCollector:
     """Messages stream events: text blocks joined, each `tool_use` block a call (its id and
     name from `content_block_start`, its arguments the `input_json_delta` pieces as sent),
-    the stop reason and usage from `message_start` / `message_delta`; thinking is not kept."""
+    the stop reason and usage from `message_start` / `message_delta`; each `thinking` block's
+    pieces joined, the blocks apart by a blank line, as the reasoning (as the whole message's
+    reader keeps them)."""
 
     __slots__ = ("_blocks", "_finish", "_model", "_refusal", "_start", "_usage")
 
@@ -53,6 +55,9 @@ class AnthropicCollector:
                 get_field(block, "name"),
                 [],
             ]
+            if entry[0] == "thinking":  # a thinking block may start with a first piece
+                first = get_field(block, "thinking")
+                entry[3].extend([first] if isinstance(first, str) and first else [])
             self._blocks[index] = entry
         elif kind == "content_block_delta" and isinstance(index, int) and index in self._blocks:
             delta = get_field(event, "delta") or {}
@@ -65,6 +70,8 @@ class AnthropicCollector:
             if piece == "input_json_delta" and entry[0] == "tool_use":
                 json_piece = get_field(delta, "partial_json")
                 entry[3].append(chunk_text(json_piece, "input_json_delta.partial_json"))
+            if piece == "thinking_delta" and entry[0] == "thinking":
+                entry[3].append(chunk_text(get_field(delta, "thinking"), "thinking_delta.thinking"))
         elif kind == "message_start":
             message = get_field(event, "message") or {}
             self._model = opt_str(get_field(message, "model"))
@@ -85,6 +92,7 @@ class AnthropicCollector:
         """The whole answer read so far."""
         ordered = [self._blocks[i] for i in sorted(self._blocks)]
         texts = ["".join(pieces) for kind, _, _, pieces in ordered if kind == "text"]
+        thoughts = ["".join(pieces) for kind, _, _, pieces in ordered if kind == "thinking"]
         calls = tuple(
             ToolCall(str(name or ""), "".join(pieces), call_id)
             for kind, call_id, name, pieces in ordered
@@ -105,7 +113,7 @@ class AnthropicCollector:
             self._refusal,
             usage,
             self._model,
-            None,
+            "\n\n".join(t for t in thoughts if t) or None,
             calls,
         )
 

@@ -7,7 +7,8 @@ both traces and batch rows. Every one of those passes through this module, by co
 1. **Known secret values.** Inside `secrets_scope(client, params)` (around each healing call)
    the credential values healjson can see are removed wherever they occur, a mapping's keys
    included: the client's API key or token (where its wire format says:
-   `add_credential_places`), its default headers' and query's credentials, every string under
+   `add_credential_places`), its default headers' and query's credentials, its HTTP client's
+   auth and its base URL's userinfo (what each place holds: `places`), every string under
    a credential-like name in the call's parameters, and their URL-, JSON- and repr-escaped
    forms. Strings shorter than 8 characters are never secret values (ordinary text).
 2. **Credential-like names.** In mappings, at any depth, the value under a name such as
@@ -32,11 +33,21 @@ import json
 import re
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any, Final
 from urllib.parse import quote, quote_plus
+
+from .places import (
+    add_credential_places,
+    client_holders,
+    client_secrets,
+    credential_places,
+    is_credential_name,
+    named_strings,
+    read_attribute,
+)
 
 __all__ = [
     "MARKER",
@@ -57,22 +68,6 @@ MARKER: Final = "[redacted]"
 MIN_SECRET_CHARS: Final = 8
 _MAX_DEPTH: Final = 64  # deeper than this, data is replaced rather than walked
 
-_NAMES: Final = frozenset(
-    {
-        "apikey",
-        "auth",
-        "authorization",
-        "cookie",
-        "key",
-        "proxyauthorization",
-        "setcookie",
-        "xapikey",
-        "xgoogapikey",
-    }
-)
-_NAME_PARTS: Final = ("token", "secret", "password", "passwd", "credential")
-_SEPARATORS: Final = str.maketrans("", "", "-_. ")
-
 # `Authorization: Bearer x`, `"authorization": "Basic x"`, `'Proxy-Authorization': 'x'`: the
 # optional scheme word, then one value (or a marker left by an earlier pass, for idempotence).
 _AUTH_FIELD: Final = re.compile(
@@ -89,35 +84,6 @@ _FIELD_NAME: Final = re.compile(rf"(?i)(?:(?:proxy-)?authorization|{_FIELDS})$")
 _Named = Callable[[str], bool] | None  # which keys' string values are masked
 _BEARER: Final = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/=]{8,}")
 _SCHEME: Final = re.compile(r"(?i)^(?:bearer|basic|token|apikey)\s+(\S+)$")
-
-# where a client keeps its credentials, and the clients inside it: each wire format names its
-# SDK's (`wire.formats.WireFormat.credential_attributes`, `nested_clients`) when it is
-# registered (`add_credential_places`); a wrapper's `client` (instructor's) is one too
-_NESTED_ATTRIBUTES: Final = ("client",)
-_CREDENTIALS: Final[list[str]] = []
-_NESTED: Final[list[str]] = []
-_MAX_NESTING: Final = 2
-
-
-def add_credential_places(attributes: Iterable[str], nested: Iterable[str] = ()) -> None:
-    """Client attributes (dotted: `_http_options.headers`) that hold a credential, and those
-    holding another client (whose credentials count too): the wire formats' own, added when
-    each is registered."""
-    _CREDENTIALS.extend(name for name in attributes if name not in _CREDENTIALS)
-    _NESTED.extend(name for name in nested if name not in _NESTED)
-
-
-def credential_places() -> tuple[list[str], list[str]]:
-    """The credential attributes and nested-client attributes known (the lists themselves:
-    read, don't change them)."""
-    return _CREDENTIALS, _NESTED
-
-
-@functools.lru_cache(maxsize=2048)
-def is_credential_name(name: str) -> bool:
-    """True for a mapping key whose value is a credential (`X-Api-Key`, `access_token`...)."""
-    flat = name.lower().translate(_SEPARATORS)
-    return flat in _NAMES or any(part in flat for part in _NAME_PARTS)
 
 
 def redact_text(text: str) -> str:
@@ -255,7 +221,7 @@ def _named_forms(params: Mapping[str, Any] | None) -> set[str]:
             break
     else:
         return set()
-    return {form for value in _named_strings(params, 0) for form in _variants(value)}
+    return {form for value in named_strings(params) for form in _variants(value)}
 
 
 class _ClientForms:
@@ -267,7 +233,7 @@ class _ClientForms:
     __slots__ = ("_forms", "_holders")
 
     def __init__(self, client: Any) -> None:
-        self._holders = tuple(_weakly(holder) for holder in _holders(client, 0))
+        self._holders = tuple(_weakly(holder) for holder in client_holders(client))
         self._forms: tuple[tuple[Any, ...], tuple[str, ...]] | None = None
 
     @classmethod
@@ -287,7 +253,7 @@ class _ClientForms:
         return found
 
     def fingerprint(self) -> tuple[Any, ...]:
-        return tuple([_attribute(holder(), "api_key") for holder in self._holders])
+        return tuple([read_attribute(holder(), "api_key") for holder in self._holders])
 
     @classmethod
     def current(cls, client: Any) -> tuple[str, ...]:
@@ -310,7 +276,7 @@ class _ClientForms:
         cached = self._forms
         if cached is not None and cached[0] == fingerprint:
             return cached[1]
-        secrets = {secret for ref in self._holders for secret in _own_secrets(ref())}
+        secrets = {secret for ref in self._holders for secret in client_secrets(ref())}
         forms = _longest_first({form for value in secrets for form in _variants(value)})
         if cached is not None:  # a changed key: values checked against the old one go
             _VALUES.clear()
@@ -528,55 +494,6 @@ def _mapping(
         else:
             out[key] = _walk(item, secrets, named, depth + 1)
     return out
-
-
-def _named_strings(value: Any, depth: int, named: bool = False) -> Iterator[str]:
-    """Strings found under credential-like names, at any depth of the call's parameters."""
-    if depth > _MAX_DEPTH:
-        return
-    if isinstance(value, str | bytes):
-        if named:
-            yield value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            inner = named or (isinstance(key, str) and is_credential_name(key))
-            yield from _named_strings(item, depth + 1, inner)
-    elif isinstance(value, list | tuple | set | frozenset):
-        for item in value:
-            yield from _named_strings(item, depth + 1, named)
-
-
-def _own_secrets(client: Any) -> Iterator[str]:
-    """The credentials one client holds itself (read defensively: any object may be passed,
-    or None for a client already gone)."""
-    # a string is the credential; a mapping (default headers, query) holds it under a name
-    for path in _CREDENTIALS:
-        value = client
-        for name in path.split("."):
-            value = _attribute(value, name)
-        if isinstance(value, str):
-            yield value
-        elif isinstance(value, Mapping):
-            yield from _named_strings(value, 0)
-
-
-def _holders(client: Any, depth: int) -> Iterator[Any]:
-    """The client and the clients inside it (whose `api_key` may change during a call)."""
-    yield client
-    if depth < _MAX_NESTING:
-        for name in (*_NESTED_ATTRIBUTES, *_NESTED):
-            inner = _attribute(client, name)
-            if inner is not None and inner is not client:
-                yield from _holders(inner, depth + 1)
-
-
-def _attribute(obj: Any, name: str) -> Any:
-    if obj is None:
-        return None
-    try:
-        return getattr(obj, name, None)
-    except Exception:  # a property that fails (or a proxy that raises) holds no secret we can use
-        return None
 
 
 def _variants(secret: str) -> frozenset[str]:
