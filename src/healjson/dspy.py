@@ -575,7 +575,7 @@ def _usage(raw: Any, model: str | None) -> Usage | None:
     details; None when it reported none."""
     usage = chat_usage(raw, model)
     written = get_field(get_field(raw, "prompt_tokens_details"), "cache_creation_tokens")
-    if usage is None or type(written) is not int or not written:
+    if usage is None or type(written) is not int or written <= 0:  # no count, or none written
         return usage
     return dataclasses.replace(usage, cache_write_tokens=written)
 

@@ -63,7 +63,27 @@ def json_text(value: Any) -> str:
 
 
 def as_int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
+    """A token count read from the wire: a non-negative int (no bool) as it is; anything else
+    (absent, negative, a bool, a float, a text) is no count: 0."""
+    return value if type(value) is int and value >= 0 else 0
+
+
+def counts(prompt: Any, completion: Any) -> tuple[int, int, bool] | None:
+    """A reply's two token counts (the prompt's, the answer's) for a usage reader whose cheap
+    check (`type(x) is int and x >= 0`, each) failed: `(prompt, completion, estimated)`. A
+    count is one only as a non-negative int that is no bool; an absent one (None) is 0 as it
+    always was (streams report counts in pieces); any other (negative, a bool, a float, a text)
+    is unreported: 0, and the usage marked `estimated`, so that the run estimates it as it does
+    a usage no reply reported (`call_usage`). None when neither is a count: no usage."""
+    prompt_ok = type(prompt) is int and prompt >= 0
+    completion_ok = type(completion) is int and completion >= 0
+    if not prompt_ok and not completion_ok:
+        return None
+    return (
+        prompt if prompt_ok else 0,
+        completion if completion_ok else 0,
+        not (prompt_ok or prompt is None) or not (completion_ok or completion is None),
+    )
 
 
 def text_content(content: Any) -> str | None:

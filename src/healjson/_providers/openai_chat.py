@@ -33,7 +33,7 @@ from healjson._core.wire.fault import fault_from_body
 from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import SDK_COMPLETIONS, Reply, ToolCall, Usage, new_reply, new_usage
 
-from ._fields import as_int, as_list, get_field, is_record, json_text, opt_str, text_content
+from ._fields import as_int, as_list, counts, get_field, is_record, json_text, opt_str, text_content
 from ._unreadable import chunk_text, not_a_reply, unreadable_as_failure, unreadable_reply
 from .provider import BatchApi, BatchLines, Provider
 
@@ -95,8 +95,8 @@ def read_completion(obj: Any) -> Reply:
             return _completion(obj)
         usage = obj.usage
         prompt, completion = usage.prompt_tokens, usage.completion_tokens
-        if type(prompt) is not int or type(completion) is not int:
-            return _completion(obj)
+        if type(prompt) is not int or type(completion) is not int or prompt < 0 or completion < 0:
+            return _completion(obj)  # a count that is no count: read (and estimated) there
         details = usage.completion_tokens_details
         reasoning = getattr(details, "reasoning_tokens", None) if details else None
         cached = getattr(usage.prompt_tokens_details, "cached_tokens", None)
@@ -113,8 +113,8 @@ def read_completion(obj: Any) -> Reply:
             prompt,
             completion,
             False,
-            reasoning if type(reasoning) is int else 0,
-            cached if type(cached) is int else 0,
+            reasoning if type(reasoning) is int and reasoning >= 0 else 0,
+            cached if type(cached) is int and cached >= 0 else 0,
             0,
             1,
             name,
@@ -198,25 +198,23 @@ def _message(obj: Any) -> Reply:
 
 
 def chat_usage(raw: Any, model: str | None = None) -> Usage | None:
-    """OpenAI-style usage (also OpenAI-compatible servers): cached prompt tokens included."""
+    """OpenAI-style usage (also OpenAI-compatible servers): cached prompt tokens included; a
+    count that is no count is unreported (`_fields.counts`)."""
     if raw is None:
         return None
     prompt = get_field(raw, "prompt_tokens")
     completion = get_field(raw, "completion_tokens")
-    if not isinstance(prompt, int) and not isinstance(completion, int):
+    if type(prompt) is int and type(completion) is int and prompt >= 0 and completion >= 0:
+        estimated = False
+    elif (found := counts(prompt, completion)) is None:
         return None
+    else:
+        prompt, completion, estimated = found
     details = get_field(raw, "completion_tokens_details")
     reasoning = get_field(details, "reasoning_tokens") if details is not None else None
     prompt_details = get_field(raw, "prompt_tokens_details")
     cached = get_field(prompt_details, "cached_tokens") if prompt_details is not None else None
-    return new_usage(
-        prompt if isinstance(prompt, int) else 0,
-        completion if isinstance(completion, int) else 0,
-        reasoning_tokens=as_int(reasoning),
-        cache_read_tokens=as_int(cached),
-        requests=1,
-        model=model,
-    )
+    return new_usage(prompt, completion, estimated, as_int(reasoning), as_int(cached), 0, 1, model)
 
 
 def _reads_chunk(chunk: Any) -> bool:

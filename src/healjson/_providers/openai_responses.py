@@ -27,7 +27,14 @@ from healjson._core.wire.effects import ProviderError
 from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage
 
-from ._fields import as_list, json_text, opt_str, output_token_limit, with_output_token_limit
+from ._fields import (
+    as_list,
+    counts,
+    json_text,
+    opt_str,
+    output_token_limit,
+    with_output_token_limit,
+)
 from ._unreadable import (
     chunk_text,
     not_a_reply,
@@ -86,7 +93,7 @@ def _field(obj: Any, name: str) -> Any:
 
 
 def _as_int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return value if type(value) is int and value >= 0 else 0  # `_fields.as_int`'s rule
 
 
 def is_response(obj: Any) -> bool:
@@ -126,8 +133,8 @@ def read_sdk_response(obj: Any) -> Reply:
         inputs, outputs = raw.input_tokens_details, raw.output_tokens_details
     except AttributeError:
         return read_response(obj)
-    if type(prompt) is not int or type(completion) is not int:
-        return read_response(obj)
+    if type(prompt) is not int or type(completion) is not int or prompt < 0 or completion < 0:
+        return read_response(obj)  # a count that is no count: read (and estimated) there
     reasoning = getattr(outputs, "reasoning_tokens", None)
     cached = getattr(inputs, "cached_tokens", None)
     written = getattr(inputs, "cache_write_tokens", None)
@@ -140,9 +147,9 @@ def read_sdk_response(obj: Any) -> Reply:
             prompt,
             completion,
             False,
-            reasoning if type(reasoning) is int else 0,
-            cached if type(cached) is int else 0,
-            written if type(written) is int else 0,
+            reasoning if type(reasoning) is int and reasoning >= 0 else 0,
+            cached if type(cached) is int and cached >= 0 else 0,
+            written if type(written) is int and written >= 0 else 0,
             1,
             name,
         ),
@@ -228,17 +235,23 @@ def _error_text(error: Any, default: str) -> str:
 
 
 def usage(raw: Any, model: str | None = None, *, requests: int = 1) -> Usage | None:
-    """The Responses API's usage (input and output tokens, with their details)."""
+    """The Responses API's usage (input and output tokens, with their details); a count that is
+    no count is unreported (`_fields.counts`)."""
     if raw is None:
         return None
     prompt, completion = _field(raw, "input_tokens"), _field(raw, "output_tokens")
-    if not isinstance(prompt, int) and not isinstance(completion, int):
+    if type(prompt) is int and type(completion) is int and prompt >= 0 and completion >= 0:
+        estimated = False
+    elif (found := counts(prompt, completion)) is None:
         return None
+    else:
+        prompt, completion, estimated = found
     inputs = _field(raw, "input_tokens_details")
     outputs = _field(raw, "output_tokens_details")
     return new_usage(
-        _as_int(prompt),
-        _as_int(completion),
+        prompt,
+        completion,
+        estimated,
         reasoning_tokens=_as_int(_field(outputs, "reasoning_tokens")) if outputs is not None else 0,
         cache_read_tokens=_as_int(_field(inputs, "cached_tokens")) if inputs is not None else 0,
         cache_write_tokens=_as_int(_field(inputs, "cache_write_tokens"))

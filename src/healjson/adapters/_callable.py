@@ -3,7 +3,8 @@
 For a function that takes OpenAI-style keyword arguments (`model=`, `messages=`, ...) and
 returns an OpenAI-shaped chat completion, an object or a dict (or, with `stream=True`, an
 iterable of chunks): LiteLLM's `completion` / `acompletion`, a gateway's client method, one's
-own. No such package is imported. The function stands where an OpenAI client's
+own; an async generator function of chunks streams on the async path. No such package is
+imported. The function stands where an OpenAI client's
 `chat.completions.create` stands, so everything `wrap(OpenAI())` does applies: the JSON-mode
 tiers (`response_format` stepped down on a 400 naming it, remembered), repairs, streams.
 """
@@ -72,16 +73,45 @@ def _wrong_return(value: Any, what: str) -> str:
             f"{must}; it returned {type(value).__name__}, an awaitable: pass an `async def` "
             "function (or `async_=True`) and await the healed call"
         )
+    if hasattr(value, "__aiter__") and not hasattr(value, "__iter__"):
+        return (
+            f"{must}; it returned {type(value).__name__}, an async iterator: with stream=True "
+            "pass an async generator function (or `async_=True`) and read the healed stream "
+            "with `async for`"
+        )
     if value is None:
         return f"{must}; it returned None (a missing `return`?)"
     return f"{must}; it returned {type(value).__name__}: {str(value)[:100]!r}"
 
 
 _READ_COMPLETION = _FunctionReturn(_completion, "an OpenAI-shaped chat completion", SDK_COMPLETIONS)
-_READ_STREAM = _FunctionReturn(
-    lambda value: is_stream(value) or _completion(value),
+_READ_STREAM = _FunctionReturn(  # the sync driver iterates a stream: no async iterator
+    lambda value: (is_stream(value) and hasattr(value, "__iter__")) or _completion(value),
     "an OpenAI-shaped chat completion, or with stream=True an iterable of its chunks",
 )
+_READ_ASYNC_STREAM = _FunctionReturn(  # the async driver reads either kind
+    lambda value: is_stream(value) or _completion(value),
+    "an OpenAI-shaped chat completion, or with stream=True an (async) iterable of its chunks",
+)
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    """A coroutine function or an async generator function (beneath a decorator, too)."""
+    return any(
+        inspect.iscoroutinefunction(f) or inspect.isasyncgenfunction(f)
+        for f in (fn, inspect.unwrap(fn))
+    )
+
+
+def _awaiting(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` for the async driver, which awaits what it calls: its awaitable awaited, anything
+    else (an async generator's stream, never awaitable) returned for the shape check."""
+
+    async def call(**kwargs: Any) -> Any:
+        value = fn(**kwargs)
+        return await value if inspect.isawaitable(value) else value
+
+    return call
 
 
 class HealingCallable(HealingClient):
@@ -104,8 +134,7 @@ class HealingCallable(HealingClient):
             self.is_async = async_
 
     def _accept(self, client: Any) -> bool:
-        fn = client.function
-        return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(inspect.unwrap(fn))
+        return _is_async(client.function)
 
     @property
     def function(self) -> Callable[..., Any]:
@@ -130,7 +159,13 @@ class HealingCallable(HealingClient):
 
     def _sender(self, response_model: Any, params: dict[str, Any]) -> Send:
         fn = self.function
-        reader = _READ_STREAM if params.get("stream") else _READ_COMPLETION
+        stream = params.get("stream")
+        if not self.is_async:
+            reader = _READ_STREAM if stream else _READ_COMPLETION
+        else:
+            reader = _READ_ASYNC_STREAM if stream else _READ_COMPLETION
+            if stream or not inspect.iscoroutinefunction(inspect.unwrap(fn)):
+                fn = _awaiting(fn)  # a stream may come un-awaited (an async generator's)
 
         def send(request: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any], Exchange]:
             return fn, request, reader

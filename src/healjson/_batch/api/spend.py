@@ -45,9 +45,11 @@ def added(
         return sent(attempts(results, resubmits)) or ()
 
     if call.reply is not None:
-        if call.reply.usage is not None:
-            return call.reply.usage
-        return call_usage(None, before(), len(_chars(call.reply)))
+        usage = call.reply.usage
+        if usage is not None and not usage.estimated:
+            return usage
+        # none reported, or a count that was no count (marked estimated): estimated
+        return call_usage(usage, before(), len(_chars(call.reply)))
     assert call.failure is not None
     if call.failure.usage is not None:
         return call.failure.usage

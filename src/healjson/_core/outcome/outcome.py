@@ -210,6 +210,11 @@ class DegradedError(Exception):
             )
         super().__init__(message)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # recorded by a framework (pickled), read back in another process: rebuilt from its
+        # outcome (the message is the outcome's), with what was set on it since (`add_note`)
+        return (type(self), (self.outcome,), self.__dict__ or None)
+
 
 def outcome_from_dict(data: Mapping[str, Any], model: Any = None) -> Outcome[Any]:
     """Rebuild an outcome from `outcome_to_dict` data.

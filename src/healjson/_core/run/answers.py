@@ -152,7 +152,9 @@ class HealSpec:
             return None
         if not stands(self.target, content, instance, validation):  # a key spells a field
             return None  # left at its default: L1 aligns it, or says why it cannot
-        usage = reply.usage or estimated_usage(original, content)
+        usage = reply.usage
+        if usage is None or usage.estimated:  # none reported, or a count that was no count
+            usage = estimated_usage(original, content, usage)
         # reasoning in the provider's own field is set aside here as L1 would (`parse.read`)
         flags = (Flag.REASONING_SET_ASIDE,) if reply.reasoning and reply.reasoning.strip() else ()
         forms, stored = run_params(params)  # the run's secrets; the params as stored

@@ -34,9 +34,12 @@ estimate = estimate_tokens
 """The tokens of a request's messages, estimated (characters / 4, and 4 per message)."""
 
 
-def estimated_usage(messages: Sequence[Mapping[str, Any]], content: str | None) -> Usage:
-    """The usage of a call whose provider reported none: the request and the answer estimated."""
-    return call_usage(None, messages, len(content or ""))
+def estimated_usage(
+    messages: Sequence[Mapping[str, Any]], content: str | None, reported: Usage | None = None
+) -> Usage:
+    """The usage of a call whose provider reported none (or counts it marked `estimated`: a
+    count that was no count, `reported`): the request and the answer estimated."""
+    return call_usage(reported, messages, len(content or ""))
 
 
 def over_budget(

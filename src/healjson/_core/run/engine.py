@@ -346,7 +346,9 @@ def _loop(
             failure = result.failure or CallFailure("api_error", "the call returned no reply")
             return (yield from _call_failed(spec, run, answers, base, failure))
         raw = answers.raw(reply)
-        usage = reply.usage or estimated_usage(sent, _chars(reply))
+        usage = reply.usage
+        if usage is None or usage.estimated:  # none reported, or a count that was no count
+            usage = estimated_usage(sent, _chars(reply), usage)
         run.usage = run.usage + usage
         base.update(
             raw_text=raw,

@@ -25,7 +25,14 @@ from healjson._core.parse import read
 from healjson._core.wire.delta import Delta
 from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage, remember_reader
-from healjson._providers._fields import as_int, get_field, json_text, message_text, opt_str
+from healjson._providers._fields import (
+    as_int,
+    counts,
+    get_field,
+    json_text,
+    message_text,
+    opt_str,
+)
 from healjson._providers._unreadable import (
     chunk_text,
     not_a_reply,
@@ -135,16 +142,18 @@ def read_message(obj: Any) -> Reply:
         or stop == "refusal"
         or type(prompt) is not int
         or type(completion) is not int
+        or prompt < 0  # a count that is no count: read (and estimated) by `_anthropic`
+        or completion < 0
         or details is not None
     ):
         return _anthropic(obj)
     if read is None:
         read = 0
-    elif type(read) is not int:
+    elif type(read) is not int or read < 0:
         return _anthropic(obj)
     if written is None:
         written = 0
-    elif type(written) is not int:
+    elif type(written) is not int or written < 0:
         return _anthropic(obj)
     return new_reply(
         text,
@@ -162,20 +171,26 @@ def anthropic_usage(
     Its `input_tokens` leave out the cached input, which healjson counts in `prompt_tokens`
     (the cache reads and writes are parts of it). `running`: counts the stream will revise
     (`message_start`'s: its `output_tokens` a placeholder until `message_delta`), marked
-    `estimated`, so a stream that ends before the final counts is not taken as exact."""
+    `estimated`, so a stream that ends before the final counts is not taken as exact. A count
+    that is no count is unreported (`_fields.counts`)."""
     if raw is None:
         return None
     prompt, completion = get_field(raw, "input_tokens"), get_field(raw, "output_tokens")
-    if not isinstance(prompt, int) and not isinstance(completion, int):
+    if type(prompt) is int and type(completion) is int and prompt >= 0 and completion >= 0:
+        estimated = running
+    elif (found := counts(prompt, completion)) is None:
         return None
+    else:
+        prompt, completion, estimated = found
+        estimated = estimated or running
     read = as_int(get_field(raw, "cache_read_input_tokens"))
     written = as_int(get_field(raw, "cache_creation_input_tokens"))
     details = get_field(raw, "output_tokens_details")
     thinking = get_field(details, "thinking_tokens") if details is not None else None
     return new_usage(
-        as_int(prompt) + read + written,
-        as_int(completion),
-        running,
+        prompt + read + written,
+        completion,
+        estimated,
         reasoning_tokens=as_int(thinking),
         cache_read_tokens=read,
         cache_write_tokens=written,

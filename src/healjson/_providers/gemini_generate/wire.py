@@ -34,6 +34,7 @@ from healjson._core.wire.reply import (
 from healjson._providers._fields import (
     as_int,
     as_list,
+    counts,
     first_item,
     get_field,
     get_field_either,
@@ -135,20 +136,26 @@ def _read(obj: Any, whole: bool) -> Reply:
 
 
 def _usage(obj: Any, model: str | None) -> Usage | None:
-    """A response's `usageMetadata` (also a stream piece's), None without counts."""
+    """A response's `usageMetadata` (also a stream piece's), None without counts; a count that
+    is no count is unreported (`_fields.counts`)."""
     meta = get_field_either(obj, "usage_metadata", "usageMetadata")
     if meta is None:
         return None
     prompt = get_field_either(meta, "prompt_token_count", "promptTokenCount")
     completion = get_field_either(meta, "candidates_token_count", "candidatesTokenCount")
-    if not isinstance(prompt, int) and not isinstance(completion, int):
+    if type(prompt) is int and type(completion) is int and prompt >= 0 and completion >= 0:
+        estimated = False
+    elif (found := counts(prompt, completion)) is None:
         return None
+    else:
+        prompt, completion, estimated = found
     thinking = as_int(get_field_either(meta, "thoughts_token_count", "thoughtsTokenCount"))
     cached = as_int(get_field_either(meta, "cached_content_token_count", "cachedContentTokenCount"))
     # Gemini counts thoughts apart from the candidates; both are output tokens
     return new_usage(
-        as_int(prompt),
-        as_int(completion) + thinking,
+        prompt,
+        completion + thinking,
+        estimated,
         reasoning_tokens=thinking,
         cache_read_tokens=cached,
         requests=1,
@@ -198,15 +205,17 @@ def read_response(obj: Any) -> Reply:
         or type(model) is not str
         or type(prompt) is not int
         or type(completion) is not int
+        or prompt < 0  # a count that is no count: read (and estimated) by `_gemini`
+        or completion < 0
     ):
         return _gemini(obj)
     if thinking is None:
         thinking = 0
-    elif type(thinking) is not int:
+    elif type(thinking) is not int or thinking < 0:
         return _gemini(obj)
     if cached is None:
         cached = 0
-    elif type(cached) is not int:
+    elif type(cached) is not int or cached < 0:
         return _gemini(obj)
     key = (type(raw_finish), raw_finish)
     finish = _FINISHES.get(key, _UNSEEN)
