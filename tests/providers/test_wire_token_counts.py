@@ -1,12 +1,12 @@
 """A token count read from the wire counts only when it is a non-negative int that is no bool.
 
-Every provider's usage reader (OpenAI chat and Responses, Anthropic, Gemini; whole replies and
-streams, SDK objects and plain dicts) reads a count another way (negative, `true`, a float, a
-text) as unreported: it is estimated as a count the provider left out is, and the usage is
-marked `estimated`. So a hostile or broken usage member can neither switch a `token_budget` off
-(a negative prompt count) nor pass a guess for an exact count (`"lots"` read as 0). Over real
-HTTP with each real SDK against `ScriptedServer` (raw bodies: the scripted replies' own usage
-must be valid), and through `wrap_callable` (plain dicts, which no SDK coerced first).
+Every provider's usage reader (OpenAI chat and Responses, Anthropic, Gemini, Ollama; whole replies
+and streams, SDK objects and plain dicts) reads a count another way (negative, `true`, a float, a
+text) as unreported: it is estimated as a count the provider left out is, and the usage is marked
+`estimated`. So a hostile or broken usage member can neither switch a `token_budget` off (a
+negative prompt count) nor pass a guess for an exact count (`"lots"` read as 0). Over real HTTP
+with each real SDK against `ScriptedServer` (raw bodies: the scripted replies' own usage must be
+valid), and through `wrap_callable` (plain dicts, which no SDK coerced first).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 import anthropic
+import ollama
 import openai
 import pytest
 from google import genai
@@ -31,12 +32,13 @@ from pinned import pinned
 ONE = HealPolicy(max_attempts=1)
 SAID = [{"role": "user", "content": "Ann is 31"}]
 GOOD = '{"name": "Ann", "age": 31}'
-PROVIDERS = ("chat", "responses", "anthropic", "gemini")
+PROVIDERS = ("chat", "responses", "anthropic", "gemini", "ollama")
 NAMES = {
     "chat": ("prompt_tokens", "completion_tokens"),
     "responses": ("input_tokens", "output_tokens"),
     "anthropic": ("input_tokens", "output_tokens"),
     "gemini": ("promptTokenCount", "candidatesTokenCount"),
+    "ollama": ("prompt_eval_count", "eval_count"),
 }
 
 
@@ -96,6 +98,10 @@ def _message(provider: str, usage: dict[str, Any], text: str = GOOD) -> dict[str
         return {"id": "a", "type": "message", "role": "assistant", "model": "m",
                 "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
                 "usage": usage}  # fmt: skip
+    if provider == "ollama":  # the counts at the top level, beside `done`
+        return {"model": "m", "created_at": "2026-01-01T00:00:00Z", "done": True,
+                "done_reason": "stop", "message": {"role": "assistant", "content": text},
+                **usage}  # fmt: skip
     candidate = {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}
     return {"candidates": [candidate], "modelVersion": "m", "usageMetadata": usage}
 
@@ -144,6 +150,11 @@ def _stream(provider: str, usage: dict[str, Any]) -> str:
                                "usage": usage}),
             ("message_stop", {"type": "message_stop"}),
         )  # fmt: skip
+    if provider == "ollama":  # NDJSON: the text, then the last line with the counts
+        head = {"model": "m", "created_at": "2026-01-01T00:00:00Z", "done": False,
+                "message": {"role": "assistant", "content": GOOD}}  # fmt: skip
+        last = _message("ollama", usage, "")
+        return json.dumps(head) + "\n" + json.dumps(last) + "\n"
     piece = {"candidates": [{"content": {"role": "model", "parts": [{"text": GOOD}]},
                              "finishReason": "STOP"}], "modelVersion": "m"}  # fmt: skip
     return _sse((None, piece), (None, {"modelVersion": "m", "usageMetadata": usage}))
@@ -152,7 +163,8 @@ def _stream(provider: str, usage: dict[str, Any]) -> str:
 def served(provider: str, prompt: Any, completion: Any, streamed: bool) -> ScriptedReply:
     usage = _usage(provider, prompt, completion)
     if streamed:
-        return ScriptedReply(body=_stream(provider, usage), content_type="text/event-stream")
+        kind = "application/x-ndjson" if provider == "ollama" else "text/event-stream"
+        return ScriptedReply(body=_stream(provider, usage), content_type=kind)
     return ScriptedReply(body=json.dumps(_message(provider, usage)))
 
 
@@ -181,6 +193,10 @@ def call(server: ScriptedServer, provider: str, streamed: bool) -> Any:
             answer = healjson.wrap(sdk).messages.create(
                 model="m", max_tokens=64, messages=SAID, stream=streamed, **more
             )
+            return drained(answer, streamed)
+    if provider == "ollama":
+        with ollama.Client(host=server.ollama_host) as local:
+            answer = healjson.wrap(local).chat(model="m", messages=SAID, stream=streamed, **more)
             return drained(answer, streamed)
     options = gt.HttpOptions(base_url=server.gemini_base_url, timeout=10_000)
     client = genai.Client(api_key="k", http_options=options)
@@ -228,7 +244,7 @@ def check(usage: Usage, prompt: Any, completion: Any) -> None:
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
 @pytest.mark.parametrize("provider", PROVIDERS)
-@pinned(max_examples=60)
+@pinned(max_examples=25)
 @given(prompt=WIRE_COUNTS, completion=WIRE_COUNTS)
 @example(prompt=-100_000, completion=400)
 @example(prompt="lots", completion=12)
@@ -244,7 +260,7 @@ def test_a_count_that_is_no_count_is_estimated(
     completion: Any,
 ) -> None:
     """Each provider's usage keeps the counts that are counts and estimates the others."""
-    if provider == "gemini":  # google-genai validates its counts as ints: only the sign varies
+    if provider in ("gemini", "ollama"):  # their SDKs validate counts as ints: the sign varies
         prompt = prompt if type(prompt) is int else -1
         completion = completion if type(completion) is int else -1
     shared_server.extend([served(provider, prompt, completion, streamed)])

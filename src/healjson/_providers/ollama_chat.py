@@ -56,7 +56,7 @@ from healjson.adapters._steps import SteppedAdapter, stepped
 from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 from healjson.adapters._unreadable import ReadChecked
 
-from ._fields import as_int, as_list, get_field, is_record, json_text, message_text, opt_str
+from ._fields import as_list, counts, get_field, is_record, json_text, message_text, opt_str
 from ._unreadable import (
     chunk_text,
     not_a_reply,
@@ -86,10 +86,9 @@ __all__ = [
 
 
 def _usage(obj: Any, model: str | None) -> Usage | None:
-    prompt, completion = get_field(obj, "prompt_eval_count"), get_field(obj, "eval_count")
-    if not isinstance(prompt, int) and not isinstance(completion, int):
-        return None
-    return new_usage(as_int(prompt), as_int(completion), requests=1, model=model)
+    """The reply's counts; one that is no count is unreported (`_fields.counts`)."""
+    found = counts(get_field(obj, "prompt_eval_count"), get_field(obj, "eval_count"))
+    return None if found is None else new_usage(*found, requests=1, model=model)
 
 
 def _calls(raw: Any) -> tuple[ToolCall, ...]:
@@ -150,6 +149,7 @@ def read_chat(obj: Any) -> Reply:
         or type(model) is not str
         or type(prompt) is not int
         or type(completion) is not int
+        or min(prompt, completion) < 0
     ):
         return _chat(obj)
     usage = new_usage(prompt, completion, False, 0, 0, 0, 1, model)
