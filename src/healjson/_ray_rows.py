@@ -390,9 +390,11 @@ def _tokens(usage: Usage) -> dict[str, int]:
 
 def _value_text(target: Target[Any], value: Any) -> str:
     """The healed value as JSON text that validates back into the target (fields under their
-    aliases, as pydantic reads them)."""
+    aliases, as pydantic reads them; a non-finite float as `strict_dumps` writes it, which
+    pydantic reads back, where its own JSON writes `null`)."""
     try:
-        return target.adapter.dump_json(value, by_alias=True).decode()
+        data = target.adapter.dump_python(value, mode="json", by_alias=True)
+        return strict_dumps(data, ensure_ascii=False, separators=(",", ":"))
     except Exception:  # a type pydantic cannot serialise: healjson's safe rendering
         return strict_dumps(jsonable(value), ensure_ascii=False)
 

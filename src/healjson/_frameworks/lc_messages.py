@@ -67,20 +67,34 @@ def reply_of(
 
 
 def _usage(ai: AIMessage) -> Usage:
+    """The message's `usage_metadata`; a count that is no count (negative, a bool, no int) is
+    unreported: 0, the usage marked `estimated` (the loop estimates it), as every provider's
+    reader reads one."""
     found = ai.usage_metadata
     if not found:
         return Usage(requests=1, estimated=True)
     given: Mapping[str, Any] = found
     read = given.get("input_token_details") or {}
     wrote = given.get("output_token_details") or {}
+    prompt, completion = given.get("input_tokens"), given.get("output_tokens")
     return Usage(
-        prompt_tokens=int(given.get("input_tokens") or 0),
-        completion_tokens=int(given.get("output_tokens") or 0),
-        reasoning_tokens=int(wrote.get("reasoning") or 0),
-        cache_read_tokens=int(read.get("cache_read") or 0),
-        cache_write_tokens=int(read.get("cache_creation") or 0),
+        prompt_tokens=_count(prompt),
+        completion_tokens=_count(completion),
+        reasoning_tokens=_count(wrote.get("reasoning")),
+        cache_read_tokens=_count(read.get("cache_read")),
+        cache_write_tokens=_count(read.get("cache_creation")),
         requests=1,
+        estimated=any(v is not None and not _is_count(v) for v in (prompt, completion)),
     )
+
+
+def _count(value: Any) -> int:
+    """`value` as a token count: a non-negative int that is no bool, else 0."""
+    return value if _is_count(value) else 0
+
+
+def _is_count(value: Any) -> bool:
+    return type(value) is int and value >= 0
 
 
 def turns(extra: Sequence[Mapping[str, Any]]) -> list[AnyMessage]:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, create_model
 
+from healjson._core.judge.check import caller_tools
 from healjson._core.judge.contracts import Contract
 from healjson._core.judge.enforcement import Enforcement
 from healjson._core.redact import secrets_scope
@@ -262,7 +263,7 @@ def _ollama_call(call: Mapping[str, Any], names: dict[str, str]) -> dict[str, An
 
 def chooses_format(params: Mapping[str, Any]) -> bool:
     """True when the caller's parameters choose the output themselves (`format`, or tools)."""
-    return bool(params.get("format")) or bool(params.get("tools"))
+    return bool(params.get("format")) or caller_tools(params)
 
 
 def tier_request(

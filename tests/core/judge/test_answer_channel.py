@@ -6,19 +6,22 @@ answers with its first call."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+import anthropic
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, create_model
 
+import healjson
 from healjson import Healed, Healer, HealPolicy, Reply
-from healjson._core.judge.check import answer_tool_name
+from healjson._core.judge.check import answer_tool_name, caller_tools
 from healjson._core.wire.reply import ToolCall
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer
 from pinned import pinned
-from wrapped_calls import ask
+from wrapped_calls import Person, ask
 
 
 class Point(BaseModel):
@@ -123,3 +126,84 @@ def test_every_wire_keeps_the_text_answer_beside_a_stray_call(
 
     assert isinstance(outcome, Healed)
     assert ("Ann", 31) == (outcome.value.name, outcome.value.age)
+
+
+def dialect_name(title: str) -> str:
+    """A forced answer tool's name as a dialect writes it from a schema's title: the characters
+    a tool name may hold, others as `_`, cut to 64 (`answer` for no title left)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", title)[:64] or "answer"
+
+
+titles = st.text(
+    st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=80
+)
+
+
+@pinned(max_examples=60)
+@given(title=titles, answer=points)
+def test_the_answer_tool_named_after_the_schema_title_is_the_answer_beside_text(
+    title: str, answer: Point
+) -> None:
+    """A target whose schema has a title of its own: the forced tool named after that title
+    (in the characters a tool name allows, cut to 64) is the answer, even beside text that holds
+    another JSON value."""
+    titled = create_model("Titled", __base__=Point, __config__=None)
+    titled.model_config["title"] = title
+    titled.model_rebuild(force=True)
+    assume(titled.model_json_schema().get("title") == title)
+    example = '{"x": 0, "label": "an example"}'
+    calls = (ToolCall(dialect_name(title), answer.model_dump_json()),)
+    reply = Reply(f"For instance: {example}", "tool_calls", tool_calls=calls)
+
+    outcome = Healer(titled, policy=POLICY).run(ScriptedModel([reply]), "Where?")
+
+    assert isinstance(outcome, Healed)
+    assert answer.model_dump() == outcome.value.model_dump()
+
+
+def test_a_json_schema_targets_answer_tool_is_the_answer_beside_text() -> None:
+    """A JSON Schema target without a title: its answer tool is `answer`."""
+    schema = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
+    calls = (ToolCall("answer", '{"x": 7}'),)
+    reply = Reply('Like {"x": 1}.', "tool_calls", tool_calls=calls)
+
+    outcome = Healer(schema, policy=POLICY).run(ScriptedModel([reply]), "x?")
+
+    assert {"x": 7} == outcome.unwrap()
+
+
+@pytest.mark.parametrize("tools", [None, []], ids=["no-tools", "empty-tools"])
+def test_an_empty_tools_list_is_no_tools_of_the_callers(
+    scripted_server: ScriptedServer, tools: list[Any] | None
+) -> None:
+    """`tools=[]` passes no tool: the forced answer tool of the tool tier is sent, and its call
+    is the answer, as without `tools=`."""
+    scripted_server.extend([ScriptedReply(content='{"name": "Ann", "age": 31}')])
+    more = {} if tools is None else {"tools": tools}
+    with anthropic.Anthropic(
+        base_url=scripted_server.anthropic_base_url, api_key="sk-test", max_retries=0
+    ) as sdk:
+        outcome = healjson.wrap(sdk, json_mode="json_object").messages.create(
+            model="claude-test",
+            max_tokens=256,
+            messages=[{"role": "user", "content": "Ann is 31"}],
+            response_model=Person,
+            policy=POLICY,
+            **more,
+        )
+
+    assert isinstance(outcome, Healed), outcome
+    sent = scripted_server.requests[-1].body
+    assert ["Person"] == [tool["name"] for tool in sent["tools"]]
+
+
+@given(tools=st.none() | st.lists(st.just({"name": "t"}), max_size=2), other=st.booleans())
+def test_the_caller_has_tools_exactly_when_it_passed_a_non_empty_list(
+    tools: list[Any] | None, other: bool
+) -> None:
+    """`caller_tools`: a `tools` key holding tools, nothing else."""
+    params: dict[str, Any] = {"model": "m"} if other else {}
+    if tools is not None:
+        params["tools"] = tools
+
+    assert bool(tools) == caller_tools(params)

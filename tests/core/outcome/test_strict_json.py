@@ -93,3 +93,18 @@ def test_a_batch_output_row_holding_a_nan_is_strict_json(tmp_path: Path) -> None
 
     (line,) = out.read_text(encoding="utf-8").splitlines()
     assert {"id": "r1", "ok": True, "value": {"x": "NaN", "y": ["Infinity"]}} == strict_loads(line)
+
+
+def test_rays_value_column_writes_a_non_finite_float_that_validates_back() -> None:
+    """Ray's `value` column (JSON text that validates back into the target) writes `Infinity`
+    as the outcome column does, where pydantic's own JSON would write `null`."""
+    from healjson._core.target.target import target_for
+    from healjson._ray_rows import _value_text
+
+    target = target_for(Reading)
+    value = Reading(x=math.inf, series=[-math.inf, 2.0])
+
+    text = _value_text(target, value)
+
+    assert {"x": "Infinity", "series": ["-Infinity", 2.0]} == strict_loads(text)
+    assert value == Reading.model_validate_json(text)

@@ -9,11 +9,11 @@ validated value (a value healjson validated is never validated again).
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from healjson._core.diagnostic import ROOT, Diagnostic, Source
 from healjson._core.parse import ParseResult, read, truncation_diagnostic
@@ -29,7 +29,17 @@ from .policies import Dropped, settle
 from .schema_errors import schema_diagnostics
 from .verdict import Verdict, verdict_for
 
-__all__ = ["Evaluation", "Verdict", "accepted_evaluations", "answer_text", "evaluate"]
+__all__ = [
+    "ANSWER_TOOL",
+    "Evaluation",
+    "Verdict",
+    "accepted_evaluations",
+    "answer_text",
+    "answer_tool_name",
+    "answer_tool_names",
+    "caller_tools",
+    "evaluate",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +110,16 @@ def _accepted(evaluation: Evaluation) -> Evaluation:
     return evaluation
 
 
+ANSWER_TOOL: Final = "answer"
+"""The name a dialect gives the answer tool it forces when the target's schema has no title."""
+
+
+def caller_tools(params: Mapping[str, Any]) -> bool:
+    """Whether the caller passed tools of their own (`tools=[]` passes none): the one rule the
+    request shapers and the judge share."""
+    return bool(params.get("tools"))
+
+
 def answer_text(
     reply: Reply, target: Target[Any], caller_tools: bool
 ) -> tuple[str | None, bool, tuple[ToolCall, ...]]:
@@ -108,16 +128,16 @@ def answer_text(
     A tool call is the answer only when the request's tools were healjson's own (or the
     instructor client's it drives): never when the caller passed `tools=` of their own — then
     every call is another tool's, reported and never validated. Without the caller's tools, a
-    call named after the target (`answer_tool_name`) is the answer; without one, a reply that
-    says something beside its calls answers in its text (a request whose answer tool was
-    forced gets no text beside the call: the calls are another tool's, never the value), and
-    a reply of calls alone answers with its first.
+    call to the answer tool (named after the target, its schema's title, or `ANSWER_TOOL`:
+    `answer_tool_names`) is the answer; without one, a reply that says something beside its
+    calls answers in its text (the calls are another tool's, never the value), and a reply of
+    calls alone answers with its first.
     """
     calls = reply.tool_calls
     if not calls or caller_tools:
         return reply.content, False, calls
-    name = answer_tool_name(target.name)
-    named = [c for c in calls if answer_tool_name(c.name) == name]
+    names = answer_tool_names(target)
+    named = [c for c in calls if answer_tool_name(c.name) in names]
     if named:
         return named[0].arguments, True, ()
     content = reply.content
@@ -126,11 +146,25 @@ def answer_text(
     return calls[0].arguments, True, ()
 
 
+def answer_tool_names(target: Target[Any]) -> frozenset[str]:
+    """The names an answer tool of `target` may be sent under, as `answer_tool_name` compares
+    them: the target's name, its JSON schema's title (instructor's and the dialects' tools are
+    named after it), and `ANSWER_TOOL`; each cut to a tool name's 64 characters."""
+    names = [target.name, ANSWER_TOOL]
+    try:
+        title = target.json_schema.get("title")
+    except Exception:  # a type pydantic cannot make a schema of: its name stands for it
+        title = None
+    if isinstance(title, str):
+        names.append(title)
+    return frozenset(answer_tool_name(name[:64]) for name in names)
+
+
 def answer_tool_name(name: str) -> str:
-    """`name` compared as a tool's name: its letters and digits, casefolded (an answer tool is
-    named after the target in the characters a provider accepts: `Page_Item_` for
-    `Page[Item]`)."""
-    return "".join(char for char in name.casefold() if char.isalnum())
+    """`name` compared as a tool's name: its ASCII letters and digits, in lower case (an answer
+    tool is named in the characters a provider accepts: `Page_Item_` for `Page[Item]`, `Caf_`
+    for `Café`)."""
+    return "".join(char for char in name if char.isascii() and char.isalnum()).lower()
 
 
 def evaluate(

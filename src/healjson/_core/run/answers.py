@@ -26,7 +26,7 @@ from typing import Any, TypeAlias
 
 from healjson._core.diagnostic import ROOT, Diagnostic, Source, describe_exception
 from healjson._core.flags import Flag
-from healjson._core.judge.check import Evaluation, evaluate
+from healjson._core.judge.check import Evaluation, caller_tools, evaluate
 from healjson._core.judge.contracts import Contract, ContractContext, value_at
 from healjson._core.judge.enforcement import Enforcement, conforms
 from healjson._core.judge.policies import answer_data
@@ -230,7 +230,7 @@ class JsonAnswers:
                 self.items,
                 run.context.validation_context,
                 on_ambiguity=run.policy.on_ambiguity,
-                caller_tools="tools" in params,
+                caller_tools=caller_tools(params),
             )
         self.items = None
         evaluation = yield from evaluate(
@@ -239,7 +239,7 @@ class JsonAnswers:
             judged if merged is None else merged.reply,
             run.context,
             on_ambiguity=run.policy.on_ambiguity,
-            caller_tools="tools" in params,
+            caller_tools=caller_tools(params),
             contract_timeout_s=run.contract_limit(),
         )
         if merged is not None:  # the answer's flags (`items_merged`), a note when not spliced
@@ -337,7 +337,7 @@ class JsonAnswers:
         enforcement = self.enforcement
         if enforcement is None or reply.finish_reason == "length":
             return False
-        if reply.tool_calls and "tools" in params:  # a call of the caller's tool: no answer
+        if reply.tool_calls and caller_tools(params):  # a call of the caller's tool: no answer
             return False
         schema = enforcement.schema(params)
         if schema is None or conforms(raw, schema):

@@ -91,8 +91,9 @@ def spec_fingerprint(spec: HealSpec) -> str:
 def _code_of(rule: Contract[Any]) -> str:
     """A fingerprint of a rule's code: its check's (and fix's) bytecode, names and plain
     constants, nested code and the functions its closure holds included (a per-item rule's
-    wrapper holds the rule); no address, no line number: stable across processes and edits
-    elsewhere in the file."""
+    wrapper holds the rule), and the plain values its closure and defaults hold (two rules
+    made by one factory with different numbers differ); no address, no line number: stable
+    across processes and edits elsewhere in the file."""
     digest = hashlib.sha256()
     todo: list[tuple[Any, int]] = [(rule.check, 0), (rule.fix, 0)]
     while todo:
@@ -103,13 +104,18 @@ def _code_of(rule: Contract[Any]) -> str:
         code = getattr(function, "__code__", None)
         if code is None:
             continue
+        held_values = [*(getattr(function, "__defaults__", None) or ())]
+        held_values += (getattr(function, "__kwdefaults__", None) or {}).values()
         for cell in getattr(function, "__closure__", None) or ():
             try:
-                held = cell.cell_contents
+                held_values.append(cell.cell_contents)
             except ValueError:  # an empty cell
                 continue
+        for held in held_values:
             if depth < 4 and (hasattr(held, "__code__") or hasattr(held, "check")):
                 todo.append((held, depth + 1))
+            elif _plain(held):  # a value the rule was made with (`at_least(10)`'s 10)
+                digest.update(repr(held).encode())
         stack = [code]
         while stack:
             current = stack.pop()
@@ -121,6 +127,14 @@ def _code_of(rule: Contract[Any]) -> str:
                 elif isinstance(const, str | bytes | int | float | bool | type(None)):
                     digest.update(repr(const).encode())
     return digest.hexdigest()[:16]
+
+
+def _plain(value: Any, depth: int = 0) -> bool:
+    """A value whose `repr` is the same in every process: a number, a text, bytes, None, or a
+    tuple of such (not a set: its order follows the process's string hashing)."""
+    if isinstance(value, str | bytes | int | float | bool | type(None)):
+        return True
+    return depth < 3 and isinstance(value, tuple) and all(_plain(v, depth + 1) for v in value)
 
 
 def cache_key(

@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
+from healjson._core.judge.check import ANSWER_TOOL, caller_tools
 from healjson._core.parse import read
 from healjson._core.wire.delta import Delta
 from healjson._core.wire.formats import WireFormat
@@ -412,9 +413,6 @@ def messages_request(
 # - `prompt`: the schema in the system prompt.
 # An HTTP 400 naming a tier's feature steps it down (`is_tier_rejection`).
 
-ANSWER_TOOL: Final = "answer"
-"""The forced tool's name when the schema has no usable title."""
-
 
 def chooses_format(params: Mapping[str, Any]) -> bool:
     """True when the caller's parameters choose the output themselves (an `output_config`
@@ -428,7 +426,7 @@ def _no_answer_tool(params: Mapping[str, Any]) -> bool:
     """True when the forced answer tool cannot be sent: extended thinking is on (Anthropic
     refuses a forced tool then), or the caller gave tools of its own (forcing ours would
     override the caller's tool choice)."""
-    return thinking_on(params) or bool(params.get("tools"))
+    return thinking_on(params) or caller_tools(params)
 
 
 def thinking_on(params: Mapping[str, Any]) -> bool:
