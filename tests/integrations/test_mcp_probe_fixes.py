@@ -170,6 +170,34 @@ def test_a_healed_result_never_contradicts_the_structured_content_it_replaces(
     assert agrees == (not result.is_error)
 
 
+ALERTED = {
+    **RANGE,
+    "properties": {**RANGE["properties"], "alerts": {"type": "array", "items": {"type": "string"}}},
+}
+
+
+@pinned(max_examples=30)
+@given(
+    said=st.lists(st.sampled_from(["storm", "flood"]), max_size=2),
+    text=st.lists(st.sampled_from(["storm", "flood"]), max_size=2),
+)
+def test_a_list_the_structured_content_holds_is_never_completed_by_the_texts_items(
+    said: list[str], text: list[str]
+) -> None:
+    """A list in the structured content says how many items it holds (`[]`: none): a text
+    completes the result only when its list is the same, never one with items the structured
+    content did not give."""
+    structured = {"low": 5, "high": 20, "city": "Oslo", "alerts": said}
+    full = {**structured, "unit": "C", "alerts": text}
+    server = lowlevel([tool("t", ALERTED)], answering(structured, json.dumps(full)))
+
+    result = run(lambda: call("client", server))
+
+    assert (said == text) == (not result.is_error)
+    if not result.is_error:
+        assert said == result.structured_content["alerts"]
+
+
 # ---------------------------------------------------------------------------------------------
 # 2. An error result healjson makes keeps everything the tool gave
 # ---------------------------------------------------------------------------------------------

@@ -16,8 +16,8 @@ The rules, in order:
    the candidate that fits): flag `structured_from_text`. A text block stands in for
    structured content that could not be healed only when it holds everything that content
    says, each in its place: for each value the structured content holds (a string, a number,
-   a boolean, at any depth; a `null` says nothing), the text's reading, aligned to the schema,
-   holds an equal value at the same path (keys matched as L1 matches them: case and `_`/`-`
+   a boolean, at any depth; a list, its number of items, `[]` included; a `null` says
+   nothing), the text's reading, aligned to the schema, holds an equal value at the same path (keys matched as L1 matches them: case and `_`/`-`
    aside; a number and its decimal text are one value, `1` and `true` are two). The text then
    completes it (`{"temperature": 21.5}` beside the whole answer) and contradicts none of it;
    a text saying something else (`"Bergen"` beside `"Oslo"`, `low` and `high` swapped) is
@@ -179,7 +179,9 @@ def _completes(structured: Any, value: Any) -> bool:
                     return False
                 stack.append((item, place))
         elif isinstance(said, list | tuple):
-            if said and not (isinstance(found, list | tuple) and len(found) == len(said)):
+            # a list says how many items it holds, none included: `[]` is "none", never
+            # completed by a text's items
+            if not (isinstance(found, list | tuple) and len(found) == len(said)):
                 return False
             stack.extend(zip(said, found, strict=False))
         elif _scalar(said) is None or _scalar(said) != _scalar(found):
