@@ -53,6 +53,7 @@ __all__ = [
     "MARKER",
     "add_credential_places",
     "credential_places",
+    "credential_words",
     "is_credential_field",
     "is_credential_name",
     "redact_data",
@@ -81,6 +82,18 @@ _FIELDS: Final = (
 )
 _KEY_FIELD: Final = re.compile(rf"(?i)({_FIELDS})([\"']?\s*[:=]\s*[\"']?)[^\s\"'&,;{{}}\[\]]+")
 _FIELD_NAME: Final = re.compile(rf"(?i)(?:(?:proxy-)?authorization|{_FIELDS})$")  # a key, whole
+# `"github_token": "ghp_x"`, `sessionToken=x`, `webhook-secret: x`: a name one of whose words
+# is a credential's (`credential_words`), its value masked when it could be one (8+ characters,
+# not a number); `max_tokens`, `tokenizer`, `token_count: 12` are other words or no secret
+_WORDED: Final = re.compile(
+    r"(?<![A-Za-z0-9_-])([A-Za-z0-9_-]{0,48}?(?i:token|secret|passw(?:or)?d|credential)"
+    r"[A-Za-z0-9_-]{0,48})([\"']?\s*[:=]\s*[\"']?)([^\s\"'&,;{}\[\]]+)"
+)
+_WORDS: Final = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_CREDENTIAL_WORDS: Final = frozenset(
+    {"token", "secret", "password", "passwd", "credential", "credentials"}
+)
+_NUMBER: Final = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _Named = Callable[[str], bool] | None  # which keys' string values are masked
 _BEARER: Final = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/=]{8,}")
 _SCHEME: Final = re.compile(r"(?i)^(?:bearer|basic|token|apikey)\s+(\S+)$")
@@ -107,9 +120,18 @@ def redact_data(value: Any, *, by_name: bool = True, fields: bool = False) -> An
 
 
 def is_credential_field(name: str) -> bool:
-    """True for a key whose `"name": "value"` pair the text redactor masks (`api_key`,
-    `db_password`, `authorization`; not `key` or `tokens`, a caller's data's own words)."""
+    """True for a key whose `"name": "value"` pair the text redactor masks whatever its value
+    (`api_key`, `db_password`, `authorization`; not `key` or `tokens`, a caller's data's own
+    words). A name with a credential word (`credential_words`) masks a value that could be a
+    secret (`_mapping`, `_WORDED`)."""
     return _FIELD_NAME.search(name) is not None
+
+
+def credential_words(name: str) -> bool:
+    """True when one of `name`'s words (split at `_`, `-`, `.` and case changes) is a
+    credential's: `token`, `secret`, `password`, `passwd`, `credential(s)` (`github_token`,
+    `sessionToken`, `WEBHOOK_SECRET`; not `max_tokens`, `tokenizer`)."""
+    return any(word.lower() in _CREDENTIAL_WORDS for word in _WORDS.findall(name))
 
 
 def redact_params(
@@ -431,6 +453,8 @@ def _redact_text(text: str, secrets: tuple[str, ...]) -> str:
         text = _AUTH_FIELD.sub(_name_then_marker, text)
     if "key" in lowered or "token" in lowered or "secret" in lowered or "passw" in lowered:
         text = _KEY_FIELD.sub(_name_then_marker, text)
+    if "token" in lowered or "secret" in lowered or "passw" in lowered or "credential" in lowered:
+        text = _WORDED.sub(_worded_then_marker, text)
     if "bearer" in lowered:
         text = _BEARER.sub(_scheme_then_marker, text)
     return text
@@ -443,6 +467,13 @@ def _name_then_marker(match: re.Match[str]) -> str:
 
 def _scheme_then_marker(match: re.Match[str]) -> str:
     return f"{match.group(1)} {MARKER}"
+
+
+def _worded_then_marker(match: re.Match[str]) -> str:
+    name, between, value = match.groups()
+    if len(value) < MIN_SECRET_CHARS or _NUMBER.fullmatch(value) or not credential_words(name):
+        return match.group(0)
+    return f"{name}{between}{MARKER}"
 
 
 def _walk(value: Any, secrets: tuple[str, ...], named: _Named, depth: int) -> Any:
@@ -487,13 +518,27 @@ def _mapping(
             key = _redact_text(given, secrets)  # a known secret, or a long key of its shape
         if item is None or kind is int or kind is float or kind is bool:
             out[key] = item  # a number under a credential name is a count (`max_tokens`)
-        elif named is not None and isinstance(given, str) and named(given):
+        elif named is not None and isinstance(given, str) and _masked(named, given, item):
             out[key] = MARKER
         elif kind is str:
             out[key] = _redact_text(item, secrets)
         else:
             out[key] = _walk(item, secrets, named, depth + 1)
     return out
+
+
+def _masked(named: Callable[[str], bool], key: str, item: Any) -> bool:
+    """Whether the value `item` (no number) under `key` is masked: a credential's name masks it
+    whatever it is; in a record of the caller's data (`is_credential_field`), a credential's
+    word in the key (`github_token`) masks a text that could be a secret (8+ characters)."""
+    if named(key):
+        return True
+    return (
+        named is is_credential_field
+        and type(item) is str
+        and len(item) >= MIN_SECRET_CHARS
+        and credential_words(key)
+    )
 
 
 def _variants(secret: str) -> frozenset[str]:
