@@ -19,10 +19,10 @@ call (the middleware's `handler`) as the call:
   by a `healjson.Healer` for the schema: L1 locally (a code fence, prose around the JSON, a
   trailing comma, a key in another case, a JSON string inside a field, a wrapping object), then
   the schema and the `contracts`. What L1 cannot save is asked again with healjson's bounded
-  repair request (the agent's messages, the answer quoted back, its diagnostics), not with
-  LangChain's error message, and within `policy.max_attempts` calls in all. The value is the
-  state's `structured_response`; a run that cannot be healed ends (`jump_to` end) with
-  `structured_response` None and the `Degraded` outcome in the state: never a wrong value,
+  repair request (the agent's messages, the answer quoted back, its diagnostics; the response
+  format offered alone, not the agent's tools), within `policy.max_attempts` calls in all. The
+  value is the state's `structured_response`; a run that cannot be healed ends (`jump_to` end)
+  with `structured_response` None and the `Degraded` outcome in the state: never a wrong value,
   never an exception for what the model did. A union (`ToolStrategy(A | B)`, each member its
   own tool): the value is the member whose tool the model called, healed against that member
   alone (its repair offers that tool alone; a contract naming fields judges the members that
@@ -32,7 +32,8 @@ call (the middleware's `handler`) as the call:
   each call's arguments are judged against its tool's schema (`tool_call_schema`) and the
   tool's `tool_contracts`: a local repair is applied to the call the tool gets; calls that
   cannot be saved (and calls to tools the agent lacks) are asked again alone, the valid ones
-  kept. Calls that still fail end the run with the `Degraded` outcome in the state.
+  kept (the agent's tools offered, not the response format). Calls that still fail end the
+  run with the `Degraded` outcome in the state.
 
 Every model call of a step is made by healjson's driver, the first one included: the step's
 first call is made in the run its request calls for (the structured response's when there is
@@ -180,11 +181,7 @@ class HealMiddleware(AgentMiddleware[HealState, Any, Any]):
         return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_kept")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._kept = {}
-        self._lock = threading.Lock()
-
-    # -- the hooks ----------------------------------------------------------------------------
+        self.__dict__.update(state, _kept={}, _lock=threading.Lock())
 
     def wrap_model_call(self, request: ModelRequest[Any], handler: Handler) -> Result:
         step = _Step(self, request)
@@ -450,17 +447,19 @@ class _Step:
     def again(
         self, extra: list[dict[str, Any]], params: Mapping[str, Any], owner: _Owner
     ) -> ModelRequest[Any]:
-        """The request of one call of a run: the agent's messages, then healjson's repair turns;
-        the run's parameters (`escalate_model`'s `model`) as model settings (LangChain binds
-        them to the chat model's call); a repair of a union member's answer offers that
-        member's tool alone."""
+        """The request of one call of a run: the agent's messages, then healjson's repair turns,
+        the run's parameters (`escalate_model`'s `model`) as model settings; a repair offers
+        what its run judges alone: the agent's tools to a tool-call run, the response format
+        (a union member's: its tool) to a structured answer."""
         request = self.request
         changes: dict[str, Any] = {}
         if extra:
             changes["messages"] = [*request.messages, *turns(extra)]
-            narrowed = self.format.narrowed.get(owner.member)
-            if narrowed is not None:
-                changes["response_format"] = narrowed
+            if owner.kind == "tools":
+                changes["response_format"] = None
+            else:
+                narrowed = self.format.narrowed.get(owner.member, request.response_format)
+                changes.update(tools=[], tool_choice=None, response_format=narrowed)
         if params:
             changes["model_settings"] = {**request.model_settings, **params}
         return request.override(**changes) if changes else request
