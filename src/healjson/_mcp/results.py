@@ -17,8 +17,9 @@ The rules, in order:
    structured content that could not be healed only when it holds everything that content
    says, each in its place: for each value the structured content holds (a string, a number,
    a boolean, at any depth; a list, its number of items, `[]` included; a `null` says
-   nothing), the text's reading, aligned to the schema, holds an equal value at the same path (keys matched as L1 matches them: case and `_`/`-`
-   aside; a number and its decimal text are one value, `1` and `true` are two). The text then
+   nothing), the text's reading, aligned to the schema, holds an equal value at the same path
+   (keys matched as L1 matches them: case and `_`/`-` aside; a number and its decimal text are
+   one value, `1` and `true` are two). The text then
    completes it (`{"temperature": 21.5}` beside the whole answer) and contradicts none of it;
    a text saying something else (`"Bergen"` beside `"Oslo"`, `low` and `high` swapped) is
    another answer, never a replacement.
