@@ -55,6 +55,7 @@ __all__ = [
     "names_format",
     "read_completion",
     "read_sdk_chunk",
+    "reasoning_field",
     "shape_request",
     "structured_outputs",
     "with_extra",
@@ -120,7 +121,7 @@ def read_completion(obj: Any) -> Reply:
             name,
         ),
         name,
-        _reasoning_field(extra) if extra else None,
+        reasoning_field(extra) if extra else None,
     )
 
 
@@ -146,12 +147,12 @@ def _completion(obj: Any) -> Reply:
         opt_str(get_field(message, "refusal")),
         usage,
         model,
-        _reasoning_field(message),
+        reasoning_field(message),
         _tool_calls(get_field(message, "tool_calls")),
     )
 
 
-def _reasoning_field(message: Any) -> str | None:
+def reasoning_field(message: Any) -> str | None:
     """OpenAI-compatible reasoning beside the content: `reasoning_content` (DeepSeek, vLLM,
     Qwen) or `reasoning` (OpenRouter, Ollama, newer vLLM). The SDK keeps unknown fields in
     `model_extra`."""
@@ -192,7 +193,7 @@ def _message(obj: Any) -> Reply:
         opt_str(obj.get("refusal")),
         chat_usage(obj.get("usage"), opt_str(obj.get("model"))),
         opt_str(obj.get("model")),
-        _reasoning_field(obj),
+        reasoning_field(obj),
         _tool_calls(obj.get("tool_calls")),
     )
 

@@ -25,7 +25,7 @@ from healjson._core.wire.reply import Reply, ToolCall, new_reply
 
 from ._fields import as_list, get_field, opt_str
 from ._unreadable import chunk_text, unreadable_as_failure
-from .openai_chat import chat_usage
+from .openai_chat import chat_usage, reasoning_field
 from .provider import ToolDialect
 
 __all__ = ["CHAT", "ChatCollector", "forced", "read_function_tool", "strict_function"]
@@ -65,7 +65,7 @@ class ChatCollector:
         refusal = chunk_text(get_field(delta, "refusal"), "choices[0].delta.refusal")
         if refusal:
             self._refusal.append(refusal)
-        reasoning = _reasoning_piece(delta)
+        reasoning = reasoning_field(delta)
         if reasoning:
             self._reasoning.append(reasoning)
         for call in as_list(get_field(delta, "tool_calls")):
@@ -97,23 +97,6 @@ class ChatCollector:
             "".join(self._reasoning) or None,
             calls,
         )
-
-
-def _reasoning_piece(delta: Any) -> str:
-    """A chat delta's reasoning piece: `reasoning_content` (DeepSeek, vLLM, Qwen) or `reasoning`
-    (OpenRouter, Ollama, newer vLLM), on the delta or in the SDK's `model_extra`; "" for none."""
-    extra = getattr(delta, "model_extra", None) if isinstance(delta, BaseModel) else None
-    for source in (delta, extra):
-        if source is None:
-            continue
-        for name in ("reasoning_content", "reasoning"):
-            value = get_field(source, name)
-            if isinstance(value, str) and value:
-                return value
-    return ""
-
-
-# -- the tools -------------------------------------------------------------------------------
 
 
 def _read_chat(tool: Any) -> tuple[str, Any, Any] | None:
