@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from healjson._core.run.drive import is_stream
+from healjson._core.run.owner import call_client
 from healjson._core.run.policy import HealPolicy
 from healjson._core.wire.reply import SDK_COMPLETIONS
 
@@ -34,11 +35,14 @@ class _Create:
 
 
 class _FunctionClient:
-    """The function as the OpenAI-style client the adapter wraps."""
+    """The function as the OpenAI-style client the adapter wraps; `client`: the SDK client the
+    function belongs to when it is one of its methods (`call_client`), whose credentials the
+    redactor then knows, as a wrapped client's."""
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.chat = _Create(fn)
         self.function = fn
+        self.client = call_client(fn)
 
 
 def _completion(value: Any) -> bool:
