@@ -24,6 +24,7 @@ from langchain_core.messages import (
 from langchain_core.messages.tool import invalid_tool_call, tool_call
 
 from healjson import Flag, Healed, Outcome, Reply, ToolCall, Usage
+from healjson._providers._fields import as_int, counts
 
 from .core import target_for
 
@@ -67,34 +68,27 @@ def reply_of(
 
 
 def _usage(ai: AIMessage) -> Usage:
-    """The message's `usage_metadata`; a count that is no count (negative, a bool, no int) is
-    unreported: 0, the usage marked `estimated` (the loop estimates it), as every provider's
-    reader reads one."""
+    """The message's `usage_metadata`, read by the rule every provider's reader follows
+    (`counts`): a count that is no count (negative, a bool, no int) is unreported, 0 with the
+    usage marked `estimated` (the loop estimates it)."""
     found = ai.usage_metadata
     if not found:
         return Usage(requests=1, estimated=True)
     given: Mapping[str, Any] = found
     read = given.get("input_token_details") or {}
     wrote = given.get("output_token_details") or {}
-    prompt, completion = given.get("input_tokens"), given.get("output_tokens")
+    pair = (given.get("input_tokens"), given.get("output_tokens"))
+    # neither a count: both 0, estimated when either was given as something else
+    prompt, completion, estimated = counts(*pair) or (0, 0, any(v is not None for v in pair))
     return Usage(
-        prompt_tokens=_count(prompt),
-        completion_tokens=_count(completion),
-        reasoning_tokens=_count(wrote.get("reasoning")),
-        cache_read_tokens=_count(read.get("cache_read")),
-        cache_write_tokens=_count(read.get("cache_creation")),
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        reasoning_tokens=as_int(wrote.get("reasoning")),
+        cache_read_tokens=as_int(read.get("cache_read")),
+        cache_write_tokens=as_int(read.get("cache_creation")),
         requests=1,
-        estimated=any(v is not None and not _is_count(v) for v in (prompt, completion)),
+        estimated=estimated,
     )
-
-
-def _count(value: Any) -> int:
-    """`value` as a token count: a non-negative int that is no bool, else 0."""
-    return value if _is_count(value) else 0
-
-
-def _is_count(value: Any) -> bool:
-    return type(value) is int and value >= 0
 
 
 def turns(extra: Sequence[Mapping[str, Any]]) -> list[AnyMessage]:

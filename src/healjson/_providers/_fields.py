@@ -69,12 +69,13 @@ def as_int(value: Any) -> int:
 
 
 def counts(prompt: Any, completion: Any) -> tuple[int, int, bool] | None:
-    """A reply's two token counts (the prompt's, the answer's) for a usage reader whose cheap
-    check (`type(x) is int and x >= 0`, each) failed: `(prompt, completion, estimated)`. A
-    count is one only as a non-negative int that is no bool; an absent one (None) is 0 as it
-    always was (streams report counts in pieces); any other (negative, a bool, a float, a text)
-    is unreported: 0, and the usage marked `estimated`, so that the run estimates it as it does
-    a usage no reply reported (`call_usage`). None when neither is a count: no usage."""
+    """A reply's two token counts (the prompt's, the answer's) as a usage reader keeps them:
+    `(prompt, completion, estimated)`. A count is one only as a non-negative int that is no
+    bool; an absent one (None) is 0 as it always was (streams report counts in pieces); any
+    other (negative, a bool, a float, a text) is unreported: 0, and the usage marked
+    `estimated`, so that the run estimates it as it does a usage no reply reported
+    (`call_usage`). None when neither is a count: no usage. (The SDK objects' fast readers
+    check the common case inline and come here for anything else.)"""
     prompt_ok = type(prompt) is int and prompt >= 0
     completion_ok = type(completion) is int and completion >= 0
     if not prompt_ok and not completion_ok:

@@ -205,12 +205,10 @@ def chat_usage(raw: Any, model: str | None = None) -> Usage | None:
         return None
     prompt = get_field(raw, "prompt_tokens")
     completion = get_field(raw, "completion_tokens")
-    if type(prompt) is int and type(completion) is int and prompt >= 0 and completion >= 0:
-        estimated = False
-    elif (found := counts(prompt, completion)) is None:
+    found = counts(prompt, completion)
+    if found is None:
         return None
-    else:
-        prompt, completion, estimated = found
+    prompt, completion, estimated = found
     details = get_field(raw, "completion_tokens_details")
     reasoning = get_field(details, "reasoning_tokens") if details is not None else None
     prompt_details = get_field(raw, "prompt_tokens_details")

@@ -28,6 +28,7 @@ from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage
 
 from ._fields import (
+    as_int,
     as_list,
     counts,
     json_text,
@@ -90,10 +91,6 @@ def _field(obj: Any, name: str) -> Any:
     if not isinstance(obj, Mapping):
         return getattr(obj, name, None)
     return obj.get(name)
-
-
-def _as_int(value: Any) -> int:
-    return value if type(value) is int and value >= 0 else 0  # `_fields.as_int`'s rule
 
 
 def is_response(obj: Any) -> bool:
@@ -240,21 +237,19 @@ def usage(raw: Any, model: str | None = None, *, requests: int = 1) -> Usage | N
     if raw is None:
         return None
     prompt, completion = _field(raw, "input_tokens"), _field(raw, "output_tokens")
-    if type(prompt) is int and type(completion) is int and prompt >= 0 and completion >= 0:
-        estimated = False
-    elif (found := counts(prompt, completion)) is None:
+    found = counts(prompt, completion)
+    if found is None:
         return None
-    else:
-        prompt, completion, estimated = found
+    prompt, completion, estimated = found
     inputs = _field(raw, "input_tokens_details")
     outputs = _field(raw, "output_tokens_details")
     return new_usage(
         prompt,
         completion,
         estimated,
-        reasoning_tokens=_as_int(_field(outputs, "reasoning_tokens")) if outputs is not None else 0,
-        cache_read_tokens=_as_int(_field(inputs, "cached_tokens")) if inputs is not None else 0,
-        cache_write_tokens=_as_int(_field(inputs, "cache_write_tokens"))
+        reasoning_tokens=as_int(_field(outputs, "reasoning_tokens")) if outputs is not None else 0,
+        cache_read_tokens=as_int(_field(inputs, "cached_tokens")) if inputs is not None else 0,
+        cache_write_tokens=as_int(_field(inputs, "cache_write_tokens"))
         if inputs is not None
         else 0,
         requests=requests,

@@ -143,12 +143,10 @@ def _usage(obj: Any, model: str | None) -> Usage | None:
         return None
     prompt = get_field_either(meta, "prompt_token_count", "promptTokenCount")
     completion = get_field_either(meta, "candidates_token_count", "candidatesTokenCount")
-    if type(prompt) is int and type(completion) is int and prompt >= 0 and completion >= 0:
-        estimated = False
-    elif (found := counts(prompt, completion)) is None:
+    found = counts(prompt, completion)
+    if found is None:
         return None
-    else:
-        prompt, completion, estimated = found
+    prompt, completion, estimated = found
     thinking = as_int(get_field_either(meta, "thoughts_token_count", "thoughtsTokenCount"))
     cached = as_int(get_field_either(meta, "cached_content_token_count", "cachedContentTokenCount"))
     # Gemini counts thoughts apart from the candidates; both are output tokens
