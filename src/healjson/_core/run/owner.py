@@ -15,6 +15,8 @@ import functools
 import types
 from typing import Any, Final
 
+from healjson._core.redact.places import read_attribute
+
 __all__ = ["call_client"]
 
 _MAX_HOPS: Final = 3
@@ -26,14 +28,14 @@ def call_client(call: Any) -> Any:
     client; not the HTTP client it holds there) or one of another package."""
     while isinstance(call, functools.partial):
         call = call.func
-    owner = _attribute(call, "__self__")
+    owner = read_attribute(call, "__self__")
     if owner is None or isinstance(owner, type | types.ModuleType):
         return None
     package = _package(owner)
     for _ in range(_MAX_HOPS):
-        if _attribute(owner, "api_key") is not None:
+        if read_attribute(owner, "api_key") is not None:
             break
-        inner = _attribute(owner, "_client")
+        inner = read_attribute(owner, "_client")
         if inner is None or _package(inner) != package:
             break
         owner = inner
@@ -42,10 +44,3 @@ def call_client(call: Any) -> Any:
 
 def _package(obj: Any) -> str:
     return type(obj).__module__.partition(".")[0]
-
-
-def _attribute(obj: Any, name: str) -> Any:
-    try:
-        return getattr(obj, name, None)
-    except Exception:  # a proxy or property that fails holds no client we can use
-        return None
