@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, fields
-from typing import Any, Final, Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from ._core.diagnostic import ROOT, Diagnostic, Source
 from ._core.outcome.outcome import Healed, Outcome
-from ._core.redact import redact_text
+from ._core.redact import redact_text, redacted_repr
 from ._core.repair.quote import render_diagnostics
 
 __all__ = [
@@ -80,8 +80,7 @@ class AgentRepair:
             object.__setattr__(self, "value_json", redact_text(self.value_json))
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _ENTRY_FIELDS)
-        return redact_text(f"AgentRepair({shown})")
+        return redacted_repr(self)
 
     def __str__(self) -> str:
         what = (
@@ -94,9 +93,6 @@ class AgentRepair:
             return f"{what}: healed locally ({', '.join(self.flags) or 'contracts'}): {value}"
         told = "; ".join(d.describe(max_value_chars=60) for d in self.diagnostics)
         return f"{what}: not healed: {told or 'no usable value'}"
-
-
-_ENTRY_FIELDS: Final = tuple(f.name for f in fields(AgentRepair))
 
 
 class HealLog:

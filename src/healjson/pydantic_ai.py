@@ -42,9 +42,8 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, is_dataclass
-from dataclasses import fields as dataclass_fields
 from types import SimpleNamespace
-from typing import Any, Final, Literal, cast
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import SchemaValidator, from_json, to_json, to_jsonable_python
@@ -58,7 +57,7 @@ from ._core.judge.judging import judge_value
 from ._core.observe import events
 from ._core.parse.defaults import left_out
 from ._core.parse.shape import shape_of
-from ._core.redact import redact_data, redact_text
+from ._core.redact import redact_data, redact_text, redacted_repr
 from ._core.repair.quote import render_diagnostics
 from ._core.run.drive import drive_async, drive_sync
 from ._core.run.policy import HealPolicy
@@ -133,11 +132,7 @@ class HealRecord:
         object.__setattr__(self, "value", redact_data(self.value, by_name=False, fields=True))
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _RECORD_FIELDS)
-        return redact_text(f"HealRecord({shown})")
-
-
-_RECORD_FIELDS: Final = tuple(f.name for f in dataclass_fields(HealRecord))
+        return redacted_repr(self)
 
 
 @dataclass

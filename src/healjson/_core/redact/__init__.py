@@ -28,6 +28,7 @@ every rendering of the outcome, after the scope is gone, removes them too (`trac
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -60,6 +61,7 @@ __all__ = [
     "redact_params",
     "redact_text",
     "redact_with",
+    "redacted_repr",
     "run_params",
     "run_secrets",
     "secrets_scope",
@@ -108,6 +110,17 @@ def redact_with(text: str, forms: tuple[str, ...]) -> str:
     """`redact_text` with the secret forms known already (`run_secrets()`): for code that
     redacts several texts of one run."""
     return _redact_text(text, forms)
+
+
+def redacted_repr(record: Any) -> str:
+    """A dataclass record's `repr` as the generated one writes it (its fields shown in `repr`),
+    through the redactor: for records an integration keeps of model text."""
+    shown = ", ".join(
+        f"{field.name}={getattr(record, field.name)!r}"
+        for field in dataclasses.fields(record)
+        if field.repr
+    )
+    return redact_text(f"{type(record).__qualname__}({shown})")
 
 
 def redact_data(value: Any, *, by_name: bool = True, fields: bool = False) -> Any:
