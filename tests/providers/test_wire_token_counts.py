@@ -52,7 +52,10 @@ def is_count(value: Any) -> bool:
     return type(value) is int and value >= 0
 
 
+ABSENT = "<absent>"
+"""A count the usage member leaves out (`_usage` omits it): unreported, as one that is no count."""
 WIRE_COUNTS = st.one_of(
+    st.just(ABSENT),
     st.integers(0, 10**6),
     st.integers(-(10**6), -1),
     st.floats(-1e6, 1e6, allow_nan=False).filter(lambda x: not x.is_integer()),
@@ -70,7 +73,9 @@ COUNTS = st.one_of(
 
 def _usage(provider: str, prompt: Any, completion: Any) -> dict[str, Any]:
     first, second = NAMES[provider]
-    return {first: prompt, second: completion}
+    return {
+        name: count for name, count in ((first, prompt), (second, completion)) if count != ABSENT
+    }
 
 
 def _sse(*events: tuple[str | None, dict[str, Any]]) -> str:
@@ -218,8 +223,11 @@ def drained(answer: Any, streamed: bool) -> Any:
     return answer.outcome
 
 
-def check(usage: Usage, prompt: Any, completion: Any) -> None:
-    """The rule, on the usage a call with these wire counts spent."""
+def check(usage: Usage, prompt: Any, completion: Any, parts: bool = False) -> None:
+    """The rule, on the usage a call with these wire counts spent (`parts`: a stream whose
+    events carry their counts in parts, where a count of 0 states nothing)."""
+    if parts:
+        prompt, completion = (ABSENT if count == 0 else count for count in (prompt, completion))
     assert usage.prompt_tokens >= 0, usage
     assert usage.completion_tokens >= 0, usage
     assert usage.requests == 1
@@ -252,6 +260,8 @@ def check(usage: Usage, prompt: Any, completion: Any) -> None:
 @example(prompt=7, completion=-3)
 @example(prompt=1.5, completion=12)
 @example(prompt=50, completion=12)
+@example(prompt=ABSENT, completion=12)
+@example(prompt=50, completion=ABSENT)
 def test_a_count_that_is_no_count_is_estimated(
     shared_server: ScriptedServer,
     provider: str,
@@ -261,12 +271,12 @@ def test_a_count_that_is_no_count_is_estimated(
 ) -> None:
     """Each provider's usage keeps the counts that are counts and estimates the others."""
     if provider in ("gemini", "ollama"):  # their SDKs validate counts as ints: the sign varies
-        prompt = prompt if type(prompt) is int else -1
-        completion = completion if type(completion) is int else -1
+        prompt = prompt if type(prompt) is int or prompt == ABSENT else -1
+        completion = completion if type(completion) is int or completion == ABSENT else -1
     shared_server.extend([served(provider, prompt, completion, streamed)])
     outcome = call(shared_server, provider, streamed)
     assert outcome.ok, outcome
-    check(outcome.usage, prompt, completion)
+    check(outcome.usage, prompt, completion, parts=streamed and provider == "anthropic")
 
 
 def test_a_negative_prompt_count_does_not_switch_a_token_budget_off() -> None:
@@ -328,3 +338,63 @@ def test_a_streamed_dict_chunk_count_that_is_no_count_is_estimated(bad: Any) -> 
     for _ in stream:
         pass
     check(stream.outcome.usage, bad, 9)
+
+
+# --- a stream's counts in parts, revised along the way ------------------------------------------
+
+
+def _anthropic_stream(start_usage: dict[str, Any], end_usage: dict[str, Any]) -> ScriptedReply:
+    """An Anthropic stream of `GOOD` whose `message_start` and `message_delta` carry these."""
+    start = {"id": "a", "type": "message", "role": "assistant", "model": "m", "content": [],
+             "stop_reason": None, "usage": start_usage}  # fmt: skip
+    delta = {"type": "content_block_delta", "index": 0,
+             "delta": {"type": "text_delta", "text": GOOD}}  # fmt: skip
+    body = _sse(
+        ("message_start", {"type": "message_start", "message": start}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", delta),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                           "usage": end_usage}),
+        ("message_stop", {"type": "message_stop"}),
+    )  # fmt: skip
+    return ScriptedReply(body=body, content_type="text/event-stream")
+
+
+@pytest.mark.parametrize("opening", [-5, None, "lots"], ids=["negative", "null", "text"])
+def test_an_input_count_no_event_stated_is_estimated_in_a_stream(
+    shared_server: ScriptedServer, opening: Any
+) -> None:
+    """`message_start` with an input count that is no count, then `message_delta` with the
+    output's alone: the prompt was never reported, so it is estimated, never an exact 0."""
+    shared_server.extend([_anthropic_stream({"input_tokens": opening, "output_tokens": 1},
+                                            {"output_tokens": 5})])  # fmt: skip
+    outcome = call(shared_server, "anthropic", True)
+    assert outcome.ok, outcome
+    assert outcome.usage.estimated
+    assert outcome.usage.prompt_tokens > 0
+
+
+def test_the_closing_counts_of_a_stream_replace_its_opening_ones(
+    shared_server: ScriptedServer,
+) -> None:
+    """A stream's closing totals revise what it said before: Anthropic's `message_delta`
+    input count replaces `message_start`'s, and Gemini's last piece's counts replace a running
+    piece's, exact."""
+    shared_server.extend([_anthropic_stream({"input_tokens": 100, "output_tokens": 1},
+                                            {"input_tokens": 50, "output_tokens": 5})])  # fmt: skip
+    anthropic_usage = call(shared_server, "anthropic", True).usage
+    running = {"candidates": [{"content": {"role": "model", "parts": [{"text": GOOD[:5]}]}}],
+               "modelVersion": "m",
+               "usageMetadata": {"promptTokenCount": 50, "candidatesTokenCount": 30}}  # fmt: skip
+    closing = {"candidates": [{"content": {"role": "model", "parts": [{"text": GOOD[5:]}]},
+                               "finishReason": "STOP"}], "modelVersion": "m",
+               "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 7}}  # fmt: skip
+    body = _sse((None, running), (None, closing))
+    shared_server.extend([ScriptedReply(body=body, content_type="text/event-stream")])
+    gemini_usage = call(shared_server, "gemini", True).usage
+    assert [(50, 5, False), (10, 7, False)] == [
+        (usage.prompt_tokens, usage.completion_tokens, usage.estimated)
+        for usage in (anthropic_usage, gemini_usage)
+    ]

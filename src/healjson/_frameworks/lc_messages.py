@@ -69,8 +69,8 @@ def reply_of(
 
 def _usage(ai: AIMessage) -> Usage:
     """The message's `usage_metadata`, read by the rule every provider's reader follows
-    (`counts`): a count that is no count (negative, a bool, no int) is unreported, 0 with the
-    usage marked `estimated` (the loop estimates it)."""
+    (`counts`): a count that is no count (absent, negative, a bool, no int) is unreported, 0
+    with the usage marked `estimated` (the loop estimates it)."""
     found = ai.usage_metadata
     if not found:
         return Usage(requests=1, estimated=True)
@@ -78,8 +78,8 @@ def _usage(ai: AIMessage) -> Usage:
     read = given.get("input_token_details") or {}
     wrote = given.get("output_token_details") or {}
     pair = (given.get("input_tokens"), given.get("output_tokens"))
-    # neither a count: both 0, estimated when either was given as something else
-    prompt, completion, estimated = counts(*pair) or (0, 0, any(v is not None for v in pair))
+    # neither a count: both unreported (0, estimated)
+    prompt, completion, estimated = counts(*pair) or (0, 0, True)
     return Usage(
         prompt_tokens=prompt,
         completion_tokens=completion,

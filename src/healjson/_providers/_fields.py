@@ -71,11 +71,13 @@ def as_int(value: Any) -> int:
 def counts(prompt: Any, completion: Any) -> tuple[int, int, bool] | None:
     """A reply's two token counts (the prompt's, the answer's) as a usage reader keeps them:
     `(prompt, completion, estimated)`. A count is one only as a non-negative int that is no
-    bool; an absent one (None) is 0 as it always was (streams report counts in pieces); any
-    other (negative, a bool, a float, a text) is unreported: 0, and the usage marked
-    `estimated`, so that the run estimates it as it does a usage no reply reported
-    (`call_usage`). None when neither is a count: no usage. (The SDK objects' fast readers
-    check the common case inline and come here for anything else.)"""
+    bool; any other (absent, negative, a bool, a float, a text) is unreported: 0, and the usage
+    marked `estimated`, so that the run estimates it as it does a usage no reply reported
+    (`call_usage`; a provider that leaves a count out, as Ollama leaves out a prompt it read
+    from its cache, did not report it). None when neither is a count: no usage. (A stream's
+    pieces, which may carry some counts only, state what they leave out as 0 before they come
+    here: `UsageTally`. The SDK objects' fast readers check the common case inline and come
+    here for anything else.)"""
     prompt_ok = type(prompt) is int and prompt >= 0
     completion_ok = type(completion) is int and completion >= 0
     if not prompt_ok and not completion_ok:
@@ -83,7 +85,7 @@ def counts(prompt: Any, completion: Any) -> tuple[int, int, bool] | None:
     return (
         prompt if prompt_ok else 0,
         completion if completion_ok else 0,
-        not (prompt_ok or prompt is None) or not (completion_ok or completion is None),
+        not (prompt_ok and completion_ok),
     )
 
 

@@ -76,9 +76,14 @@ def test_anthropic_events() -> None:
             },
         }
     )
-    # running counts (`message_delta` has the final ones): marked estimated until then
-    running = Usage(11, 1, estimated=True)
-    assert (running, "claude-test") == (read_chunk(start).usage, read_chunk(start).model)
+    # the input's counts, stated in part (the output's placeholder left out: `message_delta`
+    # has the output's)
+    opening = read_chunk(start)
+    assert (Usage(11, 0), True, "claude-test") == (
+        opening.usage,
+        opening.usage_partial,
+        opening.model,
+    )
     text = anthropic_event(
         {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "{"}}
     )
@@ -196,13 +201,13 @@ def test_session_leaves_async_contracts_to_the_final_check() -> None:
 
 
 def test_session_usage_pieces_merge_and_the_reply_keeps_everything() -> None:
-    """A session merges usage reported in pieces, and its reply keeps the text, finish reason,
+    """A session merges usage reported in parts, and its reply keeps the text, finish reason,
     reasoning and model."""
     session = StreamSession(target_for(Pair))
-    session.feed(Delta(usage=Usage(10, 0), model="m"))
+    session.feed(Delta(usage=Usage(10, 0), model="m", usage_partial=True))
     session.feed(Delta(reasoning="think"))
     session.feed(Delta(text='{"low": 1, "high": 2}'))
-    session.feed(Delta(finish_reason="stop", usage=Usage(0, 8)))
+    session.feed(Delta(finish_reason="stop", usage=Usage(0, 8), usage_partial=True))
 
     reply = session.reply()
     assert ('{"low": 1, "high": 2}', "stop", "think", "m") == (

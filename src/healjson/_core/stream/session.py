@@ -48,6 +48,7 @@ from healjson._core.target.target import JsonSchema, Target, list_item_type, tar
 from healjson._core.wire.delta import Delta
 from healjson._core.wire.effects import AwaitAll
 from healjson._core.wire.reply import Reply, ToolCall, Usage, call_usage
+from healjson._core.wire.tally import UsageTally
 
 from .judge import Stand, judge_field, judge_schema_field
 from .partial import Partial
@@ -102,6 +103,8 @@ class StreamSession:
         self._refusal: list[str] = []
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
+        """The usage the chunks reported so far (`UsageTally`'s rule), None before any."""
+        self._tally = UsageTally()
         self.model: str | None = None
         self.chars = 0
         """Answer characters received."""
@@ -139,7 +142,8 @@ class StreamSession:
     def feed(self, delta: Delta) -> Partial[Any] | None:
         """Take one delta; the new snapshot, if this delta made one."""
         if delta.usage is not None:
-            self.usage = _merge_usage(self.usage, delta.usage)
+            self._tally.add(delta.usage, delta.usage_partial)
+            self.usage = self._tally.usage
         if delta.model:
             self.model = delta.model
         if delta.finish_reason:
@@ -378,21 +382,6 @@ class StreamSession:
     def data(self) -> Any:
         """The JSON data read so far (None before any)."""
         return self._reader.snapshot()
-
-
-def _merge_usage(known: Usage | None, new: Usage) -> Usage:
-    """Providers send running or final totals, some in pieces (the prompt first, the output
-    at the end): the larger count of each kind wins."""
-    if known is None:
-        return new
-    return Usage(
-        max(known.prompt_tokens, new.prompt_tokens),
-        max(known.completion_tokens, new.completion_tokens),
-        known.estimated and new.estimated,
-        max(known.reasoning_tokens, new.reasoning_tokens),
-        max(known.cache_read_tokens, new.cache_read_tokens),
-        max(known.cache_write_tokens, new.cache_write_tokens),
-    )
 
 
 _Found = typing.TypeVar("_Found")

@@ -23,10 +23,13 @@ __all__ = ["SDK_CHUNKS", "Delta", "read_chunk", "read_sdk_chunk", "withdrawn"]
 
 @dataclass(frozen=True, slots=True)
 class Delta:
-    """One piece of a streamed answer. Every field is optional; `usage` updates the usage
-    known so far (providers send running or final totals: a format's reader marks a running
-    one, which the provider may still revise, `estimated`; the call's usage is exact only once
-    a final one came), the rest are appended or set."""
+    """One piece of a streamed answer. Every field is optional; `usage` is a piece of the call's
+    usage (providers send running or final totals: a format's reader marks a running one, which
+    the provider may still revise, `estimated`); `usage_partial`: the usage states its nonzero
+    counts only (a provider that sends its counts in parts, the input's first and the output's
+    at the end). The pieces add up by one rule (`UsageTally`: a final count beats a running
+    one, the latest of each kind wins, the usage is exact once final prompt and completion
+    counts came). The rest are appended or set."""
 
     text: str = ""
     reasoning: str = ""
@@ -36,6 +39,7 @@ class Delta:
     finish_reason: str | None = None
     usage: Usage | None = None
     model: str | None = None
+    usage_partial: bool = False
 
 
 _FORMATS = formats()  # the registry's own list: formats registered later are in it too

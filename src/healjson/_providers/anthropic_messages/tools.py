@@ -9,13 +9,13 @@ sent as a tool named after the class. `tool_choice` `{"type": "any"}` forces som
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
 from healjson._core.wire.reply import Reply, ToolCall, new_reply
+from healjson._core.wire.tally import UsageTally
 from healjson._providers._fields import get_field, opt_str
 from healjson._providers._unreadable import chunk_text, unreadable_as_failure
 from healjson._providers.provider import ToolDialect
@@ -32,15 +32,14 @@ class AnthropicCollector:
     pieces joined, the blocks apart by a blank line, as the reasoning (as the whole message's
     reader keeps them)."""
 
-    __slots__ = ("_blocks", "_finish", "_model", "_refusal", "_start", "_usage")
+    __slots__ = ("_blocks", "_finish", "_model", "_refusal", "_usage")
 
     def __init__(self) -> None:
         self._blocks: dict[int, list[Any]] = {}  # index -> [kind, id, name, pieces]
         self._finish: str | None = None
         self._refusal: str | None = None
         self._model: str | None = None
-        self._start: Any = None
-        self._usage: Any = None
+        self._usage = UsageTally()  # `message_start`'s and `message_delta`'s counts
 
     @unreadable_as_failure
     def feed(self, event: Any) -> str:
@@ -75,9 +74,11 @@ class AnthropicCollector:
         elif kind == "message_start":
             message = get_field(event, "message") or {}
             self._model = opt_str(get_field(message, "model"))
-            self._start = anthropic_usage(  # running counts: `message_delta` has the final
-                get_field(message, "usage"), requests=1, model=self._model, running=True
+            opening = anthropic_usage(  # the input counts: `message_delta` has the output's
+                get_field(message, "usage"), requests=1, model=self._model, opening=True
             )
+            if opening is not None:
+                self._usage.add(opening, partial=True)
         elif kind == "message_delta":
             delta = get_field(event, "delta") or {}
             stop = opt_str(get_field(delta, "stop_reason"))
@@ -85,7 +86,11 @@ class AnthropicCollector:
             if stop == "refusal":
                 details = get_field(delta, "stop_details") or get_field(event, "stop_details") or {}
                 self._refusal = opt_str(get_field(details, "explanation")) or "refused"
-            self._usage = anthropic_usage(get_field(event, "usage"), requests=1, model=self._model)
+            totals = anthropic_usage(
+                get_field(event, "usage"), requests=1, model=self._model, piece=True
+            )
+            if totals is not None:
+                self._usage.add(totals, partial=True)
         return ""
 
     def reply(self) -> Reply:
@@ -98,14 +103,7 @@ class AnthropicCollector:
             for kind, call_id, name, pieces in ordered
             if kind == "tool_use"
         )
-        usage = self._usage or self._start
-        if usage is not None and self._start is not None and not usage.prompt_tokens:
-            usage = dataclasses.replace(
-                usage,
-                prompt_tokens=self._start.prompt_tokens,
-                cache_read_tokens=self._start.cache_read_tokens,
-                cache_write_tokens=self._start.cache_write_tokens,
-            )
+        usage = self._usage.usage
         content = "".join(texts) if texts else None
         return new_reply(
             None if self._refusal else content,

@@ -166,24 +166,32 @@ def read_message(obj: Any) -> Reply:
 
 
 def anthropic_usage(
-    raw: Any, *, requests: int = 0, model: str | None = None, running: bool = False
+    raw: Any,
+    *,
+    requests: int = 0,
+    model: str | None = None,
+    piece: bool = False,
+    opening: bool = False,
 ) -> Usage | None:
-    """Anthropic's usage (a message's, or a stream event's running one), None without counts.
+    """Anthropic's usage (a message's, or a stream event's piece of it), None without counts.
     Its `input_tokens` leave out the cached input, which healjson counts in `prompt_tokens`
-    (the cache reads and writes are parts of it). `running`: counts the stream will revise
-    (`message_start`'s: its `output_tokens` a placeholder until `message_delta`), marked
-    `estimated`, so a stream that ends before the final counts is not taken as exact. A count
-    that is no count is unreported (`_fields.counts`)."""
+    (the cache reads and writes are parts of it). A count that is no count is unreported
+    (`_fields.counts`). A stream's events are partial pieces (`piece`: a count they leave out is
+    0, which states nothing, `UsageTally`): `message_delta`'s totals, and `message_start`'s
+    (`opening`), whose input counts are the request's and whose `output_tokens` is a placeholder
+    until `message_delta` (left out: 0)."""
     if raw is None:
         return None
     prompt, completion = get_field(raw, "input_tokens"), get_field(raw, "output_tokens")
+    if piece or opening:
+        prompt = 0 if prompt is None else prompt
+        completion = 0 if completion is None or opening else completion
     if type(prompt) is int and type(completion) is int and prompt >= 0 and completion >= 0:
-        estimated = running
+        estimated = False
     elif (found := counts(prompt, completion)) is None:
         return None
     else:
         prompt, completion, estimated = found
-        estimated = estimated or running
     read = as_int(get_field(raw, "cache_read_input_tokens"))
     written = as_int(get_field(raw, "cache_creation_input_tokens"))
     details = get_field(raw, "output_tokens_details")
@@ -225,8 +233,9 @@ def _anthropic_event(event: Any) -> Delta:
         return _EMPTY
     if kind == "message_start":
         message = get_field(event, "message") or {}
-        return Delta(  # its counts are running ones: `message_delta` gives the final
-            usage=anthropic_usage(get_field(message, "usage"), running=True),
+        return Delta(  # the input counts; `message_delta` gives the output's
+            usage=anthropic_usage(get_field(message, "usage"), opening=True),
+            usage_partial=True,
             model=opt_str(get_field(message, "model")),
         )
     if kind == "message_delta":
@@ -239,7 +248,8 @@ def _anthropic_event(event: Any) -> Delta:
         return Delta(
             refusal=refusal,
             finish_reason=None if stop is None else FINISH.get(stop, stop),
-            usage=anthropic_usage(get_field(event, "usage")),
+            usage=anthropic_usage(get_field(event, "usage"), piece=True),
+            usage_partial=True,
         )
     return _EMPTY
 
