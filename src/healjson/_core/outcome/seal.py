@@ -28,7 +28,7 @@ from typing import Any, Final, TypeVar
 
 from healjson._core.diagnostic import Diagnostic
 from healjson._core.judge.policies import Dropped
-from healjson._core.redact import MARKER, found_in
+from healjson._core.redact import MARKER, cut_at_end, escaped_in, found_in, unspelled
 from healjson._core.repair.calls import CallsForm, CallState
 from healjson._core.repair.prompt import RepairPrompt
 from healjson._core.wire.reply import ToolCall
@@ -66,7 +66,7 @@ def seal_first(outcome: HealedT, forms: tuple[str, ...]) -> HealedT:
 
 def _plain(text: str, forms: tuple[str, ...]) -> bool:
     """True when `text` holds none of the secret `forms` and no escape that could spell one."""
-    return "\\" not in text and not found_in(text, forms)
+    return "\\" not in text and not found_in(text, forms) and not cut_at_end(text, forms)
 
 
 def seal(outcome: OutcomeT, forms: tuple[str, ...]) -> OutcomeT:
@@ -136,7 +136,7 @@ def _texts_show(outcome: Healed[Any] | Degraded[Any], forms: tuple[str, ...]) ->
     for text in texts:
         if not text or not isinstance(text, str):
             continue
-        if found_in(text, forms):
+        if found_in(text, forms) or cut_at_end(text, forms):
             return True, True
         if not escaped and "\\" in text:
             escaped = any(escape in text for escape in _ESCAPES) or any(
@@ -213,6 +213,8 @@ def _asked(messages: tuple[Any, ...], forms: tuple[str, ...]) -> bool:
                 for form in forms:
                     if form in item:
                         return True
+                if "\\" in item and escaped_in(item, forms):  # spelled with escapes
+                    return True
             elif item is not None and _shown_in(item, forms, 2):
                 return True
     return False
@@ -224,7 +226,7 @@ def _shown_in(value: Any, forms: tuple[str, ...], depth: int) -> bool:
     is rendered by the record as text, and searched as that text)."""
     kind = type(value)
     if kind is str:
-        return found_in(value, forms)
+        return found_in(value, forms) or escaped_in(value, forms)
     if kind is dict or kind is list or kind is tuple:
         if depth >= _MAX_DEPTH:
             return True  # deeper than the walk: the record's rendering is searched
@@ -250,7 +252,7 @@ def _scrub_walk(value: Any, forms: tuple[str, ...], depth: int) -> Any:
         for form in forms:
             if form in value:
                 value = value.replace(form, MARKER)
-        return value
+        return unspelled(value, forms, MARKER)  # spelled with escapes, or cut at the end
     kind = type(value)
     if depth >= _MAX_DEPTH or not (kind is list or kind is tuple or kind is dict):
         return value  # other types (subclasses too) are kept whole: a copy could change them

@@ -49,12 +49,15 @@ from .places import (
     named_strings,
     read_attribute,
 )
+from .spelled import cut_at_end, escaped_in, unspelled
 
 __all__ = [
     "MARKER",
     "add_credential_places",
     "credential_places",
     "credential_words",
+    "cut_at_end",
+    "escaped_in",
     "is_credential_field",
     "is_credential_name",
     "redact_data",
@@ -65,6 +68,7 @@ __all__ = [
     "run_params",
     "run_secrets",
     "secrets_scope",
+    "unspelled",
 ]
 
 MARKER: Final = "[redacted]"
@@ -459,6 +463,8 @@ def _redact_text(text: str, secrets: tuple[str, ...]) -> str:
     for secret in secrets:  # plain substring replacement: no regex ever holds a secret
         if secret in text:
             text = text.replace(secret, MARKER)
+    if secrets:  # spelled with escapes, or cut at the end (a stream stopped inside one)
+        text = unspelled(text, secrets, MARKER)
     # each pattern runs only when a word it needs is there: plain `in` tests are far cheaper
     # than a case-insensitive regex scan, and most text holds none of these words
     lowered = text.lower()

@@ -1,0 +1,163 @@
+"""Secrets a text holds in another spelling than their own: written with escapes (JSON's
+`\\u0073k-...`, `\\/`, a lenient reader's `\\x73`), or cut at the text's end (a stream stopped
+inside one). Each such stretch is found by what it spells, and replaced by the marker in the
+text as written; the rest of the text is kept as it is."""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from functools import lru_cache
+from typing import Final
+
+__all__ = ["cut_at_end", "escaped_in", "unspelled"]
+
+_MIN_CUT: Final = 8  # the shortest secret (`MIN_SECRET_CHARS`): a shorter end is no secret's
+_SIMPLE: Final = {
+    '"': '"',
+    "\\": "\\",
+    "/": "/",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+}
+
+
+def unspelled(text: str, forms: tuple[str, ...], marker: str) -> str:
+    """`text` with every secret form it spells with escapes, and a form's first 8 or more
+    characters that end it (a text cut inside a secret), replaced by `marker`."""
+    if not forms:
+        return text
+    spans: list[tuple[int, int]] = []
+    if "\\" in text:
+        spans += _escaped_spans(text, forms)
+    cut = cut_at_end(text, forms)
+    if cut:
+        spans.append((len(text) - cut, len(text)))
+    if not spans:
+        return text
+    out: list[str] = []
+    at = 0
+    for start, end in sorted(spans):
+        if end <= at:
+            continue
+        out += (text[at : max(start, at)], marker)
+        at = end
+    out.append(text[at:])
+    return "".join(out)
+
+
+def escaped_in(text: str, forms: tuple[str, ...]) -> bool:
+    """True when `text` spells a secret form with escapes (`unspelled` would replace it)."""
+    return "\\" in text and bool(_escaped_spans(text, forms))
+
+
+def cut_at_end(text: str, forms: tuple[str, ...]) -> int:
+    """How many characters at the end of `text` are the beginning of a secret form, 8 or more
+    but not the whole form (0: none)."""
+    if len(text) < _MIN_CUT or text[-_MIN_CUT:] not in _grams(forms):
+        return 0  # the common case: one set lookup
+    best = 0
+    for form in forms:
+        for size in range(len(form) - 1, _MIN_CUT - 1, -1):
+            if size > best and text.endswith(form[:size]):
+                best = size
+                break
+    return best
+
+
+@lru_cache(maxsize=64)
+def _grams(forms: tuple[str, ...]) -> frozenset[str]:
+    """Every 8 characters in a row of the secret forms: a text that ends inside a form ends
+    with one of them."""
+    return frozenset(
+        form[start : start + _MIN_CUT] for form in forms for start in range(len(form) - 7)
+    )
+
+
+def _escaped_spans(text: str, forms: tuple[str, ...]) -> list[tuple[int, int]]:
+    """The stretches of `text` (as written) that spell a secret form once their escapes are
+    read, where an escape that can spell any character is in them."""
+    if not any(escape in text for escape in _SPELLING):
+        return []  # `\n`, `\"`, `\\`: the escaped forms the plain redactor knows already
+    decoded, pieces = _decoded(text)
+    spans = []
+    for form in forms:
+        found = decoded.find(form)
+        while found >= 0:
+            start, end = _raw_at(pieces, found), _raw_at(pieces, found + len(form))
+            if text[start:end] != form:  # the plain spelling is the plain redactor's
+                spans.append((start, end))
+            found = decoded.find(form, found + 1)
+    return spans
+
+
+_SPELLING: Final = ("\\u", "\\U", "\\x", "\\/")
+_ESCAPE: Final = re.compile(
+    r"\\(?:u[0-9a-fA-F]{4}(?:\\u[0-9a-fA-F]{4})?|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2}|[\"\\/bfnrt])"
+)
+_Pieces = tuple[list[int], list[int], int]  # decoded offsets, written offsets, written length
+
+
+def _decoded(text: str) -> tuple[str, _Pieces]:
+    """`text` with its escapes read (one that reads as no character is kept as written), and
+    where each piece of it starts, read and as written: one piece per escape, one per run of
+    plain text between them (linear in the escapes, not the characters)."""
+    out: list[str] = []
+    read: list[int] = []
+    written: list[int] = []
+    at = length = 0
+    for match in _ESCAPE.finditer(text):
+        if match.start() > at:  # the plain run before it
+            read.append(length)
+            written.append(at)
+            out.append(text[at : match.start()])
+            length += match.start() - at
+        char = _read_escape(match.group())
+        if char is None:
+            continue  # kept as written: the plain run after it takes it
+        read.append(length)
+        written.append(match.start())
+        out.append(char)
+        length += len(char)
+        at = match.end()
+    read.append(length)
+    written.append(at)
+    out.append(text[at:])
+    return "".join(out), (read, written, len(text))
+
+
+def _read_escape(escape: str) -> str | None:
+    """The character one escape spells, None for none (a lone surrogate, past U+10FFFF)."""
+    kind = escape[1]
+    if kind in _SIMPLE:
+        return _SIMPLE[kind]
+    code = int(escape[2:6] if kind == "u" else escape[2:], 16)
+    if kind == "u" and len(escape) == 12:  # two `\\u` escapes: a surrogate pair, or two
+        low = int(escape[8:], 16)
+        if 0xD800 <= code < 0xDC00 and 0xDC00 <= low < 0xE000:
+            return chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00))
+        first, second = _one(code), _one(low)
+        return None if first is None or second is None else first + second
+    return _one(code)
+
+
+def _one(code: int) -> str | None:
+    return None if 0xD800 <= code < 0xE000 or code > 0x10FFFF else chr(code)
+
+
+def _raw_at(pieces: _Pieces, offset: int) -> int:
+    """Where the character at `offset` of the decoded text starts as written (its length: the
+    end); inside an escape's characters, where the escape starts."""
+    read, written, size = pieces
+    index = bisect_right(read, offset) - 1
+    if index < 0:
+        return 0
+    if (
+        index + 1 < len(read)
+        and written[index + 1] - written[index] != read[index + 1] - read[index]
+    ):
+        return written[index]  # an escape: its characters start where it does
+    return min(written[index] + offset - read[index], size)
