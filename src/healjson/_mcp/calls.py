@@ -13,9 +13,14 @@ handed back as the SDK's type:
   block already holds it): nothing the tool gave is dropped. It does not stay structured
   content: a healed result's structured content is one that conforms to the tool's
   `outputSchema`, and the one it had did not.
-- the tools cannot be listed (no `tools/list`, or it fails): no schema is known, so the call
-  is sent and its result returned as the bare SDK returns them (the SDK's own checks
-  included): not healed, nothing raised that the bare call would not raise.
+- the tools cannot be listed (no `tools/list`, or it fails), or the server does not list the
+  tool: no schema is known, so the call is sent and its result returned as the bare SDK
+  returns them (the SDK's own checks included): not healed, nothing raised that the bare call
+  would not raise. (A tool whose `outputSchema` is not usable is not healed either: its
+  result is handed back as the server sent it.)
+- a result healjson sent for judging but did not judge (too deep to judge whole, with no
+  problem visible in the rest: `results`' rule 4) gets the SDK's own check, run then
+  (`seam.Deferred`): what the bare SDK would raise, it raises.
 
 `healjson.outcome_of(result)` is the run that judged the result (flag `structured_from_text`
 when it was read from text; `arguments_normalised` when the arguments sent were not those
@@ -29,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from mcp import types
 from pydantic_core import from_json, to_json
@@ -109,9 +114,15 @@ class CallHealer:
         except Exception:  # the tools cannot be listed: no schema known, the bare SDK's call
             return await send(arguments)
         normalised = normalise_arguments(schemas, arguments, on_ambiguity=self.on_ambiguity)
-        with bypassed():
+        if schemas is None:  # the server does not list the tool: the SDK's own check stays on
             result = await send(normalised.arguments)
-        return self.finish(name, schemas, result, normalised, rules)
+            return self.finish(name, schemas, result, normalised, rules)
+        with bypassed() as deferred:
+            result = await send(normalised.arguments)
+        healed, verdict = self._judged(name, schemas, result, normalised, rules)
+        if verdict.outcome is None and schemas.output is not None:
+            await deferred.run()  # a schema, but healjson did not judge: the SDK's check does
+        return healed
 
     def finish(
         self,
@@ -122,8 +133,19 @@ class CallHealer:
         rules: tuple[Any, ...] = (),
     ) -> Any:
         """The result as handed back (see the module's documentation)."""
+        return self._judged(name, schemas, result, normalised, rules)[0]
+
+    def _judged(
+        self,
+        name: str,
+        schemas: ToolSchemas | None,
+        result: Any,
+        normalised: Normalised,
+        rules: tuple[Any, ...],
+    ) -> tuple[Any, Verdict]:
+        """`finish`, with the verdict (its `outcome` None: healjson did not judge the result)."""
         if not isinstance(result, types.CallToolResult):
-            return result  # an input request or an extension's result: not a tool's output
+            return result, _NOT_JUDGED  # an input request or an extension's result
         verdict = judge_result(
             name,
             schemas,
@@ -139,7 +161,10 @@ class CallHealer:
         if outcome is not None:
             attach(healed, outcome)
         report(name, verdict, normalised, side="client")
-        return healed
+        return healed, verdict
+
+
+_NOT_JUDGED: Final = Verdict(None)
 
 
 def structured_of(result: Any) -> Any:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from healjson._core.diagnostic import value_data
+from healjson._core.diagnostic import format_path, value_data
 from healjson._core.flags import Flag
 from healjson._core.judge.contracts import as_contract, check_policies
 from healjson._core.observe.events import about_run
@@ -27,6 +27,7 @@ __all__ = [
     "Target",
     "as_contract",
     "check_policies",
+    "format_path",
     "integration_event",
     "render_diagnostics",
     "target_for",

@@ -23,9 +23,13 @@ The rules, in order:
    completes it (`{"temperature": 21.5}` beside the whole answer) and contradicts none of it;
    a text saying something else (`"Bergen"` beside `"Oslo"`, `low` and `high` swapped) is
    another answer, never a replacement.
-4. A result healjson cannot judge (structured content, or text, nested deeper than its
-   validator reads) passes through as given, with no outcome: never an error result with a
-   diagnostic about something else.
+4. A result healjson cannot judge whole (structured content, or text, nested deeper than its
+   validator reads) is judged where it can be: structured content is judged with its branches
+   deeper than `PRUNE_DEPTH` set aside, and a problem found outside those branches (a required
+   field missing, a value of the wrong type) makes it an error result, whose diagnostics are
+   those problems only. When none is visible it passes through as given, with no outcome (the
+   SDK's own check, which the client runs on a result healjson does not judge, still applies):
+   never an error result with a diagnostic about something else.
 5. Nothing else. What cannot be read from the result stays missing, and the verdict is an error
    result whose text is the diagnostics (for each problem: where, what was received, the rule,
    the fix) — what a model can act on. The diagnostics are those of the structured content when
@@ -46,10 +50,22 @@ from typing import Any, Final
 from pydantic import ValidationError
 from pydantic_core import to_json
 
-from .internals import MISSING, Degraded, Flag, Healed, render_diagnostics, validate, value_data
+from .internals import (
+    MISSING,
+    Degraded,
+    Flag,
+    Healed,
+    format_path,
+    render_diagnostics,
+    validate,
+    value_data,
+)
 from .tools import ToolSchemas
 
-__all__ = ["Verdict", "conforms", "error_text", "judge_result", "passed"]
+__all__ = ["PRUNE_DEPTH", "Verdict", "conforms", "error_text", "judge_result", "passed"]
+
+PRUNE_DEPTH: Final = 64
+"""Where structured content too deep to judge whole is cut for judging the rest (rule 4)."""
 
 _HEADER: Final = (
     "The result of tool `{name}` does not match the tool's outputSchema, and it could not be "
@@ -88,15 +104,15 @@ def judge_result(
     target: Any = None if schemas is None else schemas.output
     if is_error or target is None:
         return _UNJUDGED
-    if structured is not MISSING:
-        valid = _checked(target, structured)
-        if valid is None:
-            return _UNJUDGED  # deeper than the validator reads: as given, no claim
-        if valid and not rules:
-            return Verdict(passed(target, structured), structured)  # no heal: no run to record
     kwargs: dict[str, Any] = {"contracts": rules, "on_ambiguity": on_ambiguity}
     if rules:
         kwargs["context"] = context
+    if structured is not MISSING:
+        valid = _checked(target, structured)
+        if valid is None:  # deeper than the validator reads: what can be judged is
+            return _shallow_verdict(name, target, structured, kwargs)
+        if valid and not rules:
+            return Verdict(passed(target, structured), structured)  # no heal: no run to record
     first: Any = None  # the structured content's run
     if structured is not MISSING:
         try:
@@ -118,9 +134,56 @@ def judge_result(
     if first is None:  # neither structured content nor text: nothing to read
         first = validate("", target, **kwargs)
     assert isinstance(first, Degraded)
-    if _refused_depth(first.errors):
-        return _UNJUDGED  # the text is deeper than the validator reads: as given, no claim
+    if _refused_depth(first.errors):  # deeper than the validator reads: what can be judged is
+        if structured is MISSING:
+            return _UNJUDGED  # the text: as given, no claim
+        return _shallow_verdict(name, target, structured, kwargs)
     return Verdict(first, error=error_text(name, first))
+
+
+def _shallow_verdict(name: str, target: Any, structured: Any, kwargs: dict[str, Any]) -> Verdict:
+    """Rule 4: structured content too deep to judge whole, judged with its branches deeper
+    than `PRUNE_DEPTH` set aside (each replaced by a null); the problems found at none of those
+    branches, nor at a place that holds one, make an error result."""
+    cut: list[str] = []
+    shallow = _pruned(structured, (), cut)
+    try:
+        text = to_json(shallow).decode()
+    except Exception:  # not JSON data: nothing more to judge
+        return _UNJUDGED
+    outcome = validate(text, target, **kwargs)
+    if outcome.ok:
+        return _UNJUDGED
+    assert isinstance(outcome, Degraded)
+    errors = tuple(error for error in outcome.errors if not _near(error.path, cut))
+    if not errors or _refused_depth(errors):
+        return _UNJUDGED
+    visible = dataclasses.replace(outcome, errors=errors)
+    return Verdict(visible, error=error_text(name, visible))
+
+
+def _pruned(value: Any, loc: tuple[str | int, ...], cut: list[str]) -> Any:
+    """`value` with each object or array at depth `PRUNE_DEPTH` replaced by None (its path
+    noted in `cut`)."""
+    if isinstance(value, dict | list) and len(loc) >= PRUNE_DEPTH:
+        cut.append(format_path(loc))
+        return None
+    if isinstance(value, dict):
+        return {key: _pruned(item, (*loc, str(key)), cut) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_pruned(item, (*loc, index), cut) for index, item in enumerate(value)]
+    return value
+
+
+def _near(path: str, cut: Sequence[str]) -> bool:
+    """Whether `path` is a cut branch, inside one, or holds one (its problem may be the cut's)."""
+    return any(_within(path, place) or _within(place, path) for place in cut)
+
+
+def _within(inner: str, outer: str) -> bool:
+    if outer in ("<root>", inner):
+        return True
+    return inner.startswith(outer) and inner[len(outer)] in ".["
 
 
 def conforms(target: Any, value: Any) -> bool:

@@ -4,9 +4,12 @@
 `RuntimeError` for structured content that is missing or does not conform (and the SDK's
 `Client`, FastMCP's client and the Agents SDK all reach it through the session). healjson
 judges that result itself, and must receive it: `install(session)` puts, on that one session
-object, a `validate_tool_result` that does nothing while `bypassed()` is in effect (a
-`contextvars` flag, so only the calls healjson makes, in their own task, skip it) and is the
-SDK's own check otherwise: code that calls the session directly keeps the SDK's behaviour.
+object, a `validate_tool_result` that, while `bypassed()` is in effect (a `contextvars` flag, so
+only the calls healjson makes, in their own task, are concerned), defers the SDK's check to
+healjson: `bypassed()` yields the `Deferred` checks, which healjson runs (`Deferred.run()`) for a
+result it does not judge itself, so the SDK's check is never off for a result nobody judged.
+Outside `bypassed()` it is the SDK's own check: code that calls the session directly keeps the
+SDK's behaviour.
 
 `listen(session, index)` has a session's tool index forget its tools when the server says they
 changed (`notifications/tools/list_changed`): the next call lists them again. It goes before the
@@ -16,14 +19,30 @@ session's own message handler, which still gets every message.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Final, Protocol
 
-__all__ = ["bypassed", "install", "listen"]
+__all__ = ["Deferred", "bypassed", "install", "listen"]
 
-_BYPASS: ContextVar[bool] = ContextVar("healjson_mcp_result_check", default=False)
+
+class Deferred:
+    """The SDK's checks the calls made within `bypassed()` left to healjson, in order."""
+
+    __slots__ = ("checks",)
+
+    def __init__(self) -> None:
+        self.checks: list[tuple[Callable[[str, Any], Awaitable[None]], str, Any]] = []
+
+    async def run(self) -> None:
+        """Run the SDK's own checks now (they raise as the bare SDK's call would)."""
+        checks, self.checks = self.checks, []
+        for check, name, result in checks:
+            await check(name, result)
+
+
+_BYPASS: ContextVar[Deferred | None] = ContextVar("healjson_mcp_result_check", default=None)
 _MARK: Final = "_healjson_checks_for_itself"
 _LISTENERS: Final = "_healjson_tool_indexes"
 _TOOLS_CHANGED: Final = "notifications/tools/list_changed"
@@ -41,8 +60,10 @@ def install(session: Any) -> None:
     sdk_check = current
 
     async def validate_tool_result(name: str, result: Any) -> None:
-        if _BYPASS.get():
-            return  # healjson judges this result against the schema itself
+        deferred = _BYPASS.get()
+        if deferred is not None:  # healjson judges this result, or runs this check itself
+            deferred.checks.append((sdk_check, name, result))
+            return
         await sdk_check(name, result)
 
     setattr(validate_tool_result, _MARK, True)
@@ -50,11 +71,13 @@ def install(session: Any) -> None:
 
 
 @contextmanager
-def bypassed() -> Iterator[None]:
-    """Within the block (this task and the tasks it starts), installed checks do nothing."""
-    token = _BYPASS.set(True)
+def bypassed() -> Iterator[Deferred]:
+    """Within the block (this task and the tasks it starts), installed checks are deferred:
+    kept in the `Deferred` it yields, for healjson to run on a result it does not judge."""
+    deferred = Deferred()
+    token = _BYPASS.set(deferred)
     try:
-        yield
+        yield deferred
     finally:
         _BYPASS.reset(token)
 

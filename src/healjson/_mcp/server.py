@@ -11,10 +11,13 @@ shapes it for the wire, whatever the transport:
   conforming structured content, or as an error result whose text is the diagnostics instead of
   the protocol error or the generic "Error executing tool" the SDK would send;
 - for an `MCPServer`, the tool function's own return value is what gets healed: its
-  `call_tool` runs the tool, tries the SDK's own conversion, and only when that refuses the
-  value heals it against the tool's output schema and converts the healed value (so a tool
-  that returns a JSON string, a dict with a key in another case, or `"5"` for a number still
-  answers with conforming structured content).
+  `call_tool` runs the tool, judges the value (or the `CallToolResult` it returned) against
+  the tool's output schema with healjson's judge, never the SDK's laxer conversion alone
+  (which sends `True` for a float as `1.0`, NaN as null), and converts the healed value (so a
+  tool that returns a JSON string, a dict with a key in another case, or `"5"` for a number
+  answers with conforming structured content, and `true` for a number an error result);
+- a low-level handler's result is judged whether it is a `CallToolResult` or the mapping of
+  one the SDK would send (a `"complete"` result).
 
 Schemas: an `MCPServer`'s come from its tools, read on each call; a low-level `Server`'s from
 its own `tools/list` handler, called for each `tools/call` with that call's own context (so a
@@ -46,7 +49,7 @@ from .calls import (
     texts_of,
 )
 from .internals import HealPolicy
-from .results import Verdict, judge_result
+from .results import Verdict, conforms, judge_result
 from .tools import ToolIndex, ToolSchemas, schemas_of
 
 __all__ = ["heal_tools"]
@@ -134,9 +137,14 @@ class _ServerHealing:
     def finish(
         self, name: str, schemas: ToolSchemas | None, result: Any, normalised: Normalised
     ) -> Any:
-        """A handler's `CallToolResult` judged and healed (anything else passes)."""
+        """A handler's `CallToolResult`, or the mapping of one the SDK would send (a
+        `"complete"` result), judged and healed (anything else passes; an unchanged mapping
+        goes out as the handler returned it)."""
+        given = result
+        if isinstance(result, Mapping):
+            result = _as_result(result)
         if not isinstance(result, types.CallToolResult):
-            return result
+            return given
         verdict = judge_result(
             name,
             schemas,
@@ -148,6 +156,8 @@ class _ServerHealing:
             on_ambiguity=self.on_ambiguity,
         )
         healed = healed_result(result, verdict)
+        if healed is result:
+            healed = given
         outcome = combined_outcome(verdict, normalised)
         if outcome is not None:
             attach(healed, outcome)
@@ -162,7 +172,7 @@ class _ServerHealing:
                 return None
             known = self.by_tool.get(name)
             if known is None or known[0] is not tool:
-                known = (tool, schemas_of(name, tool.parameters, tool.output_schema))
+                known = (tool, _schemas(name, tool))
                 self.by_tool[name] = known
             return known[1]
         entry = self.lowlevel.get_request_handler("tools/list")
@@ -198,30 +208,34 @@ class _ServerHealing:
         server.call_tool = call_tool  # type: ignore[method-assign]
 
     def converted(self, name: str, tool: Any, raw: Any, arguments: Any) -> Any:
-        """The SDK's conversion of a tool's return value; when it refuses, the value healed.
-        A conversion that still fails is the SDK's crash (`UnexpectedToolError`, its generic
-        message: nothing of the value reaches the client), as without healjson."""
+        """A tool's return value judged against its output schema by healjson (never the SDK's
+        laxer conversion alone, which reads `True` as `1.0` or sends NaN as null), healed, then
+        converted by the SDK. A tool without a usable output schema, or a value that is not
+        data, gets the SDK's own conversion; one that still fails is the SDK's crash
+        (`UnexpectedToolError`, its generic message: nothing of the value reaches the
+        client), as without healjson."""
         if isinstance(raw, types.InputRequiredResult):
             return raw
-        metadata = tool.fn_metadata
+        known = self.by_tool.get(name)
+        schemas = known[1] if known is not None and known[0] is tool else _schemas(name, tool)
         try:
-            return metadata.convert_result(raw)
-        except ValidationError:
-            pass
-        try:
-            return self._healed_value(name, tool, raw, arguments)
-        except Exception as exc:  # not data, or refused again: the SDK's crash, as without us
+            if schemas.output is None:
+                return tool.fn_metadata.convert_result(raw)
+            return self._healed_value(name, tool, schemas, raw, arguments)
+        except Exception as exc:  # not data, or refused: the SDK's crash, as without us
             raise UnexpectedToolError(f"Error executing tool {name}") from exc
 
-    def _healed_value(self, name: str, tool: Any, raw: Any, arguments: Any) -> Any:
+    def _healed_value(
+        self, name: str, tool: Any, schemas: ToolSchemas, raw: Any, arguments: Any
+    ) -> Any:
         metadata = tool.fn_metadata
-        schemas = self.by_tool[name][1] if name in self.by_tool else None
-        if schemas is None:
-            schemas = schemas_of(name, tool.parameters, tool.output_schema)
         normalised = Normalised(arguments)
         if isinstance(raw, types.CallToolResult):
             return self.finish(name, schemas, raw, normalised)
-        data = to_jsonable_python(raw, by_alias=True)  # not data: raises (the SDK's error)
+        try:
+            data = to_jsonable_python(raw, by_alias=True)
+        except Exception:  # not data (content blocks): the SDK's conversion, judged as sent
+            return self.finish(name, schemas, metadata.convert_result(raw), normalised)
         structured = {"result": data} if metadata.wrap_output else data
         verdict = judge_result(
             name,
@@ -242,6 +256,26 @@ class _ServerHealing:
             if metadata.wrap_output:  # the schema's `{"result": ...}`: the function's value
                 value = value["result"]
             result = metadata.convert_result(value)
+            if not conforms(schemas.output, structured_of(result)):  # the SDK's conversion
+                return self.finish(name, schemas, result, normalised)  # changed it: judged
         if verdict.outcome is not None:
             attach(result, verdict.outcome)
         return result
+
+
+def _schemas(name: str, tool: Any) -> ToolSchemas:
+    """An `MCPServer` tool's schemas (one that cannot be used is set aside: that tool alone)."""
+    try:
+        return schemas_of(name, tool.parameters, tool.output_schema)
+    except Exception as exc:
+        return ToolSchemas(name, problem=f"its schemas are not used: {type(exc).__name__}")
+
+
+def _as_result(result: Mapping[Any, Any]) -> Any:
+    """A handler's mapping as the `CallToolResult` it spells (None: it is not one)."""
+    if result.get("resultType", "complete") != "complete":
+        return None
+    try:
+        return types.CallToolResult.model_validate(result)
+    except ValidationError:
+        return None

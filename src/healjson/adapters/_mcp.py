@@ -14,10 +14,12 @@ Every other attribute is the wrapped object's (`initialize`, `list_prompts`, `se
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, Final
 
+from healjson._core.redact import MARKER, redact_text
 from healjson._core.run.policy import HealPolicy
 from healjson._extras import missing_extra
 
@@ -34,6 +36,9 @@ from healjson._mcp.tools import ToolIndex
 from ._proxy import Forwarding
 
 __all__ = ["HealingSession", "wrap_session"]
+
+# a URL's `user:password@`: the password (up to the `@` that ends the userinfo) is masked
+_USERINFO: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://[^\s/?#@:'\"]*:)[^\s/?#@'\"]+@")
 
 
 class HealingSession(Forwarding):
@@ -127,7 +132,9 @@ class HealingSession(Forwarding):
         return self.wrapped
 
     def __repr__(self) -> str:
-        return f"HealingSession({self.wrapped!r})"
+        # through the redactor: a password in the server's URL (`http://user:pw@host/mcp`)
+        # or a token in its query never shows
+        return redact_text(_USERINFO.sub(rf"\1{MARKER}@", f"HealingSession({self.wrapped!r})"))
 
 
 def wrap_session(

@@ -75,7 +75,7 @@ class AnthropicCollector:
             message = get_field(event, "message") or {}
             self._model = opt_str(get_field(message, "model"))
             opening = anthropic_usage(  # the input counts: `message_delta` has the output's
-                get_field(message, "usage"), requests=1, model=self._model, opening=True
+                get_field(message, "usage"), requests=1, model=self._model, part="start"
             )
             if opening is not None:
                 self._usage.add(opening, partial=True)
@@ -87,7 +87,7 @@ class AnthropicCollector:
                 details = get_field(delta, "stop_details") or get_field(event, "stop_details") or {}
                 self._refusal = opt_str(get_field(details, "explanation")) or "refused"
             totals = anthropic_usage(
-                get_field(event, "usage"), requests=1, model=self._model, piece=True
+                get_field(event, "usage"), requests=1, model=self._model, part="end"
             )
             if totals is not None:
                 self._usage.add(totals, partial=True)

@@ -166,26 +166,19 @@ def read_message(obj: Any) -> Reply:
 
 
 def anthropic_usage(
-    raw: Any,
-    *,
-    requests: int = 0,
-    model: str | None = None,
-    piece: bool = False,
-    opening: bool = False,
+    raw: Any, *, requests: int = 0, model: str | None = None, part: str | None = None
 ) -> Usage | None:
-    """Anthropic's usage (a message's, or a stream event's piece of it), None without counts.
-    Its `input_tokens` leave out the cached input, which healjson counts in `prompt_tokens`
-    (the cache reads and writes are parts of it). A count that is no count is unreported
-    (`_fields.counts`). A stream's events are partial pieces (`piece`: a count they leave out is
-    0, which states nothing, `UsageTally`): `message_delta`'s totals, and `message_start`'s
-    (`opening`), whose input counts are the request's and whose `output_tokens` is a placeholder
-    until `message_delta` (left out: 0)."""
+    """Anthropic's usage (a message's, or a stream event's piece), None without counts. Its
+    `input_tokens` leave out the cached input, which healjson counts in `prompt_tokens`. A
+    count that is no count is unreported (`_fields.counts`). Stream events are partial pieces
+    (`part`: a count left out is 0, which states nothing, `UsageTally`); `part="start"`:
+    `message_start`'s, whose `output_tokens` is a placeholder (left out: 0)."""
     if raw is None:
         return None
     prompt, completion = get_field(raw, "input_tokens"), get_field(raw, "output_tokens")
-    if piece or opening:
+    if part is not None:
         prompt = 0 if prompt is None else prompt
-        completion = 0 if completion is None or opening else completion
+        completion = 0 if completion is None or part == "start" else completion
     if type(prompt) is int and type(completion) is int and prompt >= 0 and completion >= 0:
         estimated = False
     elif (found := counts(prompt, completion)) is None:
@@ -234,7 +227,7 @@ def _anthropic_event(event: Any) -> Delta:
     if kind == "message_start":
         message = get_field(event, "message") or {}
         return Delta(  # the input counts; `message_delta` gives the output's
-            usage=anthropic_usage(get_field(message, "usage"), opening=True),
+            usage=anthropic_usage(get_field(message, "usage"), part="start"),
             usage_partial=True,
             model=opt_str(get_field(message, "model")),
         )
@@ -248,7 +241,7 @@ def _anthropic_event(event: Any) -> Delta:
         return Delta(
             refusal=refusal,
             finish_reason=None if stop is None else FINISH.get(stop, stop),
-            usage=anthropic_usage(get_field(event, "usage"), piece=True),
+            usage=anthropic_usage(get_field(event, "usage"), part="end"),
             usage_partial=True,
         )
     return _EMPTY
