@@ -28,6 +28,7 @@ a stand-in for pydantic's `TypeAdapter` with the methods healjson calls on it:
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -56,6 +57,7 @@ _LOCAL_DEFS: Final = ("#/$defs/", "#/definitions/")
 _TITLE_CHARS: Final = 64
 _BIG_NUMBER: Final = r"[eE]\+?0*[1-9][0-9]{2}|[0-9]{200}"
 _BIG_TEXT: Final = re.compile(_BIG_NUMBER)
+_REMEMBERED_FROM: Final = 1 << 16  # characters: a shorter invalid text is judged again
 _BIG_BYTES: Final = re.compile(_BIG_NUMBER.encode())
 """Where a JSON text may hold a number a 64-bit float cannot (at least 1e308): an exponent of
 three digits, or 200 digits in a row. Only a text with one is searched for an overflow."""
@@ -169,6 +171,8 @@ class SchemaAdapter:
         self._fast = fast_is_valid(schema.schema, self._validator)
         """`jsonschema-rs`'s `is_valid` when installed and trusted with the schema
         (`json_schema_fast`): a valid value costs no `jsonschema` run."""
+        self._failed: tuple[Any, bool | None, ValidationError] | None = None
+        """The last large JSON text found invalid, with its error (`_remembered`)."""
 
     def validate_json(
         self, data: str | bytes | bytearray, /, *, strict: bool | None = None, **_: Any
@@ -184,15 +188,16 @@ class SchemaAdapter:
             # a number too large for a float is read as infinity, which is not JSON
             lines = overflow_lines(data, value)
             raise ValidationError.from_exception_data(self.type_.__name__, lines)
-        return self._checked(value, strict)
+        return self._remembered(len(data), None, value, strict)
 
     def validate_python(self, value: Any, /, *, strict: bool | None = None, **_: Any) -> Any:
         """`value` as JSON data (a copy: tuples become lists), when it is valid."""
         try:
-            data = from_json(to_json(value, inf_nan_mode="constants"), allow_inf_nan=False)
+            text = to_json(value, inf_nan_mode="constants")
+            data = from_json(text, allow_inf_nan=False)
         except (PydanticSerializationError, ValueError) as exc:
             raise _error("json_schema_json", (), value, {"error": str(exc)}) from None
-        return self._checked(data, strict)
+        return self._remembered(len(text), text, data, strict)
 
     def dump_python(self, value: Any, /, **_: Any) -> Any:
         """A copy of the value as JSON data (the value already is: no aliases, no modes)."""
@@ -209,6 +214,29 @@ class SchemaAdapter:
     def rebuild(self, *_: Any, **__: Any) -> bool:
         """Nothing to rebuild: every name resolved when the schema was checked."""
         return True
+
+    def _remembered(self, size: int, compact: bytes | None, value: Any, strict: bool | None) -> Any:
+        """`_checked` of `value` (`size`: its JSON text's length; `compact`: its compact JSON,
+        when known), except that a large value found invalid just before is not judged again:
+        its error is given again (a value and a schema give the same errors every time; a lax
+        judgement, the strict one's when the lax conversions change nothing). The value is
+        known by its compact JSON, however its text was spaced. The readings of one reply
+        judge it several times, and `jsonschema` spends seconds per megabyte finding an
+        invalid value's errors."""
+        if size < _REMEMBERED_FROM:
+            return self._checked(value, strict)
+        key = to_json(value) if compact is None else compact  # the value's one spelling
+        failed = self._failed
+        if failed is not None and (failed[0] is key or failed[0] == key):
+            if failed[1] == strict:
+                raise failed[2].with_traceback(None)
+            if failed[1] and not strict and lax(self.type_.schema, value) is value:
+                raise failed[2].with_traceback(None)
+        try:
+            return self._checked(value, strict)
+        except ValidationError as exc:
+            self._failed = (key, strict, exc)  # one assignment: readers see old or new
+            raise
 
     def _checked(self, value: Any, strict: bool | None) -> Any:
         """`value` when valid; every pattern of the check within one budget (`patterns`), a
@@ -230,17 +258,23 @@ class SchemaAdapter:
             except Exception:  # e.g. a string `jsonschema-rs` cannot read: `jsonschema` judges
                 pass
         validator = self._validator
-        first = next(validator.iter_errors(value), None)
+        errors = validator.iter_errors(value)
+        first = next(errors, None)
         if first is None:
             return value
         if not strict:
             converted = lax(self.type_.schema, value)
             if converted is not value:
-                if next(validator.iter_errors(converted), None) is None:
+                errors = validator.iter_errors(converted)
+                first = next(errors, None)
+                if first is None:
                     return converted
                 value = converted
+        # the walk that found the first error goes on for the others (a second one would cost
+        # as much again: seconds per megabyte)
+        found = itertools.chain((first,), errors)
         raise ValidationError.from_exception_data(
-            self.type_.__name__, line_errors(validator, value)
+            self.type_.__name__, line_errors(validator, value, found)
         )
 
 

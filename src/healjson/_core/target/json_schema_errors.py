@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 from pydantic_core import PydanticCustomError
@@ -52,12 +52,14 @@ _BOUNDS: Final = {
 _SCHEMA_CHARS: Final = 200
 
 
-def line_errors(validator: Any, value: Any) -> list[Any]:
-    """Pydantic's `InitErrorDetails` for `value`'s errors under `validator` (at least one)."""
+def line_errors(validator: Any, value: Any, errors: Iterable[Any] | None = None) -> list[Any]:
+    """Pydantic's `InitErrorDetails` for `value`'s errors under `validator` (at least one):
+    `errors`, its walk already begun, or a walk of its own."""
     out: list[Any] = []
     seen: set[tuple[Any, ...]] = set()
     placed: dict[tuple[Any, ...], tuple[int, int]] = {}  # loc -> (index in out, rank)
-    for error in itertools.islice(validator.iter_errors(value), MAX_ERRORS):
+    found = validator.iter_errors(value) if errors is None else errors
+    for error in itertools.islice(found, MAX_ERRORS):
         for rank, alternative, line in _lines(error, False):
             loc = line["loc"]
             if not alternative and rank < _ANY_KEY:
