@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -239,12 +240,51 @@ def value_data(value: Any) -> Any:
             data = to_jsonable_python(value, by_alias=True)
         else:
             try:
-                data = dump(mode="json", by_alias=True, exclude_computed_fields=True)
+                options: dict[str, Any] = {"by_alias": True, "exclude_computed_fields": True}
+                data = dump(mode="json", **options)
             except TypeError:  # a pydantic without `exclude_computed_fields`
-                data = dump(mode="json", by_alias=True)
+                options = {"by_alias": True}
+                data = dump(mode="json", **options)
+            if _holds_none(data):  # JSON mode writes a non-finite float typed `Any` as null
+                data = _non_finite_kept(data, dump(mode="python", **options))
     except Exception:  # a type pydantic cannot serialize, a serializer that raises
         return jsonable(value)
     return jsonable(data)
+
+
+def _holds_none(data: Any) -> bool:
+    """Whether JSON data holds a null at any depth (iteratively: no depth limit)."""
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if item is None:
+            return True
+        if type(item) is dict:
+            stack.extend(item.values())
+        elif type(item) is list:
+            stack.extend(item)
+    return False
+
+
+def _non_finite_kept(data: Any, python: Any, depth: int = 0) -> Any:
+    """`data` (a JSON-mode dump) with each null that the Python-mode dump of the same value
+    (`python`) holds a non-finite float for given that float back (pydantic's JSON mode writes
+    NaN and infinity typed `Any` as null; the record writes them as `"NaN"` / `"Infinity"`,
+    which read back)."""
+    if data is None:
+        return python if type(python) is float and not math.isfinite(python) else None
+    if depth >= _MAX_KEPT_DEPTH:
+        return data
+    if type(data) is dict and type(python) is dict:
+        return {
+            key: _non_finite_kept(item, python.get(key), depth + 1) for key, item in data.items()
+        }
+    if type(data) is list and type(python) in (list, tuple) and len(data) == len(python):
+        return [_non_finite_kept(a, b, depth + 1) for a, b in zip(data, python, strict=True)]
+    return data
+
+
+_MAX_KEPT_DEPTH: Final = 200
 
 
 def _plain(value: Any, walk: _Walk, depth: int) -> Any:

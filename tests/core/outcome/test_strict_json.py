@@ -108,3 +108,37 @@ def test_rays_value_column_writes_a_non_finite_float_that_validates_back() -> No
 
     assert {"x": "Infinity", "series": ["-Infinity", 2.0]} == strict_loads(text)
     assert value == Reading.model_validate_json(text)
+
+
+class Loose(BaseModel):
+    """Fields typed `Any`: pydantic's JSON mode writes a non-finite float there as null."""
+
+    x: Any
+    xs: list[Any]
+    table: dict[str, Any]
+    maybe: float | None = None
+
+
+UNBOUNDED = st.sampled_from([math.inf, -math.inf, math.nan])
+LOOSE_ITEM = st.one_of(UNBOUNDED, st.none(), st.integers(-5, 5), st.text(max_size=3))
+
+
+@pinned(max_examples=80)
+@given(
+    x=LOOSE_ITEM,
+    xs=st.lists(LOOSE_ITEM, max_size=4),
+    table=st.dictionaries(st.text(max_size=3), LOOSE_ITEM, max_size=3),
+)
+def test_a_non_finite_float_typed_any_is_kept_by_the_record(
+    x: Any, xs: list[Any], table: dict[str, Any]
+) -> None:
+    """A healed value holding NaN or infinity under `Any` (alone, in a list, in a mapping) is
+    written by `to_dict()` as its name, never as null, and a null stays null."""
+    value = Loose(x=x, xs=xs, table=table)
+    reply = json.dumps(value.model_dump(mode="python"), allow_nan=True)
+    outcome = healjson.validate(reply, Loose)
+    assert outcome.ok, outcome
+
+    written = strict_loads(strict_dumps(outcome.to_dict()["value"]))
+
+    assert named({"x": x, "xs": xs, "table": table, "maybe": None}) == written
