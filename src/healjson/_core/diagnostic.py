@@ -29,6 +29,7 @@ __all__ = [
     "short_repr",
     "type_name",
     "value_data",
+    "value_form",
 ]
 
 ROOT: Final = "<root>"
@@ -233,7 +234,14 @@ def value_data(value: Any) -> Any:
     decimals, enums; a field a model excludes from serialization is left out, as pydantic leaves
     it out), a model's computed fields left out (validation derives them again; pydantic 2.12
     on), within `jsonable`'s bounds. What pydantic cannot serialize renders as `jsonable` renders
-    it."""
+    it (`value_form` says so)."""
+    return value_form(value)[0]
+
+
+def value_form(value: Any) -> tuple[Any, str | None]:
+    """`value_data(value)`, and None, or why pydantic cannot write the value as JSON (then the
+    data is `jsonable`'s rendering of it, which does not validate back: a store that must keep
+    the value as it is cannot take it)."""
     try:
         dump = getattr(value, "model_dump", None)
         if not callable(dump):
@@ -247,9 +255,9 @@ def value_data(value: Any) -> Any:
                 data = dump(mode="json", **options)
             if _holds_none(data):  # JSON mode writes a non-finite float typed `Any` as null
                 data = _non_finite_kept(data, dump(mode="python", **options))
-    except Exception:  # a type pydantic cannot serialize, a serializer that raises
-        return jsonable(value)
-    return jsonable(data)
+    except Exception as exc:  # a type pydantic cannot serialize, a serializer that raises
+        return jsonable(value), f"{type(exc).__name__}: {str(exc)[:200]}"
+    return jsonable(data), None
 
 
 def _holds_none(data: Any) -> bool:

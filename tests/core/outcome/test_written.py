@@ -9,12 +9,12 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 import healjson
 from healjson import Flag, Healer, outcome_from_dict
 from healjson._core.diagnostic import Source
-from healjson._core.outcome.written import VALUE_ALTERED, as_written
+from healjson._core.outcome.written import NO_JSON_FORM, VALUE_ALTERED, as_written
 from healjson._core.redact import redact_data, secrets_scope
 from healjson.testing import ScriptedModel
 from pinned import pinned
@@ -118,3 +118,33 @@ def test_a_key_the_model_uses_as_a_mapping_key_is_hidden() -> None:
         outcome = Healer(Doc).run(model, messages)
     assert outcome.ok
     assert KEY not in _shown(outcome)
+
+
+class Blob(BaseModel):
+    """A field whose validator makes bytes from hex: JSON mode writes bytes as UTF-8 text."""
+
+    data: bytes
+
+    @field_validator("data", mode="before")
+    @classmethod
+    def _from_hex(cls, value: Any) -> Any:
+        return bytes.fromhex(value) if isinstance(value, str) else value
+
+
+@pinned(max_examples=40)
+@given(raw=st.binary(min_size=1, max_size=8))
+def test_a_value_with_no_json_form_is_written_as_an_explicit_api_error(raw: bytes) -> None:
+    """A healed value pydantic cannot write as JSON (bytes that are no UTF-8) is written as an
+    `api_error` saying so, never as a rendering of it; one it can write is written as it is."""
+    outcome = healjson.validate(json.dumps({"data": raw.hex()}), Blob)
+    assert outcome.ok, outcome
+
+    written = as_written(outcome)
+
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        assert healjson.Reason.API_ERROR == written.reason
+        assert written.errors[0].constraint.startswith(NO_JSON_FORM.split("(", 1)[0])
+    else:
+        assert written is outcome

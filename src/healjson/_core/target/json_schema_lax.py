@@ -43,7 +43,7 @@ _NO_FIT: Final = 2
 _TRUE: Final = frozenset({"1", "on", "t", "true", "y", "yes"})
 _FALSE: Final = frozenset({"0", "off", "f", "false", "n", "no"})
 # ASCII digits only, as pydantic's lax mode reads numbers (`\d` would take any script's digits,
-# `"١٢٣"` or full-width `"１２３"`, which `int()` reads too)
+# Arabic-Indic or full-width ones, which `int()` reads too)
 _INTEGER: Final = re.compile(r"[+-]?[0-9]{1,100}(?:\.0*)?")
 _NUMBER: Final = re.compile(
     r"[+-]?(?:[0-9]{1,100}(?:\.[0-9]{0,100})?|\.[0-9]{1,100})(?:[eE][+-]?[0-9]{1,4})?"
