@@ -16,8 +16,18 @@ pass); `cut_short_count()` tells a caller (the fast path) that one happened.
 
 `re`'s meaning is kept where `regex` (its VERSION0) reads the same text differently
 (`regex_pattern`): inside a character class a `[` is a literal (`[[:alpha:]]` is no POSIX
-class), a `{` that is no `re` quantifier is a literal (`a{e<=1}` is no fuzzy match), and `\\s`
-is `str.isspace()`'s set; a pattern `re` cannot compile matches nothing.
+class), a `{` that is no `re` quantifier is a literal (`a{e<=1}` is no fuzzy match); `\\w`,
+`\\d`, `\\s` and their negations, in a class or not, are the code points `re`'s own match
+(str patterns without ASCII: `str.isalnum()` and `_`, `str.isdecimal()`, `str.isspace()`, in
+this Python's Unicode version, not `regex`'s newer one), written out as ranges (found once per
+process, when a pattern first uses them) and kept out of `regex`'s case folding; `\\b`/`\\B`
+are boundaries of that `\\w` (`\\B` matches no empty text, as in `re` before 3.14); under
+IGNORECASE a class or character that `re` folds otherwise than `regex` (`re`'s extra cases:
+`i` with U+0131 and U+0130, `s` with U+017F, U+00B5 with U+03BC, ...) gets `re`'s folding. A
+pattern `re` cannot compile matches nothing. Still `regex`'s own, not `re`'s:
+a backreference under IGNORECASE (`regex` compares case folds, `re` lower cases: `(?i)(s)\\1`
+matches "s" + U+017F in `regex` only), and under IGNORECASE a character outside a class written
+as `\\N{...}` or as an octal escape (`(?i)\\151` misses U+0131, which `re` matches).
 
 The keywords here replace `jsonschema`'s own where a pattern meets the data: `pattern` (string
 values), `patternProperties` and `additionalProperties` beside it (property names).
@@ -27,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 import time
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -254,67 +265,206 @@ BOUNDED_KEYWORDS: Final = {
 
 
 _QUANTIFIER_END: Final = frozenset("0123456789,")
-_SPACE: Final = "\\s\\x1c-\\x1f"  # `re`'s `\s` is str.isspace(): these four besides
+_SETS: Final = frozenset("wWdDsS")  # the escapes that name a set of `re`'s own
+_HEX: Final = {"x": 2, "u": 4, "U": 8}  # a character's escape: how many hex digits follow
 
 
 def regex_pattern(pattern: str) -> str:
     """`pattern` (one `re` compiles) written so that `regex` (VERSION0) reads what `re` reads:
-    a `[` inside a character class and a `{` that starts no `re` quantifier escaped, `\\s`
-    and `\\S` outside a class spelled as `re`'s sets. One pass, linear in the pattern."""
+    a `[` inside a character class and a `{` that starts no `re` quantifier escaped; `\\w`,
+    `\\d`, `\\s` (their negations, in a class or not) spelled as the code points `re`'s own
+    match, `\\b`/`\\B` as lookarounds on that `\\w`; under IGNORECASE, a class or character
+    `re` folds otherwise (`i` with U+0131 and U+0130, `s` with U+017F, ...) given `re`'s
+    folding (module docstring).
+    One pass, linear in the pattern."""
     out: list[str] = []
-    spaces = {} if _ascii(pattern) else {"\\s": f"[{_SPACE}]", "\\S": f"[^{_SPACE}]"}
-    verbose = [_starts_verbose(pattern)]
+    flags = [_global_flags(pattern)]
     size = len(pattern)
     at = 0
     while at < size:
         char = pattern[at]
+        now = flags[-1]
         if char == "\\":
             pair = pattern[at : at + 2]
-            out.append(spaces.get(pair, pair))
             at += 2
+            if "a" in now:  # `regex`'s ASCII sets are `re`'s; its `\\B` matches an empty text
+                out.append("(?:\\B(?!\\A\\Z))" if pair == "\\B" else pair)
+            elif pair[1:] in _SETS:
+                out.append(f"(?-i:[{_set_body(pair[1])}])")
+            elif pair in ("\\b", "\\B"):
+                out.append(_boundary(pair == "\\b"))
+            elif "i" in now and pair[1:] in _HEX and _odd(pattern[at : at + _HEX[pair[1]]]):
+                end = at + _HEX[pair[1]]
+                out.append(_class_text(False, pattern[at - 2 : end], pattern[at - 2 : end], ""))
+                at = end
+            else:
+                out.append(pair)
         elif char == "[":
-            at = _char_class(pattern, at, out)
+            at = _char_class(pattern, at, out, now)
         elif char == "{":
             end = _quantifier_end(pattern, at)
             out.append(pattern[at:end] if end else "\\{")
             at = end or at + 1
-        elif char == "#" and verbose[-1]:  # a comment: to the end of the line
+        elif char == "#" and "x" in now:  # a comment: to the end of the line
             end = pattern.find("\n", at)
             end = size if end < 0 else end
             out.append(pattern[at:end].replace("[", "\\[").replace("{", "\\{"))
             at = end
+        elif char == "(":  # its head (flags, a name, a condition, a comment) as written
+            end = _group_head(pattern, at)
+            if not pattern.startswith(("(?#", "(?P="), at):
+                flags.append(_group_flags(pattern, at, now))
+            out.append(pattern[at:end])
+            at = end
         else:
-            if char == "(":
-                verbose.append(_group_verbose(pattern, at, verbose[-1]))
-            elif char == ")" and len(verbose) > 1:
-                verbose.pop()
-            out.append(char)
+            if char == ")" and len(flags) > 1:
+                flags.pop()
+            folds = "i" in now and "a" not in now and char in _odd_cases()
+            out.append(_class_text(False, char, char, "") if folds else char)
             at += 1
     return "".join(out)
 
 
-def _char_class(pattern: str, at: int, out: list[str]) -> int:
+def _char_class(pattern: str, at: int, out: list[str], flags: frozenset[str]) -> int:
     """Copy the class opening at `at` (as `re` reads it: a `]` first is a literal, a `[`
-    anywhere is one), escaping each `[` inside; where it ends."""
-    out.append("[")
-    at += 1
-    if pattern.startswith("^", at):
-        out.append("^")
-        at += 1
+    anywhere is one, `\\w`... are `re`'s sets), escaping each `[` inside; where it ends."""
+    start = at + 1
+    negated = pattern.startswith("^", start)
+    at = start + negated
+    items: list[str] = []
+    letters = ""
     first = True
     while at < len(pattern):
         char = pattern[at]
         if char == "\\":
-            out.append(pattern[at : at + 2])
+            pair = pattern[at : at + 2]
+            if pair[1:] in _SETS and "a" not in flags:
+                letters += pair[1]
+            else:
+                items.append(pair)
             at += 2
         elif char == "]" and not first:
-            out.append("]")
+            body = pattern[start + negated : at] if "i" in flags and "a" not in flags else ""
+            out.append(_class_text(negated, "".join(items), body, letters))
             return at + 1
         else:
-            out.append("\\[" if char == "[" else "\\]" if char == "]" else char)
+            items.append("\\[" if char == "[" else "\\]" if char == "]" else char)
             at += 1
         first = False
+    out.append("[^" if negated else "[")  # no end: `re` refuses it
+    out.extend(items)
     return at
+
+
+def _class_text(negated: bool, items: str, body: str, letters: str) -> str:
+    """The class `[items]` (`[^items]`) with `re`'s sets `letters` in it, for `regex`: the
+    sets as explicit code points, out of `regex`'s case folding; `body` (the class as written,
+    when IGNORECASE holds): the characters `re` folds otherwise added or taken away."""
+    items = "\\" + items if items.startswith("^") else items
+    added, taken = _fold_fix(body, items, letters) if body and items else ("", "")
+    items += added
+    own = _set_body(letters) if letters else ""
+    if not own and not taken:
+        return f"[^{items}]" if negated else f"[{items}]"
+    if negated:
+        core = f"[^{items}]" if not own else f"(?!(?-i:[{own}]))[^{items}]" if items else ""
+        core = core or f"(?-i:[^{own}])"
+        return f"(?:(?-i:[{taken}])|{core})" if taken else f"(?:{core})"
+    mine = f"(?!(?-i:[{taken}]))[{items}]" if taken else f"[{items}]" if items else ""
+    return f"(?:{'|'.join(part for part in (mine, own and f'(?-i:[{own}])') if part)})"
+
+
+@functools.lru_cache(maxsize=256)
+def _fold_fix(body: str, items: str, letters: str) -> tuple[str, str]:
+    """Which characters `re` (with `(?i:[body])`) matches and `regex` (with `(?i:[items])`
+    and the sets `letters`) does not, and the reverse: (added, taken), as class text."""
+    import re
+    import warnings
+
+    import regex
+
+    odd = sorted(_odd_cases())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = re.compile(f"(?i:[{body}])")
+    own = re.compile(f"[{_set_body(letters)}]") if letters else None
+
+    def ours(spelled: str) -> set[str]:
+        found = regex.compile(f"(?i:[{spelled}])", regex.VERSION0)
+        return {char for char in odd if found.match(char) or (own and own.match(char))}
+
+    wanted = {char for char in odd if theirs.match(char)}
+    added = "".join(_code(ord(char)) for char in sorted(wanted - ours(items)))
+    taken = "".join(_code(ord(char)) for char in sorted(ours(items + added) - wanted))
+    return added, taken
+
+
+def _boundary(word: bool) -> str:
+    """`\\b` (`word`) or `\\B` as `re` reads them: between a `re` `\\w` and a non-`\\w` (the
+    ends count as non-`\\w`); `re`'s `\\B` (before Python 3.14) never matches an empty text."""
+    w = f"[{_set_body('w')}]"
+    if word:
+        return f"(?-i:(?<={w})(?!{w})|(?<!{w})(?={w}))"
+    return f"(?-i:(?<={w})(?={w})|(?<!{w})(?!{w})(?!\\A\\Z))"
+
+
+@functools.lru_cache(maxsize=64)
+def _set_body(letters: str) -> str:
+    """The code points of `re`'s sets `letters` (`\\w`, `\\W`, `\\d`, `\\D`, `\\s`, `\\S`),
+    together, as the inside of a class (ranges)."""
+    spans = sorted(span for letter in set(letters) for span in _spans(letter))
+    merged: list[list[int]] = []
+    for low, high in spans:
+        if merged and low <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], high)
+        else:
+            merged.append([low, high])
+    return "".join(_code(low) + (f"-{_code(high)}" if high > low else "") for low, high in merged)
+
+
+@functools.lru_cache(maxsize=8)
+def _spans(letter: str) -> tuple[tuple[int, int], ...]:
+    """The code points `re`'s own `\\<letter>` matches (str patterns, no ASCII flag: `\\w` is
+    `str.isalnum()` and `_`, `\\d` `str.isdecimal()`, `\\s` `str.isspace()`), as ranges; found
+    once per process, by `re` itself, when a pattern first needs them."""
+    import re
+
+    if letter.isupper():  # `\\W`, `\\D`, `\\S`: the others
+        ends = [-1, *(end for span in _spans(letter.lower()) for end in span), sys.maxunicode + 1]
+        pairs = zip(ends[::2], ends[1::2], strict=True)
+        return tuple((low + 1, high - 1) for low, high in pairs if high - low > 1)
+    every = "".join(map(chr, range(sys.maxunicode + 1)))
+    return tuple((found.start(), found.end() - 1) for found in re.finditer(f"\\{letter}+", every))
+
+
+def _code(code: int) -> str:
+    """The code point `code` as an escape both `re` and `regex` read."""
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+@functools.cache
+def _odd_cases() -> frozenset[str]:
+    """The characters `re` and `regex` may fold differently under IGNORECASE: those of `re`'s
+    table of extra cases (`i` and U+0131, `s` and U+017F, ...: same upper case, different
+    lower), their upper cases, and every character that case-maps onto one (U+0130)."""
+    import importlib
+
+    extra: dict[int, tuple[int, ...]] = getattr(
+        importlib.import_module("re._casefix"), "_EXTRA_CASES", {}
+    )
+    seeds = {chr(code) for key, more in extra.items() for code in (key, *more)}
+    seeds |= {seed.upper() for seed in seeds}
+    maps = (str.lower, str.upper, str.casefold)
+    chars = map(chr, range(0x20000))  # no cased character lies above
+    return frozenset(char for char in chars if any(fold(char)[:1] in seeds for fold in maps))
+
+
+def _odd(digits: str) -> bool:
+    """Whether the hex `digits` of a character's escape name one of `_odd_cases()`."""
+    try:
+        return chr(int(digits, 16)) in _odd_cases()
+    except (ValueError, OverflowError):
+        return False
 
 
 def _quantifier_end(pattern: str, at: int) -> int:
@@ -330,36 +480,45 @@ def _quantifier_end(pattern: str, at: int) -> int:
     return end + 1
 
 
-def _ascii(pattern: str) -> bool:
-    """Whether some inline flag group of `pattern` names ASCII (`(?a)`, `(?a:...)`)."""
-    at = pattern.find("(?")
-    while at >= 0:
-        end = at + 2
-        while end < len(pattern) and pattern[end].isalpha():
-            end += 1
-        if "a" in pattern[at + 2 : end] and pattern.startswith((")", ":", "-"), end):
-            return True
-        at = pattern.find("(?", end)
-    return False
+def _global_flags(pattern: str) -> frozenset[str]:
+    """The flags among ASCII (`a`), IGNORECASE (`i`), VERBOSE (`x`) that hold for the whole
+    pattern (its leading `(?aix)`), as `re` reads them."""
+    import re
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            found = re.compile(pattern).flags
+    except (re.error, ValueError, TypeError, OverflowError, RecursionError):
+        return frozenset()
+    named = (("a", re.ASCII), ("i", re.IGNORECASE), ("x", re.VERBOSE))
+    return frozenset(letter for letter, flag in named if found & flag)
 
 
-def _starts_verbose(pattern: str) -> bool:
-    """Whether the pattern's global flags (`(?x)` at its start) turn VERBOSE on."""
-    if not pattern.startswith("(?"):
-        return False
-    end = pattern.find(")", 2)
-    flags = pattern[2:end] if end > 0 else ""
-    return flags.isalpha() and "x" in flags
-
-
-def _group_verbose(pattern: str, at: int, verbose: bool) -> bool:
-    """Whether VERBOSE holds inside the group opening at `at` (`(?x:...)`, `(?-x:...)`)."""
+def _group_head(pattern: str, at: int) -> int:
+    """Where the head of the group opening at `at` ends: its `(?` and flags, its name
+    (`(?P<name>`, `(?P=name)`), its condition (`(?(1)`) or the whole comment (`(?#...)`)."""
     if not pattern.startswith("(?", at):
-        return verbose
+        return at + 1
+    if pattern.startswith(("(?P", "(?(", "(?#"), at):
+        end = pattern.find(">" if pattern.startswith("(?P<", at) else ")", at + 2)
+        return len(pattern) if end < 0 else end + 1
+    end = at + 2
+    while end < len(pattern) and (pattern[end].isalpha() or pattern[end] == "-"):
+        end += 1
+    return end
+
+
+def _group_flags(pattern: str, at: int, flags: frozenset[str]) -> frozenset[str]:
+    """The flags that hold inside the group opening at `at` (`(?x:...)`, `(?-i:...)`)."""
+    if not pattern.startswith("(?", at):
+        return flags
     end = at + 2
     while end < len(pattern) and (pattern[end].isalpha() or pattern[end] == "-"):
         end += 1
     if not pattern.startswith(":", end) or end == at + 2:
-        return verbose
+        return flags
     on, _, off = pattern[at + 2 : end].partition("-")
-    return ("x" in on or verbose) and "x" not in off
+    now = (flags | set(on)) - set(off)
+    return now - {"a"} if "u" in on else now
