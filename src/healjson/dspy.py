@@ -60,14 +60,23 @@ from . import (
     outcome_from_dict,
 )
 from ._frameworks.core import (
-    chat_usage,
     checked_policy,
     drive_sync,
     get_field,
     missing_extra,
+    redact_text,
     rules_of,
+    secrets_scope,
 )
-from ._frameworks.dspy_fields import LastRead, chat_reader, one_value_per_field, read_answer
+from ._frameworks.dspy_fields import (
+    LastRead,
+    chat_reader,
+    lm_secrets,
+    lm_usage,
+    model_name,
+    one_value_per_field,
+    read_answer,
+)
 
 try:
     from dspy.adapters.base import Adapter
@@ -236,8 +245,9 @@ class HealAdapter(Adapter):  # type: ignore[misc]
             return run.read(model, outputs)
 
         healer = self._healer(processed, self.policy)
-        outcome = healer.run(call, messages, context=self._context_of(inputs), **run.params)
-        return run.result(outcome, signature)
+        with secrets_scope(None, lm_secrets(lm, lm_kwargs)):  # the LM's key: never kept
+            outcome = healer.run(call, messages, context=self._context_of(inputs), **run.params)
+            return run.result(outcome, signature)
 
     async def acall(
         self,
@@ -264,8 +274,10 @@ class HealAdapter(Adapter):  # type: ignore[misc]
             return run.read(model, outputs)
 
         healer = self._healer(processed, self.policy)
-        outcome = await healer.arun(call, messages, context=self._context_of(inputs), **run.params)
-        return run.result(outcome, signature)
+        with secrets_scope(None, lm_secrets(lm, lm_kwargs)):  # the LM's key: never kept
+            context = self._context_of(inputs)
+            outcome = await healer.arun(call, messages, context=context, **run.params)
+            return run.result(outcome, signature)
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -310,7 +322,7 @@ class HealAdapter(Adapter):  # type: ignore[misc]
         error = AdapterParseError(
             adapter_name=f"HealAdapter({type(self.base).__name__})",
             signature=signature,
-            lm_response=completion,
+            lm_response=redact_text(completion),
             message=f"healjson could not heal the answer ({reason}): {described}",
         )
         error.outcome = outcome
@@ -424,7 +436,7 @@ class _Run:
         model = params.get("model")
         if not isinstance(model, str) or not model or model == self.lm.model:
             return self.lm, kwargs
-        name = _model_name(self.lm.model, model)
+        name = model_name(self.lm.model, model)
         found = self.escalated.get(name)
         if found is None:
             found = self.escalated[name] = self.lm.copy(model=name)
@@ -475,13 +487,6 @@ def _token_limit(lm: Any, lm_kwargs: Mapping[str, Any]) -> tuple[str, int | None
     return ("max_completion_tokens" if "max_completion_tokens" in defaults else "max_tokens"), None
 
 
-def _model_name(current: Any, model: str) -> str:
-    """The escalated model as DSPy names it: a bare name takes the LM's provider prefix
-    (`openai/gpt-4o-mini` escalated to `gpt-4o`: `openai/gpt-4o`)."""
-    prefix, slash, _ = str(current).partition("/")
-    return f"{prefix}/{model}" if slash and "/" not in model else model
-
-
 def _recorded(lm: Any, outputs: Any) -> Mapping[str, Any] | None:
     """DSPy's history entry of the call that returned `outputs` (the same list object), from
     the LM's history or DSPy's global one; None when DSPy keeps no history."""
@@ -510,7 +515,7 @@ def _reply(content: str | None, entry: Mapping[str, Any] | None, reasoning: Any)
         content,
         finish_reason=finish,
         refusal=refusal,
-        usage=Usage(cache_hits=1, model=model) if cached else _usage(entry.get("usage"), model),
+        usage=Usage(cache_hits=1, model=model) if cached else lm_usage(entry.get("usage"), model),
         model=model,
         reasoning=thought,
     )
@@ -567,17 +572,6 @@ def _stops(response: Any) -> tuple[str | None, str | None]:
         get_field(message, "provider_specific_fields"), "refusal"
     )
     return _text(get_field(choice, "finish_reason")), _text(refusal)  # LiteLLM keeps it apart
-
-
-def _usage(raw: Any, model: str | None) -> Usage | None:
-    """The tokens the response reported (DSPy's record of the call), read as a chat
-    completion's usage (`chat_usage`), with the cache writes LiteLLM reports among the prompt's
-    details; None when it reported none."""
-    usage = chat_usage(raw, model)
-    written = get_field(get_field(raw, "prompt_tokens_details"), "cache_creation_tokens")
-    if usage is None or type(written) is not int or written <= 0:  # no count, or none written
-        return usage
-    return dataclasses.replace(usage, cache_write_tokens=written)
 
 
 def _text(value: Any) -> str | None:

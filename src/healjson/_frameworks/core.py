@@ -25,6 +25,7 @@ from healjson._core.observe.events import handed_on
 from healjson._core.outcome.calls import ToolCalls
 from healjson._core.parse.shape import key_form
 from healjson._core.parse.wrappers import names_the_value
+from healjson._core.redact import redact_text, secrets_scope
 from healjson._core.repair.quote import quote_answer, render_diagnostics
 from healjson._core.run.answers import HealSpec, ReadReply, ReplyReader
 from healjson._core.run.drive import PROVIDER_PACKAGES, drive_async, drive_sync, is_provider_error
@@ -63,8 +64,10 @@ __all__ = [
     "missing_extra",
     "names_the_value",
     "quote_answer",
+    "redact_text",
     "render_diagnostics",
     "rules_of",
+    "secrets_scope",
     "start_tools",
     "target_for",
     "to_reply",

@@ -26,6 +26,7 @@ the model's text as the answer everywhere (attempts, events, spans, trace, repai
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import types
 import typing
@@ -37,8 +38,15 @@ from typing import Any, Final
 from pydantic import BaseModel
 from pydantic_core import to_json
 
-from healjson import Contract, Flag, Violation, contract, parse
-from healjson._frameworks.core import ReadReply, ReplyReader, key_form, names_the_value
+from healjson import Contract, Flag, Usage, Violation, contract, parse
+from healjson._frameworks.core import (
+    ReadReply,
+    ReplyReader,
+    chat_usage,
+    get_field,
+    key_form,
+    names_the_value,
+)
 
 __all__ = [
     "HEADER",
@@ -46,7 +54,10 @@ __all__ = [
     "LastRead",
     "chat_reader",
     "is_text_field",
+    "lm_secrets",
+    "lm_usage",
     "merge_flags",
+    "model_name",
     "one_value_per_field",
     "read_answer",
     "read_fields",
@@ -278,3 +289,29 @@ def _local(flags: Iterable[Flag]) -> tuple[Flag, ...]:
 
 def _is_model(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def lm_secrets(lm: Any, lm_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword arguments a DSPy LM call carries (the LM's own, then the call's), as
+    `secrets_scope`'s parameters: their credentials (`api_key`, ...) are what the run redacts
+    wherever it keeps or emits the model's text."""
+    own = getattr(lm, "kwargs", None)
+    return {**(own if isinstance(own, Mapping) else {}), **lm_kwargs}
+
+
+def model_name(current: Any, model: str) -> str:
+    """The escalated model as DSPy names it: a bare name takes the LM's provider prefix
+    (`openai/gpt-4o-mini` escalated to `gpt-4o`: `openai/gpt-4o`)."""
+    prefix, slash, _ = str(current).partition("/")
+    return f"{prefix}/{model}" if slash and "/" not in model else model
+
+
+def lm_usage(raw: Any, model: str | None) -> Usage | None:
+    """The tokens a DSPy LM response reported (DSPy's record of the call), read as a chat
+    completion's usage (`chat_usage`), with the cache writes LiteLLM reports among the prompt's
+    details; None when it reported none."""
+    usage = chat_usage(raw, model)
+    written = get_field(get_field(raw, "prompt_tokens_details"), "cache_creation_tokens")
+    if usage is None or type(written) is not int or written <= 0:  # no count, or none written
+        return usage
+    return dataclasses.replace(usage, cache_write_tokens=written)

@@ -104,7 +104,11 @@ def seal(outcome: OutcomeT, forms: tuple[str, ...]) -> OutcomeT:
 def _found(outcome: Healed[Any] | Degraded[Any], forms: tuple[str, ...]) -> tuple[str, ...]:
     """The secret forms the outcome's record shows (the record before the redactor)."""
     text = json.dumps(outcome_data(outcome), ensure_ascii=False, default=str)
-    return tuple(form for form in forms if form in text)
+    found = [form for form in forms if form in text]
+    if "\\\\" in text:  # a string holds a backslash: a form it spells with escapes too
+        strings = text.replace("\\\\", "\\")  # the escapes as the strings hold them
+        found += [form for form in forms if form not in found and escaped_in(strings, (form,))]
+    return tuple(found)
 
 
 def _texts_show(outcome: Healed[Any] | Degraded[Any], forms: tuple[str, ...]) -> tuple[bool, bool]:
