@@ -142,3 +142,36 @@ def test_a_reply_cut_inside_the_key_keeps_none_of_it() -> None:
     """A reply cut at the token limit after the key's first 28 characters."""
     places = run(KEY, "hi", completion('{"text": "' + KEY[:28], finish="length"))
     assert [] == [name for name, text in places.items() if KEY[:12] in peeled(text)]
+
+
+class Echo(BaseModel):
+    note: str
+    n: int
+
+
+def test_a_stream_cut_by_a_failure_hides_the_echoed_key_in_every_rendering() -> None:
+    """A streamed reply echoing the client's key, its connection dropped before the end: the
+    outcome degrades with the partial data, and no rendering of it (`repr`, `to_dict()`, the
+    trace) shows the key, as for the same reply cut unstreamed."""
+    text = json.dumps({"note": f"your key is {KEY}", "n": 1})
+    with (
+        ScriptedServer([ScriptedReply(text, cut_after_chars=len(text) - 3)]) as server,
+        openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0) as sdk,
+    ):
+        stream = healjson.wrap(sdk).chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "hi"}],
+            response_model=Echo,
+            stream=True,
+        )
+        for _ in stream:
+            pass
+        outcome = stream.outcome
+    assert not outcome.ok
+    assert KEY in repr(outcome.partial)  # the caller's object, as the model sent it
+    shown = {
+        "repr": repr(outcome),
+        "to_dict": json.dumps(outcome.to_dict()),
+        "trace": outcome.trace(),
+    }
+    assert [] == [name for name, rendered in shown.items() if KEY in rendered]

@@ -146,8 +146,10 @@ def _texts_show(outcome: Healed[Any] | Degraded[Any], forms: tuple[str, ...]) ->
             escaped = any(escape in text for escape in _ESCAPES) or any(
                 not _PLAIN_ESCAPED.isdisjoint(form) for form in forms
             )
-    if not outcome.ok and outcome.fallback is not None:
-        escaped = True  # the caller's fallback: its own object, looked at only here
+    if not outcome.ok and (outcome.fallback is not None or outcome.partial is not None):
+        # the caller's fallback, and the partial data (read from a text that may have been
+        # redacted before the run ended: a stream cut by a failure): objects looked at only here
+        escaped = True
     return False, escaped
 
 

@@ -28,6 +28,7 @@ import re
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel
+from pydantic_core import to_json
 
 from healjson._core.flags import Flag
 from healjson._core.outcome.attempt import Attempt
@@ -82,7 +83,7 @@ class Tracker:
         status: dict[int, ItemStatus] = {}
         rest = []
         for index, item in enumerate(value):
-            if index < len(self.given) and self.given[index] != item:  # handed out, replaced
+            if index < len(self.given) and not _equal(self.given[index], item):  # replaced
                 status[index] = "retracted"
                 self.given[index] = item
                 rest.append(item)
@@ -138,7 +139,7 @@ def _first_items(outcome: Outcome[Any], judged: dict[int, Any]) -> Any:
         nonlocal text
         known = judged.get(index, _UNKNOWN)
         if known is not _UNKNOWN:
-            return bool(known == item)
+            return _equal(known, item)
         if spliced.get(index, base) == first:
             return True
         if text is None:
@@ -203,11 +204,22 @@ def _first_text(outcome: Outcome[Any]) -> list[Any]:
     return data if isinstance(data, list) else []
 
 
+def _equal(a: Any, b: Any) -> bool:
+    """Whether two items are the same: equal, or with equal JSON dumps (a NaN is not equal to
+    itself, and an item holding one is still the same item)."""
+    if a == b:
+        return True
+    try:
+        return bool(to_json(a, inf_nan_mode="constants") == to_json(b, inf_nan_mode="constants"))
+    except Exception:  # no JSON dump: only `==` tells
+        return False
+
+
 def _same(data: Any, item: Any) -> bool:
     """Whether the first answer's `data` at an index is `item` (a model's, validated as it)."""
     if not isinstance(item, BaseModel):
-        return bool(data == item)
+        return _equal(data, item)
     try:
-        return bool(type(item).model_validate(data) == item)
+        return _equal(type(item).model_validate(data), item)
     except Exception:  # a validator that fails, or fails oddly: not the same item
         return False
