@@ -79,11 +79,15 @@ class HealStream(Generic[T]):
     def __init__(self, events: Iterator[Event]) -> None:
         self._events = events
         self._tracker = Tracker()
+        self._abandoned = False  # closed while another thread read it: it stops there
 
     def _next_events(self) -> Iterator[Event]:
         for event in self._events:
             if isinstance(event, Done):
                 self._tracker.outcome = event.outcome
+                return
+            if self._abandoned:  # closed by another thread: closed here, where it is read
+                self.close()
                 return
             yield event
 
@@ -134,7 +138,11 @@ class HealStream(Generic[T]):
         return dict(self._tracker.item_status)
 
     def close(self) -> None:
-        """Abandon the stream (the connection is closed)."""
+        """Abandon the stream (the connection is closed). From another thread while one reads
+        it: the reader stops at its next event, and the stream is closed there."""
+        if getattr(self._events, "gi_running", False):  # being read by another thread
+            self._abandoned = True
+            return
         close = getattr(self._events, "close", None)
         if callable(close):
             close()
@@ -155,6 +163,7 @@ class AsyncHealStream(Generic[T]):
     def __init__(self, events: AsyncIterator[Event]) -> None:
         self._events = events
         self._tracker = Tracker()
+        self._abandoned = False  # closed while another task read it: it stops there
 
     def __await__(self) -> Generator[Any, None, AsyncHealStream[T]]:
         if False:  # pragma: no cover - makes this a generator
@@ -165,6 +174,9 @@ class AsyncHealStream(Generic[T]):
         async for event in self._events:
             if isinstance(event, Done):
                 self._tracker.outcome = event.outcome
+                return
+            if self._abandoned:  # closed by another task: closed here, where it is read
+                await self.aclose()
                 return
             yield event
 
@@ -211,7 +223,11 @@ class AsyncHealStream(Generic[T]):
         return dict(self._tracker.item_status)
 
     async def aclose(self) -> None:
-        """Abandon the stream (the connection is closed)."""
+        """Abandon the stream (the connection is closed). From another task while one reads
+        it: the reader stops at its next event, and the stream is closed there."""
+        if getattr(self._events, "ag_running", False):  # being read by another task
+            self._abandoned = True
+            return
         close = getattr(self._events, "aclose", None)
         if callable(close):
             await close()
@@ -334,7 +350,11 @@ class ToolCallStream:
         return self._outcome
 
     def close(self) -> None:
-        """Abandon the stream (the connection is closed)."""
+        """Abandon the stream (the connection is closed). From another thread while one reads
+        it: the reader stops at its next event, and the stream is closed there."""
+        if getattr(self._events, "gi_running", False):  # being read by another thread
+            self._abandoned = True
+            return
         close = getattr(self._events, "close", None)
         if callable(close):
             close()
