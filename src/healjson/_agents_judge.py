@@ -1,13 +1,19 @@
 """How `healjson.agents` judges a value the SDK has in hand (no model call of its own): a reply's
-text through a healer of one attempt per target type (`judge`), or the final output itself
-under contracts and their `on_fail` policies (`judge_output`, for the guardrail), and what of the
-run the contracts see (`run_context_data`, `messages`)."""
+text through a healer of one attempt per target type (`judge`; for an output type the SDK wraps
+in `{"response": ...}`, a healer whose reply reader takes the wrapper off: `read_wrapper`), or the
+final output itself under contracts and their `on_fail` policies (`judge_output`, for the
+guardrail), what of the run the contracts see (`run_context_data`, `messages`), and the secrets
+of the model client the run uses, which every record and event is redacted with
+(`client_secrets`)."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import threading
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from ._agents_log import ContractReport
@@ -17,13 +23,27 @@ from ._core.judge.contracts import ContractContext
 from ._core.judge.judging import judge_value
 from ._core.judge.policies import settle
 from ._core.outcome.outcome import Healed, Outcome
+from ._core.parse.read import Ambiguity, parse
+from ._core.redact import secrets_scope
 from ._core.run.drive import drive_async
 from ._core.run.healer import Healer
 from ._core.run.policy import HealPolicy
 from ._core.sentinels import NOTHING
 from ._core.wire.reply import Reply, Usage
+from ._frameworks.core import ReadReply, ReplyReader
 
-__all__ = ["Judges", "judge", "judge_output", "messages", "one_attempt", "run_context_data"]
+__all__ = [
+    "Judges",
+    "client_secrets",
+    "judge",
+    "judge_output",
+    "messages",
+    "one_attempt",
+    "read_wrapper",
+    "run_context_data",
+]
+
+_WRAPPER_KEY = "response"  # the SDK's `agent_output._WRAPPER_DICT_KEY`
 
 
 def one_attempt(policy: HealPolicy | None) -> HealPolicy:
@@ -35,26 +55,58 @@ def one_attempt(policy: HealPolicy | None) -> HealPolicy:
     return dataclasses.replace(policy, max_attempts=1)
 
 
+def read_wrapper(on_ambiguity: Ambiguity) -> ReplyReader:
+    """A reply reader for an output type the SDK wraps in `{"response": ...}`: the key is the
+    SDK's, never data (judged with the value, it could fit as data, or make two readings fit),
+    so a reply that is that wrapper is judged as the JSON text of the answer inside it.
+
+    Taking the wrapper off is one more local reading, never a way around L1's verdict: a reply
+    L1 reads with an error (cut by the token limit, ambiguous under `on_ambiguity`) is not
+    unwrapped, and is judged as it came (a cut reply gives no result); the repairs L1 made to
+    read the wrapper (a fence, prose, a trailing comma, single quotes) are the reading's flags,
+    kept on the run (its events, the outcome, the log). A reply that is no such wrapper: None
+    (judged as it came)."""
+
+    def read(text: str) -> ReadReply | None:
+        found = parse(text, on_ambiguity=on_ambiguity)
+        value = found.value
+        if found.error is not None or found.truncated:
+            return None
+        if not (isinstance(value, dict) and list(value) == [_WRAPPER_KEY]):
+            return None
+        return ReadReply((json.dumps(value[_WRAPPER_KEY], ensure_ascii=False),), found.flags)
+
+    return read
+
+
 class Judges:
-    """The healers of one configuration, by target type (built once each; a target that cannot
-    be hashed gets a fresh one)."""
+    """The healers of one configuration, by target type and whether the SDK wraps it (built
+    once each; a target that cannot be hashed gets a fresh one)."""
 
     def __init__(self, contracts: tuple[Any, ...], policy: HealPolicy) -> None:
         self.contracts = contracts
         self.policy = policy
-        self._by_type: dict[Any, Healer[Any]] = {}
+        self._by_type: dict[tuple[Any, bool], Healer[Any]] = {}
         self._lock = threading.Lock()
+        self._reader = read_wrapper(policy.on_ambiguity)
 
-    def for_type(self, target: Any) -> Healer[Any]:
+    def _new(self, target: Any, wrapped: bool) -> Healer[Any]:
+        healer = Healer(target, contracts=self.contracts, policy=self.policy)
+        return healer.with_reply_reader(self._reader) if wrapped else healer
+
+    def for_type(self, target: Any, *, wrapped: bool = False) -> Healer[Any]:
+        """The healer for `target`; `wrapped`: the SDK wraps it in `{"response": ...}` (its
+        replies are read by `read_wrapper`)."""
+        key = (target, wrapped)
         try:
             with self._lock:
-                found = self._by_type.get(target)
+                found = self._by_type.get(key)
         except TypeError:  # unhashable
-            return Healer(target, contracts=self.contracts, policy=self.policy)
+            return self._new(target, wrapped)
         if found is None:
-            found = Healer(target, contracts=self.contracts, policy=self.policy)
+            found = self._new(target, wrapped)
             with self._lock:
-                self._by_type[target] = found
+                self._by_type[key] = found
         return found
 
 
@@ -120,3 +172,37 @@ def messages(run_input: Any) -> tuple[dict[str, Any], ...]:
             if isinstance(content, str):
                 out.append({"role": item["role"], "content": content})
     return tuple(out)
+
+
+def client_secrets(agent: Any) -> AbstractContextManager[Any]:
+    """The secrets scope of the model client `agent` runs on, as far as healjson can reach it,
+    so that what it records and emits of the run (log entries, events, an error's message)
+    never holds the client's key, which a model can echo: the client an SDK model object holds
+    (`OpenAIChatCompletionsModel(openai_client=...)`, `OpenAIResponsesModel`; a model object
+    holding an `api_key` itself, such as LiteLLM's), or for a model given by name the SDK's
+    default client (`set_default_openai_client`) or key (`set_default_openai_key`, else
+    `OPENAI_API_KEY`). A provider the caller gives `RunConfig` is out of the handler's reach:
+    only credential names and shapes are redacted then."""
+    model = getattr(agent, "model", None)
+    if model is not None and not isinstance(model, str):
+        client = _attribute(model, "_client") or _attribute(model, "openai_client")
+        if client is None and _attribute(model, "api_key") is not None:
+            client = model
+        return nullcontext() if client is None else secrets_scope(client)
+    try:
+        from agents.models import _openai_shared as shared
+    except ImportError:  # pragma: no cover - another SDK release
+        return nullcontext()
+    default = shared.get_default_openai_client()
+    if default is not None:
+        return secrets_scope(default)
+    key = shared.get_default_openai_key() or os.environ.get("OPENAI_API_KEY")
+    return nullcontext() if not key else secrets_scope(None, {"api_key": key})
+
+
+def _attribute(obj: Any, name: str) -> Any:
+    """`obj.name`, or None (a property that raises is no client)."""
+    try:
+        return getattr(obj, name, None)
+    except Exception:
+        return None

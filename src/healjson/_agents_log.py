@@ -3,6 +3,7 @@ in a `HealLog` the handler, the healed tools and the guardrail share."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -10,7 +11,7 @@ from typing import Any, Literal
 
 from ._core.diagnostic import ROOT, Diagnostic, Source
 from ._core.outcome.outcome import Healed, Outcome
-from ._core.redact import redact_text, redacted_repr
+from ._core.redact import redact_data, redact_text, redacted_repr
 from ._core.repair.quote import render_diagnostics
 
 __all__ = [
@@ -78,6 +79,8 @@ class AgentRepair:
         object.__setattr__(self, "raw_text", redact_text(self.raw_text))
         if self.value_json is not None:
             object.__setattr__(self, "value_json", redact_text(self.value_json))
+        if self.diagnostics:  # what was told holds model data too (`str(entry)` shows it)
+            object.__setattr__(self, "diagnostics", tuple(map(_redacted, self.diagnostics)))
 
     def __repr__(self) -> str:
         return redacted_repr(self)
@@ -137,6 +140,16 @@ class HealLog:
     def __repr__(self) -> str:
         healed = len(self.healed)
         return f"HealLog({len(self)} entries, {healed} healed)"
+
+
+def _redacted(found: Diagnostic) -> Diagnostic:
+    """`found` through the redactor (its value's strings, its texts), as an entry keeps it."""
+    return dataclasses.replace(
+        found,
+        value=redact_data(found.value, by_name=False),
+        constraint=redact_text(found.constraint),
+        prescription=redact_text(found.prescription),
+    )
 
 
 def entry(

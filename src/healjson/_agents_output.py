@@ -19,6 +19,10 @@ and validates its result without yielding in between, so it is seen by that vali
 never by another run (another task, another thread) sharing the agent; the validation takes it
 (a value handed over is delivered at most once), and a text that is not the handed value's JSON
 is validated as the SDK does.
+
+`as_sdk_output` runs the SDK's second validation of a handler's output first, as a check (a
+value it would refuse or change is not handed on); `handed_over` hands a value to a
+`HealedOutputSchema`.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any
 
 from agents import AgentOutputSchema
 
-__all__ = ["HealedOutputSchema", "hand_over"]
+__all__ = ["HealedOutputSchema", "as_sdk_output", "hand_over", "handed_over"]
 
 _WRAPPER_KEY = "response"  # the SDK's `agent_output._WRAPPER_DICT_KEY`
 
@@ -71,3 +75,42 @@ def hand_over(schema: HealedOutputSchema, value: Any) -> bool:
         return False
     _HANDED.set((schema, text.decode(), value))
     return True
+
+
+def as_sdk_output(agent: Any, schema: AgentOutputSchema, adapter: Any, value: Any) -> str | None:
+    """The JSON of `value` as the final output the SDK takes from a handler, when the SDK's
+    reading of it gives `value` back; None when it would refuse or change it.
+
+    The SDK validates a handler's final output again (its `validate_handler_final_output`:
+    the output type's JSON dump, in its `response` wrapper for a type that is not an object,
+    validated in its strict mode), and takes an object only (the L1 data is no value of the
+    output type). So that reading is run here first, as a check whose result is thrown away:
+    a validator that changes a valid value (dollars to cents) would change the value the
+    contracts judged, which is never handed on. `adapter`: the output type's (its dump is the
+    SDK's: the type's own aliases)."""
+    from agents.run_internal import error_handlers
+
+    reads = getattr(error_handlers, "validate_handler_final_output", None)
+    try:
+        text = adapter.dump_json(value)
+        if reads is not None:
+            again = reads(agent, value)
+        else:  # pragma: no cover - another SDK release: the same reading, as documented
+            shown = text.decode()
+            wrapped = getattr(schema, "_is_wrapped", False)
+            again = schema.validate_json(f'{{"response": {shown}}}' if wrapped else shown)
+        # both: a JSON that hides what changed (a `SecretStr` dumps as its mask) is no proof
+        same = adapter.dump_json(again) == text and bool(again == value)
+    except Exception:  # the SDK's UserError / ModelBehaviorError, a serializer that fails
+        return None
+    return text.decode() if same else None
+
+
+def handed_over(schema: HealedOutputSchema, adapter: Any, value: Any) -> str | None:
+    """The JSON of `value`, handed over to `schema` (its `validate_json` returns `value` itself
+    for the SDK's JSON of it: no second validation); None when the SDK could not dump it."""
+    try:
+        text = adapter.dump_json(value).decode()
+    except Exception:  # a serializer that fails: the SDK would refuse the value too
+        return None
+    return text if hand_over(schema, value) else None

@@ -10,9 +10,11 @@ Three pieces, each on a hook the SDK offers for it (nothing of the SDK is replac
   key in the wrong case, a number sent as a string, the answer without the SDK's `response`
   wrapper, ... become the validated output (the contracts checked too), with no model call. A
   reply that cannot be healed without inventing data (cut, a field missing) or that breaks a
-  contract gives `None`: the SDK raises as it would have. The SDK validates a handler's output
-  once more (`validate_handler_final_output`: the output schema's `validate_json` on its JSON
-  dump; `RunErrorHandlerResult` has no "already validated" form). Under
+  contract gives `None`: the SDK raises as it would have. A clean output never reaches the
+  handler (nor its contracts: `contract_guardrail` checks every one). The SDK validates a
+  handler's output once more (`validate_handler_final_output`: the output schema's
+  `validate_json` on its JSON dump; `RunErrorHandlerResult` has no "already validated" form).
+  Under
   `output_type=HealedOutputSchema(T)` (the SDK's `AgentOutputSchema`, whose `validate_json`
   takes the value the handler just returned as it is) the healed value is the final output,
   validated once, by healjson. Under a plain `output_type` it is handed on only when that
@@ -57,13 +59,22 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import warnings
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
-from ._agents_judge import Judges, judge, judge_output, messages, one_attempt, run_context_data
+from ._agents_judge import (
+    Judges,
+    client_secrets,
+    judge,
+    judge_output,
+    messages,
+    one_attempt,
+    run_context_data,
+)
 from ._agents_log import (
     AgentRepair,
     ContractReport,
@@ -79,7 +90,6 @@ from ._core.judge.contracts import Contract
 from ._core.judge.schema_errors import schema_diagnostics
 from ._core.outcome.attempt import Reason
 from ._core.outcome.outcome import Healed
-from ._core.parse.read import parse
 from ._core.run.healer import Healer
 from ._core.run.policy import HealPolicy
 from ._core.sentinels import NOTHING
@@ -106,7 +116,7 @@ from agents import (  # noqa: E402  (after the check: the one missing-extra mess
 )
 from agents.function_schema import function_schema  # noqa: E402
 
-from ._agents_output import HealedOutputSchema, hand_over  # noqa: E402
+from ._agents_output import HealedOutputSchema, as_sdk_output, handed_over  # noqa: E402
 
 if TYPE_CHECKING:
     from agents import Tool
@@ -180,58 +190,12 @@ def _final_text(run_data: Any) -> str | None:
     return None
 
 
-def _inside_wrapper(schema: AgentOutputSchema, text: str) -> str:
-    """The answer inside the SDK's `{"response": ...}` wrapper when the SDK wraps the output
-    type and the model's text (read by L1) is that wrapper: the key is the SDK's, never data
-    (judged with the value, it could fit as data, or make two readings fit). Else `text`."""
-    if not getattr(schema, "_is_wrapped", False):
-        return text
-    found = parse(text).value
-    if isinstance(found, dict) and list(found) == [_WRAPPER_KEY]:
-        return json.dumps(found[_WRAPPER_KEY], ensure_ascii=False)
-    return text
-
-
-_WRAPPER_KEY = "response"  # the SDK's `agent_output._WRAPPER_DICT_KEY`
-
-
-def _as_sdk_output(agent: Any, schema: AgentOutputSchema, adapter: Any, value: Any) -> str | None:
-    """The JSON of `value` as the final output the SDK takes from a handler, when the SDK's
-    reading of it gives `value` back; None when it would refuse or change it.
-
-    The SDK validates a handler's final output again (its `validate_handler_final_output`:
-    the output type's JSON dump, in its `response` wrapper for a type that is not an object,
-    validated in its strict mode), and takes an object only (the L1 data is no value of the
-    output type). So that reading is run here first, as a check whose result is thrown away:
-    a validator that changes a valid value (dollars to cents) would change the value the
-    contracts judged, which is never handed on. `adapter`: the output type's (its dump is the
-    SDK's: the type's own aliases)."""
-    from agents.run_internal import error_handlers
-
-    reads = getattr(error_handlers, "validate_handler_final_output", None)
-    try:
-        text = adapter.dump_json(value)
-        if reads is not None:
-            again = reads(agent, value)
-        else:  # pragma: no cover - another SDK release: the same reading, as documented
-            shown = text.decode()
-            wrapped = getattr(schema, "_is_wrapped", False)
-            again = schema.validate_json(f'{{"response": {shown}}}' if wrapped else shown)
-        # both: a JSON that hides what changed (a `SecretStr` dumps as its mask) is no proof
-        same = adapter.dump_json(again) == text and bool(again == value)
-    except Exception:  # the SDK's UserError / ModelBehaviorError, a serializer that fails
-        return None
-    return text.decode() if same else None
-
-
-def _handed_over(schema: HealedOutputSchema, adapter: Any, value: Any) -> str | None:
-    """The JSON of `value`, handed over to `schema` (its `validate_json` returns `value` itself
-    for the SDK's JSON of it: no second validation); None when the SDK could not dump it."""
-    try:
-        text = adapter.dump_json(value).decode()
-    except Exception:  # a serializer that fails: the SDK would refuse the value too
-        return None
-    return text if hand_over(schema, value) else None
+_CLEAN_OUTPUTS_UNCHECKED = (
+    "heal_final_output(contracts): the SDK calls this handler only for a final output that "
+    "fails its validation, so these contracts never judge a clean output (one that breaks "
+    "them is delivered). Give the agent output_guardrails=[contract_guardrail(contracts)] to "
+    "check every final output."
+)
 
 
 def heal_final_output(
@@ -250,28 +214,38 @@ def heal_final_output(
     type is another custom `AgentOutputSchemaBase`. A contract that fails as code raises
     `UserError`.
 
+    The SDK calls this handler only for a final output that fails its own validation: a clean
+    output never reaches it, so `contracts` here judge healed outputs only, and a clean output
+    that breaks them is delivered. To check every final output, give the agent
+    `output_guardrails=[contract_guardrail(contracts)]` (it also judges what this handler
+    healed); passing `contracts` here warns (`UserWarning`) to say so.
+
     The contracts see the run's input as `ctx.messages` and, when the run's context object is a
     mapping, that mapping as `ctx.extra`. `policy`: a `HealPolicy` for what applies to one reply
     (`on_ambiguity`, `contract_timeout_s`, ...); it never makes a model call (the SDK owns
     those). `log`: a `HealLog` to record each output healed or refused.
     """
     judges = Judges(tuple(contracts or ()), one_attempt(policy))
+    if judges.contracts:
+        warnings.warn(_CLEAN_OUTPUTS_UNCHECKED, UserWarning, stacklevel=2)
 
     async def heal_invalid_final_output(
         data: RunErrorHandlerInput[Any],
     ) -> RunErrorHandlerResult | None:
+        with client_secrets(data.run_data.last_agent):  # its key: never recorded nor emitted
+            return await heal(data)
+
+    async def heal(data: RunErrorHandlerInput[Any]) -> RunErrorHandlerResult | None:
         run_data = data.run_data
         agent = run_data.last_agent
         schema = _output_schema(agent)
         text = _final_text(run_data)
         if schema is None or text is None or not text.strip():
             return None  # nothing to heal: the SDK goes on as without a handler
-        healer = judges.for_type(schema.output_type)
+        # the SDK's `{"response": ...}` wrapper: taken off by a reading L1's verdict stands on
+        healer = judges.for_type(schema.output_type, wrapped=getattr(schema, "_is_wrapped", False))
         outcome, _ = await judge(
-            healer,
-            _inside_wrapper(schema, text),
-            messages(run_data.input),
-            run_context_data(data.context),
+            healer, text, messages(run_data.input), run_context_data(data.context)
         )
         name = str(getattr(agent, "name", "agent"))
         if not isinstance(outcome, Healed):
@@ -282,9 +256,9 @@ def heal_final_output(
                 raise bug
             return None
         if isinstance(schema, HealedOutputSchema):  # taken as it is: validated once, by healjson
-            value_json = _handed_over(schema, healer.target.adapter, outcome.value)
+            value_json = handed_over(schema, healer.target.adapter, outcome.value)
         else:
-            value_json = _as_sdk_output(agent, schema, healer.target.adapter, outcome.value)
+            value_json = as_sdk_output(agent, schema, healer.target.adapter, outcome.value)
         if value_json is None:
             why = Diagnostic(
                 ROOT,
@@ -362,6 +336,10 @@ class _HealingInvoker:
     async def __call__(self, ctx: ToolContext[Any], input: str) -> Any:
         if not input.strip():  # the SDK reads no arguments as `{}`: its own rule
             return await self.inner(ctx, input)
+        with client_secrets(getattr(ctx, "agent", None)):  # its key: never recorded nor emitted
+            return await self._heal(ctx, input)
+
+    async def _heal(self, ctx: ToolContext[Any], input: str) -> Any:
         extra = run_context_data(ctx)
         outcome, data = await judge(self.healer, input, (), extra)
         call_id = getattr(ctx, "tool_call_id", None)
@@ -575,6 +553,12 @@ def contract_guardrail(
     judges = Judges(rules, one_attempt(policy))
 
     async def check_contracts(
+        context: RunContextWrapper[Any], agent: Agent[Any], output: Any
+    ) -> GuardrailFunctionOutput:
+        with client_secrets(agent):  # the client's key: never recorded nor emitted
+            return await check(context, agent, output)
+
+    async def check(
         context: RunContextWrapper[Any], agent: Agent[Any], output: Any
     ) -> GuardrailFunctionOutput:
         schema = _output_schema(agent)

@@ -60,6 +60,13 @@ from sdk_calls import TLS as _SSL  # noqa: E402
 agents.set_tracing_disabled(True)
 
 
+def checked_handler(contracts: list[Any], **options: Any) -> Any:
+    """`heal_final_output(contracts, ...)`, which warns that its contracts judge only the outputs
+    the SDK refused (`contract_guardrail` judges every one)."""
+    with pytest.warns(UserWarning, match="contract_guardrail"):
+        return heal_final_output(contracts, **options)
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _sdk_trace_exporter_closed() -> Iterator[None]:
     """The Agents SDK makes its trace exporter, and the HTTP client in it, on first use (here:
@@ -591,7 +598,7 @@ def test_a_broken_final_output_is_healed_where_the_sdk_alone_raises(
     assert isinstance(alone.error, ModelBehaviorError)
 
     log = HealLog()
-    handlers = {"invalid_final_output": heal_final_output([some_actions], log=log)}
+    handlers = {"invalid_final_output": checked_handler([some_actions], log=log)}
     ran = run_agent(mode, report_agent(), turns, error_handlers=handlers)
     assert ran.error is None
     assert ran.result is not None
@@ -619,7 +626,7 @@ def test_an_output_that_cannot_be_healed_raises_as_before(mode: Mode, reply: str
     turns = [Turn(reply, tool=None)]
     alone = run_agent(mode, report_agent(), turns)
     log = HealLog()
-    handlers = {"invalid_final_output": heal_final_output([some_actions], log=log)}
+    handlers = {"invalid_final_output": checked_handler([some_actions], log=log)}
     ran = run_agent(mode, report_agent(), turns, error_handlers=handlers)
     assert type(ran.error) is type(alone.error) is ModelBehaviorError
     assert str(ran.error) == str(alone.error)
@@ -655,7 +662,7 @@ def test_the_contracts_see_the_run_context_and_input() -> None:
             return Violation("too many actions")
         return None
 
-    handlers = {"invalid_final_output": heal_final_output([at_most])}
+    handlers = {"invalid_final_output": checked_handler([at_most])}
     turns = [Turn(BROKEN_REPORTS["fenced"], tool=None)]
     ran = run_agent(
         "async", report_agent(), turns, error_handlers=handlers, context={"max_actions": 3}
