@@ -17,11 +17,14 @@ pydantic-ai fills it with the default and ignores an unknown key, so a key that 
 field (`LIMIT` for `limit`) is aligned to it and pydantic-ai validates the aligned data (two
 keys for the field: a retry). What L1 cannot save (a string cut by the token limit, a value
 the schema rejects) becomes pydantic-ai's retry, its message carrying healjson's diagnostics
-(for each problem the value, the rule and the fix).
+(for each problem the value, the rule and the fix); but a `NativeOutput` / `PromptedOutput`
+reply whose JSON the token limit cut off gets pydantic-ai's own `OutputTokenLimitExceeded`.
 Contracts (`contracts=` for the output, `tool_contracts={name: [...]}` per tool; healjson
 `@contract` rules) judge the value pydantic-ai validated; a violation is a retry (`ModelRetry`)
-naming the breach, except a rule declared `on_fail="warn"`, which keeps the value and is
-recorded, and one declared `on_fail="stop"`, which ends the run with `ContractStopped` (a
+naming the breach, except rules declared `on_fail="fix"` or `"drop"` (applied locally, as at
+every entry point: the corrected value is passed on, recorded as `"fixed"`), a rule
+declared `on_fail="warn"`, which keeps the value and is recorded, and one declared
+`on_fail="stop"`, which ends the run with `ContractStopped` (a
 pydantic-ai `AgentRunError`) naming it: no retry, and a tool is not run. A contract that
 raises, runs past `contract_timeout_s` or changes the value it judges is a bug of the
 contract, and stops the run with pydantic-ai's `UserError`. Nothing is ever passed on that
@@ -41,19 +44,19 @@ import threading
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, is_dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, Literal, cast
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
-from pydantic_core import SchemaValidator, from_json, to_json, to_jsonable_python
-from typing_extensions import TypedDict, is_typeddict
+from pydantic import TypeAdapter, ValidationError
+from pydantic_core import SchemaValidator, from_json, to_json
 
 from ._core.diagnostic import Diagnostic, Source
 from ._core.flags import Flag
 from ._core.judge.check import Evaluation, evaluate
 from ._core.judge.contracts import Contract, ContractContext, Rule, as_contract, check_policies
 from ._core.judge.judging import judge_value
+from ._core.judge.policies import settle
 from ._core.observe import events
 from ._core.parse.defaults import left_out
 from ._core.parse.shape import shape_of
@@ -61,11 +64,20 @@ from ._core.redact import redact_data, redact_text, redacted_repr
 from ._core.repair.quote import render_diagnostics
 from ._core.run.drive import drive_async, drive_sync
 from ._core.run.policy import HealPolicy
+from ._core.sentinels import NOTHING
 from ._core.target.target import Target, target_for
 from ._core.wire.reply import Reply
 from ._extras import missing_extra
 from ._frameworks.core import StoppedByRules
 from ._mcp_frameworks import heal_pydantic_ai_mcp as heal_mcp
+from ._pydantic_ai_parts import (
+    MAX_TARGETS,
+    ValidatorAdapter,
+    kept_diagnostics,
+    model_like,
+    model_secrets,
+    response_dict,
+)
 
 try:
     from pydantic_ai import AgentRunError, ModelRetry, RunContext, UserError
@@ -85,7 +97,7 @@ except ImportError as exc:  # pragma: no cover - the extra is installed wherever
 
 __all__ = ["ContractStopped", "HealCapability", "HealRecord", "heal_mcp"]
 
-_MAX_TARGETS = 256  # validators remembered as L1 targets (tools and outputs), per capability
+_Action = Literal["healed", "fixed", "retry", "warned", "stopped"]
 _NO_RETRY_POLICIES = frozenset({"warn"})  # violations that keep the value
 _ANY: Target[Any] = target_for(Any)
 """What the contracts' value is dumped as, to see whether a contract changed it (the value
@@ -105,7 +117,9 @@ class HealRecord:
     """What healjson did to one tool call or output of a pydantic-ai run.
 
     `action`: `"healed"` (a local repair: pydantic-ai was handed `value`, the JSON data L1
-    read, instead of `raw`, and validated it), `"retry"` (healjson could not save it:
+    read, instead of `raw`, and validated it), `"fixed"` (`"fix"` / `"drop"` rules corrected
+    the validated value locally: the run got `value`, flagged; `diagnostics`: the breaches
+    settled), `"retry"` (healjson could not save it:
     pydantic-ai asked the model again with `diagnostics` in its retry prompt), `"warned"` (a
     contract with `on_fail="warn"` broke; the value was kept) or `"stopped"` (a contract with
     `on_fail="stop"` broke: the run ended with `ContractStopped`). `kind`: `"tool"`
@@ -114,9 +128,10 @@ class HealRecord:
 
     Kept as healjson keeps every record: `raw`, and `value` when it is JSON data (a dict,
     list or string: a copy, the tool still gets the real value), pass the redactor
-    (credential shapes, values under a credential field's name); `repr` too."""
+    (credential shapes, values under a credential field's name, and the key of the model's
+    own client); `diagnostics` and `repr` too."""
 
-    action: Literal["healed", "retry", "warned", "stopped"]
+    action: _Action
     kind: Literal["tool", "output"]
     name: str
     run_id: str | None
@@ -130,6 +145,7 @@ class HealRecord:
         object.__setattr__(self, "raw", redact_text(self.raw))
         # as an outcome's records keep the caller's data (`record.outcome_to_dict`)
         object.__setattr__(self, "value", redact_data(self.value, by_name=False, fields=True))
+        object.__setattr__(self, "diagnostics", kept_diagnostics(self.diagnostics))
 
     def __repr__(self) -> str:
         return redacted_repr(self)
@@ -202,17 +218,19 @@ class HealCapability(AbstractCapability[AgentDepsT]):
             return await handler(args)
         rules = self._tool_rules.get(call.tool_name, ())
         step = _Step(self, ctx, "tool", call.tool_name, call.tool_call_id, args)
-        try:
-            validated = await handler(args)
-        except ValidationError as exc:
-            tool = _tool(ctx, call.tool_name)
-            target = None if tool is None else self._target(tool.args_validator, tool_def)
-            validated = await step.heal(target, handler, exc)
-        else:
-            tool = _tool(ctx, call.tool_name)
-            target = None if tool is None else self._target(tool.args_validator, tool_def)
-            validated = await step.settle(target, handler, validated)
-        return cast(ValidatedToolArgs, await step.judge(rules, validated))
+        with model_secrets(ctx.model):  # what is kept or said: without the client's key
+            try:
+                validated = await handler(args)
+            except ValidationError as exc:
+                tool = _tool(ctx, call.tool_name)
+                target = None if tool is None else self._target(tool.args_validator, tool_def)
+                validated = await step.heal(target, handler, exc)
+            else:
+                tool = _tool(ctx, call.tool_name)
+                target = None if tool is None else self._target(tool.args_validator, tool_def)
+                validated = await step.settle(target, handler, validated)
+            judged = await step.judge(rules, validated, target)
+        return cast(ValidatedToolArgs, judged)
 
     # -- output -------------------------------------------------------------------------
 
@@ -229,14 +247,17 @@ class HealCapability(AbstractCapability[AgentDepsT]):
         call = output_context.tool_call
         name = _output_name(output_context)
         step = _Step(self, ctx, "output", name, call.tool_call_id if call else None, output)
-        try:
-            validated = await handler(output)
-        except ValidationError as exc:
-            validated = await step.heal(self._output_target(ctx, output_context), handler, exc)
-        else:
-            target = self._output_target(ctx, output_context)
-            validated = await step.settle(target, handler, validated)
-        return await step.judge(self._rules, validated)
+        with model_secrets(ctx.model):  # what is kept or said: without the client's key
+            try:
+                validated = await handler(output)
+            except ValidationError as exc:
+                target = self._output_target(ctx, output_context)
+                text = output_context.tool_def is None  # native or prompted: the reply's text
+                validated = await step.heal(target, handler, exc, text=text)
+            else:
+                target = self._output_target(ctx, output_context)
+                validated = await step.settle(target, handler, validated)
+            return await step.judge(self._rules, validated, _value_target(output_context))
 
     # -- targets ------------------------------------------------------------------------
 
@@ -248,9 +269,9 @@ class HealCapability(AbstractCapability[AgentDepsT]):
             known = self._targets.get(id(validator))
             if known is not None and known[0] is validator:
                 return known[1]
-            if len(self._targets) >= _MAX_TARGETS:
+            if len(self._targets) >= MAX_TARGETS:
                 self._targets.clear()
-            adapter = _ValidatorAdapter(validator, tool_def.parameters_json_schema)
+            adapter = ValidatorAdapter(validator, tool_def.parameters_json_schema)
             made: Target[Any] = Target(
                 SimpleNamespace(__name__=tool_def.name), cast(TypeAdapter[Any], adapter)
             )
@@ -264,11 +285,11 @@ class HealCapability(AbstractCapability[AgentDepsT]):
         kind = output.output_type
         if output.has_function or kind is None or output.object_def is None:
             return None
-        if _model_like(kind):
+        if model_like(kind):
             return target_for(kind)
         wrapped = output.object_def.json_schema.get("properties")
         if isinstance(wrapped, dict) and set(wrapped) == {"response"}:
-            return target_for(_response_dict(kind))
+            return target_for(response_dict(kind))
         return None
 
     # -- records --------------------------------------------------------------------------
@@ -288,7 +309,7 @@ class HealCapability(AbstractCapability[AgentDepsT]):
             events.about_run(run_id, logging.INFO, "healjson.pydantic_ai.healed", **fields)
         else:
             errors = [f"{d.path}: {d.constraint}" for d in record.diagnostics]
-            level = logging.INFO if record.action == "warned" else logging.WARNING
+            level = logging.INFO if record.action in ("warned", "fixed") else logging.WARNING
             event = f"healjson.pydantic_ai.{record.action}"
             events.about_run(run_id, level, event, errors=errors, **fields)
 
@@ -309,7 +330,7 @@ class _Step:
         raw = self.raw
         return raw if isinstance(raw, str) else to_json(raw).decode()
 
-    def _note(self, action: Literal["healed", "retry", "warned", "stopped"], **fields: Any) -> None:
+    def _note(self, action: _Action, **fields: Any) -> None:
         run_id = self.ctx.run_id
         self.owner._record(
             HealRecord(action, self.kind, self.name, run_id, self.tool_call_id, self.text, **fields)
@@ -320,13 +341,20 @@ class _Step:
         target: Target[Any] | None,
         handler: Callable[[Any], Awaitable[Any]],
         failure: ValidationError,
+        *,
+        text: bool = False,
     ) -> Any:
         """pydantic-ai rejected the raw value: L1 on its text, the repaired data (L1's, not
         the value healjson validated from it) validated by pydantic-ai; a `ModelRetry` with
-        healjson's diagnostics when nothing is saved."""
+        healjson's diagnostics when nothing is saved. Except where pydantic-ai itself does not
+        ask again: `text` output (`NativeOutput`, `PromptedOutput`) whose JSON the token limit
+        cut off gets pydantic-ai's own failure back (it raises `OutputTokenLimitExceeded`:
+        asking with the same limit would be cut again), and nothing is recorded."""
         if target is None:
             raise failure
         found = self._evaluate(target)
+        if not found.ok and text and _cut(self.ctx) and _incomplete_json(failure):
+            raise failure
         if not found.ok:
             self._note("retry", diagnostics=found.diagnostics)
             raise ModelRetry(self._message(found.diagnostics)) from failure
@@ -384,20 +412,25 @@ class _Step:
             )
         )
 
-    async def judge(self, rules: Sequence[Contract[Any]], value: Any) -> Any:
-        """The contracts on pydantic-ai's validated value, judged as a run judges one
-        (`judge_value`): a retry naming every breach that is not `on_fail="warn"` (those are
-        recorded, the value kept). A breach of an `on_fail="stop"` rule ends the run with
-        `ContractStopped` naming it (no retry; the tool is not run). A contract that
-        raises, runs past `contract_timeout_s` or changes the value it judges is a bug of the
-        contract, not the model's: `UserError`, never a value passed on unjudged."""
+    async def judge(
+        self, rules: Sequence[Contract[Any]], value: Any, target: Target[Any] | None
+    ) -> Any:
+        """The contracts on pydantic-ai's validated value, judged and settled as every entry
+        point does (`judge_value`, then the `on_fail` policies: `settle`): a breach of a
+        `"warn"` rule keeps the value (recorded); one of a `"stop"` rule ends the run with
+        `ContractStopped` naming it (no retry; the tool is not run); `"fix"` and `"drop"`
+        breaches are settled locally (`target`: the value's type, what the corrected value is
+        checked against), and the corrected value is the one passed on (recorded as
+        `"fixed"`, flagged), no model call; anything else (a `"reask"` rule, a fix that does
+        not hold) is a retry naming the breaches. A contract or fix that raises, runs past
+        `contract_timeout_s` or changes the value it judges is a bug of the contract, not the
+        model's: `UserError`, never a value passed on unjudged."""
         if not rules:
             return value
         policy = self.owner.policy or HealPolicy()
         context = ContractContext(extra=_mapping(self.ctx.validation_context) or {})
-        groups = await drive_async(
-            judge_value(_ANY, rules, value, context, timeout_s=policy.contract_timeout_s)
-        )
+        timeout = policy.contract_timeout_s
+        groups = await drive_async(judge_value(_ANY, rules, value, context, timeout_s=timeout))
         broken = [d for group in groups for d in group if d.source is Source.CONTRACT_ERROR]
         if broken:
             raise UserError(redact_text(f"healjson: a contract failed: {broken[0].describe()}"))
@@ -408,15 +441,33 @@ class _Step:
             (warned if rule.on_fail in _NO_RETRY_POLICIES else blocking).extend(group)
             if rule.on_fail == "stop":
                 stopped.extend(group)
-        if warned:
-            self._note("warned", value=value, diagnostics=tuple(warned))
         if stopped:
+            if warned:
+                self._note("warned", value=value, diagnostics=tuple(warned))
             self._note("stopped", value=value, diagnostics=tuple(stopped))
             raise ContractStopped(redact_text(self._stop_message(stopped)), stopped)
-        if blocking:
-            self._note("retry", value=value, diagnostics=tuple(blocking))
-            raise ModelRetry(self._message(blocking))
-        return value
+        if not blocking:
+            if warned:
+                self._note("warned", value=value, diagnostics=tuple(warned))
+            return value
+        settled = await drive_async(
+            settle(target or _ANY, rules, groups, value, context, timeout_s=timeout)
+        )
+        if settled.error:
+            raise UserError(
+                redact_text(f"healjson: a contract failed: {settled.error[0].describe()}")
+            )
+        if settled.instance is not NOTHING:  # fixed and dropped locally: the corrected value
+            fixed = settled.instance
+            if settled.warnings:
+                self._note("warned", value=fixed, diagnostics=settled.warnings)
+            self._note("fixed", value=fixed, flags=settled.flags, diagnostics=tuple(blocking))
+            return fixed
+        if warned:
+            self._note("warned", value=value, diagnostics=tuple(warned))
+        asked = settled.blocking or tuple(blocking)
+        self._note("retry", value=value, diagnostics=asked)
+        raise ModelRetry(self._message(asked))
 
     def _stop_message(self, diagnostics: Sequence[Diagnostic]) -> str:
         """What `ContractStopped` says: the rule(s) broken, each value and rule, and that the
@@ -446,33 +497,6 @@ class _Step:
         return "\n".join((head, *render_diagnostics(diagnostics)))
 
 
-class _ValidatorAdapter:
-    """What L1 uses of a `TypeAdapter`, over a pydantic-core validator and its JSON schema (a
-    tool's arguments have no Python type, only pydantic-ai's validator)."""
-
-    __slots__ = ("_schema", "validator")
-
-    def __init__(self, validator: SchemaValidator, schema: dict[str, Any]) -> None:
-        self.validator = validator
-        self._schema = schema
-
-    def json_schema(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        return self._schema
-
-    def validate_json(self, data: Any, *, strict: bool | None = None, context: Any = None) -> Any:
-        return self.validator.validate_json(data, strict=strict, context=context)
-
-    def validate_python(self, data: Any, *, strict: bool | None = None, context: Any = None) -> Any:
-        return self.validator.validate_python(data, strict=strict, context=context)
-
-    def dump_python(self, value: Any, *, mode: str = "python", **kwargs: Any) -> Any:
-        by_alias = bool(kwargs.get("by_alias", True))
-        return to_jsonable_python(value, by_alias=by_alias) if mode == "json" else value
-
-    def dump_json(self, value: Any, **kwargs: Any) -> bytes:
-        return to_json(value, by_alias=bool(kwargs.get("by_alias", True)))
-
-
 def _tool(ctx: RunContext[Any], name: str) -> Any:
     manager = ctx.tool_manager
     tools = getattr(manager, "tools", None) if manager is not None else None
@@ -485,6 +509,24 @@ def _cut(ctx: RunContext[Any]) -> bool:
         if isinstance(message, ModelResponse):
             return message.finish_reason == "length"
     return False
+
+
+def _incomplete_json(failure: ValidationError) -> bool:
+    """Whether pydantic-ai's failure is JSON that ends before it is complete (how pydantic-ai
+    itself tells a reply the token limit cut off from one the schema rejects)."""
+    return any(error["type"] == "json_invalid" for error in failure.errors())
+
+
+def _value_target(output: OutputContext) -> Target[Any] | None:
+    """What pydantic-ai validated an output into (the output type's value, unwrapped from its
+    `{"response": ...}` envelope), for the rules' fixes; None for an output function's."""
+    kind = output.output_type
+    if output.has_function or kind is None:
+        return None
+    try:
+        return target_for(kind)
+    except Exception:  # a type healjson cannot target: the fixed value is checked as `Any`
+        return None
 
 
 def _json_text(data: Any) -> str:
@@ -504,31 +546,3 @@ def _output_name(output: OutputContext) -> str:
         return output.tool_def.name
     named = output.object_def.name if output.object_def is not None else None
     return named or getattr(output.output_type, "__name__", None) or "output"
-
-
-def _model_like(kind: Any) -> bool:
-    """A type whose JSON schema is an object (how pydantic-ai decides not to wrap it)."""
-    return isinstance(kind, type) and (
-        issubclass(kind, BaseModel) or is_dataclass(kind) or is_typeddict(kind)
-    )
-
-
-_RESPONSE_TYPES: dict[Any, Any] = {}
-
-
-def _response_dict(kind: Any) -> Any:
-    """`{"response": kind}` as a TypedDict: how pydantic-ai sends a non-object output."""
-    try:
-        found = _RESPONSE_TYPES.get(kind)
-    except TypeError:  # an unhashable type expression: built each time
-        return _wrapper(kind)
-    if found is None:
-        found = _wrapper(kind)
-        if len(_RESPONSE_TYPES) < _MAX_TARGETS:
-            _RESPONSE_TYPES[kind] = found
-    return found
-
-
-def _wrapper(kind: Any) -> Any:
-    fields: dict[str, Any] = {"response": kind}
-    return TypedDict("response", fields)  # type: ignore[operator]
