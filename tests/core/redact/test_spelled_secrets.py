@@ -152,7 +152,7 @@ class Echo(BaseModel):
 def test_a_stream_cut_by_a_failure_hides_the_echoed_key_in_every_rendering() -> None:
     """A streamed reply echoing the client's key, its connection dropped before the end: the
     outcome degrades with the partial data, and no rendering of it (`repr`, `to_dict()`, the
-    trace) shows the key, as for the same reply cut unstreamed."""
+    trace, the snapshots' `repr`) shows the key, as for the same reply cut unstreamed."""
     text = json.dumps({"note": f"your key is {KEY}", "n": 1})
     with (
         ScriptedServer([ScriptedReply(text, cut_after_chars=len(text) - 3)]) as server,
@@ -164,9 +164,9 @@ def test_a_stream_cut_by_a_failure_hides_the_echoed_key_in_every_rendering() -> 
             response_model=Echo,
             stream=True,
         )
-        for _ in stream:
-            pass
+        snapshots = [repr(snapshot) for snapshot in stream]
         outcome = stream.outcome
+    assert [] == [shown for shown in snapshots if KEY in shown]  # the snapshots' `repr` too
     assert not outcome.ok
     assert KEY in repr(outcome.partial)  # the caller's object, as the model sent it
     shown = {

@@ -24,6 +24,8 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from healjson._core.redact import redact_with, run_secrets
+
 __all__ = ["Partial"]
 
 T = TypeVar("T")
@@ -38,12 +40,13 @@ class Partial(Generic[T]):
     `Partial.data_of(snap)`, `Partial.is_complete(snap)`, `Partial.to_dict(snap)`.
     """
 
-    __slots__ = ("_complete", "_data", "_model")
+    __slots__ = ("_complete", "_data", "_forms", "_model")
 
     def __init__(self, data: Any, model: Any = None, *, complete: bool = False) -> None:
         self._data = data
         self._complete = complete
         self._model = model
+        self._forms = run_secrets()  # the run's secrets: its `repr` shows none of them
 
     def __getattribute__(self, name: str) -> Any:
         if name[:1] != "_" and name in _OWN:  # one of ours, unless the model has such a field
@@ -121,7 +124,7 @@ class Partial(Generic[T]):
     def __repr__(self) -> str:
         name = getattr(self._model, "__name__", None) or "Any"
         state = "complete" if self._complete else "partial"
-        return f"Partial[{name}]({state}: {self._data!r})"[:300]
+        return redact_with(f"Partial[{name}]({state}: {self._data!r})"[:300], self._forms)
 
     def to_dict(self) -> Any:
         """A deep copy of the data read so far (safe to change). A field named `to_dict` wins:
