@@ -237,6 +237,12 @@ def batch(
     from healjson._core.run.healer import Healer
     from healjson._core.run.policy import HealPolicy
 
+    if not input_path.is_file():  # a pipe (/dev/stdin) or a device: it can be read only once
+        raise typer.BadParameter(
+            f"{input_path} is not a regular file: batch reads its input more than once (and "
+            "again to resume), so save it to a file first",
+            param_hint="'INPUT.jsonl'",
+        )
     if _same_file(input_path, out):  # before anything is read or written
         raise typer.BadParameter(
             f"{out} is the input file itself ({input_path}): the rows would be appended to it "

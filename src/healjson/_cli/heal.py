@@ -19,8 +19,9 @@ from healjson._core.redact import redact_text
 from healjson._core.repair.prompt import RepairPrompt, Strategy
 
 from .loading import load_setup
-from .markdown_out import echo_markdown
+from .markdown_out import echo_markdown, echo_text
 from .options import choice, contracts_option
+from .text_in import NotUtf8, decode_utf8
 
 __all__ = ["OutputFormat", "heal", "heal_report"]
 
@@ -72,8 +73,9 @@ def heal(
     """L1 + L2 on a saved raw output, with no model call.
 
     Prints the trace (the one `outcome.trace()` gives: the recovered value, or the diagnostics),
-    then the exact repair request healjson would send next. Exit code 0 healed, 1 degraded, 2
-    usage error.
+    then the exact repair request healjson would send next. The reply must be UTF-8 (from a file
+    or stdin alike); a character the output cannot encode is written as its `\\uXXXX` escape.
+    Exit code 0 healed, 1 degraded, 2 usage error (a reply that is not UTF-8 included).
     """
     from healjson._core.run.answers import next_prompt
     from healjson._core.run.healer import validate
@@ -96,7 +98,7 @@ def heal(
         data = outcome.to_dict()
         if isinstance(outcome, Degraded):
             data["repair_request"] = _request_data(prompt, original)
-        typer.echo(strict_dumps(data, ensure_ascii=False, indent=2))
+        echo_text(strict_dumps(data, ensure_ascii=False, indent=2))
     else:
         echo_markdown(heal_report(outcome, prompt, original), nl=False)
     if not outcome.ok:
@@ -161,16 +163,21 @@ def _request_data(
     }
 
 
-def _read_text(file: str) -> str:
-    """FILE's text (`-`: stdin); an unreadable file is a usage error."""
-    if file == "-":
-        return sys.stdin.read()
+def _read_text(file: str, param_hint: str = "FILE") -> str:
+    """FILE's text (`-`: stdin), read as bytes and decoded as UTF-8 the same way from either;
+    an unreadable file, or bytes that are not UTF-8, are a usage error (saying where the first
+    bad byte is): no character of a reply is ever replaced or guessed."""
+    name = "stdin" if file == "-" else file
     try:
-        return Path(file).read_text(encoding="utf-8", errors="replace")
+        data = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
     except OSError as exc:
         raise typer.BadParameter(
-            f"cannot read {file}: {exc.strerror or exc}", param_hint="FILE"
+            f"cannot read {name}: {exc.strerror or exc}", param_hint=param_hint
         ) from exc
+    try:
+        return decode_utf8(data, name)
+    except NotUtf8 as exc:
+        raise typer.BadParameter(str(exc), param_hint=param_hint) from exc
 
 
 def _read_messages(file: str) -> tuple[dict[str, Any], ...]:
@@ -179,9 +186,14 @@ def _read_messages(file: str) -> tuple[dict[str, Any], ...]:
     `messages` or `prompt`, or plain text for one user turn."""
     from healjson._core.run.messages import normalise_messages
 
-    text = _read_text(file) if file == "-" or Path(file).is_file() else file
+    from_file = file == "-" or Path(file).is_file()
+    text = _read_text(file, "'--messages'") if from_file else file
     try:
         data: Any = json.loads(text)
+    except RecursionError as exc:
+        raise typer.BadParameter(
+            "the request is JSON nested too deeply to read", param_hint="'--messages'"
+        ) from exc
     except ValueError:
         data = text
     if isinstance(data, Mapping) and "messages" in data:

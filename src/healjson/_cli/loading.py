@@ -66,10 +66,13 @@ def load_pack(spec: str | None) -> ContractPack | None:
         return None
     try:
         return load_contracts(spec)
-    except Exception as exc:  # LookupError, TypeError, ImportError, or the pack's own error
-        raise typer.BadParameter(
-            f"{type(exc).__name__}: {exc}", param_hint="'--contracts'"
-        ) from exc
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # LookupError, ImportError, the pack's own error, SystemExit
+        said = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, SystemExit) or spec not in said:
+            said = f"loading {spec} {_raised(exc)}"
+        raise typer.BadParameter(said, param_hint="'--contracts'") from exc
 
 
 def load_target(spec: str | None, pack: ContractPack | None, option: str = "'--model'") -> Any:
@@ -94,7 +97,8 @@ def load_object(spec: str) -> Any:
     the JSON Schema (a dict) in `path/to/schema.json`.
 
     `Attr` may be dotted (`Outer.Inner`). Modules are imported with the current directory on
-    `sys.path`, as `python -m` would. Every failure raises `SpecError` with the reason.
+    `sys.path`, as `python -m` would. Every failure raises `SpecError` with the reason: a
+    module that raises anything while importing (`sys.exit()` included) names nothing.
     """
     text = spec.strip()
     if not text:
@@ -113,8 +117,10 @@ def load_object(spec: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise SpecError(f"cannot import module {module_name!r}: {exc}") from exc
-    except Exception as exc:
-        raise SpecError(f"importing {module_name!r} raised {type(exc).__name__}: {exc}") from exc
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # SystemExit too: a module that exits names nothing
+        raise SpecError(f"importing {module_name!r} {_raised(exc)}") from exc
     return _attribute(module, attribute, f"module {module_name!r}")
 
 
@@ -164,9 +170,18 @@ def _from_file(text: str) -> Any:
         raise SpecError(f"no Python file at {path_text} (resolved to {path.resolve()})")
     try:
         module = load_file(path)
-    except Exception as exc:
-        raise SpecError(f"importing {path_text} raised {type(exc).__name__}: {exc}") from exc
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # SystemExit too: a file that exits names nothing
+        raise SpecError(f"importing {path_text} {_raised(exc)}") from exc
     return _attribute(module, attribute, f"file {path_text}")
+
+
+def _raised(exc: BaseException) -> str:
+    """What an import did instead of finishing: `called sys.exit(0)` or `raised Name: text`."""
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r})"
+    return f"raised {type(exc).__name__}: {exc}"
 
 
 def _attribute(module: Any, dotted: str, where: str) -> Any:

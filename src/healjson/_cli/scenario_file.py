@@ -12,6 +12,7 @@ from healjson._batch.request import Unusable, read_request
 
 from .loading import relative_spec
 from .scenarios import EvalScenario, ScenarioError
+from .text_in import NotUtf8, decode_utf8
 
 __all__ = ["load_scenarios"]
 
@@ -46,16 +47,25 @@ def load_scenarios(path: Path) -> list[EvalScenario]:
     `content`, `finish_reason`, `refusal`, `status`, ...), `expected` (the right value),
     `kind`, and `contracts` / `response_model` for a row whose pack or target differs from the
     run's (a relative `.py` path is taken relative to the scenario file). Blank lines and lines
-    starting with `//` are skipped. Raises `ScenarioError` naming the line of a bad row.
+    starting with `//` are skipped. Raises `ScenarioError` naming the line of a bad row (JSON
+    nested too deeply included), or the first bad byte of a file that is not UTF-8.
     """
     scenarios: list[EvalScenario] = []
     seen: set[str] = set()
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = decode_utf8(path.read_bytes(), str(path))
+    except OSError as exc:
+        raise ScenarioError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except NotUtf8 as exc:
+        raise ScenarioError(str(exc)) from exc
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.lstrip().startswith("//"):
             continue
         where = f"{path}:{number}"
         try:
             row = json.loads(line)
+        except RecursionError as exc:
+            raise ScenarioError(f"{where}: JSON nested too deeply to read") from exc
         except ValueError as exc:
             raise ScenarioError(f"{where}: not a JSON object ({exc})") from exc
         if not isinstance(row, dict):

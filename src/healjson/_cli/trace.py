@@ -36,10 +36,14 @@ def trace(
     totals; `--id ID` opens one row, `--all` adds every row after the index. Rows written with
     `batch --full` show the whole self-healing log; others get one summary line. A line that is
     not a row (not UTF-8, not JSON, nested too deeply, too long, no `id`) is skipped with a note
-    on stderr. Exit code 1 when --id matches no row.
+    on stderr; a row whose `ok` is not true or false is shown as unreadable. A file with no
+    rows says so on stderr. Exit code 1 when --id matches no row.
     """
     if row_id is None:
         entries = [_entry(row) for row in _rows(out)]
+        if not entries:
+            typer.echo(f"no rows in {out}", err=True)
+            return
         if len(entries) > 1:
             echo_markdown(_index(entries, out, every))
             if not every:
@@ -62,7 +66,7 @@ def _traces(rows: Iterator[dict[str, Any]], row_id: str | None) -> bool:
             continue
         found = True
         stored = row.get("outcome")
-        if isinstance(stored, Mapping):
+        if isinstance(stored, Mapping) and _verdict(row) != _UNREADABLE:
             try:
                 outcome = outcome_from_dict(stored)
             except ValueError as exc:  # the only error it raises on bad data
@@ -74,16 +78,26 @@ def _traces(rows: Iterator[dict[str, Any]], row_id: str | None) -> bool:
     return found
 
 
-# one index line: id, healed, calls (None: unknown), reason ("" when healed), tokens
-_Entry = tuple[str, bool, int | None, str, int]
+# one index line: id, verdict, calls (None: unknown), reason ("" unless degraded), tokens
+_Entry = tuple[str, str, int | None, str, int]
+_HEALED, _DEGRADED, _UNREADABLE = "healed", "degraded", "unreadable"
+
+
+def _verdict(row: Mapping[str, Any]) -> str:
+    """healed (`ok` is true), degraded (false), or unreadable: an `ok` that is not a boolean
+    is no verdict, and the index and the row's trace both say so."""
+    ok = row.get("ok")
+    if ok is True:
+        return _HEALED
+    return _DEGRADED if ok is False else _UNREADABLE
 
 
 def _entry(row: Mapping[str, Any]) -> _Entry:
     usage = row.get("usage")
     tokens = _count(usage.get("total_tokens") if isinstance(usage, Mapping) else None)
-    healed = row.get("ok") is True
-    reason = "" if healed else _shown(row.get("reason") or "unknown")
-    return (_shown(row.get("id")), healed, _count(row.get("attempts")), reason, tokens or 0)
+    verdict = _verdict(row)
+    reason = _shown(row.get("reason") or "unknown") if verdict == _DEGRADED else ""
+    return (_shown(row.get("id")), verdict, _count(row.get("attempts")), reason, tokens or 0)
 
 
 def _count(value: Any) -> int | None:
@@ -94,13 +108,12 @@ def _count(value: Any) -> int | None:
 def _index(entries: list[_Entry], out: Path, every: bool) -> str:
     """The index of a many-row file: one table line per row, then the totals."""
     lines = ["| id | verdict | calls | reason |", "|---|---|---|---|"]
-    for key, healed, calls, reason, _ in entries:
-        verdict = "healed" if healed else "degraded"
+    for key, verdict, calls, reason, _ in entries:
         shown = "?" if calls is None else str(calls)
         cells = (_cell(key), verdict, shown, f"`{_cell(reason)}`" if reason else "")
         lines.append(f"| {' | '.join(cells)} |")
-    healed_count = sum(1 for entry in entries if entry[1])
-    reasons = Counter(entry[3] for entry in entries if not entry[1])
+    verdicts = Counter(entry[1] for entry in entries)
+    reasons = Counter(entry[3] for entry in entries if entry[1] == _DEGRADED)
     # the reasons escaped as the table's cells are: on one line, pipes escaped
     why = ", ".join(f"{_cell(reason)} {count}" for reason, count in reasons.most_common())
     counted = [entry[2] for entry in entries if entry[2] is not None]
@@ -111,8 +124,9 @@ def _index(entries: list[_Entry], out: Path, every: bool) -> str:
     tokens = sum(entry[4] for entry in entries)
     lines += [
         "",
-        f"**{len(entries)} rows**: {healed_count} healed, {len(entries) - healed_count} degraded"
+        f"**{len(entries)} rows**: {verdicts[_HEALED]} healed, {verdicts[_DEGRADED]} degraded"
         + (f" ({why})" if why else "")
+        + (f", {verdicts[_UNREADABLE]} unreadable" if verdicts[_UNREADABLE] else "")
         + f"; {spent}, {tokens} token(s).",
     ]
     if not every:
@@ -140,12 +154,20 @@ def _rows(path: Path, *, report: bool = True) -> Iterator[dict[str, Any]]:
 
 
 def _row_summary(row: Mapping[str, Any]) -> str:
-    """One line for a row stored without its outcome: healed, or degraded and why."""
-    calls = _shown(row.get("attempts", 0))
+    """One line for a row stored without its outcome: healed, degraded and why, or unreadable
+    (its `ok` is not a boolean); a count that is not a non-negative integer shows `?`, as in
+    the index."""
+    verdict = _verdict(row)
+    if verdict == _UNREADABLE:
+        return (
+            f"- id {_shown(row.get('id'))}: unreadable row (`ok` is "
+            f"{short_repr(row.get('ok'), 60)}, not true or false)"
+        )
     usage = row.get("usage")
-    tokens = _shown(usage.get("total_tokens", 0) if isinstance(usage, Mapping) else 0)
-    spent = f"{calls} call(s), {tokens} token(s)"
-    if row.get("ok"):
+    calls = _count(row.get("attempts", 0))
+    tokens = _count(usage.get("total_tokens", 0) if isinstance(usage, Mapping) else 0)
+    spent = f"{_or_unknown(calls)} call(s), {_or_unknown(tokens)} token(s)"
+    if verdict == _HEALED:
         return f"- id {row['id']}: healed in {spent}"
     errors = row.get("errors")
     first = ""
@@ -153,6 +175,10 @@ def _row_summary(row: Mapping[str, Any]) -> str:
         path, constraint = errors[0].get("path"), errors[0].get("constraint")
         first = f": `{_shown(path)}` {_shown(constraint)}"
     return f"- id {row['id']}: degraded (`{_shown(row.get('reason'))}`) after {spent}{first}"
+
+
+def _or_unknown(count: int | None) -> str:
+    return "?" if count is None else str(count)
 
 
 def _shown(value: Any) -> str:
