@@ -50,4 +50,4 @@ def test_checking_a_pack_that_exits_says_so(site: Path) -> None:
     `sys.exit`."""
     result = CliRunner().invoke(app, ["packs", "check", "exits"])
     assert 2 == result.exit_code
-    assert "it called sys.exit(3)" in result.output
+    assert "called sys.exit(3)" in result.output
