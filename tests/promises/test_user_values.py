@@ -662,7 +662,7 @@ def test_an_outcome_repr_is_short_and_the_record_stays_whole() -> None:
     healed = healjson.validate(text, dict)
     degraded = healjson.validate("no JSON, only " + long_summary, Ticket)
     assert repr(healed).startswith("Healed(value=")
-    assert repr(degraded).startswith("Degraded(reason='invalid_output', calls=1, errors=")
+    assert repr(degraded).startswith("Degraded(reason='invalid_output', calls=0, errors=")
     for outcome in (healed, degraded):
         assert len(repr(outcome)) < 400
         assert long_summary in json.dumps(outcome.to_dict())

@@ -183,7 +183,7 @@ def test_a_model_whose_own_validator_returns_another_type_can_still_be_fixed() -
     judged, and the fix is accepted."""
     fix = trimmed_rule(lambda a: a.model_copy(update={"owner": a.owner.strip()}))
     outcome = only(healjson.validate('{"owner": " Ada ", "ratio": 50}', Ratio, contracts=[fix]))
-    assert ("Ada", "50", 1) == (outcome.value.owner, outcome.value.ratio, outcome.calls)
+    assert ("Ada", "50", 0) == (outcome.value.owner, outcome.value.ratio, outcome.calls)
 
 
 def test_a_fix_that_returns_a_dict_for_a_model_has_it_validated_once() -> None:

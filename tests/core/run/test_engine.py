@@ -1299,7 +1299,8 @@ def test_validate_heals_a_good_reply() -> None:
     assert isinstance(out, Healed)
     assert ticket() == out.value
     assert Flag.CODE_FENCE in out.flags
-    assert 1 == out.calls
+    assert 0 == out.calls  # a reply handed in: no model call
+    assert "none (the reply was given, not requested)" in out.trace()
 
 
 def test_validate_degrades_with_invalid_output() -> None:

@@ -14,7 +14,7 @@ from healjson._core.redact import redact_text
 from healjson._core.repair.prompt import RepairPrompt, Strategy
 from healjson._core.wire.reply import ToolCall, Usage
 
-__all__ = ["Attempt", "Reason", "first_attempt", "new_attempt"]
+__all__ = ["Attempt", "Reason", "first_attempt", "model_calls", "new_attempt", "was_given"]
 
 
 class Reason(enum.StrEnum):
@@ -108,3 +108,17 @@ def first_attempt(  # noqa: PLR0917  (called by position: every run's hot path)
         True,
         reasoning,
     )
+
+
+def was_given(attempt: Attempt) -> bool:
+    """Whether the attempt's reply was handed in (`validate`, `healjson heal`), not requested:
+    no request, no tokens, no time, no error."""
+    usage = attempt.usage
+    return not (usage.requests or usage.total_tokens or attempt.latency_s or attempt.error)
+
+
+def model_calls(attempts: tuple[Attempt, ...]) -> int:
+    """Model calls among `attempts`: those neither a cache answered (healjson's response cache
+    answers only a run's first; a framework's own, DSPy's, may answer a repair too) nor handed
+    in (`was_given`)."""
+    return sum(not (attempt.cache_hit or was_given(attempt)) for attempt in attempts)

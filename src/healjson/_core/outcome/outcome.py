@@ -27,7 +27,7 @@ from healjson._core.target.target import target_for
 from healjson._core.wire.reply import Usage
 
 from . import record
-from .attempt import Attempt, Reason
+from .attempt import Attempt, Reason, model_calls
 
 if TYPE_CHECKING:
     from pydantic import JsonValue  # its module costs `import healjson` ~15 ms
@@ -89,8 +89,9 @@ class Healed(Generic[T]):
 
     @property
     def calls(self) -> int:
-        """Model calls spent (an answer served from the response cache is none)."""
-        return _calls(self.attempts)
+        """Model calls spent (an answer served from the response cache, or a reply handed in
+        as `validate`'s, is none)."""
+        return model_calls(self.attempts)
 
     def __repr__(self) -> str:
         # short on purpose: the whole record is `.trace()` / `.to_dict()`; redacted, as every
@@ -160,8 +161,9 @@ class Degraded(Generic[T]):
 
     @property
     def calls(self) -> int:
-        """Model calls spent (an answer served from the response cache is none)."""
-        return _calls(self.attempts)
+        """Model calls spent (an answer served from the response cache, or a reply handed in
+        as `validate`'s, is none)."""
+        return model_calls(self.attempts)
 
     def __repr__(self) -> str:
         # short on purpose: the whole record is `.trace()` / `.to_dict()`; redacted
@@ -235,9 +237,3 @@ def outcome_from_dict(data: Mapping[str, Any], model: Any = None) -> Outcome[Any
         return Healed(**fields)
     except Exception as exc:  # RecursionError, OverflowError... from hostile data, too
         raise ValueError(f"not a healjson outcome record: {describe_exception(exc)}") from exc
-
-
-def _calls(attempts: tuple[Attempt, ...]) -> int:
-    """Model calls among `attempts`: those no cache answered (healjson's response cache answers
-    only a run's first; a framework's own, DSPy's, may answer a repair too)."""
-    return sum(not attempt.cache_hit for attempt in attempts)

@@ -28,7 +28,7 @@ from healjson._core.redact import redact_data, redact_text, secrets_scope
 from healjson._core.repair.quote import elide
 from healjson._core.wire.reply import Usage
 
-from .attempt import Attempt, Reason
+from .attempt import Attempt, Reason, model_calls, was_given
 from .savings import tokens_saved
 
 if TYPE_CHECKING:
@@ -194,7 +194,7 @@ def _round(attempt: Attempt) -> list[str]:
         lines += ["_The original request, resent unchanged._", ""]
     if attempt.cache_hit:
         lines.append("- **Model call**: none (served from the response cache, judged again)")
-    elif _no_call(attempt):
+    elif was_given(attempt):
         lines.append("- **Model call**: none (the reply was given, not requested)")
     else:
         if attempt.model:
@@ -261,7 +261,7 @@ def _outcome(outcome: Outcome[Any]) -> list[str]:
 
 
 def _totals(outcome: Outcome[Any]) -> list[str]:
-    calls = sum(not (_no_call(a) or a.cache_hit) for a in outcome.attempts)
+    calls = model_calls(outcome.attempts)
     usage = outcome.usage
     lines = ["#### Totals", "", f"- **Model calls**: {calls or 'none'}"]
     if usage.cache_hits:
@@ -386,12 +386,6 @@ def _finish(reason: str | None) -> str:
     if reason == "length":
         return "`length` (the output token limit was reached)"
     return _code(reason)
-
-
-def _no_call(attempt: Attempt) -> bool:
-    """A reply handed in (`validate`, `healjson heal`): no request, no tokens, no time."""
-    usage = attempt.usage
-    return not (usage.requests or usage.total_tokens or attempt.latency_s or attempt.error)
 
 
 def _seconds(seconds: float) -> str:
