@@ -293,3 +293,35 @@ def test_trace_shows_a_row_whose_ok_is_not_a_boolean_as_unreadable_everywhere(
     assert "- id 1: unreadable row (`ok` is " in result.stdout
     assert "healed in -1" not in result.stdout
     assert "- id 2: healed in 1 call(s)" in result.stdout
+
+
+@pytest.mark.parametrize("kind", ["not-sqlite", "directory"])
+def test_batch_with_a_cache_that_cannot_be_one_is_a_usage_error(tmp_path: Path, kind: str) -> None:
+    """`batch --cache` on a file that is no SQLite database, or on a directory, is a usage
+    error (exit 2) naming `--cache`, before any row is read or written."""
+    cache = tmp_path / "cache.sqlite"
+    if kind == "directory":
+        cache.mkdir()
+    else:
+        cache.write_text("garbage, not a database " * 50, encoding="utf-8")
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": 1, "prompt": "hi"}\n', encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    args = [
+        "batch",
+        str(rows),
+        "-o",
+        str(out),
+        "--model",
+        "m",
+        "--response-model",
+        _model(tmp_path),
+    ]
+    result = CliRunner().invoke(
+        app,
+        [*args, "--cache", str(cache), "--base-url", "http://127.0.0.1:9/v1", "--api-key", "k"],
+    )
+    said = _one_line_error(result, 2)
+    assert "--cache" in said
+    assert ("is a directory" if kind == "directory" else "cannot be a response cache") in said
+    assert not out.exists() or out.read_text(encoding="utf-8") == ""

@@ -49,6 +49,7 @@ from .progress import batch_counts, batch_progress
 
 if TYPE_CHECKING:
     from healjson._batch.run import BatchStats
+    from healjson._response_cache import ResponseCache
 
 __all__ = ["RETRY_FAILED", "batch"]
 
@@ -294,6 +295,7 @@ def batch(
             f"unknown reason(s) {', '.join(unknown)}; one of: " + ", ".join(sorted(known)),
             param_hint="'--retry'",
         )
+    store = None if cache is None else _opened_cache(cache)
     try:
         runner = Batch.open(input_path, out, retry=reasons)
     except BatchError as exc:
@@ -314,7 +316,6 @@ def batch(
         from healjson.adapters._format import check_mode
 
         async with endpoint.async_client() as raw:
-            store = None if cache is None else healjson.ResponseCache(cache)
             client = healjson.wrap(raw, json_mode=check_mode(str(json_mode)), cache=store)
             healer = openai_healer(
                 client,
@@ -449,6 +450,21 @@ def _os_error(exc: BaseException) -> OSError | None:
             if found is not None:
                 return found
     return None
+
+
+def _opened_cache(path: Path) -> ResponseCache:
+    """`--cache`'s store; a file that cannot be one (not a SQLite database, a directory, not
+    readable) is a usage error."""
+    import sqlite3
+
+    import healjson
+
+    try:
+        return healjson.ResponseCache(path)
+    except (OSError, sqlite3.Error) as exc:
+        raise typer.BadParameter(
+            f"{path} cannot be a response cache: {exc}", param_hint="'--cache'"
+        ) from exc
 
 
 def _summary(stats: BatchStats, out: Path) -> str:
