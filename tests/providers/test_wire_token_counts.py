@@ -398,3 +398,21 @@ def test_the_closing_counts_of_a_stream_replace_its_opening_ones(
         (usage.prompt_tokens, usage.completion_tokens, usage.estimated)
         for usage in (anthropic_usage, gemini_usage)
     ]
+
+
+def test_a_closing_event_with_cache_counts_but_no_input_count_keeps_the_opening_prompt(
+    shared_server: ScriptedServer,
+) -> None:
+    """`message_delta` repeating the cache reads without the input's count states no prompt
+    count: the prompt stays `message_start`'s (its input plus its cache reads), exact."""
+    shared_server.extend([_anthropic_stream(
+        {"input_tokens": 100, "output_tokens": 1, "cache_read_input_tokens": 40},
+        {"output_tokens": 7, "cache_read_input_tokens": 40},
+    )])  # fmt: skip
+    usage = call(shared_server, "anthropic", True).usage
+    assert (140, 7, 40, False) == (
+        usage.prompt_tokens,
+        usage.completion_tokens,
+        usage.cache_read_tokens,
+        usage.estimated,
+    )

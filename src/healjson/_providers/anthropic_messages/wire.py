@@ -189,8 +189,8 @@ def anthropic_usage(
     written = as_int(get_field(raw, "cache_creation_input_tokens"))
     details = get_field(raw, "output_tokens_details")
     thinking = get_field(details, "thinking_tokens") if details is not None else None
-    return new_usage(
-        prompt + read + written,
+    return new_usage(  # a stream piece without the input's count states no prompt count
+        prompt + read + written if prompt or part is None else 0,
         completion,
         estimated,
         reasoning_tokens=as_int(thinking),
