@@ -118,12 +118,14 @@ def test_cut_stream_is_repaired_in_two_calls() -> None:
 
 
 def test_list_items_flow_and_one_repair_call_fixes_the_bad_one() -> None:
-    """A list's items flow through the SDK as they complete; one repair call fixes the bad item,
-    and the ones behind it wait for it."""
+    """A list's items flow through the SDK as they complete (from the strict format's
+    `{"value": [...]}` envelope, as an endpoint that enforces it answers); one repair call fixes
+    the bad item, and the ones behind it wait for it."""
     items = [{"sku": s, "qty": 0 if s == "C" else 1} for s in "ABCDE"]
     fixed = [{"sku": s, "qty": 1} for s in "ABCDE"]
+    enveloped = [reply(json.dumps({"value": items})), reply(json.dumps({"value": fixed}))]
     with (
-        ScriptedServer([reply(json.dumps(items)), reply(json.dumps(fixed))]) as server,
+        ScriptedServer(enveloped) as server,
         client(server) as wrapped,
     ):
         stream = create(wrapped, list[Item])

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from healjson._core.wire.nesting import nests_deeper
 
-__all__ = ["Enforcement", "conforms"]
+__all__ = ["Enforcement", "answer_shape", "conforms"]
 
 
 class Enforcement(Protocol):
@@ -34,6 +34,34 @@ class Enforcement(Protocol):
     def first_breach(self) -> bool:
         """True the first time the client's endpoint is caught not enforcing (warn then)."""
         ...
+
+
+def answer_shape(
+    enforcement: Enforcement | None, params: Mapping[str, Any]
+) -> tuple[str | None, str | None]:
+    """How an answer the endpoint enforced begins, and where its list is: `("{", key)` for an
+    object schema whose one required property `key` is an array (an envelope, `{"value":
+    [...]}`), `("{", None)` for another object schema, `("[", None)` for an array's, `(None,
+    None)` when no schema is enforced or its root is neither. A streamed answer that begins
+    otherwise was not enforced, whatever the request asked."""
+    try:
+        schema = None if enforcement is None else enforcement.schema(params)
+    except Exception:  # a schema that cannot be made: nothing to say of the answer
+        return None, None
+    if not isinstance(schema, Mapping):
+        return None, None
+    kind = schema.get("type")
+    if kind == "array":
+        return "[", None
+    if kind != "object" and not (kind is None and "properties" in schema):
+        return None, None
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping) and len(properties) == 1:
+        ((key, inner),) = properties.items()
+        required = schema.get("required")
+        if isinstance(inner, Mapping) and inner.get("type") == "array" and required == [key]:
+            return "{", key
+    return "{", None
 
 
 def conforms(text: str | None, schema: Mapping[str, Any]) -> bool:

@@ -17,7 +17,7 @@ from healjson._core.judge.contracts import (
     check_policies,
     for_each_item,
 )
-from healjson._core.judge.enforcement import Enforcement
+from healjson._core.judge.enforcement import Enforcement, answer_shape
 from healjson._core.judge.item_rules import path_problem
 from healjson._core.observe import events as _events
 from healjson._core.outcome.outcome import Outcome
@@ -222,7 +222,7 @@ class Healer(Generic[T]):
             enforcement=enforcement,
             cache=None if cached is None or given is not None else cached.run(original, params),
         )
-        return Run(flow, ctx)
+        return Run(flow, ctx, enforcement)
 
     def reader(self, run: Run, one_value: Callable[[], bool] | None = None) -> JsonReader:
         """The reader a driver is given for `run`'s streamed calls: a session per call.
@@ -233,7 +233,8 @@ class Healer(Generic[T]):
 
         def new_session(effect: ModelCall) -> StreamSession:
             one = one_value is not None and one_value()
-            return StreamSession(target, rules, per_item, ctx, one_value=one)
+            shape = answer_shape(run.enforcement, effect.params) if one else (None, None)
+            return StreamSession(target, rules, per_item, ctx, one_value=one, shape=shape)
 
         # under on_truncation="degrade" a cut answer ends the run: a breach read before a cut
         # that may follow would repair instead, so nothing is stopped early; nor is a reply

@@ -16,14 +16,18 @@ __all__ = ["Quick", "Run"]
 
 class Run:
     """A run not yet driven (`Healer.start`): its `flow`, for a driver, and its `context`
-    (what its contracts and pydantic's validators read; a stream's reader reads it too).
+    (what its contracts and pydantic's validators read; a stream's reader reads it too), and the
+    schema its client's requests ask the endpoint to enforce (`enforcement`, or None).
     `built`: the flow, once there is one (a `Quick` run has none until it is asked for)."""
 
-    __slots__ = ("built", "context")
+    __slots__ = ("built", "context", "enforcement")
 
-    def __init__(self, flow: Flow, context: ContractContext) -> None:
+    def __init__(
+        self, flow: Flow, context: ContractContext, enforcement: Enforcement | None = None
+    ) -> None:
         self.built: Flow | None = flow
         self.context = context
+        self.enforcement = enforcement
 
     @property
     def flow(self) -> Flow:
@@ -48,7 +52,7 @@ class Quick(Run):
     which goes on from there exactly as if it had made that call. Read `flow` instead, and the
     flow makes its first call itself."""
 
-    __slots__ = ("enforcement", "messages", "params", "run_id", "spec")
+    __slots__ = ("messages", "params", "run_id", "spec")
 
     shared_prefix = 0  # a first call: no repair's prefix
 

@@ -72,7 +72,9 @@ class JsonStream:
         "_string_escape",
         "_string_is_key",
         "completed",
+        "completed_inner",
         "done",
+        "inner",
         "root",
         "starts",
         "version",
@@ -99,6 +101,11 @@ class JsonStream:
         self.completed: list[str | int] = []
         """Keys (object root) or indexes (array root) of root members completed since the caller
         last cleared this list."""
+        self.inner: str | None = None
+        """Set by the caller: the key of an object root whose array's items are noted too (an
+        envelope's, `{"value": [...]}`), in `completed_inner`."""
+        self.completed_inner: list[int] = []
+        """Indexes of that array's items completed since the caller last cleared this list."""
 
     # -- feeding ---------------------------------------------------------------------------------
 
@@ -169,14 +176,24 @@ class JsonStream:
         frame.expect = _COMMA
 
     def _member_done(self, frame: _Frame) -> None:
-        """A member of `frame` is complete: note it when `frame` is the root."""
-        if len(self._stack) == 1:
+        """A member of `frame` is complete: note it when `frame` is the root, or the array the
+        root holds under `inner`."""
+        depth = len(self._stack)
+        if depth == 1:
             container = frame.container
             if type(container) is dict:
                 assert frame.key is not None
                 self.completed.append(frame.key)
             else:
                 self.completed.append(len(container) - 1)
+        elif (
+            depth == 2
+            and self.inner is not None
+            and type(frame.container) is list
+            and self._stack[0].key == self.inner
+            and type(self._stack[0].container) is dict
+        ):
+            self.completed_inner.append(len(frame.container) - 1)
 
     def _step(self, text: str, index: int) -> int:
         """One structural character (or a run of number/literal characters)."""
@@ -304,6 +321,7 @@ class JsonStream:
         self._string = self._number = None
         self.root = None
         self.completed.clear()
+        self.completed_inner.clear()
         return index  # the offending character may start the real value
 
     # -- reading ---------------------------------------------------------------------------------

@@ -71,6 +71,7 @@ class StreamSession:
         *,
         judge_early: bool = True,
         one_value: bool = False,
+        shape: tuple[str | None, str | None] = (None, None),
     ) -> None:
         self._target = target
         # judged early: only rules a broken one of which re-asks whatever else the answer holds
@@ -83,6 +84,9 @@ class StreamSession:
         self._one_value = one_value
         """The request constrains the answer to one JSON value (a tool call's arguments are
         one too: set when they arrive)."""
+        self._root, self._inner = shape
+        """How the enforced answer begins (`{`, `[`; an answer that begins otherwise was not
+        enforced, and is judged only once whole), and the envelope key its list is under."""
         self._first: str | None = None  # the answer's first non-whitespace character
         self._seen: set[str] = set()
         # an item is judged as the final check judges it (`judge_value`, every rule: a warning's
@@ -136,6 +140,8 @@ class StreamSession:
         """Items can be handed out as they complete: a plain `list[X]` / `tuple[X, ...]` target
         with no list-level rule (a list contract, a length bound) that could make the final
         check replace the whole list."""
+        if self._promise_items and self._inner is not None:  # the list is the envelope's
+            self._reader.inner = self._inner
 
     # -- feeding ---------------------------------------------------------------------------------
 
@@ -170,11 +176,12 @@ class StreamSession:
             self._first = head[:1] or None
         reader = self._reader
         reader.feed(piece)
-        if reader.completed:
-            done = list(reader.completed)
+        if reader.completed or reader.completed_inner:
+            done, inner = list(reader.completed), list(reader.completed_inner)
             reader.completed.clear()
+            reader.completed_inner.clear()
             if self._judge:
-                self._judge_members(done)
+                self._judge_members(done, inner)
         return self._maybe_snapshot()
 
     def _maybe_snapshot(self) -> Partial[Any] | None:
@@ -203,9 +210,14 @@ class StreamSession:
 
     def _judging(self) -> bool:
         """Whether this answer is one JSON value from its first character (see `judge`)."""
-        return self._one_value and self._first in ("{", "[") and self._reader.starts == 1
+        return (
+            self._one_value
+            and self._first in ("{", "[")
+            and (self._root is None or self._first == self._root)
+            and self._reader.starts == 1
+        )
 
-    def _judge_members(self, done: list[str | int]) -> None:
+    def _judge_members(self, done: list[str | int], inner: list[int]) -> None:
         root = self._reader.root
         if not self._judging():
             return
@@ -213,6 +225,11 @@ class StreamSession:
             for index in done:
                 if isinstance(index, int):
                     self._judge_item(index, root[index])
+        elif isinstance(root, dict) and inner:  # the envelope's list: its items, as a root's
+            items = root.get(self._inner or "")
+            if isinstance(items, list):
+                for index in inner:
+                    self._judge_item(index, items[index])
         elif isinstance(root, dict) and self.abort is None and (self._model or self._schema):
             for key in done:
                 if isinstance(key, str):
