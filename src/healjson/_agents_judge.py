@@ -25,6 +25,7 @@ from ._core.judge.policies import settle
 from ._core.outcome.outcome import Healed, Outcome
 from ._core.parse.read import Ambiguity, parse
 from ._core.redact import secrets_scope
+from ._core.redact.places import read_attribute
 from ._core.run.drive import drive_async
 from ._core.run.healer import Healer
 from ._core.run.policy import HealPolicy
@@ -185,8 +186,8 @@ def client_secrets(agent: Any) -> AbstractContextManager[Any]:
     only credential names and shapes are redacted then."""
     model = getattr(agent, "model", None)
     if model is not None and not isinstance(model, str):
-        client = _attribute(model, "_client") or _attribute(model, "openai_client")
-        if client is None and _attribute(model, "api_key") is not None:
+        client = read_attribute(model, "_client") or read_attribute(model, "openai_client")
+        if client is None and read_attribute(model, "api_key") is not None:
             client = model
         return nullcontext() if client is None else secrets_scope(client)
     try:
@@ -198,11 +199,3 @@ def client_secrets(agent: Any) -> AbstractContextManager[Any]:
         return secrets_scope(default)
     key = shared.get_default_openai_key() or os.environ.get("OPENAI_API_KEY")
     return nullcontext() if not key else secrets_scope(None, {"api_key": key})
-
-
-def _attribute(obj: Any, name: str) -> Any:
-    """`obj.name`, or None (a property that raises is no client)."""
-    try:
-        return getattr(obj, name, None)
-    except Exception:
-        return None

@@ -28,7 +28,14 @@ from typing import Any, Final, TypeVar
 
 from healjson._core.diagnostic import Diagnostic
 from healjson._core.judge.policies import Dropped
-from healjson._core.redact import MARKER, cut_at_end, escaped_in, found_in, unspelled
+from healjson._core.redact import (
+    MARKER,
+    SPELLING_ESCAPES,
+    cut_at_end,
+    escaped_in,
+    found_in,
+    unspelled,
+)
 from healjson._core.repair.calls import CallsForm, CallState
 from healjson._core.repair.prompt import RepairPrompt
 from healjson._core.wire.reply import ToolCall
@@ -46,8 +53,6 @@ _MAX_DEPTH: Final = 64
 _RECORDS: Final = frozenset(
     {Attempt, CallState, CallsForm, Diagnostic, Dropped, RepairPrompt, ToolCall}
 )
-# escapes that can spell any character (JSON's `\uXXXX` and `\/`, a lenient reader's `\x41`)
-_ESCAPES: Final = ("\\u", "\\U", "\\x", "\\/")
 _PLAIN_ESCAPED: Final = frozenset('"\\\b\f\n\r\t')  # what the other escapes spell
 
 
@@ -143,7 +148,7 @@ def _texts_show(outcome: Healed[Any] | Degraded[Any], forms: tuple[str, ...]) ->
         if found_in(text, forms) or cut_at_end(text, forms):
             return True, True
         if not escaped and "\\" in text:
-            escaped = any(escape in text for escape in _ESCAPES) or any(
+            escaped = any(escape in text for escape in SPELLING_ESCAPES) or any(
                 not _PLAIN_ESCAPED.isdisjoint(form) for form in forms
             )
     if not outcome.ok and (outcome.fallback is not None or outcome.partial is not None):

@@ -49,10 +49,11 @@ from .places import (
     named_strings,
     read_attribute,
 )
-from .spelled import cut_at_end, escaped_in, unspelled
+from .spelled import SPELLING_ESCAPES, cut_at_end, escaped_in, unspelled
 
 __all__ = [
     "MARKER",
+    "SPELLING_ESCAPES",
     "add_credential_places",
     "credential_places",
     "credential_words",

@@ -10,7 +10,7 @@ from bisect import bisect_right
 from functools import lru_cache
 from typing import Final
 
-__all__ = ["cut_at_end", "escaped_in", "unspelled"]
+__all__ = ["SPELLING_ESCAPES", "cut_at_end", "escaped_in", "unspelled"]
 
 _MIN_CUT: Final = 8  # the shortest secret (`MIN_SECRET_CHARS`): a shorter end is no secret's
 _SIMPLE: Final = {
@@ -80,7 +80,7 @@ def _grams(forms: tuple[str, ...]) -> frozenset[str]:
 def _escaped_spans(text: str, forms: tuple[str, ...]) -> list[tuple[int, int]]:
     """The stretches of `text` (as written) that spell a secret form once their escapes are
     read, where an escape that can spell any character is in them."""
-    if not any(escape in text for escape in _SPELLING):
+    if not any(escape in text for escape in SPELLING_ESCAPES):
         return []  # `\n`, `\"`, `\\`: the escaped forms the plain redactor knows already
     decoded, pieces = _decoded(text)
     spans = []
@@ -94,7 +94,9 @@ def _escaped_spans(text: str, forms: tuple[str, ...]) -> list[tuple[int, int]]:
     return spans
 
 
-_SPELLING: Final = ("\\u", "\\U", "\\x", "\\/")
+SPELLING_ESCAPES: Final = ("\\u", "\\U", "\\x", "\\/")
+"""The escapes that can spell any character (JSON's `\\uXXXX` and `\\/`, a lenient reader's
+`\\x41`, `\\U0001F600`): the others spell what a form's own JSON escaping already covers."""
 _ESCAPE: Final = re.compile(
     r"\\(?:u[0-9a-fA-F]{4}(?:\\u[0-9a-fA-F]{4})?|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2}|[\"\\/bfnrt])"
 )
