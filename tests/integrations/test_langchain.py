@@ -27,11 +27,11 @@ from langchain.agents import create_agent
 from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
-from langchain_openai import ChatOpenAI
 
 from healjson import Degraded, Flag, Healed, HealPolicy, Reason, Violation, contract
 from healjson.langchain import OUTCOME_KEY, TOOL_OUTCOME_KEY, HealMiddleware
 from healjson.testing import ScriptedReply, ScriptedServer
+from langchain_kit import scripted_model
 
 Mode = Literal["sync", "async"]
 MODES: tuple[Mode, ...] = ("sync", "async")
@@ -119,13 +119,7 @@ def run(
     with ScriptedServer(script) as server:
         if mode == "sync":
             with httpx.Client() as http:
-                model = ChatOpenAI(
-                    model="scripted-model",
-                    base_url=server.base_url,
-                    api_key="sk-test",
-                    max_retries=0,
-                    http_client=http,
-                )
+                model = scripted_model(server, http)
                 agent = create_agent(
                     model, tools=tools, response_format=response_format, middleware=chosen
                 )
@@ -134,13 +128,7 @@ def run(
 
             async def go() -> dict[str, Any]:
                 async with httpx.AsyncClient() as http:
-                    model = ChatOpenAI(
-                        model="scripted-model",
-                        base_url=server.base_url,
-                        api_key="sk-test",
-                        max_retries=0,
-                        http_async_client=http,
-                    )
+                    model = scripted_model(server, http)
                     agent = create_agent(
                         model, tools=tools, response_format=response_format, middleware=chosen
                     )

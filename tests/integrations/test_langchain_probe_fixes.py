@@ -22,11 +22,11 @@ pytest.importorskip("langchain")
 
 from langchain.agents import create_agent
 from langchain.agents.structured_output import ToolStrategy
-from langchain_openai import ChatOpenAI
 
 from healjson import Flag, Healed
 from healjson.langchain import OUTCOME_KEY, HealMiddleware
 from healjson.testing import ScriptedReply, ScriptedServer
+from langchain_kit import scripted_model
 from pinned import pinned
 
 
@@ -56,13 +56,7 @@ def run(
     response_format = response_format or ToolStrategy(Ship | Refund)
     message = {"messages": [{"role": "user", "content": "Handle order A1."}]}
     with ScriptedServer(script) as server, httpx.Client() as http:
-        model = ChatOpenAI(
-            model="scripted-model",
-            base_url=server.base_url,
-            api_key="sk-test",
-            max_retries=0,
-            http_client=http,
-        )
+        model = scripted_model(server, http)
         agent = create_agent(model, response_format=response_format, middleware=[HealMiddleware()])
         return agent.invoke(message), list(server.requests)
 

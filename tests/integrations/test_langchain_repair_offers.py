@@ -18,10 +18,10 @@ pytest.importorskip("langchain")
 from langchain.agents import create_agent
 from langchain.agents.structured_output import ToolStrategy
 from langchain_core.tools import tool
-from langchain_openai import ChatOpenAI
 
 from healjson.langchain import HealMiddleware
 from healjson.testing import ScriptedReply, ScriptedServer
+from langchain_kit import scripted_model
 
 
 class Report(BaseModel):
@@ -46,13 +46,7 @@ def run(script: list[ScriptedReply]) -> tuple[dict[str, Any], list[Any]]:
     """The healed agent (the `search` tool, `ToolStrategy(Report)`) on `script`."""
     message = {"messages": [{"role": "user", "content": "How many hits for cats?"}]}
     with ScriptedServer(script) as server, httpx.Client() as http:
-        model = ChatOpenAI(
-            model="scripted-model",
-            base_url=server.base_url,
-            api_key="sk-test",
-            max_retries=0,
-            http_client=http,
-        )
+        model = scripted_model(server, http)
         agent = create_agent(
             model,
             tools=[search],

@@ -402,7 +402,8 @@ def test_a_tool_listed_after_a_call_found_it_absent_is_healed(kind: str) -> None
 # ---------------------------------------------------------------------------------------------
 
 
-def _nested(depth: int) -> dict[str, Any]:
+def nested(depth: int) -> dict[str, Any]:
+    """`{"a": {"a": ...}}`, `depth` levels."""
     value: dict[str, Any] = {}
     node = value
     for _ in range(depth):
@@ -416,7 +417,7 @@ def _nested(depth: int) -> dict[str, Any]:
 def test_a_result_deeper_than_the_validator_reads_passes_as_given(kind: str, side: str) -> None:
     """Structured content nested 210 levels under `{"type": "object"}`: the bare SDK takes it,
     and so does healjson on either side: as given, no error result, no outcome."""
-    deep = _nested(210)
+    deep = nested(210)
     server = lowlevel([tool("t", {"type": "object"})], answering(deep, json.dumps(deep)))
     if side == "server":
         heal_tools(server)

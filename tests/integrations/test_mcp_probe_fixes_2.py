@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 import healjson
 from healjson.mcp import heal_tools
+from integrations.test_mcp_probe_fixes import nested
 from mcp_kit import CONNECTIONS, caught, connect, memory_session, run
 from pinned import pinned
 
@@ -46,16 +47,6 @@ def tool(name: str, output_schema: dict[str, Any] | None = None) -> types.Tool:
 def texts(result: types.CallToolResult) -> list[str]:
     """The result's text blocks."""
     return [b.text for b in result.content if isinstance(b, types.TextContent)]
-
-
-def nested(depth: int) -> dict[str, Any]:
-    """`{"a": {"a": ...}}`, `depth` levels."""
-    value: dict[str, Any] = {}
-    node = value
-    for _ in range(depth):
-        node["a"] = {}
-        node = node["a"]
-    return value
 
 
 # ---------------------------------------------------------------------------------------------
