@@ -174,7 +174,7 @@ def _read(stream: Any, is_async: bool) -> list[str]:
     raise AssertionError("the stream waited")
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(
     data=st.data(),
     own=st.booleans(),

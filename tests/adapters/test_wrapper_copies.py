@@ -123,7 +123,7 @@ def test_every_namespace_forwards_through_the_one_base() -> None:
     assert all(issubclass(kind, Forwarding) for kind in kinds), kinds
 
 
-@pinned(max_examples=60)
+@pinned(max_examples=30)
 @given(
     kind=st.sampled_from(FORWARDING),
     name=st.one_of(

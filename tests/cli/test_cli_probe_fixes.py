@@ -48,7 +48,7 @@ def _one_line_error(result: Any, code: int) -> str:
     return " ".join(result.stderr.replace("│", " ").split())
 
 
-@pinned(max_examples=20)
+@pinned(max_examples=10)
 @given(value=JSON_VALUES, encoding=st.sampled_from(["utf-8", "ascii", "latin-1", "cp1252"]))
 @example(value={"b": "smile \ud83d"}, encoding="utf-8")
 @example(value=["\U0001f600", "\\\udc80"], encoding="ascii")
@@ -143,7 +143,7 @@ def _decodes(data: bytes) -> bool:
     return True
 
 
-@pinned(max_examples=20)
+@pinned(max_examples=10)
 @given(head=st.text(st.characters(codec="utf-8"), max_size=12), tail=NOT_UTF8)
 @example(head='{"a":1,"b":"', tail=b'\xff"}')
 def test_a_reply_not_utf8_is_the_same_usage_error_from_a_file_and_stdin(
@@ -274,7 +274,7 @@ def test_trace_of_a_file_without_rows_says_so(tmp_path: Path) -> None:
     assert f"no rows in {out}" in result.stderr
 
 
-@pinned(max_examples=20)
+@pinned(max_examples=10)
 @given(ok=st.one_of(st.text(max_size=4), st.integers(), st.none(), st.lists(st.booleans())))
 @example(ok="yes")
 def test_trace_shows_a_row_whose_ok_is_not_a_boolean_as_unreadable_everywhere(

@@ -78,7 +78,7 @@ def test_replies_of_the_right_types_load(tmp_path: Path) -> None:
     assert (_GOOD,) == scenario.replies
 
 
-@pinned(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pinned(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), field=st.sampled_from(sorted(_WRONG)), index=st.integers(0, 2))
 def test_any_wrong_typed_reply_field_is_a_usage_error_without_a_traceback(
     tmp_path: Path, data: st.DataObject, field: str, index: int

@@ -66,7 +66,7 @@ SPELLINGS = [("'", "json"), ('"', "python"), ("'", "python")]
 # --- json_like ------------------------------------------------------------------------------------
 
 
-@settings(max_examples=150)
+@settings(max_examples=75)
 @given(value=json_values)
 def test_json_like_defaults_are_json(value: Any) -> None:
     """With the defaults, json_like is json.dumps with ", " / ": " separators and loads back."""
@@ -75,7 +75,7 @@ def test_json_like_defaults_are_json(value: Any) -> None:
     assert same(value, json.loads(text))
 
 
-@settings(max_examples=80)
+@settings(max_examples=40)
 @given(value=json_values)
 def test_json_like_with_indent_is_json(value: Any) -> None:
     """An indent keeps the text valid JSON, spread over lines when a container is not empty."""
@@ -88,7 +88,7 @@ def test_json_like_with_indent_is_json(value: Any) -> None:
 
 
 @pytest.mark.parametrize(("quote", "literals"), SPELLINGS)
-@settings(max_examples=80)
+@settings(max_examples=40)
 @given(value=json_containers)
 def test_healjson_recovers_every_rendered_spelling(quote: str, literals: str, value: Any) -> None:
     """Single quotes and/or Python literals inside a container: healjson.parse gets the value."""
@@ -99,7 +99,7 @@ def test_healjson_recovers_every_rendered_spelling(quote: str, literals: str, va
 
 
 @pytest.mark.parametrize("quote", ['"', "'"])
-@settings(max_examples=80)
+@settings(max_examples=40)
 @given(value=json_values)
 def test_python_literals_are_python(quote: str, value: Any) -> None:
     """`literals="python"` writes a Python literal: ast.literal_eval reads the value back."""
@@ -397,7 +397,7 @@ def orders(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=25)
+@settings(max_examples=12)
 @given(good=orders())
 def test_first_replies_behave_as_their_class_for_any_order(good: dict[str, Any]) -> None:
     """Whatever the strings and numbers, each first reply heals or fails as its class says."""

@@ -77,7 +77,7 @@ def test_wilson_rejects_confidence_outside_the_open_unit_interval(confidence: fl
         wilson_interval(0, 0, confidence=confidence)
 
 
-@settings(max_examples=200)
+@settings(max_examples=100)
 @given(data=st.data(), n=st.integers(0, 2000))
 def test_wilson_interval_is_inside_unit_interval_and_contains_the_estimate(
     data: st.DataObject, n: int
@@ -91,7 +91,7 @@ def test_wilson_interval_is_inside_unit_interval_and_contains_the_estimate(
         assert 0.0 < low < p < high < 1.0
 
 
-@settings(max_examples=150)
+@settings(max_examples=75)
 @given(data=st.data(), n=st.integers(1, 2000))
 def test_wilson_narrows_as_n_grows_at_the_same_proportion(data: st.DataObject, n: int) -> None:
     """x of n and 4x of 4n estimate the same proportion; the larger sample is strictly narrower.
@@ -107,7 +107,7 @@ def test_wilson_narrows_as_n_grows_at_the_same_proportion(data: st.DataObject, n
     assert low4 <= x / n <= high4
 
 
-@settings(max_examples=150)
+@settings(max_examples=75)
 @given(data=st.data(), n=st.integers(0, 2000))
 def test_wilson_higher_confidence_contains_lower(data: st.DataObject, n: int) -> None:
     """The 99% interval contains the 95% one, which contains the 80% one."""
@@ -122,7 +122,7 @@ def test_wilson_higher_confidence_contains_lower(data: st.DataObject, n: int) ->
         assert high80 < high95 < high99
 
 
-@settings(max_examples=100)
+@settings(max_examples=50)
 @given(data=st.data(), n=st.integers(1, 2000))
 def test_wilson_is_symmetric_in_successes_and_failures(data: st.DataObject, n: int) -> None:
     """Counting failures instead of successes mirrors the interval around 1/2."""
@@ -225,7 +225,7 @@ def test_mcnemar_matches_float_pmf_sum() -> None:
 counts = st.integers(0, 300)
 
 
-@settings(max_examples=100)
+@settings(max_examples=50)
 @given(b=counts, c=counts)
 def test_mcnemar_properties(b: int, c: int) -> None:
     """p in (0, 1], symmetric in b and c, 1 when |b - c| <= 1, equal to the oracle."""
@@ -237,7 +237,7 @@ def test_mcnemar_properties(b: int, c: int) -> None:
     assert two_sided_oracle(b, c) == p
 
 
-@settings(max_examples=60)
+@settings(max_examples=30)
 @given(n=st.integers(1, 300))
 def test_mcnemar_is_non_increasing_as_the_imbalance_grows(n: int) -> None:
     """For a fixed number of discordant pairs, moving one pair from the smaller cell to the
@@ -277,7 +277,7 @@ def test_from_pairs_consumes_an_iterator_once() -> None:
     assert PairedTable(both=2, only_a=2, only_b=4, neither=4) == PairedTable.from_pairs(pairs)
 
 
-@settings(max_examples=100)
+@settings(max_examples=50)
 @given(pairs=st.lists(st.tuples(st.booleans(), st.booleans()), max_size=200))
 def test_from_pairs_counts_every_cell(pairs: list[tuple[bool, bool]]) -> None:
     """Each cell counts its combination; the cells sum to the number of pairs."""
@@ -292,7 +292,7 @@ def test_from_pairs_counts_every_cell(pairs: list[tuple[bool, bool]]) -> None:
     assert mcnemar_exact(table.only_a, table.only_b) == table.p_value
 
 
-@settings(max_examples=60)
+@settings(max_examples=30)
 @given(
     both=st.integers(0, 1000),
     only_a=st.integers(0, 60),

@@ -232,7 +232,7 @@ def handled(schema: Any, text: str) -> Any:
     return asyncio.run(go())
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(data=st.data(), cents=st.integers(min_value=1, max_value=10**7), name=st.text(max_size=20))
 def test_any_recoverable_final_output_is_converted_exactly_once(
     data: st.DataObject, cents: int, name: str
@@ -375,7 +375,7 @@ def test_a_stop_rule_broken_by_the_value_the_tool_gets_ends_the_run() -> None:
     assert len(ran.requests) == 1
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(
     amount=st.integers(min_value=0, max_value=1000),
     factor=st.integers(min_value=1, max_value=10),

@@ -843,7 +843,7 @@ _ARGS = st.builds(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(data=st.data(), args=_ARGS)
 def test_a_healed_tool_runs_with_the_models_value_or_not_at_all(
     data: st.DataObject, args: SearchArgs

@@ -594,7 +594,7 @@ def test_a_guardrail_contract_that_changes_the_output_ends_the_run_with_a_user_e
 # ---------------------------------------------------------------------------------------------
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(data=st.data(), cents=st.integers(min_value=1, max_value=10**7), name=st.text(max_size=20))
 def test_a_healed_tool_gets_exactly_one_application_of_its_validator(
     data: st.DataObject, cents: int, name: str

@@ -282,7 +282,7 @@ def test_configuration_mistakes_raise_at_once() -> None:
 READER_FIELDS = {"answer": str, "count": int, "tags": list[str]}
 
 
-@settings(derandomize=True, max_examples=200)
+@settings(derandomize=True, max_examples=100)
 @given(st.text())
 def test_the_field_reader_never_raises_on_any_text(text: str) -> None:
     """Any answer text gives an object of known fields, or None (no header): never an error."""
@@ -290,7 +290,7 @@ def test_the_field_reader_never_raises_on_any_text(text: str) -> None:
     assert found is None or set(found) <= set(READER_FIELDS)
 
 
-@settings(derandomize=True, max_examples=200)
+@settings(derandomize=True, max_examples=100)
 @given(
     st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), min_size=1).filter(
         lambda s: s.strip() == s and "[[" not in s

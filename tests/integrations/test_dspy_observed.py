@@ -233,7 +233,7 @@ def test_the_raw_text_recorded_anywhere_is_what_the_lm_returned(spans: Spans) ->
     with ScriptedServer([reply], repeat=True) as server:
         lm = scripted_lm(server)
 
-        @settings(max_examples=40, deadline=None)
+        @settings(max_examples=20, deadline=None)
         @given(SECTIONS)
         def check(text: str) -> None:
             answers[:] = [text, text, GOOD]

@@ -170,7 +170,7 @@ KEYS = st.one_of(
 )
 
 
-@pinned(max_examples=150)
+@pinned(max_examples=75)
 @given(NAMES, KEYS, st.integers(-(10**6), 10**6), st.booleans())
 @example("a", "b", 2, False)
 @example("a", "value", 2, False)
@@ -236,7 +236,7 @@ SAID = st.one_of(
 )
 
 
-@pinned(max_examples=120)
+@pinned(max_examples=60)
 @given(SAID, SAID, st.sampled_from(["", " ", "  "]))
 @example("5", "about 7, not 105", "")
 @example("5", "5", " ")

@@ -347,7 +347,7 @@ def test_a_repeated_field_is_never_resolved_silently_over_http() -> None:
     with ScriptedServer([reply], repeat=True) as server:
         lm = scripted_lm(server)
 
-        @settings(max_examples=25, deadline=None)
+        @settings(max_examples=12, deadline=None)
         @given(st.integers(-(10**6), 10**6), st.integers(-(10**6), 10**6), st.booleans())
         def check(one: int, two: int, spaced: bool) -> None:
             gap = "\n\n" if spaced else "\n"
@@ -376,7 +376,7 @@ TEXTS = st.text(st.characters(categories=("L", "N", "P", "Zs")), min_size=1).fil
 )
 
 
-@settings(derandomize=True, max_examples=200)
+@settings(derandomize=True, max_examples=100)
 @given(st.lists(st.one_of(st.integers(), TEXTS), min_size=2, max_size=4))
 def test_any_field_given_with_different_values_is_several_answers(values: list[Any]) -> None:
     """The reader keeps every different value of a repeated field (never the first alone): as

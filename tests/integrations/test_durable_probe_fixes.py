@@ -115,7 +115,7 @@ def _auth_error(key: str) -> openai.AuthenticationError:
     )
 
 
-@pinned(max_examples=40)
+@pinned(max_examples=20)
 @given(
     key=st.text("abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=16, max_size=40),
     where=st.sampled_from(["extra_headers", "api_key", "extra_query"]),

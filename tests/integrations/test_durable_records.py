@@ -46,7 +46,7 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(content=_TEXTS, arguments=_TEXTS, reasoning=st.one_of(st.none(), _TEXTS))
 def test_a_recorded_reply_holds_nothing_secret_and_reads_back_as_given_or_not_at_all(
     content: str, arguments: str, reasoning: str | None

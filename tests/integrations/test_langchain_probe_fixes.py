@@ -100,7 +100,7 @@ ANSWERS: list[tuple[str, dict[str, Any]]] = [
 FINAL = {"Ship": {"order_id": "Z9"}, "Refund": {"order_id": "Z9", "amount": 1.0}}
 
 
-@pinned(max_examples=12)
+@pinned(max_examples=10)
 @given(st.lists(st.sampled_from(ANSWERS), min_size=1, max_size=3))
 def test_a_turn_is_one_answer_only_when_its_calls_agree(made: list[Any]) -> None:
     """A turn of 1-3 structured calls is its answer when every call is the same one; with

@@ -135,7 +135,7 @@ def _same_json(a: Any, b: Any) -> bool:
     return isinstance(a, bool) == isinstance(b, bool) and a == b
 
 
-@pinned(max_examples=40)
+@pinned(max_examples=20)
 @given(
     low=st.sampled_from([5, 20]),
     high=st.sampled_from([5, 20]),
@@ -176,7 +176,7 @@ ALERTED = {
 }
 
 
-@pinned(max_examples=30)
+@pinned(max_examples=15)
 @given(
     said=st.lists(st.sampled_from(["storm", "flood"]), max_size=2),
     text=st.lists(st.sampled_from(["storm", "flood"]), max_size=2),

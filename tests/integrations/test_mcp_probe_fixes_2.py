@@ -79,7 +79,7 @@ async def call_app(app: MCPServer, name: str) -> Any:
 _NOT_NUMBERS = st.sampled_from([True, False, math.nan, math.inf, -math.inf, "Infinity", "NaN"])
 
 
-@pinned(max_examples=30)
+@pinned(max_examples=15)
 @given(
     temperature=st.one_of(
         _NOT_NUMBERS, st.floats(allow_nan=False, allow_infinity=False), st.integers(-99, 99)
@@ -364,7 +364,7 @@ def test_a_deep_output_schema_on_a_healed_server_sets_aside_its_own_tool_only() 
 # ---------------------------------------------------------------------------------------------
 
 
-@pinned(max_examples=30)
+@pinned(max_examples=15)
 @given(
     password=st.text(
         alphabet=st.characters(

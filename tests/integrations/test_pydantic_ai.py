@@ -829,7 +829,7 @@ TICKETS = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(data=st.data(), ticket=TICKETS)
 def test_a_tool_runs_with_the_ticket_or_the_model_is_asked_again(
     data: st.DataObject, ticket: dict[str, Any]

@@ -135,7 +135,7 @@ def test_a_key_aligned_after_pydantic_ai_accepted_the_value_is_validated_once(
     assert record.value == {"customer": "Ada", "amount_cents": 12.5}
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(data=st.data(), cents=st.integers(min_value=1, max_value=10**7), name=st.text(max_size=20))
 def test_a_tool_gets_exactly_one_application_of_its_validator(
     data: st.DataObject, cents: int, name: str

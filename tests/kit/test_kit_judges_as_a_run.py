@@ -45,7 +45,7 @@ def small(p: P) -> str | None:
 
 def problems(pack: ContractPack) -> str:
     with pytest.raises(AssertionError) as info:
-        check_pack(pack, max_examples=25)
+        check_pack(pack, max_examples=12)
     return str(info.value)
 
 
@@ -115,7 +115,7 @@ def test_async_rules_that_ran_together_are_all_named_and_left_out() -> None:
 _PADDING = st.sampled_from(["", " ", "\t", "\n "])
 
 
-@pinned(max_examples=40)
+@pinned(max_examples=20)
 @given(
     name=st.tuples(_PADDING, st.text(max_size=16), _PADDING).map("".join),
     qty=st.integers(0, 100),

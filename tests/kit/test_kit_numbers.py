@@ -86,7 +86,7 @@ def nearest_multiples(
     return {first * step, last * step}
 
 
-@pinned(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@pinned(max_examples=30, suppress_health_check=[HealthCheck.too_slow])
 @given(grid=grids(), data=st.data())
 def test_every_drawn_float_multiple_validates_and_the_search_tries_both_ends(
     grid: tuple[Decimal, Decimal, Decimal, bool, bool], data: st.DataObject
@@ -101,7 +101,7 @@ def test_every_drawn_float_multiple_validates_and_the_search_tries_both_ends(
     assert all(accepts(model, x) for x in ends)
 
 
-@pinned(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@pinned(max_examples=30, suppress_health_check=[HealthCheck.too_slow])
 @given(places=st.integers(0, 4), grid=grids(), data=st.data())
 def test_every_drawn_decimal_validates_and_the_search_tries_both_ends(
     places: int, grid: tuple[Decimal, Decimal, Decimal, bool, bool], data: st.DataObject
@@ -131,7 +131,7 @@ def test_every_drawn_decimal_validates_and_the_search_tries_both_ends(
     ],
     ids=["unbounded", "above-zero", "below-minus-five", "wide-dyadic"],
 )
-@pinned(max_examples=30)
+@pinned(max_examples=15)
 @given(data=st.data())
 def test_a_step_with_an_open_or_wide_range_draws_values_that_validate(
     field: Any, data: st.DataObject
@@ -178,7 +178,7 @@ def test_from_schema_reaches_both_ends_and_the_middle_of_a_stepped_range(kind: s
         else (Decimal, Field(ge=0, le=100, decimal_places=2))
     )
     model = create_model("Priced", x=field)
-    quick = settings(database=None, derandomize=True, max_examples=500)
+    quick = settings(database=None, derandomize=True, max_examples=250)
     for wanted in (lambda x: 0 < x <= 0.01, lambda x: x >= 99.99, lambda x: 50 <= x < 60):
         found = find(from_schema(model), lambda v, wanted=wanted: wanted(v.x), settings=quick)
         assert Decimal(str(found.x)) == Decimal(str(found.x)).quantize(Decimal("0.01"))
@@ -222,6 +222,6 @@ def _priced_pack(field: Any) -> ContractPack:
 def test_check_pack_passes_a_correct_pack_with_a_stepped_price(field: Any) -> None:
     """A threshold rule over a price in cents (a float `multiple_of`, a `Decimal` with places)
     is broken alone by the kit: the pack passes, as it does without the step."""
-    report = check_pack(_priced_pack(field), max_examples=25)
+    report = check_pack(_priced_pack(field), max_examples=12)
     assert report.violating["cheap_bulk"] > 0
     assert report.schema_inputs > 0

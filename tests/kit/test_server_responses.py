@@ -521,7 +521,7 @@ def test_the_async_client(scripted_server: ScriptedServer) -> None:
     assert Invoice(number="A", total=1) == parsed
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(
     content=st.none() | st.text(max_size=30),
     reasoning=st.none() | st.text(max_size=20),

@@ -45,7 +45,7 @@ def served(reply: ScriptedReply, route: str, *, stream: bool) -> httpx.Response:
         return httpx.post(root + path, json=body, timeout=10)
 
 
-@pinned(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pinned(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     field=st.sampled_from(_TEXTS),
     value=_WRONG,

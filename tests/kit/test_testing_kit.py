@@ -264,7 +264,7 @@ def test_contracts_see_the_context_the_pack_provides() -> None:
 
     pack = ContractPack(Range, (under_limit,), extra={"context": "7"})
 
-    @settings(max_examples=20)
+    @settings(max_examples=10)
     @given(valid(pack))
     def check(instance: Range) -> None:
         assert instance.high <= 7
@@ -282,7 +282,7 @@ def test_a_rule_that_reads_the_request_is_broken_under_its_own_context() -> None
 
     pack = ContractPack(Range, (as_requested,), extra={"contexts": {"as_requested": "small"}})
 
-    @settings(max_examples=20)
+    @settings(max_examples=10)
     @given(violating(pack, "as_requested"))
     def check(instance: Range) -> None:
         assert instance.high > 10
@@ -323,7 +323,7 @@ def test_a_shared_strategy_judges_under_the_context_the_pack_has_when_drawn() ->
     strategies = (valid(pack), violating(pack, "under_limit"))
 
     def highs(limit: int) -> None:
-        @settings(max_examples=20)
+        @settings(max_examples=10)
         @given(st.data())
         def check(data: st.DataObject) -> None:
             assert data.draw(valid(pack)).high <= limit
@@ -368,7 +368,7 @@ class Kitchen(BaseModel):
     tree: Node | None = None
 
 
-@settings(max_examples=40)
+@settings(max_examples=20)
 @given(from_schema(Kitchen))
 def test_from_schema_builds_valid_instances_of_rich_models(kitchen: Kitchen) -> None:
     """Aliases, bounds, patterns, formats, enums, sets, tuples, dicts and recursion all work."""
@@ -378,7 +378,7 @@ def test_from_schema_builds_valid_instances_of_rich_models(kitchen: Kitchen) -> 
     assert 0 < kitchen.ratio < 1
 
 
-@settings(max_examples=20)
+@settings(max_examples=10)
 @given(st.data())
 def test_from_schema_handles_non_model_targets(data: st.DataObject) -> None:
     """Lists of models, scalars and literals are generated as well."""
@@ -400,7 +400,7 @@ OTHER_PATTERNS = [r"(ab)+", r"\w+", r"[^a]", r"ab|cd", r"(?i)abc", r"\s"]
 
 
 @pytest.mark.parametrize("pattern", PLAIN_PATTERNS)
-@settings(max_examples=30)
+@settings(max_examples=15)
 @given(data=st.data())
 def test_plain_patterns_are_drawn_as_text_that_fully_matches(
     pattern: str, data: st.DataObject
@@ -431,7 +431,7 @@ class LocalTimetable(BaseModel):
     stops: list[NaiveDatetime] = Field(min_length=12, max_length=12)
 
 
-@settings(max_examples=20)
+@settings(max_examples=10)
 @given(st.data())
 def test_from_schema_gives_the_datetimes_the_model_accepts(data: st.DataObject) -> None:
     """The JSON schema says `date-time` for aware, naive and plain datetimes alike: a model
@@ -504,7 +504,7 @@ def test_l1_recovers_every_recoverable_corruption_of_a_valid_instance(
         assert Reason.TOKEN_TRUNCATED == outcome.reason
 
 
-@settings(max_examples=30)
+@settings(max_examples=15)
 @given(data=st.data())
 def test_a_healer_spends_no_repair_call_on_a_recoverable_corruption(data: st.DataObject) -> None:
     """Through a `Healer`, a recoverable rendering is healed on the first and only model call."""
@@ -524,7 +524,7 @@ def test_a_healer_spends_no_repair_call_on_a_recoverable_corruption(data: st.Dat
 @pytest.mark.parametrize("pack", PACKS, ids=lambda p: p.name)
 def test_check_pack_passes_on_a_good_pack(pack: ContractPack) -> None:
     """A sound pack gets a `PackReport` counting every check it ran."""
-    report = check_pack(pack, max_examples=15)
+    report = check_pack(pack, max_examples=10)
     assert isinstance(report, PackReport)
     assert (pack.name, len(pack.contracts), 1) == (report.pack, report.contracts, report.examples)
     assert {rule.name for rule in pack.contracts} == set(report.violating)
@@ -563,7 +563,7 @@ def test_check_pack_reports_a_contract_that_raises() -> None:
         },
     )
     with pytest.raises(AssertionError) as failure:
-        check_pack(pack, max_examples=15)
+        check_pack(pack, max_examples=10)
     message = str(failure.value)
     assert "contract `rooted` raised ValueError: math domain error" in message
     assert "on the schema-valid input Range(low=-1" in message
@@ -707,7 +707,7 @@ ARITHMETIC = ContractPack(
 )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(data=st.data())
 def test_violating_breaks_an_arithmetic_rule_without_giving_up(data: st.DataObject) -> None:
     """`total == sum(quantity * unit_price)` almost never holds by chance, and almost never
@@ -747,7 +747,7 @@ def test_the_constructive_half_of_violating_finds_a_breaker_on_every_draw() -> N
     )
     assert strategy is not None
 
-    @settings(max_examples=60)
+    @settings(max_examples=30)
     @given(strategy)
     def every_draw_breaks_it(invoice: Any) -> None:
         assert invoice is not NOTHING
@@ -762,7 +762,7 @@ def test_violating_varies_the_fields_no_rule_reads() -> None:
     example = INVOICE_PACK.examples[0]
     seen: list[Invoice] = []
 
-    @settings(max_examples=30, database=None)
+    @settings(max_examples=15, database=None)
     @given(violating(INVOICE_PACK, "paid_has_lines"))
     def collect(invoice: Invoice) -> None:
         seen.append(invoice)
@@ -801,7 +801,7 @@ ORDERS = ContractPack(
 )
 
 
-@settings(max_examples=30)
+@settings(max_examples=15)
 @given(data=st.data())
 def test_violating_changes_one_part_of_an_item(data: st.DataObject) -> None:
     """A new item (or a new list) almost never keeps a catalogue sku: breaking only the quantity
@@ -883,7 +883,7 @@ SHIPMENTS = ContractPack(
 
 
 @pytest.mark.parametrize("rule", [rule.name for rule in SHIPMENTS.contracts])
-@settings(max_examples=20)
+@settings(max_examples=10)
 @given(data=st.data())
 def test_violating_reaches_flags_bounds_nulls_and_nested_parts(
     rule: str, data: st.DataObject
@@ -915,7 +915,7 @@ def in_mode_f(dial: Dial) -> Violation | None:
     return None if dial.mode == "f" else Violation("the mode is f")
 
 
-@settings(max_examples=30)
+@settings(max_examples=15)
 @given(data=st.data())
 def test_valid_repairs_a_schema_value_one_change_away(data: st.DataObject) -> None:
     """A level of exactly 1000 and mode f almost never come up together by chance; a schema

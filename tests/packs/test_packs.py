@@ -394,7 +394,7 @@ def test_pack_strategies_are_built_once(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", PACK_NAMES)
-@settings(max_examples=30)
+@settings(max_examples=15)
 @given(data=st.data())
 def test_valid_strategy_instances_pass_every_contract(name: str, data: st.DataObject) -> None:
     """Instances from the "valid" strategy round-trip through JSON and pass every rule."""
@@ -407,7 +407,7 @@ def test_valid_strategy_instances_pass_every_contract(name: str, data: st.DataOb
 
 
 @pytest.mark.parametrize(("name", "rule"), RULES)
-@settings(max_examples=30)
+@settings(max_examples=15)
 @given(data=st.data())
 def test_violating_strategy_breaks_exactly_its_contract(
     name: str, rule: str, data: st.DataObject

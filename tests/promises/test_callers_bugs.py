@@ -203,7 +203,7 @@ people = st.builds(
 )
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(max_examples=30, deadline=None, derandomize=True)
 @given(st.lists(people, max_size=4))
 def test_parsed_data_reaches_the_verdict_its_json_text_reaches(data: list[dict[str, Any]]) -> None:
     """A list given parsed reaches the outcome its JSON text reaches (value, reason), flagged

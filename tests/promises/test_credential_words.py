@@ -48,7 +48,7 @@ def _stored(outcome: Any) -> str:
     return json.dumps(outcome.to_dict()) + outcome.trace() + outcome.trace(format="json")
 
 
-@pinned(max_examples=80)
+@pinned(max_examples=40)
 @given(name=names, secret=secrets)
 def test_a_value_under_a_credential_word_is_masked_in_every_record(name: str, secret: str) -> None:
     """The model's answer `{"<name>": "<secret>"}`: healed with the secret in the value, and no
@@ -60,7 +60,7 @@ def test_a_value_under_a_credential_word_is_masked_in_every_record(name: str, se
     assert secret not in _stored(outcome)
 
 
-@pinned(max_examples=60)
+@pinned(max_examples=30)
 @given(
     name=st.sampled_from(["max_tokens", "tokenizer", "token_count", "tokens", "secretary_name"]),
     value=st.one_of(st.integers(0, 10**9), st.text("abcdefgh", min_size=8, max_size=12)),

@@ -772,7 +772,7 @@ def _render_everything(outcome: Any) -> None:
         assert isinstance(str(healjson.DegradedError(outcome)), str)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(reply=render_inputs, target=st.sampled_from([Ticket, dict, list[int], str]))
 @example(reply=b'{"urgency": 3, "summary": "bytes in"}', target=Ticket)
 @example(reply=bytearray(b"not json"), target=Ticket)

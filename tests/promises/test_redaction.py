@@ -801,7 +801,7 @@ def _assert_hidden(key: str, shown: dict[str, str]) -> None:
 
 
 @settings(
-    max_examples=12,
+    max_examples=10,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

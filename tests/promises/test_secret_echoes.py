@@ -234,7 +234,7 @@ def echoing_runs(draw: st.DrawFn) -> tuple[str, list[ScriptedReply], bool]:
 
 
 @settings(
-    max_examples=30,
+    max_examples=15,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture],

@@ -199,7 +199,7 @@ def _check(name: str, entry: Entry, ctx: Mapping[str, Any], holds: bool) -> None
         assert isinstance(outcome, Degraded), f"{name}: {outcome!r}"
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(ctx=contexts, quote=quotes, fenced=st.booleans())
 def test_every_entry_point_validates_under_the_callers_context(
     ctx: dict[str, Any], quote: str, fenced: bool

@@ -406,7 +406,7 @@ NAMES_SCHEMA = {"json_object": False, "text": False, "json_schema": True, "guide
                 "json_object+grammar": True}  # fmt: skip
 
 
-@pinned(max_examples=20)
+@pinned(max_examples=10)
 @given(st.sampled_from(sorted(CHAT_FORMATS)), st.sampled_from(["sync", "async"]))
 def test_chat_schema_is_in_the_prompt_exactly_when_the_callers_format_names_none(
     name: str, runner: str
@@ -555,7 +555,7 @@ ENTRIES = {
 }
 
 
-@pinned(max_examples=60)
+@pinned(max_examples=30)
 @given(st.data(), st.sampled_from(sorted(ENTRIES)), st.sampled_from(["sync", "async"]))
 def test_a_tool_choice_is_refused_exactly_when_it_forces_a_call(
     data: st.DataObject, entry: str, runner: str

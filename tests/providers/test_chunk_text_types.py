@@ -215,7 +215,7 @@ def chunked(draw: st.DrawFn) -> list[str]:
     return [ANSWER[a:b] for a, b in itertools.pairwise(bounds)]
 
 
-@pinned(max_examples=60)
+@pinned(max_examples=30)
 @given(
     provider=st.sampled_from(PROVIDERS),
     pieces=chunked(),

@@ -166,7 +166,7 @@ def test_a_credential_the_model_echoes_is_kept_in_the_value_alone(
     assert secret not in shown
 
 
-@pinned(max_examples=40)
+@pinned(max_examples=20)
 @given(
     secret=credentials_st,
     place=st.sampled_from(["query", "auth", "digest"]),

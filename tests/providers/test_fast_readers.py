@@ -69,7 +69,7 @@ def anthropic_messages_(draw: st.DrawFn) -> at.Message:
     )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(anthropic_messages_())
 def test_anthropic_fast_reader_agrees_with_the_generic_one(message: at.Message) -> None:
     """For any Anthropic `Message`, the fast reader and `to_reply` give the generic reader's
@@ -157,7 +157,7 @@ def gemini_responses(draw: st.DrawFn) -> gt.GenerateContentResponse:
     )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(gemini_responses())
 def test_gemini_fast_reader_agrees_with_the_generic_one(
     response: gt.GenerateContentResponse,

@@ -184,7 +184,7 @@ keyed = st.dictionaries(
 )
 
 
-@pinned(max_examples=80)
+@pinned(max_examples=40)
 @given(value=json_values | keyed, provider=st.sampled_from(PROVIDERS), streamed=st.booleans())
 @example(value={"error": "model not found"}, provider="gemini", streamed=True)
 @example(value={"message": None, "error": [None]}, provider="ollama", streamed=True)
@@ -219,7 +219,7 @@ def holds_its_part(provider: str, value: Any) -> bool:
     return isinstance(value, dict) and member in value and isinstance(value[member], kind)
 
 
-@pinned(max_examples=80)
+@pinned(max_examples=40)
 @given(
     value=json_values | parted,
     provider=st.sampled_from(PROVIDERS),
@@ -246,7 +246,7 @@ def test_a_body_without_its_formats_part_degrades_with_api_error(
 texts = st.text(st.characters(codec="utf-8"), max_size=12)
 
 
-@pinned(max_examples=60)
+@pinned(max_examples=30)
 @given(
     provider=st.sampled_from(PROVIDERS),
     streamed=st.booleans(),

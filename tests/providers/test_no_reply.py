@@ -332,7 +332,7 @@ def with_text(provider: str, text: Any) -> dict[str, Any]:
     return {"message": {"role": "assistant", "content": text}, "done": True}
 
 
-@pinned(max_examples=200)
+@pinned(max_examples=100)
 @given(provider=st.sampled_from(["chat", "responses", "gemini", "ollama"]), value=json_values)
 @example(provider="ollama", value=[])
 @example(provider="gemini", value={"content": {"parts": [{"text": "hi"}]}})
@@ -355,7 +355,7 @@ def content_parts(value: Any) -> bool:
     )
 
 
-@pinned(max_examples=200)
+@pinned(max_examples=100)
 @given(provider=st.sampled_from(PROVIDERS), text=not_texts)
 @example(provider="gemini", text=False)
 @example(provider="chat", text=0)
@@ -368,7 +368,7 @@ def test_a_text_of_another_type_is_no_reply(provider: str, text: Any) -> None:
         to_reply(with_text(provider, text))
 
 
-@pinned(max_examples=200)
+@pinned(max_examples=100)
 @given(provider=st.sampled_from(PROVIDERS), text=st.text(max_size=20))
 def test_any_text_is_read_as_it_is(provider: str, text: str) -> None:
     """A body whose answer text is any string (the empty one too) is a reply of that text."""
@@ -435,7 +435,7 @@ def carries_something(delta: Delta) -> bool:
     return bool(delta.text or delta.refusal or delta.finish_reason or delta.usage or delta.model)
 
 
-@pinned(max_examples=120)
+@pinned(max_examples=60)
 @given(chunks=st.lists(deltas, max_size=4))
 @example(chunks=[])
 @example(chunks=[Delta(), Delta()])

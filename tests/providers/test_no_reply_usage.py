@@ -244,7 +244,7 @@ def broken(provider: str, member: Any) -> dict[str, Any]:
     return body
 
 
-@pinned(max_examples=150)
+@pinned(max_examples=75)
 @given(
     provider=st.sampled_from(["chat", "responses", "anthropic", "gemini", "ollama"]),
     member=members,

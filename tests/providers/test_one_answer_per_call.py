@@ -58,7 +58,7 @@ def _gemini(server: ScriptedServer, config: Any) -> Any:
         close_gemini(client)
 
 
-@pinned(max_examples=15)
+@pinned(max_examples=10)
 @given(n=st.integers(min_value=2, max_value=128) | st.integers(max_value=0))
 def test_chat_refuses_several_answers_before_any_request(
     shared_server: ScriptedServer, n: int

@@ -284,7 +284,7 @@ def _has_outside_anthropic(schema: Mapping[str, Any]) -> bool:
     return _cycle(schema.get("$defs") or {}, required_only=False)
 
 
-SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
@@ -337,7 +337,7 @@ def _conforms(value: Any, schema: Mapping[str, Any]) -> bool:
     return bool(validators.validator_for(schema)(schema).is_valid(value))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(_BREACHES), models(depth=1), st.data())
 def test_a_value_breaking_only_a_dropped_constraint_is_never_healed(
     breach: tuple[Any, dict[str, Any], Any], rest: type[BaseModel], data: st.DataObject

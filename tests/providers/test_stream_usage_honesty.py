@@ -245,7 +245,7 @@ def _cut_usage(server: ScriptedServer, provider: str, cut: int) -> tuple[Usage, 
     return attempt.usage, attempt.raw_text or ""
 
 
-@pinned(max_examples=12)
+@pinned(max_examples=10)
 @given(
     provider=st.sampled_from(PROVIDERS),
     cuts=st.tuples(

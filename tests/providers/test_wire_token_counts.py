@@ -252,7 +252,7 @@ def check(usage: Usage, prompt: Any, completion: Any, parts: bool = False) -> No
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
 @pytest.mark.parametrize("provider", PROVIDERS)
-@pinned(max_examples=25)
+@pinned(max_examples=12)
 @given(prompt=WIRE_COUNTS, completion=WIRE_COUNTS)
 @example(prompt=-100_000, completion=400)
 @example(prompt="lots", completion=12)
@@ -308,7 +308,7 @@ def _dict_reply(provider: str, prompt: Any, completion: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-@pinned(max_examples=60)
+@pinned(max_examples=30)
 @given(prompt=COUNTS, completion=COUNTS)
 @example(prompt=True, completion=12)
 @example(prompt=50, completion=False)

@@ -316,7 +316,7 @@ def _id_spec(line: int, spec: tuple[str, int]) -> str:
     return json.dumps(row)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(
     specs=st.lists(
         st.tuples(st.sampled_from(["missing", "null", "int", "str"]), st.integers(1, 8)),

@@ -148,7 +148,7 @@ WORDS = st.sampled_from(["short", "ok then", "Bearer ", "x" * 24, KEY, "sk-", "p
 
 
 @given(parts=st.lists(WORDS, min_size=1, max_size=4))
-@pinned(max_examples=12, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pinned(max_examples=10, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_a_row_is_the_answer_as_sent_or_an_explicit_degrade(
     tmp_path_factory: pytest.TempPathFactory, parts: list[str]
 ) -> None:
@@ -278,7 +278,7 @@ def test_a_body_that_is_no_reply_but_reports_usage_is_in_the_report(tmp_path: Pa
 
 
 @given(kinds=st.lists(st.sampled_from(KINDS), min_size=1, max_size=6))
-@pinned(max_examples=12, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pinned(max_examples=10, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_the_report_counts_every_rows_usage(
     tmp_path_factory: pytest.TempPathFactory, kinds: list[str]
 ) -> None:

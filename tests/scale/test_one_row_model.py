@@ -275,7 +275,7 @@ _ROW = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(rows=st.lists(_ROW, min_size=1, max_size=6))
 @example(rows=[{"prompt": "a", "context": {"limit": 2**53 + 1}}, {"prompt": "b", "context": {}}])
 def test_a_row_means_one_request_read_from_json_or_from_arrow(rows: list[dict[str, Any]]) -> None:

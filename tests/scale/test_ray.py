@@ -748,7 +748,7 @@ batch_formats = st.sampled_from(["pyarrow", "numpy", "pandas", "lists"])
 _PROPERTY_REPLIES = HealReplies(Extract, contracts=[ends_after_start])
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(cases=st.lists(case, max_size=25), batch_format=batch_formats)
 def test_heal_replies_accounts_for_every_row(
     cases: list[tuple[str, str]], batch_format: str
@@ -781,7 +781,7 @@ def test_heal_replies_accounts_for_every_row(
 batch_cases = st.tuples(st.sampled_from(KINDS), st.sampled_from(VALID_SHAPES + INVALID_SHAPES))
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(cases=st.lists(batch_cases, max_size=12), batch_format=batch_formats)
 def test_heal_batch_accounts_for_every_row(
     heal: HealBatch, cases: list[tuple[str, str]], batch_format: str

@@ -212,7 +212,7 @@ PLACES = {
 
 
 @given(text=LONE, place=st.sampled_from(sorted(PLACES)))
-@pinned(max_examples=60)
+@pinned(max_examples=30)
 def test_any_string_not_encodable_as_utf8_makes_the_line_unusable(text: str, place: str) -> None:
     """A lone surrogate in any string of a line's request makes the line a job with a problem
     (an `invalid_input` row for every runner), never a request to send."""
@@ -377,7 +377,7 @@ COUNTS = st.one_of(
 
 
 @given(reason=st.text(max_size=20), attempts=st.lists(COUNTS, min_size=2, max_size=5))
-@pinned(max_examples=60)
+@pinned(max_examples=30)
 def test_trace_totals_escape_the_reason_and_count_only_valid_attempts(
     reason: str, attempts: list[Any]
 ) -> None:

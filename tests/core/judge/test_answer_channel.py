@@ -45,7 +45,7 @@ stray_calls = st.lists(
 POLICY = HealPolicy(max_attempts=1)
 
 
-@pinned(max_examples=60)
+@pinned(max_examples=30)
 @given(answer=points, calls=stray_calls, finish=st.sampled_from(["stop", "tool_calls"]))
 def test_text_beside_calls_to_other_tools_is_the_answer(
     answer: Point, calls: tuple[ToolCall, ...], finish: str
@@ -72,7 +72,7 @@ def respelled(name: str) -> st.SearchStrategy[str]:
     )
 
 
-@pinned(max_examples=60)
+@pinned(max_examples=30)
 @given(
     answer=points,
     name=respelled("Point"),
@@ -139,7 +139,7 @@ titles = st.text(
 )
 
 
-@pinned(max_examples=60)
+@pinned(max_examples=30)
 @given(title=titles, answer=points)
 def test_the_answer_tool_named_after_the_schema_title_is_the_answer_beside_text(
     title: str, answer: Point

@@ -337,7 +337,7 @@ def tenfold(value: Any) -> int:
 TENFOLD = Annotated[int, BeforeValidator(tenfold)]
 
 
-@pinned(max_examples=60)
+@pinned(max_examples=30)
 @given(
     answered=st.lists(st.integers(-1000, 1000), min_size=1, max_size=5),
     fixed=st.sets(st.integers(0, 4)),
@@ -467,7 +467,7 @@ def spaced(value: Any) -> bool:
     return isinstance(text, str) and text != text.strip()
 
 
-@pinned(max_examples=60)
+@pinned(max_examples=30)
 @given(case=st.sampled_from(WRONG_TYPED), extra=st.integers(0, 3))
 def test_a_fix_of_wrong_types_is_never_healed_with_them(case: Any, extra: int) -> None:
     """A fix that sets a bool where an `int` is declared (in a model, a union, a dict), or

@@ -188,7 +188,7 @@ def failing_places(data: dict[str, Any], path: list[str], loc: str = "") -> list
     return [p for i, item in enumerate(node) for p in failing_places(item, rest, f"{here}[{i}]")]
 
 
-@pinned(max_examples=60)
+@pinned(max_examples=30)
 @given(st.data(), st.integers(0, 3))
 @example(None, 1)
 def test_an_item_rule_at_any_depth_judges_every_item(data: Any, depth: int) -> None:

@@ -162,7 +162,7 @@ def test_a_path_whose_head_is_no_field_is_refused_by_the_healer() -> None:
         Healer(Invoice, contracts=[positive])
 
 
-@settings(max_examples=80, deadline=None, derandomize=True)
+@settings(max_examples=40, deadline=None, derandomize=True)
 @given(st.lists(st.integers(min_value=-3, max_value=3), max_size=8))
 @example([0])
 @example([1, 0, 1, 0])

@@ -519,7 +519,7 @@ RULES = st.lists(
 )
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(qtys=st.lists(st.integers(-3, 12), min_size=1, max_size=5), specs=RULES)
 def test_policy_mixes_keep_their_promises(
     qtys: list[int], specs: list[tuple[str, int, str]]
@@ -589,7 +589,7 @@ def test_check_pack_accepts_a_fix_that_fixes() -> None:
     from healjson.testing import check_pack
 
     swap = _span_pack(lambda span: Span(low=span.high, high=span.low))
-    check_pack(swap, max_examples=15)
+    check_pack(swap, max_examples=10)
 
 
 @pytest.mark.parametrize(
@@ -605,4 +605,4 @@ def test_check_pack_reports_a_fix_that_does_not_fix(fix: Any, message: str) -> N
     from healjson.testing import check_pack
 
     with pytest.raises(AssertionError, match=re.escape(message)):
-        check_pack(_span_pack(fix), max_examples=15)
+        check_pack(_span_pack(fix), max_examples=10)

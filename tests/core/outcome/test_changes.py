@@ -49,7 +49,7 @@ def _first(after: Any, fate: str) -> Any:
     return after + "!"
 
 
-@settings(max_examples=300, derandomize=True, deadline=None)
+@settings(max_examples=150, derandomize=True, deadline=None)
 @given(
     fields=st.dictionaries(
         st.text("abcdefgh", min_size=1, max_size=3),

@@ -38,7 +38,7 @@ KEYS = st.sets(st.sampled_from(["a", "b", "c", "d"]), max_size=4)
 
 
 @given(first=KEYS, second=KEYS)
-@pinned(max_examples=30)
+@pinned(max_examples=15)
 def test_a_maps_removed_keys_are_listed_exactly(first: set[str], second: set[str]) -> None:
     """Whatever keys the first answer's map had and the repair's kept: each removed key is
     listed under the map, each added one too, none other."""

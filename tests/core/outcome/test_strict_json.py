@@ -50,7 +50,7 @@ json_data = st.recursive(
 )
 
 
-@pinned(max_examples=200)
+@pinned(max_examples=100)
 @given(data=json_data, indent=st.sampled_from([None, 2]))
 def test_any_data_is_written_as_strict_json_that_keeps_every_value(data: Any, indent: Any) -> None:
     """A strict parser reads what `strict_dumps` writes, and reads every value back (a
@@ -123,7 +123,7 @@ UNBOUNDED = st.sampled_from([math.inf, -math.inf, math.nan])
 LOOSE_ITEM = st.one_of(UNBOUNDED, st.none(), st.integers(-5, 5), st.text(max_size=3))
 
 
-@pinned(max_examples=80)
+@pinned(max_examples=40)
 @given(
     x=LOOSE_ITEM,
     xs=st.lists(LOOSE_ITEM, max_size=4),

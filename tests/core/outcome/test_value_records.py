@@ -77,7 +77,7 @@ _CASES = st.one_of(
 )
 
 
-@pinned(max_examples=120)
+@pinned(max_examples=60)
 @given(_CASES)
 def test_a_healed_value_reads_back_equal_through_its_record(case: tuple[Any, Any]) -> None:
     """`to_dict` → JSON → `outcome_from_dict(data, T)` gives a value equal to the healed one,

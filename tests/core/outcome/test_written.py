@@ -76,7 +76,7 @@ TEXTS = st.lists(
 
 
 @given(text=TEXTS)
-@pinned(max_examples=40)
+@pinned(max_examples=20)
 def test_a_written_outcome_is_the_value_as_said_or_an_explicit_api_error(text: str) -> None:
     """Whatever the value holds: written as it is exactly when the redactor leaves it alone,
     else degraded with one `redaction` diagnostic, the run's attempts, usage and id kept; the
@@ -131,7 +131,7 @@ class Blob(BaseModel):
         return bytes.fromhex(value) if isinstance(value, str) else value
 
 
-@pinned(max_examples=40)
+@pinned(max_examples=20)
 @given(raw=st.binary(min_size=1, max_size=8))
 def test_a_value_with_no_json_form_is_written_as_an_explicit_api_error(raw: bytes) -> None:
     """A healed value pydantic cannot write as JSON (bytes that are no UTF-8) is written as an

@@ -246,7 +246,7 @@ def misaligned_replies(draw: st.DrawFn) -> tuple[Any, Any, str, set[Flag]]:
     return build(spec), value, json.dumps(reply), flags
 
 
-@pinned(max_examples=150)
+@pinned(max_examples=75)
 @given(case=misaligned_replies())
 def test_misalignments_at_any_depth_heal_to_the_original_value(
     case: tuple[Any, Any, str, set[Flag]],
@@ -268,7 +268,7 @@ class _Tagged(BaseModel):
 _ITEMS = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)
 
 
-@pinned(max_examples=100)
+@pinned(max_examples=50)
 @given(
     tags=st.lists(_ITEMS, max_size=4),
     counts=st.lists(st.integers(-5, 500), max_size=3),
@@ -399,7 +399,7 @@ def key_two_members_could_mean(draw: st.DrawFn) -> tuple[Any, str]:
     return target, json.dumps(data)
 
 
-@pinned(max_examples=40)
+@pinned(max_examples=20)
 @given(case=st.one_of(wrapper_or_item(), key_two_members_could_mean()))
 def test_when_two_readings_fit_nothing_is_chosen(case: tuple[Any, str]) -> None:
     """Two different readings fit, at whatever depth: no value, the schema failure reported."""
@@ -424,7 +424,7 @@ class _Node(BaseModel):
     leaves: list[_Leaf]
 
 
-@pinned(max_examples=20)
+@pinned(max_examples=10)
 @given(
     width=st.integers(min_value=1, max_value=400),
     depth=st.integers(min_value=1, max_value=12),

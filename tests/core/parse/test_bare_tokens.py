@@ -393,7 +393,7 @@ def _tagged(value: Any) -> Any:
     return value
 
 
-@pinned(max_examples=300)
+@pinned(max_examples=150)
 @given(case=broken_replies())
 @example(case=("[1:, 2]", None))
 @example(case=("[1 2 3]", None))

@@ -434,7 +434,7 @@ def _respelled(draw: Any, data: Any) -> Any:
     return out
 
 
-@pinned(max_examples=120)
+@pinned(max_examples=60)
 @given(st.data())
 def test_a_respelled_key_never_gives_way_to_the_default(data: st.DataObject) -> None:
     """For generated models, a healed value holds every value the text wrote under any respelling
@@ -522,7 +522,7 @@ SPELLINGS = st.sampled_from(["A_B", "aB", "AB", "a-b", "A B", "a__b", "Ab"])
 
 
 @given(key=SPELLINGS, value=st.integers(-99, 99), given_ab=st.booleans())
-@pinned(max_examples=40)
+@pinned(max_examples=20)
 def test_a_key_spelling_two_fields_alike_is_never_dropped_silently(
     key: str, value: int, given_ab: bool
 ) -> None:

@@ -39,7 +39,7 @@ def spellings(name: str) -> st.SearchStrategy[str]:
     )
 
 
-@pinned(max_examples=60)
+@pinned(max_examples=30)
 @given(
     first=spellings("limit"),
     second=spellings("limit"),
@@ -61,7 +61,7 @@ def test_a_field_under_two_keys_is_reported_beside_a_missing_or_wrong_field(
     assert any("several keys" in error.constraint for error in outcome.errors)
 
 
-@pinned(max_examples=40)
+@pinned(max_examples=20)
 @given(key=spellings("a_b"))
 def test_a_key_spelling_two_fields_is_reported_beside_a_missing_field(key: str) -> None:
     """A key spelling both `a_b` and `ab`, with the required `need` missing: the ambiguous key

@@ -63,7 +63,7 @@ def test_a_list_item_is_unwrapped_only_under_an_envelope_word() -> None:
 _NAMES = st.from_regex(r"\A[a-z][a-z_]{0,10}\Z")
 
 
-@pinned(max_examples=150)
+@pinned(max_examples=75)
 @given(
     field=_NAMES,
     key=st.one_of(_NAMES, st.sampled_from(ENVELOPES)),

@@ -40,7 +40,7 @@ def read(text: str) -> str:
     return text.replace("\\/", "/").encode("latin-1", "backslashreplace").decode("unicode_escape")
 
 
-@pinned(max_examples=150)
+@pinned(max_examples=75)
 @given(secret=SECRET, before=AROUND, after=AROUND, data=st.data())
 def test_a_secret_spelled_with_escapes_is_redacted_and_the_rest_kept(
     secret: str, before: str, after: str, data: st.DataObject
@@ -61,7 +61,7 @@ def test_a_secret_spelled_with_escapes_is_redacted_and_the_rest_kept(
     assert redacted.endswith(after)
 
 
-@pinned(max_examples=100)
+@pinned(max_examples=50)
 @given(secret=SECRET, before=AROUND, data=st.data())
 def test_a_text_cut_inside_a_secret_loses_what_it_holds_of_it(
     secret: str, before: str, data: st.DataObject

@@ -170,7 +170,7 @@ def test_a_streamed_list_hands_out_its_items_in_order_the_bad_one_once_repaired(
     assert "in this order: [1]" in requests[1]["messages"][-1]["content"]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(
     qtys=st.lists(st.integers(1, 9), min_size=2, max_size=12),
     data=st.data(),

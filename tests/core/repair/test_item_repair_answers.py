@@ -168,7 +168,7 @@ def _shaped(items: list[dict[str, Any]], shape: str, key: str) -> str:
     return f"<think>only [1] is wrong</think>\n{json.dumps({key: items})}"
 
 
-@pinned(max_examples=80)
+@pinned(max_examples=40)
 @given(
     qtys=st.lists(st.integers(1, 9), min_size=2, max_size=8),
     data=st.data(),
@@ -250,7 +250,7 @@ def test_the_items_a_drop_rule_removes_are_kept_in_the_record() -> None:
     assert prompt.render() == outcome.attempts[1].prompt.render()  # type: ignore[union-attr]
 
 
-@pinned(max_examples=60)
+@pinned(max_examples=30)
 @given(kinds=st.lists(st.sampled_from(["ok", "drop", "reask", "both"]), min_size=2, max_size=7))
 def test_no_dropped_item_is_ever_asked_for_or_healed(kinds: list[str]) -> None:
     """Whatever items break a drop rule or a re-ask rule, no item a drop rule removes is in a

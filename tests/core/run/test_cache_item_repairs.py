@@ -131,7 +131,7 @@ _ITEMS = st.lists(
 )
 
 
-@pinned(max_examples=40)
+@pinned(max_examples=20)
 @given(items=_ITEMS, data=st.data())
 def test_a_hit_after_any_per_item_repair_equals_the_first_value(
     items: list[dict[str, Any]], data: st.DataObject

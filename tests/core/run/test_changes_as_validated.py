@@ -168,7 +168,7 @@ def answer_of(kinds: list[str]) -> dict[str, Any]:
 kinds_lists = st.lists(st.sampled_from(sorted(KINDS)), min_size=1, max_size=6)
 
 
-@pinned(max_examples=60)
+@pinned(max_examples=30)
 @given(kinds=kinds_lists, picked=st.sets(st.integers(0, 5)), in_place=st.booleans())
 @example(kinds=["cents", "secret", "upper"], picked={2}, in_place=False)
 @example(kinds=["cents", "cents"], picked=set(), in_place=True)
@@ -199,7 +199,7 @@ def test_changed_fields_names_exactly_what_a_fix_changed(
     assert ["flagged", *sorted(touched, key=lambda n: int(n[1:]))] == list(outcome.changed_fields)
 
 
-@pinned(max_examples=60)
+@pinned(max_examples=30)
 @given(kinds=kinds_lists, picked=st.sets(st.integers(0, 5)))
 @example(kinds=["secret", "cents"], picked={0})
 def test_changed_fields_names_exactly_what_a_repair_changed(

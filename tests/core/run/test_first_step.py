@@ -100,7 +100,7 @@ def scripted(fates: list[Any], log: list[Any]) -> Callable[..., Any]:
     return call
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(fates=st.lists(_FATES, min_size=1, max_size=3), attempts=st.integers(1, 3))
 def test_what_listens_changes_neither_the_outcome_nor_the_calls(
     fates: list[Any], attempts: int
@@ -122,7 +122,7 @@ def test_what_listens_changes_neither_the_outcome_nor_the_calls(
     assert len(quiet_calls) == quiet.calls  # the first reply is never asked for twice
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(fates=st.lists(_FATES, min_size=1, max_size=3))
 def test_the_async_driver_reaches_the_sync_drivers_outcome(fates: list[Any]) -> None:
     """For any sequence of replies and failures, the async driver (heard, or started quick)

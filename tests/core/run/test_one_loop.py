@@ -94,7 +94,7 @@ def test_a_tool_call_repair_is_a_repair_prompt_recorded_announced_and_traced() -
     assert prompt == again.attempts[1].prompt
 
 
-@settings(max_examples=25, deadline=None, derandomize=True)
+@settings(max_examples=12, deadline=None, derandomize=True)
 @given(
     good=st.integers(0, 200),
     bad=st.integers(1, 60),

@@ -65,7 +65,7 @@ _VALID = {
 }
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(data=st.data(), name=st.sampled_from(sorted(_BAD)))
 def test_every_policy_field_rejects_bad_values_naming_the_field(
     data: st.DataObject, name: str

@@ -26,7 +26,7 @@ def test_an_unusable_token_growth_is_refused_at_construction(growth: float) -> N
         HealPolicy(max_tokens_growth=growth)
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
+@settings(max_examples=20, deadline=None, derandomize=True)
 @given(st.floats(min_value=1, max_value=100))
 def test_every_accepted_growth_runs_a_truncation_repair(growth: float) -> None:
     """Any growth the policy accepts raises a cut answer's `max_tokens` without an error."""

@@ -45,7 +45,7 @@ REPLIES = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(replies=st.lists(REPLIES, min_size=1, max_size=4), attempts=st.integers(1, 4))
 def test_a_replayed_run_asks_what_the_live_run_sent_and_ends_the_same(
     replies: list[Any], attempts: int

@@ -182,7 +182,7 @@ BODIES = st.builds(
 PROSE = st.text(st.characters(categories=("L", "N", "Zs")), max_size=20)
 
 
-@settings(derandomize=True, max_examples=100, deadline=None)
+@settings(derandomize=True, max_examples=50, deadline=None)
 @given(BODIES, PROSE, PROSE)
 def test_any_tagged_answer_heals_with_the_models_text_recorded(
     body: tuple[str, Ticket], before: str, after: str

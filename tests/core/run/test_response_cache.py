@@ -179,7 +179,7 @@ _OPS = st.lists(
 )
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(ops=_OPS)
 def test_two_objects_on_one_file_agree_with_a_dict_at_every_step(ops: list[Any]) -> None:
     """Any interleaving of committed puts and clears by two cache objects on one file (two
@@ -837,7 +837,7 @@ def _as_sent(params: dict[str, Any]) -> list[tuple[str, str, Any]]:
     return sorted((k, type(v).__name__, v) for k, v in params.items() if k != "timeout")
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(span=_SPANS, one=_SECRETS, two=_SECRETS, params=_PARAMS, other=_PARAMS)
 def test_two_requests_that_differ_anywhere_never_share_a_key(
     span: str, one: str, two: str, params: dict[str, Any], other: dict[str, Any]
@@ -863,7 +863,7 @@ _ANSWERS = st.builds(
 )
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(text=_ANSWERS)
 def test_an_entry_is_the_answer_verbatim_or_nothing(text: str) -> None:
     """Inside a client's secrets scope, an entry is written only when the redactor would leave

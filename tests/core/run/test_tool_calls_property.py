@@ -71,7 +71,7 @@ def run(replies: list[Reply], attempts: int) -> tuple[Any, list[Any]]:
     return drive_sync(flow, call), sent
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(data=st.data(), order=orders)
 def test_a_broken_call_is_healed_exactly_or_asked_again_alone(data: Any, order: Order) -> None:
     """However a call's arguments are broken, the run heals them to exactly the model's meaning
@@ -101,7 +101,7 @@ def test_a_broken_call_is_healed_exactly_or_asked_again_alone(data: Any, order: 
         assert "`ping`" not in asked[-1]["content"]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(data=st.data(), order=orders)
 def test_a_call_never_saved_degrades_with_every_call_as_sent(data: Any, order: Order) -> None:
     """A call no repair saves degrades with every call kept exactly as sent, unless a local
@@ -336,7 +336,7 @@ def gaps_of(kinds: list[tuple[str, bool]]) -> list[set[str]]:
     return gaps
 
 
-@pinned(max_examples=200)
+@pinned(max_examples=100)
 @given(data=st.data())
 def test_a_repair_never_loses_renames_or_moves_an_accepted_call(data: Any) -> None:
     """Whatever a repair answers (replacements, calls split in several, accepted calls sent

@@ -43,7 +43,7 @@ def test_an_enveloped_list_hands_out_its_items_before_the_stream_ends() -> None:
     assert set(stream.item_status.values()) == {"streamed"}
 
 
-@pinned(max_examples=12)
+@pinned(max_examples=10)
 @given(
     first=st.lists(st.sampled_from("ABCD"), min_size=1, max_size=3),
     second=st.lists(st.sampled_from("WXYZ"), min_size=1, max_size=3),

@@ -170,7 +170,7 @@ CONTRACTS = [
 ]
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     reply=box_texts(),
     cuts=st.lists(st.integers(0, 200), max_size=8),
@@ -341,7 +341,7 @@ def at_most_five_in_all(lines: list[Line]) -> Violation | None:
     return Violation("at most 5 in all") if sum(line.qty for line in lines) > 5 else None
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(
     first=st.lists(st.sampled_from([1, 2, 0, "two"]), min_size=1, max_size=5),
     tool=st.booleans(),
@@ -601,7 +601,7 @@ NAMES = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(names=st.lists(NAMES, min_size=1, max_size=5, unique=True), complete=st.booleans())
 def test_a_field_of_any_name_reads_as_the_field(names: list[str], complete: bool) -> None:
     """A model field of any name, even one of the snapshot's own methods, reads as the field, and

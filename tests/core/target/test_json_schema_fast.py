@@ -211,7 +211,7 @@ def fast_validator(schema: dict[str, Any]) -> Any:
     return adapter
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=125, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=cases())
 def test_jsonschema_rs_and_jsonschema_agree_on_is_valid(
     case: tuple[dict[str, Any], list[Any]],
@@ -231,7 +231,7 @@ def summary(outcome: Any) -> Any:
     return ("degraded", outcome.reason, outcome.errors, outcome.partial)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=cases())
 def test_validate_has_the_same_outcome_without_the_fast_path(
     case: tuple[dict[str, Any], list[Any]],

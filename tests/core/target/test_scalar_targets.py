@@ -89,7 +89,7 @@ def _same(target: Any, got: Any, value: Any) -> bool:
     return bool(got == value)
 
 
-@pinned(max_examples=300)
+@pinned(max_examples=150)
 @given(st.data())
 def test_one_reading_heals_with_the_value(data: Any) -> None:
     """A scalar target's value in any wrapping the rule reads (fences, prose, a one-key object)
@@ -101,7 +101,7 @@ def test_one_reading_heals_with_the_value(data: Any) -> None:
     assert _same(target, outcome.value, value), (text, outcome.value, value)
 
 
-@pinned(max_examples=200)
+@pinned(max_examples=100)
 @given(st.data())
 def test_a_value_read_from_text_is_the_texts_own(data: Any) -> None:
     """The text as a whole (a choice in any case, a date, a string), as written or without its
@@ -164,7 +164,7 @@ def test_the_issues_markup_examples_heal(text: str, target: Any, expected: Any) 
     assert expected == outcome.value
 
 
-@pinned(max_examples=200)
+@pinned(max_examples=100)
 @given(st.data())
 def test_markup_around_the_only_value_is_dropped_for_every_kind(data: Any) -> None:
     """For every scalar kind but `str` (which takes the text as written), the value's text in
@@ -190,7 +190,7 @@ def _is_json(text: str) -> bool:
     return True
 
 
-@pinned(max_examples=200)
+@pinned(max_examples=100)
 @given(st.data())
 def test_two_different_readings_are_never_resolved_silently(data: Any) -> None:
     """Two different scalar readings in one reply are an ambiguity error with every candidate
@@ -216,7 +216,7 @@ def test_two_different_readings_are_never_resolved_silently(data: Any) -> None:
     assert len(result.candidates) >= 2
 
 
-@pinned(max_examples=200)
+@pinned(max_examples=100)
 @given(st.data())
 def test_a_value_in_prose_is_not_picked_out_for_any_kind(data: Any) -> None:
     """A number in prose may count anything (`page 1 of the report`), a choice's name may be

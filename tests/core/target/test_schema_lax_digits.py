@@ -27,7 +27,7 @@ class Amount(BaseModel):
     x: float
 
 
-@pinned(max_examples=150)
+@pinned(max_examples=75)
 @given(
     text=st.lists(st.one_of(FOREIGN, PLAIN), min_size=1, max_size=6)
     .map("".join)

@@ -86,7 +86,7 @@ _LITERALS = st.one_of(
 )
 
 
-@pinned(max_examples=150)
+@pinned(max_examples=75)
 @given(literal=_LITERALS, kind=st.sampled_from(["number", "integer"]))
 def test_string_form_reads_as_bare_form(literal: str, kind: str) -> None:
     """Under `number` and `integer`, a numeric string reads to the value its bare digits do."""
@@ -115,7 +115,7 @@ def _encoded(name: str) -> str:
     return quote(name.replace("~", "~0").replace("/", "~1"), safe="")
 
 
-@pinned(max_examples=80)
+@pinned(max_examples=40)
 @given(name=_NAMES)
 def test_percent_encoded_ref_resolves(name: str) -> None:
     """A `$ref` to any definition name, escaped and percent-encoded, resolves as jsonschema does."""

@@ -63,7 +63,7 @@ def timed_out(outcome: Any) -> bool:
     return any("could not be checked" in error.describe() for error in outcome.errors)
 
 
-@pinned(max_examples=40)
+@pinned(max_examples=20)
 @given(
     names=st.lists(st.sampled_from(sorted(WRAPS)), min_size=1, max_size=3),
     reference_only=st.booleans(),

@@ -740,7 +740,7 @@ def _same_json(a: Any, b: Any) -> bool:
     return isinstance(a, bool) == isinstance(b, bool) and a == b
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_a_models_schema_and_the_model_agree(data: st.DataObject) -> None:
     """For a generated model and JSON text near it, `validate(text, Model.model_json_schema())`
@@ -920,7 +920,7 @@ class Line(BaseModel):
     qty: int = Field(ge=1)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(
     qtys=st.lists(st.sampled_from([0, 1, 2, "3", "two", -1]), min_size=1, max_size=5),
     cuts=st.lists(st.integers(0, 400), max_size=8),
@@ -996,7 +996,7 @@ def test_a_one_value_stream_of_an_object_schema_stops_at_a_final_breach() -> Non
         )
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_a_streamed_object_schema_has_the_unstreamed_outcome(data: st.DataObject) -> None:
     """A generated model's schema, JSON near it as one streamed value (a tool call's

@@ -103,7 +103,7 @@ _LITERAL_VALUES = st.lists(
 )  # fmt: skip
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(values=_LITERAL_VALUES, data=st.data())
 def test_each_order_of_a_literal_keeps_its_own_schema(
     values: list[Any], data: st.DataObject

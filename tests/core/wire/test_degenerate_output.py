@@ -199,7 +199,7 @@ segment = st.one_of(
 )
 
 
-@settings(max_examples=150, derandomize=True, deadline=None)
+@settings(max_examples=75, derandomize=True, deadline=None)
 @given(
     parts=st.lists(segment, max_size=8),
     cuts=st.lists(st.integers(1, 5_000), max_size=30),
@@ -228,7 +228,7 @@ def test_the_guard_trips_alike_however_the_text_is_cut(
         assert whole.constraint == found.constraint
 
 
-@settings(max_examples=60, derandomize=True, deadline=None)
+@settings(max_examples=30, derandomize=True, deadline=None)
 @given(length=st.integers(0, 6_000), bound=st.integers(1, 3_000), before=st.text(max_size=5))
 def test_a_whitespace_run_trips_exactly_past_the_bound(
     length: int, bound: int, before: str

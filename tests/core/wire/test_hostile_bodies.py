@@ -241,7 +241,7 @@ def _stream_body(kind: str, events: list[tuple[str | None, str]]) -> str:
 
 
 PROPERTY = settings(
-    max_examples=25,
+    max_examples=12,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
@@ -369,7 +369,7 @@ _DOCUMENTS = [GOOD[kind] for kind in KINDS] + [data for kind in KINDS for _, dat
 _SPOTS = [(document, path) for document in _DOCUMENTS for path in _paths(document)]
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=150, deadline=None, derandomize=True)
 @given(st.sampled_from(_SPOTS), hostile_values(10_000))
 def test_the_readers_raise_nothing_but_their_documented_type_error(
     spot: tuple[dict[str, Any], tuple[Any, ...]], value: Any

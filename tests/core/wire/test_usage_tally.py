@@ -48,7 +48,7 @@ def test_no_piece_is_no_usage() -> None:
     assert tally([]) is None
 
 
-@pinned(max_examples=100)
+@pinned(max_examples=50)
 @given(before=PIECES, closing=PIECE)
 def test_closing_totals_are_the_usage_whatever_came_before(
     before: list[tuple[Usage, bool]], closing: Usage
@@ -61,7 +61,7 @@ def test_closing_totals_are_the_usage_whatever_came_before(
     assert (counts(final), False) == (counts(usage), usage.estimated)
 
 
-@pinned(max_examples=100)
+@pinned(max_examples=50)
 @given(pieces=PIECES)
 def test_the_usage_is_exact_only_when_final_pieces_stated_prompt_and_completion(
     pieces: list[tuple[Usage, bool]],
@@ -75,7 +75,7 @@ def test_the_usage_is_exact_only_when_final_pieces_stated_prompt_and_completion(
     assert usage is None or usage.estimated == (not (prompt and completion))
 
 
-@pinned(max_examples=100)
+@pinned(max_examples=50)
 @given(pieces=PIECES, late=PIECE)
 def test_a_running_piece_never_replaces_a_final_count(
     pieces: list[tuple[Usage, bool]], late: Usage
@@ -89,7 +89,7 @@ def test_a_running_piece_never_replaces_a_final_count(
     assert ((5, 7, 1, 2, 3), False) == (counts(usage), usage.estimated)
 
 
-@pinned(max_examples=60)
+@pinned(max_examples=30)
 @given(prompt=st.integers(1, 10_000), completion=st.integers(1, 10_000), flip=st.booleans())
 def test_parts_stated_apart_add_up_in_either_order(
     prompt: int, completion: int, flip: bool

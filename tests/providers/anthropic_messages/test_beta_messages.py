@@ -192,7 +192,7 @@ def test_without_a_model_the_beta_api_passes_through(scripted_server: ScriptedSe
     assert client.beta.messages.batches is client.wrapped.beta.messages.batches
 
 
-@settings(max_examples=15, derandomize=True, deadline=None)
+@settings(max_examples=10, derandomize=True, deadline=None)
 @given(invoice=INVOICES)
 def test_a_valid_answer_parses_on_the_beta_api_exactly_as_the_bare_sdk(
     shared_server: ScriptedServer, invoice: Invoice

@@ -84,7 +84,7 @@ def test_a_hopeless_answer_gives_parsed_none_and_a_degraded_outcome(
     assert isinstance(healjson.outcome_of(message), Degraded)
 
 
-@settings(max_examples=20, derandomize=True, deadline=None)
+@settings(max_examples=10, derandomize=True, deadline=None)
 @given(invoice=INVOICES)
 def test_a_valid_answer_parses_exactly_as_the_bare_sdk(
     shared_server: ScriptedServer, invoice: Invoice

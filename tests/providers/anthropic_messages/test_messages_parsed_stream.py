@@ -226,7 +226,7 @@ def test_a_refused_tier_is_stepped_down_as_the_stream_opens(
     assert isinstance(healjson.outcome_of(healed.final), Healed)
 
 
-@settings(max_examples=15, derandomize=True, deadline=None)
+@settings(max_examples=10, derandomize=True, deadline=None)
 @given(invoice=INVOICES)
 def test_a_valid_stream_parses_exactly_as_the_bare_sdk(
     shared_server: ScriptedServer, invoice: Invoice

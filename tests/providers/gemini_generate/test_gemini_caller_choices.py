@@ -85,7 +85,7 @@ def test_a_schema_of_the_callers_is_sent_as_given_with_no_instruction() -> None:
 MODES = ["ANY", "any", gt.FunctionCallingConfigMode.ANY, "AUTO", "NONE", "auto"]
 
 
-@pinned(max_examples=24)
+@pinned(max_examples=12)
 @given(mode=st.sampled_from(MODES), as_object=st.booleans(), named=st.booleans())
 def test_a_tool_config_is_refused_exactly_when_it_forces_a_call(
     mode: Any, as_object: bool, named: bool

@@ -162,7 +162,7 @@ def test_a_stream_left_early_is_closed_and_passes_through(scripted_server: Scrip
     assert texts[0] == texts[1] == ['{"nu', "mber"]
 
 
-@settings(max_examples=15, derandomize=True, deadline=None)
+@settings(max_examples=10, derandomize=True, deadline=None)
 @given(invoice=INVOICES)
 def test_a_valid_answer_parses_exactly_as_the_bare_sdk(
     shared_server: ScriptedServer, invoice: Invoice

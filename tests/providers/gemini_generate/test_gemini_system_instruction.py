@@ -319,7 +319,7 @@ SYSTEMS = st.one_of(
 )
 
 
-@pinned(max_examples=25)
+@pinned(max_examples=12)
 @given(system=SYSTEMS, json_mode=st.sampled_from(["json_schema", "json_object", "prompt"]))
 def test_any_system_instruction_reaches_the_wire_as_given(
     shared_server: ScriptedServer, system: Any, json_mode: str

@@ -233,7 +233,7 @@ def test_a_stream_repaired_ends_with_the_repaired_calls_completion(
 # -- the property: a valid answer is the bare SDK's own result -----------------------------------
 
 
-@settings(max_examples=25, derandomize=True, deadline=None)
+@settings(max_examples=12, derandomize=True, deadline=None)
 @given(order=ORDERS)
 def test_a_valid_answer_parses_exactly_as_the_bare_sdk(
     shared_server: ScriptedServer, order: Order

@@ -506,7 +506,7 @@ _items = st.lists(
 )  # fmt: skip
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(
     instructions=st.none() | _texts,
     given_input=_texts | _items,

@@ -84,7 +84,7 @@ def responses(draw: st.DrawFn) -> Response:
     return Response.model_validate(body)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(responses())
 def test_the_fast_reader_reads_every_response_as_the_full_reader(response: Response) -> None:
     """For any Responses API `Response`, the fast reader gives the full reader's `Reply`."""
@@ -134,7 +134,7 @@ _EVENT = st.builds(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(_EVENT, max_size=8))
 def test_events_read_while_set_aside_as_the_core_reads_them(events: list[Any]) -> None:
     """The pieces the stream reader turns into `Delta`s read as the core reads the events, a

@@ -173,7 +173,7 @@ def test_a_stream_repaired_ends_with_the_repaired_calls_response(
     assert "stream" not in scripted_server.requests[1].body
 
 
-@settings(max_examples=25, derandomize=True, deadline=None)
+@settings(max_examples=12, derandomize=True, deadline=None)
 @given(order=ORDERS)
 def test_a_valid_answer_parses_exactly_as_the_bare_sdk(
     shared_server: ScriptedServer, order: Order
