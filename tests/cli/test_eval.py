@@ -95,13 +95,44 @@ def test_a_json_config_sets_policy_fields_model_and_params(tmp_path: Path) -> No
         ('{"base": "plain", "max_attempts": 3}', "exactly one call"),
         ('{"json_mode": "yaml"}', "json_mode must be one of"),
         ('{"model": 4}', "model must be a string"),
+        ('{"strict": "no"}', "`strict` must be true or false"),
+        ('{"strict": 0}', "`strict` must be true or false"),
+        ('{"name": [1]}', "`name` must be a string"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ('{"name": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
     ],
+    ids=lambda value: value[:40],
 )
 def test_bad_configs_are_scenario_errors(spec: str, message: str) -> None:
     """Each malformed configuration (unknown preset, bad JSON, unknown key, bad value, a `plain`
     base with retries) is a scenario error saying what is wrong."""
     with pytest.raises(ScenarioError, match=message):
         parse_config(spec)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"name": "a\xff"}', "is not UTF-8 text: byte 0xff at offset 11"),
+        (b"\xff\xfe{", "is not UTF-8 text: byte 0xff at offset 0"),
+        (b"[" * 100_000, "nested too deeply"),
+        (b'{"strict": "yes"}', "`strict` must be true or false"),
+    ],
+)
+def test_a_bad_configuration_file_is_a_usage_error_without_a_traceback(
+    tmp_path: Path, content: bytes, message: str
+) -> None:
+    """A configuration file that is not UTF-8, is nested past what can be read, or holds a
+    wrongly typed value exits 2 with the usage error naming what is wrong, never a traceback."""
+    path = tmp_path / "config.json"
+    path.write_bytes(content)
+    with pytest.raises(ScenarioError, match=message):
+        parse_config(str(path))
+    result = CliRunner().invoke(app, ["eval", "--a", str(path)])
+    assert 2 == result.exit_code, result.output
+    assert message.split(":", maxsplit=1)[0] in result.output
+    assert "Traceback" not in result.output
+    assert not isinstance(result.exception, RecursionError | UnicodeDecodeError)
 
 
 # -- scenario files -------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ def pinned() -> Iterator[None]:
     """Hypothesis with a fixed seed inside the test: a verdict that rests on a search is the
     same on every run."""
     previous = settings.get_current_profile_name()
-    settings.register_profile("check-pack-pinned", max_examples=30, deadline=None, derandomize=True)
+    settings.register_profile("check-pack-pinned", max_examples=60, deadline=None, derandomize=True)
     settings.load_profile("check-pack-pinned")
     try:
         yield
@@ -121,7 +121,7 @@ def test_a_raising_contract_is_one_problem_with_its_exception_input_and_line(pin
     rules = (within_budget, active_has_tasks, unique_titles, short_tasks_on_average)
     pack = ContractPack(Plan, rules, (PLAN_EXAMPLE,), name="plans")
     with pytest.raises(AssertionError) as failure:
-        check_pack(pack, max_examples=10)
+        check_pack(pack, max_examples=20)
     message = str(failure.value)
     assert message.startswith("healjson.testing.check_pack('plans') found 1 problem(s):\n")
     assert "  1. contract `short_tasks_on_average` raised ZeroDivisionError" in message
@@ -141,7 +141,7 @@ def test_a_contract_raising_on_a_golden_example_is_reported_there_once(pinned: N
     rules = (within_budget, short_tasks_on_average)
     pack = ContractPack(Plan, rules, (PLAN_EXAMPLE, example), name="plans")
     with pytest.raises(AssertionError) as failure:
-        check_pack(pack, max_examples=10)
+        check_pack(pack, max_examples=20)
     message = str(failure.value)
     assert "found 1 problem(s)" in message
     assert "on golden example examples[1] Plan(owner='ana', status='draft', tasks=[]" in message
@@ -152,14 +152,14 @@ def test_a_pack_of_ordinary_rules_over_a_list_needs_no_strategy(pinned: None) ->
     """Budget, emptiness, uniqueness and all-done rules over a list of tasks pass `check_pack`
     with one golden example and no strategy: every rule is broken alone."""
     pack = ContractPack(Plan, PLAN_RULES, (PLAN_EXAMPLE,), name="plans")
-    report = check_pack(pack, max_examples=10)
+    report = check_pack(pack, max_examples=20)
     assert {rule.name: 20 for rule in PLAN_RULES} == dict(report.violating)
 
 
 def test_the_same_pack_without_an_example_needs_no_strategy_either(pinned: None) -> None:
     """Without a golden example, valid plans drawn from the schema are the starting points."""
     pack = ContractPack(Plan, PLAN_RULES, name="plans")
-    report = check_pack(pack, max_examples=10)
+    report = check_pack(pack, max_examples=20)
     assert all(20 == count for count in report.violating.values())
     assert report.valid >= 20
 
@@ -274,12 +274,12 @@ def test_rules_over_common_shapes_need_no_strategy(
     numbers with bounds and a step, Literals, an Enum and a pattern: each rule over them is
     broken alone, with or without a golden example, and no strategy is supplied."""
     pack = ContractPack(Recipe, RECIPE_RULES, examples, name="recipes")
-    report = check_pack(pack, max_examples=10)
+    report = check_pack(pack, max_examples=15)
     assert {rule.name: 15 for rule in RECIPE_RULES} == dict(report.violating)
 
 
 @pytest.mark.parametrize("rule", [rule.name for rule in RECIPE_RULES])
-@settings(max_examples=10, derandomize=True)
+@settings(max_examples=20, derandomize=True)
 @given(data=st.data())
 def test_violating_breaks_each_common_shape_rule_alone(rule: str, data: st.DataObject) -> None:
     """`violating(pack, rule)` draws recipes on which that rule, and no other, fires."""
@@ -363,7 +363,7 @@ def test_rules_reading_the_same_values_are_named_with_the_strategy_to_write(
     `lines`, and which strategy to supply; the rules it can break alone are not reported."""
     pack = ContractPack(Order, ORDER_RULES, (ORDER_EXAMPLE,), name="orders")
     with pytest.raises(AssertionError) as failure:
-        check_pack(pack, max_examples=10)
+        check_pack(pack, max_examples=15)
     message = str(failure.value)
     assert "found 1 problem(s)" in message
     assert "violating(pack, 'few_of_each'): no value broke `few_of_each` alone" in message
@@ -388,7 +388,7 @@ def test_the_strategy_the_message_asks_for_makes_the_pack_pass(pinned: None) -> 
         name="orders",
         strategies={"few_of_each": lambda: valid(pack).map(too_many_of_one)},
     )
-    report = check_pack(pack, max_examples=10)
+    report = check_pack(pack, max_examples=15)
     assert 15 == report.violating["few_of_each"]
 
 
@@ -398,7 +398,7 @@ def test_tight_rules_without_an_example_are_one_problem_asking_for_one(pinned: N
     would start from such values, are named and not run."""
     pack = ContractPack(Order, ORDER_RULES, name="orders")
     with pytest.raises(AssertionError) as failure:
-        check_pack(pack, max_examples=10)
+        check_pack(pack, max_examples=15)
     message = str(failure.value)
     assert "found 1 problem(s)" in message
     assert "  1. valid(pack): too few values pass every rule: valid(pack) kept " in message
@@ -420,7 +420,7 @@ def test_every_problem_comes_with_its_fix(pinned: None) -> None:
     broken = {**ORDER_EXAMPLE, "total": 99.0}
     pack = ContractPack(Order, (total_adds_up, misplaced), (ORDER_EXAMPLE, broken), name="mixed")
     with pytest.raises(AssertionError) as failure:
-        check_pack(pack, max_examples=10)
+        check_pack(pack, max_examples=15)
     lines = str(failure.value).splitlines()
     numbered = [line for line in lines if line[:5].strip().rstrip(".").isdigit()]
     fixes = [line for line in lines if line.strip().startswith("fix: ")]

@@ -312,7 +312,7 @@ def test_the_profile_variable_selects_the_profile_for_the_suite(tmp_path: Path) 
 
 
 def test_the_old_variable_is_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without `HEALJSON_HYPOTHESIS_PROFILE` the conftest loads the suite's `ci` profile (60
+    """Without `HEALJSON_HYPOTHESIS_PROFILE` the conftest loads the suite's `ci` profile (30
     examples), whatever `HYPOTHESIS_PROFILE` says; with it, the conftest leaves the choice to
     the plugin."""
     previous = settings.get_current_profile_name()
@@ -322,7 +322,7 @@ def test_the_old_variable_is_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("HYPOTHESIS_PROFILE", "thorough")
         settings.load_profile("default")
         exec(code, {"__name__": "conftest_probe"})
-        assert ("ci", 60) == (settings.get_current_profile_name(), settings.default.max_examples)
+        assert ("ci", 30) == (settings.get_current_profile_name(), settings.default.max_examples)
         monkeypatch.setenv(plugin.PROFILE_ENV, "healjson-thorough")
         settings.load_profile("default")
         exec(code, {"__name__": "conftest_probe"})

@@ -12,6 +12,7 @@ from healjson._core.redact import redact_params, redact_text
 from healjson._core.run.policy import HealPolicy
 
 from .scenarios import ScenarioError
+from .text_in import NotUtf8, decode_utf8
 
 __all__ = ["PRESETS", "EvalConfig", "parse_config"]
 
@@ -84,13 +85,23 @@ def parse_config(spec: str) -> EvalConfig:
                 f"configuration {spec!r} is not a preset ({', '.join(PRESETS)}), a JSON object "
                 "or a .json file"
             )
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = decode_utf8(path.read_bytes(), f"configuration {spec!r}")
+        except NotUtf8 as exc:
+            raise ScenarioError(str(exc)) from None
+        except OSError as exc:
+            raise ScenarioError(f"configuration {spec!r} cannot be read: {exc}") from None
     try:
         data = json.loads(text)
     except ValueError as exc:
         raise ScenarioError(f"configuration {spec!r} is not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise ScenarioError(f"configuration {spec!r}: JSON nested too deeply to read") from None
     if not isinstance(data, dict):
         raise ScenarioError(f"configuration {spec!r} must be a JSON object")
+    for key, kind, what in (("name", str, "a string"), ("strict", bool, "true or false")):
+        if key in data and data[key] is not None and not isinstance(data[key], kind):
+            raise ScenarioError(f"configuration {spec!r}: `{key}` must be {what}")
     base = PRESETS.get(str(data.pop("base", "healed")))
     if base is None:
         raise ScenarioError(f"configuration `base` must be one of {', '.join(PRESETS)}")
