@@ -609,3 +609,55 @@ def test_live_runs_ask_for_the_declared_json_mode() -> None:
         )  # fmt: skip
         formats = [r.body["response_format"]["type"] for r in server.requests]
     assert formats == ["json_object", "json_object"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["-c", "no_such_pack.py"], ["--response-model", "no_such_module:Thing"]],
+    ids=["contracts", "response-model"],
+)
+def test_a_pack_or_target_for_the_builtin_set_is_a_usage_error(argv: list[str]) -> None:
+    """The built-in scripted set brings its own pack and target: `--contracts` or
+    `--response-model` without a scenario file would change nothing, so it exits 2 saying so
+    instead of running the built-in set as if the option were in use."""
+    result = CliRunner().invoke(app, ["eval", *argv])
+    assert 2 == result.exit_code, result.output
+    assert "built-in scripted set brings its own pack and target" in result.output
+
+
+def test_an_option_no_row_uses_is_a_usage_error(tmp_path: Path) -> None:
+    """When every row of the scenario file names its own target, `--response-model` is used by
+    none: exit 2 naming the option, where a row without one would have used it."""
+    row = {"prompt": "hi", "replies": ['{"a": 1}'], "response_model": "builtins:dict"}
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    unused = CliRunner().invoke(app, ["eval", str(path), "--response-model", "builtins:dict"])
+    assert 2 == unused.exit_code, unused.output
+    assert "no row uses it" in unused.output
+    del row["response_model"]
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    used = CliRunner().invoke(app, ["eval", str(path), "--response-model", "builtins:dict"])
+    assert 0 == used.exit_code, used.output
+
+
+@pytest.mark.parametrize("spec", ["os:path", "json:decoder", "sys:maxsize"])
+@pytest.mark.parametrize("command", ["heal", "eval"])
+def test_a_target_healjson_cannot_validate_against_is_a_usage_error(
+    tmp_path: Path, command: str, spec: str
+) -> None:
+    """A `--model` / `--response-model` naming an object that is no type (a module, a number)
+    exits 2 with healjson's reason, before any row runs: never a traceback, never a report of
+    rows that failed with an exception."""
+    reply = tmp_path / "reply.json"
+    reply.write_text('{"a": 1}', encoding="utf-8")
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"prompt": "hi", "replies": ['{"a": 1}']}) + "\n", "utf-8")
+    argv = (
+        ["heal", str(reply), "--model", spec]
+        if command == "heal"
+        else ["eval", str(rows), "--response-model", spec]
+    )
+    result = CliRunner().invoke(app, argv)
+    assert 2 == result.exit_code, result.output
+    assert "healjson cannot validate against" in result.output
+    assert "Traceback" not in result.output

@@ -121,6 +121,12 @@ def eval_command(
     if configs[0].name == configs[1].name:
         configs = (configs[0], dataclasses.replace(configs[1], name=f"{configs[1].name}-b"))
     if scenarios_path is None:
+        if contracts is not None or response_model is not None:
+            raise typer.BadParameter(
+                "they are for the rows of a scenario file that name none: the built-in "
+                "scripted set brings its own pack and target",
+                param_hint="'--contracts' / '--response-model'",
+            )
         scenarios, setup_for = _builtin_eval()
     else:
         try:
@@ -176,7 +182,16 @@ def _builtin_eval() -> tuple[list[EvalScenario], Callable[[EvalScenario], Setup]
 def _eval_setups(
     scenarios: Sequence[EvalScenario], contracts: str | None, response_model: str | None
 ) -> Callable[[EvalScenario], Setup]:
-    """Resolve every row's pack and target up front, so a bad one is a usage error."""
+    """Resolve every row's pack and target up front, so a bad one is a usage error (and so is
+    an option no row uses: every row names its own)."""
+    for option, given, named in (
+        ("'--contracts'", contracts, [row.contracts for row in scenarios]),
+        ("'--response-model'", response_model, [row.response_model for row in scenarios]),
+    ):
+        if given is not None and all(name is not None for name in named):
+            raise typer.BadParameter(
+                "no row uses it: every row of the scenario file names its own", param_hint=option
+            )
     packs: dict[str | None, ContractPack | None] = {}
     setups: dict[str, Setup] = {}
     for scenario in scenarios:

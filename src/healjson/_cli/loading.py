@@ -76,7 +76,8 @@ def load_pack(spec: str | None) -> ContractPack | None:
 
 
 def load_target(spec: str | None, pack: ContractPack | None, option: str = "'--model'") -> Any:
-    """The type `spec` names, or the pack's model when there is no spec; a failure is an error
+    """The type (or JSON Schema) `spec` names, or the pack's model when there is no spec; a
+    failure, or an object healjson cannot validate against (a module, a function), is an error
     on `option`."""
     if spec is None:
         if pack is None:
@@ -87,9 +88,16 @@ def load_target(spec: str | None, pack: ContractPack | None, option: str = "'--m
             )
         return pack.model
     try:
-        return load_object(spec)
+        found = load_object(spec)
     except SpecError as exc:
         raise typer.BadParameter(str(exc), param_hint=option) from exc
+    from healjson._core.target.target import target_for
+
+    try:
+        target_for(found)  # what healjson cannot validate against is a usage error here
+    except (TypeError, ValueError) as exc:
+        raise typer.BadParameter(f"{spec}: {exc}", param_hint=option) from exc
+    return found
 
 
 def load_object(spec: str) -> Any:
