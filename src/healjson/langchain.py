@@ -75,6 +75,7 @@ from pydantic_core import to_jsonable_python
 
 from . import Degraded, Healed, Healer, HealPolicy, Outcome, Reply
 from ._frameworks.core import (
+    HandOver,
     Run,
     Target,
     ToolCalls,
@@ -275,7 +276,7 @@ class _Turn:
         self.ai = ai
 
 
-class _HandOver(Exception):
+class _HandOver(HandOver):
     """The first answer of a step's run belongs to another run (`owner`; None: to none, the
     turn passes through untouched): raised out of the driver, which re-raises what is not the
     provider's, so the step hands the answer on."""

@@ -32,7 +32,7 @@ from healjson._core.run.drive import PROVIDER_PACKAGES, drive_async, drive_sync,
 from healjson._core.run.engine import heal_flow
 from healjson._core.run.messages import make_context, normalise_messages
 from healjson._core.run.policy import HealPolicy
-from healjson._core.run.start import Run
+from healjson._core.run.start import HandOver, Run
 from healjson._core.run.tools import Tool, ToolSpec, start_tools
 from healjson._core.target.target import Target, target_for
 from healjson._core.wire.effects import new_call_result
@@ -43,6 +43,7 @@ from healjson._providers.openai_chat import chat_usage
 
 __all__ = [
     "PROVIDER_PACKAGES",
+    "HandOver",
     "HealSpec",
     "ReadReply",
     "ReplyReader",

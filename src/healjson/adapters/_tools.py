@@ -121,12 +121,23 @@ def _read_tool(tool: Any, dialect: ToolDialect) -> tuple[str, Target[Any], Any] 
 
 
 def _schema_target(name: str, parameters: Any) -> Target[Any]:
-    """The target of a tool declared by a JSON schema (none: any JSON object)."""
+    """The target of a tool declared by a JSON schema (none: any JSON object). A call's
+    arguments are a JSON object whatever the schema says (every provider's tool calls carry an
+    object): a schema without `type` (`{}`, or `properties` alone) is read as an object's, and
+    one whose `type` allows no object is refused as a declaration."""
     if parameters is None:
         return target_for(dict[str, Any])
     if not isinstance(parameters, Mapping):
         raise ValueError(f"tools: parameters must be a JSON schema object, got {parameters!r}")
     schema = dict(parameters)
+    kind = schema.setdefault("type", "object")
+    if kind != "object" and not (isinstance(kind, list) and "object" in kind):
+        raise ValueError(
+            f"tools: {name!r}: parameters must describe a JSON object (a call's arguments are "
+            f"one), got type {kind!r}"
+        )
+    if isinstance(kind, list):
+        schema["type"] = "object"  # `["object", "null"]`: the arguments are still an object
     schema.setdefault("title", name)  # the target's name in what the model is told
     return target_for(schema)
 

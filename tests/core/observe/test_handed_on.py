@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from healjson import Healed, Healer, Reply, contract
 from healjson._core.observe import events, telemetry
-from healjson._frameworks.core import drive_async, drive_sync, handed_over
+from healjson._frameworks.core import HandOver, drive_async, drive_sync, handed_over
 
 
 class Ship(BaseModel):
@@ -43,7 +43,7 @@ FIRST = '{"order_id": "A1"}'  # a Refund without its amount: the taking run repa
 SECOND = '{"order_id": "A1", "amount": 12.5}'
 
 
-class Moved(Exception):
+class Moved(HandOver):
     """The first answer belongs to another run: raised out of the driver, as LangChain does."""
 
     def __init__(self, reply: Reply, elapsed_s: float) -> None:

@@ -392,6 +392,7 @@ class RunEvents:
             **_policies(outcome),
             prompt_tokens=outcome.usage.prompt_tokens,
             completion_tokens=outcome.usage.completion_tokens,
+            tokens_estimated=outcome.usage.estimated,
             requests=outcome.usage.requests,
             latency_s=round(sum(a.latency_s for a in outcome.attempts), 6),
         )
@@ -409,6 +410,7 @@ class RunEvents:
             errors=[f"{d.path}: {d.constraint}" for d in outcome.errors],
             prompt_tokens=outcome.usage.prompt_tokens,
             completion_tokens=outcome.usage.completion_tokens,
+            tokens_estimated=outcome.usage.estimated,
             latency_s=round(sum(a.latency_s for a in outcome.attempts), 6),
         )
 

@@ -42,11 +42,11 @@ import functools
 import json
 import os
 import sys
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import FunctionType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
@@ -92,7 +92,31 @@ def for_run(run_id: str, spec: Any) -> RunSpans | None:
     if isinstance(handed, RunSpans):
         _HANDED.set(None)
         return handed.taken_up(run_id, spec)
-    return RunSpans(_tracer(trace.get_tracer_provider()), run_id, spec, _instruments())
+    try:
+        return RunSpans(_tracer(trace.get_tracer_provider()), run_id, spec, _instruments())
+    except Exception:  # a raising sampler or span processor: the run goes on without spans
+        return None
+
+
+_SpanMethod = TypeVar("_SpanMethod", bound=Callable[..., Any])
+
+
+def _guarded(method: _SpanMethod) -> _SpanMethod:
+    """A `RunSpans` method that never breaks the run: the telemetry pipeline's own failure (a
+    span processor, sampler, exporter or metric hook that raises) is the pipeline's, not the
+    run's, as a broken log sink's is (`events._emit`). The call's span is let go and the
+    caller's context restored; the method gives what it gives when there is nothing to do."""
+
+    @functools.wraps(method)
+    def guarded(self: RunSpans, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except Exception:
+            self._detach()
+            self._attempt = None
+            return self if method.__name__ == "taken_up" else None
+
+    return guarded  # type: ignore[return-value]
 
 
 @contextmanager
@@ -217,6 +241,7 @@ class RunSpans:
         self._attempt: trace.Span | None = None
         self._token: object | None = None
 
+    @_guarded
     def taken_up(self, run_id: str, spec: Any) -> RunSpans:
         """These spans, handed on (`handed_on`), as those of the run `run_id` of `spec` that
         takes up the answer: the run's span named and attributed for it (its call's span stays
@@ -232,6 +257,7 @@ class RunSpans:
             self._attempt.set_attribute("healjson.run_id", run_id)
         return self
 
+    @_guarded
     def passed(self) -> None:
         """Spans handed on that no run took up: the answer was no run's to judge (an
         integration passed it through untouched). They end, with no outcome and no error."""
@@ -239,6 +265,7 @@ class RunSpans:
         self._run.set_attribute("healjson.outcome", "passed")
         self._run.end()
 
+    @_guarded
     def call_started(self, number: int, params: Mapping[str, Any]) -> None:
         """A model call starts: its span, current until the call's attempt is recorded."""
         self._end_attempt()
@@ -270,6 +297,7 @@ class RunSpans:
         self._attempt = span
         self._token = otel_context.attach(trace.set_span_in_context(span))
 
+    @_guarded
     def attempt(self, record: Attempt) -> None:
         """The call's attempt is recorded: its span gets what came back, and ends."""
         span = self._attempt
@@ -301,13 +329,15 @@ class RunSpans:
             attributes[f"{ns}.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
         if usage.reasoning_tokens:
             attributes["healjson.usage.reasoning_tokens"] = usage.reasoning_tokens
+        # what the provider or the model wrote: redacted (a proxy may echo a key anywhere) and
+        # bounded, as captured content is
         if record.model:
-            attributes[f"{ns}.response.model"] = record.model
+            attributes[f"{ns}.response.model"] = _said(record.model)
         if record.finish_reason:
-            attributes[f"{ns}.response.finish_reasons"] = [record.finish_reason]
+            attributes[f"{ns}.response.finish_reasons"] = [_said(record.finish_reason)]
         if record.diagnostics:
             first = record.diagnostics[0]
-            attributes["healjson.diagnostic"] = redact_text(f"{first.path}: {first.constraint}")
+            attributes["healjson.diagnostic"] = _said(f"{first.path}: {first.constraint}")
         if self._content:
             attributes["gen_ai.input.messages"] = _content(
                 [dict(message) for message in record.messages]
@@ -325,6 +355,7 @@ class RunSpans:
         if self._instruments is not None:
             self._instruments.attempts.add(1, {"healjson.strategy": str(record.strategy)})
 
+    @_guarded
     def finished(self, outcome: Outcome[Any]) -> None:
         """The run's outcome: the run span gets it, and ends."""
         self._end_attempt()
@@ -337,6 +368,7 @@ class RunSpans:
             # `gen_ai.usage.*`, and a backend summing those must not count the run again
             "healjson.usage.input_tokens": usage.prompt_tokens,
             "healjson.usage.output_tokens": usage.completion_tokens,
+            "healjson.usage.estimated": usage.estimated,
             "healjson.tokens_saved": tokens_saved(outcome),
         }
         if usage.cache_read_tokens:
@@ -364,6 +396,7 @@ class RunSpans:
             instruments.outcomes.add(1, {"ok": outcome.ok, "healjson.reason": reason})
             instruments.per_run.record(outcome.calls, {"ok": outcome.ok})
 
+    @_guarded
     def release(self) -> None:
         """However the run ended: no span left open, the caller's context restored. A run
         released while it hands its answer on (`handed_on`: its flow closed at a call in
@@ -410,6 +443,15 @@ def _layer(outcome: Outcome[Any]) -> str:
     if not outcome.ok:
         return "L4"
     return "L1" if outcome.calls <= 1 else "L3"
+
+
+_MAX_SAID_CHARS: Final = 500
+
+
+def _said(text: str) -> str:
+    """A short text the provider or the model wrote (a model name, a finish reason, a
+    diagnostic), as a span may carry it: redacted, and cut at 500 characters."""
+    return redact_text(text)[:_MAX_SAID_CHARS]
 
 
 def _content(messages: list[dict[str, Any]]) -> str:

@@ -38,7 +38,7 @@ from healjson._core.redact import (
 )
 from healjson._core.repair.calls import CallsForm, CallState
 from healjson._core.repair.prompt import RepairPrompt
-from healjson._core.wire.reply import ToolCall
+from healjson._core.wire.reply import ToolCall, Usage
 
 from .attempt import Attempt
 from .outcome import Degraded, Healed
@@ -51,7 +51,7 @@ __all__ = ["seal", "seal_first"]
 
 _MAX_DEPTH: Final = 64
 _RECORDS: Final = frozenset(
-    {Attempt, CallState, CallsForm, Diagnostic, Dropped, RepairPrompt, ToolCall}
+    {Attempt, CallState, CallsForm, Diagnostic, Dropped, RepairPrompt, ToolCall, Usage}
 )
 _PLAIN_ESCAPED: Final = frozenset('"\\\b\f\n\r\t')  # what the other escapes spell
 
@@ -62,11 +62,20 @@ def seal_first(outcome: HealedT, forms: tuple[str, ...]) -> HealedT:
     without reasoning): the same outcome when no secret form occurs in that text and it has no
     escape, and none in the request's messages (the caller may quote a key in a prompt),
     without reading the records again; else `seal`."""
+    first = outcome.attempts[0]
     if not forms or (
-        _plain(outcome.raw_text, forms) and not _asked(outcome.attempts[0].messages, forms)
+        _plain(outcome.raw_text, forms)
+        and not _asked(first.messages, forms)
+        and not any(found_in(text, forms) for text in _provider_said(first) if text)
     ):
         return outcome
     return seal(outcome, forms)
+
+
+def _provider_said(attempt: Attempt) -> tuple[str | None, ...]:
+    """The short texts a provider wrote about a call (its model's name, its finish reason, the
+    usage's model): a proxy that reflects the request can echo a key there too."""
+    return (attempt.model, attempt.finish_reason, attempt.usage.model)
 
 
 def _plain(text: str, forms: tuple[str, ...]) -> bool:
@@ -92,6 +101,7 @@ def seal(outcome: OutcomeT, forms: tuple[str, ...]) -> OutcomeT:
             and not (isinstance(outcome, Degraded) and outcome.fallback is not None)
             and not (isinstance(outcome, Healed) and (outcome.warnings or outcome.dropped))
             and not _asked(first.messages, forms)
+            and not any(found_in(text, forms) for text in _provider_said(first) if text)
         ):
             return outcome
     shown, escaped = _texts_show(outcome, forms)
@@ -127,8 +137,10 @@ def _texts_show(outcome: Healed[Any] | Degraded[Any], forms: tuple[str, ...]) ->
     for attempt in outcome.attempts:
         if _asked(attempt.messages, forms):  # the request: the caller's own text too
             return True, True
-        texts += (attempt.raw_text, attempt.reasoning, attempt.error)
-        texts += [call.arguments for call in attempt.tool_calls]
+        texts += (attempt.raw_text, attempt.reasoning, attempt.error, *_provider_said(attempt))
+        texts += [
+            text for call in attempt.tool_calls for text in (call.arguments, call.id, call.name)
+        ]
         diagnostics += attempt.diagnostics
     if isinstance(outcome, Degraded):
         diagnostics += outcome.errors
@@ -163,6 +175,7 @@ def _scrubbed(outcome: OutcomeT, forms: tuple[str, ...]) -> OutcomeT:
     changes: dict[str, Any] = {
         "attempts": _clean(outcome.attempts, forms, 0),
         "raw_text": scrub(outcome.raw_text, forms),
+        "usage": _clean(outcome.usage, forms, 0),
     }
     if isinstance(outcome, Degraded):
         changes["errors"] = _clean(outcome.errors, forms, 0)

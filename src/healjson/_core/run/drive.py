@@ -74,7 +74,7 @@ from healjson._core.wire.reply import (
 )
 
 from .pump import CHUNK, END, ERROR, STREAM, VALUE, Pump, close_stream
-from .start import Quick, Run
+from .start import HandOver, Quick, Run
 
 __all__ = [
     "PROVIDER_PACKAGES",
@@ -133,8 +133,14 @@ def drive_sync(
             if type(taken) is not CallResult:
                 return taken  # type: ignore[no-any-return]
             steps = quick.flow_after(taken)
-        for last in sync_steps(steps, call):  # noqa: B007  (the last event is the outcome)
-            pass
+        try:
+            for last in sync_steps(steps, call):  # noqa: B007  (the last event is the outcome)
+                pass
+        except HandOver:
+            raise  # its flow stays suspended for `handed_on`
+        except BaseException:
+            steps.close()  # a bug of the caller's raised: the run ends first (spans, context)
+            raise
     finally:
         if token is not None:
             deactivate(token)
@@ -169,8 +175,14 @@ async def drive_async(
             if type(taken) is not CallResult:
                 return taken  # type: ignore[no-any-return]
             steps = quick.flow_after(taken)
-        async for last in async_steps(steps, call):  # noqa: B007
-            pass
+        try:
+            async for last in async_steps(steps, call):  # noqa: B007
+                pass
+        except HandOver:
+            raise
+        except BaseException:
+            steps.close()  # as `drive_sync`'s
+            raise
     finally:
         if token is not None:
             deactivate(token)

@@ -11,7 +11,7 @@ from healjson._core.wire.effects import CallResult
 
 from .engine import AnswerSpec, Flow, heal_flow, new_run_id
 
-__all__ = ["Quick", "Run"]
+__all__ = ["HandOver", "Quick", "Run"]
 
 
 class Run:
@@ -100,3 +100,11 @@ class Quick(Run):
             run_id=self.run_id,
         )
         return flow
+
+
+class HandOver(Exception):
+    """Raised by a call to hand the run's answer to another run (an integration's union step):
+    the driver leaves the run's flow suspended, for `observe.telemetry.handed_on` to close with
+    its spans parked for the run that takes the answer up. Any other exception the caller's
+    code raises out of a driver ends the run first (its flow closed: spans ended, the caller's
+    context restored) and then goes on unchanged."""

@@ -303,13 +303,16 @@ class CallAnswers:
         if number == 1 or reply.content is not None:
             self.text = reply.content
         self.slots = [_Slot(call, None, (), repaired) for call in calls]
-        ids: set[str | None] = set()
+        own: set[str | None] = {call.id for call in calls if call.id}
+        assigned: set[str | None] = set()
         last = len(calls) - 1
         for at, call in enumerate(calls):
-            made = _with_id(call, f"call_{at}", set())
-            # two calls of one answer with one id: the later one renamed
-            one = replace(made, id=f"{made.id}_{at}") if made.id in ids else made
-            ids.add(one.id)
+            if call.id and call.id not in assigned:
+                one = call
+            else:  # no id, or an earlier call's: one no call of the answer has (ids are unique)
+                default = f"{call.id}_{at}" if call.id else f"call_{at}"
+                one = replace(call, id=_fresh_id(None, default, own | assigned))
+            assigned.add(one.id)
             # only the last call of a cut reply can have been cut
             finish = reply.finish_reason if at == last else None
             slot = yield from self._judge_call(one, finish, None)
@@ -492,13 +495,6 @@ def _fresh_id(own: str | None, default: str, taken: set[str | None]) -> str:
         name = f"{name}_{n}"
     taken.add(name)
     return name
-
-
-def _with_id(call: ToolCall, default: str, taken: set[str | None]) -> ToolCall:
-    """`call` with an id: its own unless it has none or a kept call has it, else `default`."""
-    if call.id and call.id not in taken:
-        return call
-    return replace(call, id=default)
 
 
 def _under(index: int, diagnostic: Diagnostic) -> Diagnostic:
