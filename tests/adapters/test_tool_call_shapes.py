@@ -11,6 +11,7 @@ import openai
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 import healjson
 from healjson import Flag, Healed
@@ -134,3 +135,78 @@ def test_a_key_echoed_as_a_calls_id_or_name_is_shown_nowhere(where: str) -> None
     assert KEY not in outcome.trace()
     assert KEY not in json.dumps(outcome.to_dict(), default=str)
     assert KEY not in repr(outcome)
+
+
+def test_a_tool_call_stream_that_fails_keeps_what_had_arrived() -> None:
+    """A tool-call stream that breaks part-way degrades with `api_error`, its attempt keeping
+    the text and the calls that had arrived (as a JSON stream keeps its text)."""
+    reply = ScriptedReply(
+        content="Hello there",
+        chunk_chars=3,
+        stream_error_after_chars=20,
+        tool_calls=[{"id": "c1", "function": {"name": "weather", "arguments": '{"city":"Oslo"}'}}],
+    )
+    with ScriptedServer([reply]) as server:
+        sdk = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        with sdk:
+            stream = healjson.wrap(sdk).chat.completions.create(
+                model="m", messages=SAID, tools=[tool(CITY)], heal_tools=True, stream=True
+            )
+            streamed = "".join(map(str, stream))
+    outcome = stream.outcome
+    assert not outcome.ok
+    assert "api_error" == outcome.reason
+    [attempt] = outcome.attempts
+    assert streamed == attempt.raw_text == "Hello there"
+    [arrived] = attempt.tool_calls
+    assert ("weather", "c1") == (arrived.name, arrived.id)
+    assert '{"city":"Oslo"}'.startswith(arrived.arguments)
+
+
+class Person(BaseModel):
+    name: str
+    age: int
+
+
+@pytest.mark.parametrize("order", ["answer-last", "answer-first"])
+def test_the_attempts_text_is_the_call_judged_as_the_answer(order: str) -> None:
+    """A reply of calls alone, one of them to the answer tool (named after the target): the
+    attempt's `raw_text`, which the trace and a repair quote, is that call's arguments, the
+    one whose errors are reported, wherever it stands among the calls."""
+    calls = [
+        {"id": "a", "function": {"name": "other", "arguments": '{"name": "Eve", "age": 1}'}},
+        {"id": "b", "function": {"name": "Person", "arguments": '{"foo": 1}'}},
+    ]
+    if order == "answer-first":
+        calls.reverse()
+    scripted = [ScriptedReply(tool_calls=calls, finish_reason="tool_calls")]
+    with ScriptedServer(scripted * 3) as server:
+        sdk = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        with sdk:
+            outcome = healjson.wrap(sdk).chat.completions.create(
+                model="m", messages=SAID, response_model=Person
+            )
+    assert not outcome.ok
+    assert all('{"foo": 1}' == attempt.raw_text for attempt in outcome.attempts)
+
+
+def test_an_estimated_usage_keeps_the_replys_model() -> None:
+    """A reply without usage: its counts are estimated, for the model the reply named."""
+    message = {"role": "assistant", "content": '{"name": "Ann", "age": 3}'}
+    body = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "model-x",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+    }
+    reply = ScriptedReply(body=json.dumps(body))
+    with ScriptedServer([reply]) as server:
+        sdk = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        with sdk:
+            outcome = healjson.wrap(sdk).chat.completions.create(
+                model="m", messages=SAID, response_model=Person
+            )
+    assert outcome.ok, outcome
+    assert outcome.usage.estimated
+    assert "model-x" == outcome.usage.model == outcome.attempts[0].usage.model

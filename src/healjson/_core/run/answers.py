@@ -26,7 +26,13 @@ from typing import Any, TypeAlias
 
 from healjson._core.diagnostic import ROOT, Diagnostic, Source, describe_exception
 from healjson._core.flags import Flag
-from healjson._core.judge.check import Evaluation, caller_tools, evaluate
+from healjson._core.judge.check import (
+    Evaluation,
+    answer_tool_name,
+    answer_tool_names,
+    caller_tools,
+    evaluate,
+)
 from healjson._core.judge.contracts import Contract, ContractContext, value_at
 from healjson._core.judge.enforcement import Enforcement, conforms
 from healjson._core.judge.policies import answer_data
@@ -154,7 +160,7 @@ class HealSpec:
             return None  # left at its default: L1 aligns it, or says why it cannot
         usage = reply.usage
         if usage is None or usage.estimated:  # none reported, or a count that was no count
-            usage = estimated_usage(original, content, usage)
+            usage = estimated_usage(original, content, usage, reply.model)
         # reasoning in the provider's own field is set aside here as L1 would (`parse.read`)
         flags = (Flag.REASONING_SET_ASIDE,) if reply.reasoning and reply.reasoning.strip() else ()
         forms, stored = run_params(params)  # the run's secrets; the params as stored
@@ -191,11 +197,18 @@ class JsonAnswers:
         self.first_data: Any = NOTHING
 
     def raw(self, reply: Reply) -> str | None:
-        """The content, or — when the reply is only tool calls — the first call's arguments
-        (every call is kept in `Attempt.tool_calls`)."""
-        if reply.content or not reply.tool_calls:
+        """The content, or — when the reply is only tool calls — the arguments of the call
+        judged as the answer (`check.answer_text`'s: a call to the answer tool, else the first;
+        every call is kept in `Attempt.tool_calls`)."""
+        calls = reply.tool_calls
+        if reply.content or not calls:
             return reply.content
-        return reply.tool_calls[0].arguments
+        if len(calls) > 1:
+            names = answer_tool_names(self.spec.target)
+            for call in calls:
+                if answer_tool_name(call.name) in names:
+                    return call.arguments
+        return calls[0].arguments
 
     def judge(
         self, reply: Reply, number: int, params: Mapping[str, Any]

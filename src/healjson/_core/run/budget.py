@@ -35,11 +35,15 @@ estimate = estimate_tokens
 
 
 def estimated_usage(
-    messages: Sequence[Mapping[str, Any]], content: str | None, reported: Usage | None = None
+    messages: Sequence[Mapping[str, Any]],
+    content: str | None,
+    reported: Usage | None = None,
+    model: str | None = None,
 ) -> Usage:
     """The usage of a call whose provider reported none (or counts it marked `estimated`: a
-    count that was no count, `reported`): the request and the answer estimated."""
-    return call_usage(reported, messages, len(content or ""))
+    count that was no count, `reported`): the request and the answer estimated, for the
+    reply's `model` (what a streamed call's usage keeps too)."""
+    return call_usage(reported, messages, len(content or ""), model)
 
 
 def over_budget(

@@ -348,7 +348,7 @@ def _loop(
         raw = answers.raw(reply)
         usage = reply.usage
         if usage is None or usage.estimated:  # none reported, or a count that was no count
-            usage = estimated_usage(sent, _chars(reply), usage)
+            usage = estimated_usage(sent, _chars(reply), usage, reply.model)
         run.usage = run.usage + usage
         base.update(
             raw_text=raw,
@@ -462,6 +462,8 @@ def _call_failed(
         base = {**base, "raw_text": redact_text(failure.raw_text)}
         if failure.partial is not None:
             run.partial = failure.partial
+    if failure.tool_calls:  # its tool calls too (the outcome's seal removes known secrets)
+        base = {**base, "tool_calls": failure.tool_calls}
     if failure.usage is not None:  # the call was made: what it spent counts
         run.usage = run.usage + failure.usage
         base = {**base, "usage": failure.usage}

@@ -286,16 +286,22 @@ class CallsReading:
         return new_call_result(reply, None, time.perf_counter() - self.start)
 
     def salvage(self, result: CallResult) -> CallResult:
-        """A failed tool-call stream keeps its failure and what the call spent (a collector
-        that cannot say: the failure's own count, e.g. the usage a final event that is no reply
-        reported, else the request alone)."""
+        """A failed tool-call stream keeps its failure, what the call spent (a collector that
+        cannot say: the failure's own count, e.g. the usage a final event that is no reply
+        reported, else the request alone) and what had arrived: its text and its calls."""
         if result.failure is None:
             return result
         try:
-            usage = _spent(self.collector.reply(), self.effect)
+            answer: Reply | None = self.collector.reply()
         except Exception:  # a collector that cannot say what it read
+            answer = None
+        if answer is None:
             usage = result.failure.usage or call_usage(None, self.effect.messages, 0)
-        return replace(result, failure=replace(result.failure, usage=usage))
+            return replace(result, failure=replace(result.failure, usage=usage))
+        failure = replace(result.failure, usage=_spent(answer, self.effect))
+        if answer.content or answer.tool_calls:  # what had arrived, kept as a JSON stream's is
+            failure = replace(failure, raw_text=answer.content, tool_calls=answer.tool_calls)
+        return replace(result, failure=failure)
 
 
 def _spent(reply: Reply, effect: ModelCall) -> Usage:

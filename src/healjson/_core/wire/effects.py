@@ -17,7 +17,7 @@ from healjson._core.diagnostic import Diagnostic
 from healjson._core.frozen import builder
 
 from .fault import ProviderFault
-from .reply import Reply, Usage
+from .reply import Reply, ToolCall, Usage
 
 __all__ = [
     "AwaitAll",
@@ -147,6 +147,8 @@ class CallFailure:
     """The provider's HTTP error answer (status, code, message), when the call got one."""
     usage: Usage | None = None
     """What the call spent (`reply.call_usage`: it was made, so it counts), None when unknown."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The tool calls that had arrived of a streamed answer before it failed."""
 
 
 @dataclass(frozen=True, slots=True)
