@@ -210,3 +210,49 @@ def test_an_estimated_usage_keeps_the_replys_model() -> None:
     assert outcome.ok, outcome
     assert outcome.usage.estimated
     assert "model-x" == outcome.usage.model == outcome.attempts[0].usage.model
+
+
+def sse_of(*calls: tuple[int | None, str | None, str]) -> ScriptedReply:
+    """A chat stream whose chunks each carry one piece `(index, id, arguments)` of a call to
+    `weather` (the id only where given), then the finish."""
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        body = {"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+        return f"data: {json.dumps({**body, 'choices': [choice]})}\n\n"
+
+    pieces = []
+    for index, call_id, arguments in calls:
+        piece: dict[str, Any] = {"type": "function", "function": {"arguments": arguments}}
+        if index is not None:
+            piece["index"] = index
+        if call_id is not None:
+            piece["id"] = call_id
+            piece["function"]["name"] = "weather"
+        pieces.append(chunk({"tool_calls": [piece]}))
+    text = "".join(pieces) + chunk({}, "tool_calls") + "data: [DONE]\n\n"
+    return ScriptedReply(body=text, content_type="text/event-stream")
+
+
+@pytest.mark.parametrize("index", [0, None], ids=["all-at-0", "no-index"])
+def test_streamed_calls_a_server_numbers_alike_stay_apart_by_their_ids(index: int | None) -> None:
+    """A server that streams each parallel call at index 0 (or with no index), each with its
+    own id: the calls stay apart, each healed as sent, none merged into another or dropped;
+    a call's later pieces (no id) still join it."""
+    stream_of = sse_of(
+        (index, "a", '{"city":'),
+        (index, None, ' "Oslo"}'),
+        (index, "b", '{"city": "Bergen"}'),
+    )
+    with ScriptedServer([stream_of]) as server:
+        sdk = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        with sdk:
+            stream = healjson.wrap(sdk).chat.completions.create(
+                model="m", messages=SAID, tools=[tool(CITY)], heal_tools=True, stream=True
+            )
+            list(stream)
+    outcome = stream.outcome
+    assert isinstance(outcome, Healed), outcome
+    assert 1 == outcome.calls
+    made = [(call.id, call.arguments) for call in outcome.value.calls]
+    assert [("a", {"city": "Oslo"}), ("b", {"city": "Bergen"})] == made

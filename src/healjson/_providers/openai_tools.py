@@ -34,15 +34,18 @@ __all__ = ["CHAT", "ChatCollector", "forced", "read_function_tool", "strict_func
 class ChatCollector:
     """`chat.completion.chunk`s (SDK objects or dicts): content, refusal, the OpenAI-compatible
     reasoning pieces (`reasoning_content` / `reasoning`, as the whole reply's reader keeps
-    them), each call gathered by its `index` (its id and name from its first delta)."""
+    them), each call gathered by its `index` (its id and name from its first delta; a delta
+    with another id at an index in use starts a call of its own: a server that numbers every
+    call 0)."""
 
-    __slots__ = ("_calls", "_finish", "_model", "_reasoning", "_refusal", "_text", "_usage")
+    __slots__ = ("_at", "_calls", "_finish", "_model", "_reasoning", "_refusal", "_text", "_usage")
 
     def __init__(self) -> None:
         self._text: list[str] = []
         self._reasoning: list[str] = []
         self._refusal: list[str] = []
-        self._calls: dict[int, list[Any]] = {}  # index -> [id, name, argument pieces]
+        self._calls: list[list[Any]] = []  # [index, id, name, argument pieces], as they came
+        self._at: dict[int, list[Any]] = {}  # index -> its call now
         self._finish: str | None = None
         self._model: str | None = None
         self._usage: Any = None
@@ -70,12 +73,17 @@ class ChatCollector:
             self._reasoning.append(reasoning)
         for call in as_list(get_field(delta, "tool_calls")):
             index = get_field(call, "index")
-            entry = self._calls.setdefault(index if isinstance(index, int) else 0, [None, "", []])
-            entry[0] = entry[0] or opt_str(get_field(call, "id"))
+            at = index if isinstance(index, int) else 0
+            own = opt_str(get_field(call, "id"))
+            entry = self._at.get(at)
+            if entry is None or (own and entry[1] and own != entry[1]):
+                entry = self._at[at] = [at, None, "", []]
+                self._calls.append(entry)
+            entry[1] = entry[1] or own
             function = get_field(call, "function") or {}
-            entry[1] = entry[1] or (opt_str(get_field(function, "name")) or "")
+            entry[2] = entry[2] or (opt_str(get_field(function, "name")) or "")
             piece = get_field(function, "arguments")
-            entry[2].append(chunk_text(piece, "choices[0].delta.tool_calls[].function.arguments"))
+            entry[3].append(chunk_text(piece, "choices[0].delta.tool_calls[].function.arguments"))
         text = chunk_text(get_field(delta, "content"), "choices[0].delta.content", parts=True)
         if text:
             self._text.append(text)
@@ -84,9 +92,9 @@ class ChatCollector:
 
     def reply(self) -> Reply:
         """The whole answer read so far."""
+        ordered = sorted(self._calls, key=lambda entry: entry[0])  # stable: as they came
         calls = tuple(
-            ToolCall(name, "".join(pieces), call_id)
-            for _, (call_id, name, pieces) in sorted(self._calls.items())
+            ToolCall(name, "".join(pieces), call_id) for _, call_id, name, pieces in ordered
         )
         return new_reply(
             "".join(self._text) if self._text else None,
