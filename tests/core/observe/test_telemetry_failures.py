@@ -69,7 +69,8 @@ class Pipeline:
         if processor is not None:
             self.tracer_provider.add_span_processor(processor)
         self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exported))
-        self.meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+        self.metrics = InMemoryMetricReader()
+        self.meter_provider = MeterProvider(metric_readers=[self.metrics])
 
     def spans(self) -> list[ReadableSpan]:
         return list(self.exported.get_finished_spans())
@@ -208,3 +209,40 @@ def test_a_bug_of_the_callers_ends_the_runs_spans_and_gives_the_context_back(
     names = [span.name for span in pipeline.spans()]
     assert any(name.startswith("healjson.heal") for name in names), names
     assert names[-1] == "outer"
+
+
+def test_a_reply_no_call_made_is_no_client_span_and_no_counted_call(pipeline: Pipeline) -> None:
+    """A run answered from the response cache, and `validate`'s reply handed in: each has a
+    span of healjson's own (`healjson.cached` / `healjson.given`, INTERNAL, `healjson.cache_hit`
+    set as it was), no client `chat` span, and `healjson.attempts` counts the one model call
+    made, not them."""
+    cache = healjson.ResponseCache.memory()
+    with ScriptedServer([ScriptedReply(body=body(GOOD))] * 2) as server:
+        sdk = openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
+        with sdk:
+            wrapped = healjson.wrap(sdk, cache=cache)
+            outcomes = [
+                wrapped.chat.completions.create(model="m", messages=SAID, response_model=Ticket)
+                for _ in range(2)
+            ]
+        assert 1 == len(server.requests)
+    assert [1, 0] == [outcome.calls for outcome in outcomes]
+    assert healjson.validate(GOOD, Ticket).ok
+    kinds = [
+        (span.name, span.kind) for span in pipeline.spans() if span.name != "healjson.heal Ticket"
+    ]
+    assert [("chat m", trace.SpanKind.CLIENT)] == [
+        k for k in kinds if k[1] is trace.SpanKind.CLIENT
+    ]
+    assert ("healjson.cached", trace.SpanKind.INTERNAL) in kinds
+    assert ("healjson.given", trace.SpanKind.INTERNAL) in kinds
+    data = pipeline.metrics.get_metrics_data()
+    counted = [
+        point.value
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name == "healjson.attempts"
+        for point in metric.data.data_points
+    ]
+    assert 1 == sum(counted)

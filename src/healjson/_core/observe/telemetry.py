@@ -32,7 +32,7 @@ as the conventions say: `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true
 attribute passes the redactor.
 
 Metrics (when a meter provider is configured): `healjson.outcomes` (counter, by `ok` and
-`healjson.reason`), `healjson.attempts` (counter, by `healjson.strategy`) and
+`healjson.reason`), `healjson.attempts` (counter of model calls, by `healjson.strategy`) and
 `healjson.attempts_per_run` (histogram).
 """
 
@@ -52,6 +52,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.environment_variables import OTEL_PYTHON_TRACER_PROVIDER
 
+from healjson._core.outcome.attempt import was_given
 from healjson._core.outcome.savings import tokens_saved
 from healjson._core.redact import redact_text
 from healjson._core.wire import formats as wire
@@ -301,12 +302,15 @@ class RunSpans:
     def attempt(self, record: Attempt) -> None:
         """The call's attempt is recorded: its span gets what came back, and ends."""
         span = self._attempt
-        if span is None:  # a reply judged without a call (`validate`): a span of no duration
+        called = not (record.cache_hit or was_given(record))
+        if span is None:  # a reply judged without a call (`validate`, the response cache's):
+            # a span of no duration, healjson's own (INTERNAL): no client call was made
             parent = trace.set_span_in_context(self._run)
             span = self._tracer.start_span(
-                "chat", context=parent, kind=trace.SpanKind.CLIENT,
-                attributes={"gen_ai.operation.name": "chat", "healjson.run_id": self._run_id,
-                            "healjson.attempt": record.number},
+                "healjson.cached" if record.cache_hit else "healjson.given",
+                context=parent, kind=trace.SpanKind.INTERNAL,
+                attributes={"healjson.run_id": self._run_id, "healjson.attempt": record.number,
+                            "healjson.cache_hit": record.cache_hit},
             )  # fmt: skip
         self._detach()
         usage = record.usage
@@ -352,7 +356,7 @@ class RunSpans:
             span.set_status(trace.Status(trace.StatusCode.ERROR, redact_text(record.error)[:500]))
         span.end()
         self._attempt = None
-        if self._instruments is not None:
+        if self._instruments is not None and called:  # model calls only
             self._instruments.attempts.add(1, {"healjson.strategy": str(record.strategy)})
 
     @_guarded
