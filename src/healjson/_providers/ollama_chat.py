@@ -165,8 +165,7 @@ def _read_chunk(chunk: Any) -> Delta:
     return Delta(
         text=chunk_text(get_field(message, "content"), "message.content"),
         reasoning=str(get_field(message, "thinking") or ""),
-        tool_arguments="".join(call.arguments for call in calls),
-        tool_name=calls[0].name if calls else None,
+        tool_calls=calls,  # each call comes whole
         finish_reason=opt_str(get_field(chunk, "done_reason")) if done else None,
         usage=_usage(chunk, model) if done else None,
         model=model,

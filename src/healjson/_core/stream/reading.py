@@ -190,7 +190,10 @@ class JsonReading:
         if self.abort and session.abort:
             self.stop = self._cut(session.abort)
         elif self.guard is not None:
-            found = self.guard.feed(delta.text or delta.tool_arguments)
+            said = delta.text or delta.tool_arguments
+            if not said and delta.tool_calls:  # whole calls: their arguments are read too
+                said = "".join(call.arguments for call in delta.tool_calls)
+            found = self.guard.feed(said)
             if found is not None:  # degenerate: the rest of the stream is not read
                 self.stop = self._cut((found,))
         return events

@@ -39,6 +39,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails, to_json
 
 from healjson._core.diagnostic import Diagnostic, Source
+from healjson._core.judge.check import answer_tool_name, answer_tool_names
 from healjson._core.judge.contracts import BLOCKING, Contract, ContractContext, run_contracts
 from healjson._core.judge.judging import judge_value
 from healjson._core.judge.schema_errors import schema_diagnostics
@@ -101,8 +102,12 @@ class StreamSession:
         self._judge = judge_early
         self._reader = JsonStream()
         self._text: list[str] = []
-        self._tool_text: list[str] = []
-        self._tool_name: str | None = None
+        self._calls: list[tuple[str, list[str]]] = []
+        """The tool calls received, each `(name, argument pieces)`, as they came."""
+        self._answering: list[str] | None = None
+        """The pieces of the call streamed as the answer: the first that may be the answer
+        tool's (named after the target, or not named), as `check.answer_text` reads calls."""
+        self._answer_names = answer_tool_names(target)
         self._reasoning: list[str] = []
         self._refusal: list[str] = []
         self.finish_reason: str | None = None
@@ -158,15 +163,14 @@ class StreamSession:
             self._reasoning.append(delta.reasoning)
         if delta.refusal:
             self._refusal.append(delta.refusal)
-        if delta.tool_name and self._tool_name is None:
-            self._tool_name = delta.tool_name
-        piece = delta.text
-        if delta.tool_arguments:
-            self._tool_text.append(delta.tool_arguments)
-            if not self._text:  # tool mode: the arguments are the answer, one JSON value
-                piece = delta.tool_arguments
+        piece = self._tool_piece(delta)
+        if piece:
+            if self._text:  # the text came first: it is the answer, the calls another's
+                piece = ""
+            else:  # tool mode: the arguments are the answer, one JSON value
                 self._one_value = True
-        elif piece:
+        elif delta.text:
+            piece = delta.text
             self._text.append(piece)
         if not piece:
             return None
@@ -183,6 +187,33 @@ class StreamSession:
             if self._judge:
                 self._judge_members(done, inner)
         return self._maybe_snapshot()
+
+    def _tool_piece(self, delta: Delta) -> str:
+        """Take a delta's tool calls, each kept apart (whole calls are calls of their own; a
+        piece naming another tool than the call before it starts one); the arguments it adds
+        to the call streamed as the answer ("" for none)."""
+        streamed = ""
+        for call in delta.tool_calls:
+            streamed += self._add_call(call.name, call.arguments)
+        name, arguments = delta.tool_name, delta.tool_arguments
+        if name and (not self._calls or self._calls[-1][0] != name):
+            streamed += self._add_call(name, arguments)
+        elif arguments:
+            if not self._calls:
+                streamed += self._add_call("", arguments)
+            else:
+                pieces = self._calls[-1][1]
+                pieces.append(arguments)
+                streamed += arguments if pieces is self._answering else ""
+        return streamed
+
+    def _add_call(self, name: str, arguments: str) -> str:
+        pieces = [arguments] if arguments else []
+        self._calls.append((name, pieces))
+        if self._answering is None and (not name or answer_tool_name(name) in self._answer_names):
+            self._answering = pieces
+            return arguments
+        return ""
 
     def _maybe_snapshot(self) -> Partial[Any] | None:
         reader = self._reader
@@ -360,7 +391,7 @@ class StreamSession:
     @property
     def text(self) -> str:
         """The answer text received so far."""
-        return "".join(self._text) or "".join(self._tool_text)
+        return "".join(self._text) or "".join(self._answering or ())
 
     def spent(self, sent: Sequence[Mapping[str, Any]]) -> Usage:
         """What this call spent, however its stream ended (`call_usage`, the one rule): the
@@ -370,17 +401,15 @@ class StreamSession:
         usage = self.usage
         if usage is not None and not usage.estimated:
             return call_usage(usage, sent, 0, self.model)
-        pieces = (self._text, self._tool_text, self._reasoning, self._refusal)
+        pieces = (self._text, self._reasoning, self._refusal, *(call for _, call in self._calls))
         received = sum(len(piece) for part in pieces for piece in part)
         return call_usage(usage, sent, received, self.model)
 
     def reply(self, finish_reason: str | None = None, usage: Usage | None = None) -> Reply:
         """The call's `Reply`, as a non-streamed call would have returned it (`usage`: what the
         call spent, `spent`; None: the counts the provider reported, if any)."""
-        tool_calls: tuple[ToolCall, ...] = ()
         content: str | None = "".join(self._text) or None
-        if self._tool_text:
-            tool_calls = (ToolCall(self._tool_name or "", "".join(self._tool_text)),)
+        tool_calls = tuple(ToolCall(name, "".join(pieces)) for name, pieces in self._calls)
         refusal = "".join(self._refusal) or None
         known = self.usage
         if usage is None and known is not None:  # one request, on the stream's model

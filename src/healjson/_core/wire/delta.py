@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from healjson._core.wire.formats import checked, formats, load_for, pending
-from healjson._core.wire.reply import Reply, Usage
+from healjson._core.wire.reply import Reply, ToolCall, Usage
 
 __all__ = ["SDK_CHUNKS", "Delta", "read_chunk", "read_sdk_chunk", "withdrawn"]
 
@@ -40,6 +40,10 @@ class Delta:
     usage: Usage | None = None
     model: str | None = None
     usage_partial: bool = False
+    tool_calls: tuple[ToolCall, ...] = ()
+    """Whole tool calls (a format that sends each call whole in one chunk), each a call of
+    its own. `tool_name` / `tool_arguments` are pieces of one call instead: a delta naming
+    another tool than the call before it starts a call of its own."""
 
 
 _FORMATS = formats()  # the registry's own list: formats registered later are in it too

@@ -247,7 +247,6 @@ _GEMINI_PIECE = (
 @unreadable_as_failure
 def _gemini_piece(chunk: Any) -> Delta:
     reply = _read(chunk, False)  # one piece reads like a whole response
-    arguments = "".join(call.arguments for call in reply.tool_calls)
     usage = reply.usage
     if usage is not None and reply.finish_reason is None and _candidate(chunk):
         # a piece of the answer before its end: a running count (the last piece's is final)
@@ -255,8 +254,7 @@ def _gemini_piece(chunk: Any) -> Delta:
     return Delta(
         text=reply.content or "",
         reasoning=reply.reasoning or "",
-        tool_arguments=arguments,
-        tool_name=reply.tool_calls[0].name if reply.tool_calls else None,
+        tool_calls=reply.tool_calls,  # each call comes whole
         finish_reason=reply.finish_reason,
         usage=usage,
         model=reply.model,
