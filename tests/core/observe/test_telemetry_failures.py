@@ -246,3 +246,24 @@ def test_a_reply_no_call_made_is_no_client_span_and_no_counted_call(pipeline: Pi
         for point in metric.data.data_points
     ]
     assert 1 == sum(counted)
+
+
+def test_a_stream_left_before_its_end_leaves_its_call_span_an_error(pipeline: Pipeline) -> None:
+    """A streamed run the caller closes after a few pieces: the call's span ends once, as an
+    error saying the run ended before its answer, under the run's span that did not finish."""
+    long = '{"urgency": 3, "summary": "' + "x" * 400 + '"}'
+    reply = ScriptedReply(content=long, chunk_chars=10)
+    with ScriptedServer([reply]) as server:
+        sdk = openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
+        with sdk:
+            stream = healjson.wrap(sdk).chat.completions.create(
+                model="m", messages=SAID, response_model=Ticket, stream=True
+            )
+            for seen, _ in enumerate(stream):
+                if seen == 3:
+                    break
+            stream.close()
+    spans = {span.name: span for span in pipeline.spans()}
+    assert 2 == len(pipeline.spans())
+    assert "the run ended before this call's answer" == spans["chat m"].status.description
+    assert "the run did not finish" == spans["healjson.heal Ticket"].status.description

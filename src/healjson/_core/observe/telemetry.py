@@ -409,6 +409,11 @@ class RunSpans:
             self._detach()
             _HANDED.set(self)
             return
+        if self._attempt is not None:  # a call begun, never recorded: a stream closed early,
+            # or the caller's own code raised out of it
+            self._attempt.set_status(
+                trace.Status(trace.StatusCode.ERROR, "the run ended before this call's answer")
+            )
         self._end_attempt()
         if self._run.is_recording():
             self._run.set_status(trace.Status(trace.StatusCode.ERROR, "the run did not finish"))
