@@ -8,21 +8,18 @@ chunk), sync and async.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
-import ollama
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-import healjson
 from healjson import Degraded, Healed, HealPolicy
 from healjson.testing import ScriptedReply, ScriptedServer
+from ollama_kit import chat
 from pinned import pinned
-from sdk_calls import TLS
 
 MESSAGES = [{"role": "user", "content": "Ann is 31. Extract the person as JSON."}]
 ONE_TRY = HealPolicy(max_attempts=1)
@@ -36,40 +33,16 @@ class Person(BaseModel):
 
 
 def ask(server: ScriptedServer, runner: str, *, stream: bool) -> Any:
-    """One healed `chat` (one attempt) through a fresh client, closed after: its outcome."""
-    kwargs: dict[str, Any] = {
-        "model": "llama3.2",
-        "messages": MESSAGES,
-        "response_model": Person,
-        "policy": ONE_TRY,
-    }
-    if runner == "async":
-
-        async def go() -> Any:
-            raw = ollama.AsyncClient(host=server.ollama_host, verify=TLS)
-            try:
-                client = healjson.wrap(raw)  # type: ignore[arg-type]
-                if stream:
-                    healed = client.chat(stream=True, **kwargs)
-                    async for _ in healed:
-                        pass
-                    return healed.outcome
-                return await client.chat(**kwargs)
-            finally:
-                await raw.close()
-
-        return asyncio.run(go())
-    raw = ollama.Client(host=server.ollama_host, verify=TLS)
-    try:
-        client = healjson.wrap(raw)  # type: ignore[arg-type]
-        if stream:
-            healed = client.chat(stream=True, **kwargs)
-            for _ in healed:
-                pass
-            return healed.outcome
-        return client.chat(**kwargs)
-    finally:
-        raw.close()
+    """One healed `chat(response_model=Person)` of one try: its outcome."""
+    return chat(
+        server,
+        runner,
+        stream,
+        model="llama3.2",
+        messages=MESSAGES,
+        response_model=Person,
+        policy=ONE_TRY,
+    )
 
 
 def calls_reply(calls: list[tuple[str, dict[str, Any]]]) -> ScriptedReply:

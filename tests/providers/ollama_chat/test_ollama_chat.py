@@ -7,7 +7,6 @@ the server's request count is exactly healjson's model calls.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -18,6 +17,7 @@ from pydantic import BaseModel
 import healjson
 from healjson import Degraded, Flag, Healed, HealPolicy, Reason
 from healjson.testing import ScriptedReply, ScriptedServer
+from ollama_kit import chat
 from sdk_calls import TLS
 
 GOOD = '{"name": "Ann", "age": 31}'
@@ -69,33 +69,7 @@ def ask(
     kwargs.setdefault("messages", MESSAGES)
     if "tools" not in kwargs:
         kwargs.setdefault("response_model", Person)
-    if runner == "async":
-
-        async def go() -> Any:
-            raw = ollama.AsyncClient(host=server.ollama_host, verify=TLS)
-            try:
-                client = healjson.wrap(raw, json_mode=json_mode)  # type: ignore[arg-type]
-                if streamed:
-                    stream = client.chat(stream=True, **kwargs)
-                    async for _ in stream:
-                        pass
-                    return stream.outcome
-                return await client.chat(**kwargs)
-            finally:
-                await raw.close()
-
-        return asyncio.run(go())
-    raw = ollama.Client(host=server.ollama_host, verify=TLS)
-    try:
-        client = healjson.wrap(raw, json_mode=json_mode)  # type: ignore[arg-type]
-        if streamed:
-            stream = client.chat(stream=True, **kwargs)
-            for _ in stream:
-                pass
-            return stream.outcome
-        return client.chat(**kwargs)
-    finally:
-        raw.close()
+    return chat(server, runner, streamed, json_mode=json_mode, **kwargs)
 
 
 def body_of(server: ScriptedServer, index: int = 0) -> dict[str, Any]:
