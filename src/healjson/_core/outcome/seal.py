@@ -30,6 +30,7 @@ from healjson._core.diagnostic import Diagnostic
 from healjson._core.judge.policies import Dropped
 from healjson._core.redact import (
     MARKER,
+    MIN_SECRET_CHARS,
     SPELLING_ESCAPES,
     cut_at_end,
     escaped_in,
@@ -66,7 +67,7 @@ def seal_first(outcome: HealedT, forms: tuple[str, ...]) -> HealedT:
     if not forms or (
         _plain(outcome.raw_text, forms)
         and not _asked(first.messages, forms)
-        and not any(found_in(text, forms) for text in _provider_said(first) if text)
+        and not _said_secret(first, forms)
     ):
         return outcome
     return seal(outcome, forms)
@@ -76,6 +77,18 @@ def _provider_said(attempt: Attempt) -> tuple[str | None, ...]:
     """The short texts a provider wrote about a call (its model's name, its finish reason, the
     usage's model): a proxy that reflects the request can echo a key there too."""
     return (attempt.model, attempt.finish_reason, attempt.usage.model)
+
+
+def _said_secret(attempt: Attempt, forms: tuple[str, ...]) -> bool:
+    """Whether a secret form occurs in what the provider said about the call (`_provider_said`;
+    plain loops: every first answer of a client that holds a key runs this)."""
+    model, used = attempt.model, attempt.usage.model
+    for text in (model, attempt.finish_reason, None if used is model else used):
+        if text and len(text) >= MIN_SECRET_CHARS:  # a shorter text holds no secret
+            for form in forms:
+                if form in text:
+                    return True
+    return False
 
 
 def _plain(text: str, forms: tuple[str, ...]) -> bool:
@@ -101,7 +114,7 @@ def seal(outcome: OutcomeT, forms: tuple[str, ...]) -> OutcomeT:
             and not (isinstance(outcome, Degraded) and outcome.fallback is not None)
             and not (isinstance(outcome, Healed) and (outcome.warnings or outcome.dropped))
             and not _asked(first.messages, forms)
-            and not any(found_in(text, forms) for text in _provider_said(first) if text)
+            and not _said_secret(first, forms)
         ):
             return outcome
     shown, escaped = _texts_show(outcome, forms)

@@ -524,8 +524,12 @@ def _walk(value: Any, secrets: tuple[str, ...], named: _Named, depth: int) -> An
 
 
 def found_in(text: str, forms: tuple[str, ...]) -> bool:
-    """True when one of the secret `forms` occurs in `text` (none: at once)."""
-    return bool(forms) and any(form in text for form in forms)
+    """True when one of the secret `forms` occurs in `text` (none: at once). A plain loop: a
+    first answer of a client that holds a key runs it on its hot path."""
+    for form in forms:  # noqa: SIM110  (a loop: no generator on the hot path)
+        if form in text:
+            return True
+    return False
 
 
 def _mapping(
