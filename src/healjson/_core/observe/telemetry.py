@@ -90,10 +90,10 @@ def for_run(run_id: str, spec: Any) -> RunSpans | None:
     if idle():
         return None
     handed = _HANDED.get()
-    if isinstance(handed, RunSpans):
-        _HANDED.set(None)
-        return handed.taken_up(run_id, spec)
     try:
+        if isinstance(handed, RunSpans):
+            _HANDED.set(None)
+            return handed.taken_up(run_id, spec)
         return RunSpans(_tracer(trace.get_tracer_provider()), run_id, spec, _instruments())
     except Exception:  # a raising sampler or span processor: the run goes on without spans
         return None
@@ -106,16 +106,15 @@ def _guarded(method: _SpanMethod) -> _SpanMethod:
     """A `RunSpans` method that never breaks the run: the telemetry pipeline's own failure (a
     span processor, sampler, exporter or metric hook that raises) is the pipeline's, not the
     run's, as a broken log sink's is (`events._emit`). The call's span is let go and the
-    caller's context restored; the method gives what it gives when there is nothing to do."""
+    caller's context restored. (Taking spans up is guarded where it is asked, `for_run`.)"""
 
     @functools.wraps(method)
-    def guarded(self: RunSpans, *args: Any, **kwargs: Any) -> Any:
+    def guarded(self: RunSpans, *args: Any, **kwargs: Any) -> None:
         try:
-            return method(self, *args, **kwargs)
+            method(self, *args, **kwargs)
         except Exception:
             self._detach()
             self._attempt = None
-            return self if method.__name__ == "taken_up" else None
 
     return guarded  # type: ignore[return-value]
 
@@ -242,7 +241,6 @@ class RunSpans:
         self._attempt: trace.Span | None = None
         self._token: object | None = None
 
-    @_guarded
     def taken_up(self, run_id: str, spec: Any) -> RunSpans:
         """These spans, handed on (`handed_on`), as those of the run `run_id` of `spec` that
         takes up the answer: the run's span named and attributed for it (its call's span stays

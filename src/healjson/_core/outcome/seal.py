@@ -82,8 +82,7 @@ def _provider_said(attempt: Attempt) -> tuple[str | None, ...]:
 def _said_secret(attempt: Attempt, forms: tuple[str, ...]) -> bool:
     """Whether a secret form occurs in what the provider said about the call (`_provider_said`;
     plain loops: every first answer of a client that holds a key runs this)."""
-    model, used = attempt.model, attempt.usage.model
-    for text in (model, attempt.finish_reason, None if used is model else used):
+    for text in _provider_said(attempt):
         if text and len(text) >= MIN_SECRET_CHARS:  # a shorter text holds no secret
             for form in forms:
                 if form in text:

@@ -26,13 +26,7 @@ from typing import Any, TypeAlias
 
 from healjson._core.diagnostic import ROOT, Diagnostic, Source, describe_exception
 from healjson._core.flags import Flag
-from healjson._core.judge.check import (
-    Evaluation,
-    answer_tool_name,
-    answer_tool_names,
-    caller_tools,
-    evaluate,
-)
+from healjson._core.judge.check import Evaluation, answer_text, caller_tools, evaluate
 from healjson._core.judge.contracts import Contract, ContractContext, value_at
 from healjson._core.judge.enforcement import Enforcement, conforms
 from healjson._core.judge.policies import answer_data
@@ -200,15 +194,9 @@ class JsonAnswers:
         """The content, or — when the reply is only tool calls — the arguments of the call
         judged as the answer (`check.answer_text`'s: a call to the answer tool, else the first;
         every call is kept in `Attempt.tool_calls`)."""
-        calls = reply.tool_calls
-        if reply.content or not calls:
+        if reply.content or not reply.tool_calls:
             return reply.content
-        if len(calls) > 1:
-            names = answer_tool_names(self.spec.target)
-            for call in calls:
-                if answer_tool_name(call.name) in names:
-                    return call.arguments
-        return calls[0].arguments
+        return answer_text(reply, self.spec.target, False)[0]
 
     def judge(
         self, reply: Reply, number: int, params: Mapping[str, Any]
