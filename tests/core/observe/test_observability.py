@@ -14,17 +14,13 @@ from typing import Any
 import openai
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel, Field
 
 import healjson
 from healjson import Degraded, Healed, Healer, HealPolicy, Violation, contract
 from healjson._core.observe import telemetry
 from healjson.testing import ScriptedReply, ScriptedServer
+from otel_kit import Telemetry, installed
 
 KEY = "sk-observe-0123456789abcdef"
 
@@ -45,48 +41,11 @@ SHORT = '{"urgency": 5, "summary": "help"}'
 GOOD = '{"urgency": 5, "summary": "Order stuck for a week, needed now"}'
 
 
-class Telemetry:
-    def __init__(self) -> None:
-        self.spans = InMemorySpanExporter()
-        self.tracer_provider = TracerProvider()
-        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.spans))
-        self.metrics = InMemoryMetricReader()
-        self.meter_provider = MeterProvider(metric_readers=[self.metrics])
-
-    def finished(self) -> list[ReadableSpan]:
-        return list(self.spans.get_finished_spans())
-
-    def runs(self) -> list[ReadableSpan]:
-        return [s for s in self.finished() if s.name.startswith("healjson.heal")]
-
-    def children(self, run: ReadableSpan) -> list[ReadableSpan]:
-        assert run.context is not None
-        return [
-            s
-            for s in self.finished()
-            if s.parent is not None and s.parent.span_id == run.context.span_id
-        ]
-
-    def metric(self, name: str) -> list[Any]:
-        data = self.metrics.get_metrics_data()
-        points = []
-        for resource in data.resource_metrics if data else ():
-            for scope in resource.scope_metrics:
-                for metric in scope.metrics:
-                    if metric.name == name:
-                        points.extend(metric.data.data_points)
-        return points
-
-
 @pytest.fixture
 def otel(monkeypatch: pytest.MonkeyPatch) -> Iterator[Telemetry]:
-    """A configured OpenTelemetry SDK, as an application would set one up (handed to healjson
-    through the API's provider lookups, so no process-wide provider outlives the test)."""
-    state = Telemetry()
-    monkeypatch.setattr(telemetry.trace, "get_tracer_provider", lambda: state.tracer_provider)
-    monkeypatch.setattr(telemetry.metrics, "get_meter_provider", lambda: state.meter_provider)
-    yield state
-    state.tracer_provider.shutdown()
+    """A configured OpenTelemetry SDK, as an application would set one up (`otel_kit`)."""
+    with installed(monkeypatch, Telemetry()) as state:
+        yield state
 
 
 def scripted(*replies: str) -> Any:

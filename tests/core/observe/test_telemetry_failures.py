@@ -12,17 +12,13 @@ from typing import Any
 import openai
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.sdk.trace.sampling import Sampler, SamplingResult
 from pydantic import BaseModel, Field
 
 import healjson
-from healjson._core.observe import telemetry
 from healjson.testing import ScriptedReply, ScriptedServer, capture_events
+from otel_kit import Telemetry, installed
 
 KEY = "sk-probe-SECRET0123456789abcdef"
 GOOD = '{"urgency": 3, "summary": "Order stuck for a week"}'
@@ -60,35 +56,19 @@ class RaisingSampler(Sampler):
         return "raising"
 
 
-class Pipeline:
-    """A configured SDK: its spans exported in memory, with `processor` first if given."""
-
-    def __init__(self, processor: SpanProcessor | None = None, sampler: Any = None) -> None:
-        self.exported = InMemorySpanExporter()
-        self.tracer_provider = TracerProvider(sampler=sampler) if sampler else TracerProvider()
-        if processor is not None:
-            self.tracer_provider.add_span_processor(processor)
-        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exported))
-        self.metrics = InMemoryMetricReader()
-        self.meter_provider = MeterProvider(metric_readers=[self.metrics])
-
-    def spans(self) -> list[ReadableSpan]:
-        return list(self.exported.get_finished_spans())
-
-
 @pytest.fixture
-def pipeline(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[Pipeline]:
+def pipeline(
+    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Iterator[Telemetry]:
     """The SDK a test asks for (`indirect` parameters: a processor's hook or a sampler that
-    raises), handed to healjson through the API's provider lookups."""
+    raises), as `otel_kit` installs it."""
     kind = getattr(request, "param", None)
-    state = Pipeline(
+    state = Telemetry(
         Raising(kind) if kind in ("start", "end") else None,
         RaisingSampler() if kind == "sampler" else None,
     )
-    monkeypatch.setattr(telemetry.trace, "get_tracer_provider", lambda: state.tracer_provider)
-    monkeypatch.setattr(telemetry.metrics, "get_meter_provider", lambda: state.meter_provider)
-    yield state
-    state.tracer_provider.shutdown()
+    with installed(monkeypatch, state):
+        yield state
 
 
 def body(content: str, *, model: str = "m", finish: str = "stop", usage: bool = True) -> str:
@@ -122,7 +102,7 @@ def run(server: ScriptedServer, **options: Any) -> Any:
 @pytest.mark.parametrize("pipeline", ["start", "end", "sampler"], indirect=True)
 @pytest.mark.parametrize("replies", [[GOOD], [BAD, GOOD], [BAD, BAD, BAD]], ids=["1", "2", "3"])
 def test_a_raising_span_processor_or_sampler_never_breaks_the_run(
-    pipeline: Pipeline, replies: list[str]
+    pipeline: Telemetry, replies: list[str]
 ) -> None:
     """A span processor's start or end hook, or a sampler, that raises: the run returns the
     outcome it returns without telemetry, after the same calls, and leaves no span current."""
@@ -140,7 +120,7 @@ def test_a_raising_span_processor_or_sampler_never_breaks_the_run(
     ids=["model-first", "finish-first", "both-repaired", "model-degraded"],
 )
 def test_a_key_the_provider_echoes_in_its_model_or_finish_reason_is_never_shown(
-    pipeline: Pipeline, model: str, finish: str, replies: list[str]
+    pipeline: Telemetry, model: str, finish: str, replies: list[str]
 ) -> None:
     """A proxy that echoes the client's key as the response's model or finish reason: the key
     is on no span, in no event, and in none of the outcome's renderings, whether the first
@@ -148,7 +128,7 @@ def test_a_key_the_provider_echoes_in_its_model_or_finish_reason_is_never_shown(
     scripted = [ScriptedReply(body=body(text, model=model, finish=finish)) for text in replies]
     with ScriptedServer(scripted) as server, capture_events() as events:
         outcome = run(server)
-    shown = json.dumps([dict(span.attributes or {}) for span in pipeline.spans()], default=str)
+    shown = json.dumps([dict(span.attributes or {}) for span in pipeline.finished()], default=str)
     assert KEY not in shown
     assert KEY not in json.dumps(events, default=str)
     assert KEY not in json.dumps(outcome.to_dict(), default=str)
@@ -156,17 +136,17 @@ def test_a_key_the_provider_echoes_in_its_model_or_finish_reason_is_never_shown(
     assert KEY not in repr(outcome)
 
 
-def test_what_a_provider_writes_is_cut_on_the_span(pipeline: Pipeline) -> None:
+def test_what_a_provider_writes_is_cut_on_the_span(pipeline: Telemetry) -> None:
     """A model name of 100,000 characters reaches the call span cut at 500."""
     with ScriptedServer([ScriptedReply(body=body(GOOD, model="m" * 100_000))]) as server:
         assert run(server).ok
-    [call] = [span for span in pipeline.spans() if span.name.startswith("chat")]
+    [call] = [span for span in pipeline.finished() if span.name.startswith("chat")]
     assert 500 == len(str((call.attributes or {})["gen_ai.response.model"]))
 
 
 @pytest.mark.parametrize("reported", [True, False])
 def test_the_run_span_and_its_events_say_whether_its_counts_were_estimated(
-    pipeline: Pipeline, reported: bool
+    pipeline: Telemetry, reported: bool
 ) -> None:
     """Replies without usage: the run span's totals and the `healjson.healed` event are marked
     estimated, as each call's are; with the provider's counts, they are not."""
@@ -174,7 +154,7 @@ def test_the_run_span_and_its_events_say_whether_its_counts_were_estimated(
     with ScriptedServer(scripted) as server, capture_events() as events:
         outcome = run(server)
     assert outcome.usage.estimated is not reported
-    [span] = [span for span in pipeline.spans() if span.name.startswith("healjson.heal")]
+    [span] = [span for span in pipeline.finished() if span.name.startswith("healjson.heal")]
     assert (span.attributes or {})["healjson.usage.estimated"] is not reported
     [healed] = [event for event in events if event["event"] == "healjson.healed"]
     assert healed["tokens_estimated"] is not reported
@@ -182,7 +162,7 @@ def test_the_run_span_and_its_events_say_whether_its_counts_were_estimated(
 
 @pytest.mark.parametrize("is_async", [False, True])
 def test_a_bug_of_the_callers_ends_the_runs_spans_and_gives_the_context_back(
-    pipeline: Pipeline, is_async: bool
+    pipeline: Telemetry, is_async: bool
 ) -> None:
     """An argument the SDK refuses (a bug in the caller's code) raises as without healjson; the
     caller's own span is current again, and the run's spans ended with it, not at collection."""
@@ -206,12 +186,12 @@ def test_a_bug_of_the_callers_ends_the_runs_spans_and_gives_the_context_back(
             asyncio.run(sdk.close())
         else:
             sdk.close()
-    names = [span.name for span in pipeline.spans()]
+    names = [span.name for span in pipeline.finished()]
     assert any(name.startswith("healjson.heal") for name in names), names
     assert names[-1] == "outer"
 
 
-def test_a_reply_no_call_made_is_no_client_span_and_no_counted_call(pipeline: Pipeline) -> None:
+def test_a_reply_no_call_made_is_no_client_span_and_no_counted_call(pipeline: Telemetry) -> None:
     """A run answered from the response cache, and `validate`'s reply handed in: each has a
     span of healjson's own (`healjson.cached` / `healjson.given`, INTERNAL, `healjson.cache_hit`
     set as it was), no client `chat` span, and `healjson.attempts` counts the one model call
@@ -229,26 +209,20 @@ def test_a_reply_no_call_made_is_no_client_span_and_no_counted_call(pipeline: Pi
     assert [1, 0] == [outcome.calls for outcome in outcomes]
     assert healjson.validate(GOOD, Ticket).ok
     kinds = [
-        (span.name, span.kind) for span in pipeline.spans() if span.name != "healjson.heal Ticket"
+        (span.name, span.kind)
+        for span in pipeline.finished()
+        if span.name != "healjson.heal Ticket"
     ]
     assert [("chat m", trace.SpanKind.CLIENT)] == [
         k for k in kinds if k[1] is trace.SpanKind.CLIENT
     ]
     assert ("healjson.cached", trace.SpanKind.INTERNAL) in kinds
     assert ("healjson.given", trace.SpanKind.INTERNAL) in kinds
-    data = pipeline.metrics.get_metrics_data()
-    counted = [
-        point.value
-        for resource in data.resource_metrics
-        for scope in resource.scope_metrics
-        for metric in scope.metrics
-        if metric.name == "healjson.attempts"
-        for point in metric.data.data_points
-    ]
+    counted = [point.value for point in pipeline.metric("healjson.attempts")]
     assert 1 == sum(counted)
 
 
-def test_a_stream_left_before_its_end_leaves_its_call_span_an_error(pipeline: Pipeline) -> None:
+def test_a_stream_left_before_its_end_leaves_its_call_span_an_error(pipeline: Telemetry) -> None:
     """A streamed run the caller closes after a few pieces: the call's span ends once, as an
     error saying the run ended before its answer, under the run's span that did not finish."""
     long = '{"urgency": 3, "summary": "' + "x" * 400 + '"}'
@@ -263,7 +237,7 @@ def test_a_stream_left_before_its_end_leaves_its_call_span_an_error(pipeline: Pi
                 if seen == 3:
                     break
             stream.close()
-    spans = {span.name: span for span in pipeline.spans()}
-    assert 2 == len(pipeline.spans())
+    spans = {span.name: span for span in pipeline.finished()}
+    assert 2 == len(pipeline.finished())
     assert "the run ended before this call's answer" == spans["chat m"].status.description
     assert "the run did not finish" == spans["healjson.heal Ticket"].status.description
