@@ -75,13 +75,31 @@ def _projected_cost(spent: Usage, sent: Sequence[Mapping[str, Any]], answer: int
     return None if nxt is None else so_far + nxt
 
 
-def deadline_passed(policy: HealPolicy, detail: str | None = None) -> Diagnostic:
-    """The run's deadline (`HealPolicy.deadline_s`) passed."""
+def deadline_passed(
+    policy: HealPolicy,
+    detail: str | None = None,
+    *,
+    elapsed_s: float | None = None,
+    in_calls_s: float | None = None,
+) -> Diagnostic:
+    """The run's deadline (`HealPolicy.deadline_s`) passed. With the run's elapsed time and the
+    time its model calls took, the prescription says where the time went: the model when its
+    calls took at least half of it, else the code around them (contracts, log handlers, event
+    hooks, the caller's own callbacks), which a longer model deadline would not fix."""
+    prescription = (
+        "Raise HealPolicy.deadline_s, or ask for a shorter answer; the model was too slow."
+    )
+    if elapsed_s is not None and in_calls_s is not None and in_calls_s * 2 < elapsed_s:
+        prescription = (
+            f"The model calls took {in_calls_s:.3g} s of the run's {elapsed_s:.3g} s: the rest "
+            "went to the code around them (contracts, log handlers, event hooks). Make that "
+            "code faster, or raise HealPolicy.deadline_s."
+        )
     return Diagnostic(
         ROOT,
         detail or f"deadline_s={policy.deadline_s}",
         f"the run must finish within {policy.deadline_s} s (HealPolicy.deadline_s)",
-        "Raise HealPolicy.deadline_s, or ask for a shorter answer; the model was too slow.",
+        prescription,
         Source.BUDGET,
     )
 

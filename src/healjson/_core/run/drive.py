@@ -63,7 +63,7 @@ from healjson._core.wire.effects import (
     new_call_result,
     reported_usage,
 )
-from healjson._core.wire.fault import fault_from_exception
+from healjson._core.wire.fault import fault_from_exception, never_sent
 from healjson._core.wire.reply import (
     SDK_COMPLETIONS,
     Reply,
@@ -542,11 +542,11 @@ def call_failed(
     """A call that raised: the provider's or the transport's failure becomes a `CallFailure`
     the engine degrades on; any other exception is a bug in the caller's code and is raised
     again, unchanged (`effect` None: healjson's own error, always a failure). The call was
-    made, so it counts one request: no token when the provider answered with an error (it
-    bills none), else (no answer: a timeout, a dropped connection, a body it could not read)
-    what a body that is no reply reported it cost (`reported_usage`), or the request's tokens
-    estimated and none received (a stream's reading replaces that with what had arrived);
-    `sent`: the call, when `effect` is None."""
+    made, so it counts one request: no token when the provider answered with an error or the
+    request never reached it (`never_sent`), else (a timeout, a dropped connection, a body it
+    could not read) what a body that is no reply reported it cost (`reported_usage`), or the
+    request's tokens estimated and none received (a stream's reading replaces that with what
+    had arrived); `sent`: the call, when `effect` is None."""
     if effect is not None and not is_provider_error(exc, effect.provider_errors):
         raise exc
     kind = exception_kind(exc)
@@ -555,7 +555,7 @@ def call_failed(
     made = effect if effect is not None else sent
     if made is None:
         usage = None
-    elif fault is not None and fault.status >= 400:  # an error answer: billed nothing
+    elif (fault is not None and fault.status >= 400) or never_sent(exc):  # billed nothing
         usage = _ERROR_ANSWERED
     else:
         usage = call_usage(reported_usage(exc), made.messages, 0)

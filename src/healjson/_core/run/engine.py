@@ -399,8 +399,15 @@ def _may_not_call(
         return Reason.BUDGET_EXCEEDED, spent
     left = run.time_left()
     if left is not None and left <= 0:
-        return Reason.TIMEOUT, deadline_passed(run.policy)
+        return Reason.TIMEOUT, _deadline(run)
     return None
+
+
+def _deadline(run: RunState, detail: str | None = None, call_s: float = 0.0) -> Diagnostic:
+    """The deadline's diagnostic with the time the model calls took (`call_s`: a failed one's)."""
+    in_calls = call_s + sum(attempt.latency_s or 0.0 for attempt in run.attempts)
+    elapsed = time.monotonic() - run.started
+    return deadline_passed(run.policy, detail, elapsed_s=elapsed, in_calls_s=in_calls)
 
 
 def _repair(
@@ -457,7 +464,7 @@ def _call_failed(
     message = redact_text(failure.message)  # an error body may echo a credential
     diagnostic = failure_diagnostic(failure, message)
     if failure.deadline:
-        diagnostic = deadline_passed(run.policy, message)
+        diagnostic = _deadline(run, message, base.get("latency_s") or 0.0)
     if failure.raw_text:  # a stream that failed part-way: what had arrived is kept
         base = {**base, "raw_text": redact_text(failure.raw_text)}
         if failure.partial is not None:

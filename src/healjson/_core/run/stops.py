@@ -82,8 +82,9 @@ def failure_diagnostic(failure: CallFailure, message: str) -> Diagnostic:
             ROOT,
             message,
             f"the model call failed ({failure.kind})",
-            "Check the provider, network and credentials; healjson does not retry transport "
-            "errors (the client's own retry policy does).",
+            "Check the provider, network and credentials. healjson does not retry transport "
+            "errors: retry them in the client (its retry settings, where it has them) or "
+            "around the call.",
             Source.API,
         )
     return Diagnostic(

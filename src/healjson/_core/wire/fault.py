@@ -11,11 +11,12 @@ redacts what it stores.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["ProviderFault", "fault_from_body", "fault_from_exception"]
+__all__ = ["ProviderFault", "fault_from_body", "fault_from_exception", "never_sent"]
 
 _MESSAGE_CHARS: Final = 300  # the most of a provider's message quoted
 
@@ -76,6 +77,31 @@ def fault_from_exception(exc: BaseException) -> ProviderFault | None:
         if isinstance(said, str) and said:
             fault = ProviderFault(fault.status, fault.code, said, fault.param)
     return fault
+
+
+# the HTTP stacks' errors for a connection that was never made (httpx, urllib3, aiohttp): matched
+# by class name through the MRO, so no HTTP package is imported
+_CONNECT_ERRORS: Final = frozenset(
+    {"ConnectError", "ConnectTimeout", "NewConnectionError", "ClientConnectorError"}
+)
+
+
+def never_sent(exc: BaseException) -> bool:
+    """True when the call failed before its request reached the provider: a refused
+    connection, a name that did not resolve, or an HTTP stack's connect error, found on the
+    exception or anywhere in its cause and context chain (an SDK wraps its transport's error).
+    Such a call was billed nothing."""
+    seen: set[int] = set()
+    found: BaseException | None = exc
+    while found is not None and id(found) not in seen and len(seen) < 32:
+        seen.add(id(found))
+        if isinstance(found, ConnectionRefusedError | socket.gaierror):
+            return True
+        for cls in type(found).__mro__:
+            if cls.__name__ in _CONNECT_ERRORS:
+                return True
+        found = found.__cause__ or found.__context__
+    return False
 
 
 def fault_from_body(status: int, body: Any) -> ProviderFault:
