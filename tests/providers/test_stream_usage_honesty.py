@@ -220,11 +220,12 @@ def test_a_whole_call_answered_with_an_error_counts_its_request_and_no_token(
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_a_whole_call_that_never_answered_counts_its_request_with_an_estimated_prompt(
+def test_a_whole_call_whose_connection_was_refused_counts_its_request_and_no_token(
     provider: str,
 ) -> None:
-    """A call that got no answer (its connection refused) may have been processed: one request,
-    its prompt estimated from what was sent, nothing received, marked estimated (no cost)."""
+    """A call whose connection was refused never reached the provider: one request, no token,
+    an exact count, as for an HTTP error (a call that may have been read, a timeout after it
+    was sent, keeps an estimated prompt: `tests/core/run/test_never_sent.py`)."""
     with ScriptedServer([]) as server:
         pass
     outcome = _whole(server, provider)  # the server is gone: the connection is refused
@@ -232,9 +233,13 @@ def test_a_whole_call_that_never_answered_counts_its_request_with_an_estimated_p
     assert isinstance(outcome, Degraded)
     (attempt,) = outcome.attempts
     usage = attempt.usage
-    assert (1, True, 0) == (usage.requests, usage.estimated, usage.completion_tokens)
-    assert _estimate(attempt.messages) == usage.prompt_tokens
-    assert usage.cost is None
+    assert (1, False, 0, 0) == (
+        usage.requests,
+        usage.estimated,
+        usage.prompt_tokens,
+        usage.completion_tokens,
+    )
+    assert usage == outcome.usage
 
 
 def _cut_usage(server: ScriptedServer, provider: str, cut: int) -> tuple[Usage, str]:
