@@ -36,6 +36,24 @@ class Telemetry:
     def finished(self) -> list[ReadableSpan]:
         return list(self.spans.get_finished_spans())
 
+    def clear(self) -> None:
+        """Forget the spans finished so far."""
+        self.spans.clear()
+
+    def named(self, prefix: str) -> list[ReadableSpan]:
+        """The finished spans whose name starts with `prefix`."""
+        return [s for s in self.finished() if s.name.startswith(prefix)]
+
+    def parent_of(self, span: ReadableSpan) -> str | None:
+        """The name of `span`'s parent among the finished spans (None: a root; `?`: a parent
+        not finished)."""
+        if span.parent is None:
+            return None
+        for other in self.finished():
+            if other.context is not None and other.context.span_id == span.parent.span_id:
+                return other.name
+        return "?"
+
     def runs(self) -> list[ReadableSpan]:
         return [s for s in self.finished() if s.name.startswith("healjson.heal")]
 

@@ -16,9 +16,7 @@ from typing import Any, Literal
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
 
 pytest.importorskip("dspy")
 
@@ -27,9 +25,9 @@ from dspy.utils.exceptions import AdapterParseError
 
 from dspy_kit import MODES, Mode, Ran, predict, scripted_lm
 from healjson import Degraded, Flag, Healed, Reason
-from healjson._core.observe import telemetry
 from healjson.dspy import HealAdapter, outcome_of
 from healjson.testing import ScriptedServer, capture_events
+from otel_kit import Telemetry, installed
 
 FENCE = "`" * 3
 
@@ -40,23 +38,13 @@ def _bundled_model_metadata(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
-class Spans:
-    """An OpenTelemetry SDK's in-memory record of healjson's spans."""
-
-    def __init__(self) -> None:
-        self.exporter = InMemorySpanExporter()
-        self.provider = TracerProvider()
-        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+class Spans(Telemetry):
+    """An OpenTelemetry SDK's in-memory record of healjson's spans (`otel_kit`)."""
 
     def attempts(self) -> list[ReadableSpan]:
         """Each call's span under the one run span, in the order the calls were made."""
-        finished = list(self.exporter.get_finished_spans())
-        [run] = [s for s in finished if s.name.startswith("healjson.heal")]
-        assert run.context is not None
-        children = [
-            s for s in finished if s.parent is not None and s.parent.span_id == run.context.span_id
-        ]
-        return sorted(children, key=lambda s: s.start_time or 0)
+        [run] = self.runs()
+        return sorted(self.children(run), key=lambda s: s.start_time or 0)
 
     def outputs(self) -> list[str]:
         """The model's output each call's span recorded."""
@@ -73,11 +61,9 @@ def _content(span: ReadableSpan, name: str) -> list[dict[str, Any]]:
 def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[Spans]:
     """A configured OpenTelemetry SDK recording message content (as the GenAI conventions'
     opt-in says), handed to healjson through the API's provider lookup."""
-    state = Spans()
-    monkeypatch.setattr(telemetry.trace, "get_tracer_provider", lambda: state.provider)
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
-    yield state
-    state.provider.shutdown()
+    with installed(monkeypatch, Spans()) as state:
+        yield state
 
 
 class Ticket(dspy.Signature):
@@ -238,7 +224,7 @@ def test_the_raw_text_recorded_anywhere_is_what_the_lm_returned(spans: Spans) ->
         def check(text: str) -> None:
             answers[:] = [text, text, GOOD]
             returned.clear()
-            spans.exporter.clear()
+            spans.clear()
             before = len(server.requests)
             with (
                 capture_events(include_content=True) as events,

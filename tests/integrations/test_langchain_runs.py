@@ -30,15 +30,12 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
 from healjson import Degraded, Healed, HealPolicy, Reason
-from healjson._core.observe import telemetry
 from healjson.langchain import OUTCOME_KEY, TOOL_OUTCOME_KEY, HealMiddleware
 from healjson.testing import ScriptedReply, ScriptedServer
+from otel_kit import Telemetry, installed
 
 Mode = Literal["sync", "async"]
 MODES: tuple[Mode, ...] = ("sync", "async")
@@ -425,22 +422,18 @@ def test_a_contract_of_a_union_applies_to_the_members_with_its_fields() -> None:
 
 
 @pytest.fixture
-def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
+def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[Telemetry]:
     """A configured OpenTelemetry SDK (the real one, exporting to memory), as an application
-    would set one up."""
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    monkeypatch.setattr(telemetry.trace, "get_tracer_provider", lambda: provider)
-    yield exporter
-    provider.shutdown()
+    would set one up (`otel_kit`)."""
+    with installed(monkeypatch, Telemetry()) as state:
+        yield state
 
 
-def step_spans(exporter: InMemorySpanExporter) -> list[tuple[str, Any, list[tuple[str, Any]]]]:
+def step_spans(state: Telemetry) -> list[tuple[str, Any, list[tuple[str, Any]]]]:
     """Each run span as `(name, outcome, [(call span name, its ok), ...])`, in start order;
     asserts every span is a run span or a call span of one, ended without error unless its
     run degraded, and that nothing is left as the current span."""
-    found = list(exporter.get_finished_spans())
+    found = state.finished()
     runs = sorted(
         (s for s in found if s.name.startswith("healjson.heal")), key=lambda s: s.start_time or 0
     )
@@ -466,9 +459,7 @@ def step_spans(exporter: InMemorySpanExporter) -> list[tuple[str, Any, list[tupl
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_union_members_step_has_the_spans_of_one_run(
-    spans: InMemorySpanExporter, mode: Mode
-) -> None:
+def test_a_union_members_step_has_the_spans_of_one_run(spans: Telemetry, mode: Mode) -> None:
     """A first answer calling one member's tool (made in the union's run, handed on to the
     member's) gives one run span, the member's, with its outcome and id, and one call span per
     model call: as a plain run of that member does."""
@@ -480,7 +471,7 @@ def test_a_union_members_step_has_the_spans_of_one_run(
     assert isinstance(ran.outcome, Healed)
     handed = step_spans(spans)
     assert [("healjson.heal Refund", "healed", [("chat", False), ("chat", True)])] == handed
-    [span] = [s for s in spans.get_finished_spans() if s.name.startswith("healjson.heal")]
+    [span] = [s for s in spans.finished() if s.name.startswith("healjson.heal")]
     attributes = dict(span.attributes or {})
     assert (ran.outcome.run_id, "Refund") == (
         attributes["healjson.run_id"],
@@ -495,7 +486,7 @@ def test_a_union_members_step_has_the_spans_of_one_run(
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_first_answer_handed_to_the_tool_calls_run_has_its_spans(
-    spans: InMemorySpanExporter, mode: Mode
+    spans: Telemetry, mode: Mode
 ) -> None:
     """A first answer calling the agent's tools (made in the structured response's run) is the
     tool calls' run's first call span: two runs in all, each with its outcome and its calls,
@@ -515,7 +506,7 @@ def test_a_first_answer_handed_to_the_tool_calls_run_has_its_spans(
 
 
 def test_a_handed_over_run_that_degrades_has_one_failed_run_span(
-    spans: InMemorySpanExporter,
+    spans: Telemetry,
 ) -> None:
     """A union member's run handed its first answer that never heals ends as one degraded run
     span (its error the run's reason) over its call spans, as a plain run does."""
@@ -528,7 +519,7 @@ def test_a_handed_over_run_that_degrades_has_one_failed_run_span(
 
 
 def test_a_passed_through_answer_ends_its_spans_without_an_outcome(
-    spans: InMemorySpanExporter,
+    spans: Telemetry,
 ) -> None:
     """A plain answer of an agent with tools (no run's to judge) passes through untouched: the
     spans of its call end, said `passed`, with no error, and nothing is left open."""

@@ -25,6 +25,7 @@ __all__ = [
     "describe_exception",
     "format_path",
     "jsonable",
+    "qualified_name",
     "safe_repr",
     "short_repr",
     "type_name",
@@ -408,6 +409,19 @@ def type_name(value: Any) -> str:
         return str.__str__(type(value).__name__)
     except Exception:  # pragma: no cover - a metaclass with a hostile __name__
         return "object"
+
+
+def qualified_name(value: Any) -> str:
+    """The fully-qualified name of `value`'s class, as OpenTelemetry's `error.type` names an
+    exception's: `openai.RateLimitError`, `httpx.ConnectError` (the module a package exports
+    it from, when it says so); a builtin's bare name (`TimeoutError`)."""
+    cls = type(value)
+    try:
+        module = str.__str__(cls.__module__)
+        name = str.__str__(cls.__qualname__)
+    except Exception:  # pragma: no cover - a metaclass with a hostile name
+        return type_name(value)
+    return name if module == "builtins" else f"{module}.{name}"
 
 
 def describe_exception(exc: BaseException) -> str:

@@ -13,15 +13,14 @@ from typing import Any
 
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 from pydantic import BaseModel
 
 from healjson import Healed, Healer, Reply, contract
-from healjson._core.observe import events, telemetry
+from healjson._core.observe import events
 from healjson._frameworks.core import HandOver, drive_async, drive_sync, handed_over
+from otel_kit import Telemetry, installed
 
 
 class Ship(BaseModel):
@@ -66,19 +65,15 @@ def answering(text: str) -> Any:
 
 
 @pytest.fixture
-def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
-    """A configured OpenTelemetry SDK, as an application would set one up."""
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    monkeypatch.setattr(telemetry.trace, "get_tracer_provider", lambda: provider)
-    yield exporter
-    provider.shutdown()
+def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[Telemetry]:
+    """A configured OpenTelemetry SDK, as an application would set one up (`otel_kit`)."""
+    with installed(monkeypatch, Telemetry()) as state:
+        yield state
 
 
-def runs_and_calls(exporter: InMemorySpanExporter) -> tuple[ReadableSpan, list[ReadableSpan]]:
+def runs_and_calls(state: Telemetry) -> tuple[ReadableSpan, list[ReadableSpan]]:
     """The one run span and its call spans (in start order); no other span, nothing current."""
-    found = list(exporter.get_finished_spans())
+    found = state.finished()
     [run] = [s for s in found if s.name.startswith("healjson.heal")]
     assert run.context is not None
     calls = sorted((s for s in found if s is not run), key=lambda s: s.start_time or 0)
@@ -88,7 +83,7 @@ def runs_and_calls(exporter: InMemorySpanExporter) -> tuple[ReadableSpan, list[R
 
 
 def test_the_run_that_takes_an_answer_up_goes_on_in_the_spans_of_the_run_that_made_it(
-    spans: InMemorySpanExporter,
+    spans: Telemetry,
 ) -> None:
     """A union run's first call, answered for its `Refund` member, handed on: one run span,
     named, identified and attributed for the member's run with its outcome, over one call span
@@ -128,7 +123,7 @@ def test_the_run_that_takes_an_answer_up_goes_on_in_the_spans_of_the_run_that_ma
     assert all(s.status.status_code is StatusCode.UNSET for s in calls)
 
 
-def test_an_async_run_hands_its_spans_on_alike(spans: InMemorySpanExporter) -> None:
+def test_an_async_run_hands_its_spans_on_alike(spans: Telemetry) -> None:
     """The async driver's run hands its spans on as the sync one's does, in one task."""
 
     async def step() -> Any:
@@ -150,7 +145,7 @@ def test_an_async_run_hands_its_spans_on_alike(spans: InMemorySpanExporter) -> N
     assert ("healjson.heal Refund", 2) == (run.name, len(calls))
 
 
-def test_spans_no_run_takes_up_end_passed_without_an_error(spans: InMemorySpanExporter) -> None:
+def test_spans_no_run_takes_up_end_passed_without_an_error(spans: Telemetry) -> None:
     """An answer handed on to no run (passed through untouched): the handing run's spans end,
     its run span said `passed`, neither an error, and the caller's context is restored."""
     made = Healer(Refund, contracts=[positive]).start(MESSAGES)
@@ -166,7 +161,7 @@ def test_spans_no_run_takes_up_end_passed_without_an_error(spans: InMemorySpanEx
 
 
 def test_a_block_that_raises_ends_the_handed_spans_as_a_run_that_did_not_finish(
-    spans: InMemorySpanExporter,
+    spans: Telemetry,
 ) -> None:
     """A hand-over whose block raises before any run took the spans up ends them as a run that
     did not finish (an error), and the exception goes on."""

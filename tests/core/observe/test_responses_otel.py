@@ -11,15 +11,14 @@ import openai
 import pytest
 from openai.resources.responses.responses import AsyncResponses, Responses
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
 from pydantic import BaseModel
 
 import healjson
 from healjson import Healed
 from healjson._core.observe import telemetry
 from healjson.testing import ScriptedServer
+from otel_kit import Telemetry, installed
 
 
 class Invoice(BaseModel):
@@ -28,17 +27,14 @@ class Invoice(BaseModel):
 
 
 @pytest.fixture
-def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    monkeypatch.setattr(telemetry.trace, "get_tracer_provider", lambda: provider)
-    yield exporter
-    provider.shutdown()
+def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[Telemetry]:
+    """A configured OpenTelemetry SDK, as an application would set one up (`otel_kit`)."""
+    with installed(monkeypatch, Telemetry()) as state:
+        yield state
 
 
 def test_a_responses_run_has_a_run_span_and_a_client_span_per_call(
-    spans: InMemorySpanExporter,
+    spans: Telemetry,
 ) -> None:
     """A run through the Responses API gets one run span and one client span per call, as a chat
     run does."""
@@ -52,7 +48,7 @@ def test_a_responses_run_has_a_run_span_and_a_client_span_per_call(
             model="gpt-test", input="Extract.", response_model=Invoice, max_output_tokens=300
         )
     assert isinstance(outcome, Healed)
-    finished: list[ReadableSpan] = list(spans.get_finished_spans())
+    finished: list[ReadableSpan] = spans.finished()
     [run] = [s for s in finished if s.name.startswith("healjson.heal")]
     calls = sorted((s for s in finished if s.parent is not None), key=lambda s: s.start_time or 0)
     assert ["chat gpt-test", "chat gpt-test"] == [s.name for s in calls]

@@ -11,15 +11,12 @@ from typing import Any
 import openai
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
 
 import healjson
 from healjson import Healed, Healer
-from healjson._core.observe import telemetry
 from healjson.testing import ScriptedReply, ScriptedServer
+from otel_kit import Telemetry, installed
 
 USER = [{"role": "user", "content": "Extract it."}]
 GOOD = '{"customer": "Ada", "total": 3.5}'
@@ -31,32 +28,19 @@ class Order(BaseModel):
     total: float
 
 
-class Spans:
+class Spans(Telemetry):
+    """The SDK (`otel_kit`), and a tracer of the application's own (`app`)."""
+
     def __init__(self) -> None:
-        self.exporter = InMemorySpanExporter()
-        self.provider = TracerProvider()
-        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
-        self.app = self.provider.get_tracer("app")
-
-    def named(self, prefix: str) -> list[ReadableSpan]:
-        return [s for s in self.exporter.get_finished_spans() if s.name.startswith(prefix)]
-
-    def parent_of(self, span: ReadableSpan) -> str | None:
-        """The name of `span`'s parent among the finished spans (None: a root)."""
-        if span.parent is None:
-            return None
-        for other in self.exporter.get_finished_spans():
-            if other.context is not None and other.context.span_id == span.parent.span_id:
-                return other.name
-        return "?"
+        super().__init__()
+        self.app = self.tracer_provider.get_tracer("app")
 
 
 @pytest.fixture
 def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[Spans]:
-    state = Spans()
-    monkeypatch.setattr(telemetry.trace, "get_tracer_provider", lambda: state.provider)
-    yield state
-    state.provider.shutdown()
+    """A configured OpenTelemetry SDK, as an application would set one up (`otel_kit`)."""
+    with installed(monkeypatch, Spans()) as state:
+        yield state
 
 
 def _check(spans: Spans, snapshots: int) -> None:

@@ -9,8 +9,12 @@ logger without a method for a level gets that event through `.info`.
 Every event carries the run's `run_id` (also on the outcome and in its trace). Fields are flat.
 Credentials never appear: call parameters are not logged at all, model output / prompt text is
 included only with `include_content=True`, and every field passes through the redactor
-(`_redact`: known secret values, credential-named fields, `Bearer` tokens). OpenTelemetry spans
-and metrics (`telemetry`) follow the same run, when an SDK is configured.
+(`_redact`: known secret values, credential-named fields, `Bearer` tokens). Every field is
+bounded as span attributes are (`shown`): a string at `SAID_CHARS` (content, `raw_text` and
+`prompt`, at `CONTENT_CHARS`) with a marker, a list at `MAX_ITEMS` members. Without
+`include_content`, a diagnostic's path shows only the names the target declares (a key the model
+invented is `<key>`). OpenTelemetry spans and metrics (`telemetry`) follow the same run, when an
+SDK is configured.
 
 Events: `healjson.attempt`, `healjson.local_repair`, `healjson.diagnostic`,
 `healjson.repair_request`, `healjson.healed`, `healjson.degraded`; once per client,
@@ -33,6 +37,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from healjson._core.diagnostic import short_repr
 from healjson._core.redact import redact_data
+
+from .shown import CONTENT_CHARS, bounded, declared_names, shown_path
 
 if TYPE_CHECKING:
     from healjson._core.outcome.outcome import Attempt, Degraded, Healed
@@ -124,12 +130,18 @@ def set_logger(logger: Any = None, *, include_content: bool = False) -> Any:
 
 # severity -> the logger method that sends it
 _METHODS = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warning"}
+# the fields that carry content (`include_content`): bounded as captured content is
+_CONTENT_FIELDS: Final = frozenset({"raw_text", "prompt"})
 
 
 def _emit(logger: Any, level: int, event: str, **fields: Any) -> None:
     try:
         send = getattr(logger, _METHODS[level], None) or logger.info
-        send(event, **redact_data(fields))
+        shown = {
+            name: bounded(value, CONTENT_CHARS) if name in _CONTENT_FIELDS else bounded(value)
+            for name, value in fields.items()
+        }
+        send(event, **redact_data(shown))
     except Exception:  # a broken log sink must never break the healing run
         return
 
@@ -204,7 +216,7 @@ def for_run(run_id: str, spec: Any = None) -> RunEvents | None:
         spans = (_Telemetry.module or _Telemetry.load()).for_run(run_id, spec)
     if logger is None and spans is None:
         return None
-    return RunEvents(run_id, logger, settings.include_content, spans, floor)
+    return RunEvents(run_id, logger, settings.include_content, spans, floor, spec=spec)
 
 
 def handed_on(flow: Generator[Any, Any, Any] | None) -> AbstractContextManager[None]:
@@ -275,7 +287,16 @@ class RunEvents:
     """One run's events: sent with the logger in effect when the run started, each with the
     run's id, and mirrored as OpenTelemetry spans when a tracer is configured."""
 
-    __slots__ = ("detail", "include_content", "logger", "run_id", "spans", "steps")
+    __slots__ = (
+        "_declared",
+        "_spec",
+        "detail",
+        "include_content",
+        "logger",
+        "run_id",
+        "spans",
+        "steps",
+    )
 
     def __init__(
         self,
@@ -284,8 +305,12 @@ class RunEvents:
         include_content: bool,
         spans: Any = None,
         floor: int = logging.NOTSET,
+        *,
+        spec: Any = None,
     ) -> None:
         self.run_id = run_id
+        self._spec = spec  # what names its target declares (`_path`)
+        self._declared: frozenset[str] | None = None
         self.logger = logger
         # the DEBUG events (attempts, diagnostics, repair requests) are built only when sent
         self.detail = logger if floor <= logging.DEBUG else None
@@ -304,6 +329,15 @@ class RunEvents:
         """Model call `number` is about to be made."""
         if self.spans is not None:
             self.spans.call_started(number, params)
+
+    def _path(self, path: str) -> str:
+        """A diagnostic's path as an event shows it: whole with `include_content`, else only
+        the names the run's target declares (`shown.shown_path`)."""
+        if self.include_content:
+            return path
+        if self._declared is None:
+            self._declared = declared_names(self._spec)
+        return shown_path(path, self._declared)
 
     def _send(self, level: int, event: str, **fields: Any) -> None:
         if self.logger is not None:
@@ -350,16 +384,18 @@ class RunEvents:
                 logging.DEBUG,
                 "healjson.diagnostic",
                 attempt=record.number,
-                path=diagnostic.path,
+                path=self._path(diagnostic.path),
                 source=str(diagnostic.source),
                 rule=diagnostic.rule,
                 constraint=diagnostic.constraint,
-                fields=list(diagnostic.fields),
+                fields=[self._path(name) for name in diagnostic.fields],
                 **value,
             )
 
     def repair_request(self, number: int, prompt: RepairPrompt) -> None:
         """The request healjson is about to send to repair attempt `number - 1`."""
+        if self.spans is not None:
+            self.spans.repair_asked(number, str(prompt.strategy))
         if self.detail is None:
             return
         rendered = prompt.render()
@@ -388,14 +424,28 @@ class RunEvents:
             calls=outcome.calls,
             max_attempts=outcome.max_attempts,
             flags=[str(f) for f in outcome.flags],
-            changed_fields=list(outcome.changed_fields),
-            **_policies(outcome),
+            changed_fields=[self._path(path) for path in outcome.changed_fields],
+            **self._policies(outcome),
             prompt_tokens=outcome.usage.prompt_tokens,
             completion_tokens=outcome.usage.completion_tokens,
             tokens_estimated=outcome.usage.estimated,
             requests=outcome.usage.requests,
             latency_s=round(sum(a.latency_s for a in outcome.attempts), 6),
         )
+
+    def _policies(self, outcome: Healed[Any]) -> dict[str, Any]:
+        """What the rules' failure policies did, on the `healjson.healed` event (only when
+        used)."""
+        found: dict[str, Any] = {}
+        if outcome.warnings:
+            found["warnings"] = [f"{self._path(d.path)}: {d.constraint}" for d in outcome.warnings]
+        if outcome.dropped:
+            found["dropped"] = [
+                self._path(item.where) if item.list_path else item.index for item in outcome.dropped
+            ]
+        if outcome.fixed:
+            found["fixed"] = list(outcome.fixed)
+        return found
 
     def degraded(self, outcome: Degraded[Any]) -> None:
         """A run that ended in a degradation."""
@@ -407,7 +457,7 @@ class RunEvents:
             reason=str(outcome.reason),
             calls=outcome.calls,
             max_attempts=outcome.max_attempts,
-            errors=[f"{d.path}: {d.constraint}" for d in outcome.errors],
+            errors=[f"{self._path(d.path)}: {d.constraint}" for d in outcome.errors],
             prompt_tokens=outcome.usage.prompt_tokens,
             completion_tokens=outcome.usage.completion_tokens,
             tokens_estimated=outcome.usage.estimated,
@@ -418,17 +468,3 @@ class RunEvents:
 def _structlog_ready() -> bool:
     structlog = sys.modules.get("structlog")  # not imported: then it cannot be configured either
     return structlog is not None and bool(structlog.is_configured())
-
-
-def _policies(outcome: Healed[Any]) -> dict[str, Any]:
-    """What the rules' failure policies did, on the `healjson.healed` event (only when used)."""
-    found: dict[str, Any] = {}
-    if outcome.warnings:
-        found["warnings"] = [f"{d.path}: {d.constraint}" for d in outcome.warnings]
-    if outcome.dropped:
-        found["dropped"] = [
-            item.where if item.list_path else item.index for item in outcome.dropped
-        ]
-    if outcome.fixed:
-        found["fixed"] = list(outcome.fixed)
-    return found

@@ -28,16 +28,22 @@ spans of a plain run, none left open or failed; spans no run takes up (the answe
 to judge) end with `healjson.outcome` `passed` and no error.
 
 Content (the request's messages, the model's output) is recorded only when the user opts in
-as the conventions say: `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`. Every string
-attribute passes the redactor.
+as the conventions say: `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`; without it, a
+diagnostic's path shows only the names the target declares (a key the model invented is
+`<key>`, `shown`). Every string attribute passes the redactor and is bounded (`shown.said`).
+A failed call's span has `error.type` as the conventions ask: the exception's fully-qualified
+class name, or healjson's own stop (`timeout` when the run's deadline cut the call); a degraded
+run's span has the run's reason.
 
 Metrics (when a meter provider is configured): `healjson.outcomes` (counter, by `ok` and
-`healjson.reason`), `healjson.attempts` (counter of model calls, by `healjson.strategy`) and
-`healjson.attempts_per_run` (histogram).
+`healjson.reason`), `healjson.attempts` (counter of model calls, by `healjson.strategy`: a call
+whose stream the caller abandoned counts too, it was made) and `healjson.attempts_per_run`
+(histogram).
 """
 
 from __future__ import annotations
 
+import builtins
 import functools
 import json
 import os
@@ -54,17 +60,17 @@ from opentelemetry.environment_variables import OTEL_PYTHON_TRACER_PROVIDER
 
 from healjson._core.outcome.attempt import was_given
 from healjson._core.outcome.savings import tokens_saved
-from healjson._core.redact import redact_text
 from healjson._core.wire import formats as wire
+
+from .shown import CONTENT_CHARS, declared_names, said, shown_path
 
 if TYPE_CHECKING:
     from healjson._core.outcome.attempt import Attempt
     from healjson._core.outcome.outcome import Outcome
 
-__all__ = ["RunSpans", "for_run", "handed_on", "idle", "sdk_instrumented"]
+__all__ = ["RunSpans", "error_type", "for_run", "handed_on", "idle", "sdk_instrumented"]
 
 _CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-_MAX_CONTENT_CHARS = 16_000
 
 
 class _Unconfigured:
@@ -226,7 +232,19 @@ def _capture_content() -> bool:
 class RunSpans:
     """One run's span and its attempts' child spans (see the module docstring)."""
 
-    __slots__ = ("_attempt", "_content", "_instruments", "_run", "_run_id", "_token", "_tracer")
+    __slots__ = (
+        "_attempt",
+        "_calling",
+        "_content",
+        "_declared",
+        "_instruments",
+        "_next",
+        "_run",
+        "_run_id",
+        "_spec",
+        "_token",
+        "_tracer",
+    )
 
     def __init__(
         self, tracer: trace.Tracer, run_id: str, spec: Any, instruments: _Instruments | None
@@ -235,11 +253,15 @@ class RunSpans:
         self._instruments = instruments
         self._content = _capture_content()
         self._run_id = run_id  # on every span of the run, its calls' too
+        self._spec = spec
+        self._declared: frozenset[str] | None = None  # the target's names, when first needed
         name, attributes = _run_span(run_id, spec)
         attributes["gen_ai.operation.name"] = "heal"
         self._run = tracer.start_span(name, attributes=attributes)
         self._attempt: trace.Span | None = None
         self._token: object | None = None
+        self._next: tuple[int, str] | None = None  # the repair announced: call, strategy
+        self._calling = "initial"  # the strategy of the call in flight
 
     def taken_up(self, run_id: str, spec: Any) -> RunSpans:
         """These spans, handed on (`handed_on`), as those of the run `run_id` of `spec` that
@@ -252,6 +274,7 @@ class RunSpans:
         self._run.update_name(name)
         self._run.set_attributes(attributes)
         self._run_id = run_id
+        self._spec, self._declared = spec, None
         if self._attempt is not None:
             self._attempt.set_attribute("healjson.run_id", run_id)
         return self
@@ -264,10 +287,17 @@ class RunSpans:
         self._run.set_attribute("healjson.outcome", "passed")
         self._run.end()
 
+    def repair_asked(self, number: int, strategy: str) -> None:
+        """Call `number` will be a repair by `strategy` (what a call abandoned in flight is
+        counted by)."""
+        self._next = (number, strategy)
+
     @_guarded
     def call_started(self, number: int, params: Mapping[str, Any]) -> None:
         """A model call starts: its span, current until the call's attempt is recorded."""
         self._end_attempt()
+        announced = self._next
+        self._calling = announced[1] if announced and announced[0] == number else "initial"
         model = params.get("model")
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
@@ -334,12 +364,14 @@ class RunSpans:
         # what the provider or the model wrote: redacted (a proxy may echo a key anywhere) and
         # bounded, as captured content is
         if record.model:
-            attributes[f"{ns}.response.model"] = _said(record.model)
+            attributes[f"{ns}.response.model"] = said(record.model)
         if record.finish_reason:
-            attributes[f"{ns}.response.finish_reasons"] = [_said(record.finish_reason)]
+            attributes[f"{ns}.response.finish_reasons"] = [said(record.finish_reason)]
         if record.diagnostics:
             first = record.diagnostics[0]
-            attributes["healjson.diagnostic"] = _said(f"{first.path}: {first.constraint}")
+            attributes["healjson.diagnostic"] = said(
+                f"{self._path(first.path)}: {first.constraint}"
+            )
         if self._content:
             attributes["gen_ai.input.messages"] = _content(
                 [dict(message) for message in record.messages]
@@ -350,8 +382,8 @@ class RunSpans:
                 )
         span.set_attributes(attributes)
         if record.error is not None:
-            span.set_attribute("error.type", "api_error")
-            span.set_status(trace.Status(trace.StatusCode.ERROR, redact_text(record.error)[:500]))
+            span.set_attribute("error.type", error_type(record))
+            span.set_status(trace.Status(trace.StatusCode.ERROR, said(record.error)))
         span.end()
         self._attempt = None
         if self._instruments is not None and called:  # model calls only
@@ -384,6 +416,7 @@ class RunSpans:
             attributes["healjson.dropped"] = len(outcome.dropped)
         else:
             attributes["healjson.reason"] = str(outcome.reason)
+            attributes["error.type"] = str(outcome.reason)  # healjson's own stop: low cardinality
             attributes["healjson.diagnostics"] = len(outcome.errors)
         cost = usage.cost
         if cost is not None:
@@ -412,10 +445,22 @@ class RunSpans:
             self._attempt.set_status(
                 trace.Status(trace.StatusCode.ERROR, "the run ended before this call's answer")
             )
+            self._attempt.set_attribute("error.type", "abandoned")
+            if self._instruments is not None:  # the call was made (and paid for): it counts
+                self._instruments.attempts.add(1, {"healjson.strategy": self._calling})
         self._end_attempt()
         if self._run.is_recording():
             self._run.set_status(trace.Status(trace.StatusCode.ERROR, "the run did not finish"))
             self._run.end()
+
+    def _path(self, path: str) -> str:
+        """A diagnostic's path as the span shows it: whole with content capture on, else only
+        the target's declared names (`shown.shown_path`)."""
+        if self._content:
+            return path
+        if self._declared is None:
+            self._declared = declared_names(self._spec)
+        return shown_path(path, self._declared)
 
     def _end_attempt(self) -> None:
         span = self._attempt
@@ -452,15 +497,33 @@ def _layer(outcome: Outcome[Any]) -> str:
     return "L1" if outcome.calls <= 1 else "L3"
 
 
-_MAX_SAID_CHARS: Final = 500
-
-
-def _said(text: str) -> str:
-    """A short text the provider or the model wrote (a model name, a finish reason, a
-    diagnostic), as a span may carry it: redacted, and cut at 500 characters."""
-    return redact_text(text)[:_MAX_SAID_CHARS]
-
-
 def _content(messages: list[dict[str, Any]]) -> str:
-    text = json.dumps(messages, ensure_ascii=False, default=str)
-    return redact_text(text)[:_MAX_CONTENT_CHARS]
+    return said(json.dumps(messages, ensure_ascii=False, default=str), CONTENT_CHARS)
+
+
+def error_type(record: Attempt) -> str:
+    """A failed call's `error.type` by the OpenTelemetry conventions: the fully-qualified class
+    name of the exception the call raised (`openai.RateLimitError`, `httpx.ConnectError`;
+    a builtin's bare name, `TimeoutError`), or healjson's own stop (`timeout`: the run's
+    deadline cut the call). The failure's diagnostic names it when the failure knew it (an
+    HTTP error answer's exception, the deadline); else the exception's class name that opens
+    the attempt's error (`describe_exception`), qualified by the one loaded provider or
+    transport package that exports it (two export one name: its bare name); `_OTHER` when the
+    error names no class."""
+    for diagnostic in record.diagnostics:
+        given = diagnostic.extra.get("error_type")
+        if isinstance(given, str) and given:
+            return given
+    name = (record.error or "").partition(":")[0].strip()
+    if not name.isidentifier():
+        return "_OTHER"
+    builtin = getattr(builtins, name, None)
+    if isinstance(builtin, type) and issubclass(builtin, BaseException):
+        return name
+    found = {
+        f"{package}.{name}"
+        for package in sorted(wire.error_packages())
+        if isinstance(cls := getattr(sys.modules.get(package), name, None), type)
+        and issubclass(cls, BaseException)
+    }
+    return found.pop() if len(found) == 1 else name

@@ -101,6 +101,7 @@ def deadline_passed(
         f"the run must finish within {policy.deadline_s} s (HealPolicy.deadline_s)",
         prescription,
         Source.BUDGET,
+        extra={"error_type": "timeout"},  # healjson's own stop, as telemetry names it
     )
 
 

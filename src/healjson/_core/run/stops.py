@@ -87,6 +87,8 @@ def failure_diagnostic(failure: CallFailure, message: str) -> Diagnostic:
             "around the call.",
             Source.API,
         )
+    # the exception's class, for telemetry's `error.type` (a fault read from a body has none)
+    extra = {"error_type": fault.error_type} if fault.error_type else {}
     return Diagnostic(
         ROOT,
         message,
@@ -94,6 +96,7 @@ def failure_diagnostic(failure: CallFailure, message: str) -> Diagnostic:
         redact_text(fault.advice()),
         Source.API,
         rule=redact_text(fault.label),
+        extra=extra,
     )
 
 
