@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from collections.abc import Iterator
 from typing import Any
 
+import anthropic
 import openai
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -247,6 +249,25 @@ def test_error_type_of_a_builtin_exception_is_its_name(monkeypatch: pytest.Monke
     with installed(monkeypatch, Telemetry()) as state:
         Healer(Ticket).run(refused, "go", model="m")
     assert "ConnectionRefusedError" == failed_call(state).attributes["error.type"]
+
+
+def test_error_type_of_a_name_two_packages_export_is_exact(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A refused connection through the OpenAI SDK raises `APIConnectionError`, a name the
+    Anthropic SDK exports too (both loaded here): `error.type` is the raised class's own,
+    `openai.…`, never a name read back from the error's message."""
+    assert anthropic.APIConnectionError is not openai.APIConnectionError
+    with socket.socket() as sock:  # a loopback port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with installed(monkeypatch, Telemetry()) as state:
+        sdk = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=API_KEY, max_retries=0)
+        with sdk:
+            healjson.wrap(sdk).chat.completions.create(
+                model="m", messages=SAID, response_model=Ticket
+            )
+    assert "openai.APIConnectionError" == failed_call(state).attributes["error.type"]
 
 
 def test_error_type_of_the_runs_deadline_is_timeout(monkeypatch: pytest.MonkeyPatch) -> None:

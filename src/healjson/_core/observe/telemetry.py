@@ -43,7 +43,6 @@ whose stream the caller abandoned counts too, it was made) and `healjson.attempt
 
 from __future__ import annotations
 
-import builtins
 import functools
 import json
 import os
@@ -502,28 +501,13 @@ def _content(messages: list[dict[str, Any]]) -> str:
 
 
 def error_type(record: Attempt) -> str:
-    """A failed call's `error.type` by the OpenTelemetry conventions: the fully-qualified class
-    name of the exception the call raised (`openai.RateLimitError`, `httpx.ConnectError`;
-    a builtin's bare name, `TimeoutError`), or healjson's own stop (`timeout`: the run's
-    deadline cut the call). The failure's diagnostic names it when the failure knew it (an
-    HTTP error answer's exception, the deadline); else the exception's class name that opens
-    the attempt's error (`describe_exception`), qualified by the one loaded provider or
-    transport package that exports it (two export one name: its bare name); `_OTHER` when the
-    error names no class."""
+    """A failed call's `error.type` by the OpenTelemetry conventions, as its failure named it
+    (`stops.failure_diagnostic`, `budget.deadline_passed`): the fully-qualified class name of
+    the exception the call raised (`openai.RateLimitError`; a builtin's bare name), the HTTP
+    status of an error answer read from a body, or healjson's own stop (`timeout`: the run's
+    deadline); `_OTHER` when the failure named none."""
     for diagnostic in record.diagnostics:
         given = diagnostic.extra.get("error_type")
         if isinstance(given, str) and given:
             return given
-    name = (record.error or "").partition(":")[0].strip()
-    if not name.isidentifier():
-        return "_OTHER"
-    builtin = getattr(builtins, name, None)
-    if isinstance(builtin, type) and issubclass(builtin, BaseException):
-        return name
-    found = {
-        f"{package}.{name}"
-        for package in sorted(wire.error_packages())
-        if isinstance(cls := getattr(sys.modules.get(package), name, None), type)
-        and issubclass(cls, BaseException)
-    }
-    return found.pop() if len(found) == 1 else name
+    return "_OTHER"

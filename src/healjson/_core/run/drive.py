@@ -42,7 +42,7 @@ from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel
 
-from healjson._core.diagnostic import describe_exception
+from healjson._core.diagnostic import describe_exception, qualified_name
 from healjson._core.observe import events as _events
 from healjson._core.outcome.outcome import Healed
 from healjson._core.redact import activate, deactivate, secrets_scope
@@ -540,13 +540,13 @@ def call_failed(
     sent: ModelCall | Quick | None = None,
 ) -> CallResult:
     """A call that raised: the provider's or the transport's failure becomes a `CallFailure`
-    the engine degrades on; any other exception is a bug in the caller's code and is raised
-    again, unchanged (`effect` None: healjson's own error, always a failure). The call was
-    made, so it counts one request: no token when the provider answered with an error or the
-    request never reached it (`never_sent`), else (a timeout, a dropped connection, a body it
-    could not read) what a body that is no reply reported it cost (`reported_usage`), or the
-    request's tokens estimated and none received (a stream's reading replaces that with what
-    had arrived); `sent`: the call, when `effect` is None."""
+    the engine degrades on (with the exception's class, telemetry's `error.type`); any other
+    exception is the caller's bug, raised again unchanged (`effect` None: healjson's own error,
+    always a failure). The call was made: one request; no token when the provider answered with
+    an error or the request never reached it (`never_sent`), else what a body that is no reply
+    reported (`reported_usage`), or the request's tokens estimated and none received (a
+    stream's reading replaces that with what had arrived); `sent`: the call, when `effect` is
+    None."""
     if effect is not None and not is_provider_error(exc, effect.provider_errors):
         raise exc
     kind = exception_kind(exc)
@@ -559,7 +559,8 @@ def call_failed(
         usage = _ERROR_ANSWERED
     else:
         usage = call_usage(reported_usage(exc), made.messages, 0)
-    failure = CallFailure(kind, describe_exception(exc), deadline, fault=fault, usage=usage)
+    said, named = describe_exception(exc), qualified_name(exc)
+    failure = CallFailure(kind, said, deadline, fault=fault, usage=usage, error_type=named)
     return new_call_result(None, failure, time.perf_counter() - start)
 
 

@@ -75,8 +75,11 @@ def aborted_evaluation(result: CallResult, raw: str | None) -> Evaluation:
 
 def failure_diagnostic(failure: CallFailure, message: str) -> Diagnostic:
     """A failed call as a diagnostic: the provider's own error (status, code, message,
-    redacted) and the fix its status calls for, or, with no HTTP answer, the generic advice."""
+    redacted) and the fix its status calls for, or, with no HTTP answer, the generic advice.
+    Its `extra["error_type"]` is telemetry's `error.type`: the exception's class name, else
+    the HTTP status the provider answered with, else the failure's kind."""
     fault = failure.fault
+    named = failure.error_type or (str(fault.status) if fault is not None else failure.kind)
     if fault is None:
         return Diagnostic(
             ROOT,
@@ -86,9 +89,8 @@ def failure_diagnostic(failure: CallFailure, message: str) -> Diagnostic:
             "errors: retry them in the client (its retry settings, where it has them) or "
             "around the call.",
             Source.API,
+            extra={"error_type": named},
         )
-    # the exception's class, for telemetry's `error.type` (a fault read from a body has none)
-    extra = {"error_type": fault.error_type} if fault.error_type else {}
     return Diagnostic(
         ROOT,
         message,
@@ -96,7 +98,7 @@ def failure_diagnostic(failure: CallFailure, message: str) -> Diagnostic:
         redact_text(fault.advice()),
         Source.API,
         rule=redact_text(fault.label),
-        extra=extra,
+        extra={"error_type": named},
     )
 
 

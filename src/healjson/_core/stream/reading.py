@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
-from healjson._core.diagnostic import Diagnostic, describe_exception
+from healjson._core.diagnostic import Diagnostic, describe_exception, qualified_name
 from healjson._core.wire.degenerate import Guard
 from healjson._core.wire.delta import read_chunk, withdrawn
 from healjson._core.wire.effects import (
@@ -83,7 +83,7 @@ class Reader(Protocol):
 
 def _failed(exc: Exception, start: float) -> CallResult:
     """A chunk no format reads: healjson's own finding, a failed call (`api_error`)."""
-    failure = CallFailure("api_error", describe_exception(exc))
+    failure = CallFailure("api_error", describe_exception(exc), error_type=qualified_name(exc))
     return new_call_result(None, failure, time.perf_counter() - start)
 
 

@@ -149,6 +149,9 @@ class CallFailure:
     """What the call spent (`reply.call_usage`: it was made, so it counts), None when unknown."""
     tool_calls: tuple[ToolCall, ...] = ()
     """The tool calls that had arrived of a streamed answer before it failed."""
+    error_type: str | None = None
+    """The exception's fully-qualified class name (`diagnostic.qualified_name`), None when the
+    failure was no exception."""
 
 
 @dataclass(frozen=True, slots=True)

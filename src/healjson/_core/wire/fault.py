@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
-
-from healjson._core.diagnostic import qualified_name
 
 __all__ = ["ProviderFault", "fault_from_body", "fault_from_exception", "never_sent"]
 
@@ -26,14 +24,12 @@ _MESSAGE_CHARS: Final = 300  # the most of a provider's message quoted
 @dataclass(frozen=True, slots=True)
 class ProviderFault:
     """An HTTP error answer: `status`, and from its body the error `code` (or type), `message`
-    and the request `param` it names, each None when the provider gave none; `error_type`: the
-    fully-qualified class name of the exception it was read from (None: read from a body)."""
+    and the request `param` it names, each None when the provider gave none."""
 
     status: int
     code: str | None = None
     message: str | None = None
     param: str | None = None
-    error_type: str | None = field(default=None, compare=False)
 
     @property
     def label(self) -> str:
@@ -76,12 +72,11 @@ def fault_from_exception(exc: BaseException) -> ProviderFault | None:
     if status is None:
         return None
     fault = fault_from_body(status, getattr(exc, "body", None) or getattr(exc, "details", None))
-    message = fault.message
-    if message is None:
+    if fault.message is None:
         said = getattr(exc, "message", None)
         if isinstance(said, str) and said:
-            message = said
-    return ProviderFault(fault.status, fault.code, message, fault.param, qualified_name(exc))
+            fault = ProviderFault(fault.status, fault.code, said, fault.param)
+    return fault
 
 
 # the HTTP stacks' errors for a connection that was never made (httpx, urllib3, aiohttp): matched
