@@ -18,11 +18,13 @@ The rules, in order:
    says, each in its place: for each value the structured content holds (a string, a number,
    a boolean, at any depth; a list, its number of items, `[]` included; a `null` says
    nothing), the text's reading, aligned to the schema, holds an equal value at the same path
-   (keys matched as L1 matches them: case and `_`/`-` aside; a number and its decimal text are
-   one value, `1` and `true` are two). The text then
-   completes it (`{"temperature": 21.5}` beside the whole answer) and contradicts none of it;
-   a text saying something else (`"Bergen"` beside `"Oslo"`, `low` and `high` swapped) is
-   another answer, never a replacement.
+   (keys matched as L1 matches them: case and `_`/`-` aside; two strings are equal only as
+   written, and a number equals a string only when the string is its JSON text: `21.5` and
+   `"21.5"` are one value, `"007"` and `"7"` two, `1` and `true` two). The text then completes
+   it (`{"temperature": 21.5}` beside the whole answer) and contradicts none of it: the value
+   sent is the text's reading with what the structured content says and the text leaves out
+   (an `[]`, a `{}`) put back in its place; a text saying something else (`"Bergen"` beside
+   `"Oslo"`, `low` and `high` swapped) is another answer, never a replacement.
 4. A result healjson cannot judge whole (structured content, or text, nested deeper than its
    validator reads) is judged where it can be: structured content is judged with its branches
    deeper than `PRUNE_DEPTH` set aside, and a problem found outside those branches (a required
@@ -43,6 +45,7 @@ error result). Their `ctx.extra` is `{"tool": name, "arguments": ...}`.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -125,6 +128,8 @@ def judge_result(
                 return Verdict(first, first.value, changed=bool(first.flags))
     if texts:
         second = validate("\n".join(texts), target, **kwargs)
+        if second.ok and first is not None and _completes(structured, second.value):
+            second = _with_structured(target, structured, second, kwargs)
         if second.ok and (first is None or _completes(structured, second.value)):
             flags = (*second.flags, Flag.STRUCTURED_FROM_TEXT)
             healed = dataclasses.replace(second, flags=flags)
@@ -239,7 +244,7 @@ def _completes(structured: Any, value: Any) -> bool:
                 place = _place(found, key)
                 if place is MISSING:
                     if item is None or item in ({}, []):
-                        continue
+                        continue  # put back as it came (`_with_structured`)
                     return False
                 stack.append((item, place))
         elif isinstance(said, list | tuple):
@@ -248,9 +253,48 @@ def _completes(structured: Any, value: Any) -> bool:
             if not (isinstance(found, list | tuple) and len(found) == len(said)):
                 return False
             stack.extend(zip(said, found, strict=False))
-        elif _scalar(said) is None or _scalar(said) != _scalar(found):
+        elif not _same(said, found):
             return False
     return True
+
+
+def _with_structured(target: Any, structured: Any, read: Any, kwargs: dict[str, Any]) -> Any:
+    """The text's reading (`read`, a healed run) with the members of the structured content
+    it leaves out put back where they were (an `[]` or a `{}` the text does not repeat: what
+    the tool said stays said; a `null` says nothing), judged again as one value (a schema that
+    refuses them makes it no completion); `read` itself when nothing was left out."""
+    merged, added = _merged(structured, value_data(read.value))
+    if not added:
+        return read
+    try:
+        text = to_json(merged).decode()
+    except Exception:  # pragma: no cover - both sides are JSON data
+        return read
+    return validate(text, target, **kwargs)
+
+
+def _merged(said: Any, found: Any) -> tuple[Any, bool]:
+    """`found` with each member of `said` it has no place for added (recursively through the
+    objects both hold); whether any was."""
+    if not (isinstance(said, dict) and isinstance(found, dict)):
+        return found, False
+    out, added = dict(found), False
+    for key, item in said.items():
+        place = _place(found, key)
+        if place is MISSING:
+            if item is not None:  # a null says nothing (rule 3): not put back
+                out[key], added = item, True
+            continue
+        name = key if key in found else _key_of(found, key)
+        out[name], deeper = _merged(item, place)
+        added = added or deeper
+    return out, added
+
+
+def _key_of(found: dict[str, Any], key: Any) -> Any:
+    """The one key of `found` that matches `key` with case and separators aside (`_place`)."""
+    wanted = _folded(key)
+    return next(name for name in found if _folded(name) == wanted)
 
 
 def _place(found: dict[str, Any], key: Any) -> Any:
@@ -267,19 +311,37 @@ def _folded(key: Any) -> str:
     return str(key).casefold().replace("_", "").replace("-", "").replace(" ", "")
 
 
-def _scalar(item: Any) -> tuple[str, Any] | None:
-    """A scalar as a comparable JSON value: a boolean is never a number (`1` is not `true`); a
-    number and its decimal text are one number; None for what is not a scalar."""
-    if isinstance(item, bool):
-        return ("boolean", item)
-    if isinstance(item, int | float):
-        return ("number", float(item))
-    if isinstance(item, str):
-        try:
-            return ("number", float(item)) if item.strip() else ("string", item)
-        except ValueError:
-            return ("string", item)
-    return None
+def _same(said: Any, found: Any) -> bool:
+    """Whether the text's scalar `found` says what the structured content's `said` says: two
+    strings or two booleans equal as they are, two numbers equal as numbers, and a number and
+    a string only when the string is that number's JSON text (`"21.5"` for `21.5`; never
+    `"007"` for `"7"`, `" 12"`, `"Infinity"`); a boolean is never a number (`1` is not
+    `true`)."""
+    said_number = isinstance(said, int | float) and not isinstance(said, bool)
+    found_number = isinstance(found, int | float) and not isinstance(found, bool)
+    if said_number and found_number:
+        return bool(said == found)
+    if said_number and isinstance(found, str):
+        return bool(_number_text(found) == said)
+    if found_number and isinstance(said, str):
+        return bool(_number_text(said) == found)
+    if isinstance(said, bool) or isinstance(found, bool):
+        return type(said) is type(found) and said == found
+    return isinstance(said, str) and isinstance(found, str) and said == found
+
+
+def _number_text(text: str) -> int | float | None:
+    """The number `text` spells in JSON's grammar, exactly (no blank, no sign `+`, no leading
+    zero, no `Infinity` or `NaN`; an integer read whole, not as a float); None for any other
+    text."""
+    found = _JSON_NUMBER.fullmatch(text)
+    if found is None:
+        return None
+    return int(text) if found.group(1) is None else float(text)
+
+
+# JSON's number grammar (RFC 8259, section 6); linear, no backtracking across its groups
+_JSON_NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)((?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)")
 
 
 def error_text(name: str, outcome: Degraded[Any]) -> str:
