@@ -65,7 +65,7 @@ from ._core.run.drive import exception_kind, is_provider_error, settled
 from ._core.run.owner import call_client
 from ._core.wire.effects import DeadlineExceeded, ProviderError
 from ._core.wire.fault import fault_from_exception
-from ._core.wire.reply import Reply, ToolCall, Usage, to_reply
+from ._core.wire.reply import FUNCTION, Reply, ToolCall, Usage, to_reply
 
 if TYPE_CHECKING:
     from ._core.run.healer import Healer
@@ -205,7 +205,11 @@ def reply_as_data(value: Any) -> dict[str, Any]:
         return text if text is None else redact_with(text, forms)
 
     content = shown(reply.content)
-    calls = [[shown(call.name), shown(call.arguments), shown(call.id)] for call in reply.tool_calls]
+    calls = [
+        [shown(call.name), shown(call.arguments), shown(call.id)]
+        + ([] if call.kind == FUNCTION else [call.kind])  # a custom call keeps its kind
+        for call in reply.tool_calls
+    ]
     answer = [
         reply.content,
         *(part for c in reply.tool_calls for part in (c.name, c.arguments, c.id)),
@@ -231,7 +235,7 @@ def reply_as_data(value: Any) -> dict[str, Any]:
             "model": shown(usage.model),
         },
     }
-    if [content, *(part for call in calls for part in call)] != answer:
+    if [content, *(part for call in calls for part in call[:3])] != answer:
         data["altered"] = True
     return {"reply": data}
 
@@ -269,7 +273,7 @@ def reply_from_data(data: Mapping[str, Any]) -> Reply:
         None if usage is None else Usage(**usage),
         reply.get("model"),
         reply.get("reasoning"),
-        tuple(ToolCall(name, arguments, ident) for name, arguments, ident in reply["tool_calls"]),
+        tuple(ToolCall(*call) for call in reply["tool_calls"]),  # [name, arguments, id, kind?]
     )
 
 

@@ -31,10 +31,11 @@ from pydantic import BaseModel
 from healjson._core.wire.delta import SDK_CHUNKS, Delta
 from healjson._core.wire.fault import fault_from_body
 from healjson._core.wire.formats import WireFormat
-from healjson._core.wire.reply import SDK_COMPLETIONS, Reply, ToolCall, Usage, new_reply, new_usage
+from healjson._core.wire.reply import SDK_COMPLETIONS, Reply, Usage, new_reply, new_usage
 
-from ._fields import as_int, as_list, counts, get_field, is_record, json_text, opt_str, text_content
+from ._fields import as_int, as_list, counts, get_field, is_record, opt_str, text_content
 from ._unreadable import chunk_text, not_a_reply, unreadable_as_failure, unreadable_reply
+from .openai_calls import chat_calls, is_custom
 from .provider import BatchApi, BatchLines, Provider
 
 if TYPE_CHECKING:
@@ -148,7 +149,7 @@ def _completion(obj: Any) -> Reply:
         usage,
         model,
         reasoning_field(message),
-        _tool_calls(get_field(message, "tool_calls")),
+        chat_calls(get_field(message, "tool_calls")),
     )
 
 
@@ -167,19 +168,6 @@ def reasoning_field(message: Any) -> str | None:
     return None
 
 
-def _tool_calls(raw: Any) -> tuple[ToolCall, ...]:
-    if not isinstance(raw, list | tuple):
-        return ()
-    calls: list[ToolCall] = []
-    for call in raw:
-        function = get_field(call, "function") or {}
-        name = opt_str(get_field(function, "name")) or ""
-        arguments = get_field(function, "arguments")
-        text = arguments if isinstance(arguments, str) else json_text(arguments)
-        calls.append(ToolCall(name, text, opt_str(get_field(call, "id"))))
-    return tuple(calls)
-
-
 def _reads_message(obj: Mapping[str, Any]) -> bool:
     return "content" in obj or "refusal" in obj
 
@@ -194,7 +182,7 @@ def _message(obj: Any) -> Reply:
         chat_usage(obj.get("usage"), opt_str(obj.get("model"))),
         opt_str(obj.get("model")),
         reasoning_field(obj),
-        _tool_calls(obj.get("tool_calls")),
+        chat_calls(obj.get("tool_calls")),
     )
 
 
@@ -279,6 +267,8 @@ def _openai(chunk: Any) -> Delta:
     arguments = ""
     name: str | None = None
     for call in as_list(get_field(delta, "tool_calls")):
+        if is_custom(call):  # a custom tool's free-text input: no function's arguments
+            continue
         function = get_field(call, "function") or {}
         piece = get_field(function, "arguments")
         arguments += chunk_text(piece, "choices[0].delta.tool_calls[].function.arguments")

@@ -5,7 +5,9 @@ A tool is read in the shapes the OpenAI SDK takes: chat's `{"type": "function", 
 {"name", "parameters", ...}}`, the Responses API's flat `{"type": "function", "name",
 "parameters", ...}`, the result of `openai.pydantic_function_tool(Model)` (its model is kept:
 the calls' arguments are validated as that model); a pydantic model class is sent as a strict
-function tool named after the class. Other tools (built-in ones, custom tools) are passed on.
+function tool named after the class. Chat's custom tools (`{"type": "custom", "custom": {"name",
+...}}`) are declared too: their calls' input is free text, read and accepted as sent. Other
+tools (built-in ones, the Responses API's custom tools) are passed on.
 
 The core's chunk reader (`Delta`) joins the arguments of every tool call of a stream into one
 text (a streamed answer has one value); judging each call on its own needs them apart. A
@@ -21,14 +23,23 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from healjson._core.wire.reply import Reply, ToolCall, new_reply
+from healjson._core.wire.reply import CUSTOM, FUNCTION, Reply, ToolCall, new_reply
 
-from ._fields import as_list, get_field, opt_str
+from ._fields import as_list, get_field, is_record, opt_str
 from ._unreadable import chunk_text, unreadable_as_failure
+from .openai_calls import is_custom
 from .openai_chat import chat_usage, reasoning_field
 from .provider import ToolDialect
 
-__all__ = ["CHAT", "ChatCollector", "forced", "read_function_tool", "strict_function"]
+__all__ = [
+    "CHAT",
+    "ChatCollector",
+    "forced",
+    "forced_chat",
+    "read_custom_tool",
+    "read_function_tool",
+    "strict_function",
+]
 
 
 class ChatCollector:
@@ -36,7 +47,8 @@ class ChatCollector:
     reasoning pieces (`reasoning_content` / `reasoning`, as the whole reply's reader keeps
     them), each call gathered by its `index` (its id and name from its first delta; a delta
     with another id at an index in use starts a call of its own: a server that numbers every
-    call 0)."""
+    call 0). A custom tool's call (`custom` pieces: `openai_calls.is_custom`) is gathered as
+    one, its input pieces joined exactly, never as a function call's arguments."""
 
     __slots__ = ("_at", "_calls", "_finish", "_model", "_reasoning", "_refusal", "_text", "_usage")
 
@@ -44,7 +56,8 @@ class ChatCollector:
         self._text: list[str] = []
         self._reasoning: list[str] = []
         self._refusal: list[str] = []
-        self._calls: list[list[Any]] = []  # [index, id, name, argument pieces], as they came
+        # [index, id, name, argument (or custom input) pieces, kind], as they came
+        self._calls: list[list[Any]] = []
         self._at: dict[int, list[Any]] = {}  # index -> its call now
         self._finish: str | None = None
         self._model: str | None = None
@@ -77,9 +90,17 @@ class ChatCollector:
             own = opt_str(get_field(call, "id"))
             entry = self._at.get(at)
             if entry is None or (own and entry[1] and own != entry[1]):
-                entry = self._at[at] = [at, None, "", []]
+                entry = self._at[at] = [at, None, "", [], FUNCTION]
                 self._calls.append(entry)
             entry[1] = entry[1] or own
+            if is_custom(call):  # a custom tool's input: free text, never a function's
+                entry[4] = CUSTOM
+                custom = get_field(call, "custom")
+                custom = custom if is_record(custom) else {}
+                entry[2] = entry[2] or (opt_str(get_field(custom, "name")) or "")
+                piece = get_field(custom, "input")
+                entry[3].append(chunk_text(piece, "choices[0].delta.tool_calls[].custom.input"))
+                continue
             function = get_field(call, "function") or {}
             entry[2] = entry[2] or (opt_str(get_field(function, "name")) or "")
             piece = get_field(function, "arguments")
@@ -94,7 +115,8 @@ class ChatCollector:
         """The whole answer read so far."""
         ordered = sorted(self._calls, key=lambda entry: entry[0])  # stable: as they came
         calls = tuple(
-            ToolCall(name, "".join(pieces), call_id) for _, call_id, name, pieces in ordered
+            ToolCall(name, "".join(pieces), call_id, kind)
+            for _, call_id, name, pieces, kind in ordered
         )
         return new_reply(
             "".join(self._text) if self._text else None,
@@ -161,5 +183,31 @@ def forced(choice: Any) -> bool | str:
     return False
 
 
-CHAT = ToolDialect("chat", _read_chat, _wire_chat, forced, ChatCollector)
+def read_custom_tool(tool: Any) -> str | None:
+    """A chat custom tool's name (`{"type": "custom", "custom": {"name", "description",
+    "format"}}`), None for any other tool. Its calls' input is free text, accepted as sent
+    (`judge.free_text`): a `format` of type `grammar` (Lark or regex) is the provider's to
+    enforce, not checked here."""
+    if not isinstance(tool, Mapping) or tool.get("type") != CUSTOM:
+        return None
+    custom = tool.get(CUSTOM)
+    name = custom.get("name") if isinstance(custom, Mapping) else None
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"tools: a custom tool needs a name, got {tool!r}")
+    return name
+
+
+def forced_chat(choice: Any) -> bool | str:
+    """What chat's `tool_choice` forces (`forced`), a named custom tool too (`{"type":
+    "custom", "custom": {"name"}}`)."""
+    if isinstance(choice, Mapping) and choice.get("type") == CUSTOM:
+        custom = choice.get(CUSTOM)
+        name = custom.get("name") if isinstance(custom, Mapping) else None
+        return name if isinstance(name, str) and name else False
+    return forced(choice)
+
+
+CHAT = ToolDialect(
+    "chat", _read_chat, _wire_chat, forced_chat, ChatCollector, custom=read_custom_tool
+)
 """Chat completions' function tools (the Responses API's are `openai_responses.RESPONSES`)."""

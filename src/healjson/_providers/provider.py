@@ -162,13 +162,16 @@ class ToolDialect(NamedTuple):
     not the caller's function (a provider's built-in one). `wire(model)` is a pydantic model
     class as this dialect's tool. `forced(tool_choice)` says what a `tool_choice` forces:
     nothing (False), some call (True) or the named tool. `collector` reads a streamed answer
-    call by call."""
+    call by call. `custom(tool)`, for a dialect with custom tools (their calls' input free
+    text: calls of kind `CUSTOM`), is a custom tool's name (None: not one); without it, every
+    tool `read` leaves is passed on."""
 
     name: str
     read: Callable[[Any], tuple[str, Any, Any] | None]
     wire: Callable[[Any], dict[str, Any]]
     forced: Callable[[Any], bool | str]
     collector: Callable[[], Collector]
+    custom: Callable[[Any], str | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)

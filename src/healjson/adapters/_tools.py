@@ -5,8 +5,10 @@ The tools are read from the request as the caller wrote them, in the provider's 
 pydantic model class (sent as the dialect's tool named after the class, its arguments validated
 as the model). A tool declared with a model keeps it (the calls' arguments are validated as that
 model); one declared by a JSON schema has its calls validated against that schema (the
-arguments are the JSON value). Other tools (a provider's built-in ones) are passed on and their
-calls are not function calls.
+arguments are the JSON value). A custom tool (a dialect's `custom`: OpenAI chat's `{"type":
+"custom", ...}`) is declared by its name alone: its calls carry free text, accepted exactly as
+sent (no JSON read, no schema, no `tool_contracts`), and come back as calls of kind `custom`.
+Other tools (a provider's built-in ones) are passed on and their calls are not function calls.
 
 `tool_contracts={"name": [rules]}` are the contracts of that tool's arguments. A `tool_choice`
 that forces a call (as the dialect reads it) is kept to (see `healjson._core.run.tools`). The
@@ -37,6 +39,7 @@ from healjson._core.run.tools import Tool, ToolSpec, start_tools
 from healjson._core.stream.reading import CallsReader, Collector
 from healjson._core.target.target import Target, target_for
 from healjson._core.wire.effects import ModelCall, new_model_call
+from healjson._core.wire.reply import CUSTOM
 from healjson._providers import PROVIDERS, resolve
 from healjson._providers.provider import ToolDialect
 
@@ -78,6 +81,18 @@ def tool_spec(
     sent: list[Any] = []
     contracts = dict(tool_contracts or {})
     for tool in params["tools"]:
+        custom = dialect.custom(tool) if dialect.custom is not None else None
+        if custom is not None:  # free-text input: no target, no contract reads it
+            if custom in declared:
+                raise ValueError(f"tools: two tools are named {custom!r}")
+            if custom in contracts:
+                raise ValueError(
+                    f"tool_contracts: {custom!r} is a custom tool: its input is free text, "
+                    "taken as sent, which no contract reads"
+                )
+            declared[custom] = Tool(custom, target_for(str), (), CUSTOM)
+            sent.append(tool)
+            continue
         found = _read_tool(tool, dialect)
         if found is None:
             sent.append(tool)

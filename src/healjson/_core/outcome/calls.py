@@ -12,6 +12,7 @@ from typing import Any
 
 from healjson._core.diagnostic import jsonable
 from healjson._core.flags import Flag
+from healjson._core.wire.reply import FUNCTION
 
 __all__ = ["HealedCall", "ToolCalls"]
 
@@ -22,7 +23,11 @@ class HealedCall:
     `name` and its `arguments`: the validated value (the tool's pydantic model instance when
     the tool was declared from one, else the JSON value) when `ok`; in a `Degraded` outcome's
     `partial`, a call that did not pass has its arguments text as sent there instead. `raw` is
-    the arguments text as the model sent it; `flags` the local repairs L1 applied to it."""
+    the arguments text as the model sent it; `flags` the local repairs L1 applied to it.
+
+    `kind` is `"function"`, or `"custom"` for a call of a custom tool (OpenAI chat's `{"type":
+    "custom", "custom": {"name", "input"}}`): its `arguments` and `raw` are then both its input,
+    the free text exactly as the model sent it (never read as JSON)."""
 
     id: str
     name: str
@@ -30,6 +35,7 @@ class HealedCall:
     raw: str
     ok: bool = True
     flags: tuple[Flag, ...] = ()
+    kind: str = FUNCTION
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,21 +53,21 @@ class ToolCalls:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data: the text and each call (`arguments` as JSON data), as outcome
         records and traces show the value."""
-        return {
-            "text": self.text,
-            "calls": [
-                {
-                    "id": call.id,
-                    "name": call.name,
-                    "arguments": jsonable(call.arguments),
-                    "raw": call.raw,
-                    "ok": call.ok,
-                    "flags": [str(flag) for flag in call.flags],
-                }
-                for call in self.calls
-            ],
-        }
+        return {"text": self.text, "calls": [_call_data(call) for call in self.calls]}
 
     def model_dump(self, mode: str = "json") -> dict[str, Any]:
         """`to_dict()`, under the name value renderers read (as for a pydantic model)."""
         return self.to_dict()
+
+
+def _call_data(call: HealedCall) -> dict[str, Any]:
+    """One call as JSON data (its `kind` named when it is not a function call's)."""
+    data = {
+        "id": call.id,
+        "name": call.name,
+        "arguments": jsonable(call.arguments),
+        "raw": call.raw,
+        "ok": call.ok,
+        "flags": [str(flag) for flag in call.flags],
+    }
+    return data if call.kind == FUNCTION else {**data, "kind": call.kind}

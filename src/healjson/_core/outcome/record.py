@@ -33,7 +33,7 @@ from healjson._core.redact import redact_data
 from healjson._core.repair.calls import CallsForm, CallState
 from healjson._core.repair.prompt import RepairPrompt, Strategy
 from healjson._core.sentinels import MISSING
-from healjson._core.wire.reply import ToolCall, Usage
+from healjson._core.wire.reply import FUNCTION, ToolCall, Usage
 
 from .attempt import Attempt, Reason
 from .json_text import strict_dumps
@@ -267,12 +267,16 @@ def _attempt_from(data: Mapping[str, Any]) -> Attempt:
 
 def _tool_call(call: ToolCall) -> dict[str, Any]:
     data = {"name": call.name, "arguments": call.arguments}
-    return data if call.id is None else {**data, "id": call.id}
+    if call.id is not None:
+        data["id"] = call.id
+    return data if call.kind == FUNCTION else {**data, "kind": call.kind}
 
 
 def _tool_call_from(data: Mapping[str, Any]) -> ToolCall:
-    # a record written before calls had ids has none: it loads with `id` None
-    return ToolCall(_required_str(data, "name"), _required_str(data, "arguments"), _str(data, "id"))
+    # a record written before calls had ids has none: it loads with `id` None; one without a
+    # `kind` holds function calls
+    name, arguments = _required_str(data, "name"), _required_str(data, "arguments")
+    return ToolCall(name, arguments, _str(data, "id"), _str(data, "kind") or FUNCTION)
 
 
 def _prompt_from(data: Mapping[str, Any]) -> RepairPrompt:

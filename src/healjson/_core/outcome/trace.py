@@ -26,7 +26,7 @@ from healjson._core.diagnostic import Diagnostic, Source, jsonable, short_repr, 
 from healjson._core.flags import Flag
 from healjson._core.redact import redact_data, redact_text, secrets_scope
 from healjson._core.repair.quote import elide
-from healjson._core.wire.reply import Usage
+from healjson._core.wire.reply import CUSTOM, FUNCTION, Usage
 
 from .attempt import Attempt, Reason, model_calls, was_given
 from .savings import tokens_saved
@@ -116,12 +116,18 @@ def render_messages(
 
 
 def _call_line(call: Mapping[str, Any]) -> str:
-    """A tool call of a message (OpenAI's chat shape) as one line."""
-    function = call.get("function")
-    function = function if isinstance(function, Mapping) else {}
-    name = _code(_inline(str(function.get("name")), 80))
-    arguments = _code(short_repr(redact_text(str(function.get("arguments"))), 300))
-    return f"- tool call {name} ({_inline(str(call.get('id')), 80)}): {arguments}"
+    """A tool call of a message (OpenAI's chat shape: a function call, or a custom tool's call
+    and its input) as one line."""
+    holder = call.get(CUSTOM)
+    if isinstance(holder, Mapping):
+        said, what = holder.get("input"), "custom tool call"
+    else:
+        holder = call.get(FUNCTION)
+        holder = holder if isinstance(holder, Mapping) else {}
+        said, what = holder.get("arguments"), "tool call"
+    name = _code(_inline(str(holder.get("name")), 80))
+    arguments = _code(short_repr(redact_text(str(said)), 300))
+    return f"- {what} {name} ({_inline(str(call.get('id')), 80)}): {arguments}"
 
 
 def public_params(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -212,8 +218,9 @@ def _round(attempt: Attempt) -> list[str]:
     lines += _diagnostics(attempt.diagnostics, "  ")
     for call in attempt.tool_calls:
         ident = f" ({_inline(call.id, 80)})" if call.id else ""
+        what = "Custom tool call" if call.kind == CUSTOM else "Tool call"
         lines.append(
-            f"- **Tool call** {_code(call.name)}{ident}: {_code(short_repr(call.arguments, 300))}"
+            f"- **{what}** {_code(call.name)}{ident}: {_code(short_repr(call.arguments, 300))}"
         )
     lines.append("")
     if attempt.reasoning:

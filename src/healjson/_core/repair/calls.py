@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from healjson._core.diagnostic import Diagnostic
+from healjson._core.wire.reply import CUSTOM, FUNCTION
 
 from .quote import elide, quote_answer, render_diagnostic
 
@@ -56,14 +57,17 @@ _MIN_SHARE: Final = 600  # a call's arguments or problems are never cut below th
 @dataclass(frozen=True, slots=True)
 class CallState:
     """One call of the answer being repaired: its id, tool name and arguments text as the
-    model sent them, its problems (none: the call was accepted), and `tool`, the tool it must
-    be made again to when that is not the one it called (a call made again to another tool)."""
+    model sent them, its problems (none: the call was accepted), `tool`, the tool it must be
+    made again to when that is not the one it called (a call made again to another tool), and
+    its `kind` (`FUNCTION`, or `CUSTOM`: the arguments are a custom tool's free-text input, sent
+    back as a custom call)."""
 
     id: str
     name: str
     arguments: str
     problems: tuple[Diagnostic, ...] = ()
     tool: str | None = None
+    kind: str = FUNCTION
 
     @property
     def ok(self) -> bool:
@@ -106,14 +110,7 @@ class CallsForm:
             out.append({"role": "user", "content": self.ask()})
             return out
         shown = self._shown()
-        calls = [
-            {
-                "id": self.calls[index].id,
-                "type": "function",
-                "function": {"name": self.calls[index].name, "arguments": arguments},
-            }
-            for index, arguments in shown
-        ]
+        calls = [_sent_back(self.calls[index], arguments) for index, arguments in shown]
         out.append({"role": "assistant", "content": text, "tool_calls": calls})
         for index, _ in shown:
             call = self.calls[index]
@@ -174,10 +171,16 @@ class CallsForm:
                 f"({hidden} of the calls are not repeated above, to keep this message short.)"
             )
         same = "the tool named here" if any(call.tool for call in broken) else "the same tool"
+        complete = (
+            "a function's every argument, as a JSON object matching its parameters; a custom "
+            "tool's whole input, as free text"
+            if any(call.kind == CUSTOM for call in broken)
+            else "every argument, as a JSON object matching the tool's parameters"
+        )
         lines.append(
             f"Make the rejected {calls} again{' in this order' if count > 1 else ''}, corrected "
-            "as the tool messages above say, and no other call: each call complete (every "
-            f"argument, as a JSON object matching the tool's parameters), to {same}."
+            "as the tool messages above say, and no other call: each call complete "
+            f"({complete}), to {same}."
         )
         return "\n".join(lines)
 
@@ -204,8 +207,20 @@ class CallsForm:
                     room -= len(call.arguments)
                     out.append((index, call.arguments))
                 else:
-                    out.append((index, _placeholder(len(call.arguments))))
+                    out.append((index, _placeholder(len(call.arguments), call.kind)))
         return out
+
+
+def _sent_back(call: CallState, arguments: str) -> dict[str, Any]:
+    """A call as the repair sends the model's turn back: a function call, or a custom tool's
+    call with its input (`arguments`), as the model made it."""
+    if call.kind == CUSTOM:
+        return {"id": call.id, "type": CUSTOM, CUSTOM: {"name": call.name, "input": arguments}}
+    return {
+        "id": call.id,
+        "type": FUNCTION,
+        FUNCTION: {"name": call.name, "arguments": arguments},
+    }
 
 
 def _named(call: CallState) -> str:
@@ -215,9 +230,11 @@ def _named(call: CallState) -> str:
     return f"`{call.tool}` ({call.id}, which called `{call.name}` instead)"
 
 
-def _placeholder(size: int) -> str:
+def _placeholder(size: int, kind: str = FUNCTION) -> str:
     """Accepted arguments left out of a repair request: still a JSON object (some APIs read
-    the arguments of a call sent back as one)."""
+    the arguments of a call sent back as one); a custom call's input, a line of text."""
+    if kind == CUSTOM:
+        return f"[{size} characters of accepted input, not repeated]"
     return json.dumps({"omitted": f"{size} characters of accepted arguments, not repeated"})
 
 

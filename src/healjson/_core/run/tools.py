@@ -8,7 +8,9 @@ call to a tool the request did not declare, arguments no local repair can save, 
 breach or a cut call make one repair request that asks again for *the broken calls only*
 (`RepairPrompt.calls`, a `repair.calls.CallsForm`: the model's turn sent back, each call
 answered by a tool message, then a user message naming the calls to make again; bounded
-whatever the number of calls).
+whatever the number of calls). A custom tool's call (`ToolCall.kind` `CUSTOM`: free text) is
+judged by `judge.free_text`, accepted with its input exactly as sent, and sent back as a custom
+call by a repair; a call of the other kind than its tool's is rejected as a broken one.
 
 An accepted call is never lost or renamed by a repair. The answer to a repair (or to the
 request sent again after a refusal) is read as replacements for the pending calls — the
@@ -64,6 +66,7 @@ from healjson._core.flags import Flag
 from healjson._core.judge.check import Evaluation, evaluate
 from healjson._core.judge.contracts import Contract, ContractContext
 from healjson._core.judge.enforcement import Enforcement
+from healjson._core.judge.free_text import free_text_call, wrong_kind
 from healjson._core.judge.verdict import Verdict
 from healjson._core.outcome.attempt import Reason
 from healjson._core.outcome.calls import HealedCall, ToolCalls
@@ -73,7 +76,7 @@ from healjson._core.repair.calls import CallsForm, CallState
 from healjson._core.repair.prompt import RepairPrompt, Strategy
 from healjson._core.target.target import Target
 from healjson._core.wire.effects import AwaitAll
-from healjson._core.wire.reply import Reply, ToolCall
+from healjson._core.wire.reply import CUSTOM, FUNCTION, Reply, ToolCall
 
 from .engine import RunState, heal_flow
 from .messages import make_context, normalise_messages
@@ -93,11 +96,14 @@ TARGET: Final = "ToolCalls"
 @dataclass(frozen=True, slots=True)
 class Tool:
     """A declared tool as the healer checks its calls: its name, the target its arguments
-    must validate against, and its contracts."""
+    must validate against, its contracts, and its `kind`: `FUNCTION` (JSON arguments), or
+    `CUSTOM`, whose calls carry free text, accepted as sent (`judge.free_text`: the target and
+    contracts are not read)."""
 
     name: str
     target: Target[Any]
     contracts: tuple[Contract[Any], ...] = ()
+    kind: str = FUNCTION
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,6 +267,7 @@ class CallAnswers:
                 slot.call.arguments,
                 slot.diagnostics,
                 None if slot.ok or slot.tool == slot.call.name else slot.tool,
+                slot.call.kind,
             )
             for slot in self.slots
         )
@@ -367,6 +374,11 @@ class CallAnswers:
         forced = spec.required
         if isinstance(forced, str) and not isinstance(forced, bool) and call.name != forced:
             return _Slot(call, None, (_not_forced(forced, call),), tool=forced)
+        if call.kind != tool.kind:  # a custom tool called as a function, or the other way
+            return _Slot(call, None, (wrong_kind(tool.kind, call),), tool=call.name)
+        if call.kind == CUSTOM:  # free text: never read as JSON, kept exactly
+            judged = free_text_call(call, finish)
+            return _Slot(call, judged, judged.diagnostics, tool=call.name)
         # no arguments at all: the no-argument object (some servers send "" for `{}`)
         arguments = call.arguments if call.arguments.strip() else "{}"
         evaluation = yield from evaluate(
@@ -397,7 +409,9 @@ class CallAnswers:
             call = slot.call
             value = slot.evaluation.instance if slot.ok and slot.evaluation else call.arguments
             calls.append(
-                HealedCall(call.id or "", call.name, value, call.arguments, slot.ok, slot.flags)
+                HealedCall(
+                    call.id or "", call.name, value, call.arguments, slot.ok, slot.flags, call.kind
+                )
             )
         return ToolCalls(self.text, tuple(calls))
 
@@ -422,20 +436,27 @@ def _verdict(found: Sequence[Diagnostic]) -> Verdict:
 
 def _not_accepted(calls: Sequence[ToolCall], accepted: Sequence[_Slot]) -> list[int]:
     """The answer's calls (their indices) that are not an accepted call sent again: the same
-    tool with the same arguments as data (or as sent, for arguments that are not JSON)."""
+    tool, the same kind, with the same arguments as data (or as sent, for arguments that are
+    not JSON and a custom call's input)."""
     names = {slot.call.name for slot in accepted}
     if not any(call.name in names for call in calls):
         return list(range(len(calls)))
-    same: set[tuple[str, str]] = set()
+    same: set[tuple[str, str, str]] = set()
     for slot in accepted:
-        same.add((slot.call.name, arguments_key(slot.call.arguments)))
-        if slot.evaluation is not None and slot.evaluation.parse.value is not None:
-            same.add((slot.call.name, value_key(slot.evaluation.parse.value)))
+        call = slot.call
+        same.add(_sent_key(call))
+        if call.kind != CUSTOM and slot.evaluation and slot.evaluation.parse.value is not None:
+            same.add((call.name, call.kind, value_key(slot.evaluation.parse.value)))
     return [
-        i
-        for i, call in enumerate(calls)
-        if call.name not in names or (call.name, arguments_key(call.arguments)) not in same
+        i for i, call in enumerate(calls) if call.name not in names or _sent_key(call) not in same
     ]
+
+
+def _sent_key(call: ToolCall) -> tuple[str, str, str]:
+    """A call as `_not_accepted` compares it: its tool, its kind, its arguments as data (a
+    custom call's input exactly as sent)."""
+    text = call.arguments if call.kind == CUSTOM else arguments_key(call.arguments)
+    return call.name, call.kind, text
 
 
 def _assign(

@@ -22,6 +22,8 @@ _PENDING = pending()  # the providers not imported yet (the registry's own list)
 _CHECKED = checked()  # classes already looked up among them
 
 __all__ = [
+    "CUSTOM",
+    "FUNCTION",
     "SDK_COMPLETIONS",
     "SDK_REPLIES",
     "Reply",
@@ -124,16 +126,25 @@ class Usage:
         return data
 
 
+FUNCTION: Final = "function"
+"""A function call's kind: its arguments are a JSON object's text."""
+CUSTOM: Final = "custom"
+"""A custom tool's call's kind: its arguments are free text, the tool's input as the model wrote
+it (never read as JSON)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """A function (tool) call in a reply: its name, its arguments as JSON text (as the model
-    sent them), and its id (the one the next turn answers it by, as the provider names it;
-    a format without ids gets `call_<i>`, its position in the reply; None: the reply gave
-    none)."""
+    """A tool call in a reply: its name, its arguments (as the model sent them), its id (the
+    one the next turn answers it by, as the provider names it; a format without ids gets
+    `call_<i>`, its position in the reply; None: the reply gave none) and its `kind`:
+    `FUNCTION` (the arguments are JSON text) or `CUSTOM` (a custom tool's free-text input, kept
+    exactly as sent)."""
 
     name: str
     arguments: str
     id: str | None = None
+    kind: str = FUNCTION
 
 
 @dataclass(frozen=True, slots=True)
