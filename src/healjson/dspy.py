@@ -33,6 +33,10 @@ request (`format`: the same prompts, demos and history); healjson reads the answ
 * **Failure** raises DSPy's own `AdapterParseError` (its `outcome` attribute: the `Degraded`),
   so DSPy programs, `Evaluate` and the optimisers handle it as they handle any parse failure.
 
+DSPy's adapter callbacks (the global ones, and the base's, which are this adapter's) see one
+`format` and one `parse` per answer, as with the base alone (`_frameworks.dspy_callbacks`). The
+`context=` callable is given the call's inputs on every path.
+
 Each prediction carries its outcome: `outcome_of(prediction)` (the prediction's
 `healjson_outcome` key holds a `HealReport`, which saves as the outcome's JSON data). A call
 that asks for several generations (`n > 1`), uses native tool calls or native response types
@@ -41,10 +45,11 @@ that asks for several generations (`n > 1`), uses native tool calls or native re
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, create_model, model_serializer
@@ -62,27 +67,26 @@ from . import (
 from ._frameworks.core import (
     checked_policy,
     drive_sync,
-    get_field,
     missing_extra,
     redact_text,
     rules_of,
     secrets_scope,
 )
+from ._frameworks.dspy_callbacks import own, report_parse
 from ._frameworks.dspy_fields import (
     LastRead,
     chat_reader,
     lm_secrets,
-    lm_usage,
     model_name,
     one_value_per_field,
     read_answer,
 )
+from ._frameworks.dspy_lm import LIMITS, cache_hits_marked, lm_reply, recorded, token_limit
 
 try:
     from dspy.adapters.base import Adapter
     from dspy.adapters.chat_adapter import ChatAdapter
     from dspy.clients._deprecation import adapter_message_call
-    from dspy.clients.base_lm import GLOBAL_HISTORY
     from dspy.utils.exceptions import AdapterParseError
 except ImportError as exc:  # pragma: no cover - the extra is installed wherever tests run
     raise ImportError(missing_extra("dspy", "dspy")) from exc
@@ -99,6 +103,9 @@ _PARSE_POLICY: Final = HealPolicy(max_attempts=1, max_whitespace_run=None, max_r
 _NO_USAGE: Final = Usage()
 
 ContextArg = Mapping[str, Any] | Callable[[dict[str, Any]], Mapping[str, Any] | None] | None
+# the inputs of the prediction DSPy's own pipeline runs (several generations, native tool
+# calls), for the `context=` callable of the `parse` it calls
+_INPUTS: ContextVar[dict[str, Any] | None] = ContextVar("healjson_dspy_inputs", default=None)
 
 
 class HealReport(BaseModel):
@@ -154,14 +161,13 @@ class HealAdapter(Adapter):  # type: ignore[misc]
                 "context must be a mapping, a callable (inputs) -> mapping, or None, got "
                 f"{type(context).__name__}"
             )
-        # the base's own callbacks run on its `format` and `parse`; none twice
-        super().__init__(
-            callbacks=[],
+        self.base = base
+        super().__init__(  # its callbacks are the base's (`callbacks`)
+            callbacks=base.callbacks,
             use_native_function_calling=base.use_native_function_calling,
             native_response_types=base.native_response_types,
             parallel_tool_calls=base.parallel_tool_calls,
         )
-        self.base = base
         self.policy = checked_policy(policy)
         self.contracts = rules_of(contracts)
         self.context = context
@@ -179,10 +185,22 @@ class HealAdapter(Adapter):  # type: ignore[misc]
         self._models = {}
         self._lock = threading.Lock()
 
+    @property
+    def callbacks(self) -> list[Any]:
+        """The base's callbacks: DSPy runs them, and its global ones, once on each `format`
+        and `parse` of this adapter (`_frameworks.dspy_callbacks`), the base's own methods
+        called without its wrappers."""
+        found: list[Any] = self.base.callbacks
+        return found
+
+    @callbacks.setter
+    def callbacks(self, value: list[Any]) -> None:
+        self.base.callbacks = value
+
     # -- the base writes the requests -------------------------------------------------------
 
     def format(self, signature: Any, demos: list[dict[str, Any]], inputs: dict[str, Any]) -> Any:
-        return self.base.format(signature, demos, inputs)
+        return own(self.base, "format")(signature, demos, inputs)
 
     def __getattr__(self, name: str) -> Any:  # the base's other helpers (its own methods)
         base = self.__dict__.get("base")
@@ -202,19 +220,21 @@ class HealAdapter(Adapter):  # type: ignore[misc]
         """The output fields of one answer: the base's parse when it succeeds (and there are
         no contracts, nor a field given twice with different values), else healjson's L1 and
         alignments per field, then the schema and the contracts; `AdapterParseError` (with
-        `outcome`) when the answer cannot be healed."""
+        `outcome`) when the answer cannot be healed. The `context=` callable is given the
+        inputs of the prediction DSPy is reading (several generations, native tool calls);
+        called directly, outside a prediction, it is given an empty dict (no inputs known)."""
         fields = _fields(signature)
         answer = read_answer(completion, fields)
         if not self.contracts and (answer is None or not answer.ambiguous):
             try:
-                found: dict[str, Any] = self.base.parse(signature, completion)
+                found: dict[str, Any] = own(self.base, "parse")(signature, completion)
             except AdapterParseError:
                 pass
             else:
                 return found
         healer = self._healer(signature, _PARSE_POLICY)
         given = Reply(completion, usage=_NO_USAGE)  # a reply in hand: no call, no tokens spent
-        run = healer.start((), context=self._context_of(None), given=given)
+        run = healer.start((), context=self._context_of(_INPUTS.get()), given=given)
         outcome: Outcome[Any] = drive_sync(run)
         if isinstance(outcome, Healed):
             return _values(outcome.value, fields)
@@ -231,7 +251,8 @@ class HealAdapter(Adapter):  # type: ignore[misc]
         _plan_request(self.base, lm, lm_kwargs, signature)
         processed = self._call_preprocess(lm, lm_kwargs, signature, inputs)
         if not _repairable(processed, signature, lm_kwargs):
-            return super().__call__(lm, lm_kwargs, signature, demos, inputs)  # type: ignore[no-any-return]
+            with _reading(inputs):
+                return super().__call__(lm, lm_kwargs, signature, demos, inputs)  # type: ignore[no-any-return]
         messages = self.format(processed, demos, inputs)
         if lm_kwargs.get("parallel_tool_calls") is not None:  # as `Adapter.__call__` asks
             lm_kwargs.setdefault("tool_choice", "auto")
@@ -260,7 +281,8 @@ class HealAdapter(Adapter):  # type: ignore[misc]
         _plan_request(self.base, lm, lm_kwargs, signature)
         processed = self._call_preprocess(lm, lm_kwargs, signature, inputs)
         if not _repairable(processed, signature, lm_kwargs):
-            return await super().acall(lm, lm_kwargs, signature, demos, inputs)  # type: ignore[no-any-return]
+            with _reading(inputs):
+                return await super().acall(lm, lm_kwargs, signature, demos, inputs)  # type: ignore[no-any-return]
         messages = self.format(processed, demos, inputs)
         if lm_kwargs.get("parallel_tool_calls") is not None:  # as `Adapter.__call__` asks
             lm_kwargs.setdefault("tool_choice", "auto")
@@ -356,6 +378,16 @@ for _name in _FORWARDED:
 del _name
 
 
+@contextmanager
+def _reading(inputs: dict[str, Any]) -> Iterator[None]:
+    """DSPy's own pipeline reading a prediction of `inputs` (with this adapter's `parse`)."""
+    token = _INPUTS.set(dict(inputs))
+    try:
+        yield
+    finally:
+        _INPUTS.reset(token)
+
+
 def _plan_request(base: Any, lm: Any, lm_kwargs: dict[str, Any], signature: Any) -> None:
     """What the wrapped adapter's own `__call__` sets on a request before its pipeline runs,
     so that it is sent as the adapter alone would send it: DSPy's JSON adapter asks for
@@ -409,7 +441,7 @@ class _Run:
         self.last = ""  # the model's last text
         self.escalated: dict[str, Any] = {}
         # the LM's output-token limit, as the run's parameter: the truncation strategy grows it
-        self.limit, current = _token_limit(lm, self.lm_kwargs)
+        self.limit, current = token_limit(lm, self.lm_kwargs)
         self.params: dict[str, Any] = {} if current is None else {self.limit: current}
 
     def request(self, sent: list[dict[str, Any]]) -> list[Any]:
@@ -423,14 +455,14 @@ class _Run:
         limit (the truncation strategy's) is set under the name the LM uses; any other
         parameter is passed on."""
         kwargs = dict(self.lm_kwargs)
-        limits = [params[name] for name in _LIMITS if params.get(name) is not None]
+        limits = [params[name] for name in LIMITS if params.get(name) is not None]
         kwargs.update(
             (name, value)
             for name, value in params.items()
-            if name != "model" and name not in _LIMITS
+            if name != "model" and name not in LIMITS
         )
         if limits:
-            for name in _LIMITS:
+            for name in LIMITS:
                 kwargs.pop(name, None)
             kwargs[self.limit] = max(limits)
         model = params.get("model")
@@ -450,14 +482,17 @@ class _Run:
         self.outputs.append(output)
         self.last = text if isinstance(text, str) else ""
         reasoning = output.get("reasoning_content") if isinstance(output, dict) else None
-        return _reply(self.last or None, _recorded(lm, outputs), reasoning)
+        return lm_reply(self.last or None, recorded(lm, outputs), reasoning)
 
     def result(self, outcome: Outcome[Any], signature: Any) -> list[dict[str, Any]]:
-        outcome = _cache_hits_marked(outcome)
+        """The prediction's values, its one parse reported to DSPy's callbacks (or the
+        failure, raised there)."""
+        outcome = cache_hits_marked(outcome)
+        found: Any = _values(outcome.value, self.fields) if isinstance(outcome, Healed) else None
         if not isinstance(outcome, Healed):
             assert isinstance(outcome, Degraded)
-            raise self.adapter._failure(signature, self.last, outcome)
-        value = _values(outcome.value, self.fields)
+            found = self.adapter._failure(signature, self.last, outcome)
+        value = dict(report_parse(self.adapter, self.signature, self.last, found))
         for name in signature.output_fields:
             value.setdefault(name, None)
         output = self.outputs[-1] if self.outputs else None
@@ -465,117 +500,6 @@ class _Run:
             value["logprobs"] = output["logprobs"]
         value[OUTCOME_KEY] = HealReport(outcome=outcome)
         return [value]
-
-
-# -- what DSPy recorded of a call: the LM's response ----------------------------------------
-
-# the names an output-token limit goes by (DSPy's LM uses the first two; the truncation
-# strategy names the limit as the request's wire format does)
-_LIMITS: Final = ("max_completion_tokens", "max_tokens", "max_output_tokens")
-_SEARCHED = 256  # history entries looked through for a call's own, newest first
-
-
-def _token_limit(lm: Any, lm_kwargs: Mapping[str, Any]) -> tuple[str, int | None]:
-    """The name the LM gives its output-token limit, and the limit a call has (None: none)."""
-    own = getattr(lm, "kwargs", None)
-    defaults: Mapping[str, Any] = own if isinstance(own, Mapping) else {}
-    for source in (lm_kwargs, defaults):
-        for name in _LIMITS[:2]:
-            value = source.get(name)
-            if isinstance(value, int) and not isinstance(value, bool):
-                return name, value
-    return ("max_completion_tokens" if "max_completion_tokens" in defaults else "max_tokens"), None
-
-
-def _recorded(lm: Any, outputs: Any) -> Mapping[str, Any] | None:
-    """DSPy's history entry of the call that returned `outputs` (the same list object), from
-    the LM's history or DSPy's global one; None when DSPy keeps no history."""
-    for history in (getattr(lm, "history", None), GLOBAL_HISTORY):
-        if not isinstance(history, list):
-            continue
-        for entry in reversed(history[-_SEARCHED:]):
-            if isinstance(entry, Mapping) and entry.get("outputs") is outputs:
-                return entry
-    return None
-
-
-def _reply(content: str | None, entry: Mapping[str, Any] | None, reasoning: Any) -> Reply:
-    """The healer's `Reply`: `content`, and what the response reported (finish reason,
-    refusal, usage, model), read as healjson reads a chat completion."""
-    thought = reasoning if isinstance(reasoning, str) and reasoning else None
-    if entry is None:
-        return Reply(content, reasoning=thought)
-    response = entry.get("response")
-    if isinstance(response, list | tuple):
-        response = response[0] if response else None
-    model = _text(entry.get("response_model")) or _text(get_field(response, "model"))
-    finish, refusal = _stops(response)
-    cached = _cache_hit(entry, response)
-    return Reply(
-        content,
-        finish_reason=finish,
-        refusal=refusal,
-        usage=Usage(cache_hits=1, model=model) if cached else lm_usage(entry.get("usage"), model),
-        model=model,
-        reasoning=thought,
-    )
-
-
-def _cache_hit(entry: Mapping[str, Any], response: Any) -> bool:
-    """Whether DSPy served the call's answer from its cache (no request, no token): the
-    response says so (`cache_hit`, LiteLLM's path), or DSPy recorded no usage for a response
-    that reports some (DSPy clears the usage of a cached answer: it bills nothing)."""
-    if get_field(response, "cache_hit") is True:
-        return True
-    recorded = entry.get("usage")
-    if not (isinstance(recorded, Mapping) and not recorded):
-        return False
-    reported = get_field(response, "usage")
-    return any(
-        type(get_field(reported, name)) is int and get_field(reported, name) > 0
-        for name in ("input_tokens", "output_tokens", "prompt_tokens", "completion_tokens")
-    )
-
-
-def _cache_hits_marked(outcome: Outcome[Any]) -> Outcome[Any]:
-    """`outcome` with each attempt DSPy answered from its cache marked `cache_hit` (its usage
-    is a cache hit's: no request, no token), as healjson's own response cache marks one."""
-    if not outcome.usage.cache_hits:
-        return outcome
-    attempts = tuple(
-        dataclasses.replace(attempt, cache_hit=True)
-        if attempt.usage.cache_hits and not attempt.usage.requests
-        else attempt
-        for attempt in outcome.attempts
-    )
-    return dataclasses.replace(outcome, attempts=attempts)
-
-
-def _stops(response: Any) -> tuple[str | None, str | None]:
-    """The finish reason (OpenAI's names) and the refusal of an LM response: DSPy's own
-    (`lm15.Response`: a refusal part) or a chat completion (LiteLLM's: the refusal among its
-    provider-specific fields; a legacy LM's)."""
-    message = get_field(response, "message")
-    if message is not None and get_field(message, "parts") is not None:
-        refused = [
-            _text(get_field(part, "text")) or ""
-            for part in get_field(message, "parts") or ()
-            if get_field(part, "type") == "refusal"
-        ]
-        finish = _text(get_field(response, "finish_reason"))
-        finish = "tool_calls" if finish == "tool_call" else finish
-        return finish, "\n".join(refused) if refused else None
-    choices = get_field(response, "choices")
-    choice = choices[0] if isinstance(choices, list | tuple) and choices else None
-    message = get_field(choice, "message")
-    refusal = get_field(message, "refusal") or get_field(
-        get_field(message, "provider_specific_fields"), "refusal"
-    )
-    return _text(get_field(choice, "finish_reason")), _text(refusal)  # LiteLLM keeps it apart
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def _fields(signature: Any) -> dict[str, Any]:

@@ -30,10 +30,12 @@ call (the middleware's `handler`) as the call:
   arguments) is asked again (rule `one_structured_response`); the same call twice is one.
 * **Tool calls** (the agent's own tools, `invalid_tool_calls` included): before the tools run,
   each call's arguments are judged against its tool's schema (`tool_call_schema`) and the
-  tool's `tool_contracts`: a local repair is applied to the call the tool gets; calls that
-  cannot be saved (and calls to tools the agent lacks) are asked again alone, the valid ones
-  kept (the agent's tools offered, not the response format). Calls that still fail end the
-  run with the `Degraded` outcome in the state.
+  tool's `tool_contracts`: a local repair is applied to the call the tool gets, as JSON data
+  (`_frameworks.lc_calls`: the model's own arguments, or the data L1 read; never a dump of the
+  validated instance, which the tool node validates again); calls that cannot be saved (and
+  calls to tools the agent lacks) are asked again alone, the valid ones kept (the agent's
+  tools offered, not the response format). Calls that still fail end the run with the
+  `Degraded` outcome in the state.
 
 Every model call of a step is made by healjson's driver, the first one included: the step's
 first call is made in the run its request calls for (the structured response's when there is
@@ -71,14 +73,15 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal, NamedTuple, NotRequired
 
 from pydantic import BaseModel
-from pydantic_core import to_jsonable_python
 
 from . import Degraded, Healed, Healer, HealPolicy, Outcome, Reply
 from ._frameworks.core import (
+    Evaluation,
     HandOver,
     Run,
     Target,
     ToolCalls,
+    accepted_evaluations,
     checked_policy,
     drive_async,
     drive_sync,
@@ -112,6 +115,7 @@ except ImportError as exc:  # pragma: no cover - the extra is installed wherever
 
 from ._frameworks.lc_answers import note_answers, one_answer
 from ._frameworks.lc_bodies import aread_through, read_through
+from ._frameworks.lc_calls import call_arguments, json_data
 from ._frameworks.lc_messages import StructuredFormat, as_dicts, call_text, reply_of, turns
 
 __all__ = ["OUTCOME_KEY", "TOOL_OUTCOME_KEY", "HealMiddleware", "HealState"]
@@ -190,15 +194,16 @@ class HealMiddleware(AgentMiddleware[HealState, Any, Any]):
             return handler(request)
         owner = step.default()
         run = step.start(owner)
-        try:
-            outcome: Outcome[Any] = drive_sync(run, _Calls(step, handler, owner))
-        except _HandOver as moved:
-            with handed_on(run.built):  # the run the answer is handed to goes on in its spans
-                if moved.owner is None:
-                    return moved.passed()
-                owner = moved.owner
-                run = step.handed(owner, moved)
-                outcome = drive_sync(run, _Calls(step, handler, owner, made=1))
+        with accepted_evaluations() as step.accepted:  # the JSON data each tool gets
+            try:
+                outcome: Outcome[Any] = drive_sync(run, _Calls(step, handler, owner))
+            except _HandOver as moved:
+                with handed_on(run.built):  # the run the answer is handed to goes on in its spans
+                    if moved.owner is None:
+                        return moved.passed()
+                    owner = moved.owner
+                    run = step.handed(owner, moved)
+                    outcome = drive_sync(run, _Calls(step, handler, owner, made=1))
         return step.result(owner, outcome)
 
     async def awrap_model_call(self, request: ModelRequest[Any], handler: AsyncHandler) -> Result:
@@ -207,15 +212,16 @@ class HealMiddleware(AgentMiddleware[HealState, Any, Any]):
             return await handler(request)
         owner = step.default()
         run = step.start(owner)
-        try:
-            outcome: Outcome[Any] = await drive_async(run, _AsyncCalls(step, handler, owner))
-        except _HandOver as moved:
-            with handed_on(run.built):
-                if moved.owner is None:
-                    return moved.passed()
-                owner = moved.owner
-                run = step.handed(owner, moved)
-                outcome = await drive_async(run, _AsyncCalls(step, handler, owner, made=1))
+        with accepted_evaluations() as step.accepted:
+            try:
+                outcome: Outcome[Any] = await drive_async(run, _AsyncCalls(step, handler, owner))
+            except _HandOver as moved:
+                with handed_on(run.built):
+                    if moved.owner is None:
+                        return moved.passed()
+                    owner = moved.owner
+                    run = step.handed(owner, moved)
+                    outcome = await drive_async(run, _AsyncCalls(step, handler, owner, made=1))
         return step.result(owner, outcome)
 
     # -- what is kept between steps -----------------------------------------------------------
@@ -393,6 +399,7 @@ class _Step:
         self.opaque = len(self.declared) < len(request.tools)  # provider tools (dicts)
         self.first: AIMessage | None = None
         self.last: AIMessage | None = None
+        self.accepted: list[Evaluation] = []  # the evaluations that accepted a value
 
     @property
     def heals(self) -> bool:
@@ -508,7 +515,7 @@ class _Step:
             if calls:
                 call = calls[0]
                 names = self.format.members
-                healed = tool_call(name=call["name"], args=_data(value), id=call.get("id"))
+                healed = tool_call(name=call["name"], args=json_data(value), id=call.get("id"))
                 others = [c for c in ai.tool_calls if c.get("name") not in names]
                 invalid = [c for c in ai.invalid_tool_calls if c.get("name") not in names]
                 update = {"tool_calls": [healed, *others], "invalid_tool_calls": invalid}
@@ -526,8 +533,8 @@ class _Step:
     def tool_calls(self, outcome: Outcome[ToolCalls]) -> ExtendedModelResponse[Any]:
         ai = self.first
         if isinstance(outcome, Healed) and ai is not None:
-            made = [
-                tool_call(name=call.name, args=_data(call.arguments), id=call.id)
+            made = [  # JSON data, never a dump of the validated arguments (`lc_calls`)
+                tool_call(name=call.name, args=call_arguments(call, self.accepted), id=call.id)
                 for call in outcome.value.calls
             ]
             healed = ai.model_copy(update={"tool_calls": made, "invalid_tool_calls": []})
@@ -565,13 +572,6 @@ class _Step:
             model_response=ModelResponse(result=messages),
             command=Command(update={**update, "jump_to": "end"}),
         )
-
-
-def _data(value: Any) -> Any:
-    """A validated value as the JSON data a tool (or the history) is given, by alias."""
-    if isinstance(value, Mapping):
-        return dict(to_jsonable_python(value, by_alias=True))
-    return to_jsonable_python(value, by_alias=True)
 
 
 def _note(outcome: Outcome[Any]) -> str:

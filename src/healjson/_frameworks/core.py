@@ -11,7 +11,9 @@ the run goes on from its result, its deadline counted from when the step began; 
 made the call hands its spans on to it (`handed_on`). A framework
 whose model answers in a text format of its own (DSPy's sections) gives the healer a reply
 reader (`Healer.with_reply_reader`: a `ReplyReader` returning a `ReadReply`): the run judges what
-it reads and keeps the model's text as the reply everywhere.
+it reads and keeps the model's text as the reply everywhere. A framework that validates the
+JSON data itself (LangChain's tool node) is handed the data an accepted value is the validation
+of (`accepted_evaluations`, `Evaluation.data`), never a dump of the value.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from healjson._core.diagnostic import Diagnostic, describe_exception
+from healjson._core.judge.check import Evaluation, accepted_evaluations
 from healjson._core.judge.contracts import Rule, as_contract, check_policies
 from healjson._core.observe.events import handed_on
-from healjson._core.outcome.calls import ToolCalls
+from healjson._core.outcome.calls import HealedCall, ToolCalls
 from healjson._core.parse.shape import key_form
 from healjson._core.parse.wrappers import names_the_value
 from healjson._core.redact import redact_text, secrets_scope
@@ -34,6 +37,7 @@ from healjson._core.run.messages import make_context, normalise_messages
 from healjson._core.run.policy import HealPolicy
 from healjson._core.run.start import HandOver, Run
 from healjson._core.run.tools import Tool, ToolSpec, start_tools
+from healjson._core.sentinels import NOTHING
 from healjson._core.target.target import Target, target_for
 from healjson._core.wire.effects import new_call_result
 from healjson._core.wire.reply import Reply, to_reply
@@ -42,9 +46,12 @@ from healjson._providers._fields import get_field
 from healjson._providers.openai_chat import chat_usage
 
 __all__ = [
+    "NOTHING",
     "PROVIDER_PACKAGES",
+    "Evaluation",
     "HandOver",
     "HealSpec",
+    "HealedCall",
     "ReadReply",
     "ReplyReader",
     "Run",
@@ -52,6 +59,7 @@ __all__ = [
     "Target",
     "ToolCalls",
     "ToolSpec",
+    "accepted_evaluations",
     "chat_usage",
     "checked_policy",
     "describe_exception",
