@@ -20,6 +20,7 @@ in memory (`_KeyIndex`: their hashes, read once and then only the rows added sin
 from __future__ import annotations
 
 import atexit
+import contextvars
 import math
 import os
 import threading
@@ -29,6 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from ._core.diagnostic import describe_exception
+from ._core.observe.events import warn
 from ._core.wire.effects import CacheStore
 
 if TYPE_CHECKING:
@@ -44,6 +47,11 @@ _SCHEMA: Final = (
     "(key TEXT PRIMARY KEY, value BLOB NOT NULL, stored_at REAL NOT NULL)"
 )
 
+
+_MAX_PENDING: Final = 10_000
+"""Entries a cache object holds in memory while its file cannot be written (a locked or full
+disk); past this many the oldest are dropped (later misses), so a store that never recovers
+cannot grow the process without bound."""
 
 _MAX_INDEXED: Final = 200_000
 """Keys a cache object keeps in memory (about 70 bytes each); past this many in the file, every
@@ -177,6 +185,7 @@ class ResponseCache:
         self._wake: threading.Event | None = None
         self._pid = _Process.pid
         self._index: _KeyIndex | None = _KeyIndex(flush_every_s)
+        self._trouble = _Trouble()
         self._connection()  # the file and its table exist from here on: a bad path fails now
         _LIVE.add(self)
 
@@ -194,6 +203,7 @@ class ResponseCache:
         cache._wake = None
         cache._pid = _Process.pid
         cache._index = None
+        cache._trouble = _Trouble()
         cache.blocking = False  # a dict lookup: no need for a worker thread
         _LIVE.add(cache)  # for a fork: a lock another thread held is replaced in the child
         return cache
@@ -224,9 +234,14 @@ class ResponseCache:
         if self._pid != _Process.pid:  # a forked child: the parent's pending entries are its own
             self._forked()
         with self._lock:
-            self._pending[key] = bytes(value)
+            pending = self._pending
+            pending[key] = bytes(value)
+            if len(pending) > _MAX_PENDING:  # the file has not taken a write for a long while
+                del pending[next(iter(pending))]
+                self._trouble.dropped += 1
             if self._index is not None:
                 self._index.add(key)
+            self._trouble.context = contextvars.copy_context()  # where a failure is reported
             wake = self._wake
             if wake is None:
                 wake = self._wake = _start_writer(self)
@@ -250,10 +265,11 @@ class ResponseCache:
                     "INSERT OR REPLACE INTO responses (key, value, stored_at) VALUES (?, ?, ?)",
                     [(key, value, now) for key, value in items],
                 )
-            except BaseException:
-                connection.execute("ROLLBACK")
+                connection.execute("COMMIT")
+            except BaseException:  # a failed COMMIT too: no transaction left open, no lock held
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
                 raise
-            connection.execute("COMMIT")
             with self._lock:
                 for key, value in items:
                     if self._pending.get(key) is value:
@@ -301,6 +317,7 @@ class ResponseCache:
         self._pending = {}
         self._wake = None
         self._pid = _Process.pid
+        self._trouble = _Trouble()
         if self._index is not None:  # its keys are the file's still; its lock is new
             self._index.lock = threading.Lock()
 
@@ -329,6 +346,45 @@ class ResponseCache:
 _LIVE: weakref.WeakSet[ResponseCache] = weakref.WeakSet()
 
 
+class _Trouble:
+    """A file cache's failing writes, reported as `healjson.cache_error` (operation `write`)
+    in the context of the last `put` (the run whose logger, or `capture_events()` block, hears
+    it): once when a streak of failures begins, and once more when entries begin to be dropped
+    (`_MAX_PENDING`); a write that succeeds ends the streak."""
+
+    def __init__(self) -> None:
+        self.context: contextvars.Context | None = None
+        self.failing = False
+        self.dropped = 0
+        self.told_dropped = False
+
+    def recovered(self) -> None:
+        self.failing = self.told_dropped = False
+
+    def failed(self, cache: ResponseCache, exc: Exception) -> None:
+        if self.failing and (self.told_dropped or not self.dropped):
+            return
+        first = not self.failing
+        self.failing = True
+        if not first:
+            self.told_dropped = True
+        fields = {
+            "operation": "write",
+            "error": describe_exception(exc),
+            "path": str(cache.path),
+            "pending": len(cache._pending),
+            "dropped": self.dropped,
+        }
+        context = self.context
+        try:
+            if context is None:
+                warn("healjson.cache_error", **fields)
+            else:
+                context.run(warn, "healjson.cache_error", **fields)
+        except Exception:  # a logger that fails: the writer goes on all the same
+            return
+
+
 def _start_writer(cache: ResponseCache) -> threading.Event:
     """The cache's writer thread: woken by a `put`, it waits `flush_every_s` for more, then
     commits them all in one transaction. It holds the cache weakly (and ends with it)."""
@@ -350,9 +406,12 @@ def _start_writer(cache: ResponseCache) -> threading.Event:
                 return
             try:
                 found.flush()
-            except Exception:  # a locked or full disk: the entries stay pending, tried again
+            except Exception as exc:  # a locked or full disk: the entries stay pending, tried again
+                found._trouble.failed(found, exc)
                 wake.set()
                 time.sleep(0.5)
+            else:
+                found._trouble.recovered()
             del found
 
     threading.Thread(target=work, name="healjson-cache-writer", daemon=True).start()
