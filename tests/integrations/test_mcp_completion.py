@@ -147,3 +147,31 @@ def test_a_number_is_completed_by_its_json_text(number: float) -> None:
     )
     assert verdict.error is None
     assert number == verdict.value["n"]
+
+
+@healjson.contract
+def broken(value: Any) -> bool:
+    """A contract with a bug of its own."""
+    raise ZeroDivisionError("the check divided by zero")
+
+
+def test_a_contract_that_raises_is_named_as_the_bug_not_the_servers_output() -> None:
+    """A tool contract that raises makes an error result whose first line says the check is
+    at fault, never "the server's output is at fault"; the contract's exception is named."""
+    server = ScriptedMCPServer(
+        [ScriptedTool("t", {"type": "object"}, WEATHER)],
+        {"t": [ScriptedToolResult(structured={"temperature": 1, "city": "Oslo"})]},
+    )
+
+    async def main() -> Any:
+        async with heal_session(Client(server.server), tool_contracts={"t": [broken]}) as client:
+            return await client.call_tool("t", {})
+
+    result = asyncio.run(main())
+    assert result.is_error
+    text = result.content[0].text
+    first = text.splitlines()[0]
+    assert "a contract that checks it raised" in first
+    assert "server's output is at fault" not in text
+    assert "ZeroDivisionError" in text
+    assert healjson.Reason.CONTRACT_ERROR == healjson.outcome_of(result).reason

@@ -1,6 +1,6 @@
 """The one place the MCP boundary imports healjson's core: the public names it uses
-(`validate`, `Flag`, `Healed`, `Degraded`, `HealPolicy`, `MISSING`), taken from their modules
-rather than from `healjson` (which imports `wrap`, which imports the MCP adapter), and the
+(`validate`, `Flag`, `Healed`, `Degraded`, `Reason`, `HealPolicy`, `MISSING`), taken from their
+modules rather than from `healjson` (which imports `wrap`, which imports the MCP adapter), and the
 internals it needs (targets, contracts' checks, the diagnostics' renderer, the events' logger)."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from healjson._core.diagnostic import format_path, value_data
 from healjson._core.flags import Flag
 from healjson._core.judge.contracts import as_contract, check_policies
 from healjson._core.observe.events import about_run
+from healjson._core.outcome.attempt import Reason
 from healjson._core.outcome.outcome import Degraded, Healed
 from healjson._core.repair.quote import render_diagnostics
 from healjson._core.run.healer import validate
@@ -24,6 +25,7 @@ __all__ = [
     "Flag",
     "HealPolicy",
     "Healed",
+    "Reason",
     "Target",
     "as_contract",
     "check_policies",

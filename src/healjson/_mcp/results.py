@@ -58,6 +58,7 @@ from .internals import (
     Degraded,
     Flag,
     Healed,
+    Reason,
     format_path,
     render_diagnostics,
     validate,
@@ -73,6 +74,12 @@ PRUNE_DEPTH: Final = 64
 _HEADER: Final = (
     "The result of tool `{name}` does not match the tool's outputSchema, and it could not be "
     "healed without inventing data (the server's output is at fault, not the call). Problems:"
+)
+
+
+_CHECK_HEADER: Final = (
+    "The result of tool `{name}` could not be judged: a contract that checks it raised (a bug "
+    "in that contract's code, not in the tool's output). Problems:"
 )
 
 
@@ -345,8 +352,11 @@ _JSON_NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)((?:\.[0-9]+)?(?:[eE][+-]?
 
 
 def error_text(name: str, outcome: Degraded[Any]) -> str:
-    """The error result's text: a line saying what failed, then the diagnostics (bounded)."""
-    lines = [_HEADER.format(name=name)]
+    """The error result's text: a line saying what failed (the tool's output, or a contract
+    whose code raised: a bug in the check, never blamed on the output), then the diagnostics
+    (bounded)."""
+    broken_check = outcome.reason is Reason.CONTRACT_ERROR
+    lines = [(_CHECK_HEADER if broken_check else _HEADER).format(name=name)]
     lines.extend(render_diagnostics(outcome.errors))
     if not outcome.errors:
         lines.append(f"1. {outcome.reason}")
