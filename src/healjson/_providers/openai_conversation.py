@@ -11,6 +11,7 @@ from typing import Any, Final
 from pydantic import BaseModel
 
 from ._fields import get_field, json_text
+from .openai_calls import custom_ids, responses_item
 
 __all__ = ["Conversation", "text_format"]
 
@@ -117,7 +118,7 @@ class Conversation:
         at = _find(sent, own)
         if at is None:  # the messages were rewritten: all of them, as messages
             chat.pop("instructions", None)
-            chat["input"] = [item for m in sent for item in _items(m)]
+            chat["input"] = _all_items(sent, sent)
             return chat
         if at == 0 and len(sent) == len(own):  # the common request: the caller's input alone
             chat["input"] = self.input
@@ -127,13 +128,13 @@ class Conversation:
             answered = [i for i, m in enumerate(after) if m.get("role") == "assistant"]
             if answered:
                 chat["previous_response_id"] = self.last_id
-                chat["input"] = [item for m in after[answered[-1] + 1 :] for item in _items(m)]
+                chat["input"] = _all_items(after[answered[-1] + 1 :], after)
                 return chat
         given = self.input
         items = (
             [{"role": "user", "content": given}] if isinstance(given, str) else list(given or ())
         )
-        later = [item for m in after for item in _items(m)]
+        later = _all_items(after, after)
         chat["input"] = [*map(_message, before), *items, *later]
         return chat
 
@@ -144,30 +145,32 @@ def _message(message: Mapping[str, Any]) -> dict[str, Any]:
             "content": message.get("content") or ""}  # fmt: skip
 
 
-def _items(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _all_items(
+    messages: Sequence[Mapping[str, Any]], turns: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """`messages` as Responses input items (`_items`), a tool message answering a custom call
+    of one of the assistant `turns` as that call's output."""
+    custom = custom_ids(turns)
+    return [item for message in messages for item in _items(message, custom)]
+
+
+def _items(message: Mapping[str, Any], custom: frozenset[str]) -> list[dict[str, Any]]:
     """A chat-style message of the engine's as Responses input items: an assistant turn with
-    `tool_calls` as its text (if any) and a `function_call` item per call, a `tool` message as
-    a `function_call_output` item, any other as a message."""
+    `tool_calls` as its text (if any) and an item per call (`function_call`, or
+    `custom_tool_call` for a custom tool's, its input exactly: `openai_calls.responses_item`), a
+    `tool` message as a `function_call_output` item (`custom_tool_call_output` when it answers
+    a call whose id is in `custom`), any other as a message."""
     calls = message.get("tool_calls")
     role = message.get("role")
     if role == "tool" and message.get("tool_call_id") is not None:
-        output = message.get("content")
-        return [{"type": "function_call_output", "call_id": message["tool_call_id"],
+        output, call_id = message.get("content"), message["tool_call_id"]
+        kind = "custom_tool_call_output" if call_id in custom else "function_call_output"
+        return [{"type": kind, "call_id": call_id,
                  "output": output if isinstance(output, str) else json_text(output)}]  # fmt: skip
     if role != "assistant" or not calls:
         return [_message(message)]
     found = [_message(message)] if message.get("content") else []
-    for call in calls:
-        function = get_field(call, "function") or {}
-        arguments = get_field(function, "arguments")
-        found.append(
-            {
-                "type": "function_call",
-                "call_id": str(get_field(call, "id") or ""),
-                "name": str(get_field(function, "name") or ""),
-                "arguments": arguments if isinstance(arguments, str) else json_text(arguments),
-            }
-        )
+    found += (responses_item(call) for call in calls)
     return found
 
 

@@ -3,7 +3,9 @@
 A reply (`Response`, the SDK's object or its JSON) is read from its `output` items: `message`
 items' `output_text` parts are the answer (when the items carry a `phase`, only the
 `final_answer` ones: `commentary` is set aside with the reasoning), `refusal` parts the refusal,
-`reasoning` items (their summary or text) the reasoning, `function_call` items the tool calls.
+`reasoning` items (their summary or text) the reasoning, `function_call` items the tool calls,
+and `custom_tool_call` items a custom tool's calls (`ToolCall.kind` `CUSTOM`: their `input` is
+free text, kept exactly as sent; `openai_calls.responses_call`).
 `status: incomplete` is a token cut (`length`, reason `max_output_tokens`) or a `content_filter`;
 `status: failed` (and a stream's `response.failed` or `error` event) is the provider's failure,
 raised as `ResponseFailed` (the run degrades with `api_error`, the API's message kept). Usage:
@@ -25,13 +27,12 @@ from pydantic import BaseModel
 from healjson._core.wire.delta import Delta
 from healjson._core.wire.effects import ProviderError
 from healjson._core.wire.formats import WireFormat
-from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage
+from healjson._core.wire.reply import CUSTOM, Reply, ToolCall, Usage, new_reply, new_usage
 
 from ._fields import (
     as_int,
     as_list,
     counts,
-    json_text,
     opt_str,
     output_token_limit,
     with_output_token_limit,
@@ -43,6 +44,7 @@ from ._unreadable import (
     unreadable_reply,
     wrong_text,
 )
+from .openai_calls import CUSTOM_CALL, FUNCTION_CALL, responses_call
 from .openai_chat import batch_body as chat_batch_body
 from .openai_chat import batch_result
 from .openai_conversation import Conversation, text_format
@@ -57,6 +59,7 @@ __all__ = [
     "ResponseFailed",
     "ResponsesCollector",
     "is_response",
+    "read_custom_tool",
     "read_event",
     "read_response",
     "read_sdk_response",
@@ -193,11 +196,8 @@ def _response(obj: Any, whole: bool) -> Reply:
                     raise wrong_text(text)
         elif kind == "reasoning":
             thoughts += _reasoning_texts(item)
-        elif kind == "function_call":
-            arguments = _field(item, "arguments")
-            name = str(_field(item, "name") or "")
-            text = arguments if isinstance(arguments, str) else json_text(arguments)
-            calls.append(ToolCall(name, text, opt_str(_field(item, "call_id"))))
+        elif (call := responses_call(item, kind)) is not None:
+            calls.append(call)
     refusal = "".join(refusals) if refusals else None
     return new_reply(
         "".join(texts) if texts else None,
@@ -272,7 +272,9 @@ _ENDS: Final = frozenset({"response.completed", "response.incomplete", "response
 def read_event(event: Any, kind: str) -> Delta | None:
     """The `Delta` of a Responses stream event of type `kind`; None when `kind` is not one
     (the text of commentary items is read as answer text here: `set_commentary_aside` tells
-    them apart, keeping the items' phases)."""
+    them apart, keeping the items' phases). A custom tool's call is handed over whole, at its
+    item's `response.output_item.done` (its input's deltas add nothing: they are no function
+    call's arguments)."""
     make = _TEXT_DELTAS.get(kind)
     if make is not None:  # a `delta` of another type: no event of a reply (`chunk_text`)
         piece = _field(event, "delta")
@@ -286,9 +288,13 @@ def read_event(event: Any, kind: str) -> Delta | None:
         return None
     if kind == "response.output_item.added":
         item = _field(event, "item")
-        if _field(item, "type") == "function_call":
+        if _field(item, "type") == FUNCTION_CALL:
             return Delta(tool_name=opt_str(_field(item, "name")))
         return _EMPTY
+    if kind == "response.output_item.done":  # a custom call whole (its input deltas: nothing)
+        item = _field(event, "item")
+        call = responses_call(item, CUSTOM_CALL) if _field(item, "type") == CUSTOM_CALL else None
+        return _EMPTY if call is None else Delta(tool_calls=(call,))
     if kind in _ENDS:  # its text came in deltas: read for its status and usage
         reply = _response(_field(event, "response") or {}, False)
         return Delta(finish_reason=reply.finish_reason, usage=reply.usage, model=reply.model)
@@ -418,7 +424,8 @@ def batch_line(custom_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
 class ResponsesCollector:
     """Responses API stream events: the text of `response.output_text.delta` events, and the
     whole answer from the final `response.completed` / `response.incomplete` event (which holds
-    the response); `response.failed` and an `error` event raise `ResponseFailed`."""
+    the response: every call whole, a custom tool's with its input exactly); `response.failed`
+    and an `error` event raise `ResponseFailed`."""
 
     __slots__ = ("_final",)
 
@@ -452,8 +459,35 @@ def _wire_tool(model: type[BaseModel]) -> dict[str, Any]:
     return {"type": "function", **strict_function(model)}
 
 
-RESPONSES: Final = ToolDialect("responses", _read_tool, _wire_tool, forced, ResponsesCollector)
-"""The Responses API's function tools (flat: `{"type": "function", "name", ...}`)."""
+def read_custom_tool(tool: Any) -> str | None:
+    """A Responses custom tool's name (flat: `{"type": "custom", "name", "description",
+    "format"}`), None for any other tool. Its calls' input is free text, accepted as sent
+    (`judge.free_text`): a grammar `format` is the provider's to enforce, not checked here."""
+    if not isinstance(tool, Mapping) or tool.get("type") != CUSTOM:
+        return None
+    name = tool.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(
+            f"tools: a custom tool needs a name (the Responses API's are flat: "
+            f'{{"type": "custom", "name": ...}}), got {tool!r}'
+        )
+    return name
+
+
+def _forced(choice: Any) -> bool | str:
+    """What a Responses `tool_choice` forces (`openai_tools.forced`), a named custom tool too
+    (`{"type": "custom", "name"}`)."""
+    if isinstance(choice, Mapping) and choice.get("type") == CUSTOM:
+        name = choice.get("name")
+        return name if isinstance(name, str) and name else False
+    return forced(choice)
+
+
+RESPONSES: Final = ToolDialect(
+    "responses", _read_tool, _wire_tool, _forced, ResponsesCollector, custom=read_custom_tool
+)
+"""The Responses API's tools (flat: `{"type": "function", "name", ...}`, and custom tools,
+`{"type": "custom", "name", ...}`)."""
 
 
 PROVIDER = Provider(

@@ -6,8 +6,9 @@ A tool is read in the shapes the OpenAI SDK takes: chat's `{"type": "function", 
 "parameters", ...}`, the result of `openai.pydantic_function_tool(Model)` (its model is kept:
 the calls' arguments are validated as that model); a pydantic model class is sent as a strict
 function tool named after the class. Chat's custom tools (`{"type": "custom", "custom": {"name",
-...}}`) are declared too: their calls' input is free text, read and accepted as sent. Other
-tools (built-in ones, the Responses API's custom tools) are passed on.
+...}}`) are declared too: their calls' input is free text, read and accepted as sent (the
+Responses API's flat ones: `openai_responses.read_custom_tool`). Other tools (built-in ones)
+are passed on.
 
 The core's chunk reader (`Delta`) joins the arguments of every tool call of a stream into one
 text (a streamed answer has one value); judging each call on its own needs them apart. A

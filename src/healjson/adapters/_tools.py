@@ -6,8 +6,9 @@ pydantic model class (sent as the dialect's tool named after the class, its argu
 as the model). A tool declared with a model keeps it (the calls' arguments are validated as that
 model); one declared by a JSON schema has its calls validated against that schema (the
 arguments are the JSON value). A custom tool (a dialect's `custom`: OpenAI chat's `{"type":
-"custom", ...}`) is declared by its name alone: its calls carry free text, accepted exactly as
-sent (no JSON read, no schema, no `tool_contracts`), and come back as calls of kind `custom`.
+"custom", "custom": {...}}`, the Responses API's flat `{"type": "custom", "name", ...}`) is
+declared by its name alone: its calls carry free text, accepted exactly as sent (no JSON
+read, no schema, no `tool_contracts`), and come back as calls of kind `custom`.
 Other tools (a provider's built-in ones) are passed on and their calls are not function calls.
 
 `tool_contracts={"name": [rules]}` are the contracts of that tool's arguments. A `tool_choice`

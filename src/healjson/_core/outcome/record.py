@@ -193,22 +193,26 @@ def _prompt(prompt: RepairPrompt | None) -> dict[str, Any] | None:
 
 
 def _calls_form(form: CallsForm) -> dict[str, Any]:
-    return {
+    data = {
         "text": form.text,
-        "calls": [
-            {
-                "id": call.id,
-                "name": call.name,
-                "arguments": call.arguments,
-                "problems": [d.to_dict() for d in call.problems],
-            }
-            for call in form.calls
-        ],
+        "calls": [_call_state(call) for call in form.calls],
         "pending": list(form.pending),
         "missing": form.missing,
         "forced": form.forced,
         "declared": list(form.declared),
     }
+    return {**data, "custom": list(form.custom)} if form.custom else data
+
+
+def _call_state(call: CallState) -> dict[str, Any]:
+    """A call of a repair's form (its `kind` named when it is not a function call's)."""
+    data = {
+        "id": call.id,
+        "name": call.name,
+        "arguments": call.arguments,
+        "problems": [d.to_dict() for d in call.problems],
+    }
+    return data if call.kind == FUNCTION else {**data, "kind": call.kind}
 
 
 def _calls_form_from(data: Mapping[str, Any]) -> CallsForm:
@@ -225,6 +229,7 @@ def _calls_form_from(data: Mapping[str, Any]) -> CallsForm:
                 tuple(
                     _diagnostic_from(_object(d, "a diagnostic")) for d in _list(call, "problems")
                 ),
+                kind=_str(call, "kind") or FUNCTION,
             )
             for call in (_object(c, "a call") for c in _list(data, "calls"))
         ),
@@ -232,6 +237,7 @@ def _calls_form_from(data: Mapping[str, Any]) -> CallsForm:
         missing=_bool(data, "missing"),
         forced=forced,
         declared=tuple(_names(data, "declared")),
+        custom=tuple(_names(data, "custom")),
     )
 
 

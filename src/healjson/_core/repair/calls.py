@@ -79,8 +79,8 @@ class CallState:
 class CallsForm:
     """A tool-call repair: the answer's `text` and `calls`, the indices of the calls to make
     again (`pending`), or — when the request forces a call and the answer made none —
-    `missing` set, with `forced` (the tool it must call, True for any) and the `declared`
-    tools."""
+    `missing` set, with `forced` (the tool it must call, True for any), the `declared` tools
+    and, of those, the `custom` ones (their call's input is free text, asked for as such)."""
 
     text: str | None
     calls: tuple[CallState, ...] = ()
@@ -88,6 +88,7 @@ class CallsForm:
     missing: bool = False
     forced: str | bool = False
     declared: tuple[str, ...] = ()
+    custom: tuple[str, ...] = ()
 
     def render(self) -> str:
         """The repair as the model reads it after its turn: the tool message answering each
@@ -145,7 +146,7 @@ class CallsForm:
     def ask(self) -> str:
         """The user turn: the calls to make again (or the call to make), and nothing else."""
         if self.missing:
-            return _ask_for_call(self.forced, self.declared)
+            return _ask_for_call(self.forced, self.declared, self.custom)
         broken = [self.calls[i] for i in self.pending]
         count, total = len(broken), len(self.calls)
         named = ", ".join(_named(call) for call in broken[:MAX_NAMED])
@@ -238,15 +239,29 @@ def _placeholder(size: int, kind: str = FUNCTION) -> str:
     return json.dumps({"omitted": f"{size} characters of accepted arguments, not repeated"})
 
 
-def _ask_for_call(forced: str | bool, declared: tuple[str, ...]) -> str:
+def _ask_for_call(
+    forced: str | bool, declared: tuple[str, ...], custom: tuple[str, ...] = ()
+) -> str:
+    """The call asked for when a forced one is missing, worded by its tool's kind: a custom
+    tool's input is free text, a function's arguments a JSON object."""
+    json_args = "with its arguments as a JSON object matching its parameters"
+    free_text = "with its whole input as free text, as the tool takes it (not as JSON)"
     if isinstance(forced, str) and not isinstance(forced, bool):
         return (
             f"This request requires a call to the tool `{forced}`, and your answer made "
-            "none. Call it now, with its arguments as a JSON object matching its parameters."
+            f"none. Call it now, {free_text if forced in custom else json_args}."
         )
     names = ", ".join(f"`{name}`" for name in declared[:MAX_NAMED])
+    if not custom:
+        how = json_args
+    elif all(name in custom for name in declared):
+        how = free_text
+    else:
+        how = (
+            "with a function's arguments as a JSON object matching its parameters, a custom "
+            "tool's whole input as free text (not as JSON)"
+        )
     return (
         "This request requires a tool call, and your answer made none. Call one of the "
-        f"declared tools ({names}) now, with its arguments as a JSON object matching its "
-        "parameters."
+        f"declared tools ({names}) now, {how}."
     )

@@ -254,7 +254,11 @@ class CallAnswers:
         if self.missing:
             self.pending = ()
             form = CallsForm(
-                self.text, missing=True, forced=spec.required, declared=tuple(spec.tools)
+                self.text,
+                missing=True,
+                forced=spec.required,
+                declared=tuple(spec.tools),
+                custom=tuple(name for name, tool in spec.tools.items() if tool.kind == CUSTOM),
             )
             return RepairPrompt(
                 Strategy.REPAIR, number, self.text, evaluation.diagnostics, calls=form

@@ -102,8 +102,10 @@ class StreamSession:
         self._judge = judge_early
         self._reader = JsonStream()
         self._text: list[str] = []
-        self._calls: list[tuple[str, list[str]]] = []
-        """The tool calls received, each `(name, argument pieces)`, as they came."""
+        self._calls: list[tuple[str, list[str], ToolCall | None]] = []
+        """The tool calls received, each `(name, argument pieces, the call when it came whole)`,
+        as they came: a whole call is kept as sent (its id and kind: a custom tool's free-text
+        input stays one) and no later piece joins it."""
         self._answering: list[str] | None = None
         """The pieces of the call streamed as the answer: the first that may be the answer
         tool's (named after the target, or not named), as `check.answer_text` reads calls."""
@@ -189,17 +191,18 @@ class StreamSession:
         return self._maybe_snapshot()
 
     def _tool_piece(self, delta: Delta) -> str:
-        """Take a delta's tool calls, each kept apart (whole calls are calls of their own; a
-        piece naming another tool than the call before it starts one); the arguments it adds
-        to the call streamed as the answer ("" for none)."""
+        """Take a delta's tool calls, each kept apart (whole calls are calls of their own, closed
+        to later pieces; a piece naming another tool than the call before it starts one); the
+        arguments it adds to the call streamed as the answer ("" for none)."""
         streamed = ""
         for call in delta.tool_calls:
-            streamed += self._add_call(call.name, call.arguments)
+            streamed += self._add_call(call.name, call.arguments, call)
         name, arguments = delta.tool_name, delta.tool_arguments
-        if name and (not self._calls or self._calls[-1][0] != name):
+        last = self._calls[-1] if self._calls else None
+        if name and (last is None or last[2] is not None or last[0] != name):
             streamed += self._add_call(name, arguments)
         elif arguments:
-            if not self._calls:
+            if last is None or last[2] is not None:
                 streamed += self._add_call("", arguments)
             else:
                 pieces = self._calls[-1][1]
@@ -207,9 +210,9 @@ class StreamSession:
                 streamed += arguments if pieces is self._answering else ""
         return streamed
 
-    def _add_call(self, name: str, arguments: str) -> str:
+    def _add_call(self, name: str, arguments: str, whole: ToolCall | None = None) -> str:
         pieces = [arguments] if arguments else []
-        self._calls.append((name, pieces))
+        self._calls.append((name, pieces, whole))
         if self._answering is None and (not name or answer_tool_name(name) in self._answer_names):
             self._answering = pieces
             return arguments
@@ -401,7 +404,7 @@ class StreamSession:
         usage = self.usage
         if usage is not None and not usage.estimated:
             return call_usage(usage, sent, 0, self.model)
-        pieces = (self._text, self._reasoning, self._refusal, *(call for _, call in self._calls))
+        pieces = (self._text, self._reasoning, self._refusal, *(call for _, call, _ in self._calls))
         received = sum(len(piece) for part in pieces for piece in part)
         return call_usage(usage, sent, received, self.model)
 
@@ -409,7 +412,9 @@ class StreamSession:
         """The call's `Reply`, as a non-streamed call would have returned it (`usage`: what the
         call spent, `spent`; None: the counts the provider reported, if any)."""
         content: str | None = "".join(self._text) or None
-        tool_calls = tuple(ToolCall(name, "".join(pieces)) for name, pieces in self._calls)
+        tool_calls = tuple(
+            whole or ToolCall(name, "".join(pieces)) for name, pieces, whole in self._calls
+        )
         refusal = "".join(self._refusal) or None
         known = self.usage
         if usage is None and known is not None:  # one request, on the stream's model
