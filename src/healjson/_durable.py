@@ -205,9 +205,9 @@ def reply_as_data(value: Any) -> dict[str, Any]:
         return text if text is None else redact_with(text, forms)
 
     content = shown(reply.content)
-    calls = [
+    calls = [  # a custom call keeps its kind, arguments sent as an object say so
         [shown(call.name), shown(call.arguments), shown(call.id)]
-        + ([] if call.kind == FUNCTION else [call.kind])  # a custom call keeps its kind
+        + ([call.kind, True] if call.as_object else [] if call.kind == FUNCTION else [call.kind])
         for call in reply.tool_calls
     ]
     answer = [
@@ -273,7 +273,8 @@ def reply_from_data(data: Mapping[str, Any]) -> Reply:
         None if usage is None else Usage(**usage),
         reply.get("model"),
         reply.get("reasoning"),
-        tuple(ToolCall(*call) for call in reply["tool_calls"]),  # [name, arguments, id, kind?]
+        # [name, arguments, id, kind?, as_object?]
+        tuple(ToolCall(*call) for call in reply["tool_calls"]),
     )
 
 

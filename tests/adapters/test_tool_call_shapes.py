@@ -256,3 +256,29 @@ def test_streamed_calls_a_server_numbers_alike_stay_apart_by_their_ids(index: in
     assert 1 == outcome.calls
     made = [(call.id, call.arguments) for call in outcome.value.calls]
     assert [("a", {"city": "Oslo"}), ("b", {"city": "Bergen"})] == made
+
+
+@pytest.mark.parametrize("arguments", ['{"city": "Oslo"}', '{"city": "Oslo"}  '])
+def test_a_call_cut_at_the_limit_whose_text_is_whole_is_healed_flagged(arguments: str) -> None:
+    """The real SDK: a reply cut at the token limit (`finish_reason="length"`) whose call's
+    arguments text parses whole and validates is healed at once, flagged `truncated` (its
+    text proves it complete); it was asked again until the attempts ran out."""
+    made = [
+        {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": arguments}}
+    ]
+    outcome = heal([ScriptedReply(tool_calls=made, finish_reason="length")] * 3)
+    assert isinstance(outcome, Healed)
+    assert 1 == outcome.calls
+    assert {"city": "Oslo"} == outcome.value.calls[0].arguments
+    assert Flag.TRUNCATED in outcome.flags
+
+
+def test_a_call_cut_at_the_limit_whose_text_is_not_whole_is_asked_again() -> None:
+    """A cut call whose text is not whole JSON is still truncated: asked again."""
+    made = [{"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"ci'}}]
+    outcome = heal(
+        [ScriptedReply(tool_calls=made, finish_reason="length"), answer(("c2", '{"city": "Oslo"}'))]
+    )
+    assert isinstance(outcome, Healed)
+    assert 2 == outcome.calls
+    assert {"city": "Oslo"} == outcome.value.calls[0].arguments

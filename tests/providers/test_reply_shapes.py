@@ -64,12 +64,18 @@ ANTHROPIC = {
         Reply(
             None,
             "tool_calls",
-            tool_calls=(ToolCall("Person", '{"name": "Ann", "age": 31}', "toolu_1"),),
+            tool_calls=(
+                ToolCall("Person", '{"name": "Ann", "age": 31}', "toolu_1", as_object=True),
+            ),
         ),
     ),
     "text_beside_tool_use": (
         message(text("x"), tool_use({"a": 1}), stop_reason="tool_use"),
-        Reply("x", "tool_calls", tool_calls=(ToolCall("Person", '{"a": 1}', "toolu_1"),)),
+        Reply(
+            "x",
+            "tool_calls",
+            tool_calls=(ToolCall("Person", '{"a": 1}', "toolu_1", as_object=True),),
+        ),
     ),
     "max_tokens": (message(text('{"a": '), stop_reason="max_tokens"), Reply('{"a": ', "length")),
     "context_window": (
@@ -159,7 +165,11 @@ GEMINI = {
         response(call(name="Ann", age=31)),
         # Gemini's calls carry no id: each gets its position's
         Reply(
-            None, "stop", tool_calls=(ToolCall("Person", '{"name": "Ann", "age": 31}', "call_0"),)
+            None,
+            "stop",
+            tool_calls=(
+                ToolCall("Person", '{"name": "Ann", "age": 31}', "call_0", as_object=True),
+            ),
         ),
     ),
     "max_tokens": (response(gt.Part(text="{"), finish=FINISH.MAX_TOKENS), Reply("{", "length")),

@@ -56,7 +56,15 @@ def reply_of(
         return Reply(content, None, usage=Usage(requests=1))
     metadata = ai.response_metadata or {}
     refusal = ai.additional_kwargs.get("refusal")
-    found = tuple(ToolCall(str(c.get("name") or ""), call_text(c), c.get("id")) for c in calls)
+    found = tuple(  # parsed args: LangChain's parser (a partial one for a stream) made them
+        ToolCall(
+            str(c.get("name") or ""),
+            call_text(c),
+            c.get("id"),
+            as_object=not isinstance(c.get("args"), str),
+        )
+        for c in calls
+    )
     return Reply(
         content,
         metadata.get("finish_reason"),

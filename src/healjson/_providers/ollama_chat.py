@@ -100,9 +100,10 @@ def _calls(raw: Any) -> tuple[ToolCall, ...]:
     for index, call in enumerate(raw):
         function = get_field(call, "function") or {}
         arguments = get_field(function, "arguments")
-        text = arguments if isinstance(arguments, str) else json_text(dict(arguments or {}))
-        name = str(get_field(function, "name") or "")
-        calls.append(ToolCall(name, text, opt_str(get_field(call, "id")) or f"call_{index}"))
+        whole = not isinstance(arguments, str)  # the server's object (see `ToolCall.as_object`)
+        text = json_text(dict(arguments or {})) if whole else arguments
+        name, call_id = str(get_field(function, "name") or ""), opt_str(get_field(call, "id"))
+        calls.append(ToolCall(name, text, call_id or f"call_{index}", as_object=whole))
     return tuple(calls)
 
 

@@ -64,8 +64,9 @@ def chat_call(call: Any) -> ToolCall:
     function = get_field(call, "function") or {}
     name = opt_str(get_field(function, "name")) or ""
     arguments = get_field(function, "arguments")
-    text = arguments if isinstance(arguments, str) else json_text(arguments)
-    return ToolCall(name, text, call_id)
+    if isinstance(arguments, str):
+        return ToolCall(name, arguments, call_id)
+    return ToolCall(name, json_text(arguments), call_id, as_object=True)
 
 
 def is_custom(call: Any) -> bool:
@@ -92,8 +93,10 @@ def responses_call(item: Any, kind: Any) -> ToolCall | None:
     (its arguments text, or a value's JSON text), a `custom_tool_call` (its input exactly)."""
     if kind == FUNCTION_CALL:
         arguments = get_field(item, "arguments")
-        text = arguments if isinstance(arguments, str) else json_text(arguments)
-        return ToolCall(_name(item), text, opt_str(get_field(item, "call_id")))
+        call_id = opt_str(get_field(item, "call_id"))
+        if isinstance(arguments, str):
+            return ToolCall(_name(item), arguments, call_id)
+        return ToolCall(_name(item), json_text(arguments), call_id, as_object=True)
     if kind == CUSTOM_CALL:
         text = input_text(get_field(item, "input"))
         return ToolCall(_name(item), text, opt_str(get_field(item, "call_id")), CUSTOM)

@@ -18,7 +18,17 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 import healjson
-from healjson import Degraded, Flag, Healed, Healer, HealPolicy, Reason, Reply, Source
+from healjson import (
+    Degraded,
+    Flag,
+    Healed,
+    Healer,
+    HealPolicy,
+    Reason,
+    Reply,
+    Source,
+    outcome_from_dict,
+)
 from healjson._core.wire.reply import ToolCall
 from healjson.testing import ScriptedModel, ScriptedReply, ScriptedServer, from_schema
 from pinned import pinned
@@ -108,12 +118,24 @@ def test_a_cut_healed_reply_is_flagged_through_the_healer(mode: str) -> None:
 
 
 def test_a_cut_tool_call_is_truncated_even_when_its_arguments_parse() -> None:
-    """A provider may close a cut call's arguments itself: they are never taken as complete."""
-    cut = Reply(None, "length", tool_calls=(ToolCall("Point", POINT_JSON),))
+    """A provider that sends arguments as an object may have closed a cut call's: arguments
+    sent as an object are never taken as complete in a cut reply."""
+    call = ToolCall("Point", POINT_JSON, as_object=True)
+    cut = Reply(None, "length", tool_calls=(call,))
     outcome = Healer(Point, policy=HealPolicy(max_attempts=1)).run(ScriptedModel([cut]), "Where?")
     assert isinstance(outcome, Degraded)
     assert Reason.TOKEN_TRUNCATED == outcome.reason
     assert POINT.model_dump() == outcome.partial
+
+
+def test_a_cut_tool_call_whose_text_parses_whole_is_complete() -> None:
+    """Arguments the model wrote as text prove themselves, as an answer's text does: a cut
+    reply whose call's text parses whole and validates is healed, flagged `truncated`."""
+    cut = Reply(None, "length", tool_calls=(ToolCall("Point", POINT_JSON),))
+    outcome = Healer(Point, policy=HealPolicy(max_attempts=1)).run(ScriptedModel([cut]), "Where?")
+    assert isinstance(outcome, Healed)
+    assert POINT == outcome.value
+    assert Flag.TRUNCATED in outcome.flags
 
 
 def test_a_complete_tool_call_of_the_response_tool_is_the_answer() -> None:
@@ -256,3 +278,16 @@ def test_a_cut_number_is_asked_again_over_http(
     assert 123 == outcome.value
     assert 2 == outcome.calls
     assert Source.TRUNCATION == outcome.attempts[0].diagnostics[0].source
+
+
+def test_a_record_keeps_arguments_sent_as_an_object() -> None:
+    """An outcome's record keeps which calls' arguments the provider sent as an object (a
+    record without the field loads them as text, as records written before it)."""
+    call = ToolCall("Point", POINT_JSON, as_object=True)
+    cut = Reply(None, "length", tool_calls=(call,))
+    outcome = Healer(Point, policy=HealPolicy(max_attempts=1)).run(ScriptedModel([cut]), "Where?")
+    data = outcome.to_dict()
+    again = outcome_from_dict(data)
+    assert (call,) == again.attempts[0].tool_calls
+    del data["attempts"][0]["tool_calls"][0]["as_object"]
+    assert not outcome_from_dict(data).attempts[0].tool_calls[0].as_object

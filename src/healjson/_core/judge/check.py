@@ -123,7 +123,9 @@ def caller_tools(params: Mapping[str, Any]) -> bool:
 def answer_text(
     reply: Reply, target: Target[Any], caller_tools: bool
 ) -> tuple[str | None, bool, tuple[ToolCall, ...]]:
-    """Which text of a reply is the answer: `(text, from_tool, other_calls)`.
+    """Which text of a reply is the answer: `(text, from_tool, other_calls)`; `from_tool`: the
+    text is a tool call's arguments the provider sent as an object (`ToolCall.as_object`), which
+    a cut reply may have had closed (arguments the model wrote as text prove themselves).
 
     A tool call is the answer only when the request's tools were healjson's own (or the
     instructor client's it drives): never when the caller passed `tools=` of their own — then
@@ -139,11 +141,11 @@ def answer_text(
     names = answer_tool_names(target)
     named = [c for c in calls if answer_tool_name(c.name) in names]
     if named:
-        return named[0].arguments, True, ()
+        return named[0].arguments, named[0].as_object, ()
     content = reply.content
     if content and not content.isspace():
         return content, False, calls
-    return calls[0].arguments, True, ()
+    return calls[0].arguments, calls[0].as_object, ()
 
 
 def answer_tool_names(target: Target[Any]) -> frozenset[str]:

@@ -272,17 +272,20 @@ def _attempt_from(data: Mapping[str, Any]) -> Attempt:
 
 
 def _tool_call(call: ToolCall) -> dict[str, Any]:
-    data = {"name": call.name, "arguments": call.arguments}
+    data: dict[str, Any] = {"name": call.name, "arguments": call.arguments}
     if call.id is not None:
         data["id"] = call.id
+    if call.as_object:
+        data["as_object"] = True
     return data if call.kind == FUNCTION else {**data, "kind": call.kind}
 
 
 def _tool_call_from(data: Mapping[str, Any]) -> ToolCall:
     # a record written before calls had ids has none: it loads with `id` None; one without a
-    # `kind` holds function calls
+    # `kind` holds function calls, one without `as_object` arguments sent as text
     name, arguments = _required_str(data, "name"), _required_str(data, "arguments")
-    return ToolCall(name, arguments, _str(data, "id"), _str(data, "kind") or FUNCTION)
+    kind = _str(data, "kind") or FUNCTION
+    return ToolCall(name, arguments, _str(data, "id"), kind, _bool(data, "as_object"))
 
 
 def _prompt_from(data: Mapping[str, Any]) -> RepairPrompt:

@@ -110,8 +110,10 @@ def read(
 ) -> ParseResult:
     """L1 on one reply, for the engine: `reasoning`, the provider's reasoning field (never read
     for candidates; only reasoning is a truncation; set aside, it is flagged); `from_tool`: text
-    from a tool call's arguments (cut by the token limit, truncated even when they parse: the
-    provider may have closed them); `context`: pydantic's validation context, everywhere."""
+    of a tool call's arguments the provider sent as an object (`ToolCall.as_object`: cut by the
+    token limit, truncated even when they parse, since the provider's parser may have closed
+    them; arguments sent as text that parse whole are complete, as an answer's text is);
+    `context`: pydantic's validation context, everywhere."""
     cut = finish_reason == "length"
     chars = len(text) if isinstance(text, str) else 0
     elsewhere = bool(reasoning and reasoning.strip())

@@ -388,7 +388,11 @@ class CallAnswers:
         evaluation = yield from evaluate(
             tool.target,
             tool.contracts,
-            Reply(None, finish, tool_calls=(ToolCall(tool.target.name, arguments),)),
+            Reply(
+                None,
+                finish,
+                tool_calls=(replace(call, name=tool.target.name, arguments=arguments),),
+            ),
             self.run.context,
             on_ambiguity=spec.policy.on_ambiguity,
             contract_timeout_s=self.run.contract_limit(),

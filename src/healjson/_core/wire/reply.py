@@ -139,12 +139,16 @@ class ToolCall:
     one the next turn answers it by, as the provider names it; a format without ids gets
     `call_<i>`, its position in the reply; None: the reply gave none) and its `kind`:
     `FUNCTION` (the arguments are JSON text) or `CUSTOM` (a custom tool's free-text input, kept
-    exactly as sent)."""
+    exactly as sent). `as_object`: the provider sent the arguments as an object its own parser
+    made (a tool use's `input`, a function call's `args`: no text the model wrote), here as its
+    JSON text: a reply cut at the token limit may have been closed by that parser, so a
+    complete object does not prove complete arguments (text the model wrote does)."""
 
     name: str
     arguments: str
     id: str | None = None
     kind: str = FUNCTION
+    as_object: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,6 +99,7 @@ def _anthropic(obj: Any) -> Reply:
             str(get_field(b, "name") or ""),
             json_text(get_field(b, "input")),
             opt_str(get_field(b, "id")),
+            as_object=True,  # the provider's object: a cut reply's may have been closed
         )
         for b in blocks
         if get_field(b, "type") == "tool_use"

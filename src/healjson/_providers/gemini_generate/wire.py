@@ -127,6 +127,7 @@ def _read(obj: Any, whole: bool) -> Reply:
             str(get_field(f, "name") or ""),
             json_text(get_field(f, "args")),
             opt_str(get_field(f, "id")) or f"call_{index}",
+            as_object=True,  # the provider's object: a cut reply's may have been closed
         )
         for index, f in enumerate(functions)
     )
