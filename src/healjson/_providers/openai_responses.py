@@ -474,7 +474,7 @@ def read_custom_tool(tool: Any) -> str | None:
     return name
 
 
-def _forced(choice: Any) -> bool | str:
+def _forced(choice: Any) -> bool | str | None:
     """What a Responses `tool_choice` forces (`openai_tools.forced`), a named custom tool too
     (`{"type": "custom", "name"}`)."""
     if isinstance(choice, Mapping) and choice.get("type") == CUSTOM:

@@ -171,11 +171,14 @@ def _wire_chat(model: type[BaseModel]) -> dict[str, Any]:
     return {"type": "function", "function": strict_function(model)}
 
 
-def forced(choice: Any) -> bool | str:
+def forced(choice: Any) -> bool | str | None:
     """What `tool_choice` forces: `"required"` some call, a named function that one (chat's
-    `{"type": "function", "function": {"name"}}`, the Responses API's flat form)."""
+    `{"type": "function", "function": {"name"}}`, the Responses API's flat form); `"none"`
+    allows no call (None)."""
     if choice == "required":
         return True
+    if choice == "none":
+        return None
     if isinstance(choice, Mapping) and choice.get("type") == "function":
         function = choice.get("function")
         name = function.get("name") if isinstance(function, Mapping) else choice.get("name")
@@ -198,7 +201,7 @@ def read_custom_tool(tool: Any) -> str | None:
     return name
 
 
-def forced_chat(choice: Any) -> bool | str:
+def forced_chat(choice: Any) -> bool | str | None:
     """What chat's `tool_choice` forces (`forced`), a named custom tool too (`{"type":
     "custom", "custom": {"name"}}`)."""
     if isinstance(choice, Mapping) and choice.get("type") == CUSTOM:

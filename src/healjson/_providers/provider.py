@@ -161,7 +161,8 @@ class ToolDialect(NamedTuple):
     JSON Schema object, or None for any object) and the tool as sent; None for a tool that is
     not the caller's function (a provider's built-in one). `wire(model)` is a pydantic model
     class as this dialect's tool. `forced(tool_choice)` says what a `tool_choice` forces:
-    nothing (False), some call (True) or the named tool. `collector` reads a streamed answer
+    nothing (False), some call (True), the named tool, or no call at all (None: a choice that
+    allows none, as `"none"`). `collector` reads a streamed answer
     call by call. `custom(tool)`, for a dialect with custom tools (their calls' input free
     text: calls of kind `CUSTOM`), is a custom tool's name (None: not one); without it, every
     tool `read` leaves is passed on."""
@@ -169,7 +170,7 @@ class ToolDialect(NamedTuple):
     name: str
     read: Callable[[Any], tuple[str, Any, Any] | None]
     wire: Callable[[Any], dict[str, Any]]
-    forced: Callable[[Any], bool | str]
+    forced: Callable[[Any], bool | str | None]
     collector: Callable[[], Collector]
     custom: Callable[[Any], str | None] | None = None
 

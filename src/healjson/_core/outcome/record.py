@@ -201,6 +201,8 @@ def _calls_form(form: CallsForm) -> dict[str, Any]:
         "forced": form.forced,
         "declared": list(form.declared),
     }
+    if form.forbidden:
+        data["forbidden"] = True
     return {**data, "custom": list(form.custom)} if form.custom else data
 
 
@@ -238,6 +240,7 @@ def _calls_form_from(data: Mapping[str, Any]) -> CallsForm:
         forced=forced,
         declared=tuple(_names(data, "declared")),
         custom=tuple(_names(data, "custom")),
+        forbidden=_bool(data, "forbidden"),
     )
 
 

@@ -89,6 +89,9 @@ class CallsForm:
     forced: str | bool = False
     declared: tuple[str, ...] = ()
     custom: tuple[str, ...] = ()
+    forbidden: bool = False
+    """The request allows no tool call (`tool_choice="none"`): every call is rejected, and the
+    model is asked to answer in text."""
 
     def render(self) -> str:
         """The repair as the model reads it after its turn: the tool message answering each
@@ -147,6 +150,11 @@ class CallsForm:
         """The user turn: the calls to make again (or the call to make), and nothing else."""
         if self.missing:
             return _ask_for_call(self.forced, self.declared, self.custom)
+        if self.forbidden:
+            return (
+                "The request allows no tool call: your calls were rejected and not run. Answer "
+                "in text only, and make no tool call."
+            )
         broken = [self.calls[i] for i in self.pending]
         count, total = len(broken), len(self.calls)
         named = ", ".join(_named(call) for call in broken[:MAX_NAMED])

@@ -63,6 +63,13 @@ from typing import Any, Final
 
 from healjson._core.diagnostic import ROOT, Diagnostic, Source
 from healjson._core.flags import Flag
+from healjson._core.judge.call_checks import (
+    missing_call,
+    not_again,
+    not_allowed,
+    not_forced,
+    unknown_tool,
+)
 from healjson._core.judge.check import Evaluation, evaluate
 from healjson._core.judge.contracts import Contract, ContractContext
 from healjson._core.judge.enforcement import Enforcement
@@ -109,11 +116,13 @@ class Tool:
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
     """The tools of one request and how to heal their calls. `required`: False when calls are
-    optional, True when the request forces some call, a tool's name when it forces that one."""
+    optional, True when the request forces some call, a tool's name when it forces that one,
+    None when it allows none (`tool_choice="none"`: a call made all the same is rejected and
+    the model asked to answer in text)."""
 
     tools: Mapping[str, Tool]
     policy: HealPolicy = field(default_factory=HealPolicy)
-    required: bool | str = False
+    required: bool | str | None = False
     fallback: Any = None
     target_name: str = TARGET
 
@@ -215,9 +224,12 @@ class CallAnswers:
             return Evaluation(Verdict.REFUSAL, ParseResult(error=diagnostic), (diagnostic,))
         judged = yield from self._judge(reply, number)
         spec = self.spec
-        if not self.slots and spec.required is not False:
+        if spec.required is None and self.slots:  # calls where the request allows none
+            found = tuple(_under(i, not_allowed(slot.call)) for i, slot in enumerate(self.slots))
+            return Evaluation(Verdict.SYNTAX, ParseResult(), found)
+        if not self.slots and spec.required not in (False, None):
             self.missing += 1
-            missing = _missing(spec, reply.content)
+            missing = missing_call(spec.required, reply.content)
             return Evaluation(Verdict.SYNTAX, ParseResult(error=missing), (missing,))
         self.missing = 0
         flags = tuple(dict.fromkeys(f for i in judged for f in self.slots[i].flags))
@@ -256,13 +268,23 @@ class CallAnswers:
             form = CallsForm(
                 self.text,
                 missing=True,
-                forced=spec.required,
+                forced=False if spec.required is None else spec.required,
                 declared=tuple(spec.tools),
                 custom=tuple(name for name, tool in spec.tools.items() if tool.kind == CUSTOM),
             )
             return RepairPrompt(
                 Strategy.REPAIR, number, self.text, evaluation.diagnostics, calls=form
             )
+        if spec.required is None:  # calls the request allows none of: answer in text instead
+            calls = tuple(
+                CallState(slot.call.id or "", slot.call.name, slot.call.arguments,
+                          (not_allowed(slot.call),), kind=slot.call.kind)
+                for slot in self.slots
+            )  # fmt: skip
+            form = CallsForm(self.text, calls, tuple(range(len(calls))), forbidden=True)
+            self.pending = ()  # the next answer is taken whole, as a first one is
+            raw = self.run.attempts[-1].raw_text if self.run.attempts else None
+            return RepairPrompt(Strategy.REPAIR, number, raw, evaluation.diagnostics, calls=form)
         self.pending = tuple(i for i, slot in enumerate(self.slots) if not slot.ok)
         calls = tuple(
             CallState(
@@ -371,13 +393,13 @@ class CallAnswers:
     ) -> Generator[AwaitAll, Any, _Slot]:
         spec = self.spec
         if wanted is not None and call.name != wanted:  # its place keeps the tool it wants
-            return _Slot(call, None, (_not_again(wanted, call),), tool=wanted)
+            return _Slot(call, None, (not_again(wanted, call),), tool=wanted)
         tool = spec.tools.get(call.name)
         if tool is None:
-            return _Slot(call, None, (_unknown(spec, call),))
+            return _Slot(call, None, (unknown_tool(tuple(spec.tools), call),))
         forced = spec.required
         if isinstance(forced, str) and not isinstance(forced, bool) and call.name != forced:
-            return _Slot(call, None, (_not_forced(forced, call),), tool=forced)
+            return _Slot(call, None, (not_forced(forced, call),), tool=forced)
         if call.kind != tool.kind:  # a custom tool called as a function, or the other way
             return _Slot(call, None, (wrong_kind(tool.kind, call),), tool=call.name)
         if call.kind == CUSTOM:  # free text: never read as JSON, kept exactly
@@ -535,54 +557,3 @@ def _under(index: int, diagnostic: Diagnostic) -> Diagnostic:
     else:
         inner = f".{path}"
     return replace(diagnostic, path=f"calls[{index}]{inner}")
-
-
-# -- the diagnostics of calls no tool judges ---------------------------------------------------
-
-
-def _unknown(spec: ToolSpec, call: ToolCall) -> Diagnostic:
-    names = ", ".join(f"`{name}`" for name in spec.tools) or "(none)"
-    return Diagnostic(
-        ROOT,
-        call.name,
-        f"must call a declared tool; `{call.name}` is not one (declared: {names})",
-        f"Call one of the declared tools instead: {names}.",
-        Source.TOOL_CALL,
-    )
-
-
-def _not_forced(forced: str, call: ToolCall) -> Diagnostic:
-    return Diagnostic(
-        ROOT,
-        call.name,
-        f"must be a call to `{forced}` (the request forces that tool)",
-        f"Call `{forced}` instead of `{call.name}`.",
-        Source.TOOL_CALL,
-    )
-
-
-def _not_again(wanted: str, call: ToolCall) -> Diagnostic:
-    return Diagnostic(
-        ROOT,
-        call.name,
-        f"must be the call to `{wanted}` made again (the call it replaces); "
-        f"`{call.name}` is another tool",
-        f"Make the rejected call to `{wanted}` again, corrected; make no other call.",
-        Source.TOOL_CALL,
-    )
-
-
-def _missing(spec: ToolSpec, text: str | None) -> Diagnostic:
-    wanted = (
-        f"a call to `{spec.required}`"
-        if isinstance(spec.required, str) and not isinstance(spec.required, bool)
-        else "a tool call"
-    )
-    return Diagnostic(
-        ROOT,
-        text or "",
-        f"must be {wanted} (the request forces one); the answer made no call",
-        f"Answer with {wanted}, not with text.",
-        Source.TOOL_CALL,
-        extra={"cause": "tool_call_missing"},
-    )

@@ -132,7 +132,11 @@ def _wire(model: type[BaseModel]) -> dict[str, Any]:
     return {**found, "description": doc} if doc else found
 
 
-def _forced(choice: Any) -> bool | str:
+def _forced(choice: Any) -> bool | str | None:
+    """What a `tool_choice` forces: `any` some call, `tool` the named one; `none` allows no
+    call (None)."""
+    if isinstance(choice, Mapping) and choice.get("type") == "none":
+        return None
     if isinstance(choice, Mapping) and choice.get("type") == "any":
         return True
     if isinstance(choice, Mapping) and choice.get("type") == "tool":
