@@ -1,10 +1,12 @@
-"""A token count read from the wire counts only when it is a non-negative int that is no bool.
+"""A token count read from the wire counts only when it is an int from 0 to a billion (no call
+reads or writes more) that is no bool.
 
 Every provider's usage reader (OpenAI chat and Responses, Anthropic, Gemini, Ollama; whole replies
-and streams, SDK objects and plain dicts) reads a count another way (negative, `true`, a float, a
-text) as unreported: it is estimated as a count the provider left out is, and the usage is marked
-`estimated`. So a hostile or broken usage member can neither switch a `token_budget` off (a
-negative prompt count) nor pass a guess for an exact count (`"lots"` read as 0). Over real HTTP
+and streams, SDK objects and plain dicts) reads a count another way (negative, past a billion,
+`true`, a float, a text) as unreported: it is estimated as a count the provider left out is,
+and the usage is marked `estimated`. So a hostile or broken usage member can neither switch a
+`token_budget` off (a negative prompt count) nor pass a guess for an exact count (`"lots"` read
+as 0, `10**30` as exact). Over real HTTP
 with each real SDK against `ScriptedServer` (raw bodies: the scripted replies' own usage must be
 valid), and through `wrap_callable` (plain dicts, which no SDK coerced first).
 """
@@ -48,8 +50,8 @@ class Person(BaseModel):
 
 
 def is_count(value: Any) -> bool:
-    """The rule under test: a non-negative int that is no bool."""
-    return type(value) is int and value >= 0
+    """The rule under test: an int from 0 to a billion that is no bool."""
+    return type(value) is int and 0 <= value <= 10**9
 
 
 ABSENT = "<absent>"
@@ -58,6 +60,7 @@ WIRE_COUNTS = st.one_of(
     st.just(ABSENT),
     st.integers(0, 10**6),
     st.integers(-(10**6), -1),
+    st.integers(10**9 + 1, 10**30),
     st.floats(-1e6, 1e6, allow_nan=False).filter(lambda x: not x.is_integer()),
     st.sampled_from(["lots", ""]),
 )
@@ -254,6 +257,8 @@ def check(usage: Usage, prompt: Any, completion: Any, parts: bool = False) -> No
 @pytest.mark.parametrize("provider", PROVIDERS)
 @pinned(max_examples=12)
 @given(prompt=WIRE_COUNTS, completion=WIRE_COUNTS)
+@example(prompt=10**30, completion=12)
+@example(prompt=50, completion=10**9 + 1)
 @example(prompt=-100_000, completion=400)
 @example(prompt="lots", completion=12)
 @example(prompt=50, completion="lots")
@@ -312,6 +317,7 @@ def _dict_reply(provider: str, prompt: Any, completion: Any) -> dict[str, Any]:
 @given(prompt=COUNTS, completion=COUNTS)
 @example(prompt=True, completion=12)
 @example(prompt=50, completion=False)
+@example(prompt=10**30, completion=12)
 @example(prompt="lots", completion=12)
 def test_a_dict_reply_count_that_is_no_count_is_estimated(
     provider: str, prompt: Any, completion: Any

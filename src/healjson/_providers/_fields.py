@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel
 
@@ -62,24 +62,29 @@ def json_text(value: Any) -> str:
         return str(value)
 
 
+MAX_COUNT: Final = 10**9
+"""The largest token count read as one: no call reads or writes a billion tokens, so a larger
+number on the wire (a corrupt or hostile body) is no count, as a negative one is."""
+
+
 def as_int(value: Any) -> int:
-    """A token count read from the wire: a non-negative int (no bool) as it is; anything else
-    (absent, negative, a bool, a float, a text) is no count: 0."""
-    return value if type(value) is int and value >= 0 else 0
+    """A token count read from the wire: an int (no bool) from 0 to `MAX_COUNT` as it is;
+    anything else (absent, negative, too large, a bool, a float, a text) is no count: 0."""
+    return value if type(value) is int and 0 <= value <= MAX_COUNT else 0
 
 
 def counts(prompt: Any, completion: Any) -> tuple[int, int, bool] | None:
     """A reply's two token counts (the prompt's, the answer's) as a usage reader keeps them:
-    `(prompt, completion, estimated)`. A count is one only as a non-negative int that is no
-    bool; any other (absent, negative, a bool, a float, a text) is unreported: 0, and the usage
-    marked `estimated`, so that the run estimates it as it does a usage no reply reported
-    (`call_usage`; a provider that leaves a count out, as Ollama leaves out a prompt it read
-    from its cache, did not report it). None when neither is a count: no usage. (A stream's
-    pieces, which may carry some counts only, state what they leave out as 0 before they come
-    here: `UsageTally`. The SDK objects' fast readers check the common case inline and come
-    here for anything else.)"""
-    prompt_ok = type(prompt) is int and prompt >= 0
-    completion_ok = type(completion) is int and completion >= 0
+    `(prompt, completion, estimated)`. A count is one only as an int from 0 to `MAX_COUNT` that
+    is no bool; any other (absent, negative, too large, a bool, a float, a text) is unreported:
+    0, and the usage marked `estimated`, so that the run estimates it as it does a usage no
+    reply reported (`call_usage`; a provider that leaves a count out, as Ollama leaves out a
+    prompt it read from its cache, did not report it). None when neither is a count: no usage.
+    (A stream's pieces, which may carry some counts only, state what they leave out as 0 before
+    they come here: `UsageTally`. The SDK objects' fast readers check the common case inline
+    and come here for anything else.)"""
+    prompt_ok = type(prompt) is int and 0 <= prompt <= MAX_COUNT
+    completion_ok = type(completion) is int and 0 <= completion <= MAX_COUNT
     if not prompt_ok and not completion_ok:
         return None
     return (

@@ -44,20 +44,23 @@ from healjson._core.wire.reply import (
     new_usage,
     remember_reader,
 )
-from healjson.adapters._base import (
-    UNSET,
-    Exchange,
-    async_call,
-    is_async_client,
-    sync_call,
-)
+from healjson.adapters._base import UNSET, Exchange, async_call, is_async_client, sync_call
 from healjson.adapters._format import Enforcing
 from healjson.adapters._proxy import Forwarding
 from healjson.adapters._steps import SteppedAdapter, stepped
 from healjson.adapters._tools import check_tool_call, heal_tool_calls, stream_tool_calls, tool_spec
 from healjson.adapters._unreadable import ReadChecked
 
-from ._fields import as_list, counts, get_field, is_record, json_text, message_text, opt_str
+from ._fields import (
+    MAX_COUNT,
+    as_list,
+    counts,
+    get_field,
+    is_record,
+    json_text,
+    message_text,
+    opt_str,
+)
 from ._unreadable import (
     chunk_text,
     not_a_reply,
@@ -151,7 +154,7 @@ def read_chat(obj: Any) -> Reply:
         or type(model) is not str
         or type(prompt) is not int
         or type(completion) is not int
-        or min(prompt, completion) < 0
+        or not (0 <= prompt <= MAX_COUNT and 0 <= completion <= MAX_COUNT)
     ):
         return _chat(obj)
     usage = new_usage(prompt, completion, False, 0, 0, 0, 1, model)
@@ -173,18 +176,6 @@ def _read_chunk(chunk: Any) -> Delta:
     )
 
 
-def _reads_reply(obj: Any) -> bool:
-    return hasattr(obj, "message") and hasattr(obj, "done_reason")
-
-
-def _reads_dict(obj: Mapping[str, Any]) -> bool:
-    return "message" in obj and "done" in obj
-
-
-def _reads_chunk(chunk: Any) -> bool:
-    return get_field(chunk, "message") is not None and get_field(chunk, "done") is not None
-
-
 def _token_limit(params: Mapping[str, Any]) -> tuple[str, Any] | None:
     options = params.get("options")
     if isinstance(options, Mapping) and "num_predict" in options:
@@ -198,10 +189,12 @@ def _with_token_limit(params: Mapping[str, Any], n: int) -> dict[str, Any]:
 
 FORMAT: Final = WireFormat(
     "ollama_chat",
-    _reads_reply,
+    lambda obj: hasattr(obj, "message") and hasattr(obj, "done_reason"),
     _chat,
-    reads_dict=_reads_dict,
-    reads_chunk=_reads_chunk,
+    reads_dict=lambda obj: "message" in obj and "done" in obj,
+    reads_chunk=lambda chunk: (
+        get_field(chunk, "message") is not None and get_field(chunk, "done") is not None
+    ),
     read_chunk=_read_chunk,
     fast_reply=read_chat,
     token_limit=_token_limit,

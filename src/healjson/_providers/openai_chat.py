@@ -33,7 +33,7 @@ from healjson._core.wire.fault import fault_from_body
 from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import SDK_COMPLETIONS, Reply, Usage, new_reply, new_usage
 
-from ._fields import as_int, as_list, counts, get_field, is_record, opt_str, text_content
+from ._fields import MAX_COUNT, as_int, as_list, counts, get_field, is_record, opt_str, text_content
 from ._unreadable import chunk_text, not_a_reply, unreadable_as_failure, unreadable_reply
 from .openai_calls import chat_calls, is_custom
 from .provider import BatchApi, BatchLines, Provider
@@ -97,7 +97,12 @@ def read_completion(obj: Any) -> Reply:
             return _completion(obj)
         usage = obj.usage
         prompt, completion = usage.prompt_tokens, usage.completion_tokens
-        if type(prompt) is not int or type(completion) is not int or prompt < 0 or completion < 0:
+        if (
+            type(prompt) is not int
+            or type(completion) is not int
+            or not 0 <= prompt <= MAX_COUNT
+            or not 0 <= completion <= MAX_COUNT
+        ):
             return _completion(obj)  # a count that is no count: read (and estimated) there
         details = usage.completion_tokens_details
         reasoning = getattr(details, "reasoning_tokens", None) if details else None
@@ -115,8 +120,8 @@ def read_completion(obj: Any) -> Reply:
             prompt,
             completion,
             False,
-            reasoning if type(reasoning) is int and reasoning >= 0 else 0,
-            cached if type(cached) is int and cached >= 0 else 0,
+            reasoning if type(reasoning) is int and 0 <= reasoning <= MAX_COUNT else 0,
+            cached if type(cached) is int and 0 <= cached <= MAX_COUNT else 0,
             0,
             1,
             name,

@@ -30,6 +30,7 @@ from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import CUSTOM, Reply, ToolCall, Usage, new_reply, new_usage
 
 from ._fields import (
+    MAX_COUNT,
     as_int,
     as_list,
     counts,
@@ -133,7 +134,12 @@ def read_sdk_response(obj: Any) -> Reply:
         inputs, outputs = raw.input_tokens_details, raw.output_tokens_details
     except AttributeError:
         return read_response(obj)
-    if type(prompt) is not int or type(completion) is not int or prompt < 0 or completion < 0:
+    if (
+        type(prompt) is not int
+        or type(completion) is not int
+        or not 0 <= prompt <= MAX_COUNT
+        or not 0 <= completion <= MAX_COUNT
+    ):
         return read_response(obj)  # a count that is no count: read (and estimated) there
     reasoning = getattr(outputs, "reasoning_tokens", None)
     cached = getattr(inputs, "cached_tokens", None)
@@ -147,9 +153,9 @@ def read_sdk_response(obj: Any) -> Reply:
             prompt,
             completion,
             False,
-            reasoning if type(reasoning) is int and reasoning >= 0 else 0,
-            cached if type(cached) is int and cached >= 0 else 0,
-            written if type(written) is int and written >= 0 else 0,
+            reasoning if type(reasoning) is int and 0 <= reasoning <= MAX_COUNT else 0,
+            cached if type(cached) is int and 0 <= cached <= MAX_COUNT else 0,
+            written if type(written) is int and 0 <= written <= MAX_COUNT else 0,
             1,
             name,
         ),

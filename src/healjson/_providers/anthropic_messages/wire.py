@@ -27,6 +27,7 @@ from healjson._core.wire.delta import Delta
 from healjson._core.wire.formats import WireFormat
 from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage, remember_reader
 from healjson._providers._fields import (
+    MAX_COUNT,
     as_int,
     counts,
     get_field,
@@ -144,18 +145,18 @@ def read_message(obj: Any) -> Reply:
         or stop == "refusal"
         or type(prompt) is not int
         or type(completion) is not int
-        or prompt < 0  # a count that is no count: read (and estimated) by `_anthropic`
-        or completion < 0
+        or not 0 <= prompt <= MAX_COUNT  # no count: read (and estimated) by `_anthropic`
+        or not 0 <= completion <= MAX_COUNT
         or details is not None
     ):
         return _anthropic(obj)
     if read is None:
         read = 0
-    elif type(read) is not int or read < 0:
+    elif type(read) is not int or not 0 <= read <= MAX_COUNT:
         return _anthropic(obj)
     if written is None:
         written = 0
-    elif type(written) is not int or written < 0:
+    elif type(written) is not int or not 0 <= written <= MAX_COUNT:
         return _anthropic(obj)
     return new_reply(
         text,
@@ -180,12 +181,10 @@ def anthropic_usage(
     if part is not None:
         prompt = 0 if prompt is None else prompt
         completion = 0 if completion is None or part == "start" else completion
-    if type(prompt) is int and type(completion) is int and prompt >= 0 and completion >= 0:
-        estimated = False
-    elif (found := counts(prompt, completion)) is None:
+    found = counts(prompt, completion)
+    if found is None:
         return None
-    else:
-        prompt, completion, estimated = found
+    prompt, completion, estimated = found
     read = as_int(get_field(raw, "cache_read_input_tokens"))
     written = as_int(get_field(raw, "cache_creation_input_tokens"))
     details = get_field(raw, "output_tokens_details")

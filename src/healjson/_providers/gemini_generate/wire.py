@@ -32,6 +32,7 @@ from healjson._core.wire.reply import (
     remember_reader,
 )
 from healjson._providers._fields import (
+    MAX_COUNT,
     as_int,
     as_list,
     counts,
@@ -204,17 +205,17 @@ def read_response(obj: Any) -> Reply:
         or type(model) is not str
         or type(prompt) is not int
         or type(completion) is not int
-        or prompt < 0  # a count that is no count: read (and estimated) by `_gemini`
-        or completion < 0
+        or not 0 <= prompt <= MAX_COUNT  # no count: read (and estimated) by `_gemini`
+        or not 0 <= completion <= MAX_COUNT
     ):
         return _gemini(obj)
     if thinking is None:
         thinking = 0
-    elif type(thinking) is not int or thinking < 0:
+    elif type(thinking) is not int or not 0 <= thinking <= MAX_COUNT:
         return _gemini(obj)
     if cached is None:
         cached = 0
-    elif type(cached) is not int or cached < 0:
+    elif type(cached) is not int or not 0 <= cached <= MAX_COUNT:
         return _gemini(obj)
     key = (type(raw_finish), raw_finish)
     finish = _FINISHES.get(key, _UNSEEN)
