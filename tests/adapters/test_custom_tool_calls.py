@@ -6,23 +6,20 @@ against the scripted server (its raw bodies: the chat route scripts function cal
 
 from __future__ import annotations
 
-import asyncio
 import json
-from typing import Any, Literal
+from typing import Any
 
-import openai
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
-from pydantic import BaseModel, Field
 
 import healjson
-from healjson import Degraded, Healed, HealedCall, Reply, ToolCall, ToolCalls
+from healjson import Degraded, HealedCall, Reply, ToolCall, ToolCalls
 from healjson._durable import reply_as_data, reply_from_data
 from healjson.testing import ScriptedReply, ScriptedServer
+from openai_tools_kit import TRICKY, WAYS, Mode, Search, healed, value
 from pinned import pinned
 
-Mode = Literal["sync", "async"]
 SAID = [{"role": "user", "content": "Patch the file and find red shoes."}]
 SHELL = {"type": "custom", "custom": {"name": "shell", "description": "Run a shell command."}}
 PATCH = {
@@ -32,14 +29,6 @@ PATCH = {
         "format": {"type": "grammar", "grammar": {"syntax": "regex", "definition": ".*"}},
     },
 }
-TRICKY = 'echo "{\\"a\\": [1, 2}" \'quoted\' }{ ] \\n\ttab — ünïcödé 🦀 {{x}}'
-
-
-class Search(BaseModel):
-    """Search the catalogue."""
-
-    query: str
-    limit: int = Field(ge=1, le=50)
 
 
 def custom(name: str, text: str, call_id: str) -> dict[str, Any]:
@@ -97,43 +86,11 @@ def streamed(*calls: dict[str, Any], content: str | None = None, size: int = 3) 
 def heal(
     server: ScriptedServer, mode: Mode = "sync", *, stream: bool = False, **kwargs: Any
 ) -> Any:
-    """One `heal_tools=True` chat call on a wrapped sync or async client (streamed: iterated
-    to its end); its outcome."""
+    """One `heal_tools=True` chat request (the custom shell tool and the search tool); its
+    outcome."""
     kwargs.setdefault("tools", [SHELL, Search])
     kwargs.setdefault("messages", SAID)
-    kwargs.update(model="gpt-test", heal_tools=True)
-    if stream:
-        kwargs["stream"] = True
-    if mode == "sync":
-        with openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0) as sdk:
-            made = healjson.wrap(sdk).chat.completions.create(**kwargs)
-            if not stream:
-                return made
-            list(made)
-            return made.outcome
-
-    async def main() -> Any:
-        async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as sdk:
-            made = await healjson.wrap(sdk).chat.completions.create(**kwargs)
-            if not stream:
-                return made
-            _ = [piece async for piece in made]
-            return made.outcome
-
-    return asyncio.run(main())
-
-
-def value(outcome: Any) -> ToolCalls:
-    assert isinstance(outcome, Healed), outcome
-    assert isinstance(outcome.value, ToolCalls)
-    return outcome.value
-
-
-WAYS = [
-    pytest.param(mode, stream, id=f"{mode}-{'streamed' if stream else 'whole'}")
-    for mode in ("sync", "async")
-    for stream in (False, True)
-]
+    return healed(server, "chat", mode, stream=stream, **kwargs)
 
 
 @pytest.mark.parametrize(("mode", "stream"), WAYS)

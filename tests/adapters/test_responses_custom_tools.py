@@ -9,22 +9,20 @@ scripts function calls only)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-from typing import Any, Literal
+from typing import Any
 
 import openai
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
-from pydantic import BaseModel, Field
 
 import healjson
-from healjson import Healed, HealedCall, ToolCalls
+from healjson import HealedCall
 from healjson.testing import ScriptedReply, ScriptedServer
+from openai_tools_kit import TRICKY, WAYS, Mode, Search, healed, value
 from pinned import pinned
 
-Mode = Literal["sync", "async"]
 ASKED = "Patch the file and find red shoes."
 SHELL = {"type": "custom", "name": "shell", "description": "Run a shell command."}
 PATCH = {
@@ -32,14 +30,6 @@ PATCH = {
     "name": "patch",
     "format": {"type": "grammar", "syntax": "regex", "definition": ".*"},
 }
-TRICKY = 'echo "{\\"a\\": [1, 2}" \'quoted\' }{ ] \\n\ttab — ünïcödé 🦀 {{x}}'
-
-
-class Search(BaseModel):
-    """Search the catalogue."""
-
-    query: str
-    limit: int = Field(ge=1, le=50)
 
 
 def custom(name: str, text: str, call_id: str) -> dict[str, Any]:
@@ -142,37 +132,11 @@ def streamed(*items: dict[str, Any], size: int = 3) -> ScriptedReply:
 def heal(
     server: ScriptedServer, mode: Mode = "sync", *, stream: bool = False, **kwargs: Any
 ) -> Any:
-    """One `heal_tools=True` Responses call on a wrapped sync or async client (streamed:
-    iterated to its end); its outcome."""
+    """One `heal_tools=True` responses request (the custom shell tool and the search tool); its
+    outcome."""
     kwargs.setdefault("tools", [SHELL, Search])
     kwargs.setdefault("input", ASKED)
-    kwargs.update(model="gpt-test", heal_tools=True)
-    if stream:
-        kwargs["stream"] = True
-    if mode == "sync":
-        with openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0) as sdk:
-            made = healjson.wrap(sdk).responses.create(**kwargs)
-            if not stream:
-                return made
-            list(made)
-            return made.outcome
-
-    async def main() -> Any:
-        async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as sdk:
-            made = await healjson.wrap(sdk).responses.create(**kwargs)
-            if not stream:
-                return made
-            _ = [piece async for piece in made]
-            return made.outcome
-
-    return asyncio.run(main())
-
-
-def value(outcome: Any) -> ToolCalls:
-    """The healed calls (the outcome must be `Healed`)."""
-    assert isinstance(outcome, Healed), outcome
-    assert isinstance(outcome.value, ToolCalls)
-    return outcome.value
+    return healed(server, "responses", mode, stream=stream, **kwargs)
 
 
 def sent_input(server: ScriptedServer, number: int) -> list[dict[str, Any]]:
@@ -180,13 +144,6 @@ def sent_input(server: ScriptedServer, number: int) -> list[dict[str, Any]]:
     found = (server.requests[number].body or {})["input"]
     assert isinstance(found, list)
     return found
-
-
-WAYS = [
-    pytest.param(mode, stream, id=f"{mode}-{'streamed' if stream else 'whole'}")
-    for mode in ("sync", "async")
-    for stream in (False, True)
-]
 
 
 @pytest.mark.parametrize(("mode", "stream"), WAYS)

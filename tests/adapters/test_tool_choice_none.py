@@ -6,18 +6,17 @@ The real SDKs over real HTTP against the scripted server, sync and async."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+from typing import Any
 
 import anthropic
-import openai
 import pytest
 from pydantic import BaseModel
 
 import healjson
 from healjson import Degraded, Healed, HealPolicy, ToolCalls, outcome_from_dict
 from healjson.testing import ScriptedReply, ScriptedServer
+from openai_tools_kit import Api, Mode, healed
 
-Mode = Literal["sync", "async"]
 WAYS = [(api, mode) for api in ("chat", "responses") for mode in ("sync", "async")]
 TEXT = "It is sunny in Oslo."
 
@@ -38,33 +37,19 @@ def made_call() -> ScriptedReply:
     return ScriptedReply(content=None, tool_calls=[call], finish_reason="tool_calls")
 
 
-def heal(api: str, mode: Mode, server: ScriptedServer, **kwargs: Any) -> Any:
+def heal(api: Api, mode: Mode, server: ScriptedServer, **kwargs: Any) -> Any:
     """One `heal_tools=True` request with `tool_choice="none"` on a wrapped OpenAI client."""
-    kwargs.update(model="m", tools=[Weather], heal_tools=True, tool_choice="none")
+    kwargs.update(tools=[Weather], tool_choice="none")
     if api == "chat":
         kwargs["messages"] = [{"role": "user", "content": "The weather in Oslo?"}]
     else:
         kwargs["input"] = "The weather in Oslo?"
-
-    def create(client: Any) -> Any:
-        if api == "chat":
-            return client.chat.completions.create(**kwargs)
-        return client.responses.create(**kwargs)
-
-    if mode == "sync":
-        with openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0) as sdk:
-            return create(healjson.wrap(sdk))
-
-    async def main() -> Any:
-        async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as sdk:
-            return await create(healjson.wrap(sdk))
-
-    return asyncio.run(main())
+    return healed(server, api, mode, **kwargs)
 
 
 @pytest.mark.parametrize(("api", "mode"), WAYS)
 def test_calls_where_none_is_allowed_are_rejected_and_a_text_answer_asked(
-    api: str, mode: Mode
+    api: Api, mode: Mode
 ) -> None:
     """A reply of calls, then a text one: healed with the text and no call, two requests; the
     second tells the model its calls were rejected and asks for text."""
@@ -80,7 +65,7 @@ def test_calls_where_none_is_allowed_are_rejected_and_a_text_answer_asked(
 
 
 @pytest.mark.parametrize(("api", "mode"), WAYS)
-def test_a_text_answer_is_healed_at_once(api: str, mode: Mode) -> None:
+def test_a_text_answer_is_healed_at_once(api: Api, mode: Mode) -> None:
     """A text answer to a request that allows no call: healed, one request."""
     with ScriptedServer([ScriptedReply(TEXT)]) as server:
         outcome = heal(api, mode, server)
