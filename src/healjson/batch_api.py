@@ -18,7 +18,11 @@ or `ledger=`) makes the run resumable and exactly-once: call it again after a cr
 so by counting half. A line that expired (the provider's window closed before it ran) or failed
 for a transient reason (HTTP 408, 409, 429, 5xx) is sent again as it was in the next round, at
 most `resubmits` times per row (default 3; not a model attempt), then degraded with the
-provider's reason.
+provider's reason. When the provider gives a final answer (a refused key, no Batch API at
+the endpoint, a batch it no longer knows), the call stops cleanly with `RunReport.stopped`
+saying what it answered and the fix; the rows of a batch it no longer knows (or whose results
+it cannot give) are `lost`: they may have run and been billed, so they are sent again only
+with `resubmit_lost=True`.
 
 Providers: an `openai.OpenAI` client (`/v1/files` + `/v1/batches`), an `anthropic.Anthropic`
 client (Message Batches), or either wrapped by `healjson.wrap` or instructor.
@@ -89,6 +93,7 @@ def run_batch_api(
     resubmits: int = DEFAULT_RESUBMITS,
     on_event: Event | None = None,
     endpoint: str = "chat",
+    resubmit_lost: bool = False,
 ) -> RunReport:
     """Heal every row of `input_path` through the provider's Batch API into `out`.
 
@@ -100,7 +105,10 @@ def run_batch_api(
     transiently (HTTP 408, 409, 429, 5xx) before the row degrades (`timeout` / `api_error`);
     a resubmission is not a model attempt. `endpoint` (OpenAI): `chat` sends
     `/v1/chat/completions` lines, `responses` `/v1/responses` lines (the row's messages as
-    `input`, the JSON tier as `text.format`), healed alike. Raises
+    `input`, the JSON tier as `text.format`), healed alike. `resubmit_lost`: send again the
+    rows whose batch the provider no longer knows (`RunReport.lost`: they may be billed twice).
+    The provider's final answer (a refused key, no Batch API) stops the call cleanly
+    (`RunReport.stopped`, `RunReport.refused`). Raises
     `LedgerError` when the ledger belongs to a run with other settings, `BatchError` when the
     input or output cannot be used (another run holds the output); a row never raises.
     """
@@ -109,6 +117,7 @@ def run_batch_api(
         contracts=contracts, examples=examples, policy=policy, json_mode=json_mode,
         max_tokens=max_tokens, ledger=ledger, full=full, max_requests=max_requests_per_batch,
         max_bytes=max_bytes_per_batch, resubmits=resubmits, on_event=on_event, endpoint=endpoint,
+        resubmit_lost=resubmit_lost,
     )  # fmt: skip
     try:
         return runner.run(wait=wait, poll_interval_s=poll_interval_s)
@@ -188,6 +197,7 @@ def _runner(
     max_bytes: int | None = None,
     resubmits: int = DEFAULT_RESUBMITS,
     endpoint: str = "chat",
+    resubmit_lost: bool = False,
 ) -> Runner:
     if type(resubmits) is not int or resubmits < 0:
         raise ValueError(f"resubmits must be an int >= 0, got {resubmits!r}")
@@ -237,4 +247,5 @@ def _runner(
         max_bytes=max_bytes,
         resubmits=resubmits,
         on_event=on_event,
+        resubmit_lost=resubmit_lost,
     )

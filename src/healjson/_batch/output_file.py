@@ -6,6 +6,9 @@ without a string or integer `id`) is left as it is, counted, and skipped by a re
 (`{"id": ...`, as this writer writes them) still counts as that id's row, so a resume never runs
 the id twice.
 
+The output must be a regular file or a path that does not exist yet (`not_regular`): a pipe
+(/dev/stdout) cannot be read back, a device (/dev/null) cannot be fsync'd.
+
 Durability: one writer appends each row as one `write`, then flushes and fsyncs it before the
 next, so a killed run leaves whole rows plus at most one torn last line. Opening the output reads
 the ids already there (a re-run skips them) and cuts off an unreadable last line that has no
@@ -33,7 +36,7 @@ from healjson._core.outcome.json_text import strict_dumps
 from .json_lines import CHUNK_BYTES, Line, parse_line, read_lines
 from .rows import BatchError, row_id, row_key
 
-__all__ = ["OutputFile", "Recovered", "read_rows", "recover_output"]
+__all__ = ["OutputFile", "Recovered", "not_regular", "read_rows", "recover_output"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +49,21 @@ class Recovered:
     """Where the good part ends (a torn last line starts here)."""
     needs_newline: bool = False
     torn: bool = False
+
+
+def not_regular(path: Path) -> str | None:
+    """Why `path` cannot be written as a batch's output (or its ledger): it exists and is not a
+    regular file (a pipe such as /dev/stdout, a device such as /dev/null, a folder); else None.
+    Such a file cannot be read back to resume, nor made durable (fsync)."""
+    try:
+        if not path.exists() or path.is_file():
+            return None
+    except OSError:  # unreadable: opening it says why
+        return None
+    return (
+        f"{path} is not a regular file: a batch reads its output back (to resume) and makes "
+        "each row durable, so write to a file (and read it from there)"
+    )
 
 
 def recover_output(path: Path) -> Recovered:
@@ -128,10 +146,13 @@ class OutputFile:
         wanted: frozenset[str] = frozenset(),
     ) -> None:
         self.retried = 0
+        problem = not_regular(path)
+        if problem is not None:
+            raise BatchError(problem, option="--out")
         try:
             self._file: IO[bytes] = path.open("ab")
         except OSError as exc:
-            raise BatchError(f"cannot write {path}: {exc.strerror or exc}") from exc
+            raise BatchError(f"cannot write {path}: {exc.strerror or exc}", option="--out") from exc
         try:
             _lock(self._file, path)
             self.recovered = recover_output(path)
@@ -162,7 +183,8 @@ class OutputFile:
         try:
             new: IO[bytes] = temporary.open("wb")
         except OSError as exc:
-            raise BatchError(f"cannot write {temporary}: {exc.strerror or exc}") from exc
+            said = f"cannot write {temporary}: {exc.strerror or exc}"
+            raise BatchError(said, option="--out") from exc
         try:
             _lock(new, temporary)  # locked before it takes the output's name
             with path.open("rb") as old:
@@ -258,4 +280,5 @@ def _lock(file: IO[bytes], path: Path) -> None:
     try:
         fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
-        raise BatchError(f"{path} is being written by another healjson batch") from exc
+        said = f"{path} is being written by another healjson batch"
+        raise BatchError(said, option="--out") from exc

@@ -61,7 +61,12 @@ EXCERPT_CHARS = 200
 
 
 class BatchError(Exception):
-    """The batch cannot start: unreadable input, or an output file in use or not writable."""
+    """The batch cannot start: unreadable input, or an output file in use or not writable.
+    `option`: the command-line option it is about (`--out` for the output), else None."""
+
+    def __init__(self, message: str, *, option: str | None = None) -> None:
+        super().__init__(message)
+        self.option = option
 
 
 @dataclass(frozen=True, slots=True)

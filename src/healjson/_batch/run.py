@@ -5,7 +5,8 @@ output: the command line passes a callback for its progress bar.
 
 `stop_after=N` ends a run once N rows in a row (in the order they finish) failed on the endpoint
 (`ENDPOINT_FAILURES`): the rows in flight are cancelled and the rest never start, so none of
-them is written and a re-run picks them up.
+them is written and a re-run picks them up. A row that had finished when a run stopped is
+written all the same (it was paid for), unless it failed on the endpoint too.
 
 A provider error that every row would get as well (`every_row_error`: the key refused, HTTP 401
 or 403; the model or the endpoint not found, HTTP 404) ends a run at the first row that gets it,
@@ -194,9 +195,10 @@ class Batch:
 
         async def write(producer: asyncio.Task[None]) -> None:
             while (item := await queue.get()) is not None:
-                if self.stats.stopped:
-                    continue  # finished after the stop: not written, a re-run does it
                 row, outcome = item
+                if self.stats.stopped and _failed_on_the_endpoint(outcome):
+                    continue  # what the stop is about: not written, a re-run sends it
+                # any other row finished before or after the stop is written: it was paid for
                 await asyncio.to_thread(output.write, row)
                 self._count(outcome, row.get("ok") is True)
                 if on_row is not None:
@@ -251,6 +253,10 @@ class Batch:
         stats.tokens += outcome.usage.total_tokens
         cost = outcome.usage.cost
         stats.cost = None if cost is None or stats.cost is None else stats.cost + cost
+
+
+def _failed_on_the_endpoint(outcome: Outcome[Any] | None) -> bool:
+    return outcome is not None and str(getattr(outcome, "reason", "")) in ENDPOINT_FAILURES
 
 
 def unreadable_outcome() -> Outcome[Any]:

@@ -218,6 +218,15 @@ def batch(
             rich_help_panel="Batch API",
         ),
     ] = EndpointChoice.CHAT,
+    resubmit_lost: Annotated[
+        bool,
+        typer.Option(
+            "--resubmit-lost",
+            help="--batch-api: send again the rows whose batch the provider no longer knows "
+            "(or whose results it cannot give): they may have run already and be billed twice.",
+            rich_help_panel="Batch API",
+        ),
+    ] = False,
 ) -> None:
     """Heal every prompt of INPUT.jsonl through an OpenAI-compatible endpoint into OUT.
 
@@ -233,6 +242,7 @@ def batch(
     after the fix to resume); 2 on usage errors.
     """
     from healjson._batch.input_file import id_clash, not_json_lines
+    from healjson._batch.output_file import not_regular
     from healjson._batch.rows import BatchError
     from healjson._batch.run import Batch, openai_healer
     from healjson._core.run.healer import Healer
@@ -250,6 +260,9 @@ def batch(
             "and its lines taken for finished rows; give --out another file",
             param_hint="'--out'",
         )
+    problem = not_regular(out)  # a pipe or a device: never read back, never made durable
+    if problem is not None:
+        raise typer.BadParameter(problem, param_hint="'--out'")
     setup = load_setup(contracts, response_model, option="'--response-model'")
     policy = HealPolicy(max_attempts=max_attempts)
     try:
@@ -284,6 +297,7 @@ def batch(
             cancel=cancel,
             endpoint=batch_endpoint.value,
             progress=progress,
+            resubmit_lost=resubmit_lost,
         )
         batch_api_command(input_path, out, setup, policy, options)
         return
@@ -299,7 +313,8 @@ def batch(
     try:
         runner = Batch.open(input_path, out, retry=reasons)
     except BatchError as exc:
-        raise typer.BadParameter(str(exc), param_hint="'--out'") from exc
+        hint = f"'{exc.option}'" if exc.option else "'INPUT.jsonl'"
+        raise typer.BadParameter(str(exc), param_hint=hint) from exc
     if runner.stats.total == 0:  # every row is in OUT already: no endpoint, no client needed
         runner.close()
         typer.echo(_summary(runner.stats, out), err=True)
@@ -401,6 +416,7 @@ _BATCH_API_ONLY = (
     "max_requests_per_batch",
     "resubmits",
     "batch_endpoint",
+    "resubmit_lost",
 )
 _DIRECT_ONLY = ("concurrency", "retry", "retry_failed", "stop_after", "cache")
 _GIVEN = frozenset({"COMMANDLINE", "ENVIRONMENT"})  # click's ParameterSource names

@@ -48,13 +48,18 @@ class BatchApiOptions:
     endpoint: str = "chat"
     progress: bool | None = None
     """Progress on stderr while the run waits (None: when stderr is a terminal)."""
+    resubmit_lost: bool = False
+    """Send again the rows whose batch the provider no longer knows (`--resubmit-lost`)."""
 
 
 def batch_api_command(
     input_path: Path, out: Path, setup: Setup, policy: HealPolicy, options: BatchApiOptions
 ) -> None:
     """Run (or report on, or cancel) a Batch API run; exit 1 while rows are still pending or
-    when the provider kept failing (the run stops cleanly, resumable)."""
+    lost, or when the provider kept failing or gave a final answer (the run stops cleanly);
+    a cancel exits 0 once every batch in flight is cancelled (here, for one the provider does
+    not know)."""
+    from healjson._batch.output_file import not_regular
     from healjson._batch.rows import BatchError
     from healjson.batch_api import (
         LedgerError,
@@ -65,6 +70,9 @@ def batch_api_command(
     )
 
     ledger = options.ledger or default_ledger(out)
+    problem = not_regular(ledger)
+    if problem is not None:
+        raise typer.BadParameter(problem, param_hint="'--ledger'")
     try:
         if options.status:
             typer.echo(report_text(batch_api_status(ledger), out, ledger), err=True)
@@ -97,10 +105,14 @@ def batch_api_command(
                         poll_interval_s=options.poll_interval_s,
                         max_requests_per_batch=options.max_requests,
                         on_event=on_event,
+                        resubmit_lost=options.resubmit_lost,
                         **common,
                     )
-    except (LedgerError, BatchError) as exc:
+    except LedgerError as exc:
         raise typer.BadParameter(str(exc), param_hint="'--ledger'") from exc
+    except BatchError as exc:  # the input or the output, as it says
+        hint = f"'{exc.option}'" if exc.option else "'INPUT.jsonl'"
+        raise typer.BadParameter(str(exc), param_hint=hint) from exc
     except KeyboardInterrupt:
         typer.echo(
             "interrupted: the batches in flight keep running at the provider; re-run the same "
@@ -109,7 +121,7 @@ def batch_api_command(
         )
         raise typer.Exit(130) from None
     typer.echo(report_text(report, out, ledger), err=True)
-    if report.stopped or not report.complete:
+    if report.stopped or not (report.complete or options.cancel):
         raise typer.Exit(1)
 
 
@@ -157,7 +169,8 @@ def report_text(report: Any, out: Path, ledger: Path) -> str:
     """The run's summary for stderr: rows, then one line per round, then what to do next."""
     head = (
         f"healjson batch --batch-api: {report.done} of {report.total} row(s) done, "
-        f"{report.pending} pending ({out}; ledger {ledger})"
+        f"{report.pending} pending{f', {report.lost} lost' if report.lost else ''} "
+        f"({out}; ledger {ledger})"
     )
     if report.written:
         head += (
@@ -181,6 +194,20 @@ def report_text(report: Any, out: Path, ledger: Path) -> str:
         lines.append(f"  total: {report.calls} call(s), {report.tokens} token(s){total}")
     if report.batch_ids:
         lines.append("  in flight: " + ", ".join(report.batch_ids))
+    lines.extend(report.notices)
+    if report.resubmitted_lost:
+        lines.append(
+            f"resubmitted {report.resubmitted_lost} lost row(s) (--resubmit-lost): any that had "
+            "run before is billed twice"
+        )
+    if report.lost:
+        lines.append(
+            f"{report.lost} row(s) lost: the provider no longer knows their batch or cannot give "
+            "its results ("
+            + "; ".join(report.lost_batches)
+            + "); they may have run and been billed. Re-run with --resubmit-lost to send them "
+            "again (they may be billed twice)"
+        )
     if report.resubmitted:
         lines.append(
             f"resubmitted {report.resubmitted} request(s) that expired or failed transiently"
@@ -189,11 +216,16 @@ def report_text(report: Any, out: Path, ledger: Path) -> str:
         lines.append(f"skipped {report.already_done} line(s) whose id {out} already has")
     if report.duplicates:
         lines.append(f"{report.duplicates} line(s) repeated an earlier id and were skipped")
-    if report.stopped:
+    if report.stopped and report.refused:
+        lines.append(
+            f"batch stopped: {report.stopped}. Every step so far is in the ledger: fix what the "
+            "provider said, then re-run the same command"
+        )
+    elif report.stopped:
         lines.append(
             f"batch stopped: {report.stopped}; every step so far is in the ledger: re-run the "
             "same command to resume"
         )
-    elif not report.complete:
+    elif report.pending:
         lines.append("rows are pending: re-run the same command to go on (--status: where it is)")
     return "\n".join(lines)

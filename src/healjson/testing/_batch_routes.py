@@ -13,7 +13,8 @@ A refused request gets the provider's error body with `x-should-retry: false`: e
 here is deterministic (a missing batch, a cancel after the end, a request over a limit), so
 the SDK fails at once instead of retrying a 409 twice. A read the store was told to fail
 (`BatchStore.fail_reads`) gets its status and the provider's error body with `retry-after-ms:
-1`, as a transient failure an SDK retries (at once).
+1`, as a transient failure an SDK retries (at once). A store told to refuse (`BatchStore.refuse`)
+answers every request with its status (no Batch API: 404; the key refused: 401).
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ def _route(format_: WireFormat, method: str, path: str, read: _Reader) -> BatchR
     as `format_`'s error body."""
 
     def answer(store: BatchStore, request: RecordedRequest, match: re.Match[str]) -> Response:
+        if store.refusing is not None:  # `refuse`: no Batch API here, or the key refused
+            said = f"{method} {urlsplit(request.path).path}: refused (HTTP {store.refusing})."
+            body = format_.error_body(store.refusing, said, None, None, None)
+            return Response(store.refusing, body, JSON_TYPE, _NO_RETRY)
         failing = store.failing_read() if method == "GET" else None
         if failing is not None:
             body = format_.error_body(

@@ -139,6 +139,7 @@ class BatchStore:
         self._order: dict[Provider, list[_Batch]] = {"openai": [], "anthropic": []}
         self._numbers = {"file": 0, "openai": 0, "anthropic": 0}
         self._failing_reads: list[int] = []  # statuses for the next GET requests
+        self.refusing: int | None = None  # every request's status (`refuse`), or None
 
     # -- transient failures ----------------------------------------------------------------
 
@@ -151,6 +152,12 @@ class BatchStore:
             raise ValueError(f"status must be an HTTP error status, got {status!r}")
         with self._lock:
             self._failing_reads = [status] * count
+
+    def refuse(self, status: int | None) -> None:
+        """Refuse every request with HTTP `status` from now on (None: answer again)."""
+        if status is not None and not (isinstance(status, int) and 400 <= status <= 499):
+            raise ValueError(f"status must be an HTTP 4xx status or None, got {status!r}")
+        self.refusing = status
 
     def failing_read(self) -> int | None:
         """The status the current read fails with (taking one), or None."""

@@ -123,7 +123,8 @@ class ScriptedServer:
     input file; Anthropic: of the create request's body) fails (OpenAI: status `failed` with
     the error in `errors`) or is refused (Anthropic: HTTP 400 / 413). Batch lines do not count
     as requests (`requests` holds the HTTP requests); `batches` and `files` show the store;
-    `fail_batch_reads` makes the next reads fail as a provider's transient failure.
+    `fail_batch_reads` makes the next reads fail as a provider's transient failure,
+    `refuse_batch_requests` every request fail for good.
     """
 
     def __init__(
@@ -295,6 +296,11 @@ class ScriptedServer:
         failure: the error body of the route's provider, `retry-after-ms: 1` (an SDK retries
         at once). Replaces the failures still pending (`count=0`: none)."""
         self._batches.fail_reads(count, status)
+
+    def refuse_batch_requests(self, status: int | None) -> None:
+        """Answer every batch route request with HTTP `status` (a 4xx: 404 is an endpoint with
+        no Batch API, 401 a refused key), not retried, until called with None."""
+        self._batches.refuse(status)
 
     # -- used by the handler ---------------------------------------------------------------
 

@@ -12,7 +12,11 @@ continues from there:
   `collected` (its results stored in the rows, in the same transaction);
 * a row is `pending` until its outcome is written to the output file, then `done`; the output
   file is the record of what was written (a row whose id it already holds is never written
-  again), so a kill between the write and the ledger's update writes nothing twice.
+  again), so a kill between the write and the ledger's update writes nothing twice;
+* a part the provider gave a final answer about (it does not know the batch, its results
+  cannot be read) is `failed` (`cancelled` when a cancel found it unknown), its `status` the
+  provider's answer (redacted), and its rows `lost`: they may have run and been billed, so
+  they are sent again only when asked (`revive_lost`).
 
 The engine is deterministic given a row's results, so a row's next request (or its outcome) is
 rebuilt from them when needed (`healjson._core.run.replay`) instead of being stored.
@@ -32,7 +36,7 @@ from healjson._batch.request import Request
 
 from .result_lines import Result
 
-__all__ = ["Ledger", "LedgerError", "NewRow", "Part", "Row"]
+__all__ = ["LOST_MARK", "Ledger", "LedgerError", "NewRow", "Part", "Row"]
 
 SCHEMA_VERSION: Final = 1
 _SCHEMA: Final = """
@@ -70,6 +74,8 @@ CREATE TABLE IF NOT EXISTS parts (
     cost REAL
 );
 """
+LOST_MARK: Final = "lost: "
+"""How the status of a part whose rows are lost begins (then the provider's answer)."""
 IN_FLIGHT: Final = ("planned", "uploaded", "submitting", "submitted", "ended")
 
 NewRow = tuple[str, "str | int", int, Request]
@@ -122,6 +128,12 @@ class Part:
     answered: int
     failed: int
     cost: float | None
+
+    @property
+    def lost(self) -> bool:
+        """True for a part the provider gave a final answer about (`Ledger.lose`): nothing of
+        it was read, its spend is unknown."""
+        return (self.status or "").startswith(LOST_MARK)
 
 
 class Ledger:
@@ -235,6 +247,26 @@ class Ledger:
             self.db.executemany(
                 "UPDATE rows SET state = 'done' WHERE seq = ?", [(s,) for s in seqs]
             )
+
+    def lose(self, part: Part, said: str, *, state: str = "failed") -> int:
+        """Close `part` as `state` with the provider's answer `said` (redacted) as its status, and
+        mark its rows `lost` (no result stored), in one transaction; how many rows."""
+        with self.transaction():
+            found = self.db.execute(
+                "UPDATE rows SET state = 'lost', part = NULL WHERE part = ? AND state = 'pending'",
+                (part.id,),
+            )
+            self.db.execute(
+                "UPDATE parts SET state = ?, status = ?, ended_at = ? WHERE id = ?",
+                (state, LOST_MARK + said, time.time(), part.id),
+            )
+        return int(found.rowcount)
+
+    def revive_lost(self) -> int:
+        """Make every `lost` row pending again (its request goes into a later part); how many."""
+        with self.transaction():
+            found = self.db.execute("UPDATE rows SET state = 'pending' WHERE state = 'lost'")
+        return int(found.rowcount)
 
     def counts(self) -> dict[str, int]:
         found = self.db.execute("SELECT state, COUNT(*) FROM rows GROUP BY state").fetchall()

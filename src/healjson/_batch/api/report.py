@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .ledger import Ledger
+from .ledger import LOST_MARK, Ledger
 
 __all__ = ["RoundSummary", "RunReport", "ledger_report"]
 
@@ -47,7 +47,21 @@ class RunReport:
     resubmitted: int = 0
     """Requests this call sent again because they expired or failed transiently."""
     stopped: str | None = None
-    """Why this call stopped early: the provider kept failing (run it again to resume)."""
+    """Why this call stopped early: the provider kept failing (run it again to resume), or gave
+    a final answer (`refused`)."""
+    refused: bool = False
+    """True when the stop was the provider's final answer (a refused key, no Batch API, a batch
+    it does not know): running again gets the same answer until what it said is fixed."""
+    lost: int = 0
+    """Rows whose batch the provider no longer knows, or whose results it cannot give: they may
+    have run and been billed; sent again only with `resubmit_lost=True` (`--resubmit-lost`)."""
+    lost_batches: list[str] = field(default_factory=list)
+    """`batch id: the provider's answer` for each batch whose rows are lost."""
+    resubmitted_lost: int = 0
+    """Lost rows this call made pending again (`resubmit_lost=True`)."""
+    notices: list[str] = field(default_factory=list)
+    """What this call did that the user must know (a cancel of a batch the provider does not
+    know, rows marked lost)."""
     provider_errors: Counter[str] = field(default_factory=Counter)
     """The provider's error answers the rows this call degraded with (`provider_error`)."""
     rounds: list[RoundSummary] = field(default_factory=list)
@@ -56,7 +70,7 @@ class RunReport:
 
     @property
     def complete(self) -> bool:
-        return self.pending == 0
+        return self.pending == 0 and self.lost == 0
 
     @property
     def calls(self) -> int:
@@ -78,14 +92,16 @@ def ledger_report(ledger: Ledger, report: RunReport | None = None) -> RunReport:
     report = RunReport() if report is None else report
     counts = ledger.counts()
     report.done, report.pending = counts.get("done", 0), counts.get("pending", 0)
-    report.total = report.done + report.pending
+    report.lost = counts.get("lost", 0)
+    report.total = report.done + report.pending + report.lost
     rounds: dict[int, RoundSummary] = {}
-    report.batch_ids = []
+    report.batch_ids, report.lost_batches = [], []
     for part in ledger.parts():
         summary = rounds.setdefault(part.round, RoundSummary(part.round))
         if part.batch_id is not None:
             summary.batches += 1
-        summary.requests += part.requests if part.state != "cancelled" else part.answered
+        sent = part.state != "cancelled" or part.lost  # a lost part's may have been billed
+        summary.requests += part.requests if sent else part.answered
         summary.answered += part.answered
         summary.failed += part.failed
         summary.prompt_tokens += part.prompt_tokens
@@ -94,7 +110,11 @@ def ledger_report(ledger: Ledger, report: RunReport | None = None) -> RunReport:
             summary.in_flight += 1
             if part.batch_id:
                 report.batch_ids.append(part.batch_id)
-        if part.state in ("collected", "cancelled"):
+        if part.lost:  # nothing read: its spend unknown
+            if report.lost:
+                said = (part.status or "").removeprefix(LOST_MARK)
+                report.lost_batches.append(f"{part.batch_id}: {said}")
+        elif part.state in ("collected", "cancelled"):
             summary.collected += 1
             if summary.cost is not None:
                 summary.cost = None if part.cost is None else summary.cost + part.cost

@@ -22,6 +22,10 @@ bounded time (`patience`); uploads and batch creations are not (a retried create
 a round twice: the next run looks the batch up instead). When the provider is still failing,
 the call stops at a step boundary with `RunReport.stopped` saying why: nothing is lost, and
 running it again resumes.
+
+A provider's final answer (an HTTP 4xx other than 408, 409, 429) stops the run cleanly too,
+saying what it answered and the fix; about a submitted batch it may make the batch's rows `lost`
+(`calls.py`: the provider calls, and the rule).
 """
 
 from __future__ import annotations
@@ -45,8 +49,9 @@ from healjson._core.wire.effects import CallResult, ModelCall
 from healjson._core.wire.reply import Usage
 from healjson._providers.tiers import JsonMode
 
+from .calls import Event, ProviderCalls
 from .ledger import Ledger, NewRow, Part, Row
-from .patience import ProviderUnavailable, Stoppable, describe, is_transient, patiently
+from .patience import ProviderRefused, Stoppable
 from .providers import Provider
 from .report import RoundSummary, RunReport, ledger_report
 from .requests import custom_id, parse_custom_id, request_body
@@ -81,13 +86,8 @@ _DECIDE_CHUNK: Final = 500  # rows replayed and written per step (one fsync, one
 
 T = TypeVar("T")
 
-Event = Callable[[str, Mapping[str, Any]], None]
-"""`on_event(name, info)`: each step of the run as it happens (`uploading`, `submitting`,
-`submitted`, `polled`, `retrying`, `collected`, `writing`, `written`, ...), and at each poll
-`progress` (the rows decided and waiting)."""
 
-
-class Runner:
+class Runner(ProviderCalls):
     """One Batch API run: an input file, an output file, a ledger and a provider."""
 
     def __init__(
@@ -108,6 +108,7 @@ class Runner:
         resubmits: int = DEFAULT_RESUBMITS,
         on_event: Event | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        resubmit_lost: bool = False,
     ) -> None:
         self.input_path = input_path
         self.out_path = out_path
@@ -123,6 +124,7 @@ class Runner:
         self.resubmits = max(0, resubmits)
         self.on_event = on_event
         self.sleep = sleep
+        self.resubmit_lost = resubmit_lost
         self.report = RunReport()
         self._lines: dict[int, list[bytes]] = {}  # a part's request lines, while in memory
         # the results collected since the last `_advance`, read once as replies: `_step` takes
@@ -138,6 +140,8 @@ class Runner:
         until everything that can be submitted is (`wait=False`)."""
         with secrets_scope(self.secrets_of), self._opened(), self._stoppable():
             self._intake()
+            if self.resubmit_lost:
+                self.report.resubmitted_lost = self.ledger.revive_lost()
             while True:
                 for part in self.ledger.parts("state = 'ended'"):  # killed before collecting
                     self._collect(part)
@@ -172,7 +176,7 @@ class Runner:
                 if part.state == "submitted" and part.batch_id is not None:
                     self._event("cancelling", part=part.id, batch_id=part.batch_id)
                     try:
-                        self._cancel(part.batch_id)
+                        self._cancel(part)
                     except Exception as exc:
                         failed.append(exc)
             if failed:
@@ -332,9 +336,12 @@ class Runner:
         known = frozenset(p.batch_id for p in self.ledger.parts() if p.batch_id)
         since = part.submitted_at or 0.0
         tags = self._metadata(part)
-        return self._patiently(
-            lambda: self.provider.find(tags, part.requests, since, known), "listing batches"
-        )
+        try:
+            return self._patiently(
+                lambda: self.provider.find(tags, part.requests, since, known), "listing batches"
+            )
+        except ProviderRefused as final:
+            raise final.sending() from final
 
     def _poll(self, parts: Iterable[Part], *, cancelled: bool = False) -> bool:
         """Check each batch; collect those that ended. True when any did."""
@@ -343,7 +350,10 @@ class Runner:
             batch_id = part.batch_id
             assert batch_id is not None
             retrieve = partial(self.provider.retrieve, batch_id)
-            state = self._patiently(retrieve, f"checking batch {batch_id}")
+            state = self._about(part, retrieve, f"checking batch {batch_id}", cancelled)
+            if state is None:  # lost (by a cancel): no longer in flight
+                any_ended = True
+                continue
             self._event("polled", part=part.id, batch_id=part.batch_id, status=state.status)
             if not state.ended:
                 continue
@@ -358,7 +368,10 @@ class Runner:
         assert batch_id is not None
         if error is None and part.status == "failed":  # resumed: ask again why
             retrieve = partial(self.provider.retrieve, batch_id)
-            error = self._patiently(retrieve, f"checking batch {batch_id}").error
+            again = self._about(part, retrieve, f"checking batch {batch_id}", cancelled)
+            if again is None:
+                return
+            error = again.error
         members = self.ledger.seqs(part.id)
         took = max(time.time() - (part.submitted_at or time.time()), 0.0)
 
@@ -381,7 +394,9 @@ class Runner:
                 results[seq] = Result(failure="api_error", message=_TWO_RESULTS, elapsed_s=took)
             return results
 
-        results = self._patiently(download, f"reading the results of batch {batch_id}")
+        results = self._about(part, download, f"reading the results of batch {batch_id}", cancelled)
+        if results is None:
+            return
         status = part.status or ""
         stopped = cancelled or status in ("cancelled", "canceled", "cancelling", "canceling")
         if stopped:  # the requests it did not run go into a later part
@@ -424,42 +439,6 @@ class Runner:
                 yield usage
 
     # -- helpers ----------------------------------------------------------------------------
-
-    def _patiently(self, call: Callable[[], T], what: str) -> T:
-        """`call()` (safe to repeat), retried while the provider fails transiently."""
-
-        def retrying(exc: BaseException, delay: float) -> None:
-            self._event("retrying", what=what, error=describe(exc), delay_s=round(delay, 3))
-
-        return patiently(call, what, sleep=self.sleep, on_retry=retrying)
-
-    def _once(self, call: Callable[[], T], what: str) -> T:
-        """`call()` (not safe to repeat): a transient failure stops the run, resumable."""
-        try:
-            return call()
-        except Exception as exc:
-            if is_transient(exc):
-                raise ProviderUnavailable(f"{what} failed with {describe(exc)}") from exc
-            raise
-
-    def _cancel(self, batch_id: str) -> None:
-        """Ask the provider to cancel `batch_id`. A batch that already ended is no failure,
-        whatever the provider answers for it (a conflict, HTTP 409, or another refusal): a
-        refused cancel of a batch the provider reports ended is taken as done, and the poll
-        that follows collects it."""
-        try:
-            self.provider.cancel(batch_id)
-        except Exception as exc:
-            status = getattr(exc, "status_code", None)
-            if status == 409:
-                return
-            if is_transient(exc):
-                raise ProviderUnavailable(f"cancelling failed with {describe(exc)}") from exc
-            if type(status) is int and 400 <= status < 500:
-                retrieve = partial(self.provider.retrieve, batch_id)
-                if self._patiently(retrieve, f"checking batch {batch_id}").ended:
-                    return
-            raise
 
     def _stoppable(self) -> Stoppable:
         return Stoppable(self.report)
@@ -531,10 +510,6 @@ class Runner:
             degraded=report.degraded,
             invalid=report.invalid,
         )
-
-    def _event(self, name: str, **info: Any) -> None:
-        if self.on_event is not None:
-            self.on_event(name, info)
 
 
 class _Filling:
