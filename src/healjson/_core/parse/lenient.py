@@ -87,8 +87,11 @@ _QUOTES: Final = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019", "`
 _SPACE: Final = re.compile(r"[ \t\r\n]*+")
 _INLINE_SPACE: Final = re.compile(r"[ \t]*+")
 _BLOCK_END: Final = re.compile(r"\*/")
-# up to a delimiter, a quote or a comment (`/` alone is text: `1/3`, `a/b`)
-_BARE_VALUE: Final = re.compile(r"(?:[^,{}\[\]\n\"\u201c/]++|/(?![/*]))*+")
+# up to a delimiter, a quote or a comment (`/` alone is text: `1/3`, `a/b`; `#` is text unless
+# it opens a comment as `_hash_comment` says: after a space or tab, before one, `#` or the end)
+_BARE_VALUE: Final = re.compile(
+    r"(?:[^,{}\[\]\n\"\u201c/#]++|/(?![/*])|(?<![ \t])#|#(?![ \t\r\n#]|\Z))*+"
+)
 _BARE_KEY: Final = re.compile(r"(?:[^:,{}\[\]\n\"'\u201c\u2018/]++|/(?![/*]))*+")
 _BRACKETS: Final = re.compile(r"[{}\[\]]")
 _ELLIPSIS: Final = re.compile(r"(?:\.{2,}|\u2026)")
@@ -475,14 +478,19 @@ class _Reader:
                     return self._cut_string()
                 start = at + 2  # an escape: what it writes is `string_text`'s to read
                 continue
+            after = _INLINE_SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
+            if (
+                after >= self.n
+                or text[after] in _CLOSES_AFTER
+                or text.startswith(_COMMENTS, after)
+                or (text[after] == "#" and _hash_comment(text, after))
+            ):  # what follows closes the string: its quote is its end (`","` is a key too)
+                return string_text(text[pos + 1 : at]), at + 1, True
             comma = _comma_before(text, start, at)
             if opener == '"' and comma >= 0 and _NEXT_KEY.match(text, at):
                 # `"New York, "gender": "male"`: a quoted key after a comma means this string's
                 # closing quote was forgotten before the comma
                 return string_text(text[pos + 1 : comma]).rstrip(), comma, True
-            after = _INLINE_SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
-            if after >= self.n or text[after] in _CLOSES_AFTER or text.startswith(_COMMENTS, after):
-                return string_text(text[pos + 1 : at]), at + 1, True
             start = at + 1  # a quote the model forgot to escape: part of the text
 
     def _cut_string(self) -> tuple[str, int, bool]:
