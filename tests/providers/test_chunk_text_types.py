@@ -33,7 +33,8 @@ from healjson._core.wire.delta import read_chunk, read_sdk_chunk
 from healjson._providers._unreadable import UnreadableReply
 from healjson._providers.anthropic_messages.tools import AnthropicCollector
 from healjson._providers.ollama_chat import OllamaCollector
-from healjson._providers.openai_responses import ResponsesCollector, set_commentary_aside
+from healjson._providers.openai_responses import set_commentary_aside
+from healjson._providers.openai_responses_tools import ResponsesCollector
 from healjson._providers.openai_tools import ChatCollector
 from healjson.testing import ScriptedReply, ScriptedServer
 from pinned import pinned

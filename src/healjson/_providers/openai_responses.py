@@ -15,6 +15,7 @@ raised as `ResponseFailed` (the run degrades with `api_error`, the API's message
 
 The healer works on chat-style messages: `Conversation` (its requests, in `openai_conversation`)
 turns a call's `instructions` and `input` into them and each request back into a Responses one.
+Its tool dialect (`heal_tools=True`) and tool-call streams: `openai_responses_tools`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pydantic import BaseModel
 from healjson._core.wire.delta import Delta
 from healjson._core.wire.effects import ProviderError
 from healjson._core.wire.formats import WireFormat
-from healjson._core.wire.reply import CUSTOM, Reply, ToolCall, Usage, new_reply, new_usage
+from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage
 
 from ._fields import (
     MAX_COUNT,
@@ -49,18 +50,15 @@ from .openai_calls import CUSTOM_CALL, FUNCTION_CALL, responses_call
 from .openai_chat import batch_body as chat_batch_body
 from .openai_chat import batch_result
 from .openai_conversation import Conversation, text_format
-from .openai_tools import forced, read_function_tool, strict_function
-from .provider import BatchLines, Provider, ToolDialect
+from .provider import BatchLines, Provider
 
 __all__ = [
     "PROVIDER",
-    "RESPONSES",
     "SDK_RESPONSES",
     "Conversation",
     "ResponseFailed",
-    "ResponsesCollector",
+    "error_text",
     "is_response",
-    "read_custom_tool",
     "read_event",
     "read_response",
     "read_sdk_response",
@@ -178,7 +176,7 @@ def _response(obj: Any, whole: bool) -> Reply:
     status = opt_str(_field(obj, "status"))
     model = opt_str(_field(obj, "model"))
     if status == "failed":
-        raise ResponseFailed(_error_text(_field(obj, "error"), "the response failed"))
+        raise ResponseFailed(error_text(_field(obj, "error"), "the response failed"))
     output = _field(obj, "output")
     if whole and not isinstance(output, list | tuple):
         raise not_a_reply("a Responses API response", "no `output` list", obj)
@@ -230,7 +228,8 @@ def _finish(status: str | None, details: Any, tool_calls: bool) -> str | None:
     return status
 
 
-def _error_text(error: Any, default: str) -> str:
+def error_text(error: Any, default: str) -> str:
+    """A failure's words: an `error` object's message (`default` without one), its code first."""
     message = opt_str(_field(error, "message")) if error is not None else None
     code = opt_str(_field(error, "code")) if error is not None else None
     text = message or default
@@ -290,7 +289,7 @@ def read_event(event: Any, kind: str) -> Delta | None:
             _field(event, "sequence_number") is not None
             or isinstance(_field(event, "message"), str)
         ):
-            raise ResponseFailed(_error_text(_field(event, "error") or event, "the stream failed"))
+            raise ResponseFailed(error_text(_field(event, "error") or event, "the stream failed"))
         return None
     if kind == "response.output_item.added":
         item = _field(event, "item")
@@ -424,82 +423,10 @@ def batch_line(custom_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
     return {"custom_id": custom_id, "method": "POST", "url": BATCH_ENDPOINT, "body": body}
 
 
-# -- the tools (`heal_tools=True`) -----------------------------------------------------------
-
-
-class ResponsesCollector:
-    """Responses API stream events: the text of `response.output_text.delta` events, and the
-    whole answer from the final `response.completed` / `response.incomplete` event (which holds
-    the response: every call whole, a custom tool's with its input exactly); `response.failed`
-    and an `error` event raise `ResponseFailed`."""
-
-    __slots__ = ("_final",)
-
-    def __init__(self) -> None:
-        self._final: Reply | None = None
-
-    @unreadable_as_failure
-    def feed(self, event: Any) -> str:
-        """Take one event; the answer text it carries ("" for none)."""
-        kind = _field(event, "type")
-        if kind == "response.output_text.delta":
-            return chunk_text(_field(event, "delta"), f"delta (of {kind})")
-        if kind in ("response.completed", "response.incomplete", "response.failed"):
-            self._final = read_response(_field(event, "response") or {})  # raises when failed
-        elif kind == "error":
-            raise ResponseFailed(_error_text(_field(event, "error") or event, "the stream failed"))
-        return ""
-
-    def reply(self) -> Reply:
-        """The whole answer (a stream that ended without its final event: none, an error)."""
-        if self._final is None:
-            raise ResponseFailed("the stream ended before the response was complete")
-        return self._final
-
-
-def _read_tool(tool: Any) -> tuple[str, Any, Any] | None:
-    return read_function_tool(tool, flat=True)
-
-
-def _wire_tool(model: type[BaseModel]) -> dict[str, Any]:
-    return {"type": "function", **strict_function(model)}
-
-
-def read_custom_tool(tool: Any) -> str | None:
-    """A Responses custom tool's name (flat: `{"type": "custom", "name", "description",
-    "format"}`), None for any other tool. Its calls' input is free text, accepted as sent
-    (`judge.free_text`): a grammar `format` is the provider's to enforce, not checked here."""
-    if not isinstance(tool, Mapping) or tool.get("type") != CUSTOM:
-        return None
-    name = tool.get("name")
-    if not isinstance(name, str) or not name:
-        raise ValueError(
-            f"tools: a custom tool needs a name (the Responses API's are flat: "
-            f'{{"type": "custom", "name": ...}}), got {tool!r}'
-        )
-    return name
-
-
-def _forced(choice: Any) -> bool | str | None:
-    """What a Responses `tool_choice` forces (`openai_tools.forced`), a named custom tool too
-    (`{"type": "custom", "name"}`)."""
-    if isinstance(choice, Mapping) and choice.get("type") == CUSTOM:
-        name = choice.get("name")
-        return name if isinstance(name, str) and name else False
-    return forced(choice)
-
-
-RESPONSES: Final = ToolDialect(
-    "responses", _read_tool, _wire_tool, _forced, ResponsesCollector, custom=read_custom_tool
-)
-"""The Responses API's tools (flat: `{"type": "function", "name", ...}`, and custom tools,
-`{"type": "custom", "name", ...}`)."""
-
-
 PROVIDER = Provider(
     "openai_responses",
     formats=(FORMAT,),
-    tools=f"{__name__}:RESPONSES",
+    tools="healjson._providers.openai_responses_tools:RESPONSES",
     # the same output and error file lines as chat's: a `response` (a Response as its body)
     batch=BatchLines(batch_body, batch_line, batch_result),
 )

@@ -7,7 +7,7 @@ A tool is read in the shapes the OpenAI SDK takes: chat's `{"type": "function", 
 the calls' arguments are validated as that model); a pydantic model class is sent as a strict
 function tool named after the class. Chat's custom tools (`{"type": "custom", "custom": {"name",
 ...}}`) are declared too: their calls' input is free text, read and accepted as sent (the
-Responses API's flat ones: `openai_responses.read_custom_tool`). Other tools (built-in ones)
+Responses API's flat ones: `openai_responses_tools.read_custom_tool`). Other tools (built-in ones)
 are passed on.
 
 The core's chunk reader (`Delta`) joins the arguments of every tool call of a stream into one
@@ -214,4 +214,4 @@ def forced_chat(choice: Any) -> bool | str | None:
 CHAT = ToolDialect(
     "chat", _read_chat, _wire_chat, forced_chat, ChatCollector, custom=read_custom_tool
 )
-"""Chat completions' function tools (the Responses API's are `openai_responses.RESPONSES`)."""
+"""Chat completions' function tools (the Responses API's are `openai_responses_tools.RESPONSES`)."""

@@ -39,13 +39,13 @@ from healjson._providers.openai_chat import enforced_schema
 from healjson._providers.openai_responses import (
     SDK_RESPONSES,
     Conversation,
-    ResponsesCollector,
     aset_commentary_aside,
     is_response,
     read_response,
     read_sdk_response,
     set_commentary_aside,
 )
+from healjson._providers.openai_responses_tools import ResponsesCollector
 from healjson._providers.tiers import Shapeable, prompted
 
 from ._base import UNSET, Exchange, NotACompletion, Send, async_call, sync_call

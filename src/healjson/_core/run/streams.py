@@ -66,7 +66,74 @@ _NOT_FINISHED_ASYNC = (
 _CLOSED = "this stream was closed before its outcome was known"
 
 
-class HealStream(Generic[T]):
+class _Events:
+    """What a sync caller's stream object shares (`HealStream`, `ToolCallStream`): the driver's
+    events read until `Done` (its outcome kept by `_end`), and `close()`, which holds from any
+    thread: one reading the stream stops at its next event, where the stream is closed."""
+
+    def __init__(self, events: Iterator[Event]) -> None:
+        self._events = events
+        self._abandoned = False  # closed while another thread read it: it stops there
+
+    def _end(self, outcome: Outcome[Any]) -> None:
+        """Keep the run's outcome (its `Done` came): each stream keeps it its own way."""
+        raise NotImplementedError
+
+    def _next_events(self) -> Iterator[Event]:
+        for event in self._events:
+            if isinstance(event, Done):
+                self._end(event.outcome)
+                return
+            if self._abandoned:  # closed by another thread: closed here, where it is read
+                self.close()
+                return
+            yield event
+
+    def close(self) -> None:
+        """Abandon the stream (the connection is closed). From another thread while one reads
+        it: the reader stops at its next event, and the stream is closed there."""
+        if getattr(self._events, "gi_running", False):  # being read by another thread
+            self._abandoned = True
+            return
+        close = getattr(self._events, "close", None)
+        if callable(close):
+            close()
+
+
+class _AsyncEvents:
+    """`_Events` for async code (`AsyncHealStream`, `AsyncToolCallStream`): `aclose()` holds
+    from any task: one reading the stream stops at its next event, where it is closed."""
+
+    def __init__(self, events: AsyncIterator[Event]) -> None:
+        self._events = events
+        self._abandoned = False  # closed while another task read it: it stops there
+
+    def _end(self, outcome: Outcome[Any]) -> None:
+        """As `_Events._end`."""
+        raise NotImplementedError
+
+    async def _next_events(self) -> AsyncIterator[Event]:
+        async for event in self._events:
+            if isinstance(event, Done):
+                self._end(event.outcome)
+                return
+            if self._abandoned:  # closed by another task: closed here, where it is read
+                await self.aclose()
+                return
+            yield event
+
+    async def aclose(self) -> None:
+        """Abandon the stream (the connection is closed). From another task while one reads
+        it: the reader stops at its next event, and the stream is closed there."""
+        if getattr(self._events, "ag_running", False):  # being read by another task
+            self._abandoned = True
+            return
+        close = getattr(self._events, "aclose", None)
+        if callable(close):
+            await close()
+
+
+class HealStream(_Events, Generic[T]):
     """A healed stream: iterate it for `Partial[T]` snapshots (or `items()` for a list target's
     validated items); when it is exhausted, `.outcome` is the run's `Healed | Degraded`.
 
@@ -77,19 +144,11 @@ class HealStream(Generic[T]):
     """
 
     def __init__(self, events: Iterator[Event]) -> None:
-        self._events = events
+        super().__init__(events)
         self._tracker = Tracker()
-        self._abandoned = False  # closed while another thread read it: it stops there
 
-    def _next_events(self) -> Iterator[Event]:
-        for event in self._events:
-            if isinstance(event, Done):
-                self._tracker.outcome = event.outcome
-                return
-            if self._abandoned:  # closed by another thread: closed here, where it is read
-                self.close()
-                return
-            yield event
+    def _end(self, outcome: Outcome[Any]) -> None:
+        self._tracker.outcome = outcome
 
     def __iter__(self) -> Iterator[Partial[T]]:
         for event in self._next_events():
@@ -137,16 +196,6 @@ class HealStream(Generic[T]):
         """For a list target: what became of each item, by index (final after the stream)."""
         return dict(self._tracker.item_status)
 
-    def close(self) -> None:
-        """Abandon the stream (the connection is closed). From another thread while one reads
-        it: the reader stops at its next event, and the stream is closed there."""
-        if getattr(self._events, "gi_running", False):  # being read by another thread
-            self._abandoned = True
-            return
-        close = getattr(self._events, "close", None)
-        if callable(close):
-            close()
-
     def __enter__(self) -> HealStream[T]:
         return self
 
@@ -154,31 +203,23 @@ class HealStream(Generic[T]):
         self.close()
 
 
-class AsyncHealStream(Generic[T]):
+class AsyncHealStream(_AsyncEvents, Generic[T]):
     """`HealStream` for async code: `async for` snapshots (or `items()`), then `.outcome`
     (available once the stream is exhausted) or `await stream.finish()`. Awaiting the stream
     object itself gives it back, so `await client.chat.completions.create(..., stream=True)`
     works as with the SDK."""
 
     def __init__(self, events: AsyncIterator[Event]) -> None:
-        self._events = events
+        super().__init__(events)
         self._tracker = Tracker()
-        self._abandoned = False  # closed while another task read it: it stops there
+
+    def _end(self, outcome: Outcome[Any]) -> None:
+        self._tracker.outcome = outcome
 
     def __await__(self) -> Generator[Any, None, AsyncHealStream[T]]:
         if False:  # pragma: no cover - makes this a generator
             yield
         return self
-
-    async def _next_events(self) -> AsyncIterator[Event]:
-        async for event in self._events:
-            if isinstance(event, Done):
-                self._tracker.outcome = event.outcome
-                return
-            if self._abandoned:  # closed by another task: closed here, where it is read
-                await self.aclose()
-                return
-            yield event
 
     async def __aiter__(self) -> AsyncIterator[Partial[T]]:
         async for event in self._next_events():
@@ -221,16 +262,6 @@ class AsyncHealStream(Generic[T]):
     def item_status(self) -> dict[int, ItemStatus]:
         """As `HealStream.item_status`."""
         return dict(self._tracker.item_status)
-
-    async def aclose(self) -> None:
-        """Abandon the stream (the connection is closed). From another task while one reads
-        it: the reader stops at its next event, and the stream is closed there."""
-        if getattr(self._events, "ag_running", False):  # being read by another task
-            self._abandoned = True
-            return
-        close = getattr(self._events, "aclose", None)
-        if callable(close):
-            await close()
 
     async def __aenter__(self) -> AsyncHealStream[T]:
         return self
@@ -314,22 +345,23 @@ class AsyncItemStream(Generic[T]):
         await self.aclose()
 
 
-class ToolCallStream:
+class ToolCallStream(_Events):
     """A healed tool-call run whose calls stream: iterate it for the answer's message text (the
     pieces of every call of the run: in practice the first), then read `.outcome`, the run's
     `Outcome[ToolCalls]` exactly as without `stream=True` (the calls are judged once each stream
     is whole). `.outcome` is there once the stream is exhausted (`finish()` reads the rest
-    first); `close()` abandons the stream."""
+    first); `close()` (or leaving a `with` block) abandons the stream and closes the
+    connection, from any thread."""
 
     def __init__(self, events: Iterator[Event]) -> None:
-        self._events = events
+        super().__init__(events)
         self._outcome: Outcome[ToolCalls] | None = None
 
+    def _end(self, outcome: Outcome[Any]) -> None:
+        self._outcome = outcome
+
     def __iter__(self) -> Iterator[str]:
-        for event in self._events:
-            if isinstance(event, Done):
-                self._outcome = event.outcome
-                return
+        for event in self._next_events():
             if isinstance(event, Text):
                 yield event.text
 
@@ -349,16 +381,6 @@ class ToolCallStream:
             raise RuntimeError(_CLOSED)
         return self._outcome
 
-    def close(self) -> None:
-        """Abandon the stream (the connection is closed). From another thread while one reads
-        it: the reader stops at its next event, and the stream is closed there."""
-        if getattr(self._events, "gi_running", False):  # being read by another thread
-            self._abandoned = True
-            return
-        close = getattr(self._events, "close", None)
-        if callable(close):
-            close()
-
     def __enter__(self) -> ToolCallStream:
         return self
 
@@ -366,13 +388,16 @@ class ToolCallStream:
         self.close()
 
 
-class AsyncToolCallStream:
+class AsyncToolCallStream(_AsyncEvents):
     """`ToolCallStream` for an async client: `async for` the text, then `.outcome` (once the
     stream is exhausted) or `await stream.finish()`. Awaiting the stream gives it back."""
 
     def __init__(self, events: AsyncIterator[Event]) -> None:
-        self._events = events
+        super().__init__(events)
         self._outcome: Outcome[ToolCalls] | None = None
+
+    def _end(self, outcome: Outcome[Any]) -> None:
+        self._outcome = outcome
 
     def __await__(self) -> Generator[Any, None, AsyncToolCallStream]:
         if False:  # pragma: no cover - makes this a generator
@@ -380,10 +405,7 @@ class AsyncToolCallStream:
         return self
 
     async def __aiter__(self) -> AsyncIterator[str]:
-        async for event in self._events:
-            if isinstance(event, Done):
-                self._outcome = event.outcome
-                return
+        async for event in self._next_events():
             if isinstance(event, Text):
                 yield event.text
 
@@ -402,12 +424,6 @@ class AsyncToolCallStream:
         if self._outcome is None:
             raise RuntimeError(_CLOSED)
         return self._outcome
-
-    async def aclose(self) -> None:
-        """Abandon the stream (the connection is closed)."""
-        close = getattr(self._events, "aclose", None)
-        if callable(close):
-            await close()
 
     async def __aenter__(self) -> AsyncToolCallStream:
         return self

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from healjson._core.diagnostic import Diagnostic, describe_exception, qualified_name
 from healjson._core.wire.degenerate import Guard
-from healjson._core.wire.delta import read_chunk, withdrawn
+from healjson._core.wire.delta import ChunkReader, Delta, NotUtf8, withdrawn
 from healjson._core.wire.effects import (
     CallFailure,
     CallResult,
@@ -144,9 +144,10 @@ class JsonReader:
 
 class JsonReading:
     """One streamed JSON answer being read: the session, the clock, the caller's events, the
-    degenerate-output guard."""
+    degenerate-output guard, the chunks' reader (`ChunkReader`: a stream's bytes one UTF-8
+    text; bytes that are not UTF-8 fail the call, never read as U+FFFD)."""
 
-    __slots__ = ("abort", "effect", "guard", "session", "start", "stop")
+    __slots__ = ("abort", "chunks", "effect", "guard", "session", "start", "stop")
 
     def __init__(
         self,
@@ -161,14 +162,17 @@ class JsonReading:
         self.start = start
         self.abort = abort
         self.guard = guard
+        self.chunks = ChunkReader()
         self.stop: CallResult | None = None
 
     def feed(self, chunk: Any) -> list[Event]:
         """Read one chunk: a snapshot when the answer grew, items accepted or held."""
         session = self.session
         try:
-            delta = read_chunk(chunk)
-        except TypeError as exc:  # a chunk of no known shape: the call failed (as for a reply)
+            delta = self.chunks.read(chunk)
+        except (TypeError, NotUtf8) as exc:  # no known shape, or bytes that are no UTF-8 text:
+            if isinstance(exc, NotUtf8) and exc.text:  # the call failed (as for a reply), what
+                session.feed(Delta(text=exc.text))  # arrived before the fault kept
             self.stop = self.salvage(_failed(exc, self.start))
             return []
         snapshot = session.feed(delta)
@@ -207,8 +211,13 @@ class JsonReading:
 
     def finished(self) -> CallResult:
         """The whole reply; one that stops mid-value with no finish reason is sent as cut, a
-        stream that carried nothing as the provider's failure (`carried_nothing`)."""
+        stream that carried nothing as the provider's failure (`carried_nothing`), one whose
+        bytes end in the middle of a character as unreadable (`NotUtf8`)."""
         session = self.session
+        try:
+            self.chunks.end()
+        except NotUtf8 as exc:
+            return self.salvage(_failed(exc, self.start))
         elapsed = time.perf_counter() - self.start
         # a refusal stop withdraws the text before it
         reply = withdrawn(session.reply(None, session.spent(self.effect.messages)))
@@ -235,7 +244,9 @@ class JsonReading:
 
 
 class Collector(Protocol):
-    """A provider's tool-call stream collector (`healjson._providers.tool_streams`)."""
+    """A provider's tool-call stream collector (a `ToolDialect`'s). One whose `reply` refuses
+    a stream that never ended (its format's final event missing) has `received()` too: what
+    had arrived, kept on the call's failure (`CallsReading.salvage`)."""
 
     def feed(self, chunk: Any) -> str:
         """Take one chunk; the answer text it carries ("" for none)."""
@@ -294,8 +305,10 @@ class CallsReading:
         reported, else the request alone) and what had arrived: its text and its calls."""
         if result.failure is None:
             return result
+        collector = self.collector
+        received = getattr(collector, "received", None)
         try:
-            answer: Reply | None = self.collector.reply()
+            answer: Reply | None = received() if callable(received) else collector.reply()
         except Exception:  # a collector that cannot say what it read
             answer = None
         if answer is None:
