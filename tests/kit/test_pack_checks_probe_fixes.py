@@ -123,8 +123,8 @@ def test_a_rendering_is_what_a_model_writes_and_l1_reads_it_back(
     secret's value and the field, and L1 recovers that very value from it."""
     value = Keyed(token=secret, n=n, internal=internal)
     corruption = data.draw(corrupted(value, model=Keyed))
-    assert {"token": secret, "n": n, "internal": internal} == corruption.expected
-    if corruption.recoverable:
+    if corruption.recoverable:  # a cut one expects the data before the cut
+        assert {"token": secret, "n": n, "internal": internal} == corruption.expected
         outcome = healjson.validate(corruption.text, Keyed, finish_reason=corruption.finish_reason)
         assert outcome.ok
         assert value == outcome.value

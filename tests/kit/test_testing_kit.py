@@ -407,9 +407,9 @@ def test_plain_patterns_are_drawn_as_text_that_fully_matches(
 ) -> None:
     r"""Literals, classes and `.`, repeated, between anchors: drawn without `from_regex`, every
     string matching the whole pattern (digits any decimal digit, as `re` reads `\d`)."""
-    from healjson.testing._schema_data import _plain_regex
+    from healjson.testing._strings import plain_regex
 
-    strategy = _plain_regex(pattern)
+    strategy = plain_regex(pattern)
     assert strategy is not None
     assert re.fullmatch(pattern, data.draw(strategy))
 
@@ -417,9 +417,9 @@ def test_plain_patterns_are_drawn_as_text_that_fully_matches(
 @pytest.mark.parametrize("pattern", OTHER_PATTERNS)
 def test_other_patterns_are_left_to_from_regex(pattern: str) -> None:
     r"""Groups, alternatives, flags, negated classes, `\w` and `\s` are not plain."""
-    from healjson.testing._schema_data import _plain_regex
+    from healjson.testing._strings import plain_regex
 
-    assert _plain_regex(pattern) is None
+    assert plain_regex(pattern) is None
 
 
 class Timetable(BaseModel):
@@ -453,8 +453,9 @@ def test_corruptions_are_described_by_their_fields(data: st.DataObject) -> None:
     c = data.draw(corrupted(invoice))
     assert c.kinds
     assert [k for k in KINDS if k in c.kinds] == list(c.kinds)
-    assert invoice.model_dump(mode="json") == c.expected
     truncated = "truncated" in c.kinds
+    if not truncated:  # a cut one expects the data before the cut (test_kit_probe_fixes)
+        assert invoice.model_dump(mode="json") == c.expected
     assert (not truncated) == c.recoverable
     assert ("length" if truncated else c.finish_reason) == c.finish_reason
     if "fence" in c.kinds and not truncated:

@@ -10,7 +10,7 @@ it; a contract that raises is reported once and left out of the checks that foll
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -31,6 +31,7 @@ from ._pack_problems import (
     list_rules,
     scarcity_finding,
     show,
+    unsteady_finding,
 )
 from ._schema_data import as_instance, from_schema, require_hypothesis
 from ._strategies import Tally, pack_context, tally, valid, violating
@@ -43,6 +44,8 @@ __all__ = ["PackReport", "check_pack"]
 _KIT_EXAMPLES = 25  # examples per property under hypothesis' own default settings
 _HYPOTHESIS_DEFAULT = 100
 _SAMPLE, _RARE = 20, 5  # valid(pack) keeping under 1 in 5 of 20+ draws: too few valid values
+_RECENT = 8  # the last values judged, on which a rule is run again when hypothesis saw a flake
+_AGAIN = 4  # runs of each rule on each such value, looking for verdicts that differ
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +172,8 @@ class _Run:
         # per rule: the rules left out when its violating check ran, and what that check found
         self.violated: dict[str, tuple[int, list[Finding]]] = {}
         self.crashes: list[Finding] = []  # the findings of rules left out (never checked again)
+        self.recent: deque[Any] = deque(maxlen=_RECENT)  # the last values the checks judged
+        self.unsteady = False  # a flake no rule could be named for was reported
 
     # --- the checks ------------------------------------------------------------------------------
 
@@ -226,6 +231,7 @@ class _Run:
             @given(from_schema(self.target))
             def contracts_never_raise(instance: Any) -> None:
                 self.counts["schema_inputs"] += 1
+                self.recent.append(instance)
                 judged(self.target, live.contracts, instance, ctx, "the schema-valid input")
 
             if live.contracts:
@@ -249,6 +255,7 @@ class _Run:
                 instance: Any, data: st.DataObject
             ) -> None:
                 self.counts["valid"] += 1
+                self.recent.append(instance)
                 check_valid(self.target, live.contracts, instance, ctx, supplied=supplied)
                 corruption = data.draw(corrupted(instance, model=self.target))
                 recovered = check_recovery(self.target, live.contracts, ctx, instance, corruption)
@@ -281,6 +288,7 @@ class _Run:
             @given(violating(live, mine))
             def violating_instances_break_the_rule(instance: Any) -> None:
                 self.counts[key] += 1
+                self.recent.append(instance)
                 check_violation(self.target, live.contracts, mine, instance, ctx, supplied=supplied)
                 if mine.fix is not None:
                     check_fix(self.target, live.contracts, mine, instance, ctx)
@@ -348,6 +356,10 @@ class _Run:
                 self.findings.append(problem.finding)
                 return
             except Exception as exc:  # a strategy that gave up or raised, a health check
+                if _flaky(exc):
+                    if self._unsteady(what, exc):
+                        continue  # the rule is left out: run the check again without it
+                    return
                 live = self._live_names()
                 seen = [c for name, c in (counts.crashes if counts else {}).items() if name in live]
                 if seen:  # it gave up because a contract raised on what it drew
@@ -392,17 +404,62 @@ class _Run:
                 self._leave_out(crash)
         return []
 
+    def _unsteady(self, what: str, exc: BaseException) -> bool:
+        """Hypothesis could not replay a failure it found: report the rule that judges a
+        value differently from one run to the next (run again on the values the checks
+        judged last), or the contract the failure was its raising, left out of the other
+        checks (True: run the check again without it); else that the pack is
+        non-deterministic, once."""
+        raised = [c for c in _inner(exc) if isinstance(c, Crash) and c.diagnostic.rule]
+        values = [c.instance for c in raised] + list(reversed(self.recent))
+        for rule in self.live.contracts:
+            ctx = pack_context(self.live, rule.name)
+            for instance in values:
+                verdicts = {self._verdict(rule, instance, ctx) for _ in range(_AGAIN)}
+                if len(verdicts) > 1:
+                    finding = unsteady_finding(what, exc, rule.name, instance, sorted(verdicts))
+                    self._without((rule.name,), finding)
+                    return True
+        live = self._live_names()
+        for problem in _inner(exc):  # a problem that named the rules already
+            if isinstance(problem, Problem) and set(problem.unsteady) & live:
+                self._without(problem.unsteady, problem.finding)
+                return True
+        for crash in raised:
+            if crash.diagnostic.rule in live:
+                name = str(crash.diagnostic.rule)
+                self._without((name,), unsteady_finding(what, exc, name, crash.instance))
+                return True
+        if not self.unsteady:
+            self.unsteady = True
+            self.findings.append(unsteady_finding(what, exc, None))
+        return False
+
+    def _verdict(self, rule: Contract[Any], instance: Any, ctx: Any) -> str:
+        """How `rule` judges `instance`, in a word or two (what it raised, when it did)."""
+        try:
+            found = judged(self.target, (rule,), instance, ctx, "a value the kit drew,")
+        except Crash as crash:
+            return f"raised {crash.diagnostic.constraint.splitlines()[0]}"
+        except Exception as exc:  # judging itself failed: no verdict to compare
+            return f"failed {type(exc).__name__}"
+        return "broken" if found else "passed"
+
     def _leave_out(self, crash: Crash) -> None:
         """Report the contract that raised (or changed the value it checks: the contracts
         that may have, when async ones ran together), once, and go on without it."""
         names = changed(crash.diagnostic) or (crash.diagnostic.rule or "",)
         if all(name in self.crashed for name in names):
             return
-        self.crashed.update(names)
         name = names[0]
         rule = next((r for r in self.pack.contracts if r.name == name), None)
-        self.crashes.append(crash_finding(crash, rule, pack_context(self.pack, name)))
-        self.findings.append(self.crashes[-1])
+        self._without(names, crash_finding(crash, rule, pack_context(self.pack, name)))
+
+    def _without(self, names: tuple[str, ...], finding: Finding) -> None:
+        """Report `finding` and leave the contracts `names` out of every later check."""
+        self.crashed.update(names)
+        self.crashes.append(finding)
+        self.findings.append(finding)
         self.live = dataclasses.replace(
             self.pack,
             contracts=tuple(r for r in self.pack.contracts if r.name not in self.crashed),
@@ -412,3 +469,19 @@ class _Run:
 
 def _head(name: str) -> str:
     return name.split(".", 1)[0].split("[", 1)[0]
+
+
+def _flaky(exc: BaseException) -> bool:
+    """Hypothesis could not replay what it found (`FlakyFailure`, `FlakyStrategyDefinition`)."""
+    from hypothesis.errors import Flaky
+
+    return isinstance(exc, Flaky)
+
+
+def _inner(exc: BaseException) -> list[BaseException]:
+    """The exceptions a group holds, however deep, and the exception itself."""
+    found: list[BaseException] = [exc]
+    for sub in getattr(exc, "exceptions", ()) or ():
+        if isinstance(sub, BaseException):
+            found.extend(_inner(sub))
+    return found

@@ -70,7 +70,16 @@ class Corruption:
     `text` is the reply, `kinds` the corruptions applied (names from `KINDS`), `finish_reason`
     what the provider would report (`"length"` for a truncated reply), `recoverable` whether L1
     must recover it (False for truncation: L1 must refuse a cut-off reply) and `expected` the JSON
-    data it must recover (for a truncated reply: the data before the cut).
+    data it must recover.
+
+    For a truncated reply `expected` is the data before the cut: what a reader of the cut text
+    can know, which is what healjson's `Degraded.partial` holds. Each container opened before
+    the cut, closed there, holding the members complete before it: a string whose closing quote
+    came before the cut; a number or literal (`true`, `None`, ...) once a comma, a closing
+    bracket or a comment (`//`, `/*`) follows it (whitespace alone does not end one: a model may
+    be writing a longer word; `12` may be the start of `125`); an object's member once its value
+    is. A cut string, number or literal, a key with no value yet, and every member after them,
+    are left out (`{"a": [1, 2,` expects `{"a": [1, 2]}`; `{"a": [1, 2` expects `{"a": [1]}`).
     """
 
     text: str
@@ -117,7 +126,7 @@ def _draw_corruption(draw: DrawFn, data: Any, applicable: tuple[str, ...]) -> Co
     indent = draw(parts.indents) if "pretty" in kinds else 0
     spaced = draw(parts.booleans) if not indent else False
     renderer = _Renderer(kinds, indent, spaced, draw)
-    body = renderer.render(data)
+    body, written = renderer.render(data)
     before = after = ""
     if "fence" in kinds:
         lang = draw(parts.fence_langs)
@@ -132,7 +141,8 @@ def _draw_corruption(draw: DrawFn, data: Any, applicable: tuple[str, ...]) -> Co
     if "truncated" in kinds:
         cut = draw(st.integers(1, len(body) - 1))  # strictly inside the value
         ordered = tuple(k for k in KINDS if k in applied or k == "truncated")
-        return Corruption(before + body[:cut], ordered, "length", False, data)
+        known = _before_cut(written, body, cut, 0)
+        return Corruption(before + body[:cut], ordered, "length", False, known)
     ordered = tuple(k for k in KINDS if k in applied)
     finish = draw(parts.finish_reasons)
     return Corruption(before + body + after, ordered, finish, True, data)
@@ -262,24 +272,37 @@ class _Renderer:
         self.comment_text = parts.comment_text
         self.applied: set[str] = set()
 
-    def render(self, data: Any) -> str:
+    def render(self, data: Any) -> tuple[str, _Written]:
+        """The text, and where each of its values ends in it (`_Written`)."""
         return self._value(data, 0)
 
-    def _value(self, node: Any, depth: int) -> str:
+    def _value(self, node: Any, depth: int) -> tuple[str, _Written]:
         if isinstance(node, dict):
             colon = ": " if self.indent or self.spaced else ":"
-            items = [self._key(str(k)) + colon + self._value(v, depth + 1) for k, v in node.items()]
-            return self._container("{", "}", items, depth)
+            items: list[_Item] = []
+            for k, v in node.items():
+                key = self._key(str(k)) + colon
+                text, written = self._value(v, depth + 1)
+                items.append((key + text, str(k), len(key), written))
+            return self._container("{", "}", items, depth, keyed=True)
         if isinstance(node, list):
-            return self._container("[", "]", [self._value(v, depth + 1) for v in node], depth)
+            elements: list[_Item] = []
+            for v in node:
+                text, written = self._value(v, depth + 1)
+                elements.append((text, None, 0, written))
+            return self._container("[", "]", elements, depth, keyed=False)
         if node is None or isinstance(node, bool):
             if "python_literals" in self.kinds:
                 self.applied.add("python_literals")
-                return repr(node)
-            return json.dumps(node)
+                text = repr(node)
+            else:
+                text = json.dumps(node)
+            return text, _Written(len(text), True, node, None)
         if isinstance(node, str):
-            return self._string(node)
-        return json.dumps(node, allow_nan=True)
+            text = self._string(node)
+            return text, _Written(len(text), False, node, None)
+        text = json.dumps(node, allow_nan=True)
+        return text, _Written(len(text), True, node, None)
 
     def _string(self, text: str) -> str:
         if "single_quotes" in self.kinds and _quotable(text):
@@ -293,16 +316,23 @@ class _Renderer:
             return key
         return self._string(key)
 
-    def _container(self, opener: str, closer: str, items: list[str], depth: int) -> str:
+    def _container(
+        self, opener: str, closer: str, items: list[_Item], depth: int, *, keyed: bool
+    ) -> tuple[str, _Written]:
         top = depth == 0
         inner = "\n" + " " * (self.indent * (depth + 1)) if self.indent else ""
         outer = "\n" + " " * (self.indent * depth) if self.indent else ""
         comma = ", " if self.spaced else ","
         out = [opener, self._comment(forced="block_comment" if top else None)]
-        for index, item in enumerate(items):
+        at = len(out[0]) + len(out[1])
+        members: list[tuple[str | None, int, _Written]] = []
+        for index, (item, key, key_size, shape) in enumerate(items):
             if index:
                 out.append(comma + self._comment())
+                at += len(out[-1])
+            members.append((key, at + len(inner) + key_size, shape))
             out.append(inner + item)
+            at += len(out[-1])
         # the first non-empty container always gets a trailing comma; later ones maybe
         first = "trailing_comma" not in self.applied
         if items and "trailing_comma" in self.kinds and (first or self.draw(self.booleans)):
@@ -310,7 +340,8 @@ class _Renderer:
             out.append(",")
         out.append(self._comment(forced="line_comment" if top else None))
         out.append(outer + closer)
-        return "".join(out)
+        text = "".join(out)
+        return text, _Written(len(text), False, {} if keyed else [], tuple(members))
 
     def _comment(self, forced: str | None = None) -> str:
         """A comment at this slot: always the `forced` kind when it is enabled, else drawn."""
@@ -327,3 +358,52 @@ class _Renderer:
         if kind == "block_comment":
             return f" /* {text} */ " if self.spaced or self.indent else f"/* {text} */"
         return f" // {text}" if self.indent else f"// {text}\n"
+
+
+# --- the data before a cut -----------------------------------------------------------------------
+
+# one member as rendered: its text (key and value), its key (None in a list), the size of the
+# key and colon before its value, and where its value's own parts end
+_Item = tuple[str, str | None, int, "_Written"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Written:
+    """Where a rendered value ends, relative to where it starts: a scalar's `value` and whether
+    it is written `bare` (a number or literal, which only what follows it ends); a container's
+    `members` (its key, where its value starts, relative to the container's start)."""
+
+    end: int
+    bare: bool
+    value: Any
+    members: tuple[tuple[str | None, int, _Written], ...] | None
+
+
+_ENDS_A_TOKEN = (",", "]", "}", "//", "/*")
+
+
+def _before_cut(written: _Written, body: str, cut: int, start: int) -> Any:
+    """The data a reader of `body[:cut]` knows of the value written at `start` (opened before
+    the cut), as `Corruption.expected` describes it; `_CUT` when it knows none of it."""
+    if written.members is None:
+        end = start + written.end
+        if end > cut:
+            return _CUT
+        if written.bare and not body[end:cut].lstrip().startswith(_ENDS_A_TOKEN):
+            return _CUT  # `12` at the cut may be the start of `125`
+        return written.value
+    known: dict[str, Any] | list[Any] = {} if isinstance(written.value, dict) else []
+    for key, at, member in written.members:
+        if start + at >= cut:
+            break
+        value = _before_cut(member, body, cut, start + at)
+        if value is _CUT:
+            break
+        if isinstance(known, dict):
+            known[str(key)] = value
+        else:
+            known.append(value)
+    return known
+
+
+_CUT = object()  # a value the cut left unknown

@@ -264,6 +264,7 @@ def check_recovery(
             )
         return False
     if not outcome.ok:
+        _refused_by_unsteady_rule(target, instance, outcome, shown)
         raise Problem(
             f"L1 did not recover the {shown}\ndegraded with {outcome.reason}"
             f"{_first_error(outcome.errors)}",
@@ -274,6 +275,34 @@ def check_recovery(
             f"L1 recovered a different value from the {shown}\ngot {show(outcome.value)}", report
         )
     return True
+
+
+def _refused_by_unsteady_rule(target: Target[Any], instance: Any, outcome: Any, shown: str) -> None:
+    """A rule that refused (or raised on) the value L1 read from a rendering of `instance`,
+    when that value is `instance`'s own data, judged the same value otherwise than a moment
+    before (every rule passed `instance`): raise that, the pack's to fix, not a bug in L1."""
+    names = [
+        d.rule
+        for d in outcome.errors
+        if d.source in (Source.CONTRACT, Source.CONTRACT_ERROR) and d.rule
+    ]
+    if not names:
+        return
+    try:
+        same = same_where_written(model_data(target, instance), outcome.partial)
+    except Exception:  # a value the kit cannot dump: L1's part is not ruled out
+        return
+    if same:
+        rules = " and ".join(f"`{name}`" for name in dict.fromkeys(names))
+        raise Problem(
+            f"contract {rules} is non-deterministic: it passed {show(instance)}, then refused "
+            f"the same value, which L1 read unchanged from the {shown}\n"
+            f"degraded with {outcome.reason}{_first_error(outcome.errors)}",
+            f"make {rules} depend on its value and context only (not on time, randomness, a "
+            "counter or other state that changes between calls): this is the pack's to fix, "
+            "not a problem in healjson's L1",
+            unsteady=tuple(dict.fromkeys(names)),
+        )
 
 
 def _same_where_written(target: Target[Any], instance: Any, got: Any) -> bool:

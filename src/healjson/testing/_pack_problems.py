@@ -38,6 +38,7 @@ __all__ = [
     "list_rules",
     "show",
     "show_text",
+    "unsteady_finding",
 ]
 
 _SHOWN = 240  # characters of an instance or a reply quoted in a problem
@@ -64,11 +65,14 @@ class Finding:
 
 
 class Problem(AssertionError):
-    """A finding, raised inside a hypothesis property so that it shrinks the input."""
+    """A finding, raised inside a hypothesis property so that it shrinks the input;
+    `unsteady`, the rules it finds non-deterministic (left out of the later checks when
+    hypothesis cannot replay it)."""
 
-    def __init__(self, text: str, fix: str) -> None:
+    def __init__(self, text: str, fix: str, *, unsteady: tuple[str, ...] = ()) -> None:
         super().__init__(text)
         self.finding = Finding(text, fix)
+        self.unsteady = unsteady
 
 
 class Crash(Exception):
@@ -243,6 +247,40 @@ def generation_finding(
         + _STRATEGY_FIX.format(key=rule, what=f"values that break only `{rule}`")
     )
     return Finding(text, fix)
+
+
+def unsteady_finding(
+    what: str,
+    exc: BaseException,
+    rule: str | None,
+    instance: Any = None,
+    verdicts: Sequence[str] = (),
+) -> Finding:
+    """Hypothesis could not replay what it found (`Flaky`): the same value fared differently
+    on two runs. `rule` is the contract that judged it differently (on `instance`, giving
+    `verdicts`), when the kit found one; else a rule or a strategy of the pack is (the kit
+    draws and judges a value the same way every time)."""
+    said = describe_exception(exc).splitlines()[0]
+    if rule is None:
+        return Finding(
+            f"{what}: hypothesis saw the same value fare differently on two runs, so it could "
+            f"not replay what it found ({said}): a rule of the pack, or a strategy it supplies, "
+            "is non-deterministic",
+            "make every rule and strategy of the pack depend on its value and context only (not "
+            "on time, randomness, a counter or other state that changes between calls): this "
+            "is the pack's to fix, not a problem in healjson",
+        )
+    if verdicts:
+        how = f"it judged {show(instance)} as {' / '.join(verdicts)} on runs of the same value"
+    else:
+        how = f"it raised on {show(instance)} once and not when the same value ran again"
+    return Finding(
+        f"{what}: contract `{rule}` is non-deterministic: {how}, so hypothesis could not "
+        f"replay what it found ({said})",
+        f"make `{rule}` depend on its value and context only (not on time, randomness, a "
+        "counter or other state that changes between calls): this is the pack's to fix, not "
+        f"a problem in healjson. `{rule}` was left out of the other checks.",
+    )
 
 
 def scarcity_finding(whats: Sequence[str], valid_counts: Tally, *, examples: bool) -> Finding:

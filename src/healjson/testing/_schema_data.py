@@ -6,11 +6,9 @@ Hypothesis is imported when a strategy is built, never when this module is impor
 
 from __future__ import annotations
 
-import functools
 import importlib
 import json
 import math
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -20,11 +18,11 @@ from healjson._core.sentinels import NOTHING
 from healjson._core.target.target import Target, target_for
 from healjson._extras import missing_extra
 
-from ._numbers import DECIMAL, kit_json_schema, numbers
+from ._numbers import kit_json_schema, numbers
+from ._strings import strings
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
-    from pydantic import TypeAdapter
 
 __all__ = [
     "SchemaStrategies",
@@ -218,7 +216,7 @@ class SchemaStrategies:
         if kind == "array":
             return self._array(schema, depth)
         if kind == "string":
-            return _string(schema, self.zones)
+            return strings(schema, self.zones)
         if kind == "integer":
             return _integer(schema)
         if kind == "number":
@@ -298,145 +296,6 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _string(schema: dict[str, Any], zones: str | None) -> SearchStrategy[Any]:
-    from hypothesis import strategies as st
-
-    if DECIMAL in schema:  # a Decimal's string branch: the numbers it allows, as strings
-        return cast("SearchStrategy[Any]", numbers(schema, text=True))
-    low = int(schema.get("minLength", 0) or 0)
-    high = schema.get("maxLength")
-    high = high if isinstance(high, int) else None
-    formatted = _formatted(schema.get("format"), zones)
-    pattern = schema.get("pattern")
-    if formatted is not None:
-        base = formatted
-    elif isinstance(pattern, str):
-        try:
-            re.compile(pattern)
-        except re.error:  # an ECMA-only pattern: plain text, filtered by validation later
-            base = st.text(min_size=low, max_size=high)
-        else:
-            plain = _plain_regex(pattern)
-            base = st.from_regex(pattern, fullmatch=True) if plain is None else plain
-    else:
-        return st.text(min_size=low, max_size=high)
-    if low == 0 and high is None:
-        return base
-    return base.filter(lambda s: low <= len(s) and (high is None or len(s) <= high))
-
-
-_ALPHABET = 1024  # a character class of at most this many characters is drawn from as a string
-
-
-def _plain_regex(pattern: str) -> SearchStrategy[str] | None:
-    """Strings that fully match a plain pattern — literals, character classes (ranges and
-    `\\d`) and `.`, each optionally repeated, between optional anchors (`^[A-Z]{3}-\\d{2}$`):
-    a few `text` draws, each drawing its characters at once, where `from_regex` draws one
-    character at a time (about half the cost per string). None for anything else (groups,
-    alternatives, flags, negated classes, `\\w`, `\\s`, ...): `from_regex` draws those."""
-    from hypothesis import strategies as st
-
-    try:  # the parser `re` compiles with (`from_regex` reads patterns with it too)
-        sre = importlib.import_module("re._constants")
-        parsed = importlib.import_module("re._parser").parse(pattern)
-    except Exception:  # another Python's `re`
-        return None
-    if parsed.state.flags & ~re.UNICODE:
-        return None
-    items = list(parsed)
-    if items[:1] in ([(sre.AT, sre.AT_BEGINNING)], [(sre.AT, sre.AT_BEGINNING_STRING)]):
-        items = items[1:]
-    if items[-1:] in ([(sre.AT, sre.AT_END)], [(sre.AT, sre.AT_END_STRING)]):
-        items = items[:-1]
-    parts: list[SearchStrategy[str]] = []
-    for op, av in items:
-        if op == sre.LITERAL:
-            parts.append(st.just(chr(av)))
-            continue
-        low, high, item = 1, 1, (op, av)
-        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
-            low, high, sub = av
-            if len(sub) != 1:
-                return None
-            item = sub[0]
-        alphabet = _regex_alphabet(item, sre)
-        if alphabet is None:
-            return None
-        most = None if high == sre.MAXREPEAT else high
-        parts.append(st.text(alphabet, min_size=low, max_size=most))
-    return st.tuples(*parts).map("".join)
-
-
-def _regex_alphabet(item: tuple[Any, Any], sre: Any) -> Any:
-    """The characters one element of a plain pattern matches: a string, or a `characters`
-    strategy for `.` and a class holding `\\d`; None when the element is not that plain."""
-    from hypothesis import strategies as st
-
-    op, av = item
-    if op == sre.LITERAL:
-        return chr(av)
-    if op == sre.ANY:
-        return st.characters(exclude_characters="\n")
-    if op != sre.IN:
-        return None
-    chars: list[str] = []
-    digits = False
-    for kind, value in av:
-        if kind == sre.LITERAL:
-            chars.append(chr(value))
-        elif kind == sre.RANGE and value[1] - value[0] < _ALPHABET:
-            chars.extend(chr(code) for code in range(value[0], value[1] + 1))
-        elif kind == sre.CATEGORY and value == sre.CATEGORY_DIGIT:
-            digits = True
-        else:  # a negation, `\w`, `\s`, a wide range
-            return None
-    text = "".join(dict.fromkeys(chars))
-    if digits:  # any decimal digit, as `re` and pydantic read `\d` (and `from_regex` draws it)
-        return st.characters(categories=["Nd"], include_characters=text)
-    return text if 0 < len(text) <= _ALPHABET else None
-
-
-def _formatted(fmt: Any, zones: str | None) -> SearchStrategy[str] | None:
-    import datetime as dt
-    import uuid
-
-    from hypothesis import strategies as st
-
-    def dumped(type_: Any, values: SearchStrategy[Any]) -> SearchStrategy[str]:
-        adapter = _adapter(type_)
-        return values.map(lambda v: str(adapter.dump_python(v, mode="json")))
-
-    formats: dict[str, Callable[[], SearchStrategy[str]]] = {
-        "date": lambda: dumped(dt.date, st.dates()),
-        "date-time": lambda: dumped(dt.datetime, _datetimes(zones)),
-        "time": lambda: dumped(dt.time, st.times()),
-        "duration": lambda: dumped(dt.timedelta, st.timedeltas()),
-        "uuid": lambda: dumped(uuid.UUID, st.uuids()),
-        "email": st.emails,
-        "uri": lambda: st.from_regex(
-            r"https://[a-z]{1,12}\.example/[a-z0-9/]{0,20}", fullmatch=True
-        ),
-        "ipv4": lambda: st.ip_addresses(v=4).map(str),
-        "ipv6": lambda: st.ip_addresses(v=6).map(str),
-    }
-    make = formats.get(fmt) if isinstance(fmt, str) else None
-    return make() if make is not None else None
-
-
-def _datetimes(zones: str | None) -> SearchStrategy[Any]:
-    """Datetimes: with an offset when `zones` is "aware", without one when "naive", else
-    either (see `zone_constraint`)."""
-    import datetime as dt
-
-    from hypothesis import strategies as st
-
-    if zones == "naive":
-        return st.datetimes()
-    offsets = st.integers(-23 * 60, 23 * 60).map(lambda m: dt.timezone(dt.timedelta(minutes=m)))
-    aware = st.just(dt.UTC) | offsets
-    return st.datetimes(timezones=aware if zones == "aware" else st.none() | aware)
-
-
 def zone_constraint(target: Target[Any]) -> str | None:
     """ "aware" when every datetime the target constrains must carry an offset (pydantic's
     `AwareDatetime`), "naive" when every one must not (`NaiveDatetime`), else None. The JSON
@@ -458,13 +317,6 @@ def zone_constraint(target: Target[Any]) -> str | None:
         elif isinstance(node, list | tuple):
             stack.extend(node)
     return found.pop() if len(found) == 1 else None
-
-
-@functools.cache
-def _adapter(type_: Any) -> TypeAdapter[Any]:
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(type_)
 
 
 def _integer(schema: dict[str, Any]) -> SearchStrategy[Any]:

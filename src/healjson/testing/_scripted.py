@@ -56,8 +56,9 @@ class ScriptedModel:
 
     @property
     def remaining(self) -> int:
-        """Replies not yet used."""
-        return len(self._replies) - len(self.calls)
+        """Replies not yet used: 0 once the script is used up, however often it was called
+        since (each such call is recorded in `calls`, and raised `ScriptExhausted`)."""
+        return max(0, len(self._replies) - len(self.calls))
 
     def __call__(self, messages: Any, **params: Any) -> Reply:
         """Answer synchronously."""
@@ -76,7 +77,9 @@ class ScriptedModel:
             index = len(self.calls)
             self.calls.append(Call(tuple(dict(m) for m in messages), dict(params)))
         if index >= len(self._replies):
-            raise ScriptExhausted(f"scripted model called {index + 1} times; script has {index}")
+            raise ScriptExhausted(
+                f"scripted model called {index + 1} times; script has {len(self._replies)}"
+            )
         item = self._replies[index]
         if callable(item) and not isinstance(item, BaseException | Reply):
             item = item(messages, params)
