@@ -17,7 +17,9 @@ data is *shaped or spelled*, never what it says:
   wrapped, since splitting it is another reading, nor one that holds a JSON array: it is that
   array, encoded); a one-item list where a single value is
   expected (`unlisted`); a bare list for an object whose only required field is that list
-  (`wrapped`).
+  (`wrapped`). An answer in the envelope a strict format asks a list target in (`{"value":
+  [...]}`, `wrappers.carried`) is judged as that list when no reading validates: the list's
+  errors, at its paths (`[1].sku`), so a per-item repair asks for the failing items only.
 
 They apply at every depth — each item of a list, each value of a dict, each field of a nested
 model, each member of a union — and compose (a wrapper unwrapped, every item's keys aligned, a
@@ -68,7 +70,7 @@ from healjson._core.target.target import Target
 from .defaults import Clash, clash_errors, left_out, misspelled, shared_key
 from .meter import charge
 from .shape import Shape, key_form, shape_of
-from .wrappers import item_names, names_the_value
+from .wrappers import carried, item_names, names_the_value
 
 __all__ = ["Fit", "align", "answer_key", "number_word", "settled", "stands"]
 
@@ -127,6 +129,16 @@ def align(target: Target[Any], data: Any, context: Any = None) -> Fit:
     fitted = _validate(target, data, context=context)
     if fitted.ok:
         return settled(target, data, fitted, context)
+    found = _aligned(target, data, fitted, context)
+    inner = NOTHING if found.ok else carried(shape_of(target), data)
+    if inner is NOTHING:
+        return found
+    fit = align(target, inner, context)  # the strict envelope: judged as the list it carries
+    return replace(fit, flags=_flags((Flag.UNWRAPPED,), fit.flags))
+
+
+def _aligned(target: Target[Any], data: Any, fitted: Fit, context: Any) -> Fit:
+    """`align` for data that did not validate as written (`fitted`)."""
     try:
         reading = _Aligner().align(shape_of(target), data)
     except RecursionError:  # nested deeper than the reader goes: pydantic's errors stand

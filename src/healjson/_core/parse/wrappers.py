@@ -17,15 +17,26 @@ when `key` says nothing more of it than "the value":
 Any other key says something of the value (a unit, a bound, a negation, a former value:
 `{"fahrenheit": 70}`, `{"min": 5}`, `{"not": [1, 2]}`), which the value alone would drop, so
 the object is not read as its value, whatever the value is (a number, a list, an object).
+
+One wrapper is more than a reading: the envelope a strict format asks a list target in
+(`{"value": [...]}`, `carried`) is judged as the list it carries even when that list fails, so
+its diagnostics are the items' and a repair asks for the failing items only.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from .shape import key_form
+from healjson._core.sentinels import NOTHING
 
-__all__ = ["item_names", "names_the_value"]
+from .shape import Shape, key_form
+
+__all__ = ["ENVELOPE_KEY", "carried", "item_names", "names_the_value"]
+
+ENVELOPE_KEY: Final = "value"
+"""The key of the envelope a strict format asks for a target whose JSON is no object in:
+`{"value": [...]}` (OpenAI's strict schemas, `_providers/openai_strict_schema.py`). An answer
+in it is judged as the list it carries (`carried`)."""
 
 _ENVELOPE_KEYS: Final = frozenset(
     {"value", "values", "result", "results", "answer", "data", "output", "response", "content"}
@@ -64,3 +75,38 @@ def item_names(names: frozenset[str] | None) -> frozenset[str]:
         if name.endswith("s") and len(name) > 2:
             found.add(name[:-1])
     return frozenset(found)
+
+
+def carried(shape: Shape, data: Any) -> Any:
+    """The list `data` carries when it is the envelope a strict format asks a list target in
+    (`{"value": [...]}`, its key in any case or with separators), NOTHING when it is not.
+    Only where nothing else can take the object: the target (`shape`, its root) wants no
+    object, and no item of its list could be the object itself (an item with a field of that
+    name, a map, an item of any kind). Such an answer is judged as that list, valid or not:
+    its diagnostics are the list's, at the list's paths (`[1].sku`)."""
+    if type(data) is not dict or len(data) != 1:
+        return NOTHING
+    ((key, inner),) = data.items()
+    if type(inner) is not list or not isinstance(key, str) or key_form(key) != ENVELOPE_KEY:
+        return NOTHING
+    nodes = shape.branches or (shape,)
+    if not any("array" in node.kinds for node in nodes):
+        return NOTHING
+    for node in nodes:
+        if node.branches or node.free or "object" in node.kinds:
+            return NOTHING
+        items = (*node.prefix, *((node.items,) if node.items is not None else ()))
+        if any(_takes(item, key) for item in items):
+            return NOTHING
+    return inner
+
+
+def _takes(shape: Shape, key: str) -> bool:
+    """Whether an object `{key: ...}` could be read at `shape` as the object it is."""
+    if shape.branches:
+        return any(branch.branches or _takes(branch, key) for branch in shape.branches)
+    if shape.free or shape.extra is not None:
+        return True
+    props = shape.props or {}
+    form = key_form(key)
+    return key in props or form in shape.forms or form in shape.shared
