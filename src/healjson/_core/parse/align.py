@@ -70,6 +70,7 @@ from healjson._core.target.target import Target
 from .defaults import Clash, clash_errors, left_out, misspelled, shared_key
 from .meter import charge
 from .shape import Shape, key_form, shape_of
+from .strings import lone_surrogate
 from .wrappers import carried, item_names, names_the_value
 
 __all__ = ["Fit", "align", "answer_key", "number_word", "settled", "stands"]
@@ -232,7 +233,7 @@ def _validate(
     try:
         raw = to_json(data, inf_nan_mode="constants")
     except Exception as exc:  # e.g. a lone surrogate that no JSON encoder accepts
-        return Fit(NOTHING, data, flags, (_crash(exc),))
+        return Fit(NOTHING, data, flags, (lone_surrogate(data) or _crash(exc),))
     charge(len(raw))
     try:
         return Fit(target.adapter.validate_json(raw, strict=True, context=context), data, flags)

@@ -24,9 +24,11 @@ valid JSON is read by `json.loads`, whose reading is the same).
 from __future__ import annotations
 
 import json
-from typing import Final
+from typing import Any, Final
 
-__all__ = ["open_string_text", "string_text"]
+from pydantic_core import ErrorDetails
+
+__all__ = ["lone_surrogate", "open_string_text", "string_text"]
 
 _ESCAPES: Final = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", "\\": "\\"}
 _QUOTE_ESCAPES: Final = frozenset("\"'`\u201d\u2019")
@@ -111,3 +113,33 @@ def _arriving(raw: str, at: int, n: int) -> bool:
     """Whether `raw[at:]`, at the end, may be the start of a `\\uXXXX` escape still arriving."""
     rest = raw[at:n]
     return len(rest) < 6 and ("\\u"[: len(rest)] == rest[:2]) and all(c in _HEX for c in rest[2:])
+
+
+def lone_surrogate(data: Any) -> ErrorDetails | None:
+    """Where `data` (JSON data) holds a string with a lone surrogate (an escape such as
+    `\\ud800` written without its pair: half of a character, which no JSON encoder writes), as
+    the schema error a model can act on: the string's place, what it holds and where; None when
+    no string holds one. Walked without recursion, keys included."""
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), data)]
+    while stack:
+        loc, node = stack.pop()
+        if isinstance(node, dict):
+            for key, item in node.items():
+                stack.append(((*loc, key), key))
+                stack.append(((*loc, str(key)), item))
+        elif isinstance(node, list):
+            stack.extend(((*loc, index), item) for index, item in enumerate(node))
+        elif isinstance(node, str):
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                code = ord(node[exc.start])
+                return {
+                    "type": "string_unicode",
+                    "loc": loc,
+                    "msg": f"Input should be text: it holds a lone surrogate escape "
+                    f"(\\u{code:04x}) at character {exc.start}, half of a character; write the "
+                    "character itself, or both escapes of its pair",
+                    "input": node.encode("utf-8", "backslashreplace").decode("ascii", "replace"),
+                }
+    return None
