@@ -731,6 +731,36 @@ def test_a_rule_nothing_breaks_is_reported_with_what_to_supply() -> None:
     assert "euro_only" not in message  # one value breaks it alone: the example in dollars
 
 
+@pytest.mark.parametrize(("bases", "starved"), [(19, 11), (14, 9), (25, 13), (20, 15)])
+def test_a_give_up_is_blamed_on_scarce_bases_only_under_valids_bar(
+    bases: int, starved: int
+) -> None:
+    """About half of the bases a `violating` search draws failing every rule is common (tight
+    rules): the give-up is the rule's (what to supply for it), not scarcity, unless fewer than
+    one in five bases came back, the bar `valid(pack)` is held to; a bar at one half flipped
+    with the draw, so with the seed and the test order."""
+    from hypothesis.errors import Unsatisfiable
+
+    from healjson.testing._pack_problems import generation_finding
+    from healjson.testing._strategies import Tally
+
+    def finding(bases: int, starved: int) -> Any:
+        return generation_finding(
+            "violating(pack, 'cannot_be_broken')",
+            Unsatisfiable("could not find any examples"),
+            kind="violating",
+            rule="cannot_be_broken",
+            supplied=False,
+            counts=Tally(judged=340, bases=bases, starved=starved),
+            reads={"cannot_be_broken": frozenset({"total"})},
+        )
+
+    found = finding(bases, starved)
+    assert found is not None
+    assert "ContractPack(strategies={'cannot_be_broken': lambda: ...})" in found.fix
+    assert finding(bases, bases - bases // 5 + 1) is None  # under one in five came back
+
+
 def test_the_constructive_half_of_violating_finds_a_breaker_on_every_draw() -> None:
     """A paid invoice without lines breaks `paid_has_lines`; from the example (paid, one line),
     dropping the lines while the status stays paid is tried on every draw, so no draw of the

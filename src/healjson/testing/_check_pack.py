@@ -20,6 +20,7 @@ from ._corruptions import corrupted
 from ._internals import Contract, ContractPack, Target, target_for
 from ._pack_checks import check_fix, check_recovery, check_valid, check_violation, judged
 from ._pack_problems import (
+    RARE,
     Crash,
     Finding,
     Problem,
@@ -43,7 +44,7 @@ __all__ = ["PackReport", "check_pack"]
 
 _KIT_EXAMPLES = 25  # examples per property under hypothesis' own default settings
 _HYPOTHESIS_DEFAULT = 100
-_SAMPLE, _RARE = 20, 5  # valid(pack) keeping under 1 in 5 of 20+ draws: too few valid values
+_SAMPLE = 20  # valid(pack) keeping under 1 in RARE of 20+ draws: too few valid values
 _RECENT = 8  # the last values judged, on which a rule is run again when hypothesis saw a flake
 _AGAIN = 4  # runs of each rule on each such value, looking for verdicts that differ
 
@@ -265,7 +266,7 @@ class _Run:
 
         self._run("valid(pack)", check, kind="valid")
         counts = tally(self.live)
-        rare = counts.judged >= _SAMPLE and counts.kept * _RARE < counts.judged
+        rare = counts.judged >= _SAMPLE and counts.kept * RARE < counts.judged
         if rare and "valid" not in self.live.strategies and "valid(pack)" not in self.scarce:
             self.scarce.append("valid(pack)")  # it passed by luck: the next run may give up
 
