@@ -281,7 +281,7 @@ def test_a_durable_steps_record_of_a_reply_keeps_a_custom_calls_kind() -> None:
     assert reply.tool_calls == reply_from_data(data).tool_calls
 
 
-@pinned(max_examples=20)
+@pinned(max_examples=10)
 @given(text=st.text(max_size=80), stream=st.booleans())
 @example(text=TRICKY, stream=True)
 @example(text="", stream=False)

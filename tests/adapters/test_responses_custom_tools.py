@@ -347,7 +347,7 @@ def test_a_custom_call_in_a_structured_answer_stream_stays_apart() -> None:
     ]
 
 
-@pinned(max_examples=20)
+@pinned(max_examples=10)
 @given(text=st.text(max_size=80), stream=st.booleans())
 @example(text=TRICKY, stream=True)
 @example(text="", stream=False)

@@ -231,7 +231,7 @@ record = StructuredTool.from_function(
 )
 
 
-@pinned(max_examples=20)
+@pinned(max_examples=10)
 @given(
     st.fixed_dictionaries(
         {

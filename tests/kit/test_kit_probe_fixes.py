@@ -122,7 +122,7 @@ def _partial(text: str) -> Any:
     return outcome.partial
 
 
-@pinned(max_examples=40)
+@pinned(max_examples=20)
 @given(corrupted({"a": [1, 2, 3], "b": "xyz"}))
 def test_a_truncated_renderings_expected_data_is_the_data_before_the_cut(rendering: Any) -> None:
     """A cut rendering expects what a reader of the cut text knows (healjson's own partial
@@ -150,7 +150,7 @@ _DATA = st.recursive(
 ).filter(lambda data: isinstance(data, dict | list) and data)
 
 
-@pinned(max_examples=50)
+@pinned(max_examples=25)
 @given(_DATA.flatmap(corrupted))
 def test_every_truncated_rendering_expects_what_healjsons_partial_reads(rendering: Any) -> None:
     """For any JSON data (without a backtick: see the report) and any corruption, a cut

@@ -97,7 +97,7 @@ model_keys = st.text(
 
 
 @settings(
-    max_examples=20,
+    max_examples=10,
     derandomize=True,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],

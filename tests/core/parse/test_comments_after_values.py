@@ -68,7 +68,7 @@ _COMMENTS = st.text(
 )
 
 
-@pinned(max_examples=25)
+@pinned(max_examples=12)
 @given(
     data=st.dictionaries(st.text(max_size=8), _SCALARS, min_size=1, max_size=5),
     comments=st.lists(_COMMENTS, min_size=5, max_size=5),
@@ -86,7 +86,7 @@ def test_any_comment_after_any_value_reads_back_the_data(
     assert data == lenient_loads("{" + ", ".join(members) + "}")
 
 
-@pinned(max_examples=25)
+@pinned(max_examples=12)
 @given(
     data=st.dictionaries(
         st.text(st.sampled_from(',:"{}[] \\ab'), max_size=4),

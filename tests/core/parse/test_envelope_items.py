@@ -220,7 +220,7 @@ ITEM = st.fixed_dictionaries(
 )
 
 
-@pinned(max_examples=20)
+@pinned(max_examples=10)
 @given(items=st.lists(ITEM, min_size=1, max_size=5))
 def test_an_envelope_and_a_bare_array_are_judged_alike(items: list[dict[str, Any]]) -> None:
     """For any list with any of its items failing, the enveloped answer and the bare array get

@@ -71,7 +71,7 @@ def test_a_character_split_between_byte_chunks_is_read_whole() -> None:
     assert "\ufffd" not in outcome.attempts[0].raw_text
 
 
-@pinned(max_examples=200)
+@pinned(max_examples=100)
 @given(st.text(max_size=60), st.lists(st.integers(min_value=0, max_value=400), max_size=12))
 @example("é", [14])
 @example("😀😀", [14, 15, 16, 17, 18])
@@ -134,7 +134,7 @@ def test_bytes_that_are_not_utf8_fail_the_call_saying_where(
     assert "\ufffd" not in (attempt.raw_text or "")
 
 
-@pinned(max_examples=150)
+@pinned(max_examples=75)
 @given(
     st.text(max_size=30),
     st.sampled_from([b"\xff", b"\xfe", b"\xc0", b"\xc1", b"\xf5", b"\x80"]),

@@ -164,7 +164,7 @@ def test_a_completed_stream_gives_its_final_response() -> None:
     assert "tool_calls" == collector.reply().finish_reason
 
 
-@pinned(max_examples=150)
+@pinned(max_examples=75)
 @given(
     st.text(max_size=40),
     st.text(max_size=40),
