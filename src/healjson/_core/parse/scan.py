@@ -111,7 +111,11 @@ def _fence_bodies(text: str) -> list[tuple[str, int, bool]]:
         lang = _LANG.match(text, body_start)
         if lang is not None and lang.end() < len(text) and text[lang.end()] in "\r\n":
             body_start = lang.end()
-        closing = re.compile(re.escape(marker[0]) + "{" + str(len(marker)) + ",}")
+        # a closer ends its line (`}```` glued to the value too): a marker followed by more of
+        # the line (`"```", "b"`, `x```y`) is text the fence holds, not its end
+        closing = re.compile(
+            re.escape(marker[0]) + "{" + str(len(marker)) + r",}(?=[ \t]*+(?:\r?\n|\Z))"
+        )
         first = len(text) - len(text[body_start:].lstrip())  # a fence inside a fenced JSON
         quoted = _string_end(text, first) if text[first : first + 1] == '"' else -1  # string
         found = closing.search(text, max(body_start, quoted))  # is text, not the closer
