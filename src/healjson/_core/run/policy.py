@@ -48,7 +48,8 @@ class HealPolicy:
       (sync: its worker thread finishes in the background); the run degrades with `timeout`.
       It bounds a provider that trickles its reply, which per-read SDK timeouts do not, and a
       stream whatever its wire does (a slow first byte, keep-alives or pings the SDK drops,
-      silence after the answer): what had arrived is kept on the `Degraded`.
+      silence after the answer): what had arrived is kept on the `Degraded`. A JSON stream
+      whose finish reason had come before the deadline was whole: it is judged as ended there.
     - `contract_timeout_s`: seconds an async contract (or an async fallback factory) may run
       before it is cancelled and counted as a `contract_error`; a sync contract that returns
       later than this is a `contract_error` too (it cannot be interrupted while it runs).

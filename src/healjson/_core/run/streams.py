@@ -19,6 +19,8 @@ The run's deadline ends a streamed call on time whatever the wire does (a slow f
 keep-alives the SDK drops, a trickle, silence after the answer): the async driver cancels the
 call and each pull of the stream at the deadline; the sync driver makes the call and reads its
 stream on a worker thread (`pump`), waiting for each chunk no longer than the deadline.
+A JSON answer whose finish reason came before the deadline is whole (the silence was the
+server's wait to close the stream): it is judged as if the stream had ended there.
 A tool-call stream keeps the deadline the same way: it is the same driver.
 
 Each step runs in the stream's own `contextvars.Context`: what healjson makes current while it

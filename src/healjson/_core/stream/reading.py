@@ -230,11 +230,15 @@ class JsonReading:
 
     def salvage(self, result: CallResult) -> CallResult:
         """What had arrived (its text and the data read from it) and what the call spent kept
-        on the failure."""
+        on the failure. The run's deadline passing after the answer's finish reason came (a
+        server silent before it closes the stream) fails nothing: the answer was whole, and
+        is judged as a stream that ended there."""
         failure = result.failure
         if failure is None:
             return result
         session = self.session
+        if failure.deadline and session.finish_reason is not None:
+            return self.finished()
         usage = session.spent(self.effect.messages)
         if session.chars:
             failure = replace(failure, raw_text=session.text, partial=session.data, usage=usage)
