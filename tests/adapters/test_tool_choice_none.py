@@ -1,7 +1,9 @@
 """A request whose `tool_choice` allows no call (`"none"`; Anthropic's `{"type": "none"}`)
 answered with calls all the same (a server that ignores the choice): the calls are rejected,
 never healed, and the model is asked to answer in text; a text answer is healed with no call.
-The real SDKs over real HTTP against the scripted server, sync and async."""
+A choice that forces a tool answered with a call to another: the record keeps the tool the
+call must be made again to. The real SDKs over real HTTP against the scripted server, sync
+and async."""
 
 from __future__ import annotations
 
@@ -117,3 +119,36 @@ def test_anthropics_none_choice_allows_no_call(mode: Mode) -> None:
     assert isinstance(outcome, Healed)
     assert (TEXT, ()) == (outcome.value.text, outcome.value.calls)
     assert 2 == outcome.calls
+
+
+def test_a_record_keeps_the_tool_a_call_must_be_made_again_to() -> None:
+    """A forced tool answered with a call to another: the repair names the tool to call, and
+    the outcome's record keeps it, so the repair renders the same after a round trip."""
+
+    class Search(BaseModel):
+        """Search the catalogue."""
+
+        query: str
+
+    other = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "Search", "arguments": '{"query": "q"}'},
+    }
+    forced = {"type": "function", "function": {"name": "Weather"}}
+    with ScriptedServer(
+        [ScriptedReply(tool_calls=[other], finish_reason="tool_calls"), made_call()]
+    ) as server:
+        outcome = healed(
+            server,
+            "chat",
+            tools=[Weather, Search],
+            tool_choice=forced,
+            messages=[{"role": "user", "content": "The weather in Oslo?"}],
+        )
+    assert isinstance(outcome, Healed)
+    form = outcome.attempts[1].prompt.calls
+    assert "Weather" == form.calls[0].tool
+    again = outcome_from_dict(outcome.to_dict()).attempts[1].prompt
+    assert "Weather" == again.calls.calls[0].tool
+    assert outcome.attempts[1].prompt.render() == again.render()

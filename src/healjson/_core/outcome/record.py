@@ -207,13 +207,16 @@ def _calls_form(form: CallsForm) -> dict[str, Any]:
 
 
 def _call_state(call: CallState) -> dict[str, Any]:
-    """A call of a repair's form (its `kind` named when it is not a function call's)."""
-    data = {
+    """A call of a repair's form (its `kind` named when it is not a function call's, the tool it
+    must be made again to when that is another)."""
+    data: dict[str, Any] = {
         "id": call.id,
         "name": call.name,
         "arguments": call.arguments,
         "problems": [d.to_dict() for d in call.problems],
     }
+    if call.tool is not None:
+        data["tool"] = call.tool
     return data if call.kind == FUNCTION else {**data, "kind": call.kind}
 
 
@@ -231,6 +234,7 @@ def _calls_form_from(data: Mapping[str, Any]) -> CallsForm:
                 tuple(
                     _diagnostic_from(_object(d, "a diagnostic")) for d in _list(call, "problems")
                 ),
+                _str(call, "tool"),
                 kind=_str(call, "kind") or FUNCTION,
             )
             for call in (_object(c, "a call") for c in _list(data, "calls"))
