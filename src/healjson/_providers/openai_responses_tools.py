@@ -60,8 +60,11 @@ class ResponsesCollector:
         if said is not None:
             piece = chunk_text(get_field(event, "delta"), f"delta (of {kind})")
             if said == "text":
-                self._text.append((_text_id(event, "item_id"), piece))
-                return piece
+                ident = _text_id(event, "item_id")
+                self._text.append((ident, piece))
+                phase = self._phases.get(ident) if ident is not None else None
+                # a commentary item's text is set aside as the reply's reasoning: not shown
+                return piece if phase in (None, "final_answer") else ""
             if said in self._said:
                 self._said[said].append(piece)
             else:  # a function's arguments, a custom call's input

@@ -193,3 +193,22 @@ def test_any_cut_keeps_a_prefix_of_the_answer(
     (call,) = whole.tool_calls
     assert (call.name, call.arguments, call.id) == ("Search", arguments, "call_1")
     assert all(arguments.startswith(c.arguments) for c in got.tool_calls)
+
+
+def test_commentary_text_is_not_shown_as_answer_text() -> None:
+    """A commentary item's text deltas are no answer text for the caller to see (the reply
+    sets them aside as reasoning); a final answer's, and an unphased item's, are."""
+    commentary = {"id": "msg_c", "type": "message", "phase": "commentary", "content": []}
+    final = {"id": "msg_f", "type": "message", "phase": "final_answer", "content": []}
+    collector = ResponsesCollector()
+    shown = [
+        collector.feed(event)
+        for event in (
+            {"type": "response.output_item.added", "output_index": 0, "item": commentary},
+            text("Checking.", "msg_c"),
+            {"type": "response.output_item.added", "output_index": 1, "item": final},
+            text("Here.", "msg_f"),
+            text("More.", "msg_x"),
+        )
+    ]
+    assert ["", "", "", "Here.", "More."] == shown
