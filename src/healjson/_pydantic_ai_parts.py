@@ -128,14 +128,17 @@ def _kept(diagnostic: Diagnostic) -> Diagnostic:
     value = redact_data(diagnostic.value, by_name=False, fields=True)
     constraint = redact_text(diagnostic.constraint)
     prescription = redact_text(diagnostic.prescription)
+    extra = diagnostic.extra  # the values a rule involved: the model's too
+    kept = redact_data(dict(extra), by_name=False, fields=True) if extra else extra
     if (
         constraint == diagnostic.constraint
         and prescription == diagnostic.prescription
         and _same(value, diagnostic.value)
+        and _same(kept, extra)
     ):
         return diagnostic
     return dataclasses.replace(
-        diagnostic, value=value, constraint=constraint, prescription=prescription
+        diagnostic, value=value, constraint=constraint, prescription=prescription, extra=kept
     )
 
 

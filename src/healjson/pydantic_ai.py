@@ -140,15 +140,19 @@ class HealRecord:
     flags: tuple[Flag, ...] = ()
     value: Any = None
     diagnostics: tuple[Diagnostic, ...] = ()
+    _shown: str = field(default="", init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "raw", redact_text(self.raw))
         # as an outcome's records keep the caller's data (`record.outcome_to_dict`)
         object.__setattr__(self, "value", redact_data(self.value, by_name=False, fields=True))
         object.__setattr__(self, "diagnostics", kept_diagnostics(self.diagnostics))
+        # rendered now, inside the run's scope: the key of the model's own client is known
+        # here, not when the record is printed (a model instance `value` is kept as it is)
+        object.__setattr__(self, "_shown", redacted_repr(self))
 
     def __repr__(self) -> str:
-        return redacted_repr(self)
+        return self._shown or redacted_repr(self)
 
 
 @dataclass
@@ -445,7 +449,8 @@ class _Step:
             if warned:
                 self._note("warned", value=value, diagnostics=tuple(warned))
             self._note("stopped", value=value, diagnostics=tuple(stopped))
-            raise ContractStopped(redact_text(self._stop_message(stopped)), stopped)
+            message = redact_text(self._stop_message(stopped))
+            raise ContractStopped(message, kept_diagnostics(tuple(stopped)))  # in the scope
         if not blocking:
             if warned:
                 self._note("warned", value=value, diagnostics=tuple(warned))

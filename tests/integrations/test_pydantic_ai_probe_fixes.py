@@ -21,7 +21,7 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from healjson import Flag, Violation, contract
-from healjson.pydantic_ai import HealCapability
+from healjson.pydantic_ai import ContractStopped, HealCapability
 from healjson.testing import ScriptedReply, ScriptedServer, capture_events
 
 from .test_pydantic_ai import (
@@ -208,3 +208,64 @@ def test_the_providers_key_echoed_by_the_model_is_never_kept(server: ScriptedSer
         assert KEY not in shown
     assert "[redacted]" in records[0].raw
     assert KEY not in repr(list(events))
+
+
+def _agent(server: ScriptedServer, capability: HealCapability[Any]) -> tuple[Any, Any]:
+    """An agent over a client whose API key is `KEY`, with the search tool; its client."""
+    client = AsyncOpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
+    model = OpenAIChatModel("m", provider=OpenAIProvider(openai_client=client))
+    agent: Agent[None, Any] = Agent(model, output_type=Report, capabilities=[capability])
+
+    @agent.tool_plain
+    def search_tool(query: str, limit: int) -> str:
+        """Search the catalogue."""
+        return "ok"
+
+    return agent, client
+
+
+@contract(fields=("hits",), on_fail="warn")
+def few_hits(report: Report) -> Violation | None:
+    """At most 10 hits (a warning)."""
+    return Violation("at most 10 hits") if report.hits > 10 else None
+
+
+def test_an_output_records_repr_never_shows_the_providers_key(server: ScriptedServer) -> None:
+    """An output record whose value is a model instance echoing the key: its `repr`, rendered
+    inside the run, shows it redacted (the instance itself is the run's real value)."""
+    capability: HealCapability[Any] = HealCapability(contracts=[few_hits])
+    server.extend([final('{"summary": "' + KEY + '", "hits": 50}')])
+    agent, client = _agent(server, capability)
+
+    async def go() -> Any:
+        async with client:
+            return await agent.run("go")
+
+    asyncio.run(go())
+    (record,) = capability.records()
+    assert "warned" == record.action
+    assert KEY not in repr(record)
+    assert "[redacted]" in repr(record)
+
+
+@contract(fields=("query",), on_fail="stop")
+def no_keys(arguments: dict[str, Any]) -> Violation | None:
+    """A query holding a key is stopped."""
+    return Violation("no keys in a query") if "sk-" in arguments["query"] else None
+
+
+def test_a_stops_diagnostics_never_show_the_providers_key(server: ScriptedServer) -> None:
+    """`ContractStopped.diagnostics` (for code: logged, pickled) carry the key redacted, as its
+    message does."""
+    capability: HealCapability[Any] = HealCapability(tool_contracts={"search_tool": [no_keys]})
+    server.extend([search_call('{"query": "' + KEY + '", "limit": 5}')])
+    agent, client = _agent(server, capability)
+
+    async def go() -> Any:
+        async with client:
+            return await agent.run("go")
+
+    with pytest.raises(ContractStopped) as stopped:
+        asyncio.run(go())
+    assert KEY not in str(stopped.value)
+    assert KEY not in repr(stopped.value.diagnostics)
