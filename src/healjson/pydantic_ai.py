@@ -57,6 +57,7 @@ from ._core.judge.check import Evaluation, evaluate
 from ._core.judge.contracts import Contract, ContractContext, Rule, as_contract, check_policies
 from ._core.judge.judging import judge_value
 from ._core.judge.policies import settle
+from ._core.judge.verdict import Verdict
 from ._core.observe import events
 from ._core.parse.defaults import left_out
 from ._core.parse.shape import shape_of
@@ -351,13 +352,20 @@ class _Step:
         """pydantic-ai rejected the raw value: L1 on its text, the repaired data (L1's, not
         the value healjson validated from it) validated by pydantic-ai; a `ModelRetry` with
         healjson's diagnostics when nothing is saved. Except where pydantic-ai itself does not
-        ask again: `text` output (`NativeOutput`, `PromptedOutput`) whose JSON the token limit
-        cut off gets pydantic-ai's own failure back (it raises `OutputTokenLimitExceeded`:
-        asking with the same limit would be cut again), and nothing is recorded."""
+        ask again: an output (`text`: `NativeOutput`, `PromptedOutput`; or the output tool)
+        that stops mid-value, cut by the token limit (the reply's finish reason, which
+        `run_stream` does not show a capability: L1 reads the cut itself), gets pydantic-ai's
+        own failure back (it raises `OutputTokenLimitExceeded` / `IncompleteToolCall`: asking
+        with the same limit would be cut again), and nothing is recorded."""
         if target is None:
             raise failure
         found = self._evaluate(target)
-        if not found.ok and text and _cut(self.ctx) and _incomplete_json(failure):
+        if (
+            not found.ok
+            and self.kind == "output"
+            and _incomplete_json(failure)
+            and (found.verdict is Verdict.TRUNCATED or _cut(self.ctx))
+        ):  # an output that stops mid-value: pydantic-ai's own failure, which names the limit
             raise failure
         if not found.ok:
             self._note("retry", diagnostics=found.diagnostics)

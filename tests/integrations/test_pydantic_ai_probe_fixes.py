@@ -16,7 +16,13 @@ from pydantic import BaseModel
 pytest.importorskip("pydantic_ai")
 
 from openai import AsyncOpenAI
-from pydantic_ai import Agent, NativeOutput, OutputTokenLimitExceeded, PromptedOutput
+from pydantic_ai import (
+    Agent,
+    IncompleteToolCall,
+    NativeOutput,
+    OutputTokenLimitExceeded,
+    PromptedOutput,
+)
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
@@ -269,3 +275,48 @@ def test_a_stops_diagnostics_never_show_the_providers_key(server: ScriptedServer
         asyncio.run(go())
     assert KEY not in str(stopped.value)
     assert KEY not in repr(stopped.value.diagnostics)
+
+
+@pytest.mark.parametrize("wrap", [NativeOutput, PromptedOutput])
+def test_a_cut_text_output_in_run_stream_raises_pydantic_ais_own_error(
+    server: ScriptedServer, wrap: Any
+) -> None:
+    """`run_stream` of a text output the token limit cut off raises `OutputTokenLimitExceeded`
+    with the capability as without it (a stream shows a capability no finish reason: L1
+    reads the cut), after one call, and records no retry that never happened."""
+    capability: HealCapability[Any] = HealCapability()
+    server.extend([ScriptedReply(content=CUT, finish_reason="length")])
+    made = setup(server, capability, output_type=wrap(Report))
+
+    async def go() -> Any:
+        async with made.client, made.agent.run_stream("report") as result:
+            return await result.get_output()
+
+    with pytest.raises(OutputTokenLimitExceeded):
+        asyncio.run(go())
+    assert len(server.requests) == 1
+    assert capability.records() == []
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_cut_output_tool_call_raises_pydantic_ais_own_error(
+    server: ScriptedServer, streamed: bool
+) -> None:
+    """An output tool call the token limit cut off raises `IncompleteToolCall`, streamed or
+    not, as without the capability; no `retry` is recorded (none is made)."""
+    capability: HealCapability[Any] = HealCapability()
+    cut = final('{"summary": "a long summary that got c')
+    server.extend([ScriptedReply(tool_calls=cut.tool_calls, finish_reason="length")])
+    made = setup(server, capability)
+
+    async def go() -> Any:
+        async with made.client:
+            if not streamed:
+                return await made.agent.run("report")
+            async with made.agent.run_stream("report") as result:
+                return await result.get_output()
+
+    with pytest.raises(IncompleteToolCall):
+        asyncio.run(go())
+    assert len(server.requests) == 1
+    assert capability.records() == []
