@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import openai
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -16,9 +17,11 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+import healjson
 from healjson._core.observe import telemetry
+from healjson.testing import ScriptedServer
 
-__all__ = ["Telemetry", "installed"]
+__all__ = ["Telemetry", "abandoned_stream", "installed"]
 
 
 class Telemetry:
@@ -85,3 +88,17 @@ def installed(monkeypatch: pytest.MonkeyPatch, state: Telemetry) -> Iterator[Tel
         yield state
     finally:
         state.tracer_provider.shutdown()
+
+
+def abandoned_stream(server: ScriptedServer, key: str, messages: Any, target: Any) -> None:
+    """A caller who reads four pieces of a healed sync stream (`target`, the server's one
+    scripted answer), breaks out of the loop and closes the stream."""
+    sdk = openai.OpenAI(base_url=server.base_url, api_key=key, max_retries=0)
+    with sdk:
+        stream = healjson.wrap(sdk).chat.completions.create(
+            model="m", messages=messages, response_model=target, stream=True
+        )
+        for seen, _ in enumerate(stream):
+            if seen == 3:
+                break
+        stream.close()

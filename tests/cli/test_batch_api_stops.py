@@ -22,21 +22,15 @@ import openai
 import pytest
 from typer.testing import CliRunner
 
+from batch_kit import GOOD, batch_input
 from healjson._cli.app import app
 from healjson.testing import ScriptedServer
-
-MODEL = "from pydantic import BaseModel\n\nclass M(BaseModel):\n    a: int\n"
-GOOD = '{"a": 1}'
 
 
 @pytest.fixture
 def source(tmp_path: Path) -> Path:
-    (tmp_path / "m.py").write_text(MODEL, encoding="utf-8")
-    path = tmp_path / "in.jsonl"
-    path.write_text(
-        "".join(json.dumps({"id": f"t{n}", "prompt": f"p{n}"}) + "\n" for n in (1, 2, 3))
-    )
-    return path
+    """The model and the three rows' input, in the test's folder."""
+    return batch_input(tmp_path)
 
 
 def batch_api(source: Path, base_url: str, *more: str, provider: str = "openai") -> Any:

@@ -23,12 +23,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from batch_kit import GOOD, batch_input
 from healjson._batch.output_file import OutputFile
 from healjson._cli.app import app
 from healjson.testing import ScriptedReply, ScriptedServer
 
-MODEL = "from pydantic import BaseModel\n\nclass M(BaseModel):\n    a: int\n"
-GOOD = '{"a": 1}'
 MODES = pytest.mark.parametrize(
     "mode", [[], ["--batch-api", "--poll-interval", "0"]], ids=["direct", "batch-api"]
 )
@@ -36,12 +35,8 @@ MODES = pytest.mark.parametrize(
 
 @pytest.fixture
 def source(tmp_path: Path) -> Path:
-    (tmp_path / "m.py").write_text(MODEL, encoding="utf-8")
-    path = tmp_path / "in.jsonl"
-    path.write_text(
-        "".join(json.dumps({"id": f"t{n}", "prompt": f"p{n}"}) + "\n" for n in (1, 2, 3))
-    )
-    return path
+    """The model and the three rows' input, in the test's folder."""
+    return batch_input(tmp_path)
 
 
 def command(source: Path, out: Path | str, base_url: str, *more: str) -> list[str]:

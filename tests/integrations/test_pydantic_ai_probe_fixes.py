@@ -180,6 +180,20 @@ def test_a_tool_fix_rule_runs_the_tool_with_the_fixed_arguments(server: Scripted
 KEY = "sk-proj-Q9x7LmN2pR4tV6wY8zA1bC3dE5fG"
 
 
+def _agent(server: ScriptedServer, capability: HealCapability[Any]) -> tuple[Any, Any]:
+    """An agent over a client whose API key is `KEY`, with the search tool; its client."""
+    client = AsyncOpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
+    model = OpenAIChatModel("m", provider=OpenAIProvider(openai_client=client))
+    agent: Agent[None, Any] = Agent(model, output_type=Report, capabilities=[capability])
+
+    @agent.tool_plain
+    def search_tool(query: str, limit: int) -> str:
+        """Search the catalogue."""
+        return "ok"
+
+    return agent, client
+
+
 def test_the_providers_key_echoed_by_the_model_is_never_kept(server: ScriptedServer) -> None:
     """The API key of the model's own client, echoed in a repaired tool call or a retried one,
     is redacted from every record's raw text, value, diagnostics and repr, and from events."""
@@ -192,14 +206,7 @@ def test_the_providers_key_echoed_by_the_model_is_never_kept(server: ScriptedSer
             final(),
         ]
     )
-    client = AsyncOpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
-    model = OpenAIChatModel("m", provider=OpenAIProvider(openai_client=client))
-    agent: Agent[None, Any] = Agent(model, output_type=Report, capabilities=[capability])
-
-    @agent.tool_plain
-    def search_tool(query: str, limit: int) -> str:
-        """Search the catalogue."""
-        return "ok"
+    agent, client = _agent(server, capability)
 
     async def go() -> Any:
         async with client:  # closed after the run
@@ -214,20 +221,6 @@ def test_the_providers_key_echoed_by_the_model_is_never_kept(server: ScriptedSer
         assert KEY not in shown
     assert "[redacted]" in records[0].raw
     assert KEY not in repr(list(events))
-
-
-def _agent(server: ScriptedServer, capability: HealCapability[Any]) -> tuple[Any, Any]:
-    """An agent over a client whose API key is `KEY`, with the search tool; its client."""
-    client = AsyncOpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
-    model = OpenAIChatModel("m", provider=OpenAIProvider(openai_client=client))
-    agent: Agent[None, Any] = Agent(model, output_type=Report, capabilities=[capability])
-
-    @agent.tool_plain
-    def search_tool(query: str, limit: int) -> str:
-        """Search the catalogue."""
-        return "ok"
-
-    return agent, client
 
 
 @contract(fields=("hits",), on_fail="warn")

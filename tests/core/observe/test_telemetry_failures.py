@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 import healjson
 from healjson.testing import ScriptedReply, ScriptedServer, capture_events
-from otel_kit import Telemetry, installed
+from otel_kit import Telemetry, abandoned_stream, installed
 
 KEY = "sk-probe-SECRET0123456789abcdef"
 GOOD = '{"urgency": 3, "summary": "Order stuck for a week"}'
@@ -228,15 +228,7 @@ def test_a_stream_left_before_its_end_leaves_its_call_span_an_error(pipeline: Te
     long = '{"urgency": 3, "summary": "' + "x" * 400 + '"}'
     reply = ScriptedReply(content=long, chunk_chars=10)
     with ScriptedServer([reply]) as server:
-        sdk = openai.OpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
-        with sdk:
-            stream = healjson.wrap(sdk).chat.completions.create(
-                model="m", messages=SAID, response_model=Ticket, stream=True
-            )
-            for seen, _ in enumerate(stream):
-                if seen == 3:
-                    break
-            stream.close()
+        abandoned_stream(server, KEY, SAID, Ticket)
     spans = {span.name: span for span in pipeline.finished()}
     assert 2 == len(pipeline.finished())
     assert "the run ended before this call's answer" == spans["chat m"].status.description

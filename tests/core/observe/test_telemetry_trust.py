@@ -22,7 +22,7 @@ import healjson
 from healjson import Degraded, Healer, HealPolicy
 from healjson._core.observe.shown import CONTENT_CHARS, KEY, MAX_ITEMS, SAID_CHARS
 from healjson.testing import ScriptedReply, ScriptedServer, capture_events
-from otel_kit import Telemetry, installed
+from otel_kit import Telemetry, abandoned_stream, installed
 
 CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 API_KEY = "sk-trust-0123456789abcdef"
@@ -312,15 +312,7 @@ def test_a_stream_abandoned_in_a_loop_counts_its_call(monkeypatch: pytest.Monkey
         installed(monkeypatch, Telemetry()) as state,
         ScriptedServer([ScriptedReply(content=LONG, chunk_chars=10)]) as server,
     ):
-        sdk = openai.OpenAI(base_url=server.base_url, api_key=API_KEY, max_retries=0)
-        with sdk:
-            stream = healjson.wrap(sdk).chat.completions.create(
-                model="m", messages=SAID, response_model=Ticket, stream=True
-            )
-            for seen, _ in enumerate(stream):
-                if seen == 3:
-                    break
-            stream.close()
+        abandoned_stream(server, API_KEY, SAID, Ticket)
     assert [(1, {"healjson.strategy": "initial"})] == counted(state)
     assert "abandoned" == failed_call(state).attributes["error.type"]
 
