@@ -152,3 +152,17 @@ def test_a_record_keeps_the_tool_a_call_must_be_made_again_to() -> None:
     again = outcome_from_dict(outcome.to_dict()).attempts[1].prompt
     assert "Weather" == again.calls.calls[0].tool
     assert outcome.attempts[1].prompt.render() == again.render()
+
+
+def test_calls_where_none_is_allowed_run_no_contract() -> None:
+    """A call the request allows none of is refused before its arguments are judged: the
+    tool's contracts never run on it."""
+    judged: list[Any] = []
+
+    def noting(arguments: Any) -> None:
+        judged.append(arguments)
+
+    with ScriptedServer([made_call(), ScriptedReply(TEXT)]) as server:
+        outcome = heal("chat", "sync", server, tool_contracts={"Weather": [noting]})
+    assert isinstance(outcome, Healed)
+    assert [] == judged

@@ -224,9 +224,6 @@ class CallAnswers:
             return Evaluation(Verdict.REFUSAL, ParseResult(error=diagnostic), (diagnostic,))
         judged = yield from self._judge(reply, number)
         spec = self.spec
-        if spec.required is None and self.slots:  # calls where the request allows none
-            found = tuple(_under(i, not_allowed(slot.call)) for i, slot in enumerate(self.slots))
-            return Evaluation(Verdict.SYNTAX, ParseResult(), found)
         if not self.slots and spec.required not in (False, None):
             self.missing += 1
             missing = missing_call(spec.required, reply.content)
@@ -275,16 +272,6 @@ class CallAnswers:
             return RepairPrompt(
                 Strategy.REPAIR, number, self.text, evaluation.diagnostics, calls=form
             )
-        if spec.required is None:  # calls the request allows none of: answer in text instead
-            calls = tuple(
-                CallState(slot.call.id or "", slot.call.name, slot.call.arguments,
-                          (not_allowed(slot.call),), kind=slot.call.kind)
-                for slot in self.slots
-            )  # fmt: skip
-            form = CallsForm(self.text, calls, tuple(range(len(calls))), forbidden=True)
-            self.pending = ()  # the next answer is taken whole, as a first one is
-            raw = self.run.attempts[-1].raw_text if self.run.attempts else None
-            return RepairPrompt(Strategy.REPAIR, number, raw, evaluation.diagnostics, calls=form)
         self.pending = tuple(i for i, slot in enumerate(self.slots) if not slot.ok)
         calls = tuple(
             CallState(
@@ -298,7 +285,9 @@ class CallAnswers:
             for slot in self.slots
         )
         strategy = Strategy.ITEMS if len(self.pending) < len(self.slots) else Strategy.REPAIR
-        form = CallsForm(self.text, calls, self.pending)
+        form = CallsForm(self.text, calls, self.pending, forbidden=spec.required is None)
+        if form.forbidden:  # calls the request allows none of: the next answer is taken whole
+            self.pending = ()
         raw = self.run.attempts[-1].raw_text if self.run.attempts else None
         return RepairPrompt(strategy, number, raw, evaluation.diagnostics, calls=form)
 
@@ -392,6 +381,8 @@ class CallAnswers:
         self, call: ToolCall, finish: str | None, wanted: str | None
     ) -> Generator[AwaitAll, Any, _Slot]:
         spec = self.spec
+        if spec.required is None:  # the request allows no call: each is refused, none judged
+            return _Slot(call, None, (not_allowed(call),), tool=call.name)
         if wanted is not None and call.name != wanted:  # its place keeps the tool it wants
             return _Slot(call, None, (not_again(wanted, call),), tool=wanted)
         tool = spec.tools.get(call.name)
