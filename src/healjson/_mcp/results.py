@@ -287,30 +287,29 @@ def _merged(said: Any, found: Any) -> tuple[Any, bool]:
         return found, False
     out, added = dict(found), False
     for key, item in said.items():
-        place = _place(found, key)
-        if place is MISSING:
+        name = _key_for(found, key)
+        if name is MISSING:
             if item is not None:  # a null says nothing (rule 3): not put back
                 out[key], added = item, True
             continue
-        name = key if key in found else _key_of(found, key)
-        out[name], deeper = _merged(item, place)
+        out[name], deeper = _merged(item, found[name])
         added = added or deeper
     return out, added
 
 
-def _key_of(found: dict[str, Any], key: Any) -> Any:
-    """The one key of `found` that matches `key` with case and separators aside (`_place`)."""
-    wanted = _folded(key)
-    return next(name for name in found if _folded(name) == wanted)
-
-
 def _place(found: dict[str, Any], key: Any) -> Any:
-    """The value under `key` in `found`: the key itself, else the one key that matches it with
-    case and separators aside (as L1 aligns keys); `MISSING` when there is none."""
+    """The value under `key` in `found` (`_key_for`); `MISSING` when there is none."""
+    name = _key_for(found, key)
+    return MISSING if name is MISSING else found[name]
+
+
+def _key_for(found: dict[str, Any], key: Any) -> Any:
+    """The key of `found` that stands for `key`: the key itself, else the one key that matches
+    it with case and separators aside (as L1 aligns keys); `MISSING` when there is none."""
     if key in found:
-        return found[key]
+        return key
     wanted = _folded(key)
-    matches = [item for name, item in found.items() if _folded(name) == wanted]
+    matches = [name for name in found if _folded(name) == wanted]
     return matches[0] if len(matches) == 1 else MISSING
 
 
