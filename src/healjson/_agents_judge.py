@@ -4,7 +4,9 @@ in `{"response": ...}`, a healer whose reply reader takes the wrapper off: `read
 final output itself under contracts and their `on_fail` policies (`judge_output`, for the
 guardrail), what of the run the contracts see (`run_context_data`, `messages`), and the secrets
 of the model client the run uses, which every record and event is redacted with
-(`client_secrets`)."""
+(`client_secrets`). For a function tool: the model its arguments are judged against
+(`params_type`), the SDK's refusal of arguments that are no JSON object (`not_the_sdks`) and
+its failure policy (`failure_formatter`)."""
 
 from __future__ import annotations
 
@@ -14,10 +16,11 @@ import os
 import threading
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._agents_log import ContractReport
-from ._core.diagnostic import Source
+from ._core.diagnostic import ROOT, Diagnostic, Source
+from ._core.flags import Flag
 from ._core.judge.check import accepted_evaluations
 from ._core.judge.contracts import ContractContext
 from ._core.judge.judging import judge_value
@@ -33,13 +36,19 @@ from ._core.sentinels import NOTHING
 from ._core.wire.reply import Reply, Usage
 from ._frameworks.core import ReadReply, ReplyReader
 
+if TYPE_CHECKING:
+    from agents import FunctionTool
+
 __all__ = [
     "Judges",
     "client_secrets",
+    "failure_formatter",
     "judge",
     "judge_output",
     "messages",
+    "not_the_sdks",
     "one_attempt",
+    "params_type",
     "read_wrapper",
     "run_context_data",
 ]
@@ -65,8 +74,10 @@ def read_wrapper(on_ambiguity: Ambiguity) -> ReplyReader:
     L1 reads with an error (cut by the token limit, ambiguous under `on_ambiguity`) is not
     unwrapped, and is judged as it came (a cut reply gives no result); the repairs L1 made to
     read the wrapper (a fence, prose, a trailing comma, single quotes) are the reading's flags,
-    kept on the run (its events, the outcome, the log). A reply that is no such wrapper: None
-    (judged as it came)."""
+    kept on the run (its events, the outcome, the log). A JSON answer without the wrapper
+    (`[1, 2]`) is judged as it came, the wrapper it lacks a repair like any other: flag
+    `wrapped` (the answer placed in the SDK's `response` field), every repair visible. A reply
+    L1 reads no value from: None (judged as it came)."""
 
     def read(text: str) -> ReadReply | None:
         found = parse(text, on_ambiguity=on_ambiguity)
@@ -74,7 +85,7 @@ def read_wrapper(on_ambiguity: Ambiguity) -> ReplyReader:
         if found.error is not None or found.truncated:
             return None
         if not (isinstance(value, dict) and list(value) == [_WRAPPER_KEY]):
-            return None
+            return ReadReply((text,), (Flag.WRAPPED,))  # L1 reads the text itself, as it came
         return ReadReply((json.dumps(value[_WRAPPER_KEY], ensure_ascii=False),), found.flags)
 
     return read
@@ -199,3 +210,50 @@ def client_secrets(agent: Any) -> AbstractContextManager[Any]:
         return secrets_scope(default)
     key = shared.get_default_openai_key() or os.environ.get("OPENAI_API_KEY")
     return nullcontext() if not key else secrets_scope(None, {"api_key": key})
+
+
+def params_type(tool: FunctionTool) -> Any:
+    """The pydantic model the SDK validates this tool's arguments with: rebuilt from the function
+    `@function_tool` wrapped (the same `function_schema`), kept only when its fields are the
+    tool's declared parameters; else any JSON object."""
+    from agents.function_schema import function_schema  # the extra, checked by `agents`
+
+    fallback = dict[str, Any]
+    try:
+        func = tool.__wrapped__
+    except AttributeError:
+        return fallback
+    try:
+        schema = function_schema(
+            func, use_docstring_info=False, strict_json_schema=tool.strict_json_schema
+        )
+    except Exception:  # a callable the SDK reads some other way: judge the JSON alone
+        return fallback
+    model = schema.params_pydantic_model
+    declared = tool.params_json_schema.get("properties")
+    names = {info.alias or name for name, info in model.model_fields.items()}
+    if not isinstance(declared, Mapping) or set(declared) != names:
+        return fallback
+    return model
+
+
+def not_the_sdks(text: str) -> Diagnostic:
+    """The SDK refuses arguments that are not a JSON object of the tool's parameters."""
+    return Diagnostic(
+        ROOT,
+        text,
+        "must be a JSON object of the tool's parameters",
+        "Send the arguments as one JSON object.",
+        Source.SCHEMA,
+    )
+
+
+def failure_formatter(tool: FunctionTool, ctx: Any) -> Any:
+    """The tool's failure policy, as the SDK resolves it (default: its generic text)."""
+    from agents import default_tool_error_function
+    from agents import tool as tool_module
+
+    resolve = getattr(tool_module, "resolve_function_tool_failure_error_function", None)
+    if resolve is None:
+        return default_tool_error_function
+    return resolve(tool, ctx)

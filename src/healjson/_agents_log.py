@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._core.diagnostic import ROOT, Diagnostic, Source
+from ._core.diagnostic import ROOT, Diagnostic, Source, jsonable, safe_repr
 from ._core.outcome.outcome import Healed, Outcome
 from ._core.redact import redact_data, redact_text, redacted_repr
 from ._core.repair.quote import render_diagnostics
@@ -22,6 +22,9 @@ __all__ = [
     "bug_text",
     "clip",
     "entry",
+    "kept",
+    "kept_diagnostics",
+    "kept_report",
     "refusal_text",
     "rules_broken",
     "stop_text",
@@ -36,7 +39,12 @@ _MAX_SHOWN = 5  # diagnostics a stop's message shows
 class ContractReport:
     """What `contract_guardrail` found: `ok` (no blocking rule broken), the `diagnostics` of the
     rules broken (value, rule, fix), the `warnings` of `"warn"` rules, and `fixed_value`: the
-    output as `"fix"` / `"drop"` rules would settle it (None when none applied)."""
+    output as `"fix"` / `"drop"` rules would settle it (None when none applied).
+
+    The SDK keeps it (`output_info`) in the run's results and state, shown outside the run: so
+    it is kept as healjson keeps every record, through the redactor with the secrets of the
+    model client the run used (`kept`): a value that shows one of them is kept as its JSON
+    data, redacted."""
 
     ok: bool
     diagnostics: tuple[Diagnostic, ...] = ()
@@ -80,7 +88,7 @@ class AgentRepair:
         if self.value_json is not None:
             object.__setattr__(self, "value_json", redact_text(self.value_json))
         if self.diagnostics:  # what was told holds model data too (`str(entry)` shows it)
-            object.__setattr__(self, "diagnostics", tuple(map(_redacted, self.diagnostics)))
+            object.__setattr__(self, "diagnostics", kept_diagnostics(self.diagnostics))
 
     def __repr__(self) -> str:
         return redacted_repr(self)
@@ -142,13 +150,48 @@ class HealLog:
         return f"HealLog({len(self)} entries, {healed} healed)"
 
 
+def kept(value: Any) -> Any:
+    """`value` as a record shown outside the run keeps it, redacted with the secrets known now
+    (the run's scope: the record is rendered later, when they are not): plain data's strings
+    through the redactor; an object of another kind (a model instance, alone or in plain data)
+    kept as it is when neither its JSON data nor its `repr` shows a secret or a credential,
+    else replaced by its JSON data, redacted (the SDK serializes `output_info` as data and
+    falls back to `str`, which a model's fields reach)."""
+    plain = redact_data(value, by_name=False)
+    data = jsonable(plain)
+    redacted = redact_data(data, by_name=False)
+    shown = safe_repr(plain)
+    if redacted == data and redact_text(shown) == shown:
+        return plain
+    return redacted
+
+
+def kept_diagnostics(found: Sequence[Diagnostic]) -> tuple[Diagnostic, ...]:
+    """`found` as a record or an error shown outside the run keeps them (`kept`)."""
+    return tuple(map(_redacted, found))
+
+
+def kept_report(report: ContractReport) -> ContractReport:
+    """`report` as the guardrail hands it to the SDK: its diagnostics, warnings and fixed value
+    kept (`kept`), in the run's secrets scope."""
+    return dataclasses.replace(
+        report,
+        diagnostics=kept_diagnostics(report.diagnostics),
+        warnings=kept_diagnostics(report.warnings),
+        fixed_value=None if report.fixed_value is None else kept(report.fixed_value),
+    )
+
+
 def _redacted(found: Diagnostic) -> Diagnostic:
-    """`found` through the redactor (its value's strings, its texts), as an entry keeps it."""
+    """`found` through the redactor (its value and the values the rule involved, kept; its
+    texts), as an entry or a report keeps it."""
     return dataclasses.replace(
         found,
-        value=redact_data(found.value, by_name=False),
+        path=redact_text(found.path),
+        value=kept(found.value),
         constraint=redact_text(found.constraint),
         prescription=redact_text(found.prescription),
+        extra=kept(found.extra) if found.extra else found.extra,
     )
 
 

@@ -22,7 +22,8 @@ is validated as the SDK does.
 
 `as_sdk_output` runs the SDK's second validation of a handler's output first, as a check (a
 value it would refuse or change is not handed on); `handed_over` hands a value to a
-`HealedOutputSchema`.
+`HealedOutputSchema`. `output_schema` is the SDK's schema for an agent's output, `final_text`
+the reply the SDK validated.
 """
 
 from __future__ import annotations
@@ -30,9 +31,16 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Any
 
-from agents import AgentOutputSchema
+from agents import AgentOutputSchema, AgentOutputSchemaBase, ItemHelpers
 
-__all__ = ["HealedOutputSchema", "as_sdk_output", "hand_over", "handed_over"]
+__all__ = [
+    "HealedOutputSchema",
+    "as_sdk_output",
+    "final_text",
+    "hand_over",
+    "handed_over",
+    "output_schema",
+]
 
 _WRAPPER_KEY = "response"  # the SDK's `agent_output._WRAPPER_DICT_KEY`
 
@@ -114,3 +122,27 @@ def handed_over(schema: HealedOutputSchema, adapter: Any, value: Any) -> str | N
     except Exception:  # a serializer that fails: the SDK would refuse the value too
         return None
     return text if hand_over(schema, value) else None
+
+
+def output_schema(agent: Any) -> AgentOutputSchema | None:
+    """The SDK's schema for the agent's output (None: plain text, or a custom schema class
+    whose type healjson cannot know)."""
+    declared = getattr(agent, "output_type", None)
+    if declared is None or declared is str:
+        return None
+    if isinstance(declared, AgentOutputSchema):
+        return None if declared.is_plain_text() else declared
+    if isinstance(declared, AgentOutputSchemaBase):
+        return None
+    return AgentOutputSchema(declared)
+
+
+def final_text(run_data: Any) -> str | None:
+    """The text of the last message of the model's last response (what the SDK validated)."""
+    responses = getattr(run_data, "raw_responses", None) or ()
+    for response in reversed(responses):
+        for item in reversed(getattr(response, "output", None) or ()):
+            text = ItemHelpers.extract_text(item)
+            if text is not None:
+                return text
+    return None

@@ -21,17 +21,19 @@ Three pieces, each on a hook the SDK offers for it (nothing of the SDK is replac
   second validation gives it back (equal, and the same JSON): not for a validator that changes
   a valid value (dollars to cents) nor a `SecretStr` (dumped as its mask): then `None` too.
 * `heal_tools(agent_or_tools, tool_contracts)`: function tools whose arguments are healed
-  before the SDK validates them. Each `FunctionTool` is copied (its public `copy`) with an
-  `on_invoke_tool` that runs L1 + L2 on the model's arguments text, against the tool's own
-  parameter model (rebuilt with the SDK's `function_schema` from the function `@function_tool`
-  wrapped; a `FunctionTool` built by hand is read as a JSON object) and that tool's contracts,
-  then hands the tool's own invoker the JSON data L1 read (repaired, not validated: the SDK's
-  validation is the only one the tool's value gets, as for clean arguments), or the model's
-  text, untouched, when it needed nothing. When the run's context is a mapping, healjson's L2
-  reads the JSON with it as pydantic's validation context, while the SDK reads
-  `Model(**json.loads(text))`, lax, without one: then the text handed on is first read the
-  SDK's way (a check, thrown away), and is not run when that refuses it, or gives another
-  value that breaks the contracts (which then judge it, the value the tool would get).
+  before the SDK validates them, the agent's and those of every agent it can hand off to
+  (each a healed clone: the whole run is healed). Each `FunctionTool` is copied (its public
+  `copy`) with an `on_invoke_tool` that runs L1 + L2 on the model's arguments text, against
+  the tool's own parameter model (rebuilt with the SDK's `function_schema` from the function
+  `@function_tool` wrapped; a `FunctionTool` built by hand is read as a JSON object) and that
+  tool's contracts, then hands the tool's own invoker the JSON data L1 read (repaired, not
+  validated: the SDK's validation is the only one the tool's value gets, as for clean
+  arguments), or the model's text, untouched, when it needed nothing. When the run's context
+  is a mapping, healjson's L2 reads the JSON with it as pydantic's validation context, while
+  the SDK reads `Model(**json.loads(text))`, lax, without one: then the text handed on is
+  first read the SDK's way (a check, thrown away), and is not run when that refuses it, or
+  gives another value that breaks the contracts (which then judge it, the value the tool
+  would get).
   Arguments that cannot be healed are not run: the model gets healjson's diagnostics (the
   value, the rule, the fix) as the tool's error result, the way the SDK reports a tool's
   failure, where the SDK alone would send "An error occurred while running the tool. Please
@@ -43,7 +45,7 @@ Three pieces, each on a hook the SDK offers for it (nothing of the SDK is replac
   `ModelBehaviorError`) naming the rule and the tool.
 * `contract_guardrail(contracts)`: an `OutputGuardrail` that runs healjson contracts on the
   final output itself (never validated again); its tripwire fires on a breach, the
-  `ContractReport` (the diagnostics) as its `output_info`.
+  `ContractReport` (the diagnostics, redacted with the client's secrets) as its `output_info`.
 
 A contract that fails as code (raises, runs past `contract_timeout_s`, changes the value it
 judges) is the caller's bug, not the model's: each piece raises the SDK's `UserError`, which
@@ -59,7 +61,9 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import threading
 import warnings
+import weakref
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -69,10 +73,13 @@ from pydantic_core import to_json
 from ._agents_judge import (
     Judges,
     client_secrets,
+    failure_formatter,
     judge,
     judge_output,
     messages,
+    not_the_sdks,
     one_attempt,
+    params_type,
     run_context_data,
 )
 from ._agents_log import (
@@ -81,6 +88,8 @@ from ._agents_log import (
     HealLog,
     bug_text,
     entry,
+    kept_diagnostics,
+    kept_report,
     refusal_text,
     rules_broken,
     stop_text,
@@ -101,11 +110,9 @@ require_extra("agents", "agents", "openai-agents")
 
 from agents import (  # noqa: E402  (after the check: the one missing-extra message)
     Agent,
-    AgentOutputSchema,
-    AgentOutputSchemaBase,
     FunctionTool,
     GuardrailFunctionOutput,
-    ItemHelpers,
+    Handoff,
     ModelBehaviorError,
     OutputGuardrail,
     RunContextWrapper,
@@ -114,9 +121,14 @@ from agents import (  # noqa: E402  (after the check: the one missing-extra mess
     UserError,
     default_tool_error_function,
 )
-from agents.function_schema import function_schema  # noqa: E402
 
-from ._agents_output import HealedOutputSchema, as_sdk_output, handed_over  # noqa: E402
+from ._agents_output import (  # noqa: E402
+    HealedOutputSchema,
+    as_sdk_output,
+    final_text,
+    handed_over,
+    output_schema,
+)
 
 if TYPE_CHECKING:
     from agents import Tool
@@ -164,30 +176,6 @@ def _contract_failed(what: str, found: Sequence[Diagnostic]) -> UserError | None
 # ---------------------------------------------------------------------------------------------
 # The final output: an `invalid_final_output` handler
 # ---------------------------------------------------------------------------------------------
-
-
-def _output_schema(agent: Any) -> AgentOutputSchema | None:
-    """The SDK's schema for the agent's output (None: plain text, or a custom schema class
-    whose type healjson cannot know)."""
-    declared = getattr(agent, "output_type", None)
-    if declared is None or declared is str:
-        return None
-    if isinstance(declared, AgentOutputSchema):
-        return None if declared.is_plain_text() else declared
-    if isinstance(declared, AgentOutputSchemaBase):
-        return None
-    return AgentOutputSchema(declared)
-
-
-def _final_text(run_data: Any) -> str | None:
-    """The text of the last message of the model's last response (what the SDK validated)."""
-    responses = getattr(run_data, "raw_responses", None) or ()
-    for response in reversed(responses):
-        for item in reversed(getattr(response, "output", None) or ()):
-            text = ItemHelpers.extract_text(item)
-            if text is not None:
-                return text
-    return None
 
 
 _CLEAN_OUTPUTS_UNCHECKED = (
@@ -238,8 +226,8 @@ def heal_final_output(
     async def heal(data: RunErrorHandlerInput[Any]) -> RunErrorHandlerResult | None:
         run_data = data.run_data
         agent = run_data.last_agent
-        schema = _output_schema(agent)
-        text = _final_text(run_data)
+        schema = output_schema(agent)
+        text = final_text(run_data)
         if schema is None or text is None or not text.strip():
             return None  # nothing to heal: the SDK goes on as without a handler
         # the SDK's `{"response": ...}` wrapper: taken off by a reading L1's verdict stands on
@@ -283,40 +271,6 @@ def heal_final_output(
 # ---------------------------------------------------------------------------------------------
 # Tool arguments: function tools whose invoker heals first
 # ---------------------------------------------------------------------------------------------
-
-
-def _params_type(tool: FunctionTool) -> Any:
-    """The pydantic model the SDK validates this tool's arguments with: rebuilt from the function
-    `@function_tool` wrapped (the same `function_schema`), kept only when its fields are the
-    tool's declared parameters; else any JSON object."""
-    fallback = dict[str, Any]
-    try:
-        func = tool.__wrapped__
-    except AttributeError:
-        return fallback
-    try:
-        schema = function_schema(
-            func, use_docstring_info=False, strict_json_schema=tool.strict_json_schema
-        )
-    except Exception:  # a callable the SDK reads some other way: judge the JSON alone
-        return fallback
-    model = schema.params_pydantic_model
-    declared = tool.params_json_schema.get("properties")
-    names = {info.alias or name for name, info in model.model_fields.items()}
-    if not isinstance(declared, Mapping) or set(declared) != names:
-        return fallback
-    return model
-
-
-def _not_the_sdks(text: str) -> Diagnostic:
-    """The SDK refuses arguments that are not a JSON object of the tool's parameters."""
-    return Diagnostic(
-        ROOT,
-        text,
-        "must be a JSON object of the tool's parameters",
-        "Send the arguments as one JSON object.",
-        Source.SCHEMA,
-    )
 
 
 class _HealingInvoker:
@@ -373,7 +327,8 @@ class _HealingInvoker:
         if bug is not None:  # the caller's bug: raised as one, never told to the model
             raise bug
         if outcome.reason is Reason.CONTRACT_ERROR:  # a `"stop"` rule: never asked again
-            raise ContractStopped(stop_text(name, outcome.errors), outcome.errors)
+            message = stop_text(name, outcome.errors)  # both redacted, in the client's scope
+            raise ContractStopped(message, kept_diagnostics(outcome.errors))
         return await self._refuse(ctx, outcome.errors)
 
     async def _as_the_sdk_reads(
@@ -394,9 +349,9 @@ class _HealingInvoker:
             data = json.loads(text)
             read = model(**data) if data else model()
         except ValidationError as exc:
-            return tuple(schema_diagnostics(exc.errors(), data)) or (_not_the_sdks(text),)
+            return tuple(schema_diagnostics(exc.errors(), data)) or (not_the_sdks(text),)
         except Exception:  # not a JSON object: the SDK refuses it
-            return (_not_the_sdks(text),)
+            return (not_the_sdks(text),)
         adapter = self.healer.target.adapter
         try:
             dumps = adapter.dump_json(read, by_alias=True) == adapter.dump_json(
@@ -416,7 +371,8 @@ class _HealingInvoker:
             raise bug
         stops = {rule.name for rule in self.healer.contracts if rule.on_fail == "stop"}
         if any(d.rule in stops for d in report.diagnostics):  # never asked again
-            raise ContractStopped(stop_text(name, report.diagnostics), report.diagnostics)
+            message = stop_text(name, report.diagnostics)
+            raise ContractStopped(message, kept_diagnostics(report.diagnostics))
         return tuple(report.diagnostics)
 
     def _handed(self, outcome: Healed[Any], data: Any) -> str | None:
@@ -440,23 +396,13 @@ class _HealingInvoker:
         """The SDK's way with a tool failure, healjson's diagnostics as the error."""
         message = refusal_text(self.tool.name, diagnostics)
         error = ModelBehaviorError(message)
-        formatter = _failure_formatter(self.tool, ctx)
+        formatter = failure_formatter(self.tool, ctx)
         if formatter is None:  # the tool's failures end the run
             raise error
         if formatter is default_tool_error_function:  # the generic text: ours is the informed one
             return message
         result = formatter(ctx, error)
         return await result if inspect.isawaitable(result) else result
-
-
-def _failure_formatter(tool: FunctionTool, ctx: Any) -> Any:
-    """The tool's failure policy, as the SDK resolves it (default: its generic text)."""
-    from agents import tool as tool_module
-
-    resolve = getattr(tool_module, "resolve_function_tool_failure_error_function", None)
-    if resolve is None:
-        return default_tool_error_function
-    return resolve(tool, ctx)
 
 
 def _healing_tool(
@@ -469,10 +415,84 @@ def _healing_tool(
     if isinstance(before, _HealingInvoker):
         target, inner = before.healer.target.type_, before.inner
     else:
-        target, inner = _params_type(tool), healed.on_invoke_tool
+        target, inner = params_type(tool), healed.on_invoke_tool
     healer = Healer(target, contracts=rules, policy=policy)
     healed.on_invoke_tool = _HealingInvoker(healed, inner, healer, log)
     return healed
+
+
+class _Healing:
+    """One `heal_tools` configuration over the agents a run can reach: the agent given and each
+    one it can hand off to, at any depth (an `Agent` in its `handoffs`, the target of a
+    `Handoff`, before the run where the SDK says which, else when the handoff returns it), each
+    healed once into one clone (a cycle of handoffs ends; a target reached twice is one agent;
+    thread-safe). `names`: the function tools healed so far."""
+
+    def __init__(
+        self, rules_by_tool: Mapping[str, Rules], policy: HealPolicy, log: HealLog | None
+    ) -> None:
+        self.rules_by_tool = rules_by_tool
+        self.policy = policy
+        self.log = log
+        self.names: set[str] = set()
+        self._clones: dict[int, tuple[weakref.ref[Any], Agent[Any]]] = {}
+        self._lock = threading.RLock()
+
+    def tools(self, tools: Iterable[Any]) -> list[Any]:
+        """Function tools healed; other tools (hosted, computer, MCP servers) as they are."""
+        out: list[Any] = []
+        for tool in tools:
+            if isinstance(tool, FunctionTool):
+                self.names.add(tool.name)
+                rules = tuple(self.rules_by_tool.get(tool.name, ()))
+                out.append(_healing_tool(tool, rules, self.policy, self.log))
+            else:
+                out.append(tool)
+        return out
+
+    def agent(self, agent: Agent[Any]) -> Agent[Any]:
+        """The clone of `agent` whose function tools, and whose handoff targets', are healed."""
+        with self._lock:
+            found = self._clones.get(id(agent))
+            if found is not None and found[0]() is agent:
+                return found[1]
+            healed = agent.clone(tools=self.tools(agent.tools))
+            key = id(agent)  # forgotten with the agent: an id is reused after it is gone
+            self._clones[key] = (weakref.ref(agent, lambda _: self._clones.pop(key, None)), healed)
+            healed.handoffs = [self._handoff(item) for item in agent.handoffs]
+            return healed
+
+    def _handoff(self, item: Any) -> Any:
+        """A handoff whose target is healed: an `Agent`, its clone; a `Handoff`, a copy whose
+        invoker hands on the clone of the agent its own invoker returns (a handoff healed
+        before: the clone that one hands on, so the target is the one its SDK reference
+        names; its tools are healed once, under this configuration)."""
+        if isinstance(item, Agent):
+            return self.agent(item)
+        if not isinstance(item, Handoff):
+            return item
+        healed = copy.copy(item)
+        healed.on_invoke_handoff = _HealingHandoff(self, item.on_invoke_handoff)
+        ref = getattr(item, "_agent_ref", None)  # the SDK's: the target `handoff()` was given
+        target = ref() if callable(ref) else None
+        if isinstance(target, Agent):  # the SDK reads the target's tools before it hands off
+            healed._agent_ref = weakref.ref(self.agent(target))
+        return healed
+
+
+class _HealingHandoff:
+    """A `Handoff`'s `on_invoke_handoff`: the handoff's own invoker, then the agent it returns,
+    healed (`_Healing.agent`)."""
+
+    __slots__ = ("healing", "inner")
+
+    def __init__(self, healing: _Healing, inner: Any) -> None:
+        self.healing = healing
+        self.inner = inner
+
+    async def __call__(self, ctx: RunContextWrapper[Any], input_json: str) -> Any:
+        target = await self.inner(ctx, input_json)
+        return self.healing.agent(target) if isinstance(target, Agent) else target
 
 
 @overload
@@ -500,32 +520,29 @@ def heal_tools(
 ) -> Any:
     """Function tools whose arguments healjson heals before the SDK validates them.
 
-    Given an `Agent`, returns a clone (`agent.clone(tools=...)`) whose function tools are healed;
-    given a list of tools, a new list. Other tools (hosted, computer, MCP servers) are kept as
-    they are. `tool_contracts` maps a tool's name to its contracts (the tool's own rules, checked
-    on the arguments' value: the tool's parameter model instance); a name no function tool has
-    is a mistake and raises `ValueError`, as does a contract naming a field the tool lacks.
-    `policy`: what applies to one reply (`on_ambiguity`, `contract_timeout_s`, ...); `log`: a
-    `HealLog` recording each call healed or refused.
+    Given an `Agent`, returns a clone (`agent.clone(tools=...)`) whose function tools are healed,
+    and so are those of every agent it can hand off to, at any depth (the whole run is healed):
+    each target (an `Agent` in `handoffs`, or a `Handoff`'s) is a clone healed the same way,
+    one per agent (a cycle of handoffs stays one). Given a list of tools, a new list. Other
+    tools (hosted, computer, MCP servers) are kept as they are; the agents given are left as
+    they were. `tool_contracts` maps a tool's name to its contracts (the tool's own rules,
+    checked on the arguments' value: the tool's parameter model instance), for every tool of
+    that name; a name no function tool has is a mistake and raises `ValueError`, as does a
+    contract naming a field the tool lacks. `policy`: what applies to one reply
+    (`on_ambiguity`, `contract_timeout_s`, ...); `log`: a `HealLog` recording each call healed
+    or refused.
     """
     rules_by_tool = dict(tool_contracts or {})
-    one = one_attempt(policy)
+    healing = _Healing(rules_by_tool, one_attempt(policy), log)
     is_agent = isinstance(agent_or_tools, Agent)
-    tools = list(agent_or_tools.tools if is_agent else agent_or_tools)
-    names = {tool.name for tool in tools if isinstance(tool, FunctionTool)}
-    unknown = sorted(set(rules_by_tool) - names)
+    healed = healing.agent(agent_or_tools) if is_agent else healing.tools(agent_or_tools)
+    unknown = sorted(set(rules_by_tool) - healing.names)
     if unknown:
         raise ValueError(
             f"tool_contracts names {', '.join(map(repr, unknown))}, which is not a function tool "
-            f"here; the function tools are: {', '.join(sorted(names)) or 'none'}"
+            f"here; the function tools are: {', '.join(sorted(healing.names)) or 'none'}"
         )
-    healed: list[Any] = [
-        _healing_tool(tool, tuple(rules_by_tool.get(tool.name, ())), one, log)
-        if isinstance(tool, FunctionTool)
-        else tool
-        for tool in tools
-    ]
-    return agent_or_tools.clone(tools=healed) if is_agent else healed
+    return healed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -561,7 +578,7 @@ def contract_guardrail(
     async def check(
         context: RunContextWrapper[Any], agent: Agent[Any], output: Any
     ) -> GuardrailFunctionOutput:
-        schema = _output_schema(agent)
+        schema = output_schema(agent)
         healer = judges.for_type(str if schema is None else schema.output_type)
         report = await judge_output(healer, output, run_context_data(context))
         if not report.ok:
@@ -573,6 +590,9 @@ def contract_guardrail(
             bug = _contract_failed(f"the final output of agent `{name}`", report.diagnostics)
             if bug is not None:  # the caller's bug, not a breach by the output
                 raise bug
-        return GuardrailFunctionOutput(output_info=report, tripwire_triggered=not report.ok)
+        # kept in the run's results and state, shown outside the run: redacted with the
+        # client's secrets here, in its scope (the SDK's tripwire reads `ok`)
+        shown = kept_report(report)
+        return GuardrailFunctionOutput(output_info=shown, tripwire_triggered=not report.ok)
 
     return OutputGuardrail(guardrail_function=check_contracts, name=name)

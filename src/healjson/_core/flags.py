@@ -43,8 +43,9 @@ class Flag(enum.StrEnum):
     under a word that can name the value (`parse.wrappers`): another key (`{"fahrenheit": 70}`,
     `{"not": [1, 2]}`) qualifies it."""
     WRAPPED = "wrapped"
-    """A bare list was placed in the only required field, a list, of the object expected
-    there (the target or a nested model)."""
+    """A bare value was placed in the one field of the object expected there: a list in the
+    only required field, a list, of the target or a nested model; an answer without an agent
+    framework's `{"response": ...}` envelope, in that field."""
     LISTED = "listed"
     """A single value was taken as a one-item list where the schema wants a list."""
     UNLISTED = "unlisted"
