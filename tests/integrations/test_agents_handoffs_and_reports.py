@@ -1,4 +1,4 @@
-"""`healjson.agents` : the guardrail's report (the SDK's `output_info`,
+"""`healjson.agents`: the guardrail's report (the SDK's `output_info`,
 kept in the run's results and state) never shows the model client's key; `heal_tools` heals the
 whole run, the agents it hands off to included; and an answer the SDK wanted in its `{"response":
 ...}` wrapper that came bare is flagged like every other repair. The real OpenAI Agents SDK over
