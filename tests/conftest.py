@@ -99,7 +99,9 @@ SLOW_FIXTURES = ("ray_cluster", "zygote")
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test that uses a fixture of `SLOW_FIXTURES` must be marked `slow`, so that it runs in
-    the slow lane only (the default lane is `-m "not slow"`).
+    the slow lane only (the default lane is `-m "not slow"`); the tests that share one such
+    fixture are one `xdist_group`, so that under the slow lane's `--dist=loadgroup` one worker
+    runs them all, with one Ray instance and one warm process.
 
     The long tests go first, the many short ones last: `slow` ones, then property tests,
     then the rest, each in collection order. Handed out in that order, the workers end
@@ -115,6 +117,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             f"mark these tests `@pytest.mark.slow` (they use {', '.join(SLOW_FIXTURES)}): "
             + ", ".join(unmarked)
         )
+    for item in items:  # one worker holds each such fixture (`--dist=loadgroup`, the slow lane)
+        for name in SLOW_FIXTURES:
+            if name in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(name))
+                break
     items.sort(key=_expected_length)
 
 

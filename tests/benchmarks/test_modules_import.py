@@ -9,11 +9,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from paths import ROOT
 
 BENCH = ROOT / "benchmarks"
 
 
+@pytest.mark.slow  # a fresh interpreter importing every script and its SDKs: about 10 s
 def test_every_benchmark_script_imports_on_the_default_install() -> None:
     """Each `benchmarks/*.py` imports in one fresh interpreter (an import error names it)."""
     names = sorted(path.stem for path in BENCH.glob("*.py"))

@@ -26,13 +26,6 @@ DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
 # pages whose own module runs them and then the tests they show (with a bounded example count)
 OWN_MODULES = {"testing.md": "test_docs_testing.py", "contracts.md": "test_docs_contracts.py"}
-# pages that start Ray, a stdio server process or a durable engine: the slow lane
-SLOW_PAGES = {"batch.md", "durable.md", "mcp.md"}
-RUN = [
-    pytest.param(page, marks=pytest.mark.slow) if page.name in SLOW_PAGES else page
-    for page in PAGES
-    if page.name not in OWN_MODULES
-]
 _IMPORT = re.compile(r"^(?:from|import) +([A-Za-z_][\w]*)", re.MULTILINE)
 
 
@@ -40,10 +33,24 @@ def blocks(page: Path) -> list[CodeExample]:
     return [example for example in find_examples(page) if example.prefix == "python"]
 
 
+def imported(page: Path) -> set[str]:
+    """The top-level packages a page's blocks import."""
+    return {name for example in blocks(page) for name in _IMPORT.findall(example.source)}
+
+
+# a page runs whole, as a reader runs it (some start Ray, a stdio server process or a durable
+# engine): the slow lane, as the README run is; a page of instructor's runs where instructor
+# is installed, the floor lane, which runs `-m "not slow"`
+RUN = [
+    page if "instructor" in imported(page) else pytest.param(page, marks=pytest.mark.slow)
+    for page in PAGES
+    if page.name not in OWN_MODULES
+]
+
+
 def missing_packages(page: Path) -> list[str]:
     """The top-level packages a page imports that are not installed."""
-    found = {name for example in blocks(page) for name in _IMPORT.findall(example.source)}
-    return sorted(name for name in found if importlib.util.find_spec(name) is None)
+    return sorted(name for name in imported(page) if importlib.util.find_spec(name) is None)
 
 
 def test_there_are_pages_and_each_has_a_runnable_block() -> None:
@@ -101,4 +108,4 @@ def test_a_failing_block_fails_the_page(eval_example: EvalExample, tmp_path: Pat
 def test_the_pages_run_elsewhere_have_their_module() -> None:
     """A page left out of the run above is run by a module of its own."""
     assert all((ROOT / "tests" / "promises" / module).exists() for module in OWN_MODULES.values())
-    assert set(OWN_MODULES) | SLOW_PAGES <= {page.name for page in PAGES}
+    assert set(OWN_MODULES) <= {page.name for page in PAGES}

@@ -44,6 +44,7 @@ def test_every_python_block_is_collected() -> None:
         compile(example.source, f"docs/testing.md:{example.start_line}", "exec")
 
 
+@pytest.mark.slow  # the page run whole, as a reader runs it: the slow lane, as the README run is
 def test_docs_testing_runs_from_the_top(
     eval_example: EvalExample, monkeypatch: pytest.MonkeyPatch
 ) -> None:
