@@ -24,7 +24,7 @@ import dataclasses
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel
 
@@ -269,15 +269,17 @@ def _openai(chunk: Any) -> Delta:
                 break
         if reasoning:
             break
-    arguments = ""
-    name: str | None = None
+    pieces: list[Delta] = []  # each call's piece, with its identity (`Delta.tool_index`)
     for call in as_list(get_field(delta, "tool_calls")):
         if is_custom(call):  # a custom tool's free-text input: no function's arguments
             continue
-        function = get_field(call, "function") or {}
+        function, index = get_field(call, "function") or {}, get_field(call, "index")
         piece = get_field(function, "arguments")
-        arguments += chunk_text(piece, "choices[0].delta.tool_calls[].function.arguments")
-        name = name or opt_str(get_field(function, "name"))
+        pieces.append(Delta(tool_arguments=chunk_text(piece, _ARGUMENTS),
+                            tool_name=opt_str(get_field(function, "name")),
+                            tool_index=index if type(index) is int else None,
+                            tool_id=opt_str(get_field(call, "id"))))  # fmt: skip
+    first = pieces[0] if pieces else _NO_CALL
     text = chunk_text(get_field(delta, "content"), "choices[0].delta.content", parts=True)
     refusal = chunk_text(get_field(delta, "refusal"), "choices[0].delta.refusal")
     finish = opt_str(get_field(choice, "finish_reason"))
@@ -286,13 +288,20 @@ def _openai(chunk: Any) -> Delta:
     return Delta(
         text=text,
         reasoning=reasoning,
-        tool_arguments=arguments,
-        tool_name=name,
+        tool_arguments=first.tool_arguments,
+        tool_name=first.tool_name,
+        tool_index=first.tool_index,
+        tool_id=first.tool_id,
+        tool_pieces=tuple(pieces[1:]),
         refusal=refusal,
         finish_reason=finish,
         usage=usage,
         model=model,
     )
+
+
+_NO_CALL: Final = Delta()
+_ARGUMENTS: Final = "choices[0].delta.tool_calls[].function.arguments"
 
 
 def _first_choice(choices: Any) -> Any:

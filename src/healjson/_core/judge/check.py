@@ -15,8 +15,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final
 
+from pydantic_core import from_json
+
 from healjson._core.diagnostic import ROOT, Diagnostic, Source
+from healjson._core.flags import Flag
 from healjson._core.parse import ParseResult, read, truncation_diagnostic
+from healjson._core.parse.align import answer_key
+from healjson._core.parse.diagnostics import ambiguity
 from healjson._core.parse.read import Ambiguity
 from healjson._core.sentinels import NOTHING
 from healjson._core.target.target import Target
@@ -34,6 +39,7 @@ __all__ = [
     "Evaluation",
     "Verdict",
     "accepted_evaluations",
+    "answer_calls",
     "answer_text",
     "answer_tool_name",
     "answer_tool_names",
@@ -133,7 +139,8 @@ def answer_text(
     call to the answer tool (named after the target, its schema's title, or `ANSWER_TOOL`:
     `answer_tool_names`) is the answer; without one, a reply that says something beside its
     calls answers in its text (the calls are another tool's, never the value), and a reply of
-    calls alone answers with its first.
+    calls alone answers with its first. (Several calls that may each be the answer are each a
+    candidate: `evaluate` chooses among them by L1's rule, `answer_calls`; this is the first.)
     """
     calls = reply.tool_calls
     if not calls or caller_tools:
@@ -146,6 +153,21 @@ def answer_text(
     if content and not content.isspace():
         return content, False, calls
     return calls[0].arguments, calls[0].as_object, ()
+
+
+def answer_calls(reply: Reply, target: Target[Any], caller_tools: bool) -> tuple[ToolCall, ...]:
+    """The calls of a reply that are each a candidate answer (`answer_text`'s pool: the answer
+    tool's calls, else, with nothing said beside them, every call), when there are several;
+    () for one or none."""
+    calls = reply.tool_calls
+    if len(calls) < 2 or caller_tools:
+        return ()
+    names = answer_tool_names(target)
+    named = tuple(c for c in calls if answer_tool_name(c.name) in names)
+    if named:
+        return named if len(named) > 1 else ()
+    content = reply.content
+    return () if content and not content.isspace() else calls
 
 
 def answer_tool_names(target: Target[Any]) -> frozenset[str]:
@@ -185,15 +207,19 @@ def evaluate(
     if other_calls and not (text or "").strip():
         diagnostic = _tool_call(other_calls)
         return Evaluation(Verdict.SYNTAX, ParseResult(error=diagnostic), (diagnostic,), answer=text)
-    result = read(
-        text,
-        target,
-        finish_reason=finish_reason,
-        on_ambiguity=on_ambiguity,
-        reasoning=reply.reasoning,
-        from_tool=from_tool,
-        context=ctx.validation_context,
-    )
+    candidates = answer_calls(reply, target, caller_tools)
+    if candidates:
+        result, text = _one_of(candidates, target, reply, ctx, on_ambiguity)
+    else:
+        result = read(
+            text,
+            target,
+            finish_reason=finish_reason,
+            on_ambiguity=on_ambiguity,
+            reasoning=reply.reasoning,
+            from_tool=from_tool,
+            context=ctx.validation_context,
+        )
     answer = result.answer if result.answer is not None else text
     if result.error is not None:
         verdict = verdict_for(result.error.source)
@@ -252,6 +278,45 @@ def evaluate(
             before_rules=settled.before_rules,
         )
     )
+
+
+def _one_of(
+    calls: Sequence[ToolCall],
+    target: Target[Any],
+    reply: Reply,
+    ctx: ContractContext,
+    on_ambiguity: Ambiguity,
+) -> tuple[ParseResult, str]:
+    """One answer among several calls that may each be it (`answer_calls`), by L1's rule for
+    the candidates of one text (`parse.read`): each call read as an answer; the first that
+    yields no valid value is the reply's failure (as a stream judges the first as it comes);
+    calls that validate to the same value are one answer (flag `multiple_candidates`);
+    different ones are ambiguous: no value (an `ambiguity` error, every candidate kept) unless
+    the policy picks the first or the last (flag `ambiguous_choice`). With the call read."""
+    fits: list[tuple[ParseResult, ToolCall]] = []
+    for call in {(c.arguments, c.as_object): c for c in calls}.values():
+        found = read(
+            call.arguments,
+            target,
+            finish_reason=reply.finish_reason,
+            on_ambiguity=on_ambiguity,
+            reasoning=reply.reasoning,
+            from_tool=call.as_object,
+            context=ctx.validation_context,
+        )
+        if found.error is not None or not found.valid:
+            return found, call.arguments
+        fits.append((found, call))
+    keys = list(dict.fromkeys(answer_key(target, found.instance) for found, _ in fits))
+    several: tuple[Flag, ...] = (Flag.MULTIPLE_CANDIDATES,)
+    if len(keys) > 1 and on_ambiguity == "reask":
+        values = tuple(from_json(key) for key in keys)
+        error = ambiguity(values, typed=True)
+        return ParseResult(flags=several, error=error, candidates=values), calls[0].arguments
+    if len(keys) > 1:
+        several += (Flag.AMBIGUOUS_CHOICE,)
+    found, call = fits[0] if len(keys) == 1 or on_ambiguity == "first" else fits[-1]
+    return found.replace(flags=(*found.flags, *several)), call.arguments
 
 
 def _tool_call(calls: Sequence[ToolCall]) -> Diagnostic:

@@ -43,7 +43,7 @@ from healjson._core.judge.check import answer_tool_name, answer_tool_names
 from healjson._core.judge.contracts import BLOCKING, Contract, ContractContext, run_contracts
 from healjson._core.judge.judging import judge_value
 from healjson._core.judge.schema_errors import schema_diagnostics
-from healjson._core.parse import truncation_diagnostic
+from healjson._core.parse import read, truncation_diagnostic
 from healjson._core.parse.align import Fit, settled
 from healjson._core.target.target import JsonSchema, Target, list_item_type, target_for
 from healjson._core.wire.delta import Delta
@@ -106,6 +106,11 @@ class StreamSession:
         """The tool calls received, each `(name, argument pieces, the call when it came whole)`,
         as they came: a whole call is kept as sent (its id and kind: a custom tool's free-text
         input stays one) and no later piece joins it."""
+        self._call_ids: list[str | None] = []
+        """Each call's id as its pieces gave it (beside `_calls`, in the same places)."""
+        self._at: dict[int | str, int] = {}
+        """Where in `_calls` the call of each identity a piece gave (`Delta.tool_index`, else
+        `Delta.tool_id`) is."""
         self._answering: list[str] | None = None
         """The pieces of the call streamed as the answer: the first that may be the answer
         tool's (named after the target, or not named), as `check.answer_text` reads calls."""
@@ -192,27 +197,54 @@ class StreamSession:
 
     def _tool_piece(self, delta: Delta) -> str:
         """Take a delta's tool calls, each kept apart (whole calls are calls of their own, closed
-        to later pieces; a piece naming another tool than the call before it starts one); the
+        to later pieces; a piece joins the call of its identity, `Delta.tool_index`); the
         arguments it adds to the call streamed as the answer ("" for none)."""
         streamed = ""
         for call in delta.tool_calls:
             streamed += self._add_call(call.name, call.arguments, call)
-        name, arguments = delta.tool_name, delta.tool_arguments
-        last = self._calls[-1] if self._calls else None
-        if name and (last is None or last[2] is not None or last[0] != name):
-            streamed += self._add_call(name, arguments)
-        elif arguments:
-            if last is None or last[2] is not None:
-                streamed += self._add_call("", arguments)
-            else:
-                pieces = self._calls[-1][1]
-                pieces.append(arguments)
-                streamed += arguments if pieces is self._answering else ""
+        streamed += self._call_piece(delta)
+        for piece in delta.tool_pieces:  # further calls' pieces in the same chunk
+            streamed += self._call_piece(piece)
         return streamed
 
-    def _add_call(self, name: str, arguments: str, whole: ToolCall | None = None) -> str:
+    def _call_piece(self, piece: Delta) -> str:
+        """One call's piece, by `Delta.tool_index`'s rule (the tool-call collectors' too): with
+        an identity, it joins the call of that identity unless it carries another id (a new
+        identity starts a call, whatever its name); without one, it joins the call before it
+        unless it names another tool."""
+        name, arguments, own = piece.tool_name, piece.tool_arguments, piece.tool_id
+        key: int | str | None = piece.tool_index
+        if key is None and own is None:
+            last = self._calls[-1] if self._calls else None
+            if name and (last is None or last[2] is not None or last[0] != name):
+                return self._add_call(name, arguments)
+            if not arguments:
+                return ""
+            if last is None or last[2] is not None:
+                return self._add_call("", arguments)
+            return self._join(len(self._calls) - 1, arguments)
+        key = own if key is None else key
+        assert key is not None
+        at = self._at.get(key)
+        if at is None or (own and self._call_ids[at] and own != self._call_ids[at]):
+            self._at[key] = len(self._calls)
+            return self._add_call(name or "", arguments, None, own)
+        if own and not self._call_ids[at]:
+            self._call_ids[at] = own
+        return self._join(at, arguments) if arguments else ""
+
+    def _join(self, at: int, arguments: str) -> str:
+        """`arguments` appended to call `at`: what they add to the answer ("" for another's)."""
+        pieces = self._calls[at][1]
+        pieces.append(arguments)
+        return arguments if pieces is self._answering else ""
+
+    def _add_call(
+        self, name: str, arguments: str, whole: ToolCall | None = None, call_id: str | None = None
+    ) -> str:
         pieces = [arguments] if arguments else []
         self._calls.append((name, pieces, whole))
+        self._call_ids.append(call_id)
         if self._answering is None and (not name or answer_tool_name(name) in self._answer_names):
             self._answering = pieces
             return arguments
@@ -413,7 +445,8 @@ class StreamSession:
         call spent, `spent`; None: the counts the provider reported, if any)."""
         content: str | None = "".join(self._text) or None
         tool_calls = tuple(
-            whole or ToolCall(name, "".join(pieces)) for name, pieces, whole in self._calls
+            whole or ToolCall(name, "".join(pieces), call_id)
+            for (name, pieces, whole), call_id in zip(self._calls, self._call_ids, strict=True)
         )
         refusal = "".join(self._refusal) or None
         known = self.usage
@@ -431,8 +464,17 @@ class StreamSession:
 
     @property
     def data(self) -> Any:
-        """The JSON data read so far (None before any)."""
-        return self._reader.snapshot()
+        """The data a stream that ended early (cut, failed part-way, stopped) keeps: what L1
+        keeps of the text received so far read as a reply cut by the token limit (`parse.read`
+        with `finish_reason="length"`, the engine's reading of such a reply: only what the model
+        finished, never a string, number or literal the end may have cut short); None when L1
+        keeps nothing. The snapshots the caller sees during the stream (`snapshot`) are a
+        preview and show the string still arriving; this is what the outcome keeps."""
+        text = self.text
+        if not text:
+            return None
+        context = self._ctx.validation_context
+        return read(text, self._target, finish_reason="length", context=context).value
 
 
 _Found = typing.TypeVar("_Found")

@@ -40,9 +40,10 @@ __all__ = [
 class Delta:
     """One piece of a streamed answer. Every field is optional; `usage` is a piece of the call's
     usage (providers send running or final totals: a format's reader marks a running one, which
-    the provider may still revise, `estimated`); `usage_partial`: the usage states its nonzero
+    the provider may still revise, `estimated`); `usage_partial`: the usage states some of its
     counts only (a provider that sends its counts in parts, the input's first and the output's
-    at the end). The pieces add up by one rule (`UsageTally`: a final count beats a running
+    at the end): True, its nonzero ones; five booleans, the ones the provider sent (a stated 0
+    is a count). The pieces add up by one rule (`UsageTally`: a final count beats a running
     one, the latest of each kind wins, the usage is exact once final prompt and completion
     counts came). The rest are appended or set."""
 
@@ -54,11 +55,23 @@ class Delta:
     finish_reason: str | None = None
     usage: Usage | None = None
     model: str | None = None
-    usage_partial: bool = False
+    usage_partial: bool | tuple[bool, bool, bool, bool, bool] = False
     tool_calls: tuple[ToolCall, ...] = ()
     """Whole tool calls (a format that sends each call whole in one chunk), each a call of
-    its own. `tool_name` / `tool_arguments` are pieces of one call instead: a delta naming
-    another tool than the call before it starts a call of its own."""
+    its own. `tool_name` / `tool_arguments` are pieces of one call instead."""
+    tool_index: int | None = None
+    """The provider's identity of the call `tool_name` / `tool_arguments` are a piece of (its
+    `index`: a chat delta's call index, a content block's index), None when the wire
+    gives none. One rule (`StreamSession`, as the tool-call collectors): a piece joins the call
+    at its identity (`tool_index`, else `tool_id`), a piece at a new identity (or carrying
+    another id than that call's) starts a call, whatever its name; a piece with no identity
+    joins the call before it unless it names another tool."""
+    tool_id: str | None = None
+    """The id of the call the piece belongs to, where the piece carries it (its first)."""
+    tool_pieces: tuple[Delta, ...] = ()
+    """Pieces of further calls the same chunk carries (OpenAI chat may send several calls'
+    pieces in one delta), each a `Delta` of `tool_name`, `tool_arguments`, `tool_index`,
+    `tool_id`, read after this one's."""
 
 
 _FORMATS = formats()  # the registry's own list: formats registered later are in it too

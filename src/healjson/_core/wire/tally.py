@@ -15,7 +15,9 @@ class UsageTally:
       the provider may still revise, such as a stream's opening count);
     - a piece states every count it holds, zeros included, unless it is partial (`partial`: a
       provider that sends its counts in parts, the input's at the start and the output's at
-      the end): a partial piece states its nonzero counts only;
+      the end): a partial piece states the counts its `partial` mask names (five booleans:
+      prompt, completion, reasoning, cache read, cache write; a 0 the provider sent is a
+      count), or, given as True, its nonzero counts only;
     - each count (prompt, completion, reasoning, cache read, cache write) is the latest one a
       final piece stated, else the latest one a running piece stated: a final count is never
       replaced by a running one, and a later final one replaces it (a provider's closing totals
@@ -33,8 +35,9 @@ class UsageTally:
         self._requests = 0
         self._model: str | None = None
 
-    def add(self, piece: Usage, partial: bool = False) -> None:
-        """Take one piece (`partial`: it states its nonzero counts only)."""
+    def add(self, piece: Usage, partial: bool | tuple[bool, ...] = False) -> None:
+        """Take one piece (`partial`: the counts it states, as a mask; True: its nonzero
+        counts only)."""
         counts = self._counts
         if counts is None:
             counts = self._counts = [0] * 5
@@ -46,8 +49,9 @@ class UsageTally:
             piece.cache_read_tokens,
             piece.cache_write_tokens,
         )
+        mask = partial if isinstance(partial, tuple) else tuple(c or not partial for c in stated)
         for index, count in enumerate(stated):
-            if (count or not partial) and (final or not known[index]):
+            if mask[index] and (final or not known[index]):
                 counts[index] = count
                 known[index] = known[index] or final
         self._requests = max(self._requests, piece.requests)

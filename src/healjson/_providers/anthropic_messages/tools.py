@@ -20,7 +20,7 @@ from healjson._providers._fields import get_field, opt_str
 from healjson._providers._unreadable import chunk_text, unreadable_as_failure
 from healjson._providers.provider import ToolDialect
 
-from .wire import FINISH, anthropic_usage
+from .events import FINISH, anthropic_usage, start_piece, stated_counts
 
 __all__ = ["ANTHROPIC", "AnthropicCollector", "forces_call"]
 
@@ -54,11 +54,13 @@ class AnthropicCollector:
                 get_field(block, "name"),
                 [],
             ]
-            if entry[0] == "thinking":  # a thinking block may start with a first piece
-                first = get_field(block, "thinking")
-                entry[3].extend([first] if isinstance(first, str) and first else [])
+            first = start_piece(event)  # what the start carries is the block's first piece
+            piece = first.text or first.reasoning or first.tool_arguments
+            if piece and entry[0] in ("text", "thinking", "tool_use"):
+                entry[3].append(piece)
             self._blocks[index] = entry
-        elif kind == "content_block_delta" and isinstance(index, int) and index in self._blocks:
+            return first.text
+        if kind == "content_block_delta" and isinstance(index, int) and index in self._blocks:
             delta = get_field(event, "delta") or {}
             piece = get_field(delta, "type")
             entry = self._blocks[index]
@@ -90,7 +92,7 @@ class AnthropicCollector:
                 get_field(event, "usage"), requests=1, model=self._model, part="end"
             )
             if totals is not None:
-                self._usage.add(totals, partial=True)
+                self._usage.add(totals, stated_counts(get_field(event, "usage"), "end"))
         return ""
 
     def reply(self) -> Reply:

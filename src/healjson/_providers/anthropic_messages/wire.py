@@ -4,7 +4,7 @@
   blocks joined as the content, `tool_use` blocks as tool calls, `thinking` blocks as the
   reasoning, a `refusal` stop as the refusal; stop reasons mapped onto OpenAI's finish reasons
   (`length` for a token cut); usage with the prompt cache's reads and writes counted in the
-  prompt. A stream event (`message_start`, `content_block_delta`, `message_delta`) as a `Delta`.
+  prompt. A stream event as a `Delta`: `events.py` (with the stop reasons and the usage).
 - Requests: chat messages and parameters as a Messages request (`anthropic_request`: system
   messages to the top-level `system`, `max_tokens` for OpenAI's `max_completion_tokens`); the
   Message Batches lines are `batch_lines.py`'s.
@@ -23,27 +23,13 @@ from pydantic import BaseModel
 
 from healjson._core.judge.check import ANSWER_TOOL, caller_tools
 from healjson._core.parse import read
-from healjson._core.wire.delta import Delta
 from healjson._core.wire.formats import WireFormat
-from healjson._core.wire.reply import Reply, ToolCall, Usage, new_reply, new_usage, remember_reader
-from healjson._providers._fields import (
-    MAX_COUNT,
-    as_int,
-    counts,
-    get_field,
-    json_text,
-    message_text,
-    opt_str,
-)
-from healjson._providers._unreadable import (
-    chunk_text,
-    not_a_reply,
-    unreadable_as_failure,
-    unreadable_reply,
-    wrong_text,
-)
+from healjson._core.wire.reply import Reply, ToolCall, new_reply, new_usage, remember_reader
+from healjson._providers._fields import MAX_COUNT, get_field, json_text, message_text, opt_str
+from healjson._providers._unreadable import not_a_reply, unreadable_reply, wrong_text
 from healjson._providers.tiers import JsonMode, Shapeable, prompted
 
+from .events import FINISH, anthropic_event, anthropic_usage
 from .schema import AnthropicSchemaUnsupported
 from .schema import shared_anthropic_schema as anthropic_schema  # one per target
 
@@ -61,11 +47,6 @@ __all__ = [
     "tier_request",
     "used_tier",
 ]
-
-# stop reasons as OpenAI's finish reasons (a reason not listed is kept as it is)
-FINISH = {"max_tokens": "length", "model_context_window_exceeded": "length",
-          "end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls",
-          "pause_turn": "stop"}  # fmt: skip
 
 
 @unreadable_reply(
@@ -165,86 +146,6 @@ def read_message(obj: Any) -> Reply:
         new_usage(prompt + read + written, completion, False, 0, read, written, 1, model),
         model,
     )
-
-
-def anthropic_usage(
-    raw: Any, *, requests: int = 0, model: str | None = None, part: str | None = None
-) -> Usage | None:
-    """Anthropic's usage (a message's, or a stream event's piece), None without counts. Its
-    `input_tokens` leave out the cached input, which healjson counts in `prompt_tokens`. A
-    count that is no count is unreported (`_fields.counts`). Stream events are partial pieces
-    (`part`: a count left out is 0, which states nothing, `UsageTally`); `part="start"`:
-    `message_start`'s, whose `output_tokens` is a placeholder (left out: 0)."""
-    if raw is None:
-        return None
-    prompt, completion = get_field(raw, "input_tokens"), get_field(raw, "output_tokens")
-    if part is not None:
-        prompt = 0 if prompt is None else prompt
-        completion = 0 if completion is None or part == "start" else completion
-    found = counts(prompt, completion)
-    if found is None:
-        return None
-    prompt, completion, estimated = found
-    read = as_int(get_field(raw, "cache_read_input_tokens"))
-    written = as_int(get_field(raw, "cache_creation_input_tokens"))
-    details = get_field(raw, "output_tokens_details")
-    thinking = get_field(details, "thinking_tokens") if details is not None else None
-    return new_usage(  # a stream piece without the input's count states no prompt count
-        prompt + read + written if prompt or part is None else 0,
-        completion,
-        estimated,
-        reasoning_tokens=as_int(thinking),
-        cache_read_tokens=read,
-        cache_write_tokens=written,
-        requests=requests,
-        model=model,
-    )
-
-
-_THINKING = "thinking_delta.thinking"
-_JSON = "input_json_delta.partial_json"
-
-
-@unreadable_as_failure
-def _anthropic_event(event: Any) -> Delta:
-    kind = get_field(event, "type")
-    if kind == "content_block_delta":
-        delta = get_field(event, "delta") or {}
-        piece = get_field(delta, "type")
-        # a delta's text of another type is no event of a reply (`chunk_text`)
-        if piece == "text_delta":
-            return Delta(text=chunk_text(get_field(delta, "text"), "text_delta.text"))
-        if piece == "thinking_delta":
-            return Delta(reasoning=chunk_text(get_field(delta, "thinking"), _THINKING))
-        if piece == "input_json_delta":
-            return Delta(tool_arguments=chunk_text(get_field(delta, "partial_json"), _JSON))
-        return _EMPTY
-    if kind == "content_block_start":
-        block = get_field(event, "content_block") or {}
-        if get_field(block, "type") == "tool_use":
-            return Delta(tool_name=opt_str(get_field(block, "name")))
-        return _EMPTY
-    if kind == "message_start":
-        message = get_field(event, "message") or {}
-        return Delta(  # the input counts; `message_delta` gives the output's
-            usage=anthropic_usage(get_field(message, "usage"), part="start"),
-            usage_partial=True,
-            model=opt_str(get_field(message, "model")),
-        )
-    if kind == "message_delta":
-        delta = get_field(event, "delta") or {}
-        stop = opt_str(get_field(delta, "stop_reason"))
-        refusal = ""
-        if stop == "refusal":  # the text streamed so far is withdrawn: see `withdrawn`
-            details = get_field(delta, "stop_details") or get_field(event, "stop_details") or {}
-            refusal = opt_str(get_field(details, "explanation")) or ""
-        return Delta(
-            refusal=refusal,
-            finish_reason=None if stop is None else FINISH.get(stop, stop),
-            usage=anthropic_usage(get_field(event, "usage"), part="end"),
-            usage_partial=True,
-        )
-    return _EMPTY
 
 
 # --- requests -----------------------------------------------------------------------------
@@ -570,9 +471,6 @@ def is_tier_rejection(exc: BaseException, mode: JsonMode | None) -> bool:
     return pattern.search(text) is not None
 
 
-_EMPTY = Delta()
-
-
 def _reads_reply(obj: Any) -> bool:
     return hasattr(obj, "stop_reason") and isinstance(getattr(obj, "content", None), list)
 
@@ -591,7 +489,7 @@ FORMAT = WireFormat(
     _anthropic,
     reads_dict=_reads_dict,
     reads_chunk=_reads_chunk,
-    read_chunk=_anthropic_event,
+    read_chunk=anthropic_event,
     fast_reply=read_message,
 )
 """(Its client's credentials, SDK methods and error package: its line in the registry.)"""
