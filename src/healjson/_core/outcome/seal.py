@@ -8,10 +8,12 @@ a prompt-injected reply), so when a run ends inside its scope, `seal`:
   each attempt's raw output, reasoning, tool calls and messages (a repair quotes the previous
   answer), its repair prompt and diagnostics, the outcome's `raw_text` and `errors`;
 - leaves the caller's objects as they are (`value`, `partial`, `fallback`: the caller gets what
-  the model sent), and remembers on the outcome which of the secrets its rendering shows, so that
-  every rendering of the outcome (`repr`, `to_dict`, both traces, batch rows, Ray columns,
-  `DegradedError`) removes them as well (`record.revealing`). Those are values the outcome's own
-  objects hold: remembering them adds no copy of a secret the outcome did not hold already.
+  the model sent), and remembers on the outcome which of the secrets its rendering shows (of a
+  secret cut short at the end of a string, as a stream that failed inside it leaves one: the
+  beginning the string holds), so that every rendering of the outcome (`repr`, `to_dict`, both
+  traces, batch rows, Ray columns, `DegradedError`) removes them as well (`record.revealing`).
+  Those are values the outcome's own objects hold: remembering them adds no copy of a secret
+  the outcome did not hold already.
 
 Cost: nothing when no secret is known (a bare `Healer.run`, `validate`); otherwise one substring
 test per secret form over each attempt's text. More work only when a secret is found, or when a
@@ -32,7 +34,8 @@ from healjson._core.redact import (
     MARKER,
     MIN_SECRET_CHARS,
     SPELLING_ESCAPES,
-    cut_at_end,
+    cut_in,
+    cut_spans,
     escaped_in,
     found_in,
     unspelled,
@@ -92,7 +95,7 @@ def _said_secret(attempt: Attempt, forms: tuple[str, ...]) -> bool:
 
 def _plain(text: str, forms: tuple[str, ...]) -> bool:
     """True when `text` holds none of the secret `forms` and no escape that could spell one."""
-    return "\\" not in text and not found_in(text, forms) and not cut_at_end(text, forms)
+    return "\\" not in text and not found_in(text, forms) and not cut_in(text, forms)
 
 
 def seal(outcome: OutcomeT, forms: tuple[str, ...]) -> OutcomeT:
@@ -129,12 +132,16 @@ def seal(outcome: OutcomeT, forms: tuple[str, ...]) -> OutcomeT:
 
 
 def _found(outcome: Healed[Any] | Degraded[Any], forms: tuple[str, ...]) -> tuple[str, ...]:
-    """The secret forms the outcome's record shows (the record before the redactor)."""
+    """The secret forms the outcome's record shows (the record before the redactor), and the
+    beginnings of forms a string of it ends with (a string cut inside a secret: `cut_spans`;
+    kept as they stand, so a rendering removes them as it removes a whole form, and no more
+    of a secret than the outcome holds is remembered)."""
     text = json.dumps(outcome_data(outcome), ensure_ascii=False, default=str)
     found = [form for form in forms if form in text]
     if "\\\\" in text:  # a string holds a backslash: a form it spells with escapes too
         strings = text.replace("\\\\", "\\")  # the escapes as the strings hold them
         found += [form for form in forms if form not in found and escaped_in(strings, (form,))]
+    found += dict.fromkeys(text[start:end] for start, end in cut_spans(text, forms))
     return tuple(found)
 
 
@@ -169,7 +176,7 @@ def _texts_show(outcome: Healed[Any] | Degraded[Any], forms: tuple[str, ...]) ->
     for text in texts:
         if not text or not isinstance(text, str):
             continue
-        if found_in(text, forms) or cut_at_end(text, forms):
+        if found_in(text, forms) or cut_in(text, forms):
             return True, True
         if not escaped and "\\" in text:
             escaped = any(escape in text for escape in SPELLING_ESCAPES) or any(

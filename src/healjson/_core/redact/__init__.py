@@ -10,7 +10,9 @@ both traces and batch rows. Every one of those passes through this module, by co
    `add_credential_places`), its default headers' and query's credentials, its HTTP client's
    auth and its base URL's userinfo (what each place holds: `places`), every string under
    a credential-like name in the call's parameters, and their URL-, JSON- and repr-escaped
-   forms. Strings shorter than 8 characters are never secret values (ordinary text).
+   forms, and their first 8 or more characters where a text or a string in it ends (a
+   stream stopped inside a secret: `spelled`). Strings shorter than 8 characters are never
+   secret values (ordinary text).
 2. **Credential-like names.** In mappings, at any depth, the value under a name such as
    `api_key`, `Authorization`, `x-goog-api-key`, `cookie`, or any name containing `token`,
    `secret`, `password` or `credential` (case and separators ignored) is replaced; numbers,
@@ -49,7 +51,7 @@ from .places import (
     named_strings,
     read_attribute,
 )
-from .spelled import SPELLING_ESCAPES, cut_at_end, escaped_in, unspelled
+from .spelled import SPELLING_ESCAPES, cut_at_end, cut_in, cut_spans, escaped_in, unspelled
 
 __all__ = [
     "MARKER",
@@ -58,6 +60,8 @@ __all__ = [
     "credential_places",
     "credential_words",
     "cut_at_end",
+    "cut_in",
+    "cut_spans",
     "escaped_in",
     "is_credential_field",
     "is_credential_name",
@@ -464,7 +468,7 @@ def _redact_text(text: str, secrets: tuple[str, ...]) -> str:
     for secret in secrets:  # plain substring replacement: no regex ever holds a secret
         if secret in text:
             text = text.replace(secret, MARKER)
-    if secrets:  # spelled with escapes, or cut at the end (a stream stopped inside one)
+    if secrets:  # spelled with escapes, or cut short (a stream stopped inside one)
         text = unspelled(text, secrets, MARKER)
     # each pattern runs only when a word it needs is there: plain `in` tests are far cheaper
     # than a case-insensitive regex scan, and most text holds none of these words

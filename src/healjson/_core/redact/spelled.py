@@ -1,7 +1,9 @@
 """Secrets a text holds in another spelling than their own: written with escapes (JSON's
-`\\u0073k-...`, `\\/`, a lenient reader's `\\x73`), or cut at the text's end (a stream stopped
-inside one). Each such stretch is found by what it spells, and replaced by the marker in the
-text as written; the rest of the text is kept as it is."""
+`\\u0073k-...`, `\\/`, a lenient reader's `\\x73`), or cut short (a stream stopped inside one):
+a secret's first 8 or more characters where the text ends, or where a string in it ends (a
+quote follows, escaped or not: a rendering of data that holds a cut string) or a shortened
+rendering cut it (`…` follows). Each such stretch is found by what it spells, and replaced by
+the marker in the text as written; the rest of the text is kept as it is."""
 
 from __future__ import annotations
 
@@ -10,9 +12,12 @@ from bisect import bisect_right
 from functools import lru_cache
 from typing import Final
 
-__all__ = ["SPELLING_ESCAPES", "cut_at_end", "escaped_in", "unspelled"]
+__all__ = ["SPELLING_ESCAPES", "cut_at_end", "cut_in", "cut_spans", "escaped_in", "unspelled"]
 
 _MIN_CUT: Final = 8  # the shortest secret (`MIN_SECRET_CHARS`): a shorter end is no secret's
+_QUOTES: Final = "\"'"  # what ends a string in a rendering (JSON, Python's repr)
+_SHORTENED: Final = "\u2026"  # `…`: where a shortened rendering (`short_repr`) cut a text
+_MAX_BACKSLASHES: Final = 8  # a quote escaped this many times over still ends a string
 _SIMPLE: Final = {
     '"': '"',
     "\\": "\\",
@@ -26,16 +31,14 @@ _SIMPLE: Final = {
 
 
 def unspelled(text: str, forms: tuple[str, ...], marker: str) -> str:
-    """`text` with every secret form it spells with escapes, and a form's first 8 or more
-    characters that end it (a text cut inside a secret), replaced by `marker`."""
+    """`text` with every secret form it spells with escapes, and every form cut short in it
+    (`cut_spans`: a text or a string in it cut inside a secret), replaced by `marker`."""
     if not forms:
         return text
     spans: list[tuple[int, int]] = []
     if "\\" in text:
         spans += _escaped_spans(text, forms)
-    cut = cut_at_end(text, forms)
-    if cut:
-        spans.append((len(text) - cut, len(text)))
+    spans += cut_spans(text, forms)
     if not spans:
         return text
     out: list[str] = []
@@ -66,6 +69,60 @@ def cut_at_end(text: str, forms: tuple[str, ...]) -> int:
                 best = size
                 break
     return best
+
+
+def cut_in(text: str, forms: tuple[str, ...]) -> bool:
+    """True when `text` holds a secret form cut short (`cut_spans` would find one)."""
+    return bool(cut_spans(text, forms))
+
+
+def cut_spans(text: str, forms: tuple[str, ...]) -> list[tuple[int, int]]:
+    """The stretches of `text` that are a secret form cut short: a form's first 8 or more
+    characters, not the whole form, where the text ends, where a string in it ends (a quote
+    follows, escaped or not) or where a shortened rendering cut it (`…` follows). Linear: each
+    place a form's first 8 characters occur is read once, as far as the form goes."""
+    spans: list[tuple[int, int]] = []
+    for head, group in _heads(forms):
+        at = text.find(head)
+        while at >= 0:
+            size = _cut_size(text, at, group)
+            if size:
+                spans.append((at, at + size))
+            at = text.find(head, at + (size or 1))
+    return spans
+
+
+def _cut_size(text: str, at: int, group: tuple[str, ...]) -> int:
+    """How many characters at `at` (where the forms of `group` begin) are a form cut short:
+    the longest beginning of one of them there, when a cut follows it (`cut_spans`); 0 for
+    none, or when a whole form is there (the plain redactor's)."""
+    best = 0
+    for form in group:
+        size, most = _MIN_CUT, min(len(form), len(text) - at)
+        while size < most and text[at + size] == form[size]:
+            size += 1
+        if size == len(form):
+            return 0
+        best = max(best, size)
+    end = at + best
+    if end == len(text):
+        return best
+    follows = text[end]
+    if follows == "\\":  # an escaped quote: a string's end in a rendering of a rendering
+        follows = text[end : end + _MAX_BACKSLASHES + 1].lstrip("\\")[:1] or "\\"
+        return best if follows in _QUOTES else 0
+    return best if follows in _QUOTES or follows == _SHORTENED else 0
+
+
+@lru_cache(maxsize=64)
+def _heads(forms: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The forms longer than 8 characters grouped by their first 8 (what any beginning of
+    them long enough to be a secret's starts with)."""
+    groups: dict[str, list[str]] = {}
+    for form in forms:
+        if len(form) > _MIN_CUT:
+            groups.setdefault(form[:_MIN_CUT], []).append(form)
+    return tuple((head, tuple(group)) for head, group in groups.items())
 
 
 @lru_cache(maxsize=64)

@@ -6,7 +6,10 @@ per call and feeds it each chunk: the reading hands back the events for the call
 and items of a JSON answer, text pieces of a tool-call answer) and, at the end, the whole
 reply as the flow's `CallResult`. A reading may end a stream early (`stop`: an answer no more
 tokens can save); what a stream that failed part-way had read is kept on its failure
-(`salvage`). Deadlines, closing the stream and the call itself are the driver's.
+(`salvage`). A stream that ended early (failed, stopped, or cut with no finish reason) keeps
+as its data what L1 keeps of a reply cut by the token limit, only what the model finished
+(`StreamSession.data`), never a value still arriving. Deadlines, closing the stream and the
+call itself are the driver's.
 
 Every way a streamed call ends (whole, stopped early, failed) gets its usage here, by one rule
 (`wire.reply.call_usage`): the call counts as a request; the counts the provider reported as
@@ -229,10 +232,10 @@ class JsonReading:
         return CallResult(reply, None, elapsed)
 
     def salvage(self, result: CallResult) -> CallResult:
-        """What had arrived (its text and the data read from it) and what the call spent kept
-        on the failure. The run's deadline passing after the answer's finish reason came (a
-        server silent before it closes the stream) fails nothing: the answer was whole, and
-        is judged as a stream that ended there."""
+        """What had arrived (its text, and its data as L1 keeps a cut reply's: `session.data`)
+        and what the call spent kept on the failure. The run's deadline passing after the
+        answer's finish reason came (a server silent before it closes the stream) fails
+        nothing: the answer was whole, and is judged as a stream that ended there."""
         failure = result.failure
         if failure is None:
             return result
