@@ -99,9 +99,11 @@ SLOW_FIXTURES = ("ray_cluster", "zygote")
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test that uses a fixture of `SLOW_FIXTURES` must be marked `slow`, so that it runs in
-    the slow lane only (the default lane is `-m "not slow"`); the tests that share one such
-    fixture are one `xdist_group`, so that under the slow lane's `--dist=loadgroup` one worker
-    runs them all, with one Ray instance and one warm process.
+    the slow lane only (the default lane is `-m "not slow"`); the tests that share the Ray
+    instance are one `xdist_group`, so that under the slow lane's `--dist=loadgroup` one worker
+    runs them all, with one Ray instance (a worker that runs a kill test starts its own warm
+    process: a second one costs a second, where one group of every kill test on one worker
+    could leave the other idle).
 
     The long tests go first, the many short ones last: `slow` ones, then property tests,
     then the rest, each in collection order. Handed out in that order, the workers end
@@ -117,11 +119,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             f"mark these tests `@pytest.mark.slow` (they use {', '.join(SLOW_FIXTURES)}): "
             + ", ".join(unmarked)
         )
-    for item in items:  # one worker holds each such fixture (`--dist=loadgroup`, the slow lane)
-        for name in SLOW_FIXTURES:
-            if name in getattr(item, "fixturenames", ()):
-                item.add_marker(pytest.mark.xdist_group(name))
-                break
+    for item in items:  # one Ray instance: its tests on one worker (the slow lane's loadgroup)
+        if _uses_ray(item):
+            item.add_marker(pytest.mark.xdist_group("ray_cluster"))
     items.sort(key=_expected_length)
 
 
@@ -150,9 +150,10 @@ def _uses_ray(item: pytest.Item) -> bool:
 
 
 def _expected_length(item: pytest.Item) -> int:
-    """0 for a test marked `slow`, 1 for a hypothesis property test, 2 for the others."""
+    """-1 for a test of the Ray instance (their group is the longest unit of work), 0 for
+    another test marked `slow`, 1 for a hypothesis property test, 2 for the others."""
     if item.get_closest_marker("slow") is not None:
-        return 0
+        return -1 if _uses_ray(item) else 0
     function = getattr(item, "obj", None)
     return 1 if getattr(function, "is_hypothesis_test", False) else 2
 

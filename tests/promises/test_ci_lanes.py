@@ -43,8 +43,8 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
 
 def test_the_lanes_run_the_whole_suite_and_check_coverage_on_all() -> None:
     """The default lane runs `-m "not slow"` on every core, the floor lane its list in its own
-    venv, the slow lane `-m slow` on two workers, grouped (the tests that share a Ray instance
-    or the kill tests' warm process on one); the later two append to the first's coverage, and
+    venv, the slow lane `-m slow` on two workers, grouped (the tests that share the Ray
+    instance on one); the later two append to the first's coverage, and
     only the slow lane, the last step, checks the floor."""
     steps = _steps(_readme_test_command())
     pytest_steps = [step for step in steps if step.startswith((PYTEST, FLOOR_PYTEST))]
