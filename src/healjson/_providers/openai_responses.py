@@ -264,12 +264,34 @@ def usage(raw: Any, model: str | None = None, *, requests: int = 1) -> Usage | N
 
 # -- the stream ------------------------------------------------------------------------------
 
-_TEXT_DELTAS: Final[dict[str, Callable[[str], Delta]]] = {
-    "response.output_text.delta": lambda piece: Delta(text=piece),
-    "response.refusal.delta": lambda piece: Delta(refusal=piece),
-    "response.function_call_arguments.delta": lambda piece: Delta(tool_arguments=piece),
-    "response.reasoning_summary_text.delta": lambda piece: Delta(reasoning=piece),
-    "response.reasoning_text.delta": lambda piece: Delta(reasoning=piece),
+
+def _arguments_piece(piece: str, event: Any) -> Delta:
+    """A function call's arguments piece, with the identity of its call (`Delta.tool_index`):
+    the event's `output_index`, the index its item's `response.output_item.added` gave (an
+    event without one: no identity, the piece joins the call before it)."""
+    index = _field(event, "output_index")
+    return Delta(tool_arguments=piece, tool_index=index if type(index) is int else None)
+
+
+def _call_start(event: Any, item: Any) -> Delta:
+    """A function call's start (`response.output_item.added`): its name, and its identity
+    (`Delta.tool_index`, `Delta.tool_id`): the event's `output_index`, the item's `call_id`
+    (the call's id, as `read_response` reads it), else its item `id`."""
+    index = _field(event, "output_index")
+    return Delta(
+        tool_name=opt_str(_field(item, "name")),
+        tool_index=index if type(index) is int else None,
+        tool_id=opt_str(_field(item, "call_id")) or opt_str(_field(item, "id")),
+    )
+
+
+# each text piece's `Delta`, from the piece and its event
+_TEXT_DELTAS: Final[dict[str, Callable[[str, Any], Delta]]] = {
+    "response.output_text.delta": lambda piece, _: Delta(text=piece),
+    "response.refusal.delta": lambda piece, _: Delta(refusal=piece),
+    "response.function_call_arguments.delta": _arguments_piece,
+    "response.reasoning_summary_text.delta": lambda piece, _: Delta(reasoning=piece),
+    "response.reasoning_text.delta": lambda piece, _: Delta(reasoning=piece),
 }
 _ENDS: Final = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
@@ -283,7 +305,7 @@ def read_event(event: Any, kind: str) -> Delta | None:
     make = _TEXT_DELTAS.get(kind)
     if make is not None:  # a `delta` of another type: no event of a reply (`chunk_text`)
         piece = _field(event, "delta")
-        return _EMPTY if piece is None else make(chunk_text(piece, f"delta (of {kind})"))
+        return _EMPTY if piece is None else make(chunk_text(piece, f"delta (of {kind})"), event)
     if not kind.startswith("response."):
         if kind == "error" and (
             _field(event, "sequence_number") is not None
@@ -293,9 +315,7 @@ def read_event(event: Any, kind: str) -> Delta | None:
         return None
     if kind == "response.output_item.added":
         item = _field(event, "item")
-        if _field(item, "type") == FUNCTION_CALL:
-            return Delta(tool_name=opt_str(_field(item, "name")))
-        return _EMPTY
+        return _call_start(event, item) if _field(item, "type") == FUNCTION_CALL else _EMPTY
     if kind == "response.output_item.done":  # a custom call whole (its input deltas: nothing)
         item = _field(event, "item")
         call = responses_call(item, CUSTOM_CALL) if _field(item, "type") == CUSTOM_CALL else None
@@ -348,7 +368,7 @@ def _phased(event: Any, aside: set[Any], seen: Callable[[str], None] | None) -> 
             return _EMPTY if piece is None else event
         if aside and kind == "response.output_text.delta" and _text_id(event, "item_id") in aside:
             return Delta(reasoning=piece)
-        return make(piece)
+        return make(piece, event)
     if kind == "response.output_item.added":
         item = _field(event, "item")
         if _field(item, "phase") == "commentary":

@@ -198,6 +198,8 @@ class JsonReading:
             self.stop = self._cut(session.abort)
         elif self.guard is not None:
             said = delta.text or delta.tool_arguments
+            if delta.tool_pieces:  # further calls' pieces in the chunk: each read too
+                said += "".join([piece.tool_arguments for piece in delta.tool_pieces])
             if not said and delta.tool_calls:  # whole calls: their arguments are read too
                 said = "".join(call.arguments for call in delta.tool_calls)
             found = self.guard.feed(said)
