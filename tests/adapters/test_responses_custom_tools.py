@@ -322,7 +322,7 @@ def test_an_outcome_record_keeps_the_repairs_custom_calls_and_tools() -> None:
 def test_a_custom_call_in_a_structured_answer_stream_stays_apart() -> None:
     """In a streamed structured answer (`response_model=`) beside the caller's tools, a custom
     call is read whole at its item's end, kept as a custom call with its id and input exactly,
-    and its input never joins the function call streamed after it."""
+    and its input never joins the function call streamed after it, which keeps its own id."""
     script = [
         streamed(
             message('{"query": "red shoes", "limit": 5}'),
@@ -342,9 +342,10 @@ def test_a_custom_call_in_a_structured_answer_stream_stays_apart() -> None:
         outcome = made.outcome
     assert Search(query="red shoes", limit=5) == outcome.value
     calls = outcome.attempts[0].tool_calls
-    assert [("shell", TRICKY, "call_sh", "custom"), ("shell", '{"x": 1}', None, "function")] == [
-        (c.name, c.arguments, c.id, c.kind) for c in calls
-    ]
+    assert [
+        ("shell", TRICKY, "call_sh", "custom"),
+        ("shell", '{"x": 1}', "call_fn", "function"),
+    ] == [(c.name, c.arguments, c.id, c.kind) for c in calls]
 
 
 @pinned(max_examples=10)
