@@ -6,10 +6,7 @@ against `ScriptedServer`."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -20,14 +17,11 @@ agents = pytest.importorskip("agents")
 from agents import (  # noqa: E402
     Agent,
     ModelBehaviorError,
-    OpenAIChatCompletionsModel,
     OutputGuardrailTripwireTriggered,
-    Runner,
-    RunResult,
     function_tool,
 )
-from openai import AsyncOpenAI, DefaultAsyncHttpxClient  # noqa: E402
 
+from agents_kit import Ran, run, sdk_trace_exporter_closed  # noqa: E402, F401
 from healjson import Violation, contract  # noqa: E402
 from healjson.agents import (  # noqa: E402
     HealLog,
@@ -35,53 +29,11 @@ from healjson.agents import (  # noqa: E402
     heal_final_output,
     heal_tools,
 )
-from healjson.testing import ScriptedReply, ScriptedServer, capture_events  # noqa: E402
-from sdk_calls import TLS  # noqa: E402
+from healjson.testing import ScriptedReply  # noqa: E402
 
 agents.set_tracing_disabled(True)
 
 KEY = "sk-proj-Q9x7LmN2pR4tV6wY8zA1bC3dE5fG"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _sdk_trace_exporter_closed() -> Iterator[None]:
-    """The SDK's trace exporter (made on first use) is closed once this module's tests are
-    done."""
-    yield
-    from agents.tracing.processors import default_exporter
-
-    default_exporter().close()
-
-
-@dataclass
-class Ran:
-    result: RunResult | None
-    error: BaseException | None
-    events: list[dict[str, Any]]
-
-
-def run(
-    build: Callable[[Any], Agent[Any]], script: list[Any], key: str = "test", **kwargs: Any
-) -> Ran:
-    """Run the agent `build` makes once against a server serving `script` (the client's API key
-    `key`), with healjson's events captured; the run's exception is returned, not raised."""
-    with ScriptedServer(script) as server:
-        http = DefaultAsyncHttpxClient(verify=TLS)
-        client = AsyncOpenAI(base_url=server.base_url, api_key=key, max_retries=0, http_client=http)
-        agent = build(OpenAIChatCompletionsModel(model="scripted", openai_client=client))
-
-        async def go() -> RunResult:
-            try:
-                return await Runner.run(agent, "Go.", **kwargs)
-            finally:
-                await client.close()
-
-        with capture_events(include_content=True) as events:
-            try:
-                result, error = asyncio.run(go()), None
-            except Exception as exc:
-                result, error = None, exc
-        return Ran(result, error, list(events))
 
 
 def run_numbers(script: list[Any], log: HealLog) -> Ran:
