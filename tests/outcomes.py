@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+from healjson import Degraded, Healed
 
 
 def comparable(outcome: Any) -> dict[str, Any]:
@@ -12,3 +15,17 @@ def comparable(outcome: Any) -> dict[str, Any]:
     for attempt in data["attempts"]:
         attempt.pop("latency_s", None)
     return data
+
+
+def said(outcome: Any) -> tuple[Any, ...]:
+    """What an outcome says, for comparing a streamed run with the same reply unstreamed: its
+    kind, value or reason with its errors' sources, flags, and the first attempt's flags and
+    calls (id, name, arguments read)."""
+    assert isinstance(outcome, Healed | Degraded)
+    first = outcome.attempts[0]
+    calls = [(c.id, c.name, json.loads(c.arguments)) for c in first.tool_calls]
+    if isinstance(outcome, Healed):
+        kind: tuple[Any, ...] = ("healed", outcome.value, outcome.flags)
+    else:
+        kind = ("degraded", outcome.reason, tuple(e.source for e in outcome.errors))
+    return (*kind, first.flags, calls)

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 import healjson
 from healjson import Degraded, Flag, Healed, HealPolicy
 from healjson.testing import ScriptedReply, ScriptedServer
+from outcomes import said
 from pinned import pinned
 from sdk_calls import TLS
 
@@ -178,19 +179,6 @@ def ask(server: ScriptedServer, provider: str, *, stream: bool, **extra: Any) ->
         return found.outcome
 
 
-def seen(outcome: Any) -> tuple[Any, ...]:
-    """What an outcome says: its kind, value or reason with its errors' sources, flags, and the
-    first attempt's calls (id, name, arguments read)."""
-    assert isinstance(outcome, Healed | Degraded)
-    first = outcome.attempts[0]
-    calls = [(c.id, c.name, json.loads(c.arguments)) for c in first.tool_calls]
-    if isinstance(outcome, Healed):
-        said: tuple[Any, ...] = ("healed", outcome.value, outcome.flags)
-    else:
-        said = ("degraded", outcome.reason, tuple(e.source for e in outcome.errors))
-    return (*said, first.flags, calls)
-
-
 def both(provider: str, calls: Calls, size: int = 7, **extra: Any) -> tuple[Any, Any]:
     """The outcomes of the reply unstreamed and streamed (in pieces of `size` characters)."""
     if provider == "anthropic":
@@ -211,7 +199,7 @@ def test_two_identical_answer_tool_calls_stream_as_two_calls() -> None:
     flagged as several candidates, never as one text with prose around it."""
     whole, streamed = both("anthropic", [("Person", ANN), ("Person", ANN)])
 
-    assert seen(streamed) == seen(whole)
+    assert said(streamed) == said(whole)
     assert isinstance(streamed, Healed)
     assert [c.id for c in streamed.attempts[0].tool_calls] == ["toolu_0", "toolu_1"]
     assert Flag.PROSE_AROUND not in streamed.flags
@@ -223,7 +211,7 @@ def test_two_calls_of_a_caller_tool_stream_apart_on_anthropic() -> None:
     diagnostic, as unstreamed."""
     whole, streamed = both("anthropic", [("lookup", ANN), ("lookup", BOB)], tools=A_TOOLS)
 
-    assert seen(streamed) == seen(whole)
+    assert said(streamed) == said(whole)
     assert isinstance(streamed, Degraded)
     assert "`lookup`, `lookup`" in streamed.errors[0].constraint
 
@@ -233,7 +221,7 @@ def test_two_calls_of_a_caller_tool_stream_apart_on_openai_chat() -> None:
     and arguments, as unstreamed."""
     whole, streamed = both("chat", [("lookup", ANN), ("lookup", BOB)], tools=O_TOOLS)
 
-    assert seen(streamed) == seen(whole)
+    assert said(streamed) == said(whole)
     assert [c.id for c in streamed.attempts[0].tool_calls] == ["call_0", "call_1"]
 
 
@@ -287,8 +275,8 @@ def test_any_tool_calls_stream_to_the_outcome_of_the_same_reply_unstreamed(
     same reply unstreamed: its value or reason, its flags, its calls with ids and arguments."""
     whole, streamed = both(provider, calls, size)
 
-    assert seen(streamed) == seen(whole)
-    assert [args for _, _, args in seen(streamed)[-1]] == [args for _, args in calls]
+    assert said(streamed) == said(whole)
+    assert [args for _, _, args in said(streamed)[-1]] == [args for _, args in calls]
 
 
 # -- defect 3: a block's start is its first piece -------------------------------------------------

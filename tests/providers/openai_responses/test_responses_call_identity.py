@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 import healjson
-from healjson import Degraded, Healed, HealPolicy
+from healjson import HealPolicy
 from healjson.testing import ScriptedReply, ScriptedServer
+from outcomes import said
 from pinned import pinned
 from sdk_calls import TLS
 
@@ -105,19 +106,6 @@ def ask(server: ScriptedServer, *, stream: bool, **extra: Any) -> Any:
         return found.outcome
 
 
-def seen(outcome: Any) -> tuple[Any, ...]:
-    """What an outcome says: its kind, value or reason with its errors' sources, flags, and the
-    first attempt's calls (id, name, arguments read)."""
-    assert isinstance(outcome, Healed | Degraded)
-    first = outcome.attempts[0]
-    calls = [(c.id, c.name, json.loads(c.arguments)) for c in first.tool_calls]
-    if isinstance(outcome, Healed):
-        said: tuple[Any, ...] = ("healed", outcome.value, outcome.flags)
-    else:
-        said = ("degraded", outcome.reason, tuple(e.source for e in outcome.errors))
-    return (*said, first.flags, calls)
-
-
 def both(calls: Calls, cuts: list[list[int]] | None = None, **extra: Any) -> tuple[Any, Any]:
     """The outcomes of the reply unstreamed and streamed (its deltas cut at `cuts`)."""
     with ScriptedServer([whole(calls), streamed(calls, cuts)]) as server:
@@ -131,7 +119,7 @@ def test_two_calls_of_a_caller_tool_stream_apart() -> None:
     arguments, as unstreamed."""
     unstreamed, stream = both([("lookup", ANN), ("lookup", BOB)], tools=TOOLS)
 
-    assert seen(stream) == seen(unstreamed)
+    assert said(stream) == said(unstreamed)
     calls = [(c.id, json.loads(c.arguments)) for c in stream.attempts[0].tool_calls]
     assert calls == [("call_0", ANN), ("call_1", BOB)]
 
@@ -141,7 +129,7 @@ def test_two_answer_tool_calls_stream_as_two_calls() -> None:
     unstreamed, never one call whose arguments run together."""
     unstreamed, stream = both([("Person", ANN), ("Person", BOB)])
 
-    assert seen(stream) == seen(unstreamed)
+    assert said(stream) == said(unstreamed)
     assert [c.id for c in stream.attempts[0].tool_calls] == ["call_0", "call_1"]
     assert [json.loads(c.arguments) for c in stream.attempts[0].tool_calls] == [ANN, BOB]
 
@@ -177,5 +165,5 @@ def test_any_calls_stream_to_the_outcome_of_the_same_reply_unstreamed(
     calls, cuts = drawn
     unstreamed, stream = both(calls, cuts)
 
-    assert seen(stream) == seen(unstreamed)
-    assert [args for _, _, args in seen(stream)[-1]] == [args for _, args in calls]
+    assert said(stream) == said(unstreamed)
+    assert [args for _, _, args in said(stream)[-1]] == [args for _, args in calls]
