@@ -51,7 +51,7 @@ from .places import (
     named_strings,
     read_attribute,
 )
-from .spelled import SPELLING_ESCAPES, cut_at_end, cut_in, cut_spans, escaped_in, unspelled
+from .spelled import SPELLING_ESCAPES, cut_in, cut_spans, escaped_in, unspelled
 
 __all__ = [
     "MARKER",
@@ -59,7 +59,6 @@ __all__ = [
     "add_credential_places",
     "credential_places",
     "credential_words",
-    "cut_at_end",
     "cut_in",
     "cut_spans",
     "escaped_in",

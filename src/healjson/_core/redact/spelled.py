@@ -12,7 +12,7 @@ from bisect import bisect_right
 from functools import lru_cache
 from typing import Final
 
-__all__ = ["SPELLING_ESCAPES", "cut_at_end", "cut_in", "cut_spans", "escaped_in", "unspelled"]
+__all__ = ["SPELLING_ESCAPES", "cut_in", "cut_spans", "escaped_in", "unspelled"]
 
 _MIN_CUT: Final = 8  # the shortest secret (`MIN_SECRET_CHARS`): a shorter end is no secret's
 _QUOTES: Final = "\"'"  # what ends a string in a rendering (JSON, Python's repr)
@@ -55,20 +55,6 @@ def unspelled(text: str, forms: tuple[str, ...], marker: str) -> str:
 def escaped_in(text: str, forms: tuple[str, ...]) -> bool:
     """True when `text` spells a secret form with escapes (`unspelled` would replace it)."""
     return "\\" in text and bool(_escaped_spans(text, forms))
-
-
-def cut_at_end(text: str, forms: tuple[str, ...]) -> int:
-    """How many characters at the end of `text` are the beginning of a secret form, 8 or more
-    but not the whole form (0: none)."""
-    if len(text) < _MIN_CUT or text[-_MIN_CUT:] not in _grams(forms):
-        return 0  # the common case: one set lookup
-    best = 0
-    for form in forms:
-        for size in range(len(form) - 1, _MIN_CUT - 1, -1):
-            if size > best and text.endswith(form[:size]):
-                best = size
-                break
-    return best
 
 
 def cut_in(text: str, forms: tuple[str, ...]) -> bool:
@@ -123,15 +109,6 @@ def _heads(forms: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
         if len(form) > _MIN_CUT:
             groups.setdefault(form[:_MIN_CUT], []).append(form)
     return tuple((head, tuple(group)) for head, group in groups.items())
-
-
-@lru_cache(maxsize=64)
-def _grams(forms: tuple[str, ...]) -> frozenset[str]:
-    """Every 8 characters in a row of the secret forms: a text that ends inside a form ends
-    with one of them."""
-    return frozenset(
-        form[start : start + _MIN_CUT] for form in forms for start in range(len(form) - 7)
-    )
 
 
 def _escaped_spans(text: str, forms: tuple[str, ...]) -> list[tuple[int, int]]:
