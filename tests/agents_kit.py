@@ -31,18 +31,25 @@ def sdk_trace_exporter_closed() -> Iterator[None]:
 
 @dataclass
 class Ran:
-    """One agent run: its result or its exception, and healjson's events."""
+    """One agent run: its result or its exception, healjson's events, and the requests the
+    server received."""
 
     result: RunResult | None
     error: BaseException | None
     events: list[dict[str, Any]]
+    requests: list[Any]
 
 
 def run(
-    build: Callable[[Any], Agent[Any]], script: list[Any], key: str = "test", **kwargs: Any
+    build: Callable[[Any], Agent[Any]],
+    script: list[Any],
+    key: str = "test",
+    prompt: str = "Go.",
+    **kwargs: Any,
 ) -> Ran:
-    """Run the agent `build` makes once against a server serving `script` (the client's API key
-    `key`), with healjson's events captured; the run's exception is returned, not raised."""
+    """Run the agent `build` makes once on `prompt` against a server serving `script` (the
+    client's API key `key`), with healjson's events captured; the run's exception is returned,
+    not raised."""
     with ScriptedServer(script) as server:
         http = DefaultAsyncHttpxClient(verify=TLS)
         client = AsyncOpenAI(base_url=server.base_url, api_key=key, max_retries=0, http_client=http)
@@ -50,7 +57,7 @@ def run(
 
         async def go() -> RunResult:
             try:
-                return await Runner.run(agent, "Go.", **kwargs)
+                return await Runner.run(agent, prompt, **kwargs)
             finally:
                 await client.close()
 
@@ -59,4 +66,4 @@ def run(
                 result, error = asyncio.run(go()), None
             except Exception as exc:
                 result, error = None, exc
-        return Ran(result, error, list(events))
+        return Ran(result, error, list(events), list(server.requests))

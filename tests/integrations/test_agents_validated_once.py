@@ -14,8 +14,8 @@ it is never told to the model as the model's mistake.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -30,16 +30,14 @@ from agents import (  # noqa: E402
     Agent,
     FunctionTool,
     ModelBehaviorError,
-    OpenAIChatCompletionsModel,
     OutputGuardrailTripwireTriggered,
-    Runner,
-    RunResult,
     UserError,
     function_tool,
 )
 from agents.tool_context import ToolContext  # noqa: E402
-from openai import AsyncOpenAI, DefaultAsyncHttpxClient  # noqa: E402
 
+from agents_kit import run as run_agent  # noqa: E402
+from agents_kit import sdk_trace_exporter_closed  # noqa: E402, F401
 from healjson import Violation, contract  # noqa: E402
 from healjson.agents import (  # noqa: E402
     ContractStopped,
@@ -48,8 +46,7 @@ from healjson.agents import (  # noqa: E402
     heal_final_output,
     heal_tools,
 )
-from healjson.testing import ScriptedReply, ScriptedServer, corrupted  # noqa: E402
-from sdk_calls import TLS  # noqa: E402
+from healjson.testing import ScriptedReply, corrupted  # noqa: E402
 
 agents.set_tracing_disabled(True)
 
@@ -59,16 +56,6 @@ def checked_handler(contracts: list[Any], **options: Any) -> Any:
     the SDK refused (`contract_guardrail` judges every one)."""
     with pytest.warns(UserWarning, match="contract_guardrail"):
         return heal_final_output(contracts, **options)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _sdk_trace_exporter_closed() -> Iterator[None]:
-    """The SDK's trace exporter (made on first use) is closed once this module's tests are
-    done."""
-    yield
-    from agents.tracing.processors import default_exporter
-
-    default_exporter().close()
 
 
 def dollars_to_cents(value: Any) -> int:
@@ -108,33 +95,8 @@ def tool_call(arguments: str, call_id: str = "call_1", name: str = "charge") -> 
     return ScriptedReply(tool_calls=[{"id": call_id, "type": "function", "function": function}])
 
 
-@dataclass
-class Ran:
-    result: RunResult | None
-    error: BaseException | None
-    requests: list[Any]
-
-
-def run(build: Callable[[Any], Agent[Any]], script: list[Any], **run_kwargs: Any) -> Ran:
-    """Run the agent `build` makes once (`Runner.run`) against a server serving `script`; the
-    run's exception, if any, is returned, not raised."""
-    with ScriptedServer(script) as server:
-        http = DefaultAsyncHttpxClient(verify=TLS)
-        client = AsyncOpenAI(
-            base_url=server.base_url, api_key="test", max_retries=0, http_client=http
-        )
-        agent = build(OpenAIChatCompletionsModel(model="scripted", openai_client=client))
-
-        async def go() -> RunResult:
-            try:
-                return await Runner.run(agent, "Charge Ada 12.50 dollars.", **run_kwargs)
-            finally:
-                await client.close()
-
-        try:
-            return Ran(asyncio.run(go()), None, list(server.requests))
-        except Exception as exc:
-            return Ran(None, exc, list(server.requests))
+# every run asks the same: the kit's run, on this prompt
+run = functools.partial(run_agent, prompt="Charge Ada 12.50 dollars.")
 
 
 def tool_results(request: Any) -> list[str]:
